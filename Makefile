@@ -1,0 +1,128 @@
+# edge - one non-recursive Makefile, everything built into $(B)/.
+#
+#   make            build BPF objects, skeletons, edgectl, tests
+#   make check      install missing deps, build normal + ASan/UBSan, run tests
+#   make demo       install missing deps, build, run the demo
+#   make vmtest KERNEL=6.1|6.12|all   kernel-facing tests in VMs
+#   make bench-xdp  bench/xdp-drop
+#   make lint       clang-format check, cppcheck, shellcheck
+
+B        ?= build
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
+            -Wmissing-prototypes -Wpointer-arith -Wvla -Wundef \
+            -Wwrite-strings -Wnull-dereference -Wimplicit-fallthrough
+CFLAGS   ?= -O2 -g
+ECFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -fstack-protector-strong \
+            -D_FORTIFY_SOURCE=2 -fPIE -Ibpf -Iuserspace/lib -I$(B)
+LDFLAGS  ?=
+ELDFLAGS := -pie -Wl,-z,relro,-z,now
+LIBS     := -lxdp -lbpf -lelf -lz -ljansson
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=all
+
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+              -Ibpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH))
+
+# ---- sources ----------------------------------------------------------
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(B)/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(B)/%.skel.h,$(BPF_SRCS))
+LIB_SRCS   := $(wildcard userspace/lib/*.c)
+CLI_SRCS   := $(wildcard cli/*.c)
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
+TOOL_SRCS  := $(wildcard tests/tools/*.c) $(wildcard bench/*/*.c)
+HDRS       := $(wildcard bpf/*.h userspace/lib/*.h cli/*.h tests/*/*.h)
+
+# $(call variant,DIR,EXTRA_CFLAGS): objects and binaries of one build variant
+define variant
+$(1)/lib/%.o: userspace/lib/%.c $(HDRS) $(BPF_SKELS) | $(1)/lib
+	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) -c -o $$@ $$<
+$(1)/cli/%.o: cli/%.c $(HDRS) $(BPF_SKELS) | $(1)/cli
+	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) -c -o $$@ $$<
+$(1)/libedge.a: $(patsubst userspace/lib/%.c,$(1)/lib/%.o,$(LIB_SRCS))
+	rm -f $$@ && ar rcs $$@ $$^
+$(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/libedge.a
+	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
+$(1)/tests/%: tests/unit/%.c $(1)/libedge.a $(HDRS) | $(1)/tests
+	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedge.a $$(LIBS) $$(CHECK_LIBS)
+$(1)/tests/%: tests/bpf/%.c $(1)/libedge.a $(HDRS) $(BPF_SKELS) | $(1)/tests
+	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedge.a $$(LIBS) $$(CHECK_LIBS)
+$(1)/lib $(1)/cli $(1)/tests:
+	mkdir -p $$@
+$(1)_BINS := $(1)/edgectl \
+   $(patsubst tests/unit/%.c,$(1)/tests/%,$(UNIT_SRCS)) \
+   $(patsubst tests/bpf/%.c,$(1)/tests/%,$(BPFT_SRCS))
+endef
+
+$(eval $(call variant,$(B),))
+$(eval $(call variant,$(B)/asan,$(SAN_FLAGS)))
+
+# helper programs for tests and benchmarks (normal build only)
+TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s))))
+$(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
+$(B)/tools/%: bench/*/%.c $(HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
+$(B)/tools:
+	mkdir -p $@
+
+# ---- BPF ----------------------------------------------------------------
+$(B)/%.bpf.o: bpf/%.bpf.c bpf/edge_maps.h | $(B)
+	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
+$(B)/%.skel.h: $(B)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+$(B):
+	mkdir -p $@
+
+# ---- top-level targets ------------------------------------------------------
+.PHONY: all asan check demo deps vmtest bench-xdp lint format clean
+all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
+asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
+
+deps:
+	scripts/install-deps
+
+check:
+	scripts/install-deps
+	$(MAKE) all asan
+	tests/run
+
+demo:
+	scripts/install-deps
+	$(MAKE) all
+	scripts/demo
+
+vmtest:
+	scripts/install-deps --vmtest
+	$(MAKE) all
+	vmtest/run $(or $(KERNEL),all)
+
+bench-xdp:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/xdp-drop/run
+
+C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*/*.c)
+SH_FILES := scripts/install-deps scripts/demo tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/*.sh bench/*/run .ci/run)
+lint:
+	scripts/install-deps --lint
+	clang-format --dry-run --Werror $(C_FILES)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	  --inline-suppr -I bpf -I userspace/lib --suppress=missingIncludeSystem \
+	  userspace cli tests/unit tests/bpf
+	shellcheck -x $(SH_FILES)
+
+format:
+	clang-format -i $(C_FILES)
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * edge_maps.h - the contract between edge's BPF programs and userspace.
+ *
+ * Every map key and value that both sides read or write is defined here,
+ * once, with fixed-width types, explicit padding and a size assertion. The
+ * counter ids are an append-only ABI: a pinned counters map outlives the
+ * programs that filled it, so never renumber or reuse an id.
+ *
+ * This header includes only <linux/types.h> so that it compiles both for the
+ * BPF target and for userspace.
+ */
+#ifndef EDGE_MAPS_H
+#define EDGE_MAPS_H
+
+#include <linux/types.h>
+
+/* ---- pins ---------------------------------------------------------- */
+
+/* Default directory (on bpffs) holding edge's pinned maps. Overridden by
+ * EDGE_PIN_DIR or edgectl --pin-dir. */
+#define EDGE_PIN_DIR_DEFAULT "/sys/fs/bpf/edge"
+
+/* Map names; pins use the same names inside the pin directory. BPF object
+ * names are limited to 15 characters. */
+#define EDGE_MAP_RULES_V4 "edge_rules_v4"
+#define EDGE_MAP_RULES_V6 "edge_rules_v6"
+#define EDGE_MAP_RULE_HITS "edge_rule_hits"
+#define EDGE_MAP_CONFIG "edge_config"
+#define EDGE_MAP_PORTS "edge_ports"
+#define EDGE_MAP_RATELIMIT "edge_ratelimit"
+#define EDGE_MAP_COUNTERS "edge_counters"
+
+/* Name of the XDP program (the function in edge_xdp.bpf.c). */
+#define EDGE_XDP_PROG_NAME "edge_xdp"
+
+/* ---- default map sizes --------------------------------------------- */
+
+#define EDGE_MAX_RULES 16384 /* v4 and v6 rules together: rule ids */
+#define EDGE_RULES_V4_MAX EDGE_MAX_RULES
+#define EDGE_RULES_V6_MAX EDGE_MAX_RULES
+#define EDGE_PORTS_MAX 65536
+#define EDGE_RATELIMIT_MAX 131072 /* tracked sources (LRU) */
+
+/* ---- IP rules: LPM trie keys and values ---------------------------- */
+
+/* Key of edge_rules_v4: prefixlen in bits, then the address in network
+ * byte order. */
+struct edge_lpm_v4 {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+_Static_assert(sizeof(struct edge_lpm_v4) == 8, "edge_lpm_v4 size");
+
+/* Key of edge_rules_v6. */
+struct edge_lpm_v6 {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct edge_lpm_v6) == 20, "edge_lpm_v6 size");
+
+enum edge_action {
+	EDGE_ACT_BLOCK = 1,
+	EDGE_ACT_ALLOW = 2,
+};
+
+/* Value of both LPM tries. expires_ns is CLOCK_BOOTTIME nanoseconds
+ * (bpf_ktime_get_boot_ns), 0 for a rule that never expires. An expired rule
+ * is ignored by the program, which then falls back to the next shorter
+ * matching prefix; userspace removes expired rules when it next runs.
+ * prefixlen repeats the key's so that fallback can start below it. id
+ * indexes edge_rule_hits. */
+struct edge_rule {
+	__u64 expires_ns;
+	__u32 id;
+	__u8 action;	/* enum edge_action */
+	__u8 prefixlen; /* 0..128 */
+	__u8 pad[2];
+};
+_Static_assert(sizeof(struct edge_rule) == 16, "edge_rule size");
+
+/* ---- configuration ------------------------------------------------- */
+
+enum edge_policy {
+	EDGE_POLICY_BLOCKLIST = 0, /* pass unless a block rule matches */
+	EDGE_POLICY_ALLOWLIST = 1, /* guarded ports need an allow rule */
+};
+
+/* One token bucket's settings. rate is tokens per MINUTE (0: off), so
+ * that both 1/m and 100/s are exact; burst is the bucket's size in tokens.
+ * The program keeps tokens scaled by EDGE_RL_SCALE (nanoseconds per
+ * minute) so that refill needs no division: one packet costs
+ * EDGE_RL_SCALE, one nanosecond refills `rate`. fill_ns is the time an
+ * empty bucket takes to fill (burst * EDGE_RL_SCALE / rate, rounded up),
+ * computed by userspace. burst * EDGE_RL_SCALE stays below 2^63. */
+#define EDGE_RL_SCALE 60000000000ULL
+#define EDGE_RL_RATE_MAX 6000000000ULL /* per minute: 1e8 per second */
+#define EDGE_RL_BURST_MAX 100000000ULL
+
+struct edge_rl_conf {
+	__u64 rate;
+	__u64 burst;
+	__u64 fill_ns;
+};
+_Static_assert(sizeof(struct edge_rl_conf) == 24, "edge_rl_conf size");
+
+/* The single entry (key 0) of edge_config. */
+struct edge_config {
+	__u32 policy;		 /* enum edge_policy */
+	__u32 flags;		 /* reserved, 0 */
+	struct edge_rl_conf syn; /* new TCP connections (SYN without ACK) */
+	struct edge_rl_conf pkt; /* every IP packet */
+};
+_Static_assert(sizeof(struct edge_config) == 56, "edge_config size");
+
+/* edge_ports: array indexed by destination port; value 1 when the port is
+ * guarded by the allowlist policy (TCP and UDP). */
+struct edge_port {
+	__u8 guarded;
+};
+_Static_assert(sizeof(struct edge_port) == 1, "edge_port size");
+
+/* ---- rate limiting ------------------------------------------------- */
+
+/* Key of edge_ratelimit: the source address. IPv4 sources are stored as
+ * IPv4-mapped IPv6 (::ffff:a.b.c.d); IPv6 sources by their /64 (the low
+ * eight bytes zero). */
+struct edge_rl_key {
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct edge_rl_key) == 16, "edge_rl_key size");
+
+struct edge_rl_state {
+	__u64 syn_tokens; /* scaled by EDGE_RL_SCALE */
+	__u64 syn_ts;	  /* CLOCK_BOOTTIME ns of the last refill */
+	__u64 pkt_tokens;
+	__u64 pkt_ts;
+};
+_Static_assert(sizeof(struct edge_rl_state) == 32, "edge_rl_state size");
+
+/* ---- counters ------------------------------------------------------ */
+
+/*
+ * X(ID, name, help): ID is appended to EDGE_CTR_, name is the stable
+ * machine name (JSON key, metric label), help the operator's text.
+ * Exactly one of the verdict counters (passed, dropped_*) counts each
+ * packet; the others describe packets further. Append only.
+ */
+#define EDGE_COUNTERS(X)                                                       \
+	X(PASSED, "passed", "packets passed")                                  \
+	X(DROPPED_RULE, "dropped_rule", "packets dropped by a block rule")     \
+	X(DROPPED_POLICY, "dropped_policy",                                    \
+	  "packets dropped by the allowlist policy")                           \
+	X(DROPPED_RATELIMIT, "dropped_ratelimit",                              \
+	  "packets dropped by the rate limit")                                 \
+	X(DROPPED_MALFORMED, "dropped_malformed",                              \
+	  "malformed packets dropped (allowlist policy)")                      \
+	X(MALFORMED, "malformed", "malformed packets seen")                    \
+	X(NON_IP, "non_ip", "non-IP frames passed untouched")                  \
+	X(FRAGMENTS, "fragments", "IP fragments seen")                         \
+	X(RULE_EXPIRED, "rule_expired",                                        \
+	  "lookups that skipped an expired rule")                              \
+	X(RATELIMIT_SYN, "ratelimit_syn", "SYNs over the SYN rate limit")      \
+	X(RATELIMIT_PKT, "ratelimit_pkt", "packets over the packet rate limit")
+
+enum edge_counter {
+#define EDGE_CTR_ENUM(id, name, help) EDGE_CTR_##id,
+	EDGE_COUNTERS(EDGE_CTR_ENUM)
+#undef EDGE_CTR_ENUM
+	    EDGE_CTR_MAX
+};
+
+/* edge_counters: per-CPU array of __u64 indexed by enum edge_counter.
+ * Sized larger than EDGE_CTR_MAX so that appending counters does not
+ * change the pinned map's definition. */
+#define EDGE_COUNTERS_SLOTS 64
+_Static_assert(EDGE_CTR_MAX <= EDGE_COUNTERS_SLOTS, "too many counters");
+
+/* edge_rule_hits: per-CPU array of __u64 indexed by edge_rule.id. */
+
+#endif /* EDGE_MAPS_H */
