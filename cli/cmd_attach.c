@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cmd_attach.c - edgectl attach|detach|status: edge's XDP program on
+ * interfaces, and the overall picture.
+ *
+ * attach fills the pinned maps from the state before the program first
+ * runs, so a (re)attach never opens a window in which saved rules are
+ * missing. detach unpins the maps once no program uses them any more.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "edgectl.h"
+
+/* One interface argument, checked for length. */
+static int att_iface_arg(const char *cmd, int argc, char **argv)
+{
+	if (optind >= argc)
+		return ctl_usage_error(cmd, "%s: missing interface name", cmd);
+	if (optind + 1 < argc)
+		return ctl_usage_error(cmd, "%s: unexpected argument '%s'", cmd,
+				       argv[optind + 1]);
+	if (!*argv[optind])
+		return ctl_usage_error(cmd, "%s: empty interface name", cmd);
+	return CTL_OK;
+}
+
+static int att_ifindex(const char *name)
+{
+	int ifindex = 0;
+
+	if (strlen(name) < IF_NAMESIZE)
+		ifindex = (int)if_nametoindex(name);
+	if (!ifindex)
+		log_warnx("no such interface: %s", name);
+	return ifindex;
+}
+
+/* mkdir -p on bpffs. */
+static int att_mkdir_pins(const char *dir)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Unpin the maps when no program uses them any more. Programs that were
+ * just detached may take a moment to be freed: poll up to a second. */
+static void att_unpin_if_unused(struct ctl *c, bool *unpinned)
+{
+	bool in_use = true;
+	int i, ret;
+
+	*unpinned = false;
+	if (!c->attached)
+		return;
+	attach_close_prog_fds();
+	for (i = 0; i < 50; i++) {
+		ret = attach_maps_in_use(&c->pins, &in_use);
+		if (ret || !in_use)
+			break;
+		usleep(20000);
+	}
+	if (ret || in_use) {
+		log_debug("maps in %s still in use (%s): pins kept", c->pin_dir,
+			  ret ? strerror(-ret) : "by a program");
+		return;
+	}
+	pins_close(&c->pins);
+	c->attached = false;
+	ret = pins_unpin(c->pin_dir);
+	if (ret)
+		log_warnx("cannot remove the pins in %s: %s", c->pin_dir,
+			  strerror(-ret));
+	else
+		*unpinned = true;
+}
+
+int cmd_attach(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"mode", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct errbuf err = {""};
+	struct attach_info info;
+	struct state_iface ifc;
+	bool created = false, unpinned;
+	int mode = STATE_MODE_NONE, ifindex, o, ret;
+	const char *name;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, ":h", opts, "attach")) != -1) {
+		switch (o) {
+		case 'm':
+			if (strcmp(optarg, "native") == 0)
+				mode = STATE_MODE_NATIVE;
+			else if (strcmp(optarg, "skb") == 0)
+				mode = STATE_MODE_SKB;
+			else
+				return ctl_usage_error("attach",
+						       "attach: unknown mode "
+						       "'%s' (use native or "
+						       "skb)",
+						       optarg);
+			break;
+		case 'h':
+			return ctl_usage_print("attach");
+		default:
+			return CTL_USAGE;
+		}
+	}
+	ret = att_iface_arg("attach", argc, argv);
+	if (ret)
+		return ret;
+	name = argv[optind];
+
+	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
+	if (ret)
+		return ret;
+	ifindex = att_ifindex(name);
+	if (!ifindex)
+		return CTL_FAIL;
+	ret = attach_query(ifindex, &info, &err);
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (info.attached) {
+		log_warnx("edge is already attached to %s (%s mode)", name,
+			  state_mode_name(info.mode));
+		return CTL_FAIL;
+	}
+
+	/* maps first, filled from the state, then the program */
+	if (!c->attached) {
+		ret = att_mkdir_pins(c->pin_dir);
+		if (ret) {
+			log_warnx("cannot create pin directory %s: %s",
+				  c->pin_dir, strerror(-ret));
+			return CTL_FAIL;
+		}
+		ret = attach_create_maps(c->pin_dir, &err);
+		if (!ret)
+			ret = pins_open(&c->pins, c->pin_dir, &err);
+		if (ret) {
+			log_warnx("%s", err.msg);
+			pins_unpin(c->pin_dir);
+			return CTL_FAIL;
+		}
+		c->attached = true;
+		created = true;
+	}
+	ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, &err);
+	if (!ret)
+		ret = attach_iface(c->pin_dir, ifindex, mode, &info, &err);
+	if (ret) {
+		log_warnx("%s", err.msg[0] ? err.msg : strerror(-ret));
+		if (created)
+			att_unpin_if_unused(c, &unpinned);
+		return CTL_FAIL;
+	}
+
+	memset(&ifc, 0, sizeof(ifc));
+	snprintf(ifc.name, sizeof(ifc.name), "%s", name);
+	ifc.ifindex = ifindex;
+	ifc.mode = info.mode;
+	ifc.prog_id = info.prog_id;
+	ifc.attached_at = c->now;
+	if (state_iface_set(&c->st, &ifc)) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	ret = ctl_save(c);
+	if (ret)
+		return ret;
+	printf("attached edge to %s (%s mode%s, program id %u); %zu rule%s, "
+	       "policy %s\n",
+	       name, state_mode_name(info.mode),
+	       mode == STATE_MODE_NONE && info.mode == STATE_MODE_SKB
+		   ? ": the driver has no native XDP"
+		   : "",
+	       info.prog_id, c->st.rules.n, c->st.rules.n == 1 ? "" : "s",
+	       state_policy_name(c->st.policy));
+	return CTL_OK;
+}
+
+int cmd_detach(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct errbuf err = {""};
+	bool known, unpinned = false;
+	int ifindex, o, ret;
+	const char *name;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, ":h", opts, "detach")) != -1) {
+		if (o == 'h')
+			return ctl_usage_print("detach");
+		return CTL_USAGE;
+	}
+	ret = att_iface_arg("detach", argc, argv);
+	if (ret)
+		return ret;
+	name = argv[optind];
+
+	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
+	if (ret)
+		return ret;
+	known = state_iface_find(&c->st, name) != NULL;
+	ifindex = att_ifindex(name);
+	if (!ifindex) {
+		if (known) {
+			state_iface_del(&c->st, name);
+			if (ctl_save(c) == CTL_OK)
+				log_note("forgot %s, which no longer exists",
+					 name);
+		}
+		att_unpin_if_unused(c, &unpinned);
+		return CTL_FAIL;
+	}
+	ret = attach_detach(ifindex, &err);
+	if (ret == -ENOENT) {
+		log_warnx("edge is not attached to %s", name);
+		if (known) {
+			state_iface_del(&c->st, name);
+			ctl_save(c);
+		}
+		att_unpin_if_unused(c, &unpinned);
+		return CTL_FAIL;
+	}
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	state_iface_del(&c->st, name);
+	ret = ctl_save(c);
+	att_unpin_if_unused(c, &unpinned);
+	printf("detached edge from %s\n", name);
+	if (unpinned)
+		printf("edge is attached nowhere now: maps unpinned from %s "
+		       "(rules stay saved in %s)\n",
+		       c->pin_dir, c->state_path);
+	return ret;
+}
+
+/* ---- status ------------------------------------------------------- */
+
+struct status_iface {
+	char name[IF_NAMESIZE];
+	int ifindex; /* now; 0 when gone */
+	struct attach_info info;
+	bool recorded;	       /* in the state */
+	const char *condition; /* "attached", "stale: ..." */
+};
+
+static int status_add(struct status_iface **v, size_t *n, const char *name)
+{
+	struct status_iface *nv;
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp((*v)[i].name, name) == 0)
+			return (int)i;
+	nv = realloc(*v, (*n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	memset(&nv[*n], 0, sizeof(nv[*n]));
+	snprintf(nv[*n].name, sizeof(nv[*n].name), "%s", name);
+	return (int)(*n)++;
+}
+
+/* Every interface that is recorded or has edge on it, with its status. */
+static int status_ifaces(struct ctl *c, struct status_iface **out, size_t *n)
+{
+	struct if_nameindex *all, *it;
+	uint32_t ours = c->attached ? attach_map_id(&c->pins) : 0;
+	size_t i;
+	int k;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < c->st.n_ifaces; i++) {
+		k = status_add(out, n, c->st.ifaces[i].name);
+		if (k < 0)
+			return k;
+		(*out)[k].recorded = true;
+	}
+	all = if_nameindex();
+	for (it = all; it && it->if_index; it++) {
+		struct attach_info info;
+
+		if (attach_query((int)it->if_index, &info, NULL) ||
+		    !info.attached)
+			continue;
+		k = status_add(out, n, it->if_name);
+		if (k < 0) {
+			if_freenameindex(all);
+			return k;
+		}
+	}
+	if (all)
+		if_freenameindex(all);
+	for (i = 0; i < *n; i++) {
+		struct status_iface *s = &(*out)[i];
+
+		s->ifindex = (int)if_nametoindex(s->name);
+		if (s->ifindex)
+			attach_query(s->ifindex, &s->info, NULL);
+		if (!s->ifindex)
+			s->condition = "stale: interface is gone";
+		else if (!s->info.attached)
+			s->condition = "stale: edge's program is gone";
+		else if (ours && s->info.counters_map_id &&
+			 s->info.counters_map_id != ours)
+			s->condition = "attached, with maps other than those "
+				       "pinned here";
+		else if (!s->recorded)
+			s->condition = "attached (not recorded in the state)";
+		else
+			s->condition = "attached";
+	}
+	return 0;
+}
+
+static void status_rl_text(const struct policy_rl *rl, char *buf, size_t len)
+{
+	char rate[32];
+
+	if (!rl->rate) {
+		snprintf(buf, len, "off");
+		return;
+	}
+	policy_rate_format(rl->rate, rate, sizeof(rate));
+	snprintf(buf, len, "%s per source, burst %llu", rate,
+		 (unsigned long long)rl->burst);
+}
+
+static json_t *status_rl_json(const struct policy_rl *rl)
+{
+	if (!rl->rate)
+		return json_null();
+	return json_pack("{s:I,s:I}", "per_minute", (json_int_t)rl->rate,
+			 "burst", (json_int_t)rl->burst);
+}
+
+int cmd_status(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const char *const ctr_names[] = {
+#define STATUS_CTR_NAME(id, name, help) name,
+	    EDGE_COUNTERS(STATUS_CTR_NAME)
+#undef STATUS_CTR_NAME
+	};
+	struct errbuf bpffs = {""};
+	struct status_iface *ifs = NULL;
+	uint64_t ctr[EDGE_CTR_MAX];
+	size_t nifs = 0, i, nblock = 0, nv6 = 0, nttl = 0, nrules = 0;
+	bool json = false, have_ctr = false, daemon;
+	char *ports = NULL, syn[64], pkt[64];
+	int o, ret;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, ":h", opts, "status")) != -1) {
+		if (o == 'j')
+			json = true;
+		else if (o == 'h')
+			return ctl_usage_print("status");
+		else
+			return CTL_USAGE;
+	}
+	if (optind < argc)
+		return ctl_usage_error(
+		    "status", "status: unexpected argument '%s'", argv[optind]);
+	ret = ctl_begin(c, CTL_READ);
+	if (ret)
+		return ret;
+	pins_check_bpffs(c->pin_dir, &bpffs);
+	if (status_ifaces(c, &ifs, &nifs)) {
+		log_warnx("out of memory");
+		ret = CTL_FAIL;
+		goto out;
+	}
+	for (i = 0; i < c->st.rules.n; i++) {
+		const struct rule *x = &c->st.rules.v[i];
+
+		if (rules_expired(x, c->now))
+			continue;
+		nrules++;
+		nblock += x->action == EDGE_ACT_BLOCK;
+		nv6 += x->cidr.family != AF_INET;
+		nttl += x->expires_at != 0;
+	}
+	if (c->attached)
+		have_ctr = pins_counters_read(&c->pins, ctr) == 0;
+	daemon = ctl_daemon_running();
+	ports = policy_ports_format(&c->st.ports);
+	if (!ports) {
+		log_warnx("out of memory");
+		ret = CTL_FAIL;
+		goto out;
+	}
+	status_rl_text(&c->st.syn, syn, sizeof(syn));
+	status_rl_text(&c->st.pkt, pkt, sizeof(pkt));
+
+	if (json) {
+		json_t *root, *jifs = json_array(), *jctr = NULL;
+
+		for (i = 0; jifs && i < nifs; i++) {
+			const struct status_iface *s = &ifs[i];
+
+			json_array_append_new(
+			    jifs,
+			    json_pack("{s:s,s:o,s:b,s:s,s:o,s:s}", "name",
+				      s->name, "ifindex",
+				      s->ifindex ? json_integer(s->ifindex)
+						 : json_null(),
+				      "attached", s->info.attached, "mode",
+				      state_mode_name(s->info.mode), "prog_id",
+				      s->info.attached
+					  ? json_integer(s->info.prog_id)
+					  : json_null(),
+				      "condition", s->condition));
+		}
+		if (have_ctr) {
+			jctr = json_object();
+			for (i = 0; jctr && i < EDGE_CTR_MAX; i++)
+				json_object_set_new(
+				    jctr, ctr_names[i],
+				    json_integer((json_int_t)ctr[i]));
+		}
+		root = json_pack(
+		    "{s:s,s:s,s:b,s:o,s:s,s:s,s:o,"
+		    "s:{s:o,s:o},s:{s:I,s:I,s:I,s:I,s:I},"
+		    "s:{s:b,s:s},s:o}",
+		    "version", EDGECTL_VERSION, "pin_dir", c->pin_dir, "pinned",
+		    c->attached, "bpffs_error",
+		    bpffs.msg[0] ? json_string(bpffs.msg) : json_null(),
+		    "state_file", c->state_path, "policy",
+		    state_policy_name(c->st.policy), "ports",
+		    json_string(ports), "ratelimit", "syn",
+		    status_rl_json(&c->st.syn), "pkt",
+		    status_rl_json(&c->st.pkt), "rules", "total",
+		    (json_int_t)nrules, "block", (json_int_t)nblock, "allow",
+		    (json_int_t)(nrules - nblock), "ipv6", (json_int_t)nv6,
+		    "with_ttl", (json_int_t)nttl, "daemon", "running", daemon,
+		    "socket", CTL_DAEMON_SOCK, "counters",
+		    jctr ? jctr : json_null());
+		if (root && jifs)
+			json_object_set_new(root, "interfaces", jifs);
+		else
+			json_decref(jifs);
+		ret = ctl_json_print(root);
+		goto out;
+	}
+
+	printf("edgectl %s\n", EDGECTL_VERSION);
+	printf("pins:       %s (%s)\n", c->pin_dir,
+	       c->attached ? "maps pinned" : "no maps pinned");
+	if (bpffs.msg[0])
+		printf("            %s\n", bpffs.msg);
+	printf("state:      %s\n", c->state_path);
+	if (nifs == 0)
+		printf("interfaces: none (edgectl attach IFACE)\n");
+	else
+		printf("interfaces:\n");
+	for (i = 0; i < nifs; i++) {
+		const struct status_iface *s = &ifs[i];
+		char idx[16] = "-", prog[16] = "-";
+
+		if (s->ifindex)
+			snprintf(idx, sizeof(idx), "%d", s->ifindex);
+		if (s->info.attached)
+			snprintf(prog, sizeof(prog), "%u", s->info.prog_id);
+		printf("  %-15s ifindex %-5s %-6s prog %-7s %s\n", s->name, idx,
+		       s->info.attached ? state_mode_name(s->info.mode) : "-",
+		       prog, s->condition);
+	}
+	printf("policy:     %s (guarded ports: %s%s)\n",
+	       state_policy_name(c->st.policy), ports,
+	       c->st.policy == EDGE_POLICY_ALLOWLIST ? "" : ", unused");
+	printf("ratelimit:  new TCP connections: %s\n", syn);
+	printf("            packets: %s\n", pkt);
+	printf("rules:      %zu (%zu block, %zu allow; %zu IPv4, %zu IPv6; "
+	       "%zu with a TTL)\n",
+	       nrules, nblock, nrules - nblock, nrules - nv6, nv6, nttl);
+	printf("daemon:     %s\n",
+	       daemon ? "running (" CTL_DAEMON_SOCK ")"
+		      : "not running (no control socket at " CTL_DAEMON_SOCK
+			")");
+	if (have_ctr) {
+		printf("counters:\n");
+		for (i = 0; i < EDGE_CTR_MAX; i++)
+			printf("  %-18s %llu\n", ctr_names[i],
+			       (unsigned long long)ctr[i]);
+	} else {
+		printf("counters:   none (no maps pinned)\n");
+	}
+	ret = CTL_OK;
+out:
+	free(ports);
+	free(ifs);
+	return ret;
+}

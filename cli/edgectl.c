@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * edgectl.c - the operator's command line: global flags, dispatch, usage,
+ * and the steps every command shares (root check, lock, state, pins).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "edgectl.h"
+
+struct ctl_usage_line {
+	const char *cmd;
+	const char *line;
+};
+
+static const struct ctl_usage_line ctl_usage_lines[] = {
+    {"attach", "attach IFACE [--mode native|skb]"},
+    {"detach", "detach IFACE"},
+    {"status", "status [--json]"},
+    {"ip block", "ip block CIDR [--ttl DURATION] [--comment TEXT] [--force]"},
+    {"ip allow", "ip allow CIDR [--ttl DURATION] [--comment TEXT]"},
+    {"ip del", "ip del CIDR [--force]"},
+    {"ip list", "ip list [--json]"},
+    {"ip policy", "ip policy [blocklist | allowlist [--ports LIST] [--force]]"},
+    {"ratelimit set", "ratelimit set RATE [--burst N] [--packets]"},
+    {"ratelimit off", "ratelimit off [--syn | --packets]"},
+    {"stats", "stats [--json] [--watch [--interval SECONDS] [--count N]]"},
+    {"routes", "routes [--json]"},
+    {"reload", "reload"},
+    {"help", "help"},
+};
+
+#define CTL_NUSAGE (sizeof(ctl_usage_lines) / sizeof(ctl_usage_lines[0]))
+
+static const char ctl_usage_head[] =
+    "usage: edgectl [--pin-dir DIR] [--state-dir DIR] [-v] COMMAND "
+    "[ARGS]\n";
+
+static const char ctl_usage_tail[] =
+    "\n"
+    "  CIDR      203.0.113.0/24, 2001:db8::/32, or one address\n"
+    "  DURATION  30s, 10m, 2h, 1d, 1h30m (max 365d)\n"
+    "  LIST      ports and ranges: 80,443,8000-8100\n"
+    "  RATE      per source: 100, 100/s, 6000/m\n"
+    "\n"
+    "global options:\n"
+    "  --pin-dir DIR    pinned maps (env EDGE_PIN_DIR, "
+    "default " EDGE_PIN_DIR_DEFAULT ")\n"
+    "  --state-dir DIR  saved rules (env EDGE_STATE_DIR, "
+    "default " STATE_DIR_DEFAULT ")\n"
+    "  -v, --verbose    debug output, libbpf and libxdp included "
+    "(env EDGE_DEBUG=1)\n"
+    "  -h, --help       this text\n"
+    "  --version        edgectl's version\n"
+    "\n"
+    "exit status: 0 done, 1 failed, 2 usage error.\n"
+    "See docs/edgectl.md for details.\n";
+
+int ctl_usage_print(const char *cmd)
+{
+	size_t i;
+
+	if (cmd) {
+		for (i = 0; i < CTL_NUSAGE; i++)
+			if (strcmp(ctl_usage_lines[i].cmd, cmd) == 0 ||
+			    (strncmp(ctl_usage_lines[i].cmd, cmd,
+				     strlen(cmd)) == 0 &&
+			     ctl_usage_lines[i].cmd[strlen(cmd)] == ' '))
+				printf("usage: edgectl %s\n",
+				       ctl_usage_lines[i].line);
+		return CTL_OK;
+	}
+	fputs(ctl_usage_head, stdout);
+	fputs("\ncommands:\n", stdout);
+	for (i = 0; i < CTL_NUSAGE; i++)
+		printf("  edgectl %s\n", ctl_usage_lines[i].line);
+	fputs(ctl_usage_tail, stdout);
+	return CTL_OK;
+}
+
+int ctl_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char buf[1024];
+	bool any = false;
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_warnx("%s", buf);
+	if (cmd) {
+		for (i = 0; i < CTL_NUSAGE; i++) {
+			const char *u = ctl_usage_lines[i].cmd;
+			size_t n = strlen(cmd);
+
+			if (strcmp(u, cmd) == 0 ||
+			    (strncmp(u, cmd, n) == 0 && u[n] == ' ')) {
+				fprintf(stderr, "%s edgectl %s\n",
+					any ? "      " : "usage:",
+					ctl_usage_lines[i].line);
+				any = true;
+			}
+		}
+	}
+	if (!any)
+		fputs("usage: edgectl [GLOBAL OPTIONS] COMMAND [ARGS] "
+		      "(edgectl help for more)\n",
+		      stderr);
+	return CTL_USAGE;
+}
+
+int ctl_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *cmd)
+{
+	int o;
+
+	opterr = 0;
+	o = getopt_long(argc, argv, shortopts, longopts, NULL);
+	if (o == '?') {
+		const char *tok = argv[optind - 1];
+
+		if (optopt && strncmp(tok, "--", 2) != 0)
+			ctl_usage_error(cmd, "%s: unknown option '-%c'", cmd,
+					optopt);
+		else
+			ctl_usage_error(cmd, "%s: unknown option '%s'", cmd,
+					tok);
+		return '?';
+	}
+	if (o == ':') {
+		ctl_usage_error(cmd, "%s: option '%s' needs a value", cmd,
+				argv[optind - 1]);
+		return '?';
+	}
+	return o;
+}
+
+int ctl_need_root(void)
+{
+	if (geteuid() == 0)
+		return CTL_OK;
+	log_warnx("this command needs root (CAP_BPF and CAP_NET_ADMIN)");
+	return CTL_FAIL;
+}
+
+int ctl_json_print(struct json_t *j)
+{
+	char *s;
+
+	if (!j) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	s = json_dumps(j, JSON_INDENT(2));
+	json_decref(j);
+	if (!s) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	printf("%s\n", s);
+	free(s);
+	return CTL_OK;
+}
+
+static void ctl_clock(struct ctl *c)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	c->now = (int64_t)ts.tv_sec;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	c->boot_now =
+	    (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Remove expired rules from maps and state. */
+static int ctl_prune(struct ctl *c)
+{
+	struct rules gone = {0};
+	char s[CIDR_STR_MAX];
+	size_t i;
+	int n;
+
+	n = rules_prune(&c->st.rules, c->now, &gone);
+	if (n < 0) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	for (i = 0; i < gone.n; i++) {
+		log_debug("rule %s expired: removed",
+			  cidr_format(&gone.v[i].cidr, s, sizeof(s)));
+		if (c->attached) {
+			int ret = pins_rule_del(&c->pins, &gone.v[i].cidr);
+
+			if (ret && ret != -ENOENT)
+				log_warnx("cannot remove expired rule %s from "
+					  "the map: %s",
+					  s, strerror(-ret));
+		}
+	}
+	rules_free(&gone);
+	if (n > 0)
+		return ctl_save(c);
+	return CTL_OK;
+}
+
+int ctl_begin(struct ctl *c, unsigned flags)
+{
+	struct errbuf err = {""};
+	bool write = flags & CTL_WRITE;
+	int ret;
+
+	if (ctl_need_root())
+		return CTL_FAIL;
+	ctl_clock(c);
+	if (flags & CTL_BPFFS) {
+		if (pins_check_bpffs(c->pin_dir, &err)) {
+			log_warnx("%s", err.msg);
+			return CTL_FAIL;
+		}
+	}
+	ret = state_lock(c->state_dir, write, write, &err);
+	if (ret == -ENOENT && !write) {
+		/* nothing saved yet: defaults, nothing to lock */
+	} else if (ret < 0) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	} else {
+		c->lock_fd = ret;
+	}
+	ret = state_load(c->state_path, &c->st, &err);
+	if (ret && ret != -ENOENT) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (!write) {
+		/* readers only need a consistent snapshot */
+		state_unlock(c->lock_fd);
+		c->lock_fd = -1;
+	}
+	ret = pins_open(&c->pins, c->pin_dir, &err);
+	if (ret == 0) {
+		c->attached = true;
+	} else if (ret != -ENOENT) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (write)
+		return ctl_prune(c);
+	return CTL_OK;
+}
+
+int ctl_save(struct ctl *c)
+{
+	struct errbuf err = {""};
+
+	if (state_save(c->state_path, &c->st, &err)) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	return CTL_OK;
+}
+
+void ctl_end(struct ctl *c)
+{
+	pins_close(&c->pins);
+	c->attached = false;
+	state_free(&c->st);
+	state_unlock(c->lock_fd);
+	c->lock_fd = -1;
+}
+
+bool ctl_daemon_running(void)
+{
+	struct sockaddr_un sa;
+	bool up;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", CTL_DAEMON_SOCK);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	up = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return up;
+}
+
+/* routes and reload talk to edged, which does not exist yet. */
+static int cmd_daemon(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	bool routes = strcmp(argv[0], "routes") == 0;
+	int o;
+
+	(void)c;
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, routes ? ":jh" : ":h",
+			       routes ? opts : opts + 1, argv[0])) != -1) {
+		if (o == 'h')
+			return ctl_usage_print(argv[0]);
+		if (o == '?')
+			return CTL_USAGE;
+	}
+	if (optind < argc)
+		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
+				       argv[0], argv[optind]);
+	if (!ctl_daemon_running()) {
+		log_warnx("edged is not running (no control socket at %s)",
+			  CTL_DAEMON_SOCK);
+		return CTL_FAIL;
+	}
+	log_warnx("edged's control protocol is not supported by this "
+		  "edgectl yet");
+	return CTL_FAIL;
+}
+
+static int cmd_help(struct ctl *c, int argc, char **argv)
+{
+	(void)c;
+	(void)argc;
+	(void)argv;
+	return ctl_usage_print(NULL);
+}
+
+struct ctl_command {
+	const char *name;
+	int (*run)(struct ctl *c, int argc, char **argv);
+};
+
+static const struct ctl_command ctl_commands[] = {
+    {"attach", cmd_attach},	  {"detach", cmd_detach},
+    {"status", cmd_status},	  {"ip", cmd_ip},
+    {"ratelimit", cmd_ratelimit}, {"stats", cmd_stats},
+    {"routes", cmd_daemon},	  {"reload", cmd_daemon},
+    {"help", cmd_help},
+};
+
+static bool ctl_env_true(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"pin-dir", required_argument, NULL, 'p'},
+	    {"state-dir", required_argument, NULL, 's'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct ctl c;
+	bool verbose = ctl_env_true("EDGE_DEBUG");
+	const char *env;
+	size_t i;
+	int o, ret;
+
+	memset(&c, 0, sizeof(c));
+	c.lock_fd = -1;
+	pins_init(&c.pins);
+	env = getenv("EDGE_PIN_DIR");
+	c.pin_dir = env && *env ? env : EDGE_PIN_DIR_DEFAULT;
+	env = getenv("EDGE_STATE_DIR");
+	c.state_dir = env && *env ? env : STATE_DIR_DEFAULT;
+	log_init("edgectl", verbose);
+
+	while ((o = ctl_getopt(argc, argv, "+:vh", opts, "edgectl")) != -1) {
+		switch (o) {
+		case 'p':
+			c.pin_dir = optarg;
+			break;
+		case 's':
+			c.state_dir = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			return ctl_usage_print(NULL);
+		case 'V':
+			printf("edgectl %s\n", EDGECTL_VERSION);
+			return CTL_OK;
+		default:
+			return CTL_USAGE;
+		}
+	}
+	log_init("edgectl", verbose);
+	if (optind >= argc)
+		return ctl_usage_error(NULL, "no command given");
+	if (!*c.pin_dir || c.pin_dir[0] != '/')
+		return ctl_usage_error(NULL,
+				       "pin directory must be an absolute "
+				       "path: '%s'",
+				       c.pin_dir);
+	if (!*c.state_dir || c.state_dir[0] != '/')
+		return ctl_usage_error(NULL,
+				       "state directory must be an absolute "
+				       "path: '%s'",
+				       c.state_dir);
+	if (snprintf(c.state_path, sizeof(c.state_path), "%s/%s", c.state_dir,
+		     STATE_FILE) >= (int)sizeof(c.state_path) ||
+	    strlen(c.pin_dir) > PATH_MAX - 32)
+		return ctl_usage_error(NULL, "directory path too long");
+
+	for (i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+		if (strcmp(argv[optind], ctl_commands[i].name) != 0)
+			continue;
+		ret = ctl_commands[i].run(&c, argc - optind, argv + optind);
+		ctl_end(&c);
+		return ret;
+	}
+	return ctl_usage_error(NULL, "unknown command '%s'", argv[optind]);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * state.h - what edgectl remembers between runs: rules, policy, guarded
+ * ports, rate limits and the interfaces edge is attached to.
+ *
+ * Kept in $STATE_DIR/state.json (JSON, mode 0600, written atomically).
+ * The state is authoritative: at attach the pinned maps are made to match
+ * it. Every command that changes anything holds an flock on the state
+ * directory for its whole run.
+ */
+#ifndef EDGE_STATE_H
+#define EDGE_STATE_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "policy.h"
+#include "rules.h"
+
+#define STATE_VERSION 1
+#define STATE_FILE "state.json"
+#define STATE_DIR_DEFAULT "/var/lib/edge"
+
+/* XDP attach modes as recorded (same values as libxdp's). */
+enum state_mode {
+	STATE_MODE_NONE = 0,
+	STATE_MODE_NATIVE = 1,
+	STATE_MODE_SKB = 2,
+};
+
+/* An interface edge was attached to. */
+struct state_iface {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	int mode; /* enum state_mode */
+	uint32_t prog_id;
+	int64_t attached_at; /* unix seconds */
+};
+
+struct state {
+	struct rules rules;
+	uint32_t policy; /* enum edge_policy */
+	struct policy_ports ports;
+	struct policy_rl syn;
+	struct policy_rl pkt;
+	struct state_iface *ifaces;
+	size_t n_ifaces;
+};
+
+/* Fill st with the defaults: no rules, blocklist, ports 80 and 443, no
+ * rate limits, no interfaces. */
+void state_init(struct state *st);
+
+/* Free what st holds (not st itself). st may be NULL. */
+void state_free(struct state *st);
+
+/* "native" / "skb" / "none". */
+const char *state_mode_name(int mode);
+
+/* "blocklist" / "allowlist". */
+const char *state_policy_name(uint32_t policy);
+
+/*
+ * Load path into st (which is initialised first). Returns 0; -ENOENT when
+ * the file does not exist (st holds the defaults); any other -errno when it
+ * cannot be read or is not a valid state file, with err naming the file
+ * and what was wrong. Never discards a bad file.
+ */
+int state_load(const char *path, struct state *st, struct errbuf *err);
+
+/*
+ * Write st to path atomically: a temporary file beside it (mode 0600),
+ * fsync, rename over path, fsync the directory. Returns 0 or -errno with
+ * err set.
+ */
+int state_save(const char *path, const struct state *st, struct errbuf *err);
+
+/* Find an interface by name; NULL when absent. */
+struct state_iface *state_iface_find(const struct state *st, const char *name);
+
+/* Record an interface (replacing one of the same name). 0 or -ENOMEM. */
+int state_iface_set(struct state *st, const struct state_iface *ifc);
+
+/* Forget an interface; 0 or -ENOENT. */
+int state_iface_del(struct state *st, const char *name);
+
+/*
+ * Lock the state directory: create it (mode 0700, parents too) when
+ * create is set, open it and flock it (exclusive or shared), waiting for
+ * other holders. Returns the lock fd (>= 0), -ENOENT when the directory is
+ * missing and create is not set, or another -errno with err set.
+ */
+int state_lock(const char *dir, bool exclusive, bool create,
+	       struct errbuf *err);
+
+/* Release a lock from state_lock. fd < 0 is ignored. */
+void state_unlock(int fd);
+
+#endif /* EDGE_STATE_H */
