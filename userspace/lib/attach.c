@@ -219,6 +219,36 @@ static int attach_try(const char *pin_dir, int ifindex, int mode,
 	return ret;
 }
 
+/*
+ * libxdp shares an interface between programs only through its dispatcher.
+ * A program attached without it (by ip link, another loader, or by libxdp
+ * itself where the kernel refuses the dispatcher) cannot be joined: say
+ * which program is in the way instead of a bare EBUSY.
+ */
+static int attach_check_foreign(int ifindex, struct errbuf *err)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *main_prog;
+	int ret = 0;
+
+	if (libxdp_get_error(mp))
+		return 0; /* nothing attached, or unreadable: let attach say */
+	main_prog = xdp_multiprog__main_prog(mp);
+	if (main_prog && xdp_multiprog__is_legacy(mp) &&
+	    !attach_is_edge(main_prog)) {
+		errbuf_set(err,
+			   "the interface already has an XDP program (%s, id "
+			   "%u) attached without libxdp's dispatcher, so edge "
+			   "cannot run beside it; remove it first (xdp-loader "
+			   "unload, or ip link set dev IFACE xdp off)",
+			   xdp_program__name(main_prog),
+			   xdp_program__id(main_prog));
+		ret = -EBUSY;
+	}
+	xdp_multiprog__close(mp);
+	return ret;
+}
+
 int attach_iface(const char *pin_dir, int ifindex, int mode,
 		 struct attach_info *info, struct errbuf *err)
 {
@@ -227,6 +257,9 @@ int attach_iface(const char *pin_dir, int ifindex, int mode,
 	int ret, ret2;
 
 	memset(info, 0, sizeof(*info));
+	ret = attach_check_foreign(ifindex, err);
+	if (ret)
+		return ret;
 	if (mode == STATE_MODE_NONE) {
 		ret = attach_try(pin_dir, ifindex, STATE_MODE_NATIVE, &prog_id,
 				 err);
