@@ -1,7 +1,7 @@
 # edge - one non-recursive Makefile, everything built into $(B)/.
 #
 #   make            build BPF objects, skeletons, edgectl, tests
-#   make check      install missing deps, build normal + ASan/UBSan, run tests
+#   make check      install missing deps, lint, build normal + ASan/UBSan, run tests
 #   make demo       install missing deps, build, run the demo
 #   make vmtest KERNEL=6.1|6.12|all   kernel-facing tests in VMs
 #   make bench-xdp  bench/xdp-drop
@@ -39,7 +39,9 @@ LIB_SRCS   := $(wildcard userspace/lib/*.c)
 CLI_SRCS   := $(wildcard cli/*.c)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
-TOOL_SRCS  := $(wildcard tests/tools/*.c) $(wildcard bench/*/*.c)
+TOOL_SRCS  := $(wildcard tests/tools/*.c) \
+              $(filter-out %.bpf.c,$(wildcard bench/*/*.c))
+TOOL_BPF_SRCS := $(wildcard bench/*/*.bpf.c)
 HDRS       := $(wildcard bpf/*.h userspace/lib/*.h cli/*.h tests/*/*.h)
 
 # $(call variant,DIR,EXTRA_CFLAGS): objects and binaries of one build variant
@@ -66,12 +68,16 @@ endef
 $(eval $(call variant,$(B),))
 $(eval $(call variant,$(B)/asan,$(SAN_FLAGS)))
 
-# helper programs for tests and benchmarks (normal build only)
-TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s))))
+# helper programs for tests and benchmarks (normal build only), and the
+# BPF objects benchmarks load with ip(8) or bpftool (no skeleton)
+TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s)))) \
+         $(foreach s,$(TOOL_BPF_SRCS),$(B)/tools/$(notdir $(s:.c=.o)))
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
+$(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
+	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
 $(B)/tools:
 	mkdir -p $@
 
@@ -92,7 +98,8 @@ deps:
 	scripts/install-deps
 
 check:
-	scripts/install-deps
+	scripts/install-deps --lint
+	$(MAKE) lint
 	$(MAKE) all asan
 	tests/run
 

@@ -772,9 +772,14 @@ static void apply_setup(const struct setup *s)
 static int run_frame(const uint8_t *pkt, int len)
 {
 	uint8_t out[PKT_MAX];
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = pkt,
-		    .data_size_in = (__u32)len, .data_out = out,
-		    .data_size_out = sizeof(out), .repeat = 1);
+	struct bpf_test_run_opts opts = {
+	    .sz = sizeof(opts),
+	    .data_in = pkt,
+	    .data_size_in = (__u32)len,
+	    .data_out = out,
+	    .data_size_out = sizeof(out),
+	    .repeat = 1,
+	};
 
 	ck_assert_int_eq(bpf_prog_test_run_opts(prog_fd, &opts), 0);
 	return (int)opts.retval;

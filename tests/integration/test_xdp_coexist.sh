@@ -14,7 +14,10 @@ t_require_root
 t_begin
 
 PROBE="$T_ROOT/tests/tools/netprobe.py"
-OTHER=$(ls /usr/lib/*/bpf/xdpfilt_alw_all.o /usr/lib/bpf/xdpfilt_alw_all.o 2>/dev/null | head -1)
+OTHER=""
+for f in /usr/lib/*/bpf/xdpfilt_alw_all.o /usr/lib/bpf/xdpfilt_alw_all.o; do
+	[ -e "$f" ] && OTHER=$f && break
+done
 SRV="edge-cs-$T_ID"
 CLI="edge-cc-$T_ID"
 IF="vx$T_ID"
@@ -25,17 +28,19 @@ if [ -z "$OTHER" ] || ! command -v xdp-loader >/dev/null; then
 	exit $?
 fi
 
-t_netns "$SRV" && t_netns "$CLI" &&
-	ip link add "$IF" netns "$SRV" type veth peer name "vy$T_ID" netns "$CLI" &&
-	ip -n "$SRV" addr add 198.18.1.1/24 dev "$IF" &&
-	ip -n "$CLI" addr add 198.18.1.2/24 dev "vy$T_ID" &&
-	ip -n "$CLI" addr add 198.18.1.3/24 dev "vy$T_ID" &&
-	ip -n "$SRV" link set "$IF" up && ip -n "$CLI" link set "vy$T_ID" up ||
-	{
-		t_fail "namespace setup"
-		t_exit
-		exit 1
-	}
+setup_net() {
+	t_netns "$SRV" && t_netns "$CLI" &&
+		ip link add "$IF" netns "$SRV" type veth peer name "vy$T_ID" netns "$CLI" &&
+		ip -n "$SRV" addr add 198.18.1.1/24 dev "$IF" &&
+		ip -n "$CLI" addr add 198.18.1.2/24 dev "vy$T_ID" &&
+		ip -n "$CLI" addr add 198.18.1.3/24 dev "vy$T_ID" &&
+		ip -n "$SRV" link set "$IF" up && ip -n "$CLI" link set "vy$T_ID" up
+}
+if ! setup_net; then
+	t_fail "namespace setup"
+	t_exit
+	exit 1
+fi
 ip netns exec "$SRV" python3 "$PROBE" serve 7070 >"$T_TMP/server.log" 2>&1 &
 t_cleanup_add "kill $!"
 for _ in $(seq 50); do grep -q ready "$T_TMP/server.log" && break; sleep 0.1; done

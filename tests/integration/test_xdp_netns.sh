@@ -77,8 +77,11 @@ cycle() {
 	if ctl attach "vs$T_ID" --mode "$mode" >"$T_TMP/out" 2>&1; then
 		t_fail "$mode: attaching twice is refused"
 	else
-		grep -qi "already" "$T_TMP/out" && t_ok "$mode: attaching twice is refused" ||
+		if grep -qi "already" "$T_TMP/out"; then
+			t_ok "$mode: attaching twice is refused"
+		else
 			t_fail "$mode: attaching twice is refused" "$(cat "$T_TMP/out")"
+		fi
 	fi
 
 	# rules restored from the state file (saved in the first cycle)
