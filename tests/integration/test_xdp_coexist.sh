@@ -46,7 +46,7 @@ t_cleanup_add "kill $!"
 for _ in $(seq 50); do grep -q ready "$T_TMP/server.log" && break; sleep 0.1; done
 
 ctl() { t_in "$SRV" "$EDGECTL" "$@"; }
-reach() { ip netns exec "$CLI" python3 "$PROBE" udp "$1" 198.18.1.1 7070 >/dev/null 2>&1; }
+reach() { ip netns exec "$CLI" "$B/tools/probe" udp "$1" 198.18.1.1 7070 >/dev/null 2>&1; }
 
 t_check "another program loaded with xdp-loader" \
 	t_in "$SRV" xdp-loader load -m native "$IF" "$OTHER"

@@ -10,7 +10,8 @@
 t_require_root
 t_begin
 
-PROBE="$T_ROOT/tests/tools/netprobe.py"
+PROBE="$T_ROOT/tests/tools/netprobe.py" # the servers
+CLIENT="$B/tools/probe"                  # the clients (C: fast in VMs)
 SRV="edge-srv-$T_ID"
 CLI="edge-cli-$T_ID"
 S4=198.18.0.1
@@ -46,7 +47,7 @@ setup_net() {
 }
 
 ctl() { t_in "$SRV" "$EDGECTL" "$@"; }
-reach() { ip netns exec "$CLI" python3 "$PROBE" "$@" >/dev/null 2>&1; }
+reach() { ip netns exec "$CLI" "$CLIENT" "$@" >/dev/null 2>&1; }
 
 # expect_reach NAME PROTO SRC DST PORT / expect_blocked ...
 expect_reach() {
@@ -129,7 +130,7 @@ sys.exit(0 if r and r[0]['hits']>0 and r[0]['action']=='block' else 1)"; then
 
 	# a rule change applies to the next packet of an open connection
 	rm -f "$T_TMP/flag"
-	ip netns exec "$CLI" python3 "$PROBE" hold $C4B $S4 8080 "$T_TMP/flag" >"$T_TMP/hold" 2>&1 &
+	ip netns exec "$CLI" "$CLIENT" hold $C4B $S4 8080 "$T_TMP/flag" >"$T_TMP/hold" 2>&1 &
 	local hp=$!
 	for _ in $(seq 30); do grep -q "first" "$T_TMP/hold" && break; sleep 0.1; done
 	ctl ip block $C4B >/dev/null
@@ -144,9 +145,11 @@ sys.exit(0 if r and r[0]['hits']>0 and r[0]['action']=='block' else 1)"; then
 	expect_reach "$mode: unblocked source served again" tcp $C4B $S4 8080
 
 	# TTL: expires in the kernel with no process running
-	t_check "$mode: block with ttl" ctl ip block $C4B --ttl 2s
+	# (5 s: a slow VM must still probe before it expires)
+	local t0=$SECONDS
+	t_check "$mode: block with ttl" ctl ip block $C4B --ttl 5s
 	expect_blocked "$mode: ttl rule applies" tcp $C4B $S4 8080
-	sleep 2.5
+	while [ $((SECONDS - t0)) -lt 7 ]; do sleep 0.5; done
 	expect_reach "$mode: ttl rule expired" tcp $C4B $S4 8080
 
 	# allowlist policy guards 8080 only
