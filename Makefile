@@ -23,6 +23,8 @@ ECFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -fstack-protector-strong \
 LDFLAGS  ?=
 ELDFLAGS := -pie -Wl,-z,relro,-z,now
 LIBS     := -lxdp -lbpf -lelf -lz -ljansson
+# the daemon's modules (userspace/*.c) also need these
+DLIBS    := -lconfig -levent -levent_pthreads -lssl -lcrypto -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -42,7 +44,12 @@ BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
 TOOL_SRCS  := $(wildcard tests/tools/*.c) \
               $(filter-out %.bpf.c,$(wildcard bench/*/*.c))
 TOOL_BPF_SRCS := $(wildcard bench/*/*.bpf.c)
-HDRS       := $(wildcard bpf/*.h userspace/lib/*.h cli/*.h tests/*/*.h)
+# edged: userspace/*.c, one file per stage; all but edged.c (main) also
+# go into libedged.a so that unit tests can link any stage
+D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c))
+EDGED_MAIN := $(wildcard userspace/edged.c)
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
+HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/lib/*.h cli/*.h tests/*/*.h)
 
 # $(call variant,DIR,EXTRA_CFLAGS): objects and binaries of one build variant
 define variant
@@ -50,17 +57,23 @@ $(1)/lib/%.o: userspace/lib/%.c $(HDRS) $(BPF_SKELS) | $(1)/lib
 	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) -c -o $$@ $$<
 $(1)/cli/%.o: cli/%.c $(HDRS) $(BPF_SKELS) | $(1)/cli
 	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) -c -o $$@ $$<
+$(1)/d/%.o: userspace/%.c $(HDRS) $(BPF_SKELS) | $(1)/d
+	$$(CC) $$(ECFLAGS) -Iuserspace $$(CFLAGS) $(2) -c -o $$@ $$<
 $(1)/libedge.a: $(patsubst userspace/lib/%.c,$(1)/lib/%.o,$(LIB_SRCS))
 	rm -f $$@ && ar rcs $$@ $$^
+$(1)/libedged.a: $(patsubst userspace/%.c,$(1)/d/%.o,$(D_SRCS))
+	rm -f $$@ && ar rcs $$@ $$^
+$(1)/edged: $(patsubst userspace/%.c,$(1)/d/%.o,$(EDGED_MAIN)) $(1)/libedged.a $(1)/libedge.a
+	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(DLIBS)
 $(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
-$(1)/tests/%: tests/unit/%.c $(1)/libedge.a $(HDRS) | $(1)/tests
-	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedge.a $$(LIBS) $$(CHECK_LIBS)
+$(1)/tests/%: tests/unit/%.c $(1)/libedged.a $(1)/libedge.a $(HDRS) | $(1)/tests
+	$$(CC) $$(ECFLAGS) -Iuserspace $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)
 $(1)/tests/%: tests/bpf/%.c $(1)/libedge.a $(HDRS) $(BPF_SKELS) | $(1)/tests
 	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedge.a $$(LIBS) $$(CHECK_LIBS)
-$(1)/lib $(1)/cli $(1)/tests:
+$(1)/lib $(1)/cli $(1)/d $(1)/tests:
 	mkdir -p $$@
-$(1)_BINS := $(1)/edgectl \
+$(1)_BINS := $(1)/edgectl $(if $(EDGED_MAIN),$(1)/edged) \
    $(patsubst tests/unit/%.c,$(1)/tests/%,$(UNIT_SRCS)) \
    $(patsubst tests/bpf/%.c,$(1)/tests/%,$(BPFT_SRCS))
 endef
@@ -90,9 +103,26 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan check demo deps vmtest bench-xdp lint format clean
+.PHONY: all asan fuzz check demo deps vmtest bench-xdp lint format clean
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
+
+# libFuzzer targets: tests/fuzz/fuzz_NAME.c fuzzes userspace/NAME.c.
+# make fuzz runs each for FUZZ_TIME seconds on its corpus
+# (tests/fuzz/corpus/NAME); make check runs them briefly (tests/run).
+FUZZ_TIME ?= 60
+FUZZ_BINS := $(patsubst tests/fuzz/fuzz_%.c,$(B)/fuzz/fuzz_%,$(FUZZ_SRCS))
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c userspace/%.c $(HDRS) | $(B)/fuzz
+	$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ibpf -Iuserspace -Iuserspace/lib \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -o $@ $< userspace/$*.c
+$(B)/fuzz:
+	mkdir -p $@
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	@for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; mkdir -p $(B)/fuzz/corpus-$$n; \
+	  echo "fuzz: $$n for $(FUZZ_TIME) s"; \
+	  $$f -max_total_time=$(FUZZ_TIME) $(B)/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
 deps:
 	scripts/install-deps
@@ -100,7 +130,7 @@ deps:
 check:
 	scripts/install-deps --lint
 	$(MAKE) lint
-	$(MAKE) all asan
+	$(MAKE) all asan fuzz-build
 	tests/run
 
 demo:
