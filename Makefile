@@ -3,7 +3,7 @@
 #   make            build BPF objects, skeletons, edgectl, tests
 #   make check      install missing deps, lint, build normal + ASan/UBSan, run tests
 #   make demo       install missing deps, build, run the demo
-#   make vmtest KERNEL=6.1|6.12|all   kernel-facing tests in VMs
+#   make vmtest KERNEL=6.1|6.12|all [CMD='...']   kernel-facing tests in VMs
 #   make bench-xdp  bench/xdp-drop
 #   make lint       clang-format check, cppcheck, shellcheck
 
@@ -141,7 +141,7 @@ demo:
 vmtest:
 	scripts/install-deps --vmtest
 	$(MAKE) all
-	vmtest/run $(or $(KERNEL),all)
+	vmtest/run $(or $(KERNEL),all) $(if $(CMD),-- $(CMD))
 
 bench-xdp:
 	scripts/install-deps --bench
