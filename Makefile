@@ -148,7 +148,7 @@ bench-xdp:
 	$(MAKE) all
 	bench/xdp-drop/run
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*/*.c)
 SH_FILES := scripts/install-deps scripts/demo tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint

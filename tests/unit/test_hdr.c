@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_hdr.c - hop-by-hop and edge fields, request ids, rebuilt heads. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hdr.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+static struct h1_request *parse(const char *in, size_t len)
+{
+	struct h1_request *r = malloc(sizeof(*r));
+
+	ck_assert_ptr_nonnull(r);
+	h1_request_init(r);
+	ck_assert_int_eq(h1_parse_request(in, len, NULL, r), (int)len);
+	return r;
+}
+
+/* The built head as a NUL-terminated string (leaks into b's buffer). */
+static const char *built(struct hdr_buf *b)
+{
+	ck_assert_int_eq(hdr_buf_add(b, "", 1), 0);
+	return b->p;
+}
+
+START_TEST(test_sets)
+{
+	ck_assert(hdr_is_hop_by_hop(S("Connection")));
+	ck_assert(hdr_is_hop_by_hop(S("keep-alive")));
+	ck_assert(hdr_is_hop_by_hop(S("Proxy-Connection")));
+	ck_assert(hdr_is_hop_by_hop(S("TE")));
+	ck_assert(hdr_is_hop_by_hop(S("Trailer")));
+	ck_assert(hdr_is_hop_by_hop(S("transfer-encoding")));
+	ck_assert(hdr_is_hop_by_hop(S("Upgrade")));
+	ck_assert(!hdr_is_hop_by_hop(S("Content-Type")));
+	ck_assert(!hdr_is_hop_by_hop(S("Connectio")));
+	ck_assert(hdr_is_edge_owned(S("X-Forwarded-For")));
+	ck_assert(hdr_is_edge_owned(S("x-project-id")));
+	ck_assert(hdr_is_edge_owned(S("X-Client-IP")));
+	ck_assert(hdr_is_edge_owned(S("X-Request-ID")));
+	ck_assert(!hdr_is_edge_owned(S("X-Forwarded")));
+}
+END_TEST
+
+START_TEST(test_request_id)
+{
+	char id[HDR_REQUEST_ID_LEN + 1], id2[HDR_REQUEST_ID_LEN + 1];
+	char big[HDR_REQUEST_ID_MAX + 1];
+	size_t i;
+
+	ck_assert(hdr_request_id_valid(S("abc-DEF_1.2")));
+	ck_assert(!hdr_request_id_valid(S("")));
+	ck_assert(!hdr_request_id_valid(S("a b")));
+	ck_assert(!hdr_request_id_valid(S("a/b")));
+	ck_assert(!hdr_request_id_valid(S("caf\xc3\xa9")));
+	memset(big, 'a', sizeof(big));
+	ck_assert(hdr_request_id_valid(big, HDR_REQUEST_ID_MAX));
+	ck_assert(!hdr_request_id_valid(big, HDR_REQUEST_ID_MAX + 1));
+	ck_assert_int_eq(hdr_request_id_new(id), 0);
+	ck_assert_int_eq(hdr_request_id_new(id2), 0);
+	ck_assert_uint_eq(strlen(id), HDR_REQUEST_ID_LEN);
+	for (i = 0; i < HDR_REQUEST_ID_LEN; i++)
+		ck_assert(strchr("0123456789abcdef", id[i]));
+	ck_assert_str_ne(id, id2);
+	ck_assert(hdr_request_id_valid(id, strlen(id)));
+}
+END_TEST
+
+START_TEST(test_request_id_get)
+{
+	struct h1_request *r;
+	const char *v;
+	size_t n = 0;
+
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\nX-Request-Id: ab-1\r\n\r\n"));
+	v = hdr_request_id_get(&r->h, &n);
+	ck_assert(v && n == 4 && !memcmp(v, "ab-1", 4));
+	free(r);
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\nX-Request-Id: a b\r\n\r\n"));
+	ck_assert_ptr_null(hdr_request_id_get(&r->h, &n));
+	free(r);
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\nX-Request-Id: a\r\n"
+		    "X-Request-Id: b\r\n\r\n"));
+	ck_assert_ptr_null(hdr_request_id_get(&r->h, &n));
+	free(r);
+}
+END_TEST
+
+START_TEST(test_buf_cap)
+{
+	struct hdr_buf b;
+
+	hdr_buf_init(&b, 8);
+	ck_assert_int_eq(hdr_buf_add(&b, S("12345")), 0);
+	ck_assert_int_eq(hdr_buf_add(&b, S("6789")), -E2BIG);
+	ck_assert_uint_eq(b.len, 5);
+	/* sticky */
+	ck_assert_int_eq(hdr_buf_add(&b, S("6")), -E2BIG);
+	ck_assert_int_eq(hdr_buf_str(&b, NULL), -E2BIG);
+	hdr_buf_free(&b);
+	hdr_buf_free(NULL);
+	hdr_buf_init(&b, 0);
+	ck_assert_uint_eq(b.max, HDR_BUF_MAX);
+	ck_assert_int_eq(hdr_buf_field(&b, "A", S("b")), 0);
+	ck_assert_str_eq(built(&b), "A: b\r\n");
+	hdr_buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_build_request)
+{
+	static const char in[] = "POST http://app.example/p?q=1 HTTP/1.1\r\n"
+				 "Host: spoofed.example\r\n"
+				 "Connection: keep-alive, X-Secret\r\n"
+				 "X-Secret: s\r\n"
+				 "Keep-Alive: timeout=5\r\n"
+				 "TE: trailers\r\n"
+				 "Proxy-Connection: keep-alive\r\n"
+				 "X-Forwarded-For: 10.0.0.1\r\n"
+				 "X-Forwarded-For: 10.0.0.2\r\n"
+				 "X-Project-ID: evil\r\n"
+				 "X-Client-IP: 1.1.1.1\r\n"
+				 "X-Request-ID: client-id\r\n"
+				 "Content-Type: text/plain\r\n"
+				 "Transfer-Encoding: chunked\r\n"
+				 "Accept: */*\r\n\r\n";
+	struct h1_request *r = parse(in, sizeof(in) - 1);
+	struct hdr_fwd f = {.request_id = "client-id",
+			    .project_id = "p1",
+			    .environment_id = "e1",
+			    .deployment_id = "d1",
+			    .client_ip = "192.0.2.7",
+			    .proto = "https",
+			    .content_length = -1,
+			    .chunked = true};
+	struct hdr_buf b;
+
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "POST /p?q=1 HTTP/1.1\r\n"
+				    "Host: app.example\r\n"
+				    "Content-Type: text/plain\r\n"
+				    "Accept: */*\r\n"
+				    "X-Request-ID: client-id\r\n"
+				    "X-Project-ID: p1\r\n"
+				    "X-Environment-ID: e1\r\n"
+				    "X-Deployment-ID: d1\r\n"
+				    "X-Client-IP: 192.0.2.7\r\n"
+				    "X-Forwarded-For: 192.0.2.7\r\n"
+				    "X-Forwarded-Proto: https\r\n"
+				    "X-Forwarded-Host: app.example\r\n"
+				    "Transfer-Encoding: chunked\r\n\r\n");
+	hdr_buf_free(&b);
+
+	/* a trusted peer: its X-Forwarded-For is appended to; a length */
+	f.xff_trusted = true;
+	f.chunked = false;
+	f.content_length = 42;
+	f.project_id = f.environment_id = f.deployment_id = NULL;
+	f.path = "/q";
+	f.path_len = 2;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_ptr_nonnull(strstr(built(&b),
+				     "\r\nX-Forwarded-For: 10.0.0.1, 10.0.0.2, "
+				     "192.0.2.7\r\n"));
+	ck_assert_ptr_nonnull(strstr(b.p, "POST /q?q=1 HTTP/1.1\r\n"));
+	ck_assert_ptr_nonnull(strstr(b.p, "\r\nContent-Length: 42\r\n\r\n"));
+	ck_assert_ptr_null(strstr(b.p, "Transfer-Encoding"));
+	hdr_buf_free(&b);
+
+	/* the cap */
+	hdr_buf_init(&b, 64);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), -E2BIG);
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_build_upgrade)
+{
+	struct h1_request *r =
+	    parse(S("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+		    "Upgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n"));
+	struct hdr_fwd f = {.content_length = -1, .tunnel = true};
+	struct hdr_buf b;
+
+	ck_assert(r->upgrade);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET /ws HTTP/1.1\r\nHost: a\r\n"
+				    "Upgrade: websocket\r\n"
+				    "Sec-WebSocket-Key: k\r\n"
+				    "X-Forwarded-Host: a\r\n"
+				    "Connection: upgrade\r\n\r\n");
+	hdr_buf_free(&b);
+	f.tunnel = false;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_ptr_null(strstr(built(&b), "pgrade"));
+	hdr_buf_free(&b);
+	free(r);
+
+	r = parse(S("GET / HTTP/1.0\r\n\r\n"));
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET / HTTP/1.1\r\nHost: \r\n\r\n");
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_build_response)
+{
+	static const char in[] = "HTTP/1.1 200 OK\r\n"
+				 "Connection: keep-alive, X-Hop\r\n"
+				 "X-Hop: 1\r\n"
+				 "Transfer-Encoding: chunked\r\n"
+				 "X-Request-ID: upstream\r\n"
+				 "Content-Type: text/html\r\n\r\n";
+	struct h1_response *p = malloc(sizeof(*p));
+	struct hdr_buf b;
+
+	ck_assert_ptr_nonnull(p);
+	h1_response_init(p);
+	ck_assert_int_eq(
+	    h1_parse_response(in, sizeof(in) - 1, NULL, H1_M_GET, false, p),
+	    (int)sizeof(in) - 1);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(
+	    hdr_build_response(&b, p, "rid",
+			       "X-Content-Type-Options: nosniff\r\n", -1, true,
+			       false),
+	    0);
+	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
+				    "Content-Type: text/html\r\n"
+				    "X-Request-ID: rid\r\n"
+				    "X-Content-Type-Options: nosniff\r\n"
+				    "Transfer-Encoding: chunked\r\n\r\n");
+	hdr_buf_free(&b);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_response(&b, p, NULL, NULL, -1, false, true),
+			 0);
+	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
+				    "Content-Type: text/html\r\n"
+				    "Connection: close\r\n\r\n");
+	hdr_buf_free(&b);
+	free(p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hdr");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_sets);
+	tcase_add_test(tc, test_request_id);
+	tcase_add_test(tc, test_request_id_get);
+	tcase_add_test(tc, test_buf_cap);
+	tcase_add_test(tc, test_build_request);
+	tcase_add_test(tc, test_build_upgrade);
+	tcase_add_test(tc, test_build_response);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

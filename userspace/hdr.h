@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * hdr.h - header rules for the Forward and Respond stages: which fields
+ * are hop-by-hop or edge's own, request ids, and a bounded builder that
+ * writes the rebuilt head sent upstream (or to the client).
+ *
+ * Pure apart from hdr_request_id_new (OpenSSL's RNG) and the builder's
+ * allocation. Framing is never passed through: the builder drops every
+ * Content-Length, Transfer-Encoding and hop-by-hop field and writes the
+ * framing edge chose. docs/http.md has the rules.
+ */
+#ifndef EDGE_HDR_H
+#define EDGE_HDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "h1.h"
+
+/* Longest X-Request-ID kept from a client; length of a generated one. */
+#define HDR_REQUEST_ID_MAX 128
+#define HDR_REQUEST_ID_LEN 32
+
+/* Default hard cap of a built head. */
+#define HDR_BUF_MAX 65536
+
+/* A growing output buffer with a hard cap. Once an append fails, every
+ * later one fails too (err keeps the first error), so a builder can check
+ * once at the end. */
+struct hdr_buf {
+	char *p;
+	size_t len;
+	size_t cap;
+	size_t max;
+	int err; /* 0, -ENOMEM or -E2BIG */
+};
+
+/* What edge adds to a request it forwards. NULL strings are left out. */
+struct hdr_fwd {
+	const char *request_id; /* valid client id or a new one */
+	const char *project_id;
+	const char *environment_id;
+	const char *deployment_id;
+	const char *client_ip; /* the peer's address, text */
+	const char *proto;     /* "http" or "https" */
+	bool xff_trusted;      /* peer is a trusted proxy: append to its XFF */
+	bool tunnel;	       /* forwarding an upgrade: keep Upgrade */
+	const char *path;      /* path to send instead of r's (prefix
+				  stripped), or NULL */
+	size_t path_len;
+	int64_t content_length; /* body framing edge sends: >= 0 a length, */
+	bool chunked;		/* or edge's own chunking, or no body */
+};
+
+/* Start an empty buffer that may grow to max bytes (0: HDR_BUF_MAX). */
+void hdr_buf_init(struct hdr_buf *b, size_t max);
+
+/* Release the buffer's memory; accepts NULL. */
+void hdr_buf_free(struct hdr_buf *b);
+
+/* Append n bytes. Returns 0, -ENOMEM or -E2BIG (over max; nothing
+ * appended). */
+int hdr_buf_add(struct hdr_buf *b, const char *s, size_t n);
+
+/* Append a NUL-terminated string; NULL appends nothing. Same returns. */
+int hdr_buf_str(struct hdr_buf *b, const char *s);
+
+/* Append "name: value\r\n". Same returns. */
+int hdr_buf_field(struct hdr_buf *b, const char *name, const char *value,
+		  size_t value_len);
+
+/* Whether name[0..n) is a hop-by-hop field (Connection, Keep-Alive,
+ * Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade). */
+bool hdr_is_hop_by_hop(const char *name, size_t n);
+
+/* Whether name[0..n) is one of the fields edge sets itself (X-Request-ID,
+ * X-Project-ID, X-Environment-ID, X-Deployment-ID, X-Client-IP,
+ * X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Host): a client's copy
+ * is never forwarded as it is. */
+bool hdr_is_edge_owned(const char *name, size_t n);
+
+/* Whether a Connection field of h names name[0..n). */
+bool hdr_named_in_connection(const struct h1_head *h, const char *name,
+			     size_t n);
+
+/* Whether f of head h is dropped when the head is forwarded: hop-by-hop
+ * (Upgrade survives when tunnel), named in Connection, Content-Length,
+ * Host (rewritten) or edge's own. */
+bool hdr_drop(const struct h1_head *h, const struct h1_header *f, bool tunnel);
+
+/* Whether s[0..n) may be kept as a request id: 1..HDR_REQUEST_ID_MAX bytes
+ * of [A-Za-z0-9._-]. */
+bool hdr_request_id_valid(const char *s, size_t n);
+
+/* The client's X-Request-ID value if there is exactly one and it is
+ * valid, else NULL (*n untouched). */
+const char *hdr_request_id_get(const struct h1_head *h, size_t *n);
+
+/* Write a new id of HDR_REQUEST_ID_LEN lowercase hex characters and a NUL
+ * into out. Returns 0, or -EIO when the RNG fails. */
+int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1]);
+
+/* Append "X-Forwarded-For: " with the values of h's X-Forwarded-For
+ * fields, in order, then ", " client_ip (the peer is trusted). */
+int hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
+		   const char *client_ip);
+
+/* Append "X-Forwarded-For: client_ip" (the peer is not trusted). */
+int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);
+
+/*
+ * Write the head edge sends upstream for r: "METHOD origin-form
+ * HTTP/1.1", Host (the absolute-form authority wins over Host), every
+ * field hdr_drop keeps in its order, edge's fields from f (X-Forwarded-Host
+ * is the client's host), Connection/Upgrade for a tunnel, and the framing
+ * of f: Content-Length, Transfer-Encoding: chunked or none. Returns 0 or
+ * b->err.
+ */
+int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
+		      const struct hdr_fwd *f);
+
+/*
+ * Write the head edge sends the client for an upstream response p:
+ * "HTTP/1.1 code reason", the fields hdr_drop keeps (X-Request-ID and the
+ * other edge fields from upstream dropped), X-Request-ID: request_id,
+ * extra (pre-formatted "Name: value\r\n" lines such as security headers,
+ * may be NULL), Connection/Upgrade for a 101, and the framing: a length
+ * if content_length >= 0, else chunked if chunked, else
+ * "Connection: close" if close. Returns 0 or b->err.
+ */
+int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
+		       const char *request_id, const char *extra,
+		       int64_t content_length, bool chunked, bool close);
+
+#endif /* EDGE_HDR_H */
