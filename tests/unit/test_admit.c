@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_admit.c - Admit: token buckets on a fake clock, Retry-After,
+ * the table's fixed size, in-flight caps, body limits. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "admit.h"
+
+#define SEC 1000000000ULL
+
+static struct cidr ip(const char *s)
+{
+	struct cidr c;
+
+	ck_assert_int_eq(cidr_parse_addr(s, &c, NULL), 0);
+	return c;
+}
+
+START_TEST(test_bucket)
+{
+	struct admit_limiter *l;
+	struct cidr a = ip("192.0.2.1"), b = ip("192.0.2.2");
+	uint64_t now = 1000 * SEC;
+	unsigned ra = 0;
+	int i;
+
+	/* 1 per second, bursts of 3 */
+	ck_assert_int_eq(admit_limiter_new(64, 60, 3, &l), 0);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(admit_take(l, &a, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &a, now, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 1);
+	/* another client has its own bucket */
+	ck_assert_int_eq(admit_take(l, &b, now, &ra), 0);
+	/* half a second later: still nothing */
+	ck_assert_int_eq(admit_take(l, &a, now + SEC / 2, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 1);
+	/* one second later: exactly one token */
+	ck_assert_int_eq(admit_take(l, &a, now + SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &a, now + SEC, &ra), -EAGAIN);
+	/* long idle: refilled to the burst, not beyond */
+	now += 100 * SEC;
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(admit_take(l, &a, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &a, now, &ra), -EAGAIN);
+	admit_limiter_free(l);
+	admit_limiter_free(NULL);
+}
+END_TEST
+
+START_TEST(test_retry_after)
+{
+	struct admit_limiter *l;
+	struct cidr a = ip("2001:db8::1");
+	unsigned ra = 0;
+
+	/* 1 per minute, burst 1: the next token is 60 s away */
+	ck_assert_int_eq(admit_limiter_new(8, 1, 1, &l), 0);
+	ck_assert_int_eq(admit_take(l, &a, SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &a, SEC, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 60);
+	ck_assert_int_eq(admit_take(l, &a, 21 * SEC + 1, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 40);
+	ck_assert_int_eq(admit_take(l, &a, 61 * SEC, &ra), 0);
+	admit_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_ipv6_slash64)
+{
+	struct admit_limiter *l;
+	struct cidr a = ip("2001:db8:1:2::1"), b = ip("2001:db8:1:2:ffff::9"),
+		    c = ip("2001:db8:1:3::1");
+	unsigned ra;
+
+	ck_assert_int_eq(admit_limiter_new(64, 60, 1, &l), 0);
+	ck_assert_int_eq(admit_take(l, &a, SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, SEC, &ra), -EAGAIN); /* same /64 */
+	ck_assert_int_eq(admit_take(l, &c, SEC, &ra), 0);
+	ck_assert_uint_eq(admit_limiter_count(l), 2);
+	admit_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_eviction_bound)
+{
+	struct admit_limiter *l;
+	struct cidr a;
+	char buf[32];
+	unsigned ra, i;
+
+	ck_assert_int_eq(admit_limiter_new(64, 60, 1, &l), 0);
+	for (i = 0; i < 10000; i++) {
+		snprintf(buf, sizeof(buf), "10.%u.%u.%u", i >> 16,
+			 (i >> 8) & 255, i & 255);
+		a = ip(buf);
+		ck_assert_int_eq(admit_take(l, &a, SEC + i, &ra), 0);
+		ck_assert_uint_le(admit_limiter_count(l), 64);
+	}
+	ck_assert_uint_eq(admit_limiter_count(l), 64);
+	/* the most recent client is still remembered */
+	ck_assert_int_eq(admit_take(l, &a, SEC + i, &ra), -EAGAIN);
+	admit_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_off_and_args)
+{
+	struct admit_limiter *l;
+	struct cidr a = ip("192.0.2.1");
+	unsigned ra;
+	int i;
+
+	ck_assert_int_eq(admit_limiter_new(0, 60, 1, &l), -EINVAL);
+	ck_assert_int_eq(admit_limiter_new(8, 60, 0, &l), -EINVAL);
+	ck_assert_int_eq(admit_limiter_new(8, 0, 0, &l), 0);
+	for (i = 0; i < 1000; i++)
+		ck_assert_int_eq(admit_take(l, &a, SEC, &ra), 0);
+	admit_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_inflight)
+{
+	struct admit_gauge g, r;
+
+	admit_gauge_init(&g, 3);
+	admit_gauge_init(&r, 2);
+	ck_assert_int_eq(admit_inflight_enter(&g, &r), 0);
+	ck_assert_int_eq(admit_inflight_enter(&g, &r), 0);
+	/* route full: nothing stays counted */
+	ck_assert_int_eq(admit_inflight_enter(&g, &r), -EBUSY);
+	ck_assert_uint_eq(atomic_load(&g.n), 2);
+	ck_assert_uint_eq(atomic_load(&r.n), 2);
+	ck_assert_int_eq(admit_inflight_enter(&g, NULL), 0);
+	/* global full */
+	ck_assert_int_eq(admit_inflight_enter(&g, NULL), -EBUSY);
+	admit_inflight_leave(&g, &r);
+	ck_assert_int_eq(admit_inflight_enter(&g, &r), 0);
+	admit_inflight_leave(&g, &r);
+	admit_inflight_leave(&g, &r);
+	admit_inflight_leave(&g, NULL);
+	ck_assert_uint_eq(atomic_load(&g.n), 0);
+	ck_assert_uint_eq(atomic_load(&r.n), 0);
+	/* 0: no cap */
+	admit_gauge_init(&g, 0);
+	for (int i = 0; i < 100000; i++)
+		ck_assert_int_eq(admit_inflight_enter(&g, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_body)
+{
+	struct admit_body b;
+
+	ck_assert(admit_body_declared_ok(10, 10));
+	ck_assert(!admit_body_declared_ok(11, 10));
+	ck_assert(admit_body_declared_ok(UINT64_MAX, 0));
+	admit_body_init(&b, 10);
+	ck_assert_int_eq(admit_body_add(&b, 4), 0);
+	ck_assert_int_eq(admit_body_add(&b, 6), 0);
+	ck_assert_int_eq(admit_body_add(&b, 1), -EFBIG);
+	admit_body_init(&b, 10);
+	ck_assert_int_eq(admit_body_add(&b, UINT64_MAX), -EFBIG);
+	ck_assert_int_eq(admit_body_add(&b, UINT64_MAX), -EFBIG);
+	admit_body_init(&b, 0);
+	ck_assert_int_eq(admit_body_add(&b, UINT64_MAX), 0);
+}
+END_TEST
+
+static Suite *admit_suite(void)
+{
+	Suite *s = suite_create("admit");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_bucket);
+	tcase_add_test(tc, test_retry_after);
+	tcase_add_test(tc, test_ipv6_slash64);
+	tcase_add_test(tc, test_eviction_bound);
+	tcase_add_test(tc, test_off_and_args);
+	tcase_add_test(tc, test_inflight);
+	tcase_add_test(tc, test_body);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(admit_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

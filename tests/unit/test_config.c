@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_config.c - edged's configuration: defaults, the example, and every
+ * kind of bad key or value naming FILE:LINE: KEY. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "edge_maps.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/edge-config.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Write text to a file in tmpdir; returns its path (static buffer). */
+static const char *write_conf(const char *text)
+{
+	static char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/edge.conf", tmpdir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+	return path;
+}
+
+/* One project "p", environment "e", with extra lines inside the
+ * environment (ENV_EXTRA) and the project (PROJ_EXTRA). */
+#define PROJ(PROJ_EXTRA, ENV_EXTRA)                                            \
+	"projects = ( {\n"                                                     \
+	"  id = \"p\";\n" PROJ_EXTRA "  environments = ( {\n"                  \
+	"    id = \"e\";\n"                                                    \
+	"    domains = [ \"a.example.com\" ];\n"                               \
+	"    deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; "    \
+	"};\n" ENV_EXTRA "  } );\n"                                            \
+	"} );\n"
+
+/* The error must sit on the line marked "#!" (line 0: none). */
+struct bad {
+	const char *text;
+	const char *key; /* "KEY: " follows "FILE:LINE: " */
+	const char *msg;
+};
+
+static const struct bad bad[] = {
+    {"bogus = 1; #!\n", "bogus", "unknown key"},
+    {"limits = {\n max_headerz = 5; #!\n};\n", "limits.max_headerz",
+     "unknown key"},
+    {"workers = 0; #!\n", "workers", "out of range"},
+    {"workers = 300; #!\n", "workers", "out of range"},
+    {"workers = \"2\"; #!\n", "workers", "expected an integer"},
+    {"listen = [ \"1.2.3.4\" ]; #!\n", "listen[0]", "expected ADDR:PORT"},
+    {"listen = [ \"example.com:80\" ]; #!\n", "listen[0]", "not a numeric"},
+    {"listen = [ \"1.2.3.4:0\" ]; #!\n", "listen[0]", "1..65535"},
+    {"listen = [ \"1.2.3.4:65536\" ]; #!\n", "listen[0]", "1..65535"},
+    {"listen = [ \"1.2.3.04:80\" ]; #!\n", "listen[0]", "not a numeric"},
+    {"listen = [ \"::1:80\" ]; #!\n", "listen[0]", "brackets"},
+    {"listen = [ \"[::1:80\" ]; #!\n", "listen[0]", "[IPV6]:PORT"},
+    {"listen = [ \"1.2.3.4:80\",\n \"1.2.3.4:80\" ]; #!\n", "listen[1]",
+     "listed twice"},
+    {"listen = \"1.2.3.4:80\"; #!\n", "listen", "expected a list"},
+    {"listen = [ 80 ]; #!\n", "listen[0]", "expected a string"},
+    {"admin_listen = \"0.0.0.0:8080\"; #!\n", "admin_listen", "also in listen"},
+    {"user = \"-x\"; #!\n", "user", "not a valid user name"},
+    {"user = 5; #!\n", "user", "expected a string"},
+    {"control_socket = \"run/edged.sock\"; #!\n", "control_socket",
+     "absolute path"},
+    {"pin_dir = \"bpf\"; #!\n", "pin_dir", "absolute path"},
+    {"limits = {\n max_request_line = 10; #!\n};\n", "limits.max_request_line",
+     "out of range"},
+    {"limits = {\n max_body_bytes = \"10X\"; #!\n};\n", "limits.max_body_bytes",
+     "unknown size unit"},
+    {"limits = {\n max_body_bytes = -1; #!\n};\n", "limits.max_body_bytes",
+     "negative"},
+    {"limits = 5; #!\n", "limits", "expected a group"},
+    {"timeouts = {\n header = 10; #!\n};\n", "timeouts.header",
+     "expected a duration string"},
+    {"timeouts = {\n header = \"10\"; #!\n};\n", "timeouts.header",
+     "needs a unit"},
+    {"timeouts = {\n header = \"0s\"; #!\n};\n", "timeouts.header",
+     "longer than zero"},
+    {"timeouts = {\n drain = \"1s1m\"; #!\n};\n", "timeouts.drain",
+     "units must go"},
+    {"timeouts = {\n header = \"1h\"; #!\n};\n", "timeouts.header",
+     "out of range"},
+    {"timeouts = {\n tunnel_idle = \"200h\"; #!\n};\n", "timeouts.tunnel_idle",
+     "too long"},
+    {"ratelimit = {\n rate = \"fast\"; #!\n};\n", "ratelimit.rate", ""},
+    {"ratelimit = {\n burst = 0; #!\n};\n", "ratelimit.burst", "out of range"},
+    {"analytics = {\n queue = 1; #!\n};\n", "analytics.queue", "out of range"},
+    {"analytics = {\n file = \"x.jsonl\"; #!\n};\n", "analytics.file",
+     "absolute path"},
+    {"projects = { }; #!\n", "projects", "expected a list"},
+    {"projects = ( { #!\n environments = ( ); } );\n", "projects[0].id",
+     "missing"},
+    {"projects = ( { id = \"a b\"; #!\n} );\n", "projects[0].id",
+     "only letters"},
+    {"projects = ( { id = \"p\"; #!\n} );\n", "projects[0].environments",
+     "missing"},
+    {"projects = ( { id = \"p\";\n environments = ( ); #!\n} );\n",
+     "projects[0].environments", "at least one"},
+    {PROJ("  enabled = \"yes\"; #!\n", ""), "projects[0].enabled",
+     "expected true or false"},
+    {PROJ("  ip_allow = [ \"10.0.0.0/33\" ]; #!\n", ""),
+     "projects[0].ip_allow[0]", "prefix"},
+    {PROJ("  ip_allow = [ \"10.0.0.0/8\" ];\n"
+	  "  ip_block = [ \"10.0.0.0/8\" ]; #!\n",
+	  ""),
+     "projects[0].ip_block[0]", "already in ip_allow"},
+    {PROJ("  colour = \"red\"; #!\n", ""), "projects[0].colour", "unknown key"},
+    {PROJ("", "    domain = [ \"x.example.com\" ]; #!\n"),
+     "projects[0].environments[0].domain", "unknown key"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com:80\" ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains[0]", "no port"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.*.example.com\" ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains[0]", "leftmost label"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"*.com\" ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains[0]", "two labels"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a234567890123456789012345678901234567890123456789012"
+     "345678901234.com\" ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains[0]", "longer than 63"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com.\" ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains[0]", "trailing dot"},
+    {PROJ("", "") "projects2 = 1; #!\n", "projects2", "unknown key"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com\" ];\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "}, { id = \"f\";\n"
+     "  domains = [ \"A.example.com\" ]; #!\n"
+     "  deployment = { id = \"d2\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[1].domains[0]", "already used by"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com\" ];\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); }, { id = \"p\"; #!\n environments = ( ); } );\n",
+     "projects[1].id", "already used by projects[0].id"},
+    {PROJ("", "    routes = ( { prefix = \"/fn\"; },\n"
+	      "      { prefix = \"/fn\"; } ); #!\n"),
+     "projects[0].environments[0].routes[1]", "already routed"},
+    {PROJ("", "    routes = ( { prefix = \"fn\"; } ); #!\n"),
+     "projects[0].environments[0].routes[0].prefix", "start with '/'"},
+    {PROJ("", "    routes = ( { prefix = \"/fn/\"; } ); #!\n"),
+     "projects[0].environments[0].routes[0].prefix", "trailing"},
+    {PROJ("", "    routes = ( { prefix = \"/a/../b\"; } ); #!\n"),
+     "projects[0].environments[0].routes[0].prefix", "'..'"},
+    {PROJ("", "    routes = ( { prefix = \"/a%20\"; } ); #!\n"),
+     "projects[0].environments[0].routes[0].prefix", "invalid character"},
+    {PROJ("", "    routes = ( { prefix = \"/a\"; strip = true; } ); #!\n"),
+     "projects[0].environments[0].routes[0].strip", "unknown key"},
+    {PROJ("", "    routes = ( { prefix = \"/a\";\n"
+	      "      upstreams = [ \"localhost:80\" ]; } ); #!\n"),
+     "projects[0].environments[0].routes[0].upstreams[0]", "not resolved"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com\" ];\n"
+     "  deployment = { id = \"d\";\n upstreams = [ ]; }; #!\n"
+     "} ); } );\n",
+     "projects[0].environments[0].deployment.upstreams", "needs 1..64"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com\" ];\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ];\n"
+     "    balance = \"random\"; }; #!\n"
+     "} ); } );\n",
+     "projects[0].environments[0].deployment.balance", "round_robin"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\"; #!\n"
+     "  domains = [ \"a.example.com\" ];\n"
+     "} ); } );\n",
+     "projects[0].environments[0].deployment", "missing"},
+    {PROJ("", "    security_headers = { frame_options = \"ALLOW\"; }; #!\n"),
+     "projects[0].environments[0].security_headers.frame_options",
+     "expected \"DENY\""},
+    {PROJ("", "    max_body_bytes = \"2T\"; #!\n"),
+     "projects[0].environments[0].max_body_bytes", "unknown size unit"},
+    {"listen = [ ; #!\n", "", "syntax"},
+};
+
+static int marked_line(const char *text)
+{
+	const char *m = strstr(text, "#!"), *p;
+	int line = 1;
+
+	if (!m)
+		return 0;
+	for (p = text; p < m; p++)
+		line += *p == '\n';
+	return line;
+}
+
+START_TEST(test_bad)
+{
+	const struct bad *t = &bad[_i];
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	char want[256];
+	const char *path = write_conf(t->text);
+
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_ptr_null(c);
+	if (t->key[0])
+		snprintf(want, sizeof(want), "%s:%d: %s: ", path,
+			 marked_line(t->text), t->key);
+	else
+		snprintf(want, sizeof(want), "%s:%d: ", path,
+			 marked_line(t->text));
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "case %d: '%s' does not start with '%s'", _i, err.msg,
+		      want);
+	ck_assert_msg(strstr(err.msg, t->msg) != NULL,
+		      "case %d: '%s' lacks '%s'", _i, err.msg, t->msg);
+}
+END_TEST
+
+START_TEST(test_defaults)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	ck_assert_int_eq(config_load(write_conf("# nothing\n"), &c, &err), 0);
+	ck_assert_uint_eq(c->n_listen, 1);
+	ck_assert_str_eq(c->listen[0].text, "0.0.0.0:8080");
+	ck_assert_uint_eq(c->workers, ncpu > 256 ? 256 : ncpu);
+	ck_assert_str_eq(c->user, "nobody");
+	ck_assert_str_eq(c->admin_listen.text, "127.0.0.1:9090");
+	ck_assert_str_eq(c->control_socket, "/run/edge/edged.sock");
+	ck_assert_str_eq(c->pin_dir, EDGE_PIN_DIR_DEFAULT);
+	ck_assert_uint_eq(c->limits.max_connections, 10000);
+	ck_assert_uint_eq(c->limits.max_request_line, 8192);
+	ck_assert_uint_eq(c->limits.max_header_bytes, 32768);
+	ck_assert_uint_eq(c->limits.max_headers, 100);
+	ck_assert_uint_eq(c->limits.max_body_bytes, 10 << 20);
+	ck_assert_uint_eq(c->limits.max_inflight, 16384);
+	ck_assert_uint_eq(c->limits.max_inflight_per_route, 4096);
+	ck_assert_uint_eq(c->timeouts.header_ms, 10000);
+	ck_assert_uint_eq(c->timeouts.body_ms, 30000);
+	ck_assert_uint_eq(c->timeouts.body_min_rate, 1024);
+	ck_assert_uint_eq(c->timeouts.idle_keepalive_ms, 60000);
+	ck_assert_uint_eq(c->timeouts.upstream_connect_ms, 5000);
+	ck_assert_uint_eq(c->timeouts.upstream_response_ms, 60000);
+	ck_assert_uint_eq(c->timeouts.tunnel_idle_ms, 300000);
+	ck_assert_uint_eq(c->timeouts.drain_ms, 30000);
+	ck_assert_uint_eq(c->ratelimit.per_min, 0);
+	ck_assert_str_eq(c->analytics.file, "");
+	ck_assert_uint_eq(c->analytics.queue, 65536);
+	ck_assert_uint_eq(c->n_projects, 0);
+	ck_assert_uint_eq(c->n_warnings, 0);
+	config_free(c);
+	config_free(NULL);
+}
+END_TEST
+
+START_TEST(test_values)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const struct config_environment *e;
+	const char *text =
+	    "listen = [ \"[::]:443\", \"127.0.0.1:80\" ];\n"
+	    "workers = 3;\n"
+	    "limits = { max_body_bytes = \"2M\"; max_header_bytes = 4096; };\n"
+	    "timeouts = { header = \"1m30s\"; upstream_connect = \"250ms\"; "
+	    "};\n"
+	    "ratelimit = { rate = \"10/s\"; };\n" PROJ(
+		"  ip_block = [ \"10.1.2.3/8\" ];\n",
+		"    max_body_bytes = 0;\n"
+		"    routes = ( { prefix = \"/fn\"; strip_prefix = true; } );\n"
+		"    security_headers = { hsts = true; hsts_max_age = \"1d\"; "
+		"};"
+		"\n");
+
+	ck_assert_msg(config_load(write_conf(text), &c, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_str_eq(c->listen[0].text, "[::]:443");
+	ck_assert_uint_eq(c->workers, 3);
+	ck_assert_uint_eq(c->limits.max_body_bytes, 2 << 20);
+	ck_assert_uint_eq(c->limits.max_header_bytes, 4096);
+	ck_assert_uint_eq(c->timeouts.header_ms, 90000);
+	ck_assert_uint_eq(c->timeouts.upstream_connect_ms, 250);
+	ck_assert_uint_eq(c->ratelimit.per_min, 600);
+	ck_assert_uint_eq(c->ratelimit.burst, 10);
+	e = &c->projects[0].envs[0];
+	ck_assert_uint_eq(e->max_body_bytes, 0);
+	ck_assert_uint_eq(e->routes[0].max_body_bytes, 0);
+	ck_assert(e->routes[0].strip_prefix);
+	ck_assert(e->security.hsts);
+	ck_assert(e->security.nosniff);
+	ck_assert_uint_eq(e->security.hsts_max_age_s, 86400);
+	ck_assert_str_eq(e->name, "e");
+	ck_assert_str_eq(c->projects[0].name, "p");
+	ck_assert(c->projects[0].enabled);
+	/* host bits: normalised, with a warning naming file, line and key */
+	ck_assert_uint_eq(c->n_warnings, 1);
+	ck_assert_ptr_nonnull(
+	    strstr(c->warnings[0], ":8: projects[0].ip_block[0]: "));
+	ck_assert_ptr_nonnull(strstr(c->warnings[0], "10.0.0.0/8"));
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_example)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	int rc;
+
+	rc = config_load("examples/edge.conf", &c, &err);
+	if (rc == -ENOENT) /* run from build/tests */
+		rc = config_load("../../examples/edge.conf", &c, &err);
+	ck_assert_msg(rc == 0, "%s", err.msg);
+	ck_assert_uint_eq(c->n_projects, 3);
+	ck_assert_uint_eq(c->n_warnings, 0);
+	ck_assert_str_eq(c->projects[0].envs[1].domains[0],
+			 "*.preview.shop.example.com");
+	ck_assert_uint_eq(c->projects[0].envs[0].routes[0].max_body_bytes,
+			  50 << 20);
+	ck_assert(!c->projects[2].enabled);
+	config_free(c);
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/none.conf", tmpdir);
+	ck_assert_int_eq(config_load(path, &c, &err), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "none.conf: No such file"));
+}
+END_TEST
+
+START_TEST(test_helpers)
+{
+	struct errbuf err = {""};
+	struct config_addr a;
+	char d[300];
+	uint64_t ms;
+
+	ck_assert_int_eq(config_addr_parse("[2001:DB8::1]:8443", &a, &err), 0);
+	ck_assert_str_eq(a.text, "[2001:db8::1]:8443");
+	ck_assert_int_eq(config_addr_parse("[fe80::1%eth0]:80", &a, &err),
+			 -EINVAL);
+	ck_assert_int_eq(config_duration_parse("1h2m3s4ms", &ms, &err), 0);
+	ck_assert_uint_eq(ms, 3723004);
+	ck_assert_int_eq(config_duration_parse("500ms", &ms, &err), 0);
+	ck_assert_uint_eq(ms, 500);
+	ck_assert_int_eq(config_duration_parse("5ms5s", &ms, &err), -EINVAL);
+	snprintf(d, sizeof(d), "WWW.Example.COM");
+	ck_assert_int_eq(config_domain_check(d, false, &err), 0);
+	ck_assert_str_eq(d, "www.example.com");
+	snprintf(d, sizeof(d), "*.Example.com");
+	ck_assert_int_eq(config_domain_check(d, false, &err), -EINVAL);
+	ck_assert_int_eq(config_domain_check(d, true, &err), 0);
+	ck_assert_str_eq(d, "*.example.com");
+	snprintf(d, sizeof(d), "-a.example.com");
+	ck_assert_int_eq(config_domain_check(d, true, &err), -EINVAL);
+	snprintf(d, sizeof(d), "a..example.com");
+	ck_assert_int_eq(config_domain_check(d, true, &err), -EINVAL);
+	memset(d, 'a', 254);
+	d[254] = '\0';
+	ck_assert_int_eq(config_domain_check(d, true, &err), -EINVAL);
+	ck_assert_str_eq(config_balance_name(CONFIG_BALANCE_IP_HASH),
+			 "ip_hash");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_example);
+	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_helpers);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_route.c - Resolve: exact and wildcard domains, path prefixes,
+ * normalisation of Host, disabled projects, IP rules, generations. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "route.h"
+
+static const char conf_text[] =
+    "limits = { max_inflight_per_route = 2; };\n"
+    "projects = ( {\n"
+    "  id = \"shop\";\n"
+    "  ip_block = [ \"203.0.113.0/24\", \"2001:db8:bad::/48\" ];\n"
+    "  ip_allow = [ \"203.0.113.7\" ];\n"
+    "  environments = ( {\n"
+    "    id = \"prod\"; name = \"production\";\n"
+    "    domains = [ \"shop.example.com\", \"www.shop.example.com\" ];\n"
+    "    deployment = { id = \"d1\"; upstreams = [ \"10.0.0.1:80\" ]; };\n"
+    "    routes = ( { prefix = \"/fn\"; strip_prefix = true;\n"
+    "                 upstreams = [ \"10.0.0.9:81\" ]; balance = \"ip_hash\";\n"
+    "                 max_body_bytes = 5; },\n"
+    "               { prefix = \"/fn/deep\"; },\n"
+    "               { prefix = \"/api\"; } );\n"
+    "  }, {\n"
+    "    id = \"preview\";\n"
+    "    domains = [ \"*.preview.example.com\" ];\n"
+    "    deployment = { id = \"d2\"; upstreams = [ \"[fd00::1]:80\" ]; };\n"
+    "  } );\n"
+    "}, {\n"
+    "  id = \"blog\";\n"
+    "  ip_allow = [ \"198.51.100.0/24\" ];\n"
+    "  environments = ( { id = \"blog-prod\";\n"
+    "    domains = [ \"blog.example.com\", \"x.preview.example.com\" ];\n"
+    "    deployment = { id = \"d3\"; upstreams = [ \"10.0.0.3:80\" ]; };\n"
+    "  } );\n"
+    "}, {\n"
+    "  id = \"old\"; enabled = false;\n"
+    "  environments = ( { id = \"old-prod\";\n"
+    "    domains = [ \"old.example.com\" ];\n"
+    "    deployment = { id = \"d4\"; upstreams = [ \"10.0.0.4:80\" ]; };\n"
+    "  } );\n"
+    "} );\n";
+
+static struct route_table *tab;
+
+static struct route_table *build(void)
+{
+	char dir[] = "/tmp/edge-route.XXXXXX", path[64];
+	struct errbuf err = {""};
+	struct route_table *t = NULL;
+	struct config *c = NULL;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/edge.conf", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(conf_text, f);
+	fclose(f);
+	ck_assert_msg(config_load(path, &c, &err) == 0, "%s", err.msg);
+	unlink(path);
+	rmdir(dir);
+	ck_assert_int_eq(route_table_build(c, &t, &err), 0);
+	config_free(c); /* the table keeps its own copy */
+	return t;
+}
+
+static void setup(void)
+{
+	tab = build();
+}
+
+static void teardown(void)
+{
+	route_table_put(tab);
+	tab = NULL;
+}
+
+static enum route_status look(const char *host, const char *path,
+			      struct route_match *m)
+{
+	return route_lookup(tab, host, strlen(host), path, strlen(path), m);
+}
+
+struct host_case {
+	const char *host;
+	enum route_status st;
+	const char *env;
+};
+
+static const struct host_case hosts[] = {
+    {"shop.example.com", ROUTE_OK, "prod"},
+    {"SHOP.Example.COM", ROUTE_OK, "prod"},
+    {"shop.example.com:8080", ROUTE_OK, "prod"},
+    {"shop.example.com.", ROUTE_OK, "prod"},
+    {"Shop.Example.Com.:443", ROUTE_OK, "prod"},
+    {"www.shop.example.com", ROUTE_OK, "prod"},
+    {"a.preview.example.com", ROUTE_OK, "preview"},
+    {"PR-17.Preview.example.com", ROUTE_OK, "preview"},
+    /* an exact domain wins over the wildcard */
+    {"x.preview.example.com", ROUTE_OK, "blog-prod"},
+    {"a.b.preview.example.com", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"preview.example.com", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {".preview.example.com", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"example.com", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"nope.example.org", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"[::1]:8080", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"10.0.0.1", ROUTE_DOMAIN_NOT_FOUND, NULL},
+    {"old.example.com", ROUTE_PROJECT_DISABLED, "old-prod"},
+};
+
+START_TEST(test_hosts)
+{
+	const struct host_case *c = &hosts[_i];
+	struct route_match m;
+
+	ck_assert_int_eq(look(c->host, "/", &m), c->st);
+	if (c->env)
+		ck_assert_str_eq(m.env_id, c->env);
+}
+END_TEST
+
+START_TEST(test_match_fields)
+{
+	struct route_match m;
+
+	ck_assert_int_eq(look("shop.example.com", "/x?y", &m), ROUTE_OK);
+	ck_assert_str_eq(m.project_id, "shop");
+	ck_assert_str_eq(m.project_name, "shop");
+	ck_assert_str_eq(m.env_name, "production");
+	ck_assert_str_eq(m.deployment_id, "d1");
+	ck_assert_ptr_null(m.prefix);
+	ck_assert_uint_eq(m.n_upstreams, 1);
+	ck_assert_str_eq(m.upstreams[0].text, "10.0.0.1:80");
+	ck_assert_int_eq(m.balance, CONFIG_BALANCE_ROUND_ROBIN);
+	ck_assert_uint_eq(m.max_body_bytes, 10 << 20);
+	ck_assert(m.security->nosniff);
+	ck_assert_uint_eq(m.path_len, 4);
+	ck_assert(!m.path_slash);
+	ck_assert_int_eq(look("old.example.com", "/", &m),
+			 ROUTE_PROJECT_DISABLED);
+	ck_assert_str_eq(m.project_id, "old");
+}
+END_TEST
+
+struct path_case {
+	const char *path;
+	const char *prefix; /* NULL: default route */
+	const char *sent;   /* the target sent upstream */
+};
+
+static const struct path_case paths[] = {
+    {"/", NULL, "/"},
+    {"/fn", "/fn", "/"},
+    {"/fn/", "/fn", "/"},
+    {"/fn/x/y", "/fn", "/x/y"},
+    {"/fn?q=1", "/fn", "/?q=1"},
+    {"/fn/x?q=/fn", "/fn", "/x?q=/fn"},
+    {"/fnx", NULL, "/fnx"},
+    {"/fn-other", NULL, "/fn-other"},
+    {"/FN", NULL, "/FN"},
+    {"/fn/deep", "/fn/deep", "/fn/deep"},
+    {"/fn/deeper", "/fn", "/deeper"},
+    {"/fn/deep/1", "/fn/deep", "/fn/deep/1"},
+    {"/api", "/api", "/api"},
+    {"/api#frag", "/api", "/api#frag"},
+    {"/ap", NULL, "/ap"},
+    {"/x/fn", NULL, "/x/fn"},
+    {"*", NULL, "*"},
+};
+
+START_TEST(test_paths)
+{
+	const struct path_case *c = &paths[_i];
+	struct route_match m;
+	char sent[128];
+
+	ck_assert_int_eq(look("shop.example.com", c->path, &m), ROUTE_OK);
+	if (c->prefix)
+		ck_assert_str_eq(m.prefix, c->prefix);
+	else
+		ck_assert_ptr_null(m.prefix);
+	snprintf(sent, sizeof(sent), "%s%.*s", m.path_slash ? "/" : "",
+		 (int)m.path_len, m.path);
+	ck_assert_str_eq(sent, c->sent);
+}
+END_TEST
+
+START_TEST(test_route_overrides)
+{
+	struct route_match m, d;
+
+	ck_assert_int_eq(look("shop.example.com", "/fn/a", &m), ROUTE_OK);
+	ck_assert_str_eq(m.upstreams[0].text, "10.0.0.9:81");
+	ck_assert_int_eq(m.balance, CONFIG_BALANCE_IP_HASH);
+	ck_assert_uint_eq(m.max_body_bytes, 5);
+	ck_assert_int_eq(look("shop.example.com", "/", &d), ROUTE_OK);
+	ck_assert_uint_ne(m.route_index, d.route_index);
+	ck_assert_ptr_ne(m.inflight, d.inflight);
+	ck_assert_uint_lt(m.route_index, route_table_nroutes(tab));
+	ck_assert_uint_eq(route_table_nroutes(tab), 7);
+	/* per-route cap from limits.max_inflight_per_route */
+	ck_assert_int_eq(admit_inflight_enter(NULL, m.inflight), 0);
+	ck_assert_int_eq(admit_inflight_enter(NULL, m.inflight), 0);
+	ck_assert_int_eq(admit_inflight_enter(NULL, m.inflight), -EBUSY);
+	ck_assert_int_eq(admit_inflight_enter(NULL, d.inflight), 0);
+	admit_inflight_leave(NULL, m.inflight);
+	admit_inflight_leave(NULL, m.inflight);
+	admit_inflight_leave(NULL, d.inflight);
+}
+END_TEST
+
+static bool allowed(const char *host, const char *ip)
+{
+	struct route_match m;
+	struct cidr a;
+
+	ck_assert_int_eq(look(host, "/", &m), ROUTE_OK);
+	ck_assert_int_eq(cidr_parse_addr(ip, &a, NULL), 0);
+	return route_ip_allowed(&m, &a);
+}
+
+START_TEST(test_ip_rules)
+{
+	/* block list with one allowed host inside it */
+	ck_assert(allowed("shop.example.com", "192.0.2.1"));
+	ck_assert(!allowed("shop.example.com", "203.0.113.8"));
+	ck_assert(allowed("shop.example.com", "203.0.113.7"));
+	ck_assert(!allowed("a.preview.example.com", "2001:db8:bad::1"));
+	ck_assert(allowed("a.preview.example.com", "2001:db8:bae::1"));
+	ck_assert(allowed("shop.example.com", "::ffff:192.0.2.1"));
+	/* an allow list admits only its prefixes */
+	ck_assert(allowed("blog.example.com", "198.51.100.20"));
+	ck_assert(!allowed("blog.example.com", "192.0.2.1"));
+	ck_assert(!allowed("blog.example.com", "2001:db8::1"));
+}
+END_TEST
+
+START_TEST(test_refcount_swap)
+{
+	struct route_holder h;
+	struct route_table *req, *t2, *cur;
+	struct route_match m;
+
+	route_holder_init(&h, route_table_get(tab));
+	/* a request holds the first generation */
+	req = route_table_current(&h);
+	ck_assert_ptr_eq(req, tab);
+	t2 = build();
+	ck_assert_uint_gt(route_table_generation(t2),
+			  route_table_generation(tab));
+	route_table_swap(&h, t2);
+	/* the fixture's reference and the request's keep it alive */
+	route_table_put(tab);
+	tab = NULL;
+	ck_assert_int_eq(route_lookup(req, "shop.example.com", 16, "/", 1, &m),
+			 ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "prod");
+	cur = route_table_current(&h);
+	ck_assert_ptr_eq(cur, t2);
+	route_table_put(cur);
+	route_table_put(req); /* freed here: ASan tells if not, or twice */
+	tab = route_table_current(&h);
+	route_holder_clear(&h);
+	ck_assert_ptr_null(route_table_current(&h));
+	route_table_put(NULL);
+	ck_assert_ptr_null(route_table_get(NULL));
+}
+END_TEST
+
+START_TEST(test_dump_json)
+{
+	json_t *j = route_dump_json(tab), *routes, *r;
+	char *s;
+
+	ck_assert_ptr_nonnull(j);
+	routes = json_object_get(j, "routes");
+	/* 2 domains x 4 routes, 1 wildcard, 2 blog, 1 old */
+	ck_assert_uint_eq(json_array_size(routes), 12);
+	r = json_array_get(routes, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "domain")),
+			 "*.preview.example.com");
+	s = json_dumps(j, JSON_COMPACT);
+	ck_assert_ptr_nonnull(
+	    strstr(s, "\"domain\":\"shop.example.com\",\"prefix\":\"/fn\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"upstreams\":[\"[fd00::1]:80\"]"));
+	free(s);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_empty_table)
+{
+	struct errbuf err = {""};
+	struct config c;
+	struct route_table *t = NULL;
+	struct route_match m;
+	json_t *j;
+
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(route_table_build(&c, &t, &err), 0);
+	ck_assert_int_eq(route_lookup(t, "a.b", 3, "/", 1, &m),
+			 ROUTE_DOMAIN_NOT_FOUND);
+	j = route_dump_json(t);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "routes")), 0);
+	json_decref(j);
+	route_table_put(t);
+}
+END_TEST
+
+static Suite *route_suite(void)
+{
+	Suite *s = suite_create("route");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_hosts, 0,
+			    sizeof(hosts) / sizeof(hosts[0]));
+	tcase_add_loop_test(tc, test_paths, 0,
+			    sizeof(paths) / sizeof(paths[0]));
+	tcase_add_test(tc, test_match_fields);
+	tcase_add_test(tc, test_route_overrides);
+	tcase_add_test(tc, test_ip_rules);
+	tcase_add_test(tc, test_refcount_swap);
+	tcase_add_test(tc, test_dump_json);
+	tcase_add_test(tc, test_empty_table);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(route_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

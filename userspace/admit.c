@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * admit.c - token buckets per client in a fixed, set-associative table;
+ * in-flight gauges; body-size checks.
+ *
+ * The bucket is kept as GCRA's theoretical arrival time (tat): a request
+ * at now is allowed when max(tat, now) + T - now <= T * burst, T being
+ * the interval between tokens; tat then advances by T. One 64-bit number
+ * per client, no floating point.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "admit.h"
+
+#define ADMIT_NS_PER_MIN 60000000000ULL
+#define ADMIT_NS_PER_S 1000000000ULL
+
+struct admit_slot {
+	uint8_t key[17]; /* family, then 4 or 8 address bytes */
+	bool used;
+	uint64_t tat;  /* theoretical arrival time, ns */
+	uint64_t seen; /* last use, ns: eviction order within a set */
+};
+
+struct admit_limiter {
+	uint64_t interval; /* ns per token */
+	uint64_t tau;	   /* interval * burst */
+	size_t nsets;
+	size_t count;
+	struct admit_slot *slots; /* nsets * ADMIT_WAYS */
+};
+
+int admit_limiter_new(size_t capacity, uint64_t per_min, uint64_t burst,
+		      struct admit_limiter **out)
+{
+	struct admit_limiter *l;
+
+	if (capacity == 0 || (per_min && burst == 0))
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->nsets = (capacity + ADMIT_WAYS - 1) / ADMIT_WAYS;
+	l->slots = calloc(l->nsets * ADMIT_WAYS, sizeof(*l->slots));
+	if (!l->slots) {
+		free(l);
+		return -ENOMEM;
+	}
+	if (per_min) {
+		l->interval = ADMIT_NS_PER_MIN / per_min;
+		if (l->interval == 0)
+			l->interval = 1;
+		l->tau = l->interval * burst;
+	}
+	*out = l;
+	return 0;
+}
+
+void admit_limiter_free(struct admit_limiter *l)
+{
+	if (!l)
+		return;
+	free(l->slots);
+	free(l);
+}
+
+size_t admit_limiter_count(const struct admit_limiter *l)
+{
+	return l->count;
+}
+
+static uint64_t admit_hash(const uint8_t *k, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ k[i]) * 1099511628211ULL;
+	return h ^ (h >> 29);
+}
+
+/* The slot for key k: found, a free one, or the set's least recently
+ * seen (reset). */
+static struct admit_slot *admit_slot_for(struct admit_limiter *l,
+					 const uint8_t *k, uint64_t now)
+{
+	struct admit_slot *set, *victim = NULL;
+	size_t i;
+
+	set = &l->slots[(admit_hash(k, 17) % l->nsets) * ADMIT_WAYS];
+	for (i = 0; i < ADMIT_WAYS; i++) {
+		struct admit_slot *s = &set[i];
+
+		if (s->used && memcmp(s->key, k, 17) == 0)
+			return s;
+		if (!s->used) {
+			if (!victim || victim->used)
+				victim = s;
+		} else if (!victim ||
+			   (victim->used && s->seen < victim->seen)) {
+			victim = s;
+		}
+	}
+	if (!victim->used)
+		l->count++;
+	memcpy(victim->key, k, 17);
+	victim->used = true;
+	victim->tat = now; /* a full bucket */
+	return victim;
+}
+
+int admit_take(struct admit_limiter *l, const struct cidr *a, uint64_t now_ns,
+	       unsigned *retry_after)
+{
+	struct admit_slot *s;
+	uint8_t key[17];
+	uint64_t tat;
+
+	if (!l->interval)
+		return 0;
+	memset(key, 0, sizeof(key));
+	key[0] = a->family;
+	memcpy(key + 1, a->addr, a->family == AF_INET6 ? 8 : 4);
+	s = admit_slot_for(l, key, now_ns);
+	s->seen = now_ns;
+	tat = s->tat > now_ns ? s->tat : now_ns;
+	if (tat + l->interval - now_ns > l->tau) {
+		uint64_t wait = tat + l->interval - l->tau - now_ns;
+		uint64_t secs = (wait + ADMIT_NS_PER_S - 1) / ADMIT_NS_PER_S;
+
+		if (retry_after)
+			*retry_after = secs ? (unsigned)secs : 1;
+		return -EAGAIN;
+	}
+	s->tat = tat + l->interval;
+	return 0;
+}
+
+void admit_gauge_init(struct admit_gauge *g, unsigned limit)
+{
+	atomic_init(&g->n, 0);
+	g->limit = limit;
+}
+
+static bool admit_gauge_enter(struct admit_gauge *g)
+{
+	unsigned n;
+
+	if (!g)
+		return true;
+	n = atomic_fetch_add_explicit(&g->n, 1, memory_order_relaxed) + 1;
+	if (g->limit && n > g->limit) {
+		atomic_fetch_sub_explicit(&g->n, 1, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}
+
+static void admit_gauge_leave(struct admit_gauge *g)
+{
+	if (g)
+		atomic_fetch_sub_explicit(&g->n, 1, memory_order_relaxed);
+}
+
+int admit_inflight_enter(struct admit_gauge *global, struct admit_gauge *route)
+{
+	if (!admit_gauge_enter(global))
+		return -EBUSY;
+	if (!admit_gauge_enter(route)) {
+		admit_gauge_leave(global);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+void admit_inflight_leave(struct admit_gauge *global, struct admit_gauge *route)
+{
+	admit_gauge_leave(route);
+	admit_gauge_leave(global);
+}
+
+bool admit_body_declared_ok(uint64_t content_length, uint64_t limit)
+{
+	return limit == 0 || content_length <= limit;
+}
+
+void admit_body_init(struct admit_body *b, uint64_t limit)
+{
+	b->seen = 0;
+	b->limit = limit;
+}
+
+int admit_body_add(struct admit_body *b, uint64_t n)
+{
+	if (n > UINT64_MAX - b->seen)
+		b->seen = UINT64_MAX;
+	else
+		b->seen += n;
+	if (b->limit && b->seen > b->limit)
+		return -EFBIG;
+	return 0;
+}

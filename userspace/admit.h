@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * admit.h - Admit: per-client token buckets (429), in-flight caps (503
+ * overloaded) and body-size limits (413).
+ *
+ * A limiter belongs to one worker and is used without locks; each worker
+ * therefore limits a client on its own (with N workers behind SO_REUSEPORT
+ * a client's connections spread over them, so the effective limit is up to
+ * N times the configured one per client: documented in
+ * docs/configuration.md). In-flight gauges are atomics shared by all
+ * workers. Pure: no I/O, no clock (callers pass now).
+ */
+#ifndef EDGE_ADMIT_H
+#define EDGE_ADMIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cidr.h"
+
+/* Buckets are kept in sets of this many; eviction picks within a set. */
+#define ADMIT_WAYS 8
+
+struct admit_limiter;
+
+/*
+ * A new limiter of at most capacity clients (rounded up to a multiple of
+ * ADMIT_WAYS; fixed memory, allocated once), allowing per_min tokens per
+ * minute with bursts of burst. per_min 0 turns limiting off. Returns 0 or
+ * -ENOMEM / -EINVAL (capacity 0, or burst 0 with per_min set).
+ */
+int admit_limiter_new(size_t capacity, uint64_t per_min, uint64_t burst,
+		      struct admit_limiter **out);
+
+/* Free a limiter; l may be NULL. */
+void admit_limiter_free(struct admit_limiter *l);
+
+/*
+ * Take one token for client a (a full-length address; IPv6 clients share
+ * a bucket per /64) at monotonic time now_ns. Returns 0 when allowed, or
+ * -EAGAIN when over the limit, with *retry_after the whole seconds (>= 1)
+ * until a token is due (the Retry-After of the 429). A client not in the
+ * table starts with a full bucket; when its set is full the least
+ * recently seen client of the set is forgotten (so memory stays fixed and
+ * an evicted client starts afresh: the table fails open, never closed).
+ */
+int admit_take(struct admit_limiter *l, const struct cidr *a, uint64_t now_ns,
+	       unsigned *retry_after);
+
+/* Clients currently remembered (for tests and metrics). */
+size_t admit_limiter_count(const struct admit_limiter *l);
+
+/* An in-flight gauge: a count and its cap (0: no cap). */
+struct admit_gauge {
+	atomic_uint n;
+	unsigned limit;
+};
+
+/* Set g to zero requests and the given cap. */
+void admit_gauge_init(struct admit_gauge *g, unsigned limit);
+
+/*
+ * Count one request into the global gauge and the route's (either may be
+ * NULL). Returns 0, or -EBUSY when either is at its cap (503 overloaded);
+ * on failure nothing stays counted.
+ */
+int admit_inflight_enter(struct admit_gauge *global, struct admit_gauge *route);
+
+/* Undo a successful admit_inflight_enter with the same gauges. */
+void admit_inflight_leave(struct admit_gauge *global,
+			  struct admit_gauge *route);
+
+/* Whether a declared Content-Length fits the limit (0: unlimited). false
+ * means 413 before any body byte is read. */
+bool admit_body_declared_ok(uint64_t content_length, uint64_t limit);
+
+/* A streaming body's count against its limit (chunked bodies). */
+struct admit_body {
+	uint64_t seen;
+	uint64_t limit; /* 0: unlimited */
+};
+
+/* Start counting a body against limit (0: unlimited). */
+void admit_body_init(struct admit_body *b, uint64_t limit);
+
+/* Count n more body bytes. Returns 0, or -EFBIG once the total exceeds
+ * the limit (413; the bytes must not be forwarded). */
+int admit_body_add(struct admit_body *b, uint64_t n);
+
+#endif /* EDGE_ADMIT_H */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * route.h - Resolve: Host and path -> project -> environment -> deployment
+ * -> upstream endpoints, over an immutable, reference-counted route table
+ * generation.
+ *
+ * A table is built from a struct config (or, later, from PostgreSQL) and
+ * never changes afterwards, except for the per-route in-flight gauges it
+ * carries (atomics, see admit.h). Workers read it without locks; the
+ * control thread swaps a new generation into a route_holder with one
+ * atomic exchange, and the old one is freed when the last request that
+ * holds it puts it.
+ *
+ * Matching rules:
+ * - the host is lowercased, a ":PORT" and one trailing dot are dropped,
+ *   and "[v6]" literals are taken whole (they match no domain);
+ * - an exact domain wins; else a wildcard "*.SUFFIX" matches a host of
+ *   exactly one more label than SUFFIX (like a TLS certificate):
+ *   "*.preview.example.com" matches "a.preview.example.com", but neither
+ *   "a.b.preview.example.com" nor "preview.example.com". So the only
+ *   candidate is the host's immediate parent: one hash probe;
+ * - within the environment, the longest route prefix that matches the
+ *   path on a segment boundary wins ("/fn" matches "/fn", "/fn/x" and
+ *   "/fn?q", not "/fnx"); no match is the environment's default route.
+ */
+#ifndef EDGE_ROUTE_H
+#define EDGE_ROUTE_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "admit.h"
+#include "cidr.h"
+#include "config.h"
+#include "log.h"
+
+struct route_table;
+struct route_project;
+
+enum route_status {
+	ROUTE_OK = 0,
+	ROUTE_DOMAIN_NOT_FOUND, /* 503 domain_not_found */
+	ROUTE_PROJECT_DISABLED, /* 403 project_disabled */
+};
+
+/*
+ * What a lookup found. Every pointer points into the table, so it stays
+ * valid only while the caller holds its reference to the table.
+ *
+ * The request target to send upstream is ("/" if path_slash) followed by
+ * the path_len bytes at path: without strip_prefix that is the original
+ * target; with it, the target after the prefix ("/fn/x?q" -> "/x?q",
+ * "/fn?q" -> "/" "?q").
+ */
+struct route_match {
+	const char *project_id, *project_name;
+	const char *env_id, *env_name;
+	const char *deployment_id;
+	const char *prefix; /* the matched route prefix, NULL: default */
+	const struct config_addr *upstreams;
+	size_t n_upstreams;
+	enum config_balance balance;
+	uint64_t max_body_bytes; /* 0: unlimited */
+	const struct config_security_headers *security;
+	struct admit_gauge *inflight; /* this route's in-flight gauge */
+	unsigned route_index;	      /* 0..route_table_nroutes()-1 */
+	const char *path;
+	size_t path_len;
+	bool path_slash;
+	const struct route_project *project; /* for route_ip_allowed */
+};
+
+/*
+ * Build a table generation from c (which may be freed afterwards: the
+ * table copies what it needs). Each route's in-flight gauge gets the limit
+ * c->limits.max_inflight_per_route. Returns 0 with *out holding one
+ * reference, -EINVAL when two environments claim one domain (config_load
+ * already refuses that), or -ENOMEM; err says what went wrong.
+ */
+int route_table_build(const struct config *c, struct route_table **out,
+		      struct errbuf *err);
+
+/* Take another reference to t (t may be NULL). Returns t. */
+struct route_table *route_table_get(struct route_table *t);
+
+/* Drop a reference; the last one frees the table. t may be NULL. */
+void route_table_put(struct route_table *t);
+
+/* The generation number: increases with every table built. */
+uint64_t route_table_generation(const struct route_table *t);
+
+/* Number of routes (environment defaults and prefix routes). */
+size_t route_table_nroutes(const struct route_table *t);
+
+/*
+ * Resolve host (the Host header or SNI, host_len bytes) and path (the
+ * origin-form request target, query included, path_len bytes) into *m.
+ * Returns ROUTE_OK, ROUTE_DOMAIN_NOT_FOUND or ROUTE_PROJECT_DISABLED (with
+ * the project's and environment's ids set in *m). Never allocates; safe
+ * from any thread while the caller holds t.
+ */
+enum route_status route_lookup(const struct route_table *t, const char *host,
+			       size_t host_len, const char *path,
+			       size_t path_len, struct route_match *m);
+
+/*
+ * Whether the matched project admits client address a (a full-length
+ * cidr as cidr_parse_addr gives): the longest matching ip_allow/ip_block
+ * prefix decides (as in the XDP tries); with no match, the address is
+ * allowed unless the project has an allow list, which then admits only
+ * its prefixes. Allow rules that lie inside a block rule are exceptions to
+ * it and do not make an allow list (ip_block 203.0.113.0/24 with ip_allow
+ * 203.0.113.7 still admits everyone else). false means 403 ip_denied.
+ */
+bool route_ip_allowed(const struct route_match *m, const struct cidr *a);
+
+/*
+ * The table as JSON for `edgectl routes`: {"generation": N, "routes":
+ * [{"domain", "prefix", "strip_prefix", "project", "environment",
+ * "deployment", "enabled", "balance", "upstreams": [..],
+ * "max_body_bytes", "inflight"}...]} sorted by domain then prefix. Returns
+ * a new reference, or NULL when out of memory.
+ */
+json_t *route_dump_json(const struct route_table *t);
+
+/* Where the current generation lives; zero-initialise, or route_holder_init. */
+struct route_holder {
+	_Atomic(struct route_table *) cur;
+	atomic_uint readers; /* route_table_current()s in progress */
+};
+
+/* Start with t (its reference moves into the holder; may be NULL). */
+void route_holder_init(struct route_holder *h, struct route_table *t);
+
+/*
+ * Install t (its reference moves into the holder) and drop the holder's
+ * reference to the previous table, which lives on until the requests that
+ * hold it put it. One atomic exchange; then waits (spins briefly) until no
+ * route_table_current() that may have read the old pointer is still
+ * taking its reference. Call from one thread at a time (the control
+ * thread).
+ */
+void route_table_swap(struct route_holder *h, struct route_table *t);
+
+/*
+ * The current table with a reference taken for the caller (who puts it),
+ * or NULL when none is installed. Lock-free: two atomic increments and
+ * one decrement.
+ */
+struct route_table *route_table_current(struct route_holder *h);
+
+/* Drop the holder's table (at shutdown). */
+void route_holder_clear(struct route_holder *h);
+
+#endif /* EDGE_ROUTE_H */
