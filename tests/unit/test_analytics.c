@@ -1,0 +1,579 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_analytics.c - events, the queue, the writer, the spool and the
+ * JSON-lines file sink. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "analytics.h"
+
+static char tmpdir[64];
+static char path[128];
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/edge-analytics.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	snprintf(path, sizeof(path), "%s/events.jsonl", tmpdir);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void fill(struct analytics_event *ev, const char *id)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->time_ns = 1700000000123456789ULL;
+	ev->duration_ns = 1500000;
+	ev->upstream_ns = 1000000;
+	ev->bytes_in = 100;
+	ev->bytes_out = 2000;
+	ev->status = 200;
+	ev->outcome = OUTCOME_OK;
+	analytics_event_set(ev, ANALYTICS_F_REQUEST_ID, id, SIZE_MAX);
+	analytics_event_set(ev, ANALYTICS_F_PROJECT_ID, "p1", SIZE_MAX);
+	analytics_event_set(ev, ANALYTICS_F_HOST, "app.example.com", SIZE_MAX);
+	analytics_event_set(ev, ANALYTICS_F_METHOD, "GET", SIZE_MAX);
+	analytics_event_set(ev, ANALYTICS_F_PATH, "/index.html", SIZE_MAX);
+	analytics_event_set(ev, ANALYTICS_F_CLIENT_IP, "203.0.113.9", SIZE_MAX);
+}
+
+static struct analytics *make(struct analytics_conf *conf)
+{
+	struct analytics *a = NULL;
+
+	ck_assert_int_eq(analytics_file_sink(path, &conf->sink), 0);
+	ck_assert_int_eq(analytics_new(conf, &a), 0);
+	return a;
+}
+
+static struct analytics_stats stats(struct analytics *a)
+{
+	struct analytics_stats st;
+
+	analytics_stats(a, &st);
+	return st;
+}
+
+/* Poll until expr holds, for up to 10 s. */
+#define WAIT_FOR(expr)                                                         \
+	do {                                                                   \
+		int waited_ = 0;                                               \
+		while (!(expr) && waited_++ < 2000)                            \
+			usleep(5000);                                          \
+		ck_assert_msg((expr), "timed out waiting for " #expr);         \
+	} while (0)
+
+/* The file's lines, each parsed; returns how many, checks each is JSON. */
+static size_t read_lines(const char *p, json_t ***out)
+{
+	FILE *f = fopen(p, "r");
+	char *line = NULL;
+	size_t cap = 0, n = 0;
+	json_t **v = NULL, **nv;
+	ssize_t len;
+
+	if (!f) {
+		*out = NULL;
+		return 0;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		json_error_t err;
+
+		ck_assert_int_gt(len, 0);
+		ck_assert_int_eq(line[len - 1], '\n');
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		ck_assert_ptr_nonnull(nv);
+		v = nv;
+		v[n] = json_loads(line, 0, &err);
+		ck_assert_msg(v[n] != NULL, "line %zu: %s: %s", n, line,
+			      err.text);
+		ck_assert(json_is_object(v[n]));
+		n++;
+	}
+	free(line);
+	fclose(f);
+	*out = v;
+	return n;
+}
+
+static void free_lines(json_t **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		json_decref(v[i]);
+	free(v);
+}
+
+static size_t count_lines(const char *p)
+{
+	json_t **v;
+	size_t n = read_lines(p, &v);
+
+	free_lines(v, n);
+	return n;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+START_TEST(test_event_fields)
+{
+	struct analytics_event ev;
+	char big[2000], *line;
+	json_t *j, *t;
+	size_t len;
+
+	fill(&ev, "req-1");
+	analytics_event_set(&ev, ANALYTICS_F_USER_AGENT, "curl/8", SIZE_MAX);
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	ck_assert_uint_eq(strlen(line), len);
+	ck_assert_int_eq(line[len - 1], '\n');
+	ck_assert_ptr_eq(strchr(line, '\n'), line + len - 1);
+	j = json_loads(line, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(jstr(j, "time"), "2023-11-14T22:13:20.123456789Z");
+	ck_assert_str_eq(jstr(j, "kind"), "request");
+	ck_assert_str_eq(jstr(j, "request_id"), "req-1");
+	ck_assert_str_eq(jstr(j, "project_id"), "p1");
+	ck_assert(json_is_null(json_object_get(j, "environment_id")));
+	ck_assert(json_is_null(json_object_get(j, "deployment_id")));
+	ck_assert_str_eq(jstr(j, "host"), "app.example.com");
+	ck_assert_str_eq(jstr(j, "method"), "GET");
+	ck_assert_str_eq(jstr(j, "path"), "/index.html");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 200);
+	ck_assert_str_eq(jstr(j, "outcome"), "ok");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "bytes_in")),
+			 100);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "bytes_out")),
+			 2000);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "duration_ns")),
+			 1500000);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "upstream_ns")),
+			 1000000);
+	ck_assert_str_eq(jstr(j, "client_ip"), "203.0.113.9");
+	ck_assert_str_eq(jstr(j, "user_agent"), "curl/8");
+	ck_assert(json_is_null(json_object_get(j, "referrer")));
+	ck_assert(json_is_null(json_object_get(j, "tls_version")));
+	ck_assert_ptr_null(json_object_get(j, "truncated"));
+	ck_assert_uint_eq(json_object_size(j), 19);
+	json_decref(j);
+	free(line);
+
+	/* truncation: marked, cut on a character boundary; invalid UTF-8
+	 * replaced */
+	memset(big, 'a', sizeof(big));
+	big[1022] = '\xc3';
+	big[1023] = '\xa9'; /* "é" straddles the 1023-byte limit */
+	ck_assert(
+	    !analytics_event_set(&ev, ANALYTICS_F_PATH, big, sizeof(big)));
+	ck_assert_uint_eq(strlen(ev.path), 1022);
+	ck_assert(ev.truncated & (1u << ANALYTICS_F_PATH));
+	ck_assert(analytics_event_set(&ev, ANALYTICS_F_REFERRER, "r\xff\"x",
+				      SIZE_MAX));
+	ev.kind = ANALYTICS_KIND_TUNNEL;
+	ev.outcome = OUTCOME_TUNNEL;
+	ev.status = OUTCOME_TUNNEL_STATUS;
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	j = json_loads(line, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(jstr(j, "kind"), "tunnel");
+	ck_assert_str_eq(jstr(j, "outcome"), "tunnel");
+	ck_assert_uint_eq(strlen(jstr(j, "path")), 1022);
+	ck_assert_str_eq(jstr(j, "referrer"), "r\xef\xbf\xbd\"x");
+	t = json_object_get(j, "truncated");
+	ck_assert_uint_eq(json_array_size(t), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(t, 0)), "path");
+	json_decref(j);
+	free(line);
+
+	/* a short value clears the mark; bad field ids are refused */
+	ck_assert(analytics_event_set(&ev, ANALYTICS_F_PATH, "/", 1));
+	ck_assert(!(ev.truncated & (1u << ANALYTICS_F_PATH)));
+	ck_assert(!analytics_event_set(&ev, ANALYTICS_F_MAX, "x", 1));
+	ck_assert_str_eq(analytics_field_name(ANALYTICS_F_USER_AGENT),
+			 "user_agent");
+}
+END_TEST
+
+#define THREADS 4
+#define PER_THREAD 5000
+
+struct producer {
+	struct analytics *a;
+	int id;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	struct analytics_event ev;
+	char id[32];
+	int i;
+
+	for (i = 0; i < PER_THREAD; i++) {
+		snprintf(id, sizeof(id), "t%d-%d", p->id, i);
+		fill(&ev, id);
+		ev.bytes_in = (uint64_t)i;
+		/* the queue is large enough that nothing is dropped; retry
+		 * anyway so that a slow CI host cannot make the test flaky */
+		while (analytics_enqueue(p->a, &ev) == -ENOBUFS)
+			usleep(1000);
+	}
+	return NULL;
+}
+
+START_TEST(test_threads_exactly_once)
+{
+	struct analytics_conf conf = {.queue_cap = 4096, .batch_max = 256};
+	struct analytics *a = make(&conf);
+	struct producer p[THREADS];
+	pthread_t th[THREADS];
+	static unsigned char seen[THREADS][PER_THREAD];
+	struct analytics_stats st;
+	json_t **v;
+	size_t n, i;
+	int k;
+
+	memset(seen, 0, sizeof(seen));
+	ck_assert_int_eq(analytics_start(a), 0);
+	ck_assert_int_eq(analytics_start(a), -EALREADY);
+	for (k = 0; k < THREADS; k++) {
+		p[k].a = a;
+		p[k].id = k;
+		ck_assert_int_eq(pthread_create(&th[k], NULL, produce, &p[k]),
+				 0);
+	}
+	for (k = 0; k < THREADS; k++)
+		pthread_join(th[k], NULL);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	st = stats(a);
+	n = read_lines(path, &v);
+	ck_assert_uint_eq(n, THREADS * PER_THREAD);
+	for (i = 0; i < n; i++) {
+		int t, j;
+
+		ck_assert_int_eq(
+		    sscanf(jstr(v[i], "request_id"), "t%d-%d", &t, &j), 2);
+		ck_assert(t >= 0 && t < THREADS && j >= 0 && j < PER_THREAD);
+		ck_assert_msg(!seen[t][j], "duplicate t%d-%d", t, j);
+		seen[t][j] = 1;
+		ck_assert_int_eq(
+		    json_integer_value(json_object_get(v[i], "bytes_in")), j);
+		ck_assert_str_eq(jstr(v[i], "host"), "app.example.com");
+	}
+	free_lines(v, n);
+	ck_assert_uint_eq(st.enqueued, THREADS * PER_THREAD);
+	ck_assert_uint_eq(st.written, THREADS * PER_THREAD);
+	ck_assert_uint_eq(st.write_errors, 0);
+	ck_assert_uint_eq(st.dropped_spool_full + st.dropped_shutdown, 0);
+	ck_assert_uint_ge(st.batches, THREADS * PER_THREAD / 256);
+	analytics_free(a);
+}
+END_TEST
+
+START_TEST(test_queue_full)
+{
+	struct analytics_conf conf = {.queue_cap = 16, .batch_max = 4};
+	struct analytics *a = make(&conf);
+	struct analytics_event ev;
+	struct analytics_stats st;
+	int i, ok = 0, full = 0;
+
+	fill(&ev, "q");
+	/* the writer is not running yet: the queue only fills */
+	for (i = 0; i < 20; i++) {
+		int rc = analytics_enqueue(a, &ev);
+
+		if (rc == 0)
+			ok++;
+		else if (rc == -ENOBUFS)
+			full++;
+	}
+	ck_assert_int_eq(ok, 16);
+	ck_assert_int_eq(full, 4);
+	st = stats(a);
+	ck_assert_uint_eq(st.enqueued, 16);
+	ck_assert_uint_eq(st.dropped_queue_full, 4);
+	ck_assert_uint_eq(st.written, 0);
+	ck_assert_int_eq(analytics_start(a), 0);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	ck_assert_int_eq(analytics_enqueue(a, &ev), -ESHUTDOWN);
+	st = stats(a);
+	ck_assert_uint_eq(st.written, 16);
+	ck_assert_uint_eq(st.dropped_queue_full, 5);
+	ck_assert_uint_eq(count_lines(path), 16);
+	analytics_free(a);
+}
+END_TEST
+
+START_TEST(test_stop_flushes)
+{
+	/* a long flush interval and a large batch: only stop writes */
+	struct analytics_conf conf = {.flush_ms = 60000, .batch_max = 1000};
+	struct analytics *a = make(&conf);
+	struct analytics_event ev;
+	int i;
+
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "s");
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	usleep(50000);
+	ck_assert_uint_eq(stats(a).written, 0);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	ck_assert_uint_eq(stats(a).written, 10);
+	ck_assert_uint_eq(count_lines(path), 10);
+	analytics_free(a);
+	analytics_free(NULL);
+}
+END_TEST
+
+START_TEST(test_reopen)
+{
+	struct analytics_conf conf = {.flush_ms = 10};
+	struct analytics *a = make(&conf);
+	struct analytics_event ev;
+	char old[160];
+	int i;
+
+	snprintf(old, sizeof(old), "%s.1", path);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "before");
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).written == 5);
+	ck_assert_int_eq(rename(path, old), 0);
+	analytics_reopen(a);
+	fill(&ev, "after");
+	for (i = 0; i < 7; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).written == 12);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	ck_assert_uint_eq(count_lines(old), 5);
+	ck_assert_uint_eq(count_lines(path), 7);
+	analytics_free(a);
+}
+END_TEST
+
+/* A FIFO without a reader: open(O_WRONLY | O_NONBLOCK) fails with ENXIO,
+ * for root too. Removing it lets the sink create a regular file. */
+START_TEST(test_failure_spooled_then_written)
+{
+	struct analytics_conf conf = {
+	    .flush_ms = 10, .retry_min_ms = 5, .retry_max_ms = 40};
+	struct analytics *a;
+	struct analytics_event ev;
+	struct analytics_stats st;
+	int i;
+
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	a = make(&conf);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "f");
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).write_errors >= 3);
+	st = stats(a);
+	ck_assert_uint_eq(st.written, 0);
+	ck_assert_uint_eq(st.spooled, 10);
+	ck_assert_int_eq(unlink(path), 0);
+	WAIT_FOR(stats(a).written == 10);
+	ck_assert_uint_eq(stats(a).spooled, 0);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	ck_assert_uint_eq(count_lines(path), 10);
+	analytics_free(a);
+}
+END_TEST
+
+/* /dev/full: the open works, every write fails with ENOSPC. */
+START_TEST(test_failure_enospc)
+{
+	struct analytics_conf conf = {
+	    .flush_ms = 10, .retry_min_ms = 5, .retry_max_ms = 40};
+	struct analytics *a;
+	struct analytics_event ev;
+	int i;
+
+	ck_assert_int_eq(symlink("/dev/full", path), 0);
+	a = make(&conf);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "e");
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).write_errors >= 2);
+	ck_assert_uint_eq(stats(a).written, 0);
+	ck_assert_int_eq(unlink(path), 0);
+	WAIT_FOR(stats(a).written == 5);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	ck_assert_uint_eq(count_lines(path), 5);
+	analytics_free(a);
+}
+END_TEST
+
+START_TEST(test_spool_cap)
+{
+	struct analytics_conf conf = {.flush_ms = 10,
+				      .batch_max = 4,
+				      .spool_cap = 8,
+				      .retry_min_ms = 5,
+				      .retry_max_ms = 40};
+	struct analytics *a;
+	struct analytics_event ev;
+	struct analytics_stats st;
+	int i;
+
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	a = make(&conf);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "c");
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).dropped_spool_full == 12);
+	st = stats(a);
+	ck_assert_uint_eq(st.written, 0);
+	ck_assert_uint_eq(st.spooled, 8);
+	ck_assert_int_eq(unlink(path), 0);
+	WAIT_FOR(stats(a).written == 8);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	st = stats(a);
+	ck_assert_uint_eq(st.enqueued, 20);
+	ck_assert_uint_eq(st.written + st.dropped_spool_full, 20);
+	ck_assert_uint_eq(count_lines(path), 8);
+	analytics_free(a);
+}
+END_TEST
+
+START_TEST(test_stop_gives_up)
+{
+	struct analytics_conf conf = {
+	    .flush_ms = 10, .retry_min_ms = 5, .retry_max_ms = 50};
+	struct analytics *a;
+	struct analytics_event ev;
+	struct analytics_stats st;
+	int i;
+
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	a = make(&conf);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "g");
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	st = stats(a);
+	ck_assert_uint_eq(st.written, 0);
+	ck_assert_uint_eq(st.dropped_shutdown, 6);
+	ck_assert_uint_eq(st.spooled, 0);
+	analytics_free(a);
+}
+END_TEST
+
+/* A short write cuts a line: the rest is written on the next call, never
+ * the line twice. A pipe of known capacity makes the cut. */
+START_TEST(test_short_write_completed)
+{
+	struct analytics_sink sk;
+	struct analytics_event ev[4];
+	char buf[65536 * 4];
+	int rfd;
+	size_t done, total = 0;
+	ssize_t r;
+	int i, rc;
+	json_t **v;
+	size_t n;
+
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	rfd = open(path, O_RDONLY | O_NONBLOCK);
+	ck_assert_int_ge(rfd, 0);
+	ck_assert_int_eq(analytics_file_sink(path, &sk), 0);
+	for (i = 0; i < 4; i++) {
+		char big[1100];
+
+		fill(&ev[i], i % 2 ? "odd" : "even");
+		memset(big, 'a' + i, sizeof(big));
+		analytics_event_set(&ev[i], ANALYTICS_F_PATH, big, sizeof(big));
+	}
+	/* fill the pipe until a batch is cut */
+	ck_assert_int_ge(fcntl(rfd, F_SETPIPE_SZ, 4096), 4096);
+	rc = sk.ops->write_batch(sk.ctx, ev, 4, &done);
+	ck_assert_int_eq(rc, -EAGAIN);
+	ck_assert_uint_lt(done, 4);
+	/* drain and retry what is left, until everything is through */
+	while ((r = read(rfd, buf + total, sizeof(buf) - total)) > 0)
+		total += (size_t)r;
+	while (done < 4) {
+		size_t d2 = 0;
+
+		rc = sk.ops->write_batch(sk.ctx, ev + done, 4 - done, &d2);
+		done += d2;
+		while ((r = read(rfd, buf + total, sizeof(buf) - total)) > 0)
+			total += (size_t)r;
+		ck_assert(rc == 0 || rc == -EAGAIN);
+	}
+	close(rfd);
+	sk.ops->close(sk.ctx);
+	buf[total] = '\0';
+	/* exactly four whole lines */
+	{
+		char *save = NULL, *line;
+
+		n = 0;
+		v = calloc(8, sizeof(*v));
+		for (line = strtok_r(buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			ck_assert_uint_lt(n, 8);
+			v[n] = json_loads(line, 0, NULL);
+			ck_assert_ptr_nonnull(v[n]);
+			n++;
+		}
+	}
+	ck_assert_uint_eq(n, 4);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(jstr(v[i], "path")[0], 'a' + i);
+	free_lines(v, n);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("analytics");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_event_fields);
+	tcase_add_test(tc, test_threads_exactly_once);
+	tcase_add_test(tc, test_queue_full);
+	tcase_add_test(tc, test_stop_flushes);
+	tcase_add_test(tc, test_reopen);
+	tcase_add_test(tc, test_failure_spooled_then_written);
+	tcase_add_test(tc, test_failure_enospc);
+	tcase_add_test(tc, test_spool_cap);
+	tcase_add_test(tc, test_stop_gives_up);
+	tcase_add_test(tc, test_short_write_completed);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

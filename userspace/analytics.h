@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * analytics.h - Record: one event per request or tunnel, written off the
+ * hot path.
+ *
+ * Workers fill a struct analytics_event (a fixed-size record: strings are
+ * copied in, truncated to fixed maxima and marked) and hand it to
+ * analytics_enqueue(), which copies it into a bounded queue and never
+ * blocks on I/O, never allocates. A writer thread takes events in batches
+ * and hands them to a sink (today the JSON-lines file sink; a PostgreSQL
+ * COPY sink plugs into the same struct analytics_sink_ops). When the sink
+ * fails, events wait in a bounded in-memory spool and are retried with
+ * exponential backoff; only what exceeds the caps is dropped, and every
+ * drop is counted. docs/analytics.md describes the fields, the JSON keys
+ * and the drop semantics.
+ */
+#ifndef EDGE_ANALYTICS_H
+#define EDGE_ANALYTICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "outcome.h"
+
+/*
+ * The event's string fields: X(ID, member, size). size includes the NUL,
+ * so a field holds size - 1 bytes. The member name is also the JSON key.
+ * Append only (the bit in analytics_event.truncated is the position).
+ */
+#define ANALYTICS_STRINGS(X)                                                   \
+	X(REQUEST_ID, request_id, 64)                                          \
+	X(PROJECT_ID, project_id, 64)                                          \
+	X(ENVIRONMENT_ID, environment_id, 64)                                  \
+	X(DEPLOYMENT_ID, deployment_id, 64)                                    \
+	X(HOST, host, 256)                                                     \
+	X(METHOD, method, 24)                                                  \
+	X(PATH, path, 1024)                                                    \
+	X(CLIENT_IP, client_ip, 48)                                            \
+	X(USER_AGENT, user_agent, 256)                                         \
+	X(REFERRER, referrer, 512)                                             \
+	X(TLS_VERSION, tls_version, 16)
+
+enum analytics_field {
+#define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,
+	ANALYTICS_STRINGS(ANALYTICS_FIELD_ENUM)
+#undef ANALYTICS_FIELD_ENUM
+	    ANALYTICS_F_MAX
+};
+
+enum analytics_kind {
+	ANALYTICS_KIND_REQUEST = 0, /* one HTTP request/response */
+	ANALYTICS_KIND_TUNNEL = 1,  /* an upgraded (101) connection, at close */
+};
+
+/* One record. Plain data: copy it, zero it, keep it on the stack. */
+struct analytics_event {
+	uint64_t time_ns;     /* start, CLOCK_REALTIME unix nanoseconds */
+	uint64_t duration_ns; /* first byte of the request to the end */
+	uint64_t upstream_ns; /* upstream connect to response head; 0: none */
+	uint64_t bytes_in;    /* from the client (head and body) */
+	uint64_t bytes_out;   /* to the client (head and body) */
+	uint32_t truncated;   /* bit (1 << ANALYTICS_F_x): field was cut */
+	uint16_t status;      /* status sent (or 499 / 101, see outcome.h) */
+	uint8_t kind;	      /* enum analytics_kind */
+	uint8_t outcome;      /* enum outcome */
+#define ANALYTICS_FIELD_MEMBER(id, member, size) char member[size];
+	ANALYTICS_STRINGS(ANALYTICS_FIELD_MEMBER)
+#undef ANALYTICS_FIELD_MEMBER
+};
+
+/*
+ * Copy s (len bytes, or up to its NUL if len is SIZE_MAX) into field f of
+ * ev. What does not fit is cut at a UTF-8 character boundary and the field
+ * is marked in ev->truncated; copying stops at an embedded NUL. Returns
+ * true when the whole string fitted, false when it was cut (or f is
+ * unknown, which leaves ev untouched). s may be NULL (empty field).
+ */
+bool analytics_event_set(struct analytics_event *ev, enum analytics_field f,
+			 const char *s, size_t len);
+
+/* The JSON key of field f ("user_agent"), or NULL out of range. */
+const char *analytics_field_name(enum analytics_field f);
+
+/*
+ * Format ev as one JSON object followed by "\n" (a JSON line) into a
+ * newly allocated string, stored in *line, its length in *len. Invalid
+ * UTF-8 in any field is replaced by U+FFFD. Returns 0 or -ENOMEM.
+ */
+int analytics_event_json(const struct analytics_event *ev, char **line,
+			 size_t *len);
+
+/* ---- sinks ------------------------------------------------------------ */
+
+/*
+ * Where batches go. Called from the writer thread only, never
+ * concurrently. write_batch writes events ev[0..n) in order: on success it
+ * returns 0 with *done == n; on failure it returns -errno and sets *done to
+ * how many leading events are stored for good (those are not offered
+ * again; the rest are, in order, on the next call). reopen (may be NULL)
+ * closes and reopens the destination (log rotation); close releases
+ * everything, ctx included. A PostgreSQL COPY sink implements the same
+ * three.
+ */
+struct analytics_sink_ops {
+	const char *name;
+	int (*write_batch)(void *ctx, const struct analytics_event *ev,
+			   size_t n, size_t *done);
+	int (*reopen)(void *ctx);
+	void (*close)(void *ctx);
+};
+
+struct analytics_sink {
+	const struct analytics_sink_ops *ops;
+	void *ctx;
+};
+
+/*
+ * The JSON-lines file sink: appends to path (created 0640 when missing),
+ * one write(2) per batch. The file is opened lazily and reopened after any
+ * write error, so a path that comes back (disk space freed, file or
+ * directory recreated) is picked up on the next retry. A line cut by a
+ * short write is completed on the next call, never written twice.
+ * Returns 0 and fills *sink, or -ENOMEM.
+ */
+int analytics_file_sink(const char *path, struct analytics_sink *sink);
+
+/* ---- the writer --------------------------------------------------------- */
+
+struct analytics_conf {
+	struct analytics_sink sink; /* taken over by analytics_new, even on
+				     * failure */
+	size_t queue_cap;	    /* events; 0: 8192 */
+	size_t batch_max;	    /* events per write; 0: 512 */
+	size_t spool_cap;	    /* events kept while the sink fails; 0:
+				     * 16384; at least batch_max */
+	unsigned flush_ms;	    /* longest an event waits; 0: 200 */
+	unsigned retry_min_ms;	    /* first retry after a failure; 0: 100 */
+	unsigned retry_max_ms;	    /* backoff ceiling; 0: 10000 */
+};
+
+/* Counters, each monotonic. enqueued = written + dropped_spool_full +
+ * dropped_shutdown + (queued or spooled now); dropped_queue_full events
+ * were never enqueued. */
+struct analytics_stats {
+	uint64_t enqueued;
+	uint64_t written;
+	uint64_t dropped_queue_full;
+	uint64_t dropped_spool_full;
+	uint64_t dropped_shutdown; /* still unwritten when stop gave up */
+	uint64_t write_errors;	   /* failed write_batch calls */
+	uint64_t batches;	   /* successful write_batch calls */
+	uint64_t spooled;	   /* gauge: waiting in the spool now */
+};
+
+struct analytics;
+
+/* Create the queue and spool (allocated here, once). The writer thread is
+ * not running yet: events enqueued before analytics_start() wait in the
+ * queue. Returns 0 and sets *out, or -EINVAL / -ENOMEM (the sink is then
+ * closed). */
+int analytics_new(const struct analytics_conf *conf, struct analytics **out);
+
+/* Start the writer thread. Returns 0, -EALREADY, or -errno from
+ * pthread_create. */
+int analytics_start(struct analytics *a);
+
+/*
+ * Stop the writer: everything enqueued before the call is written, then
+ * the thread exits and is joined. If the sink keeps failing, stop retries
+ * for up to about retry_max_ms and counts what is left in
+ * dropped_shutdown. Returns 0 (also when not started).
+ */
+int analytics_stop(struct analytics *a);
+
+/* Stop (if running), close the sink, free everything. NULL is fine. */
+void analytics_free(struct analytics *a);
+
+/*
+ * Queue a copy of *ev for writing. Callable from any thread; never blocks
+ * on I/O, never allocates: the queue's mutex is held only for one memcpy.
+ * Returns 0, or -ENOBUFS when the queue is full (counted in
+ * dropped_queue_full) or -ESHUTDOWN after analytics_stop() began (also
+ * counted in dropped_queue_full).
+ */
+int analytics_enqueue(struct analytics *a, const struct analytics_event *ev);
+
+/* Ask the writer to reopen the sink (SIGHUP, log rotation) before its next
+ * write. Not async-signal-safe: call it from the event loop's signal
+ * handler, not from a raw signal handler. */
+void analytics_reopen(struct analytics *a);
+
+/* A consistent-enough snapshot of the counters (each read atomically). */
+void analytics_stats(struct analytics *a, struct analytics_stats *st);
+
+#endif /* EDGE_ANALYTICS_H */
