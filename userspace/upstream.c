@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * upstream.c - Select: endpoints by address in a per-worker hash table,
+ * round-robin positions per (generation, route) in a small set-associative
+ * table, rendezvous hashing of client addresses with SipHash-2-4 under a
+ * per-process random key, passive health, and LIFO pools of idle fds.
+ *
+ * Health of one endpoint is a small state machine:
+ *   healthy --(eject_after consecutive failures)--> ejected until T
+ *   ejected --(now >= T)--> half-open: one request (a probe) at a time
+ *   half-open --success--> healthy (failures and back-off reset)
+ *   half-open --failure--> ejected for twice as long (capped)
+ * A success reported at any time resets the endpoint to healthy: it proves
+ * the backend answers. Failures reported while ejected (from requests sent
+ * before the ejection, or in panic mode) do not extend the ejection.
+ */
+#include <errno.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "upstream.h"
+
+/* Round-robin positions: UPSTREAM_RR_SETS sets of UPSTREAM_RR_WAYS. */
+#define UPSTREAM_RR_SETS 128
+#define UPSTREAM_RR_WAYS 4
+/* An endpoint with nothing in flight, nothing pooled and no selection for
+ * this long is forgotten by upstream_pool_expire. */
+#define UPSTREAM_FORGET_NS (600ull * 1000000000ull)
+/* A half-open probe that has not reported after this long (the request
+ * was abandoned without a report) no longer blocks another probe. */
+#define UPSTREAM_PROBE_STALE_NS (30ull * 1000000000ull)
+/* The endpoint table's initial number of buckets (a power of two). */
+#define UPSTREAM_EP_BUCKETS 64
+
+struct upstream_idle {
+	int fd;
+	uint64_t since; /* idle since, ns */
+};
+
+struct upstream_ep {
+	struct upstream_ep *next; /* hash chain */
+	uint64_t hash;		  /* of the address */
+	struct config_addr addr;
+	unsigned inflight;
+	unsigned failures;    /* consecutive failures */
+	unsigned ejections;   /* consecutive ejections (back-off exponent) */
+	bool ejected;	      /* until eject_until; half-open after it */
+	bool probing;	      /* a half-open probe is out */
+	uint64_t eject_until; /* ns */
+	uint64_t probe_since; /* ns */
+	uint64_t last_used;   /* ns, last selection among candidates */
+	struct upstream_idle *idle; /* oldest first */
+	size_t n_idle;
+	size_t cap_idle;
+};
+
+struct upstream_rr {
+	uint64_t generation;
+	unsigned route_index;
+	bool used;
+	size_t pos;    /* the next candidate index to try */
+	uint64_t seen; /* ns: eviction order within a set */
+};
+
+struct upstream_worker {
+	struct upstream_ep **buckets;
+	size_t n_buckets; /* a power of two */
+	size_t n_eps;
+	size_t n_idle;		      /* pooled fds over all endpoints */
+	struct upstream_ep **scratch; /* candidates of one select */
+	size_t cap_scratch;
+	struct upstream_rr rr[UPSTREAM_RR_SETS * UPSTREAM_RR_WAYS];
+	size_t max_idle_per_ep;
+	size_t max_idle_total;
+	uint64_t idle_timeout_ns;
+	unsigned eject_after;
+	uint64_t eject_base_ns;
+	uint64_t eject_max_ns;
+	struct upstream_stats st;
+};
+
+/* ---- SipHash-2-4 under a per-process key ----------------------------- */
+
+static uint8_t upstream_key[16];
+static pthread_once_t upstream_key_once = PTHREAD_ONCE_INIT;
+
+static void upstream_key_init(void)
+{
+	if (RAND_bytes(upstream_key, sizeof(upstream_key)) == 1)
+		return;
+	if (getrandom(upstream_key, sizeof(upstream_key), 0) ==
+	    (ssize_t)sizeof(upstream_key))
+		return;
+	/* no entropy at all: the hash still spreads, it is only guessable */
+	memcpy(upstream_key, "edge-upstream-k!", sizeof(upstream_key));
+}
+
+static uint64_t upstream_rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+static uint64_t upstream_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+#define UPSTREAM_SIPROUND                                                      \
+	do {                                                                   \
+		v0 += v1;                                                      \
+		v1 = upstream_rotl(v1, 13);                                    \
+		v1 ^= v0;                                                      \
+		v0 = upstream_rotl(v0, 32);                                    \
+		v2 += v3;                                                      \
+		v3 = upstream_rotl(v3, 16);                                    \
+		v3 ^= v2;                                                      \
+		v0 += v3;                                                      \
+		v3 = upstream_rotl(v3, 21);                                    \
+		v3 ^= v0;                                                      \
+		v2 += v1;                                                      \
+		v1 = upstream_rotl(v1, 17);                                    \
+		v1 ^= v2;                                                      \
+		v2 = upstream_rotl(v2, 32);                                    \
+	} while (0)
+
+static uint64_t upstream_siphash(const void *data, size_t len)
+{
+	const uint8_t *in = data;
+	uint64_t k0 = upstream_le64(upstream_key);
+	uint64_t k1 = upstream_le64(upstream_key + 8);
+	uint64_t v0 = 0x736f6d6570736575ull ^ k0;
+	uint64_t v1 = 0x646f72616e646f6dull ^ k1;
+	uint64_t v2 = 0x6c7967656e657261ull ^ k0;
+	uint64_t v3 = 0x7465646279746573ull ^ k1;
+	uint64_t b = (uint64_t)len << 56, m;
+	size_t i, left = len & 7;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = upstream_le64(in + i);
+		v3 ^= m;
+		UPSTREAM_SIPROUND;
+		UPSTREAM_SIPROUND;
+		v0 ^= m;
+	}
+	while (left--)
+		b |= (uint64_t)in[i + left] << (8 * left);
+	v3 ^= b;
+	UPSTREAM_SIPROUND;
+	UPSTREAM_SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	UPSTREAM_SIPROUND;
+	UPSTREAM_SIPROUND;
+	UPSTREAM_SIPROUND;
+	UPSTREAM_SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ---- endpoint identity -------------------------------------------------- */
+
+/* An address as bytes: family (1), port (2), address (4 or 16). Returns
+ * the length, 0 for an unknown family. */
+static size_t upstream_addr_key(const struct config_addr *a, uint8_t k[19])
+{
+	if (a->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)&a->ss;
+
+		k[0] = 4;
+		memcpy(k + 1, &s4->sin_port, 2);
+		memcpy(k + 3, &s4->sin_addr, 4);
+		return 7;
+	}
+	if (a->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)&a->ss;
+
+		k[0] = 6;
+		memcpy(k + 1, &s6->sin6_port, 2);
+		memcpy(k + 3, &s6->sin6_addr, 16);
+		return 19;
+	}
+	k[0] = 0;
+	return 1;
+}
+
+static bool upstream_addr_eq(const struct config_addr *a,
+			     const struct config_addr *b)
+{
+	uint8_t ka[19], kb[19];
+	size_t na = upstream_addr_key(a, ka), nb = upstream_addr_key(b, kb);
+
+	return na == nb && memcmp(ka, kb, na) == 0;
+}
+
+static uint64_t upstream_addr_hash(const struct config_addr *a)
+{
+	uint8_t k[19];
+	size_t n = upstream_addr_key(a, k);
+
+	return upstream_siphash(k, n);
+}
+
+/* ---- worker ------------------------------------------------------------- */
+
+int upstream_worker_new(struct upstream_worker **out)
+{
+	struct upstream_worker *w;
+
+	pthread_once(&upstream_key_once, upstream_key_init);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->n_buckets = UPSTREAM_EP_BUCKETS;
+	w->buckets = calloc(w->n_buckets, sizeof(*w->buckets));
+	if (!w->buckets) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->max_idle_per_ep = UPSTREAM_DEFAULT_MAX_IDLE_PER_EP;
+	w->max_idle_total = UPSTREAM_DEFAULT_MAX_IDLE_TOTAL;
+	w->idle_timeout_ns = UPSTREAM_DEFAULT_IDLE_TIMEOUT_NS;
+	w->eject_after = UPSTREAM_DEFAULT_EJECT_AFTER;
+	w->eject_base_ns = UPSTREAM_DEFAULT_EJECT_BASE_NS;
+	w->eject_max_ns = UPSTREAM_DEFAULT_EJECT_MAX_NS;
+	*out = w;
+	return 0;
+}
+
+static void upstream_ep_free(struct upstream_worker *w, struct upstream_ep *ep)
+{
+	size_t i;
+
+	for (i = 0; i < ep->n_idle; i++)
+		close(ep->idle[i].fd);
+	w->n_idle -= ep->n_idle;
+	free(ep->idle);
+	free(ep);
+}
+
+void upstream_worker_free(struct upstream_worker *w)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->n_buckets; i++) {
+		struct upstream_ep *ep = w->buckets[i], *next;
+
+		for (; ep; ep = next) {
+			next = ep->next;
+			upstream_ep_free(w, ep);
+		}
+	}
+	free(w->buckets);
+	free(w->scratch);
+	free(w);
+}
+
+int upstream_worker_configure(struct upstream_worker *w, size_t max_idle_per_ep,
+			      size_t max_idle_total, uint64_t idle_timeout_ns,
+			      unsigned eject_after_failures,
+			      uint64_t eject_base_ns, uint64_t eject_max_ns)
+{
+	uint64_t base = eject_base_ns ? eject_base_ns : w->eject_base_ns;
+	uint64_t max = eject_max_ns ? eject_max_ns : w->eject_max_ns;
+
+	if (base > max)
+		return -EINVAL;
+	if (max_idle_per_ep)
+		w->max_idle_per_ep = max_idle_per_ep;
+	if (max_idle_total)
+		w->max_idle_total = max_idle_total;
+	if (idle_timeout_ns)
+		w->idle_timeout_ns = idle_timeout_ns;
+	if (eject_after_failures)
+		w->eject_after = eject_after_failures;
+	w->eject_base_ns = base;
+	w->eject_max_ns = max;
+	return 0;
+}
+
+void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st)
+{
+	*st = w->st;
+	st->endpoints = w->n_eps;
+	st->idle_fds = w->n_idle;
+}
+
+/* ---- endpoint table ----------------------------------------------------- */
+
+static void upstream_grow(struct upstream_worker *w)
+{
+	size_t n = w->n_buckets * 2, i;
+	struct upstream_ep **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return; /* longer chains, still correct */
+	for (i = 0; i < w->n_buckets; i++) {
+		struct upstream_ep *ep = w->buckets[i], *next;
+
+		for (; ep; ep = next) {
+			next = ep->next;
+			ep->next = b[ep->hash & (n - 1)];
+			b[ep->hash & (n - 1)] = ep;
+		}
+	}
+	free(w->buckets);
+	w->buckets = b;
+	w->n_buckets = n;
+}
+
+/* The endpoint for address a, created if new; NULL on -ENOMEM. */
+static struct upstream_ep *upstream_ep_get(struct upstream_worker *w,
+					   const struct config_addr *a)
+{
+	uint64_t h = upstream_addr_hash(a);
+	struct upstream_ep *ep;
+
+	for (ep = w->buckets[h & (w->n_buckets - 1)]; ep; ep = ep->next)
+		if (ep->hash == h && upstream_addr_eq(&ep->addr, a))
+			return ep;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->hash = h;
+	ep->addr = *a;
+	ep->next = w->buckets[h & (w->n_buckets - 1)];
+	w->buckets[h & (w->n_buckets - 1)] = ep;
+	if (++w->n_eps > w->n_buckets)
+		upstream_grow(w);
+	return ep;
+}
+
+const struct config_addr *upstream_ep_addr(const struct upstream_ep *ep)
+{
+	return &ep->addr;
+}
+
+unsigned upstream_ep_inflight(const struct upstream_ep *ep)
+{
+	return ep->inflight;
+}
+
+void upstream_inflight_add(struct upstream_ep *ep, int delta)
+{
+	if (delta < 0 && (unsigned)-(int64_t)delta > ep->inflight)
+		ep->inflight = 0;
+	else
+		ep->inflight += (unsigned)delta;
+}
+
+/* ---- health ------------------------------------------------------------- */
+
+/* now - t, or 0 if the clock passed in went backwards. */
+static uint64_t upstream_age(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
+bool upstream_ep_ejected(const struct upstream_ep *ep, uint64_t now_ns)
+{
+	return ep->ejected && now_ns < ep->eject_until;
+}
+
+/* Whether a normal (non-panic) select may choose ep at now. */
+static bool upstream_ep_available(const struct upstream_ep *ep, uint64_t now)
+{
+	if (!ep->ejected)
+		return true;
+	if (now < ep->eject_until)
+		return false;
+	/* half-open: one probe at a time */
+	return !ep->probing ||
+	       upstream_age(now, ep->probe_since) >= UPSTREAM_PROBE_STALE_NS;
+}
+
+static void upstream_eject(struct upstream_worker *w, struct upstream_ep *ep,
+			   uint64_t now)
+{
+	uint64_t d = w->eject_base_ns;
+	unsigned i;
+
+	for (i = 0; i < ep->ejections && d < w->eject_max_ns; i++)
+		d = d > w->eject_max_ns / 2 ? w->eject_max_ns : d * 2;
+	if (d > w->eject_max_ns)
+		d = w->eject_max_ns;
+	ep->ejections++;
+	ep->ejected = true;
+	ep->probing = false;
+	ep->failures = 0;
+	ep->eject_until = now + d;
+	w->st.ejections++;
+}
+
+void upstream_report(struct upstream_worker *w, struct upstream_ep *ep, bool ok,
+		     uint64_t now_ns)
+{
+	if (ok) {
+		ep->failures = 0;
+		ep->ejections = 0;
+		ep->ejected = false;
+		ep->probing = false;
+		return;
+	}
+	if (ep->ejected) {
+		/* half-open: the probe (or any request after the
+		 * ejection ended) failed; while ejected: ignored */
+		if (now_ns >= ep->eject_until)
+			upstream_eject(w, ep, now_ns);
+		return;
+	}
+	if (++ep->failures >= w->eject_after)
+		upstream_eject(w, ep, now_ns);
+}
+
+/* ---- select ------------------------------------------------------------- */
+
+static struct upstream_rr *upstream_rr_for(struct upstream_worker *w,
+					   uint64_t generation, unsigned route,
+					   uint64_t now)
+{
+	uint64_t k[2] = {generation, route};
+	struct upstream_rr *set, *victim = NULL;
+	size_t i;
+
+	set = &w->rr[(upstream_siphash(k, sizeof(k)) % UPSTREAM_RR_SETS) *
+		     UPSTREAM_RR_WAYS];
+	for (i = 0; i < UPSTREAM_RR_WAYS; i++) {
+		struct upstream_rr *r = &set[i];
+
+		if (r->used && r->generation == generation &&
+		    r->route_index == route) {
+			r->seen = now;
+			return r;
+		}
+		if (!victim ||
+		    (victim->used && (!r->used || r->seen < victim->seen)))
+			victim = r;
+	}
+	victim->used = true;
+	victim->generation = generation;
+	victim->route_index = route;
+	victim->pos = 0;
+	victim->seen = now;
+	return victim;
+}
+
+static bool upstream_excluded(const struct upstream_ep *ep,
+			      struct upstream_ep *const *exclude, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (exclude[i] == ep)
+			return true;
+	return false;
+}
+
+/* The client's hash input: IPv4 (also IPv4-mapped IPv6) or the IPv6 /64.
+ * Returns the length, 0 when there is no usable address. */
+static size_t upstream_client_key(const struct sockaddr *sa, uint8_t k[9])
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff};
+
+	if (!sa)
+		return 0;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		k[0] = 4;
+		memcpy(k + 1, &s4->sin_addr, 4);
+		return 5;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+		const uint8_t *a = s6->sin6_addr.s6_addr;
+
+		if (memcmp(a, mapped, sizeof(mapped)) == 0) {
+			k[0] = 4;
+			memcpy(k + 1, a + 12, 4);
+			return 5;
+		}
+		k[0] = 6;
+		memcpy(k + 1, a, 8);
+		return 9;
+	}
+	return 0;
+}
+
+/* Rendezvous score of endpoint ep for client key ck. */
+static uint64_t upstream_hrw(const uint8_t *ck, size_t n,
+			     const struct upstream_ep *ep)
+{
+	uint8_t b[9 + 8];
+
+	memcpy(b, ck, n);
+	memcpy(b + n, &ep->hash, 8);
+	return upstream_siphash(b, n + 8);
+}
+
+int upstream_select(struct upstream_worker *w, uint64_t generation,
+		    unsigned route_index, const struct config_addr *eps,
+		    size_t n, enum config_balance mode,
+		    const struct sockaddr *client, uint64_t now_ns,
+		    struct upstream_ep *const *exclude, size_t n_exclude,
+		    struct upstream_ep **out)
+{
+	struct upstream_ep **c, *best = NULL;
+	struct upstream_rr *rr = NULL;
+	uint8_t ck[9];
+	size_t ckn = 0, i, bi = 0;
+
+	if (n == 0)
+		return -EHOSTUNREACH;
+	if (n > w->cap_scratch) {
+		c = realloc(w->scratch, n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		w->scratch = c;
+		w->cap_scratch = n;
+	}
+	c = w->scratch;
+	for (i = 0; i < n; i++) {
+		c[i] = upstream_ep_get(w, &eps[i]);
+		if (!c[i])
+			return -ENOMEM;
+		c[i]->last_used = now_ns;
+	}
+	if (mode == CONFIG_BALANCE_IP_HASH)
+		ckn = upstream_client_key(client, ck);
+	if (ckn) {
+		uint64_t top = 0;
+
+		for (i = 0; i < n; i++) {
+			uint64_t s;
+
+			if (!upstream_ep_available(c[i], now_ns) ||
+			    upstream_excluded(c[i], exclude, n_exclude))
+				continue;
+			s = upstream_hrw(ck, ckn, c[i]);
+			if (!best || s > top) {
+				best = c[i];
+				top = s;
+			}
+		}
+	} else {
+		/* round robin, or least in-flight with ties round robin */
+		rr = upstream_rr_for(w, generation, route_index, now_ns);
+		for (i = 0; i < n; i++) {
+			size_t j = (rr->pos + i) % n;
+
+			if (!upstream_ep_available(c[j], now_ns) ||
+			    upstream_excluded(c[j], exclude, n_exclude))
+				continue;
+			if (!best || c[j]->inflight < best->inflight) {
+				best = c[j];
+				bi = j;
+			}
+			if (mode != CONFIG_BALANCE_LEAST_INFLIGHT ||
+			    best->inflight == 0)
+				break;
+		}
+	}
+	if (best) {
+		if (rr)
+			rr->pos = (bi + 1) % n;
+		if (best->ejected) { /* half-open: this is the probe */
+			best->probing = true;
+			best->probe_since = now_ns;
+		}
+		*out = best;
+		return 0;
+	}
+	/* panic: all ejected or excluded; the soonest back, if any */
+	for (i = 0; i < n; i++) {
+		if (upstream_excluded(c[i], exclude, n_exclude))
+			continue;
+		if (!best || c[i]->eject_until < best->eject_until)
+			best = c[i];
+	}
+	if (!best)
+		return -EHOSTUNREACH;
+	w->st.panics++;
+	*out = best;
+	return 0;
+}
+
+/* ---- pool --------------------------------------------------------------- */
+
+/* Close ep's k oldest idle fds. */
+static void upstream_drop_oldest(struct upstream_worker *w,
+				 struct upstream_ep *ep, size_t k)
+{
+	size_t i;
+
+	for (i = 0; i < k; i++)
+		close(ep->idle[i].fd);
+	memmove(ep->idle, ep->idle + k, (ep->n_idle - k) * sizeof(*ep->idle));
+	ep->n_idle -= k;
+	w->n_idle -= k;
+	w->st.pool_closed += k;
+}
+
+/* Whether an idle fd is still usable: nothing to read, no EOF, no error. */
+static bool upstream_fd_usable(int fd)
+{
+	char b;
+	ssize_t r;
+
+	do
+		r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+int upstream_pool_take(struct upstream_worker *w, struct upstream_ep *ep,
+		       uint64_t now_ns)
+{
+	while (ep->n_idle) {
+		struct upstream_idle it = ep->idle[--ep->n_idle];
+
+		w->n_idle--;
+		if (upstream_age(now_ns, it.since) < w->idle_timeout_ns &&
+		    upstream_fd_usable(it.fd)) {
+			w->st.pool_hits++;
+			return it.fd;
+		}
+		close(it.fd);
+		w->st.pool_stale++;
+	}
+	w->st.pool_misses++;
+	return -1;
+}
+
+void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
+			int fd, uint64_t now_ns)
+{
+	if (fd < 0)
+		return;
+	if (ep->n_idle >= w->max_idle_per_ep) /* make room: oldest first */
+		upstream_drop_oldest(w, ep,
+				     ep->n_idle - w->max_idle_per_ep + 1);
+	if (w->n_idle >= w->max_idle_total)
+		goto drop;
+	if (ep->n_idle == ep->cap_idle) {
+		size_t cap = ep->cap_idle ? ep->cap_idle * 2 : 4;
+		struct upstream_idle *idle;
+
+		if (cap > w->max_idle_per_ep)
+			cap = w->max_idle_per_ep;
+		idle = realloc(ep->idle, cap * sizeof(*idle));
+		if (!idle)
+			goto drop;
+		ep->idle = idle;
+		ep->cap_idle = cap;
+	}
+	ep->idle[ep->n_idle].fd = fd;
+	ep->idle[ep->n_idle].since = now_ns;
+	ep->n_idle++;
+	w->n_idle++;
+	return;
+drop:
+	close(fd);
+	w->st.pool_closed++;
+}
+
+/* Whether ep may be forgotten at now. */
+static bool upstream_ep_idle(const struct upstream_ep *ep, uint64_t now)
+{
+	return ep->inflight == 0 && ep->n_idle == 0 && !ep->probing &&
+	       upstream_age(now, ep->last_used) >= UPSTREAM_FORGET_NS &&
+	       (!ep->ejected || now >= ep->eject_until);
+}
+
+void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns)
+{
+	size_t i;
+
+	for (i = 0; i < w->n_buckets; i++) {
+		struct upstream_ep **pp = &w->buckets[i], *ep;
+
+		while ((ep = *pp)) {
+			size_t k = 0;
+
+			while (k < ep->n_idle &&
+			       upstream_age(now_ns, ep->idle[k].since) >=
+				   w->idle_timeout_ns)
+				k++;
+			if (ep->n_idle - k > w->max_idle_per_ep)
+				k = ep->n_idle - w->max_idle_per_ep;
+			if (k)
+				upstream_drop_oldest(w, ep, k);
+			if (upstream_ep_idle(ep, now_ns)) {
+				*pp = ep->next;
+				w->n_eps--;
+				upstream_ep_free(w, ep);
+				continue;
+			}
+			pp = &ep->next;
+		}
+	}
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * upstream.h - Select: choosing an upstream endpoint (round robin, least
+ * in-flight, client-IP hash), passive health (ejection with exponential
+ * back-off, half-open probes) and per-endpoint pools of idle keep-alive
+ * connections.
+ *
+ * Choosing an upstream is kept apart from talking to it: this module never
+ * connects, reads or writes a request; it only picks, counts, and keeps
+ * idle fds that the caller hands it.
+ *
+ * A struct upstream_worker belongs to one worker thread and is used
+ * without locks (not thread-safe). Endpoints are identified by address
+ * (sockaddr + port) within the worker, so a backend used by two routes
+ * shares its in-flight count, health and pool. Endpoints unused for a long
+ * time (no in-flight request, no pooled fd) may be forgotten, so memory is
+ * bounded. Pure with respect to time: callers pass now_ns (CLOCK_MONOTONIC).
+ *
+ * Panic mode: if every endpoint of a route is ejected (or excluded),
+ * upstream_select still returns the ejected, non-excluded endpoint whose
+ * ejection ends soonest rather than failing: a chance of success beats a
+ * certain 502. It returns -EHOSTUNREACH only when every endpoint is in
+ * exclude[] (or n is 0). See docs/upstream.md.
+ */
+#ifndef EDGE_UPSTREAM_H
+#define EDGE_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+
+/* Defaults used when upstream_worker_configure is not called. */
+#define UPSTREAM_DEFAULT_MAX_IDLE_PER_EP 32
+#define UPSTREAM_DEFAULT_MAX_IDLE_TOTAL 1024
+#define UPSTREAM_DEFAULT_IDLE_TIMEOUT_NS (60ull * 1000000000ull)
+#define UPSTREAM_DEFAULT_EJECT_AFTER 3
+#define UPSTREAM_DEFAULT_EJECT_BASE_NS (10ull * 1000000000ull)
+#define UPSTREAM_DEFAULT_EJECT_MAX_NS (300ull * 1000000000ull)
+
+struct upstream_worker; /* one per worker thread, not thread-safe */
+struct upstream_ep;	/* one endpoint as this worker sees it */
+
+/* A new worker state with the defaults above. Returns 0 or -ENOMEM. */
+int upstream_worker_new(struct upstream_worker **out);
+
+/* Free a worker state and close every pooled fd; w may be NULL. Any
+ * struct upstream_ep pointer obtained from w becomes invalid. */
+void upstream_worker_free(struct upstream_worker *w);
+
+/*
+ * Change the pool and health parameters; a 0 argument keeps the current
+ * value (defaults above). Applies to later calls only (fds already pooled
+ * are trimmed at their next give/expire). Returns 0, or -EINVAL if
+ * eject_base_ns > eject_max_ns after substitution.
+ */
+int upstream_worker_configure(struct upstream_worker *w, size_t max_idle_per_ep,
+			      size_t max_idle_total, uint64_t idle_timeout_ns,
+			      unsigned eject_after_failures,
+			      uint64_t eject_base_ns, uint64_t eject_max_ns);
+
+/*
+ * Choose an endpoint of a route among eps[0..n): mode round robin / least
+ * in-flight / client-IP hash (client may be NULL for the hash mode: it then
+ * behaves as round robin), skipping ejected endpoints and those in
+ * exclude[] (already tried for this request). Round-robin positions are
+ * kept per (generation, route_index). A half-open endpoint (ejection time
+ * passed) admits one request at a time until it reports. Panic mode: see
+ * above. Returns 0 with *out set (valid until upstream_worker_free, or
+ * until it may be forgotten: keep it no longer than the request, with its
+ * in-flight count held or a report pending), or -EHOSTUNREACH (n 0, every
+ * endpoint excluded), or -ENOMEM.
+ */
+int upstream_select(struct upstream_worker *w, uint64_t generation,
+		    unsigned route_index, const struct config_addr *eps,
+		    size_t n, enum config_balance mode,
+		    const struct sockaddr *client, uint64_t now_ns,
+		    struct upstream_ep *const *exclude, size_t n_exclude,
+		    struct upstream_ep **out);
+
+/* The endpoint's address (a copy owned by the endpoint). */
+const struct config_addr *upstream_ep_addr(const struct upstream_ep *ep);
+
+/*
+ * Passive health: the outcome of one attempt on ep (connect/response ok,
+ * or failure). A success resets the failure count and closes a half-open
+ * endpoint; eject_after_failures consecutive failures (or one failure while
+ * half-open) eject it for eject_base_ns doubled per consecutive ejection,
+ * capped at eject_max_ns.
+ */
+void upstream_report(struct upstream_worker *w, struct upstream_ep *ep, bool ok,
+		     uint64_t now_ns);
+
+/* Add delta (+1 on start, -1 on end) to ep's in-flight count (floored at 0). */
+void upstream_inflight_add(struct upstream_ep *ep, int delta);
+
+/* ep's current in-flight count. */
+unsigned upstream_ep_inflight(const struct upstream_ep *ep);
+
+/* Whether ep is ejected at now_ns (false once half-open). */
+bool upstream_ep_ejected(const struct upstream_ep *ep, uint64_t now_ns);
+
+/*
+ * Take an idle keep-alive fd to ep: the most recently given one that is
+ * still usable (a non-blocking MSG_PEEK sees neither EOF, nor unsolicited
+ * bytes, nor an error; those are closed) and not idle past the timeout.
+ * The caller owns the fd. Returns the fd or -1 (none).
+ */
+int upstream_pool_take(struct upstream_worker *w, struct upstream_ep *ep,
+		       uint64_t now_ns);
+
+/*
+ * Give a reusable connection to ep's pool; ownership of fd passes to the
+ * pool in every case. When the per-endpoint bound is reached the oldest
+ * idle fd of ep is closed; when the per-worker total is reached fd itself
+ * is closed. fd < 0 is ignored.
+ */
+void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
+			int fd, uint64_t now_ns);
+
+/* Close idle fds past the idle timeout, and forget endpoints long unused. */
+void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns);
+
+/* Stats for metrics. */
+struct upstream_stats {
+	size_t endpoints;     /* known endpoints */
+	size_t idle_fds;      /* pooled fds */
+	uint64_t pool_hits;   /* take returned an fd */
+	uint64_t pool_misses; /* take returned -1 */
+	uint64_t pool_stale;  /* fds closed by take (EOF/data/error/old) */
+	uint64_t pool_closed; /* fds closed by give (bound) or expire */
+	uint64_t ejections;   /* ejections so far */
+	uint64_t panics;      /* selects that returned an ejected endpoint */
+};
+
+/* Fill *st with w's counters. */
+void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st);
+
+#endif /* EDGE_UPSTREAM_H */
