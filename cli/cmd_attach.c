@@ -386,7 +386,10 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	struct status_iface *ifs = NULL;
 	uint64_t ctr[EDGE_CTR_MAX];
 	size_t nifs = 0, i, nblock = 0, nv6 = 0, nttl = 0, nrules = 0;
-	bool json = false, have_ctr = false, daemon;
+	struct errbuf derr = {""};
+	json_t *dstatus = NULL;
+	bool json = false, have_ctr = false;
+	int dret;
 	char *ports = NULL, syn[64], pkt[64];
 	int o, ret;
 
@@ -423,7 +426,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	}
 	if (c->attached)
 		have_ctr = pins_counters_read(&c->pins, ctr) == 0;
-	daemon = ctl_daemon_running();
+	dret = ctl_daemon_call(c, "status", &dstatus, &derr);
 	ports = policy_ports_format(&c->st.ports);
 	if (!ports) {
 		log_warnx("out of memory");
@@ -462,7 +465,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 		root = json_pack(
 		    "{s:s,s:s,s:b,s:o,s:s,s:s,s:o,"
 		    "s:{s:o,s:o},s:{s:I,s:I,s:I,s:I,s:I},"
-		    "s:{s:b,s:s},s:o}",
+		    "s:o,s:o}",
 		    "version", EDGECTL_VERSION, "pin_dir", c->pin_dir, "pinned",
 		    c->attached, "bpffs_error",
 		    bpffs.msg[0] ? json_string(bpffs.msg) : json_null(),
@@ -473,13 +476,14 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 		    status_rl_json(&c->st.pkt), "rules", "total",
 		    (json_int_t)nrules, "block", (json_int_t)nblock, "allow",
 		    (json_int_t)(nrules - nblock), "ipv6", (json_int_t)nv6,
-		    "with_ttl", (json_int_t)nttl, "daemon", "running", daemon,
-		    "socket", CTL_DAEMON_SOCK, "counters",
+		    "with_ttl", (json_int_t)nttl, "daemon",
+		    ctl_daemon_status_json(c, dret, dstatus, &derr), "counters",
 		    jctr ? jctr : json_null());
 		if (root && jifs)
 			json_object_set_new(root, "interfaces", jifs);
 		else
 			json_decref(jifs);
+		dstatus = NULL; /* consumed */
 		ret = ctl_json_print(root);
 		goto out;
 	}
@@ -514,10 +518,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	printf("rules:      %zu (%zu block, %zu allow; %zu IPv4, %zu IPv6; "
 	       "%zu with a TTL)\n",
 	       nrules, nblock, nrules - nblock, nrules - nv6, nv6, nttl);
-	printf("daemon:     %s\n",
-	       daemon ? "running (" CTL_DAEMON_SOCK ")"
-		      : "not running (no control socket at " CTL_DAEMON_SOCK
-			")");
+	ctl_daemon_status_print(c, dret, dstatus, &derr);
 	if (have_ctr) {
 		printf("counters:\n");
 		for (i = 0; i < EDGE_CTR_MAX; i++)
@@ -528,6 +529,7 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	}
 	ret = CTL_OK;
 out:
+	json_decref(dstatus);
 	free(ports);
 	free(ifs);
 	return ret;

@@ -68,8 +68,11 @@ static double stats_rate(uint64_t now, uint64_t then, double dt)
 	return (double)(now - then) / dt;
 }
 
+/* daemon: edged's "stats" result for the "daemon" key (consumed; NULL:
+ * null), used only when !compact. */
 static int stats_print_json(struct ctl *c, const struct stats_sample *s,
-			    const struct stats_sample *prev, bool compact)
+			    const struct stats_sample *prev, bool compact,
+			    json_t *daemon)
 {
 	json_t *root, *ctr = json_object(), *rates = NULL,
 		      *rules = json_array();
@@ -109,8 +112,14 @@ static int stats_print_json(struct ctl *c, const struct stats_sample *s,
 		json_object_set_new(root, "rates", rates);
 	else
 		json_decref(rates);
-	if (!compact)
+	if (!compact) {
+		if (root)
+			json_object_set_new(root, "daemon",
+					    daemon ? daemon : json_null());
+		else
+			json_decref(daemon);
 		return ctl_json_print(root);
+	}
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 	json_decref(root);
 	if (!text) {
@@ -228,6 +237,8 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct stats_sample a = {.hits = NULL}, b = {.hits = NULL};
+	struct errbuf derr = {""};
+	json_t *daemon = NULL;
 	struct stats_sample *cur = &a, *prev = &b, *tmp;
 	bool json = false, watch = false, has_interval = false,
 	     has_count = false;
@@ -278,10 +289,27 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 	ret = ctl_begin(c, CTL_READ | CTL_BPFFS);
 	if (ret)
 		return ret;
+	/* edged's request counters, once (not with --watch) */
+	if (!watch && ctl_daemon_call(c, "stats", &daemon, &derr))
+		log_debug("no daemon counters: %s", derr.msg);
 	if (!c->attached) {
-		log_warnx("edge is not attached (no maps pinned in %s)",
-			  c->pin_dir);
-		return CTL_FAIL;
+		if (!daemon) {
+			log_warnx("edge is not attached (no maps pinned in %s)",
+				  c->pin_dir);
+			return CTL_FAIL;
+		}
+		/* the daemon's counters are still worth showing */
+		log_note("edge is not attached (no maps pinned in %s): "
+			 "edged's counters only",
+			 c->pin_dir);
+		if (json)
+			return ctl_json_print(
+			    json_pack("{s:I,s:n,s:[],s:o}", "time",
+				      (json_int_t)time(NULL), "counters",
+				      "rules", "daemon", daemon));
+		ctl_daemon_stats_print(daemon);
+		json_decref(daemon);
+		return CTL_OK;
 	}
 	rules_sort(&c->st.rules);
 	a.hits = calloc(c->st.rules.n + 1, sizeof(uint64_t));
@@ -297,10 +325,14 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 		goto out;
 	}
 	if (!watch) {
-		if (json)
-			ret = stats_print_json(c, cur, NULL, false);
-		else
+		if (json) {
+			ret = stats_print_json(c, cur, NULL, false, daemon);
+			daemon = NULL;
+		} else {
 			stats_print_text(c, cur, NULL);
+			if (daemon)
+				ctl_daemon_stats_print(daemon);
+		}
 		goto out;
 	}
 	for (k = 0; !has_count || k < count; k++) {
@@ -316,7 +348,7 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 			goto out;
 		}
 		if (json) {
-			ret = stats_print_json(c, cur, prev, true);
+			ret = stats_print_json(c, cur, prev, true, NULL);
 			if (ret)
 				goto out;
 		} else {
@@ -327,6 +359,7 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 	}
 	ret = CTL_OK;
 out:
+	json_decref(daemon);
 	free(a.hits);
 	free(b.hits);
 	return ret;

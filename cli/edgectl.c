@@ -42,8 +42,8 @@ static const struct ctl_usage_line ctl_usage_lines[] = {
 #define CTL_NUSAGE (sizeof(ctl_usage_lines) / sizeof(ctl_usage_lines[0]))
 
 static const char ctl_usage_head[] =
-    "usage: edgectl [--pin-dir DIR] [--state-dir DIR] [-v] COMMAND "
-    "[ARGS]\n";
+    "usage: edgectl [--pin-dir DIR] [--state-dir DIR] [--socket PATH] [-v] "
+    "COMMAND [ARGS]\n";
 
 static const char ctl_usage_tail[] =
     "\n"
@@ -57,6 +57,8 @@ static const char ctl_usage_tail[] =
     "default " EDGE_PIN_DIR_DEFAULT ")\n"
     "  --state-dir DIR  saved rules (env EDGE_STATE_DIR, "
     "default " STATE_DIR_DEFAULT ")\n"
+    "  --socket PATH    edged's control socket (env EDGE_CONTROL_SOCKET, "
+    "default " CTL_DAEMON_SOCK ")\n"
     "  -v, --verbose    debug output, libbpf and libxdp included "
     "(env EDGE_DEBUG=1)\n"
     "  -h, --help       this text\n"
@@ -280,56 +282,6 @@ void ctl_end(struct ctl *c)
 	c->lock_fd = -1;
 }
 
-bool ctl_daemon_running(void)
-{
-	struct sockaddr_un sa;
-	bool up;
-	int fd;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", CTL_DAEMON_SOCK);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	up = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return up;
-}
-
-/* routes and reload talk to edged, which does not exist yet. */
-static int cmd_daemon(struct ctl *c, int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	bool routes = strcmp(argv[0], "routes") == 0;
-	int o;
-
-	(void)c;
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, routes ? ":jh" : ":h",
-			       routes ? opts : opts + 1, argv[0])) != -1) {
-		if (o == 'h')
-			return ctl_usage_print(argv[0]);
-		if (o == '?')
-			return CTL_USAGE;
-	}
-	if (optind < argc)
-		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
-				       argv[0], argv[optind]);
-	if (!ctl_daemon_running()) {
-		log_warnx("edged is not running (no control socket at %s)",
-			  CTL_DAEMON_SOCK);
-		return CTL_FAIL;
-	}
-	log_warnx("edged's control protocol is not supported by this "
-		  "edgectl yet");
-	return CTL_FAIL;
-}
-
 static int cmd_help(struct ctl *c, int argc, char **argv)
 {
 	(void)c;
@@ -347,7 +299,7 @@ static const struct ctl_command ctl_commands[] = {
     {"attach", cmd_attach},	  {"detach", cmd_detach},
     {"status", cmd_status},	  {"ip", cmd_ip},
     {"ratelimit", cmd_ratelimit}, {"stats", cmd_stats},
-    {"routes", cmd_daemon},	  {"reload", cmd_daemon},
+    {"routes", cmd_routes},	  {"reload", cmd_reload},
     {"help", cmd_help},
 };
 
@@ -363,6 +315,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"pin-dir", required_argument, NULL, 'p'},
 	    {"state-dir", required_argument, NULL, 's'},
+	    {"socket", required_argument, NULL, 'S'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -381,6 +334,8 @@ int main(int argc, char **argv)
 	c.pin_dir = env && *env ? env : EDGE_PIN_DIR_DEFAULT;
 	env = getenv("EDGE_STATE_DIR");
 	c.state_dir = env && *env ? env : STATE_DIR_DEFAULT;
+	env = getenv("EDGE_CONTROL_SOCKET");
+	c.ctl_sock = env && *env ? env : CTL_DAEMON_SOCK;
 	log_init("edgectl", verbose);
 
 	while ((o = ctl_getopt(argc, argv, "+:vh", opts, "edgectl")) != -1) {
@@ -390,6 +345,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			c.state_dir = optarg;
+			break;
+		case 'S':
+			c.ctl_sock = optarg;
 			break;
 		case 'v':
 			verbose = true;
@@ -416,6 +374,14 @@ int main(int argc, char **argv)
 				       "state directory must be an absolute "
 				       "path: '%s'",
 				       c.state_dir);
+	if (!*c.ctl_sock ||
+	    strlen(c.ctl_sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return ctl_usage_error(
+		    NULL,
+		    "control socket path empty or longer "
+		    "than %zu bytes: '%s'",
+		    sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
+		    c.ctl_sock);
 	if (snprintf(c.state_path, sizeof(c.state_path), "%s/%s", c.state_dir,
 		     STATE_FILE) >= (int)sizeof(c.state_path) ||
 	    strlen(c.pin_dir) > PATH_MAX - 32)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ctlproto.h"
 #include "log.h"
 #include "pins.h"
 #include "state.h"
@@ -21,8 +22,8 @@
 #define CTL_FAIL 1  /* the command could not be done */
 #define CTL_USAGE 2 /* the command line was wrong */
 
-/* The daemon's control socket (edgectl routes/reload talk to it). */
-#define CTL_DAEMON_SOCK "/run/edge/edged.sock"
+/* The daemon's control socket's default (--socket, EDGE_CONTROL_SOCKET). */
+#define CTL_DAEMON_SOCK CTLPROTO_SOCK_DEFAULT
 
 /* ctl_begin flags. */
 #define CTL_WRITE 0x1 /* exclusive lock (dir created), prune, may save */
@@ -33,6 +34,7 @@
 struct ctl {
 	const char *pin_dir;
 	const char *state_dir;
+	const char *ctl_sock; /* edged's control socket */
 	char state_path[PATH_MAX];
 	int lock_fd;
 	struct state st;
@@ -77,8 +79,26 @@ int ctl_save(struct ctl *c);
 /* Release everything ctl_begin took. Safe to call twice. */
 void ctl_end(struct ctl *c);
 
-/* Whether the daemon's control socket exists and accepts connections. */
-bool ctl_daemon_running(void);
+/*
+ * Send {"cmd": cmd} to edged at c->ctl_sock (cmd_daemon.c). Returns 0 with
+ * *result (a new reference), or -errno from ctlproto_call with err saying
+ * why: -ENOENT/-ECONNREFUSED when edged is not running, -EREMOTEIO with
+ * edged's own error text.
+ */
+int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
+		    struct errbuf *err);
+
+/* The daemon's part of `edgectl status`, from ctl_daemon_call(c, "status")
+ * returning ret with result and err: as JSON ({running, socket, status,
+ * error}; result is consumed, NULL when out of memory) or as the
+ * "daemon:" line. */
+json_t *ctl_daemon_status_json(const struct ctl *c, int ret, json_t *result,
+			       const struct errbuf *err);
+void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
+			     const struct errbuf *err);
+
+/* The daemon's counters from a "stats" result, as a table on stdout. */
+void ctl_daemon_stats_print(const json_t *result);
 
 /* Commands: argv[0] is the command's own name. Return an exit code. */
 int cmd_attach(struct ctl *c, int argc, char **argv);
@@ -87,10 +107,11 @@ int cmd_status(struct ctl *c, int argc, char **argv);
 int cmd_ip(struct ctl *c, int argc, char **argv);
 int cmd_ratelimit(struct ctl *c, int argc, char **argv);
 int cmd_stats(struct ctl *c, int argc, char **argv);
+int cmd_routes(struct ctl *c, int argc, char **argv);
+int cmd_reload(struct ctl *c, int argc, char **argv);
 
 /* Print JSON to stdout (and a newline), consuming the reference.
  * CTL_OK or CTL_FAIL. */
-struct json_t;
-int ctl_json_print(struct json_t *j);
+int ctl_json_print(json_t *j);
 
 #endif /* EDGECTL_H */

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cmd_daemon.c - the commands that talk to edged over its control socket
+ * (lib/ctlproto.h): routes, reload, and the daemon's part of status and
+ * stats.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctlproto.h"
+#include "duration.h"
+#include "edgectl.h"
+
+int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
+		    struct errbuf *err)
+{
+	json_t *req = json_pack("{s:s}", "cmd", cmd);
+	int ret;
+
+	*result = NULL;
+	if (!req) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	ret = ctlproto_call(c->ctl_sock, req, result, CTLPROTO_TIMEOUT_MS, err);
+	json_decref(req);
+	return ret;
+}
+
+/* Whether an answer (or its failure) shows a daemon behind the socket. */
+static bool ctl_daemon_answered(int ret)
+{
+	return ret == 0 || ret == -EREMOTEIO || ret == -ETIMEDOUT ||
+	       ret == -EBADMSG;
+}
+
+json_t *ctl_daemon_status_json(const struct ctl *c, int ret, json_t *result,
+			       const struct errbuf *err)
+{
+	return json_pack("{s:b,s:s,s:o,s:o}", "running",
+			 ctl_daemon_answered(ret), "socket", c->ctl_sock,
+			 "status", ret == 0 && result ? result : json_null(),
+			 "error", ret ? json_string(err->msg) : json_null());
+}
+
+/* An integer member of o, or -1. */
+static json_int_t ctl_int(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
+			     const struct errbuf *err)
+{
+	const char *version;
+	char up[64];
+	json_int_t v;
+
+	if (ret == -ENOENT || ret == -ECONNREFUSED) {
+		printf("daemon:     not running (no control socket at %s)\n",
+		       c->ctl_sock);
+		return;
+	}
+	if (ret) {
+		printf("daemon:     %s (%s)\n",
+		       ctl_daemon_answered(ret)
+			   ? "running, but its status failed"
+			   : "unknown",
+		       err->msg);
+		return;
+	}
+	printf("daemon:     running");
+	if ((v = ctl_int(result, "pid")) >= 0)
+		printf(", pid %lld", (long long)v);
+	version = json_string_value(json_object_get(result, "version"));
+	if (version)
+		printf(", edged %s", version);
+	if ((v = ctl_int(result, "uptime_s")) >= 0)
+		printf(", up %s",
+		       v ? duration_format((uint64_t)v, up, sizeof(up)) : "0s");
+	if ((v = ctl_int(result, "route_generation")) >= 0)
+		printf(", route generation %lld", (long long)v);
+	if ((v = ctl_int(result, "workers")) >= 0)
+		printf(", %lld worker%s", (long long)v, v == 1 ? "" : "s");
+	if (json_is_true(json_object_get(result, "draining")))
+		printf(", draining");
+	printf(" (%s)\n", c->ctl_sock);
+}
+
+void ctl_daemon_stats_print(const json_t *result)
+{
+	const json_t *counters = json_object_get(result, "counters");
+	const char *name;
+	json_t *v;
+
+	printf("\n%-32s %14s\n", "DAEMON COUNTER", "TOTAL");
+	if (!json_is_object(counters) || json_object_size(counters) == 0) {
+		printf("(edged reported no counters)\n");
+		return;
+	}
+	json_object_foreach((json_t *)counters, name, v)
+	{
+		if (json_is_integer(v))
+			printf("%-32s %14lld\n", name,
+			       (long long)json_integer_value(v));
+	}
+}
+
+/* Column widths for the routes table. */
+struct routes_cols {
+	int domain, prefix, project, env, deploy;
+};
+
+static const char *routes_str(const json_t *r, const char *key,
+			      const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(r, key));
+
+	return s && *s ? s : dflt;
+}
+
+static int routes_width(int w, const char *s)
+{
+	int n = (int)strlen(s);
+
+	return n > w ? n : w;
+}
+
+static void routes_print_table(const json_t *result)
+{
+	const json_t *routes = json_object_get(result, "routes");
+	struct routes_cols w = {6, 6, 7, 11, 10};
+	json_int_t gen = ctl_int(result, "generation");
+	size_t i, j;
+
+	if (gen >= 0)
+		printf("route generation %lld\n", (long long)gen);
+	if (!json_is_array(routes) || json_array_size(routes) == 0) {
+		printf("no routes\n");
+		return;
+	}
+	for (i = 0; i < json_array_size(routes); i++) {
+		const json_t *r = json_array_get(routes, i);
+
+		w.domain = routes_width(w.domain, routes_str(r, "domain", "-"));
+		w.prefix = routes_width(w.prefix, routes_str(r, "prefix", "-"));
+		w.project =
+		    routes_width(w.project, routes_str(r, "project", "-"));
+		w.env = routes_width(w.env, routes_str(r, "environment", "-"));
+		w.deploy =
+		    routes_width(w.deploy, routes_str(r, "deployment", "-"));
+	}
+	printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w.domain, "DOMAIN",
+	       w.prefix, "PREFIX", w.project, "PROJECT", w.env, "ENVIRONMENT",
+	       w.deploy, "DEPLOYMENT", "UPSTREAMS");
+	for (i = 0; i < json_array_size(routes); i++) {
+		const json_t *r = json_array_get(routes, i);
+		const json_t *ups = json_object_get(r, "upstreams");
+
+		printf("%-*s  %-*s  %-*s  %-*s  %-*s  ", w.domain,
+		       routes_str(r, "domain", "-"), w.prefix,
+		       routes_str(r, "prefix", "-"), w.project,
+		       routes_str(r, "project", "-"), w.env,
+		       routes_str(r, "environment", "-"), w.deploy,
+		       routes_str(r, "deployment", "-"));
+		if (!json_is_array(ups) || json_array_size(ups) == 0)
+			printf("-");
+		for (j = 0; json_is_array(ups) && j < json_array_size(ups);
+		     j++) {
+			const char *u =
+			    json_string_value(json_array_get(ups, j));
+
+			printf("%s%s", j ? "," : "", u ? u : "?");
+		}
+		if (json_is_false(json_object_get(r, "enabled")))
+			printf("  (project disabled)");
+		printf("\n");
+	}
+}
+
+/* edgectl routes [--json] and edgectl reload. */
+static int cmd_daemon(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	bool routes = strcmp(argv[0], "routes") == 0, json = false;
+	struct errbuf err = {""};
+	json_t *result = NULL;
+	int o, ret;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, routes ? ":jh" : ":h",
+			       routes ? opts : opts + 1, argv[0])) != -1) {
+		if (o == 'h')
+			return ctl_usage_print(argv[0]);
+		if (o == 'j')
+			json = true;
+		else
+			return CTL_USAGE;
+	}
+	if (optind < argc)
+		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
+				       argv[0], argv[optind]);
+	ret = ctl_daemon_call(c, argv[0], &result, &err);
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (json)
+		return ctl_json_print(result);
+	if (routes) {
+		routes_print_table(result);
+	} else {
+		const char *msg =
+		    json_string_value(json_object_get(result, "message"));
+		json_int_t gen = ctl_int(result, "route_generation");
+
+		if (msg)
+			printf("%s\n", msg);
+		else if (gen >= 0)
+			printf("reloaded: route generation %lld\n",
+			       (long long)gen);
+		else
+			printf("reloaded\n");
+	}
+	json_decref(result);
+	return CTL_OK;
+}
+
+int cmd_routes(struct ctl *c, int argc, char **argv)
+{
+	return cmd_daemon(c, argc, argv);
+}
+
+int cmd_reload(struct ctl *c, int argc, char **argv)
+{
+	return cmd_daemon(c, argc, argv);
+}

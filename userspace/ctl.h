@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ctl.h - edged's control socket: the server side of lib/ctlproto.h.
+ *
+ * Runs on the daemon's control event_base (never a worker's): every client
+ * is a bufferevent with a bounded input, a timeout and a bounded number of
+ * clients at once. Each request calls one handler synchronously on that
+ * loop; a handler fills *result (a new reference, JSON null if left NULL)
+ * and returns 0, or returns <0 with err holding the message the client
+ * shows (for reload: the configuration error, FILE:LINE and all).
+ */
+#ifndef EDGE_CTL_H
+#define EDGE_CTL_H
+
+#include <jansson.h>
+
+#include "ctlproto.h"
+#include "log.h"
+
+struct event_base;
+struct ctl_server;
+
+/* Most clients served at once; more are answered "busy" and closed. */
+#define CTL_CLIENTS_MAX 32
+/* Default bound on one client's connection, accept to last byte sent. */
+#define CTL_CLIENT_TIMEOUT_MS 5000
+
+/* One callback per command; NULL means "not supported". */
+typedef int (*ctl_handler_fn)(void *ctx, json_t **result, struct errbuf *err);
+
+struct ctl_handlers {
+	ctl_handler_fn routes; /* route_dump_json() of the live table */
+	ctl_handler_fn reload; /* changes: uid 0 or edged's uid only */
+	ctl_handler_fn status; /* see docs/edgectl.md "edgectl status" */
+	ctl_handler_fn stats;  /* see docs/edgectl.md "edgectl stats" */
+};
+
+/*
+ * Listen on the unix socket path (mode 0600; its directory is created mode
+ * 0700 when missing). A lock file "PATH.lock" held for the server's life
+ * and a connect() probe make a second daemon refuse (-EADDRINUSE) while
+ * the first runs; a socket file left by a dead daemon is replaced; a path
+ * that exists and is not a socket is refused (-EEXIST). h is copied; ctx
+ * goes to every handler. Returns 0 with *out, or -errno with err saying
+ * what went wrong.
+ */
+int ctl_server_start(struct event_base *base, const char *path,
+		     const struct ctl_handlers *h, void *ctx,
+		     struct ctl_server **out, struct errbuf *err);
+
+/* Change the per-client timeout (tests; default CTL_CLIENT_TIMEOUT_MS). */
+void ctl_server_set_timeout(struct ctl_server *s, unsigned ms);
+
+/* Close every client and the listener, remove the socket file (when it is
+ * still ours) and release the lock (the lock file stays: removing it would
+ * let two daemons lock two different files). Call on the loop's thread
+ * or with the loop stopped. NULL ok. */
+void ctl_server_free(struct ctl_server *s);
+
+#endif /* EDGE_CTL_H */
