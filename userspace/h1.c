@@ -685,11 +685,11 @@ int h1_parse_request(const char *buf, size_t len, const struct h1_limits *lim,
 	enum h1_err le;
 	int rc;
 
-	if (st->phase == PH_DONE)
-		return st->rc;
-	if (len == 0)
+	if (len == 0 && st->phase != PH_DONE)
 		return 0;
 	limits_get(lim, &l);
+	/* rebase first, also once done: the contract is that the spans
+	 * point into the latest buf */
 	if (st->base && st->base != (uintptr_t)buf) {
 		rebase_head(h, buf);
 		rebase(&r->method_str, st->base, buf);
@@ -699,6 +699,8 @@ int h1_parse_request(const char *buf, size_t len, const struct h1_limits *lim,
 		rebase(&r->host, st->base, buf);
 	}
 	st->base = (uintptr_t)buf;
+	if (st->phase == PH_DONE)
+		return st->rc;
 	while (st->phase == PH_START) {
 		end = st->pos + l.line_max;
 		le = H1_E_LINE_TOO_LONG;
@@ -826,9 +828,7 @@ int h1_parse_response(const char *buf, size_t len, const struct h1_limits *lim,
 	enum h1_err le;
 	int rc;
 
-	if (st->phase == PH_DONE)
-		return st->rc;
-	if (len == 0)
+	if (len == 0 && st->phase != PH_DONE)
 		return 0;
 	limits_get(lim, &l);
 	if (st->base && st->base != (uintptr_t)buf) {
@@ -836,6 +836,8 @@ int h1_parse_response(const char *buf, size_t len, const struct h1_limits *lim,
 		rebase(&p->reason, st->base, buf);
 	}
 	st->base = (uintptr_t)buf;
+	if (st->phase == PH_DONE)
+		return st->rc;
 	if (st->phase == PH_START) {
 		end = l.line_max;
 		le = H1_E_LINE_TOO_LONG;

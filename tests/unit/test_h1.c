@@ -292,6 +292,33 @@ static void span_eq(const char *a, size_t alen, const char *abase,
 		ck_assert_uint_eq((size_t)(a - abase), (size_t)(b - bbase));
 }
 
+/* A complete head parsed again from a copy: the result is the same and
+ * every span points into the copy (how edged keeps a head past its input
+ * buffer). */
+START_TEST(test_request_rebase_done)
+{
+	static const char in[] =
+	    "GET /p?q HTTP/1.1\r\nHost: a.b\r\nX: y\r\n\r\n";
+	struct h1_request *r = malloc(sizeof(*r));
+	char copy[sizeof(in)];
+	int rc;
+
+	ck_assert_ptr_nonnull(r);
+	h1_request_init(r);
+	rc = h1_parse_request(in, sizeof(in) - 1, NULL, r);
+	ck_assert_int_eq(rc, (int)sizeof(in) - 1);
+	memcpy(copy, in, sizeof(in));
+	ck_assert_int_eq(h1_parse_request(copy, sizeof(in) - 1, NULL, r), rc);
+	ck_assert_ptr_eq(r->host, copy + (r->host - copy));
+	ck_assert(r->host >= copy && r->host < copy + sizeof(copy));
+	ck_assert(r->path >= copy && r->path < copy + sizeof(copy));
+	ck_assert(r->method_str == copy);
+	ck_assert(r->h.headers[1].value >= copy &&
+		  r->h.headers[1].value < copy + sizeof(copy));
+	free(r);
+}
+END_TEST
+
 START_TEST(test_request)
 {
 	const struct req_case *c = &reqs[_i];
@@ -813,6 +840,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_request, 0,
 			    sizeof(reqs) / sizeof(reqs[0]));
 	tcase_add_test(tc, test_request_fields);
+	tcase_add_test(tc, test_request_rebase_done);
 	tcase_add_test(tc, test_request_limits_default);
 	tcase_add_loop_test(tc, test_response, 0,
 			    sizeof(resps) / sizeof(resps[0]));
