@@ -1,0 +1,351 @@
+#!/bin/bash
+# test_edged_http.sh - edged as a plain HTTP/1.1 reverse proxy, end to end:
+# a recording python backend (tests/tools/echo_backend.py), edged on
+# 127.0.0.1 high ports with a generated configuration, curl and raw
+# sockets (tests/tools/rawhttp.py) as clients. Runs every case against
+# build/edged and again against build/asan/edged (sanitizers must stay
+# silent). Needs no root.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+t_begin
+
+TOOLS="$T_ROOT/tests/tools"
+if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
+	t_skip "$(basename "$0")" "needs curl and python3"
+	exit 77
+fi
+
+BASE=$((20000 + (T_ID % 20000)))
+P_EDGE=$BASE
+P_BACK=$((BASE + 1))
+P_DOWN=$((BASE + 2)) # nothing listens here
+EPID=""
+BPID=""
+
+wait_port() { # PORT: wait until something accepts on 127.0.0.1:PORT
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2)" "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+write_conf() { # FILE EXTRA_DOMAIN
+	cat >"$1" <<CONF
+listen = [ "127.0.0.1:$P_EDGE" ];
+workers = 2;
+user = "$(id -un)";
+analytics = { file = "$T_TMP/requests.jsonl"; };
+limits = { max_body_bytes = "20M"; };
+timeouts = {
+  header = "2s";
+  upstream_connect = "1s";
+  upstream_response = "1500ms";
+  drain = "10s";
+};
+projects = (
+  { id = "shop";
+    ip_block = [ "127.0.0.2" ];
+    environments = (
+      { id = "shop-prod";
+        domains = [ "shop.test", "*.preview.test" $2 ];
+        deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+        routes = (
+          { prefix = "/fn"; strip_prefix = true; },
+          { prefix = "/small"; max_body_bytes = "1K"; }
+        );
+      },
+      { id = "shop-down";
+        domains = [ "down.test" ];
+        deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$P_DOWN" ]; };
+      }
+    );
+  },
+  { id = "closed";
+    ip_allow = [ "10.9.9.0/24" ];
+    environments = ( { id = "closed-prod"; domains = [ "closed.test" ];
+      deployment = { id = "c1"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; } );
+  },
+  { id = "off"; enabled = false;
+    environments = ( { id = "off-prod"; domains = [ "off.test" ];
+      deployment = { id = "o1"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; } );
+  }
+);
+CONF
+}
+
+backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
+
+# get NAME EXPECTED_STATUS HOST PATH [curl args...]: one request, body in $T_TMP/body
+get() {
+	local name=$1 want=$2 host=$3 path=$4 code
+	shift 4
+	code=$(curl -s -m 10 -o "$T_TMP/body" -D "$T_TMP/hdrs" -w '%{http_code}' \
+		-H "Host: $host" "$@" "http://127.0.0.1:$P_EDGE$path")
+	if [ "$code" = "$want" ]; then
+		return 0
+	fi
+	t_fail "$name" "status $code, wanted $want: $(head -c 200 "$T_TMP/body")"
+	return 1
+}
+
+body_has() { grep -q -- "$1" "$T_TMP/body"; }
+
+start_edged() { # BIN
+	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
+	EPID=$!
+	t_cleanup_add "kill -9 $EPID"
+	wait_port "$P_EDGE"
+}
+
+run_suite() { # BIN LABEL
+	local bin=$1 v=$2 n0 n1 id sha rc
+	: >"$T_TMP/requests.jsonl"
+	write_conf "$T_TMP/edge.conf" ""
+	if ! start_edged "$bin"; then
+		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+		return
+	fi
+	t_ok "$v: edged starts"
+
+	if get "$v: proxied GET" 200 shop.test "/hello?x=1" \
+		-H 'X-Project-ID: spoofed' -H 'X-Client-IP: 6.6.6.6' \
+		-H 'X-Forwarded-For: 1.2.3.4' -H 'X-Request-ID: my-id.1' &&
+		body_has '"path": "/hello?x=1"' &&
+		body_has '\["X-Project-ID", "shop"\]' &&
+		body_has '\["X-Environment-ID", "shop-prod"\]' &&
+		body_has '\["X-Deployment-ID", "shop-1"\]' &&
+		body_has '\["X-Client-IP", "127.0.0.1"\]' &&
+		body_has '\["X-Forwarded-For", "1.2.3.4, 127.0.0.1"\]' &&
+		body_has '\["X-Forwarded-Proto", "http"\]' &&
+		body_has '\["X-Forwarded-Host", "shop.test"\]' &&
+		body_has '\["X-Request-ID", "my-id.1"\]' &&
+		! body_has spoofed && ! body_has 6.6.6.6 &&
+		grep -qi '^X-Request-ID: my-id.1' "$T_TMP/hdrs"; then
+		t_ok "$v: proxied GET, edge headers added, spoofed copies removed"
+	else
+		t_fail "$v: proxied GET, edge headers" "$(head -c 600 "$T_TMP/body")"
+	fi
+
+	if get "$v: unknown host" 503 nowhere.test / &&
+		id=$(grep -i '^X-Request-ID:' "$T_TMP/hdrs" | tr -d '\r' | cut -d' ' -f2) &&
+		body_has '"error":"domain_not_found"' && body_has "\"request_id\":\"$id\""; then
+		t_ok "$v: unknown host -> 503 domain_not_found with the request id"
+	else
+		t_fail "$v: unknown host JSON" "$(cat "$T_TMP/body")"
+	fi
+	get "$v: disabled project" 403 off.test / && body_has project_disabled &&
+		t_ok "$v: disabled project -> 403 project_disabled"
+	get "$v: ip allow list" 403 closed.test / && body_has ip_denied &&
+		t_ok "$v: address outside the allow list -> 403 ip_denied"
+	code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' --interface 127.0.0.2 \
+		-H 'Host: shop.test' "http://127.0.0.1:$P_EDGE/" 2>/dev/null)
+	if [ "$code" = 403 ]; then
+		t_ok "$v: blocked address -> 403 ip_denied"
+	else
+		t_skip "$v: blocked address" "could not bind 127.0.0.2 (status $code)"
+	fi
+	get "$v: wildcard" 200 pr-7.preview.test /w && body_has '"path": "/w"' &&
+		t_ok "$v: wildcard domain routed"
+	get "$v: wildcard depth" 503 a.b.preview.test / &&
+		t_ok "$v: wildcard matches one label only"
+	get "$v: prefix strip" 200 shop.test "/fn/resize/x.png?s=2" &&
+		body_has '"path": "/resize/x.png?s=2"' &&
+		t_ok "$v: path prefix stripped"
+	get "$v: prefix boundary" 200 shop.test "/fnx" && body_has '"path": "/fnx"' &&
+		t_ok "$v: prefix matches on a segment boundary only"
+
+	head -c $((10 * 1024 * 1024)) /dev/urandom >"$T_TMP/big.bin"
+	sha=$(sha256sum "$T_TMP/big.bin" | cut -d' ' -f1)
+	get "$v: POST CL" 200 shop.test /upload --data-binary "@$T_TMP/big.bin" &&
+		body_has "\"body_len\": 10485760" && body_has "$sha" &&
+		t_ok "$v: 10 MiB POST with Content-Length arrives intact"
+	get "$v: POST chunked" 200 shop.test /upload -H 'Transfer-Encoding: chunked' \
+		--data-binary "@$T_TMP/big.bin" &&
+		body_has "\"body_len\": 10485760" && body_has "$sha" &&
+		t_ok "$v: 10 MiB chunked POST arrives intact (re-chunked)"
+	sha=$(curl -s -m 20 -H 'Host: shop.test' "http://127.0.0.1:$P_EDGE/chunked/5000000" | sha256sum | cut -d' ' -f1)
+	if [ "$sha" = "$(head -c 5000000 /dev/zero | tr '\0' x | sha256sum | cut -d' ' -f1)" ]; then
+		t_ok "$v: chunked response relayed"
+	else
+		t_fail "$v: chunked response relayed"
+	fi
+	get "$v: body limit" 413 shop.test /small/x --data-binary "@$T_TMP/big.bin" &&
+		body_has body_too_large && t_ok "$v: Content-Length over the route limit -> 413"
+	get "$v: HEAD" 200 shop.test /h -I && [ ! -s "$T_TMP/body" ] &&
+		grep -qi '^Content-Length: [1-9]' "$T_TMP/hdrs" &&
+		t_ok "$v: HEAD answered without a body"
+
+	# keep-alive: two requests on one client connection
+	out=$(curl -s -m 10 -o /dev/null -o /dev/null -w '%{num_connects} ' \
+		-H 'Host: shop.test' \
+		"http://127.0.0.1:$P_EDGE/k1" "http://127.0.0.1:$P_EDGE/k2")
+	if [ "$out" = "1 0 " ]; then
+		t_ok "$v: keep-alive: two requests on one connection"
+	else
+		t_fail "$v: keep-alive" "connects: $out"
+	fi
+	printf 'GET /p1 HTTP/1.1\r\nHost: shop.test\r\n\r\nGET /p2 HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n' |
+		python3 "$TOOLS/rawhttp.py" "$P_EDGE" >"$T_TMP/body"
+	if [ "$(grep -ac 'HTTP/1.1 200' "$T_TMP/body")" = 2 ] &&
+		body_has '"path": "/p1"' && body_has '"path": "/p2"'; then
+		t_ok "$v: pipelined requests answered in order"
+	else
+		t_fail "$v: pipelining" "$(head -c 300 "$T_TMP/body")"
+	fi
+	# upstream keep-alive: six sequential requests over two workers need
+	# at most two upstream connections when pooled ones are reused
+	for i in 1 2 3 4 5 6; do
+		curl -s -m 5 -H 'Host: shop.test' "http://127.0.0.1:$P_EDGE/r$i" |
+			grep -o '"peer_port": [0-9]*'
+	done >"$T_TMP/ports"
+	if [ "$(wc -l <"$T_TMP/ports")" = 6 ] &&
+		[ "$(sort -u "$T_TMP/ports" | wc -l)" -le 2 ]; then
+		t_ok "$v: upstream connections reused from the pool"
+	else
+		t_fail "$v: upstream reuse" "$(sort -u "$T_TMP/ports" | tr '\n' ' ')"
+	fi
+
+	get "$v: backend down" 502 down.test / && body_has upstream_unavailable &&
+		t_ok "$v: backend down -> 502 upstream_unavailable"
+	get "$v: backend hangs" 504 shop.test /hang && body_has upstream_timeout &&
+		t_ok "$v: backend never answers -> 504 upstream_timeout"
+
+	# malformed and smuggling requests: 400, closed, nothing upstream
+	local cases=(
+		'POST /s HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'
+		'POST /s HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello'
+		'POST /s HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n'
+		'GET /s HTTP/1.1\r\nHost: shop.test\r\nX: a\r\n b\r\n\r\n'
+		'GET /s HTTP/1.1\r\nHost: shop.test\r\nHost: other.test\r\n\r\n'
+		'GET /s HTTP/1.1\nHost: shop.test\n\n'
+		'GET /s HTTP/1.1\r\nHost : shop.test\r\n\r\n'
+	)
+	local c i=0 bad=""
+	for c in "${cases[@]}"; do
+		i=$((i + 1))
+		n0=$(backend_count)
+		# shellcheck disable=SC2059
+		printf "$c" | python3 "$TOOLS/rawhttp.py" "$P_EDGE" >"$T_TMP/body"
+		rc=$?
+		n1=$(backend_count)
+		if ! head -1 "$T_TMP/body" | grep -q '^HTTP/1.1 400' || [ $rc -ne 0 ] ||
+			[ "$n0" != "$n1" ]; then
+			bad="$bad #$i($(head -1 "$T_TMP/body" | tr -d '\r'), rc $rc, upstream $n0->$n1)"
+		fi
+	done
+	if [ -z "$bad" ]; then
+		t_ok "$v: ${#cases[@]} malformed/smuggling requests -> 400, closed, not forwarded"
+	else
+		t_fail "$v: malformed requests" "$bad"
+	fi
+	n0=$(backend_count)
+	printf 'POST /s HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n' |
+		python3 "$TOOLS/rawhttp.py" "$P_EDGE" >"$T_TMP/body"
+	rc=$?
+	sleep 0.2
+	if head -1 "$T_TMP/body" | grep -q '^HTTP/1.1 400' && [ $rc -eq 0 ] &&
+		[ "$n0" = "$(backend_count)" ]; then
+		t_ok "$v: invalid chunk size -> 400, closed, no request completed upstream"
+	else
+		t_fail "$v: invalid chunk size" "$(head -1 "$T_TMP/body") rc $rc"
+	fi
+	printf 'GET /slow HTTP/1.1\r\nHost: shop' | python3 "$TOOLS/rawhttp.py" "$P_EDGE" --wait 5 >"$T_TMP/body"
+	if head -1 "$T_TMP/body" | grep -q '^HTTP/1.1 408'; then
+		t_ok "$v: incomplete head -> 408 after timeouts.header"
+	else
+		t_fail "$v: header timeout" "$(head -1 "$T_TMP/body")"
+	fi
+
+	# SIGHUP: a new domain becomes routable; a bad config is refused
+	get "$v: before reload" 503 new.test / >/dev/null
+	write_conf "$T_TMP/edge.conf" ', "new.test"'
+	kill -HUP "$EPID"
+	sleep 0.5
+	get "$v: SIGHUP reload" 200 new.test /n && t_ok "$v: SIGHUP routes the new domain"
+	echo 'projects = ( { id = 1; } );' >"$T_TMP/edge.conf"
+	kill -HUP "$EPID"
+	sleep 0.5
+	if get "$v: bad reload" 200 new.test /n && kill -0 "$EPID" &&
+		grep -q 'reload refused' "$T_TMP/edged.log"; then
+		t_ok "$v: a bad config on SIGHUP is refused, the old one keeps serving"
+	fi
+
+	# SIGTERM drains: an in-flight slow request completes, then exit 0
+	curl -s -m 10 -o "$T_TMP/slow" -w '%{http_code}' -H 'Host: shop.test' \
+		"http://127.0.0.1:$P_EDGE/slow/1000" >"$T_TMP/slowcode" &
+	local cpid=$!
+	sleep 0.3
+	kill -TERM "$EPID"
+	wait "$cpid"
+	wait "$EPID"
+	rc=$?
+	if [ "$(cat "$T_TMP/slowcode")" = 200 ] && [ $rc -eq 0 ]; then
+		t_ok "$v: SIGTERM lets the in-flight request finish, exits 0"
+	else
+		t_fail "$v: SIGTERM drain" "client $(cat "$T_TMP/slowcode"), exit $rc: $(tail -3 "$T_TMP/edged.log")"
+	fi
+	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged.log"; then
+		t_fail "$v: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged.log")"
+	else
+		t_ok "$v: no sanitizer report"
+	fi
+
+	# analytics: one JSON line per request, all valid
+	if python3 - "$T_TMP/requests.jsonl" <<'PY'; then
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+ev = [json.loads(l) for l in lines]
+ids = [e["request_id"] for e in ev]
+assert len(ids) == len(set(ids)), "duplicate request ids"
+need = {"domain_not_found", "project_disabled", "ip_denied", "ok",
+        "upstream_unavailable", "upstream_timeout", "bad_request",
+        "body_too_large", "header_timeout"}
+seen = {e["outcome"] for e in ev}
+assert need <= seen, "missing outcomes: %s" % (need - seen)
+ok = [e for e in ev if e["outcome"] == "ok"]
+assert all(e["project_id"] == "shop" or e["host"] == "new.test" for e in ok)
+assert any(e["path"] == "/hello?x=1" and e["method"] == "GET"
+           and e["host"] == "shop.test" and e["status"] == 200 for e in ev)
+assert len(ev) >= 30, len(ev)
+PY
+		t_ok "$v: one valid analytics line per request"
+	else
+		t_fail "$v: analytics" "$(tail -c 300 "$T_TMP/requests.jsonl")"
+	fi
+}
+
+EDGED=${EDGED:-$B/edged}
+if [ ! -x "$EDGED" ]; then
+	t_skip "$(basename "$0")" "$EDGED not built"
+	exit 77
+fi
+python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
+BPID=$!
+t_cleanup_add "kill $BPID"
+wait_port "$P_BACK" || t_fail "backend starts"
+
+write_conf "$T_TMP/check.conf" ""
+sed -i 's/^workers = 2;/workers = 0;/' "$T_TMP/check.conf"
+out=$("$EDGED" --check -c "$T_TMP/check.conf" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -q "check.conf:[0-9]*: workers"; then
+	t_ok "edged --check: a bad config prints FILE:LINE: KEY and exits 1"
+else
+	t_fail "edged --check bad config" "rc $rc: $out"
+fi
+write_conf "$T_TMP/check.conf" ""
+t_check "edged --check: a good config exits 0" "$EDGED" --check -c "$T_TMP/check.conf"
+t_check "edged --version" "$EDGED" --version
+
+run_suite "$EDGED" edged
+if [ -x "$B/asan/edged" ]; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}
+	run_suite "$B/asan/edged" asan
+else
+	t_skip "asan: edged" "$B/asan/edged not built"
+fi
+t_exit

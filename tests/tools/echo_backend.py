@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""echo_backend.py - a recording HTTP/1.1 backend for edged's tests.
+
+    echo_backend.py PORT LOGFILE [NAME]
+
+Answers every request with a JSON object: the backend's NAME, the method,
+the path, the headers received (a list of [name, value]), and the body's
+length and SHA-256. Each request is also appended to LOGFILE as one JSON
+line, so a test can count what reached the backend. Paths:
+  /slow/MS    answer after MS milliseconds
+  /hang       never answer (until the connection closes)
+  /big/N      answer with N bytes (Content-Length)
+  /chunked/N  answer with N bytes in chunks
+"""
+import hashlib
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT = int(sys.argv[1])
+LOG = sys.argv[2]
+NAME = sys.argv[3] if len(sys.argv) > 3 else "backend"
+LOCK = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def read_body(self):
+        h = hashlib.sha256()
+        n = 0
+        te = self.headers.get("Transfer-Encoding", "")
+        if te.lower() == "chunked":
+            while True:
+                line = self.rfile.readline().strip()
+                size = int(line.split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                left = size
+                while left:
+                    d = self.rfile.read(min(left, 65536))
+                    h.update(d)
+                    n += len(d)
+                    left -= len(d)
+                self.rfile.readline()
+        else:
+            left = int(self.headers.get("Content-Length", "0") or 0)
+            while left:
+                d = self.rfile.read(min(left, 65536))
+                if not d:
+                    break
+                h.update(d)
+                n += len(d)
+                left -= len(d)
+        return n, h.hexdigest()
+
+    def handle_any(self):
+        n, digest = self.read_body()
+        rec = {
+            "backend": NAME,
+            "method": self.command,
+            "path": self.path,
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "body_len": n,
+            "body_sha256": digest,
+            "peer_port": self.client_address[1],
+        }
+        with LOCK, open(LOG, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        if self.path.startswith("/slow/"):
+            time.sleep(int(self.path.split("/")[2]) / 1000)
+        if self.path.startswith("/hang"):
+            time.sleep(3600)
+        if self.path.startswith("/big/") or self.path.startswith("/chunked/"):
+            size = int(self.path.split("/")[2])
+            block = b"x" * 65536
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            if self.path.startswith("/big/"):
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                while size:
+                    k = min(size, len(block))
+                    self.wfile.write(block[:k])
+                    size -= k
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                while size:
+                    k = min(size, 10000)
+                    self.wfile.write(b"%x\r\n" % k + block[:k] + b"\r\n")
+                    size -= k
+                self.wfile.write(b"0\r\n\r\n")
+            return
+        body = json.dumps(rec).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = handle_any
+    do_OPTIONS = handle_any
+
+
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer.allow_reuse_address = True
+srv = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+# a request edged cut short (a rejected chunked body) is expected: no noise
+srv.handle_error = lambda request, client_address: None
+srv.serve_forever()

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * listener.h - Accept: one non-blocking SO_REUSEPORT listening socket per
+ * worker per listen address, and the accept loop that hands new
+ * connections to conn_accept().
+ */
+#ifndef EDGE_LISTENER_H
+#define EDGE_LISTENER_H
+
+#include "config.h"
+#include "log.h"
+
+struct worker;
+struct listener;
+
+/* Backlog of every listening socket. */
+#define LISTENER_BACKLOG 4096
+/* Connections accepted per readiness event, so one busy listener cannot
+ * starve the loop. */
+#define LISTENER_ACCEPT_BATCH 64
+
+/*
+ * Open a listening TCP socket on a (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY
+ * for IPv6 so "0.0.0.0" and "[::]" may both be listed, non-blocking,
+ * close-on-exec) for worker w; its accept event is created on w's loop but
+ * not added. Returns 0 and *out, or -errno with err set.
+ */
+int listener_new(struct worker *w, const struct config_addr *a,
+		 struct listener **out, struct errbuf *err);
+
+/* Start accepting (add the event). Returns 0 or -errno. */
+int listener_enable(struct listener *l);
+
+/* Stop accepting and close the socket (draining); idempotent. */
+void listener_close(struct listener *l);
+
+/* Close and free; NULL is fine. */
+void listener_free(struct listener *l);
+
+#endif /* EDGE_LISTENER_H */

@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * proxy.c - Select, Forward and Respond for one request: choose an
+ * endpoint, connect (or reuse a pooled connection), send the rebuilt head
+ * and the body, parse the response head, rebuild it for the client and
+ * relay the body, with backpressure both ways (a side stops reading while
+ * the other side has PROXY_HIGH_WATER bytes queued).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "proxy.h"
+#include "upstream.h"
+#include "worker.h"
+
+/* Largest piece of a chunked body made contiguous for the decoder. */
+#define PROXY_CHUNK_PIECE 16384
+
+static void proxy_connect(struct conn *c);
+static void proxy_relay(struct conn *c);
+
+void body_init(struct body *b, enum body_kind in, uint64_t left,
+	       bool out_chunked)
+{
+	memset(b, 0, sizeof(*b));
+	b->in = in;
+	b->left = left;
+	b->out_chunked = out_chunked;
+	b->done = in == BODY_NONE || (in == BODY_LENGTH && left == 0);
+	h1_chunked_init(&b->ck, NULL);
+}
+
+/* Write n bytes of data to out, as one chunk when chunked. */
+static void body_emit(struct evbuffer *out, bool chunked, const char *p,
+		      size_t n)
+{
+	if (n == 0)
+		return;
+	if (chunked)
+		evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_add(out, p, n);
+	if (chunked)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
+	      size_t max, uint64_t *data)
+{
+	size_t n, take, consumed, doff, dlen;
+	const char *p;
+	int rc;
+
+	*data = 0;
+	if (b->done)
+		return 1;
+	switch (b->in) {
+	case BODY_NONE:
+		b->done = true;
+		return 1;
+	case BODY_LENGTH:
+	case BODY_CLOSE:
+		n = evbuffer_get_length(in);
+		if (n > max)
+			n = max;
+		if (b->in == BODY_LENGTH && n > b->left)
+			n = (size_t)b->left;
+		if (b->out_chunked) {
+			p = (const char *)evbuffer_pullup(in, (ssize_t)n);
+			body_emit(out, true, p, n);
+			evbuffer_drain(in, n);
+		} else {
+			evbuffer_remove_buffer(in, out, n);
+		}
+		*data = n;
+		b->copied += n;
+		if (b->in == BODY_LENGTH) {
+			b->left -= n;
+			b->done = b->left == 0;
+		}
+		return b->done;
+	case BODY_CHUNKED:
+		while (*data < max && evbuffer_get_length(in) > 0) {
+			take = evbuffer_get_length(in);
+			if (take > PROXY_CHUNK_PIECE)
+				take = PROXY_CHUNK_PIECE;
+			p = (const char *)evbuffer_pullup(in, (ssize_t)take);
+			rc = h1_chunked_feed(&b->ck, p, take, &consumed, &doff,
+					     &dlen);
+			if (rc < 0)
+				return -1;
+			if (rc == H1_CHUNK_DATA) {
+				body_emit(out, b->out_chunked, p + doff, dlen);
+				*data += dlen;
+				b->copied += dlen;
+			}
+			evbuffer_drain(in, consumed);
+			if (rc == H1_CHUNK_DONE) {
+				if (b->out_chunked)
+					evbuffer_add(out, "0\r\n\r\n", 5);
+				b->done = true;
+				return 1;
+			}
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* Close the upstream bufferevent; a clean connection goes to the pool (a
+ * duplicate of its fd: libevent closes the original once it has
+ * unregistered it, which may happen after this callback returns). */
+static void proxy_drop_ub(struct conn *c, bool give)
+{
+	struct proxy *p = &c->r.p;
+	int fd;
+
+	if (!p->ub)
+		return;
+	if (give && p->ep) {
+		fd = fcntl(bufferevent_getfd(p->ub), F_DUPFD_CLOEXEC, 3);
+		if (fd >= 0)
+			upstream_pool_give(c->w->up, p->ep, fd,
+					   worker_now_ns());
+	}
+	bufferevent_free(p->ub);
+	p->ub = NULL;
+}
+
+static void proxy_ep_done(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+
+	if (p->ep_counted)
+		upstream_inflight_add(p->ep, -1);
+	p->ep_counted = false;
+}
+
+void proxy_release(struct conn *c, bool ok)
+{
+	struct proxy *p = &c->r.p;
+	bool give;
+
+	if (p->ub) {
+		give = ok && p->reusable && p->req_body.done &&
+		       p->resp_body.done &&
+		       evbuffer_get_length(bufferevent_get_input(p->ub)) == 0 &&
+		       evbuffer_get_length(bufferevent_get_output(p->ub)) == 0;
+		proxy_drop_ub(c, give);
+	}
+	proxy_ep_done(c);
+	p->state = PROXY_IDLE;
+}
+
+/* The current attempt failed before any response byte: report it and try
+ * another endpoint (nothing of the request was consumed yet). */
+static void proxy_attempt_failed(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+
+	log_debug("%s: upstream %s failed", c->r.id,
+		  p->ep ? upstream_ep_addr(p->ep)->text : "?");
+	if (p->ep)
+		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+	proxy_drop_ub(c, false);
+	proxy_ep_done(c);
+	p->ep = NULL;
+	proxy_connect(c);
+}
+
+/* Move what the client sent of the body towards the upstream. */
+static void proxy_pump_request(struct conn *c)
+{
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct evbuffer *cin = bufferevent_get_input(c->bev), *uout;
+	size_t before, queued;
+	uint64_t data;
+	int rc;
+
+	if (p->req_body.done || !p->ub || p->state < PROXY_WAITING)
+		return;
+	uout = bufferevent_get_output(p->ub);
+	queued = evbuffer_get_length(uout);
+	if (queued >= PROXY_HIGH_WATER) {
+		bufferevent_disable(c->bev, EV_READ);
+		return;
+	}
+	before = evbuffer_get_length(cin);
+	rc = body_pump(&p->req_body, cin, uout, PROXY_HIGH_WATER - queued,
+		       &data);
+	r->bytes_in += before - evbuffer_get_length(cin);
+	if (rc < 0) {
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_BAD_REQUEST, NULL);
+		return;
+	}
+	if (p->req_body.in == BODY_CHUNKED &&
+	    admit_body_add(&r->limit, data) == -EFBIG) {
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
+		return;
+	}
+	if (rc == 1) {
+		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		if (p->resp_body.done && p->state == PROXY_RELAYING)
+			conn_req_end(c, OUTCOME_OK, NULL);
+		return;
+	}
+	if (evbuffer_get_length(uout) >= PROXY_HIGH_WATER)
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Connected (or reusing a pooled connection): send the rebuilt head. */
+static void proxy_connected(struct conn *c)
+{
+	const struct config *cfg = c->w->sh->cfg;
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct hdr_fwd f;
+	struct hdr_buf b;
+	struct timeval tv;
+
+	memset(&f, 0, sizeof(f));
+	f.request_id = r->id;
+	f.project_id = r->m.project_id;
+	f.environment_id = r->m.env_id;
+	f.deployment_id = r->m.deployment_id;
+	f.client_ip = c->client_ip;
+	f.proto = "http";
+	f.xff_trusted = true; /* the brief: X-Forwarded-For appended */
+	if (r->m.path) {
+		f.path = r->m.path;
+		f.path_len = r->m.path_len;
+		if (r->h.query && f.path_len >= r->h.query_len + 1)
+			f.path_len -= r->h.query_len + 1;
+	}
+	f.chunked = r->h.h.chunked;
+	f.content_length = r->h.h.chunked ? -1 : r->h.h.content_length;
+	hdr_buf_init(&b, 0);
+	if (hdr_build_request(&b, &r->h, &f)) {
+		hdr_buf_free(&b);
+		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	bufferevent_write(p->ub, b.p, b.len);
+	hdr_buf_free(&b);
+	p->state = PROXY_WAITING;
+	p->reusable = true;
+	h1_response_init(&p->resp);
+	conn_timer(c, cfg->timeouts.upstream_response_ms);
+	bufferevent_enable(p->ub, EV_READ | EV_WRITE);
+	if (!p->req_body.done) {
+		tv.tv_sec = (time_t)(cfg->timeouts.body_ms / 1000);
+		tv.tv_usec = (suseconds_t)(cfg->timeouts.body_ms % 1000) * 1000;
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+		bufferevent_enable(c->bev, EV_READ);
+		proxy_pump_request(c);
+	}
+}
+
+static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg);
+static void proxy_up_read_cb(struct bufferevent *bev, void *arg);
+static void proxy_up_write_cb(struct bufferevent *bev, void *arg);
+
+static int proxy_new_ub(struct conn *c, int fd)
+{
+	const struct worker_shared *sh = c->w->sh;
+	struct proxy *p = &c->r.p;
+	size_t high = sh->h1.head_max + 1;
+
+	p->ub = bufferevent_socket_new(c->w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!p->ub) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (high < PROXY_HIGH_WATER)
+		high = PROXY_HIGH_WATER;
+	bufferevent_setcb(p->ub, proxy_up_read_cb, proxy_up_write_cb,
+			  proxy_up_event_cb, c);
+	bufferevent_setwatermark(p->ub, EV_READ, 0, high);
+	bufferevent_setwatermark(p->ub, EV_WRITE, PROXY_LOW_WATER, 0);
+	return 0;
+}
+
+/* Select an endpoint not tried yet and start connecting to it. */
+static void proxy_connect(struct conn *c)
+{
+	struct worker *w = c->w;
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	const struct config_addr *a;
+	struct upstream_ep *ep;
+	uint64_t now = worker_now_ns();
+	int fd, rc;
+
+	if (p->ntried >= PROXY_TRIES_MAX) {
+		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		return;
+	}
+	rc = upstream_select(w->up, route_table_generation(r->rt),
+			     r->m.route_index, r->m.upstreams, r->m.n_upstreams,
+			     r->m.balance, (const struct sockaddr *)&c->peer,
+			     now, p->tried, p->ntried, &ep);
+	if (rc) {
+		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		return;
+	}
+	p->tried[p->ntried++] = ep;
+	p->ep = ep;
+	upstream_inflight_add(ep, 1);
+	p->ep_counted = true;
+	p->t_connect = now;
+	fd = upstream_pool_take(w->up, ep, now);
+	if (fd >= 0) {
+		p->reused = true;
+		if (proxy_new_ub(c, fd)) {
+			conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+			return;
+		}
+		proxy_connected(c);
+		return;
+	}
+	p->reused = false;
+	a = upstream_ep_addr(ep);
+	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0 || proxy_new_ub(c, fd)) {
+		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	p->state = PROXY_CONNECTING;
+	conn_timer(c, w->sh->cfg->timeouts.upstream_connect_ms);
+	if (bufferevent_socket_connect(p->ub, (const struct sockaddr *)&a->ss,
+				       (int)a->len) < 0)
+		proxy_attempt_failed(c);
+}
+
+void proxy_start(struct conn *c)
+{
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+
+	if (r->h.h.chunked)
+		body_init(&p->req_body, BODY_CHUNKED, 0, true);
+	else if (r->h.h.content_length > 0)
+		body_init(&p->req_body, BODY_LENGTH,
+			  (uint64_t)r->h.h.content_length, false);
+	else
+		body_init(&p->req_body, BODY_NONE, 0, false);
+	/* the body waits in the client's input (bounded by the read
+	 * watermark) until an upstream is connected */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	proxy_connect(c);
+}
+
+/* Security headers of the route, as extra response lines. */
+static void proxy_security(const struct req *r, char *buf, size_t len)
+{
+	const struct config_security_headers *s = r->m.security;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!s)
+		return;
+	if (s->nosniff)
+		n += (size_t)snprintf(buf + n, len - n,
+				      "X-Content-Type-Options: nosniff\r\n");
+	if (n < len && s->frame_options && s->frame_options[0])
+		n += (size_t)snprintf(buf + n, len - n,
+				      "X-Frame-Options: %s\r\n",
+				      s->frame_options);
+	if (n < len && s->referrer_policy && s->referrer_policy[0])
+		n += (size_t)snprintf(buf + n, len - n,
+				      "Referrer-Policy: %s\r\n",
+				      s->referrer_policy);
+	if (n >= len)
+		buf[0] = '\0';
+}
+
+/* The response head is parsed: send the client its rebuilt head. */
+static void proxy_respond(struct conn *c, size_t head_len)
+{
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	const struct h1_response *resp = &p->resp;
+	bool http11 = r->h.h.minor == 1, close = c->close_after;
+	int64_t cl = -1;
+	bool chunked = false;
+	enum body_kind kind = BODY_NONE;
+	char extra[512];
+	struct hdr_buf b;
+	struct timeval tv;
+	uint64_t ms = c->w->sh->cfg->timeouts.upstream_response_ms;
+
+	switch (resp->body) {
+	case H1_BODY_NONE:
+		if (r->h.method == H1_M_HEAD)
+			cl = resp->h.content_length;
+		break;
+	case H1_BODY_LENGTH:
+		kind = BODY_LENGTH;
+		cl = resp->h.content_length;
+		break;
+	case H1_BODY_CHUNKED:
+	case H1_BODY_CLOSE:
+		kind =
+		    resp->body == H1_BODY_CHUNKED ? BODY_CHUNKED : BODY_CLOSE;
+		if (http11)
+			chunked = true;
+		else
+			close = true;
+		break;
+	}
+	p->reusable = p->reusable && resp->h.keep_alive && !resp->no_reuse &&
+		      resp->body != H1_BODY_CLOSE;
+	proxy_security(r, extra, sizeof(extra));
+	hdr_buf_init(&b, 0);
+	if (hdr_build_response(&b, resp, r->id, extra, cl, chunked, close)) {
+		hdr_buf_free(&b);
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		return;
+	}
+	conn_write(c, b.p, b.len);
+	hdr_buf_free(&b);
+	/* the spans of resp point into the input: no use after this */
+	evbuffer_drain(bufferevent_get_input(p->ub), head_len);
+	r->status = resp->code;
+	r->resp_started = true;
+	r->t_resp = worker_now_ns();
+	p->client_close = close;
+	p->state = PROXY_RELAYING;
+	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
+		  chunked);
+	evtimer_del(c->timer);
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	bufferevent_set_timeouts(p->ub, &tv, NULL);
+	proxy_relay(c);
+}
+
+/* Parse the response head in the upstream's input. */
+static void proxy_parse(struct conn *c)
+{
+	const struct worker_shared *sh = c->w->sh;
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct evbuffer *in = bufferevent_get_input(p->ub);
+	const char *buf;
+	size_t len, n;
+	int rc;
+
+	for (;;) {
+		len = evbuffer_get_length(in);
+		if (len == 0)
+			return;
+		n = len < sh->h1.head_max + 1 ? len : sh->h1.head_max + 1;
+		buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
+		rc = h1_parse_response(buf, n, &sh->h1, r->h.method, false,
+				       &p->resp);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			log_debug("%s: bad response from %s: %s", r->id,
+				  upstream_ep_addr(p->ep)->text,
+				  h1_err_name(p->resp.h.err));
+			upstream_report(c->w->up, p->ep, false,
+					worker_now_ns());
+			p->reusable = false;
+			conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+			return;
+		}
+		if (p->resp.code >= 200)
+			break;
+		/* an interim 1xx (100 Continue: edge sent its own) */
+		evbuffer_drain(in, (size_t)rc);
+		h1_response_init(&p->resp);
+	}
+	upstream_report(c->w->up, p->ep, true, worker_now_ns());
+	/* the head must outlive the input: respond before draining it */
+	proxy_respond(c, (size_t)rc);
+}
+
+/* Relay what the upstream sent of the response body to the client. */
+static void proxy_relay(struct conn *c)
+{
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct evbuffer *uin, *cout;
+	size_t queued, before;
+	uint64_t data;
+	int rc;
+
+	if (p->state != PROXY_RELAYING || !p->ub)
+		return;
+	uin = bufferevent_get_input(p->ub);
+	cout = bufferevent_get_output(c->bev);
+	queued = evbuffer_get_length(cout);
+	if (queued >= PROXY_HIGH_WATER) {
+		bufferevent_disable(p->ub, EV_READ);
+		return;
+	}
+	before = queued;
+	rc = body_pump(&p->resp_body, uin, cout, PROXY_HIGH_WATER - queued,
+		       &data);
+	r->bytes_out += evbuffer_get_length(cout) - before;
+	if (rc < 0) {
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		return;
+	}
+	if (p->resp_body.in == BODY_CLOSE && p->up_eof &&
+	    evbuffer_get_length(uin) == 0) {
+		if (p->resp_body.out_chunked) {
+			evbuffer_add(cout, "0\r\n\r\n", 5);
+			r->bytes_out += 5;
+		}
+		p->resp_body.done = true;
+		rc = 1;
+	}
+	if (rc == 1) {
+		if (evbuffer_get_length(uin) > 0)
+			p->reusable = false; /* more than it announced */
+		if (!p->req_body.done)
+			p->reusable = false;
+		conn_req_end(c, OUTCOME_OK, NULL);
+		return;
+	}
+	if (p->up_eof && evbuffer_get_length(uin) == 0) {
+		/* the upstream died before the end of the body */
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		return;
+	}
+	if (evbuffer_get_length(cout) >= PROXY_HIGH_WATER)
+		bufferevent_disable(p->ub, EV_READ);
+}
+
+static void proxy_up_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (c->r.p.state == PROXY_WAITING)
+		proxy_parse(c);
+	else if (c->r.p.state == PROXY_RELAYING)
+		proxy_relay(c);
+}
+
+static void proxy_up_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (!c->r.p.req_body.done) {
+		bufferevent_enable(c->bev, EV_READ);
+		proxy_pump_request(c);
+	}
+}
+
+static bool method_idempotent(enum h1_method m)
+{
+	return m == H1_M_GET || m == H1_M_HEAD || m == H1_M_OPTIONS ||
+	       m == H1_M_PUT || m == H1_M_DELETE || m == H1_M_TRACE;
+}
+
+static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+
+	(void)bev;
+	switch (p->state) {
+	case PROXY_CONNECTING:
+		if (what & BEV_EVENT_CONNECTED)
+			proxy_connected(c);
+		else
+			proxy_attempt_failed(c);
+		return;
+	case PROXY_WAITING:
+		if (what & BEV_EVENT_TIMEOUT)
+			return;
+		if (p->reused && p->req_body.in == BODY_NONE &&
+		    method_idempotent(r->h.method) &&
+		    evbuffer_get_length(bufferevent_get_input(p->ub)) == 0) {
+			/* a pooled connection the upstream had closed: retry
+			 * on a new one (tried[] still lets another endpoint
+			 * be chosen; this one is not blamed) */
+			proxy_drop_ub(c, false);
+			proxy_ep_done(c);
+			p->ntried--;
+			p->ep = NULL;
+			proxy_connect(c);
+			return;
+		}
+		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		return;
+	case PROXY_RELAYING:
+		if (what & BEV_EVENT_TIMEOUT) {
+			p->reusable = false;
+			conn_req_end(c, OUTCOME_UPSTREAM_TIMEOUT, NULL);
+			return;
+		}
+		p->up_eof = true;
+		p->reusable = false;
+		bufferevent_disable(p->ub, EV_READ);
+		proxy_relay(c);
+		return;
+	case PROXY_IDLE:
+		return;
+	}
+}
+
+void proxy_client_readable(struct conn *c)
+{
+	proxy_pump_request(c);
+}
+
+void proxy_client_drained(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+
+	if (p->state == PROXY_RELAYING && p->ub) {
+		if (!p->up_eof)
+			bufferevent_enable(p->ub, EV_READ);
+		proxy_relay(c);
+	}
+}
+
+void proxy_client_gone(struct conn *c, bool eof)
+{
+	struct proxy *p = &c->r.p;
+
+	if (eof && p->req_body.done) {
+		/* a half-close after a complete request: answer, then close */
+		c->client_eof = true;
+		c->close_after = true;
+		return;
+	}
+	p->reusable = false;
+	conn_req_end(c, OUTCOME_CLIENT_CLOSED, NULL);
+}
+
+void proxy_timeout(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+
+	switch (p->state) {
+	case PROXY_CONNECTING:
+		proxy_attempt_failed(c);
+		return;
+	case PROXY_WAITING:
+		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_UPSTREAM_TIMEOUT, NULL);
+		return;
+	default:
+		return;
+	}
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * proxy.h - Select, Forward and Respond: one request's upstream side.
+ *
+ * proxy_start() takes a request that passed Resolve and Admit, chooses an
+ * endpoint (upstream.h), connects (or reuses a pooled connection), writes
+ * the rebuilt head, streams the body (Content-Length copied, chunked
+ * decoded and re-chunked), parses the response head, rebuilds it for the
+ * client and relays the body, with backpressure both ways. It ends the
+ * request through conn_req_end() and never frees the connection itself.
+ */
+#ifndef EDGE_PROXY_H
+#define EDGE_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "h1.h"
+
+struct conn;
+struct evbuffer;
+struct upstream_ep;
+
+/* Bytes buffered towards one side above which the other side's reading
+ * stops, and the level at which it resumes. */
+#define PROXY_HIGH_WATER (64 * 1024)
+#define PROXY_LOW_WATER (16 * 1024)
+/* Endpoints tried for one request at most. */
+#define PROXY_TRIES_MAX 4
+
+/* How a body in flight is delimited on each side. */
+enum body_kind {
+	BODY_NONE = 0,
+	BODY_LENGTH,  /* left bytes */
+	BODY_CHUNKED, /* decoded with h1_chunked_feed */
+	BODY_CLOSE,   /* until the sender closes */
+};
+
+/* A body being copied from one evbuffer to another. */
+struct body {
+	enum body_kind in; /* framing read */
+	bool out_chunked;  /* re-chunk what is written */
+	uint64_t left;	   /* BODY_LENGTH: bytes still to copy */
+	uint64_t copied;   /* data bytes copied so far */
+	bool done;	   /* the whole body was copied */
+	struct h1_chunked ck;
+};
+
+enum proxy_state {
+	PROXY_IDLE = 0,
+	PROXY_CONNECTING, /* waiting for connect() */
+	PROXY_WAITING,	  /* head sent, waiting for the response head */
+	PROXY_RELAYING,	  /* response head sent to the client */
+};
+
+/* The upstream side of one request (inside struct req). */
+struct proxy {
+	enum proxy_state state;
+	struct bufferevent *ub; /* the upstream connection */
+	struct upstream_ep *ep;
+	bool ep_counted; /* upstream_inflight_add(+1) held */
+	bool reused;	 /* the connection came from the pool */
+	struct upstream_ep *tried[PROXY_TRIES_MAX];
+	size_t ntried;
+	uint64_t t_connect;    /* when the connect began */
+	struct body req_body;  /* client -> upstream */
+	struct body resp_body; /* upstream -> client */
+	struct h1_response resp;
+	size_t resp_seen;  /* response bytes parsed so far */
+	bool reusable;	   /* the upstream may be pooled at the end */
+	bool client_close; /* the client must be closed at the end */
+	bool up_eof;	   /* the upstream closed its side */
+};
+
+/* Make b copy a body of kind in (left bytes for BODY_LENGTH), re-chunking
+ * when out_chunked. */
+void body_init(struct body *b, enum body_kind in, uint64_t left,
+	       bool out_chunked);
+
+/*
+ * Copy what in holds of the body into out (framing decoded, re-encoded
+ * as b says), at most max bytes of data (the rest stays in in). Returns 1
+ * when the body is complete (b->done; bytes after it stay in in), 0 when
+ * more is needed, or -1 on a chunked framing error (b->ck.err). *data is
+ * the data bytes copied by this call.
+ */
+int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
+	      size_t max, uint64_t *data);
+
+/* Begin the upstream side of c's current request (Resolve and Admit
+ * passed). Ends the request itself on failure. */
+void proxy_start(struct conn *c);
+
+/* The client's bufferevent has more to read (request body) or drained
+ * its output (resume the upstream). */
+void proxy_client_readable(struct conn *c);
+void proxy_client_drained(struct conn *c);
+
+/* The client closed or failed while the request is in the proxy. */
+void proxy_client_gone(struct conn *c, bool eof);
+
+/* The request's phase timer fired (connect or response timeout). */
+void proxy_timeout(struct conn *c);
+
+/* Release the upstream side at the end of the request: give a clean
+ * connection to the pool, close anything else, report health, drop the
+ * endpoint's in-flight count. Idempotent. */
+void proxy_release(struct conn *c, bool ok);
+
+#endif /* EDGE_PROXY_H */

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * worker.c - one worker thread: an event loop over its own listeners,
+ * connections, upstream pools and rate limiter. The main thread reaches
+ * it only through an atomic command and event_active() (libevent's
+ * pthreads support makes that safe from another thread).
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conn.h"
+#include "listener.h"
+#include "upstream.h"
+#include "worker.h"
+
+/* Per-client buckets each worker remembers. */
+#define WORKER_LIMITER_CLIENTS 65536
+/* How often idle pooled upstream connections are expired. */
+#define WORKER_TICK_MS 1000
+
+uint64_t worker_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void worker_maybe_exit(struct worker *w)
+{
+	if (w->draining && w->nconns == 0)
+		event_base_loopexit(w->base, NULL);
+}
+
+static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	size_t i;
+
+	(void)fd;
+	(void)what;
+	switch (atomic_load(&w->cmd)) {
+	case WORKER_STOP:
+		event_base_loopbreak(w->base);
+		return;
+	case WORKER_DRAIN:
+		if (!w->draining) {
+			w->draining = true;
+			for (i = 0; i < w->nls; i++)
+				listener_close(w->ls[i]);
+			conn_drain_all(w);
+		}
+		worker_maybe_exit(w);
+		return;
+	default:
+		return;
+	}
+}
+
+static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)fd;
+	(void)what;
+	upstream_pool_expire(w->up, worker_now_ns());
+	worker_maybe_exit(w);
+}
+
+static void worker_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_reap(arg);
+}
+
+int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
+	       struct errbuf *err)
+{
+	const struct config *cfg = sh->cfg;
+	struct timeval tv = {WORKER_TICK_MS / 1000, 0};
+	struct worker *w;
+	size_t i;
+	int rc = -ENOMEM;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		goto nomem;
+	w->id = id;
+	w->sh = sh;
+	TAILQ_INIT(&w->conns);
+	TAILQ_INIT(&w->dead);
+	w->base = event_base_new();
+	if (!w->base)
+		goto nomem;
+	w->notify = event_new(w->base, -1, EV_PERSIST, worker_notify_cb, w);
+	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
+	w->reap = event_new(w->base, -1, 0, worker_reap_cb, w);
+	if (!w->notify || !w->tick || !w->reap || event_add(w->notify, NULL) ||
+	    event_add(w->tick, &tv))
+		goto nomem;
+	rc = upstream_worker_new(&w->up);
+	if (rc)
+		goto nomem;
+	if (cfg->timeouts.idle_keepalive_ms)
+		upstream_worker_configure(
+		    w->up, 0, 0, cfg->timeouts.idle_keepalive_ms * 1000000ull,
+		    0, 0, 0);
+	if (cfg->ratelimit.per_min) {
+		rc = admit_limiter_new(WORKER_LIMITER_CLIENTS,
+				       cfg->ratelimit.per_min,
+				       cfg->ratelimit.burst, &w->limiter);
+		if (rc) {
+			errbuf_set(err, "ratelimit: %s", strerror(-rc));
+			goto fail;
+		}
+	}
+	w->ls = calloc(cfg->n_listen, sizeof(*w->ls));
+	if (!w->ls)
+		goto nomem;
+	for (i = 0; i < cfg->n_listen; i++) {
+		rc = listener_new(w, &cfg->listen[i], &w->ls[i], err);
+		if (rc)
+			goto fail;
+		w->nls++;
+		rc = listener_enable(w->ls[i]);
+		if (rc)
+			goto nomem;
+	}
+	*out = w;
+	return 0;
+nomem:
+	rc = -ENOMEM;
+	errbuf_set(err, "worker %u: out of memory", id);
+fail:
+	worker_free(w);
+	return rc;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	event_base_dispatch(w->base);
+	return NULL;
+}
+
+int worker_start(struct worker *w)
+{
+	int rc = pthread_create(&w->thread, NULL, worker_main, w);
+
+	if (rc)
+		return -rc;
+	w->started = true;
+	return 0;
+}
+
+void worker_drain(struct worker *w)
+{
+	int expected = WORKER_RUN;
+
+	atomic_compare_exchange_strong(&w->cmd, &expected, WORKER_DRAIN);
+	event_active(w->notify, EV_TIMEOUT, 0);
+}
+
+void worker_stop(struct worker *w)
+{
+	atomic_store(&w->cmd, WORKER_STOP);
+	event_active(w->notify, EV_TIMEOUT, 0);
+}
+
+int worker_join(struct worker *w, const struct timespec *deadline)
+{
+	int rc;
+
+	if (!w->started)
+		return 0;
+	rc = pthread_timedjoin_np(w->thread, NULL, deadline);
+	if (rc == ETIMEDOUT)
+		return -ETIMEDOUT;
+	w->started = false;
+	return 0;
+}
+
+void worker_free(struct worker *w)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	if (w->base)
+		conn_free_all(w);
+	for (i = 0; i < w->nls; i++)
+		listener_free(w->ls[i]);
+	free(w->ls);
+	upstream_worker_free(w->up);
+	admit_limiter_free(w->limiter);
+	if (w->notify)
+		event_free(w->notify);
+	if (w->tick)
+		event_free(w->tick);
+	if (w->reap)
+		event_free(w->reap);
+	if (w->base)
+		event_base_free(w->base);
+	free(w);
+}

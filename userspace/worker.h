@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * worker.h - edged's worker threads: each owns one libevent loop, its
+ * SO_REUSEPORT listening sockets, its client connections, its upstream
+ * pools and its rate limiter. What all workers share (the route holder,
+ * the analytics writer, the global gauges) is in struct worker_shared,
+ * owned by the main thread.
+ *
+ * The main thread talks to a worker only through worker_drain() and
+ * worker_stop(), which are thread-safe (an atomic command and an
+ * event_active() on the worker's loop).
+ */
+#ifndef EDGE_WORKER_H
+#define EDGE_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "admit.h"
+#include "analytics.h"
+#include "config.h"
+#include "h1.h"
+#include "route.h"
+
+struct conn;
+struct listener;
+
+/* Read by every worker; written only by the main thread before the
+ * workers start, except routes (swapped atomically) and the atomics. */
+struct worker_shared {
+	const struct config *cfg;    /* the start-up configuration */
+	struct route_holder routes;  /* the current route table */
+	struct analytics *analytics; /* NULL: recording off */
+	struct admit_gauge inflight; /* limits.max_inflight */
+	atomic_ulong connections;    /* open client connections */
+	struct h1_limits h1;	     /* from limits.* */
+};
+
+enum worker_cmd {
+	WORKER_RUN = 0,
+	WORKER_DRAIN, /* stop accepting, finish requests in flight, exit */
+	WORKER_STOP,  /* exit now, closing every connection */
+};
+
+TAILQ_HEAD(conn_list, conn);
+
+struct worker {
+	unsigned id;
+	struct worker_shared *sh;
+	struct event_base *base;
+	pthread_t thread;
+	bool started;
+	atomic_int cmd;	      /* enum worker_cmd */
+	struct event *notify; /* activated by the main thread */
+	struct event *tick;   /* periodic pool expiry */
+	struct listener **ls; /* this worker's listening sockets */
+	size_t nls;
+	struct conn_list conns; /* open client connections */
+	size_t nconns;
+	struct conn_list dead; /* closed, memory freed by reap */
+	struct event *reap;
+	bool draining;
+	struct upstream_worker *up;
+	struct admit_limiter *limiter; /* NULL: no per-client rate limit */
+};
+
+/*
+ * Create worker id over sh: its event_base, its limiter and upstream
+ * state, and one SO_REUSEPORT listening socket per sh->cfg->listen
+ * address (bound now, so that binding happens before privileges are
+ * dropped). Does not start the thread. Returns 0 and *out, or -errno with
+ * err saying what failed.
+ */
+int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
+	       struct errbuf *err);
+
+/* Start the worker's thread. Returns 0 or -errno from pthread_create. */
+int worker_start(struct worker *w);
+
+/* Ask the worker to drain (thread-safe, idempotent): close its listening
+ * sockets and idle connections, finish requests in flight, then exit its
+ * loop once no connection is left. */
+void worker_drain(struct worker *w);
+
+/* Ask the worker to exit its loop now (thread-safe). */
+void worker_stop(struct worker *w);
+
+/* Wait for the thread until deadline (CLOCK_REALTIME). Returns 0 when it
+ * ended, -ETIMEDOUT when it still runs. */
+int worker_join(struct worker *w, const struct timespec *deadline);
+
+/* Free a worker whose thread has ended (or never started): closes every
+ * connection and socket it still has. NULL is fine. */
+void worker_free(struct worker *w);
+
+/* Exit the loop if draining and no connection is left (worker thread). */
+void worker_maybe_exit(struct worker *w);
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+uint64_t worker_now_ns(void);
+
+#endif /* EDGE_WORKER_H */
