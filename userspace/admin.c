@@ -30,6 +30,8 @@ struct admin {
 	struct metrics *m;
 	admin_healthy_fn healthy;
 	void *ctx;
+	admin_render_fn render; /* NULL: metrics_render(m) */
+	void *render_ctx;
 };
 
 static void admin_reply(struct evhttp_request *req, int code,
@@ -62,7 +64,8 @@ static void admin_metrics(struct admin *a, struct evhttp_request *req)
 {
 	struct evbuffer *b = evbuffer_new();
 
-	if (!b || metrics_render(a->m, b) != 0) {
+	if (!b || (a->render ? a->render(a->render_ctx, b)
+			     : metrics_render(a->m, b)) != 0) {
 		if (b)
 			evbuffer_free(b);
 		admin_text(req, 500, "Internal Server Error", "out of memory");
@@ -176,6 +179,12 @@ fail:
 		close(fd);
 	free(a);
 	return ret;
+}
+
+void admin_set_render(struct admin *a, admin_render_fn fn, void *ctx)
+{
+	a->render = fn;
+	a->render_ctx = ctx;
 }
 
 int admin_local_addr(const struct admin *a, struct sockaddr_storage *ss,

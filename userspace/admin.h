@@ -20,6 +20,7 @@
 #include "log.h"
 
 struct event_base;
+struct evbuffer;
 struct metrics;
 struct admin;
 
@@ -42,6 +43,13 @@ typedef bool (*admin_healthy_fn)(void *ctx);
 int admin_start(struct event_base *base, const struct sockaddr *addr,
 		socklen_t len, struct metrics *m, admin_healthy_fn healthy,
 		void *ctx, struct admin **out, struct errbuf *err);
+
+/* What renders /metrics: fn(ctx, out) appends the whole text and returns
+ * 0 or -ENOMEM, called on base's thread for every scrape (the daemon
+ * refreshes its scrape-time gauges and appends the XDP counters). NULL
+ * fn: metrics_render() of the registry given to admin_start(). */
+typedef int (*admin_render_fn)(void *ctx, struct evbuffer *out);
+void admin_set_render(struct admin *a, admin_render_fn fn, void *ctx);
 
 /* The address actually bound (for port 0). Returns 0 or -errno. */
 int admin_local_addr(const struct admin *a, struct sockaddr_storage *ss,

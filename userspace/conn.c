@@ -18,6 +18,7 @@
 
 #include "analytics.h"
 #include "conn.h"
+#include "stats.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -288,6 +289,7 @@ void conn_req_end(struct conn *c, enum outcome o, const char *extra)
 	}
 	proxy_release(c, o == OUTCOME_OK);
 	conn_record(c, o);
+	stats_request_done(o, r->status, r->t0, r->p.t_connect, r->t_resp);
 	if (r->inflight)
 		admit_inflight_leave(&sh->inflight, r->m.inflight);
 	r->inflight = false;

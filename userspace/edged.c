@@ -1,32 +1,41 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * edged.c - the daemon's main thread: options, configuration, the route
- * table, analytics, listeners and workers, privileges, and signals
- * (SIGHUP reloads, SIGTERM/SIGINT drain and exit).
+ * table, analytics, listeners and workers, privileges, signals (SIGHUP
+ * reloads, SIGTERM/SIGINT drain and exit), and the control loop that
+ * serves the control socket (ctl.c) and the admin listener (admin.c).
  */
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "analytics.h"
 #include "config.h"
+#include "ctl.h"
 #include "log.h"
 #include "route.h"
+#include "stats.h"
 #include "worker.h"
 
 #ifndef EDGE_VERSION
 #define EDGE_VERSION "0.1.0"
 #endif
+
+/* How often a draining daemon looks whether its workers have finished. */
+#define EDGED_DRAIN_POLL_MS 50
 
 struct edged {
 	const char *conf_path;
@@ -34,8 +43,15 @@ struct edged {
 	struct worker_shared sh;
 	struct worker **w;
 	unsigned nw;
-	struct event_base *base;
+	struct event_base *base; /* the control loop: signals, ctl, admin */
 	struct event *sig[3];
+	struct event *drain_poll; /* while draining */
+	uint64_t drain_end_ns;	  /* monotonic: stop what is still running */
+	bool draining;
+	uint64_t start_ns; /* monotonic, for uptime */
+	struct stats *stats;
+	struct ctl_server *ctl;
+	struct admin *admin;
 };
 
 static void usage(FILE *f)
@@ -57,17 +73,18 @@ static void print_warnings(const struct config *cfg)
 		log_warnx("%s", cfg->warnings[i]);
 }
 
-/* Build a route table from cfg and install it. */
-static int edged_routes(struct edged *d, const struct config *cfg, bool first)
+/* Build a route table from cfg and install it. Returns 0 or -errno with
+ * err saying why. */
+static int edged_routes(struct edged *d, const struct config *cfg, bool first,
+			struct errbuf *err)
 {
 	struct route_table *t = NULL;
-	struct errbuf err;
 	int rc;
 
-	errbuf_clear(&err);
-	rc = route_table_build(cfg, &t, &err);
+	rc = route_table_build(cfg, &t, err);
 	if (rc) {
-		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
+		if (!err->msg[0])
+			errbuf_set(err, "%s", strerror(-rc));
 		return rc;
 	}
 	if (first)
@@ -77,74 +94,154 @@ static int edged_routes(struct edged *d, const struct config *cfg, bool first)
 	return 0;
 }
 
-static void edged_reload(struct edged *d)
+/* The live route table's generation. */
+static uint64_t edged_generation(struct edged *d)
+{
+	struct route_table *t = route_table_current(&d->sh.routes);
+	uint64_t gen = t ? route_table_generation(t) : 0;
+
+	route_table_put(t);
+	return gen;
+}
+
+/*
+ * Load the configuration file again and install its routes: what SIGHUP
+ * and `edgectl reload` both do. Returns 0 with *gen the new route table
+ * generation, or -errno with err holding the reason (FILE:LINE: KEY: ...)
+ * and the running configuration untouched.
+ */
+static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
-	struct errbuf err;
-	struct route_table *t;
 	int rc;
 
-	errbuf_clear(&err);
-	rc = config_load(d->conf_path, &cfg, &err);
+	errbuf_clear(err);
+	rc = config_load(d->conf_path, &cfg, err);
 	if (rc) {
-		log_warnx("reload refused, keeping the running configuration: "
-			  "%s",
-			  err.msg[0] ? err.msg : strerror(-rc));
-		return;
+		if (!err->msg[0])
+			errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
+		return rc;
 	}
 	print_warnings(cfg);
-	if (edged_routes(d, cfg, false) == 0) {
-		t = route_table_current(&d->sh.routes);
-		log_note("reloaded %s: route table generation %llu",
-			 d->conf_path,
-			 (unsigned long long)route_table_generation(t));
-		route_table_put(t);
-	}
+	rc = edged_routes(d, cfg, false, err);
 	/* listeners, workers, limits and timeouts apply at the next start */
 	config_free(cfg);
+	if (rc)
+		return rc;
 	if (d->sh.analytics)
 		analytics_reopen(d->sh.analytics);
+	*gen = edged_generation(d);
+	log_note("reloaded %s: route table generation %llu", d->conf_path,
+		 (unsigned long long)*gen);
+	return 0;
+}
+
+/* Look whether every worker has finished draining; past the deadline,
+ * stop those that have not. Then leave the control loop. */
+static void edged_drain_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct edged *d = arg;
+	struct timespec now;
+	bool running = false, late = worker_now_ns() >= d->drain_end_ns;
+	unsigned i;
+
+	(void)fd;
+	(void)what;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (i = 0; i < d->nw; i++) {
+		if (worker_join(d->w[i], &now) == 0)
+			continue;
+		running = true;
+		if (late)
+			worker_stop(d->w[i]);
+	}
+	if (late && running)
+		log_warnx("drain timeout: closing the connections left");
+	if (!running || late)
+		event_base_loopexit(d->base, NULL);
+}
+
+/* SIGTERM/SIGINT: stop accepting, let the requests in flight finish
+ * (timeouts.drain at most) while the control socket and the admin
+ * listener keep answering (/healthz says 503). A second signal stops at
+ * once. */
+static void edged_drain(struct edged *d, int sig)
+{
+	struct timeval tv = {0, EDGED_DRAIN_POLL_MS * 1000};
+	unsigned i;
+
+	if (d->draining) {
+		log_note("signal %d again: stopping now", sig);
+		for (i = 0; i < d->nw; i++)
+			worker_stop(d->w[i]);
+		d->drain_end_ns = 0;
+		return;
+	}
+	log_note("signal %d: draining (up to %llu ms)", sig,
+		 (unsigned long long)d->cfg->timeouts.drain_ms);
+	d->draining = true;
+	d->drain_end_ns =
+	    worker_now_ns() + d->cfg->timeouts.drain_ms * 1000000ull;
+	for (i = 0; i < d->nw; i++)
+		worker_drain(d->w[i]);
+	d->drain_poll =
+	    event_new(d->base, -1, EV_PERSIST, edged_drain_poll_cb, d);
+	if (!d->drain_poll || event_add(d->drain_poll, &tv))
+		event_base_loopexit(d->base, NULL); /* shutdown joins */
 }
 
 static void edged_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct edged *d = arg;
-	unsigned i;
+	struct errbuf err;
+	uint64_t gen;
 
 	(void)what;
 	if (sig == SIGHUP) {
-		edged_reload(d);
+		if (edged_reload(d, &gen, &err))
+			log_warnx("reload refused, keeping the running "
+				  "configuration: %s",
+				  err.msg);
 		return;
 	}
-	log_note("signal %d: draining (up to %llu ms)", (int)sig,
-		 (unsigned long long)d->cfg->timeouts.drain_ms);
-	for (i = 0; i < d->nw; i++)
-		worker_drain(d->w[i]);
-	event_base_loopexit(d->base, NULL);
+	edged_drain(d, (int)sig);
 }
 
-/* Switch to cfg->user after everything privileged is open. */
-static int drop_privileges(const struct config *cfg)
+/*
+ * Find cfg->user when started as root. Returns 0 with *pw (NULL: not
+ * root, nothing to switch), or -ENOENT.
+ */
+static int edged_user(const struct config *cfg, struct passwd *pw,
+		      bool *switching)
 {
-	struct passwd *pw;
+	struct passwd *p;
 
+	*switching = false;
 	if (geteuid() != 0) {
 		log_note("not running as root: staying uid %u (user \"%s\" "
 			 "ignored)",
 			 (unsigned)geteuid(), cfg->user);
 		return 0;
 	}
-	pw = getpwnam(cfg->user);
-	if (!pw) {
+	p = getpwnam(cfg->user);
+	if (!p) {
 		log_warnx("user \"%s\": no such user", cfg->user);
 		return -ENOENT;
 	}
-	if (pw->pw_uid == 0)
+	if (p->pw_uid == 0)
 		log_warnx("user \"%s\" is root: privileges are kept",
 			  cfg->user);
+	*pw = *p;
+	*switching = true;
+	return 0;
+}
+
+/* Switch to pw after everything privileged is open. */
+static int drop_privileges(const struct passwd *pw)
+{
 	if (setgroups(1, &pw->pw_gid) || setgid(pw->pw_gid) ||
 	    setuid(pw->pw_uid)) {
-		log_warn("switching to user \"%s\"", cfg->user);
+		log_warn("switching to user \"%s\"", pw->pw_name);
 		return -errno;
 	}
 	if (pw->pw_uid != 0 && setuid(0) == 0) {
@@ -153,6 +250,159 @@ static int drop_privileges(const struct config *cfg)
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		log_warn("PR_SET_NO_NEW_PRIVS");
+	return 0;
+}
+
+static bool edged_healthy(void *ctx)
+{
+	const struct edged *d = ctx;
+
+	return !d->draining;
+}
+
+static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
+{
+	struct edged *d = ctx;
+	struct route_table *t = route_table_current(&d->sh.routes);
+
+	*result = t ? route_dump_json(t) : NULL;
+	route_table_put(t);
+	if (!*result) {
+		errbuf_set(err, t ? "out of memory" : "no route table");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int ctl_reload(void *ctx, json_t **result, struct errbuf *err)
+{
+	struct edged *d = ctx;
+	char msg[PATH_MAX + 64];
+	uint64_t gen;
+	int rc;
+
+	rc = edged_reload(d, &gen, err);
+	if (rc) {
+		log_warnx("reload refused, keeping the running configuration: "
+			  "%s",
+			  err->msg);
+		return rc;
+	}
+	snprintf(msg, sizeof(msg), "reloaded %s: route generation %llu",
+		 d->conf_path, (unsigned long long)gen);
+	*result = json_pack("{s:I,s:s}", "route_generation", (json_int_t)gen,
+			    "message", msg);
+	return 0;
+}
+
+static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
+{
+	struct edged *d = ctx;
+
+	(void)err;
+	*result = json_pack(
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I}", "pid", (json_int_t)getpid(),
+	    "version", EDGE_VERSION, "uptime_s",
+	    (json_int_t)((worker_now_ns() - d->start_ns) / 1000000000ull),
+	    "route_generation", (json_int_t)edged_generation(d), "workers",
+	    (json_int_t)d->nw, "draining", d->draining, "connections",
+	    (json_int_t)atomic_load(&d->sh.connections));
+	return 0;
+}
+
+static int ctl_stats(void *ctx, json_t **result, struct errbuf *err)
+{
+	struct edged *d = ctx;
+
+	*result = stats_counters_json(d->stats);
+	if (!*result) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Create the control socket's directory (0700) when it is missing; *made
+ * says whether we created it (then edged_ctl_chown gives it away). */
+static int edged_ctl_dir(const char *sock, bool *made, struct errbuf *err)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	*made = false;
+	snprintf(dir, sizeof(dir), "%s", sock);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0700) == 0) {
+		*made = true;
+		return 0;
+	}
+	if (errno == EEXIST)
+		return 0;
+	errbuf_set(err, "cannot create %s: %s", dir, strerror(errno));
+	return -errno;
+}
+
+/* Hand the control socket (and its lock, and its directory when we made
+ * it) to the user edged is about to become. */
+static void edged_ctl_chown(const char *sock, bool dir_made,
+			    const struct passwd *pw)
+{
+	char path[PATH_MAX];
+	char *slash;
+
+	if (chown(sock, pw->pw_uid, pw->pw_gid))
+		log_warn("chown %s", sock);
+	snprintf(path, sizeof(path), "%s.lock", sock);
+	if (chown(path, pw->pw_uid, pw->pw_gid))
+		log_warn("chown %s", path);
+	if (!dir_made)
+		return;
+	snprintf(path, sizeof(path), "%s", sock);
+	slash = strrchr(path, '/');
+	if (slash && slash != path) {
+		*slash = '\0';
+		if (chown(path, pw->pw_uid, pw->pw_gid))
+			log_warn("chown %s", path);
+	}
+}
+
+/* The control socket and the admin listener, on the control loop. */
+static int edged_control(struct edged *d, const struct passwd *pw)
+{
+	static const struct ctl_handlers h = {
+	    .routes = ctl_routes,
+	    .reload = ctl_reload,
+	    .status = ctl_status,
+	    .stats = ctl_stats,
+	};
+	const struct config_addr *a = &d->cfg->admin_listen;
+	struct errbuf err;
+	bool made;
+	int rc;
+
+	errbuf_clear(&err);
+	rc = edged_ctl_dir(d->cfg->control_socket, &made, &err);
+	if (rc == 0)
+		rc = ctl_server_start(d->base, d->cfg->control_socket, &h, d,
+				      &d->ctl, &err);
+	if (rc) {
+		log_warnx("control socket: %s", err.msg);
+		return rc;
+	}
+	if (pw && pw->pw_uid != 0)
+		edged_ctl_chown(d->cfg->control_socket, made, pw);
+	errbuf_clear(&err);
+	rc = admin_start(d->base, (const struct sockaddr *)&a->ss, a->len,
+			 stats_metrics(d->stats), edged_healthy, d, &d->admin,
+			 &err);
+	if (rc) {
+		log_warnx("%s", err.msg);
+		return rc;
+	}
+	admin_set_render(d->admin, stats_render, d->stats);
 	return 0;
 }
 
@@ -210,7 +460,8 @@ int main(int argc, char **argv)
 	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
 	struct edged d;
 	struct errbuf err;
-	bool check = false, foreground = false, verbose = false;
+	struct passwd pw;
+	bool check = false, foreground = false, verbose = false, sw = false;
 	unsigned i;
 	int ch, rc, status = 1;
 
@@ -269,7 +520,13 @@ int main(int argc, char **argv)
 	d.sh.h1.head_max = d.cfg->limits.max_header_bytes;
 	d.sh.h1.headers_max = (unsigned)d.cfg->limits.max_headers;
 	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
-	if (edged_routes(&d, d.cfg, true))
+	d.start_ns = worker_now_ns();
+	errbuf_clear(&err);
+	if (edged_routes(&d, d.cfg, true, &err)) {
+		log_warnx("%s", err.msg);
+		goto out;
+	}
+	if (edged_user(d.cfg, &pw, &sw))
 		goto out;
 	rc = edged_analytics(&d);
 	if (rc) {
@@ -296,7 +553,12 @@ int main(int argc, char **argv)
 		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
 			goto out;
 	}
-	if (drop_privileges(d.cfg))
+	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats))
+		goto out;
+	/* before the switch: /run/edge is root's */
+	if (edged_control(&d, sw ? &pw : NULL))
+		goto out;
+	if (sw && drop_privileges(&pw))
 		goto out;
 	if (!foreground && daemon(0, 0)) {
 		log_warn("daemon");
@@ -310,6 +572,7 @@ int main(int argc, char **argv)
 			goto out;
 	if (d.sh.analytics && analytics_start(d.sh.analytics))
 		goto out;
+	stats_install(d.stats);
 	for (i = 0; i < d.nw; i++) {
 		rc = worker_start(d.w[i]);
 		if (rc) {
@@ -333,6 +596,11 @@ out:
 	for (i = 0; i < 3; i++)
 		if (d.sig[i])
 			event_free(d.sig[i]);
+	if (d.drain_poll)
+		event_free(d.drain_poll);
+	ctl_server_free(d.ctl);
+	admin_free(d.admin);
+	stats_free(d.stats);
 	if (d.base)
 		event_base_free(d.base);
 	analytics_free(d.sh.analytics);

@@ -38,6 +38,8 @@ write_conf() { # FILE EXTRA_DOMAIN
 listen = [ "127.0.0.1:$P_EDGE" ];
 workers = 2;
 user = "$(id -un)";
+control_socket = "$T_TMP/edged.sock";
+admin_listen = "127.0.0.1:$((P_EDGE + 3))";
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { max_body_bytes = "20M"; };
 timeouts = {

@@ -1,0 +1,275 @@
+#!/bin/bash
+# test_edged_ops.sh - operating edged: the control socket (edgectl routes,
+# reload, status, stats), the admin listener (/metrics, /healthz), and
+# what both say while SIGTERM drains. edged runs on 127.0.0.1 high ports
+# with a generated configuration, its control socket in the temp dir, in
+# front of tests/tools/echo_backend.py. Runs against build/edged and
+# build/asan/edged. Needs no root; as root it also checks the privilege
+# drop (user "nobody") keeps the socket usable and removable.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+t_begin
+
+TOOLS="$T_ROOT/tests/tools"
+if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
+	t_skip "$(basename "$0")" "needs curl and python3"
+	exit 77
+fi
+
+BASE=$((40000 + (T_ID % 10000) * 2))
+P_EDGE=$BASE
+P_BACK=$((BASE + 1))
+P_ADMIN=$((BASE + 10000 < 65000 ? BASE + 10000 : BASE - 10000))
+SOCK="$T_TMP/ctl/edged.sock"
+EPID=""
+
+wait_port() { # PORT
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2)" "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+write_conf() { # FILE USER EXTRA_DOMAIN [BROKEN]
+	cat >"$1" <<CONF
+listen = [ "127.0.0.1:$P_EDGE" ];
+workers = 2;
+user = "$2";
+admin_listen = "127.0.0.1:$P_ADMIN";
+control_socket = "$SOCK";
+pin_dir = "$EDGE_PIN_DIR";
+timeouts = { drain = "10s"; upstream_response = "10s"; };
+projects = (
+  { id = "shop";
+    environments = ( { id = "shop-prod"; domains = [ "shop.test" $3 ];
+      deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; } );
+  },
+  { id = "off"; enabled = false;
+    environments = ( { id = "off-prod"; domains = [ "off.test" ];
+      deployment = { id = "o1"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; } );
+  }
+);
+${4:-}
+CONF
+}
+
+code() { # HOST PATH: the status edged answers
+	curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Host: $1" \
+		"http://127.0.0.1:$P_EDGE$2"
+}
+admin() { # PATH: the admin listener's status; body in $T_TMP/admin
+	curl -s -m 5 -o "$T_TMP/admin" -w '%{http_code}' "http://127.0.0.1:$P_ADMIN$1"
+}
+ctl() { "$EDGECTL" --socket "$SOCK" "$@"; }
+
+# metric NAME_AND_LABELS: its value on /metrics (empty when absent)
+metric() {
+	admin /metrics >/dev/null
+	awk -v k="$1" '$1 == k { print $2 }' "$T_TMP/admin"
+}
+
+# daemon_counter NAME: from edgectl stats --json
+daemon_counter() {
+	ctl stats --json 2>/dev/null | python3 -c \
+		'import json,sys; print(json.load(sys.stdin)["daemon"]["counters"].get(sys.argv[1], 0))' "$1"
+}
+
+start_edged() { # BIN USER
+	write_conf "$T_TMP/edge.conf" "$2" ""
+	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
+	EPID=$!
+	t_cleanup_add "kill -9 $EPID"
+	wait_port "$P_EDGE" && wait_port "$P_ADMIN" && [ -S "$SOCK" ]
+}
+
+run_suite() { # BIN LABEL
+	local bin=$1 v=$2 out n rc slow
+	if ! start_edged "$bin" "$(id -un)"; then
+		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+		kill -9 "$EPID" 2>/dev/null
+		return
+	fi
+	t_ok "$v: edged starts with its control socket and admin listener"
+
+	if [ "$(stat -c %a "$SOCK")" = 600 ] && [ "$(stat -c %a "$(dirname "$SOCK")")" = 700 ]; then
+		t_ok "$v: socket 0600 in a directory 0700"
+	else
+		t_fail "$v: socket mode" "$(stat -c '%a %n' "$SOCK" "$(dirname "$SOCK")")"
+	fi
+
+	out=$(ctl routes 2>&1)
+	if grep -q '^shop.test .* shop .*shop-prod .*shop-1 .*127.0.0.1:'"$P_BACK" <<<"$out" &&
+		grep -q '^off.test .*(project disabled)' <<<"$out" &&
+		grep -q '^route generation 1$' <<<"$out"; then
+		t_ok "$v: edgectl routes shows the configured domains"
+	else
+		t_fail "$v: edgectl routes" "$out"
+	fi
+	if ctl routes --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+doms = sorted(r["domain"] for r in d["routes"])
+assert doms == ["off.test", "shop.test"], doms
+assert d["generation"] == 1'; then
+		t_ok "$v: edgectl routes --json parses and has the routes"
+	else
+		t_fail "$v: edgectl routes --json" "$(ctl routes --json 2>&1 | head -c 300)"
+	fi
+
+	out=$(ctl status 2>&1)
+	if grep -q "^daemon: *running, pid $EPID, edged .*, route generation 1, 2 workers ($SOCK)" <<<"$out"; then
+		t_ok "$v: edgectl status shows the daemon line"
+	else
+		t_fail "$v: edgectl status" "$(grep daemon <<<"$out")"
+	fi
+
+	if [ "$(admin /healthz)" = 200 ] && grep -qx ok "$T_TMP/admin"; then
+		t_ok "$v: /healthz 200 while serving"
+	else
+		t_fail "$v: /healthz" "$(cat "$T_TMP/admin")"
+	fi
+
+	n=$(daemon_counter requests_total)
+	if [ "$(code shop.test /)" = 200 ] && [ "$(code nowhere.test /)" = 503 ] &&
+		[ "$(code off.test /)" = 403 ]; then
+		t_ok "$v: three requests: 200, 503, 403"
+	else
+		t_fail "$v: requests" "unexpected statuses"
+	fi
+	if [ "$(daemon_counter requests_total)" = $((n + 3)) ] &&
+		[ "$(daemon_counter requests_ok)" = 1 ] &&
+		[ "$(daemon_counter requests_domain_not_found)" = 1 ] &&
+		[ "$(daemon_counter requests_project_disabled)" = 1 ] &&
+		[ "$(daemon_counter responses_2xx)" = 1 ]; then
+		t_ok "$v: edgectl stats: the daemon's request counters moved"
+	else
+		t_fail "$v: edgectl stats" "$(ctl stats --json 2>&1 | head -c 400)"
+	fi
+	out=$(ctl stats 2>&1)
+	if grep -q '^DAEMON COUNTER' <<<"$out" && grep -q '^requests_ok  *1$' <<<"$out"; then
+		t_ok "$v: edgectl stats prints the daemon's table"
+	else
+		t_fail "$v: edgectl stats table" "$out"
+	fi
+
+	if [ "$(metric 'edge_requests_total{outcome="ok"}')" = 1 ] &&
+		[ "$(metric 'edge_requests_total{outcome="domain_not_found"}')" = 1 ] &&
+		[ "$(metric 'edge_requests_total{outcome="project_disabled"}')" = 1 ] &&
+		[ "$(metric 'edge_requests_total{outcome="bad_request"}')" = 0 ] &&
+		[ "$(metric 'edge_responses_total{class="5xx"}')" = 1 ] &&
+		[ "$(metric 'edge_request_duration_seconds_count')" = 3 ] &&
+		[ "$(metric 'edge_upstream_duration_seconds_count')" = 1 ] &&
+		[ "$(metric 'edge_route_generation')" = 1 ] &&
+		[ -n "$(metric 'edge_connections')" ]; then
+		t_ok "$v: /metrics counts requests by outcome, class, and times them"
+	else
+		t_fail "$v: /metrics" "$(grep -E '^edge_(requests_total|responses|route|connections|request_duration_seconds_count)' "$T_TMP/admin" | tr '\n' ' ')"
+	fi
+
+	# reload: a new domain becomes routable
+	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'
+	out=$(ctl reload 2>&1)
+	if [ "$out" = "reloaded $T_TMP/edge.conf: route generation 2" ] &&
+		[ "$(code new.test /)" = 200 ] && ctl routes | grep -q '^new.test '; then
+		t_ok "$v: edgectl reload adds a route, then routable"
+	else
+		t_fail "$v: edgectl reload" "$out; new.test $(code new.test /)"
+	fi
+
+	# a broken configuration: refused with FILE:LINE, the old one serves
+	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"' 'bogus_key = 1;'
+	out=$(ctl reload 2>&1)
+	rc=$?
+	if [ $rc = 1 ] && grep -q "^edgectl: $T_TMP/edge.conf:[0-9][0-9]*: bogus_key" <<<"$out" &&
+		[ "$(code new.test /)" = 200 ] && [ "$(code shop.test /)" = 200 ] &&
+		ctl status | grep -q 'route generation 2,'; then
+		t_ok "$v: a broken config is refused with FILE:LINE, the old routes serve"
+	else
+		t_fail "$v: broken reload" "exit $rc: $out"
+	fi
+	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'
+
+	# SIGTERM with a slow request in flight: /healthz 503, status draining
+	curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Host: shop.test' \
+		"http://127.0.0.1:$P_EDGE/slow/1500" >"$T_TMP/slowcode" &
+	slow=$!
+	sleep 0.4
+	kill -TERM "$EPID"
+	sleep 0.2
+	if [ "$(admin /healthz)" = 503 ] && grep -qx draining "$T_TMP/admin"; then
+		t_ok "$v: /healthz 503 draining during the drain"
+	else
+		t_fail "$v: /healthz while draining" "$(cat "$T_TMP/admin")"
+	fi
+	if ctl status | grep -q '^daemon: .*, draining ('; then
+		t_ok "$v: edgectl status says draining"
+	else
+		t_fail "$v: status while draining" "$(ctl status 2>&1 | grep daemon)"
+	fi
+	wait "$slow"
+	wait "$EPID"
+	rc=$?
+	if [ "$(cat "$T_TMP/slowcode")" = 200 ] && [ $rc = 0 ] && [ ! -e "$SOCK" ]; then
+		t_ok "$v: the in-flight request finishes, exit 0, socket removed"
+	else
+		t_fail "$v: drain end" "client $(cat "$T_TMP/slowcode"), exit $rc, socket $(ls "$SOCK" 2>&1)"
+	fi
+	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' "$T_TMP/edged.log"; then
+		t_fail "$v: sanitizers silent" "$(grep -m3 -E 'Sanitizer|runtime error' "$T_TMP/edged.log")"
+	fi
+}
+
+# As root, with user "nobody": the socket directory edged creates is
+# handed over, reload from root is accepted, the socket removed at exit.
+run_drop() { # BIN LABEL
+	local v=$2 rc
+	if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
+		t_skip "$v: privilege drop" "needs root and a nobody user"
+		return
+	fi
+	chmod 0711 "$T_TMP"
+	rm -rf "$(dirname "$SOCK")"
+	if ! start_edged "$1" nobody; then
+		t_fail "$v: edged starts as nobody" "$(tail -5 "$T_TMP/edged.log")"
+		return
+	fi
+	if [ "$(stat -c %U "$(dirname "$SOCK")")" = nobody ] && [ "$(stat -c %U "$SOCK")" = nobody ] &&
+		ctl reload >/dev/null && [ "$(code shop.test /)" = 200 ] &&
+		[ "$(stat -c %u /proc/"$EPID")" = "$(id -u nobody)" ]; then
+		t_ok "$v: after the drop to nobody: socket handed over, reload works"
+	else
+		t_fail "$v: privilege drop" "$(stat -c '%U %n' "$SOCK" "$(dirname "$SOCK")" 2>&1 | tr '\n' ' ')"
+	fi
+	kill -TERM "$EPID"
+	wait "$EPID"
+	rc=$?
+	if [ $rc = 0 ] && [ ! -e "$SOCK" ]; then
+		t_ok "$v: as nobody, exit 0 and the socket removed"
+	else
+		t_fail "$v: exit as nobody" "exit $rc: $(tail -3 "$T_TMP/edged.log")"
+	fi
+}
+
+python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
+t_cleanup_add "kill $!"
+if ! wait_port "$P_BACK"; then
+	t_fail "backend starts"
+	t_exit
+	exit
+fi
+
+for bin in "$B/edged" "$B/asan/edged"; do
+	label=$(basename "$(dirname "$bin")")
+	[ "$label" = asan ] || label=normal
+	if [ ! -x "$bin" ]; then
+		t_skip "$label" "$bin not built"
+		continue
+	fi
+	run_suite "$bin" "$label"
+	run_drop "$bin" "$label"
+done
+t_exit

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * stats.c - edged's metrics registry: request counters and histograms fed
+ * by stats_request_done(), scrape-time gauges, and the XDP counters read
+ * from the pinned maps when someone scrapes.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "pins.h"
+#include "stats.h"
+#include "worker.h"
+
+/* Status classes counted: 1xx .. 5xx. */
+#define STATS_CLASSES 5
+
+/* The analytics writer's counters, in struct analytics_stats order. */
+enum stats_an {
+	STATS_AN_ENQUEUED,
+	STATS_AN_WRITTEN,
+	STATS_AN_DROPPED_QUEUE_FULL,
+	STATS_AN_DROPPED_SPOOL_FULL,
+	STATS_AN_DROPPED_SHUTDOWN,
+	STATS_AN_MAX
+};
+
+static const char *const stats_an_names[STATS_AN_MAX] = {
+    "enqueued",		  "written",	      "dropped_queue_full",
+    "dropped_spool_full", "dropped_shutdown",
+};
+
+struct stats {
+	struct metrics *m;
+	struct worker_shared *sh;
+	struct metrics_counter *req[OUTCOME_MAX];
+	struct metrics_counter *cls[STATS_CLASSES];
+	struct metrics_histogram *dur, *up;
+	struct metrics_gauge *conns, *gen, *spooled;
+	struct metrics_counter *an[STATS_AN_MAX];
+	struct metrics_counter *an_errors;
+	char pin_dir[PATH_MAX];
+	struct pins pins;
+	bool pins_open;
+};
+
+static _Atomic(struct stats *) stats_cur;
+
+static int stats_pins_open(struct stats *s)
+{
+	struct errbuf err;
+	int rc;
+
+	if (s->pins_open)
+		return 0;
+	if (!s->pin_dir[0] || !pins_exist(s->pin_dir))
+		return -ENOENT;
+	errbuf_clear(&err);
+	rc = pins_open(&s->pins, s->pin_dir, &err);
+	if (rc) {
+		log_debug("metrics: XDP counters not read: %s",
+			  err.msg[0] ? err.msg : strerror(-rc));
+		return rc;
+	}
+	s->pins_open = true;
+	return 0;
+}
+
+int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
+{
+	static const char *const cls[STATS_CLASSES] = {"1xx", "2xx", "3xx",
+						       "4xx", "5xx"};
+	struct stats *s;
+	const char *lab[3] = {NULL, NULL, NULL};
+	int i;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pins_init(&s->pins);
+	s->sh = sh;
+	snprintf(s->pin_dir, sizeof(s->pin_dir), "%s", pin_dir ? pin_dir : "");
+	s->m = metrics_new();
+	if (!s->m)
+		goto nomem;
+	lab[0] = "outcome";
+	for (i = 0; i < OUTCOME_MAX; i++) {
+		lab[1] = outcome_name((enum outcome)i);
+		s->req[i] = metrics_counter_new(
+		    s->m, "edge_requests_total",
+		    "Requests and tunnels ended, by outcome.", lab);
+		if (!s->req[i])
+			goto nomem;
+	}
+	lab[0] = "class";
+	for (i = 0; i < STATS_CLASSES; i++) {
+		lab[1] = cls[i];
+		s->cls[i] = metrics_counter_new(
+		    s->m, "edge_responses_total",
+		    "Requests ended, by the class of the status recorded.",
+		    lab);
+		if (!s->cls[i])
+			goto nomem;
+	}
+	s->dur = metrics_histogram_new(
+	    s->m, "edge_request_duration_seconds",
+	    "First request byte to the end of the response.", NULL,
+	    metrics_duration_bounds_ns, metrics_duration_nbounds, 1000000000);
+	s->up = metrics_histogram_new(s->m, "edge_upstream_duration_seconds",
+				      "Upstream connect to the response head.",
+				      NULL, metrics_duration_bounds_ns,
+				      metrics_duration_nbounds, 1000000000);
+	s->conns = metrics_gauge_new(s->m, "edge_connections",
+				     "Client connections open.", NULL);
+	s->gen = metrics_gauge_new(s->m, "edge_route_generation",
+				   "Generation of the live route table.", NULL);
+	if (!s->dur || !s->up || !s->conns || !s->gen)
+		goto nomem;
+	lab[0] = "result";
+	for (i = 0; i < STATS_AN_MAX; i++) {
+		lab[1] = stats_an_names[i];
+		s->an[i] =
+		    metrics_counter_new(s->m, "edge_analytics_events_total",
+					"Analytics events, by result.", lab);
+		if (!s->an[i])
+			goto nomem;
+	}
+	s->an_errors =
+	    metrics_counter_new(s->m, "edge_analytics_write_errors_total",
+				"Failed analytics batch writes.", NULL);
+	s->spooled =
+	    metrics_gauge_new(s->m, "edge_analytics_spooled",
+			      "Analytics events waiting in the spool.", NULL);
+	if (!s->an_errors || !s->spooled)
+		goto nomem;
+	stats_pins_open(s);
+	*out = s;
+	return 0;
+nomem:
+	stats_free(s);
+	return -ENOMEM;
+}
+
+void stats_free(struct stats *s)
+{
+	struct stats *expected = s;
+
+	if (!s)
+		return;
+	atomic_compare_exchange_strong(&stats_cur, &expected, NULL);
+	pins_close(&s->pins);
+	metrics_free(s->m);
+	free(s);
+}
+
+void stats_install(struct stats *s)
+{
+	atomic_store(&stats_cur, s);
+}
+
+struct metrics *stats_metrics(struct stats *s)
+{
+	return s->m;
+}
+
+void stats_request_done(enum outcome o, int status, uint64_t t0,
+			uint64_t t_connect, uint64_t t_resp)
+{
+	struct stats *s =
+	    atomic_load_explicit(&stats_cur, memory_order_acquire);
+	uint64_t now;
+
+	if (!s)
+		return;
+	now = worker_now_ns();
+	if ((unsigned)o < OUTCOME_MAX)
+		metrics_counter_add(s->req[o], 1);
+	if (status >= 100 && status <= 599)
+		metrics_counter_add(s->cls[status / 100 - 1], 1);
+	metrics_histogram_observe(s->dur, now > t0 ? now - t0 : 0);
+	if (t_connect && t_resp >= t_connect)
+		metrics_histogram_observe(s->up, t_resp - t_connect);
+}
+
+/* Bring a counter mirrored from a monotonic source up to v. */
+static void stats_counter_to(struct metrics_counter *c, uint64_t v)
+{
+	uint64_t cur = metrics_counter_get(c);
+
+	if (v > cur)
+		metrics_counter_add(c, v - cur);
+}
+
+/* Refresh what is read rather than counted. */
+static void stats_refresh(struct stats *s)
+{
+	struct route_table *t = route_table_current(&s->sh->routes);
+	struct analytics_stats st;
+
+	metrics_gauge_set(s->conns, (int64_t)atomic_load(&s->sh->connections));
+	metrics_gauge_set(s->gen, t ? (int64_t)route_table_generation(t) : 0);
+	route_table_put(t);
+	if (!s->sh->analytics)
+		return;
+	analytics_stats(s->sh->analytics, &st);
+	stats_counter_to(s->an[STATS_AN_ENQUEUED], st.enqueued);
+	stats_counter_to(s->an[STATS_AN_WRITTEN], st.written);
+	stats_counter_to(s->an[STATS_AN_DROPPED_QUEUE_FULL],
+			 st.dropped_queue_full);
+	stats_counter_to(s->an[STATS_AN_DROPPED_SPOOL_FULL],
+			 st.dropped_spool_full);
+	stats_counter_to(s->an[STATS_AN_DROPPED_SHUTDOWN], st.dropped_shutdown);
+	stats_counter_to(s->an_errors, st.write_errors);
+	metrics_gauge_set(s->spooled, (int64_t)st.spooled);
+}
+
+/* Read the XDP counters; false when the maps cannot be read. */
+static bool stats_xdp_read(struct stats *s, uint64_t v[EDGE_CTR_MAX])
+{
+	if (stats_pins_open(s))
+		return false;
+	if (pins_counters_read(&s->pins, v) == 0)
+		return true;
+	/* the maps went away (edge detached): look for new ones once */
+	pins_close(&s->pins);
+	s->pins_open = false;
+	return stats_pins_open(s) == 0 && pins_counters_read(&s->pins, v) == 0;
+}
+
+int stats_render(void *ctx, struct evbuffer *out)
+{
+	struct stats *s = ctx;
+	uint64_t v[EDGE_CTR_MAX];
+	int rc;
+
+	stats_refresh(s);
+	rc = metrics_render(s->m, out);
+	if (rc == 0 && stats_xdp_read(s, v))
+		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
+	return rc;
+}
+
+json_t *stats_counters_json(struct stats *s)
+{
+	json_t *c = json_object(), *res;
+	uint64_t total = 0, n;
+	char key[64];
+	int i;
+
+	if (!c)
+		return NULL;
+	for (i = 0; i < OUTCOME_MAX; i++)
+		total += metrics_counter_get(s->req[i]);
+	json_object_set_new(c, "requests_total",
+			    json_integer((json_int_t)total));
+	for (i = 0; i < OUTCOME_MAX; i++) {
+		n = metrics_counter_get(s->req[i]);
+		if (!n)
+			continue;
+		snprintf(key, sizeof(key), "requests_%s",
+			 outcome_name((enum outcome)i));
+		json_object_set_new(c, key, json_integer((json_int_t)n));
+	}
+	for (i = 0; i < STATS_CLASSES; i++) {
+		n = metrics_counter_get(s->cls[i]);
+		if (!n)
+			continue;
+		snprintf(key, sizeof(key), "responses_%dxx", i + 1);
+		json_object_set_new(c, key, json_integer((json_int_t)n));
+	}
+	json_object_set_new(
+	    c, "connections_open",
+	    json_integer((json_int_t)atomic_load(&s->sh->connections)));
+	res = json_pack("{s:o}", "counters", c);
+	return res;
+}
