@@ -142,7 +142,8 @@ static void conn_record(struct conn *c, enum outcome o)
 	ev.bytes_in = r->bytes_in;
 	ev.bytes_out = r->bytes_out;
 	ev.status = (uint16_t)r->status;
-	ev.kind = ANALYTICS_KIND_REQUEST;
+	ev.kind = o == OUTCOME_TUNNEL ? ANALYTICS_KIND_TUNNEL
+				      : ANALYTICS_KIND_REQUEST;
 	ev.outcome = (uint8_t)o;
 	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, c->client_ip, SIZE_MAX);
@@ -270,6 +271,14 @@ void conn_req_end(struct conn *c, enum outcome o, const char *extra)
 	if (!r->active)
 		return;
 	r->active = false;
+	if (r->p.state == PROXY_TUNNEL) {
+		/* however a tunnel ends (closed, idle, error, edge closing the
+		 * connection), it is recorded as one: proxy_release closes it
+		 * and adds its byte counts before conn_record */
+		o = OUTCOME_TUNNEL;
+		c->close_after = true;
+		c->client_eof = true;
+	}
 	if (!r->id[0] && hdr_request_id_new(r->id))
 		snprintf(r->id, sizeof(r->id), "-");
 	close = c->close_after || c->w->draining || !r->head ||

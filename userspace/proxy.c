@@ -4,7 +4,8 @@
  * endpoint, connect (or reuse a pooled connection), send the rebuilt head
  * and the body, parse the response head, rebuild it for the client and
  * relay the body, with backpressure both ways (a side stops reading while
- * the other side has PROXY_HIGH_WATER bytes queued).
+ * the other side has PROXY_HIGH_WATER bytes queued). A 101 to a forwarded
+ * Upgrade turns the pair into a tunnel (tunnel.h) until it closes.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -18,6 +19,7 @@
 
 #include "conn.h"
 #include "proxy.h"
+#include "tunnel.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -97,6 +99,9 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 			if (rc < 0)
 				return -1;
 			if (rc == H1_CHUNK_DATA) {
+				if (b->limit &&
+				    admit_body_add(b->limit, dlen) == -EFBIG)
+					return -EFBIG;
 				body_emit(out, b->out_chunked, p + doff, dlen);
 				*data += dlen;
 				b->copied += dlen;
@@ -146,8 +151,16 @@ static void proxy_ep_done(struct conn *c)
 void proxy_release(struct conn *c, bool ok)
 {
 	struct proxy *p = &c->r.p;
+	struct tunnel_stats st;
 	bool give;
 
+	if (p->tun) {
+		tunnel_stats(p->tun, &st);
+		c->r.bytes_in += st.bytes_up;
+		c->r.bytes_out += st.bytes_down;
+		tunnel_free(p->tun);
+		p->tun = NULL;
+	}
 	if (p->ub) {
 		give = ok && p->reusable && p->req_body.done &&
 		       p->resp_body.done &&
@@ -197,15 +210,16 @@ static void proxy_pump_request(struct conn *c)
 	rc = body_pump(&p->req_body, cin, uout, PROXY_HIGH_WATER - queued,
 		       &data);
 	r->bytes_in += before - evbuffer_get_length(cin);
+	if (rc == -EFBIG) {
+		/* counted before it was written: the upstream never gets a
+		 * complete request, and the connection closes (body unread) */
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
+		return;
+	}
 	if (rc < 0) {
 		p->reusable = false;
 		conn_req_end(c, OUTCOME_BAD_REQUEST, NULL);
-		return;
-	}
-	if (p->req_body.in == BODY_CHUNKED &&
-	    admit_body_add(&r->limit, data) == -EFBIG) {
-		p->reusable = false;
-		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
 		return;
 	}
 	if (rc == 1) {
@@ -244,6 +258,7 @@ static void proxy_connected(struct conn *c)
 	}
 	f.chunked = r->h.h.chunked;
 	f.content_length = r->h.h.chunked ? -1 : r->h.h.content_length;
+	f.tunnel = p->upgrade;
 	hdr_buf_init(&b, 0);
 	if (hdr_build_request(&b, &r->h, &f)) {
 		hdr_buf_free(&b);
@@ -253,7 +268,7 @@ static void proxy_connected(struct conn *c)
 	bufferevent_write(p->ub, b.p, b.len);
 	hdr_buf_free(&b);
 	p->state = PROXY_WAITING;
-	p->reusable = true;
+	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
 	conn_timer(c, cfg->timeouts.upstream_response_ms);
 	bufferevent_enable(p->ub, EV_READ | EV_WRITE);
@@ -348,13 +363,17 @@ void proxy_start(struct conn *c)
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 
-	if (r->h.h.chunked)
+	if (r->h.h.chunked) {
 		body_init(&p->req_body, BODY_CHUNKED, 0, true);
-	else if (r->h.h.content_length > 0)
+		p->req_body.limit = &r->limit;
+	} else if (r->h.h.content_length > 0)
 		body_init(&p->req_body, BODY_LENGTH,
 			  (uint64_t)r->h.h.content_length, false);
 	else
 		body_init(&p->req_body, BODY_NONE, 0, false);
+	/* Upgrade is forwarded for requests without a body only, so the
+	 * protocol switch never falls in the middle of edge's re-framing */
+	p->upgrade = r->h.upgrade && p->req_body.in == BODY_NONE;
 	/* the body waits in the client's input (bounded by the read
 	 * watermark) until an upstream is connected */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_HIGH_WATER);
@@ -383,6 +402,116 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 				      s->referrer_policy);
 	if (n >= len)
 		buf[0] = '\0';
+}
+
+/* Whether the protocol a 101 switches to is one the client asked for
+ * (RFC 9110 section 7.8). */
+static bool proxy_upgrade_matches(const struct req *r,
+				  const struct h1_response *resp)
+{
+	char proto[128];
+	size_t n = resp->h.upgrade_len;
+
+	if (!resp->h.upgrade_proto || n == 0 || n >= sizeof(proto) ||
+	    !r->h.h.upgrade_proto)
+		return false;
+	memcpy(proto, resp->h.upgrade_proto, n);
+	proto[n] = '\0';
+	return h1_list_has(r->h.h.upgrade_proto, r->h.h.upgrade_len, proto);
+}
+
+/* Move what bev still has to write to the end of to. (A bufferevent's
+ * output is frozen at its start: only the bufferevent drains it.) */
+static int proxy_take_output(struct evbuffer *to, struct bufferevent *bev)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	int rc;
+
+	evbuffer_unfreeze(out, 1);
+	rc = evbuffer_add_buffer(to, out);
+	evbuffer_freeze(out, 1);
+	return rc;
+}
+
+/* The tunnel ended: so does the request (outcome tunnel, one event). */
+static void proxy_tunnel_done(struct tunnel *t, const struct tunnel_stats *st,
+			      void *arg)
+{
+	struct conn *c = arg;
+
+	(void)t;
+	log_debug("%s: tunnel %s: %llu bytes up, %llu down", c->r.id,
+		  st->end == TUNNEL_END_IDLE	? "idle"
+		  : st->end == TUNNEL_END_ERROR ? "failed"
+						: "closed",
+		  (unsigned long long)st->bytes_up,
+		  (unsigned long long)st->bytes_down);
+	c->client_eof = true; /* nothing left to linger for */
+	c->close_after = true;
+	conn_req_end(c, OUTCOME_TUNNEL, NULL); /* frees the tunnel */
+}
+
+/*
+ * The 101 head is queued for the client: hand both sockets to a tunnel.
+ * What edge holds for each side (the client's output with the 101 head
+ * and the upstream's bytes after it; the upstream's output and whatever
+ * the client sent after its request head) goes first, in order. The
+ * tunnel gets duplicates of the two descriptors: the upstream bufferevent
+ * is freed (never pooled), the client's is kept, disabled, until the
+ * request ends. The admission in-flight gauges are released now (a tunnel
+ * is bounded by limits.max_connections, not by the in-flight caps); the
+ * endpoint's in-flight count is kept until the tunnel ends.
+ */
+static void proxy_tunnel_begin(struct conn *c)
+{
+	struct worker_shared *sh = c->w->sh;
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct evbuffer *cin = bufferevent_get_input(c->bev);
+	struct evbuffer *uin = bufferevent_get_input(p->ub);
+	struct evbuffer *to_up = evbuffer_new(), *to_client = evbuffer_new();
+	int cfd = -1, ufd = -1, rc = -ENOMEM;
+
+	if (!to_up || !to_client)
+		goto out;
+	cfd = fcntl(bufferevent_getfd(c->bev), F_DUPFD_CLOEXEC, 3);
+	ufd = fcntl(bufferevent_getfd(p->ub), F_DUPFD_CLOEXEC, 3);
+	if (cfd < 0 || ufd < 0)
+		goto out;
+	r->bytes_in += evbuffer_get_length(cin);
+	r->bytes_out += evbuffer_get_length(uin);
+	if (proxy_take_output(to_up, p->ub) ||
+	    evbuffer_add_buffer(to_up, cin) ||
+	    proxy_take_output(to_client, c->bev) ||
+	    evbuffer_add_buffer(to_client, uin))
+		goto out;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	evtimer_del(c->timer);
+	proxy_drop_ub(c, false);
+	if (r->inflight)
+		admit_inflight_leave(&sh->inflight, r->m.inflight);
+	r->inflight = false;
+	rc = tunnel_start(c->w->base, cfd, ufd, to_up, to_client,
+			  sh->cfg->timeouts.tunnel_idle_ms, proxy_tunnel_done,
+			  c, &p->tun);
+	cfd = ufd = -1; /* the tunnel's now, even when it failed */
+out:
+	if (cfd >= 0)
+		close(cfd);
+	if (ufd >= 0)
+		close(ufd);
+	if (to_up)
+		evbuffer_free(to_up);
+	if (to_client)
+		evbuffer_free(to_client);
+	if (rc) {
+		p->reusable = false;
+		c->close_after = true;
+		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	p->state = PROXY_TUNNEL;
 }
 
 /* The response head is parsed: send the client its rebuilt head. */
@@ -436,6 +565,10 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	r->status = resp->code;
 	r->resp_started = true;
 	r->t_resp = worker_now_ns();
+	if (p->resp.upgrade) {
+		proxy_tunnel_begin(c);
+		return;
+	}
 	p->client_close = close;
 	p->state = PROXY_RELAYING;
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
@@ -464,7 +597,7 @@ static void proxy_parse(struct conn *c)
 			return;
 		n = len < sh->h1.head_max + 1 ? len : sh->h1.head_max + 1;
 		buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
-		rc = h1_parse_response(buf, n, &sh->h1, r->h.method, false,
+		rc = h1_parse_response(buf, n, &sh->h1, r->h.method, p->upgrade,
 				       &p->resp);
 		if (rc == 0)
 			return;
@@ -478,11 +611,20 @@ static void proxy_parse(struct conn *c)
 			conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 			return;
 		}
-		if (p->resp.code >= 200)
+		if (p->resp.code >= 200 || p->resp.upgrade)
 			break;
 		/* an interim 1xx (100 Continue: edge sent its own) */
 		evbuffer_drain(in, (size_t)rc);
 		h1_response_init(&p->resp);
+	}
+	if (p->resp.upgrade && !proxy_upgrade_matches(r, &p->resp)) {
+		log_debug(
+		    "%s: 101 from %s switches to a protocol not asked for",
+		    r->id, upstream_ep_addr(p->ep)->text);
+		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+		p->reusable = false;
+		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		return;
 	}
 	upstream_report(c->w->up, p->ep, true, worker_now_ns());
 	/* the head must outlive the input: respond before draining it */
@@ -618,12 +760,15 @@ static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg)
 		proxy_relay(c);
 		return;
 	case PROXY_IDLE:
+	case PROXY_TUNNEL: /* the tunnel has its own descriptors */
 		return;
 	}
 }
 
 void proxy_client_readable(struct conn *c)
 {
+	if (c->r.p.state == PROXY_TUNNEL)
+		return;
 	proxy_pump_request(c);
 }
 
@@ -642,6 +787,8 @@ void proxy_client_gone(struct conn *c, bool eof)
 {
 	struct proxy *p = &c->r.p;
 
+	if (p->state == PROXY_TUNNEL)
+		return; /* the tunnel sees the same socket and ends itself */
 	if (eof && p->req_body.done) {
 		/* a half-close after a complete request: answer, then close */
 		c->client_eof = true;

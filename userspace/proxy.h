@@ -18,8 +18,11 @@
 
 #include "h1.h"
 
+struct admit_body;
+
 struct conn;
 struct evbuffer;
+struct tunnel;
 struct upstream_ep;
 
 /* Bytes buffered towards one side above which the other side's reading
@@ -45,6 +48,8 @@ struct body {
 	uint64_t copied;   /* data bytes copied so far */
 	bool done;	   /* the whole body was copied */
 	struct h1_chunked ck;
+	/* counted before any chunked data is written: NULL, no limit */
+	struct admit_body *limit;
 };
 
 enum proxy_state {
@@ -52,6 +57,7 @@ enum proxy_state {
 	PROXY_CONNECTING, /* waiting for connect() */
 	PROXY_WAITING,	  /* head sent, waiting for the response head */
 	PROXY_RELAYING,	  /* response head sent to the client */
+	PROXY_TUNNEL,	  /* 101 sent: the pair is a tunnel (tunnel.h) */
 };
 
 /* The upstream side of one request (inside struct req). */
@@ -67,10 +73,12 @@ struct proxy {
 	struct body req_body;  /* client -> upstream */
 	struct body resp_body; /* upstream -> client */
 	struct h1_response resp;
-	size_t resp_seen;  /* response bytes parsed so far */
-	bool reusable;	   /* the upstream may be pooled at the end */
-	bool client_close; /* the client must be closed at the end */
-	bool up_eof;	   /* the upstream closed its side */
+	size_t resp_seen;   /* response bytes parsed so far */
+	bool reusable;	    /* the upstream may be pooled at the end */
+	bool client_close;  /* the client must be closed at the end */
+	bool up_eof;	    /* the upstream closed its side */
+	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
+	struct tunnel *tun; /* PROXY_TUNNEL: the running tunnel */
 };
 
 /* Make b copy a body of kind in (left bytes for BODY_LENGTH), re-chunking
@@ -82,8 +90,9 @@ void body_init(struct body *b, enum body_kind in, uint64_t left,
  * Copy what in holds of the body into out (framing decoded, re-encoded
  * as b says), at most max bytes of data (the rest stays in in). Returns 1
  * when the body is complete (b->done; bytes after it stay in in), 0 when
- * more is needed, or -1 on a chunked framing error (b->ck.err). *data is
- * the data bytes copied by this call.
+ * more is needed, -1 on a chunked framing error (b->ck.err), or -EFBIG
+ * when chunked data would pass b->limit (that data is not written, nor is
+ * the last chunk). *data is the data bytes copied by this call.
  */
 int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 	      size_t max, uint64_t *data);
@@ -105,7 +114,8 @@ void proxy_timeout(struct conn *c);
 
 /* Release the upstream side at the end of the request: give a clean
  * connection to the pool, close anything else, report health, drop the
- * endpoint's in-flight count. Idempotent. */
+ * endpoint's in-flight count. A tunnel is closed and its byte counts are
+ * added to the request's. Idempotent. */
 void proxy_release(struct conn *c, bool ok);
 
 #endif /* EDGE_PROXY_H */

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""bad_backend.py - a misbehaving HTTP/1.1 backend for edged's tests.
+
+    bad_backend.py PORT LOGFILE
+
+Reads requests (heads only; requests to it carry no body) and answers by
+path. /ok is a clean keep-alive 200; every /bad/NAME answer is something
+a backend must not send, and edged must answer 502 and close that
+upstream connection:
+
+  /bad/cl-te        Content-Length and Transfer-Encoding
+  /bad/dup-cl       two differing Content-Length fields
+  /bad/204-body     204 with Content-Length: 5 and a body
+  /bad/204-te       204 with Transfer-Encoding: chunked
+  /bad/304-te       304 with Transfer-Encoding: chunked
+  /bad/101          a 101 nobody asked for
+  /bad/status       a garbage status line
+  /bad/bare-lf      a head with bare LF line ends
+  /bad/fold         an obs-folded field
+  /bad/1000         status code 1000
+  /bad/chunk        a malformed chunk size in the body
+And /304-cl: a 304 with Content-Length (allowed, but edged must not
+reuse the connection). Every connection and request is logged as a JSON
+line {"ev": "accept"|"req"|"close", "c": ID[, "target": T]}, so a test
+can tell which upstream connection carried which request. Stdlib only.
+"""
+import json
+import socket
+import sys
+import threading
+
+PORT = int(sys.argv[1])
+LOCK = threading.Lock()
+LOGF = open(sys.argv[2], "a", buffering=1)
+NEXT = [0]
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+BAD = {
+    "/bad/cl-te": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "/bad/dup-cl": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                   b"Content-Length: 5\r\n\r\nok",
+    "/bad/204-body": b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n"
+                     b"hello",
+    "/bad/204-te": b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked"
+                   b"\r\n\r\n0\r\n\r\n",
+    "/bad/304-te": b"HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked"
+                   b"\r\n\r\n0\r\n\r\n",
+    "/bad/101": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                b"Connection: upgrade\r\n\r\n",
+    "/bad/status": b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok",
+    "/bad/bare-lf": b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+    "/bad/fold": b"HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2"
+                 b"\r\n\r\nok",
+    "/bad/1000": b"HTTP/1.1 1000 Odd\r\nContent-Length: 2\r\n\r\nok",
+    "/bad/chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"zz\r\nok\r\n0\r\n\r\n",
+    "/304-cl": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+}
+
+
+def log(rec):
+    with LOCK:
+        LOGF.write(json.dumps(rec) + "\n")
+        LOGF.flush()
+
+
+def serve(s, cid):
+    log({"ev": "accept", "c": cid})
+    buf = b""
+    try:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = s.recv(65536)
+                if not d:
+                    raise EOFError
+                buf += d
+            i = buf.index(b"\r\n\r\n")
+            head, buf = buf[:i], buf[i + 4:]
+            target = head.split(b"\r\n")[0].split(b" ")[1].decode("latin-1")
+            log({"ev": "req", "c": cid, "target": target})
+            s.sendall(BAD.get(target, OK))
+    except (EOFError, OSError, IndexError):
+        pass
+    log({"ev": "close", "c": cid})
+    s.close()
+
+
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", PORT))
+srv.listen(128)
+while True:
+    conn, _ = srv.accept()
+    NEXT[0] += 1
+    threading.Thread(target=serve, args=(conn, NEXT[0]), daemon=True).start()

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""bad_check.py - edged in front of tests/tools/bad_backend.py.
+
+    bad_check.py EDGE_PORT BADLOG HOST LABEL
+
+For each misbehaving answer of bad_backend.py, on one client connection
+(so one edged worker and one upstream pool): GET /ok (a clean answer that
+leaves its upstream connection in the pool), GET /bad/NAME (which takes
+that pooled connection) and GET /ok again. The client must get 200, 502,
+200; the bad answer's upstream connection must be closed by edged and the
+last /ok must arrive on a new upstream connection. A control run (/ok
+three times) shows the pool is otherwise reused, so the check is not
+vacuous. Prints "ok - / not ok - " lines. Stdlib only.
+"""
+import json
+import socket
+import sys
+import time
+
+PORT, LOG, HOST, LABEL = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+BAD = ["cl-te", "dup-cl", "204-body", "204-te", "304-te", "101", "status",
+       "bare-lf", "fold", "1000"]
+
+
+def request(s, f, path):
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path.encode(),
+                                                        HOST.encode()))
+    line = f.readline()
+    if not line:
+        return None
+    status = int(line.split(b" ")[1])
+    n = 0
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b""):
+            break
+        k, _, v = h.partition(b":")
+        if k.strip().lower() == b"content-length":
+            n = int(v.strip())
+    if status not in (204, 304):
+        f.read(n)
+    return status
+
+
+def events():
+    with open(LOG) as fh:
+        return [json.loads(x) for x in fh if x.strip()]
+
+
+def run(paths, want):
+    """Three requests on one connection; returns (statuses, reqs, closes)."""
+    before = len(events())
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=5)
+    f = s.makefile("rb")
+    got = []
+    try:
+        for p in paths:
+            got.append(request(s, f, p))
+    except (OSError, ValueError, IndexError):
+        got.append("error")
+    s.close()
+    deadline = time.monotonic() + 1.0
+    while True:
+        ev = events()[before:]
+        reqs = [e for e in ev if e["ev"] == "req"]
+        closes = {e["c"] for e in ev if e["ev"] == "close"}
+        done = len(reqs) >= len(paths) and \
+            (want != "new" or reqs[1]["c"] in closes)
+        if done or time.monotonic() > deadline:
+            return got, reqs, closes
+        time.sleep(0.02)
+
+
+def main():
+    failed = 0
+
+    def report(name, bad):
+        nonlocal failed
+        if bad:
+            failed += 1
+            print("not ok - %s: %s: %s" % (LABEL, name, "; ".join(bad)))
+        else:
+            print("ok - %s: %s" % (LABEL, name))
+        sys.stdout.flush()
+
+    got, reqs, _ = run(["/ok", "/ok", "/ok"], "same")
+    bad = []
+    if got != [200, 200, 200]:
+        bad.append("statuses %s" % got)
+    if len({r["c"] for r in reqs}) != 1:
+        bad.append("upstream connections %s" % [r["c"] for r in reqs])
+    report("control: clean answers reuse one pooled upstream connection", bad)
+
+    for name in BAD + ["304-cl"]:
+        path = "/bad/" + name if name in BAD else "/" + name
+        want = 502 if name in BAD else 304
+        got, reqs, closes = run(["/ok", path, "/ok"], "new")
+        bad = []
+        if got != [200, want, 200]:
+            bad.append("statuses %s, wanted [200, %d, 200]" % (got, want))
+        if len(reqs) != 3 or [r["target"] for r in reqs] != ["/ok", path, "/ok"]:
+            bad.append("backend saw %s" % [(r["target"], r["c"]) for r in reqs])
+        else:
+            if reqs[1]["c"] not in closes:
+                bad.append("upstream connection %d not closed" % reqs[1]["c"])
+            if reqs[2]["c"] == reqs[1]["c"]:
+                bad.append("upstream connection %d reused" % reqs[1]["c"])
+        what = ("-> 502, upstream closed, never reused" if name in BAD else
+                "-> 304 relayed, upstream not reused")
+        report("backend answer %s %s" % (name, what), bad)
+    return 1 if failed else 0
+
+
+sys.exit(main())

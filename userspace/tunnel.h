@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tunnel.h - an upgraded connection pair (HTTP/1.1 101): bytes copied
+ * both ways between two sockets until both directions have ended.
+ *
+ * This is the seam for the sockmap splice: tunnel_start() takes the two
+ * sockets and the bytes edge already holds for each of them, and reports
+ * once, through its done callback, how the pair ended and how many bytes
+ * went each way. The implementation here copies in userspace on the
+ * worker's event loop; a kernel splice replaces it behind the same
+ * interface (write the pending bytes first, and only once both are flushed
+ * hand the sockets to the sk_skb verdict program, as relayd does).
+ *
+ * Behaviour, whatever the implementation:
+ *   - the pending bytes are written first, then what is read from the
+ *     other side, in order: nothing lost, duplicated or reordered;
+ *   - backpressure: a side is read only while the other side has less
+ *     than TUNNEL_HIGH_WATER bytes queued (bounded memory per tunnel);
+ *   - half-close: EOF from one side becomes shutdown(SHUT_WR) on the other
+ *     once everything before it was written, and the other direction goes
+ *     on until it ends too;
+ *   - the pair closes when both directions have ended, on an error on
+ *     either side, or when no byte moved either way for idle_ms.
+ */
+#ifndef EDGE_TUNNEL_H
+#define EDGE_TUNNEL_H
+
+#include <stdint.h>
+
+struct event_base;
+struct evbuffer;
+struct tunnel;
+
+/* Bytes queued towards one side above which the other side is no longer
+ * read, and the level at which reading resumes. */
+#define TUNNEL_HIGH_WATER (64 * 1024)
+#define TUNNEL_LOW_WATER (16 * 1024)
+
+/* Which socket of the pair. */
+enum tunnel_side {
+	TUNNEL_CLIENT = 0,
+	TUNNEL_UPSTREAM = 1,
+};
+
+/* How a tunnel ended. */
+enum tunnel_end {
+	TUNNEL_END_CLOSED = 0, /* both directions ended (EOF both ways) */
+	TUNNEL_END_IDLE,       /* no byte either way for idle_ms */
+	TUNNEL_END_ERROR,      /* a socket error (reset, ...) on either side */
+};
+
+/* What a tunnel moved. Bytes count what was read from a side and queued
+ * for the other, pending bytes given to tunnel_start() excluded. */
+struct tunnel_stats {
+	uint64_t bytes_up;   /* client -> upstream */
+	uint64_t bytes_down; /* upstream -> client */
+	enum tunnel_end end;
+};
+
+/* Called once when the tunnel has ended; both sockets are already shut
+ * down for writing or closed. The callback may (and should) call
+ * tunnel_free() on t; the tunnel does not touch itself after calling it. */
+typedef void (*tunnel_done_fn)(struct tunnel *t, const struct tunnel_stats *st,
+			       void *arg);
+
+/*
+ * Start a tunnel on base between the connected sockets cfd (the client)
+ * and ufd (the upstream), both owned by the tunnel from now on (closed by
+ * tunnel_free, and on failure). to_up and to_client (each may be NULL)
+ * hold the bytes already buffered for each side: their contents are moved
+ * into the tunnel and written before anything else. idle_ms > 0 is the
+ * idle timeout. Returns 0 and *out, or -ENOMEM (the fds are closed).
+ */
+int tunnel_start(struct event_base *base, int cfd, int ufd,
+		 struct evbuffer *to_up, struct evbuffer *to_client,
+		 uint64_t idle_ms, tunnel_done_fn done, void *arg,
+		 struct tunnel **out);
+
+/* A snapshot of what t has moved so far. */
+void tunnel_stats(const struct tunnel *t, struct tunnel_stats *st);
+
+/* Close both sockets and free t, ended or not (the done callback is not
+ * called). NULL is fine. */
+void tunnel_free(struct tunnel *t);
+
+#endif /* EDGE_TUNNEL_H */
