@@ -1,0 +1,404 @@
+#!/bin/bash
+# test_edged_limits.sh - edged's admission limits and failure handling,
+# end to end through the live daemon: the per-client rate limit (429 with
+# Retry-After), the in-flight cap (503 overloaded), the connection cap
+# (503 connection_limit and close), an upstream dying mid-response, and
+# SIGHUP reloads under keep-alive load. Each case starts edged with its own
+# generated configuration on 127.0.0.1 high ports; backends are
+# tests/tools/echo_backend.py and tests/tools/cut_backend.py; clients are
+# python3 (stdlib) and curl. Runs against build/edged and again against
+# build/asan/edged (sanitizers must stay silent). Needs no root.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+t_begin
+
+TOOLS="$T_ROOT/tests/tools"
+if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
+	t_skip "$(basename "$0")" "needs curl and python3"
+	exit 77
+fi
+EDGED=${EDGED:-$B/edged}
+if [ ! -x "$EDGED" ]; then
+	t_skip "$(basename "$0")" "$EDGED not built"
+	exit 77
+fi
+
+BASE=$((30000 + (T_ID % 25000)))
+P_EDGE=$BASE
+P_ADMIN=$((BASE + 1))
+P_BACK=$((BASE + 2))
+P_CUT=$((BASE + 3))
+EPID=""
+CL="$T_TMP/client.py"
+
+wait_port() { # PORT: wait until something accepts on 127.0.0.1:PORT
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2).close()" "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+write_conf() { # FILE WORKERS LIMITS RATELIMIT EXTRA_DOMAIN
+	cat >"$1" <<CONF
+listen = [ "127.0.0.1:$P_EDGE" ];
+workers = $2;
+user = "$(id -un)";
+control_socket = "$T_TMP/edged.sock";
+admin_listen = "127.0.0.1:$P_ADMIN";
+analytics = { file = "$T_TMP/requests.jsonl"; };
+limits = { $3 };
+ratelimit = { $4 };
+timeouts = {
+  header = "5s";
+  upstream_connect = "1s";
+  upstream_response = "5s";
+  drain = "2s";
+};
+projects = (
+  { id = "shop";
+    environments = (
+      { id = "shop-prod";
+        domains = [ "shop.test" $5 ];
+        deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+      },
+      { id = "cut-prod";
+        domains = [ "cut.test" ];
+        deployment = { id = "cut-1"; upstreams = [ "127.0.0.1:$P_CUT" ]; };
+      }
+    );
+  }
+);
+CONF
+}
+
+start_edged() { # BIN WORKERS LIMITS RATELIMIT
+	: >"$T_TMP/requests.jsonl"
+	write_conf "$T_TMP/edge.conf" "$2" "$3" "$4" ""
+	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
+	EPID=$!
+	t_cleanup_add "kill -9 $EPID"
+	wait_port "$P_EDGE"
+}
+
+# stop_edged LABEL: SIGTERM, wait for the exit; fail on a sanitizer report
+stop_edged() {
+	local i
+	kill -TERM "$EPID" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$EPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -9 "$EPID" 2>/dev/null
+	wait "$EPID" 2>/dev/null
+	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged.log"; then
+		t_fail "$1: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged.log")"
+	fi
+}
+
+# The python client: one subcommand per case, prints why on failure, exits
+# 0 on success, 1 on failure.
+cat >"$CL" <<'PY'
+import http.client
+import json
+import socket
+import sys
+import threading
+import time
+
+PORT = int(sys.argv[1])
+CMD = sys.argv[2]
+
+
+def fail(msg):
+    print(msg)
+    sys.exit(1)
+
+
+def conn():
+    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+
+
+def get(c, path, host="shop.test"):
+    c.request("GET", path, headers={"Host": host})
+    r = c.getresponse()
+    return r, r.read()
+
+
+def raw_read(s, timeout):
+    """Read until the peer closes (True) or timeout passes (False)."""
+    s.settimeout(timeout)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                return out, True
+            out += d
+    except socket.timeout:
+        return out, False
+    except ConnectionResetError:
+        return out, True
+
+
+def error_json(body, name, rid):
+    j = json.loads(body)
+    if j.get("error") != name:
+        fail("error %r, wanted %r: %r" % (j.get("error"), name, body))
+    if not j.get("request_id") or (rid and j["request_id"] != rid):
+        fail("request_id %r, header %r" % (j.get("request_id"), rid))
+
+
+if CMD == "ratelimit":
+    c = conn()
+    for i in (1, 2):
+        r, b = get(c, "/r%d" % i)
+        if r.status != 200:
+            fail("request %d: status %d %r" % (i, r.status, b))
+    r, b = get(c, "/r3")
+    if r.status != 429:
+        fail("request 3: status %d, wanted 429: %r" % (r.status, b))
+    ra = r.getheader("Retry-After")
+    if ra is None or not ra.isdigit() or int(ra) < 1:
+        fail("Retry-After %r" % ra)
+    error_json(b, "rate_limited", r.getheader("X-Request-ID"))
+    print("retry-after", ra)
+
+elif CMD == "inflight":
+    res = {}
+
+    def slow():
+        c = conn()
+        r, b = get(c, "/slow/1500")
+        res["slow"] = (r.status, time.monotonic())
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.5)
+    c = conn()
+    r, b = get(c, "/second")
+    if r.status != 503:
+        fail("second request while one is in flight: %d, wanted 503: %r"
+             % (r.status, b))
+    error_json(b, "overloaded", r.getheader("X-Request-ID"))
+    if "slow" in res:
+        fail("the slow request finished too early")
+    t.join()
+    if res.get("slow", (0,))[0] != 200:
+        fail("slow request: %r" % (res.get("slow"),))
+    c = conn()
+    for i in range(3):
+        r, b = get(c, "/after%d" % i)
+        if r.status != 200:
+            fail("after the slow one completed: %d %r" % (r.status, b))
+
+elif CMD == "connlimit":
+    held = [socket.create_connection(("127.0.0.1", PORT), 5)
+            for _ in range(2)]
+    time.sleep(0.3)
+    s = socket.create_connection(("127.0.0.1", PORT), 5)
+    out, closed = raw_read(s, 3)
+    s.close()
+    head = out.split(b"\r\n\r\n", 1)
+    if not out.startswith(b"HTTP/1.1 503 ") or not closed or len(head) < 2:
+        fail("third connection: closed=%s %r" % (closed, out[:300]))
+    rid = None
+    for line in head[0].split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"x-request-id":
+            rid = v.strip().decode()
+    error_json(head[1], "connection_limit", rid)
+    # the held ones still work
+    held[0].sendall(b"GET /held HTTP/1.1\r\nHost: shop.test\r\n\r\n")
+    held[0].settimeout(5)
+    d = held[0].recv(65536)
+    if not d.startswith(b"HTTP/1.1 200 "):
+        fail("held connection: %r" % d[:200])
+    held[1].close()
+    ok = False
+    for _ in range(20):
+        time.sleep(0.1)
+        c = conn()
+        try:
+            r, b = get(c, "/new")
+        except (OSError, http.client.HTTPException):
+            continue
+        if r.status == 200:
+            ok = True
+            break
+    if not ok:
+        fail("no new connection served after closing a held one")
+    held[0].close()
+
+elif CMD == "cut":
+    s = socket.create_connection(("127.0.0.1", PORT), 5)
+    s.sendall(b"GET /cut HTTP/1.1\r\nHost: cut.test\r\n\r\n")
+    out, closed = raw_read(s, 5)
+    s.close()
+    if b"\r\n\r\n" not in out:
+        fail("no response head: closed=%s %r" % (closed, out[:300]))
+    head, body = out.split(b"\r\n\r\n", 1)
+    if not closed:
+        fail("connection left open after the upstream died "
+             "(%d body bytes)" % len(body))
+    if head.startswith(b"HTTP/1.1 200 ") and len(body) >= 100000:
+        fail("a complete-looking response: %d body bytes" % len(body))
+    print("status line %r, %d body bytes, closed" %
+          (head.split(b"\r\n")[0], len(body)))
+    c = conn()
+    r, b = get(c, "/after-cut")
+    if r.status != 200:
+        fail("request after the cut: %d %r" % (r.status, b))
+
+elif CMD == "load":
+    # 4 threads x 75 keep-alive requests; report every non-200 / error
+    errs = []
+    done = [0]
+    lock = threading.Lock()
+
+    def run(k):
+        c = conn()
+        for i in range(75):
+            try:
+                r, b = get(c, "/slow/10")
+                st = r.status
+            except (OSError, http.client.HTTPException) as e:
+                st = repr(e)
+                c.close()
+                c = conn()
+            with lock:
+                if st != 200:
+                    errs.append((k, i, st))
+                done[0] += 1
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    open(sys.argv[3], "w").close()  # tells the shell the load started
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errs or done[0] != 300:
+        fail("%d of %d requests failed: %r" % (len(errs), done[0], errs[:5]))
+    print("300 requests, all 200")
+PY
+
+run_suite() { # BIN LABEL
+	local bin=$1 v=$2 out lpid i rc n running
+
+	# 1. per-client rate limit
+	if start_edged "$bin" 1 "" 'rate = "2/s"; burst = 2;'; then
+		if out=$(python3 "$CL" "$P_EDGE" ratelimit 2>&1); then
+			t_ok "$v: rate limit: 2 pass, the 3rd -> 429 rate_limited, $out"
+		else
+			t_fail "$v: rate limit" "$out"
+		fi
+	else
+		t_fail "$v: rate limit: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: rate limit"
+
+	# 2. global in-flight cap
+	if start_edged "$bin" 1 "max_inflight = 1;" ""; then
+		if out=$(python3 "$CL" "$P_EDGE" inflight 2>&1); then
+			t_ok "$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"
+		else
+			t_fail "$v: max_inflight" "$out"
+		fi
+	else
+		t_fail "$v: max_inflight: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: max_inflight"
+
+	# 3. connection cap
+	if start_edged "$bin" 1 "max_connections = 2;" ""; then
+		if out=$(python3 "$CL" "$P_EDGE" connlimit 2>&1); then
+			t_ok "$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"
+		else
+			t_fail "$v: max_connections" "$out"
+		fi
+	else
+		t_fail "$v: max_connections: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: max_connections"
+
+	# 4. upstream dies mid-response
+	if start_edged "$bin" 1 "" ""; then
+		if out=$(python3 "$CL" "$P_EDGE" cut 2>&1); then
+			sleep 0.3
+			if python3 - "$T_TMP/requests.jsonl" >"$T_TMP/an" 2>&1 <<'PY'; then
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+cut = [e for e in ev if e.get("path") == "/cut"]
+assert len(cut) == 1, "records for /cut: %r" % cut
+e = cut[0]
+assert not (e["outcome"] == "ok" and e.get("bytes_out", 0) >= 100000), e
+print("analytics: outcome %s status %s bytes_out %s" %
+      (e["outcome"], e.get("status"), e.get("bytes_out")))
+PY
+				t_ok "$v: upstream dies mid-response: client sees the connection closed early ($out); $(cat "$T_TMP/an")"
+			else
+				t_fail "$v: upstream dies mid-response: analytics" "$(cat "$T_TMP/an")"
+			fi
+		else
+			t_fail "$v: upstream dies mid-response" "$out"
+		fi
+	else
+		t_fail "$v: upstream cut: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: upstream cut"
+
+	# 5. SIGHUP under keep-alive load
+	if start_edged "$bin" 2 "" ""; then
+		rm -f "$T_TMP/load.started"
+		python3 "$CL" "$P_EDGE" load "$T_TMP/load.started" >"$T_TMP/load.out" 2>&1 &
+		lpid=$!
+		t_cleanup_add "kill -9 $lpid"
+		for ((i = 0; i < 50; i++)); do
+			[ -e "$T_TMP/load.started" ] && break
+			sleep 0.05
+		done
+		for i in 1 2 3; do
+			sleep 0.3
+			write_conf "$T_TMP/edge.conf" 2 "" "" ", \"new$i.test\""
+			kill -HUP "$EPID"
+		done
+		# the reloads must have landed while the load was running
+		kill -0 "$lpid" 2>/dev/null
+		running=$?
+		wait "$lpid"
+		rc=$?
+		n=$(grep -c 'reloaded\|reload' "$T_TMP/edged.log")
+		if [ $running -ne 0 ]; then
+			t_fail "$v: SIGHUP under load" "the load finished before the 3rd SIGHUP: $(cat "$T_TMP/load.out")"
+		elif [ $rc -eq 0 ] && kill -0 "$EPID" &&
+			[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: new3.test' \
+				"http://127.0.0.1:$P_EDGE/")" = 200 ]; then
+			t_ok "$v: 3 SIGHUPs during 4x75 keep-alive requests: every response 200, new domain routed ($n reload log lines)"
+		else
+			t_fail "$v: SIGHUP under load" "rc $rc: $(cat "$T_TMP/load.out") $(tail -3 "$T_TMP/edged.log")"
+		fi
+	else
+		t_fail "$v: SIGHUP under load: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: SIGHUP under load"
+}
+
+python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
+t_cleanup_add "kill $!"
+python3 "$TOOLS/cut_backend.py" "$P_CUT" 100000 1000 &
+t_cleanup_add "kill $!"
+if ! wait_port "$P_BACK" || ! wait_port "$P_CUT"; then
+	t_fail "backends start"
+	t_exit
+	exit
+fi
+
+run_suite "$EDGED" edged
+if [ -x "$B/asan/edged" ]; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}
+	run_suite "$B/asan/edged" asan
+else
+	t_skip "asan: edged" "$B/asan/edged not built"
+fi
+t_exit
