@@ -5,6 +5,7 @@
 #   make demo       install missing deps, build, run the demo
 #   make vmtest KERNEL=6.1|6.12|all [CMD='...']   kernel-facing tests in VMs
 #   make bench-xdp  bench/xdp-drop
+#   make bench-http bench/http (edged vs nginx vs HAProxy vs direct)
 #   make lint       clang-format check, cppcheck, shellcheck
 
 B        ?= build
@@ -103,7 +104,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz check demo deps vmtest bench-xdp lint format clean
+.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http lint format clean
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -147,6 +148,11 @@ bench-xdp:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/xdp-drop/run
+
+bench-http:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/http/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*/*.c)
 SH_FILES := scripts/install-deps scripts/demo tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
