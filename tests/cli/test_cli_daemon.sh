@@ -22,23 +22,6 @@ if [ ! -x "$EDGECTL" ] || [ ! -x "$STUB" ]; then
 	exit
 fi
 
-# expect NAME RC FRAGMENT CMD...: as in test_cli_errors.sh.
-expect() {
-	local name=$1 rc=$2 frag=$3 got
-	shift 3
-	"$@" >"$T_TMP/out" 2>&1
-	got=$?
-	if [ "$got" -ne "$rc" ]; then
-		t_fail "$name" "exit $got, want $rc: $(head -c 300 "$T_TMP/out" | tr '\n' ' ')"
-	elif [ -n "$frag" ] && ! grep -qF -- "$frag" "$T_TMP/out"; then
-		t_fail "$name" "output lacks '$frag': $(head -c 300 "$T_TMP/out" | tr '\n' ' ')"
-	elif grep -q "AddressSanitizer\|LeakSanitizer\|runtime error" "$T_TMP/out"; then
-		t_fail "$name" "sanitizer: $(grep -m1 "Sanitizer\|runtime error" "$T_TMP/out")"
-	else
-		t_ok "$name"
-	fi
-}
-
 E=$EDGECTL
 SOCK=$T_TMP/edged.sock
 ROOT=0
