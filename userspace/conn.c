@@ -23,6 +23,8 @@
 #include "worker.h"
 
 static void conn_parse(struct conn *c);
+static uint64_t conn_idle_ms(const struct conn *c);
+static void conn_idle_tick(struct conn *c);
 
 static const char *status_text(int status)
 {
@@ -413,9 +415,10 @@ static void conn_parse(struct conn *c)
 		}
 		if (c->timer_mode == CONN_T_NONE) {
 			c->timer_mode = CONN_T_IDLE;
-			conn_timer(c, c->nreq
-					  ? sh->cfg->timeouts.idle_keepalive_ms
-					  : sh->cfg->timeouts.header_ms);
+			c->idle_since = worker_now_ns();
+			conn_timer(c, conn_idle_ms(c) < CONN_PARK_MS
+					  ? conn_idle_ms(c)
+					  : CONN_PARK_MS);
 		}
 		return;
 	}
@@ -541,7 +544,7 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			c->close_after = true;
 			conn_req_end(c, OUTCOME_HEADER_TIMEOUT, NULL);
 		} else {
-			conn_close(c); /* idle keep-alive connection */
+			conn_idle_tick(c);
 		}
 		break;
 	case CONN_PROXY:
@@ -553,34 +556,31 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
-		 socklen_t len)
+/* Make the connection object for fd (a new or an unparked connection)
+ * and wait for its next head. NULL when out of memory (fd closed). */
+static struct conn *conn_open(struct worker *w, int fd,
+			      const union conn_addr *peer, socklen_t len,
+			      unsigned nreq)
 {
-	struct worker_shared *sh = w->sh;
 	struct conn *c;
-	unsigned long n;
-	int one = 1;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
-		return;
+		return NULL;
 	}
 	c->w = w;
-	if (len > sizeof(c->peer))
-		len = sizeof(c->peer);
-	memcpy(&c->peer, sa, len);
+	c->nreq = nreq;
+	c->peer = *peer;
 	c->peer_len = len;
-	if (sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6,
-			  &((const struct sockaddr_in6 *)sa)->sin6_addr,
-			  c->client_ip, sizeof(c->client_ip));
+	if (peer->sa.sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &peer->v6.sin6_addr, c->client_ip,
+			  sizeof(c->client_ip));
 	else
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
-			  c->client_ip, sizeof(c->client_ip));
+		inet_ntop(AF_INET, &peer->v4.sin_addr, c->client_ip,
+			  sizeof(c->client_ip));
 	if (cidr_parse_addr(c->client_ip, &c->peer_cidr, NULL))
 		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	if (!c->bev || !c->timer) {
@@ -591,14 +591,158 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		if (c->timer)
 			event_free(c->timer);
 		free(c);
-		return;
+		return NULL;
 	}
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 			  c);
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
 	w->nconns++;
-	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	conn_wait_head(c);
+	return c;
+}
+
+/* Forget a parked connection: free it, and close its socket unless it
+ * goes on as a struct conn (keep_fd). */
+static void conn_park_free(struct conn_park *k, bool keep_fd)
+{
+	struct worker *w = k->w;
+
+	event_del((struct event *)k->ev);
+	TAILQ_REMOVE(&w->parked, k, link);
+	if (!keep_fd) {
+		close(k->fd);
+		w->nconns--;
+		atomic_fetch_sub(&w->sh->connections, 1);
+	}
+	free(k);
+}
+
+/* A parked connection's socket is readable (a request, or EOF), or its
+ * idle deadline passed (closed without an answer, as an idle keep-alive
+ * connection is). */
+static void conn_park_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn_park *k = arg;
+	struct worker *w = k->w;
+	union conn_addr peer = k->peer;
+	socklen_t len = k->peer_len;
+	unsigned nreq = k->nreq;
+
+	(void)fd;
+	if (!(what & EV_READ)) {
+		conn_park_free(k, false);
+		worker_maybe_exit(w);
+		return;
+	}
+	fd = k->fd;
+	conn_park_free(k, true);
+	w->nconns--; /* conn_open counts it again */
+	if (!conn_open(w, fd, &peer, len, nreq)) {
+		atomic_fetch_sub(&w->sh->connections, 1);
+		worker_maybe_exit(w);
+	}
+}
+
+/* Park fd (counted in w->nconns and sh->connections) for at most ms.
+ * Returns -1 when out of memory, fd left to the caller. */
+static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
+		     socklen_t len, unsigned nreq, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)((ms % 1000) * 1000)};
+	struct conn_park *k;
+
+	k = calloc(1, sizeof(*k) + event_get_struct_event_size());
+	if (!k)
+		return -1;
+	k->w = w;
+	k->fd = fd;
+	k->nreq = nreq;
+	k->peer = *peer;
+	k->peer_len = len;
+	if (event_assign((struct event *)k->ev, w->base, fd, EV_READ,
+			 conn_park_cb, k) ||
+	    event_add((struct event *)k->ev, &tv)) {
+		free(k);
+		return -1;
+	}
+	TAILQ_INSERT_TAIL(&w->parked, k, link);
+	return 0;
+}
+
+/* How long c may wait for its next head in all (the idle keep-alive
+ * timeout, or for a first request the header timeout). */
+static uint64_t conn_idle_ms(const struct conn *c)
+{
+	const struct config *cfg = c->w->sh->cfg;
+
+	return c->nreq ? cfg->timeouts.idle_keepalive_ms
+		       : cfg->timeouts.header_ms;
+}
+
+/* c's idle timer fired: close it when its idle time is up, park it when
+ * nothing is buffered, else wait on. */
+static void conn_idle_tick(struct conn *c)
+{
+	struct worker *w = c->w;
+	uint64_t waited = (worker_now_ns() - c->idle_since) / 1000000;
+	uint64_t limit = conn_idle_ms(c);
+	int fd;
+
+	if (waited >= limit) {
+		conn_close(c); /* idle keep-alive connection */
+		return;
+	}
+	if (c->state != CONN_HEAD || c->r.active || c->client_eof ||
+	    c->close_after || w->draining ||
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) ||
+	    evbuffer_get_length(bufferevent_get_output(c->bev))) {
+		conn_timer(c, limit - waited);
+		return;
+	}
+	/* hand the socket to a parked entry, then free c without closing
+	 * it: unset CLOSE_ON_FREE by taking the fd out of the bufferevent */
+	fd = dup(bufferevent_getfd(c->bev));
+	if (fd < 0 ||
+	    conn_park(w, fd, &c->peer, c->peer_len, c->nreq, limit - waited)) {
+		if (fd >= 0)
+			close(fd);
+		conn_timer(c, limit - waited);
+		return;
+	}
+	w->nconns++; /* the parked entry; conn_close takes c's away */
+	w->parks++;
+	atomic_fetch_add(&w->sh->connections, 1);
+	conn_close(c);
+}
+
+void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
+		 socklen_t len)
+{
+	struct worker_shared *sh = w->sh;
+	union conn_addr peer;
+	struct conn *c;
+	unsigned long n;
+	int one = 1;
+
+	memset(&peer, 0, sizeof(peer));
+	if (len > sizeof(peer))
+		len = sizeof(peer);
+	memcpy(&peer, sa, len);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	n = atomic_fetch_add(&sh->connections, 1) + 1;
+	if (n <= sh->cfg->limits.max_connections && !w->draining) {
+		w->nconns++;
+		if (conn_park(w, fd, &peer, len, 0,
+			      sh->cfg->timeouts.header_ms) == 0)
+			return;
+		w->nconns--;
+	}
+	c = conn_open(w, fd, &peer, len, 0);
+	if (!c) {
+		atomic_fetch_sub(&sh->connections, 1);
+		return;
+	}
 	if (n > sh->cfg->limits.max_connections || w->draining) {
 		evtimer_del(c->timer);
 		c->kick = false;
@@ -651,6 +795,10 @@ void conn_reap(struct worker *w)
 void conn_drain_all(struct worker *w)
 {
 	struct conn *c, *next;
+	struct conn_park *k;
+
+	while ((k = TAILQ_FIRST(&w->parked)))
+		conn_park_free(k, false);
 
 	for (c = TAILQ_FIRST(&w->conns); c; c = next) {
 		next = TAILQ_NEXT(c, link);
@@ -664,6 +812,10 @@ void conn_drain_all(struct worker *w)
 void conn_free_all(struct worker *w)
 {
 	struct conn *c;
+	struct conn_park *k;
+
+	while ((k = TAILQ_FIRST(&w->parked)))
+		conn_park_free(k, false);
 
 	while ((c = TAILQ_FIRST(&w->conns)))
 		conn_close(c);

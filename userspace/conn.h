@@ -13,6 +13,7 @@
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -36,6 +37,32 @@ struct worker;
  * much it discards at most. */
 #define CONN_LINGER_MS 2000
 #define CONN_LINGER_BYTES (1024 * 1024)
+
+/* How long a connection waits between requests (or for its first byte)
+ * with its buffers before it is parked (struct conn_park): a parked
+ * connection holds no buffers, no request state and no bufferevent, only
+ * its socket, peer and one read event, until its next byte arrives. */
+#define CONN_PARK_MS 100
+
+/* A client's address, as accepted. */
+union conn_addr {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
+/* An open client connection with no request in progress and nothing
+ * buffered either way: what an idle keep-alive connection costs. */
+struct conn_park {
+	TAILQ_ENTRY(conn_park) link;
+	struct worker *w;
+	int fd;
+	unsigned nreq;	      /* requests served on the connection so far */
+	union conn_addr peer; /* the client */
+	socklen_t peer_len;
+	/* the read + deadline event (event_assign'ed, libevent's size) */
+	_Alignas(max_align_t) unsigned char ev[];
+};
 
 enum conn_state {
 	CONN_HEAD = 0, /* waiting for (more of) a request head */
@@ -69,13 +96,14 @@ struct conn {
 	struct worker *w;
 	struct bufferevent *bev;
 	struct event *timer; /* header / idle / connect / response deadline */
-	struct sockaddr_storage peer;
+	union conn_addr peer;
 	socklen_t peer_len;
 	struct cidr peer_cidr;
 	char client_ip[INET6_ADDRSTRLEN];
 	enum conn_state state;
 	unsigned nreq;	     /* requests begun on this connection */
 	unsigned timer_mode; /* CONN_T_*: what the timer means in CONN_HEAD */
+	uint64_t idle_since; /* CONN_T_IDLE: monotonic ns it began */
 	bool kick;	     /* the timer was armed to parse buffered input */
 	bool close_after;    /* close once the current request ends */
 	bool client_eof;     /* the client half-closed */
@@ -86,7 +114,8 @@ struct conn {
 
 /* A new connection accepted on fd by worker w (fd is owned by the
  * connection from now on, even when this fails). Enforces
- * limits.max_connections (503 connection_limit and close). */
+ * limits.max_connections (503 connection_limit and close); otherwise the
+ * connection starts parked until its first byte arrives. */
 void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		 socklen_t len);
 
@@ -111,8 +140,9 @@ void conn_write(struct conn *c, const void *p, size_t n);
 /* Arm c's timer for ms milliseconds. */
 void conn_timer(struct conn *c, uint64_t ms);
 
-/* Close every connection of w that is idle between requests, and mark the
- * others to close after their current request (draining). */
+/* Close every connection of w that is idle between requests (parked or
+ * not), and mark the others to close after their current request
+ * (draining). */
 void conn_drain_all(struct worker *w);
 
 /* Free the memory of w's closed connections (the worker's reap event). */

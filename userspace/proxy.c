@@ -119,24 +119,49 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 	return -1;
 }
 
-/* Close the upstream bufferevent; a clean connection goes to the pool (a
- * duplicate of its fd: libevent closes the original once it has
- * unregistered it, which may happen after this callback returns). */
+/* A pooled upstream connection closed, failed or sent unsolicited bytes:
+ * out of the pool and closed (arg: its endpoint). */
+static void proxy_pool_read_cb(struct bufferevent *bev, void *arg)
+{
+	upstream_pool_forget(arg, bev);
+	bufferevent_free(bev);
+}
+
+static void proxy_pool_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)what;
+	proxy_pool_read_cb(bev, arg);
+}
+
+void proxy_pool_release(void *obj, int fd)
+{
+	(void)fd;
+	bufferevent_free(obj);
+}
+
+/* Close the upstream bufferevent, or give a clean connection to the pool
+ * as it is (still registered, watched for EOF and stray bytes). */
 static void proxy_drop_ub(struct conn *c, bool give)
 {
 	struct proxy *p = &c->r.p;
-	int fd;
+	struct bufferevent *ub = p->ub;
 
-	if (!p->ub)
+	if (!ub)
 		return;
-	if (give && p->ep) {
-		fd = fcntl(bufferevent_getfd(p->ub), F_DUPFD_CLOEXEC, 3);
-		if (fd >= 0)
-			upstream_pool_give(c->w->up, p->ep, fd,
-					   worker_now_ns());
-	}
-	bufferevent_free(p->ub);
 	p->ub = NULL;
+	if (give && p->ep &&
+	    evbuffer_get_length(bufferevent_get_input(ub)) == 0 &&
+	    evbuffer_get_length(bufferevent_get_output(ub)) == 0) {
+		bufferevent_setcb(ub, proxy_pool_read_cb, NULL,
+				  proxy_pool_event_cb, p->ep);
+		bufferevent_set_timeouts(ub, NULL, NULL);
+		bufferevent_setwatermark(ub, EV_READ, 0, 0);
+		bufferevent_enable(ub, EV_READ);
+		upstream_pool_give_obj(c->w->up, p->ep, bufferevent_getfd(ub),
+				       ub, worker_now_ns());
+		return;
+	}
+	bufferevent_free(ub);
 }
 
 static void proxy_ep_done(struct conn *c)
@@ -285,13 +310,16 @@ static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg);
 static void proxy_up_read_cb(struct bufferevent *bev, void *arg);
 static void proxy_up_write_cb(struct bufferevent *bev, void *arg);
 
-static int proxy_new_ub(struct conn *c, int fd)
+/* Make p->ub: a new bufferevent on fd, or ub (pooled) when not NULL. */
+static int proxy_new_ub(struct conn *c, int fd, struct bufferevent *ub)
 {
 	const struct worker_shared *sh = c->w->sh;
 	struct proxy *p = &c->r.p;
 	size_t high = sh->h1.head_max + 1;
 
-	p->ub = bufferevent_socket_new(c->w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	p->ub =
+	    ub ? ub
+	       : bufferevent_socket_new(c->w->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!p->ub) {
 		close(fd);
 		return -ENOMEM;
@@ -314,6 +342,7 @@ static void proxy_connect(struct conn *c)
 	const struct config_addr *a;
 	struct upstream_ep *ep;
 	uint64_t now = worker_now_ns();
+	void *pooled;
 	int fd, rc;
 
 	if (p->ntried >= PROXY_TRIES_MAX) {
@@ -333,10 +362,10 @@ static void proxy_connect(struct conn *c)
 	upstream_inflight_add(ep, 1);
 	p->ep_counted = true;
 	p->t_connect = now;
-	fd = upstream_pool_take(w->up, ep, now);
+	fd = upstream_pool_take_obj(w->up, ep, now, &pooled);
 	if (fd >= 0) {
 		p->reused = true;
-		if (proxy_new_ub(c, fd)) {
+		if (proxy_new_ub(c, fd, pooled)) {
 			conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 			return;
 		}
@@ -347,7 +376,7 @@ static void proxy_connect(struct conn *c)
 	a = upstream_ep_addr(ep);
 	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
-	if (fd < 0 || proxy_new_ub(c, fd)) {
+	if (fd < 0 || proxy_new_ub(c, fd, NULL)) {
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}

@@ -112,6 +112,10 @@ void proxy_client_gone(struct conn *c, bool eof);
 /* The request's phase timer fired (connect or response timeout). */
 void proxy_timeout(struct conn *c);
 
+/* The upstream pool's release function for the bufferevents proxy.c
+ * pools (upstream_worker_set_release). */
+void proxy_pool_release(void *obj, int fd);
+
 /* Release the upstream side at the end of the request: give a clean
  * connection to the pool, close anything else, report health, drop the
  * endpoint's in-flight count. A tunnel is closed and its byte counts are

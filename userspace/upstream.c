@@ -39,12 +39,14 @@
 
 struct upstream_idle {
 	int fd;
+	void *obj;	/* the holder's object around fd, or NULL */
 	uint64_t since; /* idle since, ns */
 };
 
 struct upstream_ep {
 	struct upstream_ep *next; /* hash chain */
-	uint64_t hash;		  /* of the address */
+	struct upstream_worker *w;
+	uint64_t hash; /* of the address */
 	struct config_addr addr;
 	unsigned inflight;
 	unsigned failures;    /* consecutive failures */
@@ -72,6 +74,7 @@ struct upstream_worker {
 	size_t n_buckets; /* a power of two */
 	size_t n_eps;
 	size_t n_idle;		      /* pooled fds over all endpoints */
+	upstream_release_fn release;  /* frees a pooled object; NULL: none */
 	struct upstream_ep **scratch; /* candidates of one select */
 	size_t cap_scratch;
 	struct upstream_rr rr[UPSTREAM_RR_SETS * UPSTREAM_RR_WAYS];
@@ -235,12 +238,28 @@ int upstream_worker_new(struct upstream_worker **out)
 	return 0;
 }
 
+/* Close one pooled connection: its holder's object, or its bare fd. */
+static void upstream_idle_close(const struct upstream_worker *w,
+				const struct upstream_idle *it)
+{
+	if (it->obj && w->release)
+		w->release(it->obj, it->fd);
+	else
+		close(it->fd);
+}
+
+void upstream_worker_set_release(struct upstream_worker *w,
+				 upstream_release_fn release)
+{
+	w->release = release;
+}
+
 static void upstream_ep_free(struct upstream_worker *w, struct upstream_ep *ep)
 {
 	size_t i;
 
 	for (i = 0; i < ep->n_idle; i++)
-		close(ep->idle[i].fd);
+		upstream_idle_close(w, &ep->idle[i]);
 	w->n_idle -= ep->n_idle;
 	free(ep->idle);
 	free(ep);
@@ -332,6 +351,7 @@ static struct upstream_ep *upstream_ep_get(struct upstream_worker *w,
 	if (!ep)
 		return NULL;
 	ep->hash = h;
+	ep->w = w;
 	ep->addr = *a;
 	ep->next = w->buckets[h & (w->n_buckets - 1)];
 	w->buckets[h & (w->n_buckets - 1)] = ep;
@@ -604,7 +624,7 @@ static void upstream_drop_oldest(struct upstream_worker *w,
 	size_t i;
 
 	for (i = 0; i < k; i++)
-		close(ep->idle[i].fd);
+		upstream_idle_close(w, &ep->idle[i]);
 	memmove(ep->idle, ep->idle + k, (ep->n_idle - k) * sizeof(*ep->idle));
 	ep->n_idle -= k;
 	w->n_idle -= k;
@@ -623,28 +643,66 @@ static bool upstream_fd_usable(int fd)
 	return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-int upstream_pool_take(struct upstream_worker *w, struct upstream_ep *ep,
-		       uint64_t now_ns)
+int upstream_pool_take_obj(struct upstream_worker *w, struct upstream_ep *ep,
+			   uint64_t now_ns, void **obj)
 {
+	*obj = NULL;
 	while (ep->n_idle) {
 		struct upstream_idle it = ep->idle[--ep->n_idle];
 
 		w->n_idle--;
+		/* a holder's object is watched while pooled (it forgets
+		 * itself on EOF or data): no need to peek */
 		if (upstream_age(now_ns, it.since) < w->idle_timeout_ns &&
-		    upstream_fd_usable(it.fd)) {
+		    (it.obj || upstream_fd_usable(it.fd))) {
 			w->st.pool_hits++;
+			*obj = it.obj;
 			return it.fd;
 		}
-		close(it.fd);
+		upstream_idle_close(w, &it);
 		w->st.pool_stale++;
 	}
 	w->st.pool_misses++;
 	return -1;
 }
 
+int upstream_pool_take(struct upstream_worker *w, struct upstream_ep *ep,
+		       uint64_t now_ns)
+{
+	void *obj;
+
+	return upstream_pool_take_obj(w, ep, now_ns, &obj);
+}
+
+int upstream_pool_forget(struct upstream_ep *ep, const void *obj)
+{
+	struct upstream_worker *w = ep->w;
+	size_t i;
+
+	for (i = 0; i < ep->n_idle; i++) {
+		if (ep->idle[i].obj != obj)
+			continue;
+		memmove(ep->idle + i, ep->idle + i + 1,
+			(ep->n_idle - i - 1) * sizeof(*ep->idle));
+		ep->n_idle--;
+		w->n_idle--;
+		w->st.pool_stale++;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
 			int fd, uint64_t now_ns)
 {
+	upstream_pool_give_obj(w, ep, fd, NULL, now_ns);
+}
+
+void upstream_pool_give_obj(struct upstream_worker *w, struct upstream_ep *ep,
+			    int fd, void *obj, uint64_t now_ns)
+{
+	struct upstream_idle it = {fd, obj, now_ns};
+
 	if (fd < 0)
 		return;
 	if (ep->n_idle >= w->max_idle_per_ep) /* make room: oldest first */
@@ -664,13 +722,12 @@ void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
 		ep->idle = idle;
 		ep->cap_idle = cap;
 	}
-	ep->idle[ep->n_idle].fd = fd;
-	ep->idle[ep->n_idle].since = now_ns;
+	ep->idle[ep->n_idle] = it;
 	ep->n_idle++;
 	w->n_idle++;
 	return;
 drop:
-	close(fd);
+	upstream_idle_close(w, &it);
 	w->st.pool_closed++;
 }
 

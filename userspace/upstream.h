@@ -33,8 +33,8 @@
 #include "config.h"
 
 /* Defaults used when upstream_worker_configure is not called. */
-#define UPSTREAM_DEFAULT_MAX_IDLE_PER_EP 32
-#define UPSTREAM_DEFAULT_MAX_IDLE_TOTAL 1024
+#define UPSTREAM_DEFAULT_MAX_IDLE_PER_EP 128
+#define UPSTREAM_DEFAULT_MAX_IDLE_TOTAL 4096
 #define UPSTREAM_DEFAULT_IDLE_TIMEOUT_NS (60ull * 1000000000ull)
 #define UPSTREAM_DEFAULT_EJECT_AFTER 3
 #define UPSTREAM_DEFAULT_EJECT_BASE_NS (10ull * 1000000000ull)
@@ -119,6 +119,34 @@ int upstream_pool_take(struct upstream_worker *w, struct upstream_ep *ep,
  */
 void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
 			int fd, uint64_t now_ns);
+
+/*
+ * Pooling an object around the fd (a bufferevent kept registered, so a
+ * reused connection costs no re-registration): the holder sets a release
+ * function, called with (obj, fd) whenever the pool closes such an entry
+ * (bounds, expiry, take finding it too old, upstream_worker_free), and
+ * watches the fd while pooled, calling upstream_pool_forget when it sees
+ * EOF, an error or unsolicited bytes (then frees obj itself). take_obj
+ * trusts such an entry without the MSG_PEEK probe. Plain fds (obj NULL)
+ * are closed with close(2) and probed as above.
+ */
+typedef void (*upstream_release_fn)(void *obj, int fd);
+
+void upstream_worker_set_release(struct upstream_worker *w,
+				 upstream_release_fn release);
+
+/* upstream_pool_give with the holder's object obj (may be NULL). */
+void upstream_pool_give_obj(struct upstream_worker *w, struct upstream_ep *ep,
+			    int fd, void *obj, uint64_t now_ns);
+
+/* upstream_pool_take that also returns the entry's object in *obj (NULL
+ * for a plain fd, or when none is returned). */
+int upstream_pool_take_obj(struct upstream_worker *w, struct upstream_ep *ep,
+			   uint64_t now_ns, void **obj);
+
+/* Remove obj from ep's pool without releasing it (counted as stale).
+ * Returns 0, or -ENOENT when obj is not pooled at ep. */
+int upstream_pool_forget(struct upstream_ep *ep, const void *obj);
 
 /* Close idle fds past the idle timeout, and forget endpoints long unused. */
 void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns);

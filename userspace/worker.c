@@ -6,6 +6,7 @@
  * pthreads support makes that safe from another thread).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "conn.h"
 #include "listener.h"
+#include "proxy.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -21,6 +23,9 @@
 #define WORKER_LIMITER_CLIENTS 65536
 /* How often idle pooled upstream connections are expired. */
 #define WORKER_TICK_MS 1000
+/* Connections parked within one tick after which freed memory is handed
+ * back to the kernel (malloc_trim). */
+#define WORKER_TRIM_PARKS 256
 
 uint64_t worker_now_ns(void)
 {
@@ -68,6 +73,11 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	upstream_pool_expire(w->up, worker_now_ns());
+	/* a burst of connections went idle: their request memory is free
+	 * but scattered between parked entries; give its pages back */
+	if (w->parks >= WORKER_TRIM_PARKS)
+		malloc_trim(0);
+	w->parks = 0;
 	worker_maybe_exit(w);
 }
 
@@ -93,6 +103,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	w->id = id;
 	w->sh = sh;
 	TAILQ_INIT(&w->conns);
+	TAILQ_INIT(&w->parked);
 	TAILQ_INIT(&w->dead);
 	w->base = event_base_new();
 	if (!w->base)
@@ -106,6 +117,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	rc = upstream_worker_new(&w->up);
 	if (rc)
 		goto nomem;
+	upstream_worker_set_release(w->up, proxy_pool_release);
 	if (cfg->timeouts.idle_keepalive_ms)
 		upstream_worker_configure(
 		    w->up, 0, 0, cfg->timeouts.idle_keepalive_ms * 1000000ull,

@@ -27,6 +27,7 @@
 #include "route.h"
 
 struct conn;
+struct conn_park;
 struct listener;
 
 /* Read by every worker; written only by the main thread before the
@@ -47,6 +48,7 @@ enum worker_cmd {
 };
 
 TAILQ_HEAD(conn_list, conn);
+TAILQ_HEAD(conn_park_list, conn_park);
 
 struct worker {
 	unsigned id;
@@ -59,9 +61,11 @@ struct worker {
 	struct event *tick;   /* periodic pool expiry */
 	struct listener **ls; /* this worker's listening sockets */
 	size_t nls;
-	struct conn_list conns; /* open client connections */
-	size_t nconns;
-	struct conn_list dead; /* closed, memory freed by reap */
+	struct conn_list conns;	      /* open client connections */
+	struct conn_park_list parked; /* idle ones without buffers */
+	size_t nconns;		      /* both lists */
+	unsigned parks;		      /* connections parked this tick */
+	struct conn_list dead;	      /* closed, memory freed by reap */
 	struct event *reap;
 	bool draining;
 	struct upstream_worker *up;

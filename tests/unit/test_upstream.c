@@ -595,6 +595,68 @@ static void pair(int fds[2])
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
 }
 
+/* A release function that records what the pool freed. */
+static int released[8];
+static size_t n_released;
+
+static void rec_release(void *obj, int fd)
+{
+	ck_assert_ptr_eq(obj, &released); /* the object given */
+	if (n_released < 8)
+		released[n_released++] = fd;
+	close(fd);
+}
+
+START_TEST(test_pool_objects)
+{
+	struct upstream_worker *w;
+	struct config_addr eps[5];
+	struct upstream_ep *a;
+	struct upstream_stats st;
+	void *obj = NULL;
+	int p[3][2], i;
+
+	five(eps);
+	n_released = 0;
+	ck_assert_int_eq(upstream_worker_new(&w), 0);
+	upstream_worker_set_release(w, rec_release);
+	a = ep_of(w, eps, 1, 0);
+	for (i = 0; i < 3; i++)
+		pair(p[i]);
+	/* an object's entry is trusted without the peek: bytes waiting on
+	 * it do not make take close it (its holder watches it) */
+	ck_assert_int_eq(write(p[0][1], "x", 1), 1);
+	upstream_pool_give_obj(w, a, p[0][0], &released, T0);
+	ck_assert_int_eq(upstream_pool_take_obj(w, a, T0 + 1, &obj), p[0][0]);
+	ck_assert_ptr_eq(obj, &released);
+	ck_assert_uint_eq(n_released, 0);
+	/* forget takes one entry out without releasing it */
+	upstream_pool_give_obj(w, a, p[0][0], &released, T0 + 2);
+	upstream_pool_give_obj(w, a, p[1][0], NULL, T0 + 3);
+	ck_assert_int_eq(upstream_pool_forget(a, &released), 0);
+	ck_assert_int_eq(upstream_pool_forget(a, &released), -ENOENT);
+	ck_assert_uint_eq(n_released, 0);
+	ck_assert(!fd_closed(p[0][0]));
+	/* a plain fd still comes back with no object */
+	ck_assert_int_eq(upstream_pool_take_obj(w, a, T0 + 4, &obj), p[1][0]);
+	ck_assert_ptr_null(obj);
+	/* bounds, expiry and free go through the release function */
+	ck_assert_int_eq(upstream_worker_configure(w, 1, 0, 0, 0, 0, 0), 0);
+	upstream_pool_give_obj(w, a, p[0][0], &released, T0 + 5);
+	upstream_pool_give_obj(w, a, p[2][0], &released, T0 + 6);
+	ck_assert_uint_eq(n_released, 1);
+	ck_assert_int_eq(released[0], p[0][0]);
+	upstream_stats(w, &st);
+	ck_assert_uint_eq(st.idle_fds, 1);
+	upstream_worker_free(w);
+	ck_assert_uint_eq(n_released, 2);
+	ck_assert_int_eq(released[1], p[2][0]);
+	close(p[1][0]);
+	for (i = 0; i < 3; i++)
+		close(p[i][1]);
+}
+END_TEST
+
 START_TEST(test_pool_lifo_bound)
 {
 	struct upstream_worker *w;
@@ -798,6 +860,7 @@ static Suite *upstream_suite(void)
 	tcase_add_test(tc, test_backoff_cap);
 	tcase_add_test(tc, test_panic);
 	tcase_add_test(tc, test_pool_lifo_bound);
+	tcase_add_test(tc, test_pool_objects);
 	tcase_add_test(tc, test_pool_stale);
 	tcase_add_test(tc, test_pool_expire);
 	tcase_add_test(tc, test_free_closes_all);
