@@ -249,44 +249,35 @@ elif CMD == "load":
     print("300 requests, all 200")
 PY
 
+# limit_case BIN NAME LIMITS RATELIMIT CMD OK: edged with one worker and
+# these limits, then the client's CMD; the case passes as OK (followed by
+# what CMD printed, if anything) when CMD exits 0, else fails as NAME.
+limit_case() {
+	local bin=$1 name=$2 out
+	if start_edged "$bin" 1 "$3" "$4"; then
+		if out=$(python3 "$CL" "$P_EDGE" "$5" 2>&1); then
+			t_ok "$6${out:+, $out}"
+		else
+			t_fail "$name" "$out"
+		fi
+	else
+		t_fail "$name: edged starts" "$(tail -5 "$EDGED_LOG")"
+	fi
+	stop_edged "$name"
+}
+
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 out lpid i rc n running
 
 	# 1. per-client rate limit
-	if start_edged "$bin" 1 "" 'rate = "2/s"; burst = 2;'; then
-		if out=$(python3 "$CL" "$P_EDGE" ratelimit 2>&1); then
-			t_ok "$v: rate limit: 2 pass, the 3rd -> 429 rate_limited, $out"
-		else
-			t_fail "$v: rate limit" "$out"
-		fi
-	else
-		t_fail "$v: rate limit: edged starts" "$(tail -5 "$EDGED_LOG")"
-	fi
-	stop_edged "$v: rate limit"
-
+	limit_case "$bin" "$v: rate limit" "" 'rate = "2/s"; burst = 2;' ratelimit \
+		"$v: rate limit: 2 pass, the 3rd -> 429 rate_limited"
 	# 2. global in-flight cap
-	if start_edged "$bin" 1 "max_inflight = 1;" ""; then
-		if out=$(python3 "$CL" "$P_EDGE" inflight 2>&1); then
-			t_ok "$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"
-		else
-			t_fail "$v: max_inflight" "$out"
-		fi
-	else
-		t_fail "$v: max_inflight: edged starts" "$(tail -5 "$EDGED_LOG")"
-	fi
-	stop_edged "$v: max_inflight"
-
+	limit_case "$bin" "$v: max_inflight" "max_inflight = 1;" "" inflight \
+		"$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"
 	# 3. connection cap
-	if start_edged "$bin" 1 "max_connections = 2;" ""; then
-		if out=$(python3 "$CL" "$P_EDGE" connlimit 2>&1); then
-			t_ok "$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"
-		else
-			t_fail "$v: max_connections" "$out"
-		fi
-	else
-		t_fail "$v: max_connections: edged starts" "$(tail -5 "$EDGED_LOG")"
-	fi
-	stop_edged "$v: max_connections"
+	limit_case "$bin" "$v: max_connections" "max_connections = 2;" "" connlimit \
+		"$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"
 
 	# 4. upstream dies mid-response
 	if start_edged "$bin" 1 "" ""; then

@@ -57,6 +57,16 @@ client() { # MODE [ARGS...]: output in $T_TMP/client.json, errors in .err
 		>"$T_TMP/client.json" 2>"$T_TMP/client.err"
 }
 
+# client_case MODE OK NAME: a case that passes as OK when the client's MODE
+# passes its own checks, else fails as NAME with the client's reason
+client_case() {
+	if client "$1"; then
+		t_ok "$2"
+	else
+		t_fail "$3" "$(cat "$T_TMP/client.err")"
+	fi
+}
+
 # backend_last PATH: the backend's record of the last tunnel on PATH
 backend_last() {
 	python3 - "$T_TMP/backend.jsonl" "$1" <<'PY'
@@ -125,23 +135,13 @@ run_suite() { # BIN LABEL BYTES
 	fi
 
 	# (e) 200 to an upgrade request keeps HTTP
-	if client ok200; then
-		t_ok "$v: a 200 to an upgrade request keeps the connection HTTP"
-	else
-		t_fail "$v: 200 to upgrade" "$(cat "$T_TMP/client.err")"
-	fi
+	client_case ok200 "$v: a 200 to an upgrade request keeps the connection HTTP" \
+		"$v: 200 to upgrade"
 
 	# (f) unsolicited 101, and a 101 to another protocol: 502
-	if client unsolicited; then
-		t_ok "$v: unsolicited 101 -> 502"
-	else
-		t_fail "$v: unsolicited 101" "$(cat "$T_TMP/client.err")"
-	fi
-	if client wrongproto; then
-		t_ok "$v: 101 to a protocol not asked for -> 502"
-	else
-		t_fail "$v: mismatched 101" "$(cat "$T_TMP/client.err")"
-	fi
+	client_case unsolicited "$v: unsolicited 101 -> 502" "$v: unsolicited 101"
+	client_case wrongproto "$v: 101 to a protocol not asked for -> 502" \
+		"$v: mismatched 101"
 
 	# (g) idle timeout (tunnel_idle = 1s) closes both sides
 	if client idle 8 &&
