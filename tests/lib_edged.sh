@@ -17,8 +17,8 @@
 # shellcheck disable=SC2034 # for the tests that source this
 TOOLS="$T_ROOT/tests/tools"
 EDGED_ASAN="$B/asan/edged"
-# the ASan/UBSan build's options unless the caller set its own: report
-# leaks, and exit 1 (not abort) on a report so that the log holds it whole
+# the ASan/UBSan build's options unless the caller set its own (tests/run
+# does): report leaks, and exit 1 on a report instead of aborting
 EDGED_ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=1"
 EPID=""
 
@@ -92,7 +92,8 @@ edged_ports() {
 edged_track() { echo "$1" >>"$T_TMP/pids"; }
 
 # edged_wait_port PORT: 0 once something accepts connections on
-# 127.0.0.1:PORT, 1 when nothing has within 5 s.
+# 127.0.0.1:PORT, 1 when nothing has after 100 tries 50 ms apart (5 s and
+# a bit).
 edged_wait_port() {
 	local i
 	for ((i = 0; i < 100; i++)); do
@@ -130,7 +131,7 @@ CONF
 
 # edged_start BIN CONF [ARG...]: run BIN -c CONF -f ARG... in the
 # background, its output in $EDGED_LOG, its PID in EPID (killed at exit);
-# 0 once it accepts on 127.0.0.1:$P_EDGE, 1 when it does not within 5 s.
+# then edged_wait_port $P_EDGE.
 edged_start() {
 	local bin=$1 conf=$2
 	shift 2
