@@ -51,6 +51,7 @@ D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c))
 EDGED_MAIN := $(wildcard userspace/edged.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/lib/*.h cli/*.h tests/*/*.h)
+BENCH_HDRS := $(wildcard bench/*.h)
 
 # $(call variant,DIR,EXTRA_CFLAGS): objects and binaries of one build variant
 define variant
@@ -88,7 +89,7 @@ TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s)))) \
          $(foreach s,$(TOOL_BPF_SRCS),$(B)/tools/$(notdir $(s:.c=.o)))
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
-$(B)/tools/%: bench/*/%.c $(HDRS) | $(B)/tools
+$(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
 	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
@@ -154,7 +155,7 @@ bench-http:
 	$(MAKE) all
 	bench/http/run
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
 SH_FILES := scripts/install-deps scripts/demo tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint

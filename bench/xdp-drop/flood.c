@@ -49,12 +49,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common.h"
+
 #define FLOOD_MAX_SECONDS 120
 #define FLOOD_MAX_BATCH 256
 #define FLOOD_MIN_FRAME 42   /* Ethernet 14 + IPv4 20 + UDP 8 */
 #define FLOOD_MAX_FRAME 1514 /* Ethernet 14 + a 1500-byte MTU */
 #define FLOOD_HDRS 42
-#define NSEC_PER_SEC 1000000000ULL
 
 struct flood {
 	struct sockaddr_in src;
@@ -71,35 +72,6 @@ struct flood {
 	size_t len; /* bytes handed to send: whole frame or UDP payload */
 };
 
-static volatile sig_atomic_t flood_stop;
-
-static void flood_on_signal(int sig)
-{
-	(void)sig;
-	flood_stop = 1;
-}
-
-static uint64_t flood_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static void flood_sleep_until(uint64_t ns)
-{
-	struct timespec ts = {
-	    .tv_sec = (time_t)(ns / NSEC_PER_SEC),
-	    .tv_nsec = (long)(ns % NSEC_PER_SEC),
-	};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-		   EINTR &&
-	       !flood_stop)
-		;
-}
-
 static void flood_usage(FILE *f)
 {
 	fprintf(
@@ -115,23 +87,6 @@ static void flood_usage(FILE *f)
 	    "AF_PACKET\n"
 	    "  socket with PACKET_QDISC_BYPASS (needs --dst-mac)\n",
 	    FLOOD_MAX_SECONDS, FLOOD_MIN_FRAME, FLOOD_MAX_FRAME);
-}
-
-/* Parse an unsigned decimal in [min, max]; 0 or -EINVAL. */
-static int flood_parse_u64(const char *s, uint64_t min, uint64_t max,
-			   uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 static int flood_parse_mac(const char *s, uint8_t mac[ETH_ALEN])
@@ -166,7 +121,6 @@ static int flood_parse_args(struct flood *f, int argc, char **argv)
 	};
 	bool have_src = false, have_dst = false;
 	uint64_t v;
-	char *end;
 	int c, idx = 0;
 
 	f->src.sin_family = AF_INET;
@@ -190,7 +144,7 @@ static int flood_parse_args(struct flood *f, int argc, char **argv)
 			break;
 		case 'p':
 		case 'P':
-			if (flood_parse_u64(optarg, 1, 65535, &v))
+			if (bench_parse_u64(optarg, 1, 65535, &v))
 				goto bad;
 			if (c == 'p')
 				f->dst.sin_port = htons((uint16_t)v);
@@ -198,26 +152,23 @@ static int flood_parse_args(struct flood *f, int argc, char **argv)
 				f->src.sin_port = htons((uint16_t)v);
 			break;
 		case 'r':
-			if (flood_parse_u64(optarg, 0, 100000000, &v))
+			if (bench_parse_u64(optarg, 0, 100000000, &v))
 				goto bad;
 			f->rate = v;
 			break;
 		case 't':
-			errno = 0;
-			f->duration = strtod(optarg, &end);
-			if (errno || *end || end == optarg ||
-			    !(f->duration > 0) ||
-			    f->duration > FLOOD_MAX_SECONDS)
+			if (bench_parse_seconds(optarg, FLOOD_MAX_SECONDS,
+						&f->duration))
 				goto bad;
 			break;
 		case 'z':
-			if (flood_parse_u64(optarg, FLOOD_MIN_FRAME,
+			if (bench_parse_u64(optarg, FLOOD_MIN_FRAME,
 					    FLOOD_MAX_FRAME, &v))
 				goto bad;
 			f->size = (unsigned int)v;
 			break;
 		case 'b':
-			if (flood_parse_u64(optarg, 1, FLOOD_MAX_BATCH, &v))
+			if (bench_parse_u64(optarg, 1, FLOOD_MAX_BATCH, &v))
 				goto bad;
 			f->batch = (unsigned int)v;
 			break;
@@ -387,18 +338,18 @@ static void flood_run(struct flood *f, struct flood_result *res)
 	if (f->rate && f->rate / 50000 + 1 < batch)
 		batch = (unsigned int)(f->rate / 50000 + 1);
 
-	start = flood_now_ns();
-	deadline = start + (uint64_t)(f->duration * (double)NSEC_PER_SEC);
+	start = bench_now_ns();
+	deadline = start + (uint64_t)(f->duration * (double)BENCH_NSEC_PER_SEC);
 	memset(res, 0, sizeof(*res));
-	for (now = start; now < deadline && !flood_stop; now = flood_now_ns()) {
+	for (now = start; now < deadline && !bench_stop; now = bench_now_ns()) {
 		if (f->rate) {
 			/* the time at which the next batch is due */
-			due = start +
-			      (res->offered + batch) * NSEC_PER_SEC / f->rate;
+			due = start + (res->offered + batch) *
+					  BENCH_NSEC_PER_SEC / f->rate;
 			if (due > deadline)
 				break;
 			if (due > now)
-				flood_sleep_until(due);
+				bench_sleep_until(due);
 		}
 		/* paced: never wait for buffer space, that would be
 		 * backpressure */
@@ -411,20 +362,19 @@ static void flood_run(struct flood *f, struct flood_result *res)
 		if (n > 0)
 			res->sent += (uint64_t)n;
 	}
-	res->secs = (double)(flood_now_ns() - start) / (double)NSEC_PER_SEC;
+	res->secs =
+	    (double)(bench_now_ns() - start) / (double)BENCH_NSEC_PER_SEC;
 }
 
 int main(int argc, char **argv)
 {
 	struct flood f = {.fd = -1};
-	struct sigaction sa = {.sa_handler = flood_on_signal};
 	struct flood_result res;
 	int err;
 
 	if (flood_parse_args(&f, argc, argv))
 		return 2;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	bench_catch_stop();
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL,
 	      0UL); /* precise pacing sleeps */
 

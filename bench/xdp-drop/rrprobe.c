@@ -35,11 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common.h"
+
 #define RR_MAX_SECONDS 120
 #define RR_MAX_CONNS 64
 #define RR_MAX_SIZE 65536
 #define RR_MAX_SAMPLES 2000000
-#define NSEC_PER_SEC 1000000000ULL
 
 struct rr_opts {
 	struct sockaddr_in src;
@@ -51,22 +52,6 @@ struct rr_opts {
 	uint64_t timeout_ms;
 };
 
-static volatile sig_atomic_t rr_stop;
-
-static void rr_on_signal(int sig)
-{
-	(void)sig;
-	rr_stop = 1;
-}
-
-static uint64_t rr_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 static void rr_usage(FILE *f)
 {
 	fprintf(f,
@@ -77,22 +62,6 @@ static void rr_usage(FILE *f)
 		"[--timeout-ms N]\n"
 		"  --duration <= %d s (default 10)\n",
 		RR_MAX_SECONDS);
-}
-
-static int rr_parse_u64(const char *s, uint64_t min, uint64_t max,
-			uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 static int rr_parse_args(struct rr_opts *o, int argc, char **argv)
@@ -109,7 +78,6 @@ static int rr_parse_args(struct rr_opts *o, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	uint64_t port = 0;
-	char *end;
 	int c, idx = 0;
 
 	o->src.sin_family = o->dst.sin_family = AF_INET;
@@ -130,27 +98,26 @@ static int rr_parse_args(struct rr_opts *o, int argc, char **argv)
 			o->have_dst = true;
 			break;
 		case 'p':
-			if (rr_parse_u64(optarg, 1, 65535, &port))
+			if (bench_parse_u64(optarg, 1, 65535, &port))
 				goto bad;
 			o->dst.sin_port = htons((uint16_t)port);
 			break;
 		case 't':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno || *end || end == optarg ||
-			    !(o->duration > 0) || o->duration > RR_MAX_SECONDS)
+			if (bench_parse_seconds(optarg, RR_MAX_SECONDS,
+						&o->duration))
 				goto bad;
 			break;
 		case 'i':
-			if (rr_parse_u64(optarg, 0, 10000000, &o->interval_us))
+			if (bench_parse_u64(optarg, 0, 10000000,
+					    &o->interval_us))
 				goto bad;
 			break;
 		case 'z':
-			if (rr_parse_u64(optarg, 1, RR_MAX_SIZE, &o->size))
+			if (bench_parse_u64(optarg, 1, RR_MAX_SIZE, &o->size))
 				goto bad;
 			break;
 		case 'T':
-			if (rr_parse_u64(optarg, 1, 60000, &o->timeout_ms))
+			if (bench_parse_u64(optarg, 1, 60000, &o->timeout_ms))
 				goto bad;
 			break;
 		default:
@@ -176,7 +143,8 @@ static int rr_serve(const struct rr_opts *o)
 	struct pollfd pfd[RR_MAX_CONNS + 1];
 	char buf[RR_MAX_SIZE];
 	uint64_t deadline =
-	    rr_now_ns() + (uint64_t)(o->duration * (double)NSEC_PER_SEC);
+	    bench_now_ns() +
+	    (uint64_t)(o->duration * (double)BENCH_NSEC_PER_SEC);
 	int one = 1, n = 1, i, fd;
 	ssize_t r;
 
@@ -194,7 +162,7 @@ static int rr_serve(const struct rr_opts *o)
 	pfd[0].events = POLLIN;
 	printf("rrprobe: ready\n");
 	fflush(stdout);
-	while (!rr_stop && rr_now_ns() < deadline) {
+	while (!bench_stop && bench_now_ns() < deadline) {
 		if (poll(pfd, (nfds_t)n, 100) <= 0)
 			continue;
 		if ((pfd[0].revents & POLLIN) && n <= RR_MAX_CONNS) {
@@ -252,7 +220,7 @@ static int rr_connect(const struct rr_opts *o)
 static int rr_wait(int fd, short events, uint64_t until)
 {
 	struct pollfd p = {.fd = fd, .events = events};
-	uint64_t now = rr_now_ns();
+	uint64_t now = bench_now_ns();
 	int r;
 
 	if (now >= until)
@@ -322,9 +290,9 @@ static double rr_pct_us(const uint64_t *s, size_t n, double p)
 static int rr_client(const struct rr_opts *o)
 {
 	static char req[RR_MAX_SIZE], resp[RR_MAX_SIZE];
-	uint64_t start = rr_now_ns(), now, t0, next;
+	uint64_t start = bench_now_ns(), now, t0, next;
 	uint64_t deadline =
-	    start + (uint64_t)(o->duration * (double)NSEC_PER_SEC);
+	    start + (uint64_t)(o->duration * (double)BENCH_NSEC_PER_SEC);
 	uint64_t timeouts = 0, errors = 0, *samples;
 	size_t n = 0;
 	int fd = -1, r;
@@ -334,15 +302,10 @@ static int rr_client(const struct rr_opts *o)
 		return -ENOMEM;
 	memset(req, 'q', sizeof(req));
 	next = start;
-	while (!rr_stop && (now = rr_now_ns()) < deadline &&
+	while (!bench_stop && (now = bench_now_ns()) < deadline &&
 	       n < RR_MAX_SAMPLES) {
 		if (now < next) {
-			struct timespec ts = {
-			    .tv_sec = (time_t)(next / NSEC_PER_SEC),
-			    .tv_nsec = (long)(next % NSEC_PER_SEC),
-			};
-			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
-					NULL);
+			bench_sleep_until(next);
 			continue;
 		}
 		next = now + o->interval_us * 1000;
@@ -355,11 +318,11 @@ static int rr_client(const struct rr_opts *o)
 				continue;
 			}
 		}
-		t0 = rr_now_ns();
+		t0 = bench_now_ns();
 		r = rr_exchange(fd, req, resp, o->size,
 				t0 + o->timeout_ms * 1000000);
 		if (r == 1) {
-			samples[n++] = rr_now_ns() - t0;
+			samples[n++] = bench_now_ns() - t0;
 			continue;
 		}
 		if (r == 0)
@@ -385,7 +348,6 @@ static int rr_client(const struct rr_opts *o)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = {.sa_handler = rr_on_signal};
 	struct rr_opts o = {0};
 	bool serve;
 
@@ -397,7 +359,6 @@ int main(int argc, char **argv)
 	serve = !strcmp(argv[1], "serve");
 	if (rr_parse_args(&o, argc - 1, argv + 1))
 		return 2;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	bench_catch_stop();
 	return (serve ? rr_serve(&o) : rr_client(&o)) ? 1 : 0;
 }

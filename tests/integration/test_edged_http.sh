@@ -7,39 +7,20 @@
 # silent). Needs no root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-t_begin
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3
 
-TOOLS="$T_ROOT/tests/tools"
-if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
-	t_skip "$(basename "$0")" "needs curl and python3"
-	exit 77
-fi
-
-BASE=$((20000 + (T_ID % 20000)))
+BASE=$(edged_ports 4)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_DOWN=$((BASE + 2)) # nothing listens here
-EPID=""
-BPID=""
-
-wait_port() { # PORT: wait until something accepts on 127.0.0.1:PORT
-	local i
-	for ((i = 0; i < 100; i++)); do
-		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2)" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
+P_ADMIN=$((BASE + 3))
 
 write_conf() { # FILE EXTRA_DOMAIN
-	cat >"$1" <<CONF
-listen = [ "127.0.0.1:$P_EDGE" ];
-workers = 2;
-user = "$(id -un)";
-control_socket = "$T_TMP/edged.sock";
-admin_listen = "127.0.0.1:$((P_EDGE + 3))";
+	{
+		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
+		cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { max_body_bytes = "20M"; };
 timeouts = {
@@ -77,6 +58,7 @@ projects = (
   }
 );
 CONF
+	} >"$1"
 }
 
 backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
@@ -96,19 +78,12 @@ get() {
 
 body_has() { grep -q -- "$1" "$T_TMP/body"; }
 
-start_edged() { # BIN
-	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
-	EPID=$!
-	t_cleanup_add "kill -9 $EPID"
-	wait_port "$P_EDGE"
-}
-
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 n0 n1 id sha rc
 	: >"$T_TMP/requests.jsonl"
 	write_conf "$T_TMP/edge.conf" ""
-	if ! start_edged "$bin"; then
-		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
 	t_ok "$v: edged starts"
@@ -272,7 +247,7 @@ run_suite() { # BIN LABEL
 	kill -HUP "$EPID"
 	sleep 0.5
 	if get "$v: bad reload" 200 new.test /n && kill -0 "$EPID" &&
-		grep -q 'reload refused' "$T_TMP/edged.log"; then
+		grep -q 'reload refused' "$EDGED_LOG"; then
 		t_ok "$v: a bad config on SIGHUP is refused, the old one keeps serving"
 	fi
 
@@ -288,13 +263,9 @@ run_suite() { # BIN LABEL
 	if [ "$(cat "$T_TMP/slowcode")" = 200 ] && [ $rc -eq 0 ]; then
 		t_ok "$v: SIGTERM lets the in-flight request finish, exits 0"
 	else
-		t_fail "$v: SIGTERM drain" "client $(cat "$T_TMP/slowcode"), exit $rc: $(tail -3 "$T_TMP/edged.log")"
+		t_fail "$v: SIGTERM drain" "client $(cat "$T_TMP/slowcode"), exit $rc: $(tail -3 "$EDGED_LOG")"
 	fi
-	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged.log"; then
-		t_fail "$v: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged.log")"
-	else
-		t_ok "$v: no sanitizer report"
-	fi
+	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 
 	# analytics: one JSON line per request, all valid
 	if python3 - "$T_TMP/requests.jsonl" <<'PY'; then
@@ -320,15 +291,9 @@ PY
 	fi
 }
 
-EDGED=${EDGED:-$B/edged}
-if [ ! -x "$EDGED" ]; then
-	t_skip "$(basename "$0")" "$EDGED not built"
-	exit 77
-fi
-python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
-BPID=$!
-t_cleanup_add "kill $BPID"
-wait_port "$P_BACK" || t_fail "backend starts"
+edged_need_build
+edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
+	t_fail "backend starts"
 
 write_conf "$T_TMP/check.conf" ""
 sed -i 's/^workers = 2;/workers = 0;/' "$T_TMP/check.conf"
@@ -344,10 +309,5 @@ t_check "edged --check: a good config exits 0" "$EDGED" --check -c "$T_TMP/check
 t_check "edged --version" "$EDGED" --version
 
 run_suite "$EDGED" edged
-if [ -x "$B/asan/edged" ]; then
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}
-	run_suite "$B/asan/edged" asan
-else
-	t_skip "asan: edged" "$B/asan/edged not built"
-fi
+edged_asan && run_suite "$EDGED_ASAN" asan
 t_exit

@@ -10,45 +10,22 @@
 # build/asan/edged (sanitizers must stay silent). Needs no root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-t_begin
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3
+edged_need_build
 
-TOOLS="$T_ROOT/tests/tools"
-if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
-	t_skip "$(basename "$0")" "needs curl and python3"
-	exit 77
-fi
-EDGED=${EDGED:-$B/edged}
-if [ ! -x "$EDGED" ]; then
-	t_skip "$(basename "$0")" "$EDGED not built"
-	exit 77
-fi
-
-BASE=$((30000 + (T_ID % 25000)))
+BASE=$(edged_ports 4)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_BACK=$((BASE + 2))
 P_CUT=$((BASE + 3))
-EPID=""
 CL="$T_TMP/client.py"
 
-wait_port() { # PORT: wait until something accepts on 127.0.0.1:PORT
-	local i
-	for ((i = 0; i < 100; i++)); do
-		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2).close()" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
-
 write_conf() { # FILE WORKERS LIMITS RATELIMIT EXTRA_DOMAIN
-	cat >"$1" <<CONF
-listen = [ "127.0.0.1:$P_EDGE" ];
-workers = $2;
-user = "$(id -un)";
-control_socket = "$T_TMP/edged.sock";
-admin_listen = "127.0.0.1:$P_ADMIN";
+	{
+		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock" "$2"
+		cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { $3 };
 ratelimit = { $4 };
@@ -73,30 +50,19 @@ projects = (
   }
 );
 CONF
+	} >"$1"
 }
 
 start_edged() { # BIN WORKERS LIMITS RATELIMIT
 	: >"$T_TMP/requests.jsonl"
 	write_conf "$T_TMP/edge.conf" "$2" "$3" "$4" ""
-	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
-	EPID=$!
-	t_cleanup_add "kill -9 $EPID"
-	wait_port "$P_EDGE"
+	edged_start "$1" "$T_TMP/edge.conf" -v
 }
 
-# stop_edged LABEL: SIGTERM, wait for the exit; fail on a sanitizer report
+# stop_edged LABEL: SIGTERM, wait 5 s for the exit; fail on a sanitizer report
 stop_edged() {
-	local i
-	kill -TERM "$EPID" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$EPID" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill -9 "$EPID" 2>/dev/null
-	wait "$EPID" 2>/dev/null
-	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged.log"; then
-		t_fail "$1: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged.log")"
-	fi
+	edged_stop 5
+	edged_sanitizers_clean "$1: sanitizers clean"
 }
 
 # The python client: one subcommand per case, prints why on failure, exits
@@ -283,44 +249,35 @@ elif CMD == "load":
     print("300 requests, all 200")
 PY
 
+# limit_case BIN NAME LIMITS RATELIMIT CMD OK: edged with one worker and
+# these limits, then the client's CMD; the case passes as OK (followed by
+# what CMD printed, if anything) when CMD exits 0, else fails as NAME.
+limit_case() {
+	local bin=$1 name=$2 out
+	if start_edged "$bin" 1 "$3" "$4"; then
+		if out=$(python3 "$CL" "$P_EDGE" "$5" 2>&1); then
+			t_ok "$6${out:+, $out}"
+		else
+			t_fail "$name" "$out"
+		fi
+	else
+		t_fail "$name: edged starts" "$(tail -5 "$EDGED_LOG")"
+	fi
+	stop_edged "$name"
+}
+
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 out lpid i rc n running
 
 	# 1. per-client rate limit
-	if start_edged "$bin" 1 "" 'rate = "2/s"; burst = 2;'; then
-		if out=$(python3 "$CL" "$P_EDGE" ratelimit 2>&1); then
-			t_ok "$v: rate limit: 2 pass, the 3rd -> 429 rate_limited, $out"
-		else
-			t_fail "$v: rate limit" "$out"
-		fi
-	else
-		t_fail "$v: rate limit: edged starts" "$(tail -5 "$T_TMP/edged.log")"
-	fi
-	stop_edged "$v: rate limit"
-
+	limit_case "$bin" "$v: rate limit" "" 'rate = "2/s"; burst = 2;' ratelimit \
+		"$v: rate limit: 2 pass, the 3rd -> 429 rate_limited"
 	# 2. global in-flight cap
-	if start_edged "$bin" 1 "max_inflight = 1;" ""; then
-		if out=$(python3 "$CL" "$P_EDGE" inflight 2>&1); then
-			t_ok "$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"
-		else
-			t_fail "$v: max_inflight" "$out"
-		fi
-	else
-		t_fail "$v: max_inflight: edged starts" "$(tail -5 "$T_TMP/edged.log")"
-	fi
-	stop_edged "$v: max_inflight"
-
+	limit_case "$bin" "$v: max_inflight" "max_inflight = 1;" "" inflight \
+		"$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"
 	# 3. connection cap
-	if start_edged "$bin" 1 "max_connections = 2;" ""; then
-		if out=$(python3 "$CL" "$P_EDGE" connlimit 2>&1); then
-			t_ok "$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"
-		else
-			t_fail "$v: max_connections" "$out"
-		fi
-	else
-		t_fail "$v: max_connections: edged starts" "$(tail -5 "$T_TMP/edged.log")"
-	fi
-	stop_edged "$v: max_connections"
+	limit_case "$bin" "$v: max_connections" "max_connections = 2;" "" connlimit \
+		"$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"
 
 	# 4. upstream dies mid-response
 	if start_edged "$bin" 1 "" ""; then
@@ -344,7 +301,7 @@ PY
 			t_fail "$v: upstream dies mid-response" "$out"
 		fi
 	else
-		t_fail "$v: upstream cut: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+		t_fail "$v: upstream cut: edged starts" "$(tail -5 "$EDGED_LOG")"
 	fi
 	stop_edged "$v: upstream cut"
 
@@ -353,7 +310,7 @@ PY
 		rm -f "$T_TMP/load.started"
 		python3 "$CL" "$P_EDGE" load "$T_TMP/load.started" >"$T_TMP/load.out" 2>&1 &
 		lpid=$!
-		t_cleanup_add "kill -9 $lpid"
+		edged_track "$lpid"
 		for ((i = 0; i < 50; i++)); do
 			[ -e "$T_TMP/load.started" ] && break
 			sleep 0.05
@@ -368,7 +325,7 @@ PY
 		running=$?
 		wait "$lpid"
 		rc=$?
-		n=$(grep -c 'reloaded\|reload' "$T_TMP/edged.log")
+		n=$(grep -c 'reloaded\|reload' "$EDGED_LOG")
 		if [ $running -ne 0 ]; then
 			t_fail "$v: SIGHUP under load" "the load finished before the 3rd SIGHUP: $(cat "$T_TMP/load.out")"
 		elif [ $rc -eq 0 ] && kill -0 "$EPID" &&
@@ -376,29 +333,21 @@ PY
 				"http://127.0.0.1:$P_EDGE/")" = 200 ]; then
 			t_ok "$v: 3 SIGHUPs during 4x75 keep-alive requests: every response 200, new domain routed ($n reload log lines)"
 		else
-			t_fail "$v: SIGHUP under load" "rc $rc: $(cat "$T_TMP/load.out") $(tail -3 "$T_TMP/edged.log")"
+			t_fail "$v: SIGHUP under load" "rc $rc: $(cat "$T_TMP/load.out") $(tail -3 "$EDGED_LOG")"
 		fi
 	else
-		t_fail "$v: SIGHUP under load: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+		t_fail "$v: SIGHUP under load: edged starts" "$(tail -5 "$EDGED_LOG")"
 	fi
 	stop_edged "$v: SIGHUP under load"
 }
 
-python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
-t_cleanup_add "kill $!"
-python3 "$TOOLS/cut_backend.py" "$P_CUT" 100000 1000 &
-t_cleanup_add "kill $!"
-if ! wait_port "$P_BACK" || ! wait_port "$P_CUT"; then
+if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
+	! edged_backend "$P_CUT" python3 "$TOOLS/cut_backend.py" "$P_CUT" 100000 1000; then
 	t_fail "backends start"
 	t_exit
 	exit
 fi
 
 run_suite "$EDGED" edged
-if [ -x "$B/asan/edged" ]; then
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}
-	run_suite "$B/asan/edged" asan
-else
-	t_skip "asan: edged" "$B/asan/edged not built"
-fi
+edged_asan && run_suite "$EDGED_ASAN" asan
 t_exit

@@ -8,39 +8,20 @@
 # drop (user "nobody") keeps the socket usable and removable.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-t_begin
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3
 
-TOOLS="$T_ROOT/tests/tools"
-if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
-	t_skip "$(basename "$0")" "needs curl and python3"
-	exit 77
-fi
-
-BASE=$((40000 + (T_ID % 10000) * 2))
+BASE=$(edged_ports 3)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
-P_ADMIN=$((BASE + 10000 < 65000 ? BASE + 10000 : BASE - 10000))
+P_ADMIN=$((BASE + 2))
 SOCK="$T_TMP/ctl/edged.sock"
-EPID=""
-
-wait_port() { # PORT
-	local i
-	for ((i = 0; i < 100; i++)); do
-		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2)" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
 
 write_conf() { # FILE USER EXTRA_DOMAIN [BROKEN]
-	cat >"$1" <<CONF
-listen = [ "127.0.0.1:$P_EDGE" ];
-workers = 2;
-user = "$2";
-admin_listen = "127.0.0.1:$P_ADMIN";
-control_socket = "$SOCK";
+	{
+		edged_conf_head "$P_ADMIN" "$SOCK" 2 "$2"
+		cat <<CONF
 pin_dir = "$EDGE_PIN_DIR";
 timeouts = { drain = "10s"; upstream_response = "10s"; };
 projects = (
@@ -55,6 +36,7 @@ projects = (
 );
 ${4:-}
 CONF
+	} >"$1"
 }
 
 code() { # HOST PATH: the status edged answers
@@ -72,24 +54,23 @@ metric() {
 	awk -v k="$1" '$1 == k { print $2 }' "$T_TMP/admin"
 }
 
-# daemon_counter NAME: from edgectl stats --json
+# daemon_counter NAME: from edgectl stats --json (0 when absent)
 daemon_counter() {
-	ctl stats --json 2>/dev/null | python3 -c \
-		'import json,sys; print(json.load(sys.stdin)["daemon"]["counters"].get(sys.argv[1], 0))' "$1"
+	local n
+	n=$(ctl stats --json 2>/dev/null | json_field - "daemon.counters.$1")
+	echo "${n:-0}"
 }
 
 start_edged() { # BIN USER
 	write_conf "$T_TMP/edge.conf" "$2" ""
-	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
-	EPID=$!
-	t_cleanup_add "kill -9 $EPID"
-	wait_port "$P_EDGE" && wait_port "$P_ADMIN" && [ -S "$SOCK" ]
+	edged_start "$1" "$T_TMP/edge.conf" -v &&
+		edged_wait_port "$P_ADMIN" && [ -S "$SOCK" ]
 }
 
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 out n rc slow
 	if ! start_edged "$bin" "$(id -un)"; then
-		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		kill -9 "$EPID" 2>/dev/null
 		return
 	fi
@@ -218,9 +199,7 @@ assert d["generation"] == 1'; then
 	else
 		t_fail "$v: drain end" "client $(cat "$T_TMP/slowcode"), exit $rc, socket $(ls "$SOCK" 2>&1)"
 	fi
-	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' "$T_TMP/edged.log"; then
-		t_fail "$v: sanitizers silent" "$(grep -m3 -E 'Sanitizer|runtime error' "$T_TMP/edged.log")"
-	fi
+	edged_sanitizers_clean "$v: sanitizers silent"
 }
 
 # As root, with user "nobody": the socket directory edged creates is
@@ -234,7 +213,7 @@ run_drop() { # BIN LABEL
 	chmod 0711 "$T_TMP"
 	rm -rf "$(dirname "$SOCK")"
 	if ! start_edged "$1" nobody; then
-		t_fail "$v: edged starts as nobody" "$(tail -5 "$T_TMP/edged.log")"
+		t_fail "$v: edged starts as nobody" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
 	if [ "$(stat -c %U "$(dirname "$SOCK")")" = nobody ] && [ "$(stat -c %U "$SOCK")" = nobody ] &&
@@ -250,19 +229,17 @@ run_drop() { # BIN LABEL
 	if [ $rc = 0 ] && [ ! -e "$SOCK" ]; then
 		t_ok "$v: as nobody, exit 0 and the socket removed"
 	else
-		t_fail "$v: exit as nobody" "exit $rc: $(tail -3 "$T_TMP/edged.log")"
+		t_fail "$v: exit as nobody" "exit $rc: $(tail -3 "$EDGED_LOG")"
 	fi
 }
 
-python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
-t_cleanup_add "kill $!"
-if ! wait_port "$P_BACK"; then
+if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl"; then
 	t_fail "backend starts"
 	t_exit
 	exit
 fi
 
-for bin in "$B/edged" "$B/asan/edged"; do
+for bin in "$B/edged" "$EDGED_ASAN"; do
 	label=$(basename "$(dirname "$bin")")
 	[ "$label" = asan ] || label=normal
 	if [ ! -x "$bin" ]; then

@@ -13,38 +13,20 @@
 # and build/asan/edged; needs python3, no root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-t_begin
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin python3
 
-TOOLS="$T_ROOT/tests/tools"
 CORPUS="$T_ROOT/tests/corpus/smuggling.txt"
-if ! command -v python3 >/dev/null; then
-	t_skip "$(basename "$0")" "needs python3"
-	exit 77
-fi
-
-BASE=$((20000 + ((T_ID + 7919) % 20000)))
+BASE=$(edged_ports 8) # 4 for each build's suite
 P_EDGE=0
 P_REC=0
 P_BAD=0
 
-wait_port() { # PORT: wait until something accepts on 127.0.0.1:PORT
-	local i
-	for ((i = 0; i < 100; i++)); do
-		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2)" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
-
 write_conf() { # FILE LABEL
-	cat >"$1" <<CONF
-listen = [ "127.0.0.1:$P_EDGE" ];
-workers = 2;
-user = "$(id -un)";
-control_socket = "$T_TMP/edged-$2.sock";
-admin_listen = "127.0.0.1:$((P_EDGE + 3))";
+	{
+		edged_conf_head $((P_EDGE + 3)) "$T_TMP/edged-$2.sock"
+		cat <<CONF
 limits = { max_body_bytes = "1M"; };
 timeouts = { header = "2s"; upstream_connect = "1s"; upstream_response = "2s"; drain = "2s"; };
 projects = (
@@ -67,30 +49,25 @@ projects = (
   }
 );
 CONF
+	} >"$1"
 }
 
-# run_suite BIN LABEL PORT: with backends and ports of its own (PORT,
-# PORT+1, PORT+2), so the normal and the ASan suites run side by side.
-# Every process it starts is listed in $T_TMP/pids for the cleanup.
+# run_suite BIN LABEL PORT: with backends and ports of its own (PORT to
+# PORT+3), so the normal and the ASan suites run side by side.
 run_suite() {
-	local bin=$1 v=$2 epid rc
+	local bin=$1 v=$2 rc
 	P_EDGE=$3
 	P_REC=$(($3 + 1))
 	P_BAD=$(($3 + 2))
-	python3 "$TOOLS/rec_backend.py" "$P_REC" "$T_TMP/rec-$v.jsonl" &
-	echo $! >>"$T_TMP/pids"
-	python3 "$TOOLS/bad_backend.py" "$P_BAD" "$T_TMP/bad-$v.jsonl" &
-	echo $! >>"$T_TMP/pids"
+	EDGED_LOG="$T_TMP/edged-$v.log"
 	write_conf "$T_TMP/edge-$v.conf" "$v"
-	if ! wait_port "$P_REC" || ! wait_port "$P_BAD"; then
+	if ! edged_backend "$P_REC" python3 "$TOOLS/rec_backend.py" "$P_REC" "$T_TMP/rec-$v.jsonl" ||
+		! edged_backend "$P_BAD" python3 "$TOOLS/bad_backend.py" "$P_BAD" "$T_TMP/bad-$v.jsonl"; then
 		t_fail "$v: backends start"
 		return
 	fi
-	"$bin" -c "$T_TMP/edge-$v.conf" -f >"$T_TMP/edged-$v.log" 2>&1 &
-	epid=$!
-	echo "$epid" >>"$T_TMP/pids"
-	if ! wait_port "$P_EDGE"; then
-		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged-$v.log")"
+	if ! edged_start "$bin" "$T_TMP/edge-$v.conf"; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
 	python3 "$TOOLS/smuggle.py" "$CORPUS" "$P_EDGE" "$T_TMP/rec-$v.jsonl" "$v"
@@ -99,32 +76,24 @@ run_suite() {
 	python3 "$TOOLS/bad_check.py" "$P_EDGE" "$T_TMP/bad-$v.jsonl" bad.test "$v"
 	rc=$?
 	[ $rc -le 1 ] || t_fail "$v: bad_check.py" "exited $rc"
-	kill -TERM "$epid"
-	wait "$epid"
+	edged_stop
 	rc=$?
-	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged-$v.log"; then
-		t_fail "$v: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged-$v.log")"
+	if ! edged_sanitizers_clean "$v: sanitizers clean"; then
+		:
 	elif [ $rc -ne 0 ]; then
-		t_fail "$v: edged exits 0 on SIGTERM" "exit $rc: $(tail -3 "$T_TMP/edged-$v.log")"
+		t_fail "$v: edged exits 0 on SIGTERM" "exit $rc: $(tail -3 "$EDGED_LOG")"
 	else
 		t_ok "$v: edged exits 0 on SIGTERM, no sanitizer report"
 	fi
 }
 
-EDGED=${EDGED:-$B/edged}
-if [ ! -x "$EDGED" ]; then
-	t_skip "$(basename "$0")" "$EDGED not built"
-	exit 77
-fi
-: >"$T_TMP/pids"
-t_cleanup_add "xargs -r kill -9 <'$T_TMP/pids'"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}
+edged_need_build
+# the normal suite in a background subshell (edged_track's list of PIDs
+# is a file, so what it starts is killed at exit too), the ASan one here
 run_suite "$EDGED" edged "$BASE" >"$T_TMP/out-edged" 2>&1 &
 spid=$!
-if [ -x "$B/asan/edged" ]; then
-	run_suite "$B/asan/edged" asan $((BASE + 10)) >"$T_TMP/out-asan" 2>&1
-else
-	t_skip "asan: edged" "$B/asan/edged not built" >"$T_TMP/out-asan"
+if edged_asan >"$T_TMP/out-asan"; then
+	run_suite "$EDGED_ASAN" asan $((BASE + 4)) >"$T_TMP/out-asan" 2>&1
 fi
 wait "$spid"
 cat "$T_TMP/out-edged" "$T_TMP/out-asan"

@@ -11,47 +11,24 @@
 # Needs no root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-t_begin
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin python3
+edged_need_build
 
-TOOLS="$T_ROOT/tests/tools"
-if ! command -v python3 >/dev/null; then
-	t_skip "$(basename "$0")" "needs python3"
-	exit 77
-fi
-EDGED=${EDGED:-$B/edged}
-if [ ! -x "$EDGED" ]; then
-	t_skip "$(basename "$0")" "$EDGED not built"
-	exit 77
-fi
-
-BASE=$((20000 + ((T_ID * 4) % 12000))) # below the ephemeral range
+BASE=$(edged_ports 3)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_BACK=$((BASE + 2))
 N_BIG=${STREAM_BYTES:-$((1024 * 1024 * 1024))}
 N_ASAN=${STREAM_ASAN_BYTES:-$((128 * 1024 * 1024))}
 RSS_SLACK_KB=$((64 * 1024))
-EPID=""
 SPID=""
 
-wait_port() { # PORT: wait until something accepts on 127.0.0.1:PORT
-	local i
-	for ((i = 0; i < 100; i++)); do
-		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2).close()" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
-
 write_conf() {
-	cat >"$T_TMP/edge.conf" <<CONF
-listen = [ "127.0.0.1:$P_EDGE" ];
-workers = 2;
-user = "$(id -un)";
-control_socket = "$T_TMP/edged.sock";
-admin_listen = "127.0.0.1:$P_ADMIN";
+	{
+		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
+		cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { max_body_bytes = "1M"; };
 timeouts = {
@@ -72,15 +49,7 @@ projects = (
   }
 );
 CONF
-}
-
-# json FILE KEY: one top-level (or reply.KEY) field of a client's JSON line
-json() {
-	python3 -c 'import json,sys
-d = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    d = d.get(k, "") if isinstance(d, dict) else ""
-print(d)' "$1" "$2" 2>/dev/null
+	} >"$T_TMP/edge.conf"
 }
 
 now_ms() { date +%s%3N; }
@@ -92,7 +61,7 @@ rss_begin() {
 	rm -f "$T_TMP/rss"
 	python3 "$TOOLS/stream_client.py" rss "$EPID" "$T_TMP/rss" &
 	SPID=$!
-	t_cleanup_add "kill $SPID"
+	edged_track "$SPID"
 	sleep 0.3
 }
 RSS_PEAK=0
@@ -109,10 +78,7 @@ start_edged() { # BIN
 	: >"$T_TMP/requests.jsonl"
 	: >"$T_TMP/backend.jsonl"
 	write_conf
-	"$1" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged.log" 2>&1 &
-	EPID=$!
-	t_cleanup_add "kill -9 $EPID"
-	wait_port "$P_EDGE"
+	edged_start "$1" "$T_TMP/edge.conf" -v
 }
 
 # verdict NAME WHY MS: end the RSS sample and report one case; WHY is ""
@@ -134,7 +100,7 @@ run_suite() { # BIN LABEL BYTES
 	local bin=$1 v=$2 n=$3 want="" got t0 ms why mib
 	mib=$((n / 1024 / 1024))
 	if ! start_edged "$bin"; then
-		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
 	# warm up the path (first connection, pools, analytics) before the baseline
@@ -152,13 +118,13 @@ run_suite() { # BIN LABEL BYTES
 		t0=$(now_ms)
 		python3 "$TOOLS/stream_client.py" put "$P_EDGE" bulk.test "$n" "$up" "$hash" >"$T_TMP/c.json"
 		ms=$(($(now_ms) - t0))
-		[ -z "$want" ] && want=$(json "$T_TMP/c.json" sha256)
+		[ -z "$want" ] && want=$(json_field "$T_TMP/c.json" sha256)
 		why=""
-		if [ "$(json "$T_TMP/c.json" status)" != 200 ]; then
-			why="status $(json "$T_TMP/c.json" status): $(head -c 300 "$T_TMP/c.json")"
-		elif [ "$(json "$T_TMP/c.json" reply.bytes)" != "$n" ] ||
-			[ "$(json "$T_TMP/c.json" reply.sha256)" != "$want" ]; then
-			why="backend got $(json "$T_TMP/c.json" reply.bytes) bytes sha256 $(json "$T_TMP/c.json" reply.sha256), client sent $n bytes sha256 $want"
+		if [ "$(json_field "$T_TMP/c.json" status)" != 200 ]; then
+			why="status $(json_field "$T_TMP/c.json" status): $(head -c 300 "$T_TMP/c.json")"
+		elif [ "$(json_field "$T_TMP/c.json" reply.bytes)" != "$n" ] ||
+			[ "$(json_field "$T_TMP/c.json" reply.sha256)" != "$want" ]; then
+			why="backend got $(json_field "$T_TMP/c.json" reply.bytes) bytes sha256 $(json_field "$T_TMP/c.json" reply.sha256), client sent $n bytes sha256 $want"
 		fi
 		verdict "$v: $mib MiB upload ($up) streams through intact, RSS bounded" "$why" "$ms"
 	done
@@ -171,37 +137,25 @@ run_suite() { # BIN LABEL BYTES
 		ms=$(($(now_ms) - t0))
 		got=$(grep -F "\"path\": \"/source/$n$q\"" "$T_TMP/backend.jsonl" | tail -1)
 		why=""
-		if [ "$(json "$T_TMP/c.json" status)" != 200 ]; then
-			why="status $(json "$T_TMP/c.json" status): $(head -c 300 "$T_TMP/c.json")"
-		elif [ "$(json "$T_TMP/c.json" bytes)" != "$n" ] ||
-			[ "$(json "$T_TMP/c.json" sha256)" != "$want" ] ||
+		if [ "$(json_field "$T_TMP/c.json" status)" != 200 ]; then
+			why="status $(json_field "$T_TMP/c.json" status): $(head -c 300 "$T_TMP/c.json")"
+		elif [ "$(json_field "$T_TMP/c.json" bytes)" != "$n" ] ||
+			[ "$(json_field "$T_TMP/c.json" sha256)" != "$want" ] ||
 			! echo "$got" | grep -q "\"bytes\": $n, \"sha256\": \"$want\""; then
-			why="client got $(json "$T_TMP/c.json" bytes) bytes sha256 $(json "$T_TMP/c.json" sha256); backend: $got; pattern sha256 $want"
+			why="client got $(json_field "$T_TMP/c.json" bytes) bytes sha256 $(json_field "$T_TMP/c.json" sha256); backend: $got; pattern sha256 $want"
 		fi
 		verdict "$v: $mib MiB download ($([ -n "$q" ] && echo chunked || echo Content-Length)) streams through intact, RSS bounded" "$why" "$ms"
 	done
 
-	kill -TERM "$EPID"
-	wait "$EPID"
-	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged.log"; then
-		t_fail "$v: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged.log")"
-	else
-		t_ok "$v: no sanitizer report"
-	fi
+	edged_stop
+	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 }
 
-python3 "$TOOLS/stream_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
-BPID=$!
-t_cleanup_add "kill $BPID"
-wait_port "$P_BACK" || t_fail "backend starts"
+edged_backend "$P_BACK" python3 "$TOOLS/stream_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
+	t_fail "backend starts"
 
 run_suite "$EDGED" edged "$N_BIG"
-if [ -x "$B/asan/edged" ]; then
-	# a small quarantine: ASan's default 256 MiB of freed-but-held blocks
-	# would show up as RSS growth that is not edged's
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}:quarantine_size_mb=8
-	run_suite "$B/asan/edged" asan "$N_ASAN"
-else
-	t_skip "asan: edged" "$B/asan/edged not built"
-fi
+# a small quarantine: ASan's default 256 MiB of freed-but-held blocks
+# would show up as RSS growth that is not edged's
+edged_asan quarantine_size_mb=8 && run_suite "$EDGED_ASAN" asan "$N_ASAN"
 t_exit

@@ -9,41 +9,23 @@
 # Needs no root: 127.0.0.1 high ports, a generated configuration.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
-t_begin
-
-TOOLS="$T_ROOT/tests/tools"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
 # Debian's interpreter: python3 on PATH may be another one without
 # Debian's modules (python3-websockets)
 DPY=/usr/bin/python3
-if ! command -v python3 >/dev/null || [ ! -x "$DPY" ]; then
-	t_skip "$(basename "$0")" "needs python3"
-	exit 77
-fi
+edged_begin python3 "$DPY"
 
-BASE=$((20000 + ((T_ID + 7919) % 20000)))
+BASE=$(edged_ports 4)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_WS=$((BASE + 2))
-EPID=""
-
-wait_port() { # PORT
-	local i
-	for ((i = 0; i < 100; i++)); do
-		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2)" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
+P_ADMIN=$((BASE + 3))
 
 write_conf() { # FILE
-	cat >"$1" <<CONF
-listen = [ "127.0.0.1:$P_EDGE" ];
-control_socket = "$T_TMP/edged.sock";
-admin_listen = "127.0.0.1:$((BASE + 3))";
-workers = 2;
-user = "$(id -un)";
+	{
+		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
+		cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
 timeouts = {
   header = "2s";
@@ -67,11 +49,22 @@ projects = (
   }
 );
 CONF
+	} >"$1"
 }
 
 client() { # MODE [ARGS...]: output in $T_TMP/client.json, errors in .err
 	python3 "$TOOLS/tunnel_client.py" "$1" "$P_EDGE" raw.test "${@:2}" \
 		>"$T_TMP/client.json" 2>"$T_TMP/client.err"
+}
+
+# client_case MODE OK NAME: a case that passes as OK when the client's MODE
+# passes its own checks, else fails as NAME with the client's reason
+client_case() {
+	if client "$1"; then
+		t_ok "$2"
+	else
+		t_fail "$3" "$(cat "$T_TMP/client.err")"
+	fi
 }
 
 # backend_last PATH: the backend's record of the last tunnel on PATH
@@ -84,21 +77,13 @@ print(json.dumps(recs[-1] if recs else {}))
 PY
 }
 
-jfield() { # FILE|- KEY: a key of the JSON object in FILE (- : stdin)
-	local f=$1
-	[ "$f" = - ] && f=/dev/stdin
-	python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]))' "$2" <"$f"
-}
-
 run_suite() { # BIN LABEL BYTES
 	local bin=$1 v=$2 big=$3 out
 	: >"$T_TMP/requests.jsonl"
 	: >"$T_TMP/backend.jsonl"
-	"$bin" -c "$T_TMP/edge.conf" -f -v >"$T_TMP/edged-$v.log" 2>&1 &
-	EPID=$!
-	t_cleanup_add "kill -9 $EPID"
-	if ! wait_port "$P_EDGE"; then
-		t_fail "$v: edged starts" "$(tail -5 "$T_TMP/edged-$v.log")"
+	EDGED_LOG="$T_TMP/edged-$v.log"
+	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
 
@@ -117,11 +102,11 @@ run_suite() { # BIN LABEL BYTES
 	if client pump "$big" "$EPID"; then
 		local rec growth
 		rec=$(backend_last "/pump/$big")
-		growth=$(($(jfield "$T_TMP/client.json" rss_peak_kb) - $(jfield "$T_TMP/client.json" rss_base_kb)))
-		if [ "$(echo "$rec" | jfield - recv_sha)" = "$(jfield "$T_TMP/client.json" sent_sha)" ] &&
-			[ "$(echo "$rec" | jfield - sent_sha)" = "$(jfield "$T_TMP/client.json" recv_sha)" ] &&
-			[ "$(echo "$rec" | jfield - recv_bytes)" = "$big" ]; then
-			t_ok "$v: $((big >> 20)) MiB each way through a raw tunnel, SHA-256 equal at both ends ($(jfield "$T_TMP/client.json" seconds) s)"
+		growth=$(($(json_field "$T_TMP/client.json" rss_peak_kb) - $(json_field "$T_TMP/client.json" rss_base_kb)))
+		if [ "$(echo "$rec" | json_field - recv_sha)" = "$(json_field "$T_TMP/client.json" sent_sha)" ] &&
+			[ "$(echo "$rec" | json_field - sent_sha)" = "$(json_field "$T_TMP/client.json" recv_sha)" ] &&
+			[ "$(echo "$rec" | json_field - recv_bytes)" = "$big" ]; then
+			t_ok "$v: $((big >> 20)) MiB each way through a raw tunnel, SHA-256 equal at both ends ($(json_field "$T_TMP/client.json" seconds) s)"
 		else
 			t_fail "$v: raw tunnel bulk" "client $(cat "$T_TMP/client.json") backend $rec"
 		fi
@@ -136,37 +121,27 @@ run_suite() { # BIN LABEL BYTES
 
 	# (c) half-close: our EOF reaches the backend, its answer still reaches us
 	if client halfclose 300000 &&
-		[ "$(backend_last /halfclose/300000 | jfield - recv_bytes)" = 100000 ]; then
+		[ "$(backend_last /halfclose/300000 | json_field - recv_bytes)" = 100000 ]; then
 		t_ok "$v: half-close: client EOF forwarded, 300000 bytes received after it"
 	else
 		t_fail "$v: half-close" "$(cat "$T_TMP/client.err") $(backend_last /halfclose/300000)"
 	fi
 
 	# (d) bytes in the same write as either head go through first
-	if client early && [ "$(backend_last /banner | jfield - first)" = "$(printf 'CLIENT-FIRST\n')" ]; then
+	if client early && [ "$(backend_last /banner | json_field - first)" = "$(printf 'CLIENT-FIRST\n')" ]; then
 		t_ok "$v: bytes right after the request head and after the 101 head are tunnelled in order"
 	else
 		t_fail "$v: bytes around the heads" "$(cat "$T_TMP/client.err") $(backend_last /banner)"
 	fi
 
 	# (e) 200 to an upgrade request keeps HTTP
-	if client ok200; then
-		t_ok "$v: a 200 to an upgrade request keeps the connection HTTP"
-	else
-		t_fail "$v: 200 to upgrade" "$(cat "$T_TMP/client.err")"
-	fi
+	client_case ok200 "$v: a 200 to an upgrade request keeps the connection HTTP" \
+		"$v: 200 to upgrade"
 
 	# (f) unsolicited 101, and a 101 to another protocol: 502
-	if client unsolicited; then
-		t_ok "$v: unsolicited 101 -> 502"
-	else
-		t_fail "$v: unsolicited 101" "$(cat "$T_TMP/client.err")"
-	fi
-	if client wrongproto; then
-		t_ok "$v: 101 to a protocol not asked for -> 502"
-	else
-		t_fail "$v: mismatched 101" "$(cat "$T_TMP/client.err")"
-	fi
+	client_case unsolicited "$v: unsolicited 101 -> 502" "$v: unsolicited 101"
+	client_case wrongproto "$v: 101 to a protocol not asked for -> 502" \
+		"$v: mismatched 101"
 
 	# (g) idle timeout (tunnel_idle = 1s) closes both sides
 	if client idle 8 &&
@@ -174,7 +149,7 @@ run_suite() { # BIN LABEL BYTES
 			<"$T_TMP/client.json"; then
 		sleep 0.3
 		if [ -n "$(backend_last /echo)" ] && [ "$(backend_last /echo)" != "{}" ]; then
-			t_ok "$v: an idle tunnel is closed after tunnel_idle, both sides ($(jfield "$T_TMP/client.json" closed_after) s)"
+			t_ok "$v: an idle tunnel is closed after tunnel_idle, both sides ($(json_field "$T_TMP/client.json" closed_after) s)"
 		else
 			t_fail "$v: idle timeout" "the backend side stayed open"
 		fi
@@ -182,13 +157,8 @@ run_suite() { # BIN LABEL BYTES
 		t_fail "$v: idle timeout" "$(cat "$T_TMP/client.err") $(cat "$T_TMP/client.json")"
 	fi
 
-	kill -TERM "$EPID"
-	wait "$EPID"
-	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$T_TMP/edged-$v.log"; then
-		t_fail "$v: sanitizers clean" "$(grep -m3 'Sanitizer\|runtime error' "$T_TMP/edged-$v.log")"
-	else
-		t_ok "$v: no sanitizer report"
-	fi
+	edged_stop
+	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 
 	# (h) one tunnel event per tunnel, with the bytes each way
 	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" <<'PY'; then
@@ -218,29 +188,18 @@ PY
 	fi
 }
 
-EDGED=${EDGED:-$B/edged}
-if [ ! -x "$EDGED" ]; then
-	t_skip "$(basename "$0")" "$EDGED not built"
-	exit 77
-fi
-python3 "$TOOLS/tunnel_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
-t_cleanup_add "kill $!"
-wait_port "$P_BACK" || t_fail "tunnel backend starts"
+edged_need_build
+edged_backend "$P_BACK" python3 "$TOOLS/tunnel_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
+	t_fail "tunnel backend starts"
 WS=0
 if "$DPY" -c 'import websockets' 2>/dev/null; then
 	WS=1
-	"$DPY" "$TOOLS/ws_echo.py" serve "$P_WS" &
-	t_cleanup_add "kill $!"
-	wait_port "$P_WS" || t_fail "WebSocket backend starts"
+	edged_backend "$P_WS" "$DPY" "$TOOLS/ws_echo.py" serve "$P_WS" ||
+		t_fail "WebSocket backend starts"
 fi
 write_conf "$T_TMP/edge.conf"
 
 run_suite "$EDGED" edged $((256 << 20))
-if [ -x "$B/asan/edged" ]; then
-	# a small quarantine, so that RSS shows edged's own buffers
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=1}:quarantine_size_mb=4
-	run_suite "$B/asan/edged" asan $((256 << 20))
-else
-	t_skip "asan: edged" "$B/asan/edged not built"
-fi
+# a small quarantine, so that RSS shows edged's own buffers
+edged_asan quarantine_size_mb=4 && run_suite "$EDGED_ASAN" asan $((256 << 20))
 t_exit

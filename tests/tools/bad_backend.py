@@ -25,14 +25,14 @@ line {"ev": "accept"|"req"|"close", "c": ID[, "target": T]}, so a test
 can tell which upstream connection carried which request. Stdlib only.
 """
 import json
-import socket
 import sys
 import threading
+
+import tcpserve
 
 PORT = int(sys.argv[1])
 LOCK = threading.Lock()
 LOGF = open(sys.argv[2], "a", buffering=1)
-NEXT = [0]
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 BAD = {
@@ -86,11 +86,4 @@ def serve(s, cid):
     s.close()
 
 
-srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", PORT))
-srv.listen(128)
-while True:
-    conn, _ = srv.accept()
-    NEXT[0] += 1
-    threading.Thread(target=serve, args=(conn, NEXT[0]), daemon=True).start()
+tcpserve.run(PORT, serve)

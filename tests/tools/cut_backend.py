@@ -7,16 +7,16 @@ For every connection: reads one request head, answers with a response
 head declaring Content-Length: DECLARED (default 100000), sends SENT
 (default 1000) bytes of body, then closes the connection. Stdlib only.
 """
-import socket
 import sys
-import threading
+
+import tcpserve
 
 PORT = int(sys.argv[1])
 DECLARED = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
 SENT = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 
 
-def serve(s):
+def serve(s, _cid):
     buf = b""
     try:
         while b"\r\n\r\n" not in buf:
@@ -32,10 +32,4 @@ def serve(s):
         s.close()
 
 
-srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", PORT))
-srv.listen(128)
-while True:
-    conn, _ = srv.accept()
-    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+tcpserve.run(PORT, serve)

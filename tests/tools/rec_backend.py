@@ -23,15 +23,15 @@ and the connection closed. Stdlib only.
 """
 import base64
 import json
-import socket
 import sys
 import threading
+
+import tcpserve
 
 PORT = int(sys.argv[1])
 LOG = sys.argv[2]
 LOCK = threading.Lock()
 LOGF = open(LOG, "a", buffering=1)
-NEXT = [0]
 HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
        "upgrade"}
 
@@ -172,11 +172,4 @@ def serve(sock, cid):
     sock.close()
 
 
-srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", PORT))
-srv.listen(128)
-while True:
-    s, _ = srv.accept()
-    NEXT[0] += 1
-    threading.Thread(target=serve, args=(s, NEXT[0]), daemon=True).start()
+tcpserve.run(PORT, serve)

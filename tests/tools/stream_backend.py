@@ -14,7 +14,8 @@ path, bytes, sha256 of the body read or sent), so a test can compare both
 ends of a transfer (a source's digest is computed on its first request
 for that N and remembered, to spare the CPU). Nothing is held in memory beyond one 1 MiB block.
 
-The pattern (pattern_blocks) is shared with tests/tools/stream_client.py:
+The pattern (pattern_blocks, sent by send_pattern) is shared with
+tests/tools/stream_client.py:
 1 MiB blocks of a fixed pseudo-random base block whose first 8 bytes are
 the block's index, so a dropped, repeated or reordered block changes the
 digest. stdlib only.
@@ -43,6 +44,27 @@ def pattern_blocks(n):
         yield mv[:take]
         n -= take
         i += 1
+
+
+def send_pattern(sock, n, chunked, h=None):
+    """Send N bytes of the pattern on sock as a message body: in chunks
+    (Transfer-Encoding: chunked, with the last chunk) when chunked, else
+    as they are. Feeds them to h (a hashlib object) when given; returns
+    the number of body bytes sent."""
+    sent = 0
+    for blk in pattern_blocks(n):
+        if h:
+            h.update(blk)
+        if chunked:
+            sock.sendall(b"%x\r\n" % len(blk))
+            sock.sendall(blk)
+            sock.sendall(b"\r\n")
+        else:
+            sock.sendall(blk)
+        sent += len(blk)
+    if chunked:
+        sock.sendall(b"0\r\n\r\n")
+    return sent
 
 
 def read_head(rfile):
@@ -161,19 +183,7 @@ class Handler(socketserver.StreamRequestHandler):
                          b"Content-Length: %d\r\n\r\n" % n)
         # the pattern's digest for N is computed once, then remembered
         h = None if n in DIGESTS else hashlib.sha256()
-        sent = 0
-        for blk in pattern_blocks(n):
-            if h:
-                h.update(blk)
-            if chunked:
-                sock.sendall(b"%x\r\n" % len(blk))
-                sock.sendall(blk)
-                sock.sendall(b"\r\n")
-            else:
-                sock.sendall(blk)
-            sent += len(blk)
-        if chunked:
-            sock.sendall(b"0\r\n\r\n")
+        sent = send_pattern(sock, n, chunked, h)
         if h:
             DIGESTS[n] = h.hexdigest()
         self.log({"method": "GET", "path": path, "bytes": sent,

@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stream_backend import pattern_blocks, read_body, read_head  # noqa: E402
+from stream_backend import read_body, read_head, send_pattern  # noqa: E402
 
 
 def connect(port):
@@ -51,19 +51,7 @@ def put(port, host, n, mode, hashing=True):
         head += "Content-Length: %d\r\n" % n
     s.sendall((head + "Connection: close\r\n\r\n").encode())
     h = hashlib.sha256() if hashing else None
-    sent = 0
-    for blk in pattern_blocks(n):
-        if h:
-            h.update(blk)
-        if mode == "chunked":
-            s.sendall(b"%x\r\n" % len(blk))
-            s.sendall(blk)
-            s.sendall(b"\r\n")
-        else:
-            s.sendall(blk)
-        sent += len(blk)
-    if mode == "chunked":
-        s.sendall(b"0\r\n\r\n")
+    sent = send_pattern(s, n, mode == "chunked", h)
     status, hdrs, rfile = response(s)
     body = bytearray()
     read_body(rfile, hdrs, body.extend)

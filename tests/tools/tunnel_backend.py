@@ -30,6 +30,7 @@ import socket
 import sys
 import threading
 
+import tcpserve
 import tunnel_pattern
 
 PORT = int(sys.argv[1])
@@ -139,7 +140,7 @@ def serve(s):
     s.close()
 
 
-def handle(s):
+def handle(s, _cid):
     try:
         serve(s)
     except OSError as e:
@@ -148,10 +149,4 @@ def handle(s):
         s.close()
 
 
-ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", PORT))
-ls.listen(128)
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=handle, args=(c,), daemon=True).start()
+tcpserve.run(PORT, handle)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "admit.h"
+#include "unit.h"
 
 #define SEC 1000000000ULL
 
@@ -188,11 +189,5 @@ static Suite *admit_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(admit_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(admit_suite());
 }

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "analytics.h"
+#include "unit.h"
 
 static char tmpdir[64];
 static char path[128];
@@ -555,8 +556,6 @@ int main(void)
 {
 	Suite *s = suite_create("analytics");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -571,9 +570,5 @@ int main(void)
 	tcase_add_test(tc, test_stop_gives_up);
 	tcase_add_test(tc, test_short_write_completed);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

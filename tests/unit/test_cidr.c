@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "cidr.h"
+#include "unit.h"
 
 struct good_case {
 	const char *in;
@@ -176,8 +177,6 @@ int main(void)
 {
 	Suite *s = suite_create("cidr");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_good, 0, sizeof(good) / sizeof(good[0]));
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
@@ -186,9 +185,5 @@ int main(void)
 	tcase_add_test(tc, test_contains);
 	tcase_add_test(tc, test_equal);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "edge_maps.h"
+#include "unit.h"
 
 static char tmpdir[64];
 
@@ -415,11 +416,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(config_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(config_suite());
 }

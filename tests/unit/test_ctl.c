@@ -27,6 +27,7 @@
 #include "ctl.h"
 #include "ctlproto.h"
 #include "metrics.h"
+#include "unit.h"
 
 #define RELOAD_ERROR "/etc/edge/edge.conf:12: listen: bad address 'x'"
 
@@ -675,11 +676,5 @@ static Suite *ctl_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ctl_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(ctl_suite());
 }

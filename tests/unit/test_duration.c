@@ -8,6 +8,7 @@
 
 #include "duration.h"
 #include "policy.h"
+#include "unit.h"
 
 struct dur_good {
 	const char *in;
@@ -215,8 +216,6 @@ int main(void)
 {
 	Suite *s = suite_create("duration");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_dur_good, 0,
 			    sizeof(dgood) / sizeof(dgood[0]));
@@ -228,9 +227,5 @@ int main(void)
 	tcase_add_test(tc, test_ports_good);
 	tcase_add_test(tc, test_rates);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

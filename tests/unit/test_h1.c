@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "h1.h"
+#include "unit.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 #define MORE (-2) /* expected: need more bytes */
@@ -833,8 +834,6 @@ int main(void)
 {
 	Suite *s = suite_create("h1");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_request, 0,
@@ -848,9 +847,5 @@ int main(void)
 	tcase_add_test(tc, test_chunked_sticky);
 	tcase_add_test(tc, test_helpers);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hdr.h"
+#include "unit.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 
@@ -256,8 +257,6 @@ int main(void)
 {
 	Suite *s = suite_create("hdr");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_sets);
 	tcase_add_test(tc, test_request_id);
@@ -267,9 +266,5 @@ int main(void)
 	tcase_add_test(tc, test_build_upgrade);
 	tcase_add_test(tc, test_build_response);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

@@ -10,6 +10,7 @@
 
 #include "edge_maps.h"
 #include "metrics.h"
+#include "unit.h"
 
 /* The rendered text, NUL-terminated; free() it. */
 static char *render(struct metrics *m)
@@ -260,8 +261,6 @@ int main(void)
 {
 	Suite *s = suite_create("metrics");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_render_exact);
@@ -270,9 +269,5 @@ int main(void)
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_xdp);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "outcome.h"
+#include "unit.h"
 
 START_TEST(test_names_unique)
 {
@@ -161,11 +162,5 @@ static Suite *outcome_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(outcome_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return unit_run(outcome_suite());
 }

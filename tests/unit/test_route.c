@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "route.h"
+#include "unit.h"
 
 static const char conf_text[] =
     "limits = { max_inflight_per_route = 2; };\n"
@@ -335,11 +336,5 @@ static Suite *route_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(route_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(route_suite());
 }

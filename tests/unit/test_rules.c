@@ -11,6 +11,7 @@
 
 #include "rules.h"
 #include "state.h"
+#include "unit.h"
 
 #define NOW 1700000000LL
 
@@ -524,8 +525,6 @@ int main(void)
 	Suite *s = suite_create("rules");
 	TCase *tc = tcase_create("rules");
 	TCase *ts = tcase_create("state");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_verdict, 0,
 			    sizeof(vcases) / sizeof(vcases[0]));
@@ -548,9 +547,5 @@ int main(void)
 	tcase_add_test(ts, test_state_lock);
 	suite_add_tcase(s, ts);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(s);
 }

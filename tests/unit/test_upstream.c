@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "upstream.h"
+#include "unit.h"
 
 #define SEC 1000000000ULL
 #define T0 (1000 * SEC)
@@ -871,11 +872,5 @@ static Suite *upstream_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(upstream_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return unit_run(upstream_suite());
 }

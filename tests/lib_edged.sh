@@ -1,0 +1,183 @@
+# shellcheck shell=bash
+# tests/lib_edged.sh - helpers shared by the edged integration tests
+# (tests/integration/test_edged_*.sh), sourced after tests/lib.sh:
+#
+#   . "$(dirname "$0")/../lib.sh"
+#   . "$(dirname "$0")/../lib_edged.sh"
+#   edged_begin curl python3      # t_begin, and skip unless both exist
+#   edged_need_build              # $EDGED, skip unless it is built
+#   BASE=$(edged_ports 4)         # 4 free ports for this test
+#
+# Every process these helpers start is listed in $T_TMP/pids and killed
+# (SIGKILL) when the test exits, pass or fail. A list in a file, not
+# t_cleanup_add's array, so that processes started by a suite running in a
+# background subshell are killed too. edged itself runs on 127.0.0.1:$P_EDGE
+# (each test sets P_EDGE), in the foreground (-f), its output in $EDGED_LOG.
+
+# shellcheck disable=SC2034 # for the tests that source this
+TOOLS="$T_ROOT/tests/tools"
+EDGED_ASAN="$B/asan/edged"
+# the ASan/UBSan build's options unless the caller set its own (tests/run
+# does): report leaks, and exit 1 on a report instead of aborting
+EDGED_ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=1"
+EPID=""
+
+# edged_begin [CMD...]: t_begin, then skip the whole file (exit 77) unless
+# every CMD (a name on PATH or an executable's path) exists. Sets up the
+# list of processes to kill at exit and EDGED_LOG ($T_TMP/edged.log).
+edged_begin() {
+	local c missing=()
+	t_begin
+	for c in "$@"; do
+		command -v "$c" >/dev/null || missing+=("$c")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		c="$*"
+		t_skip "$(basename "$0")" "needs ${c// / and }"
+		exit 77
+	fi
+	: >"$T_TMP/pids"
+	t_cleanup_add "xargs -r kill -9 <'$T_TMP/pids'"
+	EDGED_LOG="$T_TMP/edged.log"
+}
+
+# edged_need_build: EDGED is the daemon under test ($EDGED, by default
+# $B/edged); skip the whole file (exit 77) when it is not built.
+edged_need_build() {
+	EDGED=${EDGED:-$B/edged}
+	if [ ! -x "$EDGED" ]; then
+		t_skip "$(basename "$0")" "$EDGED not built"
+		exit 77
+	fi
+}
+
+# edged_asan [OPTION...]: 0 when the ASan/UBSan build ($EDGED_ASAN) exists,
+# with ASAN_OPTIONS exported (the caller's, else EDGED_ASAN_OPTIONS, then
+# each OPTION appended, e.g. quarantine_size_mb=8); else a skip line for
+# "asan: edged" and 1.
+# shellcheck disable=SC2120 # the options are optional
+edged_asan() {
+	local o
+	if [ ! -x "$EDGED_ASAN" ]; then
+		t_skip "asan: edged" "$EDGED_ASAN not built"
+		return 1
+	fi
+	ASAN_OPTIONS=${ASAN_OPTIONS:-$EDGED_ASAN_OPTIONS}
+	for o in "$@"; do
+		ASAN_OPTIONS="$ASAN_OPTIONS:$o"
+	done
+	export ASAN_OPTIONS
+}
+
+# edged_ports N: print the first of N consecutive TCP ports for this test
+# on 127.0.0.1. They lie between 20000 and 32767, below Linux's ephemeral
+# range (32768 up), so that no outgoing connection can be holding one; the
+# block is chosen from T_ID, and the next one taken while a socket on the
+# machine already uses a port of it (other tests, other users).
+edged_ports() {
+	local n=$1 slots base p try used
+	slots=$(((32768 - 20000) / n))
+	used=" $(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u | tr '\n' ' ') "
+	for ((try = 0; try < 50; try++)); do
+		base=$((20000 + ((T_ID + try * 7919) % slots) * n))
+		for ((p = base; p < base + n; p++)); do
+			[[ "$used" == *" $p "* ]] && continue 2
+		done
+		break
+	done
+	echo "$base"
+}
+
+# edged_track PID: kill PID (SIGKILL) when the test exits.
+edged_track() { echo "$1" >>"$T_TMP/pids"; }
+
+# edged_wait_port PORT: 0 once something accepts connections on
+# 127.0.0.1:PORT, 1 when nothing has after 100 tries 50 ms apart (5 s and
+# a bit).
+edged_wait_port() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.2).close()" "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# edged_backend PORT CMD...: start CMD (a backend serving on PORT) in the
+# background, killed at exit; 0 once PORT accepts, 1 when it does not.
+edged_backend() {
+	local port=$1
+	shift
+	"$@" &
+	edged_track $!
+	edged_wait_port "$port"
+}
+
+# edged_conf_head ADMIN_PORT SOCKET [WORKERS [USER]]: print the settings
+# every test's configuration begins with: listen on 127.0.0.1:$P_EDGE, the
+# admin listener on 127.0.0.1:ADMIN_PORT, the control socket at SOCKET,
+# WORKERS worker threads (2), and the user to run as (the current one).
+edged_conf_head() {
+	cat <<CONF
+listen = [ "127.0.0.1:$P_EDGE" ];
+workers = ${3:-2};
+user = "${4:-$(id -un)}";
+control_socket = "$2";
+admin_listen = "127.0.0.1:$1";
+CONF
+}
+
+# edged_start BIN CONF [ARG...]: run BIN -c CONF -f ARG... in the
+# background, its output in $EDGED_LOG, its PID in EPID (killed at exit);
+# then edged_wait_port $P_EDGE.
+edged_start() {
+	local bin=$1 conf=$2
+	shift 2
+	"$bin" -c "$conf" -f "$@" >"$EDGED_LOG" 2>&1 &
+	EPID=$!
+	edged_track "$EPID"
+	edged_wait_port "$P_EDGE"
+}
+
+# edged_stop [SECONDS]: SIGTERM edged ($EPID) and wait for it to exit;
+# with SECONDS, SIGKILL it when it has not exited by then. Returns edged's
+# exit status (137 when it had to be killed).
+# shellcheck disable=SC2120 # SECONDS is optional
+edged_stop() {
+	local i
+	kill -TERM "$EPID" 2>/dev/null
+	if [ -n "${1:-}" ]; then
+		for ((i = 0; i < $1 * 20; i++)); do
+			kill -0 "$EPID" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -9 "$EPID" 2>/dev/null
+	fi
+	wait "$EPID" 2>/dev/null
+}
+
+# edged_sanitizers_clean NAME [LOG]: 0 when LOG ($EDGED_LOG) holds no
+# AddressSanitizer, LeakSanitizer or UBSan ("runtime error") report; else
+# fail case NAME with the report's first lines and return 1.
+edged_sanitizers_clean() {
+	local log=${2:-$EDGED_LOG}
+	if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$log"; then
+		t_fail "$1" "$(grep -m3 'Sanitizer\|runtime error' "$log")"
+		return 1
+	fi
+}
+
+# json_field FILE|- KEY[.KEY...]: print one field of the JSON object in
+# FILE (-: stdin), following dotted keys into nested objects; an absent
+# key prints an empty line, unreadable JSON nothing (and returns 1).
+json_field() {
+	local f=$1
+	[ "$f" = - ] && f=/dev/stdin
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    d = d.get(k, "") if isinstance(d, dict) else ""
+print(d)' "$f" "$2" 2>/dev/null
+}
