@@ -4,10 +4,12 @@
 # Retry-After), the in-flight cap (503 overloaded), the connection cap
 # (503 connection_limit and close), an upstream dying mid-response, slow
 # request bodies (timeouts.body and body_min_rate: 408 body_timeout, read
-# whole under limits.body_buffer and streamed above it), and SIGHUP
-# reloads under keep-alive load. Each case starts edged with its own
-# generated configuration on 127.0.0.1 high ports; backends are
-# tests/tools/echo_backend.py and tests/tools/cut_backend.py; clients are
+# whole under limits.body_buffer and streamed above it), a pooled upstream
+# connection found closed (retried for idempotent requests, a body read
+# whole included), and SIGHUP reloads under keep-alive load. Each case
+# starts edged with its own generated configuration on 127.0.0.1 high
+# ports; backends are tests/tools/echo_backend.py, cut_backend.py and
+# once_backend.py; clients are
 # python3 (stdlib) and curl. Runs against build/edged and again against
 # build/asan/edged (sanitizers must stay silent). Needs no root.
 # shellcheck source=tests/lib.sh
@@ -30,6 +32,7 @@ P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_BACK=$((BASE + 2))
 P_CUT=$((BASE + 3))
+P_ONCE=$((BASE + 4))
 EPID=""
 CL="$T_TMP/client.py"
 
@@ -72,6 +75,10 @@ projects = (
       { id = "cut-prod";
         domains = [ "cut.test" ];
         deployment = { id = "cut-1"; upstreams = [ "127.0.0.1:$P_CUT" ]; };
+      },
+      { id = "once-prod";
+        domains = [ "once.test" ];
+        deployment = { id = "once-1"; upstreams = [ "127.0.0.1:$P_ONCE" ]; };
       }
     );
   }
@@ -318,6 +325,29 @@ elif CMD == "body":
              % (what, lo, hi))
     print("%s, then 408 body_timeout and close" % what)
 
+elif CMD == "stale":
+    # once_backend.py drops each connection at its second request: every
+    # request after the first goes over a pooled connection that fails
+    c = conn()
+    res = []
+    for method, path, body in (("GET", "/a", None), ("PUT", "/b", "hello"),
+                               ("POST", "/c", "world"), ("GET", "/d", None)):
+        c.request(method, path, body=body, headers={"Host": "once.test"})
+        r = c.getresponse()
+        b = r.read()
+        res.append((method, r.status))
+        if r.getheader("Connection", "").lower() == "close":
+            c.close()
+            c = conn()
+        if method != "POST" and r.status != 200:
+            fail("%s %s: %d %r (so far %r)" % (method, path, r.status, b, res))
+        if r.status == 200 and json.loads(b)["body"] != (body or ""):
+            fail("%s %s: the backend got %r" % (method, path, b))
+    if res[2][1] != 502:
+        fail("POST on a dropped pooled connection: %d, wanted 502 (%r)"
+             % (res[2][1], res))
+    print(" ".join("%s %d" % x for x in res))
+
 elif CMD == "load":
     # 4 threads x 75 keep-alive requests; report every non-200 / error
     errs = []
@@ -474,7 +504,34 @@ PY
 		stop_edged "$v: slow bodies ($buf)"
 	done
 
-	# 6. SIGHUP under keep-alive load
+	# 6. a pooled connection the upstream had closed: a GET and a PUT with
+	# a body read whole are retried on a new connection, a POST is not
+	if start_edged "$bin" 1 "" ""; then
+		: >"$T_TMP/once.jsonl"
+		if out=$(python3 "$CL" "$P_EDGE" stale 2>&1) &&
+			python3 - "$T_TMP/once.jsonl" >"$T_TMP/an" 2>&1 <<'PY'; then
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+seen = [(e["ev"], e["method"], e["path"], e["body"]) for e in ev]
+want = [("answered", "GET", "/a", ""), ("dropped", "PUT", "/b", "hello"),
+        ("answered", "PUT", "/b", "hello"), ("dropped", "POST", "/c", "world")]
+assert seen[:4] == want, seen
+put = [e for e in ev if e["path"] == "/b"]
+for e in put:
+    h = {k.lower(): v for k, v in e["headers"]}
+    assert h.get("content-length") == "5", e["headers"]
+print("upstream saw: " + ", ".join("%s %s %s" % s[:3] for s in seen))
+PY
+			t_ok "$v: pooled connection found closed: $out; $(cat "$T_TMP/an")"
+		else
+			t_fail "$v: pooled connection found closed" "$out $(cat "$T_TMP/an" 2>/dev/null)"
+		fi
+	else
+		t_fail "$v: stale pool: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: stale pool"
+
+	# 7. SIGHUP under keep-alive load
 	if start_edged "$bin" 2 "" ""; then
 		rm -f "$T_TMP/load.started"
 		python3 "$CL" "$P_EDGE" load "$T_TMP/load.started" >"$T_TMP/load.out" 2>&1 &
@@ -514,7 +571,9 @@ python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" &
 t_cleanup_add "kill $!"
 python3 "$TOOLS/cut_backend.py" "$P_CUT" 100000 1000 &
 t_cleanup_add "kill $!"
-if ! wait_port "$P_BACK" || ! wait_port "$P_CUT"; then
+python3 "$TOOLS/once_backend.py" "$P_ONCE" "$T_TMP/once.jsonl" &
+t_cleanup_add "kill $!"
+if ! wait_port "$P_BACK" || ! wait_port "$P_CUT" || ! wait_port "$P_ONCE"; then
 	t_fail "backends start"
 	t_exit
 	exit
