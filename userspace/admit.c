@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * admit.c - token buckets per client in a fixed, set-associative table;
- * in-flight gauges; body-size checks.
+ * in-flight gauges; body-size checks; the slow-body clock.
  *
  * The bucket is kept as GCRA's theoretical arrival time (tat): a request
  * at now is allowed when max(tat, now) + T - now <= T * burst, T being
@@ -202,4 +202,76 @@ int admit_body_add(struct admit_body *b, uint64_t n)
 	if (b->limit && b->seen > b->limit)
 		return -EFBIG;
 	return 0;
+}
+
+/* a + b, saturating */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void admit_rate_init(struct admit_rate *r, uint64_t grace_ms, uint64_t min_rate,
+		     uint64_t now_ns)
+{
+	memset(r, 0, sizeof(*r));
+	r->grace_ns =
+	    grace_ms > UINT64_MAX / 1000000 ? UINT64_MAX : grace_ms * 1000000;
+	r->min_rate = min_rate;
+	r->base = now_ns;
+}
+
+/* The running time at now (the time of the pause while paused). */
+static uint64_t admit_rate_t(const struct admit_rate *r, uint64_t now_ns)
+{
+	if (r->paused)
+		return r->t_pause;
+	return now_ns > r->base ? now_ns - r->base : 0;
+}
+
+void admit_rate_seen(struct admit_rate *r, uint64_t total, uint64_t now_ns)
+{
+	if (total <= r->bytes)
+		return;
+	r->bytes = total;
+	r->last = admit_rate_t(r, now_ns);
+}
+
+void admit_rate_pause(struct admit_rate *r, uint64_t now_ns)
+{
+	if (r->paused)
+		return;
+	r->t_pause = admit_rate_t(r, now_ns);
+	r->paused = true;
+}
+
+void admit_rate_resume(struct admit_rate *r, uint64_t now_ns)
+{
+	if (!r->paused)
+		return;
+	r->paused = false;
+	r->base = now_ns > r->t_pause ? now_ns - r->t_pause : 0;
+}
+
+uint64_t admit_rate_deadline(const struct admit_rate *r)
+{
+	unsigned __int128 earned;
+	uint64_t t;
+
+	if (r->paused)
+		return UINT64_MAX;
+	t = sat_add(r->last, r->grace_ns);
+	if (r->min_rate) {
+		/* grace + n / min_rate seconds, in ns */
+		earned =
+		    (unsigned __int128)r->bytes * ADMIT_NS_PER_S / r->min_rate;
+		earned += r->grace_ns;
+		if (earned < t)
+			t = (uint64_t)earned;
+	}
+	return sat_add(r->base, t);
+}
+
+bool admit_rate_expired(const struct admit_rate *r, uint64_t now_ns)
+{
+	return now_ns >= admit_rate_deadline(r);
 }

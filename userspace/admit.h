@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * admit.h - Admit: per-client token buckets (429), in-flight caps (503
- * overloaded) and body-size limits (413).
+ * overloaded), body-size limits (413) and the slow-body clock (408
+ * body_timeout).
  *
  * A limiter belongs to one worker and is used without locks; each worker
  * therefore limits a client on its own (with N workers behind SO_REUSEPORT
@@ -88,5 +89,51 @@ void admit_body_init(struct admit_body *b, uint64_t limit);
 /* Count n more body bytes. Returns 0, or -EFBIG once the total exceeds
  * the limit (413; the bytes must not be forwarded). */
 int admit_body_add(struct admit_body *b, uint64_t n);
+
+/*
+ * A request body's clock: timeouts.body (the grace) and
+ * timeouts.body_min_rate, in the manner of Apache's mod_reqtimeout. The
+ * clock runs only while edge is reading the body; paused time (edge not
+ * reading because the upstream has not taken what it was given) does not
+ * count. With t the running time since the body began, last the running
+ * time of the latest body byte (of the start before the first), and n the
+ * body bytes received so far, the body has timed out once
+ *
+ *   t >= last + grace                 (a gap: no byte for grace), or
+ *   t >= grace + n / min_rate         (too slow; only when min_rate > 0)
+ *
+ * So a body of n bytes has at most grace + n / min_rate of running time,
+ * and after the first grace the client must keep its average rate at or
+ * above min_rate (grace being its head start). Times are monotonic ns.
+ */
+struct admit_rate {
+	uint64_t grace_ns;
+	uint64_t min_rate; /* bytes per second, 0: no rate rule */
+	uint64_t base;	   /* while running, t = now - base */
+	uint64_t t_pause;  /* t when paused */
+	uint64_t last;	   /* t of the latest byte */
+	uint64_t bytes;	   /* body bytes received so far */
+	bool paused;
+};
+
+/* Start a running clock at now_ns, no byte received. */
+void admit_rate_init(struct admit_rate *r, uint64_t grace_ms, uint64_t min_rate,
+		     uint64_t now_ns);
+
+/* total body bytes have been received by now_ns (a count that does not
+ * grow changes nothing; a smaller one is ignored). */
+void admit_rate_seen(struct admit_rate *r, uint64_t total, uint64_t now_ns);
+
+/* Stop / restart the clock at now_ns; each is a no-op when the clock is
+ * already stopped / running. */
+void admit_rate_pause(struct admit_rate *r, uint64_t now_ns);
+void admit_rate_resume(struct admit_rate *r, uint64_t now_ns);
+
+/* The monotonic ns at which the body times out if nothing changes
+ * (saturating), or UINT64_MAX while the clock is paused. */
+uint64_t admit_rate_deadline(const struct admit_rate *r);
+
+/* Whether the body has timed out at now_ns (never while paused). */
+bool admit_rate_expired(const struct admit_rate *r, uint64_t now_ns);
 
 #endif /* EDGE_ADMIT_H */

@@ -985,11 +985,15 @@ static int cfg_path(struct cfg *x, const config_setting_t *g, const char *path,
 
 static int cfg_limits(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {
-	    "max_connections",	      "max_request_line",
-	    "max_header_bytes",	      "max_headers",
-	    "max_body_bytes",	      "max_inflight",
-	    "max_inflight_per_route", NULL};
+	static const char *const keys[] = {"max_connections",
+					   "max_request_line",
+					   "max_header_bytes",
+					   "max_headers",
+					   "max_body_bytes",
+					   "max_inflight",
+					   "max_inflight_per_route",
+					   "body_buffer",
+					   NULL};
 	struct config_limits *l = &x->c->limits;
 	const config_setting_t *g;
 	int rc;
@@ -1018,6 +1022,10 @@ static int cfg_limits(struct cfg *x, const config_setting_t *root)
 	if (rc == 0)
 		rc = cfg_uint(x, g, "limits", "max_inflight_per_route", 4096, 0,
 			      10000000, &l->max_inflight_per_route);
+	if (rc == 0)
+		rc = cfg_size(x, g, "limits", "body_buffer",
+			      CONFIG_BODY_BUFFER_DEFAULT, 0,
+			      CONFIG_BODY_BUFFER_MAX, &l->body_buffer);
 	return rc;
 }
 

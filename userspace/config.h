@@ -30,6 +30,9 @@
 #define CONFIG_NAME_MAX 128   /* bytes of a display name */
 #define CONFIG_PREFIX_MAX 256 /* bytes of a route's path prefix */
 #define CONFIG_HOST_MAX 253
+/* limits.body_buffer: default and largest value, bytes */
+#define CONFIG_BODY_BUFFER_DEFAULT (64 * 1024)
+#define CONFIG_BODY_BUFFER_MAX (16 * 1024 * 1024)
 
 /* Text of an "ADDR:PORT" / "[V6]:PORT" endpoint, canonical form. */
 #define CONFIG_ADDR_STR_MAX 56
@@ -110,6 +113,9 @@ struct config_limits {
 	uint64_t max_body_bytes;	 /* 0: unlimited */
 	uint64_t max_inflight;		 /* 0: unlimited */
 	uint64_t max_inflight_per_route; /* 0: unlimited */
+	/* a request body of at most this many bytes is read whole before
+	 * the upstream is chosen; 0: always stream */
+	uint64_t body_buffer;
 };
 
 /* All in milliseconds, except body_min_rate (bytes per second, 0: off). */

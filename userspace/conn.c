@@ -287,7 +287,8 @@ void conn_req_end(struct conn *c, enum outcome o, const char *extra)
 		req_body_pending(r) || r->p.client_close;
 	if (outcome_sends_error(o)) {
 		if (o == OUTCOME_CONNECTION_LIMIT ||
-		    o == OUTCOME_HEADER_TIMEOUT || o == OUTCOME_INTERNAL_ERROR)
+		    o == OUTCOME_HEADER_TIMEOUT || o == OUTCOME_BODY_TIMEOUT ||
+		    o == OUTCOME_INTERNAL_ERROR)
 			close = true;
 		if (!r->resp_started)
 			conn_send_error(c, o, extra, close);
@@ -556,6 +557,16 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void conn_btimer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->state == CONN_PROXY)
+		proxy_body_timeout(c);
+}
+
 /* Make the connection object for fd (a new or an unparked connection)
  * and wait for its next head. NULL when out of memory (fd closed). */
 static struct conn *conn_open(struct worker *w, int fd,
@@ -583,13 +594,16 @@ static struct conn *conn_open(struct worker *w, int fd,
 		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
 	c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
-	if (!c->bev || !c->timer) {
+	c->btimer = evtimer_new(w->base, conn_btimer_cb, c);
+	if (!c->bev || !c->timer || !c->btimer) {
 		if (c->bev)
 			bufferevent_free(c->bev);
 		else
 			close(fd);
 		if (c->timer)
 			event_free(c->timer);
+		if (c->btimer)
+			event_free(c->btimer);
 		free(c);
 		return NULL;
 	}
@@ -773,6 +787,8 @@ void conn_close(struct conn *c)
 	c->bev = NULL;
 	event_free(c->timer);
 	c->timer = NULL;
+	event_free(c->btimer);
+	c->btimer = NULL;
 	atomic_fetch_sub(&w->sh->connections, 1);
 	TAILQ_REMOVE(&w->conns, c, link);
 	w->nconns--;

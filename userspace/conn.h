@@ -6,7 +6,9 @@
  * A connection carries one request at a time: with pipelining, the next
  * head is parsed only once the current response is complete. Input is
  * bounded: before a head completes at most limits.max_header_bytes (+1)
- * are buffered, and a body is read only as fast as the upstream takes it.
+ * are buffered; a body of at most limits.body_buffer bytes is read whole
+ * before an upstream is chosen, a longer one only as fast as the upstream
+ * takes it.
  */
 #ifndef EDGE_CONN_H
 #define EDGE_CONN_H
@@ -95,7 +97,8 @@ struct conn {
 	TAILQ_ENTRY(conn) link;
 	struct worker *w;
 	struct bufferevent *bev;
-	struct event *timer; /* header / idle / connect / response deadline */
+	struct event *timer;  /* header / idle / connect / response deadline */
+	struct event *btimer; /* the request body's deadline (proxy.c) */
 	union conn_addr peer;
 	socklen_t peer_len;
 	struct cidr peer_cidr;

@@ -66,7 +66,9 @@
 	X(SHUTTING_DOWN, "shutting_down", 503, "edge is shutting down")        \
 	X(CONNECTION_LIMIT, "connection_limit", 503,                           \
 	  "too many open connections, retry later")                            \
-	X(INTERNAL_ERROR, "internal_error", 500, "edge failed internally")
+	X(INTERNAL_ERROR, "internal_error", 500, "edge failed internally")     \
+	X(BODY_TIMEOUT, "body_timeout", 408,                                   \
+	  "the request body did not arrive in time or arrived too slowly")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

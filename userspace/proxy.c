@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * proxy.c - Select, Forward and Respond for one request: choose an
- * endpoint, connect (or reuse a pooled connection), send the rebuilt head
- * and the body, parse the response head, rebuild it for the client and
- * relay the body, with backpressure both ways (a side stops reading while
- * the other side has PROXY_HIGH_WATER bytes queued). A 101 to a forwarded
- * Upgrade turns the pair into a tunnel (tunnel.h) until it closes.
+ * proxy.c - Select, Forward and Respond for one request: read a small
+ * body whole first, choose an endpoint, connect (or reuse a pooled
+ * connection), send the rebuilt head and the body, parse the response
+ * head, rebuild it for the client and relay the body, with backpressure
+ * both ways (a side stops reading while the other side has
+ * PROXY_HIGH_WATER bytes queued). A 101 to a forwarded Upgrade turns the
+ * pair into a tunnel (tunnel.h) until it closes.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -28,6 +29,7 @@
 
 static void proxy_connect(struct conn *c);
 static void proxy_relay(struct conn *c);
+static void proxy_body_clock(struct conn *c);
 
 void body_init(struct body *b, enum body_kind in, uint64_t left,
 	       bool out_chunked)
@@ -93,6 +95,9 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 			take = evbuffer_get_length(in);
 			if (take > PROXY_CHUNK_PIECE)
 				take = PROXY_CHUNK_PIECE;
+			/* a data span is never longer than the bytes fed */
+			if (take > max - *data)
+				take = (size_t)(max - *data);
 			p = (const char *)evbuffer_pullup(in, (ssize_t)take);
 			rc = h1_chunked_feed(&b->ck, p, take, &consumed, &doff,
 					     &dlen);
@@ -194,6 +199,12 @@ void proxy_release(struct conn *c, bool ok)
 		proxy_drop_ub(c, give);
 	}
 	proxy_ep_done(c);
+	if (p->held) {
+		evbuffer_free(p->held);
+		p->held = NULL;
+	}
+	if (c->btimer)
+		evtimer_del(c->btimer);
 	p->state = PROXY_IDLE;
 }
 
@@ -223,12 +234,17 @@ static void proxy_pump_request(struct conn *c)
 	uint64_t data;
 	int rc;
 
-	if (p->req_body.done || !p->ub || p->state < PROXY_WAITING)
+	if (p->req_body.done)
 		return;
+	if (!p->ub || p->state < PROXY_WAITING) {
+		proxy_body_clock(c); /* the body waits in the client's input */
+		return;
+	}
 	uout = bufferevent_get_output(p->ub);
 	queued = evbuffer_get_length(uout);
 	if (queued >= PROXY_HIGH_WATER) {
 		bufferevent_disable(c->bev, EV_READ);
+		proxy_body_clock(c);
 		return;
 	}
 	before = evbuffer_get_length(cin);
@@ -248,13 +264,35 @@ static void proxy_pump_request(struct conn *c)
 		return;
 	}
 	if (rc == 1) {
-		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		proxy_body_clock(c); /* stops it */
 		if (p->resp_body.done && p->state == PROXY_RELAYING)
 			conn_req_end(c, OUTCOME_OK, NULL);
 		return;
 	}
 	if (evbuffer_get_length(uout) >= PROXY_HIGH_WATER)
 		bufferevent_disable(c->bev, EV_READ);
+	proxy_body_clock(c);
+}
+
+/* Write what edge read of the body before connecting: the whole body,
+ * added by reference so that it stays in p->held for a retry on another
+ * connection, or the first piece of a longer chunked body as one chunk
+ * (the rest follows from the client). Returns 0 or -ENOMEM. */
+static int proxy_send_held(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+	struct evbuffer *uout = bufferevent_get_output(p->ub);
+	size_t n = evbuffer_get_length(p->held);
+
+	if (n == 0)
+		return 0;
+	if (p->buffered)
+		return evbuffer_add_buffer_reference(uout, p->held) ? -ENOMEM
+								    : 0;
+	if (evbuffer_add_printf(uout, "%zx\r\n", n) < 0 ||
+	    evbuffer_add_buffer(uout, p->held) || evbuffer_add(uout, "\r\n", 2))
+		return -ENOMEM;
+	return 0;
 }
 
 /* Connected (or reusing a pooled connection): send the rebuilt head. */
@@ -265,7 +303,6 @@ static void proxy_connected(struct conn *c)
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
 	struct hdr_buf b;
-	struct timeval tv;
 
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
@@ -281,8 +318,12 @@ static void proxy_connected(struct conn *c)
 		if (r->h.query && f.path_len >= r->h.query_len + 1)
 			f.path_len -= r->h.query_len + 1;
 	}
-	f.chunked = r->h.h.chunked;
-	f.content_length = r->h.h.chunked ? -1 : r->h.h.content_length;
+	if (p->buffered) {
+		f.content_length = (int64_t)evbuffer_get_length(p->held);
+	} else {
+		f.chunked = r->h.h.chunked;
+		f.content_length = r->h.h.chunked ? -1 : r->h.h.content_length;
+	}
 	f.tunnel = p->upgrade;
 	hdr_buf_init(&b, 0);
 	if (hdr_build_request(&b, &r->h, &f)) {
@@ -292,15 +333,16 @@ static void proxy_connected(struct conn *c)
 	}
 	bufferevent_write(p->ub, b.p, b.len);
 	hdr_buf_free(&b);
+	if (p->held && proxy_send_held(c)) {
+		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
 	conn_timer(c, cfg->timeouts.upstream_response_ms);
 	bufferevent_enable(p->ub, EV_READ | EV_WRITE);
 	if (!p->req_body.done) {
-		tv.tv_sec = (time_t)(cfg->timeouts.body_ms / 1000);
-		tv.tv_usec = (suseconds_t)(cfg->timeouts.body_ms % 1000) * 1000;
-		bufferevent_set_timeouts(c->bev, &tv, NULL);
 		bufferevent_enable(c->bev, EV_READ);
 		proxy_pump_request(c);
 	}
@@ -387,8 +429,53 @@ static void proxy_connect(struct conn *c)
 		proxy_attempt_failed(c);
 }
 
+/* PROXY_BUFFERING: decode what the client sent of the body into p->held,
+ * at most body_buffer + 1 bytes. The whole body within body_buffer: it
+ * goes upstream with one Content-Length. More (chunked only; a longer
+ * Content-Length never buffers): connect, and the rest streams with
+ * edge's chunking. A framing error or the route's limit ends the request
+ * before any upstream is chosen. */
+static void proxy_buffer_body(struct conn *c)
+{
+	uint64_t cap = c->w->sh->cfg->limits.body_buffer;
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct evbuffer *cin = bufferevent_get_input(c->bev);
+	size_t before = evbuffer_get_length(cin);
+	size_t held = evbuffer_get_length(p->held);
+	uint64_t data;
+	int rc;
+
+	rc = body_pump(&p->req_body, cin, p->held, (size_t)(cap + 1 - held),
+		       &data);
+	r->bytes_in += before - evbuffer_get_length(cin);
+	if (rc == -EFBIG) {
+		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
+		return;
+	}
+	if (rc < 0) {
+		log_debug("%s: bad chunked body: %s at body byte %zu", r->id,
+			  h1_err_name(p->req_body.ck.err),
+			  p->req_body.ck.err_off);
+		conn_req_end(c, OUTCOME_BAD_REQUEST, NULL);
+		return;
+	}
+	if (rc == 1) {
+		p->buffered = true;
+	} else if (evbuffer_get_length(p->held) <= cap) {
+		proxy_body_clock(c);
+		return; /* more to come */
+	} else {
+		p->req_body.out_chunked = true; /* the rest streams */
+	}
+	proxy_body_clock(c);
+	proxy_connect(c);
+}
+
 void proxy_start(struct conn *c)
 {
+	const struct config *cfg = c->w->sh->cfg;
+	uint64_t cap = cfg->limits.body_buffer;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 
@@ -403,10 +490,88 @@ void proxy_start(struct conn *c)
 	/* Upgrade is forwarded for requests without a body only, so the
 	 * protocol switch never falls in the middle of edge's re-framing */
 	p->upgrade = r->h.upgrade && p->req_body.in == BODY_NONE;
-	/* the body waits in the client's input (bounded by the read
-	 * watermark) until an upstream is connected */
+	/* a body waits in the client's input (bounded by the read
+	 * watermark) until it is buffered or an upstream is connected */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	if (p->req_body.done) {
+		proxy_connect(c);
+		return;
+	}
+	admit_rate_init(&p->rate, cfg->timeouts.body_ms,
+			cfg->timeouts.body_min_rate, worker_now_ns());
+	bufferevent_enable(c->bev, EV_READ);
+	if (cap > 0 &&
+	    (p->req_body.in == BODY_CHUNKED || p->req_body.left <= cap)) {
+		p->held = evbuffer_new();
+		if (!p->held) {
+			conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+			return;
+		}
+		p->req_body.out_chunked = false; /* decoded into held */
+		p->state = PROXY_BUFFERING;
+		proxy_buffer_body(c);
+		return;
+	}
+	proxy_body_clock(c);
 	proxy_connect(c);
+}
+
+/*
+ * Bring the request body's clock up to date and arm c->btimer for its
+ * deadline. The clock counts the body bytes received (consumed plus
+ * waiting in the client's input) and runs only while edge reads the
+ * client: reading enabled and the input below its watermark. It stops
+ * for good once the body is complete.
+ */
+static void proxy_body_clock(struct conn *c)
+{
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+	struct evbuffer *cin;
+	uint64_t now, dl, ms;
+	struct timeval tv;
+	size_t queued;
+
+	if (p->req_body.done || c->closed || !r->active) {
+		evtimer_del(c->btimer);
+		return;
+	}
+	cin = bufferevent_get_input(c->bev);
+	queued = evbuffer_get_length(cin);
+	now = worker_now_ns();
+	admit_rate_seen(&p->rate, r->bytes_in - r->head_len + queued, now);
+	if ((bufferevent_get_enabled(c->bev) & EV_READ) &&
+	    queued < PROXY_HIGH_WATER)
+		admit_rate_resume(&p->rate, now);
+	else
+		admit_rate_pause(&p->rate, now);
+	dl = admit_rate_deadline(&p->rate);
+	if (dl == UINT64_MAX) {
+		evtimer_del(c->btimer);
+		return;
+	}
+	ms = dl > now ? (dl - now + 999999) / 1000000 : 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(c->btimer, &tv);
+}
+
+void proxy_body_timeout(struct conn *c)
+{
+	struct req *r = &c->r;
+	struct proxy *p = &r->p;
+
+	if (!r->active || p->req_body.done || p->state == PROXY_TUNNEL)
+		return;
+	proxy_body_clock(c); /* re-armed unless it has run out */
+	if (!admit_rate_expired(&p->rate, worker_now_ns()))
+		return;
+	log_debug("%s: request body too slow: %llu bytes in %llu ms", r->id,
+		  (unsigned long long)p->rate.bytes,
+		  (unsigned long long)((worker_now_ns() - r->t0) / 1000000));
+	p->reusable = false;
+	c->close_after = true;
+	conn_req_end(c, OUTCOME_BODY_TIMEOUT, NULL);
 }
 
 /* Security headers of the route, as extra response lines. */
@@ -760,12 +925,13 @@ static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg)
 	case PROXY_WAITING:
 		if (what & BEV_EVENT_TIMEOUT)
 			return;
-		if (p->reused && p->req_body.in == BODY_NONE &&
+		if (p->reused && (p->req_body.in == BODY_NONE || p->buffered) &&
 		    method_idempotent(r->h.method) &&
 		    evbuffer_get_length(bufferevent_get_input(p->ub)) == 0) {
 			/* a pooled connection the upstream had closed: retry
 			 * on a new one (tried[] still lets another endpoint
-			 * be chosen; this one is not blamed) */
+			 * be chosen; this one is not blamed); a buffered body
+			 * is still in p->held */
 			proxy_drop_ub(c, false);
 			proxy_ep_done(c);
 			p->ntried--;
@@ -789,7 +955,8 @@ static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg)
 		proxy_relay(c);
 		return;
 	case PROXY_IDLE:
-	case PROXY_TUNNEL: /* the tunnel has its own descriptors */
+	case PROXY_BUFFERING: /* no upstream yet */
+	case PROXY_TUNNEL:    /* the tunnel has its own descriptors */
 		return;
 	}
 }
@@ -798,7 +965,10 @@ void proxy_client_readable(struct conn *c)
 {
 	if (c->r.p.state == PROXY_TUNNEL)
 		return;
-	proxy_pump_request(c);
+	if (c->r.p.state == PROXY_BUFFERING)
+		proxy_buffer_body(c);
+	else
+		proxy_pump_request(c);
 }
 
 void proxy_client_drained(struct conn *c)

@@ -2,12 +2,18 @@
 /*
  * proxy.h - Select, Forward and Respond: one request's upstream side.
  *
- * proxy_start() takes a request that passed Resolve and Admit, chooses an
- * endpoint (upstream.h), connects (or reuses a pooled connection), writes
- * the rebuilt head, streams the body (Content-Length copied, chunked
- * decoded and re-chunked), parses the response head, rebuilds it for the
- * client and relays the body, with backpressure both ways. It ends the
- * request through conn_req_end() and never frees the connection itself.
+ * proxy_start() takes a request that passed Resolve and Admit. A body of
+ * at most limits.body_buffer bytes is first read whole (PROXY_BUFFERING:
+ * Content-Length copied, chunked decoded, counted against the route's
+ * limit), so that a body edge rejects never costs an upstream connection
+ * or byte; then it chooses an endpoint (upstream.h), connects (or reuses a
+ * pooled connection), writes the rebuilt head and the body (a buffered
+ * body with one Content-Length; a longer one streamed: Content-Length
+ * copied, chunked decoded and re-chunked), parses the response head,
+ * rebuilds it for the client and relays the body, with backpressure both
+ * ways. While a request body is awaited, its clock (admit_rate) bounds
+ * gaps and the average rate: 408 body_timeout. It ends the request
+ * through conn_req_end() and never frees the connection itself.
  */
 #ifndef EDGE_PROXY_H
 #define EDGE_PROXY_H
@@ -16,9 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "h1.h"
-
-struct admit_body;
 
 struct conn;
 struct evbuffer;
@@ -54,6 +59,7 @@ struct body {
 
 enum proxy_state {
 	PROXY_IDLE = 0,
+	PROXY_BUFFERING,  /* reading a small body whole, no upstream yet */
 	PROXY_CONNECTING, /* waiting for connect() */
 	PROXY_WAITING,	  /* head sent, waiting for the response head */
 	PROXY_RELAYING,	  /* response head sent to the client */
@@ -69,9 +75,14 @@ struct proxy {
 	bool reused;	 /* the connection came from the pool */
 	struct upstream_ep *tried[PROXY_TRIES_MAX];
 	size_t ntried;
-	uint64_t t_connect;    /* when the connect began */
-	struct body req_body;  /* client -> upstream */
-	struct body resp_body; /* upstream -> client */
+	uint64_t t_connect;   /* when the connect began */
+	struct body req_body; /* client -> upstream */
+	/* body bytes read before connecting (decoded), NULL when none: the
+	 * whole body when buffered, else the first body_buffer + 1 bytes */
+	struct evbuffer *held;
+	bool buffered;		/* held is the whole body (Content-Length) */
+	struct admit_rate rate; /* the request body's clock */
+	struct body resp_body;	/* upstream -> client */
 	struct h1_response resp;
 	size_t resp_seen;   /* response bytes parsed so far */
 	bool reusable;	    /* the upstream may be pooled at the end */
@@ -116,10 +127,17 @@ void proxy_timeout(struct conn *c);
  * pools (upstream_worker_set_release). */
 void proxy_pool_release(void *obj, int fd);
 
+/* The request body's timer fired: if its clock (timeouts.body and
+ * body_min_rate) has run out, end the request with body_timeout (408 when
+ * no response head went out yet; the connection and the upstream are
+ * closed); else re-arm it. */
+void proxy_body_timeout(struct conn *c);
+
 /* Release the upstream side at the end of the request: give a clean
  * connection to the pool, close anything else, report health, drop the
- * endpoint's in-flight count. A tunnel is closed and its byte counts are
- * added to the request's. Idempotent. */
+ * endpoint's in-flight count, free the held body and stop the body's
+ * timer. A tunnel is closed and its byte counts are added to the
+ * request's. Idempotent. */
 void proxy_release(struct conn *c, bool ok);
 
 #endif /* EDGE_PROXY_H */

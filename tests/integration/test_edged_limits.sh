@@ -2,10 +2,14 @@
 # test_edged_limits.sh - edged's admission limits and failure handling,
 # end to end through the live daemon: the per-client rate limit (429 with
 # Retry-After), the in-flight cap (503 overloaded), the connection cap
-# (503 connection_limit and close), an upstream dying mid-response, and
-# SIGHUP reloads under keep-alive load. Each case starts edged with its own
-# generated configuration on 127.0.0.1 high ports; backends are
-# tests/tools/echo_backend.py and tests/tools/cut_backend.py; clients are
+# (503 connection_limit and close), an upstream dying mid-response, slow
+# request bodies (timeouts.body and body_min_rate: 408 body_timeout, read
+# whole under limits.body_buffer and streamed above it), a pooled upstream
+# connection found closed (retried for idempotent requests, a body read
+# whole included), and SIGHUP reloads under keep-alive load. Each case
+# starts edged with its own generated configuration on 127.0.0.1 high
+# ports; backends are tests/tools/echo_backend.py, cut_backend.py and
+# once_backend.py; clients are
 # python3 (stdlib) and curl. Runs against build/edged and again against
 # build/asan/edged (sanitizers must stay silent). Needs no root.
 # shellcheck source=tests/lib.sh
@@ -15,11 +19,12 @@
 edged_begin curl python3
 edged_need_build
 
-BASE=$(edged_ports 4)
+BASE=$(edged_ports 5)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_BACK=$((BASE + 2))
 P_CUT=$((BASE + 3))
+P_ONCE=$((BASE + 4))
 CL="$T_TMP/client.py"
 
 write_conf() { # FILE WORKERS LIMITS RATELIMIT EXTRA_DOMAIN
@@ -31,6 +36,8 @@ limits = { $3 };
 ratelimit = { $4 };
 timeouts = {
   header = "5s";
+  body = "1s";
+  body_min_rate = 2000;
   upstream_connect = "1s";
   upstream_response = "5s";
   drain = "2s";
@@ -45,6 +52,10 @@ projects = (
       { id = "cut-prod";
         domains = [ "cut.test" ];
         deployment = { id = "cut-1"; upstreams = [ "127.0.0.1:$P_CUT" ]; };
+      },
+      { id = "once-prod";
+        domains = [ "once.test" ];
+        deployment = { id = "once-1"; upstreams = [ "127.0.0.1:$P_ONCE" ]; };
       }
     );
   }
@@ -70,6 +81,7 @@ stop_edged() {
 cat >"$CL" <<'PY'
 import http.client
 import json
+import select
 import socket
 import sys
 import threading
@@ -218,6 +230,90 @@ elif CMD == "cut":
     if r.status != 200:
         fail("request after the cut: %d %r" % (r.status, b))
 
+elif CMD == "body":
+    # body KIND PATH TOTAL: POST a Content-Length body of TOTAL bytes
+    #   trickle  100 bytes every 0.3 s (333 B/s): never a 1 s gap, but
+    #            below body_min_rate (2000 B/s): 408 at about 1.2 s
+    #   stop     500 bytes, then nothing: 408 at the 1 s gap
+    #   fast     1500 bytes every 0.25 s (6000 B/s): completes
+    kind, path, total = sys.argv[3], sys.argv[4].encode(), int(sys.argv[5])
+    piece, every = {"trickle": (100, 0.3), "stop": (500, None),
+                    "fast": (1500, 0.25)}[kind]
+    s = socket.create_connection(("127.0.0.1", PORT), 5)
+    t0 = time.monotonic()
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: shop.test\r\n"
+              b"Content-Length: %d\r\n\r\n" % (path, total))
+    sent = 0
+    while sent < total:
+        n = min(piece, total - sent)
+        try:
+            s.sendall(b"x" * n)
+        except OSError:
+            break
+        sent += n
+        if every is None or select.select([s], [], [], every)[0]:
+            break  # stopped, or edged answered
+    if kind == "fast":
+        out, closed = raw_read(s, 0.5) if sent < total else (b"", False)
+        s.settimeout(10)
+        while b"\r\n\r\n" not in out or not out.endswith(b"}"):
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    else:
+        out, closed = raw_read(s, 8)
+    took = time.monotonic() - t0
+    s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    what = "%d of %d bytes sent in %.2f s" % (sent, total, took)
+    if kind == "fast":
+        if not head.startswith(b"HTTP/1.1 200 "):
+            fail("%s: %r" % (what, out[:300]))
+        j = json.loads(body)
+        if j.get("body_len") != total:
+            fail("%s: the backend got %r bytes" % (what, j.get("body_len")))
+        if took < 1.5:
+            fail("%s: too fast to test the rate rule" % what)
+        print("%s, 200" % what)
+        sys.exit(0)
+    if not head.startswith(b"HTTP/1.1 408 ") or not closed:
+        fail("%s: closed=%s %r" % (what, closed, out[:300]))
+    rid = None
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"x-request-id":
+            rid = v.strip().decode()
+    error_json(body, "body_timeout", rid)
+    lo, hi = (0.9, 3.0) if kind == "stop" else (1.0, 3.0)
+    if sent >= total or not lo <= took <= hi:
+        fail("%s: 408 outside %.1f..%.1f s, or after the whole body"
+             % (what, lo, hi))
+    print("%s, then 408 body_timeout and close" % what)
+
+elif CMD == "stale":
+    # once_backend.py drops each connection at its second request: every
+    # request after the first goes over a pooled connection that fails
+    c = conn()
+    res = []
+    for method, path, body in (("GET", "/a", None), ("PUT", "/b", "hello"),
+                               ("POST", "/c", "world"), ("GET", "/d", None)):
+        c.request(method, path, body=body, headers={"Host": "once.test"})
+        r = c.getresponse()
+        b = r.read()
+        res.append((method, r.status))
+        if r.getheader("Connection", "").lower() == "close":
+            c.close()
+            c = conn()
+        if method != "POST" and r.status != 200:
+            fail("%s %s: %d %r (so far %r)" % (method, path, r.status, b, res))
+        if r.status == 200 and json.loads(b)["body"] != (body or ""):
+            fail("%s %s: the backend got %r" % (method, path, b))
+    if res[2][1] != 502:
+        fail("POST on a dropped pooled connection: %d, wanted 502 (%r)"
+             % (res[2][1], res))
+    print(" ".join("%s %d" % x for x in res))
+
 elif CMD == "load":
     # 4 threads x 75 keep-alive requests; report every non-200 / error
     errs = []
@@ -305,7 +401,94 @@ PY
 	fi
 	stop_edged "$v: upstream cut"
 
-	# 5. SIGHUP under keep-alive load
+	# 5. slow bodies: read whole (under body_buffer, the default 64K), then
+	# streamed (body_buffer = 1K: the head is upstream already)
+	for buf in whole stream; do
+		if [ $buf = whole ]; then
+			start_edged "$bin" 1 "" ""
+		else
+			start_edged "$bin" 1 'body_buffer = "1K";' ""
+		fi || {
+			t_fail "$v: slow bodies: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+			stop_edged "$v: slow bodies"
+			continue
+		}
+		: >"$T_TMP/backend.jsonl"
+		for kind in trickle stop fast; do
+			if out=$(python3 "$CL" "$P_EDGE" body $kind "/$buf-$kind" 12000 2>&1); then
+				t_ok "$v: $buf body, $kind: $out"
+			else
+				t_fail "$v: $buf body, $kind" "$out"
+			fi
+		done
+		sleep 0.3
+		if python3 - "$T_TMP/requests.jsonl" "$T_TMP/backend.jsonl" $buf \
+			>"$T_TMP/an" 2>&1 <<'PY'; then
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+up = [json.loads(l) for l in open(sys.argv[2]).read().splitlines()]
+buf = sys.argv[3]
+out = []
+for kind, want, status in (("trickle", "body_timeout", 408),
+                           ("stop", "body_timeout", 408), ("fast", "ok", 200)):
+    path = "/%s-%s" % (buf, kind)
+    e = [x for x in ev if x.get("path") == path]
+    assert len(e) == 1, "records for %s: %r" % (path, e)
+    assert (e[0]["outcome"], e[0]["status"]) == (want, status), e[0]
+    got = [u["body_len"] for u in up if u["path"] == path]
+    if kind == "fast":
+        assert got == [12000], "%s upstream: %r" % (path, got)
+    elif buf == "whole":
+        # read whole first: nothing reached the upstream
+        assert got == [], "%s upstream: %r" % (path, got)
+    else:
+        # streamed: the upstream saw part of it, then its connection closed
+        assert len(got) == 1 and got[0] < 12000, "%s upstream: %r" % (path, got)
+    out.append("%s %s %d (upstream %s)" % (path, want, status, got))
+print("; ".join(out))
+PY
+			t_ok "$v: $buf bodies: analytics and upstream: $(cat "$T_TMP/an")"
+		else
+			t_fail "$v: $buf bodies: analytics and upstream" "$(cat "$T_TMP/an")"
+		fi
+		n=$(curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" |
+			awk '$1 == "edge_requests_total{outcome=\"body_timeout\"}" { print $2 }')
+		if [ "$n" = 2 ]; then
+			t_ok "$v: $buf bodies: /metrics counts 2 body_timeout"
+		else
+			t_fail "$v: $buf bodies: /metrics body_timeout" "got '$n', wanted 2"
+		fi
+		stop_edged "$v: slow bodies ($buf)"
+	done
+
+	# 6. a pooled connection the upstream had closed: a GET and a PUT with
+	# a body read whole are retried on a new connection, a POST is not
+	if start_edged "$bin" 1 "" ""; then
+		: >"$T_TMP/once.jsonl"
+		if out=$(python3 "$CL" "$P_EDGE" stale 2>&1) &&
+			python3 - "$T_TMP/once.jsonl" >"$T_TMP/an" 2>&1 <<'PY'; then
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+seen = [(e["ev"], e["method"], e["path"], e["body"]) for e in ev]
+want = [("answered", "GET", "/a", ""), ("dropped", "PUT", "/b", "hello"),
+        ("answered", "PUT", "/b", "hello"), ("dropped", "POST", "/c", "world")]
+assert seen[:4] == want, seen
+put = [e for e in ev if e["path"] == "/b"]
+for e in put:
+    h = {k.lower(): v for k, v in e["headers"]}
+    assert h.get("content-length") == "5", e["headers"]
+print("upstream saw: " + ", ".join("%s %s %s" % s[:3] for s in seen))
+PY
+			t_ok "$v: pooled connection found closed: $out; $(cat "$T_TMP/an")"
+		else
+			t_fail "$v: pooled connection found closed" "$out $(cat "$T_TMP/an" 2>/dev/null)"
+		fi
+	else
+		t_fail "$v: stale pool: edged starts" "$(tail -5 "$T_TMP/edged.log")"
+	fi
+	stop_edged "$v: stale pool"
+
+	# 7. SIGHUP under keep-alive load
 	if start_edged "$bin" 2 "" ""; then
 		rm -f "$T_TMP/load.started"
 		python3 "$CL" "$P_EDGE" load "$T_TMP/load.started" >"$T_TMP/load.out" 2>&1 &
@@ -342,7 +525,8 @@ PY
 }
 
 if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
-	! edged_backend "$P_CUT" python3 "$TOOLS/cut_backend.py" "$P_CUT" 100000 1000; then
+	! edged_backend "$P_CUT" python3 "$TOOLS/cut_backend.py" "$P_CUT" 100000 1000 ||
+	! edged_backend "$P_ONCE" python3 "$TOOLS/once_backend.py" "$P_ONCE" "$T_TMP/once.jsonl"; then
 	t_fail "backends start"
 	t_exit
 	exit

@@ -171,6 +171,110 @@ START_TEST(test_body)
 }
 END_TEST
 
+#define MS 1000000ULL
+#define S 1000000000ULL
+
+/* The gap rule alone (min_rate 0): grace after the latest byte. */
+START_TEST(test_rate_gap)
+{
+	struct admit_rate r;
+
+	admit_rate_init(&r, 1000, 0, 5 * S);
+	ck_assert_uint_eq(admit_rate_deadline(&r), 6 * S);
+	ck_assert(!admit_rate_expired(&r, 6 * S - 1));
+	ck_assert(admit_rate_expired(&r, 6 * S));
+	admit_rate_seen(&r, 10, 5 * S + 500 * MS);
+	ck_assert_uint_eq(admit_rate_deadline(&r), 6 * S + 500 * MS);
+	/* no new byte: nothing moves; a smaller count is ignored */
+	admit_rate_seen(&r, 10, 5 * S + 900 * MS);
+	admit_rate_seen(&r, 3, 5 * S + 900 * MS);
+	ck_assert_uint_eq(admit_rate_deadline(&r), 6 * S + 500 * MS);
+	/* without a rate rule a slow trickle lasts forever */
+	for (uint64_t i = 1; i <= 100; i++)
+		admit_rate_seen(&r, 10 + i, 5 * S + i * 900 * MS);
+	ck_assert(!admit_rate_expired(&r, 5 * S + 100 * 900 * MS + 999 * MS));
+	ck_assert(admit_rate_expired(&r, 5 * S + 100 * 900 * MS + S));
+}
+END_TEST
+
+/* The rate rule: grace + n / min_rate of running time for n bytes. */
+START_TEST(test_rate_min)
+{
+	struct admit_rate r;
+	uint64_t t = 0, n = 0;
+
+	admit_rate_init(&r, 1000, 2000, 0);
+	ck_assert_uint_eq(admit_rate_deadline(&r), S);
+	/* 1000 bytes at once: 0.5 s earned; the gap rule still binds */
+	admit_rate_seen(&r, 1000, 100 * MS);
+	ck_assert_uint_eq(admit_rate_deadline(&r), 1100 * MS);
+	/* 100 bytes every 0.5 s (200 B/s): never a gap, but the average
+	 * falls behind and the deadline comes at grace + n / 2000 */
+	admit_rate_init(&r, 1000, 2000, 0);
+	while (!admit_rate_expired(&r, t + 500 * MS)) {
+		t += 500 * MS;
+		n += 100;
+		admit_rate_seen(&r, n, t);
+		ck_assert_uint_eq(admit_rate_deadline(&r), S + n * S / 2000);
+		ck_assert_uint_lt(t, 10 * S);
+	}
+	ck_assert_uint_eq(t, S); /* at 1 s: 200 bytes earned 0.1 s */
+	/* fast enough (4000 B/s): the gap rule is what binds */
+	admit_rate_init(&r, 1000, 2000, 0);
+	for (t = 100 * MS, n = 400; t <= 60 * S; t += 100 * MS, n += 400) {
+		ck_assert(!admit_rate_expired(&r, t));
+		admit_rate_seen(&r, n, t);
+		ck_assert_uint_eq(admit_rate_deadline(&r), t + S);
+	}
+}
+END_TEST
+
+/* Paused time does not count. */
+START_TEST(test_rate_pause)
+{
+	struct admit_rate r;
+
+	admit_rate_init(&r, 1000, 1000, 0);
+	admit_rate_seen(&r, 100, 500 * MS); /* gap: 1.5 s; rate: 1.1 s */
+	ck_assert_uint_eq(admit_rate_deadline(&r), 1100 * MS);
+	admit_rate_pause(&r, 800 * MS);
+	admit_rate_pause(&r, 900 * MS); /* no-op */
+	ck_assert_uint_eq(admit_rate_deadline(&r), UINT64_MAX);
+	ck_assert(!admit_rate_expired(&r, 100 * S));
+	/* a byte counted while paused is at the time of the pause */
+	admit_rate_seen(&r, 200, 50 * S);
+	admit_rate_resume(&r, 100 * S);
+	admit_rate_resume(&r, 101 * S); /* no-op */
+	/* 99.2 s later: rate 1.2 s of running time, gap 1.8 s */
+	ck_assert_uint_eq(admit_rate_deadline(&r), 100 * S + 400 * MS);
+	ck_assert(!admit_rate_expired(&r, 100 * S + 399 * MS));
+	ck_assert(admit_rate_expired(&r, 100 * S + 400 * MS));
+}
+END_TEST
+
+/* Extreme values saturate instead of wrapping. */
+START_TEST(test_rate_extremes)
+{
+	struct admit_rate r;
+
+	admit_rate_init(&r, UINT64_MAX, 1, UINT64_MAX - 5);
+	ck_assert_uint_eq(admit_rate_deadline(&r), UINT64_MAX);
+	admit_rate_init(&r, 1000, 1, 0);
+	admit_rate_seen(&r, UINT64_MAX, 10);
+	ck_assert_uint_eq(admit_rate_deadline(&r), 10 + S);
+	admit_rate_init(&r, 1000, UINT64_MAX, 0);
+	admit_rate_seen(&r, UINT64_MAX, 0);
+	ck_assert_uint_eq(admit_rate_deadline(&r), S);
+	/* a clock read before its start does not underflow */
+	admit_rate_init(&r, 1000, 0, 10 * S);
+	admit_rate_seen(&r, 1, 5 * S);
+	ck_assert_uint_eq(admit_rate_deadline(&r), 11 * S);
+	admit_rate_pause(&r, S);
+	admit_rate_resume(&r, 0);
+	ck_assert_uint_eq(admit_rate_deadline(&r), S);
+}
+END_TEST
+
 static Suite *admit_suite(void)
 {
 	Suite *s = suite_create("admit");
@@ -183,6 +287,10 @@ static Suite *admit_suite(void)
 	tcase_add_test(tc, test_off_and_args);
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_body);
+	tcase_add_test(tc, test_rate_gap);
+	tcase_add_test(tc, test_rate_min);
+	tcase_add_test(tc, test_rate_pause);
+	tcase_add_test(tc, test_rate_extremes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -90,6 +90,16 @@ static const struct bad bad[] = {
      "unknown size unit"},
     {"limits = {\n max_body_bytes = -1; #!\n};\n", "limits.max_body_bytes",
      "negative"},
+    {"limits = {\n body_buffer = \"17M\"; #!\n};\n", "limits.body_buffer",
+     "out of range 0..16777216"},
+    {"limits = {\n body_buffer = -1; #!\n};\n", "limits.body_buffer",
+     "negative"},
+    {"limits = {\n body_buffer = \"64Q\"; #!\n};\n", "limits.body_buffer",
+     "unknown size unit"},
+    {"limits = {\n body_buffer = true; #!\n};\n", "limits.body_buffer",
+     "expected a size"},
+    {"timeouts = {\n body_min_rate = -1; #!\n};\n", "timeouts.body_min_rate",
+     "out of range"},
     {"limits = 5; #!\n", "limits", "expected a group"},
     {"timeouts = {\n header = 10; #!\n};\n", "timeouts.header",
      "expected a duration string"},
@@ -264,6 +274,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->limits.max_body_bytes, 10 << 20);
 	ck_assert_uint_eq(c->limits.max_inflight, 16384);
 	ck_assert_uint_eq(c->limits.max_inflight_per_route, 4096);
+	ck_assert_uint_eq(c->limits.body_buffer, 64 * 1024);
 	ck_assert_uint_eq(c->timeouts.header_ms, 10000);
 	ck_assert_uint_eq(c->timeouts.body_ms, 30000);
 	ck_assert_uint_eq(c->timeouts.body_min_rate, 1024);
@@ -290,9 +301,10 @@ START_TEST(test_values)
 	const char *text =
 	    "listen = [ \"[::]:443\", \"127.0.0.1:80\" ];\n"
 	    "workers = 3;\n"
-	    "limits = { max_body_bytes = \"2M\"; max_header_bytes = 4096; };\n"
+	    "limits = { max_body_bytes = \"2M\"; max_header_bytes = 4096; "
+	    "body_buffer = \"16M\"; };\n"
 	    "timeouts = { header = \"1m30s\"; upstream_connect = \"250ms\"; "
-	    "};\n"
+	    "body = \"1s\"; body_min_rate = 0; };\n"
 	    "ratelimit = { rate = \"10/s\"; };\n" PROJ(
 		"  ip_block = [ \"10.1.2.3/8\" ];\n",
 		"    max_body_bytes = 0;\n"
@@ -307,7 +319,10 @@ START_TEST(test_values)
 	ck_assert_uint_eq(c->workers, 3);
 	ck_assert_uint_eq(c->limits.max_body_bytes, 2 << 20);
 	ck_assert_uint_eq(c->limits.max_header_bytes, 4096);
+	ck_assert_uint_eq(c->limits.body_buffer, 16 << 20);
 	ck_assert_uint_eq(c->timeouts.header_ms, 90000);
+	ck_assert_uint_eq(c->timeouts.body_ms, 1000);
+	ck_assert_uint_eq(c->timeouts.body_min_rate, 0);
 	ck_assert_uint_eq(c->timeouts.upstream_connect_ms, 250);
 	ck_assert_uint_eq(c->ratelimit.per_min, 600);
 	ck_assert_uint_eq(c->ratelimit.burst, 10);

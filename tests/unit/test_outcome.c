@@ -66,6 +66,8 @@ START_TEST(test_statuses)
 	ck_assert_int_eq(outcome_status(OUTCOME_SHUTTING_DOWN), 503);
 	ck_assert_int_eq(outcome_status(OUTCOME_CONNECTION_LIMIT), 503);
 	ck_assert_int_eq(outcome_status(OUTCOME_INTERNAL_ERROR), 500);
+	ck_assert_int_eq(outcome_status(OUTCOME_BODY_TIMEOUT), 408);
+	ck_assert_str_eq(outcome_name(OUTCOME_BODY_TIMEOUT), "body_timeout");
 }
 END_TEST
 
