@@ -17,12 +17,14 @@
 #include <unistd.h>
 
 #include "analytics.h"
+#include "bevio.h"
 #include "conn.h"
 #include "stats.h"
 #include "upstream.h"
 #include "worker.h"
 
 static void conn_parse(struct conn *c);
+static void conn_write_cb(struct bufferevent *bev, void *arg);
 static uint64_t conn_idle_ms(const struct conn *c);
 static void conn_idle_tick(struct conn *c);
 
@@ -95,6 +97,25 @@ void conn_write(struct conn *c, const void *p, size_t n)
 		return;
 	bufferevent_write(c->bev, p, n);
 	c->r.bytes_out += n;
+}
+
+void conn_cork(struct conn *c)
+{
+	if (!c->closed && !c->corked)
+		c->corked = bevio_cork(c->bev);
+}
+
+void conn_uncork(struct conn *c)
+{
+	if (!c->corked)
+		return;
+	c->corked = false;
+	if (c->closed)
+		return;
+	if (c->state == CONN_PROXY && c->r.p.state == PROXY_TUNNEL)
+		return; /* the tunnel owns the socket now */
+	if (bevio_uncork(c->bev, true))
+		conn_write_cb(c->bev, c);
 }
 
 void conn_timer(struct conn *c, uint64_t ms)
@@ -235,6 +256,18 @@ static void conn_finish(struct conn *c)
 	conn_linger(c);
 }
 
+/* c waits for its next head with nothing buffered: arm the idle timer
+ * (it parks c after CONN_PARK_MS, closes it after the idle timeout). */
+static void conn_idle_begin(struct conn *c)
+{
+	uint64_t ms = conn_idle_ms(c);
+
+	c->kick = false;
+	c->timer_mode = CONN_T_IDLE;
+	c->idle_since = worker_now_ns();
+	conn_timer(c, ms < CONN_PARK_MS ? ms : CONN_PARK_MS);
+}
+
 /* Wait for the next request head on c (keep-alive), parsing whatever is
  * already buffered from the loop rather than recursively. */
 static void conn_wait_head(struct conn *c)
@@ -247,7 +280,13 @@ static void conn_wait_head(struct conn *c)
 	bufferevent_set_timeouts(c->bev, NULL, NULL);
 	bufferevent_setwatermark(c->bev, EV_READ, 0, sh->h1.head_max + 1);
 	bufferevent_setwatermark(c->bev, EV_WRITE, PROXY_LOW_WATER, 0);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* writing stays off while corked: uncork writes, then enables it */
+	bufferevent_enable(c->bev, c->corked ? EV_READ : EV_READ | EV_WRITE);
+	if (evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+	    !c->client_eof) {
+		conn_idle_begin(c); /* nothing to parse: no kick needed */
+		return;
+	}
 	c->kick = true;
 	evtimer_add(c->timer, &zero);
 }
@@ -414,13 +453,8 @@ static void conn_parse(struct conn *c)
 			conn_close(c);
 			return;
 		}
-		if (c->timer_mode == CONN_T_NONE) {
-			c->timer_mode = CONN_T_IDLE;
-			c->idle_since = worker_now_ns();
-			conn_timer(c, conn_idle_ms(c) < CONN_PARK_MS
-					  ? conn_idle_ms(c)
-					  : CONN_PARK_MS);
-		}
+		if (c->timer_mode == CONN_T_NONE)
+			conn_idle_begin(c);
 		return;
 	}
 	if (!r->active)
@@ -472,7 +506,9 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 
 	switch (c->state) {
 	case CONN_HEAD:
+		conn_cork(c); /* an error answer goes out at once */
 		conn_parse(c);
+		conn_uncork(c);
 		break;
 	case CONN_PROXY:
 		proxy_client_readable(c);
@@ -615,6 +651,59 @@ static struct conn *conn_open(struct worker *w, int fd,
 	return c;
 }
 
+/* Parked entries come from per-worker slabs of CONN_PARK_SLAB: the many
+ * small, long-lived entries sit together rather than between the large,
+ * short-lived struct conns, whose freed pages malloc_trim can then give
+ * back whole. Slabs are kept until the worker ends (conn_free_all). */
+#define CONN_PARK_SLAB 128
+
+struct conn_park_slab {
+	struct conn_park_slab *next;
+	_Alignas(max_align_t) unsigned char mem[];
+};
+
+/* Bytes of one parked entry with its event, aligned for the next. */
+static size_t conn_park_size(void)
+{
+	size_t a = _Alignof(max_align_t);
+
+	return (sizeof(struct conn_park) + event_get_struct_event_size() + a -
+		1) /
+	       a * a;
+}
+
+/* A zeroed parked entry, or NULL when out of memory. */
+static struct conn_park *conn_park_alloc(struct worker *w)
+{
+	size_t sz = conn_park_size(), i;
+	struct conn_park_slab *slab;
+	struct conn_park *k;
+
+	if (!w->park_free) {
+		slab = malloc(sizeof(*slab) + CONN_PARK_SLAB * sz);
+		if (!slab)
+			return NULL;
+		slab->next = w->park_slabs;
+		w->park_slabs = slab;
+		for (i = CONN_PARK_SLAB; i-- > 0;) {
+			k = (struct conn_park *)(void *)(slab->mem + i * sz);
+			k->next_free = w->park_free;
+			w->park_free = k;
+		}
+	}
+	k = w->park_free;
+	w->park_free = k->next_free;
+	memset(k, 0, sz);
+	return k;
+}
+
+/* Return an unused entry to w's slabs. */
+static void conn_park_put(struct worker *w, struct conn_park *k)
+{
+	k->next_free = w->park_free;
+	w->park_free = k;
+}
+
 /* Forget a parked connection: free it, and close its socket unless it
  * goes on as a struct conn (keep_fd). */
 static void conn_park_free(struct conn_park *k, bool keep_fd)
@@ -628,7 +717,7 @@ static void conn_park_free(struct conn_park *k, bool keep_fd)
 		w->nconns--;
 		atomic_fetch_sub(&w->sh->connections, 1);
 	}
-	free(k);
+	conn_park_put(w, k);
 }
 
 /* A parked connection's socket is readable (a request, or EOF), or its
@@ -666,7 +755,7 @@ static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
 			     (suseconds_t)((ms % 1000) * 1000)};
 	struct conn_park *k;
 
-	k = calloc(1, sizeof(*k) + event_get_struct_event_size());
+	k = conn_park_alloc(w);
 	if (!k)
 		return -1;
 	k->w = w;
@@ -677,7 +766,7 @@ static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
 	if (event_assign((struct event *)k->ev, w->base, fd, EV_READ,
 			 conn_park_cb, k) ||
 	    event_add((struct event *)k->ev, &tv)) {
-		free(k);
+		conn_park_put(w, k);
 		return -1;
 	}
 	TAILQ_INSERT_TAIL(&w->parked, k, link);
@@ -829,11 +918,16 @@ void conn_free_all(struct worker *w)
 {
 	struct conn *c;
 	struct conn_park *k;
+	struct conn_park_slab *slab;
 
 	while ((k = TAILQ_FIRST(&w->parked)))
 		conn_park_free(k, false);
-
 	while ((c = TAILQ_FIRST(&w->conns)))
 		conn_close(c);
 	conn_reap(w);
+	while ((slab = w->park_slabs)) {
+		w->park_slabs = slab->next;
+		free(slab);
+	}
+	w->park_free = NULL;
 }

@@ -56,7 +56,8 @@ union conn_addr {
 /* An open client connection with no request in progress and nothing
  * buffered either way: what an idle keep-alive connection costs. */
 struct conn_park {
-	TAILQ_ENTRY(conn_park) link;
+	TAILQ_ENTRY(conn_park) link; /* in w->parked */
+	struct conn_park *next_free; /* in w->park_free when unused */
 	struct worker *w;
 	int fd;
 	unsigned nreq;	      /* requests served on the connection so far */
@@ -111,6 +112,7 @@ struct conn {
 	bool close_after;    /* close once the current request ends */
 	bool client_eof;     /* the client half-closed */
 	bool closed;	     /* conn_close ran; memory freed soon */
+	bool corked;	     /* conn_cork: output held until conn_uncork */
 	uint64_t discarded;  /* bytes thrown away while closing */
 	struct req r;
 };
@@ -140,6 +142,13 @@ void conn_close(struct conn *c);
 /* Write n bytes of response to the client, counted in bytes_out. */
 void conn_write(struct conn *c, const void *p, size_t n);
 
+/* Between conn_cork and conn_uncork, what is queued for the client is
+ * held (bevio.h); uncork writes it to the socket at once and, when all of
+ * it went, runs what the write callback would have. Uncork is safe after c
+ * was closed or became a tunnel; a cork inside a cork does nothing. */
+void conn_cork(struct conn *c);
+void conn_uncork(struct conn *c);
+
 /* Arm c's timer for ms milliseconds. */
 void conn_timer(struct conn *c, uint64_t ms);
 
@@ -151,7 +160,8 @@ void conn_drain_all(struct worker *w);
 /* Free the memory of w's closed connections (the worker's reap event). */
 void conn_reap(struct worker *w);
 
-/* Free every connection of w at once (shutdown). */
+/* Free every connection of w at once (shutdown), and the memory kept for
+ * parking. */
 void conn_free_all(struct worker *w);
 
 #endif /* EDGE_CONN_H */

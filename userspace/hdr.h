@@ -97,8 +97,10 @@ bool hdr_request_id_valid(const char *s, size_t n);
  * valid, else NULL (*n untouched). */
 const char *hdr_request_id_get(const struct h1_head *h, size_t *n);
 
-/* Write a new id of HDR_REQUEST_ID_LEN lowercase hex characters and a NUL
- * into out. Returns 0, or -EIO when the RNG fails. */
+/* Write a new id of HDR_REQUEST_ID_LEN lowercase hex characters (128
+ * random bits from OpenSSL's DRBG, drawn a batch at a time per thread, each
+ * byte used once) and a NUL into out. Returns 0, or -EIO when the RNG
+ * fails. */
 int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1]);
 
 /* Append "X-Forwarded-For: " with the values of h's X-Forwarded-For

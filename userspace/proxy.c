@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "bevio.h"
 #include "proxy.h"
 #include "tunnel.h"
 #include "upstream.h"
@@ -303,6 +304,7 @@ static void proxy_connected(struct conn *c)
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
 	struct hdr_buf b;
+	bool corked;
 
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
@@ -331,17 +333,22 @@ static void proxy_connected(struct conn *c)
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
+	corked = bevio_cork(p->ub);
 	bufferevent_write(p->ub, b.p, b.len);
 	hdr_buf_free(&b);
 	if (p->held && proxy_send_held(c)) {
+		bevio_uncork(p->ub, corked);
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
+	/* the head (and a body read whole) go out now; the write callback's
+	 * work, pumping the rest of a body, follows below */
+	bevio_uncork(p->ub, corked);
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
 	conn_timer(c, cfg->timeouts.upstream_response_ms);
-	bufferevent_enable(p->ub, EV_READ | EV_WRITE);
+	bufferevent_enable(p->ub, EV_READ); /* writing is: see bevio.h */
 	if (!p->req_body.done) {
 		bufferevent_enable(c->bev, EV_READ);
 		proxy_pump_request(c);
@@ -885,10 +892,12 @@ static void proxy_up_read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 
 	(void)bev;
+	conn_cork(c); /* the response (or its next piece) goes out at once */
 	if (c->r.p.state == PROXY_WAITING)
 		proxy_parse(c);
 	else if (c->r.p.state == PROXY_RELAYING)
 		proxy_relay(c);
+	conn_uncork(c);
 }
 
 static void proxy_up_write_cb(struct bufferevent *bev, void *arg)

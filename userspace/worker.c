@@ -11,10 +11,13 @@
 #include <event2/thread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "listener.h"
+#include "log.h"
 #include "proxy.h"
 #include "upstream.h"
 #include "worker.h"
@@ -23,9 +26,11 @@
 #define WORKER_LIMITER_CLIENTS 65536
 /* How often idle pooled upstream connections are expired. */
 #define WORKER_TICK_MS 1000
-/* Connections parked within one tick after which freed memory is handed
- * back to the kernel (malloc_trim). */
-#define WORKER_TRIM_PARKS 256
+/* Parked connections after which freed memory is handed back to the
+ * kernel (malloc_trim): at least this many, at the first tick with none
+ * new, or at the latest after WORKER_TRIM_PARKS_MAX. */
+#define WORKER_TRIM_PARKS 32
+#define WORKER_TRIM_PARKS_MAX 8192
 
 uint64_t worker_now_ns(void)
 {
@@ -46,8 +51,11 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker *w = arg;
 	size_t i;
 
-	(void)fd;
+	uint64_t n;
+
 	(void)what;
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn("worker %u: wake", w->id);
 	switch (atomic_load(&w->cmd)) {
 	case WORKER_STOP:
 		event_base_loopbreak(w->base);
@@ -73,10 +81,16 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	upstream_pool_expire(w->up, worker_now_ns());
-	/* a burst of connections went idle: their request memory is free
-	 * but scattered between parked entries; give its pages back */
-	if (w->parks >= WORKER_TRIM_PARKS)
+	/* once a burst of connections has gone idle (a tick without parks
+	 * after some), their request memory is free but scattered between
+	 * parked entries: give its pages back; a steady stream of parks
+	 * reuses the memory instead */
+	w->parks_untrimmed += w->parks;
+	if (w->parks_untrimmed >= WORKER_TRIM_PARKS_MAX ||
+	    (w->parks == 0 && w->parks_untrimmed >= WORKER_TRIM_PARKS)) {
 		malloc_trim(0);
+		w->parks_untrimmed = 0;
+	}
 	w->parks = 0;
 	worker_maybe_exit(w);
 }
@@ -93,6 +107,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 {
 	const struct config *cfg = sh->cfg;
 	struct timeval tv = {WORKER_TICK_MS / 1000, 0};
+	struct event_config *ecfg = NULL;
 	struct worker *w;
 	size_t i;
 	int rc = -ENOMEM;
@@ -102,13 +117,25 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		goto nomem;
 	w->id = id;
 	w->sh = sh;
+	w->notify_fd = -1;
 	TAILQ_INIT(&w->conns);
 	TAILQ_INIT(&w->parked);
 	TAILQ_INIT(&w->dead);
-	w->base = event_base_new();
+	/* only this worker's thread touches its base (the main thread
+	 * speaks through w->cmd and the eventfd): no locks */
+	ecfg = event_config_new();
+	if (!ecfg || event_config_set_flag(ecfg, EVENT_BASE_FLAG_NOLOCK))
+		goto nomem;
+	w->base = event_base_new_with_config(ecfg);
+	event_config_free(ecfg);
+	ecfg = NULL;
 	if (!w->base)
 		goto nomem;
-	w->notify = event_new(w->base, -1, EV_PERSIST, worker_notify_cb, w);
+	w->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->notify_fd < 0)
+		goto nomem;
+	w->notify = event_new(w->base, w->notify_fd, EV_READ | EV_PERSIST,
+			      worker_notify_cb, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
 	w->reap = event_new(w->base, -1, 0, worker_reap_cb, w);
 	if (!w->notify || !w->tick || !w->reap || event_add(w->notify, NULL) ||
@@ -146,6 +173,8 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	*out = w;
 	return 0;
 nomem:
+	if (ecfg)
+		event_config_free(ecfg);
 	rc = -ENOMEM;
 	errbuf_set(err, "worker %u: out of memory", id);
 fail:
@@ -171,18 +200,27 @@ int worker_start(struct worker *w)
 	return 0;
 }
 
+/* Wake w's loop from another thread (it reads w->cmd). */
+static void worker_wake(struct worker *w)
+{
+	uint64_t one = 1;
+
+	if (write(w->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("worker %u: wake", w->id);
+}
+
 void worker_drain(struct worker *w)
 {
 	int expected = WORKER_RUN;
 
 	atomic_compare_exchange_strong(&w->cmd, &expected, WORKER_DRAIN);
-	event_active(w->notify, EV_TIMEOUT, 0);
+	worker_wake(w);
 }
 
 void worker_stop(struct worker *w)
 {
 	atomic_store(&w->cmd, WORKER_STOP);
-	event_active(w->notify, EV_TIMEOUT, 0);
+	worker_wake(w);
 }
 
 int worker_join(struct worker *w, const struct timespec *deadline)
@@ -219,5 +257,7 @@ void worker_free(struct worker *w)
 		event_free(w->reap);
 	if (w->base)
 		event_base_free(w->base);
+	if (w->notify_fd >= 0)
+		close(w->notify_fd);
 	free(w);
 }

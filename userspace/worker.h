@@ -28,6 +28,7 @@
 
 struct conn;
 struct conn_park;
+struct conn_park_slab;
 struct listener;
 
 /* Read by every worker; written only by the main thread before the
@@ -57,15 +58,19 @@ struct worker {
 	pthread_t thread;
 	bool started;
 	atomic_int cmd;	      /* enum worker_cmd */
-	struct event *notify; /* activated by the main thread */
+	int notify_fd;	      /* eventfd the main thread writes to */
+	struct event *notify; /* reads notify_fd: w->cmd changed */
 	struct event *tick;   /* periodic pool expiry */
 	struct listener **ls; /* this worker's listening sockets */
 	size_t nls;
-	struct conn_list conns;	      /* open client connections */
-	struct conn_park_list parked; /* idle ones without buffers */
-	size_t nconns;		      /* both lists */
-	unsigned parks;		      /* connections parked this tick */
-	struct conn_list dead;	      /* closed, memory freed by reap */
+	struct conn_list conns;		   /* open client connections */
+	struct conn_park_list parked;	   /* idle ones without buffers */
+	struct conn_park *park_free;	   /* unused entries of the slabs */
+	struct conn_park_slab *park_slabs; /* conn.c allocates entries here */
+	size_t nconns;			   /* both lists */
+	unsigned parks;			   /* connections parked this tick */
+	unsigned parks_untrimmed;	   /* before it, since the last trim */
+	struct conn_list dead;		   /* closed, memory freed by reap */
 	struct event *reap;
 	bool draining;
 	struct upstream_worker *up;
