@@ -291,11 +291,20 @@ static void conn_wait_head(struct conn *c)
 	evtimer_add(c->timer, &zero);
 }
 
+_Static_assert(offsetof(struct req, p) + sizeof(struct proxy) ==
+		   sizeof(struct req),
+	       "conn_req_begin zeroes struct req up to p, then p to the end");
+
 static void conn_req_begin(struct conn *c)
 {
 	struct req *r = &c->r;
 
-	memset(r, 0, sizeof(*r));
+	/* all but the request's and the response's header arrays, 3 KB
+	 * each (see h1_zero_around); p is the last member */
+	h1_zero_around(r, offsetof(struct req, p), r->h.h.headers,
+		       sizeof(r->h.h.headers));
+	h1_zero_around(&r->p, sizeof(*r) - offsetof(struct req, p),
+		       r->p.resp.h.headers, sizeof(r->p.resp.h.headers));
 	r->active = true;
 	r->t0 = worker_now_ns();
 	r->t0_real = now_real_ns();

@@ -226,22 +226,17 @@ static void limits_get(const struct h1_limits *in, struct h1_limits *out)
 		out->trailer_max = in->trailer_max;
 }
 
-static void head_init(struct h1_head *h)
-{
-	memset(h, 0, sizeof(*h));
-	h->content_length = -1;
-}
-
 void h1_request_init(struct h1_request *r)
 {
-	memset(r, 0, sizeof(*r));
-	head_init(&r->h);
+	h1_zero_around(r, sizeof(*r), r->h.headers, sizeof(r->h.headers));
+	r->h.content_length = -1;
 }
 
 void h1_response_init(struct h1_response *resp)
 {
-	memset(resp, 0, sizeof(*resp));
-	head_init(&resp->h);
+	h1_zero_around(resp, sizeof(*resp), resp->h.headers,
+		       sizeof(resp->h.headers));
+	resp->h.content_length = -1;
 }
 
 static int fail(struct h1_head *h, enum h1_err e, size_t off, bool resp)
@@ -602,6 +597,7 @@ static int field_line(struct h1_head *h, struct h1_request *r, const char *buf,
 			st->nte = 1;
 		}
 	} else if (h1_eq(f->name, f->name_len, "connection")) {
+		h->nconnection++;
 		if (list_walk(f->value, f->value_len, false, conn_elem, h))
 			return fail(h, H1_E_BAD_CONNECTION, v, resp);
 	} else if (h1_eq(f->name, f->name_len, "upgrade")) {

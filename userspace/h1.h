@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Field lines a head may hold at most (arrays are this big); the runtime
  * limit h1_limits.headers_max may only lower it. */
@@ -168,7 +169,8 @@ struct h1_head {
 	bool conn_close;	/* Connection tokens seen */
 	bool conn_keep_alive;
 	bool conn_upgrade;
-	bool keep_alive; /* the connection may carry another message */
+	unsigned nconnection; /* Connection field lines */
+	bool keep_alive;      /* the connection may carry another message */
 	const char *upgrade_proto; /* the Upgrade field's value, or NULL */
 	size_t upgrade_len;
 	enum h1_err err;
@@ -230,8 +232,20 @@ struct h1_chunked {
 /* Fill *lim with the defaults. */
 void h1_limits_default(struct h1_limits *lim);
 
+/* Zero the n bytes at p but for the hole_n bytes at hole (inside them): a
+ * head's header array (3 KB) need not be cleared, as only its first
+ * nheaders entries, written by the parser, are ever read. */
+static inline void h1_zero_around(void *p, size_t n, const void *hole,
+				  size_t hole_n)
+{
+	size_t a = (size_t)((const char *)hole - (const char *)p);
+
+	memset(p, 0, a);
+	memset((char *)p + a + hole_n, 0, n - a - hole_n);
+}
+
 /* Prepare *r for a new request: must be called before the first
- * h1_parse_request of every message. */
+ * h1_parse_request of every message. Its header array is not cleared. */
 void h1_request_init(struct h1_request *r);
 
 /* Prepare *resp for a new response head. */

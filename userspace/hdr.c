@@ -131,12 +131,12 @@ static bool list_names(const char *s, size_t len, const char *name, size_t n)
 bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 			     size_t n)
 {
-	unsigned i;
+	unsigned i, seen = 0;
 
-	for (i = 0; i < h->nheaders; i++) {
+	for (i = 0; i < h->nheaders && seen < h->nconnection; i++) {
 		const struct h1_header *f = &h->headers[i];
 
-		if (h1_eq(f->name, f->name_len, "connection") &&
+		if (h1_eq(f->name, f->name_len, "connection") && ++seen &&
 		    list_names(f->value, f->value_len, name, n))
 			return true;
 	}
