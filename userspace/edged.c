@@ -104,6 +104,53 @@ static uint64_t edged_generation(struct edged *d)
 	return gen;
 }
 
+/* Whether two optional strings differ. */
+static bool str_differs(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") != 0;
+}
+
+/* Name, in out, the settings of next that differ from the running cur
+ * but apply only at the next start ("" when none). */
+static void edged_start_only_changes(const struct config *cur,
+				     const struct config *next, char *out,
+				     size_t len)
+{
+	bool listen = cur->n_listen != next->n_listen;
+	size_t i, n = 0;
+
+	out[0] = '\0';
+	for (i = 0; !listen && i < cur->n_listen; i++)
+		listen = strcmp(cur->listen[i].text, next->listen[i].text) != 0;
+#define EDGED_NOTE(changed, name)                                              \
+	do {                                                                   \
+		if ((changed) && n < len)                                      \
+			n += (size_t)snprintf(out + n, len - n, "%s%s",        \
+					      n ? ", " : "", (name));          \
+	} while (0)
+	EDGED_NOTE(listen, "listen");
+	EDGED_NOTE(cur->workers != next->workers, "workers");
+	EDGED_NOTE(str_differs(cur->user, next->user), "user");
+	EDGED_NOTE(strcmp(cur->admin_listen.text, next->admin_listen.text),
+		   "admin_listen");
+	EDGED_NOTE(str_differs(cur->control_socket, next->control_socket),
+		   "control_socket");
+	EDGED_NOTE(str_differs(cur->pin_dir, next->pin_dir), "pin_dir");
+	/* plain values in calloc'ed structures: padding compares equal */
+	EDGED_NOTE(memcmp(&cur->limits, &next->limits, sizeof(cur->limits)),
+		   "limits");
+	EDGED_NOTE(
+	    memcmp(&cur->timeouts, &next->timeouts, sizeof(cur->timeouts)),
+	    "timeouts");
+	EDGED_NOTE(
+	    memcmp(&cur->ratelimit, &next->ratelimit, sizeof(cur->ratelimit)),
+	    "ratelimit");
+	EDGED_NOTE(str_differs(cur->analytics.file, next->analytics.file) ||
+		       cur->analytics.queue != next->analytics.queue,
+		   "analytics");
+#undef EDGED_NOTE
+}
+
 /*
  * Load the configuration file again and install its routes: what SIGHUP
  * and `edgectl reload` both do. Returns 0 with *gen the new route table
@@ -124,7 +171,17 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	}
 	print_warnings(cfg);
 	rc = edged_routes(d, cfg, false, err);
-	/* listeners, workers, limits and timeouts apply at the next start */
+	/* listeners, workers, limits and timeouts apply at the next start:
+	 * say so rather than let an operator believe they took effect */
+	if (rc == 0) {
+		char changed[256];
+
+		edged_start_only_changes(d->cfg, cfg, changed, sizeof(changed));
+		if (changed[0])
+			log_warnx("%s: changed %s: these apply at the next "
+				  "start, the running values stay",
+				  d->conf_path, changed);
+	}
 	config_free(cfg);
 	if (rc)
 		return rc;

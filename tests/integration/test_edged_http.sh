@@ -243,6 +243,22 @@ run_suite() { # BIN LABEL
 	kill -HUP "$EPID"
 	sleep 0.5
 	get "$v: SIGHUP reload" 200 new.test /n && t_ok "$v: SIGHUP routes the new domain"
+	if grep -q 'changed' "$EDGED_LOG"; then
+		t_fail "$v: a routes-only reload names no start-only setting" "$(grep changed "$EDGED_LOG")"
+	else
+		t_ok "$v: a routes-only reload names no start-only setting"
+	fi
+	# a start-only setting changed: reloaded, and the log says it waits
+	write_conf "$T_TMP/edge.conf" ', "new.test"'
+	sed -i 's/header = "2s";/header = "3s";/' "$T_TMP/edge.conf"
+	kill -HUP "$EPID"
+	sleep 0.5
+	if grep -q 'changed timeouts: these apply at the next start' "$EDGED_LOG" &&
+		get "$v: reload with new timeouts" 200 new.test /n; then
+		t_ok "$v: SIGHUP says changed timeouts apply at the next start"
+	else
+		t_fail "$v: start-only change on SIGHUP" "$(tail -3 "$EDGED_LOG")"
+	fi
 	echo 'projects = ( { id = 1; } );' >"$T_TMP/edge.conf"
 	kill -HUP "$EPID"
 	sleep 0.5
