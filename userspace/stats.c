@@ -42,6 +42,8 @@ struct stats {
 	struct metrics_gauge *conns, *gen, *spooled;
 	struct metrics_counter *an[STATS_AN_MAX];
 	struct metrics_counter *an_errors;
+	struct metrics_gauge *up_eps, *up_idle;
+	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
@@ -137,6 +139,34 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 			      "Analytics events waiting in the spool.", NULL);
 	if (!s->an_errors || !s->spooled)
 		goto nomem;
+	s->up_eps = metrics_gauge_new(
+	    s->m, "edge_upstream_endpoints",
+	    "Upstream endpoints the workers know (summed over workers).", NULL);
+	s->up_idle = metrics_gauge_new(
+	    s->m, "edge_upstream_pool_idle",
+	    "Idle keep-alive upstream connections pooled.", NULL);
+	lab[0] = "result";
+	for (i = 0; i < 4; i++) {
+		static const char *const res[4] = {"hit", "miss", "stale",
+						   "closed"};
+
+		lab[1] = res[i];
+		s->up_pool[i] = metrics_counter_new(
+		    s->m, "edge_upstream_pool_total",
+		    "Pool takes (hit, miss), pooled connections found unusable "
+		    "(stale) and closed by the pool's bounds or expiry "
+		    "(closed).",
+		    lab);
+		if (!s->up_pool[i])
+			goto nomem;
+	}
+	s->up_eject = metrics_counter_new(s->m, "edge_upstream_ejections_total",
+					  "Passive health ejections.", NULL);
+	s->up_panic = metrics_counter_new(
+	    s->m, "edge_upstream_panics_total",
+	    "Selections that had only ejected endpoints left.", NULL);
+	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic)
+		goto nomem;
 	stats_pins_open(s);
 	*out = s;
 	return 0;
@@ -204,6 +234,16 @@ static void stats_refresh(struct stats *s)
 	metrics_gauge_set(s->conns, (int64_t)atomic_load(&s->sh->connections));
 	metrics_gauge_set(s->gen, t ? (int64_t)route_table_generation(t) : 0);
 	route_table_put(t);
+	metrics_gauge_set(s->up_eps,
+			  (int64_t)atomic_load(&s->sh->up.endpoints));
+	metrics_gauge_set(s->up_idle,
+			  (int64_t)atomic_load(&s->sh->up.idle_fds));
+	stats_counter_to(s->up_pool[0], atomic_load(&s->sh->up.pool_hits));
+	stats_counter_to(s->up_pool[1], atomic_load(&s->sh->up.pool_misses));
+	stats_counter_to(s->up_pool[2], atomic_load(&s->sh->up.pool_stale));
+	stats_counter_to(s->up_pool[3], atomic_load(&s->sh->up.pool_closed));
+	stats_counter_to(s->up_eject, atomic_load(&s->sh->up.ejections));
+	stats_counter_to(s->up_panic, atomic_load(&s->sh->up.panics));
 	if (!s->sh->analytics)
 		return;
 	analytics_stats(s->sh->analytics, &st);

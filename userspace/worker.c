@@ -74,6 +74,27 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* Add what changed in w's upstream stats since the last call to sh->up
+ * (unsigned arithmetic: a gauge that went down wraps back correctly). */
+static void worker_publish_upstream(struct worker *w)
+{
+	struct worker_upstream_totals *t = &w->sh->up;
+	struct upstream_stats st, *o = &w->up_published;
+
+	upstream_stats(w->up, &st);
+	atomic_fetch_add(&t->endpoints,
+			 (unsigned long long)(st.endpoints - o->endpoints));
+	atomic_fetch_add(&t->idle_fds,
+			 (unsigned long long)(st.idle_fds - o->idle_fds));
+	atomic_fetch_add(&t->pool_hits, st.pool_hits - o->pool_hits);
+	atomic_fetch_add(&t->pool_misses, st.pool_misses - o->pool_misses);
+	atomic_fetch_add(&t->pool_stale, st.pool_stale - o->pool_stale);
+	atomic_fetch_add(&t->pool_closed, st.pool_closed - o->pool_closed);
+	atomic_fetch_add(&t->ejections, st.ejections - o->ejections);
+	atomic_fetch_add(&t->panics, st.panics - o->panics);
+	*o = st;
+}
+
 static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -81,6 +102,7 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	upstream_pool_expire(w->up, worker_now_ns());
+	worker_publish_upstream(w);
 	/* once a burst of connections has gone idle (a tick without parks
 	 * after some), their request memory is free but scattered between
 	 * parked entries: give its pages back; a steady stream of parks

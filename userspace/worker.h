@@ -25,6 +25,7 @@
 #include "config.h"
 #include "h1.h"
 #include "route.h"
+#include "upstream.h"
 
 struct conn;
 struct conn_park;
@@ -33,6 +34,15 @@ struct listener;
 
 /* Read by every worker; written only by the main thread before the
  * workers start, except routes (swapped atomically) and the atomics. */
+/* The workers' upstream pools and health, summed: each worker adds what
+ * changed in its own upstream_stats at every tick (1 s), so the control
+ * thread reads them without touching a worker's state. */
+struct worker_upstream_totals {
+	atomic_ullong endpoints, idle_fds;		  /* gauges */
+	atomic_ullong pool_hits, pool_misses, pool_stale; /* counters */
+	atomic_ullong pool_closed, ejections, panics;	  /* counters */
+};
+
 struct worker_shared {
 	const struct config *cfg;    /* the start-up configuration */
 	struct route_holder routes;  /* the current route table */
@@ -40,6 +50,7 @@ struct worker_shared {
 	struct admit_gauge inflight; /* limits.max_inflight */
 	atomic_ulong connections;    /* open client connections */
 	struct h1_limits h1;	     /* from limits.* */
+	struct worker_upstream_totals up;
 };
 
 enum worker_cmd {
@@ -74,7 +85,8 @@ struct worker {
 	struct event *reap;
 	bool draining;
 	struct upstream_worker *up;
-	struct admit_limiter *limiter; /* NULL: no per-client rate limit */
+	struct upstream_stats up_published; /* added to sh->up so far */
+	struct admit_limiter *limiter;	    /* NULL: no per-client rate limit */
 };
 
 /*

@@ -151,6 +151,25 @@ assert d["generation"] == 1'; then
 		t_fail "$v: /metrics" "$(grep -E '^edge_(requests_total|responses|route|connections|request_duration_seconds_count)' "$T_TMP/admin" | tr '\n' ' ')"
 	fi
 
+	# the upstream pool, as the workers publish it at their 1 s tick: each
+	# of the 2 workers has its own pool, so of these 3 requests to one
+	# backend (the first above) at most 2 connect and at least 1 reuses
+	code shop.test / >/dev/null
+	code shop.test / >/dev/null
+	sleep 1.3
+	local hit miss
+	hit=$(metric 'edge_upstream_pool_total{result="hit"}')
+	miss=$(metric 'edge_upstream_pool_total{result="miss"}')
+	if [ "$miss" -ge 1 ] && [ "$miss" -le 2 ] && [ "$hit" -ge 1 ] &&
+		[ $((hit + miss)) = 3 ] &&
+		[ "$(metric 'edge_upstream_pool_idle')" -ge 1 ] &&
+		[ "$(metric 'edge_upstream_endpoints')" -ge 1 ] &&
+		[ "$(metric 'edge_upstream_ejections_total')" = 0 ]; then
+		t_ok "$v: /metrics shows the upstream pool: a miss, then hits, one idle"
+	else
+		t_fail "$v: /metrics upstream pool" "$(grep -E '^edge_upstream_(pool|endpoints|ejections)' "$T_TMP/admin" | tr '\n' ' ')"
+	fi
+
 	# reload: a new domain becomes routable
 	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'
 	out=$(ctl reload 2>&1)
