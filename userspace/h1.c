@@ -89,15 +89,14 @@ static unsigned char lower(unsigned char c)
 	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c | 0x20) : c;
 }
 
-bool h1_eq(const char *s, size_t n, const char *lit)
+bool h1_eq_n(const char *s, const char *lit, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (lit[i] == '\0' ||
-		    lower((unsigned char)s[i]) != lower((unsigned char)lit[i]))
+		if (lower((unsigned char)s[i]) != lower((unsigned char)lit[i]))
 			return false;
-	return lit[n] == '\0';
+	return true;
 }
 
 static bool ows(char c)

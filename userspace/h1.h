@@ -303,8 +303,17 @@ const char *h1_method_name(enum h1_method m);
 /* Whether c may appear in a token (RFC 9110 tchar). */
 bool h1_tchar(unsigned char c);
 
-/* Case-insensitive comparison of s[0..n) with the NUL-terminated lit. */
-bool h1_eq(const char *s, size_t n, const char *lit);
+/* Case-insensitive comparison of s[0..n) with lit[0..n) (lit lowercase
+ * or not; n bytes of both are read). */
+bool h1_eq_n(const char *s, const char *lit, size_t n);
+
+/* Case-insensitive comparison of s[0..n) with the NUL-terminated lit.
+ * Inline so that the length of a literal lit is known at compile time and
+ * most names are told apart by their length alone. */
+static inline bool h1_eq(const char *s, size_t n, const char *lit)
+{
+	return n == __builtin_strlen(lit) && h1_eq_n(s, lit, n);
+}
 
 /* Whether the comma-separated list s[0..n) holds the token tok
  * (case-insensitive). */

@@ -10,14 +10,25 @@
 
 #include "hdr.h"
 
-static const char *const hop_by_hop[] = {
-    "connection", "keep-alive",	       "proxy-connection", "te",
-    "trailer",	  "transfer-encoding", "upgrade",
+/* A field name and its length (names are compared by length first). */
+struct hdr_name {
+	const char *s;
+	size_t n;
+};
+#define HDR_NAME(lit) {lit, sizeof(lit) - 1}
+
+static const struct hdr_name hop_by_hop[] = {
+    HDR_NAME("connection"),	   HDR_NAME("keep-alive"),
+    HDR_NAME("proxy-connection"), HDR_NAME("te"),
+    HDR_NAME("trailer"),	   HDR_NAME("transfer-encoding"),
+    HDR_NAME("upgrade"),
 };
 
-static const char *const edge_owned[] = {
-    "x-request-id", "x-project-id",    "x-environment-id",  "x-deployment-id",
-    "x-client-ip",  "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
+static const struct hdr_name edge_owned[] = {
+    HDR_NAME("x-request-id"),	   HDR_NAME("x-project-id"),
+    HDR_NAME("x-environment-id"),  HDR_NAME("x-deployment-id"),
+    HDR_NAME("x-client-ip"),	   HDR_NAME("x-forwarded-for"),
+    HDR_NAME("x-forwarded-proto"), HDR_NAME("x-forwarded-host"),
 };
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -78,13 +89,13 @@ int hdr_buf_field(struct hdr_buf *b, const char *name, const char *value,
 	return hdr_buf_add(b, "\r\n", 2);
 }
 
-static bool in_set(const char *const *set, size_t nset, const char *name,
+static bool in_set(const struct hdr_name *set, size_t nset, const char *name,
 		   size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < nset; i++)
-		if (h1_eq(name, n, set[i]))
+		if (set[i].n == n && h1_eq_n(name, set[i].s, n))
 			return true;
 	return false;
 }
