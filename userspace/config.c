@@ -8,10 +8,10 @@
  * every error can name the file, the line and the key. Reading and
  * checking single values is config_value.c's.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <libgen.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +20,9 @@
 #include "cidr.h"
 #include "config.h"
 #include "config_value.h"
-#include "duration.h"
 #include "edge_maps.h"
 #include "policy.h"
 
-#define CFG_USER_MAX 32
 #define CFG_SUN_PATH_MAX 107 /* sizeof(sun_path) - 1 */
 
 /* ---- the set of seen names ---------------------------------------------- */
@@ -111,19 +109,23 @@ static int cfg_unique(struct cfg *x, char ns, const char *what,
 				name, prev->path, cfg_file_of(x, prev->where),
 				config_setting_source_line(prev->where));
 	if (rc < 0)
-		errbuf_set(x->err, "%s: out of memory", x->file);
-	return rc;
+		return cfg_nomem(x);
+	return 0;
 }
 
-/* ---- scalar helpers ----------------------------------------------------- */
+/* ---- groups ------------------------------------------------------------- */
 
-/* Reject members of group g not in names (NULL-terminated). */
+/* Check that g is a group whose members are all in names
+ * (NULL-terminated): "expected a group { ... }" or "unknown key". */
 static int cfg_known(struct cfg *x, const config_setting_t *g, const char *path,
 		     const char *const *names)
 {
 	char key[CFG_KEY_MAX];
-	int i, n = config_setting_length(g);
+	int i, n;
 
+	if (!config_setting_is_group(g))
+		return cfg_fail(x, g, path, "expected a group { ... }");
+	n = config_setting_length(g);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *s = config_setting_get_elem(g, i);
 		const char *name = config_setting_name(s);
@@ -140,50 +142,91 @@ static int cfg_known(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
-/* The group member name of g (NULL when g is NULL or it is absent),
- * checked to be a group when group is true. */
+/* The member name of g, a group of only the keys in names (cfg_known);
+ * *out is NULL when it is absent. key gets its path. */
 static int cfg_group(struct cfg *x, const config_setting_t *g, const char *path,
-		     const char *name, const config_setting_t **out)
+		     const char *name, const char *const *names, char *key,
+		     const config_setting_t **out)
 {
-	char key[CFG_KEY_MAX];
-	config_setting_t *s;
+	const config_setting_t *s = cfg_member(g, path, name, key);
+
+	*out = s;
+	return s ? cfg_known(x, s, key, names) : 0;
+}
+
+/* The member name of g, a list of groups "( { ... }, ... )": *out is it
+ * (NULL when absent) and *n its length. key gets its path. */
+static int cfg_group_list(struct cfg *x, const config_setting_t *g,
+			  const char *path, const char *name, char *key,
+			  const config_setting_t **out, size_t *n)
+{
+	const config_setting_t *s = cfg_member(g, path, name, key);
 
 	*out = NULL;
-	if (!g)
-		return 0;
-	s = config_setting_get_member(g, name);
+	*n = 0;
 	if (!s)
 		return 0;
-	if (!config_setting_is_group(s)) {
-		cfg_key(key, path, name);
-		return cfg_fail(x, s, key, "expected a group { ... }");
-	}
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
+		return cfg_fail(x, s, key, "expected a list ( { ... }, ... )");
 	*out = s;
+	*n = (size_t)config_setting_length(s);
 	return 0;
 }
 
+/* A number member of a group: how it is written, its default and range
+ * (cfg_number), and the uint64_t it fills, at off in the group's struct. */
+struct cfg_num {
+	const char *name;
+	enum cfg_unit unit;
+	uint64_t def, min, max;
+	size_t off;
+};
+
+#define CFG_NUMS_MAX 16
+
+/* The root's group name, made only of the numbers in t[0..n), read in
+ * that order into the struct at base. */
+static int cfg_nums(struct cfg *x, const config_setting_t *root,
+		    const char *name, const struct cfg_num *t, size_t n,
+		    void *base)
+{
+	const char *names[CFG_NUMS_MAX + 1];
+	char key[CFG_KEY_MAX];
+	const config_setting_t *g;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		names[i] = t[i].name;
+	names[n] = NULL;
+	rc = cfg_group(x, root, "", name, names, key, &g);
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = cfg_number(x, g, key, t[i].name, t[i].unit, t[i].def,
+				t[i].min, t[i].max,
+				(uint64_t *)((char *)base + t[i].off));
+	return rc;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+/* The member "id": 1..CONFIG_ID_MAX bytes of letters, digits, '.', '_'
+ * and '-', claimed as what in namespace ns (cfg_unique). */
 static int cfg_id(struct cfg *x, const config_setting_t *g, const char *path,
 		  char ns, const char *what, char **out)
 {
-	char key[CFG_KEY_MAX];
-	const config_setting_t *w;
-	const char *v, *p;
+	struct cfg_at at;
+	const char *v;
 	int rc;
 
-	rc = cfg_str(x, g, path, "id", NULL, &v, &w);
+	rc = cfg_text(x, g, path, "id", NULL, CONFIG_ID_MAX, &v, &at);
 	if (rc < 0)
 		return rc;
-	cfg_key(key, path, "id");
-	if (!*v || strlen(v) > CONFIG_ID_MAX)
-		return cfg_fail(x, w, key, "must be 1..%d bytes",
-				CONFIG_ID_MAX);
-	for (p = v; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
-			return cfg_fail(x, w, key,
-					"\"%s\": only letters, digits, '.', "
-					"'_' and '-' are allowed",
-					v);
-	rc = cfg_unique(x, ns, what, v, w, key);
+	if (!cfg_is_word(v))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\": only letters, digits, '.', "
+				"'_' and '-' are allowed",
+				v);
+	rc = cfg_unique(x, ns, what, v, at.s, at.key);
 	if (rc < 0)
 		return rc;
 	return cfg_dup(x, v, out);
@@ -191,124 +234,70 @@ static int cfg_id(struct cfg *x, const config_setting_t *g, const char *path,
 
 /* ---- top-level groups --------------------------------------------------- */
 
-static int cfg_limits(struct cfg *x, const config_setting_t *root)
-{
-	static const char *const keys[] = {"max_connections",
-					   "max_request_line",
-					   "max_header_bytes",
-					   "max_headers",
-					   "max_body_bytes",
-					   "max_inflight",
-					   "max_inflight_per_route",
-					   "body_buffer",
-					   NULL};
-	struct config_limits *l = &x->c->limits;
-	const config_setting_t *g;
-	int rc;
+/* Where a cfg_num goes in struct config_limits / config_timeouts. */
+#define CFG_IN_LIMITS(field) offsetof(struct config_limits, field)
+#define CFG_IN_TIMEOUTS(field) offsetof(struct config_timeouts, field)
 
-	rc = cfg_group(x, root, "", "limits", &g);
-	if (rc == 0 && g)
-		rc = cfg_known(x, g, "limits", keys);
-	if (rc == 0)
-		rc = cfg_uint(x, g, "limits", "max_connections", 10000, 1,
-			      1000000, &l->max_connections);
-	if (rc == 0)
-		rc = cfg_size(x, g, "limits", "max_request_line", 8192, 256,
-			      65536, &l->max_request_line);
-	if (rc == 0)
-		rc = cfg_size(x, g, "limits", "max_header_bytes", 32768, 1024,
-			      1 << 20, &l->max_header_bytes);
-	if (rc == 0)
-		rc = cfg_uint(x, g, "limits", "max_headers", 100, 1, 1000,
-			      &l->max_headers);
-	if (rc == 0)
-		rc = cfg_size(x, g, "limits", "max_body_bytes", 10 << 20, 0,
-			      CFG_SIZE_MAX, &l->max_body_bytes);
-	if (rc == 0)
-		rc = cfg_uint(x, g, "limits", "max_inflight", 16384, 0,
-			      10000000, &l->max_inflight);
-	if (rc == 0)
-		rc = cfg_uint(x, g, "limits", "max_inflight_per_route", 4096, 0,
-			      10000000, &l->max_inflight_per_route);
-	if (rc == 0)
-		rc = cfg_size(x, g, "limits", "body_buffer",
-			      CONFIG_BODY_BUFFER_DEFAULT, 0,
-			      CONFIG_BODY_BUFFER_MAX, &l->body_buffer);
-	return rc;
-}
+/* The groups limits and timeouts, in the order their keys are read. */
+static const struct cfg_num cfg_limits[] = {
+    {"max_connections", CFG_COUNT, 10000, 1, 1000000,
+     CFG_IN_LIMITS(max_connections)},
+    {"max_request_line", CFG_BYTES, 8192, 256, 65536,
+     CFG_IN_LIMITS(max_request_line)},
+    {"max_header_bytes", CFG_BYTES, 32768, 1024, 1 << 20,
+     CFG_IN_LIMITS(max_header_bytes)},
+    {"max_headers", CFG_COUNT, 100, 1, 1000, CFG_IN_LIMITS(max_headers)},
+    {"max_body_bytes", CFG_BYTES, 10 << 20, 0, CFG_SIZE_MAX,
+     CFG_IN_LIMITS(max_body_bytes)},
+    {"max_inflight", CFG_COUNT, 16384, 0, 10000000,
+     CFG_IN_LIMITS(max_inflight)},
+    {"max_inflight_per_route", CFG_COUNT, 4096, 0, 10000000,
+     CFG_IN_LIMITS(max_inflight_per_route)},
+    {"body_buffer", CFG_BYTES, CONFIG_BODY_BUFFER_DEFAULT, 0,
+     CONFIG_BODY_BUFFER_MAX, CFG_IN_LIMITS(body_buffer)},
+};
 
 #define CFG_S 1000ULL
 #define CFG_MIN (60 * CFG_S)
 #define CFG_H (3600 * CFG_S)
 
-static int cfg_timeouts(struct cfg *x, const config_setting_t *root)
-{
-	static const char *const keys[] = {"header",
-					   "body",
-					   "body_min_rate",
-					   "idle_keepalive",
-					   "upstream_connect",
-					   "upstream_response",
-					   "tunnel_idle",
-					   "drain",
-					   NULL};
-	struct config_timeouts *t = &x->c->timeouts;
-	const char *p = "timeouts";
-	const config_setting_t *g;
-	int rc;
+static const struct cfg_num cfg_timeouts[] = {
+    {"header", CFG_MS, 10 * CFG_S, 100, 10 * CFG_MIN,
+     CFG_IN_TIMEOUTS(header_ms)},
+    {"body", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(body_ms)},
+    {"body_min_rate", CFG_COUNT, 1024, 0, 1ULL << 30,
+     CFG_IN_TIMEOUTS(body_min_rate)},
+    {"idle_keepalive", CFG_MS, 60 * CFG_S, 100, CFG_H,
+     CFG_IN_TIMEOUTS(idle_keepalive_ms)},
+    {"upstream_connect", CFG_MS, 5 * CFG_S, 10, 5 * CFG_MIN,
+     CFG_IN_TIMEOUTS(upstream_connect_ms)},
+    {"upstream_response", CFG_MS, 60 * CFG_S, 100, CFG_H,
+     CFG_IN_TIMEOUTS(upstream_response_ms)},
+    {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CFG_DURATION_MAX_MS,
+     CFG_IN_TIMEOUTS(tunnel_idle_ms)},
+    {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
+};
 
-	rc = cfg_group(x, root, "", p, &g);
-	if (rc == 0 && g)
-		rc = cfg_known(x, g, p, keys);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "header", 10 * CFG_S, 100,
-				  10 * CFG_MIN, &t->header_ms);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "body", 30 * CFG_S, 100, CFG_H,
-				  &t->body_ms);
-	if (rc == 0)
-		rc = cfg_uint(x, g, p, "body_min_rate", 1024, 0, 1ULL << 30,
-			      &t->body_min_rate);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "idle_keepalive", 60 * CFG_S, 100,
-				  CFG_H, &t->idle_keepalive_ms);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "upstream_connect", 5 * CFG_S, 10,
-				  5 * CFG_MIN, &t->upstream_connect_ms);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "upstream_response", 60 * CFG_S, 100,
-				  CFG_H, &t->upstream_response_ms);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "tunnel_idle", 5 * CFG_MIN, CFG_S,
-				  CFG_DURATION_MAX_MS, &t->tunnel_idle_ms);
-	if (rc == 0)
-		rc = cfg_duration(x, g, p, "drain", 30 * CFG_S, 100, CFG_H,
-				  &t->drain_ms);
-	return rc;
-}
+_Static_assert(CFG_NELEM(cfg_limits) <= CFG_NUMS_MAX,
+	       "cfg_limits: raise CFG_NUMS_MAX");
+_Static_assert(CFG_NELEM(cfg_timeouts) <= CFG_NUMS_MAX,
+	       "cfg_timeouts: raise CFG_NUMS_MAX");
 
 static int cfg_ratelimit(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {"rate", "burst", NULL};
 	struct config_ratelimit *r = &x->c->ratelimit;
-	const config_setting_t *g, *w;
-	struct errbuf e;
-	const char *v;
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
 	uint64_t burst;
 	int rc;
 
-	rc = cfg_group(x, root, "", "ratelimit", &g);
-	if (rc == 0 && g)
-		rc = cfg_known(x, g, "ratelimit", keys);
+	rc = cfg_group(x, root, "", "ratelimit", keys, p, &g);
 	if (rc == 0)
-		rc = cfg_str(x, g, "ratelimit", "rate", "off", &v, &w);
-	if (rc < 0)
-		return rc;
-	r->per_min = 0;
-	if (strcmp(v, "off") != 0 && policy_rate_parse(v, &r->per_min, &e) < 0)
-		return cfg_fail(x, w, "ratelimit.rate", "%s", e.msg);
-	rc = cfg_uint(x, g, "ratelimit", "burst", 0, 1, EDGE_RL_BURST_MAX,
-		      &burst);
+		rc = cfg_rate(x, g, p, "rate", &r->per_min);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "burst", CFG_COUNT, 0, 1,
+				EDGE_RL_BURST_MAX, &burst);
 	if (rc < 0)
 		return rc;
 	r->burst = burst ? burst : policy_burst_default(r->per_min);
@@ -318,18 +307,17 @@ static int cfg_ratelimit(struct cfg *x, const config_setting_t *root)
 static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {"file", "queue", NULL};
+	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
 
-	rc = cfg_group(x, root, "", "analytics", &g);
-	if (rc == 0 && g)
-		rc = cfg_known(x, g, "analytics", keys);
+	rc = cfg_group(x, root, "", "analytics", keys, p, &g);
 	if (rc == 0)
-		rc = cfg_path(x, g, "analytics", "file", "", CFG_PATH_MAX, true,
+		rc = cfg_path(x, g, p, "file", "", CFG_PATH_MAX, true,
 			      &x->c->analytics.file);
 	if (rc == 0)
-		rc = cfg_uint(x, g, "analytics", "queue", 65536, 16, 1 << 24,
-			      &x->c->analytics.queue);
+		rc = cfg_number(x, g, p, "queue", CFG_COUNT, 65536, 16, 1 << 24,
+				&x->c->analytics.queue);
 	return rc;
 }
 
@@ -354,18 +342,12 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 	    "strict-origin-when-cross-origin",
 	    "unsafe-url",
 	    NULL};
-	char p[CFG_KEY_MAX], key[CFG_KEY_MAX];
-	const config_setting_t *g, *w;
-	const char *const *k;
-	const char *v;
-	struct errbuf e;
-	uint64_t secs;
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	size_t i;
 	int rc;
 
-	cfg_key(p, path, "security_headers");
-	rc = cfg_group(x, env, path, "security_headers", &g);
-	if (rc == 0 && g)
-		rc = cfg_known(x, g, p, keys);
+	rc = cfg_group(x, env, path, "security_headers", keys, p, &g);
 	if (rc == 0)
 		rc = cfg_bool(x, g, p, "hsts", false, &sh->hsts);
 	if (rc == 0)
@@ -374,38 +356,20 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 	if (rc == 0)
 		rc = cfg_bool(x, g, p, "nosniff", true, &sh->nosniff);
 	if (rc == 0)
-		rc = cfg_str(x, g, p, "hsts_max_age", "365d", &v, &w);
-	if (rc < 0)
-		return rc;
-	if (duration_parse(v, &secs, &e) < 0) {
-		cfg_key(key, p, "hsts_max_age");
-		return cfg_fail(x, w, key, "%s", e.msg);
-	}
-	sh->hsts_max_age_s = secs;
-	rc = cfg_str(x, g, p, "frame_options", "", &v, &w);
-	if (rc < 0)
-		return rc;
-	for (k = frames; *k && strcmp(*k, v) != 0; k++)
-		;
-	if (!*k) {
-		cfg_key(key, p, "frame_options");
-		return cfg_fail(x, w, key,
-				"\"%s\": expected \"DENY\", \"SAMEORIGIN\" or "
-				"\"\"",
-				v);
-	}
-	rc = cfg_dup(x, v, &sh->frame_options);
+		rc = cfg_seconds(x, g, p, "hsts_max_age", "365d",
+				 &sh->hsts_max_age_s);
 	if (rc == 0)
-		rc = cfg_str(x, g, p, "referrer_policy", "", &v, &w);
-	if (rc < 0)
-		return rc;
-	for (k = referrers; *k && strcmp(*k, v) != 0; k++)
-		;
-	if (!*k) {
-		cfg_key(key, p, "referrer_policy");
-		return cfg_fail(x, w, key, "\"%s\": not a Referrer-Policy", v);
-	}
-	return cfg_dup(x, v, &sh->referrer_policy);
+		rc =
+		    cfg_choice(x, g, p, "frame_options", "", frames,
+			       "expected \"DENY\", \"SAMEORIGIN\" or \"\"", &i);
+	if (rc == 0)
+		rc = cfg_dup(x, frames[i], &sh->frame_options);
+	if (rc == 0)
+		rc = cfg_choice(x, g, p, "referrer_policy", "", referrers,
+				"not a Referrer-Policy", &i);
+	if (rc == 0)
+		rc = cfg_dup(x, referrers[i], &sh->referrer_policy);
+	return rc;
 }
 
 static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
@@ -415,23 +379,11 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 	static const char *const keys[] = {"prefix",	     "strip_prefix",
 					   "upstreams",	     "balance",
 					   "max_body_bytes", NULL};
-	char key[CFG_KEY_MAX];
-	const config_setting_t *w;
-	const char *v;
-	struct errbuf e;
 	int rc;
 
-	if (!config_setting_is_group(g))
-		return cfg_fail(x, g, path, "expected a group { ... }");
 	rc = cfg_known(x, g, path, keys);
 	if (rc == 0)
-		rc = cfg_str(x, g, path, "prefix", NULL, &v, &w);
-	if (rc < 0)
-		return rc;
-	cfg_key(key, path, "prefix");
-	if (cfg_prefix_check(v, &e) < 0)
-		return cfg_fail(x, w, key, "%s", e.msg);
-	rc = cfg_dup(x, v, &r->prefix);
+		rc = cfg_prefix(x, g, path, "prefix", &r->prefix);
 	if (rc == 0)
 		rc = cfg_bool(x, g, path, "strip_prefix", false,
 			      &r->strip_prefix);
@@ -442,8 +394,9 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		rc = cfg_balance(x, g, path, env->deployment.balance,
 				 &r->balance);
 	if (rc == 0)
-		rc = cfg_size(x, g, path, "max_body_bytes", env->max_body_bytes,
-			      0, CFG_SIZE_MAX, &r->max_body_bytes);
+		rc = cfg_number(x, g, path, "max_body_bytes", CFG_BYTES,
+				env->max_body_bytes, 0, CFG_SIZE_MAX,
+				&r->max_body_bytes);
 	return rc;
 }
 
@@ -455,15 +408,12 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 	const config_setting_t *g;
 	int rc;
 
-	cfg_key(p, path, "deployment");
-	rc = cfg_group(x, env, path, "deployment", &g);
+	rc = cfg_group(x, env, path, "deployment", keys, p, &g);
 	if (rc < 0)
 		return rc;
 	if (!g)
 		return cfg_fail(x, env, p, "missing (required)");
-	rc = cfg_known(x, g, p, keys);
-	if (rc == 0)
-		rc = cfg_id(x, g, p, 'd', "deployment id", &d->id);
+	rc = cfg_id(x, g, p, 'd', "deployment id", &d->id);
 	if (rc == 0)
 		rc = cfg_addrs(x, g, p, "upstreams", CONFIG_UPSTREAMS_MAX, true,
 			       &d->upstreams, &d->n_upstreams);
@@ -473,38 +423,20 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 	return rc;
 }
 
-static int cfg_environment(struct cfg *x, const config_setting_t *g,
-			   const char *path, struct config_environment *env)
+/* The environment's domains: at least one, each checked and lowercased
+ * (config_domain_check), none claimed twice in the whole file. */
+static int cfg_domains(struct cfg *x, const config_setting_t *g,
+		       const char *path, struct config_environment *env)
 {
-	static const char *const keys[] = {
-	    "id",	  "name",	    "domains",		"routes",
-	    "deployment", "max_body_bytes", "security_headers", NULL};
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
 	const config_setting_t *s;
 	struct errbuf e;
-	size_t i, j, n;
+	size_t i, n;
 	int rc;
 
-	if (!config_setting_is_group(g))
-		return cfg_fail(x, g, path, "expected a group { ... }");
-	rc = cfg_known(x, g, path, keys);
-	if (rc == 0)
-		rc = cfg_id(x, g, path, 'e', "environment id", &env->id);
-	if (rc == 0)
-		rc = cfg_name(x, g, path, env->id, &env->name);
-	if (rc == 0)
-		rc = cfg_size(x, g, path, "max_body_bytes",
-			      x->c->limits.max_body_bytes, 0, CFG_SIZE_MAX,
-			      &env->max_body_bytes);
-	if (rc == 0)
-		rc = cfg_deployment(x, g, path, &env->deployment);
-	if (rc == 0)
-		rc = cfg_security(x, g, path, &env->security);
-	if (rc == 0)
-		rc = cfg_list(x, g, path, "domains", &s);
+	rc = cfg_list(x, g, path, "domains", key, &s);
 	if (rc < 0)
 		return rc;
-	cfg_key(key, path, "domains");
 	if (!s)
 		return cfg_fail(x, g, key, "missing (required)");
 	n = (size_t)config_setting_length(s);
@@ -529,16 +461,21 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		if (rc < 0)
 			return rc;
 	}
+	return 0;
+}
 
-	s = config_setting_get_member(g, "routes");
-	if (!s)
-		return 0;
-	cfg_key(key, path, "routes");
-	if (config_setting_type(s) != CONFIG_TYPE_LIST)
-		return cfg_fail(x, s, key, "expected a list ( { ... }, ... )");
-	n = (size_t)config_setting_length(s);
-	if (n == 0)
-		return 0;
+/* The environment's routes, if any: no prefix routed twice. */
+static int cfg_routes(struct cfg *x, const config_setting_t *g,
+		      const char *path, struct config_environment *env)
+{
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *s;
+	size_t i, j, n;
+	int rc;
+
+	rc = cfg_group_list(x, g, path, "routes", key, &s, &n);
+	if (rc < 0 || n == 0)
+		return rc;
 	env->routes = calloc(n, sizeof(*env->routes));
 	if (!env->routes)
 		return -ENOMEM;
@@ -560,6 +497,34 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 						env->routes[i].prefix, key, j);
 	}
 	return 0;
+}
+
+static int cfg_environment(struct cfg *x, const config_setting_t *g,
+			   const char *path, struct config_environment *env)
+{
+	static const char *const keys[] = {
+	    "id",	  "name",	    "domains",		"routes",
+	    "deployment", "max_body_bytes", "security_headers", NULL};
+	int rc;
+
+	rc = cfg_known(x, g, path, keys);
+	if (rc == 0)
+		rc = cfg_id(x, g, path, 'e', "environment id", &env->id);
+	if (rc == 0)
+		rc = cfg_name(x, g, path, env->id, &env->name);
+	if (rc == 0)
+		rc = cfg_number(x, g, path, "max_body_bytes", CFG_BYTES,
+				x->c->limits.max_body_bytes, 0, CFG_SIZE_MAX,
+				&env->max_body_bytes);
+	if (rc == 0)
+		rc = cfg_deployment(x, g, path, &env->deployment);
+	if (rc == 0)
+		rc = cfg_security(x, g, path, &env->security);
+	if (rc == 0)
+		rc = cfg_domains(x, g, path, env);
+	if (rc == 0)
+		rc = cfg_routes(x, g, path, env);
+	return rc;
 }
 
 /* Whether the project's allow rules make its list exclusive: some allow
@@ -593,8 +558,6 @@ static int cfg_project(struct cfg *x, const config_setting_t *g,
 	size_t i, n;
 	int rc;
 
-	if (!config_setting_is_group(g))
-		return cfg_fail(x, g, path, "expected a group { ... }");
 	rc = cfg_known(x, g, path, keys);
 	if (rc == 0)
 		rc = cfg_id(x, g, path, 'p', "project id", &pr->id);
@@ -603,19 +566,19 @@ static int cfg_project(struct cfg *x, const config_setting_t *g,
 	if (rc == 0)
 		rc = cfg_bool(x, g, path, "enabled", true, &pr->enabled);
 	if (rc == 0)
-		rc = cfg_ip_rules(x, g, path, "ip_allow", EDGE_ACT_ALLOW, pr);
+		rc = cfg_ip_rules(x, g, path, "ip_allow", EDGE_ACT_ALLOW,
+				  &pr->ip_rules);
 	if (rc == 0)
-		rc = cfg_ip_rules(x, g, path, "ip_block", EDGE_ACT_BLOCK, pr);
+		rc = cfg_ip_rules(x, g, path, "ip_block", EDGE_ACT_BLOCK,
+				  &pr->ip_rules);
 	if (rc < 0)
 		return rc;
 	pr->has_allow = cfg_allow_exclusive(&pr->ip_rules);
-	cfg_key(key, path, "environments");
-	s = config_setting_get_member(g, "environments");
+	rc = cfg_group_list(x, g, path, "environments", key, &s, &n);
+	if (rc < 0)
+		return rc;
 	if (!s)
 		return cfg_fail(x, g, key, "missing (required)");
-	if (config_setting_type(s) != CONFIG_TYPE_LIST)
-		return cfg_fail(x, s, key, "expected a list ( { ... }, ... )");
-	n = (size_t)config_setting_length(s);
 	if (n == 0)
 		return cfg_fail(x, s, key, "needs at least one environment");
 	pr->envs = calloc(n, sizeof(*pr->envs));
@@ -634,24 +597,19 @@ static int cfg_project(struct cfg *x, const config_setting_t *g,
 
 static int cfg_projects(struct cfg *x, const config_setting_t *root)
 {
-	char ek[CFG_KEY_MAX];
-	config_setting_t *s = config_setting_get_member(root, "projects");
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *s;
 	size_t i, n;
 	int rc;
 
-	if (!s)
-		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_LIST)
-		return cfg_fail(x, s, "projects",
-				"expected a list ( { ... }, ... )");
-	n = (size_t)config_setting_length(s);
-	if (n == 0)
-		return 0;
+	rc = cfg_group_list(x, root, "", "projects", key, &s, &n);
+	if (rc < 0 || n == 0)
+		return rc;
 	x->c->projects = calloc(n, sizeof(*x->c->projects));
 	if (!x->c->projects)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		cfg_key_index(ek, "projects", i);
+		cfg_key_index(ek, key, i);
 		x->c->n_projects++;
 		rc = cfg_project(x, config_setting_get_elem(s, (unsigned)i), ek,
 				 &x->c->projects[i]);
@@ -663,25 +621,6 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 
 /* ---- the root ----------------------------------------------------------- */
 
-static int cfg_user(struct cfg *x, const config_setting_t *root)
-{
-	const config_setting_t *w;
-	const char *v, *p;
-	int rc;
-
-	rc = cfg_str(x, root, "", "user", CONFIG_DEFAULT_USER, &v, &w);
-	if (rc < 0)
-		return rc;
-	if (!*v || strlen(v) > CFG_USER_MAX || v[0] == '-')
-		return cfg_fail(x, w, "user", "\"%s\": not a valid user name",
-				v);
-	for (p = v; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
-			return cfg_fail(x, w, "user",
-					"\"%s\": not a valid user name", v);
-	return cfg_dup(x, v, &x->c->user);
-}
-
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
@@ -689,7 +628,7 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	    "control_socket", "pin_dir",   "limits",   "timeouts",
 	    "ratelimit",      "analytics", "projects", NULL};
 	struct config *c = x->c;
-	const config_setting_t *w;
+	struct cfg_at at;
 	struct errbuf e;
 	const char *v;
 	uint64_t workers;
@@ -716,32 +655,34 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		ncpu = 1;
 	if (ncpu > CONFIG_WORKERS_MAX)
 		ncpu = CONFIG_WORKERS_MAX;
-	rc = cfg_uint(x, root, "", "workers", (uint64_t)ncpu, 1,
-		      CONFIG_WORKERS_MAX, &workers);
+	rc = cfg_number(x, root, "", "workers", CFG_COUNT, (uint64_t)ncpu, 1,
+			CONFIG_WORKERS_MAX, &workers);
 	if (rc < 0)
 		return rc;
 	c->workers = (unsigned)workers;
-	rc = cfg_user(x, root);
+	rc = cfg_user(x, root, "", "user", CONFIG_DEFAULT_USER, &c->user);
 	if (rc == 0)
 		rc = cfg_str(x, root, "", "admin_listen", CONFIG_DEFAULT_ADMIN,
-			     &v, &w);
+			     &v, &at);
 	if (rc < 0)
 		return rc;
 	if (config_addr_parse(v, &c->admin_listen, &e) < 0)
-		return cfg_fail(x, w, "admin_listen", "%s", e.msg);
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	for (i = 0; i < c->n_listen; i++)
 		if (strcmp(c->listen[i].text, c->admin_listen.text) == 0)
-			return cfg_fail(x, w, "admin_listen",
-					"%s is also in listen", v);
+			return cfg_fail(x, at.s, at.key, "%s is also in listen",
+					v);
 	rc = cfg_path(x, root, "", "control_socket", CONFIG_DEFAULT_CONTROL,
 		      CFG_SUN_PATH_MAX, false, &c->control_socket);
 	if (rc == 0)
 		rc = cfg_path(x, root, "", "pin_dir", EDGE_PIN_DIR_DEFAULT,
 			      CFG_PATH_MAX, false, &c->pin_dir);
 	if (rc == 0)
-		rc = cfg_limits(x, root);
+		rc = cfg_nums(x, root, "limits", cfg_limits,
+			      CFG_NELEM(cfg_limits), &c->limits);
 	if (rc == 0)
-		rc = cfg_timeouts(x, root);
+		rc = cfg_nums(x, root, "timeouts", cfg_timeouts,
+			      CFG_NELEM(cfg_timeouts), &c->timeouts);
 	if (rc == 0)
 		rc = cfg_ratelimit(x, root);
 	if (rc == 0)

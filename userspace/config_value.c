@@ -4,6 +4,10 @@
  * checked on its own and turned into a string, boolean, number, size,
  * duration, path, endpoint list or CIDR rule list, every error naming
  * the file, the line and the key (config_value.h).
+ *
+ * Every getter starts the same way (cfg_member: the setting and its key
+ * path; the default when it is absent) and differs only in how it reads
+ * and checks the value.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -16,11 +20,14 @@
 
 #include "cidr.h"
 #include "config_value.h"
+#include "duration.h"
 #include "edge_maps.h"
+#include "policy.h"
 
 #define CFG_WARNINGS_MAX 64
+#define CFG_USER_MAX 32
 
-/* ---- errors ------------------------------------------------------------ */
+/* ---- errors and key paths ----------------------------------------------- */
 
 const char *cfg_file_of(const struct cfg *x, const config_setting_t *s)
 {
@@ -45,6 +52,12 @@ int cfg_fail(struct cfg *x, const config_setting_t *s, const char *key,
 	else
 		errbuf_set(x->err, "%s: %s: %s", cfg_file_of(x, s), key, msg);
 	return -EINVAL;
+}
+
+int cfg_nomem(struct cfg *x)
+{
+	errbuf_set(x->err, "%s: out of memory", x->file);
+	return -ENOMEM;
 }
 
 /* Append a warning in the same form as an error. */
@@ -101,6 +114,15 @@ void cfg_key_index(char *buf, const char *path, size_t i)
 	cfg_key_done(buf, snprintf(buf, CFG_KEY_MAX, "%s[%zu]", path, i));
 }
 
+config_setting_t *cfg_member(const config_setting_t *g, const char *path,
+			     const char *name, char *key)
+{
+	cfg_key(key, path, name);
+	return g ? config_setting_get_member(g, name) : NULL;
+}
+
+/* ---- scalars ------------------------------------------------------------ */
+
 static const char *cfg_type_name(const config_setting_t *s)
 {
 	switch (config_setting_type(s)) {
@@ -123,82 +145,88 @@ static const char *cfg_type_name(const config_setting_t *s)
 	}
 }
 
+/* "expected WHAT, found TYPE" about setting s. */
+static int cfg_expected(struct cfg *x, const config_setting_t *s,
+			const char *key, const char *what)
+{
+	return cfg_fail(x, s, key, "expected %s, found %s", what,
+			cfg_type_name(s));
+}
+
 static bool cfg_is_int(const config_setting_t *s)
 {
 	return config_setting_type(s) == CONFIG_TYPE_INT ||
 	       config_setting_type(s) == CONFIG_TYPE_INT64;
 }
 
-/* A string member: *out points into libconfig's tree (def when absent). */
 int cfg_str(struct cfg *x, const config_setting_t *g, const char *path,
 	    const char *name, const char *def, const char **out,
-	    const config_setting_t **where)
+	    struct cfg_at *at)
 {
-	char key[CFG_KEY_MAX];
-	config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
+	config_setting_t *s = cfg_member(g, path, name, at->key);
 
-	*where = s ? s : g;
+	at->s = s ? s : g;
 	if (!s) {
 		*out = def;
-		if (!def) {
-			cfg_key(key, path, name);
-			return cfg_fail(x, g, key, "missing (required)");
-		}
+		if (!def)
+			return cfg_fail(x, g, at->key, "missing (required)");
 		return 0;
 	}
-	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-		cfg_key(key, path, name);
-		return cfg_fail(x, s, key, "expected a string, found %s",
-				cfg_type_name(s));
-	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return cfg_expected(x, s, at->key, "a string");
 	*out = config_setting_get_string(s);
 	return 0;
+}
+
+int cfg_text(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, const char *def, size_t max, const char **out,
+	     struct cfg_at *at)
+{
+	int rc = cfg_str(x, g, path, name, def, out, at);
+
+	if (rc == 0 && (!**out || strlen(*out) > max))
+		return cfg_fail(x, at->s, at->key, "must be 1..%zu bytes", max);
+	return rc;
+}
+
+bool cfg_is_word(const char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			return false;
+	return true;
 }
 
 int cfg_dup(struct cfg *x, const char *s, char **out)
 {
 	*out = strdup(s);
-	if (!*out) {
-		errbuf_set(x->err, "%s: out of memory", x->file);
-		return -ENOMEM;
-	}
-	return 0;
+	return *out ? 0 : cfg_nomem(x);
 }
 
 int cfg_bool(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, bool def, bool *out)
 {
 	char key[CFG_KEY_MAX];
-	config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *s = cfg_member(g, path, name, key);
 
 	*out = def;
 	if (!s)
 		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_BOOL) {
-		cfg_key(key, path, name);
-		return cfg_fail(x, s, key, "expected true or false, found %s",
-				cfg_type_name(s));
-	}
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return cfg_expected(x, s, key, "true or false");
 	*out = config_setting_get_bool(s);
 	return 0;
 }
 
-/* An integer member in [min, max]. */
-int cfg_uint(struct cfg *x, const config_setting_t *g, const char *path,
-	     const char *name, uint64_t def, uint64_t min, uint64_t max,
-	     uint64_t *out)
+/* CFG_COUNT: an integer in [min, max]. */
+static int cfg_count_of(struct cfg *x, const config_setting_t *s,
+			const char *key, uint64_t min, uint64_t max,
+			uint64_t *out)
 {
-	char key[CFG_KEY_MAX];
-	config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
 	long long v;
 
-	*out = def;
-	if (!s)
-		return 0;
-	cfg_key(key, path, name);
 	if (!cfg_is_int(s))
-		return cfg_fail(x, s, key, "expected an integer, found %s",
-				cfg_type_name(s));
+		return cfg_expected(x, s, key, "an integer");
 	v = config_setting_get_int64(s);
 	if (v < 0 || (uint64_t)v < min || (uint64_t)v > max)
 		return cfg_fail(x, s, key, "%lld is out of range %llu..%llu", v,
@@ -259,20 +287,14 @@ static int cfg_size_parse(const char *s, uint64_t *out, struct errbuf *err)
 	return 0;
 }
 
-/* A byte size: an integer, or a string with a K/M/G suffix. */
-int cfg_size(struct cfg *x, const config_setting_t *g, const char *path,
-	     const char *name, uint64_t def, uint64_t min, uint64_t max,
-	     uint64_t *out)
+/* CFG_BYTES: an integer, or a string with a K/M/G suffix, in [min, max]. */
+static int cfg_bytes_of(struct cfg *x, const config_setting_t *s,
+			const char *key, uint64_t min, uint64_t max,
+			uint64_t *out)
 {
-	char key[CFG_KEY_MAX];
-	config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
 	struct errbuf e;
 	uint64_t v;
 
-	*out = def;
-	if (!s)
-		return 0;
-	cfg_key(key, path, name);
 	if (cfg_is_int(s)) {
 		long long i = config_setting_get_int64(s);
 
@@ -284,8 +306,7 @@ int cfg_size(struct cfg *x, const config_setting_t *g, const char *path,
 			return cfg_fail(x, s, key, "\"%s\": %s",
 					config_setting_get_string(s), e.msg);
 	} else {
-		return cfg_fail(x, s, key, "expected a size, found %s",
-				cfg_type_name(s));
+		return cfg_expected(x, s, key, "a size");
 	}
 	if (v < min || v > max)
 		return cfg_fail(x, s, key,
@@ -327,11 +348,11 @@ int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err)
 			}
 			v = v * 10 + (uint64_t)(*p - '0');
 		}
-		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+		for (u = 0; u < CFG_NELEM(units); u++)
 			if (strncmp(p, units[u].unit, strlen(units[u].unit)) ==
 			    0)
 				break;
-		if (u == sizeof(units) / sizeof(units[0])) {
+		if (u == CFG_NELEM(units)) {
 			errbuf_set(err,
 				   "\"%s\": a number needs a unit: h, m, s or "
 				   "ms",
@@ -366,25 +387,16 @@ int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err)
 	return 0;
 }
 
-/* A duration member (a string such as "10s"), in ms, within [min, max]. */
-int cfg_duration(struct cfg *x, const config_setting_t *g, const char *path,
-		 const char *name, uint64_t def, uint64_t min, uint64_t max,
-		 uint64_t *out)
+/* CFG_MS: a duration string such as "10s", in ms, within [min, max]. */
+static int cfg_ms_of(struct cfg *x, const config_setting_t *s, const char *key,
+		     uint64_t min, uint64_t max, uint64_t *out)
 {
-	char key[CFG_KEY_MAX];
-	config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
 	struct errbuf e;
 	uint64_t v;
 
-	*out = def;
-	if (!s)
-		return 0;
-	cfg_key(key, path, name);
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return cfg_fail(x, s, key,
-				"expected a duration string such as \"10s\", "
-				"found %s",
-				cfg_type_name(s));
+		return cfg_expected(x, s, key,
+				    "a duration string such as \"10s\"");
 	if (config_duration_parse(config_setting_get_string(s), &v, &e) < 0)
 		return cfg_fail(x, s, key, "%s", e.msg);
 	if (v < min || v > max)
@@ -396,7 +408,104 @@ int cfg_duration(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
-/* ---- addresses ---------------------------------------------------------- */
+int cfg_number(struct cfg *x, const config_setting_t *g, const char *path,
+	       const char *name, enum cfg_unit unit, uint64_t def, uint64_t min,
+	       uint64_t max, uint64_t *out)
+{
+	char key[CFG_KEY_MAX];
+	const config_setting_t *s = cfg_member(g, path, name, key);
+
+	*out = def;
+	if (!s)
+		return 0;
+	switch (unit) {
+	case CFG_COUNT:
+		return cfg_count_of(x, s, key, min, max, out);
+	case CFG_BYTES:
+		return cfg_bytes_of(x, s, key, min, max, out);
+	case CFG_MS:
+		return cfg_ms_of(x, s, key, min, max, out);
+	}
+	return cfg_fail(x, s, key, "unknown unit %d", (int)unit);
+}
+
+int cfg_seconds(struct cfg *x, const config_setting_t *g, const char *path,
+		const char *name, const char *def, uint64_t *out)
+{
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, def, &v, &at);
+	if (rc == 0 && duration_parse(v, out, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return rc;
+}
+
+int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, uint64_t *out)
+{
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	int rc;
+
+	*out = 0;
+	rc = cfg_str(x, g, path, name, "off", &v, &at);
+	if (rc == 0 && strcmp(v, "off") != 0 &&
+	    policy_rate_parse(v, out, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return rc;
+}
+
+int cfg_choice(struct cfg *x, const config_setting_t *g, const char *path,
+	       const char *name, const char *def, const char *const *names,
+	       const char *why, size_t *index)
+{
+	struct cfg_at at;
+	const char *v;
+	size_t i;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, def, &v, &at);
+	if (rc < 0)
+		return rc;
+	for (i = 0; names[i]; i++)
+		if (strcmp(names[i], v) == 0) {
+			*index = i;
+			return 0;
+		}
+	return cfg_fail(x, at.s, at.key, "\"%s\": %s", v, why);
+}
+
+/* ---- lists and addresses ------------------------------------------------ */
+
+int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, char *key, const config_setting_t **out)
+{
+	char ek[CFG_KEY_MAX];
+	config_setting_t *s = cfg_member(g, path, name, key);
+	int i, n;
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST)
+		return cfg_expected(x, s, key, "a list [ ... ]");
+	n = config_setting_length(s);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, i);
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			cfg_key_index(ek, key, (size_t)i);
+			return cfg_expected(x, e, ek, "a string");
+		}
+	}
+	*out = s;
+	return 0;
+}
 
 static int cfg_port_parse(const char *p, unsigned *port)
 {
@@ -512,39 +621,6 @@ bad_ip:
 	return -EINVAL;
 }
 
-/* A list (or array) member of strings; *out is NULL when absent. */
-int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
-	     const char *name, const config_setting_t **out)
-{
-	char key[CFG_KEY_MAX];
-	config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
-	int i, n;
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	cfg_key(key, path, name);
-	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
-	    config_setting_type(s) != CONFIG_TYPE_LIST)
-		return cfg_fail(x, s, key, "expected a list [ ... ], found %s",
-				cfg_type_name(s));
-	n = config_setting_length(s);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(s, i);
-
-		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			char ek[CFG_KEY_MAX];
-
-			cfg_key_index(ek, key, (size_t)i);
-			return cfg_fail(x, e, ek, "expected a string, found %s",
-					cfg_type_name(e));
-		}
-	}
-	*out = s;
-	return 0;
-}
-
-/* An endpoint list, 1..max entries, no repeats. */
 int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	      const char *name, size_t max, bool required,
 	      struct config_addr **out, size_t *nout)
@@ -558,10 +634,9 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 
 	*out = NULL;
 	*nout = 0;
-	rc = cfg_list(x, g, path, name, &s);
+	rc = cfg_list(x, g, path, name, key, &s);
 	if (rc < 0)
 		return rc;
-	cfg_key(key, path, name);
 	if (!s) {
 		if (required)
 			return cfg_fail(x, g, key, "missing (required)");
@@ -572,10 +647,8 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 		return cfg_fail(x, s, key, "needs 1..%zu addresses, has %zu",
 				max, n);
 	v = calloc(n, sizeof(*v));
-	if (!v) {
-		errbuf_set(x->err, "%s: out of memory", x->file);
-		return -ENOMEM;
-	}
+	if (!v)
+		return cfg_nomem(x);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *el =
 		    config_setting_get_elem(s, (unsigned)i);
@@ -601,7 +674,57 @@ fail:
 	return rc;
 }
 
-/* ---- names -------------------------------------------------------------- */
+int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
+		 const char *name, uint8_t action, struct rules *rules)
+{
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], a[CIDR_STR_MAX];
+	const config_setting_t *s;
+	size_t i, n;
+	int rc;
+
+	rc = cfg_list(x, g, path, name, key, &s);
+	if (rc < 0 || !s)
+		return rc;
+	n = (size_t)config_setting_length(s);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *el =
+		    config_setting_get_elem(s, (unsigned)i);
+		const char *v = config_setting_get_string(el);
+		const struct rule *old;
+		struct rule r;
+		struct errbuf e;
+		unsigned notes = 0;
+		uint32_t id;
+
+		cfg_key_index(ek, key, i);
+		memset(&r, 0, sizeof(r));
+		if (cidr_parse(v, &r.cidr, &notes, &e) < 0)
+			return cfg_fail(x, el, ek, "%s", e.msg);
+		cidr_format(&r.cidr, a, sizeof(a));
+		if (notes & CIDR_NOTE_HOST_BITS) {
+			rc = cfg_warn(x, el, ek,
+				      "\"%s\" has host bits set; using %s", v,
+				      a);
+			if (rc < 0)
+				return rc;
+		}
+		old = rules_find(rules, &r.cidr);
+		if (old)
+			return cfg_fail(
+			    x, el, ek, "%s is already in ip_%s", a,
+			    old->action == EDGE_ACT_ALLOW ? "allow" : "block");
+		r.action = action;
+		rc = rules_set(rules, &r, NULL, &id);
+		if (rc == -ENOSPC)
+			return cfg_fail(x, el, ek, "too many rules (%d)",
+					EDGE_MAX_RULES);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- names and paths ---------------------------------------------------- */
 
 int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err)
 {
@@ -699,91 +822,84 @@ int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err)
 int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *def, char **out)
 {
-	char key[CFG_KEY_MAX];
-	const config_setting_t *w;
+	struct cfg_at at;
 	const char *v, *p;
 	int rc;
 
-	rc = cfg_str(x, g, path, "name", def, &v, &w);
+	rc = cfg_text(x, g, path, "name", def, CONFIG_NAME_MAX, &v, &at);
 	if (rc < 0)
 		return rc;
-	cfg_key(key, path, "name");
-	if (!*v || strlen(v) > CONFIG_NAME_MAX)
-		return cfg_fail(x, w, key, "must be 1..%d bytes",
-				CONFIG_NAME_MAX);
 	for (p = v; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return cfg_fail(x, w, key, "control character");
+			return cfg_fail(x, at.s, at.key, "control character");
 	return cfg_dup(x, v, out);
 }
+
+int cfg_user(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, const char *def, char **out)
+{
+	struct cfg_at at;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, def, &v, &at);
+	if (rc < 0)
+		return rc;
+	if (!*v || strlen(v) > CFG_USER_MAX || v[0] == '-' || !cfg_is_word(v))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\": not a valid user name", v);
+	return cfg_dup(x, v, out);
+}
+
+/* Indexed by enum config_balance; NULL-terminated for cfg_choice. */
+static const char *const cfg_balance_names[] = {"round_robin", "least_inflight",
+						"ip_hash", NULL};
+
+#define CFG_BALANCE_N (CFG_NELEM(cfg_balance_names) - 1)
 
 int cfg_balance(struct cfg *x, const config_setting_t *g, const char *path,
 		enum config_balance def, enum config_balance *out)
 {
-	static const char *const names[] = {"round_robin", "least_inflight",
-					    "ip_hash"};
-	char key[CFG_KEY_MAX];
-	const config_setting_t *w;
-	const char *v;
 	size_t i;
 	int rc;
 
-	rc = cfg_str(x, g, path, "balance", config_balance_name(def), &v, &w);
-	if (rc < 0)
-		return rc;
-	for (i = 0; i < 3; i++)
-		if (strcmp(v, names[i]) == 0) {
-			*out = (enum config_balance)i;
-			return 0;
-		}
-	cfg_key(key, path, "balance");
-	return cfg_fail(x, w, key,
-			"\"%s\": expected round_robin, least_inflight or "
-			"ip_hash",
-			v);
+	rc = cfg_choice(x, g, path, "balance", config_balance_name(def),
+			cfg_balance_names,
+			"expected round_robin, least_inflight or ip_hash", &i);
+	if (rc == 0)
+		*out = (enum config_balance)i;
+	return rc;
 }
 
 const char *config_balance_name(enum config_balance b)
 {
-	switch (b) {
-	case CONFIG_BALANCE_ROUND_ROBIN:
-		return "round_robin";
-	case CONFIG_BALANCE_LEAST_INFLIGHT:
-		return "least_inflight";
-	case CONFIG_BALANCE_IP_HASH:
-		return "ip_hash";
-	}
-	return "?";
+	return (size_t)b < CFG_BALANCE_N ? cfg_balance_names[b] : "?";
 }
 
-/* An absolute path string member ("" allowed when empty_ok). */
 int cfg_path(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, const char *def, size_t max, bool empty_ok,
 	     char **out)
 {
-	char key[CFG_KEY_MAX];
-	const config_setting_t *w;
+	struct cfg_at at;
 	const char *v;
 	int rc;
 
-	rc = cfg_str(x, g, path, name, def, &v, &w);
+	rc = cfg_str(x, g, path, name, def, &v, &at);
 	if (rc < 0)
 		return rc;
-	cfg_key(key, path, name);
 	if (!(empty_ok && !*v)) {
 		if (v[0] != '/')
-			return cfg_fail(x, w, key,
+			return cfg_fail(x, at.s, at.key,
 					"\"%s\": must be an absolute path", v);
 		if (strlen(v) > max)
-			return cfg_fail(x, w, key, "longer than %zu bytes",
-					max);
+			return cfg_fail(x, at.s, at.key,
+					"longer than %zu bytes", max);
 	}
 	return cfg_dup(x, v, out);
 }
 
-/* Check a route prefix: "/seg[/seg...]" of RFC 3986 pchars, no
- * percent-encoding, no empty, "." or ".." segments, no trailing '/'. */
-int cfg_prefix_check(const char *v, struct errbuf *e)
+/* Check a route prefix as cfg_prefix says; e says what was wrong. */
+static int cfg_prefix_check(const char *v, struct errbuf *e)
 {
 	const char *p, *seg;
 
@@ -829,53 +945,18 @@ int cfg_prefix_check(const char *v, struct errbuf *e)
 	return 0;
 }
 
-int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
-		 const char *name, uint8_t action, struct config_project *pr)
+int cfg_prefix(struct cfg *x, const config_setting_t *g, const char *path,
+	       const char *name, char **out)
 {
-	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], a[CIDR_STR_MAX];
-	const config_setting_t *s;
-	size_t i, n;
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
 	int rc;
 
-	rc = cfg_list(x, g, path, name, &s);
-	if (rc < 0 || !s)
+	rc = cfg_str(x, g, path, name, NULL, &v, &at);
+	if (rc < 0)
 		return rc;
-	cfg_key(key, path, name);
-	n = (size_t)config_setting_length(s);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *el =
-		    config_setting_get_elem(s, (unsigned)i);
-		const char *v = config_setting_get_string(el);
-		const struct rule *old;
-		struct rule r;
-		struct errbuf e;
-		unsigned notes = 0;
-		uint32_t id;
-
-		cfg_key_index(ek, key, i);
-		memset(&r, 0, sizeof(r));
-		if (cidr_parse(v, &r.cidr, &notes, &e) < 0)
-			return cfg_fail(x, el, ek, "%s", e.msg);
-		cidr_format(&r.cidr, a, sizeof(a));
-		if (notes & CIDR_NOTE_HOST_BITS) {
-			rc = cfg_warn(x, el, ek,
-				      "\"%s\" has host bits set; using %s", v,
-				      a);
-			if (rc < 0)
-				return rc;
-		}
-		old = rules_find(&pr->ip_rules, &r.cidr);
-		if (old)
-			return cfg_fail(
-			    x, el, ek, "%s is already in ip_%s", a,
-			    old->action == EDGE_ACT_ALLOW ? "allow" : "block");
-		r.action = action;
-		rc = rules_set(&pr->ip_rules, &r, NULL, &id);
-		if (rc == -ENOSPC)
-			return cfg_fail(x, el, ek, "too many rules (%d)",
-					EDGE_MAX_RULES);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	if (cfg_prefix_check(v, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return cfg_dup(x, v, out);
 }
