@@ -215,6 +215,64 @@ static const struct bad bad[] = {
     {PROJ("", "    max_body_bytes = \"2T\"; #!\n"),
      "projects[0].environments[0].max_body_bytes", "unknown size unit"},
     {"listen = [ ; #!\n", "", "syntax"},
+    /* paths the rows above leave out, one per getter or check */
+    {"workers = 1.5; #!\n", "workers", "expected an integer, found a float"},
+    {"user = { }; #!\n", "user", "expected a string, found a group"},
+    {"user = \"a b\"; #!\n", "user", "not a valid user name"},
+    {"admin_listen = \"localhost:9090\"; #!\n", "admin_listen", "not resolved"},
+    {"control_socket = \"/run/edge/"
+     "0123456789012345678901234567890123456789012345678901234567890123456789"
+     "0123456789012345678901234567\"; #!\n",
+     "control_socket", "longer than 107 bytes"},
+    {"limits = {\n max_body_bytes = \"10KB\"; #!\n};\n",
+     "limits.max_body_bytes", "trailing text after the size"},
+    {"limits = {\n max_body_bytes = \"1025G\"; #!\n};\n",
+     "limits.max_body_bytes", "size too large"},
+    {"limits = {\n max_headers = [ 1 ]; #!\n};\n", "limits.max_headers",
+     "expected an integer, found a list"},
+    {"timeouts = {\n body = \"\"; #!\n};\n", "timeouts.body", "empty duration"},
+    {"timeouts = {\n drain = \"99999999999999999999s\"; #!\n};\n",
+     "timeouts.drain", "too long"},
+    {"projects = ( { id = \"a234567890123456789012345678901234567890123456789"
+     "0123456789012345\"; #!\n} );\n",
+     "projects[0].id", "must be 1..64 bytes"},
+    {PROJ("  name = \"\"; #!\n", ""), "projects[0].name",
+     "must be 1..128 bytes"},
+    {PROJ("  name = \"a\\tb\"; #!\n", ""), "projects[0].name",
+     "control character"},
+    {PROJ("  ip_allow = [ \"10.0.0.0/8\", \"10.0.0.0/8\" ]; #!\n", ""),
+     "projects[0].ip_allow[1]", "already in ip_allow"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\"; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains", "missing (required)"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "projects[0].environments[0].domains", "needs at least one domain"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a.example.com\" ];\n"
+     "  deployment = { id = \"d\"; }; #!\n"
+     "} ); } );\n",
+     "projects[0].environments[0].deployment.upstreams", "missing (required)"},
+    {PROJ("", "    routes = { }; #!\n"), "projects[0].environments[0].routes",
+     "expected a list ( { ... }, ... )"},
+    {PROJ("", "    routes = ( 5 ); #!\n"),
+     "projects[0].environments[0].routes[0]", "expected a group"},
+    {PROJ("", "    routes = ( { prefix = \"/a\"; balance = \"x\"; } ); #!\n"),
+     "projects[0].environments[0].routes[0].balance", "least_inflight"},
+    {PROJ("", "    security_headers = 5; #!\n"),
+     "projects[0].environments[0].security_headers", "expected a group"},
+    {PROJ("", "    security_headers = { hsts_max_age = \"1y\"; }; #!\n"),
+     "projects[0].environments[0].security_headers.hsts_max_age",
+     "unknown unit 'y'"},
+    {PROJ("", "    security_headers = { referrer_policy = \"x\"; }; #!\n"),
+     "projects[0].environments[0].security_headers.referrer_policy",
+     "not a Referrer-Policy"},
+    {PROJ("", "    security_headers = { nosniff = 1; }; #!\n"),
+     "projects[0].environments[0].security_headers.nosniff",
+     "expected true or false, found an integer"},
 };
 
 static int marked_line(const char *text)

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * config_value.h - the configuration loader's typed values: reading one
+ * setting (a string, boolean, integer, size, duration, path, address
+ * list, CIDR list ...), checking it on its own and reporting what was
+ * wrong as "FILE:LINE: KEY: message".
+ *
+ * Private to the loader: only config.c and config_value.c include it.
+ * config.c walks the file's structure and checks what spans several keys;
+ * config_value.c holds what one key's value needs. The cfg_ prefix keeps
+ * these apart from libconfig's own config_ names.
+ *
+ * Conventions of every getter below: g is the group holding the member
+ * (NULL stands for an absent group: every member is then absent), path is
+ * g's key path ("" for the root) and name the member's name. A getter
+ * returns 0, or -EINVAL with x->err set ("FILE:LINE: KEY: message"), or
+ * -ENOMEM; after an error *out is not to be used (the load is abandoned
+ * and config_free frees whatever it holds).
+ */
+#ifndef EDGE_CONFIG_VALUE_H
+#define EDGE_CONFIG_VALUE_H
+
+#include <libconfig.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
+#define CFG_SIZE_MAX (1ULL << 40) /* 1 TiB: largest byte size accepted */
+#define CFG_DURATION_MAX_MS (7ULL * 24 * 3600 * 1000)
+#define CFG_PATH_MAX 4095
+#define CFG_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A set of strings already seen (ids, domains), remembering where. */
+struct cfg_seen_entry {
+	char *key;
+	const config_setting_t *where;
+	char path[CFG_KEY_MAX];
+};
+
+struct cfg_seen {
+	struct cfg_seen_entry *v;
+	size_t n, cap; /* cap: power of two, or 0 */
+};
+
+/* The state of one load. */
+struct cfg {
+	const char *file;
+	struct errbuf *err;
+	struct config *c;
+	struct cfg_seen seen;
+};
+
+/* How a number member is written. */
+enum cfg_unit {
+	CFG_COUNT, /* an integer */
+	CFG_BYTES, /* an integer, or a string "N", "NK", "NM", "NG" (binary
+		    * units, at most CFG_SIZE_MAX) */
+	CFG_MS,	   /* a duration string such as "10s"
+		    * (config_duration_parse), in milliseconds */
+};
+
+/* Where a member's value was read: what errors about it point at. */
+struct cfg_at {
+	const config_setting_t *s; /* the setting, or its group when absent */
+	char key[CFG_KEY_MAX];	   /* its key path */
+};
+
+/* ---- errors and key paths ----------------------------------------------- */
+
+/* The file setting s was read from (an @include'd one, say); x->file
+ * when s is NULL or libconfig does not know. */
+const char *cfg_file_of(const struct cfg *x, const config_setting_t *s);
+
+/* Set x->err to "FILE:LINE: KEY: message" (s gives the file and line;
+ * "FILE: KEY: message" when it has none). Returns -EINVAL. */
+int cfg_fail(struct cfg *x, const config_setting_t *s, const char *key,
+	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Set x->err to "FILE: out of memory". Returns -ENOMEM. */
+int cfg_nomem(struct cfg *x);
+
+/* Key path "path.name" (just "name" when path is "") into buf, of
+ * CFG_KEY_MAX bytes; a longer one is cut short, ending in "...". */
+void cfg_key(char *buf, const char *path, const char *name);
+
+/* Key path "path[i]" into buf, of CFG_KEY_MAX bytes, cut as cfg_key. */
+void cfg_key_index(char *buf, const char *path, size_t i);
+
+/* The member name of g, NULL when g is NULL or has none; key (of
+ * CFG_KEY_MAX bytes) gets its path either way. Sets no error. */
+config_setting_t *cfg_member(const config_setting_t *g, const char *path,
+			     const char *name, char *key);
+
+/* ---- scalars ------------------------------------------------------------ */
+
+/* A string member: *out points into libconfig's tree, or is def when the
+ * member is absent (absent with def NULL: "missing (required)"). *at
+ * says where it was, for later errors about the value. */
+int cfg_str(struct cfg *x, const config_setting_t *g, const char *path,
+	    const char *name, const char *def, const char **out,
+	    struct cfg_at *at);
+
+/* A string member as cfg_str, of 1..max bytes ("must be 1..MAX bytes"). */
+int cfg_text(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, const char *def, size_t max, const char **out,
+	     struct cfg_at *at);
+
+/* Whether s holds only letters, digits, '.', '_' and '-'. */
+bool cfg_is_word(const char *s);
+
+/* A copy of s into *out; on failure x->err says "FILE: out of memory".
+ * Returns 0 or -ENOMEM. */
+int cfg_dup(struct cfg *x, const char *s, char **out);
+
+/* A boolean member, def when absent. */
+int cfg_bool(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, bool def, bool *out);
+
+/* A number member written as unit says, within [min, max] (in bytes or
+ * milliseconds for CFG_BYTES and CFG_MS), def when absent. */
+int cfg_number(struct cfg *x, const config_setting_t *g, const char *path,
+	       const char *name, enum cfg_unit unit, uint64_t def, uint64_t min,
+	       uint64_t max, uint64_t *out);
+
+/* A duration member in lib/duration.h's form ("365d", "1h30m"), in
+ * seconds, def when absent. */
+int cfg_seconds(struct cfg *x, const config_setting_t *g, const char *path,
+		const char *name, const char *def, uint64_t *out);
+
+/* A rate member "N/s", "N/m" (lib/policy.h), in tokens per minute; "off"
+ * (also the default) is 0. */
+int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, uint64_t *out);
+
+/* A string member that must be one of names (NULL-terminated), def when
+ * absent; *index is its place in names. Otherwise the error is
+ * "\"VALUE\": why". */
+int cfg_choice(struct cfg *x, const config_setting_t *g, const char *path,
+	       const char *name, const char *def, const char *const *names,
+	       const char *why, size_t *index);
+
+/* ---- lists and addresses ------------------------------------------------ */
+
+/* A list or array member whose elements are all strings; *out is the
+ * setting, NULL when absent. key (of CFG_KEY_MAX bytes) gets its path. */
+int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, char *key, const config_setting_t **out);
+
+/* A list of endpoints (config_addr_parse), 1..max of them, none twice,
+ * into a new array *out of *nout. Absent: "missing (required)" when
+ * required, else *out NULL and *nout 0. */
+int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
+	      const char *name, size_t max, bool required,
+	      struct config_addr **out, size_t *nout);
+
+/* A list member of CIDR strings added to rules with action; a prefix
+ * already there (from either ip_allow or ip_block) is refused, host bits
+ * set become a warning. Absent: nothing added. */
+int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
+		 const char *name, uint8_t action, struct rules *rules);
+
+/* ---- names and paths ---------------------------------------------------- */
+
+/* The member "name": 1..CONFIG_NAME_MAX bytes, no control characters; def
+ * when absent. *out is a new copy. */
+int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *def, char **out);
+
+/* A user name member: 1..32 letters, digits, '.', '_' or '-', not
+ * starting with '-'; def when absent. *out is a new copy. */
+int cfg_user(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, const char *def, char **out);
+
+/* The member "balance": a config_balance_name(), def when absent. */
+int cfg_balance(struct cfg *x, const config_setting_t *g, const char *path,
+		enum config_balance def, enum config_balance *out);
+
+/* An absolute path string member of at most max bytes ("" also allowed
+ * when empty_ok), def when absent. *out is a new copy. */
+int cfg_path(struct cfg *x, const config_setting_t *g, const char *path,
+	     const char *name, const char *def, size_t max, bool empty_ok,
+	     char **out);
+
+/* A route prefix member, required: "/seg[/seg...]" of RFC 3986 pchars,
+ * 2..CONFIG_PREFIX_MAX bytes, no percent-encoding, no empty, "." or ".."
+ * segments, no trailing '/'. *out is a new copy. */
+int cfg_prefix(struct cfg *x, const config_setting_t *g, const char *path,
+	       const char *name, char **out);
+
+#endif /* EDGE_CONFIG_VALUE_H */
