@@ -15,12 +15,15 @@ struct hdr_name {
 	const char *s;
 	size_t n;
 };
-#define HDR_NAME(lit) {lit, sizeof(lit) - 1}
+#define HDR_NAME(lit)                                                          \
+	{                                                                      \
+		lit, sizeof(lit) - 1                                           \
+	}
 
 static const struct hdr_name hop_by_hop[] = {
-    HDR_NAME("connection"),	   HDR_NAME("keep-alive"),
+    HDR_NAME("connection"),	  HDR_NAME("keep-alive"),
     HDR_NAME("proxy-connection"), HDR_NAME("te"),
-    HDR_NAME("trailer"),	   HDR_NAME("transfer-encoding"),
+    HDR_NAME("trailer"),	  HDR_NAME("transfer-encoding"),
     HDR_NAME("upgrade"),
 };
 
