@@ -120,10 +120,9 @@ void conn_uncork(struct conn *c)
 
 void conn_timer(struct conn *c, uint64_t ms)
 {
-	struct timeval tv = {(time_t)(ms / 1000),
-			     (suseconds_t)((ms % 1000) * 1000)};
+	struct timeval tv;
 
-	evtimer_add(c->timer, &tv);
+	evtimer_add(c->timer, worker_timeout(c->w, ms, &tv));
 }
 
 /* Whether the request has body bytes the client may still send. */

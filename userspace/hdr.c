@@ -38,15 +38,19 @@ static const struct hdr_name edge_owned[] = {
 
 void hdr_buf_init(struct hdr_buf *b, size_t max)
 {
-	memset(b, 0, sizeof(*b));
+	b->p = b->inl;
+	b->len = 0;
+	b->cap = sizeof(b->inl);
 	b->max = max ? max : HDR_BUF_MAX;
+	b->err = 0;
 }
 
 void hdr_buf_free(struct hdr_buf *b)
 {
 	if (!b)
 		return;
-	free(b->p);
+	if (b->p != b->inl)
+		free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
 }
@@ -66,7 +70,13 @@ int hdr_buf_add(struct hdr_buf *b, const char *s, size_t n)
 			cap *= 2;
 		if (cap > b->max)
 			cap = b->max;
-		p = realloc(b->p, cap);
+		if (b->p == b->inl) {
+			p = malloc(cap);
+			if (p)
+				memcpy(p, b->inl, b->len);
+		} else {
+			p = realloc(b->p, cap);
+		}
 		if (!p)
 			return b->err = -ENOMEM;
 		b->p = p;

@@ -28,12 +28,18 @@
 /* A growing output buffer with a hard cap. Once an append fails, every
  * later one fails too (err keeps the first error), so a builder can check
  * once at the end. */
+/* Bytes a head builder holds before it allocates: a usual head fits. */
+#define HDR_BUF_INLINE 1024
+
+/* A growing byte buffer for a head being built. p points into the
+ * structure itself until it outgrows HDR_BUF_INLINE: do not copy one. */
 struct hdr_buf {
 	char *p;
 	size_t len;
 	size_t cap;
 	size_t max;
 	int err; /* 0, -ENOMEM or -E2BIG */
+	char inl[HDR_BUF_INLINE];
 };
 
 /* What edge adds to a request it forwards. NULL strings are left out. */

@@ -775,9 +775,7 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
 		  chunked);
 	evtimer_del(c->timer);
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	bufferevent_set_timeouts(p->ub, &tv, NULL);
+	bufferevent_set_timeouts(p->ub, worker_timeout(c->w, ms, &tv), NULL);
 	proxy_relay(c);
 }
 

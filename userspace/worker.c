@@ -95,6 +95,37 @@ static void worker_publish_upstream(struct worker *w)
 	*o = st;
 }
 
+const struct timeval *worker_timeout(const struct worker *w, uint64_t ms,
+				     struct timeval *tv)
+{
+	size_t i;
+
+	for (i = 0; i < w->ncommon; i++)
+		if (w->common[i].ms == ms)
+			return w->common[i].tv;
+	tv->tv_sec = (time_t)(ms / 1000);
+	tv->tv_usec = (suseconds_t)((ms % 1000) * 1000);
+	return tv;
+}
+
+/* Make ms one of w's common timeouts (no-op when full, 0 or known). */
+static void worker_add_common(struct worker *w, uint64_t ms)
+{
+	struct timeval tv;
+	size_t i;
+
+	if (!ms || w->ncommon == WORKER_COMMON_TIMEOUTS)
+		return;
+	for (i = 0; i < w->ncommon; i++)
+		if (w->common[i].ms == ms)
+			return;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+	w->common[w->ncommon].tv = event_base_init_common_timeout(w->base, &tv);
+	if (w->common[w->ncommon].tv)
+		w->common[w->ncommon++].ms = ms;
+}
+
 static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -163,6 +194,13 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	if (!w->notify || !w->tick || !w->reap || event_add(w->notify, NULL) ||
 	    event_add(w->tick, &tv))
 		goto nomem;
+	/* the durations armed for (nearly) every request or connection */
+	worker_add_common(w, cfg->timeouts.header_ms);
+	worker_add_common(w, cfg->timeouts.upstream_connect_ms);
+	worker_add_common(w, cfg->timeouts.upstream_response_ms);
+	worker_add_common(w, cfg->timeouts.idle_keepalive_ms);
+	worker_add_common(w, CONN_PARK_MS);
+	worker_add_common(w, CONN_LINGER_MS);
 	rc = upstream_worker_new(&w->up);
 	if (rc)
 		goto nomem;

@@ -59,6 +59,9 @@ enum worker_cmd {
 	WORKER_STOP,  /* exit now, closing every connection */
 };
 
+/* Durations a worker keeps as libevent common timeouts, at most. */
+#define WORKER_COMMON_TIMEOUTS 8
+
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(conn_park_list, conn_park);
 
@@ -87,6 +90,13 @@ struct worker {
 	struct upstream_worker *up;
 	struct upstream_stats up_published; /* added to sh->up so far */
 	struct admit_limiter *limiter;	    /* NULL: no per-client rate limit */
+	/* libevent common timeouts for the durations used per request: a
+	 * timer of one of these goes into an O(1) queue, not the heap */
+	struct {
+		uint64_t ms;
+		const struct timeval *tv;
+	} common[WORKER_COMMON_TIMEOUTS];
+	size_t ncommon;
 };
 
 /*
@@ -123,5 +133,11 @@ void worker_maybe_exit(struct worker *w);
 
 /* Monotonic nanoseconds (CLOCK_MONOTONIC). */
 uint64_t worker_now_ns(void);
+
+/* The timeval for ms milliseconds on w's loop: w's common timeout for
+ * that duration when it has one, else *tv filled in. Either way, pass the
+ * result to event_add (or bufferevent_set_timeouts) on w->base only. */
+const struct timeval *worker_timeout(const struct worker *w, uint64_t ms,
+				     struct timeval *tv);
 
 #endif /* EDGE_WORKER_H */
