@@ -18,14 +18,14 @@ Bodies must be framed by Content-Length (what edged sends for a body it
 read whole). Stdlib only.
 """
 import json
-import socket
 import sys
 import threading
+
+import tcpserve
 
 PORT = int(sys.argv[1])
 LOG = sys.argv[2]
 LOCK = threading.Lock()
-NEXT = [0]
 
 
 def log(rec):
@@ -79,11 +79,4 @@ def serve(s, cid):
         s.close()
 
 
-srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", PORT))
-srv.listen(128)
-while True:
-    conn, _ = srv.accept()
-    NEXT[0] += 1
-    threading.Thread(target=serve, args=(conn, NEXT[0]), daemon=True).start()
+tcpserve.run(PORT, serve)

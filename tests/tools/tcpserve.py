@@ -1,5 +1,6 @@
 """tcpserve.py - the accept loop of the raw-socket test backends
-(bad_backend.py, cut_backend.py, rec_backend.py, tunnel_backend.py).
+(bad_backend.py, cut_backend.py, once_backend.py, rec_backend.py,
+tunnel_backend.py).
 
     import tcpserve
     tcpserve.run(PORT, handle)    # handle(sock, cid) per connection
