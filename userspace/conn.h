@@ -56,8 +56,10 @@ union conn_addr {
 /* An open client connection with no request in progress and nothing
  * buffered either way: what an idle keep-alive connection costs. */
 struct conn_park {
-	TAILQ_ENTRY(conn_park) link; /* in w->parked */
-	struct conn_park *next_free; /* in w->park_free when unused */
+	union {
+		TAILQ_ENTRY(conn_park) link; /* in w->parked while in use */
+		struct conn_park *next_free; /* in w->park_free when not */
+	};
 	struct worker *w;
 	int fd;
 	unsigned nreq;	      /* requests served on the connection so far */

@@ -237,6 +237,38 @@ run_suite() { # BIN LABEL
 		t_fail "$v: header timeout" "$(head -1 "$T_TMP/body")"
 	fi
 
+	# parking: a keep-alive connection idle past CONN_PARK_MS (100 ms)
+	# loses its buffers and gets them back with its next request; a
+	# connection that never sends a byte is closed after timeouts.header
+	if python3 - "$P_EDGE" <<'PY'; then
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+s.settimeout(5)
+codes = []
+for i in range(3):
+    s.sendall(b"GET /park%d HTTP/1.1\r\nHost: shop.test\r\n\r\n" % i)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, _, body = buf.partition(b"\r\n\r\n")
+    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+    while len(body) < n:
+        body += s.recv(65536)
+    codes.append(head.split(b" ")[1])
+    time.sleep(0.4)
+quiet = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+quiet.settimeout(6)
+t0 = time.monotonic()
+closed = quiet.recv(1) == b""
+took = time.monotonic() - t0
+print(codes, closed, round(took, 2), file=sys.stderr)
+sys.exit(0 if codes == [b"200"] * 3 and closed and 1.5 < took < 4 else 1)
+PY
+		t_ok "$v: parked keep-alive connection serves again; a silent one closes after timeouts.header"
+	else
+		t_fail "$v: parking" "see above"
+	fi
+
 	# SIGHUP: a new domain becomes routable; a bad config is refused
 	get "$v: before reload" 503 new.test / >/dev/null
 	write_conf "$T_TMP/edge.conf" ', "new.test"'
