@@ -24,15 +24,12 @@ reuse the connection). Every connection and request is logged as a JSON
 line {"ev": "accept"|"req"|"close", "c": ID[, "target": T]}, so a test
 can tell which upstream connection carried which request. Stdlib only.
 """
-import json
 import sys
-import threading
 
 import tcpserve
 
 PORT = int(sys.argv[1])
-LOCK = threading.Lock()
-LOGF = open(sys.argv[2], "a", buffering=1)
+log = tcpserve.jsonl_log(sys.argv[2])
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 BAD = {
@@ -59,10 +56,6 @@ BAD = {
 }
 
 
-def log(rec):
-    with LOCK:
-        LOGF.write(json.dumps(rec) + "\n")
-        LOGF.flush()
 
 
 def serve(s, cid):
@@ -70,13 +63,9 @@ def serve(s, cid):
     buf = b""
     try:
         while True:
-            while b"\r\n\r\n" not in buf:
-                d = s.recv(65536)
-                if not d:
-                    raise EOFError
-                buf += d
-            i = buf.index(b"\r\n\r\n")
-            head, buf = buf[:i], buf[i + 4:]
+            head, buf = tcpserve.read_head(s, buf)
+            if head is None:
+                raise EOFError
             target = head.split(b"\r\n")[0].split(b" ")[1].decode("latin-1")
             log({"ev": "req", "c": cid, "target": target})
             s.sendall(BAD.get(target, OK))

@@ -17,13 +17,9 @@ SENT = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 
 
 def serve(s, _cid):
-    buf = b""
     try:
-        while b"\r\n\r\n" not in buf:
-            d = s.recv(65536)
-            if not d:
-                return
-            buf += d
+        if tcpserve.read_head(s)[0] is None:
+            return
         s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                   b"Content-Length: %d\r\n\r\n" % DECLARED + b"y" * SENT)
     except OSError:

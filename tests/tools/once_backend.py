@@ -19,29 +19,19 @@ read whole). Stdlib only.
 """
 import json
 import sys
-import threading
 
 import tcpserve
 
 PORT = int(sys.argv[1])
-LOG = sys.argv[2]
-LOCK = threading.Lock()
-
-
-def log(rec):
-    with LOCK, open(LOG, "a") as f:
-        f.write(json.dumps(rec) + "\n")
+log = tcpserve.jsonl_log(sys.argv[2])
 
 
 def read_request(s, buf):
     """One request from s: (method, path, headers, body, rest) or None."""
-    while b"\r\n\r\n" not in buf:
-        d = s.recv(65536)
-        if not d:
-            return None
-        buf += d
-    head, buf = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
+    head, buf = tcpserve.read_head(s, buf)
+    if head is None:
+        return None
+    lines = head[:-4].decode("latin-1").split("\r\n")
     method, path, _ = lines[0].split(" ", 2)
     hdrs = [[n.strip(), v.strip()] for n, _, v in
             (ln.partition(":") for ln in lines[1:])]

@@ -24,22 +24,15 @@ and the connection closed. Stdlib only.
 import base64
 import json
 import sys
-import threading
 
 import tcpserve
 
 PORT = int(sys.argv[1])
-LOG = sys.argv[2]
-LOCK = threading.Lock()
-LOGF = open(LOG, "a", buffering=1)
+log = tcpserve.jsonl_log(sys.argv[2])
 HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
        "upgrade"}
 
 
-def log(rec):
-    with LOCK:
-        LOGF.write(json.dumps(rec) + "\n")
-        LOGF.flush()
 
 
 class Conn:

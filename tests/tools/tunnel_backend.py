@@ -25,7 +25,6 @@ LOGFILE: path, bytes received, SHA-256 of them, bytes sent, SHA-256 of
 them, and the first bytes received.
 """
 import hashlib
-import json
 import socket
 import sys
 import threading
@@ -34,23 +33,7 @@ import tcpserve
 import tunnel_pattern
 
 PORT = int(sys.argv[1])
-LOG = sys.argv[2]
-LOCK = threading.Lock()
-
-
-def log(rec):
-    with LOCK, open(LOG, "a") as f:
-        f.write(json.dumps(rec) + "\n")
-
-
-def read_head(s, buf):
-    while b"\r\n\r\n" not in buf:
-        d = s.recv(65536)
-        if not d:
-            return None, buf
-        buf += d
-    i = buf.index(b"\r\n\r\n") + 4
-    return buf[:i], buf[i:]
+log = tcpserve.jsonl_log(sys.argv[2])
 
 
 def switch(s, proto=b"raw-test", extra=b""):
@@ -75,7 +58,7 @@ def drain(s, rest, h):
 def serve(s):
     buf = b""
     while True:
-        head, buf = read_head(s, buf)
+        head, buf = tcpserve.read_head(s, buf)
         if head is None:
             return
         path = head.split(b" ")[1].decode()
