@@ -720,6 +720,7 @@ static void conn_park_free(struct conn_park *k, bool keep_fd)
 
 	event_del((struct event *)k->ev);
 	TAILQ_REMOVE(&w->parked, k, link);
+	atomic_fetch_sub(&w->sh->parked, 1);
 	if (!keep_fd) {
 		close(k->fd);
 		w->nconns--;
@@ -754,8 +755,8 @@ static void conn_park_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Park fd (counted in w->nconns and sh->connections) for at most ms.
- * Returns -1 when out of memory, fd left to the caller. */
+/* Park fd for at most ms; the caller has counted it in w->nconns and
+ * sh->connections. Returns -1 when out of memory, fd left to the caller. */
 static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
 		     socklen_t len, unsigned nreq, uint64_t ms)
 {
@@ -778,6 +779,7 @@ static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
 		return -1;
 	}
 	TAILQ_INSERT_TAIL(&w->parked, k, link);
+	atomic_fetch_add(&w->sh->parked, 1);
 	return 0;
 }
 
@@ -811,8 +813,9 @@ static void conn_idle_tick(struct conn *c)
 		conn_timer(c, limit - waited);
 		return;
 	}
-	/* hand the socket to a parked entry, then free c without closing
-	 * it: unset CLOSE_ON_FREE by taking the fd out of the bufferevent */
+	/* hand a duplicate of the socket to a parked entry, then close c:
+	 * freeing its bufferevent closes the original descriptor (later,
+	 * once libevent has unregistered it) */
 	fd = dup(bufferevent_getfd(c->bev));
 	if (fd < 0 ||
 	    conn_park(w, fd, &c->peer, c->peer_len, c->nreq, limit - waited)) {

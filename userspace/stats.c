@@ -39,7 +39,7 @@ struct stats {
 	struct metrics_counter *req[OUTCOME_MAX];
 	struct metrics_counter *cls[STATS_CLASSES];
 	struct metrics_histogram *dur, *up;
-	struct metrics_gauge *conns, *gen, *spooled;
+	struct metrics_gauge *conns, *parked, *gen, *spooled;
 	struct metrics_counter *an[STATS_AN_MAX];
 	struct metrics_counter *an_errors;
 	struct metrics_gauge *up_eps, *up_idle;
@@ -118,9 +118,12 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 				      metrics_duration_nbounds, 1000000000);
 	s->conns = metrics_gauge_new(s->m, "edge_connections",
 				     "Client connections open.", NULL);
+	s->parked = metrics_gauge_new(
+	    s->m, "edge_connections_parked",
+	    "Client connections idle without buffers (parked).", NULL);
 	s->gen = metrics_gauge_new(s->m, "edge_route_generation",
 				   "Generation of the live route table.", NULL);
-	if (!s->dur || !s->up || !s->conns || !s->gen)
+	if (!s->dur || !s->up || !s->conns || !s->parked || !s->gen)
 		goto nomem;
 	lab[0] = "result";
 	for (i = 0; i < STATS_AN_MAX; i++) {
@@ -232,6 +235,7 @@ static void stats_refresh(struct stats *s)
 	struct analytics_stats st;
 
 	metrics_gauge_set(s->conns, (int64_t)atomic_load(&s->sh->connections));
+	metrics_gauge_set(s->parked, (int64_t)atomic_load(&s->sh->parked));
 	metrics_gauge_set(s->gen, t ? (int64_t)route_table_generation(t) : 0);
 	route_table_put(t);
 	metrics_gauge_set(s->up_eps,

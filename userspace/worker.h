@@ -49,6 +49,7 @@ struct worker_shared {
 	struct analytics *analytics; /* NULL: recording off */
 	struct admit_gauge inflight; /* limits.max_inflight */
 	atomic_ulong connections;    /* open client connections */
+	atomic_ulong parked;	     /* of them, parked (conn.h) */
 	struct h1_limits h1;	     /* from limits.* */
 	struct worker_upstream_totals up;
 };
