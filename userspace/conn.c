@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <netinet/tcp.h>
@@ -17,14 +16,14 @@
 #include <unistd.h>
 
 #include "analytics.h"
-#include "bevio.h"
+#include "sockio.h"
 #include "conn.h"
 #include "stats.h"
 #include "upstream.h"
 #include "worker.h"
 
 static void conn_parse(struct conn *c);
-static void conn_write_cb(struct bufferevent *bev, void *arg);
+static void conn_write_cb(struct sockio *io, void *arg);
 static uint64_t conn_idle_ms(const struct conn *c);
 static void conn_idle_tick(struct conn *c);
 
@@ -95,27 +94,8 @@ void conn_write(struct conn *c, const void *p, size_t n)
 {
 	if (c->closed)
 		return;
-	bufferevent_write(c->bev, p, n);
+	evbuffer_add(sockio_output(c->io), p, n);
 	c->r.bytes_out += n;
-}
-
-void conn_cork(struct conn *c)
-{
-	if (!c->closed && !c->corked)
-		c->corked = bevio_cork(c->bev);
-}
-
-void conn_uncork(struct conn *c)
-{
-	if (!c->corked)
-		return;
-	c->corked = false;
-	if (c->closed)
-		return;
-	if (c->state == CONN_PROXY && c->r.p.state == PROXY_TUNNEL)
-		return; /* the tunnel owns the socket now */
-	if (bevio_uncork(c->bev, true))
-		conn_write_cb(c->bev, c);
 }
 
 void conn_timer(struct conn *c, uint64_t ms)
@@ -231,9 +211,9 @@ static void conn_send_error(struct conn *c, enum outcome o, const char *extra,
  * until the client closes (bounded in time and bytes). */
 static void conn_linger(struct conn *c)
 {
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+	if (evbuffer_get_length(sockio_output(c->io)) > 0)
 		return; /* the write callback comes back here */
-	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+	shutdown(sockio_fd(c->io), SHUT_WR);
 }
 
 /* Flush what is queued for the client, then close (CONN_CLOSING). */
@@ -242,13 +222,11 @@ static void conn_finish(struct conn *c)
 	if (c->closed)
 		return;
 	c->state = CONN_CLOSING;
-	bufferevent_set_timeouts(c->bev, NULL, NULL);
-	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	sockio_set_read_timeout(c->io, 0);
+	sockio_set_watermarks(c->io, 0, 0);
+	sockio_enable(c->io, EV_READ | EV_WRITE);
 	conn_timer(c, CONN_LINGER_MS);
-	if (c->client_eof &&
-	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+	if (c->client_eof && evbuffer_get_length(sockio_output(c->io)) == 0) {
 		conn_close(c);
 		return;
 	}
@@ -276,13 +254,10 @@ static void conn_wait_head(struct conn *c)
 
 	c->state = CONN_HEAD;
 	c->timer_mode = CONN_T_NONE;
-	bufferevent_set_timeouts(c->bev, NULL, NULL);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, sh->h1.head_max + 1);
-	bufferevent_setwatermark(c->bev, EV_WRITE, PROXY_LOW_WATER, 0);
-	/* writing stays off while corked: uncork writes, then enables it */
-	bufferevent_enable(c->bev, c->corked ? EV_READ : EV_READ | EV_WRITE);
-	if (evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
-	    !c->client_eof) {
+	sockio_set_read_timeout(c->io, 0);
+	sockio_set_watermarks(c->io, sh->h1.head_max + 1, PROXY_LOW_WATER);
+	sockio_enable(c->io, EV_READ | EV_WRITE);
+	if (evbuffer_get_length(sockio_input(c->io)) == 0 && !c->client_eof) {
 		conn_idle_begin(c); /* nothing to parse: no kick needed */
 		return;
 	}
@@ -444,7 +419,7 @@ static void conn_req_head(struct conn *c)
 static void conn_parse(struct conn *c)
 {
 	const struct worker_shared *sh = c->w->sh;
-	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer *in = sockio_input(c->io);
 	struct req *r = &c->r;
 	size_t len = evbuffer_get_length(in), n;
 	const char *buf;
@@ -453,8 +428,7 @@ static void conn_parse(struct conn *c)
 	if (c->state != CONN_HEAD || c->closed)
 		return;
 	c->kick = false; /* this parse is what the kick asked for */
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
-	    PROXY_HIGH_WATER)
+	if (evbuffer_get_length(sockio_output(c->io)) > PROXY_HIGH_WATER)
 		return; /* pipelined answers pile up: the write cb resumes */
 	if (len == 0) {
 		if (c->client_eof) {
@@ -507,16 +481,14 @@ static void conn_parse(struct conn *c)
 	conn_req_head(c);
 }
 
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+static void conn_read_cb(struct sockio *io, void *arg)
 {
 	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = sockio_input(io);
 
 	switch (c->state) {
 	case CONN_HEAD:
-		conn_cork(c); /* an error answer goes out at once */
 		conn_parse(c);
-		conn_uncork(c);
 		break;
 	case CONN_PROXY:
 		proxy_client_readable(c);
@@ -530,11 +502,11 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
-static void conn_write_cb(struct bufferevent *bev, void *arg)
+static void conn_write_cb(struct sockio *io, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)bev;
+	(void)io;
 	switch (c->state) {
 	case CONN_HEAD:
 		conn_parse(c);
@@ -551,12 +523,12 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
-static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+static void conn_event_cb(struct sockio *io, short what, void *arg)
 {
 	struct conn *c = arg;
-	bool eof = (what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING);
+	bool eof = (what & SOCKIO_EOF) && (what & SOCKIO_READING);
 
-	(void)bev;
+	(void)io;
 	switch (c->state) {
 	case CONN_HEAD:
 		if (eof) {
@@ -636,12 +608,12 @@ static struct conn *conn_open(struct worker *w, int fd,
 			  sizeof(c->client_ip));
 	if (cidr_parse_addr(c->client_ip, &c->peer_cidr, NULL))
 		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
-	c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->io = sockio_new(w->base, fd);
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	c->btimer = evtimer_new(w->base, conn_btimer_cb, c);
-	if (!c->bev || !c->timer || !c->btimer) {
-		if (c->bev)
-			bufferevent_free(c->bev);
+	if (!c->io || !c->timer || !c->btimer) {
+		if (c->io)
+			sockio_free(c->io);
 		else
 			close(fd);
 		if (c->timer)
@@ -651,8 +623,7 @@ static struct conn *conn_open(struct worker *w, int fd,
 		free(c);
 		return NULL;
 	}
-	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
-			  c);
+	sockio_setcb(c->io, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	TAILQ_INSERT_TAIL(&w->conns, c, link);
 	w->nconns++;
 	conn_wait_head(c);
@@ -800,6 +771,7 @@ static void conn_idle_tick(struct conn *c)
 	struct worker *w = c->w;
 	uint64_t waited = (worker_now_ns() - c->idle_since) / 1000000;
 	uint64_t limit = conn_idle_ms(c);
+	struct conn_park *k;
 	int fd;
 
 	if (waited >= limit) {
@@ -808,20 +780,25 @@ static void conn_idle_tick(struct conn *c)
 	}
 	if (c->state != CONN_HEAD || c->r.active || c->client_eof ||
 	    c->close_after || w->draining ||
-	    evbuffer_get_length(bufferevent_get_input(c->bev)) ||
-	    evbuffer_get_length(bufferevent_get_output(c->bev))) {
+	    evbuffer_get_length(sockio_input(c->io)) ||
+	    evbuffer_get_length(sockio_output(c->io))) {
 		conn_timer(c, limit - waited);
 		return;
 	}
-	/* hand a duplicate of the socket to a parked entry, then close c:
-	 * freeing its bufferevent closes the original descriptor (later,
-	 * once libevent has unregistered it) */
-	fd = dup(bufferevent_getfd(c->bev));
-	if (fd < 0 ||
-	    conn_park(w, fd, &c->peer, c->peer_len, c->nreq, limit - waited)) {
-		if (fd >= 0)
-			close(fd);
+	/* an entry for it first (put back, it is the one conn_park takes):
+	 * without memory for one, c just waits on */
+	k = conn_park_alloc(w);
+	if (!k) {
 		conn_timer(c, limit - waited);
+		return;
+	}
+	conn_park_put(w, k);
+	/* hand the socket to the parked entry, then close c */
+	fd = sockio_release(c->io);
+	c->io = NULL;
+	if (conn_park(w, fd, &c->peer, c->peer_len, c->nreq, limit - waited)) {
+		close(fd); /* could not watch it (epoll): it closes */
+		conn_close(c);
 		return;
 	}
 	w->nconns++; /* the parked entry; conn_close takes c's away */
@@ -883,8 +860,8 @@ void conn_close(struct conn *c)
 	}
 	c->closed = true;
 	proxy_release(c, false);
-	bufferevent_free(c->bev);
-	c->bev = NULL;
+	sockio_free(c->io);
+	c->io = NULL;
 	event_free(c->timer);
 	c->timer = NULL;
 	event_free(c->btimer);

@@ -27,6 +27,7 @@
 #include "proxy.h"
 #include "route.h"
 
+struct sockio;
 struct worker;
 
 /* What c->timer means while waiting for a head. */
@@ -42,7 +43,7 @@ struct worker;
 
 /* How long a connection waits between requests (or for its first byte)
  * with its buffers before it is parked (struct conn_park): a parked
- * connection holds no buffers, no request state and no bufferevent, only
+ * connection holds no buffers, no request state and no sockio, only
  * its socket, peer and one read event, until its next byte arrives. */
 #define CONN_PARK_MS 100
 
@@ -99,7 +100,7 @@ struct req {
 struct conn {
 	TAILQ_ENTRY(conn) link;
 	struct worker *w;
-	struct bufferevent *bev;
+	struct sockio *io;    /* the client's socket */
 	struct event *timer;  /* header / idle / connect / response deadline */
 	struct event *btimer; /* the request body's deadline (proxy.c) */
 	union conn_addr peer;
@@ -114,7 +115,6 @@ struct conn {
 	bool close_after;    /* close once the current request ends */
 	bool client_eof;     /* the client half-closed */
 	bool closed;	     /* conn_close ran; memory freed soon */
-	bool corked;	     /* conn_cork: output held until conn_uncork */
 	uint64_t discarded;  /* bytes thrown away while closing */
 	struct req r;
 };
@@ -143,13 +143,6 @@ void conn_close(struct conn *c);
 
 /* Write n bytes of response to the client, counted in bytes_out. */
 void conn_write(struct conn *c, const void *p, size_t n);
-
-/* Between conn_cork and conn_uncork, what is queued for the client is
- * held (bevio.h); uncork writes it to the socket at once and, when all of
- * it went, runs what the write callback would have. Uncork is safe after c
- * was closed or became a tunnel; a cork inside a cork does nothing. */
-void conn_cork(struct conn *c);
-void conn_uncork(struct conn *c);
 
 /* Arm c's timer for ms milliseconds. */
 void conn_timer(struct conn *c, uint64_t ms);

@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,8 +18,8 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "bevio.h"
 #include "proxy.h"
+#include "sockio.h"
 #include "tunnel.h"
 #include "upstream.h"
 #include "worker.h"
@@ -127,47 +126,46 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 
 /* A pooled upstream connection closed, failed or sent unsolicited bytes:
  * out of the pool and closed (arg: its endpoint). */
-static void proxy_pool_read_cb(struct bufferevent *bev, void *arg)
+static void proxy_pool_read_cb(struct sockio *uio, void *arg)
 {
-	upstream_pool_forget(arg, bev);
-	bufferevent_free(bev);
+	upstream_pool_forget(arg, uio);
+	sockio_free(uio);
 }
 
-static void proxy_pool_event_cb(struct bufferevent *bev, short what, void *arg)
+static void proxy_pool_event_cb(struct sockio *uio, short what, void *arg)
 {
 	(void)what;
-	proxy_pool_read_cb(bev, arg);
+	proxy_pool_read_cb(uio, arg);
 }
 
 void proxy_pool_release(void *obj, int fd)
 {
 	(void)fd;
-	bufferevent_free(obj);
+	sockio_free(obj);
 }
 
-/* Close the upstream bufferevent, or give a clean connection to the pool
- * as it is (still registered, watched for EOF and stray bytes). */
-static void proxy_drop_ub(struct conn *c, bool give)
+/* Close the upstream connection, or give a clean one to the pool as it
+ * is (still registered, watched for EOF and stray bytes). */
+static void proxy_drop_uio(struct conn *c, bool give)
 {
 	struct proxy *p = &c->r.p;
-	struct bufferevent *ub = p->ub;
+	struct sockio *uio = p->uio;
 
-	if (!ub)
+	if (!uio)
 		return;
-	p->ub = NULL;
-	if (give && p->ep &&
-	    evbuffer_get_length(bufferevent_get_input(ub)) == 0 &&
-	    evbuffer_get_length(bufferevent_get_output(ub)) == 0) {
-		bufferevent_setcb(ub, proxy_pool_read_cb, NULL,
-				  proxy_pool_event_cb, p->ep);
-		bufferevent_set_timeouts(ub, NULL, NULL);
-		bufferevent_setwatermark(ub, EV_READ, 0, 0);
-		bufferevent_enable(ub, EV_READ);
-		upstream_pool_give_obj(c->w->up, p->ep, bufferevent_getfd(ub),
-				       ub, worker_now_ns());
+	p->uio = NULL;
+	if (give && p->ep && evbuffer_get_length(sockio_input(uio)) == 0 &&
+	    evbuffer_get_length(sockio_output(uio)) == 0) {
+		sockio_setcb(uio, proxy_pool_read_cb, NULL, proxy_pool_event_cb,
+			     p->ep);
+		sockio_set_read_timeout(uio, 0);
+		sockio_set_watermarks(uio, 0, 0);
+		sockio_enable(uio, EV_READ);
+		upstream_pool_give_obj(c->w->up, p->ep, sockio_fd(uio), uio,
+				       worker_now_ns());
 		return;
 	}
-	bufferevent_free(ub);
+	sockio_free(uio);
 }
 
 static void proxy_ep_done(struct conn *c)
@@ -192,12 +190,12 @@ void proxy_release(struct conn *c, bool ok)
 		tunnel_free(p->tun);
 		p->tun = NULL;
 	}
-	if (p->ub) {
+	if (p->uio) {
 		give = ok && p->reusable && p->req_body.done &&
 		       p->resp_body.done &&
-		       evbuffer_get_length(bufferevent_get_input(p->ub)) == 0 &&
-		       evbuffer_get_length(bufferevent_get_output(p->ub)) == 0;
-		proxy_drop_ub(c, give);
+		       evbuffer_get_length(sockio_input(p->uio)) == 0 &&
+		       evbuffer_get_length(sockio_output(p->uio)) == 0;
+		proxy_drop_uio(c, give);
 	}
 	proxy_ep_done(c);
 	if (p->held) {
@@ -219,7 +217,7 @@ static void proxy_attempt_failed(struct conn *c)
 		  p->ep ? upstream_ep_addr(p->ep)->text : "?");
 	if (p->ep)
 		upstream_report(c->w->up, p->ep, false, worker_now_ns());
-	proxy_drop_ub(c, false);
+	proxy_drop_uio(c, false);
 	proxy_ep_done(c);
 	p->ep = NULL;
 	proxy_connect(c);
@@ -230,21 +228,21 @@ static void proxy_pump_request(struct conn *c)
 {
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
-	struct evbuffer *cin = bufferevent_get_input(c->bev), *uout;
+	struct evbuffer *cin = sockio_input(c->io), *uout;
 	size_t before, queued;
 	uint64_t data;
 	int rc;
 
 	if (p->req_body.done)
 		return;
-	if (!p->ub || p->state < PROXY_WAITING) {
+	if (!p->uio || p->state < PROXY_WAITING) {
 		proxy_body_clock(c); /* the body waits in the client's input */
 		return;
 	}
-	uout = bufferevent_get_output(p->ub);
+	uout = sockio_output(p->uio);
 	queued = evbuffer_get_length(uout);
 	if (queued >= PROXY_HIGH_WATER) {
-		bufferevent_disable(c->bev, EV_READ);
+		sockio_disable(c->io, EV_READ);
 		proxy_body_clock(c);
 		return;
 	}
@@ -271,7 +269,7 @@ static void proxy_pump_request(struct conn *c)
 		return;
 	}
 	if (evbuffer_get_length(uout) >= PROXY_HIGH_WATER)
-		bufferevent_disable(c->bev, EV_READ);
+		sockio_disable(c->io, EV_READ);
 	proxy_body_clock(c);
 }
 
@@ -282,7 +280,7 @@ static void proxy_pump_request(struct conn *c)
 static int proxy_send_held(struct conn *c)
 {
 	struct proxy *p = &c->r.p;
-	struct evbuffer *uout = bufferevent_get_output(p->ub);
+	struct evbuffer *uout = sockio_output(p->uio);
 	size_t n = evbuffer_get_length(p->held);
 
 	if (n == 0)
@@ -304,7 +302,6 @@ static void proxy_connected(struct conn *c)
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
 	struct hdr_buf b;
-	bool corked;
 
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
@@ -333,52 +330,47 @@ static void proxy_connected(struct conn *c)
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
-	corked = bevio_cork(p->ub);
-	bufferevent_write(p->ub, b.p, b.len);
-	hdr_buf_free(&b);
-	if (p->held && proxy_send_held(c)) {
-		bevio_uncork(p->ub, corked);
+	/* the head (and a body read whole) go out at the end of this loop
+	 * turn, in one send */
+	if (evbuffer_add(sockio_output(p->uio), b.p, b.len) ||
+	    (p->held && proxy_send_held(c))) {
+		hdr_buf_free(&b);
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
-	/* the head (and a body read whole) go out now; the write callback's
-	 * work, pumping the rest of a body, follows below */
-	bevio_uncork(p->ub, corked);
+	hdr_buf_free(&b);
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
 	conn_timer(c, cfg->timeouts.upstream_response_ms);
-	bufferevent_enable(p->ub, EV_READ); /* writing is: see bevio.h */
+	sockio_enable(p->uio, EV_READ | EV_WRITE);
 	if (!p->req_body.done) {
-		bufferevent_enable(c->bev, EV_READ);
+		sockio_enable(c->io, EV_READ);
 		proxy_pump_request(c);
 	}
 }
 
-static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg);
-static void proxy_up_read_cb(struct bufferevent *bev, void *arg);
-static void proxy_up_write_cb(struct bufferevent *bev, void *arg);
+static void proxy_up_event_cb(struct sockio *uio, short what, void *arg);
+static void proxy_up_read_cb(struct sockio *uio, void *arg);
+static void proxy_up_write_cb(struct sockio *uio, void *arg);
 
-/* Make p->ub: a new bufferevent on fd, or ub (pooled) when not NULL. */
-static int proxy_new_ub(struct conn *c, int fd, struct bufferevent *ub)
+/* Make p->uio: a new sockio on fd, or uio (pooled) when not NULL. */
+static int proxy_new_uio(struct conn *c, int fd, struct sockio *uio)
 {
 	const struct worker_shared *sh = c->w->sh;
 	struct proxy *p = &c->r.p;
 	size_t high = sh->h1.head_max + 1;
 
-	p->ub =
-	    ub ? ub
-	       : bufferevent_socket_new(c->w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!p->ub) {
+	p->uio = uio ? uio : sockio_new(c->w->base, fd);
+	if (!p->uio) {
 		close(fd);
 		return -ENOMEM;
 	}
 	if (high < PROXY_HIGH_WATER)
 		high = PROXY_HIGH_WATER;
-	bufferevent_setcb(p->ub, proxy_up_read_cb, proxy_up_write_cb,
-			  proxy_up_event_cb, c);
-	bufferevent_setwatermark(p->ub, EV_READ, 0, high);
-	bufferevent_setwatermark(p->ub, EV_WRITE, PROXY_LOW_WATER, 0);
+	sockio_setcb(p->uio, proxy_up_read_cb, proxy_up_write_cb,
+		     proxy_up_event_cb, c);
+	sockio_set_watermarks(p->uio, high, PROXY_LOW_WATER);
 	return 0;
 }
 
@@ -414,7 +406,7 @@ static void proxy_connect(struct conn *c)
 	fd = upstream_pool_take_obj(w->up, ep, now, &pooled);
 	if (fd >= 0) {
 		p->reused = true;
-		if (proxy_new_ub(c, fd, pooled)) {
+		if (proxy_new_uio(c, fd, pooled)) {
 			conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 			return;
 		}
@@ -425,14 +417,13 @@ static void proxy_connect(struct conn *c)
 	a = upstream_ep_addr(ep);
 	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
-	if (fd < 0 || proxy_new_ub(c, fd, NULL)) {
+	if (fd < 0 || proxy_new_uio(c, fd, NULL)) {
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
 	p->state = PROXY_CONNECTING;
 	conn_timer(c, w->sh->cfg->timeouts.upstream_connect_ms);
-	if (bufferevent_socket_connect(p->ub, (const struct sockaddr *)&a->ss,
-				       (int)a->len) < 0)
+	if (sockio_connect(p->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
 		proxy_attempt_failed(c);
 }
 
@@ -447,7 +438,7 @@ static void proxy_buffer_body(struct conn *c)
 	uint64_t cap = c->w->sh->cfg->limits.body_buffer;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
-	struct evbuffer *cin = bufferevent_get_input(c->bev);
+	struct evbuffer *cin = sockio_input(c->io);
 	size_t before = evbuffer_get_length(cin);
 	size_t held = evbuffer_get_length(p->held);
 	uint64_t data;
@@ -499,14 +490,14 @@ void proxy_start(struct conn *c)
 	p->upgrade = r->h.upgrade && p->req_body.in == BODY_NONE;
 	/* a body waits in the client's input (bounded by the read
 	 * watermark) until it is buffered or an upstream is connected */
-	bufferevent_setwatermark(c->bev, EV_READ, 0, PROXY_HIGH_WATER);
+	sockio_set_watermarks(c->io, PROXY_HIGH_WATER, PROXY_LOW_WATER);
 	if (p->req_body.done) {
 		proxy_connect(c);
 		return;
 	}
 	admit_rate_init(&p->rate, cfg->timeouts.body_ms,
 			cfg->timeouts.body_min_rate, worker_now_ns());
-	bufferevent_enable(c->bev, EV_READ);
+	sockio_enable(c->io, EV_READ);
 	if (cap > 0 &&
 	    (p->req_body.in == BODY_CHUNKED || p->req_body.left <= cap)) {
 		p->held = evbuffer_new();
@@ -543,12 +534,11 @@ static void proxy_body_clock(struct conn *c)
 		evtimer_del(c->btimer);
 		return;
 	}
-	cin = bufferevent_get_input(c->bev);
+	cin = sockio_input(c->io);
 	queued = evbuffer_get_length(cin);
 	now = worker_now_ns();
 	admit_rate_seen(&p->rate, r->bytes_in - r->head_len + queued, now);
-	if ((bufferevent_get_enabled(c->bev) & EV_READ) &&
-	    queued < PROXY_HIGH_WATER)
+	if ((sockio_enabled(c->io) & EV_READ) && queued < PROXY_HIGH_WATER)
 		admit_rate_resume(&p->rate, now);
 	else
 		admit_rate_pause(&p->rate, now);
@@ -621,19 +611,6 @@ static bool proxy_upgrade_matches(const struct req *r,
 	return h1_list_has(r->h.h.upgrade_proto, r->h.h.upgrade_len, proto);
 }
 
-/* Move what bev still has to write to the end of to. (A bufferevent's
- * output is frozen at its start: only the bufferevent drains it.) */
-static int proxy_take_output(struct evbuffer *to, struct bufferevent *bev)
-{
-	struct evbuffer *out = bufferevent_get_output(bev);
-	int rc;
-
-	evbuffer_unfreeze(out, 1);
-	rc = evbuffer_add_buffer(to, out);
-	evbuffer_freeze(out, 1);
-	return rc;
-}
-
 /* The tunnel ended: so does the request (outcome tunnel, one event). */
 static void proxy_tunnel_done(struct tunnel *t, const struct tunnel_stats *st,
 			      void *arg)
@@ -657,9 +634,9 @@ static void proxy_tunnel_done(struct tunnel *t, const struct tunnel_stats *st,
  * What edge holds for each side (the client's output with the 101 head
  * and the upstream's bytes after it; the upstream's output and whatever
  * the client sent after its request head) goes first, in order. The
- * tunnel gets duplicates of the two descriptors: the upstream bufferevent
- * is freed (never pooled), the client's is kept, disabled, until the
- * request ends. The admission in-flight gauges are released now (a tunnel
+ * tunnel gets duplicates of the two descriptors: the upstream sockio is
+ * freed (never pooled), the client's is kept, stopped, until the request
+ * ends. The admission in-flight gauges are released now (a tunnel
  * is bounded by limits.max_connections, not by the in-flight caps); the
  * endpoint's in-flight count is kept until the tunnel ends.
  */
@@ -668,28 +645,27 @@ static void proxy_tunnel_begin(struct conn *c)
 	struct worker_shared *sh = c->w->sh;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
-	struct evbuffer *cin = bufferevent_get_input(c->bev);
-	struct evbuffer *uin = bufferevent_get_input(p->ub);
+	struct evbuffer *cin = sockio_input(c->io);
+	struct evbuffer *uin = sockio_input(p->uio);
 	struct evbuffer *to_up = evbuffer_new(), *to_client = evbuffer_new();
 	int cfd = -1, ufd = -1, rc = -ENOMEM;
 
 	if (!to_up || !to_client)
 		goto out;
-	cfd = fcntl(bufferevent_getfd(c->bev), F_DUPFD_CLOEXEC, 3);
-	ufd = fcntl(bufferevent_getfd(p->ub), F_DUPFD_CLOEXEC, 3);
+	cfd = fcntl(sockio_fd(c->io), F_DUPFD_CLOEXEC, 3);
+	ufd = fcntl(sockio_fd(p->uio), F_DUPFD_CLOEXEC, 3);
 	if (cfd < 0 || ufd < 0)
 		goto out;
 	r->bytes_in += evbuffer_get_length(cin);
 	r->bytes_out += evbuffer_get_length(uin);
-	if (proxy_take_output(to_up, p->ub) ||
+	if (evbuffer_add_buffer(to_up, sockio_output(p->uio)) ||
 	    evbuffer_add_buffer(to_up, cin) ||
-	    proxy_take_output(to_client, c->bev) ||
+	    evbuffer_add_buffer(to_client, sockio_output(c->io)) ||
 	    evbuffer_add_buffer(to_client, uin))
 		goto out;
-	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	sockio_stop(c->io);
 	evtimer_del(c->timer);
-	proxy_drop_ub(c, false);
+	proxy_drop_uio(c, false);
 	if (r->inflight)
 		admit_inflight_leave(&sh->inflight, r->m.inflight);
 	r->inflight = false;
@@ -727,7 +703,6 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	enum body_kind kind = BODY_NONE;
 	char extra[512];
 	struct hdr_buf b;
-	struct timeval tv;
 	uint64_t ms = c->w->sh->cfg->timeouts.upstream_response_ms;
 
 	switch (resp->body) {
@@ -762,7 +737,7 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	conn_write(c, b.p, b.len);
 	hdr_buf_free(&b);
 	/* the spans of resp point into the input: no use after this */
-	evbuffer_drain(bufferevent_get_input(p->ub), head_len);
+	evbuffer_drain(sockio_input(p->uio), head_len);
 	r->status = resp->code;
 	r->resp_started = true;
 	r->t_resp = worker_now_ns();
@@ -775,7 +750,7 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
 		  chunked);
 	evtimer_del(c->timer);
-	bufferevent_set_timeouts(p->ub, worker_timeout(c->w, ms, &tv), NULL);
+	sockio_set_read_timeout(p->uio, ms);
 	proxy_relay(c);
 }
 
@@ -785,7 +760,7 @@ static void proxy_parse(struct conn *c)
 	const struct worker_shared *sh = c->w->sh;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
-	struct evbuffer *in = bufferevent_get_input(p->ub);
+	struct evbuffer *in = sockio_input(p->uio);
 	const char *buf;
 	size_t len, n;
 	int rc;
@@ -840,13 +815,13 @@ static void proxy_relay(struct conn *c)
 	uint64_t data;
 	int rc;
 
-	if (p->state != PROXY_RELAYING || !p->ub)
+	if (p->state != PROXY_RELAYING || !p->uio)
 		return;
-	uin = bufferevent_get_input(p->ub);
-	cout = bufferevent_get_output(c->bev);
+	uin = sockio_input(p->uio);
+	cout = sockio_output(c->io);
 	queued = evbuffer_get_length(cout);
 	if (queued >= PROXY_HIGH_WATER) {
-		bufferevent_disable(p->ub, EV_READ);
+		sockio_disable(p->uio, EV_READ);
 		return;
 	}
 	before = queued;
@@ -882,29 +857,27 @@ static void proxy_relay(struct conn *c)
 		return;
 	}
 	if (evbuffer_get_length(cout) >= PROXY_HIGH_WATER)
-		bufferevent_disable(p->ub, EV_READ);
+		sockio_disable(p->uio, EV_READ);
 }
 
-static void proxy_up_read_cb(struct bufferevent *bev, void *arg)
+static void proxy_up_read_cb(struct sockio *uio, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)bev;
-	conn_cork(c); /* the response (or its next piece) goes out at once */
+	(void)uio;
 	if (c->r.p.state == PROXY_WAITING)
 		proxy_parse(c);
 	else if (c->r.p.state == PROXY_RELAYING)
 		proxy_relay(c);
-	conn_uncork(c);
 }
 
-static void proxy_up_write_cb(struct bufferevent *bev, void *arg)
+static void proxy_up_write_cb(struct sockio *uio, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)bev;
+	(void)uio;
 	if (!c->r.p.req_body.done) {
-		bufferevent_enable(c->bev, EV_READ);
+		sockio_enable(c->io, EV_READ);
 		proxy_pump_request(c);
 	}
 }
@@ -915,31 +888,31 @@ static bool method_idempotent(enum h1_method m)
 	       m == H1_M_PUT || m == H1_M_DELETE || m == H1_M_TRACE;
 }
 
-static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg)
+static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 {
 	struct conn *c = arg;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 
-	(void)bev;
+	(void)uio;
 	switch (p->state) {
 	case PROXY_CONNECTING:
-		if (what & BEV_EVENT_CONNECTED)
+		if (what & SOCKIO_CONNECTED)
 			proxy_connected(c);
 		else
 			proxy_attempt_failed(c);
 		return;
 	case PROXY_WAITING:
-		if (what & BEV_EVENT_TIMEOUT)
+		if (what & SOCKIO_TIMEOUT)
 			return;
 		if (p->reused && (p->req_body.in == BODY_NONE || p->buffered) &&
 		    method_idempotent(r->h.method) &&
-		    evbuffer_get_length(bufferevent_get_input(p->ub)) == 0) {
+		    evbuffer_get_length(sockio_input(p->uio)) == 0) {
 			/* a pooled connection the upstream had closed: retry
 			 * on a new one (tried[] still lets another endpoint
 			 * be chosen; this one is not blamed); a buffered body
 			 * is still in p->held */
-			proxy_drop_ub(c, false);
+			proxy_drop_uio(c, false);
 			proxy_ep_done(c);
 			p->ntried--;
 			p->ep = NULL;
@@ -951,14 +924,14 @@ static void proxy_up_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 		return;
 	case PROXY_RELAYING:
-		if (what & BEV_EVENT_TIMEOUT) {
+		if (what & SOCKIO_TIMEOUT) {
 			p->reusable = false;
 			conn_req_end(c, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 			return;
 		}
 		p->up_eof = true;
 		p->reusable = false;
-		bufferevent_disable(p->ub, EV_READ);
+		sockio_disable(p->uio, EV_READ);
 		proxy_relay(c);
 		return;
 	case PROXY_IDLE:
@@ -982,9 +955,9 @@ void proxy_client_drained(struct conn *c)
 {
 	struct proxy *p = &c->r.p;
 
-	if (p->state == PROXY_RELAYING && p->ub) {
+	if (p->state == PROXY_RELAYING && p->uio) {
 		if (!p->up_eof)
-			bufferevent_enable(p->ub, EV_READ);
+			sockio_enable(p->uio, EV_READ);
 		proxy_relay(c);
 	}
 }

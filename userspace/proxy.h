@@ -27,6 +27,7 @@
 
 struct conn;
 struct evbuffer;
+struct sockio;
 struct tunnel;
 struct upstream_ep;
 
@@ -69,7 +70,7 @@ enum proxy_state {
 /* The upstream side of one request (inside struct req). */
 struct proxy {
 	enum proxy_state state;
-	struct bufferevent *ub; /* the upstream connection */
+	struct sockio *uio; /* the upstream connection */
 	struct upstream_ep *ep;
 	bool ep_counted; /* upstream_inflight_add(+1) held */
 	bool reused;	 /* the connection came from the pool */
@@ -112,7 +113,7 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
  * passed). Ends the request itself on failure. */
 void proxy_start(struct conn *c);
 
-/* The client's bufferevent has more to read (request body) or drained
+/* The client's socket has more to read (request body) or drained
  * its output (resume the upstream). */
 void proxy_client_readable(struct conn *c);
 void proxy_client_drained(struct conn *c);
@@ -123,7 +124,7 @@ void proxy_client_gone(struct conn *c, bool eof);
 /* The request's phase timer fired (connect or response timeout). */
 void proxy_timeout(struct conn *c);
 
-/* The upstream pool's release function for the bufferevents proxy.c
+/* The upstream pool's release function for the sockios proxy.c
  * pools (upstream_worker_set_release). */
 void proxy_pool_release(void *obj, int fd);
 

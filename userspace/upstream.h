@@ -121,7 +121,7 @@ void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
 			int fd, uint64_t now_ns);
 
 /*
- * Pooling an object around the fd (a bufferevent kept registered, so a
+ * Pooling an object around the fd (a sockio kept registered, so a
  * reused connection costs no re-registration): the holder sets a release
  * function, called with (obj, fd) whenever the pool closes such an entry
  * (bounds, expiry, take finding it too old, upstream_worker_free), and

@@ -26,6 +26,8 @@
 #define WORKER_LIMITER_CLIENTS 65536
 /* How often idle pooled upstream connections are expired. */
 #define WORKER_TICK_MS 1000
+/* callbacks a worker's loop runs before it polls its sockets again */
+#define WORKER_MAX_CALLBACKS 64
 /* Parked connections after which freed memory is handed back to the
  * kernel (malloc_trim): at least this many, at the first tick with none
  * new, or at the latest after WORKER_TRIM_PARKS_MAX. */
@@ -177,7 +179,11 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	/* only this worker's thread touches its base (the main thread
 	 * speaks through w->cmd and the eventfd): no locks */
 	ecfg = event_config_new();
-	if (!ecfg || event_config_set_flag(ecfg, EVENT_BASE_FLAG_NOLOCK))
+	/* sockio.c re-activates a busy socket's event rather than looping:
+	 * look at the other sockets (epoll) after this many callbacks */
+	if (!ecfg || event_config_set_flag(ecfg, EVENT_BASE_FLAG_NOLOCK) ||
+	    event_config_set_max_dispatch_interval(ecfg, NULL,
+						   WORKER_MAX_CALLBACKS, 0))
 		goto nomem;
 	w->base = event_base_new_with_config(ecfg);
 	event_config_free(ecfg);

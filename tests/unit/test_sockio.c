@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_sockio.c - sockio on real loopback TCP sockets and a real libevent
+ * loop: echo, data and FIN arriving together (the short-read rule must
+ * not lose the EOF), the read watermark pausing and resuming, the read
+ * timeout, connect success and refusal, large writes against a peer that
+ * reads late, freeing a sockio from its own callback, and release. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sockio.h"
+#include "unit.h"
+
+/* How long a case waits for something to happen before it fails. */
+#define WAIT_MS 3000
+
+struct pair {
+	struct event_base *base;
+	struct sockio *s; /* the accepted side, under test */
+	int peer;	  /* the connecting side, plain blocking socket */
+	int lfd;
+	struct sockaddr_in addr;
+	/* what the callbacks saw */
+	int reads, writes, events;
+	short last_what;
+	bool free_in_read; /* sockio_free from the read callback */
+	bool echo;	   /* the read callback echoes and drains */
+	bool drain;	   /* the read callback drains */
+	size_t got;	   /* bytes drained by the read callback */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int listener(struct sockaddr_in *a)
+{
+	socklen_t len = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)a, sizeof(*a)), 0);
+	ck_assert_int_eq(listen(fd, 8), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)a, &len), 0);
+	return fd;
+}
+
+static void read_cb(struct sockio *s, void *arg)
+{
+	struct pair *t = arg;
+	struct evbuffer *in = sockio_input(s);
+
+	t->reads++;
+	if (t->free_in_read) {
+		sockio_free(s);
+		t->s = NULL;
+		return;
+	}
+	if (t->echo)
+		evbuffer_add_buffer(sockio_output(s), in);
+	if (t->drain) {
+		t->got += evbuffer_get_length(in);
+		evbuffer_drain(in, evbuffer_get_length(in));
+	}
+}
+
+static void write_cb(struct sockio *s, void *arg)
+{
+	struct pair *t = arg;
+
+	(void)s;
+	t->writes++;
+}
+
+static void event_cb(struct sockio *s, short what, void *arg)
+{
+	struct pair *t = arg;
+
+	(void)s;
+	t->events++;
+	t->last_what = what;
+}
+
+static void pair_open(struct pair *t)
+{
+	int fd;
+
+	memset(t, 0, sizeof(*t));
+	t->base = event_base_new();
+	ck_assert_ptr_nonnull(t->base);
+	t->lfd = listener(&t->addr);
+	t->peer = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(t->peer, 0);
+	ck_assert_int_eq(
+	    connect(t->peer, (struct sockaddr *)&t->addr, sizeof(t->addr)), 0);
+	fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK);
+	ck_assert_int_ge(fd, 0);
+	t->s = sockio_new(t->base, fd);
+	ck_assert_ptr_nonnull(t->s);
+	sockio_setcb(t->s, read_cb, write_cb, event_cb, t);
+}
+
+static void pair_close(struct pair *t)
+{
+	sockio_free(t->s);
+	close(t->peer);
+	close(t->lfd);
+	event_base_free(t->base);
+}
+
+/* Run the loop until *flag is non-zero (or fail after WAIT_MS). */
+static void run_until(struct pair *t, const int *flag)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+
+	while (!*flag) {
+		ck_assert_msg(now_ms() < end, "nothing happened in %d ms",
+			      WAIT_MS);
+		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+}
+
+/* Run the loop for ms milliseconds. */
+static void run_for(struct pair *t, uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+}
+
+/* Read exactly n bytes from fd (blocking), or fail. */
+static void peer_read(int fd, char *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		ck_assert_int_eq(poll(&p, 1, WAIT_MS), 1);
+		r = read(fd, buf + got, n - got);
+		ck_assert_int_gt(r, 0);
+		got += (size_t)r;
+	}
+}
+
+START_TEST(test_echo)
+{
+	struct pair t;
+	char buf[6] = {0};
+
+	pair_open(&t);
+	t.echo = true;
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	ck_assert_int_eq(write(t.peer, "hello", 5), 5);
+	run_until(&t, &t.writes);
+	peer_read(t.peer, buf, 5);
+	ck_assert_str_eq(buf, "hello");
+	ck_assert_int_eq(t.reads, 1);
+	ck_assert_int_eq(t.events, 0);
+	/* again on the same connection: the next bytes are a new edge */
+	ck_assert_int_eq(write(t.peer, "again", 5), 5);
+	t.writes = 0;
+	run_until(&t, &t.writes);
+	peer_read(t.peer, buf, 5);
+	ck_assert_str_eq(buf, "again");
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_data_then_fin)
+{
+	struct pair t;
+
+	pair_open(&t);
+	t.drain = true;
+	/* the bytes and the FIN are both there before the first poll: the
+	 * short read must not be taken for "nothing more" */
+	ck_assert_int_eq(write(t.peer, "abc", 3), 3);
+	ck_assert_int_eq(shutdown(t.peer, SHUT_WR), 0);
+	usleep(20000);
+	sockio_enable(t.s, EV_READ);
+	run_until(&t, &t.events);
+	ck_assert_uint_eq(t.got, 3);
+	ck_assert_int_eq(t.last_what, SOCKIO_READING | SOCKIO_EOF);
+	ck_assert_int_eq(sockio_enabled(t.s) & EV_READ, 0);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_watermark)
+{
+	struct pair t;
+	struct evbuffer *in;
+
+	pair_open(&t);
+	sockio_set_watermarks(t.s, 4, 0);
+	sockio_enable(t.s, EV_READ);
+	in = sockio_input(t.s);
+	ck_assert_int_eq(write(t.peer, "0123456789", 10), 10);
+	run_until(&t, &t.reads);
+	run_for(&t, 50);
+	/* stopped at the watermark: nothing drained, nothing more read */
+	ck_assert_uint_eq(evbuffer_get_length(in), 4);
+	ck_assert_int_eq(t.reads, 1);
+	/* draining below it resumes reading */
+	t.reads = 0;
+	evbuffer_drain(in, 4);
+	run_until(&t, &t.reads);
+	run_for(&t, 20);
+	ck_assert_uint_eq(evbuffer_get_length(in), 4);
+	evbuffer_drain(in, 4);
+	t.reads = 0;
+	run_until(&t, &t.reads);
+	ck_assert_uint_eq(evbuffer_get_length(in), 2);
+	ck_assert_int_eq(t.events, 0);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_read_timeout)
+{
+	struct pair t;
+	uint64_t t0;
+	int i;
+
+	pair_open(&t);
+	t.drain = true;
+	sockio_enable(t.s, EV_READ);
+	t0 = now_ms();
+	sockio_set_read_timeout(t.s, 150);
+	/* bytes every 50 ms keep it alive */
+	for (i = 0; i < 5; i++) {
+		ck_assert_int_eq(write(t.peer, "x", 1), 1);
+		run_for(&t, 50);
+	}
+	ck_assert_int_eq(t.events, 0);
+	ck_assert_uint_eq(t.got, 5);
+	/* then silence: it fires 150 ms after the last byte */
+	run_until(&t, &t.events);
+	ck_assert_int_eq(t.last_what, SOCKIO_READING | SOCKIO_TIMEOUT);
+	ck_assert_uint_ge(now_ms() - t0, 200 + 140); /* last byte at 200 */
+	ck_assert_int_eq(sockio_enabled(t.s) & EV_READ, 0);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_timeout_paused)
+{
+	struct pair t;
+
+	pair_open(&t);
+	sockio_enable(t.s, EV_READ);
+	sockio_set_read_timeout(t.s, 50);
+	/* not reading: no timeout */
+	sockio_disable(t.s, EV_READ);
+	run_for(&t, 150);
+	ck_assert_int_eq(t.events, 0);
+	sockio_enable(t.s, EV_READ);
+	run_until(&t, &t.events);
+	ck_assert_int_eq(t.last_what, SOCKIO_READING | SOCKIO_TIMEOUT);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_connect)
+{
+	struct pair t;
+	struct sockaddr_in dead;
+	struct sockio *c;
+	int fd, lfd2;
+
+	pair_open(&t);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	c = sockio_new(t.base, fd);
+	ck_assert_ptr_nonnull(c);
+	sockio_setcb(c, NULL, NULL, event_cb, &t);
+	ck_assert_int_eq(
+	    sockio_connect(c, (struct sockaddr *)&t.addr, sizeof(t.addr)), 0);
+	run_until(&t, &t.events);
+	ck_assert_int_eq(t.last_what, SOCKIO_CONNECTED);
+	sockio_free(c);
+
+	/* a port nobody listens on (bound, then closed) */
+	lfd2 = listener(&dead);
+	close(lfd2);
+	t.events = 0;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	c = sockio_new(t.base, fd);
+	sockio_setcb(c, NULL, NULL, event_cb, &t);
+	if (sockio_connect(c, (struct sockaddr *)&dead, sizeof(dead)) == 0) {
+		run_until(&t, &t.events);
+		ck_assert_int_eq(t.last_what, SOCKIO_ERROR);
+		ck_assert_int_eq(errno, ECONNREFUSED);
+	} else {
+		ck_assert_int_eq(errno, ECONNREFUSED);
+	}
+	sockio_free(c);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_big_write)
+{
+	enum { BIG = 8 << 20 };
+	struct pair t;
+	unsigned char *buf = malloc(BIG), *back = malloc(BIG);
+	size_t i, got = 0;
+	ssize_t r;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(back);
+	for (i = 0; i < BIG; i++)
+		buf[i] = (unsigned char)(i * 7 + i / 4096);
+	pair_open(&t);
+	sockio_set_watermarks(t.s, 0, 1024);
+	sockio_enable(t.s, EV_WRITE);
+	evbuffer_add(sockio_output(t.s), buf, BIG);
+	/* the peer does not read yet: the socket fills, the rest waits */
+	run_for(&t, 50);
+	ck_assert_uint_gt(evbuffer_get_length(sockio_output(t.s)), 0);
+	ck_assert_int_eq(t.writes, 0);
+	fcntl(t.peer, F_SETFL, O_NONBLOCK);
+	while (got < BIG) {
+		r = read(t.peer, back + got, BIG - got);
+		if (r > 0)
+			got += (size_t)r;
+		else
+			event_base_loop(t.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	}
+	ck_assert(memcmp(buf, back, BIG) == 0);
+	run_until(&t, &t.writes);
+	ck_assert_uint_eq(evbuffer_get_length(sockio_output(t.s)), 0);
+	ck_assert_int_eq(t.events, 0);
+	free(buf);
+	free(back);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_free_in_callback)
+{
+	struct pair t;
+
+	pair_open(&t);
+	t.free_in_read = true;
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	evbuffer_add(sockio_output(t.s), "pending", 7);
+	ck_assert_int_eq(write(t.peer, "bye", 3), 3);
+	run_until(&t, &t.reads);
+	ck_assert_ptr_null(t.s);
+	run_for(&t, 30);
+	ck_assert_int_eq(t.reads, 1);
+	ck_assert_int_eq(t.events, 0);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_release)
+{
+	struct pair t;
+	char buf[4] = {0};
+	int fd;
+
+	pair_open(&t);
+	sockio_enable(t.s, EV_READ);
+	fd = sockio_release(t.s);
+	t.s = NULL;
+	ck_assert_int_ge(fd, 0);
+	/* still open, no longer watched */
+	ck_assert_int_eq(write(t.peer, "abc", 3), 3);
+	run_for(&t, 30);
+	ck_assert_int_eq(t.reads, 0);
+	ck_assert_int_eq(write(fd, "xyz", 3), 3);
+	peer_read(t.peer, buf, 3);
+	ck_assert_str_eq(buf, "xyz");
+	close(fd);
+	pair_close(&t);
+}
+END_TEST
+
+static Suite *sockio_suite(void)
+{
+	Suite *s = suite_create("sockio");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, test_echo);
+	tcase_add_test(tc, test_data_then_fin);
+	tcase_add_test(tc, test_watermark);
+	tcase_add_test(tc, test_read_timeout);
+	tcase_add_test(tc, test_timeout_paused);
+	tcase_add_test(tc, test_connect);
+	tcase_add_test(tc, test_big_write);
+	tcase_add_test(tc, test_free_in_callback);
+	tcase_add_test(tc, test_release);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return unit_run(sockio_suite());
+}

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * sockio.c - the socket I/O of sockio.h: one persistent edge-triggered
+ * event per socket, readiness remembered in can_read / can_write, and
+ * work the loop must come back for (more to read, output to write)
+ * scheduled with event_active() rather than by changing the epoll set.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sockio.h"
+
+_Static_assert(sizeof(struct evbuffer_iovec) == sizeof(struct iovec) &&
+		   offsetof(struct evbuffer_iovec, iov_base) ==
+		       offsetof(struct iovec, iov_base) &&
+		   offsetof(struct evbuffer_iovec, iov_len) ==
+		       offsetof(struct iovec, iov_len),
+	       "libevent's iovec is the system's (evbuffer_peek into iov)");
+
+/* iovecs one send takes from the output. */
+#define SOCKIO_IOV 16
+/* Dispatch rounds (write, read, callbacks) one event runs before it
+ * yields to the loop's other events. */
+#define SOCKIO_ROUNDS 4
+
+struct sockio {
+	struct event_base *base;
+	struct evbuffer *in, *out;
+	struct evbuffer_cb_entry *in_cb, *out_cb;
+	sockio_data_cb readcb, writecb;
+	sockio_event_cb eventcb;
+	void *arg;
+	struct event *tmo;  /* the read timeout, made on first use */
+	uint64_t rto_ns;    /* read timeout, 0: none */
+	uint64_t last_read; /* monotonic ns of the last read (rto_ns only) */
+	size_t rhigh, wlow;
+	int fd;
+	short enabled;	  /* EV_READ | EV_WRITE */
+	bool registered;  /* ev is added to the loop */
+	bool can_read;	  /* the socket may have bytes (or EOF) */
+	bool can_write;	  /* the socket may take bytes */
+	bool rdhup;	  /* the peer shut down its side: read to EOF */
+	bool connecting;  /* a connect is in progress */
+	bool scheduled;	  /* ev is active (event_active) */
+	bool paused;	  /* reading stopped at the read watermark */
+	bool in_dispatch; /* inside sockio_cb */
+	bool dead;	  /* freed inside sockio_cb: free when it returns */
+	/* the event (event_assign'ed, libevent's size) */
+	_Alignas(max_align_t) unsigned char ev[];
+};
+
+static struct event *sockio_ev(struct sockio *s)
+{
+	return (struct event *)(void *)s->ev;
+}
+
+static uint64_t sockio_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether s reads when the socket has bytes. */
+static bool sockio_reading(const struct sockio *s)
+{
+	return (s->enabled & EV_READ) && !s->paused && !s->connecting;
+}
+
+static bool sockio_writing(const struct sockio *s)
+{
+	return (s->enabled & EV_WRITE) && !s->connecting &&
+	       evbuffer_get_length(s->out) > 0;
+}
+
+/* Come back to s from the loop (its event runs again this turn). */
+static void sockio_schedule(struct sockio *s)
+{
+	if (s->scheduled || s->in_dispatch || s->dead || !s->registered)
+		return;
+	s->scheduled = true;
+	event_active(sockio_ev(s), EV_TIMEOUT, 0);
+}
+
+static void sockio_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Add the event to the loop once. Its first report gives the socket's
+ * current readiness (epoll reports a ready socket when it is added). */
+static void sockio_register(struct sockio *s)
+{
+	if (s->registered || s->connecting || s->fd < 0)
+		return;
+	if (event_add(sockio_ev(s), NULL) == 0)
+		s->registered = true;
+}
+
+static void sockio_arm_timeout(struct sockio *s, uint64_t ns)
+{
+	struct timeval tv = {(time_t)(ns / 1000000000ull),
+			     (suseconds_t)(ns % 1000000000ull / 1000)};
+
+	if (s->tmo)
+		evtimer_add(s->tmo, &tv);
+}
+
+/* Reading (re)starts: so does its timeout. */
+static void sockio_read_restart(struct sockio *s)
+{
+	if (!s->rto_ns || !sockio_reading(s))
+		return;
+	s->last_read = sockio_now();
+	if (!evtimer_pending(s->tmo, NULL))
+		sockio_arm_timeout(s, s->rto_ns);
+}
+
+/* The input may have dropped below the read watermark. */
+static void sockio_unpause(struct sockio *s)
+{
+	if (!s->paused || (s->rhigh && evbuffer_get_length(s->in) >= s->rhigh))
+		return;
+	s->paused = false;
+	evbuffer_cb_set_flags(s->in, s->in_cb, 0);
+	sockio_read_restart(s);
+	if (s->can_read && sockio_reading(s))
+		sockio_schedule(s);
+}
+
+static void sockio_in_changed(struct evbuffer *b,
+			      const struct evbuffer_cb_info *info, void *arg)
+{
+	(void)b;
+	if (info->n_deleted)
+		sockio_unpause(arg);
+}
+
+static void sockio_out_changed(struct evbuffer *b,
+			       const struct evbuffer_cb_info *info, void *arg)
+{
+	struct sockio *s = arg;
+
+	(void)b;
+	if (info->n_added && s->can_write && sockio_writing(s))
+		sockio_schedule(s);
+}
+
+static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg);
+
+struct sockio *sockio_new(struct event_base *base, int fd)
+{
+	struct sockio *s;
+
+	s = calloc(1, sizeof(*s) + event_get_struct_event_size());
+	if (!s)
+		return NULL;
+	s->base = base;
+	s->fd = fd;
+	s->in = evbuffer_new();
+	s->out = evbuffer_new();
+	if (!s->in || !s->out)
+		goto fail;
+	s->in_cb = evbuffer_add_cb(s->in, sockio_in_changed, s);
+	s->out_cb = evbuffer_add_cb(s->out, sockio_out_changed, s);
+	if (!s->in_cb || !s->out_cb)
+		goto fail;
+	evbuffer_cb_set_flags(s->in, s->in_cb, 0); /* on while paused */
+	if (event_assign(sockio_ev(s), base, fd,
+			 EV_READ | EV_WRITE | EV_CLOSED | EV_ET | EV_PERSIST,
+			 sockio_cb, s))
+		goto fail;
+	s->can_write = true;
+	return s;
+fail:
+	if (s->in)
+		evbuffer_free(s->in);
+	if (s->out)
+		evbuffer_free(s->out);
+	free(s);
+	return NULL;
+}
+
+int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len)
+{
+	if (connect(s->fd, sa, len) < 0 && errno != EINPROGRESS)
+		return -1;
+	/* registered after connect(): an unconnected socket reads as hung
+	 * up; the first write edge (or error) reports the outcome */
+	s->can_write = false;
+	s->can_read = false;
+	sockio_register(s);
+	s->connecting = true;
+	return s->registered ? 0 : -1;
+}
+
+static void sockio_destroy(struct sockio *s)
+{
+	evbuffer_free(s->in);
+	evbuffer_free(s->out);
+	free(s);
+}
+
+/* Take s off the loop and detach its descriptor. */
+static int sockio_detach(struct sockio *s)
+{
+	int fd = s->fd;
+
+	if (s->registered || s->scheduled)
+		event_del(sockio_ev(s));
+	if (s->tmo)
+		event_free(s->tmo);
+	s->tmo = NULL;
+	s->registered = s->scheduled = false;
+	s->fd = -1;
+	return fd;
+}
+
+void sockio_free(struct sockio *s)
+{
+	int fd;
+
+	if (!s || s->dead)
+		return;
+	fd = sockio_detach(s);
+	if (fd >= 0)
+		close(fd);
+	if (s->in_dispatch)
+		s->dead = true;
+	else
+		sockio_destroy(s);
+}
+
+int sockio_release(struct sockio *s)
+{
+	int fd = sockio_detach(s);
+
+	if (s->in_dispatch)
+		s->dead = true;
+	else
+		sockio_destroy(s);
+	return fd;
+}
+
+void sockio_setcb(struct sockio *s, sockio_data_cb readcb,
+		  sockio_data_cb writecb, sockio_event_cb eventcb, void *arg)
+{
+	s->readcb = readcb;
+	s->writecb = writecb;
+	s->eventcb = eventcb;
+	s->arg = arg;
+}
+
+void sockio_enable(struct sockio *s, short what)
+{
+	what &= EV_READ | EV_WRITE;
+	s->enabled |= what;
+	sockio_register(s);
+	if (what & EV_READ) {
+		sockio_read_restart(s);
+		if (s->can_read && sockio_reading(s))
+			sockio_schedule(s);
+	}
+	if ((what & EV_WRITE) && s->can_write && sockio_writing(s))
+		sockio_schedule(s);
+}
+
+void sockio_disable(struct sockio *s, short what)
+{
+	s->enabled &= (short)~what;
+	if ((what & EV_READ) && s->tmo)
+		evtimer_del(s->tmo);
+}
+
+short sockio_enabled(const struct sockio *s)
+{
+	return s->enabled;
+}
+
+void sockio_stop(struct sockio *s)
+{
+	sockio_disable(s, EV_READ | EV_WRITE);
+	if (s->registered || s->scheduled)
+		event_del(sockio_ev(s));
+	s->registered = s->scheduled = false;
+	/* the next registration reports the socket's readiness afresh */
+	s->can_read = s->can_write = false;
+}
+
+void sockio_set_watermarks(struct sockio *s, size_t read_high, size_t write_low)
+{
+	s->rhigh = read_high;
+	s->wlow = write_low;
+	sockio_unpause(s);
+}
+
+void sockio_set_read_timeout(struct sockio *s, uint64_t ms)
+{
+	s->rto_ns = ms * 1000000ull;
+	if (!ms) {
+		if (s->tmo)
+			evtimer_del(s->tmo);
+		return;
+	}
+	if (!s->tmo)
+		s->tmo = evtimer_new(s->base, sockio_timeout_cb, s);
+	if (!s->tmo) {
+		s->rto_ns = 0; /* out of memory: no timeout */
+		return;
+	}
+	evtimer_del(s->tmo);
+	sockio_read_restart(s);
+}
+
+struct evbuffer *sockio_input(const struct sockio *s)
+{
+	return s->in;
+}
+
+struct evbuffer *sockio_output(const struct sockio *s)
+{
+	return s->out;
+}
+
+int sockio_fd(const struct sockio *s)
+{
+	return s->fd;
+}
+
+/* Report what to the event callback (reading or writing stopped). */
+static void sockio_report(struct sockio *s, short what)
+{
+	int err = errno;
+
+	if (what & SOCKIO_READING) {
+		s->enabled &= (short)~EV_READ;
+		if (s->tmo)
+			evtimer_del(s->tmo);
+	}
+	if (what & SOCKIO_WRITING)
+		s->enabled &= (short)~EV_WRITE;
+	if (s->eventcb) {
+		errno = err;
+		s->eventcb(s, what, s->arg);
+	}
+}
+
+/* Write what the output holds until it is empty or the socket full. */
+static void sockio_write(struct sockio *s)
+{
+	struct iovec iov[SOCKIO_IOV];
+	struct msghdr msg;
+	size_t want, i;
+	ssize_t n;
+	int nv;
+
+	while (s->can_write && sockio_writing(s)) {
+		nv = evbuffer_peek(s->out, -1, NULL,
+				   (struct evbuffer_iovec *)iov, SOCKIO_IOV);
+		if (nv > SOCKIO_IOV)
+			nv = SOCKIO_IOV;
+		for (want = 0, i = 0; i < (size_t)nv; i++)
+			want += iov[i].iov_len;
+		if (nv == 1) {
+			n = send(s->fd, iov[0].iov_base, iov[0].iov_len,
+				 MSG_NOSIGNAL);
+		} else {
+			memset(&msg, 0, sizeof(msg));
+			msg.msg_iov = iov;
+			msg.msg_iovlen = (size_t)nv;
+			n = sendmsg(s->fd, &msg, MSG_NOSIGNAL);
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				s->can_write = false;
+				return;
+			}
+			sockio_report(s, SOCKIO_WRITING | SOCKIO_ERROR);
+			return;
+		}
+		evbuffer_drain(s->out, (size_t)n);
+		if ((size_t)n < want)
+			s->can_write = false; /* the next edge says when */
+		if (evbuffer_get_length(s->out) <= s->wlow && s->writecb) {
+			s->writecb(s, s->arg);
+			return; /* the caller looks again */
+		}
+	}
+}
+
+/* One read into the input, then the read callback. */
+static void sockio_read(struct sockio *s)
+{
+	struct evbuffer_iovec v;
+	size_t len = evbuffer_get_length(s->in), want = SOCKIO_READ_MAX;
+	ssize_t n;
+
+	if (s->rhigh) {
+		if (len >= s->rhigh) {
+			s->paused = true;
+			evbuffer_cb_set_flags(s->in, s->in_cb,
+					      EVBUFFER_CB_ENABLED);
+			if (s->tmo)
+				evtimer_del(s->tmo);
+			return;
+		}
+		if (want > s->rhigh - len)
+			want = s->rhigh - len;
+	}
+	if (evbuffer_reserve_space(s->in, (ssize_t)want, &v, 1) < 1) {
+		errno = ENOMEM;
+		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
+		return;
+	}
+	n = recv(s->fd, v.iov_base, want, 0);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			s->can_read = false;
+		else if (errno != EINTR)
+			sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
+		return;
+	}
+	if (n == 0) {
+		s->can_read = false;
+		sockio_report(s, SOCKIO_READING | SOCKIO_EOF);
+		return;
+	}
+	v.iov_len = (size_t)n;
+	evbuffer_commit_space(s->in, &v, 1);
+	/* a short read drained the socket: the next byte is a new edge,
+	 * and so is a FIN after them unless it came already (rdhup) */
+	if ((size_t)n < want && !s->rdhup)
+		s->can_read = false;
+	if (s->rto_ns)
+		s->last_read = sockio_now();
+	if (s->readcb)
+		s->readcb(s, s->arg);
+}
+
+/* Finish a connect: CONNECTED, or ERROR with the socket's error. */
+static void sockio_connected(struct sockio *s)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	s->connecting = false;
+	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		errno = err;
+		sockio_report(s, SOCKIO_ERROR);
+		return;
+	}
+	s->can_write = true;
+	if (s->eventcb)
+		s->eventcb(s, SOCKIO_CONNECTED, s->arg);
+}
+
+static void sockio_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sockio *s = arg;
+	int round;
+
+	(void)fd;
+	s->scheduled = false;
+	if (what & EV_CLOSED)
+		s->rdhup = true;
+	if (what & (EV_READ | EV_CLOSED))
+		s->can_read = true;
+	if (what & EV_WRITE)
+		s->can_write = true;
+	s->in_dispatch = true;
+	if (s->connecting) {
+		if (!(what & (EV_READ | EV_WRITE | EV_CLOSED)))
+			goto out;
+		sockio_connected(s);
+	}
+	for (round = 0; round < SOCKIO_ROUNDS && !s->dead; round++) {
+		if (s->can_write && sockio_writing(s))
+			sockio_write(s);
+		else if (s->can_read && sockio_reading(s))
+			sockio_read(s);
+		else
+			break;
+	}
+out:
+	s->in_dispatch = false;
+	if (s->dead) {
+		sockio_destroy(s);
+		return;
+	}
+	/* more to do than one turn allows: come back */
+	if ((s->can_write && sockio_writing(s)) ||
+	    (s->can_read && sockio_reading(s)))
+		sockio_schedule(s);
+}
+
+static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sockio *s = arg;
+	uint64_t idle;
+
+	(void)fd;
+	(void)what;
+	if (!s->rto_ns || !sockio_reading(s))
+		return; /* re-armed when reading restarts */
+	idle = sockio_now() - s->last_read;
+	if (idle < s->rto_ns) {
+		sockio_arm_timeout(s, s->rto_ns - idle);
+		return;
+	}
+	s->in_dispatch = true;
+	errno = ETIMEDOUT;
+	sockio_report(s, SOCKIO_READING | SOCKIO_TIMEOUT);
+	s->in_dispatch = false;
+	if (s->dead)
+		sockio_destroy(s);
+	else if (s->can_write && sockio_writing(s))
+		sockio_schedule(s); /* what the callback queued */
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * sockio.h - buffered, non-blocking I/O on one TCP socket, for the
+ * client and upstream sides of a proxied request.
+ *
+ * The subset of libevent's socket bufferevent that edged uses, with the
+ * same callbacks and flags, at fewer system calls per request:
+ *   - one edge-triggered event per socket (read, write and peer close),
+ *     registered once: enabling or disabling a direction, or stopping at
+ *     a watermark, changes a flag, never the epoll set;
+ *   - a read is one recv() of up to SOCKIO_READ_MAX bytes, no
+ *     ioctl(FIONREAD) first; a read that comes back short means the socket
+ *     is drained (a later byte, or the peer's FIN, is a new edge);
+ *   - output is written at the end of the loop turn that queued it (all a
+ *     callback queued goes in one send), straight from the callback when
+ *     the socket is the one being served, with no write event added;
+ *   - the read timeout is re-armed only when it fires, not on every read.
+ *
+ * Callbacks run only from the event loop, never from inside a sockio_*
+ * call, and a callback may free its own sockio (or any other).
+ */
+#ifndef EDGE_SOCKIO_H
+#define EDGE_SOCKIO_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct evbuffer;
+struct sockio;
+
+/* Largest single read: a 16 KiB buffer less libevent's chain header. */
+#define SOCKIO_READ_MAX (16384 - 128)
+
+/* What an event callback reports (the values of libevent's BEV_EVENT_*):
+ * READING or WRITING, with EOF, ERROR (errno as the call left it) or
+ * TIMEOUT; or CONNECTED alone. */
+#define SOCKIO_READING 0x01
+#define SOCKIO_WRITING 0x02
+#define SOCKIO_EOF 0x10
+#define SOCKIO_ERROR 0x20
+#define SOCKIO_TIMEOUT 0x40
+#define SOCKIO_CONNECTED 0x80
+
+/* Bytes were read (read callback) or the output drained to its low
+ * watermark after a write (write callback). */
+typedef void (*sockio_data_cb)(struct sockio *s, void *arg);
+/* Reading stopped at EOF, an error or a timeout (reading is disabled
+ * then), a write failed (writing disabled), or a connect finished. */
+typedef void (*sockio_event_cb)(struct sockio *s, short what, void *arg);
+
+/* A sockio on connected, non-blocking fd; reading and writing disabled,
+ * no watermarks, no timeout. NULL when out of memory (fd left open).
+ * From now on the sockio owns fd. */
+struct sockio *sockio_new(struct event_base *base, int fd);
+
+/* Start a non-blocking connect of s's (unconnected) socket to sa; the
+ * event callback reports CONNECTED or ERROR. Returns 0, or -1 with errno
+ * when connect() failed at once. */
+int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len);
+
+/* Close the socket and free s (callbacks never run again). NULL is fine. */
+void sockio_free(struct sockio *s);
+
+/* Free s but keep its socket: returns the descriptor, no longer
+ * registered with the loop. */
+int sockio_release(struct sockio *s);
+
+void sockio_setcb(struct sockio *s, sockio_data_cb readcb,
+		  sockio_data_cb writecb, sockio_event_cb eventcb, void *arg);
+
+/* Enable or disable EV_READ and/or EV_WRITE. Enabling reading restarts
+ * the read timeout. */
+void sockio_enable(struct sockio *s, short what);
+void sockio_disable(struct sockio *s, short what);
+short sockio_enabled(const struct sockio *s);
+
+/* Disable both directions and take the socket off the loop (another
+ * owner watches it for now); sockio_enable puts it back. */
+void sockio_stop(struct sockio *s);
+
+/* Stop reading while the input holds read_high bytes or more (0: no
+ * limit); call the write callback when the output drains to write_low
+ * bytes or fewer. */
+void sockio_set_watermarks(struct sockio *s, size_t read_high,
+			   size_t write_low);
+
+/* Report READING|TIMEOUT when reading is enabled and nothing arrives for
+ * ms milliseconds (0: never). */
+void sockio_set_read_timeout(struct sockio *s, uint64_t ms);
+
+struct evbuffer *sockio_input(const struct sockio *s);
+/* Queue output by adding to this buffer: it goes out at the end of the
+ * loop turn. */
+struct evbuffer *sockio_output(const struct sockio *s);
+int sockio_fd(const struct sockio *s);
+
+#endif /* EDGE_SOCKIO_H */
