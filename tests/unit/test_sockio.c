@@ -3,7 +3,8 @@
  * loop: echo, data and FIN arriving together (the short-read rule must
  * not lose the EOF), the read watermark pausing and resuming, the read
  * timeout, connect success and refusal, large writes against a peer that
- * reads late, freeing a sockio from its own callback, and release. */
+ * reads late, a large stream read in full and short reads, freeing a sockio
+ * from its own callback, and release. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -360,6 +361,47 @@ START_TEST(test_big_write)
 }
 END_TEST
 
+/* A stream of reads that fill the buffer (straight into the input) and
+ * short ones (through the scratch buffer) keep every byte in order. */
+START_TEST(test_big_read)
+{
+	enum { BIG = 4 << 20 };
+	struct pair t;
+	unsigned char *buf = malloc(BIG), *back = malloc(BIG);
+	struct evbuffer *in;
+	size_t i, sent = 0, got = 0, n;
+	ssize_t r;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(back);
+	for (i = 0; i < BIG; i++)
+		buf[i] = (unsigned char)(i * 13 + i / 1000);
+	pair_open(&t);
+	sockio_enable(t.s, EV_READ);
+	in = sockio_input(t.s);
+	fcntl(t.peer, F_SETFL, O_NONBLOCK);
+	while (got < BIG) {
+		/* odd-sized writes, so reads come both full and short */
+		n = sent < BIG / 2 ? 100000 : 777;
+		if (n > BIG - sent)
+			n = BIG - sent;
+		r = n ? write(t.peer, buf + sent, n) : 0;
+		if (r > 0)
+			sent += (size_t)r;
+		event_base_loop(t.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		n = evbuffer_get_length(in);
+		ck_assert_uint_le(got + n, BIG);
+		evbuffer_remove(in, back + got, n);
+		got += n;
+	}
+	ck_assert(memcmp(buf, back, BIG) == 0);
+	ck_assert_int_eq(t.events, 0);
+	free(buf);
+	free(back);
+	pair_close(&t);
+}
+END_TEST
+
 START_TEST(test_free_in_callback)
 {
 	struct pair t;
@@ -414,6 +456,7 @@ static Suite *sockio_suite(void)
 	tcase_add_test(tc, test_timeout_paused);
 	tcase_add_test(tc, test_connect);
 	tcase_add_test(tc, test_big_write);
+	tcase_add_test(tc, test_big_read);
 	tcase_add_test(tc, test_free_in_callback);
 	tcase_add_test(tc, test_release);
 	suite_add_tcase(s, tc);
