@@ -142,17 +142,23 @@ int admit_take(struct admit_limiter *l, const struct cidr *a, uint64_t now_ns,
 void admit_gauge_init(struct admit_gauge *g, unsigned limit)
 {
 	atomic_init(&g->n, 0);
-	g->limit = limit;
+	atomic_init(&g->limit, limit);
+}
+
+void admit_gauge_set_limit(struct admit_gauge *g, unsigned limit)
+{
+	atomic_store_explicit(&g->limit, limit, memory_order_relaxed);
 }
 
 static bool admit_gauge_enter(struct admit_gauge *g)
 {
-	unsigned n;
+	unsigned n, limit;
 
 	if (!g)
 		return true;
+	limit = atomic_load_explicit(&g->limit, memory_order_relaxed);
 	n = atomic_fetch_add_explicit(&g->n, 1, memory_order_relaxed) + 1;
-	if (g->limit && n > g->limit) {
+	if (limit && n > limit) {
 		atomic_fetch_sub_explicit(&g->n, 1, memory_order_relaxed);
 		return false;
 	}

@@ -56,11 +56,14 @@ size_t admit_limiter_count(const struct admit_limiter *l);
 /* An in-flight gauge: a count and its cap (0: no cap). */
 struct admit_gauge {
 	atomic_uint n;
-	unsigned limit;
+	atomic_uint limit; /* 0: none; admit_gauge_set_limit may change it */
 };
 
 /* Set g to zero requests and the given cap. */
 void admit_gauge_init(struct admit_gauge *g, unsigned limit);
+
+/* Change g's cap (thread-safe; requests already counted stay counted). */
+void admit_gauge_set_limit(struct admit_gauge *g, unsigned limit);
 
 /*
  * Count one request into the global gauge and the route's (either may be

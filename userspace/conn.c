@@ -250,12 +250,12 @@ static void conn_idle_begin(struct conn *c)
 static void conn_wait_head(struct conn *c)
 {
 	static const struct timeval zero = {0, 0};
-	const struct worker_shared *sh = c->w->sh;
+	const struct h1_limits *h1 = &c->w->set.h1;
 
 	c->state = CONN_HEAD;
 	c->timer_mode = CONN_T_NONE;
 	sockio_set_read_timeout(c->io, 0);
-	sockio_set_watermarks(c->io, sh->h1.head_max + 1, PROXY_LOW_WATER);
+	sockio_set_watermarks(c->io, h1->head_max + 1, PROXY_LOW_WATER);
 	sockio_enable(c->io, EV_READ | EV_WRITE);
 	if (evbuffer_get_length(sockio_input(c->io)) == 0 && !c->client_eof) {
 		conn_idle_begin(c); /* nothing to parse: no kick needed */
@@ -418,7 +418,7 @@ static void conn_req_head(struct conn *c)
 
 static void conn_parse(struct conn *c)
 {
-	const struct worker_shared *sh = c->w->sh;
+	const struct h1_limits *h1 = &c->w->set.h1;
 	struct evbuffer *in = sockio_input(c->io);
 	struct req *r = &c->r;
 	size_t len = evbuffer_get_length(in), n;
@@ -443,15 +443,15 @@ static void conn_parse(struct conn *c)
 		conn_req_begin(c);
 	if (c->timer_mode != CONN_T_HEADER) {
 		c->timer_mode = CONN_T_HEADER;
-		conn_timer(c, sh->cfg->timeouts.header_ms);
+		conn_timer(c, c->w->set.timeouts.header_ms);
 	}
-	n = len < sh->h1.head_max + 1 ? len : sh->h1.head_max + 1;
+	n = len < h1->head_max + 1 ? len : h1->head_max + 1;
 	buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
 	if (!buf) {
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
-	rc = h1_parse_request(buf, n, &sh->h1, &r->h);
+	rc = h1_parse_request(buf, n, h1, &r->h);
 	if (rc == 0) {
 		if (c->client_eof)
 			conn_req_end(c, OUTCOME_CLIENT_CLOSED, NULL);
@@ -475,7 +475,7 @@ static void conn_parse(struct conn *c)
 	}
 	memcpy(r->head, buf, (size_t)rc);
 	r->head_len = (size_t)rc;
-	h1_parse_request(r->head, r->head_len, &sh->h1, &r->h);
+	h1_parse_request(r->head, r->head_len, h1, &r->h);
 	evbuffer_drain(in, r->head_len);
 	r->bytes_in = r->head_len;
 	conn_req_head(c);
@@ -758,10 +758,9 @@ static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
  * timeout, or for a first request the header timeout). */
 static uint64_t conn_idle_ms(const struct conn *c)
 {
-	const struct config *cfg = c->w->sh->cfg;
+	const struct config_timeouts *t = &c->w->set.timeouts;
 
-	return c->nreq ? cfg->timeouts.idle_keepalive_ms
-		       : cfg->timeouts.header_ms;
+	return c->nreq ? t->idle_keepalive_ms : t->header_ms;
 }
 
 /* c's idle timer fired: close it when its idle time is up, park it when
@@ -822,10 +821,10 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	memcpy(&peer, sa, len);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
-	if (n <= sh->cfg->limits.max_connections && !w->draining) {
+	if (n <= w->set.limits.max_connections && !w->draining) {
 		w->nconns++;
 		if (conn_park(w, fd, &peer, len, 0,
-			      sh->cfg->timeouts.header_ms) == 0)
+			      w->set.timeouts.header_ms) == 0)
 			return;
 		w->nconns--;
 	}
@@ -834,7 +833,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		atomic_fetch_sub(&sh->connections, 1);
 		return;
 	}
-	if (n > sh->cfg->limits.max_connections || w->draining) {
+	if (n > w->set.limits.max_connections || w->draining) {
 		evtimer_del(c->timer);
 		c->kick = false;
 		conn_req_begin(c);

@@ -136,24 +136,31 @@ static void edged_start_only_changes(const struct config *cur,
 	EDGED_NOTE(str_differs(cur->control_socket, next->control_socket),
 		   "control_socket");
 	EDGED_NOTE(str_differs(cur->pin_dir, next->pin_dir), "pin_dir");
-	/* plain values in calloc'ed structures: padding compares equal */
-	EDGED_NOTE(memcmp(&cur->limits, &next->limits, sizeof(cur->limits)),
-		   "limits");
-	EDGED_NOTE(
-	    memcmp(&cur->timeouts, &next->timeouts, sizeof(cur->timeouts)),
-	    "timeouts");
-	EDGED_NOTE(
-	    memcmp(&cur->ratelimit, &next->ratelimit, sizeof(cur->ratelimit)),
-	    "ratelimit");
 	EDGED_NOTE(str_differs(cur->analytics.file, next->analytics.file) ||
 		       cur->analytics.queue != next->analytics.queue,
 		   "analytics");
 #undef EDGED_NOTE
 }
 
+/* Hand the workers cfg's limits, timeouts and rate limit. */
+static void edged_settings(struct edged *d, const struct config *cfg)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&d->sh.set_lock);
+	worker_settings_from(&d->sh.set, cfg);
+	atomic_fetch_add(&d->sh.set_gen, 1);
+	pthread_mutex_unlock(&d->sh.set_lock);
+	admit_gauge_set_limit(&d->sh.inflight,
+			      (unsigned)cfg->limits.max_inflight);
+	for (i = 0; i < d->nw; i++)
+		if (d->w[i])
+			worker_retune(d->w[i]);
+}
+
 /*
- * Load the configuration file again and install its routes: what SIGHUP
- * and `edgectl reload` both do. Returns 0 with *gen the new route table
+ * Load the configuration file again and install its routes and settings: what
+ * SIGHUP and `edgectl reload` both do. Returns 0 with *gen the new route table
  * generation, or -errno with err holding the reason (FILE:LINE: KEY: ...)
  * and the running configuration untouched.
  */
@@ -171,8 +178,11 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	}
 	print_warnings(cfg);
 	rc = edged_routes(d, cfg, false, err);
-	/* listeners, workers, limits and timeouts apply at the next start:
-	 * say so rather than let an operator believe they took effect */
+	if (rc == 0)
+		edged_settings(d, cfg);
+	/* listeners, workers, the user and the analytics file apply at the
+	 * next start: say so rather than let an operator believe they took
+	 * effect */
 	if (rc == 0) {
 		char changed[256];
 
@@ -235,10 +245,10 @@ static void edged_drain(struct edged *d, int sig)
 		return;
 	}
 	log_note("signal %d: draining (up to %llu ms)", sig,
-		 (unsigned long long)d->cfg->timeouts.drain_ms);
+		 (unsigned long long)d->sh.set.timeouts.drain_ms);
 	d->draining = true;
 	d->drain_end_ns =
-	    worker_now_ns() + d->cfg->timeouts.drain_ms * 1000000ull;
+	    worker_now_ns() + d->sh.set.timeouts.drain_ms * 1000000ull;
 	for (i = 0; i < d->nw; i++)
 		worker_drain(d->w[i]);
 	d->drain_poll =
@@ -481,7 +491,7 @@ static int edged_analytics(struct edged *d)
 static void edged_shutdown(struct edged *d)
 {
 	struct timespec deadline;
-	uint64_t ms = d->cfg->timeouts.drain_ms;
+	uint64_t ms = d->sh.set.timeouts.drain_ms;
 	unsigned i;
 
 	clock_gettime(CLOCK_REALTIME, &deadline);
@@ -572,10 +582,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.sh.cfg = d.cfg;
-	h1_limits_default(&d.sh.h1);
-	d.sh.h1.line_max = d.cfg->limits.max_request_line;
-	d.sh.h1.head_max = d.cfg->limits.max_header_bytes;
-	d.sh.h1.headers_max = (unsigned)d.cfg->limits.max_headers;
+	pthread_mutex_init(&d.sh.set_lock, NULL);
+	worker_settings_from(&d.sh.set, d.cfg);
 	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
 	d.start_ns = worker_now_ns();
 	errbuf_clear(&err);

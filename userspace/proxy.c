@@ -297,7 +297,7 @@ static int proxy_send_held(struct conn *c)
 /* Connected (or reusing a pooled connection): send the rebuilt head. */
 static void proxy_connected(struct conn *c)
 {
-	const struct config *cfg = c->w->sh->cfg;
+	const struct worker_settings *set = &c->w->set;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
@@ -342,7 +342,7 @@ static void proxy_connected(struct conn *c)
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
-	conn_timer(c, cfg->timeouts.upstream_response_ms);
+	conn_timer(c, set->timeouts.upstream_response_ms);
 	sockio_enable(p->uio, EV_READ | EV_WRITE);
 	if (!p->req_body.done) {
 		sockio_enable(c->io, EV_READ);
@@ -357,9 +357,8 @@ static void proxy_up_write_cb(struct sockio *uio, void *arg);
 /* Make p->uio: a new sockio on fd, or uio (pooled) when not NULL. */
 static int proxy_new_uio(struct conn *c, int fd, struct sockio *uio)
 {
-	const struct worker_shared *sh = c->w->sh;
 	struct proxy *p = &c->r.p;
-	size_t high = sh->h1.head_max + 1;
+	size_t high = c->w->set.h1.head_max + 1;
 
 	p->uio = uio ? uio : sockio_new(c->w->base, fd);
 	if (!p->uio) {
@@ -422,7 +421,7 @@ static void proxy_connect(struct conn *c)
 		return;
 	}
 	p->state = PROXY_CONNECTING;
-	conn_timer(c, w->sh->cfg->timeouts.upstream_connect_ms);
+	conn_timer(c, w->set.timeouts.upstream_connect_ms);
 	if (sockio_connect(p->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
 		proxy_attempt_failed(c);
 }
@@ -435,7 +434,7 @@ static void proxy_connect(struct conn *c)
  * before any upstream is chosen. */
 static void proxy_buffer_body(struct conn *c)
 {
-	uint64_t cap = c->w->sh->cfg->limits.body_buffer;
+	uint64_t cap = c->w->set.limits.body_buffer;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct evbuffer *cin = sockio_input(c->io);
@@ -472,8 +471,8 @@ static void proxy_buffer_body(struct conn *c)
 
 void proxy_start(struct conn *c)
 {
-	const struct config *cfg = c->w->sh->cfg;
-	uint64_t cap = cfg->limits.body_buffer;
+	const struct worker_settings *set = &c->w->set;
+	uint64_t cap = set->limits.body_buffer;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 
@@ -495,8 +494,8 @@ void proxy_start(struct conn *c)
 		proxy_connect(c);
 		return;
 	}
-	admit_rate_init(&p->rate, cfg->timeouts.body_ms,
-			cfg->timeouts.body_min_rate, worker_now_ns());
+	admit_rate_init(&p->rate, set->timeouts.body_ms,
+			set->timeouts.body_min_rate, worker_now_ns());
 	sockio_enable(c->io, EV_READ);
 	if (cap > 0 &&
 	    (p->req_body.in == BODY_CHUNKED || p->req_body.left <= cap)) {
@@ -670,7 +669,7 @@ static void proxy_tunnel_begin(struct conn *c)
 		admit_inflight_leave(&sh->inflight, r->m.inflight);
 	r->inflight = false;
 	rc = tunnel_start(c->w->base, cfd, ufd, to_up, to_client,
-			  sh->cfg->timeouts.tunnel_idle_ms, proxy_tunnel_done,
+			  c->w->set.timeouts.tunnel_idle_ms, proxy_tunnel_done,
 			  c, &p->tun);
 	cfd = ufd = -1; /* the tunnel's now, even when it failed */
 out:
@@ -703,7 +702,7 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	enum body_kind kind = BODY_NONE;
 	char extra[512];
 	struct hdr_buf b;
-	uint64_t ms = c->w->sh->cfg->timeouts.upstream_response_ms;
+	uint64_t ms = c->w->set.timeouts.upstream_response_ms;
 
 	switch (resp->body) {
 	case H1_BODY_NONE:
@@ -757,7 +756,7 @@ static void proxy_respond(struct conn *c, size_t head_len)
 /* Parse the response head in the upstream's input. */
 static void proxy_parse(struct conn *c)
 {
-	const struct worker_shared *sh = c->w->sh;
+	const struct h1_limits *h1 = &c->w->set.h1;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct evbuffer *in = sockio_input(p->uio);
@@ -769,9 +768,9 @@ static void proxy_parse(struct conn *c)
 		len = evbuffer_get_length(in);
 		if (len == 0)
 			return;
-		n = len < sh->h1.head_max + 1 ? len : sh->h1.head_max + 1;
+		n = len < h1->head_max + 1 ? len : h1->head_max + 1;
 		buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
-		rc = h1_parse_response(buf, n, &sh->h1, r->h.method, p->upgrade,
+		rc = h1_parse_response(buf, n, h1, r->h.method, p->upgrade,
 				       &p->resp);
 		if (rc == 0)
 			return;

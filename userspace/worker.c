@@ -48,6 +48,73 @@ void worker_maybe_exit(struct worker *w)
 		event_base_loopexit(w->base, NULL);
 }
 
+static void worker_add_common(struct worker *w, uint64_t ms);
+
+void worker_settings_from(struct worker_settings *s, const struct config *cfg)
+{
+	memset(s, 0, sizeof(*s));
+	s->limits = cfg->limits;
+	s->timeouts = cfg->timeouts;
+	s->ratelimit = cfg->ratelimit;
+	h1_limits_default(&s->h1);
+	s->h1.line_max = cfg->limits.max_request_line;
+	s->h1.head_max = cfg->limits.max_header_bytes;
+	s->h1.headers_max = (unsigned)cfg->limits.max_headers;
+}
+
+/* Put w's settings to work: the common timeouts for its durations, the
+ * pool's idle expiry, the rate limiter (made anew when its parameters
+ * changed, or freed). Returns 0 or -errno (the limiter). */
+static int worker_apply(struct worker *w, const struct config_ratelimit *old)
+{
+	const struct config_timeouts *t = &w->set.timeouts;
+	const struct config_ratelimit *rl = &w->set.ratelimit;
+	struct admit_limiter *l = NULL;
+	int rc;
+
+	/* the durations armed for (nearly) every request or connection */
+	worker_add_common(w, t->header_ms);
+	worker_add_common(w, t->upstream_connect_ms);
+	worker_add_common(w, t->upstream_response_ms);
+	worker_add_common(w, t->idle_keepalive_ms);
+	worker_add_common(w, CONN_PARK_MS);
+	worker_add_common(w, CONN_LINGER_MS);
+	if (t->idle_keepalive_ms)
+		upstream_worker_configure(
+		    w->up, 0, 0, t->idle_keepalive_ms * 1000000ull, 0, 0, 0);
+	if (old && old->per_min == rl->per_min && old->burst == rl->burst)
+		return 0;
+	if (rl->per_min) {
+		rc = admit_limiter_new(WORKER_LIMITER_CLIENTS, rl->per_min,
+				       rl->burst, &l);
+		if (rc)
+			return rc;
+	}
+	admit_limiter_free(w->limiter);
+	w->limiter = l;
+	return 0;
+}
+
+/* Copy sh->set into w->set if it changed, and apply it. */
+static void worker_sync_settings(struct worker *w)
+{
+	struct worker_shared *sh = w->sh;
+	struct config_ratelimit old = w->set.ratelimit;
+	unsigned gen = atomic_load(&sh->set_gen);
+	int rc;
+
+	if (gen == w->set_gen)
+		return;
+	pthread_mutex_lock(&sh->set_lock);
+	w->set = sh->set;
+	w->set_gen = atomic_load(&sh->set_gen);
+	pthread_mutex_unlock(&sh->set_lock);
+	rc = worker_apply(w, &old);
+	if (rc)
+		log_warnx("worker %u: ratelimit: %s; the old one stays", w->id,
+			  strerror(-rc));
+}
+
 static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -58,6 +125,7 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_warn("worker %u: wake", w->id);
+	worker_sync_settings(w);
 	switch (atomic_load(&w->cmd)) {
 	case WORKER_STOP:
 		event_base_loopbreak(w->base);
@@ -172,6 +240,10 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		goto nomem;
 	w->id = id;
 	w->sh = sh;
+	pthread_mutex_lock(&sh->set_lock);
+	w->set = sh->set;
+	w->set_gen = atomic_load(&sh->set_gen);
+	pthread_mutex_unlock(&sh->set_lock);
 	w->notify_fd = -1;
 	TAILQ_INIT(&w->conns);
 	TAILQ_INIT(&w->parked);
@@ -200,29 +272,14 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	if (!w->notify || !w->tick || !w->reap || event_add(w->notify, NULL) ||
 	    event_add(w->tick, &tv))
 		goto nomem;
-	/* the durations armed for (nearly) every request or connection */
-	worker_add_common(w, cfg->timeouts.header_ms);
-	worker_add_common(w, cfg->timeouts.upstream_connect_ms);
-	worker_add_common(w, cfg->timeouts.upstream_response_ms);
-	worker_add_common(w, cfg->timeouts.idle_keepalive_ms);
-	worker_add_common(w, CONN_PARK_MS);
-	worker_add_common(w, CONN_LINGER_MS);
 	rc = upstream_worker_new(&w->up);
 	if (rc)
 		goto nomem;
 	upstream_worker_set_release(w->up, proxy_pool_release);
-	if (cfg->timeouts.idle_keepalive_ms)
-		upstream_worker_configure(
-		    w->up, 0, 0, cfg->timeouts.idle_keepalive_ms * 1000000ull,
-		    0, 0, 0);
-	if (cfg->ratelimit.per_min) {
-		rc = admit_limiter_new(WORKER_LIMITER_CLIENTS,
-				       cfg->ratelimit.per_min,
-				       cfg->ratelimit.burst, &w->limiter);
-		if (rc) {
-			errbuf_set(err, "ratelimit: %s", strerror(-rc));
-			goto fail;
-		}
+	rc = worker_apply(w, NULL);
+	if (rc) {
+		errbuf_set(err, "ratelimit: %s", strerror(-rc));
+		goto fail;
 	}
 	w->ls = calloc(cfg->n_listen, sizeof(*w->ls));
 	if (!w->ls)
@@ -286,6 +343,11 @@ void worker_drain(struct worker *w)
 void worker_stop(struct worker *w)
 {
 	atomic_store(&w->cmd, WORKER_STOP);
+	worker_wake(w);
+}
+
+void worker_retune(struct worker *w)
+{
 	worker_wake(w);
 }
 

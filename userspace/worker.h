@@ -6,9 +6,9 @@
  * the analytics writer, the global gauges) is in struct worker_shared,
  * owned by the main thread.
  *
- * The main thread talks to a worker only through worker_drain() and
- * worker_stop(), which are thread-safe (an atomic command and an
- * event_active() on the worker's loop).
+ * The main thread talks to a worker only through worker_drain(),
+ * worker_stop() and worker_retune(), which are thread-safe (an atomic
+ * command or settings generation, and a write to the worker's eventfd).
  */
 #ifndef EDGE_WORKER_H
 #define EDGE_WORKER_H
@@ -43,6 +43,18 @@ struct worker_upstream_totals {
 	atomic_ullong pool_closed, ejections, panics;	  /* counters */
 };
 
+/* What a reload changes in running workers besides the route table:
+ * limits, timeouts and the per-client rate limit. */
+struct worker_settings {
+	struct config_limits limits;
+	struct config_timeouts timeouts;
+	struct config_ratelimit ratelimit;
+	struct h1_limits h1; /* the parser's bounds, from limits */
+};
+
+/* s from cfg's limits, timeouts and ratelimit. */
+void worker_settings_from(struct worker_settings *s, const struct config *cfg);
+
 struct worker_shared {
 	const struct config *cfg;    /* the start-up configuration */
 	struct route_holder routes;  /* the current route table */
@@ -50,7 +62,12 @@ struct worker_shared {
 	struct admit_gauge inflight; /* limits.max_inflight */
 	atomic_ulong connections;    /* open client connections */
 	atomic_ulong parked;	     /* of them, parked (conn.h) */
-	struct h1_limits h1;	     /* from limits.* */
+	/* the current settings: the main thread writes them under
+	 * set_lock and then bumps set_gen; each worker copies them into
+	 * its own w->set when it sees set_gen change (worker_retune) */
+	pthread_mutex_t set_lock;
+	struct worker_settings set;
+	atomic_uint set_gen;
 	struct worker_upstream_totals up;
 };
 
@@ -69,6 +86,8 @@ TAILQ_HEAD(conn_park_list, conn_park);
 struct worker {
 	unsigned id;
 	struct worker_shared *sh;
+	struct worker_settings set; /* this worker's copy of sh->set */
+	unsigned set_gen;	    /* the sh->set_gen it was copied at */
 	struct event_base *base;
 	pthread_t thread;
 	bool started;
@@ -120,6 +139,12 @@ void worker_drain(struct worker *w);
 
 /* Ask the worker to exit its loop now (thread-safe). */
 void worker_stop(struct worker *w);
+
+/* Have the worker take up sh->set (thread-safe; call after bumping
+ * sh->set_gen): later connections and requests use the new limits and
+ * timeouts, a changed rate limit starts with fresh buckets, timers
+ * already armed run their course. */
+void worker_retune(struct worker *w);
 
 /* Wait for the thread until deadline (CLOCK_REALTIME). Returns 0 when it
  * ended, -ETIMEDOUT when it still runs. */

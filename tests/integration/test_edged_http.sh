@@ -285,14 +285,44 @@ PY
 	else
 		t_ok "$v: a routes-only reload names no start-only setting"
 	fi
-	# a start-only setting changed: reloaded, and the log says it waits
+	# limits and timeouts apply to what comes after the reload: a 3 KB
+	# head passes, then gets 431 under max_header_bytes = 2K; a silent
+	# connection closes after the new timeouts.header (1 s, was 2 s)
+	get "$v: 3 KB head before reload" 200 new.test /n -H "X-Big: $(head -c 3000 /dev/zero | tr '\0' a)"
 	write_conf "$T_TMP/edge.conf" ', "new.test"'
-	sed -i 's/header = "2s";/header = "3s";/' "$T_TMP/edge.conf"
+	sed -i 's/header = "2s";/header = "1s";/; s/max_body_bytes = "20M";/max_body_bytes = "20M"; max_header_bytes = "2K";/' "$T_TMP/edge.conf"
 	kill -HUP "$EPID"
 	sleep 0.5
-	if grep -q 'changed timeouts: these apply at the next start' "$EDGED_LOG" &&
-		get "$v: reload with new timeouts" 200 new.test /n; then
-		t_ok "$v: SIGHUP says changed timeouts apply at the next start"
+	if get "$v: 3 KB head after reload" 431 new.test /n -H "X-Big: $(head -c 3000 /dev/zero | tr '\0' a)" &&
+		get "$v: small head after reload" 200 new.test /n; then
+		t_ok "$v: SIGHUP applies a new limits.max_header_bytes"
+	fi
+	if python3 - "$P_EDGE" <<'PY'; then
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+s.settimeout(5)
+t0 = time.monotonic()
+closed = s.recv(1) == b""
+took = time.monotonic() - t0
+print("silent connection closed", closed, "after", round(took, 2), file=sys.stderr)
+sys.exit(0 if closed and 0.7 < took < 1.7 else 1)
+PY
+		t_ok "$v: SIGHUP applies a new timeouts.header"
+	else
+		t_fail "$v: timeouts.header after SIGHUP" "see above"
+	fi
+	if grep -q 'changed' "$EDGED_LOG"; then
+		t_fail "$v: limits and timeouts are not start-only" "$(grep changed "$EDGED_LOG")"
+	else
+		t_ok "$v: a reload of limits and timeouts names no start-only setting"
+	fi
+	# a start-only setting changed: reloaded, and the log says it waits
+	sed -i 's/^workers = .*/workers = 3;/' "$T_TMP/edge.conf"
+	kill -HUP "$EPID"
+	sleep 0.5
+	if grep -q 'changed workers: these apply at the next start' "$EDGED_LOG" &&
+		get "$v: reload with new workers" 200 new.test /n; then
+		t_ok "$v: SIGHUP says a changed workers applies at the next start"
 	else
 		t_fail "$v: start-only change on SIGHUP" "$(tail -3 "$EDGED_LOG")"
 	fi

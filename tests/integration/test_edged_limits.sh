@@ -362,6 +362,26 @@ limit_case() {
 	stop_edged "$name"
 }
 
+# reload_case BIN NAME LIMITS RATELIMIT CMD OKTEXT: edged starts with no
+# limit or rate limit; SIGHUP with LIMITS and RATELIMIT; then case CMD
+# must see them
+reload_case() {
+	local bin=$1 name=$2 out
+	if start_edged "$bin" 1 "" ""; then
+		write_conf "$T_TMP/edge.conf" 1 "$3" "$4" ""
+		kill -HUP "$EPID"
+		sleep 0.5
+		if out=$(python3 "$CL" "$P_EDGE" "$5" 2>&1); then
+			t_ok "$6${out:+, $out}"
+		else
+			t_fail "$name" "$out"
+		fi
+	else
+		t_fail "$name: edged starts" "$(tail -5 "$EDGED_LOG")"
+	fi
+	stop_edged "$name"
+}
+
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 out lpid i rc n running
 
@@ -371,6 +391,11 @@ run_suite() { # BIN LABEL
 	# 2. global in-flight cap
 	limit_case "$bin" "$v: max_inflight" "max_inflight = 1;" "" inflight \
 		"$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"
+	# the same two, switched on by a reload
+	reload_case "$bin" "$v: rate limit by SIGHUP" "" 'rate = "2/s"; burst = 2;' ratelimit \
+		"$v: a rate limit set by SIGHUP: 2 pass, the 3rd -> 429 rate_limited"
+	reload_case "$bin" "$v: max_inflight by SIGHUP" "max_inflight = 1;" "" inflight \
+		"$v: max_inflight = 1 set by SIGHUP: a second request -> 503 overloaded"
 	# 3. connection cap
 	limit_case "$bin" "$v: max_connections" "max_connections = 2;" "" connlimit \
 		"$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"
