@@ -76,6 +76,13 @@ int hdr_buf_str(struct hdr_buf *b, const char *s);
 int hdr_buf_field(struct hdr_buf *b, const char *name, const char *value,
 		  size_t value_len);
 
+/* Bytes hdr_fmt_u64 may write: the 20 digits of UINT64_MAX. */
+#define HDR_U64_MAX 20
+
+/* Write v in decimal (no sign, no leading zeros, no NUL) at out. Returns
+ * the number of digits, 1..HDR_U64_MAX. */
+size_t hdr_fmt_u64(char out[HDR_U64_MAX], uint64_t v);
+
 /* Whether name[0..n) is a hop-by-hop field (Connection, Keep-Alive,
  * Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade). */
 bool hdr_is_hop_by_hop(const char *name, size_t n);
