@@ -527,6 +527,26 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	return HDR_BUF_LIT(b, "\r\n");
 }
 
+void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
+		      const char *value)
+{
+	size_t nn = strlen(name), vn = strlen(value);
+	char *p = out + *n;
+
+	if (*n >= cap || nn + vn + 5 > cap - *n) {
+		*n = cap;
+		return;
+	}
+	memcpy(p, name, nn);
+	p += nn;
+	*p++ = ':';
+	*p++ = ' ';
+	memcpy(p, value, vn);
+	p += vn;
+	memcpy(p, "\r\n", 3);
+	*n += nn + vn + 4;
+}
+
 int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 		       const char *request_id, const char *extra,
 		       int64_t content_length, bool chunked, bool close)

@@ -135,6 +135,13 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);
 int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		      const struct hdr_fwd *f);
 
+/* Append "name: value\r\n" and a NUL to the extra lines being written at
+ * out[*n] (out holds cap bytes) and advance *n, if all of it fits; else
+ * set *n to cap, so that later appends fail too and *n >= cap tells the
+ * caller the lines did not fit. */
+void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
+		      const char *value);
+
 /*
  * Write the head edge sends the client for an upstream response p:
  * "HTTP/1.1 code reason", the fields hdr_drop keeps (X-Request-ID and the

@@ -325,6 +325,28 @@ START_TEST(test_build_connection_names)
 }
 END_TEST
 
+START_TEST(test_extra_append)
+{
+	char buf[64];
+	size_t n = 0;
+
+	hdr_extra_append(buf, sizeof(buf), &n, "X-A", "b");
+	hdr_extra_append(buf, sizeof(buf), &n, "Referrer-Policy", "no-referrer");
+	ck_assert_str_eq(buf, "X-A: b\r\nReferrer-Policy: no-referrer\r\n");
+	ck_assert_uint_eq(n, strlen(buf));
+	/* "X-A: b\r\n" and its NUL fill 9 bytes exactly */
+	n = 0;
+	hdr_extra_append(buf, 9, &n, "X-A", "b");
+	ck_assert_uint_eq(n, 8);
+	ck_assert_str_eq(buf, "X-A: b\r\n");
+	n = 0;
+	hdr_extra_append(buf, 8, &n, "X-A", "b");
+	ck_assert_uint_eq(n, 8); /* did not fit: n == cap */
+	hdr_extra_append(buf, 8, &n, "X", "");
+	ck_assert_uint_eq(n, 8);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hdr");
@@ -338,6 +360,7 @@ int main(void)
 	tcase_add_test(tc, test_build_upgrade);
 	tcase_add_test(tc, test_build_response);
 	tcase_add_test(tc, test_fmt_u64);
+	tcase_add_test(tc, test_extra_append);
 	tcase_add_test(tc, test_build_connection_names);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
