@@ -156,11 +156,6 @@ static uint64_t lower8(uint64_t v)
 	return v | (((ge_a ^ gt_z) & ~v & H1_HIGHS) >> 2);
 }
 
-static unsigned char lower(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c | 0x20) : c;
-}
-
 bool h1_eq_n(const char *s, const char *lit, size_t n)
 {
 	size_t i;
@@ -169,7 +164,8 @@ bool h1_eq_n(const char *s, const char *lit, size_t n)
 		if (lower8(load8(s)) != lower8(load8(lit)))
 			return false;
 	for (i = 0; i < n; i++)
-		if (lower((unsigned char)s[i]) != lower((unsigned char)lit[i]))
+		if (h1_lower((unsigned char)s[i]) !=
+		    h1_lower((unsigned char)lit[i]))
 			return false;
 	return true;
 }

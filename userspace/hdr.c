@@ -17,9 +17,6 @@ enum hdr_class {
 	HDR_C_UPGRADE = 0x8, /* Upgrade (hop-by-hop, kept for a tunnel) */
 };
 
-#define HDR_IS(s, n, lit)                                                      \
-	((n) == sizeof(lit) - 1 && h1_eq_n(s, lit, sizeof(lit) - 1))
-
 /* The class of the field name s[0..n): the hop-by-hop fields (Connection,
  * Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade),
  * edge's own (X-Request-ID, X-Project-ID, X-Environment-ID,
@@ -31,42 +28,42 @@ static unsigned hdr_class(const char *s, size_t n)
 {
 	switch (n) {
 	case 2:
-		return HDR_IS(s, n, "te") ? HDR_C_HOP : 0;
+		return h1_eq(s, n, "te") ? HDR_C_HOP : 0;
 	case 4:
-		return HDR_IS(s, n, "host") ? HDR_C_REBUILT : 0;
+		return h1_eq(s, n, "host") ? HDR_C_REBUILT : 0;
 	case 7:
-		if (HDR_IS(s, n, "upgrade"))
+		if (h1_eq(s, n, "upgrade"))
 			return HDR_C_HOP | HDR_C_UPGRADE;
-		return HDR_IS(s, n, "trailer") ? HDR_C_HOP : 0;
+		return h1_eq(s, n, "trailer") ? HDR_C_HOP : 0;
 	case 10:
-		return HDR_IS(s, n, "connection") || HDR_IS(s, n, "keep-alive")
+		return h1_eq(s, n, "connection") || h1_eq(s, n, "keep-alive")
 			   ? HDR_C_HOP
 			   : 0;
 	case 11:
-		return HDR_IS(s, n, "x-client-ip") ? HDR_C_EDGE : 0;
+		return h1_eq(s, n, "x-client-ip") ? HDR_C_EDGE : 0;
 	case 12:
-		return HDR_IS(s, n, "x-request-id") ||
-			       HDR_IS(s, n, "x-project-id")
+		return h1_eq(s, n, "x-request-id") ||
+			       h1_eq(s, n, "x-project-id")
 			   ? HDR_C_EDGE
 			   : 0;
 	case 14:
-		return HDR_IS(s, n, "content-length") ? HDR_C_REBUILT : 0;
+		return h1_eq(s, n, "content-length") ? HDR_C_REBUILT : 0;
 	case 15:
-		return HDR_IS(s, n, "x-deployment-id") ||
-			       HDR_IS(s, n, "x-forwarded-for")
+		return h1_eq(s, n, "x-deployment-id") ||
+			       h1_eq(s, n, "x-forwarded-for")
 			   ? HDR_C_EDGE
 			   : 0;
 	case 16:
-		if (HDR_IS(s, n, "proxy-connection"))
+		if (h1_eq(s, n, "proxy-connection"))
 			return HDR_C_HOP;
-		return HDR_IS(s, n, "x-environment-id") ||
-			       HDR_IS(s, n, "x-forwarded-host")
+		return h1_eq(s, n, "x-environment-id") ||
+			       h1_eq(s, n, "x-forwarded-host")
 			   ? HDR_C_EDGE
 			   : 0;
 	case 17:
-		if (HDR_IS(s, n, "transfer-encoding"))
+		if (h1_eq(s, n, "transfer-encoding"))
 			return HDR_C_HOP;
-		return HDR_IS(s, n, "x-forwarded-proto") ? HDR_C_EDGE : 0;
+		return h1_eq(s, n, "x-forwarded-proto") ? HDR_C_EDGE : 0;
 	default:
 		return 0;
 	}
@@ -118,7 +115,7 @@ static int hdr_buf_grow(struct hdr_buf *b, size_t n)
 
 /* Room for n more bytes at the end of b, which the caller fills and
  * counts (b->len += n); NULL once b has failed. */
-static char *hdr_buf_room(struct hdr_buf *b, size_t n)
+static inline char *hdr_buf_room(struct hdr_buf *b, size_t n)
 {
 	if (b->err)
 		return NULL;
@@ -466,8 +463,7 @@ static void framing(struct hdr_buf *b, int64_t content_length, bool chunked)
 }
 
 /* Append the fields of h that are kept ("name: value\r\n" each). */
-static void kept_fields(struct hdr_buf *b, const struct h1_head *h,
-			bool tunnel)
+static void kept_fields(struct hdr_buf *b, const struct h1_head *h, bool tunnel)
 {
 	struct hdr_conn cn;
 	unsigned i;

@@ -289,16 +289,15 @@ END_TEST
  * gathers up front (more than 8 of them) and names like "close". */
 START_TEST(test_build_connection_names)
 {
-	static const char in[] =
-	    "HTTP/1.1 200 OK\r\n"
-	    "Connection: a1, a2, a3, a4, a5, close\r\n"
-	    "Close: x\r\n"
-	    "A1: x\r\n"
-	    "Keep: y\r\n"
-	    "Connection: b1,b2 , b3,\t b4\r\n"
-	    "B4: x\r\n"
-	    "B5: y\r\n"
-	    "Content-Length: 615\r\n\r\n";
+	static const char in[] = "HTTP/1.1 200 OK\r\n"
+				 "Connection: a1, a2, a3, a4, a5, close\r\n"
+				 "Close: x\r\n"
+				 "A1: x\r\n"
+				 "Keep: y\r\n"
+				 "Connection: b1,b2 , b3,\t b4\r\n"
+				 "B4: x\r\n"
+				 "B5: y\r\n"
+				 "Content-Length: 615\r\n\r\n";
 	struct h1_response *p = malloc(sizeof(*p));
 	struct hdr_buf b;
 
@@ -331,7 +330,8 @@ START_TEST(test_extra_append)
 	size_t n = 0;
 
 	hdr_extra_append(buf, sizeof(buf), &n, "X-A", "b");
-	hdr_extra_append(buf, sizeof(buf), &n, "Referrer-Policy", "no-referrer");
+	hdr_extra_append(buf, sizeof(buf), &n, "Referrer-Policy",
+			 "no-referrer");
 	ck_assert_str_eq(buf, "X-A: b\r\nReferrer-Policy: no-referrer\r\n");
 	ck_assert_uint_eq(n, strlen(buf));
 	/* "X-A: b\r\n" and its NUL fill 9 bytes exactly */
