@@ -84,10 +84,7 @@ static enum outcome outcome_of_parse(int status)
 
 static uint64_t now_real_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return worker_now_real_ns();
 }
 
 void conn_write(struct conn *c, const void *p, size_t n)

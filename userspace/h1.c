@@ -27,12 +27,17 @@ static const struct {
 #undef H1_ERR_ROW
 };
 
-static const char *const method_names[] = {
-    [H1_M_GET] = "GET",		[H1_M_HEAD] = "HEAD",
-    [H1_M_POST] = "POST",	[H1_M_PUT] = "PUT",
-    [H1_M_DELETE] = "DELETE",	[H1_M_CONNECT] = "CONNECT",
-    [H1_M_OPTIONS] = "OPTIONS", [H1_M_TRACE] = "TRACE",
-    [H1_M_PATCH] = "PATCH",
+static const struct {
+	const char *s;
+	size_t n;
+} method_names[] = {
+#define H1_METHOD(m, lit) [m] = {lit, sizeof(lit) - 1}
+    H1_METHOD(H1_M_GET, "GET"),		H1_METHOD(H1_M_HEAD, "HEAD"),
+    H1_METHOD(H1_M_POST, "POST"),	H1_METHOD(H1_M_PUT, "PUT"),
+    H1_METHOD(H1_M_DELETE, "DELETE"),	H1_METHOD(H1_M_CONNECT, "CONNECT"),
+    H1_METHOD(H1_M_OPTIONS, "OPTIONS"), H1_METHOD(H1_M_TRACE, "TRACE"),
+    H1_METHOD(H1_M_PATCH, "PATCH"),
+#undef H1_METHOD
 };
 
 const char *h1_err_name(enum h1_err e)
@@ -54,47 +59,113 @@ const char *h1_method_name(enum h1_method m)
 {
 	if ((unsigned)m >= sizeof(method_names) / sizeof(method_names[0]))
 		return NULL;
-	return method_names[m];
+	return method_names[m].s;
+}
+
+/*
+ * Classes of a byte, one bit each, in h1_cls[] (built at compile time from
+ * the definitions below, so the table and the rules cannot disagree).
+ */
+#define H1_C_TCHAR 0x01	 /* tchar (RFC 9110 section 5.6.2) */
+#define H1_C_FIELD 0x02	 /* field-vchar, SP or HTAB: no CTL */
+#define H1_C_TARGET 0x04 /* a request-target byte besides '%' */
+
+#define H1_ALNUM(c)                                                            \
+	(((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') ||           \
+	 ((c) >= '0' && (c) <= '9'))
+#define H1_TCHAR(c)                                                            \
+	(H1_ALNUM(c) || (c) == '!' || (c) == '#' || (c) == '$' ||              \
+	 (c) == '%' || (c) == '&' || (c) == '\'' || (c) == '*' ||              \
+	 (c) == '+' || (c) == '-' || (c) == '.' || (c) == '^' || (c) == '_' || \
+	 (c) == '`' || (c) == '|' || (c) == '~')
+/* obs-text (0x80-0xff) is allowed as RFC 9110 allows it */
+#define H1_FIELD(c) ((c) == '\t' || ((c) >= 0x20 && (c) != 0x7f))
+/* unreserved, sub-delims, ':', '@', '/', '?' */
+#define H1_TARGET(c)                                                           \
+	(H1_ALNUM(c) || (c) == '-' || (c) == '.' || (c) == '_' ||              \
+	 (c) == '~' || (c) == '!' || (c) == '$' || (c) == '&' ||               \
+	 (c) == '\'' || (c) == '(' || (c) == ')' || (c) == '*' ||              \
+	 (c) == '+' || (c) == ',' || (c) == ';' || (c) == '=' || (c) == ':' || \
+	 (c) == '@' || (c) == '/' || (c) == '?')
+#define H1_CLS(c)                                                              \
+	((H1_TCHAR(c) ? H1_C_TCHAR : 0) | (H1_FIELD(c) ? H1_C_FIELD : 0) |     \
+	 (H1_TARGET(c) ? H1_C_TARGET : 0))
+#define H1_CLS4(c) H1_CLS(c), H1_CLS(c + 1), H1_CLS(c + 2), H1_CLS(c + 3)
+#define H1_CLS16(c) H1_CLS4(c), H1_CLS4(c + 4), H1_CLS4(c + 8), H1_CLS4(c + 12)
+#define H1_CLS64(c)                                                            \
+	H1_CLS16(c), H1_CLS16(c + 16), H1_CLS16(c + 32), H1_CLS16(c + 48)
+
+static const unsigned char h1_cls[256] = {
+    H1_CLS64(0),
+    H1_CLS64(64),
+    H1_CLS64(128),
+    H1_CLS64(192),
+};
+
+static bool is_cls(unsigned char c, unsigned cls)
+{
+	return (h1_cls[c] & cls) != 0;
 }
 
 bool h1_tchar(unsigned char c)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return true;
-	switch (c) {
-	case '!':
-	case '#':
-	case '$':
-	case '%':
-	case '&':
-	case '\'':
-	case '*':
-	case '+':
-	case '-':
-	case '.':
-	case '^':
-	case '_':
-	case '`':
-	case '|':
-	case '~':
-		return true;
-	default:
-		return false;
-	}
+	return is_cls(c, H1_C_TCHAR);
 }
 
-static unsigned char lower(unsigned char c)
+/*
+ * Eight bytes at a time (SWAR). load8 reads p[0..8) unaligned; zero_byte
+ * is non-zero iff a byte of v is 0, and its lowest set bit (on a
+ * little-endian load: the first byte in memory) marks the first such
+ * byte exactly (later bytes may be marked falsely, earlier ones never).
+ */
+#define H1_ONES 0x0101010101010101ull
+#define H1_HIGHS 0x8080808080808080ull
+
+static uint64_t load8(const char *p)
 {
-	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c | 0x20) : c;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t zero_byte(uint64_t v)
+{
+	return (v - H1_ONES) & ~v & H1_HIGHS;
+}
+
+/* Offset of the first byte that marks m (from zero_byte) holds, 0..7;
+ * 0 where the order is unknown (the byte loop then goes on from there). */
+static size_t first_marked(uint64_t m)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (size_t)__builtin_ctzll(m) / 8;
+#else
+	(void)m;
+	return 0;
+#endif
+}
+
+/* v with the ASCII letters 'A'..'Z' of each byte made lowercase. */
+static uint64_t lower8(uint64_t v)
+{
+	uint64_t h = v & ~H1_HIGHS;
+	uint64_t ge_a = h + H1_ONES * (0x80 - 'A'); /* high bit: h >= 'A' */
+	uint64_t gt_z = h + H1_ONES * (0x7f - 'Z'); /* high bit: h > 'Z' */
+
+	return v | (((ge_a ^ gt_z) & ~v & H1_HIGHS) >> 2);
 }
 
 bool h1_eq_n(const char *s, const char *lit, size_t n)
 {
 	size_t i;
 
+	for (; n >= 8; n -= 8, s += 8, lit += 8)
+		if (lower8(load8(s)) != lower8(load8(lit)))
+			return false;
 	for (i = 0; i < n; i++)
-		if (lower((unsigned char)s[i]) != lower((unsigned char)lit[i]))
+		if (h1_lower((unsigned char)s[i]) !=
+		    h1_lower((unsigned char)lit[i]))
 			return false;
 	return true;
 }
@@ -124,7 +195,30 @@ static int hexval(char c)
  * (0x80-0xff) is allowed as RFC 9110 allows it. */
 static bool vchar_or_ws(unsigned char c)
 {
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
+	return is_cls(c, H1_C_FIELD);
+}
+
+/* Offset of the first byte of s[0..n) that is not vchar_or_ws, or n.
+ * Eight bytes with no byte below 0x20 and no DEL are all fine. */
+static size_t field_value_bad(const char *s, size_t n)
+{
+	size_t i = 0;
+	uint64_t v;
+
+	while (i < n) {
+		if (n - i >= 8) {
+			v = load8(s + i);
+			if (!(((v - H1_ONES * 0x20) & ~v & H1_HIGHS) |
+			      zero_byte(v ^ (H1_ONES * 0x7f)))) {
+				i += 8;
+				continue;
+			}
+		}
+		if (!vchar_or_ws((unsigned char)s[i]))
+			return i;
+		i++;
+	}
+	return n;
 }
 
 /*
@@ -280,14 +374,27 @@ static int next_line(struct h1_head *h, const char *buf, size_t len,
 	struct h1_state *st = &h->st;
 	size_t i = st->scan > st->pos ? st->scan : st->pos;
 	size_t end = len < limit ? len : limit;
+	uint64_t v, m;
+	char c;
 
-	for (; i < end; i++) {
-		char c = buf[i];
-
+	while (i < end) {
+		if (end - i >= 8) { /* skip to the first CR or LF */
+			v = load8(buf + i);
+			m = zero_byte(v ^ (H1_ONES * '\r')) |
+			    zero_byte(v ^ (H1_ONES * '\n'));
+			if (!m) {
+				i += 8;
+				continue;
+			}
+			i += first_marked(m);
+		}
+		c = buf[i];
 		if (c == '\n')
 			return fail(h, H1_E_BARE_LF, i, resp);
-		if (c != '\r')
+		if (c != '\r') {
+			i++;
 			continue;
+		}
 		if (i + 1 >= len)
 			break;
 		if (buf[i + 1] != '\n')
@@ -310,10 +417,7 @@ static int next_line(struct h1_head *h, const char *buf, size_t len,
  * ':', '@', '/', '?'. */
 static bool target_char(unsigned char c)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return true;
-	return c != '\0' && strchr("-._~!$&'()*+,;=:@/?", c) != NULL;
+	return is_cls(c, H1_C_TARGET);
 }
 
 /* Validate path-abempty [ "?" query ] at s[0..n); returns the offset of
@@ -383,8 +487,7 @@ static enum h1_method method_of(const char *s, size_t n)
 	unsigned m;
 
 	for (m = 1; m < sizeof(method_names) / sizeof(method_names[0]); m++)
-		if (strlen(method_names[m]) == n &&
-		    !memcmp(s, method_names[m], n))
+		if (method_names[m].n == n && !memcmp(s, method_names[m].s, n))
 			return (enum h1_method)m;
 	return H1_M_OTHER;
 }
@@ -570,9 +673,9 @@ static int field_line(struct h1_head *h, struct h1_request *r, const char *buf,
 	ve = e;
 	while (ve > v && ows(buf[ve - 1]))
 		ve--;
-	for (k = v; k < ve; k++)
-		if (!vchar_or_ws((unsigned char)buf[k]))
-			return fail(h, H1_E_FIELD_VALUE, k, resp);
+	k = v + field_value_bad(buf + v, ve - v);
+	if (k < ve)
+		return fail(h, H1_E_FIELD_VALUE, k, resp);
 	f = &h->headers[h->nheaders++];
 	f->name = buf + s;
 	f->name_len = i - s;
@@ -761,9 +864,9 @@ static int status_line(struct h1_response *p, const char *buf, size_t s,
 		return 0;
 	if (buf[s + 12] != ' ')
 		return fail(h, H1_E_STATUS_LINE, s + 12, true);
-	for (k = s + 13; k < e; k++)
-		if (!vchar_or_ws((unsigned char)buf[k]))
-			return fail(h, H1_E_STATUS_LINE, k, true);
+	k = s + 13 + field_value_bad(buf + s + 13, e - s - 13);
+	if (k < e)
+		return fail(h, H1_E_STATUS_LINE, k, true);
 	p->reason = buf + s + 13;
 	p->reason_len = e - s - 13;
 	return 0;

@@ -307,12 +307,22 @@ bool h1_tchar(unsigned char c);
  * or not; n bytes of both are read). */
 bool h1_eq_n(const char *s, const char *lit, size_t n);
 
+/* c with 'A'..'Z' made lowercase. */
+static inline unsigned char h1_lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) : c;
+}
+
 /* Case-insensitive comparison of s[0..n) with the NUL-terminated lit.
  * Inline so that the length of a literal lit is known at compile time and
- * most names are told apart by their length alone. */
+ * most names are told apart by their length alone, most of the rest by
+ * their first byte, without a call. */
 static inline bool h1_eq(const char *s, size_t n, const char *lit)
 {
-	return n == __builtin_strlen(lit) && h1_eq_n(s, lit, n);
+	return n == __builtin_strlen(lit) &&
+	       (n == 0 || h1_lower((unsigned char)s[0]) ==
+			      h1_lower((unsigned char)lit[0])) &&
+	       h1_eq_n(s, lit, n);
 }
 
 /* Whether the comma-separated list s[0..n) holds the token tok

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* hdr.c - hop-by-hop and edge-owned fields, request ids, head builder. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,31 +9,65 @@
 
 #include "hdr.h"
 
-/* A field name and its length (names are compared by length first). */
-struct hdr_name {
-	const char *s;
-	size_t n;
+/* What a field name is to the builders, as a set of bits. */
+enum hdr_class {
+	HDR_C_HOP = 0x1,     /* hop-by-hop */
+	HDR_C_EDGE = 0x2,    /* one of edge's own fields */
+	HDR_C_REBUILT = 0x4, /* Content-Length or Host: edge writes its own */
+	HDR_C_UPGRADE = 0x8, /* Upgrade (hop-by-hop, kept for a tunnel) */
 };
-#define HDR_NAME(lit)                                                          \
-	{                                                                      \
-		lit, sizeof(lit) - 1                                           \
+
+/* The class of the field name s[0..n): the hop-by-hop fields (Connection,
+ * Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade),
+ * edge's own (X-Request-ID, X-Project-ID, X-Environment-ID,
+ * X-Deployment-ID, X-Client-IP, X-Forwarded-For, X-Forwarded-Proto,
+ * X-Forwarded-Host), Content-Length and Host; 0 for any other name. Told
+ * apart by length first: most names are compared with one literal at
+ * most. */
+static unsigned hdr_class(const char *s, size_t n)
+{
+	switch (n) {
+	case 2:
+		return h1_eq(s, n, "te") ? HDR_C_HOP : 0;
+	case 4:
+		return h1_eq(s, n, "host") ? HDR_C_REBUILT : 0;
+	case 7:
+		if (h1_eq(s, n, "upgrade"))
+			return HDR_C_HOP | HDR_C_UPGRADE;
+		return h1_eq(s, n, "trailer") ? HDR_C_HOP : 0;
+	case 10:
+		return h1_eq(s, n, "connection") || h1_eq(s, n, "keep-alive")
+			   ? HDR_C_HOP
+			   : 0;
+	case 11:
+		return h1_eq(s, n, "x-client-ip") ? HDR_C_EDGE : 0;
+	case 12:
+		return h1_eq(s, n, "x-request-id") ||
+			       h1_eq(s, n, "x-project-id")
+			   ? HDR_C_EDGE
+			   : 0;
+	case 14:
+		return h1_eq(s, n, "content-length") ? HDR_C_REBUILT : 0;
+	case 15:
+		return h1_eq(s, n, "x-deployment-id") ||
+			       h1_eq(s, n, "x-forwarded-for")
+			   ? HDR_C_EDGE
+			   : 0;
+	case 16:
+		if (h1_eq(s, n, "proxy-connection"))
+			return HDR_C_HOP;
+		return h1_eq(s, n, "x-environment-id") ||
+			       h1_eq(s, n, "x-forwarded-host")
+			   ? HDR_C_EDGE
+			   : 0;
+	case 17:
+		if (h1_eq(s, n, "transfer-encoding"))
+			return HDR_C_HOP;
+		return h1_eq(s, n, "x-forwarded-proto") ? HDR_C_EDGE : 0;
+	default:
+		return 0;
 	}
-
-static const struct hdr_name hop_by_hop[] = {
-    HDR_NAME("connection"),	  HDR_NAME("keep-alive"),
-    HDR_NAME("proxy-connection"), HDR_NAME("te"),
-    HDR_NAME("trailer"),	  HDR_NAME("transfer-encoding"),
-    HDR_NAME("upgrade"),
-};
-
-static const struct hdr_name edge_owned[] = {
-    HDR_NAME("x-request-id"),	   HDR_NAME("x-project-id"),
-    HDR_NAME("x-environment-id"),  HDR_NAME("x-deployment-id"),
-    HDR_NAME("x-client-ip"),	   HDR_NAME("x-forwarded-for"),
-    HDR_NAME("x-forwarded-proto"), HDR_NAME("x-forwarded-host"),
-};
-
-#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+}
 
 void hdr_buf_init(struct hdr_buf *b, size_t max)
 {
@@ -55,76 +88,146 @@ void hdr_buf_free(struct hdr_buf *b)
 	b->len = b->cap = 0;
 }
 
-int hdr_buf_add(struct hdr_buf *b, const char *s, size_t n)
+/* Grow b so that n more bytes (within b->max) fit. Returns 0 or sets and
+ * returns b->err. */
+static int hdr_buf_grow(struct hdr_buf *b, size_t n)
 {
-	size_t cap;
+	size_t cap = b->cap ? b->cap : 512;
 	char *p;
 
-	if (b->err)
-		return b->err;
-	if (n > b->max - b->len)
-		return b->err = -E2BIG;
-	if (b->len + n > b->cap) {
-		cap = b->cap ? b->cap : 512;
-		while (cap < b->len + n)
-			cap *= 2;
-		if (cap > b->max)
-			cap = b->max;
-		if (b->p == b->inl) {
-			p = malloc(cap);
-			if (p)
-				memcpy(p, b->inl, b->len);
-		} else {
-			p = realloc(b->p, cap);
-		}
-		if (!p)
-			return b->err = -ENOMEM;
-		b->p = p;
-		b->cap = cap;
+	while (cap < b->len + n)
+		cap *= 2;
+	if (cap > b->max)
+		cap = b->max;
+	if (b->p == b->inl) {
+		p = malloc(cap);
+		if (p)
+			memcpy(p, b->inl, b->len);
+	} else {
+		p = realloc(b->p, cap);
 	}
+	if (!p)
+		return b->err = -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+/* Room for n more bytes at the end of b, which the caller fills and
+ * counts (b->len += n); NULL once b has failed. */
+static inline char *hdr_buf_room(struct hdr_buf *b, size_t n)
+{
+	if (b->err)
+		return NULL;
+	if (n > b->max - b->len) {
+		b->err = -E2BIG;
+		return NULL;
+	}
+	if (n > b->cap - b->len && hdr_buf_grow(b, n))
+		return NULL;
+	return b->p + b->len;
+}
+
+int hdr_buf_add(struct hdr_buf *b, const char *s, size_t n)
+{
+	char *p = hdr_buf_room(b, n);
+
+	if (!p)
+		return b->err;
 	if (n)
-		memcpy(b->p + b->len, s, n);
+		memcpy(p, s, n);
 	b->len += n;
 	return 0;
 }
+
+/* Append the literal lit (its length known at compile time). */
+#define HDR_BUF_LIT(b, lit) hdr_buf_add(b, lit, sizeof(lit) - 1)
 
 int hdr_buf_str(struct hdr_buf *b, const char *s)
 {
 	return s ? hdr_buf_add(b, s, strlen(s)) : b->err;
 }
 
+/* Append "name: value\r\n" with one bounds check. */
+static int hdr_buf_field_n(struct hdr_buf *b, const char *name, size_t name_len,
+			   const char *value, size_t value_len)
+{
+	size_t n = name_len + 2 + value_len + 2;
+	char *p;
+
+	if (n < value_len) /* wrapped */
+		return b->err = -E2BIG;
+	p = hdr_buf_room(b, n);
+	if (!p)
+		return b->err;
+	if (name_len)
+		memcpy(p, name, name_len);
+	p += name_len;
+	*p++ = ':';
+	*p++ = ' ';
+	if (value_len)
+		memcpy(p, value, value_len);
+	p += value_len;
+	*p++ = '\r';
+	*p = '\n';
+	b->len += n;
+	return 0;
+}
+
+/* hdr_buf_field with a literal name. */
+#define HDR_BUF_FIELD_LIT(b, lit, v, vn)                                       \
+	hdr_buf_field_n(b, lit, sizeof(lit) - 1, v, vn)
+
 int hdr_buf_field(struct hdr_buf *b, const char *name, const char *value,
 		  size_t value_len)
 {
-	hdr_buf_str(b, name);
-	hdr_buf_add(b, ": ", 2);
-	hdr_buf_add(b, value, value_len);
-	return hdr_buf_add(b, "\r\n", 2);
+	return hdr_buf_field_n(b, name, name ? strlen(name) : 0, value,
+			       value_len);
 }
 
-static bool in_set(const struct hdr_name *set, size_t nset, const char *name,
-		   size_t n)
+size_t hdr_fmt_u64(char out[HDR_U64_MAX], uint64_t v)
 {
-	size_t i;
+	char tmp[HDR_U64_MAX];
+	size_t n = 0, i;
 
-	for (i = 0; i < nset; i++)
-		if (set[i].n == n && h1_eq_n(name, set[i].s, n))
-			return true;
-	return false;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
 }
 
 bool hdr_is_hop_by_hop(const char *name, size_t n)
 {
-	return in_set(hop_by_hop, NELEMS(hop_by_hop), name, n);
+	return hdr_class(name, n) & HDR_C_HOP;
 }
 
 bool hdr_is_edge_owned(const char *name, size_t n)
 {
-	return in_set(edge_owned, NELEMS(edge_owned), name, n);
+	return hdr_class(name, n) & HDR_C_EDGE;
 }
 
-/* Whether the list s[0..len) names name[0..n) (case-insensitive). */
-static bool list_names(const char *s, size_t len, const char *name, size_t n)
+/* Whether the list element e[0..n) names name[0..n). */
+static bool elem_names(const char *e, const char *name, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if ((e[k] | 0x20) != (name[k] | 0x20) ||
+		    !h1_tchar((unsigned char)name[k]))
+			return false;
+	return true;
+}
+
+/*
+ * Split the list s[0..len) at commas and trim SP and HTAB around each
+ * element; calls fn for every non-empty element until it returns true.
+ * Returns whether one did.
+ */
+static bool list_each(const char *s, size_t len,
+		      bool (*fn)(const char *e, size_t n, void *arg), void *arg)
 {
 	size_t i = 0, b, e;
 
@@ -137,31 +240,38 @@ static bool list_names(const char *s, size_t len, const char *name, size_t n)
 			b++;
 		while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t'))
 			e--;
-		if (e - b == n && n) {
-			size_t k;
-
-			for (k = 0; k < n; k++)
-				if ((s[b + k] | 0x20) != (name[k] | 0x20) ||
-				    !h1_tchar((unsigned char)name[k]))
-					break;
-			if (k == n)
-				return true;
-		}
+		if (e > b && fn(s + b, e - b, arg))
+			return true;
 		i++;
 	}
 	return false;
 }
 
+struct hdr_name_arg {
+	const char *name;
+	size_t n;
+};
+
+static bool elem_is_name(const char *e, size_t n, void *arg)
+{
+	const struct hdr_name_arg *a = arg;
+
+	return n == a->n && elem_names(e, a->name, n);
+}
+
 bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 			     size_t n)
 {
+	struct hdr_name_arg a = {name, n};
 	unsigned i, seen = 0;
 
+	if (!n)
+		return false;
 	for (i = 0; i < h->nheaders && seen < h->nconnection; i++) {
 		const struct h1_header *f = &h->headers[i];
 
 		if (h1_eq(f->name, f->name_len, "connection") && ++seen &&
-		    list_names(f->value, f->value_len, name, n))
+		    list_each(f->value, f->value_len, elem_is_name, &a))
 			return true;
 	}
 	return false;
@@ -169,13 +279,73 @@ bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 
 bool hdr_drop(const struct h1_head *h, const struct h1_header *f, bool tunnel)
 {
-	if (tunnel && h1_eq(f->name, f->name_len, "upgrade"))
+	unsigned c = hdr_class(f->name, f->name_len);
+
+	if (tunnel && (c & HDR_C_UPGRADE))
 		return false;
-	return hdr_is_hop_by_hop(f->name, f->name_len) ||
-	       hdr_is_edge_owned(f->name, f->name_len) ||
-	       h1_eq(f->name, f->name_len, "content-length") ||
-	       h1_eq(f->name, f->name_len, "host") ||
-	       hdr_named_in_connection(h, f->name, f->name_len);
+	return c || hdr_named_in_connection(h, f->name, f->name_len);
+}
+
+/* The elements of a head's Connection fields, gathered once per head
+ * built rather than once per field; more than HDR_CONN_MAX of them and
+ * the builder asks hdr_named_in_connection instead. */
+#define HDR_CONN_MAX 8
+
+struct hdr_conn {
+	const struct h1_head *h;
+	unsigned n; /* elements, HDR_CONN_MAX + 1 when too many */
+	struct {
+		const char *s;
+		size_t n;
+	} e[HDR_CONN_MAX];
+};
+
+static bool hdr_conn_add(const char *e, size_t n, void *arg)
+{
+	struct hdr_conn *cn = arg;
+
+	if (cn->n == HDR_CONN_MAX) {
+		cn->n = HDR_CONN_MAX + 1;
+		return true;
+	}
+	cn->e[cn->n].s = e;
+	cn->e[cn->n].n = n;
+	cn->n++;
+	return false;
+}
+
+static void hdr_conn_init(struct hdr_conn *cn, const struct h1_head *h)
+{
+	unsigned i, seen = 0;
+
+	cn->h = h;
+	cn->n = 0;
+	for (i = 0; i < h->nheaders && seen < h->nconnection; i++) {
+		const struct h1_header *f = &h->headers[i];
+
+		if (h1_eq(f->name, f->name_len, "connection") && ++seen &&
+		    list_each(f->value, f->value_len, hdr_conn_add, cn))
+			return;
+	}
+}
+
+/* hdr_drop for the head cn was gathered from. */
+static bool hdr_conn_drop(const struct hdr_conn *cn, const struct h1_header *f,
+			  bool tunnel)
+{
+	unsigned c = hdr_class(f->name, f->name_len), i;
+
+	if (tunnel && (c & HDR_C_UPGRADE))
+		return false;
+	if (c)
+		return true;
+	if (cn->n > HDR_CONN_MAX)
+		return hdr_named_in_connection(cn->h, f->name, f->name_len);
+	for (i = 0; i < cn->n; i++)
+		if (cn->e[i].n == f->name_len &&
+		    elem_names(cn->e[i].s, f->name, f->name_len))
+			return true;
+	return false;
 }
 
 bool hdr_request_id_valid(const char *s, size_t n)
@@ -250,7 +420,7 @@ int hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
 	bool first = true;
 	unsigned i;
 
-	hdr_buf_str(b, "X-Forwarded-For: ");
+	HDR_BUF_LIT(b, "X-Forwarded-For: ");
 	for (i = 0; i < h->nheaders; i++) {
 		const struct h1_header *f = &h->headers[i];
 
@@ -258,38 +428,53 @@ int hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
 		    !f->value_len)
 			continue;
 		if (!first)
-			hdr_buf_add(b, ", ", 2);
+			HDR_BUF_LIT(b, ", ");
 		hdr_buf_add(b, f->value, f->value_len);
 		first = false;
 	}
 	if (!first)
-		hdr_buf_add(b, ", ", 2);
+		HDR_BUF_LIT(b, ", ");
 	hdr_buf_str(b, client_ip);
-	return hdr_buf_add(b, "\r\n", 2);
+	return HDR_BUF_LIT(b, "\r\n");
 }
 
 int hdr_xff_replace(struct hdr_buf *b, const char *client_ip)
 {
-	return hdr_buf_field(b, "X-Forwarded-For", client_ip,
-			     strlen(client_ip));
+	return HDR_BUF_FIELD_LIT(b, "X-Forwarded-For", client_ip,
+				 strlen(client_ip));
 }
 
-static void opt_field(struct hdr_buf *b, const char *name, const char *value)
-{
-	if (value)
-		hdr_buf_field(b, name, value, strlen(value));
-}
+/* Append "name: value\r\n" when value is not NULL. */
+#define HDR_OPT_FIELD(b, lit, value)                                           \
+	do {                                                                   \
+		if (value)                                                     \
+			HDR_BUF_FIELD_LIT(b, lit, value, strlen(value));       \
+	} while (0)
 
 static void framing(struct hdr_buf *b, int64_t content_length, bool chunked)
 {
-	char num[24];
-	int n;
+	char num[HDR_U64_MAX];
 
-	if (content_length >= 0) {
-		n = snprintf(num, sizeof(num), "%" PRId64, content_length);
-		hdr_buf_field(b, "Content-Length", num, (size_t)n);
-	} else if (chunked) {
-		hdr_buf_str(b, "Transfer-Encoding: chunked\r\n");
+	if (content_length >= 0)
+		HDR_BUF_FIELD_LIT(b, "Content-Length", num,
+				  hdr_fmt_u64(num, (uint64_t)content_length));
+	else if (chunked)
+		HDR_BUF_LIT(b, "Transfer-Encoding: chunked\r\n");
+}
+
+/* Append the fields of h that are kept ("name: value\r\n" each). */
+static void kept_fields(struct hdr_buf *b, const struct h1_head *h, bool tunnel)
+{
+	struct hdr_conn cn;
+	unsigned i;
+
+	hdr_conn_init(&cn, h);
+	for (i = 0; i < h->nheaders; i++) {
+		const struct h1_header *f = &h->headers[i];
+
+		if (!hdr_conn_drop(&cn, f, tunnel))
+			hdr_buf_field_n(b, f->name, f->name_len, f->value,
+					f->value_len);
 	}
 }
 
@@ -298,85 +483,94 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 {
 	const char *path = f->path ? f->path : r->path;
 	size_t path_len = f->path ? f->path_len : r->path_len;
-	unsigned i;
 
 	hdr_buf_add(b, r->method_str, r->method_len);
-	hdr_buf_add(b, " ", 1);
+	HDR_BUF_LIT(b, " ");
 	if (r->form == H1_FORM_ASTERISK) {
-		hdr_buf_add(b, "*", 1);
+		HDR_BUF_LIT(b, "*");
 	} else {
 		if (path_len == 0 || path[0] != '/')
-			hdr_buf_add(b, "/", 1);
+			HDR_BUF_LIT(b, "/");
 		hdr_buf_add(b, path, path_len);
 		if (r->query) {
-			hdr_buf_add(b, "?", 1);
+			HDR_BUF_LIT(b, "?");
 			hdr_buf_add(b, r->query, r->query_len);
 		}
 	}
-	hdr_buf_str(b, " HTTP/1.1\r\n");
+	HDR_BUF_LIT(b, " HTTP/1.1\r\n");
 	/* HTTP/1.1 upstreams require a Host; HTTP/1.0 clients may have
 	 * sent none: an empty one is what RFC 9112 asks for then */
-	hdr_buf_field(b, "Host", r->host ? r->host : "", r->host_len);
-	for (i = 0; i < r->h.nheaders; i++) {
-		const struct h1_header *h = &r->h.headers[i];
-
-		if (hdr_drop(&r->h, h, f->tunnel))
-			continue;
-		hdr_buf_add(b, h->name, h->name_len);
-		hdr_buf_add(b, ": ", 2);
-		hdr_buf_add(b, h->value, h->value_len);
-		hdr_buf_add(b, "\r\n", 2);
-	}
-	opt_field(b, "X-Request-ID", f->request_id);
-	opt_field(b, "X-Project-ID", f->project_id);
-	opt_field(b, "X-Environment-ID", f->environment_id);
-	opt_field(b, "X-Deployment-ID", f->deployment_id);
+	HDR_BUF_FIELD_LIT(b, "Host", r->host ? r->host : "", r->host_len);
+	kept_fields(b, &r->h, f->tunnel);
+	HDR_OPT_FIELD(b, "X-Request-ID", f->request_id);
+	HDR_OPT_FIELD(b, "X-Project-ID", f->project_id);
+	HDR_OPT_FIELD(b, "X-Environment-ID", f->environment_id);
+	HDR_OPT_FIELD(b, "X-Deployment-ID", f->deployment_id);
 	if (f->client_ip) {
-		hdr_buf_field(b, "X-Client-IP", f->client_ip,
-			      strlen(f->client_ip));
+		HDR_BUF_FIELD_LIT(b, "X-Client-IP", f->client_ip,
+				  strlen(f->client_ip));
 		if (f->xff_trusted)
 			hdr_xff_append(b, &r->h, f->client_ip);
 		else
 			hdr_xff_replace(b, f->client_ip);
 	}
-	opt_field(b, "X-Forwarded-Proto", f->proto);
+	HDR_OPT_FIELD(b, "X-Forwarded-Proto", f->proto);
 	if (r->host)
-		hdr_buf_field(b, "X-Forwarded-Host", r->host, r->host_len);
+		HDR_BUF_FIELD_LIT(b, "X-Forwarded-Host", r->host, r->host_len);
 	if (f->tunnel)
-		hdr_buf_str(b, "Connection: upgrade\r\n");
+		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
 	framing(b, f->content_length, f->chunked);
-	return hdr_buf_add(b, "\r\n", 2);
+	return HDR_BUF_LIT(b, "\r\n");
+}
+
+void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
+		      const char *value)
+{
+	size_t nn = strlen(name), vn = strlen(value);
+	char *p = out + *n;
+
+	if (*n >= cap || nn + vn + 5 > cap - *n) {
+		*n = cap;
+		return;
+	}
+	memcpy(p, name, nn);
+	p += nn;
+	*p++ = ':';
+	*p++ = ' ';
+	memcpy(p, value, vn);
+	p += vn;
+	memcpy(p, "\r\n", 3);
+	*n += nn + vn + 4;
 }
 
 int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 		       const char *request_id, const char *extra,
 		       int64_t content_length, bool chunked, bool close)
 {
-	char line[16];
-	unsigned i;
+	char line[24];
 	int n;
 
-	n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", p->code);
+	if (p->code >= 0 && p->code <= 999) {
+		memcpy(line, "HTTP/1.1 ", 9);
+		line[9] = (char)('0' + p->code / 100);
+		line[10] = (char)('0' + p->code / 10 % 10);
+		line[11] = (char)('0' + p->code % 10);
+		line[12] = ' ';
+		n = 13;
+	} else { /* not from the parser: as "%03d" has it */
+		n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", p->code);
+	}
 	hdr_buf_add(b, line, (size_t)n);
 	hdr_buf_add(b, p->reason, p->reason_len);
-	hdr_buf_add(b, "\r\n", 2);
-	for (i = 0; i < p->h.nheaders; i++) {
-		const struct h1_header *h = &p->h.headers[i];
-
-		if (hdr_drop(&p->h, h, p->upgrade))
-			continue;
-		hdr_buf_add(b, h->name, h->name_len);
-		hdr_buf_add(b, ": ", 2);
-		hdr_buf_add(b, h->value, h->value_len);
-		hdr_buf_add(b, "\r\n", 2);
-	}
-	opt_field(b, "X-Request-ID", request_id);
+	HDR_BUF_LIT(b, "\r\n");
+	kept_fields(b, &p->h, p->upgrade);
+	HDR_OPT_FIELD(b, "X-Request-ID", request_id);
 	hdr_buf_str(b, extra);
 	if (p->upgrade)
-		hdr_buf_str(b, "Connection: upgrade\r\n");
+		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
 	else if (p->code >= 200 && p->code != 204 && p->code != 304)
 		framing(b, content_length, chunked);
 	if (close && !p->upgrade)
-		hdr_buf_str(b, "Connection: close\r\n");
-	return hdr_buf_add(b, "\r\n", 2);
+		HDR_BUF_LIT(b, "Connection: close\r\n");
+	return HDR_BUF_LIT(b, "\r\n");
 }

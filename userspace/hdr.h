@@ -76,6 +76,13 @@ int hdr_buf_str(struct hdr_buf *b, const char *s);
 int hdr_buf_field(struct hdr_buf *b, const char *name, const char *value,
 		  size_t value_len);
 
+/* Bytes hdr_fmt_u64 may write: the 20 digits of UINT64_MAX. */
+#define HDR_U64_MAX 20
+
+/* Write v in decimal (no sign, no leading zeros, no NUL) at out. Returns
+ * the number of digits, 1..HDR_U64_MAX. */
+size_t hdr_fmt_u64(char out[HDR_U64_MAX], uint64_t v);
+
 /* Whether name[0..n) is a hop-by-hop field (Connection, Keep-Alive,
  * Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade). */
 bool hdr_is_hop_by_hop(const char *name, size_t n);
@@ -127,6 +134,13 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);
  */
 int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		      const struct hdr_fwd *f);
+
+/* Append "name: value\r\n" and a NUL to the extra lines being written at
+ * out[*n] (out holds cap bytes) and advance *n, if all of it fits; else
+ * set *n to cap, so that later appends fail too and *n >= cap tells the
+ * caller the lines did not fit. */
+void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
+		      const char *value);
 
 /*
  * Write the head edge sends the client for an upstream response p:

@@ -580,16 +580,14 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 	if (!s)
 		return;
 	if (s->nosniff)
-		n += (size_t)snprintf(buf + n, len - n,
-				      "X-Content-Type-Options: nosniff\r\n");
-	if (n < len && s->frame_options && s->frame_options[0])
-		n += (size_t)snprintf(buf + n, len - n,
-				      "X-Frame-Options: %s\r\n",
-				      s->frame_options);
-	if (n < len && s->referrer_policy && s->referrer_policy[0])
-		n += (size_t)snprintf(buf + n, len - n,
-				      "Referrer-Policy: %s\r\n",
-				      s->referrer_policy);
+		hdr_extra_append(buf, len, &n, "X-Content-Type-Options",
+				 "nosniff");
+	if (s->frame_options && s->frame_options[0])
+		hdr_extra_append(buf, len, &n, "X-Frame-Options",
+				 s->frame_options);
+	if (s->referrer_policy && s->referrer_policy[0])
+		hdr_extra_append(buf, len, &n, "Referrer-Policy",
+				 s->referrer_policy);
 	if (n >= len)
 		buf[0] = '\0';
 }

@@ -34,12 +34,46 @@
 #define WORKER_TRIM_PARKS 32
 #define WORKER_TRIM_PARKS_MAX 8192
 
-uint64_t worker_now_ns(void)
+/*
+ * The clocks of a worker's loop: read at most once per wake-up of the
+ * loop, by the first worker_now_ns() (worker_now_real_ns()) after it, and
+ * forgotten before the loop waits again (worker_main). 0: not read since
+ * the loop woke. Other threads (worker_clock_on false) read the clock at
+ * every call.
+ */
+static _Thread_local bool worker_clock_on;
+static _Thread_local uint64_t worker_clock_ns, worker_clock_real_ns;
+
+static uint64_t worker_clock_read(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t worker_now_ns(void)
+{
+	uint64_t now = worker_clock_ns;
+
+	if (now)
+		return now;
+	now = worker_clock_read(CLOCK_MONOTONIC);
+	if (worker_clock_on)
+		worker_clock_ns = now;
+	return now;
+}
+
+uint64_t worker_now_real_ns(void)
+{
+	uint64_t now = worker_clock_real_ns;
+
+	if (now)
+		return now;
+	now = worker_clock_read(CLOCK_REALTIME);
+	if (worker_clock_on)
+		worker_clock_real_ns = now;
+	return now;
 }
 
 void worker_maybe_exit(struct worker *w)
@@ -305,11 +339,26 @@ fail:
 	return rc;
 }
 
+/*
+ * event_base_dispatch, one wake-up at a time so that the clocks are read
+ * once per wake-up. With EVLOOP_ONCE libevent returns once the callbacks
+ * of a wake-up have run; it waits again inside one call only when none of
+ * its callbacks ran (internal events alone), so nothing read the clocks.
+ */
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	event_base_dispatch(w->base);
+	worker_clock_on = true;
+	do {
+		worker_clock_ns = 0;
+		worker_clock_real_ns = 0;
+	} while (event_base_loop(w->base, EVLOOP_ONCE) == 0 &&
+		 !event_base_got_exit(w->base) &&
+		 !event_base_got_break(w->base));
+	worker_clock_on = false;
+	worker_clock_ns = 0;
+	worker_clock_real_ns = 0;
 	return NULL;
 }
 

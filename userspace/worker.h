@@ -157,8 +157,17 @@ void worker_free(struct worker *w);
 /* Exit the loop if draining and no connection is left (worker thread). */
 void worker_maybe_exit(struct worker *w);
 
-/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+/*
+ * Monotonic nanoseconds (CLOCK_MONOTONIC). On a worker's thread: the time
+ * its loop woke for the events being handled (read once per wake-up, when
+ * first asked for, so every callback of that wake-up sees the same time:
+ * a request's times are those of the wake-ups that saw its bytes, never
+ * later than the events themselves were handled). Elsewhere: now.
+ */
 uint64_t worker_now_ns(void);
+
+/* Wall-clock nanoseconds (CLOCK_REALTIME), read like worker_now_ns. */
+uint64_t worker_now_real_ns(void);
 
 /* The timeval for ms milliseconds on w's loop: w's common timeout for
  * that duration when it has one, else *tv filled in. Either way, pass the

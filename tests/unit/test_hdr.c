@@ -2,6 +2,8 @@
 /* test_hdr.c - hop-by-hop and edge fields, request ids, rebuilt heads. */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -253,6 +255,98 @@ START_TEST(test_build_response)
 }
 END_TEST
 
+START_TEST(test_fmt_u64)
+{
+	static const uint64_t v[] = {0,
+				     1,
+				     9,
+				     10,
+				     99,
+				     100,
+				     615,
+				     4294967295ull,
+				     4294967296ull,
+				     999999999999999999ull,
+				     1000000000000000000ull,
+				     (uint64_t)INT64_MAX,
+				     UINT64_MAX};
+	char out[HDR_U64_MAX + 1], want[32];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		memset(out, 'x', sizeof(out));
+		n = hdr_fmt_u64(out, v[i]);
+		snprintf(want, sizeof(want), "%" PRIu64, v[i]);
+		ck_assert_uint_eq(n, strlen(want));
+		ck_assert_int_eq(out[n], 'x'); /* nothing written past it */
+		out[n] = '\0';
+		ck_assert_str_eq(out, want);
+	}
+}
+END_TEST
+
+/* Fields named in Connection go, also past the elements the builder
+ * gathers up front (more than 8 of them) and names like "close". */
+START_TEST(test_build_connection_names)
+{
+	static const char in[] = "HTTP/1.1 200 OK\r\n"
+				 "Connection: a1, a2, a3, a4, a5, close\r\n"
+				 "Close: x\r\n"
+				 "A1: x\r\n"
+				 "Keep: y\r\n"
+				 "Connection: b1,b2 , b3,\t b4\r\n"
+				 "B4: x\r\n"
+				 "B5: y\r\n"
+				 "Content-Length: 615\r\n\r\n";
+	struct h1_response *p = malloc(sizeof(*p));
+	struct hdr_buf b;
+
+	ck_assert_ptr_nonnull(p);
+	h1_response_init(p);
+	ck_assert_int_eq(
+	    h1_parse_response(in, sizeof(in) - 1, NULL, H1_M_GET, false, p),
+	    (int)sizeof(in) - 1);
+	ck_assert(hdr_named_in_connection(&p->h, S("CLOSE")));
+	ck_assert(hdr_named_in_connection(&p->h, S("b4")));
+	ck_assert(!hdr_named_in_connection(&p->h, S("b5")));
+	ck_assert(!hdr_named_in_connection(&p->h, "", 0));
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_response(&b, p, "rid", NULL,
+					    p->h.content_length, false, false),
+			 0);
+	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
+				    "Keep: y\r\n"
+				    "B5: y\r\n"
+				    "X-Request-ID: rid\r\n"
+				    "Content-Length: 615\r\n\r\n");
+	hdr_buf_free(&b);
+	free(p);
+}
+END_TEST
+
+START_TEST(test_extra_append)
+{
+	char buf[64];
+	size_t n = 0;
+
+	hdr_extra_append(buf, sizeof(buf), &n, "X-A", "b");
+	hdr_extra_append(buf, sizeof(buf), &n, "Referrer-Policy",
+			 "no-referrer");
+	ck_assert_str_eq(buf, "X-A: b\r\nReferrer-Policy: no-referrer\r\n");
+	ck_assert_uint_eq(n, strlen(buf));
+	/* "X-A: b\r\n" and its NUL fill 9 bytes exactly */
+	n = 0;
+	hdr_extra_append(buf, 9, &n, "X-A", "b");
+	ck_assert_uint_eq(n, 8);
+	ck_assert_str_eq(buf, "X-A: b\r\n");
+	n = 0;
+	hdr_extra_append(buf, 8, &n, "X-A", "b");
+	ck_assert_uint_eq(n, 8); /* did not fit: n == cap */
+	hdr_extra_append(buf, 8, &n, "X", "");
+	ck_assert_uint_eq(n, 8);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hdr");
@@ -265,6 +359,9 @@ int main(void)
 	tcase_add_test(tc, test_build_request);
 	tcase_add_test(tc, test_build_upgrade);
 	tcase_add_test(tc, test_build_response);
+	tcase_add_test(tc, test_fmt_u64);
+	tcase_add_test(tc, test_extra_append);
+	tcase_add_test(tc, test_build_connection_names);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
