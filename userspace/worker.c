@@ -35,45 +35,53 @@
 #define WORKER_TRIM_PARKS_MAX 8192
 
 /*
- * The clocks of a worker's loop: read at most once per wake-up of the
- * loop, by the first worker_now_ns() (worker_now_real_ns()) after it, and
- * forgotten before the loop waits again (worker_main). 0: not read since
- * the loop woke. Other threads (worker_clock_on false) read the clock at
- * every call.
+ * The clocks of a worker's loop, read at most once per batch of
+ * callbacks: the first worker_now_ns() (worker_now_real_ns()) in a
+ * worker's thread reads the clock, keeps the value and activates
+ * worker_clock_ev, which runs after the callbacks already queued and
+ * forgets it. A busy loop that never waits (a stream keeps callbacks
+ * queued) still reads the clock every batch, never a stale one. 0: not
+ * read in this batch. Other threads (no worker_clock_ev) read the clock
+ * at every call.
  */
-static _Thread_local bool worker_clock_on;
+static _Thread_local struct event *worker_clock_ev;
 static _Thread_local uint64_t worker_clock_ns, worker_clock_real_ns;
 
-static uint64_t worker_clock_read(clockid_t id)
+static void worker_clock_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	worker_clock_ns = 0;
+	worker_clock_real_ns = 0;
+}
+
+static uint64_t worker_clock_read(clockid_t id, uint64_t *cache)
 {
 	struct timespec ts;
+	uint64_t now;
 
 	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (worker_clock_ev) {
+		*cache = now;
+		event_active(worker_clock_ev, EV_TIMEOUT, 0); /* once queued */
+	}
+	return now;
 }
 
 uint64_t worker_now_ns(void)
 {
-	uint64_t now = worker_clock_ns;
-
-	if (now)
-		return now;
-	now = worker_clock_read(CLOCK_MONOTONIC);
-	if (worker_clock_on)
-		worker_clock_ns = now;
-	return now;
+	return worker_clock_ns
+		   ? worker_clock_ns
+		   : worker_clock_read(CLOCK_MONOTONIC, &worker_clock_ns);
 }
 
 uint64_t worker_now_real_ns(void)
 {
-	uint64_t now = worker_clock_real_ns;
-
-	if (now)
-		return now;
-	now = worker_clock_read(CLOCK_REALTIME);
-	if (worker_clock_on)
-		worker_clock_real_ns = now;
-	return now;
+	return worker_clock_real_ns
+		   ? worker_clock_real_ns
+		   : worker_clock_read(CLOCK_REALTIME, &worker_clock_real_ns);
 }
 
 void worker_maybe_exit(struct worker *w)
@@ -303,8 +311,9 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 			      worker_notify_cb, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
 	w->reap = event_new(w->base, -1, 0, worker_reap_cb, w);
-	if (!w->notify || !w->tick || !w->reap || event_add(w->notify, NULL) ||
-	    event_add(w->tick, &tv))
+	w->clock = event_new(w->base, -1, 0, worker_clock_cb, NULL);
+	if (!w->notify || !w->tick || !w->reap || !w->clock ||
+	    event_add(w->notify, NULL) || event_add(w->tick, &tv))
 		goto nomem;
 	rc = upstream_worker_new(&w->up);
 	if (rc)
@@ -339,24 +348,13 @@ fail:
 	return rc;
 }
 
-/*
- * event_base_dispatch, one wake-up at a time so that the clocks are read
- * once per wake-up. With EVLOOP_ONCE libevent returns once the callbacks
- * of a wake-up have run; it waits again inside one call only when none of
- * its callbacks ran (internal events alone), so nothing read the clocks.
- */
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	worker_clock_on = true;
-	do {
-		worker_clock_ns = 0;
-		worker_clock_real_ns = 0;
-	} while (event_base_loop(w->base, EVLOOP_ONCE) == 0 &&
-		 !event_base_got_exit(w->base) &&
-		 !event_base_got_break(w->base));
-	worker_clock_on = false;
+	worker_clock_ev = w->clock;
+	event_base_dispatch(w->base);
+	worker_clock_ev = NULL;
 	worker_clock_ns = 0;
 	worker_clock_real_ns = 0;
 	return NULL;
@@ -432,6 +430,8 @@ void worker_free(struct worker *w)
 		event_free(w->tick);
 	if (w->reap)
 		event_free(w->reap);
+	if (w->clock)
+		event_free(w->clock);
 	if (w->base)
 		event_base_free(w->base);
 	if (w->notify_fd >= 0)

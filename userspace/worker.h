@@ -106,6 +106,7 @@ struct worker {
 	unsigned parks_untrimmed;	   /* before it, since the last trim */
 	struct conn_list dead;		   /* closed, memory freed by reap */
 	struct event *reap;
+	struct event *clock; /* forgets the cached clocks (worker.c) */
 	bool draining;
 	struct upstream_worker *up;
 	struct upstream_stats up_published; /* added to sh->up so far */
@@ -158,11 +159,11 @@ void worker_free(struct worker *w);
 void worker_maybe_exit(struct worker *w);
 
 /*
- * Monotonic nanoseconds (CLOCK_MONOTONIC). On a worker's thread: the time
- * its loop woke for the events being handled (read once per wake-up, when
- * first asked for, so every callback of that wake-up sees the same time:
- * a request's times are those of the wake-ups that saw its bytes, never
- * later than the events themselves were handled). Elsewhere: now.
+ * Monotonic nanoseconds (CLOCK_MONOTONIC). On a worker's thread: read
+ * once per batch of callbacks, when first asked for, and the same for
+ * the callbacks queued at that moment (so a request's times are those of
+ * the batches that handled its bytes, at most one batch behind the
+ * clock). Elsewhere: now.
  */
 uint64_t worker_now_ns(void);
 
