@@ -151,6 +151,21 @@ static void run_for(struct pair *t, uint64_t ms)
 	}
 }
 
+/* Two buffers of n bytes: *buf filled with a pattern of mul and div,
+ * *back for what comes back. */
+static void pattern(size_t n, unsigned mul, unsigned div, unsigned char **buf,
+		    unsigned char **back)
+{
+	size_t i;
+
+	*buf = malloc(n);
+	*back = malloc(n);
+	ck_assert_ptr_nonnull(*buf);
+	ck_assert_ptr_nonnull(*back);
+	for (i = 0; i < n; i++)
+		(*buf)[i] = (unsigned char)(i * mul + i / div);
+}
+
 /* Read exactly n bytes from fd (blocking), or fail. */
 static void peer_read(int fd, char *buf, size_t n)
 {
@@ -327,14 +342,11 @@ START_TEST(test_big_write)
 {
 	enum { BIG = 8 << 20 };
 	struct pair t;
-	unsigned char *buf = malloc(BIG), *back = malloc(BIG);
-	size_t i, got = 0;
+	unsigned char *buf, *back;
+	size_t got = 0;
 	ssize_t r;
 
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_ptr_nonnull(back);
-	for (i = 0; i < BIG; i++)
-		buf[i] = (unsigned char)(i * 7 + i / 4096);
+	pattern(BIG, 7, 4096, &buf, &back);
 	pair_open(&t);
 	sockio_set_watermarks(t.s, 0, 1024);
 	sockio_enable(t.s, EV_WRITE);
@@ -367,15 +379,12 @@ START_TEST(test_big_read)
 {
 	enum { BIG = 4 << 20 };
 	struct pair t;
-	unsigned char *buf = malloc(BIG), *back = malloc(BIG);
+	unsigned char *buf, *back;
 	struct evbuffer *in;
-	size_t i, sent = 0, got = 0, n;
+	size_t sent = 0, got = 0, n;
 	ssize_t r;
 
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_ptr_nonnull(back);
-	for (i = 0; i < BIG; i++)
-		buf[i] = (unsigned char)(i * 13 + i / 1000);
+	pattern(BIG, 13, 1000, &buf, &back);
 	pair_open(&t);
 	sockio_enable(t.s, EV_READ);
 	in = sockio_input(t.s);
