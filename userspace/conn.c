@@ -82,11 +82,6 @@ static enum outcome outcome_of_parse(int status)
 	}
 }
 
-static uint64_t now_real_ns(void)
-{
-	return worker_now_real_ns();
-}
-
 void conn_write(struct conn *c, const void *p, size_t n)
 {
 	if (c->closed)
@@ -278,7 +273,7 @@ static void conn_req_begin(struct conn *c)
 		       r->p.resp.h.headers, sizeof(r->p.resp.h.headers));
 	r->active = true;
 	r->t0 = worker_now_ns();
-	r->t0_real = now_real_ns();
+	r->t0_real = worker_now_real_ns();
 	h1_request_init(&r->h);
 	c->nreq++;
 }

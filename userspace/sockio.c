@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sockio.h"
+#include "worker.h"
 
 _Static_assert(sizeof(struct evbuffer_iovec) == sizeof(struct iovec) &&
 		   offsetof(struct evbuffer_iovec, iov_base) ==
@@ -65,14 +65,6 @@ static struct event *sockio_ev(struct sockio *s)
 	return (struct event *)(void *)s->ev;
 }
 
-static uint64_t sockio_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Whether s reads when the socket has bytes. */
 static bool sockio_reading(const struct sockio *s)
 {
@@ -120,7 +112,7 @@ static void sockio_read_restart(struct sockio *s)
 {
 	if (!s->rto_ns || !sockio_reading(s))
 		return;
-	s->last_read = sockio_now();
+	s->last_read = worker_now_ns();
 	if (!evtimer_pending(s->tmo, NULL))
 		sockio_arm_timeout(s, s->rto_ns);
 }
@@ -460,7 +452,7 @@ static void sockio_read(struct sockio *s)
 	if ((size_t)n < want && !s->rdhup)
 		s->can_read = false;
 	if (s->rto_ns)
-		s->last_read = sockio_now();
+		s->last_read = worker_now_ns();
 	if (s->readcb)
 		s->readcb(s, s->arg);
 }
@@ -532,7 +524,7 @@ static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!s->rto_ns || !sockio_reading(s))
 		return; /* re-armed when reading restarts */
-	idle = sockio_now() - s->last_read;
+	idle = worker_now_ns() - s->last_read;
 	if (idle < s->rto_ns) {
 		sockio_arm_timeout(s, s->rto_ns - idle);
 		return;

@@ -172,7 +172,7 @@ uint64_t worker_now_real_ns(void);
 
 /* The timeval for ms milliseconds on w's loop: w's common timeout for
  * that duration when it has one, else *tv filled in. Either way, pass the
- * result to event_add (or bufferevent_set_timeouts) on w->base only. */
+ * result to event_add on w->base only. */
 const struct timeval *worker_timeout(const struct worker *w, uint64_t ms,
 				     struct timeval *tv);
 
