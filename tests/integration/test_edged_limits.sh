@@ -2,11 +2,13 @@
 # test_edged_limits.sh - edged's admission limits and failure handling,
 # end to end through the live daemon: the per-client rate limit (429 with
 # Retry-After), the in-flight cap (503 overloaded), the connection cap
-# (503 connection_limit and close), an upstream dying mid-response, slow
+# (503 connection_limit and close), an upstream dying or stalling
+# mid-response (closed, and after timeouts.upstream_response), slow
 # request bodies (timeouts.body and body_min_rate: 408 body_timeout, read
 # whole under limits.body_buffer and streamed above it), a pooled upstream
 # connection found closed (retried for idempotent requests, a body read
-# whole included), and SIGHUP reloads under keep-alive load. Each case
+# whole included), limits set by SIGHUP, and SIGHUP reloads under
+# keep-alive load. Each case
 # starts edged with its own generated configuration on 127.0.0.1 high
 # ports; backends are tests/tools/echo_backend.py, cut_backend.py and
 # once_backend.py; clients are
@@ -230,6 +232,29 @@ elif CMD == "cut":
     if r.status != 200:
         fail("request after the cut: %d %r" % (r.status, b))
 
+elif CMD == "stall":
+    # the upstream sends its head and 1000 of 100000 body bytes, then
+    # nothing: timeouts.upstream_response (5 s) after its last byte edge
+    # closes the client connection, the response cut short
+    s = socket.create_connection(("127.0.0.1", PORT), 5)
+    s.sendall(b"GET /stall HTTP/1.1\r\nHost: cut.test\r\n\r\n")
+    s.settimeout(5)
+    out = b""
+    while b"\r\n\r\n" not in out or len(out.split(b"\r\n\r\n", 1)[1]) < 1000:
+        d = s.recv(65536)
+        if not d:
+            fail("closed before the first 1000 body bytes: %r" % out[:300])
+        out += d
+    t0 = time.monotonic()
+    more, closed = raw_read(s, 10)
+    took = time.monotonic() - t0
+    s.close()
+    if not closed or more:
+        fail("after the stall: closed=%s, %d more bytes" % (closed, len(more)))
+    if not 4.5 < took < 7.5:
+        fail("closed %.2f s after the last byte, wanted ~5 s" % took)
+    print("closed %.1f s after the upstream's last byte" % took)
+
 elif CMD == "body":
     # body KIND PATH TOTAL: POST a Content-Length body of TOTAL bytes
     #   trickle  100 bytes every 0.3 s (333 B/s): never a 1 s gap, but
@@ -384,6 +409,8 @@ run_suite() { # BIN LABEL
 		"$v: a rate limit set by SIGHUP: 2 pass, the 3rd -> 429 rate_limited" sighup
 	limit_case "$bin" "$v: max_inflight by SIGHUP" "max_inflight = 1;" "" inflight \
 		"$v: max_inflight = 1 set by SIGHUP: a second request -> 503 overloaded" sighup
+	limit_case "$bin" "$v: upstream stalls mid-body" "" "" stall \
+		"$v: upstream stalls mid-body: the client connection closes after timeouts.upstream_response"
 	# 3. connection cap
 	limit_case "$bin" "$v: max_connections" "max_connections = 2;" "" connlimit \
 		"$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"

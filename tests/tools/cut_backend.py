@@ -5,7 +5,9 @@
 
 For every connection: reads one request head, answers with a response
 head declaring Content-Length: DECLARED (default 100000), sends SENT
-(default 1000) bytes of body, then closes the connection. Stdlib only.
+(default 1000) bytes of body, then closes the connection - or, when the
+request's path begins with /stall, keeps it open and silent until the
+peer closes it (at most 30 s). Stdlib only.
 """
 import sys
 
@@ -18,10 +20,15 @@ SENT = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 
 def serve(s, _cid):
     try:
-        if tcpserve.read_head(s)[0] is None:
+        head = tcpserve.read_head(s)[0]
+        if head is None:
             return
         s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                   b"Content-Length: %d\r\n\r\n" % DECLARED + b"y" * SENT)
+        if head.split(b" ", 2)[1].startswith(b"/stall"):
+            s.settimeout(30)
+            while s.recv(65536):
+                pass
     except OSError:
         pass
     finally:
