@@ -9,6 +9,9 @@
 #   make lint       clang-format check, cppcheck, shellcheck
 
 B        ?= build
+# plain `make` builds everything (the variant block below defines rules
+# before `all`, so the default goal is named)
+.DEFAULT_GOAL := all
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
