@@ -59,7 +59,7 @@
 	X(UPSTREAM_TIMEOUT, "upstream_timeout", 504,                           \
 	  "the upstream did not answer in time")                               \
 	X(UPSTREAM_BAD_RESPONSE, "upstream_bad_response", 502,                 \
-	  "the upstream sent an invalid response")                             \
+	  "the upstream answered with nothing or with an invalid response")    \
 	X(CLIENT_CLOSED, "client_closed", 0,                                   \
 	  "the client closed the connection before the response")              \
 	X(TUNNEL, "tunnel", 0, "the upgraded connection was closed")           \
@@ -68,7 +68,12 @@
 	  "too many open connections, retry later")                            \
 	X(INTERNAL_ERROR, "internal_error", 500, "edge failed internally")     \
 	X(BODY_TIMEOUT, "body_timeout", 408,                                   \
-	  "the request body did not arrive in time or arrived too slowly")
+	  "the request body did not arrive in time or arrived too slowly")     \
+	X(UPSTREAM_CLOSED, "upstream_closed", 502,                             \
+	  "the upstream closed a reused connection after the request was "     \
+	  "sent, before answering")                                            \
+	X(FD_EXHAUSTED, "fd_exhausted", 503,                                   \
+	  "edge has run out of file descriptors, retry later")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -30,6 +30,8 @@
 static void proxy_connect(struct conn *c);
 static void proxy_relay(struct conn *c);
 static void proxy_body_clock(struct conn *c);
+static void proxy_request_sent(struct conn *c);
+static void proxy_send_stalled(struct conn *c);
 
 void body_init(struct body *b, enum body_kind in, uint64_t left,
 	       bool out_chunked)
@@ -223,6 +225,34 @@ static void proxy_attempt_failed(struct conn *c)
 	proxy_connect(c);
 }
 
+/*
+ * The phase timer while a request is with the upstream. Until the last
+ * byte of the request is queued for it, the client's side is timed by the
+ * body clock (proxy_body_clock) and the upstream only while it takes none
+ * of what edge holds for it (proxy_send_stalled: timeouts.upstream_response
+ * from the moment its output reached PROXY_HIGH_WATER, re-armed when it
+ * drains); from then on timeouts.upstream_response runs for the response
+ * head (proxy_request_sent). A slow upload is never the upstream's fault.
+ */
+static void proxy_request_sent(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+
+	p->send_stalled = false;
+	if (p->state == PROXY_WAITING)
+		conn_timer(c, c->w->set.timeouts.upstream_response_ms);
+}
+
+static void proxy_send_stalled(struct conn *c)
+{
+	struct proxy *p = &c->r.p;
+
+	if (p->state != PROXY_WAITING || p->send_stalled)
+		return;
+	p->send_stalled = true;
+	conn_timer(c, c->w->set.timeouts.upstream_response_ms);
+}
+
 /* Move what the client sent of the body towards the upstream. */
 static void proxy_pump_request(struct conn *c)
 {
@@ -243,6 +273,7 @@ static void proxy_pump_request(struct conn *c)
 	queued = evbuffer_get_length(uout);
 	if (queued >= PROXY_HIGH_WATER) {
 		sockio_disable(c->io, EV_READ);
+		proxy_send_stalled(c);
 		proxy_body_clock(c);
 		return;
 	}
@@ -264,12 +295,17 @@ static void proxy_pump_request(struct conn *c)
 	}
 	if (rc == 1) {
 		proxy_body_clock(c); /* stops it */
-		if (p->resp_body.done && p->state == PROXY_RELAYING)
+		if (p->resp_body.done && p->state == PROXY_RELAYING) {
 			conn_req_end(c, OUTCOME_OK, NULL);
+			return;
+		}
+		proxy_request_sent(c);
 		return;
 	}
-	if (evbuffer_get_length(uout) >= PROXY_HIGH_WATER)
+	if (evbuffer_get_length(uout) >= PROXY_HIGH_WATER) {
 		sockio_disable(c->io, EV_READ);
+		proxy_send_stalled(c);
+	}
 	proxy_body_clock(c);
 }
 
@@ -297,7 +333,6 @@ static int proxy_send_held(struct conn *c)
 /* Connected (or reusing a pooled connection): send the rebuilt head. */
 static void proxy_connected(struct conn *c)
 {
-	const struct worker_settings *set = &c->w->set;
 	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
@@ -342,12 +377,16 @@ static void proxy_connected(struct conn *c)
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
-	conn_timer(c, set->timeouts.upstream_response_ms);
 	sockio_enable(p->uio, EV_READ | EV_WRITE);
-	if (!p->req_body.done) {
-		sockio_enable(c->io, EV_READ);
-		proxy_pump_request(c);
+	if (p->req_body.done) {
+		proxy_request_sent(c);
+		return;
 	}
+	/* the body streams: its clock times the client, not this timer */
+	evtimer_del(c->timer);
+	p->send_stalled = false;
+	sockio_enable(c->io, EV_READ);
+	proxy_pump_request(c);
 }
 
 static void proxy_up_event_cb(struct sockio *uio, short what, void *arg);
@@ -371,6 +410,22 @@ static int proxy_new_uio(struct conn *c, int fd, struct sockio *uio)
 		     proxy_up_event_cb, c);
 	sockio_set_watermarks(p->uio, high, PROXY_LOW_WATER);
 	return 0;
+}
+
+/* socket() or dup() failed with e for c's request: out of descriptors
+ * (EMFILE, ENFILE) is 503 fd_exhausted with Retry-After, not the
+ * endpoint's fault; anything else is edge's own failure. */
+static void proxy_no_socket(struct conn *c, int e)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+
+	c->r.p.reusable = false;
+	if (e == EMFILE || e == ENFILE) {
+		conn_req_end(c, OUTCOME_FD_EXHAUSTED, retry);
+		return;
+	}
+	log_warnx("%s: cannot make a socket: %s", c->r.id, strerror(e));
+	conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 }
 
 /* Select an endpoint not tried yet and start connecting to it. */
@@ -416,7 +471,11 @@ static void proxy_connect(struct conn *c)
 	a = upstream_ep_addr(ep);
 	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
-	if (fd < 0 || proxy_new_uio(c, fd, NULL)) {
+	if (fd < 0) {
+		proxy_no_socket(c, errno);
+		return;
+	}
+	if (proxy_new_uio(c, fd, NULL)) {
 		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
@@ -651,8 +710,10 @@ static void proxy_tunnel_begin(struct conn *c)
 		goto out;
 	cfd = fcntl(sockio_fd(c->io), F_DUPFD_CLOEXEC, 3);
 	ufd = fcntl(sockio_fd(p->uio), F_DUPFD_CLOEXEC, 3);
-	if (cfd < 0 || ufd < 0)
+	if (cfd < 0 || ufd < 0) {
+		rc = -errno;
 		goto out;
+	}
 	r->bytes_in += evbuffer_get_length(cin);
 	r->bytes_out += evbuffer_get_length(uin);
 	if (evbuffer_add_buffer(to_up, sockio_output(p->uio)) ||
@@ -682,7 +743,11 @@ out:
 	if (rc) {
 		p->reusable = false;
 		c->close_after = true;
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		conn_req_end(c,
+			     rc == -EMFILE || rc == -ENFILE
+				 ? OUTCOME_FD_EXHAUSTED
+				 : OUTCOME_INTERNAL_ERROR,
+			     NULL);
 		return;
 	}
 	p->state = PROXY_TUNNEL;
@@ -874,6 +939,11 @@ static void proxy_up_write_cb(struct sockio *uio, void *arg)
 
 	(void)uio;
 	if (!c->r.p.req_body.done) {
+		if (c->r.p.send_stalled && c->r.p.state == PROXY_WAITING) {
+			/* the upstream took bytes again */
+			c->r.p.send_stalled = false;
+			evtimer_del(c->timer);
+		}
 		sockio_enable(c->io, EV_READ);
 		proxy_pump_request(c);
 	}
@@ -916,9 +986,21 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			proxy_connect(c);
 			return;
 		}
-		upstream_report(c->w->up, p->ep, false, worker_now_ns());
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		if (evbuffer_get_length(sockio_input(p->uio)) == 0 &&
+		    p->reused) {
+			/* most likely the pool's race with the upstream's
+			 * keep-alive timeout, not a failing endpoint; the
+			 * request may have been acted on: not retried */
+			conn_req_end(c, OUTCOME_UPSTREAM_CLOSED, NULL);
+			return;
+		}
+		/* reached, but it closed with no head or half of one */
+		log_debug("%s: %s closed after %zu bytes of response head",
+			  r->id, upstream_ep_addr(p->ep)->text,
+			  evbuffer_get_length(sockio_input(p->uio)));
+		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:
 		if (what & SOCKIO_TIMEOUT) {

@@ -90,6 +90,8 @@ struct proxy {
 	bool client_close;  /* the client must be closed at the end */
 	bool up_eof;	    /* the upstream closed its side */
 	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
+	bool send_stalled;  /* the timer waits for the upstream to take
+			       request bytes (proxy_send_stalled) */
 	struct tunnel *tun; /* PROXY_TUNNEL: the running tunnel */
 };
 

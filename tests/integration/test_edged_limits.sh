@@ -3,7 +3,8 @@
 # end to end through the live daemon: the per-client rate limit (429 with
 # Retry-After), the in-flight cap (503 overloaded), the connection cap
 # (503 connection_limit and close), an upstream dying or stalling
-# mid-response (closed, and after timeouts.upstream_response), slow
+# mid-response (closed, and after timeouts.upstream_response), uploads
+# longer than timeouts.upstream_response (200, nobody ejected), slow
 # request bodies (timeouts.body and body_min_rate: 408 body_timeout, read
 # whole under limits.body_buffer and streamed above it), a pooled upstream
 # connection found closed (retried for idempotent requests, a body read
@@ -316,6 +317,78 @@ elif CMD == "body":
              % (what, lo, hi))
     print("%s, then 408 body_timeout and close" % what)
 
+elif CMD == "upload":
+    # 4 uploads at once of 200000 bytes each at 20 KB/s (10 s, twice
+    # timeouts.upstream_response, well above body_min_rate): all 200, the
+    # backend got every byte
+    res = {}
+
+    def up(k):
+        s = socket.create_connection(("127.0.0.1", PORT), 5)
+        total = 200000
+        s.sendall(b"POST /upload-%d HTTP/1.1\r\nHost: shop.test\r\n"
+                  b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                  % (k, total))
+        sent = 0
+        t0 = time.monotonic()
+        while sent < total:
+            if select.select([s], [], [], 0)[0]:
+                break  # edged answered early
+            s.sendall(b"u" * 2000)
+            sent += 2000
+            time.sleep(0.1)
+        out, _ = raw_read(s, 10)
+        s.close()
+        res[k] = (sent, time.monotonic() - t0, out)
+    ts = [threading.Thread(target=up, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for k in range(4):
+        sent, took, out = res[k]
+        head, _, body = out.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200 "):
+            fail("upload %d: %d bytes sent in %.1f s: %r"
+                 % (k, sent, took, out[:300]))
+        if json.loads(body).get("body_len") != 200000:
+            fail("upload %d: the backend got %r" % (k, body[:200]))
+    print("4 uploads of 200000 bytes at 20 KB/s (%.1f s each) -> 200"
+          % res[0][1])
+
+elif CMD == "deaf":
+    # an upstream that reads the head and then takes no byte of the body:
+    # once edge's buffers towards it are full, timeouts.upstream_response
+    # (5 s) later the client gets 504 upstream_timeout
+    s = socket.create_connection(("127.0.0.1", PORT), 5)
+    total = 9 << 20  # under the default max_body_bytes (10M)
+    s.sendall(b"POST /deaf HTTP/1.1\r\nHost: cut.test\r\n"
+              b"Content-Length: %d\r\n\r\n" % total)
+    s.setblocking(False)
+    piece = b"d" * 65536
+    sent, last = 0, time.monotonic()
+    t0 = last
+    while time.monotonic() - last < 1.0 and sent < total:
+        try:
+            sent += s.send(piece)
+            last = time.monotonic()
+        except BlockingIOError:
+            select.select([s], [s], [], 0.1)
+        except OSError:
+            break
+    stalled = time.monotonic()
+    s.setblocking(True)
+    out, closed = raw_read(s, 15)
+    took = time.monotonic() - stalled
+    s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 504 "):
+        fail("%d bytes sent, then %.1f s: closed=%s %r"
+             % (sent, took, closed, out[:300]))
+    error_json(body, "upstream_timeout", None)
+    print("%d MB taken, then 504 upstream_timeout %.1f s after the "
+          "upload stalled" % (sent >> 20, took))
+
 elif CMD == "stale":
     # once_backend.py drops each connection at its second request: every
     # request after the first goes over a pooled connection that fails
@@ -334,10 +407,12 @@ elif CMD == "stale":
             fail("%s %s: %d %r (so far %r)" % (method, path, r.status, b, res))
         if r.status == 200 and json.loads(b)["body"] != (body or ""):
             fail("%s %s: the backend got %r" % (method, path, b))
-    if res[2][1] != 502:
-        fail("POST on a dropped pooled connection: %d, wanted 502 (%r)"
-             % (res[2][1], res))
-    print(" ".join("%s %d" % x for x in res))
+        if method == "POST":
+            if r.status != 502:
+                fail("POST on a dropped pooled connection: %d, wanted 502 "
+                     "(%r)" % (r.status, res))
+            error_json(b, "upstream_closed", r.getheader("X-Request-ID"))
+    print(" ".join("%s %d" % x for x in res) + " (upstream_closed)")
 
 elif CMD == "load":
     # 4 threads x 75 keep-alive requests; report every non-200 / error
@@ -411,6 +486,27 @@ run_suite() { # BIN LABEL
 		"$v: max_inflight = 1 set by SIGHUP: a second request -> 503 overloaded" sighup
 	limit_case "$bin" "$v: upstream stalls mid-body" "" "" stall \
 		"$v: upstream stalls mid-body: the client connection closes after timeouts.upstream_response"
+	# a streamed upload that outlasts timeouts.upstream_response: that
+	# clock starts once the whole request is sent; the endpoint stays in
+	if start_edged "$bin" 1 "" ""; then
+		if out=$(python3 "$CL" "$P_EDGE" upload 2>&1); then
+			curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" >"$T_TMP/metrics"
+			n=$(awk '$1 == "edge_upstream_ejections_total" { print $2 }' "$T_TMP/metrics")
+			to=$(awk '$1 == "edge_requests_total{outcome=\"upstream_timeout\"}" { print $2 }' "$T_TMP/metrics")
+			if [ "$n" = 0 ] && [ "${to:-0}" = 0 ]; then
+				t_ok "$v: $out; no upstream_timeout, no ejection"
+			else
+				t_fail "$v: long uploads" "ejections '$n', upstream_timeout '$to'"
+			fi
+		else
+			t_fail "$v: long uploads" "$out"
+		fi
+	else
+		t_fail "$v: long uploads: edged starts" "$(tail -5 "$EDGED_LOG")"
+	fi
+	stop_edged "$v: long uploads"
+	limit_case "$bin" "$v: upstream takes no body" "" "" deaf \
+		"$v: an upstream that stops reading the request body -> 504"
 	# 3. connection cap
 	limit_case "$bin" "$v: max_connections" "max_connections = 2;" "" connlimit \
 		"$v: max_connections = 2: a 3rd connection -> 503 connection_limit and close; after closing one a new one is served"

@@ -19,6 +19,8 @@ upstream connection:
   /bad/fold         an obs-folded field
   /bad/1000         status code 1000
   /bad/chunk        a malformed chunk size in the body
+  /bad/truncated    half a head, then the connection closed
+  /bad/nothing      the connection closed without a byte of answer
 And /304-cl: a 304 with Content-Length (allowed, but edged must not
 reuse the connection). Every connection and request is logged as a JSON
 line {"ev": "accept"|"req"|"close", "c": ID[, "target": T]}, so a test
@@ -53,7 +55,11 @@ BAD = {
     "/bad/chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"zz\r\nok\r\n0\r\n\r\n",
     "/304-cl": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+    "/bad/truncated": b"HTTP/1.1 200 OK\r\nContent-Len",
+    "/bad/nothing": b"",
 }
+# answers after which the backend closes the connection
+CLOSE = {"/bad/truncated", "/bad/nothing"}
 
 
 
@@ -69,6 +75,8 @@ def serve(s, cid):
             target = head.split(b"\r\n")[0].split(b" ")[1].decode("latin-1")
             log({"ev": "req", "c": cid, "target": target})
             s.sendall(BAD.get(target, OK))
+            if target in CLOSE:
+                break
     except (EOFError, OSError, IndexError):
         pass
     log({"ev": "close", "c": cid})

@@ -6,11 +6,15 @@
 For each misbehaving answer of bad_backend.py, on one client connection
 (so one edged worker and one upstream pool): GET /ok (a clean answer that
 leaves its upstream connection in the pool), GET /bad/NAME (which takes
-that pooled connection) and GET /ok again. The client must get 200, 502,
-200; the bad answer's upstream connection must be closed by edged and the
-last /ok must arrive on a new upstream connection. A control run (/ok
-three times) shows the pool is otherwise reused, so the check is not
-vacuous. Prints "ok - / not ok - " lines. Stdlib only.
+that pooled connection) and GET /ok again. The client must get 200, 502
+upstream_bad_response, 200; the bad answer's upstream connection must be
+closed by edged and the last /ok must arrive on a new upstream
+connection. A control run (/ok three times) shows the pool is otherwise
+reused, so the check is not vacuous. /bad/nothing (the pooled
+connection closed with no answer: maybe the keep-alive race) is retried
+once on a new connection, which closes too: 502 upstream_bad_response
+after the backend saw it twice. Prints "ok - / not ok - " lines. Stdlib
+only.
 """
 import json
 import socket
@@ -19,7 +23,7 @@ import time
 
 PORT, LOG, HOST, LABEL = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 BAD = ["cl-te", "dup-cl", "204-body", "204-te", "304-te", "101", "status",
-       "bare-lf", "fold", "1000"]
+       "bare-lf", "fold", "1000", "truncated"]
 
 
 def request(s, f, path):
@@ -37,8 +41,12 @@ def request(s, f, path):
         k, _, v = h.partition(b":")
         if k.strip().lower() == b"content-length":
             n = int(v.strip())
-    if status not in (204, 304):
-        f.read(n)
+    body = f.read(n) if status not in (204, 304) else b""
+    if status == 502:
+        try:
+            return "502 " + json.loads(body)["error"]
+        except (ValueError, KeyError):
+            return "502 without a JSON error: %r" % body[:100]
     return status
 
 
@@ -93,11 +101,11 @@ def main():
 
     for name in BAD + ["304-cl"]:
         path = "/bad/" + name if name in BAD else "/" + name
-        want = 502 if name in BAD else 304
+        want = "502 upstream_bad_response" if name in BAD else 304
         got, reqs, closes = run(["/ok", path, "/ok"], "new")
         bad = []
         if got != [200, want, 200]:
-            bad.append("statuses %s, wanted [200, %d, 200]" % (got, want))
+            bad.append("statuses %s, wanted [200, %r, 200]" % (got, want))
         if len(reqs) != 3 or [r["target"] for r in reqs] != ["/ok", path, "/ok"]:
             bad.append("backend saw %s" % [(r["target"], r["c"]) for r in reqs])
         else:
@@ -105,9 +113,25 @@ def main():
                 bad.append("upstream connection %d not closed" % reqs[1]["c"])
             if reqs[2]["c"] == reqs[1]["c"]:
                 bad.append("upstream connection %d reused" % reqs[1]["c"])
-        what = ("-> 502, upstream closed, never reused" if name in BAD else
+        what = ("-> 502 upstream_bad_response, upstream closed, never "
+                "reused" if name in BAD else
                 "-> 304 relayed, upstream not reused")
         report("backend answer %s %s" % (name, what), bad)
+
+    path = "/bad/nothing"
+    got, reqs, closes = run(["/ok", path, "/ok"], "new")
+    bad = []
+    want = [200, "502 upstream_bad_response", 200]
+    if got != want:
+        bad.append("statuses %s, wanted %s" % (got, want))
+    targets = [r["target"] for r in reqs]
+    if targets[:4] != ["/ok", path, path, "/ok"]:
+        bad.append("backend saw %s" % [(r["target"], r["c"]) for r in reqs])
+    elif len({reqs[1]["c"], reqs[2]["c"], reqs[3]["c"]}) != 3 or \
+            reqs[0]["c"] != reqs[1]["c"]:
+        bad.append("upstream connections %s" % [r["c"] for r in reqs])
+    report("backend closes without answering: retried once on a new "
+           "connection, then 502 upstream_bad_response", bad)
     return 1 if failed else 0
 
 
