@@ -9,6 +9,7 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "analytics.h"
 #include "sockio.h"
 #include "conn.h"
+#include "listener.h"
 #include "stats.h"
 #include "upstream.h"
 #include "worker.h"
@@ -302,7 +304,7 @@ void conn_req_end(struct conn *c, enum outcome o, const char *extra)
 	if (outcome_sends_error(o)) {
 		if (o == OUTCOME_CONNECTION_LIMIT ||
 		    o == OUTCOME_HEADER_TIMEOUT || o == OUTCOME_BODY_TIMEOUT ||
-		    o == OUTCOME_INTERNAL_ERROR)
+		    o == OUTCOME_INTERNAL_ERROR || o == OUTCOME_FD_EXHAUSTED)
 			close = true;
 		if (!r->resp_started)
 			conn_send_error(c, o, extra, close);
@@ -688,6 +690,8 @@ static void conn_park_free(struct conn_park *k, bool keep_fd)
 		close(k->fd);
 		w->nconns--;
 		atomic_fetch_sub(&w->sh->connections, 1);
+		if (w->accept_paused)
+			listener_resume_all(w);
 	}
 	conn_park_put(w, k);
 }
@@ -798,13 +802,45 @@ static void conn_idle_tick(struct conn *c)
 	conn_close(c);
 }
 
+/*
+ * A connection refused at accept has its 503 queued: write it now and
+ * close, without the lingering close, so that a storm of refused
+ * connections (the cap is there because descriptors or memory run short)
+ * holds no descriptor past this callback. What the client already sent
+ * is read first (at most CONN_REJECT_DRAIN bytes), so that the close
+ * sends a FIN behind the answer rather than a reset in front of it.
+ */
+#define CONN_REJECT_DRAIN 65536
+static void conn_reject_now(struct conn *c)
+{
+	char buf[4096];
+	size_t drained = 0;
+	ssize_t n;
+	int fd;
+
+	if (c->closed)
+		return;
+	fd = sockio_fd(c->io);
+	evbuffer_drain(sockio_input(c->io),
+		       evbuffer_get_length(sockio_input(c->io)));
+	while (drained < CONN_REJECT_DRAIN &&
+	       (n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		drained += (size_t)n;
+	evbuffer_write(sockio_output(c->io), fd);
+	shutdown(fd, SHUT_WR);
+	c->client_eof = true;
+	conn_close(c);
+}
+
 void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		 socklen_t len)
 {
 	struct worker_shared *sh = w->sh;
+	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
+
+	/* over cap: 503; the descriptor limit's cap is the listener's */
 	union conn_addr peer;
 	struct conn *c;
-	unsigned long n;
 	int one = 1;
 
 	memset(&peer, 0, sizeof(peer));
@@ -813,7 +849,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	memcpy(&peer, sa, len);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
-	if (n <= w->set.limits.max_connections && !w->draining) {
+	if (n <= cap && !w->draining) {
 		w->nconns++;
 		if (conn_park(w, fd, &peer, len, 0,
 			      w->set.timeouts.header_ms) == 0)
@@ -825,7 +861,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		atomic_fetch_sub(&sh->connections, 1);
 		return;
 	}
-	if (n > w->set.limits.max_connections || w->draining) {
+	if (n > cap || w->draining) {
 		evtimer_del(c->timer);
 		c->kick = false;
 		conn_req_begin(c);
@@ -833,6 +869,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 			     w->draining ? OUTCOME_SHUTTING_DOWN
 					 : OUTCOME_CONNECTION_LIMIT,
 			     NULL);
+		conn_reject_now(c);
 	}
 }
 
@@ -862,6 +899,8 @@ void conn_close(struct conn *c)
 	w->nconns--;
 	TAILQ_INSERT_TAIL(&w->dead, c, link);
 	event_active(w->reap, EV_TIMEOUT, 0);
+	if (w->accept_paused)
+		listener_resume_all(w);
 	worker_maybe_exit(w);
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -278,6 +279,41 @@ static void edged_signal_cb(evutil_socket_t sig, short what, void *arg)
  * Find cfg->user when started as root. Returns 0 with *pw (NULL: not
  * root, nothing to switch), or -ENOENT.
  */
+/*
+ * Raise the soft RLIMIT_NOFILE to the hard one, then say when the limit
+ * allows fewer connections than limits.max_connections: the workers stop
+ * accepting at that many (worker_fd_conn_cap), so that every connection
+ * accepted can reach its upstream.
+ */
+static void edged_fd_limit(struct edged *d)
+{
+	const struct config *cfg = d->cfg;
+	unsigned long cap;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t was = rl.rlim_cur;
+
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			rl.rlim_cur = was;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return;
+	cap = worker_fd_conn_cap(cfg, (unsigned long)rl.rlim_cur);
+	atomic_store(&d->sh.fd_conn_cap, cap);
+	if (cap >= cfg->limits.max_connections)
+		return;
+	log_warnx("limits.max_connections is %llu but the descriptor limit "
+		  "(RLIMIT_NOFILE) is %llu: at most %lu connections at once "
+		  "(two descriptors each), more wait in the listen backlog; "
+		  "raise the limit (ulimit -n, LimitNOFILE=) for more",
+		  (unsigned long long)cfg->limits.max_connections,
+		  (unsigned long long)rl.rlim_cur, cap);
+}
+
 static int edged_user(const struct config *cfg, struct passwd *pw,
 		      bool *switching)
 {
@@ -585,6 +621,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.sh.set_lock, NULL);
 	worker_settings_from(&d.sh.set, d.cfg);
 	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
+	edged_fd_limit(&d);
 	d.start_ns = worker_now_ns();
 	errbuf_clear(&err);
 	if (edged_routes(&d, d.cfg, true, &err)) {

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,8 +23,83 @@ struct listener {
 	struct worker *w;
 	int fd;
 	struct event *ev;
+	struct event *resume; /* ends a pause (listener_pause) */
+	bool paused;
 	char text[CONFIG_ADDR_STR_MAX];
 };
+
+/* Whether accept failed for want of a resource that a closing connection
+ * gives back (descriptors, socket buffers), rather than for this one
+ * connection. */
+static bool listener_errno_resource(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+}
+
+/* Accept failed for want of a resource, or took one of the last spare
+ * descriptors (why says which): stop watching the socket for
+ * LISTENER_PAUSE_MS, or until one of the worker's connections closes
+ * (listener_resume_all). The connections waiting stay in the kernel's
+ * backlog. One log line per LISTENER_LOG_INTERVAL_MS per worker, counted
+ * in edge_accept_pauses_total. */
+static void listener_pause(struct listener *l, const char *why)
+{
+	struct worker *w = l->w;
+	struct timeval tv;
+	uint64_t held;
+
+	if (l->paused)
+		return;
+	event_del(l->ev);
+	l->paused = true;
+	w->accept_paused++;
+	atomic_fetch_add(&w->sh->accept_pauses, 1);
+	evtimer_add(l->resume, worker_timeout(w, LISTENER_PAUSE_MS, &tv));
+	if (log_rl_allow(&w->accept_rl, worker_now_ns(),
+			 LISTENER_LOG_INTERVAL_MS * 1000000ull, &held))
+		log_warnx("worker %u: accept on %s: %s: pausing accepts for "
+			  "%d ms (%llu more pauses since the last message)",
+			  w->id, l->text, why, LISTENER_PAUSE_MS,
+			  (unsigned long long)held);
+}
+
+/* Whether accepting fd left fewer than LISTENER_FD_SPARE descriptors
+ * free: the kernel hands out the lowest free number, so every number
+ * below fd is in use. */
+static bool listener_fds_short(const struct worker *w, int fd)
+{
+	unsigned long spare = w->nofile / 8;
+
+	if (spare < LISTENER_FD_SPARE)
+		spare = LISTENER_FD_SPARE;
+	return w->nofile && (unsigned long)fd + 1 + spare > w->nofile;
+}
+
+static void listener_resume(struct listener *l)
+{
+	if (!l->paused)
+		return;
+	l->paused = false;
+	l->w->accept_paused--;
+	evtimer_del(l->resume);
+	if (l->fd >= 0)
+		event_add(l->ev, NULL);
+}
+
+static void listener_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	listener_resume(arg);
+}
+
+void listener_resume_all(struct worker *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nls && w->accept_paused; i++)
+		listener_resume(w->ls[i]);
+}
 
 static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -34,18 +110,38 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 	for (i = 0; i < LISTENER_ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		int cfd = accept4(fd, (struct sockaddr *)&ss, &len,
-				  SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int cfd;
+
+		if (l->w->fd_cap &&
+		    atomic_load(&l->w->sh->connections) >= l->w->fd_cap) {
+			/* as many as the descriptor limit allows: the next
+			 * ones wait in the backlog for one to close */
+			listener_pause(l, "as many connections as the "
+					  "descriptor limit allows");
+			return;
+		}
+		cfd = accept4(fd, (struct sockaddr *)&ss, &len,
+			      SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (listener_errno_resource(errno)) {
+				int e = errno;
+
+				worker_read_nofile(l->w); /* changed? */
+				listener_pause(l, strerror(e));
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK)
 				log_warn("accept on %s", l->text);
-			/* EMFILE/ENFILE: the next readiness event retries */
 			return;
 		}
 		conn_accept(l->w, cfd, (struct sockaddr *)&ss, len);
+		if (listener_fds_short(l->w, cfd)) {
+			/* what is left goes to upstreams of the connections
+			 * accepted, not to more clients */
+			listener_pause(l, "descriptors nearly exhausted");
+			return;
+		}
 	}
 }
 
@@ -75,7 +171,8 @@ int listener_new(struct worker *w, const struct config_addr *a,
 		goto fail_errno;
 	l->ev = event_new(w->base, l->fd, EV_READ | EV_PERSIST,
 			  listener_accept_cb, l);
-	if (!l->ev) {
+	l->resume = evtimer_new(w->base, listener_resume_cb, l);
+	if (!l->ev || !l->resume) {
 		rc = -ENOMEM;
 		errbuf_set(err, "listen %s: out of memory", a->text);
 		goto fail;
@@ -99,6 +196,8 @@ void listener_close(struct listener *l)
 {
 	if (!l)
 		return;
+	if (l->resume)
+		listener_resume(l); /* forget the pause */
 	if (l->ev)
 		event_del(l->ev);
 	if (l->fd >= 0)
@@ -113,5 +212,7 @@ void listener_free(struct listener *l)
 	listener_close(l);
 	if (l->ev)
 		event_free(l->ev);
+	if (l->resume)
+		event_free(l->resume);
 	free(l);
 }

@@ -18,6 +18,16 @@ struct listener;
 /* Connections accepted per readiness event, so one busy listener cannot
  * starve the loop. */
 #define LISTENER_ACCEPT_BATCH 64
+/* When accept fails for want of descriptors or memory (EMFILE, ENFILE,
+ * ENOBUFS, ENOMEM), the listener stops for this long, or until one of
+ * its worker's connections closes (as nginx and HAProxy do), instead of
+ * being called again at once; one log line per interval at most. */
+#define LISTENER_PAUSE_MS 100
+#define LISTENER_LOG_INTERVAL_MS 10000
+/* Descriptors kept free for the upstreams of the connections accepted:
+ * a listener also pauses once accepting left fewer than this (or an
+ * eighth of RLIMIT_NOFILE, if more) free. */
+#define LISTENER_FD_SPARE 16
 
 /*
  * Open a listening TCP socket on a (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY
@@ -33,6 +43,10 @@ int listener_enable(struct listener *l);
 
 /* Stop accepting and close the socket (draining); idempotent. */
 void listener_close(struct listener *l);
+
+/* A connection of w closed (a descriptor came free): resume w's
+ * listeners paused by a resource error. Cheap when none is paused. */
+void listener_resume_all(struct worker *w);
 
 /* Close and free; NULL is fine. */
 void listener_free(struct listener *l);

@@ -44,6 +44,8 @@ struct stats {
 	struct metrics_counter *an_errors;
 	struct metrics_gauge *up_eps, *up_idle;
 	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
+	struct metrics_counter *accept_pauses;
+	struct metrics_gauge *conn_cap;
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
@@ -168,7 +170,18 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	s->up_panic = metrics_counter_new(
 	    s->m, "edge_upstream_panics_total",
 	    "Selections that had only ejected endpoints left.", NULL);
-	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic)
+	s->accept_pauses = metrics_counter_new(
+	    s->m, "edge_accept_pauses_total",
+	    "Times a listener paused because accept ran out of descriptors "
+	    "or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM).",
+	    NULL);
+	s->conn_cap = metrics_gauge_new(
+	    s->m, "edge_connections_max",
+	    "Client connections allowed at once: limits.max_connections, "
+	    "lowered by the descriptor limit.",
+	    NULL);
+	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
+	    !s->accept_pauses || !s->conn_cap)
 		goto nomem;
 	stats_pins_open(s);
 	*out = s;
@@ -228,6 +241,21 @@ static void stats_counter_to(struct metrics_counter *c, uint64_t v)
 		metrics_counter_add(c, v - cur);
 }
 
+/* edge_connections_max: the reloadable limit, or fewer when the
+ * descriptor limit allows fewer (sh->fd_conn_cap). */
+static void stats_refresh_cap(struct stats *s)
+{
+	uint64_t cap, fd;
+
+	pthread_mutex_lock(&s->sh->set_lock);
+	cap = s->sh->set.limits.max_connections;
+	pthread_mutex_unlock(&s->sh->set_lock);
+	fd = atomic_load(&s->sh->fd_conn_cap);
+	if (fd && fd < cap)
+		cap = fd;
+	metrics_gauge_set(s->conn_cap, (int64_t)cap);
+}
+
 /* Refresh what is read rather than counted. */
 static void stats_refresh(struct stats *s)
 {
@@ -248,6 +276,8 @@ static void stats_refresh(struct stats *s)
 	stats_counter_to(s->up_pool[3], atomic_load(&s->sh->up.pool_closed));
 	stats_counter_to(s->up_eject, atomic_load(&s->sh->up.ejections));
 	stats_counter_to(s->up_panic, atomic_load(&s->sh->up.panics));
+	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
+	stats_refresh_cap(s);
 	if (!s->sh->analytics)
 		return;
 	analytics_stats(s->sh->analytics, &st);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -238,6 +239,27 @@ static void worker_add_common(struct worker *w, uint64_t ms)
 		w->common[w->ncommon++].ms = ms;
 }
 
+void worker_read_nofile(struct worker *w)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	w->nofile =
+	    rl.rlim_cur == RLIM_INFINITY ? 0 : (unsigned long)rl.rlim_cur;
+	w->fd_cap = w->nofile ? worker_fd_conn_cap(w->sh->cfg, w->nofile) : 0;
+	atomic_store(&w->sh->fd_conn_cap, w->fd_cap);
+}
+
+unsigned long worker_fd_conn_cap(const struct config *cfg, unsigned long nofile)
+{
+	unsigned long reserve =
+	    WORKER_FD_RESERVE +
+	    (unsigned long)cfg->workers * (cfg->n_listen + 4);
+
+	return nofile > reserve + 2 ? (nofile - reserve) / 2 : 1;
+}
+
 static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -246,6 +268,7 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	upstream_pool_expire(w->up, worker_now_ns());
 	worker_publish_upstream(w);
+	worker_read_nofile(w);
 	/* once a burst of connections has gone idle (a tick without parks
 	 * after some), their request memory is free but scattered between
 	 * parked entries: give its pages back; a steady stream of parks
@@ -315,6 +338,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	if (!w->notify || !w->tick || !w->reap || !w->clock ||
 	    event_add(w->notify, NULL) || event_add(w->tick, &tv))
 		goto nomem;
+	worker_read_nofile(w);
 	rc = upstream_worker_new(&w->up);
 	if (rc)
 		goto nomem;

@@ -69,6 +69,10 @@ struct worker_shared {
 	struct worker_settings set;
 	atomic_uint set_gen;
 	struct worker_upstream_totals up;
+	atomic_ullong accept_pauses; /* listener_pause, every worker */
+	/* connections the descriptor limit allows (worker_fd_conn_cap of
+	 * RLIMIT_NOFILE, read every tick); 0: no limit */
+	atomic_ulong fd_conn_cap;
 };
 
 enum worker_cmd {
@@ -108,6 +112,10 @@ struct worker {
 	struct event *reap;
 	struct event *clock; /* forgets the cached clocks (worker.c) */
 	bool draining;
+	unsigned accept_paused;	 /* listeners paused (listener.c) */
+	unsigned long nofile;	 /* RLIMIT_NOFILE, read every tick; 0: none */
+	unsigned long fd_cap;	 /* worker_fd_conn_cap(nofile); 0: none */
+	struct log_rl accept_rl; /* their log lines */
 	struct upstream_worker *up;
 	struct upstream_stats up_published; /* added to sh->up so far */
 	struct admit_limiter *limiter;	    /* NULL: no per-client rate limit */
@@ -154,6 +162,24 @@ int worker_join(struct worker *w, const struct timespec *deadline);
 /* Free a worker whose thread has ended (or never started): closes every
  * connection and socket it still has. NULL is fine. */
 void worker_free(struct worker *w);
+
+/* Descriptors edged keeps for itself beyond its connections: the loops'
+ * epoll and eventfds, the admin and control sockets, the analytics file,
+ * the pinned maps, libc; plus, per worker, its listeners and a few. */
+#define WORKER_FD_RESERVE 64
+
+/* How many client connections a descriptor limit of nofile allows: a
+ * proxied connection holds two (the client's and its upstream's, pooled
+ * or not), after WORKER_FD_RESERVE and each worker's own. At least 1. At
+ * this many open connections the listeners stop accepting (the rest
+ * wait in the kernel's listen backlog) until one closes. */
+unsigned long worker_fd_conn_cap(const struct config *cfg,
+				 unsigned long nofile);
+
+/* Read the descriptor limit as it is now (prlimit(1) may change it from
+ * outside) into w->nofile and w->fd_cap, and publish the cap in
+ * sh->fd_conn_cap. Every tick, and when accept runs out. */
+void worker_read_nofile(struct worker *w);
 
 /* Exit the loop if draining and no connection is left (worker thread). */
 void worker_maybe_exit(struct worker *w);

@@ -113,6 +113,9 @@ class Handler(BaseHTTPRequestHandler):
 
 ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer.allow_reuse_address = True
+# a listen backlog for bursts of connections (socketserver's default is 5:
+# the kernel then drops handshakes, and a retried one waits seconds)
+ThreadingHTTPServer.request_queue_size = 1024
 srv = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
 # a request edged cut short (a rejected chunked body) is expected: no noise
 srv.handle_error = lambda request, client_address: None

@@ -131,3 +131,18 @@ void log_debug(const char *fmt, ...)
 	log_vprint("debug: ", fmt, ap, 0);
 	va_end(ap);
 }
+
+bool log_rl_allow(struct log_rl *rl, uint64_t now_ns, uint64_t interval_ns,
+		  uint64_t *suppressed)
+{
+	if (rl->next_ns && now_ns < rl->next_ns) {
+		rl->suppressed++;
+		return false;
+	}
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	rl->next_ns = now_ns + interval_ns;
+	if (!rl->next_ns)
+		rl->next_ns = 1;
+	return true;
+}

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define ERRBUF_LEN 512
 
@@ -43,5 +44,23 @@ void log_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* "progname: debug: message\n" on stderr, only when verbose. */
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A rate limit for one source of messages (a listener out of descriptors,
+ * say), so that an attack or an exhausted resource cannot become a log
+ * flood: at most one message per interval. Not thread-safe: one per
+ * thread and source.
+ */
+struct log_rl {
+	uint64_t next_ns;    /* no message before this (monotonic ns) */
+	uint64_t suppressed; /* messages held back since the last one */
+};
+
+/* Whether a message from rl may be written at now_ns; if so, *suppressed
+ * is the number held back since the previous one (then reset) and the
+ * next may come interval_ns later. Otherwise the message is counted as
+ * held back. */
+bool log_rl_allow(struct log_rl *rl, uint64_t now_ns, uint64_t interval_ns,
+		  uint64_t *suppressed);
 
 #endif /* EDGE_LOG_H */

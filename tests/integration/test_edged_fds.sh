@@ -1,0 +1,125 @@
+#!/bin/bash
+# test_edged_fds.sh - edged short of file descriptors: started under
+# `ulimit -n 256` (soft and hard) with 1,000 clients connecting at once
+# (tests/tools/conn_storm.py), and then with its limit lowered further
+# while it runs (prlimit). edged must say at start how many connections
+# the limit allows, pause its listeners rather than spin on a failing
+# accept (the clients wait in the kernel's backlog), answer every
+# connection it accepted (200, or a 503 naming why — never a 500), write
+# a bounded number of log lines, use a bounded share of a CPU, and serve
+# normally once descriptors are back. Runs against build/edged and again
+# against build/asan/edged. Needs no root; prlimit is util-linux's.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3 prlimit
+edged_need_build
+
+BASE=$(edged_ports 3)
+P_EDGE=$BASE
+P_ADMIN=$((BASE + 1))
+P_BACK=$((BASE + 2))
+CONF="$T_TMP/edge.conf"
+{
+	edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock" 1
+	cat <<CONF
+timeouts = { header = "5s"; idle_keepalive = "2s"; };
+projects = (
+  { id = "shop";
+    environments = (
+      { id = "shop-prod";
+        domains = [ "shop.test" ];
+        deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+      }
+    );
+  }
+);
+CONF
+} >"$CONF"
+
+# cpu_ticks PID: user + system time of the whole process, in clock ticks
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# storm LABEL: 1,000 connections at once; checks every answer, the log
+# lines written meanwhile and edged's CPU time over the storm
+storm() {
+	local name=$1 lines0 lines t0 t1 c0 c1 out bad
+	lines0=$(wc -l <"$EDGED_LOG")
+	c0=$(cpu_ticks "$EPID")
+	t0=$(date +%s%N)
+	out=$(python3 "$TOOLS/conn_storm.py" "$P_EDGE" 1000 /slow/100 40)
+	t1=$(date +%s%N)
+	c1=$(cpu_ticks "$EPID")
+	lines=$(($(wc -l <"$EDGED_LOG") - lines0))
+	# every connection answered 200 or 503 with a reason of its own
+	bad=$(python3 -c 'import json, sys
+r = json.loads(sys.argv[1])["results"]
+ok = ("200", "503 connection_limit", "503 fd_exhausted")
+print(" ".join("%s: %d" % (k, v) for k, v in r.items() if k not in ok))
+if r.get("200", 0) < 500:
+    print("only %d answered 200" % r.get("200", 0))' "$out")
+	# CPU: ticks of 1/100 s against the wall time in ms
+	cpu=$(((c1 - c0) * 1000 / ((t1 - t0) / 1000000 + 1)))
+	if [ -n "$bad" ]; then
+		t_fail "$name" "$bad ($out)"
+	elif [ "$lines" -gt 10 ]; then
+		t_fail "$name" "$lines log lines: $(tail -3 "$EDGED_LOG")"
+	elif [ "$cpu" -gt 50 ]; then
+		t_fail "$name" "edged used ${cpu}% of a CPU"
+	else
+		t_ok "$name: $out, $lines log lines, edged at ${cpu}% of a CPU"
+	fi
+}
+
+# metric NAME: its value on /metrics
+metric() {
+	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+run_suite() { # BIN LABEL
+	local bin=$1 v=$2 code pauses
+	: >"$EDGED_LOG"
+	bash -c 'ulimit -n 256 && exec "$0" "$@"' "$bin" -c "$CONF" -f >"$EDGED_LOG" 2>&1 &
+	EPID=$!
+	edged_track "$EPID"
+	if ! edged_wait_port "$P_EDGE"; then
+		t_fail "$v: edged starts under ulimit -n 256" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+	if grep -q "descriptor limit (RLIMIT_NOFILE) is 256: at most [0-9]* connections" "$EDGED_LOG"; then
+		t_ok "$v: the start-up log says how many connections 256 descriptors allow ($(metric edge_connections_max))"
+	else
+		t_fail "$v: start-up warning" "$(head -3 "$EDGED_LOG")"
+	fi
+	storm "$v: ulimit -n 256, 1000 connections at once"
+	pauses=$(metric edge_accept_pauses_total)
+	if [ "${pauses:-0}" -gt 0 ]; then
+		t_ok "$v: listeners paused $pauses times (edge_accept_pauses_total)"
+	else
+		t_fail "$v: listener pauses" "edge_accept_pauses_total '$pauses'"
+	fi
+
+	# fewer descriptors than edged planned for, while it runs
+	prlimit --pid "$EPID" --nofile=100:256
+	storm "$v: the limit lowered to 100 while running, 1000 connections"
+	prlimit --pid "$EPID" --nofile=256:256
+	sleep 1.2 # a worker tick reads the limit again
+	code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: shop.test' "http://127.0.0.1:$P_EDGE/after")
+	if [ "$code" = 200 ] && [ "$(metric edge_connections)" -le 1 ]; then
+		t_ok "$v: descriptors back: a request is served (200) and no connection is left over"
+	else
+		t_fail "$v: recovery" "status $code, edge_connections $(metric edge_connections)"
+	fi
+	edged_stop 5
+	edged_sanitizers_clean "$v: sanitizers clean"
+}
+
+if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl"; then
+	t_fail "backend starts"
+	t_exit
+	exit
+fi
+run_suite "$EDGED" edged
+edged_asan && run_suite "$EDGED_ASAN" asan
+t_exit
