@@ -143,11 +143,60 @@ static void edged_start_only_changes(const struct config *cur,
 #undef EDGED_NOTE
 }
 
+/*
+ * Make room for cfg's limits.max_connections: raise RLIMIT_NOFILE to
+ * what they need (two descriptors each, after the reserve) — the hard
+ * limit too while edged is root, else the soft one up to the hard — and
+ * say when the limit still allows fewer: the workers then stop accepting
+ * at that many (worker_fd_conn_cap), so that every connection accepted
+ * can reach its upstream. At start, and at every reload (which may raise
+ * max_connections; the listeners and workers are the start's).
+ */
+static void edged_fd_limit(struct edged *d, const struct config *cfg)
+{
+	const struct config *start = d->sh.cfg;
+	unsigned long long want;
+	unsigned long cap;
+	struct rlimit rl, up;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	want = WORKER_FD_RESERVE +
+	       (unsigned long long)start->workers * (start->n_listen + 4) +
+	       2 * cfg->limits.max_connections;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		up = rl;
+		up.rlim_cur = (rlim_t)want;
+		if (up.rlim_max != RLIM_INFINITY && up.rlim_max < up.rlim_cur)
+			up.rlim_max = up.rlim_cur; /* root only */
+		if (setrlimit(RLIMIT_NOFILE, &up)) {
+			up = rl;
+			up.rlim_cur = rl.rlim_max; /* as far as the hard one */
+			if (setrlimit(RLIMIT_NOFILE, &up))
+				up = rl;
+		}
+		rl = up;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return;
+	cap = worker_fd_conn_cap(start, (unsigned long)rl.rlim_cur);
+	atomic_store(&d->sh.fd_conn_cap, cap);
+	if (cap >= cfg->limits.max_connections)
+		return;
+	log_warnx("limits.max_connections is %llu but the descriptor limit "
+		  "(RLIMIT_NOFILE) is %llu: at most %lu connections at once "
+		  "(two descriptors each), more wait in the listen backlog; "
+		  "raise the limit (ulimit -n, LimitNOFILE=) for more",
+		  (unsigned long long)cfg->limits.max_connections,
+		  (unsigned long long)rl.rlim_cur, cap);
+}
+
 /* Hand the workers cfg's limits, timeouts and rate limit. */
 static void edged_settings(struct edged *d, const struct config *cfg)
 {
 	unsigned i;
 
+	edged_fd_limit(d, cfg);
 	pthread_mutex_lock(&d->sh.set_lock);
 	worker_settings_from(&d->sh.set, cfg);
 	atomic_fetch_add(&d->sh.set_gen, 1);
@@ -279,41 +328,6 @@ static void edged_signal_cb(evutil_socket_t sig, short what, void *arg)
  * Find cfg->user when started as root. Returns 0 with *pw (NULL: not
  * root, nothing to switch), or -ENOENT.
  */
-/*
- * Raise the soft RLIMIT_NOFILE to the hard one, then say when the limit
- * allows fewer connections than limits.max_connections: the workers stop
- * accepting at that many (worker_fd_conn_cap), so that every connection
- * accepted can reach its upstream.
- */
-static void edged_fd_limit(struct edged *d)
-{
-	const struct config *cfg = d->cfg;
-	unsigned long cap;
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rlim_t was = rl.rlim_cur;
-
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl))
-			rl.rlim_cur = was;
-	}
-	if (rl.rlim_cur == RLIM_INFINITY)
-		return;
-	cap = worker_fd_conn_cap(cfg, (unsigned long)rl.rlim_cur);
-	atomic_store(&d->sh.fd_conn_cap, cap);
-	if (cap >= cfg->limits.max_connections)
-		return;
-	log_warnx("limits.max_connections is %llu but the descriptor limit "
-		  "(RLIMIT_NOFILE) is %llu: at most %lu connections at once "
-		  "(two descriptors each), more wait in the listen backlog; "
-		  "raise the limit (ulimit -n, LimitNOFILE=) for more",
-		  (unsigned long long)cfg->limits.max_connections,
-		  (unsigned long long)rl.rlim_cur, cap);
-}
-
 static int edged_user(const struct config *cfg, struct passwd *pw,
 		      bool *switching)
 {
@@ -621,7 +635,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.sh.set_lock, NULL);
 	worker_settings_from(&d.sh.set, d.cfg);
 	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
-	edged_fd_limit(&d);
+	edged_fd_limit(&d, d.cfg);
 	d.start_ns = worker_now_ns();
 	errbuf_clear(&err);
 	if (edged_routes(&d, d.cfg, true, &err)) {
