@@ -97,6 +97,8 @@ CASES
 # bad comments
 expect "comment too long" 2 "max 128" "$E" ip block 10.0.0.0/8 --comment "$(printf '%0129d' 0)"
 expect "comment with control char" 2 "control character" "$E" ip block 10.0.0.0/8 --comment "$(printf 'a\tb')"
+expect "comment with invalid UTF-8" 2 "invalid UTF-8 at byte 4" "$E" ip block 10.0.0.0/8 --comment $'bad\xff\xfe'
+expect "comment with a C1 control" 2 "control character (U+009B)" "$E" ip block 10.0.0.0/8 --comment $'a\xc2\x9b'
 
 # bad ports
 while IFS='|' read -r ports frag; do

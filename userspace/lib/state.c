@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "state.h"
+#include "utf8.h"
 
 void state_init(struct state *st)
 {
@@ -234,7 +235,8 @@ static int state_load_iface(json_t *o, size_t idx, struct state_iface *ifc,
 	s = state_get_str(o, "name", where, err);
 	if (!s)
 		return -EINVAL;
-	if (!*s || strlen(s) >= IF_NAMESIZE) {
+	if (!*s || strlen(s) >= IF_NAMESIZE ||
+	    utf8_check_text(s, strlen(s), NULL)) {
 		errbuf_set(err, "%s: bad interface name", where);
 		return -EINVAL;
 	}
