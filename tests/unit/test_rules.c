@@ -605,6 +605,131 @@ START_TEST(test_state_minimal_ok)
 }
 END_TEST
 
+/* A state file must be readable back: text it cannot store is refused
+ * before anything is written, and not as "out of memory". */
+START_TEST(test_state_save_refuses_bad_text)
+{
+	struct errbuf err = {""};
+	struct state a;
+	struct rule x = mk("10.9.0.0/16", EDGE_ACT_BLOCK, 0);
+	struct state_iface ifc = {"eth\xff", 2, STATE_MODE_NATIVE, 42, NOW};
+	struct state_pending sp;
+	char tmp[160];
+
+	state_init(&a);
+	snprintf(x.comment, sizeof(x.comment), "bad\xff\xfe");
+	ck_assert_int_eq(rules_set(&a.rules, &x, NULL, NULL), 0);
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "cannot encode the state: rule "
+				      "10.9.0.0/16: comment has invalid "
+				      "UTF-8 at byte 4") != NULL,
+		      "%s", err.msg);
+	ck_assert_ptr_null(strstr(err.msg, "memory"));
+	ck_assert_int_eq(state_save(path, &a, &err), -EINVAL);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	state_free(&a);
+
+	state_init(&a);
+	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_save(path, &a, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "interface name") != NULL, "%s", err.msg);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	state_free(&a);
+}
+END_TEST
+
+/* prepare writes beside the file and changes nothing visible; commit puts
+ * it in place; abort leaves the old file. */
+START_TEST(test_state_prepare_commit)
+{
+	struct errbuf err = {""};
+	struct state a, b;
+	struct state_pending sp;
+	char tmp[160];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	state_init(&a);
+	add(&a.rules, "10.0.0.0/8", EDGE_ACT_BLOCK, 0);
+	ck_assert_int_eq(state_save(path, &a, &err), 0);
+
+	add(&a.rules, "10.1.0.0/16", EDGE_ACT_ALLOW, 0);
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), 0);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	ck_assert_int_eq(state_load(path, &b, &err), 0);
+	ck_assert_uint_eq(b.rules.n, 1); /* not yet */
+	state_free(&b);
+	state_abort(&sp);
+	state_abort(&sp); /* twice is harmless */
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	ck_assert_int_eq(state_load(path, &b, &err), 0);
+	ck_assert_uint_eq(b.rules.n, 1);
+	state_free(&b);
+
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), 0);
+	errbuf_clear(&err);
+	ck_assert_int_eq(state_commit(&sp, &err), 0);
+	ck_assert_str_eq(err.msg, "");
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	state_abort(&sp); /* after a commit: nothing to remove */
+	ck_assert_int_eq(state_load(path, &b, &err), 0);
+	ck_assert_uint_eq(b.rules.n, 2);
+	state_free(&b);
+
+	/* a temporary path that cannot be written: nothing changes */
+	ck_assert_int_eq(mkdir(tmp, 0700), 0);
+	ck_assert_int_lt(state_prepare(&sp, path, &a, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot write") != NULL, "%s", err.msg);
+	ck_assert_int_eq(rmdir(tmp), 0);
+
+	/* a rename that fails: the old file stays, the temporary goes */
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	ck_assert_int_lt(state_commit(&sp, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot replace") != NULL, "%s", err.msg);
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	ck_assert_int_eq(rmdir(path), 0);
+	state_free(&a);
+}
+END_TEST
+
+START_TEST(test_state_copy)
+{
+	struct state a, b;
+	struct state_iface ifc = {"eth0", 2, STATE_MODE_SKB, 42, NOW};
+
+	state_init(&a);
+	add(&a.rules, "10.0.0.0/8", EDGE_ACT_BLOCK, 0);
+	add(&a.rules, "2001:db8::/32", EDGE_ACT_ALLOW, NOW + 60);
+	a.policy = EDGE_POLICY_ALLOWLIST;
+	a.syn.rate = 600;
+	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_copy(&b, &a), 0);
+	/* deep: changing one leaves the other */
+	add(&a.rules, "11.0.0.0/8", EDGE_ACT_BLOCK, 0);
+	a.rules.v[0].action = EDGE_ACT_ALLOW;
+	state_iface_del(&a, "eth0");
+	ck_assert_uint_eq(b.rules.n, 2);
+	ck_assert_uint_eq(b.rules.v[0].action, EDGE_ACT_BLOCK);
+	ck_assert_uint_eq(b.n_ifaces, 1);
+	ck_assert_str_eq(b.ifaces[0].name, "eth0");
+	ck_assert_uint_eq(b.policy, EDGE_POLICY_ALLOWLIST);
+	ck_assert_uint_eq(b.syn.rate, 600);
+	ck_assert_mem_eq(&b.ports, &a.ports, sizeof(a.ports));
+	state_free(&a);
+	state_free(&b);
+	/* an empty one */
+	state_init(&a);
+	ck_assert_int_eq(state_copy(&b, &a), 0);
+	ck_assert_uint_eq(b.rules.n, 0);
+	ck_assert_ptr_null(b.rules.v);
+	state_free(&b);
+}
+END_TEST
+
 START_TEST(test_state_lock)
 {
 	struct errbuf err = {""};
@@ -657,6 +782,9 @@ int main(void)
 	tcase_add_loop_test(ts, test_state_corrupt, 0,
 			    sizeof(corrupt) / sizeof(corrupt[0]));
 	tcase_add_test(ts, test_state_minimal_ok);
+	tcase_add_test(ts, test_state_save_refuses_bad_text);
+	tcase_add_test(ts, test_state_prepare_commit);
+	tcase_add_test(ts, test_state_copy);
 	tcase_add_test(ts, test_state_lock);
 	suite_add_tcase(s, ts);
 
