@@ -173,7 +173,7 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		c->attached = true;
 		created = true;
 	}
-	ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, &err);
+	ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, NULL, &err);
 	if (!ret)
 		ret = attach_iface(c->pin_dir, ifindex, mode, &info, &err);
 	if (ret) {
