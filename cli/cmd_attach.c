@@ -104,7 +104,7 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct errbuf err = {""};
+	struct errbuf err = {""}, derr = {""};
 	struct attach_info info;
 	struct state_iface ifc;
 	bool created = false, unpinned;
@@ -165,17 +165,28 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		ret = attach_create_maps(c->pin_dir, &err);
 		if (!ret)
 			ret = pins_open(&c->pins, c->pin_dir, &err);
+		if (!ret) {
+			c->attached = true;
+			created = true;
+			ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now,
+					NULL, &err);
+		}
 		if (ret) {
 			log_warnx("%s", err.msg);
+			pins_close(&c->pins);
+			c->attached = false;
 			pins_unpin(c->pin_dir);
 			return CTL_FAIL;
 		}
-		c->attached = true;
-		created = true;
+	} else {
+		ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, NULL,
+				&err);
+		if (ret) {
+			log_warnx("%s", err.msg);
+			return CTL_FAIL;
+		}
 	}
-	ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, NULL, &err);
-	if (!ret)
-		ret = attach_iface(c->pin_dir, ifindex, mode, &info, &err);
+	ret = attach_iface(c->pin_dir, ifindex, mode, &info, &err);
 	if (ret) {
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-ret));
 		if (created)
@@ -183,19 +194,38 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		return CTL_FAIL;
 	}
 
+	/* record it; a state that cannot be saved takes the program off
+	 * again */
 	memset(&ifc, 0, sizeof(ifc));
 	snprintf(ifc.name, sizeof(ifc.name), "%s", name);
 	ifc.ifindex = ifindex;
 	ifc.mode = info.mode;
 	ifc.prog_id = info.prog_id;
 	ifc.attached_at = c->now;
-	if (state_iface_set(&c->st, &ifc)) {
-		log_warnx("out of memory");
+	errbuf_clear(&err);
+	ret = state_iface_set(&c->st, &ifc);
+	if (ret)
+		errbuf_set(&err, "out of memory");
+	else
+		ret = state_save(c->state_path, &c->st, &err);
+	if (ret) {
+		if (attach_detach(ifindex, &derr)) {
+			log_warnx("%s; and edge could not be taken off %s "
+				  "again (%s): it runs there with the saved "
+				  "rules but is not recorded in the state "
+				  "(edgectl detach %s removes it)",
+				  err.msg, name, derr.msg, name);
+			return CTL_FAIL;
+		}
+		if (created)
+			att_unpin_if_unused(c, &unpinned);
+		log_warnx("%s; edge was taken off %s again: nothing was "
+			  "changed",
+			  err.msg, name);
 		return CTL_FAIL;
 	}
-	ret = ctl_save(c);
-	if (ret)
-		return ret;
+	if (err.msg[0])
+		log_warnx("warning: %s", err.msg);
 	printf("attached edge to %s (%s mode%s, program id %u); %zu rule%s, "
 	       "policy %s\n",
 	       name, state_mode_name(info.mode),
@@ -214,6 +244,7 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct errbuf err = {""};
+	struct state_pending sp;
 	bool known, unpinned = false;
 	int ifindex, o, ret;
 	const char *name;
@@ -232,41 +263,56 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
 	if (ret)
 		return ret;
-	known = state_iface_find(&c->st, name) != NULL;
+	known = state_iface_del(&c->st, name) == 0;
 	ifindex = att_ifindex(name);
 	if (!ifindex) {
-		if (known) {
-			state_iface_del(&c->st, name);
-			if (ctl_save(c) == CTL_OK)
-				log_note("forgot %s, which no longer exists",
-					 name);
-		}
+		if (known && ctl_change(c, NULL, NULL) == CTL_OK)
+			log_note("forgot %s, which no longer exists", name);
 		att_unpin_if_unused(c, &unpinned);
+		return CTL_FAIL;
+	}
+	/* the state without the interface is written first: when it cannot
+	 * be, edge stays on the interface */
+	ret = state_prepare(&sp, c->state_path, &c->st, &err);
+	if (ret) {
+		log_warnx("%s; nothing was changed: edge stays attached to %s",
+			  err.msg, name);
 		return CTL_FAIL;
 	}
 	ret = attach_detach(ifindex, &err);
 	if (ret == -ENOENT) {
 		log_warnx("edge is not attached to %s", name);
-		if (known) {
-			state_iface_del(&c->st, name);
-			ctl_save(c);
-		}
+		errbuf_clear(&err);
+		if (!known)
+			state_abort(&sp);
+		else if (state_commit(&sp, &err) || err.msg[0])
+			log_warnx("%s", err.msg);
 		att_unpin_if_unused(c, &unpinned);
 		return CTL_FAIL;
 	}
 	if (ret) {
+		state_abort(&sp);
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
 	}
-	state_iface_del(&c->st, name);
-	ret = ctl_save(c);
+	errbuf_clear(&err);
+	ret = state_commit(&sp, &err);
+	if (ret) {
+		log_warnx("edge was detached from %s, but %s: the state file "
+			  "still lists %s (status shows it stale; the next "
+			  "'edgectl detach %s' forgets it)",
+			  name, err.msg, name, name);
+		return CTL_FAIL;
+	}
+	if (err.msg[0])
+		log_warnx("warning: %s", err.msg);
 	att_unpin_if_unused(c, &unpinned);
 	printf("detached edge from %s\n", name);
 	if (unpinned)
 		printf("edge is attached nowhere now: maps unpinned from %s "
 		       "(rules stay saved in %s)\n",
 		       c->pin_dir, c->state_path);
-	return ret;
+	return CTL_OK;
 }
 
 /* ---- status ------------------------------------------------------- */
