@@ -20,6 +20,7 @@
 
 #include "attach.h"
 #include "edgectl.h"
+#include "utf8.h"
 
 /* One interface argument, checked for length. */
 static int att_iface_arg(const char *cmd, int argc, char **argv)
@@ -97,6 +98,44 @@ static void att_unpin_if_unused(struct ctl *c, bool *unpinned)
 		*unpinned = true;
 }
 
+/* Make the maps that exist match the state: a leftover of a failed
+ * command or an entry written behind edgectl's back goes. Says what it
+ * fixed. */
+static int att_reconcile(struct ctl *c)
+{
+	struct pins_sync_stats st;
+	struct errbuf err = {""};
+	char what[256];
+	int n = 0;
+
+	if (pins_sync(&c->pins, &c->st, c->now, c->boot_now, &st, &err)) {
+		log_warnx("cannot make the maps in %s match the state: %s",
+			  c->pin_dir, err.msg);
+		return CTL_FAIL;
+	}
+	what[0] = '\0';
+	if (st.removed)
+		n += snprintf(what + n, sizeof(what) - (size_t)n,
+			      "removed %zu map entr%s that the state did not "
+			      "hold",
+			      st.removed, st.removed == 1 ? "y" : "ies");
+	if (st.restored)
+		n += snprintf(what + n, sizeof(what) - (size_t)n,
+			      "%srestored %zu rule%s missing from the maps",
+			      n ? ", " : "", st.restored,
+			      st.restored == 1 ? "" : "s");
+	if (st.corrected)
+		snprintf(what + n, sizeof(what) - (size_t)n,
+			 "%scorrected %zu map entr%s that differed from "
+			 "the state",
+			 n ? ", " : "", st.corrected,
+			 st.corrected == 1 ? "y" : "ies");
+	if (what[0])
+		log_note("the maps in %s did not match the state: %s",
+			 c->pin_dir, what);
+	return CTL_OK;
+}
+
 int cmd_attach(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -136,10 +175,20 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	if (ret)
 		return ret;
 	name = argv[optind];
+	/* the state file must be able to record it */
+	if (utf8_check_text(name, strlen(name), &err))
+		return ctl_usage_error(
+		    "attach", "attach: the interface name has %s", err.msg);
 
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
 	if (ret)
 		return ret;
+	/* whatever follows, maps that exist are made to match the state */
+	if (c->attached) {
+		ret = att_reconcile(c);
+		if (ret)
+			return ret;
+	}
 	ifindex = att_ifindex(name);
 	if (!ifindex)
 		return CTL_FAIL;
@@ -176,13 +225,6 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 			pins_close(&c->pins);
 			c->attached = false;
 			pins_unpin(c->pin_dir);
-			return CTL_FAIL;
-		}
-	} else {
-		ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, NULL,
-				&err);
-		if (ret) {
-			log_warnx("%s", err.msg);
 			return CTL_FAIL;
 		}
 	}

@@ -41,6 +41,7 @@ expect "--ttl without value" 2 "needs a value" "$E" ip block 1.2.3.4 --ttl
 expect "attach without interface" 2 "missing interface" "$E" attach
 expect "detach without interface" 2 "missing interface" "$E" detach
 expect "attach bad mode" 2 "unknown mode 'turbo'" "$E" attach lo --mode turbo
+expect "attach name not UTF-8" 2 "interface name has invalid UTF-8" "$E" attach $'eth\xff'
 expect "status extra argument" 2 "unexpected argument" "$E" status now
 expect "ratelimit without subcommand" 2 "missing subcommand" "$E" ratelimit
 expect "ratelimit set without rate" 2 "missing RATE" "$E" ratelimit set
