@@ -124,6 +124,9 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...)
 int ctl_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, const char *cmd)
 {
+	/* the prefix "edgectl: " comes from log_warnx; commands add their
+	 * own name, the global options none */
+	const char *name = cmd ? cmd : "", *sep = cmd ? ": " : "";
 	int o;
 
 	opterr = 0;
@@ -132,15 +135,15 @@ int ctl_getopt(int argc, char **argv, const char *shortopts,
 		const char *tok = argv[optind - 1];
 
 		if (optopt && strncmp(tok, "--", 2) != 0)
-			ctl_usage_error(cmd, "%s: unknown option '-%c'", cmd,
-					optopt);
+			ctl_usage_error(cmd, "%s%sunknown option '-%c'", name,
+					sep, optopt);
 		else
-			ctl_usage_error(cmd, "%s: unknown option '%s'", cmd,
-					tok);
+			ctl_usage_error(cmd, "%s%sunknown option '%s'", name,
+					sep, tok);
 		return '?';
 	}
 	if (o == ':') {
-		ctl_usage_error(cmd, "%s: option '%s' needs a value", cmd,
+		ctl_usage_error(cmd, "%s%soption '%s' needs a value", name, sep,
 				argv[optind - 1]);
 		return '?';
 	}
@@ -403,7 +406,7 @@ int main(int argc, char **argv)
 	c.ctl_sock = env && *env ? env : CTL_DAEMON_SOCK;
 	log_init("edgectl", verbose);
 
-	while ((o = ctl_getopt(argc, argv, "+:vh", opts, "edgectl")) != -1) {
+	while ((o = ctl_getopt(argc, argv, "+:vh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
 			c.pin_dir = optarg;

@@ -54,9 +54,11 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...)
 /* Print the usage of cmd (NULL: everything) on stdout; returns CTL_OK. */
 int ctl_usage_print(const char *cmd);
 
-/* Short options, the long options and the command for usage messages;
- * returns the next option like getopt_long, or -1 at the end. On a bad
- * option prints a usage error and returns '?'. argv[0] is the command. */
+/* Short options, the long options and the command for usage messages
+ * (NULL for the global options); returns the next option like
+ * getopt_long, or -1 at the end. On a bad option prints a usage error
+ * ("CMD: unknown option '--x'", or without "CMD: " for a global option)
+ * and returns '?'. argv[0] is the command. */
 struct option;
 int ctl_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, const char *cmd);
