@@ -20,6 +20,7 @@
 
 #include "attach.h"
 #include "edgectl.h"
+#include "utf8.h"
 
 /* One interface argument, checked for length. */
 static int att_iface_arg(const char *cmd, int argc, char **argv)
@@ -97,6 +98,44 @@ static void att_unpin_if_unused(struct ctl *c, bool *unpinned)
 		*unpinned = true;
 }
 
+/* Make the maps that exist match the state: a leftover of a failed
+ * command or an entry written behind edgectl's back goes. Says what it
+ * fixed. */
+static int att_reconcile(struct ctl *c)
+{
+	struct pins_sync_stats st;
+	struct errbuf err = {""};
+	char what[256];
+	int n = 0;
+
+	if (pins_sync(&c->pins, &c->st, c->now, c->boot_now, &st, &err)) {
+		log_warnx("cannot make the maps in %s match the state: %s",
+			  c->pin_dir, err.msg);
+		return CTL_FAIL;
+	}
+	what[0] = '\0';
+	if (st.removed)
+		n += snprintf(what + n, sizeof(what) - (size_t)n,
+			      "removed %zu map entr%s that the state did not "
+			      "hold",
+			      st.removed, st.removed == 1 ? "y" : "ies");
+	if (st.restored)
+		n += snprintf(what + n, sizeof(what) - (size_t)n,
+			      "%srestored %zu rule%s missing from the maps",
+			      n ? ", " : "", st.restored,
+			      st.restored == 1 ? "" : "s");
+	if (st.corrected)
+		snprintf(what + n, sizeof(what) - (size_t)n,
+			 "%scorrected %zu map entr%s that differed from "
+			 "the state",
+			 n ? ", " : "", st.corrected,
+			 st.corrected == 1 ? "y" : "ies");
+	if (what[0])
+		log_note("the maps in %s did not match the state: %s",
+			 c->pin_dir, what);
+	return CTL_OK;
+}
+
 int cmd_attach(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -104,7 +143,7 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct errbuf err = {""};
+	struct errbuf err = {""}, derr = {""};
 	struct attach_info info;
 	struct state_iface ifc;
 	bool created = false, unpinned;
@@ -136,10 +175,20 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	if (ret)
 		return ret;
 	name = argv[optind];
+	/* the state file must be able to record it */
+	if (utf8_check_text(name, strlen(name), &err))
+		return ctl_usage_error(
+		    "attach", "attach: the interface name has %s", err.msg);
 
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
 	if (ret)
 		return ret;
+	/* whatever follows, maps that exist are made to match the state */
+	if (c->attached) {
+		ret = att_reconcile(c);
+		if (ret)
+			return ret;
+	}
 	ifindex = att_ifindex(name);
 	if (!ifindex)
 		return CTL_FAIL;
@@ -165,17 +214,21 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		ret = attach_create_maps(c->pin_dir, &err);
 		if (!ret)
 			ret = pins_open(&c->pins, c->pin_dir, &err);
+		if (!ret) {
+			c->attached = true;
+			created = true;
+			ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now,
+					NULL, &err);
+		}
 		if (ret) {
 			log_warnx("%s", err.msg);
+			pins_close(&c->pins);
+			c->attached = false;
 			pins_unpin(c->pin_dir);
 			return CTL_FAIL;
 		}
-		c->attached = true;
-		created = true;
 	}
-	ret = pins_sync(&c->pins, &c->st, c->now, c->boot_now, &err);
-	if (!ret)
-		ret = attach_iface(c->pin_dir, ifindex, mode, &info, &err);
+	ret = attach_iface(c->pin_dir, ifindex, mode, &info, &err);
 	if (ret) {
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-ret));
 		if (created)
@@ -183,19 +236,38 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 		return CTL_FAIL;
 	}
 
+	/* record it; a state that cannot be saved takes the program off
+	 * again */
 	memset(&ifc, 0, sizeof(ifc));
 	snprintf(ifc.name, sizeof(ifc.name), "%s", name);
 	ifc.ifindex = ifindex;
 	ifc.mode = info.mode;
 	ifc.prog_id = info.prog_id;
 	ifc.attached_at = c->now;
-	if (state_iface_set(&c->st, &ifc)) {
-		log_warnx("out of memory");
+	errbuf_clear(&err);
+	ret = state_iface_set(&c->st, &ifc);
+	if (ret)
+		errbuf_set(&err, "out of memory");
+	else
+		ret = state_save(c->state_path, &c->st, &err);
+	if (ret) {
+		if (attach_detach(ifindex, &derr)) {
+			log_warnx("%s; and edge could not be taken off %s "
+				  "again (%s): it runs there with the saved "
+				  "rules but is not recorded in the state "
+				  "(edgectl detach %s removes it)",
+				  err.msg, name, derr.msg, name);
+			return CTL_FAIL;
+		}
+		if (created)
+			att_unpin_if_unused(c, &unpinned);
+		log_warnx("%s; edge was taken off %s again: nothing was "
+			  "changed",
+			  err.msg, name);
 		return CTL_FAIL;
 	}
-	ret = ctl_save(c);
-	if (ret)
-		return ret;
+	if (err.msg[0])
+		log_warnx("warning: %s", err.msg);
 	printf("attached edge to %s (%s mode%s, program id %u); %zu rule%s, "
 	       "policy %s\n",
 	       name, state_mode_name(info.mode),
@@ -214,6 +286,7 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct errbuf err = {""};
+	struct state_pending sp;
 	bool known, unpinned = false;
 	int ifindex, o, ret;
 	const char *name;
@@ -232,41 +305,56 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
 	if (ret)
 		return ret;
-	known = state_iface_find(&c->st, name) != NULL;
+	known = state_iface_del(&c->st, name) == 0;
 	ifindex = att_ifindex(name);
 	if (!ifindex) {
-		if (known) {
-			state_iface_del(&c->st, name);
-			if (ctl_save(c) == CTL_OK)
-				log_note("forgot %s, which no longer exists",
-					 name);
-		}
+		if (known && ctl_change(c, NULL, NULL) == CTL_OK)
+			log_note("forgot %s, which no longer exists", name);
 		att_unpin_if_unused(c, &unpinned);
+		return CTL_FAIL;
+	}
+	/* the state without the interface is written first: when it cannot
+	 * be, edge stays on the interface */
+	ret = state_prepare(&sp, c->state_path, &c->st, &err);
+	if (ret) {
+		log_warnx("%s; nothing was changed: edge stays attached to %s",
+			  err.msg, name);
 		return CTL_FAIL;
 	}
 	ret = attach_detach(ifindex, &err);
 	if (ret == -ENOENT) {
 		log_warnx("edge is not attached to %s", name);
-		if (known) {
-			state_iface_del(&c->st, name);
-			ctl_save(c);
-		}
+		errbuf_clear(&err);
+		if (!known)
+			state_abort(&sp);
+		else if (state_commit(&sp, &err) || err.msg[0])
+			log_warnx("%s", err.msg);
 		att_unpin_if_unused(c, &unpinned);
 		return CTL_FAIL;
 	}
 	if (ret) {
+		state_abort(&sp);
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
 	}
-	state_iface_del(&c->st, name);
-	ret = ctl_save(c);
+	errbuf_clear(&err);
+	ret = state_commit(&sp, &err);
+	if (ret) {
+		log_warnx("edge was detached from %s, but %s: the state file "
+			  "still lists %s (status shows it stale; the next "
+			  "'edgectl detach %s' forgets it)",
+			  name, err.msg, name, name);
+		return CTL_FAIL;
+	}
+	if (err.msg[0])
+		log_warnx("warning: %s", err.msg);
 	att_unpin_if_unused(c, &unpinned);
 	printf("detached edge from %s\n", name);
 	if (unpinned)
 		printf("edge is attached nowhere now: maps unpinned from %s "
 		       "(rules stay saved in %s)\n",
 		       c->pin_dir, c->state_path);
-	return ret;
+	return CTL_OK;
 }
 
 /* ---- status ------------------------------------------------------- */

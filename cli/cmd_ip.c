@@ -133,6 +133,28 @@ static void ip_describe(const struct ctl *c, const struct rule *x, char *buf,
 		snprintf(buf + n, len - (size_t)n, " \"%s\"", x->comment);
 }
 
+/* What ip_set changes in the maps. */
+struct ip_put {
+	const struct rule *x;
+	bool created;
+};
+
+static int ip_put_apply(struct ctl *c, const void *arg, struct errbuf *err)
+{
+	const struct ip_put *put = arg;
+	int ret = 0;
+
+	/* a new rule's id may have counted hits for a rule deleted before */
+	if (put->created)
+		ret = pins_hits_zero(&c->pins, put->x->id);
+	if (!ret)
+		ret = pins_rule_put(&c->pins, put->x, c->now, c->boot_now);
+	if (ret)
+		errbuf_set(err, "cannot write the rule to %s: %s", c->pin_dir,
+			   strerror(-ret));
+	return ret;
+}
+
 static int ip_set(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -234,18 +256,11 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 		return CTL_FAIL;
 	}
 	x.id = id;
-	if (c->attached) {
-		if (created)
-			ret = pins_hits_zero(&c->pins, id);
-		if (!ret)
-			ret = pins_rule_put(&c->pins, &x, c->now, c->boot_now);
-		if (ret) {
-			log_warnx("cannot write the rule to %s: %s", c->pin_dir,
-				  strerror(-ret));
-			return CTL_FAIL;
-		}
+	{
+		struct ip_put put = {&x, created};
+
+		ret = ctl_change(c, ip_put_apply, &put);
 	}
-	ret = ctl_save(c);
 	if (ret)
 		return ret;
 	ip_describe(c, &x, desc, sizeof(desc));
@@ -254,6 +269,18 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 		log_note("edge is not attached; rule saved and applied at "
 			 "attach");
 	return CTL_OK;
+}
+
+static int ip_del_apply(struct ctl *c, const void *arg, struct errbuf *err)
+{
+	int ret = pins_rule_del(&c->pins, arg);
+
+	if (ret && ret != -ENOENT) {
+		errbuf_set(err, "cannot remove the rule from %s: %s",
+			   c->pin_dir, strerror(-ret));
+		return ret;
+	}
+	return 0;
 }
 
 static int ip_del(struct ctl *c, int argc, char **argv)
@@ -313,18 +340,13 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 	if (ret)
 		return ret;
 	rules_del(&c->st.rules, &cidr, &gone);
-	if (c->attached) {
-		ret = pins_rule_del(&c->pins, &cidr);
-		if (ret && ret != -ENOENT) {
-			log_warnx("cannot remove the rule from %s: %s",
-				  c->pin_dir, strerror(-ret));
-			return CTL_FAIL;
-		}
-		pins_hits_zero(&c->pins, gone.id);
-	}
-	ret = ctl_save(c);
+	ret = ctl_change(c, ip_del_apply, &cidr);
 	if (ret)
 		return ret;
+	/* only now: undoing the deletion would have brought the rule back
+	 * with its hits */
+	if (c->attached)
+		pins_hits_zero(&c->pins, gone.id);
 	ip_describe(c, &gone, desc, sizeof(desc));
 	printf("deleted: %s\n", desc);
 	return CTL_OK;
@@ -447,6 +469,17 @@ static int ip_policy_show(struct ctl *c, bool json)
 	return CTL_OK;
 }
 
+static int ip_policy_apply(struct ctl *c, const void *arg, struct errbuf *err)
+{
+	int ret = pins_config_write(&c->pins, &c->st);
+
+	(void)arg;
+	if (ret)
+		errbuf_set(err, "cannot write the policy to %s: %s", c->pin_dir,
+			   strerror(-ret));
+	return ret;
+}
+
 static int ip_policy(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -526,15 +559,7 @@ static int ip_policy(struct ctl *c, int argc, char **argv)
 	}
 	c->st.policy = policy;
 	c->st.ports = ports;
-	if (c->attached) {
-		ret = pins_config_write(&c->pins, &c->st);
-		if (ret) {
-			log_warnx("cannot write the policy to %s: %s",
-				  c->pin_dir, strerror(-ret));
-			return CTL_FAIL;
-		}
-	}
-	ret = ctl_save(c);
+	ret = ctl_change(c, ip_policy_apply, NULL);
 	if (ret)
 		return ret;
 	text = policy_ports_format(&c->st.ports);

@@ -9,19 +9,21 @@
 
 #include "edgectl.h"
 
+static int rl_apply_maps(struct ctl *c, const void *arg, struct errbuf *err)
+{
+	int ret = pins_config_write(&c->pins, &c->st);
+
+	(void)arg;
+	if (ret)
+		errbuf_set(err, "cannot write the rate limits to %s: %s",
+			   c->pin_dir, strerror(-ret));
+	return ret;
+}
+
 static int rl_apply(struct ctl *c)
 {
-	int ret;
+	int ret = ctl_change(c, rl_apply_maps, NULL);
 
-	if (c->attached) {
-		ret = pins_config_write(&c->pins, &c->st);
-		if (ret) {
-			log_warnx("cannot write the rate limits to %s: %s",
-				  c->pin_dir, strerror(-ret));
-			return CTL_FAIL;
-		}
-	}
-	ret = ctl_save(c);
 	if (ret)
 		return ret;
 	if (!c->attached)

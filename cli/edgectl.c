@@ -124,6 +124,9 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...)
 int ctl_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, const char *cmd)
 {
+	/* the prefix "edgectl: " comes from log_warnx; commands add their
+	 * own name, the global options none */
+	const char *name = cmd ? cmd : "", *sep = cmd ? ": " : "";
 	int o;
 
 	opterr = 0;
@@ -132,15 +135,15 @@ int ctl_getopt(int argc, char **argv, const char *shortopts,
 		const char *tok = argv[optind - 1];
 
 		if (optopt && strncmp(tok, "--", 2) != 0)
-			ctl_usage_error(cmd, "%s: unknown option '-%c'", cmd,
-					optopt);
+			ctl_usage_error(cmd, "%s%sunknown option '-%c'", name,
+					sep, optopt);
 		else
-			ctl_usage_error(cmd, "%s: unknown option '%s'", cmd,
-					tok);
+			ctl_usage_error(cmd, "%s%sunknown option '%s'", name,
+					sep, tok);
 		return '?';
 	}
 	if (o == ':') {
-		ctl_usage_error(cmd, "%s: option '%s' needs a value", cmd,
+		ctl_usage_error(cmd, "%s%soption '%s' needs a value", name, sep,
 				argv[optind - 1]);
 		return '?';
 	}
@@ -185,35 +188,106 @@ static void ctl_clock(struct ctl *c)
 	    (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Bring the maps back to c->saved after a failed change. */
+static int ctl_maps_restore(struct ctl *c, struct errbuf *err)
+{
+	return pins_sync(&c->pins, &c->saved, c->now, c->boot_now, NULL, err);
+}
+
+int ctl_change(struct ctl *c, ctl_apply_fn apply, const void *arg)
+{
+	struct errbuf err = {""}, rerr = {""};
+	struct state_pending sp;
+	struct state copy;
+	bool applied = false;
+	int ret;
+
+	ret = state_prepare(&sp, c->state_path, &c->st, &err);
+	if (ret) {
+		log_warnx("%s; nothing was changed", err.msg);
+		return CTL_FAIL;
+	}
+	if (apply && c->attached) {
+		applied = true;
+		ret = apply(c, arg, &err);
+		if (ret) {
+			state_abort(&sp);
+			goto undo;
+		}
+	}
+	errbuf_clear(&err);
+	ret = state_commit(&sp, &err);
+	if (ret)
+		goto undo;
+	if (err.msg[0])
+		log_warnx("warning: %s", err.msg);
+	/* later changes in this run are undone to this point */
+	if (state_copy(&copy, &c->st) == 0) {
+		state_free(&c->saved);
+		c->saved = copy;
+	} else {
+		/* c->saved stays one step behind. Only the prune makes a
+		 * change before another one, and it removes expired rules,
+		 * which pins_sync deletes from the maps anyway: an undo to
+		 * the older state gives the same maps. */
+		log_debug("out of memory copying the state");
+	}
+	return CTL_OK;
+undo:
+	if (applied && ctl_maps_restore(c, &rerr)) {
+		log_warnx("%s; the maps could not be brought back either (%s) "
+			  "and may hold the change the state file does not: "
+			  "'edgectl attach IFACE' on an attached interface "
+			  "makes them match the state file",
+			  err.msg, rerr.msg);
+		return CTL_FAIL;
+	}
+	log_warnx("%s; nothing was changed", err.msg);
+	return CTL_FAIL;
+}
+
+/* Delete the map entries of the expired rules in arg (struct rules). */
+static int ctl_prune_apply(struct ctl *c, const void *arg, struct errbuf *err)
+{
+	const struct rules *gone = arg;
+	char s[CIDR_STR_MAX];
+	size_t i;
+	int ret;
+
+	for (i = 0; i < gone->n; i++) {
+		ret = pins_rule_del(&c->pins, &gone->v[i].cidr);
+		if (ret && ret != -ENOENT) {
+			errbuf_set(err,
+				   "cannot remove expired rule %s from the "
+				   "map: %s",
+				   cidr_format(&gone->v[i].cidr, s, sizeof(s)),
+				   strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 /* Remove expired rules from maps and state. */
 static int ctl_prune(struct ctl *c)
 {
 	struct rules gone = {0};
 	char s[CIDR_STR_MAX];
 	size_t i;
-	int n;
+	int n, ret = CTL_OK;
 
 	n = rules_prune(&c->st.rules, c->now, &gone);
 	if (n < 0) {
 		log_warnx("out of memory");
 		return CTL_FAIL;
 	}
-	for (i = 0; i < gone.n; i++) {
-		log_debug("rule %s expired: removed",
+	for (i = 0; i < gone.n; i++)
+		log_debug("rule %s expired: removing it",
 			  cidr_format(&gone.v[i].cidr, s, sizeof(s)));
-		if (c->attached) {
-			int ret = pins_rule_del(&c->pins, &gone.v[i].cidr);
-
-			if (ret && ret != -ENOENT)
-				log_warnx("cannot remove expired rule %s from "
-					  "the map: %s",
-					  s, strerror(-ret));
-		}
-	}
-	rules_free(&gone);
 	if (n > 0)
-		return ctl_save(c);
-	return CTL_OK;
+		ret = ctl_change(c, ctl_prune_apply, &gone);
+	rules_free(&gone);
+	return ret;
 }
 
 int ctl_begin(struct ctl *c, unsigned flags)
@@ -245,6 +319,10 @@ int ctl_begin(struct ctl *c, unsigned flags)
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
 	}
+	if (write && state_copy(&c->saved, &c->st)) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
 	if (!write) {
 		/* readers only need a consistent snapshot */
 		state_unlock(c->lock_fd);
@@ -262,22 +340,12 @@ int ctl_begin(struct ctl *c, unsigned flags)
 	return CTL_OK;
 }
 
-int ctl_save(struct ctl *c)
-{
-	struct errbuf err = {""};
-
-	if (state_save(c->state_path, &c->st, &err)) {
-		log_warnx("%s", err.msg);
-		return CTL_FAIL;
-	}
-	return CTL_OK;
-}
-
 void ctl_end(struct ctl *c)
 {
 	pins_close(&c->pins);
 	c->attached = false;
 	state_free(&c->st);
+	state_free(&c->saved);
 	state_unlock(c->lock_fd);
 	c->lock_fd = -1;
 }
@@ -338,7 +406,7 @@ int main(int argc, char **argv)
 	c.ctl_sock = env && *env ? env : CTL_DAEMON_SOCK;
 	log_init("edgectl", verbose);
 
-	while ((o = ctl_getopt(argc, argv, "+:vh", opts, "edgectl")) != -1) {
+	while ((o = ctl_getopt(argc, argv, "+:vh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
 			c.pin_dir = optarg;

@@ -38,6 +38,7 @@ struct ctl {
 	char state_path[PATH_MAX];
 	int lock_fd;
 	struct state st;
+	struct state saved; /* CTL_WRITE: st as the state file holds it */
 	struct pins pins;
 	bool attached;	   /* pins open: rules go to the maps at once */
 	int64_t now;	   /* wall clock, unix seconds */
@@ -53,9 +54,11 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...)
 /* Print the usage of cmd (NULL: everything) on stdout; returns CTL_OK. */
 int ctl_usage_print(const char *cmd);
 
-/* Short options, the long options and the command for usage messages;
- * returns the next option like getopt_long, or -1 at the end. On a bad
- * option prints a usage error and returns '?'. argv[0] is the command. */
+/* Short options, the long options and the command for usage messages
+ * (NULL for the global options); returns the next option like
+ * getopt_long, or -1 at the end. On a bad option prints a usage error
+ * ("CMD: unknown option '--x'", or without "CMD: " for a global option)
+ * and returns '?'. argv[0] is the command. */
 struct option;
 int ctl_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, const char *cmd);
@@ -67,14 +70,31 @@ int ctl_need_root(void);
 /*
  * Start a command that uses the state (and the maps when attached):
  * check root, bpffs when asked, lock, load the state and open the pins if
- * they exist. With CTL_WRITE, expired rules are removed from the maps and
- * the state (saved at once). Returns CTL_OK, or CTL_FAIL after printing why.
+ * they exist. With CTL_WRITE, c->saved gets a copy of the state and
+ * expired rules are removed from the maps and the state (a ctl_change of
+ * its own). Returns CTL_OK, or CTL_FAIL after printing why.
  * ctl_end must follow either way.
  */
 int ctl_begin(struct ctl *c, unsigned flags);
 
-/* Save the state; CTL_OK or CTL_FAIL after printing why. */
-int ctl_save(struct ctl *c);
+/* A change to the maps, made by ctl_change once the state is written but
+ * before it is put in place: called only when c->attached. Returns 0 or
+ * -errno with err saying what failed. */
+typedef int (*ctl_apply_fn)(struct ctl *c, const void *arg, struct errbuf *err);
+
+/*
+ * Make a change the command has made to c->st, all or nothing between the
+ * state file and the maps: encode and write the new state beside the old
+ * one (state_prepare), apply the change to the maps with apply(c, arg)
+ * when attached (apply may be NULL), then put the state in place
+ * (state_commit). When applying or the commit fails, the maps are brought
+ * back to c->saved, the temporary file removed, and the message says what
+ * failed and that nothing was changed (or, should restoring the maps fail
+ * too, that they may hold the change and how to reconcile them). Returns
+ * CTL_OK (c->saved then equals c->st) or CTL_FAIL; after CTL_FAIL c->st
+ * still holds the change and the command must end.
+ */
+int ctl_change(struct ctl *c, ctl_apply_fn apply, const void *arg);
 
 /* Release everything ctl_begin took. Safe to call twice. */
 void ctl_end(struct ctl *c);

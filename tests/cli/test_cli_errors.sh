@@ -28,6 +28,28 @@ expect "no command" 2 "no command given" "$E"
 expect "unknown command" 2 "unknown command 'frobnicate'" "$E" frobnicate
 expect "unknown global flag" 2 "unknown option '--bogus'" "$E" --bogus ip list
 expect "unknown command flag" 2 "unknown option '--bogus'" "$E" ip list --bogus
+
+# global options: one "edgectl: " prefix, the general usage line
+"$E" --bogus status >"$T_TMP/out" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(head -1 "$T_TMP/out")" = "edgectl: unknown option '--bogus'" ] &&
+	grep -q "^usage: edgectl \[GLOBAL OPTIONS\] COMMAND" "$T_TMP/out"; then
+	t_ok "global option error: one prefix, usage line"
+else
+	t_fail "global option error: one prefix, usage line" "exit $rc: $(tr '\n' '|' <"$T_TMP/out")"
+fi
+expect "global option without value" 2 "edgectl: option '--pin-dir' needs a value" "$E" --pin-dir
+expect "global short option" 2 "edgectl: unknown option '-x'" "$E" -x status
+expect "command option keeps its name" 2 "edgectl: ip list: unknown option '--bogus'" "$E" ip list --bogus
+for args in "--bogus status" "--pin-dir" "-x ip list" "ip list --bogus" "ip block" "attach"; do
+	# shellcheck disable=SC2086 # word splitting wanted
+	if "$E" $args 2>&1 | grep -q "edgectl: edgectl:"; then
+		t_fail "no doubled prefix: $args" "$("$E" $args 2>&1 | head -1)"
+	else
+		t_ok "no doubled prefix: $args"
+	fi
+done
+
 expect "unknown short flag" 2 "unknown option '-x'" "$E" ip list -x
 expect "usage hint on error" 2 "usage: edgectl ip list" "$E" ip list --bogus
 expect "relative pin dir" 2 "absolute path" "$E" --pin-dir rel ip list
@@ -41,6 +63,7 @@ expect "--ttl without value" 2 "needs a value" "$E" ip block 1.2.3.4 --ttl
 expect "attach without interface" 2 "missing interface" "$E" attach
 expect "detach without interface" 2 "missing interface" "$E" detach
 expect "attach bad mode" 2 "unknown mode 'turbo'" "$E" attach lo --mode turbo
+expect "attach name not UTF-8" 2 "interface name has invalid UTF-8" "$E" attach $'eth\xff'
 expect "status extra argument" 2 "unexpected argument" "$E" status now
 expect "ratelimit without subcommand" 2 "missing subcommand" "$E" ratelimit
 expect "ratelimit set without rate" 2 "missing RATE" "$E" ratelimit set
@@ -97,6 +120,8 @@ CASES
 # bad comments
 expect "comment too long" 2 "max 128" "$E" ip block 10.0.0.0/8 --comment "$(printf '%0129d' 0)"
 expect "comment with control char" 2 "control character" "$E" ip block 10.0.0.0/8 --comment "$(printf 'a\tb')"
+expect "comment with invalid UTF-8" 2 "invalid UTF-8 at byte 4" "$E" ip block 10.0.0.0/8 --comment $'bad\xff\xfe'
+expect "comment with a C1 control" 2 "control character (U+009B)" "$E" ip block 10.0.0.0/8 --comment $'a\xc2\x9b'
 
 # bad ports
 while IFS='|' read -r ports frag; do

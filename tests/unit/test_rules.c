@@ -12,6 +12,7 @@
 #include "rules.h"
 #include "state.h"
 #include "unit.h"
+#include "utf8.h"
 
 #define NOW 1700000000LL
 
@@ -251,6 +252,104 @@ START_TEST(test_comment)
 	ck_assert_ptr_nonnull(strstr(err.msg, "control"));
 	ck_assert_int_eq(rules_comment_check("a\x7f", &err), -EINVAL);
 	ck_assert_int_eq(rules_comment_check("tab\there", &err), -EINVAL);
+	/* what the issue hit: refused, saying why and where */
+	ck_assert_int_eq(rules_comment_check("bad\xff\xfe", &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "invalid UTF-8 at byte 4") != NULL, "%s",
+		      err.msg);
+	ck_assert_ptr_null(strstr(err.msg, "memory"));
+}
+END_TEST
+
+/* One UTF-8 case: the text, whether rules_comment_check accepts it, and
+ * for a refusal a fragment of the message (which names the byte). */
+struct ucase {
+	const char *s;
+	bool ok;
+	const char *frag;
+};
+
+static const struct ucase ucases[] = {
+    /* well-formed: 1 to 4 bytes, the edges of each length */
+    {"plain ascii ~", true, NULL},
+    {"caf\xc3\xa9 \xe2\x9c\x93", true, NULL}, /* café ✓ */
+    {"\xc2\xa0 no-break space", true, NULL},  /* U+00A0, after C1 */
+    {"\xdf\xbf", true, NULL},		      /* U+07FF */
+    {"\xe0\xa0\x80", true, NULL},	      /* U+0800 */
+    {"\xed\x9f\xbf", true, NULL},	      /* U+D7FF */
+    {"\xee\x80\x80", true, NULL},	      /* U+E000 */
+    {"\xef\xbf\xbd", true, NULL},	      /* U+FFFD */
+    {"\xf0\x90\x80\x80", true, NULL},	      /* U+10000 */
+    {"\xf0\x9f\x98\x80 emoji", true, NULL},   /* U+1F600 */
+    {"\xf4\x8f\xbf\xbf", true, NULL},	      /* U+10FFFF */
+    /* bytes that never appear */
+    {"bad\xff\xfe", false, "byte 4: 0xff never appears"},
+    {"\xfe", false, "byte 1: 0xfe never appears"},
+    {"ab\xf5\x80\x80\x80", false, "byte 3: 0xf5 never appears"},
+    /* a continuation byte on its own */
+    {"a\x80", false, "byte 2: 0x80 is a continuation byte"},
+    {"\xc3\xa9\xa9", false, "byte 3: 0xa9 is a continuation byte"},
+    /* overlong forms of '/' and of U+07FF, U+FFFF */
+    {"\xc0\xaf", false, "byte 1: 0xc0 starts an overlong"},
+    {"x\xc1\xbf", false, "byte 2: 0xc1 starts an overlong"},
+    {"\xe0\x80\xaf", false, "byte 1: an overlong encoding"},
+    {"\xe0\x9f\xbf", false, "byte 1: an overlong encoding"},
+    {"\xf0\x80\x80\xaf", false, "byte 1: an overlong encoding"},
+    {"\xf0\x8f\xbf\xbf", false, "byte 1: an overlong encoding"},
+    /* UTF-16 surrogates */
+    {"\xed\xa0\x80", false, "byte 1: a UTF-16 surrogate"},
+    {"ok \xed\xbf\xbf", false, "byte 4: a UTF-16 surrogate"},
+    /* above U+10FFFF */
+    {"\xf4\x90\x80\x80", false, "byte 1: a code point above U+10FFFF"},
+    /* truncated: at the end, and cut by another character */
+    {"caf\xc3", false,
+     "byte 4: truncated sequence (0xc3 needs 1 "
+     "continuation byte, the text ends first)"},
+    {"\xe2\x9c", false, "byte 1: truncated"},
+    {"\xf0\x9f\x98", false, "byte 1: truncated"},
+    {"\xe2\x9cz", false,
+     "byte 1: truncated sequence (0xe2 needs 2 continuation bytes, byte 3 "
+     "is 0x7a)"},
+    {"\xc3\xc3\xa9", false, "byte 1: truncated"},
+    /* control characters: C0, DEL, C1 */
+    {"a\x1b[31m", false, "control character (U+001B) at byte 2"},
+    {"\x01", false, "control character (U+0001) at byte 1"},
+    {"del\x7f", false, "control character (U+007F) at byte 4"},
+    {"ab\xc2\x85", false, "control character (U+0085) at byte 3"},
+    {"\xc2\x9b[2J", false, "control character (U+009B) at byte 1"},
+};
+
+START_TEST(test_comment_utf8)
+{
+	const struct ucase *u = &ucases[_i];
+	struct errbuf err = {""};
+	int ret = rules_comment_check(u->s, &err);
+
+	if (u->ok) {
+		ck_assert_msg(ret == 0, "case %d refused: %s", _i, err.msg);
+		return;
+	}
+	ck_assert_msg(ret == -EINVAL, "case %d accepted", _i);
+	ck_assert_msg(strstr(err.msg, u->frag) != NULL,
+		      "case %d: '%s' lacks '%s'", _i, err.msg, u->frag);
+}
+END_TEST
+
+START_TEST(test_utf8_check)
+{
+	struct errbuf err = {""};
+	size_t bad = 99;
+
+	ck_assert_int_eq(utf8_check("", 0, &bad, &err), 0);
+	/* the length is what counts, not a terminator */
+	ck_assert_int_eq(utf8_check("\xe2\x9c\x93", 2, &bad, &err), -EILSEQ);
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_int_eq(utf8_check("ab\xff", 3, &bad, &err), -EILSEQ);
+	ck_assert_uint_eq(bad, 2);
+	ck_assert_int_eq(utf8_check("ab\xff", 2, NULL, NULL), 0);
+	/* utf8_check allows control characters, utf8_check_text does not */
+	ck_assert_int_eq(utf8_check("a\tb", 3, NULL, &err), 0);
+	ck_assert_int_eq(utf8_check_text("a\tb", 3, &err), -EINVAL);
+	ck_assert_int_eq(utf8_check_text("a\xff", 2, &err), -EILSEQ);
 }
 END_TEST
 
@@ -458,6 +557,17 @@ static const char *const corrupt[] = {
     GOOD_HEAD "\"rules\":[{\"id\":0,\"cidr\":\"10.0.0.0/8\",\"action\":"
 	      "\"block\",\"expires_at\":null},{\"id\":1,\"cidr\":"
 	      "\"10.0.0.0/8\",\"action\":\"allow\",\"expires_at\":null}]}",
+    /* C1 control character, and a lone surrogate, as JSON escapes */
+    GOOD_HEAD "\"rules\":[{\"id\":0,\"cidr\":\"10.0.0.0/8\",\"action\":"
+	      "\"block\",\"expires_at\":null,\"comment\":\"a\\u009bb\"}]}",
+    GOOD_HEAD "\"rules\":[{\"id\":0,\"cidr\":\"10.0.0.0/8\",\"action\":"
+	      "\"block\",\"expires_at\":null,\"comment\":\"\\ud800\"}]}",
+    /* invalid UTF-8 as raw bytes */
+    GOOD_HEAD "\"rules\":[{\"id\":0,\"cidr\":\"10.0.0.0/8\",\"action\":"
+	      "\"block\",\"expires_at\":null,\"comment\":\"bad\xff\xfe\"}]}",
+    GOOD_HEAD "\"rules\":[],\"interfaces\":[{\"name\":\"e\\u0001\","
+	      "\"ifindex\":2,\"mode\":\"native\",\"prog_id\":1,"
+	      "\"attached_at\":1}]}",
     GOOD_HEAD "\"rules\":[], \"rules\":[]}",
     GOOD_HEAD "\"rules\":[],\"interfaces\":[{\"name\":\"eth0\"}]}",
     "{\"version\":1,\"policy\":\"blocklist\",\"ports\":\"80\",\"ratelimit\":"
@@ -492,6 +602,131 @@ START_TEST(test_state_minimal_ok)
 	ck_assert_uint_eq(st.rules.n, 1);
 	ck_assert_uint_eq(st.rules.v[0].id, 7);
 	state_free(&st);
+}
+END_TEST
+
+/* A state file must be readable back: text it cannot store is refused
+ * before anything is written, and not as "out of memory". */
+START_TEST(test_state_save_refuses_bad_text)
+{
+	struct errbuf err = {""};
+	struct state a;
+	struct rule x = mk("10.9.0.0/16", EDGE_ACT_BLOCK, 0);
+	struct state_iface ifc = {"eth\xff", 2, STATE_MODE_NATIVE, 42, NOW};
+	struct state_pending sp;
+	char tmp[160];
+
+	state_init(&a);
+	snprintf(x.comment, sizeof(x.comment), "bad\xff\xfe");
+	ck_assert_int_eq(rules_set(&a.rules, &x, NULL, NULL), 0);
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "cannot encode the state: rule "
+				      "10.9.0.0/16: comment has invalid "
+				      "UTF-8 at byte 4") != NULL,
+		      "%s", err.msg);
+	ck_assert_ptr_null(strstr(err.msg, "memory"));
+	ck_assert_int_eq(state_save(path, &a, &err), -EINVAL);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	state_free(&a);
+
+	state_init(&a);
+	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_save(path, &a, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "interface name") != NULL, "%s", err.msg);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	state_free(&a);
+}
+END_TEST
+
+/* prepare writes beside the file and changes nothing visible; commit puts
+ * it in place; abort leaves the old file. */
+START_TEST(test_state_prepare_commit)
+{
+	struct errbuf err = {""};
+	struct state a, b;
+	struct state_pending sp;
+	char tmp[160];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	state_init(&a);
+	add(&a.rules, "10.0.0.0/8", EDGE_ACT_BLOCK, 0);
+	ck_assert_int_eq(state_save(path, &a, &err), 0);
+
+	add(&a.rules, "10.1.0.0/16", EDGE_ACT_ALLOW, 0);
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), 0);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	ck_assert_int_eq(state_load(path, &b, &err), 0);
+	ck_assert_uint_eq(b.rules.n, 1); /* not yet */
+	state_free(&b);
+	state_abort(&sp);
+	state_abort(&sp); /* twice is harmless */
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	ck_assert_int_eq(state_load(path, &b, &err), 0);
+	ck_assert_uint_eq(b.rules.n, 1);
+	state_free(&b);
+
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), 0);
+	errbuf_clear(&err);
+	ck_assert_int_eq(state_commit(&sp, &err), 0);
+	ck_assert_str_eq(err.msg, "");
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	state_abort(&sp); /* after a commit: nothing to remove */
+	ck_assert_int_eq(state_load(path, &b, &err), 0);
+	ck_assert_uint_eq(b.rules.n, 2);
+	state_free(&b);
+
+	/* a temporary path that cannot be written: nothing changes */
+	ck_assert_int_eq(mkdir(tmp, 0700), 0);
+	ck_assert_int_lt(state_prepare(&sp, path, &a, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot write") != NULL, "%s", err.msg);
+	ck_assert_int_eq(rmdir(tmp), 0);
+
+	/* a rename that fails: the old file stays, the temporary goes */
+	ck_assert_int_eq(state_prepare(&sp, path, &a, &err), 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(access(tmp, F_OK), 0);
+	ck_assert_int_lt(state_commit(&sp, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot replace") != NULL, "%s", err.msg);
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	ck_assert_int_eq(rmdir(path), 0);
+	state_free(&a);
+}
+END_TEST
+
+START_TEST(test_state_copy)
+{
+	struct state a, b;
+	struct state_iface ifc = {"eth0", 2, STATE_MODE_SKB, 42, NOW};
+
+	state_init(&a);
+	add(&a.rules, "10.0.0.0/8", EDGE_ACT_BLOCK, 0);
+	add(&a.rules, "2001:db8::/32", EDGE_ACT_ALLOW, NOW + 60);
+	a.policy = EDGE_POLICY_ALLOWLIST;
+	a.syn.rate = 600;
+	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_copy(&b, &a), 0);
+	/* deep: changing one leaves the other */
+	add(&a.rules, "11.0.0.0/8", EDGE_ACT_BLOCK, 0);
+	a.rules.v[0].action = EDGE_ACT_ALLOW;
+	state_iface_del(&a, "eth0");
+	ck_assert_uint_eq(b.rules.n, 2);
+	ck_assert_uint_eq(b.rules.v[0].action, EDGE_ACT_BLOCK);
+	ck_assert_uint_eq(b.n_ifaces, 1);
+	ck_assert_str_eq(b.ifaces[0].name, "eth0");
+	ck_assert_uint_eq(b.policy, EDGE_POLICY_ALLOWLIST);
+	ck_assert_uint_eq(b.syn.rate, 600);
+	ck_assert_mem_eq(&b.ports, &a.ports, sizeof(a.ports));
+	state_free(&a);
+	state_free(&b);
+	/* an empty one */
+	state_init(&a);
+	ck_assert_int_eq(state_copy(&b, &a), 0);
+	ck_assert_uint_eq(b.rules.n, 0);
+	ck_assert_ptr_null(b.rules.v);
+	state_free(&b);
 }
 END_TEST
 
@@ -534,6 +769,9 @@ int main(void)
 	tcase_add_test(tc, test_validate_duplicates);
 	tcase_add_test(tc, test_prune);
 	tcase_add_test(tc, test_comment);
+	tcase_add_loop_test(tc, test_comment_utf8, 0,
+			    sizeof(ucases) / sizeof(ucases[0]));
+	tcase_add_test(tc, test_utf8_check);
 	tcase_add_test(tc, test_ssh_parse);
 	tcase_add_test(tc, test_ssh_cut_off);
 	suite_add_tcase(s, tc);
@@ -544,6 +782,9 @@ int main(void)
 	tcase_add_loop_test(ts, test_state_corrupt, 0,
 			    sizeof(corrupt) / sizeof(corrupt[0]));
 	tcase_add_test(ts, test_state_minimal_ok);
+	tcase_add_test(ts, test_state_save_refuses_bad_text);
+	tcase_add_test(ts, test_state_prepare_commit);
+	tcase_add_test(ts, test_state_copy);
 	tcase_add_test(ts, test_state_lock);
 	suite_add_tcase(s, ts);
 

@@ -366,7 +366,7 @@ int pins_config_write(struct pins *p, const struct state *st)
 
 /* Delete the entries of one LPM trie whose prefix has no rule in st. */
 static int pins_sync_trie(struct pins *p, int family, const struct state *st,
-			  const struct rules *sorted)
+			  const struct rules *sorted, size_t *removed)
 {
 	int fd = p->fd[family == AF_INET ? PINS_RULES_V4 : PINS_RULES_V6];
 	size_t ksz = family == AF_INET ? sizeof(struct edge_lpm_v4)
@@ -418,24 +418,53 @@ static int pins_sync_trie(struct pins *p, int family, const struct state *st,
 			if (!used)
 				pins_hits_zero(p, v.id);
 		}
-		if (bpf_map_delete_elem(fd, &keys[i]) && errno != ENOENT) {
+		if (bpf_map_delete_elem(fd, &keys[i])) {
+			if (errno == ENOENT)
+				continue;
 			ret = -errno;
 			goto out;
 		}
+		(*removed)++;
 	}
 out:
 	free(keys);
 	return ret;
 }
 
-int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
-	      uint64_t boot_now, struct errbuf *err)
+/* Whether the entry for rule x is missing (*missing) or differs from
+ * what pins_rule_put writes (*differs). Expiry times are compared only
+ * as "expires or not": the conversion to boot time moves them by up to a
+ * second at every write. */
+static void pins_rule_compare(struct pins *p, const struct rule *x,
+			      bool *missing, bool *differs)
 {
+	struct edge_lpm_v6 key;
+	struct edge_rule v;
+	int fd = pins_rule_key(p, &x->cidr, &key);
+
+	*missing = *differs = false;
+	if (bpf_map_lookup_elem(fd, &key, &v)) {
+		*missing = errno == ENOENT;
+		return;
+	}
+	*differs = v.id != x->id || v.action != x->action ||
+		   v.prefixlen != x->cidr.prefixlen ||
+		   (v.expires_ns == 0) != (x->expires_at == 0);
+}
+
+int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
+	      uint64_t boot_now, struct pins_sync_stats *stats,
+	      struct errbuf *err)
+{
+	struct pins_sync_stats dummy;
 	struct rules sorted = {0};
 	char c[CIDR_STR_MAX];
 	size_t i;
 	int ret;
 
+	if (!stats)
+		stats = &dummy;
+	memset(stats, 0, sizeof(*stats));
 	sorted.n = sorted.cap = st->rules.n;
 	sorted.v = st->rules.n ? malloc(st->rules.n * sizeof(*sorted.v)) : NULL;
 	if (st->rules.n && !sorted.v) {
@@ -445,9 +474,9 @@ int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
 	if (sorted.v)
 		memcpy(sorted.v, st->rules.v, st->rules.n * sizeof(*sorted.v));
 	rules_sort(&sorted);
-	ret = pins_sync_trie(p, AF_INET, st, &sorted);
+	ret = pins_sync_trie(p, AF_INET, st, &sorted, &stats->removed);
 	if (!ret)
-		ret = pins_sync_trie(p, AF_INET6, st, &sorted);
+		ret = pins_sync_trie(p, AF_INET6, st, &sorted, &stats->removed);
 	rules_free(&sorted);
 	if (ret) {
 		errbuf_set(err, "cannot clean the rule maps in %s: %s", p->dir,
@@ -455,12 +484,19 @@ int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
 		return ret;
 	}
 	for (i = 0; i < st->rules.n; i++) {
-		ret = pins_rule_put(p, &st->rules.v[i], wall_now, boot_now);
+		const struct rule *x = &st->rules.v[i];
+		bool missing, differs;
+
+		if (!rules_expired(x, wall_now)) {
+			pins_rule_compare(p, x, &missing, &differs);
+			stats->restored += missing;
+			stats->corrected += differs;
+		}
+		ret = pins_rule_put(p, x, wall_now, boot_now);
 		if (ret) {
-			errbuf_set(
-			    err, "cannot write rule %s: %s",
-			    cidr_format(&st->rules.v[i].cidr, c, sizeof(c)),
-			    strerror(-ret));
+			errbuf_set(err, "cannot write rule %s: %s",
+				   cidr_format(&x->cidr, c, sizeof(c)),
+				   strerror(-ret));
 			return ret;
 		}
 	}

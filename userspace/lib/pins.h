@@ -92,13 +92,23 @@ int pins_counters_read(struct pins *p, uint64_t out[EDGE_CTR_MAX]);
 /* Write policy, rate limits and guarded ports from st. 0 or -errno. */
 int pins_config_write(struct pins *p, const struct state *st);
 
+/* What pins_sync found wrong in the rule maps, and fixed. */
+struct pins_sync_stats {
+	size_t removed;	  /* entries whose prefix has no rule in the state */
+	size_t restored;  /* unexpired rules that had no entry */
+	size_t corrected; /* entries that differed from their rule (id,
+			     action, prefix length, or expiring or not) */
+};
+
 /*
  * Make the maps match st: write every rule and the configuration, delete
- * map entries whose prefix has no rule in st (zeroing their hit counters).
- * Returns 0 or -errno with err set.
+ * map entries whose prefix has no rule in st (zeroing their hit counters
+ * unless a rule of st uses the id). Counts what it fixed into *stats
+ * (may be NULL; zeroed first). Returns 0 or -errno with err set.
  */
 int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
-	      uint64_t boot_now, struct errbuf *err);
+	      uint64_t boot_now, struct pins_sync_stats *stats,
+	      struct errbuf *err);
 
 /* Remove every edge pin in dir, then dir itself if it is empty. Returns 0
  * or -errno (missing pins are not an error). */

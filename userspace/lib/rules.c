@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "rules.h"
+#include "utf8.h"
 
 void rules_free(struct rules *r)
 {
@@ -46,7 +47,8 @@ int rules_action_parse(const char *s, uint8_t *action)
 
 int rules_comment_check(const char *s, struct errbuf *err)
 {
-	size_t i, n;
+	struct errbuf sub = {""};
+	size_t n;
 
 	if (!s)
 		return 0;
@@ -56,16 +58,9 @@ int rules_comment_check(const char *s, struct errbuf *err)
 			   RULE_COMMENT_MAX);
 		return -EINVAL;
 	}
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch < 0x20 || ch == 0x7f) {
-			errbuf_set(err,
-				   "comment contains a control character "
-				   "(byte %zu)",
-				   i + 1);
-			return -EINVAL;
-		}
+	if (utf8_check_text(s, n, &sub)) {
+		errbuf_set(err, "comment has %s", sub.msg);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -48,8 +48,10 @@ const char *rules_action_name(uint8_t action);
 /* Parse "block" / "allow". Returns 0 or -EINVAL. */
 int rules_action_parse(const char *s, uint8_t *action);
 
-/* Check a comment: at most RULE_COMMENT_MAX bytes, no control characters.
- * Returns 0 or -EINVAL with err set. */
+/* Check a comment: at most RULE_COMMENT_MAX bytes of well-formed UTF-8
+ * without control characters (utf8_check_text), so that the state file
+ * can hold it and a terminal shows it as it is. Returns 0 or -EINVAL with
+ * err saying what is wrong and at which byte. */
 int rules_comment_check(const char *s, struct errbuf *err);
 
 /* The rule for exactly this prefix, or NULL. */

@@ -14,12 +14,43 @@
 #include <unistd.h>
 
 #include "state.h"
+#include "utf8.h"
 
 void state_init(struct state *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->policy = EDGE_POLICY_BLOCKLIST;
 	policy_ports_parse(POLICY_PORTS_DEFAULT, &st->ports, NULL);
+}
+
+int state_copy(struct state *to, const struct state *from)
+{
+	state_init(to);
+	to->policy = from->policy;
+	to->ports = from->ports;
+	to->syn = from->syn;
+	to->pkt = from->pkt;
+	if (from->rules.n) {
+		to->rules.v = malloc(from->rules.n * sizeof(*to->rules.v));
+		if (!to->rules.v)
+			goto fail;
+		memcpy(to->rules.v, from->rules.v,
+		       from->rules.n * sizeof(*to->rules.v));
+		to->rules.n = to->rules.cap = from->rules.n;
+	}
+	if (from->n_ifaces) {
+		to->ifaces = malloc(from->n_ifaces * sizeof(*to->ifaces));
+		if (!to->ifaces)
+			goto fail;
+		memcpy(to->ifaces, from->ifaces,
+		       from->n_ifaces * sizeof(*to->ifaces));
+		to->n_ifaces = from->n_ifaces;
+	}
+	return 0;
+fail:
+	state_free(to);
+	state_init(to);
+	return -ENOMEM;
 }
 
 void state_free(struct state *st)
@@ -234,7 +265,8 @@ static int state_load_iface(json_t *o, size_t idx, struct state_iface *ifc,
 	s = state_get_str(o, "name", where, err);
 	if (!s)
 		return -EINVAL;
-	if (!*s || strlen(s) >= IF_NAMESIZE) {
+	if (!*s || strlen(s) >= IF_NAMESIZE ||
+	    utf8_check_text(s, strlen(s), NULL)) {
 		errbuf_set(err, "%s: bad interface name", where);
 		return -EINVAL;
 	}
@@ -422,14 +454,55 @@ static json_t *state_rl_json(const struct policy_rl *rl)
 			 "burst", (json_int_t)rl->burst);
 }
 
-static json_t *state_to_json(const struct state *st)
+/* Check what the file stores as text the way the loader will, so that a
+ * state that cannot be read back is never written. */
+static int state_check_text(const struct state *st, struct errbuf *err)
+{
+	struct errbuf sub = {""};
+	char c[CIDR_STR_MAX];
+	size_t i;
+
+	for (i = 0; i < st->rules.n; i++) {
+		const struct rule *r = &st->rules.v[i];
+
+		if (rules_comment_check(r->comment, &sub)) {
+			errbuf_set(err, "rule %s: %s",
+				   cidr_format(&r->cidr, c, sizeof(c)),
+				   sub.msg);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < st->n_ifaces; i++) {
+		const char *name = st->ifaces[i].name;
+
+		if (utf8_check_text(name, strlen(name), &sub)) {
+			errbuf_set(err, "interface name: %s", sub.msg);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The JSON of st into *out. Returns 0 or -errno with err saying why:
+ * -ENOMEM only when memory ran out. */
+static int state_to_json(const struct state *st, json_t **out,
+			 struct errbuf *err)
 {
 	json_t *root = NULL, *rules, *ifaces, *x;
+	json_error_t jerr;
 	char *ports = NULL;
 	char c[CIDR_STR_MAX];
 	struct rules sorted = {0};
 	size_t i;
+	int ret;
 
+	*out = NULL;
+	ret = state_check_text(st, err);
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
+	errbuf_set(err, "out of memory");
+	memset(&jerr, 0, sizeof(jerr));
 	ports = policy_ports_format(&st->ports);
 	rules = json_array();
 	ifaces = json_array();
@@ -447,38 +520,56 @@ static json_t *state_to_json(const struct state *st)
 	for (i = 0; i < sorted.n; i++) {
 		const struct rule *r = &sorted.v[i];
 
-		x = json_pack(
-		    "{s:I,s:s,s:s,s:o,s:s}", "id", (json_int_t)r->id, "cidr",
-		    cidr_format(&r->cidr, c, sizeof(c)), "action",
+		x = json_pack_ex(
+		    &jerr, 0, "{s:I,s:s,s:s,s:o,s:s}", "id", (json_int_t)r->id,
+		    "cidr", cidr_format(&r->cidr, c, sizeof(c)), "action",
 		    rules_action_name(r->action), "expires_at",
 		    r->expires_at ? json_integer(r->expires_at) : json_null(),
 		    "comment", r->comment);
-		if (!x || json_array_append_new(rules, x))
+		if (!x)
+			goto fail_pack;
+		if (json_array_append_new(rules, x))
 			goto fail;
 	}
 	for (i = 0; i < st->n_ifaces; i++) {
 		const struct state_iface *f = &st->ifaces[i];
 
-		x = json_pack("{s:s,s:i,s:s,s:I,s:I}", "name", f->name,
-			      "ifindex", f->ifindex, "mode",
-			      state_mode_name(f->mode), "prog_id",
-			      (json_int_t)f->prog_id, "attached_at",
-			      (json_int_t)f->attached_at);
-		if (!x || json_array_append_new(ifaces, x))
+		x = json_pack_ex(&jerr, 0, "{s:s,s:i,s:s,s:I,s:I}", "name",
+				 f->name, "ifindex", f->ifindex, "mode",
+				 state_mode_name(f->mode), "prog_id",
+				 (json_int_t)f->prog_id, "attached_at",
+				 (json_int_t)f->attached_at);
+		if (!x)
+			goto fail_pack;
+		if (json_array_append_new(ifaces, x))
 			goto fail;
 	}
-	root = json_pack(
-	    "{s:i,s:s,s:s,s:{s:o,s:o},s:o,s:o}", "version", STATE_VERSION,
-	    "policy", state_policy_name(st->policy), "ports", ports,
-	    "ratelimit", "syn", state_rl_json(&st->syn), "pkt",
+	root = json_pack_ex(
+	    &jerr, 0, "{s:i,s:s,s:s,s:{s:o,s:o},s:o,s:o}", "version",
+	    STATE_VERSION, "policy", state_policy_name(st->policy), "ports",
+	    ports, "ratelimit", "syn", state_rl_json(&st->syn), "pkt",
 	    state_rl_json(&st->pkt), "rules", rules, "interfaces", ifaces);
 	rules = ifaces = NULL; /* stolen by json_pack, even on failure */
+	if (!root)
+		goto fail_pack;
+	*out = root;
+	ret = 0;
+	errbuf_clear(err);
+	goto fail;
+fail_pack:
+	/* jansson says why: memory, or a value it cannot hold */
+	if (json_error_code(&jerr) != json_error_out_of_memory) {
+		ret = -EINVAL;
+		errbuf_set(err, "%s",
+			   jerr.text[0] ? jerr.text
+					: "a value JSON cannot hold");
+	}
 fail:
 	json_decref(rules);
 	json_decref(ifaces);
 	free(sorted.v);
 	free(ports);
-	return root;
+	return ret;
 }
 
 static int state_write_all(int fd, const char *p, size_t n)
@@ -496,80 +587,110 @@ static int state_write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-int state_save(const char *path, const struct state *st, struct errbuf *err)
+int state_prepare(struct state_pending *sp, const char *path,
+		  const struct state *st, struct errbuf *err)
 {
-	char tmp[PATH_MAX], dir[PATH_MAX];
+	struct errbuf sub = {""};
 	json_t *root = NULL;
-	char *text = NULL, *slash;
-	size_t len;
-	int fd = -1, dfd = -1, ret = 0;
+	char *text = NULL;
+	int fd = -1, ret;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp) ||
-	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+	memset(sp, 0, sizeof(*sp));
+	if (snprintf(sp->path, sizeof(sp->path), "%s", path) >=
+		(int)sizeof(sp->path) ||
+	    snprintf(sp->tmp, sizeof(sp->tmp), "%s.tmp", path) >=
+		(int)sizeof(sp->tmp)) {
 		errbuf_set(err, "state path too long: %s", path);
 		return -ENAMETOOLONG;
 	}
+	ret = state_to_json(st, &root, &sub);
+	if (!ret) {
+		text = json_dumps(root, JSON_INDENT(2));
+		if (!text) {
+			ret = -ENOMEM;
+			errbuf_set(&sub, "out of memory");
+		}
+	}
+	if (ret) {
+		errbuf_set(err, "cannot encode the state: %s", sub.msg);
+		goto out;
+	}
+	fd = open(sp->tmp,
+		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		errbuf_set(err, "cannot write %s: %s", sp->tmp, strerror(-ret));
+		goto out;
+	}
+	sp->ready = true; /* ours to remove from here on */
+	ret = state_write_all(fd, text, strlen(text));
+	if (!ret)
+		ret = state_write_all(fd, "\n", 1);
+	if (!ret && (fchmod(fd, 0600) || fsync(fd)))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (ret)
+		errbuf_set(err, "cannot write %s: %s", sp->tmp, strerror(-ret));
+out:
+	if (ret)
+		state_abort(sp);
+	free(text);
+	json_decref(root);
+	return ret;
+}
+
+int state_commit(struct state_pending *sp, struct errbuf *err)
+{
+	char dir[PATH_MAX], *slash;
+	int dfd, ret;
+
+	if (!sp->ready) {
+		errbuf_set(err, "no state file prepared");
+		return -EINVAL;
+	}
+	if (rename(sp->tmp, sp->path)) {
+		ret = -errno;
+		errbuf_set(err, "cannot replace %s: %s", sp->path,
+			   strerror(-ret));
+		state_abort(sp);
+		return ret;
+	}
+	sp->ready = false;
+	/* in place; what follows only makes it survive a crash */
+	snprintf(dir, sizeof(dir), "%s", sp->path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir)
 		*slash = '\0';
 	else
 		snprintf(dir, sizeof(dir), "%s", slash ? "/" : ".");
-
-	root = state_to_json(st);
-	text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
-	if (!text) {
-		ret = -ENOMEM;
-		errbuf_set(err, "cannot encode the state: out of memory");
-		goto out;
-	}
-	len = strlen(text);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
-	if (fd < 0) {
-		ret = -errno;
-		errbuf_set(err, "cannot write %s: %s", tmp, strerror(-ret));
-		goto out;
-	}
-	ret = state_write_all(fd, text, len);
-	if (!ret)
-		ret = state_write_all(fd, "\n", 1);
-	if (ret) {
-		errbuf_set(err, "cannot write %s: %s", tmp, strerror(-ret));
-		goto out;
-	}
-	if (fchmod(fd, 0600) || fsync(fd)) {
-		ret = -errno;
-		errbuf_set(err, "cannot write %s: %s", tmp, strerror(-ret));
-		goto out;
-	}
-	if (close(fd)) {
-		fd = -1;
-		ret = -errno;
-		errbuf_set(err, "cannot write %s: %s", tmp, strerror(-ret));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		ret = -errno;
-		errbuf_set(err, "cannot replace %s: %s", path, strerror(-ret));
-		goto out;
-	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd)) {
-		ret = -errno;
-		errbuf_set(err, "cannot sync directory %s: %s", dir,
-			   strerror(-ret));
-		goto out;
-	}
-out:
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp);
-	}
+	if (dfd < 0 || fsync(dfd))
+		errbuf_set(err,
+			   "%s was replaced, but syncing directory %s failed "
+			   "(%s): the change may not survive a crash",
+			   sp->path, dir, strerror(errno));
 	if (dfd >= 0)
 		close(dfd);
-	free(text);
-	json_decref(root);
+	return 0;
+}
+
+void state_abort(struct state_pending *sp)
+{
+	if (!sp || !sp->ready)
+		return;
+	unlink(sp->tmp);
+	sp->ready = false;
+}
+
+int state_save(const char *path, const struct state *st, struct errbuf *err)
+{
+	struct state_pending sp;
+	int ret;
+
+	ret = state_prepare(&sp, path, st, err);
+	if (!ret)
+		ret = state_commit(&sp, err);
 	return ret;
 }
 

@@ -11,6 +11,7 @@
 #ifndef EDGE_STATE_H
 #define EDGE_STATE_H
 
+#include <limits.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,6 +57,10 @@ void state_init(struct state *st);
 /* Free what st holds (not st itself). st may be NULL. */
 void state_free(struct state *st);
 
+/* Make *to a deep copy of *from (to is overwritten, not freed first).
+ * Returns 0, or -ENOMEM with *to holding the defaults. */
+int state_copy(struct state *to, const struct state *from);
+
 /* "native" / "skb" / "none". */
 const char *state_mode_name(int mode);
 
@@ -71,10 +76,47 @@ const char *state_policy_name(uint32_t policy);
 int state_load(const char *path, struct state *st, struct errbuf *err);
 
 /*
- * Write st to path atomically: a temporary file beside it (mode 0600),
- * fsync, rename over path, fsync the directory. Returns 0 or -errno with
- * err set.
+ * Saving is two steps, so that a caller can make a change elsewhere (the
+ * pinned maps) only once the state is known to be writable, and undo it
+ * when the state cannot be put in place:
+ *
+ *   state_prepare  check and encode st, write it to "path.tmp" (mode
+ *                  0600) and fsync it. Nothing visible has changed yet.
+ *   state_commit   rename the temporary file over path, fsync the
+ *                  directory.
+ *   state_abort    remove the temporary file instead.
  */
+struct state_pending {
+	char path[PATH_MAX];
+	char tmp[PATH_MAX];
+	bool ready; /* tmp written, neither renamed nor removed yet */
+};
+
+/*
+ * Returns 0 with sp ready for state_commit or state_abort; or -errno with
+ * err saying why and nothing left behind: -EINVAL when st holds text the
+ * file cannot store (the message names the rule and the byte), -ENOMEM
+ * only when memory ran out, another -errno when the temporary file cannot
+ * be written.
+ */
+int state_prepare(struct state_pending *sp, const char *path,
+		  const struct state *st, struct errbuf *err);
+
+/*
+ * Put the prepared file in place. Returns 0 once path holds the new state
+ * (err then holds a warning if the directory could not be synced: the
+ * change is made but may not survive a crash), or -errno with err set when
+ * the rename failed: path still holds the old state and the temporary file
+ * is removed.
+ */
+int state_commit(struct state_pending *sp, struct errbuf *err);
+
+/* Remove the prepared file. Harmless when sp is NULL, not ready, or
+ * already committed or aborted. */
+void state_abort(struct state_pending *sp);
+
+/* state_prepare then state_commit: write st to path atomically. Returns
+ * 0 (err may hold state_commit's warning) or -errno with err set. */
 int state_save(const char *path, const struct state *st, struct errbuf *err);
 
 /* Find an interface by name; NULL when absent. */
