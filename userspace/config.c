@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * config.c - read edged's configuration with libconfig, check every key
- * and value, and build the immutable struct config.
+ * config.c - parse edged's configuration with libconfig (the text
+ * config_file.c read: the file with its @includes expanded), check every
+ * key and value, and build the immutable struct config.
  *
  * The walk mirrors the file: one function per group, each given the
  * group's setting and its path ("projects[0].environments[1]"), so that
@@ -10,7 +11,6 @@
  */
 #include <errno.h>
 #include <libconfig.h>
-#include <libgen.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 
 #include "cidr.h"
 #include "config.h"
+#include "config_file.h"
 #include "config_value.h"
 #include "edge_maps.h"
 #include "policy.h"
@@ -102,12 +103,15 @@ static int cfg_unique(struct cfg *x, char ns, const char *what,
 {
 	const struct cfg_seen_entry *prev = NULL;
 	int rc = cfg_seen_add(&x->seen, ns, name, s, key, &prev);
+	const char *file;
+	unsigned line;
 
-	if (rc == -EEXIST)
+	if (rc == -EEXIST) {
+		cfg_where(x, prev->where, &file, &line);
 		return cfg_fail(x, s, key,
 				"%s \"%s\" already used by %s (%s:%u)", what,
-				name, prev->path, cfg_file_of(x, prev->where),
-				config_setting_source_line(prev->where));
+				name, prev->path, file, line);
+	}
 	if (rc < 0)
 		return cfg_nomem(x);
 	return 0;
@@ -692,41 +696,53 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	return rc;
 }
 
+/* ---- loading ------------------------------------------------------------ */
+
 int config_load(const char *path, struct config **out, struct errbuf *err)
 {
-	struct cfg x = {.file = path, .err = err};
-	char *dir = NULL;
+	struct config_file src;
+	struct cfg x = {.file = path, .src = &src, .err = err};
+	config_setting_t *root;
 	config_t lc;
-	FILE *f;
 	int rc;
 
 	errbuf_clear(err);
+	memset(&src, 0, sizeof(src));
 	config_init(&lc);
-	x.c = calloc(1, sizeof(*x.c));
-	f = fopen(path, "r");
-	if (!f) {
-		rc = -errno;
-		errbuf_set(err, "%s: %s", path, strerror(errno));
+	/* the file and its includes, read and checked (config_file.h) */
+	rc = config_file_read(path, &src, err);
+	if (rc)
 		goto out;
-	}
+	x.c = calloc(1, sizeof(*x.c));
 	if (!x.c || cfg_dup(&x, path, &x.c->path) < 0) {
 		rc = -ENOMEM;
 		errbuf_set(err, "%s: out of memory", path);
 		goto out;
 	}
-	/* @include "file" is relative to the including file's folder */
-	dir = strdup(path);
-	if (dir)
-		config_set_include_dir(&lc, dirname(dir));
-	if (config_read(&lc, f) != CONFIG_TRUE) {
-		const char *ef = config_error_file(&lc);
+	/* libconfig reads that text and opens nothing: every @include is
+	 * expanded already. Were one left, it would name "/dev/null/FILE",
+	 * which fails (ENOTDIR) rather than block or exit. */
+	config_set_include_dir(&lc, "/dev/null");
+	if (config_read_string(&lc, src.text) != CONFIG_TRUE) {
+		const char *ef, *et = config_error_text(&lc);
+		int el = config_error_line(&lc);
+		unsigned line = 0;
 
+		config_file_where(&src, el > 0 ? (unsigned)el : 0, &ef, &line);
 		rc = -EINVAL;
-		errbuf_set(err, "%s:%d: syntax: %s", ef ? ef : path,
-			   config_error_line(&lc), config_error_text(&lc));
+		errbuf_set(err, "%s:%u: syntax: %s", ef ? ef : path, line,
+			   et ? et : "error");
 		goto out;
 	}
-	rc = cfg_root(&x, config_root_setting(&lc));
+	root = config_root_setting(&lc);
+	if (config_setting_length(root) == 0) {
+		/* a truncated file, most likely: not "every default and no
+		 * projects", under which every request gets 503 */
+		rc = -EINVAL;
+		errbuf_set(err, "%s: no settings (empty file?)", path);
+		goto out;
+	}
+	rc = cfg_root(&x, root);
 	if (rc == -ENOMEM && !err->msg[0])
 		errbuf_set(err, "%s: out of memory", path);
 	if (rc == 0) {
@@ -734,11 +750,9 @@ int config_load(const char *path, struct config **out, struct errbuf *err)
 		x.c = NULL;
 	}
 out:
-	if (f)
-		fclose(f);
 	cfg_seen_free(&x.seen);
 	config_destroy(&lc);
-	free(dir);
+	config_file_free(&src);
 	config_free(x.c);
 	return rc;
 }

@@ -29,28 +29,37 @@
 
 /* ---- errors and key paths ----------------------------------------------- */
 
-const char *cfg_file_of(const struct cfg *x, const config_setting_t *s)
+void cfg_where(const struct cfg *x, const config_setting_t *s,
+	       const char **file, unsigned *line)
 {
-	const char *f = s ? config_setting_source_file(s) : NULL;
+	/* libconfig read one text (config_file.h): its line numbers are
+	 * the text's, which src maps back to a file and a line */
+	unsigned l = s ? config_setting_source_line(s) : 0;
 
-	return f ? f : x->file;
+	*file = x->file;
+	*line = 0;
+	if (l && x->src)
+		config_file_where(x->src, l, file, line);
+	if (!*file)
+		*file = x->file;
 }
 
 int cfg_fail(struct cfg *x, const config_setting_t *s, const char *key,
 	     const char *fmt, ...)
 {
 	char msg[ERRBUF_LEN];
-	unsigned line = s ? config_setting_source_line(s) : 0;
+	const char *file;
+	unsigned line;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	cfg_where(x, s, &file, &line);
 	if (line)
-		errbuf_set(x->err, "%s:%u: %s: %s", cfg_file_of(x, s), line,
-			   key, msg);
+		errbuf_set(x->err, "%s:%u: %s: %s", file, line, key, msg);
 	else
-		errbuf_set(x->err, "%s: %s: %s", cfg_file_of(x, s), key, msg);
+		errbuf_set(x->err, "%s: %s: %s", file, key, msg);
 	return -EINVAL;
 }
 
@@ -68,6 +77,8 @@ static int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
 		    const char *fmt, ...)
 {
 	char msg[ERRBUF_LEN], *w;
+	const char *file;
+	unsigned line;
 	char **v;
 	va_list ap;
 	int n;
@@ -77,8 +88,8 @@ static int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	n = asprintf(&w, "%s:%u: %s: %s", cfg_file_of(x, s),
-		     s ? config_setting_source_line(s) : 0, key, msg);
+	cfg_where(x, s, &file, &line);
+	n = asprintf(&w, "%s:%u: %s: %s", file, line, key, msg);
 	if (n < 0)
 		return -ENOMEM;
 	v = realloc(x->c->warnings, (x->c->n_warnings + 1) * sizeof(*v));

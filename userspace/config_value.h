@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "config_file.h"
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
 #define CFG_SIZE_MAX (1ULL << 40) /* 1 TiB: largest byte size accepted */
@@ -47,7 +48,8 @@ struct cfg_seen {
 
 /* The state of one load. */
 struct cfg {
-	const char *file;
+	const char *file;	       /* the main file's path */
+	const struct config_file *src; /* its text: where a line comes from */
 	struct errbuf *err;
 	struct config *c;
 	struct cfg_seen seen;
@@ -70,9 +72,10 @@ struct cfg_at {
 
 /* ---- errors and key paths ----------------------------------------------- */
 
-/* The file setting s was read from (an @include'd one, say); x->file
- * when s is NULL or libconfig does not know. */
-const char *cfg_file_of(const struct cfg *x, const config_setting_t *s);
+/* Where setting s was read: *file (an @include'd one, say) and *line in
+ * it; x->file and line 0 when s is NULL or has no line. */
+void cfg_where(const struct cfg *x, const config_setting_t *s,
+	       const char **file, unsigned *line);
 
 /* Set x->err to "FILE:LINE: KEY: message" (s gives the file and line;
  * "FILE: KEY: message" when it has none). Returns -EINVAL. */
