@@ -696,6 +696,57 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	return rc;
 }
 
+/* ---- integers as written ---------------------------------------------- */
+
+/* The low 32 bits of what libconfig makes of literal v: its 32-bit
+ * integers are (int)strtol(), (int)strtoul() for hex, its 64-bit ones
+ * strtoll() and strtoull() (each saturating), so these bits agree
+ * whichever libconfig read it, and whatever it kept. */
+static uint32_t cfg_int_low32(const struct config_file_int *v)
+{
+	uint64_t u;
+
+	if (v->hex)
+		u = v->big ? UINT64_MAX : v->mag;
+	else if (v->neg)
+		u = v->big || v->mag > (1ULL << 63) ? 1ULL << 63 : 0 - v->mag;
+	else
+		u = v->big || v->mag > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX
+							   : v->mag;
+	return (uint32_t)u;
+}
+
+/* Hang on every integer setting under s, in the order of the text (the
+ * order libconfig built the tree in), its literal src->ints[*k] as the
+ * setting's hook (for cfg_number); a literal whose bits do not agree
+ * with libconfig's value stops it. Returns 0 or -EINVAL. */
+static int cfg_ints_attach(const struct config_file *src, config_setting_t *s,
+			   size_t *k)
+{
+	int i, n;
+
+	if (config_setting_type(s) == CONFIG_TYPE_INT ||
+	    config_setting_type(s) == CONFIG_TYPE_INT64) {
+		struct config_file_int *v;
+
+		if (*k >= src->n_ints)
+			return -EINVAL;
+		v = &src->ints[*k];
+		if ((uint32_t)config_setting_get_int64(s) != cfg_int_low32(v))
+			return -EINVAL;
+		config_setting_set_hook(s, v);
+		(*k)++;
+		return 0;
+	}
+	if (!config_setting_is_aggregate(s))
+		return 0;
+	n = config_setting_length(s);
+	for (i = 0; i < n; i++)
+		if (cfg_ints_attach(src, config_setting_get_elem(s, i), k) < 0)
+			return -EINVAL;
+	return 0;
+}
+
 /* ---- loading ------------------------------------------------------------ */
 
 int config_load(const char *path, struct config **out, struct errbuf *err)
@@ -704,6 +755,7 @@ int config_load(const char *path, struct config **out, struct errbuf *err)
 	struct cfg x = {.file = path, .src = &src, .err = err};
 	config_setting_t *root;
 	config_t lc;
+	size_t k = 0;
 	int rc;
 
 	errbuf_clear(err);
@@ -740,6 +792,14 @@ int config_load(const char *path, struct config **out, struct errbuf *err)
 		 * projects", under which every request gets 503 */
 		rc = -EINVAL;
 		errbuf_set(err, "%s: no settings (empty file?)", path);
+		goto out;
+	}
+	if (cfg_ints_attach(&src, root, &k) < 0 || k != src.n_ints) {
+		rc = -EINVAL;
+		errbuf_set(err,
+			   "%s: internal error: the integers in the text do "
+			   "not match libconfig's reading of it",
+			   path);
 		goto out;
 	}
 	rc = cfg_root(&x, root);

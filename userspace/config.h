@@ -172,7 +172,8 @@ struct config {
  * file and what it @includes are read first by config_file.c (regular
  * files only, opened without blocking, at most CONFIG_FILE_MAX bytes, no
  * NUL byte), then parsed by libconfig; a file with no settings is an
- * error. Returns 0; or -EINVAL (not a regular file, no settings, syntax or
+ * error; integers are taken as written, never as libconfig truncated
+ * them. Returns 0; or -EINVAL (not a regular file, no settings, syntax or
  * validation error), -EFBIG (too large), -ENOENT/-EACCES/... (a file not
  * readable) or -ENOMEM, with err holding "FILE:LINE: KEY: what was
  * wrong" ("FILE: ..." when there is no line), and *out untouched. Never

@@ -123,7 +123,10 @@ int cfg_bool(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, bool def, bool *out);
 
 /* A number member written as unit says, within [min, max] (in bytes or
- * milliseconds for CFG_BYTES and CFG_MS), def when absent. */
+ * milliseconds for CFG_BYTES and CFG_MS), def when absent. An integer is
+ * taken as written in the file (its struct config_file_int, which
+ * config_load hangs on the setting as its hook), not as libconfig read
+ * it, and is reported as written when out of range. */
 int cfg_number(struct cfg *x, const config_setting_t *g, const char *path,
 	       const char *name, enum cfg_unit unit, uint64_t def, uint64_t min,
 	       uint64_t max, uint64_t *out);

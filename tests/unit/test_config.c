@@ -292,6 +292,23 @@ static const struct bad bad[] = {
     {PROJ("", "    security_headers = { nosniff = 1; }; #!\n"),
      "projects[0].environments[0].security_headers.nosniff",
      "expected true or false, found an integer"},
+    /* integers are read as written (libconfig 1.5 keeps 32 bits of an
+     * integer without an L suffix) and reported as written */
+    {"workers = 99999999999999999999; #!\n", "workers",
+     "99999999999999999999 is out of range 1..256"},
+    {"workers = 0x101; #!\n", "workers", "0x101 is out of range 1..256"},
+    {"limits = {\n max_connections = 4294967297; #!\n};\n",
+     "limits.max_connections", "4294967297 is out of range 1..1000000"},
+    {"limits = {\n max_body_bytes = 2000000000000; #!\n};\n",
+     "limits.max_body_bytes",
+     "2000000000000 bytes is out of range 0..1099511627776"},
+    {"limits = {\n max_body_bytes = -5000000000; #!\n};\n",
+     "limits.max_body_bytes", "negative size -5000000000"},
+    {"timeouts = {\n body_min_rate = -99999999999999999999; #!\n};\n",
+     "timeouts.body_min_rate",
+     "-99999999999999999999 is out of range 0..1073741824"},
+    {"ratelimit = {\n burst = 0x1FFFFFFFFFFFFFFFF; #!\n};\n", "ratelimit.burst",
+     "0x1FFFFFFFFFFFFFFFF is out of range 1..100000000"},
     /* the text itself, before libconfig reads it */
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
      "  domains = [ \"a\\x00.test\" ]; #!\n"
@@ -576,6 +593,37 @@ START_TEST(test_nul)
 }
 END_TEST
 
+/* Integers are read exactly as written, decimal or hex, with or without
+ * an L suffix (libconfig 1.5 keeps only 32 bits without one). */
+START_TEST(test_exact_integers)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *text =
+	    "workers = +3;\n"
+	    "limits = { max_body_bytes = 5000000000;\n"
+	    "  max_connections = 0x10; body_buffer = 16777216L;\n"
+	    "  max_inflight = 0x2710L; };\n"
+	    "analytics = { queue = 0x10000; };\n" PROJ(
+		"", "    max_body_bytes = 0x140000000;\n"
+		    "    routes = ( { prefix = \"/a\";\n"
+		    "      max_body_bytes = 1099511627776; } );\n");
+
+	ck_assert_msg(config_load(write_conf(text), &c, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->workers, 3);
+	ck_assert_uint_eq(c->limits.max_body_bytes, 5000000000ULL);
+	ck_assert_uint_eq(c->limits.max_connections, 16);
+	ck_assert_uint_eq(c->limits.body_buffer, 16777216);
+	ck_assert_uint_eq(c->limits.max_inflight, 10000);
+	ck_assert_uint_eq(c->analytics.queue, 65536);
+	ck_assert_uint_eq(c->projects[0].envs[0].max_body_bytes, 5ULL << 30);
+	ck_assert_uint_eq(c->projects[0].envs[0].routes[0].max_body_bytes,
+			  1ULL << 40);
+	config_free(c);
+}
+END_TEST
+
 /* A file larger than the cap is refused before it is read (a sparse one
  * here, so the test writes nothing). */
 START_TEST(test_too_large)
@@ -611,7 +659,7 @@ START_TEST(test_include)
 	write_text("sub/a.conf",
 		   "# nested includes are relative to the main file's folder\n"
 		   "  @include \"sub/b.conf\" // a comment may follow\n"
-		   "limits = { max_body_bytes = 5000000000L; };\n");
+		   "limits = { max_body_bytes = 5000000000; };\n");
 	write_text("sub/b.conf", "user = \"daemon\";");
 	write_text("abs.conf", "workers = 3;\n");
 	snprintf(text, sizeof(text),
@@ -772,6 +820,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_not_regular, 0, CK_NELEM(specials));
 	tcase_add_loop_test(tc, test_empty, 0, 3);
 	tcase_add_loop_test(tc, test_nul, 0, 2);
+	tcase_add_test(tc, test_exact_integers);
 	tcase_add_test(tc, test_too_large);
 	tcase_add_test(tc, test_include);
 	tcase_add_loop_test(tc, test_include_bad, 0, CK_NELEM(bad_includes));
