@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * config.c - read edged's configuration with libconfig, check every key
- * and value, and build the immutable struct config.
+ * config.c - parse edged's configuration with libconfig (the text
+ * config_file.c read: the file with its @includes expanded), check every
+ * key and value, and build the immutable struct config.
  *
  * The walk mirrors the file: one function per group, each given the
  * group's setting and its path ("projects[0].environments[1]"), so that
@@ -10,7 +11,6 @@
  */
 #include <errno.h>
 #include <libconfig.h>
-#include <libgen.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 
 #include "cidr.h"
 #include "config.h"
+#include "config_file.h"
 #include "config_value.h"
 #include "edge_maps.h"
 #include "policy.h"
@@ -102,12 +103,15 @@ static int cfg_unique(struct cfg *x, char ns, const char *what,
 {
 	const struct cfg_seen_entry *prev = NULL;
 	int rc = cfg_seen_add(&x->seen, ns, name, s, key, &prev);
+	const char *file;
+	unsigned line;
 
-	if (rc == -EEXIST)
+	if (rc == -EEXIST) {
+		cfg_where(x, prev->where, &file, &line);
 		return cfg_fail(x, s, key,
 				"%s \"%s\" already used by %s (%s:%u)", what,
-				name, prev->path, cfg_file_of(x, prev->where),
-				config_setting_source_line(prev->where));
+				name, prev->path, file, line);
+	}
 	if (rc < 0)
 		return cfg_nomem(x);
 	return 0;
@@ -692,41 +696,113 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	return rc;
 }
 
+/* ---- integers as written ---------------------------------------------- */
+
+/* The low 32 bits of what libconfig makes of literal v: its 32-bit
+ * integers are (int)strtol(), (int)strtoul() for hex, its 64-bit ones
+ * strtoll() and strtoull() (each saturating), so these bits agree
+ * whichever libconfig read it, and whatever it kept. */
+static uint32_t cfg_int_low32(const struct config_file_int *v)
+{
+	uint64_t u;
+
+	if (v->hex)
+		u = v->big ? UINT64_MAX : v->mag;
+	else if (v->neg)
+		u = v->big || v->mag > (1ULL << 63) ? 1ULL << 63 : 0 - v->mag;
+	else
+		u = v->big || v->mag > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX
+							   : v->mag;
+	return (uint32_t)u;
+}
+
+/* Hang on every integer setting under s, in the order of the text (the
+ * order libconfig built the tree in), its literal src->ints[*k] as the
+ * setting's hook (for cfg_number); a literal whose bits do not agree
+ * with libconfig's value stops it. Returns 0 or -EINVAL. */
+static int cfg_ints_attach(const struct config_file *src, config_setting_t *s,
+			   size_t *k)
+{
+	int i, n;
+
+	if (config_setting_type(s) == CONFIG_TYPE_INT ||
+	    config_setting_type(s) == CONFIG_TYPE_INT64) {
+		struct config_file_int *v;
+
+		if (*k >= src->n_ints)
+			return -EINVAL;
+		v = &src->ints[*k];
+		if ((uint32_t)config_setting_get_int64(s) != cfg_int_low32(v))
+			return -EINVAL;
+		config_setting_set_hook(s, v);
+		(*k)++;
+		return 0;
+	}
+	if (!config_setting_is_aggregate(s))
+		return 0;
+	n = config_setting_length(s);
+	for (i = 0; i < n; i++)
+		if (cfg_ints_attach(src, config_setting_get_elem(s, i), k) < 0)
+			return -EINVAL;
+	return 0;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
 int config_load(const char *path, struct config **out, struct errbuf *err)
 {
-	struct cfg x = {.file = path, .err = err};
-	char *dir = NULL;
+	struct config_file src;
+	struct cfg x = {.file = path, .src = &src, .err = err};
+	config_setting_t *root;
 	config_t lc;
-	FILE *f;
+	size_t k = 0;
 	int rc;
 
 	errbuf_clear(err);
+	memset(&src, 0, sizeof(src));
 	config_init(&lc);
-	x.c = calloc(1, sizeof(*x.c));
-	f = fopen(path, "r");
-	if (!f) {
-		rc = -errno;
-		errbuf_set(err, "%s: %s", path, strerror(errno));
+	/* the file and its includes, read and checked (config_file.h) */
+	rc = config_file_read(path, &src, err);
+	if (rc)
 		goto out;
-	}
+	x.c = calloc(1, sizeof(*x.c));
 	if (!x.c || cfg_dup(&x, path, &x.c->path) < 0) {
 		rc = -ENOMEM;
 		errbuf_set(err, "%s: out of memory", path);
 		goto out;
 	}
-	/* @include "file" is relative to the including file's folder */
-	dir = strdup(path);
-	if (dir)
-		config_set_include_dir(&lc, dirname(dir));
-	if (config_read(&lc, f) != CONFIG_TRUE) {
-		const char *ef = config_error_file(&lc);
+	/* libconfig reads that text and opens nothing: every @include is
+	 * expanded already. Were one left, it would name "/dev/null/FILE",
+	 * which fails (ENOTDIR) rather than block or exit. */
+	config_set_include_dir(&lc, "/dev/null");
+	if (config_read_string(&lc, src.text) != CONFIG_TRUE) {
+		const char *ef, *et = config_error_text(&lc);
+		int el = config_error_line(&lc);
+		unsigned line = 0;
 
+		config_file_where(&src, el > 0 ? (unsigned)el : 0, &ef, &line);
 		rc = -EINVAL;
-		errbuf_set(err, "%s:%d: syntax: %s", ef ? ef : path,
-			   config_error_line(&lc), config_error_text(&lc));
+		errbuf_set(err, "%s:%u: syntax: %s", ef ? ef : path, line,
+			   et ? et : "error");
 		goto out;
 	}
-	rc = cfg_root(&x, config_root_setting(&lc));
+	root = config_root_setting(&lc);
+	if (config_setting_length(root) == 0) {
+		/* a truncated file, most likely: not "every default and no
+		 * projects", under which every request gets 503 */
+		rc = -EINVAL;
+		errbuf_set(err, "%s: no settings (empty file?)", path);
+		goto out;
+	}
+	if (cfg_ints_attach(&src, root, &k) < 0 || k != src.n_ints) {
+		rc = -EINVAL;
+		errbuf_set(err,
+			   "%s: internal error: the integers in the text do "
+			   "not match libconfig's reading of it",
+			   path);
+		goto out;
+	}
+	rc = cfg_root(&x, root);
 	if (rc == -ENOMEM && !err->msg[0])
 		errbuf_set(err, "%s: out of memory", path);
 	if (rc == 0) {
@@ -734,11 +810,9 @@ int config_load(const char *path, struct config **out, struct errbuf *err)
 		x.c = NULL;
 	}
 out:
-	if (f)
-		fclose(f);
 	cfg_seen_free(&x.seen);
 	config_destroy(&lc);
-	free(dir);
+	config_file_free(&src);
 	config_free(x.c);
 	return rc;
 }

@@ -8,8 +8,8 @@
  * the setting's path ("projects[1].environments[0].domains[2]"), so that
  * `edged --check`, SIGHUP and `edgectl reload` show the same text.
  *
- * Pure apart from reading the file: no global state, no logging (warnings
- * are kept in the struct for the caller to print).
+ * Pure apart from reading the file (config_file.h): no global state, no
+ * logging (warnings are kept in the struct for the caller to print).
  */
 #ifndef EDGE_CONFIG_H
 #define EDGE_CONFIG_H
@@ -168,11 +168,16 @@ struct config {
 #define CONFIG_DEFAULT_USER "nobody"
 
 /*
- * Read and validate the configuration file at path into a new *out.
- * Returns 0; or -EINVAL (syntax or validation error), -ENOENT/-EACCES/...
- * (file not readable) or -ENOMEM, with err holding
- * "FILE:LINE: KEY: what was wrong" ("FILE: ..." when there is no line),
- * and *out untouched.
+ * Read and validate the configuration file at path into a new *out. The
+ * file and what it @includes are read first by config_file.c (regular
+ * files only, opened without blocking, at most CONFIG_FILE_MAX bytes, no
+ * NUL byte), then parsed by libconfig; a file with no settings is an
+ * error; integers are taken as written, never as libconfig truncated
+ * them. Returns 0; or -EINVAL (not a regular file, no settings, syntax or
+ * validation error), -EFBIG (too large), -ENOENT/-EACCES/... (a file not
+ * readable) or -ENOMEM, with err holding "FILE:LINE: KEY: what was
+ * wrong" ("FILE: ..." when there is no line), and *out untouched. Never
+ * blocks on a FIFO and never exits.
  */
 int config_load(const char *path, struct config **out, struct errbuf *err);
 

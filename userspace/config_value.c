@@ -29,28 +29,37 @@
 
 /* ---- errors and key paths ----------------------------------------------- */
 
-const char *cfg_file_of(const struct cfg *x, const config_setting_t *s)
+void cfg_where(const struct cfg *x, const config_setting_t *s,
+	       const char **file, unsigned *line)
 {
-	const char *f = s ? config_setting_source_file(s) : NULL;
+	/* libconfig read one text (config_file.h): its line numbers are
+	 * the text's, which src maps back to a file and a line */
+	unsigned l = s ? config_setting_source_line(s) : 0;
 
-	return f ? f : x->file;
+	*file = x->file;
+	*line = 0;
+	if (l && x->src)
+		config_file_where(x->src, l, file, line);
+	if (!*file)
+		*file = x->file;
 }
 
 int cfg_fail(struct cfg *x, const config_setting_t *s, const char *key,
 	     const char *fmt, ...)
 {
 	char msg[ERRBUF_LEN];
-	unsigned line = s ? config_setting_source_line(s) : 0;
+	const char *file;
+	unsigned line;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	cfg_where(x, s, &file, &line);
 	if (line)
-		errbuf_set(x->err, "%s:%u: %s: %s", cfg_file_of(x, s), line,
-			   key, msg);
+		errbuf_set(x->err, "%s:%u: %s: %s", file, line, key, msg);
 	else
-		errbuf_set(x->err, "%s: %s: %s", cfg_file_of(x, s), key, msg);
+		errbuf_set(x->err, "%s: %s: %s", file, key, msg);
 	return -EINVAL;
 }
 
@@ -68,6 +77,8 @@ static int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
 		    const char *fmt, ...)
 {
 	char msg[ERRBUF_LEN], *w;
+	const char *file;
+	unsigned line;
 	char **v;
 	va_list ap;
 	int n;
@@ -77,8 +88,8 @@ static int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	n = asprintf(&w, "%s:%u: %s: %s", cfg_file_of(x, s),
-		     s ? config_setting_source_line(s) : 0, key, msg);
+	cfg_where(x, s, &file, &line);
+	n = asprintf(&w, "%s:%u: %s: %s", file, line, key, msg);
 	if (n < 0)
 		return -ENOMEM;
 	v = realloc(x->c->warnings, (x->c->n_warnings + 1) * sizeof(*v));
@@ -218,21 +229,47 @@ int cfg_bool(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
+/* The integer setting s as written in the file (config_load hung it on
+ * s), NULL (with x->err set) when it has none: the value libconfig read
+ * may have lost bits, so it is never used. */
+static const struct config_file_int *
+cfg_int_of(struct cfg *x, const config_setting_t *s, const char *key)
+{
+	const struct config_file_int *v = config_setting_get_hook(s);
+
+	if (!v)
+		cfg_fail(x, s, key,
+			 "internal error: integer not found in the "
+			 "file's text");
+	return v;
+}
+
+/* Whether v, a non-negative integer that fits in 64 bits, lies in
+ * [min, max]. */
+static bool cfg_int_in(const struct config_file_int *v, uint64_t min,
+		       uint64_t max)
+{
+	return !v->big && (!v->neg || v->mag == 0) && v->mag >= min &&
+	       v->mag <= max;
+}
+
 /* CFG_COUNT: an integer in [min, max]. */
 static int cfg_count_of(struct cfg *x, const config_setting_t *s,
 			const char *key, uint64_t min, uint64_t max,
 			uint64_t *out)
 {
-	long long v;
+	const struct config_file_int *v;
 
 	if (!cfg_is_int(s))
 		return cfg_expected(x, s, key, "an integer");
-	v = config_setting_get_int64(s);
-	if (v < 0 || (uint64_t)v < min || (uint64_t)v > max)
-		return cfg_fail(x, s, key, "%lld is out of range %llu..%llu", v,
-				(unsigned long long)min,
+	v = cfg_int_of(x, s, key);
+	if (!v)
+		return -EINVAL;
+	if (!cfg_int_in(v, min, max))
+		return cfg_fail(x, s, key, "%s is out of range %llu..%llu",
+				v->text, (unsigned long long)min,
 				(unsigned long long)max);
-	*out = (uint64_t)v;
+	*out = v->mag;
 	return 0;
 }
 
@@ -296,11 +333,18 @@ static int cfg_bytes_of(struct cfg *x, const config_setting_t *s,
 	uint64_t v;
 
 	if (cfg_is_int(s)) {
-		long long i = config_setting_get_int64(s);
+		const struct config_file_int *i = cfg_int_of(x, s, key);
 
-		if (i < 0)
-			return cfg_fail(x, s, key, "negative size %lld", i);
-		v = (uint64_t)i;
+		if (!i)
+			return -EINVAL;
+		if (i->neg && (i->mag || i->big))
+			return cfg_fail(x, s, key, "negative size %s", i->text);
+		if (!cfg_int_in(i, min, max))
+			return cfg_fail(x, s, key,
+					"%s bytes is out of range %llu..%llu",
+					i->text, (unsigned long long)min,
+					(unsigned long long)max);
+		v = i->mag;
 	} else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
 		if (cfg_size_parse(config_setting_get_string(s), &v, &e) < 0)
 			return cfg_fail(x, s, key, "\"%s\": %s",

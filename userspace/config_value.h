@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "config_file.h"
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
 #define CFG_SIZE_MAX (1ULL << 40) /* 1 TiB: largest byte size accepted */
@@ -47,7 +48,8 @@ struct cfg_seen {
 
 /* The state of one load. */
 struct cfg {
-	const char *file;
+	const char *file;	       /* the main file's path */
+	const struct config_file *src; /* its text: where a line comes from */
 	struct errbuf *err;
 	struct config *c;
 	struct cfg_seen seen;
@@ -70,9 +72,10 @@ struct cfg_at {
 
 /* ---- errors and key paths ----------------------------------------------- */
 
-/* The file setting s was read from (an @include'd one, say); x->file
- * when s is NULL or libconfig does not know. */
-const char *cfg_file_of(const struct cfg *x, const config_setting_t *s);
+/* Where setting s was read: *file (an @include'd one, say) and *line in
+ * it; x->file and line 0 when s is NULL or has no line. */
+void cfg_where(const struct cfg *x, const config_setting_t *s,
+	       const char **file, unsigned *line);
 
 /* Set x->err to "FILE:LINE: KEY: message" (s gives the file and line;
  * "FILE: KEY: message" when it has none). Returns -EINVAL. */
@@ -120,7 +123,10 @@ int cfg_bool(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, bool def, bool *out);
 
 /* A number member written as unit says, within [min, max] (in bytes or
- * milliseconds for CFG_BYTES and CFG_MS), def when absent. */
+ * milliseconds for CFG_BYTES and CFG_MS), def when absent. An integer is
+ * taken as written in the file (its struct config_file_int, which
+ * config_load hangs on the setting as its hook), not as libconfig read
+ * it, and is reported as written when out of range. */
 int cfg_number(struct cfg *x, const config_setting_t *g, const char *path,
 	       const char *name, enum cfg_unit unit, uint64_t def, uint64_t min,
 	       uint64_t max, uint64_t *out);

@@ -1,7 +1,10 @@
 #!/bin/bash
 # test_edged_ops.sh - operating edged: the control socket (edgectl routes,
-# reload, status, stats), the admin listener (/metrics, /healthz), and
-# what both say while SIGTERM drains. edged runs on 127.0.0.1 high ports
+# reload, status, stats), the admin listener (/metrics, /healthz), what
+# both say while SIGTERM drains, and a configuration path that is not a
+# regular file or is empty (--check, SIGHUP and edgectl reload refuse it
+# with one message; the daemon neither exits nor blocks). edged runs on
+# 127.0.0.1 high ports
 # with a generated configuration, its control socket in the temp dir, in
 # front of tests/tools/echo_backend.py. Runs against build/edged and
 # build/asan/edged. Needs no root; as root it also checks the privilege
@@ -59,6 +62,95 @@ daemon_counter() {
 	local n
 	n=$(ctl stats --json 2>/dev/null | json_field - "daemon.counters.$1")
 	echo "${n:-0}"
+}
+
+# conf_as KIND: make $T_TMP/edge.conf a directory, a FIFO or an empty
+# file; and the message config_load gives for it
+conf_as() {
+	rm -rf "$T_TMP/edge.conf"
+	case $1 in
+	dir) mkdir "$T_TMP/edge.conf" ;;
+	fifo) mkfifo "$T_TMP/edge.conf" ;;
+	empty) : >"$T_TMP/edge.conf" ;;
+	esac
+}
+conf_msg() {
+	case $1 in
+	dir) echo "$T_TMP/edge.conf: not a regular file (a directory)" ;;
+	fifo) echo "$T_TMP/edge.conf: not a regular file (a FIFO)" ;;
+	empty) echo "$T_TMP/edge.conf: no settings (empty file?)" ;;
+	esac
+}
+
+# refused_count: the reloads edged has refused so far (its log)
+refused_count() { grep -c 'reload refused' "$EDGED_LOG"; }
+
+# wait_refused N: 0 once edged has logged more than N refused reloads,
+# 1 when it has not after 5 s (a reload that blocks or kills edged)
+wait_refused() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(refused_count)" -gt "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# still_serving: edged runs, /healthz answers 200 and the old routes 200
+still_serving() {
+	kill -0 "$EPID" 2>/dev/null && [ "$(admin /healthz)" = 200 ] &&
+		[ "$(code shop.test /)" = 200 ] && [ "$(code new.test /)" = 200 ]
+}
+
+# run_check BIN LABEL: --check refuses a directory, a FIFO (without
+# blocking) and an empty file, exit 1 as for any bad configuration
+run_check() {
+	local bin=$1 v=$2 kind
+	for kind in dir fifo empty; do
+		conf_as "$kind"
+		expect "$v: edged --check refuses a configuration that is $kind" 1 \
+			"edged: $(conf_msg "$kind")" \
+			timeout 10 "$bin" --check -c "$T_TMP/edge.conf"
+	done
+	rm -rf "$T_TMP/edge.conf"
+}
+
+# not_regular_reloads V: with edged serving route generation 2, the
+# configuration replaced by a directory, a FIFO, an empty file: SIGHUP
+# and edgectl reload each refuse it with the same message, and edged
+# keeps serving the old configuration; a valid file then reloads
+not_regular_reloads() {
+	local v=$1 kind msg n out rc
+	for kind in dir fifo empty; do
+		conf_as "$kind"
+		msg=$(conf_msg "$kind")
+		n=$(refused_count)
+		kill -HUP "$EPID"
+		if wait_refused "$n" &&
+			grep -qF "reload refused, keeping the running configuration: $msg" "$EDGED_LOG" &&
+			still_serving; then
+			t_ok "$v: SIGHUP with a configuration that is $kind: refused, still serving"
+		else
+			t_fail "$v: SIGHUP with a configuration that is $kind" \
+				"$(tail -2 "$EDGED_LOG" | tr '\n' ' ')"
+		fi
+		out=$(timeout 10 "$EDGECTL" --socket "$SOCK" reload 2>&1)
+		rc=$?
+		if [ $rc = 1 ] && [ "$out" = "edgectl: $msg" ] && still_serving &&
+			ctl status | grep -q 'route generation 2,'; then
+			t_ok "$v: edgectl reload with a configuration that is $kind: exit 1 with the message, still serving"
+		else
+			t_fail "$v: edgectl reload with a configuration that is $kind" "exit $rc: $out"
+		fi
+	done
+	rm -rf "$T_TMP/edge.conf"
+	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'
+	out=$(ctl reload 2>&1)
+	if [ "$out" = "reloaded $T_TMP/edge.conf: route generation 3" ] && still_serving; then
+		t_ok "$v: then a regular file reloads"
+	else
+		t_fail "$v: reload after the refused ones" "$out"
+	fi
 }
 
 start_edged() { # BIN USER
@@ -192,6 +284,7 @@ assert d["generation"] == 1'; then
 		t_fail "$v: broken reload" "exit $rc: $out"
 	fi
 	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'
+	not_regular_reloads "$v"
 
 	# SIGTERM with a slow request in flight: /healthz 503, status draining
 	curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Host: shop.test' \
@@ -265,6 +358,7 @@ for bin in "$B/edged" "$EDGED_ASAN"; do
 		t_skip "$label" "$bin not built"
 		continue
 	fi
+	run_check "$bin" "$label"
 	run_suite "$bin" "$label"
 	run_drop "$bin" "$label"
 done

@@ -6,11 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "edge_maps.h"
 #include "unit.h"
+
+#define CK_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static char tmpdir[64];
 
@@ -28,18 +33,32 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Write text to a file in tmpdir; returns its path (static buffer). */
-static const char *write_conf(const char *text)
+/* Write len bytes of text to tmpdir/name; returns its path (static
+ * buffer, one per name slot: the main file or another). */
+static const char *write_file(const char *name, const char *text, size_t len)
 {
-	static char path[128];
+	static char paths[2][128];
+	char *path = paths[strcmp(name, "edge.conf") != 0];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/edge.conf", tmpdir);
+	snprintf(path, sizeof(paths[0]), "%s/%s", tmpdir, name);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
 	ck_assert_int_eq(fclose(f), 0);
 	return path;
+}
+
+/* Write the string text to tmpdir/name; returns its path (write_file). */
+static const char *write_text(const char *name, const char *text)
+{
+	return write_file(name, text, strlen(text));
+}
+
+/* Write text to tmpdir/edge.conf; returns its path (static buffer). */
+static const char *write_conf(const char *text)
+{
+	return write_text("edge.conf", text);
 }
 
 /* One project "p", environment "e", with extra lines inside the
@@ -273,6 +292,34 @@ static const struct bad bad[] = {
     {PROJ("", "    security_headers = { nosniff = 1; }; #!\n"),
      "projects[0].environments[0].security_headers.nosniff",
      "expected true or false, found an integer"},
+    /* integers are read as written (libconfig 1.5 keeps 32 bits of an
+     * integer without an L suffix) and reported as written */
+    {"workers = 99999999999999999999; #!\n", "workers",
+     "99999999999999999999 is out of range 1..256"},
+    {"workers = 0x101; #!\n", "workers", "0x101 is out of range 1..256"},
+    {"limits = {\n max_connections = 4294967297; #!\n};\n",
+     "limits.max_connections", "4294967297 is out of range 1..1000000"},
+    {"limits = {\n max_body_bytes = 2000000000000; #!\n};\n",
+     "limits.max_body_bytes",
+     "2000000000000 bytes is out of range 0..1099511627776"},
+    {"limits = {\n max_body_bytes = -5000000000; #!\n};\n",
+     "limits.max_body_bytes", "negative size -5000000000"},
+    {"timeouts = {\n body_min_rate = -99999999999999999999; #!\n};\n",
+     "timeouts.body_min_rate",
+     "-99999999999999999999 is out of range 0..1073741824"},
+    {"ratelimit = {\n burst = 0x1FFFFFFFFFFFFFFFF; #!\n};\n", "ratelimit.burst",
+     "0x1FFFFFFFFFFFFFFFF is out of range 1..100000000"},
+    /* the text itself, before libconfig reads it */
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     "  domains = [ \"a\\x00.test\" ]; #!\n"
+     "  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ]; };\n"
+     "} ); } );\n",
+     "", "\"\\x00\" in a string"},
+    {"workers = 2;\n/* a comment #!\n never closed\n", "",
+     "comment never closed"},
+    {"workers = 2;\nuser = \"nobody; #!\n", "", "string never closed"},
+    {"workers = 2;\n@include \"\\q.conf\" #!\n", "",
+     "@include: unknown escape"},
 };
 
 static int marked_line(const char *text)
@@ -317,7 +364,8 @@ START_TEST(test_defaults)
 	struct config *c = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	ck_assert_int_eq(config_load(write_conf("# nothing\n"), &c, &err), 0);
+	ck_assert_int_eq(config_load(write_conf("limits = { };\n"), &c, &err),
+			 0);
 	ck_assert_uint_eq(c->n_listen, 1);
 	ck_assert_str_eq(c->listen[0].text, "0.0.0.0:8080");
 	ck_assert_uint_eq(c->workers, ncpu > 256 ? 256 : ncpu);
@@ -436,6 +484,292 @@ START_TEST(test_missing_file)
 }
 END_TEST
 
+/* ---- the file itself: what libconfig would choke on -------------------- */
+
+/* Make tmpdir/name a kind of file that is not regular. */
+static void make_special(const char *kind, const char *path)
+{
+	if (strcmp(kind, "dir") == 0) {
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	} else if (strcmp(kind, "fifo") == 0) {
+		ck_assert_int_eq(mkfifo(path, 0644), 0);
+	} else if (strcmp(kind, "socket") == 0) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		ck_assert_int_ge(fd, 0);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+		ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)),
+				 0);
+		/* the socket file outlives fd; teardown removes it */
+		close(fd);
+	} else {
+		ck_abort_msg("unknown kind %s", kind);
+	}
+}
+
+static const struct special {
+	const char *kind; /* make_special's, or a path to use as it is */
+	const char *what;
+} specials[] = {
+    {"dir", "a directory"},
+    {"fifo", "a FIFO"}, /* the old code blocked in fopen: Check's timeout */
+    {"socket", "a socket"},
+    {"/dev/null", "a character device"},
+};
+
+/* The configuration path is not a regular file: refused before anything
+ * reads it (libconfig's scanner calls exit(2) on a directory, and a FIFO
+ * blocks its fopen), with "PATH: not a regular file (WHAT)". */
+START_TEST(test_not_regular)
+{
+	const struct special *t = &specials[_i];
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	char path[128], want[256];
+
+	if (t->kind[0] == '/') {
+		snprintf(path, sizeof(path), "%s", t->kind);
+	} else {
+		snprintf(path, sizeof(path), "%s/edge.conf", tmpdir);
+		make_special(t->kind, path);
+	}
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "%s: not a regular file (%s)", path,
+		 t->what);
+	ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
+/* A file with no settings (empty, truncated to nothing, only blanks or
+ * comments) is an error, not "all defaults, no projects". */
+START_TEST(test_empty)
+{
+	static const char *const texts[] = {
+	    "",
+	    "\n  \t\n\n",
+	    "# only a comment\n// and another\n/* and a\n   block */\n",
+	};
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *path = write_conf(texts[_i]);
+	char want[256];
+
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "%s: no settings (empty file?)", path);
+	ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
+/* A NUL byte anywhere is refused with its line (libconfig cuts a string
+ * at one: "x\0y" loaded as "x"). */
+START_TEST(test_nul)
+{
+#define NUL_CASE(text, line)                                                   \
+	{                                                                      \
+		text, sizeof(text) - 1, line                                   \
+	}
+	static const struct {
+		const char *text;
+		size_t len;
+		int line;
+	} t[] = {
+	    NUL_CASE("workers = 2;\nuser = \"dae\0mon\";\n", 2),
+	    NUL_CASE("workers = 2;\n\n  \0\n", 3),
+	};
+#undef NUL_CASE
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *path = write_file("edge.conf", t[_i].text, t[_i].len);
+	char want[256];
+
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "%s:%d: NUL byte", path, t[_i].line);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "'%s' does not start with '%s'", err.msg, want);
+}
+END_TEST
+
+/* Integers are read exactly as written, decimal or hex, with or without
+ * an L suffix (libconfig 1.5 keeps only 32 bits without one). */
+START_TEST(test_exact_integers)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *text =
+	    "workers = +3;\n"
+	    "limits = { max_body_bytes = 5000000000;\n"
+	    "  max_connections = 0x10; body_buffer = 16777216L;\n"
+	    "  max_inflight = 0x2710L; };\n"
+	    "analytics = { queue = 0x10000; };\n" PROJ(
+		"", "    max_body_bytes = 0x140000000;\n"
+		    "    routes = ( { prefix = \"/a\";\n"
+		    "      max_body_bytes = 1099511627776; } );\n");
+
+	ck_assert_msg(config_load(write_conf(text), &c, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->workers, 3);
+	ck_assert_uint_eq(c->limits.max_body_bytes, 5000000000ULL);
+	ck_assert_uint_eq(c->limits.max_connections, 16);
+	ck_assert_uint_eq(c->limits.body_buffer, 16777216);
+	ck_assert_uint_eq(c->limits.max_inflight, 10000);
+	ck_assert_uint_eq(c->analytics.queue, 65536);
+	ck_assert_uint_eq(c->projects[0].envs[0].max_body_bytes, 5ULL << 30);
+	ck_assert_uint_eq(c->projects[0].envs[0].routes[0].max_body_bytes,
+			  1ULL << 40);
+	config_free(c);
+}
+END_TEST
+
+/* A file larger than the cap is refused before it is read (a sparse one
+ * here, so the test writes nothing). */
+START_TEST(test_too_large)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *path = write_conf("workers = 2;\n");
+	char want[256];
+
+	ck_assert_int_eq(truncate(path, (16 << 20) + 1), 0);
+	ck_assert_int_eq(config_load(path, &c, &err), -EFBIG);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "%s: larger than 16 MiB", path);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "'%s' does not start with '%s'", err.msg, want);
+}
+END_TEST
+
+/* ---- @include ------------------------------------------------------------ */
+
+/* Includes are read as the main file is, relative to the main file's
+ * folder (nested ones too), an absolute path as it is; what they set is
+ * read exactly, and errors in them name the included file and its line. */
+START_TEST(test_include)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	char sub[128], text[512], want[256];
+	const char *path;
+
+	snprintf(sub, sizeof(sub), "%s/sub", tmpdir);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	write_text("sub/a.conf",
+		   "# nested includes are relative to the main file's folder\n"
+		   "  @include \"sub/b.conf\" // a comment may follow\n"
+		   "limits = { max_body_bytes = 5000000000; };\n");
+	write_text("sub/b.conf", "user = \"daemon\";");
+	write_text("abs.conf", "workers = 3;\n");
+	snprintf(text, sizeof(text),
+		 "listen = [ \"127.0.0.1:81\" ];\n"
+		 "@include \"sub/a.conf\"\n"
+		 "@include \"%s/abs.conf\"\n"
+		 "admin_listen = \"127.0.0.1:9091\";\n",
+		 tmpdir);
+	path = write_conf(text);
+	ck_assert_msg(config_load(path, &c, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(c->listen[0].text, "127.0.0.1:81");
+	ck_assert_str_eq(c->user, "daemon");
+	ck_assert_uint_eq(c->limits.max_body_bytes, 5000000000ULL);
+	ck_assert_uint_eq(c->workers, 3);
+	ck_assert_str_eq(c->admin_listen.text, "127.0.0.1:9091");
+	config_free(c);
+	c = NULL;
+
+	/* an error in the innermost file, then one after the includes */
+	write_text("sub/b.conf", "\n\nuser = \"-x\";\n");
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	snprintf(want, sizeof(want), "%s/sub/b.conf:3: user: ", tmpdir);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "'%s' does not start with '%s'", err.msg, want);
+	write_text("sub/b.conf", "user = \"daemon\";\n");
+	write_conf("@include \"sub/a.conf\"\n"
+		   "\n"
+		   "workers = 0;\n");
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: workers: 0 is out of range", path);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "'%s' does not start with '%s'", err.msg, want);
+	/* a syntax error in an included file */
+	write_text("sub/b.conf", "user = ;\n");
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	snprintf(want, sizeof(want), "%s/sub/b.conf:1: syntax", tmpdir);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "'%s' does not start with '%s'", err.msg, want);
+}
+END_TEST
+
+static const struct bad_include {
+	const char *kind; /* tmpdir/inc made by make_special, or NULL */
+	const char *text; /* the main file, "#!" on the @include's line */
+	const char *msg;  /* after "PATH:LINE: " */
+} bad_includes[] = {
+    {"dir", "workers = 2;\n@include \"inc\" #!\n",
+     "@include \"inc\": TMP/inc: not a regular file (a directory)"},
+    {"fifo", "workers = 2;\n@include \"inc\" #!\n",
+     "@include \"inc\": TMP/inc: not a regular file (a FIFO)"},
+    {NULL, "workers = 2;\n@include \"\" #!\n",
+     "@include \"\": TMP/: not a regular file (a directory)"},
+    {NULL, "workers = 2;\n@include \"none.conf\" #!\n",
+     "@include \"none.conf\": TMP/none.conf: No such file or directory"},
+    {NULL, "workers = 2;\n@include \"edge.conf\" #!\n",
+     "@include \"edge.conf\": TMP/edge.conf is already being read (an "
+     "@include cycle)"},
+    {NULL, "workers = 2;\n@include \"edge.conf\" workers = 3; #!\n",
+     "only a comment may follow @include \"edge.conf\" on its line"},
+};
+
+/* An @include that cannot be read is refused, naming the line of the
+ * @include, before libconfig could block on it or exit. */
+START_TEST(test_include_bad)
+{
+	const struct bad_include *t = &bad_includes[_i];
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	char inc[128], want[512], msg[384];
+	const char *path, *p;
+	size_t n = 0;
+
+	snprintf(inc, sizeof(inc), "%s/inc", tmpdir);
+	if (t->kind)
+		make_special(t->kind, inc);
+	for (p = t->msg; *p && n + 64 < sizeof(msg); p++)
+		if (strncmp(p, "TMP", 3) == 0) {
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s",
+					      tmpdir);
+			p += 2;
+		} else {
+			msg[n++] = *p;
+		}
+	msg[n] = '\0';
+	path = write_conf(t->text);
+	ck_assert_int_eq(config_load(path, &c, &err) < 0, 1);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "%s:%d: %s", path, marked_line(t->text),
+		 msg);
+	ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
+/* A NUL byte in an included file names that file and line. */
+START_TEST(test_include_nul)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	char want[256];
+	const char *path;
+
+	write_file("inc.conf", "user = \"x\0y\";\n", 14);
+	path = write_conf("workers = 2;\n@include \"inc.conf\"\n");
+	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	snprintf(want, sizeof(want), "%s/inc.conf:1: NUL byte", tmpdir);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
+		      "'%s' does not start with '%s'", err.msg, want);
+}
+END_TEST
+
 START_TEST(test_helpers)
 {
 	struct errbuf err = {""};
@@ -483,6 +817,14 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_helpers);
+	tcase_add_loop_test(tc, test_not_regular, 0, CK_NELEM(specials));
+	tcase_add_loop_test(tc, test_empty, 0, 3);
+	tcase_add_loop_test(tc, test_nul, 0, 2);
+	tcase_add_test(tc, test_exact_integers);
+	tcase_add_test(tc, test_too_large);
+	tcase_add_test(tc, test_include);
+	tcase_add_loop_test(tc, test_include_bad, 0, CK_NELEM(bad_includes));
+	tcase_add_test(tc, test_include_nul);
 	suite_add_tcase(s, tc);
 	return s;
 }
