@@ -88,8 +88,11 @@ static void cap_start(struct cap *c)
 	int p[2];
 
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-	/* room for every test's output: the writer must never block */
+	/* room for every test's output; and should a broken limit let a
+	 * flood through, lines are lost (EAGAIN) rather than the writer
+	 * blocked: the test then fails on the count, not on a timeout */
 	(void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+	ck_assert_int_eq(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
 	c->saved = dup(STDERR_FILENO);
 	ck_assert_int_ge(c->saved, 0);
 	ck_assert_int_eq(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
@@ -510,12 +513,19 @@ START_TEST(test_rl_flood_site)
 }
 END_TEST
 
-/* Four threads on one site: every call is written or counted, once. */
+/* Four threads on shared sites: every call is written or counted, once,
+ * and whole lines only. hammer_site has the default limit; fast_site lets
+ * thousands of lines through, so that writing (and resetting the count)
+ * races with counting. */
 #define HAMMER_THREADS 4
 #define HAMMER_CALLS 50000
+#define FAST_BURST 100
+#define FAST_INTERVAL_NS 50000ull
 
 static struct log_site hammer_site =
     LOG_SITE_INIT(LOG_RL_BURST, LOG_RL_INTERVAL_MS);
+static struct log_site fast_site = {.interval_ns = FAST_INTERVAL_NS,
+				    .burst = FAST_BURST};
 static atomic_uint hammer_go;
 
 static void *hammer_main(void *arg)
@@ -527,53 +537,75 @@ static void *hammer_main(void *arg)
 		;
 	for (i = 0; i < HAMMER_CALLS; i++) {
 		log_site_warnx(&hammer_site, NULL, "hammer %u", i);
+		log_site_warnx(&fast_site, NULL, "fast %u", i);
 		if (i % 5000 == 0)
 			log_warnx_rl("macro site %u", i);
 	}
 	return NULL;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 START_TEST(test_rl_threads)
 {
 	pthread_t th[HAMMER_THREADS];
-	uint64_t t0, elapsed, sup;
-	unsigned i, hammer_lines = 0;
+	uint64_t t0, elapsed, sup[2] = {0, 0}, lines[2] = {0, 0};
+	unsigned i;
 	struct cap c;
-	char *out, *p;
+	char *out, *p, *save = NULL;
 
 	log_init("edged", false);
 	log_set_format(LOG_FORMAT_TEXT);
 	cap_start(&c);
-	t0 = now_ms();
+	t0 = now_ns();
 	for (i = 0; i < HAMMER_THREADS; i++)
 		ck_assert_int_eq(
 		    pthread_create(&th[i], NULL, hammer_main, NULL), 0);
 	atomic_store(&hammer_go, 1);
 	for (i = 0; i < HAMMER_THREADS; i++)
 		pthread_join(th[i], NULL);
-	elapsed = now_ms() - t0;
+	elapsed = now_ns() - t0;
 	out = cap_end(&c);
-	/* whole lines only, never interleaved */
-	sup = 0;
-	for (p = strtok(out, "\n"); p; p = strtok(NULL, "\n")) {
+	for (p = strtok_r(out, "\n", &save); p;
+	     p = strtok_r(NULL, "\n", &save)) {
 		unsigned long long n;
-		unsigned k;
-		char tail[64];
+		unsigned k, f;
+		char end;
 
 		if (strncmp(p, "edged: macro site ", 18) == 0)
 			continue;
-		ck_assert_msg(sscanf(p, "edged: hammer %u%63[^\n]", &k, tail) >=
-				  1,
+		f = strncmp(p, "edged: fast ", 12) == 0;
+		p += f ? 12 : 14;
+		ck_assert_msg(f || strncmp(p - 14, "edged: hammer ", 14) == 0,
 			      "mangled: %s", p);
-		hammer_lines++;
-		if (sscanf(p, "edged: hammer %u (%llu suppressed)", &k, &n) ==
-		    2)
-			sup += n;
+		/* "N" or "N (M suppressed)", nothing else */
+		if (sscanf(p, "%u (%llu suppressed%c", &k, &n, &end) == 3) {
+			ck_assert_int_eq(end, ')');
+			sup[f] += n;
+		} else {
+			ck_assert_msg(sscanf(p, "%u%c", &k, &end) == 1,
+				      "mangled: %s", p);
+		}
+		lines[f]++;
 	}
-	ck_assert_uint_le(hammer_lines,
-			  LOG_RL_BURST + elapsed / LOG_RL_INTERVAL_MS + 1);
-	ck_assert_uint_eq(hammer_lines + sup +
+	ck_assert_uint_le(lines[0],
+			  LOG_RL_BURST +
+			      elapsed / (LOG_RL_INTERVAL_MS * 1000000ull) + 1);
+	/* the coarse clock may lag real time by a tick (<= 10 ms) */
+	ck_assert_uint_le(lines[1], FAST_BURST + (elapsed + 10000000ull) /
+						     FAST_INTERVAL_NS);
+	ck_assert_uint_gt(lines[1], FAST_BURST);
+	ck_assert_uint_eq(lines[0] + sup[0] +
 			      atomic_load(&hammer_site.suppressed),
+			  HAMMER_THREADS * HAMMER_CALLS);
+	ck_assert_uint_eq(lines[1] + sup[1] +
+			      atomic_load(&fast_site.suppressed),
 			  HAMMER_THREADS * HAMMER_CALLS);
 	free(out);
 }
