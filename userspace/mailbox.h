@@ -49,7 +49,8 @@ struct mailbox_msg {
 _Static_assert(sizeof(struct mailbox_msg) <= 32, "mailbox_msg grew");
 
 /* Handle m on the owner's loop. Returns true when handled (the handler
- * took what m carries), false to have m dropped (its target is gone). */
+ * took what m carries), false to have m dropped (its target is gone). It
+ * may post (to this mailbox too) and close the mailbox, not free it. */
 typedef bool (*mailbox_handle_fn)(void *arg, const struct mailbox_msg *m);
 
 /* Release what m carries: it will never be handled. Runs on the owner's

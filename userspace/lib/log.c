@@ -85,6 +85,8 @@ static void log_printf(struct log_buf *b, const char *fmt, ...)
 	va_list ap;
 	int n;
 
+	if (!room)
+		return;
 	va_start(ap, fmt);
 	n = vsnprintf(b->p + b->len, room, fmt, ap);
 	va_end(ap);

@@ -9,8 +9,9 @@
  *   text  "edged: message", "edged: note: message", "edged: debug: ...";
  *         with a connection's context (the *_ctx functions)
  *         "edged: client=203.0.113.9 request_id=4bf92f35: message".
- *         Control characters (but tab) in the message or the context
- *         are written as \xHH, so one call is always one line.
+ *         Control characters (but tab) in the message, and control
+ *         characters and spaces in the context, are written as \xHH, so
+ *         one call is always one line and each context field one word.
  *   json  one object per line: {"time":"2024-05-01T12:34:56.789Z",
  *         "level":"warn"|"note"|"debug","prog":"edged","msg":"...",
  *         "client":"...","request_id":"...","suppressed":N}; client,
