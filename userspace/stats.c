@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edge_assert.h"
 #include "metrics.h"
 #include "pins.h"
 #include "stats.h"
@@ -46,6 +47,7 @@ struct stats {
 	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
 	struct metrics_counter *accept_pauses;
 	struct metrics_gauge *conn_cap;
+	struct metrics_counter *asserts;
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
@@ -180,8 +182,13 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    "Client connections allowed at once: limits.max_connections, "
 	    "lowered by the descriptor limit.",
 	    NULL);
+	s->asserts = metrics_counter_new(
+	    s->m, "edge_assertions_failed_total",
+	    "Internal checks (EDGE_ASSERT) that failed; edged logged them "
+	    "and carried on.",
+	    NULL);
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
-	    !s->accept_pauses || !s->conn_cap)
+	    !s->accept_pauses || !s->conn_cap || !s->asserts)
 		goto nomem;
 	stats_pins_open(s);
 	*out = s;
@@ -277,6 +284,7 @@ static void stats_refresh(struct stats *s)
 	stats_counter_to(s->up_eject, atomic_load(&s->sh->up.ejections));
 	stats_counter_to(s->up_panic, atomic_load(&s->sh->up.panics));
 	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
+	stats_counter_to(s->asserts, edge_assert_failures());
 	stats_refresh_cap(s);
 	if (!s->sh->analytics)
 		return;
