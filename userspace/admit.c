@@ -9,11 +9,13 @@
  * per client, no floating point.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "admit.h"
+#include "edge_assert.h"
 
 #define ADMIT_NS_PER_MIN 60000000000ULL
 #define ADMIT_NS_PER_S 1000000000ULL
@@ -168,7 +170,8 @@ static bool admit_gauge_enter(struct admit_gauge *g)
 static void admit_gauge_leave(struct admit_gauge *g)
 {
 	if (g)
-		atomic_fetch_sub_explicit(&g->n, 1, memory_order_relaxed);
+		EDGE_ASSERT(atomic_fetch_sub_explicit(
+				&g->n, 1, memory_order_relaxed) > 0);
 }
 
 int admit_inflight_enter(struct admit_gauge *global, struct admit_gauge *route)
@@ -186,6 +189,134 @@ void admit_inflight_leave(struct admit_gauge *global, struct admit_gauge *route)
 {
 	admit_gauge_leave(route);
 	admit_gauge_leave(global);
+}
+
+/* ---- the admission queue ------------------------------------------ */
+
+int admit_queue_init(struct admit_queue *q, struct admit_gauge *global,
+		     size_t max, admit_notify_fn notify)
+{
+	memset(q, 0, sizeof(*q));
+	q->global = global;
+	q->notify = notify;
+	atomic_init(&q->n, 0);
+	atomic_init(&q->max, max);
+	return -pthread_mutex_init(&q->lock, NULL);
+}
+
+void admit_queue_destroy(struct admit_queue *q)
+{
+	pthread_mutex_destroy(&q->lock);
+}
+
+void admit_queue_set_max(struct admit_queue *q, size_t max)
+{
+	atomic_store(&q->max, max);
+}
+
+bool admit_queue_busy(struct admit_queue *q)
+{
+	return atomic_load_explicit(&q->n, memory_order_relaxed) > 0;
+}
+
+size_t admit_queue_length(struct admit_queue *q)
+{
+	return atomic_load_explicit(&q->n, memory_order_relaxed);
+}
+
+int admit_queue_add(struct admit_queue *q, struct admit_waiter *w)
+{
+	size_t max = atomic_load(&q->max);
+	int rc = 0;
+
+	if (!max)
+		return -ENOSPC;
+	pthread_mutex_lock(&q->lock);
+	if (atomic_load(&q->n) >= max) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	w->next = NULL;
+	w->prev = q->tail;
+	if (q->tail)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+	w->queued = true;
+	w->notified = false;
+	atomic_fetch_add(&q->n, 1);
+out:
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+bool admit_queue_remove(struct admit_queue *q, struct admit_waiter *w)
+{
+	bool was;
+
+	pthread_mutex_lock(&q->lock);
+	was = w->queued;
+	if (was && EDGE_ASSERT(atomic_load(&q->n) > 0)) {
+		if (w->prev)
+			w->prev->next = w->next;
+		else
+			q->head = w->next;
+		if (w->next)
+			w->next->prev = w->prev;
+		else
+			q->tail = w->prev;
+		w->next = w->prev = NULL;
+		w->queued = false;
+		atomic_fetch_sub(&q->n, 1);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return was;
+}
+
+void admit_queue_retry(struct admit_queue *q, struct admit_waiter *w)
+{
+	pthread_mutex_lock(&q->lock);
+	w->notified = false;
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Room left in g (UINT_MAX: no limit). */
+static unsigned admit_gauge_room(const struct admit_gauge *g)
+{
+	unsigned limit, n;
+
+	if (!g)
+		return UINT_MAX;
+	limit = atomic_load_explicit(&g->limit, memory_order_relaxed);
+	n = atomic_load_explicit(&g->n, memory_order_relaxed);
+	if (!limit)
+		return UINT_MAX;
+	return n < limit ? limit - n : 0;
+}
+
+void admit_queue_kick(struct admit_queue *q)
+{
+	struct admit_waiter *w;
+	unsigned room, told = 0;
+
+	if (!admit_queue_busy(q))
+		return;
+	pthread_mutex_lock(&q->lock);
+	room = admit_gauge_room(q->global);
+	for (w = q->head; w && told < room; w = w->next) {
+		if (w->notified) {
+			told++; /* it has a slot coming, if any is free */
+			continue;
+		}
+		if (!admit_gauge_room(w->route))
+			continue; /* its route is full: the next one may fit */
+		if (q->notify(w->owner, w->handle))
+			break; /* its mailbox is full: at the next kick */
+		w->notified = true;
+		told++;
+	}
+	pthread_mutex_unlock(&q->lock);
 }
 
 bool admit_body_declared_ok(uint64_t content_length, uint64_t limit)

@@ -14,6 +14,7 @@
 #ifndef EDGE_ADMIT_H
 #define EDGE_ADMIT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,6 +93,72 @@ void admit_body_init(struct admit_body *b, uint64_t limit);
 /* Count n more body bytes. Returns 0, or -EFBIG once the total exceeds
  * the limit (413; the bytes must not be forwarded). */
 int admit_body_add(struct admit_body *b, uint64_t n);
+
+/*
+ * The admission queue (HAProxy's maxconn + timeout queue): requests that
+ * found an in-flight cap full (the global one, or their route's) wait in
+ * one FIFO shared by the workers, at most max of them (0: no queue, a
+ * request over a cap is refused at once). Whenever a request leaves the
+ * gauges, admit_queue_kick() tells the first waiters that now fit (both
+ * their route's gauge and the global one have room) through notify(owner,
+ * handle), each once: the owner then tries admit_inflight_enter() on its
+ * own thread; on success it takes the waiter out (admit_queue_remove), on
+ * failure (another request took the slot first) it calls
+ * admit_queue_retry() and waits for the next kick. Thread-safe (one
+ * mutex); the notify function is called with the queue locked and must
+ * not call back into it. A waiter lives in its request; its owner removes
+ * it before the request's memory goes.
+ */
+struct admit_waiter {
+	struct admit_waiter *next, *prev;
+	void *owner;		   /* the worker serving the request */
+	uint64_t handle;	   /* the request's id on that worker */
+	struct admit_gauge *route; /* its route's gauge, NULL: none */
+	bool queued;		   /* in the queue */
+	bool notified;		   /* told, not answered yet */
+};
+
+/* Tell owner that a slot may be free for handle: 0, or -errno when it
+ * could not be told (it stays untold, for the next kick). */
+typedef int (*admit_notify_fn)(void *owner, uint64_t handle);
+
+struct admit_queue {
+	pthread_mutex_t lock;
+	struct admit_waiter *head, *tail;
+	atomic_size_t n;   /* waiters (read without the lock as a hint) */
+	atomic_size_t max; /* limits.max_queued; 0: no queue */
+	struct admit_gauge *global;
+	admit_notify_fn notify;
+};
+
+/* An empty queue over the global gauge, for at most max waiters. */
+int admit_queue_init(struct admit_queue *q, struct admit_gauge *global,
+		     size_t max, admit_notify_fn notify);
+void admit_queue_destroy(struct admit_queue *q);
+
+/* Change the bound (a reload); waiters over it stay until they leave. */
+void admit_queue_set_max(struct admit_queue *q, size_t max);
+
+/* Whether anyone waits (a hint: a request that finds a waiter queues
+ * behind it rather than take a slot first). */
+bool admit_queue_busy(struct admit_queue *q);
+
+/* Put w (owner, handle and route set) at the tail. 0, or -ENOSPC when the
+ * queue is full or off. */
+int admit_queue_add(struct admit_queue *q, struct admit_waiter *w);
+
+/* Take w out, wherever it is. Returns whether it was queued. */
+bool admit_queue_remove(struct admit_queue *q, struct admit_waiter *w);
+
+/* w was told but could not enter: it waits for the next kick. */
+void admit_queue_retry(struct admit_queue *q, struct admit_waiter *w);
+
+/* Tell the first waiters that fit now (each once). Cheap when no one
+ * waits. */
+void admit_queue_kick(struct admit_queue *q);
+
+/* Waiters now. */
+size_t admit_queue_length(struct admit_queue *q);
 
 /*
  * A request body's clock: timeouts.body (the grace) and

@@ -259,6 +259,7 @@ static const struct cfg_num cfg_limits[] = {
      CFG_IN_LIMITS(max_inflight_per_route)},
     {"body_buffer", CFG_BYTES, CONFIG_BODY_BUFFER_DEFAULT, 0,
      CONFIG_BODY_BUFFER_MAX, CFG_IN_LIMITS(body_buffer)},
+    {"max_queued", CFG_COUNT, 0, 0, 1000000, CFG_IN_LIMITS(max_queued)},
 };
 
 #define CFG_S 1000ULL
@@ -280,6 +281,7 @@ static const struct cfg_num cfg_timeouts[] = {
     {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CFG_DURATION_MAX_MS,
      CFG_IN_TIMEOUTS(tunnel_idle_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
+    {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
 };
 
 _Static_assert(CFG_NELEM(cfg_limits) <= CFG_NUMS_MAX,
@@ -627,10 +629,19 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {
-	    "listen",	      "workers",   "user",     "admin_listen",
-	    "control_socket", "pin_dir",   "limits",   "timeouts",
-	    "ratelimit",      "analytics", "projects", NULL};
+	static const char *const keys[] = {"listen",
+					   "workers",
+					   "user",
+					   "admin_listen",
+					   "control_socket",
+					   "pin_dir",
+					   "limits",
+					   "timeouts",
+					   "ratelimit",
+					   "analytics",
+					   "projects",
+					   "log_format",
+					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;
@@ -676,6 +687,12 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		if (strcmp(c->listen[i].text, c->admin_listen.text) == 0)
 			return cfg_fail(x, at.s, at.key, "%s is also in listen",
 					v);
+	rc = cfg_str(x, root, "", "log_format", "text", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (log_format_parse(v, &c->log_format))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is not a log format (text or json)", v);
 	rc = cfg_path(x, root, "", "control_socket", CONFIG_DEFAULT_CONTROL,
 		      CFG_SUN_PATH_MAX, false, &c->control_socket);
 	if (rc == 0)

@@ -116,6 +116,9 @@ struct config_limits {
 	/* a request body of at most this many bytes is read whole before
 	 * the upstream is chosen; 0: always stream */
 	uint64_t body_buffer;
+	/* requests that may wait for an in-flight slot (the admission
+	 * queue); 0: none wait, a request over a cap gets 503 at once */
+	uint64_t max_queued;
 };
 
 /* All in milliseconds, except body_min_rate (bytes per second, 0: off). */
@@ -128,6 +131,7 @@ struct config_timeouts {
 	uint64_t upstream_response_ms;
 	uint64_t tunnel_idle_ms;
 	uint64_t drain_ms;
+	uint64_t queue_ms; /* longest wait in the admission queue */
 };
 
 struct config_ratelimit {
@@ -141,7 +145,8 @@ struct config_analytics {
 };
 
 struct config {
-	char *path; /* the file it was read from */
+	enum log_format log_format; /* log_format: text or json lines */
+	char *path;		    /* the file it was read from */
 	struct config_addr *listen;
 	size_t n_listen;
 	unsigned workers;

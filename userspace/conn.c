@@ -1,95 +1,50 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * conn.c - a client connection: Parse, Resolve, Admit, and conn_req_end(),
- * the one function every request ends in.
+ * conn.c - a client connection: accepted (or refused over the cap),
+ * parked while idle, handed to its request (req.c) while one is under
+ * way, lingering at its close, then freed from the loop.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <inttypes.h>
 #include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "analytics.h"
-#include "sockio.h"
+#include "clk.h"
 #include "conn.h"
+#include "edge_assert.h"
 #include "listener.h"
-#include "stats.h"
-#include "upstream.h"
+#include "sockio.h"
 #include "worker.h"
 
-static void conn_parse(struct conn *c);
-static void conn_write_cb(struct sockio *io, void *arg);
-static uint64_t conn_idle_ms(const struct conn *c);
+/* Parked connections after which freed memory is handed back to the
+ * kernel (malloc_trim): at least this many, at the first tick with none
+ * new, or at the latest after CONN_TRIM_PARKS_MAX. */
+#define CONN_TRIM_PARKS 32
+#define CONN_TRIM_PARKS_MAX 8192
+/* What a connection refused at accept reads before its close. */
+#define CONN_REJECT_DRAIN 65536
+
 static void conn_idle_tick(struct conn *c);
+static uint64_t conn_idle_ms(const struct conn *c);
 
-static const char *status_text(int status)
-{
-	switch (status) {
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 408:
-		return "Request Timeout";
-	case 413:
-		return "Content Too Large";
-	case 414:
-		return "URI Too Long";
-	case 417:
-		return "Expectation Failed";
-	case 429:
-		return "Too Many Requests";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 500:
-		return "Internal Server Error";
-	case 501:
-		return "Not Implemented";
-	case 502:
-		return "Bad Gateway";
-	case 503:
-		return "Service Unavailable";
-	case 504:
-		return "Gateway Timeout";
-	case 505:
-		return "HTTP Version Not Supported";
-	default:
-		return "Error";
-	}
-}
+static void conn_reap_cb(evutil_socket_t fd, short what, void *arg);
 
-/* The outcome for a request head the parser refused, by its status. */
-static enum outcome outcome_of_parse(int status)
+int conn_set_init(struct worker *w)
 {
-	switch (status) {
-	case 414:
-		return OUTCOME_URI_TOO_LONG;
-	case 431:
-		return OUTCOME_HEADERS_TOO_LARGE;
-	case 501:
-		return OUTCOME_NOT_IMPLEMENTED;
-	case 505:
-		return OUTCOME_VERSION_NOT_SUPPORTED;
-	case 417:
-		return OUTCOME_EXPECTATION_FAILED;
-	default:
-		return OUTCOME_BAD_REQUEST;
-	}
-}
+	struct conn_set *cs = &w->cs;
 
-void conn_write(struct conn *c, const void *p, size_t n)
-{
-	if (c->closed)
-		return;
-	evbuffer_add(sockio_output(c->io), p, n);
-	c->r.bytes_out += n;
+	memset(cs, 0, sizeof(*cs));
+	TAILQ_INIT(&cs->open);
+	TAILQ_INIT(&cs->parked);
+	TAILQ_INIT(&cs->dead);
+	cs->reap = event_new(w->base, -1, 0, conn_reap_cb, w);
+	return cs->reap ? 0 : -ENOMEM;
 }
 
 void conn_timer(struct conn *c, uint64_t ms)
@@ -99,122 +54,25 @@ void conn_timer(struct conn *c, uint64_t ms)
 	evtimer_add(c->timer, worker_timeout(c->w, ms, &tv));
 }
 
-/* Whether the request has body bytes the client may still send. */
-static bool req_body_pending(const struct req *r)
+/* A descriptor came free on w: a listener paused for want of one may go
+ * on; a draining worker may be done. */
+static void conn_gone(struct worker *w)
 {
-	if (!r->head)
-		return false; /* no complete head: the connection closes */
-	if (!r->h.h.chunked && r->h.h.content_length <= 0)
-		return false;
-	return !r->p.req_body.done;
-}
-
-/* First value of header name in h, or NULL. */
-static const struct h1_header *find_header(const struct h1_head *h,
-					   const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < h->nheaders; i++)
-		if (h1_eq(h->headers[i].name, h->headers[i].name_len, name))
-			return &h->headers[i];
-	return NULL;
-}
-
-static void conn_record(struct conn *c, enum outcome o)
-{
-	struct analytics *a = c->w->sh->analytics;
-	struct req *r = &c->r;
-	struct analytics_event ev;
-	const struct h1_header *f;
-
-	if (!a)
-		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.time_ns = r->t0_real;
-	ev.duration_ns = worker_now_ns() - r->t0;
-	if (r->t_resp && r->p.t_connect)
-		ev.upstream_ns = r->t_resp - r->p.t_connect;
-	ev.bytes_in = r->bytes_in;
-	ev.bytes_out = r->bytes_out;
-	ev.status = (uint16_t)r->status;
-	ev.kind = o == OUTCOME_TUNNEL ? ANALYTICS_KIND_TUNNEL
-				      : ANALYTICS_KIND_REQUEST;
-	ev.outcome = (uint8_t)o;
-	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
-	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, c->client_ip, SIZE_MAX);
-	if (r->routed) {
-		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID,
-				    r->m.project_id, SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_ENVIRONMENT_ID,
-				    r->m.env_id, SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_DEPLOYMENT_ID,
-				    r->m.deployment_id, SIZE_MAX);
-	}
-	if (r->head) {
-		analytics_event_set(&ev, ANALYTICS_F_HOST, r->h.host,
-				    r->h.host_len);
-		analytics_event_set(&ev, ANALYTICS_F_METHOD, r->h.method_str,
-				    r->h.method_len);
-		analytics_event_set(&ev, ANALYTICS_F_PATH, r->h.target,
-				    r->h.target_len);
-		f = find_header(&r->h.h, "user-agent");
-		if (f)
-			analytics_event_set(&ev, ANALYTICS_F_USER_AGENT,
-					    f->value, f->value_len);
-		f = find_header(&r->h.h, "referer");
-		if (f)
-			analytics_event_set(&ev, ANALYTICS_F_REFERRER, f->value,
-					    f->value_len);
-	}
-	analytics_enqueue(a, &ev);
-}
-
-/* Write the JSON error response for o. */
-static void conn_send_error(struct conn *c, enum outcome o, const char *extra,
-			    bool close)
-{
-	struct req *r = &c->r;
-	char body[1024], head[1024];
-	ssize_t blen;
-	int status = outcome_status(o), hlen;
-
-	blen = outcome_error_body(o, r->id, body, sizeof(body));
-	if (blen < 0)
-		blen = 0;
-	hlen =
-	    snprintf(head, sizeof(head),
-		     "HTTP/1.1 %d %s\r\n"
-		     "Content-Type: application/json\r\n"
-		     "Content-Length: %zd\r\n"
-		     "X-Request-ID: %s\r\n"
-		     "Cache-Control: no-store\r\n"
-		     "%s%s\r\n",
-		     status, status_text(status), blen, r->id,
-		     extra ? extra : "", close ? "Connection: close\r\n" : "");
-	if (hlen < 0 || (size_t)hlen >= sizeof(head))
-		return;
-	conn_write(c, head, (size_t)hlen);
-	if (!(r->head && r->h.method == H1_M_HEAD))
-		conn_write(c, body, (size_t)blen);
-	r->status = status;
-	r->resp_started = true;
+	if (w->accept_paused)
+		listener_resume_all(w);
+	worker_maybe_exit(w);
 }
 
 /* Shut down our side once the output is flushed, then read and discard
  * until the client closes (bounded in time and bytes). */
-static void conn_linger(struct conn *c)
-{
-	if (evbuffer_get_length(sockio_output(c->io)) > 0)
-		return; /* the write callback comes back here */
-	shutdown(sockio_fd(c->io), SHUT_WR);
-}
-
-/* Flush what is queued for the client, then close (CONN_CLOSING). */
 static void conn_finish(struct conn *c)
 {
 	if (c->closed)
 		return;
+	if (!c->io) { /* a tunnel had it: nothing left to say */
+		conn_close(c);
+		return;
+	}
 	c->state = CONN_CLOSING;
 	sockio_set_read_timeout(c->io, 0);
 	sockio_set_watermarks(c->io, 0, 0);
@@ -224,7 +82,7 @@ static void conn_finish(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	conn_linger(c);
+	sockio_shutdown(c->io); /* once the output is out */
 }
 
 /* c waits for its next head with nothing buffered: arm the idle timer
@@ -235,7 +93,7 @@ static void conn_idle_begin(struct conn *c)
 
 	c->kick = false;
 	c->timer_mode = CONN_T_IDLE;
-	c->idle_since = worker_now_ns();
+	c->idle_since = clk_now_ns();
 	conn_timer(c, ms < CONN_PARK_MS ? ms : CONN_PARK_MS);
 }
 
@@ -259,172 +117,26 @@ static void conn_wait_head(struct conn *c)
 	evtimer_add(c->timer, &zero);
 }
 
-_Static_assert(offsetof(struct req, p) + sizeof(struct proxy) ==
-		   sizeof(struct req),
-	       "conn_req_begin zeroes struct req up to p, then p to the end");
-
-static void conn_req_begin(struct conn *c)
+void conn_next(struct conn *c, bool close)
 {
-	struct req *r = &c->r;
-
-	/* all but the request's and the response's header arrays, 3 KB
-	 * each (see h1_zero_around); p is the last member */
-	h1_zero_around(r, offsetof(struct req, p), r->h.h.headers,
-		       sizeof(r->h.h.headers));
-	h1_zero_around(&r->p, sizeof(*r) - offsetof(struct req, p),
-		       r->p.resp.h.headers, sizeof(r->p.resp.h.headers));
-	r->active = true;
-	r->t0 = worker_now_ns();
-	r->t0_real = worker_now_real_ns();
-	h1_request_init(&r->h);
-	c->nreq++;
-}
-
-void conn_req_end(struct conn *c, enum outcome o, const char *extra)
-{
-	struct worker_shared *sh = c->w->sh;
-	struct req *r = &c->r;
-	bool close;
-
-	if (!r->active)
-		return;
-	r->active = false;
-	if (r->p.state == PROXY_TUNNEL) {
-		/* however a tunnel ends (closed, idle, error, edge closing the
-		 * connection), it is recorded as one: proxy_release closes it
-		 * and adds its byte counts before conn_record */
-		o = OUTCOME_TUNNEL;
-		c->close_after = true;
-		c->client_eof = true;
-	}
-	if (!r->id[0] && hdr_request_id_new(r->id))
-		snprintf(r->id, sizeof(r->id), "-");
-	close = c->close_after || c->w->draining || !r->head ||
-		req_body_pending(r) || r->p.client_close;
-	if (outcome_sends_error(o)) {
-		if (o == OUTCOME_CONNECTION_LIMIT ||
-		    o == OUTCOME_HEADER_TIMEOUT || o == OUTCOME_BODY_TIMEOUT ||
-		    o == OUTCOME_INTERNAL_ERROR || o == OUTCOME_FD_EXHAUSTED)
-			close = true;
-		if (!r->resp_started)
-			conn_send_error(c, o, extra, close);
-		else
-			close = true; /* a relayed response was cut short */
-	} else if (o == OUTCOME_CLIENT_CLOSED) {
-		close = true;
-		if (!r->resp_started)
-			r->status = OUTCOME_CLIENT_CLOSED_STATUS;
-	}
-	proxy_release(c, o == OUTCOME_OK);
-	conn_record(c, o);
-	stats_request_done(o, r->status, r->t0, r->p.t_connect, r->t_resp);
-	if (r->inflight)
-		admit_inflight_leave(&sh->inflight, r->m.inflight);
-	r->inflight = false;
-	route_table_put(r->rt);
-	r->rt = NULL;
-	r->routed = false;
-	free(r->head);
-	r->head = NULL;
 	if (c->closed)
 		return;
-	if (close)
+	if (close || !c->io)
 		conn_finish(c);
 	else
 		conn_wait_head(c);
 }
 
-/* The head is complete: Resolve and Admit, then hand over to the proxy. */
-static void conn_req_head(struct conn *c)
+/* A connection waiting for a head: parse what arrived (req.c), unless
+ * pipelined answers pile up (the write callback resumes). */
+static void conn_head_input(struct conn *c)
 {
-	struct worker *w = c->w;
-	struct worker_shared *sh = w->sh;
-	struct req *r = &c->r;
-	struct h1_request *h = &r->h;
-	enum route_status rs;
-	const char *id, *path;
-	size_t idn = 0, path_len;
-	unsigned retry = 0;
-	char extra[64];
-
-	id = hdr_request_id_get(&h->h, &idn);
-	if (id && idn < sizeof(r->id)) {
-		memcpy(r->id, id, idn);
-		r->id[idn] = '\0';
-	} else if (hdr_request_id_new(r->id)) {
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
-		return;
-	}
-	if (!h->h.keep_alive || w->draining)
-		c->close_after = true;
-
-	/* Resolve */
-	r->rt = route_table_current(&sh->routes);
-	if (!r->rt || !h->host) {
-		conn_req_end(c, OUTCOME_DOMAIN_NOT_FOUND, NULL);
-		return;
-	}
-	path = h->path;
-	path_len = h->query ? (size_t)(h->query + h->query_len - h->path)
-			    : h->path_len;
-	rs = route_lookup(r->rt, h->host, h->host_len, path, path_len, &r->m);
-	if (rs == ROUTE_DOMAIN_NOT_FOUND) {
-		conn_req_end(c, OUTCOME_DOMAIN_NOT_FOUND, NULL);
-		return;
-	}
-	r->routed = true;
-	if (rs == ROUTE_PROJECT_DISABLED) {
-		conn_req_end(c, OUTCOME_PROJECT_DISABLED, NULL);
-		return;
-	}
-
-	/* Admit */
-	if (!route_ip_allowed(&r->m, &c->peer_cidr)) {
-		conn_req_end(c, OUTCOME_IP_DENIED, NULL);
-		return;
-	}
-	if (w->limiter && admit_take(w->limiter, &c->peer_cidr, worker_now_ns(),
-				     &retry) == -EAGAIN) {
-		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry);
-		conn_req_end(c, OUTCOME_RATE_LIMITED, extra);
-		return;
-	}
-	if (h->h.content_length >= 0 &&
-	    !admit_body_declared_ok((uint64_t)h->h.content_length,
-				    r->m.max_body_bytes)) {
-		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
-		return;
-	}
-	admit_body_init(&r->limit, r->m.max_body_bytes);
-	if (admit_inflight_enter(&sh->inflight, r->m.inflight)) {
-		conn_req_end(c, OUTCOME_OVERLOADED, NULL);
-		return;
-	}
-	r->inflight = true;
-	if (h->expect_continue && (h->h.chunked || h->h.content_length > 0)) {
-		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-
-		conn_write(c, cont, sizeof(cont) - 1);
-	}
-	c->state = CONN_PROXY;
-	proxy_start(c);
-}
-
-static void conn_parse(struct conn *c)
-{
-	const struct h1_limits *h1 = &c->w->set.h1;
-	struct evbuffer *in = sockio_input(c->io);
-	struct req *r = &c->r;
-	size_t len = evbuffer_get_length(in), n;
-	const char *buf;
-	int rc;
-
 	if (c->state != CONN_HEAD || c->closed)
 		return;
 	c->kick = false; /* this parse is what the kick asked for */
 	if (evbuffer_get_length(sockio_output(c->io)) > PROXY_HIGH_WATER)
-		return; /* pipelined answers pile up: the write cb resumes */
-	if (len == 0) {
+		return;
+	if (evbuffer_get_length(sockio_input(c->io)) == 0) {
 		if (c->client_eof) {
 			conn_close(c);
 			return;
@@ -433,46 +145,11 @@ static void conn_parse(struct conn *c)
 			conn_idle_begin(c);
 		return;
 	}
-	if (!r->active)
-		conn_req_begin(c);
 	if (c->timer_mode != CONN_T_HEADER) {
 		c->timer_mode = CONN_T_HEADER;
 		conn_timer(c, c->w->set.timeouts.header_ms);
 	}
-	n = len < h1->head_max + 1 ? len : h1->head_max + 1;
-	buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
-	if (!buf) {
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
-		return;
-	}
-	rc = h1_parse_request(buf, n, h1, &r->h);
-	if (rc == 0) {
-		if (c->client_eof)
-			conn_req_end(c, OUTCOME_CLIENT_CLOSED, NULL);
-		return;
-	}
-	evtimer_del(c->timer);
-	c->timer_mode = CONN_T_NONE;
-	if (rc < 0) {
-		r->bytes_in = n;
-		c->close_after = true;
-		log_debug("%s: bad request: %s at byte %zu", c->client_ip,
-			  h1_err_name(r->h.h.err), r->h.h.err_off);
-		conn_req_end(c, outcome_of_parse(r->h.h.status), NULL);
-		return;
-	}
-	/* keep a copy of the head: the spans must outlive the input */
-	r->head = malloc((size_t)rc);
-	if (!r->head) {
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
-		return;
-	}
-	memcpy(r->head, buf, (size_t)rc);
-	r->head_len = (size_t)rc;
-	h1_parse_request(r->head, r->head_len, h1, &r->h);
-	evbuffer_drain(in, r->head_len);
-	r->bytes_in = r->head_len;
-	conn_req_head(c);
+	req_parse(c);
 }
 
 static void conn_read_cb(struct sockio *io, void *arg)
@@ -482,10 +159,10 @@ static void conn_read_cb(struct sockio *io, void *arg)
 
 	switch (c->state) {
 	case CONN_HEAD:
-		conn_parse(c);
+		conn_head_input(c);
 		break;
-	case CONN_PROXY:
-		proxy_client_readable(c);
+	case CONN_REQ:
+		req_client_readable(&c->r);
 		break;
 	case CONN_CLOSING:
 		c->discarded += evbuffer_get_length(in);
@@ -503,17 +180,13 @@ static void conn_write_cb(struct sockio *io, void *arg)
 	(void)io;
 	switch (c->state) {
 	case CONN_HEAD:
-		conn_parse(c);
+		conn_head_input(c);
 		break;
-	case CONN_PROXY:
-		proxy_client_drained(c);
+	case CONN_REQ:
+		req_client_drained(&c->r);
 		break;
 	case CONN_CLOSING:
-		if (c->client_eof)
-			conn_close(c);
-		else
-			conn_linger(c);
-		break;
+		break; /* the shutdown follows the output */
 	}
 }
 
@@ -527,15 +200,20 @@ static void conn_event_cb(struct sockio *io, short what, void *arg)
 	case CONN_HEAD:
 		if (eof) {
 			c->client_eof = true;
-			conn_parse(c);
+			conn_head_input(c);
 		} else {
 			conn_close(c);
 		}
 		break;
-	case CONN_PROXY:
-		proxy_client_gone(c, eof);
+	case CONN_REQ:
+		req_client_gone(&c->r, eof);
 		break;
 	case CONN_CLOSING:
+		if (what & SOCKIO_SHUT) {
+			if (c->client_eof)
+				conn_close(c); /* both sides done */
+			break;		       /* linger: read and discard */
+		}
 		conn_close(c);
 		break;
 	}
@@ -550,16 +228,16 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	switch (c->state) {
 	case CONN_HEAD:
 		if (c->kick) {
-			conn_parse(c);
+			conn_head_input(c);
 		} else if (c->timer_mode == CONN_T_HEADER && c->r.active) {
 			c->close_after = true;
-			conn_req_end(c, OUTCOME_HEADER_TIMEOUT, NULL);
+			req_end(&c->r, OUTCOME_HEADER_TIMEOUT, NULL);
 		} else {
 			conn_idle_tick(c);
 		}
 		break;
-	case CONN_PROXY:
-		proxy_timeout(c);
+	case CONN_REQ:
+		req_timeout(&c->r);
 		break;
 	case CONN_CLOSING:
 		conn_close(c);
@@ -573,27 +251,32 @@ static void conn_btimer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->state == CONN_PROXY)
-		proxy_body_timeout(c);
+	if (c->state == CONN_REQ)
+		req_body_timeout(&c->r);
 }
 
-/* Make the connection object for fd (a new or an unparked connection)
- * and wait for its next head. NULL when out of memory (fd closed). */
-static struct conn *conn_open(struct worker *w, int fd,
-			      const union conn_addr *peer, socklen_t len,
-			      unsigned nreq)
+static socklen_t conn_addr_len(const union conn_addr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->v6) : sizeof(a->v4);
+}
+
+/* Make the connection object for transport t (a new or an unparked
+ * connection) and wait for its next head. NULL when out of memory (t
+ * closed). */
+static struct conn *conn_open(struct worker *w, struct transport *t,
+			      const union conn_addr *peer, unsigned nreq)
 {
 	struct conn *c;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		close(fd);
+		transport_close(t);
 		return NULL;
 	}
 	c->w = w;
 	c->nreq = nreq;
 	c->peer = *peer;
-	c->peer_len = len;
+	c->peer_len = conn_addr_len(peer);
 	if (peer->sa.sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &peer->v6.sin6_addr, c->client_ip,
 			  sizeof(c->client_ip));
@@ -602,14 +285,18 @@ static struct conn *conn_open(struct worker *w, int fd,
 			  sizeof(c->client_ip));
 	if (cidr_parse_addr(c->client_ip, &c->peer_cidr, NULL))
 		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
-	c->io = sockio_new(w->base, fd);
+	c->r.c = c;
+	c->r.w = w;
+	c->r.client_ip = c->client_ip;
+	c->r.peer = &c->peer.sa;
+	c->io = sockio_new(w->base, t);
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	c->btimer = evtimer_new(w->base, conn_btimer_cb, c);
 	if (!c->io || !c->timer || !c->btimer) {
 		if (c->io)
 			sockio_free(c->io);
 		else
-			close(fd);
+			transport_close(t);
 		if (c->timer)
 			event_free(c->timer);
 		if (c->btimer)
@@ -618,8 +305,8 @@ static struct conn *conn_open(struct worker *w, int fd,
 		return NULL;
 	}
 	sockio_setcb(c->io, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	TAILQ_INSERT_TAIL(&w->conns, c, link);
-	w->nconns++;
+	TAILQ_INSERT_TAIL(&w->cs.open, c, link);
+	w->cs.n++;
 	conn_wait_head(c);
 	return c;
 }
@@ -648,24 +335,25 @@ static size_t conn_park_size(void)
 /* A zeroed parked entry, or NULL when out of memory. */
 static struct conn_park *conn_park_alloc(struct worker *w)
 {
+	struct conn_set *cs = &w->cs;
 	size_t sz = conn_park_size(), i;
 	struct conn_park_slab *slab;
 	struct conn_park *k;
 
-	if (!w->park_free) {
+	if (!cs->park_free) {
 		slab = malloc(sizeof(*slab) + CONN_PARK_SLAB * sz);
 		if (!slab)
 			return NULL;
-		slab->next = w->park_slabs;
-		w->park_slabs = slab;
+		slab->next = cs->park_slabs;
+		cs->park_slabs = slab;
 		for (i = CONN_PARK_SLAB; i-- > 0;) {
 			k = (struct conn_park *)(void *)(slab->mem + i * sz);
-			k->next_free = w->park_free;
-			w->park_free = k;
+			k->next_free = cs->park_free;
+			cs->park_free = k;
 		}
 	}
-	k = w->park_free;
-	w->park_free = k->next_free;
+	k = cs->park_free;
+	cs->park_free = k->next_free;
 	memset(k, 0, sz);
 	return k;
 }
@@ -673,25 +361,26 @@ static struct conn_park *conn_park_alloc(struct worker *w)
 /* Return an unused entry to w's slabs. */
 static void conn_park_put(struct worker *w, struct conn_park *k)
 {
-	k->next_free = w->park_free;
-	w->park_free = k;
+	k->next_free = w->cs.park_free;
+	w->cs.park_free = k;
 }
 
-/* Forget a parked connection: free it, and close its socket unless it
- * goes on as a struct conn (keep_fd). */
-static void conn_park_free(struct conn_park *k, bool keep_fd)
+/* Forget a parked connection: free its entry, and close its transport
+ * unless it goes on as a struct conn (keep: the transport is copied to
+ * *keep). */
+static void conn_park_free(struct conn_park *k, struct transport *keep)
 {
 	struct worker *w = k->w;
 
 	event_del((struct event *)k->ev);
-	TAILQ_REMOVE(&w->parked, k, link);
+	TAILQ_REMOVE(&w->cs.parked, k, link);
 	atomic_fetch_sub(&w->sh->parked, 1);
-	if (!keep_fd) {
-		close(k->fd);
-		w->nconns--;
+	if (keep) {
+		*keep = k->t;
+	} else {
+		transport_close(&k->t);
+		w->cs.n--;
 		atomic_fetch_sub(&w->sh->connections, 1);
-		if (w->accept_paused)
-			listener_resume_all(w);
 	}
 	conn_park_put(w, k);
 }
@@ -704,28 +393,28 @@ static void conn_park_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn_park *k = arg;
 	struct worker *w = k->w;
 	union conn_addr peer = k->peer;
-	socklen_t len = k->peer_len;
 	unsigned nreq = k->nreq;
+	struct transport t;
 
 	(void)fd;
 	if (!(what & EV_READ)) {
-		conn_park_free(k, false);
-		worker_maybe_exit(w);
+		conn_park_free(k, NULL);
+		conn_gone(w);
 		return;
 	}
-	fd = k->fd;
-	conn_park_free(k, true);
-	w->nconns--; /* conn_open counts it again */
-	if (!conn_open(w, fd, &peer, len, nreq)) {
+	conn_park_free(k, &t);
+	w->cs.n--; /* conn_open counts it again */
+	if (!conn_open(w, &t, &peer, nreq)) {
 		atomic_fetch_sub(&w->sh->connections, 1);
-		worker_maybe_exit(w);
+		conn_gone(w);
 	}
 }
 
-/* Park fd for at most ms; the caller has counted it in w->nconns and
- * sh->connections. Returns -1 when out of memory, fd left to the caller. */
-static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
-		     socklen_t len, unsigned nreq, uint64_t ms)
+/* Park the stream t for at most ms; the caller has counted it in w->cs.n
+ * and sh->connections. Returns -1 when out of memory or the loop refused
+ * the event, t left to the caller. */
+static int conn_park(struct worker *w, const struct transport *t,
+		     const union conn_addr *peer, unsigned nreq, uint64_t ms)
 {
 	struct timeval tv = {(time_t)(ms / 1000),
 			     (suseconds_t)((ms % 1000) * 1000)};
@@ -735,17 +424,16 @@ static int conn_park(struct worker *w, int fd, const union conn_addr *peer,
 	if (!k)
 		return -1;
 	k->w = w;
-	k->fd = fd;
+	k->t = *t;
 	k->nreq = nreq;
 	k->peer = *peer;
-	k->peer_len = len;
-	if (event_assign((struct event *)k->ev, w->base, fd, EV_READ,
+	if (event_assign((struct event *)k->ev, w->base, t->fd, EV_READ,
 			 conn_park_cb, k) ||
 	    event_add((struct event *)k->ev, &tv)) {
 		conn_park_put(w, k);
 		return -1;
 	}
-	TAILQ_INSERT_TAIL(&w->parked, k, link);
+	TAILQ_INSERT_TAIL(&w->cs.parked, k, link);
 	atomic_fetch_add(&w->sh->parked, 1);
 	return 0;
 }
@@ -764,10 +452,10 @@ static uint64_t conn_idle_ms(const struct conn *c)
 static void conn_idle_tick(struct conn *c)
 {
 	struct worker *w = c->w;
-	uint64_t waited = (worker_now_ns() - c->idle_since) / 1000000;
+	uint64_t waited = (clk_now_ns() - c->idle_since) / 1000000;
 	uint64_t limit = conn_idle_ms(c);
+	struct transport t;
 	struct conn_park *k;
-	int fd;
 
 	if (waited >= limit) {
 		conn_close(c); /* idle keep-alive connection */
@@ -788,16 +476,16 @@ static void conn_idle_tick(struct conn *c)
 		return;
 	}
 	conn_park_put(w, k);
-	/* hand the socket to the parked entry, then close c */
-	fd = sockio_release(c->io);
+	/* hand the stream to the parked entry, then close c */
+	sockio_release(c->io, &t);
 	c->io = NULL;
-	if (conn_park(w, fd, &c->peer, c->peer_len, c->nreq, limit - waited)) {
-		close(fd); /* could not watch it (epoll): it closes */
+	if (conn_park(w, &t, &c->peer, c->nreq, limit - waited)) {
+		transport_close(&t); /* could not watch it (epoll): it closes */
 		conn_close(c);
 		return;
 	}
-	w->nconns++; /* the parked entry; conn_close takes c's away */
-	w->parks++;
+	w->cs.n++; /* the parked entry; conn_close takes c's away */
+	w->cs.parks++;
 	atomic_fetch_add(&w->sh->connections, 1);
 	conn_close(c);
 }
@@ -810,24 +498,12 @@ static void conn_idle_tick(struct conn *c)
  * is read first (at most CONN_REJECT_DRAIN bytes), so that the close
  * sends a FIN behind the answer rather than a reset in front of it.
  */
-#define CONN_REJECT_DRAIN 65536
 static void conn_reject_now(struct conn *c)
 {
-	char buf[4096];
-	size_t drained = 0;
-	ssize_t n;
-	int fd;
-
 	if (c->closed)
 		return;
-	fd = sockio_fd(c->io);
-	evbuffer_drain(sockio_input(c->io),
-		       evbuffer_get_length(sockio_input(c->io)));
-	while (drained < CONN_REJECT_DRAIN &&
-	       (n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
-		drained += (size_t)n;
-	evbuffer_write(sockio_output(c->io), fd);
-	shutdown(fd, SHUT_WR);
+	sockio_discard(c->io, CONN_REJECT_DRAIN);
+	sockio_flush(c->io); /* the close sends the FIN behind it */
 	c->client_eof = true;
 	conn_close(c);
 }
@@ -837,9 +513,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 {
 	struct worker_shared *sh = w->sh;
 	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
-
-	/* over cap: 503; the descriptor limit's cap is the listener's */
 	union conn_addr peer;
+	struct transport t;
 	struct conn *c;
 	int one = 1;
 
@@ -848,15 +523,16 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		len = sizeof(peer);
 	memcpy(&peer, sa, len);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	transport_tcp(&t, fd);
+	/* over cap: 503; the descriptor limit's cap is the listener's */
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (n <= cap && !w->draining) {
-		w->nconns++;
-		if (conn_park(w, fd, &peer, len, 0,
-			      w->set.timeouts.header_ms) == 0)
+		w->cs.n++;
+		if (conn_park(w, &t, &peer, 0, w->set.timeouts.header_ms) == 0)
 			return;
-		w->nconns--;
+		w->cs.n--;
 	}
-	c = conn_open(w, fd, &peer, len, 0);
+	c = conn_open(w, &t, &peer, 0);
 	if (!c) {
 		atomic_fetch_sub(&sh->connections, 1);
 		return;
@@ -864,11 +540,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	if (n > cap || w->draining) {
 		evtimer_del(c->timer);
 		c->kick = false;
-		conn_req_begin(c);
-		conn_req_end(c,
-			     w->draining ? OUTCOME_SHUTTING_DOWN
-					 : OUTCOME_CONNECTION_LIMIT,
-			     NULL);
+		req_refuse(c, w->draining ? OUTCOME_SHUTTING_DOWN
+					  : OUTCOME_CONNECTION_LIMIT);
 		conn_reject_now(c);
 	}
 }
@@ -882,12 +555,12 @@ void conn_close(struct conn *c)
 	if (c->r.active) {
 		c->close_after = true;
 		c->client_eof = true;
-		conn_req_end(c, OUTCOME_CLIENT_CLOSED, NULL);
+		req_end(&c->r, OUTCOME_CLIENT_CLOSED, NULL);
 		if (c->closed)
-			return; /* conn_req_end closed it */
+			return; /* req_end closed it */
 	}
 	c->closed = true;
-	proxy_release(c, false);
+	proxy_release(&c->r, false);
 	sockio_free(c->io);
 	c->io = NULL;
 	event_free(c->timer);
@@ -895,24 +568,49 @@ void conn_close(struct conn *c)
 	event_free(c->btimer);
 	c->btimer = NULL;
 	atomic_fetch_sub(&w->sh->connections, 1);
-	TAILQ_REMOVE(&w->conns, c, link);
-	w->nconns--;
-	TAILQ_INSERT_TAIL(&w->dead, c, link);
-	event_active(w->reap, EV_TIMEOUT, 0);
-	if (w->accept_paused)
-		listener_resume_all(w);
-	worker_maybe_exit(w);
+	TAILQ_REMOVE(&w->cs.open, c, link);
+	EDGE_ASSERT(w->cs.n > 0);
+	w->cs.n--;
+	TAILQ_INSERT_TAIL(&w->cs.dead, c, link);
+	event_active(w->cs.reap, EV_TIMEOUT, 0);
+	conn_gone(w);
 }
 
-void conn_reap(struct worker *w)
+/* Free the memory of w's closed connections. */
+static void conn_reap(struct worker *w)
 {
 	struct conn *c;
 
-	while ((c = TAILQ_FIRST(&w->dead))) {
-		TAILQ_REMOVE(&w->dead, c, link);
+	while ((c = TAILQ_FIRST(&w->cs.dead))) {
+		TAILQ_REMOVE(&w->cs.dead, c, link);
 		free(c->r.head);
 		free(c);
 	}
+}
+
+static void conn_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_reap(arg);
+}
+
+bool conn_tick_trim(struct worker *w)
+{
+	struct conn_set *cs = &w->cs;
+	bool trim;
+
+	/* once a burst of connections has gone idle (a tick without parks
+	 * after some), their request memory is free but scattered between
+	 * parked entries: give its pages back; a steady stream of parks
+	 * reuses the memory instead */
+	cs->parks_untrimmed += cs->parks;
+	trim = cs->parks_untrimmed >= CONN_TRIM_PARKS_MAX ||
+	       (cs->parks == 0 && cs->parks_untrimmed >= CONN_TRIM_PARKS);
+	if (trim)
+		cs->parks_untrimmed = 0;
+	cs->parks = 0;
+	return trim;
 }
 
 void conn_drain_all(struct worker *w)
@@ -920,10 +618,10 @@ void conn_drain_all(struct worker *w)
 	struct conn *c, *next;
 	struct conn_park *k;
 
-	while ((k = TAILQ_FIRST(&w->parked)))
-		conn_park_free(k, false);
+	while ((k = TAILQ_FIRST(&w->cs.parked)))
+		conn_park_free(k, NULL);
 
-	for (c = TAILQ_FIRST(&w->conns); c; c = next) {
+	for (c = TAILQ_FIRST(&w->cs.open); c; c = next) {
 		next = TAILQ_NEXT(c, link);
 		if (c->state == CONN_HEAD && !c->r.active)
 			conn_close(c);
@@ -934,18 +632,22 @@ void conn_drain_all(struct worker *w)
 
 void conn_free_all(struct worker *w)
 {
+	struct conn_set *cs = &w->cs;
 	struct conn *c;
 	struct conn_park *k;
 	struct conn_park_slab *slab;
 
-	while ((k = TAILQ_FIRST(&w->parked)))
-		conn_park_free(k, false);
-	while ((c = TAILQ_FIRST(&w->conns)))
+	while ((k = TAILQ_FIRST(&cs->parked)))
+		conn_park_free(k, NULL);
+	while ((c = TAILQ_FIRST(&cs->open)))
 		conn_close(c);
 	conn_reap(w);
-	while ((slab = w->park_slabs)) {
-		w->park_slabs = slab->next;
+	while ((slab = cs->park_slabs)) {
+		cs->park_slabs = slab->next;
 		free(slab);
 	}
-	w->park_free = NULL;
+	cs->park_free = NULL;
+	if (cs->reap)
+		event_free(cs->reap);
+	cs->reap = NULL;
 }

@@ -22,11 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clk.h"
 #include "admin.h"
 #include "analytics.h"
 #include "config.h"
 #include "ctl.h"
 #include "log.h"
+#include "req.h"
 #include "route.h"
 #include "stats.h"
 #include "worker.h"
@@ -203,6 +205,8 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 	pthread_mutex_unlock(&d->sh.set_lock);
 	admit_gauge_set_limit(&d->sh.inflight,
 			      (unsigned)cfg->limits.max_inflight);
+	admit_queue_set_max(&d->sh.queue, (size_t)cfg->limits.max_queued);
+	log_set_format(cfg->log_format);
 	for (i = 0; i < d->nw; i++)
 		if (d->w[i])
 			worker_retune(d->w[i]);
@@ -259,7 +263,7 @@ static void edged_drain_poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct edged *d = arg;
 	struct timespec now;
-	bool running = false, late = worker_now_ns() >= d->drain_end_ns;
+	bool running = false, late = clk_now_ns() >= d->drain_end_ns;
 	unsigned i;
 
 	(void)fd;
@@ -298,7 +302,7 @@ static void edged_drain(struct edged *d, int sig)
 		 (unsigned long long)d->sh.set.timeouts.drain_ms);
 	d->draining = true;
 	d->drain_end_ns =
-	    worker_now_ns() + d->sh.set.timeouts.drain_ms * 1000000ull;
+	    clk_now_ns() + d->sh.set.timeouts.drain_ms * 1000000ull;
 	for (i = 0; i < d->nw; i++)
 		worker_drain(d->w[i]);
 	d->drain_poll =
@@ -420,7 +424,7 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	*result = json_pack(
 	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I}", "pid", (json_int_t)getpid(),
 	    "version", EDGE_VERSION, "uptime_s",
-	    (json_int_t)((worker_now_ns() - d->start_ns) / 1000000000ull),
+	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
 	    (json_int_t)atomic_load(&d->sh.connections));
@@ -619,6 +623,7 @@ int main(int argc, char **argv)
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
 	}
+	log_set_format(d.cfg->log_format);
 	print_warnings(d.cfg);
 	if (check) {
 		printf("%s: ok\n", d.conf_path);
@@ -635,8 +640,12 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.sh.set_lock, NULL);
 	worker_settings_from(&d.sh.set, d.cfg);
 	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
+	if (admit_queue_init(&d.sh.queue, &d.sh.inflight,
+			     (size_t)d.cfg->limits.max_queued,
+			     req_queue_notify))
+		goto out;
 	edged_fd_limit(&d, d.cfg);
-	d.start_ns = worker_now_ns();
+	d.start_ns = clk_now_ns();
 	errbuf_clear(&err);
 	if (edged_routes(&d, d.cfg, true, &err)) {
 		log_warnx("%s", err.msg);
@@ -688,7 +697,8 @@ int main(int argc, char **argv)
 			goto out;
 	if (d.sh.analytics && analytics_start(d.sh.analytics))
 		goto out;
-	stats_install(d.stats);
+	d.sh.request_done = stats_request_done;
+	d.sh.request_done_arg = d.stats;
 	for (i = 0; i < d.nw; i++) {
 		rc = worker_start(d.w[i]);
 		if (rc) {
@@ -706,6 +716,11 @@ int main(int argc, char **argv)
 	log_note("stopped");
 	status = 0;
 out:
+	/* the workers' loops have stopped: first no more messages between
+	 * them, then free them (closing one's connections may kick the
+	 * admission queue towards another) */
+	for (i = 0; i < d.nw; i++)
+		worker_quiesce(d.w[i]);
 	for (i = 0; i < d.nw; i++)
 		worker_free(d.w[i]);
 	free(d.w);
@@ -721,6 +736,7 @@ out:
 		event_base_free(d.base);
 	analytics_free(d.sh.analytics);
 	route_holder_clear(&d.sh.routes);
+	admit_queue_destroy(&d.sh.queue);
 	config_free(d.cfg);
 	return status;
 }

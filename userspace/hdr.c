@@ -543,34 +543,101 @@ void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
 	*n += nn + vn + 4;
 }
 
-int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
-		       const char *request_id, const char *extra,
-		       int64_t content_length, bool chunked, bool close)
+const char *hdr_status_text(int status)
+{
+	switch (status) {
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 408:
+		return "Request Timeout";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 417:
+		return "Expectation Failed";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
+	default:
+		return "Error";
+	}
+}
+
+/*
+ * The one builder of response heads (hdr_build_response for a relayed
+ * one, hdr_build_error for edge's own): the status line, the kept fields
+ * of h (none when NULL) or the fixed lines pre, X-Request-ID, extra, then
+ * Connection: upgrade for a 101 or the framing, and Connection: close.
+ */
+static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
+			  size_t reason_len, const struct h1_head *h,
+			  const char *pre, const char *request_id,
+			  const char *extra, int64_t content_length,
+			  bool chunked, bool close, bool upgrade)
 {
 	char line[24];
 	int n;
 
-	if (p->code >= 0 && p->code <= 999) {
+	if (code >= 0 && code <= 999) {
 		memcpy(line, "HTTP/1.1 ", 9);
-		line[9] = (char)('0' + p->code / 100);
-		line[10] = (char)('0' + p->code / 10 % 10);
-		line[11] = (char)('0' + p->code % 10);
+		line[9] = (char)('0' + code / 100);
+		line[10] = (char)('0' + code / 10 % 10);
+		line[11] = (char)('0' + code % 10);
 		line[12] = ' ';
 		n = 13;
 	} else { /* not from the parser: as "%03d" has it */
-		n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", p->code);
+		n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", code);
 	}
 	hdr_buf_add(b, line, (size_t)n);
-	hdr_buf_add(b, p->reason, p->reason_len);
+	hdr_buf_add(b, reason, reason_len);
 	HDR_BUF_LIT(b, "\r\n");
-	kept_fields(b, &p->h, p->upgrade);
+	if (h)
+		kept_fields(b, h, upgrade);
+	hdr_buf_str(b, pre);
 	HDR_OPT_FIELD(b, "X-Request-ID", request_id);
 	hdr_buf_str(b, extra);
-	if (p->upgrade)
+	if (upgrade)
 		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
-	else if (p->code >= 200 && p->code != 204 && p->code != 304)
+	else if (code >= 200 && code != 204 && code != 304)
 		framing(b, content_length, chunked);
-	if (close && !p->upgrade)
+	if (close && !upgrade)
 		HDR_BUF_LIT(b, "Connection: close\r\n");
 	return HDR_BUF_LIT(b, "\r\n");
+}
+
+int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
+		       const char *request_id, const char *extra,
+		       int64_t content_length, bool chunked, bool close)
+{
+	return hdr_build_head(b, p->code, p->reason, p->reason_len, &p->h, NULL,
+			      request_id, extra, content_length, chunked, close,
+			      p->upgrade);
+}
+
+int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
+		    const char *extra, size_t body_len, bool close)
+{
+	const char *reason = hdr_status_text(status);
+
+	return hdr_build_head(b, status, reason, strlen(reason), NULL,
+			      "Content-Type: application/json\r\n"
+			      "Cache-Control: no-store\r\n",
+			      request_id, extra, (int64_t)body_len, false,
+			      close, false);
 }

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clk.h"
 #include "conn.h"
 #include "listener.h"
 #include "worker.h"
@@ -55,7 +56,7 @@ static void listener_pause(struct listener *l, const char *why)
 	w->accept_paused++;
 	atomic_fetch_add(&w->sh->accept_pauses, 1);
 	evtimer_add(l->resume, worker_timeout(w, LISTENER_PAUSE_MS, &tv));
-	if (log_rl_allow(&w->accept_rl, worker_now_ns(),
+	if (log_rl_allow(&w->accept_rl, clk_now_ns(),
 			 LISTENER_LOG_INTERVAL_MS * 1000000ull, &held))
 		log_warnx("worker %u: accept on %s: %s: pausing accepts for "
 			  "%d ms (%llu more pauses since the last message)",

@@ -11,13 +11,13 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "clk.h"
+#include "req.h"
 #include "proxy.h"
 #include "sockio.h"
 #include "tunnel.h"
@@ -27,11 +27,11 @@
 /* Largest piece of a chunked body made contiguous for the decoder. */
 #define PROXY_CHUNK_PIECE 16384
 
-static void proxy_connect(struct conn *c);
-static void proxy_relay(struct conn *c);
-static void proxy_body_clock(struct conn *c);
-static void proxy_request_sent(struct conn *c);
-static void proxy_send_stalled(struct conn *c);
+static void proxy_connect(struct req *r);
+static void proxy_relay(struct req *r);
+static void proxy_body_clock(struct req *r);
+static void proxy_request_sent(struct req *r);
+static void proxy_send_stalled(struct req *r);
 
 void body_init(struct body *b, enum body_kind in, uint64_t left,
 	       bool out_chunked)
@@ -148,9 +148,9 @@ void proxy_pool_release(void *obj, int fd)
 
 /* Close the upstream connection, or give a clean one to the pool as it
  * is (still registered, watched for EOF and stray bytes). */
-static void proxy_drop_uio(struct conn *c, bool give)
+static void proxy_drop_uio(struct req *r, bool give)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 	struct sockio *uio = p->uio;
 
 	if (!uio)
@@ -163,32 +163,32 @@ static void proxy_drop_uio(struct conn *c, bool give)
 		sockio_set_read_timeout(uio, 0);
 		sockio_set_watermarks(uio, 0, 0);
 		sockio_enable(uio, EV_READ);
-		upstream_pool_give_obj(c->w->up, p->ep, sockio_fd(uio), uio,
-				       worker_now_ns());
+		upstream_pool_give_obj(r->w->up, p->ep, sockio_fd(uio), uio,
+				       clk_now_ns());
 		return;
 	}
 	sockio_free(uio);
 }
 
-static void proxy_ep_done(struct conn *c)
+static void proxy_ep_done(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
 	if (p->ep_counted)
 		upstream_inflight_add(p->ep, -1);
 	p->ep_counted = false;
 }
 
-void proxy_release(struct conn *c, bool ok)
+void proxy_release(struct req *r, bool ok)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 	struct tunnel_stats st;
 	bool give;
 
 	if (p->tun) {
 		tunnel_stats(p->tun, &st);
-		c->r.bytes_in += st.bytes_up;
-		c->r.bytes_out += st.bytes_down;
+		r->bytes_in += st.bytes_up;
+		r->bytes_out += st.bytes_down;
 		tunnel_free(p->tun);
 		p->tun = NULL;
 	}
@@ -197,32 +197,31 @@ void proxy_release(struct conn *c, bool ok)
 		       p->resp_body.done &&
 		       evbuffer_get_length(sockio_input(p->uio)) == 0 &&
 		       evbuffer_get_length(sockio_output(p->uio)) == 0;
-		proxy_drop_uio(c, give);
+		proxy_drop_uio(r, give);
 	}
-	proxy_ep_done(c);
+	proxy_ep_done(r);
 	if (p->held) {
 		evbuffer_free(p->held);
 		p->held = NULL;
 	}
-	if (c->btimer)
-		evtimer_del(c->btimer);
+	req_body_timer_stop(r);
 	p->state = PROXY_IDLE;
 }
 
 /* The current attempt failed before any response byte: report it and try
  * another endpoint (nothing of the request was consumed yet). */
-static void proxy_attempt_failed(struct conn *c)
+static void proxy_attempt_failed(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
-	log_debug("%s: upstream %s failed", c->r.id,
-		  p->ep ? upstream_ep_addr(p->ep)->text : "?");
+	log_debug_ctx(REQ_LOG_CTX(r), "upstream %s failed",
+		      p->ep ? upstream_ep_addr(p->ep)->text : "?");
 	if (p->ep)
-		upstream_report(c->w->up, p->ep, false, worker_now_ns());
-	proxy_drop_uio(c, false);
-	proxy_ep_done(c);
+		upstream_report(r->w->up, p->ep, false, clk_now_ns());
+	proxy_drop_uio(r, false);
+	proxy_ep_done(r);
 	p->ep = NULL;
-	proxy_connect(c);
+	proxy_connect(r);
 }
 
 /*
@@ -234,31 +233,30 @@ static void proxy_attempt_failed(struct conn *c)
  * drains); from then on timeouts.upstream_response runs for the response
  * head (proxy_request_sent). A slow upload is never the upstream's fault.
  */
-static void proxy_request_sent(struct conn *c)
+static void proxy_request_sent(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
 	p->send_stalled = false;
 	if (p->state == PROXY_WAITING)
-		conn_timer(c, c->w->set.timeouts.upstream_response_ms);
+		req_timer(r, r->w->set.timeouts.upstream_response_ms);
 }
 
-static void proxy_send_stalled(struct conn *c)
+static void proxy_send_stalled(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
 	if (p->state != PROXY_WAITING || p->send_stalled)
 		return;
 	p->send_stalled = true;
-	conn_timer(c, c->w->set.timeouts.upstream_response_ms);
+	req_timer(r, r->w->set.timeouts.upstream_response_ms);
 }
 
 /* Move what the client sent of the body towards the upstream. */
-static void proxy_pump_request(struct conn *c)
+static void proxy_pump_request(struct req *r)
 {
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
-	struct evbuffer *cin = sockio_input(c->io), *uout;
+	struct evbuffer *cin = req_client_in(r), *uout;
 	size_t before, queued;
 	uint64_t data;
 	int rc;
@@ -266,15 +264,15 @@ static void proxy_pump_request(struct conn *c)
 	if (p->req_body.done)
 		return;
 	if (!p->uio || p->state < PROXY_WAITING) {
-		proxy_body_clock(c); /* the body waits in the client's input */
+		proxy_body_clock(r); /* the body waits in the client's input */
 		return;
 	}
 	uout = sockio_output(p->uio);
 	queued = evbuffer_get_length(uout);
 	if (queued >= PROXY_HIGH_WATER) {
-		sockio_disable(c->io, EV_READ);
-		proxy_send_stalled(c);
-		proxy_body_clock(c);
+		req_client_read(r, false);
+		proxy_send_stalled(r);
+		proxy_body_clock(r);
 		return;
 	}
 	before = evbuffer_get_length(cin);
@@ -285,37 +283,37 @@ static void proxy_pump_request(struct conn *c)
 		/* counted before it was written: the upstream never gets a
 		 * complete request, and the connection closes (body unread) */
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
+		req_end(r, OUTCOME_BODY_TOO_LARGE, NULL);
 		return;
 	}
 	if (rc < 0) {
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_BAD_REQUEST, NULL);
+		req_end(r, OUTCOME_BAD_REQUEST, NULL);
 		return;
 	}
 	if (rc == 1) {
-		proxy_body_clock(c); /* stops it */
+		proxy_body_clock(r); /* stops it */
 		if (p->resp_body.done && p->state == PROXY_RELAYING) {
-			conn_req_end(c, OUTCOME_OK, NULL);
+			req_end(r, OUTCOME_OK, NULL);
 			return;
 		}
-		proxy_request_sent(c);
+		proxy_request_sent(r);
 		return;
 	}
 	if (evbuffer_get_length(uout) >= PROXY_HIGH_WATER) {
-		sockio_disable(c->io, EV_READ);
-		proxy_send_stalled(c);
+		req_client_read(r, false);
+		proxy_send_stalled(r);
 	}
-	proxy_body_clock(c);
+	proxy_body_clock(r);
 }
 
 /* Write what edge read of the body before connecting: the whole body,
  * added by reference so that it stays in p->held for a retry on another
  * connection, or the first piece of a longer chunked body as one chunk
  * (the rest follows from the client). Returns 0 or -ENOMEM. */
-static int proxy_send_held(struct conn *c)
+static int proxy_send_held(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 	struct evbuffer *uout = sockio_output(p->uio);
 	size_t n = evbuffer_get_length(p->held);
 
@@ -331,9 +329,8 @@ static int proxy_send_held(struct conn *c)
 }
 
 /* Connected (or reusing a pooled connection): send the rebuilt head. */
-static void proxy_connected(struct conn *c)
+static void proxy_connected(struct req *r)
 {
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
 	struct hdr_buf b;
@@ -343,7 +340,7 @@ static void proxy_connected(struct conn *c)
 	f.project_id = r->m.project_id;
 	f.environment_id = r->m.env_id;
 	f.deployment_id = r->m.deployment_id;
-	f.client_ip = c->client_ip;
+	f.client_ip = r->client_ip;
 	f.proto = "http";
 	f.xff_trusted = true; /* the brief: X-Forwarded-For appended */
 	if (r->m.path) {
@@ -362,15 +359,15 @@ static void proxy_connected(struct conn *c)
 	hdr_buf_init(&b, 0);
 	if (hdr_build_request(&b, &r->h, &f)) {
 		hdr_buf_free(&b);
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
 	/* the head (and a body read whole) go out at the end of this loop
 	 * turn, in one send */
 	if (evbuffer_add(sockio_output(p->uio), b.p, b.len) ||
-	    (p->held && proxy_send_held(c))) {
+	    (p->held && proxy_send_held(r))) {
 		hdr_buf_free(&b);
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
 	hdr_buf_free(&b);
@@ -379,14 +376,14 @@ static void proxy_connected(struct conn *c)
 	h1_response_init(&p->resp);
 	sockio_enable(p->uio, EV_READ | EV_WRITE);
 	if (p->req_body.done) {
-		proxy_request_sent(c);
+		proxy_request_sent(r);
 		return;
 	}
 	/* the body streams: its clock times the client, not this timer */
-	evtimer_del(c->timer);
+	req_timer_stop(r);
 	p->send_stalled = false;
-	sockio_enable(c->io, EV_READ);
-	proxy_pump_request(c);
+	req_client_read(r, true);
+	proxy_pump_request(r);
 }
 
 static void proxy_up_event_cb(struct sockio *uio, short what, void *arg);
@@ -394,62 +391,67 @@ static void proxy_up_read_cb(struct sockio *uio, void *arg);
 static void proxy_up_write_cb(struct sockio *uio, void *arg);
 
 /* Make p->uio: a new sockio on fd, or uio (pooled) when not NULL. */
-static int proxy_new_uio(struct conn *c, int fd, struct sockio *uio)
+static int proxy_new_uio(struct req *r, int fd, struct sockio *uio)
 {
-	struct proxy *p = &c->r.p;
-	size_t high = c->w->set.h1.head_max + 1;
+	struct proxy *p = &r->p;
+	size_t high = r->w->set.h1.head_max + 1;
+	struct transport t;
 
-	p->uio = uio ? uio : sockio_new(c->w->base, fd);
-	if (!p->uio) {
-		close(fd);
-		return -ENOMEM;
+	if (!uio) {
+		transport_tcp(&t, fd);
+		uio = sockio_new(r->w->base, &t);
+		if (!uio) {
+			transport_close(&t);
+			return -ENOMEM;
+		}
 	}
+	p->uio = uio;
 	if (high < PROXY_HIGH_WATER)
 		high = PROXY_HIGH_WATER;
 	sockio_setcb(p->uio, proxy_up_read_cb, proxy_up_write_cb,
-		     proxy_up_event_cb, c);
+		     proxy_up_event_cb, r);
 	sockio_set_watermarks(p->uio, high, PROXY_LOW_WATER);
 	return 0;
 }
 
-/* socket() or dup() failed with e for c's request: out of descriptors
+/* socket() failed with e for r: out of descriptors
  * (EMFILE, ENFILE) is 503 fd_exhausted with Retry-After, not the
  * endpoint's fault; anything else is edge's own failure. */
-static void proxy_no_socket(struct conn *c, int e)
+static void proxy_no_socket(struct req *r, int e)
 {
 	static const char retry[] = "Retry-After: 1\r\n";
 
-	c->r.p.reusable = false;
+	r->p.reusable = false;
 	if (e == EMFILE || e == ENFILE) {
-		conn_req_end(c, OUTCOME_FD_EXHAUSTED, retry);
+		req_end(r, OUTCOME_FD_EXHAUSTED, retry);
 		return;
 	}
-	log_warnx("%s: cannot make a socket: %s", c->r.id, strerror(e));
-	conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+	log_warnx_ctx_rl(REQ_LOG_CTX(r), "cannot make a socket: %s",
+			 strerror(e));
+	req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 }
 
 /* Select an endpoint not tried yet and start connecting to it. */
-static void proxy_connect(struct conn *c)
+static void proxy_connect(struct req *r)
 {
-	struct worker *w = c->w;
-	struct req *r = &c->r;
+	struct worker *w = r->w;
 	struct proxy *p = &r->p;
 	const struct config_addr *a;
 	struct upstream_ep *ep;
-	uint64_t now = worker_now_ns();
+	uint64_t now = clk_now_ns();
 	void *pooled;
 	int fd, rc;
 
 	if (p->ntried >= PROXY_TRIES_MAX) {
-		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 		return;
 	}
 	rc = upstream_select(w->up, route_table_generation(r->rt),
 			     r->m.route_index, r->m.upstreams, r->m.n_upstreams,
-			     r->m.balance, (const struct sockaddr *)&c->peer,
-			     now, p->tried, p->ntried, &ep);
+			     r->m.balance, r->peer, now, p->tried, p->ntried,
+			     &ep);
 	if (rc) {
-		conn_req_end(c, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 		return;
 	}
 	p->tried[p->ntried++] = ep;
@@ -460,11 +462,11 @@ static void proxy_connect(struct conn *c)
 	fd = upstream_pool_take_obj(w->up, ep, now, &pooled);
 	if (fd >= 0) {
 		p->reused = true;
-		if (proxy_new_uio(c, fd, pooled)) {
-			conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+		if (proxy_new_uio(r, fd, pooled)) {
+			req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 			return;
 		}
-		proxy_connected(c);
+		proxy_connected(r);
 		return;
 	}
 	p->reused = false;
@@ -472,17 +474,17 @@ static void proxy_connect(struct conn *c)
 	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0) {
-		proxy_no_socket(c, errno);
+		proxy_no_socket(r, errno);
 		return;
 	}
-	if (proxy_new_uio(c, fd, NULL)) {
-		conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+	if (proxy_new_uio(r, fd, NULL)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
 	p->state = PROXY_CONNECTING;
-	conn_timer(c, w->set.timeouts.upstream_connect_ms);
+	req_timer(r, w->set.timeouts.upstream_connect_ms);
 	if (sockio_connect(p->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
-		proxy_attempt_failed(c);
+		proxy_attempt_failed(r);
 }
 
 /* PROXY_BUFFERING: decode what the client sent of the body into p->held,
@@ -491,12 +493,11 @@ static void proxy_connect(struct conn *c)
  * Content-Length never buffers): connect, and the rest streams with
  * edge's chunking. A framing error or the route's limit ends the request
  * before any upstream is chosen. */
-static void proxy_buffer_body(struct conn *c)
+static void proxy_buffer_body(struct req *r)
 {
-	uint64_t cap = c->w->set.limits.body_buffer;
-	struct req *r = &c->r;
+	uint64_t cap = r->w->set.limits.body_buffer;
 	struct proxy *p = &r->p;
-	struct evbuffer *cin = sockio_input(c->io);
+	struct evbuffer *cin = req_client_in(r);
 	size_t before = evbuffer_get_length(cin);
 	size_t held = evbuffer_get_length(p->held);
 	uint64_t data;
@@ -506,33 +507,32 @@ static void proxy_buffer_body(struct conn *c)
 		       &data);
 	r->bytes_in += before - evbuffer_get_length(cin);
 	if (rc == -EFBIG) {
-		conn_req_end(c, OUTCOME_BODY_TOO_LARGE, NULL);
+		req_end(r, OUTCOME_BODY_TOO_LARGE, NULL);
 		return;
 	}
 	if (rc < 0) {
-		log_debug("%s: bad chunked body: %s at body byte %zu", r->id,
-			  h1_err_name(p->req_body.ck.err),
-			  p->req_body.ck.err_off);
-		conn_req_end(c, OUTCOME_BAD_REQUEST, NULL);
+		log_debug_ctx(
+		    REQ_LOG_CTX(r), "bad chunked body: %s at body byte %zu",
+		    h1_err_name(p->req_body.ck.err), p->req_body.ck.err_off);
+		req_end(r, OUTCOME_BAD_REQUEST, NULL);
 		return;
 	}
 	if (rc == 1) {
 		p->buffered = true;
 	} else if (evbuffer_get_length(p->held) <= cap) {
-		proxy_body_clock(c);
+		proxy_body_clock(r);
 		return; /* more to come */
 	} else {
 		p->req_body.out_chunked = true; /* the rest streams */
 	}
-	proxy_body_clock(c);
-	proxy_connect(c);
+	proxy_body_clock(r);
+	proxy_connect(r);
 }
 
-void proxy_start(struct conn *c)
+void proxy_start(struct req *r)
 {
-	const struct worker_settings *set = &c->w->set;
+	const struct worker_settings *set = &r->w->set;
 	uint64_t cap = set->limits.body_buffer;
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 
 	if (r->h.h.chunked) {
@@ -548,85 +548,80 @@ void proxy_start(struct conn *c)
 	p->upgrade = r->h.upgrade && p->req_body.in == BODY_NONE;
 	/* a body waits in the client's input (bounded by the read
 	 * watermark) until it is buffered or an upstream is connected */
-	sockio_set_watermarks(c->io, PROXY_HIGH_WATER, PROXY_LOW_WATER);
+	req_client_watermarks(r, PROXY_HIGH_WATER, PROXY_LOW_WATER);
 	if (p->req_body.done) {
-		proxy_connect(c);
+		proxy_connect(r);
 		return;
 	}
 	admit_rate_init(&p->rate, set->timeouts.body_ms,
-			set->timeouts.body_min_rate, worker_now_ns());
-	sockio_enable(c->io, EV_READ);
+			set->timeouts.body_min_rate, clk_now_ns());
+	req_client_read(r, true);
 	if (cap > 0 &&
 	    (p->req_body.in == BODY_CHUNKED || p->req_body.left <= cap)) {
 		p->held = evbuffer_new();
 		if (!p->held) {
-			conn_req_end(c, OUTCOME_INTERNAL_ERROR, NULL);
+			req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 			return;
 		}
 		p->req_body.out_chunked = false; /* decoded into held */
 		p->state = PROXY_BUFFERING;
-		proxy_buffer_body(c);
+		proxy_buffer_body(r);
 		return;
 	}
-	proxy_body_clock(c);
-	proxy_connect(c);
+	proxy_body_clock(r);
+	proxy_connect(r);
 }
 
 /*
- * Bring the request body's clock up to date and arm c->btimer for its
+ * Bring the request body's clock up to date and arm its timer for its
  * deadline. The clock counts the body bytes received (consumed plus
  * waiting in the client's input) and runs only while edge reads the
  * client: reading enabled and the input below its watermark. It stops
  * for good once the body is complete.
  */
-static void proxy_body_clock(struct conn *c)
+static void proxy_body_clock(struct req *r)
 {
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct evbuffer *cin;
-	uint64_t now, dl, ms;
-	struct timeval tv;
+	uint64_t now, dl;
 	size_t queued;
 
-	if (p->req_body.done || c->closed || !r->active) {
-		evtimer_del(c->btimer);
+	if (p->req_body.done || req_client_closed(r) || !r->active) {
+		req_body_timer_stop(r);
 		return;
 	}
-	cin = sockio_input(c->io);
+	cin = req_client_in(r);
 	queued = evbuffer_get_length(cin);
-	now = worker_now_ns();
+	now = clk_now_ns();
 	admit_rate_seen(&p->rate, r->bytes_in - r->head_len + queued, now);
-	if ((sockio_enabled(c->io) & EV_READ) && queued < PROXY_HIGH_WATER)
+	if (req_client_reading(r) && queued < PROXY_HIGH_WATER)
 		admit_rate_resume(&p->rate, now);
 	else
 		admit_rate_pause(&p->rate, now);
 	dl = admit_rate_deadline(&p->rate);
 	if (dl == UINT64_MAX) {
-		evtimer_del(c->btimer);
+		req_body_timer_stop(r);
 		return;
 	}
-	ms = dl > now ? (dl - now + 999999) / 1000000 : 0;
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(c->btimer, &tv);
+	req_body_timer(r, dl > now ? (dl - now + 999999) / 1000000 : 0);
 }
 
-void proxy_body_timeout(struct conn *c)
+void proxy_body_timeout(struct req *r)
 {
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 
 	if (!r->active || p->req_body.done || p->state == PROXY_TUNNEL)
 		return;
-	proxy_body_clock(c); /* re-armed unless it has run out */
-	if (!admit_rate_expired(&p->rate, worker_now_ns()))
+	proxy_body_clock(r); /* re-armed unless it has run out */
+	if (!admit_rate_expired(&p->rate, clk_now_ns()))
 		return;
-	log_debug("%s: request body too slow: %llu bytes in %llu ms", r->id,
-		  (unsigned long long)p->rate.bytes,
-		  (unsigned long long)((worker_now_ns() - r->t0) / 1000000));
+	log_debug_ctx(REQ_LOG_CTX(r),
+		      "request body too slow: %llu bytes in %llu ms",
+		      (unsigned long long)p->rate.bytes,
+		      (unsigned long long)((clk_now_ns() - r->t0) / 1000000));
 	p->reusable = false;
-	c->close_after = true;
-	conn_req_end(c, OUTCOME_BODY_TIMEOUT, NULL);
+	req_close_after(r, false);
+	req_end(r, OUTCOME_BODY_TIMEOUT, NULL);
 }
 
 /* Security headers of the route, as extra response lines. */
@@ -671,101 +666,63 @@ static bool proxy_upgrade_matches(const struct req *r,
 static void proxy_tunnel_done(struct tunnel *t, const struct tunnel_stats *st,
 			      void *arg)
 {
-	struct conn *c = arg;
+	struct req *r = arg;
 
 	(void)t;
-	log_debug("%s: tunnel %s: %llu bytes up, %llu down", c->r.id,
-		  st->end == TUNNEL_END_IDLE	? "idle"
-		  : st->end == TUNNEL_END_ERROR ? "failed"
-						: "closed",
-		  (unsigned long long)st->bytes_up,
-		  (unsigned long long)st->bytes_down);
-	c->client_eof = true; /* nothing left to linger for */
-	c->close_after = true;
-	conn_req_end(c, OUTCOME_TUNNEL, NULL); /* frees the tunnel */
+	log_debug_ctx(REQ_LOG_CTX(r), "tunnel %s: %llu bytes up, %llu down",
+		      st->end == TUNNEL_END_IDLE    ? "idle"
+		      : st->end == TUNNEL_END_ERROR ? "failed"
+						    : "closed",
+		      (unsigned long long)st->bytes_up,
+		      (unsigned long long)st->bytes_down);
+	req_end(r, OUTCOME_TUNNEL, NULL); /* frees the tunnel */
 }
 
 /*
- * The 101 head is queued for the client: hand both sockets to a tunnel.
- * What edge holds for each side (the client's output with the 101 head
- * and the upstream's bytes after it; the upstream's output and whatever
- * the client sent after its request head) goes first, in order. The
- * tunnel gets duplicates of the two descriptors: the upstream sockio is
- * freed (never pooled), the client's is kept, stopped, until the request
- * ends. The admission in-flight gauges are released now (a tunnel
- * is bounded by limits.max_connections, not by the in-flight caps); the
+ * The 101 head is queued for the client: hand both sockios to a tunnel
+ * with what they hold: the client's output (the 101 head) and input
+ * (whatever the client sent after its request head), the upstream's
+ * output and input (whatever it sent after its head), each written or
+ * moved first, in order. The client connection closes when the request
+ * ends. The admission in-flight gauges are released now (a tunnel is
+ * bounded by limits.max_connections, not by the in-flight caps); the
  * endpoint's in-flight count is kept until the tunnel ends.
  */
-static void proxy_tunnel_begin(struct conn *c)
+static void proxy_tunnel_begin(struct req *r)
 {
-	struct worker_shared *sh = c->w->sh;
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
-	struct evbuffer *cin = sockio_input(c->io);
-	struct evbuffer *uin = sockio_input(p->uio);
-	struct evbuffer *to_up = evbuffer_new(), *to_client = evbuffer_new();
-	int cfd = -1, ufd = -1, rc = -ENOMEM;
+	struct sockio *uio = p->uio, *cio;
+	int rc;
 
-	if (!to_up || !to_client)
-		goto out;
-	cfd = fcntl(sockio_fd(c->io), F_DUPFD_CLOEXEC, 3);
-	ufd = fcntl(sockio_fd(p->uio), F_DUPFD_CLOEXEC, 3);
-	if (cfd < 0 || ufd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	r->bytes_in += evbuffer_get_length(cin);
-	r->bytes_out += evbuffer_get_length(uin);
-	if (evbuffer_add_buffer(to_up, sockio_output(p->uio)) ||
-	    evbuffer_add_buffer(to_up, cin) ||
-	    evbuffer_add_buffer(to_client, sockio_output(c->io)) ||
-	    evbuffer_add_buffer(to_client, uin))
-		goto out;
-	sockio_stop(c->io);
-	evtimer_del(c->timer);
-	proxy_drop_uio(c, false);
-	if (r->inflight)
-		admit_inflight_leave(&sh->inflight, r->m.inflight);
-	r->inflight = false;
-	rc = tunnel_start(c->w->base, cfd, ufd, to_up, to_client,
-			  c->w->set.timeouts.tunnel_idle_ms, proxy_tunnel_done,
-			  c, &p->tun);
-	cfd = ufd = -1; /* the tunnel's now, even when it failed */
-out:
-	if (cfd >= 0)
-		close(cfd);
-	if (ufd >= 0)
-		close(ufd);
-	if (to_up)
-		evbuffer_free(to_up);
-	if (to_client)
-		evbuffer_free(to_client);
-	if (rc) {
-		p->reusable = false;
-		c->close_after = true;
-		conn_req_end(c,
-			     rc == -EMFILE || rc == -ENFILE
-				 ? OUTCOME_FD_EXHAUSTED
-				 : OUTCOME_INTERNAL_ERROR,
-			     NULL);
-		return;
-	}
+	r->bytes_in += evbuffer_get_length(req_client_in(r));
+	r->bytes_out += evbuffer_get_length(sockio_input(uio));
+	req_timer_stop(r);
+	req_leave_inflight(r);
+	p->uio = NULL; /* the tunnel's, never pooled */
+	cio = req_client_take(r);
 	p->state = PROXY_TUNNEL;
+	rc = tunnel_start(r->w, cio, uio, TUNNEL_MOVER_COPY,
+			  r->w->set.timeouts.tunnel_idle_ms, proxy_tunnel_done,
+			  r, &p->tun);
+	if (rc) {
+		p->state = PROXY_RELAYING;
+		p->reusable = false;
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+	}
 }
 
 /* The response head is parsed: send the client its rebuilt head. */
-static void proxy_respond(struct conn *c, size_t head_len)
+static void proxy_respond(struct req *r, size_t head_len)
 {
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	const struct h1_response *resp = &p->resp;
-	bool http11 = r->h.h.minor == 1, close = c->close_after;
+	bool http11 = r->h.h.minor == 1, close = req_closing(r);
 	int64_t cl = -1;
 	bool chunked = false;
 	enum body_kind kind = BODY_NONE;
 	char extra[512];
 	struct hdr_buf b;
-	uint64_t ms = c->w->set.timeouts.upstream_response_ms;
+	uint64_t ms = r->w->set.timeouts.upstream_response_ms;
 
 	switch (resp->body) {
 	case H1_BODY_NONE:
@@ -793,34 +750,33 @@ static void proxy_respond(struct conn *c, size_t head_len)
 	if (hdr_build_response(&b, resp, r->id, extra, cl, chunked, close)) {
 		hdr_buf_free(&b);
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
-	conn_write(c, b.p, b.len);
+	req_write(r, b.p, b.len);
 	hdr_buf_free(&b);
 	/* the spans of resp point into the input: no use after this */
 	evbuffer_drain(sockio_input(p->uio), head_len);
 	r->status = resp->code;
 	r->resp_started = true;
-	r->t_resp = worker_now_ns();
+	r->t_resp = clk_now_ns();
 	if (p->resp.upgrade) {
-		proxy_tunnel_begin(c);
+		proxy_tunnel_begin(r);
 		return;
 	}
 	p->client_close = close;
 	p->state = PROXY_RELAYING;
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
 		  chunked);
-	evtimer_del(c->timer);
+	req_timer_stop(r);
 	sockio_set_read_timeout(p->uio, ms);
-	proxy_relay(c);
+	proxy_relay(r);
 }
 
 /* Parse the response head in the upstream's input. */
-static void proxy_parse(struct conn *c)
+static void proxy_parse(struct req *r)
 {
-	const struct h1_limits *h1 = &c->w->set.h1;
-	struct req *r = &c->r;
+	const struct h1_limits *h1 = &r->w->set.h1;
 	struct proxy *p = &r->p;
 	struct evbuffer *in = sockio_input(p->uio);
 	const char *buf;
@@ -838,13 +794,13 @@ static void proxy_parse(struct conn *c)
 		if (rc == 0)
 			return;
 		if (rc < 0) {
-			log_debug("%s: bad response from %s: %s", r->id,
-				  upstream_ep_addr(p->ep)->text,
-				  h1_err_name(p->resp.h.err));
-			upstream_report(c->w->up, p->ep, false,
-					worker_now_ns());
+			log_debug_ctx(REQ_LOG_CTX(r),
+				      "bad response from %s: %s",
+				      upstream_ep_addr(p->ep)->text,
+				      h1_err_name(p->resp.h.err));
+			upstream_report(r->w->up, p->ep, false, clk_now_ns());
 			p->reusable = false;
-			conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+			req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 			return;
 		}
 		if (p->resp.code >= 200 || p->resp.upgrade)
@@ -854,23 +810,23 @@ static void proxy_parse(struct conn *c)
 		h1_response_init(&p->resp);
 	}
 	if (p->resp.upgrade && !proxy_upgrade_matches(r, &p->resp)) {
-		log_debug(
-		    "%s: 101 from %s switches to a protocol not asked for",
-		    r->id, upstream_ep_addr(p->ep)->text);
-		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+		log_debug_ctx(
+		    REQ_LOG_CTX(r),
+		    "101 from %s switches to a protocol not asked for",
+		    upstream_ep_addr(p->ep)->text);
+		upstream_report(r->w->up, p->ep, false, clk_now_ns());
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
-	upstream_report(c->w->up, p->ep, true, worker_now_ns());
+	upstream_report(r->w->up, p->ep, true, clk_now_ns());
 	/* the head must outlive the input: respond before draining it */
-	proxy_respond(c, (size_t)rc);
+	proxy_respond(r, (size_t)rc);
 }
 
 /* Relay what the upstream sent of the response body to the client. */
-static void proxy_relay(struct conn *c)
+static void proxy_relay(struct req *r)
 {
-	struct req *r = &c->r;
 	struct proxy *p = &r->p;
 	struct evbuffer *uin, *cout;
 	size_t queued, before;
@@ -880,7 +836,7 @@ static void proxy_relay(struct conn *c)
 	if (p->state != PROXY_RELAYING || !p->uio)
 		return;
 	uin = sockio_input(p->uio);
-	cout = sockio_output(c->io);
+	cout = req_client_out(r);
 	queued = evbuffer_get_length(cout);
 	if (queued >= PROXY_HIGH_WATER) {
 		sockio_disable(p->uio, EV_READ);
@@ -892,7 +848,7 @@ static void proxy_relay(struct conn *c)
 	r->bytes_out += evbuffer_get_length(cout) - before;
 	if (rc < 0) {
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
 	if (p->resp_body.in == BODY_CLOSE && p->up_eof &&
@@ -909,13 +865,13 @@ static void proxy_relay(struct conn *c)
 			p->reusable = false; /* more than it announced */
 		if (!p->req_body.done)
 			p->reusable = false;
-		conn_req_end(c, OUTCOME_OK, NULL);
+		req_end(r, OUTCOME_OK, NULL);
 		return;
 	}
 	if (p->up_eof && evbuffer_get_length(uin) == 0) {
 		/* the upstream died before the end of the body */
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
 	if (evbuffer_get_length(cout) >= PROXY_HIGH_WATER)
@@ -924,28 +880,28 @@ static void proxy_relay(struct conn *c)
 
 static void proxy_up_read_cb(struct sockio *uio, void *arg)
 {
-	struct conn *c = arg;
+	struct req *r = arg;
 
 	(void)uio;
-	if (c->r.p.state == PROXY_WAITING)
-		proxy_parse(c);
-	else if (c->r.p.state == PROXY_RELAYING)
-		proxy_relay(c);
+	if (r->p.state == PROXY_WAITING)
+		proxy_parse(r);
+	else if (r->p.state == PROXY_RELAYING)
+		proxy_relay(r);
 }
 
 static void proxy_up_write_cb(struct sockio *uio, void *arg)
 {
-	struct conn *c = arg;
+	struct req *r = arg;
 
 	(void)uio;
-	if (!c->r.p.req_body.done) {
-		if (c->r.p.send_stalled && c->r.p.state == PROXY_WAITING) {
+	if (!r->p.req_body.done) {
+		if (r->p.send_stalled && r->p.state == PROXY_WAITING) {
 			/* the upstream took bytes again */
-			c->r.p.send_stalled = false;
-			evtimer_del(c->timer);
+			r->p.send_stalled = false;
+			req_timer_stop(r);
 		}
-		sockio_enable(c->io, EV_READ);
-		proxy_pump_request(c);
+		req_client_read(r, true);
+		proxy_pump_request(r);
 	}
 }
 
@@ -957,17 +913,16 @@ static bool method_idempotent(enum h1_method m)
 
 static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 {
-	struct conn *c = arg;
-	struct req *r = &c->r;
+	struct req *r = arg;
 	struct proxy *p = &r->p;
 
 	(void)uio;
 	switch (p->state) {
 	case PROXY_CONNECTING:
 		if (what & SOCKIO_CONNECTED)
-			proxy_connected(c);
+			proxy_connected(r);
 		else
-			proxy_attempt_failed(c);
+			proxy_attempt_failed(r);
 		return;
 	case PROXY_WAITING:
 		if (what & SOCKIO_TIMEOUT)
@@ -979,11 +934,11 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			 * on a new one (tried[] still lets another endpoint
 			 * be chosen; this one is not blamed); a buffered body
 			 * is still in p->held */
-			proxy_drop_uio(c, false);
-			proxy_ep_done(c);
+			proxy_drop_uio(r, false);
+			proxy_ep_done(r);
 			p->ntried--;
 			p->ep = NULL;
-			proxy_connect(c);
+			proxy_connect(r);
 			return;
 		}
 		p->reusable = false;
@@ -992,26 +947,27 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			/* most likely the pool's race with the upstream's
 			 * keep-alive timeout, not a failing endpoint; the
 			 * request may have been acted on: not retried */
-			conn_req_end(c, OUTCOME_UPSTREAM_CLOSED, NULL);
+			req_end(r, OUTCOME_UPSTREAM_CLOSED, NULL);
 			return;
 		}
 		/* reached, but it closed with no head or half of one */
-		log_debug("%s: %s closed after %zu bytes of response head",
-			  r->id, upstream_ep_addr(p->ep)->text,
-			  evbuffer_get_length(sockio_input(p->uio)));
-		upstream_report(c->w->up, p->ep, false, worker_now_ns());
-		conn_req_end(c, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		log_debug_ctx(REQ_LOG_CTX(r),
+			      "%s closed after %zu bytes of response head",
+			      upstream_ep_addr(p->ep)->text,
+			      evbuffer_get_length(sockio_input(p->uio)));
+		upstream_report(r->w->up, p->ep, false, clk_now_ns());
+		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:
 		if (what & SOCKIO_TIMEOUT) {
 			p->reusable = false;
-			conn_req_end(c, OUTCOME_UPSTREAM_TIMEOUT, NULL);
+			req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 			return;
 		}
 		p->up_eof = true;
 		p->reusable = false;
 		sockio_disable(p->uio, EV_READ);
-		proxy_relay(c);
+		proxy_relay(r);
 		return;
 	case PROXY_IDLE:
 	case PROXY_BUFFERING: /* no upstream yet */
@@ -1020,55 +976,54 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 	}
 }
 
-void proxy_client_readable(struct conn *c)
+void proxy_client_readable(struct req *r)
 {
-	if (c->r.p.state == PROXY_TUNNEL)
+	if (r->p.state == PROXY_TUNNEL)
 		return;
-	if (c->r.p.state == PROXY_BUFFERING)
-		proxy_buffer_body(c);
+	if (r->p.state == PROXY_BUFFERING)
+		proxy_buffer_body(r);
 	else
-		proxy_pump_request(c);
+		proxy_pump_request(r);
 }
 
-void proxy_client_drained(struct conn *c)
+void proxy_client_drained(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
 	if (p->state == PROXY_RELAYING && p->uio) {
 		if (!p->up_eof)
 			sockio_enable(p->uio, EV_READ);
-		proxy_relay(c);
+		proxy_relay(r);
 	}
 }
 
-void proxy_client_gone(struct conn *c, bool eof)
+void proxy_client_gone(struct req *r, bool eof)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
 	if (p->state == PROXY_TUNNEL)
-		return; /* the tunnel sees the same socket and ends itself */
+		return; /* the tunnel has the socket and ends itself */
 	if (eof && p->req_body.done) {
 		/* a half-close after a complete request: answer, then close */
-		c->client_eof = true;
-		c->close_after = true;
+		req_close_after(r, true);
 		return;
 	}
 	p->reusable = false;
-	conn_req_end(c, OUTCOME_CLIENT_CLOSED, NULL);
+	req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
 }
 
-void proxy_timeout(struct conn *c)
+void proxy_timeout(struct req *r)
 {
-	struct proxy *p = &c->r.p;
+	struct proxy *p = &r->p;
 
 	switch (p->state) {
 	case PROXY_CONNECTING:
-		proxy_attempt_failed(c);
+		proxy_attempt_failed(r);
 		return;
 	case PROXY_WAITING:
-		upstream_report(c->w->up, p->ep, false, worker_now_ns());
+		upstream_report(r->w->up, p->ep, false, clk_now_ns());
 		p->reusable = false;
-		conn_req_end(c, OUTCOME_UPSTREAM_TIMEOUT, NULL);
+		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 		return;
 	default:
 		return;

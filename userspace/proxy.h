@@ -13,7 +13,7 @@
  * rebuilds it for the client and relays the body, with backpressure both
  * ways. While a request body is awaited, its clock (admit_rate) bounds
  * gaps and the average rate: 408 body_timeout. It ends the request
- * through conn_req_end() and never frees the connection itself.
+ * through req_end() and reaches the client only through req.h.
  */
 #ifndef EDGE_PROXY_H
 #define EDGE_PROXY_H
@@ -25,7 +25,7 @@
 #include "admit.h"
 #include "h1.h"
 
-struct conn;
+struct req;
 struct evbuffer;
 struct sockio;
 struct tunnel;
@@ -113,18 +113,18 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 
 /* Begin the upstream side of c's current request (Resolve and Admit
  * passed). Ends the request itself on failure. */
-void proxy_start(struct conn *c);
+void proxy_start(struct req *r);
 
 /* The client's socket has more to read (request body) or drained
  * its output (resume the upstream). */
-void proxy_client_readable(struct conn *c);
-void proxy_client_drained(struct conn *c);
+void proxy_client_readable(struct req *r);
+void proxy_client_drained(struct req *r);
 
 /* The client closed or failed while the request is in the proxy. */
-void proxy_client_gone(struct conn *c, bool eof);
+void proxy_client_gone(struct req *r, bool eof);
 
 /* The request's phase timer fired (connect or response timeout). */
-void proxy_timeout(struct conn *c);
+void proxy_timeout(struct req *r);
 
 /* The upstream pool's release function for the sockios proxy.c
  * pools (upstream_worker_set_release). */
@@ -134,13 +134,13 @@ void proxy_pool_release(void *obj, int fd);
  * body_min_rate) has run out, end the request with body_timeout (408 when
  * no response head went out yet; the connection and the upstream are
  * closed); else re-arm it. */
-void proxy_body_timeout(struct conn *c);
+void proxy_body_timeout(struct req *r);
 
 /* Release the upstream side at the end of the request: give a clean
  * connection to the pool, close anything else, report health, drop the
  * endpoint's in-flight count, free the held body and stop the body's
  * timer. A tunnel is closed and its byte counts are added to the
  * request's. Idempotent. */
-void proxy_release(struct conn *c, bool ok);
+void proxy_release(struct req *r, bool ok);
 
 #endif /* EDGE_PROXY_H */

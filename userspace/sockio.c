@@ -14,8 +14,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clk.h"
 #include "sockio.h"
-#include "worker.h"
+#include "transport.h"
 
 _Static_assert(sizeof(struct evbuffer_iovec) == sizeof(struct iovec) &&
 		   offsetof(struct evbuffer_iovec, iov_base) ==
@@ -41,16 +42,19 @@ struct sockio {
 	uint64_t rto_ns;    /* read timeout, 0: none */
 	uint64_t last_read; /* monotonic ns of the last read (rto_ns only) */
 	size_t rhigh, wlow;
-	int fd;
-	short enabled;	  /* EV_READ | EV_WRITE */
-	bool registered;  /* ev is added to the loop */
-	bool can_read;	  /* the socket may have bytes (or EOF) */
-	bool can_write;	  /* the socket may take bytes */
-	bool rdhup;	  /* the peer shut down its side: read to EOF */
-	bool connecting;  /* a connect is in progress */
-	bool scheduled;	  /* ev is active (event_active) */
-	bool paused;	  /* reading stopped at the read watermark */
-	bool bulk;	  /* the last read filled its buffer */
+	struct transport t; /* the stream (ops NULL once released) */
+	short enabled;	    /* EV_READ | EV_WRITE */
+	bool registered;    /* ev is added to the loop */
+	bool can_read;	    /* the socket may have bytes (or EOF) */
+	bool can_write;	    /* the socket may take bytes */
+	bool rdhup;	    /* the peer shut down its side: read to EOF */
+	bool connecting;    /* a connect is in progress */
+	bool scheduled;	    /* ev is active (event_active) */
+	bool paused;	    /* reading stopped at the read watermark */
+	bool bulk;	    /* the last read filled its buffer */
+	bool rd_on_write; /* the transport reads once the socket is writable */
+	bool wr_on_read;  /* the transport writes once the socket is readable */
+	bool shut;	  /* shut the write side down once the output is out */
 	bool in_dispatch; /* inside sockio_cb */
 	bool dead;	  /* freed inside sockio_cb: free when it returns */
 	/* the event (event_assign'ed, libevent's size) */
@@ -74,7 +78,7 @@ static bool sockio_reading(const struct sockio *s)
 static bool sockio_writing(const struct sockio *s)
 {
 	return (s->enabled & EV_WRITE) && !s->connecting &&
-	       evbuffer_get_length(s->out) > 0;
+	       (evbuffer_get_length(s->out) > 0 || s->shut);
 }
 
 /* Come back to s from the loop (its event runs again this turn). */
@@ -92,7 +96,7 @@ static void sockio_cb(evutil_socket_t fd, short what, void *arg);
  * current readiness (epoll reports a ready socket when it is added). */
 static void sockio_register(struct sockio *s)
 {
-	if (s->registered || s->connecting || s->fd < 0)
+	if (s->registered || s->connecting || !transport_open(&s->t))
 		return;
 	if (event_add(sockio_ev(s), NULL) == 0)
 		s->registered = true;
@@ -112,7 +116,7 @@ static void sockio_read_restart(struct sockio *s)
 {
 	if (!s->rto_ns || !sockio_reading(s))
 		return;
-	s->last_read = worker_now_ns();
+	s->last_read = clk_now_ns();
 	if (!evtimer_pending(s->tmo, NULL))
 		sockio_arm_timeout(s, s->rto_ns);
 }
@@ -148,8 +152,10 @@ static void sockio_out_changed(struct evbuffer *b,
 }
 
 static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg);
+static void sockio_report(struct sockio *s, short what);
+static void sockio_write(struct sockio *s);
 
-struct sockio *sockio_new(struct event_base *base, int fd)
+struct sockio *sockio_new(struct event_base *base, const struct transport *t)
 {
 	struct sockio *s;
 
@@ -157,7 +163,7 @@ struct sockio *sockio_new(struct event_base *base, int fd)
 	if (!s)
 		return NULL;
 	s->base = base;
-	s->fd = fd;
+	s->t = *t;
 	s->in = evbuffer_new();
 	s->out = evbuffer_new();
 	if (!s->in || !s->out)
@@ -167,7 +173,7 @@ struct sockio *sockio_new(struct event_base *base, int fd)
 	if (!s->in_cb || !s->out_cb)
 		goto fail;
 	evbuffer_cb_set_flags(s->in, s->in_cb, 0); /* on while paused */
-	if (event_assign(sockio_ev(s), base, fd,
+	if (event_assign(sockio_ev(s), base, t->fd,
 			 EV_READ | EV_WRITE | EV_CLOSED | EV_ET | EV_PERSIST,
 			 sockio_cb, s))
 		goto fail;
@@ -184,7 +190,7 @@ fail:
 
 int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len)
 {
-	if (connect(s->fd, sa, len) < 0 && errno != EINPROGRESS)
+	if (connect(s->t.fd, sa, len) < 0 && errno != EINPROGRESS)
 		return -1;
 	/* registered after connect(): an unconnected socket reads as hung
 	 * up; the first write edge (or error) reports the outcome */
@@ -202,10 +208,10 @@ static void sockio_destroy(struct sockio *s)
 	free(s);
 }
 
-/* Take s off the loop and detach its descriptor. */
-static int sockio_detach(struct sockio *s)
+/* Take s off the loop and detach its transport. */
+static struct transport sockio_detach(struct sockio *s)
 {
-	int fd = s->fd;
+	struct transport t = s->t;
 
 	if (s->registered || s->scheduled)
 		event_del(sockio_ev(s));
@@ -213,34 +219,32 @@ static int sockio_detach(struct sockio *s)
 		event_free(s->tmo);
 	s->tmo = NULL;
 	s->registered = s->scheduled = false;
-	s->fd = -1;
-	return fd;
+	s->t.ops = NULL;
+	s->t.fd = -1;
+	return t;
 }
 
 void sockio_free(struct sockio *s)
 {
-	int fd;
+	struct transport t;
 
 	if (!s || s->dead)
 		return;
-	fd = sockio_detach(s);
-	if (fd >= 0)
-		close(fd);
+	t = sockio_detach(s);
+	transport_close(&t);
 	if (s->in_dispatch)
 		s->dead = true;
 	else
 		sockio_destroy(s);
 }
 
-int sockio_release(struct sockio *s)
+void sockio_release(struct sockio *s, struct transport *out)
 {
-	int fd = sockio_detach(s);
-
+	*out = sockio_detach(s);
 	if (s->in_dispatch)
 		s->dead = true;
 	else
 		sockio_destroy(s);
-	return fd;
 }
 
 void sockio_setcb(struct sockio *s, sockio_data_cb readcb,
@@ -325,7 +329,72 @@ struct evbuffer *sockio_output(const struct sockio *s)
 
 int sockio_fd(const struct sockio *s)
 {
-	return s->fd;
+	return s->t.fd;
+}
+
+const char *sockio_transport_name(const struct sockio *s)
+{
+	return s->t.ops ? s->t.ops->name : "closed";
+}
+
+/* The write side goes down now that the output is out (s->shut). */
+static void sockio_shut_now(struct sockio *s)
+{
+	int rc = transport_shutdown(&s->t);
+
+	if (rc == -EAGAIN) {
+		if (s->t.want & TRANSPORT_WANT_READ)
+			s->wr_on_read = true;
+		s->can_write = false;
+		return;
+	}
+	s->shut = false;
+	if (rc < 0) {
+		errno = -rc;
+		sockio_report(s, SOCKIO_WRITING | SOCKIO_ERROR);
+		return;
+	}
+	sockio_report(s, SOCKIO_WRITING | SOCKIO_SHUT);
+}
+
+void sockio_shutdown(struct sockio *s)
+{
+	s->shut = true;
+	s->enabled |= EV_WRITE;
+	sockio_register(s);
+	if (s->can_write)
+		sockio_schedule(s);
+}
+
+int sockio_flush(struct sockio *s)
+{
+	struct iovec iov[SOCKIO_IOV];
+	ssize_t n;
+	int nv;
+
+	while (evbuffer_get_length(s->out) > 0 && !s->connecting) {
+		nv = evbuffer_peek(s->out, -1, NULL,
+				   (struct evbuffer_iovec *)iov, SOCKIO_IOV);
+		if (nv > SOCKIO_IOV)
+			nv = SOCKIO_IOV;
+		n = transport_writev(&s->t, iov, nv);
+		if (n < 0)
+			return (int)n;
+		evbuffer_drain(s->out, (size_t)n);
+	}
+	return evbuffer_get_length(s->out) ? -EAGAIN : 0;
+}
+
+size_t sockio_discard(struct sockio *s, size_t max)
+{
+	char buf[4096];
+	size_t done = evbuffer_get_length(s->in);
+	ssize_t n;
+
+	evbuffer_drain(s->in, done);
+	while (done < max && (n = transport_read(&s->t, buf, sizeof(buf))) > 0)
+		done += (size_t)n;
+	return done;
 }
 
 /* Report what to the event callback (reading or writing stopped). */
@@ -346,45 +415,45 @@ static void sockio_report(struct sockio *s, short what)
 	}
 }
 
-/* Write what the output holds until it is empty or the socket full. */
+/* Write what the output holds until it is empty or the socket full;
+ * then a pending shutdown. The write callback runs when the output has
+ * drained to its low watermark. */
 static void sockio_write(struct sockio *s)
 {
 	struct iovec iov[SOCKIO_IOV];
-	struct msghdr msg;
 	size_t want, i;
 	ssize_t n;
 	int nv;
 
 	while (s->can_write && sockio_writing(s)) {
+		if (evbuffer_get_length(s->out) == 0) {
+			sockio_shut_now(
+			    s); /* s->shut: nothing left before it */
+			return;
+		}
 		nv = evbuffer_peek(s->out, -1, NULL,
 				   (struct evbuffer_iovec *)iov, SOCKIO_IOV);
 		if (nv > SOCKIO_IOV)
 			nv = SOCKIO_IOV;
 		for (want = 0, i = 0; i < (size_t)nv; i++)
 			want += iov[i].iov_len;
-		if (nv == 1) {
-			n = send(s->fd, iov[0].iov_base, iov[0].iov_len,
-				 MSG_NOSIGNAL);
-		} else {
-			memset(&msg, 0, sizeof(msg));
-			msg.msg_iov = iov;
-			msg.msg_iovlen = (size_t)nv;
-			n = sendmsg(s->fd, &msg, MSG_NOSIGNAL);
+		n = transport_writev(&s->t, iov, nv);
+		if (n == -EAGAIN) {
+			s->can_write = false;
+			if (s->t.want & TRANSPORT_WANT_READ)
+				s->wr_on_read = true;
+			return;
 		}
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				s->can_write = false;
-				return;
-			}
+			errno = (int)-n;
 			sockio_report(s, SOCKIO_WRITING | SOCKIO_ERROR);
 			return;
 		}
 		evbuffer_drain(s->out, (size_t)n);
 		if ((size_t)n < want)
 			s->can_write = false; /* the next edge says when */
-		if (evbuffer_get_length(s->out) <= s->wlow && s->writecb) {
+		if (evbuffer_get_length(s->out) <= s->wlow && s->writecb &&
+		    !s->shut) {
 			s->writecb(s, s->arg);
 			return; /* the caller looks again */
 		}
@@ -425,12 +494,16 @@ static void sockio_read(struct sockio *s)
 	} else {
 		to = sockio_scratch;
 	}
-	n = recv(s->fd, to, want, 0);
+	n = transport_read(&s->t, to, want);
+	if (n == -EAGAIN) {
+		s->can_read = false;
+		if (s->t.want & TRANSPORT_WANT_WRITE)
+			s->rd_on_write = true;
+		return;
+	}
 	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			s->can_read = false;
-		else if (errno != EINTR)
-			sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
+		errno = (int)-n;
+		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
 		return;
 	}
 	if (n == 0) {
@@ -448,11 +521,12 @@ static void sockio_read(struct sockio *s)
 	}
 	s->bulk = (size_t)n == want;
 	/* a short read drained the socket: the next byte is a new edge,
-	 * and so is a FIN after them unless it came already (rdhup) */
-	if ((size_t)n < want && !s->rdhup)
+	 * and so is a FIN after them unless it came already (rdhup) —
+	 * unless the transport holds more than the socket (TLS records) */
+	if ((size_t)n < want && !s->rdhup && !transport_pending(&s->t))
 		s->can_read = false;
 	if (s->rto_ns)
-		s->last_read = worker_now_ns();
+		s->last_read = clk_now_ns();
 	if (s->readcb)
 		s->readcb(s, s->arg);
 }
@@ -464,7 +538,7 @@ static void sockio_connected(struct sockio *s)
 	socklen_t len = sizeof(err);
 
 	s->connecting = false;
-	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+	if (getsockopt(s->t.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err) {
 		errno = err;
@@ -485,10 +559,20 @@ static void sockio_cb(evutil_socket_t fd, short what, void *arg)
 	s->scheduled = false;
 	if (what & EV_CLOSED)
 		s->rdhup = true;
-	if (what & (EV_READ | EV_CLOSED))
+	if (what & (EV_READ | EV_CLOSED)) {
 		s->can_read = true;
-	if (what & EV_WRITE)
+		if (s->wr_on_read) {
+			s->wr_on_read = false;
+			s->can_write = true;
+		}
+	}
+	if (what & EV_WRITE) {
 		s->can_write = true;
+		if (s->rd_on_write) {
+			s->rd_on_write = false;
+			s->can_read = true;
+		}
+	}
 	s->in_dispatch = true;
 	if (s->connecting) {
 		if (!(what & (EV_READ | EV_WRITE | EV_CLOSED)))
@@ -524,7 +608,7 @@ static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!s->rto_ns || !sockio_reading(s))
 		return; /* re-armed when reading restarts */
-	idle = worker_now_ns() - s->last_read;
+	idle = clk_now_ns() - s->last_read;
 	if (idle < s->rto_ns) {
 		sockio_arm_timeout(s, s->rto_ns - idle);
 		return;

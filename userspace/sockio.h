@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "transport.h"
+
 struct evbuffer;
 struct sockio;
 
@@ -35,14 +37,16 @@ struct sockio;
 #define SOCKIO_READ_MAX (16384 - 128)
 
 /* What an event callback reports (the values of libevent's BEV_EVENT_*):
- * READING or WRITING, with EOF, ERROR (errno as the call left it) or
- * TIMEOUT; or CONNECTED alone. */
+ * READING or WRITING, with EOF, ERROR (errno as the call left it),
+ * TIMEOUT or SHUT; or CONNECTED alone. */
 #define SOCKIO_READING 0x01
 #define SOCKIO_WRITING 0x02
 #define SOCKIO_EOF 0x10
 #define SOCKIO_ERROR 0x20
 #define SOCKIO_TIMEOUT 0x40
 #define SOCKIO_CONNECTED 0x80
+/* With WRITING: the write side went down as sockio_shutdown asked. */
+#define SOCKIO_SHUT 0x100
 
 /* Bytes were read (read callback) or the output drained to its low
  * watermark after a write (write callback). */
@@ -51,22 +55,25 @@ typedef void (*sockio_data_cb)(struct sockio *s, void *arg);
  * then), a write failed (writing disabled), or a connect finished. */
 typedef void (*sockio_event_cb)(struct sockio *s, short what, void *arg);
 
-/* A sockio on connected, non-blocking fd; reading and writing disabled,
- * no watermarks, no timeout. NULL when out of memory (fd left open).
- * From now on the sockio owns fd. */
-struct sockio *sockio_new(struct event_base *base, int fd);
+/* A sockio on transport t (a copy is kept: from now on the sockio owns
+ * the stream), connected or about to be (sockio_connect); reading and
+ * writing disabled, no watermarks, no timeout. NULL when out of memory
+ * (t left open, the caller's). */
+struct sockio *sockio_new(struct event_base *base, const struct transport *t);
 
 /* Start a non-blocking connect of s's (unconnected) socket to sa; the
  * event callback reports CONNECTED or ERROR. Returns 0, or -1 with errno
  * when connect() failed at once. */
 int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len);
 
-/* Close the socket and free s (callbacks never run again). NULL is fine. */
+/* Close the transport and free s (callbacks never run again). NULL is
+ * fine. */
 void sockio_free(struct sockio *s);
 
-/* Free s but keep its socket: returns the descriptor, no longer
- * registered with the loop. */
-int sockio_release(struct sockio *s);
+/* Free s but keep its stream: *out gets the transport, no longer watched
+ * by the loop (a TLS session goes with it). What the buffers held is
+ * lost: release only with both empty. */
+void sockio_release(struct sockio *s, struct transport *out);
 
 void sockio_setcb(struct sockio *s, sockio_data_cb readcb,
 		  sockio_data_cb writecb, sockio_event_cb eventcb, void *arg);
@@ -95,6 +102,28 @@ struct evbuffer *sockio_input(const struct sockio *s);
 /* Queue output by adding to this buffer: it goes out at the end of the
  * loop turn. */
 struct evbuffer *sockio_output(const struct sockio *s);
+
+/* End the write side once the output has gone out (TCP: FIN; TLS:
+ * close_notify): writing stays enabled until then, and no write callback
+ * runs after this call. Done, the event callback gets WRITING|SHUT; a
+ * failure, WRITING|ERROR. */
+void sockio_shutdown(struct sockio *s);
+
+/* Write what the output holds now, from outside the loop's dispatch
+ * (no callback runs): 0 when all of it went, -EAGAIN when some is left,
+ * another -errno when the stream failed. */
+int sockio_flush(struct sockio *s);
+
+/* Throw away what the input holds and what the transport has to read
+ * now, up to max bytes in all (so that closing sends no reset for unread
+ * bytes); returns the bytes discarded. */
+size_t sockio_discard(struct sockio *s, size_t max);
+
+/* The socket's descriptor, as an identity only (the upstream pool's key,
+ * logs): nothing outside sockio reads or writes it. */
 int sockio_fd(const struct sockio *s);
+
+/* The transport's name ("tcp"), for logs and analytics. */
+const char *sockio_transport_name(const struct sockio *s);
 
 #endif /* EDGE_SOCKIO_H */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clk.h"
 #include "edge_assert.h"
 #include "metrics.h"
 #include "pins.h"
@@ -46,14 +47,12 @@ struct stats {
 	struct metrics_gauge *up_eps, *up_idle;
 	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
 	struct metrics_counter *accept_pauses;
-	struct metrics_gauge *conn_cap;
+	struct metrics_gauge *conn_cap, *queued;
 	struct metrics_counter *asserts;
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
 };
-
-static _Atomic(struct stats *) stats_cur;
 
 static int stats_pins_open(struct stats *s)
 {
@@ -187,8 +186,12 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    "Internal checks (EDGE_ASSERT) that failed; edged logged them "
 	    "and carried on.",
 	    NULL);
+	s->queued = metrics_gauge_new(
+	    s->m, "edge_admission_queued",
+	    "Requests waiting in the admission queue for an in-flight slot.",
+	    NULL);
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
-	    !s->accept_pauses || !s->conn_cap || !s->asserts)
+	    !s->accept_pauses || !s->conn_cap || !s->asserts || !s->queued)
 		goto nomem;
 	stats_pins_open(s);
 	*out = s;
@@ -200,19 +203,11 @@ nomem:
 
 void stats_free(struct stats *s)
 {
-	struct stats *expected = s;
-
 	if (!s)
 		return;
-	atomic_compare_exchange_strong(&stats_cur, &expected, NULL);
 	pins_close(&s->pins);
 	metrics_free(s->m);
 	free(s);
-}
-
-void stats_install(struct stats *s)
-{
-	atomic_store(&stats_cur, s);
 }
 
 struct metrics *stats_metrics(struct stats *s)
@@ -220,16 +215,15 @@ struct metrics *stats_metrics(struct stats *s)
 	return s->m;
 }
 
-void stats_request_done(enum outcome o, int status, uint64_t t0,
+void stats_request_done(void *arg, enum outcome o, int status, uint64_t t0,
 			uint64_t t_connect, uint64_t t_resp)
 {
-	struct stats *s =
-	    atomic_load_explicit(&stats_cur, memory_order_acquire);
+	struct stats *s = arg;
 	uint64_t now;
 
 	if (!s)
 		return;
-	now = worker_now_ns();
+	now = clk_now_ns();
 	if ((unsigned)o < OUTCOME_MAX)
 		metrics_counter_add(s->req[o], 1);
 	if (status >= 100 && status <= 599)
@@ -286,6 +280,8 @@ static void stats_refresh(struct stats *s)
 	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
 	stats_counter_to(s->asserts, edge_assert_failures());
 	stats_refresh_cap(s);
+	metrics_gauge_set(s->queued,
+			  (int64_t)admit_queue_length(&s->sh->queue));
 	if (!s->sh->analytics)
 		return;
 	analytics_stats(s->sh->analytics, &st);

@@ -6,7 +6,8 @@
  * counters of the pinned maps).
  *
  * The names are the contract in docs/operations.md ("Metrics"). Requests
- * are counted by stats_request_done(), called once from conn_req_end();
+ * are counted by stats_request_done(), called once from req_end() (the
+ * workers' request_done hook);
  * the rest is read at scrape time (stats_render) or for `edgectl stats`
  * (stats_counters_json) on the daemon's control loop.
  */
@@ -35,12 +36,8 @@ struct worker_shared;
 int stats_new(struct worker_shared *sh, const char *pin_dir,
 	      struct stats **out);
 
-/* Free s (uninstalling it first if it is installed). NULL ok. */
+/* Free s. NULL ok. The workers must have stopped counting into it. */
 void stats_free(struct stats *s);
-
-/* Make s the registry stats_request_done() counts into (NULL: none; the
- * hook then does nothing, as in unit tests). One per process. */
-void stats_install(struct stats *s);
 
 /* The registry, for admin_start(). */
 struct metrics *stats_metrics(struct stats *s);
@@ -48,12 +45,13 @@ struct metrics *stats_metrics(struct stats *s);
 /*
  * Count one ended request (any worker thread, lock-free): its outcome,
  * the status recorded (0 when none; 1xx..5xx counted by class), and its
- * times, monotonic ns as worker_now_ns(): t0 its first byte (the duration
+ * times, monotonic ns as clk_now_ns(): t0 its first byte (the duration
  * runs from there to now), t_connect when its upstream connect began and
  * t_resp when the upstream's response head came (either 0: no upstream
- * time observed). Call exactly once per request, from conn_req_end().
+ * time observed). arg is the struct stats. Called exactly once per
+ * request, from req_end(), through worker_shared's request_done hook.
  */
-void stats_request_done(enum outcome o, int status, uint64_t t0,
+void stats_request_done(void *arg, enum outcome o, int status, uint64_t t0,
 			uint64_t t_connect, uint64_t t_resp);
 
 /*

@@ -4,11 +4,11 @@
  * both ways between two sockets until both directions have ended.
  *
  * This is the seam for the sockmap splice: tunnel_start() takes the two
- * sockets and the bytes edge already holds for each of them, and reports
- * once, through its done callback, how the pair ended and how many bytes
- * went each way. The implementation here copies in userspace on the
- * worker's event loop; a kernel splice replaces it behind the same
- * interface (write the pending bytes first, and only once both are flushed
+ * sockios with the bytes edge already holds for each side and a mover,
+ * and reports once, through its done callback, how the pair ended and how
+ * many bytes went each way. The copy mover moves the bytes through edge
+ * on the worker's loop; a kernel splice goes in beside it as another
+ * mover (write the pending bytes first, and only once both are flushed
  * hand the sockets to the sk_skb verdict program, as relayd does).
  *
  * Behaviour, whatever the implementation:
@@ -27,9 +27,9 @@
 
 #include <stdint.h>
 
-struct event_base;
-struct evbuffer;
+struct sockio;
 struct tunnel;
+struct worker;
 
 /* Bytes queued towards one side above which the other side is no longer
  * read, and the level at which reading resumes. */
@@ -63,24 +63,32 @@ struct tunnel_stats {
 typedef void (*tunnel_done_fn)(struct tunnel *t, const struct tunnel_stats *st,
 			       void *arg);
 
+/* How a tunnel's bytes move. */
+enum tunnel_mover {
+	TUNNEL_MOVER_COPY = 0, /* read into edge, write out, on the loop */
+};
+
+/* The mover's name ("copy"), for logs, analytics and tests. */
+const char *tunnel_mover_name(enum tunnel_mover m);
+
 /*
- * Start a tunnel on base between the connected sockets cfd (the client)
- * and ufd (the upstream), both owned by the tunnel from now on (closed by
- * tunnel_free, and on failure). to_up and to_client (each may be NULL)
- * hold the bytes already buffered for each side: their contents are moved
- * into the tunnel and written before anything else. idle_ms > 0 is the
- * idle timeout. Returns 0 and *out, or -ENOMEM (the fds are closed).
+ * Start a tunnel on w's loop between the sockios client and up, both
+ * owned by the tunnel from now on (freed by tunnel_free, and on failure;
+ * their callbacks are the tunnel's). What their outputs hold is written
+ * first, and what their inputs hold (bytes read past the heads) is moved
+ * to the other side first, in order; neither is counted in the stats.
+ * idle_ms > 0 is the idle timeout. Returns 0 and *out, or -ENOMEM or
+ * -EINVAL (an unknown mover; both sockios freed).
  */
-int tunnel_start(struct event_base *base, int cfd, int ufd,
-		 struct evbuffer *to_up, struct evbuffer *to_client,
-		 uint64_t idle_ms, tunnel_done_fn done, void *arg,
-		 struct tunnel **out);
+int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
+		 enum tunnel_mover mover, uint64_t idle_ms, tunnel_done_fn done,
+		 void *arg, struct tunnel **out);
 
 /* A snapshot of what t has moved so far. */
 void tunnel_stats(const struct tunnel *t, struct tunnel_stats *st);
 
-/* Close both sockets and free t, ended or not (the done callback is not
- * called). NULL is fine. */
+/* Close both sides and free t, ended or not (the done callback is not
+ * called). NULL is fine. May be called from the done callback. */
 void tunnel_free(struct tunnel *t);
 
 #endif /* EDGE_TUNNEL_H */

@@ -16,10 +16,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "clk.h"
 #include "conn.h"
 #include "listener.h"
+#include "mailbox.h"
 #include "log.h"
 #include "proxy.h"
+#include "reqid.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -29,65 +32,12 @@
 #define WORKER_TICK_MS 1000
 /* callbacks a worker's loop runs before it polls its sockets again */
 #define WORKER_MAX_CALLBACKS 64
-/* Parked connections after which freed memory is handed back to the
- * kernel (malloc_trim): at least this many, at the first tick with none
- * new, or at the latest after WORKER_TRIM_PARKS_MAX. */
-#define WORKER_TRIM_PARKS 32
-#define WORKER_TRIM_PARKS_MAX 8192
-
-/*
- * The clocks of a worker's loop, read at most once per batch of
- * callbacks: the first worker_now_ns() (worker_now_real_ns()) in a
- * worker's thread reads the clock, keeps the value and activates
- * worker_clock_ev, which runs after the callbacks already queued and
- * forgets it. A busy loop that never waits (a stream keeps callbacks
- * queued) still reads the clock every batch, never a stale one. 0: not
- * read in this batch. Other threads (no worker_clock_ev) read the clock
- * at every call.
- */
-static _Thread_local struct event *worker_clock_ev;
-static _Thread_local uint64_t worker_clock_ns, worker_clock_real_ns;
-
-static void worker_clock_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	worker_clock_ns = 0;
-	worker_clock_real_ns = 0;
-}
-
-static uint64_t worker_clock_read(clockid_t id, uint64_t *cache)
-{
-	struct timespec ts;
-	uint64_t now;
-
-	clock_gettime(id, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	if (worker_clock_ev) {
-		*cache = now;
-		event_active(worker_clock_ev, EV_TIMEOUT, 0); /* once queued */
-	}
-	return now;
-}
-
-uint64_t worker_now_ns(void)
-{
-	return worker_clock_ns
-		   ? worker_clock_ns
-		   : worker_clock_read(CLOCK_MONOTONIC, &worker_clock_ns);
-}
-
-uint64_t worker_now_real_ns(void)
-{
-	return worker_clock_real_ns
-		   ? worker_clock_real_ns
-		   : worker_clock_read(CLOCK_REALTIME, &worker_clock_real_ns);
-}
+/* Messages a worker's mailbox holds at most (worker_post). */
+#define WORKER_MAILBOX 4096
 
 void worker_maybe_exit(struct worker *w)
 {
-	if (w->draining && w->nconns == 0)
+	if (w->draining && w->cs.n == 0)
 		event_base_loopexit(w->base, NULL);
 }
 
@@ -266,28 +216,41 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	upstream_pool_expire(w->up, worker_now_ns());
+	upstream_pool_expire(w->up, clk_now_ns());
 	worker_publish_upstream(w);
 	worker_read_nofile(w);
-	/* once a burst of connections has gone idle (a tick without parks
-	 * after some), their request memory is free but scattered between
-	 * parked entries: give its pages back; a steady stream of parks
-	 * reuses the memory instead */
-	w->parks_untrimmed += w->parks;
-	if (w->parks_untrimmed >= WORKER_TRIM_PARKS_MAX ||
-	    (w->parks == 0 && w->parks_untrimmed >= WORKER_TRIM_PARKS)) {
+	if (conn_tick_trim(w))
 		malloc_trim(0);
-		w->parks_untrimmed = 0;
-	}
-	w->parks = 0;
 	worker_maybe_exit(w);
 }
 
-static void worker_reap_cb(evutil_socket_t fd, short what, void *arg)
+/* A message from another thread (or this one): for a request. */
+static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 {
-	(void)fd;
-	(void)what;
-	conn_reap(arg);
+	req_message(arg, m->type, m->target);
+	return true;
+}
+
+int worker_post(struct worker *w, uint32_t type, uint64_t target)
+{
+	struct mailbox_msg m = {.type = type, .target = target};
+
+	return mailbox_post(w->mbox, &m);
+}
+
+int worker_handle_new(struct worker *w, void *obj, uint64_t *id)
+{
+	return reqid_alloc(w->ids, obj, id);
+}
+
+void *worker_handle_get(struct worker *w, uint64_t id)
+{
+	return reqid_lookup(w->ids, id);
+}
+
+void worker_handle_free(struct worker *w, uint64_t id)
+{
+	reqid_release(w->ids, id);
 }
 
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
@@ -310,9 +273,6 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	w->set_gen = atomic_load(&sh->set_gen);
 	pthread_mutex_unlock(&sh->set_lock);
 	w->notify_fd = -1;
-	TAILQ_INIT(&w->conns);
-	TAILQ_INIT(&w->parked);
-	TAILQ_INIT(&w->dead);
 	/* only this worker's thread touches its base (the main thread
 	 * speaks through w->cmd and the eventfd): no locks */
 	ecfg = event_config_new();
@@ -333,11 +293,17 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	w->notify = event_new(w->base, w->notify_fd, EV_READ | EV_PERSIST,
 			      worker_notify_cb, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
-	w->reap = event_new(w->base, -1, 0, worker_reap_cb, w);
-	w->clock = event_new(w->base, -1, 0, worker_clock_cb, NULL);
-	if (!w->notify || !w->tick || !w->reap || !w->clock ||
-	    event_add(w->notify, NULL) || event_add(w->tick, &tv))
+	if (!w->notify || !w->tick || event_add(w->notify, NULL) ||
+	    event_add(w->tick, &tv) || conn_set_init(w) ||
+	    reqid_table_new(0, 0, &w->ids))
 		goto nomem;
+	/* requests' messages hold nothing: no drop function */
+	rc = mailbox_new(w->base, WORKER_MAILBOX, worker_mail_cb, NULL, w,
+			 &w->mbox);
+	if (rc) {
+		errbuf_set(err, "worker %u: mailbox: %s", id, strerror(-rc));
+		goto fail;
+	}
 	worker_read_nofile(w);
 	rc = upstream_worker_new(&w->up);
 	if (rc)
@@ -376,11 +342,12 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	worker_clock_ev = w->clock;
+	if (clk_attach(w->base))
+		log_warnx("worker %u: out of memory: the clock is read at "
+			  "every call",
+			  w->id);
 	event_base_dispatch(w->base);
-	worker_clock_ev = NULL;
-	worker_clock_ns = 0;
-	worker_clock_real_ns = 0;
+	clk_detach();
 	return NULL;
 }
 
@@ -435,12 +402,19 @@ int worker_join(struct worker *w, const struct timespec *deadline)
 	return 0;
 }
 
+void worker_quiesce(struct worker *w)
+{
+	if (w && w->mbox)
+		mailbox_close(w->mbox);
+}
+
 void worker_free(struct worker *w)
 {
 	size_t i;
 
 	if (!w)
 		return;
+	worker_quiesce(w);
 	if (w->base)
 		conn_free_all(w);
 	for (i = 0; i < w->nls; i++)
@@ -452,10 +426,8 @@ void worker_free(struct worker *w)
 		event_free(w->notify);
 	if (w->tick)
 		event_free(w->tick);
-	if (w->reap)
-		event_free(w->reap);
-	if (w->clock)
-		event_free(w->clock);
+	mailbox_free(w->mbox);
+	reqid_table_free(w->ids);
 	if (w->base)
 		event_base_free(w->base);
 	if (w->notify_fd >= 0)

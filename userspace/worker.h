@@ -23,14 +23,15 @@
 #include "admit.h"
 #include "analytics.h"
 #include "config.h"
+#include "conn.h"
 #include "h1.h"
+#include "outcome.h"
 #include "route.h"
 #include "upstream.h"
 
-struct conn;
-struct conn_park;
-struct conn_park_slab;
 struct listener;
+struct mailbox;
+struct reqid_table;
 
 /* Read by every worker; written only by the main thread before the
  * workers start, except routes (swapped atomically) and the atomics. */
@@ -73,6 +74,13 @@ struct worker_shared {
 	/* connections the descriptor limit allows (worker_fd_conn_cap of
 	 * RLIMIT_NOFILE, read every tick); 0: no limit */
 	atomic_ulong fd_conn_cap;
+	/* requests waiting for an in-flight slot (limits.max_queued) */
+	struct admit_queue queue;
+	/* called once per ended request from req_end (the metrics:
+	 * stats_request_done), set before the workers start; NULL: none */
+	void (*request_done)(void *arg, enum outcome o, int status, uint64_t t0,
+			     uint64_t t_connect, uint64_t t_resp);
+	void *request_done_arg;
 };
 
 enum worker_cmd {
@@ -83,9 +91,6 @@ enum worker_cmd {
 
 /* Durations a worker keeps as libevent common timeouts, at most. */
 #define WORKER_COMMON_TIMEOUTS 8
-
-TAILQ_HEAD(conn_list, conn);
-TAILQ_HEAD(conn_park_list, conn_park);
 
 struct worker {
 	unsigned id;
@@ -101,16 +106,9 @@ struct worker {
 	struct event *tick;   /* periodic pool expiry */
 	struct listener **ls; /* this worker's listening sockets */
 	size_t nls;
-	struct conn_list conns;		   /* open client connections */
-	struct conn_park_list parked;	   /* idle ones without buffers */
-	struct conn_park *park_free;	   /* unused entries of the slabs */
-	struct conn_park_slab *park_slabs; /* conn.c allocates entries here */
-	size_t nconns;			   /* both lists */
-	unsigned parks;			   /* connections parked this tick */
-	unsigned parks_untrimmed;	   /* before it, since the last trim */
-	struct conn_list dead;		   /* closed, memory freed by reap */
-	struct event *reap;
-	struct event *clock; /* forgets the cached clocks (worker.c) */
+	struct conn_set cs;	 /* its client connections (conn.c's) */
+	struct mailbox *mbox;	 /* messages from any thread (worker_post) */
+	struct reqid_table *ids; /* requests messages may name */
 	bool draining;
 	unsigned accept_paused;	 /* listeners paused (listener.c) */
 	unsigned long nofile;	 /* RLIMIT_NOFILE, read every tick; 0: none */
@@ -159,6 +157,11 @@ void worker_retune(struct worker *w);
  * ended, -ETIMEDOUT when it still runs. */
 int worker_join(struct worker *w, const struct timespec *deadline);
 
+/* Refuse further messages to w (worker_post: -ESHUTDOWN) and drop those
+ * queued; its loop must have stopped. Before freeing any of the workers,
+ * quiesce them all. NULL is fine. */
+void worker_quiesce(struct worker *w);
+
 /* Free a worker whose thread has ended (or never started): closes every
  * connection and socket it still has. NULL is fine. */
 void worker_free(struct worker *w);
@@ -181,20 +184,21 @@ unsigned long worker_fd_conn_cap(const struct config *cfg,
  * sh->fd_conn_cap. Every tick, and when accept runs out. */
 void worker_read_nofile(struct worker *w);
 
+/* Post a message (a REQ_MSG_*) for the request named target to w's
+ * mailbox, from any thread: w's loop hands it to req_message(). 0, or
+ * -EAGAIN when the mailbox is full, -EPIPE when w is going away. */
+int worker_post(struct worker *w, uint32_t type, uint64_t target);
+
+/* A name for obj that messages to w can carry (worker thread only): 0 and
+ * *id, or -ENOMEM / -ENOSPC. worker_handle_get gives obj back while the
+ * name is held, NULL once worker_handle_free has given it up (a message
+ * for a request that ended meanwhile finds nothing). */
+int worker_handle_new(struct worker *w, void *obj, uint64_t *id);
+void *worker_handle_get(struct worker *w, uint64_t id);
+void worker_handle_free(struct worker *w, uint64_t id);
+
 /* Exit the loop if draining and no connection is left (worker thread). */
 void worker_maybe_exit(struct worker *w);
-
-/*
- * Monotonic nanoseconds (CLOCK_MONOTONIC). On a worker's thread: read
- * once per batch of callbacks, when first asked for, and the same for
- * the callbacks queued at that moment (so a request's times are those of
- * the batches that handled its bytes, at most one batch behind the
- * clock). Elsewhere: now.
- */
-uint64_t worker_now_ns(void);
-
-/* Wall-clock nanoseconds (CLOCK_REALTIME), read like worker_now_ns. */
-uint64_t worker_now_real_ns(void);
 
 /* The timeval for ms milliseconds on w's loop: w's common timeout for
  * that duration when it has one, else *tv filled in. Either way, pass the

@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * req.c - a request's life (req.h): begin at its first byte, parse the
+ * head, Resolve, Admit (or wait in the admission queue), hand over to the
+ * proxy, and req_end(), the one function every request ends in: the
+ * error answer, the analytics record and metrics, the release of what the
+ * request held.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analytics.h"
+#include "clk.h"
+#include "conn.h"
+#include "edge_assert.h"
+#include "req.h"
+#include "sockio.h"
+#include "worker.h"
+
+/* ---- the client's side, for the proxy ----------------------------------- */
+
+struct evbuffer *req_client_in(const struct req *r)
+{
+	return sockio_input(r->c->io);
+}
+
+struct evbuffer *req_client_out(const struct req *r)
+{
+	return sockio_output(r->c->io);
+}
+
+void req_write(struct req *r, const void *p, size_t n)
+{
+	if (r->c->closed || !r->c->io)
+		return;
+	evbuffer_add(sockio_output(r->c->io), p, n);
+	r->bytes_out += n;
+}
+
+void req_client_read(struct req *r, bool on)
+{
+	if (!r->c->io)
+		return;
+	if (on)
+		sockio_enable(r->c->io, EV_READ);
+	else
+		sockio_disable(r->c->io, EV_READ);
+}
+
+bool req_client_reading(const struct req *r)
+{
+	return r->c->io && (sockio_enabled(r->c->io) & EV_READ);
+}
+
+void req_client_watermarks(struct req *r, size_t read_high, size_t write_low)
+{
+	if (r->c->io)
+		sockio_set_watermarks(r->c->io, read_high, write_low);
+}
+
+bool req_client_closed(const struct req *r)
+{
+	return r->c->closed;
+}
+
+void req_close_after(struct req *r, bool half_closed)
+{
+	r->c->close_after = true;
+	if (half_closed)
+		r->c->client_eof = true;
+}
+
+bool req_closing(const struct req *r)
+{
+	return r->c->close_after;
+}
+
+struct sockio *req_client_take(struct req *r)
+{
+	struct sockio *io = r->c->io;
+
+	r->c->io = NULL;
+	r->c->close_after = true;
+	r->c->client_eof = true; /* nothing left to linger for */
+	return io;
+}
+
+void req_timer(struct req *r, uint64_t ms)
+{
+	conn_timer(r->c, ms);
+}
+
+void req_timer_stop(struct req *r)
+{
+	evtimer_del(r->c->timer);
+}
+
+void req_body_timer(struct req *r, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(r->c->btimer, &tv);
+}
+
+void req_body_timer_stop(struct req *r)
+{
+	if (r->c->btimer)
+		evtimer_del(r->c->btimer);
+}
+
+/* ---- begin and end ------------------------------------------------------- */
+
+_Static_assert(offsetof(struct req, p) + sizeof(struct proxy) ==
+		   sizeof(struct req),
+	       "req_begin zeroes struct req up to p, then p to the end");
+
+/* Clear r for a new request, keeping what belongs to the connection. */
+static void req_begin(struct req *r)
+{
+	struct conn *c = r->c;
+	struct worker *w = r->w;
+	const char *ip = r->client_ip;
+	const struct sockaddr *peer = r->peer;
+
+	/* all but the request's and the response's header arrays, 3 KB
+	 * each (see h1_zero_around); p is the last member */
+	h1_zero_around(r, offsetof(struct req, p), r->h.h.headers,
+		       sizeof(r->h.h.headers));
+	h1_zero_around(&r->p, sizeof(*r) - offsetof(struct req, p),
+		       r->p.resp.h.headers, sizeof(r->p.resp.h.headers));
+	r->c = c;
+	r->w = w;
+	r->client_ip = ip;
+	r->peer = peer;
+	r->active = true;
+	r->state = REQ_HEAD;
+	r->t0 = clk_now_ns();
+	r->t0_real = clk_real_ns();
+	h1_request_init(&r->h);
+	c->nreq++;
+}
+
+/* Whether the request has body bytes the client may still send. */
+static bool req_body_pending(const struct req *r)
+{
+	if (!r->head)
+		return false; /* no complete head: the connection closes */
+	if (!r->h.h.chunked && r->h.h.content_length <= 0)
+		return false;
+	return !r->p.req_body.done;
+}
+
+/* First value of header name in h, or NULL. */
+static const struct h1_header *find_header(const struct h1_head *h,
+					   const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < h->nheaders; i++)
+		if (h1_eq(h->headers[i].name, h->headers[i].name_len, name))
+			return &h->headers[i];
+	return NULL;
+}
+
+/* Record: one analytics event (the writer thread does the I/O). */
+static void req_record(struct req *r, enum outcome o)
+{
+	struct analytics *a = r->w->sh->analytics;
+	struct analytics_event ev;
+	const struct h1_header *f;
+
+	if (!a)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.time_ns = r->t0_real;
+	ev.duration_ns = clk_now_ns() - r->t0;
+	if (r->t_resp && r->p.t_connect)
+		ev.upstream_ns = r->t_resp - r->p.t_connect;
+	ev.bytes_in = r->bytes_in;
+	ev.bytes_out = r->bytes_out;
+	ev.status = (uint16_t)r->status;
+	ev.kind = o == OUTCOME_TUNNEL ? ANALYTICS_KIND_TUNNEL
+				      : ANALYTICS_KIND_REQUEST;
+	ev.outcome = (uint8_t)o;
+	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, r->client_ip, SIZE_MAX);
+	if (r->routed) {
+		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID,
+				    r->m.project_id, SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_ENVIRONMENT_ID,
+				    r->m.env_id, SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_DEPLOYMENT_ID,
+				    r->m.deployment_id, SIZE_MAX);
+	}
+	if (r->head) {
+		analytics_event_set(&ev, ANALYTICS_F_HOST, r->h.host,
+				    r->h.host_len);
+		analytics_event_set(&ev, ANALYTICS_F_METHOD, r->h.method_str,
+				    r->h.method_len);
+		analytics_event_set(&ev, ANALYTICS_F_PATH, r->h.target,
+				    r->h.target_len);
+		f = find_header(&r->h.h, "user-agent");
+		if (f)
+			analytics_event_set(&ev, ANALYTICS_F_USER_AGENT,
+					    f->value, f->value_len);
+		f = find_header(&r->h.h, "referer");
+		if (f)
+			analytics_event_set(&ev, ANALYTICS_F_REFERRER, f->value,
+					    f->value_len);
+	}
+	analytics_enqueue(a, &ev);
+}
+
+/* The JSON error response for o, built like every other head. */
+static void req_send_error(struct req *r, enum outcome o, const char *extra,
+			   bool close)
+{
+	char body[1024];
+	struct hdr_buf b;
+	ssize_t blen;
+	int status = outcome_status(o);
+
+	blen = outcome_error_body(o, r->id, body, sizeof(body));
+	if (blen < 0)
+		blen = 0;
+	hdr_buf_init(&b, 0);
+	if (hdr_build_error(&b, status, r->id, extra, (size_t)blen, close) ==
+	    0) {
+		req_write(r, b.p, b.len);
+		if (!(r->head && r->h.method == H1_M_HEAD))
+			req_write(r, body, (size_t)blen);
+	}
+	hdr_buf_free(&b);
+	r->status = status;
+	r->resp_started = true;
+}
+
+void req_leave_inflight(struct req *r)
+{
+	struct worker_shared *sh = r->w->sh;
+
+	if (!r->inflight)
+		return;
+	r->inflight = false;
+	admit_inflight_leave(&sh->inflight, r->m.inflight);
+	admit_queue_kick(&sh->queue);
+}
+
+/* Out of the admission queue (if in it) and its id given back. */
+static void req_unqueue(struct req *r)
+{
+	struct worker_shared *sh = r->w->sh;
+
+	if (r->waiter.queued && admit_queue_remove(&sh->queue, &r->waiter))
+		if (r->waiter.notified)
+			admit_queue_kick(&sh->queue); /* pass it on */
+	if (r->handle)
+		worker_handle_free(r->w, r->handle);
+	r->handle = 0;
+}
+
+void req_end(struct req *r, enum outcome o, const char *extra)
+{
+	struct conn *c = r->c;
+	struct worker_shared *sh = r->w->sh;
+	bool close;
+
+	if (!r->active)
+		return;
+	r->active = false;
+	if (r->p.state == PROXY_TUNNEL) {
+		/* however a tunnel ends (closed, idle, error, edge closing the
+		 * connection), it is recorded as one: proxy_release closes it
+		 * and adds its byte counts before req_record */
+		o = OUTCOME_TUNNEL;
+		c->close_after = true;
+		c->client_eof = true;
+	}
+	if (!r->id[0] && hdr_request_id_new(r->id))
+		snprintf(r->id, sizeof(r->id), "-");
+	close = c->close_after || r->w->draining || !r->head ||
+		req_body_pending(r) || r->p.client_close;
+	if (outcome_sends_error(o)) {
+		if (o == OUTCOME_CONNECTION_LIMIT ||
+		    o == OUTCOME_HEADER_TIMEOUT || o == OUTCOME_BODY_TIMEOUT ||
+		    o == OUTCOME_INTERNAL_ERROR || o == OUTCOME_FD_EXHAUSTED)
+			close = true;
+		if (!r->resp_started)
+			req_send_error(r, o, extra, close);
+		else
+			close = true; /* a relayed response was cut short */
+	} else if (o == OUTCOME_CLIENT_CLOSED) {
+		close = true;
+		if (!r->resp_started)
+			r->status = OUTCOME_CLIENT_CLOSED_STATUS;
+	}
+	req_unqueue(r);
+	EDGE_ASSERT(!r->waiter.queued && !r->handle);
+	proxy_release(r, o == OUTCOME_OK);
+	EDGE_ASSERT(!r->p.uio && !r->p.tun && !r->p.ep_counted);
+	req_record(r, o);
+	if (sh->request_done)
+		sh->request_done(sh->request_done_arg, o, r->status, r->t0,
+				 r->p.t_connect, r->t_resp);
+	req_leave_inflight(r);
+	route_table_put(r->rt);
+	r->rt = NULL;
+	r->routed = false;
+	r->state = REQ_IDLE;
+	free(r->head);
+	r->head = NULL;
+	conn_next(c, close);
+}
+
+void req_refuse(struct conn *c, enum outcome o)
+{
+	req_begin(&c->r);
+	req_end(&c->r, o, NULL);
+}
+
+/* ---- Resolve and Admit --------------------------------------------------- */
+
+/* Hand r to the proxy (Resolve and Admit passed, in-flight slot held). */
+static void req_forward(struct req *r)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	struct h1_request *h = &r->h;
+
+	if (h->expect_continue && (h->h.chunked || h->h.content_length > 0))
+		req_write(r, cont, sizeof(cont) - 1);
+	r->state = REQ_PROXY;
+	proxy_start(r);
+}
+
+/*
+ * Take an in-flight slot for r, or a place in the queue: a request that
+ * finds others waiting queues behind them (and kicks, in case a slot is
+ * free), one that finds the caps full waits when the queue has room.
+ * Returns 1 when r may go on now, 0 when it waits (REQ_QUEUED, its timer
+ * armed for timeouts.queue), -EBUSY when it must be refused.
+ */
+static int req_admit_inflight(struct req *r)
+{
+	struct worker_shared *sh = r->w->sh;
+	struct admit_queue *q = &sh->queue;
+
+	if (!admit_queue_busy(q) &&
+	    admit_inflight_enter(&sh->inflight, r->m.inflight) == 0)
+		return 1;
+	if (worker_handle_new(r->w, r, &r->handle) == 0) {
+		r->waiter.owner = r->w;
+		r->waiter.handle = r->handle;
+		r->waiter.route = r->m.inflight;
+		if (admit_queue_add(q, &r->waiter) == 0) {
+			r->state = REQ_QUEUED;
+			req_timer(r, r->w->set.timeouts.queue_ms);
+			admit_queue_kick(q);
+			return 0;
+		}
+		worker_handle_free(r->w, r->handle);
+		r->handle = 0;
+	}
+	/* no queue (or full): a free slot is still taken */
+	if (admit_inflight_enter(&sh->inflight, r->m.inflight) == 0)
+		return 1;
+	return -EBUSY;
+}
+
+/* The head is complete: Resolve and Admit, then hand over to the proxy. */
+static void req_head(struct req *r)
+{
+	struct worker *w = r->w;
+	struct worker_shared *sh = w->sh;
+	struct h1_request *h = &r->h;
+	enum route_status rs;
+	const char *id, *path;
+	size_t idn = 0, path_len;
+	unsigned retry = 0;
+	char extra[64];
+	int rc;
+
+	id = hdr_request_id_get(&h->h, &idn);
+	if (id && idn < sizeof(r->id)) {
+		memcpy(r->id, id, idn);
+		r->id[idn] = '\0';
+	} else if (hdr_request_id_new(r->id)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	if (!h->h.keep_alive || w->draining)
+		r->c->close_after = true;
+
+	/* Resolve */
+	r->rt = route_table_current(&sh->routes);
+	if (!r->rt || !h->host) {
+		req_end(r, OUTCOME_DOMAIN_NOT_FOUND, NULL);
+		return;
+	}
+	path = h->path;
+	path_len = h->query ? (size_t)(h->query + h->query_len - h->path)
+			    : h->path_len;
+	rs = route_lookup(r->rt, h->host, h->host_len, path, path_len, &r->m);
+	if (rs == ROUTE_DOMAIN_NOT_FOUND) {
+		req_end(r, OUTCOME_DOMAIN_NOT_FOUND, NULL);
+		return;
+	}
+	r->routed = true;
+	if (rs == ROUTE_PROJECT_DISABLED) {
+		req_end(r, OUTCOME_PROJECT_DISABLED, NULL);
+		return;
+	}
+
+	/* Admit */
+	if (!route_ip_allowed(&r->m, &r->c->peer_cidr)) {
+		req_end(r, OUTCOME_IP_DENIED, NULL);
+		return;
+	}
+	if (w->limiter && admit_take(w->limiter, &r->c->peer_cidr, clk_now_ns(),
+				     &retry) == -EAGAIN) {
+		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry);
+		req_end(r, OUTCOME_RATE_LIMITED, extra);
+		return;
+	}
+	if (h->h.content_length >= 0 &&
+	    !admit_body_declared_ok((uint64_t)h->h.content_length,
+				    r->m.max_body_bytes)) {
+		req_end(r, OUTCOME_BODY_TOO_LARGE, NULL);
+		return;
+	}
+	admit_body_init(&r->limit, r->m.max_body_bytes);
+	r->c->state = CONN_REQ;
+	rc = req_admit_inflight(r);
+	if (rc < 0) {
+		req_end(r, OUTCOME_OVERLOADED, NULL);
+		return;
+	}
+	if (rc == 0)
+		return; /* queued: req_message goes on */
+	r->inflight = true;
+	req_forward(r);
+}
+
+/* The outcome for a request head the parser refused, by its status. */
+static enum outcome outcome_of_parse(int status)
+{
+	switch (status) {
+	case 414:
+		return OUTCOME_URI_TOO_LONG;
+	case 431:
+		return OUTCOME_HEADERS_TOO_LARGE;
+	case 501:
+		return OUTCOME_NOT_IMPLEMENTED;
+	case 505:
+		return OUTCOME_VERSION_NOT_SUPPORTED;
+	case 417:
+		return OUTCOME_EXPECTATION_FAILED;
+	default:
+		return OUTCOME_BAD_REQUEST;
+	}
+}
+
+void req_parse(struct conn *c)
+{
+	const struct h1_limits *h1 = &c->w->set.h1;
+	struct evbuffer *in = sockio_input(c->io);
+	struct req *r = &c->r;
+	size_t len = evbuffer_get_length(in), n;
+	const char *buf;
+	int rc;
+
+	if (!r->active)
+		req_begin(r);
+	n = len < h1->head_max + 1 ? len : h1->head_max + 1;
+	buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
+	if (!buf) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	rc = h1_parse_request(buf, n, h1, &r->h);
+	if (rc == 0) {
+		if (c->client_eof)
+			req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
+		return;
+	}
+	evtimer_del(c->timer);
+	c->timer_mode = CONN_T_NONE;
+	if (rc < 0) {
+		r->bytes_in = n;
+		c->close_after = true;
+		log_debug_ctx(REQ_LOG_CTX(r), "bad request: %s at byte %zu",
+			      h1_err_name(r->h.h.err), r->h.h.err_off);
+		req_end(r, outcome_of_parse(r->h.h.status), NULL);
+		return;
+	}
+	/* keep a copy of the head: the spans must outlive the input */
+	r->head = malloc((size_t)rc);
+	if (!r->head) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	memcpy(r->head, buf, (size_t)rc);
+	r->head_len = (size_t)rc;
+	h1_parse_request(r->head, r->head_len, h1, &r->h);
+	evbuffer_drain(in, r->head_len);
+	r->bytes_in = r->head_len;
+	req_head(r);
+}
+
+/* ---- the waiting state -------------------------------------------------- */
+
+int req_queue_notify(void *owner, uint64_t handle)
+{
+	/* a full mailbox: the waiter keeps its turn and its timeout, and is
+	 * told at a later kick */
+	return worker_post(owner, REQ_MSG_ADMIT, handle);
+}
+
+void req_message(struct worker *w, uint32_t type, uint64_t handle)
+{
+	struct worker_shared *sh = w->sh;
+	struct req *r = worker_handle_get(w, handle);
+
+	if (!EDGE_ASSERT_MSG(type == REQ_MSG_ADMIT, "message type %u", type))
+		return;
+	if (!r || !r->active || r->state != REQ_QUEUED) {
+		/* ended meanwhile: the next waiter may have the slot */
+		admit_queue_kick(&sh->queue);
+		return;
+	}
+	if (admit_inflight_enter(&sh->inflight, r->m.inflight)) {
+		admit_queue_retry(&sh->queue, &r->waiter); /* taken first */
+		admit_queue_kick(&sh->queue);
+		return;
+	}
+	r->inflight = true;
+	admit_queue_remove(&sh->queue, &r->waiter);
+	worker_handle_free(w, r->handle);
+	r->handle = 0;
+	req_timer_stop(r);
+	req_forward(r);
+}
+
+/* ---- the client connection's events ------------------------------------- */
+
+void req_client_readable(struct req *r)
+{
+	if (r->state == REQ_PROXY)
+		proxy_client_readable(r);
+	/* queued: a body waits in the input (bounded by the watermark) */
+}
+
+void req_client_drained(struct req *r)
+{
+	if (r->state == REQ_PROXY)
+		proxy_client_drained(r);
+}
+
+void req_client_gone(struct req *r, bool eof)
+{
+	if (r->state == REQ_PROXY) {
+		proxy_client_gone(r, eof);
+		return;
+	}
+	/* queued: a client that closes (or half-closes: the two look the
+	 * same until edge writes) is taken to have given up, as HAProxy's
+	 * option abortonclose does; its request never reaches an upstream */
+	(void)eof;
+	req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
+}
+
+void req_timeout(struct req *r)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+
+	if (r->state == REQ_QUEUED) {
+		log_debug_ctx(REQ_LOG_CTX(r),
+			      "waited %llu ms in the admission queue",
+			      (unsigned long long)r->w->set.timeouts.queue_ms);
+		req_end(r, OUTCOME_OVERLOADED, retry);
+		return;
+	}
+	if (r->state == REQ_PROXY)
+		proxy_timeout(r);
+}
+
+void req_body_timeout(struct req *r)
+{
+	if (r->state == REQ_PROXY)
+		proxy_body_timeout(r);
+}

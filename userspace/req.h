@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * req.h - one request's life, from its first byte to req_end(): Parse (the
+ * head), Resolve, Admit (with the admission queue, the request's waiting
+ * state), the hand-over to the proxy (Select, Forward, Respond: proxy.h)
+ * and Record, in the one function every request ends in.
+ *
+ * A request belongs to its client connection (conn.h), which carries one
+ * at a time: with pipelining, the next head is parsed only once the
+ * current response is complete. The proxy reaches the client only through
+ * the req_client_*() calls here and ends the request only with req_end();
+ * it never sees the connection.
+ *
+ * The waiting state (REQ_QUEUED): a request whose route's or the global
+ * in-flight cap is full waits, when limits.max_queued allows, in one FIFO
+ * shared by the workers (struct admit_queue) for at most timeouts.queue;
+ * a request leaving the in-flight gauges wakes the first waiter that now
+ * fits (through its worker's mailbox), which then enters and goes on to
+ * the proxy; after timeouts.queue it is answered 503 overloaded. The wake
+ * stage will hold requests in the same state.
+ */
+#ifndef EDGE_REQ_H
+#define EDGE_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "admit.h"
+#include "hdr.h"
+#include "log.h"
+#include "outcome.h"
+#include "proxy.h"
+#include "route.h"
+
+struct conn;
+struct evbuffer;
+struct sockio;
+struct worker;
+
+enum req_state {
+	REQ_IDLE = 0, /* no request on the connection */
+	REQ_HEAD,     /* bytes of a head arrived: parsing */
+	REQ_QUEUED,   /* admitted but for an in-flight slot: waiting */
+	REQ_PROXY,    /* with the proxy (proxy.h) */
+};
+
+/* One request, from its first byte to req_end(). */
+struct req {
+	struct conn *c;	  /* its client connection (req.c and conn.c only) */
+	struct worker *w; /* the worker serving it */
+	enum req_state state;
+	bool active;	  /* between its first byte and req_end */
+	uint64_t handle;  /* the worker's id for it (mailbox messages) */
+	uint64_t t0;	  /* monotonic ns at the first byte */
+	uint64_t t0_real; /* CLOCK_REALTIME ns at the first byte */
+	uint64_t t_resp;  /* monotonic ns of the response head, 0: none */
+	char id[HDR_REQUEST_ID_MAX + 1];
+	const char *client_ip;	     /* the client's address, as text */
+	const struct sockaddr *peer; /* and as accepted */
+	struct h1_request h;	     /* spans point into head */
+	char *head;		     /* a copy of the head, head_len bytes */
+	size_t head_len;
+	struct route_table *rt; /* held until the end */
+	struct route_match m;
+	bool routed;	   /* m is valid */
+	bool inflight;	   /* admit_inflight_enter held */
+	bool resp_started; /* a response head went to the client */
+	int status;	   /* status sent */
+	uint64_t bytes_in, bytes_out;
+	struct admit_body limit;    /* chunked bodies against the route limit */
+	struct admit_waiter waiter; /* REQ_QUEUED: its place in the queue */
+	struct proxy p;
+};
+
+/* The log context of a request's lines: its client and request id. */
+#define REQ_LOG_CTX(r) (&(const struct log_ctx){(r)->client_ip, (r)->id})
+
+/* The head parser for c's input (the connection calls it while it waits
+ * for a head): begins a request at its first byte, parses, and once the
+ * head is complete resolves and admits it and hands it to the proxy (or
+ * queues it). Ends the request on a parse error, with its status. */
+void req_parse(struct conn *c);
+
+/*
+ * End r: the one function every request ends in. Runs its body once per
+ * request (later calls do nothing): writes the JSON error when o owes one
+ * and no response head was sent yet, records one analytics event and its
+ * metrics, releases the in-flight gauges (waking a queued request), its
+ * place in the queue, the upstream and the route table reference, then
+ * lets the connection wait for the next head (keep-alive) or close after
+ * the output is flushed. extra is NULL or pre-formatted "Name: value\r\n"
+ * lines for the error.
+ */
+void req_end(struct req *r, enum outcome o, const char *extra);
+
+/* The request's phase timer (the connect or response timeout, the
+ * queue's) and the request body's timer: arm for ms milliseconds, or
+ * stop. */
+void req_timer(struct req *r, uint64_t ms);
+void req_timer_stop(struct req *r);
+void req_body_timer(struct req *r, uint64_t ms);
+void req_body_timer_stop(struct req *r);
+
+/* The client's side, for the proxy. */
+struct evbuffer *req_client_in(const struct req *r);
+struct evbuffer *req_client_out(const struct req *r);
+/* Write n bytes of response to the client, counted in bytes_out. */
+void req_write(struct req *r, const void *p, size_t n);
+/* Read the client or not; whether it is read now. */
+void req_client_read(struct req *r, bool on);
+bool req_client_reading(const struct req *r);
+/* The client's input read watermark and output low watermark. */
+void req_client_watermarks(struct req *r, size_t read_high, size_t write_low);
+/* Whether the client connection is closed (nothing more can be sent). */
+bool req_client_closed(const struct req *r);
+/* Close the client connection once this request ends (keep-alive off);
+ * with half_closed, the client has already shut its side. */
+void req_close_after(struct req *r, bool half_closed);
+/* Whether the client connection closes after this request. */
+bool req_closing(const struct req *r);
+/* Leave the admission in-flight gauges now (a tunnel: long-lived, bounded
+ * by the connection cap instead), letting a queued request in. */
+void req_leave_inflight(struct req *r);
+/* Hand the client's sockio over (a tunnel takes it: it owns it from now
+ * on); the connection closes when the request ends. */
+struct sockio *req_client_take(struct req *r);
+
+/* Events of the client connection while the request is past its head
+ * (conn.c calls these). */
+void req_client_readable(struct req *r);
+void req_client_drained(struct req *r);
+void req_client_gone(struct req *r, bool eof);
+void req_timeout(struct req *r);
+void req_body_timeout(struct req *r);
+
+/* A mailbox message for the request named by handle on worker w arrived:
+ * REQ_MSG_ADMIT (an in-flight slot may be free for it). A request that
+ * has ended meanwhile is not found, and the slot goes to the next
+ * waiter. */
+#define REQ_MSG_ADMIT 1
+void req_message(struct worker *w, uint32_t type, uint64_t handle);
+
+/* The admission queue's notify function (admit_queue_kick): post
+ * REQ_MSG_ADMIT for handle to worker owner. 0 or -EAGAIN (its mailbox is
+ * full). */
+int req_queue_notify(void *owner, uint64_t handle);
+
+/* Begin a request on c and end it at once with o (a connection refused
+ * at accept: connection_limit, shutting_down). */
+void req_refuse(struct conn *c, enum outcome o);
+
+#endif /* EDGE_REQ_H */
