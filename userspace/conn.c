@@ -375,6 +375,8 @@ static void conn_park_free(struct conn_park *k, struct transport *keep)
 	event_del((struct event *)k->ev);
 	TAILQ_REMOVE(&w->cs.parked, k, link);
 	atomic_fetch_sub(&w->sh->parked, 1);
+	if (k->nreq)
+		atomic_fetch_sub(&w->sh->parked_idle, 1);
 	if (keep) {
 		*keep = k->t;
 	} else {
@@ -435,6 +437,8 @@ static int conn_park(struct worker *w, const struct transport *t,
 	}
 	TAILQ_INSERT_TAIL(&w->cs.parked, k, link);
 	atomic_fetch_add(&w->sh->parked, 1);
+	if (nreq)
+		atomic_fetch_add(&w->sh->parked_idle, 1);
 	return 0;
 }
 

@@ -187,8 +187,10 @@ static void edged_fd_limit(struct edged *d, const struct config *cfg)
 		return;
 	log_warnx("limits.max_connections is %llu but the descriptor limit "
 		  "(RLIMIT_NOFILE) is %llu: at most %lu connections at once "
-		  "(two descriptors each), more wait in the listen backlog; "
-		  "raise the limit (ulimit -n, LimitNOFILE=) for more",
+		  "while all are busy (two descriptors each), more while some "
+		  "are idle keep-alive ones (one each); the rest wait in the "
+		  "listen backlog; raise the limit (ulimit -n, LimitNOFILE=) "
+		  "for more",
 		  (unsigned long long)cfg->limits.max_connections,
 		  (unsigned long long)rl.rlim_cur, cap);
 }

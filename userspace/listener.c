@@ -76,6 +76,31 @@ static bool listener_fds_short(const struct worker *w, int fd)
 	return w->nofile && (unsigned long)fd + 1 + spare > w->nofile;
 }
 
+/*
+ * Whether one more connection could leave a request without a
+ * descriptor for its upstream: a connection idle between requests
+ * (parked after one) holds one descriptor, any other two (its
+ * upstream's, or the one its request will need: a connection that has
+ * sent nothing yet is about to), a pooled upstream connection one, and
+ * edged keeps a reserve.
+ */
+static bool listener_fds_full(const struct worker *w)
+{
+	const struct worker_shared *sh = w->sh;
+	unsigned long long conns, idle, est;
+
+	if (!w->nofile)
+		return false;
+	conns = atomic_load_explicit(&sh->connections, memory_order_relaxed);
+	idle = atomic_load_explicit(&sh->parked_idle, memory_order_relaxed);
+	if (idle > conns)
+		idle = conns; /* read apart: not in step */
+	est = 2 * conns - idle +
+	      atomic_load_explicit(&sh->up.idle_fds, memory_order_relaxed) +
+	      w->fd_reserve;
+	return est + 2 > w->nofile;
+}
+
 static void listener_resume(struct listener *l)
 {
 	if (!l->paused)
@@ -113,8 +138,7 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 		socklen_t len = sizeof(ss);
 		int cfd;
 
-		if (l->w->fd_cap &&
-		    atomic_load(&l->w->sh->connections) >= l->w->fd_cap) {
+		if (listener_fds_full(l->w)) {
 			/* as many as the descriptor limit allows: the next
 			 * ones wait in the backlog for one to close */
 			listener_pause(l, "as many connections as the "

@@ -473,6 +473,12 @@ static void proxy_connect(struct req *r)
 	a = upstream_ep_addr(ep);
 	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
+	/* out of descriptors: idle pooled connections are the cheapest to
+	 * give back, a few at a time while the pool has them */
+	while (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+	       upstream_pool_shed(w->up, PROXY_SHED_IDLE))
+		fd = socket(a->ss.ss_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		proxy_no_socket(r, errno);
 		return;

@@ -35,6 +35,9 @@ struct upstream_ep;
  * stops, and the level at which it resumes. */
 #define PROXY_HIGH_WATER (64 * 1024)
 #define PROXY_LOW_WATER (16 * 1024)
+/* Pooled idle upstream connections closed when a socket for a new one
+ * finds no descriptor, before it is tried once more. */
+#define PROXY_SHED_IDLE 8
 /* Endpoints tried for one request at most. */
 #define PROXY_TRIES_MAX 4
 

@@ -740,6 +740,26 @@ static bool upstream_ep_idle(const struct upstream_ep *ep, uint64_t now)
 	       (!ep->ejected || now >= ep->eject_until);
 }
 
+size_t upstream_pool_shed(struct upstream_worker *w, size_t n)
+{
+	size_t i, done = 0;
+
+	for (i = 0; i < w->n_buckets && done < n; i++) {
+		struct upstream_ep *ep;
+
+		for (ep = w->buckets[i]; ep && done < n; ep = ep->next) {
+			size_t k =
+			    ep->n_idle < n - done ? ep->n_idle : n - done;
+
+			if (k) {
+				upstream_drop_oldest(w, ep, k);
+				done += k;
+			}
+		}
+	}
+	return done;
+}
+
 void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns)
 {
 	size_t i;

@@ -148,6 +148,11 @@ int upstream_pool_take_obj(struct upstream_worker *w, struct upstream_ep *ep,
  * Returns 0, or -ENOENT when obj is not pooled at ep. */
 int upstream_pool_forget(struct upstream_ep *ep, const void *obj);
 
+/* Close up to n pooled idle connections, oldest of each endpoint first
+ * (out of descriptors: they are the cheapest to give back). Returns how
+ * many were closed. */
+size_t upstream_pool_shed(struct upstream_worker *w, size_t n);
+
 /* Close idle fds past the idle timeout, and forget endpoints long unused. */
 void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns);
 

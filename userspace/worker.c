@@ -197,15 +197,20 @@ void worker_read_nofile(struct worker *w)
 		return;
 	w->nofile =
 	    rl.rlim_cur == RLIM_INFINITY ? 0 : (unsigned long)rl.rlim_cur;
-	w->fd_cap = w->nofile ? worker_fd_conn_cap(w->sh->cfg, w->nofile) : 0;
-	atomic_store(&w->sh->fd_conn_cap, w->fd_cap);
+	w->fd_reserve = worker_fd_reserve(w->sh->cfg);
+	atomic_store(&w->sh->fd_conn_cap,
+		     w->nofile ? worker_fd_conn_cap(w->sh->cfg, w->nofile) : 0);
+}
+
+unsigned long worker_fd_reserve(const struct config *cfg)
+{
+	return WORKER_FD_RESERVE +
+	       (unsigned long)cfg->workers * (cfg->n_listen + 4);
 }
 
 unsigned long worker_fd_conn_cap(const struct config *cfg, unsigned long nofile)
 {
-	unsigned long reserve =
-	    WORKER_FD_RESERVE +
-	    (unsigned long)cfg->workers * (cfg->n_listen + 4);
+	unsigned long reserve = worker_fd_reserve(cfg);
 
 	return nofile > reserve + 2 ? (nofile - reserve) / 2 : 1;
 }

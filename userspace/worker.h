@@ -63,6 +63,7 @@ struct worker_shared {
 	struct admit_gauge inflight; /* limits.max_inflight */
 	atomic_ulong connections;    /* open client connections */
 	atomic_ulong parked;	     /* of them, parked (conn.h) */
+	atomic_ulong parked_idle;    /* of those, after a request */
 	/* the current settings: the main thread writes them under
 	 * set_lock and then bumps set_gen; each worker copies them into
 	 * its own w->set when it sees set_gen change (worker_retune) */
@@ -71,8 +72,8 @@ struct worker_shared {
 	atomic_uint set_gen;
 	struct worker_upstream_totals up;
 	atomic_ullong accept_pauses; /* listener_pause, every worker */
-	/* connections the descriptor limit allows (worker_fd_conn_cap of
-	 * RLIMIT_NOFILE, read every tick); 0: no limit */
+	/* busy connections the descriptor limit allows (worker_fd_conn_cap
+	 * of RLIMIT_NOFILE, read every tick); 0: no limit */
 	atomic_ulong fd_conn_cap;
 	/* requests waiting for an in-flight slot (limits.max_queued) */
 	struct admit_queue queue;
@@ -110,10 +111,10 @@ struct worker {
 	struct mailbox *mbox;	 /* messages from any thread (worker_post) */
 	struct reqid_table *ids; /* requests messages may name */
 	bool draining;
-	unsigned accept_paused;	 /* listeners paused (listener.c) */
-	unsigned long nofile;	 /* RLIMIT_NOFILE, read every tick; 0: none */
-	unsigned long fd_cap;	 /* worker_fd_conn_cap(nofile); 0: none */
-	struct log_rl accept_rl; /* their log lines */
+	unsigned accept_paused;	  /* listeners paused (listener.c) */
+	unsigned long nofile;	  /* RLIMIT_NOFILE, read every tick; 0: none */
+	unsigned long fd_reserve; /* worker_fd_reserve() */
+	struct log_rl accept_rl;  /* their log lines */
 	struct upstream_worker *up;
 	struct upstream_stats up_published; /* added to sh->up so far */
 	struct admit_limiter *limiter;	    /* NULL: no per-client rate limit */
@@ -171,16 +172,21 @@ void worker_free(struct worker *w);
  * the pinned maps, libc; plus, per worker, its listeners and a few. */
 #define WORKER_FD_RESERVE 64
 
-/* How many client connections a descriptor limit of nofile allows: a
- * proxied connection holds two (the client's and its upstream's, pooled
- * or not), after WORKER_FD_RESERVE and each worker's own. At least 1. At
- * this many open connections the listeners stop accepting (the rest
- * wait in the kernel's listen backlog) until one closes. */
+/* The descriptors edged keeps for itself: WORKER_FD_RESERVE and, per
+ * worker, its listeners and a few. */
+unsigned long worker_fd_reserve(const struct config *cfg);
+
+/* How many busy client connections a descriptor limit of nofile allows:
+ * one with a request holds two (the client's and its upstream's), after
+ * the reserve; an idle keep-alive one (parked) holds one, so more fit
+ * while some are idle. The listeners stop accepting when one more
+ * connection with a request would pass the limit (listener.c); the rest
+ * wait in the kernel's listen backlog. At least 1. */
 unsigned long worker_fd_conn_cap(const struct config *cfg,
 				 unsigned long nofile);
 
 /* Read the descriptor limit as it is now (prlimit(1) may change it from
- * outside) into w->nofile and w->fd_cap, and publish the cap in
+ * outside) into w->nofile and w->fd_reserve, and publish the busy cap in
  * sh->fd_conn_cap. Every tick, and when accept runs out. */
 void worker_read_nofile(struct worker *w);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "admit.h"
 #include "unit.h"
@@ -275,6 +276,121 @@ START_TEST(test_rate_extremes)
 }
 END_TEST
 
+/* The admission queue: what notify was told, in order. */
+static uint64_t told[16];
+static unsigned ntold;
+static int notify_fail; /* notify refuses (a full mailbox) */
+
+static int record_notify(void *owner, uint64_t handle)
+{
+	(void)owner;
+	if (notify_fail)
+		return -EAGAIN;
+	if (ntold < 16)
+		told[ntold++] = handle;
+	return 0;
+}
+
+static void waiter_init(struct admit_waiter *w, uint64_t handle,
+			struct admit_gauge *route)
+{
+	memset(w, 0, sizeof(*w));
+	w->handle = handle;
+	w->route = route;
+}
+
+START_TEST(test_queue_fifo)
+{
+	struct admit_gauge g;
+	struct admit_queue q;
+	struct admit_waiter w[4];
+	unsigned i;
+
+	ntold = 0;
+	notify_fail = 0;
+	admit_gauge_init(&g, 1);
+	ck_assert_int_eq(admit_queue_init(&q, &g, 3, record_notify), 0);
+	ck_assert(!admit_queue_busy(&q));
+	for (i = 0; i < 4; i++)
+		waiter_init(&w[i], 10 + i, NULL);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(admit_queue_add(&q, &w[i]), 0);
+	ck_assert_int_eq(admit_queue_add(&q, &w[3]), -ENOSPC); /* bound */
+	ck_assert_uint_eq(admit_queue_length(&q), 3);
+	ck_assert(admit_queue_busy(&q));
+	/* the slot is taken: nobody is told */
+	ck_assert_int_eq(admit_inflight_enter(&g, NULL), 0);
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 0);
+	/* it frees: the first waiter, once, however often it is kicked */
+	admit_inflight_leave(&g, NULL);
+	admit_queue_kick(&q);
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 1);
+	ck_assert_uint_eq(told[0], 10);
+	/* it enters and leaves the queue; the next kick tells the second */
+	ck_assert_int_eq(admit_inflight_enter(&g, NULL), 0);
+	ck_assert(admit_queue_remove(&q, &w[0]));
+	ck_assert(!admit_queue_remove(&q, &w[0]));
+	admit_inflight_leave(&g, NULL);
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 2);
+	ck_assert_uint_eq(told[1], 11);
+	/* one taken from the middle: the order of the rest holds */
+	ck_assert(admit_queue_remove(&q, &w[1]));
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 3);
+	ck_assert_uint_eq(told[2], 12);
+	ck_assert(admit_queue_remove(&q, &w[2]));
+	ck_assert(!admit_queue_busy(&q));
+	admit_queue_destroy(&q);
+}
+END_TEST
+
+START_TEST(test_queue_routes_and_retry)
+{
+	struct admit_gauge g, full, free_route;
+	struct admit_queue q;
+	struct admit_waiter a, b;
+
+	ntold = 0;
+	notify_fail = 0;
+	admit_gauge_init(&g, 10);
+	admit_gauge_init(&full, 1);
+	admit_gauge_init(&free_route, 1);
+	ck_assert_int_eq(admit_inflight_enter(&g, &full), 0);
+	ck_assert_int_eq(admit_queue_init(&q, &g, 8, record_notify), 0);
+	waiter_init(&a, 1, &full);
+	waiter_init(&b, 2, &free_route);
+	ck_assert_int_eq(admit_queue_add(&q, &a), 0);
+	ck_assert_int_eq(admit_queue_add(&q, &b), 0);
+	/* a's route is full: b, behind it, is told first */
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 1);
+	ck_assert_uint_eq(told[0], 2);
+	/* b lost the race for the slot: told again at the next kick */
+	admit_queue_retry(&q, &b);
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 2);
+	ck_assert_uint_eq(told[1], 2);
+	admit_queue_remove(&q, &b);
+	/* a notify that cannot be delivered leaves the waiter untold */
+	admit_inflight_leave(&g, &full);
+	notify_fail = 1;
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 2);
+	notify_fail = 0;
+	admit_queue_kick(&q);
+	ck_assert_uint_eq(ntold, 3);
+	ck_assert_uint_eq(told[2], 1);
+	admit_queue_remove(&q, &a);
+	/* off: nothing queues */
+	admit_queue_set_max(&q, 0);
+	ck_assert_int_eq(admit_queue_add(&q, &a), -ENOSPC);
+	admit_queue_destroy(&q);
+}
+END_TEST
+
 static Suite *admit_suite(void)
 {
 	Suite *s = suite_create("admit");
@@ -286,6 +402,8 @@ static Suite *admit_suite(void)
 	tcase_add_test(tc, test_eviction_bound);
 	tcase_add_test(tc, test_off_and_args);
 	tcase_add_test(tc, test_inflight);
+	tcase_add_test(tc, test_queue_fifo);
+	tcase_add_test(tc, test_queue_routes_and_retry);
 	tcase_add_test(tc, test_body);
 	tcase_add_test(tc, test_rate_gap);
 	tcase_add_test(tc, test_rate_min);
