@@ -198,9 +198,10 @@ int config_addr_parse(const char *s, struct config_addr *out,
 		      struct errbuf *err);
 
 /*
- * Parse a duration "10s", "500ms", "1m30s", "2h": one or more NUMBER UNIT
- * groups, units h, m, s, ms in that order, each at most once. Result in
- * milliseconds, 1 ms .. 7 days. Returns 0 or -EINVAL with err set.
+ * Parse a duration setting kept in milliseconds ("10s", "500ms", "1m30s",
+ * "1d"): edge's one duration grammar (lib/duration.h: units d, h, m, s,
+ * ms in that order, each at most once; every number needs a unit), 1 ms
+ * .. 7 days. Returns 0 or -EINVAL with err set.
  */
 int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err);
 

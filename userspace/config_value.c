@@ -363,72 +363,7 @@ static int cfg_bytes_of(struct cfg *x, const config_setting_t *s,
 
 int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err)
 {
-	static const struct {
-		const char *unit;
-		uint64_t ms;
-	} units[] = {{"h", 3600000}, {"ms", 1}, {"m", 60000}, {"s", 1000}};
-	/* order in which units may appear: h, m, s, ms */
-	static const int rank[] = {0, 3, 1, 2};
-	uint64_t total = 0;
-	const char *p = s;
-	int last = -1;
-
-	if (!s || !*s) {
-		errbuf_set(err, "empty duration");
-		return -EINVAL;
-	}
-	while (*p) {
-		uint64_t v = 0;
-		size_t u;
-
-		if (!isdigit((unsigned char)*p)) {
-			errbuf_set(err, "expected a number in \"%s\"", s);
-			return -EINVAL;
-		}
-		for (; isdigit((unsigned char)*p); p++) {
-			if (v > CFG_DURATION_MAX_MS) {
-				errbuf_set(err, "\"%s\" is too long", s);
-				return -EINVAL;
-			}
-			v = v * 10 + (uint64_t)(*p - '0');
-		}
-		for (u = 0; u < CFG_NELEM(units); u++)
-			if (strncmp(p, units[u].unit, strlen(units[u].unit)) ==
-			    0)
-				break;
-		if (u == CFG_NELEM(units)) {
-			errbuf_set(err,
-				   "\"%s\": a number needs a unit: h, m, s or "
-				   "ms",
-				   s);
-			return -EINVAL;
-		}
-		if (rank[u] <= last) {
-			errbuf_set(err,
-				   "\"%s\": units must go h, m, s, ms, each "
-				   "once",
-				   s);
-			return -EINVAL;
-		}
-		last = rank[u];
-		p += strlen(units[u].unit);
-		if (v > CFG_DURATION_MAX_MS / units[u].ms) {
-			errbuf_set(err, "\"%s\" is too long", s);
-			return -EINVAL;
-		}
-		total += v * units[u].ms;
-		if (total > CFG_DURATION_MAX_MS) {
-			errbuf_set(err, "\"%s\" is too long (7 days at most)",
-				   s);
-			return -EINVAL;
-		}
-	}
-	if (total == 0) {
-		errbuf_set(err, "\"%s\" must be longer than zero", s);
-		return -EINVAL;
-	}
-	*ms = total;
-	return 0;
+	return duration_parse_ms(s, CFG_DURATION_MAX_MS, ms, err);
 }
 
 /* CFG_MS: a duration string such as "10s", in ms, within [min, max]. */

@@ -60,7 +60,7 @@ enum cfg_unit {
 	CFG_COUNT, /* an integer */
 	CFG_BYTES, /* an integer, or a string "N", "NK", "NM", "NG" (binary
 		    * units, at most CFG_SIZE_MAX) */
-	CFG_MS,	   /* a duration string such as "10s"
+	CFG_MS,	   /* a duration string such as "10s" or "250ms"
 		    * (config_duration_parse), in milliseconds */
 };
 
@@ -131,8 +131,9 @@ int cfg_number(struct cfg *x, const config_setting_t *g, const char *path,
 	       const char *name, enum cfg_unit unit, uint64_t def, uint64_t min,
 	       uint64_t max, uint64_t *out);
 
-/* A duration member in lib/duration.h's form ("365d", "1h30m"), in
- * seconds, def when absent. */
+/* A duration member kept in whole seconds ("365d", "1h30m", a bare
+ * "90"; duration_parse: the one grammar, at most 365 days), def when
+ * absent. */
 int cfg_seconds(struct cfg *x, const config_setting_t *g, const char *path,
 		const char *name, const char *def, uint64_t *out);
 

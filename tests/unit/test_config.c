@@ -286,6 +286,15 @@ static const struct bad bad[] = {
     {PROJ("", "    security_headers = { hsts_max_age = \"1y\"; }; #!\n"),
      "projects[0].environments[0].security_headers.hsts_max_age",
      "unknown unit 'y'"},
+    /* one duration grammar: ms is a unit everywhere, but a setting in
+     * whole seconds refuses what is not whole seconds */
+    {PROJ("", "    security_headers = { hsts_max_age = \"1500ms\"; }; #!\n"),
+     "projects[0].environments[0].security_headers.hsts_max_age",
+     "not whole seconds"},
+    {"timeouts = {\n header = \"1x\"; #!\n};\n", "timeouts.header",
+     "unknown unit 'x'"},
+    {"timeouts = {\n tunnel_idle = \"7d1ms\"; #!\n};\n", "timeouts.tunnel_idle",
+     "too long (max 7d)"},
     {PROJ("", "    security_headers = { referrer_policy = \"x\"; }; #!\n"),
      "projects[0].environments[0].security_headers.referrer_policy",
      "not a Referrer-Policy"},
@@ -447,6 +456,43 @@ START_TEST(test_values)
 	ck_assert_ptr_nonnull(
 	    strstr(c->warnings[0], ":8: projects[0].ip_block[0]: "));
 	ck_assert_ptr_nonnull(strstr(c->warnings[0], "10.0.0.0/8"));
+	config_free(c);
+}
+END_TEST
+
+/* One duration grammar for every setting: d, h, m, s and ms wherever a
+ * duration goes; each setting keeps its own range and resolution. */
+START_TEST(test_duration_grammar)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *text =
+	    "timeouts = { tunnel_idle = \"1d\"; header = \"1m30s500ms\"; "
+	    "drain = \"1h\"; };\n" PROJ(
+		"",
+		"    security_headers = { hsts_max_age = \"2000ms\"; };\n"
+		"  }, {\n"
+		"    id = \"e2\"; domains = [ \"b.example.com\" ];\n"
+		"    deployment = { id = \"d2\"; upstreams = [ "
+		"\"127.0.0.1:81\" ]; };\n"
+		"    security_headers = { hsts_max_age = \"1d12h\"; };\n"
+		"  }, {\n"
+		"    id = \"e3\"; domains = [ \"c.example.com\" ];\n"
+		"    deployment = { id = \"d3\"; upstreams = [ "
+		"\"127.0.0.1:82\" ]; };\n"
+		"    security_headers = { hsts_max_age = \"31536000\"; };\n");
+
+	ck_assert_msg(config_load(write_conf(text), &c, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->timeouts.tunnel_idle_ms, 86400000);
+	ck_assert_uint_eq(c->timeouts.header_ms, 90500);
+	ck_assert_uint_eq(c->timeouts.drain_ms, 3600000);
+	ck_assert_uint_eq(c->projects[0].envs[0].security.hsts_max_age_s, 2);
+	ck_assert_uint_eq(c->projects[0].envs[1].security.hsts_max_age_s,
+			  129600);
+	/* a bare number of seconds, as configurations have written it */
+	ck_assert_uint_eq(c->projects[0].envs[2].security.hsts_max_age_s,
+			  31536000);
 	config_free(c);
 }
 END_TEST
@@ -815,6 +861,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_example);
+	tcase_add_test(tc, test_duration_grammar);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_helpers);
 	tcase_add_loop_test(tc, test_not_regular, 0, CK_NELEM(specials));
