@@ -219,17 +219,15 @@ static int cfg_id(struct cfg *x, const config_setting_t *g, const char *path,
 		  char ns, const char *what, char **out)
 {
 	struct cfg_at at;
+	struct errbuf e;
 	const char *v;
 	int rc;
 
-	rc = cfg_text(x, g, path, "id", NULL, CONFIG_ID_MAX, &v, &at);
+	rc = cfg_str(x, g, path, "id", NULL, &v, &at);
 	if (rc < 0)
 		return rc;
-	if (!cfg_is_word(v))
-		return cfg_fail(x, at.s, at.key,
-				"\"%s\": only letters, digits, '.', "
-				"'_' and '-' are allowed",
-				v);
+	if (config_id_check(v, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	rc = cfg_unique(x, ns, what, v, at.s, at.key);
 	if (rc < 0)
 		return rc;
@@ -278,7 +276,7 @@ static const struct cfg_num cfg_timeouts[] = {
      CFG_IN_TIMEOUTS(upstream_connect_ms)},
     {"upstream_response", CFG_MS, 60 * CFG_S, 100, CFG_H,
      CFG_IN_TIMEOUTS(upstream_response_ms)},
-    {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CFG_DURATION_MAX_MS,
+    {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CONFIG_DURATION_MAX_MS,
      CFG_IN_TIMEOUTS(tunnel_idle_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
@@ -329,6 +327,25 @@ static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 
 /* ---- projects ----------------------------------------------------------- */
 
+/* A string member of g checked by check (config_check.h), def when
+ * absent; *out is a new copy. */
+static int cfg_checked(struct cfg *x, const config_setting_t *g,
+		       const char *path, const char *name, const char *def,
+		       int (*check)(const char *, struct errbuf *), char **out)
+{
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, def, &v, &at);
+	if (rc < 0)
+		return rc;
+	if (check(v, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return cfg_dup(x, v, out);
+}
+
 static int cfg_security(struct cfg *x, const config_setting_t *env,
 			const char *path, struct config_security_headers *sh)
 {
@@ -336,21 +353,8 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 	    "hsts",    "hsts_max_age",	"hsts_subdomains",
 	    "nosniff", "frame_options", "referrer_policy",
 	    NULL};
-	static const char *const frames[] = {"", "DENY", "SAMEORIGIN", NULL};
-	static const char *const referrers[] = {
-	    "",
-	    "no-referrer",
-	    "no-referrer-when-downgrade",
-	    "origin",
-	    "origin-when-cross-origin",
-	    "same-origin",
-	    "strict-origin",
-	    "strict-origin-when-cross-origin",
-	    "unsafe-url",
-	    NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
-	size_t i;
 	int rc;
 
 	rc = cfg_group(x, env, path, "security_headers", keys, p, &g);
@@ -366,15 +370,12 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 				 &sh->hsts_max_age_s);
 	if (rc == 0)
 		rc =
-		    cfg_choice(x, g, p, "frame_options", "", frames,
-			       "expected \"DENY\", \"SAMEORIGIN\" or \"\"", &i);
+		    cfg_checked(x, g, p, "frame_options", "",
+				config_frame_options_check, &sh->frame_options);
 	if (rc == 0)
-		rc = cfg_dup(x, frames[i], &sh->frame_options);
-	if (rc == 0)
-		rc = cfg_choice(x, g, p, "referrer_policy", "", referrers,
-				"not a Referrer-Policy", &i);
-	if (rc == 0)
-		rc = cfg_dup(x, referrers[i], &sh->referrer_policy);
+		rc = cfg_checked(x, g, p, "referrer_policy", "",
+				 config_referrer_policy_check,
+				 &sh->referrer_policy);
 	return rc;
 }
 

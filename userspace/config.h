@@ -19,37 +19,17 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "config_check.h"
 #include "log.h"
 #include "rules.h"
 
-/* Bounds of lists, so that a configuration cannot ask for unbounded work. */
+/* Bounds of lists, so that a configuration cannot ask for unbounded work
+ * (those of a project's values are config_check.h's). */
 #define CONFIG_LISTEN_MAX 16
-#define CONFIG_UPSTREAMS_MAX 64
 #define CONFIG_WORKERS_MAX 256
-#define CONFIG_ID_MAX 64      /* bytes of a project/environment/deployment id */
-#define CONFIG_NAME_MAX 128   /* bytes of a display name */
-#define CONFIG_PREFIX_MAX 256 /* bytes of a route's path prefix */
-#define CONFIG_HOST_MAX 253
 /* limits.body_buffer: default and largest value, bytes */
 #define CONFIG_BODY_BUFFER_DEFAULT (64 * 1024)
 #define CONFIG_BODY_BUFFER_MAX (16 * 1024 * 1024)
-
-/* Text of an "ADDR:PORT" / "[V6]:PORT" endpoint, canonical form. */
-#define CONFIG_ADDR_STR_MAX 56
-
-/* A numeric socket address (no DNS, ever: workers must not block). */
-struct config_addr {
-	struct sockaddr_storage ss; /* sockaddr_in or sockaddr_in6 */
-	socklen_t len;
-	char text[CONFIG_ADDR_STR_MAX]; /* "10.0.0.1:80", "[::1]:80" */
-};
-
-/* How a deployment's endpoints are chosen (Select). */
-enum config_balance {
-	CONFIG_BALANCE_ROUND_ROBIN = 0,
-	CONFIG_BALANCE_LEAST_INFLIGHT,
-	CONFIG_BALANCE_IP_HASH,
-};
 
 /* The response headers an environment adds (Respond). */
 struct config_security_headers {
@@ -188,32 +168,5 @@ int config_load(const char *path, struct config **out, struct errbuf *err);
 
 /* Free a configuration. c may be NULL. */
 void config_free(struct config *c);
-
-/*
- * Parse a numeric endpoint "A.B.C.D:PORT" or "[IPV6]:PORT", port 1..65535,
- * into *out (canonical text included). No DNS. Returns 0 or -EINVAL with
- * err saying what was wrong (without file or key).
- */
-int config_addr_parse(const char *s, struct config_addr *out,
-		      struct errbuf *err);
-
-/*
- * Parse a duration setting kept in milliseconds ("10s", "500ms", "1m30s",
- * "1d"): edge's one duration grammar (lib/duration.h: units d, h, m, s,
- * ms in that order, each at most once; every number needs a unit), 1 ms
- * .. 7 days. Returns 0 or -EINVAL with err set.
- */
-int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err);
-
-/*
- * Check and normalise a domain for the route table: lowercased in place,
- * labels of 1..63 letters, digits and '-' (not at either end), total
- * <= 253 bytes, no port, no trailing dot; "*." allowed only as the whole
- * leftmost label when wildcard_ok. Returns 0 or -EINVAL with err set.
- */
-int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err);
-
-/* "round_robin", "least_inflight", "ip_hash". */
-const char *config_balance_name(enum config_balance b);
 
 #endif /* EDGE_CONFIG_H */
