@@ -50,7 +50,8 @@ struct cfg {
 	const char *file;	       /* the main file's path */
 	const struct config_file *src; /* its text: where a line comes from */
 	struct errbuf *err;
-	struct config *c;
+	struct config *c;	    /* the settings */
+	struct route_src *projects; /* the projects: the file source */
 	struct cfg_seen seen;
 };
 

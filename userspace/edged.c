@@ -76,15 +76,18 @@ static void print_warnings(const struct config *cfg)
 		log_warnx("%s", cfg->warnings[i]);
 }
 
-/* Build a route table from cfg and install it. Returns 0 or -errno with
- * err saying why. */
-static int edged_routes(struct edged *d, const struct config *cfg, bool first,
+/* Build a route table from cfg's defaults and the file's projects and
+ * install it. Returns 0 or -errno with err saying why. */
+static int edged_routes(struct edged *d, const struct config *cfg,
+			const struct route_src *src, bool first,
 			struct errbuf *err)
 {
 	struct route_table *t = NULL;
+	struct route_defaults def;
 	int rc;
 
-	rc = route_table_build(cfg, &t, err);
+	config_route_defaults(cfg, &def);
+	rc = route_table_build(&src, 1, &def, &t, err);
 	if (rc) {
 		if (!err->msg[0])
 			errbuf_set(err, "%s", strerror(-rc));
@@ -221,17 +224,18 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
+	struct route_src *src = NULL;
 	int rc;
 
 	errbuf_clear(err);
-	rc = config_load(d->conf_path, &cfg, err);
+	rc = config_load(d->conf_path, &cfg, &src, err);
 	if (rc) {
 		if (!err->msg[0])
 			errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
 		return rc;
 	}
 	print_warnings(cfg);
-	rc = edged_routes(d, cfg, false, err);
+	rc = edged_routes(d, cfg, src, false, err);
 	if (rc == 0)
 		edged_settings(d, cfg);
 	/* listeners, workers, the user and the analytics file apply at the
@@ -247,6 +251,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 				  d->conf_path, changed);
 	}
 	config_free(cfg);
+	route_src_free(src);
 	if (rc)
 		return rc;
 	if (d->sh.analytics)
@@ -579,6 +584,7 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+	struct route_src *src = NULL;
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
@@ -618,7 +624,7 @@ int main(int argc, char **argv)
 	}
 	log_init("edged", verbose);
 	errbuf_clear(&err);
-	rc = config_load(d.conf_path, &d.cfg, &err);
+	rc = config_load(d.conf_path, &d.cfg, &src, &err);
 	if (rc) {
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
@@ -628,6 +634,7 @@ int main(int argc, char **argv)
 	if (check) {
 		printf("%s: ok\n", d.conf_path);
 		config_free(d.cfg);
+		route_src_free(src);
 		return 0;
 	}
 
@@ -647,7 +654,10 @@ int main(int argc, char **argv)
 	edged_fd_limit(&d, d.cfg);
 	d.start_ns = clk_now_ns();
 	errbuf_clear(&err);
-	if (edged_routes(&d, d.cfg, true, &err)) {
+	rc = edged_routes(&d, d.cfg, src, true, &err);
+	route_src_free(src);
+	src = NULL;
+	if (rc) {
 		log_warnx("%s", err.msg);
 		goto out;
 	}
@@ -738,5 +748,6 @@ out:
 	route_holder_clear(&d.sh.routes);
 	admit_queue_destroy(&d.sh.queue);
 	config_free(d.cfg);
+	route_src_free(src);
 	return status;
 }
