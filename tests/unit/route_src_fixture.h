@@ -8,7 +8,7 @@
 #define EDGE_TEST_ROUTE_SRC_FIXTURE_H
 
 #include <check.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,16 +52,17 @@ static inline struct route_src_project *fx_project(struct route_src *s,
 /*
  * A new environment id in pr: deployment "<id>-d" with the one endpoint
  * upstream, no body limit of its own (ROUTE_SRC_INHERIT), the default
- * security headers, and the domains that follow (NULL-terminated).
+ * security headers, answering domain d1 and, unless NULL, d2.
  */
-static inline struct route_src_env *
-fx_env(struct route_src_project *pr, const char *id, const char *upstream, ...)
+static inline struct route_src_env *fx_env(struct route_src_project *pr,
+					   const char *id, const char *upstream,
+					   const char *d1, const char *d2)
 {
+	const char *const d[2] = {d1, d2};
 	struct route_src_env *e;
 	struct errbuf err = {""};
-	const char *d;
 	char dep[128];
-	va_list ap;
+	size_t i;
 	void *p;
 
 	pr->envs = fx_grow(pr->envs, &pr->n_envs, sizeof(*pr->envs), &p);
@@ -79,13 +80,11 @@ fx_env(struct route_src_project *pr, const char *id, const char *upstream, ...)
 	e->security.nosniff = true;
 	e->security.frame_options = fx_dup("");
 	e->security.referrer_policy = fx_dup("");
-	va_start(ap, upstream);
-	while ((d = va_arg(ap, const char *)) != NULL) {
+	for (i = 0; i < 2 && d[i]; i++) {
 		e->domains =
 		    fx_grow(e->domains, &e->n_domains, sizeof(char *), &p);
-		*(char **)p = fx_dup(d);
+		*(char **)p = fx_dup(d[i]);
 	}
-	va_end(ap);
 	return e;
 }
 
