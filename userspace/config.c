@@ -2,7 +2,8 @@
 /*
  * config.c - parse edged's configuration with libconfig (the text
  * config_file.c read: the file with its @includes expanded), check every
- * key and value, and build the immutable struct config.
+ * key and value, and build the immutable struct config (the settings)
+ * and the file's route source (its projects).
  *
  * The walk mirrors the file: one function per group, each given the
  * group's setting and its path ("projects[0].environments[1]"), so that
@@ -17,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cidr.h"
 #include "config.h"
 #include "config_file.h"
 #include "config_value.h"
@@ -219,17 +219,15 @@ static int cfg_id(struct cfg *x, const config_setting_t *g, const char *path,
 		  char ns, const char *what, char **out)
 {
 	struct cfg_at at;
+	struct errbuf e;
 	const char *v;
 	int rc;
 
-	rc = cfg_text(x, g, path, "id", NULL, CONFIG_ID_MAX, &v, &at);
+	rc = cfg_str(x, g, path, "id", NULL, &v, &at);
 	if (rc < 0)
 		return rc;
-	if (!cfg_is_word(v))
-		return cfg_fail(x, at.s, at.key,
-				"\"%s\": only letters, digits, '.', "
-				"'_' and '-' are allowed",
-				v);
+	if (config_id_check(v, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	rc = cfg_unique(x, ns, what, v, at.s, at.key);
 	if (rc < 0)
 		return rc;
@@ -278,7 +276,7 @@ static const struct cfg_num cfg_timeouts[] = {
      CFG_IN_TIMEOUTS(upstream_connect_ms)},
     {"upstream_response", CFG_MS, 60 * CFG_S, 100, CFG_H,
      CFG_IN_TIMEOUTS(upstream_response_ms)},
-    {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CFG_DURATION_MAX_MS,
+    {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CONFIG_DURATION_MAX_MS,
      CFG_IN_TIMEOUTS(tunnel_idle_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
@@ -329,6 +327,25 @@ static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 
 /* ---- projects ----------------------------------------------------------- */
 
+/* A string member of g checked by check (config_check.h), def when
+ * absent; *out is a new copy. */
+static int cfg_checked(struct cfg *x, const config_setting_t *g,
+		       const char *path, const char *name, const char *def,
+		       int (*check)(const char *, struct errbuf *), char **out)
+{
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, def, &v, &at);
+	if (rc < 0)
+		return rc;
+	if (check(v, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return cfg_dup(x, v, out);
+}
+
 static int cfg_security(struct cfg *x, const config_setting_t *env,
 			const char *path, struct config_security_headers *sh)
 {
@@ -336,21 +353,8 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 	    "hsts",    "hsts_max_age",	"hsts_subdomains",
 	    "nosniff", "frame_options", "referrer_policy",
 	    NULL};
-	static const char *const frames[] = {"", "DENY", "SAMEORIGIN", NULL};
-	static const char *const referrers[] = {
-	    "",
-	    "no-referrer",
-	    "no-referrer-when-downgrade",
-	    "origin",
-	    "origin-when-cross-origin",
-	    "same-origin",
-	    "strict-origin",
-	    "strict-origin-when-cross-origin",
-	    "unsafe-url",
-	    NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
-	size_t i;
 	int rc;
 
 	rc = cfg_group(x, env, path, "security_headers", keys, p, &g);
@@ -366,21 +370,17 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 				 &sh->hsts_max_age_s);
 	if (rc == 0)
 		rc =
-		    cfg_choice(x, g, p, "frame_options", "", frames,
-			       "expected \"DENY\", \"SAMEORIGIN\" or \"\"", &i);
+		    cfg_checked(x, g, p, "frame_options", "",
+				config_frame_options_check, &sh->frame_options);
 	if (rc == 0)
-		rc = cfg_dup(x, frames[i], &sh->frame_options);
-	if (rc == 0)
-		rc = cfg_choice(x, g, p, "referrer_policy", "", referrers,
-				"not a Referrer-Policy", &i);
-	if (rc == 0)
-		rc = cfg_dup(x, referrers[i], &sh->referrer_policy);
+		rc = cfg_checked(x, g, p, "referrer_policy", "",
+				 config_referrer_policy_check,
+				 &sh->referrer_policy);
 	return rc;
 }
 
 static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
-		     const struct config_environment *env,
-		     struct config_route *r)
+		     const struct route_src_env *env, struct route_src_route *r)
 {
 	static const char *const keys[] = {"prefix",	     "strip_prefix",
 					   "upstreams",	     "balance",
@@ -407,7 +407,7 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 }
 
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
-			  const char *path, struct config_deployment *d)
+			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {"id", "upstreams", "balance", NULL};
 	char p[CFG_KEY_MAX];
@@ -432,7 +432,7 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 /* The environment's domains: at least one, each checked and lowercased
  * (config_domain_check), none claimed twice in the whole file. */
 static int cfg_domains(struct cfg *x, const config_setting_t *g,
-		       const char *path, struct config_environment *env)
+		       const char *path, struct route_src_env *env)
 {
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
 	const config_setting_t *s;
@@ -472,7 +472,7 @@ static int cfg_domains(struct cfg *x, const config_setting_t *g,
 
 /* The environment's routes, if any: no prefix routed twice. */
 static int cfg_routes(struct cfg *x, const config_setting_t *g,
-		      const char *path, struct config_environment *env)
+		      const char *path, struct route_src_env *env)
 {
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
 	const config_setting_t *s;
@@ -506,7 +506,7 @@ static int cfg_routes(struct cfg *x, const config_setting_t *g,
 }
 
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
-			   const char *path, struct config_environment *env)
+			   const char *path, struct route_src_env *env)
 {
 	static const char *const keys[] = {
 	    "id",	  "name",	    "domains",		"routes",
@@ -520,7 +520,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_name(x, g, path, env->id, &env->name);
 	if (rc == 0)
 		rc = cfg_number(x, g, path, "max_body_bytes", CFG_BYTES,
-				x->c->limits.max_body_bytes, 0, CFG_SIZE_MAX,
+				ROUTE_SRC_INHERIT, 0, CFG_SIZE_MAX,
 				&env->max_body_bytes);
 	if (rc == 0)
 		rc = cfg_deployment(x, g, path, &env->deployment);
@@ -533,28 +533,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 	return rc;
 }
 
-/* Whether the project's allow rules make its list exclusive: some allow
- * rule is not an exception carved out of a block rule. */
-static bool cfg_allow_exclusive(const struct rules *r)
-{
-	size_t i, j;
-
-	for (i = 0; i < r->n; i++) {
-		bool inside = false;
-
-		if (r->v[i].action != EDGE_ACT_ALLOW)
-			continue;
-		for (j = 0; j < r->n && !inside; j++)
-			inside = r->v[j].action == EDGE_ACT_BLOCK &&
-				 cidr_contains(&r->v[j].cidr, &r->v[i].cidr);
-		if (!inside)
-			return true;
-	}
-	return false;
-}
-
 static int cfg_project(struct cfg *x, const config_setting_t *g,
-		       const char *path, struct config_project *pr)
+		       const char *path, struct route_src_project *pr)
 {
 	static const char *const keys[] = {
 	    "id",	"name",		"enabled", "ip_allow",
@@ -579,7 +559,6 @@ static int cfg_project(struct cfg *x, const config_setting_t *g,
 				  &pr->ip_rules);
 	if (rc < 0)
 		return rc;
-	pr->has_allow = cfg_allow_exclusive(&pr->ip_rules);
 	rc = cfg_group_list(x, g, path, "environments", key, &s, &n);
 	if (rc < 0)
 		return rc;
@@ -604,6 +583,7 @@ static int cfg_project(struct cfg *x, const config_setting_t *g,
 static int cfg_projects(struct cfg *x, const config_setting_t *root)
 {
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	struct route_src *src = x->projects;
 	const config_setting_t *s;
 	size_t i, n;
 	int rc;
@@ -611,14 +591,14 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 	rc = cfg_group_list(x, root, "", "projects", key, &s, &n);
 	if (rc < 0 || n == 0)
 		return rc;
-	x->c->projects = calloc(n, sizeof(*x->c->projects));
-	if (!x->c->projects)
+	src->projects = calloc(n, sizeof(*src->projects));
+	if (!src->projects)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		cfg_key_index(ek, key, i);
-		x->c->n_projects++;
+		src->n_projects++;
 		rc = cfg_project(x, config_setting_get_elem(s, (unsigned)i), ek,
-				 &x->c->projects[i]);
+				 &src->projects[i]);
 		if (rc < 0)
 			return rc;
 	}
@@ -766,7 +746,8 @@ static int cfg_ints_attach(const struct config_file *src, config_setting_t *s,
 
 /* ---- loading ------------------------------------------------------------ */
 
-int config_load(const char *path, struct config **out, struct errbuf *err)
+int config_load(const char *path, struct config **out,
+		struct route_src **projects, struct errbuf *err)
 {
 	struct config_file src;
 	struct cfg x = {.file = path, .src = &src, .err = err};
@@ -783,7 +764,8 @@ int config_load(const char *path, struct config **out, struct errbuf *err)
 	if (rc)
 		goto out;
 	x.c = calloc(1, sizeof(*x.c));
-	if (!x.c || cfg_dup(&x, path, &x.c->path) < 0) {
+	x.projects = route_src_new();
+	if (!x.c || !x.projects || cfg_dup(&x, path, &x.c->path) < 0) {
 		rc = -ENOMEM;
 		errbuf_set(err, "%s: out of memory", path);
 		goto out;
@@ -825,52 +807,26 @@ int config_load(const char *path, struct config **out, struct errbuf *err)
 	if (rc == 0) {
 		*out = x.c;
 		x.c = NULL;
+		if (projects) {
+			*projects = x.projects;
+			x.projects = NULL;
+		}
 	}
 out:
 	cfg_seen_free(&x.seen);
 	config_destroy(&lc);
 	config_file_free(&src);
 	config_free(x.c);
+	route_src_free(x.projects);
 	return rc;
-}
-
-static void cfg_free_env(struct config_environment *env)
-{
-	size_t i;
-
-	free(env->id);
-	free(env->name);
-	for (i = 0; i < env->n_domains; i++)
-		free(env->domains[i]);
-	free(env->domains);
-	for (i = 0; i < env->n_routes; i++) {
-		free(env->routes[i].prefix);
-		free(env->routes[i].upstreams);
-	}
-	free(env->routes);
-	free(env->deployment.id);
-	free(env->deployment.upstreams);
-	free(env->security.frame_options);
-	free(env->security.referrer_policy);
 }
 
 void config_free(struct config *c)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!c)
 		return;
-	for (i = 0; i < c->n_projects; i++) {
-		struct config_project *pr = &c->projects[i];
-
-		free(pr->id);
-		free(pr->name);
-		rules_free(&pr->ip_rules);
-		for (j = 0; j < pr->n_envs; j++)
-			cfg_free_env(&pr->envs[j]);
-		free(pr->envs);
-	}
-	free(c->projects);
 	for (i = 0; i < c->n_warnings; i++)
 		free(c->warnings[i]);
 	free(c->warnings);
@@ -881,4 +837,10 @@ void config_free(struct config *c)
 	free(c->pin_dir);
 	free(c->analytics.file);
 	free(c);
+}
+
+void config_route_defaults(const struct config *c, struct route_defaults *d)
+{
+	d->max_body_bytes = c->limits.max_body_bytes;
+	d->max_inflight_per_route = c->limits.max_inflight_per_route;
 }

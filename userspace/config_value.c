@@ -7,21 +7,19 @@
  *
  * Every getter starts the same way (cfg_member: the setting and its key
  * path; the default when it is absent) and differs only in how it reads
- * and checks the value.
+ * and checks the value. The checks of a project's values themselves are
+ * config_check.c's, shared with every other source of projects; here
+ * they get the file, line and key.
  */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cidr.h"
 #include "config_value.h"
 #include "duration.h"
-#include "edge_maps.h"
 #include "policy.h"
 
 #define CFG_WARNINGS_MAX 64
@@ -189,25 +187,6 @@ int cfg_str(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
-int cfg_text(struct cfg *x, const config_setting_t *g, const char *path,
-	     const char *name, const char *def, size_t max, const char **out,
-	     struct cfg_at *at)
-{
-	int rc = cfg_str(x, g, path, name, def, out, at);
-
-	if (rc == 0 && (!**out || strlen(*out) > max))
-		return cfg_fail(x, at->s, at->key, "must be 1..%zu bytes", max);
-	return rc;
-}
-
-bool cfg_is_word(const char *s)
-{
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
-			return false;
-	return true;
-}
-
 int cfg_dup(struct cfg *x, const char *s, char **out)
 {
 	*out = strdup(s);
@@ -361,76 +340,6 @@ static int cfg_bytes_of(struct cfg *x, const config_setting_t *s,
 	return 0;
 }
 
-int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err)
-{
-	static const struct {
-		const char *unit;
-		uint64_t ms;
-	} units[] = {{"h", 3600000}, {"ms", 1}, {"m", 60000}, {"s", 1000}};
-	/* order in which units may appear: h, m, s, ms */
-	static const int rank[] = {0, 3, 1, 2};
-	uint64_t total = 0;
-	const char *p = s;
-	int last = -1;
-
-	if (!s || !*s) {
-		errbuf_set(err, "empty duration");
-		return -EINVAL;
-	}
-	while (*p) {
-		uint64_t v = 0;
-		size_t u;
-
-		if (!isdigit((unsigned char)*p)) {
-			errbuf_set(err, "expected a number in \"%s\"", s);
-			return -EINVAL;
-		}
-		for (; isdigit((unsigned char)*p); p++) {
-			if (v > CFG_DURATION_MAX_MS) {
-				errbuf_set(err, "\"%s\" is too long", s);
-				return -EINVAL;
-			}
-			v = v * 10 + (uint64_t)(*p - '0');
-		}
-		for (u = 0; u < CFG_NELEM(units); u++)
-			if (strncmp(p, units[u].unit, strlen(units[u].unit)) ==
-			    0)
-				break;
-		if (u == CFG_NELEM(units)) {
-			errbuf_set(err,
-				   "\"%s\": a number needs a unit: h, m, s or "
-				   "ms",
-				   s);
-			return -EINVAL;
-		}
-		if (rank[u] <= last) {
-			errbuf_set(err,
-				   "\"%s\": units must go h, m, s, ms, each "
-				   "once",
-				   s);
-			return -EINVAL;
-		}
-		last = rank[u];
-		p += strlen(units[u].unit);
-		if (v > CFG_DURATION_MAX_MS / units[u].ms) {
-			errbuf_set(err, "\"%s\" is too long", s);
-			return -EINVAL;
-		}
-		total += v * units[u].ms;
-		if (total > CFG_DURATION_MAX_MS) {
-			errbuf_set(err, "\"%s\" is too long (7 days at most)",
-				   s);
-			return -EINVAL;
-		}
-	}
-	if (total == 0) {
-		errbuf_set(err, "\"%s\" must be longer than zero", s);
-		return -EINVAL;
-	}
-	*ms = total;
-	return 0;
-}
-
 /* CFG_MS: a duration string such as "10s", in ms, within [min, max]. */
 static int cfg_ms_of(struct cfg *x, const config_setting_t *s, const char *key,
 		     uint64_t min, uint64_t max, uint64_t *out)
@@ -503,26 +412,6 @@ int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
 	return rc;
 }
 
-int cfg_choice(struct cfg *x, const config_setting_t *g, const char *path,
-	       const char *name, const char *def, const char *const *names,
-	       const char *why, size_t *index)
-{
-	struct cfg_at at;
-	const char *v;
-	size_t i;
-	int rc;
-
-	rc = cfg_str(x, g, path, name, def, &v, &at);
-	if (rc < 0)
-		return rc;
-	for (i = 0; names[i]; i++)
-		if (strcmp(names[i], v) == 0) {
-			*index = i;
-			return 0;
-		}
-	return cfg_fail(x, at.s, at.key, "\"%s\": %s", v, why);
-}
-
 /* ---- lists and addresses ------------------------------------------------ */
 
 int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
@@ -549,120 +438,6 @@ int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
 	}
 	*out = s;
 	return 0;
-}
-
-static int cfg_port_parse(const char *p, unsigned *port)
-{
-	unsigned v = 0;
-
-	if (!*p || *p == '0')
-		return -EINVAL;
-	for (; *p; p++) {
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		v = v * 10 + (unsigned)(*p - '0');
-		if (v > 65535)
-			return -EINVAL;
-	}
-	*port = v;
-	return 0;
-}
-
-int config_addr_parse(const char *s, struct config_addr *out,
-		      struct errbuf *err)
-{
-	char host[INET6_ADDRSTRLEN + 1], buf[INET6_ADDRSTRLEN];
-	const char *colon, *ps;
-	struct config_addr a;
-	unsigned port;
-	size_t hl;
-
-	memset(&a, 0, sizeof(a));
-	if (!s || !*s) {
-		errbuf_set(err, "empty address");
-		return -EINVAL;
-	}
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close || close[1] != ':') {
-			errbuf_set(err, "\"%s\": expected [IPV6]:PORT", s);
-			return -EINVAL;
-		}
-		hl = (size_t)(close - s - 1);
-		ps = close + 2;
-		if (hl == 0 || hl >= sizeof(host))
-			goto bad_ip;
-		memcpy(host, s + 1, hl);
-		host[hl] = '\0';
-		if (strchr(host, '%')) {
-			errbuf_set(err, "\"%s\": zone ids are not supported",
-				   s);
-			return -EINVAL;
-		}
-		{
-			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a.ss;
-
-			if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
-				goto bad_ip;
-			in6->sin6_family = AF_INET6;
-			a.len = sizeof(*in6);
-		}
-	} else {
-		struct sockaddr_in *in4 = (struct sockaddr_in *)&a.ss;
-		struct cidr c;
-
-		colon = strrchr(s, ':');
-		if (!colon) {
-			errbuf_set(err, "\"%s\": expected ADDR:PORT", s);
-			return -EINVAL;
-		}
-		if (memchr(s, ':', (size_t)(colon - s))) {
-			errbuf_set(err,
-				   "\"%s\": an IPv6 address needs brackets: "
-				   "[ADDR]:PORT",
-				   s);
-			return -EINVAL;
-		}
-		hl = (size_t)(colon - s);
-		ps = colon + 1;
-		if (hl == 0 || hl >= sizeof(host))
-			goto bad_ip;
-		memcpy(host, s, hl);
-		host[hl] = '\0';
-		/* cidr_parse_addr is strict about IPv4 (no leading zeros, four
-		 * octets); a host name is refused here, never resolved */
-		if (cidr_parse_addr(host, &c, NULL) < 0 || c.family != AF_INET)
-			goto bad_ip;
-		memcpy(&in4->sin_addr, c.addr, 4);
-		in4->sin_family = AF_INET;
-		a.len = sizeof(*in4);
-	}
-	if (cfg_port_parse(ps, &port) < 0) {
-		errbuf_set(err, "\"%s\": port must be 1..65535", s);
-		return -EINVAL;
-	}
-	if (a.ss.ss_family == AF_INET) {
-		struct sockaddr_in *in4 = (struct sockaddr_in *)&a.ss;
-
-		in4->sin_port = htons((uint16_t)port);
-		inet_ntop(AF_INET, &in4->sin_addr, buf, sizeof(buf));
-		snprintf(a.text, sizeof(a.text), "%s:%u", buf, port);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a.ss;
-
-		in6->sin6_port = htons((uint16_t)port);
-		inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
-		snprintf(a.text, sizeof(a.text), "[%s]:%u", buf, port);
-	}
-	*out = a;
-	return 0;
-bad_ip:
-	errbuf_set(err,
-		   "\"%s\": not a numeric IPv4 or IPv6 address (host names "
-		   "are not resolved)",
-		   s);
-	return -EINVAL;
 }
 
 int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
@@ -721,8 +496,9 @@ fail:
 int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
 		 const char *name, uint8_t action, struct rules *rules)
 {
-	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], a[CIDR_STR_MAX];
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
 	const config_setting_t *s;
+	struct errbuf e, note;
 	size_t i, n;
 	int rc;
 
@@ -733,149 +509,38 @@ int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
 	for (i = 0; i < n; i++) {
 		const config_setting_t *el =
 		    config_setting_get_elem(s, (unsigned)i);
-		const char *v = config_setting_get_string(el);
-		const struct rule *old;
-		struct rule r;
-		struct errbuf e;
-		unsigned notes = 0;
-		uint32_t id;
 
 		cfg_key_index(ek, key, i);
-		memset(&r, 0, sizeof(r));
-		if (cidr_parse(v, &r.cidr, &notes, &e) < 0)
+		rc = config_ip_rule_add(
+		    rules, action, config_setting_get_string(el), &note, &e);
+		if (rc == -ENOMEM)
+			return cfg_nomem(x);
+		if (rc < 0)
 			return cfg_fail(x, el, ek, "%s", e.msg);
-		cidr_format(&r.cidr, a, sizeof(a));
-		if (notes & CIDR_NOTE_HOST_BITS) {
-			rc = cfg_warn(x, el, ek,
-				      "\"%s\" has host bits set; using %s", v,
-				      a);
+		if (note.msg[0]) {
+			rc = cfg_warn(x, el, ek, "%s", note.msg);
 			if (rc < 0)
 				return rc;
 		}
-		old = rules_find(rules, &r.cidr);
-		if (old)
-			return cfg_fail(
-			    x, el, ek, "%s is already in ip_%s", a,
-			    old->action == EDGE_ACT_ALLOW ? "allow" : "block");
-		r.action = action;
-		rc = rules_set(rules, &r, NULL, &id);
-		if (rc == -ENOSPC)
-			return cfg_fail(x, el, ek, "too many rules (%d)",
-					EDGE_MAX_RULES);
-		if (rc < 0)
-			return rc;
 	}
 	return 0;
 }
 
 /* ---- names and paths ---------------------------------------------------- */
 
-int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err)
-{
-	size_t len, label = 0, i;
-	char *p;
-
-	if (!s || !*s) {
-		errbuf_set(err, "empty domain");
-		return -EINVAL;
-	}
-	len = strlen(s);
-	if (len > CONFIG_HOST_MAX) {
-		errbuf_set(err, "\"%.40s...\": longer than %d bytes", s,
-			   CONFIG_HOST_MAX);
-		return -EINVAL;
-	}
-	p = s;
-	if (p[0] == '*') {
-		if (!wildcard_ok) {
-			errbuf_set(err, "\"%s\": no wildcard allowed here", s);
-			return -EINVAL;
-		}
-		if (p[1] != '.' || p[2] == '\0') {
-			errbuf_set(err,
-				   "\"%s\": a wildcard must be the whole "
-				   "leftmost label, as in *.example.com",
-				   s);
-			return -EINVAL;
-		}
-		p += 2;
-	}
-	if (strchr(p, '.') == NULL && p != s) {
-		errbuf_set(err,
-			   "\"%s\": a wildcard needs at least two labels "
-			   "after it",
-			   s);
-		return -EINVAL;
-	}
-	for (i = 0; p[i]; i++) {
-		unsigned char ch = (unsigned char)p[i];
-
-		if (ch == '.') {
-			if (label == 0) {
-				errbuf_set(err, "\"%s\": empty label", s);
-				return -EINVAL;
-			}
-			if (p[i - 1] == '-') {
-				errbuf_set(err, "\"%s\": a label ends with '-'",
-					   s);
-				return -EINVAL;
-			}
-			label = 0;
-			continue;
-		}
-		if (ch == '*') {
-			errbuf_set(err,
-				   "\"%s\": '*' is allowed only as the whole "
-				   "leftmost label",
-				   s);
-			return -EINVAL;
-		}
-		if (ch == ':') {
-			errbuf_set(err, "\"%s\": a domain has no port", s);
-			return -EINVAL;
-		}
-		if (!isalnum(ch) && ch != '-') {
-			errbuf_set(err, "\"%s\": invalid character '%c'", s,
-				   isprint(ch) ? ch : '?');
-			return -EINVAL;
-		}
-		if (ch == '-' && label == 0) {
-			errbuf_set(err, "\"%s\": a label starts with '-'", s);
-			return -EINVAL;
-		}
-		if (++label > 63) {
-			errbuf_set(err, "\"%s\": a label is longer than 63", s);
-			return -EINVAL;
-		}
-		p[i] = (char)tolower(ch);
-	}
-	if (label == 0) {
-		errbuf_set(err,
-			   "\"%s\": empty label (write domains without a "
-			   "trailing dot)",
-			   s);
-		return -EINVAL;
-	}
-	if (p[i - 1] == '-') {
-		errbuf_set(err, "\"%s\": a label ends with '-'", s);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *def, char **out)
 {
 	struct cfg_at at;
-	const char *v, *p;
+	struct errbuf e;
+	const char *v;
 	int rc;
 
-	rc = cfg_text(x, g, path, "name", def, CONFIG_NAME_MAX, &v, &at);
+	rc = cfg_str(x, g, path, "name", def, &v, &at);
 	if (rc < 0)
 		return rc;
-	for (p = v; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return cfg_fail(x, at.s, at.key, "control character");
+	if (config_name_check(v, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	return cfg_dup(x, v, out);
 }
 
@@ -889,35 +554,25 @@ int cfg_user(struct cfg *x, const config_setting_t *g, const char *path,
 	rc = cfg_str(x, g, path, name, def, &v, &at);
 	if (rc < 0)
 		return rc;
-	if (!*v || strlen(v) > CFG_USER_MAX || v[0] == '-' || !cfg_is_word(v))
+	if (!*v || strlen(v) > CFG_USER_MAX || v[0] == '-' ||
+	    !config_is_word(v))
 		return cfg_fail(x, at.s, at.key,
 				"\"%s\": not a valid user name", v);
 	return cfg_dup(x, v, out);
 }
 
-/* Indexed by enum config_balance; NULL-terminated for cfg_choice. */
-static const char *const cfg_balance_names[] = {"round_robin", "least_inflight",
-						"ip_hash", NULL};
-
-#define CFG_BALANCE_N (CFG_NELEM(cfg_balance_names) - 1)
-
 int cfg_balance(struct cfg *x, const config_setting_t *g, const char *path,
 		enum config_balance def, enum config_balance *out)
 {
-	size_t i;
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
 	int rc;
 
-	rc = cfg_choice(x, g, path, "balance", config_balance_name(def),
-			cfg_balance_names,
-			"expected round_robin, least_inflight or ip_hash", &i);
-	if (rc == 0)
-		*out = (enum config_balance)i;
+	rc = cfg_str(x, g, path, "balance", config_balance_name(def), &v, &at);
+	if (rc == 0 && config_balance_parse(v, out, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	return rc;
-}
-
-const char *config_balance_name(enum config_balance b)
-{
-	return (size_t)b < CFG_BALANCE_N ? cfg_balance_names[b] : "?";
 }
 
 int cfg_path(struct cfg *x, const config_setting_t *g, const char *path,
@@ -942,53 +597,6 @@ int cfg_path(struct cfg *x, const config_setting_t *g, const char *path,
 	return cfg_dup(x, v, out);
 }
 
-/* Check a route prefix as cfg_prefix says; e says what was wrong. */
-static int cfg_prefix_check(const char *v, struct errbuf *e)
-{
-	const char *p, *seg;
-
-	if (v[0] != '/') {
-		errbuf_set(e, "\"%s\": must start with '/'", v);
-		return -EINVAL;
-	}
-	if (strlen(v) < 2 || strlen(v) > CONFIG_PREFIX_MAX) {
-		errbuf_set(e,
-			   "\"%s\": must be 2..%d bytes (\"/\" is the "
-			   "environment itself)",
-			   v, CONFIG_PREFIX_MAX);
-		return -EINVAL;
-	}
-	for (seg = p = v + 1;; p++) {
-		if (*p == '/' || *p == '\0') {
-			size_t n = (size_t)(p - seg);
-
-			if (n == 0) {
-				errbuf_set(e,
-					   "\"%s\": empty segment or trailing "
-					   "'/'",
-					   v);
-				return -EINVAL;
-			}
-			if ((n == 1 && seg[0] == '.') ||
-			    (n == 2 && seg[0] == '.' && seg[1] == '.')) {
-				errbuf_set(e, "\"%s\": '.' or '..' segment", v);
-				return -EINVAL;
-			}
-			if (*p == '\0')
-				break;
-			seg = p + 1;
-			continue;
-		}
-		if (!isalnum((unsigned char)*p) &&
-		    !strchr("-._~!$&'()*+,;=:@", *p)) {
-			errbuf_set(e, "\"%s\": invalid character '%c'", v,
-				   isprint((unsigned char)*p) ? *p : '?');
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 int cfg_prefix(struct cfg *x, const config_setting_t *g, const char *path,
 	       const char *name, char **out)
 {
@@ -1000,7 +608,7 @@ int cfg_prefix(struct cfg *x, const config_setting_t *g, const char *path,
 	rc = cfg_str(x, g, path, name, NULL, &v, &at);
 	if (rc < 0)
 		return rc;
-	if (cfg_prefix_check(v, &e) < 0)
+	if (config_prefix_check(v, &e) < 0)
 		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	return cfg_dup(x, v, out);
 }

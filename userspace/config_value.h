@@ -30,7 +30,6 @@
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
 #define CFG_SIZE_MAX (1ULL << 40) /* 1 TiB: largest byte size accepted */
-#define CFG_DURATION_MAX_MS (7ULL * 24 * 3600 * 1000)
 #define CFG_PATH_MAX 4095
 #define CFG_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -51,7 +50,8 @@ struct cfg {
 	const char *file;	       /* the main file's path */
 	const struct config_file *src; /* its text: where a line comes from */
 	struct errbuf *err;
-	struct config *c;
+	struct config *c;	    /* the settings */
+	struct route_src *projects; /* the projects: the file source */
 	struct cfg_seen seen;
 };
 
@@ -60,7 +60,7 @@ enum cfg_unit {
 	CFG_COUNT, /* an integer */
 	CFG_BYTES, /* an integer, or a string "N", "NK", "NM", "NG" (binary
 		    * units, at most CFG_SIZE_MAX) */
-	CFG_MS,	   /* a duration string such as "10s"
+	CFG_MS,	   /* a duration string such as "10s" or "250ms"
 		    * (config_duration_parse), in milliseconds */
 };
 
@@ -106,14 +106,6 @@ int cfg_str(struct cfg *x, const config_setting_t *g, const char *path,
 	    const char *name, const char *def, const char **out,
 	    struct cfg_at *at);
 
-/* A string member as cfg_str, of 1..max bytes ("must be 1..MAX bytes"). */
-int cfg_text(struct cfg *x, const config_setting_t *g, const char *path,
-	     const char *name, const char *def, size_t max, const char **out,
-	     struct cfg_at *at);
-
-/* Whether s holds only letters, digits, '.', '_' and '-'. */
-bool cfg_is_word(const char *s);
-
 /* A copy of s into *out; on failure x->err says "FILE: out of memory".
  * Returns 0 or -ENOMEM. */
 int cfg_dup(struct cfg *x, const char *s, char **out);
@@ -131,8 +123,9 @@ int cfg_number(struct cfg *x, const config_setting_t *g, const char *path,
 	       const char *name, enum cfg_unit unit, uint64_t def, uint64_t min,
 	       uint64_t max, uint64_t *out);
 
-/* A duration member in lib/duration.h's form ("365d", "1h30m"), in
- * seconds, def when absent. */
+/* A duration member kept in whole seconds ("365d", "1h30m", a bare
+ * "90"; duration_parse: the one grammar, at most 365 days), def when
+ * absent. */
 int cfg_seconds(struct cfg *x, const config_setting_t *g, const char *path,
 		const char *name, const char *def, uint64_t *out);
 
@@ -140,13 +133,6 @@ int cfg_seconds(struct cfg *x, const config_setting_t *g, const char *path,
  * (also the default) is 0. */
 int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, uint64_t *out);
-
-/* A string member that must be one of names (NULL-terminated), def when
- * absent; *index is its place in names. Otherwise the error is
- * "\"VALUE\": why". */
-int cfg_choice(struct cfg *x, const config_setting_t *g, const char *path,
-	       const char *name, const char *def, const char *const *names,
-	       const char *why, size_t *index);
 
 /* ---- lists and addresses ------------------------------------------------ */
 
@@ -162,16 +148,17 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	      const char *name, size_t max, bool required,
 	      struct config_addr **out, size_t *nout);
 
-/* A list member of CIDR strings added to rules with action; a prefix
- * already there (from either ip_allow or ip_block) is refused, host bits
- * set become a warning. Absent: nothing added. */
+/* A list member of CIDR strings added to rules with action
+ * (config_ip_rule_add): a prefix already there (from either ip_allow or
+ * ip_block) is refused, host bits set become a warning. Absent: nothing
+ * added. */
 int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
 		 const char *name, uint8_t action, struct rules *rules);
 
 /* ---- names and paths ---------------------------------------------------- */
 
-/* The member "name": 1..CONFIG_NAME_MAX bytes, no control characters; def
- * when absent. *out is a new copy. */
+/* The member "name" (config_name_check): 1..CONFIG_NAME_MAX bytes, no
+ * control characters; def when absent. *out is a new copy. */
 int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *def, char **out);
 
@@ -180,7 +167,7 @@ int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,
 int cfg_user(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, const char *def, char **out);
 
-/* The member "balance": a config_balance_name(), def when absent. */
+/* The member "balance" (config_balance_parse), def when absent. */
 int cfg_balance(struct cfg *x, const config_setting_t *g, const char *path,
 		enum config_balance def, enum config_balance *out);
 
@@ -190,9 +177,9 @@ int cfg_path(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, const char *def, size_t max, bool empty_ok,
 	     char **out);
 
-/* A route prefix member, required: "/seg[/seg...]" of RFC 3986 pchars,
- * 2..CONFIG_PREFIX_MAX bytes, no percent-encoding, no empty, "." or ".."
- * segments, no trailing '/'. *out is a new copy. */
+/* A route prefix member, required (config_prefix_check: "/seg[/seg...]"
+ * of RFC 3986 pchars, 2..CONFIG_PREFIX_MAX bytes, no percent-encoding, no
+ * empty, "." or ".." segments, no trailing '/'). *out is a new copy. */
 int cfg_prefix(struct cfg *x, const config_setting_t *g, const char *path,
 	       const char *name, char **out);
 

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "req.h"
 #include "route.h"
+#include "route_writer.h"
 #include "stats.h"
 #include "worker.h"
 
@@ -42,7 +43,9 @@
 
 struct edged {
 	const char *conf_path;
-	struct config *cfg;
+	struct config *cfg; /* the settings edged started with */
+	/* the route table's one writer: every source's routes, merged */
+	struct route_writer routes;
 	struct worker_shared sh;
 	struct worker **w;
 	unsigned nw;
@@ -74,27 +77,6 @@ static void print_warnings(const struct config *cfg)
 
 	for (i = 0; i < cfg->n_warnings; i++)
 		log_warnx("%s", cfg->warnings[i]);
-}
-
-/* Build a route table from cfg and install it. Returns 0 or -errno with
- * err saying why. */
-static int edged_routes(struct edged *d, const struct config *cfg, bool first,
-			struct errbuf *err)
-{
-	struct route_table *t = NULL;
-	int rc;
-
-	rc = route_table_build(cfg, &t, err);
-	if (rc) {
-		if (!err->msg[0])
-			errbuf_set(err, "%s", strerror(-rc));
-		return rc;
-	}
-	if (first)
-		route_holder_init(&d->sh.routes, t);
-	else
-		route_table_swap(&d->sh.routes, t);
-	return 0;
 }
 
 /* The live route table's generation. */
@@ -215,25 +197,33 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 }
 
 /*
- * Load the configuration file again and install its routes and settings: what
- * SIGHUP and `edgectl reload` both do. Returns 0 with *gen the new route table
- * generation, or -errno with err holding the reason (FILE:LINE: KEY: ...)
- * and the running configuration untouched.
+ * Load the configuration file again and install its routes and settings:
+ * what SIGHUP and `edgectl reload` both do. The file's projects replace
+ * the file source's list only (route_writer_update keeps every other
+ * source's), with the new settings' defaults. Returns 0 with *gen the new
+ * route table generation, or -errno with err holding the reason
+ * (FILE:LINE: KEY: ...) and the running configuration untouched.
  */
 static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
+	struct route_src *src = NULL;
+	struct route_defaults def;
 	int rc;
 
 	errbuf_clear(err);
-	rc = config_load(d->conf_path, &cfg, err);
+	rc = config_load(d->conf_path, &cfg, &src, err);
 	if (rc) {
 		if (!err->msg[0])
 			errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
 		return rc;
 	}
 	print_warnings(cfg);
-	rc = edged_routes(d, cfg, false, err);
+	config_route_defaults(cfg, &def);
+	rc = route_writer_update(&d->routes, ROUTE_SRC_FILE, src, &def, gen,
+				 err);
+	if (rc && !err->msg[0])
+		errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
 	if (rc == 0)
 		edged_settings(d, cfg);
 	/* listeners, workers, the user and the analytics file apply at the
@@ -253,7 +243,6 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		return rc;
 	if (d->sh.analytics)
 		analytics_reopen(d->sh.analytics);
-	*gen = edged_generation(d);
 	log_note("reloaded %s: route table generation %llu", d->conf_path,
 		 (unsigned long long)*gen);
 	return 0;
@@ -581,6 +570,8 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+	struct route_src *src = NULL;
+	struct route_defaults def;
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
@@ -620,7 +611,7 @@ int main(int argc, char **argv)
 	}
 	log_init("edged", verbose);
 	errbuf_clear(&err);
-	rc = config_load(d.conf_path, &d.cfg, &err);
+	rc = config_load(d.conf_path, &d.cfg, &src, &err);
 	if (rc) {
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
@@ -630,6 +621,7 @@ int main(int argc, char **argv)
 	if (check) {
 		printf("%s: ok\n", d.conf_path);
 		config_free(d.cfg);
+		route_src_free(src);
 		return 0;
 	}
 
@@ -649,8 +641,13 @@ int main(int argc, char **argv)
 	edged_fd_limit(&d, d.cfg);
 	d.start_ns = clk_now_ns();
 	errbuf_clear(&err);
-	if (edged_routes(&d, d.cfg, true, &err)) {
-		log_warnx("%s", err.msg);
+	config_route_defaults(d.cfg, &def);
+	route_writer_init(&d.routes, &d.sh.routes, &def);
+	rc = route_writer_update(&d.routes, ROUTE_SRC_FILE, src, NULL, NULL,
+				 &err);
+	src = NULL; /* the writer's */
+	if (rc) {
+		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
 		goto out;
 	}
 	if (edged_user(d.cfg, &pw, &sw))
@@ -738,7 +735,9 @@ out:
 		event_base_free(d.base);
 	analytics_free(d.sh.analytics);
 	route_holder_clear(&d.sh.routes);
+	route_writer_free(&d.routes);
 	admit_queue_destroy(&d.sh.queue);
 	config_free(d.cfg);
+	route_src_free(src);
 	return status;
 }

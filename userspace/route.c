@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * route.c - route table generations: built once from a configuration into
- * one arena, looked up without locks or allocation, swapped atomically.
+ * route.c - route table generations: built once from the route sources'
+ * lists of projects into one arena, looked up without locks or
+ * allocation, swapped atomically.
  */
 #include <errno.h>
 #include <sched.h>
@@ -187,11 +188,14 @@ static void rt_route_init(struct route_r *r, const struct config_addr *ups,
 	admit_gauge_init(&r->inflight, limit);
 }
 
-static int rt_build_env(struct route_table *t, const struct config *c,
-			const struct config_environment *ce,
+static int rt_build_env(struct route_table *t, const struct route_defaults *def,
+			const struct route_src_env *ce,
 			const struct route_project *rp, struct route_env *e)
 {
-	unsigned limit = (unsigned)c->limits.max_inflight_per_route;
+	unsigned limit = (unsigned)def->max_inflight_per_route;
+	uint64_t env_max = ce->max_body_bytes == ROUTE_SRC_INHERIT
+			       ? def->max_body_bytes
+			       : ce->max_body_bytes;
 	const struct config_addr *ups;
 	size_t i;
 
@@ -217,14 +221,14 @@ static int rt_build_env(struct route_table *t, const struct config *c,
 	}
 	e->n_domains = ce->n_domains;
 	rt_route_init(&e->def, ups, ce->deployment.n_upstreams,
-		      ce->deployment.balance, ce->max_body_bytes, limit);
+		      ce->deployment.balance, env_max, limit);
 	if (ce->n_routes) {
 		e->routes = rt_alloc(t, ce->n_routes * sizeof(*e->routes));
 		if (!e->routes)
 			return -ENOMEM;
 	}
 	for (i = 0; i < ce->n_routes; i++) {
-		const struct config_route *cr = &ce->routes[i];
+		const struct route_src_route *cr = &ce->routes[i];
 		struct route_r *r = &e->routes[i];
 		const struct config_addr *rups = ups;
 		size_t n = ce->deployment.n_upstreams;
@@ -241,7 +245,10 @@ static int rt_build_env(struct route_table *t, const struct config *c,
 			return -ENOMEM;
 		r->prefix_len = strlen(cr->prefix);
 		r->strip = cr->strip_prefix;
-		rt_route_init(r, rups, n, cr->balance, cr->max_body_bytes,
+		rt_route_init(r, rups, n, cr->balance,
+			      cr->max_body_bytes == ROUTE_SRC_INHERIT
+				  ? env_max
+				  : cr->max_body_bytes,
 			      limit);
 	}
 	e->n_routes = ce->n_routes;
@@ -302,22 +309,82 @@ static void rt_free(struct route_table *t)
 	free(t);
 }
 
-int route_table_build(const struct config *c, struct route_table **out,
-		      struct errbuf *err)
+/* Whether a project's allow rules make its list exclusive: some allow
+ * rule is not an exception carved out of a block rule. */
+static bool rt_allow_list(const struct rules *r)
+{
+	size_t i, j;
+
+	for (i = 0; i < r->n; i++) {
+		bool inside = false;
+
+		if (r->v[i].action != EDGE_ACT_ALLOW)
+			continue;
+		for (j = 0; j < r->n && !inside; j++)
+			inside = r->v[j].action == EDGE_ACT_BLOCK &&
+				 cidr_contains(&r->v[j].cidr, &r->v[i].cidr);
+		if (!inside)
+			return true;
+	}
+	return false;
+}
+
+/* Add the project cp and its environments to t (sized for them). */
+static int rt_build_project(struct route_table *t,
+			    const struct route_defaults *def,
+			    const struct route_src_project *cp)
+{
+	struct route_project *rp = rt_alloc(t, sizeof(*rp));
+	size_t j, k;
+	int rc;
+
+	if (!rp)
+		return -ENOMEM;
+	memset(rp, 0, sizeof(*rp));
+	rp->id = rt_strdup(t, cp->id);
+	rp->name = rt_strdup(t, cp->name);
+	rp->enabled = cp->enabled;
+	rp->has_allow = rt_allow_list(&cp->ip_rules);
+	rp->rules.n = rp->rules.cap = cp->ip_rules.n;
+	rp->rules.v =
+	    rt_memdup(t, cp->ip_rules.v, cp->ip_rules.n * sizeof(*rp->rules.v));
+	if (!rp->id || !rp->name || (cp->ip_rules.n && !rp->rules.v))
+		return -ENOMEM;
+	for (j = 0; j < cp->n_envs; j++) {
+		struct route_env *e = &t->envs[t->n_envs++];
+
+		rc = rt_build_env(t, def, &cp->envs[j], rp, e);
+		if (rc < 0)
+			return rc;
+		e->def.index = (unsigned)t->n_routes;
+		t->routes[t->n_routes++] = &e->def;
+		for (k = 0; k < e->n_routes; k++) {
+			e->routes[k].index = (unsigned)t->n_routes;
+			t->routes[t->n_routes++] = &e->routes[k];
+		}
+	}
+	return 0;
+}
+
+int route_table_build(const struct route_src *const *src, size_t n_src,
+		      const struct route_defaults *def,
+		      struct route_table **out, struct errbuf *err)
 {
 	struct route_table *t;
-	size_t i, j, k, n_envs = 0, n_routes = 0;
+	size_t s, i, j, n_envs = 0, n_routes = 0;
 	int rc = -ENOMEM;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		goto fail;
 	atomic_init(&t->ref, 1);
-	for (i = 0; i < c->n_projects; i++)
-		for (j = 0; j < c->projects[i].n_envs; j++) {
-			n_envs++;
-			n_routes += 1 + c->projects[i].envs[j].n_routes;
-		}
+	for (s = 0; s < n_src; s++)
+		for (i = 0; src[s] && i < src[s]->n_projects; i++)
+			for (j = 0; j < src[s]->projects[i].n_envs; j++) {
+				n_envs++;
+				n_routes +=
+				    1 + src[s]->projects[i].envs[j].n_routes;
+			}
 	if (n_envs) {
 		t->envs = rt_alloc(t, n_envs * sizeof(*t->envs));
 		t->routes = rt_alloc(t, n_routes * sizeof(*t->routes));
@@ -325,37 +392,12 @@ int route_table_build(const struct config *c, struct route_table **out,
 			goto fail;
 		memset(t->envs, 0, n_envs * sizeof(*t->envs));
 	}
-	for (i = 0; i < c->n_projects; i++) {
-		const struct config_project *cp = &c->projects[i];
-		struct route_project *rp = rt_alloc(t, sizeof(*rp));
-
-		if (!rp)
-			goto fail;
-		memset(rp, 0, sizeof(*rp));
-		rp->id = rt_strdup(t, cp->id);
-		rp->name = rt_strdup(t, cp->name);
-		rp->enabled = cp->enabled;
-		rp->has_allow = cp->has_allow;
-		rp->rules.n = rp->rules.cap = cp->ip_rules.n;
-		rp->rules.v = rt_memdup(t, cp->ip_rules.v,
-					cp->ip_rules.n * sizeof(*rp->rules.v));
-		if (!rp->id || !rp->name || (cp->ip_rules.n && !rp->rules.v))
-			goto fail;
-		for (j = 0; j < cp->n_envs; j++) {
-			struct route_env *e = &t->envs[t->n_envs++];
-
-			rc = rt_build_env(t, c, &cp->envs[j], rp, e);
+	for (s = 0; s < n_src; s++)
+		for (i = 0; src[s] && i < src[s]->n_projects; i++) {
+			rc = rt_build_project(t, def, &src[s]->projects[i]);
 			if (rc < 0)
 				goto fail;
-			rc = -ENOMEM;
-			e->def.index = (unsigned)t->n_routes;
-			t->routes[t->n_routes++] = &e->def;
-			for (k = 0; k < e->n_routes; k++) {
-				e->routes[k].index = (unsigned)t->n_routes;
-				t->routes[t->n_routes++] = &e->routes[k];
-			}
 		}
-	}
 	rc = rt_index_domains(t, err);
 	if (rc < 0)
 		goto fail;

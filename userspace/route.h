@@ -4,12 +4,13 @@
  * -> upstream endpoints, over an immutable, reference-counted route table
  * generation.
  *
- * A table is built from a struct config (or, later, from PostgreSQL) and
- * never changes afterwards, except for the per-route in-flight gauges it
- * carries (atomics, see admit.h). Workers read it without locks; the
- * control thread swaps a new generation into a route_holder with one
- * atomic exchange, and the old one is freed when the last request that
- * holds it puts it.
+ * A table is built from the route sources' lists of projects (route_src.h:
+ * the configuration file's, later PostgreSQL's) and never changes
+ * afterwards, except for the per-route in-flight gauges it carries
+ * (atomics, see admit.h). Workers read it without locks; the control
+ * thread's route writer (route_writer.h, the only writer) swaps a new
+ * generation into a route_holder with one atomic exchange, and the old
+ * one is freed when the last request that holds it puts it.
  *
  * Matching rules:
  * - the host is lowercased, a ":PORT" and one trailing dot are dropped,
@@ -34,8 +35,8 @@
 
 #include "admit.h"
 #include "cidr.h"
-#include "config.h"
 #include "log.h"
+#include "route_src.h"
 
 struct route_table;
 struct route_project;
@@ -74,14 +75,18 @@ struct route_match {
 };
 
 /*
- * Build a table generation from c (which may be freed afterwards: the
- * table copies what it needs). Each route's in-flight gauge gets the limit
- * c->limits.max_inflight_per_route. Returns 0 with *out holding one
- * reference, -EINVAL when two environments claim one domain (config_load
- * already refuses that), or -ENOMEM; err says what went wrong.
+ * Build a table generation from the lists src[0..n_src) (a NULL entry is
+ * a source with nothing yet), in that order, with def for what they leave
+ * to the settings: an environment's body limit where it has
+ * ROUTE_SRC_INHERIT, each route's in-flight cap. The lists may be freed
+ * afterwards: the table copies what it needs. Returns 0 with *out holding
+ * one reference, -EINVAL when two environments claim one domain (the
+ * route writer refuses that first, naming both), or -ENOMEM; err says
+ * what went wrong.
  */
-int route_table_build(const struct config *c, struct route_table **out,
-		      struct errbuf *err);
+int route_table_build(const struct route_src *const *src, size_t n_src,
+		      const struct route_defaults *def,
+		      struct route_table **out, struct errbuf *err);
 
 /* Take another reference to t (t may be NULL). Returns t. */
 struct route_table *route_table_get(struct route_table *t);
@@ -140,8 +145,8 @@ void route_holder_init(struct route_holder *h, struct route_table *t);
  * reference to the previous table, which lives on until the requests that
  * hold it put it. One atomic exchange; then waits (spins briefly) until no
  * route_table_current() that may have read the old pointer is still
- * taking its reference. Call from one thread at a time (the control
- * thread).
+ * taking its reference. One writer only: the route writer, on the control
+ * loop (route_writer.h), and route_holder_clear at shutdown.
  */
 void route_table_swap(struct route_holder *h, struct route_table *t);
 

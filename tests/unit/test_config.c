@@ -286,6 +286,15 @@ static const struct bad bad[] = {
     {PROJ("", "    security_headers = { hsts_max_age = \"1y\"; }; #!\n"),
      "projects[0].environments[0].security_headers.hsts_max_age",
      "unknown unit 'y'"},
+    /* one duration grammar: ms is a unit everywhere, but a setting in
+     * whole seconds refuses what is not whole seconds */
+    {PROJ("", "    security_headers = { hsts_max_age = \"1500ms\"; }; #!\n"),
+     "projects[0].environments[0].security_headers.hsts_max_age",
+     "not whole seconds"},
+    {"timeouts = {\n header = \"1x\"; #!\n};\n", "timeouts.header",
+     "unknown unit 'x'"},
+    {"timeouts = {\n tunnel_idle = \"7d1ms\"; #!\n};\n", "timeouts.tunnel_idle",
+     "too long (max 7d)"},
     {PROJ("", "    security_headers = { referrer_policy = \"x\"; }; #!\n"),
      "projects[0].environments[0].security_headers.referrer_policy",
      "not a Referrer-Policy"},
@@ -339,11 +348,13 @@ START_TEST(test_bad)
 	const struct bad *t = &bad[_i];
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	char want[256];
 	const char *path = write_conf(t->text);
 
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(src);
 	if (t->key[0])
 		snprintf(want, sizeof(want), "%s:%d: %s: ", path,
 			 marked_line(t->text), t->key);
@@ -362,10 +373,11 @@ START_TEST(test_defaults)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	ck_assert_int_eq(config_load(write_conf("limits = { };\n"), &c, &err),
-			 0);
+	ck_assert_int_eq(
+	    config_load(write_conf("limits = { };\n"), &c, &src, &err), 0);
 	ck_assert_uint_eq(c->n_listen, 1);
 	ck_assert_str_eq(c->listen[0].text, "0.0.0.0:8080");
 	ck_assert_uint_eq(c->workers, ncpu > 256 ? 256 : ncpu);
@@ -392,10 +404,12 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->ratelimit.per_min, 0);
 	ck_assert_str_eq(c->analytics.file, "");
 	ck_assert_uint_eq(c->analytics.queue, 65536);
-	ck_assert_uint_eq(c->n_projects, 0);
+	ck_assert_uint_eq(src->n_projects, 0);
 	ck_assert_uint_eq(c->n_warnings, 0);
 	config_free(c);
+	route_src_free(src);
 	config_free(NULL);
+	route_src_free(NULL);
 }
 END_TEST
 
@@ -403,7 +417,8 @@ START_TEST(test_values)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
-	const struct config_environment *e;
+	struct route_src *src = NULL;
+	const struct route_src_env *e;
 	const char *text =
 	    "listen = [ \"[::]:443\", \"127.0.0.1:80\" ];\n"
 	    "workers = 3;\n"
@@ -419,7 +434,7 @@ START_TEST(test_values)
 		"};"
 		"\n");
 
-	ck_assert_msg(config_load(write_conf(text), &c, &err) == 0, "%s",
+	ck_assert_msg(config_load(write_conf(text), &c, &src, &err) == 0, "%s",
 		      err.msg);
 	ck_assert_str_eq(c->listen[0].text, "[::]:443");
 	ck_assert_uint_eq(c->workers, 3);
@@ -432,7 +447,7 @@ START_TEST(test_values)
 	ck_assert_uint_eq(c->timeouts.upstream_connect_ms, 250);
 	ck_assert_uint_eq(c->ratelimit.per_min, 600);
 	ck_assert_uint_eq(c->ratelimit.burst, 10);
-	e = &c->projects[0].envs[0];
+	e = &src->projects[0].envs[0];
 	ck_assert_uint_eq(e->max_body_bytes, 0);
 	ck_assert_uint_eq(e->routes[0].max_body_bytes, 0);
 	ck_assert(e->routes[0].strip_prefix);
@@ -440,14 +455,96 @@ START_TEST(test_values)
 	ck_assert(e->security.nosniff);
 	ck_assert_uint_eq(e->security.hsts_max_age_s, 86400);
 	ck_assert_str_eq(e->name, "e");
-	ck_assert_str_eq(c->projects[0].name, "p");
-	ck_assert(c->projects[0].enabled);
+	ck_assert_str_eq(src->projects[0].name, "p");
+	ck_assert(src->projects[0].enabled);
 	/* host bits: normalised, with a warning naming file, line and key */
 	ck_assert_uint_eq(c->n_warnings, 1);
 	ck_assert_ptr_nonnull(
 	    strstr(c->warnings[0], ":8: projects[0].ip_block[0]: "));
 	ck_assert_ptr_nonnull(strstr(c->warnings[0], "10.0.0.0/8"));
 	config_free(c);
+	route_src_free(src);
+}
+END_TEST
+
+/* One duration grammar for every setting: d, h, m, s and ms wherever a
+ * duration goes; each setting keeps its own range and resolution. */
+START_TEST(test_duration_grammar)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+	const char *text =
+	    "timeouts = { tunnel_idle = \"1d\"; header = \"1m30s500ms\"; "
+	    "drain = \"1h\"; };\n" PROJ(
+		"",
+		"    security_headers = { hsts_max_age = \"2000ms\"; };\n"
+		"  }, {\n"
+		"    id = \"e2\"; domains = [ \"b.example.com\" ];\n"
+		"    deployment = { id = \"d2\"; upstreams = [ "
+		"\"127.0.0.1:81\" ]; };\n"
+		"    security_headers = { hsts_max_age = \"1d12h\"; };\n"
+		"  }, {\n"
+		"    id = \"e3\"; domains = [ \"c.example.com\" ];\n"
+		"    deployment = { id = \"d3\"; upstreams = [ "
+		"\"127.0.0.1:82\" ]; };\n"
+		"    security_headers = { hsts_max_age = \"31536000\"; };\n");
+
+	ck_assert_msg(config_load(write_conf(text), &c, &src, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->timeouts.tunnel_idle_ms, 86400000);
+	ck_assert_uint_eq(c->timeouts.header_ms, 90500);
+	ck_assert_uint_eq(c->timeouts.drain_ms, 3600000);
+	ck_assert_uint_eq(src->projects[0].envs[0].security.hsts_max_age_s, 2);
+	ck_assert_uint_eq(src->projects[0].envs[1].security.hsts_max_age_s,
+			  129600);
+	/* a bare number of seconds, as configurations have written it */
+	ck_assert_uint_eq(src->projects[0].envs[2].security.hsts_max_age_s,
+			  31536000);
+	config_free(c);
+	route_src_free(src);
+}
+END_TEST
+
+/* The settings apart from the projects: what a project leaves to the
+ * settings stays unresolved in the file source (the table gets it from
+ * the settings in force), and a caller may check the projects without
+ * keeping them. */
+START_TEST(test_projects_apart)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+	struct route_defaults def;
+	const char *text =
+	    "limits = { max_body_bytes = \"2M\"; max_inflight_per_route = 7; "
+	    "};\n" PROJ("",
+			"    routes = ( { prefix = \"/a\"; },\n"
+			"      { prefix = \"/b\"; max_body_bytes = 9; } );\n");
+	const struct route_src_env *e;
+
+	ck_assert_msg(config_load(write_conf(text), &c, &src, &err) == 0, "%s",
+		      err.msg);
+	e = &src->projects[0].envs[0];
+	ck_assert_uint_eq(e->max_body_bytes, ROUTE_SRC_INHERIT);
+	ck_assert_uint_eq(e->routes[0].max_body_bytes, ROUTE_SRC_INHERIT);
+	ck_assert_uint_eq(e->routes[1].max_body_bytes, 9);
+	config_route_defaults(c, &def);
+	ck_assert_uint_eq(def.max_body_bytes, 2 << 20);
+	ck_assert_uint_eq(def.max_inflight_per_route, 7);
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	/* no list wanted: checked all the same */
+	ck_assert_int_eq(config_load(write_conf(text), &c, NULL, &err), 0);
+	config_free(c);
+	c = NULL;
+	ck_assert_int_eq(config_load(write_conf(PROJ("", "    bogus = 1;\n")),
+				     &c, NULL, &err),
+			 -EINVAL);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(
+	    strstr(err.msg, "projects[0].environments[0].bogus: unknown key"));
 }
 END_TEST
 
@@ -455,20 +552,22 @@ START_TEST(test_example)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	int rc;
 
-	rc = config_load("examples/edge.conf", &c, &err);
+	rc = config_load("examples/edge.conf", &c, &src, &err);
 	if (rc == -ENOENT) /* run from build/tests */
-		rc = config_load("../../examples/edge.conf", &c, &err);
+		rc = config_load("../../examples/edge.conf", &c, &src, &err);
 	ck_assert_msg(rc == 0, "%s", err.msg);
-	ck_assert_uint_eq(c->n_projects, 3);
+	ck_assert_uint_eq(src->n_projects, 3);
 	ck_assert_uint_eq(c->n_warnings, 0);
-	ck_assert_str_eq(c->projects[0].envs[1].domains[0],
+	ck_assert_str_eq(src->projects[0].envs[1].domains[0],
 			 "*.preview.shop.example.com");
-	ck_assert_uint_eq(c->projects[0].envs[0].routes[0].max_body_bytes,
+	ck_assert_uint_eq(src->projects[0].envs[0].routes[0].max_body_bytes,
 			  50 << 20);
-	ck_assert(!c->projects[2].enabled);
+	ck_assert(!src->projects[2].enabled);
 	config_free(c);
+	route_src_free(src);
 }
 END_TEST
 
@@ -476,10 +575,11 @@ START_TEST(test_missing_file)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	char path[128];
 
 	snprintf(path, sizeof(path), "%s/none.conf", tmpdir);
-	ck_assert_int_eq(config_load(path, &c, &err), -ENOENT);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "none.conf: No such file"));
 }
 END_TEST
@@ -526,6 +626,7 @@ START_TEST(test_not_regular)
 	const struct special *t = &specials[_i];
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	char path[128], want[256];
 
 	if (t->kind[0] == '/') {
@@ -534,8 +635,9 @@ START_TEST(test_not_regular)
 		snprintf(path, sizeof(path), "%s/edge.conf", tmpdir);
 		make_special(t->kind, path);
 	}
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(src);
 	snprintf(want, sizeof(want), "%s: not a regular file (%s)", path,
 		 t->what);
 	ck_assert_str_eq(err.msg, want);
@@ -553,11 +655,13 @@ START_TEST(test_empty)
 	};
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	const char *path = write_conf(texts[_i]);
 	char want[256];
 
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(src);
 	snprintf(want, sizeof(want), "%s: no settings (empty file?)", path);
 	ck_assert_str_eq(err.msg, want);
 }
@@ -582,11 +686,13 @@ START_TEST(test_nul)
 #undef NUL_CASE
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	const char *path = write_file("edge.conf", t[_i].text, t[_i].len);
 	char want[256];
 
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(src);
 	snprintf(want, sizeof(want), "%s:%d: NUL byte", path, t[_i].line);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
 		      "'%s' does not start with '%s'", err.msg, want);
@@ -599,6 +705,7 @@ START_TEST(test_exact_integers)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	const char *text =
 	    "workers = +3;\n"
 	    "limits = { max_body_bytes = 5000000000;\n"
@@ -609,7 +716,7 @@ START_TEST(test_exact_integers)
 		    "    routes = ( { prefix = \"/a\";\n"
 		    "      max_body_bytes = 1099511627776; } );\n");
 
-	ck_assert_msg(config_load(write_conf(text), &c, &err) == 0, "%s",
+	ck_assert_msg(config_load(write_conf(text), &c, &src, &err) == 0, "%s",
 		      err.msg);
 	ck_assert_uint_eq(c->workers, 3);
 	ck_assert_uint_eq(c->limits.max_body_bytes, 5000000000ULL);
@@ -617,10 +724,11 @@ START_TEST(test_exact_integers)
 	ck_assert_uint_eq(c->limits.body_buffer, 16777216);
 	ck_assert_uint_eq(c->limits.max_inflight, 10000);
 	ck_assert_uint_eq(c->analytics.queue, 65536);
-	ck_assert_uint_eq(c->projects[0].envs[0].max_body_bytes, 5ULL << 30);
-	ck_assert_uint_eq(c->projects[0].envs[0].routes[0].max_body_bytes,
+	ck_assert_uint_eq(src->projects[0].envs[0].max_body_bytes, 5ULL << 30);
+	ck_assert_uint_eq(src->projects[0].envs[0].routes[0].max_body_bytes,
 			  1ULL << 40);
 	config_free(c);
+	route_src_free(src);
 }
 END_TEST
 
@@ -630,12 +738,14 @@ START_TEST(test_too_large)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	const char *path = write_conf("workers = 2;\n");
 	char want[256];
 
 	ck_assert_int_eq(truncate(path, (16 << 20) + 1), 0);
-	ck_assert_int_eq(config_load(path, &c, &err), -EFBIG);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EFBIG);
 	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(src);
 	snprintf(want, sizeof(want), "%s: larger than 16 MiB", path);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
 		      "'%s' does not start with '%s'", err.msg, want);
@@ -651,6 +761,7 @@ START_TEST(test_include)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	char sub[128], text[512], want[256];
 	const char *path;
 
@@ -669,18 +780,20 @@ START_TEST(test_include)
 		 "admin_listen = \"127.0.0.1:9091\";\n",
 		 tmpdir);
 	path = write_conf(text);
-	ck_assert_msg(config_load(path, &c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(config_load(path, &c, &src, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(c->listen[0].text, "127.0.0.1:81");
 	ck_assert_str_eq(c->user, "daemon");
 	ck_assert_uint_eq(c->limits.max_body_bytes, 5000000000ULL);
 	ck_assert_uint_eq(c->workers, 3);
 	ck_assert_str_eq(c->admin_listen.text, "127.0.0.1:9091");
 	config_free(c);
+	route_src_free(src);
 	c = NULL;
+	src = NULL;
 
 	/* an error in the innermost file, then one after the includes */
 	write_text("sub/b.conf", "\n\nuser = \"-x\";\n");
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s/sub/b.conf:3: user: ", tmpdir);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
 		      "'%s' does not start with '%s'", err.msg, want);
@@ -688,13 +801,13 @@ START_TEST(test_include)
 	write_conf("@include \"sub/a.conf\"\n"
 		   "\n"
 		   "workers = 0;\n");
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: workers: 0 is out of range", path);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
 		      "'%s' does not start with '%s'", err.msg, want);
 	/* a syntax error in an included file */
 	write_text("sub/b.conf", "user = ;\n");
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s/sub/b.conf:1: syntax", tmpdir);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
 		      "'%s' does not start with '%s'", err.msg, want);
@@ -728,6 +841,7 @@ START_TEST(test_include_bad)
 	const struct bad_include *t = &bad_includes[_i];
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	char inc[128], want[512], msg[384];
 	const char *path, *p;
 	size_t n = 0;
@@ -745,8 +859,9 @@ START_TEST(test_include_bad)
 		}
 	msg[n] = '\0';
 	path = write_conf(t->text);
-	ck_assert_int_eq(config_load(path, &c, &err) < 0, 1);
+	ck_assert_int_eq(config_load(path, &c, &src, &err) < 0, 1);
 	ck_assert_ptr_null(c);
+	ck_assert_ptr_null(src);
 	snprintf(want, sizeof(want), "%s:%d: %s", path, marked_line(t->text),
 		 msg);
 	ck_assert_str_eq(err.msg, want);
@@ -758,12 +873,13 @@ START_TEST(test_include_nul)
 {
 	struct errbuf err = {""};
 	struct config *c = NULL;
+	struct route_src *src = NULL;
 	char want[256];
 	const char *path;
 
 	write_file("inc.conf", "user = \"x\0y\";\n", 14);
 	path = write_conf("workers = 2;\n@include \"inc.conf\"\n");
-	ck_assert_int_eq(config_load(path, &c, &err), -EINVAL);
+	ck_assert_int_eq(config_load(path, &c, &src, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s/inc.conf:1: NUL byte", tmpdir);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0,
 		      "'%s' does not start with '%s'", err.msg, want);
@@ -815,6 +931,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_example);
+	tcase_add_test(tc, test_duration_grammar);
+	tcase_add_test(tc, test_projects_apart);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_helpers);
 	tcase_add_loop_test(tc, test_not_regular, 0, CK_NELEM(specials));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_duration.c - durations: parsing, limits, formatting; also the
- * policy module's port lists and rates, which follow the same rules. */
+/* test_duration.c - durations: the one grammar in whole seconds and in
+ * milliseconds, limits, formatting; also the policy module's port lists
+ * and rates, which follow the same rules. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -83,6 +84,96 @@ START_TEST(test_dur_bad)
 	ck_assert_uint_eq(s, 12345);
 	ck_assert_msg(strstr(err.msg, t->msg) != NULL,
 		      "'%s': message '%s' lacks '%s'", t->in, err.msg, t->msg);
+}
+END_TEST
+
+/* The same grammar in milliseconds (edged's timeouts): every unit, ms
+ * included, in the order d, h, m, s, ms; a bare number is refused. */
+struct dur_ms_good {
+	const char *in;
+	uint64_t ms;
+};
+
+static const struct dur_ms_good msgood[] = {
+    {"500ms", 500},	    {"10s", 10000},	     {"1m30s", 90000},
+    {"1h2m3s4ms", 3723004}, {"1d", 86400000},	     {"1d2h3m4s5ms", 93784005},
+    {"1m500ms", 60500},	    {"7d", 7ULL * 86400000}, {"05ms", 5},
+};
+
+static const struct dur_bad msbad[] = {
+    {"10", "a number needs a unit"},
+    {"0", "a number needs a unit"},
+    {"", "empty"},
+    {"0s", "longer than zero"},
+    {"0ms", "longer than zero"},
+    {"5ms5s", "largest to smallest"},
+    {"1s1m", "units must go"},
+    {"1ms1ms", "each once"},
+    {"1h30", "has no unit"},
+    {"10x", "unknown unit 'x'"},
+    {"10MS", "unknown unit 'M'"},
+    {"-5s", "negative"},
+    {"7d1ms", "too long (max 7d)"},
+    {"8d", "too long"},
+    {"604800001ms", "too long"},
+    {"99999999999999999999s", "too long"},
+    {"1.5s", "unknown unit '.'"},
+    {"1msx", "expected a number"},
+};
+
+START_TEST(test_dur_ms_good)
+{
+	const struct dur_ms_good *t = &msgood[_i];
+	struct errbuf err = {""};
+	uint64_t ms = 0;
+
+	ck_assert_msg(duration_parse_ms(t->in, 7ULL * 86400000, &ms, &err) == 0,
+		      "%s: %s", t->in, err.msg);
+	ck_assert_uint_eq(ms, t->ms);
+}
+END_TEST
+
+START_TEST(test_dur_ms_bad)
+{
+	const struct dur_bad *t = &msbad[_i];
+	struct errbuf err = {""};
+	uint64_t ms = 12345;
+
+	ck_assert_int_eq(duration_parse_ms(t->in, 7ULL * 86400000, &ms, &err),
+			 -EINVAL);
+	ck_assert_uint_eq(ms, 12345);
+	ck_assert_msg(strstr(err.msg, t->msg) != NULL,
+		      "'%s': message '%s' lacks '%s'", t->in, err.msg, t->msg);
+}
+END_TEST
+
+/* In whole seconds (hsts_max_age, --ttl): ms is a unit of the grammar
+ * too, but the total must be whole seconds; a bare number is seconds. */
+START_TEST(test_dur_whole_seconds)
+{
+	struct errbuf err = {""};
+	uint64_t s = 7;
+
+	ck_assert_int_eq(duration_parse("2000ms", &s, &err), 0);
+	ck_assert_uint_eq(s, 2);
+	ck_assert_int_eq(duration_parse("1m30s1000ms", &s, &err), 0);
+	ck_assert_uint_eq(s, 91);
+	s = 7;
+	ck_assert_int_eq(duration_parse("1500ms", &s, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not whole seconds"));
+	ck_assert_int_eq(duration_parse("1s1ms", &s, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not whole seconds"));
+	ck_assert_uint_eq(s, 7);
+	/* a bare number, and its own limit */
+	ck_assert_int_eq(duration_parse_secs("90", 90, &s, &err), 0);
+	ck_assert_uint_eq(s, 90);
+	ck_assert_int_eq(duration_parse_secs("91", 90, &s, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "too long (max 1m30s)"));
+	ck_assert_int_eq(duration_parse_secs("1m31s", 90, &s, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "too long (max 1m30s)"));
+	/* the ms grammar refuses what the seconds one reads as seconds */
+	ck_assert_int_eq(duration_parse_ms("90", 1000000, &s, &err), -EINVAL);
+	ck_assert_uint_eq(s, 90);
 }
 END_TEST
 
@@ -221,6 +312,11 @@ int main(void)
 			    sizeof(dgood) / sizeof(dgood[0]));
 	tcase_add_loop_test(tc, test_dur_bad, 0,
 			    sizeof(dbad) / sizeof(dbad[0]));
+	tcase_add_loop_test(tc, test_dur_ms_good, 0,
+			    sizeof(msgood) / sizeof(msgood[0]));
+	tcase_add_loop_test(tc, test_dur_ms_bad, 0,
+			    sizeof(msbad) / sizeof(msbad[0]));
+	tcase_add_test(tc, test_dur_whole_seconds);
 	tcase_add_test(tc, test_dur_format_edges);
 	tcase_add_loop_test(tc, test_ports_bad, 0,
 			    sizeof(pbad) / sizeof(pbad[0]));

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "route.h"
+#include "route_src_fixture.h"
 #include "unit.h"
 
 static const char conf_text[] =
@@ -53,6 +55,8 @@ static struct route_table *build(void)
 	char dir[] = "/tmp/edge-route.XXXXXX", path[64];
 	struct errbuf err = {""};
 	struct route_table *t = NULL;
+	struct route_defaults def;
+	struct route_src *src = NULL;
 	struct config *c = NULL;
 	FILE *f;
 
@@ -62,11 +66,16 @@ static struct route_table *build(void)
 	ck_assert_ptr_nonnull(f);
 	fputs(conf_text, f);
 	fclose(f);
-	ck_assert_msg(config_load(path, &c, &err) == 0, "%s", err.msg);
+	ck_assert_msg(config_load(path, &c, &src, &err) == 0, "%s", err.msg);
 	unlink(path);
 	rmdir(dir);
-	ck_assert_int_eq(route_table_build(c, &t, &err), 0);
-	config_free(c); /* the table keeps its own copy */
+	config_route_defaults(c, &def);
+	ck_assert_int_eq(
+	    route_table_build((const struct route_src *const *)&src, 1, &def,
+			      &t, &err),
+	    0);
+	config_free(c);
+	route_src_free(src); /* the table keeps its own copy */
 	return t;
 }
 
@@ -295,16 +304,60 @@ START_TEST(test_dump_json)
 }
 END_TEST
 
+/* What a source leaves to the settings comes from the defaults the
+ * table is built with: the body limit of an environment (and its routes)
+ * that set none, every route's in-flight cap. */
+START_TEST(test_defaults)
+{
+	struct errbuf err = {""};
+	struct route_src *one = fx_src();
+	const struct route_src *srcs[1] = {one};
+	struct route_defaults def = {123, 1};
+	struct route_src_env *env;
+	struct route_table *t = NULL;
+	struct route_match m;
+
+	env = fx_env(fx_project(one, "p"), "e", "10.0.0.1:80", "d.test", NULL);
+	fx_route(env, "/own", 5);
+	fx_route(env, "/env", ROUTE_SRC_INHERIT);
+	ck_assert_int_eq(route_table_build(srcs, 1, &def, &t, &err), 0);
+	ck_assert_int_eq(route_lookup(t, "d.test", 6, "/", 1, &m), ROUTE_OK);
+	ck_assert_uint_eq(m.max_body_bytes, 123);
+	ck_assert_int_eq(admit_inflight_enter(NULL, m.inflight), 0);
+	ck_assert_int_eq(admit_inflight_enter(NULL, m.inflight), -EBUSY);
+	admit_inflight_leave(NULL, m.inflight);
+	ck_assert_int_eq(route_lookup(t, "d.test", 6, "/env", 4, &m), ROUTE_OK);
+	ck_assert_uint_eq(m.max_body_bytes, 123);
+	ck_assert_int_eq(route_lookup(t, "d.test", 6, "/own", 4, &m), ROUTE_OK);
+	ck_assert_uint_eq(m.max_body_bytes, 5);
+	route_table_put(t);
+	/* an environment's own limit is its routes' default */
+	env->max_body_bytes = 0;
+	ck_assert_int_eq(route_table_build(srcs, 1, &def, &t, &err), 0);
+	ck_assert_int_eq(route_lookup(t, "d.test", 6, "/env/x", 6, &m),
+			 ROUTE_OK);
+	ck_assert_uint_eq(m.max_body_bytes, 0);
+	ck_assert_int_eq(route_lookup(t, "d.test", 6, "/", 1, &m), ROUTE_OK);
+	ck_assert_uint_eq(m.max_body_bytes, 0);
+	ck_assert_int_eq(route_lookup(t, "d.test", 6, "/own", 4, &m), ROUTE_OK);
+	ck_assert_uint_eq(m.max_body_bytes, 5);
+	route_table_put(t);
+	route_src_free(one);
+}
+END_TEST
+
 START_TEST(test_empty_table)
 {
 	struct errbuf err = {""};
-	struct config c;
+	struct route_defaults def = {10 << 20, 4096};
+	struct route_src empty = {NULL, 0};
+	const struct route_src *srcs[2] = {&empty, NULL};
 	struct route_table *t = NULL;
 	struct route_match m;
 	json_t *j;
 
-	memset(&c, 0, sizeof(c));
-	ck_assert_int_eq(route_table_build(&c, &t, &err), 0);
+	/* an empty source, and a source with nothing yet */
+	ck_assert_int_eq(route_table_build(srcs, 2, &def, &t, &err), 0);
 	ck_assert_int_eq(route_lookup(t, "a.b", 3, "/", 1, &m),
 			 ROUTE_DOMAIN_NOT_FOUND);
 	j = route_dump_json(t);
@@ -329,6 +382,7 @@ static Suite *route_suite(void)
 	tcase_add_test(tc, test_ip_rules);
 	tcase_add_test(tc, test_refcount_swap);
 	tcase_add_test(tc, test_dump_json);
+	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_empty_table);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * config_check.h - the checks of one value of a project, an environment,
+ * a deployment or a route that need no configuration file: domains,
+ * endpoints, path prefixes, ids, display names, IP rules, balancing modes,
+ * security header values and durations.
+ *
+ * Pure functions over strings, with no libconfig (neither this header nor
+ * config_check.c includes libconfig.h): the file loader (config_value.c)
+ * calls them for every value it reads, and any other source of projects
+ * (the PostgreSQL loader) calls the same ones on its rows, so that a value
+ * is accepted from the database exactly when it would be from the file.
+ * Each returns 0, or -EINVAL with err saying what was wrong, without file
+ * or key (the caller knows where the value came from and prefixes it).
+ */
+#ifndef EDGE_CONFIG_CHECK_H
+#define EDGE_CONFIG_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "rules.h"
+
+/* Bounds, so that no source can ask for unbounded work. */
+#define CONFIG_UPSTREAMS_MAX 64
+#define CONFIG_ID_MAX 64      /* bytes of a project/environment/deployment id */
+#define CONFIG_NAME_MAX 128   /* bytes of a display name */
+#define CONFIG_PREFIX_MAX 256 /* bytes of a route's path prefix */
+#define CONFIG_HOST_MAX 253
+/* the longest duration in milliseconds (the timeouts) */
+#define CONFIG_DURATION_MAX_MS (7ULL * 24 * 3600 * 1000)
+
+/* Text of an "ADDR:PORT" / "[V6]:PORT" endpoint, canonical form. */
+#define CONFIG_ADDR_STR_MAX 56
+
+/* A numeric socket address (no DNS, ever: workers must not block). */
+struct config_addr {
+	struct sockaddr_storage ss; /* sockaddr_in or sockaddr_in6 */
+	socklen_t len;
+	char text[CONFIG_ADDR_STR_MAX]; /* "10.0.0.1:80", "[::1]:80" */
+};
+
+/* How a deployment's endpoints are chosen (Select). */
+enum config_balance {
+	CONFIG_BALANCE_ROUND_ROBIN = 0,
+	CONFIG_BALANCE_LEAST_INFLIGHT,
+	CONFIG_BALANCE_IP_HASH,
+};
+
+/*
+ * Parse a numeric endpoint "A.B.C.D:PORT" or "[IPV6]:PORT", port 1..65535,
+ * into *out (canonical text included). IPv4 is strict (four decimal
+ * octets, no leading zeros); IPv6 zone ids are refused; a host name is
+ * refused, never resolved. Returns 0 or -EINVAL with err set.
+ */
+int config_addr_parse(const char *s, struct config_addr *out,
+		      struct errbuf *err);
+
+/*
+ * Check and normalise a domain for the route table: lowercased in place,
+ * labels of 1..63 letters, digits and '-' (not at either end), total
+ * <= 253 bytes, no port, no trailing dot; "*." allowed only as the whole
+ * leftmost label, with two labels after it, when wildcard_ok. Returns 0
+ * or -EINVAL with err set.
+ */
+int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err);
+
+/*
+ * Check a route's path prefix: "/seg[/seg...]" of RFC 3986 pchars,
+ * 2..CONFIG_PREFIX_MAX bytes, no percent-encoding, no empty, "." or ".."
+ * segments, no trailing '/'. Returns 0 or -EINVAL with err set.
+ */
+int config_prefix_check(const char *s, struct errbuf *err);
+
+/* Check a project, environment or deployment id: 1..CONFIG_ID_MAX bytes
+ * of letters, digits, '.', '_' and '-'. Returns 0 or -EINVAL. */
+int config_id_check(const char *s, struct errbuf *err);
+
+/* Check a display name: 1..CONFIG_NAME_MAX bytes, no control
+ * characters. Returns 0 or -EINVAL. */
+int config_name_check(const char *s, struct errbuf *err);
+
+/* Whether s holds only letters, digits, '.', '_' and '-'. */
+bool config_is_word(const char *s);
+
+/*
+ * Add the CIDR s ("10.0.0.0/8", "2001:db8::/32", or an address: /32,
+ * /128) to a project's rules with action EDGE_ACT_ALLOW or
+ * EDGE_ACT_BLOCK, never expiring. A prefix already in rules (under either
+ * action) is refused ("10.0.0.0/8 is already in ip_allow"). Host bits
+ * after the prefix are cleared, and note (may be NULL) then says so
+ * ("\"10.1.2.3/8\" has host bits set; using 10.0.0.0/8"; note->msg is ""
+ * otherwise): a warning, not an error. Returns 0, -EINVAL with err set
+ * (also for more than EDGE_MAX_RULES rules), or -ENOMEM.
+ */
+int config_ip_rule_add(struct rules *rules, uint8_t action, const char *s,
+		       struct errbuf *note, struct errbuf *err);
+
+/* Parse a balancing mode: config_balance_name() of one. Returns 0 or
+ * -EINVAL with err set. */
+int config_balance_parse(const char *s, enum config_balance *out,
+			 struct errbuf *err);
+
+/* "round_robin", "least_inflight", "ip_hash"; "?" for anything else. */
+const char *config_balance_name(enum config_balance b);
+
+/* Check an X-Frame-Options value: "DENY", "SAMEORIGIN", or "" for none.
+ * Returns 0 or -EINVAL with err set. */
+int config_frame_options_check(const char *s, struct errbuf *err);
+
+/* Check a Referrer-Policy value: one of the standard ones, or "" for
+ * none. Returns 0 or -EINVAL with err set. */
+int config_referrer_policy_check(const char *s, struct errbuf *err);
+
+/*
+ * Parse a duration kept in milliseconds ("10s", "500ms", "1m30s", "1d"):
+ * edge's one duration grammar (lib/duration.h: units d, h, m, s, ms in
+ * that order, each at most once; every number needs a unit), 1 ms ..
+ * CONFIG_DURATION_MAX_MS. Returns 0 or -EINVAL with err set.
+ */
+int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err);
+
+#endif /* EDGE_CONFIG_CHECK_H */

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * route_src.h - a source of routes: a list of projects, each with its
+ * environments (domains, deployment and upstreams, path-prefix routes,
+ * security headers) and IP rules, as one source defines them.
+ *
+ * Not tied to any one source: the configuration file produces one (the
+ * file source, config_load), the PostgreSQL loader will produce another
+ * from its rows, each value checked by the same config_check.h functions.
+ * The route table is built from the sources' lists (route_table_build),
+ * which the control loop holds and replaces one source at a time
+ * (route_writer.h). A list is immutable once handed over; the table
+ * copies what it needs.
+ *
+ * What a source leaves to the daemon's settings is not resolved here but
+ * when a table is built (struct route_defaults): an environment that sets
+ * no body limit has ROUTE_SRC_INHERIT, and gets limits.max_body_bytes of
+ * the settings in force, whichever source it came from.
+ */
+#ifndef EDGE_ROUTE_SRC_H
+#define EDGE_ROUTE_SRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config_check.h"
+#include "rules.h"
+
+/* A max_body_bytes not set: the level above's (for an environment, the
+ * settings' limits.max_body_bytes). No real limit is this large. */
+#define ROUTE_SRC_INHERIT UINT64_MAX
+
+/* The response headers an environment adds (Respond). */
+struct config_security_headers {
+	bool hsts;		 /* Strict-Transport-Security, on TLS only */
+	uint64_t hsts_max_age_s; /* its max-age, seconds */
+	bool hsts_subdomains;	 /* "; includeSubDomains" */
+	bool nosniff;		 /* X-Content-Type-Options: nosniff */
+	char *frame_options;	 /* X-Frame-Options value, "" for none */
+	char *referrer_policy;	 /* Referrer-Policy value, "" for none */
+};
+
+/* A path-prefix route inside an environment. */
+struct route_src_route {
+	char *prefix;	   /* "/fn-name": starts with '/', no trailing '/' */
+	bool strip_prefix; /* send the path without the prefix */
+	struct config_addr *upstreams; /* NULL/0: the deployment's */
+	size_t n_upstreams;
+	enum config_balance balance; /* the deployment's unless set */
+	/* the environment's unless set (then possibly ROUTE_SRC_INHERIT
+	 * too); 0: unlimited */
+	uint64_t max_body_bytes;
+};
+
+/* The environment's active deployment. */
+struct route_src_deployment {
+	char *id;
+	struct config_addr *upstreams; /* 1..CONFIG_UPSTREAMS_MAX */
+	size_t n_upstreams;
+	enum config_balance balance;
+};
+
+struct route_src_env {
+	char *id;
+	char *name;
+	char **domains; /* lowercased (config_domain_check); "*.x.y" */
+	size_t n_domains;
+	struct route_src_route *routes;
+	size_t n_routes;
+	struct route_src_deployment deployment;
+	uint64_t max_body_bytes; /* ROUTE_SRC_INHERIT unless set; 0: none */
+	struct config_security_headers security;
+};
+
+struct route_src_project {
+	char *id;
+	char *name;
+	bool enabled;
+	/* ip_allow and ip_block together, as lib/rules.h rules (action
+	 * EDGE_ACT_ALLOW / EDGE_ACT_BLOCK, never expiring), added by
+	 * config_ip_rule_add */
+	struct rules ip_rules;
+	struct route_src_env *envs;
+	size_t n_envs;
+};
+
+/* One source's list of projects. */
+struct route_src {
+	struct route_src_project *projects;
+	size_t n_projects;
+};
+
+/* What the daemon's settings give every source's routes when a table is
+ * built (config_route_defaults). */
+struct route_defaults {
+	uint64_t max_body_bytes;	 /* where ROUTE_SRC_INHERIT; 0: none */
+	uint64_t max_inflight_per_route; /* each route's cap; 0: none */
+};
+
+/* A new empty list (no projects), or NULL when out of memory. */
+struct route_src *route_src_new(void);
+
+/* Free a list and everything it holds. s may be NULL. */
+void route_src_free(struct route_src *s);
+
+#endif /* EDGE_ROUTE_SRC_H */
