@@ -22,11 +22,12 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
             -Wmissing-prototypes -Wpointer-arith -Wvla -Wundef \
             -Wwrite-strings -Wnull-dereference -Wimplicit-fallthrough
 CFLAGS   ?= -O2 -g
+PG_INC   := $(or $(shell pg_config --includedir 2>/dev/null),/usr/include/postgresql)
 ECFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -fstack-protector-strong \
-            -D_FORTIFY_SOURCE=2 -fPIE -Ibpf -Iuserspace/lib -I$(B)
+            -D_FORTIFY_SOURCE=2 -fPIE -Ibpf -Iuserspace/lib -I$(B) -I$(PG_INC)
 LDFLAGS  ?=
 ELDFLAGS := -pie -Wl,-z,relro,-z,now
-LIBS     := -lxdp -lbpf -lelf -lz -ljansson
+LIBS     := -lxdp -lbpf -lelf -lz -ljansson -lpq
 # the daemon's modules (userspace/*.c) also need these
 DLIBS    := -lconfig -levent -levent_pthreads -lssl -lcrypto -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
@@ -53,7 +54,10 @@ TOOL_BPF_SRCS := $(wildcard bench/*/*.bpf.c)
 D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c))
 EDGED_MAIN := $(wildcard userspace/edged.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
-HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/lib/*.h cli/*.h tests/*/*.h)
+HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/lib/*.h cli/*.h tests/*/*.h) \
+              $(B)/pg_migrations.h
+# the schema migrations, embedded in edged and edgectl (scripts/sql2c)
+PG_MIGRATIONS := $(sort $(wildcard userspace/pg/migrations/*.sql))
 BENCH_HDRS := $(wildcard bench/*.h)
 
 # $(call variant,DIR,EXTRA_CFLAGS): objects and binaries of one build variant
@@ -98,6 +102,9 @@ $(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
 	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
 $(B)/tools:
 	mkdir -p $@
+
+$(B)/pg_migrations.h: $(PG_MIGRATIONS) scripts/sql2c | $(B)
+	scripts/sql2c $(PG_MIGRATIONS) > $@.tmp && mv $@.tmp $@
 
 # ---- BPF ----------------------------------------------------------------
 $(B)/%.bpf.o: bpf/%.bpf.c bpf/edge_maps.h | $(B)
@@ -159,7 +166,7 @@ bench-http:
 	bench/http/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
-SH_FILES := scripts/install-deps scripts/demo tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
+SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint
 	clang-format --dry-run --Werror $(C_FILES)

@@ -607,21 +607,46 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 
 /* ---- the root ----------------------------------------------------------- */
 
+/* pg: libpq's connection string (turns the control plane on; absent:
+ * off), and host_name: how this edged names itself in edge_hosts (the
+ * machine's host name by default). */
+static int cfg_pg(struct cfg *x, const config_setting_t *root)
+{
+	struct config *c = x->c;
+	char host[256];
+	struct errbuf e;
+	struct cfg_at at;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, root, "", "pg", "", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (at.s != root && !v[0])
+		return cfg_fail(x, at.s, at.key,
+				"empty (leave it out to run without a "
+				"database)");
+	if (v[0] && cfg_dup(x, v, &c->pg) < 0)
+		return -ENOMEM;
+	if (gethostname(host, sizeof(host)) || !host[0])
+		snprintf(host, sizeof(host), "edge");
+	host[sizeof(host) - 1] = '\0';
+	rc = cfg_str(x, root, "", "host_name", host, &v, &at);
+	if (rc < 0)
+		return rc;
+	if (config_name_check(v, &e))
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return cfg_dup(x, v, &c->host_name) < 0 ? -ENOMEM : 0;
+}
+
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"listen",
-					   "workers",
-					   "user",
-					   "admin_listen",
-					   "control_socket",
-					   "pin_dir",
-					   "limits",
-					   "timeouts",
-					   "ratelimit",
-					   "analytics",
-					   "projects",
-					   "log_format",
-					   NULL};
+	static const char *const keys[] = {
+	    "listen",	    "workers",	      "user",
+	    "admin_listen", "control_socket", "pin_dir",
+	    "limits",	    "timeouts",	      "ratelimit",
+	    "analytics",    "projects",	      "log_format",
+	    "pg",	    "host_name",      NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;
@@ -678,6 +703,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	if (rc == 0)
 		rc = cfg_path(x, root, "", "pin_dir", EDGE_PIN_DIR_DEFAULT,
 			      CFG_PATH_MAX, false, &c->pin_dir);
+	if (rc == 0)
+		rc = cfg_pg(x, root);
 	if (rc == 0)
 		rc = cfg_nums(x, root, "limits", cfg_limits,
 			      CFG_NELEM(cfg_limits), &c->limits);
@@ -835,6 +862,8 @@ void config_free(struct config *c)
 	free(c->user);
 	free(c->control_socket);
 	free(c->pin_dir);
+	free(c->pg);
+	free(c->host_name);
 	free(c->analytics.file);
 	free(c);
 }

@@ -87,6 +87,8 @@ struct config {
 	struct config_addr admin_listen;
 	char *control_socket;
 	char *pin_dir;
+	char *pg;	 /* libpq conninfo; NULL: no control plane */
+	char *host_name; /* this edged in edge_hosts */
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
