@@ -21,8 +21,14 @@ struct route_project {
 	struct rules rules; /* v points into the arena */
 };
 
+struct route_env;
+
 struct route_r {
 	const char *prefix; /* NULL: the environment's default route */
+	/* a claim's route: everything but the prefix and the gauge is this
+	 * environment's (its project, ids, deployment, security); NULL: the
+	 * route's own environment */
+	const struct route_env *target;
 	size_t prefix_len;
 	bool strip;
 	const struct config_addr *upstreams;
@@ -42,6 +48,8 @@ struct route_env {
 	struct route_r def;
 	struct route_r *routes; /* longest prefix first */
 	size_t n_routes;
+	bool no_default;  /* made for claims only: no route but theirs */
+	size_t n_claimed; /* claims routed through it (building) */
 };
 
 /* A slot of a domain hash table (open addressing, linear probing). */
@@ -62,7 +70,7 @@ struct route_table {
 	uint64_t generation;
 	struct route_blk *arena;
 	struct route_env *envs;
-	size_t n_envs;
+	size_t n_envs, cap_envs;
 	struct route_r **routes; /* by index */
 	size_t n_routes;
 	struct route_dom *exact, *wild;
@@ -252,15 +260,15 @@ static int rt_build_env(struct route_table *t, const struct route_defaults *def,
 			      limit);
 	}
 	e->n_routes = ce->n_routes;
-	if (e->n_routes > 1)
-		qsort(e->routes, e->n_routes, sizeof(*e->routes),
-		      rt_cmp_prefix_len);
 	return 0;
 }
 
-static int rt_index_domains(struct route_table *t, struct errbuf *err)
+/* Index every environment's domains; the tables have room for
+ * extra_exact and extra_wild more (environments made for claims). */
+static int rt_index_domains(struct route_table *t, size_t extra_exact,
+			    size_t extra_wild, struct errbuf *err)
 {
-	size_t i, j, n_exact = 0, n_wild = 0;
+	size_t i, j, n_exact = extra_exact, n_wild = extra_wild;
 
 	for (i = 0; i < t->n_envs; i++)
 		for (j = 0; j < t->envs[i].n_domains; j++) {
@@ -335,7 +343,7 @@ static int rt_build_project(struct route_table *t,
 			    const struct route_src_project *cp)
 {
 	struct route_project *rp = rt_alloc(t, sizeof(*rp));
-	size_t j, k;
+	size_t j;
 	int rc;
 
 	if (!rp)
@@ -356,22 +364,156 @@ static int rt_build_project(struct route_table *t,
 		rc = rt_build_env(t, def, &cp->envs[j], rp, e);
 		if (rc < 0)
 			return rc;
-		e->def.index = (unsigned)t->n_routes;
-		t->routes[t->n_routes++] = &e->def;
+	}
+	return 0;
+}
+
+/* The environment a claim's domain is served by: its own (exact or
+ * wildcard) if one serves it, else one made for claims on it. */
+static struct route_env *rt_claim_owner(struct route_table *t,
+					const char *domain, struct errbuf *err)
+{
+	bool wild = domain[0] == '*';
+	const char *key = wild ? domain + 2 : domain;
+	struct route_dom *tab = wild ? t->wild : t->exact;
+	size_t cap = wild ? t->wild_cap : t->exact_cap;
+	const struct route_dom *d = rt_find(tab, cap, key, strlen(key));
+	struct route_env *e;
+
+	if (d)
+		return (struct route_env *)d->env;
+	if (t->n_envs >= t->cap_envs) {
+		errbuf_set(err, "route table: claims overflow");
+		return NULL;
+	}
+	e = &t->envs[t->n_envs++];
+	memset(e, 0, sizeof(*e));
+	e->no_default = true;
+	e->id = e->name = e->deployment_id = "";
+	e->domains = rt_alloc(t, 2 * sizeof(*e->domains));
+	e->security.frame_options = rt_strdup(t, "");
+	e->security.referrer_policy = e->security.frame_options;
+	if (!e->domains || !(e->domains[0] = rt_strdup(t, domain)) ||
+	    !e->security.frame_options)
+		return NULL;
+	e->n_domains = 1;
+	key = wild ? e->domains[0] + 2 : e->domains[0];
+	if (rt_insert(tab, cap, key, e) < 0)
+		return NULL;
+	return e;
+}
+
+/*
+ * Put every claim (domain + prefix -> environment) among the routes of
+ * the environment serving its domain: two passes, counting then filling,
+ * so that each owner's routes are one array. A (domain, prefix) claimed
+ * twice, or a prefix an owner already routes, is refused.
+ */
+static int rt_attach_claims(struct route_table *t, size_t n_real,
+			    const struct route_src_env *const *cenv,
+			    const struct route_env **owner_of,
+			    size_t n_claims_all, struct errbuf *err)
+{
+	size_t i, j, k = 0, m;
+
+	(void)n_claims_all;
+	for (i = 0; i < n_real; i++)
+		for (j = 0; j < cenv[i]->n_claims; j++, k++) {
+			struct route_env *o =
+			    rt_claim_owner(t, cenv[i]->claims[j].domain, err);
+
+			if (!o)
+				return err->msg[0] ? -EINVAL : -ENOMEM;
+			owner_of[k] = o;
+			o->n_claimed++;
+		}
+	for (i = 0; i < t->n_envs; i++) {
+		struct route_env *o = &t->envs[i];
+		struct route_r *v;
+
+		if (!o->n_claimed)
+			continue;
+		v = rt_alloc(t, (o->n_routes + o->n_claimed) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		if (o->n_routes)
+			memcpy(v, o->routes, o->n_routes * sizeof(*v));
+		o->routes = v;
+	}
+	for (i = 0, k = 0; i < n_real; i++) {
+		const struct route_env *target = &t->envs[i];
+
+		for (j = 0; j < cenv[i]->n_claims; j++, k++) {
+			const struct route_src_claim *cl = &cenv[i]->claims[j];
+			struct route_env *o = (struct route_env *)owner_of[k];
+			struct route_r *r = &o->routes[o->n_routes];
+
+			for (m = 0; m < o->n_routes; m++)
+				if (strcmp(o->routes[m].prefix, cl->prefix) ==
+				    0) {
+					errbuf_set(err,
+						   "%s%s is routed twice (to "
+						   "environment %s and %s)",
+						   cl->domain, cl->prefix,
+						   target->id,
+						   o->routes[m].target
+						       ? o->routes[m].target->id
+						       : o->id);
+					return -EEXIST;
+				}
+			memset(r, 0, sizeof(*r));
+			r->upstreams = target->def.upstreams;
+			r->n_upstreams = target->def.n_upstreams;
+			r->balance = target->def.balance;
+			r->max_body_bytes = target->def.max_body_bytes;
+			r->target = target;
+			r->prefix = rt_strdup(t, cl->prefix);
+			if (!r->prefix)
+				return -ENOMEM;
+			r->prefix_len = strlen(cl->prefix);
+			r->strip = cl->strip_prefix;
+			admit_gauge_init(
+			    &r->inflight,
+			    atomic_load(&target->def.inflight.limit));
+			o->n_routes++;
+		}
+	}
+	return 0;
+}
+
+/* Number every route, each environment's default first, and sort each
+ * environment's prefixes longest first. */
+static void rt_index_routes(struct route_table *t)
+{
+	size_t i, k;
+
+	t->n_routes = 0;
+	for (i = 0; i < t->n_envs; i++) {
+		struct route_env *e = &t->envs[i];
+
+		if (e->n_routes > 1)
+			qsort(e->routes, e->n_routes, sizeof(*e->routes),
+			      rt_cmp_prefix_len);
+		if (!e->no_default) {
+			e->def.index = (unsigned)t->n_routes;
+			t->routes[t->n_routes++] = &e->def;
+		}
 		for (k = 0; k < e->n_routes; k++) {
 			e->routes[k].index = (unsigned)t->n_routes;
 			t->routes[t->n_routes++] = &e->routes[k];
 		}
 	}
-	return 0;
 }
 
 int route_table_build(const struct route_src *const *src, size_t n_src,
 		      const struct route_defaults *def,
 		      struct route_table **out, struct errbuf *err)
 {
+	const struct route_src_env **cenv = NULL;
+	const struct route_env **owner_of = NULL;
 	struct route_table *t;
-	size_t s, i, j, n_envs = 0, n_routes = 0;
+	size_t s, i, j, n_envs = 0, n_routes = 0, n_claims = 0, k = 0;
+	size_t n_exact_claims = 0, n_wild_claims = 0;
 	int rc = -ENOMEM;
 
 	t = calloc(1, sizeof(*t));
@@ -381,32 +523,55 @@ int route_table_build(const struct route_src *const *src, size_t n_src,
 	for (s = 0; s < n_src; s++)
 		for (i = 0; src[s] && i < src[s]->n_projects; i++)
 			for (j = 0; j < src[s]->projects[i].n_envs; j++) {
+				const struct route_src_env *ce =
+				    &src[s]->projects[i].envs[j];
+
 				n_envs++;
-				n_routes +=
-				    1 + src[s]->projects[i].envs[j].n_routes;
+				n_routes += 1 + ce->n_routes + ce->n_claims;
+				n_claims += ce->n_claims;
 			}
-	if (n_envs) {
-		t->envs = rt_alloc(t, n_envs * sizeof(*t->envs));
+	/* room for an environment made per claim, at most */
+	t->cap_envs = n_envs + n_claims;
+	if (t->cap_envs) {
+		t->envs = rt_alloc(t, t->cap_envs * sizeof(*t->envs));
 		t->routes = rt_alloc(t, n_routes * sizeof(*t->routes));
-		if (!t->envs || !t->routes)
+		cenv = calloc(n_envs, sizeof(*cenv));
+		owner_of = calloc(n_claims + 1, sizeof(*owner_of));
+		if (!t->envs || !t->routes || !cenv || !owner_of)
 			goto fail;
-		memset(t->envs, 0, n_envs * sizeof(*t->envs));
+		memset(t->envs, 0, t->cap_envs * sizeof(*t->envs));
 	}
 	for (s = 0; s < n_src; s++)
 		for (i = 0; src[s] && i < src[s]->n_projects; i++) {
 			rc = rt_build_project(t, def, &src[s]->projects[i]);
 			if (rc < 0)
 				goto fail;
+			for (j = 0; j < src[s]->projects[i].n_envs; j++)
+				cenv[k++] = &src[s]->projects[i].envs[j];
 		}
-	rc = rt_index_domains(t, err);
+	for (i = 0; i < n_envs; i++)
+		for (j = 0; j < cenv[i]->n_claims; j++) {
+			if (cenv[i]->claims[j].domain[0] == '*')
+				n_wild_claims++;
+			else
+				n_exact_claims++;
+		}
+	rc = rt_index_domains(t, n_exact_claims, n_wild_claims, err);
+	if (rc == 0 && n_claims)
+		rc = rt_attach_claims(t, n_envs, cenv, owner_of, n_claims, err);
 	if (rc < 0)
 		goto fail;
+	rt_index_routes(t);
+	free(cenv);
+	free(owner_of);
 	t->generation = atomic_fetch_add(&route_generations, 1) + 1;
 	*out = t;
 	return 0;
 fail:
 	if (rc == -ENOMEM)
 		errbuf_set(err, "route table: out of memory");
+	free(cenv);
+	free(owner_of);
 	rt_free(t);
 	return rc;
 }
@@ -512,6 +677,11 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	e = n ? rt_find_env(t, buf, n) : NULL;
 	if (!e)
 		return ROUTE_DOMAIN_NOT_FOUND;
+	r = rt_find_route(e, path, path_len);
+	if (r == &e->def && e->no_default)
+		return ROUTE_DOMAIN_NOT_FOUND; /* only claimed prefixes */
+	if (r->target)
+		e = r->target; /* a claim: the target's all but the prefix */
 	m->project = e->project;
 	m->project_id = e->project->id;
 	m->project_name = e->project->name;
@@ -520,7 +690,6 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->deployment_id = e->deployment_id;
 	if (!e->project->enabled)
 		return ROUTE_PROJECT_DISABLED;
-	r = rt_find_route(e, path, path_len);
 	m->prefix = r->prefix;
 	m->upstreams = r->upstreams;
 	m->n_upstreams = r->n_upstreams;
@@ -654,10 +823,15 @@ json_t *route_dump_json(const struct route_table *t)
 		const struct route_env *e = &t->envs[i];
 
 		for (j = 0; j < e->n_domains; j++) {
-			rows[n++] = (struct rt_row){e->domains[j], e, &e->def};
+			if (!e->no_default)
+				rows[n++] =
+				    (struct rt_row){e->domains[j], e, &e->def};
 			for (k = 0; k < e->n_routes; k++)
-				rows[n++] = (struct rt_row){e->domains[j], e,
-							    &e->routes[k]};
+				rows[n++] = (struct rt_row){
+				    e->domains[j],
+				    e->routes[k].target ? e->routes[k].target
+							: e,
+				    &e->routes[k]};
 		}
 	}
 	if (n > 1)

@@ -20,6 +20,11 @@ static void route_src_env_free(struct route_src_env *env)
 	for (i = 0; i < env->n_domains; i++)
 		free(env->domains[i]);
 	free(env->domains);
+	for (i = 0; i < env->n_claims; i++) {
+		free(env->claims[i].domain);
+		free(env->claims[i].prefix);
+	}
+	free(env->claims);
 	for (i = 0; i < env->n_routes; i++) {
 		free(env->routes[i].prefix);
 		free(env->routes[i].upstreams);

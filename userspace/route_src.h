@@ -61,11 +61,25 @@ struct route_src_deployment {
 	enum config_balance balance;
 };
 
+/* A (domain, path prefix) pair that routes to an environment, whichever
+ * environment (in whichever project or source) serves the domain itself:
+ * the database's domains rows with a path_prefix. The route table puts it
+ * among the routes of the domain's environment, or, when no environment
+ * serves the domain without a prefix, of a table-made one that serves
+ * only its prefixes (any other path: domain_not_found). */
+struct route_src_claim {
+	char *domain; /* as in domains[] */
+	char *prefix; /* as route_src_route.prefix */
+	bool strip_prefix;
+};
+
 struct route_src_env {
 	char *id;
 	char *name;
 	char **domains; /* lowercased (config_domain_check); "*.x.y" */
 	size_t n_domains;
+	struct route_src_claim *claims; /* routed here by domain + prefix */
+	size_t n_claims;
 	struct route_src_route *routes;
 	size_t n_routes;
 	struct route_src_deployment deployment;

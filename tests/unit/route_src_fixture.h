@@ -101,6 +101,18 @@ fx_route(struct route_src_env *e, const char *prefix, uint64_t max_body)
 	return p;
 }
 
+/* A claim in e: domain + prefix routed to e, stripped or not. */
+static inline void fx_claim(struct route_src_env *e, const char *domain,
+			    const char *prefix, bool strip)
+{
+	void *p;
+
+	e->claims = fx_grow(e->claims, &e->n_claims, sizeof(*e->claims), &p);
+	e->claims[e->n_claims - 1].domain = fx_dup(domain);
+	e->claims[e->n_claims - 1].prefix = fx_dup(prefix);
+	e->claims[e->n_claims - 1].strip_prefix = strip;
+}
+
 /* A new empty source. */
 static inline struct route_src *fx_src(void)
 {

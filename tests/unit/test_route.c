@@ -346,6 +346,78 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+/* Claims: a domain + prefix routed to an environment of another project
+ * (or source) than the domain's own; a domain only claimed with prefixes
+ * answers nothing else; the same prefix claimed twice is refused. */
+START_TEST(test_claims)
+{
+	struct errbuf err = {""};
+	struct route_src *a = fx_src(), *b = fx_src();
+	const struct route_src *srcs[2] = {a, b};
+	struct route_defaults def = {0, 0};
+	struct route_src_env *shop, *fn, *only;
+	struct route_table *t = NULL;
+	struct route_match m;
+
+	shop = fx_env(fx_project(a, "shop"), "shop-prod", "10.0.0.1:80",
+		      "shop.test", NULL);
+	fx_route(shop, "/own", ROUTE_SRC_INHERIT);
+	fn = fx_env(fx_project(b, "fns"), "fn-prod", "10.0.0.9:90", "fn.test",
+		    NULL);
+	fx_claim(fn, "shop.test", "/fn", true);
+	fx_claim(fn, "api.test", "/v1", false);
+	fx_claim(fn, "*.preview.test", "/hook", false);
+	(void)only;
+	ck_assert_int_eq(route_table_build(srcs, 2, &def, &t, &err), 0);
+	/* shop.test keeps its own routes */
+	ck_assert_int_eq(route_lookup(t, "shop.test", 9, "/", 1, &m), ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "shop-prod");
+	ck_assert_int_eq(route_lookup(t, "shop.test", 9, "/own/x", 6, &m),
+			 ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "shop-prod");
+	/* its /fn goes to the other project's environment, stripped */
+	ck_assert_int_eq(route_lookup(t, "shop.test", 9, "/fn/x?q", 7, &m),
+			 ROUTE_OK);
+	ck_assert_str_eq(m.project_id, "fns");
+	ck_assert_str_eq(m.env_id, "fn-prod");
+	ck_assert_str_eq(m.deployment_id, "fn-prod-d");
+	ck_assert_str_eq(m.upstreams[0].text, "10.0.0.9:90");
+	ck_assert_str_eq(m.prefix, "/fn");
+	ck_assert_uint_eq(m.path_len, 4);
+	ck_assert(memcmp(m.path, "/x?q", 4) == 0);
+	/* a domain only claimed with a prefix: that prefix, nothing else */
+	ck_assert_int_eq(route_lookup(t, "api.test", 8, "/v1/users", 9, &m),
+			 ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "fn-prod");
+	ck_assert_uint_eq(m.path_len, 9); /* not stripped */
+	ck_assert_int_eq(route_lookup(t, "api.test", 8, "/", 1, &m),
+			 ROUTE_DOMAIN_NOT_FOUND);
+	ck_assert_int_eq(route_lookup(t, "api.test", 8, "/v1x", 4, &m),
+			 ROUTE_DOMAIN_NOT_FOUND);
+	ck_assert_int_eq(route_lookup(t, "a.preview.test", 14, "/hook", 5, &m),
+			 ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "fn-prod");
+	/* the claim's route has a gauge of its own */
+	ck_assert_ptr_nonnull(m.inflight);
+	/* a disabled target project answers 403 through the claim */
+	b->projects[0].enabled = false;
+	route_table_put(t);
+	ck_assert_int_eq(route_table_build(srcs, 2, &def, &t, &err), 0);
+	ck_assert_int_eq(route_lookup(t, "shop.test", 9, "/fn", 3, &m),
+			 ROUTE_PROJECT_DISABLED);
+	ck_assert_int_eq(route_lookup(t, "shop.test", 9, "/", 1, &m), ROUTE_OK);
+	route_table_put(t);
+	/* the same prefix claimed twice (or already a route there) */
+	fx_claim(shop, "shop.test", "/fn", false);
+	t = NULL;
+	ck_assert_int_eq(route_table_build(srcs, 2, &def, &t, &err), -EEXIST);
+	ck_assert_ptr_null(t);
+	ck_assert(strstr(err.msg, "shop.test/fn is routed twice") != NULL);
+	route_src_free(a);
+	route_src_free(b);
+}
+END_TEST
+
 START_TEST(test_empty_table)
 {
 	struct errbuf err = {""};
@@ -383,6 +455,7 @@ static Suite *route_suite(void)
 	tcase_add_test(tc, test_refcount_swap);
 	tcase_add_test(tc, test_dump_json);
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_claims);
 	tcase_add_test(tc, test_empty_table);
 	suite_add_tcase(s, tc);
 	return s;
