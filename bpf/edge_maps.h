@@ -37,6 +37,11 @@
 /* ---- default map sizes --------------------------------------------- */
 
 #define EDGE_MAX_RULES 16384 /* v4 and v6 rules together: rule ids */
+/* Rule ids below this are the host's own rules (edgectl's state file);
+ * from it up, the rules edged brings from the database. Each writer
+ * removes only entries of its own range; a prefix both have is the
+ * host's own rule. */
+#define EDGE_LOCAL_RULES_MAX 8192
 #define EDGE_RULES_V4_MAX EDGE_MAX_RULES
 #define EDGE_RULES_V6_MAX EDGE_MAX_RULES
 #define EDGE_PORTS_MAX 65536

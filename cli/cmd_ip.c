@@ -248,7 +248,7 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 
 	ret = rules_set(&c->st.rules, &x, &created, &id);
 	if (ret == -ENOSPC) {
-		log_warnx("rule table full (%d rules)", EDGE_MAX_RULES);
+		log_warnx("rule table full (%d rules)", EDGE_LOCAL_RULES_MAX);
 		return CTL_FAIL;
 	}
 	if (ret) {

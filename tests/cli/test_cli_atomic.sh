@@ -152,9 +152,10 @@ ID=$(v4_entries | awk '$1 == "10.9.0.0/16" { print $3 }')
 entry_is "accepted rule in the map" 10.9.0.0/16 "block ${ID:-?}"
 
 # ---- attach reconciles the maps with the state --------------------------
-# 10.99.0.0/16 blocked with id 16383: a rule nothing can list or delete
-plant "10 00 00 00 0a 63 00 00" "00 00 00 00 00 00 00 00 ff 3f 00 00 01 10 00 00"
-entry_is "planted entry in the map" 10.99.0.0/16 "block 16383"
+# 10.99.0.0/16 blocked with id 8191 (the host's own range, below
+# EDGE_LOCAL_RULES_MAX): a rule nothing can list or delete
+plant "10 00 00 00 0a 63 00 00" "00 00 00 00 00 00 00 00 ff 1f 00 00 01 10 00 00"
+entry_is "planted entry in the map" 10.99.0.0/16 "block 8191"
 if t_in "$NS" "$E" ip list | grep -q 10.99; then
 	t_fail "planted entry not in the state" "listed"
 else
@@ -166,14 +167,14 @@ entry_is "attach removed the planted entry" 10.99.0.0/16 none
 
 # again, with the state's own entry turned into an allow, and an interface
 # edge is attached to already
-plant "10 00 00 00 0a 63 00 00" "00 00 00 00 00 00 00 00 ff 3f 00 00 01 10 00 00"
+plant "10 00 00 00 0a 63 00 00" "00 00 00 00 00 00 00 00 ff 1f 00 00 01 10 00 00"
 plant "10 00 00 00 0a 09 00 00" "00 00 00 00 00 00 00 00 00 00 00 00 02 10 00 00"
 entry_is "altered entry in the map" 10.9.0.0/16 "allow 0"
 expect "attach of an attached interface: still refused" 1 \
 	"edge is already attached to ecla0 (native mode)" t_in "$NS" "$E" attach ecla0
 entry_is "and the planted entry went all the same" 10.99.0.0/16 none
 entry_is "and the altered entry was corrected" 10.9.0.0/16 "block ${ID:-?}"
-plant "10 00 00 00 0a 63 00 00" "00 00 00 00 00 00 00 00 ff 3f 00 00 01 10 00 00"
+plant "10 00 00 00 0a 63 00 00" "00 00 00 00 00 00 00 00 ff 1f 00 00 01 10 00 00"
 plant "10 00 00 00 0a 09 00 00" "00 00 00 00 00 00 00 00 00 00 00 00 02 10 00 00"
 expect "attach says what it fixed" 1 \
 	"removed 1 map entry that the state did not hold, corrected 1 map entry that differed from the state" \
@@ -183,6 +184,12 @@ entry_is "entry deleted behind edgectl's back" 10.9.0.0/16 none
 expect "attach restores a missing rule" 1 "restored 1 rule missing from the maps" \
 	t_in "$NS" "$E" attach ecla1
 entry_is "and the rule is back" 10.9.0.0/16 "block ${ID:-?}"
+# an entry of the database's range (id 16383: edged put it there from
+# the database's ip_rules) is edged's to keep or remove, not attach's
+plant "10 00 00 00 0a 58 00 00" "00 00 00 00 00 00 00 00 ff 3f 00 00 01 10 00 00"
+expect "attach leaves the database's entries" 1 "" t_in "$NS" "$E" attach ecla1
+entry_is "the database's entry stays" 10.88.0.0/16 "block 16383"
+bpftool map delete pinned "$V4" key hex 10 00 00 00 0a 58 00 00
 expect "a clean attach says nothing about the maps" 1 "" t_in "$NS" "$E" attach ecla1
 if grep -q "did not match" "$T_TMP/out"; then
 	t_fail "no reconcile note when the maps match" "$(tr '\n' ' ' <"$T_TMP/out")"

@@ -407,6 +407,9 @@ static int pins_sync_trie(struct pins *p, int family, const struct state *st,
 		if (rules_find_sorted(sorted, &c))
 			continue;
 		if (bpf_map_lookup_elem(fd, &keys[i], &v) == 0 &&
+		    v.id >= EDGE_LOCAL_RULES_MAX && v.id < EDGE_MAX_RULES)
+			continue; /* the database's, edged's to keep */
+		if (bpf_map_lookup_elem(fd, &keys[i], &v) == 0 &&
 		    v.id < EDGE_MAX_RULES) {
 			/* the id may belong to a rule in st now: only zero
 			 * hits of ids no rule of st uses */
@@ -474,15 +477,8 @@ int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
 	if (sorted.v)
 		memcpy(sorted.v, st->rules.v, st->rules.n * sizeof(*sorted.v));
 	rules_sort(&sorted);
-	ret = pins_sync_trie(p, AF_INET, st, &sorted, &stats->removed);
-	if (!ret)
-		ret = pins_sync_trie(p, AF_INET6, st, &sorted, &stats->removed);
-	rules_free(&sorted);
-	if (ret) {
-		errbuf_set(err, "cannot clean the rule maps in %s: %s", p->dir,
-			   strerror(-ret));
-		return ret;
-	}
+	/* every rule written before any stale entry goes: no moment in
+	 * which a prefix that stays blocked is not */
 	for (i = 0; i < st->rules.n; i++) {
 		const struct rule *x = &st->rules.v[i];
 		bool missing, differs;
@@ -497,8 +493,18 @@ int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
 			errbuf_set(err, "cannot write rule %s: %s",
 				   cidr_format(&x->cidr, c, sizeof(c)),
 				   strerror(-ret));
+			rules_free(&sorted);
 			return ret;
 		}
+	}
+	ret = pins_sync_trie(p, AF_INET, st, &sorted, &stats->removed);
+	if (!ret)
+		ret = pins_sync_trie(p, AF_INET6, st, &sorted, &stats->removed);
+	rules_free(&sorted);
+	if (ret) {
+		errbuf_set(err, "cannot clean the rule maps in %s: %s", p->dir,
+			   strerror(-ret));
+		return ret;
 	}
 	ret = pins_config_write(p, st);
 	if (ret)

@@ -101,10 +101,13 @@ struct pins_sync_stats {
 };
 
 /*
- * Make the maps match st: write every rule and the configuration, delete
- * map entries whose prefix has no rule in st (zeroing their hit counters
- * unless a rule of st uses the id). Counts what it fixed into *stats
- * (may be NULL; zeroed first). Returns 0 or -errno with err set.
+ * Make the maps match st: write every rule and the configuration, then
+ * delete map entries whose prefix has no rule in st and whose id is of
+ * the host's own range (below EDGE_LOCAL_RULES_MAX: the database's rules
+ * are edged's), zeroing their hit counters unless a rule of st uses the
+ * id. Writing first: a prefix that stays blocked is never unblocked. Counts
+ * what it fixed into *stats (may be NULL; zeroed first). Returns 0 or -errno
+ * with err set.
  */
 int pins_sync(struct pins *p, const struct state *st, int64_t wall_now,
 	      uint64_t boot_now, struct pins_sync_stats *stats,

@@ -102,18 +102,20 @@ static int rules_id_alloc(const struct rules *r, uint32_t *id)
 	uint32_t i;
 	size_t k;
 
-	if (r->n >= EDGE_MAX_RULES)
+	/* the host's own rules take ids below EDGE_LOCAL_RULES_MAX; the
+	 * database's (edged's) the rest */
+	if (r->n >= EDGE_LOCAL_RULES_MAX)
 		return -ENOSPC;
-	used = calloc(EDGE_MAX_RULES, 1);
+	used = calloc(EDGE_LOCAL_RULES_MAX, 1);
 	if (!used)
 		return -ENOMEM;
 	for (k = 0; k < r->n; k++)
-		if (r->v[k].id < EDGE_MAX_RULES)
+		if (r->v[k].id < EDGE_LOCAL_RULES_MAX)
 			used[r->v[k].id] = 1;
-	for (i = 0; i < EDGE_MAX_RULES && used[i]; i++)
+	for (i = 0; i < EDGE_LOCAL_RULES_MAX && used[i]; i++)
 		;
 	free(used);
-	if (i == EDGE_MAX_RULES)
+	if (i == EDGE_LOCAL_RULES_MAX)
 		return -ENOSPC;
 	*id = i;
 	return 0;
