@@ -51,10 +51,10 @@ TOOL_SRCS  := $(wildcard tests/tools/*.c) \
 TOOL_BPF_SRCS := $(wildcard bench/*/*.bpf.c)
 # edged: userspace/*.c, one file per stage; all but edged.c (main) also
 # go into libedged.a so that unit tests can link any stage
-D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c))
+D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c userspace/pg/*.c))
 EDGED_MAIN := $(wildcard userspace/edged.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
-HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/lib/*.h cli/*.h tests/*/*.h) \
+HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/pg/*.h userspace/lib/*.h cli/*.h tests/*/*.h) \
               $(B)/pg_migrations.h
 # the schema migrations, embedded in edged and edgectl (scripts/sql2c)
 PG_MIGRATIONS := $(sort $(wildcard userspace/pg/migrations/*.sql))
@@ -67,7 +67,8 @@ $(1)/lib/%.o: userspace/lib/%.c $(HDRS) $(BPF_SKELS) | $(1)/lib
 $(1)/cli/%.o: cli/%.c $(HDRS) $(BPF_SKELS) | $(1)/cli
 	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) -c -o $$@ $$<
 $(1)/d/%.o: userspace/%.c $(HDRS) $(BPF_SKELS) | $(1)/d
-	$$(CC) $$(ECFLAGS) -Iuserspace $$(CFLAGS) $(2) -c -o $$@ $$<
+	@mkdir -p $$(@D)
+	$$(CC) $$(ECFLAGS) -Iuserspace -Iuserspace/pg $$(CFLAGS) $(2) -c -o $$@ $$<
 $(1)/libedge.a: $(patsubst userspace/lib/%.c,$(1)/lib/%.o,$(LIB_SRCS))
 	rm -f $$@ && ar rcs $$@ $$^
 $(1)/libedged.a: $(patsubst userspace/%.c,$(1)/d/%.o,$(D_SRCS))
@@ -77,7 +78,7 @@ $(1)/edged: $(patsubst userspace/%.c,$(1)/d/%.o,$(EDGED_MAIN)) $(1)/libedged.a $
 $(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 $(1)/tests/%: tests/unit/%.c $(1)/libedged.a $(1)/libedge.a $(HDRS) | $(1)/tests
-	$$(CC) $$(ECFLAGS) -Iuserspace $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)
+	$$(CC) $$(ECFLAGS) -Iuserspace -Iuserspace/pg $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)
 $(1)/tests/%: tests/bpf/%.c $(1)/libedge.a $(HDRS) $(BPF_SKELS) | $(1)/tests
 	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedge.a $$(LIBS) $$(CHECK_LIBS)
 $(1)/lib $(1)/cli $(1)/d $(1)/tests:

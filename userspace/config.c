@@ -628,6 +628,10 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 				"database)");
 	if (v[0] && cfg_dup(x, v, &c->pg) < 0)
 		return -ENOMEM;
+	rc = cfg_path(x, root, "", "pg_snapshot", CONFIG_DEFAULT_PG_SNAPSHOT,
+		      CFG_PATH_MAX, true, &c->pg_snapshot);
+	if (rc < 0)
+		return rc;
 	if (gethostname(host, sizeof(host)) || !host[0])
 		snprintf(host, sizeof(host), "edge");
 	host[sizeof(host) - 1] = '\0';
@@ -641,12 +645,22 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {
-	    "listen",	    "workers",	      "user",
-	    "admin_listen", "control_socket", "pin_dir",
-	    "limits",	    "timeouts",	      "ratelimit",
-	    "analytics",    "projects",	      "log_format",
-	    "pg",	    "host_name",      NULL};
+	static const char *const keys[] = {"listen",
+					   "workers",
+					   "user",
+					   "admin_listen",
+					   "control_socket",
+					   "pin_dir",
+					   "limits",
+					   "timeouts",
+					   "ratelimit",
+					   "analytics",
+					   "projects",
+					   "log_format",
+					   "pg",
+					   "pg_snapshot",
+					   "host_name",
+					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;
@@ -863,6 +877,7 @@ void config_free(struct config *c)
 	free(c->control_socket);
 	free(c->pin_dir);
 	free(c->pg);
+	free(c->pg_snapshot);
 	free(c->host_name);
 	free(c->analytics.file);
 	free(c);

@@ -22,6 +22,9 @@
 
 #include "config_check.h"
 #include "log.h"
+
+/* pg_snapshot's default: a directory of edged's own under the state dir */
+#define CONFIG_DEFAULT_PG_SNAPSHOT "/var/lib/edge/edged/db-snapshot.json"
 #include "route_src.h"
 
 /* Bounds of lists, so that a configuration cannot ask for unbounded work
@@ -87,8 +90,9 @@ struct config {
 	struct config_addr admin_listen;
 	char *control_socket;
 	char *pin_dir;
-	char *pg;	 /* libpq conninfo; NULL: no control plane */
-	char *host_name; /* this edged in edge_hosts */
+	char *pg;	   /* libpq conninfo; NULL: no control plane */
+	char *pg_snapshot; /* the database's last rows, "" for none */
+	char *host_name;   /* this edged in edge_hosts */
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;

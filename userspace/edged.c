@@ -32,11 +32,9 @@
 #include "route.h"
 #include "route_writer.h"
 #include "stats.h"
+#include "version.h"
 #include "worker.h"
-
-#ifndef EDGE_VERSION
-#define EDGE_VERSION "0.1.0"
-#endif
+#include "pgplane.h"
 
 /* How often a draining daemon looks whether its workers have finished. */
 #define EDGED_DRAIN_POLL_MS 50
@@ -58,6 +56,7 @@ struct edged {
 	struct stats *stats;
 	struct ctl_server *ctl;
 	struct admin *admin;
+	struct pgplane *pg; /* the database control plane; NULL: none */
 };
 
 static void usage(FILE *f)
@@ -413,12 +412,13 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 
 	(void)err;
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I}", "pid", (json_int_t)getpid(),
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:o*}", "pid", (json_int_t)getpid(),
 	    "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
-	    (json_int_t)atomic_load(&d->sh.connections));
+	    (json_int_t)atomic_load(&d->sh.connections), "database",
+	    d->pg ? pgplane_status_json(d->pg) : NULL);
 	return 0;
 }
 
@@ -682,6 +682,15 @@ int main(int argc, char **argv)
 	/* before the switch: /run/edge is root's */
 	if (edged_control(&d, sw ? &pw : NULL))
 		goto out;
+	/* the maps opened for writing and the snapshot's directory made
+	 * while edged is still root */
+	if (d.cfg->pg) {
+		errbuf_clear(&err);
+		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, &d.pg, &err)) {
+			log_warnx("%s", err.msg);
+			goto out;
+		}
+	}
 	if (sw && drop_privileges(&pw))
 		goto out;
 	if (!foreground && daemon(0, 0)) {
@@ -698,6 +707,16 @@ int main(int argc, char **argv)
 		goto out;
 	d.sh.request_done = stats_request_done;
 	d.sh.request_done_arg = d.stats;
+	/* on the control loop from here: the local snapshot now, then the
+	 * database */
+	if (d.pg) {
+		errbuf_clear(&err);
+		if (pgplane_start(d.pg, d.base, &d.routes,
+				  stats_metrics(d.stats), &err)) {
+			log_warnx("%s", err.msg);
+			goto out;
+		}
+	}
 	for (i = 0; i < d.nw; i++) {
 		rc = worker_start(d.w[i]);
 		if (rc) {
@@ -728,6 +747,7 @@ out:
 			event_free(d.sig[i]);
 	if (d.drain_poll)
 		event_free(d.drain_poll);
+	pgplane_free(d.pg);
 	ctl_server_free(d.ctl);
 	admin_free(d.admin);
 	stats_free(d.stats);

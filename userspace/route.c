@@ -220,7 +220,7 @@ static int rt_build_env(struct route_table *t, const struct route_defaults *def,
 	e->domains = rt_alloc(t, (ce->n_domains + 1) * sizeof(*e->domains));
 	if (!e->id || !e->name || !e->deployment_id ||
 	    !e->security.frame_options || !e->security.referrer_policy ||
-	    !ups || !e->domains)
+	    (ce->deployment.n_upstreams && !ups) || !e->domains)
 		return -ENOMEM;
 	for (i = 0; i < ce->n_domains; i++) {
 		e->domains[i] = rt_strdup(t, ce->domains[i]);

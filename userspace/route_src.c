@@ -3,6 +3,7 @@
  * route_src.c - a source's list of projects (route_src.h): its memory.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "route_src.h"
 
@@ -11,7 +12,7 @@ struct route_src *route_src_new(void)
 	return calloc(1, sizeof(struct route_src));
 }
 
-static void route_src_env_free(struct route_src_env *env)
+void route_src_env_clear(struct route_src_env *env)
 {
 	size_t i;
 
@@ -36,22 +37,27 @@ static void route_src_env_free(struct route_src_env *env)
 	free(env->security.referrer_policy);
 }
 
+void route_src_project_clear(struct route_src_project *pr)
+{
+	size_t j;
+
+	free(pr->id);
+	free(pr->name);
+	rules_free(&pr->ip_rules);
+	for (j = 0; j < pr->n_envs; j++)
+		route_src_env_clear(&pr->envs[j]);
+	free(pr->envs);
+	memset(pr, 0, sizeof(*pr));
+}
+
 void route_src_free(struct route_src *s)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!s)
 		return;
-	for (i = 0; i < s->n_projects; i++) {
-		struct route_src_project *pr = &s->projects[i];
-
-		free(pr->id);
-		free(pr->name);
-		rules_free(&pr->ip_rules);
-		for (j = 0; j < pr->n_envs; j++)
-			route_src_env_free(&pr->envs[j]);
-		free(pr->envs);
-	}
+	for (i = 0; i < s->n_projects; i++)
+		route_src_project_clear(&s->projects[i]);
 	free(s->projects);
 	free(s);
 }

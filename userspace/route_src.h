@@ -115,6 +115,10 @@ struct route_defaults {
 /* A new empty list (no projects), or NULL when out of memory. */
 struct route_src *route_src_new(void);
 
+/* Free what one project or environment holds (not itself) and zero it. */
+void route_src_project_clear(struct route_src_project *pr);
+void route_src_env_clear(struct route_src_env *env);
+
 /* Free a list and everything it holds. s may be NULL. */
 void route_src_free(struct route_src *s);
 

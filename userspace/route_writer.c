@@ -168,7 +168,8 @@ static int rw_check(const struct route_src *const *lists, struct errbuf *err)
 				rc = rw_claim(&c, &x, err);
 				x.kind = 'd';
 				x.name = e->deployment.id;
-				if (rc == 0)
+				/* "": no active deployment (the database) */
+				if (rc == 0 && x.name[0])
 					rc = rw_claim(&c, &x, err);
 				x.kind = 'h';
 				for (k = 0; rc == 0 && k < e->n_domains; k++) {
@@ -225,4 +226,129 @@ int route_writer_update(struct route_writer *w, enum route_src_id id,
 fail:
 	route_src_free(src);
 	return rc;
+}
+
+/* ---- giving way ----------------------------------------------------------
+ */
+
+/* A kind + name claimed by another source (a sorted set of them). */
+struct rw_taken {
+	char kind;
+	const char *name;
+};
+
+static int rw_taken_cmp(const void *a, const void *b)
+{
+	const struct rw_taken *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool rw_taken(const struct rw_taken *v, size_t n, char kind,
+		     const char *name)
+{
+	struct rw_taken k = {kind, name};
+
+	return n && name[0] &&
+	       bsearch(&k, v, n, sizeof(*v), rw_taken_cmp) != NULL;
+}
+
+size_t route_writer_prune(const struct route_writer *w, enum route_src_id id,
+			  struct route_src *src,
+			  void (*said)(void *arg, const char *what), void *arg)
+{
+	struct rw_taken *v = NULL;
+	size_t n = 0, cap = 0, s, i, j, k, dropped = 0;
+	char what[512];
+
+	for (s = 0; s < ROUTE_SRC_N; s++)
+		for (i = 0;
+		     s != (size_t)id && w->src[s] && i < w->src[s]->n_projects;
+		     i++) {
+			cap++;
+			for (j = 0; j < w->src[s]->projects[i].n_envs; j++)
+				cap += 2 +
+				       w->src[s]->projects[i].envs[j].n_domains;
+		}
+	if (!cap)
+		return 0;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return 0; /* the update then says what conflicts */
+	for (s = 0; s < ROUTE_SRC_N; s++)
+		for (i = 0;
+		     s != (size_t)id && w->src[s] && i < w->src[s]->n_projects;
+		     i++) {
+			const struct route_src_project *p =
+			    &w->src[s]->projects[i];
+
+			v[n++] = (struct rw_taken){'p', p->id};
+			for (j = 0; j < p->n_envs; j++) {
+				v[n++] = (struct rw_taken){'e', p->envs[j].id};
+				v[n++] = (struct rw_taken){
+				    'd', p->envs[j].deployment.id};
+				for (k = 0; k < p->envs[j].n_domains; k++)
+					v[n++] = (struct rw_taken){
+					    'h', p->envs[j].domains[k]};
+			}
+		}
+	qsort(v, n, sizeof(*v), rw_taken_cmp);
+	for (i = 0; i < src->n_projects;) {
+		struct route_src_project *p = &src->projects[i];
+
+		if (rw_taken(v, n, 'p', p->id)) {
+			snprintf(what, sizeof(what),
+				 "project %s is defined by another source",
+				 p->id);
+			said(arg, what);
+			route_src_project_clear(p);
+			memmove(p, p + 1,
+				(src->n_projects - i - 1) * sizeof(*p));
+			src->n_projects--;
+			dropped++;
+			continue;
+		}
+		for (j = 0; j < p->n_envs;) {
+			struct route_src_env *e = &p->envs[j];
+
+			if (rw_taken(v, n, 'e', e->id) ||
+			    rw_taken(v, n, 'd', e->deployment.id)) {
+				snprintf(what, sizeof(what),
+					 "environment %s (deployment %s) of "
+					 "project %s is defined by another "
+					 "source",
+					 e->id, e->deployment.id, p->id);
+				said(arg, what);
+				route_src_env_clear(e);
+				memmove(e, e + 1,
+					(p->n_envs - j - 1) * sizeof(*e));
+				p->n_envs--;
+				dropped++;
+				continue;
+			}
+			for (k = 0; k < e->n_domains;) {
+				if (!rw_taken(v, n, 'h', e->domains[k])) {
+					k++;
+					continue;
+				}
+				snprintf(what, sizeof(what),
+					 "domain %s of environment %s is "
+					 "served by another source",
+					 e->domains[k], e->id);
+				said(arg, what);
+				free(e->domains[k]);
+				memmove(&e->domains[k], &e->domains[k + 1],
+					(e->n_domains - k - 1) *
+					    sizeof(*e->domains));
+				e->n_domains--;
+				dropped++;
+			}
+			j++;
+		}
+		i++;
+	}
+	free(v);
+	return dropped;
 }

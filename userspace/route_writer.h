@@ -83,6 +83,19 @@ const struct route_src *route_writer_source(const struct route_writer *w,
 
 /* Free every source's list (the holder's table is the holder's: see
  * route_holder_clear). w may be NULL. */
+/*
+ * Make source id's new list src give way to what the other sources
+ * already claim, so that a name one source holds never refuses another
+ * source's whole list: a project, or an environment (or its deployment),
+ * whose id is taken elsewhere is left out of src, and so is a domain
+ * taken elsewhere; said(arg, what) is told of each (to log and count
+ * it). The ones who were first keep their names. Returns how many were
+ * left out.
+ */
+size_t route_writer_prune(const struct route_writer *w, enum route_src_id id,
+			  struct route_src *src,
+			  void (*said)(void *arg, const char *what), void *arg);
+
 void route_writer_free(struct route_writer *w);
 
 #endif /* EDGE_ROUTE_WRITER_H */

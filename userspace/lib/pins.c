@@ -250,6 +250,71 @@ int pins_rule_put(struct pins *p, const struct rule *x, int64_t wall_now,
 	return 0;
 }
 
+int pins_rule_get(struct pins *p, const struct cidr *c, struct edge_rule *out)
+{
+	struct edge_lpm_v6 key;
+	int fd = pins_rule_key(p, c, &key);
+
+	if (bpf_map_lookup_elem(fd, &key, out))
+		return -errno;
+	return 0;
+}
+
+int pins_rules_each(struct pins *p,
+		    int (*fn)(void *arg, const struct cidr *c,
+			      const struct edge_rule *v),
+		    void *arg)
+{
+	static const int fam[2] = {AF_INET, AF_INET6};
+	struct edge_lpm_v6 *keys = NULL, key, next;
+	size_t n, cap = 0, i;
+	int f, ret = 0;
+
+	for (f = 0; f < 2 && !ret; f++) {
+		int fd = p->fd[f ? PINS_RULES_V6 : PINS_RULES_V4];
+		size_t ksz =
+		    f ? sizeof(struct edge_lpm_v6) : sizeof(struct edge_lpm_v4);
+		void *prev = NULL;
+
+		n = 0;
+		memset(&key, 0, sizeof(key));
+		memset(&next, 0, sizeof(next));
+		/* the keys first: fn may change the map */
+		while (bpf_map_get_next_key(fd, prev, &next) == 0 &&
+		       n < 4 * EDGE_MAX_RULES) {
+			if (n == cap) {
+				struct edge_lpm_v6 *nk;
+
+				cap = cap ? cap * 2 : 64;
+				nk = realloc(keys, cap * sizeof(*nk));
+				if (!nk) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				keys = nk;
+			}
+			memcpy(&keys[n++], &next, sizeof(next));
+			memcpy(&key, &next, ksz);
+			prev = &key;
+		}
+		for (i = 0; i < n && !ret; i++) {
+			struct edge_rule v;
+			struct cidr c;
+
+			if (bpf_map_lookup_elem(fd, &keys[i], &v))
+				continue; /* gone meanwhile */
+			memset(&c, 0, sizeof(c));
+			c.family = (uint8_t)fam[f];
+			c.prefixlen = (uint8_t)keys[i].prefixlen;
+			memcpy(c.addr, keys[i].addr, f ? 16 : 4);
+			ret = fn(arg, &c, &v);
+		}
+	}
+out:
+	free(keys);
+	return ret;
+}
+
 int pins_rule_del(struct pins *p, const struct cidr *c)
 {
 	struct edge_lpm_v6 key;

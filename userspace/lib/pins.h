@@ -77,6 +77,17 @@ void pins_init(struct pins *p);
 int pins_rule_put(struct pins *p, const struct rule *x, int64_t wall_now,
 		  uint64_t boot_now);
 
+/* The map entry for prefix c into *out. Returns 0, -ENOENT, or -errno. */
+int pins_rule_get(struct pins *p, const struct cidr *c, struct edge_rule *out);
+
+/* Call fn for every entry of both rule maps (the keys are read first, so
+ * fn may change the maps); stops at fn's first non-zero return, which it
+ * returns. 0, that, or -ENOMEM. */
+int pins_rules_each(struct pins *p,
+		    int (*fn)(void *arg, const struct cidr *c,
+			      const struct edge_rule *v),
+		    void *arg);
+
 /* Delete the map entry for prefix c. Returns 0, -ENOENT, or -errno. */
 int pins_rule_del(struct pins *p, const struct cidr *c);
 

@@ -1,0 +1,988 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * pgmodel.c - the database's routing rows as edged holds them
+ * (pgmodel.h): checked as they arrive, kept per project in an array
+ * sorted by id, turned into a route source, saved to and loaded from a
+ * JSON file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config_check.h"
+#include "edge_maps.h"
+#include "pgmodel.h"
+
+struct pgm_dom {
+	char *domain; /* lowercased */
+	char *prefix; /* "" or a checked prefix */
+	bool strip;
+};
+
+struct pgm_env {
+	char *id, *name;
+	char *dep; /* the active deployment's id, NULL: none */
+	struct config_addr *eps;
+	size_t n_eps;
+	struct pgm_dom *doms;
+	size_t n_doms;
+};
+
+struct pgm_project {
+	char *id, *name;
+	bool enabled;
+	struct pgm_env *envs;
+	size_t n_envs;
+	struct pgm_rule *rules; /* the project's (routes) */
+	size_t n_rules;
+};
+
+struct pgm {
+	struct pgm_project **p; /* sorted by id */
+	size_t n, cap;
+	struct pgm_rule *global;
+	size_t n_global;
+	struct pgm_rule *live; /* pgm_global_rules' unexpired copy */
+	struct pgm_skipped sk;
+};
+
+/* Columns of each set (enum pgm_set). */
+static const int pgm_cols[PGM_NSETS] = {3, 3, 2, 2, 4, 5};
+
+int pgm_new(struct pgm **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+static void pgm_project_free(struct pgm_project *p)
+{
+	size_t i, j;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n_envs; i++) {
+		struct pgm_env *e = &p->envs[i];
+
+		free(e->id);
+		free(e->name);
+		free(e->dep);
+		free(e->eps);
+		for (j = 0; j < e->n_doms; j++) {
+			free(e->doms[j].domain);
+			free(e->doms[j].prefix);
+		}
+		free(e->doms);
+	}
+	free(p->envs);
+	free(p->rules);
+	free(p->id);
+	free(p->name);
+	free(p);
+}
+
+static void pgm_clear(struct pgm *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		pgm_project_free(m->p[i]);
+	m->n = 0;
+	free(m->global);
+	m->global = NULL;
+	m->n_global = 0;
+}
+
+void pgm_free(struct pgm *m)
+{
+	if (!m)
+		return;
+	pgm_clear(m);
+	free(m->p);
+	free(m->live);
+	free(m);
+}
+
+/* ---- the statements -------------------------------------------------- */
+
+char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
+{
+	char *arr = NULL, *lit = NULL, *sql = NULL, *cp = NULL, *ce = NULL;
+	char *cr = NULL;
+	size_t i, len = 3, k;
+	int rc = -1;
+
+	if (ids) {
+		/* '{"id","id"}' with quotes and backslashes escaped */
+		for (i = 0; i < n; i++)
+			len += 2 * strlen(ids[i]) + 3;
+		arr = malloc(len);
+		if (!arr)
+			return NULL;
+		k = 0;
+		arr[k++] = '{';
+		for (i = 0; i < n; i++) {
+			const char *s;
+
+			if (i)
+				arr[k++] = ',';
+			arr[k++] = '"';
+			for (s = ids[i]; *s; s++) {
+				if (*s == '"' || *s == '\\')
+					arr[k++] = '\\';
+				arr[k++] = *s;
+			}
+			arr[k++] = '"';
+		}
+		arr[k++] = '}';
+		arr[k] = '\0';
+		lit = PQescapeLiteral(conn, arr, k);
+		free(arr);
+		if (!lit)
+			return NULL;
+		if (asprintf(&cp, "p.id = ANY(%s::text[])", lit) < 0)
+			cp = NULL;
+		if (asprintf(&ce, "e.project_id = ANY(%s::text[])", lit) < 0)
+			ce = NULL;
+		if (asprintf(&cr, "r.project_id = ANY(%s::text[])%s", lit,
+			     rules ? " OR r.project_id IS NULL" : "") < 0)
+			cr = NULL;
+		PQfreemem(lit);
+	} else {
+		cp = strdup("true");
+		ce = strdup("true");
+		cr = strdup("true");
+	}
+	if (cp && ce && cr)
+		rc = asprintf(
+		    &sql,
+		    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+		    "SELECT COALESCE(max(version), 0) FROM edge_change_log;"
+		    "SELECT p.id, p.name, p.enabled FROM projects p WHERE %s;"
+		    "SELECT e.id, e.project_id, e.name FROM environments e "
+		    "WHERE %s;"
+		    "SELECT d.id, d.environment_id FROM deployments d JOIN "
+		    "environments e ON e.id = d.environment_id WHERE d.active "
+		    "AND %s;"
+		    "SELECT n.deployment_id, n.address FROM endpoints n JOIN "
+		    "deployments d ON d.id = n.deployment_id JOIN environments "
+		    "e ON e.id = d.environment_id WHERE d.active AND %s "
+		    "ORDER BY n.deployment_id, n.address;"
+		    "SELECT m.domain, m.path_prefix, m.strip_prefix, "
+		    "m.environment_id FROM domains m JOIN environments e ON "
+		    "e.id = m.environment_id WHERE %s;"
+		    "SELECT r.id, r.cidr, r.action, r.project_id, "
+		    "COALESCE(extract(epoch FROM r.expires_at)::bigint, 0) "
+		    "FROM ip_rules r WHERE %s;"
+		    "COMMIT",
+		    cp, ce, ce, ce, ce, cr);
+	free(cp);
+	free(ce);
+	free(cr);
+	return rc < 0 ? NULL : sql;
+}
+
+/* ---- applying result sets ---------------------------------------------- */
+
+static int pgm_cmp_project(const void *a, const void *b)
+{
+	const struct pgm_project *const *x = a, *const *y = b;
+
+	return strcmp((*x)->id, (*y)->id);
+}
+
+/* The index of project id in the sorted array v[0..n), or where it would
+ * go (*found says which). */
+static size_t pgm_find(struct pgm_project *const *v, size_t n, const char *id,
+		       bool *found)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v[mid]->id, id);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+/* An env of the fetched projects, by id (a sorted index). */
+struct pgm_ref {
+	const char *key;
+	struct pgm_env *env;
+};
+
+static int pgm_cmp_ref(const void *a, const void *b)
+{
+	return strcmp(((const struct pgm_ref *)a)->key,
+		      ((const struct pgm_ref *)b)->key);
+}
+
+static struct pgm_env *pgm_ref_find(const struct pgm_ref *v, size_t n,
+				    const char *key)
+{
+	struct pgm_ref k = {key, NULL}, *r;
+
+	r = n ? bsearch(&k, v, n, sizeof(*v), pgm_cmp_ref) : NULL;
+	return r ? r->env : NULL;
+}
+
+/* Grow *v (of *n elements of sz) by one zeroed element; NULL: no memory. */
+static void *pgm_grow(void **v, size_t *n, size_t sz)
+{
+	char *nv = realloc(*v, (*n + 1) * sz);
+
+	if (!nv)
+		return NULL;
+	memset(nv + *n * sz, 0, sz);
+	*v = nv;
+	return nv + (*n)++ * sz;
+}
+
+static char *pgm_dup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* A row that does not parse: said and counted, then skipped. */
+static void pgm_bad(uint64_t *count, const char *table, const char *key,
+		    const char *why)
+{
+	(*count)++;
+	log_warnx_rl("database: %s row %s: %s; skipped", table, key, why);
+}
+
+static bool pgm_bool(const char *s)
+{
+	return s && (s[0] == 't' || s[0] == '1');
+}
+
+static int pgm_rule_parse(struct pgm *m, PGresult *res, int i,
+			  struct pgm_rule *out)
+{
+	struct errbuf e = {""};
+	const char *cidr = PQgetvalue(res, i, 1), *act = PQgetvalue(res, i, 2);
+	char key[64];
+
+	snprintf(key, sizeof(key), "id %s", PQgetvalue(res, i, 0));
+	memset(out, 0, sizeof(*out));
+	out->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+	out->expires_at = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+	if (strcmp(act, "block") == 0)
+		out->action = EDGE_ACT_BLOCK;
+	else if (strcmp(act, "allow") == 0)
+		out->action = EDGE_ACT_ALLOW;
+	else {
+		pgm_bad(&m->sk.ip_rules, "ip_rules", key,
+			"action is neither "
+			"block nor allow");
+		return -EINVAL;
+	}
+	if (cidr_parse(cidr, &out->cidr, NULL, &e)) {
+		pgm_bad(&m->sk.ip_rules, "ip_rules", key, e.msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The fetched projects from the sets, each value checked. */
+static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
+		     struct pgm_project ***out, size_t *nout,
+		     struct pgm_rule **global, size_t *nglobal)
+{
+	struct pgm_project **v = NULL;
+	struct pgm_ref *envs = NULL, *deps = NULL;
+	size_t n = 0, ne = 0, nd = 0, k;
+	struct errbuf e;
+	bool found;
+	int i, rows, rc = -ENOMEM;
+
+	rows = PQntuples(set[PGM_PROJECTS]);
+	v = calloc((size_t)rows + 1, sizeof(*v));
+	if (!v)
+		goto out;
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_PROJECTS];
+		struct pgm_project *p;
+
+		errbuf_clear(&e);
+		if (config_id_check(PQgetvalue(r, i, 0), &e)) {
+			pgm_bad(&m->sk.ids, "projects", PQgetvalue(r, i, 0),
+				e.msg);
+			continue;
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			goto out;
+		v[n++] = p;
+		p->id = pgm_dup(PQgetvalue(r, i, 0));
+		p->name = pgm_dup(PQgetisnull(r, i, 1) ? PQgetvalue(r, i, 0)
+						       : PQgetvalue(r, i, 1));
+		p->enabled = pgm_bool(PQgetvalue(r, i, 2));
+		if (!p->id || !p->name)
+			goto out;
+		if (config_name_check(p->name, &e)) {
+			free(p->name);
+			p->name = pgm_dup(p->id);
+			if (!p->name)
+				goto out;
+		}
+	}
+	qsort(v, n, sizeof(*v), pgm_cmp_project);
+	/* environments, into their projects; an index of them by id */
+	rows = PQntuples(set[PGM_ENVS]);
+	envs = calloc((size_t)rows + 1, sizeof(*envs));
+	if (!envs)
+		goto out;
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_ENVS];
+		struct pgm_env *env;
+		size_t at;
+
+		at = pgm_find(v, n, PQgetvalue(r, i, 1), &found);
+		if (!found)
+			continue; /* its project was skipped */
+		errbuf_clear(&e);
+		if (config_id_check(PQgetvalue(r, i, 0), &e)) {
+			pgm_bad(&m->sk.ids, "environments", PQgetvalue(r, i, 0),
+				e.msg);
+			continue;
+		}
+		env = pgm_grow((void **)&v[at]->envs, &v[at]->n_envs,
+			       sizeof(*env));
+		if (!env)
+			goto out;
+		env->id = pgm_dup(PQgetvalue(r, i, 0));
+		env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
+							 : PQgetvalue(r, i, 2));
+		if (!env->id || !env->name)
+			goto out;
+		if (config_name_check(env->name, &e)) {
+			free(env->name);
+			if (!(env->name = pgm_dup(env->id)))
+				goto out;
+		}
+		envs[ne].key = env->id;
+		envs[ne++].env = NULL; /* filled below: realloc moves envs */
+	}
+	/* the env pointers, now that every project's array is final */
+	for (k = 0, ne = 0; k < n; k++) {
+		size_t j;
+
+		for (j = 0; j < v[k]->n_envs; j++) {
+			envs[ne].key = v[k]->envs[j].id;
+			envs[ne++].env = &v[k]->envs[j];
+		}
+	}
+	qsort(envs, ne, sizeof(*envs), pgm_cmp_ref);
+	/* active deployments */
+	rows = PQntuples(set[PGM_DEPLOYMENTS]);
+	deps = calloc((size_t)rows + 1, sizeof(*deps));
+	if (!deps)
+		goto out;
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_DEPLOYMENTS];
+		struct pgm_env *env =
+		    pgm_ref_find(envs, ne, PQgetvalue(r, i, 1));
+
+		if (!env)
+			continue;
+		errbuf_clear(&e);
+		if (config_id_check(PQgetvalue(r, i, 0), &e)) {
+			pgm_bad(&m->sk.ids, "deployments", PQgetvalue(r, i, 0),
+				e.msg);
+			continue;
+		}
+		free(env->dep);
+		if (!(env->dep = pgm_dup(PQgetvalue(r, i, 0))))
+			goto out;
+		deps[nd].key = env->dep;
+		deps[nd++].env = env;
+	}
+	qsort(deps, nd, sizeof(*deps), pgm_cmp_ref);
+	/* their endpoints */
+	rows = PQntuples(set[PGM_ENDPOINTS]);
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_ENDPOINTS];
+		struct pgm_env *env =
+		    pgm_ref_find(deps, nd, PQgetvalue(r, i, 0));
+		struct config_addr a, *slot;
+		char key[160];
+
+		if (!env)
+			continue;
+		snprintf(key, sizeof(key), "(deployment %s, address %.64s)",
+			 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+		errbuf_clear(&e);
+		if (config_addr_parse(PQgetvalue(r, i, 1), &a, &e)) {
+			pgm_bad(&m->sk.endpoints, "endpoints", key, e.msg);
+			continue;
+		}
+		if (env->n_eps >= CONFIG_UPSTREAMS_MAX) {
+			pgm_bad(&m->sk.endpoints, "endpoints", key,
+				"more endpoints than a deployment may have");
+			continue;
+		}
+		slot = pgm_grow((void **)&env->eps, &env->n_eps, sizeof(*slot));
+		if (!slot)
+			goto out;
+		*slot = a;
+	}
+	/* domains and prefixes */
+	rows = PQntuples(set[PGM_DOMAINS]);
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_DOMAINS];
+		struct pgm_env *env =
+		    pgm_ref_find(envs, ne, PQgetvalue(r, i, 3));
+		const char *pre = PQgetvalue(r, i, 1);
+		struct pgm_dom *d;
+		char key[400], *dom;
+
+		if (!env)
+			continue;
+		snprintf(key, sizeof(key), "(domain %.253s, path_prefix %.64s)",
+			 PQgetvalue(r, i, 0), pre);
+		dom = pgm_dup(PQgetvalue(r, i, 0));
+		if (!dom)
+			goto out;
+		errbuf_clear(&e);
+		if (config_domain_check(dom, true, &e) ||
+		    (pre[0] && config_prefix_check(pre, &e))) {
+			free(dom);
+			pgm_bad(&m->sk.domains, "domains", key, e.msg);
+			continue;
+		}
+		d = pgm_grow((void **)&env->doms, &env->n_doms, sizeof(*d));
+		if (!d) {
+			free(dom);
+			goto out;
+		}
+		d->domain = dom;
+		d->prefix = pgm_dup(pre);
+		d->strip = pgm_bool(PQgetvalue(r, i, 2));
+		if (!d->prefix)
+			goto out;
+	}
+	/* rules: a project's into it, the global ones apart */
+	rows = PQntuples(set[PGM_RULES]);
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_RULES];
+		struct pgm_rule x, *slot;
+
+		if (pgm_rule_parse(m, r, i, &x))
+			continue;
+		if (PQgetisnull(r, i, 3)) {
+			slot = pgm_grow((void **)global, nglobal, sizeof(x));
+		} else {
+			size_t at = pgm_find(v, n, PQgetvalue(r, i, 3), &found);
+
+			if (!found)
+				continue;
+			slot = pgm_grow((void **)&v[at]->rules, &v[at]->n_rules,
+					sizeof(x));
+		}
+		if (!slot)
+			goto out;
+		*slot = x;
+	}
+	*out = v;
+	*nout = n;
+	v = NULL;
+	rc = 0;
+out:
+	if (v) {
+		for (k = 0; k < n; k++)
+			pgm_project_free(v[k]);
+		free(v);
+	}
+	free(envs);
+	free(deps);
+	return rc;
+}
+
+int pgm_apply(struct pgm *m, PGresult *const set[PGM_NSETS],
+	      const char *const *ids, size_t n, bool rules)
+{
+	struct pgm_project **v = NULL, **nv;
+	struct pgm_rule *global = NULL;
+	size_t nn = 0, ng = 0, i, at;
+	bool found;
+	int rc;
+
+	for (i = 0; i < PGM_NSETS; i++)
+		if (!set[i] || PQresultStatus(set[i]) != PGRES_TUPLES_OK ||
+		    PQnfields(set[i]) != pgm_cols[i])
+			return -EPROTO;
+	rc = pgm_build(m, set, &v, &nn, &global, &ng);
+	if (rc)
+		return rc;
+	if (!ids) { /* a snapshot: everything anew */
+		pgm_clear(m);
+		free(m->p);
+		m->p = v;
+		m->n = m->cap = nn;
+		m->global = global;
+		m->n_global = ng;
+		return 0;
+	}
+	if (rules) {
+		free(m->global);
+		m->global = global;
+		m->n_global = ng;
+		global = NULL;
+	}
+	free(global);
+	/* the projects asked for: out, then what the sets hold of them in */
+	for (i = 0; i < n; i++) {
+		at = pgm_find(m->p, m->n, ids[i], &found);
+		if (!found)
+			continue;
+		pgm_project_free(m->p[at]);
+		memmove(&m->p[at], &m->p[at + 1],
+			(m->n - at - 1) * sizeof(*m->p));
+		m->n--;
+	}
+	if (m->n + nn > m->cap) {
+		size_t cap = (m->n + nn) * 2;
+
+		nv = realloc(m->p, cap * sizeof(*nv));
+		if (!nv) {
+			for (i = 0; i < nn; i++)
+				pgm_project_free(v[i]);
+			free(v);
+			return -ENOMEM;
+		}
+		m->p = nv;
+		m->cap = cap;
+	}
+	for (i = 0; i < nn; i++) {
+		at = pgm_find(m->p, m->n, v[i]->id, &found);
+		if (found) { /* cannot be: it was taken out above */
+			pgm_project_free(m->p[at]);
+			m->p[at] = v[i];
+			continue;
+		}
+		memmove(&m->p[at + 1], &m->p[at], (m->n - at) * sizeof(*m->p));
+		m->p[at] = v[i];
+		m->n++;
+	}
+	free(v);
+	return 0;
+}
+
+/* ---- the route source ---------------------------------------------------- */
+
+static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
+{
+	size_t j, nd = 0, nc = 0;
+
+	e->id = pgm_dup(pe->id);
+	e->name = pgm_dup(pe->name);
+	/* no active deployment: its routes answer 502 upstream_unavailable */
+	e->deployment.id = pgm_dup(pe->dep);
+	e->max_body_bytes = ROUTE_SRC_INHERIT;
+	e->security.nosniff = true;
+	e->security.hsts_max_age_s = 365 * 86400;
+	e->security.frame_options = pgm_dup("");
+	e->security.referrer_policy = pgm_dup("");
+	if (!e->id || !e->name || !e->deployment.id ||
+	    !e->security.frame_options || !e->security.referrer_policy)
+		return -ENOMEM;
+	if (pe->n_eps) {
+		e->deployment.upstreams =
+		    malloc(pe->n_eps * sizeof(*e->deployment.upstreams));
+		if (!e->deployment.upstreams)
+			return -ENOMEM;
+		memcpy(e->deployment.upstreams, pe->eps,
+		       pe->n_eps * sizeof(*pe->eps));
+		e->deployment.n_upstreams = pe->n_eps;
+	}
+	for (j = 0; j < pe->n_doms; j++)
+		pe->doms[j].prefix[0] ? nc++ : nd++;
+	e->domains = calloc(nd + 1, sizeof(*e->domains));
+	e->claims = calloc(nc + 1, sizeof(*e->claims));
+	if (!e->domains || !e->claims)
+		return -ENOMEM;
+	for (j = 0; j < pe->n_doms; j++) {
+		const struct pgm_dom *d = &pe->doms[j];
+
+		if (!d->prefix[0]) {
+			if (!(e->domains[e->n_domains++] = pgm_dup(d->domain)))
+				return -ENOMEM;
+			continue;
+		}
+		e->claims[e->n_claims].strip_prefix = d->strip;
+		e->claims[e->n_claims].domain = pgm_dup(d->domain);
+		e->claims[e->n_claims++].prefix = pgm_dup(d->prefix);
+		if (!e->claims[e->n_claims - 1].domain ||
+		    !e->claims[e->n_claims - 1].prefix)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct route_src *pgm_route_src(struct pgm *m, int64_t now)
+{
+	struct route_src *s = route_src_new();
+	struct errbuf e;
+	size_t i, j;
+	char c[CIDR_STR_MAX];
+
+	if (!s)
+		return NULL;
+	s->projects = calloc(m->n + 1, sizeof(*s->projects));
+	if (!s->projects)
+		goto fail;
+	for (i = 0; i < m->n; i++) {
+		const struct pgm_project *pp = m->p[i];
+		struct route_src_project *pr = &s->projects[s->n_projects++];
+
+		pr->id = pgm_dup(pp->id);
+		pr->name = pgm_dup(pp->name);
+		pr->enabled = pp->enabled;
+		pr->envs = calloc(pp->n_envs + 1, sizeof(*pr->envs));
+		if (!pr->id || !pr->name || !pr->envs)
+			goto fail;
+		for (j = 0; j < pp->n_envs; j++)
+			if (pgm_src_env(&pp->envs[j], &pr->envs[pr->n_envs++]))
+				goto fail;
+		for (j = 0; j < pp->n_rules; j++) {
+			const struct pgm_rule *x = &pp->rules[j];
+
+			if (x->expires_at && x->expires_at <= now)
+				continue;
+			errbuf_clear(&e);
+			cidr_format(&x->cidr, c, sizeof(c));
+			if (config_ip_rule_add(&pr->ip_rules, x->action, c,
+					       NULL, &e) == -ENOMEM)
+				goto fail;
+		}
+	}
+	return s;
+fail:
+	route_src_free(s);
+	return NULL;
+}
+
+size_t pgm_global_rules(struct pgm *m, int64_t now, const struct pgm_rule **out)
+{
+	size_t i, n = 0;
+	struct pgm_rule *v;
+
+	v = realloc(m->live, (m->n_global + 1) * sizeof(*v));
+	if (!v) {
+		*out = m->global; /* out of memory: the expired ones too */
+		return m->n_global;
+	}
+	m->live = v;
+	for (i = 0; i < m->n_global; i++)
+		if (!m->global[i].expires_at || m->global[i].expires_at > now)
+			v[n++] = m->global[i];
+	*out = v;
+	return n;
+}
+
+void pgm_skipped(const struct pgm *m, struct pgm_skipped *out)
+{
+	*out = m->sk;
+}
+
+size_t pgm_projects(const struct pgm *m)
+{
+	return m->n;
+}
+
+/* ---- the local snapshot -------------------------------------------------- */
+
+static json_t *pgm_rule_json(const struct pgm_rule *x)
+{
+	char c[CIDR_STR_MAX];
+
+	return json_pack("[I, s, s, I]", (json_int_t)x->id,
+			 cidr_format(&x->cidr, c, sizeof(c)),
+			 x->action == EDGE_ACT_ALLOW ? "allow" : "block",
+			 (json_int_t)x->expires_at);
+}
+
+static json_t *pgm_env_json(const struct pgm_env *e)
+{
+	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
+	size_t i;
+
+	if (!eps || !doms)
+		goto out;
+	for (i = 0; i < e->n_eps; i++)
+		if (json_array_append_new(eps, json_string(e->eps[i].text)))
+			goto out;
+	for (i = 0; i < e->n_doms; i++)
+		if (json_array_append_new(
+			doms, json_pack("[s, s, b]", e->doms[i].domain,
+					e->doms[i].prefix, e->doms[i].strip)))
+			goto out;
+	o = json_pack("{s:s, s:s, s:s?, s:O, s:O}", "id", e->id, "name",
+		      e->name, "deployment", e->dep, "endpoints", eps,
+		      "domains", doms);
+out:
+	json_decref(eps);
+	json_decref(doms);
+	return o;
+}
+
+int pgm_save(const struct pgm *m, uint64_t version, const char *path,
+	     struct errbuf *err)
+{
+	json_t *root = NULL, *projects = json_array(), *rules = json_array();
+	char tmp[4096];
+	size_t i, j;
+	int fd = -1, rc = -ENOMEM;
+
+	if (!projects || !rules)
+		goto out;
+	for (i = 0; i < m->n; i++) {
+		const struct pgm_project *p = m->p[i];
+		json_t *envs = json_array(), *prules = json_array(), *o;
+
+		for (j = 0; envs && j < p->n_envs; j++)
+			if (json_array_append_new(envs,
+						  pgm_env_json(&p->envs[j])))
+				break;
+		for (j = 0; prules && j < p->n_rules; j++)
+			if (json_array_append_new(prules,
+						  pgm_rule_json(&p->rules[j])))
+				break;
+		o = envs && prules
+			? json_pack("{s:s, s:s, s:b, s:O, s:O}", "id", p->id,
+				    "name", p->name, "enabled", p->enabled,
+				    "envs", envs, "rules", prules)
+			: NULL;
+		json_decref(envs);
+		json_decref(prules);
+		if (json_array_append_new(projects, o))
+			goto out;
+	}
+	for (i = 0; i < m->n_global; i++)
+		if (json_array_append_new(rules, pgm_rule_json(&m->global[i])))
+			goto out;
+	root = json_pack("{s:i, s:I, s:O, s:O}", "format", 1, "version",
+			 (json_int_t)version, "projects", projects, "rules",
+			 rules);
+	if (!root)
+		goto out;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		rc = -ENAMETOOLONG;
+		errbuf_set(err, "%s: path too long", path);
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0 || json_dumpfd(root, fd, JSON_COMPACT) ||
+	    write(fd, "\n", 1) != 1 || fsync(fd)) {
+		rc = -errno;
+		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd)) {
+		fd = -1;
+		rc = -errno;
+		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		rc = -errno;
+		errbuf_set(err, "cannot replace %s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc == -ENOMEM && !err->msg[0])
+		errbuf_set(err, "%s: out of memory", path);
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	json_decref(root);
+	json_decref(projects);
+	json_decref(rules);
+	return rc;
+}
+
+/* One saved rule back; -EINVAL when it does not read. */
+static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
+{
+	json_int_t id = 0, exp = 0;
+	const char *cidr = NULL, *act = NULL;
+
+	memset(x, 0, sizeof(*x));
+	if (json_unpack(a, "[I, s, s, I]", &id, &cidr, &act, &exp) ||
+	    cidr_parse(cidr, &x->cidr, NULL, NULL))
+		return -EINVAL;
+	x->id = id;
+	x->expires_at = exp;
+	x->action = strcmp(act, "allow") == 0 ? EDGE_ACT_ALLOW : EDGE_ACT_BLOCK;
+	return 0;
+}
+
+static int pgm_env_unjson(json_t *o, struct pgm_env *e)
+{
+	json_t *eps = NULL, *doms = NULL, *x;
+	const char *id = NULL, *name = NULL, *dep = NULL;
+	size_t i;
+
+	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o}", "id", &id, "name",
+			&name, "deployment", &dep, "endpoints", &eps, "domains",
+			&doms) ||
+	    !json_is_array(eps) || !json_is_array(doms))
+		return -EINVAL;
+	e->id = pgm_dup(id);
+	e->name = pgm_dup(name);
+	e->dep = dep ? pgm_dup(dep) : NULL;
+	if (!e->id || !e->name || (dep && !e->dep))
+		return -ENOMEM;
+	json_array_foreach(eps, i, x)
+	{
+		struct config_addr *a;
+
+		if (!json_is_string(x))
+			return -EINVAL;
+		a = pgm_grow((void **)&e->eps, &e->n_eps, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		if (config_addr_parse(json_string_value(x), a, NULL))
+			return -EINVAL;
+	}
+	json_array_foreach(doms, i, x)
+	{
+		const char *d = NULL, *p = NULL;
+		int strip = 0;
+		struct pgm_dom *dm;
+
+		if (json_unpack(x, "[s, s, b]", &d, &p, &strip))
+			return -EINVAL;
+		dm = pgm_grow((void **)&e->doms, &e->n_doms, sizeof(*dm));
+		if (!dm)
+			return -ENOMEM;
+		dm->domain = pgm_dup(d);
+		dm->prefix = pgm_dup(p);
+		dm->strip = strip;
+		if (!dm->domain || !dm->prefix)
+			return -ENOMEM;
+		if (config_domain_check(dm->domain, true, NULL) ||
+		    (p[0] && config_prefix_check(p, NULL)))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int pgm_load(struct pgm *m, const char *path, uint64_t *version,
+	     struct errbuf *err)
+{
+	json_error_t je;
+	json_t *root, *projects = NULL, *rules = NULL, *po, *x;
+	json_int_t v = 0;
+	struct pgm fresh;
+	size_t i, j;
+	int fmt = 0, rc = -EINVAL;
+
+	memset(&fresh, 0, sizeof(fresh));
+	root = json_load_file(path, 0, &je);
+	if (!root) {
+		rc = access(path, F_OK) ? -ENOENT : -EINVAL;
+		errbuf_set(err, "%s: %s", path,
+			   rc == -ENOENT ? "no such file" : je.text);
+		return rc;
+	}
+	if (json_unpack(root, "{s:i, s:I, s:o, s:o}", "format", &fmt, "version",
+			&v, "projects", &projects, "rules", &rules) ||
+	    fmt != 1 || !json_is_array(projects) || !json_is_array(rules))
+		goto bad;
+	fresh.p = calloc(json_array_size(projects) + 1, sizeof(*fresh.p));
+	if (!fresh.p)
+		goto nomem;
+	json_array_foreach(projects, i, po)
+	{
+		const char *id = NULL, *name = NULL;
+		json_t *envs = NULL, *prules = NULL;
+		int enabled = 0;
+		struct pgm_project *p;
+
+		if (json_unpack(po, "{s:s, s:s, s:b, s:o, s:o}", "id", &id,
+				"name", &name, "enabled", &enabled, "envs",
+				&envs, "rules", &prules) ||
+		    !json_is_array(envs) || !json_is_array(prules) ||
+		    config_id_check(id, NULL))
+			goto bad;
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			goto nomem;
+		fresh.p[fresh.n++] = p;
+		p->id = pgm_dup(id);
+		p->name = pgm_dup(name);
+		p->enabled = enabled;
+		if (!p->id || !p->name)
+			goto nomem;
+		p->envs = calloc(json_array_size(envs) + 1, sizeof(*p->envs));
+		p->rules =
+		    calloc(json_array_size(prules) + 1, sizeof(*p->rules));
+		if (!p->envs || !p->rules)
+			goto nomem;
+		json_array_foreach(envs, j, x)
+		{
+			rc = pgm_env_unjson(x, &p->envs[p->n_envs++]);
+			if (rc)
+				goto fail;
+		}
+		json_array_foreach(prules, j, x)
+		{
+			if (pgm_rule_unjson(x, &p->rules[p->n_rules++]))
+				goto bad;
+		}
+	}
+	qsort(fresh.p, fresh.n, sizeof(*fresh.p), pgm_cmp_project);
+	fresh.cap = fresh.n;
+	fresh.global =
+	    calloc(json_array_size(rules) + 1, sizeof(*fresh.global));
+	if (!fresh.global)
+		goto nomem;
+	json_array_foreach(rules, i, x)
+	{
+		if (pgm_rule_unjson(x, &fresh.global[fresh.n_global++]))
+			goto bad;
+	}
+	json_decref(root);
+	pgm_clear(m);
+	free(m->p);
+	m->p = fresh.p;
+	m->n = fresh.n;
+	m->cap = fresh.cap;
+	m->global = fresh.global;
+	m->n_global = fresh.n_global;
+	*version = (uint64_t)v;
+	return 0;
+nomem:
+	rc = -ENOMEM;
+	goto fail;
+bad:
+	rc = -EINVAL;
+fail:
+	errbuf_set(err, "%s: %s", path,
+		   rc == -ENOMEM ? "out of memory"
+				 : "not a snapshot of this edge's (refused)");
+	json_decref(root);
+	pgm_clear(&fresh);
+	free(fresh.p);
+	return rc;
+}

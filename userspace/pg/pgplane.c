@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * pgplane.c - the database control plane wired into edged (pgplane.h):
+ * the sync's lists into the route writer's database source, its global
+ * rules into the XDP maps, its state into metrics every second.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clk.h"
+#include "metrics.h"
+#include "pgplane.h"
+#include "pgsync.h"
+#include "pgxdp.h"
+#include "version.h"
+
+struct pgplane {
+	const struct config *cfg;
+	struct route_writer *w;
+	struct pgsync *sync;
+	struct pgxdp *xdp;
+	struct event *tick;
+	uint64_t given_way; /* names the database's list left to the file's */
+	uint64_t refused;   /* lists the writer refused all the same */
+	struct {
+		struct metrics_gauge *up, *state, *applied, *db, *projects;
+		struct metrics_gauge *rules, *lag_ms;
+		struct metrics_counter *changes, *snapshots, *reconnects;
+		struct metrics_counter *errors, *given_way, *skipped[4];
+	} m;
+};
+
+static void pgplane_gave_way(void *arg, const char *what)
+{
+	struct pgplane *p = arg;
+
+	p->given_way++;
+	log_warnx_rl("database: %s: left out of the database's routes", what);
+}
+
+static int pgplane_routes(void *arg, struct route_src *src, uint64_t version,
+			  struct errbuf *err)
+{
+	struct pgplane *p = arg;
+	uint64_t gen = 0;
+	int rc;
+
+	route_writer_prune(p->w, ROUTE_SRC_DB, src, pgplane_gave_way, p);
+	rc = route_writer_update(p->w, ROUTE_SRC_DB, src, NULL, &gen, err);
+	if (rc) {
+		p->refused++;
+		return rc;
+	}
+	log_debug("database: change version %llu: route generation %llu",
+		  (unsigned long long)version, (unsigned long long)gen);
+	return 0;
+}
+
+static void pgplane_rules(void *arg, const struct pgm_rule *v, size_t n,
+			  uint64_t version)
+{
+	struct pgplane *p = arg;
+
+	(void)version;
+	pgxdp_apply(p->xdp, v, n);
+}
+
+static void pgplane_report(void *arg, uint64_t *generation, json_t **counters,
+			   json_t **hits)
+{
+	struct pgplane *p = arg;
+	struct route_table *t = route_table_current(p->w->holder);
+
+	*generation = t ? route_table_generation(t) : 0;
+	route_table_put(t);
+	*counters = pgxdp_counters(p->xdp);
+	*hits = pgxdp_hits(p->xdp);
+}
+
+static const struct pgsync_ops pgplane_ops = {
+    .apply_routes = pgplane_routes,
+    .apply_rules = pgplane_rules,
+    .report = pgplane_report,
+};
+
+/* mkdir -p of path's directory, the last one 0700 and the user's. */
+static int pgplane_snapshot_dir(const char *path, const struct passwd *pw,
+				struct errbuf *err)
+{
+	char buf[4096], *dir, *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errbuf_set(err, "pg_snapshot: path too long");
+		return -ENAMETOOLONG;
+	}
+	dir = dirname(buf);
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			errbuf_set(err, "pg_snapshot: cannot create %s: %s",
+				   dir, strerror(errno));
+			return -errno;
+		}
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		errbuf_set(err, "pg_snapshot: cannot create %s: %s", dir,
+			   strerror(errno));
+		return -errno;
+	}
+	if (pw && chown(dir, pw->pw_uid, pw->pw_gid)) {
+		errbuf_set(err, "pg_snapshot: cannot give %s to %s: %s", dir,
+			   pw->pw_name, strerror(errno));
+		return -errno;
+	}
+	/* a file left by a run as another user */
+	if (pw && chown(path, pw->pw_uid, pw->pw_gid) && errno != ENOENT) {
+		errbuf_set(err, "pg_snapshot: cannot give %s to %s: %s", path,
+			   pw->pw_name, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
+		    struct pgplane **out, struct errbuf *err)
+{
+	struct pgplane *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p) {
+		errbuf_set(err, "pg: out of memory");
+		return -ENOMEM;
+	}
+	p->cfg = cfg;
+	rc = pgxdp_new(cfg->pin_dir, &p->xdp);
+	if (rc == 0 && cfg->pg_snapshot[0])
+		rc = pgplane_snapshot_dir(cfg->pg_snapshot, pw, err);
+	if (rc) {
+		if (!err->msg[0])
+			errbuf_set(err, "pg: %s", strerror(-rc));
+		pgplane_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pgplane *p = arg;
+	struct pgsync_status st;
+	struct pgxdp_stats xs;
+
+	(void)fd;
+	(void)what;
+	pgsync_status(p->sync, &st);
+	pgxdp_stats(p->xdp, &xs);
+	metrics_gauge_set(p->m.up, st.state == PGSYNC_UP);
+	metrics_gauge_set(p->m.state, (int64_t)st.state);
+	metrics_gauge_set(p->m.applied, (int64_t)st.applied_version);
+	metrics_gauge_set(p->m.db, (int64_t)st.db_version);
+	metrics_gauge_set(p->m.projects, (int64_t)st.projects);
+	metrics_gauge_set(p->m.rules, (int64_t)xs.rules);
+	metrics_gauge_set(p->m.lag_ms, (int64_t)(st.last_apply_ns / 1000000));
+#define PGPLANE_TO(c, v)                                                       \
+	do {                                                                   \
+		uint64_t cur_ = metrics_counter_get(c);                        \
+		if ((v) > cur_)                                                \
+			metrics_counter_add(c, (v)-cur_);                      \
+	} while (0)
+	PGPLANE_TO(p->m.changes, st.changes);
+	PGPLANE_TO(p->m.snapshots, st.snapshots);
+	PGPLANE_TO(p->m.reconnects, st.reconnects);
+	PGPLANE_TO(p->m.errors, st.errors + p->refused);
+	PGPLANE_TO(p->m.given_way, p->given_way);
+	PGPLANE_TO(p->m.skipped[0], st.skipped.endpoints);
+	PGPLANE_TO(p->m.skipped[1], st.skipped.domains);
+	PGPLANE_TO(p->m.skipped[2], st.skipped.ip_rules);
+	PGPLANE_TO(p->m.skipped[3], st.skipped.ids);
+#undef PGPLANE_TO
+}
+
+static int pgplane_metrics(struct pgplane *p, struct metrics *m)
+{
+	static const char *const tables[4] = {"endpoints", "domains",
+					      "ip_rules", "ids"};
+	const char *lab[3] = {"table", NULL, NULL};
+	int i;
+
+	p->m.up = metrics_gauge_new(
+	    m, "edge_db_up",
+	    "1 while the database connection is up and in step.", NULL);
+	p->m.state = metrics_gauge_new(
+	    m, "edge_db_state",
+	    "The sync's state: 0 connecting, 1 syncing, 2 up, 3 down "
+	    "(serving the last table).",
+	    NULL);
+	p->m.applied = metrics_gauge_new(
+	    m, "edge_db_applied_version",
+	    "The database change version the route table holds.", NULL);
+	p->m.db = metrics_gauge_new(
+	    m, "edge_db_version",
+	    "The newest change version the database has shown.", NULL);
+	p->m.projects = metrics_gauge_new(m, "edge_db_projects",
+					  "Projects from the database.", NULL);
+	p->m.rules = metrics_gauge_new(
+	    m, "edge_db_xdp_rules",
+	    "The database's IP rules in this host's XDP maps.", NULL);
+	p->m.lag_ms = metrics_gauge_new(
+	    m, "edge_db_apply_ms",
+	    "Milliseconds from the latest change's notification to its "
+	    "route table.",
+	    NULL);
+	p->m.changes = metrics_counter_new(
+	    m, "edge_db_changes_total",
+	    "Fetches from the database applied, snapshots included.", NULL);
+	p->m.snapshots =
+	    metrics_counter_new(m, "edge_db_snapshots_total",
+				"Snapshots of every row applied.", NULL);
+	p->m.reconnects = metrics_counter_new(
+	    m, "edge_db_reconnects_total", "Database connections lost.", NULL);
+	p->m.errors = metrics_counter_new(
+	    m, "edge_db_errors_total",
+	    "Queries that failed and changes the route writer refused.", NULL);
+	p->m.given_way = metrics_counter_new(
+	    m, "edge_db_conflicts_total",
+	    "Names from the database left out because the configuration "
+	    "file claims them.",
+	    NULL);
+	for (i = 0; i < 4; i++) {
+		lab[1] = tables[i];
+		p->m.skipped[i] = metrics_counter_new(
+		    m, "edge_db_rows_skipped_total",
+		    "Database rows skipped because a value did not parse.",
+		    lab);
+		if (!p->m.skipped[i])
+			return -ENOMEM;
+	}
+	return p->m.up && p->m.state && p->m.applied && p->m.db &&
+		       p->m.projects && p->m.rules && p->m.lag_ms &&
+		       p->m.changes && p->m.snapshots && p->m.reconnects &&
+		       p->m.errors && p->m.given_way
+		   ? 0
+		   : -ENOMEM;
+}
+
+int pgplane_start(struct pgplane *p, struct event_base *base,
+		  struct route_writer *w, struct metrics *m, struct errbuf *err)
+{
+	struct pgsync_cfg sc = {
+	    .conninfo = p->cfg->pg,
+	    .host_name = p->cfg->host_name,
+	    .version = EDGE_VERSION,
+	    .snapshot = p->cfg->pg_snapshot[0] ? p->cfg->pg_snapshot : NULL,
+	};
+	struct timeval tv = {1, 0};
+	int rc;
+
+	p->w = w;
+	if (m && pgplane_metrics(p, m)) {
+		errbuf_set(err, "pg: out of memory");
+		return -ENOMEM;
+	}
+	rc = pgsync_new(base, &sc, &pgplane_ops, p, &p->sync, err);
+	if (rc)
+		return rc;
+	p->tick = event_new(base, -1, EV_PERSIST, pgplane_tick_cb, p);
+	if (!p->tick || event_add(p->tick, &tv)) {
+		errbuf_set(err, "pg: out of memory");
+		return -ENOMEM;
+	}
+	pgplane_tick_cb(-1, 0, p);
+	return 0;
+}
+
+json_t *pgplane_status_json(const struct pgplane *p)
+{
+	struct pgsync_status st;
+	struct pgxdp_stats xs;
+
+	if (!p->sync)
+		return json_pack("{s:s}", "state", "starting");
+	pgsync_status(p->sync, &st);
+	pgxdp_stats(p->xdp, &xs);
+	return json_pack(
+	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, "
+	    "s:b, s:I, s:I}",
+	    "state", pgsync_state_name(st.state), "from_local_snapshot",
+	    st.booted_from_snapshot, "applied_version",
+	    (json_int_t)st.applied_version, "database_version",
+	    (json_int_t)st.db_version, "changes", (json_int_t)st.changes,
+	    "reconnects", (json_int_t)st.reconnects, "projects",
+	    (json_int_t)st.projects, "state_for_s",
+	    (json_int_t)((clk_now_ns() - st.since_ns) / 1000000000ull),
+	    "last_apply_ms", (json_int_t)(st.last_apply_ns / 1000000),
+	    "last_error", st.last_error, "rows_skipped",
+	    (json_int_t)(st.skipped.endpoints + st.skipped.domains +
+			 st.skipped.ip_rules + st.skipped.ids),
+	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
+	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
+	    (json_int_t)xs.shadowed);
+}
+
+void pgplane_free(struct pgplane *p)
+{
+	if (!p)
+		return;
+	if (p->tick)
+		event_free(p->tick);
+	pgsync_free(p->sync);
+	pgxdp_free(p->xdp);
+	free(p);
+}

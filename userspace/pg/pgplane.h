@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pgplane.h - edged's PostgreSQL control plane (the `pg` setting): the
+ * database sync (pgsync.h) feeding the route writer's database source
+ * and this host's XDP maps (pgxdp.h), its state in /metrics and in
+ * `edgectl status`.
+ *
+ * pgplane_prepare runs before privileges drop (it opens the pinned maps
+ * for writing and makes the local snapshot's directory the user's);
+ * pgplane_start runs on the control loop once it can run (after the
+ * fork of daemon()), loading the local snapshot at once and connecting.
+ * A list from the database gives way to the configuration file's names
+ * (route_writer_prune): a domain or id the file claims is left out of
+ * the database's list, logged and counted, and the rest applies.
+ */
+#ifndef EDGE_PGPLANE_H
+#define EDGE_PGPLANE_H
+
+#include <jansson.h>
+#include <pwd.h>
+
+#include "config.h"
+#include "log.h"
+#include "route_writer.h"
+
+struct event_base;
+struct metrics;
+struct pgplane;
+
+/* The control plane for cfg (cfg->pg set): the maps in cfg->pin_dir
+ * opened if edge is attached, the snapshot's directory made (0700) and
+ * given to pw's user when pw is not NULL. 0 and *out, or -errno with
+ * err. */
+int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
+		    struct pgplane **out, struct errbuf *err);
+
+/* Start on base with the route writer w (the control loop's), series in
+ * metrics m. 0, or -errno with err (a conninfo libpq refuses). */
+int pgplane_start(struct pgplane *p, struct event_base *base,
+		  struct route_writer *w, struct metrics *m,
+		  struct errbuf *err);
+
+/* {"state", "applied_version", "database_version", "changes", ...} for
+ * `edgectl status`, a new reference (NULL when out of memory). */
+json_t *pgplane_status_json(const struct pgplane *p);
+
+void pgplane_free(struct pgplane *p);
+
+#endif /* EDGE_PGPLANE_H */

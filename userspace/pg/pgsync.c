@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * pgsync.c - the control loop's database sync (pgsync.h): one connection
+ * (pgconn.h), one query at a time chosen by what is due — the LISTENs,
+ * a snapshot, the projects notifications named, a version check, this
+ * host's row — and the model (pgmodel.h) turned into a route source and
+ * the global rules after every fetch.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clk.h"
+#include "pgconn.h"
+#include "pgsync.h"
+
+enum pgsync_query {
+	PQ_NONE = 0,
+	PQ_LISTEN,
+	PQ_FETCH,
+	PQ_CHECK,
+	PQ_REPORT,
+	PQ_ROLLBACK,
+};
+
+struct pgsync {
+	struct event_base *base;
+	struct pgconn *c;
+	struct pgm *m;
+	const struct pgsync_ops *ops;
+	void *arg;
+	char *host, *version, *snapshot;
+	int64_t started; /* unix s */
+	enum pgsync_query q;
+	bool listening;	    /* the LISTENs are in place on this connection */
+	bool need_snapshot; /* everything, at the next fetch */
+	bool rules_dirty;   /* the global rules, at the next fetch */
+	char **dirty;	    /* projects named since the last fetch began */
+	size_t n_dirty, cap_dirty;
+	uint64_t dirty_since; /* monotonic ns of the oldest of them */
+	/* the fetch under way */
+	bool f_all, f_rules, f_failed, f_have_version;
+	char **f_ids;
+	size_t f_n;
+	uint64_t f_since, f_version;
+	PGresult *f_set[PGM_NSETS];
+	int f_k;
+	/* the check under way */
+	bool c_have_max;
+	bool c_overflow;
+	struct event *check_ev, *report_ev, *save_ev;
+	bool check_due, report_due, save_due;
+	uint64_t saved_version;
+	struct pgsync_status st;
+};
+
+static void pgsync_next(struct pgsync *s);
+
+const char *pgsync_state_name(enum pgsync_state st)
+{
+	switch (st) {
+	case PGSYNC_CONNECTING:
+		return "connecting";
+	case PGSYNC_SYNCING:
+		return "syncing";
+	case PGSYNC_UP:
+		return "up";
+	case PGSYNC_DOWN:
+		return "down";
+	}
+	return "unknown";
+}
+
+static void pgsync_set_state(struct pgsync *s, enum pgsync_state st)
+{
+	if (s->st.state == st)
+		return;
+	s->st.state = st;
+	s->st.since_ns = clk_now_ns();
+}
+
+static void pgsync_arm(struct event *ev, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(ev, &tv);
+}
+
+static void pgsync_error(struct pgsync *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void pgsync_error(struct pgsync *s, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	for (char *p = msg; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	s->st.errors++;
+	pgconn_mask(msg, s->st.last_error, sizeof(s->st.last_error));
+	log_warnx_rl("database: %s", s->st.last_error);
+}
+
+/* ---- what is due ---------------------------------------------------------
+ */
+
+static int pgsync_dirty_add(struct pgsync *s, const char *id)
+{
+	size_t i;
+	char **v;
+
+	for (i = 0; i < s->n_dirty; i++)
+		if (strcmp(s->dirty[i], id) == 0)
+			return 0;
+	if (s->n_dirty >= PGSYNC_FETCH_MAX) {
+		s->need_snapshot = true; /* cheaper than many */
+		return 0;
+	}
+	if (s->n_dirty == s->cap_dirty) {
+		size_t cap = s->cap_dirty ? s->cap_dirty * 2 : 16;
+
+		v = realloc(s->dirty, cap * sizeof(*v));
+		if (!v) {
+			s->need_snapshot = true;
+			return -ENOMEM;
+		}
+		s->dirty = v;
+		s->cap_dirty = cap;
+	}
+	s->dirty[s->n_dirty] = strdup(id);
+	if (!s->dirty[s->n_dirty]) {
+		s->need_snapshot = true;
+		return -ENOMEM;
+	}
+	if (!s->n_dirty++ && !s->dirty_since)
+		s->dirty_since = clk_now_ns();
+	return 0;
+}
+
+static void pgsync_ids_free(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* ---- queries ---------------------------------------------------------- */
+
+static void pgsync_query(struct pgsync *s, enum pgsync_query q, const char *sql,
+			 int n, const char *const *params)
+{
+	if (pgconn_query(s->c, sql, n, params) == 0)
+		s->q = q;
+}
+
+static void pgsync_fetch(struct pgsync *s)
+{
+	char *sql;
+
+	s->f_all = s->need_snapshot;
+	s->f_rules = s->need_snapshot || s->rules_dirty;
+	s->f_ids = s->f_all ? NULL : s->dirty;
+	s->f_n = s->f_all ? 0 : s->n_dirty;
+	if (s->f_all)
+		pgsync_ids_free(s->dirty, s->n_dirty);
+	s->dirty = NULL;
+	s->n_dirty = s->cap_dirty = 0;
+	s->f_since = s->dirty_since;
+	s->dirty_since = 0;
+	s->need_snapshot = s->rules_dirty = false;
+	s->f_failed = s->f_have_version = false;
+	s->f_k = 0;
+	sql = pgm_fetch_sql(pgconn_pg(s->c), (const char *const *)s->f_ids,
+			    s->f_n, s->f_rules);
+	if (!sql) {
+		pgsync_error(s, "out of memory building a fetch");
+		s->need_snapshot = true;
+		pgsync_ids_free(s->f_ids, s->f_n);
+		s->f_ids = NULL;
+		return;
+	}
+	pgsync_query(s, PQ_FETCH, sql, 0, NULL);
+	free(sql);
+	if (s->q != PQ_FETCH) { /* not sent: again later */
+		if (s->f_all)
+			s->need_snapshot = true;
+		else
+			for (size_t i = 0; i < s->f_n; i++)
+				pgsync_dirty_add(s, s->f_ids[i]);
+		s->rules_dirty |= s->f_rules;
+		pgsync_ids_free(s->f_ids, s->f_n);
+		s->f_ids = NULL;
+	}
+}
+
+static void pgsync_check(struct pgsync *s)
+{
+	char sql[256];
+
+	s->check_due = false;
+	s->c_have_max = s->c_overflow = false;
+	snprintf(
+	    sql, sizeof(sql),
+	    "SELECT COALESCE(max(version), 0) FROM edge_change_log;"
+	    "SELECT kind, key FROM edge_change_log WHERE version > %" PRIu64
+	    " LIMIT %d",
+	    s->st.applied_version, PGSYNC_FETCH_MAX + 1);
+	pgsync_query(s, PQ_CHECK, sql, 0, NULL);
+}
+
+static void pgsync_report(struct pgsync *s)
+{
+	static const char sql[] =
+	    "INSERT INTO edge_hosts (name, edge_version, started_at, "
+	    "last_seen, applied_version, route_generation, database_up, "
+	    "xdp_counters, rule_hits) VALUES ($1, $2, to_timestamp($3), "
+	    "now(), $4, $5, true, $6::jsonb, $7::jsonb) ON CONFLICT (name) "
+	    "DO UPDATE SET edge_version = EXCLUDED.edge_version, "
+	    "started_at = EXCLUDED.started_at, last_seen = now(), "
+	    "applied_version = EXCLUDED.applied_version, route_generation = "
+	    "EXCLUDED.route_generation, database_up = true, xdp_counters = "
+	    "EXCLUDED.xdp_counters, rule_hits = EXCLUDED.rule_hits";
+	char started[24], applied[24], gen[24], *cj = NULL, *hj = NULL;
+	const char *params[7];
+	json_t *counters = NULL, *hits = NULL;
+	uint64_t generation = 0;
+
+	s->report_due = false;
+	if (s->ops->report)
+		s->ops->report(s->arg, &generation, &counters, &hits);
+	snprintf(started, sizeof(started), "%lld", (long long)s->started);
+	snprintf(applied, sizeof(applied), "%" PRIu64, s->st.applied_version);
+	snprintf(gen, sizeof(gen), "%" PRIu64, generation);
+	cj = counters ? json_dumps(counters, JSON_COMPACT) : NULL;
+	hj = hits ? json_dumps(hits, JSON_COMPACT) : NULL;
+	params[0] = s->host;
+	params[1] = s->version;
+	params[2] = started;
+	params[3] = applied;
+	params[4] = gen;
+	params[5] = cj;
+	params[6] = hj;
+	pgsync_query(s, PQ_REPORT, sql, 7, params);
+	free(cj);
+	free(hj);
+	json_decref(counters);
+	json_decref(hits);
+}
+
+/* Send the next query that is due, if the connection is free. */
+static void pgsync_next(struct pgsync *s)
+{
+	if (!pgconn_up(s->c) || pgconn_busy(s->c))
+		return;
+	if (!s->listening) {
+		pgsync_query(s, PQ_LISTEN,
+			     "LISTEN project_route_change;"
+			     "LISTEN ip_rule_change",
+			     0, NULL);
+		return;
+	}
+	if (s->need_snapshot || s->n_dirty || s->rules_dirty) {
+		pgsync_fetch(s);
+		return;
+	}
+	if (s->check_due) {
+		pgsync_check(s);
+		return;
+	}
+	if (s->report_due)
+		pgsync_report(s);
+}
+
+/* ---- results ---------------------------------------------------------- */
+
+static void pgsync_save_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pgsync *s = arg;
+	struct errbuf err = {""};
+
+	(void)fd;
+	(void)what;
+	s->save_due = false;
+	if (!s->snapshot)
+		return;
+	if (pgm_save(s->m, s->st.applied_version, s->snapshot, &err))
+		pgsync_error(s, "local snapshot: %s", err.msg);
+	else
+		s->saved_version = s->st.applied_version;
+}
+
+/* The model changed: hand its routes (and rules) to the owner. */
+static void pgsync_publish(struct pgsync *s, bool rules, uint64_t since)
+{
+	struct errbuf err = {""};
+	struct route_src *src;
+	const struct pgm_rule *rv;
+	size_t n;
+	int64_t now = (int64_t)(clk_real_ns() / 1000000000ull);
+
+	src = pgm_route_src(s->m, now);
+	if (!src) {
+		pgsync_error(s, "out of memory building the routes");
+		s->need_snapshot = true;
+		return;
+	}
+	if (s->ops->apply_routes(s->arg, src, s->st.applied_version, &err))
+		pgsync_error(s, "routes not applied: %s", err.msg);
+	if (rules && s->ops->apply_rules) {
+		n = pgm_global_rules(s->m, now, &rv);
+		s->ops->apply_rules(s->arg, rv, n, s->st.applied_version);
+	}
+	if (since)
+		s->st.last_apply_ns = clk_now_ns() - since;
+	pgm_skipped(s->m, &s->st.skipped);
+	s->st.projects = pgm_projects(s->m);
+	if (s->snapshot && !s->save_due) {
+		s->save_due = true;
+		pgsync_arm(s->save_ev, PGSYNC_SAVE_MS);
+	}
+}
+
+static void pgsync_fetch_done(struct pgsync *s)
+{
+	int rc, i;
+
+	if (!s->f_failed && s->f_k == PGM_NSETS) {
+		rc = pgm_apply(s->m, s->f_set, (const char *const *)s->f_ids,
+			       s->f_n, s->f_rules);
+		if (rc) {
+			pgsync_error(s,
+				     "the database's rows were not the "
+				     "shape expected (%s): is the schema "
+				     "edge's?",
+				     strerror(-rc));
+			s->f_failed = true;
+		}
+	} else if (!s->f_failed) {
+		pgsync_error(s, "a fetch returned %d of %d row sets", s->f_k,
+			     PGM_NSETS);
+		s->f_failed = true;
+	}
+	for (i = 0; i < PGM_NSETS; i++)
+		PQclear(s->f_set[i]);
+	memset(s->f_set, 0, sizeof(s->f_set));
+	if (s->f_failed) {
+		/* everything asked for is asked for again (the check timer
+		 * retries) */
+		if (s->f_all)
+			s->need_snapshot = true;
+		for (i = 0; s->f_ids && (size_t)i < s->f_n; i++)
+			pgsync_dirty_add(s, s->f_ids[i]);
+		s->rules_dirty |= s->f_rules && !s->f_all;
+	} else {
+		if (s->f_all || s->f_version > s->st.applied_version)
+			s->st.applied_version = s->f_version;
+		if (s->f_version > s->st.db_version)
+			s->st.db_version = s->f_version;
+		s->st.changes++;
+		if (s->f_all) {
+			s->st.snapshots++;
+			s->st.booted_from_snapshot = false;
+			pgsync_set_state(s, PGSYNC_UP);
+		}
+		pgsync_publish(s, s->f_rules, s->f_since);
+	}
+	pgsync_ids_free(s->f_ids, s->f_n);
+	s->f_ids = NULL;
+	s->f_n = 0;
+}
+
+static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
+{
+	struct pgsync *s = arg;
+	ExecStatusType st = res ? PQresultStatus(res) : PGRES_EMPTY_QUERY;
+	enum pgsync_query q = s->q;
+
+	(void)c;
+	if (!res) { /* the query has ended */
+		s->q = PQ_NONE;
+		if (q == PQ_FETCH)
+			pgsync_fetch_done(s);
+		if (q == PQ_LISTEN && s->listening)
+			s->need_snapshot = true; /* LISTEN first, then this */
+		/* a statement failed inside BEGIN ... COMMIT */
+		if (pgconn_up(s->c) &&
+		    PQtransactionStatus(pgconn_pg(s->c)) == PQTRANS_INERROR) {
+			pgsync_query(s, PQ_ROLLBACK, "ROLLBACK", 0, NULL);
+			return;
+		}
+		pgsync_next(s);
+		return;
+	}
+	if (st == PGRES_FATAL_ERROR || st == PGRES_NONFATAL_ERROR) {
+		const char *msg = PQresultErrorMessage(res);
+
+		if (st == PGRES_FATAL_ERROR) {
+			pgsync_error(s, "%s", msg);
+			if (q == PQ_FETCH)
+				s->f_failed = true;
+			if (q == PQ_LISTEN)
+				s->listening = false;
+		}
+		PQclear(res);
+		return;
+	}
+	switch (q) {
+	case PQ_LISTEN:
+		s->listening = true;
+		break;
+	case PQ_FETCH:
+		if (st != PGRES_TUPLES_OK)
+			break;
+		if (!s->f_have_version) {
+			s->f_have_version = true;
+			s->f_version =
+			    PQntuples(res) == 1
+				? strtoull(PQgetvalue(res, 0, 0), NULL, 10)
+				: 0;
+			break;
+		}
+		if (s->f_k < PGM_NSETS) {
+			s->f_set[s->f_k++] = res;
+			return; /* kept until the fetch is done */
+		}
+		break;
+	case PQ_CHECK:
+		if (st != PGRES_TUPLES_OK)
+			break;
+		if (!s->c_have_max) {
+			uint64_t v =
+			    PQntuples(res) == 1
+				? strtoull(PQgetvalue(res, 0, 0), NULL, 10)
+				: 0;
+
+			s->c_have_max = true;
+			if (v > s->st.db_version)
+				s->st.db_version = v;
+			break;
+		}
+		if (PQntuples(res) > PGSYNC_FETCH_MAX) {
+			s->need_snapshot = true;
+			break;
+		}
+		for (int i = 0; i < PQntuples(res); i++) {
+			const char *kind = PQgetvalue(res, i, 0);
+
+			if (strcmp(kind, "project") == 0)
+				pgsync_dirty_add(s, PQgetvalue(res, i, 1));
+			else
+				s->rules_dirty = true;
+		}
+		break;
+	default:
+		break;
+	}
+	PQclear(res);
+}
+
+static void pgsync_notify(struct pgconn *c, const char *channel,
+			  const char *payload, void *arg)
+{
+	struct pgsync *s = arg;
+	const char *sp = strchr(payload, ' ');
+	uint64_t v = strtoull(payload, NULL, 10);
+
+	(void)c;
+	if (v > s->st.db_version)
+		s->st.db_version = v;
+	if (strcmp(channel, "project_route_change") == 0 && sp && sp[1])
+		pgsync_dirty_add(s, sp + 1);
+	else if (strcmp(channel, "ip_rule_change") == 0)
+		s->rules_dirty = true;
+	/* every notification is fetched: a version is no proof that the
+	 * change is in the table (transactions commit out of order) */
+	if (!s->dirty_since)
+		s->dirty_since = clk_now_ns();
+	pgsync_next(s);
+}
+
+static void pgsync_ready(struct pgconn *c, void *arg)
+{
+	struct pgsync *s = arg;
+
+	(void)c;
+	s->listening = false;
+	s->q = PQ_NONE;
+	pgsync_set_state(s, PGSYNC_SYNCING);
+	log_note("database: connected; listening and taking a snapshot");
+	pgsync_next(s);
+}
+
+static void pgsync_lost(struct pgconn *c, const char *why, void *arg)
+{
+	struct pgsync *s = arg;
+	int i;
+
+	(void)c;
+	if (s->q == PQ_FETCH) { /* asked for again after the snapshot */
+		for (i = 0; i < PGM_NSETS; i++)
+			PQclear(s->f_set[i]);
+		memset(s->f_set, 0, sizeof(s->f_set));
+		pgsync_ids_free(s->f_ids, s->f_n);
+		s->f_ids = NULL;
+		s->f_n = 0;
+	}
+	s->q = PQ_NONE;
+	s->listening = false;
+	s->need_snapshot = true; /* what was missed meanwhile */
+	s->st.reconnects = pgconn_reconnects(s->c);
+	snprintf(s->st.last_error, sizeof(s->st.last_error), "%s", why);
+	if (s->st.state != PGSYNC_DOWN && s->st.state != PGSYNC_CONNECTING)
+		log_warnx_rl("database: %s; serving the last table while it "
+			     "is away",
+			     why);
+	pgsync_set_state(s, s->st.state == PGSYNC_CONNECTING ? PGSYNC_CONNECTING
+							     : PGSYNC_DOWN);
+}
+
+static const struct pgconn_ops pgsync_conn_ops = {
+    .ready = pgsync_ready,
+    .result = pgsync_result,
+    .notify = pgsync_notify,
+    .lost = pgsync_lost,
+};
+
+static void pgsync_check_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pgsync *s = arg;
+
+	(void)fd;
+	(void)what;
+	s->check_due = true;
+	pgsync_arm(s->check_ev, PGSYNC_CHECK_MS);
+	pgsync_next(s);
+}
+
+static void pgsync_report_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pgsync *s = arg;
+
+	(void)fd;
+	(void)what;
+	s->report_due = true;
+	pgsync_arm(s->report_ev, PGSYNC_REPORT_MS);
+	pgsync_next(s);
+}
+
+int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
+	       const struct pgsync_ops *ops, void *arg, struct pgsync **out,
+	       struct errbuf *err)
+{
+	struct pgsync *s = calloc(1, sizeof(*s));
+	struct errbuf lerr = {""};
+	uint64_t v = 0;
+	char buf[256];
+	int rc = -ENOMEM;
+
+	if (!s)
+		goto nomem;
+	s->base = base;
+	s->ops = ops;
+	s->arg = arg;
+	s->started = (int64_t)(clk_real_ns() / 1000000000ull);
+	s->host = strdup(cfg->host_name ? cfg->host_name : "edge");
+	s->version = strdup(cfg->version ? cfg->version : "");
+	s->snapshot = cfg->snapshot ? strdup(cfg->snapshot) : NULL;
+	s->check_ev = evtimer_new(base, pgsync_check_cb, s);
+	s->report_ev = evtimer_new(base, pgsync_report_cb, s);
+	s->save_ev = evtimer_new(base, pgsync_save_cb, s);
+	if (!s->host || !s->version || (cfg->snapshot && !s->snapshot) ||
+	    !s->check_ev || !s->report_ev || !s->save_ev || pgm_new(&s->m))
+		goto nomem;
+	s->need_snapshot = true;
+	s->st.since_ns = clk_now_ns();
+	/* the last table first: served until the database answers */
+	if (s->snapshot) {
+		rc = pgm_load(s->m, s->snapshot, &v, &lerr);
+		if (rc == 0) {
+			s->st.applied_version = v;
+			s->st.booted_from_snapshot = true;
+			log_note("database: serving the local snapshot %s "
+				 "(change version %" PRIu64 ") until the "
+				 "database answers",
+				 s->snapshot, v);
+			pgsync_publish(s, true, 0);
+			evtimer_del(s->save_ev); /* nothing new to save */
+			s->save_due = false;
+		} else if (rc != -ENOENT) {
+			log_warnx("database: %s", lerr.msg);
+		}
+	}
+	rc = pgconn_new(base, cfg->conninfo, "edged", &pgsync_conn_ops, s,
+			&s->c, buf, sizeof(buf));
+	if (rc) {
+		errbuf_set(err, "pg: %s", buf[0] ? buf : strerror(-rc));
+		goto fail;
+	}
+	pgsync_arm(s->check_ev, PGSYNC_CHECK_MS);
+	pgsync_arm(s->report_ev, 500); /* soon after start */
+	*out = s;
+	return 0;
+nomem:
+	rc = -ENOMEM;
+	errbuf_set(err, "pg: out of memory");
+fail:
+	pgsync_free(s);
+	return rc;
+}
+
+void pgsync_free(struct pgsync *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	if (s->save_due)
+		pgsync_save_cb(-1, 0, s);
+	pgconn_free(s->c);
+	for (i = 0; i < PGM_NSETS; i++)
+		PQclear(s->f_set[i]);
+	pgsync_ids_free(s->f_ids, s->f_n);
+	pgsync_ids_free(s->dirty, s->n_dirty);
+	if (s->check_ev)
+		event_free(s->check_ev);
+	if (s->report_ev)
+		event_free(s->report_ev);
+	if (s->save_ev)
+		event_free(s->save_ev);
+	pgm_free(s->m);
+	free(s->host);
+	free(s->version);
+	free(s->snapshot);
+	free(s);
+}
+
+void pgsync_status(const struct pgsync *s, struct pgsync_status *st)
+{
+	*st = s->st;
+	st->reconnects = pgconn_reconnects(s->c);
+}

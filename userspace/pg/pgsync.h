@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pgsync.h - the database's routes and IP rules kept in step on the
+ * control loop: LISTEN, a snapshot, and every change as it is notified.
+ *
+ * On every (re)connect: LISTEN project_route_change and ip_rule_change
+ * first, then a snapshot of every routing row in one REPEATABLE READ
+ * transaction, so that nothing committed in between is missed. Each
+ * notification names a project (or rule); the rows of the projects
+ * named while a fetch runs are fetched together next, and only those
+ * replace what the model held (pgmodel.h). After every fetch the owner
+ * gets a new route source (apply_routes, on this loop: the route writer's
+ * thread) and, when they changed, the global IP rules (apply_rules).
+ * Every PGSYNC_CHECK_MS the change log is read past the version applied,
+ * so that a notification lost anyway is caught up; every
+ * PGSYNC_REPORT_MS this host's row in edge_hosts is written (version,
+ * applied change version, route generation, XDP counters and rule hits:
+ * the owner's report callback). The model is saved to a local file after
+ * each change (at most once per PGSYNC_SAVE_MS) and loaded at start, so a
+ * host that boots while the database is away serves its last table.
+ * While the database is away the last table keeps serving; pgsync_status
+ * says so. Loop thread only.
+ */
+#ifndef EDGE_PGSYNC_H
+#define EDGE_PGSYNC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "pgmodel.h"
+#include "route_src.h"
+
+struct event_base;
+struct pgsync;
+
+#define PGSYNC_CHECK_MS 2000
+#define PGSYNC_REPORT_MS 5000
+#define PGSYNC_SAVE_MS 1000
+/* projects named by notifications past which a snapshot is cheaper */
+#define PGSYNC_FETCH_MAX 1000
+
+struct pgsync_ops {
+	/* A new list of the database's projects (the callee's to keep or
+	 * free) at change version; 0, or -errno with err (it is logged
+	 * and the next change tries again). */
+	int (*apply_routes)(void *arg, struct route_src *src, uint64_t version,
+			    struct errbuf *err);
+	/* The global IP rules (valid for the call only). */
+	void (*apply_rules)(void *arg, const struct pgm_rule *v, size_t n,
+			    uint64_t version);
+	/* For this host's edge_hosts row: the route generation, the XDP
+	 * counters and rule hits (new references, or NULL for none). */
+	void (*report)(void *arg, uint64_t *generation, json_t **counters,
+		       json_t **hits);
+};
+
+struct pgsync_cfg {
+	const char *conninfo;
+	const char *host_name;
+	const char *version;  /* edge's, for edge_hosts */
+	const char *snapshot; /* the local snapshot file; NULL: none */
+};
+
+enum pgsync_state {
+	PGSYNC_CONNECTING = 0, /* not up yet, or again */
+	PGSYNC_SYNCING,	       /* up, the snapshot under way */
+	PGSYNC_UP,	       /* up and in step */
+	PGSYNC_DOWN,	       /* lost: serving the last table */
+};
+
+struct pgsync_status {
+	enum pgsync_state state;
+	bool booted_from_snapshot; /* the table came from the local file */
+	uint64_t applied_version;  /* the change version of the table */
+	uint64_t db_version;	   /* the newest the database showed */
+	uint64_t changes;	   /* fetches applied (snapshot included) */
+	uint64_t snapshots;	   /* of them, snapshots */
+	uint64_t reconnects;
+	uint64_t errors;	/* queries that failed, applies refused */
+	uint64_t last_apply_ns; /* notification to the table swapped */
+	uint64_t since_ns;	/* monotonic ns of the state's start */
+	struct pgm_skipped skipped;
+	size_t projects;
+	char last_error[256];
+};
+
+/* Start syncing on base (the control loop): load the local snapshot if
+ * there is one (applied before this returns) and connect. 0 and *out, or
+ * -errno with err (a conninfo libpq refuses). */
+int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
+	       const struct pgsync_ops *ops, void *arg, struct pgsync **out,
+	       struct errbuf *err);
+
+/* Stop (the host's row says database_up false if there is time) and
+ * free. NULL is fine. */
+void pgsync_free(struct pgsync *s);
+
+void pgsync_status(const struct pgsync *s, struct pgsync_status *st);
+
+/* "connecting", "syncing", "up", "down". */
+const char *pgsync_state_name(enum pgsync_state st);
+
+#endif /* EDGE_PGSYNC_H */

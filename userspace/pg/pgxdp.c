@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * pgxdp.c - the database's global IP rules in the pinned XDP maps
+ * (pgxdp.h): one rule id per database rule from EDGE_LOCAL_RULES_MAX up,
+ * the set written over the live one, then what it dropped removed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clk.h"
+#include "edge_maps.h"
+#include "pgxdp.h"
+#include "pins.h"
+
+#define PGXDP_SLOTS (EDGE_MAX_RULES - EDGE_LOCAL_RULES_MAX)
+
+struct pgxdp {
+	char *pin_dir;
+	struct pins pins;
+	bool open;
+	/* slot i (rule id EDGE_LOCAL_RULES_MAX + i): the database rule's id
+	 * and prefix it holds, db 0: free */
+	int64_t db[PGXDP_SLOTS];
+	struct cidr cidr[PGXDP_SLOTS];
+	bool seen[PGXDP_SLOTS]; /* in the set being applied */
+	struct pgxdp_stats st;
+};
+
+static const char *const pgxdp_ctr_names[EDGE_CTR_MAX] = {
+#define PGXDP_CTR_NAME(id, name, help) name,
+    EDGE_COUNTERS(PGXDP_CTR_NAME)
+#undef PGXDP_CTR_NAME
+};
+
+static bool pgxdp_open(struct pgxdp *x)
+{
+	struct errbuf err;
+
+	if (x->open)
+		return true;
+	if (pins_open(&x->pins, x->pin_dir, &err) == 0)
+		x->open = true;
+	return x->open;
+}
+
+int pgxdp_new(const char *pin_dir, struct pgxdp **out)
+{
+	struct pgxdp *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	pins_init(&x->pins);
+	x->pin_dir = strdup(pin_dir);
+	if (!x->pin_dir) {
+		free(x);
+		return -ENOMEM;
+	}
+	pgxdp_open(x);
+	*out = x;
+	return 0;
+}
+
+void pgxdp_free(struct pgxdp *x)
+{
+	if (!x)
+		return;
+	pins_close(&x->pins);
+	free(x->pin_dir);
+	free(x);
+}
+
+/* The slot of database rule id: the one it had, else a free one (its hit
+ * counter zeroed); -1 when none is left. */
+static int pgxdp_slot(struct pgxdp *x, const struct pgm_rule *r)
+{
+	int i, free_slot = -1;
+
+	for (i = 0; i < PGXDP_SLOTS; i++) {
+		if (x->db[i] == r->id)
+			return i;
+		if (!x->db[i] && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot >= 0) {
+		x->db[free_slot] = r->id;
+		pins_hits_zero(&x->pins,
+			       (uint32_t)(EDGE_LOCAL_RULES_MAX + free_slot));
+	}
+	return free_slot;
+}
+
+/* Remove the database's entries the set no longer holds. */
+static int pgxdp_sweep(void *arg, const struct cidr *c,
+		       const struct edge_rule *v)
+{
+	struct pgxdp *x = arg;
+	int slot;
+
+	if (v->id < EDGE_LOCAL_RULES_MAX || v->id >= EDGE_MAX_RULES)
+		return 0; /* the host's own */
+	slot = (int)(v->id - EDGE_LOCAL_RULES_MAX);
+	if (x->db[slot] && x->seen[slot] && cidr_equal(&x->cidr[slot], c))
+		return 0;
+	slot = pins_rule_del(&x->pins, c);
+	if (slot && slot != -ENOENT)
+		x->st.errors++;
+	return 0;
+}
+
+void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
+{
+	struct timespec ts;
+	uint64_t boot;
+	int64_t wall = (int64_t)(clk_real_ns() / 1000000000ull);
+	size_t i;
+	int slot;
+
+	x->st.attached = pgxdp_open(x);
+	if (!x->st.attached)
+		return;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	boot = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	memset(x->seen, 0, sizeof(x->seen));
+	x->st.rules = x->st.shadowed = 0;
+	for (i = 0; i < n; i++) {
+		struct edge_rule cur;
+		struct rule r;
+
+		slot = pgxdp_slot(x, &v[i]);
+		if (slot < 0) {
+			x->st.over++;
+			continue;
+		}
+		x->seen[slot] = true;
+		x->cidr[slot] = v[i].cidr;
+		if (pins_rule_get(&x->pins, &v[i].cidr, &cur) == 0 &&
+		    cur.id < EDGE_LOCAL_RULES_MAX) {
+			x->st.shadowed++; /* the host's own rule wins here */
+			continue;
+		}
+		memset(&r, 0, sizeof(r));
+		r.cidr = v[i].cidr;
+		r.action = v[i].action;
+		r.id = (uint32_t)(EDGE_LOCAL_RULES_MAX + slot);
+		r.expires_at = v[i].expires_at;
+		if (pins_rule_put(&x->pins, &r, wall, boot))
+			x->st.errors++;
+		else
+			x->st.rules++;
+	}
+	/* what the set dropped: out of the maps, then out of the slots */
+	if (pins_rules_each(&x->pins, pgxdp_sweep, x))
+		x->st.errors++;
+	for (i = 0; i < PGXDP_SLOTS; i++)
+		if (!x->seen[i])
+			x->db[i] = 0;
+	x->st.applies++;
+}
+
+json_t *pgxdp_counters(struct pgxdp *x)
+{
+	uint64_t v[EDGE_CTR_MAX];
+	json_t *o;
+	int i;
+
+	if (!pgxdp_open(x) || pins_counters_read(&x->pins, v))
+		return NULL;
+	o = json_object();
+	for (i = 0; o && i < EDGE_CTR_MAX; i++)
+		json_object_set_new(o, pgxdp_ctr_names[i],
+				    json_integer((json_int_t)v[i]));
+	return o;
+}
+
+json_t *pgxdp_hits(struct pgxdp *x)
+{
+	json_t *o;
+	char key[24];
+	uint64_t h;
+	int i;
+
+	if (!pgxdp_open(x))
+		return NULL;
+	o = json_object();
+	for (i = 0; o && i < PGXDP_SLOTS; i++) {
+		if (!x->db[i] ||
+		    pins_hits_read(&x->pins,
+				   (uint32_t)(EDGE_LOCAL_RULES_MAX + i), &h))
+			continue;
+		snprintf(key, sizeof(key), "%lld", (long long)x->db[i]);
+		json_object_set_new(o, key, json_integer((json_int_t)h));
+	}
+	return o;
+}
+
+void pgxdp_stats(const struct pgxdp *x, struct pgxdp_stats *st)
+{
+	*st = x->st;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pgxdp.h - the database's global IP rules in this host's pinned XDP
+ * maps, beside the host's own (edgectl's state file).
+ *
+ * The database's rules take rule ids from EDGE_LOCAL_RULES_MAX up (one
+ * per database rule, kept while the rule lives, so its hit counter
+ * does), the host's own stay below: each writer removes only entries of
+ * its own range, and a prefix that has a rule of the host's own keeps it
+ * (the host's rule wins on its host; the database's comes back when the
+ * host's goes, at the next apply). A new set is written over the live
+ * one first and what it no longer holds removed after, so no moment
+ * lets a source through that both sets block. Expiry is the kernel's, as
+ * for the host's rules. The maps are opened when edge is attached (and
+ * looked for again at each apply while not), before privileges drop.
+ */
+#ifndef EDGE_PGXDP_H
+#define EDGE_PGXDP_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pgmodel.h"
+
+struct pgxdp;
+
+/* What apply did, for logs and metrics. */
+struct pgxdp_stats {
+	uint64_t applies; /* sets applied to the maps */
+	size_t rules;	  /* the database's rules in the maps now */
+	size_t shadowed;  /* prefixes a rule of the host's own holds */
+	uint64_t over;	  /* rules left out: no id left */
+	uint64_t errors;  /* map writes that failed */
+	bool attached;	  /* the maps were there at the last apply */
+};
+
+/* 0 and *out (the maps opened now when they exist), or -ENOMEM. */
+int pgxdp_new(const char *pin_dir, struct pgxdp **out);
+void pgxdp_free(struct pgxdp *x);
+
+/* Make the maps hold the database's rules v[0..n), wall clock now (unix
+ * s). Rules arrive again at the next apply when the maps are missing. */
+void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n);
+
+/* The XDP counters ({"passed": N, ...}) and the database's rules' hits
+ * ({"RULE_ID": N, ...}), new references or NULL (maps not there). */
+json_t *pgxdp_counters(struct pgxdp *x);
+json_t *pgxdp_hits(struct pgxdp *x);
+
+void pgxdp_stats(const struct pgxdp *x, struct pgxdp_stats *st);
+
+#endif /* EDGE_PGXDP_H */
