@@ -46,6 +46,8 @@ LIB_SRCS   := $(wildcard userspace/lib/*.c)
 CLI_SRCS   := $(wildcard cli/*.c)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
+# Check suites against a real PostgreSQL (tests/pg/test_*.sh run them)
+PGT_SRCS   := $(wildcard tests/pg/test_*.c)
 TOOL_SRCS  := $(wildcard tests/tools/*.c) \
               $(filter-out %.bpf.c,$(wildcard bench/*/*.c))
 TOOL_BPF_SRCS := $(wildcard bench/*/*.bpf.c)
@@ -79,13 +81,16 @@ $(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 $(1)/tests/%: tests/unit/%.c $(1)/libedged.a $(1)/libedge.a $(HDRS) | $(1)/tests
 	$$(CC) $$(ECFLAGS) -Iuserspace -Iuserspace/pg $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)
+$(1)/tests/%: tests/pg/%.c $(1)/libedged.a $(1)/libedge.a $(HDRS) | $(1)/tests
+	$$(CC) $$(ECFLAGS) -Iuserspace -Iuserspace/pg -Itests/unit $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)
 $(1)/tests/%: tests/bpf/%.c $(1)/libedge.a $(HDRS) $(BPF_SKELS) | $(1)/tests
 	$$(CC) $$(ECFLAGS) $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedge.a $$(LIBS) $$(CHECK_LIBS)
 $(1)/lib $(1)/cli $(1)/d $(1)/tests:
 	mkdir -p $$@
 $(1)_BINS := $(1)/edgectl $(if $(EDGED_MAIN),$(1)/edged) \
    $(patsubst tests/unit/%.c,$(1)/tests/%,$(UNIT_SRCS)) \
-   $(patsubst tests/bpf/%.c,$(1)/tests/%,$(BPFT_SRCS))
+   $(patsubst tests/bpf/%.c,$(1)/tests/%,$(BPFT_SRCS)) \
+   $(patsubst tests/pg/%.c,$(1)/tests/%,$(PGT_SRCS))
 endef
 
 $(eval $(call variant,$(B),))
@@ -98,7 +103,7 @@ TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s)))) \
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools
-	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread -lpq
 $(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
 	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
 $(B)/tools:

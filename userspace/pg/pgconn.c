@@ -222,28 +222,41 @@ static void pgconn_poll(struct pgconn *c)
 	}
 }
 
-/* Hand over what arrived: notifications, then the running query's
- * results while they are complete. */
-static void pgconn_deliver(struct pgconn *c)
+static void pgconn_notifies(struct pgconn *c)
 {
 	PGnotify *n;
-	PGresult *res;
 
 	while (c->pg && (n = PQnotifies(c->pg))) {
 		if (c->ops->notify)
 			c->ops->notify(c, n->relname, n->extra, c->arg);
 		PQfreemem(n);
 	}
+}
+
+/*
+ * Hand over what arrived: notifications, then the running query's
+ * results while they are complete, then the notifications parsing those
+ * results queued: libpq reads a NOTIFY that came in the same read as a
+ * result only while it parses that result, and nothing else would look
+ * for it before the server sends another byte (which, on a quiet
+ * database, is the next version check, seconds later).
+ */
+static void pgconn_deliver(struct pgconn *c)
+{
+	PGresult *res;
+
+	pgconn_notifies(c);
 	while (c->pg && c->busy && !c->flushing && !PQisBusy(c->pg)) {
 		res = PQgetResult(c->pg);
 		if (!res) {
 			c->busy = false;
 			evtimer_del(c->timer);
 			c->ops->result(c, NULL, c->arg);
-			return;
+			break;
 		}
 		c->ops->result(c, res, c->arg);
 	}
+	pgconn_notifies(c);
 }
 
 static void pgconn_flush(struct pgconn *c)
