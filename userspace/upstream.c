@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "siphash.h"
 #include "upstream.h"
 
 /* Round-robin positions: UPSTREAM_RR_SETS sets of UPSTREAM_RR_WAYS. */
@@ -88,88 +89,6 @@ struct upstream_worker {
 	struct upstream_stats st;
 };
 
-/* ---- SipHash-2-4 under a per-process key ----------------------------- */
-
-static uint8_t upstream_key[16];
-static pthread_once_t upstream_key_once = PTHREAD_ONCE_INIT;
-
-static void upstream_key_init(void)
-{
-	if (RAND_bytes(upstream_key, sizeof(upstream_key)) == 1)
-		return;
-	if (getrandom(upstream_key, sizeof(upstream_key), 0) ==
-	    (ssize_t)sizeof(upstream_key))
-		return;
-	/* no entropy at all: the hash still spreads, it is only guessable */
-	memcpy(upstream_key, "edge-upstream-k!", sizeof(upstream_key));
-}
-
-static uint64_t upstream_rotl(uint64_t x, int b)
-{
-	return (x << b) | (x >> (64 - b));
-}
-
-/* p[0..8) as a little-endian number: one load (the byte loop this was
- * compiled to eight loads and shifts per word). */
-static uint64_t upstream_le64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
-
-#define UPSTREAM_SIPROUND                                                      \
-	do {                                                                   \
-		v0 += v1;                                                      \
-		v1 = upstream_rotl(v1, 13);                                    \
-		v1 ^= v0;                                                      \
-		v0 = upstream_rotl(v0, 32);                                    \
-		v2 += v3;                                                      \
-		v3 = upstream_rotl(v3, 16);                                    \
-		v3 ^= v2;                                                      \
-		v0 += v3;                                                      \
-		v3 = upstream_rotl(v3, 21);                                    \
-		v3 ^= v0;                                                      \
-		v2 += v1;                                                      \
-		v1 = upstream_rotl(v1, 17);                                    \
-		v1 ^= v2;                                                      \
-		v2 = upstream_rotl(v2, 32);                                    \
-	} while (0)
-
-static uint64_t upstream_siphash(const void *data, size_t len)
-{
-	const uint8_t *in = data;
-	uint64_t k0 = upstream_le64(upstream_key);
-	uint64_t k1 = upstream_le64(upstream_key + 8);
-	uint64_t v0 = 0x736f6d6570736575ull ^ k0;
-	uint64_t v1 = 0x646f72616e646f6dull ^ k1;
-	uint64_t v2 = 0x6c7967656e657261ull ^ k0;
-	uint64_t v3 = 0x7465646279746573ull ^ k1;
-	uint64_t b = (uint64_t)len << 56, m;
-	size_t i, left = len & 7;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		m = upstream_le64(in + i);
-		v3 ^= m;
-		UPSTREAM_SIPROUND;
-		UPSTREAM_SIPROUND;
-		v0 ^= m;
-	}
-	while (left--)
-		b |= (uint64_t)in[i + left] << (8 * left);
-	v3 ^= b;
-	UPSTREAM_SIPROUND;
-	UPSTREAM_SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	UPSTREAM_SIPROUND;
-	UPSTREAM_SIPROUND;
-	UPSTREAM_SIPROUND;
-	UPSTREAM_SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 /* ---- endpoint identity -------------------------------------------------- */
 
 /* An address as bytes: family (1), port (2), address (4 or 16). Returns
@@ -210,7 +129,7 @@ static uint64_t upstream_addr_hash(const struct config_addr *a)
 	uint8_t k[19];
 	size_t n = upstream_addr_key(a, k);
 
-	return upstream_siphash(k, n);
+	return siphash_key(k, n);
 }
 
 /* ---- worker ------------------------------------------------------------- */
@@ -219,7 +138,6 @@ int upstream_worker_new(struct upstream_worker **out)
 {
 	struct upstream_worker *w;
 
-	pthread_once(&upstream_key_once, upstream_key_init);
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -453,7 +371,7 @@ static struct upstream_rr *upstream_rr_for(struct upstream_worker *w,
 	struct upstream_rr *set, *victim = NULL;
 	size_t i;
 
-	set = &w->rr[(upstream_siphash(k, sizeof(k)) % UPSTREAM_RR_SETS) *
+	set = &w->rr[(siphash_key(k, sizeof(k)) % UPSTREAM_RR_SETS) *
 		     UPSTREAM_RR_WAYS];
 	for (i = 0; i < UPSTREAM_RR_WAYS; i++) {
 		struct upstream_rr *r = &set[i];
@@ -526,7 +444,7 @@ static uint64_t upstream_hrw(const uint8_t *ck, size_t n,
 
 	memcpy(b, ck, n);
 	memcpy(b + n, &ep->hash, 8);
-	return upstream_siphash(b, n + 8);
+	return siphash_key(b, n + 8);
 }
 
 int upstream_select(struct upstream_worker *w, uint64_t generation,
