@@ -446,10 +446,11 @@ static void proxy_connect(struct req *r)
 		req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 		return;
 	}
-	rc = upstream_select(w->up, route_table_generation(r->rt),
-			     r->m.route_index, r->m.upstreams, r->m.n_upstreams,
-			     r->m.balance, r->peer, now, p->tried, p->ntried,
-			     &ep);
+	/* round robin per route: its key is the same in every generation
+	 * its project is unchanged in */
+	rc = upstream_select(w->up, r->m.route_key, 0, r->m.upstreams,
+			     r->m.n_upstreams, r->m.balance, r->peer, now,
+			     p->tried, p->ntried, &ep);
 	if (rc) {
 		req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 		return;

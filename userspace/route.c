@@ -1,182 +1,152 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * route.c - route table generations: built once from the route sources'
- * lists of projects into one arena, looked up without locks or
+ * route.c - route table generations: each project compiled once into a
+ * segment of its own, the segments and the domains found through
+ * persistent maps (pmap.h) that a new generation shares with the one
+ * before but for what a change touched; looked up without locks or
  * allocation, swapped atomically.
  */
 #include <errno.h>
 #include <sched.h>
-#include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clk.h"
+#include "pmap.h"
 #include "route.h"
-
-#define ROUTE_ARENA_BLOCK 16384
 
 struct route_project {
 	const char *id, *name;
+	unsigned src; /* enum route_src_id */
 	bool enabled;
-	bool has_allow;
-	struct rules rules; /* v points into the arena */
+	bool has_allow;	    /* with the rules in force when compiled */
+	int64_t first_exp;  /* the earliest rule expiry, 0: none */
+	struct rules rules; /* the source's */
 };
 
 struct route_env;
 
 struct route_r {
 	const char *prefix; /* NULL: the environment's default route */
-	/* a claim's route: everything but the prefix and the gauge is this
-	 * environment's (its project, ids, deployment, security); NULL: the
-	 * route's own environment */
-	const struct route_env *target;
 	size_t prefix_len;
 	bool strip;
+	/* whose route this is: its project, ids, deployment and headers
+	 * (a claim's: the environment it routes to) */
+	const struct route_env *env;
 	const struct config_addr *upstreams;
 	size_t n_upstreams;
 	enum config_balance balance;
-	uint64_t max_body_bytes;
-	unsigned index;
+	uint64_t max_body_bytes; /* ROUTE_SRC_INHERIT: the table's */
+	uint64_t key;
 	struct admit_gauge inflight;
 };
 
 struct route_env {
 	const struct route_project *project;
 	const char *id, *name, *deployment_id;
-	const char **domains;
-	size_t n_domains;
-	struct config_security_headers security;
+	const struct route_src_env *src;
 	struct route_r def;
 	struct route_r *routes; /* longest prefix first */
 	size_t n_routes;
-	bool no_default;  /* made for claims only: no route but theirs */
-	size_t n_claimed; /* claims routed through it (building) */
 };
 
-/* A slot of a domain hash table (open addressing, linear probing). */
+/* A domain + path prefix routed to an environment of this segment. */
+struct route_claim {
+	const char *domain;
+	struct route_r r;
+};
+
+/* One project of one source, compiled: immutable but for its gauges,
+ * shared by every generation it is unchanged in. */
+struct route_seg {
+	atomic_uint ref;
+	struct route_src_project sp; /* the source's definition, owned */
+	struct route_project proj;
+	struct route_env *envs;
+	size_t n_envs;
+	struct route_claim *claims;
+	size_t n_claims;
+	size_t n_routes;
+};
+
+/* What one domain (a key of the exact or the wildcard map) routes to:
+ * the environment serving it (NULL: only its claims) and the claims on
+ * it, longest prefix first. */
 struct route_dom {
-	const char *name; /* NULL: empty slot; wildcards without "*." */
-	size_t len;
-	const struct route_env *env;
-};
-
-struct route_blk {
-	struct route_blk *next;
-	size_t used, cap;
-	alignas(16) unsigned char data[];
+	const struct route_env *owner;
+	size_t n_claims;
+	const char *name; /* as configured: "a.b" or "*.b" */
+	const struct route_r *claims[];
 };
 
 struct route_table {
 	atomic_uint ref;
 	uint64_t generation;
-	struct route_blk *arena;
-	struct route_env *envs;
-	size_t n_envs, cap_envs;
-	struct route_r **routes; /* by index */
-	size_t n_routes;
-	struct route_dom *exact, *wild;
-	size_t exact_cap, wild_cap; /* powers of two */
+	struct route_defaults def;
+	/* id -> segment (the maps' own reference); environment and
+	 * deployment ids -> segment; domains -> struct route_dom (exact,
+	 * and wildcards by their suffix without "*.") */
+	struct pmap_node *projects, *envs, *deps, *exact, *wild;
+	size_t n_routes, n_projects;
 };
 
 static atomic_ullong route_generations;
+static atomic_ullong route_keys;
 
-/* ---- arena ---------------------------------------------------------- */
+/* ---- segments ---------------------------------------------------------- */
 
-static void *rt_alloc(struct route_table *t, size_t n)
+static void rt_seg_put(void *v)
 {
-	struct route_blk *b = t->arena;
-	void *p;
+	struct route_seg *s = v;
+	size_t i;
 
-	n = (n + 15) & ~(size_t)15;
-	if (!b || b->cap - b->used < n) {
-		size_t cap = n > ROUTE_ARENA_BLOCK ? n : ROUTE_ARENA_BLOCK;
+	if (!s ||
+	    atomic_fetch_sub_explicit(&s->ref, 1, memory_order_acq_rel) != 1)
+		return;
+	for (i = 0; i < s->n_envs; i++)
+		free(s->envs[i].routes);
+	free(s->envs);
+	free(s->claims);
+	route_src_project_clear(&s->sp);
+	free(s);
+}
 
-		b = calloc(1, sizeof(*b) + cap);
-		if (!b)
-			return NULL;
-		b->cap = cap;
-		b->next = t->arena;
-		t->arena = b;
+static struct route_seg *rt_seg_get(struct route_seg *s)
+{
+	atomic_fetch_add_explicit(&s->ref, 1, memory_order_relaxed);
+	return s;
+}
+
+static const struct pmap_ops rt_seg_ops = {rt_seg_put};
+static const struct pmap_ops rt_ref_ops = {NULL};
+static const struct pmap_ops rt_dom_ops = {free};
+
+/* Whether the rules make the project's list exclusive at now: some
+ * unexpired allow rule is not an exception carved out of an unexpired
+ * block rule. */
+static bool rt_allow_list(const struct rules *r, int64_t now)
+{
+	size_t i, j;
+
+	for (i = 0; i < r->n; i++) {
+		bool inside = false;
+
+		if (r->v[i].action != EDGE_ACT_ALLOW ||
+		    (r->v[i].expires_at && r->v[i].expires_at <= now))
+			continue;
+		for (j = 0; j < r->n && !inside; j++)
+			inside =
+			    r->v[j].action == EDGE_ACT_BLOCK &&
+			    (!r->v[j].expires_at || r->v[j].expires_at > now) &&
+			    cidr_contains(&r->v[j].cidr, &r->v[i].cidr);
+		if (!inside)
+			return true;
 	}
-	p = b->data + b->used;
-	b->used += n;
-	return p;
+	return false;
 }
 
-static char *rt_strdup(struct route_table *t, const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *p = rt_alloc(t, n);
-
-	if (p)
-		memcpy(p, s, n);
-	return p;
-}
-
-static void *rt_memdup(struct route_table *t, const void *s, size_t n)
-{
-	void *p;
-
-	if (n == 0)
-		return NULL;
-	p = rt_alloc(t, n);
-	if (p)
-		memcpy(p, s, n);
-	return p;
-}
-
-/* ---- domain hash tables ----------------------------------------------- */
-
-static uint64_t rt_hash(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h ^ (h >> 31);
-}
-
-static const struct route_dom *rt_find(const struct route_dom *tab, size_t cap,
-				       const char *name, size_t len)
-{
-	size_t i;
-
-	if (!cap)
-		return NULL;
-	for (i = rt_hash(name, len) & (cap - 1); tab[i].name;
-	     i = (i + 1) & (cap - 1))
-		if (tab[i].len == len && memcmp(tab[i].name, name, len) == 0)
-			return &tab[i];
-	return NULL;
-}
-
-static int rt_insert(struct route_dom *tab, size_t cap, const char *name,
-		     const struct route_env *env)
-{
-	size_t len = strlen(name), i;
-
-	for (i = rt_hash(name, len) & (cap - 1); tab[i].name;
-	     i = (i + 1) & (cap - 1))
-		if (tab[i].len == len && memcmp(tab[i].name, name, len) == 0)
-			return -EEXIST;
-	tab[i].name = name;
-	tab[i].len = len;
-	tab[i].env = env;
-	return 0;
-}
-
-static size_t rt_cap_for(size_t n)
-{
-	size_t cap = 16;
-
-	while (cap < n * 2)
-		cap *= 2;
-	return cap;
-}
-
-/* ---- building --------------------------------------------------------- */
-
-static int rt_cmp_prefix_len(const void *a, const void *b)
+static int rt_cmp_route(const void *a, const void *b)
 {
 	const struct route_r *x = a, *y = b;
 
@@ -185,395 +155,145 @@ static int rt_cmp_prefix_len(const void *a, const void *b)
 	return strcmp(x->prefix, y->prefix);
 }
 
-static void rt_route_init(struct route_r *r, const struct config_addr *ups,
-			  size_t n_ups, enum config_balance balance,
-			  uint64_t max_body, unsigned limit)
+static void rt_route_init(struct route_r *r, const struct route_env *env,
+			  const struct config_addr *ups, size_t n_ups,
+			  enum config_balance balance, uint64_t max_body,
+			  const struct route_defaults *def)
 {
+	r->env = env;
 	r->upstreams = ups;
 	r->n_upstreams = n_ups;
 	r->balance = balance;
 	r->max_body_bytes = max_body;
-	admit_gauge_init(&r->inflight, limit);
+	r->key = atomic_fetch_add(&route_keys, 1) + 1;
+	admit_gauge_init(&r->inflight, (unsigned)def->max_inflight_per_route);
 }
 
-static int rt_build_env(struct route_table *t, const struct route_defaults *def,
-			const struct route_src_env *ce,
-			const struct route_project *rp, struct route_env *e)
+/* Compile project p of source src (its contents move into the segment,
+ * p is left empty). NULL when out of memory (p freed). */
+static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
+				    const struct route_defaults *def)
 {
-	unsigned limit = (unsigned)def->max_inflight_per_route;
-	uint64_t env_max = ce->max_body_bytes == ROUTE_SRC_INHERIT
-			       ? def->max_body_bytes
-			       : ce->max_body_bytes;
-	const struct config_addr *ups;
-	size_t i;
+	struct route_seg *s = calloc(1, sizeof(*s));
+	struct route_project *rp;
+	size_t i, j, k = 0, nc = 0;
+	int64_t now = (int64_t)(clk_real_ns() / 1000000000ull);
 
-	e->project = rp;
-	e->id = rt_strdup(t, ce->id);
-	e->name = rt_strdup(t, ce->name);
-	e->deployment_id = rt_strdup(t, ce->deployment.id);
-	e->security = ce->security;
-	e->security.frame_options = rt_strdup(t, ce->security.frame_options);
-	e->security.referrer_policy =
-	    rt_strdup(t, ce->security.referrer_policy);
-	ups = rt_memdup(t, ce->deployment.upstreams,
-			ce->deployment.n_upstreams * sizeof(*ups));
-	e->domains = rt_alloc(t, (ce->n_domains + 1) * sizeof(*e->domains));
-	if (!e->id || !e->name || !e->deployment_id ||
-	    !e->security.frame_options || !e->security.referrer_policy ||
-	    (ce->deployment.n_upstreams && !ups) || !e->domains)
-		return -ENOMEM;
-	for (i = 0; i < ce->n_domains; i++) {
-		e->domains[i] = rt_strdup(t, ce->domains[i]);
-		if (!e->domains[i])
-			return -ENOMEM;
+	if (!s) {
+		route_src_project_clear(p);
+		return NULL;
 	}
-	e->n_domains = ce->n_domains;
-	rt_route_init(&e->def, ups, ce->deployment.n_upstreams,
-		      ce->deployment.balance, env_max, limit);
-	if (ce->n_routes) {
-		e->routes = rt_alloc(t, ce->n_routes * sizeof(*e->routes));
-		if (!e->routes)
-			return -ENOMEM;
-	}
-	for (i = 0; i < ce->n_routes; i++) {
-		const struct route_src_route *cr = &ce->routes[i];
-		struct route_r *r = &e->routes[i];
-		const struct config_addr *rups = ups;
-		size_t n = ce->deployment.n_upstreams;
+	atomic_init(&s->ref, 1);
+	s->sp = *p;
+	memset(p, 0, sizeof(*p));
+	rp = &s->proj;
+	rp->id = s->sp.id;
+	rp->name = s->sp.name ? s->sp.name : s->sp.id;
+	rp->src = src;
+	rp->enabled = s->sp.enabled;
+	rp->rules = s->sp.ip_rules;
+	rp->has_allow = rt_allow_list(&rp->rules, now);
+	for (i = 0; i < rp->rules.n; i++) {
+		int64_t x = rp->rules.v[i].expires_at;
 
-		if (cr->n_upstreams) {
-			rups = rt_memdup(t, cr->upstreams,
-					 cr->n_upstreams * sizeof(*rups));
-			n = cr->n_upstreams;
-			if (!rups)
-				return -ENOMEM;
+		if (x && (!rp->first_exp || x < rp->first_exp))
+			rp->first_exp = x;
+	}
+	for (i = 0; i < s->sp.n_envs; i++)
+		nc += s->sp.envs[i].n_claims;
+	s->envs = calloc(s->sp.n_envs + 1, sizeof(*s->envs));
+	s->claims = calloc(nc + 1, sizeof(*s->claims));
+	if (!s->envs || !s->claims)
+		goto fail;
+	for (i = 0; i < s->sp.n_envs; i++) {
+		const struct route_src_env *ce = &s->sp.envs[i];
+		struct route_env *e = &s->envs[i];
+		uint64_t env_max = ce->max_body_bytes;
+
+		e->project = rp;
+		e->src = ce;
+		e->id = ce->id;
+		e->name = ce->name ? ce->name : ce->id;
+		e->deployment_id = ce->deployment.id ? ce->deployment.id : "";
+		rt_route_init(&e->def, e, ce->deployment.upstreams,
+			      ce->deployment.n_upstreams,
+			      ce->deployment.balance, env_max, def);
+		if (ce->n_routes &&
+		    !(e->routes = calloc(ce->n_routes, sizeof(*e->routes))))
+			goto fail;
+		for (j = 0; j < ce->n_routes; j++) {
+			const struct route_src_route *cr = &ce->routes[j];
+			struct route_r *r = &e->routes[j];
+
+			rt_route_init(
+			    r, e,
+			    cr->n_upstreams ? cr->upstreams
+					    : ce->deployment.upstreams,
+			    cr->n_upstreams ? cr->n_upstreams
+					    : ce->deployment.n_upstreams,
+			    cr->balance,
+			    cr->max_body_bytes == ROUTE_SRC_INHERIT
+				? env_max
+				: cr->max_body_bytes,
+			    def);
+			r->prefix = cr->prefix;
+			r->prefix_len = strlen(cr->prefix);
+			r->strip = cr->strip_prefix;
 		}
-		r->prefix = rt_strdup(t, cr->prefix);
-		if (!r->prefix)
-			return -ENOMEM;
-		r->prefix_len = strlen(cr->prefix);
-		r->strip = cr->strip_prefix;
-		rt_route_init(r, rups, n, cr->balance,
-			      cr->max_body_bytes == ROUTE_SRC_INHERIT
-				  ? env_max
-				  : cr->max_body_bytes,
-			      limit);
+		e->n_routes = ce->n_routes;
+		if (e->n_routes > 1)
+			qsort(e->routes, e->n_routes, sizeof(*e->routes),
+			      rt_cmp_route);
+		for (j = 0; j < ce->n_claims; j++, k++) {
+			struct route_claim *c = &s->claims[k];
+
+			c->domain = ce->claims[j].domain;
+			c->r = e->def;
+			c->r.key = atomic_fetch_add(&route_keys, 1) + 1;
+			admit_gauge_init(&c->r.inflight,
+					 (unsigned)def->max_inflight_per_route);
+			c->r.prefix = ce->claims[j].prefix;
+			c->r.prefix_len = strlen(c->r.prefix);
+			c->r.strip = ce->claims[j].strip_prefix;
+		}
+		s->n_routes += 1 + e->n_routes + ce->n_claims;
 	}
-	e->n_routes = ce->n_routes;
-	return 0;
+	s->n_envs = s->sp.n_envs;
+	s->n_claims = nc;
+	return s;
+fail:
+	for (i = 0; i < s->sp.n_envs && s->envs; i++)
+		free(s->envs[i].routes);
+	s->n_envs = 0;
+	rt_seg_put(s);
+	return NULL;
 }
 
-/* Index every environment's domains; the tables have room for
- * extra_exact and extra_wild more (environments made for claims). */
-static int rt_index_domains(struct route_table *t, size_t extra_exact,
-			    size_t extra_wild, struct errbuf *err)
+/* "the file source (project p, environment e)", or without the
+ * environment when e is NULL. */
+static const char *rt_where(const struct route_project *p,
+			    const struct route_env *e, char *buf, size_t len)
 {
-	size_t i, j, n_exact = extra_exact, n_wild = extra_wild;
-
-	for (i = 0; i < t->n_envs; i++)
-		for (j = 0; j < t->envs[i].n_domains; j++) {
-			if (t->envs[i].domains[j][0] == '*')
-				n_wild++;
-			else
-				n_exact++;
-		}
-	t->exact_cap = rt_cap_for(n_exact);
-	t->wild_cap = rt_cap_for(n_wild);
-	t->exact = rt_alloc(t, t->exact_cap * sizeof(*t->exact));
-	t->wild = rt_alloc(t, t->wild_cap * sizeof(*t->wild));
-	if (!t->exact || !t->wild)
-		return -ENOMEM;
-	memset(t->exact, 0, t->exact_cap * sizeof(*t->exact));
-	memset(t->wild, 0, t->wild_cap * sizeof(*t->wild));
-	for (i = 0; i < t->n_envs; i++)
-		for (j = 0; j < t->envs[i].n_domains; j++) {
-			const char *d = t->envs[i].domains[j];
-			int rc = d[0] == '*' ? rt_insert(t->wild, t->wild_cap,
-							 d + 2, &t->envs[i])
-					     : rt_insert(t->exact, t->exact_cap,
-							 d, &t->envs[i]);
-
-			if (rc < 0) {
-				errbuf_set(err,
-					   "domain %s is claimed by two "
-					   "environments",
-					   d);
-				return rc;
-			}
-		}
-	return 0;
+	if (!e)
+		snprintf(buf, len, "the %s source", route_src_name(p->src));
+	else
+		snprintf(buf, len, "the %s source (project %s, environment %s)",
+			 route_src_name(p->src), p->id, e->id);
+	return buf;
 }
+
+/* ---- the table's life -------------------------------------------------- */
 
 static void rt_free(struct route_table *t)
 {
-	struct route_blk *b, *next;
-
 	if (!t)
 		return;
-	for (b = t->arena; b; b = next) {
-		next = b->next;
-		free(b);
-	}
+	pmap_put(t->exact, &rt_dom_ops);
+	pmap_put(t->wild, &rt_dom_ops);
+	pmap_put(t->envs, &rt_ref_ops);
+	pmap_put(t->deps, &rt_ref_ops);
+	pmap_put(t->projects, &rt_seg_ops);
 	free(t);
-}
-
-/* Whether a project's allow rules make its list exclusive: some allow
- * rule is not an exception carved out of a block rule. */
-static bool rt_allow_list(const struct rules *r)
-{
-	size_t i, j;
-
-	for (i = 0; i < r->n; i++) {
-		bool inside = false;
-
-		if (r->v[i].action != EDGE_ACT_ALLOW)
-			continue;
-		for (j = 0; j < r->n && !inside; j++)
-			inside = r->v[j].action == EDGE_ACT_BLOCK &&
-				 cidr_contains(&r->v[j].cidr, &r->v[i].cidr);
-		if (!inside)
-			return true;
-	}
-	return false;
-}
-
-/* Add the project cp and its environments to t (sized for them). */
-static int rt_build_project(struct route_table *t,
-			    const struct route_defaults *def,
-			    const struct route_src_project *cp)
-{
-	struct route_project *rp = rt_alloc(t, sizeof(*rp));
-	size_t j;
-	int rc;
-
-	if (!rp)
-		return -ENOMEM;
-	memset(rp, 0, sizeof(*rp));
-	rp->id = rt_strdup(t, cp->id);
-	rp->name = rt_strdup(t, cp->name);
-	rp->enabled = cp->enabled;
-	rp->has_allow = rt_allow_list(&cp->ip_rules);
-	rp->rules.n = rp->rules.cap = cp->ip_rules.n;
-	rp->rules.v =
-	    rt_memdup(t, cp->ip_rules.v, cp->ip_rules.n * sizeof(*rp->rules.v));
-	if (!rp->id || !rp->name || (cp->ip_rules.n && !rp->rules.v))
-		return -ENOMEM;
-	for (j = 0; j < cp->n_envs; j++) {
-		struct route_env *e = &t->envs[t->n_envs++];
-
-		rc = rt_build_env(t, def, &cp->envs[j], rp, e);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* The environment a claim's domain is served by: its own (exact or
- * wildcard) if one serves it, else one made for claims on it. */
-static struct route_env *rt_claim_owner(struct route_table *t,
-					const char *domain, struct errbuf *err)
-{
-	bool wild = domain[0] == '*';
-	const char *key = wild ? domain + 2 : domain;
-	struct route_dom *tab = wild ? t->wild : t->exact;
-	size_t cap = wild ? t->wild_cap : t->exact_cap;
-	const struct route_dom *d = rt_find(tab, cap, key, strlen(key));
-	struct route_env *e;
-
-	if (d)
-		return (struct route_env *)d->env;
-	if (t->n_envs >= t->cap_envs) {
-		errbuf_set(err, "route table: claims overflow");
-		return NULL;
-	}
-	e = &t->envs[t->n_envs++];
-	memset(e, 0, sizeof(*e));
-	e->no_default = true;
-	e->id = e->name = e->deployment_id = "";
-	e->domains = rt_alloc(t, 2 * sizeof(*e->domains));
-	e->security.frame_options = rt_strdup(t, "");
-	e->security.referrer_policy = e->security.frame_options;
-	if (!e->domains || !(e->domains[0] = rt_strdup(t, domain)) ||
-	    !e->security.frame_options)
-		return NULL;
-	e->n_domains = 1;
-	key = wild ? e->domains[0] + 2 : e->domains[0];
-	if (rt_insert(tab, cap, key, e) < 0)
-		return NULL;
-	return e;
-}
-
-/*
- * Put every claim (domain + prefix -> environment) among the routes of
- * the environment serving its domain: two passes, counting then filling,
- * so that each owner's routes are one array. A (domain, prefix) claimed
- * twice, or a prefix an owner already routes, is refused.
- */
-static int rt_attach_claims(struct route_table *t, size_t n_real,
-			    const struct route_src_env *const *cenv,
-			    const struct route_env **owner_of,
-			    size_t n_claims_all, struct errbuf *err)
-{
-	size_t i, j, k = 0, m;
-
-	(void)n_claims_all;
-	for (i = 0; i < n_real; i++)
-		for (j = 0; j < cenv[i]->n_claims; j++, k++) {
-			struct route_env *o =
-			    rt_claim_owner(t, cenv[i]->claims[j].domain, err);
-
-			if (!o)
-				return err->msg[0] ? -EINVAL : -ENOMEM;
-			owner_of[k] = o;
-			o->n_claimed++;
-		}
-	for (i = 0; i < t->n_envs; i++) {
-		struct route_env *o = &t->envs[i];
-		struct route_r *v;
-
-		if (!o->n_claimed)
-			continue;
-		v = rt_alloc(t, (o->n_routes + o->n_claimed) * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		if (o->n_routes)
-			memcpy(v, o->routes, o->n_routes * sizeof(*v));
-		o->routes = v;
-	}
-	for (i = 0, k = 0; i < n_real; i++) {
-		const struct route_env *target = &t->envs[i];
-
-		for (j = 0; j < cenv[i]->n_claims; j++, k++) {
-			const struct route_src_claim *cl = &cenv[i]->claims[j];
-			struct route_env *o = (struct route_env *)owner_of[k];
-			struct route_r *r = &o->routes[o->n_routes];
-
-			for (m = 0; m < o->n_routes; m++)
-				if (strcmp(o->routes[m].prefix, cl->prefix) ==
-				    0) {
-					errbuf_set(err,
-						   "%s%s is routed twice (to "
-						   "environment %s and %s)",
-						   cl->domain, cl->prefix,
-						   target->id,
-						   o->routes[m].target
-						       ? o->routes[m].target->id
-						       : o->id);
-					return -EEXIST;
-				}
-			memset(r, 0, sizeof(*r));
-			r->upstreams = target->def.upstreams;
-			r->n_upstreams = target->def.n_upstreams;
-			r->balance = target->def.balance;
-			r->max_body_bytes = target->def.max_body_bytes;
-			r->target = target;
-			r->prefix = rt_strdup(t, cl->prefix);
-			if (!r->prefix)
-				return -ENOMEM;
-			r->prefix_len = strlen(cl->prefix);
-			r->strip = cl->strip_prefix;
-			admit_gauge_init(
-			    &r->inflight,
-			    atomic_load(&target->def.inflight.limit));
-			o->n_routes++;
-		}
-	}
-	return 0;
-}
-
-/* Number every route, each environment's default first, and sort each
- * environment's prefixes longest first. */
-static void rt_index_routes(struct route_table *t)
-{
-	size_t i, k;
-
-	t->n_routes = 0;
-	for (i = 0; i < t->n_envs; i++) {
-		struct route_env *e = &t->envs[i];
-
-		if (e->n_routes > 1)
-			qsort(e->routes, e->n_routes, sizeof(*e->routes),
-			      rt_cmp_prefix_len);
-		if (!e->no_default) {
-			e->def.index = (unsigned)t->n_routes;
-			t->routes[t->n_routes++] = &e->def;
-		}
-		for (k = 0; k < e->n_routes; k++) {
-			e->routes[k].index = (unsigned)t->n_routes;
-			t->routes[t->n_routes++] = &e->routes[k];
-		}
-	}
-}
-
-int route_table_build(const struct route_src *const *src, size_t n_src,
-		      const struct route_defaults *def,
-		      struct route_table **out, struct errbuf *err)
-{
-	const struct route_src_env **cenv = NULL;
-	const struct route_env **owner_of = NULL;
-	struct route_table *t;
-	size_t s, i, j, n_envs = 0, n_routes = 0, n_claims = 0, k = 0;
-	size_t n_exact_claims = 0, n_wild_claims = 0;
-	int rc = -ENOMEM;
-
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		goto fail;
-	atomic_init(&t->ref, 1);
-	for (s = 0; s < n_src; s++)
-		for (i = 0; src[s] && i < src[s]->n_projects; i++)
-			for (j = 0; j < src[s]->projects[i].n_envs; j++) {
-				const struct route_src_env *ce =
-				    &src[s]->projects[i].envs[j];
-
-				n_envs++;
-				n_routes += 1 + ce->n_routes + ce->n_claims;
-				n_claims += ce->n_claims;
-			}
-	/* room for an environment made per claim, at most */
-	t->cap_envs = n_envs + n_claims;
-	if (t->cap_envs) {
-		t->envs = rt_alloc(t, t->cap_envs * sizeof(*t->envs));
-		t->routes = rt_alloc(t, n_routes * sizeof(*t->routes));
-		cenv = calloc(n_envs, sizeof(*cenv));
-		owner_of = calloc(n_claims + 1, sizeof(*owner_of));
-		if (!t->envs || !t->routes || !cenv || !owner_of)
-			goto fail;
-		memset(t->envs, 0, t->cap_envs * sizeof(*t->envs));
-	}
-	for (s = 0; s < n_src; s++)
-		for (i = 0; src[s] && i < src[s]->n_projects; i++) {
-			rc = rt_build_project(t, def, &src[s]->projects[i]);
-			if (rc < 0)
-				goto fail;
-			for (j = 0; j < src[s]->projects[i].n_envs; j++)
-				cenv[k++] = &src[s]->projects[i].envs[j];
-		}
-	for (i = 0; i < n_envs; i++)
-		for (j = 0; j < cenv[i]->n_claims; j++) {
-			if (cenv[i]->claims[j].domain[0] == '*')
-				n_wild_claims++;
-			else
-				n_exact_claims++;
-		}
-	rc = rt_index_domains(t, n_exact_claims, n_wild_claims, err);
-	if (rc == 0 && n_claims)
-		rc = rt_attach_claims(t, n_envs, cenv, owner_of, n_claims, err);
-	if (rc < 0)
-		goto fail;
-	rt_index_routes(t);
-	free(cenv);
-	free(owner_of);
-	t->generation = atomic_fetch_add(&route_generations, 1) + 1;
-	*out = t;
-	return 0;
-fail:
-	if (rc == -ENOMEM)
-		errbuf_set(err, "route table: out of memory");
-	free(cenv);
-	free(owner_of);
-	rt_free(t);
-	return rc;
 }
 
 struct route_table *route_table_get(struct route_table *t)
@@ -598,6 +318,590 @@ uint64_t route_table_generation(const struct route_table *t)
 size_t route_table_nroutes(const struct route_table *t)
 {
 	return t->n_routes;
+}
+
+size_t route_table_nprojects(const struct route_table *t)
+{
+	return t->n_projects;
+}
+
+/* ---- building -------------------------------------------------------------
+ */
+
+struct route_build {
+	struct route_table *t; /* not published yet: ours */
+	uint64_t epoch;
+	bool broken;  /* a change half made (out of memory): no end */
+	bool new_cap; /* the per-route cap changed: set at the end */
+};
+
+static int rt_limit_one(void *arg, const char *key, size_t len, void *val)
+{
+	const struct route_defaults *def = arg;
+	struct route_seg *s = val;
+	unsigned lim = (unsigned)def->max_inflight_per_route;
+	size_t i, j;
+
+	(void)key;
+	(void)len;
+	for (i = 0; i < s->n_envs; i++) {
+		admit_gauge_set_limit(&s->envs[i].def.inflight, lim);
+		for (j = 0; j < s->envs[i].n_routes; j++)
+			admit_gauge_set_limit(&s->envs[i].routes[j].inflight,
+					      lim);
+	}
+	for (i = 0; i < s->n_claims; i++)
+		admit_gauge_set_limit(&s->claims[i].r.inflight, lim);
+	return 0;
+}
+
+int route_build_begin(const struct route_table *prev,
+		      const struct route_defaults *def,
+		      struct route_build **out)
+{
+	struct route_build *b = calloc(1, sizeof(*b));
+	struct route_table *t = calloc(1, sizeof(*t));
+
+	if (!b || !t) {
+		free(b);
+		free(t);
+		return -ENOMEM;
+	}
+	atomic_init(&t->ref, 1);
+	t->def = *def;
+	if (prev) {
+		t->projects = pmap_ref(prev->projects);
+		t->envs = pmap_ref(prev->envs);
+		t->deps = pmap_ref(prev->deps);
+		t->exact = pmap_ref(prev->exact);
+		t->wild = pmap_ref(prev->wild);
+		t->n_routes = prev->n_routes;
+		t->n_projects = prev->n_projects;
+		b->new_cap = def->max_inflight_per_route !=
+			     prev->def.max_inflight_per_route;
+	}
+	b->t = t;
+	b->epoch = pmap_epoch();
+	*out = b;
+	return 0;
+}
+
+void route_build_abort(struct route_build *b)
+{
+	if (!b)
+		return;
+	rt_free(b->t);
+	free(b);
+}
+
+int route_build_end(struct route_build *b, struct route_table **out)
+{
+	int rc = b->broken ? -ENOMEM : 0;
+
+	*out = NULL;
+	if (rc == 0) {
+		/* the gauges are live: a new cap applies to the requests of
+		 * every generation at once (the segments compiled in this
+		 * build have it already) */
+		if (b->new_cap)
+			pmap_foreach(b->t->projects, rt_limit_one, &b->t->def);
+		b->t->generation = atomic_fetch_add(&route_generations, 1) + 1;
+		*out = b->t;
+		b->t = NULL;
+	}
+	route_build_abort(b);
+	return rc;
+}
+
+/* A domain the change touches: which map, the key there. */
+struct rt_key {
+	bool wild;
+	const char *name; /* as configured */
+	const char *key;  /* name, or name + 2 for a wildcard */
+	size_t len;
+	struct route_dom *next; /* the entry it gets; NULL: none */
+};
+
+struct rt_keys {
+	struct rt_key *v;
+	size_t n, cap;
+};
+
+static int rt_key_add(struct rt_keys *k, const char *name)
+{
+	bool wild = name[0] == '*';
+	const char *key = wild ? name + 2 : name;
+	size_t len = strlen(key), i;
+
+	for (i = 0; i < k->n; i++)
+		if (k->v[i].wild == wild && k->v[i].len == len &&
+		    memcmp(k->v[i].key, key, len) == 0)
+			return 0;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		struct rt_key *v = realloc(k->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = cap;
+	}
+	k->v[k->n++] = (struct rt_key){wild, name, key, len, NULL};
+	return 0;
+}
+
+static int rt_keys_of(struct rt_keys *k, const struct route_seg *s)
+{
+	size_t i, j;
+
+	for (i = 0; s && i < s->n_envs; i++)
+		for (j = 0; j < s->envs[i].src->n_domains; j++)
+			if (rt_key_add(k, s->envs[i].src->domains[j]))
+				return -ENOMEM;
+	for (i = 0; s && i < s->n_claims; i++)
+		if (rt_key_add(k, s->claims[i].domain))
+			return -ENOMEM;
+	return 0;
+}
+
+static void rt_keys_free(struct rt_keys *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->n; i++)
+		free(k->v[i].next);
+	free(k->v);
+}
+
+static int rt_cmp_claim(const void *a, const void *b)
+{
+	return rt_cmp_route(*(const struct route_r *const *)a,
+			    *(const struct route_r *const *)b);
+}
+
+/* The environment of s that serves domain name (as configured), NULL if
+ * none; *twice the second one, if two do. */
+static const struct route_env *rt_seg_owner(const struct route_seg *s,
+					    const char *name,
+					    const struct route_env **twice)
+{
+	const struct route_env *found = NULL;
+	size_t i, j;
+
+	*twice = NULL;
+	for (i = 0; s && i < s->n_envs; i++)
+		for (j = 0; j < s->envs[i].src->n_domains; j++)
+			if (strcmp(s->envs[i].src->domains[j], name) == 0) {
+				if (found && !*twice && found != &s->envs[i])
+					*twice = &s->envs[i];
+				if (!found)
+					found = &s->envs[i];
+			}
+	return found;
+}
+
+/*
+ * What key k routes to once old (the project's segment now, may be NULL)
+ * is replaced by s (may be NULL): k->next, or NULL when nothing. -EEXIST
+ * with err when two environments would serve the domain or a prefix
+ * would be routed twice.
+ */
+static int rt_key_next(const struct route_table *t, struct rt_key *k,
+		       const struct route_seg *old, const struct route_seg *s,
+		       struct errbuf *err)
+{
+	const struct route_dom *cur =
+	    pmap_get(k->wild ? t->wild : t->exact, k->key, k->len);
+	const struct route_env *owner = NULL, *mine, *twice;
+	const struct route_r **cl = NULL;
+	size_t n = 0, i, j, nmax = (cur ? cur->n_claims : 0) + 1;
+	char a[CONFIG_ID_MAX * 2 + 64], b[CONFIG_ID_MAX * 2 + 64];
+	const struct route_project *oldp = old ? &old->proj : NULL;
+	struct route_dom *d;
+	int rc = 0;
+
+	if (cur && cur->owner && cur->owner->project != oldp)
+		owner = cur->owner;
+	for (i = 0; s && i < s->n_claims; i++)
+		nmax++;
+	cl = calloc(nmax, sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	mine = rt_seg_owner(s, k->name, &twice);
+	if (mine && (owner || twice)) {
+		const struct route_env *first = owner ? owner : mine;
+		const struct route_env *second = owner ? mine : twice;
+
+		errbuf_set(
+		    err, "domain \"%s\" is claimed twice: by %s and by %s",
+		    k->name, rt_where(first->project, first, a, sizeof(a)),
+		    rt_where(second->project, second, b, sizeof(b)));
+		rc = -EEXIST;
+		goto out;
+	}
+	if (mine)
+		owner = mine;
+	for (i = 0; cur && i < cur->n_claims; i++)
+		if (cur->claims[i]->env->project != oldp)
+			cl[n++] = cur->claims[i];
+	for (i = 0; s && i < s->n_claims; i++)
+		if (strcmp(s->claims[i].domain, k->name) == 0)
+			cl[n++] = &s->claims[i].r;
+	/* every prefix once: among the claims, and against the routes of
+	 * the environment serving the domain */
+	for (i = 0; i < n && rc == 0; i++) {
+		const struct route_r *x = cl[i], *dup = NULL;
+
+		for (j = i + 1; j < n && !dup; j++)
+			if (strcmp(cl[j]->prefix, x->prefix) == 0)
+				dup = cl[j];
+		for (j = 0; owner && j < owner->n_routes && !dup; j++)
+			if (strcmp(owner->routes[j].prefix, x->prefix) == 0)
+				dup = &owner->routes[j];
+		if (dup) {
+			errbuf_set(err,
+				   "%s%s is routed twice (to environment %s "
+				   "and %s)",
+				   k->name, x->prefix, dup->env->id,
+				   x->env->id);
+			rc = -EEXIST;
+		}
+	}
+	if (rc || (!owner && n == 0))
+		goto out;
+	if (n > 1)
+		qsort(cl, n, sizeof(*cl), rt_cmp_claim);
+	d = malloc(sizeof(*d) + n * sizeof(d->claims[0]) + strlen(k->name) + 1);
+	if (!d) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	d->owner = owner;
+	d->n_claims = n;
+	memcpy(d->claims, cl, n * sizeof(*cl));
+	d->name = (const char *)&d->claims[n];
+	memcpy((char *)&d->claims[n], k->name, strlen(k->name) + 1);
+	k->next = d;
+out:
+	free(cl);
+	return rc;
+}
+
+/* Whether an environment or deployment id of s is held by another
+ * project than old (or twice in s): -EEXIST with err. */
+static int rt_ids_check(const struct route_table *t,
+			const struct route_seg *old, const struct route_seg *s,
+			struct errbuf *err)
+{
+	static const char *const what[2] = {"environment id", "deployment id"};
+	char a[CONFIG_ID_MAX * 2 + 64], b[CONFIG_ID_MAX * 2 + 64];
+	size_t i, j, w;
+
+	for (w = 0; w < 2; w++)
+		for (i = 0; s && i < s->n_envs; i++) {
+			const struct route_env *e = &s->envs[i], *first = NULL;
+			const char *id = w ? e->deployment_id : e->id;
+			const struct route_seg *held;
+
+			if (!id[0])
+				continue; /* no active deployment */
+			held = pmap_get(w ? t->deps : t->envs, id, strlen(id));
+			if (held && held != old) {
+				for (j = 0; j < held->n_envs && !first; j++)
+					if (strcmp(
+						w ? held->envs[j].deployment_id
+						  : held->envs[j].id,
+						id) == 0)
+						first = &held->envs[j];
+			}
+			for (j = 0; j < i && !first; j++)
+				if (strcmp(w ? s->envs[j].deployment_id
+					     : s->envs[j].id,
+					   id) == 0)
+					first = &s->envs[j];
+			if (first) {
+				errbuf_set(
+				    err,
+				    "%s \"%s\" is used twice: by %s and by %s",
+				    what[w], id,
+				    rt_where(first->project, first, a,
+					     sizeof(a)),
+				    rt_where(e->project, e, b, sizeof(b)));
+				return -EEXIST;
+			}
+		}
+	return 0;
+}
+
+/* Commit: every key's entry, the ids, the project. */
+static int rt_commit(struct route_build *b, struct rt_keys *k,
+		     const struct route_seg *old, struct route_seg *s,
+		     const char *id)
+{
+	struct route_table *t = b->t;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < k->n && rc == 0; i++) {
+		struct pmap_node **m = k->v[i].wild ? &t->wild : &t->exact;
+
+		if (k->v[i].next) {
+			rc = pmap_set(m, k->v[i].key, k->v[i].len, k->v[i].next,
+				      b->epoch, &rt_dom_ops);
+			if (rc == 0)
+				k->v[i].next = NULL; /* the map's */
+		} else {
+			rc = pmap_del(m, k->v[i].key, k->v[i].len, b->epoch,
+				      &rt_dom_ops);
+		}
+	}
+	for (i = 0; old && i < old->n_envs && rc == 0; i++) {
+		const struct route_env *e = &old->envs[i];
+
+		rc = pmap_del(&t->envs, e->id, strlen(e->id), b->epoch,
+			      &rt_ref_ops);
+		if (rc == 0 && e->deployment_id[0])
+			rc = pmap_del(&t->deps, e->deployment_id,
+				      strlen(e->deployment_id), b->epoch,
+				      &rt_ref_ops);
+	}
+	for (i = 0; s && i < s->n_envs && rc == 0; i++) {
+		const struct route_env *e = &s->envs[i];
+
+		rc = pmap_set(&t->envs, e->id, strlen(e->id), s, b->epoch,
+			      &rt_ref_ops);
+		if (rc == 0 && e->deployment_id[0])
+			rc = pmap_set(&t->deps, e->deployment_id,
+				      strlen(e->deployment_id), s, b->epoch,
+				      &rt_ref_ops);
+	}
+	if (rc == 0 && s) {
+		rc = pmap_set(&t->projects, id, strlen(id), rt_seg_get(s),
+			      b->epoch, &rt_seg_ops);
+		if (rc)
+			rt_seg_put(s);
+	} else if (rc == 0) {
+		rc = pmap_del(&t->projects, id, strlen(id), b->epoch,
+			      &rt_seg_ops);
+	}
+	return rc;
+}
+
+/* Replace project id of source src by s (NULL: delete it). */
+static int rt_apply(struct route_build *b, unsigned src, const char *id,
+		    struct route_seg *s, struct errbuf *err)
+{
+	struct route_table *t = b->t;
+	const struct route_seg *old = pmap_get(t->projects, id, strlen(id));
+	struct rt_keys k = {NULL, 0, 0};
+	size_t i, before, after;
+	int rc;
+
+	if (b->broken)
+		return -ENOMEM;
+	if (old && old->proj.src != src) {
+		errbuf_set(err,
+			   "project id \"%s\" is used twice: by the %s "
+			   "source and by the %s source",
+			   id, route_src_name(old->proj.src),
+			   route_src_name(src));
+		return -EEXIST;
+	}
+	if (!old && !s)
+		return 0;
+	rc = rt_ids_check(t, old, s, err);
+	if (rc == 0)
+		rc = rt_keys_of(&k, old);
+	if (rc == 0)
+		rc = rt_keys_of(&k, s);
+	for (i = 0; rc == 0 && i < k.n; i++)
+		rc = rt_key_next(t, &k.v[i], old, s, err);
+	if (rc == -ENOMEM)
+		errbuf_set(err, "route table: out of memory");
+	if (rc) {
+		rt_keys_free(&k);
+		return rc;
+	}
+	before = old ? old->n_routes : 0;
+	after = s ? s->n_routes : 0;
+	/* old stays alive until the commit is done: the table's map holds
+	 * it, and the previous generation too */
+	rc = rt_commit(b, &k, old, s, id);
+	rt_keys_free(&k);
+	if (rc) {
+		b->broken = true;
+		errbuf_set(err, "route table: out of memory");
+		return rc;
+	}
+	t->n_routes = t->n_routes - before + after;
+	t->n_projects = t->n_projects - (old ? 1 : 0) + (s ? 1 : 0);
+	return 0;
+}
+
+int route_build_set(struct route_build *b, unsigned src,
+		    struct route_src_project *p, struct errbuf *err)
+{
+	struct route_seg *s;
+	int rc;
+
+	if (!p->id) {
+		route_src_project_clear(p);
+		errbuf_set(err, "route table: a project without an id");
+		return -EINVAL;
+	}
+	s = rt_seg_new(p, src, &b->t->def);
+	if (!s) {
+		errbuf_set(err, "route table: out of memory");
+		return -ENOMEM;
+	}
+	rc = rt_apply(b, src, s->proj.id, s, err);
+	rt_seg_put(s);
+	return rc;
+}
+
+int route_build_del(struct route_build *b, unsigned src, const char *id,
+		    struct errbuf *err)
+{
+	return rt_apply(b, src, id, NULL, err);
+}
+
+struct rt_ids {
+	unsigned src;
+	char **v;
+	size_t n, cap;
+};
+
+static int rt_id_of_src(void *arg, const char *key, size_t len, void *val)
+{
+	struct rt_ids *x = arg;
+	const struct route_seg *s = val;
+
+	if (s->proj.src != x->src)
+		return 0;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 64;
+		char **v = realloc(x->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		x->v = v;
+		x->cap = cap;
+	}
+	x->v[x->n] = strndup(key, len);
+	return x->v[x->n++] ? 0 : -ENOMEM;
+}
+
+int route_table_project_ids(const struct route_table *t, unsigned src,
+			    char ***ids, size_t *n)
+{
+	struct rt_ids x = {src, NULL, 0, 0};
+	int rc = t ? pmap_foreach(t->projects, rt_id_of_src, &x) : 0;
+
+	if (rc) {
+		route_ids_free(x.v, x.n);
+		return -ENOMEM;
+	}
+	*ids = x.v;
+	*n = x.n;
+	return 0;
+}
+
+void route_ids_free(char **ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+int route_build_drop_source(struct route_build *b, unsigned src,
+			    struct errbuf *err)
+{
+	char **ids;
+	size_t n, i;
+	int rc = route_table_project_ids(b->t, src, &ids, &n);
+
+	if (rc) {
+		errbuf_set(err, "route table: out of memory");
+		return rc;
+	}
+	for (i = 0; i < n && rc == 0; i++)
+		rc = rt_apply(b, src, ids[i], NULL, err);
+	route_ids_free(ids, n);
+	return rc;
+}
+
+int route_table_build(const struct route_src *const *src, size_t n_src,
+		      const struct route_defaults *def,
+		      struct route_table **out, struct errbuf *err)
+{
+	struct route_build *b;
+	struct route_src_project copy;
+	size_t s, i;
+	int rc = route_build_begin(NULL, def, &b);
+
+	if (rc) {
+		errbuf_set(err, "route table: out of memory");
+		return rc;
+	}
+	for (s = 0; s < n_src; s++)
+		for (i = 0; src[s] && i < src[s]->n_projects; i++) {
+			rc = route_src_project_dup(&src[s]->projects[i], &copy);
+			if (rc) {
+				errbuf_set(err, "route table: out of memory");
+				route_build_abort(b);
+				return rc;
+			}
+			rc = route_build_set(b, (unsigned)s, &copy, err);
+			if (rc) {
+				route_build_abort(b);
+				return rc;
+			}
+		}
+	rc = route_build_end(b, out);
+	if (rc)
+		errbuf_set(err, "route table: out of memory");
+	return rc;
+}
+
+/* ---- names, for the writer ------------------------------------------------
+ */
+
+int route_table_holder(const struct route_table *t, char kind, const char *name,
+		       unsigned *src)
+{
+	const struct route_seg *s = NULL;
+	const struct route_dom *d;
+
+	if (!t || !name || !name[0])
+		return -ENOENT;
+	switch (kind) {
+	case 'p':
+		s = pmap_get(t->projects, name, strlen(name));
+		break;
+	case 'e':
+		s = pmap_get(t->envs, name, strlen(name));
+		break;
+	case 'd':
+		s = pmap_get(t->deps, name, strlen(name));
+		break;
+	case 'h':
+		d = name[0] == '*'
+			? pmap_get(t->wild, name + 2, strlen(name + 2))
+			: pmap_get(t->exact, name, strlen(name));
+		if (d && d->owner) {
+			*src = d->owner->project->src;
+			return 0;
+		}
+		return -ENOENT;
+	default:
+		return -EINVAL;
+	}
+	if (!s)
+		return -ENOENT;
+	*src = s->proj.src;
+	return 0;
 }
 
 /* ---- lookup ---------------------------------------------------------------
@@ -629,38 +933,54 @@ static size_t rt_host_norm(const char *host, size_t n, char *buf)
 	return n;
 }
 
-static const struct route_env *rt_find_env(const struct route_table *t,
+static const struct route_dom *rt_find_dom(const struct route_table *t,
 					   const char *h, size_t n)
 {
-	const struct route_dom *d;
+	const struct route_dom *d = pmap_get(t->exact, h, n);
 	const char *dot;
 
-	d = rt_find(t->exact, t->exact_cap, h, n);
 	if (d)
-		return d->env;
+		return d;
 	dot = memchr(h, '.', n);
 	if (!dot || dot == h)
 		return NULL;
-	d = rt_find(t->wild, t->wild_cap, dot + 1, n - (size_t)(dot + 1 - h));
-	return d ? d->env : NULL;
+	return pmap_get(t->wild, dot + 1, n - (size_t)(dot + 1 - h));
 }
 
-static const struct route_r *rt_find_route(const struct route_env *e,
+static bool rt_prefix_match(const struct route_r *r, const char *path,
+			    size_t plen)
+{
+	return plen >= r->prefix_len &&
+	       memcmp(path, r->prefix, r->prefix_len) == 0 &&
+	       (plen == r->prefix_len || path[r->prefix_len] == '/');
+}
+
+/* The longest prefix of the domain's routes (the serving environment's
+ * and the claims on it) that matches; the default route when none does;
+ * NULL when the domain has only claims and none matches. */
+static const struct route_r *rt_find_route(const struct route_dom *d,
 					   const char *path, size_t path_len)
 {
+	const struct route_r *best = NULL;
 	size_t plen = 0, i;
 
 	while (plen < path_len && path[plen] != '?' && path[plen] != '#')
 		plen++;
-	for (i = 0; i < e->n_routes; i++) {
-		const struct route_r *r = &e->routes[i];
-
-		if (plen >= r->prefix_len &&
-		    memcmp(path, r->prefix, r->prefix_len) == 0 &&
-		    (plen == r->prefix_len || path[r->prefix_len] == '/'))
-			return r;
-	}
-	return &e->def;
+	for (i = 0; d->owner && i < d->owner->n_routes; i++)
+		if (rt_prefix_match(&d->owner->routes[i], path, plen)) {
+			best = &d->owner->routes[i];
+			break;
+		}
+	for (i = 0; i < d->n_claims; i++)
+		if (rt_prefix_match(d->claims[i], path, plen)) {
+			if (!best ||
+			    d->claims[i]->prefix_len > best->prefix_len)
+				best = d->claims[i];
+			break;
+		}
+	if (!best && d->owner)
+		best = &d->owner->def;
+	return best;
 }
 
 enum route_status route_lookup(const struct route_table *t, const char *host,
@@ -668,20 +988,18 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 			       size_t path_len, struct route_match *m)
 {
 	char buf[CONFIG_HOST_MAX + 1];
+	const struct route_dom *d;
 	const struct route_env *e;
 	const struct route_r *r;
 	size_t n;
 
 	memset(m, 0, sizeof(*m));
 	n = rt_host_norm(host, host_len, buf);
-	e = n ? rt_find_env(t, buf, n) : NULL;
-	if (!e)
+	d = n ? rt_find_dom(t, buf, n) : NULL;
+	r = d ? rt_find_route(d, path, path_len) : NULL;
+	if (!r)
 		return ROUTE_DOMAIN_NOT_FOUND;
-	r = rt_find_route(e, path, path_len);
-	if (r == &e->def && e->no_default)
-		return ROUTE_DOMAIN_NOT_FOUND; /* only claimed prefixes */
-	if (r->target)
-		e = r->target; /* a claim: the target's all but the prefix */
+	e = r->env;
 	m->project = e->project;
 	m->project_id = e->project->id;
 	m->project_name = e->project->name;
@@ -694,11 +1012,13 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->upstreams = r->upstreams;
 	m->n_upstreams = r->n_upstreams;
 	m->balance = r->balance;
-	m->max_body_bytes = r->max_body_bytes;
-	m->security = &e->security;
+	m->max_body_bytes = r->max_body_bytes == ROUTE_SRC_INHERIT
+				? t->def.max_body_bytes
+				: r->max_body_bytes;
+	m->security = &e->src->security;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
-	m->route_index = r->index;
+	m->route_key = r->key;
 	m->path = path;
 	m->path_len = path_len;
 	if (r->prefix && r->strip) {
@@ -711,14 +1031,21 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 
 bool route_ip_allowed(const struct route_match *m, const struct cidr *a)
 {
+	const struct route_project *p = m->project;
 	const struct rule *r;
+	int64_t now;
 
-	if (!m->project || m->project->rules.n == 0)
+	if (!p || p->rules.n == 0)
 		return true;
-	r = rules_match(&m->project->rules, a, 0);
+	now = (int64_t)(clk_real_ns() / 1000000000ull);
+	r = rules_match(&p->rules, a, now);
 	if (r)
 		return r->action == EDGE_ACT_ALLOW;
-	return !m->project->has_allow;
+	/* a rule has expired since the project was compiled: whether the
+	 * allow list still is one, from the rules left */
+	if (p->first_exp && now >= p->first_exp)
+		return !rt_allow_list(&p->rules, now);
+	return !p->has_allow;
 }
 
 /* ---- the holder -----------------------------------------------------------
@@ -762,9 +1089,47 @@ void route_holder_clear(struct route_holder *h)
 
 struct rt_row {
 	const char *domain;
-	const struct route_env *env;
 	const struct route_r *r;
 };
+
+struct rt_rows {
+	struct rt_row *v;
+	size_t n, cap;
+};
+
+static int rt_row_add(struct rt_rows *x, const char *domain,
+		      const struct route_r *r)
+{
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 64;
+		struct rt_row *v = realloc(x->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		x->v = v;
+		x->cap = cap;
+	}
+	x->v[x->n++] = (struct rt_row){domain, r};
+	return 0;
+}
+
+static int rt_rows_of(void *arg, const char *key, size_t len, void *val)
+{
+	const struct route_dom *d = val;
+	size_t i;
+	int rc = 0;
+
+	(void)key;
+	(void)len;
+	if (d->owner) {
+		rc = rt_row_add(arg, d->name, &d->owner->def);
+		for (i = 0; rc == 0 && i < d->owner->n_routes; i++)
+			rc = rt_row_add(arg, d->name, &d->owner->routes[i]);
+	}
+	for (i = 0; rc == 0 && i < d->n_claims; i++)
+		rc = rt_row_add(arg, d->name, d->claims[i]);
+	return rc;
+}
 
 static int rt_row_cmp(const void *a, const void *b)
 {
@@ -777,10 +1142,11 @@ static int rt_row_cmp(const void *a, const void *b)
 		      y->r->prefix ? y->r->prefix : "");
 }
 
-static json_t *rt_row_json(const struct rt_row *row)
+static json_t *rt_row_json(const struct route_table *t,
+			   const struct rt_row *row)
 {
 	const struct route_r *r = row->r;
-	const struct route_env *e = row->env;
+	const struct route_env *e = r->env;
 	json_t *o, *ups;
 	size_t i;
 
@@ -797,7 +1163,11 @@ static json_t *rt_row_json(const struct rt_row *row)
 	    r->strip, "project", e->project->id, "environment", e->id,
 	    "deployment", e->deployment_id, "enabled", e->project->enabled,
 	    "balance", config_balance_name(r->balance), "upstreams", ups,
-	    "max_body_bytes", (json_int_t)r->max_body_bytes, "inflight",
+	    "max_body_bytes",
+	    (json_int_t)(r->max_body_bytes == ROUTE_SRC_INHERIT
+			     ? t->def.max_body_bytes
+			     : r->max_body_bytes),
+	    "inflight",
 	    (int)atomic_load_explicit(&((struct route_r *)r)->inflight.n,
 				      memory_order_relaxed));
 	return o;
@@ -808,44 +1178,25 @@ fail:
 
 json_t *route_dump_json(const struct route_table *t)
 {
-	struct rt_row *rows = NULL;
-	size_t n = 0, cap = 0, i, j, k;
+	struct rt_rows rows = {NULL, 0, 0};
 	json_t *arr = NULL, *out = NULL;
+	size_t i;
 
-	for (i = 0; i < t->n_envs; i++)
-		cap += t->envs[i].n_domains * (1 + t->envs[i].n_routes);
-	if (cap) {
-		rows = calloc(cap, sizeof(*rows));
-		if (!rows)
-			goto out;
-	}
-	for (i = 0; i < t->n_envs; i++) {
-		const struct route_env *e = &t->envs[i];
-
-		for (j = 0; j < e->n_domains; j++) {
-			if (!e->no_default)
-				rows[n++] =
-				    (struct rt_row){e->domains[j], e, &e->def};
-			for (k = 0; k < e->n_routes; k++)
-				rows[n++] = (struct rt_row){
-				    e->domains[j],
-				    e->routes[k].target ? e->routes[k].target
-							: e,
-				    &e->routes[k]};
-		}
-	}
-	if (n > 1)
-		qsort(rows, n, sizeof(*rows), rt_row_cmp);
+	if (pmap_foreach(t->exact, rt_rows_of, &rows) ||
+	    pmap_foreach(t->wild, rt_rows_of, &rows))
+		goto out;
+	if (rows.n > 1)
+		qsort(rows.v, rows.n, sizeof(*rows.v), rt_row_cmp);
 	arr = json_array();
 	if (!arr)
 		goto out;
-	for (i = 0; i < n; i++)
-		if (json_array_append_new(arr, rt_row_json(&rows[i])) < 0)
+	for (i = 0; i < rows.n; i++)
+		if (json_array_append_new(arr, rt_row_json(t, &rows.v[i])) < 0)
 			goto out;
 	out = json_pack("{s:I, s:O}", "generation", (json_int_t)t->generation,
 			"routes", arr);
 out:
 	json_decref(arr);
-	free(rows);
+	free(rows.v);
 	return out;
 }

@@ -67,7 +67,10 @@ struct route_match {
 	uint64_t max_body_bytes; /* 0: unlimited */
 	const struct config_security_headers *security;
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
-	unsigned route_index;	      /* 0..route_table_nroutes()-1 */
+	/* this route's own number, the same in every generation the route
+	 * is unchanged in (its project not changed): what per-route state
+	 * elsewhere (round robin positions) is keyed by */
+	uint64_t route_key;
 	const char *path;
 	size_t path_len;
 	bool path_slash;
@@ -76,17 +79,72 @@ struct route_match {
 
 /*
  * Build a table generation from the lists src[0..n_src) (a NULL entry is
- * a source with nothing yet), in that order, with def for what they leave
- * to the settings: an environment's body limit where it has
- * ROUTE_SRC_INHERIT, each route's in-flight cap. The lists may be freed
- * afterwards: the table copies what it needs. Returns 0 with *out holding
- * one reference, -EINVAL when two environments claim one domain (the
- * route writer refuses that first, naming both), or -ENOMEM; err says
- * what went wrong.
+ * a source with nothing yet; src[i] is source i of enum route_src_id), in
+ * that order, with def for what they leave to the settings: an
+ * environment's body limit where it has ROUTE_SRC_INHERIT, each route's
+ * in-flight cap. The lists may be freed afterwards: the table copies what
+ * it needs. Returns 0 with *out holding one reference, -EEXIST when a
+ * name (project, environment or deployment id, domain, domain + prefix)
+ * is claimed twice, naming both, or -ENOMEM; err says what went wrong.
  */
 int route_table_build(const struct route_src *const *src, size_t n_src,
 		      const struct route_defaults *def,
 		      struct route_table **out, struct errbuf *err);
+
+/*
+ * The next generation, built from the one before by replacing projects
+ * one at a time: a table is made of one compiled segment per project and
+ * of persistent maps (pmap.h) from ids and domains to them, which the new
+ * generation shares with prev but for what its changes touch. So a change
+ * costs the projects it replaces (their environments, domains and
+ * claims), not the table: a project of 10 domains changes in microseconds
+ * in a table of 100,000. Control loop only (one builder at a time).
+ *
+ *   route_build_begin(prev, def, &b)   prev may be NULL (empty); def the
+ *                                      settings (a new per-route cap
+ *                                      applies to prev's gauges too)
+ *   route_build_set(b, src, p, err)    project p->id of source src is p
+ *                                      from now on (p's contents move
+ *                                      into the table, p is left empty,
+ *                                      in every case)
+ *   route_build_del(b, src, id, err)   project id of src is gone
+ *   route_build_drop_source(b, src)    every project of src is gone
+ *   route_build_end(b, &t)             the generation (one reference)
+ *   route_build_abort(b)               nothing happened
+ *
+ * A set or del that would claim a name twice (-EEXIST, err naming both;
+ * a project id of another source is one) changes nothing and the build
+ * goes on without it: one bad project never blocks the others. -ENOMEM in
+ * the middle of a change leaves the build unusable: end returns -ENOMEM.
+ */
+struct route_build;
+int route_build_begin(const struct route_table *prev,
+		      const struct route_defaults *def,
+		      struct route_build **out);
+int route_build_set(struct route_build *b, unsigned src,
+		    struct route_src_project *p, struct errbuf *err);
+int route_build_del(struct route_build *b, unsigned src, const char *id,
+		    struct errbuf *err);
+int route_build_drop_source(struct route_build *b, unsigned src,
+			    struct errbuf *err);
+int route_build_end(struct route_build *b, struct route_table **out);
+void route_build_abort(struct route_build *b);
+
+/* The ids of source src's projects in t (t may be NULL): a malloc'd
+ * array of malloc'd strings, for route_ids_free. 0 or -ENOMEM. */
+int route_table_project_ids(const struct route_table *t, unsigned src,
+			    char ***ids, size_t *n);
+void route_ids_free(char **ids, size_t n);
+
+/* Which source holds a name in t: kind 'p' a project id, 'e' an
+ * environment id, 'd' a deployment id, 'h' a domain served (as
+ * configured, "*.x" for a wildcard; claims do not count). 0 with *src,
+ * or -ENOENT. */
+int route_table_holder(const struct route_table *t, char kind, const char *name,
+		       unsigned *src);
+
+/* Number of projects. */
+size_t route_table_nprojects(const struct route_table *t);
 
 /* Take another reference to t (t may be NULL). Returns t. */
 struct route_table *route_table_get(struct route_table *t);
@@ -97,7 +155,7 @@ void route_table_put(struct route_table *t);
 /* The generation number: increases with every table built. */
 uint64_t route_table_generation(const struct route_table *t);
 
-/* Number of routes (environment defaults and prefix routes). */
+/* Number of routes (environment defaults, prefix routes and claims). */
 size_t route_table_nroutes(const struct route_table *t);
 
 /*

@@ -112,12 +112,28 @@ struct route_defaults {
 	uint64_t max_inflight_per_route; /* each route's cap; 0: none */
 };
 
+/* The sources of routes, in the order their projects claim names (the
+ * file first: a name it holds, the database's rows give way to). */
+enum route_src_id {
+	ROUTE_SRC_FILE = 0, /* the configuration file's projects */
+	ROUTE_SRC_DB,	    /* the PostgreSQL sync's */
+	ROUTE_SRC_N,
+};
+
+/* "file", "database": a source's name in messages ("?" for no source). */
+const char *route_src_name(unsigned id);
+
 /* A new empty list (no projects), or NULL when out of memory. */
 struct route_src *route_src_new(void);
 
 /* Free what one project or environment holds (not itself) and zero it. */
 void route_src_project_clear(struct route_src_project *pr);
 void route_src_env_clear(struct route_src_env *env);
+
+/* A deep copy of from into *to (zeroed first): 0, or -ENOMEM with *to
+ * empty. */
+int route_src_project_dup(const struct route_src_project *from,
+			  struct route_src_project *to);
 
 /* Free a list and everything it holds. s may be NULL. */
 void route_src_free(struct route_src *s);

@@ -1,30 +1,34 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * route_writer.h - the one writer of the route table: every change of
- * routes, from any source, goes through route_writer_update on the
- * control loop.
+ * routes, from any source, goes through the route writer on the control
+ * loop.
  *
- * The writer holds each source's current list of projects (route_src.h):
- * the configuration file's (SIGHUP, `edgectl reload`) and, later, the
- * PostgreSQL sync's. A change replaces one source's list; the writer
- * merges every source's list in the order of enum route_src_id (the file
- * first), builds the next table generation from them with the settings'
- * defaults, and swaps it into the holder the workers read. So a file
- * reload keeps the database's routes, a database change keeps the
- * file's, and neither can overwrite the other's generation.
+ * The table holds every source's projects (route_src.h: the
+ * configuration file's, from SIGHUP and `edgectl reload`, and the
+ * PostgreSQL sync's), each project a segment of its own (route.h). A
+ * change replaces a source's projects, all of them (route_writer_update:
+ * a reload of the file) or some (route_writer_patch: the projects a
+ * database change touched), and builds the next generation from the
+ * current one, sharing what the change did not touch; then swaps it into
+ * the holder the workers read. So a file reload keeps the database's
+ * routes, a database change keeps the file's, neither can overwrite the
+ * other's generation, and a database change costs the projects it names.
  *
- * The merged lists must hold what a single file must: every project,
- * environment and deployment id and every domain once. A change that
- * would make two sources claim one (a domain in both the file and the
- * database, say) is refused, naming both claims; that source keeps its
- * previous list, and the previous generation keeps serving. Refusing
- * rather than letting one source win means a typo or a stale row never
- * silently takes a domain from another project.
+ * The table must hold what a single file must: every project,
+ * environment and deployment id and every domain once. A whole-source
+ * update that would make two sources claim one (a domain in both the file
+ * and the database, say) is refused, naming both claims: the source keeps
+ * what it had, and the previous generation keeps serving. A patch refuses
+ * only the projects that would, and applies the others. Refusing rather
+ * than letting one source win means a typo or a stale row never silently
+ * takes a domain from another project; route_writer_prune first makes a
+ * source give way, name by name, to what the other sources hold.
  *
- * One writer: route_writer_update runs on the thread that called
- * route_writer_init (the control loop's), which EDGE_ASSERT enforces: in
- * a test build another thread's call aborts; in production it is
- * counted, logged and refused (-EPERM), never raced.
+ * One writer: the writes run on the thread that called route_writer_init
+ * (the control loop's), which EDGE_ASSERT enforces: in a test build
+ * another thread's call aborts; in production it is counted, logged and
+ * refused (-EPERM), never raced.
  */
 #ifndef EDGE_ROUTE_WRITER_H
 #define EDGE_ROUTE_WRITER_H
@@ -36,18 +40,10 @@
 #include "route.h"
 #include "route_src.h"
 
-/* The sources, in the order their lists are merged. */
-enum route_src_id {
-	ROUTE_SRC_FILE = 0, /* the configuration file's projects */
-	ROUTE_SRC_DB,	    /* the PostgreSQL sync's (a later stage) */
-	ROUTE_SRC_N,
-};
-
 struct route_writer {
 	struct route_holder *holder; /* where the workers read the table */
 	pthread_t owner;	     /* the only thread that may write */
-	struct route_src *src[ROUTE_SRC_N]; /* each source's list, or NULL */
-	struct route_defaults def;	    /* the settings' defaults */
+	struct route_defaults def;   /* the settings' defaults */
 };
 
 /* "file", "database": a source's name in messages. */
@@ -63,39 +59,59 @@ void route_writer_init(struct route_writer *w, struct route_holder *h,
 		       const struct route_defaults *def);
 
 /*
- * Replace source id's list with src (NULL: the source has none) and, when
- * def is not NULL, the settings' defaults with *def; then build the
- * generation of every source's list merged and swap it in. src is taken
- * in every case: kept on success, freed on failure. Returns 0 with *gen
- * (may be NULL) the new generation; or -EEXIST when the merge would claim
- * an id or a domain twice, -EINVAL/-ENOMEM when the table cannot be
- * built, -EPERM when called from another thread than the writer's, -ERANGE
- * for an id that is no source: with err saying why, the source's previous
- * list and defaults kept and the previous generation still installed.
+ * Replace every project of source id with src's (NULL: the source has
+ * none) and, when def is not NULL, the settings' defaults with *def; then
+ * build the next generation and swap it in. src is taken in every case.
+ * Returns 0 with *gen (may be NULL) the new generation; or -EEXIST when a
+ * name would be claimed twice, -ENOMEM, -EPERM when called from another
+ * thread than the writer's, -ERANGE for an id that is no source: with err
+ * saying why, nothing changed and the previous generation still
+ * installed.
  */
 int route_writer_update(struct route_writer *w, enum route_src_id id,
 			struct route_src *src, const struct route_defaults *def,
 			uint64_t *gen, struct errbuf *err);
 
-/* Source id's current list (NULL when it has none). */
-const struct route_src *route_writer_source(const struct route_writer *w,
-					    enum route_src_id id);
-
-/* Free every source's list (the holder's table is the holder's: see
- * route_holder_clear). w may be NULL. */
 /*
- * Make source id's new list src give way to what the other sources
- * already claim, so that a name one source holds never refuses another
- * source's whole list: a project, or an environment (or its deployment),
- * whose id is taken elsewhere is left out of src, and so is a domain
- * taken elsewhere; said(arg, what) is told of each (to log and count
- * it). The ones who were first keep their names. Returns how many were
- * left out.
+ * Change some of source id's projects: delete the projects del[0..n_del)
+ * and set set[0..n_set) (replacing the projects of their ids; their
+ * contents are taken in every case), in that order, then build the next
+ * generation and swap it in. A project that would claim a name another
+ * holds is left as it was and refused(arg, its id, why) is told; the
+ * others apply. Returns 0 with *gen, or -ENOMEM / -EPERM / -ERANGE with
+ * err (nothing changed).
  */
+int route_writer_patch(struct route_writer *w, enum route_src_id id,
+		       struct route_src_project *set, size_t n_set,
+		       const char *const *del, size_t n_del, uint64_t *gen,
+		       void (*refused)(void *arg, const char *project,
+				       const char *why),
+		       void *arg, struct errbuf *err);
+
+/*
+ * Make source id's project p give way to what the other sources hold in
+ * the current generation, so that a name one source holds never refuses
+ * another source's project: an environment (or its deployment) whose id
+ * is taken elsewhere is left out of p, and so is a domain taken
+ * elsewhere; said(arg, what) is told of each (to log and count it), and
+ * *dropped counts them. The ones who were first keep their names. Returns
+ * -EEXIST when p's own id is taken (the whole project gives way: do not
+ * set it), else 0.
+ */
+int route_writer_prune_project(const struct route_writer *w,
+			       enum route_src_id id,
+			       struct route_src_project *p,
+			       void (*said)(void *arg, const char *what),
+			       void *arg, size_t *dropped);
+
+/* The same for every project of a list: a project whose id is taken is
+ * taken out of src. Returns how many names were left out. */
 size_t route_writer_prune(const struct route_writer *w, enum route_src_id id,
 			  struct route_src *src,
 			  void (*said)(void *arg, const char *what), void *arg);
 
+/* Nothing to free any more but for symmetry (the table is the holder's:
+ * route_holder_clear). w may be NULL. */
 void route_writer_free(struct route_writer *w);
 
 #endif /* EDGE_ROUTE_WRITER_H */

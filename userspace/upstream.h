@@ -66,7 +66,8 @@ int upstream_worker_configure(struct upstream_worker *w, size_t max_idle_per_ep,
  * in-flight / client-IP hash (client may be NULL for the hash mode: it then
  * behaves as round robin), skipping ejected endpoints and those in
  * exclude[] (already tried for this request). Round-robin positions are
- * kept per (generation, route_index). A half-open endpoint (ejection time
+ * kept per (generation, route_index), a pair the caller picks (edged
+ * passes a route's key, route.h, and 0). A half-open endpoint (ejection time
  * passed) admits one request at a time until it reports. Panic mode: see
  * above. Returns 0 with *out set (valid until upstream_worker_free, or
  * until it may be forgotten: keep it no longer than the request, with its

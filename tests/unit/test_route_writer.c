@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "edge_assert.h"
+#include "pmap.h"
 #include "route_src_fixture.h"
 #include "route_writer.h"
 #include "unit.h"
@@ -51,6 +52,19 @@ static const char *env_of(const char *host)
 	return r;
 }
 
+/* How many projects source src has in the current generation. */
+static size_t projects_of(enum route_src_id src)
+{
+	struct route_table *t = route_table_current(&holder);
+	char **ids;
+	size_t n = 0;
+
+	ck_assert_int_eq(route_table_project_ids(t, src, &ids, &n), 0);
+	route_ids_free(ids, n);
+	route_table_put(t);
+	return n;
+}
+
 static uint64_t generation(void)
 {
 	struct route_table *t = route_table_current(&holder);
@@ -71,6 +85,12 @@ static struct route_src *one(const char *pid, const char *eid, const char *d1,
 	return s;
 }
 
+static void count_said(void *arg, const char *what)
+{
+	(void)what;
+	(*(int *)arg)++;
+}
+
 static void update_ok(enum route_src_id id, struct route_src *s, uint64_t *gen)
 {
 	struct errbuf err = {""};
@@ -84,6 +104,8 @@ START_TEST(test_second_source_adds)
 {
 	uint64_t g1 = 0, g2 = 0;
 	struct route_src *db = one("dbp", "dbe", "db.test", NULL);
+	unsigned src = 9;
+	struct route_table *t;
 
 	ck_assert_uint_eq(generation(), 0);
 	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), &g1);
@@ -95,8 +117,18 @@ START_TEST(test_second_source_adds)
 	ck_assert_uint_eq(g2, generation());
 	ck_assert_str_eq(env_of("file.test"), "fe");
 	ck_assert_str_eq(env_of("db.test"), "dbe");
-	ck_assert_ptr_eq(route_writer_source(&rw, ROUTE_SRC_DB), db);
-	ck_assert_ptr_null(route_writer_source(&rw, ROUTE_SRC_N));
+	ck_assert_uint_eq(projects_of(ROUTE_SRC_DB), 1);
+	ck_assert_uint_eq(projects_of(ROUTE_SRC_FILE), 1);
+	t = route_table_current(&holder);
+	ck_assert_int_eq(route_table_holder(t, 'h', "db.test", &src), 0);
+	ck_assert_uint_eq(src, ROUTE_SRC_DB);
+	ck_assert_int_eq(route_table_holder(t, 'p', "fp", &src), 0);
+	ck_assert_uint_eq(src, ROUTE_SRC_FILE);
+	ck_assert_int_eq(route_table_holder(t, 'e', "dbe", &src), 0);
+	ck_assert_uint_eq(src, ROUTE_SRC_DB);
+	ck_assert_int_eq(route_table_holder(t, 'h', "nope.test", &src),
+			 -ENOENT);
+	route_table_put(t);
 	ck_assert_str_eq(route_writer_source_name(ROUTE_SRC_FILE), "file");
 	ck_assert_str_eq(route_writer_source_name(ROUTE_SRC_DB), "database");
 }
@@ -130,7 +162,7 @@ START_TEST(test_replace_file_keeps_other)
 	update_ok(ROUTE_SRC_DB, NULL, NULL);
 	ck_assert_ptr_null(env_of("db2.test"));
 	ck_assert_str_eq(env_of("new.test"), "fe2");
-	ck_assert_ptr_null(route_writer_source(&rw, ROUTE_SRC_DB));
+	ck_assert_uint_eq(projects_of(ROUTE_SRC_DB), 0);
 }
 END_TEST
 
@@ -198,13 +230,11 @@ START_TEST(test_conflict_refused)
 	const struct conflict *t = &conflicts[_i];
 	struct errbuf err = {""};
 	struct route_table *before;
-	const struct route_src *db;
 	uint64_t gen = 77;
 
 	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), NULL);
 	update_ok(ROUTE_SRC_DB, one("dbp", "dbe", "old.test", NULL), NULL);
 	before = route_table_current(&holder);
-	db = route_writer_source(&rw, ROUTE_SRC_DB);
 	ck_assert_int_eq(
 	    route_writer_update(&rw, ROUTE_SRC_DB, t->make(), NULL, &gen, &err),
 	    -EEXIST);
@@ -213,7 +243,7 @@ START_TEST(test_conflict_refused)
 	ck_assert_ptr_eq(route_table_current(&holder), before);
 	route_table_put(before);
 	route_table_put(before);
-	ck_assert_ptr_eq(route_writer_source(&rw, ROUTE_SRC_DB), db);
+	ck_assert_uint_eq(projects_of(ROUTE_SRC_DB), 1);
 	ck_assert_str_eq(env_of("file.test"), "fe");
 	ck_assert_str_eq(env_of("old.test"), "dbe");
 	ck_assert_ptr_null(env_of("db.test"));
@@ -282,6 +312,239 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+/* ---- patches: some projects of a source ------------------------------- */
+
+/* The projects of list s moved into v (s freed); how many. */
+static size_t take(struct route_src *s, struct route_src_project *v)
+{
+	size_t n = s->n_projects;
+
+	memcpy(v, s->projects, n * sizeof(*v));
+	s->n_projects = 0;
+	route_src_free(s);
+	return n;
+}
+
+struct refusal {
+	int n;
+	char id[64], why[512];
+};
+
+static void on_refused(void *arg, const char *id, const char *why)
+{
+	struct refusal *r = arg;
+
+	r->n++;
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	snprintf(r->why, sizeof(r->why), "%s", why);
+}
+
+static void patch_ok(struct route_src_project *set, size_t n_set,
+		     const char *const *del, size_t n_del)
+{
+	struct errbuf err = {""};
+	struct refusal r = {0, "", ""};
+
+	ck_assert_msg(route_writer_patch(&rw, ROUTE_SRC_DB, set, n_set, del,
+					 n_del, NULL, on_refused, &r,
+					 &err) == 0,
+		      "%s", err.msg);
+	ck_assert_msg(r.n == 0, "%s refused: %s", r.id, r.why);
+}
+
+/* What host + path resolves to: the match (status returned). */
+static enum route_status look_at(const char *host, const char *path,
+				 struct route_match *m)
+{
+	struct route_table *t = route_table_current(&holder);
+	enum route_status st =
+	    route_lookup(t, host, strlen(host), path, strlen(path), m);
+
+	route_table_put(t); /* the table lives on in the holder */
+	return st;
+}
+
+/* A patch changes the projects it names; the others keep their compiled
+ * routes (the same gauges and keys); a held generation resolves as it
+ * did; a claim on another project's domain follows both projects'
+ * changes. */
+START_TEST(test_patch)
+{
+	struct route_src_project v[4];
+	struct route_src *s = fx_src();
+	struct route_match a1, b1, a2, b2, m;
+	struct route_table *held;
+	const char *gone[] = {"c"};
+	uint64_t g1, g2;
+
+	fx_env(fx_project(s, "a"), "a-e", "127.0.0.1:81", "a.test", NULL);
+	fx_env(fx_project(s, "b"), "b-e", "127.0.0.1:82", "b.test", NULL);
+	fx_env(fx_project(s, "c"), "c-e", "127.0.0.1:83", "c.test", NULL);
+	fx_claim(&s->projects[0].envs[0], "b.test", "/fn", false);
+	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), NULL);
+	patch_ok(v, take(s, v), NULL, 0);
+	g1 = generation();
+	ck_assert_int_eq(look_at("a.test", "/", &a1), ROUTE_OK);
+	ck_assert_int_eq(look_at("b.test", "/", &b1), ROUTE_OK);
+	ck_assert_int_eq(look_at("b.test", "/fn/x", &m), ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "a-e");
+	ck_assert_str_eq(env_of("c.test"), "c-e");
+	held = route_table_current(&holder);
+
+	/* b changes its endpoint, c goes */
+	s = fx_src();
+	fx_env(fx_project(s, "b"), "b-e", "127.0.0.1:92", "b.test", NULL);
+	patch_ok(v, take(s, v), gone, 1);
+	g2 = generation();
+	ck_assert_uint_gt(g2, g1);
+	ck_assert_ptr_null(env_of("c.test"));
+	ck_assert_str_eq(env_of("file.test"), "fe");
+	ck_assert_int_eq(look_at("a.test", "/", &a2), ROUTE_OK);
+	ck_assert_int_eq(look_at("b.test", "/", &b2), ROUTE_OK);
+	ck_assert_str_eq(b2.upstreams[0].text, "127.0.0.1:92");
+	/* a was not touched: the very same route */
+	ck_assert_ptr_eq(a2.inflight, a1.inflight);
+	ck_assert_uint_eq(a2.route_key, a1.route_key);
+	ck_assert_ptr_ne(b2.inflight, b1.inflight);
+	/* a's claim on b.test survives b's change */
+	ck_assert_int_eq(look_at("b.test", "/fn", &m), ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "a-e");
+	/* the held generation: b's old endpoint, c still there */
+	ck_assert_int_eq(route_lookup(held, "b.test", 6, "/", 1, &m), ROUTE_OK);
+	ck_assert_str_eq(m.upstreams[0].text, "127.0.0.1:82");
+	ck_assert_int_eq(route_lookup(held, "c.test", 6, "/", 1, &m), ROUTE_OK);
+	route_table_put(held);
+
+	/* a drops its claim: b.test/fn is b's again */
+	s = fx_src();
+	fx_env(fx_project(s, "a"), "a-e", "127.0.0.1:81", "a.test", NULL);
+	patch_ok(v, take(s, v), NULL, 0);
+	ck_assert_int_eq(look_at("b.test", "/fn", &m), ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "b-e");
+	/* b goes: a claim-free domain gone entirely */
+	gone[0] = "b";
+	patch_ok(NULL, 0, gone, 1);
+	ck_assert_int_eq(look_at("b.test", "/fn", &m), ROUTE_DOMAIN_NOT_FOUND);
+	ck_assert_uint_eq(projects_of(ROUTE_SRC_DB), 1);
+}
+END_TEST
+
+/* A project that would take a name another holds is refused alone, its
+ * previous version kept; the rest of the patch applies. */
+START_TEST(test_patch_refuses_one)
+{
+	struct route_src_project v[3];
+	struct route_src *s = fx_src();
+	struct errbuf err = {""};
+	struct refusal r = {0, "", ""};
+	const char *del_file[] = {"fp"};
+
+	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), NULL);
+	fx_env(fx_project(s, "x"), "x-e", "127.0.0.1:81", "x.test", NULL);
+	patch_ok(v, take(s, v), NULL, 0);
+	s = fx_src();
+	fx_env(fx_project(s, "x"), "x-e", "127.0.0.1:81", "x.test",
+	       "file.test");
+	fx_env(fx_project(s, "y"), "y-e", "127.0.0.1:82", "y.test", NULL);
+	ck_assert_int_eq(route_writer_patch(&rw, ROUTE_SRC_DB, v, take(s, v),
+					    NULL, 0, NULL, on_refused, &r,
+					    &err),
+			 0);
+	ck_assert_int_eq(r.n, 1);
+	ck_assert_str_eq(r.id, "x");
+	ck_assert_str_eq(r.why,
+			 "domain \"file.test\" is claimed twice: by the file "
+			 "source (project fp, environment fe) and by the "
+			 "database source (project x, environment x-e)");
+	ck_assert_str_eq(env_of("x.test"), "x-e"); /* as it was */
+	ck_assert_str_eq(env_of("y.test"), "y-e");
+	ck_assert_str_eq(env_of("file.test"), "fe");
+	/* a patch cannot delete another source's project */
+	r.n = 0;
+	ck_assert_int_eq(route_writer_patch(&rw, ROUTE_SRC_DB, NULL, 0,
+					    del_file, 1, NULL, on_refused, &r,
+					    &err),
+			 0);
+	ck_assert_int_eq(r.n, 1);
+	ck_assert_str_eq(env_of("file.test"), "fe");
+}
+END_TEST
+
+/* Giving way: a database project's domain, environment or id the file
+ * holds is left out of it, the rest of it applies. */
+START_TEST(test_prune_project)
+{
+	struct route_src_project v[2];
+	struct route_src *s = fx_src();
+	size_t dropped = 0, n;
+	int said = 0;
+
+	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), NULL);
+	fx_env(fx_project(s, "x"), "x-e", "127.0.0.1:81", "x.test",
+	       "file.test");
+	fx_env(&s->projects[0], "fe", "127.0.0.1:81", "fe-dup.test", NULL);
+	fx_env(fx_project(s, "fp"), "other", "127.0.0.1:81", "o.test", NULL);
+	n = take(s, v);
+	ck_assert_int_eq(route_writer_prune_project(&rw, ROUTE_SRC_DB, &v[0],
+						    count_said, &said,
+						    &dropped),
+			 0);
+	ck_assert_int_eq(route_writer_prune_project(&rw, ROUTE_SRC_DB, &v[1],
+						    count_said, &said,
+						    &dropped),
+			 -EEXIST);
+	ck_assert_uint_eq(dropped, 3);
+	ck_assert_int_eq(said, 3);
+	ck_assert_uint_eq(v[0].n_envs, 1);
+	ck_assert_uint_eq(v[0].envs[0].n_domains, 1);
+	route_src_project_clear(&v[1]);
+	(void)n;
+	patch_ok(v, 1, NULL, 0);
+	ck_assert_str_eq(env_of("x.test"), "x-e");
+	ck_assert_str_eq(env_of("file.test"), "fe");
+	ck_assert_ptr_null(env_of("fe-dup.test"));
+}
+END_TEST
+
+/* The cost of a change is the change: in a table of 10,000 projects, a
+ * patch of one makes a few dozen map nodes, not a table's worth. */
+START_TEST(test_patch_cost)
+{
+	enum { N = 10000 };
+	struct route_src_project *v = calloc(N, sizeof(*v));
+	struct route_src *s;
+	char pid[32], eid[32], dom[32];
+	uint64_t before, made;
+	struct route_match m;
+	int i;
+
+	ck_assert_ptr_nonnull(v);
+	for (i = 0; i < N; i++) {
+		snprintf(pid, sizeof(pid), "p%d", i);
+		snprintf(eid, sizeof(eid), "p%d-e", i);
+		snprintf(dom, sizeof(dom), "d%d.test", i);
+		take(one(pid, eid, dom, NULL), &v[i]);
+	}
+	patch_ok(v, N, NULL, 0);
+	ck_assert_str_eq(env_of("d9999.test"), "p9999-e");
+	s = fx_src();
+	fx_env(fx_project(s, "p5"), "p5-e", "127.0.0.1:99", "d5.test",
+	       "new5.test");
+	before = pmap_nodes_made();
+	patch_ok(v, take(s, v), NULL, 0);
+	made = pmap_nodes_made() - before;
+	/* the project, its environment and deployment ids, two domains:
+	 * five paths of at most 5 levels (log16 of 10,000) and a leaf */
+	ck_assert_msg(made <= 40, "one project's change made %llu nodes",
+		      (unsigned long long)made);
+	ck_assert_int_eq(look_at("d5.test", "/", &m), ROUTE_OK);
+	ck_assert_str_eq(m.upstreams[0].text, "127.0.0.1:99");
+	ck_assert_str_eq(env_of("new5.test"), "p5-e");
+	ck_assert_str_eq(env_of("d6.test"), "p6-e");
+	free(v);
+}
+END_TEST
+
 /* ---- one writer ---------------------------------------------------------- */
 
 struct off_thread {
@@ -342,7 +605,7 @@ START_TEST(test_other_thread_refused)
 	ck_assert_uint_eq(edge_assert_failures(), 1);
 	ck_assert_uint_eq(generation(), g);
 	ck_assert_ptr_null(env_of("db.test"));
-	ck_assert_ptr_null(route_writer_source(&rw, ROUTE_SRC_DB));
+	ck_assert_uint_eq(projects_of(ROUTE_SRC_DB), 0);
 }
 END_TEST
 
@@ -358,6 +621,10 @@ static Suite *route_writer_suite(void)
 			    sizeof(conflicts) / sizeof(conflicts[0]));
 	tcase_add_test(tc, test_conflict_from_file);
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_patch);
+	tcase_add_test(tc, test_patch_refuses_one);
+	tcase_add_test(tc, test_prune_project);
+	tcase_add_test(tc, test_patch_cost);
 	tcase_add_test_raise_signal(tc, test_other_thread_aborts, SIGABRT);
 	tcase_add_test(tc, test_other_thread_refused);
 	suite_add_tcase(s, tc);
