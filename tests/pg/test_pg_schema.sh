@@ -13,7 +13,7 @@
 #   one per project per transaction (1000 domains in one transaction: one
 #   notification; a cascaded delete: its parent's), "VERSION RULE_ID" on
 #   ip_rule_change, a row moved between projects noted for both, nothing
-#   for a transaction rolled back.
+#   for a transaction rolled back, TRUNCATE noted like DELETE.
 #
 #   B=build bash tests/pg/test_pg_schema.sh
 #
@@ -219,6 +219,22 @@ if [ "$(pg_val "SELECT count(*) FROM edge_change_log WHERE version > $s0")" = 0 
 else
 	t_fail "a transaction rolled back leaves no log rows"
 fi
+
+# TRUNCATE is a change like DELETE (migration 0003): every project and
+# rule it empties is noted
+tx "truncate domains" "TRUNCATE domains" "project_route_change V p4" "project p4"
+pg_sql "INSERT INTO ip_rules (id, cidr, action, project_id) VALUES (2000, '203.0.113.0/24', 'block', NULL), (2001, '203.0.113.0/24', 'block', 'p5')" >/dev/null
+pg_sql "NOTIFY edge_test_mark, 'two rules'" >/dev/null
+{
+	v=$(pg_val "SELECT max(version) FROM edge_change_log")
+	printf 'ip_rule_change %s 2000\nip_rule_change %s 2001\nproject_route_change %s p5\n' "$v" "$v" "$v"
+	echo "edge_test_mark two rules"
+} >>"$EXPECTED"
+rules=$(pg_val "SELECT string_agg('ip_rule_change V ' || id, ';' ORDER BY id) FROM ip_rules")
+rlog=$(pg_val "SELECT string_agg('ip_rule ' || id, ';' ORDER BY id) FROM ip_rules")
+tx "truncate ip_rules" "TRUNCATE ip_rules" "$rules;project_route_change V p5" "$rlog;project p5"
+tx "truncate projects cascade" "TRUNCATE projects CASCADE" \
+	"project_route_change V p2;project_route_change V p4;project_route_change V p5" "project p2;project p4;project p5"
 
 if pgt_listen_stop; then
 	t_ok "the listener saw the end"
