@@ -77,7 +77,7 @@ $(1)/libedged.a: $(patsubst userspace/%.c,$(1)/d/%.o,$(D_SRCS))
 	rm -f $$@ && ar rcs $$@ $$^
 $(1)/edged: $(patsubst userspace/%.c,$(1)/d/%.o,$(EDGED_MAIN)) $(1)/libedged.a $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(DLIBS)
-$(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/libedge.a
+$(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/d/config_check.o $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 $(1)/tests/%: tests/unit/%.c $(1)/libedged.a $(1)/libedge.a $(HDRS) | $(1)/tests
 	$$(CC) $$(ECFLAGS) -Iuserspace -Iuserspace/pg $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)
@@ -100,6 +100,10 @@ $(eval $(call variant,$(B)/asan,$(SAN_FLAGS)))
 # BPF objects benchmarks load with ip(8) or bpftool (no skeleton)
 TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s)))) \
          $(foreach s,$(TOOL_BPF_SRCS),$(B)/tools/$(notdir $(s:.c=.o)))
+$(B)/tools/pg_listen: tests/tools/pg_listen.c $(HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpq
+$(B)/tools/pgdb_probe: tests/tools/pgdb_probe.c $(B)/libedge.a $(HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< $(B)/libedge.a $(LIBS)
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools

@@ -571,6 +571,11 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 			json_object_set_new(root, "interfaces", jifs);
 		else
 			json_decref(jifs);
+		/* the fleet's database, with --pg (null without) */
+		if (root)
+			json_object_set_new(root, "database",
+					    c->pg ? ctl_db_status_json(c)
+						  : json_null());
 		dstatus = NULL; /* consumed */
 		ret = ctl_json_print(root);
 		goto out;
@@ -607,6 +612,8 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	       "%zu with a TTL)\n",
 	       nrules, nblock, nrules - nblock, nrules - nv6, nv6, nttl);
 	ctl_daemon_status_print(c, dret, dstatus, &derr);
+	if (c->pg)
+		ctl_db_status_print(c);
 	if (have_ctr) {
 		printf("counters:\n");
 		for (i = 0; i < EDGE_CTR_MAX; i++)

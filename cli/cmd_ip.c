@@ -6,6 +6,9 @@
  * Every change is checked against the caller's own SSH session (from
  * SSH_CONNECTION) first: a change that would cut it off is refused unless
  * --force is given.
+ *
+ * With --pg, block, allow, del and list act on the database's ip_rules
+ * instead (cmd_ip_pg.c), through the same checks.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,8 +20,7 @@
 #include "duration.h"
 #include "edgectl.h"
 
-/* Parse a CIDR argument, printing notes about normalisation. */
-static int ip_parse_cidr(const char *cmd, const char *arg, struct cidr *out)
+int ctl_ip_parse_cidr(const char *cmd, const char *arg, struct cidr *out)
 {
 	struct errbuf err = {""};
 	char s[CIDR_STR_MAX];
@@ -50,23 +52,9 @@ static int ip_rules_copy(const struct rules *from, struct rules *to)
 	return 0;
 }
 
-/*
- * The SSH lockout check. before/after are the rules, policies and ports
- * before and after the change. Refuses (CTL_FAIL) when the change cuts the
- * caller's SSH client off: after it the client's traffic to the SSH port
- * is dropped, and either absolute is set (the policy switch: being cut off
- * afterwards is enough) or before the change it was not. With force the
- * change goes ahead with a warning.
- */
-struct ip_view {
-	const struct rules *rules;
-	uint32_t policy;
-	const struct policy_ports *ports;
-};
-
-static int ip_ssh_guard(const struct ctl *c, const struct ip_view *before,
-			const struct ip_view *after, bool absolute, bool force,
-			const char *what)
+int ctl_ip_ssh_guard(const struct ctl *c, const struct ctl_ip_view *before,
+		     const struct ctl_ip_view *after, bool absolute, bool force,
+		     const char *what)
 {
 	const char *env = getenv("SSH_CONNECTION");
 	struct errbuf why = {""};
@@ -112,6 +100,27 @@ static int ip_ssh_guard(const struct ctl *c, const struct ip_view *before,
 		  "(edgectl ip allow %s) or use --force",
 		  what, why.msg, cidr_format_addr(&ssh.client, a, sizeof(a)));
 	return CTL_FAIL;
+}
+
+int ctl_ip_guard_block(const struct ctl *c, const struct ctl_ip_view *before,
+		       const struct ctl_ip_view *after,
+		       const struct cidr *prefix, bool force, const char *what)
+{
+	const char *env = getenv("SSH_CONNECTION");
+	struct rules_ssh ssh;
+	const struct rule *by;
+	int ret;
+
+	ret = ctl_ip_ssh_guard(c, before, after, false, force, what);
+	if (ret != CTL_OK || force)
+		return ret;
+	/* blocking the client's own prefix is refused even when something
+	 * else already drops it */
+	if (rules_ssh_parse(env, &ssh) == 0 &&
+	    (by = rules_match(after->rules, &ssh.client, c->now)) &&
+	    cidr_equal(&by->cidr, prefix))
+		return ctl_ip_ssh_guard(c, before, after, true, force, what);
+	return CTL_OK;
 }
 
 static void ip_describe(const struct ctl *c, const struct rule *x, char *buf,
@@ -161,6 +170,7 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 	    {"ttl", required_argument, NULL, 't'},
 	    {"comment", required_argument, NULL, 'c'},
 	    {"force", no_argument, NULL, 'f'},
+	    {"project", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -189,6 +199,9 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 		case 'f':
 			force = true;
 			break;
+		case 'P':
+			return ctl_usage_error(cmd, "%s: %s", cmd,
+					       CTL_PROJECT_NEEDS_PG);
 		case 'h':
 			return ctl_usage_print(cmd);
 		default:
@@ -200,7 +213,7 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 	if (optind + 1 < argc)
 		return ctl_usage_error(cmd, "%s: unexpected argument '%s'", cmd,
 				       argv[optind + 1]);
-	ret = ip_parse_cidr(cmd, argv[optind], &x.cidr);
+	ret = ctl_ip_parse_cidr(cmd, argv[optind], &x.cidr);
 	if (ret)
 		return ret;
 	if (ttl_arg && duration_parse(ttl_arg, &ttl, &err))
@@ -216,9 +229,9 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 		x.expires_at = c->now + (int64_t)ttl;
 
 	if (x.action == EDGE_ACT_BLOCK) {
-		struct ip_view before = {&c->st.rules, c->st.policy,
-					 &c->st.ports};
-		struct ip_view aft = {&after, c->st.policy, &c->st.ports};
+		struct ctl_ip_view before = {&c->st.rules, c->st.policy,
+					     &c->st.ports};
+		struct ctl_ip_view aft = {&after, c->st.policy, &c->st.ports};
 
 		if (ip_rules_copy(&c->st.rules, &after) ||
 		    rules_set(&after, &x, NULL, NULL) == -ENOMEM) {
@@ -227,20 +240,8 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 			return CTL_FAIL;
 		}
 		snprintf(where, sizeof(where), "block %s", argv[optind]);
-		ret = ip_ssh_guard(c, &before, &aft, false, force, where);
-		if (ret == CTL_OK && !force) {
-			/* blocking the client's own prefix is refused even
-			 * when something else already drops it */
-			const char *env = getenv("SSH_CONNECTION");
-			struct rules_ssh ssh;
-			const struct rule *by;
-
-			if (rules_ssh_parse(env, &ssh) == 0 &&
-			    (by = rules_match(&after, &ssh.client, c->now)) &&
-			    cidr_equal(&by->cidr, &x.cidr))
-				ret = ip_ssh_guard(c, &before, &aft, true,
-						   force, where);
-		}
+		ret =
+		    ctl_ip_guard_block(c, &before, &aft, &x.cidr, force, where);
 		rules_free(&after);
 		if (ret)
 			return ret;
@@ -287,6 +288,7 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"force", no_argument, NULL, 'f'},
+	    {"project", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -301,6 +303,9 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 	while ((o = ctl_getopt(argc, argv, ":h", opts, "ip del")) != -1) {
 		if (o == 'f')
 			force = true;
+		else if (o == 'P')
+			return ctl_usage_error("ip del", "ip del: %s",
+					       CTL_PROJECT_NEEDS_PG);
 		else if (o == 'h')
 			return ctl_usage_print("ip del");
 		else
@@ -312,7 +317,7 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 		return ctl_usage_error("ip del",
 				       "ip del: unexpected argument '%s'",
 				       argv[optind + 1]);
-	ret = ip_parse_cidr("ip del", argv[optind], &cidr);
+	ret = ctl_ip_parse_cidr("ip del", argv[optind], &cidr);
 	if (ret)
 		return ret;
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
@@ -328,13 +333,13 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 	}
 	rules_del(&after, &cidr, NULL);
 	{
-		struct ip_view before = {&c->st.rules, c->st.policy,
-					 &c->st.ports};
-		struct ip_view aft = {&after, c->st.policy, &c->st.ports};
+		struct ctl_ip_view before = {&c->st.rules, c->st.policy,
+					     &c->st.ports};
+		struct ctl_ip_view aft = {&after, c->st.policy, &c->st.ports};
 
 		snprintf(where, sizeof(where), "delete the rule for %s",
 			 cidr_format(&cidr, s, sizeof(s)));
-		ret = ip_ssh_guard(c, &before, &aft, false, force, where);
+		ret = ctl_ip_ssh_guard(c, &before, &aft, false, force, where);
 	}
 	rules_free(&after);
 	if (ret)
@@ -548,12 +553,12 @@ static int ip_policy(struct ctl *c, int argc, char **argv)
 	if (!ports_arg)
 		ports = c->st.ports;
 	if (policy == EDGE_POLICY_ALLOWLIST) {
-		struct ip_view before = {&c->st.rules, c->st.policy,
-					 &c->st.ports};
-		struct ip_view after = {&c->st.rules, policy, &ports};
+		struct ctl_ip_view before = {&c->st.rules, c->st.policy,
+					     &c->st.ports};
+		struct ctl_ip_view after = {&c->st.rules, policy, &ports};
 
-		ret = ip_ssh_guard(c, &before, &after, true, force,
-				   "switch to allowlist");
+		ret = ctl_ip_ssh_guard(c, &before, &after, true, force,
+				       "switch to allowlist");
 		if (ret)
 			return ret;
 	}
@@ -580,6 +585,15 @@ int cmd_ip(struct ctl *c, int argc, char **argv)
 		return ctl_usage_error("ip", "ip: missing subcommand (block, "
 					     "allow, del, list, policy)");
 	sub = argv[1];
+	/* with a database the rules are the fleet's (cmd_ip_pg.c); the
+	 * policy stays each host's own */
+	if (c->pg && (strcmp(sub, "block") == 0 || strcmp(sub, "allow") == 0 ||
+		      strcmp(sub, "del") == 0 || strcmp(sub, "list") == 0))
+		return ctl_ip_pg(c, argc - 1, argv + 1);
+	if (c->pg && strcmp(sub, "policy") == 0)
+		log_note("--pg does not apply to ip policy: the policy is "
+			 "each host's own, kept in %s",
+			 c->state_path);
 	if (strcmp(sub, "block") == 0 || strcmp(sub, "allow") == 0)
 		return ip_set(c, argc - 1, argv + 1);
 	if (strcmp(sub, "del") == 0)

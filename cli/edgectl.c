@@ -26,9 +26,11 @@ static const struct ctl_usage_line ctl_usage_lines[] = {
     {"attach", "attach IFACE [--mode native|skb]"},
     {"detach", "detach IFACE"},
     {"status", "status [--json]"},
-    {"ip block", "ip block CIDR [--ttl DURATION] [--comment TEXT] [--force]"},
-    {"ip allow", "ip allow CIDR [--ttl DURATION] [--comment TEXT]"},
-    {"ip del", "ip del CIDR [--force]"},
+    {"ip block", "ip block CIDR [--ttl DURATION] [--comment TEXT] [--force] "
+		 "[--project ID]"},
+    {"ip allow",
+     "ip allow CIDR [--ttl DURATION] [--comment TEXT] [--project ID]"},
+    {"ip del", "ip del CIDR [--force] [--project ID]"},
     {"ip list", "ip list [--json]"},
     {"ip policy", "ip policy [blocklist | allowlist [--ports LIST] [--force]]"},
     {"ratelimit set", "ratelimit set RATE [--burst N] [--packets]"},
@@ -36,14 +38,17 @@ static const struct ctl_usage_line ctl_usage_lines[] = {
     {"stats", "stats [--json] [--watch [--interval SECONDS] [--count N]]"},
     {"routes", "routes [--json]"},
     {"reload", "reload"},
+    {"db migrate", "db migrate"},
+    {"db status", "db status [--json]"},
+    {"hosts", "hosts [--json] [--stale DURATION]"},
     {"help", "help"},
 };
 
 #define CTL_NUSAGE (sizeof(ctl_usage_lines) / sizeof(ctl_usage_lines[0]))
 
 static const char ctl_usage_head[] =
-    "usage: edgectl [--pin-dir DIR] [--state-dir DIR] [--socket PATH] [-v] "
-    "COMMAND [ARGS]\n";
+    "usage: edgectl [--pin-dir DIR] [--state-dir DIR] [--socket PATH] "
+    "[--pg CONNINFO] [-v] COMMAND [ARGS]\n";
 
 static const char ctl_usage_tail[] =
     "\n"
@@ -59,6 +64,9 @@ static const char ctl_usage_tail[] =
     "default " STATE_DIR_DEFAULT ")\n"
     "  --socket PATH    edged's control socket (env EDGE_CONTROL_SOCKET, "
     "default " CTL_DAEMON_SOCK ")\n"
+    "  --pg CONNINFO    the fleet's PostgreSQL (libpq's string; env EDGE_PG):\n"
+    "                   ip block|allow|del|list act on its ip_rules, and\n"
+    "                   db and hosts need it (--project: a project's rule)\n"
     "  -v, --verbose    debug output, libbpf and libxdp included "
     "(env EDGE_DEBUG=1)\n"
     "  -h, --help       this text\n"
@@ -342,6 +350,7 @@ int ctl_begin(struct ctl *c, unsigned flags)
 
 void ctl_end(struct ctl *c)
 {
+	ctl_db_close(c);
 	pins_close(&c->pins);
 	c->attached = false;
 	state_free(&c->st);
@@ -364,10 +373,16 @@ struct ctl_command {
 };
 
 static const struct ctl_command ctl_commands[] = {
-    {"attach", cmd_attach},	  {"detach", cmd_detach},
-    {"status", cmd_status},	  {"ip", cmd_ip},
-    {"ratelimit", cmd_ratelimit}, {"stats", cmd_stats},
-    {"routes", cmd_routes},	  {"reload", cmd_reload},
+    {"attach", cmd_attach},
+    {"detach", cmd_detach},
+    {"status", cmd_status},
+    {"ip", cmd_ip},
+    {"ratelimit", cmd_ratelimit},
+    {"stats", cmd_stats},
+    {"routes", cmd_routes},
+    {"reload", cmd_reload},
+    {"db", cmd_db},
+    {"hosts", cmd_hosts},
     {"help", cmd_help},
 };
 
@@ -384,6 +399,7 @@ int main(int argc, char **argv)
 	    {"pin-dir", required_argument, NULL, 'p'},
 	    {"state-dir", required_argument, NULL, 's'},
 	    {"socket", required_argument, NULL, 'S'},
+	    {"pg", required_argument, NULL, 'g'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -404,6 +420,8 @@ int main(int argc, char **argv)
 	c.state_dir = env && *env ? env : STATE_DIR_DEFAULT;
 	env = getenv("EDGE_CONTROL_SOCKET");
 	c.ctl_sock = env && *env ? env : CTL_DAEMON_SOCK;
+	env = getenv("EDGE_PG");
+	c.pg = env && *env ? env : NULL;
 	log_init("edgectl", verbose);
 
 	while ((o = ctl_getopt(argc, argv, "+:vh", opts, NULL)) != -1) {
@@ -416,6 +434,15 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			c.ctl_sock = optarg;
+			break;
+		case 'g':
+			/* the string may hold a password: never echoed */
+			if (!*optarg)
+				return ctl_usage_error(
+				    NULL, "--pg: empty connection string "
+					  "(leave --pg out to work without a "
+					  "database)");
+			c.pg = optarg;
 			break;
 		case 'v':
 			verbose = true;
