@@ -1,22 +1,27 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * analytics.c - Record: the event queue, the writer thread, the spool and
- * the JSON-lines file sink.
+ * analytics.c - Record: the event, the queue, and one writer thread per
+ * sink (a lane) with its memory spool and, optionally, its disk spool.
  *
  * The queue is a ring of fixed-size events behind one mutex. A producer
- * holds the mutex for a bounds check and one memcpy (about 2 KiB), which
+ * holds the mutex for a bounds check and one memcpy (about 2.5 KiB), which
  * at the request rates of one host costs less than the request's own
  * parsing; a lock-free ring (per-slot sequence numbers) can replace it
- * behind the same analytics_enqueue() if profiles ever say otherwise. The
- * writer never holds the mutex while it formats or writes: slots between
- * head and tail belong to it until it advances head.
+ * behind the same analytics_enqueue() if profiles ever say otherwise.
+ * Every lane has its own head: a slot is free once the slowest lane has
+ * passed it, and a lane never holds the mutex while it formats or writes
+ * (slots between its head and the tail are not overwritten until every
+ * head has passed them).
  *
- * The writer moves events from the queue into the spool (an array of
+ * A lane moves events from the queue into its spool (an array of
  * spool_cap events it alone touches), writes the spool in batches of
  * batch_max and drops what it wrote. While the sink fails the spool keeps
- * the events and the writer retries after min..max backoff; events beyond
- * the spool's cap are counted as dropped, newest first, so that what is
- * kept stays in order.
+ * the events and the lane retries after min..max backoff. When the spool
+ * is full, its oldest batch goes to the disk spool if the lane has one,
+ * else the newest events are dropped and counted, so that what is kept
+ * stays in order. The disk's files are older than anything in memory, so
+ * they are written first: one batch per turn of the loop, taking new
+ * events from the queue in between, until none is left.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +35,7 @@
 #include <jansson.h>
 
 #include "analytics.h"
+#include "analytics_spool.h"
 #include "log.h"
 
 #define ANALYTICS_QUEUE_DEFAULT 8192
@@ -38,6 +44,9 @@
 #define ANALYTICS_FLUSH_MS_DEFAULT 200
 #define ANALYTICS_RETRY_MIN_MS_DEFAULT 100
 #define ANALYTICS_RETRY_MAX_MS_DEFAULT 10000
+_Static_assert(ANALYTICS_F_MAX < 32, "analytics_event.truncated: 32 bits");
+_Static_assert(ANALYTICS_SINKS_MAX <= 32, "analytics_enqueue: wake mask");
+
 /* Queue-full drops are reported at most this often. */
 #define ANALYTICS_DROP_LOG_NS (10 * 1000000000ULL)
 
@@ -98,9 +107,22 @@ bool analytics_event_set(struct analytics_event *ev, enum analytics_field f,
 	return whole;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if none. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
+size_t analytics_field_size(enum analytics_field f)
 {
+	return (unsigned)f < ANALYTICS_F_MAX ? analytics_fields[f].size : 0;
+}
+
+const char *analytics_event_get(const struct analytics_event *ev,
+				enum analytics_field f)
+{
+	if ((unsigned)f >= ANALYTICS_F_MAX)
+		return "";
+	return (const char *)ev + analytics_fields[f].off;
+}
+
+size_t analytics_utf8_seq(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
 	size_t len, i;
 	uint32_t cp;
 
@@ -143,7 +165,7 @@ static json_t *analytics_json_str(const char *s)
 	if (n == 0)
 		return json_null();
 	while (i < n) {
-		k = utf8_seq(p + i, n - i);
+		k = analytics_utf8_seq(s + i, n - i);
 		if (k == 0)
 			break;
 		i += k;
@@ -153,7 +175,7 @@ static json_t *analytics_json_str(const char *s)
 	memcpy(fixed, s, i);
 	o = i;
 	while (i < n && o + 3 < sizeof(fixed)) {
-		k = utf8_seq(p + i, n - i);
+		k = analytics_utf8_seq(s + i, n - i);
 		if (k == 0) {
 			memcpy(fixed + o, "\xef\xbf\xbd", 3);
 			o += 3;
@@ -263,175 +285,49 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 	return 0;
 }
 
-/* ---- the JSON-lines file sink ----------------------------------------- */
-
-struct file_sink {
-	char *path;
-	int fd;
-	size_t partial; /* bytes of the next event's line already written */
-	char *buf;
-	size_t cap;
-	size_t *ends; /* end offset of each line in buf */
-	size_t ends_cap;
-};
-
-static int file_sink_grow(struct file_sink *fs, size_t need)
-{
-	size_t cap = fs->cap ? fs->cap : 65536;
-	char *p;
-
-	if (need <= fs->cap)
-		return 0;
-	while (cap < need)
-		cap *= 2;
-	p = realloc(fs->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	fs->buf = p;
-	fs->cap = cap;
-	return 0;
-}
-
-static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
-				 size_t n, size_t *done)
-{
-	struct file_sink *fs = ctx;
-	size_t i, len = 0, pos;
-	int rc = 0;
-
-	*done = 0;
-	if (n > fs->ends_cap) {
-		size_t *e = realloc(fs->ends, n * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		fs->ends = e;
-		fs->ends_cap = n;
-	}
-	for (i = 0; i < n; i++) {
-		char *line;
-		size_t ll;
-
-		rc = analytics_event_json(&ev[i], &line, &ll);
-		if (rc == 0) {
-			rc = file_sink_grow(fs, len + ll);
-			if (rc == 0)
-				memcpy(fs->buf + len, line, ll);
-			free(line);
-		}
-		if (rc < 0)
-			return rc;
-		len += ll;
-		fs->ends[i] = len;
-	}
-	if (fs->fd < 0) {
-		fs->fd =
-		    open(fs->path,
-			 O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK,
-			 0640);
-		if (fs->fd < 0)
-			return -errno;
-	}
-	pos = fs->partial < fs->ends[0] ? fs->partial : 0;
-	while (pos < len) {
-		ssize_t w = write(fs->fd, fs->buf + pos, len - pos);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = w < 0 ? -errno : -EIO;
-			break;
-		}
-		pos += (size_t)w;
-	}
-	for (i = 0; i < n && fs->ends[i] <= pos; i++)
-		;
-	*done = i;
-	fs->partial = pos - (i ? fs->ends[i - 1] : 0);
-	if (rc < 0) {
-		/* reopen on the next try: the path may come back */
-		close(fs->fd);
-		fs->fd = -1;
-	}
-	return rc;
-}
-
-static int file_sink_reopen(void *ctx)
-{
-	struct file_sink *fs = ctx;
-
-	if (fs->fd >= 0)
-		close(fs->fd);
-	fs->fd = -1;
-	/* a line cut in the old file is written whole to the new one */
-	fs->partial = 0;
-	return 0;
-}
-
-static void file_sink_close(void *ctx)
-{
-	struct file_sink *fs = ctx;
-
-	if (!fs)
-		return;
-	if (fs->fd >= 0)
-		close(fs->fd);
-	free(fs->path);
-	free(fs->buf);
-	free(fs->ends);
-	free(fs);
-}
-
-static const struct analytics_sink_ops file_sink_ops = {
-    .name = "file",
-    .write_batch = file_sink_write_batch,
-    .reopen = file_sink_reopen,
-    .close = file_sink_close,
-};
-
-int analytics_file_sink(const char *path, struct analytics_sink *sink)
-{
-	struct file_sink *fs = calloc(1, sizeof(*fs));
-
-	if (!fs)
-		return -ENOMEM;
-	fs->fd = -1;
-	fs->path = strdup(path);
-	if (!fs->path) {
-		free(fs);
-		return -ENOMEM;
-	}
-	sink->ops = &file_sink_ops;
-	sink->ctx = fs;
-	return 0;
-}
-
 /* ---- the writer ------------------------------------------------------- */
+
+struct analytics_lane {
+	struct analytics *a;
+	struct analytics_sink sink;
+	struct analytics_spool *disk; /* NULL: memory only */
+	pthread_t thread;
+	pthread_cond_t cond;
+
+	/* under a->mu */
+	uint64_t head;
+	bool waiting, reopen_req;
+
+	/* the lane's thread only */
+	struct analytics_event *spool;
+	size_t nspool;
+	struct analytics_event *replay; /* the oldest disk file, read */
+	size_t nreplay, replay_done;
+	bool failing, spool_full_logged, disk_full_logged;
+	uint64_t retry_at, backoff_ns, fail_count;
+
+	_Atomic uint64_t written, dropped_spool_full, dropped_shutdown,
+	    write_errors, batches, spooled, spilled, replayed;
+	_Atomic bool up;
+};
 
 struct analytics {
 	struct analytics_conf conf;
 
 	pthread_mutex_t mu;
-	pthread_cond_t cond;
 	/* under mu */
 	struct analytics_event *q;
-	uint64_t head, tail;
-	bool stopping, reopen_req, writer_waiting;
+	uint64_t tail;
+	bool stopping;
 
-	/* owner's (start/stop) */
-	pthread_t thread;
-	bool started;
+	struct analytics_lane lane[ANALYTICS_SINKS_MAX];
+	unsigned nlanes;
+	bool started; /* owner's (start/stop) */
 
-	/* writer thread only */
-	struct analytics_event *spool;
-	size_t nspool;
-	bool failing, spool_full_logged;
-	uint64_t retry_at, backoff_ns, fail_count;
+	/* lane 0's thread only: it reports queue drops */
 	uint64_t qdrop_logged, qdrop_log_at;
 
-	_Atomic uint64_t enqueued, written, dropped_queue_full,
-	    dropped_spool_full, dropped_shutdown, write_errors, batches,
-	    spooled;
+	_Atomic uint64_t enqueued, dropped_queue_full;
 };
 
 static uint64_t mono_ns(void)
@@ -450,31 +346,80 @@ static struct timespec ns_to_ts(uint64_t ns)
 	return ts;
 }
 
-#define CTR_ADD(a, field, n)                                                   \
-	atomic_fetch_add_explicit(&(a)->field, (n), memory_order_relaxed)
-#define CTR_GET(a, field)                                                      \
-	atomic_load_explicit(&(a)->field, memory_order_relaxed)
+#define CTR_ADD(x, field, n)                                                   \
+	atomic_fetch_add_explicit(&(x)->field, (n), memory_order_relaxed)
+#define CTR_GET(x, field)                                                      \
+	atomic_load_explicit(&(x)->field, memory_order_relaxed)
+#define CTR_SET(x, field, v)                                                   \
+	atomic_store_explicit(&(x)->field, (v), memory_order_relaxed)
+
+static void analytics_sink_close(const struct analytics_sink *sk)
+{
+	if (sk->ops && sk->ops->close)
+		sk->ops->close(sk->ctx);
+}
+
+/* Set up lane a->lane[a->nlanes] for sink and disk (taken over). */
+static int analytics_lane_init(struct analytics *a,
+			       const struct analytics_sink *sink,
+			       struct analytics_spool *disk)
+{
+	struct analytics_lane *l = &a->lane[a->nlanes];
+	pthread_condattr_t ca;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	l->a = a;
+	l->sink = *sink;
+	l->disk = disk;
+	l->backoff_ns = a->conf.retry_min_ms * 1000000ULL;
+	atomic_init(&l->up, true);
+	l->spool = calloc(a->conf.spool_cap, sizeof(*l->spool));
+	if (!l->spool)
+		goto fail;
+	if (pthread_condattr_init(&ca))
+		goto fail;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(&l->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc)
+		goto fail;
+	/* a lane added later starts where the queue is now */
+	l->head = a->tail;
+	a->nlanes++;
+	return 0;
+fail:
+	free(l->spool);
+	analytics_sink_close(sink);
+	analytics_spool_close(disk);
+	memset(l, 0, sizeof(*l));
+	return -ENOMEM;
+}
 
 int analytics_new(const struct analytics_conf *conf, struct analytics **out)
 {
 	struct analytics *a;
-	pthread_condattr_t ca;
-	int rc = -ENOMEM;
+	int rc;
 
 	*out = NULL;
 	if (!conf->sink.ops || !conf->sink.ops->write_batch) {
-		if (conf->sink.ops && conf->sink.ops->close)
-			conf->sink.ops->close(conf->sink.ctx);
+		analytics_sink_close(&conf->sink);
+		analytics_spool_close(conf->disk);
 		return -EINVAL;
 	}
 	a = calloc(1, sizeof(*a));
-	if (!a)
-		goto fail;
+	if (!a) {
+		analytics_sink_close(&conf->sink);
+		analytics_spool_close(conf->disk);
+		return -ENOMEM;
+	}
 	a->conf = *conf;
 	if (!a->conf.queue_cap)
 		a->conf.queue_cap = ANALYTICS_QUEUE_DEFAULT;
 	if (!a->conf.batch_max)
 		a->conf.batch_max = ANALYTICS_BATCH_DEFAULT;
+	if (a->conf.batch_max > ANALYTICS_SPOOL_FILE_EVENTS_MAX)
+		a->conf.batch_max = ANALYTICS_SPOOL_FILE_EVENTS_MAX;
 	if (!a->conf.spool_cap)
 		a->conf.spool_cap = ANALYTICS_SPOOL_DEFAULT;
 	if (a->conf.spool_cap < a->conf.batch_max)
@@ -487,54 +432,86 @@ int analytics_new(const struct analytics_conf *conf, struct analytics **out)
 		a->conf.retry_max_ms = ANALYTICS_RETRY_MAX_MS_DEFAULT;
 	if (a->conf.retry_max_ms < a->conf.retry_min_ms)
 		a->conf.retry_max_ms = a->conf.retry_min_ms;
-	a->backoff_ns = a->conf.retry_min_ms * 1000000ULL;
 	a->q = calloc(a->conf.queue_cap, sizeof(*a->q));
-	a->spool = calloc(a->conf.spool_cap, sizeof(*a->spool));
-	if (!a->q || !a->spool)
-		goto fail_free;
-	if (pthread_condattr_init(&ca))
-		goto fail_free;
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	rc = -pthread_cond_init(&a->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rc)
-		goto fail_free;
+	if (!a->q) {
+		analytics_sink_close(&conf->sink);
+		analytics_spool_close(conf->disk);
+		free(a);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&a->mu, NULL);
+	rc = analytics_lane_init(a, &conf->sink, conf->disk);
+	if (rc) {
+		pthread_mutex_destroy(&a->mu);
+		free(a->q);
+		free(a);
+		return rc;
+	}
 	*out = a;
 	return 0;
+}
 
-fail_free:
-	free(a->q);
-	free(a->spool);
-	free(a);
-fail:
-	if (conf->sink.ops->close)
-		conf->sink.ops->close(conf->sink.ctx);
+int analytics_add_sink(struct analytics *a, const struct analytics_sink *sink,
+		       struct analytics_spool *disk)
+{
+	int rc = 0;
+
+	if (!sink->ops || !sink->ops->write_batch)
+		rc = -EINVAL;
+	else if (a->started)
+		rc = -EBUSY;
+	else if (a->nlanes == ANALYTICS_SINKS_MAX)
+		rc = -ENOSPC;
+	if (rc) {
+		analytics_sink_close(sink);
+		analytics_spool_close(disk);
+		return rc;
+	}
+	pthread_mutex_lock(&a->mu);
+	rc = analytics_lane_init(a, sink, disk);
+	pthread_mutex_unlock(&a->mu);
 	return rc;
+}
+
+/* The slowest lane's head: the queue's free space ends there. Under mu. */
+static uint64_t analytics_min_head(const struct analytics *a)
+{
+	uint64_t h = a->lane[0].head;
+	unsigned i;
+
+	for (i = 1; i < a->nlanes; i++)
+		if (a->lane[i].head < h)
+			h = a->lane[i].head;
+	return h;
 }
 
 int analytics_enqueue(struct analytics *a, const struct analytics_event *ev)
 {
-	bool wake = false;
+	unsigned wake = 0, i;
 	int rc = 0;
 
 	pthread_mutex_lock(&a->mu);
 	if (a->stopping) {
 		rc = -ESHUTDOWN;
-	} else if (a->tail - a->head >= a->conf.queue_cap) {
+	} else if (a->tail - analytics_min_head(a) >= a->conf.queue_cap) {
 		rc = -ENOBUFS;
 	} else {
 		memcpy(&a->q[a->tail % a->conf.queue_cap], ev, sizeof(*ev));
 		a->tail++;
-		if (a->writer_waiting &&
-		    a->tail - a->head >= a->conf.batch_max) {
-			a->writer_waiting = false;
-			wake = true;
+		for (i = 0; i < a->nlanes; i++) {
+			struct analytics_lane *l = &a->lane[i];
+
+			if (l->waiting &&
+			    a->tail - l->head >= a->conf.batch_max) {
+				l->waiting = false;
+				wake |= 1u << i;
+			}
 		}
 	}
 	pthread_mutex_unlock(&a->mu);
-	if (wake)
-		pthread_cond_signal(&a->cond);
+	for (i = 0; wake; i++, wake >>= 1)
+		if (wake & 1)
+			pthread_cond_signal(&a->lane[i].cond);
 	if (rc)
 		CTR_ADD(a, dropped_queue_full, 1);
 	else
@@ -544,96 +521,282 @@ int analytics_enqueue(struct analytics *a, const struct analytics_event *ev)
 
 void analytics_reopen(struct analytics *a)
 {
+	unsigned i;
+
 	pthread_mutex_lock(&a->mu);
-	a->reopen_req = true;
+	for (i = 0; i < a->nlanes; i++)
+		a->lane[i].reopen_req = true;
 	pthread_mutex_unlock(&a->mu);
-	pthread_cond_signal(&a->cond);
+	for (i = 0; i < a->nlanes; i++)
+		pthread_cond_signal(&a->lane[i].cond);
+}
+
+unsigned analytics_nsinks(const struct analytics *a)
+{
+	return a->nlanes;
+}
+
+int analytics_sink_stats(struct analytics *a, unsigned i,
+			 struct analytics_sink_stats *st)
+{
+	struct analytics_lane *l;
+
+	memset(st, 0, sizeof(*st));
+	if (i >= a->nlanes)
+		return -ENOENT;
+	l = &a->lane[i];
+	st->name = l->sink.ops->name;
+	st->written = CTR_GET(l, written);
+	st->dropped_spool_full = CTR_GET(l, dropped_spool_full);
+	st->dropped_shutdown = CTR_GET(l, dropped_shutdown);
+	st->write_errors = CTR_GET(l, write_errors);
+	st->batches = CTR_GET(l, batches);
+	st->spooled = CTR_GET(l, spooled);
+	st->up = atomic_load_explicit(&l->up, memory_order_relaxed);
+	if (l->disk) {
+		struct analytics_spool_stats ds;
+
+		analytics_spool_stats(l->disk, &ds);
+		st->disk = true;
+		st->spilled = CTR_GET(l, spilled);
+		st->replayed = CTR_GET(l, replayed);
+		st->disk_files = ds.files;
+		st->disk_bytes = ds.bytes;
+		st->disk_events = ds.events;
+		st->disk_max_bytes = ds.max_bytes;
+		st->disk_corrupt = ds.corrupt;
+		st->disk_put_errors = ds.put_errors;
+	}
+	if (l->sink.ops->counters) {
+		st->has_own = true;
+		l->sink.ops->counters(l->sink.ctx, &st->own);
+	}
+	return 0;
 }
 
 void analytics_stats(struct analytics *a, struct analytics_stats *st)
 {
+	unsigned i;
+
+	memset(st, 0, sizeof(*st));
 	st->enqueued = CTR_GET(a, enqueued);
-	st->written = CTR_GET(a, written);
 	st->dropped_queue_full = CTR_GET(a, dropped_queue_full);
-	st->dropped_spool_full = CTR_GET(a, dropped_spool_full);
-	st->dropped_shutdown = CTR_GET(a, dropped_shutdown);
-	st->write_errors = CTR_GET(a, write_errors);
-	st->batches = CTR_GET(a, batches);
-	st->spooled = CTR_GET(a, spooled);
+	for (i = 0; i < a->nlanes; i++) {
+		struct analytics_lane *l = &a->lane[i];
+
+		st->written += CTR_GET(l, written);
+		st->dropped_spool_full += CTR_GET(l, dropped_spool_full);
+		st->dropped_shutdown += CTR_GET(l, dropped_shutdown);
+		st->write_errors += CTR_GET(l, write_errors);
+		st->batches += CTR_GET(l, batches);
+		st->spooled += CTR_GET(l, spooled);
+	}
 }
 
-/* Write the spool in batches; stop at the first failure and back off. */
-static void analytics_flush_spool(struct analytics *a)
+/* A write failed: count it, say so once per episode, back off. */
+static void analytics_lane_failed(struct analytics_lane *l, int rc)
 {
-	const struct analytics_sink *sk = &a->conf.sink;
+	const struct analytics_conf *c = &l->a->conf;
+
+	CTR_ADD(l, write_errors, 1);
+	l->fail_count++;
+	if (!l->failing) {
+		if (l->disk)
+			log_warnx("analytics: %s sink failed: %s; keeping up "
+				  "to %zu events in memory, then in the disk "
+				  "spool, and retrying",
+				  l->sink.ops->name, strerror(-rc),
+				  c->spool_cap);
+		else
+			log_warnx("analytics: %s sink failed: %s; keeping up "
+				  "to %zu events in memory and retrying",
+				  l->sink.ops->name, strerror(-rc),
+				  c->spool_cap);
+	}
+	l->failing = true;
+	atomic_store_explicit(&l->up, false, memory_order_relaxed);
+	l->retry_at = mono_ns() + l->backoff_ns;
+	l->backoff_ns *= 2;
+	if (l->backoff_ns > c->retry_max_ms * 1000000ULL)
+		l->backoff_ns = c->retry_max_ms * 1000000ULL;
+}
+
+static void analytics_lane_worked(struct analytics_lane *l)
+{
+	if (!l->failing)
+		return;
+	log_note("analytics: %s sink recovered after %llu failed writes",
+		 l->sink.ops->name, (unsigned long long)l->fail_count);
+	l->failing = false;
+	l->spool_full_logged = false;
+	l->disk_full_logged = false;
+	l->fail_count = 0;
+	l->backoff_ns = l->a->conf.retry_min_ms * 1000000ULL;
+	atomic_store_explicit(&l->up, true, memory_order_relaxed);
+}
+
+/* Whether the disk spool holds events (read or still in files). */
+static bool analytics_lane_backlog(const struct analytics_lane *l)
+{
+	return l->disk && (l->replay || !analytics_spool_empty(l->disk));
+}
+
+/* Write one batch from the oldest disk file. Returns 0 (also when there
+ * was none), or -errno from the sink (already counted). */
+static int analytics_lane_replay(struct analytics_lane *l)
+{
+	const struct analytics_sink *sk = &l->sink;
+	size_t n, done = 0;
+	int rc;
+
+	if (!l->replay) {
+		rc = analytics_spool_peek(l->disk, &l->replay, &l->nreplay);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc) {
+			/* out of memory: back off as for a failed write */
+			analytics_lane_failed(l, rc);
+			return rc;
+		}
+		l->replay_done = 0;
+	}
+	n = l->nreplay - l->replay_done;
+	if (n > l->a->conf.batch_max)
+		n = l->a->conf.batch_max;
+	rc =
+	    sk->ops->write_batch(sk->ctx, l->replay + l->replay_done, n, &done);
+	if (done > n)
+		done = n;
+	l->replay_done += done;
+	CTR_ADD(l, written, done);
+	CTR_ADD(l, replayed, done);
+	if (rc < 0) {
+		analytics_lane_failed(l, rc);
+		return rc;
+	}
+	CTR_ADD(l, batches, 1);
+	analytics_lane_worked(l);
+	if (l->replay_done == l->nreplay) {
+		analytics_spool_pop(l->disk);
+		free(l->replay);
+		l->replay = NULL;
+		l->nreplay = l->replay_done = 0;
+	}
+	return 0;
+}
+
+/* Write the disk spool's oldest batch if there is one (older events
+ * first), else the memory spool in batches; stop at the first failure
+ * and back off. */
+static void analytics_lane_flush(struct analytics_lane *l)
+{
+	const struct analytics_sink *sk = &l->sink;
 	size_t off = 0, n, done;
 	int rc = 0;
 
-	while (off < a->nspool) {
-		n = a->nspool - off;
-		if (n > a->conf.batch_max)
-			n = a->conf.batch_max;
+	if (analytics_lane_backlog(l)) {
+		analytics_lane_replay(l);
+		if (analytics_lane_backlog(l))
+			return;
+	}
+	while (off < l->nspool) {
+		n = l->nspool - off;
+		if (n > l->a->conf.batch_max)
+			n = l->a->conf.batch_max;
 		done = 0;
-		rc = sk->ops->write_batch(sk->ctx, a->spool + off, n, &done);
+		rc = sk->ops->write_batch(sk->ctx, l->spool + off, n, &done);
 		if (done > n)
 			done = n;
 		off += done;
-		CTR_ADD(a, written, done);
+		CTR_ADD(l, written, done);
 		if (rc < 0)
 			break;
-		CTR_ADD(a, batches, 1);
+		CTR_ADD(l, batches, 1);
 	}
 	if (off) {
-		memmove(a->spool, a->spool + off,
-			(a->nspool - off) * sizeof(*a->spool));
-		a->nspool -= off;
+		memmove(l->spool, l->spool + off,
+			(l->nspool - off) * sizeof(*l->spool));
+		l->nspool -= off;
 	}
-	atomic_store_explicit(&a->spooled, a->nspool, memory_order_relaxed);
-	if (rc < 0) {
-		CTR_ADD(a, write_errors, 1);
-		a->fail_count++;
-		if (!a->failing)
-			log_warnx("analytics: %s sink failed: %s; keeping up "
-				  "to %zu events in memory and retrying",
-				  sk->ops->name, strerror(-rc),
-				  a->conf.spool_cap);
-		a->failing = true;
-		a->retry_at = mono_ns() + a->backoff_ns;
-		a->backoff_ns *= 2;
-		if (a->backoff_ns > a->conf.retry_max_ms * 1000000ULL)
-			a->backoff_ns = a->conf.retry_max_ms * 1000000ULL;
-	} else if (a->failing) {
-		log_note("analytics: %s sink recovered after %llu failed "
-			 "writes",
-			 sk->ops->name, (unsigned long long)a->fail_count);
-		a->failing = false;
-		a->spool_full_logged = false;
-		a->fail_count = 0;
-		a->backoff_ns = a->conf.retry_min_ms * 1000000ULL;
-	}
+	CTR_SET(l, spooled, l->nspool);
+	if (rc < 0)
+		analytics_lane_failed(l, rc);
+	else if (off)
+		analytics_lane_worked(l);
 }
 
-/* Move queued events [h, t) into the spool. Returns how many were taken
- * off the queue (spooled, or dropped while the sink fails). */
-static uint64_t analytics_take(struct analytics *a, uint64_t h, uint64_t t)
+/* Move the memory spool's oldest k events to the disk spool. Returns 0
+ * or -errno (nothing moved). */
+static int analytics_lane_spill(struct analytics_lane *l, size_t k)
 {
-	uint64_t n = t - h, room = a->conf.spool_cap - a->nspool, i, take;
+	int rc;
 
-	take = n < room ? n : room;
-	for (i = 0; i < take; i++)
-		memcpy(&a->spool[a->nspool++],
-		       &a->q[(h + i) % a->conf.queue_cap], sizeof(*a->spool));
-	atomic_store_explicit(&a->spooled, a->nspool, memory_order_relaxed);
-	if (take == n || !a->failing)
-		return take;
-	/* the sink is failing and the spool is full: drop the newest */
-	CTR_ADD(a, dropped_spool_full, n - take);
-	if (!a->spool_full_logged)
-		log_warnx("analytics: spool full (%zu events), dropping events "
-			  "until the %s sink recovers",
-			  a->conf.spool_cap, a->conf.sink.ops->name);
-	a->spool_full_logged = true;
-	return n;
+	if (k > l->nspool)
+		k = l->nspool;
+	if (!l->disk || k == 0)
+		return -ENOSPC;
+	rc = analytics_spool_put(l->disk, l->spool, k);
+	if (rc) {
+		if (!l->disk_full_logged)
+			log_warnx("analytics: %s sink: the disk spool %s: %s",
+				  l->sink.ops->name,
+				  rc == -ENOSPC
+				      ? "is full (analytics.spool_max)"
+				      : "cannot be written",
+				  rc == -ENOSPC ? "dropping events until the "
+						  "sink recovers"
+						: strerror(-rc));
+		l->disk_full_logged = true;
+		return rc;
+	}
+	l->disk_full_logged = false;
+	memmove(l->spool, l->spool + k, (l->nspool - k) * sizeof(*l->spool));
+	l->nspool -= k;
+	CTR_ADD(l, spilled, k);
+	CTR_SET(l, spooled, l->nspool);
+	return 0;
+}
+
+/* Move queued events [h, t) into the spool, the oldest batches going to
+ * disk when it is full. Returns how many were taken off the queue
+ * (spooled, or dropped while the sink fails and its retry is not due:
+ * when it is, they wait in the queue for the retry's outcome). */
+static uint64_t analytics_lane_take(struct analytics_lane *l, uint64_t h,
+				    uint64_t t, uint64_t now)
+{
+	struct analytics *a = l->a;
+	uint64_t n = t - h, taken = 0, room, k, i;
+
+	while (taken < n) {
+		room = a->conf.spool_cap - l->nspool;
+		k = n - taken < room ? n - taken : room;
+		for (i = 0; i < k; i++)
+			memcpy(&l->spool[l->nspool++],
+			       &a->q[(h + taken + i) % a->conf.queue_cap],
+			       sizeof(*l->spool));
+		taken += k;
+		if (taken == n)
+			break;
+		if (analytics_lane_spill(l, a->conf.batch_max) == 0)
+			continue;
+		if (!l->failing || now >= l->retry_at)
+			break; /* the sink works, or may: the rest waits in
+				* the queue */
+		/* the sink is failing and the spools are full: drop the
+		 * newest */
+		CTR_ADD(l, dropped_spool_full, n - taken);
+		if (!l->spool_full_logged)
+			log_warnx("analytics: spool full (%zu events in "
+				  "memory%s), dropping events until the %s "
+				  "sink recovers",
+				  a->conf.spool_cap,
+				  l->disk ? ", the disk spool too" : "",
+				  l->sink.ops->name);
+		l->spool_full_logged = true;
+		taken = n;
+	}
+	CTR_SET(l, spooled, l->nspool);
+	return taken;
 }
 
 static void analytics_log_queue_drops(struct analytics *a, uint64_t now)
@@ -648,35 +811,48 @@ static void analytics_log_queue_drops(struct analytics *a, uint64_t now)
 	a->qdrop_log_at = now + ANALYTICS_DROP_LOG_NS;
 }
 
-static void *analytics_main(void *arg)
+/* Stopping with a disk spool: what memory holds goes to disk (replayed at
+ * the next start) rather than wait for a failing sink or jump ahead of
+ * the files still to replay. */
+static void analytics_lane_spill_all(struct analytics_lane *l)
 {
-	struct analytics *a = arg;
+	while (l->nspool && analytics_lane_spill(l, l->a->conf.batch_max) == 0)
+		;
+}
+
+static void *analytics_lane_main(void *arg)
+{
+	struct analytics_lane *l = arg;
+	struct analytics *a = l->a;
 	uint64_t h, t, now, stop_deadline = 0, left;
 	bool stopping, reopen;
 
 	for (;;) {
 		pthread_mutex_lock(&a->mu);
-		if (!a->stopping && !a->reopen_req &&
-		    a->tail - a->head < a->conf.batch_max) {
+		/* wait unless there is work: a batch, a stop, a reopen, or
+		 * files to replay into a sink that works */
+		if (!a->stopping && !l->reopen_req &&
+		    a->tail - l->head < a->conf.batch_max &&
+		    (l->failing || !analytics_lane_backlog(l))) {
 			uint64_t when =
-			    a->failing
-				? a->retry_at
+			    l->failing
+				? l->retry_at
 				: mono_ns() + a->conf.flush_ms * 1000000ULL;
 			struct timespec ts = ns_to_ts(when);
 
-			a->writer_waiting = true;
-			while (!a->stopping && !a->reopen_req &&
-			       a->tail - a->head < a->conf.batch_max) {
-				if (pthread_cond_timedwait(&a->cond, &a->mu,
+			l->waiting = true;
+			while (!a->stopping && !l->reopen_req &&
+			       a->tail - l->head < a->conf.batch_max) {
+				if (pthread_cond_timedwait(&l->cond, &a->mu,
 							   &ts) == ETIMEDOUT)
 					break;
 			}
-			a->writer_waiting = false;
+			l->waiting = false;
 		}
 		stopping = a->stopping;
-		reopen = a->reopen_req;
-		a->reopen_req = false;
-		h = a->head;
+		reopen = l->reopen_req;
+		l->reopen_req = false;
+		h = l->head;
 		t = a->tail;
 		pthread_mutex_unlock(&a->mu);
 
@@ -684,27 +860,34 @@ static void *analytics_main(void *arg)
 		if (stopping && !stop_deadline)
 			stop_deadline = now + a->conf.retry_max_ms * 1000000ULL;
 		if (reopen) {
-			if (a->conf.sink.ops->reopen)
-				a->conf.sink.ops->reopen(a->conf.sink.ctx);
-			a->retry_at = now; /* a new destination: try it now */
+			if (l->sink.ops->reopen)
+				l->sink.ops->reopen(l->sink.ctx);
+			l->retry_at = now; /* a new destination: try it now */
 		}
-		h += analytics_take(a, h, t);
+		h += analytics_lane_take(l, h, t, now);
 		pthread_mutex_lock(&a->mu);
-		a->head = h;
+		l->head = h;
 		pthread_mutex_unlock(&a->mu);
-		if (a->nspool && (!a->failing || now >= a->retry_at))
-			analytics_flush_spool(a);
-		analytics_log_queue_drops(a, now);
+		if (stopping && l->disk &&
+		    (l->failing || analytics_lane_backlog(l)))
+			analytics_lane_spill_all(l);
+		/* stopping, the files wait for the next start; what memory
+		 * still holds (the disk spool refused it) is written */
+		if ((l->nspool || (!stopping && analytics_lane_backlog(l))) &&
+		    (!l->failing || now >= l->retry_at))
+			analytics_lane_flush(l);
+		if (l == &a->lane[0])
+			analytics_log_queue_drops(a, now);
 		if (!stopping)
 			continue;
-		if (h == t && a->nspool == 0)
+		if (h == t && l->nspool == 0)
 			break;
 		now = mono_ns();
-		if (a->failing && now >= stop_deadline)
+		if ((l->failing || l->disk) && now >= stop_deadline)
 			break;
-		if (a->failing && a->retry_at > now) {
+		if (l->failing && l->retry_at > now) {
 			struct timespec ts = ns_to_ts(
-			    (a->retry_at < stop_deadline ? a->retry_at
+			    (l->retry_at < stop_deadline ? l->retry_at
 							 : stop_deadline) -
 			    now);
 
@@ -713,22 +896,24 @@ static void *analytics_main(void *arg)
 	}
 	/* stop gave up on a failing sink: count what is left */
 	pthread_mutex_lock(&a->mu);
-	left = a->tail - a->head;
-	a->head = a->tail;
+	left = a->tail - l->head;
+	l->head = a->tail;
 	pthread_mutex_unlock(&a->mu);
-	left += a->nspool;
+	left += l->nspool;
 	if (left) {
-		CTR_ADD(a, dropped_shutdown, left);
-		log_warnx("analytics: %llu events not written at shutdown",
-			  (unsigned long long)left);
+		CTR_ADD(l, dropped_shutdown, left);
+		log_warnx("analytics: %s sink: %llu events not written at "
+			  "shutdown",
+			  l->sink.ops->name, (unsigned long long)left);
 	}
-	a->nspool = 0;
-	atomic_store_explicit(&a->spooled, 0, memory_order_relaxed);
+	l->nspool = 0;
+	CTR_SET(l, spooled, 0);
 	return NULL;
 }
 
 int analytics_start(struct analytics *a)
 {
+	unsigned i;
 	int rc;
 
 	if (a->started)
@@ -736,41 +921,61 @@ int analytics_start(struct analytics *a)
 	pthread_mutex_lock(&a->mu);
 	a->stopping = false;
 	pthread_mutex_unlock(&a->mu);
-	rc = pthread_create(&a->thread, NULL, analytics_main, a);
-	if (rc)
-		return -rc;
+	for (i = 0; i < a->nlanes; i++) {
+		rc = pthread_create(&a->lane[i].thread, NULL,
+				    analytics_lane_main, &a->lane[i]);
+		if (rc) {
+			pthread_mutex_lock(&a->mu);
+			a->stopping = true;
+			pthread_mutex_unlock(&a->mu);
+			while (i-- > 0) {
+				pthread_cond_signal(&a->lane[i].cond);
+				pthread_join(a->lane[i].thread, NULL);
+			}
+			return -rc;
+		}
+	}
 	a->started = true;
 	return 0;
 }
 
 int analytics_stop(struct analytics *a)
 {
+	unsigned i;
+
 	pthread_mutex_lock(&a->mu);
 	a->stopping = true;
 	pthread_mutex_unlock(&a->mu);
-	pthread_cond_signal(&a->cond);
+	for (i = 0; i < a->nlanes; i++)
+		pthread_cond_signal(&a->lane[i].cond);
 	if (!a->started)
 		return 0;
-	pthread_join(a->thread, NULL);
+	for (i = 0; i < a->nlanes; i++)
+		pthread_join(a->lane[i].thread, NULL);
 	a->started = false;
 	return 0;
 }
 
 void analytics_free(struct analytics *a)
 {
-	uint64_t left;
+	unsigned i;
 
 	if (!a)
 		return;
 	analytics_stop(a);
-	left = a->tail - a->head;
-	if (left)
-		CTR_ADD(a, dropped_shutdown, left);
-	if (a->conf.sink.ops->close)
-		a->conf.sink.ops->close(a->conf.sink.ctx);
-	pthread_cond_destroy(&a->cond);
+	for (i = 0; i < a->nlanes; i++) {
+		struct analytics_lane *l = &a->lane[i];
+		uint64_t left = a->tail - l->head;
+
+		if (left)
+			CTR_ADD(l, dropped_shutdown, left);
+		analytics_sink_close(&l->sink);
+		analytics_spool_close(l->disk);
+		pthread_cond_destroy(&l->cond);
+		free(l->spool);
+		free(l->replay);
+	}
 	pthread_mutex_destroy(&a->mu);
 	free(a->q);
-	free(a->spool);
 	free(a);
 }

@@ -6,13 +6,14 @@
  * Workers fill a struct analytics_event (a fixed-size record: strings are
  * copied in, truncated to fixed maxima and marked) and hand it to
  * analytics_enqueue(), which copies it into a bounded queue and never
- * blocks on I/O, never allocates. A writer thread takes events in batches
- * and hands them to a sink (today the JSON-lines file sink; a PostgreSQL
- * COPY sink plugs into the same struct analytics_sink_ops). When the sink
- * fails, events wait in a bounded in-memory spool and are retried with
+ * blocks on I/O, never allocates. Each sink (the JSON-lines file sink
+ * here, the PostgreSQL COPY sink of analytics_pg.h) has a writer thread
+ * that takes every event from that one queue in batches. When a sink
+ * fails, its events wait in a bounded in-memory spool, then in its disk
+ * spool if it has one (analytics_spool.h), and are retried with
  * exponential backoff; only what exceeds the caps is dropped, and every
- * drop is counted. docs/analytics.md describes the fields, the JSON keys
- * and the drop semantics.
+ * drop is counted. docs/analytics.md describes the fields, the JSON keys,
+ * the database's columns and the drop semantics.
  */
 #ifndef EDGE_ANALYTICS_H
 #define EDGE_ANALYTICS_H
@@ -21,7 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "outcome.h"
+
+struct passwd;
 
 /*
  * The event's string fields: X(ID, member, size). size includes the NUL,
@@ -82,6 +86,17 @@ bool analytics_event_set(struct analytics_event *ev, enum analytics_field f,
 /* The JSON key of field f ("user_agent"), or NULL out of range. */
 const char *analytics_field_name(enum analytics_field f);
 
+/* The size of field f's member, its NUL included (0 out of range), and
+ * its value in ev (never NULL; "" out of range). */
+size_t analytics_field_size(enum analytics_field f);
+const char *analytics_event_get(const struct analytics_event *ev,
+				enum analytics_field f);
+
+/* The length of the valid UTF-8 sequence (RFC 3629: no overlong forms,
+ * no surrogates, nothing above U+10FFFF) at p, at most n >= 1 bytes; 0
+ * when the bytes there are not one. What the sinks replace by U+FFFD. */
+size_t analytics_utf8_seq(const char *p, size_t n);
+
 /*
  * Format ev as one JSON object followed by "\n" (a JSON line) into a
  * newly allocated string, stored in *line, its length in *len. Invalid
@@ -92,15 +107,27 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 
 /* ---- sinks ------------------------------------------------------------ */
 
+/* What a sink counts of its own (analytics_sink_ops.counters). */
+struct analytics_sink_counters {
+	uint64_t duplicates; /* events the destination already held (a
+			      * replay), skipped: landed once all the same */
+	uint64_t rejected;   /* events the destination refused as invalid:
+			      * lost, counted here and logged */
+	uint64_t connects;   /* connections made (the first and each
+			      * reconnect) */
+};
+
 /*
- * Where batches go. Called from the writer thread only, never
+ * Where batches go. Called from the sink's writer thread only, never
  * concurrently. write_batch writes events ev[0..n) in order: on success it
  * returns 0 with *done == n; on failure it returns -errno and sets *done to
  * how many leading events are stored for good (those are not offered
- * again; the rest are, in order, on the next call). reopen (may be NULL)
- * closes and reopens the destination (log rotation); close releases
- * everything, ctx included. A PostgreSQL COPY sink implements the same
- * three.
+ * again; the rest are, in order, on the next call, unless they went to
+ * the disk spool meanwhile: then they come back later, oldest first, so a
+ * sink that keeps a disk spool must take a batch twice without harm, as
+ * the PostgreSQL sink does). reopen (may be NULL) closes and reopens the
+ * destination (log rotation); close releases everything, ctx included.
+ * counters (may be NULL) reads the sink's own counters from any thread.
  */
 struct analytics_sink_ops {
 	const char *name;
@@ -108,6 +135,7 @@ struct analytics_sink_ops {
 			   size_t n, size_t *done);
 	int (*reopen)(void *ctx);
 	void (*close)(void *ctx);
+	void (*counters)(void *ctx, struct analytics_sink_counters *c);
 };
 
 struct analytics_sink {
@@ -125,23 +153,44 @@ struct analytics_sink {
  */
 int analytics_file_sink(const char *path, struct analytics_sink *sink);
 
+/*
+ * The same sink with its file opened now, before privileges drop: a file
+ * created here is given to pw (NULL: edged keeps its user); one that pw
+ * cannot write is a warning (reopening it later would fail). Returns 0,
+ * or -errno with err saying "analytics.file: cannot open PATH: ...".
+ */
+int analytics_file_sink_open(const char *path, const struct passwd *pw,
+			     struct analytics_sink *sink, struct errbuf *err);
+
 /* ---- the writer --------------------------------------------------------- */
 
+/* Most sinks one writer feeds (each its own thread). */
+#define ANALYTICS_SINKS_MAX 4
+
+struct analytics_spool; /* analytics_spool.h */
+
 struct analytics_conf {
-	struct analytics_sink sink; /* taken over by analytics_new, even on
-				     * failure */
-	size_t queue_cap;	    /* events; 0: 8192 */
-	size_t batch_max;	    /* events per write; 0: 512 */
-	size_t spool_cap;	    /* events kept while the sink fails; 0:
-				     * 16384; at least batch_max */
-	unsigned flush_ms;	    /* longest an event waits; 0: 200 */
-	unsigned retry_min_ms;	    /* first retry after a failure; 0: 100 */
-	unsigned retry_max_ms;	    /* backoff ceiling; 0: 10000 */
+	struct analytics_sink sink;   /* the first sink; taken over by
+				       * analytics_new, even on failure */
+	struct analytics_spool *disk; /* its disk spool, or NULL; taken over
+				       * likewise */
+	size_t queue_cap;	      /* events; 0: 8192 */
+	size_t batch_max;	      /* events per write; 0: 512 */
+	size_t spool_cap;	      /* events kept in memory per sink while
+				       * it fails; 0: 16384; at least
+				       * batch_max */
+	unsigned flush_ms;	      /* longest an event waits; 0: 200 */
+	unsigned retry_min_ms;	      /* first retry after a failure; 0: 100 */
+	unsigned retry_max_ms;	      /* backoff ceiling; 0: 10000 */
 };
 
-/* Counters, each monotonic. enqueued = written + dropped_spool_full +
- * dropped_shutdown + (queued or spooled now); dropped_queue_full events
- * were never enqueued. */
+/*
+ * Counters, each monotonic but spooled. enqueued and dropped_queue_full
+ * are the queue's; the others are summed over the sinks (with one sink,
+ * its own). Per sink: enqueued = written + dropped_spool_full +
+ * dropped_shutdown + (queued, spooled in memory or on disk now);
+ * dropped_queue_full events were never enqueued.
+ */
 struct analytics_stats {
 	uint64_t enqueued;
 	uint64_t written;
@@ -150,30 +199,60 @@ struct analytics_stats {
 	uint64_t dropped_shutdown; /* still unwritten when stop gave up */
 	uint64_t write_errors;	   /* failed write_batch calls */
 	uint64_t batches;	   /* successful write_batch calls */
-	uint64_t spooled;	   /* gauge: waiting in the spool now */
+	uint64_t spooled;	   /* gauge: waiting in memory now */
+};
+
+/* One sink's counters (analytics_sink_stats). */
+struct analytics_sink_stats {
+	const char *name; /* the sink's, e.g. "file", "pg" */
+	uint64_t written, dropped_spool_full, dropped_shutdown, write_errors,
+	    batches;
+	uint64_t spooled;  /* gauge: waiting in memory */
+	bool up;	   /* gauge: the last write worked (or none failed) */
+	bool disk;	   /* it has a disk spool; then: */
+	uint64_t spilled;  /* events written to the disk spool */
+	uint64_t replayed; /* events written to the sink from it */
+	uint64_t disk_files, disk_bytes, disk_events, disk_max_bytes; /* now */
+	uint64_t disk_corrupt;	  /* files skipped (torn, corrupt) */
+	uint64_t disk_put_errors; /* batches the spool failed to write */
+	bool has_own;		  /* the sink has ops->counters: */
+	struct analytics_sink_counters own; /* else zeros */
 };
 
 struct analytics;
 
-/* Create the queue and spool (allocated here, once). The writer thread is
- * not running yet: events enqueued before analytics_start() wait in the
- * queue. Returns 0 and sets *out, or -EINVAL / -ENOMEM (the sink is then
- * closed). */
+/* Create the queue and the first sink's spool (allocated here, once). The
+ * writer threads are not running yet: events enqueued before
+ * analytics_start() wait in the queue. Returns 0 and sets *out, or
+ * -EINVAL / -ENOMEM (the sink and disk spool are then closed). */
 int analytics_new(const struct analytics_conf *conf, struct analytics **out);
 
-/* Start the writer thread. Returns 0, -EALREADY, or -errno from
- * pthread_create. */
+/*
+ * Add another sink (with its disk spool, or NULL) before
+ * analytics_start(): it gets every event too, through a thread, a memory
+ * spool and a retry schedule of its own, so that one sink failing or slow
+ * never costs the other its events. Both are taken over, even on failure.
+ * Returns 0, -ENOSPC (ANALYTICS_SINKS_MAX reached), -EBUSY (started) or
+ * -ENOMEM.
+ */
+int analytics_add_sink(struct analytics *a, const struct analytics_sink *sink,
+		       struct analytics_spool *disk);
+
+/* Start the writer threads. Returns 0, -EALREADY, or -errno from
+ * pthread_create (then none runs). */
 int analytics_start(struct analytics *a);
 
 /*
- * Stop the writer: everything enqueued before the call is written, then
- * the thread exits and is joined. If the sink keeps failing, stop retries
- * for up to about retry_max_ms and counts what is left in
- * dropped_shutdown. Returns 0 (also when not started).
+ * Stop the writers: everything enqueued before the call is written, then
+ * the threads exit and are joined. A sink with a disk spool that fails,
+ * or still has files to replay, puts what it holds in memory into the
+ * disk spool (replayed at the next start) instead. Otherwise, if the sink
+ * keeps failing, stop retries for up to about retry_max_ms and counts
+ * what is left in dropped_shutdown. Returns 0 (also when not started).
  */
 int analytics_stop(struct analytics *a);
 
-/* Stop (if running), close the sink, free everything. NULL is fine. */
+/* Stop (if running), close the sinks, free everything. NULL is fine. */
 void analytics_free(struct analytics *a);
 
 /*
@@ -185,12 +264,17 @@ void analytics_free(struct analytics *a);
  */
 int analytics_enqueue(struct analytics *a, const struct analytics_event *ev);
 
-/* Ask the writer to reopen the sink (SIGHUP, log rotation) before its next
- * write. Not async-signal-safe: call it from the event loop's signal
- * handler, not from a raw signal handler. */
+/* Ask the writers to reopen their sinks (SIGHUP, log rotation) before
+ * their next write. Not async-signal-safe: call it from the event loop's
+ * signal handler, not from a raw signal handler. */
 void analytics_reopen(struct analytics *a);
 
 /* A consistent-enough snapshot of the counters (each read atomically). */
 void analytics_stats(struct analytics *a, struct analytics_stats *st);
+
+/* How many sinks a has, and sink i's counters (0, or -ENOENT). */
+unsigned analytics_nsinks(const struct analytics *a);
+int analytics_sink_stats(struct analytics *a, unsigned i,
+			 struct analytics_sink_stats *st);
 
 #endif /* EDGE_ANALYTICS_H */

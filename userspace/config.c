@@ -308,21 +308,45 @@ static int cfg_ratelimit(struct cfg *x, const config_setting_t *root)
 	return 0;
 }
 
+/* analytics: the file sink, the database sink (when pg is set) and its
+ * disk spool; cfg_pg has run. */
 static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"file", "queue", NULL};
+	static const char *const keys[] = {"file",  "queue",	 "database",
+					   "spool", "spool_max", "spool_memory",
+					   NULL};
+	struct config_analytics *an = &x->c->analytics;
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
+	struct cfg_at at;
+	const char *v;
 	int rc;
 
 	rc = cfg_group(x, root, "", "analytics", keys, p, &g);
 	if (rc == 0)
 		rc = cfg_path(x, g, p, "file", "", CFG_PATH_MAX, true,
-			      &x->c->analytics.file);
+			      &an->file);
 	if (rc == 0)
 		rc = cfg_number(x, g, p, "queue", CFG_COUNT, 65536, 16, 1 << 24,
-				&x->c->analytics.queue);
-	return rc;
+				&an->queue);
+	if (rc == 0)
+		rc = cfg_bool(x, g, p, "database", true, &an->database);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "spool_max", CFG_BYTES,
+				CONFIG_SPOOL_MAX_DEFAULT, CONFIG_SPOOL_MAX_MIN,
+				CFG_SIZE_MAX, &an->spool_max);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "spool_memory", CFG_COUNT, 16384, 512,
+				1 << 20, &an->spool_memory);
+	if (rc == 0)
+		rc = cfg_str(x, g, p, "spool", "", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (v[0] && (!x->c->pg || !an->database))
+		return cfg_fail(x, at.s, at.key,
+				"a disk spool is for the database sink: it "
+				"needs pg set and analytics.database true");
+	return cfg_path(x, g, p, "spool", "", CFG_PATH_MAX, true, &an->spool);
 }
 
 /* ---- projects ----------------------------------------------------------- */
@@ -880,7 +904,18 @@ void config_free(struct config *c)
 	free(c->pg_snapshot);
 	free(c->host_name);
 	free(c->analytics.file);
+	free(c->analytics.spool);
 	free(c);
+}
+
+bool config_analytics_differs(const struct config_analytics *a,
+			      const struct config_analytics *b)
+{
+	return strcmp(a->file ? a->file : "", b->file ? b->file : "") ||
+	       a->queue != b->queue || a->database != b->database ||
+	       strcmp(a->spool ? a->spool : "", b->spool ? b->spool : "") ||
+	       a->spool_max != b->spool_max ||
+	       a->spool_memory != b->spool_memory;
 }
 
 void config_route_defaults(const struct config *c, struct route_defaults *d)

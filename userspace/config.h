@@ -69,9 +69,18 @@ struct config_ratelimit {
 	uint64_t burst;
 };
 
+/* analytics.spool_max: default and smallest value, bytes */
+#define CONFIG_SPOOL_MAX_DEFAULT (256ULL << 20)
+#define CONFIG_SPOOL_MAX_MIN (64ULL << 10)
+
 struct config_analytics {
 	char *file; /* JSON-lines path, "" when off */
 	uint64_t queue;
+	bool database;	       /* events into request_events (when pg is set) */
+	char *spool;	       /* the database sink's disk spool, "" when off */
+	uint64_t spool_max;    /* bytes of files in spool at most */
+	uint64_t spool_memory; /* events per sink kept in memory while it
+				* fails */
 };
 
 /*
@@ -126,6 +135,10 @@ struct config {
  */
 int config_load(const char *path, struct config **out,
 		struct route_src **projects, struct errbuf *err);
+
+/* Whether two analytics groups differ (they apply at the next start). */
+bool config_analytics_differs(const struct config_analytics *a,
+			      const struct config_analytics *b);
 
 /* Free a configuration. c may be NULL. */
 void config_free(struct config *c);

@@ -25,6 +25,7 @@
 #include "clk.h"
 #include "admin.h"
 #include "analytics.h"
+#include "analytics_setup.h"
 #include "config.h"
 #include "ctl.h"
 #include "log.h"
@@ -120,8 +121,7 @@ static void edged_start_only_changes(const struct config *cur,
 	EDGED_NOTE(str_differs(cur->control_socket, next->control_socket),
 		   "control_socket");
 	EDGED_NOTE(str_differs(cur->pin_dir, next->pin_dir), "pin_dir");
-	EDGED_NOTE(str_differs(cur->analytics.file, next->analytics.file) ||
-		       cur->analytics.queue != next->analytics.queue,
+	EDGED_NOTE(config_analytics_differs(&cur->analytics, &next->analytics),
 		   "analytics");
 #undef EDGED_NOTE
 }
@@ -518,19 +518,17 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	return 0;
 }
 
-static int edged_analytics(struct edged *d)
+/* The analytics writer (analytics_setup.h): its file, spool directory
+ * and their owner made before privileges drop. */
+static int edged_analytics(struct edged *d, const struct passwd *pw)
 {
-	struct analytics_conf ac;
+	struct errbuf err;
 	int rc;
 
-	if (!d->cfg->analytics.file || !d->cfg->analytics.file[0])
-		return 0;
-	memset(&ac, 0, sizeof(ac));
-	rc = analytics_file_sink(d->cfg->analytics.file, &ac.sink);
+	rc = analytics_setup(d->cfg, pw, &d->sh.analytics, &err);
 	if (rc)
-		return rc;
-	ac.queue_cap = d->cfg->analytics.queue;
-	return analytics_new(&ac, &d->sh.analytics);
+		log_warnx("%s", err.msg);
+	return rc;
 }
 
 static void edged_shutdown(struct edged *d)
@@ -652,11 +650,8 @@ int main(int argc, char **argv)
 	}
 	if (edged_user(d.cfg, &pw, &sw))
 		goto out;
-	rc = edged_analytics(&d);
-	if (rc) {
-		log_warnx("analytics: %s", strerror(-rc));
+	if (edged_analytics(&d, sw ? &pw : NULL))
 		goto out;
-	}
 	d.w = calloc(d.cfg->workers, sizeof(*d.w));
 	if (!d.w)
 		goto out;

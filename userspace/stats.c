@@ -20,19 +20,15 @@
 /* Status classes counted: 1xx .. 5xx. */
 #define STATS_CLASSES 5
 
-/* The analytics writer's counters, in struct analytics_stats order. */
-enum stats_an {
-	STATS_AN_ENQUEUED,
-	STATS_AN_WRITTEN,
-	STATS_AN_DROPPED_QUEUE_FULL,
-	STATS_AN_DROPPED_SPOOL_FULL,
-	STATS_AN_DROPPED_SHUTDOWN,
-	STATS_AN_MAX
-};
-
-static const char *const stats_an_names[STATS_AN_MAX] = {
-    "enqueued",		  "written",	      "dropped_queue_full",
-    "dropped_spool_full", "dropped_shutdown",
+/* One analytics sink's series (its "sink" label); the disk spool's and
+ * the sink's own only when it has them. */
+struct stats_sink {
+	struct metrics_counter *written, *dropped_spool_full, *dropped_shutdown,
+	    *errors, *batches;
+	struct metrics_gauge *spooled, *up;
+	struct metrics_gauge *disk_spooled, *disk_files, *disk_bytes, *disk_max;
+	struct metrics_counter *spilled, *replayed, *disk_corrupt, *disk_errors;
+	struct metrics_counter *duplicates, *rejected, *connects;
 };
 
 struct stats {
@@ -41,9 +37,10 @@ struct stats {
 	struct metrics_counter *req[OUTCOME_MAX];
 	struct metrics_counter *cls[STATS_CLASSES];
 	struct metrics_histogram *dur, *up;
-	struct metrics_gauge *conns, *parked, *gen, *spooled;
-	struct metrics_counter *an[STATS_AN_MAX];
-	struct metrics_counter *an_errors;
+	struct metrics_gauge *conns, *parked, *gen;
+	struct metrics_counter *an_enqueued, *an_queue_full;
+	struct stats_sink an[ANALYTICS_SINKS_MAX];
+	unsigned n_an;
 	struct metrics_gauge *up_eps, *up_idle;
 	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
 	struct metrics_counter *accept_pauses;
@@ -71,6 +68,133 @@ static int stats_pins_open(struct stats *s)
 		return rc;
 	}
 	s->pins_open = true;
+	return 0;
+}
+
+/* A series of one sink: name{sink="NAME"[,result="RESULT"]}. */
+static struct metrics_counter *
+stats_sink_counter(struct stats *s, const char *name, const char *help,
+		   const char *sink, const char *result)
+{
+	const char *lab[5] = {"sink", sink, result ? "result" : NULL, result,
+			      NULL};
+
+	return metrics_counter_new(s->m, name, help, lab);
+}
+
+static struct metrics_gauge *stats_sink_gauge(struct stats *s, const char *name,
+					      const char *help,
+					      const char *sink)
+{
+	const char *lab[3] = {"sink", sink, NULL};
+
+	return metrics_gauge_new(s->m, name, help, lab);
+}
+
+/* The analytics families: the queue's, then each sink's. Returns 0 or
+ * -ENOMEM. */
+static int stats_analytics_new(struct stats *s)
+{
+	static const char ev[] = "edge_analytics_events_total";
+	static const char ev_help[] =
+	    "Analytics events, by result (per sink once enqueued).";
+	static const char disk_ev[] = "edge_analytics_disk_spool_events_total";
+	static const char disk_ev_help[] =
+	    "Analytics events moved into the disk spool (spilled) and "
+	    "written from it to the sink (replayed).";
+	static const char own[] = "edge_analytics_sink_events_total";
+	static const char own_help[] =
+	    "Analytics events the sink's destination already held "
+	    "(duplicate: a replay, landed once) or refused as invalid "
+	    "(rejected: lost).";
+	const char *lab[3] = {"result", "enqueued", NULL};
+	struct analytics *a = s->sh->analytics;
+	struct analytics_sink_stats st;
+	unsigned i;
+
+	s->an_enqueued = metrics_counter_new(s->m, ev, ev_help, lab);
+	lab[1] = "dropped_queue_full";
+	s->an_queue_full = metrics_counter_new(s->m, ev, ev_help, lab);
+	if (!s->an_enqueued || !s->an_queue_full)
+		return -ENOMEM;
+	s->n_an = a ? analytics_nsinks(a) : 0;
+	for (i = 0; i < s->n_an; i++) {
+		struct stats_sink *k = &s->an[i];
+		const char *n;
+
+		analytics_sink_stats(a, i, &st);
+		n = st.name;
+		k->written = stats_sink_counter(s, ev, ev_help, n, "written");
+		k->dropped_spool_full =
+		    stats_sink_counter(s, ev, ev_help, n, "dropped_spool_full");
+		k->dropped_shutdown =
+		    stats_sink_counter(s, ev, ev_help, n, "dropped_shutdown");
+		k->errors = stats_sink_counter(
+		    s, "edge_analytics_write_errors_total",
+		    "Failed analytics batch writes.", n, NULL);
+		k->batches =
+		    stats_sink_counter(s, "edge_analytics_batches_total",
+				       "Analytics batches written.", n, NULL);
+		k->spooled = stats_sink_gauge(
+		    s, "edge_analytics_spooled",
+		    "Analytics events waiting in the sink's memory spool.", n);
+		k->up = stats_sink_gauge(
+		    s, "edge_analytics_sink_up",
+		    "1 while the analytics sink's writes work, 0 while they "
+		    "fail.",
+		    n);
+		if (!k->written || !k->dropped_spool_full ||
+		    !k->dropped_shutdown || !k->errors || !k->batches ||
+		    !k->spooled || !k->up)
+			return -ENOMEM;
+		if (st.disk) {
+			k->disk_spooled = stats_sink_gauge(
+			    s, "edge_analytics_disk_spooled",
+			    "Analytics events waiting in the disk spool.", n);
+			k->disk_files = stats_sink_gauge(
+			    s, "edge_analytics_disk_spool_files",
+			    "Files in the analytics disk spool.", n);
+			k->disk_bytes = stats_sink_gauge(
+			    s, "edge_analytics_disk_spool_bytes",
+			    "Bytes of the analytics disk spool's files.", n);
+			k->disk_max = stats_sink_gauge(
+			    s, "edge_analytics_disk_spool_max_bytes",
+			    "The analytics disk spool's cap "
+			    "(analytics.spool_max).",
+			    n);
+			k->spilled = stats_sink_counter(
+			    s, disk_ev, disk_ev_help, n, "spilled");
+			k->replayed = stats_sink_counter(
+			    s, disk_ev, disk_ev_help, n, "replayed");
+			k->disk_corrupt = stats_sink_counter(
+			    s, "edge_analytics_disk_spool_corrupt_total",
+			    "Analytics disk spool files skipped: torn, "
+			    "failing their checksums or unreadable.",
+			    n, NULL);
+			k->disk_errors = stats_sink_counter(
+			    s, "edge_analytics_disk_spool_write_errors_total",
+			    "Batches the analytics disk spool failed to "
+			    "write (I/O errors; a full spool is not one).",
+			    n, NULL);
+			if (!k->disk_spooled || !k->disk_files ||
+			    !k->disk_bytes || !k->disk_max || !k->spilled ||
+			    !k->replayed || !k->disk_corrupt || !k->disk_errors)
+				return -ENOMEM;
+		}
+		if (st.has_own) {
+			k->duplicates = stats_sink_counter(s, own, own_help, n,
+							   "duplicate");
+			k->rejected =
+			    stats_sink_counter(s, own, own_help, n, "rejected");
+			k->connects = stats_sink_counter(
+			    s, "edge_analytics_sink_connects_total",
+			    "Connections the analytics sink made (the first "
+			    "and every reconnect).",
+			    n, NULL);
+			if (!k->duplicates || !k->rejected || !k->connects)
+				return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -128,22 +252,7 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 				   "Generation of the live route table.", NULL);
 	if (!s->dur || !s->up || !s->conns || !s->parked || !s->gen)
 		goto nomem;
-	lab[0] = "result";
-	for (i = 0; i < STATS_AN_MAX; i++) {
-		lab[1] = stats_an_names[i];
-		s->an[i] =
-		    metrics_counter_new(s->m, "edge_analytics_events_total",
-					"Analytics events, by result.", lab);
-		if (!s->an[i])
-			goto nomem;
-	}
-	s->an_errors =
-	    metrics_counter_new(s->m, "edge_analytics_write_errors_total",
-				"Failed analytics batch writes.", NULL);
-	s->spooled =
-	    metrics_gauge_new(s->m, "edge_analytics_spooled",
-			      "Analytics events waiting in the spool.", NULL);
-	if (!s->an_errors || !s->spooled)
+	if (stats_analytics_new(s))
 		goto nomem;
 	s->up_eps = metrics_gauge_new(
 	    s->m, "edge_upstream_endpoints",
@@ -257,11 +366,57 @@ static void stats_refresh_cap(struct stats *s)
 	metrics_gauge_set(s->conn_cap, (int64_t)cap);
 }
 
+/* The analytics writer's counters and gauges, queue and sinks. */
+static void stats_refresh_analytics(struct stats *s)
+{
+	struct analytics *a = s->sh->analytics;
+	struct analytics_sink_stats ss;
+	struct analytics_stats st;
+	unsigned i;
+
+	if (!a)
+		return;
+	analytics_stats(a, &st);
+	stats_counter_to(s->an_enqueued, st.enqueued);
+	stats_counter_to(s->an_queue_full, st.dropped_queue_full);
+	for (i = 0; i < s->n_an; i++) {
+		struct stats_sink *k = &s->an[i];
+
+		if (analytics_sink_stats(a, i, &ss))
+			continue;
+		stats_counter_to(k->written, ss.written);
+		stats_counter_to(k->dropped_spool_full, ss.dropped_spool_full);
+		stats_counter_to(k->dropped_shutdown, ss.dropped_shutdown);
+		stats_counter_to(k->errors, ss.write_errors);
+		stats_counter_to(k->batches, ss.batches);
+		metrics_gauge_set(k->spooled, (int64_t)ss.spooled);
+		metrics_gauge_set(k->up, ss.up);
+		if (ss.disk) {
+			metrics_gauge_set(k->disk_spooled,
+					  (int64_t)ss.disk_events);
+			metrics_gauge_set(k->disk_files,
+					  (int64_t)ss.disk_files);
+			metrics_gauge_set(k->disk_bytes,
+					  (int64_t)ss.disk_bytes);
+			metrics_gauge_set(k->disk_max,
+					  (int64_t)ss.disk_max_bytes);
+			stats_counter_to(k->spilled, ss.spilled);
+			stats_counter_to(k->replayed, ss.replayed);
+			stats_counter_to(k->disk_corrupt, ss.disk_corrupt);
+			stats_counter_to(k->disk_errors, ss.disk_put_errors);
+		}
+		if (ss.has_own) {
+			stats_counter_to(k->duplicates, ss.own.duplicates);
+			stats_counter_to(k->rejected, ss.own.rejected);
+			stats_counter_to(k->connects, ss.own.connects);
+		}
+	}
+}
+
 /* Refresh what is read rather than counted. */
 static void stats_refresh(struct stats *s)
 {
 	struct route_table *t = route_table_current(&s->sh->routes);
-	struct analytics_stats st;
 
 	metrics_gauge_set(s->conns, (int64_t)atomic_load(&s->sh->connections));
 	metrics_gauge_set(s->parked, (int64_t)atomic_load(&s->sh->parked));
@@ -282,18 +437,7 @@ static void stats_refresh(struct stats *s)
 	stats_refresh_cap(s);
 	metrics_gauge_set(s->queued,
 			  (int64_t)admit_queue_length(&s->sh->queue));
-	if (!s->sh->analytics)
-		return;
-	analytics_stats(s->sh->analytics, &st);
-	stats_counter_to(s->an[STATS_AN_ENQUEUED], st.enqueued);
-	stats_counter_to(s->an[STATS_AN_WRITTEN], st.written);
-	stats_counter_to(s->an[STATS_AN_DROPPED_QUEUE_FULL],
-			 st.dropped_queue_full);
-	stats_counter_to(s->an[STATS_AN_DROPPED_SPOOL_FULL],
-			 st.dropped_spool_full);
-	stats_counter_to(s->an[STATS_AN_DROPPED_SHUTDOWN], st.dropped_shutdown);
-	stats_counter_to(s->an_errors, st.write_errors);
-	metrics_gauge_set(s->spooled, (int64_t)st.spooled);
+	stats_refresh_analytics(s);
 }
 
 /* Read the XDP counters; false when the maps cannot be read. */

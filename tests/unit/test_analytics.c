@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_analytics.c - events, the queue, the writer, the spool and the
- * JSON-lines file sink. */
+ * JSON-lines file sink; several sinks at once, and a sink's disk spool
+ * (spilled in order, replayed oldest first, capped, kept across a stop). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <jansson.h>
 
 #include "analytics.h"
+#include "analytics_spool.h"
 #include "unit.h"
 
 static char tmpdir[64];
@@ -552,6 +555,303 @@ START_TEST(test_short_write_completed)
 }
 END_TEST
 
+/* ---- a sink that fails on demand and remembers what it got ---------- */
+
+#define FAKE_MAX 100000
+
+struct fake {
+	_Atomic bool fail;
+	_Atomic unsigned calls;
+	_Atomic size_t n; /* events stored */
+	unsigned ids[FAKE_MAX];
+};
+
+static int fake_write(void *ctx, const struct analytics_event *ev, size_t n,
+		      size_t *done)
+{
+	struct fake *f = ctx;
+	size_t i, k = atomic_load(&f->n);
+
+	atomic_fetch_add(&f->calls, 1);
+	*done = 0;
+	if (atomic_load(&f->fail))
+		return -ECONNREFUSED;
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_lt(k, FAKE_MAX);
+		ck_assert_int_eq(sscanf(ev[i].request_id, "n%u", &f->ids[k]),
+				 1);
+		k++;
+	}
+	atomic_store(&f->n, k);
+	*done = n;
+	return 0;
+}
+
+static void fake_close(void *ctx)
+{
+	(void)ctx; /* the test's */
+}
+
+static const struct analytics_sink_ops fake_ops = {
+    .name = "fake", .write_batch = fake_write, .close = fake_close};
+
+static struct fake *fake_new(bool fail)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+
+	ck_assert_ptr_nonnull(f);
+	atomic_store(&f->fail, fail);
+	return f;
+}
+
+static struct analytics_sink fake_sink(struct fake *f)
+{
+	struct analytics_sink sk = {&fake_ops, f};
+
+	return sk;
+}
+
+/* Events numbered first..first+n-1 ("n%u"), in order. */
+static void enqueue_n(struct analytics *a, unsigned first, unsigned n)
+{
+	struct analytics_event ev;
+	char id[32];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "n%u", first + i);
+		fill(&ev, id);
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	}
+}
+
+/* The fake got exactly first..first+n-1, in order. */
+static void fake_got(const struct fake *f, unsigned first, unsigned n)
+{
+	unsigned i;
+
+	ck_assert_uint_eq(atomic_load(&f->n), n);
+	for (i = 0; i < n; i++)
+		ck_assert_msg(f->ids[i] == first + i,
+			      "event %u is n%u, want n%u", i, f->ids[i],
+			      first + i);
+}
+
+static struct analytics_spool *disk_open(uint64_t max)
+{
+	struct analytics_spool *d = NULL;
+	struct errbuf err = {""};
+	char p[160];
+
+	snprintf(p, sizeof(p), "%s/spool", tmpdir);
+	ck_assert_msg(analytics_spool_open(p, max, NULL, &d, &err) == 0, "%s",
+		      err.msg);
+	return d;
+}
+
+static uint64_t sink_stats_disk_events_of(const struct analytics_spool *d)
+{
+	struct analytics_spool_stats st;
+
+	analytics_spool_stats(d, &st);
+	return st.events;
+}
+
+static struct analytics_sink_stats sink_stats(struct analytics *a, unsigned i)
+{
+	struct analytics_sink_stats st;
+
+	ck_assert_int_eq(analytics_sink_stats(a, i, &st), 0);
+	return st;
+}
+
+/* Two sinks: the file gets every event at once while the other fails;
+ * the other gets them all, in order, once it works. */
+START_TEST(test_two_sinks_apart)
+{
+	struct analytics_conf conf = {
+	    .flush_ms = 10, .retry_min_ms = 5, .retry_max_ms = 40};
+	struct fake *f = fake_new(true);
+	struct analytics *a = NULL;
+	struct analytics_sink sk = fake_sink(f);
+	struct analytics_stats st;
+
+	ck_assert_int_eq(analytics_file_sink(path, &conf.sink), 0);
+	ck_assert_int_eq(analytics_new(&conf, &a), 0);
+	ck_assert_int_eq(analytics_add_sink(a, &sk, NULL), 0);
+	ck_assert_uint_eq(analytics_nsinks(a), 2);
+	ck_assert_int_eq(analytics_start(a), 0);
+	ck_assert_int_eq(analytics_add_sink(a, &sk, NULL), -EBUSY);
+	enqueue_n(a, 0, 300);
+	WAIT_FOR(sink_stats(a, 0).written == 300);
+	WAIT_FOR(sink_stats(a, 1).write_errors >= 2);
+	ck_assert_uint_eq(count_lines(path), 300);
+	ck_assert_str_eq(sink_stats(a, 1).name, "fake");
+	ck_assert(!sink_stats(a, 1).up);
+	ck_assert(sink_stats(a, 0).up);
+	ck_assert_uint_eq(sink_stats(a, 1).spooled, 300);
+	atomic_store(&f->fail, false);
+	/* up is set once the batch is counted as written */
+	WAIT_FOR(sink_stats(a, 1).written == 300 && sink_stats(a, 1).up);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	fake_got(f, 0, 300);
+	st = stats(a);
+	ck_assert_uint_eq(st.enqueued, 300);
+	ck_assert_uint_eq(st.written, 600); /* summed over the sinks */
+	ck_assert_uint_eq(count_lines(path), 300);
+	analytics_free(a);
+	free(f);
+}
+END_TEST
+
+/* A failing sink with a small memory spool: the oldest batches go to
+ * disk, and once the sink works everything arrives exactly once and in
+ * order (disk first, then memory). */
+START_TEST(test_disk_spill_replay_order)
+{
+	struct analytics_conf conf = {.flush_ms = 10,
+				      .batch_max = 4,
+				      .spool_cap = 8,
+				      .retry_min_ms = 5,
+				      .retry_max_ms = 20};
+	struct fake *f = fake_new(true);
+	struct analytics *a = NULL;
+	struct analytics_sink_stats ss;
+
+	conf.sink = fake_sink(f);
+	conf.disk = disk_open(1 << 20);
+	ck_assert_int_eq(analytics_new(&conf, &a), 0);
+	ck_assert_int_eq(analytics_start(a), 0);
+	enqueue_n(a, 0, 100);
+	/* the memory gauge is set when the lane has taken the queue */
+	WAIT_FOR(sink_stats(a, 0).spilled >= 92 &&
+		 sink_stats(a, 0).spooled == 8);
+	ss = sink_stats(a, 0);
+	ck_assert(ss.disk);
+	ck_assert_uint_eq(ss.spilled, 92);
+	ck_assert_uint_eq(ss.spooled, 8);
+	ck_assert_uint_eq(ss.disk_events, 92);
+	ck_assert_uint_eq(ss.disk_files, 23);
+	ck_assert_uint_eq(ss.written + ss.dropped_spool_full, 0);
+	/* more while the sink is still down, then it comes back */
+	enqueue_n(a, 100, 20);
+	WAIT_FOR(sink_stats(a, 0).spilled >= 112);
+	atomic_store(&f->fail, false);
+	WAIT_FOR(sink_stats(a, 0).written == 120);
+	/* and new events after the backlog */
+	enqueue_n(a, 120, 30);
+	WAIT_FOR(sink_stats(a, 0).written == 150);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	fake_got(f, 0, 150);
+	ss = sink_stats(a, 0);
+	/* all that went to disk came back (new events too, when memory
+	 * filled while the backlog was replayed) */
+	ck_assert_uint_ge(ss.spilled, 112);
+	ck_assert_uint_eq(ss.replayed, ss.spilled);
+	ck_assert_uint_eq(ss.disk_files + ss.disk_events + ss.disk_bytes, 0);
+	ck_assert_uint_eq(ss.dropped_spool_full + ss.dropped_shutdown, 0);
+	analytics_free(a);
+	free(f);
+}
+END_TEST
+
+/* The disk spool's cap reached: the newest events are dropped and
+ * counted, what was kept arrives in order, and the sums hold. */
+START_TEST(test_disk_cap_drops_counted)
+{
+	struct analytics_conf conf = {.flush_ms = 10,
+				      .batch_max = 4,
+				      .spool_cap = 4,
+				      .retry_min_ms = 5,
+				      .retry_max_ms = 20};
+	struct fake *f = fake_new(true);
+	struct analytics *a = NULL;
+	struct analytics_sink_stats ss;
+	struct analytics_event ev[4];
+	unsigned char *buf;
+	size_t one, kept;
+	unsigned i;
+
+	/* room for five files of four events */
+	for (i = 0; i < 4; i++)
+		fill(&ev[i], "n1000");
+	ck_assert_int_eq(analytics_spool_encode(ev, 4, &buf, &one), 0);
+	free(buf);
+	conf.sink = fake_sink(f);
+	conf.disk = disk_open(5 * one + one / 2);
+	ck_assert_int_eq(analytics_new(&conf, &a), 0);
+	ck_assert_int_eq(analytics_start(a), 0);
+	enqueue_n(a, 0, 200);
+	WAIT_FOR(sink_stats(a, 0).spooled + sink_stats(a, 0).disk_events +
+		     sink_stats(a, 0).dropped_spool_full ==
+		 200);
+	ss = sink_stats(a, 0);
+	ck_assert_uint_eq(ss.disk_files, 5);
+	ck_assert_uint_eq(ss.disk_events, 20);
+	ck_assert_uint_eq(ss.spooled, 4);
+	ck_assert_uint_eq(ss.dropped_spool_full, 176);
+	ck_assert_uint_le(ss.disk_bytes, ss.disk_max_bytes);
+	kept = ss.disk_events + ss.spooled;
+	atomic_store(&f->fail, false);
+	WAIT_FOR(sink_stats(a, 0).written == kept);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	fake_got(f, 0, (unsigned)kept);
+	ss = sink_stats(a, 0);
+	ck_assert_uint_eq(ss.written + ss.dropped_spool_full, 200);
+	analytics_free(a);
+	free(f);
+}
+END_TEST
+
+/* Stopping while the sink fails puts memory on disk; the next writer on
+ * that spool replays it first, before its own events. */
+START_TEST(test_stop_spills_replayed_at_start)
+{
+	struct analytics_conf conf = {.flush_ms = 10,
+				      .batch_max = 4,
+				      .spool_cap = 16,
+				      .retry_min_ms = 5,
+				      .retry_max_ms = 5000};
+	struct fake *f = fake_new(true);
+	struct analytics *a = NULL;
+	struct analytics_sink_stats ss;
+	struct timespec t0, t1;
+
+	conf.sink = fake_sink(f);
+	conf.disk = disk_open(1 << 20);
+	ck_assert_int_eq(analytics_new(&conf, &a), 0);
+	ck_assert_int_eq(analytics_start(a), 0);
+	enqueue_n(a, 0, 10);
+	WAIT_FOR(sink_stats(a, 0).write_errors >= 1);
+	/* no waiting out retry_max_ms: the disk takes it at once */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 3);
+	ss = sink_stats(a, 0);
+	ck_assert_uint_eq(ss.spilled, 10);
+	ck_assert_uint_eq(ss.dropped_shutdown, 0);
+	ck_assert_uint_eq(ss.disk_events, 10);
+	analytics_free(a);
+
+	/* the next start: the sink works */
+	atomic_store(&f->fail, false);
+	memset(&conf.sink, 0, sizeof(conf.sink));
+	conf.sink = fake_sink(f);
+	conf.disk = disk_open(1 << 20);
+	ck_assert_uint_eq(sink_stats_disk_events_of(conf.disk), 10);
+	ck_assert_int_eq(analytics_new(&conf, &a), 0);
+	enqueue_n(a, 10, 5);
+	ck_assert_int_eq(analytics_start(a), 0);
+	WAIT_FOR(sink_stats(a, 0).written == 15);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	fake_got(f, 0, 15);
+	ck_assert_uint_eq(sink_stats(a, 0).replayed, 10);
+	analytics_free(a);
+	free(f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("analytics");
@@ -569,6 +869,10 @@ int main(void)
 	tcase_add_test(tc, test_spool_cap);
 	tcase_add_test(tc, test_stop_gives_up);
 	tcase_add_test(tc, test_short_write_completed);
+	tcase_add_test(tc, test_two_sinks_apart);
+	tcase_add_test(tc, test_disk_spill_replay_order);
+	tcase_add_test(tc, test_disk_cap_drops_counted);
+	tcase_add_test(tc, test_stop_spills_replayed_at_start);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }

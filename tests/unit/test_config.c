@@ -137,6 +137,22 @@ static const struct bad bad[] = {
     {"analytics = {\n queue = 1; #!\n};\n", "analytics.queue", "out of range"},
     {"analytics = {\n file = \"x.jsonl\"; #!\n};\n", "analytics.file",
      "absolute path"},
+    {"analytics = {\n spool = \"/var/spool/edge\"; #!\n};\n", "analytics.spool",
+     "needs pg set and analytics.database true"},
+    {"pg = \"dbname=edge\";\nanalytics = {\n database = false;\n"
+     " spool = \"/var/spool/edge\"; #!\n};\n",
+     "analytics.spool", "needs pg set"},
+    {"pg = \"dbname=edge\";\nanalytics = {\n spool = \"spool\"; #!\n};\n",
+     "analytics.spool", "absolute path"},
+    {"analytics = {\n spool_max = \"63K\"; #!\n};\n", "analytics.spool_max",
+     "out of range"},
+    {"analytics = {\n spool_max = \"1025G\"; #!\n};\n", "analytics.spool_max",
+     "too large"},
+    {"analytics = {\n spool_memory = 511; #!\n};\n", "analytics.spool_memory",
+     "out of range"},
+    {"analytics = {\n database = \"no\"; #!\n};\n", "analytics.database", ""},
+    {"analytics = {\n spools = \"/x\"; #!\n};\n", "analytics.spools",
+     "unknown key"},
     {"projects = { }; #!\n", "projects", "expected a list"},
     {"projects = ( { #!\n environments = ( ); } );\n", "projects[0].id",
      "missing"},
@@ -404,12 +420,59 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->ratelimit.per_min, 0);
 	ck_assert_str_eq(c->analytics.file, "");
 	ck_assert_uint_eq(c->analytics.queue, 65536);
+	ck_assert(c->analytics.database);
+	ck_assert_str_eq(c->analytics.spool, "");
+	ck_assert_uint_eq(c->analytics.spool_max, 256 << 20);
+	ck_assert_uint_eq(c->analytics.spool_memory, 16384);
+	ck_assert_ptr_null(c->pg);
 	ck_assert_uint_eq(src->n_projects, 0);
 	ck_assert_uint_eq(c->n_warnings, 0);
 	config_free(c);
 	route_src_free(src);
 	config_free(NULL);
 	route_src_free(NULL);
+}
+END_TEST
+
+/* The analytics group: the database sink's keys, and what a reload
+ * compares (they apply at the next start). */
+START_TEST(test_analytics_keys)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL, *d = NULL;
+	const char *text =
+	    "pg = \"host=127.0.0.1 dbname=edge\";\n"
+	    "analytics = { spool = \"/var/spool/edge\"; spool_max = \"1G\"; "
+	    "spool_memory = 1024; file = \"/var/log/edge/r.jsonl\"; };\n";
+
+	ck_assert_msg(config_load(write_conf(text), &c, NULL, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_str_eq(c->pg, "host=127.0.0.1 dbname=edge");
+	ck_assert(c->analytics.database);
+	ck_assert_str_eq(c->analytics.spool, "/var/spool/edge");
+	ck_assert_uint_eq(c->analytics.spool_max, 1ULL << 30);
+	ck_assert_uint_eq(c->analytics.spool_memory, 1024);
+	ck_assert_str_eq(c->analytics.file, "/var/log/edge/r.jsonl");
+	ck_assert_msg(config_load(write_conf(text), &d, NULL, &err) == 0, "%s",
+		      err.msg);
+	ck_assert(!config_analytics_differs(&c->analytics, &d->analytics));
+	d->analytics.spool_max++;
+	ck_assert(config_analytics_differs(&c->analytics, &d->analytics));
+	d->analytics.spool_max--;
+	d->analytics.database = false;
+	ck_assert(config_analytics_differs(&c->analytics, &d->analytics));
+	config_free(d);
+	d = NULL;
+	/* the database sink off: no spool needed, none allowed */
+	ck_assert_msg(
+	    config_load(write_conf("pg = \"dbname=edge\";\n"
+				   "analytics = { database = false; };\n"),
+			&d, NULL, &err) == 0,
+	    "%s", err.msg);
+	ck_assert(!d->analytics.database);
+	ck_assert(config_analytics_differs(&c->analytics, &d->analytics));
+	config_free(c);
+	config_free(d);
 }
 END_TEST
 
@@ -930,6 +993,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_analytics_keys);
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_duration_grammar);
 	tcase_add_test(tc, test_projects_apart);
