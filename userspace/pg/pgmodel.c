@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,9 @@ struct pgm_env {
 };
 
 struct pgm_project {
+	/* immutable once in the model; shared with a local snapshot being
+	 * written (pgm_snap) until it is done */
+	atomic_uint ref;
 	char *id, *name;
 	bool enabled;
 	struct pgm_env *envs;
@@ -59,11 +63,20 @@ int pgm_new(struct pgm **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+static void pgm_project_free(struct pgm_project *p);
+
+static struct pgm_project *pgm_project_get(struct pgm_project *p)
+{
+	atomic_fetch_add_explicit(&p->ref, 1, memory_order_relaxed);
+	return p;
+}
+
 static void pgm_project_free(struct pgm_project *p)
 {
 	size_t i, j;
 
-	if (!p)
+	if (!p ||
+	    atomic_fetch_sub_explicit(&p->ref, 1, memory_order_acq_rel) != 1)
 		return;
 	for (i = 0; i < p->n_envs; i++) {
 		struct pgm_env *e = &p->envs[i];
@@ -325,6 +338,8 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 			continue;
 		}
 		p = calloc(1, sizeof(*p));
+		if (p)
+			atomic_init(&p->ref, 1);
 		if (!p)
 			goto out;
 		v[n++] = p;
@@ -634,47 +649,87 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	return 0;
 }
 
-struct route_src *pgm_route_src(struct pgm *m, int64_t now)
+/* Project pp as a route source project into *pr (zeroed). */
+static int pgm_src_project(const struct pgm_project *pp, int64_t now,
+			   struct route_src_project *pr)
 {
-	struct route_src *s = route_src_new();
 	struct errbuf e;
-	size_t i, j;
+	size_t j;
 	char c[CIDR_STR_MAX];
 
-	if (!s)
-		return NULL;
-	s->projects = calloc(m->n + 1, sizeof(*s->projects));
-	if (!s->projects)
-		goto fail;
-	for (i = 0; i < m->n; i++) {
-		const struct pgm_project *pp = m->p[i];
-		struct route_src_project *pr = &s->projects[s->n_projects++];
+	memset(pr, 0, sizeof(*pr));
+	pr->id = pgm_dup(pp->id);
+	pr->name = pgm_dup(pp->name);
+	pr->enabled = pp->enabled;
+	pr->envs = calloc(pp->n_envs + 1, sizeof(*pr->envs));
+	if (!pr->id || !pr->name || !pr->envs)
+		return -ENOMEM;
+	for (j = 0; j < pp->n_envs; j++)
+		if (pgm_src_env(&pp->envs[j], &pr->envs[pr->n_envs++]))
+			return -ENOMEM;
+	for (j = 0; j < pp->n_rules; j++) {
+		const struct pgm_rule *x = &pp->rules[j];
 
-		pr->id = pgm_dup(pp->id);
-		pr->name = pgm_dup(pp->name);
-		pr->enabled = pp->enabled;
-		pr->envs = calloc(pp->n_envs + 1, sizeof(*pr->envs));
-		if (!pr->id || !pr->name || !pr->envs)
-			goto fail;
-		for (j = 0; j < pp->n_envs; j++)
-			if (pgm_src_env(&pp->envs[j], &pr->envs[pr->n_envs++]))
-				goto fail;
-		for (j = 0; j < pp->n_rules; j++) {
-			const struct pgm_rule *x = &pp->rules[j];
-
-			if (x->expires_at && x->expires_at <= now)
-				continue;
-			errbuf_clear(&e);
-			cidr_format(&x->cidr, c, sizeof(c));
-			if (config_ip_rule_add(&pr->ip_rules, x->action, c,
-					       NULL, &e) == -ENOMEM)
-				goto fail;
-		}
+		if (x->expires_at && x->expires_at <= now)
+			continue;
+		errbuf_clear(&e);
+		cidr_format(&x->cidr, c, sizeof(c));
+		if (config_ip_rule_add(&pr->ip_rules, x->action, c, NULL, &e) ==
+		    -ENOMEM)
+			return -ENOMEM;
+		/* added last: it expires when the row says (route.c checks) */
+		if (pr->ip_rules.n &&
+		    cidr_equal(&pr->ip_rules.v[pr->ip_rules.n - 1].cidr,
+			    &x->cidr))
+			pr->ip_rules.v[pr->ip_rules.n - 1].expires_at =
+			    x->expires_at;
 	}
-	return s;
+	return 0;
+}
+
+int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
+		     int64_t now, struct route_src_project **set,
+		     size_t *n_set, char ***del, size_t *n_del)
+{
+	size_t cnt = ids ? n : m->n, i, ns = 0, nd = 0;
+	struct route_src_project *sv = calloc(cnt + 1, sizeof(*sv));
+	char **dv = calloc(cnt + 1, sizeof(*dv));
+	bool found;
+
+	if (!sv || !dv)
+		goto fail;
+	for (i = 0; i < cnt; i++) {
+		const struct pgm_project *pp = NULL;
+		size_t at;
+
+		if (!ids) {
+			pp = m->p[i];
+		} else {
+			at = pgm_find(m->p, m->n, ids[i], &found);
+			if (found)
+				pp = m->p[at];
+		}
+		if (!pp) {
+			if (!(dv[nd++] = pgm_dup(ids[i])))
+				goto fail;
+			continue;
+		}
+		if (pgm_src_project(pp, now, &sv[ns++]))
+			goto fail;
+	}
+	*set = sv;
+	*n_set = ns;
+	*del = dv;
+	*n_del = nd;
+	return 0;
 fail:
-	route_src_free(s);
-	return NULL;
+	for (i = 0; sv && i < ns; i++)
+		route_src_project_clear(&sv[i]);
+	free(sv);
+	for (i = 0; dv && i < nd; i++)
+		free(dv[i]);
+	free(dv);
+	return -ENOMEM;
 }
 
 size_t pgm_global_rules(struct pgm *m, int64_t now, const struct pgm_rule **out)
@@ -741,18 +796,83 @@ out:
 	return o;
 }
 
-int pgm_save(const struct pgm *m, uint64_t version, const char *path,
-	     struct errbuf *err)
+struct pgm_snap {
+	uint64_t version;
+	struct pgm_project **p; /* references */
+	size_t n;
+	struct pgm_rule *global;
+	size_t n_global;
+};
+
+struct pgm_snap *pgm_snap_take(const struct pgm *m, uint64_t version)
+{
+	struct pgm_snap *x = calloc(1, sizeof(*x));
+	size_t i;
+
+	if (!x)
+		return NULL;
+	x->version = version;
+	x->p = calloc(m->n + 1, sizeof(*x->p));
+	x->global = calloc(m->n_global + 1, sizeof(*x->global));
+	if (!x->p || !x->global) {
+		pgm_snap_free(x);
+		return NULL;
+	}
+	for (i = 0; i < m->n; i++)
+		x->p[x->n++] = pgm_project_get(m->p[i]);
+	if (m->n_global)
+		memcpy(x->global, m->global,
+		       m->n_global * sizeof(*x->global));
+	x->n_global = m->n_global;
+	return x;
+}
+
+uint64_t pgm_snap_version(const struct pgm_snap *x)
+{
+	return x->version;
+}
+
+void pgm_snap_free(struct pgm_snap *x)
+{
+	size_t i;
+
+	if (!x)
+		return;
+	for (i = 0; i < x->n; i++)
+		pgm_project_free(x->p[i]);
+	free(x->p);
+	free(x->global);
+	free(x);
+}
+
+/* All of buf to fd; 0 or -errno. */
+static int pgm_write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pgm_snap_write(const struct pgm_snap *x, const char *path,
+		   struct errbuf *err)
 {
 	json_t *root = NULL, *projects = json_array(), *rules = json_array();
-	char tmp[4096];
+	char tmp[4096], *text = NULL;
 	size_t i, j;
 	int fd = -1, rc = -ENOMEM;
 
 	if (!projects || !rules)
 		goto out;
-	for (i = 0; i < m->n; i++) {
-		const struct pgm_project *p = m->p[i];
+	for (i = 0; i < x->n; i++) {
+		const struct pgm_project *p = x->p[i];
 		json_t *envs = json_array(), *prules = json_array(), *o;
 
 		for (j = 0; envs && j < p->n_envs; j++)
@@ -773,13 +893,15 @@ int pgm_save(const struct pgm *m, uint64_t version, const char *path,
 		if (json_array_append_new(projects, o))
 			goto out;
 	}
-	for (i = 0; i < m->n_global; i++)
-		if (json_array_append_new(rules, pgm_rule_json(&m->global[i])))
+	for (i = 0; i < x->n_global; i++)
+		if (json_array_append_new(rules, pgm_rule_json(&x->global[i])))
 			goto out;
 	root = json_pack("{s:i, s:I, s:O, s:O}", "format", 1, "version",
-			 (json_int_t)version, "projects", projects, "rules",
+			 (json_int_t)x->version, "projects", projects, "rules",
 			 rules);
-	if (!root)
+	/* one string, one write: json_dumpfd writes token by token */
+	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	if (!text)
 		goto out;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
 		rc = -ENAMETOOLONG;
@@ -788,8 +910,8 @@ int pgm_save(const struct pgm *m, uint64_t version, const char *path,
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 		  0600);
-	if (fd < 0 || json_dumpfd(root, fd, JSON_COMPACT) ||
-	    write(fd, "\n", 1) != 1 || fsync(fd)) {
+	if (fd < 0 || pgm_write_all(fd, text, strlen(text)) ||
+	    pgm_write_all(fd, "\n", 1) || fsync(fd)) {
 		rc = -errno;
 		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
@@ -814,9 +936,25 @@ out:
 		close(fd);
 		unlink(tmp);
 	}
+	free(text);
 	json_decref(root);
 	json_decref(projects);
 	json_decref(rules);
+	return rc;
+}
+
+int pgm_save(const struct pgm *m, uint64_t version, const char *path,
+	     struct errbuf *err)
+{
+	struct pgm_snap *x = pgm_snap_take(m, version);
+	int rc;
+
+	if (!x) {
+		errbuf_set(err, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	rc = pgm_snap_write(x, path, err);
+	pgm_snap_free(x);
 	return rc;
 }
 
@@ -926,6 +1064,8 @@ int pgm_load(struct pgm *m, const char *path, uint64_t *version,
 		    config_id_check(id, NULL))
 			goto bad;
 		p = calloc(1, sizeof(*p));
+		if (p)
+			atomic_init(&p->ref, 1);
 		if (!p)
 			goto nomem;
 		fresh.p[fresh.n++] = p;

@@ -70,11 +70,18 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules);
 int pgm_apply(struct pgm *m, PGresult *const set[PGM_NSETS],
 	      const char *const *ids, size_t n, bool rules);
 
-/* A new route source of every project in the model (the caller's to
- * free), or NULL when out of memory. Rows that do not parse are counted
- * into the model's skipped counts and logged (rate-limited). now is unix
- * seconds (a project rule that has expired is left out). */
-struct route_src *pgm_route_src(struct pgm *m, int64_t now);
+/*
+ * The route source projects of ids[0..n) (NULL: every project in the
+ * model): each one the model holds goes into *set (a malloc'd array of
+ * *n_set, each the caller's to clear with route_src_project_clear), each
+ * it does not into *del (malloc'd copies of the ids, *n_del). 0, or
+ * -ENOMEM with nothing returned. A project rule that has expired at now
+ * (unix seconds) is left out; the others carry their expiry, which the
+ * route table enforces.
+ */
+int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
+		     int64_t now, struct route_src_project **set,
+		     size_t *n_set, char ***del, size_t *n_del);
 
 /* The global rules (valid ones; unexpired at now) in *out (the model's:
  * valid until the next pgm_apply), and their number. */
@@ -92,5 +99,21 @@ int pgm_save(const struct pgm *m, uint64_t version, const char *path,
 	     struct errbuf *err);
 int pgm_load(struct pgm *m, const char *path, uint64_t *version,
 	     struct errbuf *err);
+
+/*
+ * What pgm_save writes, taken apart from writing it: pgm_snap_take (the
+ * model's thread) holds the model's projects as they are (a reference to
+ * each, which a later pgm_apply does not change: it replaces projects,
+ * never edits one) and a copy of the global rules; pgm_snap_write writes
+ * it as pgm_save does, from any thread; pgm_snap_free drops it (any
+ * thread). So the file is written off the control loop, and the loop
+ * spends a pointer per project on it.
+ */
+struct pgm_snap;
+struct pgm_snap *pgm_snap_take(const struct pgm *m, uint64_t version);
+uint64_t pgm_snap_version(const struct pgm_snap *x);
+int pgm_snap_write(const struct pgm_snap *x, const char *path,
+		   struct errbuf *err);
+void pgm_snap_free(struct pgm_snap *x);
 
 #endif /* EDGE_PGMODEL_H */

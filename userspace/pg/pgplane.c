@@ -44,19 +44,75 @@ static void pgplane_gave_way(void *arg, const char *what)
 	log_warnx_rl("database: %s: left out of the database's routes", what);
 }
 
-static int pgplane_routes(void *arg, struct route_src *src, uint64_t version,
-			  struct errbuf *err)
+static void pgplane_refused(void *arg, const char *project, const char *why)
 {
 	struct pgplane *p = arg;
+
+	p->refused++;
+	log_warnx_rl("database: project %s not applied: %s", project, why);
+}
+
+static int pgplane_cmp_set(const void *key, const void *elem)
+{
+	const struct route_src_project *p = elem;
+
+	return strcmp(key, p->id);
+}
+
+static int pgplane_routes(void *arg, struct route_src_project *set,
+			  size_t n_set, const char *const *del, size_t n_del,
+			  bool all, uint64_t version, struct errbuf *err)
+{
+	struct pgplane *p = arg;
+	const char **dv = NULL;
+	char **old = NULL;
+	size_t n_old = 0, nd = 0, i, j, dropped = 0;
 	uint64_t gen = 0;
 	int rc;
 
-	route_writer_prune(p->w, ROUTE_SRC_DB, src, pgplane_gave_way, p);
-	rc = route_writer_update(p->w, ROUTE_SRC_DB, src, NULL, &gen, err);
-	if (rc) {
-		p->refused++;
-		return rc;
+	if (all) {
+		/* a snapshot: the database's projects it does not hold go
+		 * (set is every project, sorted by id: pgmodel's order) */
+		struct route_table *t = route_table_current(p->w->holder);
+
+		rc = route_table_project_ids(t, ROUTE_SRC_DB, &old, &n_old);
+		route_table_put(t);
+		if (rc) {
+			errbuf_set(err, "out of memory");
+			return rc;
+		}
 	}
+	dv = calloc(n_del + n_old + 1, sizeof(*dv));
+	if (!dv) {
+		route_ids_free(old, n_old);
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n_del; i++)
+		dv[nd++] = del[i];
+	for (i = 0; i < n_old; i++)
+		if (!bsearch(old[i], set, n_set, sizeof(*set), pgplane_cmp_set))
+			dv[nd++] = old[i];
+	/* a project whose id the file holds gives way whole (left out), a
+	 * name the file holds is left out of the project */
+	for (i = j = 0; i < n_set; i++) {
+		if (route_writer_prune_project(p->w, ROUTE_SRC_DB, &set[i],
+					       pgplane_gave_way, p, &dropped)) {
+			route_src_project_clear(&set[i]);
+			continue;
+		}
+		if (i != j) {
+			set[j] = set[i];
+			memset(&set[i], 0, sizeof(set[i]));
+		}
+		j++;
+	}
+	rc = route_writer_patch(p->w, ROUTE_SRC_DB, set, j, dv, nd, &gen,
+				pgplane_refused, p, err);
+	free(dv);
+	route_ids_free(old, n_old);
+	if (rc)
+		return rc;
 	log_debug("database: change version %llu: route generation %llu",
 		  (unsigned long long)version, (unsigned long long)gen);
 	return 0;

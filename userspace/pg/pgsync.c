@@ -7,6 +7,7 @@
  * the global rules after every fetch.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,8 +55,17 @@ struct pgsync {
 	bool c_overflow;
 	struct event *check_ev, *report_ev, *save_ev;
 	bool check_due, report_due, save_due;
-	uint64_t saved_version;
 	struct pgsync_status st;
+	/* the local snapshot's writer thread (pgsync_saver) and what it
+	 * shares with the loop, under sv_mu */
+	pthread_t sv_thread;
+	bool sv_started;
+	pthread_mutex_t sv_mu;
+	pthread_cond_t sv_cv;
+	struct pgm_snap *sv_pending; /* the next to write; newest wins */
+	bool sv_stop;
+	uint64_t sv_saved;	     /* the version last written */
+	char sv_err[ERRBUF_LEN];     /* the last failure, "" once told */
 };
 
 static void pgsync_next(struct pgsync *s);
@@ -288,9 +298,60 @@ static void pgsync_next(struct pgsync *s)
 
 /* ---- results ---------------------------------------------------------- */
 
+/* The local snapshot's writer: writes the newest snapshot handed over,
+ * off the control loop (a 10,000-domain file is a few megabytes and an
+ * fsync), until told to stop, the last one written first. */
+static void *pgsync_saver(void *arg)
+{
+	struct pgsync *s = arg;
+	struct pgm_snap *x;
+	struct errbuf err;
+	int rc;
+
+	pthread_mutex_lock(&s->sv_mu);
+	for (;;) {
+		while (!s->sv_pending && !s->sv_stop)
+			pthread_cond_wait(&s->sv_cv, &s->sv_mu);
+		if (!s->sv_pending)
+			break;
+		x = s->sv_pending;
+		s->sv_pending = NULL;
+		pthread_mutex_unlock(&s->sv_mu);
+		errbuf_clear(&err);
+		rc = pgm_snap_write(x, s->snapshot, &err);
+		pthread_mutex_lock(&s->sv_mu);
+		if (rc)
+			snprintf(s->sv_err, sizeof(s->sv_err), "%s", err.msg);
+		else
+			s->sv_saved = pgm_snap_version(x);
+		pthread_mutex_unlock(&s->sv_mu);
+		pgm_snap_free(x);
+		pthread_mutex_lock(&s->sv_mu);
+	}
+	pthread_mutex_unlock(&s->sv_mu);
+	return NULL;
+}
+
+/* A failure of the writer's since the last look: logged and counted on
+ * the loop. */
+static void pgsync_saver_poll(struct pgsync *s)
+{
+	char msg[ERRBUF_LEN];
+
+	if (!s->sv_started)
+		return;
+	pthread_mutex_lock(&s->sv_mu);
+	snprintf(msg, sizeof(msg), "%s", s->sv_err);
+	s->sv_err[0] = '\0';
+	pthread_mutex_unlock(&s->sv_mu);
+	if (msg[0])
+		pgsync_error(s, "local snapshot: %s", msg);
+}
+
 static void pgsync_save_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct pgsync *s = arg;
+	struct pgm_snap *x, *old;
 	struct errbuf err = {""};
 
 	(void)fd;
@@ -298,29 +359,51 @@ static void pgsync_save_cb(evutil_socket_t fd, short what, void *arg)
 	s->save_due = false;
 	if (!s->snapshot)
 		return;
-	if (pgm_save(s->m, s->st.applied_version, s->snapshot, &err))
-		pgsync_error(s, "local snapshot: %s", err.msg);
-	else
-		s->saved_version = s->st.applied_version;
+	pgsync_saver_poll(s);
+	x = pgm_snap_take(s->m, s->st.applied_version);
+	if (!x) {
+		pgsync_error(s, "local snapshot: out of memory");
+		return;
+	}
+	if (!s->sv_started) { /* no thread (it could not start): here */
+		if (pgm_snap_write(x, s->snapshot, &err))
+			pgsync_error(s, "local snapshot: %s", err.msg);
+		pgm_snap_free(x);
+		return;
+	}
+	pthread_mutex_lock(&s->sv_mu);
+	old = s->sv_pending;
+	s->sv_pending = x;
+	pthread_cond_signal(&s->sv_cv);
+	pthread_mutex_unlock(&s->sv_mu);
+	pgm_snap_free(old); /* never written: a newer one is */
 }
 
-/* The model changed: hand its routes (and rules) to the owner. */
-static void pgsync_publish(struct pgsync *s, bool rules, uint64_t since)
+/* The model changed (projects ids[0..n), NULL: all of them): hand
+ * those projects' routes (and the rules) to the owner. */
+static void pgsync_publish(struct pgsync *s, const char *const *ids, size_t n,
+			   bool rules, uint64_t since)
 {
 	struct errbuf err = {""};
-	struct route_src *src;
+	struct route_src_project *set = NULL;
+	char **del = NULL;
 	const struct pgm_rule *rv;
-	size_t n;
+	size_t n_set = 0, n_del = 0, i;
 	int64_t now = (int64_t)(clk_real_ns() / 1000000000ull);
 
-	src = pgm_route_src(s->m, now);
-	if (!src) {
+	if (pgm_src_projects(s->m, ids, n, now, &set, &n_set, &del, &n_del)) {
 		pgsync_error(s, "out of memory building the routes");
 		s->need_snapshot = true;
 		return;
 	}
-	if (s->ops->apply_routes(s->arg, src, s->st.applied_version, &err))
+	if (s->ops->apply_routes(s->arg, set, n_set,
+				 (const char *const *)del, n_del, ids == NULL,
+				 s->st.applied_version, &err))
 		pgsync_error(s, "routes not applied: %s", err.msg);
+	for (i = 0; i < n_set; i++)
+		route_src_project_clear(&set[i]);
+	free(set);
+	pgsync_ids_free(del, n_del);
 	if (rules && s->ops->apply_rules) {
 		n = pgm_global_rules(s->m, now, &rv);
 		s->ops->apply_rules(s->arg, rv, n, s->st.applied_version);
@@ -377,7 +460,9 @@ static void pgsync_fetch_done(struct pgsync *s)
 			s->st.booted_from_snapshot = false;
 			pgsync_set_state(s, PGSYNC_UP);
 		}
-		pgsync_publish(s, s->f_rules, s->f_since);
+		pgsync_publish(s,
+			       s->f_all ? NULL : (const char *const *)s->f_ids,
+			       s->f_n, s->f_rules, s->f_since);
 	}
 	pgsync_ids_free(s->f_ids, s->f_n);
 	s->f_ids = NULL;
@@ -546,6 +631,7 @@ static void pgsync_check_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	s->check_due = true;
+	pgsync_saver_poll(s);
 	pgsync_arm(s->check_ev, PGSYNC_CHECK_MS);
 	pgsync_next(s);
 }
@@ -586,6 +672,17 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 	if (!s->host || !s->version || (cfg->snapshot && !s->snapshot) ||
 	    !s->check_ev || !s->report_ev || !s->save_ev || pgm_new(&s->m))
 		goto nomem;
+	pthread_mutex_init(&s->sv_mu, NULL);
+	pthread_cond_init(&s->sv_cv, NULL);
+	if (s->snapshot) {
+		rc = pthread_create(&s->sv_thread, NULL, pgsync_saver, s);
+		if (rc == 0)
+			s->sv_started = true;
+		else
+			log_warnx("database: no thread for the local snapshot "
+				  "(%s): it is written on the control loop",
+				  strerror(rc));
+	}
 	s->need_snapshot = true;
 	s->st.since_ns = clk_now_ns();
 	/* the last table first: served until the database answers */
@@ -598,7 +695,7 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 				 "(change version %" PRIu64 ") until the "
 				 "database answers",
 				 s->snapshot, v);
-			pgsync_publish(s, true, 0);
+			pgsync_publish(s, NULL, 0, true, 0);
 			evtimer_del(s->save_ev); /* nothing new to save */
 			s->save_due = false;
 		} else if (rc != -ENOENT) {
@@ -631,6 +728,15 @@ void pgsync_free(struct pgsync *s)
 		return;
 	if (s->save_due)
 		pgsync_save_cb(-1, 0, s);
+	if (s->sv_started) { /* what is pending is written first */
+		pthread_mutex_lock(&s->sv_mu);
+		s->sv_stop = true;
+		pthread_cond_signal(&s->sv_cv);
+		pthread_mutex_unlock(&s->sv_mu);
+		pthread_join(s->sv_thread, NULL);
+		pgsync_saver_poll(s);
+	}
+	pgm_snap_free(s->sv_pending);
 	pgconn_free(s->c);
 	for (i = 0; i < PGM_NSETS; i++)
 		PQclear(s->f_set[i]);

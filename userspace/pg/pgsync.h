@@ -42,11 +42,15 @@ struct pgsync;
 #define PGSYNC_FETCH_MAX 1000
 
 struct pgsync_ops {
-	/* A new list of the database's projects (the callee's to keep or
-	 * free) at change version; 0, or -errno with err (it is logged
-	 * and the next change tries again). */
-	int (*apply_routes)(void *arg, struct route_src *src, uint64_t version,
-			    struct errbuf *err);
+	/* The database's projects changed at change version: set[0..n_set)
+	 * are what the named projects are now (the callee may take their
+	 * contents: route_src_project_clear is called on them after), the
+	 * projects del[0..n_del) are gone; all: every project the database
+	 * has is in set (a snapshot: any other is gone too). 0, or -errno
+	 * with err (it is logged and the next change tries again). */
+	int (*apply_routes)(void *arg, struct route_src_project *set,
+			    size_t n_set, const char *const *del, size_t n_del,
+			    bool all, uint64_t version, struct errbuf *err);
 	/* The global IP rules (valid for the call only). */
 	void (*apply_rules)(void *arg, const struct pgm_rule *v, size_t n,
 			    uint64_t version);
