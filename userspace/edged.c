@@ -242,6 +242,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		return rc;
 	if (d->sh.analytics)
 		analytics_reopen(d->sh.analytics);
+	pgplane_file_changed(d->pg);
 	log_note("reloaded %s: route table generation %llu", d->conf_path,
 		 (unsigned long long)*gen);
 	return 0;

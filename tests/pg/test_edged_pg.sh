@@ -30,12 +30,8 @@ P_PG=$((BASE + 4))
 P_EDGE2=$((BASE + 5))
 P_ADMIN2=$((BASE + 6))
 pg_begin "$P_PG"
-if ! psql -X -q -v ON_ERROR_STOP=1 -d "$PG_CONNINFO" \
-	-f "$T_ROOT/userspace/pg/migrations/0001_control_plane.sql" >"$T_TMP/schema.log" 2>&1; then
-	t_fail "schema" "$(tail -3 "$T_TMP/schema.log")"
-	t_exit
-	exit
-fi
+# edge's schema comes from edged itself: its migrations run at start
+N_MIGRATIONS=$(find "$T_ROOT/userspace/pg/migrations" -name '[0-9]*.sql' | wc -l)
 chmod 755 "$T_TMP"
 
 # write_conf FILE EDGE_PORT ADMIN_PORT SNAPSHOT HOST_NAME
@@ -98,11 +94,25 @@ SQL
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 t0 t1 out snap="$T_TMP/snap-$2/db.json"
 
-	pg_sql "TRUNCATE projects CASCADE; TRUNCATE ip_rules, edge_hosts, edge_change_log" >/dev/null
+	if [ "$(pg_val "SELECT to_regclass('projects') IS NOT NULL")" = t ]; then
+		pg_sql "TRUNCATE projects CASCADE; TRUNCATE ip_rules, edge_hosts, edge_change_log" >/dev/null
+	fi
 	write_conf "$T_TMP/edge.conf" "$P_EDGE" "$P_ADMIN" "$snap" "host-one"
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
+	fi
+
+	# 0. the schema: migrated by the first edged to start, found up to
+	# date by the next
+	local sv
+	sv=$(pg_val "SELECT max(version) FROM edge_schema")
+	if [ "$sv" = "$N_MIGRATIONS" ] && { [ "$v" != edged ] ||
+		grep -q "schema migration 0001_control_plane applied" "$EDGED_LOG"; } &&
+		! grep -q "not migrated" "$EDGED_LOG"; then
+		t_ok "$v: edged migrated the schema at start (version $sv)"
+	else
+		t_fail "$v: migrations at start" "version $sv of $N_MIGRATIONS: $(grep -m3 'database' "$EDGED_LOG")"
 	fi
 
 	# 1. a site inserted in one transaction routes
@@ -209,6 +219,19 @@ PY
 	else
 		t_fail "$v: file conflict" "$(code after.test /) $(metric edge_db_conflicts_total)"
 	fi
+
+	# 6b. the file gives the name up (a reload): the database's project
+	# that gave way to it gets it
+	sed -i 's/"file.test"/"file-only.test"/' "$T_TMP/edge.conf"
+	kill -HUP "$EPID"
+	if wait_code 200 file-only.test / && wait_code 200 file.test / &&
+		[ "$(pg_val "SELECT count(*) FROM domains WHERE domain = 'file.test'")" = 1 ] &&
+		grep -q "reloaded" "$EDGED_LOG"; then
+		t_ok "$v: a name the file no longer claims (reload) goes to the database's project that gave way"
+	else
+		t_fail "$v: a name the file gave up" "$(code file-only.test /) $(code file.test /) $(grep -m1 reload "$EDGED_LOG")"
+	fi
+	write_conf "$T_TMP/edge.conf" "$P_EDGE" "$P_ADMIN" "$snap" "host-one"
 
 	# 7. edged's sessions killed while changes are made: every one applies
 	local i okc=0
@@ -318,4 +341,16 @@ if ! edged_backend "$P_A" python3 "$TOOLS/echo_backend.py" "$P_A" "$T_TMP/a.json
 fi
 run_suite "$EDGED" edged
 edged_asan && run_suite "$EDGED_ASAN" asan
+
+# a schema newer than this edge: refused at start, with the reason
+pg_sql "INSERT INTO edge_schema (version, applied_by) VALUES (9999, 'a newer edge')" >/dev/null
+write_conf "$T_TMP/edge.conf" "$P_EDGE" "$P_ADMIN" "$T_TMP/snap-newer/db.json" "host-one"
+timeout 30 "$EDGED" -c "$T_TMP/edge.conf" -f >"$T_TMP/newer.log" 2>&1
+rc=$?
+if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "newer than this edge" "$T_TMP/newer.log"; then
+	t_ok "a database schema newer than this edge: edged refuses to start (exit $rc): $(grep -m1 newer "$T_TMP/newer.log")"
+else
+	t_fail "a newer schema refused" "exit $rc: $(tail -3 "$T_TMP/newer.log")"
+fi
+pg_sql "DELETE FROM edge_schema WHERE version = 9999" >/dev/null
 t_exit

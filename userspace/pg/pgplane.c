@@ -15,6 +15,7 @@
 
 #include "clk.h"
 #include "metrics.h"
+#include "pgdb.h"
 #include "pgplane.h"
 #include "pgsync.h"
 #include "pgxdp.h"
@@ -186,6 +187,55 @@ static int pgplane_snapshot_dir(const char *path, const struct passwd *pw,
 	return 0;
 }
 
+static void pgplane_migrated(int version, const char *name, void *arg)
+{
+	(void)arg;
+	log_note("database: schema migration %04d_%s applied", version, name);
+}
+
+/* Bring the database's schema up to this build's at start, under the
+ * advisory lock (several hosts may start at once: one migrates, the
+ * others wait for it and find nothing to do). A database that cannot be
+ * reached now is not an error: edged serves from its local snapshot and
+ * the sync connects when it can (the next start, or `edgectl db
+ * migrate`, migrates). A schema newer than this build is: its rows may
+ * mean what this edge cannot know, so edged refuses to start. */
+static int pgplane_migrate(const struct config *cfg, struct errbuf *err)
+{
+	struct errbuf e = {""};
+	PGconn *conn = NULL;
+	int rc, applied = 0;
+
+	rc = pgdb_connect(cfg->pg, "edged", &conn, &e);
+	if (rc == -ECONNREFUSED) {
+		log_warnx("database: not migrated at start (%s); the sync "
+			  "connects when it can",
+			  e.msg);
+		return 0;
+	}
+	if (rc) {
+		errbuf_set(err, "pg: %s", e.msg);
+		return rc;
+	}
+	rc = pgdb_migrate(conn, cfg->host_name, pgplane_migrated, NULL,
+			  &applied, &e);
+	PQfinish(conn);
+	if (rc == -EPROTO || rc == -EIO) {
+		errbuf_set(err, "pg: %s", e.msg);
+		return rc;
+	}
+	if (rc) {
+		/* the lock not had in time, the connection lost: the sync
+		 * goes on without (and says what it finds) */
+		log_warnx("database: not migrated at start: %s", e.msg);
+		return 0;
+	}
+	if (!applied)
+		log_debug("database: schema up to date (version %d)",
+			  pgdb_latest());
+	return 0;
+}
+
 int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
 		    struct pgplane **out, struct errbuf *err)
 {
@@ -197,7 +247,9 @@ int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
 		return -ENOMEM;
 	}
 	p->cfg = cfg;
-	rc = pgxdp_new(cfg->pin_dir, &p->xdp);
+	rc = pgplane_migrate(cfg, err);
+	if (rc == 0)
+		rc = pgxdp_new(cfg->pin_dir, &p->xdp);
 	if (rc == 0 && cfg->pg_snapshot[0])
 		rc = pgplane_snapshot_dir(cfg->pg_snapshot, pw, err);
 	if (rc) {
@@ -336,6 +388,12 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 	}
 	pgplane_tick_cb(-1, 0, p);
 	return 0;
+}
+
+void pgplane_file_changed(struct pgplane *p)
+{
+	if (p && p->sync)
+		pgsync_republish(p->sync);
 }
 
 json_t *pgplane_status_json(const struct pgplane *p)

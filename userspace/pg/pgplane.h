@@ -40,6 +40,10 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 		  struct route_writer *w, struct metrics *m,
 		  struct errbuf *err);
 
+/* The configuration file's routes changed (a reload): the database's
+ * projects are applied again, giving way to the file's names anew. */
+void pgplane_file_changed(struct pgplane *p);
+
 /* {"state", "applied_version", "database_version", "changes", ...} for
  * `edgectl status`, a new reference (NULL when out of memory). */
 json_t *pgplane_status_json(const struct pgplane *p);

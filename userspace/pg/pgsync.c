@@ -418,6 +418,17 @@ static void pgsync_publish(struct pgsync *s, const char *const *ids, size_t n,
 	}
 }
 
+void pgsync_republish(struct pgsync *s)
+{
+	bool due = s->save_due;
+
+	pgsync_publish(s, NULL, 0, false, 0);
+	if (!due && s->save_due) { /* the model did not change */
+		evtimer_del(s->save_ev);
+		s->save_due = false;
+	}
+}
+
 static void pgsync_fetch_done(struct pgsync *s)
 {
 	int rc, i;

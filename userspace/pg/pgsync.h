@@ -103,6 +103,12 @@ void pgsync_free(struct pgsync *s);
 
 void pgsync_status(const struct pgsync *s, struct pgsync_status *st);
 
+/* Hand every project the model holds to the owner again (apply_routes
+ * with all set), with no query: after the configuration file changed,
+ * so that a name the file no longer claims goes back to the database's
+ * project that had given way to it. */
+void pgsync_republish(struct pgsync *s);
+
 /* "connecting", "syncing", "up", "down". */
 const char *pgsync_state_name(enum pgsync_state st);
 
