@@ -6,6 +6,8 @@
 #   make vmtest KERNEL=6.1|6.12|all [CMD='...']   kernel-facing tests in VMs
 #   make bench-xdp  bench/xdp-drop
 #   make bench-http bench/http (edged vs nginx vs HAProxy vs direct)
+#   make bench-propagation bench/propagation (a route change: edged by
+#                   NOTIFY vs nginx by reload)
 #   make lint       clang-format check, cppcheck, shellcheck
 
 B        ?= build
@@ -125,7 +127,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http lint format clean
+.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation lint format clean
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -174,6 +176,11 @@ bench-http:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/http/run
+
+bench-propagation:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/propagation/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
 SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
