@@ -680,7 +680,7 @@ static int pgm_src_project(const struct pgm_project *pp, int64_t now,
 		/* added last: it expires when the row says (route.c checks) */
 		if (pr->ip_rules.n &&
 		    cidr_equal(&pr->ip_rules.v[pr->ip_rules.n - 1].cidr,
-			    &x->cidr))
+			       &x->cidr))
 			pr->ip_rules.v[pr->ip_rules.n - 1].expires_at =
 			    x->expires_at;
 	}
@@ -688,8 +688,8 @@ static int pgm_src_project(const struct pgm_project *pp, int64_t now,
 }
 
 int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
-		     int64_t now, struct route_src_project **set,
-		     size_t *n_set, char ***del, size_t *n_del)
+		     int64_t now, struct route_src_project **set, size_t *n_set,
+		     char ***del, size_t *n_del)
 {
 	size_t cnt = ids ? n : m->n, i, ns = 0, nd = 0;
 	struct route_src_project *sv = calloc(cnt + 1, sizeof(*sv));
@@ -821,8 +821,7 @@ struct pgm_snap *pgm_snap_take(const struct pgm *m, uint64_t version)
 	for (i = 0; i < m->n; i++)
 		x->p[x->n++] = pgm_project_get(m->p[i]);
 	if (m->n_global)
-		memcpy(x->global, m->global,
-		       m->n_global * sizeof(*x->global));
+		memcpy(x->global, m->global, m->n_global * sizeof(*x->global));
 	x->n_global = m->n_global;
 	return x;
 }

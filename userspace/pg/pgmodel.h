@@ -80,8 +80,8 @@ int pgm_apply(struct pgm *m, PGresult *const set[PGM_NSETS],
  * route table enforces.
  */
 int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
-		     int64_t now, struct route_src_project **set,
-		     size_t *n_set, char ***del, size_t *n_del);
+		     int64_t now, struct route_src_project **set, size_t *n_set,
+		     char ***del, size_t *n_del);
 
 /* The global rules (valid ones; unexpired at now) in *out (the model's:
  * valid until the next pgm_apply), and their number. */

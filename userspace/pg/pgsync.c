@@ -64,8 +64,8 @@ struct pgsync {
 	pthread_cond_t sv_cv;
 	struct pgm_snap *sv_pending; /* the next to write; newest wins */
 	bool sv_stop;
-	uint64_t sv_saved;	     /* the version last written */
-	char sv_err[ERRBUF_LEN];     /* the last failure, "" once told */
+	uint64_t sv_saved;	 /* the version last written */
+	char sv_err[ERRBUF_LEN]; /* the last failure, "" once told */
 };
 
 static void pgsync_next(struct pgsync *s);
@@ -99,6 +99,25 @@ static void pgsync_arm(struct event *ev, uint64_t ms)
 			     (suseconds_t)(ms % 1000) * 1000};
 
 	evtimer_add(ev, &tv);
+}
+
+/* A change applied: this host's row says so within
+ * PGSYNC_REPORT_SOON_MS (coalesced: a burst of changes is one write), so
+ * that whoever waits for the fleet to converge need not wait the
+ * PGSYNC_REPORT_MS period. */
+static void pgsync_report_soon(struct pgsync *s)
+{
+	struct timeval when, now,
+	    soon = {0, (suseconds_t)PGSYNC_REPORT_SOON_MS * 1000};
+
+	if (evtimer_pending(s->report_ev, &when) &&
+	    event_base_gettimeofday_cached(s->base, &now) == 0) {
+		timeradd(&now, &soon, &soon);
+		if (when.tv_sec < soon.tv_sec ||
+		    (when.tv_sec == soon.tv_sec && when.tv_usec <= soon.tv_usec))
+			return;
+	}
+	pgsync_arm(s->report_ev, PGSYNC_REPORT_SOON_MS);
 }
 
 static void pgsync_error(struct pgsync *s, const char *fmt, ...)
@@ -396,9 +415,9 @@ static void pgsync_publish(struct pgsync *s, const char *const *ids, size_t n,
 		s->need_snapshot = true;
 		return;
 	}
-	if (s->ops->apply_routes(s->arg, set, n_set,
-				 (const char *const *)del, n_del, ids == NULL,
-				 s->st.applied_version, &err))
+	if (s->ops->apply_routes(s->arg, set, n_set, (const char *const *)del,
+				 n_del, ids == NULL, s->st.applied_version,
+				 &err))
 		pgsync_error(s, "routes not applied: %s", err.msg);
 	for (i = 0; i < n_set; i++)
 		route_src_project_clear(&set[i]);
@@ -474,6 +493,7 @@ static void pgsync_fetch_done(struct pgsync *s)
 		pgsync_publish(s,
 			       s->f_all ? NULL : (const char *const *)s->f_ids,
 			       s->f_n, s->f_rules, s->f_since);
+		pgsync_report_soon(s);
 	}
 	pgsync_ids_free(s->f_ids, s->f_n);
 	s->f_ids = NULL;

@@ -13,7 +13,8 @@
  * thread) and, when they changed, the global IP rules (apply_rules).
  * Every PGSYNC_CHECK_MS the change log is read past the version applied,
  * so that a notification lost anyway is caught up; every
- * PGSYNC_REPORT_MS this host's row in edge_hosts is written (version,
+ * PGSYNC_REPORT_MS, and within PGSYNC_REPORT_SOON_MS of a change
+ * applied, this host's row in edge_hosts is written (version,
  * applied change version, route generation, XDP counters and rule hits:
  * the owner's report callback). The model is saved to a local file after
  * each change (at most once per PGSYNC_SAVE_MS) and loaded at start, so a
@@ -38,6 +39,8 @@ struct pgsync;
 #define PGSYNC_CHECK_MS 2000
 #define PGSYNC_REPORT_MS 5000
 #define PGSYNC_SAVE_MS 1000
+/* after a change applied, the host's row is written within this */
+#define PGSYNC_REPORT_SOON_MS 200
 /* projects named by notifications past which a snapshot is cheaper */
 #define PGSYNC_FETCH_MAX 1000
 
