@@ -113,8 +113,8 @@ static void pgsync_report_soon(struct pgsync *s)
 	if (evtimer_pending(s->report_ev, &when) &&
 	    event_base_gettimeofday_cached(s->base, &now) == 0) {
 		timeradd(&now, &soon, &soon);
-		if (when.tv_sec < soon.tv_sec ||
-		    (when.tv_sec == soon.tv_sec && when.tv_usec <= soon.tv_usec))
+		if (when.tv_sec < soon.tv_sec || (when.tv_sec == soon.tv_sec &&
+						  when.tv_usec <= soon.tv_usec))
 			return;
 	}
 	pgsync_arm(s->report_ev, PGSYNC_REPORT_SOON_MS);
