@@ -55,6 +55,52 @@ static json_int_t ctl_int(const json_t *o, const char *key)
 	return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+/* The daemon's database sync, one line: what its table holds, and while
+ * the database is away, that it serves the last table and why. */
+static void ctl_daemon_db_print(const json_t *db)
+{
+	const char *state, *lerr;
+	char dur[64];
+	json_int_t v, since;
+
+	if (!json_is_object(db))
+		return;
+	state = json_string_value(json_object_get(db, "state"));
+	lerr = json_string_value(json_object_get(db, "last_error"));
+	since = ctl_int(db, "state_for_s");
+	printf("db sync:    %s", state ? state : "unknown");
+	if (since > 0 && state && strcmp(state, "up") != 0)
+		printf(" for %s",
+		       duration_format((uint64_t)since, dur, sizeof(dur)));
+	if ((v = ctl_int(db, "applied_version")) >= 0)
+		printf(", change version %lld", (long long)v);
+	if ((v = ctl_int(db, "database_version")) >= 0)
+		printf(" (database %lld)", (long long)v);
+	if ((v = ctl_int(db, "projects")) >= 0)
+		printf(", %lld project%s", (long long)v, v == 1 ? "" : "s");
+	if ((v = ctl_int(db, "last_apply_us")) > 0)
+		printf(", last change in %lld.%03lld ms", (long long)(v / 1000),
+		       (long long)(v % 1000));
+	if ((v = ctl_int(db, "reconnects")) > 0)
+		printf(", %lld reconnect%s", (long long)v, v == 1 ? "" : "s");
+	if (json_is_true(json_object_get(db, "xdp_attached")) &&
+	    (v = ctl_int(db, "xdp_rules")) >= 0)
+		printf(", %lld XDP rule%s", (long long)v, v == 1 ? "" : "s");
+	if ((v = ctl_int(db, "rows_skipped")) > 0)
+		printf(", %lld bad row%s skipped since start", (long long)v,
+		       v == 1 ? "" : "s");
+	if ((v = ctl_int(db, "conflicts")) > 0)
+		printf(", %lld name%s left to the file", (long long)v,
+		       v == 1 ? "" : "s");
+	if (state && strcmp(state, "up") != 0 && strcmp(state, "syncing") != 0)
+		printf(json_is_true(json_object_get(db, "from_local_snapshot"))
+			   ? "; serving the local snapshot"
+			   : "; serving the last table");
+	if (lerr && lerr[0] && state && strcmp(state, "up") != 0)
+		printf("; last error: %s", lerr);
+	printf("\n");
+}
+
 void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 			     const struct errbuf *err)
 {
@@ -91,6 +137,7 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 	if (json_is_true(json_object_get(result, "draining")))
 		printf(", draining");
 	printf(" (%s)\n", c->ctl_sock);
+	ctl_daemon_db_print(json_object_get(result, "database"));
 }
 
 void ctl_daemon_stats_print(const json_t *result)
@@ -139,7 +186,12 @@ static void routes_print_table(const json_t *result)
 	json_int_t gen = ctl_int(result, "generation");
 	size_t i, j;
 
-	if (gen >= 0)
+	json_int_t cv = ctl_int(result, "change_version");
+
+	if (gen >= 0 && cv >= 0)
+		printf("route generation %lld, database change version %lld\n",
+		       (long long)gen, (long long)cv);
+	else if (gen >= 0)
 		printf("route generation %lld\n", (long long)gen);
 	if (!json_is_array(routes) || json_array_size(routes) == 0) {
 		printf("no routes\n");
@@ -180,6 +232,8 @@ static void routes_print_table(const json_t *result)
 		}
 		if (json_is_false(json_object_get(r, "enabled")))
 			printf("  (project disabled)");
+		if (strcmp(routes_str(r, "source", "file"), "database") == 0)
+			printf("  (from the database)");
 		printf("\n");
 	}
 }

@@ -383,6 +383,11 @@ static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
 		errbuf_set(err, t ? "out of memory" : "no route table");
 		return -ENOMEM;
 	}
+	/* the database's change version the table holds */
+	if (d->pg)
+		json_object_set_new(
+		    *result, "change_version",
+		    json_integer((json_int_t)pgplane_applied_version(d->pg)));
 	return 0;
 }
 

@@ -1158,12 +1158,12 @@ static json_t *rt_row_json(const struct route_table *t,
 					  json_string(r->upstreams[i].text)))
 			goto fail;
 	o = json_pack(
-	    "{s:s, s:s?, s:b, s:s, s:s, s:s, s:b, s:s, s:o, s:I, s:i}",
+	    "{s:s, s:s?, s:b, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:I, s:i}",
 	    "domain", row->domain, "prefix", r->prefix, "strip_prefix",
-	    r->strip, "project", e->project->id, "environment", e->id,
-	    "deployment", e->deployment_id, "enabled", e->project->enabled,
-	    "balance", config_balance_name(r->balance), "upstreams", ups,
-	    "max_body_bytes",
+	    r->strip, "source", route_src_name(e->project->src), "project",
+	    e->project->id, "environment", e->id, "deployment",
+	    e->deployment_id, "enabled", e->project->enabled, "balance",
+	    config_balance_name(r->balance), "upstreams", ups, "max_body_bytes",
 	    (json_int_t)(r->max_body_bytes == ROUTE_SRC_INHERIT
 			     ? t->def.max_body_bytes
 			     : r->max_body_bytes),

@@ -125,6 +125,19 @@ run_suite() { # BIN LABEL
 		t_fail "$v: a site inserted routes" "$(code shop.test /) $(tail -3 "$EDGED_LOG")"
 	fi
 
+	# 1b. edgectl status and routes say what the table holds
+	local st rt
+	st=$("$EDGECTL" --socket "$T_TMP/edged-$P_EDGE.sock" status 2>&1)
+	rt=$("$EDGECTL" --socket "$T_TMP/edged-$P_EDGE.sock" routes 2>&1)
+	if grep -Eq '^db sync: +up, change version [1-9][0-9]* \(database [1-9][0-9]*\), 1 project' <<<"$st" &&
+		grep -Eq '^route generation [0-9]+, database change version [1-9]' <<<"$rt" &&
+		grep -Eq '^shop.test .*\(from the database\)$' <<<"$rt" &&
+		grep -Eq '^file.test ' <<<"$rt" && ! grep -Eq '^file.test .*from the database' <<<"$rt"; then
+		t_ok "$v: edgectl status: $(grep '^db sync' <<<"$st"); routes: the change version and each route's source"
+	else
+		t_fail "$v: edgectl status and routes" "$st $rt"
+	fi
+
 	# 2. a deployment switched under steady traffic
 	pg_sql "INSERT INTO deployments (id, environment_id) VALUES ('shop-d2', 'shop-prod');
 		INSERT INTO endpoints VALUES ('shop-d2', '127.0.0.1:$P_B')" >/dev/null
@@ -274,6 +287,7 @@ PY
 	sleep 1
 	local down
 	down=$(metric edge_db_up)
+	st=$("$EDGECTL" --socket "$T_TMP/edged-$P_EDGE.sock" status 2>&1)
 	pg_start
 	pg_sql "INSERT INTO domains (domain, environment_id) VALUES ('back.test', 'good-prod')" >/dev/null
 	wait "$tp"
@@ -282,6 +296,11 @@ PY
 		t_ok "$v: a database restart: $(json_field "$T_TMP/restart.out" n) requests all 200, edge_db_up 0 meanwhile, the change made after it routed"
 	else
 		t_fail "$v: database restart" "$(cat "$T_TMP/restart.out") up while down: $down, back.test $(code back.test /)"
+	fi
+	if grep -Eq '^db sync: +(down|connecting) for .*; serving the last table; last error: .+' <<<"$st"; then
+		t_ok "$v: edgectl status while the database is away: $(grep '^db sync' <<<"$st")"
+	else
+		t_fail "$v: edgectl status while the database is away" "$st"
 	fi
 	sleep 1.2 # the snapshot is saved at most once a second
 	edged_stop 5

@@ -396,6 +396,16 @@ void pgplane_file_changed(struct pgplane *p)
 		pgsync_republish(p->sync);
 }
 
+uint64_t pgplane_applied_version(const struct pgplane *p)
+{
+	struct pgsync_status st;
+
+	if (!p || !p->sync)
+		return 0;
+	pgsync_status(p->sync, &st);
+	return st.applied_version;
+}
+
 json_t *pgplane_status_json(const struct pgplane *p)
 {
 	struct pgsync_status st;
@@ -406,8 +416,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgsync_status(p->sync, &st);
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
-	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, "
-	    "s:b, s:I, s:I}",
+	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
+	    "s:I, s:b, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -416,6 +426,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    (json_int_t)st.projects, "state_for_s",
 	    (json_int_t)((clk_now_ns() - st.since_ns) / 1000000000ull),
 	    "last_apply_ms", (json_int_t)(st.last_apply_ns / 1000000),
+	    "last_apply_us", (json_int_t)(st.last_apply_ns / 1000),
 	    "last_error", st.last_error, "rows_skipped",
 	    (json_int_t)(st.skipped.endpoints + st.skipped.domains +
 			 st.skipped.ip_rules + st.skipped.ids),

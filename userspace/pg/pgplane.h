@@ -44,6 +44,9 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
  * projects are applied again, giving way to the file's names anew. */
 void pgplane_file_changed(struct pgplane *p);
 
+/* The database's change version the route table holds (0: none yet). */
+uint64_t pgplane_applied_version(const struct pgplane *p);
+
 /* {"state", "applied_version", "database_version", "changes", ...} for
  * `edgectl status`, a new reference (NULL when out of memory). */
 json_t *pgplane_status_json(const struct pgplane *p);
