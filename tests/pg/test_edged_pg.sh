@@ -259,6 +259,24 @@ PY
 		t_fail "$v: a change with no NOTIFY" "$(code quiet.test /)"
 	fi
 
+	# 6d. a change that commits after one with a higher version and whose
+	# notification was lost too: the check looks below the applied
+	# version for versions it never heard of
+	local vlate
+	vlate=$(pg_val "SELECT nextval('edge_change_seq')")
+	pg_sql "INSERT INTO domains (domain, environment_id) VALUES ('higher.test', 'good-prod')" >/dev/null
+	wait_code 200 higher.test /
+	pg_sql "BEGIN; SET LOCAL session_replication_role = replica;
+		INSERT INTO domains (domain, environment_id) VALUES ('late.test', 'good-prod');
+		INSERT INTO edge_change_log (version, kind, key) VALUES ($vlate, 'project', 'good');
+		COMMIT;" >/dev/null
+	t0=$(date +%s%N)
+	if wait_code 200 late.test / && grep -q "committed after a higher version and never notified (version $vlate first)" "$EDGED_LOG"; then
+		t_ok "$v: a change committed late (version $vlate below the one applied) and never notified, found by the check ($((($(date +%s%N) - t0) / 1000000)) ms)"
+	else
+		t_fail "$v: a late change never notified" "$(code late.test /) $(grep -m1 'never notified' "$EDGED_LOG")"
+	fi
+
 	# 7. edged's sessions killed while changes are made: every one applies
 	local i okc=0
 	for ((i = 0; i < 10; i++)); do

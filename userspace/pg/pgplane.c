@@ -417,7 +417,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -432,7 +432,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 			 st.skipped.ip_rules + st.skipped.ids),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
-	    (json_int_t)xs.shadowed);
+	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late);
 }
 
 void pgplane_free(struct pgplane *p)

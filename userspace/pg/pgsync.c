@@ -50,9 +50,17 @@ struct pgsync {
 	uint64_t f_since, f_version;
 	PGresult *f_set[PGM_NSETS];
 	int f_k;
-	/* the check under way */
-	bool c_have_max;
-	bool c_overflow;
+	/* the check under way: its statements' results, in order */
+	int c_k;
+	/* versions at most PGSYNC_LATE_WINDOW below the applied one that
+	 * this session has heard of (notified, or found by a check), sorted;
+	 * the check looks for the others: a transaction that committed after
+	 * one with a higher version, and whose notification was lost too.
+	 * Versions at or below late_floor (the last snapshot's) are the
+	 * snapshot's. */
+	uint64_t *known;
+	size_t n_known, cap_known;
+	uint64_t late_floor;
 	struct event *check_ev, *report_ev, *save_ev;
 	bool check_due, report_due, save_due;
 	struct pgsync_status st;
@@ -237,18 +245,80 @@ static void pgsync_fetch(struct pgsync *s)
 	}
 }
 
+/* The lowest version the late check looks at. */
+static uint64_t pgsync_late_lo(const struct pgsync *s)
+{
+	uint64_t lo = s->st.applied_version > PGSYNC_LATE_WINDOW
+			  ? s->st.applied_version - PGSYNC_LATE_WINDOW
+			  : 0;
+
+	return lo > s->late_floor ? lo : s->late_floor;
+}
+
+/* Version v has been heard of (kept only within the window). */
+static void pgsync_known_add(struct pgsync *s, uint64_t v)
+{
+	uint64_t lo = pgsync_late_lo(s);
+	size_t i, j, at;
+
+	/* drop what fell out of the window */
+	for (i = j = 0; i < s->n_known; i++)
+		if (s->known[i] > lo)
+			s->known[j++] = s->known[i];
+	s->n_known = j;
+	if (v <= lo)
+		return;
+	for (at = 0; at < s->n_known && s->known[at] < v; at++)
+		;
+	if (at < s->n_known && s->known[at] == v)
+		return;
+	if (s->n_known == s->cap_known) {
+		size_t cap = s->cap_known ? s->cap_known * 2 : 64;
+		uint64_t *n;
+
+		if (cap > PGSYNC_LATE_WINDOW * 4)
+			return; /* bounded: a version unknown is fetched again
+				 */
+		n = realloc(s->known, cap * sizeof(*n));
+		if (!n)
+			return;
+		s->known = n;
+		s->cap_known = cap;
+	}
+	memmove(s->known + at + 1, s->known + at,
+		(s->n_known - at) * sizeof(*s->known));
+	s->known[at] = v;
+	s->n_known++;
+}
+
 static void pgsync_check(struct pgsync *s)
 {
-	char sql[256];
+	char sql[512 + PGSYNC_LATE_WINDOW * 4 * 21];
+	uint64_t lo = pgsync_late_lo(s);
+	size_t i;
+	int n;
 
 	s->check_due = false;
-	s->c_have_max = s->c_overflow = false;
-	snprintf(
+	s->c_k = 0;
+	/* the newest version; what came after the applied one; and what
+	 * came in the window below it that this session never heard of */
+	n = snprintf(
 	    sql, sizeof(sql),
 	    "SELECT COALESCE(max(version), 0) FROM edge_change_log;"
-	    "SELECT kind, key FROM edge_change_log WHERE version > %" PRIu64
-	    " LIMIT %d",
-	    s->st.applied_version, PGSYNC_FETCH_MAX + 1);
+	    "SELECT version, kind, key FROM edge_change_log WHERE version > "
+	    "%" PRIu64 " LIMIT %d;"
+	    "SELECT version, kind, key FROM edge_change_log WHERE version > "
+	    "%" PRIu64 " AND version <= %" PRIu64 " AND version <> ALL "
+	    "('{",
+	    s->st.applied_version, PGSYNC_FETCH_MAX + 1, lo,
+	    s->st.applied_version);
+	for (i = 0; i < s->n_known && n > 0 && (size_t)n < sizeof(sql) - 64;
+	     i++)
+		n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s%" PRIu64,
+			      i ? "," : "", s->known[i]);
+	if (n > 0 && (size_t)n < sizeof(sql) - 64)
+		snprintf(sql + n, sizeof(sql) - (size_t)n,
+			 "}'::bigint[]) LIMIT %d", PGSYNC_FETCH_MAX + 1);
 	pgsync_query(s, PQ_CHECK, sql, 0, NULL);
 }
 
@@ -488,6 +558,9 @@ static void pgsync_fetch_done(struct pgsync *s)
 		if (s->f_all) {
 			s->st.snapshots++;
 			s->st.booted_from_snapshot = false;
+			/* what committed up to it is the snapshot's */
+			s->late_floor = s->f_version;
+			s->n_known = 0;
 			pgsync_set_state(s, PGSYNC_UP);
 		}
 		pgsync_publish(s,
@@ -558,13 +631,12 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 	case PQ_CHECK:
 		if (st != PGRES_TUPLES_OK)
 			break;
-		if (!s->c_have_max) {
+		if (s->c_k++ == 0) {
 			uint64_t v =
 			    PQntuples(res) == 1
 				? strtoull(PQgetvalue(res, 0, 0), NULL, 10)
 				: 0;
 
-			s->c_have_max = true;
 			if (v > s->st.db_version)
 				s->st.db_version = v;
 			break;
@@ -573,13 +645,27 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 			s->need_snapshot = true;
 			break;
 		}
+		if (s->c_k == 3 && PQntuples(res) > 0) {
+			s->st.late++;
+			log_note("database: %d change%s committed after a "
+				 "higher version and never notified (version "
+				 "%s first): fetched",
+				 PQntuples(res), PQntuples(res) == 1 ? "" : "s",
+				 PQgetvalue(res, 0, 0));
+		}
 		for (int i = 0; i < PQntuples(res); i++) {
-			const char *kind = PQgetvalue(res, i, 0);
+			const char *kind = PQgetvalue(res, i, 1);
 
+			pgsync_known_add(
+			    s, strtoull(PQgetvalue(res, i, 0), NULL, 10));
 			if (strcmp(kind, "project") == 0)
-				pgsync_dirty_add(s, PQgetvalue(res, i, 1));
+				pgsync_dirty_add(s, PQgetvalue(res, i, 2));
 			else
 				s->rules_dirty = true;
+		}
+		if (s->n_dirty || s->rules_dirty) {
+			if (!s->dirty_since)
+				s->dirty_since = clk_now_ns();
 		}
 		break;
 	default:
@@ -598,6 +684,7 @@ static void pgsync_notify(struct pgconn *c, const char *channel,
 	(void)c;
 	if (v > s->st.db_version)
 		s->st.db_version = v;
+	pgsync_known_add(s, v);
 	if (strcmp(channel, "project_route_change") == 0 && sp && sp[1])
 		pgsync_dirty_add(s, sp + 1);
 	else if (strcmp(channel, "ip_rule_change") == 0)
@@ -780,6 +867,7 @@ void pgsync_free(struct pgsync *s)
 	if (s->save_ev)
 		event_free(s->save_ev);
 	pgm_free(s->m);
+	free(s->known);
 	free(s->host);
 	free(s->version);
 	free(s->snapshot);

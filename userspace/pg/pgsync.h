@@ -41,6 +41,9 @@ struct pgsync;
 #define PGSYNC_SAVE_MS 1000
 /* after a change applied, the host's row is written within this */
 #define PGSYNC_REPORT_SOON_MS 200
+/* how far below the applied version the check looks for changes that
+ * committed late and were never notified */
+#define PGSYNC_LATE_WINDOW 256
 /* projects named by notifications past which a snapshot is cheaper */
 #define PGSYNC_FETCH_MAX 1000
 
@@ -86,6 +89,8 @@ struct pgsync_status {
 	uint64_t snapshots;	   /* of them, snapshots */
 	uint64_t reconnects;
 	uint64_t errors;	/* queries that failed, applies refused */
+	uint64_t late;		/* checks that found changes committed
+				 * after a higher version, never notified */
 	uint64_t last_apply_ns; /* notification to the table swapped */
 	uint64_t since_ns;	/* monotonic ns of the state's start */
 	struct pgm_skipped skipped;
