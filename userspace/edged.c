@@ -123,6 +123,10 @@ static void edged_start_only_changes(const struct config *cur,
 	EDGED_NOTE(str_differs(cur->pin_dir, next->pin_dir), "pin_dir");
 	EDGED_NOTE(config_analytics_differs(&cur->analytics, &next->analytics),
 		   "analytics");
+	EDGED_NOTE(str_differs(cur->pg, next->pg), "pg");
+	EDGED_NOTE(str_differs(cur->pg_snapshot, next->pg_snapshot),
+		   "pg_snapshot");
+	EDGED_NOTE(str_differs(cur->host_name, next->host_name), "host_name");
 #undef EDGED_NOTE
 }
 

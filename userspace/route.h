@@ -5,7 +5,7 @@
  * generation.
  *
  * A table is built from the route sources' lists of projects (route_src.h:
- * the configuration file's, later PostgreSQL's) and never changes
+ * the configuration file's and PostgreSQL's) and never changes
  * afterwards, except for the per-route in-flight gauges it carries
  * (atomics, see admit.h). Workers read it without locks; the control
  * thread's route writer (route_writer.h, the only writer) swaps a new

@@ -5,7 +5,7 @@
  * security headers) and IP rules, as one source defines them.
  *
  * Not tied to any one source: the configuration file produces one (the
- * file source, config_load), the PostgreSQL loader will produce another
+ * file source, config_load), the PostgreSQL sync (pgmodel.c) another
  * from its rows, each value checked by the same config_check.h functions.
  * The route table is built from the sources' lists (route_table_build),
  * which the control loop holds and replaces one source at a time

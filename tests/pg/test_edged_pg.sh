@@ -108,7 +108,8 @@ run_suite() { # BIN LABEL
 	local sv
 	sv=$(pg_val "SELECT max(version) FROM edge_schema")
 	if [ "$sv" = "$N_MIGRATIONS" ] && { [ "$v" != edged ] ||
-		grep -q "schema migration 0001_control_plane applied" "$EDGED_LOG"; } &&
+		{ grep -q "schema migration 0001_control_plane applied" "$EDGED_LOG" &&
+			[ "$(pg_val "SELECT applied_by FROM edge_schema WHERE version = 1")" = "host-one edged $("$bin" --version | awk '{print $NF}')" ]; }; } &&
 		! grep -q "not migrated" "$EDGED_LOG"; then
 		t_ok "$v: edged migrated the schema at start (version $sv)"
 	else
@@ -235,11 +236,12 @@ PY
 
 	# 6b. the file gives the name up (a reload): the database's project
 	# that gave way to it gets it
-	sed -i 's/"file.test"/"file-only.test"/' "$T_TMP/edge.conf"
+	sed -i 's/"file.test"/"file-only.test"/; s/"host-one"/"host-renamed"/' "$T_TMP/edge.conf"
 	kill -HUP "$EPID"
 	if wait_code 200 file-only.test / && wait_code 200 file.test / &&
 		[ "$(pg_val "SELECT count(*) FROM domains WHERE domain = 'file.test'")" = 1 ] &&
-		grep -q "reloaded" "$EDGED_LOG"; then
+		grep -q "reloaded" "$EDGED_LOG" &&
+		grep -q "changed host_name: these apply at the next start" "$EDGED_LOG"; then
 		t_ok "$v: a name the file no longer claims (reload) goes to the database's project that gave way"
 	else
 		t_fail "$v: a name the file gave up" "$(code file-only.test /) $(code file.test /) $(grep -m1 reload "$EDGED_LOG")"

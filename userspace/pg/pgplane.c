@@ -204,6 +204,7 @@ static int pgplane_migrate(const struct config *cfg, struct errbuf *err)
 {
 	struct errbuf e = {""};
 	PGconn *conn = NULL;
+	char by[320];
 	int rc, applied = 0;
 
 	rc = pgdb_connect(cfg->pg, "edged", &conn, &e);
@@ -217,8 +218,8 @@ static int pgplane_migrate(const struct config *cfg, struct errbuf *err)
 		errbuf_set(err, "pg: %s", e.msg);
 		return rc;
 	}
-	rc = pgdb_migrate(conn, cfg->host_name, pgplane_migrated, NULL,
-			  &applied, &e);
+	snprintf(by, sizeof(by), "%s edged %s", cfg->host_name, EDGE_VERSION);
+	rc = pgdb_migrate(conn, by, pgplane_migrated, NULL, &applied, &e);
 	PQfinish(conn);
 	if (rc == -EPROTO || rc == -EIO) {
 		errbuf_set(err, "pg: %s", e.msg);
