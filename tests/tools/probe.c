@@ -9,14 +9,24 @@
  *   probe hold SRC DST PORT FLAG    TCP: one exchange, wait for file FLAG,
  *                                   exchange again; prints "first ok" then
  *                                   "second ok" or "second blocked"
+ *   probe stream tcp|udp SRC DST PORT MS
+ *                                   probe without pause for MS ms and count:
+ *                                   tcp, one connection after another (each
+ *                                   an exchange, PROBE_TIMEOUT_MS at most),
+ *                                   prints "tries=N ok=N fail=N"; udp, one
+ *                                   datagram a millisecond and the answers
+ *                                   read as they come (and for
+ *                                   PROBE_TIMEOUT_MS after the last),
+ *                                   prints "sent=N answered=N"
  *
  * Exit 0 when answered, 1 when not (within PROBE_TIMEOUT_MS, default 1000),
- * 2 on bad arguments.
+ * 2 on bad arguments; stream exits 0 whatever it counted.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +112,71 @@ fail:
 	return -1;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int stream_tcp(const char *src, const char *dst, int port, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms, tries = 0, ok = 0;
+	char buf[256];
+	int fd;
+
+	while (now_ms() < end) {
+		tries++;
+		fd = sock_open(SOCK_STREAM, src, dst, port);
+		if (fd >= 0 && exchange(fd, "hi\n", buf, sizeof(buf)) == 0)
+			ok++;
+		if (fd >= 0)
+			close(fd);
+	}
+	printf("tries=%llu ok=%llu fail=%llu\n", (unsigned long long)tries,
+	       (unsigned long long)ok, (unsigned long long)(tries - ok));
+	return 0;
+}
+
+static int stream_udp(const char *src, const char *dst, int port, int ms)
+{
+	uint64_t t = now_ms(), end = t + (uint64_t)ms, next = t;
+	uint64_t sent = 0, answered = 0;
+	char buf[256];
+	int fd = sock_open(SOCK_DGRAM, src, dst, port);
+
+	if (fd < 0) {
+		perror("probe: udp");
+		return 2;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int wait;
+
+		t = now_ms();
+		if (t >= end + (uint64_t)timeout_ms)
+			break;
+		if (t < end && t >= next) {
+			/* ECONNREFUSED and the like are answers of a kind
+			 * too, but none is expected here: count what is sent */
+			if (send(fd, "hi\n", 3, MSG_NOSIGNAL) == 3)
+				sent++;
+			next = t + 1;
+		}
+		wait = t < end ? (int)(next > t ? next - t : 0)
+			       : (int)(end + (uint64_t)timeout_ms - t);
+		if (poll(&p, 1, wait) == 1) {
+			while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+				answered++;
+		}
+	}
+	close(fd);
+	printf("sent=%llu answered=%llu\n", (unsigned long long)sent,
+	       (unsigned long long)answered);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char buf[256];
@@ -109,11 +184,20 @@ int main(int argc, char **argv)
 
 	if (getenv("PROBE_TIMEOUT_MS"))
 		timeout_ms = atoi(getenv("PROBE_TIMEOUT_MS"));
-	if (argc < 5 || (port = atoi(argv[4])) <= 0 || port > 65535) {
-		fprintf(stderr,
-			"usage: probe tcp|udp|hold SRC DST PORT [FLAG]\n");
-		return 2;
+	if (argc == 7 && strcmp(argv[1], "stream") == 0) {
+		int ms = atoi(argv[6]);
+
+		port = atoi(argv[5]);
+		if (port <= 0 || port > 65535 || ms <= 0)
+			goto usage;
+		if (strcmp(argv[2], "tcp") == 0)
+			return stream_tcp(argv[3], argv[4], port, ms);
+		if (strcmp(argv[2], "udp") == 0)
+			return stream_udp(argv[3], argv[4], port, ms);
+		goto usage;
 	}
+	if (argc < 5 || (port = atoi(argv[4])) <= 0 || port > 65535)
+		goto usage;
 	if (strcmp(argv[1], "tcp") == 0 || strcmp(argv[1], "udp") == 0) {
 		int type = argv[1][0] == 't' ? SOCK_STREAM : SOCK_DGRAM;
 
@@ -153,6 +237,8 @@ int main(int argc, char **argv)
 		close(fd);
 		return 0;
 	}
-	fprintf(stderr, "usage: probe tcp|udp|hold SRC DST PORT [FLAG]\n");
+usage:
+	fprintf(stderr, "usage: probe tcp|udp|hold SRC DST PORT [FLAG]\n"
+			"       probe stream tcp|udp SRC DST PORT MS\n");
 	return 2;
 }
