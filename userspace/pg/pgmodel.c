@@ -188,8 +188,17 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "SELECT m.domain, m.path_prefix, m.strip_prefix, "
 		    "m.environment_id FROM domains m JOIN environments e ON "
 		    "e.id = m.environment_id WHERE %s;"
+		    /* expires_at in whole seconds, rounded up: NULL and
+		     * 'infinity' never (0; extract gives Infinity, which
+		     * no bigint holds: the whole fetch would fail), every
+		     * time until the epoch's first second -1 (long past:
+		     * 0 would say never) */
 		    "SELECT r.id, r.cidr, r.action, r.project_id, "
-		    "COALESCE(extract(epoch FROM r.expires_at)::bigint, 0) "
+		    "CASE WHEN r.expires_at IS NULL OR "
+		    "r.expires_at = 'infinity' THEN 0 "
+		    "WHEN r.expires_at < 'epoch'::timestamptz + "
+		    "interval '1 second' THEN -1 "
+		    "ELSE ceil(extract(epoch FROM r.expires_at))::bigint END "
 		    "FROM ip_rules r WHERE %s;"
 		    "COMMIT",
 		    cp, ce, ce, ce, ce, cr);

@@ -49,7 +49,7 @@ struct pgm_rule {
 	int64_t id;
 	struct cidr cidr;
 	uint8_t action;	    /* EDGE_ACT_* */
-	int64_t expires_at; /* unix seconds, 0: never */
+	int64_t expires_at; /* unix seconds, 0: never (< 0: long past) */
 };
 
 int pgm_new(struct pgm **out);
