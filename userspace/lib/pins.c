@@ -225,6 +225,15 @@ static int pins_rule_key(struct pins *p, const struct cidr *c,
 	return p->fd[PINS_RULES_V6];
 }
 
+uint64_t pins_expiry_ns(int64_t expires_at, int64_t wall_now, uint64_t boot_now)
+{
+	uint64_t secs = (uint64_t)(expires_at - wall_now);
+
+	if (secs > (UINT64_MAX - boot_now) / 1000000000ULL)
+		return UINT64_MAX;
+	return boot_now + secs * 1000000000ULL;
+}
+
 int pins_rule_put(struct pins *p, const struct rule *x, int64_t wall_now,
 		  uint64_t boot_now)
 {
@@ -239,8 +248,8 @@ int pins_rule_put(struct pins *p, const struct rule *x, int64_t wall_now,
 
 			return ret == -ENOENT ? 0 : ret;
 		}
-		v.expires_ns = boot_now + (uint64_t)(x->expires_at - wall_now) *
-					      1000000000ULL;
+		v.expires_ns =
+		    pins_expiry_ns(x->expires_at, wall_now, boot_now);
 	}
 	v.id = x->id;
 	v.action = x->action;

@@ -70,9 +70,20 @@ void pins_close(struct pins *p);
 void pins_init(struct pins *p);
 
 /*
+ * The kernel's expiry (CLOCK_BOOTTIME ns, edge_rule.expires_ns) of a rule
+ * that expires at expires_at (unix s, later than wall_now), boot_now being
+ * CLOCK_BOOTTIME ns at wall_now. An expiry further ahead than 64-bit
+ * nanoseconds of boot time reach (about 584 years) is UINT64_MAX: it
+ * expires, in name, but never wraps around to a near time.
+ */
+uint64_t pins_expiry_ns(int64_t expires_at, int64_t wall_now,
+			uint64_t boot_now);
+
+/*
  * Write rule x into its LPM trie. wall_now (unix s) and boot_now
- * (CLOCK_BOOTTIME ns) convert its wall-clock expiry to the kernel's clock.
- * An already expired rule is deleted instead. Returns 0 or -errno.
+ * (CLOCK_BOOTTIME ns) convert its wall-clock expiry to the kernel's clock
+ * (pins_expiry_ns). An already expired rule is deleted instead. Returns 0
+ * or -errno.
  */
 int pins_rule_put(struct pins *p, const struct rule *x, int64_t wall_now,
 		  uint64_t boot_now);
