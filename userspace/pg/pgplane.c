@@ -31,7 +31,7 @@ struct pgplane {
 	uint64_t refused;   /* lists the writer refused all the same */
 	struct {
 		struct metrics_gauge *up, *state, *applied, *db, *projects;
-		struct metrics_gauge *rules, *lag_ms;
+		struct metrics_gauge *rules, *duplicates, *lag_ms;
 		struct metrics_counter *changes, *snapshots, *reconnects;
 		struct metrics_counter *errors, *given_way, *skipped[4];
 	} m;
@@ -279,6 +279,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	metrics_gauge_set(p->m.db, (int64_t)st.db_version);
 	metrics_gauge_set(p->m.projects, (int64_t)st.projects);
 	metrics_gauge_set(p->m.rules, (int64_t)xs.rules);
+	metrics_gauge_set(p->m.duplicates, (int64_t)xs.duplicates);
 	metrics_gauge_set(p->m.lag_ms, (int64_t)(st.last_apply_ns / 1000000));
 #define PGPLANE_TO(c, v)                                                       \
 	do {                                                                   \
@@ -324,6 +325,12 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	p->m.rules = metrics_gauge_new(
 	    m, "edge_db_xdp_rules",
 	    "The database's IP rules in this host's XDP maps.", NULL);
+	p->m.duplicates = metrics_gauge_new(
+	    m, "edge_db_xdp_duplicates",
+	    "The database's IP rules left out of the XDP maps because "
+	    "another row has their prefix (a block before an allow, then "
+	    "the lowest id).",
+	    NULL);
 	p->m.lag_ms = metrics_gauge_new(
 	    m, "edge_db_apply_ms",
 	    "Milliseconds from the latest change's notification to its "
@@ -355,9 +362,9 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 			return -ENOMEM;
 	}
 	return p->m.up && p->m.state && p->m.applied && p->m.db &&
-		       p->m.projects && p->m.rules && p->m.lag_ms &&
-		       p->m.changes && p->m.snapshots && p->m.reconnects &&
-		       p->m.errors && p->m.given_way
+		       p->m.projects && p->m.rules && p->m.duplicates &&
+		       p->m.lag_ms && p->m.changes && p->m.snapshots &&
+		       p->m.reconnects && p->m.errors && p->m.given_way
 		   ? 0
 		   : -ENOMEM;
 }
@@ -418,7 +425,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -433,7 +440,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 			 st.skipped.ip_rules + st.skipped.ids),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
-	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late);
+	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
+	    "xdp_duplicates", (json_int_t)xs.duplicates);
 }
 
 void pgplane_free(struct pgplane *p)

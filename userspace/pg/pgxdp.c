@@ -72,6 +72,52 @@ void pgxdp_free(struct pgxdp *x)
 	free(x);
 }
 
+/* The order pgxdp_plan groups rules in: by prefix, then the one that goes
+ * in first (a block before an allow, then the lowest id). */
+static int pgxdp_cmp(const void *a, const void *b, void *arg)
+{
+	const struct pgm_rule *v = arg;
+	const struct pgm_rule *x = &v[*(const size_t *)a];
+	const struct pgm_rule *y = &v[*(const size_t *)b];
+	int c;
+
+	if (x->cidr.family != y->cidr.family)
+		return x->cidr.family < y->cidr.family ? -1 : 1;
+	if (x->cidr.prefixlen != y->cidr.prefixlen)
+		return x->cidr.prefixlen < y->cidr.prefixlen ? -1 : 1;
+	c = memcmp(x->cidr.addr, y->cidr.addr, sizeof(x->cidr.addr));
+	if (c)
+		return c;
+	if (x->action != y->action)
+		return x->action == EDGE_ACT_BLOCK ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int pgxdp_plan(const struct pgm_rule *v, size_t n, uint8_t *out,
+	       size_t *written)
+{
+	size_t *ix, i;
+
+	*written = 0;
+	if (!n)
+		return 0;
+	ix = malloc(n * sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ix[i] = i;
+		out[i] = PGXDP_WRITE;
+	}
+	qsort_r(ix, n, sizeof(*ix), pgxdp_cmp, (void *)v);
+	for (i = 1; i < n; i++)
+		if (cidr_equal(&v[ix[i]].cidr, &v[ix[i - 1]].cidr))
+			out[ix[i]] = PGXDP_DUPLICATE;
+	free(ix);
+	for (i = 0; i < n; i++)
+		*written += out[i] == PGXDP_WRITE;
+	return 0;
+}
+
 /* The slot of database rule id: the one it had, else a free one (its hit
  * counter zeroed); -1 when none is left. */
 static int pgxdp_slot(struct pgxdp *x, const struct pgm_rule *r)
@@ -115,6 +161,7 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 	struct timespec ts;
 	uint64_t boot;
 	int64_t wall = (int64_t)(clk_real_ns() / 1000000000ull);
+	uint8_t *verdict;
 	size_t i;
 	int slot;
 
@@ -123,12 +170,21 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 		return;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	boot = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	verdict = malloc(n + 1);
+	if (!verdict || pgxdp_plan(v, n, verdict, &i)) {
+		x->st.errors++; /* out of memory: the maps keep the last set */
+		free(verdict);
+		return;
+	}
+	x->st.duplicates = n - i;
 	memset(x->seen, 0, sizeof(x->seen));
 	x->st.rules = x->st.shadowed = 0;
 	for (i = 0; i < n; i++) {
 		struct edge_rule cur;
 		struct rule r;
 
+		if (verdict[i] != PGXDP_WRITE)
+			continue;
 		slot = pgxdp_slot(x, &v[i]);
 		if (slot < 0) {
 			x->st.over++;
@@ -158,6 +214,7 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 		if (!x->seen[i])
 			x->db[i] = 0;
 	x->st.applies++;
+	free(verdict);
 }
 
 json_t *pgxdp_counters(struct pgxdp *x)

@@ -8,11 +8,15 @@
  * does), the host's own stay below: each writer removes only entries of
  * its own range, and a prefix that has a rule of the host's own keeps it
  * (the host's rule wins on its host; the database's comes back when the
- * host's goes, at the next apply). A new set is written over the live
- * one first and what it no longer holds removed after, so no moment
- * lets a source through that both sets block. Expiry is the kernel's, as
- * for the host's rules. The maps are opened when edge is attached (and
- * looked for again at each apply while not), before privileges drop.
+ * host's goes, at the next apply). Rows on one prefix (the schema allows
+ * a block and an allow for the same cidr) put one rule in the maps: a
+ * block before an allow, then the lowest id, whatever order the rows
+ * come in. A new set is written over the live one first and what it no
+ * longer holds removed after, and no prefix is written twice, so no
+ * moment lets a source through that both sets block. Expiry is the
+ * kernel's, as for the host's rules. The maps are opened when edge is
+ * attached (and looked for again at each apply while not), before
+ * privileges drop.
  */
 #ifndef EDGE_PGXDP_H
 #define EDGE_PGXDP_H
@@ -25,14 +29,26 @@
 
 struct pgxdp;
 
+/* What becomes of each of the database's rules (pgxdp_plan). */
+enum pgxdp_verdict {
+	PGXDP_WRITE = 0, /* into the maps (unless the host's own holds it) */
+	PGXDP_DUPLICATE, /* another row on its prefix goes in instead */
+};
+
+/* The verdict for each rule v[i] in out[i], and how many are PGXDP_WRITE
+ * in *written. Pure: no maps, no clock. 0 or -ENOMEM. */
+int pgxdp_plan(const struct pgm_rule *v, size_t n, uint8_t *out,
+	       size_t *written);
+
 /* What apply did, for logs and metrics. */
 struct pgxdp_stats {
-	uint64_t applies; /* sets applied to the maps */
-	size_t rules;	  /* the database's rules in the maps now */
-	size_t shadowed;  /* prefixes a rule of the host's own holds */
-	uint64_t over;	  /* rules left out: no id left */
-	uint64_t errors;  /* map writes that failed */
-	bool attached;	  /* the maps were there at the last apply */
+	uint64_t applies;  /* sets applied to the maps */
+	size_t rules;	   /* the database's rules in the maps now */
+	size_t shadowed;   /* prefixes a rule of the host's own holds */
+	size_t duplicates; /* rows left out for another on their prefix */
+	uint64_t over;	   /* rules left out: no id left */
+	uint64_t errors;   /* map writes that failed */
+	bool attached;	   /* the maps were there at the last apply */
 };
 
 /* 0 and *out (the maps opened now when they exist), or -ENOMEM. */
