@@ -29,9 +29,13 @@ struct pgplane {
 	struct event *tick;
 	uint64_t given_way; /* names the database's list left to the file's */
 	uint64_t refused;   /* lists the writer refused all the same */
+	/* the database server's addresses no rule may block here: those of
+	 * the conninfo (n_conf), then the connection's peer */
+	struct cidr keep[PGXDP_KEEP_MAX];
+	size_t n_conf, n_keep;
 	struct {
 		struct metrics_gauge *up, *state, *applied, *db, *projects;
-		struct metrics_gauge *rules, *duplicates, *lag_ms;
+		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_counter *changes, *snapshots, *reconnects;
 		struct metrics_counter *errors, *given_way, *skipped[4];
 	} m;
@@ -119,12 +123,32 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 	return 0;
 }
 
+/* The connection's peer into the keep list (once connected: a host name
+ * resolves to it), and the list to pgxdp; whether it changed. */
+static bool pgplane_keep(struct pgplane *p)
+{
+	struct cidr peer;
+	size_t i;
+
+	if (p->sync && pgsync_peer(p->sync, &peer) == 0) {
+		for (i = 0; i < p->n_conf; i++)
+			if (cidr_equal(&p->keep[i], &peer))
+				break;
+		if (i == p->n_conf && p->n_conf < PGXDP_KEEP_MAX) {
+			p->keep[p->n_conf] = peer;
+			p->n_keep = p->n_conf + 1;
+		}
+	}
+	return pgxdp_keep(p->xdp, p->keep, p->n_keep);
+}
+
 static void pgplane_rules(void *arg, const struct pgm_rule *v, size_t n,
 			  uint64_t version)
 {
 	struct pgplane *p = arg;
 
 	(void)version;
+	pgplane_keep(p);
 	pgxdp_apply(p->xdp, v, n);
 }
 
@@ -237,6 +261,37 @@ static int pgplane_migrate(const struct config *cfg, struct errbuf *err)
 	return 0;
 }
 
+/* The addresses among the conninfo's host= and hostaddr= values (comma
+ * lists; names and socket directories are not addresses). */
+static void pgplane_conf_addrs(struct pgplane *p, const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL), *o;
+	char *buf, *tok, *save;
+
+	for (o = opts; o && o->keyword; o++) {
+		if (!o->val || (strcmp(o->keyword, "host") != 0 &&
+				strcmp(o->keyword, "hostaddr") != 0))
+			continue;
+		buf = strdup(o->val);
+		for (tok = buf ? strtok_r(buf, ",", &save) : NULL; tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			struct cidr c;
+			size_t i;
+
+			if (cidr_parse_addr(tok, &c, NULL))
+				continue;
+			for (i = 0; i < p->n_conf; i++)
+				if (cidr_equal(&p->keep[i], &c))
+					break;
+			if (i == p->n_conf && p->n_conf < PGXDP_KEEP_MAX)
+				p->keep[p->n_conf++] = c;
+		}
+		free(buf);
+	}
+	PQconninfoFree(opts);
+	p->n_keep = p->n_conf;
+}
+
 int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
 		    struct pgplane **out, struct errbuf *err)
 {
@@ -248,6 +303,7 @@ int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
 		return -ENOMEM;
 	}
 	p->cfg = cfg;
+	pgplane_conf_addrs(p, cfg->pg);
 	rc = pgplane_migrate(cfg, err);
 	if (rc == 0)
 		rc = pgxdp_new(cfg->pin_dir, &p->xdp);
@@ -280,6 +336,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	metrics_gauge_set(p->m.projects, (int64_t)st.projects);
 	metrics_gauge_set(p->m.rules, (int64_t)xs.rules);
 	metrics_gauge_set(p->m.duplicates, (int64_t)xs.duplicates);
+	metrics_gauge_set(p->m.xdp_refused, (int64_t)xs.refused);
 	metrics_gauge_set(p->m.lag_ms, (int64_t)(st.last_apply_ns / 1000000));
 #define PGPLANE_TO(c, v)                                                       \
 	do {                                                                   \
@@ -331,6 +388,11 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "another row has their prefix (a block before an allow, then "
 	    "the lowest id).",
 	    NULL);
+	p->m.xdp_refused = metrics_gauge_new(
+	    m, "edge_db_xdp_refused",
+	    "The database's block rules left out of the XDP maps because "
+	    "they would drop this host's packets from the database.",
+	    NULL);
 	p->m.lag_ms = metrics_gauge_new(
 	    m, "edge_db_apply_ms",
 	    "Milliseconds from the latest change's notification to its "
@@ -363,8 +425,9 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	}
 	return p->m.up && p->m.state && p->m.applied && p->m.db &&
 		       p->m.projects && p->m.rules && p->m.duplicates &&
-		       p->m.lag_ms && p->m.changes && p->m.snapshots &&
-		       p->m.reconnects && p->m.errors && p->m.given_way
+		       p->m.xdp_refused && p->m.lag_ms && p->m.changes &&
+		       p->m.snapshots && p->m.reconnects && p->m.errors &&
+		       p->m.given_way
 		   ? 0
 		   : -ENOMEM;
 }
@@ -425,7 +488,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -441,7 +504,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
-	    "xdp_duplicates", (json_int_t)xs.duplicates);
+	    "xdp_duplicates", (json_int_t)xs.duplicates, "xdp_refused",
+	    (json_int_t)xs.refused);
 }
 
 void pgplane_free(struct pgplane *p)

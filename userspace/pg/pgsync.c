@@ -10,9 +10,11 @@
 #include <pthread.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "clk.h"
@@ -878,4 +880,39 @@ void pgsync_status(const struct pgsync *s, struct pgsync_status *st)
 {
 	*st = s->st;
 	st->reconnects = pgconn_reconnects(s->c);
+}
+
+int pgsync_peer(const struct pgsync *s, struct cidr *out)
+{
+	PGconn *pg = pgconn_up(s->c) ? pgconn_pg(s->c) : NULL;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd = pg ? PQsocket(pg) : -1;
+
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len))
+		return -ENOTCONN;
+	memset(out, 0, sizeof(*out));
+	if (ss.ss_family == AF_INET) {
+		out->family = AF_INET;
+		out->prefixlen = 32;
+		memcpy(out->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+		return 0;
+	}
+	if (ss.ss_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	{
+		const struct in6_addr *a =
+		    &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			out->family = AF_INET;
+			out->prefixlen = 32;
+			memcpy(out->addr, a->s6_addr + 12, 4);
+		} else {
+			out->family = AF_INET6;
+			out->prefixlen = 128;
+			memcpy(out->addr, a->s6_addr, 16);
+		}
+	}
+	return 0;
 }

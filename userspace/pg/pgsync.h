@@ -117,6 +117,11 @@ void pgsync_status(const struct pgsync *s, struct pgsync_status *st);
  * project that had given way to it. */
 void pgsync_republish(struct pgsync *s);
 
+/* The address of the database server while connected over TCP (an
+ * IPv4-mapped IPv6 peer as IPv4), a /32 or /128 in *out: 0, -ENOTCONN
+ * while not connected, -EAFNOSUPPORT over a unix socket. */
+int pgsync_peer(const struct pgsync *s, struct cidr *out);
+
 /* "connecting", "syncing", "up", "down". */
 const char *pgsync_state_name(enum pgsync_state st);
 

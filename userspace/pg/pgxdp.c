@@ -26,6 +26,10 @@ struct pgxdp {
 	int64_t db[PGXDP_SLOTS];
 	struct cidr cidr[PGXDP_SLOTS];
 	bool seen[PGXDP_SLOTS]; /* in the set being applied */
+	struct cidr keep[PGXDP_KEEP_MAX];
+	size_t n_keep;
+	int64_t *refused; /* the ids refused at the last apply */
+	size_t n_refused;
 	struct pgxdp_stats st;
 };
 
@@ -68,6 +72,7 @@ void pgxdp_free(struct pgxdp *x)
 	if (!x)
 		return;
 	pins_close(&x->pins);
+	free(x->refused);
 	free(x->pin_dir);
 	free(x);
 }
@@ -93,10 +98,10 @@ static int pgxdp_cmp(const void *a, const void *b, void *arg)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int pgxdp_plan(const struct pgm_rule *v, size_t n, uint8_t *out,
-	       size_t *written)
+int pgxdp_plan(const struct pgm_rule *v, size_t n, const struct cidr *keep,
+	       size_t nk, uint8_t *out, size_t *written)
 {
-	size_t *ix, i;
+	size_t *ix, i, k;
 
 	*written = 0;
 	if (!n)
@@ -113,9 +118,75 @@ int pgxdp_plan(const struct pgm_rule *v, size_t n, uint8_t *out,
 		if (cidr_equal(&v[ix[i]].cidr, &v[ix[i - 1]].cidr))
 			out[ix[i]] = PGXDP_DUPLICATE;
 	free(ix);
+	/* the longest match for each keep address must not be a block */
+	for (k = 0; k < nk; k++) {
+		for (;;) {
+			size_t best = n;
+
+			for (i = 0; i < n; i++)
+				if (out[i] == PGXDP_WRITE &&
+				    cidr_contains(&v[i].cidr, &keep[k]) &&
+				    (best == n || v[i].cidr.prefixlen >
+						      v[best].cidr.prefixlen))
+					best = i;
+			if (best == n || v[best].action != EDGE_ACT_BLOCK)
+				break;
+			out[best] = PGXDP_REFUSED;
+		}
+	}
 	for (i = 0; i < n; i++)
 		*written += out[i] == PGXDP_WRITE;
 	return 0;
+}
+
+bool pgxdp_keep(struct pgxdp *x, const struct cidr *a, size_t n)
+{
+	if (n > PGXDP_KEEP_MAX)
+		n = PGXDP_KEEP_MAX;
+	if (n == x->n_keep && (!n || !memcmp(x->keep, a, n * sizeof(*a))))
+		return false;
+	if (n)
+		memcpy(x->keep, a, n * sizeof(*a));
+	x->n_keep = n;
+	return true;
+}
+
+/* Say each refused rule once (until it is no longer refused), and keep
+ * the list for next time. */
+static void pgxdp_refused_log(struct pgxdp *x, const struct pgm_rule *v,
+			      size_t n, const uint8_t *verdict)
+{
+	char c[CIDR_STR_MAX], a[CIDR_STR_MAX];
+	int64_t *ids = malloc((n + 1) * sizeof(*ids));
+	size_t i, j, k = 0;
+
+	for (i = 0; i < n; i++) {
+		bool known = false;
+
+		if (verdict[i] != PGXDP_REFUSED)
+			continue;
+		if (ids)
+			ids[k++] = v[i].id;
+		for (j = 0; j < x->n_refused && !known; j++)
+			known = x->refused[j] == v[i].id;
+		if (known)
+			continue;
+		for (j = 0; j < x->n_keep; j++)
+			if (cidr_contains(&v[i].cidr, &x->keep[j]))
+				break;
+		log_warnx_rl(
+		    "database: ip_rules row id %lld (block %s): left "
+		    "out of the XDP maps: it would drop the "
+		    "database's packets (%s) on this host, and a rule "
+		    "that cuts the database off could not be taken "
+		    "back through it",
+		    (long long)v[i].id, cidr_format(&v[i].cidr, c, sizeof(c)),
+		    j < x->n_keep ? cidr_format_addr(&x->keep[j], a, sizeof(a))
+				  : "?");
+	}
+	free(x->refused);
+	x->refused = ids;
+	x->n_refused = ids ? k : 0;
 }
 
 /* The slot of database rule id: the one it had, else a free one (its hit
@@ -171,12 +242,17 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	boot = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	verdict = malloc(n + 1);
-	if (!verdict || pgxdp_plan(v, n, verdict, &i)) {
+	if (!verdict || pgxdp_plan(v, n, x->keep, x->n_keep, verdict, &i)) {
 		x->st.errors++; /* out of memory: the maps keep the last set */
 		free(verdict);
 		return;
 	}
-	x->st.duplicates = n - i;
+	x->st.duplicates = x->st.refused = 0;
+	for (size_t k = 0; k < n; k++) {
+		x->st.duplicates += verdict[k] == PGXDP_DUPLICATE;
+		x->st.refused += verdict[k] == PGXDP_REFUSED;
+	}
+	pgxdp_refused_log(x, v, n, verdict);
 	memset(x->seen, 0, sizeof(x->seen));
 	x->st.rules = x->st.shadowed = 0;
 	for (i = 0; i < n; i++) {

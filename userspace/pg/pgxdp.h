@@ -11,12 +11,16 @@
  * host's goes, at the next apply). Rows on one prefix (the schema allows
  * a block and an allow for the same cidr) put one rule in the maps: a
  * block before an allow, then the lowest id, whatever order the rows
- * come in. A new set is written over the live one first and what it no
- * longer holds removed after, and no prefix is written twice, so no
- * moment lets a source through that both sets block. Expiry is the
- * kernel's, as for the host's rules. The maps are opened when edge is
- * attached (and looked for again at each apply while not), before
- * privileges drop.
+ * come in. A block that would drop the database's own packets here (its
+ * prefix holds the address edged reaches the database at, and no longer
+ * allow of the database's covers that address) is left out, logged and
+ * counted: a rule that cuts a host off from its database could never be
+ * taken back through the database. A new set is written over the live
+ * one first and what it no longer holds removed after, and no prefix is
+ * written twice, so no moment lets a source through that both sets
+ * block. Expiry is the kernel's, as for the host's rules. The maps are
+ * opened when edge is attached (and looked for again at each apply while
+ * not), before privileges drop.
  */
 #ifndef EDGE_PGXDP_H
 #define EDGE_PGXDP_H
@@ -33,12 +37,18 @@ struct pgxdp;
 enum pgxdp_verdict {
 	PGXDP_WRITE = 0, /* into the maps (unless the host's own holds it) */
 	PGXDP_DUPLICATE, /* another row on its prefix goes in instead */
+	PGXDP_REFUSED,	 /* a block that would drop a keep address */
 };
 
+/* Addresses pgxdp_keep holds at most. */
+#define PGXDP_KEEP_MAX 8
+
 /* The verdict for each rule v[i] in out[i], and how many are PGXDP_WRITE
- * in *written. Pure: no maps, no clock. 0 or -ENOMEM. */
-int pgxdp_plan(const struct pgm_rule *v, size_t n, uint8_t *out,
-	       size_t *written);
+ * in *written: one rule per prefix, then, for each address keep[0..nk),
+ * every block that would be the longest match of the rest for it
+ * refused. Pure: no maps, no clock. 0 or -ENOMEM. */
+int pgxdp_plan(const struct pgm_rule *v, size_t n, const struct cidr *keep,
+	       size_t nk, uint8_t *out, size_t *written);
 
 /* What apply did, for logs and metrics. */
 struct pgxdp_stats {
@@ -46,6 +56,7 @@ struct pgxdp_stats {
 	size_t rules;	   /* the database's rules in the maps now */
 	size_t shadowed;   /* prefixes a rule of the host's own holds */
 	size_t duplicates; /* rows left out for another on their prefix */
+	size_t refused;	   /* blocks left out: they cut off the database */
 	uint64_t over;	   /* rules left out: no id left */
 	uint64_t errors;   /* map writes that failed */
 	bool attached;	   /* the maps were there at the last apply */
@@ -54,6 +65,13 @@ struct pgxdp_stats {
 /* 0 and *out (the maps opened now when they exist), or -ENOMEM. */
 int pgxdp_new(const char *pin_dir, struct pgxdp **out);
 void pgxdp_free(struct pgxdp *x);
+
+/* The addresses a rule of the database's may not block here: the
+ * database server's (those of `pg`'s host= and hostaddr= that are
+ * addresses, and the peer of the connection), at most PGXDP_KEEP_MAX
+ * (the rest are ignored). Used from the next apply on. Returns whether
+ * they changed. */
+bool pgxdp_keep(struct pgxdp *x, const struct cidr *a, size_t n);
 
 /* Make the maps hold the database's rules v[0..n), wall clock now (unix
  * s). Rules arrive again at the next apply when the maps are missing. */
