@@ -133,7 +133,7 @@ void pins_close(struct pins *p)
 }
 
 static int pins_check_map(int fd, const struct pins_spec *s, const char *path,
-			  struct errbuf *err)
+			  uint32_t *id, struct errbuf *err)
 {
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
@@ -159,6 +159,7 @@ static int pins_check_map(int fd, const struct pins_spec *s, const char *path,
 			   s->value_size, s->max_entries, path);
 		return -EPROTO;
 	}
+	*id = info.id;
 	return 0;
 }
 
@@ -201,7 +202,8 @@ int pins_open(struct pins *p, const char *dir, struct errbuf *err)
 			}
 			goto fail;
 		}
-		ret = pins_check_map(p->fd[m], &pins_specs[m], path, err);
+		ret = pins_check_map(p->fd[m], &pins_specs[m], path, &p->id[m],
+				     err);
 		if (ret)
 			goto fail;
 	}
@@ -209,6 +211,35 @@ int pins_open(struct pins *p, const char *dir, struct errbuf *err)
 fail:
 	pins_close(p);
 	return ret;
+}
+
+bool pins_replaced(const struct pins *p)
+{
+	char path[PATH_MAX];
+	int m, fd;
+
+	for (m = 0; m < PINS_NMAPS; m++) {
+		struct bpf_map_info info;
+		__u32 len = sizeof(info);
+		bool other;
+
+		if (p->fd[m] < 0 ||
+		    pins_path(p->dir, (enum pins_map)m, path, sizeof(path)))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0) {
+			if (errno == ENOENT)
+				return true;
+			continue;
+		}
+		memset(&info, 0, sizeof(info));
+		other = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+			info.id != p->id[m];
+		close(fd);
+		if (other)
+			return true;
+	}
+	return false;
 }
 
 /* The LPM key of c in the map for its family; returns the map's fd. */

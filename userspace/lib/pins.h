@@ -34,6 +34,7 @@ enum pins_map {
 /* Open pinned maps. fd[i] is -1 when closed. */
 struct pins {
 	int fd[PINS_NMAPS];
+	uint32_t id[PINS_NMAPS]; /* each map's kernel id, as opened */
 	char dir[PATH_MAX];
 	int ncpus;
 };
@@ -62,6 +63,12 @@ int pins_path(const char *dir, enum pins_map m, char *buf, size_t len);
  * with err set.
  */
 int pins_open(struct pins *p, const char *dir, struct errbuf *err);
+
+/* Whether the maps p holds are no longer the ones pinned in p->dir: a
+ * pin is gone (the last detach), or pins another map (edge attached
+ * again since). False when it cannot tell (a pin it may not open). The
+ * maps p holds stay valid, but nothing reads or writes them any more. */
+bool pins_replaced(const struct pins *p);
 
 /* Close the maps. p may be NULL; closing twice is harmless. */
 void pins_close(struct pins *p);
