@@ -327,6 +327,9 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* the maps edge has pinned hold the database's rules */
+	pgplane_keep(p);
+	pgxdp_check(p->xdp);
 	pgsync_status(p->sync, &st);
 	pgxdp_stats(p->xdp, &xs);
 	metrics_gauge_set(p->m.up, st.state == PGSYNC_UP);
@@ -488,7 +491,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -505,7 +508,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
 	    "xdp_duplicates", (json_int_t)xs.duplicates, "xdp_refused",
-	    (json_int_t)xs.refused);
+	    (json_int_t)xs.refused, "xdp_reopens", (json_int_t)xs.reopens);
 }
 
 void pgplane_free(struct pgplane *p)

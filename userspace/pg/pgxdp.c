@@ -16,6 +16,9 @@
 #include "pins.h"
 
 #define PGXDP_SLOTS (EDGE_MAX_RULES - EDGE_LOCAL_RULES_MAX)
+/* entries pgxdp_check looks up per call: all of a thousand rules every
+ * second, all 8192 in eight */
+#define PGXDP_CHECK_SLOTS 1024
 
 struct pgxdp {
 	char *pin_dir;
@@ -25,7 +28,17 @@ struct pgxdp {
 	 * and prefix it holds, db 0: free */
 	int64_t db[PGXDP_SLOTS];
 	struct cidr cidr[PGXDP_SLOTS];
-	bool seen[PGXDP_SLOTS]; /* in the set being applied */
+	bool seen[PGXDP_SLOTS];	  /* in the set being applied */
+	bool shadow[PGXDP_SLOTS]; /* a rule of the host's own holds it */
+	int64_t exp[PGXDP_SLOTS]; /* the rule's expires_at */
+	int cursor;		  /* where pgxdp_verify goes on */
+	int hi;			  /* slots in use are below it */
+	/* the last set applied, written again when the maps come back or
+	 * are replaced, when a host's rule that held one of its prefixes
+	 * goes and when the keep addresses change (dirty) */
+	struct pgm_rule *set;
+	size_t n_set;
+	bool have_set, dirty;
 	struct cidr keep[PGXDP_KEEP_MAX];
 	size_t n_keep;
 	int64_t *refused; /* the ids refused at the last apply */
@@ -45,8 +58,10 @@ static bool pgxdp_open(struct pgxdp *x)
 
 	if (x->open)
 		return true;
-	if (pins_open(&x->pins, x->pin_dir, &err) == 0)
+	if (pins_open(&x->pins, x->pin_dir, &err) == 0) {
 		x->open = true;
+		x->dirty = true; /* maps new to us: the set goes in */
+	}
 	return x->open;
 }
 
@@ -72,6 +87,7 @@ void pgxdp_free(struct pgxdp *x)
 	if (!x)
 		return;
 	pins_close(&x->pins);
+	free(x->set);
 	free(x->refused);
 	free(x->pin_dir);
 	free(x);
@@ -148,6 +164,7 @@ bool pgxdp_keep(struct pgxdp *x, const struct cidr *a, size_t n)
 	if (n)
 		memcpy(x->keep, a, n * sizeof(*a));
 	x->n_keep = n;
+	x->dirty = true;
 	return true;
 }
 
@@ -227,18 +244,17 @@ static int pgxdp_sweep(void *arg, const struct cidr *c,
 	return 0;
 }
 
-void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
+/* Write the set x holds into the maps. */
+static void pgxdp_write(struct pgxdp *x)
 {
+	const struct pgm_rule *v = x->set;
+	size_t n = x->n_set, i;
 	struct timespec ts;
 	uint64_t boot;
 	int64_t wall = (int64_t)(clk_real_ns() / 1000000000ull);
 	uint8_t *verdict;
-	size_t i;
 	int slot;
 
-	x->st.attached = pgxdp_open(x);
-	if (!x->st.attached)
-		return;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	boot = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	verdict = malloc(n + 1);
@@ -254,6 +270,7 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 	}
 	pgxdp_refused_log(x, v, n, verdict);
 	memset(x->seen, 0, sizeof(x->seen));
+	memset(x->shadow, 0, sizeof(x->shadow));
 	x->st.rules = x->st.shadowed = 0;
 	for (i = 0; i < n; i++) {
 		struct edge_rule cur;
@@ -268,9 +285,11 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 		}
 		x->seen[slot] = true;
 		x->cidr[slot] = v[i].cidr;
+		x->exp[slot] = v[i].expires_at;
 		if (pins_rule_get(&x->pins, &v[i].cidr, &cur) == 0 &&
 		    cur.id < EDGE_LOCAL_RULES_MAX) {
 			x->st.shadowed++; /* the host's own rule wins here */
+			x->shadow[slot] = true;
 			continue;
 		}
 		memset(&r, 0, sizeof(r));
@@ -286,11 +305,86 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
 	/* what the set dropped: out of the maps, then out of the slots */
 	if (pins_rules_each(&x->pins, pgxdp_sweep, x))
 		x->st.errors++;
-	for (i = 0; i < PGXDP_SLOTS; i++)
+	x->hi = 0;
+	for (i = 0; i < PGXDP_SLOTS; i++) {
 		if (!x->seen[i])
 			x->db[i] = 0;
+		else
+			x->hi = (int)i + 1;
+	}
 	x->st.applies++;
+	x->dirty = false;
 	free(verdict);
+}
+
+void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n)
+{
+	struct pgm_rule *set = realloc(x->set, (n + 1) * sizeof(*set));
+
+	if (!set) {
+		x->st.errors++; /* out of memory: the maps keep the last set */
+		return;
+	}
+	if (n)
+		memcpy(set, v, n * sizeof(*v));
+	x->set = set;
+	x->n_set = n;
+	x->have_set = true;
+	x->st.attached = pgxdp_open(x);
+	if (x->st.attached)
+		pgxdp_write(x);
+	else
+		x->dirty = true; /* written once the maps are there */
+}
+
+/* Look at up to PGXDP_CHECK_SLOTS of the set's entries (on from where
+ * the last call stopped): a host's rule that now holds one of their
+ * prefixes is counted as shadowing it; an entry gone that has not
+ * expired (the host's rule that held its prefix deleted, or the entry
+ * removed behind edged's back) needs the set written again (true). */
+static bool pgxdp_verify(struct pgxdp *x)
+{
+	int64_t wall = (int64_t)(clk_real_ns() / 1000000000ull);
+	struct edge_rule cur;
+	int k, i;
+
+	for (k = 0; k < PGXDP_CHECK_SLOTS && k < x->hi; k++) {
+		i = x->cursor < x->hi ? x->cursor : 0;
+		x->cursor = i + 1;
+		if (!x->seen[i] || !x->db[i])
+			continue;
+		if (pins_rule_get(&x->pins, &x->cidr[i], &cur) != 0) {
+			if (!x->exp[i] || x->exp[i] > wall)
+				return true;
+		} else if (cur.id < EDGE_LOCAL_RULES_MAX && !x->shadow[i]) {
+			x->shadow[i] = true; /* edgectl took the prefix */
+			x->st.shadowed++;
+			if (x->st.rules)
+				x->st.rules--;
+		} else if (cur.id >= EDGE_LOCAL_RULES_MAX &&
+			   cur.id != (uint32_t)(EDGE_LOCAL_RULES_MAX + i)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+void pgxdp_check(struct pgxdp *x)
+{
+	if (x->open && pins_replaced(&x->pins)) {
+		log_note("database: the XDP maps in %s are not the ones edge "
+			 "has pinned any more (detached, or attached again): "
+			 "the database's rules go into the new ones",
+			 x->pin_dir);
+		pins_close(&x->pins);
+		x->open = false;
+		x->st.reopens++;
+	}
+	x->st.attached = pgxdp_open(x);
+	if (!x->st.attached || !x->have_set)
+		return;
+	if (x->dirty || pgxdp_verify(x))
+		pgxdp_write(x);
 }
 
 json_t *pgxdp_counters(struct pgxdp *x)

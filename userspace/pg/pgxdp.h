@@ -8,7 +8,7 @@
  * does), the host's own stay below: each writer removes only entries of
  * its own range, and a prefix that has a rule of the host's own keeps it
  * (the host's rule wins on its host; the database's comes back when the
- * host's goes, at the next apply). Rows on one prefix (the schema allows
+ * host's goes, at the next pgxdp_check). Rows on one prefix (the schema allows
  * a block and an allow for the same cidr) put one rule in the maps: a
  * block before an allow, then the lowest id, whatever order the rows
  * come in. A block that would drop the database's own packets here (its
@@ -19,8 +19,10 @@
  * one first and what it no longer holds removed after, and no prefix is
  * written twice, so no moment lets a source through that both sets
  * block. Expiry is the kernel's, as for the host's rules. The maps are
- * opened when edge is attached (and looked for again at each apply while
- * not), before privileges drop.
+ * opened when edge is attached, before privileges drop, and looked for
+ * again (and written) by pgxdp_check while they are missing or after
+ * edge was attached anew: opening them again needs the rights on the pin
+ * directory that edged's user may not have.
  */
 #ifndef EDGE_PGXDP_H
 #define EDGE_PGXDP_H
@@ -59,6 +61,7 @@ struct pgxdp_stats {
 	size_t refused;	   /* blocks left out: they cut off the database */
 	uint64_t over;	   /* rules left out: no id left */
 	uint64_t errors;   /* map writes that failed */
+	uint64_t reopens;  /* maps found replaced (edge attached again) */
 	bool attached;	   /* the maps were there at the last apply */
 };
 
@@ -73,9 +76,20 @@ void pgxdp_free(struct pgxdp *x);
  * they changed. */
 bool pgxdp_keep(struct pgxdp *x, const struct cidr *a, size_t n);
 
-/* Make the maps hold the database's rules v[0..n), wall clock now (unix
- * s). Rules arrive again at the next apply when the maps are missing. */
+/* Make the maps hold the database's rules v[0..n) (copied), wall clock
+ * now (unix s); while the maps are missing, once they are there
+ * (pgxdp_check). */
 void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n);
+
+/* Keep the maps holding the last set applied, every second or so: the
+ * maps found (edge attached after edged started) or replaced (detached
+ * and attached again: the maps edged holds are no longer edge's) get the
+ * set written into them; so does an entry of the set found gone before
+ * it expired (a host's rule that held its prefix deleted: the
+ * database's rule comes back within seconds, not at the database's next
+ * change), and a change of the keep addresses. A host's rule found on a
+ * prefix of the set is counted as shadowing it. */
+void pgxdp_check(struct pgxdp *x);
 
 /* The XDP counters ({"passed": N, ...}) and the database's rules' hits
  * ({"RULE_ID": N, ...}), new references or NULL (maps not there). */
