@@ -28,7 +28,7 @@
 #   connection of the allowed one lost; edge_hosts shows the XDP counters
 #   and the rule's hits.
 # Runs against build/edged and build/asan/edged (only the first inside a
-# vmtest guest, EDGE_VMTEST: tests/run --vm leaves the pg suite out, and
+# vmtest guest, EDGE_VMTEST: tests/run --vm runs this one test of the pg suite, and
 # the host runs the ASan build). Needs root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
