@@ -498,4 +498,40 @@ if [ -n "${EDGE_VMTEST:-}" ]; then
 elif edged_asan; then
 	run_suite "$EDGED_ASAN" asan
 fi
+
+# an unprivileged edged started before edge is attached cannot open the
+# maps: it says so once, and a restart (opening them while root) puts the
+# database's rules in
+unpriv_case() {
+	local id
+	t_in "$SRV" "$EDGECTL" detach "$VS" >/dev/null 2>&1
+	pg_sql "DELETE FROM ip_rules" >/dev/null
+	id=$(pg_val "INSERT INTO ip_rules (cidr, action) VALUES ('$C4A/32', 'block') RETURNING id")
+	write_conf unpriv
+	sed -i 's/^user = .*/user = "nobody";/' "$T_TMP/edge.conf"
+	edged_start "$EDGED" "$T_TMP/edge.conf" -v
+	ctl attach "$VS" >/dev/null
+	local i
+	for ((i = 0; i < 50; i++)); do
+		grep -q "cannot open the XDP maps in $EDGE_PIN_DIR" "$EDGED_LOG" && break
+		sleep 0.1
+	done
+	if grep -q "cannot open the XDP maps in $EDGE_PIN_DIR" "$EDGED_LOG" &&
+		[ "$(grep -c 'cannot open the XDP maps' "$EDGED_LOG")" = 1 ]; then
+		t_ok "as nobody, attached after edged started: $(grep -m1 -o 'cannot open the XDP maps.*' "$EDGED_LOG")"
+	else
+		t_fail "as nobody, attached after edged started" "$(grep -m2 'database' "$EDGED_LOG")"
+	fi
+	edged_stop 5
+	edged_start "$EDGED" "$T_TMP/edge.conf" -v
+	if wait_blocked $C4A $S4 5 && reach $C4B $S4; then
+		t_ok "restarted as nobody: the database's rule $id in the maps, $C4A dropped ($WAITED ms)"
+	else
+		t_fail "restarted as nobody" "$(entry_id 4 "$K4A" 32) $(grep -m2 'database' "$EDGED_LOG")"
+	fi
+	edged_stop 5
+}
+if id nobody >/dev/null 2>&1; then
+	unpriv_case
+fi
 t_exit

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "clk.h"
@@ -39,6 +40,7 @@ struct pgxdp {
 	struct pgm_rule *set;
 	size_t n_set;
 	bool have_set, dirty;
+	bool told_perm; /* the maps could not be opened for want of rights */
 	struct cidr keep[PGXDP_KEEP_MAX];
 	size_t n_keep;
 	int64_t *refused; /* the ids refused at the last apply */
@@ -58,9 +60,25 @@ static bool pgxdp_open(struct pgxdp *x)
 
 	if (x->open)
 		return true;
-	if (pins_open(&x->pins, x->pin_dir, &err) == 0) {
+	int rc = pins_open(&x->pins, x->pin_dir, &err);
+
+	/* a pin directory this user may not search looks empty */
+	if (rc == -ENOENT && access(x->pin_dir, X_OK) != 0 && errno == EACCES)
+		rc = -EACCES;
+
+	if (rc == 0) {
 		x->open = true;
 		x->dirty = true; /* maps new to us: the set goes in */
+		x->told_perm = false;
+	} else if ((rc == -EPERM || rc == -EACCES) && !x->told_perm) {
+		/* attached after an unprivileged edged started: say so once
+		 * rather than leave the maps without the database's rules
+		 * in silence */
+		x->told_perm = true;
+		log_warnx("database: cannot open the XDP maps in %s (%s): "
+			  "edged no longer has the rights; restart it to put "
+			  "the database's IP rules into them",
+			  x->pin_dir, strerror(-rc));
 	}
 	return x->open;
 }
