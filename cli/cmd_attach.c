@@ -46,7 +46,9 @@ static int att_ifindex(const char *name)
 	return ifindex;
 }
 
-/* mkdir -p on bpffs. */
+/* mkdir -p on bpffs. 0711: others may look a pin up (stat) but neither
+ * list the directory nor open a pin (0600, and CAP_BPF besides), so that
+ * an unprivileged edged can tell the pins were replaced and say so. */
 static int att_mkdir_pins(const char *dir)
 {
 	char buf[PATH_MAX];
@@ -57,11 +59,11 @@ static int att_mkdir_pins(const char *dir)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(buf, 0700) && errno != EEXIST)
+		if (mkdir(buf, 0711) && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, 0700) && errno != EEXIST)
+	if (mkdir(buf, 0711) && errno != EEXIST)
 		return -errno;
 	return 0;
 }

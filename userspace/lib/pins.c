@@ -204,6 +204,11 @@ int pins_open(struct pins *p, const char *dir, struct errbuf *err)
 		}
 		ret = pins_check_map(p->fd[m], &pins_specs[m], path, &p->id[m],
 				     err);
+		if (ret == 0) {
+			struct stat sb;
+
+			p->ino[m] = stat(path, &sb) == 0 ? sb.st_ino : 0;
+		}
 		if (ret)
 			goto fail;
 	}
@@ -228,7 +233,15 @@ bool pins_replaced(const struct pins *p)
 			continue;
 		fd = bpf_obj_get(path);
 		if (fd < 0) {
+			struct stat sb;
+
 			if (errno == ENOENT)
+				return true;
+			/* a user that may not open pins may still see one
+			 * gone or pinned anew (another inode) */
+			if (stat(path, &sb))
+				return errno == ENOENT;
+			if (p->ino[m] && sb.st_ino != p->ino[m])
 				return true;
 			continue;
 		}

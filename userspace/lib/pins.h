@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "edge_maps.h"
 #include "log.h"
@@ -35,6 +36,7 @@ enum pins_map {
 struct pins {
 	int fd[PINS_NMAPS];
 	uint32_t id[PINS_NMAPS]; /* each map's kernel id, as opened */
+	ino_t ino[PINS_NMAPS];	 /* each pin's inode, as opened (0: unknown) */
 	char dir[PATH_MAX];
 	int ncpus;
 };
