@@ -193,6 +193,9 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 	admit_gauge_set_limit(&d->sh.inflight,
 			      (unsigned)cfg->limits.max_inflight);
 	admit_queue_set_max(&d->sh.queue, (size_t)cfg->limits.max_queued);
+	/* a raised cap has room for waiters now: tell them, rather than
+	 * leave them until a request ends or their timeouts.queue runs out */
+	admit_queue_kick(&d->sh.queue);
 	log_set_format(cfg->log_format);
 	for (i = 0; i < d->nw; i++)
 		if (d->w[i])
