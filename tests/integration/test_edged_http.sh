@@ -316,13 +316,14 @@ PY
 	else
 		t_ok "$v: a reload of limits and timeouts names no start-only setting"
 	fi
-	# a start-only setting changed: reloaded, and the log says it waits
+	# start-only settings changed: reloaded, and the log says they wait
+	# (the control plane too: pg is connected once, at start)
 	sed -i 's/^workers = .*/workers = 3;/' "$T_TMP/edge.conf"
+	printf 'pg = "host=127.0.0.1 port=1 dbname=edge";\nhost_name = "elsewhere";\n' >>"$T_TMP/edge.conf"
 	kill -HUP "$EPID"
-	sleep 0.5
-	if grep -q 'changed workers: these apply at the next start' "$EDGED_LOG" &&
+	if edged_wait_log 'changed workers, pg, host_name: these apply at the next start' &&
 		get "$v: reload with new workers" 200 new.test /n; then
-		t_ok "$v: SIGHUP says a changed workers applies at the next start"
+		t_ok "$v: SIGHUP says a changed workers, pg and host_name apply at the next start"
 	else
 		t_fail "$v: start-only change on SIGHUP" "$(tail -3 "$EDGED_LOG")"
 	fi
