@@ -8,7 +8,8 @@
 # with a generated configuration, its control socket in the temp dir, in
 # front of tests/tools/echo_backend.py. Runs against build/edged and
 # build/asan/edged. Needs no root; as root it also checks the privilege
-# drop (user "nobody") keeps the socket usable and removable.
+# drop (user "nobody") keeps the socket usable and removable, and gives
+# nobody the pg_snapshot directory only when edged made it.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -345,6 +346,41 @@ run_drop() { # BIN LABEL
 	fi
 }
 
+# As root, with user "nobody" and pg set (no database listens: the
+# directory is prepared before connecting): the pg_snapshot directory
+# edged creates is handed over, and nothing it did not create is — not an
+# existing directory (pg_snapshot = "/var/lib/x.json" gave /var/lib to
+# nobody), nor a file the snapshot's name links to.
+run_snapshot_dir() { # BIN LABEL
+	local v=$2 d=$T_TMP/snap pg
+	if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
+		t_skip "$v: pg_snapshot directory" "needs root and a nobody user"
+		return
+	fi
+	chmod 0711 "$T_TMP"
+	rm -rf "$d" "$T_TMP/victim"
+	mkdir -m 0755 "$d"
+	echo secret >"$T_TMP/victim"
+	ln -s "$T_TMP/victim" "$d/db-snapshot.json"
+	pg="pg = \"host=127.0.0.1 port=1 dbname=edge connect_timeout=1\";"
+	write_conf "$T_TMP/edge.conf" nobody "" "$pg pg_snapshot = \"$d/db-snapshot.json\";"
+	if edged_start "$1" "$T_TMP/edge.conf" && [ "$(stat -c %U "$d" "$T_TMP/victim" | sort -u)" = root ]; then
+		t_ok "$v: as nobody, an existing pg_snapshot directory and what its file links to stay root's"
+	else
+		t_fail "$v: pg_snapshot in an existing directory" "$(stat -c '%U %n' "$d" "$T_TMP/victim" | tr '\n' ' ') $(tail -2 "$EDGED_LOG")"
+	fi
+	edged_stop 10
+	write_conf "$T_TMP/edge.conf" nobody "" "$pg pg_snapshot = \"$d/new/db-snapshot.json\";"
+	if edged_start "$1" "$T_TMP/edge.conf" && [ "$(stat -c '%U %a' "$d/new")" = "nobody 700" ] &&
+		[ "$(stat -c %U "$d")" = root ]; then
+		t_ok "$v: as nobody, the pg_snapshot directory edged creates is nobody's (0700)"
+	else
+		t_fail "$v: pg_snapshot in a new directory" "$(stat -c '%U %a %n' "$d/new" "$d" 2>&1 | tr '\n' ' ') $(tail -2 "$EDGED_LOG")"
+	fi
+	edged_stop 10
+	edged_sanitizers_clean "$v: sanitizers silent with pg_snapshot"
+}
+
 if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl"; then
 	t_fail "backend starts"
 	t_exit
@@ -361,5 +397,6 @@ for bin in "$B/edged" "$EDGED_ASAN"; do
 	run_check "$bin" "$label"
 	run_suite "$bin" "$label"
 	run_drop "$bin" "$label"
+	run_snapshot_dir "$bin" "$label"
 done
 t_exit
