@@ -471,17 +471,18 @@ static int edged_ctl_dir(const char *sock, bool *made, struct errbuf *err)
 }
 
 /* Hand the control socket (and its lock, and its directory when we made
- * it) to the user edged is about to become. */
+ * it) to the user edged is about to become; never through a symlink (the
+ * directory may be that user's already). */
 static void edged_ctl_chown(const char *sock, bool dir_made,
 			    const struct passwd *pw)
 {
 	char path[PATH_MAX];
 	char *slash;
 
-	if (chown(sock, pw->pw_uid, pw->pw_gid))
+	if (lchown(sock, pw->pw_uid, pw->pw_gid))
 		log_warn("chown %s", sock);
 	snprintf(path, sizeof(path), "%s.lock", sock);
-	if (chown(path, pw->pw_uid, pw->pw_gid))
+	if (lchown(path, pw->pw_uid, pw->pw_gid))
 		log_warn("chown %s", path);
 	if (!dir_made)
 		return;
@@ -489,7 +490,7 @@ static void edged_ctl_chown(const char *sock, bool dir_made,
 	slash = strrchr(path, '/');
 	if (slash && slash != path) {
 		*slash = '\0';
-		if (chown(path, pw->pw_uid, pw->pw_gid))
+		if (lchown(path, pw->pw_uid, pw->pw_gid))
 			log_warn("chown %s", path);
 	}
 }

@@ -344,6 +344,21 @@ run_drop() { # BIN LABEL
 	else
 		t_fail "$v: exit as nobody" "exit $rc: $(tail -3 "$EDGED_LOG")"
 	fi
+	# the directory is nobody's now: a lock that nobody made a symlink
+	# must not hand root's file to nobody at the next start
+	echo secret >"$T_TMP/victim"
+	rm -f "$SOCK.lock"
+	ln -s "$T_TMP/victim" "$SOCK.lock"
+	write_conf "$T_TMP/edge.conf" nobody ""
+	expect "$v: a control socket lock that is a symlink is refused" 1 \
+		"edged: control socket: $SOCK.lock is a symbolic link: not following it" \
+		timeout 10 "$1" -c "$T_TMP/edge.conf" -f
+	if [ "$(stat -c %U "$T_TMP/victim")" = root ]; then
+		t_ok "$v: what a symlinked lock names stays root's"
+	else
+		t_fail "$v: symlinked lock" "$(stat -c '%U %n' "$T_TMP/victim")"
+	fi
+	rm -f "$SOCK.lock" "$T_TMP/victim"
 }
 
 # As root, with user "nobody" and pg set (no database listens: the
