@@ -318,7 +318,7 @@ assert d["generation"] == 1'; then
 # As root, with user "nobody": the socket directory edged creates is
 # handed over, reload from root is accepted, the socket removed at exit.
 run_drop() { # BIN LABEL
-	local v=$2 rc
+	local v=$2 rc i
 	if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
 		t_skip "$v: privilege drop" "needs root and a nobody user"
 		return
@@ -358,7 +358,35 @@ run_drop() { # BIN LABEL
 	else
 		t_fail "$v: symlinked lock" "$(stat -c '%U %n' "$T_TMP/victim")"
 	fi
-	rm -f "$SOCK.lock" "$T_TMP/victim"
+	rm -f "$SOCK.lock"
+	# nor may an analytics.file that nobody made a symlink (in a
+	# directory nobody may write, for reopening) have root append to
+	# what it names
+	mkdir -p "$T_TMP/logs"
+	chown nobody "$T_TMP/logs"
+	ln -sf "$T_TMP/victim" "$T_TMP/logs/requests.jsonl"
+	write_conf "$T_TMP/edge.conf" nobody "" "analytics = { file = \"$T_TMP/logs/requests.jsonl\"; };"
+	"$1" -c "$T_TMP/edge.conf" -f >"$EDGED_LOG" 2>&1 &
+	EPID=$!
+	edged_track "$EPID"
+	# until it exits (refused) or serves: then a request, for a record
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$EPID" 2>/dev/null || break
+		if [ "$(code shop.test /)" = 200 ]; then
+			sleep 1.5 # the file sink writes about once a second
+			break
+		fi
+		sleep 0.05
+	done
+	edged_stop 10
+	rc=$?
+	if [ "$rc" = 1 ] && grep -qF "analytics.file: $T_TMP/logs/requests.jsonl is a symbolic link: not following it" "$EDGED_LOG" &&
+		[ "$(stat -c %U "$T_TMP/victim")" = root ] && [ "$(cat "$T_TMP/victim")" = secret ]; then
+		t_ok "$v: as root, an analytics.file that is a symlink is refused, what it names untouched"
+	else
+		t_fail "$v: symlinked analytics.file" "exit $rc, $(stat -c %U "$T_TMP/victim"): $(head -c 100 "$T_TMP/victim"): $(tail -4 "$EDGED_LOG"; ls -la "$T_TMP/logs")"
+	fi
+	rm -rf "$T_TMP/victim" "$T_TMP/logs"
 }
 
 # As root, with user "nobody" and pg set (no database listens: the
