@@ -714,6 +714,7 @@ int main(int argc, char **argv)
 			goto out;
 	if (d.sh.analytics && analytics_start(d.sh.analytics))
 		goto out;
+	hdr_via_init(d.sh.via, sizeof(d.sh.via), d.cfg->host_name);
 	d.sh.request_done = stats_request_done;
 	d.sh.request_done_arg = d.stats;
 	/* on the control loop from here: the local snapshot now, then the
