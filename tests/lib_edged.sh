@@ -105,6 +105,17 @@ edged_wait_port() {
 	return 1
 }
 
+# edged_wait_log PATTERN: 0 once $EDGED_LOG has a line matching the
+# extended regular expression PATTERN, 1 when none has after 5 s.
+edged_wait_log() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -Eq -- "$1" "$EDGED_LOG" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # edged_backend PORT CMD...: start CMD (a backend serving on PORT) in the
 # background, killed at exit; 0 once PORT accepts, 1 when it does not.
 edged_backend() {

@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/util.h>
 
 #include "admin.h"
+#include "log.h"
 #include "metrics.h"
 
 #define ADMIN_BACKLOG 64
@@ -23,6 +26,8 @@
 #define ADMIN_METHODS_ALL 0x1ff /* every EVHTTP_REQ_*: we answer 405 */
 #define ADMIN_CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
 #define ADMIN_CT_TEXT "text/plain; charset=utf-8"
+/* How long the listener rests after accept() fails (EMFILE...). */
+#define ADMIN_ACCEPT_PAUSE_MS 100
 
 struct admin {
 	struct evhttp *http;
@@ -119,6 +124,29 @@ static void admin_addr_text(const struct sockaddr *addr, socklen_t len,
 		snprintf(buf, size, "%s:%s", host, serv);
 }
 
+static void admin_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(arg);
+}
+
+/* accept() failed for want of a descriptor (or memory): the listening
+ * socket stays readable, so rest rather than be called again at once
+ * (evhttp alone would spin on the control loop, logging every time).
+ * arg is evhttp's, not ours: the rest is a one-shot event on the
+ * listener (freed with the loop if it is still pending then). */
+static void admin_accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct timeval tv = {0, ADMIN_ACCEPT_PAUSE_MS * 1000};
+
+	(void)arg;
+	log_warn_rl("admin listener: accept");
+	if (event_base_once(evconnlistener_get_base(lev), -1, EV_TIMEOUT,
+			    admin_accept_resume, lev, &tv) == 0)
+		evconnlistener_disable(lev);
+}
+
 int admin_start(struct event_base *base, const struct sockaddr *addr,
 		socklen_t len, struct metrics *m, admin_healthy_fn healthy,
 		void *ctx, struct admin **out, struct errbuf *err)
@@ -170,6 +198,8 @@ int admin_start(struct event_base *base, const struct sockaddr *addr,
 		errbuf_set(err, "admin listener %s: cannot serve", where);
 		goto fail;
 	}
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(a->bound),
+				    admin_accept_error);
 	*out = a;
 	return 0;
 fail:

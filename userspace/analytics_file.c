@@ -178,7 +178,10 @@ static bool file_writable_by(const struct stat *st, const struct passwd *pw)
 int analytics_file_sink_open(const char *path, const struct passwd *pw,
 			     struct analytics_sink *sink, struct errbuf *err)
 {
-	const int fl = O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK;
+	/* as root about to become pw: never through a symlink, which pw
+	 * may have left in a directory of its own (reopening, as pw, may) */
+	const int fl = O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK |
+		       (pw ? O_NOFOLLOW : 0);
 	struct file_sink *fs;
 	bool made = false;
 	struct stat st;
@@ -193,8 +196,14 @@ int analytics_file_sink_open(const char *path, const struct passwd *pw,
 	}
 	if (fd < 0) {
 		rc = -errno;
-		errbuf_set(err, "analytics.file: cannot open %s: %s", path,
-			   strerror(-rc));
+		if (rc == -ELOOP && pw)
+			errbuf_set(err,
+				   "analytics.file: %s is a symbolic link: not "
+				   "following it as root",
+				   path);
+		else
+			errbuf_set(err, "analytics.file: cannot open %s: %s",
+				   path, strerror(-rc));
 		return rc;
 	}
 	if (fstat(fd, &st) == 0 && pw) {

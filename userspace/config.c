@@ -22,6 +22,7 @@
 #include "config_file.h"
 #include "config_value.h"
 #include "edge_maps.h"
+#include "pgdb.h"
 #include "policy.h"
 
 #define CFG_SUN_PATH_MAX 107 /* sizeof(sun_path) - 1 */
@@ -632,8 +633,8 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 /* ---- the root ----------------------------------------------------------- */
 
 /* pg: libpq's connection string (turns the control plane on; absent:
- * off), and host_name: how this edged names itself in edge_hosts (the
- * machine's host name by default). */
+ * off; one libpq cannot parse is refused), and host_name: how this edged
+ * names itself in edge_hosts (the machine's host name by default). */
 static int cfg_pg(struct cfg *x, const config_setting_t *root)
 {
 	struct config *c = x->c;
@@ -650,8 +651,19 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 		return cfg_fail(x, at.s, at.key,
 				"empty (leave it out to run without a "
 				"database)");
-	if (v[0] && cfg_dup(x, v, &c->pg) < 0)
-		return -ENOMEM;
+	if (v[0]) {
+		/* what libpq cannot parse, edged could only refuse at start
+		 * (after --check and a reload had said ok): say it here,
+		 * masked (pgdb_params_init) */
+		struct pgdb_params pp;
+
+		rc = pgdb_params_init(&pp, v, NULL, &e);
+		pgdb_params_free(&pp);
+		if (rc == -EINVAL)
+			return cfg_fail(x, at.s, at.key, "%s", e.msg);
+		if (rc < 0 || cfg_dup(x, v, &c->pg) < 0)
+			return -ENOMEM;
+	}
 	rc = cfg_path(x, root, "", "pg_snapshot", CONFIG_DEFAULT_PG_SNAPSHOT,
 		      CFG_PATH_MAX, true, &c->pg_snapshot);
 	if (rc < 0)

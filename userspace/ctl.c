@@ -343,10 +343,19 @@ static int ctl_lock(struct ctl_server *s, struct errbuf *err)
 	int ret;
 
 	snprintf(lock, sizeof(lock), "%s.lock", s->path);
-	s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* never through a symlink: the directory may be the unprivileged
+	 * user's, and the lock is handed to that user (edged.c) */
+	s->lock_fd =
+	    open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (s->lock_fd < 0) {
 		ret = -errno;
-		errbuf_set(err, "cannot open %s: %s", lock, strerror(errno));
+		if (ret == -ELOOP)
+			errbuf_set(err,
+				   "%s is a symbolic link: not following it",
+				   lock);
+		else
+			errbuf_set(err, "cannot open %s: %s", lock,
+				   strerror(errno));
 		return ret;
 	}
 	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) == 0)

@@ -193,6 +193,9 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 	admit_gauge_set_limit(&d->sh.inflight,
 			      (unsigned)cfg->limits.max_inflight);
 	admit_queue_set_max(&d->sh.queue, (size_t)cfg->limits.max_queued);
+	/* a raised cap has room for waiters now: tell them, rather than
+	 * leave them until a request ends or their timeouts.queue runs out */
+	admit_queue_kick(&d->sh.queue);
 	log_set_format(cfg->log_format);
 	for (i = 0; i < d->nw; i++)
 		if (d->w[i])
@@ -468,17 +471,18 @@ static int edged_ctl_dir(const char *sock, bool *made, struct errbuf *err)
 }
 
 /* Hand the control socket (and its lock, and its directory when we made
- * it) to the user edged is about to become. */
+ * it) to the user edged is about to become; never through a symlink (the
+ * directory may be that user's already). */
 static void edged_ctl_chown(const char *sock, bool dir_made,
 			    const struct passwd *pw)
 {
 	char path[PATH_MAX];
 	char *slash;
 
-	if (chown(sock, pw->pw_uid, pw->pw_gid))
+	if (lchown(sock, pw->pw_uid, pw->pw_gid))
 		log_warn("chown %s", sock);
 	snprintf(path, sizeof(path), "%s.lock", sock);
-	if (chown(path, pw->pw_uid, pw->pw_gid))
+	if (lchown(path, pw->pw_uid, pw->pw_gid))
 		log_warn("chown %s", path);
 	if (!dir_made)
 		return;
@@ -486,7 +490,7 @@ static void edged_ctl_chown(const char *sock, bool dir_made,
 	slash = strrchr(path, '/');
 	if (slash && slash != path) {
 		*slash = '\0';
-		if (chown(path, pw->pw_uid, pw->pw_gid))
+		if (lchown(path, pw->pw_uid, pw->pw_gid))
 			log_warn("chown %s", path);
 	}
 }
@@ -710,6 +714,7 @@ int main(int argc, char **argv)
 			goto out;
 	if (d.sh.analytics && analytics_start(d.sh.analytics))
 		goto out;
+	hdr_via_init(d.sh.via, sizeof(d.sh.via), d.cfg->host_name);
 	d.sh.request_done = stats_request_done;
 	d.sh.request_done_arg = d.stats;
 	/* on the control loop from here: the local snapshot now, then the

@@ -502,6 +502,7 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	 * sent none: an empty one is what RFC 9112 asks for then */
 	HDR_BUF_FIELD_LIT(b, "Host", r->host ? r->host : "", r->host_len);
 	kept_fields(b, &r->h, f->tunnel);
+	HDR_OPT_FIELD(b, "Via", f->via);
 	HDR_OPT_FIELD(b, "X-Request-ID", f->request_id);
 	HDR_OPT_FIELD(b, "X-Project-ID", f->project_id);
 	HDR_OPT_FIELD(b, "X-Environment-ID", f->environment_id);
@@ -572,6 +573,8 @@ const char *hdr_status_text(int status)
 		return "Service Unavailable";
 	case 504:
 		return "Gateway Timeout";
+	case 508:
+		return "Loop Detected";
 	case 505:
 		return "HTTP Version Not Supported";
 	default:
@@ -640,4 +643,42 @@ int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
 			      "Cache-Control: no-store\r\n",
 			      request_id, extra, (int64_t)body_len, false,
 			      close, false);
+}
+
+void hdr_via_init(char *out, size_t len, const char *name)
+{
+	size_t n;
+
+	n = (size_t)snprintf(out, len, "1.1 ");
+	for (; *name && n + sizeof(" (edge)") < len; name++)
+		out[n++] = h1_tchar((unsigned char)*name) ? *name : '-';
+	snprintf(out + n, len - n, " (edge)");
+}
+
+bool hdr_via_has(const struct h1_head *h, const char *via)
+{
+	size_t vn = strlen(via), i, s, e;
+
+	for (i = 0; i < h->nheaders; i++) {
+		const struct h1_header *f = &h->headers[i];
+
+		if (!h1_eq(f->name, f->name_len, "via"))
+			continue;
+		/* each comma-separated member, without its white space */
+		for (s = 0; s < f->value_len; s = e + 1) {
+			size_t a = s, z;
+
+			for (e = s; e < f->value_len && f->value[e] != ','; e++)
+				;
+			for (z = e; a < z && (f->value[a] == ' ' ||
+					      f->value[a] == '\t');)
+				a++;
+			while (z > a && (f->value[z - 1] == ' ' ||
+					 f->value[z - 1] == '\t'))
+				z--;
+			if (z - a == vn && memcmp(f->value + a, via, vn) == 0)
+				return true;
+		}
+	}
+	return false;
 }

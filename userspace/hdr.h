@@ -52,6 +52,7 @@ struct hdr_fwd {
 	const char *proto;     /* "http" or "https" */
 	bool xff_trusted;      /* peer is a trusted proxy: append to its XFF */
 	bool tunnel;	       /* forwarding an upgrade: keep Upgrade */
+	const char *via;       /* edge's Via member (hdr_via_init), or NULL */
 	const char *path;      /* path to send instead of r's (prefix
 				  stripped), or NULL */
 	size_t path_len;
@@ -134,6 +135,18 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);
  */
 int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		      const struct hdr_fwd *f);
+
+/* The longest Via member hdr_via_init writes, with its NUL. */
+#define HDR_VIA_MAX 160
+
+/* Write into out (len bytes, at most HDR_VIA_MAX) the Via member edge adds
+ * to what it forwards: "1.1 NAME (edge)", NAME being name (host_name) with
+ * every byte that is not a token character made '-' and cut to fit. */
+void hdr_via_init(char *out, size_t len, const char *name);
+
+/* Whether one of h's Via fields lists via (hdr_via_init) as a member:
+ * the request has been through this edge already (a routing loop). */
+bool hdr_via_has(const struct h1_head *h, const char *via);
 
 /* Append "name: value\r\n" and a NUL to the extra lines being written at
  * out[*n] (out holds cap bytes) and advance *n, if all of it fits; else

@@ -73,7 +73,9 @@
 	  "the upstream closed a reused connection after the request was "     \
 	  "sent, before answering")                                            \
 	X(FD_EXHAUSTED, "fd_exhausted", 503,                                   \
-	  "edge has run out of file descriptors, retry later")
+	  "edge has run out of file descriptors, retry later")                 \
+	X(LOOP_DETECTED, "loop_detected", 508,                                 \
+	  "the request came back to edge: its upstream leads to edge itself")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

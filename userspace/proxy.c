@@ -356,6 +356,7 @@ static void proxy_connected(struct req *r)
 		f.content_length = r->h.h.chunked ? -1 : r->h.h.content_length;
 	}
 	f.tunnel = p->upgrade;
+	f.via = r->w->sh->via[0] ? r->w->sh->via : NULL;
 	hdr_buf_init(&b, 0);
 	if (hdr_build_request(&b, &r->h, &f)) {
 		hdr_buf_free(&b);

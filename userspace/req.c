@@ -395,6 +395,13 @@ static void req_head(struct req *r)
 	if (!h->h.keep_alive || w->draining)
 		r->c->close_after = true;
 
+	/* an upstream that leads back here would take a connection per
+	 * round until none is left: refuse at the second visit */
+	if (sh->via[0] && hdr_via_has(&h->h, sh->via)) {
+		req_end(r, OUTCOME_LOOP_DETECTED, NULL);
+		return;
+	}
+
 	/* Resolve */
 	r->rt = route_table_current(&sh->routes);
 	if (!r->rt || !h->host) {

@@ -48,6 +48,7 @@ struct sockio {
 	bool can_read;	    /* the socket may have bytes (or EOF) */
 	bool can_write;	    /* the socket may take bytes */
 	bool rdhup;	    /* the peer shut down its side: read to EOF */
+	bool eof;	    /* the peer's EOF was read (and reported) */
 	bool connecting;    /* a connect is in progress */
 	bool scheduled;	    /* ev is active (event_active) */
 	bool paused;	    /* reading stopped at the read watermark */
@@ -327,6 +328,11 @@ struct evbuffer *sockio_output(const struct sockio *s)
 	return s->out;
 }
 
+bool sockio_eof(const struct sockio *s)
+{
+	return s->eof;
+}
+
 int sockio_fd(const struct sockio *s)
 {
 	return s->t.fd;
@@ -508,6 +514,7 @@ static void sockio_read(struct sockio *s)
 	}
 	if (n == 0) {
 		s->can_read = false;
+		s->eof = true;
 		sockio_report(s, SOCKIO_READING | SOCKIO_EOF);
 		return;
 	}

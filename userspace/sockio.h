@@ -114,6 +114,12 @@ void sockio_shutdown(struct sockio *s);
  * another -errno when the stream failed. */
 int sockio_flush(struct sockio *s);
 
+/* Whether the peer's EOF has been read (SOCKIO_READING|SOCKIO_EOF was
+ * reported): nothing more will come from it, and no further event says
+ * so. A new owner of the sockio (a tunnel) asks, since the report went to
+ * the old one. */
+bool sockio_eof(const struct sockio *s);
+
 /* Throw away what the input holds and what the transport has to read
  * now, up to max bytes in all (so that closing sends no reset for unread
  * bytes); returns the bytes discarded. */

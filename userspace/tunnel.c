@@ -206,6 +206,15 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	if (idle_ms)
 		idle_arm(t, t->idle_ns);
 	*out = t;
+	/* a side whose EOF was read before the tunnel (a client that sent
+	 * its last bytes and shut down its side before the 101 came) has
+	 * ended its direction already, and no event will say so again:
+	 * forward it now (sockio_shutdown waits for the output) */
+	for (i = 0; i < 2; i++) {
+		t->s[i].eof = sockio_eof(ios[i]);
+		if (t->s[i].eof)
+			tunnel_pump(t, i);
+	}
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "config.h"
 #include "conn.h"
 #include "h1.h"
+#include "hdr.h"
 #include "outcome.h"
 #include "route.h"
 #include "upstream.h"
@@ -82,6 +83,9 @@ struct worker_shared {
 	void (*request_done)(void *arg, enum outcome o, int status, uint64_t t0,
 			     uint64_t t_connect, uint64_t t_resp);
 	void *request_done_arg;
+	/* the Via member this edge adds upstream (hdr_via_init of
+	 * host_name); a request that carries it is a loop */
+	char via[HDR_VIA_MAX];
 };
 
 enum worker_cmd {

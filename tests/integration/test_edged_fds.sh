@@ -8,8 +8,10 @@
 # accept (the clients wait in the kernel's backlog), answer every
 # connection it accepted (200, or a 503 naming why — never a 500), write
 # a bounded number of log lines, use a bounded share of a CPU, and serve
-# normally once descriptors are back. With CAP_SYS_RESOURCE (root), the
-# same `ulimit -n 256` is raised to what limits.max_connections needs.
+# normally once descriptors are back; with none left at all, a client of
+# the admin listener makes it neither spin nor flood the log. With
+# CAP_SYS_RESOURCE (root), the same `ulimit -n 256` is raised to what
+# limits.max_connections needs.
 # Runs against build/edged and again against build/asan/edged. Needs
 # root (for the capability cases); setpriv and prlimit are util-linux's.
 # shellcheck source=tests/lib.sh
@@ -106,7 +108,7 @@ raise_case() {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 code pauses
+	local bin=$1 v=$2 code pauses lowest lines0 lines c0 c1
 	# with CAP_SYS_RESOURCE edged raises its own limit to what
 	# max_connections needs (this machine's sandbox may lack it)
 	if ! has_sys_resource; then
@@ -186,7 +188,26 @@ PY
 	# fewer descriptors than edged planned for, while it runs
 	prlimit --pid "$EPID" --nofile=100:256
 	storm "$v: the limit lowered to 100 while running, 1000 connections"
+	# no descriptor at all (the limit at the lowest free one): a client
+	# of the admin listener must not make the control loop spin or log
+	# on every failed accept
+	lowest=$(python3 -c 'import os, sys
+used = {int(f) for f in os.listdir("/proc/%s/fd" % sys.argv[1])}
+print(min(set(range(len(used) + 1)) - used))' "$EPID")
+	prlimit --pid "$EPID" --nofile="$lowest":256
+	lines0=$(wc -l <"$EDGED_LOG")
+	c0=$(cpu_ticks "$EPID")
+	curl -s -m 2 -o /dev/null "http://127.0.0.1:$P_ADMIN/healthz"
+	c1=$(cpu_ticks "$EPID")
+	lines=$(($(wc -l <"$EDGED_LOG") - lines0))
 	prlimit --pid "$EPID" --nofile=256:256
+	# 2 s are about 200 clock ticks
+	if [ $((c1 - c0)) -le 40 ] && [ "$lines" -le 40 ] &&
+		[ "$(curl -s -m 5 "http://127.0.0.1:$P_ADMIN/healthz")" = ok ]; then
+		t_ok "$v: admin listener out of descriptors: $((c1 - c0)) clock ticks and $lines log lines in 2 s, then it answers"
+	else
+		t_fail "$v: admin listener out of descriptors" "$((c1 - c0)) clock ticks, $lines log lines: $(tail -2 "$EDGED_LOG")"
+	fi
 	sleep 1.2 # a worker tick reads the limit again
 	code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: shop.test' "http://127.0.0.1:$P_EDGE/after")
 	if [ "$code" = 200 ] && [ "$(metric edge_connections)" -le 1 ]; then

@@ -8,7 +8,8 @@
 # with a generated configuration, its control socket in the temp dir, in
 # front of tests/tools/echo_backend.py. Runs against build/edged and
 # build/asan/edged. Needs no root; as root it also checks the privilege
-# drop (user "nobody") keeps the socket usable and removable.
+# drop (user "nobody") keeps the socket usable and removable, and gives
+# nobody the pg_snapshot directory only when edged made it.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -317,7 +318,7 @@ assert d["generation"] == 1'; then
 # As root, with user "nobody": the socket directory edged creates is
 # handed over, reload from root is accepted, the socket removed at exit.
 run_drop() { # BIN LABEL
-	local v=$2 rc
+	local v=$2 rc i
 	if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
 		t_skip "$v: privilege drop" "needs root and a nobody user"
 		return
@@ -343,6 +344,84 @@ run_drop() { # BIN LABEL
 	else
 		t_fail "$v: exit as nobody" "exit $rc: $(tail -3 "$EDGED_LOG")"
 	fi
+	# the directory is nobody's now: a lock that nobody made a symlink
+	# must not hand root's file to nobody at the next start
+	echo secret >"$T_TMP/victim"
+	rm -f "$SOCK.lock"
+	ln -s "$T_TMP/victim" "$SOCK.lock"
+	write_conf "$T_TMP/edge.conf" nobody ""
+	expect "$v: a control socket lock that is a symlink is refused" 1 \
+		"edged: control socket: $SOCK.lock is a symbolic link: not following it" \
+		timeout 10 "$1" -c "$T_TMP/edge.conf" -f
+	if [ "$(stat -c %U "$T_TMP/victim")" = root ]; then
+		t_ok "$v: what a symlinked lock names stays root's"
+	else
+		t_fail "$v: symlinked lock" "$(stat -c '%U %n' "$T_TMP/victim")"
+	fi
+	rm -f "$SOCK.lock"
+	# nor may an analytics.file that nobody made a symlink (in a
+	# directory nobody may write, for reopening) have root append to
+	# what it names
+	mkdir -p "$T_TMP/logs"
+	chown nobody "$T_TMP/logs"
+	ln -sf "$T_TMP/victim" "$T_TMP/logs/requests.jsonl"
+	write_conf "$T_TMP/edge.conf" nobody "" "analytics = { file = \"$T_TMP/logs/requests.jsonl\"; };"
+	"$1" -c "$T_TMP/edge.conf" -f >"$EDGED_LOG" 2>&1 &
+	EPID=$!
+	edged_track "$EPID"
+	# until it exits (refused) or serves: then a request, for a record
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$EPID" 2>/dev/null || break
+		if [ "$(code shop.test /)" = 200 ]; then
+			sleep 1.5 # the file sink writes about once a second
+			break
+		fi
+		sleep 0.05
+	done
+	edged_stop 10
+	rc=$?
+	if [ "$rc" = 1 ] && grep -qF "analytics.file: $T_TMP/logs/requests.jsonl is a symbolic link: not following it" "$EDGED_LOG" &&
+		[ "$(stat -c %U "$T_TMP/victim")" = root ] && [ "$(cat "$T_TMP/victim")" = secret ]; then
+		t_ok "$v: as root, an analytics.file that is a symlink is refused, what it names untouched"
+	else
+		t_fail "$v: symlinked analytics.file" "exit $rc, $(stat -c %U "$T_TMP/victim"): $(head -c 100 "$T_TMP/victim"): $(tail -4 "$EDGED_LOG"; ls -la "$T_TMP/logs")"
+	fi
+	rm -rf "$T_TMP/victim" "$T_TMP/logs"
+}
+
+# As root, with user "nobody" and pg set (no database listens: the
+# directory is prepared before connecting): the pg_snapshot directory
+# edged creates is handed over, and nothing it did not create is — not an
+# existing directory (pg_snapshot = "/var/lib/x.json" gave /var/lib to
+# nobody), nor a file the snapshot's name links to.
+run_snapshot_dir() { # BIN LABEL
+	local v=$2 d=$T_TMP/snap pg
+	if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
+		t_skip "$v: pg_snapshot directory" "needs root and a nobody user"
+		return
+	fi
+	chmod 0711 "$T_TMP"
+	rm -rf "$d" "$T_TMP/victim"
+	mkdir -m 0755 "$d"
+	echo secret >"$T_TMP/victim"
+	ln -s "$T_TMP/victim" "$d/db-snapshot.json"
+	pg="pg = \"host=127.0.0.1 port=1 dbname=edge connect_timeout=1\";"
+	write_conf "$T_TMP/edge.conf" nobody "" "$pg pg_snapshot = \"$d/db-snapshot.json\";"
+	if edged_start "$1" "$T_TMP/edge.conf" && [ "$(stat -c %U "$d" "$T_TMP/victim" | sort -u)" = root ]; then
+		t_ok "$v: as nobody, an existing pg_snapshot directory and what its file links to stay root's"
+	else
+		t_fail "$v: pg_snapshot in an existing directory" "$(stat -c '%U %n' "$d" "$T_TMP/victim" | tr '\n' ' ') $(tail -2 "$EDGED_LOG")"
+	fi
+	edged_stop 10
+	write_conf "$T_TMP/edge.conf" nobody "" "$pg pg_snapshot = \"$d/new/db-snapshot.json\";"
+	if edged_start "$1" "$T_TMP/edge.conf" && [ "$(stat -c '%U %a' "$d/new")" = "nobody 700" ] &&
+		[ "$(stat -c %U "$d")" = root ]; then
+		t_ok "$v: as nobody, the pg_snapshot directory edged creates is nobody's (0700)"
+	else
+		t_fail "$v: pg_snapshot in a new directory" "$(stat -c '%U %a %n' "$d/new" "$d" 2>&1 | tr '\n' ' ') $(tail -2 "$EDGED_LOG")"
+	fi
+	edged_stop 10
+	edged_sanitizers_clean "$v: sanitizers silent with pg_snapshot"
 }
 
 if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl"; then
@@ -361,5 +440,6 @@ for bin in "$B/edged" "$EDGED_ASAN"; do
 	run_check "$bin" "$label"
 	run_suite "$bin" "$label"
 	run_drop "$bin" "$label"
+	run_snapshot_dir "$bin" "$label"
 done
 t_exit

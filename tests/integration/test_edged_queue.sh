@@ -8,7 +8,8 @@
 # upstream never sees its request, the queue empties); with two workers,
 # requests queued on either worker are all served as the slot passes from
 # one to the next (through the workers' mailboxes); a waiter for a full
-# route does not hold up a request for another route. Backend:
+# route does not hold up a request for another route; a reload that raises
+# limits.max_inflight lets the waiters in at once. Backend:
 # tests/tools/echo_backend.py (/slow/MS). Runs against build/edged and
 # build/asan/edged. Needs no root.
 # shellcheck source=tests/lib.sh
@@ -25,11 +26,11 @@ P_BACK=$((BASE + 2))
 CL="$T_TMP/client.py"
 CASE_OK=0
 
-write_conf() { # WORKERS QUEUE_TIMEOUT MAX_INFLIGHT
+write_conf() { # WORKERS QUEUE_TIMEOUT MAX_INFLIGHT [PER_ROUTE]
 	{
 		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock" "$1"
 		cat <<CONF
-limits = { max_inflight = $3; max_queued = 16; max_inflight_per_route = 1; };
+limits = { max_inflight = $3; max_queued = 16; max_inflight_per_route = ${4:-1}; };
 timeouts = { queue = "$2"; };
 projects = (
   { id = "shop";
@@ -145,6 +146,32 @@ elif CMD == "workers":
     print("9 requests through one slot: all 200 (last after %.2f s)"
           % max(v[1] for v in res.values()))
 
+elif CMD == "raise":
+    # a reload that raises max_inflight lets the waiters in at once,
+    # not when the slow request that holds the one slot ends
+    import os
+    import signal
+    res = {}
+    t = bg("/slow/4000", res, "slow")
+    time.sleep(0.3)
+    ts = [bg("/slow/100/r%d" % i, res, i) for i in range(3)]
+    time.sleep(0.5)
+    conf = open(sys.argv[3]).read()
+    open(sys.argv[3], "w").write(conf.replace("max_inflight = 1;",
+                                              "max_inflight = 100;"))
+    os.kill(int(sys.argv[4]), signal.SIGHUP)
+    for x in ts:
+        x.join()
+    waited = max(res[i][1] for i in range(3))
+    bad = {i: res[i][:2] for i in range(3) if res[i][0] != 200}
+    t.join()
+    if bad:
+        fail("waiters: %r" % bad)
+    if waited > 2.5:
+        fail("the waiters were served after %.2f s: the raised cap did not "
+             "let them in" % waited)
+    print("waiters served %.2f s after they queued" % waited)
+
 elif CMD == "routes":
     # route cap 1: a waiter for shop.test does not hold up other.test
     res = {}
@@ -163,16 +190,16 @@ elif CMD == "routes":
           "waits for its route" % took)
 PY
 
-# case_run BIN NAME CMD OK WORKERS QUEUE_TIMEOUT [MAX_INFLIGHT]
+# case_run BIN NAME CMD OK WORKERS QUEUE_TIMEOUT [MAX_INFLIGHT [PER_ROUTE]]
 case_run() {
 	local bin=$1 name=$2 out queued
-	write_conf "$5" "$6" "${7:-1}"
+	write_conf "$5" "$6" "${7:-1}" "${8:-1}"
 	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
 		t_fail "$name: edged starts" "$(tail -5 "$EDGED_LOG")"
 		edged_stop 5
 		return
 	fi
-	if out=$(python3 "$CL" "$P_EDGE" "$3" 2>&1); then
+	if out=$(python3 "$CL" "$P_EDGE" "$3" "$T_TMP/edge.conf" "$EPID" 2>&1); then
 		t_ok "$4, $out"
 		CASE_OK=1
 	else
@@ -206,6 +233,8 @@ run_suite() { # BIN LABEL
 	fi
 	case_run "$bin" "$v: two workers" workers \
 		"$v: two workers, one slot" 2 5s
+	case_run "$bin" "$v: raise" raise \
+		"$v: a reload raising max_inflight serves the waiters" 2 8s 1 100
 	case_run "$bin" "$v: routes" routes \
 		"$v: max_inflight_per_route = 1" 1 5s 10
 }

@@ -3,7 +3,8 @@
 # session (Debian's python3-websockets), and raw upgraded tunnels against
 # tests/tools/tunnel_backend.py: bulk both ways with equal SHA-256 and
 # bounded RSS, half-close, bytes pipelined around the heads, a 200 to an
-# upgrade request, an unsolicited or mismatched 101 (502), the idle
+# upgrade request, a client EOF sent before the 101 arrived, an unsolicited
+# or mismatched 101 (502), the idle
 # timeout, and one analytics event per tunnel. Runs against build/edged
 # and build/asan/edged (256 MiB each way both times).
 # Needs no root: 127.0.0.1 high ports, a generated configuration.
@@ -127,6 +128,16 @@ run_suite() { # BIN LABEL BYTES
 		t_fail "$v: half-close" "$(cat "$T_TMP/client.err") $(backend_last /halfclose/300000)"
 	fi
 
+	# (c2) a client EOF that comes before the 101 is not lost: it reaches
+	# the backend once the tunnel starts (rather than the tunnel hanging
+	# until tunnel_idle)
+	if client earlyeof 200000 &&
+		[ "$(backend_last /latehalfclose/200000 | json_field - recv_bytes)" = 1000 ]; then
+		t_ok "$v: half-close before the 101: client EOF forwarded once the tunnel starts"
+	else
+		t_fail "$v: half-close before the 101" "$(cat "$T_TMP/client.err") $(backend_last /latehalfclose/200000)"
+	fi
+
 	# (d) bytes in the same write as either head go through first
 	if client early && [ "$(backend_last /banner | json_field - first)" = "$(printf 'CLIENT-FIRST\n')" ]; then
 		t_ok "$v: bytes right after the request head and after the 101 head are tunnelled in order"
@@ -168,7 +179,8 @@ big, ws = int(sys.argv[2]), sys.argv[3] == "1"
 tun = [e for e in ev if e["kind"] == "tunnel"]
 assert all(e["outcome"] == "tunnel" and e["status"] == 101 for e in tun), tun
 paths = sorted(e["path"] for e in tun)
-want = sorted(["/pump/%d" % big, "/halfclose/300000", "/banner", "/echo"]
+want = sorted(["/pump/%d" % big, "/halfclose/300000", "/latehalfclose/200000",
+               "/banner", "/echo"]
               + (["/ws"] if ws else []))
 assert paths == want, (paths, want)
 pump = [e for e in tun if e["path"] == "/pump/%d" % big][0]

@@ -14,6 +14,8 @@ Reads one request head per connection and answers by path:
                  write as the 101 head
   /halfclose/N   101, reads until EOF, then sends N bytes
                  (b"after-eof:" then 'h' repeated) and closes
+  /latehalfclose/N  as /halfclose/N, but the 101 goes out 300 ms after
+                 the request head (so that a client's EOF can come first)
   /pump/N        101, then sends N bytes of the stream pattern while
                  reading until EOF, both at once; logs the SHA-256 of
                  what it sent and of what it received
@@ -28,6 +30,7 @@ import hashlib
 import socket
 import sys
 import threading
+import time
 
 import tcpserve
 import tunnel_pattern
@@ -90,8 +93,10 @@ def serve(s):
         rec["recv_sha"] = h.hexdigest()
         rec["sent_bytes"] = n
         rec["sent_sha"] = sent["sha"]
-    elif path.startswith("/halfclose/"):
+    elif path.startswith(("/halfclose/", "/latehalfclose/")):
         n = int(path.split("/")[2])
+        if path.startswith("/late"):
+            time.sleep(0.3)
         switch(s)
         h = hashlib.sha256()
         rec["recv_bytes"], rec["first"] = drain(s, buf, h)

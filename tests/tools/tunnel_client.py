@@ -15,6 +15,9 @@ the reason on stderr otherwise.
                  then the echo of CLIENT-FIRST must arrive, in that order
   halfclose N    send 100000 bytes, shut down the write side, then still
                  receive the N bytes the backend sends after our EOF
+  earlyeof N     request head, 1000 bytes and our EOF (SHUT_WR) all
+                 before the 101 arrives (/latehalfclose): the bytes and the
+                 EOF both reach the backend, and its N bytes after it reach us
   idle MAX       open an echo tunnel, move one byte, then wait (up to MAX
                  seconds) for edge to close it; prints the seconds waited
   ok200          an upgrade request answered 200, then a second request
@@ -175,6 +178,20 @@ def mode_halfclose():
              (len(rest), rest[:20], n))
 
 
+def mode_earlyeof():
+    n = int(ARGS[0])
+    s = connect()
+    s.sendall(upgrade_req("/latehalfclose/%d" % n) + b"q" * 1000)
+    s.shutdown(socket.SHUT_WR)
+    _, rest = expect_101(s)
+    rest = read_all(s, rest)
+    print(json.dumps({"recv_bytes": len(rest),
+                      "prefix": rest[:16].decode("latin-1")}))
+    if len(rest) != n or not rest.startswith(b"after-eof:"):
+        fail("after our early EOF got %d bytes (%r...), wanted %d" %
+             (len(rest), rest[:20], n))
+
+
 def mode_idle():
     limit = float(ARGS[0])
     s = connect()
@@ -232,6 +249,8 @@ elif MODE == "early":
     mode_early()
 elif MODE == "halfclose":
     mode_halfclose()
+elif MODE == "earlyeof":
+    mode_earlyeof()
 elif MODE == "idle":
     mode_idle()
 elif MODE == "ok200":

@@ -139,6 +139,13 @@ static const struct bad bad[] = {
      "absolute path"},
     {"analytics = {\n spool = \"/var/spool/edge\"; #!\n};\n", "analytics.spool",
      "needs pg set and analytics.database true"},
+    {"pg = \"dbname=edge password secret\"; #!\n", "pg",
+     "bad connection string: missing \"=\" after"},
+    {"pg = \"dbname='edge\"; #!\n", "pg", "unterminated quoted string"},
+    {"pg = \"postgresql://edge:s3cret@[::1/edge\"; #!\n", "pg",
+     "bad connection string: "},
+    {"pg = \"dbname=edge nosuchoption=1\"; #!\n", "pg",
+     "invalid connection option \"nosuchoption\""},
     {"pg = \"dbname=edge\";\nanalytics = {\n database = false;\n"
      " spool = \"/var/spool/edge\"; #!\n};\n",
      "analytics.spool", "needs pg set"},

@@ -324,6 +324,41 @@ START_TEST(test_build_connection_names)
 }
 END_TEST
 
+START_TEST(test_via)
+{
+	static const char in[] =
+	    "GET / HTTP/1.1\r\n"
+	    "Host: a.example\r\n"
+	    "via: 1.0 fred, 1.1 p.example\r\n"
+	    "Via:1.1 other (edge) ,\t1.1 edge-a.b_c (edge) \r\n"
+	    "\r\n";
+	struct h1_request *r = parse(in, sizeof(in) - 1);
+	struct hdr_fwd f = {.via = "1.1 me (edge)", .content_length = -1};
+	struct hdr_buf b;
+	char via[HDR_VIA_MAX];
+
+	hdr_via_init(via, sizeof(via), "edge-a.b_c");
+	ck_assert_str_eq(via, "1.1 edge-a.b_c (edge)");
+	ck_assert(hdr_via_has(&r->h, via));
+	ck_assert(hdr_via_has(&r->h, "1.1 fred") == false);
+	ck_assert(hdr_via_has(&r->h, "1.0 fred"));
+	hdr_via_init(via, sizeof(via), "edge a,b");
+	ck_assert_str_eq(via, "1.1 edge-a-b (edge)");
+	ck_assert(!hdr_via_has(&r->h, via));
+	hdr_via_init(via, 16, "a-long-host-name");
+	ck_assert_str_eq(via, "1.1 a-lo (edge)");
+	/* the client's Via fields are kept, edge's member follows them */
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_ptr_nonnull(strstr(built(&b),
+				     "Via: 1.1 other (edge) ,\t1.1 "
+				     "edge-a.b_c (edge)\r\nVia: 1.1 me "
+				     "(edge)\r\n"));
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_extra_append)
 {
 	char buf[64];
@@ -361,6 +396,7 @@ int main(void)
 	tcase_add_test(tc, test_build_response);
 	tcase_add_test(tc, test_fmt_u64);
 	tcase_add_test(tc, test_extra_append);
+	tcase_add_test(tc, test_via);
 	tcase_add_test(tc, test_build_connection_names);
 	suite_add_tcase(s, tc);
 	return unit_run(s);

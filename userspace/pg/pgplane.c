@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "log.h"
 #include "metrics.h"
 #include "pgdb.h"
 #include "pgplane.h"
@@ -170,11 +172,16 @@ static const struct pgsync_ops pgplane_ops = {
     .report = pgplane_report,
 };
 
-/* mkdir -p of path's directory, the last one 0700 and the user's. */
+/* mkdir -p of path's directory, the last one 0700 and the user's when
+ * it is made here. A directory that exists stays whose it is (the path
+ * may name /var/lib or /tmp), and the snapshot file is given to the user
+ * only inside the user's own directory, never through a symlink. */
 static int pgplane_snapshot_dir(const char *path, const struct passwd *pw,
 				struct errbuf *err)
 {
 	char buf[4096], *dir, *p;
+	struct stat st;
+	bool made;
 
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
 		errbuf_set(err, "pg_snapshot: path too long");
@@ -192,18 +199,31 @@ static int pgplane_snapshot_dir(const char *path, const struct passwd *pw,
 		}
 		*p = '/';
 	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
+	made = mkdir(dir, 0700) == 0;
+	if (!made && errno != EEXIST) {
 		errbuf_set(err, "pg_snapshot: cannot create %s: %s", dir,
 			   strerror(errno));
 		return -errno;
 	}
-	if (pw && chown(dir, pw->pw_uid, pw->pw_gid)) {
+	if (!pw)
+		return 0;
+	if (made && lchown(dir, pw->pw_uid, pw->pw_gid)) {
 		errbuf_set(err, "pg_snapshot: cannot give %s to %s: %s", dir,
 			   pw->pw_name, strerror(errno));
 		return -errno;
 	}
+	if (lstat(dir, &st)) {
+		errbuf_set(err, "pg_snapshot: %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (st.st_uid != pw->pw_uid) {
+		log_warnx("pg_snapshot: %s is not %s's: left as it is (the "
+			  "snapshot is saved only if %s may write there)",
+			  dir, pw->pw_name, pw->pw_name);
+		return 0;
+	}
 	/* a file left by a run as another user */
-	if (pw && chown(path, pw->pw_uid, pw->pw_gid) && errno != ENOENT) {
+	if (lchown(path, pw->pw_uid, pw->pw_gid) && errno != ENOENT) {
 		errbuf_set(err, "pg_snapshot: cannot give %s to %s: %s", path,
 			   pw->pw_name, strerror(errno));
 		return -errno;
