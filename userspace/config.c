@@ -14,6 +14,7 @@
 #include <libconfig.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -668,6 +669,24 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 		      CFG_PATH_MAX, true, &c->pg_snapshot);
 	if (rc < 0)
 		return rc;
+	if (c->pg_snapshot[0]) {
+		struct stat sb;
+		const config_setting_t *ps =
+		    config_setting_get_member(root, "pg_snapshot");
+
+		/* the snapshot is a file: a directory would fail every save
+		 * and every boot from it, long after the load said ok */
+		if (stat(c->pg_snapshot, &sb) == 0 && !S_ISREG(sb.st_mode))
+			return cfg_fail(x, ps ? ps : root, "pg_snapshot",
+					"%s is %s, not a file (name the "
+					"snapshot's file, e.g. "
+					"%s/db-snapshot.json)",
+					c->pg_snapshot,
+					S_ISDIR(sb.st_mode)
+					    ? "a directory"
+					    : "not a regular file",
+					c->pg_snapshot);
+	}
 	if (gethostname(host, sizeof(host)) || !host[0])
 		snprintf(host, sizeof(host), "edge");
 	host[sizeof(host) - 1] = '\0';

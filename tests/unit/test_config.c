@@ -146,6 +146,10 @@ static const struct bad bad[] = {
      "bad connection string: "},
     {"pg = \"dbname=edge nosuchoption=1\"; #!\n", "pg",
      "invalid connection option \"nosuchoption\""},
+    {"pg = \"dbname=edge\";\npg_snapshot = \"/tmp\"; #!\n", "pg_snapshot",
+     "/tmp is a directory, not a file"},
+    {"pg = \"dbname=edge\";\npg_snapshot = \"/dev/null\"; #!\n", "pg_snapshot",
+     "not a regular file"},
     {"pg = \"dbname=edge\";\nanalytics = {\n database = false;\n"
      " spool = \"/var/spool/edge\"; #!\n};\n",
      "analytics.spool", "needs pg set"},
