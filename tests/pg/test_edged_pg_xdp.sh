@@ -530,7 +530,14 @@ unpriv_case() {
 		t_fail "restarted as nobody" "$(entry_id 4 "$K4A" 32) $(grep -m2 'database' "$EDGED_LOG")"
 	fi
 	# detached and attached again: it sees the pins replaced (their
-	# inodes) and says that it cannot follow them
+	# inodes) and says that it cannot follow them — where it may look
+	# them up at all (systemd mounts /sys/fs/bpf 0700, as the VMs do)
+	if ! setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		test -e "$EDGE_PIN_DIR/edge_rules_v4" 2>/dev/null; then
+		t_skip "as nobody, detached and attached again" "nobody may not search the bpffs mount here"
+		edged_stop 5
+		return
+	fi
 	ctl detach "$VS" >/dev/null
 	ctl attach "$VS" >/dev/null
 	for ((i = 0; i < 50; i++)); do
