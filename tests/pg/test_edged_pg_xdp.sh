@@ -503,7 +503,11 @@ fi
 # maps: it says so once, and a restart (opening them while root) puts the
 # database's rules in
 unpriv_case() {
-	local id
+	local id look=1
+	# whether nobody may look pins up at all (systemd mounts /sys/fs/bpf
+	# 0700, as the VMs do: then edged cannot tell, and says nothing)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		test -x "$(dirname "$EDGE_PIN_DIR")" 2>/dev/null || look=0
 	t_in "$SRV" "$EDGECTL" detach "$VS" >/dev/null 2>&1
 	pg_sql "DELETE FROM ip_rules" >/dev/null
 	id=$(pg_val "INSERT INTO ip_rules (cidr, action) VALUES ('$C4A/32', 'block') RETURNING id")
@@ -516,7 +520,9 @@ unpriv_case() {
 		grep -q "cannot open the XDP maps in $EDGE_PIN_DIR" "$EDGED_LOG" && break
 		sleep 0.1
 	done
-	if grep -q "cannot open the XDP maps in $EDGE_PIN_DIR" "$EDGED_LOG" &&
+	if [ "$look" = 0 ]; then
+		t_skip "as nobody, attached after edged started" "nobody may not search the bpffs mount here"
+	elif grep -q "cannot open the XDP maps in $EDGE_PIN_DIR" "$EDGED_LOG" &&
 		[ "$(grep -c 'cannot open the XDP maps' "$EDGED_LOG")" = 1 ]; then
 		t_ok "as nobody, attached after edged started: $(grep -m1 -o 'cannot open the XDP maps.*' "$EDGED_LOG")"
 	else
@@ -532,8 +538,7 @@ unpriv_case() {
 	# detached and attached again: it sees the pins replaced (their
 	# inodes) and says that it cannot follow them — where it may look
 	# them up at all (systemd mounts /sys/fs/bpf 0700, as the VMs do)
-	if ! setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		test -e "$EDGE_PIN_DIR/edge_rules_v4" 2>/dev/null; then
+	if [ "$look" = 0 ]; then
 		t_skip "as nobody, detached and attached again" "nobody may not search the bpffs mount here"
 		edged_stop 5
 		return

@@ -41,6 +41,7 @@ struct pgxdp {
 	size_t n_set;
 	bool have_set, dirty;
 	bool told_perm; /* the maps could not be opened for want of rights */
+	bool was_open;	/* the maps were open once */
 	struct cidr keep[PGXDP_KEEP_MAX];
 	size_t n_keep;
 	int64_t *refused; /* the ids refused at the last apply */
@@ -62,12 +63,14 @@ static bool pgxdp_open(struct pgxdp *x)
 		return true;
 	int rc = pins_open(&x->pins, x->pin_dir, &err);
 
-	/* a pin directory this user may not search looks empty */
-	if (rc == -ENOENT && access(x->pin_dir, X_OK) != 0 && errno == EACCES)
+	/* a pin directory this user may not search looks empty: the maps
+	 * went from under a host that had them (a detach) */
+	if (rc == -ENOENT && x->was_open && access(x->pin_dir, X_OK) != 0 &&
+	    errno == EACCES)
 		rc = -EACCES;
 
 	if (rc == 0) {
-		x->open = true;
+		x->open = x->was_open = true;
 		x->dirty = true; /* maps new to us: the set goes in */
 		x->told_perm = false;
 	} else if ((rc == -EPERM || rc == -EACCES) && !x->told_perm) {
