@@ -278,9 +278,9 @@ static void pgsync_known_add(struct pgsync *s, uint64_t v)
 		size_t cap = s->cap_known ? s->cap_known * 2 : 64;
 		uint64_t *n;
 
+		/* bounded: a version left out is only fetched once more */
 		if (cap > PGSYNC_LATE_WINDOW * 4)
-			return; /* bounded: a version unknown is fetched again
-				 */
+			return;
 		n = realloc(s->known, cap * sizeof(*n));
 		if (!n)
 			return;
