@@ -52,6 +52,9 @@ struct edged {
 	struct event *sig[3];
 	struct event *drain_poll; /* while draining */
 	uint64_t drain_end_ns;	  /* monotonic: stop what is still running */
+	/* the descriptor warning last given (connections, limit, cap): a
+	 * reload that changes none of them does not repeat it */
+	unsigned long long fd_warned[3];
 	bool draining;
 	uint64_t start_ns; /* monotonic, for uptime */
 	struct stats *stats;
@@ -168,8 +171,22 @@ static void edged_fd_limit(struct edged *d, const struct config *cfg)
 		return;
 	cap = worker_fd_conn_cap(start, (unsigned long)rl.rlim_cur);
 	atomic_store(&d->sh.fd_conn_cap, cap);
-	if (cap >= cfg->limits.max_connections)
+	if (cap >= cfg->limits.max_connections) {
+		memset(d->fd_warned, 0, sizeof(d->fd_warned));
 		return;
+	}
+	if (d->fd_warned[0] == cfg->limits.max_connections &&
+	    d->fd_warned[1] == (unsigned long long)rl.rlim_cur &&
+	    d->fd_warned[2] == cap) {
+		log_debug("limits.max_connections %llu: still at most %lu at "
+			  "once (RLIMIT_NOFILE %llu)",
+			  (unsigned long long)cfg->limits.max_connections, cap,
+			  (unsigned long long)rl.rlim_cur);
+		return;
+	}
+	d->fd_warned[0] = cfg->limits.max_connections;
+	d->fd_warned[1] = (unsigned long long)rl.rlim_cur;
+	d->fd_warned[2] = cap;
 	log_warnx("limits.max_connections is %llu but the descriptor limit "
 		  "(RLIMIT_NOFILE) is %llu: at most %lu connections at once "
 		  "while all are busy (two descriptors each), more while some "

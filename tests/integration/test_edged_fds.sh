@@ -134,6 +134,21 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: start-up warning" "$(head -3 "$EDGED_LOG")"
 	fi
+	# reloads that change nothing about it do not repeat it
+	local r
+	for r in 1 2; do
+		kill -HUP "$EPID"
+		for _ in $(seq 50); do
+			[ "$(grep -c '^edged: note: reloaded' "$EDGED_LOG")" -ge "$r" ] && break
+			sleep 0.1
+		done
+	done
+	if [ "$(grep -c '^edged: note: reloaded' "$EDGED_LOG")" = 2 ] &&
+		[ "$(grep -c 'descriptor limit (RLIMIT_NOFILE)' "$EDGED_LOG")" = 1 ]; then
+		t_ok "$v: two reloads, the descriptor warning still said once"
+	else
+		t_fail "$v: the descriptor warning at reloads" "$(grep -c 'descriptor limit' "$EDGED_LOG") times, $(grep -c 'reloaded' "$EDGED_LOG") reloads"
+	fi
 	storm "$v: ulimit -n 256, 1000 connections at once"
 	pauses=$(metric edge_accept_pauses_total)
 	if [ "${pauses:-0}" -gt 0 ]; then
