@@ -313,13 +313,46 @@ int pins_rule_get(struct pins *p, const struct cidr *c, struct edge_rule *out)
 	return 0;
 }
 
+/* Every key of the LPM trie fd (keys ksz bytes long) into *keys (n of
+ * them, cap their room; the caller frees *keys), all first so that the
+ * caller may change the map while it walks them; at most 4 *
+ * EDGE_MAX_RULES, so that a map changing under the walk never loops
+ * forever. 0, or -ENOMEM. */
+static int pins_trie_keys(int fd, size_t ksz, struct edge_lpm_v6 **keys,
+			  size_t *n, size_t *cap)
+{
+	struct edge_lpm_v6 key, next;
+	void *prev = NULL;
+
+	*n = 0;
+	memset(&key, 0, sizeof(key));
+	memset(&next, 0, sizeof(next));
+	while (bpf_map_get_next_key(fd, prev, &next) == 0 &&
+	       *n < 4 * EDGE_MAX_RULES) {
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 64;
+			struct edge_lpm_v6 *nk =
+			    realloc(*keys, c * sizeof(*nk));
+
+			if (!nk)
+				return -ENOMEM;
+			*keys = nk;
+			*cap = c;
+		}
+		memcpy(&(*keys)[(*n)++], &next, sizeof(next));
+		memcpy(&key, &next, ksz);
+		prev = &key;
+	}
+	return 0;
+}
+
 int pins_rules_each(struct pins *p,
 		    int (*fn)(void *arg, const struct cidr *c,
 			      const struct edge_rule *v),
 		    void *arg)
 {
 	static const int fam[2] = {AF_INET, AF_INET6};
-	struct edge_lpm_v6 *keys = NULL, key, next;
+	struct edge_lpm_v6 *keys = NULL;
 	size_t n, cap = 0, i;
 	int f, ret = 0;
 
@@ -327,29 +360,10 @@ int pins_rules_each(struct pins *p,
 		int fd = p->fd[f ? PINS_RULES_V6 : PINS_RULES_V4];
 		size_t ksz =
 		    f ? sizeof(struct edge_lpm_v6) : sizeof(struct edge_lpm_v4);
-		void *prev = NULL;
 
-		n = 0;
-		memset(&key, 0, sizeof(key));
-		memset(&next, 0, sizeof(next));
-		/* the keys first: fn may change the map */
-		while (bpf_map_get_next_key(fd, prev, &next) == 0 &&
-		       n < 4 * EDGE_MAX_RULES) {
-			if (n == cap) {
-				struct edge_lpm_v6 *nk;
-
-				cap = cap ? cap * 2 : 64;
-				nk = realloc(keys, cap * sizeof(*nk));
-				if (!nk) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				keys = nk;
-			}
-			memcpy(&keys[n++], &next, sizeof(next));
-			memcpy(&key, &next, ksz);
-			prev = &key;
-		}
+		ret = pins_trie_keys(fd, ksz, &keys, &n, &cap);
+		if (ret)
+			break;
 		for (i = 0; i < n && !ret; i++) {
 			struct edge_rule v;
 			struct cidr c;
@@ -363,7 +377,6 @@ int pins_rules_each(struct pins *p,
 			ret = fn(arg, &c, &v);
 		}
 	}
-out:
 	free(keys);
 	return ret;
 }
@@ -489,31 +502,13 @@ static int pins_sync_trie(struct pins *p, int family, const struct state *st,
 	int fd = p->fd[family == AF_INET ? PINS_RULES_V4 : PINS_RULES_V6];
 	size_t ksz = family == AF_INET ? sizeof(struct edge_lpm_v4)
 				       : sizeof(struct edge_lpm_v6);
-	struct edge_lpm_v6 *keys = NULL, key, next;
+	struct edge_lpm_v6 *keys = NULL;
 	size_t n = 0, cap = 0, i;
-	void *prev = NULL;
-	int ret = 0;
+	int ret;
 
-	memset(&key, 0, sizeof(key));
-	memset(&next, 0, sizeof(next));
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (n == cap) {
-			struct edge_lpm_v6 *nk;
-
-			cap = cap ? cap * 2 : 64;
-			nk = realloc(keys, cap * sizeof(*nk));
-			if (!nk) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			keys = nk;
-		}
-		memcpy(&keys[n++], &next, sizeof(next));
-		memcpy(&key, &next, ksz);
-		prev = &key;
-		if (n > 4 * EDGE_MAX_RULES) /* never loop forever */
-			break;
-	}
+	ret = pins_trie_keys(fd, ksz, &keys, &n, &cap);
+	if (ret)
+		goto out;
 	for (i = 0; i < n; i++) {
 		struct cidr c;
 		struct edge_rule v;
@@ -524,11 +519,11 @@ static int pins_sync_trie(struct pins *p, int family, const struct state *st,
 		memcpy(c.addr, keys[i].addr, family == AF_INET ? 4 : 16);
 		if (rules_find_sorted(sorted, &c))
 			continue;
-		if (bpf_map_lookup_elem(fd, &keys[i], &v) == 0 &&
-		    v.id >= EDGE_LOCAL_RULES_MAX && v.id < EDGE_MAX_RULES)
+		if (bpf_map_lookup_elem(fd, &keys[i], &v))
+			v.id = EDGE_MAX_RULES; /* gone meanwhile: no hits */
+		if (v.id >= EDGE_LOCAL_RULES_MAX && v.id < EDGE_MAX_RULES)
 			continue; /* the database's, edged's to keep */
-		if (bpf_map_lookup_elem(fd, &keys[i], &v) == 0 &&
-		    v.id < EDGE_MAX_RULES) {
+		if (v.id < EDGE_MAX_RULES) {
 			/* the id may belong to a rule in st now: only zero
 			 * hits of ids no rule of st uses */
 			size_t k;
