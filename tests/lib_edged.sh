@@ -69,17 +69,18 @@ edged_asan() {
 	export ASAN_OPTIONS
 }
 
-# edged_ports N: print the first of N consecutive TCP ports for this test
+# edged_ports N [LO HI]: print the first of N consecutive TCP ports for this test
 # on 127.0.0.1. They lie between 20000 and 32767, below Linux's ephemeral
 # range (32768 up), so that no outgoing connection can be holding one; the
 # block is chosen from T_ID, and the next one taken while a socket on the
-# machine already uses a port of it (other tests, other users).
+# machine already uses a port of it (other tests, other users). LO and HI
+# (20000, 32768) bound another range a test is given.
 edged_ports() {
-	local n=$1 slots base p try used
-	slots=$(((32768 - 20000) / n))
+	local n=$1 lo=${2:-20000} hi=${3:-32768} slots base p try used
+	slots=$(((hi - lo) / n))
 	used=" $(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u | tr '\n' ' ') "
 	for ((try = 0; try < 50; try++)); do
-		base=$((20000 + ((T_ID + try * 7919) % slots) * n))
+		base=$((lo + ((T_ID + try * 7919) % slots) * n))
 		for ((p = base; p < base + n; p++)); do
 			[[ "$used" == *" $p "* ]] && continue 2
 		done

@@ -34,23 +34,7 @@
 edged_begin curl python3 psql
 edged_need_build
 
-# an_ports N: the first of N free consecutive ports in 32700..33399,
-# chosen from T_ID as edged_ports does (the range this test is given)
-an_ports() {
-	local n=$1 slots base p try used
-	slots=$((700 / n))
-	used=" $(ss -Htan 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u | tr '\n' ' ') "
-	for ((try = 0; try < 50; try++)); do
-		base=$((32700 + ((T_ID + try * 7919) % slots) * n))
-		for ((p = base; p < base + n; p++)); do
-			[[ "$used" == *" $p "* ]] && continue 2
-		done
-		break
-	done
-	echo "$base"
-}
-
-BASE=$(an_ports 4)
+BASE=$(edged_ports 4 32700 33400) # the range this test is given
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
