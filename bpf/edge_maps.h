@@ -183,4 +183,48 @@ _Static_assert(EDGE_CTR_MAX <= EDGE_COUNTERS_SLOTS, "too many counters");
 
 /* edge_rule_hits: per-CPU array of __u64 indexed by edge_rule.id. */
 
+/* ---- sockmap splice ------------------------------------------------- */
+
+/* edged's own maps for the sk_skb program (edge_splice.bpf.c), loaded by
+ * edged at start and never pinned: a spliced pair lives as long as the
+ * edged that made it. Every socket in them is keyed by its socket cookie
+ * (getsockopt SO_COOKIE; bpf_get_socket_cookie in the program). */
+#define EDGE_MAP_SPLICE_SOCKS "edge_splice_sk" /* SOCKHASH cookie -> socket */
+#define EDGE_MAP_SPLICE_CTL "edge_splice_ctl"  /* HASH cookie -> ctl */
+#define EDGE_MAP_SPLICE_CNT "edge_splice_cnt"  /* HASH cookie -> counts */
+#define EDGE_SPLICE_PROG_NAME "edge_splice"
+/* Sockets spliced at once (two per tunnel). */
+#define EDGE_SPLICE_MAX 65536
+
+enum edge_splice_state {
+	/* bytes stay with the socket: userspace reads them (copy mover) */
+	EDGE_SPLICE_PASS = 0,
+	/* bytes go to the peer's egress, once count.pass_bytes == ctl.want */
+	EDGE_SPLICE_REDIRECT = 1,
+};
+
+/* Value of edge_splice_ctl, written by userspace only. The program
+ * redirects a socket's bytes only while state is REDIRECT and the bytes
+ * it has passed to userspace so far equal want: userspace sets want to
+ * the pass_bytes it read before its last read found the socket empty, so
+ * a byte that raced past that read keeps the direction in userspace
+ * (nothing overtakes a byte userspace holds). */
+struct edge_splice_ctl {
+	__u64 peer; /* the peer socket's cookie, its key in edge_splice_sk */
+	__u64 want;
+	__u32 state; /* enum edge_splice_state */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct edge_splice_ctl) == 24, "edge_splice_ctl size");
+
+/* Value of edge_splice_cnt: created zero by userspace with the socket,
+ * then only added to by the program. */
+struct edge_splice_cnt {
+	__u64 redir_bytes; /* redirected to the peer's egress */
+	__u64 pass_bytes;  /* left to this socket's own reader */
+	__u64 redir_fail; /* redirects the kernel refused (peer gone): passed */
+	__u64 last_ns;	  /* bpf_ktime_get_ns() of the last redirect */
+};
+_Static_assert(sizeof(struct edge_splice_cnt) == 32, "edge_splice_cnt size");
+
 #endif /* EDGE_MAPS_H */

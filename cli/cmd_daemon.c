@@ -101,6 +101,100 @@ static void ctl_daemon_db_print(const json_t *db)
 	printf("\n");
 }
 
+/* The splice's lines: the mode and the kernel path, each kind's mover,
+ * the tunnels and what the safety net did. */
+static void ctl_daemon_splice_print(const json_t *sp)
+{
+	const json_t *kinds = json_object_get(sp, "kinds");
+	const char *mode = json_string_value(json_object_get(sp, "mode"));
+	const char *kwhy = json_string_value(json_object_get(sp, "kernel_why"));
+	const char *name;
+	json_t *k;
+	bool first = true;
+
+	if (!json_is_object(sp))
+		return;
+	printf("splice:     %s; kernel path %s (%s)\n", mode ? mode : "?",
+	       json_is_true(json_object_get(sp, "kernel")) ? "usable"
+							   : "unusable",
+	       kwhy ? kwhy : "?");
+	printf("movers:     ");
+	json_object_foreach((json_t *)kinds, name, k)
+	{
+		const char *m = json_string_value(json_object_get(k, "mover"));
+		const char *why = json_string_value(json_object_get(k, "why"));
+
+		printf("%s%s %s (%s)", first ? "" : ", ", name, m ? m : "?",
+		       why ? why : "?");
+		first = false;
+	}
+	printf("\n");
+	printf("tunnels:    %lld spliced, %lld copied; since start %lld "
+	       "taken by the kernel, %lld refused, %lld closed by the "
+	       "watchdog, %lld lost; kernel moved %lld bytes up, %lld down\n",
+	       (long long)ctl_int(sp, "open_spliced"),
+	       (long long)ctl_int(sp, "open_copy"),
+	       (long long)ctl_int(sp, "spliced"),
+	       (long long)ctl_int(sp, "refused"),
+	       (long long)ctl_int(sp, "watchdog"),
+	       (long long)ctl_int(sp, "lost"),
+	       (long long)ctl_int(sp, "kernel_bytes_up"),
+	       (long long)ctl_int(sp, "kernel_bytes_down"));
+}
+
+/* edgectl splice [on|off|auto|sockmap] [--json] */
+int cmd_splice(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct errbuf err = {""};
+	json_t *req, *result = NULL;
+	const char *mode = NULL;
+	bool json = false;
+	int o, ret;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, ":jh", opts, argv[0])) != -1) {
+		if (o == 'h')
+			return ctl_usage_print(argv[0]);
+		if (o == 'j')
+			json = true;
+		else
+			return CTL_USAGE;
+	}
+	if (optind < argc)
+		mode = argv[optind++];
+	if (optind < argc)
+		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
+				       argv[0], argv[optind]);
+	if (mode && strcmp(mode, "on") && strcmp(mode, "off") &&
+	    strcmp(mode, "auto") && strcmp(mode, "sockmap"))
+		return ctl_usage_error(
+		    argv[0], "%s: '%s' is not on, off, auto or sockmap",
+		    argv[0], mode);
+	req = mode ? json_pack("{s:s,s:s}", "cmd", "splice", "mode", mode)
+		   : json_pack("{s:s}", "cmd", "splice");
+	if (!req) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	ret =
+	    ctlproto_call(c->ctl_sock, req, &result, CTLPROTO_TIMEOUT_MS, &err);
+	json_decref(req);
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (json)
+		return ctl_json_print(result);
+	ctl_daemon_splice_print(result);
+	json_decref(result);
+	return CTL_OK;
+}
+
 void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 			     const struct errbuf *err)
 {
@@ -138,6 +232,7 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 		printf(", draining");
 	printf(" (%s)\n", c->ctl_sock);
 	ctl_daemon_db_print(json_object_get(result, "database"));
+	ctl_daemon_splice_print(json_object_get(result, "splice"));
 }
 
 void ctl_daemon_stats_print(const json_t *result)

@@ -38,6 +38,7 @@ static const struct ctl_usage_line ctl_usage_lines[] = {
     {"stats", "stats [--json] [--watch [--interval SECONDS] [--count N]]"},
     {"routes", "routes [--json]"},
     {"reload", "reload"},
+    {"splice", "splice [on | off | auto | sockmap] [--json]"},
     {"db migrate", "db migrate"},
     {"db status", "db status [--json]"},
     {"hosts", "hosts [--json] [--stale DURATION]"},
@@ -373,17 +374,12 @@ struct ctl_command {
 };
 
 static const struct ctl_command ctl_commands[] = {
-    {"attach", cmd_attach},
-    {"detach", cmd_detach},
-    {"status", cmd_status},
-    {"ip", cmd_ip},
-    {"ratelimit", cmd_ratelimit},
-    {"stats", cmd_stats},
-    {"routes", cmd_routes},
-    {"reload", cmd_reload},
-    {"db", cmd_db},
-    {"hosts", cmd_hosts},
-    {"help", cmd_help},
+    {"attach", cmd_attach},	  {"detach", cmd_detach},
+    {"status", cmd_status},	  {"ip", cmd_ip},
+    {"ratelimit", cmd_ratelimit}, {"stats", cmd_stats},
+    {"routes", cmd_routes},	  {"reload", cmd_reload},
+    {"splice", cmd_splice},	  {"db", cmd_db},
+    {"hosts", cmd_hosts},	  {"help", cmd_help},
 };
 
 static bool ctl_env_true(const char *name)

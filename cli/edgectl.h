@@ -188,6 +188,7 @@ int cmd_ratelimit(struct ctl *c, int argc, char **argv);
 int cmd_stats(struct ctl *c, int argc, char **argv);
 int cmd_routes(struct ctl *c, int argc, char **argv);
 int cmd_reload(struct ctl *c, int argc, char **argv);
+int cmd_splice(struct ctl *c, int argc, char **argv);
 int cmd_db(struct ctl *c, int argc, char **argv);
 int cmd_hosts(struct ctl *c, int argc, char **argv);
 

@@ -25,6 +25,7 @@
 #include "edge_maps.h"
 #include "pgdb.h"
 #include "policy.h"
+#include "splice.h"
 
 #define CFG_SUN_PATH_MAX 107 /* sizeof(sun_path) - 1 */
 
@@ -715,12 +716,14 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 					   "pg",
 					   "pg_snapshot",
 					   "host_name",
+					   "splice",
 					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;
 	const char *v;
 	uint64_t workers;
+	enum splice_mode mode;
 	long ncpu;
 	size_t i;
 	int rc;
@@ -767,6 +770,15 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	if (log_format_parse(v, &c->log_format))
 		return cfg_fail(x, at.s, at.key,
 				"\"%s\" is not a log format (text or json)", v);
+	rc = cfg_str(x, root, "", "splice", "auto", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (splice_mode_parse(v, &mode))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is not a splice mode (auto, sockmap or "
+				"off)",
+				v);
+	c->splice = (int)mode;
 	rc = cfg_path(x, root, "", "control_socket", CONFIG_DEFAULT_CONTROL,
 		      CFG_SUN_PATH_MAX, false, &c->control_socket);
 	if (rc == 0)

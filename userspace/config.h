@@ -102,6 +102,7 @@ struct config {
 	char *pg;	   /* libpq conninfo; NULL: no control plane */
 	char *pg_snapshot; /* the database's last rows, "" for none */
 	char *host_name;   /* this edged in edge_hosts */
+	int splice;	   /* enum splice_mode (splice.h): tunnels' mover */
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;

@@ -116,6 +116,8 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.status;
 	if (strcmp(cmd, "stats") == 0)
 		return s->h.stats;
+	if (strcmp(cmd, "splice") == 0)
+		return NULL; /* ctl_client_request calls s->h.splice */
 	*known = false;
 	return NULL;
 }
@@ -140,18 +142,24 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	if (!known) {
 		snprintf(msg, sizeof(msg),
 			 "unknown command '%.64s' (routes, reload, status, "
-			 "stats)",
+			 "stats, splice)",
 			 cmd);
 		ctl_client_error(c, msg);
 		goto out;
 	}
-	if (ctlproto_cmd_changes(cmd) &&
+	/* splice without a mode only reads */
+	if ((strcmp(cmd, "splice") != 0 || json_object_get(req, "mode")) &&
+	    ctlproto_cmd_changes(cmd) &&
 	    !(c->peer_known && (c->uid == 0 || c->uid == geteuid()))) {
 		snprintf(msg, sizeof(msg),
 			 "permission denied: %s needs root or edged's user",
 			 cmd);
 		ctl_client_error(c, msg);
 		goto out;
+	}
+	if (strcmp(cmd, "splice") == 0 && c->s->h.splice) {
+		ret = c->s->h.splice(c->s->ctx, req, &result, &err);
+		goto answer;
 	}
 	if (!fn) {
 		snprintf(msg, sizeof(msg), "%s is not supported by this edged",
@@ -160,6 +168,7 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 		goto out;
 	}
 	ret = fn(c->s->ctx, &result, &err);
+answer:
 	if (ret < 0) {
 		json_decref(result);
 		if (!err.msg[0])

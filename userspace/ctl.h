@@ -28,11 +28,18 @@ struct ctl_server;
 /* One callback per command; NULL means "not supported". */
 typedef int (*ctl_handler_fn)(void *ctx, json_t **result, struct errbuf *err);
 
+/* A command that takes arguments: the whole request object too. */
+typedef int (*ctl_req_handler_fn)(void *ctx, const json_t *req, json_t **result,
+				  struct errbuf *err);
+
 struct ctl_handlers {
 	ctl_handler_fn routes; /* route_dump_json() of the live table */
 	ctl_handler_fn reload; /* changes: uid 0 or edged's uid only */
 	ctl_handler_fn status; /* see docs/edgectl.md "edgectl status" */
 	ctl_handler_fn stats;  /* see docs/edgectl.md "edgectl stats" */
+	/* {"cmd":"splice","mode":"on"|"off"|"auto"|"sockmap"} (changes) or
+	 * without mode (the splice's status) */
+	ctl_req_handler_fn splice;
 };
 
 /*

@@ -32,7 +32,9 @@
 #include "req.h"
 #include "route.h"
 #include "route_writer.h"
+#include "splice.h"
 #include "stats.h"
+#include "tunnel.h"
 #include "version.h"
 #include "worker.h"
 #include "pgplane.h"
@@ -60,7 +62,9 @@ struct edged {
 	struct stats *stats;
 	struct ctl_server *ctl;
 	struct admin *admin;
-	struct pgplane *pg; /* the database control plane; NULL: none */
+	struct pgplane *pg;    /* the database control plane; NULL: none */
+	struct splice *splice; /* the kernel's splice; NULL: copy only */
+	int splice_conf;       /* the configuration's splice, last read */
 };
 
 static void usage(FILE *f)
@@ -227,6 +231,47 @@ static void edged_settings(struct edged *d, const struct config *cfg)
  * route table generation, or -errno with err holding the reason
  * (FILE:LINE: KEY: ...) and the running configuration untouched.
  */
+/* Tunnels follow mode from now on, live ones too (the workers move them
+ * at their next wake). */
+static void edged_splice_mode(struct edged *d, enum splice_mode m,
+			      const char *by)
+{
+	unsigned i;
+
+	if (m == splice_get_mode())
+		return;
+	splice_set_mode(m);
+	for (i = 0; i < d->nw; i++)
+		worker_retune(d->w[i]);
+	log_note("splice: %s (set by %s)%s", splice_mode_name(m), by,
+		 m != SPLICE_OFF && !d->splice
+		     ? "; the kernel path is unusable, tunnels stay copied"
+		     : "");
+}
+
+/* Load the kernel's splice (while edged is root) and run its self-test;
+ * any failure leaves tunnels to the copy mover, with the reason. */
+static void edged_splice_start(struct edged *d)
+{
+	struct errbuf err;
+	int rc;
+
+	d->splice_conf = d->cfg->splice;
+	splice_set_mode((enum splice_mode)d->cfg->splice);
+	errbuf_clear(&err);
+	rc = splice_open(&d->splice, &err);
+	if (rc) {
+		splice_set_usable(false, err.msg);
+		log_warnx("splice: %s; tunnels are copied in userspace",
+			  err.msg);
+		return;
+	}
+	splice_install(d->splice);
+	splice_set_usable(true, "the self-test passed");
+	log_note("splice: sockmap self-test passed; splice = %s",
+		 splice_mode_name(splice_get_mode()));
+}
+
 static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
@@ -247,8 +292,14 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 				 err);
 	if (rc && !err->msg[0])
 		errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
-	if (rc == 0)
+	if (rc == 0) {
 		edged_settings(d, cfg);
+		if (cfg->splice != d->splice_conf) {
+			d->splice_conf = cfg->splice;
+			edged_splice_mode(d, (enum splice_mode)cfg->splice,
+					  "the configuration");
+		}
+	}
 	/* listeners, workers, the user and the analytics file apply at the
 	 * next start: say so rather than let an operator believe they took
 	 * effect */
@@ -436,20 +487,83 @@ static int ctl_reload(void *ctx, json_t **result, struct errbuf *err)
 	return 0;
 }
 
+/* The splice's part of status: the mode, whether the kernel path may be
+ * used and why, each kind's mover and why, the movers' tunnels and
+ * events. */
+static json_t *edged_splice_json(void)
+{
+	json_t *j, *kinds = json_object();
+	struct tunnel_counts n;
+	int k;
+
+	tunnel_counts(&n);
+	for (k = 0; kinds && k < TUNNEL_KIND_MAX; k++) {
+		const char *why;
+		enum tunnel_mover m =
+		    tunnel_mover_for((enum tunnel_kind)k, &why);
+
+		json_object_set_new(
+		    kinds, tunnel_kind_name((enum tunnel_kind)k),
+		    json_pack("{s:s,s:s}", "mover", tunnel_mover_name(m), "why",
+			      why));
+	}
+	j = json_pack("{s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+		      "mode", splice_mode_name(splice_get_mode()), "kernel",
+		      splice_usable(), "kernel_why", splice_why(), "kinds",
+		      kinds, "open_spliced", (json_int_t)n.open_spliced,
+		      "open_copy", (json_int_t)n.open_copy, "spliced",
+		      (json_int_t)n.spliced, "refused", (json_int_t)n.refused,
+		      "watchdog", (json_int_t)n.watchdog, "halfclosed",
+		      (json_int_t)n.halfclosed, "lost", (json_int_t)n.lost,
+		      "kernel_bytes_up", (json_int_t)n.kernel_up,
+		      "kernel_bytes_down", (json_int_t)n.kernel_down);
+	return j;
+}
+
 static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
 
 	(void)err;
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:o*}", "pid", (json_int_t)getpid(),
-	    "version", EDGE_VERSION, "uptime_s",
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:o*,s:o*}", "pid",
+	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
 	    (json_int_t)atomic_load(&d->sh.connections), "database",
-	    d->pg ? pgplane_status_json(d->pg) : NULL);
+	    d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
+	    edged_splice_json());
 	return 0;
+}
+
+/* edgectl splice [on|off|auto|sockmap]: on is sockmap. */
+static int ctl_splice(void *ctx, const json_t *req, json_t **result,
+		      struct errbuf *err)
+{
+	struct edged *d = ctx;
+	const json_t *mv = json_object_get(req, "mode");
+	const char *m = json_string_value(mv);
+	enum splice_mode mode;
+
+	if (mv) {
+		if (m && strcmp(m, "on") == 0)
+			m = "sockmap";
+		if (!m || splice_mode_parse(m, &mode)) {
+			errbuf_set(err, "splice: mode must be on, off, auto or "
+					"sockmap");
+			return -EINVAL;
+		}
+		if (mode != SPLICE_OFF && !d->splice) {
+			errbuf_set(err,
+				   "splice: the kernel path is unusable: %s",
+				   splice_why());
+			return -EOPNOTSUPP;
+		}
+		edged_splice_mode(d, mode, "edgectl");
+	}
+	*result = edged_splice_json();
+	return *result ? 0 : -ENOMEM;
 }
 
 static int ctl_stats(void *ctx, json_t **result, struct errbuf *err)
@@ -520,6 +634,7 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	    .reload = ctl_reload,
 	    .status = ctl_status,
 	    .stats = ctl_stats,
+	    .splice = ctl_splice,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
 	struct errbuf err;
@@ -717,6 +832,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	edged_splice_start(&d);
 	if (sw && drop_privileges(&pw))
 		goto out;
 	if (!foreground && daemon(0, 0)) {
@@ -784,6 +900,8 @@ out:
 	route_holder_clear(&d.sh.routes);
 	route_writer_free(&d.routes);
 	admit_queue_destroy(&d.sh.queue);
+	splice_install(NULL);
+	splice_close(d.splice);
 	config_free(d.cfg);
 	route_src_free(src);
 	return status;

@@ -709,7 +709,7 @@ static void proxy_tunnel_begin(struct req *r)
 	p->uio = NULL; /* the tunnel's, never pooled */
 	cio = req_client_take(r);
 	p->state = PROXY_TUNNEL;
-	rc = tunnel_start(r->w, cio, uio, TUNNEL_MOVER_COPY,
+	rc = tunnel_start(r->w, cio, uio, TUNNEL_KIND_UPGRADE,
 			  r->w->set.timeouts.tunnel_idle_ms, proxy_tunnel_done,
 			  r, &p->tun);
 	if (rc) {

@@ -1,57 +1,398 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * tunnel.c - the tunnel of tunnel.h and its copy mover: each side's sockio
+ * tunnel.c - the tunnel of tunnel.h: the copy mover (each side's sockio
  * input moved to the other side's output on the worker's loop, with
- * backpressure, half-close forwarded, an idle timer over both.
+ * backpressure, half-close forwarded, an idle timer over both) and the
+ * sockmap mover on top of it.
+ *
+ * The sockmap mover is the copy mover until the kernel takes the pair:
+ *   COPY     the copy mover runs, the sockets outside the maps. While the
+ *            kernel path is wanted, an entry is tried at the end of the
+ *            first loop turn and then every few milliseconds: both
+ *            outputs flushed, both inputs empty, no EOF either way, and
+ *            neither socket with a byte to read (MSG_PEEK); then both
+ *            go into the maps already redirecting, the program is made
+ *            to look at what reached either receive queue in between
+ *            (splice_sock_kick), the sockios leave the loop and a
+ *            per-worker epoll watches the sockets for a FIN, a reset or
+ *            an error only (a redirected byte wakes nobody).
+ *   SPLICED  the kernel moves the bytes and the pair stays in the maps
+ *            until it closes. A FIN from one side is forwarded (the
+ *            other's write side shut down) once what the kernel
+ *            redirected from it has reached the other's send queue (the
+ *            destination's TCP counters against the source's redirected
+ *            count), while the other direction flows on; a reset or an
+ *            error closes both. A timer checks the counters 5 ms after
+ *            the entry and then every second (the watchdog): bytes the
+ *            program passed instead of redirecting (the peer left the
+ *            map), or redirected bytes that do not reach a send queue
+ *            with room, for two checks in a row, are a stall: the
+ *            program is kicked once, and a tunnel still stuck at the next
+ *            check is closed, counted and logged (handing it back to
+ *            the copy mover losslessly needs the sockmap's own receive
+ *            path, which these kernels get wrong around a FIN:
+ *            splice.h).
  */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "clk.h"
+#include "log.h"
 #include "sockio.h"
+#include "splice.h"
 #include "tunnel.h"
 #include "worker.h"
 
+/* Timings of the sockmap mover, milliseconds. */
+#define ENTER_FIRST_MS 1 /* the first entry try after the start */
+#define ENTER_MAX_MS 64	 /* entry retries back off up to this */
+#define ENTER_EARLY_MS                                                         \
+	10		 /* a drained output brings a try forward, at          \
+			    most this often */
+#define VERIFY_MS 5	 /* the check after an entry */
+#define WATCH_MS 1000	 /* the watchdog's period */
+#define STALL_CHECKS 2	 /* checks without progress that are a stall */
+#define WATCH_BUSY_MS 20 /* the period while the kernel holds bytes */
+/* Bytes the kernel may hold for one direction, redirected and not yet in
+ * the destination's send queue: a reader slower than its writer makes
+ * the sockmap's backlog grow without bound (measured here: 350 MB/s),
+ * and the pair cannot be handed back to userspace losslessly, so a
+ * tunnel over it is closed. */
+#define KERNEL_HOLD_MAX (16u << 20)
+#define FIN_FIRST_MS 1 /* a FIN: first look at the counters */
+#define FIN_MAX_MS 50  /* looks back off up to this */
+
+enum tunnel_phase {
+	PH_COPY = 0,
+	PH_SPLICED,
+};
+
 struct tunnel_half {
+	struct tunnel *t;
 	struct sockio *io;
 	bool eof;  /* read EOF: nothing more comes from this side */
 	bool shut; /* asked to shut down for writing (the direction into it
 		      is ending) */
 	bool down; /* its write side is down: that direction has ended */
+	/* the sockmap mover's */
+	int fd;		 /* the socket (sockio_fd) */
+	uint64_t cookie; /* its key in the maps, 0: not in them */
+	bool watched;	 /* in the worker's epoll */
+	bool kfin;	 /* spliced: its FIN came (nothing more from it) */
+	/* written(this socket) less what the peer had redirected, at the
+	 * last entry: written - base is what the kernel delivered into it */
+	uint64_t base;
+	struct edge_splice_cnt cnt; /* its counts, last read */
+	uint64_t written;	    /* its written count, last read */
+	uint64_t received;	    /* its received count, last read */
+	uint64_t rbase;		    /* received at the entry: edge's */
+	uint64_t queued;	    /* unacknowledged, last read */
+	uint64_t sndbuf;	    /* SO_SNDBUF */
 };
 
 struct tunnel {
 	struct tunnel_half s[2]; /* indexed by enum tunnel_side */
+	struct worker *w;
+	struct tunnel_set *set;
+	LIST_ENTRY(tunnel) link;
 	struct event *idle;
+	struct event *tmr; /* the sockmap mover's: entry, checks, leaving */
 	uint64_t idle_ns;
 	uint64_t last_ns; /* monotonic ns of the last byte moved */
 	struct tunnel_stats st;
-	enum tunnel_mover mover;
+	enum tunnel_kind kind;
+	enum tunnel_mover mover; /* what tunnel_mover_for gave at the start */
+	enum tunnel_phase phase;
+	bool no_kernel;	   /* refused, stalled, lost: copy from now on */
+	bool kernel_used;  /* the kernel moved a byte at some time */
+	unsigned enter_ms; /* the next entry retry's delay */
+	uint64_t tried_ns; /* the last entry try */
+	uint64_t quiet_ns; /* the watchdog: since when nothing moved */
+	bool kicked;	   /* the watchdog kicked the program */
+	unsigned fin_ms;   /* a FIN waits: the next look's delay */
+	uint64_t progress; /* the counters' sum at the last check */
+	uint64_t idle_sum; /* the kernel's bytes at the last idle look */
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
 };
+
+#define SET_BATCH 64
+
+struct tunnel_set {
+	struct worker *w;
+	int epfd;
+	struct event *ev;
+	LIST_HEAD(, tunnel) all;
+	/* the events being handled: a tunnel freed meanwhile clears its
+	 * own from here */
+	struct epoll_event batch[SET_BATCH];
+	int nbatch;
+};
+
+static struct {
+	atomic_ullong spliced, refused, watchdog, halfclosed, lost;
+	atomic_ullong kernel_up, kernel_down;
+	atomic_llong open_spliced, open_copy;
+} tc;
+
+static void tunnel_pump(struct tunnel *t, int i);
+static void tunnel_try_enter(struct tunnel *t);
+static bool kernel_wanted(const struct tunnel *t);
+static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev);
 
 const char *tunnel_mover_name(enum tunnel_mover m)
 {
 	switch (m) {
 	case TUNNEL_MOVER_COPY:
 		return "copy";
+	case TUNNEL_MOVER_SOCKMAP:
+		return "sockmap";
 	}
 	return "unknown";
 }
 
-static void idle_arm(struct tunnel *t, uint64_t ns)
+const char *tunnel_kind_name(enum tunnel_kind k)
 {
-	uint64_t ms = (ns + 999999) / 1000000;
+	switch (k) {
+	case TUNNEL_KIND_UPGRADE:
+		return "upgrade";
+	case TUNNEL_KIND_TCP:
+		return "tcp";
+	case TUNNEL_KIND_PASSTHROUGH:
+		return "passthrough";
+	case TUNNEL_KIND_MAX:
+		break;
+	}
+	return "unknown";
+}
+
+enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why)
+{
+	const char *w;
+	enum tunnel_mover m = TUNNEL_MOVER_COPY;
+
+	switch (splice_get_mode()) {
+	case SPLICE_OFF:
+		w = "splice is off";
+		break;
+	case SPLICE_SOCKMAP:
+		if (!splice_usable() || !splice_instance()) {
+			w = splice_why();
+			break;
+		}
+		m = TUNNEL_MOVER_SOCKMAP;
+		w = "splice = sockmap";
+		break;
+	case SPLICE_AUTO:
+	default:
+		if (!splice_usable() || !splice_instance()) {
+			w = splice_why();
+			break;
+		}
+		/* the kernel path cannot yet hand a tunnel back to the copy
+		 * mover without losing bytes, and a slow reader makes its
+		 * backlog grow without bound: auto copies until it can */
+		(void)k;
+		w = "auto: the kernel path is not yet safe for a reader slower "
+		    "than its writer";
+		break;
+	}
+	if (why)
+		*why = w;
+	return m;
+}
+
+void tunnel_counts(struct tunnel_counts *o)
+{
+	long long n;
+
+	o->spliced = atomic_load(&tc.spliced);
+	o->refused = atomic_load(&tc.refused);
+	o->watchdog = atomic_load(&tc.watchdog);
+	o->halfclosed = atomic_load(&tc.halfclosed);
+	o->lost = atomic_load(&tc.lost);
+	o->kernel_up = atomic_load(&tc.kernel_up);
+	o->kernel_down = atomic_load(&tc.kernel_down);
+	n = atomic_load(&tc.open_spliced);
+	o->open_spliced = n > 0 ? (unsigned long long)n : 0;
+	n = atomic_load(&tc.open_copy);
+	o->open_copy = n > 0 ? (unsigned long long)n : 0;
+}
+
+enum tunnel_mover tunnel_mover(const struct tunnel *t)
+{
+	return t->phase == PH_COPY ? TUNNEL_MOVER_COPY : TUNNEL_MOVER_SOCKMAP;
+}
+
+static void tmr_arm(struct event *ev, uint64_t ms)
+{
 	struct timeval tv = {(time_t)(ms / 1000),
 			     (suseconds_t)((ms % 1000) * 1000)};
 
-	evtimer_add(t->idle, &tv);
+	evtimer_add(ev, &tv);
 }
+
+static void idle_arm(struct tunnel *t, uint64_t ns)
+{
+	tmr_arm(t->idle, (ns + 999999) / 1000000);
+}
+
+static void phase_set(struct tunnel *t, enum tunnel_phase p)
+{
+	bool was = t->phase != PH_COPY, is = p != PH_COPY;
+
+	t->phase = p;
+	if (was == is)
+		return;
+	atomic_fetch_add(is ? &tc.open_spliced : &tc.open_copy, 1);
+	atomic_fetch_sub(is ? &tc.open_copy : &tc.open_spliced, 1);
+}
+
+/* ---- the kernel's counters -------------------------------------------- */
+
+/* Read both sockets' counts and TCP state: 0, or -errno (a socket gone). */
+static int tunnel_look(struct tunnel *t)
+{
+	struct splice *sp = splice_instance();
+	int i, rc;
+
+	for (i = 0; i < 2; i++) {
+		struct tunnel_half *h = &t->s[i];
+
+		rc = splice_sock_counts(sp, h->cookie, &h->cnt);
+		if (rc == 0)
+			rc =
+			    splice_sock_written(h->fd, &h->written, &h->queued);
+		if (rc == 0)
+			rc = splice_sock_received(h->fd, &h->received);
+		if (rc)
+			return rc;
+	}
+	t->st.kernel_up = t->s[TUNNEL_CLIENT].cnt.redir_bytes;
+	t->st.kernel_down = t->s[TUNNEL_UPSTREAM].cnt.redir_bytes;
+	if (t->st.kernel_up || t->st.kernel_down)
+		t->kernel_used = true;
+	return 0;
+}
+
+/* What the kernel redirected from side i and has not yet put into the
+ * other side's send queue (from the last look). */
+static uint64_t tunnel_backlog(const struct tunnel *t, int i)
+{
+	const struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+	uint64_t delivered = o->written - o->base;
+
+	return h->cnt.redir_bytes > delivered ? h->cnt.redir_bytes - delivered
+					      : 0;
+}
+
+/* What side i has received since the entry that the program has not
+ * taken yet (still in its receive queue), a FIN counting one. */
+static uint64_t tunnel_untaken(const struct tunnel *t, int i)
+{
+	const struct tunnel_half *h = &t->s[i];
+	uint64_t seen = h->rbase + h->cnt.redir_bytes + h->cnt.pass_bytes;
+
+	return h->received > seen ? h->received - seen : 0;
+}
+
+/* ---- the set: the worker's epoll of spliced sockets -------------------- */
+
+static void tunnel_set_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tunnel_set *ts = arg;
+	int n, i;
+
+	(void)fd;
+	(void)what;
+	n = epoll_wait(ts->epfd, ts->batch, SET_BATCH, 0);
+	ts->nbatch = n > 0 ? n : 0;
+	for (i = 0; i < ts->nbatch; i++)
+		if (ts->batch[i].data.ptr)
+			tunnel_kernel_event(ts->batch[i].data.ptr,
+					    ts->batch[i].events);
+	ts->nbatch = 0;
+}
+
+int tunnel_set_new(struct worker *w, struct tunnel_set **out)
+{
+	struct tunnel_set *ts = calloc(1, sizeof(*ts));
+
+	if (!ts)
+		return -ENOMEM;
+	ts->w = w;
+	LIST_INIT(&ts->all);
+	ts->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ts->epfd < 0) {
+		free(ts);
+		return -errno;
+	}
+	ts->ev = event_new(w->base, ts->epfd, EV_READ | EV_PERSIST,
+			   tunnel_set_cb, ts);
+	if (!ts->ev || event_add(ts->ev, NULL)) {
+		tunnel_set_free(ts);
+		return -ENOMEM;
+	}
+	*out = ts;
+	return 0;
+}
+
+void tunnel_set_free(struct tunnel_set *ts)
+{
+	if (!ts)
+		return;
+	if (ts->ev)
+		event_free(ts->ev);
+	close(ts->epfd);
+	free(ts);
+}
+
+void tunnel_set_switch(struct tunnel_set *ts)
+{
+	struct tunnel *t, *next;
+
+	if (!ts)
+		return;
+	for (t = LIST_FIRST(&ts->all); t; t = next) {
+		next = LIST_NEXT(t, link);
+		/* a spliced tunnel stays in the kernel until it closes */
+		if (t->phase == PH_COPY && !t->no_kernel &&
+		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_SOCKMAP) {
+			t->enter_ms = ENTER_FIRST_MS;
+			tmr_arm(t->tmr, 0);
+		}
+	}
+}
+
+static void watch(struct tunnel *t, bool on)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct tunnel_half *h = &t->s[i];
+		struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
+					 .data.ptr = h};
+
+		if (h->watched == on)
+			continue;
+		if (epoll_ctl(t->set->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+			      h->fd, &ev) == 0 ||
+		    !on)
+			h->watched = on;
+	}
+}
+
+/* ---- the copy mover --------------------------------------------------- */
 
 /* The tunnel is over: stop both sides and tell the owner (once). */
 static void tunnel_end(struct tunnel *t, enum tunnel_end how)
@@ -62,9 +403,23 @@ static void tunnel_end(struct tunnel *t, enum tunnel_end how)
 		return;
 	t->ended = true;
 	t->st.end = how;
+	if (t->kernel_used && tunnel_look(t) == 0) /* the final counts */
+		log_debug("tunnel: the kernel redirected %llu up, %llu down; "
+			  "the sockets took %llu and %llu",
+			  (unsigned long long)t->s[0].cnt.redir_bytes,
+			  (unsigned long long)t->s[1].cnt.redir_bytes,
+			  (unsigned long long)(t->s[1].written - t->s[1].base),
+			  (unsigned long long)(t->s[0].written - t->s[0].base));
+	t->st.bytes_up += t->st.kernel_up;
+	t->st.bytes_down += t->st.kernel_down;
+	t->st.mover = t->kernel_used ? TUNNEL_MOVER_SOCKMAP : TUNNEL_MOVER_COPY;
+	atomic_fetch_add(&tc.kernel_up, t->st.kernel_up);
+	atomic_fetch_add(&tc.kernel_down, t->st.kernel_down);
 	for (i = 0; i < 2; i++)
 		sockio_disable(t->s[i].io, EV_READ | EV_WRITE);
+	watch(t, false);
 	evtimer_del(t->idle);
+	evtimer_del(t->tmr);
 	t->done(t, &t->st, t->arg); /* may free t */
 }
 
@@ -79,7 +434,7 @@ static void tunnel_pump(struct tunnel *t, int i)
 	struct evbuffer *out = sockio_output(o->io);
 	size_t n = evbuffer_get_length(in), q = evbuffer_get_length(out);
 
-	if (t->ended || o->shut)
+	if (t->ended || o->shut || t->phase != PH_COPY)
 		return;
 	if (q < TUNNEL_HIGH_WATER && n > 0) {
 		if (n > TUNNEL_HIGH_WATER - q)
@@ -124,6 +479,17 @@ static void tunnel_write_cb(struct sockio *io, void *arg)
 
 	t->last_ns = clk_now_ns();
 	tunnel_pump(t, 1 - side_of(t, io));
+	/* a pause may be coming: try the kernel path soon rather than at
+	 * the end of the back-off */
+	if (t->phase == PH_COPY && !t->ended &&
+	    t->mover == TUNNEL_MOVER_SOCKMAP &&
+	    evbuffer_get_length(sockio_output(io)) == 0 &&
+	    t->enter_ms > ENTER_FIRST_MS &&
+	    clk_now_ns() - t->tried_ns >= ENTER_EARLY_MS * 1000000ull &&
+	    kernel_wanted(t)) {
+		t->enter_ms = ENTER_FIRST_MS;
+		tmr_arm(t->tmr, ENTER_FIRST_MS);
+	}
 }
 
 static void tunnel_event_cb(struct sockio *io, short what, void *arg)
@@ -144,16 +510,35 @@ static void tunnel_event_cb(struct sockio *io, short what, void *arg)
 			tunnel_end(t, TUNNEL_END_CLOSED);
 		return;
 	}
+	log_debug("tunnel: %s side: %s%s%s: %s",
+		  i == TUNNEL_CLIENT ? "client" : "upstream",
+		  what & SOCKIO_READING ? "reading" : "writing",
+		  what & SOCKIO_TIMEOUT ? " timed out" : "",
+		  what & SOCKIO_EOF ? " (EOF)" : "", strerror(errno));
 	tunnel_end(t, TUNNEL_END_ERROR);
 }
 
 static void tunnel_idle_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tunnel *t = arg;
-	uint64_t quiet = clk_now_ns() - t->last_ns;
+	uint64_t quiet;
 
 	(void)fd;
 	(void)what;
+	if (t->phase == PH_SPLICED && tunnel_look(t) == 0) {
+		uint64_t sum = t->st.kernel_up + t->st.kernel_down;
+
+		/* bytes waiting are not idleness: the watchdog's to judge */
+		if (tunnel_untaken(t, 0) > t->s[0].kfin ||
+		    tunnel_untaken(t, 1) > t->s[1].kfin ||
+		    tunnel_backlog(t, 0) || tunnel_backlog(t, 1))
+			sum = t->idle_sum + 1;
+		if (sum != t->idle_sum) {
+			t->idle_sum = sum;
+			t->last_ns = clk_now_ns();
+		}
+	}
+	quiet = clk_now_ns() - t->last_ns;
 	if (quiet >= t->idle_ns) {
 		tunnel_end(t, TUNNEL_END_IDLE);
 		return;
@@ -161,36 +546,350 @@ static void tunnel_idle_cb(evutil_socket_t fd, short what, void *arg)
 	idle_arm(t, t->idle_ns - quiet);
 }
 
+/* ---- the sockmap mover ------------------------------------------------ */
+
+/* Whether t should be in the kernel now. */
+static bool kernel_wanted(const struct tunnel *t)
+{
+	int i;
+
+	if (t->no_kernel || t->ended ||
+	    tunnel_mover_for(t->kind, NULL) != TUNNEL_MOVER_SOCKMAP)
+		return false;
+	for (i = 0; i < 2; i++)
+		if (t->s[i].eof || t->s[i].shut || t->s[i].down)
+			return false; /* ending: the copy mover finishes */
+	return true;
+}
+
+static void enter_later(struct tunnel *t)
+{
+	tmr_arm(t->tmr, t->enter_ms);
+	if (t->enter_ms < ENTER_MAX_MS)
+		t->enter_ms *= 2;
+}
+
+/* Both sockets' identities for the maps: 0, or -errno (never spliced). */
+static int tunnel_ids(struct tunnel *t)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct tunnel_half *h = &t->s[i];
+		int v = 0;
+		socklen_t len = sizeof(v);
+
+		if (strcmp(sockio_transport_name(h->io), "tcp") != 0)
+			return -EOPNOTSUPP;
+		h->fd = sockio_fd(h->io);
+		h->cookie = splice_cookie(h->fd);
+		if (!h->cookie)
+			return -EOPNOTSUPP;
+		if (getsockopt(h->fd, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0)
+			h->sndbuf = (uint64_t)v;
+	}
+	return 0;
+}
+
+static void tunnel_refused(struct tunnel *t, int rc)
+{
+	atomic_fetch_add(&tc.refused, 1);
+	t->no_kernel = true;
+	t->s[0].cookie = t->s[1].cookie = 0;
+	log_debug("tunnel: the kernel path refused the sockets (%s): copying",
+		  rc == -EBUSY ? "another sk_skb program owns one"
+			       : strerror(-rc));
+}
+
+/* Hand both directions to the kernel (see the top of the file). */
+static void tunnel_try_enter(struct tunnel *t)
+{
+	struct splice *sp = splice_instance();
+	struct edge_splice_cnt cnt;
+	uint64_t w[2];
+	int i, rc;
+
+	if (t->phase != PH_COPY || !kernel_wanted(t) || !sp)
+		return;
+	t->tried_ns = clk_now_ns();
+	if (!t->s[0].cookie) {
+		rc = tunnel_ids(t);
+		if (rc) {
+			tunnel_refused(t, rc);
+			return;
+		}
+	}
+	for (i = 0; i < 2; i++)
+		if (evbuffer_get_length(sockio_input(t->s[i].io)) > 0)
+			goto later;
+	for (i = 0; i < 2; i++) {
+		rc = sockio_flush(t->s[i].io);
+		if (rc == -EAGAIN)
+			goto later;
+		if (rc)
+			return; /* the copy mover sees the error */
+	}
+	for (i = 0; i < 2; i++) {
+		/* received before the peek found nothing: read by edge */
+		if (splice_sock_received(t->s[i].fd, &t->s[i].rbase))
+			return;
+		rc = splice_sock_peek(t->s[i].fd);
+		if (rc == 1)
+			goto later; /* the copy mover reads it first */
+		if (rc != -EAGAIN)
+			return; /* an EOF or an error: the copy mover's */
+		if (splice_sock_written(t->s[i].fd, &w[i], NULL))
+			return;
+	}
+	/* what each socket has had written into it so far is edge's; from
+	 * here on, what more it gets is the kernel's redirects */
+	for (i = 0; i < 2; i++)
+		t->s[i].base = w[i];
+	rc = splice_sock_add(sp, t->s[0].fd, t->s[0].cookie, t->s[1].cookie);
+	if (rc == 0) {
+		rc = splice_sock_add(sp, t->s[1].fd, t->s[1].cookie,
+				     t->s[0].cookie);
+		if (rc) {
+			/* the client's socket was in the map alone for a
+			 * moment: a byte it passed then is lost */
+			splice_sock_counts(sp, t->s[0].cookie, &cnt);
+			splice_sock_del(sp, t->s[0].cookie);
+			if (cnt.pass_bytes || cnt.redir_bytes) {
+				atomic_fetch_add(&tc.lost, 1);
+				tunnel_refused(t, rc);
+				tunnel_end(t, TUNNEL_END_ERROR);
+				return;
+			}
+		}
+	}
+	if (rc) {
+		tunnel_refused(t, rc);
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		sockio_stop(t->s[i].io);
+	watch(t, true);
+	phase_set(t, PH_SPLICED);
+	/* bytes that came between the peek and the add wait in a receive
+	 * queue for the next arrival: have the program take them now */
+	for (i = 0; i < 2; i++)
+		splice_sock_kick(t->s[i].fd);
+	t->quiet_ns = clk_now_ns();
+	t->kicked = false;
+	t->progress = 0;
+	t->idle_sum = 0;
+	t->kernel_used = true;
+	atomic_fetch_add(&tc.spliced, 1);
+	log_debug("tunnel: spliced by the kernel");
+	tmr_arm(t->tmr, VERIFY_MS);
+	return;
+later:
+	enter_later(t);
+}
+
+/* Side i's FIN came while spliced: once everything the kernel took
+ * from it is in the other side's send queue, shut that side's write
+ * side down; both done, the tunnel has closed. Returns true when the
+ * tunnel ended (t is freed then). */
+static bool tunnel_kernel_fin(struct tunnel *t)
+{
+	bool waiting = false;
+	int i;
+
+	if (tunnel_look(t)) {
+		tunnel_end(t, TUNNEL_END_ERROR);
+		return true;
+	}
+	for (i = 0; i < 2; i++) {
+		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+
+		if (!h->kfin || o->down)
+			continue;
+		/* everything before the FIN taken by the program (the FIN
+		 * itself counts one) and in o's send queue */
+		if (tunnel_untaken(t, i) > 1 || tunnel_backlog(t, i) > 0) {
+			if (tunnel_untaken(t, i) > 1)
+				splice_sock_kick(h->fd);
+			waiting = true;
+			continue;
+		}
+		if (shutdown(o->fd, SHUT_WR) < 0) {
+			tunnel_end(t, TUNNEL_END_ERROR);
+			return true;
+		}
+		o->down = true;
+		atomic_fetch_add(&tc.halfclosed, 1);
+		t->last_ns = clk_now_ns();
+	}
+	if (t->s[0].down && t->s[1].down) {
+		tunnel_end(t, TUNNEL_END_CLOSED);
+		return true;
+	}
+	if (waiting) {
+		tmr_arm(t->tmr, t->fin_ms);
+		if (t->fin_ms < FIN_MAX_MS)
+			t->fin_ms *= 2;
+	} else {
+		tmr_arm(t->tmr, WATCH_MS);
+	}
+	return false;
+}
+
+/* The worker's epoll: a FIN, a reset or an error on a spliced socket. */
+static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev)
+{
+	struct tunnel *t = h->t;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (t->phase != PH_SPLICED || t->ended)
+		return;
+	/* an error report with no error left on the socket (the peer
+	 * closed as the tunnel ended) is taken for its hang-up */
+	if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
+		log_debug("tunnel: %s side failed while spliced: %s",
+			  h == &t->s[TUNNEL_CLIENT] ? "client" : "upstream",
+			  strerror(err));
+		tunnel_end(t, TUNNEL_END_ERROR);
+		return;
+	}
+	if ((ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !h->kfin) {
+		h->kfin = true;
+		t->fin_ms = FIN_FIRST_MS;
+		tmr_arm(t->tmr, FIN_FIRST_MS);
+	}
+}
+
+/* Spliced: the check after the entry, the watchdog, FINs waiting. */
+static void tunnel_check(struct tunnel *t)
+{
+	bool stuck = false;
+	uint64_t sum;
+	int i;
+
+	if ((t->s[0].kfin || t->s[1].kfin) && tunnel_kernel_fin(t))
+		return; /* t is gone */
+	if (tunnel_look(t)) {
+		tunnel_end(t, TUNNEL_END_ERROR);
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+		uint64_t delivered = o->written - o->base;
+
+		/* more in the destination than the kernel took (a FIN is
+		 * one), or more held than a tunnel may: close it */
+		if (delivered > h->cnt.redir_bytes + 1 ||
+		    tunnel_backlog(t, i) > KERNEL_HOLD_MAX) {
+			atomic_fetch_add(&tc.watchdog, 1);
+			log_warnx(
+			    "tunnel: the kernel %s (%llu bytes redirected "
+			    "%s, %llu in the send queue): closing it",
+			    delivered > h->cnt.redir_bytes + 1
+				? "sent more than it took"
+				: "holds too much for a slow reader",
+			    (unsigned long long)h->cnt.redir_bytes,
+			    i == TUNNEL_CLIENT ? "up" : "down",
+			    (unsigned long long)delivered);
+			tunnel_end(t, TUNNEL_END_ERROR);
+			return;
+		}
+		/* bytes the program kept with the socket (the peer left the
+		 * map: a close race), or redirected bytes that do not reach
+		 * a send queue with room */
+		if (h->cnt.pass_bytes || h->cnt.redir_fail ||
+		    (!h->kfin && tunnel_untaken(t, i) > 0) ||
+		    (!o->down && tunnel_backlog(t, i) > 0 &&
+		     o->queued < o->sndbuf / 2))
+			stuck = true;
+	}
+	sum = t->st.kernel_up + t->st.kernel_down + t->s[0].written +
+	      t->s[1].written;
+	if (sum != t->progress || !stuck) {
+		t->progress = sum;
+		t->quiet_ns = clk_now_ns();
+		t->kicked = false;
+	} else if (clk_now_ns() - t->quiet_ns >=
+		   STALL_CHECKS * WATCH_MS * 1000000ull) {
+		if (!t->kicked) {
+			t->kicked = true;
+			t->quiet_ns = clk_now_ns();
+			for (i = 0; i < 2; i++)
+				splice_sock_kick(t->s[i].fd);
+		} else {
+			atomic_fetch_add(&tc.watchdog, 1);
+			log_warnx(
+			    "tunnel: the kernel moved no byte for %d s with "
+			    "bytes waiting (%llu and %llu redirected, not "
+			    "sent; %llu and %llu kept): closing it",
+			    2 * STALL_CHECKS * WATCH_MS / 1000,
+			    (unsigned long long)tunnel_backlog(t, 0),
+			    (unsigned long long)tunnel_backlog(t, 1),
+			    (unsigned long long)t->s[0].cnt.pass_bytes,
+			    (unsigned long long)t->s[1].cnt.pass_bytes);
+			tunnel_end(t, TUNNEL_END_ERROR);
+			return;
+		}
+	}
+	if (!t->s[0].kfin && !t->s[1].kfin)
+		tmr_arm(t->tmr, tunnel_backlog(t, 0) > (1u << 20) ||
+					tunnel_backlog(t, 1) > (1u << 20)
+				    ? WATCH_BUSY_MS
+				    : WATCH_MS);
+}
+
+static void tunnel_tmr_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tunnel *t = arg;
+
+	(void)fd;
+	(void)what;
+	if (t->phase == PH_COPY)
+		tunnel_try_enter(t);
+	else
+		tunnel_check(t);
+}
+
+/* ---- start and free --------------------------------------------------- */
+
 int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
-		 enum tunnel_mover mover, uint64_t idle_ms, tunnel_done_fn done,
+		 enum tunnel_kind k, uint64_t idle_ms, tunnel_done_fn done,
 		 void *arg, struct tunnel **out)
 {
 	struct sockio *ios[2] = {client, up};
 	struct tunnel *t;
 	int i;
 
-	if (mover != TUNNEL_MOVER_COPY) {
-		sockio_free(client);
-		sockio_free(up);
-		return -EINVAL;
-	}
 	t = calloc(1, sizeof(*t));
-	if (t)
+	if (t) {
 		t->idle = evtimer_new(w->base, tunnel_idle_cb, t);
-	if (!t || !t->idle) {
-		if (t)
-			free(t);
+		t->tmr = evtimer_new(w->base, tunnel_tmr_cb, t);
+	}
+	if (!t || !t->idle || !t->tmr || !w->tunnels) {
+		if (t && t->idle)
+			event_free(t->idle);
+		if (t && t->tmr)
+			event_free(t->tmr);
+		free(t);
 		sockio_free(client);
 		sockio_free(up);
 		return -ENOMEM;
 	}
-	t->mover = mover;
+	t->w = w;
+	t->set = w->tunnels;
+	t->kind = k;
+	t->mover = tunnel_mover_for(k, NULL);
 	t->done = done;
 	t->arg = arg;
 	t->idle_ns = idle_ms * 1000000ull;
 	t->last_ns = clk_now_ns();
+	t->enter_ms = ENTER_FIRST_MS;
+	LIST_INSERT_HEAD(&t->set->all, t, link);
+	atomic_fetch_add(&tc.open_copy, 1);
 	for (i = 0; i < 2; i++) {
+		t->s[i].t = t;
 		t->s[i].io = ios[i];
+		t->s[i].fd = -1;
 		sockio_setcb(ios[i], tunnel_read_cb, tunnel_write_cb,
 			     tunnel_event_cb, t);
 		sockio_set_read_timeout(ios[i], 0);
@@ -215,23 +914,43 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 		if (t->s[i].eof)
 			tunnel_pump(t, i);
 	}
+	/* the kernel takes the pair at its first pause: the end of this
+	 * loop turn, once the heads are written, for most */
+	if (t->mover == TUNNEL_MOVER_SOCKMAP && kernel_wanted(t))
+		tmr_arm(t->tmr, 0);
 	return 0;
 }
 
 void tunnel_stats(const struct tunnel *t, struct tunnel_stats *st)
 {
 	*st = t->st;
+	if (t->ended)
+		return; /* tunnel_end added them */
+	st->bytes_up += st->kernel_up;
+	st->bytes_down += st->kernel_down;
 }
 
 void tunnel_free(struct tunnel *t)
 {
+	struct splice *sp = splice_instance();
 	int i;
 
 	if (!t)
 		return;
-	for (i = 0; i < 2; i++)
+	LIST_REMOVE(t, link);
+	for (i = 0; i < t->set->nbatch; i++)
+		if (t->set->batch[i].data.ptr == &t->s[0] ||
+		    t->set->batch[i].data.ptr == &t->s[1])
+			t->set->batch[i].data.ptr = NULL;
+	atomic_fetch_sub(t->phase == PH_COPY ? &tc.open_copy : &tc.open_spliced,
+			 1);
+	watch(t, false);
+	for (i = 0; i < 2; i++) {
+		if (t->kernel_used && sp)
+			splice_sock_del(sp, t->s[i].cookie);
 		sockio_free(t->s[i].io);
-	if (t->idle)
-		event_free(t->idle);
+	}
+	event_free(t->idle);
+	event_free(t->tmr);
 	free(t);
 }

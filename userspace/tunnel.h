@@ -49,12 +49,21 @@ enum tunnel_end {
 	TUNNEL_END_ERROR,      /* a socket error (reset, ...) on either side */
 };
 
+/* How a tunnel's bytes move. */
+enum tunnel_mover {
+	TUNNEL_MOVER_COPY = 0, /* read into edge, write out, on the loop */
+	TUNNEL_MOVER_SOCKMAP,  /* the kernel's sockmap (splice.h) */
+};
+
 /* What a tunnel moved. Bytes count what was read from a side and queued
  * for the other, pending bytes given to tunnel_start() excluded. */
 struct tunnel_stats {
 	uint64_t bytes_up;   /* client -> upstream */
 	uint64_t bytes_down; /* upstream -> client */
+	/* of them, what the kernel moved (the sockmap program's counters) */
+	uint64_t kernel_up, kernel_down;
 	enum tunnel_end end;
+	enum tunnel_mover mover; /* the kernel's if it ever moved a byte */
 };
 
 /* Called once when the tunnel has ended; both sockets are already shut
@@ -63,26 +72,62 @@ struct tunnel_stats {
 typedef void (*tunnel_done_fn)(struct tunnel *t, const struct tunnel_stats *st,
 			       void *arg);
 
-/* How a tunnel's bytes move. */
-enum tunnel_mover {
-	TUNNEL_MOVER_COPY = 0, /* read into edge, write out, on the loop */
+/* How a tunnel came to be (its traffic, for the auto mover). */
+enum tunnel_kind {
+	TUNNEL_KIND_UPGRADE = 0, /* an HTTP/1.1 Upgrade answered by a 101 */
+	TUNNEL_KIND_TCP,	 /* a plain TCP route */
+	TUNNEL_KIND_PASSTHROUGH, /* a TLS passthrough route (by SNI) */
+	TUNNEL_KIND_MAX
 };
 
-/* The mover's name ("copy"), for logs, analytics and tests. */
+/* The mover's name ("copy", "sockmap"), for logs, analytics and tests. */
 const char *tunnel_mover_name(enum tunnel_mover m);
+/* "upgrade", "tcp", "passthrough" */
+const char *tunnel_kind_name(enum tunnel_kind k);
+
+/* The mover a new tunnel of kind k gets now (the splice mode, whether
+ * the kernel path passed its self-test, bench/splice's figures) and, in
+ * *why, the reason, for status. */
+enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why);
+
+/* The splice's events, summed over every worker (counters). */
+struct tunnel_counts {
+	unsigned long long spliced;    /* tunnels the kernel took */
+	unsigned long long refused;    /* pairs the sockhash refused */
+	unsigned long long watchdog;   /* closed by the watchdog: stalled */
+	unsigned long long halfclosed; /* FINs forwarded while spliced */
+	unsigned long long lost;       /* bytes lost at an entry: failed */
+	unsigned long long kernel_up, kernel_down;  /* bytes the kernel moved */
+	unsigned long long open_spliced, open_copy; /* gauges */
+};
+void tunnel_counts(struct tunnel_counts *out);
 
 /*
- * Start a tunnel on w's loop between the sockios client and up, both
- * owned by the tunnel from now on (freed by tunnel_free, and on failure;
- * their callbacks are the tunnel's). What their outputs hold is written
- * first, and what their inputs hold (bytes read past the heads) is moved
- * to the other side first, in order; neither is counted in the stats.
- * idle_ms > 0 is the idle timeout. Returns 0 and *out, or -ENOMEM or
- * -EINVAL (an unknown mover; both sockios freed).
+ * Start a tunnel of kind k on w's loop between the sockios client and up,
+ * both owned by the tunnel from now on (freed by tunnel_free, and on
+ * failure; their callbacks are the tunnel's), with the mover
+ * tunnel_mover_for(k) gives. What their outputs hold is written first,
+ * and what their inputs hold (bytes read past the heads) is moved to the
+ * other side first, in order; neither is counted in the stats. The kernel
+ * mover takes the pair only once both are flushed, and gives it back to
+ * the copy mover (without losing a byte) at an end, on a stall, or when
+ * the switch says off. idle_ms > 0 is the idle timeout. Returns 0 and
+ * *out, or -ENOMEM (both sockios freed).
  */
 int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
-		 enum tunnel_mover mover, uint64_t idle_ms, tunnel_done_fn done,
+		 enum tunnel_kind k, uint64_t idle_ms, tunnel_done_fn done,
 		 void *arg, struct tunnel **out);
+
+/* The mover t uses now. */
+enum tunnel_mover tunnel_mover(const struct tunnel *t);
+
+/* The worker's tunnels: made by worker_new, freed by worker_free (after
+ * its tunnels); tunnel_set_switch applies the run-time switch to each
+ * (splice_get_mode: off takes spliced ones back, on splices the rest). */
+struct tunnel_set;
+int tunnel_set_new(struct worker *w, struct tunnel_set **out);
+void tunnel_set_free(struct tunnel_set *ts);
+void tunnel_set_switch(struct tunnel_set *ts);
 
 /* A snapshot of what t has moved so far. */
 void tunnel_stats(const struct tunnel *t, struct tunnel_stats *st);

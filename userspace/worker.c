@@ -23,6 +23,8 @@
 #include "log.h"
 #include "proxy.h"
 #include "reqid.h"
+#include "splice.h"
+#include "tunnel.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -108,6 +110,18 @@ static void worker_sync_settings(struct worker *w)
 			  strerror(-rc));
 }
 
+/* The splice's run-time switch moved: apply it to this worker's
+ * tunnels. */
+static void worker_sync_splice(struct worker *w)
+{
+	unsigned gen = splice_gen();
+
+	if (gen == w->splice_gen)
+		return;
+	w->splice_gen = gen;
+	tunnel_set_switch(w->tunnels);
+}
+
 static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -119,6 +133,7 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_warn("worker %u: wake", w->id);
 	worker_sync_settings(w);
+	worker_sync_splice(w);
 	switch (atomic_load(&w->cmd)) {
 	case WORKER_STOP:
 		event_base_loopbreak(w->base);
@@ -224,6 +239,7 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	upstream_pool_expire(w->up, clk_now_ns());
 	worker_publish_upstream(w);
 	worker_read_nofile(w);
+	worker_sync_splice(w);
 	if (conn_tick_trim(w))
 		malloc_trim(0);
 	worker_maybe_exit(w);
@@ -310,6 +326,10 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		goto fail;
 	}
 	worker_read_nofile(w);
+	w->splice_gen = splice_gen();
+	rc = tunnel_set_new(w, &w->tunnels);
+	if (rc)
+		goto nomem;
 	rc = upstream_worker_new(&w->up);
 	if (rc)
 		goto nomem;
@@ -426,6 +446,7 @@ void worker_free(struct worker *w)
 		listener_free(w->ls[i]);
 	free(w->ls);
 	upstream_worker_free(w->up);
+	tunnel_set_free(w->tunnels);
 	admit_limiter_free(w->limiter);
 	if (w->notify)
 		event_free(w->notify);

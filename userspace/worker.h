@@ -33,6 +33,7 @@
 struct listener;
 struct mailbox;
 struct reqid_table;
+struct tunnel_set;
 
 /* Read by every worker; written only by the main thread before the
  * workers start, except routes (swapped atomically) and the atomics. */
@@ -120,6 +121,8 @@ struct worker {
 	unsigned long fd_reserve; /* worker_fd_reserve() */
 	struct log_rl accept_rl;  /* their log lines */
 	struct upstream_worker *up;
+	struct tunnel_set *tunnels;	    /* its tunnels (tunnel.h) */
+	unsigned splice_gen;		    /* splice_gen() it last applied */
 	struct upstream_stats up_published; /* added to sh->up so far */
 	struct admit_limiter *limiter;	    /* NULL: no per-client rate limit */
 	/* libevent common timeouts for the durations used per request: a

@@ -6,8 +6,17 @@
 # upgrade request, a client EOF sent before the 101 arrived, an unsolicited
 # or mismatched 101 (502), the idle
 # timeout, and one analytics event per tunnel. Runs against build/edged
-# and build/asan/edged (256 MiB each way both times).
-# Needs no root: 127.0.0.1 high ports, a generated configuration.
+# and build/asan/edged (256 MiB each way both times), each with both
+# movers: splice = "off" (the copy mover) and splice = "sockmap" (the
+# kernel's; as root only: loading the program needs CAP_BPF), and with
+# the kernel's: a slow reader (closed once the kernel holds 16 MiB for
+# it), the switch (off: new tunnels copied; on: a live copied tunnel
+# taken by the kernel), the watchdog closing a tunnel made to stall (its
+# source socket deleted from the sockhash with bpftool: its bytes then
+# wait in the receive queue), and edged's CPU time for 256 MiB each way
+# spliced against the copy mover's.
+# Needs no root for the copy mover: 127.0.0.1 high ports, a generated
+# configuration.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -15,6 +24,7 @@
 # Debian's interpreter: python3 on PATH may be another one without
 # Debian's modules (python3-websockets)
 DPY=/usr/bin/python3
+BPFTOOL=${BPFTOOL:-bpftool}
 edged_begin python3 "$DPY"
 
 BASE=$(edged_ports 4)
@@ -23,11 +33,12 @@ P_BACK=$((BASE + 1))
 P_WS=$((BASE + 2))
 P_ADMIN=$((BASE + 3))
 
-write_conf() { # FILE
+write_conf() { # FILE SPLICE
 	{
 		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
 		cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
+splice = "$2";
 timeouts = {
   header = "2s";
   upstream_connect = "1s";
@@ -54,7 +65,7 @@ CONF
 }
 
 client() { # MODE [ARGS...]: output in $T_TMP/client.json, errors in .err
-	python3 "$TOOLS/tunnel_client.py" "$1" "$P_EDGE" raw.test "${@:2}" \
+	timeout 120 python3 "$TOOLS/tunnel_client.py" "$1" "$P_EDGE" raw.test "${@:2}" \
 		>"$T_TMP/client.json" 2>"$T_TMP/client.err"
 }
 
@@ -78,14 +89,109 @@ print(json.dumps(recs[-1] if recs else {}))
 PY
 }
 
-run_suite() { # BIN LABEL BYTES
-	local bin=$1 v=$2 big=$3 out
+# splice_json [MODE]: edgectl splice [MODE] --json into $T_TMP/splice.json
+splice_json() {
+	"$EDGECTL" --socket "$T_TMP/edged.sock" splice "$@" --json >"$T_TMP/splice.json" 2>"$T_TMP/splice.err"
+}
+
+# cpu_ticks: edged's user + system time so far, in clock ticks
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$EPID/stat"; }
+
+# kernel_cases LABEL BYTES: what only the sockmap mover has to show
+kernel_cases() {
+	local v=$1 big=$2 n0 n1 k0 k1 ck key i out mid
+
+	# a reader slower than its writer: the kernel's redirect backlog
+	# would grow without bound (its queue is not the socket's); the
+	# watchdog closes the tunnel once it holds 16 MiB for it
+	splice_json
+	n0=$(json_field "$T_TMP/splice.json" watchdog)
+	if ! client pump $((256 << 20)) "$EPID" $((1 << 20)); then
+		splice_json
+		n1=$(json_field "$T_TMP/splice.json" watchdog)
+		if [ "${n1:-0}" -gt "${n0:-0}" ] && grep -q "holds too much for a slow reader" "$EDGED_LOG"; then
+			t_ok "$v: a reader slower than its writer: the tunnel is closed once the kernel holds 16 MiB for it"
+		else
+			t_fail "$v: slow reader" "watchdog ${n0:-?} -> ${n1:-?}: $(cat "$T_TMP/client.err")"
+		fi
+	else
+		t_fail "$v: slow reader" "a 1 MiB/s reader took 256 MiB through the kernel: $(cat "$T_TMP/client.json")"
+	fi
+
+	# the switch: off, and a new tunnel is copied; on, and a live copy
+	# tunnel is taken by the kernel at its next pause
+	splice_json off
+	k0=$(json_field "$T_TMP/splice.json" kernel_bytes_up)
+	if client pump $((16 << 20)) "$EPID" 0 100; then
+		splice_json
+		k1=$(json_field "$T_TMP/splice.json" kernel_bytes_up)
+		if [ "$(json_field "$T_TMP/splice.json" mode)" = off ] && [ "$k1" = "$k0" ]; then
+			t_ok "$v: splice off: the next tunnel is copied (16 MiB each way, the kernel none)"
+		else
+			t_fail "$v: splice off" "mode $(json_field "$T_TMP/splice.json" mode), kernel up $k0 -> $k1"
+		fi
+	else
+		t_fail "$v: splice off" "$(cat "$T_TMP/client.err")"
+	fi
+	if out=$(timeout 60 python3 "$TOOLS/splice_switch.py" "$P_EDGE" "$EDGECTL" "$T_TMP/edged.sock" 2>&1); then
+		t_ok "$v: splice on: a live copied tunnel is taken by the kernel at its next pause, echoes intact ($out)"
+	else
+		t_fail "$v: splice on moves a live tunnel" "$out"
+	fi
+
+	# the watchdog: the client's socket taken out of the sockhash under
+	# edged's feet in the middle of an upload (a stand-in for the kernel
+	# bugs that stop the verdict program from being called): its bytes
+	# wait in the receive queue; the watchdog closes the tunnel, counts
+	# it and says why, rather than leave it hanging
+	if ! command -v "$BPFTOOL" >/dev/null; then
+		t_skip "$v: watchdog" "no bpftool"
+		return
+	fi
+	splice_json
+	n0=$(json_field "$T_TMP/splice.json" watchdog)
+	rm -f "$T_TMP/ready"
+	client upload $((256 << 20)) "$T_TMP/ready" &
+	ck=$!
+	for i in $(seq 100); do
+		[ -e "$T_TMP/ready" ] && break
+		sleep 0.05
+	done
+	# edged's end of the client's connection: its cookie (ss's sk:)
+	key=$(ss -Htnie state established "( sport = :$P_EDGE )" | sed -n 's/.* sk:\([0-9a-f]*\).*/\1/p' | head -1)
+	if [ -n "$key" ]; then
+		key=$(printf '%016x' "0x$key" | sed 's/\(..\)/\1 /g' | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+		# this edged's sockhash (other edgeds may have one too)
+		mid=$("$BPFTOOL" -j map show 2>/dev/null | python3 -c 'import json, sys
+for m in json.load(sys.stdin):
+    if m.get("name") == "edge_splice_sk" and any(p.get("pid") == int(sys.argv[1]) for p in m.get("pids", [])):
+        print(m["id"])' "$EPID" | head -1)
+		# shellcheck disable=SC2086 # the key's bytes are separate words
+		"$BPFTOOL" map delete id "${mid:-0}" key hex $key 2>"$T_TMP/bpftool.err" ||
+			t_fail "$v: watchdog: bpftool deletes the socket" "$(cat "$T_TMP/bpftool.err")"
+	fi
+	wait "$ck"
+	splice_json
+	n1=$(json_field "$T_TMP/splice.json" watchdog)
+	if [ -n "$key" ] && [ "${n1:-0}" -gt "${n0:-0}" ] && grep -q "the kernel moved no byte" "$EDGED_LOG"; then
+		t_ok "$v: a tunnel made to stall (its socket out of the sockhash): the watchdog closes it and says why"
+	else
+		t_fail "$v: watchdog" "cookie '${key}', watchdog ${n0:-?} -> ${n1:-?}: $(grep -i "tunnel" "$EDGED_LOG" | tail -3)"
+	fi
+}
+
+run_suite() { # BIN LABEL BYTES SPLICE
+	local bin=$1 v="$2/$4" big=$3 mode=$4 out c0 c1 kup kdown
 	: >"$T_TMP/requests.jsonl"
 	: >"$T_TMP/backend.jsonl"
-	EDGED_LOG="$T_TMP/edged-$v.log"
+	EDGED_LOG="$T_TMP/edged-$2-$4.log"
+	write_conf "$T_TMP/edge.conf" "$mode"
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
+	fi
+	if [ "$mode" = sockmap ] && ! grep -q "sockmap self-test passed" "$EDGED_LOG"; then
+		t_fail "$v: the sockmap self-test passes at start" "$(grep splice "$EDGED_LOG")"
 	fi
 
 	# (a) WebSocket
@@ -100,9 +206,14 @@ run_suite() { # BIN LABEL BYTES
 	fi
 
 	# (b) bulk both ways at once, SHA-256 equal at both ends, RSS bounded
-	if client pump "$big" "$EPID"; then
+	# (the kernel takes a tunnel at its first pause: here, both ends
+	# start 100 ms after the 101; both send at 96 MiB/s, under what the
+	# readers take: a reader slower than its writer has its tunnel
+	# closed under the kernel's mover, see kernel_cases)
+	c0=$(cpu_ticks)
+	if client pump "$big" "$EPID" 0 100 $((96 << 20)); then
 		local rec growth
-		rec=$(backend_last "/pump/$big")
+		rec=$(backend_last "/pump/$big/100/$((96 << 20))")
 		growth=$(($(json_field "$T_TMP/client.json" rss_peak_kb) - $(json_field "$T_TMP/client.json" rss_base_kb)))
 		if [ "$(echo "$rec" | json_field - recv_sha)" = "$(json_field "$T_TMP/client.json" sent_sha)" ] &&
 			[ "$(echo "$rec" | json_field - sent_sha)" = "$(json_field "$T_TMP/client.json" recv_sha)" ] &&
@@ -115,6 +226,20 @@ run_suite() { # BIN LABEL BYTES
 			t_ok "$v: edged's RSS grew by $((growth / 1024)) MiB during it (< 64 MiB)"
 		else
 			t_fail "$v: RSS bounded" "grew by $growth kB"
+		fi
+		c1=$(cpu_ticks)
+		echo "$((c1 - c0))" >"$T_TMP/cpu-$2-$mode"
+		# which mover moved the bytes: the kernel's counters
+		splice_json
+		kup=$(json_field "$T_TMP/splice.json" kernel_bytes_up)
+		kdown=$(json_field "$T_TMP/splice.json" kernel_bytes_down)
+		if [ "$mode" = sockmap ] && [ "${kup:-0}" -ge $((big * 9 / 10)) ] &&
+			[ "${kdown:-0}" -ge $((big * 9 / 10)) ]; then
+			t_ok "$v: the kernel moved $((kup >> 20)) MiB up and $((kdown >> 20)) MiB down of it; edged used $((c1 - c0)) CPU ticks"
+		elif [ "$mode" = off ] && [ "${kup:-1}" = 0 ] && [ "${kdown:-1}" = 0 ]; then
+			t_ok "$v: the copy mover moved all of it (the kernel none); edged used $((c1 - c0)) CPU ticks"
+		else
+			t_fail "$v: the mover asked for moved the bytes" "kernel up ${kup:-?} down ${kdown:-?}: $(cat "$T_TMP/splice.json" "$T_TMP/splice.err")"
 		fi
 	else
 		t_fail "$v: raw tunnel bulk" "$(cat "$T_TMP/client.err")"
@@ -168,22 +293,26 @@ run_suite() { # BIN LABEL BYTES
 		t_fail "$v: idle timeout" "$(cat "$T_TMP/client.err") $(cat "$T_TMP/client.json")"
 	fi
 
+	[ "$mode" = sockmap ] && kernel_cases "$v" "$big"
+
 	edged_stop
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 
 	# (h) one tunnel event per tunnel, with the bytes each way
-	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" <<'PY'; then
+	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" <<'PY'; then
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 big, ws = int(sys.argv[2]), sys.argv[3] == "1"
 tun = [e for e in ev if e["kind"] == "tunnel"]
 assert all(e["outcome"] == "tunnel" and e["status"] == 101 for e in tun), tun
 paths = sorted(e["path"] for e in tun)
-want = sorted(["/pump/%d" % big, "/halfclose/300000", "/latehalfclose/200000",
+want = sorted(["/pump/%d/100/%d" % (big, 96 << 20), "/halfclose/300000", "/latehalfclose/200000",
                "/banner", "/echo"]
-              + (["/ws"] if ws else []))
+              + (["/ws"] if ws else [])
+              + (["/pump/%d" % (256 << 20), "/pump/%d/100" % (16 << 20),
+                  "/echo", "/sink"] if sys.argv[4] == "sockmap" else []))
 assert paths == want, (paths, want)
-pump = [e for e in tun if e["path"] == "/pump/%d" % big][0]
+pump = [e for e in tun if e["path"] == "/pump/%d/100/%d" % (big, 96 << 20)][0]
 assert big < pump["bytes_in"] < big + 4096, pump
 assert big < pump["bytes_out"] < big + 4096, pump
 hc = [e for e in tun if e["path"] == "/halfclose/300000"][0]
@@ -209,9 +338,31 @@ if "$DPY" -c 'import websockets' 2>/dev/null; then
 	edged_backend "$P_WS" "$DPY" "$TOOLS/ws_echo.py" serve "$P_WS" ||
 		t_fail "WebSocket backend starts"
 fi
-write_conf "$T_TMP/edge.conf"
+MODES="off"
+if [ "$(id -u)" = 0 ]; then
+	MODES="off sockmap"
+else
+	t_skip "the sockmap mover" "not root: loading the sk_skb program needs CAP_BPF"
+fi
 
-run_suite "$EDGED" edged $((256 << 20))
+for m in $MODES; do
+	run_suite "$EDGED" edged $((256 << 20)) "$m"
+done
+# edged's own CPU for the same bulk with each mover: the kernel's moves
+# the bytes without them entering edged
+if [ -e "$T_TMP/cpu-edged-sockmap" ] && [ -e "$T_TMP/cpu-edged-off" ]; then
+	ks=$(cat "$T_TMP/cpu-edged-sockmap")
+	kc=$(cat "$T_TMP/cpu-edged-off")
+	if [ "$((ks * 4))" -le "$kc" ]; then
+		t_ok "edged's CPU for 256 MiB each way: $ks ticks spliced, $kc copied (under a quarter)"
+	else
+		t_fail "spliced bytes bypass edged" "$ks ticks spliced, $kc copied"
+	fi
+fi
 # a small quarantine, so that RSS shows edged's own buffers
-edged_asan quarantine_size_mb=4 && run_suite "$EDGED_ASAN" asan $((256 << 20))
+if edged_asan quarantine_size_mb=4; then
+	for m in $MODES; do
+		run_suite "$EDGED_ASAN" asan $((256 << 20)) "$m"
+	done
+fi
 t_exit

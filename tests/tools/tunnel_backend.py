@@ -16,7 +16,10 @@ Reads one request head per connection and answers by path:
                  (b"after-eof:" then 'h' repeated) and closes
   /latehalfclose/N  as /halfclose/N, but the 101 goes out 300 ms after
                  the request head (so that a client's EOF can come first)
-  /pump/N        101, then sends N bytes of the stream pattern while
+  /sink          101, then reads to the client's EOF and answers one line:
+                 "BYTES SHA256\n"
+  /pump/N[/MS[/RATE]]
+                 101, then sends N bytes of the stream pattern while
                  reading until EOF, both at once; logs the SHA-256 of
                  what it sent and of what it received
   anything else  101 "Upgrade: raw-test" then echo (so an unsolicited
@@ -78,11 +81,14 @@ def serve(s):
         return
     if path.startswith("/pump/"):
         n = int(path.split("/")[2])
+        wait = int(path.split("/")[3]) if path.count("/") > 2 else 0
+        rate = int(path.split("/")[4]) if path.count("/") > 3 else 0
         switch(s)
         sent = {}
 
         def send():
-            sent["sha"] = tunnel_pattern.send(s, n, b"B")
+            time.sleep(wait / 1000)
+            sent["sha"] = tunnel_pattern.send(s, n, b"B", rate=rate)
             s.shutdown(socket.SHUT_WR)
 
         t = threading.Thread(target=send)
@@ -93,6 +99,13 @@ def serve(s):
         rec["recv_sha"] = h.hexdigest()
         rec["sent_bytes"] = n
         rec["sent_sha"] = sent["sha"]
+    elif path == "/sink":
+        # read to the client's EOF, then say what came: one line
+        switch(s)
+        h = hashlib.sha256()
+        rec["recv_bytes"], rec["first"] = drain(s, buf, h)
+        rec["recv_sha"] = h.hexdigest()
+        s.sendall(("%d %s\n" % (rec["recv_bytes"], rec["recv_sha"])).encode())
     elif path.startswith(("/halfclose/", "/latehalfclose/")):
         n = int(path.split("/")[2])
         if path.startswith("/late"):

@@ -8,8 +8,17 @@ by HOST) for an upgrade, checks what comes back and prints one JSON
 object with what it saw. Exits 0 when the checks of MODE passed, 1 with
 the reason on stderr otherwise.
 
-  pump N PID     send N bytes of the pattern while receiving N bytes
-                 (/pump/N); samples VmRSS of PID meanwhile
+  pump N PID [RATE [WAIT [SEND_RATE]]]
+                 send N bytes of the pattern while receiving N bytes
+                 (/pump/N); samples VmRSS of PID meanwhile; with RATE
+                 (not 0), reads at most RATE bytes per second (a slow
+                 reader); with WAIT, both ends start sending WAIT ms
+                 after the 101 (/pump/N/WAIT); with SEND_RATE, both
+                 send at most SEND_RATE bytes per second
+  upload N [READY]
+                 send N bytes of the pattern (/sink), shut down the write
+                 side, and check the backend's "BYTES SHA256" answer; with
+                 READY, create that file after the first MiB went out
   early          request head and "CLIENT-FIRST\\n" in one write (/banner):
                  the backend's "BACKEND-FIRST\\n" (sent with its 101) and
                  then the echo of CLIENT-FIRST must arrive, in that order
@@ -102,6 +111,9 @@ def rss_kb(pid):
 
 def mode_pump():
     n, pid = int(ARGS[0]), ARGS[1]
+    rate = int(ARGS[2]) if len(ARGS) > 2 else 0
+    wait = int(ARGS[3]) if len(ARGS) > 3 else 0
+    srate = int(ARGS[4]) if len(ARGS) > 4 else 0
     base = rss_kb(pid)
     peak = [base]
     done = threading.Event()
@@ -114,12 +126,19 @@ def mode_pump():
     sampler = threading.Thread(target=sample)
     sampler.start()
     s = connect()
-    s.sendall(upgrade_req("/pump/%d" % n))
+    if srate:
+        path = "/pump/%d/%d/%d" % (n, wait, srate)
+    elif wait:
+        path = "/pump/%d/%d" % (n, wait)
+    else:
+        path = "/pump/%d" % n
+    s.sendall(upgrade_req(path))
     _, rest = expect_101(s)
     sent = {}
 
     def send():
-        sent["sha"] = tunnel_pattern.send(s, n, b"C")
+        time.sleep(wait / 1000)
+        sent["sha"] = tunnel_pattern.send(s, n, b"C", rate=srate)
         s.shutdown(socket.SHUT_WR)
 
     t0 = time.time()
@@ -128,11 +147,16 @@ def mode_pump():
     h = hashlib.sha256(rest)
     got = len(rest)
     while True:
-        d = s.recv(262144)
+        d = s.recv(min(262144, rate // 20) if rate else 262144)
         if not d:
             break
         h.update(d)
         got += len(d)
+        if rate:
+            # at most RATE bytes per second since the start
+            ahead = got / rate - (time.time() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
     t.join()
     secs = time.time() - t0
     done.set()
@@ -144,6 +168,29 @@ def mode_pump():
     print(json.dumps(out))
     if got != n:
         fail("received %d bytes, wanted %d" % (got, n))
+
+
+def mode_upload():
+    n = int(ARGS[0])
+    ready = ARGS[1] if len(ARGS) > 1 else None
+    s = connect()
+    s.sendall(upgrade_req("/sink"))
+    _, rest = expect_101(s)
+    t0 = time.time()
+    sha = tunnel_pattern.send(s, n, b"U", ready=ready)
+    s.shutdown(socket.SHUT_WR)
+    line = rest
+    while not line.endswith(b"\n"):
+        d = s.recv(4096)
+        if not d:
+            break
+        line += d
+    s.close()
+    out = {"sent_sha": sha, "answer": line.decode("latin-1").strip(),
+           "seconds": round(time.time() - t0, 2)}
+    print(json.dumps(out))
+    if out["answer"] != "%d %s" % (n, sha):
+        fail("the backend got %r, wanted %d %s" % (out["answer"], n, sha))
 
 
 def mode_early():
@@ -245,6 +292,8 @@ def mode_bad(path, req):
 
 if MODE == "pump":
     mode_pump()
+elif MODE == "upload":
+    mode_upload()
 elif MODE == "early":
     mode_early()
 elif MODE == "halfclose":

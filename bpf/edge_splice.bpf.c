@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * edge_splice.bpf.c - the sockmap splice: an sk_skb stream verdict
+ * program on edged's sockhash that sends each spliced socket's incoming
+ * bytes to its peer's egress, counting them, so that a tunnel's bytes
+ * never enter userspace.
+ *
+ * The program reads no byte of the payload (only skb->len), so it pulls
+ * none. A socket without a ctl entry, one in PASS state, or one whose
+ * count of passed bytes is not the ctl's want keeps its bytes (SK_PASS:
+ * edged reads them as a copy mover would). A redirect the kernel refuses
+ * (the peer left the map: a close race) keeps them too, counted in
+ * redir_fail, for edged's watchdog to find: never SK_DROP. An empty skb
+ * (a FIN) is never redirected: edged sees the FIN and forwards it.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "edge_maps.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, EDGE_SPLICE_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} edge_splice_sk SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EDGE_SPLICE_MAX);
+	__type(key, __u64);
+	__type(value, struct edge_splice_ctl);
+} edge_splice_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EDGE_SPLICE_MAX);
+	__type(key, __u64);
+	__type(value, struct edge_splice_cnt);
+} edge_splice_cnt SEC(".maps");
+
+SEC("sk_skb/stream_verdict")
+int edge_splice(struct __sk_buff *skb)
+{
+	__u64 me = bpf_get_socket_cookie(skb);
+	struct edge_splice_ctl *c = bpf_map_lookup_elem(&edge_splice_ctl, &me);
+	struct edge_splice_cnt *n = bpf_map_lookup_elem(&edge_splice_cnt, &me);
+	__u64 len = skb->len, peer;
+
+	/* a FIN comes as an empty skb: redirected, the peer's backlog would
+	 * send nothing, which it takes for a broken pipe (and stops);
+	 * edged forwards the FIN itself */
+	if (!c || !n || len == 0)
+		return SK_PASS;
+	if (c->state == EDGE_SPLICE_REDIRECT && n->pass_bytes == c->want) {
+		peer = c->peer;
+		/* counted first: edged compares what the peer has sent
+		 * with this, and may never see more sent than counted */
+		__sync_fetch_and_add(&n->redir_bytes, len);
+		if (bpf_sk_redirect_hash(skb, &edge_splice_sk, &peer, 0) ==
+		    SK_PASS) {
+			n->last_ns = bpf_ktime_get_ns();
+			return SK_PASS;
+		}
+		__sync_fetch_and_add(&n->redir_bytes, -len);
+		__sync_fetch_and_add(&n->redir_fail, 1);
+	}
+	__sync_fetch_and_add(&n->pass_bytes, len);
+	return SK_PASS;
+}

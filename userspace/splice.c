@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * splice.c - splice.h: edge_splice.bpf.c loaded from its skeleton, the
+ * per-socket map operations, and the start-up self-test.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "edge_splice.skel.h"
+#include "splice.h"
+
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+
+struct splice {
+	struct edge_splice *skel;
+	int sk_fd, ctl_fd, cnt_fd, prog_fd;
+	bool attached;
+};
+
+static struct splice *splice_installed;
+static _Atomic int splice_mode_now = SPLICE_AUTO;
+static atomic_bool splice_ok;
+/* why: written by the main thread before the workers read it, then only
+ * by splice_set_usable (the main thread), as a whole pointer */
+static char splice_why_buf[2][256];
+static _Atomic(const char *) splice_why_now = "not loaded";
+
+int splice_mode_parse(const char *s, enum splice_mode *out)
+{
+	if (strcmp(s, "auto") == 0)
+		*out = SPLICE_AUTO;
+	else if (strcmp(s, "sockmap") == 0)
+		*out = SPLICE_SOCKMAP;
+	else if (strcmp(s, "off") == 0)
+		*out = SPLICE_OFF;
+	else
+		return -1;
+	return 0;
+}
+
+const char *splice_mode_name(enum splice_mode m)
+{
+	switch (m) {
+	case SPLICE_AUTO:
+		return "auto";
+	case SPLICE_SOCKMAP:
+		return "sockmap";
+	case SPLICE_OFF:
+		return "off";
+	}
+	return "unknown";
+}
+
+static atomic_uint splice_gen_now;
+
+void splice_set_mode(enum splice_mode m)
+{
+	atomic_store(&splice_mode_now, (int)m);
+	atomic_fetch_add(&splice_gen_now, 1);
+}
+
+unsigned splice_gen(void)
+{
+	return atomic_load(&splice_gen_now);
+}
+
+enum splice_mode splice_get_mode(void)
+{
+	return (enum splice_mode)atomic_load(&splice_mode_now);
+}
+
+bool splice_usable(void)
+{
+	return atomic_load(&splice_ok);
+}
+
+void splice_set_usable(bool ok, const char *why)
+{
+	static unsigned n;
+	char *b = splice_why_buf[++n & 1];
+
+	snprintf(b, sizeof(splice_why_buf[0]), "%s", why);
+	atomic_store(&splice_why_now, b);
+	atomic_store(&splice_ok, ok);
+}
+
+const char *splice_why(void)
+{
+	return atomic_load(&splice_why_now);
+}
+
+void splice_install(struct splice *s)
+{
+	splice_installed = s;
+}
+
+struct splice *splice_instance(void)
+{
+	return splice_installed;
+}
+
+long splice_sock_inq(int fd)
+{
+	int n = 0;
+
+	if (ioctl(fd, SIOCINQ, &n) < 0)
+		return -errno;
+	return n;
+}
+
+uint64_t splice_cookie(int fd)
+{
+	uint64_t c = 0;
+	socklen_t len = sizeof(c);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
+		return 0;
+	return c;
+}
+
+int splice_sock_add(struct splice *s, int fd, uint64_t cookie, uint64_t peer)
+{
+	struct edge_splice_ctl c = {.peer = peer,
+				    .state = EDGE_SPLICE_REDIRECT};
+	struct edge_splice_cnt n = {0};
+	uint64_t v = (uint64_t)fd;
+	int rc;
+
+	if (!cookie)
+		return -EINVAL;
+	if (bpf_map_update_elem(s->cnt_fd, &cookie, &n, BPF_ANY) ||
+	    bpf_map_update_elem(s->ctl_fd, &cookie, &c, BPF_ANY)) {
+		rc = -errno;
+		goto fail;
+	}
+	if (bpf_map_update_elem(s->sk_fd, &cookie, &v, BPF_NOEXIST)) {
+		rc = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	bpf_map_delete_elem(s->ctl_fd, &cookie);
+	bpf_map_delete_elem(s->cnt_fd, &cookie);
+	return rc;
+}
+
+void splice_sock_del(struct splice *s, uint64_t cookie)
+{
+	bpf_map_delete_elem(s->sk_fd, &cookie);
+	bpf_map_delete_elem(s->ctl_fd, &cookie);
+	bpf_map_delete_elem(s->cnt_fd, &cookie);
+}
+
+static int splice_ctl(struct splice *s, uint64_t cookie, uint64_t peer,
+		      uint64_t want, uint32_t state)
+{
+	struct edge_splice_ctl c = {.peer = peer, .want = want, .state = state};
+
+	if (bpf_map_update_elem(s->ctl_fd, &cookie, &c, BPF_EXIST))
+		return -errno;
+	return 0;
+}
+
+int splice_sock_redirect(struct splice *s, uint64_t cookie, uint64_t peer,
+			 uint64_t want)
+{
+	return splice_ctl(s, cookie, peer, want, EDGE_SPLICE_REDIRECT);
+}
+
+int splice_sock_pass(struct splice *s, uint64_t cookie, uint64_t peer)
+{
+	return splice_ctl(s, cookie, peer, 0, EDGE_SPLICE_PASS);
+}
+
+int splice_sock_counts(struct splice *s, uint64_t cookie,
+		       struct edge_splice_cnt *out)
+{
+	if (bpf_map_lookup_elem(s->cnt_fd, &cookie, out))
+		return -errno;
+	return 0;
+}
+
+int splice_sock_written(int fd, uint64_t *written, uint64_t *queued)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int outq = 0;
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    ioctl(fd, SIOCOUTQ, &outq) < 0)
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_bytes_acked) +
+		      sizeof(ti.tcpi_bytes_acked))
+		return -EOPNOTSUPP;
+	*written = ti.tcpi_bytes_acked + (uint64_t)outq;
+	if (queued)
+		*queued = (uint64_t)outq;
+	return 0;
+}
+
+int splice_sock_received(int fd, uint64_t *received)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_bytes_received) +
+		      sizeof(ti.tcpi_bytes_received))
+		return -EOPNOTSUPP;
+	*received = ti.tcpi_bytes_received;
+	return 0;
+}
+
+int splice_sock_kick(int fd)
+{
+	int one = 1;
+
+	/* setting the low-water mark runs the socket's data_ready, which
+	 * the sockmap replaced by its verdict */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) < 0)
+		return -errno;
+	return 0;
+}
+
+int splice_sock_peek(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n > 0)
+		return 1;
+	if (n == 0)
+		return 0;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return -EAGAIN;
+	return -errno;
+}
+
+/* ---- the self-test ---------------------------------------------------- */
+
+#define ST_BYTES (256 * 1024)
+#define ST_EARLY 4096 /* sent before the socket enters the map */
+#define ST_DEADLINE_MS 2000
+
+static uint64_t st_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A connected loopback pair (non-blocking) through listener l. */
+static int st_pair(int l, int *cfd, int *afd)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+
+	*cfd = *afd = -1;
+	if (getsockname(l, (struct sockaddr *)&sa, &len) < 0)
+		return -errno;
+	*cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*cfd < 0 || connect(*cfd, (struct sockaddr *)&sa, len) < 0)
+		return -errno;
+	*afd = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (*afd < 0)
+		return -errno;
+	if (fcntl(*cfd, F_SETFL, fcntl(*cfd, F_GETFL) | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Send n bytes of src into wfd while reading n bytes from rfd into dst,
+ * by the deadline: 0, -ETIMEDOUT, or -errno. */
+static int st_move(int wfd, int rfd, const unsigned char *src,
+		   unsigned char *dst, size_t n, uint64_t deadline)
+{
+	size_t sent = 0, got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		struct pollfd p[2] = {{.fd = rfd, .events = POLLIN},
+				      {.fd = wfd, .events = POLLOUT}};
+		uint64_t now = st_now_ms();
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (wfd < 0)
+			sent = n; /* only reading */
+		if (poll(p, sent < n ? 2 : 1, (int)(deadline - now)) < 0 &&
+		    errno != EINTR)
+			return -errno;
+		if (sent < n) {
+			r = send(wfd, src + sent, n - sent,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (r > 0)
+				sent += (size_t)r;
+			else if (r < 0 && errno != EAGAIN)
+				return -errno;
+		}
+		r = recv(rfd, dst + got, n - got, MSG_DONTWAIT);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r == 0)
+			return -ECONNRESET;
+		else if (errno != EAGAIN)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Both directions through the splice of b (a's peer) and c (d's peer):
+ * a -> b => c -> d and d -> c => b -> a, the first bytes sent before b
+ * entered the map (handed to the program by the kick). */
+static int splice_selftest(struct splice *s, struct errbuf *err)
+{
+	int l = -1, a = -1, b = -1, c = -1, d = -1, rc;
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	unsigned char *src = malloc(ST_EARLY + ST_BYTES),
+		      *dst = malloc(ST_BYTES);
+	uint64_t kb = 0, kc = 0, wb0, wc0, wb, wc;
+	struct edge_splice_cnt nb, nc;
+	uint64_t deadline = st_now_ms() + ST_DEADLINE_MS;
+	const char *what = "setting up";
+	bool added = false;
+
+	rc = -ENOMEM;
+	if (!src || !dst)
+		goto out;
+	if (RAND_bytes(src, ST_EARLY + ST_BYTES) != 1)
+		memset(src, 0x5a, ST_EARLY + ST_BYTES);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(l, 4) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = st_pair(l, &a, &b);
+	if (rc == 0)
+		rc = st_pair(l, &d, &c);
+	if (rc)
+		goto out;
+	kb = splice_cookie(b);
+	kc = splice_cookie(c);
+	what = "reading TCP counters";
+	rc = splice_sock_written(b, &wb0, NULL);
+	if (rc == 0)
+		rc = splice_sock_written(c, &wc0, NULL);
+	if (rc)
+		goto out;
+	what = "sending before the splice";
+	if (send(a, src, ST_EARLY, MSG_NOSIGNAL) != ST_EARLY) {
+		rc = errno ? -errno : -EIO;
+		goto out;
+	}
+	usleep(2000);
+	what = "adding sockets to the sockhash";
+	rc = splice_sock_add(s, b, kb, kc);
+	if (rc == 0)
+		rc = splice_sock_add(s, c, kc, kb);
+	if (rc)
+		goto out;
+	added = true;
+	what = "handing the bytes already queued to the program";
+	rc = splice_sock_kick(b);
+	if (rc == 0)
+		rc = st_move(-1, d, NULL, dst, ST_EARLY, deadline);
+	if (rc == 0 && memcmp(src, dst, ST_EARLY))
+		rc = -EILSEQ;
+	if (rc)
+		goto out;
+	what = "splicing 256 KiB one way";
+	rc = st_move(a, d, src + ST_EARLY, dst, ST_BYTES, deadline);
+	if (rc == 0 && memcmp(src + ST_EARLY, dst, ST_BYTES))
+		rc = -EILSEQ;
+	if (rc)
+		goto out;
+	what = "splicing 256 KiB the other way";
+	memset(dst, 0, ST_BYTES);
+	rc = st_move(d, a, src, dst, ST_BYTES, deadline);
+	if (rc == 0 && memcmp(src, dst, ST_BYTES))
+		rc = -EILSEQ;
+	if (rc)
+		goto out;
+	what = "comparing the program's counters";
+	rc = splice_sock_counts(s, kb, &nb);
+	if (rc == 0)
+		rc = splice_sock_counts(s, kc, &nc);
+	if (rc == 0)
+		rc = splice_sock_written(b, &wb, NULL);
+	if (rc == 0)
+		rc = splice_sock_written(c, &wc, NULL);
+	if (rc)
+		goto out;
+	if (nb.redir_bytes != ST_EARLY + ST_BYTES ||
+	    nc.redir_bytes != ST_BYTES || nb.pass_bytes || nc.pass_bytes ||
+	    wc - wc0 != ST_EARLY + ST_BYTES || wb - wb0 != ST_BYTES)
+		rc = -EPROTO;
+out:
+	if (rc)
+		errbuf_set(err, "sockmap self-test failed %s: %s", what,
+			   rc == -EILSEQ   ? "bytes changed on the way"
+			   : rc == -EPROTO ? "the counters do not match"
+					   : strerror(-rc));
+	if (added) {
+		splice_sock_del(s, kb);
+		splice_sock_del(s, kc);
+	}
+	if (l >= 0)
+		close(l);
+	if (a >= 0)
+		close(a);
+	if (b >= 0)
+		close(b);
+	if (c >= 0)
+		close(c);
+	if (d >= 0)
+		close(d);
+	free(src);
+	free(dst);
+	return rc;
+}
+
+/* ---- load ------------------------------------------------------------- */
+
+static int splice_silent(enum libbpf_print_level level, const char *fmt,
+			 va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+int splice_open(struct splice **out, struct errbuf *err)
+{
+	struct splice *s = calloc(1, sizeof(*s));
+	libbpf_print_fn_t old;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	old = libbpf_set_print(splice_silent);
+	s->skel = edge_splice__open_and_load();
+	libbpf_set_print(old);
+	if (!s->skel) {
+		rc = errno ? -errno : -EINVAL;
+		errbuf_set(err,
+			   "the kernel refused the sockmap program or its "
+			   "maps: %s",
+			   strerror(-rc));
+		free(s);
+		return rc;
+	}
+	s->sk_fd = bpf_map__fd(s->skel->maps.edge_splice_sk);
+	s->ctl_fd = bpf_map__fd(s->skel->maps.edge_splice_ctl);
+	s->cnt_fd = bpf_map__fd(s->skel->maps.edge_splice_cnt);
+	s->prog_fd = bpf_program__fd(s->skel->progs.edge_splice);
+	if (bpf_prog_attach(s->prog_fd, s->sk_fd, BPF_SK_SKB_STREAM_VERDICT,
+			    0)) {
+		rc = -errno;
+		errbuf_set(err,
+			   "the kernel refused to attach the sk_skb verdict: "
+			   "%s",
+			   strerror(-rc));
+		splice_close(s);
+		return rc;
+	}
+	s->attached = true;
+	rc = splice_selftest(s, err);
+	if (rc) {
+		splice_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void splice_close(struct splice *s)
+{
+	if (!s)
+		return;
+	if (s->attached)
+		bpf_prog_detach2(s->prog_fd, s->sk_fd,
+				 BPF_SK_SKB_STREAM_VERDICT);
+	edge_splice__destroy(s->skel);
+	free(s);
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * splice.h - the kernel's part of a spliced tunnel: edge_splice.bpf.c's
+ * sockhash and sk_skb verdict program, loaded once per edged (before
+ * privileges drop; map fds keep working after), checked at start by a
+ * self-test on loopback, and the per-socket operations the tunnel's
+ * sockmap mover (tunnel.c) uses.
+ *
+ * A socket in the maps is keyed by its cookie. It goes in already in
+ * REDIRECT state, once edged holds none of its bytes and has none to
+ * read, and stays until the tunnel closes: bytes that reached its receive
+ * queue in between are handed to the program by splice_sock_kick. (PASS,
+ * the socket's bytes left to its own reader in the sockmap's receive
+ * path, is not used to hand a pair back to userspace: on the kernels
+ * here that path reports an EOF before bytes it still holds after a FIN,
+ * and fails reads after shutdown(SHUT_WR).)
+ * What the kernel has redirected towards a socket is known from its
+ * counters; what has reached the destination's send queue, from the
+ * destination's TCP state (splice_sock_written): their difference is
+ * what is still inside the kernel, which the tunnel waits for before it
+ * writes to that socket itself.
+ *
+ * The modes and the run-time switch are process-wide (atomics): any
+ * thread reads them, the main thread writes them.
+ */
+#ifndef EDGE_SPLICE_H
+#define EDGE_SPLICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "edge_maps.h"
+#include "log.h"
+
+struct splice;
+
+/* The configuration's `splice`. */
+enum splice_mode {
+	SPLICE_AUTO = 0, /* the mover the benchmarks show best per tunnel */
+	SPLICE_SOCKMAP,	 /* the kernel path for every tunnel */
+	SPLICE_OFF,	 /* copy in userspace */
+};
+
+/* "auto", "sockmap", "off" -> mode: 0, or -1 for another word. */
+int splice_mode_parse(const char *s, enum splice_mode *out);
+const char *splice_mode_name(enum splice_mode m);
+
+/*
+ * Load and attach the verdict program and make its maps, then run the
+ * self-test: two loopback TCP connections spliced end to end, 256 KiB
+ * each way checked byte for byte and against the program's counters, then
+ * the pair handed back to userspace and checked again. Returns 0 and *out;
+ * or -errno with err saying why (the kernel has no sockmap, refused the
+ * program, the self-test lost or changed a byte or stalled): edged then
+ * copies in userspace and says so. Never blocks longer than about 2 s.
+ */
+int splice_open(struct splice **out, struct errbuf *err);
+
+/* The instance tunnels use (NULL: none loaded), set by the main thread
+ * before the workers start. */
+void splice_install(struct splice *s);
+struct splice *splice_instance(void);
+
+/* Detach and free; NULL is fine. */
+void splice_close(struct splice *s);
+
+/* The socket's cookie (SO_COOKIE), or 0 when it has none. */
+uint64_t splice_cookie(int fd);
+
+/* Add fd (a connected TCP socket) to the maps, its bytes redirected to
+ * peer's egress from now on (REDIRECT, want 0): 0; -EBUSY when another
+ * sk_skb program owns it (never spliced then), another -errno (map full,
+ * not a TCP socket...); nothing is left in the maps on failure. */
+int splice_sock_add(struct splice *s, int fd, uint64_t cookie, uint64_t peer);
+
+/* Have the program look at fd's receive queue now (bytes that arrived
+ * before the socket entered the map wait there for the next arrival
+ * otherwise): 0 or -errno. */
+int splice_sock_kick(int fd);
+
+/* Take the socket out of the maps (its sockhash entry too). */
+void splice_sock_del(struct splice *s, uint64_t cookie);
+
+/* Put the socket's bytes to its peer's egress once its passed count is
+ * want (REDIRECT), or keep them with it (PASS). 0 or -errno. */
+int splice_sock_redirect(struct splice *s, uint64_t cookie, uint64_t peer,
+			 uint64_t want);
+int splice_sock_pass(struct splice *s, uint64_t cookie, uint64_t peer);
+
+/* The program's counts for the socket. 0 or -errno. */
+int splice_sock_counts(struct splice *s, uint64_t cookie,
+		       struct edge_splice_cnt *out);
+
+/* Bytes written into fd's TCP stream so far (acknowledged plus still in
+ * its send queue), *queued the part not yet acknowledged: 0 or -errno. */
+int splice_sock_written(int fd, uint64_t *written, uint64_t *queued);
+
+/* Sequence space fd has received so far (its data, and one for a FIN):
+ * 0 or -errno. */
+int splice_sock_received(int fd, uint64_t *received);
+
+/* Bytes in fd's receive queue not yet taken by anyone (SIOCINQ), or
+ * -errno. */
+long splice_sock_inq(int fd);
+
+/* Whether fd has bytes (1), its peer's EOF (0) or nothing (-EAGAIN) to
+ * read now, or failed (another -errno); reads nothing. */
+int splice_sock_peek(int fd);
+
+/* The run-time switch (edgectl splice on|off, a reload's `splice`): the
+ * mode tunnels follow from now on. */
+void splice_set_mode(enum splice_mode m);
+enum splice_mode splice_get_mode(void);
+/* Bumped by every splice_set_mode: workers apply the switch to their
+ * live tunnels when it moves (worker_sync_splice). */
+unsigned splice_gen(void);
+/* Whether the kernel path may be used at all (the self-test passed). */
+bool splice_usable(void);
+void splice_set_usable(bool ok, const char *why);
+/* Why the kernel path is or is not used ("self-test passed", the
+ * self-test's failure, ...), for status and logs. */
+const char *splice_why(void);
+
+#endif /* EDGE_SPLICE_H */
