@@ -2,13 +2,20 @@
 /*
  * fuzz_sni.c - libFuzzer target for userspace/sni.c.
  *
- * data[0] is the framing: below 0x80 the rest of the input (from data[2])
- * is the stream as it is; from 0x80 up it is a ClientHello's body, which
- * gets its handshake header and is cut into handshake records of
- * data[0] & 0x7f bytes (0: 2^14), so that mutations reach the hello's
- * fields rather than its record headers. data[1] picks a prefix to parse
- * as well. The seeds (tests/fuzz/corpus/sni) are real clients' hellos in
- * both framings (tests/tools/capture_clienthello.py).
+ * data[0] is the framing of the rest of the input (from data[2]):
+ *   0x00..0x3f  the stream as it is;
+ *   0x40..0x7f  a server_name's host name, put in a ClientHello whose
+ *               every length is right, so that mutations reach the name's
+ *               rules: the answer must be SNI_FOUND with that name (lower
+ *               case, one trailing dot less), SNI_NONE or SNI_BAD;
+ *   0x80..0xff  a ClientHello's body, which gets its handshake header, so
+ *               that mutations reach the hello's fields rather than its
+ *               record headers.
+ * Both built framings are cut into handshake records of data[0] & 0x3f
+ * (0x7f for a body) bytes, 0 meaning 2^14. data[1] picks a prefix to
+ * parse as well. The seeds (tests/fuzz/corpus/sni) are real clients'
+ * hellos in the raw and body framings (tests/tools/capture_clienthello.py)
+ * and names.
  *
  * Asserts, on buffers of exactly their length (ASan sees any read past
  * them): the result is one of the five; name is "" unless SNI_FOUND, and
@@ -116,6 +123,55 @@ static uint8_t *frame(const uint8_t *body, size_t n, size_t frag, size_t *len)
 	return out;
 }
 
+/* A ClientHello body (TLS 1.3's legacy fields, one cipher suite) with
+ * only a server_name extension holding name[0..n); its length in *len. */
+static uint8_t *hello_with(const uint8_t *name, size_t n, size_t *len)
+{
+	static const uint8_t head[] = {3, 3};
+	static const uint8_t mid[] = {0, 0, 2, 0x13, 0x01, 1, 0};
+	size_t i = 0, ext = n + 9;
+	uint8_t *b = malloc(sizeof(head) + 32 + sizeof(mid) + 2 + ext);
+
+	CHECK(b);
+	memcpy(b, head, sizeof(head));
+	i += sizeof(head);
+	memset(b + i, 0x5a, 32); /* random */
+	i += 32;
+	memcpy(b + i, mid, sizeof(mid)); /* session id, suites, compression */
+	i += sizeof(mid);
+	b[i++] = (uint8_t)(ext >> 8); /* extensions */
+	b[i++] = (uint8_t)ext;
+	b[i++] = 0; /* server_name */
+	b[i++] = 0;
+	b[i++] = (uint8_t)((n + 5) >> 8);
+	b[i++] = (uint8_t)(n + 5);
+	b[i++] = (uint8_t)((n + 3) >> 8); /* ServerNameList */
+	b[i++] = (uint8_t)(n + 3);
+	b[i++] = 0; /* host_name */
+	b[i++] = (uint8_t)(n >> 8);
+	b[i++] = (uint8_t)n;
+	memcpy(b + i, name, n);
+	*len = i + n;
+	return b;
+}
+
+/* In name mode: what sni_parse may answer for name[0..n). */
+static void name_mode(const uint8_t *name, size_t n, enum sni_result r,
+		      const char *got)
+{
+	size_t i, m = n && name[n - 1] == '.' ? n - 1 : n;
+
+	CHECK(r == SNI_FOUND || r == SNI_NONE || r == SNI_BAD);
+	if (r != SNI_FOUND)
+		return;
+	CHECK(strlen(got) == m);
+	for (i = 0; i < m; i++) {
+		uint8_t c = name[i];
+
+		CHECK(got[i] == ((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char name[SNI_NAME_MAX + 1], pname[SNI_NAME_MAX + 1];
@@ -129,6 +185,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		buf = frame(data + 2, size - 2,
 			    (data[0] & 0x7f) ? (size_t)(data[0] & 0x7f) : 16384,
 			    &len);
+	} else if (data[0] & 0x40) {
+		uint8_t *body = hello_with(data + 2, size - 2, &len);
+
+		buf = frame(body, len,
+			    (data[0] & 0x3f) ? (size_t)(data[0] & 0x3f) : 16384,
+			    &len);
+		free(body);
 	} else {
 		len = size - 2;
 		buf = malloc(len ? len : 1);
@@ -136,6 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf, data + 2, len);
 	}
 	r = parse(buf, len, name, &need);
+	if ((data[0] & 0xc0) == 0x40)
+		name_mode(data + 2, size - 2, r, name);
 
 	k = (size_t)data[1] * len / 255;
 	pre = malloc(k ? k : 1);

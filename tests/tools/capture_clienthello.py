@@ -15,8 +15,9 @@ and closes the connection, which makes the client give up. The header is
 regenerated whole, every hello as a byte array beside what the client was
 told to send (the expected result and name come from this table, not from
 the parser under test), and then run through clang-format. The corpus gets
-each hello in the fuzzer's two framings (tests/fuzz/fuzz_sni.c): raw
-bytes, and the hello's body to be framed by the fuzzer. Stdlib only.
+each hello in two of the fuzzer's framings (tests/fuzz/fuzz_sni.c): raw
+bytes, and the hello's body to be framed by the fuzzer (in one record and
+in 13-byte records); and a few seeds of its own (SEEDS). Stdlib only.
 
 Hellos carry fresh randoms and key shares, so every run changes the bytes
 but not what the tests assert.
@@ -255,22 +256,28 @@ def write_header(path, caps):
         print("clang-format not found: format %s before committing" % path)
 
 
-# seeds that no client capture gives: plain HTTP, and an SSLv2-compatible
-# CLIENT-HELLO (TLS 1.0 in SSL 2.0's format: 7 cipher specs, 16-byte
-# challenge)
+# seeds that no client capture gives (fuzz_sni.c: byte 0 the framing, byte
+# 1 where to split): plain HTTP; an SSLv2-compatible CLIENT-HELLO (TLS 1.0
+# in SSL 2.0's format: 7 cipher specs, 16-byte challenge); host names for
+# the fuzzer to put in hellos itself, in one record and in 7-byte records
 SEEDS = {
-    "raw-http": b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
-    "raw-sslv2": bytes.fromhex(
+    "raw-http": b"\x00\x80GET / HTTP/1.1\r\nHost: example.com\r\n\r\n",
+    "raw-sslv2": b"\x00\x80" + bytes.fromhex(
         "802e0103010015000000100000390000380000350000160000130000"
         "0a0700c0") + b"0123456789abcdef",
 }
+for i, n in enumerate(["www.example.com", "WWW.Example.COM.", "a_b.example.com",
+                       "-a-.x--y", "localhost", "127.0.0.1", "0x7f000001",
+                       "::1", "[2001:db8::1]", LONG_NAME, LONG_NAME + "."]):
+    SEEDS["name-%d" % i] = b"\x40\x80" + n.encode()
+    SEEDS["name-%d-frag" % i] = b"\x47\x80" + n.encode()
 
 
 def write_corpus(d, caps):
     os.makedirs(d, exist_ok=True)
-    for name, raw in SEEDS.items():
+    for name, seed in SEEDS.items():
         with open(os.path.join(d, name), "wb") as f:
-            f.write(b"\x00\x80" + raw)
+            f.write(seed)
     for cid, _, _, _, _, raw, _ in caps:
         # fuzz_sni.c: byte 0 the framing, byte 1 where to split
         with open(os.path.join(d, "raw-" + cid), "wb") as f:
