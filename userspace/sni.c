@@ -406,10 +406,12 @@ static enum sni_result sni_run(const uint8_t *buf, size_t len, char *host,
 		return sni_not_record(buf, len, need);
 	if (len >= 2 && buf[1] != 3)
 		return SNI_NOT_TLS;
-	if (!rd_u8(&r, &type) || !rd_u8(&r, &hi) || !rd_u16(&r, &lo))
+	if (!rd_u8(&r, &type))
 		goto out;
 	if (type != SNI_HT_CLIENT_HELLO)
 		return SNI_BAD;
+	if (!rd_u8(&r, &hi) || !rd_u16(&r, &lo))
+		goto out;
 	r.total = SNI_HS_HDR + ((size_t)hi << 16 | lo);
 	if (r.total < SNI_HS_HDR + SNI_BODY_MIN) /* and rd_least_end grows */
 		return SNI_BAD;

@@ -760,6 +760,7 @@ static const struct raw_case raws[] = {
 	"\x16\x03\x01\x3f\xfa\x01\x00\x3f\xf7", BAD, 0),
     RAW("a hello of 2^24 - 1", "\x16\x03\x01\x00\x10\x01\xff\xff\xff", BAD, 0),
     RAW("a ServerHello", "\x16\x03\x03\x00\x10\x02\x00\x00\x0c", BAD, 0),
+    RAW("a ServerHello's first byte", "\x16\x03\x03\x00\x10\x02", BAD, 0),
     RAW("a hello of 40", "\x16\x03\x01\x00\x2c\x01\x00\x00\x28", BAD, 0),
 };
 
