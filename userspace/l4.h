@@ -28,8 +28,9 @@
  *            everything released.
  * Until the upstream is connected the client's socket is not read: what
  * it sends (its EOF too) waits in the kernel and goes first once the
- * tunnel starts. Refused connections are closed without a byte: a TCP
- * route has no way to say why.
+ * tunnel starts (a client that leaves meanwhile is noticed then, and the
+ * tunnel ends at once). Refused connections are closed without a byte:
+ * a TCP route has no way to say why.
  */
 #ifndef EDGE_L4_H
 #define EDGE_L4_H
