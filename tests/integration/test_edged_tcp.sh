@@ -4,12 +4,13 @@
 # both ways with equal SHA-256 and bounded RSS, half-close each way, a
 # client EOF sent before edged connected upstream, a reset from the backend
 # tearing the client side down, two endpoints balanced and one that
-# refuses ejected, a TLS backend (openssl s_server) reached with
-# openssl s_client and curl, the idle timeout, a reload changing an
-# environment's upstream, the environment a port maps to and bringing an
-# environment that was missing, unknown environments, IP rules, the
-# connection cap and the rate limit closing connections (counted), edgectl
-# routes, and one analytics event per connection with the bytes each way.
+# refuses ejected, a TLS backend (openssl s_server) reached with openssl
+# s_client and curl, the idle timeout, a reload changing an environment's
+# upstream, the environment a port maps to and bringing an environment
+# that was missing; unknown environments, IP rules, an environment whose
+# only endpoint refuses, the connection cap and the rate limit closing
+# connections (counted); edgectl routes and status, and one analytics
+# event per connection with the bytes each way.
 # Runs against build/edged and build/asan/edged.
 # Needs no root: 127.0.0.1 high ports, a generated configuration.
 # shellcheck source=tests/lib.sh
@@ -33,6 +34,7 @@ B1=$((BASE + 10))
 B2=$((BASE + 11))
 B_DEAD=$((BASE + 12)) # nothing listens: refuses
 B_TLS=$((BASE + 13))
+T_DOWN=$((BASE + 14)) # -> down: B_DEAD only
 SOCK="$T_TMP/edged.sock"
 
 # write_conf FILE [STAGE]: STAGE "reload" moves move's upstream to B2,
@@ -64,7 +66,8 @@ tcp_routes = (
   { listen = "127.0.0.1:$T_SWAP"; environment = "$swap"; },
   { listen = "127.0.0.1:$T_GHOST"; environment = "ghost"; },
   { listen = "127.0.0.1:$T_TLS"; environment = "tls"; },
-  { listen = "127.0.0.1:$T_DENY"; environment = "deny"; }$new
+  { listen = "127.0.0.1:$T_DENY"; environment = "deny"; },
+  { listen = "127.0.0.1:$T_DOWN"; environment = "down"; }$new
 );
 projects = (
   { id = "tcp";
@@ -81,7 +84,9 @@ projects = (
       { id = "swap-b"; domains = [ "swap-b.tcp.test" ];
         deployment = { id = "swap-b-1"; upstreams = [ "127.0.0.1:$B2" ]; }; },
       { id = "tls"; domains = [ "tls.tcp.test" ];
-        deployment = { id = "tls-1"; upstreams = [ "127.0.0.1:$B_TLS" ]; }; }$ghost
+        deployment = { id = "tls-1"; upstreams = [ "127.0.0.1:$B_TLS" ]; }; },
+      { id = "down"; domains = [ "down.tcp.test" ];
+        deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$B_DEAD" ]; }; }$ghost
     );
   },
   { id = "blocked"; ip_block = [ "127.0.0.1" ];
@@ -243,21 +248,24 @@ run_suite() { # BIN LABEL BYTES
 		t_fail "$v: idle timeout" "$(cat "$T_TMP/client.err" "$T_TMP/client.json") $(backend_last idle)"
 	fi
 
-	# (h) an environment in no source, and a project whose IP rules block
-	# the client: closed without a byte, counted
-	if client refused "$T_GHOST" && client refused "$T_DENY" &&
+	# (h) an environment in no source, a project whose IP rules block
+	# the client, an environment whose one endpoint refuses: closed
+	# without a byte, counted
+	if client refused "$T_GHOST" && client refused "$T_DENY" && client refused "$T_DOWN" &&
 		[ "$(metric 'edge_requests_total{outcome="environment_not_found"}')" = 1 ] &&
-		[ "$(metric 'edge_requests_total{outcome="ip_denied"}')" = 1 ]; then
-		t_ok "$v: unknown environment and IP rules: closed at once, counted by outcome"
+		[ "$(metric 'edge_requests_total{outcome="ip_denied"}')" = 1 ] &&
+		[ "$(metric 'edge_requests_total{outcome="upstream_unavailable"}')" = 1 ]; then
+		t_ok "$v: unknown environment, IP rules, no endpoint that connects: closed at once, counted by outcome"
 	else
 		t_fail "$v: refused connections" "$(cat "$T_TMP/client.err") $(metric 'edge_requests_total{outcome="environment_not_found"}')"
 	fi
 
-	# (i) edgectl routes shows the TCP routes
+	# (i) edgectl routes shows the TCP routes, status counts them
 	out=$("$EDGECTL" --socket "$SOCK" routes 2>&1)
-	if grep -q "^127.0.0.1:$T_BAL  *tcp  *bal  *bal-1  *0  *127.0.0.1:$B1,127.0.0.1:$B2,127.0.0.1:$B_DEAD$" <<<"$out" &&
+	if "$EDGECTL" --socket "$SOCK" status 2>&1 | grep -q "^daemon: .*, 2 workers, 8 TCP routes (0 connections open) (" &&
+		grep -q "^127.0.0.1:$T_BAL  *tcp  *bal  *bal-1  *0  *127.0.0.1:$B1,127.0.0.1:$B2,127.0.0.1:$B_DEAD$" <<<"$out" &&
 		grep -q "^127.0.0.1:$T_GHOST  *-  *ghost .*(environment not found" <<<"$out"; then
-		t_ok "$v: edgectl routes lists the TCP routes"
+		t_ok "$v: edgectl routes lists the TCP routes, status counts them"
 	else
 		t_fail "$v: edgectl routes" "$out"
 	fi
@@ -334,6 +342,7 @@ assert len(bal) == 30 and all(e["upstream_ns"] > 0 for e in bal), len(bal)
 assert len(by["environment_not_found"]) == 1 and by["environment_not_found"][0]["environment_id"] is None
 assert len(by["ip_denied"]) == 1 and by["ip_denied"][0]["project_id"] == "blocked"
 assert len(by["connection_limit"]) == 1 and len(by["rate_limited"]) >= 2
+assert len(by["upstream_unavailable"]) == 1 and by["upstream_unavailable"][0]["environment_id"] == "down"
 PY
 		t_ok "$v: analytics: one tunnel event per connection, bytes each way exact, refusals by outcome"
 	else
