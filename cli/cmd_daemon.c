@@ -228,6 +228,13 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 		printf(", route generation %lld", (long long)v);
 	if ((v = ctl_int(result, "workers")) >= 0)
 		printf(", %lld worker%s", (long long)v, v == 1 ? "" : "s");
+	if ((v = ctl_int(result, "tcp_routes")) > 0) {
+		json_int_t open = ctl_int(result, "tcp_connections");
+
+		printf(", %lld TCP route%s (%lld connection%s open)",
+		       (long long)v, v == 1 ? "" : "s",
+		       (long long)(open > 0 ? open : 0), open == 1 ? "" : "s");
+	}
 	if (json_is_true(json_object_get(result, "draining")))
 		printf(", draining");
 	printf(" (%s)\n", c->ctl_sock);
@@ -274,12 +281,71 @@ static int routes_width(int w, const char *s)
 	return n > w ? n : w;
 }
 
+/* A route's upstreams, comma-separated ("-" for none). */
+static void routes_print_upstreams(const json_t *r)
+{
+	const json_t *ups = json_object_get(r, "upstreams");
+	size_t j;
+
+	if (!json_is_array(ups) || json_array_size(ups) == 0)
+		printf("-");
+	for (j = 0; json_is_array(ups) && j < json_array_size(ups); j++) {
+		const char *u = json_string_value(json_array_get(ups, j));
+
+		printf("%s%s", j ? "," : "", u ? u : "?");
+	}
+}
+
+/* The TCP routes: listen address, where it goes, connections open. */
+static void routes_print_tcp(const json_t *tcp)
+{
+	struct routes_cols w = {9, 0, 7, 11, 10};
+	size_t i;
+
+	for (i = 0; i < json_array_size(tcp); i++) {
+		const json_t *r = json_array_get(tcp, i);
+
+		w.domain = routes_width(w.domain, routes_str(r, "listen", "-"));
+		w.project =
+		    routes_width(w.project, routes_str(r, "project", "-"));
+		w.env = routes_width(w.env, routes_str(r, "environment", "-"));
+		w.deploy =
+		    routes_width(w.deploy, routes_str(r, "deployment", "-"));
+	}
+	printf("%-*s  %-*s  %-*s  %-*s  %5s  %s\n", w.domain, "TCP ROUTE",
+	       w.project, "PROJECT", w.env, "ENVIRONMENT", w.deploy,
+	       "DEPLOYMENT", "OPEN", "UPSTREAMS");
+	for (i = 0; i < json_array_size(tcp); i++) {
+		const json_t *r = json_array_get(tcp, i);
+		json_int_t open = ctl_int(r, "connections");
+
+		printf("%-*s  %-*s  %-*s  %-*s  %5lld  ", w.domain,
+		       routes_str(r, "listen", "-"), w.project,
+		       routes_str(r, "project", "-"), w.env,
+		       routes_str(r, "environment", "-"), w.deploy,
+		       routes_str(r, "deployment", "-"),
+		       (long long)(open > 0 ? open : 0));
+		if (!json_is_true(json_object_get(r, "found"))) {
+			printf("-  (environment not found: connections are "
+			       "closed)\n");
+			continue;
+		}
+		routes_print_upstreams(r);
+		if (json_is_false(json_object_get(r, "enabled")))
+			printf("  (project disabled)");
+		if (strcmp(routes_str(r, "source", "file"), "database") == 0)
+			printf("  (from the database)");
+		printf("\n");
+	}
+}
+
 static void routes_print_table(const json_t *result)
 {
 	const json_t *routes = json_object_get(result, "routes");
+	const json_t *tcp = json_object_get(result, "tcp_routes");
 	struct routes_cols w = {6, 6, 7, 11, 10};
 	json_int_t gen = ctl_int(result, "generation");
-	size_t i, j;
+	size_t i;
 
 	json_int_t cv = ctl_int(result, "change_version");
 
@@ -289,7 +355,10 @@ static void routes_print_table(const json_t *result)
 	else if (gen >= 0)
 		printf("route generation %lld\n", (long long)gen);
 	if (!json_is_array(routes) || json_array_size(routes) == 0) {
-		printf("no routes\n");
+		if (json_array_size(tcp) > 0)
+			routes_print_tcp(tcp);
+		else
+			printf("no routes\n");
 		return;
 	}
 	for (i = 0; i < json_array_size(routes); i++) {
@@ -308,7 +377,6 @@ static void routes_print_table(const json_t *result)
 	       w.deploy, "DEPLOYMENT", "UPSTREAMS");
 	for (i = 0; i < json_array_size(routes); i++) {
 		const json_t *r = json_array_get(routes, i);
-		const json_t *ups = json_object_get(r, "upstreams");
 
 		printf("%-*s  %-*s  %-*s  %-*s  %-*s  ", w.domain,
 		       routes_str(r, "domain", "-"), w.prefix,
@@ -316,20 +384,16 @@ static void routes_print_table(const json_t *result)
 		       routes_str(r, "project", "-"), w.env,
 		       routes_str(r, "environment", "-"), w.deploy,
 		       routes_str(r, "deployment", "-"));
-		if (!json_is_array(ups) || json_array_size(ups) == 0)
-			printf("-");
-		for (j = 0; json_is_array(ups) && j < json_array_size(ups);
-		     j++) {
-			const char *u =
-			    json_string_value(json_array_get(ups, j));
-
-			printf("%s%s", j ? "," : "", u ? u : "?");
-		}
+		routes_print_upstreams(r);
 		if (json_is_false(json_object_get(r, "enabled")))
 			printf("  (project disabled)");
 		if (strcmp(routes_str(r, "source", "file"), "database") == 0)
 			printf("  (from the database)");
 		printf("\n");
+	}
+	if (json_array_size(tcp) > 0) {
+		printf("\n");
+		routes_print_tcp(tcp);
 	}
 }
 

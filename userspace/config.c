@@ -632,6 +632,93 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 	return 0;
 }
 
+/* ---- TCP routes ---------------------------------------------------------- */
+
+/* Whether listen address a clashes with b (named what, e.g. "listen[0]"):
+ * the same address, or one whose socket would take a's connections
+ * (config_addr_overlaps). Sets the error and returns -EINVAL, else 0. */
+static int cfg_listen_clash(struct cfg *x, const config_setting_t *s,
+			    const char *key, const struct config_addr *a,
+			    const struct config_addr *b, const char *what)
+{
+	if (strcmp(a->text, b->text) == 0)
+		return cfg_fail(x, s, key, "%s is also %s", a->text, what);
+	if (config_addr_overlaps(a, b))
+		return cfg_fail(x, s, key,
+				"%s takes the port of %s (%s): a wildcard "
+				"and a specific address on one port would "
+				"share its connections",
+				a->text, what, b->text);
+	return 0;
+}
+
+/* tcp_routes: plain TCP (L4) routes, a listen address each, none of them
+ * an HTTP listen address, admin_listen or another TCP route's (cfg_root
+ * has read those). The environment is an id of any route source, looked
+ * up when a connection comes. */
+static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
+{
+	static const char *const keys[] = {"listen", "environment", NULL};
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], what[CFG_KEY_MAX];
+	char idx[CFG_KEY_MAX];
+	struct config *c = x->c;
+	const config_setting_t *s;
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	size_t i, j, n;
+	int rc;
+
+	rc = cfg_group_list(x, root, "", "tcp_routes", key, &s, &n);
+	if (rc < 0 || n == 0)
+		return rc;
+	if (n > CONFIG_TCP_ROUTES_MAX)
+		return cfg_fail(x, s, key, "at most %d TCP routes, has %zu",
+				CONFIG_TCP_ROUTES_MAX, n);
+	c->tcp_routes = calloc(n, sizeof(*c->tcp_routes));
+	if (!c->tcp_routes)
+		return cfg_nomem(x);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *g =
+		    config_setting_get_elem(s, (unsigned)i);
+		struct config_tcp_route *t = &c->tcp_routes[i];
+
+		cfg_key_index(ek, key, i);
+		c->n_tcp_routes++;
+		rc = cfg_known(x, g, ek, keys);
+		if (rc == 0)
+			rc = cfg_str(x, g, ek, "listen", NULL, &v, &at);
+		if (rc < 0)
+			return rc;
+		if (config_addr_parse(v, &t->listen, &e) < 0)
+			return cfg_fail(x, at.s, at.key, "%s", e.msg);
+		for (j = 0; j < c->n_listen && rc == 0; j++) {
+			cfg_key_index(what, "listen", j);
+			rc = cfg_listen_clash(x, at.s, at.key, &t->listen,
+					      &c->listen[j], what);
+		}
+		if (rc == 0)
+			rc = cfg_listen_clash(x, at.s, at.key, &t->listen,
+					      &c->admin_listen, "admin_listen");
+		for (j = 0; j < i && rc == 0; j++) {
+			cfg_key_index(idx, key, j);
+			cfg_key(what, idx, "listen");
+			rc = cfg_listen_clash(x, at.s, at.key, &t->listen,
+					      &c->tcp_routes[j].listen, what);
+		}
+		if (rc == 0)
+			rc = cfg_str(x, g, ek, "environment", NULL, &v, &at);
+		if (rc < 0)
+			return rc;
+		if (config_id_check(v, &e) < 0)
+			return cfg_fail(x, at.s, at.key, "%s", e.msg);
+		rc = cfg_dup(x, v, &t->environment);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- the root ----------------------------------------------------------- */
 
 /* pg: libpq's connection string (turns the control plane on; absent:
@@ -717,6 +804,7 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 					   "pg_snapshot",
 					   "host_name",
 					   "splice",
+					   "tcp_routes",
 					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
@@ -764,6 +852,9 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		if (strcmp(c->listen[i].text, c->admin_listen.text) == 0)
 			return cfg_fail(x, at.s, at.key, "%s is also in listen",
 					v);
+	rc = cfg_tcp_routes(x, root);
+	if (rc < 0)
+		return rc;
 	rc = cfg_str(x, root, "", "log_format", "text", &v, &at);
 	if (rc < 0)
 		return rc;
@@ -940,6 +1031,9 @@ void config_free(struct config *c)
 	free(c->warnings);
 	free(c->path);
 	free(c->listen);
+	for (i = 0; i < c->n_tcp_routes; i++)
+		free(c->tcp_routes[i].environment);
+	free(c->tcp_routes);
 	free(c->user);
 	free(c->control_socket);
 	free(c->pin_dir);

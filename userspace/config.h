@@ -30,6 +30,8 @@
 /* Bounds of lists, so that a configuration cannot ask for unbounded work
  * (those of a project's values are config_check.h's). */
 #define CONFIG_LISTEN_MAX 16
+/* tcp_routes: each is a listening socket per worker */
+#define CONFIG_TCP_ROUTES_MAX 64
 #define CONFIG_WORKERS_MAX 256
 /* limits.body_buffer: default and largest value, bytes */
 #define CONFIG_BODY_BUFFER_DEFAULT (64 * 1024)
@@ -83,6 +85,14 @@ struct config_analytics {
 				* fails */
 };
 
+/* A plain TCP (L4) route (tcp_routes): the connections accepted on listen
+ * go, as a byte tunnel, to the endpoints of the environment of that id
+ * (of whichever route source, resolved when a connection comes). */
+struct config_tcp_route {
+	struct config_addr listen;
+	char *environment;
+};
+
 /*
  * The daemon's settings: everything in the file but its projects, which
  * are a route source of their own (route_src.h), so that a reload is new
@@ -94,6 +104,8 @@ struct config {
 	char *path;		    /* the file it was read from */
 	struct config_addr *listen;
 	size_t n_listen;
+	struct config_tcp_route *tcp_routes; /* 0..CONFIG_TCP_ROUTES_MAX */
+	size_t n_tcp_routes;
 	unsigned workers;
 	char *user;
 	struct config_addr admin_listen;

@@ -134,6 +134,32 @@ bad_ip:
 	return -EINVAL;
 }
 
+bool config_addr_overlaps(const struct config_addr *a,
+			  const struct config_addr *b)
+{
+	if (a->ss.ss_family != b->ss.ss_family)
+		return false;
+	if (a->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)&a->ss;
+		const struct sockaddr_in *y = (const void *)&b->ss;
+
+		return x->sin_port == y->sin_port &&
+		       (x->sin_addr.s_addr == y->sin_addr.s_addr ||
+			x->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			y->sin_addr.s_addr == htonl(INADDR_ANY));
+	}
+	if (a->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)&a->ss;
+		const struct sockaddr_in6 *y = (const void *)&b->ss;
+
+		return x->sin6_port == y->sin6_port &&
+		       (IN6_ARE_ADDR_EQUAL(&x->sin6_addr, &y->sin6_addr) ||
+			IN6_IS_ADDR_UNSPECIFIED(&x->sin6_addr) ||
+			IN6_IS_ADDR_UNSPECIFIED(&y->sin6_addr));
+	}
+	return false;
+}
+
 /* ---- names --------------------------------------------------------------- */
 
 int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err)

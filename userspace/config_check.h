@@ -60,6 +60,18 @@ int config_addr_parse(const char *s, struct config_addr *out,
 		      struct errbuf *err);
 
 /*
+ * Whether listening sockets on a and b would take each other's
+ * connections: the same family and port, and the same address or either
+ * one the unspecified address ("0.0.0.0", "[::]"). With SO_REUSEPORT the
+ * kernel lets such sockets bind side by side and hands a connection to
+ * the more specific one, so two such listen addresses must not both be
+ * configured. (IPv6 sockets are IPV6_V6ONLY: "[::]" and "0.0.0.0" do not
+ * overlap.)
+ */
+bool config_addr_overlaps(const struct config_addr *a,
+			  const struct config_addr *b);
+
+/*
  * Check and normalise a domain for the route table: lowercased in place,
  * labels of 1..63 letters, digits and '-' (not at either end), total
  * <= 253 bytes, no port, no trailing dot; "*." allowed only as the whole

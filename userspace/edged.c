@@ -65,6 +65,11 @@ struct edged {
 	struct pgplane *pg;    /* the database control plane; NULL: none */
 	struct splice *splice; /* the kernel's splice; NULL: copy only */
 	int splice_conf;       /* the configuration's splice, last read */
+	/* the TCP routes' slots as the route table has them: the listen
+	 * addresses bound at start, each with its environment as the last
+	 * configuration that named that address gave it */
+	struct route_tcp *tcp;
+	size_t n_tcp;
 };
 
 static void usage(FILE *f)
@@ -102,6 +107,57 @@ static bool str_differs(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") != 0;
 }
 
+/*
+ * The TCP route slots for cfg: slot i keeps the listen address bound at
+ * start (d->tcp[i]) and takes the environment cfg's route on that address
+ * names; an address cfg no longer has keeps the environment it had (its
+ * removal, like an address added, applies at the next start). *out is a
+ * new array of d->n_tcp (NULL when 0). Returns 0 or -ENOMEM.
+ */
+static int edged_tcp_slots(const struct edged *d, const struct config *cfg,
+			   struct route_tcp **out)
+{
+	struct route_tcp *v = NULL;
+	size_t i, j;
+
+	*out = NULL;
+	if (!d->n_tcp)
+		return 0;
+	v = calloc(d->n_tcp, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < d->n_tcp; i++) {
+		v[i] = d->tcp[i];
+		for (j = 0; j < cfg->n_tcp_routes; j++)
+			if (strcmp(cfg->tcp_routes[j].listen.text,
+				   v[i].listen) == 0)
+				snprintf(v[i].env_id, sizeof(v[i].env_id), "%s",
+					 cfg->tcp_routes[j].environment);
+	}
+	*out = v;
+	return 0;
+}
+
+/* Whether next's TCP routes listen on other addresses than the ones
+ * bound at start (cur's): then it applies at the next start. */
+static bool edged_tcp_listen_changed(const struct config *cur,
+				     const struct config *next)
+{
+	size_t i, j;
+
+	if (cur->n_tcp_routes != next->n_tcp_routes)
+		return true;
+	for (i = 0; i < next->n_tcp_routes; i++) {
+		for (j = 0; j < cur->n_tcp_routes; j++)
+			if (strcmp(next->tcp_routes[i].listen.text,
+				   cur->tcp_routes[j].listen.text) == 0)
+				break;
+		if (j == cur->n_tcp_routes)
+			return true;
+	}
+	return false;
+}
+
 /* Name, in out, the settings of next that differ from the running cur
  * but apply only at the next start ("" when none). */
 static void edged_start_only_changes(const struct config *cur,
@@ -121,6 +177,8 @@ static void edged_start_only_changes(const struct config *cur,
 					      n ? ", " : "", (name));          \
 	} while (0)
 	EDGED_NOTE(listen, "listen");
+	EDGED_NOTE(edged_tcp_listen_changed(cur, next),
+		   "the listen addresses of tcp_routes");
 	EDGED_NOTE(cur->workers != next->workers, "workers");
 	EDGED_NOTE(str_differs(cur->user, next->user), "user");
 	EDGED_NOTE(strcmp(cur->admin_listen.text, next->admin_listen.text),
@@ -155,9 +213,7 @@ static void edged_fd_limit(struct edged *d, const struct config *cfg)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
-	want = WORKER_FD_RESERVE +
-	       (unsigned long long)start->workers * (start->n_listen + 4) +
-	       2 * cfg->limits.max_connections;
+	want = worker_fd_reserve(start) + 2 * cfg->limits.max_connections;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
 		up = rl;
 		up.rlim_cur = (rlim_t)want;
@@ -277,6 +333,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	struct config *cfg = NULL;
 	struct route_src *src = NULL;
 	struct route_defaults def;
+	struct route_tcp *tcp = NULL;
 	int rc;
 
 	errbuf_clear(err);
@@ -288,11 +345,22 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	}
 	print_warnings(cfg);
 	config_route_defaults(cfg, &def);
-	rc = route_writer_update(&d->routes, ROUTE_SRC_FILE, src, &def, gen,
-				 err);
+	if (edged_tcp_slots(d, cfg, &tcp)) {
+		config_free(cfg);
+		route_src_free(src);
+		errbuf_set(err, "%s: out of memory", d->conf_path);
+		return -ENOMEM;
+	}
+	/* the file's projects and the environments of the TCP routes, in
+	 * one generation */
+	rc = route_writer_update_file(&d->routes, src, &def, tcp, d->n_tcp, gen,
+				      err);
 	if (rc && !err->msg[0])
 		errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
 	if (rc == 0) {
+		free(d->tcp);
+		d->tcp = tcp;
+		tcp = NULL;
 		edged_settings(d, cfg);
 		if (cfg->splice != d->splice_conf) {
 			d->splice_conf = cfg->splice;
@@ -300,6 +368,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 					  "the configuration");
 		}
 	}
+	free(tcp);
 	/* listeners, workers, the user and the analytics file apply at the
 	 * next start: say so rather than let an operator believe they took
 	 * effect */
@@ -452,12 +521,21 @@ static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
 	struct edged *d = ctx;
 	struct route_table *t = route_table_current(&d->sh.routes);
 
+	json_t *tcp;
+	size_t i;
+
 	*result = t ? route_dump_json(t) : NULL;
 	route_table_put(t);
 	if (!*result) {
 		errbuf_set(err, t ? "out of memory" : "no route table");
 		return -ENOMEM;
 	}
+	/* the connections open on each TCP route now (slot order) */
+	tcp = json_object_get(*result, "tcp_routes");
+	for (i = 0; i < json_array_size(tcp) && i < d->n_tcp; i++)
+		json_object_set_new(
+		    json_array_get(tcp, i), "connections",
+		    json_integer((json_int_t)atomic_load(&d->sh.tcp_open[i])));
 	/* the database's change version the table holds */
 	if (d->pg)
 		json_object_set_new(
@@ -524,15 +602,21 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
 
+	unsigned long long tcp_open = 0;
+	size_t i;
+
 	(void)err;
+	for (i = 0; i < d->n_tcp; i++)
+		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:o*,s:o*}", "pid",
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*}", "pid",
 	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
-	    (json_int_t)atomic_load(&d->sh.connections), "database",
-	    d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
+	    (json_int_t)atomic_load(&d->sh.connections), "tcp_routes",
+	    (json_int_t)d->n_tcp, "tcp_connections", (json_int_t)tcp_open,
+	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
 	    edged_splice_json());
 	return 0;
 }
@@ -787,8 +871,20 @@ int main(int argc, char **argv)
 	errbuf_clear(&err);
 	config_route_defaults(d.cfg, &def);
 	route_writer_init(&d.routes, &d.sh.routes, &def);
-	rc = route_writer_update(&d.routes, ROUTE_SRC_FILE, src, NULL, NULL,
-				 &err);
+	/* the TCP routes' slots: their listen addresses are bound now (by
+	 * the workers) and kept until the next start */
+	if (d.cfg->n_tcp_routes &&
+	    !(d.tcp = calloc(d.cfg->n_tcp_routes, sizeof(*d.tcp))))
+		goto out;
+	d.n_tcp = d.cfg->n_tcp_routes;
+	for (i = 0; i < d.n_tcp; i++) {
+		snprintf(d.tcp[i].listen, sizeof(d.tcp[i].listen), "%s",
+			 d.cfg->tcp_routes[i].listen.text);
+		snprintf(d.tcp[i].env_id, sizeof(d.tcp[i].env_id), "%s",
+			 d.cfg->tcp_routes[i].environment);
+	}
+	rc = route_writer_update_file(&d.routes, src, NULL, d.tcp, d.n_tcp,
+				      NULL, &err);
 	src = NULL; /* the writer's */
 	if (rc) {
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
@@ -870,8 +966,9 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	log_note("serving on %zu address(es) with %u worker(s)",
-		 d.cfg->n_listen, d.nw);
+	log_note("serving on %zu address(es) and %zu TCP route(s) with %u "
+		 "worker(s)",
+		 d.cfg->n_listen, d.cfg->n_tcp_routes, d.nw);
 	event_base_dispatch(d.base);
 	edged_shutdown(&d);
 	log_note("stopped");
@@ -904,5 +1001,6 @@ out:
 	splice_close(d.splice);
 	config_free(d.cfg);
 	route_src_free(src);
+	free(d.tcp);
 	return status;
 }

@@ -17,6 +17,7 @@
 
 #include "clk.h"
 #include "conn.h"
+#include "l4.h"
 #include "listener.h"
 #include "worker.h"
 
@@ -26,6 +27,7 @@ struct listener {
 	struct event *ev;
 	struct event *resume; /* ends a pause (listener_pause) */
 	bool paused;
+	int tcp_slot; /* LISTENER_HTTP, or a TCP route's slot */
 	char text[CONFIG_ADDR_STR_MAX];
 };
 
@@ -160,7 +162,11 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 				log_warn("accept on %s", l->text);
 			return;
 		}
-		conn_accept(l->w, cfd, (struct sockaddr *)&ss, len);
+		if (l->tcp_slot == LISTENER_HTTP)
+			conn_accept(l->w, cfd, (struct sockaddr *)&ss, len);
+		else
+			l4_accept(l->w, cfd, (struct sockaddr *)&ss, len,
+				  (unsigned)l->tcp_slot);
 		if (listener_fds_short(l->w, cfd)) {
 			/* what is left goes to upstreams of the connections
 			 * accepted, not to more clients */
@@ -170,7 +176,7 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int listener_new(struct worker *w, const struct config_addr *a,
+int listener_new(struct worker *w, const struct config_addr *a, int tcp_slot,
 		 struct listener **out, struct errbuf *err)
 {
 	struct listener *l;
@@ -180,6 +186,7 @@ int listener_new(struct worker *w, const struct config_addr *a,
 	if (!l)
 		return -ENOMEM;
 	l->w = w;
+	l->tcp_slot = tcp_slot;
 	memcpy(l->text, a->text, sizeof(l->text));
 	l->fd = socket(a->ss.ss_family,
 		       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -29,13 +29,18 @@ struct listener;
  * eighth of RLIMIT_NOFILE, if more) free. */
 #define LISTENER_FD_SPARE 16
 
+/* What a listener's connections are: HTTP (conn_accept), or those of TCP
+ * route slot N >= 0 (l4_accept). */
+#define LISTENER_HTTP (-1)
+
 /*
  * Open a listening TCP socket on a (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY
  * for IPv6 so "0.0.0.0" and "[::]" may both be listed, non-blocking,
- * close-on-exec) for worker w; its accept event is created on w's loop but
+ * close-on-exec) for worker w, for HTTP (tcp_slot LISTENER_HTTP) or for
+ * TCP route slot tcp_slot; its accept event is created on w's loop but
  * not added. Returns 0 and *out, or -errno with err set.
  */
-int listener_new(struct worker *w, const struct config_addr *a,
+int listener_new(struct worker *w, const struct config_addr *a, int tcp_slot,
 		 struct listener **out, struct errbuf *err);
 
 /* Start accepting (add the event). Returns 0 or -errno. */

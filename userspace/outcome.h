@@ -62,7 +62,8 @@
 	  "the upstream answered with nothing or with an invalid response")    \
 	X(CLIENT_CLOSED, "client_closed", 0,                                   \
 	  "the client closed the connection before the response")              \
-	X(TUNNEL, "tunnel", 0, "the upgraded connection was closed")           \
+	X(TUNNEL, "tunnel", 0,                                                 \
+	  "the tunnel (an upgraded connection, or a TCP route's) was closed")  \
 	X(SHUTTING_DOWN, "shutting_down", 503, "edge is shutting down")        \
 	X(CONNECTION_LIMIT, "connection_limit", 503,                           \
 	  "too many open connections, retry later")                            \
@@ -75,7 +76,10 @@
 	X(FD_EXHAUSTED, "fd_exhausted", 503,                                   \
 	  "edge has run out of file descriptors, retry later")                 \
 	X(LOOP_DETECTED, "loop_detected", 508,                                 \
-	  "the request came back to edge: its upstream leads to edge itself")
+	  "the request came back to edge: its upstream leads to edge itself")  \
+	X(ENVIRONMENT_NOT_FOUND, "environment_not_found", 0,                   \
+	  "the TCP route's environment is in no route source: the "            \
+	  "connection was closed")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

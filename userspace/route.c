@@ -80,10 +80,20 @@ struct route_dom {
 	const struct route_r *claims[];
 };
 
+/* A TCP route slot: what the settings name, and the environment it
+ * resolved to in this table (NULL: in no source). */
+struct route_tcp_slot {
+	struct route_tcp r;
+	const struct route_env *env;
+};
+
 struct route_table {
 	atomic_uint ref;
 	uint64_t generation;
 	struct route_defaults def;
+	struct route_tcp_slot *tcp; /* n_tcp slots, resolved at the build's
+				       end */
+	size_t n_tcp;
 	/* id -> segment (the maps' own reference); environment and
 	 * deployment ids -> segment; domains -> struct route_dom (exact,
 	 * and wildcards by their suffix without "*.") */
@@ -293,6 +303,7 @@ static void rt_free(struct route_table *t)
 	pmap_put(t->envs, &rt_ref_ops);
 	pmap_put(t->deps, &rt_ref_ops);
 	pmap_put(t->projects, &rt_seg_ops);
+	free(t->tcp);
 	free(t);
 }
 
@@ -377,6 +388,17 @@ int route_build_begin(const struct route_table *prev,
 		t->wild = pmap_ref(prev->wild);
 		t->n_routes = prev->n_routes;
 		t->n_projects = prev->n_projects;
+		if (prev->n_tcp) {
+			t->tcp = malloc(prev->n_tcp * sizeof(*t->tcp));
+			if (!t->tcp) {
+				b->t = t;
+				route_build_abort(b);
+				return -ENOMEM;
+			}
+			memcpy(t->tcp, prev->tcp,
+			       prev->n_tcp * sizeof(*t->tcp));
+			t->n_tcp = prev->n_tcp;
+		}
 		b->new_cap = def->max_inflight_per_route !=
 			     prev->def.max_inflight_per_route;
 	}
@@ -394,12 +416,61 @@ void route_build_abort(struct route_build *b)
 	free(b);
 }
 
+/* Point every TCP route slot of t at its environment as t holds it. */
+static void rt_tcp_resolve(struct route_table *t)
+{
+	size_t i, j;
+
+	for (i = 0; i < t->n_tcp; i++) {
+		struct route_tcp_slot *sl = &t->tcp[i];
+		const char *id = sl->r.env_id;
+		const struct route_seg *s = pmap_get(t->envs, id, strlen(id));
+
+		sl->env = NULL;
+		for (j = 0; s && j < s->n_envs && !sl->env; j++)
+			if (strcmp(s->envs[j].id, id) == 0)
+				sl->env = &s->envs[j];
+	}
+}
+
+int route_build_set_tcp(struct route_build *b, const struct route_tcp *v,
+			size_t n, struct errbuf *err)
+{
+	struct route_tcp_slot *nv = NULL;
+	size_t i;
+
+	if (n > ROUTE_TCP_MAX) {
+		errbuf_set(err, "route table: %zu TCP routes (at most %d)", n,
+			   ROUTE_TCP_MAX);
+		return -EINVAL;
+	}
+	if (n && !(nv = calloc(n, sizeof(*nv)))) {
+		errbuf_set(err, "route table: out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		nv[i].r = v[i];
+	free(b->t->tcp);
+	b->t->tcp = nv;
+	b->t->n_tcp = n;
+	return 0;
+}
+
+size_t route_table_ntcp(const struct route_table *t)
+{
+	return t->n_tcp;
+}
+
 int route_build_end(struct route_build *b, struct route_table **out)
 {
 	int rc = b->broken ? -ENOMEM : 0;
 
 	*out = NULL;
 	if (rc == 0) {
+		/* the index from each TCP route to its environment: the
+		 * projects this build changed may have moved, added or
+		 * removed it */
+		rt_tcp_resolve(b->t);
 		/* the gauges are live: a new cap applies to the requests of
 		 * every generation at once (the segments compiled in this
 		 * build have it already) */
@@ -1029,6 +1100,30 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	return ROUTE_OK;
 }
 
+enum route_status route_tcp_lookup(const struct route_table *t, size_t slot,
+				   struct route_match *m)
+{
+	const struct route_env *e;
+
+	memset(m, 0, sizeof(*m));
+	if (slot >= t->n_tcp || !(e = t->tcp[slot].env))
+		return ROUTE_ENV_NOT_FOUND;
+	m->project = e->project;
+	m->project_id = e->project->id;
+	m->project_name = e->project->name;
+	m->env_id = e->id;
+	m->env_name = e->name;
+	m->deployment_id = e->deployment_id;
+	if (!e->project->enabled)
+		return ROUTE_PROJECT_DISABLED;
+	m->upstreams = e->def.upstreams;
+	m->n_upstreams = e->def.n_upstreams;
+	m->balance = e->def.balance;
+	m->route_key = e->def.key;
+	m->security = &e->src->security;
+	return ROUTE_OK;
+}
+
 bool route_ip_allowed(const struct route_match *m, const struct cidr *a)
 {
 	const struct route_project *p = m->project;
@@ -1176,10 +1271,39 @@ fail:
 	return NULL;
 }
 
+/* One TCP route slot as JSON (route_dump_json). */
+static json_t *rt_tcp_json(const struct route_tcp_slot *sl)
+{
+	const struct route_env *e = sl->env;
+	const struct route_r *r;
+	json_t *ups;
+	size_t i;
+
+	if (!e)
+		return json_pack("{s:s, s:s, s:b}", "listen", sl->r.listen,
+				 "environment", sl->r.env_id, "found", 0);
+	r = &e->def;
+	ups = json_array();
+	if (!ups)
+		return NULL;
+	for (i = 0; i < r->n_upstreams; i++)
+		if (json_array_append_new(ups,
+					  json_string(r->upstreams[i].text))) {
+			json_decref(ups);
+			return NULL;
+		}
+	return json_pack(
+	    "{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:s, s:o}", "listen",
+	    sl->r.listen, "environment", e->id, "found", 1, "source",
+	    route_src_name(e->project->src), "project", e->project->id,
+	    "deployment", e->deployment_id, "enabled", e->project->enabled,
+	    "balance", config_balance_name(r->balance), "upstreams", ups);
+}
+
 json_t *route_dump_json(const struct route_table *t)
 {
 	struct rt_rows rows = {NULL, 0, 0};
-	json_t *arr = NULL, *out = NULL;
+	json_t *arr = NULL, *tcp = NULL, *out = NULL;
 	size_t i;
 
 	if (pmap_foreach(t->exact, rt_rows_of, &rows) ||
@@ -1193,9 +1317,17 @@ json_t *route_dump_json(const struct route_table *t)
 	for (i = 0; i < rows.n; i++)
 		if (json_array_append_new(arr, rt_row_json(t, &rows.v[i])) < 0)
 			goto out;
-	out = json_pack("{s:I, s:O}", "generation", (json_int_t)t->generation,
-			"routes", arr);
+	tcp = json_array();
+	if (!tcp)
+		goto out;
+	for (i = 0; i < t->n_tcp; i++)
+		if (json_array_append_new(tcp, rt_tcp_json(&t->tcp[i])) < 0)
+			goto out;
+	out = json_pack("{s:I, s:O, s:O}", "generation",
+			(json_int_t)t->generation, "routes", arr, "tcp_routes",
+			tcp);
 out:
+	json_decref(tcp);
 	json_decref(arr);
 	free(rows.v);
 	return out;

@@ -45,6 +45,7 @@ enum route_status {
 	ROUTE_OK = 0,
 	ROUTE_DOMAIN_NOT_FOUND, /* 503 domain_not_found */
 	ROUTE_PROJECT_DISABLED, /* 403 project_disabled */
+	ROUTE_ENV_NOT_FOUND,	/* a TCP route's environment: in no source */
 };
 
 /*
@@ -130,6 +131,47 @@ int route_build_drop_source(struct route_build *b, unsigned src,
 int route_build_end(struct route_build *b, struct route_table **out);
 void route_build_abort(struct route_build *b);
 
+/*
+ * Plain TCP (L4) routes. A table carries, beside the sources' projects,
+ * the settings' TCP routes in slots numbered as the listeners edged bound
+ * for them at start (slot i: the i-th), each naming an environment by id,
+ * and an index from each slot to that environment as the table holds it
+ * (its deployment's upstreams and balance): resolved whenever a
+ * generation is built, so that a change of the environment's deployment
+ * from any source (a file reload, a database change) or of the
+ * environment a slot names applies to the next connection, and an
+ * environment that comes (or goes) later is found (or missed) then.
+ */
+struct route_tcp {
+	char listen[CONFIG_ADDR_STR_MAX]; /* the slot's listen address */
+	char env_id[CONFIG_ID_MAX + 1];	  /* the environment it goes to */
+};
+
+/* Most TCP route slots a table carries (config.h's
+ * CONFIG_TCP_ROUTES_MAX). */
+#define ROUTE_TCP_MAX 64
+
+/* The build's TCP routes are v[0..n) from now on (copied; n <=
+ * ROUTE_TCP_MAX): slot i is v[i]. A build begins with prev's. 0, or
+ * -EINVAL (too many) / -ENOMEM with err set (the build goes on with the
+ * slots it had). */
+int route_build_set_tcp(struct route_build *b, const struct route_tcp *v,
+			size_t n, struct errbuf *err);
+
+/* The number of TCP route slots in t. */
+size_t route_table_ntcp(const struct route_table *t);
+
+/*
+ * Resolve TCP route slot into *m: its environment's project, ids,
+ * deployment, upstreams and balance (route_key the environment's default
+ * route's; no path, body limit, headers or in-flight gauge). Returns
+ * ROUTE_OK; ROUTE_ENV_NOT_FOUND when no source holds the environment (or
+ * slot is out of range); or ROUTE_PROJECT_DISABLED (ids set). Never
+ * allocates; any thread while the caller holds t.
+ */
+enum route_status route_tcp_lookup(const struct route_table *t, size_t slot,
+				   struct route_match *m);
+
 /* The ids of source src's projects in t (t may be NULL): a malloc'd
  * array of malloc'd strings, for route_ids_free. 0 or -ENOMEM. */
 int route_table_project_ids(const struct route_table *t, unsigned src,
@@ -184,7 +226,10 @@ bool route_ip_allowed(const struct route_match *m, const struct cidr *a);
  * The table as JSON for `edgectl routes`: {"generation": N, "routes":
  * [{"domain", "prefix", "strip_prefix", "project", "environment",
  * "deployment", "enabled", "balance", "upstreams": [..],
- * "max_body_bytes", "inflight"}...]} sorted by domain then prefix. Returns
+ * "max_body_bytes", "inflight"}...], "tcp_routes": [{"listen",
+ * "environment", "found", and when found "source", "project",
+ * "deployment", "enabled", "balance", "upstreams"}...]} with the routes
+ * sorted by domain then prefix and the TCP routes in slot order. Returns
  * a new reference, or NULL when out of memory.
  */
 json_t *route_dump_json(const struct route_table *t);

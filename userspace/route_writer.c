@@ -71,9 +71,11 @@ static int rw_install(struct route_writer *w, struct route_build *b,
 
 /* ---- the write ---------------------------------------------------------- */
 
-int route_writer_update(struct route_writer *w, enum route_src_id id,
-			struct route_src *src, const struct route_defaults *def,
-			uint64_t *gen, struct errbuf *err)
+/* route_writer_update, and with tcp the TCP routes tcp[0..n_tcp) too. */
+static int rw_update(struct route_writer *w, enum route_src_id id,
+		     struct route_src *src, const struct route_defaults *def,
+		     bool tcp_set, const struct route_tcp *tcp, size_t n_tcp,
+		     uint64_t *gen, struct errbuf *err)
 {
 	struct route_defaults nd;
 	struct route_table *cur = NULL;
@@ -92,7 +94,9 @@ int route_writer_update(struct route_writer *w, enum route_src_id id,
 		errbuf_set(err, "route table: out of memory");
 		goto out;
 	}
-	rc = route_build_drop_source(b, id, err);
+	rc = tcp_set ? route_build_set_tcp(b, tcp, n_tcp, err) : 0;
+	if (rc == 0)
+		rc = route_build_drop_source(b, id, err);
 	for (i = 0; rc == 0 && src && i < src->n_projects; i++)
 		rc = route_build_set(b, id, &src->projects[i], err);
 	if (rc) {
@@ -106,6 +110,21 @@ out:
 	route_table_put(cur);
 	route_src_free(src);
 	return rc;
+}
+
+int route_writer_update(struct route_writer *w, enum route_src_id id,
+			struct route_src *src, const struct route_defaults *def,
+			uint64_t *gen, struct errbuf *err)
+{
+	return rw_update(w, id, src, def, false, NULL, 0, gen, err);
+}
+
+int route_writer_update_file(struct route_writer *w, struct route_src *src,
+			     const struct route_defaults *def,
+			     const struct route_tcp *v, size_t n, uint64_t *gen,
+			     struct errbuf *err)
+{
+	return rw_update(w, ROUTE_SRC_FILE, src, def, true, v, n, gen, err);
 }
 
 int route_writer_patch(struct route_writer *w, enum route_src_id id,

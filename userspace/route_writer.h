@@ -89,6 +89,20 @@ int route_writer_patch(struct route_writer *w, enum route_src_id id,
 		       void *arg, struct errbuf *err);
 
 /*
+ * The file's load and reload: route_writer_update of the file source
+ * with src and the settings' defaults def (NULL: as they are), and the
+ * settings' TCP routes (route.h: slot i goes to environment v[i].env_id)
+ * replaced by v[0..n), all in one generation; later generations keep the
+ * TCP routes (every build resolves them anew, so another source's change
+ * reaches them too). Returns as route_writer_update, and -EINVAL for more
+ * than ROUTE_TCP_MAX routes; on failure nothing changed.
+ */
+int route_writer_update_file(struct route_writer *w, struct route_src *src,
+			     const struct route_defaults *def,
+			     const struct route_tcp *v, size_t n, uint64_t *gen,
+			     struct errbuf *err);
+
+/*
  * Make source id's project p give way to what the other sources hold in
  * the current generation, so that a name one source holds never refuses
  * another source's project: an environment (or its deployment) whose id

@@ -39,7 +39,7 @@
 
 void worker_maybe_exit(struct worker *w)
 {
-	if (w->draining && w->cs.n == 0)
+	if (w->draining && w->cs.n == 0 && w->l4.n == 0)
 		event_base_loopexit(w->base, NULL);
 }
 
@@ -219,8 +219,8 @@ void worker_read_nofile(struct worker *w)
 
 unsigned long worker_fd_reserve(const struct config *cfg)
 {
-	return WORKER_FD_RESERVE +
-	       (unsigned long)cfg->workers * (cfg->n_listen + 4);
+	return WORKER_FD_RESERVE + (unsigned long)cfg->workers *
+				       (cfg->n_listen + cfg->n_tcp_routes + 4);
 }
 
 unsigned long worker_fd_conn_cap(const struct config *cfg, unsigned long nofile)
@@ -315,7 +315,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 			      worker_notify_cb, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
 	if (!w->notify || !w->tick || event_add(w->notify, NULL) ||
-	    event_add(w->tick, &tv) || conn_set_init(w) ||
+	    event_add(w->tick, &tv) || conn_set_init(w) || l4_set_init(w) ||
 	    reqid_table_new(0, 0, &w->ids))
 		goto nomem;
 	/* requests' messages hold nothing: no drop function */
@@ -339,11 +339,17 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));
 		goto fail;
 	}
-	w->ls = calloc(cfg->n_listen, sizeof(*w->ls));
+	/* the HTTP listeners, then one per TCP route (its slot) */
+	w->ls = calloc(cfg->n_listen + cfg->n_tcp_routes, sizeof(*w->ls));
 	if (!w->ls)
 		goto nomem;
-	for (i = 0; i < cfg->n_listen; i++) {
-		rc = listener_new(w, &cfg->listen[i], &w->ls[i], err);
+	for (i = 0; i < cfg->n_listen + cfg->n_tcp_routes; i++) {
+		bool http = i < cfg->n_listen;
+		size_t slot = i - cfg->n_listen;
+
+		rc = listener_new(
+		    w, http ? &cfg->listen[i] : &cfg->tcp_routes[slot].listen,
+		    http ? LISTENER_HTTP : (int)slot, &w->ls[i], err);
 		if (rc)
 			goto fail;
 		w->nls++;
@@ -440,8 +446,10 @@ void worker_free(struct worker *w)
 	if (!w)
 		return;
 	worker_quiesce(w);
-	if (w->base)
+	if (w->base) {
 		conn_free_all(w);
+		l4_free_all(w);
+	}
 	for (i = 0; i < w->nls; i++)
 		listener_free(w->ls[i]);
 	free(w->ls);

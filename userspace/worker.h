@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "h1.h"
 #include "hdr.h"
+#include "l4.h"
 #include "outcome.h"
 #include "route.h"
 #include "upstream.h"
@@ -87,6 +88,8 @@ struct worker_shared {
 	/* the Via member this edge adds upstream (hdr_via_init of
 	 * host_name); a request that carries it is a loop */
 	char via[HDR_VIA_MAX];
+	/* connections open per TCP route slot (l4.h), every worker */
+	atomic_ulong tcp_open[CONFIG_TCP_ROUTES_MAX];
 };
 
 enum worker_cmd {
@@ -113,6 +116,7 @@ struct worker {
 	struct listener **ls; /* this worker's listening sockets */
 	size_t nls;
 	struct conn_set cs;	 /* its client connections (conn.c's) */
+	struct l4_set l4;	 /* its TCP routes' connections (l4.c's) */
 	struct mailbox *mbox;	 /* messages from any thread (worker_post) */
 	struct reqid_table *ids; /* requests messages may name */
 	bool draining;
@@ -137,9 +141,9 @@ struct worker {
 /*
  * Create worker id over sh: its event_base, its limiter and upstream
  * state, and one SO_REUSEPORT listening socket per sh->cfg->listen
- * address (bound now, so that binding happens before privileges are
- * dropped). Does not start the thread. Returns 0 and *out, or -errno with
- * err saying what failed.
+ * address and per TCP route (sh->cfg->tcp_routes, slot i the i-th),
+ * bound now, so that binding happens before privileges are dropped. Does not
+ * start the thread. Returns 0 and *out, or -errno with err saying what failed.
  */
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	       struct errbuf *err);
@@ -210,7 +214,8 @@ int worker_handle_new(struct worker *w, void *obj, uint64_t *id);
 void *worker_handle_get(struct worker *w, uint64_t id);
 void worker_handle_free(struct worker *w, uint64_t id);
 
-/* Exit the loop if draining and no connection is left (worker thread). */
+/* Exit the loop if draining and no connection (HTTP or TCP route) is
+ * left (worker thread). */
 void worker_maybe_exit(struct worker *w);
 
 /* The timeval for ms milliseconds on w's loop: w's common timeout for

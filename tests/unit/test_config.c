@@ -345,6 +345,54 @@ static const struct bad bad[] = {
      "-99999999999999999999 is out of range 0..1073741824"},
     {"ratelimit = {\n burst = 0x1FFFFFFFFFFFFFFFF; #!\n};\n", "ratelimit.burst",
      "0x1FFFFFFFFFFFFFFFF is out of range 1..100000000"},
+    /* tcp_routes: plain TCP routes */
+    {"tcp_routes = { }; #!\n", "tcp_routes", "expected a list"},
+    {"tcp_routes = ( \"0.0.0.0:5432\" ); #!\n", "tcp_routes[0]",
+     "expected a group"},
+    {"tcp_routes = ( { environment = \"e\"; } ); #!\n", "tcp_routes[0].listen",
+     "missing (required)"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; } ); #!\n",
+     "tcp_routes[0].environment", "missing (required)"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; environment = \"e\";\n"
+     "  port = 5; } ); #!\n",
+     "tcp_routes[0].port", "unknown key"},
+    {"tcp_routes = ( { listen = \"db.internal:5432\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].listen", "not resolved"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:0\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].listen", "1..65535"},
+    {"tcp_routes = ( { listen = 5432; environment = \"e\"; } ); #!\n",
+     "tcp_routes[0].listen", "expected a string"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\";\n"
+     "  environment = \"a b\"; } ); #!\n",
+     "tcp_routes[0].environment", "only letters"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\";\n"
+     "  environment = \"\"; } ); #!\n",
+     "tcp_routes[0].environment", "must be 1..64 bytes"},
+    {"listen = [ \"127.0.0.1:8080\" ];\n"
+     "tcp_routes = ( { listen = \"127.0.0.1:8080\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].listen", "127.0.0.1:8080 is also listen[0]"},
+    {"listen = [ \"127.0.0.1:8080\" ];\n"
+     "tcp_routes = ( { listen = \"0.0.0.0:8080\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].listen",
+     "0.0.0.0:8080 takes the port of listen[0] (127.0.0.1:8080)"},
+    {"listen = [ \"[::]:8080\" ];\n"
+     "tcp_routes = ( { listen = \"[::1]:8080\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].listen", "takes the port of listen[0] ([::]:8080)"},
+    {"tcp_routes = ( { listen = \"127.0.0.1:9090\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].listen", "127.0.0.1:9090 is also admin_listen"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; environment = \"a\"; },\n"
+     "  { listen = \"0.0.0.0:5432\"; #!\n environment = \"b\"; } );\n",
+     "tcp_routes[1].listen", "0.0.0.0:5432 is also tcp_routes[0].listen"},
+    {"tcp_routes = ( { listen = \"10.0.0.1:5432\"; environment = \"a\"; },\n"
+     "  { listen = \"0.0.0.0:5432\"; #!\n environment = \"b\"; } );\n",
+     "tcp_routes[1].listen",
+     "takes the port of tcp_routes[0].listen (10.0.0.1:5432)"},
     /* the text itself, before libconfig reads it */
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
      "  domains = [ \"a\\x00.test\" ]; #!\n"
@@ -393,6 +441,85 @@ START_TEST(test_bad)
 		      want);
 	ck_assert_msg(strstr(err.msg, t->msg) != NULL,
 		      "case %d: '%s' lacks '%s'", _i, err.msg, t->msg);
+}
+END_TEST
+
+/* tcp_routes: each a listen address and an environment id, kept in the
+ * order written (a route's slot); 0.0.0.0 and [::] on one port, two
+ * addresses on one port and a route beside an HTTP port do not clash;
+ * none by default; at most CONFIG_TCP_ROUTES_MAX. */
+START_TEST(test_tcp_routes)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+	char *text, *p;
+	size_t i, len = 0;
+
+	ck_assert_int_eq(
+	    config_load(write_conf("listen = [ \"127.0.0.1:8080\" ];\n"
+				   "tcp_routes = (\n"
+				   "  { listen = \"0.0.0.0:15432\";\n"
+				   "    environment = \"db-prod\"; },\n"
+				   "  { listen = \"[::]:15432\";\n"
+				   "    environment = \"db-prod\"; },\n"
+				   "  { listen = \"127.0.0.1:6379\";\n"
+				   "    environment = \"cache\"; },\n"
+				   "  { listen = \"127.0.0.2:6379\";\n"
+				   "    environment = \"cache-2\"; },\n"
+				   "  { listen = \"127.0.0.2:8081\";\n"
+				   "    environment = \"x\"; }\n"
+				   ");\n"),
+			&c, &src, &err),
+	    0);
+	ck_assert_uint_eq(c->n_tcp_routes, 5);
+	ck_assert_str_eq(c->tcp_routes[0].listen.text, "0.0.0.0:15432");
+	ck_assert_str_eq(c->tcp_routes[0].environment, "db-prod");
+	ck_assert_str_eq(c->tcp_routes[1].listen.text, "[::]:15432");
+	ck_assert_int_eq(c->tcp_routes[1].listen.ss.ss_family, AF_INET6);
+	ck_assert_str_eq(c->tcp_routes[2].environment, "cache");
+	ck_assert_str_eq(c->tcp_routes[3].listen.text, "127.0.0.2:6379");
+	ck_assert_str_eq(c->tcp_routes[4].environment, "x");
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+
+	ck_assert_int_eq(
+	    config_load(write_conf("limits = { };\n"), &c, &src, &err), 0);
+	ck_assert_uint_eq(c->n_tcp_routes, 0);
+	ck_assert_ptr_null(c->tcp_routes);
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+
+	/* the most, then one more */
+	text = malloc(64 * (CONFIG_TCP_ROUTES_MAX + 1) + 64);
+	ck_assert_ptr_nonnull(text);
+	p = text;
+	len += (size_t)sprintf(p, "tcp_routes = (\n");
+	for (i = 0; i < CONFIG_TCP_ROUTES_MAX; i++)
+		len += (size_t)sprintf(text + len,
+				       "%s{ listen = \"127.0.0.1:%zu\"; "
+				       "environment = \"e\"; }\n",
+				       i ? "," : "", 20000 + i);
+	sprintf(text + len, ");\n");
+	ck_assert_msg(config_load(write_conf(text), &c, &src, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->n_tcp_routes, CONFIG_TCP_ROUTES_MAX);
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+	len += (size_t)sprintf(text + len, ",{ listen = \"127.0.0.1:30000\"; "
+					   "environment = \"e\"; }\n);\n");
+	ck_assert_int_eq(config_load(write_conf(text), &c, &src, &err),
+			 -EINVAL);
+	ck_assert_msg(strstr(err.msg, ":1: tcp_routes: at most 64 TCP routes, "
+				      "has 65") != NULL,
+		      "%s", err.msg);
+	free(text);
 }
 END_TEST
 
@@ -1003,6 +1130,7 @@ static Suite *config_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_analytics_keys);
 	tcase_add_test(tc, test_example);

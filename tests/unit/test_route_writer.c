@@ -3,8 +3,9 @@
  * replaced on its own and every list merged into one generation (a second
  * source adds its domains; replacing the file's keeps the other's), a
  * name claimed by two sources refused with the old generation kept, the
- * settings' defaults, and no writing from another thread (abort in a test
- * build, counted and refused in production). */
+ * settings' defaults, the TCP routes' index to their environments, and
+ * no writing from another thread (abort in a test build, counted and
+ * refused in production). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -429,6 +430,149 @@ START_TEST(test_patch)
 }
 END_TEST
 
+/* What TCP route slot resolves to in the current generation (status
+ * returned); *up gets its first upstream ("" when none). */
+static enum route_status tcp_at(size_t slot, struct route_match *m, char *up,
+				size_t len)
+{
+	struct route_table *t = route_table_current(&holder);
+	enum route_status st = route_tcp_lookup(t, slot, m);
+
+	snprintf(up, len, "%s", m->n_upstreams ? m->upstreams[0].text : "");
+	route_table_put(t);
+	return st;
+}
+
+static struct route_tcp tcp_slot(const char *listen, const char *env)
+{
+	struct route_tcp r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.listen, sizeof(r.listen), "%s", listen);
+	snprintf(r.env_id, sizeof(r.env_id), "%s", env);
+	return r;
+}
+
+/* TCP routes: each slot is resolved to its environment whenever a
+ * generation is built, so a file reload or a database patch that adds,
+ * changes or removes the environment (or the environment a slot names)
+ * reaches the next lookup; a held generation keeps what it had; the file
+ * source's update keeps the slots, and a file load sets them with its
+ * projects in one generation. */
+START_TEST(test_tcp_routes)
+{
+	struct route_tcp v[3] = {tcp_slot("0.0.0.0:15432", "fe"),
+				 tcp_slot("0.0.0.0:15433", "dbe"),
+				 tcp_slot("0.0.0.0:15434", "fe")};
+	struct route_tcp big[ROUTE_TCP_MAX + 1];
+	struct route_src_project pv[2];
+	struct route_src *s;
+	struct route_match m;
+	struct route_table *held;
+	struct errbuf err = {""};
+	const char *gone[] = {"dbp"};
+	char up[64];
+	uint64_t g;
+	json_t *j, *tr;
+
+	s = one("fp", "fe", "file.test", NULL);
+	ck_assert_int_eq(route_writer_update_file(&rw, s, NULL, v, 3, &g, &err),
+			 0);
+	ck_assert_uint_eq(g, generation());
+	ck_assert_int_eq(tcp_at(0, &m, up, sizeof(up)), ROUTE_OK);
+	ck_assert_str_eq(m.env_id, "fe");
+	ck_assert_str_eq(m.project_id, "fp");
+	ck_assert_str_eq(m.deployment_id, "fe-d");
+	ck_assert_str_eq(up, "127.0.0.1:80");
+	ck_assert_uint_ne(m.route_key, 0);
+	ck_assert_int_eq(tcp_at(1, &m, up, sizeof(up)), ROUTE_ENV_NOT_FOUND);
+	ck_assert_int_eq(tcp_at(2, &m, up, sizeof(up)), ROUTE_OK);
+	ck_assert_int_eq(tcp_at(3, &m, up, sizeof(up)), ROUTE_ENV_NOT_FOUND);
+
+	/* the database brings the environment slot 1 names */
+	s = fx_src();
+	fx_env(fx_project(s, "dbp"), "dbe", "127.0.0.1:81", "db.test", NULL);
+	patch_ok(pv, take(s, pv), NULL, 0);
+	ck_assert_int_eq(tcp_at(1, &m, up, sizeof(up)), ROUTE_OK);
+	ck_assert_str_eq(m.project_id, "dbp");
+	ck_assert_str_eq(up, "127.0.0.1:81");
+	held = route_table_current(&holder);
+	/* ... changes its deployment's endpoint ... */
+	s = fx_src();
+	fx_env(fx_project(s, "dbp"), "dbe", "127.0.0.1:91", "db.test", NULL);
+	patch_ok(pv, take(s, pv), NULL, 0);
+	ck_assert_int_eq(tcp_at(1, &m, up, sizeof(up)), ROUTE_OK);
+	ck_assert_str_eq(up, "127.0.0.1:91");
+	ck_assert_int_eq(route_tcp_lookup(held, 1, &m), ROUTE_OK);
+	ck_assert_str_eq(m.upstreams[0].text, "127.0.0.1:81");
+	route_table_put(held);
+	/* ... is disabled, then goes */
+	s = fx_src();
+	fx_env(fx_project(s, "dbp"), "dbe", "127.0.0.1:91", "db.test", NULL);
+	s->projects[0].enabled = false;
+	patch_ok(pv, take(s, pv), NULL, 0);
+	ck_assert_int_eq(tcp_at(1, &m, up, sizeof(up)), ROUTE_PROJECT_DISABLED);
+	ck_assert_str_eq(m.env_id, "dbe");
+	patch_ok(NULL, 0, gone, 1);
+	ck_assert_int_eq(tcp_at(1, &m, up, sizeof(up)), ROUTE_ENV_NOT_FOUND);
+
+	/* a file update keeps the slots and reaches them */
+	s = fx_src();
+	fx_env(fx_project(s, "fp"), "fe", "127.0.0.1:85", "file.test", NULL);
+	update_ok(ROUTE_SRC_FILE, s, NULL);
+	ck_assert_int_eq(tcp_at(0, &m, up, sizeof(up)), ROUTE_OK);
+	ck_assert_str_eq(up, "127.0.0.1:85");
+	held = route_table_current(&holder);
+	ck_assert_uint_eq(route_table_ntcp(held), 3);
+	route_table_put(held);
+
+	/* a file load renaming the environment and pointing slot 0 at the
+	 * new name: one generation, never a moment without it */
+	s = fx_src();
+	fx_env(fx_project(s, "fp"), "fe2", "127.0.0.1:86", "file.test", NULL);
+	v[0] = tcp_slot("0.0.0.0:15432", "fe2");
+	g = generation();
+	ck_assert_int_eq(
+	    route_writer_update_file(&rw, s, NULL, v, 3, NULL, &err), 0);
+	ck_assert_uint_eq(generation(), g + 1);
+	ck_assert_int_eq(tcp_at(0, &m, up, sizeof(up)), ROUTE_OK);
+	ck_assert_str_eq(up, "127.0.0.1:86");
+	ck_assert_int_eq(tcp_at(2, &m, up, sizeof(up)), ROUTE_ENV_NOT_FOUND);
+
+	/* the dump: slot order, found or not */
+	held = route_table_current(&holder);
+	j = route_dump_json(held);
+	route_table_put(held);
+	tr = json_object_get(j, "tcp_routes");
+	ck_assert_uint_eq(json_array_size(tr), 3);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_array_get(tr, 0), "listen")),
+	    "0.0.0.0:15432");
+	ck_assert(
+	    json_is_true(json_object_get(json_array_get(tr, 0), "found")));
+	ck_assert_str_eq(
+	    json_string_value(json_array_get(
+		json_object_get(json_array_get(tr, 0), "upstreams"), 0)),
+	    "127.0.0.1:86");
+	ck_assert(
+	    json_is_false(json_object_get(json_array_get(tr, 2), "found")));
+	ck_assert_str_eq(json_string_value(json_object_get(
+			     json_array_get(tr, 2), "environment")),
+			 "fe");
+	json_decref(j);
+
+	/* too many: refused, nothing changed */
+	memset(big, 0, sizeof(big));
+	g = generation();
+	ck_assert_int_eq(route_writer_update_file(&rw, fx_src(), NULL, big,
+						  ROUTE_TCP_MAX + 1, NULL,
+						  &err),
+			 -EINVAL);
+	ck_assert_uint_eq(generation(), g);
+	ck_assert_str_eq(env_of("file.test"), "fe2");
+}
+END_TEST
+
 /* A project that would take a name another holds is refused alone, its
  * previous version kept; the rest of the patch applies. */
 START_TEST(test_patch_refuses_one)
@@ -623,6 +767,7 @@ static Suite *route_writer_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_patch);
 	tcase_add_test(tc, test_patch_refuses_one);
+	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_prune_project);
 	tcase_add_test(tc, test_patch_cost);
 	tcase_add_test_raise_signal(tc, test_other_thread_aborts, SIGABRT);

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * l4.c - plain TCP (L4) routes (l4.h): a connection accepted on a TCP
+ * route's listener is admitted, resolved to its environment's endpoints
+ * through the route table, connected to one of them and handed to a
+ * tunnel; l4_end() records and releases it, once.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analytics.h"
+#include "clk.h"
+#include "conn.h"
+#include "edge_assert.h"
+#include "l4.h"
+#include "listener.h"
+#include "proxy.h"
+#include "sockio.h"
+#include "tunnel.h"
+#include "upstream.h"
+#include "worker.h"
+
+_Static_assert(ROUTE_TCP_MAX == CONFIG_TCP_ROUTES_MAX,
+	       "a route table holds every TCP route of the settings");
+
+enum l4_state {
+	L4_ADMIT = 0,  /* accepted: resolving and admitting */
+	L4_CONNECTING, /* connecting to an endpoint */
+	L4_TUNNEL,     /* the tunnel has both sockets */
+};
+
+/* One TCP route connection, from accept to l4_end. */
+struct l4_conn {
+	TAILQ_ENTRY(l4_conn) link;
+	struct worker *w;
+	unsigned slot; /* its TCP route */
+	enum l4_state state;
+	bool ended;
+	/* the client's stream, not read until the tunnel takes it */
+	struct transport client;
+	union conn_addr peer;
+	struct cidr peer_cidr;
+	char client_ip[INET6_ADDRSTRLEN];
+	char id[HDR_REQUEST_ID_MAX + 1]; /* for logs and the record */
+	/* held until connected: m points into it */
+	struct route_table *rt;
+	struct route_match m;
+	bool routed; /* the ids below are the route's */
+	char project_id[CONFIG_ID_MAX + 1];
+	char env_id[CONFIG_ID_MAX + 1];
+	char deployment_id[CONFIG_ID_MAX + 1];
+	/* the upstream side */
+	struct sockio *uio; /* while connecting */
+	struct upstream_ep *ep;
+	bool ep_counted; /* upstream_inflight_add(+1) held until the end */
+	struct upstream_ep *tried[L4_TRIES_MAX];
+	size_t ntried;
+	struct event *timer; /* the connect timeout */
+	struct tunnel *tun;
+	/* monotonic ns: accepted, the connect began, it succeeded */
+	uint64_t t0, t_connect, t_up;
+	uint64_t t0_real;
+	uint64_t bytes_in, bytes_out; /* client -> upstream, and back */
+};
+
+#define L4_LOG_CTX(c) (&(const struct log_ctx){(c)->client_ip, (c)->id})
+
+static void l4_connect(struct l4_conn *c);
+
+int l4_set_init(struct worker *w)
+{
+	TAILQ_INIT(&w->l4.open);
+	w->l4.n = 0;
+	return 0;
+}
+
+/* Record: one analytics event (kind tunnel; no HTTP, so no status). */
+static void l4_record(const struct l4_conn *c, enum outcome o)
+{
+	struct analytics *a = c->w->sh->analytics;
+	struct analytics_event ev;
+
+	if (!a)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.time_ns = c->t0_real;
+	ev.duration_ns = clk_now_ns() - c->t0;
+	if (c->t_up && c->t_connect)
+		ev.upstream_ns = c->t_up - c->t_connect;
+	ev.bytes_in = c->bytes_in;
+	ev.bytes_out = c->bytes_out;
+	ev.kind = ANALYTICS_KIND_TUNNEL;
+	ev.outcome = (uint8_t)o;
+	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, c->id, SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, c->client_ip, SIZE_MAX);
+	if (c->routed) {
+		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID, c->project_id,
+				    SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_ENVIRONMENT_ID, c->env_id,
+				    SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_DEPLOYMENT_ID,
+				    c->deployment_id, SIZE_MAX);
+	}
+	analytics_enqueue(a, &ev);
+}
+
+/* The endpoint's in-flight count, held from select to the end. */
+static void l4_ep_done(struct l4_conn *c)
+{
+	if (c->ep_counted)
+		upstream_inflight_add(c->ep, -1);
+	c->ep_counted = false;
+}
+
+/* The route table and what points into it: once connected (or ending),
+ * the connection needs only the ids it copied. */
+static void l4_unroute(struct l4_conn *c)
+{
+	route_table_put(c->rt);
+	c->rt = NULL;
+	memset(&c->m, 0, sizeof(c->m));
+}
+
+/*
+ * The one ending of a TCP route connection, once: the tunnel's byte
+ * counts taken and the tunnel closed (or the sockets closed), the
+ * endpoint's count and the route table released, one analytics event
+ * and the request_done hook, the connection uncounted and freed. Callers
+ * return at once: c is gone.
+ */
+static void l4_end(struct l4_conn *c, enum outcome o)
+{
+	struct worker *w = c->w;
+	struct worker_shared *sh = w->sh;
+	struct tunnel_stats st;
+
+	if (c->ended)
+		return;
+	c->ended = true;
+	if (c->tun) {
+		tunnel_stats(c->tun, &st);
+		c->bytes_in = st.bytes_up;
+		c->bytes_out = st.bytes_down;
+		tunnel_free(c->tun);
+		c->tun = NULL;
+	}
+	sockio_free(c->uio);
+	c->uio = NULL;
+	transport_close(&c->client);
+	if (c->timer)
+		event_free(c->timer);
+	c->timer = NULL;
+	l4_ep_done(c);
+	l4_unroute(c);
+	if (!c->id[0] && hdr_request_id_new(c->id))
+		snprintf(c->id, sizeof(c->id), "-");
+	log_debug_ctx(L4_LOG_CTX(c),
+		      "tcp route %u: %s, %llu bytes up, %llu down", c->slot,
+		      outcome_name(o), (unsigned long long)c->bytes_in,
+		      (unsigned long long)c->bytes_out);
+	l4_record(c, o);
+	if (sh->request_done)
+		sh->request_done(sh->request_done_arg, o, 0, c->t0,
+				 c->t_connect, 0);
+	TAILQ_REMOVE(&w->l4.open, c, link);
+	EDGE_ASSERT(w->l4.n > 0);
+	w->l4.n--;
+	atomic_fetch_sub(&sh->connections, 1);
+	atomic_fetch_sub(&sh->tcp_open[c->slot], 1);
+	free(c);
+	/* a descriptor came free: a paused listener may go on, a
+	 * draining worker may be done */
+	if (w->accept_paused)
+		listener_resume_all(w);
+	worker_maybe_exit(w);
+}
+
+/* The tunnel ended (tunnel.h): so does the connection. */
+static void l4_tunnel_done(struct tunnel *t, const struct tunnel_stats *st,
+			   void *arg)
+{
+	struct l4_conn *c = arg;
+
+	(void)t; /* l4_end reads its counts, then frees it */
+	log_debug_ctx(L4_LOG_CTX(c), "tcp route tunnel %s",
+		      st->end == TUNNEL_END_IDLE    ? "idle"
+		      : st->end == TUNNEL_END_ERROR ? "failed"
+						    : "closed");
+	l4_end(c, OUTCOME_TUNNEL);
+}
+
+/*
+ * Connected: both sockets become a tunnel. The one place a TCP route
+ * calls tunnel_start(): the client's stream gets its sockio only now, so
+ * whatever it sent meanwhile (and its EOF) is read by the tunnel and goes
+ * first.
+ */
+static void l4_tunnel_begin(struct l4_conn *c)
+{
+	struct worker *w = c->w;
+	struct sockio *cio, *uio = c->uio;
+	int rc;
+
+	cio = sockio_new(w->base, &c->client);
+	if (!cio) {
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+		return;
+	}
+	c->client.ops = NULL; /* the sockio's */
+	c->uio = NULL;	      /* the tunnel's */
+	c->state = L4_TUNNEL;
+	rc = tunnel_start(w, cio, uio, TUNNEL_KIND_TCP,
+			  w->set.timeouts.tunnel_idle_ms, l4_tunnel_done, c,
+			  &c->tun);
+	if (rc) { /* both sockios freed */
+		log_warnx_ctx_rl(L4_LOG_CTX(c), "tcp route %u: tunnel: %s",
+				 c->slot, strerror(-rc));
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+	}
+}
+
+/* The connect to c->ep failed or timed out: report it, try another
+ * endpoint (the client has sent nothing anyone read). */
+static void l4_attempt_failed(struct l4_conn *c)
+{
+	log_debug_ctx(L4_LOG_CTX(c), "tcp route %u: upstream %s failed",
+		      c->slot, c->ep ? upstream_ep_addr(c->ep)->text : "?");
+	if (c->ep)
+		upstream_report(c->w->up, c->ep, false, clk_now_ns());
+	evtimer_del(c->timer);
+	sockio_free(c->uio);
+	c->uio = NULL;
+	l4_ep_done(c);
+	c->ep = NULL;
+	l4_connect(c);
+}
+
+static void l4_up_event_cb(struct sockio *uio, short what, void *arg)
+{
+	struct l4_conn *c = arg;
+
+	(void)uio;
+	if (c->state != L4_CONNECTING)
+		return;
+	if (!(what & SOCKIO_CONNECTED)) {
+		l4_attempt_failed(c);
+		return;
+	}
+	evtimer_del(c->timer);
+	c->t_up = clk_now_ns();
+	upstream_report(c->w->up, c->ep, true, c->t_up);
+	l4_unroute(c);
+	l4_tunnel_begin(c);
+}
+
+static void l4_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct l4_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->state == L4_CONNECTING)
+		l4_attempt_failed(c); /* timeouts.upstream_connect */
+}
+
+/* socket() failed with e: out of descriptors is fd_exhausted, not the
+ * endpoint's fault; anything else is edge's own failure. */
+static void l4_no_socket(struct l4_conn *c, int e)
+{
+	if (e == EMFILE || e == ENFILE) {
+		l4_end(c, OUTCOME_FD_EXHAUSTED);
+		return;
+	}
+	log_warnx_ctx_rl(L4_LOG_CTX(c), "cannot make a socket: %s",
+			 strerror(e));
+	l4_end(c, OUTCOME_INTERNAL_ERROR);
+}
+
+/* Select an endpoint not tried yet and start connecting to it (never a
+ * pooled connection: those carry HTTP). */
+static void l4_connect(struct l4_conn *c)
+{
+	struct worker *w = c->w;
+	const struct config_addr *a;
+	struct upstream_ep *ep;
+	struct transport t;
+	struct timeval tv;
+	uint64_t now = clk_now_ns();
+	int fd, one = 1;
+
+	if (c->ntried >= L4_TRIES_MAX) {
+		l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
+		return;
+	}
+	/* round robin per TCP route: the environment's route key, and the
+	 * slot, so that HTTP and each TCP route keep positions of their
+	 * own */
+	if (upstream_select(w->up, c->m.route_key, c->slot + 1, c->m.upstreams,
+			    c->m.n_upstreams, c->m.balance, &c->peer.sa, now,
+			    c->tried, c->ntried, &ep)) {
+		l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
+		return;
+	}
+	c->tried[c->ntried++] = ep;
+	c->ep = ep;
+	upstream_inflight_add(ep, 1);
+	c->ep_counted = true;
+	c->t_connect = now;
+	a = upstream_ep_addr(ep);
+	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	while (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+	       upstream_pool_shed(w->up, PROXY_SHED_IDLE))
+		fd = socket(a->ss.ss_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		l4_no_socket(c, errno);
+		return;
+	}
+	/* a tunnel carries whatever protocol: small writes go at once */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	transport_tcp(&t, fd);
+	c->uio = sockio_new(w->base, &t);
+	if (!c->uio) {
+		transport_close(&t);
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+		return;
+	}
+	sockio_setcb(c->uio, NULL, NULL, l4_up_event_cb, c);
+	c->state = L4_CONNECTING;
+	evtimer_add(c->timer, worker_timeout(
+				  w, w->set.timeouts.upstream_connect_ms, &tv));
+	if (sockio_connect(c->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
+		l4_attempt_failed(c);
+}
+
+/* Resolve and Admit: the slot's environment, its project's IP rules, the
+ * per-client rate limit; then Select. */
+static void l4_admit(struct l4_conn *c)
+{
+	struct worker *w = c->w;
+	enum route_status rs = ROUTE_ENV_NOT_FOUND;
+	unsigned retry;
+
+	c->rt = route_table_current(&w->sh->routes);
+	if (c->rt)
+		rs = route_tcp_lookup(c->rt, c->slot, &c->m);
+	if (rs == ROUTE_ENV_NOT_FOUND) {
+		log_debug_ctx(L4_LOG_CTX(c),
+			      "tcp route %u: its environment is in no source",
+			      c->slot);
+		l4_end(c, OUTCOME_ENVIRONMENT_NOT_FOUND);
+		return;
+	}
+	c->routed = true;
+	snprintf(c->project_id, sizeof(c->project_id), "%s", c->m.project_id);
+	snprintf(c->env_id, sizeof(c->env_id), "%s", c->m.env_id);
+	snprintf(c->deployment_id, sizeof(c->deployment_id), "%s",
+		 c->m.deployment_id);
+	if (rs == ROUTE_PROJECT_DISABLED) {
+		l4_end(c, OUTCOME_PROJECT_DISABLED);
+		return;
+	}
+	if (!route_ip_allowed(&c->m, &c->peer_cidr)) {
+		l4_end(c, OUTCOME_IP_DENIED);
+		return;
+	}
+	if (w->limiter && admit_take(w->limiter, &c->peer_cidr, clk_now_ns(),
+				     &retry) == -EAGAIN) {
+		l4_end(c, OUTCOME_RATE_LIMITED);
+		return;
+	}
+	l4_connect(c);
+}
+
+void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
+	       socklen_t len, unsigned slot)
+{
+	struct worker_shared *sh = w->sh;
+	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
+	struct l4_conn *c;
+	int one = 1;
+
+	if (!EDGE_ASSERT(slot < sh->cfg->n_tcp_routes)) {
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->timer = evtimer_new(w->base, l4_timer_cb, c);
+	if (!c || !c->timer) {
+		free(c);
+		close(fd); /* not counted: nothing to record it with */
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	transport_tcp(&c->client, fd);
+	c->w = w;
+	c->slot = slot;
+	c->t0 = clk_now_ns();
+	c->t0_real = clk_real_ns();
+	if (len > sizeof(c->peer))
+		len = sizeof(c->peer);
+	memcpy(&c->peer, sa, len);
+	if (c->peer.sa.sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &c->peer.v6.sin6_addr, c->client_ip,
+			  sizeof(c->client_ip));
+	else
+		inet_ntop(AF_INET, &c->peer.v4.sin_addr, c->client_ip,
+			  sizeof(c->client_ip));
+	if (cidr_parse_addr(c->client_ip, &c->peer_cidr, NULL))
+		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
+	if (hdr_request_id_new(c->id))
+		snprintf(c->id, sizeof(c->id), "-");
+	TAILQ_INSERT_TAIL(&w->l4.open, c, link);
+	w->l4.n++;
+	atomic_fetch_add(&sh->tcp_open[slot], 1);
+	/* the same cap as HTTP connections: both count in connections */
+	n = atomic_fetch_add(&sh->connections, 1) + 1;
+	if (w->draining) {
+		l4_end(c, OUTCOME_SHUTTING_DOWN);
+		return;
+	}
+	if (n > cap) {
+		l4_end(c, OUTCOME_CONNECTION_LIMIT);
+		return;
+	}
+	l4_admit(c);
+}
+
+void l4_free_all(struct worker *w)
+{
+	struct l4_conn *c;
+
+	while ((c = TAILQ_FIRST(&w->l4.open)))
+		l4_end(c, c->state == L4_TUNNEL ? OUTCOME_TUNNEL
+						: OUTCOME_SHUTTING_DOWN);
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * l4.h - plain TCP (L4) routes: a connection accepted on a TCP route's
+ * listener (config.h's tcp_routes, one listener per worker per route, its
+ * slot the route's index at start) goes, as a byte tunnel, to an endpoint
+ * of the environment the route names.
+ *
+ * Its life, each step as an HTTP request's (req.h, proxy.h) but without
+ * HTTP:
+ *   Accept   counted against limits.max_connections (over it, or
+ *            draining: closed at once, connection_limit / shutting_down);
+ *   Resolve  the slot's environment in the current route table
+ *            (route_tcp_lookup): in no source, environment_not_found;
+ *            its project disabled, project_disabled;
+ *   Admit    the project's IP rules (ip_denied) and the per-client rate
+ *            limit (rate_limited); XDP has already applied its rules;
+ *   Select   an endpoint of the environment's deployment (upstream.h:
+ *            the same balancing, passive health and panic mode as HTTP),
+ *            connected within timeouts.upstream_connect; a failed or
+ *            timed-out connect is reported and the next endpoint tried
+ *            (no byte of the client's has been read yet), up to
+ *            L4_TRIES_MAX; none: upstream_unavailable;
+ *   Tunnel   both sockets handed to tunnel_start() (tunnel.h) until both
+ *            directions end, an error or timeouts.tunnel_idle: tunnel;
+ *   Record   in l4_end(), the one ending, run once per connection: one
+ *            analytics event of kind tunnel (status 0: no HTTP), the
+ *            workers' request_done hook (edge_requests_total by outcome),
+ *            everything released.
+ * Until the upstream is connected the client's socket is not read: what
+ * it sends (its EOF too) waits in the kernel and goes first once the
+ * tunnel starts (a client that leaves meanwhile is noticed then, and the
+ * tunnel ends at once). Refused connections are closed without a byte:
+ * a TCP route has no way to say why.
+ */
+#ifndef EDGE_L4_H
+#define EDGE_L4_H
+
+#include <stddef.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+struct l4_conn;
+struct worker;
+
+/* Endpoints tried for one connection at most (as proxy.h's
+ * PROXY_TRIES_MAX). */
+#define L4_TRIES_MAX 4
+
+TAILQ_HEAD(l4_list, l4_conn);
+
+/* A worker's TCP route connections (l4.c's alone; inside struct
+ * worker). */
+struct l4_set {
+	struct l4_list open;
+	size_t n;
+};
+
+/* Set up w's (empty) set. Returns 0. */
+int l4_set_init(struct worker *w);
+
+/* A connection accepted on fd by worker w's listener of TCP route slot
+ * (fd is the connection's from now on, even when it is refused). */
+void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
+	       socklen_t len, unsigned slot);
+
+/* End every connection of w at once (shutdown: its loop has stopped),
+ * each recorded as it stood (tunnel, or shutting_down). */
+void l4_free_all(struct worker *w);
+
+#endif /* EDGE_L4_H */
