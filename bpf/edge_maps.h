@@ -190,8 +190,12 @@ _Static_assert(EDGE_CTR_MAX <= EDGE_COUNTERS_SLOTS, "too many counters");
  * edged that made it. Every socket in them is keyed by its socket cookie
  * (getsockopt SO_COOKIE; bpf_get_socket_cookie in the program). */
 #define EDGE_MAP_SPLICE_SOCKS "edge_splice_sk" /* SOCKHASH cookie -> socket */
-#define EDGE_MAP_SPLICE_CTL "edge_splice_ctl"  /* HASH cookie -> ctl */
-#define EDGE_MAP_SPLICE_CNT "edge_splice_cnt"  /* HASH cookie -> counts */
+/* the same sockets as redirect targets, in a sockhash with no program:
+ * a socket goes in here first, so that its peer's bytes find it from
+ * the moment the peer enters edge_splice_sk */
+#define EDGE_MAP_SPLICE_DST "edge_splice_dst"
+#define EDGE_MAP_SPLICE_CTL "edge_splice_ctl" /* HASH cookie -> ctl */
+#define EDGE_MAP_SPLICE_CNT "edge_splice_cnt" /* HASH cookie -> counts */
 #define EDGE_SPLICE_PROG_NAME "edge_splice"
 /* Sockets spliced at once (two per tunnel). */
 #define EDGE_SPLICE_MAX 65536

@@ -27,9 +27,19 @@ struct {
 	__type(value, __u64);
 } edge_splice_sk SEC(".maps");
 
+/* the redirect targets (no program attached: a socket in it alone keeps
+ * its bytes in its own receive queue) */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, EDGE_SPLICE_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} edge_splice_dst SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EDGE_SPLICE_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* a few MiB otherwise */
 	__type(key, __u64);
 	__type(value, struct edge_splice_ctl);
 } edge_splice_ctl SEC(".maps");
@@ -37,6 +47,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EDGE_SPLICE_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct edge_splice_cnt);
 } edge_splice_cnt SEC(".maps");
@@ -59,7 +70,7 @@ int edge_splice(struct __sk_buff *skb)
 		/* counted first: edged compares what the peer has sent
 		 * with this, and may never see more sent than counted */
 		__sync_fetch_and_add(&n->redir_bytes, len);
-		if (bpf_sk_redirect_hash(skb, &edge_splice_sk, &peer, 0) ==
+		if (bpf_sk_redirect_hash(skb, &edge_splice_dst, &peer, 0) ==
 		    SK_PASS) {
 			n->last_ns = bpf_ktime_get_ns();
 			return SK_PASS;

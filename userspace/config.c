@@ -788,24 +788,13 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"listen",
-					   "workers",
-					   "user",
-					   "admin_listen",
-					   "control_socket",
-					   "pin_dir",
-					   "limits",
-					   "timeouts",
-					   "ratelimit",
-					   "analytics",
-					   "projects",
-					   "log_format",
-					   "pg",
-					   "pg_snapshot",
-					   "host_name",
-					   "splice",
-					   "tcp_routes",
-					   NULL};
+	static const char *const keys[] = {
+	    "listen",	    "workers",	      "user",
+	    "admin_listen", "control_socket", "pin_dir",
+	    "limits",	    "timeouts",	      "ratelimit",
+	    "analytics",    "projects",	      "log_format",
+	    "pg",	    "pg_snapshot",    "host_name",
+	    "splice",	    "tcp_routes",     NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;

@@ -33,7 +33,8 @@
 
 struct splice {
 	struct edge_splice *skel;
-	int sk_fd, ctl_fd, cnt_fd, prog_fd;
+	int sk_fd, dst_fd, ctl_fd, cnt_fd, prog_fd;
+	unsigned sk_id; /* the sockhash's id */
 	bool attached;
 };
 
@@ -149,24 +150,28 @@ int splice_sock_add(struct splice *s, int fd, uint64_t cookie, uint64_t peer)
 	if (!cookie)
 		return -EINVAL;
 	if (bpf_map_update_elem(s->cnt_fd, &cookie, &n, BPF_ANY) ||
-	    bpf_map_update_elem(s->ctl_fd, &cookie, &c, BPF_ANY)) {
+	    bpf_map_update_elem(s->ctl_fd, &cookie, &c, BPF_ANY) ||
+	    bpf_map_update_elem(s->dst_fd, &cookie, &v, BPF_NOEXIST)) {
 		rc = -errno;
-		goto fail;
-	}
-	if (bpf_map_update_elem(s->sk_fd, &cookie, &v, BPF_NOEXIST)) {
-		rc = -errno;
-		goto fail;
+		splice_sock_del(s, cookie);
+		return rc;
 	}
 	return 0;
-fail:
-	bpf_map_delete_elem(s->ctl_fd, &cookie);
-	bpf_map_delete_elem(s->cnt_fd, &cookie);
-	return rc;
+}
+
+int splice_sock_arm(struct splice *s, int fd, uint64_t cookie)
+{
+	uint64_t v = (uint64_t)fd;
+
+	if (bpf_map_update_elem(s->sk_fd, &cookie, &v, BPF_NOEXIST))
+		return -errno;
+	return 0;
 }
 
 void splice_sock_del(struct splice *s, uint64_t cookie)
 {
 	bpf_map_delete_elem(s->sk_fd, &cookie);
+	bpf_map_delete_elem(s->dst_fd, &cookie);
 	bpf_map_delete_elem(s->ctl_fd, &cookie);
 	bpf_map_delete_elem(s->cnt_fd, &cookie);
 }
@@ -382,9 +387,13 @@ static int splice_selftest(struct splice *s, struct errbuf *err)
 	rc = splice_sock_add(s, b, kb, kc);
 	if (rc == 0)
 		rc = splice_sock_add(s, c, kc, kb);
+	added = true;
+	if (rc == 0)
+		rc = splice_sock_arm(s, b, kb);
+	if (rc == 0)
+		rc = splice_sock_arm(s, c, kc);
 	if (rc)
 		goto out;
-	added = true;
 	what = "handing the bytes already queued to the program";
 	rc = splice_sock_kick(b);
 	if (rc == 0)
@@ -477,6 +486,7 @@ int splice_open(struct splice **out, struct errbuf *err)
 		return rc;
 	}
 	s->sk_fd = bpf_map__fd(s->skel->maps.edge_splice_sk);
+	s->dst_fd = bpf_map__fd(s->skel->maps.edge_splice_dst);
 	s->ctl_fd = bpf_map__fd(s->skel->maps.edge_splice_ctl);
 	s->cnt_fd = bpf_map__fd(s->skel->maps.edge_splice_cnt);
 	s->prog_fd = bpf_program__fd(s->skel->progs.edge_splice);
@@ -491,6 +501,14 @@ int splice_open(struct splice **out, struct errbuf *err)
 		return rc;
 	}
 	s->attached = true;
+	{
+		struct bpf_map_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(s->sk_fd, &info, &len) == 0)
+			s->sk_id = info.id;
+	}
 	rc = splice_selftest(s, err);
 	if (rc) {
 		splice_close(s);
@@ -498,6 +516,11 @@ int splice_open(struct splice **out, struct errbuf *err)
 	}
 	*out = s;
 	return 0;
+}
+
+unsigned splice_sockhash_id(const struct splice *s)
+{
+	return s ? s->sk_id : 0;
 }
 
 void splice_close(struct splice *s)

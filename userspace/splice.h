@@ -61,17 +61,25 @@ int splice_open(struct splice **out, struct errbuf *err);
 void splice_install(struct splice *s);
 struct splice *splice_instance(void);
 
+/* The sockhash's map id (for bpftool), 0 when none is loaded. */
+unsigned splice_sockhash_id(const struct splice *s);
+
 /* Detach and free; NULL is fine. */
 void splice_close(struct splice *s);
 
 /* The socket's cookie (SO_COOKIE), or 0 when it has none. */
 uint64_t splice_cookie(int fd);
 
-/* Add fd (a connected TCP socket) to the maps, its bytes redirected to
- * peer's egress from now on (REDIRECT, want 0): 0; -EBUSY when another
- * sk_skb program owns it (never spliced then), another -errno (map full,
- * not a TCP socket...); nothing is left in the maps on failure. */
+/* Add fd (a connected TCP socket) to the maps as its peer's redirect
+ * target, its own bytes still in its receive queue: 0; -EBUSY when
+ * another sk_skb program owns it (never spliced then), another -errno
+ * (map full, not a TCP socket...); nothing is left in the maps on
+ * failure. */
 int splice_sock_add(struct splice *s, int fd, uint64_t cookie, uint64_t peer);
+
+/* Then, both sockets of a pair added, put fd under the verdict: its bytes
+ * go to its peer's egress from now on. 0 or -errno. */
+int splice_sock_arm(struct splice *s, int fd, uint64_t cookie);
 
 /* Have the program look at fd's receive queue now (bytes that arrived
  * before the socket entered the map wait there for the next arrival

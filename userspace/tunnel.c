@@ -61,7 +61,7 @@
 #define VERIFY_MS 5	 /* the check after an entry */
 #define WATCH_MS 1000	 /* the watchdog's period */
 #define STALL_CHECKS 2	 /* checks without progress that are a stall */
-#define WATCH_BUSY_MS 20 /* the period while the kernel holds bytes */
+#define WATCH_BUSY_MS 20 /* the period while the kernel moves bytes */
 /* Bytes the kernel may hold for one direction, redirected and not yet in
  * the destination's send queue: a reader slower than its writer makes
  * the sockmap's backlog grow without bound (measured here: 350 MB/s),
@@ -121,6 +121,7 @@ struct tunnel {
 	unsigned fin_ms;   /* a FIN waits: the next look's delay */
 	uint64_t progress; /* the counters' sum at the last check */
 	uint64_t idle_sum; /* the kernel's bytes at the last idle look */
+	uint64_t busy_sum; /* the kernel's bytes at the last check */
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
@@ -132,7 +133,7 @@ struct tunnel_set {
 	struct worker *w;
 	int epfd;
 	struct event *ev;
-	LIST_HEAD(, tunnel) all;
+	LIST_HEAD(tunnel_list, tunnel) all;
 	/* the events being handled: a tunnel freed meanwhile clears its
 	 * own from here */
 	struct epoll_event batch[SET_BATCH];
@@ -266,15 +267,20 @@ static int tunnel_look(struct tunnel *t)
 	struct splice *sp = splice_instance();
 	int i, rc;
 
+	/* the sockets' TCP counts first, the program's after: a count read
+	 * later is never below what it counted when the sockets were read,
+	 * so a backlog is never under-, a delivery never over-estimated */
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i];
 
-		rc = splice_sock_counts(sp, h->cookie, &h->cnt);
-		if (rc == 0)
-			rc =
-			    splice_sock_written(h->fd, &h->written, &h->queued);
+		rc = splice_sock_written(h->fd, &h->written, &h->queued);
 		if (rc == 0)
 			rc = splice_sock_received(h->fd, &h->received);
+		if (rc)
+			return rc;
+	}
+	for (i = 0; i < 2; i++) {
+		rc = splice_sock_counts(sp, t->s[i].cookie, &t->s[i].cnt);
 		if (rc)
 			return rc;
 	}
@@ -645,15 +651,26 @@ static void tunnel_try_enter(struct tunnel *t)
 	 * here on, what more it gets is the kernel's redirects */
 	for (i = 0; i < 2; i++)
 		t->s[i].base = w[i];
+	/* both in as redirect targets first, then both under the verdict:
+	 * a byte never finds its peer missing */
 	rc = splice_sock_add(sp, t->s[0].fd, t->s[0].cookie, t->s[1].cookie);
 	if (rc == 0) {
 		rc = splice_sock_add(sp, t->s[1].fd, t->s[1].cookie,
 				     t->s[0].cookie);
+		if (rc)
+			splice_sock_del(sp, t->s[0].cookie);
+	}
+	if (rc == 0) {
+		rc = splice_sock_arm(sp, t->s[0].fd, t->s[0].cookie);
+		if (rc == 0)
+			rc = splice_sock_arm(sp, t->s[1].fd, t->s[1].cookie);
 		if (rc) {
-			/* the client's socket was in the map alone for a
-			 * moment: a byte it passed then is lost */
+			/* the client's socket may have been under the verdict
+			 * alone for a moment: its bytes went to the upstream,
+			 * in order, but edged cannot take the pair back */
 			splice_sock_counts(sp, t->s[0].cookie, &cnt);
 			splice_sock_del(sp, t->s[0].cookie);
+			splice_sock_del(sp, t->s[1].cookie);
 			if (cnt.pass_bytes || cnt.redir_bytes) {
 				atomic_fetch_add(&tc.lost, 1);
 				tunnel_refused(t, rc);
@@ -831,11 +848,14 @@ static void tunnel_check(struct tunnel *t)
 			return;
 		}
 	}
+	/* while bytes move, often enough that a slow reader's backlog is
+	 * caught near KERNEL_HOLD_MAX; once quiet, every second */
 	if (!t->s[0].kfin && !t->s[1].kfin)
-		tmr_arm(t->tmr, tunnel_backlog(t, 0) > (1u << 20) ||
-					tunnel_backlog(t, 1) > (1u << 20)
-				    ? WATCH_BUSY_MS
-				    : WATCH_MS);
+		tmr_arm(t->tmr,
+			t->st.kernel_up + t->st.kernel_down != t->busy_sum
+			    ? WATCH_BUSY_MS
+			    : WATCH_MS);
+	t->busy_sum = t->st.kernel_up + t->st.kernel_down;
 }
 
 static void tunnel_tmr_cb(evutil_socket_t fd, short what, void *arg)

@@ -151,7 +151,7 @@ kernel_cases() {
 	splice_json
 	n0=$(json_field "$T_TMP/splice.json" watchdog)
 	rm -f "$T_TMP/ready"
-	client upload $((256 << 20)) "$T_TMP/ready" &
+	client upload $((256 << 20)) "$T_TMP/ready" $((32 << 20)) &
 	ck=$!
 	for i in $(seq 100); do
 		[ -e "$T_TMP/ready" ] && break
@@ -162,10 +162,7 @@ kernel_cases() {
 	if [ -n "$key" ]; then
 		key=$(printf '%016x' "0x$key" | sed 's/\(..\)/\1 /g' | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
 		# this edged's sockhash (other edgeds may have one too)
-		mid=$("$BPFTOOL" -j map show 2>/dev/null | python3 -c 'import json, sys
-for m in json.load(sys.stdin):
-    if m.get("name") == "edge_splice_sk" and any(p.get("pid") == int(sys.argv[1]) for p in m.get("pids", [])):
-        print(m["id"])' "$EPID" | head -1)
+		mid=$(json_field "$T_TMP/splice.json" sockhash_id)
 		# shellcheck disable=SC2086 # the key's bytes are separate words
 		"$BPFTOOL" map delete id "${mid:-0}" key hex $key 2>"$T_TMP/bpftool.err" ||
 			t_fail "$v: watchdog: bpftool deletes the socket" "$(cat "$T_TMP/bpftool.err")"

@@ -15,10 +15,11 @@ the reason on stderr otherwise.
                  reader); with WAIT, both ends start sending WAIT ms
                  after the 101 (/pump/N/WAIT); with SEND_RATE, both
                  send at most SEND_RATE bytes per second
-  upload N [READY]
+  upload N [READY [RATE]]
                  send N bytes of the pattern (/sink), shut down the write
                  side, and check the backend's "BYTES SHA256" answer; with
-                 READY, create that file after the first MiB went out
+                 READY, create that file after the first MiB went out;
+                 with RATE, send at most RATE bytes per second
   early          request head and "CLIENT-FIRST\\n" in one write (/banner):
                  the backend's "BACKEND-FIRST\\n" (sent with its 101) and
                  then the echo of CLIENT-FIRST must arrive, in that order
@@ -173,11 +174,12 @@ def mode_pump():
 def mode_upload():
     n = int(ARGS[0])
     ready = ARGS[1] if len(ARGS) > 1 else None
+    rate = int(ARGS[2]) if len(ARGS) > 2 else 0
     s = connect()
     s.sendall(upgrade_req("/sink"))
     _, rest = expect_101(s)
     t0 = time.time()
-    sha = tunnel_pattern.send(s, n, b"U", ready=ready)
+    sha = tunnel_pattern.send(s, n, b"U", ready=ready, rate=rate)
     s.shutdown(socket.SHUT_WR)
     line = rest
     while not line.endswith(b"\n"):
