@@ -611,7 +611,7 @@ static void tunnel_refused(struct tunnel *t, int rc)
 static void tunnel_try_enter(struct tunnel *t)
 {
 	struct splice *sp = splice_instance();
-	struct edge_splice_cnt cnt;
+	struct edge_splice_cnt cnt = {0};
 	uint64_t w[2];
 	int i, rc;
 
@@ -687,6 +687,13 @@ static void tunnel_try_enter(struct tunnel *t)
 		sockio_stop(t->s[i].io);
 	watch(t, true);
 	phase_set(t, PH_SPLICED);
+	t->kernel_used = true;
+	if (!t->s[0].watched || !t->s[1].watched) {
+		/* a FIN would go unseen: end rather than hang */
+		log_warn("tunnel: epoll");
+		tunnel_end(t, TUNNEL_END_ERROR);
+		return;
+	}
 	/* bytes that came between the peek and the add wait in a receive
 	 * queue for the next arrival: have the program take them now */
 	for (i = 0; i < 2; i++)

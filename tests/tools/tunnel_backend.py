@@ -16,6 +16,8 @@ Reads one request head per connection and answers by path:
                  (b"after-eof:" then 'h' repeated) and closes
   /latehalfclose/N  as /halfclose/N, but the 101 goes out 300 ms after
                  the request head (so that a client's EOF can come first)
+  /reset         101, echoes until "RESET-NOW" arrives, then resets the
+                 connection (SO_LINGER 0)
   /sink          101, then reads to the client's EOF and answers one line:
                  "BYTES SHA256\n"
   /pump/N[/MS[/RATE]]
@@ -31,6 +33,7 @@ them, and the first bytes received.
 """
 import hashlib
 import socket
+import struct
 import sys
 import threading
 import time
@@ -99,6 +102,23 @@ def serve(s):
         rec["recv_sha"] = h.hexdigest()
         rec["sent_bytes"] = n
         rec["sent_sha"] = sent["sha"]
+    elif path == "/reset":
+        # echo until "RESET-NOW" arrives, then reset the connection
+        switch(s)
+        seen = buf
+        while b"RESET-NOW" not in seen:
+            d = s.recv(65536)
+            if not d:
+                break
+            if b"RESET-NOW" not in d:
+                s.sendall(d)
+            seen = (seen + d)[-64:]
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+        rec["reset"] = True
+        log(rec)
+        s.close()
+        return
     elif path == "/sink":
         # read to the client's EOF, then say what came: one line
         switch(s)
