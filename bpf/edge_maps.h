@@ -209,10 +209,9 @@ enum edge_splice_state {
 
 /* Value of edge_splice_ctl, written by userspace only. The program
  * redirects a socket's bytes only while state is REDIRECT and the bytes
- * it has passed to userspace so far equal want: userspace sets want to
- * the pass_bytes it read before its last read found the socket empty, so
- * a byte that raced past that read keeps the direction in userspace
- * (nothing overtakes a byte userspace holds). */
+ * it has passed so far equal want. edged adds sockets in REDIRECT with
+ * want 0 and never hands a pair back (docs/splice.md), so PASS and want
+ * are kept for a hand-back that does not exist yet. */
 struct edge_splice_ctl {
 	__u64 peer; /* the peer socket's cookie, its key in edge_splice_sk */
 	__u64 want;

@@ -120,15 +120,6 @@ struct splice *splice_instance(void)
 	return splice_installed;
 }
 
-long splice_sock_inq(int fd)
-{
-	int n = 0;
-
-	if (ioctl(fd, SIOCINQ, &n) < 0)
-		return -errno;
-	return n;
-}
-
 uint64_t splice_cookie(int fd)
 {
 	uint64_t c = 0;
@@ -174,27 +165,6 @@ void splice_sock_del(struct splice *s, uint64_t cookie)
 	bpf_map_delete_elem(s->dst_fd, &cookie);
 	bpf_map_delete_elem(s->ctl_fd, &cookie);
 	bpf_map_delete_elem(s->cnt_fd, &cookie);
-}
-
-static int splice_ctl(struct splice *s, uint64_t cookie, uint64_t peer,
-		      uint64_t want, uint32_t state)
-{
-	struct edge_splice_ctl c = {.peer = peer, .want = want, .state = state};
-
-	if (bpf_map_update_elem(s->ctl_fd, &cookie, &c, BPF_EXIST))
-		return -errno;
-	return 0;
-}
-
-int splice_sock_redirect(struct splice *s, uint64_t cookie, uint64_t peer,
-			 uint64_t want)
-{
-	return splice_ctl(s, cookie, peer, want, EDGE_SPLICE_REDIRECT);
-}
-
-int splice_sock_pass(struct splice *s, uint64_t cookie, uint64_t peer)
-{
-	return splice_ctl(s, cookie, peer, 0, EDGE_SPLICE_PASS);
 }
 
 int splice_sock_counts(struct splice *s, uint64_t cookie,

@@ -89,12 +89,6 @@ int splice_sock_kick(int fd);
 /* Take the socket out of the maps (its sockhash entry too). */
 void splice_sock_del(struct splice *s, uint64_t cookie);
 
-/* Put the socket's bytes to its peer's egress once its passed count is
- * want (REDIRECT), or keep them with it (PASS). 0 or -errno. */
-int splice_sock_redirect(struct splice *s, uint64_t cookie, uint64_t peer,
-			 uint64_t want);
-int splice_sock_pass(struct splice *s, uint64_t cookie, uint64_t peer);
-
 /* The program's counts for the socket. 0 or -errno. */
 int splice_sock_counts(struct splice *s, uint64_t cookie,
 		       struct edge_splice_cnt *out);
@@ -106,10 +100,6 @@ int splice_sock_written(int fd, uint64_t *written, uint64_t *queued);
 /* Sequence space fd has received so far (its data, and one for a FIN):
  * 0 or -errno. */
 int splice_sock_received(int fd, uint64_t *received);
-
-/* Bytes in fd's receive queue not yet taken by anyone (SIOCINQ), or
- * -errno. */
-long splice_sock_inq(int fd);
 
 /* Whether fd has bytes (1), its peer's EOF (0) or nothing (-EAGAIN) to
  * read now, or failed (another -errno); reads nothing. */

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tunnel.h - an upgraded connection pair (HTTP/1.1 101): bytes copied
- * both ways between two sockets until both directions have ended.
+ * tunnel.h - a connection pair that needs no more HTTP (an HTTP/1.1 101,
+ * a TCP route's connection): bytes moved both ways between two sockets
+ * until both directions have ended.
  *
- * This is the seam for the sockmap splice: tunnel_start() takes the two
- * sockios with the bytes edge already holds for each side and a mover,
- * and reports once, through its done callback, how the pair ended and how
- * many bytes went each way. The copy mover moves the bytes through edge
- * on the worker's loop; a kernel splice goes in beside it as another
- * mover (write the pending bytes first, and only once both are flushed
- * hand the sockets to the sk_skb verdict program, as relayd does).
+ * tunnel_start() takes the two sockios with the bytes edge already holds
+ * for each side, and reports once, through its done callback, how the
+ * pair ended and how many bytes went each way. The copy mover moves the
+ * bytes through edge on the worker's loop; the sockmap mover hands the
+ * pair to the kernel at its first pause (tunnel.c, docs/splice.md).
  *
  * Behaviour, whatever the implementation:
  *   - the pending bytes are written first, then what is read from the
  *     other side, in order: nothing lost, duplicated or reordered;
  *   - backpressure: a side is read only while the other side has less
- *     than TUNNEL_HIGH_WATER bytes queued (bounded memory per tunnel);
+ *     than TUNNEL_HIGH_WATER bytes queued (bounded memory per tunnel;
+ *     the sockmap mover has none: the kernel's backlog is bounded by
+ *     closing a tunnel that makes it hold 16 MiB, tunnel.c);
  *   - half-close: EOF from one side becomes shutdown(SHUT_WR) on the other
  *     once everything before it was written, and the other direction goes
  *     on until it ends too;
