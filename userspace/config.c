@@ -281,6 +281,8 @@ static const struct cfg_num cfg_timeouts[] = {
      CFG_IN_TIMEOUTS(upstream_response_ms)},
     {"tunnel_idle", CFG_MS, 5 * CFG_MIN, CFG_S, CONFIG_DURATION_MAX_MS,
      CFG_IN_TIMEOUTS(tunnel_idle_ms)},
+    {"client_hello", CFG_MS, 10 * CFG_S, 100, 10 * CFG_MIN,
+     CFG_IN_TIMEOUTS(client_hello_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
 };
@@ -652,13 +654,56 @@ static int cfg_listen_clash(struct cfg *x, const config_setting_t *s,
 	return 0;
 }
 
-/* tcp_routes: plain TCP (L4) routes, a listen address each, none of them
- * an HTTP listen address, admin_listen or another TCP route's (cfg_root
- * has read those). The environment is an id of any route source, looked
- * up when a connection comes. */
+/* A TCP route's sni: "*" (the default of its listen address) or a
+ * domain (config_domain_check, a "*." wildcard allowed), lowercased. */
+static int cfg_sni(struct cfg *x, const config_setting_t *g, const char *ek,
+		   struct config_tcp_route *t)
+{
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	int rc;
+
+	if (!config_setting_get_member(g, "sni"))
+		return 0;
+	rc = cfg_str(x, g, ek, "sni", NULL, &v, &at);
+	if (rc < 0)
+		return rc;
+	rc = cfg_dup(x, v, &t->sni);
+	if (rc < 0)
+		return rc;
+	if (strcmp(t->sni, "*") && config_domain_check(t->sni, true, &e) < 0)
+		return cfg_fail(x, at.s, at.key,
+				"%s (or \"*\": the listen address's default)",
+				e.msg);
+	return 0;
+}
+
+/* Whether TCP route t's listen address may be route u's too: both TLS
+ * passthrough routes (sni), on the very same address, for other names;
+ * else 0 (they do not meet, or may) or the clash, reported. */
+static int cfg_tcp_clash(struct cfg *x, const config_setting_t *s,
+			 const char *key, const struct config_tcp_route *t,
+			 const struct config_tcp_route *u, const char *what)
+{
+	if (strcmp(t->listen.text, u->listen.text) || !t->sni || !u->sni)
+		return cfg_listen_clash(x, s, key, &t->listen, &u->listen,
+					what);
+	if (strcmp(t->sni, u->sni) == 0)
+		return cfg_fail(x, s, key, "%s has sni \"%s\" twice (also %s)",
+				t->listen.text, t->sni, what);
+	return 0;
+}
+
+/* tcp_routes: TCP (L4) routes, a listen address each, none of them an
+ * HTTP listen address, admin_listen or another TCP route's (cfg_root has
+ * read those) but for TLS passthrough routes (sni), which share theirs,
+ * a name each. The environment is an id of any route source, looked up
+ * when a connection comes. */
 static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"listen", "environment", NULL};
+	static const char *const keys[] = {"listen", "environment", "sni",
+					   NULL};
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], what[CFG_KEY_MAX];
 	char idx[CFG_KEY_MAX];
 	struct config *c = x->c;
@@ -687,6 +732,8 @@ static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 		c->n_tcp_routes++;
 		rc = cfg_known(x, g, ek, keys);
 		if (rc == 0)
+			rc = cfg_sni(x, g, ek, t);
+		if (rc == 0)
 			rc = cfg_str(x, g, ek, "listen", NULL, &v, &at);
 		if (rc < 0)
 			return rc;
@@ -703,8 +750,17 @@ static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 		for (j = 0; j < i && rc == 0; j++) {
 			cfg_key_index(idx, key, j);
 			cfg_key(what, idx, "listen");
-			rc = cfg_listen_clash(x, at.s, at.key, &t->listen,
-					      &c->tcp_routes[j].listen, what);
+			if (!strcmp(t->listen.text,
+				    c->tcp_routes[j].listen.text) &&
+			    !t->sni != !c->tcp_routes[j].sni)
+				rc = cfg_fail(x, at.s, at.key,
+					      "%s is also %s, and only TLS "
+					      "passthrough routes (sni) share "
+					      "a listen address",
+					      t->listen.text, what);
+			else
+				rc = cfg_tcp_clash(x, at.s, at.key, t,
+						   &c->tcp_routes[j], what);
 		}
 		if (rc == 0)
 			rc = cfg_str(x, g, ek, "environment", NULL, &v, &at);
@@ -1020,8 +1076,10 @@ void config_free(struct config *c)
 	free(c->warnings);
 	free(c->path);
 	free(c->listen);
-	for (i = 0; i < c->n_tcp_routes; i++)
+	for (i = 0; i < c->n_tcp_routes; i++) {
 		free(c->tcp_routes[i].environment);
+		free(c->tcp_routes[i].sni);
+	}
 	free(c->tcp_routes);
 	free(c->user);
 	free(c->control_socket);

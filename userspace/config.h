@@ -62,6 +62,7 @@ struct config_timeouts {
 	uint64_t upstream_connect_ms;
 	uint64_t upstream_response_ms;
 	uint64_t tunnel_idle_ms;
+	uint64_t client_hello_ms; /* a TLS passthrough route's ClientHello */
 	uint64_t drain_ms;
 	uint64_t queue_ms; /* longest wait in the admission queue */
 };
@@ -85,12 +86,17 @@ struct config_analytics {
 				* fails */
 };
 
-/* A plain TCP (L4) route (tcp_routes): the connections accepted on listen
- * go, as a byte tunnel, to the endpoints of the environment of that id
- * (of whichever route source, resolved when a connection comes). */
+/* A TCP (L4) route (tcp_routes): the connections accepted on listen go,
+ * as a byte tunnel, to the endpoints of the environment of that id (of
+ * whichever route source, resolved when a connection comes). With sni,
+ * a TLS passthrough route: routes with sni share their listen address,
+ * and each connection goes to the one its ClientHello's server name
+ * picks (the exact name, then a "*." wildcard, then "*", the default),
+ * the TLS untouched. */
 struct config_tcp_route {
 	struct config_addr listen;
 	char *environment;
+	char *sni; /* NULL: a plain TCP route; a domain, "*.domain" or "*" */
 };
 
 /*

@@ -107,12 +107,21 @@ static bool str_differs(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") != 0;
 }
 
+/* Whether TCP route r is slot sl's: the same listen address and sni. */
+static bool edged_tcp_is(const struct config_tcp_route *r,
+			 const struct route_tcp *sl)
+{
+	return strcmp(r->listen.text, sl->listen) == 0 &&
+	       strcmp(r->sni ? r->sni : "", sl->sni) == 0;
+}
+
 /*
- * The TCP route slots for cfg: slot i keeps the listen address bound at
- * start (d->tcp[i]) and takes the environment cfg's route on that address
- * names; an address cfg no longer has keeps the environment it had (its
- * removal, like an address added, applies at the next start). *out is a
- * new array of d->n_tcp (NULL when 0). Returns 0 or -ENOMEM.
+ * The TCP route slots for cfg: slot i keeps the listen address (and sni)
+ * bound at start (d->tcp[i]) and takes the environment cfg's route on
+ * that address (and sni) names; one cfg no longer has keeps the
+ * environment it had (its removal, like a route added, applies at the
+ * next start). *out is a new array of d->n_tcp (NULL when 0). Returns 0
+ * or -ENOMEM.
  */
 static int edged_tcp_slots(const struct edged *d, const struct config *cfg,
 			   struct route_tcp **out)
@@ -129,8 +138,7 @@ static int edged_tcp_slots(const struct edged *d, const struct config *cfg,
 	for (i = 0; i < d->n_tcp; i++) {
 		v[i] = d->tcp[i];
 		for (j = 0; j < cfg->n_tcp_routes; j++)
-			if (strcmp(cfg->tcp_routes[j].listen.text,
-				   v[i].listen) == 0)
+			if (edged_tcp_is(&cfg->tcp_routes[j], &v[i]))
 				snprintf(v[i].env_id, sizeof(v[i].env_id), "%s",
 					 cfg->tcp_routes[j].environment);
 	}
@@ -138,21 +146,20 @@ static int edged_tcp_slots(const struct edged *d, const struct config *cfg,
 	return 0;
 }
 
-/* Whether next's TCP routes listen on other addresses than the ones
- * bound at start (cur's): then it applies at the next start. */
-static bool edged_tcp_listen_changed(const struct config *cur,
+/* Whether next's TCP routes are others (listen addresses, sni) than the
+ * ones bound at start (d->tcp): then they apply at the next start. */
+static bool edged_tcp_listen_changed(const struct edged *d,
 				     const struct config *next)
 {
 	size_t i, j;
 
-	if (cur->n_tcp_routes != next->n_tcp_routes)
+	if (d->n_tcp != next->n_tcp_routes)
 		return true;
 	for (i = 0; i < next->n_tcp_routes; i++) {
-		for (j = 0; j < cur->n_tcp_routes; j++)
-			if (strcmp(next->tcp_routes[i].listen.text,
-				   cur->tcp_routes[j].listen.text) == 0)
+		for (j = 0; j < d->n_tcp; j++)
+			if (edged_tcp_is(&next->tcp_routes[i], &d->tcp[j]))
 				break;
-		if (j == cur->n_tcp_routes)
+		if (j == d->n_tcp)
 			return true;
 	}
 	return false;
@@ -160,10 +167,11 @@ static bool edged_tcp_listen_changed(const struct config *cur,
 
 /* Name, in out, the settings of next that differ from the running cur
  * but apply only at the next start ("" when none). */
-static void edged_start_only_changes(const struct config *cur,
+static void edged_start_only_changes(const struct edged *d,
 				     const struct config *next, char *out,
 				     size_t len)
 {
+	const struct config *cur = d->cfg;
 	bool listen = cur->n_listen != next->n_listen;
 	size_t i, n = 0;
 
@@ -177,8 +185,8 @@ static void edged_start_only_changes(const struct config *cur,
 					      n ? ", " : "", (name));          \
 	} while (0)
 	EDGED_NOTE(listen, "listen");
-	EDGED_NOTE(edged_tcp_listen_changed(cur, next),
-		   "the listen addresses of tcp_routes");
+	EDGED_NOTE(edged_tcp_listen_changed(d, next),
+		   "the listen addresses or sni of tcp_routes");
 	EDGED_NOTE(cur->workers != next->workers, "workers");
 	EDGED_NOTE(str_differs(cur->user, next->user), "user");
 	EDGED_NOTE(strcmp(cur->admin_listen.text, next->admin_listen.text),
@@ -375,7 +383,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	if (rc == 0) {
 		char changed[256];
 
-		edged_start_only_changes(d->cfg, cfg, changed, sizeof(changed));
+		edged_start_only_changes(d, cfg, changed, sizeof(changed));
 		if (changed[0])
 			log_warnx("%s: changed %s: these apply at the next "
 				  "start, the running values stay",
@@ -883,6 +891,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < d.n_tcp; i++) {
 		snprintf(d.tcp[i].listen, sizeof(d.tcp[i].listen), "%s",
 			 d.cfg->tcp_routes[i].listen.text);
+		snprintf(d.tcp[i].sni, sizeof(d.tcp[i].sni), "%s",
+			 d.cfg->tcp_routes[i].sni ? d.cfg->tcp_routes[i].sni
+						  : "");
 		snprintf(d.tcp[i].env_id, sizeof(d.tcp[i].env_id), "%s",
 			 d.cfg->tcp_routes[i].environment);
 	}

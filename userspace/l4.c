@@ -22,6 +22,7 @@
 #include "l4.h"
 #include "listener.h"
 #include "proxy.h"
+#include "sni.h"
 #include "sockio.h"
 #include "tunnel.h"
 #include "upstream.h"
@@ -31,7 +32,8 @@ _Static_assert(ROUTE_TCP_MAX == CONFIG_TCP_ROUTES_MAX,
 	       "a route table holds every TCP route of the settings");
 
 enum l4_state {
-	L4_ADMIT = 0,  /* accepted: resolving and admitting */
+	L4_HELLO = 0,  /* TLS passthrough: waiting for the ClientHello */
+	L4_ADMIT,      /* accepted: resolving and admitting */
 	L4_CONNECTING, /* connecting to an endpoint */
 	L4_TUNNEL,     /* the tunnel has both sockets */
 };
@@ -40,7 +42,8 @@ enum l4_state {
 struct l4_conn {
 	TAILQ_ENTRY(l4_conn) link;
 	struct worker *w;
-	unsigned slot; /* its TCP route */
+	unsigned slot; /* its TCP route (TLS passthrough: its address's
+			  first until the ClientHello picks one) */
 	enum l4_state state;
 	bool ended;
 	/* the client's stream, not read until the tunnel takes it */
@@ -68,6 +71,11 @@ struct l4_conn {
 	uint64_t t0, t_connect, t_up;
 	uint64_t t0_real;
 	uint64_t bytes_in, bytes_out; /* client -> upstream, and back */
+	/* TLS passthrough: the client's socket watched, its bytes peeked
+	 * at (never read) until the ClientHello is whole */
+	struct event *hello;
+	size_t peeked;		    /* bytes the last peek saw */
+	char sni[SNI_NAME_MAX + 1]; /* its server name, "" for none */
 };
 
 #define L4_LOG_CTX(c) (&(const struct log_ctx){(c)->client_ip, (c)->id})
@@ -100,6 +108,8 @@ static void l4_record(const struct l4_conn *c, enum outcome o)
 	ev.outcome = (uint8_t)o;
 	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, c->id, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, c->client_ip, SIZE_MAX);
+	if (c->sni[0])
+		analytics_event_set(&ev, ANALYTICS_F_HOST, c->sni, SIZE_MAX);
 	if (c->routed) {
 		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID, c->project_id,
 				    SIZE_MAX);
@@ -157,6 +167,9 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	if (c->timer)
 		event_free(c->timer);
 	c->timer = NULL;
+	if (c->hello)
+		event_free(c->hello);
+	c->hello = NULL;
 	l4_ep_done(c);
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
@@ -216,9 +229,11 @@ static void l4_tunnel_begin(struct l4_conn *c)
 	c->client.ops = NULL; /* the sockio's */
 	c->uio = NULL;	      /* the tunnel's */
 	c->state = L4_TUNNEL;
-	rc = tunnel_start(w, cio, uio, TUNNEL_KIND_TCP,
-			  w->set.timeouts.tunnel_idle_ms, l4_tunnel_done, c,
-			  &c->tun);
+	rc = tunnel_start(
+	    w, cio, uio,
+	    w->sh->cfg->tcp_routes[c->slot].sni ? TUNNEL_KIND_PASSTHROUGH
+						: TUNNEL_KIND_TCP,
+	    w->set.timeouts.tunnel_idle_ms, l4_tunnel_done, c, &c->tun);
 	if (rc) { /* both sockios freed */
 		log_warnx_ctx_rl(L4_LOG_CTX(c), "tcp route %u: tunnel: %s",
 				 c->slot, strerror(-rc));
@@ -266,7 +281,11 @@ static void l4_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->state == L4_CONNECTING)
+	if (c->state == L4_HELLO)
+		l4_end(
+		    c,
+		    OUTCOME_CLIENT_HELLO_TIMEOUT); /* timeouts.client_hello */
+	else if (c->state == L4_CONNECTING)
 		l4_attempt_failed(c); /* timeouts.upstream_connect */
 }
 
@@ -380,6 +399,134 @@ static void l4_admit(struct l4_conn *c)
 	l4_connect(c);
 }
 
+/*
+ * The TLS passthrough route on slot first's listen address that server
+ * name (lowercase, "" for none) picks: the route with that very sni,
+ * else the one "*.SUFFIX" with exactly one label more than SUFFIX (as
+ * HTTP domains and certificates match), else the "*" route (the
+ * address's default). -1 for none.
+ */
+static int l4_sni_slot(const struct config *cfg, unsigned first,
+		       const char *name)
+{
+	const char *listen = cfg->tcp_routes[first].listen.text;
+	const char *dot = strchr(name, '.');
+	int wild = -1, any = -1;
+	size_t i;
+
+	if (dot == name)
+		dot = NULL;
+	for (i = first; i < cfg->n_tcp_routes; i++) {
+		const char *sni = cfg->tcp_routes[i].sni;
+
+		if (!sni || strcmp(cfg->tcp_routes[i].listen.text, listen))
+			continue;
+		if (name[0] && strcmp(sni, name) == 0)
+			return (int)i;
+		if (dot && sni[0] == '*' && sni[1] == '.' &&
+		    strcmp(sni + 2, dot + 1) == 0)
+			wild = (int)i;
+		else if (strcmp(sni, "*") == 0)
+			any = (int)i;
+	}
+	return wild >= 0 ? wild : any;
+}
+
+/* The peek buffer: a peek parses from the stream's start every time, so
+ * one per worker thread serves all its connections. */
+static _Thread_local uint8_t l4_peek[SNI_PEEK_MAX];
+
+/* SO_RCVLOWAT of the client's socket: wake for that many bytes. */
+static void l4_lowat(const struct l4_conn *c, size_t n)
+{
+	int v = (int)n;
+
+	if (setsockopt(c->client.fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)))
+		log_debug_ctx(L4_LOG_CTX(c), "SO_RCVLOWAT %d: %s", v,
+			      strerror(errno));
+}
+
+/*
+ * TLS passthrough: the client's socket is readable. Peek (never read:
+ * the upstream gets the stream from its first byte) and parse the
+ * ClientHello from its start; not whole yet, wait (SO_RCVLOWAT) until as
+ * many bytes are there as it needs at least; whole, pick the route by
+ * its server name and go on as a plain TCP route's connection. A socket
+ * readable with no byte more than the last peek saw has reached its
+ * end (or failed): the client left before its hello was whole.
+ */
+static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct l4_conn *c = arg;
+	const struct config *cfg = c->w->sh->cfg;
+	char name[SNI_NAME_MAX + 1];
+	enum sni_result r;
+	size_t need = 0;
+	ssize_t n;
+	int slot;
+
+	(void)what;
+	n = recv(fd, l4_peek, sizeof(l4_peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0 || (size_t)n <= c->peeked) {
+		l4_end(c, OUTCOME_CLIENT_CLOSED);
+		return;
+	}
+	r = sni_parse(l4_peek, (size_t)n, name, &need);
+	if (r == SNI_NEED_MORE) {
+		c->peeked = (size_t)n;
+		l4_lowat(c, need);
+		return;
+	}
+	if (r != SNI_FOUND && r != SNI_NONE) {
+		log_debug_ctx(L4_LOG_CTX(c),
+			      "tls passthrough %s: %s after %zd bytes",
+			      cfg->tcp_routes[c->slot].listen.text,
+			      sni_result_name(r), n);
+		l4_end(c, OUTCOME_CLIENT_HELLO_INVALID);
+		return;
+	}
+	if (c->peeked)
+		l4_lowat(c, 1);
+	event_del(c->hello);
+	evtimer_del(c->timer);
+	snprintf(c->sni, sizeof(c->sni), "%s", name);
+	slot = l4_sni_slot(cfg, c->slot, name);
+	if (slot < 0) {
+		log_debug_ctx(L4_LOG_CTX(c),
+			      "tls passthrough %s: no route for \"%s\"",
+			      cfg->tcp_routes[c->slot].listen.text, name);
+		l4_end(c, r == SNI_FOUND ? OUTCOME_SNI_UNKNOWN
+					 : OUTCOME_SNI_MISSING);
+		return;
+	}
+	atomic_fetch_sub(&c->w->sh->tcp_open[c->slot], 1);
+	atomic_fetch_add(&c->w->sh->tcp_open[slot], 1);
+	c->slot = (unsigned)slot;
+	c->state = L4_ADMIT;
+	l4_admit(c);
+}
+
+/* TLS passthrough: wait for the ClientHello, timeouts.client_hello at
+ * most. */
+static void l4_hello_begin(struct l4_conn *c)
+{
+	struct worker *w = c->w;
+	struct timeval tv;
+
+	c->state = L4_HELLO;
+	c->hello = event_new(w->base, c->client.fd, EV_READ | EV_PERSIST,
+			     l4_hello_cb, c);
+	if (!c->hello || event_add(c->hello, NULL)) {
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+		return;
+	}
+	evtimer_add(c->timer,
+		    worker_timeout(w, w->set.timeouts.client_hello_ms, &tv));
+}
+
 void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	       socklen_t len, unsigned slot)
 {
@@ -432,7 +579,11 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		l4_end(c, OUTCOME_CONNECTION_LIMIT);
 		return;
 	}
-	l4_admit(c);
+	c->state = L4_ADMIT;
+	if (sh->cfg->tcp_routes[slot].sni)
+		l4_hello_begin(c);
+	else
+		l4_admit(c);
 }
 
 void l4_free_all(struct worker *w)

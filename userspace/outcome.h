@@ -79,7 +79,19 @@
 	  "the request came back to edge: its upstream leads to edge itself")  \
 	X(ENVIRONMENT_NOT_FOUND, "environment_not_found", 0,                   \
 	  "the TCP route's environment is in no route source: the "            \
-	  "connection was closed")
+	  "connection was closed")                                             \
+	X(CLIENT_HELLO_TIMEOUT, "client_hello_timeout", 0,                     \
+	  "no TLS ClientHello arrived in time on a TLS passthrough route: "    \
+	  "the connection was closed")                                         \
+	X(CLIENT_HELLO_INVALID, "client_hello_invalid", 0,                     \
+	  "what arrived on a TLS passthrough route is not a valid TLS "        \
+	  "ClientHello: the connection was closed")                            \
+	X(SNI_UNKNOWN, "sni_unknown", 0,                                       \
+	  "no TLS passthrough route on the address has the ClientHello's "     \
+	  "server name, and none is its default: the connection was closed")   \
+	X(SNI_MISSING, "sni_missing", 0,                                       \
+	  "the ClientHello names no server, and no TLS passthrough route on "  \
+	  "the address is its default: the connection was closed")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

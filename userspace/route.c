@@ -1280,8 +1280,10 @@ static json_t *rt_tcp_json(const struct route_tcp_slot *sl)
 	size_t i;
 
 	if (!e)
-		return json_pack("{s:s, s:s, s:b}", "listen", sl->r.listen,
-				 "environment", sl->r.env_id, "found", 0);
+		return json_pack("{s:s, s:s*, s:s, s:b}", "listen",
+				 sl->r.listen, "sni",
+				 sl->r.sni[0] ? sl->r.sni : NULL, "environment",
+				 sl->r.env_id, "found", 0);
 	r = &e->def;
 	ups = json_array();
 	if (!ups)
@@ -1293,11 +1295,12 @@ static json_t *rt_tcp_json(const struct route_tcp_slot *sl)
 			return NULL;
 		}
 	return json_pack(
-	    "{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:s, s:o}", "listen",
-	    sl->r.listen, "environment", e->id, "found", 1, "source",
-	    route_src_name(e->project->src), "project", e->project->id,
-	    "deployment", e->deployment_id, "enabled", e->project->enabled,
-	    "balance", config_balance_name(r->balance), "upstreams", ups);
+	    "{s:s, s:s*, s:s, s:b, s:s, s:s, s:s, s:b, s:s, s:o}", "listen",
+	    sl->r.listen, "sni", sl->r.sni[0] ? sl->r.sni : NULL, "environment",
+	    e->id, "found", 1, "source", route_src_name(e->project->src),
+	    "project", e->project->id, "deployment", e->deployment_id,
+	    "enabled", e->project->enabled, "balance",
+	    config_balance_name(r->balance), "upstreams", ups);
 }
 
 json_t *route_dump_json(const struct route_table *t)

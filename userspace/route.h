@@ -131,6 +131,9 @@ int route_build_drop_source(struct route_build *b, unsigned src,
 int route_build_end(struct route_build *b, struct route_table **out);
 void route_build_abort(struct route_build *b);
 
+/* Longest sni of a TLS passthrough route slot (a domain: 253). */
+#define ROUTE_SNI_MAX 253
+
 /*
  * Plain TCP (L4) routes. A table carries, beside the sources' projects,
  * the settings' TCP routes in slots numbered as the listeners edged bound
@@ -144,6 +147,7 @@ void route_build_abort(struct route_build *b);
  */
 struct route_tcp {
 	char listen[CONFIG_ADDR_STR_MAX]; /* the slot's listen address */
+	char sni[ROUTE_SNI_MAX + 1];	  /* a TLS passthrough route's; "" */
 	char env_id[CONFIG_ID_MAX + 1];	  /* the environment it goes to */
 };
 

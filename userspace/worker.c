@@ -274,6 +274,17 @@ void worker_handle_free(struct worker *w, uint64_t id)
 	reqid_release(w->ids, id);
 }
 
+size_t worker_tcp_first(const struct config *cfg, size_t slot)
+{
+	size_t j;
+
+	for (j = 0; j < slot; j++)
+		if (strcmp(cfg->tcp_routes[j].listen.text,
+			   cfg->tcp_routes[slot].listen.text) == 0)
+			return j;
+	return slot;
+}
+
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	       struct errbuf *err)
 {
@@ -339,7 +350,8 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));
 		goto fail;
 	}
-	/* the HTTP listeners, then one per TCP route (its slot) */
+	/* the HTTP listeners, then one per TCP route's address (its first
+	 * slot: TLS passthrough routes share theirs) */
 	w->ls = calloc(cfg->n_listen + cfg->n_tcp_routes, sizeof(*w->ls));
 	if (!w->ls)
 		goto nomem;
@@ -347,13 +359,15 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		bool http = i < cfg->n_listen;
 		size_t slot = i - cfg->n_listen;
 
+		if (!http && worker_tcp_first(cfg, slot) != slot)
+			continue;
 		rc = listener_new(
 		    w, http ? &cfg->listen[i] : &cfg->tcp_routes[slot].listen,
-		    http ? LISTENER_HTTP : (int)slot, &w->ls[i], err);
+		    http ? LISTENER_HTTP : (int)slot, &w->ls[w->nls], err);
 		if (rc)
 			goto fail;
 		w->nls++;
-		rc = listener_enable(w->ls[i]);
+		rc = listener_enable(w->ls[w->nls - 1]);
 		if (rc)
 			goto nomem;
 	}

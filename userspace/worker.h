@@ -138,10 +138,16 @@ struct worker {
 	size_t ncommon;
 };
 
+/* The first TCP route slot of cfg on slot's listen address (slot itself
+ * but for TLS passthrough routes, which share theirs): the slot its
+ * listener carries. */
+size_t worker_tcp_first(const struct config *cfg, size_t slot);
+
 /*
  * Create worker id over sh: its event_base, its limiter and upstream
  * state, and one SO_REUSEPORT listening socket per sh->cfg->listen
- * address and per TCP route (sh->cfg->tcp_routes, slot i the i-th),
+ * address and per TCP route address (sh->cfg->tcp_routes, slot i the
+ * i-th; worker_tcp_first),
  * bound now, so that binding happens before privileges are dropped. Does not
  * start the thread. Returns 0 and *out, or -errno with err saying what failed.
  */

@@ -393,6 +393,41 @@ static const struct bad bad[] = {
      "  { listen = \"0.0.0.0:5432\"; #!\n environment = \"b\"; } );\n",
      "tcp_routes[1].listen",
      "takes the port of tcp_routes[0].listen (10.0.0.1:5432)"},
+    /* tcp_routes with sni: TLS passthrough routes */
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = 5; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].sni", "expected a string"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"a..b\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].sni", "(or \"*\": the listen address's default)"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"a.test:443\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].sni", "the listen address's default"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"*.test\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].sni", "two labels"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"a.test\";\n"
+     "  environment = \"a\"; },\n"
+     "  { listen = \"0.0.0.0:8443\"; #!\n environment = \"b\"; } );\n",
+     "tcp_routes[1].listen",
+     "0.0.0.0:8443 is also tcp_routes[0].listen, and only TLS passthrough "
+     "routes (sni) share a listen address"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; environment = \"a\"; },\n"
+     "  { listen = \"0.0.0.0:8443\"; #!\n sni = \"*\"; environment = \"b\"; "
+     "} );\n",
+     "tcp_routes[1].listen", "only TLS passthrough routes (sni) share"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"A.Test\";\n"
+     "  environment = \"a\"; },\n"
+     "  { listen = \"0.0.0.0:8443\"; #!\n sni = \"a.test\"; environment = "
+     "\"b\"; } );\n",
+     "tcp_routes[1].listen",
+     "0.0.0.0:8443 has sni \"a.test\" twice (also tcp_routes[0].listen)"},
+    {"tcp_routes = ( { listen = \"127.0.0.1:8443\"; sni = \"a.test\";\n"
+     "  environment = \"a\"; },\n"
+     "  { listen = \"0.0.0.0:8443\"; #!\n sni = \"b.test\"; environment = "
+     "\"b\"; } );\n",
+     "tcp_routes[1].listen",
+     "takes the port of tcp_routes[0].listen (127.0.0.1:8443)"},
     /* the text itself, before libconfig reads it */
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
      "  domains = [ \"a\\x00.test\" ]; #!\n"
@@ -480,6 +515,37 @@ START_TEST(test_tcp_routes)
 	ck_assert_str_eq(c->tcp_routes[2].environment, "cache");
 	ck_assert_str_eq(c->tcp_routes[3].listen.text, "127.0.0.2:6379");
 	ck_assert_str_eq(c->tcp_routes[4].environment, "x");
+	ck_assert_ptr_null(c->tcp_routes[0].sni);
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+
+	/* TLS passthrough routes share their address, names lowercased */
+	ck_assert_int_eq(
+	    config_load(
+		write_conf("tcp_routes = (\n"
+			   "  { listen = \"0.0.0.0:8443\";\n"
+			   "    sni = \"DB.Example.com\";\n"
+			   "    environment = \"db\"; },\n"
+			   "  { listen = \"0.0.0.0:8443\";\n"
+			   "    sni = \"*.apps.example.com\";\n"
+			   "    environment = \"apps\"; },\n"
+			   "  { listen = \"0.0.0.0:8443\"; sni = \"*\";\n"
+			   "    environment = \"fallback\"; },\n"
+			   "  { listen = \"0.0.0.0:5432\";\n"
+			   "    environment = \"pg\"; }\n"
+			   ");\n"
+			   "timeouts = { client_hello = \"2s\"; };\n"),
+		&c, &src, &err),
+	    0);
+	ck_assert_uint_eq(c->n_tcp_routes, 4);
+	ck_assert_str_eq(c->tcp_routes[0].sni, "db.example.com");
+	ck_assert_str_eq(c->tcp_routes[1].sni, "*.apps.example.com");
+	ck_assert_str_eq(c->tcp_routes[2].sni, "*");
+	ck_assert_str_eq(c->tcp_routes[2].environment, "fallback");
+	ck_assert_ptr_null(c->tcp_routes[3].sni);
+	ck_assert_uint_eq(c->timeouts.client_hello_ms, 2000);
 	config_free(c);
 	route_src_free(src);
 	c = NULL;
