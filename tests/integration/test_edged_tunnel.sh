@@ -6,15 +6,16 @@
 # upgrade request, a client EOF sent before the 101 arrived, an unsolicited
 # or mismatched 101 (502), the idle
 # timeout, and one analytics event per tunnel. Runs against build/edged
-# and build/asan/edged (256 MiB each way both times), each with both
+# and build/asan/edged (1 GiB and 256 MiB each way), each with both
 # movers: splice = "off" (the copy mover) and splice = "sockmap" (the
 # kernel's; as root only: loading the program needs CAP_BPF), and with
 # the kernel's: a slow reader (closed once the kernel holds 16 MiB for
 # it), the switch (off: new tunnels copied; on: a live copied tunnel
 # taken by the kernel), the watchdog closing a tunnel made to stall (its
 # source socket deleted from the sockhash with bpftool: its bytes then
-# wait in the receive queue), and edged's CPU time for 256 MiB each way
-# spliced against the copy mover's.
+# wait in the receive queue), and edged's CPU time for 1 GiB each way
+# spliced against the copy mover's; and 1,000 tunnels open at once, 64 KiB
+# each way through each (tests/tools/many_tunnels.py, the normal build).
 # Needs no root for the copy mover: 127.0.0.1 high ports, a generated
 # configuration.
 # shellcheck source=tests/lib.sh
@@ -27,11 +28,12 @@ DPY=/usr/bin/python3
 BPFTOOL=${BPFTOOL:-bpftool}
 edged_begin python3 "$DPY"
 
-BASE=$(edged_ports 4)
+BASE=$(edged_ports 5)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_WS=$((BASE + 2))
 P_ADMIN=$((BASE + 3))
+P_MANY=$((BASE + 4)) # tests/tools/many_tunnels.py's own backend
 
 write_conf() { # FILE SPLICE
 	{
@@ -56,6 +58,10 @@ projects = (
       { id = "ws-prod";
         domains = [ "ws.test" ];
         deployment = { id = "ws-1"; upstreams = [ "127.0.0.1:$P_WS" ]; };
+      },
+      { id = "many-prod";
+        domains = [ "many.test" ];
+        deployment = { id = "many-1"; upstreams = [ "127.0.0.1:$P_MANY" ]; };
       }
     );
   }
@@ -242,6 +248,24 @@ run_suite() { # BIN LABEL BYTES SPLICE
 		t_fail "$v: raw tunnel bulk" "$(cat "$T_TMP/client.err")"
 	fi
 
+	# (b2) 1,000 tunnels open at once (every one in the kernel's
+	# sockhash with the sockmap mover), 64 KiB each way through each
+	if [ "$2" = edged ]; then
+		if timeout 180 "$DPY" "$TOOLS/many_tunnels.py" "$P_EDGE" many.test "$P_MANY" 1000 65536 \
+			"'$EDGECTL' --socket '$T_TMP/edged.sock' splice --json >'$T_TMP/peak.json' 2>&1" \
+			>"$T_TMP/many.json" 2>"$T_TMP/many.err"; then
+			out="$(json_field "$T_TMP/peak.json" open_spliced) spliced, $(json_field "$T_TMP/peak.json" open_copy) copied"
+			if { [ "$mode" = sockmap ] && [ "$(json_field "$T_TMP/peak.json" open_spliced)" -ge 1000 ]; } ||
+				{ [ "$mode" = off ] && [ "$(json_field "$T_TMP/peak.json" open_copy)" -ge 1000 ]; }; then
+				t_ok "$v: 1000 tunnels open at once ($out), 64 KiB each way through each, SHA-256 equal ($(json_field "$T_TMP/many.json" seconds) s)"
+			else
+				t_fail "$v: 1000 tunnels by the mover asked for" "$out: $(cat "$T_TMP/peak.json")"
+			fi
+		else
+			t_fail "$v: 1000 tunnels at once" "$(cat "$T_TMP/many.json" "$T_TMP/many.err" | head -c 600)"
+		fi
+	fi
+
 	# (c) half-close: our EOF reaches the backend, its answer still reaches us
 	if client halfclose 300000 &&
 		[ "$(backend_last /halfclose/300000 | json_field - recv_bytes)" = 100000 ]; then
@@ -296,7 +320,7 @@ run_suite() { # BIN LABEL BYTES SPLICE
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 
 	# (h) one tunnel event per tunnel, with the bytes each way
-	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" <<'PY'; then
+	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" "$2" <<'PY'; then
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 big, ws = int(sys.argv[2]), sys.argv[3] == "1"
@@ -307,7 +331,8 @@ want = sorted(["/pump/%d/100/%d" % (big, 96 << 20), "/halfclose/300000", "/lateh
                "/banner", "/echo"]
               + (["/ws"] if ws else [])
               + (["/pump/%d" % (256 << 20), "/pump/%d/100" % (16 << 20),
-                  "/echo", "/sink"] if sys.argv[4] == "sockmap" else []))
+                  "/echo", "/sink"] if sys.argv[4] == "sockmap" else [])
+              + (["/many"] * 1000 if sys.argv[5] == "edged" else []))
 assert paths == want, (paths, want)
 pump = [e for e in tun if e["path"] == "/pump/%d/100/%d" % (big, 96 << 20)][0]
 assert big < pump["bytes_in"] < big + 4096, pump
@@ -343,7 +368,7 @@ else
 fi
 
 for m in $MODES; do
-	run_suite "$EDGED" edged $((256 << 20)) "$m"
+	run_suite "$EDGED" edged $((1 << 30)) "$m"
 done
 # edged's own CPU for the same bulk with each mover: the kernel's moves
 # the bytes without them entering edged
@@ -351,7 +376,7 @@ if [ -e "$T_TMP/cpu-edged-sockmap" ] && [ -e "$T_TMP/cpu-edged-off" ]; then
 	ks=$(cat "$T_TMP/cpu-edged-sockmap")
 	kc=$(cat "$T_TMP/cpu-edged-off")
 	if [ "$((ks * 4))" -le "$kc" ]; then
-		t_ok "edged's CPU for 256 MiB each way: $ks ticks spliced, $kc copied (under a quarter)"
+		t_ok "edged's CPU for 1 GiB each way: $ks ticks spliced, $kc copied (under a quarter)"
 	else
 		t_fail "spliced bytes bypass edged" "$ks ticks spliced, $kc copied"
 	fi
