@@ -210,8 +210,8 @@ enum edge_splice_state {
 /* Value of edge_splice_ctl, written by userspace only. The program
  * redirects a socket's bytes only while state is REDIRECT and the bytes
  * it has passed so far equal want. edged adds sockets in REDIRECT with
- * want 0 and never hands a pair back (docs/splice.md), so PASS and want
- * are kept for a hand-back that does not exist yet. */
+ * want 0 and hands a pair back by taking it out of the maps, never by
+ * PASS (docs/splice.md), so PASS and want are unused. */
 struct edge_splice_ctl {
 	__u64 peer; /* the peer socket's cookie, its key in edge_splice_sk */
 	__u64 want;

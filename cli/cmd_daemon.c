@@ -130,11 +130,13 @@ static void ctl_daemon_splice_print(const json_t *sp)
 	}
 	printf("\n");
 	printf("tunnels:    %lld spliced, %lld copied; since start %lld "
-	       "taken by the kernel, %lld refused, %lld closed by the "
-	       "watchdog, %lld lost; kernel moved %lld bytes up, %lld down\n",
+	       "taken by the kernel, %lld handed back, %lld refused, %lld "
+	       "closed by the watchdog, %lld lost; kernel moved %lld bytes "
+	       "up, %lld down\n",
 	       (long long)ctl_int(sp, "open_spliced"),
 	       (long long)ctl_int(sp, "open_copy"),
 	       (long long)ctl_int(sp, "spliced"),
+	       (long long)ctl_int(sp, "handed_back"),
 	       (long long)ctl_int(sp, "refused"),
 	       (long long)ctl_int(sp, "watchdog"),
 	       (long long)ctl_int(sp, "lost"),

@@ -159,12 +159,27 @@ int splice_sock_arm(struct splice *s, int fd, uint64_t cookie)
 	return 0;
 }
 
-void splice_sock_del(struct splice *s, uint64_t cookie)
+void splice_sock_disarm(struct splice *s, uint64_t cookie)
+{
+	bpf_map_delete_elem(s->sk_fd, &cookie);
+}
+
+void splice_sock_unlink(struct splice *s, uint64_t cookie)
 {
 	bpf_map_delete_elem(s->sk_fd, &cookie);
 	bpf_map_delete_elem(s->dst_fd, &cookie);
+}
+
+void splice_sock_forget(struct splice *s, uint64_t cookie)
+{
 	bpf_map_delete_elem(s->ctl_fd, &cookie);
 	bpf_map_delete_elem(s->cnt_fd, &cookie);
+}
+
+void splice_sock_del(struct splice *s, uint64_t cookie)
+{
+	splice_sock_unlink(s, cookie);
+	splice_sock_forget(s, cookie);
 }
 
 int splice_sock_counts(struct splice *s, uint64_t cookie,
@@ -206,6 +221,39 @@ int splice_sock_received(int fd, uint64_t *received)
 		      sizeof(ti.tcpi_bytes_received))
 		return -EOPNOTSUPP;
 	*received = ti.tcpi_bytes_received;
+	return 0;
+}
+
+int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin)
+{
+	struct tcp_info ti;
+	socklen_t len;
+	int q1, q2, i;
+
+	/* the queue's length before and after the counts, until equal: no
+	 * byte arrived in between (nobody else reads this socket) */
+	for (i = 0; i < 8; i++) {
+		memset(&ti, 0, sizeof(ti));
+		len = sizeof(ti);
+		if (ioctl(fd, SIOCINQ, &q1) < 0 ||
+		    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+		    ioctl(fd, SIOCINQ, &q2) < 0)
+			return -errno;
+		if (len < offsetof(struct tcp_info, tcpi_bytes_received) +
+			      sizeof(ti.tcpi_bytes_received))
+			return -EOPNOTSUPP;
+		if (q1 == q2)
+			break;
+	}
+	if (q1 != q2)
+		return -EAGAIN;
+	*received = ti.tcpi_bytes_received;
+	*inq = (uint64_t)q1;
+	/* the states after the peer's FIN came */
+	*fin = ti.tcpi_state == BPF_TCP_CLOSE_WAIT ||
+	       ti.tcpi_state == BPF_TCP_LAST_ACK ||
+	       ti.tcpi_state == BPF_TCP_CLOSING ||
+	       ti.tcpi_state == BPF_TCP_TIME_WAIT;
 	return 0;
 }
 

@@ -8,12 +8,15 @@
  *
  * A socket in the maps is keyed by its cookie. It goes in already in
  * REDIRECT state, once edged holds none of its bytes and has none to
- * read, and stays until the tunnel closes: bytes that reached its receive
- * queue in between are handed to the program by splice_sock_kick. (PASS,
- * the socket's bytes left to its own reader in the sockmap's receive
- * path, is not used to hand a pair back to userspace: on the kernels
- * here that path reports an EOF before bytes it still holds after a FIN,
- * and fails reads after shutdown(SHUT_WR).)
+ * read, and stays until the tunnel closes or leaves the kernel: bytes
+ * that reached its receive queue in between are handed to the program by
+ * splice_sock_kick. A pair leaves by splice_sock_disarm (the verdict
+ * stops for it; its bytes wait in its receive queue), then, once the
+ * kernel holds nothing for it, splice_sock_unlink (tunnel.c). (PASS, the
+ * socket's bytes left to its own reader in the sockmap's receive path,
+ * is not used to hand a pair back to userspace: on the kernels here that
+ * path reports an EOF before bytes it still holds after a FIN, and fails
+ * reads after shutdown(SHUT_WR).)
  * What the kernel has redirected towards a socket is known from its
  * counters; what has reached the destination's send queue, from the
  * destination's TCP state (splice_sock_written): their difference is
@@ -89,6 +92,16 @@ int splice_sock_kick(int fd);
 /* Take the socket out of the maps (its sockhash entry too). */
 void splice_sock_del(struct splice *s, uint64_t cookie);
 
+/* splice_sock_del in its steps. Disarm: out from under the verdict
+ * (the kernel stops taking its bytes, which stay in its receive queue
+ * from now on), still a redirect target, so what its peer's bytes the
+ * kernel holds for its send queue still goes there. Unlink: out of both
+ * sockhashes (its psock, and whatever it still held, gone). Forget: its
+ * ctl and counts gone. */
+void splice_sock_disarm(struct splice *s, uint64_t cookie);
+void splice_sock_unlink(struct splice *s, uint64_t cookie);
+void splice_sock_forget(struct splice *s, uint64_t cookie);
+
 /* The program's counts for the socket. 0 or -errno. */
 int splice_sock_counts(struct splice *s, uint64_t cookie,
 		       struct edge_splice_cnt *out);
@@ -100,6 +113,13 @@ int splice_sock_written(int fd, uint64_t *written, uint64_t *queued);
 /* Sequence space fd has received so far (its data, and one for a FIN):
  * 0 or -errno. */
 int splice_sock_received(int fd, uint64_t *received);
+
+/* Of a socket no sockhash holds: the sequence space it has received
+ * (as splice_sock_received), the bytes in its receive queue (SIOCINQ)
+ * and whether its peer's FIN came (which the former counts as one),
+ * read so that no byte arrived in between: 0, -EAGAIN (bytes kept
+ * arriving), or another -errno. */
+int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin);
 
 /* Whether fd has bytes (1), its peer's EOF (0) or nothing (-EAGAIN) to
  * read now, or failed (another -errno); reads nothing. */

@@ -16,8 +16,8 @@
  *            (splice_sock_kick), the sockios leave the loop and a
  *            per-worker epoll watches the sockets for a FIN, a reset or
  *            an error only (a redirected byte wakes nobody).
- *   SPLICED  the kernel moves the bytes and the pair stays in the maps
- *            until it closes. A FIN from one side is forwarded (the
+ *   SPLICED  the kernel moves the bytes while the pair is in the maps.
+ *            A FIN from one side is forwarded (the
  *            other's write side shut down) once what the kernel
  *            redirected from it has reached the other's send queue (the
  *            destination's TCP counters against the source's redirected
@@ -28,10 +28,15 @@
  *            map), or redirected bytes that do not reach a send queue
  *            with room, for two checks in a row, are a stall: the
  *            program is kicked once, and a tunnel still stuck at the next
- *            check is closed, counted and logged (handing it back to
- *            the copy mover losslessly needs the sockmap's own receive
- *            path, which these kernels get wrong around a FIN:
- *            splice.h).
+ *            check leaves the kernel; so does one whose reader is slower
+ *            than its writer (KERNEL_HOLD_MAX), and every one when the
+ *            switch says off.
+ *   LEAVING  out from under the verdict (their bytes wait in their
+ *            receive queues), the sockets stay redirect targets until
+ *            the kernel holds nothing for them, then leave the maps;
+ *            every byte accounted for (tunnel_leave_step), the copy
+ *            mover goes on: COPY. One that cannot leave whole is closed,
+ *            counted and logged.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -65,15 +70,20 @@
 /* Bytes the kernel may hold for one direction, redirected and not yet in
  * the destination's send queue: a reader slower than its writer makes
  * the sockmap's backlog grow without bound (measured here: 350 MB/s),
- * and the pair cannot be handed back to userspace losslessly, so a
- * tunnel over it is closed. */
+ * so a tunnel over it leaves the kernel for the copy mover's
+ * backpressure. */
 #define KERNEL_HOLD_MAX (16u << 20)
-#define FIN_FIRST_MS 1 /* a FIN: first look at the counters */
-#define FIN_MAX_MS 50  /* looks back off up to this */
+#define FIN_FIRST_MS 1	    /* a FIN: first look at the counters */
+#define FIN_MAX_MS 50	    /* looks back off up to this */
+#define LEAVE_POLL_MS 5	    /* leaving: how often the kernel's hold is read */
+#define LEAVE_STUCK_MS 2000 /* leaving: a hold that shrinks not for this */
+#define LEAVE_RX_TRIES 50   /* leaving: tries at a steady receive queue */
 
 enum tunnel_phase {
 	PH_COPY = 0,
 	PH_SPLICED,
+	PH_LEAVING, /* disarmed: the kernel sends what it holds, then the
+		       copy mover takes over */
 };
 
 struct tunnel_half {
@@ -122,6 +132,16 @@ struct tunnel {
 	uint64_t progress; /* the counters' sum at the last check */
 	uint64_t idle_sum; /* the kernel's bytes at the last idle look */
 	uint64_t busy_sum; /* the kernel's bytes at the last check */
+	/* what earlier stays in the kernel moved (its counts start over at
+	 * each entry) */
+	uint64_t kup0, kdown0;
+	/* leaving the kernel (PH_LEAVING) */
+	const char *leave_why;
+	bool leave_final;     /* never back into the kernel after it */
+	bool leave_unlinked;  /* out of both sockhashes: checking the counts */
+	unsigned leave_tries; /* checks of the counts so far */
+	uint64_t leave_ns;    /* since when the hold has not shrunk */
+	uint64_t leave_held;  /* the smallest hold seen */
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
@@ -141,7 +161,7 @@ struct tunnel_set {
 };
 
 static struct {
-	atomic_ullong spliced, refused, watchdog, halfclosed, lost;
+	atomic_ullong spliced, refused, watchdog, halfclosed, lost, handed_back;
 	atomic_ullong kernel_up, kernel_down;
 	atomic_llong open_spliced, open_copy;
 } tc;
@@ -150,6 +170,7 @@ static void tunnel_pump(struct tunnel *t, int i);
 static void tunnel_try_enter(struct tunnel *t);
 static bool kernel_wanted(const struct tunnel *t);
 static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev);
+static bool tunnel_leave(struct tunnel *t, const char *why, bool final);
 
 const char *tunnel_mover_name(enum tunnel_mover m)
 {
@@ -222,6 +243,7 @@ void tunnel_counts(struct tunnel_counts *o)
 	o->watchdog = atomic_load(&tc.watchdog);
 	o->halfclosed = atomic_load(&tc.halfclosed);
 	o->lost = atomic_load(&tc.lost);
+	o->handed_back = atomic_load(&tc.handed_back);
 	o->kernel_up = atomic_load(&tc.kernel_up);
 	o->kernel_down = atomic_load(&tc.kernel_down);
 	n = atomic_load(&tc.open_spliced);
@@ -284,8 +306,8 @@ static int tunnel_look(struct tunnel *t)
 		if (rc)
 			return rc;
 	}
-	t->st.kernel_up = t->s[TUNNEL_CLIENT].cnt.redir_bytes;
-	t->st.kernel_down = t->s[TUNNEL_UPSTREAM].cnt.redir_bytes;
+	t->st.kernel_up = t->kup0 + t->s[TUNNEL_CLIENT].cnt.redir_bytes;
+	t->st.kernel_down = t->kdown0 + t->s[TUNNEL_UPSTREAM].cnt.redir_bytes;
 	if (t->st.kernel_up || t->st.kernel_down)
 		t->kernel_used = true;
 	return 0;
@@ -371,7 +393,13 @@ void tunnel_set_switch(struct tunnel_set *ts)
 		return;
 	for (t = LIST_FIRST(&ts->all); t; t = next) {
 		next = LIST_NEXT(t, link);
-		/* a spliced tunnel stays in the kernel until it closes */
+		/* off: a spliced tunnel is handed back (one forwarding a FIN
+		 * ends in the kernel) */
+		if (t->phase == PH_SPLICED &&
+		    tunnel_mover_for(t->kind, NULL) != TUNNEL_MOVER_SOCKMAP) {
+			tunnel_leave(t, "the switch is off", false);
+			continue; /* t may be gone */
+		}
 		if (t->phase == PH_COPY && !t->no_kernel &&
 		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_SOCKMAP) {
 			t->enter_ms = ENTER_FIRST_MS;
@@ -531,7 +559,7 @@ static void tunnel_idle_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (t->phase == PH_SPLICED && tunnel_look(t) == 0) {
+	if (t->phase != PH_COPY && tunnel_look(t) == 0) {
 		uint64_t sum = t->st.kernel_up + t->st.kernel_down;
 
 		/* bytes waiting are not idleness: the watchdog's to judge */
@@ -766,7 +794,7 @@ static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev)
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	if (t->phase != PH_SPLICED || t->ended)
+	if (t->phase == PH_COPY || t->ended)
 		return;
 	/* an error report with no error left on the socket (the peer
 	 * closed as the tunnel ended) is taken for its hang-up */
@@ -777,11 +805,184 @@ static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev)
 		tunnel_end(t, TUNNEL_END_ERROR);
 		return;
 	}
-	if ((ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !h->kfin) {
+	/* leaving, a FIN stays in the receive queue for the copy mover */
+	if ((ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !h->kfin &&
+	    t->phase == PH_SPLICED) {
 		h->kfin = true;
 		t->fin_ms = FIN_FIRST_MS;
 		tmr_arm(t->tmr, FIN_FIRST_MS);
 	}
+}
+
+/* ---- leaving the kernel ----------------------------------------------- */
+
+/* Leaving failed: the tunnel is closed, counted (lost: the counts say a
+ * byte went missing) and logged. */
+static void tunnel_leave_fail(struct tunnel *t, bool lost, const char *what)
+{
+	atomic_fetch_add(lost ? &tc.lost : &tc.watchdog, 1);
+	log_warnx("tunnel: leaving the kernel (%s): %s: closing it",
+		  t->leave_why, what);
+	tunnel_end(t, TUNNEL_END_ERROR);
+}
+
+/* Left: both sockets out of the maps with every byte accounted for; the
+ * copy mover goes on from their receive queues and send queues. */
+static void tunnel_left(struct tunnel *t)
+{
+	struct splice *sp = splice_instance();
+	int i;
+
+	t->kup0 = t->st.kernel_up;
+	t->kdown0 = t->st.kernel_down;
+	for (i = 0; i < 2; i++)
+		splice_sock_forget(sp, t->s[i].cookie);
+	watch(t, false);
+	phase_set(t, PH_COPY);
+	if (t->leave_final)
+		t->no_kernel = true;
+	/* a direction whose FIN edged forwarded is over for the copy
+	 * mover too (the source's sockio reads that FIN again) */
+	for (i = 0; i < 2; i++)
+		if (t->s[i].down)
+			t->s[i].shut = true;
+	t->last_ns = clk_now_ns();
+	t->enter_ms = ENTER_FIRST_MS;
+	atomic_fetch_add(&tc.handed_back, 1);
+	if (t->leave_final)
+		log_warnx("tunnel: handed back to the copy mover (%s), no byte "
+			  "lost; %llu up and %llu down moved by the kernel",
+			  t->leave_why, (unsigned long long)t->st.kernel_up,
+			  (unsigned long long)t->st.kernel_down);
+	else
+		log_debug("tunnel: handed back to the copy mover (%s)",
+			  t->leave_why);
+	for (i = 0; i < 2; i++)
+		sockio_enable(t->s[i].io, EV_READ | EV_WRITE);
+	for (i = 0; i < 2 && !t->ended; i++)
+		tunnel_pump(t, i);
+}
+
+/*
+ * Leaving, step by step (the timer's): while the kernel still holds
+ * redirected bytes for a send queue, wait for it to send them (each
+ * socket's own bytes wait in its receive queue meanwhile: the writer
+ * feels TCP's backpressure), as long as the hold shrinks; then out of
+ * both sockhashes, and every byte accounted for before the copy mover
+ * takes over: what each socket received since the entry is what the
+ * kernel redirected from it plus what waits in its receive queue (a FIN
+ * one more), and what each destination's stream took is what was
+ * redirected to it. Anything else closes the tunnel.
+ */
+static void tunnel_leave_step(struct tunnel *t)
+{
+	struct splice *sp = splice_instance();
+	uint64_t held, now = clk_now_ns();
+	int i, rc;
+
+	if (tunnel_look(t)) {
+		tunnel_leave_fail(t, false, "a socket failed");
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		if (t->s[i].cnt.pass_bytes || t->s[i].cnt.redir_fail) {
+			tunnel_leave_fail(
+			    t, false, "the kernel kept bytes with a socket");
+			return;
+		}
+	if (!t->leave_unlinked) {
+		held = tunnel_backlog(t, 0) + tunnel_backlog(t, 1);
+		if (held > 0) {
+			if (held < t->leave_held) {
+				t->leave_held = held;
+				t->leave_ns = now;
+			} else if (now - t->leave_ns >=
+				   LEAVE_STUCK_MS * 1000000ull) {
+				tunnel_leave_fail(
+				    t, false,
+				    "the kernel sent none of what "
+				    "it holds for 2 s");
+				return;
+			}
+			tmr_arm(t->tmr, LEAVE_POLL_MS);
+			return;
+		}
+		/* it holds nothing: out of the maps (its psocks, empty,
+		 * go) */
+		for (i = 0; i < 2; i++)
+			splice_sock_unlink(sp, t->s[i].cookie);
+		t->leave_unlinked = true;
+		if (tunnel_look(t)) {
+			tunnel_leave_fail(t, false, "a socket failed");
+			return;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+		uint64_t received, inq;
+		bool fin;
+
+		rc = splice_sock_rx(h->fd, &received, &inq, &fin);
+		if (rc == -EAGAIN && ++t->leave_tries < LEAVE_RX_TRIES) {
+			tmr_arm(t->tmr, 1); /* bytes arriving: look again */
+			return;
+		}
+		if (rc) {
+			tunnel_leave_fail(t, false, "a socket failed");
+			return;
+		}
+		/* a FIN edged forwarded counts one in its destination, one
+		 * it received in its source */
+		if (o->written - o->base != h->cnt.redir_bytes + o->down ||
+		    received != h->rbase + h->cnt.redir_bytes + inq + fin) {
+			log_warnx("tunnel: leaving: the %s side received %llu "
+				  "since the entry, %llu redirected, %llu "
+				  "queued%s; %llu reached the other side",
+				  i == TUNNEL_CLIENT ? "client" : "upstream",
+				  (unsigned long long)(received - h->rbase),
+				  (unsigned long long)h->cnt.redir_bytes,
+				  (unsigned long long)inq, fin ? ", a FIN" : "",
+				  (unsigned long long)(o->written - o->base));
+			tunnel_leave_fail(t, true, "bytes unaccounted for");
+			return;
+		}
+	}
+	tunnel_left(t);
+}
+
+/*
+ * Hand a spliced pair back to the copy mover (final: for good), for
+ * why: both sockets out from under the verdict at once (the kernel
+ * takes no more of their bytes; they wait in the receive queues), then
+ * tunnel_leave_step. Not while a FIN is being forwarded (that pair ends
+ * in the kernel; a direction whose FIN was forwarded is no obstacle) or
+ * a socket holds bytes the program passed to it (its own receive path,
+ * which these kernels get wrong around a FIN: splice.h): false, nothing
+ * changed.
+ */
+static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
+{
+	struct splice *sp = splice_instance();
+	int i;
+
+	if (t->phase != PH_SPLICED || t->ended || !sp)
+		return false;
+	for (i = 0; i < 2; i++)
+		if ((t->s[i].kfin && !t->s[1 - i].down) ||
+		    t->s[i].cnt.pass_bytes || t->s[i].cnt.redir_fail)
+			return false;
+	for (i = 0; i < 2; i++)
+		splice_sock_disarm(sp, t->s[i].cookie);
+	phase_set(t, PH_LEAVING);
+	t->leave_why = why;
+	t->leave_final = final;
+	t->leave_unlinked = false;
+	t->leave_tries = 0;
+	t->leave_ns = clk_now_ns();
+	t->leave_held = UINT64_MAX;
+	log_debug("tunnel: leaving the kernel (%s)", why);
+	tunnel_leave_step(t);
+	return true;
 }
 
 /* Spliced: the check after the entry, the watchdog, FINs waiting. */
@@ -801,8 +1002,15 @@ static void tunnel_check(struct tunnel *t)
 		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
 		uint64_t delivered = o->written - o->base;
 
+		/* more held than a tunnel may (a reader slower than its
+		 * writer): back to the copy mover and its backpressure */
+		if (delivered <= h->cnt.redir_bytes + 1 &&
+		    tunnel_backlog(t, i) > KERNEL_HOLD_MAX &&
+		    tunnel_leave(t, "it holds too much for a slow reader",
+				 true))
+			return; /* t may be gone */
 		/* more in the destination than the kernel took (a FIN is
-		 * one), or more held than a tunnel may: close it */
+		 * one), or more held and no way out: close it */
 		if (delivered > h->cnt.redir_bytes + 1 ||
 		    tunnel_backlog(t, i) > KERNEL_HOLD_MAX) {
 			atomic_fetch_add(&tc.watchdog, 1);
@@ -840,6 +1048,8 @@ static void tunnel_check(struct tunnel *t)
 			t->quiet_ns = clk_now_ns();
 			for (i = 0; i < 2; i++)
 				splice_sock_kick(t->s[i].fd);
+		} else if (tunnel_leave(t, "the watchdog: it stalled", true)) {
+			return; /* t may be gone */
 		} else {
 			atomic_fetch_add(&tc.watchdog, 1);
 			log_warnx(
@@ -873,6 +1083,8 @@ static void tunnel_tmr_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (t->phase == PH_COPY)
 		tunnel_try_enter(t);
+	else if (t->phase == PH_LEAVING)
+		tunnel_leave_step(t);
 	else
 		tunnel_check(t);
 }

@@ -16,7 +16,8 @@
  *   - backpressure: a side is read only while the other side has less
  *     than TUNNEL_HIGH_WATER bytes queued (bounded memory per tunnel;
  *     the sockmap mover has none: the kernel's backlog is bounded by
- *     closing a tunnel that makes it hold 16 MiB, tunnel.c);
+ *     handing a tunnel that makes it hold 16 MiB back to the copy
+ *     mover, tunnel.c);
  *   - half-close: EOF from one side becomes shutdown(SHUT_WR) on the other
  *     once everything before it was written, and the other direction goes
  *     on until it ends too;
@@ -93,11 +94,12 @@ enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why);
 
 /* The splice's events, summed over every worker (counters). */
 struct tunnel_counts {
-	unsigned long long spliced;    /* tunnels the kernel took */
-	unsigned long long refused;    /* pairs the sockhash refused */
-	unsigned long long watchdog;   /* closed by the watchdog: stalled */
-	unsigned long long halfclosed; /* FINs forwarded while spliced */
-	unsigned long long lost;       /* bytes lost at an entry: failed */
+	unsigned long long spliced;	/* tunnels the kernel took */
+	unsigned long long refused;	/* pairs the sockhash refused */
+	unsigned long long watchdog;	/* closed by the watchdog: stalled */
+	unsigned long long halfclosed;	/* FINs forwarded while spliced */
+	unsigned long long lost;	/* bytes lost at an entry: failed */
+	unsigned long long handed_back; /* back to the copy mover, whole */
 	unsigned long long kernel_up, kernel_down;  /* bytes the kernel moved */
 	unsigned long long open_spliced, open_copy; /* gauges */
 };

@@ -6,7 +6,9 @@
 Opens an upgraded echo tunnel (tunnel_backend.py's /echo, host raw.test)
 through edged on 127.0.0.1:PORT while edged copies tunnels (splice off),
 echoes 20 messages, runs `edgectl splice on`, echoes 40 more with pauses
-between them, and checks every echo and that the kernel's counters grew.
+between them (the kernel takes the tunnel), runs `edgectl splice off`
+(the tunnel is handed back to the copy mover), echoes 40 more, and checks
+every echo, the kernel's counters and the hand-back.
 Prints what the kernel moved; exits 1 with the reason otherwise.
 """
 import json
@@ -53,9 +55,21 @@ def main():
     if not buf.startswith(b"HTTP/1.1 101"):
         sys.exit("not a 101: %r" % buf[:40])
     echo(s, 20)
-    k0 = splice()["kernel_bytes_up"]
+    st = splice()
+    k0, h0 = st["kernel_bytes_up"], st["handed_back"]
     splice("on")
     echo(s, 40)
+    st = splice()
+    if st["open_spliced"] < 1:
+        sys.exit("after the switch on, no tunnel in the kernel: %r" % st)
+    # off: the live tunnel is handed back to the copy mover, and the
+    # echoes go on intact
+    splice("off")
+    echo(s, 40)
+    st = splice()
+    if st["open_spliced"] != 0 or st["handed_back"] != h0 + 1:
+        sys.exit("after the switch off: %d in the kernel, %d handed back "
+                 "(was %d)" % (st["open_spliced"], st["handed_back"], h0))
     s.close()
     # the kernel's counts are added up when a tunnel ends
     for _ in range(50):
@@ -65,7 +79,8 @@ def main():
             break
     if k1 <= k0:
         sys.exit("the kernel moved nothing after the switch (%d)" % k0)
-    print("the kernel moved %d bytes up after the switch" % (k1 - k0))
+    print("the kernel moved %d bytes up between the switch on and off"
+          % (k1 - k0))
 
 
 main()
