@@ -8,6 +8,8 @@
 #   make bench-http bench/http (edged vs nginx vs HAProxy vs direct)
 #   make bench-propagation bench/propagation (a route change: edged by
 #                   NOTIFY vs nginx by reload)
+#   make bench-splice bench/splice (a TCP route: edged's copy and sockmap
+#                   movers vs HAProxy with splice(2) vs direct)
 #   make lint       clang-format check, cppcheck, shellcheck
 
 B        ?= build
@@ -127,7 +129,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation lint format clean
+.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice lint format clean
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -181,6 +183,11 @@ bench-propagation:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/propagation/run
+
+bench-splice:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/splice/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
 SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/common.h - what the bench/ tools (bench/xdp-drop/flood.c,
- * bench/xdp-drop/rrprobe.c) share: a CLOCK_MONOTONIC clock in
+ * bench/xdp-drop/rrprobe.c, bench/splice/pingpong.c, ...) share: a
+ * CLOCK_MONOTONIC clock in
  * nanoseconds and absolute sleeps on it, a stop flag that SIGINT and
  * SIGTERM set, and strict parsing of their numeric options.
  *
