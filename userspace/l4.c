@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,9 @@ struct l4_conn {
 	/* TLS passthrough: the client's socket watched, its bytes peeked
 	 * at (never read) until the ClientHello is whole */
 	struct event *hello;
+	struct event *hello_retry;  /* a stalled peek: watch again later */
 	size_t peeked;		    /* bytes the last peek saw */
+	unsigned stalls;	    /* l4_hello_stalled so far */
 	char sni[SNI_NAME_MAX + 1]; /* its server name, "" for none */
 };
 
@@ -161,15 +164,20 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 		tunnel_free(c->tun);
 		c->tun = NULL;
 	}
+	/* the hello's events watch the client's descriptor: gone before
+	 * it is closed */
+	if (c->hello)
+		event_free(c->hello);
+	c->hello = NULL;
+	if (c->hello_retry)
+		event_free(c->hello_retry);
+	c->hello_retry = NULL;
 	sockio_free(c->uio);
 	c->uio = NULL;
 	transport_close(&c->client);
 	if (c->timer)
 		event_free(c->timer);
 	c->timer = NULL;
-	if (c->hello)
-		event_free(c->hello);
-	c->hello = NULL;
 	l4_ep_done(c);
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
@@ -446,6 +454,61 @@ static void l4_lowat(const struct l4_conn *c, size_t n)
 			      strerror(errno));
 }
 
+/* A stalled peek is tried again after this long (ms), doubled at each
+ * stall of the connection up to L4_HELLO_RETRY_MS << L4_HELLO_RETRY_MAX:
+ * each peek walks every segment queued, and a client that sends its
+ * hello in many small segments (what makes a stall) must not make edged
+ * peek at them a hundred times a second. */
+#define L4_HELLO_RETRY_MS 10
+#define L4_HELLO_RETRY_MAX 5
+
+/* Whether the client has shut its side down or failed: a readable socket
+ * that shows no byte more than the last peek is either that or a socket
+ * that SO_RCVLOWAT no longer holds back (the kernel reports it readable
+ * early when its receive window or memory runs short, as many small
+ * segments make it: tcp_epollin_ready), whose client is still sending. */
+static bool l4_client_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+
+	return poll(&p, 1, 0) != 0 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* The stalled peek's pause is over: watch the client's socket again. */
+static void l4_hello_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct l4_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->state == L4_HELLO && event_add(c->hello, NULL))
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+}
+
+/*
+ * A readable socket with no byte more than the last peek, its client
+ * still there: level-triggered, it would wake the loop at once again, so
+ * stop watching it for a while (L4_HELLO_RETRY_MS, doubling) and peek
+ * then (the bytes that arrive meanwhile wait in the kernel).
+ * timeouts.client_hello still bounds the whole wait.
+ */
+static void l4_hello_stalled(struct l4_conn *c)
+{
+	unsigned k =
+	    c->stalls < L4_HELLO_RETRY_MAX ? c->stalls : L4_HELLO_RETRY_MAX;
+	struct timeval tv;
+
+	c->stalls++;
+	if (!c->hello_retry)
+		c->hello_retry = evtimer_new(c->w->base, l4_hello_retry_cb, c);
+	if (!c->hello_retry || event_del(c->hello) ||
+	    evtimer_add(
+		c->hello_retry,
+		worker_timeout(c->w, (uint64_t)L4_HELLO_RETRY_MS << k, &tv)))
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+}
+
 /*
  * TLS passthrough: the client's socket is readable. Peek (never read:
  * the upstream gets the stream from its first byte) and parse the
@@ -453,7 +516,8 @@ static void l4_lowat(const struct l4_conn *c, size_t n)
  * many bytes are there as it needs at least; whole, pick the route by
  * its server name and go on as a plain TCP route's connection. A socket
  * readable with no byte more than the last peek saw has reached its
- * end (or failed): the client left before its hello was whole.
+ * end or failed (the client left before its hello was whole), or is one
+ * SO_RCVLOWAT no longer holds back (l4_client_gone, l4_hello_stalled).
  */
 static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -470,8 +534,12 @@ static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
 	if (n < 0 &&
 	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
-	if (n <= 0 || (size_t)n <= c->peeked) {
+	if (n <= 0 || ((size_t)n <= c->peeked && l4_client_gone(fd))) {
 		l4_end(c, OUTCOME_CLIENT_CLOSED);
+		return;
+	}
+	if ((size_t)n <= c->peeked) {
+		l4_hello_stalled(c);
 		return;
 	}
 	r = sni_parse(l4_peek, (size_t)n, name, &need);
