@@ -299,15 +299,29 @@ static void routes_print_upstreams(const json_t *r)
 }
 
 /* The TCP routes: listen address, where it goes, connections open. */
+/* A TCP route's name in the table: its listen address, and a TLS
+ * passthrough route's sni after it. */
+static const char *routes_tcp_name(const json_t *r, char *buf, size_t len)
+{
+	const char *sni = routes_str(r, "sni", NULL);
+
+	if (!sni)
+		return routes_str(r, "listen", "-");
+	snprintf(buf, len, "%s sni=%s", routes_str(r, "listen", "-"), sni);
+	return buf;
+}
+
 static void routes_print_tcp(const json_t *tcp)
 {
 	struct routes_cols w = {9, 0, 7, 11, 10};
+	char name[512];
 	size_t i;
 
 	for (i = 0; i < json_array_size(tcp); i++) {
 		const json_t *r = json_array_get(tcp, i);
 
-		w.domain = routes_width(w.domain, routes_str(r, "listen", "-"));
+		w.domain = routes_width(w.domain,
+					routes_tcp_name(r, name, sizeof(name)));
 		w.project =
 		    routes_width(w.project, routes_str(r, "project", "-"));
 		w.env = routes_width(w.env, routes_str(r, "environment", "-"));
@@ -322,7 +336,7 @@ static void routes_print_tcp(const json_t *tcp)
 		json_int_t open = ctl_int(r, "connections");
 
 		printf("%-*s  %-*s  %-*s  %-*s  %5lld  ", w.domain,
-		       routes_str(r, "listen", "-"), w.project,
+		       routes_tcp_name(r, name, sizeof(name)), w.project,
 		       routes_str(r, "project", "-"), w.env,
 		       routes_str(r, "environment", "-"), w.deploy,
 		       routes_str(r, "deployment", "-"),

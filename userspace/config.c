@@ -676,6 +676,15 @@ static int cfg_sni(struct cfg *x, const config_setting_t *g, const char *ek,
 		return cfg_fail(x, at.s, at.key,
 				"%s (or \"*\": the listen address's default)",
 				e.msg);
+	/* a name whose last label is all digits is an IPv4 address, which
+	 * a ClientHello never names (RFC 6066): a route never taken */
+	v = strrchr(t->sni, '.');
+	v = v ? v + 1 : t->sni;
+	if (*v && strspn(v, "0123456789") == strlen(v))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is an IP address, which no ClientHello "
+				"names (RFC 6066): a route never taken",
+				t->sni);
 	return 0;
 }
 

@@ -56,7 +56,8 @@ struct l4_conn {
 	/* held until connected: m points into it */
 	struct route_table *rt;
 	struct route_match m;
-	bool routed; /* the ids below are the route's */
+	bool routed;	   /* the ids below are the route's */
+	bool slot_counted; /* in sh->tcp_open[slot] (once its route is known) */
 	char project_id[CONFIG_ID_MAX + 1];
 	char env_id[CONFIG_ID_MAX + 1];
 	char deployment_id[CONFIG_ID_MAX + 1];
@@ -194,7 +195,8 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	EDGE_ASSERT(w->l4.n > 0);
 	w->l4.n--;
 	atomic_fetch_sub(&sh->connections, 1);
-	atomic_fetch_sub(&sh->tcp_open[c->slot], 1);
+	if (c->slot_counted)
+		atomic_fetch_sub(&sh->tcp_open[c->slot], 1);
 	free(c);
 	/* a descriptor came free: a paused listener may go on, a
 	 * draining worker may be done */
@@ -570,9 +572,9 @@ static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
 					 : OUTCOME_SNI_MISSING);
 		return;
 	}
-	atomic_fetch_sub(&c->w->sh->tcp_open[c->slot], 1);
-	atomic_fetch_add(&c->w->sh->tcp_open[slot], 1);
 	c->slot = (unsigned)slot;
+	atomic_fetch_add(&c->w->sh->tcp_open[slot], 1);
+	c->slot_counted = true;
 	c->state = L4_ADMIT;
 	l4_admit(c);
 }
@@ -636,7 +638,12 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		snprintf(c->id, sizeof(c->id), "-");
 	TAILQ_INSERT_TAIL(&w->l4.open, c, link);
 	w->l4.n++;
-	atomic_fetch_add(&sh->tcp_open[slot], 1);
+	/* a TLS passthrough connection counts on its route once the
+	 * ClientHello has picked it */
+	if (!sh->cfg->tcp_routes[slot].sni) {
+		atomic_fetch_add(&sh->tcp_open[slot], 1);
+		c->slot_counted = true;
+	}
 	/* the same cap as HTTP connections: both count in connections */
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (w->draining) {
@@ -652,6 +659,17 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		l4_hello_begin(c);
 	else
 		l4_admit(c);
+}
+
+void l4_drain_all(struct worker *w)
+{
+	struct l4_conn *c, *next;
+
+	for (c = TAILQ_FIRST(&w->l4.open); c; c = next) {
+		next = TAILQ_NEXT(c, link);
+		if (c->state == L4_HELLO)
+			l4_end(c, OUTCOME_SHUTTING_DOWN);
+	}
 }
 
 void l4_free_all(struct worker *w)

@@ -63,6 +63,11 @@ int l4_set_init(struct worker *w);
 void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	       socklen_t len, unsigned slot);
 
+/* Draining: the connections still waiting for a TLS ClientHello are
+ * closed (shutting_down), as idle HTTP connections are; the others go
+ * on until they end or the drain does. */
+void l4_drain_all(struct worker *w);
+
 /* End every connection of w at once (shutdown: its loop has stopped),
  * each recorded as it stood (tunnel, or shutting_down). */
 void l4_free_all(struct worker *w);

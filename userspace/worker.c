@@ -144,6 +144,7 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 			for (i = 0; i < w->nls; i++)
 				listener_close(w->ls[i]);
 			conn_drain_all(w);
+			l4_drain_all(w);
 		}
 		worker_maybe_exit(w);
 		return;

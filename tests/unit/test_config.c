@@ -403,6 +403,9 @@ static const struct bad bad[] = {
     {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"a.test:443\"; #!\n"
      "  environment = \"e\"; } );\n",
      "tcp_routes[0].sni", "the listen address's default"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"10.0.0.1\"; #!\n"
+     "  environment = \"e\"; } );\n",
+     "tcp_routes[0].sni", "\"10.0.0.1\" is an IP address"},
     {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"*.test\"; #!\n"
      "  environment = \"e\"; } );\n",
      "tcp_routes[0].sni", "two labels"},
