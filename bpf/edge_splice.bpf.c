@@ -60,11 +60,15 @@ int edge_splice(struct __sk_buff *skb)
 	struct edge_splice_cnt *n = bpf_map_lookup_elem(&edge_splice_cnt, &me);
 	__u64 len = skb->len, peer;
 
-	/* a FIN comes as an empty skb: redirected, the peer's backlog would
-	 * send nothing, which it takes for a broken pipe (and stops);
-	 * edged forwards the FIN itself */
-	if (!c || !n || len == 0)
+	if (!c || !n)
 		return SK_PASS;
+	/* a FIN comes as an empty skb: redirected, or passed behind bytes
+	 * the kernel still holds for this socket (queued after them), the
+	 * backlog would send nothing, which it takes for a broken pipe
+	 * (and stops). The FIN is the socket's state already (recv() and
+	 * EPOLLRDHUP say so); edged forwards it itself: the marker goes. */
+	if (len == 0)
+		return SK_DROP;
 	if (c->state == EDGE_SPLICE_REDIRECT && n->pass_bytes == c->want) {
 		peer = c->peer;
 		/* counted first: edged compares what the peer has sent

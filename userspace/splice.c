@@ -249,7 +249,17 @@ int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin)
 		return -EAGAIN;
 	*received = ti.tcpi_bytes_received;
 	*inq = (uint64_t)q1;
-	/* the states after the peer's FIN came */
+	/* the states after the peer's FIN came; CLOSE too when edged had
+	 * shut its side down first (the socket left TIME_WAIT to a
+	 * timewait sock) and no error says it was a reset */
+	if (ti.tcpi_state == BPF_TCP_CLOSE) {
+		int err = 0;
+		socklen_t el = sizeof(err);
+
+		*fin = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
+		       err == 0;
+		return 0;
+	}
 	*fin = ti.tcpi_state == BPF_TCP_CLOSE_WAIT ||
 	       ti.tcpi_state == BPF_TCP_LAST_ACK ||
 	       ti.tcpi_state == BPF_TCP_CLOSING ||

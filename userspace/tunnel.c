@@ -73,9 +73,13 @@
  * so a tunnel over it leaves the kernel for the copy mover's
  * backpressure. */
 #define KERNEL_HOLD_MAX (16u << 20)
-#define FIN_FIRST_MS 1	    /* a FIN: first look at the counters */
-#define FIN_MAX_MS 50	    /* looks back off up to this */
-#define LEAVE_POLL_MS 5	    /* leaving: how often the kernel's hold is read */
+#define FIN_FIRST_MS 1	/* a FIN: first look at the counters */
+#define FIN_MAX_MS 50	/* looks back off up to this */
+#define LEAVE_POLL_MS 5 /* leaving: how often the kernel's hold is read */
+/* leaving: the hold is trusted only this long after the disarm, when a
+ * verdict that began before it has surely counted and queued its
+ * redirect */
+#define LEAVE_GRACE_MS 10
 #define LEAVE_STUCK_MS 2000 /* leaving: a hold that shrinks not for this */
 #define LEAVE_RX_TRIES 50   /* leaving: tries at a steady receive queue */
 
@@ -141,6 +145,7 @@ struct tunnel {
 	bool leave_unlinked;  /* out of both sockhashes: checking the counts */
 	unsigned leave_tries; /* checks of the counts so far */
 	uint64_t leave_ns;    /* since when the hold has not shrunk */
+	uint64_t disarm_ns;   /* when both left the verdict's map */
 	uint64_t leave_held;  /* the smallest hold seen */
 	tunnel_done_fn done;
 	void *arg;
@@ -393,12 +398,11 @@ void tunnel_set_switch(struct tunnel_set *ts)
 		return;
 	for (t = LIST_FIRST(&ts->all); t; t = next) {
 		next = LIST_NEXT(t, link);
-		/* off: a spliced tunnel is handed back (one forwarding a FIN
-		 * ends in the kernel) */
+		/* off: a spliced tunnel is handed back */
 		if (t->phase == PH_SPLICED &&
 		    tunnel_mover_for(t->kind, NULL) != TUNNEL_MOVER_SOCKMAP) {
 			tunnel_leave(t, "the switch is off", false);
-			continue; /* t may be gone */
+			continue;
 		}
 		if (t->phase == PH_COPY && !t->no_kernel &&
 		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_SOCKMAP) {
@@ -842,7 +846,8 @@ static void tunnel_left(struct tunnel *t)
 	if (t->leave_final)
 		t->no_kernel = true;
 	/* a direction whose FIN edged forwarded is over for the copy
-	 * mover too (the source's sockio reads that FIN again) */
+	 * mover too (the source's sockio reads that FIN again); one not
+	 * forwarded yet, the copy mover forwards as it reads it */
 	for (i = 0; i < 2; i++)
 		if (t->s[i].down)
 			t->s[i].shut = true;
@@ -892,6 +897,13 @@ static void tunnel_leave_step(struct tunnel *t)
 		}
 	if (!t->leave_unlinked) {
 		held = tunnel_backlog(t, 0) + tunnel_backlog(t, 1);
+		if (held == 0 &&
+		    now - t->disarm_ns < LEAVE_GRACE_MS * 1000000ull) {
+			/* a verdict run that began before the disarm may
+			 * not have counted its redirect yet */
+			tmr_arm(t->tmr, LEAVE_POLL_MS);
+			return;
+		}
 		if (held > 0) {
 			if (held < t->leave_held) {
 				t->leave_held = held;
@@ -954,11 +966,11 @@ static void tunnel_leave_step(struct tunnel *t)
  * Hand a spliced pair back to the copy mover (final: for good), for
  * why: both sockets out from under the verdict at once (the kernel
  * takes no more of their bytes; they wait in the receive queues), then
- * tunnel_leave_step. Not while a FIN is being forwarded (that pair ends
- * in the kernel; a direction whose FIN was forwarded is no obstacle) or
- * a socket holds bytes the program passed to it (its own receive path,
- * which these kernels get wrong around a FIN: splice.h): false, nothing
- * changed.
+ * tunnel_leave_step. A FIN that came stays the socket's (recv() gives
+ * it once the socket is out of the maps): the copy mover forwards one
+ * edged has not. Not while a socket holds bytes the program passed to
+ * it (its own receive path, which these kernels get wrong around a FIN:
+ * splice.h): false, nothing changed.
  */
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 {
@@ -968,8 +980,7 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	if (t->phase != PH_SPLICED || t->ended || !sp)
 		return false;
 	for (i = 0; i < 2; i++)
-		if ((t->s[i].kfin && !t->s[1 - i].down) ||
-		    t->s[i].cnt.pass_bytes || t->s[i].cnt.redir_fail)
+		if (t->s[i].cnt.pass_bytes || t->s[i].cnt.redir_fail)
 			return false;
 	for (i = 0; i < 2; i++)
 		splice_sock_disarm(sp, t->s[i].cookie);
@@ -978,10 +989,11 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	t->leave_final = final;
 	t->leave_unlinked = false;
 	t->leave_tries = 0;
-	t->leave_ns = clk_now_ns();
+	t->leave_ns = t->disarm_ns = clk_now_ns();
 	t->leave_held = UINT64_MAX;
 	log_debug("tunnel: leaving the kernel (%s)", why);
-	tunnel_leave_step(t);
+	/* the first look after the grace: t lives on for the caller */
+	tmr_arm(t->tmr, LEAVE_GRACE_MS);
 	return true;
 }
 
@@ -1008,7 +1020,7 @@ static void tunnel_check(struct tunnel *t)
 		    tunnel_backlog(t, i) > KERNEL_HOLD_MAX &&
 		    tunnel_leave(t, "it holds too much for a slow reader",
 				 true))
-			return; /* t may be gone */
+			return;
 		/* more in the destination than the kernel took (a FIN is
 		 * one), or more held and no way out: close it */
 		if (delivered > h->cnt.redir_bytes + 1 ||
@@ -1049,7 +1061,7 @@ static void tunnel_check(struct tunnel *t)
 			for (i = 0; i < 2; i++)
 				splice_sock_kick(t->s[i].fd);
 		} else if (tunnel_leave(t, "the watchdog: it stalled", true)) {
-			return; /* t may be gone */
+			return;
 		} else {
 			atomic_fetch_add(&tc.watchdog, 1);
 			log_warnx(

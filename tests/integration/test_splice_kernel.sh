@@ -4,9 +4,11 @@
 # through `tests/run --vm`): edged's start-up self-test passes, an
 # upgraded tunnel is taken by the kernel (its counters say so) and moves
 # 16 MiB each way with SHA-256 equal at both ends, a half-close each way
-# is forwarded while spliced, and a reset from the backend closes the
-# client's side. The normal build only, small transfers: a VM under TCG
-# is slow. Needs root (loading the sk_skb program needs CAP_BPF).
+# is forwarded while spliced, a reset from the backend closes the
+# client's side, and the hand-back to the copy mover keeps every byte: a
+# live echo tunnel switched on and off (tests/tools/splice_switch.py),
+# and a reader slower than its writer. The normal build only, small
+# transfers: a VM under TCG is slow. Needs root (loading the sk_skb program needs CAP_BPF).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -122,6 +124,33 @@ PY
 	t_ok "a reset from the upstream while spliced closes the client's side ($(cat "$T_TMP/reset.out"))"
 else
 	t_fail "reset while spliced" "$(cat "$T_TMP/reset.out")"
+fi
+
+# the hand-back: a live echo tunnel taken by the kernel (splice on),
+# then handed back (off), every echo intact
+"$EDGECTL" --socket "$T_TMP/edged.sock" splice off >/dev/null 2>&1
+if out=$(timeout 60 python3 "$TOOLS/splice_switch.py" "$P_EDGE" "$EDGECTL" "$T_TMP/edged.sock" 2>&1); then
+	t_ok "splice on, then off: a live tunnel taken by the kernel, then handed back, echoes intact"
+else
+	t_fail "the switch both ways" "$out; edged: $(grep -i tunnel "$EDGED_LOG" | tail -4)"
+fi
+"$EDGECTL" --socket "$T_TMP/edged.sock" splice on >/dev/null 2>&1
+
+# a reader slower than its writer (4 MiB/s): 24 MiB each way intact,
+# handed back to the copy mover if the kernel came to hold 16 MiB for it
+# (under TCG the writer may not outrun the reader that far)
+n=$((24 << 20))
+if client pump "$n" "$EPID" $((4 << 20)) 100 &&
+	rec=$(backend_last "/pump/$n/100") &&
+	[ "$(echo "$rec" | json_field - recv_sha)" = "$(json_field "$T_TMP/client.json" sent_sha)" ] &&
+	[ "$(echo "$rec" | json_field - sent_sha)" = "$(json_field "$T_TMP/client.json" recv_sha)" ]; then
+	if edged_wait_log "handed back to the copy mover \(it holds too much for a slow reader\), no byte lost"; then
+		t_ok "a slow reader: handed back to the copy mover at 16 MiB held, 24 MiB each way intact"
+	else
+		t_ok "a slow reader: 24 MiB each way intact (the kernel never held 16 MiB for it here)"
+	fi
+else
+	t_fail "slow reader hand-back" "$(tail -2 "$T_TMP/client.err"); $(cat "$T_TMP/client.json"); edged: $(tail -12 "$EDGED_LOG")"
 fi
 
 edged_stop
