@@ -440,7 +440,14 @@ run_suite() { # BIN LABEL
 	ans=$(sed -n 's/.*answered=\([0-9]*\).*/\1/p' "$T_TMP/s-blocked")
 	tries=$(sed -n 's/.*tries=\([0-9]*\).*/\1/p' "$T_TMP/s-allowed")
 	fail=$(sed -n 's/.*fail=\([0-9]*\).*/\1/p' "$T_TMP/s-allowed")
-	sleep 1.1 # the edge_db_* series are refreshed every second
+	# the edge_db_* series are refreshed every second, and the last
+	# kill's snapshot may still be on its way: up to 10 s for it
+	sleep 1.1
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(metric edge_db_snapshots_total)" -ge $((snaps + kills)) ] && break
+		sleep 0.1
+	done
 	if [ "${ans:-x}" = 0 ] && [ "${fail:-x}" = 0 ] && [ "${sent:-0}" -gt 100 ] &&
 		[ "${tries:-0}" -gt 10 ] && [ "$kills" -ge 2 ] &&
 		[ $(($(hits "$eid") - h0)) -ge "$sent" ] &&
