@@ -42,6 +42,7 @@ struct sockio {
 	uint64_t rto_ns;    /* read timeout, 0: none */
 	uint64_t last_read; /* monotonic ns of the last read (rto_ns only) */
 	size_t rhigh, wlow;
+	size_t bulk_max;    /* a streaming read's size (SOCKIO_READ_MAX) */
 	struct transport t; /* the stream (ops NULL once released) */
 	short enabled;	    /* EV_READ | EV_WRITE */
 	bool registered;    /* ev is added to the loop */
@@ -300,6 +301,11 @@ void sockio_set_watermarks(struct sockio *s, size_t read_high, size_t write_low)
 	sockio_unpause(s);
 }
 
+void sockio_set_bulk_read(struct sockio *s, size_t max)
+{
+	s->bulk_max = max;
+}
+
 void sockio_set_read_timeout(struct sockio *s, uint64_t ms)
 {
 	s->rto_ns = ms * 1000000ull;
@@ -474,6 +480,9 @@ static void sockio_read(struct sockio *s)
 	bool bulk = s->bulk;
 	char *to;
 	ssize_t n;
+
+	if (bulk && s->bulk_max > want)
+		want = s->bulk_max;
 
 	if (s->rhigh) {
 		if (len >= s->rhigh) {

@@ -94,6 +94,12 @@ void sockio_stop(struct sockio *s);
 void sockio_set_watermarks(struct sockio *s, size_t read_high,
 			   size_t write_low);
 
+/* While s streams (its last read filled the buffer), read up to max
+ * bytes at once, straight into the input, rather than SOCKIO_READ_MAX
+ * (still bounded by the read watermark): fewer system calls for a bulk
+ * stream. 0 or less than SOCKIO_READ_MAX: SOCKIO_READ_MAX. */
+void sockio_set_bulk_read(struct sockio *s, size_t max);
+
 /* Report READING|TIMEOUT when reading is enabled and nothing arrives for
  * ms milliseconds (0: never). */
 void sockio_set_read_timeout(struct sockio *s, uint64_t ms);
