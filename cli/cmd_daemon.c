@@ -118,17 +118,42 @@ static void ctl_daemon_splice_print(const json_t *sp)
 	       json_is_true(json_object_get(sp, "kernel")) ? "usable"
 							   : "unusable",
 	       kwhy ? kwhy : "?");
-	printf("movers:     ");
+	/* kinds with the same mover for the same reason on one line */
 	json_object_foreach((json_t *)kinds, name, k)
 	{
 		const char *m = json_string_value(json_object_get(k, "mover"));
 		const char *why = json_string_value(json_object_get(k, "why"));
+		const char *name2;
+		json_t *k2;
+		bool seen = false, more = false;
 
-		printf("%s%s %s (%s)", first ? "" : ", ", name, m ? m : "?",
-		       why ? why : "?");
+		json_object_foreach((json_t *)kinds, name2, k2)
+		{
+			if (k2 == k)
+				break;
+			seen |= json_equal(json_object_get(k2, "mover"),
+					   json_object_get(k, "mover")) &&
+				json_equal(json_object_get(k2, "why"),
+					   json_object_get(k, "why"));
+		}
+		if (seen)
+			continue;
+		printf("%s%s", first ? "movers:     " : "            ", name);
+		json_object_foreach((json_t *)kinds, name2, k2)
+		{
+			if (!more) {
+				more = k2 == k;
+				continue;
+			}
+			if (json_equal(json_object_get(k2, "mover"),
+				       json_object_get(k, "mover")) &&
+			    json_equal(json_object_get(k2, "why"),
+				       json_object_get(k, "why")))
+				printf(", %s", name2);
+		}
+		printf(": %s (%s)\n", m ? m : "?", why ? why : "?");
 		first = false;
 	}
-	printf("\n");
 	printf("tunnels:    %lld spliced, %lld copied; since start %lld "
 	       "taken by the kernel, %lld handed back, %lld refused, %lld "
 	       "closed by the watchdog, %lld lost; kernel moved %lld bytes "

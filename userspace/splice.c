@@ -190,7 +190,8 @@ int splice_sock_counts(struct splice *s, uint64_t cookie,
 	return 0;
 }
 
-int splice_sock_written(int fd, uint64_t *written, uint64_t *queued)
+int splice_sock_written(int fd, uint64_t *written, uint64_t *queued,
+			uint64_t *received)
 {
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
@@ -203,9 +204,14 @@ int splice_sock_written(int fd, uint64_t *written, uint64_t *queued)
 	if (len < offsetof(struct tcp_info, tcpi_bytes_acked) +
 		      sizeof(ti.tcpi_bytes_acked))
 		return -EOPNOTSUPP;
+	if (received && len < offsetof(struct tcp_info, tcpi_bytes_received) +
+				  sizeof(ti.tcpi_bytes_received))
+		return -EOPNOTSUPP;
 	*written = ti.tcpi_bytes_acked + (uint64_t)outq;
 	if (queued)
 		*queued = (uint64_t)outq;
+	if (received)
+		*received = ti.tcpi_bytes_received;
 	return 0;
 }
 
@@ -251,13 +257,13 @@ int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin)
 	*inq = (uint64_t)q1;
 	/* the states after the peer's FIN came; CLOSE too when edged had
 	 * shut its side down first (the socket left TIME_WAIT to a
-	 * timewait sock) and no error says it was a reset */
+	 * timewait sock) and no error says it was a reset (POLLERR, which
+	 * leaves the error for the socket's next reader, as SO_ERROR would
+	 * not) */
 	if (ti.tcpi_state == BPF_TCP_CLOSE) {
-		int err = 0;
-		socklen_t el = sizeof(err);
+		struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
 
-		*fin = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
-		       err == 0;
+		*fin = poll(&pf, 1, 0) >= 0 && !(pf.revents & POLLERR);
 		return 0;
 	}
 	*fin = ti.tcpi_state == BPF_TCP_CLOSE_WAIT ||
@@ -400,9 +406,9 @@ static int splice_selftest(struct splice *s, struct errbuf *err)
 	kb = splice_cookie(b);
 	kc = splice_cookie(c);
 	what = "reading TCP counters";
-	rc = splice_sock_written(b, &wb0, NULL);
+	rc = splice_sock_written(b, &wb0, NULL, NULL);
 	if (rc == 0)
-		rc = splice_sock_written(c, &wc0, NULL);
+		rc = splice_sock_written(c, &wc0, NULL, NULL);
 	if (rc)
 		goto out;
 	what = "sending before the splice";
@@ -448,9 +454,9 @@ static int splice_selftest(struct splice *s, struct errbuf *err)
 	if (rc == 0)
 		rc = splice_sock_counts(s, kc, &nc);
 	if (rc == 0)
-		rc = splice_sock_written(b, &wb, NULL);
+		rc = splice_sock_written(b, &wb, NULL, NULL);
 	if (rc == 0)
-		rc = splice_sock_written(c, &wc, NULL);
+		rc = splice_sock_written(c, &wc, NULL, NULL);
 	if (rc)
 		goto out;
 	if (nb.redir_bytes != ST_EARLY + ST_BYTES ||

@@ -107,8 +107,11 @@ int splice_sock_counts(struct splice *s, uint64_t cookie,
 		       struct edge_splice_cnt *out);
 
 /* Bytes written into fd's TCP stream so far (acknowledged plus still in
- * its send queue), *queued the part not yet acknowledged: 0 or -errno. */
-int splice_sock_written(int fd, uint64_t *written, uint64_t *queued);
+ * its send queue), *queued the part not yet acknowledged and *received
+ * what splice_sock_received gives, from one look at the socket (queued
+ * and received may be NULL): 0 or -errno. */
+int splice_sock_written(int fd, uint64_t *written, uint64_t *queued,
+			uint64_t *received);
 
 /* Sequence space fd has received so far (its data, and one for a FIN):
  * 0 or -errno. */

@@ -80,8 +80,38 @@
  * verdict that began before it has surely counted and queued its
  * redirect */
 #define LEAVE_GRACE_MS 10
-#define LEAVE_STUCK_MS 2000 /* leaving: a hold that shrinks not for this */
-#define LEAVE_RX_TRIES 50   /* leaving: tries at a steady receive queue */
+/* leaving: a hold that shrinks not for this, while its destination's send
+ * queue has room (a full one is a reader that stopped: that waits, as a
+ * copied tunnel would, until tunnel_idle) */
+#define LEAVE_STUCK_MS 2000
+#define LEAVE_RX_TRIES 50 /* leaving: tries at a steady receive queue */
+
+/*
+ * splice = "auto" (docs/splice.md, bench/splice): the kernel pays for
+ * messages (request/response, chat), which it moves at a fraction
+ * of the copy's latency and none of edged's CPU (bench/splice: 64 B to
+ * 64 KiB request/response); a bulk stream it cannot pace (the sockmap
+ * has no backpressure), which the copy mover can. Messages are told from
+ * a stream by their runs: the bytes moved one way without a pause of
+ * AUTO_PAUSE_MS or a turn of direction. A copied tunnel whose last
+ * AUTO_SMALL_RUN moves were in runs of at most AUTO_RUN_MAX bytes carries
+ * messages: the kernel takes it at its next pause. A spliced one for
+ * which the kernel holds AUTO_HOLD_LEAVE
+ * bytes (a reader slower than its writer: the tunnel turned to bulk) is
+ * handed back to the copy mover and stays there for AUTO_BACKOFF_MS,
+ * doubled at each such turn up to AUTO_BACKOFF_MAX_MS, so that a tunnel
+ * that alternates pays little; one that moved nothing for
+ * AUTO_QUIET_LEAVE_MS is handed back too (a quiet spliced tunnel costs a
+ * watchdog look a second, a quiet copied one nothing) and is taken again
+ * at its next small message.
+ */
+#define AUTO_RUN_MAX (256u << 10)
+#define AUTO_PAUSE_MS 20
+#define AUTO_SMALL_RUN 8
+#define AUTO_HOLD_LEAVE (1u << 20)
+#define AUTO_BACKOFF_MS 1000
+#define AUTO_BACKOFF_MAX_MS 60000
+#define AUTO_QUIET_LEAVE_MS 3000
 
 enum tunnel_phase {
 	PH_COPY = 0,
@@ -124,9 +154,18 @@ struct tunnel {
 	uint64_t last_ns; /* monotonic ns of the last byte moved */
 	struct tunnel_stats st;
 	enum tunnel_kind kind;
-	enum tunnel_mover mover; /* what tunnel_mover_for gave at the start */
 	enum tunnel_phase phase;
-	bool no_kernel;	   /* refused, stalled, lost: copy from now on */
+	bool no_kernel; /* refused, stalled, lost: copy from now on */
+	/* auto: the moves in a row that were messages, the current run
+	 * (its direction, bytes and last move), and when a tunnel that
+	 * turned to bulk may be taken again */
+	unsigned small;
+	int run_dir;
+	uint64_t run_bytes, run_ns;
+	uint64_t auto_after_ns;
+	unsigned backoff_ms;
+	uint64_t moved_ns; /* spliced: when the kernel last moved a byte */
+
 	bool kernel_used;  /* the kernel moved a byte at some time */
 	unsigned enter_ms; /* the next entry retry's delay */
 	uint64_t tried_ns; /* the last entry try */
@@ -184,8 +223,19 @@ const char *tunnel_mover_name(enum tunnel_mover m)
 		return "copy";
 	case TUNNEL_MOVER_SOCKMAP:
 		return "sockmap";
+	case TUNNEL_MOVER_AUTO:
+		return "auto";
 	}
 	return "unknown";
+}
+
+const char *tunnel_movers(const struct tunnel_stats *st)
+{
+	uint64_t k = st->kernel_up + st->kernel_down;
+
+	if (!k)
+		return "copy";
+	return k >= st->bytes_up + st->bytes_down ? "sockmap" : "copy+sockmap";
 }
 
 const char *tunnel_kind_name(enum tunnel_kind k)
@@ -226,12 +276,10 @@ enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why)
 			w = splice_why();
 			break;
 		}
-		/* the kernel path cannot yet hand a tunnel back to the copy
-		 * mover without losing bytes, and a slow reader makes its
-		 * backlog grow without bound: auto copies until it can */
 		(void)k;
-		w = "auto: the kernel path is not yet safe for a reader slower "
-		    "than its writer";
+		m = TUNNEL_MOVER_AUTO;
+		w = "splice = auto: copied, and moved by the kernel while "
+		    "a tunnel carries messages rather than a stream";
 		break;
 	}
 	if (why)
@@ -300,9 +348,8 @@ static int tunnel_look(struct tunnel *t)
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i];
 
-		rc = splice_sock_written(h->fd, &h->written, &h->queued);
-		if (rc == 0)
-			rc = splice_sock_received(h->fd, &h->received);
+		rc = splice_sock_written(h->fd, &h->written, &h->queued,
+					 &h->received);
 		if (rc)
 			return rc;
 	}
@@ -337,6 +384,19 @@ static uint64_t tunnel_untaken(const struct tunnel *t, int i)
 	uint64_t seen = h->rbase + h->cnt.redir_bytes + h->cnt.pass_bytes;
 
 	return h->received > seen ? h->received - seen : 0;
+}
+
+/* Whether the kernel holds bytes for a side whose send queue is full (its
+ * reader takes nothing now), from the last look. */
+static bool tunnel_reader_full(const struct tunnel *t)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (tunnel_backlog(t, 1 - i) > 0 &&
+		    t->s[i].queued >= t->s[i].sndbuf / 2)
+			return true;
+	return false;
 }
 
 /* ---- the set: the worker's epoll of spliced sockets -------------------- */
@@ -398,14 +458,14 @@ void tunnel_set_switch(struct tunnel_set *ts)
 		return;
 	for (t = LIST_FIRST(&ts->all); t; t = next) {
 		next = LIST_NEXT(t, link);
-		/* off: a spliced tunnel is handed back */
+		/* off: a spliced tunnel is handed back (auto keeps it while
+		 * it carries messages) */
 		if (t->phase == PH_SPLICED &&
-		    tunnel_mover_for(t->kind, NULL) != TUNNEL_MOVER_SOCKMAP) {
+		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_COPY) {
 			tunnel_leave(t, "the switch is off", false);
 			continue;
 		}
-		if (t->phase == PH_COPY && !t->no_kernel &&
-		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_SOCKMAP) {
+		if (t->phase == PH_COPY && kernel_wanted(t)) {
 			t->enter_ms = ENTER_FIRST_MS;
 			tmr_arm(t->tmr, 0);
 		}
@@ -431,6 +491,30 @@ static void watch(struct tunnel *t, bool on)
 }
 
 /* ---- the copy mover --------------------------------------------------- */
+
+/* auto: n bytes moved from side i at now. Messages, AUTO_SMALL_RUN moves
+ * of them in a row, make the tunnel one the kernel should take: try at
+ * once. */
+static void auto_note(struct tunnel *t, int i, size_t n, uint64_t now)
+{
+	if (i != t->run_dir || now - t->run_ns >= AUTO_PAUSE_MS * 1000000ull) {
+		t->run_dir = i;
+		t->run_bytes = 0;
+	}
+	t->run_ns = now;
+	t->run_bytes += n;
+	if (t->run_bytes > AUTO_RUN_MAX) {
+		t->small = 0; /* a stream */
+		return;
+	}
+	if (t->small < AUTO_SMALL_RUN)
+		t->small++;
+	if (t->small == AUTO_SMALL_RUN && !evtimer_pending(t->tmr, NULL) &&
+	    kernel_wanted(t)) {
+		t->enter_ms = ENTER_FIRST_MS;
+		tmr_arm(t->tmr, ENTER_FIRST_MS);
+	}
+}
 
 /* The tunnel is over: stop both sides and tell the owner (once). */
 static void tunnel_end(struct tunnel *t, enum tunnel_end how)
@@ -483,6 +567,7 @@ static void tunnel_pump(struct tunnel *t, int i)
 		else
 			t->st.bytes_down += n;
 		t->last_ns = clk_now_ns();
+		auto_note(t, i, n, t->last_ns);
 	}
 	if (h->eof) {
 		if (evbuffer_get_length(in) > 0)
@@ -520,7 +605,6 @@ static void tunnel_write_cb(struct sockio *io, void *arg)
 	/* a pause may be coming: try the kernel path soon rather than at
 	 * the end of the back-off */
 	if (t->phase == PH_COPY && !t->ended &&
-	    t->mover == TUNNEL_MOVER_SOCKMAP &&
 	    evbuffer_get_length(sockio_output(io)) == 0 &&
 	    t->enter_ms > ENTER_FIRST_MS &&
 	    clk_now_ns() - t->tried_ns >= ENTER_EARLY_MS * 1000000ull &&
@@ -564,12 +648,16 @@ static void tunnel_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (t->phase != PH_COPY && tunnel_look(t) == 0) {
-		uint64_t sum = t->st.kernel_up + t->st.kernel_down;
+		uint64_t sum = t->st.kernel_up + t->st.kernel_down +
+			       t->s[0].written + t->s[1].written;
 
-		/* bytes waiting are not idleness: the watchdog's to judge */
-		if (tunnel_untaken(t, 0) > t->s[0].kfin ||
-		    tunnel_untaken(t, 1) > t->s[1].kfin ||
-		    tunnel_backlog(t, 0) || tunnel_backlog(t, 1))
+		/* bytes waiting are not idleness (the watchdog's to judge),
+		 * unless they wait for a reader that takes nothing: a copied
+		 * tunnel's stopped reader is idle too */
+		if ((tunnel_untaken(t, 0) > t->s[0].kfin ||
+		     tunnel_untaken(t, 1) > t->s[1].kfin ||
+		     tunnel_backlog(t, 0) || tunnel_backlog(t, 1)) &&
+		    !tunnel_reader_full(t))
 			sum = t->idle_sum + 1;
 		if (sum != t->idle_sum) {
 			t->idle_sum = sum;
@@ -591,9 +679,20 @@ static bool kernel_wanted(const struct tunnel *t)
 {
 	int i;
 
-	if (t->no_kernel || t->ended ||
-	    tunnel_mover_for(t->kind, NULL) != TUNNEL_MOVER_SOCKMAP)
+	if (t->no_kernel || t->ended)
 		return false;
+	switch (tunnel_mover_for(t->kind, NULL)) {
+	case TUNNEL_MOVER_SOCKMAP:
+		break;
+	case TUNNEL_MOVER_AUTO:
+		if (t->small < AUTO_SMALL_RUN ||
+		    clk_now_ns() < t->auto_after_ns)
+			return false;
+		break;
+	case TUNNEL_MOVER_COPY:
+	default:
+		return false;
+	}
 	for (i = 0; i < 2; i++)
 		if (t->s[i].eof || t->s[i].shut || t->s[i].down)
 			return false; /* ending: the copy mover finishes */
@@ -676,7 +775,7 @@ static void tunnel_try_enter(struct tunnel *t)
 			goto later; /* the copy mover reads it first */
 		if (rc != -EAGAIN)
 			return; /* an EOF or an error: the copy mover's */
-		if (splice_sock_written(t->s[i].fd, &w[i], NULL))
+		if (splice_sock_written(t->s[i].fd, &w[i], NULL, NULL))
 			return;
 	}
 	/* what each socket has had written into it so far is edge's; from
@@ -730,7 +829,7 @@ static void tunnel_try_enter(struct tunnel *t)
 	 * queue for the next arrival: have the program take them now */
 	for (i = 0; i < 2; i++)
 		splice_sock_kick(t->s[i].fd);
-	t->quiet_ns = clk_now_ns();
+	t->quiet_ns = t->moved_ns = clk_now_ns();
 	t->kicked = false;
 	t->progress = 0;
 	t->idle_sum = 0;
@@ -853,6 +952,7 @@ static void tunnel_left(struct tunnel *t)
 			t->s[i].shut = true;
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
+	t->run_dir = -1;
 	atomic_fetch_add(&tc.handed_back, 1);
 	if (t->leave_final)
 		log_warnx("tunnel: handed back to the copy mover (%s), no byte "
@@ -905,7 +1005,7 @@ static void tunnel_leave_step(struct tunnel *t)
 			return;
 		}
 		if (held > 0) {
-			if (held < t->leave_held) {
+			if (held < t->leave_held || tunnel_reader_full(t)) {
 				t->leave_held = held;
 				t->leave_ns = now;
 			} else if (now - t->leave_ns >=
@@ -997,6 +1097,41 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	return true;
 }
 
+/* auto, spliced: why the tunnel should leave the kernel now (from the
+ * last look), or NULL. */
+static const char *auto_why_leave(struct tunnel *t)
+{
+	uint64_t now = clk_now_ns(), sum = t->st.kernel_up + t->st.kernel_down;
+
+	if (sum != t->busy_sum)
+		t->moved_ns = now;
+	if (tunnel_backlog(t, 0) >= AUTO_HOLD_LEAVE ||
+	    tunnel_backlog(t, 1) >= AUTO_HOLD_LEAVE)
+		return "auto: it turned to bulk";
+	if (now - t->moved_ns >= AUTO_QUIET_LEAVE_MS * 1000000ull)
+		return "auto: it went quiet";
+	return NULL;
+}
+
+/* auto: hand a spliced tunnel back to the copy mover for why; after a
+ * turn to bulk it stays there a while (longer each time). true when it
+ * is leaving. */
+static bool auto_leave(struct tunnel *t, const char *why)
+{
+	bool bulk = strstr(why, "bulk") != NULL;
+
+	if (!tunnel_leave(t, why, false))
+		return false;
+	if (!bulk)
+		return true;
+	t->small = 0;
+	t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : AUTO_BACKOFF_MS;
+	if (t->backoff_ms > AUTO_BACKOFF_MAX_MS)
+		t->backoff_ms = AUTO_BACKOFF_MAX_MS;
+	t->auto_after_ns = clk_now_ns() + t->backoff_ms * 1000000ull;
+	return true;
+}
+
 /* Spliced: the check after the entry, the watchdog, FINs waiting. */
 static void tunnel_check(struct tunnel *t)
 {
@@ -1009,6 +1144,13 @@ static void tunnel_check(struct tunnel *t)
 	if (tunnel_look(t)) {
 		tunnel_end(t, TUNNEL_END_ERROR);
 		return;
+	}
+	if (tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_AUTO &&
+	    !t->s[0].kfin && !t->s[1].kfin) {
+		const char *why = auto_why_leave(t);
+
+		if (why && auto_leave(t, why))
+			return;
 	}
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
@@ -1078,7 +1220,8 @@ static void tunnel_check(struct tunnel *t)
 		}
 	}
 	/* while bytes move, often enough that a slow reader's backlog is
-	 * caught near KERNEL_HOLD_MAX; once quiet, every second */
+	 * caught near KERNEL_HOLD_MAX (auto's turn to bulk near
+	 * AUTO_HOLD_LEAVE); once quiet, every second */
 	if (!t->s[0].kfin && !t->s[1].kfin)
 		tmr_arm(t->tmr,
 			t->st.kernel_up + t->st.kernel_down != t->busy_sum
@@ -1129,12 +1272,12 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	t->w = w;
 	t->set = w->tunnels;
 	t->kind = k;
-	t->mover = tunnel_mover_for(k, NULL);
 	t->done = done;
 	t->arg = arg;
 	t->idle_ns = idle_ms * 1000000ull;
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
+	t->run_dir = -1;
 	LIST_INSERT_HEAD(&t->set->all, t, link);
 	atomic_fetch_add(&tc.open_copy, 1);
 	for (i = 0; i < 2; i++) {
@@ -1146,6 +1289,7 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 		sockio_set_read_timeout(ios[i], 0);
 		sockio_set_watermarks(ios[i], TUNNEL_HIGH_WATER,
 				      TUNNEL_LOW_WATER);
+		sockio_set_bulk_read(ios[i], TUNNEL_BULK_READ);
 	}
 	/* bytes read past the heads go first, uncounted: the request has
 	 * counted them */
@@ -1167,7 +1311,7 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	}
 	/* the kernel takes the pair at its first pause: the end of this
 	 * loop turn, once the heads are written, for most */
-	if (t->mover == TUNNEL_MOVER_SOCKMAP && kernel_wanted(t))
+	if (kernel_wanted(t))
 		tmr_arm(t->tmr, 0);
 	return 0;
 }

@@ -34,9 +34,17 @@ struct tunnel;
 struct worker;
 
 /* Bytes queued towards one side above which the other side is no longer
- * read, and the level at which reading resumes. */
-#define TUNNEL_HIGH_WATER (64 * 1024)
-#define TUNNEL_LOW_WATER (16 * 1024)
+ * read, and the level at which reading resumes; and the size of one read
+ * while a side streams: a 64 KiB buffer less libevent's chain header (a
+ * read of a round 64 KiB takes a 128 KiB chain, past malloc's mmap
+ * threshold: a mapping per read, which cost 1,000 tunnels their pace and
+ * request/response messages of 64 KiB two thirds of their rate). Against
+ * 16 KiB reads into a 64 KiB queue, a bulk stream costs less CPU per GB
+ * (bench/splice, docs/benchmarks.md); the memory is taken only while
+ * bytes wait, so an idle or small-message tunnel holds none of it. */
+#define TUNNEL_HIGH_WATER (256 * 1024)
+#define TUNNEL_LOW_WATER (64 * 1024)
+#define TUNNEL_BULK_READ (64 * 1024 - 128)
 
 /* Which socket of the pair. */
 enum tunnel_side {
@@ -55,6 +63,9 @@ enum tunnel_end {
 enum tunnel_mover {
 	TUNNEL_MOVER_COPY = 0, /* read into edge, write out, on the loop */
 	TUNNEL_MOVER_SOCKMAP,  /* the kernel's sockmap (splice.h) */
+	/* tunnel_mover_for only (splice = "auto"): the copy mover, and the
+	 * kernel's while the tunnel carries small messages (tunnel.c) */
+	TUNNEL_MOVER_AUTO,
 };
 
 /* What a tunnel moved. Bytes count what was read from a side and queued
@@ -82,8 +93,12 @@ enum tunnel_kind {
 	TUNNEL_KIND_MAX
 };
 
-/* The mover's name ("copy", "sockmap"), for logs, analytics and tests. */
+/* The mover's name ("copy", "sockmap", "auto"), for logs, analytics and
+ * tests. */
 const char *tunnel_mover_name(enum tunnel_mover m);
+/* What moved the bytes of a tunnel that moved st: "copy", "sockmap", or
+ * "copy+sockmap" when the kernel moved part of them (auto, a hand-back). */
+const char *tunnel_movers(const struct tunnel_stats *st);
 /* "upgrade", "tcp", "passthrough" */
 const char *tunnel_kind_name(enum tunnel_kind k);
 

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""splice_auto.py - what splice = "auto" does with a tunnel's traffic.
+
+    splice_auto.py PORT EDGECTL SOCKET
+
+Run against an edged whose splice mode is auto (edgectl splice auto),
+tunnel_backend.py's /echo behind host raw.test on 127.0.0.1:PORT:
+  1. an upgraded echo tunnel carrying 64-byte messages is taken by the
+     kernel (a tunnel spliced, none copied);
+  2. it turns to bulk: 32 MiB sent while the client reads nothing for a
+     second, so the kernel holds what the client does not take: it is
+     handed back to the copy mover once the client reads, and all 32 MiB
+     come back intact;
+  3. messages again, after the back-off: taken by the kernel again;
+  4. quiet for 4 s: handed back (a quiet tunnel costs nothing copied),
+     and its echoes still intact after;
+  5. a second tunnel that streams from its start (a 16 MiB upload to
+     /sink) is never taken by the kernel.
+Prints what happened; exits 1 with the reason otherwise.
+"""
+import hashlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PORT, EDGECTL, SOCK = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+
+
+def splice(*args):
+    r = subprocess.run([EDGECTL, "--socket", SOCK, "splice", *args, "--json"],
+                       check=True, capture_output=True, text=True)
+    return json.loads(r.stdout)
+
+
+def fail(why):
+    sys.exit(why + "; splice: " + json.dumps(splice()))
+
+
+def upgrade(path="/echo"):
+    s = socket.create_connection(("127.0.0.1", PORT))
+    s.settimeout(20)
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: raw.test\r\n"
+              b"Connection: Upgrade\r\nUpgrade: raw-test\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(4096)
+        if not d:
+            fail("no answer to the upgrade")
+        buf += d
+    if not buf.startswith(b"HTTP/1.1 101"):
+        fail("not a 101: %r" % buf[:40])
+    return s
+
+
+def recv_exact(s, n):
+    got = bytearray()
+    while len(got) < n:
+        d = s.recv(min(262144, n - len(got)))
+        if not d:
+            fail("the tunnel closed after %d of %d bytes" % (len(got), n))
+        got += d
+    return bytes(got)
+
+
+def echo(s, n, size=64, pause=0.002):
+    for i in range(n):
+        msg = (b"%08d" % i) * (size // 8)
+        s.sendall(msg)
+        if recv_exact(s, len(msg)) != msg:
+            fail("echo %d differs" % i)
+        time.sleep(pause)
+
+
+def until(what, cond, secs, s=None):
+    """Wait for cond(splice()) up to secs, echoing on s meanwhile."""
+    end = time.time() + secs
+    while time.time() < end:
+        st = splice()
+        if cond(st):
+            return st
+        if s is not None:
+            echo(s, 5)
+        else:
+            time.sleep(0.05)
+    fail("timed out waiting for " + what)
+
+
+def pattern(n):
+    h = hashlib.sha256()
+    chunk = hashlib.sha256(b"splice-auto").digest() * 2048  # 64 KiB
+    out = bytearray()
+    while len(out) < n:
+        out += chunk
+    out = bytes(out[:n])
+    h.update(out)
+    return out, h.hexdigest()
+
+
+def main():
+    st0 = splice()
+    if st0["mode"] != "auto":
+        fail("the mode is %s, not auto" % st0["mode"])
+    s = upgrade()
+    # 1. messages: taken by the kernel at a pause
+    echo(s, 20)
+    st = until("the kernel to take the tunnel",
+               lambda st: st["spliced"] > st0["spliced"] and
+               st["open_spliced"] >= 1, 5, s)
+    taken1 = st["spliced"]
+    echo(s, 50)
+    # 2. a turn to bulk: the client reads nothing for a second while
+    # 32 MiB go up and come back, so the kernel holds what the client
+    # does not take; then it reads them all
+    data, sha = pattern(32 << 20)
+    sender = threading.Thread(target=s.sendall, args=(data,))
+    sender.start()
+    time.sleep(1)
+    got = recv_exact(s, len(data))
+    sender.join()
+    st = until("the tunnel to be handed back (bulk)",
+               lambda st: st["handed_back"] > st0["handed_back"], 10)
+    back1 = st["handed_back"]
+    if hashlib.sha256(got).hexdigest() != sha:
+        fail("the 32 MiB echo differs")
+    if splice()["open_spliced"] != 0:
+        fail("still in the kernel after the turn to bulk")
+    # 3. messages again, after the back-off (1 s): taken again
+    time.sleep(1.2)
+    st = until("the kernel to take the tunnel again",
+               lambda st: st["spliced"] > taken1, 5, s)
+    echo(s, 50)
+    # 4. quiet: handed back after 3 s without a byte
+    time.sleep(4)
+    st = splice()
+    if st["handed_back"] <= back1 or st["open_spliced"] != 0:
+        fail("a quiet tunnel stayed in the kernel")
+    echo(s, 20)
+    s.close()
+    # 5. a stream from the start (an upload to /sink, which answers with
+    # what it got once the client is done): never the kernel's
+    before = splice()["spliced"]
+    t = upgrade("/sink")
+    data, sha = pattern(16 << 20)
+    t.sendall(data)
+    t.shutdown(socket.SHUT_WR)
+    answer = b""
+    while not answer.endswith(b"\n"):
+        d = t.recv(4096)
+        if not d:
+            break
+        answer += d
+    t.close()
+    if answer.decode().split() != [str(len(data)), sha]:
+        fail("the 16 MiB upload arrived as %r" % answer[:100])
+    after = splice()
+    if after["spliced"] != before:
+        fail("a stream was taken by the kernel")
+    print("messages taken by the kernel twice, handed back on a turn to "
+          "bulk (32 MiB intact) and when quiet; a 16 MiB stream copied")
+
+
+main()
