@@ -43,7 +43,8 @@ struct passwd;
 	X(CLIENT_IP, client_ip, 48)                                            \
 	X(USER_AGENT, user_agent, 256)                                         \
 	X(REFERRER, referrer, 512)                                             \
-	X(TLS_VERSION, tls_version, 16)
+	X(TLS_VERSION, tls_version, 16)                                        \
+	X(MOVER, mover, 16)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,

@@ -30,7 +30,8 @@
 #define PG_COLUMNS                                                             \
 	"request_id, time, kind, project_id, environment_id, deployment_id, "  \
 	"host, method, path, status, bytes_in, bytes_out, duration_us, "       \
-	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome"
+	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome, " \
+	"mover"
 
 #define PG_SETUP                                                               \
 	"SET statement_timeout = %d; "                                         \
@@ -39,7 +40,8 @@
 	"environment_id text, deployment_id text, host text, method text, "    \
 	"path text, status integer, bytes_in bigint, bytes_out bigint, "       \
 	"duration_us bigint, upstream_us bigint, client_ip text, "             \
-	"user_agent text, referrer text, tls_version text, outcome text) "     \
+	"user_agent text, referrer text, tls_version text, outcome text, "     \
+	"mover text) "                                                         \
 	"ON COMMIT DELETE ROWS"
 
 #define PG_BATCH                                                               \
@@ -117,10 +119,11 @@ size_t analytics_pg_copy_text(const char *s, bool null_if_empty, char *out)
 }
 
 /* Every string field at its largest, each byte 3: what the row needs at
- * most, besides the numbers (7 of at most 20 digits), the time (32), 18
+ * most, besides the numbers (7 of at most 20 digits), the time (32), 19
  * tabs and the newline. */
-#define PG_ROW_STRINGS (3 * (64 * 4 + 256 + 24 + 1024 + 48 + 256 + 512 + 16))
-_Static_assert(PG_ROW_STRINGS + 7 * 21 + 32 + 19 + 64 < ANALYTICS_PG_ROW_MAX,
+#define PG_ROW_STRINGS                                                         \
+	(3 * (64 * 4 + 256 + 24 + 1024 + 48 + 256 + 512 + 16 + 16))
+_Static_assert(PG_ROW_STRINGS + 7 * 21 + 32 + 20 + 64 < ANALYTICS_PG_ROW_MAX,
 	       "ANALYTICS_PG_ROW_MAX too small for a row");
 
 /* An unsigned value as a bigint (clamped: a column is signed). */
@@ -188,10 +191,12 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	PG_TEXT(USER_AGENT, true);
 	PG_TEXT(REFERRER, true);
 	PG_TEXT(TLS_VERSION, true);
-#undef PG_TEXT
 	o += analytics_pg_copy_text(outcome ? outcome : "unknown", false,
 				    out + o);
-	out[o++] = '\n';
+	out[o++] = '\t';
+	PG_TEXT(MOVER, true);
+#undef PG_TEXT
+	out[o - 1] = '\n'; /* the last column's tab */
 	return o;
 }
 

@@ -73,6 +73,7 @@ struct l4_conn {
 	uint64_t t0, t_connect, t_up;
 	uint64_t t0_real;
 	uint64_t bytes_in, bytes_out; /* client -> upstream, and back */
+	const char *mover;	      /* tunnel_movers(), once it ended */
 	/* TLS passthrough: the client's socket watched, its bytes peeked
 	 * at (never read) until the ClientHello is whole */
 	struct event *hello;
@@ -114,6 +115,7 @@ static void l4_record(const struct l4_conn *c, enum outcome o)
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, c->client_ip, SIZE_MAX);
 	if (c->sni[0])
 		analytics_event_set(&ev, ANALYTICS_F_HOST, c->sni, SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_MOVER, c->mover, SIZE_MAX);
 	if (c->routed) {
 		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID, c->project_id,
 				    SIZE_MAX);
@@ -162,6 +164,7 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 		tunnel_stats(c->tun, &st);
 		c->bytes_in = st.bytes_up;
 		c->bytes_out = st.bytes_down;
+		c->mover = tunnel_movers(&st);
 		tunnel_free(c->tun);
 		c->tun = NULL;
 	}

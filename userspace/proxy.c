@@ -189,6 +189,7 @@ void proxy_release(struct req *r, bool ok)
 		tunnel_stats(p->tun, &st);
 		r->bytes_in += st.bytes_up;
 		r->bytes_out += st.bytes_down;
+		r->mover = tunnel_movers(&st);
 		tunnel_free(p->tun);
 		p->tun = NULL;
 	}

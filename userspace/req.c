@@ -189,6 +189,7 @@ static void req_record(struct req *r, enum outcome o)
 	ev.outcome = (uint8_t)o;
 	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, r->client_ip, SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_MOVER, r->mover, SIZE_MAX);
 	if (r->routed) {
 		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID,
 				    r->m.project_id, SIZE_MAX);

@@ -69,7 +69,8 @@ struct req {
 	bool resp_started; /* a response head went to the client */
 	int status;	   /* status sent */
 	uint64_t bytes_in, bytes_out;
-	struct admit_body limit;    /* chunked bodies against the route limit */
+	const char *mover;	 /* a tunnel's tunnel_movers(), once it ended */
+	struct admit_body limit; /* chunked bodies against the route limit */
 	struct admit_waiter waiter; /* REQ_QUEUED: its place in the queue */
 	struct proxy p;
 };

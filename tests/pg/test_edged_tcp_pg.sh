@@ -152,6 +152,16 @@ PY
 
 	edged_stop 5
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
+	# the rows of tunnels that ran say which mover moved their bytes (splice is
+	# auto: these short connections are copied, or spliced when the
+	# kernel took one)
+	out=$(pg_val "SELECT count(*) FILTER (WHERE mover IN ('copy', 'sockmap', 'copy+sockmap')) || ' ' || count(*) FROM request_events WHERE kind = 'tunnel' AND outcome = 'tunnel'" 2>&1)
+	if [ "${out% *}" = "${out#* }" ] && [ "${out% *}" -gt 0 ]; then
+		t_ok "$v: every tunnel's row in request_events names its mover (${out% *} rows)"
+	else
+		t_fail "$v: the tunnels' rows name their mover" "$out: $(pg_val "SELECT mover, count(*) FROM request_events WHERE kind = 'tunnel' GROUP BY 1" 2>&1)"
+	fi
+	pg_sql "DELETE FROM request_events" >/dev/null
 }
 
 for p in "$P_A" "$P_B"; do

@@ -176,8 +176,9 @@ START_TEST(test_event_fields)
 	ck_assert_str_eq(jstr(j, "user_agent"), "curl/8");
 	ck_assert(json_is_null(json_object_get(j, "referrer")));
 	ck_assert(json_is_null(json_object_get(j, "tls_version")));
+	ck_assert(json_is_null(json_object_get(j, "mover")));
 	ck_assert_ptr_null(json_object_get(j, "truncated"));
-	ck_assert_uint_eq(json_object_size(j), 19);
+	ck_assert_uint_eq(json_object_size(j), 20);
 	json_decref(j);
 	free(line);
 

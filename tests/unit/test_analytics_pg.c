@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 19
+#define COLS 20
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -167,12 +167,15 @@ START_TEST(test_row)
 	ck_assert_ptr_null(col[16]); /* referrer */
 	ck_assert_str_eq(col[17], "TLSv1.3");
 	ck_assert_str_eq(col[18], "upstream_unavailable");
+	ck_assert_ptr_null(col[19]); /* mover: a request has none */
 
 	/* a tunnel; an empty event: the NOT NULL columns stay strings */
 	ev.kind = ANALYTICS_KIND_TUNNEL;
+	analytics_event_set(&ev, ANALYTICS_F_MOVER, "copy+sockmap", SIZE_MAX);
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);
 	ck_assert_str_eq(col[2], "tunnel");
+	ck_assert_str_eq(col[19], "copy+sockmap");
 	memset(&ev, 0, sizeof(ev));
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);
