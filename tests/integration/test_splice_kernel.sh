@@ -7,7 +7,8 @@
 # is forwarded while spliced, a reset from the backend closes the
 # client's side, and the hand-back to the copy mover keeps every byte: a
 # live echo tunnel switched on and off (tests/tools/splice_switch.py),
-# and a reader slower than its writer. The normal build only, small
+# and a reader that stops (handed back to the copy mover); splice auto
+# (tests/tools/splice_auto.py). The normal build only, small
 # transfers: a VM under TCG is slow. Needs root (loading the sk_skb program needs CAP_BPF).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -53,8 +54,11 @@ recs = [r for r in recs if r.get("path") == sys.argv[2]]
 print(json.dumps(recs[-1] if recs else {}))
 PY
 }
-kernel_up() {
+splice_json() { # edgectl splice --json into $T_TMP/splice.json
 	"$EDGECTL" --socket "$T_TMP/edged.sock" splice --json >"$T_TMP/splice.json" 2>/dev/null
+}
+kernel_up() {
+	splice_json
 	json_field "$T_TMP/splice.json" kernel_bytes_up
 }
 
@@ -136,21 +140,35 @@ else
 fi
 "$EDGECTL" --socket "$T_TMP/edged.sock" splice on >/dev/null 2>&1
 
-# a reader slower than its writer (4 MiB/s): 24 MiB each way intact,
-# handed back to the copy mover if the kernel came to hold 16 MiB for it
-# (under TCG the writer may not outrun the reader that far)
-n=$((24 << 20))
-if client pump "$n" "$EPID" $((4 << 20)) 100 &&
+# a reader that stops for 3 s while the backend sends 40 MiB: the kernel
+# comes to hold 16 MiB for it (what the sockets' buffers take aside), and
+# the tunnel is handed back to the copy mover; 40 MiB each way intact
+n=$((40 << 20))
+splice_json
+h0=$(json_field "$T_TMP/splice.json" handed_back)
+if client pump "$n" "$EPID" 0 100 0 3000 &&
 	rec=$(backend_last "/pump/$n/100") &&
 	[ "$(echo "$rec" | json_field - recv_sha)" = "$(json_field "$T_TMP/client.json" sent_sha)" ] &&
 	[ "$(echo "$rec" | json_field - sent_sha)" = "$(json_field "$T_TMP/client.json" recv_sha)" ]; then
-	if edged_wait_log "handed back to the copy mover \(it holds too much for a slow reader\), no byte lost"; then
-		t_ok "a slow reader: handed back to the copy mover at 16 MiB held, 24 MiB each way intact"
+	splice_json
+	if edged_wait_log "handed back to the copy mover \(it holds too much for a slow reader\), no byte lost" &&
+		[ "$(json_field "$T_TMP/splice.json" handed_back)" -gt "${h0:-0}" ]; then
+		t_ok "a reader that stops: handed back to the copy mover at 16 MiB held, 40 MiB each way intact"
 	else
-		t_ok "a slow reader: 24 MiB each way intact (the kernel never held 16 MiB for it here)"
+		t_fail "a reader that stops is handed back" "handed back ${h0:-?} -> $(json_field "$T_TMP/splice.json" handed_back); edged: $(grep -i tunnel "$EDGED_LOG" | tail -4)"
 	fi
 else
 	t_fail "slow reader hand-back" "$(tail -2 "$T_TMP/client.err"); $(cat "$T_TMP/client.json"); edged: $(tail -12 "$EDGED_LOG")"
+fi
+
+# splice auto: a tunnel carrying messages is taken by the kernel, handed
+# back when it turns to bulk and when it goes quiet; a stream is copied
+"$EDGECTL" --socket "$T_TMP/edged.sock" splice auto >/dev/null 2>&1
+if out=$(timeout 120 python3 "$TOOLS/splice_auto.py" "$P_EDGE" "$EDGECTL" "$T_TMP/edged.sock" 2>&1) &&
+	edged_wait_log "handed back to the copy mover \(auto: it turned to bulk\)"; then
+	t_ok "splice auto: $out"
+else
+	t_fail "splice auto moves a tunnel by its traffic" "$out $(grep -i 'tunnel' "$EDGED_LOG" | tail -4)"
 fi
 
 edged_stop

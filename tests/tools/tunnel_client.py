@@ -8,13 +8,15 @@ by HOST) for an upgrade, checks what comes back and prints one JSON
 object with what it saw. Exits 0 when the checks of MODE passed, 1 with
 the reason on stderr otherwise.
 
-  pump N PID [RATE [WAIT [SEND_RATE]]]
+  pump N PID [RATE [WAIT [SEND_RATE [STALL]]]]
                  send N bytes of the pattern while receiving N bytes
                  (/pump/N); samples VmRSS of PID meanwhile; with RATE
                  (not 0), reads at most RATE bytes per second (a slow
                  reader); with WAIT, both ends start sending WAIT ms
-                 after the 101 (/pump/N/WAIT); with SEND_RATE, both
-                 send at most SEND_RATE bytes per second
+                 after the 101 (/pump/N/WAIT); with SEND_RATE (not 0),
+                 both send at most SEND_RATE bytes per second; with
+                 STALL, reads nothing for STALL ms after the 101 (a
+                 reader that stops)
   upload N [READY [RATE]]
                  send N bytes of the pattern (/sink), shut down the write
                  side, and check the backend's "BYTES SHA256" answer; with
@@ -115,6 +117,7 @@ def mode_pump():
     rate = int(ARGS[2]) if len(ARGS) > 2 else 0
     wait = int(ARGS[3]) if len(ARGS) > 3 else 0
     srate = int(ARGS[4]) if len(ARGS) > 4 else 0
+    stall = int(ARGS[5]) if len(ARGS) > 5 else 0
     base = rss_kb(pid)
     peak = [base]
     done = threading.Event()
@@ -145,6 +148,7 @@ def mode_pump():
     t0 = time.time()
     t = threading.Thread(target=send)
     t.start()
+    time.sleep(stall / 1000)
     h = hashlib.sha256(rest)
     got = len(rest)
     while True:
