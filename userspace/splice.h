@@ -109,7 +109,9 @@ int splice_sock_counts(struct splice *s, uint64_t cookie,
 /* Bytes written into fd's TCP stream so far (acknowledged plus still in
  * its send queue), *queued the part not yet acknowledged and *received
  * what splice_sock_received gives, from one look at the socket (queued
- * and received may be NULL): 0 or -errno. */
+ * and received may be NULL): 0, exact; -EAGAIN when acknowledgements kept
+ * coming while it looked (the values are set all the same, *written a
+ * lower bound); another -errno. */
 int splice_sock_written(int fd, uint64_t *written, uint64_t *queued,
 			uint64_t *received);
 

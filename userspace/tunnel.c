@@ -136,10 +136,12 @@ struct tunnel_half {
 	 * last entry: written - base is what the kernel delivered into it */
 	uint64_t base;
 	struct edge_splice_cnt cnt; /* its counts, last read */
+	uint64_t redir_lo;	    /* redirected, read before the sockets */
 	uint64_t written;	    /* its written count, last read */
 	uint64_t received;	    /* its received count, last read */
 	uint64_t rbase;		    /* received at the entry: edge's */
 	uint64_t queued;	    /* unacknowledged, last read */
+	bool exact;		    /* written was read steady (no ACK came) */
 	uint64_t sndbuf;	    /* SO_SNDBUF */
 };
 
@@ -342,15 +344,29 @@ static int tunnel_look(struct tunnel *t)
 	struct splice *sp = splice_instance();
 	int i, rc;
 
-	/* the sockets' TCP counts first, the program's after: a count read
-	 * later is never below what it counted when the sockets were read,
-	 * so a backlog is never under-, a delivery never over-estimated */
+	/* the program's counts, the sockets' TCP counts, the program's
+	 * again: a count read after the sockets is never below what it was
+	 * when they were read, so a backlog from it is never under-, a
+	 * delivery never over-estimated; one read before never above (a
+	 * worker preempted between the reads while the kernel moved 6 MiB
+	 * made a 64 KiB ping-pong look like a reader 6 MiB behind) */
+	for (i = 0; i < 2; i++) {
+		struct edge_splice_cnt c;
+
+		rc = splice_sock_counts(sp, t->s[i].cookie, &c);
+		if (rc)
+			return rc;
+		t->s[i].redir_lo = c.redir_bytes;
+	}
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i];
 
+		/* unsteady (ACKs coming) it is a lower bound: a backlog
+		 * over-, a delivery under-estimated, as below */
 		rc = splice_sock_written(h->fd, &h->written, &h->queued,
 					 &h->received);
-		if (rc)
+		h->exact = rc == 0;
+		if (rc && rc != -EAGAIN)
 			return rc;
 	}
 	for (i = 0; i < 2; i++) {
@@ -374,6 +390,18 @@ static uint64_t tunnel_backlog(const struct tunnel *t, int i)
 
 	return h->cnt.redir_bytes > delivered ? h->cnt.redir_bytes - delivered
 					      : 0;
+}
+
+/* What the kernel surely holds for the other side of i (from the last
+ * look): tunnel_backlog with the redirected count read before the
+ * sockets, so that bytes redirected and sent while edged looked never
+ * count. What a slow reader is judged by. */
+static uint64_t tunnel_held(const struct tunnel *t, int i)
+{
+	const struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+	uint64_t delivered = o->written - o->base;
+
+	return h->redir_lo > delivered ? h->redir_lo - delivered : 0;
 }
 
 /* What side i has received since the entry that the program has not
@@ -775,7 +803,10 @@ static void tunnel_try_enter(struct tunnel *t)
 			goto later; /* the copy mover reads it first */
 		if (rc != -EAGAIN)
 			return; /* an EOF or an error: the copy mover's */
-		if (splice_sock_written(t->s[i].fd, &w[i], NULL, NULL))
+		rc = splice_sock_written(t->s[i].fd, &w[i], NULL, NULL);
+		if (rc == -EAGAIN)
+			goto later; /* the base must be exact */
+		if (rc)
 			return;
 	}
 	/* what each socket has had written into it so far is edge's; from
@@ -1029,6 +1060,12 @@ static void tunnel_leave_step(struct tunnel *t)
 			return;
 		}
 	}
+	/* the counts are compared exactly: read with no ACK coming */
+	if ((!t->s[0].exact || !t->s[1].exact) &&
+	    ++t->leave_tries < LEAVE_RX_TRIES) {
+		tmr_arm(t->tmr, 1);
+		return;
+	}
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
 		uint64_t received, inq;
@@ -1105,8 +1142,8 @@ static const char *auto_why_leave(struct tunnel *t)
 
 	if (sum != t->busy_sum)
 		t->moved_ns = now;
-	if (tunnel_backlog(t, 0) >= AUTO_HOLD_LEAVE ||
-	    tunnel_backlog(t, 1) >= AUTO_HOLD_LEAVE)
+	if (tunnel_held(t, 0) >= AUTO_HOLD_LEAVE ||
+	    tunnel_held(t, 1) >= AUTO_HOLD_LEAVE)
 		return "auto: it turned to bulk";
 	if (now - t->moved_ns >= AUTO_QUIET_LEAVE_MS * 1000000ull)
 		return "auto: it went quiet";
@@ -1159,14 +1196,14 @@ static void tunnel_check(struct tunnel *t)
 		/* more held than a tunnel may (a reader slower than its
 		 * writer): back to the copy mover and its backpressure */
 		if (delivered <= h->cnt.redir_bytes + 1 &&
-		    tunnel_backlog(t, i) > KERNEL_HOLD_MAX &&
+		    tunnel_held(t, i) > KERNEL_HOLD_MAX &&
 		    tunnel_leave(t, "it holds too much for a slow reader",
 				 true))
 			return;
 		/* more in the destination than the kernel took (a FIN is
 		 * one), or more held and no way out: close it */
 		if (delivered > h->cnt.redir_bytes + 1 ||
-		    tunnel_backlog(t, i) > KERNEL_HOLD_MAX) {
+		    tunnel_held(t, i) > KERNEL_HOLD_MAX) {
 			atomic_fetch_add(&tc.watchdog, 1);
 			log_warnx(
 			    "tunnel: the kernel %s (%llu bytes redirected "
