@@ -10,7 +10,8 @@
 # that was missing; unknown environments, IP rules, an environment whose
 # only endpoint refuses, the connection cap and the rate limit closing
 # connections (counted); edgectl routes and status, and one analytics
-# event per connection with the bytes each way.
+# event per connection with the bytes each way; as root, splice auto
+# keeping a 64 KiB ping-pong (build/tools/pingpong) in the kernel.
 # Runs against build/edged and build/asan/edged.
 # Needs no root: 127.0.0.1 high ports, a generated configuration.
 # shellcheck source=tests/lib.sh
@@ -19,7 +20,7 @@
 . "$(dirname "$0")/../lib_edged.sh"
 edged_begin python3 openssl curl
 
-BASE=$(edged_ports 15)
+BASE=$(edged_ports 17)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 T_MAIN=$((BASE + 2))  # -> main: B1
@@ -35,6 +36,8 @@ B2=$((BASE + 11))
 B_DEAD=$((BASE + 12)) # nothing listens: refuses
 B_TLS=$((BASE + 13))
 T_DOWN=$((BASE + 14)) # -> down: B_DEAD only
+T_PP=$((BASE + 15))   # -> pp: B_PP
+B_PP=$((BASE + 16))   # build/tools/pingpong serve: echoes each message
 SOCK="$T_TMP/edged.sock"
 
 # write_conf FILE [STAGE]: STAGE "reload" moves move's upstream to B2,
@@ -67,7 +70,8 @@ tcp_routes = (
   { listen = "127.0.0.1:$T_GHOST"; environment = "ghost"; },
   { listen = "127.0.0.1:$T_TLS"; environment = "tls"; },
   { listen = "127.0.0.1:$T_DENY"; environment = "deny"; },
-  { listen = "127.0.0.1:$T_DOWN"; environment = "down"; }$new
+  { listen = "127.0.0.1:$T_DOWN"; environment = "down"; },
+  { listen = "127.0.0.1:$T_PP"; environment = "pp"; }$new
 );
 projects = (
   { id = "tcp";
@@ -86,7 +90,9 @@ projects = (
       { id = "tls"; domains = [ "tls.tcp.test" ];
         deployment = { id = "tls-1"; upstreams = [ "127.0.0.1:$B_TLS" ]; }; },
       { id = "down"; domains = [ "down.tcp.test" ];
-        deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$B_DEAD" ]; }; }$ghost
+        deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$B_DEAD" ]; }; },
+      { id = "pp"; domains = [ "pp.tcp.test" ];
+        deployment = { id = "pp-1"; upstreams = [ "127.0.0.1:$B_PP" ]; }; }$ghost
     );
   },
   { id = "blocked"; ip_block = [ "127.0.0.1" ];
@@ -171,6 +177,23 @@ run_suite() { # BIN LABEL BYTES
 		fi
 	else
 		t_fail "$v: TCP route bulk" "$(cat "$T_TMP/client.err")"
+	fi
+
+	# (a2) splice auto (the default), as root: two connections of 64 KiB
+	# request/response messages for 3 s are taken by the kernel and stay
+	# there (never taken for bulk), every echo checked by pingpong
+	if [ "$v" = edged ] && [ "$(id -u)" = 0 ] && grep -q "sockmap self-test passed" "$EDGED_LOG"; then
+		"$EDGECTL" --socket "$SOCK" splice --json >"$T_TMP/sp0.json" 2>&1
+		out=$("$B/tools/pingpong" client --dst 127.0.0.1 --port "$T_PP" --duration 3 \
+			--size 65536 --conns 2 2>&1)
+		"$EDGECTL" --socket "$SOCK" splice --json >"$T_TMP/sp1.json" 2>&1
+		if [[ $out == *" errors=0 "* ]] &&
+			[ "$(json_field "$T_TMP/sp1.json" spliced)" -ge $(($(json_field "$T_TMP/sp0.json" spliced) + 2)) ] &&
+			[ "$(json_field "$T_TMP/sp1.json" handed_back)" = "$(json_field "$T_TMP/sp0.json" handed_back)" ]; then
+			t_ok "$v: splice auto: 64 KiB ping-pong taken by the kernel and kept there (${out#pingpong: })"
+		else
+			t_fail "$v: splice auto keeps 64 KiB messages in the kernel" "$out; before $(cat "$T_TMP/sp0.json"); after $(cat "$T_TMP/sp1.json")"
+		fi
 	fi
 
 	# (b) half-close each way: our EOF reaches the backend and its answer
@@ -262,7 +285,7 @@ run_suite() { # BIN LABEL BYTES
 
 	# (i) edgectl routes shows the TCP routes, status counts them
 	out=$("$EDGECTL" --socket "$SOCK" routes 2>&1)
-	if "$EDGECTL" --socket "$SOCK" status 2>&1 | grep -q "^daemon: .*, 2 workers, 8 TCP routes (0 connections open) (" &&
+	if "$EDGECTL" --socket "$SOCK" status 2>&1 | grep -q "^daemon: .*, 2 workers, 9 TCP routes (0 connections open) (" &&
 		grep -q "^127.0.0.1:$T_BAL  *tcp  *bal  *bal-1  *0  *127.0.0.1:$B1,127.0.0.1:$B2,127.0.0.1:$B_DEAD$" <<<"$out" &&
 		grep -q "^127.0.0.1:$T_GHOST  *-  *ghost .*(environment not found" <<<"$out"; then
 		t_ok "$v: edgectl routes lists the TCP routes, status counts them"
@@ -327,7 +350,7 @@ for e in ev:
     by.setdefault(e["outcome"], []).append(e)
 tun = by["tunnel"]
 assert all(e["project_id"] == "tcp" and e["duration_ns"] > 0 for e in tun)
-pump = [e for e in tun if e["bytes_in"] > big]
+pump = [e for e in tun if e["bytes_in"] > big and e["environment_id"] == "main"]
 assert len(pump) == 1, pump
 cmd = len("pump %d\n" % big)
 assert pump[0]["bytes_in"] == cmd + big, pump
@@ -359,6 +382,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tls.tcp.test \
 	-addext subjectAltName=DNS:tls.tcp.test \
 	-keyout "$T_TMP/tls.key" -out "$T_TMP/tls.crt" >/dev/null 2>&1 ||
 	t_fail "a self-signed certificate"
+edged_backend "$B_PP" "$B/tools/pingpong" serve --bind 127.0.0.1 --port "$B_PP" --duration 3600 ||
+	t_fail "pingpong serve starts"
 edged_backend "$B_TLS" openssl s_server -quiet -www -accept "127.0.0.1:$B_TLS" \
 	-cert "$T_TMP/tls.crt" -key "$T_TMP/tls.key" ||
 	t_fail "openssl s_server starts"

@@ -6,7 +6,8 @@
 Run against an edged whose splice mode is auto (edgectl splice auto),
 tunnel_backend.py's /echo behind host raw.test on 127.0.0.1:PORT:
   1. an upgraded echo tunnel carrying 64-byte messages is taken by the
-     kernel (a tunnel spliced, none copied);
+     kernel (a tunnel spliced, none copied), and stays there while it
+     echoes 64 KiB messages for 2 s;
   2. it turns to bulk: 32 MiB sent while the client reads nothing for a
      second, so the kernel holds what the client does not take: it is
      handed back to the copy mover once the client reads, and all 32 MiB
@@ -111,6 +112,17 @@ def main():
                st["open_spliced"] >= 1, 5, s)
     taken1 = st["spliced"]
     echo(s, 50)
+    # 1b. larger messages, 64 KiB echoed for 2 s, still messages: the
+    # tunnel stays in the kernel (no hand-back taken for a turn to bulk)
+    back0 = splice()["handed_back"]
+    end = time.time() + 2
+    n = 0
+    while time.time() < end:
+        echo(s, 20, size=65536, pause=0)
+        n += 20
+    st = splice()
+    if st["handed_back"] != back0 or st["open_spliced"] < 1:
+        fail("64 KiB messages taken for bulk (%d echoes)" % n)
     # 2. a turn to bulk: the client reads nothing for a second while
     # 32 MiB go up and come back, so the kernel holds what the client
     # does not take; then it reads them all
