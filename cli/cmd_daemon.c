@@ -18,7 +18,14 @@
 int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
 		    struct errbuf *err)
 {
-	json_t *req = json_pack("{s:s}", "cmd", cmd);
+	return ctl_daemon_call_with(c, cmd, NULL, NULL, result, err);
+}
+
+int ctl_daemon_call_with(const struct ctl *c, const char *cmd, const char *key,
+			 const char *value, json_t **result, struct errbuf *err)
+{
+	json_t *req = key ? json_pack("{s:s,s:s}", "cmd", cmd, key, value)
+			  : json_pack("{s:s}", "cmd", cmd);
 	int ret;
 
 	*result = NULL;
@@ -29,6 +36,37 @@ int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
 	ret = ctlproto_call(c->ctl_sock, req, result, CTLPROTO_TIMEOUT_MS, err);
 	json_decref(req);
 	return ret;
+}
+
+/*
+ * The options of the daemon's commands: --help, and --json where json is
+ * not NULL; then at most max_args arguments (the first at argv[*first]).
+ * Returns -1 to go on, or the exit code (help printed, a usage error).
+ */
+static int daemon_opts(int argc, char **argv, bool *json, int max_args,
+		       int *first)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int o;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, json ? ":jh" : ":h",
+			       json ? opts : opts + 1, argv[0])) != -1) {
+		if (o == 'h')
+			return ctl_usage_print(argv[0]);
+		if (o != 'j')
+			return CTL_USAGE;
+		*json = true;
+	}
+	*first = optind;
+	if (argc - optind > max_args)
+		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
+				       argv[0], argv[optind + max_args]);
+	return -1;
 }
 
 /* Whether an answer (or its failure) shows a daemon behind the socket. */
@@ -172,45 +210,23 @@ static void ctl_daemon_splice_print(const json_t *sp)
 /* edgectl splice [on|off|auto|sockmap] [--json] */
 int cmd_splice(struct ctl *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct errbuf err = {""};
-	json_t *req, *result = NULL;
-	const char *mode = NULL;
+	json_t *result = NULL;
+	const char *mode;
 	bool json = false;
-	int o, ret;
+	int first, ret;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":jh", opts, argv[0])) != -1) {
-		if (o == 'h')
-			return ctl_usage_print(argv[0]);
-		if (o == 'j')
-			json = true;
-		else
-			return CTL_USAGE;
-	}
-	if (optind < argc)
-		mode = argv[optind++];
-	if (optind < argc)
-		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
-				       argv[0], argv[optind]);
+	ret = daemon_opts(argc, argv, &json, 1, &first);
+	if (ret >= 0)
+		return ret;
+	mode = first < argc ? argv[first] : NULL;
 	if (mode && strcmp(mode, "on") && strcmp(mode, "off") &&
 	    strcmp(mode, "auto") && strcmp(mode, "sockmap"))
 		return ctl_usage_error(
 		    argv[0], "%s: '%s' is not on, off, auto or sockmap",
 		    argv[0], mode);
-	req = mode ? json_pack("{s:s,s:s}", "cmd", "splice", "mode", mode)
-		   : json_pack("{s:s}", "cmd", "splice");
-	if (!req) {
-		log_warnx("out of memory");
-		return CTL_FAIL;
-	}
-	ret =
-	    ctlproto_call(c->ctl_sock, req, &result, CTLPROTO_TIMEOUT_MS, &err);
-	json_decref(req);
+	ret = ctl_daemon_call_with(c, "splice", mode ? "mode" : NULL, mode,
+				   &result, &err);
 	if (ret) {
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
@@ -441,29 +457,14 @@ static void routes_print_table(const json_t *result)
 /* edgectl routes [--json] and edgectl reload. */
 static int cmd_daemon(struct ctl *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool routes = strcmp(argv[0], "routes") == 0, json = false;
 	struct errbuf err = {""};
 	json_t *result = NULL;
-	int o, ret;
+	int first, ret;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, routes ? ":jh" : ":h",
-			       routes ? opts : opts + 1, argv[0])) != -1) {
-		if (o == 'h')
-			return ctl_usage_print(argv[0]);
-		if (o == 'j')
-			json = true;
-		else
-			return CTL_USAGE;
-	}
-	if (optind < argc)
-		return ctl_usage_error(argv[0], "%s: unexpected argument '%s'",
-				       argv[0], argv[optind]);
+	ret = daemon_opts(argc, argv, routes ? &json : NULL, 0, &first);
+	if (ret >= 0)
+		return ret;
 	ret = ctl_daemon_call(c, argv[0], &result, &err);
 	if (ret) {
 		log_warnx("%s", err.msg);

@@ -110,6 +110,11 @@ void ctl_end(struct ctl *c);
  */
 int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
 		    struct errbuf *err);
+/* The same with one more string member, {"cmd": cmd, key: value} (none
+ * when key is NULL). */
+int ctl_daemon_call_with(const struct ctl *c, const char *cmd, const char *key,
+			 const char *value, json_t **result,
+			 struct errbuf *err);
 
 /* The daemon's part of `edgectl status`, from ctl_daemon_call(c, "status")
  * returning ret with result and err: as JSON ({running, socket, status,

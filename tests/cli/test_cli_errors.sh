@@ -168,6 +168,11 @@ expect "command --help" 0 "usage: edgectl ip block" "$E" ip block --help
 expect "routes without daemon" 1 "edged is not running (no control socket at /run/edge/edged.sock)" "$E" routes
 expect "routes --json without daemon" 1 "edged is not running" "$E" routes --json
 expect "reload without daemon" 1 "edged is not running" "$E" reload
+expect "routes extra argument" 2 "routes: unexpected argument 'x'" "$E" routes x
+expect "reload has no --json" 2 "reload: unknown option '--json'" "$E" reload --json
+expect "splice: a mode it does not know" 2 "splice: 'bogus' is not on, off, auto or sockmap" "$E" splice bogus
+expect "splice: two modes" 2 "splice: unexpected argument 'off'" "$E" splice on off
+expect "splice without daemon" 1 "edged is not running" "$E" splice auto
 
 # ---- environment failures: exit 1 ---------------------------------------
 expect "not root" 1 "this command needs root (CAP_BPF and CAP_NET_ADMIN)" \
