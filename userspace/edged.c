@@ -896,6 +896,8 @@ int main(int argc, char **argv)
 						  : "");
 		snprintf(d.tcp[i].env_id, sizeof(d.tcp[i].env_id), "%s",
 			 d.cfg->tcp_routes[i].environment);
+		d.tcp[i].src = ROUTE_SRC_FILE;
+		d.tcp[i].slot = (unsigned)i; /* the route table's index too */
 	}
 	rc = route_writer_update_file(&d.routes, src, NULL, d.tcp, d.n_tcp,
 				      NULL, &err);

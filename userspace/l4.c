@@ -29,7 +29,7 @@
 #include "upstream.h"
 #include "worker.h"
 
-_Static_assert(ROUTE_TCP_MAX == CONFIG_TCP_ROUTES_MAX,
+_Static_assert(ROUTE_TCP_MAX >= CONFIG_TCP_ROUTES_MAX,
 	       "a route table holds every TCP route of the settings");
 
 enum l4_state {
