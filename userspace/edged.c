@@ -846,12 +846,24 @@ int main(int argc, char **argv)
 	errbuf_clear(&err);
 	config_route_defaults(d.cfg, &def);
 	route_writer_init(&d.routes, &d.sh.routes, &def);
-	/* the TCP routes and their listeners (bound below, while edged is
-	 * still root) */
+	/* the TCP routes: the file's, and the database's as it is now (or
+	 * as the local snapshot has it), whose addresses are bound below
+	 * while edged is still root */
 	if (tcproute_new(d.cfg, &d.sh, &d.tcp))
 		goto out;
 	if (edged_user(d.cfg, &pw, &sw))
 		goto out;
+	/* the migrations, the database's rows (or the local snapshot's),
+	 * the maps opened for writing and the snapshot's directory made
+	 * while edged is still root */
+	if (d.cfg->pg) {
+		errbuf_clear(&err);
+		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, d.tcp, &d.pg,
+				    &err)) {
+			log_warnx("%s", err.msg);
+			goto out;
+		}
+	}
 	tcproute_list(d.tcp, &tcp);
 	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
 				      &err);
@@ -900,15 +912,6 @@ int main(int argc, char **argv)
 	/* before the switch: /run/edge is root's */
 	if (edged_control(&d, sw ? &pw : NULL))
 		goto out;
-	/* the maps opened for writing and the snapshot's directory made
-	 * while edged is still root */
-	if (d.cfg->pg) {
-		errbuf_clear(&err);
-		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, &d.pg, &err)) {
-			log_warnx("%s", err.msg);
-			goto out;
-		}
-	}
 	edged_splice_start(&d);
 	if (sw && drop_privileges(&pw))
 		goto out;
@@ -931,7 +934,7 @@ int main(int argc, char **argv)
 	 * database */
 	if (d.pg) {
 		errbuf_clear(&err);
-		if (pgplane_start(d.pg, d.base, &d.routes,
+		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp,
 				  stats_metrics(d.stats), &err)) {
 			log_warnx("%s", err.msg);
 			goto out;
