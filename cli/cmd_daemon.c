@@ -354,8 +354,7 @@ static void routes_print_tcp(const json_t *tcp)
 			printf("-");
 		if (json_is_false(json_object_get(r, "listening")))
 			printf("  (not listening: %s)",
-			       routes_str(r, "listen_error",
-					  "not tried yet"));
+			       routes_str(r, "listen_error", "not tried yet"));
 		if (!found) {
 			printf("  (environment not found: connections are "
 			       "closed)\n");

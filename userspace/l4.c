@@ -186,11 +186,10 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
 		snprintf(c->id, sizeof(c->id), "-");
-	log_debug_ctx(L4_LOG_CTX(c),
-		      "tcp route %s%s%s: %s, %llu bytes up, %llu down",
-		      c->listen, c->sni[0] ? " sni " : "", c->sni,
-		      outcome_name(o), (unsigned long long)c->bytes_in,
-		      (unsigned long long)c->bytes_out);
+	log_debug_ctx(
+	    L4_LOG_CTX(c), "tcp route %s%s%s: %s, %llu bytes up, %llu down",
+	    c->listen, c->sni[0] ? " sni " : "", c->sni, outcome_name(o),
+	    (unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out);
 	l4_record(c, o);
 	if (sh->request_done)
 		sh->request_done(sh->request_done_arg, o, 0, c->t0,
@@ -627,8 +626,7 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	 * will pick (then it counts); none, when the address's routes went
 	 * and its listener is about to close */
 	c->rt = route_table_current(&sh->routes);
-	if (!c->rt ||
-	    route_tcp_addr(c->rt, c->listen, &c->passthrough, &idx)) {
+	if (!c->rt || route_tcp_addr(c->rt, c->listen, &c->passthrough, &idx)) {
 		log_debug_ctx(L4_LOG_CTX(c), "tcp route %s: no longer routed",
 			      c->listen);
 		l4_end(c, OUTCOME_ENVIRONMENT_NOT_FOUND);

@@ -1270,8 +1270,7 @@ fail:
 
 /* TCP route r as JSON (route_dump_json): env is what it resolved to
  * (NULL: in no source). */
-static json_t *rt_tcp_json(const struct route_tcp *r,
-			   const struct route_env *e)
+static json_t *rt_tcp_json(const struct route_tcp *r, const struct route_env *e)
 {
 	const struct route_r *d;
 	json_t *ups;
@@ -1296,11 +1295,11 @@ static json_t *rt_tcp_json(const struct route_tcp *r,
 	return json_pack(
 	    "{s:s, s:s*, s:i, s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:s, s:o}",
 	    "listen", r->listen, "sni", r->sni[0] ? r->sni : NULL, "slot",
-	    (int)r->slot, "route_source", route_src_name(r->src),
-	    "environment", e->id, "found", 1, "source",
-	    route_src_name(e->project->src), "project", e->project->id,
-	    "deployment", e->deployment_id, "enabled", e->project->enabled,
-	    "balance", config_balance_name(d->balance), "upstreams", ups);
+	    (int)r->slot, "route_source", route_src_name(r->src), "environment",
+	    e->id, "found", 1, "source", route_src_name(e->project->src),
+	    "project", e->project->id, "deployment", e->deployment_id,
+	    "enabled", e->project->enabled, "balance",
+	    config_balance_name(d->balance), "upstreams", ups);
 }
 
 json_t *route_dump_json(const struct route_table *t)

@@ -155,8 +155,8 @@ struct route_tcp {
 	char listen[CONFIG_ADDR_STR_MAX]; /* canonical (config_addr_parse) */
 	char sni[ROUTE_SNI_MAX + 1];	  /* a TLS passthrough route's; "" */
 	char env_id[CONFIG_ID_MAX + 1];	  /* the environment it goes to */
-	unsigned src;			  /* the enum route_src_id defining it */
-	unsigned slot;			  /* < ROUTE_TCP_MAX, one per route */
+	unsigned src;  /* the enum route_src_id defining it */
+	unsigned slot; /* < ROUTE_TCP_MAX, one per route */
 };
 
 /* Most TCP routes a table carries, every source's together (the file

@@ -148,8 +148,9 @@ int route_tcp_set_new(const struct route_tcp *v, size_t n,
 		r->env_id[sizeof(r->env_id) - 1] = '\0';
 		rc = -EINVAL;
 		if (!r->listen[0] || !r->env_id[0]) {
-			errbuf_set(err, "route table: TCP route %zu without "
-					"a listen address or environment",
+			errbuf_set(err,
+				   "route table: TCP route %zu without "
+				   "a listen address or environment",
 				   i);
 			goto fail;
 		}

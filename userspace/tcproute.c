@@ -134,8 +134,7 @@ static int tr_clash(const struct config_addr *a, const char *sni,
 
 /* The settings' listen addresses that a route's must stay away from. */
 static int tr_settings_clash(const struct config *cfg,
-			     const struct config_addr *a, char *why,
-			     size_t len)
+			     const struct config_addr *a, char *why, size_t len)
 {
 	struct tcproute_have h = {NULL, "", ""};
 	size_t j;
@@ -196,8 +195,8 @@ static void tr_refuse(struct tcproute_counts *c, const struct tcproute_row *r,
 		     r->sni, why);
 }
 
-int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v,
-		    size_t n, struct tcproute_counts *c)
+int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v, size_t n,
+		    struct tcproute_counts *c)
 {
 	struct route_tcp *nv = NULL;
 	struct config_addr *na = NULL;
@@ -267,8 +266,7 @@ int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v,
 		}
 		snprintf(nv[nn].listen, sizeof(nv[nn].listen), "%s", a->text);
 		snprintf(nv[nn].sni, sizeof(nv[nn].sni), "%s", r->sni);
-		snprintf(nv[nn].env_id, sizeof(nv[nn].env_id), "%s",
-			 r->env_id);
+		snprintf(nv[nn].env_id, sizeof(nv[nn].env_id), "%s", r->env_id);
 		nv[nn].src = ROUTE_SRC_DB;
 		have[nh].a = a;
 		have[nh].sni = nv[nn].sni;
@@ -463,8 +461,7 @@ static int tr_addr_want(struct tcproute *tr, const struct route_tcp *r)
 		memset(x, 0, sizeof(*x));
 		if (config_addr_parse(r->listen, &x->a, NULL)) {
 			/* cannot be (the list holds canonical text) */
-			snprintf(x->a.text, sizeof(x->a.text), "%s",
-				 r->listen);
+			snprintf(x->a.text, sizeof(x->a.text), "%s", r->listen);
 			x->err = EINVAL;
 			x->tried = true;
 		}

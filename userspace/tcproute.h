@@ -81,8 +81,8 @@ void tcproute_free(struct tcproute *tr);
  * (rows that did not change: nothing is logged or counted again), or
  * -ENOMEM (nothing changed). *c gets what was refused.
  */
-int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v,
-		    size_t n, struct tcproute_counts *c);
+int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v, size_t n,
+		    struct tcproute_counts *c);
 
 /* The list as it is (valid until the next change of tr). */
 void tcproute_list(const struct tcproute *tr, struct route_tcp_list *out);

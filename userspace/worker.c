@@ -348,9 +348,8 @@ static void worker_mail_drop(void *arg, const struct mailbox_msg *m)
 
 int worker_listen_add(struct worker *w, int fd, const char *text, uint64_t id)
 {
-	struct mailbox_msg m = {.type = WORKER_MSG_LISTEN,
-				.target = id,
-				.arg = (uint64_t)fd};
+	struct mailbox_msg m = {
+	    .type = WORKER_MSG_LISTEN, .target = id, .arg = (uint64_t)fd};
 	int rc;
 
 	m.ptr = strdup(text);

@@ -647,12 +647,12 @@ START_TEST(test_tcp_sources)
 	r = json_array_get(json_object_get(j, "tcp_routes"), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(r, "sni")),
 			 "*.w.pt.test");
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(r, "route_source")), "database");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "route_source")),
+			 "database");
 	ck_assert_int_eq(json_integer_value(json_object_get(r, "slot")), 7);
 	r = json_array_get(json_object_get(j, "tcp_routes"), 0);
-	ck_assert_str_eq(
-	    json_string_value(json_object_get(r, "route_source")), "file");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "route_source")),
+			 "file");
 	ck_assert_ptr_null(json_object_get(r, "sni"));
 	json_decref(j);
 
@@ -678,8 +678,8 @@ START_TEST(test_tcp_sources)
 	ck_assert_int_eq(tcp_pick("127.0.0.1:5556", NULL), -1);
 	/* a patch without a list keeps the routes */
 	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
-						NULL, 0, NULL, NULL, NULL,
-						NULL, &err),
+						NULL, 0, NULL, NULL, NULL, NULL,
+						&err),
 			 0);
 	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "x.w.pt.test"), 2);
 

@@ -54,8 +54,7 @@ static void setup(void)
 	sh.cfg = &cfg;
 }
 
-static struct tcproute_row row(int64_t id, const char *listen,
-			       const char *sni)
+static struct tcproute_row row(int64_t id, const char *listen, const char *sni)
 {
 	struct tcproute_row r;
 
@@ -72,13 +71,15 @@ static const struct route_tcp *find(const struct tcproute *tr,
 				    const char *listen, const char *sni)
 {
 	struct route_tcp_list l;
+	const struct route_tcp *v; /* tr's */
 	size_t i;
 
 	tcproute_list(tr, &l);
+	v = l.v;
 	for (i = 0; i < l.n; i++)
-		if (strcmp(l.v[i].listen, listen) == 0 &&
-		    strcmp(l.v[i].sni, sni ? sni : "") == 0)
-			return &l.v[i];
+		if (strcmp(v[i].listen, listen) == 0 &&
+		    strcmp(v[i].sni, sni ? sni : "") == 0)
+			return &v[i];
 	return NULL;
 }
 
@@ -97,18 +98,18 @@ static void table_takes(const struct tcproute *tr)
 START_TEST(test_merge)
 {
 	struct tcproute_row v[] = {
-	    row(1, "127.0.0.1:6000", NULL),	  /* ok */
-	    row(2, "0.0.0.0:8443", "b.test"),	  /* joins the file's */
-	    row(3, "0.0.0.0:8443", "a.test"),	  /* the file's: conflict */
-	    row(4, "127.0.0.1:5000", NULL),	  /* the file's: conflict */
-	    row(5, "0.0.0.0:5000", NULL),	  /* over the file's: conflict */
-	    row(6, "127.0.0.1:8080", NULL),	  /* listen[0]: refused */
-	    row(7, "0.0.0.0:9090", NULL),	  /* over admin: refused */
-	    row(8, "127.0.0.1:6000", "x.test"),	  /* beside plain: refused */
-	    row(9, "0.0.0.0:6000", NULL),	  /* over row 1: refused */
-	    row(10, "[::]:6000", NULL),		  /* v6: ok */
-	    row(11, "[::]:6000", NULL),		  /* twice: refused */
-	    row(12, "not an address", NULL),	  /* refused */
+	    row(1, "127.0.0.1:6000", NULL),	/* ok */
+	    row(2, "0.0.0.0:8443", "b.test"),	/* joins the file's */
+	    row(3, "0.0.0.0:8443", "a.test"),	/* the file's: conflict */
+	    row(4, "127.0.0.1:5000", NULL),	/* the file's: conflict */
+	    row(5, "0.0.0.0:5000", NULL),	/* over the file's: conflict */
+	    row(6, "127.0.0.1:8080", NULL),	/* listen[0]: refused */
+	    row(7, "0.0.0.0:9090", NULL),	/* over admin: refused */
+	    row(8, "127.0.0.1:6000", "x.test"), /* beside plain: refused */
+	    row(9, "0.0.0.0:6000", NULL),	/* over row 1: refused */
+	    row(10, "[::]:6000", NULL),		/* v6: ok */
+	    row(11, "[::]:6000", NULL),		/* twice: refused */
+	    row(12, "not an address", NULL),	/* refused */
 	    row(13, "127.0.0.1:7000", "*.w.test") /* ok */
 	};
 	struct tcproute_counts c;

@@ -898,10 +898,10 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 			goto out;
 	for (i = 0; i < e->n_tcp; i++)
 		if (json_array_append_new(
-			tcp, json_pack("[I, s, s?]", (json_int_t)e->tcp[i].id,
-				       e->tcp[i].listen,
-				       e->tcp[i].sni[0] ? e->tcp[i].sni
-							: NULL)))
+			tcp,
+			json_pack("[I, s, s?]", (json_int_t)e->tcp[i].id,
+				  e->tcp[i].listen,
+				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
 			goto out;
 	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O}", "id", e->id, "name",
 		      e->name, "deployment", e->dep, "endpoints", eps,

@@ -359,10 +359,10 @@ static int pgplane_fetch(PGconn *conn, struct pgm **out, uint64_t *version,
 			failed = true;
 		} else if (st == PGRES_TUPLES_OK && !have_version) {
 			have_version = true;
-			*version = PQntuples(res) == 1
-				       ? strtoull(PQgetvalue(res, 0, 0), NULL,
-						  10)
-				       : 0;
+			*version =
+			    PQntuples(res) == 1
+				? strtoull(PQgetvalue(res, 0, 0), NULL, 10)
+				: 0;
 		} else if (st == PGRES_TUPLES_OK && k < PGM_NSETS) {
 			set[k++] = res;
 			continue; /* kept */
@@ -374,8 +374,9 @@ static int pgplane_fetch(PGconn *conn, struct pgm **out, uint64_t *version,
 		if (rc == 0)
 			rc = pgm_apply(m, set, NULL, 0, true);
 		if (rc)
-			errbuf_set(err, "the rows were not the shape "
-					"expected (%s)",
+			errbuf_set(err,
+				   "the rows were not the shape "
+				   "expected (%s)",
 				   strerror(-rc));
 	} else if (!failed) {
 		errbuf_set(err, "%d of %d row sets", k, PGM_NSETS);
