@@ -339,7 +339,6 @@ static void routes_print_upstreams(const json_t *r)
 	}
 }
 
-/* The TCP routes: listen address, where it goes, connections open. */
 /* A TCP route's name in the table: its listen address, and a TLS
  * passthrough route's sni after it. */
 static const char *routes_tcp_name(const json_t *r, char *buf, size_t len)
@@ -352,46 +351,60 @@ static const char *routes_tcp_name(const json_t *r, char *buf, size_t len)
 	return buf;
 }
 
+/* The TCP routes: listen address (and sni), the source that defines the
+ * route, where it goes, connections open; notes: an address edged could
+ * not listen on and why, an environment in no source, a project
+ * disabled, an environment from the database. */
 static void routes_print_tcp(const json_t *tcp)
 {
 	struct routes_cols w = {9, 0, 7, 11, 10};
 	char name[512];
 	size_t i;
+	int from = 4;
 
 	for (i = 0; i < json_array_size(tcp); i++) {
 		const json_t *r = json_array_get(tcp, i);
 
 		w.domain = routes_width(w.domain,
 					routes_tcp_name(r, name, sizeof(name)));
+		from = routes_width(from, routes_str(r, "route_source", "-"));
 		w.project =
 		    routes_width(w.project, routes_str(r, "project", "-"));
 		w.env = routes_width(w.env, routes_str(r, "environment", "-"));
 		w.deploy =
 		    routes_width(w.deploy, routes_str(r, "deployment", "-"));
 	}
-	printf("%-*s  %-*s  %-*s  %-*s  %5s  %s\n", w.domain, "TCP ROUTE",
-	       w.project, "PROJECT", w.env, "ENVIRONMENT", w.deploy,
-	       "DEPLOYMENT", "OPEN", "UPSTREAMS");
+	printf("%-*s  %-*s  %-*s  %-*s  %-*s  %5s  %s\n", w.domain, "TCP ROUTE",
+	       from, "FROM", w.project, "PROJECT", w.env, "ENVIRONMENT",
+	       w.deploy, "DEPLOYMENT", "OPEN", "UPSTREAMS");
 	for (i = 0; i < json_array_size(tcp); i++) {
 		const json_t *r = json_array_get(tcp, i);
 		json_int_t open = ctl_int(r, "connections");
+		bool found = json_is_true(json_object_get(r, "found"));
 
-		printf("%-*s  %-*s  %-*s  %-*s  %5lld  ", w.domain,
-		       routes_tcp_name(r, name, sizeof(name)), w.project,
+		printf("%-*s  %-*s  %-*s  %-*s  %-*s  %5lld  ", w.domain,
+		       routes_tcp_name(r, name, sizeof(name)), from,
+		       routes_str(r, "route_source", "-"), w.project,
 		       routes_str(r, "project", "-"), w.env,
 		       routes_str(r, "environment", "-"), w.deploy,
 		       routes_str(r, "deployment", "-"),
 		       (long long)(open > 0 ? open : 0));
-		if (!json_is_true(json_object_get(r, "found"))) {
-			printf("-  (environment not found: connections are "
+		if (found)
+			routes_print_upstreams(r);
+		else
+			printf("-");
+		if (json_is_false(json_object_get(r, "listening")))
+			printf("  (not listening: %s)",
+			       routes_str(r, "listen_error", "not tried yet"));
+		if (!found) {
+			printf("  (environment not found: connections are "
 			       "closed)\n");
 			continue;
 		}
-		routes_print_upstreams(r);
 		if (json_is_false(json_object_get(r, "enabled")))
 			printf("  (project disabled)");
 		if (strcmp(routes_str(r, "source", "file"), "database") == 0)
-			printf("  (from the database)");
+			printf("  (environment from the database)");
 		printf("\n");
 	}
 }

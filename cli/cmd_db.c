@@ -217,9 +217,11 @@ static int db_status(struct ctl *c, int argc, char **argv)
 		json_t *pending = json_array(), *applied = NULL, *root;
 
 		for (v = st.version + 1; pending && v <= st.latest; v++)
-			json_array_append_new(
-			    pending, json_pack("{s:i,s:s}", "version", v,
-					       "name", pgdb_migration_name(v)));
+			if (pgdb_migration_name(v)) /* numbers may skip */
+				json_array_append_new(
+				    pending,
+				    json_pack("{s:i,s:s}", "version", v, "name",
+					      pgdb_migration_name(v)));
 		if (st.version > 0 && !(applied = db_applied_json(c, &err))) {
 			json_decref(pending);
 			log_warnx("%s", err.msg);
@@ -254,10 +256,15 @@ static int db_status(struct ctl *c, int argc, char **argv)
 		       st.version, st.latest,
 		       st.version == st.latest ? ": up to date" : "");
 	if (st.version < st.latest) {
+		const char *sep = "";
+
 		printf("pending:        ");
-		for (v = st.version + 1; v <= st.latest; v++)
-			printf("%s%04d_%s", v > st.version + 1 ? ", " : "", v,
-			       pgdb_migration_name(v));
+		for (v = st.version + 1; v <= st.latest; v++) {
+			if (!pgdb_migration_name(v))
+				continue; /* numbers may skip */
+			printf("%s%04d_%s", sep, v, pgdb_migration_name(v));
+			sep = ", ";
+		}
 		printf(" (edgectl db migrate)\n");
 	} else {
 		printf("pending:        none\n");

@@ -672,19 +672,8 @@ static int cfg_sni(struct cfg *x, const config_setting_t *g, const char *ek,
 	rc = cfg_dup(x, v, &t->sni);
 	if (rc < 0)
 		return rc;
-	if (strcmp(t->sni, "*") && config_domain_check(t->sni, true, &e) < 0)
-		return cfg_fail(x, at.s, at.key,
-				"%s (or \"*\": the listen address's default)",
-				e.msg);
-	/* a name whose last label is all digits is an IPv4 address, which
-	 * a ClientHello never names (RFC 6066): a route never taken */
-	v = strrchr(t->sni, '.');
-	v = v ? v + 1 : t->sni;
-	if (*v && strspn(v, "0123456789") == strlen(v))
-		return cfg_fail(x, at.s, at.key,
-				"\"%s\" is an IP address, which no ClientHello "
-				"names (RFC 6066): a route never taken",
-				t->sni);
+	if (config_sni_check(t->sni, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	return 0;
 }
 

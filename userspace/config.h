@@ -30,8 +30,10 @@
 /* Bounds of lists, so that a configuration cannot ask for unbounded work
  * (those of a project's values are config_check.h's). */
 #define CONFIG_LISTEN_MAX 16
-/* tcp_routes: each is a listening socket per worker */
-#define CONFIG_TCP_ROUTES_MAX 64
+/* tcp_routes: each address is a listening socket per worker; the file's
+ * and the database's together are at most route.h's ROUTE_TCP_MAX (the
+ * same number: the file's count first) */
+#define CONFIG_TCP_ROUTES_MAX 1024
 #define CONFIG_WORKERS_MAX 256
 /* limits.body_buffer: default and largest value, bytes */
 #define CONFIG_BODY_BUFFER_DEFAULT (64 * 1024)

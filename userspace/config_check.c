@@ -255,6 +255,33 @@ int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err)
 	return 0;
 }
 
+int config_sni_check(char *s, struct errbuf *err)
+{
+	struct errbuf e;
+	const char *last;
+
+	if (strcmp(s, "*") == 0)
+		return 0;
+	errbuf_clear(&e);
+	if (config_domain_check(s, true, &e) < 0) {
+		errbuf_set(err, "%s (or \"*\": the listen address's default)",
+			   e.msg);
+		return -EINVAL;
+	}
+	/* a name whose last label is all digits is an IPv4 address, which
+	 * a ClientHello never names (RFC 6066): a route never taken */
+	last = strrchr(s, '.');
+	last = last ? last + 1 : s;
+	if (*last && strspn(last, "0123456789") == strlen(last)) {
+		errbuf_set(err,
+			   "\"%s\" is an IP address, which no ClientHello "
+			   "names (RFC 6066): a route never taken",
+			   s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int config_prefix_check(const char *v, struct errbuf *e)
 {
 	const char *p, *seg;

@@ -81,6 +81,15 @@ bool config_addr_overlaps(const struct config_addr *a,
 int config_domain_check(char *s, bool wildcard_ok, struct errbuf *err);
 
 /*
+ * Check and normalise a TLS passthrough route's sni: "*" (its listen
+ * address's default), or a domain as config_domain_check takes it with a
+ * "*." wildcard allowed (lowercased in place), which must not be an IPv4
+ * address (no ClientHello names one: RFC 6066). Returns 0 or -EINVAL with
+ * err set.
+ */
+int config_sni_check(char *s, struct errbuf *err);
+
+/*
  * Check a route's path prefix: "/seg[/seg...]" of RFC 3986 pchars,
  * 2..CONFIG_PREFIX_MAX bytes, no percent-encoding, no empty, "." or ".."
  * segments, no trailing '/'. Returns 0 or -EINVAL with err set.

@@ -34,6 +34,7 @@
 #include "route_writer.h"
 #include "splice.h"
 #include "stats.h"
+#include "tcproute.h"
 #include "tunnel.h"
 #include "version.h"
 #include "worker.h"
@@ -65,11 +66,8 @@ struct edged {
 	struct pgplane *pg;    /* the database control plane; NULL: none */
 	struct splice *splice; /* the kernel's splice; NULL: copy only */
 	int splice_conf;       /* the configuration's splice, last read */
-	/* the TCP routes' slots as the route table has them: the listen
-	 * addresses bound at start, each with its environment as the last
-	 * configuration that named that address gave it */
-	struct route_tcp *tcp;
-	size_t n_tcp;
+	/* the TCP routes of every source and their listeners */
+	struct tcproute *tcp;
 };
 
 static void usage(FILE *f)
@@ -107,64 +105,6 @@ static bool str_differs(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") != 0;
 }
 
-/* Whether TCP route r is slot sl's: the same listen address and sni. */
-static bool edged_tcp_is(const struct config_tcp_route *r,
-			 const struct route_tcp *sl)
-{
-	return strcmp(r->listen.text, sl->listen) == 0 &&
-	       strcmp(r->sni ? r->sni : "", sl->sni) == 0;
-}
-
-/*
- * The TCP route slots for cfg: slot i keeps the listen address (and sni)
- * bound at start (d->tcp[i]) and takes the environment cfg's route on
- * that address (and sni) names; one cfg no longer has keeps the
- * environment it had (its removal, like a route added, applies at the
- * next start). *out is a new array of d->n_tcp (NULL when 0). Returns 0
- * or -ENOMEM.
- */
-static int edged_tcp_slots(const struct edged *d, const struct config *cfg,
-			   struct route_tcp **out)
-{
-	struct route_tcp *v = NULL;
-	size_t i, j;
-
-	*out = NULL;
-	if (!d->n_tcp)
-		return 0;
-	v = calloc(d->n_tcp, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < d->n_tcp; i++) {
-		v[i] = d->tcp[i];
-		for (j = 0; j < cfg->n_tcp_routes; j++)
-			if (edged_tcp_is(&cfg->tcp_routes[j], &v[i]))
-				snprintf(v[i].env_id, sizeof(v[i].env_id), "%s",
-					 cfg->tcp_routes[j].environment);
-	}
-	*out = v;
-	return 0;
-}
-
-/* Whether next's TCP routes are others (listen addresses, sni) than the
- * ones bound at start (d->tcp): then they apply at the next start. */
-static bool edged_tcp_listen_changed(const struct edged *d,
-				     const struct config *next)
-{
-	size_t i, j;
-
-	if (d->n_tcp != next->n_tcp_routes)
-		return true;
-	for (i = 0; i < next->n_tcp_routes; i++) {
-		for (j = 0; j < d->n_tcp; j++)
-			if (edged_tcp_is(&next->tcp_routes[i], &d->tcp[j]))
-				break;
-		if (j == d->n_tcp)
-			return true;
-	}
-	return false;
-}
-
 /* Name, in out, the settings of next that differ from the running cur
  * but apply only at the next start ("" when none). */
 static void edged_start_only_changes(const struct edged *d,
@@ -185,7 +125,7 @@ static void edged_start_only_changes(const struct edged *d,
 					      n ? ", " : "", (name));          \
 	} while (0)
 	EDGED_NOTE(listen, "listen");
-	EDGED_NOTE(edged_tcp_listen_changed(d, next),
+	EDGED_NOTE(tcproute_file_moved(d->tcp, next),
 		   "the listen addresses or sni of tcp_routes");
 	EDGED_NOTE(cur->workers != next->workers, "workers");
 	EDGED_NOTE(str_differs(cur->user, next->user), "user");
@@ -214,14 +154,13 @@ static void edged_start_only_changes(const struct edged *d,
  */
 static void edged_fd_limit(struct edged *d, const struct config *cfg)
 {
-	const struct config *start = d->sh.cfg;
 	unsigned long long want;
 	unsigned long cap;
 	struct rlimit rl, up;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
-	want = worker_fd_reserve(start) + 2 * cfg->limits.max_connections;
+	want = worker_fd_reserve(&d->sh) + 2 * cfg->limits.max_connections;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
 		up = rl;
 		up.rlim_cur = (rlim_t)want;
@@ -237,7 +176,7 @@ static void edged_fd_limit(struct edged *d, const struct config *cfg)
 	}
 	if (rl.rlim_cur == RLIM_INFINITY)
 		return;
-	cap = worker_fd_conn_cap(start, (unsigned long)rl.rlim_cur);
+	cap = worker_fd_conn_cap(&d->sh, (unsigned long)rl.rlim_cur);
 	atomic_store(&d->sh.fd_conn_cap, cap);
 	if (cap >= cfg->limits.max_connections) {
 		memset(d->fd_warned, 0, sizeof(d->fd_warned));
@@ -341,7 +280,8 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	struct config *cfg = NULL;
 	struct route_src *src = NULL;
 	struct route_defaults def;
-	struct route_tcp *tcp = NULL;
+	struct route_tcp *undo = NULL;
+	struct route_tcp_list tcp;
 	int rc;
 
 	errbuf_clear(err);
@@ -353,22 +293,28 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	}
 	print_warnings(cfg);
 	config_route_defaults(cfg, &def);
-	if (edged_tcp_slots(d, cfg, &tcp)) {
+	if (tcproute_reload(d->tcp, cfg, &undo)) {
 		config_free(cfg);
 		route_src_free(src);
 		errbuf_set(err, "%s: out of memory", d->conf_path);
 		return -ENOMEM;
 	}
-	/* the file's projects and the environments of the TCP routes, in
-	 * one generation */
-	rc = route_writer_update_file(&d->routes, src, &def, tcp, d->n_tcp, gen,
+	/* the file's projects and the environments of its TCP routes (with
+	 * the database's TCP routes as they are), in one generation */
+	tcproute_list(d->tcp, &tcp);
+	rc = route_writer_update_file(&d->routes, src, &def, tcp.v, tcp.n, gen,
 				      err);
 	if (rc && !err->msg[0])
 		errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
+	if (rc)
+		tcproute_undo(d->tcp, undo);
+	else
+		free(undo);
 	if (rc == 0) {
-		free(d->tcp);
-		d->tcp = tcp;
-		tcp = NULL;
+		struct errbuf lerr;
+
+		/* an address whose bind failed is tried again */
+		tcproute_listen(d->tcp, false, &lerr);
 		edged_settings(d, cfg);
 		if (cfg->splice != d->splice_conf) {
 			d->splice_conf = cfg->splice;
@@ -376,7 +322,6 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 					  "the configuration");
 		}
 	}
-	free(tcp);
 	/* listeners, workers, the user and the analytics file apply at the
 	 * next start: say so rather than let an operator believe they took
 	 * effect */
@@ -529,7 +474,7 @@ static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
 	struct edged *d = ctx;
 	struct route_table *t = route_table_current(&d->sh.routes);
 
-	json_t *tcp;
+	json_t *tcp, *r;
 	size_t i;
 
 	*result = t ? route_dump_json(t) : NULL;
@@ -538,12 +483,28 @@ static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
 		errbuf_set(err, t ? "out of memory" : "no route table");
 		return -ENOMEM;
 	}
-	/* the connections open on each TCP route now (slot order) */
+	/* the connections open on each TCP route now, and whether its
+	 * address is listened on */
 	tcp = json_object_get(*result, "tcp_routes");
-	for (i = 0; i < json_array_size(tcp) && i < d->n_tcp; i++)
-		json_object_set_new(
-		    json_array_get(tcp, i), "connections",
-		    json_integer((json_int_t)atomic_load(&d->sh.tcp_open[i])));
+	json_array_foreach(tcp, i, r)
+	{
+		json_int_t slot =
+		    json_integer_value(json_object_get(r, "slot"));
+		const char *listen =
+		    json_string_value(json_object_get(r, "listen"));
+		const char *why = "";
+		bool up = listen && tcproute_listening(d->tcp, listen, &why);
+
+		if (slot >= 0 && slot < ROUTE_TCP_MAX)
+			json_object_set_new(
+			    r, "connections",
+			    json_integer((json_int_t)atomic_load(
+				&d->sh.tcp_open[slot])));
+		json_object_set_new(r, "listening", json_boolean(up));
+		if (!up && why[0])
+			json_object_set_new(r, "listen_error",
+					    json_string(why));
+	}
 	/* the database's change version the table holds */
 	if (d->pg)
 		json_object_set_new(
@@ -614,10 +575,12 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	struct edged *d = ctx;
 
 	unsigned long long tcp_open = 0;
-	size_t i;
+	struct route_table *t = route_table_current(&d->sh.routes);
+	size_t i, n_tcp = t ? route_table_ntcp(t) : 0;
 
 	(void)err;
-	for (i = 0; i < d->n_tcp; i++)
+	route_table_put(t);
+	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
 	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*}", "pid",
@@ -626,7 +589,7 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
 	    (json_int_t)atomic_load(&d->sh.connections), "tcp_routes",
-	    (json_int_t)d->n_tcp, "tcp_connections", (json_int_t)tcp_open,
+	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
 	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
 	    edged_splice_json());
 	return 0;
@@ -811,6 +774,7 @@ int main(int argc, char **argv)
 	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
 	struct route_src *src = NULL;
 	struct route_defaults def;
+	struct route_tcp_list tcp;
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
@@ -882,30 +846,33 @@ int main(int argc, char **argv)
 	errbuf_clear(&err);
 	config_route_defaults(d.cfg, &def);
 	route_writer_init(&d.routes, &d.sh.routes, &def);
-	/* the TCP routes' slots: their listen addresses are bound now (by
-	 * the workers) and kept until the next start */
-	if (d.cfg->n_tcp_routes &&
-	    !(d.tcp = calloc(d.cfg->n_tcp_routes, sizeof(*d.tcp))))
+	/* the TCP routes: the file's, and the database's as it is now (or
+	 * as the local snapshot has it), whose addresses are bound below
+	 * while edged is still root */
+	if (tcproute_new(d.cfg, &d.sh, &d.tcp))
 		goto out;
-	d.n_tcp = d.cfg->n_tcp_routes;
-	for (i = 0; i < d.n_tcp; i++) {
-		snprintf(d.tcp[i].listen, sizeof(d.tcp[i].listen), "%s",
-			 d.cfg->tcp_routes[i].listen.text);
-		snprintf(d.tcp[i].sni, sizeof(d.tcp[i].sni), "%s",
-			 d.cfg->tcp_routes[i].sni ? d.cfg->tcp_routes[i].sni
-						  : "");
-		snprintf(d.tcp[i].env_id, sizeof(d.tcp[i].env_id), "%s",
-			 d.cfg->tcp_routes[i].environment);
+	if (edged_user(d.cfg, &pw, &sw))
+		goto out;
+	/* the migrations, the database's rows (or the local snapshot's),
+	 * the maps opened for writing and the snapshot's directory made
+	 * while edged is still root */
+	if (d.cfg->pg) {
+		errbuf_clear(&err);
+		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, d.tcp, &d.pg,
+				    &err)) {
+			log_warnx("%s", err.msg);
+			goto out;
+		}
 	}
-	rc = route_writer_update_file(&d.routes, src, NULL, d.tcp, d.n_tcp,
-				      NULL, &err);
+	tcproute_list(d.tcp, &tcp);
+	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
+				      &err);
 	src = NULL; /* the writer's */
+	tcproute_applied(d.tcp, rc == 0);
 	if (rc) {
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
 		goto out;
 	}
-	if (edged_user(d.cfg, &pw, &sw))
-		goto out;
 	if (edged_analytics(&d, sw ? &pw : NULL))
 		goto out;
 	d.w = calloc(d.cfg->workers, sizeof(*d.w));
@@ -920,6 +887,7 @@ int main(int argc, char **argv)
 		}
 		d.nw++;
 	}
+	tcproute_workers(d.tcp, d.w, d.nw);
 	d.base = event_base_new();
 	if (!d.base)
 		goto out;
@@ -928,20 +896,22 @@ int main(int argc, char **argv)
 		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
 			goto out;
 	}
-	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats))
+	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
+	    tcproute_metrics(d.tcp, stats_metrics(d.stats)))
 		goto out;
+	/* every TCP route's address, bound once per worker while edged is
+	 * root: a file route's that cannot be is an error, as an HTTP
+	 * listen address is; a database route's is logged and left for the
+	 * next change */
+	errbuf_clear(&err);
+	if (tcproute_listen(d.tcp, true, &err)) {
+		log_warnx("%s", err.msg);
+		goto out;
+	}
+	edged_fd_limit(&d, d.cfg); /* with the listeners just made */
 	/* before the switch: /run/edge is root's */
 	if (edged_control(&d, sw ? &pw : NULL))
 		goto out;
-	/* the maps opened for writing and the snapshot's directory made
-	 * while edged is still root */
-	if (d.cfg->pg) {
-		errbuf_clear(&err);
-		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, &d.pg, &err)) {
-			log_warnx("%s", err.msg);
-			goto out;
-		}
-	}
 	edged_splice_start(&d);
 	if (sw && drop_privileges(&pw))
 		goto out;
@@ -964,7 +934,7 @@ int main(int argc, char **argv)
 	 * database */
 	if (d.pg) {
 		errbuf_clear(&err);
-		if (pgplane_start(d.pg, d.base, &d.routes,
+		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp,
 				  stats_metrics(d.stats), &err)) {
 			log_warnx("%s", err.msg);
 			goto out;
@@ -980,9 +950,15 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	log_note("serving on %zu address(es) and %zu TCP route(s) with %u "
-		 "worker(s)",
-		 d.cfg->n_listen, d.cfg->n_tcp_routes, d.nw);
+	{
+		size_t nf, ndb, up, down;
+
+		tcproute_stats(d.tcp, &nf, &ndb, &up, &down);
+		log_note("serving on %zu address(es) and %zu TCP route(s) "
+			 "(%zu from the file, %zu from the database; %zu "
+			 "address(es) not listening) with %u worker(s)",
+			 d.cfg->n_listen, nf + ndb, nf, ndb, down, d.nw);
+	}
 	event_base_dispatch(d.base);
 	edged_shutdown(&d);
 	log_note("stopped");
@@ -1015,6 +991,6 @@ out:
 	splice_close(d.splice);
 	config_free(d.cfg);
 	route_src_free(src);
-	free(d.tcp);
+	tcproute_free(d.tcp);
 	return status;
 }

@@ -29,7 +29,7 @@
 #include "upstream.h"
 #include "worker.h"
 
-_Static_assert(ROUTE_TCP_MAX == CONFIG_TCP_ROUTES_MAX,
+_Static_assert(ROUTE_TCP_MAX >= CONFIG_TCP_ROUTES_MAX,
 	       "a route table holds every TCP route of the settings");
 
 enum l4_state {
@@ -43,8 +43,10 @@ enum l4_state {
 struct l4_conn {
 	TAILQ_ENTRY(l4_conn) link;
 	struct worker *w;
-	unsigned slot; /* its TCP route (TLS passthrough: its address's
-			  first until the ClientHello picks one) */
+	char listen[CONFIG_ADDR_STR_MAX]; /* the address it came to */
+	bool passthrough;		  /* a TLS passthrough address's */
+	unsigned slot; /* its TCP route's, once known (slot_counted) */
+	size_t idx;    /* its TCP route in rt */
 	enum l4_state state;
 	bool ended;
 	/* the client's stream, not read until the tunnel takes it */
@@ -53,7 +55,8 @@ struct l4_conn {
 	struct cidr peer_cidr;
 	char client_ip[INET6_ADDRSTRLEN];
 	char id[HDR_REQUEST_ID_MAX + 1]; /* for logs and the record */
-	/* held until connected: m points into it */
+	/* held from the pick of its route until connected: m points into
+	 * it */
 	struct route_table *rt;
 	struct route_match m;
 	bool routed;	   /* the ids below are the route's */
@@ -186,10 +189,10 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
 		snprintf(c->id, sizeof(c->id), "-");
-	log_debug_ctx(L4_LOG_CTX(c),
-		      "tcp route %u: %s, %llu bytes up, %llu down", c->slot,
-		      outcome_name(o), (unsigned long long)c->bytes_in,
-		      (unsigned long long)c->bytes_out);
+	log_debug_ctx(
+	    L4_LOG_CTX(c), "tcp route %s%s%s: %s, %llu bytes up, %llu down",
+	    c->listen, c->sni[0] ? " sni " : "", c->sni, outcome_name(o),
+	    (unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out);
 	l4_record(c, o);
 	if (sh->request_done)
 		sh->request_done(sh->request_done_arg, o, 0, c->t0,
@@ -244,12 +247,11 @@ static void l4_tunnel_begin(struct l4_conn *c)
 	c->state = L4_TUNNEL;
 	rc = tunnel_start(
 	    w, cio, uio,
-	    w->sh->cfg->tcp_routes[c->slot].sni ? TUNNEL_KIND_PASSTHROUGH
-						: TUNNEL_KIND_TCP,
+	    c->passthrough ? TUNNEL_KIND_PASSTHROUGH : TUNNEL_KIND_TCP,
 	    w->set.timeouts.tunnel_idle_ms, l4_tunnel_done, c, &c->tun);
 	if (rc) { /* both sockios freed */
-		log_warnx_ctx_rl(L4_LOG_CTX(c), "tcp route %u: tunnel: %s",
-				 c->slot, strerror(-rc));
+		log_warnx_ctx_rl(L4_LOG_CTX(c), "tcp route %s: tunnel: %s",
+				 c->listen, strerror(-rc));
 		l4_end(c, OUTCOME_INTERNAL_ERROR);
 	}
 }
@@ -258,8 +260,8 @@ static void l4_tunnel_begin(struct l4_conn *c)
  * endpoint (the client has sent nothing anyone read). */
 static void l4_attempt_failed(struct l4_conn *c)
 {
-	log_debug_ctx(L4_LOG_CTX(c), "tcp route %u: upstream %s failed",
-		      c->slot, c->ep ? upstream_ep_addr(c->ep)->text : "?");
+	log_debug_ctx(L4_LOG_CTX(c), "tcp route %s: upstream %s failed",
+		      c->listen, c->ep ? upstream_ep_addr(c->ep)->text : "?");
 	if (c->ep)
 		upstream_report(c->w->up, c->ep, false, clk_now_ns());
 	evtimer_del(c->timer);
@@ -373,21 +375,30 @@ static void l4_connect(struct l4_conn *c)
 		l4_attempt_failed(c);
 }
 
-/* Resolve and Admit: the slot's environment, its project's IP rules, the
- * per-client rate limit; then Select. */
+/* Its route picked (route idx of c->rt, held): counted on the route's
+ * slot from now on. */
+static void l4_picked(struct l4_conn *c, size_t idx)
+{
+	c->idx = idx;
+	c->slot = route_tcp_at(c->rt, idx)->slot;
+	atomic_fetch_add(&c->w->sh->tcp_open[c->slot], 1);
+	c->slot_counted = true;
+}
+
+/* Resolve and Admit: the route's environment (in the table that picked
+ * the route), its project's IP rules, the per-client rate limit; then
+ * Select. */
 static void l4_admit(struct l4_conn *c)
 {
 	struct worker *w = c->w;
-	enum route_status rs = ROUTE_ENV_NOT_FOUND;
+	enum route_status rs;
 	unsigned retry;
 
-	c->rt = route_table_current(&w->sh->routes);
-	if (c->rt)
-		rs = route_tcp_lookup(c->rt, c->slot, &c->m);
+	rs = route_tcp_lookup(c->rt, c->idx, &c->m);
 	if (rs == ROUTE_ENV_NOT_FOUND) {
 		log_debug_ctx(L4_LOG_CTX(c),
-			      "tcp route %u: its environment is in no source",
-			      c->slot);
+			      "tcp route %s: its environment is in no source",
+			      c->listen);
 		l4_end(c, OUTCOME_ENVIRONMENT_NOT_FOUND);
 		return;
 	}
@@ -410,39 +421,6 @@ static void l4_admit(struct l4_conn *c)
 		return;
 	}
 	l4_connect(c);
-}
-
-/*
- * The TLS passthrough route on slot first's listen address that server
- * name (lowercase, "" for none) picks: the route with that very sni,
- * else the one "*.SUFFIX" with exactly one label more than SUFFIX (as
- * HTTP domains and certificates match), else the "*" route (the
- * address's default). -1 for none.
- */
-static int l4_sni_slot(const struct config *cfg, unsigned first,
-		       const char *name)
-{
-	const char *listen = cfg->tcp_routes[first].listen.text;
-	const char *dot = strchr(name, '.');
-	int wild = -1, any = -1;
-	size_t i;
-
-	if (dot == name)
-		dot = NULL;
-	for (i = first; i < cfg->n_tcp_routes; i++) {
-		const char *sni = cfg->tcp_routes[i].sni;
-
-		if (!sni || strcmp(cfg->tcp_routes[i].listen.text, listen))
-			continue;
-		if (name[0] && strcmp(sni, name) == 0)
-			return (int)i;
-		if (dot && sni[0] == '*' && sni[1] == '.' &&
-		    strcmp(sni + 2, dot + 1) == 0)
-			wild = (int)i;
-		else if (strcmp(sni, "*") == 0)
-			any = (int)i;
-	}
-	return wild >= 0 ? wild : any;
 }
 
 /* The peek buffer: a peek parses from the stream's start every time, so
@@ -527,12 +505,10 @@ static void l4_hello_stalled(struct l4_conn *c)
 static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct l4_conn *c = arg;
-	const struct config *cfg = c->w->sh->cfg;
 	char name[SNI_NAME_MAX + 1];
 	enum sni_result r;
-	size_t need = 0;
+	size_t need = 0, idx;
 	ssize_t n;
-	int slot;
 
 	(void)what;
 	n = recv(fd, l4_peek, sizeof(l4_peek), MSG_PEEK | MSG_DONTWAIT);
@@ -556,8 +532,7 @@ static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
 	if (r != SNI_FOUND && r != SNI_NONE) {
 		log_debug_ctx(L4_LOG_CTX(c),
 			      "tls passthrough %s: %s after %zd bytes",
-			      cfg->tcp_routes[c->slot].listen.text,
-			      sni_result_name(r), n);
+			      c->listen, sni_result_name(r), n);
 		l4_end(c, OUTCOME_CLIENT_HELLO_INVALID);
 		return;
 	}
@@ -566,18 +541,18 @@ static void l4_hello_cb(evutil_socket_t fd, short what, void *arg)
 	event_del(c->hello);
 	evtimer_del(c->timer);
 	snprintf(c->sni, sizeof(c->sni), "%s", name);
-	slot = l4_sni_slot(cfg, c->slot, name);
-	if (slot < 0) {
+	/* the route the name picks in the table as it is now (routes may
+	 * have come or gone on the address since the accept) */
+	c->rt = route_table_current(&c->w->sh->routes);
+	if (!c->rt || route_tcp_sni(c->rt, c->listen, name, &idx)) {
 		log_debug_ctx(L4_LOG_CTX(c),
 			      "tls passthrough %s: no route for \"%s\"",
-			      cfg->tcp_routes[c->slot].listen.text, name);
+			      c->listen, name);
 		l4_end(c, r == SNI_FOUND ? OUTCOME_SNI_UNKNOWN
 					 : OUTCOME_SNI_MISSING);
 		return;
 	}
-	c->slot = (unsigned)slot;
-	atomic_fetch_add(&c->w->sh->tcp_open[slot], 1);
-	c->slot_counted = true;
+	l4_picked(c, idx);
 	c->state = L4_ADMIT;
 	l4_admit(c);
 }
@@ -601,17 +576,14 @@ static void l4_hello_begin(struct l4_conn *c)
 }
 
 void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
-	       socklen_t len, unsigned slot)
+	       socklen_t len, const char *listen)
 {
 	struct worker_shared *sh = w->sh;
 	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
 	struct l4_conn *c;
+	size_t idx;
 	int one = 1;
 
-	if (!EDGE_ASSERT(slot < sh->cfg->n_tcp_routes)) {
-		close(fd);
-		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (c)
 		c->timer = evtimer_new(w->base, l4_timer_cb, c);
@@ -623,7 +595,7 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	transport_tcp(&c->client, fd);
 	c->w = w;
-	c->slot = slot;
+	snprintf(c->listen, sizeof(c->listen), "%s", listen);
 	c->t0 = clk_now_ns();
 	c->t0_real = clk_real_ns();
 	if (len > sizeof(c->peer))
@@ -641,12 +613,6 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		snprintf(c->id, sizeof(c->id), "-");
 	TAILQ_INSERT_TAIL(&w->l4.open, c, link);
 	w->l4.n++;
-	/* a TLS passthrough connection counts on its route once the
-	 * ClientHello has picked it */
-	if (!sh->cfg->tcp_routes[slot].sni) {
-		atomic_fetch_add(&sh->tcp_open[slot], 1);
-		c->slot_counted = true;
-	}
 	/* the same cap as HTTP connections: both count in connections */
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (w->draining) {
@@ -658,10 +624,24 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		return;
 	}
 	c->state = L4_ADMIT;
-	if (sh->cfg->tcp_routes[slot].sni)
+	/* what the table routes on the address: its plain route, counted on
+	 * it at once; TLS passthrough routes, one of which the ClientHello
+	 * will pick (then it counts); none, when the address's routes went
+	 * and its listener is about to close */
+	c->rt = route_table_current(&sh->routes);
+	if (!c->rt || route_tcp_addr(c->rt, c->listen, &c->passthrough, &idx)) {
+		log_debug_ctx(L4_LOG_CTX(c), "tcp route %s: no longer routed",
+			      c->listen);
+		l4_end(c, OUTCOME_ENVIRONMENT_NOT_FOUND);
+		return;
+	}
+	if (c->passthrough) {
+		l4_unroute(c); /* the hello may take seconds */
 		l4_hello_begin(c);
-	else
-		l4_admit(c);
+		return;
+	}
+	l4_picked(c, idx);
+	l4_admit(c);
 }
 
 void l4_drain_all(struct worker *w)

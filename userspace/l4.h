@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * l4.h - plain TCP (L4) routes: a connection accepted on a TCP route's
- * listener (config.h's tcp_routes, one listener per worker per route, its
- * slot the route's index at start) goes, as a byte tunnel, to an endpoint
- * of the environment the route names.
+ * l4.h - plain TCP (L4) routes and TLS passthrough routes: a connection
+ * accepted on a TCP routes' listener (one per worker per listen address
+ * of the route table's TCP routes: the file's tcp_routes and the
+ * database's rows, tcproute.h) goes, as a byte tunnel, to an endpoint of
+ * the environment its route names.
  *
  * Its life, each step as an HTTP request's (req.h, proxy.h) but without
  * HTTP:
  *   Accept   counted against limits.max_connections (over it, or
  *            draining: closed at once, connection_limit / shutting_down);
- *   Resolve  the slot's environment in the current route table
- *            (route_tcp_lookup): in no source, environment_not_found;
- *            its project disabled, project_disabled;
+ *   Resolve  the address's route in the current route table
+ *            (route_tcp_addr; a TLS passthrough address's: the one its
+ *            ClientHello's server name picks, route_tcp_sni, in the
+ *            table as it is once the hello is whole), then its
+ *            environment (route_tcp_lookup): in no source (or the
+ *            address no longer routed), environment_not_found; its
+ *            project disabled, project_disabled;
  *   Admit    the project's IP rules (ip_denied) and the per-client rate
  *            limit (rate_limited); XDP has already applied its rules;
  *   Select   an endpoint of the environment's deployment (upstream.h:
@@ -58,10 +63,11 @@ struct l4_set {
 /* Set up w's (empty) set. Returns 0. */
 int l4_set_init(struct worker *w);
 
-/* A connection accepted on fd by worker w's listener of TCP route slot
- * (fd is the connection's from now on, even when it is refused). */
+/* A connection accepted on fd by worker w's listener of the TCP routes'
+ * address listen (canonical text; fd is the connection's from now on,
+ * even when it is refused). */
 void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
-	       socklen_t len, unsigned slot);
+	       socklen_t len, const char *listen);
 
 /* Draining: the connections still waiting for a TLS ClientHello are
  * closed (shutting_down), as idle HTTP connections are; the others go

@@ -27,7 +27,7 @@ struct listener {
 	struct event *ev;
 	struct event *resume; /* ends a pause (listener_pause) */
 	bool paused;
-	int tcp_slot; /* LISTENER_HTTP, or a TCP route's slot */
+	uint64_t tcp_id; /* 0: HTTP; else the TCP routes' address's */
 	char text[CONFIG_ADDR_STR_MAX];
 };
 
@@ -162,11 +162,11 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 				log_warn("accept on %s", l->text);
 			return;
 		}
-		if (l->tcp_slot == LISTENER_HTTP)
+		if (!l->tcp_id)
 			conn_accept(l->w, cfd, (struct sockaddr *)&ss, len);
 		else
 			l4_accept(l->w, cfd, (struct sockaddr *)&ss, len,
-				  (unsigned)l->tcp_slot);
+				  l->text);
 		if (listener_fds_short(l->w, cfd)) {
 			/* what is left goes to upstreams of the connections
 			 * accepted, not to more clients */
@@ -176,47 +176,85 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int listener_new(struct worker *w, const struct config_addr *a, int tcp_slot,
-		 struct listener **out, struct errbuf *err)
+int listener_socket(const struct config_addr *a, int *fd, struct errbuf *err)
 {
-	struct listener *l;
-	int one = 1, rc;
+	int one = 1, s, rc;
 
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	l->w = w;
-	l->tcp_slot = tcp_slot;
-	memcpy(l->text, a->text, sizeof(l->text));
-	l->fd = socket(a->ss.ss_family,
-		       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->fd < 0)
-		goto fail_errno;
-	if (setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(l->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
-		goto fail_errno;
+	s = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		   0);
+	if (s < 0)
+		goto fail;
+	if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto fail;
 	if (a->ss.ss_family == AF_INET6 &&
-	    setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
-		goto fail_errno;
-	if (bind(l->fd, (const struct sockaddr *)&a->ss, a->len) ||
-	    listen(l->fd, LISTENER_BACKLOG))
-		goto fail_errno;
+	    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
+		goto fail;
+	if (bind(s, (const struct sockaddr *)&a->ss, a->len) ||
+	    listen(s, LISTENER_BACKLOG))
+		goto fail;
+	*fd = s;
+	return 0;
+fail:
+	rc = -errno;
+	errbuf_set(err, "listen %s: %s", a->text, strerror(errno));
+	if (s >= 0)
+		close(s);
+	return rc;
+}
+
+/* A listener for w on fd (taken), its events made on w's loop. */
+static int listener_make(struct worker *w, int fd, const char *text,
+			 uint64_t tcp_id, struct listener **out)
+{
+	struct listener *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->w = w;
+	l->fd = fd;
+	l->tcp_id = tcp_id;
+	snprintf(l->text, sizeof(l->text), "%s", text);
 	l->ev = event_new(w->base, l->fd, EV_READ | EV_PERSIST,
 			  listener_accept_cb, l);
 	l->resume = evtimer_new(w->base, listener_resume_cb, l);
 	if (!l->ev || !l->resume) {
-		rc = -ENOMEM;
-		errbuf_set(err, "listen %s: out of memory", a->text);
-		goto fail;
+		listener_free(l);
+		return -ENOMEM;
 	}
 	*out = l;
 	return 0;
-fail_errno:
-	rc = -errno;
-	errbuf_set(err, "listen %s: %s", a->text, strerror(errno));
-fail:
-	listener_free(l);
+}
+
+int listener_new(struct worker *w, const struct config_addr *a,
+		 struct listener **out, struct errbuf *err)
+{
+	int fd, rc = listener_socket(a, &fd, err);
+
+	if (rc)
+		return rc;
+	rc = listener_make(w, fd, a->text, 0, out);
+	if (rc)
+		errbuf_set(err, "listen %s: out of memory", a->text);
 	return rc;
+}
+
+int listener_adopt(struct worker *w, int fd, const char *text, uint64_t id,
+		   struct listener **out)
+{
+	return listener_make(w, fd, text, id, out);
+}
+
+uint64_t listener_id(const struct listener *l)
+{
+	return l->tcp_id;
+}
+
+const char *listener_text(const struct listener *l)
+{
+	return l->text;
 }
 
 int listener_enable(struct listener *l)

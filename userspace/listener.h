@@ -29,19 +29,36 @@ struct listener;
  * eighth of RLIMIT_NOFILE, if more) free. */
 #define LISTENER_FD_SPARE 16
 
-/* What a listener's connections are: HTTP (conn_accept), or those of TCP
- * route slot N >= 0 (l4_accept). */
-#define LISTENER_HTTP (-1)
+/*
+ * A listening TCP socket on a (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY
+ * for IPv6 so "0.0.0.0" and "[::]" may both be listed, non-blocking,
+ * close-on-exec, bound, listening with LISTENER_BACKLOG): 0 and *fd, or
+ * -errno with err ("listen ADDR: why"). Any thread: it touches no loop.
+ */
+int listener_socket(const struct config_addr *a, int *fd, struct errbuf *err);
 
 /*
- * Open a listening TCP socket on a (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY
- * for IPv6 so "0.0.0.0" and "[::]" may both be listed, non-blocking,
- * close-on-exec) for worker w, for HTTP (tcp_slot LISTENER_HTTP) or for
- * TCP route slot tcp_slot; its accept event is created on w's loop but
- * not added. Returns 0 and *out, or -errno with err set.
+ * An HTTP listener (conn_accept) for worker w on a (listener_socket);
+ * its accept event is created on w's loop but not added. Returns 0 and
+ * *out, or -errno with err set.
  */
-int listener_new(struct worker *w, const struct config_addr *a, int tcp_slot,
+int listener_new(struct worker *w, const struct config_addr *a,
 		 struct listener **out, struct errbuf *err);
+
+/*
+ * A listener for worker w of TCP routes' address text (l4_accept), on
+ * fd, a socket listener_socket made (taken in every case: closed on
+ * failure); id names it (tcproute.h: the address's listeners on every
+ * worker share it). On w's thread, or before it runs. Returns 0 and *out,
+ * or -ENOMEM.
+ */
+int listener_adopt(struct worker *w, int fd, const char *text, uint64_t id,
+		   struct listener **out);
+
+/* The id listener_adopt gave l (0 for an HTTP listener), and the address
+ * it listens on (canonical text). */
+uint64_t listener_id(const struct listener *l);
+const char *listener_text(const struct listener *l);
 
 /* Start accepting (add the event). Returns 0 or -errno. */
 int listener_enable(struct listener *l);

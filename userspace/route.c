@@ -15,6 +15,7 @@
 #include "clk.h"
 #include "pmap.h"
 #include "route.h"
+#include "route_tcp.h"
 
 struct route_project {
 	const char *id, *name;
@@ -80,20 +81,15 @@ struct route_dom {
 	const struct route_r *claims[];
 };
 
-/* A TCP route slot: what the settings name, and the environment it
- * resolved to in this table (NULL: in no source). */
-struct route_tcp_slot {
-	struct route_tcp r;
-	const struct route_env *env;
-};
-
 struct route_table {
 	atomic_uint ref;
 	uint64_t generation;
 	struct route_defaults def;
-	struct route_tcp_slot *tcp; /* n_tcp slots, resolved at the build's
-				       end */
-	size_t n_tcp;
+	/* the TCP routes (shared with the generations before while they
+	 * are the same), and the environment each resolved to in this table
+	 * (NULL: in no source), at the build's end */
+	struct route_tcp_set *tcp;
+	const struct route_env **tcp_env;
 	/* id -> segment (the maps' own reference); environment and
 	 * deployment ids -> segment; domains -> struct route_dom (exact,
 	 * and wildcards by their suffix without "*.") */
@@ -303,7 +299,8 @@ static void rt_free(struct route_table *t)
 	pmap_put(t->envs, &rt_ref_ops);
 	pmap_put(t->deps, &rt_ref_ops);
 	pmap_put(t->projects, &rt_seg_ops);
-	free(t->tcp);
+	route_tcp_set_put(t->tcp);
+	free(t->tcp_env);
 	free(t);
 }
 
@@ -388,17 +385,7 @@ int route_build_begin(const struct route_table *prev,
 		t->wild = pmap_ref(prev->wild);
 		t->n_routes = prev->n_routes;
 		t->n_projects = prev->n_projects;
-		if (prev->n_tcp) {
-			t->tcp = malloc(prev->n_tcp * sizeof(*t->tcp));
-			if (!t->tcp) {
-				b->t = t;
-				route_build_abort(b);
-				return -ENOMEM;
-			}
-			memcpy(t->tcp, prev->tcp,
-			       prev->n_tcp * sizeof(*t->tcp));
-			t->n_tcp = prev->n_tcp;
-		}
+		t->tcp = route_tcp_set_get(prev->tcp);
 		b->new_cap = def->max_inflight_per_route !=
 			     prev->def.max_inflight_per_route;
 	}
@@ -416,49 +403,59 @@ void route_build_abort(struct route_build *b)
 	free(b);
 }
 
-/* Point every TCP route slot of t at its environment as t holds it. */
-static void rt_tcp_resolve(struct route_table *t)
+/* Point every TCP route of t at its environment as t holds it. */
+static int rt_tcp_resolve(struct route_table *t)
 {
-	size_t i, j;
+	size_t n = route_tcp_set_n(t->tcp), i, j;
 
-	for (i = 0; i < t->n_tcp; i++) {
-		struct route_tcp_slot *sl = &t->tcp[i];
-		const char *id = sl->r.env_id;
+	free(t->tcp_env);
+	t->tcp_env = NULL;
+	if (n && !(t->tcp_env = calloc(n, sizeof(*t->tcp_env))))
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const char *id = route_tcp_set_at(t->tcp, i)->env_id;
 		const struct route_seg *s = pmap_get(t->envs, id, strlen(id));
 
-		sl->env = NULL;
-		for (j = 0; s && j < s->n_envs && !sl->env; j++)
+		for (j = 0; s && j < s->n_envs && !t->tcp_env[i]; j++)
 			if (strcmp(s->envs[j].id, id) == 0)
-				sl->env = &s->envs[j];
+				t->tcp_env[i] = &s->envs[j];
 	}
+	return 0;
 }
 
 int route_build_set_tcp(struct route_build *b, const struct route_tcp *v,
 			size_t n, struct errbuf *err)
 {
-	struct route_tcp_slot *nv = NULL;
-	size_t i;
+	struct route_tcp_set *set;
+	int rc = route_tcp_set_new(v, n, &set, err);
 
-	if (n > ROUTE_TCP_MAX) {
-		errbuf_set(err, "route table: %zu TCP routes (at most %d)", n,
-			   ROUTE_TCP_MAX);
-		return -EINVAL;
-	}
-	if (n && !(nv = calloc(n, sizeof(*nv)))) {
-		errbuf_set(err, "route table: out of memory");
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++)
-		nv[i].r = v[i];
-	free(b->t->tcp);
-	b->t->tcp = nv;
-	b->t->n_tcp = n;
+	if (rc)
+		return rc;
+	route_tcp_set_put(b->t->tcp);
+	b->t->tcp = set;
 	return 0;
 }
 
 size_t route_table_ntcp(const struct route_table *t)
 {
-	return t->n_tcp;
+	return route_tcp_set_n(t->tcp);
+}
+
+const struct route_tcp *route_tcp_at(const struct route_table *t, size_t i)
+{
+	return route_tcp_set_at(t->tcp, i);
+}
+
+int route_tcp_addr(const struct route_table *t, const char *listen,
+		   bool *passthrough, size_t *idx)
+{
+	return route_tcp_set_addr(t->tcp, listen, passthrough, idx);
+}
+
+int route_tcp_sni(const struct route_table *t, const char *listen,
+		  const char *name, size_t *idx)
+{
+	return route_tcp_set_sni(t->tcp, listen, name, idx);
 }
 
 int route_build_end(struct route_build *b, struct route_table **out)
@@ -466,11 +463,11 @@ int route_build_end(struct route_build *b, struct route_table **out)
 	int rc = b->broken ? -ENOMEM : 0;
 
 	*out = NULL;
+	/* the index from each TCP route to its environment: the projects
+	 * this build changed may have moved, added or removed it */
+	if (rc == 0)
+		rc = rt_tcp_resolve(b->t);
 	if (rc == 0) {
-		/* the index from each TCP route to its environment: the
-		 * projects this build changed may have moved, added or
-		 * removed it */
-		rt_tcp_resolve(b->t);
 		/* the gauges are live: a new cap applies to the requests of
 		 * every generation at once (the segments compiled in this
 		 * build have it already) */
@@ -1100,13 +1097,13 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	return ROUTE_OK;
 }
 
-enum route_status route_tcp_lookup(const struct route_table *t, size_t slot,
+enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 				   struct route_match *m)
 {
 	const struct route_env *e;
 
-	memset(m, 0, sizeof(*m));
-	if (slot >= t->n_tcp || !(e = t->tcp[slot].env))
+	memset(m, 0, sizeof(m[0]));
+	if (idx >= route_tcp_set_n(t->tcp) || !(e = t->tcp_env[idx]))
 		return ROUTE_ENV_NOT_FOUND;
 	m->project = e->project;
 	m->project_id = e->project->id;
@@ -1271,36 +1268,38 @@ fail:
 	return NULL;
 }
 
-/* One TCP route slot as JSON (route_dump_json). */
-static json_t *rt_tcp_json(const struct route_tcp_slot *sl)
+/* TCP route r as JSON (route_dump_json): env is what it resolved to
+ * (NULL: in no source). */
+static json_t *rt_tcp_json(const struct route_tcp *r, const struct route_env *e)
 {
-	const struct route_env *e = sl->env;
-	const struct route_r *r;
+	const struct route_r *d;
 	json_t *ups;
 	size_t i;
 
 	if (!e)
-		return json_pack("{s:s, s:s*, s:s, s:b}", "listen",
-				 sl->r.listen, "sni",
-				 sl->r.sni[0] ? sl->r.sni : NULL, "environment",
-				 sl->r.env_id, "found", 0);
-	r = &e->def;
+		return json_pack("{s:s, s:s*, s:i, s:s, s:s, s:b}", "listen",
+				 r->listen, "sni", r->sni[0] ? r->sni : NULL,
+				 "slot", (int)r->slot, "route_source",
+				 route_src_name(r->src), "environment",
+				 r->env_id, "found", 0);
+	d = &e->def;
 	ups = json_array();
 	if (!ups)
 		return NULL;
-	for (i = 0; i < r->n_upstreams; i++)
+	for (i = 0; i < d->n_upstreams; i++)
 		if (json_array_append_new(ups,
-					  json_string(r->upstreams[i].text))) {
+					  json_string(d->upstreams[i].text))) {
 			json_decref(ups);
 			return NULL;
 		}
 	return json_pack(
-	    "{s:s, s:s*, s:s, s:b, s:s, s:s, s:s, s:b, s:s, s:o}", "listen",
-	    sl->r.listen, "sni", sl->r.sni[0] ? sl->r.sni : NULL, "environment",
+	    "{s:s, s:s*, s:i, s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:s, s:o}",
+	    "listen", r->listen, "sni", r->sni[0] ? r->sni : NULL, "slot",
+	    (int)r->slot, "route_source", route_src_name(r->src), "environment",
 	    e->id, "found", 1, "source", route_src_name(e->project->src),
 	    "project", e->project->id, "deployment", e->deployment_id,
 	    "enabled", e->project->enabled, "balance",
-	    config_balance_name(r->balance), "upstreams", ups);
+	    config_balance_name(d->balance), "upstreams", ups);
 }
 
 json_t *route_dump_json(const struct route_table *t)
@@ -1323,8 +1322,10 @@ json_t *route_dump_json(const struct route_table *t)
 	tcp = json_array();
 	if (!tcp)
 		goto out;
-	for (i = 0; i < t->n_tcp; i++)
-		if (json_array_append_new(tcp, rt_tcp_json(&t->tcp[i])) < 0)
+	for (i = 0; i < route_tcp_set_n(t->tcp); i++)
+		if (json_array_append_new(
+			tcp, rt_tcp_json(route_tcp_set_at(t->tcp, i),
+					 t->tcp_env[i])) < 0)
 			goto out;
 	out = json_pack("{s:I, s:O, s:O}", "generation",
 			(json_int_t)t->generation, "routes", arr, "tcp_routes",

@@ -131,49 +131,83 @@ int route_build_drop_source(struct route_build *b, unsigned src,
 int route_build_end(struct route_build *b, struct route_table **out);
 void route_build_abort(struct route_build *b);
 
-/* Longest sni of a TLS passthrough route slot (a domain: 253). */
+/* Longest sni of a TLS passthrough route (a domain: 253). */
 #define ROUTE_SNI_MAX 253
 
 /*
- * Plain TCP (L4) routes. A table carries, beside the sources' projects,
- * the settings' TCP routes in slots numbered as the listeners edged bound
- * for them at start (slot i: the i-th), each naming an environment by id,
- * and an index from each slot to that environment as the table holds it
- * (its deployment's upstreams and balance): resolved whenever a
- * generation is built, so that a change of the environment's deployment
- * from any source (a file reload, a database change) or of the
- * environment a slot names applies to the next connection, and an
- * environment that comes (or goes) later is found (or missed) then.
+ * Plain TCP (L4) routes and TLS passthrough routes. A table carries,
+ * beside the sources' projects, the TCP routes of every source (the
+ * file's tcp_routes and the database's rows, merged and checked together
+ * by tcproute.h): each a listen address (and, for TLS passthrough, the
+ * server name that picks it among the routes on that address), the
+ * environment it goes to by id, the source that defines it, and a slot:
+ * a number below ROUTE_TCP_MAX that the route keeps for as long as it
+ * lives, by which its counters (the connections open on it, the round
+ * robin over its endpoints) are kept. Each route is resolved to its
+ * environment whenever a generation is built, so that a change of the
+ * environment's deployment from any source (a file reload, a database
+ * change) or of the environment a route names applies to the next
+ * connection, and an environment that comes (or goes) later is found (or
+ * missed) then. The routes themselves are one immutable set that the
+ * generations share until the TCP routes change (route_tcp.h).
  */
 struct route_tcp {
-	char listen[CONFIG_ADDR_STR_MAX]; /* the slot's listen address */
+	char listen[CONFIG_ADDR_STR_MAX]; /* canonical (config_addr_parse) */
 	char sni[ROUTE_SNI_MAX + 1];	  /* a TLS passthrough route's; "" */
 	char env_id[CONFIG_ID_MAX + 1];	  /* the environment it goes to */
+	unsigned src;  /* the enum route_src_id defining it */
+	unsigned slot; /* < ROUTE_TCP_MAX, one per route */
 };
 
-/* Most TCP route slots a table carries (config.h's
- * CONFIG_TCP_ROUTES_MAX). */
-#define ROUTE_TCP_MAX 64
+/* Most TCP routes a table carries, every source's together (the file
+ * alone: config.h's CONFIG_TCP_ROUTES_MAX, the same number). Each costs
+ * a listening socket per worker per address and a counter. */
+#define ROUTE_TCP_MAX 1024
 
-/* The build's TCP routes are v[0..n) from now on (copied; n <=
- * ROUTE_TCP_MAX): slot i is v[i]. A build begins with prev's. 0, or
- * -EINVAL (too many) / -ENOMEM with err set (the build goes on with the
- * slots it had). */
+/* TCP routes handed to the route writer: v[0..n). */
+struct route_tcp_list {
+	const struct route_tcp *v;
+	size_t n;
+};
+
+/* The build's TCP routes are v[0..n) from now on (copied, in that order).
+ * A build begins with prev's. 0, or -EINVAL (more than ROUTE_TCP_MAX, a
+ * slot out of range or twice, a (listen, sni) twice, an address with a
+ * plain route and another) / -ENOMEM with err set (the build goes on with
+ * the routes it had). */
 int route_build_set_tcp(struct route_build *b, const struct route_tcp *v,
 			size_t n, struct errbuf *err);
 
-/* The number of TCP route slots in t. */
+/* The number of TCP routes in t, and route i (in the order they were
+ * set; NULL out of range). */
 size_t route_table_ntcp(const struct route_table *t);
+const struct route_tcp *route_tcp_at(const struct route_table *t, size_t i);
+
+/* What t routes on listen address listen (its canonical text): 0 with
+ * *idx its plain route, or with *passthrough set (TLS passthrough routes:
+ * route_tcp_sni picks one); -ENOENT when no route has the address (it
+ * went: its listener closes soon). Never allocates; any thread while the
+ * caller holds t. */
+int route_tcp_addr(const struct route_table *t, const char *listen,
+		   bool *passthrough, size_t *idx);
+
+/* The TLS passthrough route on listen that server name (lowercase, ""
+ * for none) picks: the route with that very sni, else the "*.SUFFIX" one
+ * when name has exactly one label more than SUFFIX (as HTTP domains and
+ * certificates match), else the address's "*" route. 0 with *idx, or
+ * -ENOENT. Never allocates. */
+int route_tcp_sni(const struct route_table *t, const char *listen,
+		  const char *name, size_t *idx);
 
 /*
- * Resolve TCP route slot into *m: its environment's project, ids,
+ * Resolve TCP route idx into *m: its environment's project, ids,
  * deployment, upstreams and balance (route_key the environment's default
  * route's; no path, body limit, headers or in-flight gauge). Returns
  * ROUTE_OK; ROUTE_ENV_NOT_FOUND when no source holds the environment (or
- * slot is out of range); or ROUTE_PROJECT_DISABLED (ids set). Never
+ * idx is out of range); or ROUTE_PROJECT_DISABLED (ids set). Never
  * allocates; any thread while the caller holds t.
  */
-enum route_status route_tcp_lookup(const struct route_table *t, size_t slot,
+enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 				   struct route_match *m);
 
 /* The ids of source src's projects in t (t may be NULL): a malloc'd
@@ -230,11 +264,13 @@ bool route_ip_allowed(const struct route_match *m, const struct cidr *a);
  * The table as JSON for `edgectl routes`: {"generation": N, "routes":
  * [{"domain", "prefix", "strip_prefix", "project", "environment",
  * "deployment", "enabled", "balance", "upstreams": [..],
- * "max_body_bytes", "inflight"}...], "tcp_routes": [{"listen",
- * "environment", "found", and when found "source", "project",
- * "deployment", "enabled", "balance", "upstreams"}...]} with the routes
- * sorted by domain then prefix and the TCP routes in slot order. Returns
- * a new reference, or NULL when out of memory.
+ * "max_body_bytes", "inflight"}...], "tcp_routes": [{"listen", "sni"
+ * (absent for a plain route), "slot", "route_source" (the source that
+ * defines the route), "environment", "found", and when found "source"
+ * (the environment's), "project", "deployment", "enabled", "balance",
+ * "upstreams"}...]} with the routes sorted by domain then prefix and the
+ * TCP routes in the order they were set. Returns a new reference, or
+ * NULL when out of memory.
  */
 json_t *route_dump_json(const struct route_table *t);
 

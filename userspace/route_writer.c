@@ -134,6 +134,18 @@ int route_writer_patch(struct route_writer *w, enum route_src_id id,
 				       const char *why),
 		       void *arg, struct errbuf *err)
 {
+	return route_writer_patch_tcp(w, id, set, n_set, del, n_del, NULL, gen,
+				      refused, arg, err);
+}
+
+int route_writer_patch_tcp(struct route_writer *w, enum route_src_id id,
+			   struct route_src_project *set, size_t n_set,
+			   const char *const *del, size_t n_del,
+			   const struct route_tcp_list *tcp, uint64_t *gen,
+			   void (*refused)(void *arg, const char *project,
+					   const char *why),
+			   void *arg, struct errbuf *err)
+{
 	struct route_table *cur = NULL;
 	struct route_build *b = NULL;
 	char pid[CONFIG_ID_MAX + 1];
@@ -149,6 +161,13 @@ int route_writer_patch(struct route_writer *w, enum route_src_id id,
 	if (rc) {
 		errbuf_set(err, "route table: out of memory");
 		goto out;
+	}
+	if (tcp) {
+		rc = route_build_set_tcp(b, tcp->v, tcp->n, err);
+		if (rc) {
+			route_build_abort(b);
+			goto out;
+		}
 	}
 	for (i = 0; i < n_del + n_set && rc != -ENOMEM; i++) {
 		struct errbuf why = {""};

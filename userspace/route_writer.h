@@ -89,13 +89,27 @@ int route_writer_patch(struct route_writer *w, enum route_src_id id,
 		       void *arg, struct errbuf *err);
 
 /*
+ * route_writer_patch, and the TCP routes (route.h: every source's,
+ * merged by tcproute.h) replaced by tcp's in the same generation when tcp
+ * is not NULL (NULL: they stay). A list the table refuses (-EINVAL: see
+ * route_build_set_tcp) or -ENOMEM changes nothing, with err.
+ */
+int route_writer_patch_tcp(struct route_writer *w, enum route_src_id id,
+			   struct route_src_project *set, size_t n_set,
+			   const char *const *del, size_t n_del,
+			   const struct route_tcp_list *tcp, uint64_t *gen,
+			   void (*refused)(void *arg, const char *project,
+					   const char *why),
+			   void *arg, struct errbuf *err);
+
+/*
  * The file's load and reload: route_writer_update of the file source
  * with src and the settings' defaults def (NULL: as they are), and the
- * settings' TCP routes (route.h: slot i goes to environment v[i].env_id)
- * replaced by v[0..n), all in one generation; later generations keep the
- * TCP routes (every build resolves them anew, so another source's change
- * reaches them too). Returns as route_writer_update, and -EINVAL for more
- * than ROUTE_TCP_MAX routes; on failure nothing changed.
+ * TCP routes (route.h; every source's, tcproute.h) replaced by v[0..n),
+ * all in one generation; later generations keep the TCP routes (every
+ * build resolves them anew, so another source's change reaches them
+ * too). Returns as route_writer_update, and -EINVAL for a list
+ * route_build_set_tcp refuses; on failure nothing changed.
  */
 int route_writer_update_file(struct route_writer *w, struct route_src *src,
 			     const struct route_defaults *def,

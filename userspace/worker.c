@@ -213,20 +213,22 @@ void worker_read_nofile(struct worker *w)
 		return;
 	w->nofile =
 	    rl.rlim_cur == RLIM_INFINITY ? 0 : (unsigned long)rl.rlim_cur;
-	w->fd_reserve = worker_fd_reserve(w->sh->cfg);
+	w->fd_reserve = worker_fd_reserve(w->sh);
 	atomic_store(&w->sh->fd_conn_cap,
-		     w->nofile ? worker_fd_conn_cap(w->sh->cfg, w->nofile) : 0);
+		     w->nofile ? worker_fd_conn_cap(w->sh, w->nofile) : 0);
 }
 
-unsigned long worker_fd_reserve(const struct config *cfg)
+unsigned long worker_fd_reserve(const struct worker_shared *sh)
 {
-	return WORKER_FD_RESERVE + (unsigned long)cfg->workers *
-				       (cfg->n_listen + cfg->n_tcp_routes + 4);
+	return WORKER_FD_RESERVE +
+	       (unsigned long)sh->cfg->workers *
+		   (sh->cfg->n_listen + atomic_load(&sh->tcp_addrs) + 4);
 }
 
-unsigned long worker_fd_conn_cap(const struct config *cfg, unsigned long nofile)
+unsigned long worker_fd_conn_cap(const struct worker_shared *sh,
+				 unsigned long nofile)
 {
-	unsigned long reserve = worker_fd_reserve(cfg);
+	unsigned long reserve = worker_fd_reserve(sh);
 
 	return nofile > reserve + 2 ? (nofile - reserve) / 2 : 1;
 }
@@ -246,11 +248,124 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	worker_maybe_exit(w);
 }
 
-/* A message from another thread (or this one): for a request. */
+/* Room for one more listener in w->ls. 0 or -ENOMEM. */
+static int worker_ls_grow(struct worker *w)
+{
+	size_t cap = w->cap_ls ? w->cap_ls * 2 : 8;
+	struct listener **v;
+
+	if (w->nls < w->cap_ls)
+		return 0;
+	v = realloc(w->ls, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	w->ls = v;
+	w->cap_ls = cap;
+	return 0;
+}
+
+/* Close and forget listener i of w. */
+static void worker_ls_drop(struct worker *w, size_t i)
+{
+	listener_free(w->ls[i]);
+	memmove(&w->ls[i], &w->ls[i + 1], (w->nls - i - 1) * sizeof(*w->ls));
+	w->nls--;
+}
+
+/* WORKER_MSG_LISTEN: fd (m->arg) listening on address m->ptr becomes
+ * listener m->target of w; one of w's on that address goes first. */
+static void worker_listen_open(struct worker *w, const struct mailbox_msg *m)
+{
+	struct listener *l;
+	int fd = (int)m->arg, rc;
+	size_t i;
+
+	for (i = 0; i < w->nls; i++)
+		if (listener_id(w->ls[i]) &&
+		    strcmp(listener_text(w->ls[i]), m->ptr) == 0) {
+			worker_ls_drop(w, i);
+			break;
+		}
+	if (w->draining) {
+		close(fd);
+		return;
+	}
+	rc = worker_ls_grow(w);
+	if (rc == 0)
+		rc = listener_adopt(w, fd, m->ptr, m->target, &l);
+	else
+		close(fd);
+	if (rc == 0) {
+		w->ls[w->nls++] = l;
+		rc = listener_enable(l);
+	}
+	if (rc)
+		log_warnx("worker %u: listen %s: %s", w->id,
+			  (const char *)m->ptr, strerror(-rc));
+}
+
+/* WORKER_MSG_UNLISTEN: w's listener m->target closes. */
+static void worker_listen_close(struct worker *w, const struct mailbox_msg *m)
+{
+	size_t i;
+
+	for (i = 0; i < w->nls; i++)
+		if (listener_id(w->ls[i]) == m->target) {
+			worker_ls_drop(w, i);
+			return;
+		}
+}
+
+/* A message from another thread (or this one): for a request, or a
+ * listener of a TCP route's address to open or close. */
 static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 {
-	req_message(arg, m->type, m->target);
-	return true;
+	struct worker *w = arg;
+
+	switch (m->type) {
+	case WORKER_MSG_LISTEN:
+		worker_listen_open(w, m);
+		free(m->ptr);
+		return true;
+	case WORKER_MSG_UNLISTEN:
+		worker_listen_close(w, m);
+		return true;
+	default:
+		req_message(w, m->type, m->target);
+		return true;
+	}
+}
+
+/* A message that will never be handled: what it holds is released. */
+static void worker_mail_drop(void *arg, const struct mailbox_msg *m)
+{
+	(void)arg;
+	if (m->type == WORKER_MSG_LISTEN) {
+		close((int)m->arg);
+		free(m->ptr);
+	}
+}
+
+int worker_listen_add(struct worker *w, int fd, const char *text, uint64_t id)
+{
+	struct mailbox_msg m = {
+	    .type = WORKER_MSG_LISTEN, .target = id, .arg = (uint64_t)fd};
+	int rc;
+
+	m.ptr = strdup(text);
+	if (!m.ptr)
+		return -ENOMEM;
+	rc = mailbox_post(w->mbox, &m);
+	if (rc)
+		free(m.ptr);
+	return rc;
+}
+
+int worker_listen_del(struct worker *w, uint64_t id)
+{
+	struct mailbox_msg m = {.type = WORKER_MSG_UNLISTEN, .target = id};
+
+	return mailbox_post(w->mbox, &m);
 }
 
 int worker_post(struct worker *w, uint32_t type, uint64_t target)
@@ -273,17 +388,6 @@ void *worker_handle_get(struct worker *w, uint64_t id)
 void worker_handle_free(struct worker *w, uint64_t id)
 {
 	reqid_release(w->ids, id);
-}
-
-size_t worker_tcp_first(const struct config *cfg, size_t slot)
-{
-	size_t j;
-
-	for (j = 0; j < slot; j++)
-		if (strcmp(cfg->tcp_routes[j].listen.text,
-			   cfg->tcp_routes[slot].listen.text) == 0)
-			return j;
-	return slot;
 }
 
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
@@ -330,9 +434,9 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	    event_add(w->tick, &tv) || conn_set_init(w) || l4_set_init(w) ||
 	    reqid_table_new(0, 0, &w->ids))
 		goto nomem;
-	/* requests' messages hold nothing: no drop function */
-	rc = mailbox_new(w->base, WORKER_MAILBOX, worker_mail_cb, NULL, w,
-			 &w->mbox);
+	/* a listener's message holds its socket: dropped, it is closed */
+	rc = mailbox_new(w->base, WORKER_MAILBOX, worker_mail_cb,
+			 worker_mail_drop, w, &w->mbox);
 	if (rc) {
 		errbuf_set(err, "worker %u: mailbox: %s", id, strerror(-rc));
 		goto fail;
@@ -351,20 +455,12 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));
 		goto fail;
 	}
-	/* the HTTP listeners, then one per TCP route's address (its first
-	 * slot: TLS passthrough routes share theirs) */
-	w->ls = calloc(cfg->n_listen + cfg->n_tcp_routes, sizeof(*w->ls));
-	if (!w->ls)
-		goto nomem;
-	for (i = 0; i < cfg->n_listen + cfg->n_tcp_routes; i++) {
-		bool http = i < cfg->n_listen;
-		size_t slot = i - cfg->n_listen;
-
-		if (!http && worker_tcp_first(cfg, slot) != slot)
-			continue;
-		rc = listener_new(
-		    w, http ? &cfg->listen[i] : &cfg->tcp_routes[slot].listen,
-		    http ? LISTENER_HTTP : (int)slot, &w->ls[w->nls], err);
+	/* the HTTP listeners (the TCP routes' come through the mailbox:
+	 * worker_listen_add) */
+	for (i = 0; i < cfg->n_listen; i++) {
+		if (worker_ls_grow(w))
+			goto nomem;
+		rc = listener_new(w, &cfg->listen[i], &w->ls[w->nls], err);
 		if (rc)
 			goto fail;
 		w->nls++;

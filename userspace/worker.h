@@ -88,8 +88,12 @@ struct worker_shared {
 	/* the Via member this edge adds upstream (hdr_via_init of
 	 * host_name); a request that carries it is a loop */
 	char via[HDR_VIA_MAX];
-	/* connections open per TCP route slot (l4.h), every worker */
-	atomic_ulong tcp_open[CONFIG_TCP_ROUTES_MAX];
+	/* connections open per TCP route slot (route.h, l4.h), every
+	 * worker */
+	atomic_ulong tcp_open[ROUTE_TCP_MAX];
+	/* the TCP routes' listen addresses each worker listens on now
+	 * (tcproute.h sets it): descriptors worker_fd_reserve keeps */
+	atomic_ulong tcp_addrs;
 };
 
 enum worker_cmd {
@@ -113,8 +117,9 @@ struct worker {
 	int notify_fd;	      /* eventfd the main thread writes to */
 	struct event *notify; /* reads notify_fd: w->cmd changed */
 	struct event *tick;   /* periodic pool expiry */
-	struct listener **ls; /* this worker's listening sockets */
-	size_t nls;
+	struct listener **ls; /* this worker's listening sockets: HTTP,
+				 then TCP routes' addresses */
+	size_t nls, cap_ls;
 	struct conn_set cs;	 /* its client connections (conn.c's) */
 	struct l4_set l4;	 /* its TCP routes' connections (l4.c's) */
 	struct mailbox *mbox;	 /* messages from any thread (worker_post) */
@@ -138,18 +143,13 @@ struct worker {
 	size_t ncommon;
 };
 
-/* The first TCP route slot of cfg on slot's listen address (slot itself
- * but for TLS passthrough routes, which share theirs): the slot its
- * listener carries. */
-size_t worker_tcp_first(const struct config *cfg, size_t slot);
-
 /*
  * Create worker id over sh: its event_base, its limiter and upstream
  * state, and one SO_REUSEPORT listening socket per sh->cfg->listen
- * address and per TCP route address (sh->cfg->tcp_routes, slot i the
- * i-th; worker_tcp_first),
- * bound now, so that binding happens before privileges are dropped. Does not
- * start the thread. Returns 0 and *out, or -errno with err saying what failed.
+ * address, bound now, so that binding happens before privileges are
+ * dropped (the TCP routes' addresses come through worker_listen_add).
+ * Does not start the thread. Returns 0 and *out, or -errno with err
+ * saying what failed.
  */
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	       struct errbuf *err);
@@ -190,8 +190,8 @@ void worker_free(struct worker *w);
 #define WORKER_FD_RESERVE 64
 
 /* The descriptors edged keeps for itself: WORKER_FD_RESERVE and, per
- * worker, its listeners and a few. */
-unsigned long worker_fd_reserve(const struct config *cfg);
+ * worker, its listeners (sh->cfg's listen, sh->tcp_addrs) and a few. */
+unsigned long worker_fd_reserve(const struct worker_shared *sh);
 
 /* How many busy client connections a descriptor limit of nofile allows:
  * one with a request holds two (the client's and its upstream's), after
@@ -199,7 +199,7 @@ unsigned long worker_fd_reserve(const struct config *cfg);
  * while some are idle. The listeners stop accepting when one more
  * connection with a request would pass the limit (listener.c); the rest
  * wait in the kernel's listen backlog. At least 1. */
-unsigned long worker_fd_conn_cap(const struct config *cfg,
+unsigned long worker_fd_conn_cap(const struct worker_shared *sh,
 				 unsigned long nofile);
 
 /* Read the descriptor limit as it is now (prlimit(1) may change it from
@@ -211,6 +211,24 @@ void worker_read_nofile(struct worker *w);
  * mailbox, from any thread: w's loop hands it to req_message(). 0, or
  * -EAGAIN when the mailbox is full, -EPIPE when w is going away. */
 int worker_post(struct worker *w, uint32_t type, uint64_t target);
+
+/* Mailbox message types of the worker's own (a REQ_MSG_* is below). */
+#define WORKER_MSG_LISTEN 0x100	  /* worker_listen_add */
+#define WORKER_MSG_UNLISTEN 0x101 /* worker_listen_del */
+
+/*
+ * Have w listen on fd (listener_socket's, bound to the TCP routes'
+ * address text) as listener id, from any thread: w's loop takes it up
+ * (listener_adopt; a listener of w on the same address goes first; a
+ * draining w closes fd instead). 0: fd is w's from now on; or -EAGAIN
+ * (the mailbox is full), -ESHUTDOWN (w is going away), -ENOMEM: fd is
+ * still the caller's.
+ */
+int worker_listen_add(struct worker *w, int fd, const char *text, uint64_t id);
+
+/* Have w close its listener id (from any thread; connections it accepted
+ * go on). 0 or -EAGAIN / -ESHUTDOWN. */
+int worker_listen_del(struct worker *w, uint64_t id);
 
 /* A name for obj that messages to w can carry (worker thread only): 0 and
  * *id, or -ENOMEM / -ENOSPC. worker_handle_get gives obj back while the

@@ -286,8 +286,8 @@ run_suite() { # BIN LABEL BYTES
 	# (i) edgectl routes shows the TCP routes, status counts them
 	out=$("$EDGECTL" --socket "$SOCK" routes 2>&1)
 	if "$EDGECTL" --socket "$SOCK" status 2>&1 | grep -q "^daemon: .*, 2 workers, 9 TCP routes (0 connections open) (" &&
-		grep -q "^127.0.0.1:$T_BAL  *tcp  *bal  *bal-1  *0  *127.0.0.1:$B1,127.0.0.1:$B2,127.0.0.1:$B_DEAD$" <<<"$out" &&
-		grep -q "^127.0.0.1:$T_GHOST  *-  *ghost .*(environment not found" <<<"$out"; then
+		grep -q "^127.0.0.1:$T_BAL  *file  *tcp  *bal  *bal-1  *0  *127.0.0.1:$B1,127.0.0.1:$B2,127.0.0.1:$B_DEAD$" <<<"$out" &&
+		grep -q "^127.0.0.1:$T_GHOST  *file  *-  *ghost .*(environment not found" <<<"$out"; then
 		t_ok "$v: edgectl routes lists the TCP routes, status counts them"
 	else
 		t_fail "$v: edgectl routes" "$out"

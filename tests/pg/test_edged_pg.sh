@@ -31,7 +31,9 @@ P_EDGE2=$((BASE + 5))
 P_ADMIN2=$((BASE + 6))
 pg_begin "$P_PG"
 # edge's schema comes from edged itself: its migrations run at start
-N_MIGRATIONS=$(find "$T_ROOT/userspace/pg/migrations" -name '[0-9]*.sql' | wc -l)
+# the schema version this build migrates to: its last migration's number
+# (numbers may skip one another change reserved)
+SCHEMA_VERSION=$(find "$T_ROOT/userspace/pg/migrations" -name '[0-9]*.sql' -printf '%f\n' | sed 's/_.*//' | sort | tail -1 | sed 's/^0*//')
 chmod 755 "$T_TMP"
 
 # write_conf FILE EDGE_PORT ADMIN_PORT SNAPSHOT HOST_NAME
@@ -107,13 +109,13 @@ run_suite() { # BIN LABEL
 	# date by the next
 	local sv
 	sv=$(pg_val "SELECT max(version) FROM edge_schema")
-	if [ "$sv" = "$N_MIGRATIONS" ] && { [ "$v" != edged ] ||
+	if [ "$sv" = "$SCHEMA_VERSION" ] && { [ "$v" != edged ] ||
 		{ grep -q "schema migration 0001_control_plane applied" "$EDGED_LOG" &&
 			[ "$(pg_val "SELECT applied_by FROM edge_schema WHERE version = 1")" = "host-one edged $("$bin" --version | awk '{print $NF}')" ]; }; } &&
 		! grep -q "not migrated" "$EDGED_LOG"; then
 		t_ok "$v: edged migrated the schema at start (version $sv)"
 	else
-		t_fail "$v: migrations at start" "version $sv of $N_MIGRATIONS: $(grep -m3 'database' "$EDGED_LOG")"
+		t_fail "$v: migrations at start" "version $sv, not $SCHEMA_VERSION: $(grep -m3 'database' "$EDGED_LOG")"
 	fi
 
 	# 1. a site inserted in one transaction routes

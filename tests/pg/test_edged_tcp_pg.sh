@@ -97,7 +97,7 @@ run_suite() { # BIN LABEL
 		t_fail "$v: environment from the database" "$(reached) $(tail -3 "$EDGED_LOG")"
 	fi
 	out=$("$EDGECTL" --socket "$SOCK" routes 2>&1)
-	if grep -q "^127.0.0.1:$T_DB  *dbt  *dbt-prod  *dbt-d1  *0  *127.0.0.1:$P_A  (from the database)$" <<<"$out"; then
+	if grep -q "^127.0.0.1:$T_DB  *file  *dbt  *dbt-prod  *dbt-d1  *0  *127.0.0.1:$P_A  (environment from the database)$" <<<"$out"; then
 		t_ok "$v: edgectl routes: the TCP route's environment from the database"
 	else
 		t_fail "$v: edgectl routes" "$out"

@@ -13,7 +13,9 @@
 #   one per project per transaction (1000 domains in one transaction: one
 #   notification; a cascaded delete: its parent's), "VERSION RULE_ID" on
 #   ip_rule_change, a row moved between projects noted for both, nothing
-#   for a transaction rolled back, TRUNCATE noted like DELETE.
+#   for a transaction rolled back, TRUNCATE noted like DELETE; tcp_routes
+#   (migration 0005) noted as its environment's project, as domains are;
+#   the same (listen, sni) refused twice.
 #
 #   B=build bash tests/pg/test_pg_schema.sh
 #
@@ -184,6 +186,29 @@ tx "two projects in one transaction" \
 tx "a domain moved to another project" \
 	"UPDATE domains SET environment_id = 'e4' WHERE domain = 'three.example.com'" \
 	"project_route_change V p3;project_route_change V p4" "project p3;project p4"
+tx "insert TCP routes" \
+	"INSERT INTO tcp_routes (listen, sni, environment_id) VALUES ('0.0.0.0:15432', NULL, 'e3'), ('0.0.0.0:8443', 'a.example.com', 'e3'), ('0.0.0.0:8443', '*', 'e3')" \
+	"project_route_change V p3" "project p3"
+tx "a TCP route moved to another project's environment" \
+	"UPDATE tcp_routes SET environment_id = 'e4' WHERE listen = '0.0.0.0:15432'" \
+	"project_route_change V p3;project_route_change V p4" "project p3;project p4"
+tx "delete a TCP route" \
+	"DELETE FROM tcp_routes WHERE sni = '*'" \
+	"project_route_change V p3" "project p3"
+if ! pg_sql "INSERT INTO tcp_routes (listen, environment_id) VALUES ('0.0.0.0:15432', 'e3')" >/dev/null 2>&1 &&
+	! pg_sql "INSERT INTO tcp_routes (listen, sni, environment_id) VALUES ('0.0.0.0:8443', 'a.example.com', 'e4')" >/dev/null 2>&1 &&
+	pg_sql "INSERT INTO tcp_routes (listen, sni, environment_id) VALUES ('0.0.0.0:8443', 'b.example.com', 'e4'); DELETE FROM tcp_routes WHERE sni = 'b.example.com'" >/dev/null 2>&1; then
+	t_ok "tcp_routes: a (listen, sni) once (tcp_routes_listen_sni)"
+else
+	t_fail "tcp_routes: a (listen, sni) once"
+fi
+# the two refused took no version; the third, one (insert and delete in
+# one transaction: one notification)
+pg_sql "NOTIFY edge_test_mark, 'tcp_routes unique'" >/dev/null
+{
+	echo "project_route_change $(pg_val "SELECT max(version) FROM edge_change_log") p4"
+	echo "edge_test_mark tcp_routes unique"
+} >>"$EXPECTED"
 # explicit ids, so that the expected payloads are known beforehand
 tx "insert a global rule" \
 	"INSERT INTO ip_rules (id, cidr, action) VALUES (1000, '203.0.113.0/24', 'block')" \
@@ -220,9 +245,10 @@ else
 	t_fail "a transaction rolled back leaves no log rows"
 fi
 
-# TRUNCATE is a change like DELETE (migration 0003): every project and
-# rule it empties is noted
+# TRUNCATE is a change like DELETE (migration 0003; tcp_routes: 0005):
+# every project and rule it empties is noted
 tx "truncate domains" "TRUNCATE domains" "project_route_change V p4" "project p4"
+tx "truncate tcp_routes" "TRUNCATE tcp_routes" "project_route_change V p4" "project p4"
 pg_sql "INSERT INTO ip_rules (id, cidr, action, project_id) VALUES (2000, '203.0.113.0/24', 'block', NULL), (2001, '203.0.113.0/24', 'block', 'p5')" >/dev/null
 pg_sql "NOTIFY edge_test_mark, 'two rules'" >/dev/null
 {

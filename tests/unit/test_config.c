@@ -491,7 +491,7 @@ START_TEST(test_tcp_routes)
 	struct errbuf err = {""};
 	struct config *c = NULL;
 	struct route_src *src = NULL;
-	char *text, *p;
+	char *text, *p, want[128];
 	size_t i, len = 0;
 
 	ck_assert_int_eq(
@@ -585,9 +585,10 @@ START_TEST(test_tcp_routes)
 					   "environment = \"e\"; }\n);\n");
 	ck_assert_int_eq(config_load(write_conf(text), &c, &src, &err),
 			 -EINVAL);
-	ck_assert_msg(strstr(err.msg, ":1: tcp_routes: at most 64 TCP routes, "
-				      "has 65") != NULL,
-		      "%s", err.msg);
+	snprintf(want, sizeof(want),
+		 ":1: tcp_routes: at most %d TCP routes, has %d",
+		 CONFIG_TCP_ROUTES_MAX, CONFIG_TCP_ROUTES_MAX + 1);
+	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
 	free(text);
 }
 END_TEST

@@ -443,14 +443,26 @@ static enum route_status tcp_at(size_t slot, struct route_match *m, char *up,
 	return st;
 }
 
-static struct route_tcp tcp_slot(const char *listen, const char *env)
+/* A TCP route of source src in slot (sni NULL: a plain route). */
+static struct route_tcp tcp_route(const char *listen, const char *sni,
+				  const char *env, unsigned src, unsigned slot)
 {
 	struct route_tcp r;
 
 	memset(&r, 0, sizeof(r));
 	snprintf(r.listen, sizeof(r.listen), "%s", listen);
+	snprintf(r.sni, sizeof(r.sni), "%s", sni ? sni : "");
 	snprintf(r.env_id, sizeof(r.env_id), "%s", env);
+	r.src = src;
+	r.slot = slot;
 	return r;
+}
+
+/* A plain TCP route of the file in slot. */
+static struct route_tcp tcp_slot(const char *listen, const char *env,
+				 unsigned slot)
+{
+	return tcp_route(listen, NULL, env, ROUTE_SRC_FILE, slot);
 }
 
 /* TCP routes: each slot is resolved to its environment whenever a
@@ -461,9 +473,9 @@ static struct route_tcp tcp_slot(const char *listen, const char *env)
  * projects in one generation. */
 START_TEST(test_tcp_routes)
 {
-	struct route_tcp v[3] = {tcp_slot("0.0.0.0:15432", "fe"),
-				 tcp_slot("0.0.0.0:15433", "dbe"),
-				 tcp_slot("0.0.0.0:15434", "fe")};
+	struct route_tcp v[3] = {tcp_slot("0.0.0.0:15432", "fe", 0),
+				 tcp_slot("0.0.0.0:15433", "dbe", 1),
+				 tcp_slot("0.0.0.0:15434", "fe", 2)};
 	struct route_tcp big[ROUTE_TCP_MAX + 1];
 	struct route_src_project pv[2];
 	struct route_src *s;
@@ -530,7 +542,7 @@ START_TEST(test_tcp_routes)
 	 * new name: one generation, never a moment without it */
 	s = fx_src();
 	fx_env(fx_project(s, "fp"), "fe2", "127.0.0.1:86", "file.test", NULL);
-	v[0] = tcp_slot("0.0.0.0:15432", "fe2");
+	v[0] = tcp_slot("0.0.0.0:15432", "fe2", 0);
 	g = generation();
 	ck_assert_int_eq(
 	    route_writer_update_file(&rw, s, NULL, v, 3, NULL, &err), 0);
@@ -570,6 +582,138 @@ START_TEST(test_tcp_routes)
 			 -EINVAL);
 	ck_assert_uint_eq(generation(), g);
 	ck_assert_str_eq(env_of("file.test"), "fe2");
+}
+END_TEST
+
+/* The route's index on listen (plain) or that name picks (passthrough),
+ * -1 for none, in the current generation. */
+static int tcp_pick(const char *listen, const char *name)
+{
+	struct route_table *t = route_table_current(&holder);
+	bool pt = false;
+	size_t idx = 0;
+	int rc = route_tcp_addr(t, listen, &pt, &idx);
+
+	if (rc == 0 && pt && name)
+		rc = route_tcp_sni(t, listen, name, &idx);
+	else if (rc == 0 && (pt || name))
+		rc = -EINVAL; /* not what the caller expected */
+	route_table_put(t);
+	return rc ? -1 : (int)idx;
+}
+
+/* The database's TCP routes beside the file's: found by address and
+ * server name (exact, one-label wildcard, "*"), each with its source and
+ * slot; a patch sets them with the projects whose environments they name,
+ * in one generation; a list the table cannot hold is refused, nothing
+ * changed. */
+START_TEST(test_tcp_sources)
+{
+	struct route_tcp v[6] = {
+	    tcp_route("0.0.0.0:15432", NULL, "fe", ROUTE_SRC_FILE, 0),
+	    tcp_route("0.0.0.0:8443", "a.pt.test", "fe", ROUTE_SRC_FILE, 1),
+	    tcp_route("0.0.0.0:8443", "*.w.pt.test", "dbe", ROUTE_SRC_DB, 7),
+	    tcp_route("0.0.0.0:8443", "*", "dbe", ROUTE_SRC_DB, 9),
+	    tcp_route("127.0.0.1:5555", NULL, "dbe", ROUTE_SRC_DB, 1023),
+	    tcp_route("127.0.0.1:5556", NULL, "dbe", ROUTE_SRC_DB, 4)};
+	struct route_tcp_list l = {v, 6};
+	struct route_src_project pv[1];
+	struct route_src *s;
+	struct route_match m;
+	struct route_table *t;
+	struct errbuf err = {""};
+	json_t *j, *r;
+	uint64_t g;
+
+	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), NULL);
+	/* the environment and the routes that name it: one generation */
+	s = fx_src();
+	fx_env(fx_project(s, "dbp"), "dbe", "127.0.0.1:81", "db.test", NULL);
+	g = generation();
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, pv,
+						take(s, pv), NULL, 0, &l, NULL,
+						NULL, NULL, &err),
+			 0);
+	ck_assert_uint_eq(generation(), g + 1);
+	t = route_table_current(&holder);
+	ck_assert_uint_eq(route_table_ntcp(t), 6);
+	ck_assert_int_eq(route_tcp_lookup(t, 4, &m), ROUTE_OK);
+	ck_assert_str_eq(m.project_id, "dbp");
+	ck_assert_uint_eq(route_tcp_at(t, 4)->slot, 1023);
+	ck_assert_uint_eq(route_tcp_at(t, 4)->src, ROUTE_SRC_DB);
+	ck_assert_ptr_null(route_tcp_at(t, 6));
+	j = route_dump_json(t);
+	route_table_put(t);
+	r = json_array_get(json_object_get(j, "tcp_routes"), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "sni")),
+			 "*.w.pt.test");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "route_source")),
+			 "database");
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "slot")), 7);
+	r = json_array_get(json_object_get(j, "tcp_routes"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "route_source")),
+			 "file");
+	ck_assert_ptr_null(json_object_get(r, "sni"));
+	json_decref(j);
+
+	ck_assert_int_eq(tcp_pick("0.0.0.0:15432", NULL), 0);
+	ck_assert_int_eq(tcp_pick("127.0.0.1:5556", NULL), 5);
+	ck_assert_int_eq(tcp_pick("127.0.0.1:5557", NULL), -1);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "a.pt.test"), 1);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "x.w.pt.test"), 2);
+	/* one label more only; unknown and no name: the default */
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "y.x.w.pt.test"), 3);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "w.pt.test"), 3);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "other.test"), 3);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", ""), 3);
+
+	/* without a default: unknown names pick nothing */
+	l.n = 3;
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
+						NULL, 0, &l, NULL, NULL, NULL,
+						&err),
+			 0);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "other.test"), -1);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", ""), -1);
+	ck_assert_int_eq(tcp_pick("127.0.0.1:5556", NULL), -1);
+	/* a patch without a list keeps the routes */
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
+						NULL, 0, NULL, NULL, NULL, NULL,
+						&err),
+			 0);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "x.w.pt.test"), 2);
+
+	/* refused, nothing changed: a slot twice, a (listen, sni) twice, a
+	 * plain route beside one with sni */
+	g = generation();
+	l.n = 6;
+	v[5].slot = 9;
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
+						NULL, 0, &l, NULL, NULL, NULL,
+						&err),
+			 -EINVAL);
+	v[5] = tcp_route("0.0.0.0:8443", "a.pt.test", "dbe", ROUTE_SRC_DB, 4);
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
+						NULL, 0, &l, NULL, NULL, NULL,
+						&err),
+			 -EINVAL);
+	ck_assert_str_eq(err.msg,
+			 "route table: TCP route 0.0.0.0:8443 sni a.pt.test "
+			 "twice");
+	v[5] = tcp_route("0.0.0.0:8443", NULL, "dbe", ROUTE_SRC_DB, 4);
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
+						NULL, 0, &l, NULL, NULL, NULL,
+						&err),
+			 -EINVAL);
+	v[5] = tcp_route("127.0.0.1:5556", NULL, "dbe", ROUTE_SRC_DB,
+			 ROUTE_TCP_MAX);
+	ck_assert_int_eq(route_writer_patch_tcp(&rw, ROUTE_SRC_DB, NULL, 0,
+						NULL, 0, &l, NULL, NULL, NULL,
+						&err),
+			 -EINVAL);
+	ck_assert_uint_eq(generation(), g);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "x.w.pt.test"), 2);
+	ck_assert_int_eq(tcp_pick("0.0.0.0:8443", "other.test"), -1);
 }
 END_TEST
 
@@ -768,6 +912,7 @@ static Suite *route_writer_suite(void)
 	tcase_add_test(tc, test_patch);
 	tcase_add_test(tc, test_patch_refuses_one);
 	tcase_add_test(tc, test_tcp_routes);
+	tcase_add_test(tc, test_tcp_sources);
 	tcase_add_test(tc, test_prune_project);
 	tcase_add_test(tc, test_patch_cost);
 	tcase_add_test_raise_signal(tc, test_other_thread_aborts, SIGABRT);

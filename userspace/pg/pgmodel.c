@@ -31,6 +31,8 @@ struct pgm_env {
 	size_t n_eps;
 	struct pgm_dom *doms;
 	size_t n_doms;
+	struct tcproute_row *tcp; /* its tcp_routes rows */
+	size_t n_tcp;
 };
 
 struct pgm_project {
@@ -55,7 +57,7 @@ struct pgm {
 };
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 3, 2, 2, 4, 5};
+static const int pgm_cols[PGM_NSETS] = {3, 3, 2, 2, 4, 5, 4};
 
 int pgm_new(struct pgm **out)
 {
@@ -90,6 +92,7 @@ static void pgm_project_free(struct pgm_project *p)
 			free(e->doms[j].prefix);
 		}
 		free(e->doms);
+		free(e->tcp);
 	}
 	free(p->envs);
 	free(p->rules);
@@ -200,8 +203,11 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "interval '1 second' THEN -1 "
 		    "ELSE ceil(extract(epoch FROM r.expires_at))::bigint END "
 		    "FROM ip_rules r WHERE %s;"
+		    "SELECT t.id, t.listen, t.sni, t.environment_id FROM "
+		    "tcp_routes t JOIN environments e ON e.id = "
+		    "t.environment_id WHERE %s ORDER BY t.id;"
 		    "COMMIT",
-		    cp, ce, ce, ce, ce, cr);
+		    cp, ce, ce, ce, ce, cr, ce);
 	free(cp);
 	free(ce);
 	free(cr);
@@ -317,6 +323,33 @@ static int pgm_rule_parse(struct pgm *m, PGresult *res, int i,
 		pgm_bad(&m->sk.ip_rules, "ip_rules", key, e.msg);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* A tcp_routes row into *x (zeroed first), its values checked as the
+ * file's are (the listen address parsed, in canonical form; sni NULL for
+ * a plain route, else config_sni_check's). 0 or -EINVAL with err. */
+static int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
+		       const char *sni, const char *env, struct errbuf *err)
+{
+	struct config_addr a;
+
+	memset(x, 0, sizeof(*x));
+	x->id = id;
+	if (config_addr_parse(listen, &a, err))
+		return -EINVAL;
+	snprintf(x->listen, sizeof(x->listen), "%s", a.text);
+	if (sni) {
+		if (strlen(sni) > ROUTE_SNI_MAX) {
+			errbuf_set(err, "sni: longer than %d bytes",
+				   ROUTE_SNI_MAX);
+			return -EINVAL;
+		}
+		snprintf(x->sni, sizeof(x->sni), "%s", sni);
+		if (config_sni_check(x->sni, err))
+			return -EINVAL;
+	}
+	snprintf(x->env_id, sizeof(x->env_id), "%s", env);
 	return 0;
 }
 
@@ -499,6 +532,35 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 		d->strip = pgm_bool(PQgetvalue(r, i, 2));
 		if (!d->prefix)
 			goto out;
+	}
+	/* TCP routes, into their environments */
+	rows = PQntuples(set[PGM_TCP]);
+	for (i = 0; i < rows; i++) {
+		PGresult *r = set[PGM_TCP];
+		struct pgm_env *env =
+		    pgm_ref_find(envs, ne, PQgetvalue(r, i, 3));
+		struct tcproute_row x, *slot;
+		char key[200];
+
+		if (!env)
+			continue;
+		snprintf(key, sizeof(key), "(id %s, listen %.64s%s%.64s)",
+			 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+			 PQgetisnull(r, i, 2) ? "" : ", sni ",
+			 PQgetvalue(r, i, 2));
+		errbuf_clear(&e);
+		if (pgm_tcp_row(&x, strtoll(PQgetvalue(r, i, 0), NULL, 10),
+				PQgetvalue(r, i, 1),
+				PQgetisnull(r, i, 2) ? NULL
+						     : PQgetvalue(r, i, 2),
+				env->id, &e)) {
+			pgm_bad(&m->sk.tcp_routes, "tcp_routes", key, e.msg);
+			continue;
+		}
+		slot = pgm_grow((void **)&env->tcp, &env->n_tcp, sizeof(x));
+		if (!slot)
+			goto out;
+		*slot = x;
 	}
 	/* rules: a project's into it, the global ones apart */
 	rows = PQntuples(set[PGM_RULES]);
@@ -759,6 +821,43 @@ size_t pgm_global_rules(struct pgm *m, int64_t now, const struct pgm_rule **out)
 	return n;
 }
 
+static int pgm_cmp_tcp(const void *a, const void *b)
+{
+	const struct tcproute_row *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int pgm_tcp_rows(const struct pgm *m, struct tcproute_row **out, size_t *n)
+{
+	struct tcproute_row *v = NULL;
+	size_t i, j, k = 0, total = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < m->n; i++)
+		for (j = 0; j < m->p[i]->n_envs; j++)
+			total += m->p[i]->envs[j].n_tcp;
+	if (!total)
+		return 0;
+	v = malloc(total * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < m->n; i++)
+		for (j = 0; j < m->p[i]->n_envs; j++) {
+			const struct pgm_env *e = &m->p[i]->envs[j];
+
+			if (!e->n_tcp)
+				continue; /* e->tcp is NULL */
+			memcpy(&v[k], e->tcp, e->n_tcp * sizeof(*v));
+			k += e->n_tcp;
+		}
+	qsort(v, total, sizeof(*v), pgm_cmp_tcp);
+	*out = v;
+	*n = total;
+	return 0;
+}
+
 void pgm_skipped(const struct pgm *m, struct pgm_skipped *out)
 {
 	*out = m->sk;
@@ -784,9 +883,10 @@ static json_t *pgm_rule_json(const struct pgm_rule *x)
 static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
+	json_t *tcp = json_array();
 	size_t i;
 
-	if (!eps || !doms)
+	if (!eps || !doms || !tcp)
 		goto out;
 	for (i = 0; i < e->n_eps; i++)
 		if (json_array_append_new(eps, json_string(e->eps[i].text)))
@@ -796,12 +896,20 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 			doms, json_pack("[s, s, b]", e->doms[i].domain,
 					e->doms[i].prefix, e->doms[i].strip)))
 			goto out;
-	o = json_pack("{s:s, s:s, s:s?, s:O, s:O}", "id", e->id, "name",
+	for (i = 0; i < e->n_tcp; i++)
+		if (json_array_append_new(
+			tcp,
+			json_pack("[I, s, s?]", (json_int_t)e->tcp[i].id,
+				  e->tcp[i].listen,
+				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
+			goto out;
+	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O}", "id", e->id, "name",
 		      e->name, "deployment", e->dep, "endpoints", eps,
-		      "domains", doms);
+		      "domains", doms, "tcp_routes", tcp);
 out:
 	json_decref(eps);
 	json_decref(doms);
+	json_decref(tcp);
 	return o;
 }
 
@@ -984,14 +1092,16 @@ static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
 
 static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
-	json_t *eps = NULL, *doms = NULL, *x;
+	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *x;
 	const char *id = NULL, *name = NULL, *dep = NULL;
 	size_t i;
 
-	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o}", "id", &id, "name",
-			&name, "deployment", &dep, "endpoints", &eps, "domains",
-			&doms) ||
-	    !json_is_array(eps) || !json_is_array(doms))
+	/* tcp_routes: absent from a snapshot an edge before them wrote */
+	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o, s?:o}", "id", &id,
+			"name", &name, "deployment", &dep, "endpoints", &eps,
+			"domains", &doms, "tcp_routes", &tcp) ||
+	    !json_is_array(eps) || !json_is_array(doms) ||
+	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
 	e->id = pgm_dup(id);
 	e->name = pgm_dup(name);
@@ -1028,6 +1138,24 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 			return -ENOMEM;
 		if (config_domain_check(dm->domain, true, NULL) ||
 		    (p[0] && config_prefix_check(p, NULL)))
+			return -EINVAL;
+	}
+	json_array_foreach(tcp, i, x)
+	{
+		json_int_t rid = 0;
+		const char *listen = NULL, *sni = NULL;
+		json_t *sv = NULL;
+		struct tcproute_row *r;
+
+		/* [id, listen, sni or null] */
+		if (json_unpack(x, "[I, s, o]", &rid, &listen, &sv) ||
+		    (!json_is_null(sv) && !json_is_string(sv)))
+			return -EINVAL;
+		sni = json_string_value(sv);
+		r = pgm_grow((void **)&e->tcp, &e->n_tcp, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		if (pgm_tcp_row(r, rid, listen, sni, e->id, NULL))
 			return -EINVAL;
 	}
 	return 0;

@@ -8,8 +8,9 @@
  * Rows come in as result sets (a snapshot of everything, or the rows of
  * a few projects that changed) and replace what the model held of those
  * projects: the cost of a change is the rows of the projects it touched.
- * The model turns into a route source (pgm_route_src) and a global rule
- * list (pgm_global_rules), checking every value with config_check.h: a
+ * The model turns into a route source (pgm_route_src), a global rule
+ * list (pgm_global_rules) and the TCP routes' rows (pgm_tcp_rows,
+ * tcproute.h), checking every value with config_check.h: a
  * row that does not parse (a domain, prefix, address or CIDR) is logged
  * with its table and key, counted and skipped, and the rest apply. It
  * saves itself to a JSON file and loads from one (the local snapshot a
@@ -24,6 +25,7 @@
 
 #include "route_src.h"
 #include "rules.h"
+#include "tcproute.h"
 
 struct pgm;
 
@@ -36,12 +38,13 @@ enum pgm_set {
 	PGM_ENDPOINTS,	  /* deployment_id, address (active ones') */
 	PGM_DOMAINS,	  /* domain, path_prefix, strip_prefix, env id */
 	PGM_RULES,	  /* id, cidr, action, project_id, expires (unix s) */
+	PGM_TCP,	  /* id, listen, sni, environment_id (tcp_routes) */
 	PGM_NSETS,
 };
 
 /* Rows skipped because a value did not parse, per table. */
 struct pgm_skipped {
-	uint64_t endpoints, domains, ip_rules, ids;
+	uint64_t endpoints, domains, ip_rules, ids, tcp_routes;
 };
 
 /* A global IP rule (project_id NULL) as read. */
@@ -87,6 +90,13 @@ int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
  * valid until the next pgm_apply), and their number. */
 size_t pgm_global_rules(struct pgm *m, int64_t now,
 			const struct pgm_rule **out);
+
+/* The tcp_routes rows of every project in the model (their values
+ * checked one by one; whether they fit together is tcproute.h's), sorted
+ * by id: a malloc'd array of *n (NULL when none; each row zero-padded,
+ * so that two reads of the same rows compare equal with memcmp). 0 or
+ * -ENOMEM. */
+int pgm_tcp_rows(const struct pgm *m, struct tcproute_row **out, size_t *n);
 
 /* Skipped rows so far, projects and rows in the model. */
 void pgm_skipped(const struct pgm *m, struct pgm_skipped *out);

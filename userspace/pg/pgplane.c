@@ -21,16 +21,25 @@
 #include "pgplane.h"
 #include "pgsync.h"
 #include "pgxdp.h"
+#include "tcproute.h"
 #include "version.h"
 
 struct pgplane {
 	const struct config *cfg;
 	struct route_writer *w;
+	struct tcproute *tr; /* the TCP routes of every source */
 	struct pgsync *sync;
 	struct pgxdp *xdp;
 	struct event *tick;
-	uint64_t given_way; /* names the database's list left to the file's */
-	uint64_t refused;   /* lists the writer refused all the same */
+	/* the model read at start (the database's, or the local
+	 * snapshot's), until the sync takes it */
+	struct pgm *initial;
+	uint64_t initial_version;
+	bool initial_from_snapshot;
+	uint64_t given_way;   /* names the database's list left to the
+				 file's (TCP routes too) */
+	uint64_t refused;     /* lists the writer refused all the same */
+	uint64_t tcp_refused; /* tcp_routes rows tcproute refused */
 	/* the database server's addresses no rule may block here: those of
 	 * the conninfo (n_conf), then the connection's peer */
 	struct cidr keep[PGXDP_KEEP_MAX];
@@ -39,7 +48,7 @@ struct pgplane {
 		struct metrics_gauge *up, *state, *applied, *db, *projects;
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[4];
+		struct metrics_counter *errors, *given_way, *skipped[5];
 	} m;
 };
 
@@ -66,15 +75,38 @@ static int pgplane_cmp_set(const void *key, const void *elem)
 	return strcmp(key, p->id);
 }
 
+/* The database's tcp_routes rows into the TCP routes of every source:
+ * whether the list changed (-ENOMEM: taken as not). */
+static bool pgplane_tcp(struct pgplane *p, const struct tcproute_row *tcp,
+			size_t n_tcp)
+{
+	struct tcproute_counts c;
+	int rc;
+
+	if (!p->tr)
+		return false;
+	rc = tcproute_set_db(p->tr, tcp, n_tcp, &c);
+	p->tcp_refused += c.refused;
+	p->given_way += c.conflicts;
+	if (rc < 0)
+		log_warnx("database: tcp_routes: %s; the TCP routes stay as "
+			  "they were",
+			  strerror(-rc));
+	return rc > 0;
+}
+
 static int pgplane_routes(void *arg, struct route_src_project *set,
 			  size_t n_set, const char *const *del, size_t n_del,
-			  bool all, uint64_t version, struct errbuf *err)
+			  bool all, const struct tcproute_row *tcp,
+			  size_t n_tcp, uint64_t version, struct errbuf *err)
 {
 	struct pgplane *p = arg;
+	struct route_tcp_list tl;
 	const char **dv = NULL;
 	char **old = NULL;
 	size_t n_old = 0, nd = 0, i, j, dropped = 0;
 	uint64_t gen = 0;
+	bool tcp_changed;
 	int rc;
 
 	if (all) {
@@ -114,12 +146,24 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 		}
 		j++;
 	}
-	rc = route_writer_patch(p->w, ROUTE_SRC_DB, set, j, dv, nd, &gen,
-				pgplane_refused, p, err);
+	/* the TCP routes in the same generation as the projects whose
+	 * environments they name */
+	tcp_changed = pgplane_tcp(p, tcp, n_tcp);
+	if (tcp_changed)
+		tcproute_list(p->tr, &tl);
+	rc = route_writer_patch_tcp(p->w, ROUTE_SRC_DB, set, j, dv, nd,
+				    tcp_changed ? &tl : NULL, &gen,
+				    pgplane_refused, p, err);
 	free(dv);
 	route_ids_free(old, n_old);
+	if (tcp_changed)
+		tcproute_applied(p->tr, rc == 0);
 	if (rc)
 		return rc;
+	/* new addresses listened on, gone ones closed, failed ones tried
+	 * again */
+	if (p->tr)
+		tcproute_listen(p->tr, false, NULL);
 	log_debug("database: change version %llu: route generation %llu",
 		  (unsigned long long)version, (unsigned long long)gen);
 	return 0;
@@ -244,13 +288,15 @@ static void pgplane_migrated(int version, const char *name, void *arg)
  * the sync connects when it can (the next start, or `edgectl db
  * migrate`, migrates). A schema newer than this build is: its rows may
  * mean what this edge cannot know, so edged refuses to start. */
-static int pgplane_migrate(const struct config *cfg, struct errbuf *err)
+static int pgplane_migrate(const struct config *cfg, PGconn **out,
+			   struct errbuf *err)
 {
 	struct errbuf e = {""};
 	PGconn *conn = NULL;
 	char by[320];
 	int rc, applied = 0;
 
+	*out = NULL;
 	rc = pgdb_connect(cfg->pg, "edged", &conn, &e);
 	if (rc == -ECONNREFUSED) {
 		log_warnx("database: not migrated at start (%s); the sync "
@@ -264,21 +310,130 @@ static int pgplane_migrate(const struct config *cfg, struct errbuf *err)
 	}
 	snprintf(by, sizeof(by), "%s edged %s", cfg->host_name, EDGE_VERSION);
 	rc = pgdb_migrate(conn, by, pgplane_migrated, NULL, &applied, &e);
-	PQfinish(conn);
 	if (rc == -EPROTO || rc == -EIO) {
+		PQfinish(conn);
 		errbuf_set(err, "pg: %s", e.msg);
 		return rc;
 	}
 	if (rc) {
 		/* the lock not had in time, the connection lost: the sync
 		 * goes on without (and says what it finds) */
+		PQfinish(conn);
 		log_warnx("database: not migrated at start: %s", e.msg);
 		return 0;
 	}
 	if (!applied)
 		log_debug("database: schema up to date (version %d)",
 			  pgdb_latest());
+	*out = conn;
 	return 0;
+}
+
+/* Every routing row of the database on conn (synchronous: at start,
+ * before edged serves), as pgsync's snapshot reads them: 0 with *out and
+ * *version, or -errno with err. */
+static int pgplane_fetch(PGconn *conn, struct pgm **out, uint64_t *version,
+			 struct errbuf *err)
+{
+	PGresult *set[PGM_NSETS] = {NULL}, *res;
+	char *sql = pgm_fetch_sql(conn, NULL, 0, true);
+	bool have_version = false, failed = false;
+	struct pgm *m = NULL;
+	int k = 0, rc = -EIO;
+
+	*out = NULL;
+	if (!sql || !PQsendQuery(conn, sql)) {
+		errbuf_set(err, "%s",
+			   sql ? PQerrorMessage(conn) : "out of memory");
+		free(sql);
+		return sql ? -EIO : -ENOMEM;
+	}
+	free(sql);
+	while ((res = PQgetResult(conn))) {
+		ExecStatusType st = PQresultStatus(res);
+
+		if (st == PGRES_FATAL_ERROR) {
+			if (!failed)
+				errbuf_set(err, "%s",
+					   PQresultErrorMessage(res));
+			failed = true;
+		} else if (st == PGRES_TUPLES_OK && !have_version) {
+			have_version = true;
+			*version =
+			    PQntuples(res) == 1
+				? strtoull(PQgetvalue(res, 0, 0), NULL, 10)
+				: 0;
+		} else if (st == PGRES_TUPLES_OK && k < PGM_NSETS) {
+			set[k++] = res;
+			continue; /* kept */
+		}
+		PQclear(res);
+	}
+	if (!failed && k == PGM_NSETS) {
+		rc = pgm_new(&m);
+		if (rc == 0)
+			rc = pgm_apply(m, set, NULL, 0, true);
+		if (rc)
+			errbuf_set(err,
+				   "the rows were not the shape "
+				   "expected (%s)",
+				   strerror(-rc));
+	} else if (!failed) {
+		errbuf_set(err, "%d of %d row sets", k, PGM_NSETS);
+	}
+	for (k = 0; k < PGM_NSETS; k++)
+		PQclear(set[k]);
+	if (rc) {
+		pgm_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+/* What edged starts from, read while it is root so that the TCP routes'
+ * addresses are bound then: the database's rows when it answered (on
+ * conn, which this closes), else the local snapshot's; the TCP routes
+ * into p->tr. */
+static void pgplane_initial(struct pgplane *p, PGconn *conn)
+{
+	const struct config *cfg = p->cfg;
+	struct errbuf e = {""};
+	struct tcproute_row *rows = NULL;
+	size_t n = 0;
+	int rc = -ENOENT;
+
+	if (conn) {
+		rc = pgplane_fetch(conn, &p->initial, &p->initial_version, &e);
+		PQfinish(conn);
+		if (rc)
+			log_warnx("database: its rows not read at start (%s); "
+				  "the sync reads them when it can",
+				  e.msg);
+	}
+	if (rc && cfg->pg_snapshot[0]) {
+		errbuf_clear(&e);
+		if (pgm_new(&p->initial) == 0 &&
+		    (rc = pgm_load(p->initial, cfg->pg_snapshot,
+				   &p->initial_version, &e)) == 0) {
+			p->initial_from_snapshot = true;
+			log_note("database: serving the local snapshot %s "
+				 "(change version %llu) until the database "
+				 "answers",
+				 cfg->pg_snapshot,
+				 (unsigned long long)p->initial_version);
+		} else if (rc != -ENOENT) {
+			log_warnx("database: %s", e.msg);
+		}
+	}
+	if (rc) {
+		pgm_free(p->initial);
+		p->initial = NULL;
+		return;
+	}
+	if (pgm_tcp_rows(p->initial, &rows, &n) == 0)
+		pgplane_tcp(p, rows, n);
+	free(rows);
 }
 
 /* The addresses among the conninfo's host= and hostaddr= values (comma
@@ -313,9 +468,11 @@ static void pgplane_conf_addrs(struct pgplane *p, const char *conninfo)
 }
 
 int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
-		    struct pgplane **out, struct errbuf *err)
+		    struct tcproute *tr, struct pgplane **out,
+		    struct errbuf *err)
 {
 	struct pgplane *p = calloc(1, sizeof(*p));
+	PGconn *conn = NULL;
 	int rc;
 
 	if (!p) {
@@ -323,8 +480,11 @@ int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
 		return -ENOMEM;
 	}
 	p->cfg = cfg;
+	p->tr = tr;
 	pgplane_conf_addrs(p, cfg->pg);
-	rc = pgplane_migrate(cfg, err);
+	rc = pgplane_migrate(cfg, &conn, err);
+	if (rc == 0)
+		pgplane_initial(p, conn);
 	if (rc == 0)
 		rc = pgxdp_new(cfg->pin_dir, &p->xdp);
 	if (rc == 0 && cfg->pg_snapshot[0])
@@ -376,13 +536,14 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[1], st.skipped.domains);
 	PGPLANE_TO(p->m.skipped[2], st.skipped.ip_rules);
 	PGPLANE_TO(p->m.skipped[3], st.skipped.ids);
+	PGPLANE_TO(p->m.skipped[4], st.skipped.tcp_routes + p->tcp_refused);
 #undef PGPLANE_TO
 }
 
 static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 {
-	static const char *const tables[4] = {"endpoints", "domains",
-					      "ip_rules", "ids"};
+	static const char *const tables[5] = {"endpoints", "domains",
+					      "ip_rules", "ids", "tcp_routes"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -437,7 +598,7 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
@@ -456,18 +617,24 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 }
 
 int pgplane_start(struct pgplane *p, struct event_base *base,
-		  struct route_writer *w, struct metrics *m, struct errbuf *err)
+		  struct route_writer *w, struct tcproute *tr,
+		  struct metrics *m, struct errbuf *err)
 {
 	struct pgsync_cfg sc = {
 	    .conninfo = p->cfg->pg,
 	    .host_name = p->cfg->host_name,
 	    .version = EDGE_VERSION,
 	    .snapshot = p->cfg->pg_snapshot[0] ? p->cfg->pg_snapshot : NULL,
+	    .initial = p->initial,
+	    .initial_version = p->initial_version,
+	    .initial_from_snapshot = p->initial_from_snapshot,
 	};
 	struct timeval tv = {1, 0};
 	int rc;
 
 	p->w = w;
+	p->tr = tr;
+	p->initial = NULL; /* the sync's */
 	if (m && pgplane_metrics(p, m)) {
 		errbuf_set(err, "pg: out of memory");
 		return -ENOMEM;
@@ -523,7 +690,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "last_apply_us", (json_int_t)(st.last_apply_ns / 1000),
 	    "last_error", st.last_error, "rows_skipped",
 	    (json_int_t)(st.skipped.endpoints + st.skipped.domains +
-			 st.skipped.ip_rules + st.skipped.ids),
+			 st.skipped.ip_rules + st.skipped.ids +
+			 st.skipped.tcp_routes + p->tcp_refused),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
@@ -537,6 +705,7 @@ void pgplane_free(struct pgplane *p)
 		return;
 	if (p->tick)
 		event_free(p->tick);
+	pgm_free(p->initial);
 	pgsync_free(p->sync);
 	pgxdp_free(p->xdp);
 	free(p);

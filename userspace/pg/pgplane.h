@@ -26,19 +26,26 @@
 struct event_base;
 struct metrics;
 struct pgplane;
+struct tcproute;
 
-/* The control plane for cfg (cfg->pg set): the maps in cfg->pin_dir
- * opened if edge is attached, the snapshot's directory made (0700) and
- * given to pw's user when pw is not NULL. 0 and *out, or -errno with
- * err. */
+/* The control plane for cfg (cfg->pg set): the migrations, then every
+ * routing row read (one REPEATABLE READ fetch, synchronous: edged is not
+ * serving yet), or the local snapshot's when the database does not
+ * answer, their TCP routes handed to tr (tcproute.h) so that edged binds
+ * their addresses while it is root; the maps in cfg->pin_dir opened if
+ * edge is attached, the snapshot's directory made (0700) and given to
+ * pw's user when pw is not NULL. 0 and *out, or -errno with err. */
 int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
-		    struct pgplane **out, struct errbuf *err);
+		    struct tcproute *tr, struct pgplane **out,
+		    struct errbuf *err);
 
-/* Start on base with the route writer w (the control loop's), series in
- * metrics m. 0, or -errno with err (a conninfo libpq refuses). */
+/* Start on base with the route writer w (the control loop's) and the TCP
+ * routes tr, series in metrics m: the rows read at start applied at
+ * once, then the sync. 0, or -errno with err (a conninfo libpq
+ * refuses). */
 int pgplane_start(struct pgplane *p, struct event_base *base,
-		  struct route_writer *w, struct metrics *m,
-		  struct errbuf *err);
+		  struct route_writer *w, struct tcproute *tr,
+		  struct metrics *m, struct errbuf *err);
 
 /* The configuration file's routes changed (a reload): the database's
  * projects are applied again, giving way to the file's names anew. */

@@ -477,23 +477,30 @@ static void pgsync_publish(struct pgsync *s, const char *const *ids, size_t n,
 {
 	struct errbuf err = {""};
 	struct route_src_project *set = NULL;
+	struct tcproute_row *tcp = NULL;
 	char **del = NULL;
 	const struct pgm_rule *rv;
-	size_t n_set = 0, n_del = 0, i;
+	size_t n_set = 0, n_del = 0, n_tcp = 0, i;
 	int64_t now = (int64_t)(clk_real_ns() / 1000000000ull);
 
-	if (pgm_src_projects(s->m, ids, n, now, &set, &n_set, &del, &n_del)) {
+	if (pgm_src_projects(s->m, ids, n, now, &set, &n_set, &del, &n_del) ||
+	    pgm_tcp_rows(s->m, &tcp, &n_tcp)) {
+		for (i = 0; i < n_set; i++)
+			route_src_project_clear(&set[i]);
+		free(set);
+		pgsync_ids_free(del, n_del);
 		pgsync_error(s, "out of memory building the routes");
 		s->need_snapshot = true;
 		return;
 	}
 	if (s->ops->apply_routes(s->arg, set, n_set, (const char *const *)del,
-				 n_del, ids == NULL, s->st.applied_version,
-				 &err))
+				 n_del, ids == NULL, tcp, n_tcp,
+				 s->st.applied_version, &err))
 		pgsync_error(s, "routes not applied: %s", err.msg);
 	for (i = 0; i < n_set; i++)
 		route_src_project_clear(&set[i]);
 	free(set);
+	free(tcp);
 	pgsync_ids_free(del, n_del);
 	if (rules && s->ops->apply_rules) {
 		n = pgm_global_rules(s->m, now, &rv);
@@ -772,6 +779,7 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 	       struct errbuf *err)
 {
 	struct pgsync *s = calloc(1, sizeof(*s));
+	struct pgm *initial = cfg->initial;
 	struct errbuf lerr = {""};
 	uint64_t v = 0;
 	char buf[256];
@@ -805,8 +813,22 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 	}
 	s->need_snapshot = true;
 	s->st.since_ns = clk_now_ns();
-	/* the last table first: served until the database answers */
-	if (s->snapshot) {
+	if (cfg->initial) {
+		/* read at start: from the database (the session takes its
+		 * own snapshot once it listens; the file is written anew),
+		 * or the local snapshot */
+		pgm_free(s->m);
+		s->m = cfg->initial;
+		initial = NULL;
+		s->st.applied_version = cfg->initial_version;
+		s->st.booted_from_snapshot = cfg->initial_from_snapshot;
+		pgsync_publish(s, NULL, 0, true, 0);
+		if (cfg->initial_from_snapshot) {
+			evtimer_del(s->save_ev); /* nothing new to save */
+			s->save_due = false;
+		}
+	} else if (s->snapshot) {
+		/* the last table first: served until the database answers */
 		rc = pgm_load(s->m, s->snapshot, &v, &lerr);
 		if (rc == 0) {
 			s->st.applied_version = v;
@@ -836,6 +858,7 @@ nomem:
 	rc = -ENOMEM;
 	errbuf_set(err, "pg: out of memory");
 fail:
+	pgm_free(initial); /* not taken yet */
 	pgsync_free(s);
 	return rc;
 }

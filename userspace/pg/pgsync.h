@@ -52,11 +52,14 @@ struct pgsync_ops {
 	 * are what the named projects are now (the callee may take their
 	 * contents: route_src_project_clear is called on them after), the
 	 * projects del[0..n_del) are gone; all: every project the database
-	 * has is in set (a snapshot: any other is gone too). 0, or -errno
-	 * with err (it is logged and the next change tries again). */
+	 * has is in set (a snapshot: any other is gone too); tcp[0..n_tcp)
+	 * are every tcp_routes row of the model (valid for the call only).
+	 * 0, or -errno with err (it is logged and the next change tries
+	 * again). */
 	int (*apply_routes)(void *arg, struct route_src_project *set,
 			    size_t n_set, const char *const *del, size_t n_del,
-			    bool all, uint64_t version, struct errbuf *err);
+			    bool all, const struct tcproute_row *tcp,
+			    size_t n_tcp, uint64_t version, struct errbuf *err);
 	/* The global IP rules (valid for the call only). */
 	void (*apply_rules)(void *arg, const struct pgm_rule *v, size_t n,
 			    uint64_t version);
@@ -71,6 +74,13 @@ struct pgsync_cfg {
 	const char *host_name;
 	const char *version;  /* edge's, for edge_hosts */
 	const char *snapshot; /* the local snapshot file; NULL: none */
+	/* the model to start from (taken), as read at start while edged was
+	 * root (pgplane.h): from the database at initial_version, or from
+	 * the local snapshot (initial_from_snapshot); NULL: the sync loads
+	 * the local snapshot itself */
+	struct pgm *initial;
+	uint64_t initial_version;
+	bool initial_from_snapshot;
 };
 
 enum pgsync_state {
@@ -98,9 +108,10 @@ struct pgsync_status {
 	char last_error[256];
 };
 
-/* Start syncing on base (the control loop): load the local snapshot if
- * there is one (applied before this returns) and connect. 0 and *out, or
- * -errno with err (a conninfo libpq refuses). */
+/* Start syncing on base (the control loop): the initial model, else the
+ * local snapshot if there is one (applied before this returns), and
+ * connect. 0 and *out, or -errno with err (a conninfo libpq refuses);
+ * cfg->initial is taken in every case. */
 int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 	       const struct pgsync_ops *ops, void *arg, struct pgsync **out,
 	       struct errbuf *err);
