@@ -100,6 +100,16 @@ metric() {
 	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
 }
 
+# wait_metric_above NAME N: NAME goes above N within 5 s
+wait_metric_above() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(metric "$1")" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # reached PORT: the backend a connection to PORT reaches ("None": closed
 # before the banner, "refused")
 reached() {
@@ -294,8 +304,10 @@ run_suite() { # BIN LABEL
 	out=$(reached "$T_KILL")
 	r0=$(metric edge_db_reconnects_total)
 	pg_sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'edged'" >/dev/null
+	# the metrics follow the database's state once a second: the route
+	# can be served before the reconnect is counted
 	if [ "$out" = refused ] && wait_reached "$T_KILL" "$B_D" &&
-		[ "$(metric edge_db_reconnects_total)" -gt "$r0" ]; then
+		wait_metric_above edge_db_reconnects_total "$r0"; then
 		t_ok "$v: a row the database never noted: routed by the snapshot after edged's session was killed and came back"
 	else
 		t_fail "$v: the snapshot after a reconnect" "before $out, after $(reached "$T_KILL"); reconnects $r0 -> $(metric edge_db_reconnects_total)"
@@ -319,7 +331,9 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: the good row" "$(reached "$T_GOOD")"
 	fi
-	sleep 0.3
+	# counted by the next metrics tick (once a second)
+	wait_metric_above 'edge_db_rows_skipped_total{table="tcp_routes"}' $((n0 + 6))
+	wait_metric_above edge_db_conflicts_total "$c0"
 	n1=$(metric 'edge_db_rows_skipped_total{table="tcp_routes"}')
 	c1=$(metric edge_db_conflicts_total)
 	out=""
@@ -355,6 +369,7 @@ run_suite() { # BIN LABEL
 			[ "$(route_json "127.0.0.1:$LOW" listen_error)" = "Permission denied" ] && break
 			sleep 0.05
 		done
+		wait_metric_above edge_tcp_listen_failures_total "$f0"
 		f1=$(metric edge_tcp_listen_failures_total)
 		out=$("$EDGECTL" --socket "$SOCK" routes 2>&1)
 		if [ "$(route_json "127.0.0.1:$LOW" listening)" = False ] &&
