@@ -171,7 +171,7 @@ kernel_cases() {
 		edged_wait_log "handed back to the copy mover \(auto: it went quiet\)"; then
 		t_ok "$v: splice auto: $out"
 	else
-		t_fail "$v: splice auto moves a tunnel by its traffic" "$out $(grep -i 'tunnel' "$EDGED_LOG" | tail -4)"
+		t_fail "$v: splice auto moves a tunnel by its traffic" "$out; edged: $(grep -E 'leaving the kernel|handed back|spliced by|closing it' "$EDGED_LOG" | tail -12)"
 	fi
 	write_conf "$T_TMP/edge.conf" sockmap
 	"$EDGECTL" --socket "$T_TMP/edged.sock" reload >/dev/null

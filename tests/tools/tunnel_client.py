@@ -16,7 +16,8 @@ the reason on stderr otherwise.
                  after the 101 (/pump/N/WAIT); with SEND_RATE (not 0),
                  both send at most SEND_RATE bytes per second; with
                  STALL, reads nothing for STALL ms after the 101 (a
-                 reader that stops)
+                 reader that stops); STALL as MS:PATH reads nothing
+                 until PATH exists, for at most MS ms
   upload N [READY [RATE]]
                  send N bytes of the pattern (/sink), shut down the write
                  side, and check the backend's "BYTES SHA256" answer; with
@@ -39,6 +40,7 @@ the reason on stderr otherwise.
 """
 import hashlib
 import json
+import os
 import socket
 import sys
 import threading
@@ -117,7 +119,10 @@ def mode_pump():
     rate = int(ARGS[2]) if len(ARGS) > 2 else 0
     wait = int(ARGS[3]) if len(ARGS) > 3 else 0
     srate = int(ARGS[4]) if len(ARGS) > 4 else 0
-    stall = int(ARGS[5]) if len(ARGS) > 5 else 0
+    stall, stall_until = 0, None
+    if len(ARGS) > 5:
+        stall, _, stall_until = ARGS[5].partition(":")
+        stall = int(stall)
     base = rss_kb(pid)
     peak = [base]
     done = threading.Event()
@@ -148,7 +153,12 @@ def mode_pump():
     t0 = time.time()
     t = threading.Thread(target=send)
     t.start()
-    time.sleep(stall / 1000)
+    if stall_until:
+        while (not os.path.exists(stall_until)
+               and time.time() - t0 < stall / 1000):
+            time.sleep(0.05)
+    else:
+        time.sleep(stall / 1000)
     h = hashlib.sha256(rest)
     got = len(rest)
     while True:
