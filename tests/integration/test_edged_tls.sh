@@ -5,11 +5,14 @@
 # Python's ssl as clients; tests/tools/echo_backend.py behind edged.
 #   - edged --check: broken certificates named with their file (missing,
 #     not PEM, a key that does not match, expired, a chain that does not
-#     lead to its issuer, no DNS name), an HTTPS address that collides
+#     lead to its issuer, no DNS name, an OCSP file that is not one), an
+#     HTTPS address that collides; as root, a key only root can read
+#     refused at start by edged running as nobody
 #   - SNI among three certificates, the wildcard, the default for an
 #     unknown name and for no SNI; ECDSA or RSA for one name as the client
 #     offers; TLS 1.1 refused, 1.2 and 1.3 served, ALPN http/1.1;
-#     resumption by ticket (s_client -sess_out / -sess_in)
+#     resumption by ticket (s_client -sess_out / -sess_in); OCSP stapling
+#     of a response made with openssl ocsp
 #   - curl over HTTPS to a plain backend: X-Forwarded-Proto https (http
 #     over plain HTTP); keep-alive over TLS across a park; 3 MB down and
 #     2 MB up; an Upgrade over HTTPS carried by the copy mover even with
@@ -46,7 +49,7 @@ mkdir -p "$C"
 ca() {
 	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" \
 		-addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign \
+		-addext keyUsage=critical,keyCertSign,cRLSign,digitalSignature \
 		-keyout "$C/$1.key" -out "$C/$1.crt" >/dev/null 2>&1
 }
 
@@ -94,6 +97,18 @@ CNF
 			-startdate 20200101000000Z -enddate 20200102000000Z >/dev/null 2>&1
 }
 
+# ocsp NAME: C/NAME.ocsp, the test CA's OCSP response ("good") for
+# C/NAME.crt, made by openssl ocsp from an index of its own
+ocsp() {
+	local serial exp
+	serial=$(openssl x509 -in "$C/$1.crt" -noout -serial | cut -d= -f2)
+	exp=$(date -u -d '+2 days' +%y%m%d%H%M%SZ)
+	printf 'V\t%s\t\t%s\tunknown\t/CN=%s\n' "$exp" "$serial" "$1" >"$C/ocsp-index.txt"
+	openssl ocsp -issuer "$C/ca.crt" -cert "$C/$1.crt" -no_nonce -reqout "$C/$1.req" >/dev/null 2>&1 &&
+		openssl ocsp -index "$C/ocsp-index.txt" -rsigner "$C/ca.crt" -rkey "$C/ca.key" \
+			-CA "$C/ca.crt" -reqin "$C/$1.req" -respout "$C/$1.ocsp" -ndays 1 >/dev/null 2>&1
+}
+
 make_certs() {
 	ca ca && ca other-ca &&
 		leaf a.tls.test rsa "DNS:a.tls.test" &&
@@ -104,7 +119,7 @@ make_certs() {
 		leaf a-v2 ec "DNS:a.tls.test" &&
 		leaf nosan rsa "IP:127.0.0.1" &&
 		leaf stray rsa "DNS:stray.tls.test" other-ca &&
-		expired old.tls.test || return 1
+		expired old.tls.test && ocsp c.tls.test || return 1
 	# a chain whose second certificate did not sign the first
 	cat "$C/stray.crt" "$C/ca.crt" >"$C/badchain.pem"
 	echo "not a certificate" >"$C/garbage.pem"
@@ -120,7 +135,7 @@ certs_conf() {
     { cert = "$1"; key = "$2"; },
     { cert = "$C/b-rsa.pem"; key = "$C/b-rsa.key"; },
     { cert = "$C/b-ec.pem"; key = "$C/b-ec.key"; },
-    { cert = "$C/c.tls.test.pem"; key = "$C/c.tls.test.key"; },
+    { cert = "$C/c.tls.test.pem"; key = "$C/c.tls.test.key"; ocsp = "${OCSP:-$C/c.tls.test.ocsp}"; },
     { cert = "$C/wild.pem"; key = "$C/wild.key"; }
   );
 CONF
@@ -326,6 +341,9 @@ check_cases() {
 	expect_check "no DNS name in subjectAltName" "$C/nosan.pem: tls.certificates[0]: no DNS name" \
 		"$C/nosan.pem" "$C/nosan.key"
 	expect_check "a directory" "$C: tls.certificates[0]: not a regular file" "$C" "$C/a.tls.test.key"
+	OCSP="$C/garbage.pem" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	expect "--check: an OCSP file that is not a response" 1 "$C/garbage.pem: tls.certificates[3]: not a DER OCSP response" \
+		"$EDGED" -c "$conf" --check
 	# an HTTPS address that is also the HTTP one, and one not absolute path
 	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
 	sed -i "s/listen = \[ \"127.0.0.1:$P_TLS\" \];/listen = [ \"127.0.0.1:$P_EDGE\" ];/" "$conf"
@@ -426,6 +444,20 @@ run_suite() {
 		-servername b.tls.test -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256
 	expect_cn "b.tls.test, TLS 1.2 with an ECDHE-ECDSA cipher: the ECDSA certificate" b-ec \
 		-servername b.tls.test -tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305
+
+	# OCSP stapling: the configured response for c.tls.test, none for a
+	sclient -servername c.tls.test -status
+	if grep -q "OCSP Response Status: successful" "$T_TMP/sc.out" && grep -q "Cert Status: good" "$T_TMP/sc.out"; then
+		t_ok "$v: OCSP: c.tls.test's response stapled (successful, good)"
+	else
+		t_fail "$v: OCSP stapling" "$(grep -i ocsp "$T_TMP/sc.out" | head -2)"
+	fi
+	sclient -servername a.tls.test -status
+	if grep -q "OCSP response: no response sent" "$T_TMP/sc.out"; then
+		t_ok "$v: OCSP: none stapled for a certificate without one"
+	else
+		t_fail "$v: no OCSP for a" "$(grep -i ocsp "$T_TMP/sc.out" | head -2)"
+	fi
 
 	# versions and ALPN
 	sclient -servername a.tls.test -tls1_3 -alpn h2,http/1.1
