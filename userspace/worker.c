@@ -222,7 +222,8 @@ unsigned long worker_fd_reserve(const struct worker_shared *sh)
 {
 	return WORKER_FD_RESERVE +
 	       (unsigned long)sh->cfg->workers *
-		   (sh->cfg->n_listen + atomic_load(&sh->tcp_addrs) + 4);
+		   (sh->cfg->n_listen + sh->cfg->tls.n_listen +
+		    atomic_load(&sh->tcp_addrs) + 4);
 }
 
 unsigned long worker_fd_conn_cap(const struct worker_shared *sh,

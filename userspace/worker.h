@@ -193,7 +193,8 @@ void worker_free(struct worker *w);
 #define WORKER_FD_RESERVE 64
 
 /* The descriptors edged keeps for itself: WORKER_FD_RESERVE and, per
- * worker, its listeners (sh->cfg's listen, sh->tcp_addrs) and a few. */
+ * worker, its listeners (sh->cfg's listen and tls.listen,
+ * sh->tcp_addrs) and a few. */
 unsigned long worker_fd_reserve(const struct worker_shared *sh);
 
 /* How many busy client connections a descriptor limit of nofile allows:
