@@ -603,6 +603,13 @@ void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
 	st = tls_holder_get(&sh->tls);
 	ch = n <= cap && !w->draining && st ? calloc(1, sizeof(*ch)) : NULL;
 	if (!ch) {
+		/* over the cap, draining: no HTTP answer can be given before
+		 * a handshake, so closed; counted as conn_accept's 503 */
+		if (st && sh->request_done && (n > cap || w->draining))
+			sh->request_done(sh->request_done_arg,
+					 w->draining ? OUTCOME_SHUTTING_DOWN
+						     : OUTCOME_CONNECTION_LIMIT,
+					 0, clk_now_ns(), 0, 0);
 		tls_store_put(st);
 		close(fd);
 		atomic_fetch_sub(&sh->connections, 1);

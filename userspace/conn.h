@@ -133,7 +133,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 
 /* A new connection accepted on fd by worker w on an HTTPS listener:
  * counted as conn_accept's (over limits.max_connections, or draining,
- * it is closed: no HTTP can be said before the handshake), then the TLS
+ * it is closed, counted in the request_done hook as connection_limit or
+ * shutting_down: no HTTP can be said before the handshake), then the TLS
  * handshake (tls.h) under timeouts.tls_handshake with the store of the
  * moment; done, the connection goes on as conn_accept's, its transport
  * TLS. Without a store (none configured) fd is closed. */

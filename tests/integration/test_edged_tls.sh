@@ -148,6 +148,7 @@ write_conf() {
 		cat <<CONF
 analytics = { file = "$T_TMP/events.jsonl"; };
 timeouts = { tls_handshake = "1s"; drain = "2s"; };
+limits = { max_connections = 6; };
 splice = "sockmap";
 tls = {
   listen = [ "127.0.0.1:$P_TLS" ];
@@ -628,6 +629,33 @@ run_suite() {
 		t_ok "$v: the keep-alive connection opened before the change goes on"
 	else
 		t_fail "$v: keep-alive across the change" "$(head -c 300 "$T_TMP/ka.out")"
+	fi
+
+	# over limits.max_connections: closed at once, counted
+	for n in $(seq 50); do
+		[ "$(metric edge_connections)" -eq 0 ] && break
+		sleep 0.1
+	done
+	n=$(metric 'edge_requests_total{outcome="connection_limit"}')
+	out=$(python3 - "$P_TLS" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port), 5) for _ in range(6)]
+time.sleep(0.2)
+s = socket.create_connection(("127.0.0.1", port), 5)
+s.settimeout(0.8)
+try:
+    print("closed" if s.recv(1) == b"" else "data")
+except socket.timeout:
+    print("open")
+except ConnectionResetError:
+    print("closed")
+PY
+)
+	if [ "$out" = closed ] && [ "$(metric 'edge_requests_total{outcome="connection_limit"}')" -eq $((n + 1)) ]; then
+		t_ok "$v: over max_connections a TLS connection is closed before any handshake, counted as connection_limit"
+	else
+		t_fail "$v: TLS over the connection cap" "'$out', connection_limit $n -> $(metric 'edge_requests_total{outcome="connection_limit"}'), open $(metric edge_connections)"
 	fi
 
 	# metrics
