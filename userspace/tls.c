@@ -452,13 +452,13 @@ static int tls_load_certs(struct tls_cert *c, const char *file, size_t i,
 		}
 	}
 	BIO_free(b);
-	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE ||
-	    !c->leaf)
+	if (!c->leaf)
+		return tls_errf(err, file, i, "no PEM certificate in it");
+	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE)
 		return tls_errf(err, file, i,
-				c->leaf ? "a PEM block after certificate %d "
-					  "is not a valid certificate"
-					: "no PEM certificate in it%.0d",
-				sk_X509_num(c->chain) + 1);
+				"what follows certificate %d is not a valid "
+				"PEM certificate",
+				sk_X509_num(c->chain));
 	ERR_clear_error();
 	n = (size_t)sk_X509_num(c->chain) + 1;
 	prev = c->leaf;

@@ -123,6 +123,8 @@ make_certs() {
 	# a chain whose second certificate did not sign the first
 	cat "$C/stray.crt" "$C/ca.crt" >"$C/badchain.pem"
 	echo "not a certificate" >"$C/garbage.pem"
+	# a certificate, then a PEM block that is not one
+	{ cat "$C/a.tls.test.pem"; printf -- '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n'; } >"$C/trailing.pem"
 }
 
 # ---- configuration --------------------------------------------------------
@@ -331,6 +333,8 @@ check_cases() {
 		"$C/none.pem" "$C/a.tls.test.key"
 	expect_check "a file that is not PEM" "$C/garbage.pem: tls.certificates[0]: no PEM certificate" \
 		"$C/garbage.pem" "$C/a.tls.test.key"
+	expect_check "a broken PEM block after the certificates" "$C/trailing.pem: tls.certificates[0]: what follows certificate 1 is not a valid PEM certificate" \
+		"$C/trailing.pem" "$C/a.tls.test.key"
 	expect_check "a key that does not match" "$C/b-rsa.key: tls.certificates[0]: the key does not match the certificate $C/a.tls.test.pem" \
 		"$C/a.tls.test.pem" "$C/b-rsa.key"
 	expect_check "a key file that holds a certificate" "$C/a.tls.test.pem: tls.certificates[0]: not a PEM private key" \
