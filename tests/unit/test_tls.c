@@ -252,6 +252,98 @@ START_TEST(test_transport)
 }
 END_TEST
 
+/* ---- tickets ------------------------------------------------------------ */
+
+struct rclient {
+	int fd;
+	SSL_SESSION *in, *out;
+};
+
+/* A TLS 1.2 client (its ticket arrives within the handshake), offering
+ * session in when it has one; out: the session it ends with. */
+static void *rclient_main(void *arg)
+{
+	struct rclient *cl = arg;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl;
+
+	SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, cl->fd);
+	SSL_set_tlsext_host_name(ssl, "unit.test");
+	if (cl->in)
+		SSL_set_session(ssl, cl->in);
+	if (SSL_connect(ssl) == 1) {
+		cl->out = SSL_get1_session(ssl);
+		SSL_shutdown(ssl);
+	}
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* One handshake with st, the client offering in: whether the server
+ * resumed it; *out the client's session after it (to free). */
+static bool handshake(struct tls_store *st, SSL_SESSION *in, SSL_SESSION **out)
+{
+	struct timeval tv = {5, 0};
+	struct server sv = {.rc = 1};
+	struct rclient cl = {.in = in};
+	const char *ver, *cipher;
+	struct tls_hs *hs;
+	bool resumed = false;
+	pthread_t th;
+	int sp[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	cl.fd = sp[1];
+	sv.base = event_base_new();
+	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
+	ck_assert_int_eq(
+	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, rclient_main, &cl), 0);
+	event_base_dispatch(sv.base);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(sv.rc, 0);
+	ck_assert(tls_transport_info(&sv.t, &ver, &cipher, &resumed));
+	ck_assert_str_eq(ver, "TLSv1.2");
+	transport_close(&sv.t);
+	close(sp[1]);
+	event_base_free(sv.base);
+	ck_assert_ptr_nonnull(cl.out);
+	*out = cl.out;
+	return resumed;
+}
+
+/* A ticket resumes under the current key and the two before it, not
+ * after a third rotation. */
+START_TEST(test_tickets)
+{
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	SSL_SESSION *s1, *s;
+	struct tls_store *st;
+	struct errbuf err;
+
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	ck_assert(!handshake(st, NULL, &s1));
+	ck_assert(handshake(st, s1, &s));
+	SSL_SESSION_free(s);
+	ck_assert_int_eq(tls_tickets_rotate(), 0);
+	ck_assert(handshake(st, s1, &s)); /* the previous key */
+	SSL_SESSION_free(s);
+	ck_assert_int_eq(tls_tickets_rotate(), 0);
+	ck_assert(handshake(st, s1, &s)); /* the one before */
+	SSL_SESSION_free(s);
+	ck_assert_int_eq(tls_tickets_rotate(), 0);
+	ck_assert(!handshake(st, s1, &s)); /* gone: a full handshake */
+	SSL_SESSION_free(s);
+	SSL_SESSION_free(s1);
+	tls_store_put(st);
+}
+END_TEST
+
 static Suite *tls_suite(void)
 {
 	Suite *s = suite_create("tls");
@@ -261,6 +353,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, test_wildcard);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_transport);
+	tcase_add_test(tc, test_tickets);
 	suite_add_tcase(s, tc);
 	return s;
 }
