@@ -231,9 +231,16 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 	for (i = 0; i < ANALYTICS_F_MAX; i++) {
 		const struct analytics_field_info *fi = &analytics_fields[i];
 
-		bad |= analytics_set(
-		    o, fi->name,
-		    analytics_json_str((const char *)ev + fi->off));
+		const char *v = (const char *)ev + fi->off;
+
+		/* tls_resumed: a boolean in JSON ("true" / "false" in the
+		 * record), null without TLS */
+		if (i == ANALYTICS_F_TLS_RESUMED && v[0])
+			bad |= analytics_set(
+			    o, fi->name, json_boolean(strcmp(v, "true") == 0));
+		else
+			bad |=
+			    analytics_set(o, fi->name, analytics_json_str(v));
 		if (i == ANALYTICS_F_PATH) {
 			bad |= analytics_set(o, "status",
 					     json_integer(ev->status));

@@ -44,7 +44,9 @@ struct passwd;
 	X(USER_AGENT, user_agent, 256)                                         \
 	X(REFERRER, referrer, 512)                                             \
 	X(TLS_VERSION, tls_version, 16)                                        \
-	X(MOVER, mover, 16)
+	X(MOVER, mover, 16)                                                    \
+	X(TLS_CIPHER, tls_cipher, 64)                                          \
+	X(TLS_RESUMED, tls_resumed, 8)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,

@@ -283,6 +283,8 @@ static const struct cfg_num cfg_timeouts[] = {
      CFG_IN_TIMEOUTS(tunnel_idle_ms)},
     {"client_hello", CFG_MS, 10 * CFG_S, 100, 10 * CFG_MIN,
      CFG_IN_TIMEOUTS(client_hello_ms)},
+    {"tls_handshake", CFG_MS, 10 * CFG_S, 100, 10 * CFG_MIN,
+     CFG_IN_TIMEOUTS(tls_handshake_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
 };
@@ -379,9 +381,8 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 			const char *path, struct config_security_headers *sh)
 {
 	static const char *const keys[] = {
-	    "hsts",    "hsts_max_age",	"hsts_subdomains",
-	    "nosniff", "frame_options", "referrer_policy",
-	    NULL};
+	    "hsts",	     "hsts_max_age",	"hsts_subdomains", "nosniff",
+	    "frame_options", "referrer_policy", "https_redirect",  NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -394,6 +395,9 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 			      &sh->hsts_subdomains);
 	if (rc == 0)
 		rc = cfg_bool(x, g, p, "nosniff", true, &sh->nosniff);
+	if (rc == 0)
+		rc = cfg_bool(x, g, p, "https_redirect", false,
+			      &sh->https_redirect);
 	if (rc == 0)
 		rc = cfg_seconds(x, g, p, "hsts_max_age", "365d",
 				 &sh->hsts_max_age_s);
@@ -773,6 +777,122 @@ static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 	return 0;
 }
 
+/* ---- TLS termination ---------------------------------------------------- */
+
+/* tls.listen: HTTPS addresses, none of them an HTTP listen address,
+ * admin_listen or a TCP route's (cfg_root has read those). */
+static int cfg_tls_listen(struct cfg *x, const config_setting_t *g,
+			  const char *path)
+{
+	struct config *c = x->c;
+	struct config_tls *t = &c->tls;
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], what[CFG_KEY_MAX];
+	const config_setting_t *s;
+	size_t i, j;
+	int rc;
+
+	rc = cfg_addrs(x, g, path, "listen", CONFIG_LISTEN_MAX, false,
+		       &t->listen, &t->n_listen);
+	if (rc < 0 || !t->listen)
+		return rc;
+	cfg_key(key, path, "listen");
+	s = config_setting_get_member(g, "listen");
+	for (i = 0; i < t->n_listen; i++) {
+		const config_setting_t *el =
+		    config_setting_get_elem(s, (unsigned)i);
+
+		cfg_key_index(ek, key, i);
+		for (j = 0; j < c->n_listen && rc == 0; j++) {
+			cfg_key_index(what, "listen", j);
+			rc = cfg_listen_clash(x, el, ek, &t->listen[i],
+					      &c->listen[j], what);
+		}
+		if (rc == 0)
+			rc = cfg_listen_clash(x, el, ek, &t->listen[i],
+					      &c->admin_listen, "admin_listen");
+		for (j = 0; j < c->n_tcp_routes && rc == 0; j++) {
+			char idx[CFG_KEY_MAX];
+
+			cfg_key_index(idx, "tcp_routes", j);
+			cfg_key(what, idx, "listen");
+			rc = cfg_listen_clash(x, el, ek, &t->listen[i],
+					      &c->tcp_routes[j].listen, what);
+		}
+		for (j = 0; j < i && rc == 0; j++) {
+			cfg_key_index(what, key, j);
+			if (config_addr_overlaps(&t->listen[i], &t->listen[j]))
+				rc = cfg_listen_clash(x, el, ek, &t->listen[i],
+						      &t->listen[j], what);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* tls: HTTPS listen addresses and the certificates served on them; the
+ * files themselves are read by tls.c (edged --check builds the store
+ * too), so that a reload can refuse a broken one. */
+static int cfg_tls(struct cfg *x, const config_setting_t *root)
+{
+	static const char *const keys[] = {"listen", "certificates",
+					   "session_ticket_rotation", NULL};
+	static const char *const ckeys[] = {"cert", "key", "ocsp", NULL};
+	struct config_tls *t = &x->c->tls;
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *g, *s = NULL;
+	size_t i, n = 0;
+	int rc;
+
+	rc = cfg_group(x, root, "", "tls", keys, p, &g);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "session_ticket_rotation", CFG_MS,
+				CFG_H, CFG_MIN, 7 * 24 * CFG_H,
+				&t->ticket_rotation_ms);
+	if (rc < 0 || !g)
+		return rc;
+	rc = cfg_tls_listen(x, g, p);
+	if (rc == 0)
+		rc = cfg_group_list(x, g, p, "certificates", key, &s, &n);
+	if (rc < 0)
+		return rc;
+	if (!t->listen)
+		return cfg_fail(x, g, p,
+				"listen: missing (the HTTPS addresses, e.g. "
+				"[ \"0.0.0.0:443\" ])");
+	if (n == 0)
+		return cfg_fail(x, s ? s : g, s ? key : p,
+				"%s: needs at least one certificate",
+				s ? "empty" : "certificates missing");
+	if (n > CONFIG_TLS_CERTS_MAX)
+		return cfg_fail(x, s, key, "at most %d certificates, has %zu",
+				CONFIG_TLS_CERTS_MAX, n);
+	t->certs = calloc(n, sizeof(*t->certs));
+	if (!t->certs)
+		return cfg_nomem(x);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e =
+		    config_setting_get_elem(s, (unsigned)i);
+		struct config_tls_cert *ct = &t->certs[i];
+
+		cfg_key_index(ek, key, i);
+		t->n_certs++;
+		rc = cfg_known(x, e, ek, ckeys);
+		if (rc == 0)
+			rc = cfg_path(x, e, ek, "cert", NULL, CFG_PATH_MAX,
+				      false, &ct->cert);
+		if (rc == 0)
+			rc = cfg_path(x, e, ek, "key", NULL, CFG_PATH_MAX,
+				      false, &ct->key);
+		if (rc == 0)
+			rc = cfg_path(x, e, ek, "ocsp", "", CFG_PATH_MAX, true,
+				      &ct->ocsp);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- the root ----------------------------------------------------------- */
 
 /* pg: libpq's connection string (turns the control plane on; absent:
@@ -842,13 +962,25 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {
-	    "listen",	    "workers",	      "user",
-	    "admin_listen", "control_socket", "pin_dir",
-	    "limits",	    "timeouts",	      "ratelimit",
-	    "analytics",    "projects",	      "log_format",
-	    "pg",	    "pg_snapshot",    "host_name",
-	    "splice",	    "tcp_routes",     NULL};
+	static const char *const keys[] = {"listen",
+					   "workers",
+					   "user",
+					   "admin_listen",
+					   "control_socket",
+					   "pin_dir",
+					   "limits",
+					   "timeouts",
+					   "ratelimit",
+					   "analytics",
+					   "projects",
+					   "log_format",
+					   "pg",
+					   "pg_snapshot",
+					   "host_name",
+					   "splice",
+					   "tcp_routes",
+					   "tls",
+					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;
@@ -896,6 +1028,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 			return cfg_fail(x, at.s, at.key, "%s is also in listen",
 					v);
 	rc = cfg_tcp_routes(x, root);
+	if (rc == 0)
+		rc = cfg_tls(x, root);
 	if (rc < 0)
 		return rc;
 	rc = cfg_str(x, root, "", "log_format", "text", &v, &at);
@@ -1079,6 +1213,13 @@ void config_free(struct config *c)
 		free(c->tcp_routes[i].sni);
 	}
 	free(c->tcp_routes);
+	for (i = 0; i < c->tls.n_certs; i++) {
+		free(c->tls.certs[i].cert);
+		free(c->tls.certs[i].key);
+		free(c->tls.certs[i].ocsp);
+	}
+	free(c->tls.certs);
+	free(c->tls.listen);
 	free(c->user);
 	free(c->control_socket);
 	free(c->pin_dir);

@@ -64,7 +64,8 @@ struct config_timeouts {
 	uint64_t upstream_connect_ms;
 	uint64_t upstream_response_ms;
 	uint64_t tunnel_idle_ms;
-	uint64_t client_hello_ms; /* a TLS passthrough route's ClientHello */
+	uint64_t client_hello_ms;  /* a TLS passthrough route's ClientHello */
+	uint64_t tls_handshake_ms; /* an HTTPS listener's TLS handshake */
 	uint64_t drain_ms;
 	uint64_t queue_ms; /* longest wait in the admission queue */
 };
@@ -101,6 +102,27 @@ struct config_tcp_route {
 	char *sni; /* NULL: a plain TCP route; a domain, "*.domain" or "*" */
 };
 
+/* tls.certificates: at most this many entries */
+#define CONFIG_TLS_CERTS_MAX 1024
+
+/* A certificate of the HTTPS listeners (tls.certificates): PEM files,
+ * absolute paths, read and checked by tls.c when the store is built. */
+struct config_tls_cert {
+	char *cert; /* the certificate, then its chain towards its issuer */
+	char *key;  /* its private key (RSA or EC), unencrypted */
+	char *ocsp; /* a DER OCSP response to staple; "" for none */
+};
+
+/* TLS termination (the group tls): HTTPS listen addresses and the
+ * certificates served on them (tls.h). No listen address: no TLS. */
+struct config_tls {
+	struct config_addr *listen; /* 0..CONFIG_LISTEN_MAX */
+	size_t n_listen;
+	struct config_tls_cert *certs; /* 1..CONFIG_TLS_CERTS_MAX with listen */
+	size_t n_certs;
+	uint64_t ticket_rotation_ms; /* session_ticket_rotation */
+};
+
 /*
  * The daemon's settings: everything in the file but its projects, which
  * are a route source of their own (route_src.h), so that a reload is new
@@ -127,6 +149,7 @@ struct config {
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
 	struct config_analytics analytics;
+	struct config_tls tls;
 	/* "FILE:LINE: KEY: ..." notes that are not errors (e.g. a CIDR's
 	 * host bits cleared, in the projects too), for the caller to print */
 	char **warnings;

@@ -20,6 +20,7 @@
 #include "edge_assert.h"
 #include "listener.h"
 #include "sockio.h"
+#include "tls.h"
 #include "worker.h"
 
 /* Parked connections after which freed memory is handed back to the
@@ -42,6 +43,7 @@ int conn_set_init(struct worker *w)
 	memset(cs, 0, sizeof(*cs));
 	TAILQ_INIT(&cs->open);
 	TAILQ_INIT(&cs->parked);
+	TAILQ_INIT(&cs->hs);
 	TAILQ_INIT(&cs->dead);
 	cs->reap = event_new(w->base, -1, 0, conn_reap_cb, w);
 	return cs->reap ? 0 : -ENOMEM;
@@ -276,6 +278,8 @@ static struct conn *conn_open(struct worker *w, struct transport *t,
 	c->w = w;
 	c->nreq = nreq;
 	c->peer = *peer;
+	c->tls = tls_transport_info(t, &c->tls_version, &c->tls_cipher,
+				    &c->tls_resumed);
 	c->peer_len = conn_addr_len(peer);
 	if (peer->sa.sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &peer->v6.sin6_addr, c->client_ip,
@@ -468,7 +472,8 @@ static void conn_idle_tick(struct conn *c)
 	if (c->state != CONN_HEAD || c->r.active || c->client_eof ||
 	    c->close_after || w->draining ||
 	    evbuffer_get_length(sockio_input(c->io)) ||
-	    evbuffer_get_length(sockio_output(c->io))) {
+	    evbuffer_get_length(sockio_output(c->io)) ||
+	    sockio_pending(c->io)) {
 		conn_timer(c, limit - waited);
 		return;
 	}
@@ -550,6 +555,99 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	}
 }
 
+/* A TLS handshake under way on an HTTPS listener's connection. */
+struct conn_hs {
+	TAILQ_ENTRY(conn_hs) link;
+	struct worker *w;
+	union conn_addr peer;
+	struct tls_hs *hs;
+};
+
+/* A handshake ended: the connection goes on (parked until its first
+ * request, unless TLS holds bytes of it already), or is gone. */
+static void conn_hs_done(int rc, struct transport *t, void *arg)
+{
+	struct conn_hs *ch = arg;
+	struct worker *w = ch->w;
+	union conn_addr peer = ch->peer;
+
+	TAILQ_REMOVE(&w->cs.hs, ch, link);
+	free(ch);
+	if (rc == 0 && !w->draining) {
+		if (transport_pending(t) == 0 &&
+		    conn_park(w, t, &peer, 0, w->set.timeouts.header_ms) == 0)
+			return;
+		w->cs.n--; /* conn_open counts it again */
+		if (conn_open(w, t, &peer, 0))
+			return;
+		w->cs.n++;
+	} else if (rc == 0) {
+		transport_close(t);
+	}
+	w->cs.n--;
+	atomic_fetch_sub(&w->sh->connections, 1);
+	conn_gone(w);
+}
+
+void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
+		     socklen_t len)
+{
+	struct worker_shared *sh = w->sh;
+	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
+	struct tls_store *st;
+	struct conn_hs *ch;
+	struct timeval tv;
+	int one = 1;
+
+	n = atomic_fetch_add(&sh->connections, 1) + 1;
+	st = tls_holder_get(&sh->tls);
+	ch = n <= cap && !w->draining && st ? calloc(1, sizeof(*ch)) : NULL;
+	if (!ch) {
+		/* over the cap, draining: no HTTP answer can be given before
+		 * a handshake, so closed; counted as conn_accept's 503 */
+		if (st && sh->request_done && (n > cap || w->draining))
+			sh->request_done(sh->request_done_arg,
+					 w->draining ? OUTCOME_SHUTTING_DOWN
+						     : OUTCOME_CONNECTION_LIMIT,
+					 0, clk_now_ns(), 0, 0);
+		tls_store_put(st);
+		close(fd);
+		atomic_fetch_sub(&sh->connections, 1);
+		return;
+	}
+	ch->w = w;
+	if (len > sizeof(ch->peer))
+		len = sizeof(ch->peer);
+	memcpy(&ch->peer, sa, len);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	w->cs.n++;
+	TAILQ_INSERT_TAIL(&w->cs.hs, ch, link);
+	if (tls_hs_start(
+		w->base, st, fd,
+		worker_timeout(w, w->set.timeouts.tls_handshake_ms, &tv),
+		conn_hs_done, ch, &ch->hs)) {
+		TAILQ_REMOVE(&w->cs.hs, ch, link);
+		free(ch);
+		w->cs.n--;
+		atomic_fetch_sub(&sh->connections, 1);
+	}
+	tls_store_put(st);
+}
+
+/* Abandon every handshake of w (draining, shutdown). */
+static void conn_hs_abort_all(struct worker *w)
+{
+	struct conn_hs *ch;
+
+	while ((ch = TAILQ_FIRST(&w->cs.hs))) {
+		TAILQ_REMOVE(&w->cs.hs, ch, link);
+		tls_hs_abort(ch->hs);
+		free(ch);
+		w->cs.n--;
+		atomic_fetch_sub(&w->sh->connections, 1);
+	}
+}
+
 void conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
@@ -624,6 +722,7 @@ void conn_drain_all(struct worker *w)
 
 	while ((k = TAILQ_FIRST(&w->cs.parked)))
 		conn_park_free(k, NULL);
+	conn_hs_abort_all(w);
 
 	for (c = TAILQ_FIRST(&w->cs.open); c; c = next) {
 		next = TAILQ_NEXT(c, link);
@@ -643,6 +742,7 @@ void conn_free_all(struct worker *w)
 
 	while ((k = TAILQ_FIRST(&cs->parked)))
 		conn_park_free(k, NULL);
+	conn_hs_abort_all(w);
 	while ((c = TAILQ_FIRST(&cs->open)))
 		conn_close(c);
 	conn_reap(w);

@@ -92,18 +92,25 @@ struct conn {
 	bool close_after;    /* close once the current request ends */
 	bool client_eof;     /* the client half-closed */
 	bool closed;	     /* conn_close ran; memory freed soon */
-	uint64_t discarded;  /* bytes thrown away while closing */
+	bool tls;	     /* the stream is TLS (an HTTPS listener's) */
+	bool tls_resumed;    /* its session was resumed (a ticket) */
+	/* what it negotiated (OpenSSL's static names), NULL without TLS */
+	const char *tls_version, *tls_cipher;
+	uint64_t discarded; /* bytes thrown away while closing */
 	struct req r;
 };
 
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(conn_park_list, conn_park);
+struct conn_hs;
+TAILQ_HEAD(conn_hs_list, conn_hs);
 struct conn_park_slab;
 
 /* A worker's client connections (conn.c's alone; inside struct worker). */
 struct conn_set {
 	struct conn_list open;		   /* open client connections */
 	struct conn_park_list parked;	   /* idle ones without buffers */
+	struct conn_hs_list hs;		   /* TLS handshakes under way */
 	struct conn_park *park_free;	   /* unused entries of the slabs */
 	struct conn_park_slab *park_slabs; /* parked entries come from here */
 	size_t n;			   /* both lists */
@@ -123,6 +130,16 @@ int conn_set_init(struct worker *w);
  * arrives. */
 void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		 socklen_t len);
+
+/* A new connection accepted on fd by worker w on an HTTPS listener:
+ * counted as conn_accept's (over limits.max_connections, or draining,
+ * it is closed, counted in the request_done hook as connection_limit or
+ * shutting_down: no HTTP can be said before the handshake), then the TLS
+ * handshake (tls.h) under timeouts.tls_handshake with the store of the
+ * moment; done, the connection goes on as conn_accept's, its transport
+ * TLS. Without a store (none configured) fd is closed. */
+void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
+		     socklen_t len);
 
 /* c's request has ended (req_end): wait for the next head on c
  * (keep-alive), or flush what is queued for the client and close when

@@ -35,6 +35,7 @@
 #include "splice.h"
 #include "stats.h"
 #include "tcproute.h"
+#include "tls.h"
 #include "tunnel.h"
 #include "version.h"
 #include "worker.h"
@@ -68,6 +69,11 @@ struct edged {
 	int splice_conf;       /* the configuration's splice, last read */
 	/* the TCP routes of every source and their listeners */
 	struct tcproute *tcp;
+	/* TLS: the certificate files' watch, the ticket keys' rotation, the
+	 * last failed rebuild's message (said once) */
+	struct event *tls_watch, *tls_rotate;
+	uint64_t tls_rotation_ms;
+	char tls_failed[ERRBUF_LEN];
 };
 
 static void usage(FILE *f)
@@ -140,6 +146,14 @@ static void edged_start_only_changes(const struct edged *d,
 	EDGED_NOTE(str_differs(cur->pg_snapshot, next->pg_snapshot),
 		   "pg_snapshot");
 	EDGED_NOTE(str_differs(cur->host_name, next->host_name), "host_name");
+	{
+		bool tls = cur->tls.n_listen != next->tls.n_listen;
+
+		for (i = 0; !tls && i < cur->tls.n_listen; i++)
+			tls = strcmp(cur->tls.listen[i].text,
+				     next->tls.listen[i].text) != 0;
+		EDGED_NOTE(tls, "tls.listen");
+	}
 #undef EDGED_NOTE
 }
 
@@ -282,6 +296,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	struct route_defaults def;
 	struct route_tcp *undo = NULL;
 	struct route_tcp_list tcp;
+	struct tls_store *tls = NULL;
 	int rc;
 
 	errbuf_clear(err);
@@ -292,8 +307,20 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		return rc;
 	}
 	print_warnings(cfg);
+	/* the certificates, read again (as edged's user): a broken one
+	 * refuses the whole reload, the running store serving on */
+	if (d->cfg->tls.n_listen && cfg->tls.n_certs) {
+		rc = tls_store_new(&cfg->tls, &tls, err);
+		if (rc) {
+			tls_count_reload(false);
+			config_free(cfg);
+			route_src_free(src);
+			return rc;
+		}
+	}
 	config_route_defaults(cfg, &def);
 	if (tcproute_reload(d->tcp, cfg, &undo)) {
+		tls_store_put(tls);
 		config_free(cfg);
 		route_src_free(src);
 		errbuf_set(err, "%s: out of memory", d->conf_path);
@@ -316,6 +343,19 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		/* an address whose bind failed is tried again */
 		tcproute_listen(d->tcp, false, &lerr);
 		edged_settings(d, cfg);
+		if (tls) {
+			size_t nn, nc;
+
+			tls_store_counts(tls, &nn, &nc);
+			tls_holder_set(&d->sh.tls, tls);
+			tls = NULL;
+			tls_count_reload(true);
+			d->tls_failed[0] = '\0';
+			d->tls_rotation_ms = cfg->tls.ticket_rotation_ms;
+			log_note("tls: %zu certificate(s) loaded: %zu name(s), "
+				 "%zu context(s)",
+				 cfg->tls.n_certs, nn, nc);
+		}
 		if (cfg->splice != d->splice_conf) {
 			d->splice_conf = cfg->splice;
 			edged_splice_mode(d, (enum splice_mode)cfg->splice,
@@ -335,6 +375,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 				  d->conf_path, changed);
 	}
 	config_free(cfg);
+	tls_store_put(tls); /* a refused reload's */
 	if (rc)
 		return rc;
 	if (d->sh.analytics)
@@ -414,6 +455,96 @@ static void edged_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	edged_drain(d, (int)sig);
+}
+
+/* Every TLS_WATCH_MS: a certificate, key or OCSP file changed (or
+ * went): build the store again, the running one serving on if the new
+ * files are broken (said once per failure). */
+static void edged_tls_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct edged *d = arg;
+	struct tls_store *cur = tls_holder_get(&d->sh.tls), *st;
+	struct errbuf err;
+	size_t nn, nc;
+
+	(void)fd;
+	(void)what;
+	if (!cur || !tls_store_changed(cur)) {
+		tls_store_put(cur);
+		return;
+	}
+	if (tls_store_rebuild(cur, &st, &err)) {
+		tls_store_put(cur);
+		if (strcmp(err.msg, d->tls_failed) == 0)
+			return;
+		snprintf(d->tls_failed, sizeof(d->tls_failed), "%s", err.msg);
+		tls_count_reload(false);
+		log_warnx("tls: a certificate file changed, but the new files "
+			  "are refused, the previous certificates serve on: %s",
+			  err.msg);
+		return;
+	}
+	tls_store_put(cur);
+	tls_store_counts(st, &nn, &nc);
+	tls_holder_set(&d->sh.tls, st);
+	tls_count_reload(true);
+	d->tls_failed[0] = '\0';
+	log_note("tls: a certificate file changed: reloaded, %zu name(s), "
+		 "%zu context(s)",
+		 nn, nc);
+}
+
+/* The ticket keys' rotation (tls.session_ticket_rotation, re-read at
+ * each turn so that a reload's value applies from the next). */
+static void edged_tls_rotate_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct edged *d = arg;
+	struct timeval tv = {(time_t)(d->tls_rotation_ms / 1000),
+			     (suseconds_t)(d->tls_rotation_ms % 1000 * 1000)};
+
+	(void)fd;
+	(void)what;
+	if (tls_tickets_rotate())
+		log_warnx("tls: the session ticket key could not be rotated "
+			  "(no random bytes): the current one stays");
+	evtimer_add(d->tls_rotate, &tv);
+}
+
+/* TLS at start, as edged's user (so that a reload, which reads the files
+ * as that user too, sees what the start saw): the store, the files'
+ * watch, the ticket keys' rotation. */
+static int edged_tls_start(struct edged *d)
+{
+	struct timeval w = {TLS_WATCH_MS / 1000, TLS_WATCH_MS % 1000 * 1000};
+	struct tls_store *st;
+	struct errbuf err;
+	size_t nn, nc;
+
+	if (!d->cfg->tls.n_listen)
+		return 0;
+	if (tls_store_new(&d->cfg->tls, &st, &err)) {
+		log_warnx("%s", err.msg);
+		return -1;
+	}
+	tls_store_counts(st, &nn, &nc);
+	tls_holder_set(&d->sh.tls, st);
+	log_note("tls: %zu certificate(s) loaded: %zu name(s), %zu context(s); "
+		 "HTTPS on %zu address(es)",
+		 d->cfg->tls.n_certs, nn, nc, d->cfg->tls.n_listen);
+	d->tls_rotation_ms = d->cfg->tls.ticket_rotation_ms;
+	d->tls_watch =
+	    event_new(d->base, -1, EV_PERSIST, edged_tls_watch_cb, d);
+	d->tls_rotate = evtimer_new(d->base, edged_tls_rotate_cb, d);
+	if (!d->tls_watch || !d->tls_rotate || event_add(d->tls_watch, &w))
+		return -1;
+	{
+		struct timeval tv = {
+		    (time_t)(d->tls_rotation_ms / 1000),
+		    (suseconds_t)(d->tls_rotation_ms % 1000 * 1000)};
+
+		evtimer_add(d->tls_rotate, &tv);
+	}
+	return 0;
 }
 
 /*
@@ -821,6 +952,18 @@ int main(int argc, char **argv)
 	}
 	log_set_format(d.cfg->log_format);
 	print_warnings(d.cfg);
+	if (check && d.cfg->tls.n_listen) {
+		struct tls_store *st;
+
+		/* the certificates too, as whoever runs the check */
+		if (tls_store_new(&d.cfg->tls, &st, &err)) {
+			log_warnx("%s", err.msg);
+			config_free(d.cfg);
+			route_src_free(src);
+			return 1;
+		}
+		tls_store_put(st);
+	}
 	if (check) {
 		printf("%s: ok\n", d.conf_path);
 		config_free(d.cfg);
@@ -834,6 +977,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.sh.cfg = d.cfg;
+	tls_holder_init(&d.sh.tls);
 	pthread_mutex_init(&d.sh.set_lock, NULL);
 	worker_settings_from(&d.sh.set, d.cfg);
 	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
@@ -897,7 +1041,8 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
-	    tcproute_metrics(d.tcp, stats_metrics(d.stats)))
+	    tcproute_metrics(d.tcp, stats_metrics(d.stats)) ||
+	    tls_metrics(stats_metrics(d.stats)))
 		goto out;
 	/* every TCP route's address, bound once per worker while edged is
 	 * root: a file route's that cannot be is an error, as an HTTP
@@ -914,6 +1059,8 @@ int main(int argc, char **argv)
 		goto out;
 	edged_splice_start(&d);
 	if (sw && drop_privileges(&pw))
+		goto out;
+	if (edged_tls_start(&d))
 		goto out;
 	if (!foreground && daemon(0, 0)) {
 		log_warn("daemon");
@@ -977,6 +1124,10 @@ out:
 			event_free(d.sig[i]);
 	if (d.drain_poll)
 		event_free(d.drain_poll);
+	if (d.tls_watch)
+		event_free(d.tls_watch);
+	if (d.tls_rotate)
+		event_free(d.tls_rotate);
 	pgplane_free(d.pg);
 	ctl_server_free(d.ctl);
 	admin_free(d.admin);
@@ -985,6 +1136,8 @@ out:
 		event_base_free(d.base);
 	analytics_free(d.sh.analytics);
 	route_holder_clear(&d.sh.routes);
+	if (d.sh.cfg)
+		tls_holder_clear(&d.sh.tls);
 	route_writer_free(&d.routes);
 	admit_queue_destroy(&d.sh.queue);
 	splice_install(NULL);

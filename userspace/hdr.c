@@ -547,6 +547,8 @@ void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
 const char *hdr_status_text(int status)
 {
 	switch (status) {
+	case 308:
+		return "Permanent Redirect";
 	case 400:
 		return "Bad Request";
 	case 403:

@@ -28,6 +28,7 @@ struct listener {
 	struct event *resume; /* ends a pause (listener_pause) */
 	bool paused;
 	uint64_t tcp_id; /* 0: HTTP; else the TCP routes' address's */
+	bool tls;	 /* an HTTPS listener (tcp_id 0) */
 	char text[CONFIG_ADDR_STR_MAX];
 };
 
@@ -162,7 +163,9 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 				log_warn("accept on %s", l->text);
 			return;
 		}
-		if (!l->tcp_id)
+		if (l->tls)
+			conn_accept_tls(l->w, cfd, (struct sockaddr *)&ss, len);
+		else if (!l->tcp_id)
 			conn_accept(l->w, cfd, (struct sockaddr *)&ss, len);
 		else
 			l4_accept(l->w, cfd, (struct sockaddr *)&ss, len,
@@ -228,7 +231,7 @@ static int listener_make(struct worker *w, int fd, const char *text,
 	return 0;
 }
 
-int listener_new(struct worker *w, const struct config_addr *a,
+int listener_new(struct worker *w, const struct config_addr *a, bool tls,
 		 struct listener **out, struct errbuf *err)
 {
 	int fd, rc = listener_socket(a, &fd, err);
@@ -238,6 +241,8 @@ int listener_new(struct worker *w, const struct config_addr *a,
 	rc = listener_make(w, fd, a->text, 0, out);
 	if (rc)
 		errbuf_set(err, "listen %s: out of memory", a->text);
+	else
+		(*out)->tls = tls;
 	return rc;
 }
 

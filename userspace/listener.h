@@ -7,6 +7,8 @@
 #ifndef EDGE_LISTENER_H
 #define EDGE_LISTENER_H
 
+#include <stdbool.h>
+
 #include "config.h"
 #include "log.h"
 
@@ -38,11 +40,12 @@ struct listener;
 int listener_socket(const struct config_addr *a, int *fd, struct errbuf *err);
 
 /*
- * An HTTP listener (conn_accept) for worker w on a (listener_socket);
- * its accept event is created on w's loop but not added. Returns 0 and
- * *out, or -errno with err set.
+ * An HTTP listener (conn_accept), or with tls an HTTPS one
+ * (conn_accept_tls), for worker w on a (listener_socket); its accept
+ * event is created on w's loop but not added. Returns 0 and *out, or
+ * -errno with err set.
  */
-int listener_new(struct worker *w, const struct config_addr *a,
+int listener_new(struct worker *w, const struct config_addr *a, bool tls,
 		 struct listener **out, struct errbuf *err);
 
 /*

@@ -8,10 +8,11 @@
  * with, and the operator-facing reason string. The reason strings live
  * here and nowhere else.
  *
- * Status 0 means edge writes no status of its own: the upstream's status is
- * relayed (ok), or no response is written at all (client_closed; tunnel's
- * 101 came from the upstream). outcome_status() says so; only outcomes with
- * outcome_sends_error() true owe the client a JSON error body.
+ * The statuses are errors (4xx, 5xx) but for https_redirect (308, with
+ * a Location). Status 0 means edge writes no status of its own: the upstream's
+ * status is relayed (ok), or no response is written at all (client_closed;
+ * tunnel's 101 came from the upstream). outcome_status() says so; only outcomes
+ * with outcome_sends_error() true owe the client a JSON error body.
  *
  * Names are recorded in analytics and exported as metric labels: append
  * new outcomes, never rename one.
@@ -91,7 +92,9 @@
 	  "server name, and none is its default: the connection was closed")   \
 	X(SNI_MISSING, "sni_missing", 0,                                       \
 	  "the ClientHello names no server, and no TLS passthrough route on "  \
-	  "the address is its default: the connection was closed")
+	  "the address is its default: the connection was closed")             \
+	X(HTTPS_REDIRECT, "https_redirect", 308,                               \
+	  "this site is served over HTTPS: follow the Location")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -342,7 +342,7 @@ static void proxy_connected(struct req *r)
 	f.environment_id = r->m.env_id;
 	f.deployment_id = r->m.deployment_id;
 	f.client_ip = r->client_ip;
-	f.proto = "http";
+	f.proto = r->c->tls ? "https" : "http";
 	f.xff_trusted = true; /* the brief: X-Forwarded-For appended */
 	if (r->m.path) {
 		f.path = r->m.path;
@@ -642,6 +642,14 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 	buf[0] = '\0';
 	if (!s)
 		return;
+	if (s->hsts && r->c->tls) {
+		char v[64];
+
+		snprintf(v, sizeof(v), "max-age=%llu%s",
+			 (unsigned long long)s->hsts_max_age_s,
+			 s->hsts_subdomains ? "; includeSubDomains" : "");
+		hdr_extra_append(buf, len, &n, "Strict-Transport-Security", v);
+	}
 	if (s->nosniff)
 		hdr_extra_append(buf, len, &n, "X-Content-Type-Options",
 				 "nosniff");

@@ -6,6 +6,7 @@
  * error answer, the analytics record and metrics, the release of what the
  * request held.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -20,6 +21,9 @@
 #include "req.h"
 #include "sockio.h"
 #include "worker.h"
+
+/* The port an https:// URL leaves out. */
+#define REQ_HTTPS_PORT 443
 
 /* ---- the client's side, for the proxy ----------------------------------- */
 
@@ -190,6 +194,15 @@ static void req_record(struct req *r, enum outcome o)
 	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, r->client_ip, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_MOVER, r->mover, SIZE_MAX);
+	if (r->c->tls) {
+		analytics_event_set(&ev, ANALYTICS_F_TLS_VERSION,
+				    r->c->tls_version, SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER,
+				    r->c->tls_cipher, SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED,
+				    r->c->tls_resumed ? "true" : "false",
+				    SIZE_MAX);
+	}
 	if (r->routed) {
 		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID,
 				    r->m.project_id, SIZE_MAX);
@@ -372,6 +385,54 @@ static int req_admit_inflight(struct req *r)
 	return -EBUSY;
 }
 
+/* The URL's host part of Host h (n bytes): without its port, an IPv6
+ * literal's brackets kept; its length. */
+static size_t req_host_only(const char *h, size_t n)
+{
+	const char *e;
+
+	if (n && h[0] == '[') {
+		e = memchr(h, ']', n);
+		return e ? (size_t)(e - h) + 1 : n;
+	}
+	e = memchr(h, ':', n);
+	return e ? (size_t)(e - h) : n;
+}
+
+/* A route that wants HTTPS, over plain HTTP: 308 to the https:// URL of
+ * the same host (the first tls.listen port when it is not 443), path
+ * and query. */
+static void req_redirect_https(struct req *r, const char *path, size_t path_len)
+{
+	const struct config *cfg = r->w->sh->cfg;
+	struct h1_request *h = &r->h;
+	size_t hn = req_host_only(h->host, h->host_len), len;
+	char port[16] = "";
+	char *extra;
+
+	if (cfg->tls.n_listen) {
+		const struct config_addr *a = &cfg->tls.listen[0];
+		unsigned p =
+		    a->ss.ss_family == AF_INET6
+			? ntohs(
+			      ((const struct sockaddr_in6 *)&a->ss)->sin6_port)
+			: ntohs(((const struct sockaddr_in *)&a->ss)->sin_port);
+
+		if (p != REQ_HTTPS_PORT)
+			snprintf(port, sizeof(port), ":%u", p);
+	}
+	len = sizeof("Location: https://\r\n") + hn + strlen(port) + path_len;
+	extra = malloc(len);
+	if (!extra) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	snprintf(extra, len, "Location: https://%.*s%s%.*s\r\n", (int)hn,
+		 h->host, port, (int)path_len, path);
+	req_end(r, OUTCOME_HTTPS_REDIRECT, extra);
+	free(extra);
+}
+
 /* The head is complete: Resolve and Admit, then hand over to the proxy. */
 static void req_head(struct req *r)
 {
@@ -420,6 +481,10 @@ static void req_head(struct req *r)
 	r->routed = true;
 	if (rs == ROUTE_PROJECT_DISABLED) {
 		req_end(r, OUTCOME_PROJECT_DISABLED, NULL);
+		return;
+	}
+	if (r->m.security && r->m.security->https_redirect && !r->c->tls) {
+		req_redirect_https(r, path, path_len);
 		return;
 	}
 

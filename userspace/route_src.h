@@ -39,6 +39,8 @@ struct config_security_headers {
 	bool nosniff;		 /* X-Content-Type-Options: nosniff */
 	char *frame_options;	 /* X-Frame-Options value, "" for none */
 	char *referrer_policy;	 /* Referrer-Policy value, "" for none */
+	/* a request over plain HTTP gets 308 to its https:// URL */
+	bool https_redirect;
 };
 
 /* A path-prefix route inside an environment. */

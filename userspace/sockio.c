@@ -180,6 +180,9 @@ struct sockio *sockio_new(struct event_base *base, const struct transport *t)
 			 sockio_cb, s))
 		goto fail;
 	s->can_write = true;
+	/* bytes the transport holds already (TLS records read with the
+	 * handshake): readable before the socket says so */
+	s->can_read = transport_open(t) && transport_pending(t) > 0;
 	return s;
 fail:
 	if (s->in)
@@ -347,6 +350,16 @@ int sockio_fd(const struct sockio *s)
 const char *sockio_transport_name(const struct sockio *s)
 {
 	return s->t.ops ? s->t.ops->name : "closed";
+}
+
+const struct transport *sockio_transport(const struct sockio *s)
+{
+	return &s->t;
+}
+
+size_t sockio_pending(const struct sockio *s)
+{
+	return s->t.ops ? transport_pending(&s->t) : 0;
 }
 
 /* The write side goes down now that the output is out (s->shut). */

@@ -135,7 +135,16 @@ size_t sockio_discard(struct sockio *s, size_t max);
  * logs): nothing outside sockio reads or writes it. */
 int sockio_fd(const struct sockio *s);
 
-/* The transport's name ("tcp"), for logs and analytics. */
+/* The transport's name ("tcp", "tls"), for logs and analytics. */
 const char *sockio_transport_name(const struct sockio *s);
+
+/* s's transport, to ask what it negotiated (tls_transport_info); not
+ * to read or write it. */
+const struct transport *sockio_transport(const struct sockio *s);
+
+/* Bytes the transport holds that a read returns without the socket
+ * being readable (transport_pending): a connection is parked (watching
+ * only the socket) only when there are none. */
+size_t sockio_pending(const struct sockio *s);
 
 #endif /* EDGE_SOCKIO_H */

@@ -139,12 +139,18 @@ static int tr_settings_clash(const struct config *cfg,
 	struct tcproute_have h = {NULL, "", ""};
 	size_t j;
 
-	for (j = 0; j <= cfg->n_listen; j++) {
-		h.a = j < cfg->n_listen ? &cfg->listen[j] : &cfg->admin_listen;
-		if (j < cfg->n_listen)
+	for (j = 0; j <= cfg->n_listen + cfg->tls.n_listen; j++) {
+		if (j < cfg->n_listen) {
+			h.a = &cfg->listen[j];
 			snprintf(h.what, sizeof(h.what), "listen[%zu]", j);
-		else
+		} else if (j < cfg->n_listen + cfg->tls.n_listen) {
+			h.a = &cfg->tls.listen[j - cfg->n_listen];
+			snprintf(h.what, sizeof(h.what), "tls.listen[%zu]",
+				 j - cfg->n_listen);
+		} else {
+			h.a = &cfg->admin_listen;
 			snprintf(h.what, sizeof(h.what), "admin_listen");
+		}
 		if (strcmp(a->text, h.a->text) == 0) {
 			snprintf(why, len, "%s is also %s", a->text, h.what);
 			return -EEXIST;

@@ -1315,6 +1315,10 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
 	t->run_dir = -1;
+	/* the kernel moves bytes of plain TCP only: a TLS stream's records
+	 * are its transport's to decrypt (no kTLS yet), so copied */
+	t->no_kernel = strcmp(sockio_transport_name(client), "tcp") != 0 ||
+		       strcmp(sockio_transport_name(up), "tcp") != 0;
 	LIST_INSERT_HEAD(&t->set->all, t, link);
 	atomic_fetch_add(&tc.open_copy, 1);
 	for (i = 0; i < 2; i++) {

@@ -222,7 +222,8 @@ unsigned long worker_fd_reserve(const struct worker_shared *sh)
 {
 	return WORKER_FD_RESERVE +
 	       (unsigned long)sh->cfg->workers *
-		   (sh->cfg->n_listen + atomic_load(&sh->tcp_addrs) + 4);
+		   (sh->cfg->n_listen + sh->cfg->tls.n_listen +
+		    atomic_load(&sh->tcp_addrs) + 4);
 }
 
 unsigned long worker_fd_conn_cap(const struct worker_shared *sh,
@@ -457,10 +458,15 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	}
 	/* the HTTP listeners (the TCP routes' come through the mailbox:
 	 * worker_listen_add) */
-	for (i = 0; i < cfg->n_listen; i++) {
+	for (i = 0; i < cfg->n_listen + cfg->tls.n_listen; i++) {
+		bool tls = i >= cfg->n_listen;
+
 		if (worker_ls_grow(w))
 			goto nomem;
-		rc = listener_new(w, &cfg->listen[i], &w->ls[w->nls], err);
+		rc = listener_new(w,
+				  tls ? &cfg->tls.listen[i - cfg->n_listen]
+				      : &cfg->listen[i],
+				  tls, &w->ls[w->nls], err);
 		if (rc)
 			goto fail;
 		w->nls++;

@@ -29,6 +29,7 @@
 #include "l4.h"
 #include "outcome.h"
 #include "route.h"
+#include "tls.h"
 #include "upstream.h"
 
 struct listener;
@@ -62,6 +63,8 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg);
 struct worker_shared {
 	const struct config *cfg;    /* the start-up configuration */
 	struct route_holder routes;  /* the current route table */
+	struct tls_holder tls;	     /* the certificate store; cur NULL:
+					no HTTPS listener */
 	struct analytics *analytics; /* NULL: recording off */
 	struct admit_gauge inflight; /* limits.max_inflight */
 	atomic_ulong connections;    /* open client connections */
@@ -190,7 +193,8 @@ void worker_free(struct worker *w);
 #define WORKER_FD_RESERVE 64
 
 /* The descriptors edged keeps for itself: WORKER_FD_RESERVE and, per
- * worker, its listeners (sh->cfg's listen, sh->tcp_addrs) and a few. */
+ * worker, its listeners (sh->cfg's listen and tls.listen,
+ * sh->tcp_addrs) and a few. */
 unsigned long worker_fd_reserve(const struct worker_shared *sh);
 
 /* How many busy client connections a descriptor limit of nofile allows:

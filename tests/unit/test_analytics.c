@@ -177,10 +177,35 @@ START_TEST(test_event_fields)
 	ck_assert(json_is_null(json_object_get(j, "referrer")));
 	ck_assert(json_is_null(json_object_get(j, "tls_version")));
 	ck_assert(json_is_null(json_object_get(j, "mover")));
+	ck_assert(json_is_null(json_object_get(j, "tls_cipher")));
+	ck_assert(json_is_null(json_object_get(j, "tls_resumed")));
 	ck_assert_ptr_null(json_object_get(j, "truncated"));
-	ck_assert_uint_eq(json_object_size(j), 20);
+	ck_assert_uint_eq(json_object_size(j), 22);
 	json_decref(j);
 	free(line);
+
+	/* over TLS: the version, the suite, and resumed as a boolean */
+	analytics_event_set(&ev, ANALYTICS_F_TLS_VERSION, "TLSv1.3", SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER,
+			    "TLS_AES_128_GCM_SHA256", SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED, "true", SIZE_MAX);
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	j = json_loads(line, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(jstr(j, "tls_version"), "TLSv1.3");
+	ck_assert_str_eq(jstr(j, "tls_cipher"), "TLS_AES_128_GCM_SHA256");
+	ck_assert(json_is_true(json_object_get(j, "tls_resumed")));
+	json_decref(j);
+	free(line);
+	analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED, "false", SIZE_MAX);
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	j = json_loads(line, 0, NULL);
+	ck_assert(json_is_false(json_object_get(j, "tls_resumed")));
+	json_decref(j);
+	free(line);
+	memset(ev.tls_version, 0, sizeof(ev.tls_version));
+	memset(ev.tls_cipher, 0, sizeof(ev.tls_cipher));
+	memset(ev.tls_resumed, 0, sizeof(ev.tls_resumed));
 
 	/* truncation: marked, cut on a character boundary; invalid UTF-8
 	 * replaced */

@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 20
+#define COLS 22
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -168,6 +168,15 @@ START_TEST(test_row)
 	ck_assert_str_eq(col[17], "TLSv1.3");
 	ck_assert_str_eq(col[18], "upstream_unavailable");
 	ck_assert_ptr_null(col[19]); /* mover: a request has none */
+	ck_assert_ptr_null(col[20]); /* tls_cipher: not set */
+	ck_assert_ptr_null(col[21]); /* tls_resumed */
+	analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER,
+			    "TLS_AES_128_GCM_SHA256", SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED, "true", SIZE_MAX);
+	len = analytics_pg_row(&ev, row);
+	ck_assert_uint_eq(split(row, len, store, col), COLS);
+	ck_assert_str_eq(col[20], "TLS_AES_128_GCM_SHA256");
+	ck_assert_str_eq(col[21], "true");
 
 	/* a tunnel; an empty event: the NOT NULL columns stay strings */
 	ev.kind = ANALYTICS_KIND_TUNNEL;

@@ -431,6 +431,48 @@ static const struct bad bad[] = {
      "\"b\"; } );\n",
      "tcp_routes[1].listen",
      "takes the port of tcp_routes[0].listen (127.0.0.1:8443)"},
+    /* tls: HTTPS addresses apart from the others, certificates given */
+    {"listen = [ \"127.0.0.1:8080\" ];\n"
+     "tls = { listen = [ \"127.0.0.1:8080\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.listen[0]", "127.0.0.1:8080 is also listen[0]"},
+    {"listen = [ \"127.0.0.1:8080\" ];\n"
+     "tls = { listen = [ \"0.0.0.0:8080\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.listen[0]", "takes the port of listen[0]"},
+    {"tls = { listen = [ \"127.0.0.1:9090\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.listen[0]", "is also admin_listen"},
+    {"tcp_routes = ( { listen = \"127.0.0.1:8443\"; environment = \"e\"; } "
+     ");\n"
+     "tls = { listen = [ \"127.0.0.1:8443\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.listen[0]", "is also tcp_routes[0].listen"},
+    {"tls = { listen = [ \"127.0.0.1:8443\",\n"
+     " \"0.0.0.0:8443\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.listen[1]", "takes the port of tls.listen[0]"},
+    {"tls = { #!\n certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls", "listen: missing"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ]; }; #!\n", "tls",
+     "certificates missing"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n certificates = ( ); #!\n"
+     "};\n",
+     "tls.certificates", "empty"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
+     " certificates = ( { cert = \"/c\"; } ); #!\n};\n",
+     "tls.certificates[0].key", "missing"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
+     " certificates = ( { cert = \"c.pem\"; key = \"/k\"; } ); #!\n};\n",
+     "tls.certificates[0].cert", "must be an absolute path"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
+     " certificates = ( { cert = \"/c\"; key = \"/k\"; pem = 1; } ); #!\n"
+     "};\n",
+     "tls.certificates[0].pem", "unknown key"},
+    {"tls = { session_ticket_rotation = \"10s\"; }; #!\n",
+     "tls.session_ticket_rotation", "out of range"},
+    {"timeouts = { tls_handshake = \"50ms\"; }; #!\n", "timeouts.tls_handshake",
+     "out of range"},
     /* the text itself, before libconfig reads it */
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
      "  domains = [ \"a\\x00.test\" ]; #!\n"
@@ -590,6 +632,50 @@ START_TEST(test_tcp_routes)
 		 CONFIG_TCP_ROUTES_MAX, CONFIG_TCP_ROUTES_MAX + 1);
 	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
 	free(text);
+}
+END_TEST
+
+/* tls: the addresses and certificates as written, the ticket rotation
+ * and the handshake timeout; none by default. */
+START_TEST(test_tls)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+
+	ck_assert_msg(
+	    config_load(
+		write_conf(
+		    "tls = { listen = [ \"0.0.0.0:443\", \"[::]:443\" ];\n"
+		    "  session_ticket_rotation = \"12h\";\n"
+		    "  certificates = (\n"
+		    "    { cert = \"/e/a.pem\"; key = \"/e/a.key\"; },\n"
+		    "    { cert = \"/e/b.pem\"; key = \"/e/b.key\";\n"
+		    "      ocsp = \"/e/b.ocsp\"; } ); };\n"
+		    "timeouts = { tls_handshake = \"3s\"; };\n"),
+		&c, &src, &err) == 0,
+	    "%s", err.msg);
+	ck_assert_uint_eq(c->tls.n_listen, 2);
+	ck_assert_str_eq(c->tls.listen[1].text, "[::]:443");
+	ck_assert_uint_eq(c->tls.n_certs, 2);
+	ck_assert_str_eq(c->tls.certs[0].cert, "/e/a.pem");
+	ck_assert_str_eq(c->tls.certs[0].ocsp, "");
+	ck_assert_str_eq(c->tls.certs[1].ocsp, "/e/b.ocsp");
+	ck_assert_uint_eq(c->tls.ticket_rotation_ms, 12 * 3600 * 1000ULL);
+	ck_assert_uint_eq(c->timeouts.tls_handshake_ms, 3000);
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+
+	ck_assert_int_eq(
+	    config_load(write_conf("limits = { };\n"), &c, &src, &err), 0);
+	ck_assert_uint_eq(c->tls.n_listen, 0);
+	ck_assert_uint_eq(c->tls.n_certs, 0);
+	ck_assert_uint_eq(c->tls.ticket_rotation_ms, 3600 * 1000ULL);
+	ck_assert_uint_eq(c->timeouts.tls_handshake_ms, 10000);
+	config_free(c);
+	route_src_free(src);
 }
 END_TEST
 
@@ -1201,6 +1287,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_tcp_routes);
+	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_analytics_keys);
 	tcase_add_test(tc, test_example);

@@ -21,7 +21,7 @@
 #include "worker.h"
 
 static struct config cfg;
-static struct config_addr listen_v[1];
+static struct config_addr listen_v[1], tls_v[1];
 static struct config_tcp_route file_v[2];
 static char env_f[] = "fenv", sni_a[] = "a.test";
 static struct worker_shared sh;
@@ -33,8 +33,9 @@ static void addr(const char *s, struct config_addr *a)
 	ck_assert_msg(config_addr_parse(s, a, &e) == 0, "%s", e.msg);
 }
 
-/* Settings: listen 127.0.0.1:8080, admin 127.0.0.1:9090; the file's
- * routes 127.0.0.1:5000 (plain) and 0.0.0.0:8443 sni a.test. */
+/* Settings: listen 127.0.0.1:8080, tls.listen 127.0.0.1:8444, admin
+ * 127.0.0.1:9090; the file's routes 127.0.0.1:5000 (plain) and
+ * 0.0.0.0:8443 sni a.test. */
 static void setup(void)
 {
 	memset(&cfg, 0, sizeof(cfg));
@@ -43,6 +44,9 @@ static void setup(void)
 	cfg.listen = listen_v;
 	cfg.n_listen = 1;
 	addr("127.0.0.1:9090", &cfg.admin_listen);
+	addr("127.0.0.1:8444", &tls_v[0]);
+	cfg.tls.listen = tls_v;
+	cfg.tls.n_listen = 1;
 	memset(file_v, 0, sizeof(file_v));
 	addr("127.0.0.1:5000", &file_v[0].listen);
 	file_v[0].environment = env_f;
@@ -154,6 +158,27 @@ START_TEST(test_merge)
 }
 END_TEST
 
+/* The database's routes stay off the HTTPS addresses (tls.listen). */
+START_TEST(test_tls_listen)
+{
+	struct tcproute_row v[] = {
+	    row(1, "127.0.0.1:8444", NULL),   /* tls.listen[0]: refused */
+	    row(2, "0.0.0.0:8444", "c.test"), /* over it: refused */
+	    row(3, "127.0.0.1:8445", NULL),   /* ok */
+	};
+	struct tcproute_counts c;
+	struct tcproute *tr;
+
+	ck_assert_int_eq(tcproute_new(&cfg, &sh, &tr), 0);
+	ck_assert_int_eq(tcproute_set_db(tr, v, 3, &c), 1);
+	ck_assert_uint_eq(c.refused, 2);
+	ck_assert_ptr_null(find(tr, "127.0.0.1:8444", NULL));
+	ck_assert_ptr_nonnull(find(tr, "127.0.0.1:8445", NULL));
+	tcproute_applied(tr, true);
+	tcproute_free(tr);
+}
+END_TEST
+
 /* A route keeps its slot while it lives; a new one takes the lowest free
  * slot on which no connection still counts. */
 START_TEST(test_slots)
@@ -250,6 +275,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_slots);
+	tcase_add_test(tc, test_tls_listen);
 	tcase_add_test(tc, test_limit);
 	tcase_add_test(tc, test_reload);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,716 @@
+#!/bin/bash
+# test_edged_tls.sh - TLS termination (tls group, docs/tls.md): a test CA
+# and certificates made here with openssl (three names, a wildcard, an
+# ECDSA and an RSA certificate for one name); openssl s_client, curl and
+# Python's ssl as clients; tests/tools/echo_backend.py behind edged.
+#   - edged --check: broken certificates named with their file (missing,
+#     not PEM, a key that does not match, expired, a chain that does not
+#     lead to its issuer, no DNS name, an OCSP file that is not one), an
+#     HTTPS address that collides; as root, a key only root can read
+#     refused at start by edged running as nobody
+#   - SNI among three certificates, the wildcard, the default for an
+#     unknown name and for no SNI; ECDSA or RSA for one name as the client
+#     offers; TLS 1.1 refused, 1.2 and 1.3 served, ALPN http/1.1;
+#     resumption by ticket (s_client -sess_out / -sess_in); OCSP stapling
+#     of a response made with openssl ocsp
+#   - curl over HTTPS to a plain backend: X-Forwarded-Proto https (http
+#     over plain HTTP); keep-alive over TLS across a park; 3 MB down and
+#     2 MB up; an Upgrade over HTTPS carried by the copy mover even with
+#     splice = "sockmap"
+#   - https_redirect (308 to https://, path and query kept) and HSTS on
+#     TLS only
+#   - a handshake that never completes (timeouts.tls_handshake) and
+#     garbage instead of a ClientHello: closed and counted
+#   - a reload (SIGHUP) with a broken certificate refused, the old one
+#     serving; a certificate file replaced: the next handshake gets the
+#     new one while an established keep-alive connection goes on
+#   - /metrics (handshakes, failures by reason, resumptions, reloads) and
+#     the analytics fields tls_version, tls_cipher, tls_resumed
+# Runs against build/edged and build/asan/edged. Needs no root.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin python3 openssl curl
+
+BASE=$(edged_ports 6)
+P_EDGE=$BASE
+P_ADMIN=$((BASE + 1))
+P_TLS=$((BASE + 2))
+B1=$((BASE + 3))
+B_TUN=$((BASE + 4)) # tests/tools/tunnel_backend.py: 101, then echo
+SOCK="$T_TMP/edged.sock"
+C="$T_TMP/certs"
+mkdir -p "$C"
+
+# ---- certificates ---------------------------------------------------------
+
+# ca NAME: a CA certificate and key, C/NAME.crt and C/NAME.key
+ca() {
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" \
+		-addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign,digitalSignature \
+		-keyout "$C/$1.key" -out "$C/$1.crt" >/dev/null 2>&1
+}
+
+# leaf NAME rsa|ec SANS [CA]: C/NAME.key, C/NAME.crt (the leaf) and
+# C/NAME.pem (the leaf, then CA's certificate: the chain), CN NAME
+leaf() {
+	local name=$1 kind=$2 sans=$3 ca=${4:-ca}
+	if [ "$kind" = ec ]; then
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+			-out "$C/$name.key" 2>/dev/null
+	else
+		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+			-out "$C/$name.key" 2>/dev/null
+	fi
+	openssl req -new -key "$C/$name.key" -subj "/CN=$name" \
+		-addext "subjectAltName=$sans" -out "$C/$name.csr" 2>/dev/null &&
+		openssl x509 -req -in "$C/$name.csr" -CA "$C/$ca.crt" \
+			-CAkey "$C/$ca.key" -CAcreateserial -days 2 -copy_extensions copy \
+			-out "$C/$name.crt" 2>/dev/null &&
+		cat "$C/$name.crt" "$C/$ca.crt" >"$C/$name.pem"
+}
+
+# expired NAME: C/NAME.pem valid in 2020 only (openssl ca sets the dates)
+expired() {
+	cat >"$C/ca.cnf" <<CNF
+[ca]
+default_ca = d
+[d]
+database = $C/index.txt
+new_certs_dir = $C
+serial = $C/serial
+default_md = sha256
+policy = p
+copy_extensions = copy
+[p]
+commonName = supplied
+CNF
+	: >"$C/index.txt"
+	echo 1000 >"$C/serial"
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$C/$1.key" 2>/dev/null
+	openssl req -new -key "$C/$1.key" -subj "/CN=$1" -addext "subjectAltName=DNS:$1" \
+		-out "$C/$1.csr" 2>/dev/null &&
+		openssl ca -batch -config "$C/ca.cnf" -cert "$C/ca.crt" -keyfile "$C/ca.key" \
+			-in "$C/$1.csr" -out "$C/$1.pem" -notext \
+			-startdate 20200101000000Z -enddate 20200102000000Z >/dev/null 2>&1
+}
+
+# ocsp NAME: C/NAME.ocsp, the test CA's OCSP response ("good") for
+# C/NAME.crt, made by openssl ocsp from an index of its own
+ocsp() {
+	local serial exp
+	serial=$(openssl x509 -in "$C/$1.crt" -noout -serial | cut -d= -f2)
+	exp=$(date -u -d '+2 days' +%y%m%d%H%M%SZ)
+	printf 'V\t%s\t\t%s\tunknown\t/CN=%s\n' "$exp" "$serial" "$1" >"$C/ocsp-index.txt"
+	openssl ocsp -issuer "$C/ca.crt" -cert "$C/$1.crt" -no_nonce -reqout "$C/$1.req" >/dev/null 2>&1 &&
+		openssl ocsp -index "$C/ocsp-index.txt" -rsigner "$C/ca.crt" -rkey "$C/ca.key" \
+			-CA "$C/ca.crt" -reqin "$C/$1.req" -respout "$C/$1.ocsp" -ndays 1 >/dev/null 2>&1
+}
+
+make_certs() {
+	ca ca && ca other-ca &&
+		leaf a.tls.test rsa "DNS:a.tls.test" &&
+		leaf b-rsa rsa "DNS:b.tls.test" &&
+		leaf b-ec ec "DNS:b.tls.test" &&
+		leaf c.tls.test ec "DNS:c.tls.test,DNS:r.tls.test" &&
+		leaf wild rsa "DNS:*.w.tls.test" &&
+		leaf a-v2 ec "DNS:a.tls.test" &&
+		leaf nosan rsa "IP:127.0.0.1" &&
+		leaf stray rsa "DNS:stray.tls.test" other-ca &&
+		expired old.tls.test && ocsp c.tls.test || return 1
+	# a chain whose second certificate did not sign the first
+	cat "$C/stray.crt" "$C/ca.crt" >"$C/badchain.pem"
+	echo "not a certificate" >"$C/garbage.pem"
+	# a certificate, then a PEM block that is not one
+	{ cat "$C/a.tls.test.pem"; printf -- '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n'; } >"$C/trailing.pem"
+}
+
+# ---- configuration --------------------------------------------------------
+
+# certs_conf A_CERT A_KEY: the certificates list, a.tls.test's first (the
+# default)
+certs_conf() {
+	cat <<CONF
+  certificates = (
+    { cert = "$1"; key = "$2"; },
+    { cert = "$C/b-rsa.pem"; key = "$C/b-rsa.key"; },
+    { cert = "$C/b-ec.pem"; key = "$C/b-ec.key"; },
+    { cert = "$C/c.tls.test.pem"; key = "$C/c.tls.test.key"; ocsp = "${OCSP:-$C/c.tls.test.ocsp}"; },
+    { cert = "$C/wild.pem"; key = "$C/wild.key"; }
+  );
+CONF
+}
+
+# write_conf FILE [A_CERT A_KEY]
+write_conf() {
+	{
+		edged_conf_head "$P_ADMIN" "$SOCK"
+		cat <<CONF
+analytics = { file = "$T_TMP/events.jsonl"; };
+timeouts = { tls_handshake = "1s"; drain = "2s"; };
+limits = { max_connections = 6; };
+splice = "sockmap";
+tls = {
+  listen = [ "127.0.0.1:$P_TLS" ];
+  session_ticket_rotation = "1h";
+$(certs_conf "${2:-$T_TMP/live/a.pem}" "${3:-$T_TMP/live/a.key}")
+};
+projects = (
+  { id = "site";
+    environments = (
+      { id = "main"; domains = [ "a.tls.test", "b.tls.test", "c.tls.test", "*.w.tls.test" ];
+        deployment = { id = "main-1"; upstreams = [ "127.0.0.1:$B1" ]; }; },
+      { id = "secure"; domains = [ "r.tls.test" ];
+        deployment = { id = "secure-1"; upstreams = [ "127.0.0.1:$B1" ]; };
+        security_headers = { https_redirect = true; hsts = true;
+                             hsts_max_age = "1d"; hsts_subdomains = true; }; },
+      { id = "tun"; domains = [ "t.tls.test" ];
+        deployment = { id = "tun-1"; upstreams = [ "127.0.0.1:$B_TUN" ]; }; }
+    );
+  }
+);
+CONF
+	} >"$1"
+}
+
+# ---- clients --------------------------------------------------------------
+
+# sclient ARGS...: openssl s_client to the HTTPS port, stdin empty; its
+# output in $T_TMP/sc.out
+sclient() {
+	timeout 10 openssl s_client -connect "127.0.0.1:$P_TLS" "$@" </dev/null >"$T_TMP/sc.out" 2>&1
+}
+
+# served_cn ARGS...: the CN of the certificate edged serves (s_client ARGS)
+served_cn() {
+	sclient "$@"
+	sed -n 's/^subject=.*CN *= *\([^,/]*\).*/\1/p' "$T_TMP/sc.out" | head -1
+}
+
+# served_keytype ARGS...: the served certificate's key type (s_client's
+# "Server public key is N bit" and "Peer signature type")
+served_sigtype() {
+	sclient "$@"
+	sed -n 's/^Peer signature type: *//p' "$T_TMP/sc.out" | head -1
+}
+
+# metric NAME_AND_LABELS: its value on /metrics (0 when absent)
+metric() {
+	curl -s "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
+}
+
+# https PATH [CURL ARGS...]: curl GET https://HOST:P_TLS/PATH with the
+# test CA (HOST a.tls.test unless H is set); body in $T_TMP/body, head in
+# $T_TMP/head
+https() {
+	local h=${H:-a.tls.test} path=$1
+	shift
+	curl -s --max-time 10 --cacert "$C/ca.crt" --resolve "$h:$P_TLS:127.0.0.1" \
+		-D "$T_TMP/head" -o "$T_TMP/body" "$@" "https://$h:$P_TLS$path"
+}
+
+# backend_header NAME: header NAME of the request the backend answered
+# last ($T_TMP/body holds its JSON echo)
+backend_header() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(next((v for k, v in d["headers"] if k.lower() == sys.argv[2].lower()), ""))' "$T_TMP/body" "$1" 2>/dev/null
+}
+
+# keepalive_client HOST STEPS...: one TLS connection (Python's ssl, the
+# test CA, SNI HOST); each STEP is "get" (a GET, its status printed) or
+# "sleep:S" or "wait:FILE" (until FILE exists)
+keepalive_client() {
+	python3 - "$P_TLS" "$C/ca.crt" "$@" <<'PY'
+import os, socket, ssl, sys, time
+port, ca, host = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 5), server_hostname=host)
+f = s.makefile("rb")
+for step in sys.argv[4:]:
+    if step == "get":
+        s.sendall(b"GET /ka HTTP/1.1\r\nHost: %s\r\n\r\n" % host.encode())
+        status = f.readline().split()[1].decode()
+        n = 0
+        while True:
+            line = f.readline()
+            if line.lower().startswith(b"content-length:"):
+                n = int(line.split(b":")[1])
+            if line in (b"\r\n", b""):
+                break
+        f.read(n)
+        print(status, flush=True)
+    elif step.startswith("sleep:"):
+        time.sleep(float(step[6:]))
+    elif step.startswith("wait:"):
+        for _ in range(200):
+            if os.path.exists(step[5:]):
+                break
+            time.sleep(0.05)
+s.close()
+PY
+}
+
+# tls_tunnel BYTES: over TLS, an Upgrade to tunnel_backend.py's /echo,
+# then BYTES random bytes sent and read back: prints "STATUS SAME" (SAME
+# 1 when the echo is equal)
+tls_tunnel() {
+	python3 - "$P_TLS" "$C/ca.crt" "$1" <<'PY'
+import os, select, socket, ssl, sys
+port, ca, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.create_default_context(cafile=ca)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 5), server_hostname="a.tls.test")
+s.settimeout(10)
+s.sendall(b"GET /echo HTTP/1.1\r\nHost: t.tls.test\r\nConnection: Upgrade\r\nUpgrade: raw-test\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+status = head.split()[1].decode()
+data = os.urandom(n)
+# one thread (an SSL object is not to be used from two at once):
+# write while the socket takes it, read what comes back meanwhile
+s.setblocking(False)
+sent, got = 0, bytearray()
+while len(got) < n:
+    r, w, _ = select.select([s], [s] if sent < n else [], [], 10)
+    if not r and not w and not s.pending():
+        break
+    if w:
+        try:
+            sent += s.send(data[sent:sent + 16384])
+        except ssl.SSLWantWriteError:
+            pass
+    if r or s.pending():
+        try:
+            b = s.recv(65536)
+        except ssl.SSLWantReadError:
+            continue
+        if not b:
+            break
+        got += b
+print(status, int(bytes(got) == data))
+s.close()
+PY
+}
+
+# raw_close SECONDS [BYTES]: connect to the HTTPS port, send BYTES (none),
+# print how many seconds until edged closed the connection (or "open"
+# after SECONDS)
+raw_close() {
+	python3 - "$P_TLS" "$1" "${2:-}" <<'PY'
+import socket, sys, time
+port, limit, data = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3].encode()
+s = socket.create_connection(("127.0.0.1", port), 5)
+t0 = time.monotonic()
+if data:
+    s.sendall(data.replace(b"\\r\\n", b"\r\n"))
+s.settimeout(limit)
+try:
+    while s.recv(4096):
+        pass
+    print("%.1f" % (time.monotonic() - t0))
+except socket.timeout:
+    print("open")
+except ConnectionResetError:
+    print("%.1f" % (time.monotonic() - t0))
+PY
+}
+
+# ---- the checks of --check (normal build only: no traffic) -----------------
+
+check_cases() {
+	local conf="$T_TMP/check.conf" bad
+	# expect_check NAME FRAGMENT A_CERT A_KEY: --check refuses, naming it
+	expect_check() {
+		write_conf "$conf" "$3" "$4"
+		expect "--check: $1" 1 "$2" "$EDGED" -c "$conf" --check
+	}
+	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	expect "--check: good certificates" 0 "ok" "$EDGED" -c "$conf" --check
+	expect_check "a missing certificate file" "$C/none.pem: tls.certificates[0]: cannot read: No such file" \
+		"$C/none.pem" "$C/a.tls.test.key"
+	expect_check "a file that is not PEM" "$C/garbage.pem: tls.certificates[0]: no PEM certificate" \
+		"$C/garbage.pem" "$C/a.tls.test.key"
+	expect_check "a broken PEM block after the certificates" "$C/trailing.pem: tls.certificates[0]: what follows certificate 1 is not a valid PEM certificate" \
+		"$C/trailing.pem" "$C/a.tls.test.key"
+	expect_check "a key that does not match" "$C/b-rsa.key: tls.certificates[0]: the key does not match the certificate $C/a.tls.test.pem" \
+		"$C/a.tls.test.pem" "$C/b-rsa.key"
+	expect_check "a key file that holds a certificate" "$C/a.tls.test.pem: tls.certificates[0]: not a PEM private key" \
+		"$C/a.tls.test.pem" "$C/a.tls.test.pem"
+	expect_check "an expired certificate" "$C/old.tls.test.pem: tls.certificates[0]: certificate 0 (/CN=old.tls.test) expired at 2020-01-02T00:00:00Z" \
+		"$C/old.tls.test.pem" "$C/old.tls.test.key"
+	expect_check "a chain that does not lead to its issuer" "$C/badchain.pem: tls.certificates[0]: the chain does not lead to its issuer" \
+		"$C/badchain.pem" "$C/stray.key"
+	expect_check "no DNS name in subjectAltName" "$C/nosan.pem: tls.certificates[0]: no DNS name" \
+		"$C/nosan.pem" "$C/nosan.key"
+	expect_check "a directory" "$C: tls.certificates[0]: not a regular file" "$C" "$C/a.tls.test.key"
+	OCSP="$C/garbage.pem" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	expect "--check: an OCSP file that is not a response" 1 "$C/garbage.pem: tls.certificates[3]: not a DER OCSP response" \
+		"$EDGED" -c "$conf" --check
+	# an HTTPS address that is also the HTTP one, and one not absolute path
+	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	sed -i "s/listen = \[ \"127.0.0.1:$P_TLS\" \];/listen = [ \"127.0.0.1:$P_EDGE\" ];/" "$conf"
+	expect "--check: tls.listen collides with listen" 1 "tls.listen[0]: 127.0.0.1:$P_EDGE is also listen[0]" \
+		"$EDGED" -c "$conf" --check
+	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	sed -i "s/listen = \[ \"127.0.0.1:$P_TLS\" \];/listen = [ \"127.0.0.1:$P_ADMIN\" ];/" "$conf"
+	expect "--check: tls.listen collides with admin_listen" 1 "is also admin_listen" \
+		"$EDGED" -c "$conf" --check
+	write_conf "$conf" "a.pem" "$C/a.tls.test.key"
+	expect "--check: a relative path" 1 "tls.certificates[0].cert: \"a.pem\": must be an absolute path" \
+		"$EDGED" -c "$conf" --check
+	bad="$T_TMP/nocert.conf"
+	write_conf "$bad"
+	python3 - "$bad" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+t = re.sub(r"certificates = \(.*?\n  \);", "certificates = ( );", t, flags=re.S)
+open(sys.argv[1], "w").write(t)
+PY
+	expect "--check: no certificates" 1 "needs at least one certificate" "$EDGED" -c "$bad" --check
+}
+
+# key_root_only: as root, edged running as nobody refuses at start a key
+# only root can read, naming it (the certificates are read as `user`)
+key_root_only() {
+	local conf="$T_TMP/nobody.conf" d="$T_TMP/keys"
+	if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1; then
+		t_skip "a key only root can read" "needs root and the user nobody"
+		return
+	fi
+	mkdir -p "$d"
+	chmod 711 "$T_TMP" "$d"
+	chmod 755 "$C"
+	chmod a+r "$C"/*
+	cp "$C/a.tls.test.pem" "$C/a.tls.test.key" "$d/"
+	chmod 644 "$d/a.tls.test.pem"
+	chmod 600 "$d/a.tls.test.key"
+	write_conf "$conf" "$d/a.tls.test.pem" "$d/a.tls.test.key"
+	sed -i "s/^user = .*/user = \"nobody\";/; s|^control_socket = .*|control_socket = \"$d/ctl.sock\";|; s|^analytics = .*||" "$conf"
+	expect "a key only root can read: edged as nobody refuses to start, naming it" 1 \
+		"$d/a.tls.test.key: tls.certificates[0]: cannot read: Permission denied (key and certificate files must be readable by edged's user)" \
+		timeout 10 "$EDGED" -c "$conf" -f
+	chmod 644 "$d/a.tls.test.key"
+	"$EDGED" -c "$conf" -f >"$T_TMP/nobody.log" 2>&1 &
+	local pid=$!
+	edged_track "$pid"
+	if edged_wait_port "$P_TLS" && [ "$(served_cn -servername a.tls.test)" = a.tls.test ]; then
+		t_ok "the same key readable by nobody: served"
+	else
+		t_fail "a key readable by nobody" "$(tail -3 "$T_TMP/nobody.log")"
+	fi
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+}
+
+# ---- the suite, once per build ---------------------------------------------
+
+run_suite() {
+	local bin=$1 v=$2 conf="$T_TMP/edged.conf" n hs0 out cn
+	rm -rf "$T_TMP/live" "$T_TMP/events.jsonl" "$T_TMP/ka."*
+	mkdir -p "$T_TMP/live"
+	cp "$C/a.tls.test.pem" "$T_TMP/live/a.pem"
+	cp "$C/a.tls.test.key" "$T_TMP/live/a.key"
+	write_conf "$conf"
+	if ! edged_start "$bin" "$conf" || ! edged_wait_port "$P_TLS"; then
+		t_fail "$v: edged starts with TLS" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+	t_ok "$v: edged listens for HTTPS on 127.0.0.1:$P_TLS"
+
+	# SNI among three, the wildcard, the default
+	for n in a b c; do
+		cn=$(served_cn -servername "$n.tls.test")
+		case "$n:$cn" in
+		a:a.tls.test | b:b-rsa | b:b-ec | c:c.tls.test) t_ok "$v: SNI $n.tls.test gets its certificate ($cn)" ;;
+		*) t_fail "$v: SNI $n.tls.test" "got CN '$cn': $(tail -3 "$T_TMP/sc.out")" ;;
+		esac
+	done
+	expect_cn() { # NAME WANT ARGS...
+		local name=$1 want=$2 got
+		shift 2
+		got=$(served_cn "$@")
+		if [ "$got" = "$want" ]; then t_ok "$v: $name ($got)"; else t_fail "$v: $name" "got CN '$got', want $want"; fi
+	}
+	expect_cn "a wildcard name gets the wildcard's certificate" wild -servername x.w.tls.test
+	expect_cn "two labels under a wildcard get the default" a.tls.test -servername a.x.w.tls.test
+	expect_cn "an unknown name gets the default (the first certificate)" a.tls.test -servername nope.example
+	expect_cn "no SNI gets the default" a.tls.test -noservername
+	expect_cn "SNI in upper case and with a trailing dot" c.tls.test -servername C.TLS.Test.
+
+	# ECDSA and RSA for one name, chosen by what the client offers
+	expect_cn "b.tls.test with ECDSA signature algorithms: the ECDSA certificate" b-ec \
+		-servername b.tls.test -sigalgs ECDSA+SHA256
+	expect_cn "b.tls.test with RSA signature algorithms: the RSA certificate" b-rsa \
+		-servername b.tls.test -sigalgs RSA-PSS+SHA256:RSA+SHA256
+	expect_cn "b.tls.test, TLS 1.2 with an ECDHE-RSA cipher: the RSA certificate" b-rsa \
+		-servername b.tls.test -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256
+	expect_cn "b.tls.test, TLS 1.2 with an ECDHE-ECDSA cipher: the ECDSA certificate" b-ec \
+		-servername b.tls.test -tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305
+
+	# OCSP stapling: the configured response for c.tls.test, none for a
+	sclient -servername c.tls.test -status
+	if grep -q "OCSP Response Status: successful" "$T_TMP/sc.out" && grep -q "Cert Status: good" "$T_TMP/sc.out"; then
+		t_ok "$v: OCSP: c.tls.test's response stapled (successful, good)"
+	else
+		t_fail "$v: OCSP stapling" "$(grep -i ocsp "$T_TMP/sc.out" | head -2)"
+	fi
+	sclient -servername a.tls.test -status
+	if grep -q "OCSP response: no response sent" "$T_TMP/sc.out"; then
+		t_ok "$v: OCSP: none stapled for a certificate without one"
+	else
+		t_fail "$v: no OCSP for a" "$(grep -i ocsp "$T_TMP/sc.out" | head -2)"
+	fi
+
+	# versions and ALPN
+	sclient -servername a.tls.test -tls1_3 -alpn h2,http/1.1
+	if grep -q "^New, TLSv1.3" "$T_TMP/sc.out" && grep -q "ALPN protocol: http/1.1" "$T_TMP/sc.out"; then
+		t_ok "$v: TLS 1.3 served, ALPN selects http/1.1"
+	else
+		t_fail "$v: TLS 1.3 and ALPN" "$(grep -E 'Protocol|ALPN|error' "$T_TMP/sc.out" | head -3)"
+	fi
+	sclient -servername a.tls.test -tls1_2
+	if grep -q "^New, TLSv1.2, Cipher is ECDHE-RSA-AES" "$T_TMP/sc.out"; then
+		t_ok "$v: TLS 1.2 served with an ECDHE AEAD suite"
+	else
+		t_fail "$v: TLS 1.2" "$(grep -E 'Protocol|Cipher|error' "$T_TMP/sc.out" | head -3)"
+	fi
+	n=$(metric 'edge_tls_handshake_failures_total{reason="protocol"}')
+	sclient -servername a.tls.test -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0'
+	if grep -q "^New, (NONE), Cipher is (NONE)" "$T_TMP/sc.out" &&
+		grep -q "alert protocol version" "$T_TMP/sc.out"; then
+		t_ok "$v: TLS 1.1 refused"
+	else
+		t_fail "$v: TLS 1.1 refused" "$(grep -E '^New|alert' "$T_TMP/sc.out" | head -2)"
+	fi
+	sclient -servername a.tls.test -tls1_2 -cipher AES128-SHA256
+	if grep -q "^New, (NONE), Cipher is (NONE)" "$T_TMP/sc.out" &&
+		[ "$(metric 'edge_tls_handshake_failures_total{reason="protocol"}')" -ge $((n + 2)) ]; then
+		t_ok "$v: a suite without forward secrecy refused; both counted as protocol failures"
+	else
+		t_fail "$v: RSA key exchange refused" "$(grep -E 'Cipher' "$T_TMP/sc.out" | head -1), protocol failures $(metric 'edge_tls_handshake_failures_total{reason="protocol"}')"
+	fi
+
+	# resumption by ticket, TLS 1.3 and 1.2
+	for ver in tls1_3 tls1_2; do
+		printf 'GET /first HTTP/1.1\r\nHost: a.tls.test\r\nConnection: close\r\n\r\n' |
+			timeout 10 openssl s_client -connect "127.0.0.1:$P_TLS" -servername a.tls.test -"$ver" \
+				-ign_eof -sess_out "$T_TMP/sess.$ver" >"$T_TMP/sc1.out" 2>&1
+		printf 'GET /resumed HTTP/1.1\r\nHost: a.tls.test\r\nUser-Agent: resumed-%s\r\nConnection: close\r\n\r\n' "$ver" |
+			timeout 10 openssl s_client -connect "127.0.0.1:$P_TLS" -servername a.tls.test -"$ver" \
+				-ign_eof -sess_in "$T_TMP/sess.$ver" >"$T_TMP/sc2.out" 2>&1
+		if grep -q "^Reused, TLSv1" "$T_TMP/sc2.out" && grep -q "HTTP/1.1 200" "$T_TMP/sc2.out"; then
+			t_ok "$v: $ver session resumed by ticket ($(grep -m1 '^Reused' "$T_TMP/sc2.out"))"
+		else
+			t_fail "$v: $ver resumption" "$(grep -E '^(New|Reused)|HTTP/1.1' "$T_TMP/sc2.out" | head -3)"
+		fi
+	done
+
+	# HTTPS to a plain backend
+	if https /via-tls && [ "$(backend_header X-Forwarded-Proto)" = https ] &&
+		grep -q '"path": "/via-tls"' "$T_TMP/body"; then
+		t_ok "$v: curl over HTTPS: 200 from the plain backend, X-Forwarded-Proto https"
+	else
+		t_fail "$v: curl over HTTPS" "$(head -1 "$T_TMP/head") $(head -c 200 "$T_TMP/body")"
+	fi
+	curl -s --max-time 5 -H "Host: a.tls.test" -o "$T_TMP/body" "http://127.0.0.1:$P_EDGE/via-http"
+	if [ "$(backend_header X-Forwarded-Proto)" = http ]; then
+		t_ok "$v: plain HTTP: X-Forwarded-Proto http"
+	else
+		t_fail "$v: plain HTTP X-Forwarded-Proto" "$(backend_header X-Forwarded-Proto)"
+	fi
+	hs0=$(metric edge_tls_handshakes_total)
+	out=$(keepalive_client a.tls.test get sleep:0.4 get sleep:0.3 get | tr '\n' ' ')
+	if [ "$out" = "200 200 200 " ] && [ "$(metric edge_tls_handshakes_total)" -eq $((hs0 + 1)) ]; then
+		t_ok "$v: keep-alive over TLS: three requests on one handshake, parked between them"
+	else
+		t_fail "$v: keep-alive over TLS" "statuses '$out', handshakes $hs0 -> $(metric edge_tls_handshakes_total)"
+	fi
+	https /big/3000000
+	if [ "$(stat -c %s "$T_TMP/body")" -eq 3000000 ]; then
+		t_ok "$v: a 3 MB response over TLS arrives whole"
+	else
+		t_fail "$v: a 3 MB response" "$(stat -c %s "$T_TMP/body") bytes"
+	fi
+	head -c 2000000 /dev/urandom >"$T_TMP/upload"
+	if https /upload -X POST --data-binary "@$T_TMP/upload" &&
+		grep -q "\"body_sha256\": \"$(sha256sum "$T_TMP/upload" | cut -d' ' -f1)\"" "$T_TMP/body"; then
+		t_ok "$v: a 2 MB request body over TLS arrives whole (SHA-256)"
+	else
+		t_fail "$v: a 2 MB upload" "$(head -c 200 "$T_TMP/body")"
+	fi
+
+	# an Upgrade over HTTPS: a tunnel the copy mover carries (splice =
+	# "sockmap" never takes a TLS stream)
+	out=$(tls_tunnel 1000000)
+	if [ "$out" = "101 1" ]; then
+		t_ok "$v: an Upgrade over HTTPS: 101, 1 MB echoed through the tunnel intact"
+	else
+		t_fail "$v: tunnel over TLS" "'$out'"
+	fi
+
+	# redirect and HSTS
+	curl -s --max-time 5 -H "Host: r.tls.test:$P_EDGE" -D "$T_TMP/head" -o /dev/null \
+		"http://127.0.0.1:$P_EDGE/some/path?x=1&y=2"
+	if grep -q "^HTTP/1.1 308" "$T_TMP/head" &&
+		grep -qi "^Location: https://r.tls.test:$P_TLS/some/path?x=1&y=2" "$T_TMP/head"; then
+		t_ok "$v: https_redirect: 308 to https://, port, path and query kept"
+	else
+		t_fail "$v: https_redirect" "$(tr '\r\n' '  ' <"$T_TMP/head" | head -c 300)"
+	fi
+	if H=r.tls.test https /secure && grep -q "^HTTP/1.1 200" "$T_TMP/head" &&
+		grep -qi "^Strict-Transport-Security: max-age=86400; includeSubDomains" "$T_TMP/head"; then
+		t_ok "$v: over HTTPS the redirecting route is served, with HSTS"
+	else
+		t_fail "$v: HSTS over HTTPS" "$(tr '\r\n' '  ' <"$T_TMP/head" | head -c 300)"
+	fi
+	if https /nohsts && ! grep -qi "^Strict-Transport-Security" "$T_TMP/head"; then
+		t_ok "$v: no HSTS where the route does not ask for it"
+	else
+		t_fail "$v: no HSTS" "$(grep -i strict "$T_TMP/head")"
+	fi
+
+	# handshakes that never complete, and garbage
+	n=$(metric 'edge_tls_handshake_failures_total{reason="timeout"}')
+	out=$(raw_close 4)
+	if [ "$out" != open ] && awk -v t="$out" 'BEGIN { exit !(t >= 0.8 && t < 3) }' &&
+		[ "$(metric 'edge_tls_handshake_failures_total{reason="timeout"}')" -eq $((n + 1)) ]; then
+		t_ok "$v: a client that sends nothing is closed after tls_handshake (${out}s), counted as timeout"
+	else
+		t_fail "$v: handshake timeout" "closed after '$out', timeouts $n -> $(metric 'edge_tls_handshake_failures_total{reason="timeout"}')"
+	fi
+	n=$(metric 'edge_tls_handshake_failures_total{reason="not_tls"}')
+	out=$(raw_close 4 'GET / HTTP/1.1\r\nHost: a.tls.test\r\n\r\n')
+	if [ "$out" != open ] && awk -v t="$out" 'BEGIN { exit !(t < 0.8) }' &&
+		[ "$(metric 'edge_tls_handshake_failures_total{reason="not_tls"}')" -eq $((n + 1)) ]; then
+		t_ok "$v: plain HTTP instead of a ClientHello: closed at once (${out}s), counted as not_tls"
+	else
+		t_fail "$v: garbage" "closed after '$out', not_tls $n -> $(metric 'edge_tls_handshake_failures_total{reason="not_tls"}')"
+	fi
+	out=$(raw_close 4 "$(head -c 3000 /dev/urandom | tr -d '\0' | head -c 2000 | base64 -w0)")
+	if [ "$out" != open ]; then
+		t_ok "$v: random bytes: closed (${out}s)"
+	else
+		t_fail "$v: random bytes" "still open"
+	fi
+
+	# a reload with a broken certificate: refused, the old one serves
+	write_conf "$T_TMP/broken.conf" "$C/badchain.pem" "$C/stray.key"
+	cp "$T_TMP/broken.conf" "$conf"
+	kill -HUP "$EPID"
+	if edged_wait_log "reload refused.*$C/badchain.pem: tls.certificates\[0\]: the chain does not lead" &&
+		[ "$(served_cn -servername a.tls.test)" = a.tls.test ] &&
+		[ "$(metric 'edge_tls_reloads_total{result="refused"}')" -ge 1 ]; then
+		t_ok "$v: SIGHUP with a broken certificate: refused naming the file, the old one serves"
+	else
+		t_fail "$v: broken reload" "$(grep -i 'reload\|tls' "$EDGED_LOG" | tail -2)"
+	fi
+	write_conf "$conf"
+	kill -HUP "$EPID"
+	edged_wait_log "reloaded $conf" || t_fail "$v: reload back to the good certificates"
+
+	# a certificate file replaced while a keep-alive connection is open
+	keepalive_client a.tls.test get "wait:$T_TMP/ka.go" get >"$T_TMP/ka.out" 2>&1 &
+	local kpid=$!
+	edged_track "$kpid"
+	for n in $(seq 50); do
+		[ -s "$T_TMP/ka.out" ] && break
+		sleep 0.1
+	done
+	cp "$C/a-v2.key" "$T_TMP/live/a.key.new" && mv "$T_TMP/live/a.key.new" "$T_TMP/live/a.key"
+	cp "$C/a-v2.pem" "$T_TMP/live/a.pem.new" && mv "$T_TMP/live/a.pem.new" "$T_TMP/live/a.pem"
+	if edged_wait_log "a certificate file changed: reloaded" &&
+		[ "$(served_cn -servername a.tls.test)" = a-v2 ]; then
+		t_ok "$v: a certificate file replaced: the next handshake gets the new one"
+	else
+		t_fail "$v: certificate file watch" "CN $(served_cn -servername a.tls.test); $(grep tls "$EDGED_LOG" | tail -2)"
+	fi
+	touch "$T_TMP/ka.go"
+	wait "$kpid"
+	if [ "$(tr '\n' ' ' <"$T_TMP/ka.out")" = "200 200 " ]; then
+		t_ok "$v: the keep-alive connection opened before the change goes on"
+	else
+		t_fail "$v: keep-alive across the change" "$(head -c 300 "$T_TMP/ka.out")"
+	fi
+
+	# over limits.max_connections: closed at once, counted
+	for n in $(seq 50); do
+		[ "$(metric edge_connections)" -eq 0 ] && break
+		sleep 0.1
+	done
+	n=$(metric 'edge_requests_total{outcome="connection_limit"}')
+	out=$(python3 - "$P_TLS" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port), 5) for _ in range(6)]
+time.sleep(0.2)
+s = socket.create_connection(("127.0.0.1", port), 5)
+s.settimeout(0.8)
+try:
+    print("closed" if s.recv(1) == b"" else "data")
+except socket.timeout:
+    print("open")
+except ConnectionResetError:
+    print("closed")
+PY
+)
+	if [ "$out" = closed ] && [ "$(metric 'edge_requests_total{outcome="connection_limit"}')" -eq $((n + 1)) ]; then
+		t_ok "$v: over max_connections a TLS connection is closed before any handshake, counted as connection_limit"
+	else
+		t_fail "$v: TLS over the connection cap" "'$out', connection_limit $n -> $(metric 'edge_requests_total{outcome="connection_limit"}'), open $(metric edge_connections)"
+	fi
+
+	# metrics
+	if [ "$(metric edge_tls_handshakes_total)" -ge 20 ] &&
+		[ "$(metric edge_tls_resumptions_total)" -ge 2 ] &&
+		[ "$(metric 'edge_tls_reloads_total{result="applied"}')" -ge 2 ]; then
+		t_ok "$v: /metrics: $(metric edge_tls_handshakes_total) handshakes, $(metric edge_tls_resumptions_total) resumed, reloads counted"
+	else
+		t_fail "$v: metrics" "$(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep edge_tls_ | tr '\n' ' ')"
+	fi
+
+	edged_stop
+	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
+
+	# analytics: TLS requests carry version, cipher and resumed; plain
+	# ones null
+	if python3 - "$T_TMP/events.jsonl" <<'PY' 2>"$T_TMP/an.err"; then
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+by = {e["path"]: e for e in ev}
+t = by["/via-tls"]
+assert t["tls_version"] in ("TLSv1.3", "TLSv1.2") and t["tls_cipher"] and t["tls_resumed"] is False, t
+p = by["/via-http"]
+assert p["tls_version"] is None and p["tls_cipher"] is None and p["tls_resumed"] is None, p
+r = [e for e in ev if e["path"] == "/resumed"]
+assert len(r) == 2 and all(e["tls_resumed"] is True for e in r), r
+assert {e["tls_version"] for e in r} == {"TLSv1.3", "TLSv1.2"}, r
+tun = [e for e in ev if e["kind"] == "tunnel"]
+assert len(tun) == 1 and tun[0]["mover"] == "copy" and tun[0]["tls_version"], tun
+assert tun[0]["bytes_in"] > 1000000 and tun[0]["bytes_out"] > 1000000, tun
+red = [e for e in ev if e["path"] == "/some/path?x=1&y=2"]
+assert len(red) == 1 and red[0]["status"] == 308 and red[0]["outcome"] == "https_redirect", red
+PY
+		t_ok "$v: analytics: tls_version, tls_cipher and tls_resumed on TLS requests, null on plain ones"
+	else
+		t_fail "$v: analytics" "$(tail -2 "$T_TMP/an.err")"
+	fi
+}
+
+edged_need_build
+if ! make_certs; then
+	t_fail "the test's certificates are made"
+	t_exit
+	exit
+fi
+edged_backend "$B1" python3 "$TOOLS/echo_backend.py" "$B1" "$T_TMP/backend.jsonl" ||
+	t_fail "backend starts"
+edged_backend "$B_TUN" python3 "$TOOLS/tunnel_backend.py" "$B_TUN" "$T_TMP/tunnel.jsonl" ||
+	t_fail "tunnel backend starts"
+check_cases
+key_root_only
+run_suite "$EDGED" edged
+edged_asan && run_suite "$EDGED_ASAN" asan
+t_exit

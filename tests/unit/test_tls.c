@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_tls.c - tls.h's pure parts (the names a certificate may serve,
+ * the wildcard that covers a name) and, over a socketpair with an
+ * OpenSSL client in a thread, a store built from certificates made here,
+ * the server handshake and the transport: records read together up to
+ * the buffer, the peer's close_notify kept for the next read, writes of
+ * many small iovecs, close_notify on shutdown. */
+#include <check.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tls.h"
+#include "unit.h"
+
+START_TEST(test_names)
+{
+	static const struct {
+		const char *in, *out; /* out NULL: refused */
+	} t[] = {
+	    {"Example.COM", "example.com"},
+	    {"*.apps.example.com", "*.apps.example.com"},
+	    {"a_b-c.example", "a_b-c.example"},
+	    {"localhost", "localhost"},
+	    {"", NULL},
+	    {".example.com", NULL},
+	    {"example..com", NULL},
+	    {"example.com.", NULL},
+	    {"*.", NULL},
+	    {"a.*.example.com", NULL},
+	    {"*example.com", NULL},
+	    {"exa mple.com", NULL},
+	    {"1.2.3.4:80", NULL},
+	};
+	char buf[300];
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s", t[i].in);
+		ck_assert_msg(tls_name_ok(buf) == (t[i].out != NULL), "%s",
+			      t[i].in);
+		if (t[i].out)
+			ck_assert_str_eq(buf, t[i].out);
+	}
+	memset(buf, 'a', 254);
+	buf[254] = '\0';
+	ck_assert(!tls_name_ok(buf)); /* longer than a name */
+	memset(buf, 'a', 64);
+	strcpy(buf + 64, ".example");
+	ck_assert(!tls_name_ok(buf)); /* a label of 64 */
+}
+END_TEST
+
+START_TEST(test_wildcard)
+{
+	char w[32];
+
+	ck_assert(tls_name_wildcard("a.b.example.com", w, sizeof(w)));
+	ck_assert_str_eq(w, "*.b.example.com");
+	ck_assert(tls_name_wildcard("x.example", w, sizeof(w)));
+	ck_assert_str_eq(w, "*.example");
+	ck_assert(!tls_name_wildcard("localhost", w, sizeof(w)));
+	ck_assert(!tls_name_wildcard("trailing.", w, sizeof(w)));
+	ck_assert(!tls_name_wildcard("a.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", w,
+				     sizeof(w)));
+}
+END_TEST
+
+/* ---- a handshake and the transport ------------------------------------ */
+
+static char dir[64];
+static char certf[96], keyf[96];
+
+/* A self-signed P-256 certificate for DNS:unit.test, valid for a day. */
+static void make_cert(void)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509V3_CTX v3;
+	X509_EXTENSION *ext;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(k);
+	ck_assert_ptr_nonnull(x);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -60);
+	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+	X509_set_pubkey(x, k);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+				   (const unsigned char *)"unit.test", -1, -1,
+				   0);
+	X509_set_issuer_name(x, X509_get_subject_name(x));
+	X509V3_set_ctx_nodb(&v3);
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name,
+				  "DNS:unit.test");
+	ck_assert_ptr_nonnull(ext);
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	ck_assert(X509_sign(x, k, EVP_sha256()) > 0);
+	f = fopen(certf, "w");
+	ck_assert_ptr_nonnull(f);
+	PEM_write_X509(f, x);
+	fclose(f);
+	f = fopen(keyf, "w");
+	ck_assert_ptr_nonnull(f);
+	PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/edge-test-tls.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(certf, sizeof(certf), "%s/c.pem", dir);
+	snprintf(keyf, sizeof(keyf), "%s/k.pem", dir);
+	make_cert();
+}
+
+static void teardown(void)
+{
+	unlink(certf);
+	unlink(keyf);
+	rmdir(dir);
+}
+
+struct client {
+	int fd;
+	char got[64]; /* what the server wrote */
+	int rc;
+};
+
+/* The client: handshake, three records, close_notify, then read what
+ * the server sends until its close_notify. */
+static void *client_main(void *arg)
+{
+	struct client *cl = arg;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl = SSL_new(ctx);
+	size_t n, got = 0;
+
+	SSL_set_fd(ssl, cl->fd);
+	SSL_set_tlsext_host_name(ssl, "unit.test");
+	if (SSL_connect(ssl) != 1 || SSL_write(ssl, "a", 1) != 1 ||
+	    SSL_write(ssl, "bb", 2) != 2 || SSL_write(ssl, "ccc", 3) != 3 ||
+	    SSL_shutdown(ssl) < 0) {
+		cl->rc = -1;
+		goto out;
+	}
+	while (got < sizeof(cl->got) - 1 &&
+	       SSL_read_ex(ssl, cl->got + got, sizeof(cl->got) - 1 - got, &n))
+		got += n;
+	cl->got[got] = '\0';
+	cl->rc = SSL_get_error(ssl, 0) == SSL_ERROR_ZERO_RETURN ||
+			 SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN
+		     ? 0
+		     : -2;
+out:
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+struct server {
+	struct event_base *base;
+	int rc;
+	struct transport t;
+};
+
+static void hs_done(int rc, struct transport *t, void *arg)
+{
+	struct server *sv = arg;
+
+	sv->rc = rc;
+	if (rc == 0)
+		sv->t = *t;
+	event_base_loopbreak(sv->base);
+}
+
+START_TEST(test_transport)
+{
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	struct timeval tv = {5, 0};
+	struct server sv = {.rc = 1};
+	struct client cl = {.rc = 1};
+	struct tls_store *st;
+	struct tls_hs *hs;
+	struct errbuf err;
+	struct iovec iov[40];
+	const char *ver, *cipher;
+	char buf[64];
+	bool resumed;
+	pthread_t th;
+	ssize_t n;
+	int sp[2], i;
+
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	cl.fd = sp[1];
+	sv.base = event_base_new();
+	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
+	ck_assert_int_eq(
+	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, client_main, &cl), 0);
+	event_base_dispatch(sv.base);
+	ck_assert_int_eq(sv.rc, 0);
+	ck_assert(tls_transport_info(&sv.t, &ver, &cipher, &resumed));
+	ck_assert_str_eq(ver, "TLSv1.3");
+	ck_assert(!resumed);
+	ck_assert_str_eq(sv.t.ops->name, "tls");
+
+	/* the three records and the close_notify: read together (the
+	 * buffer is larger), the end kept for the next read */
+	for (i = 0; i < 500; i++) {
+		n = transport_read(&sv.t, buf, sizeof(buf));
+		if (n != -EAGAIN)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(n, 6);
+	ck_assert_int_eq(memcmp(buf, "abbccc", 6), 0);
+	ck_assert_uint_gt(transport_pending(&sv.t), 0);
+	ck_assert_int_eq(transport_read(&sv.t, buf, sizeof(buf)), 0);
+
+	/* forty small pieces in one write, then close_notify */
+	for (i = 0; i < 40; i++) {
+		iov[i].iov_base = (char *)"x";
+		iov[i].iov_len = 1;
+	}
+	ck_assert_int_eq(transport_writev(&sv.t, iov, 40), 40);
+	ck_assert_int_eq(transport_shutdown(&sv.t), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(cl.rc, 0);
+	ck_assert_uint_eq(strlen(cl.got), 40);
+	transport_close(&sv.t);
+	close(sp[1]);
+	tls_store_put(st);
+	event_base_free(sv.base);
+}
+END_TEST
+
+/* ---- tickets ------------------------------------------------------------ */
+
+struct rclient {
+	int fd;
+	SSL_SESSION *in, *out;
+};
+
+/* A TLS 1.2 client (its ticket arrives within the handshake), offering
+ * session in when it has one; out: the session it ends with. */
+static void *rclient_main(void *arg)
+{
+	struct rclient *cl = arg;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl;
+
+	SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, cl->fd);
+	SSL_set_tlsext_host_name(ssl, "unit.test");
+	if (cl->in)
+		SSL_set_session(ssl, cl->in);
+	if (SSL_connect(ssl) == 1) {
+		cl->out = SSL_get1_session(ssl);
+		SSL_shutdown(ssl);
+	}
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* One handshake with st, the client offering in: whether the server
+ * resumed it; *out the client's session after it (to free). */
+static bool handshake(struct tls_store *st, SSL_SESSION *in, SSL_SESSION **out)
+{
+	struct timeval tv = {5, 0};
+	struct server sv = {.rc = 1};
+	struct rclient cl = {.in = in};
+	const char *ver, *cipher;
+	struct tls_hs *hs;
+	bool resumed = false;
+	pthread_t th;
+	int sp[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	cl.fd = sp[1];
+	sv.base = event_base_new();
+	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
+	ck_assert_int_eq(
+	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, rclient_main, &cl), 0);
+	event_base_dispatch(sv.base);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(sv.rc, 0);
+	ck_assert(tls_transport_info(&sv.t, &ver, &cipher, &resumed));
+	ck_assert_str_eq(ver, "TLSv1.2");
+	transport_close(&sv.t);
+	close(sp[1]);
+	event_base_free(sv.base);
+	ck_assert_ptr_nonnull(cl.out);
+	*out = cl.out;
+	return resumed;
+}
+
+/* A ticket resumes under the current key and the two before it, not
+ * after a third rotation. */
+START_TEST(test_tickets)
+{
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	SSL_SESSION *s1, *s;
+	struct tls_store *st;
+	struct errbuf err;
+
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	ck_assert(!handshake(st, NULL, &s1));
+	ck_assert(handshake(st, s1, &s));
+	SSL_SESSION_free(s);
+	ck_assert_int_eq(tls_tickets_rotate(), 0);
+	ck_assert(handshake(st, s1, &s)); /* the previous key */
+	SSL_SESSION_free(s);
+	ck_assert_int_eq(tls_tickets_rotate(), 0);
+	ck_assert(handshake(st, s1, &s)); /* the one before */
+	SSL_SESSION_free(s);
+	ck_assert_int_eq(tls_tickets_rotate(), 0);
+	ck_assert(!handshake(st, s1, &s)); /* gone: a full handshake */
+	SSL_SESSION_free(s);
+	SSL_SESSION_free(s1);
+	tls_store_put(st);
+}
+END_TEST
+
+static Suite *tls_suite(void)
+{
+	Suite *s = suite_create("tls");
+	TCase *tc = tcase_create("tls");
+
+	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_wildcard);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_transport);
+	tcase_add_test(tc, test_tickets);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return unit_run(tls_suite());
+}

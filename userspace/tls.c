@@ -1,0 +1,1051 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * tls.c - the certificate store (tls.h): files read and checked, one
+ * SSL_CTX per set of certificates serving a name, the server name's
+ * context chosen in the servername callback; the session ticket keys the
+ * whole process shares; ALPN and OCSP stapling; the edge_tls_* counters.
+ * The transport and the handshake are tls_io.c's.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/ocsp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "tls.h"
+#include "tls_int.h"
+
+/* Mozilla's "intermediate" configuration (version 5.7): TLS 1.2 suites
+ * with forward secrecy and AEAD only (no DHE: it needs parameters and
+ * no current client lacks ECDHE); TLS 1.3's are OpenSSL's defaults. */
+#define TLS_CIPHERS_12                                                         \
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"           \
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"           \
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+#define TLS_CIPHERS_13                                                         \
+	"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"                       \
+	"TLS_CHACHA20_POLY1305_SHA256"
+#define TLS_GROUPS "X25519:prime256v1:secp384r1"
+/* The protocols ALPN may select, in the server's order of preference
+ * (wire format): the seam for h2 is one more entry here. */
+static const unsigned char tls_alpn_protos[] = "\x08http/1.1";
+/* Sessions resumed by ticket stay valid this many rotations. */
+#define TLS_TICKET_LIFETIME_ROTATIONS 2
+#define TLS_SID_CTX "edge"
+#define TLS_KIND_RSA 0
+#define TLS_KIND_EC 1
+#define TLS_KINDS 2
+
+/* ---- names ----------------------------------------------------------------
+ */
+
+bool tls_name_ok(char *s)
+{
+	size_t n = strlen(s), label = 0, i = 0;
+
+	if (n == 0 || n > CONFIG_HOST_MAX)
+		return false;
+	if (n > 2 && s[0] == '*' && s[1] == '.')
+		i = 2;
+	for (; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!isalnum(ch) && ch != '-' && ch != '_')
+			return false;
+		if (++label > 63)
+			return false;
+	}
+	if (label == 0)
+		return false;
+	for (i = 0; i < n; i++)
+		s[i] = (char)tolower((unsigned char)s[i]);
+	return true;
+}
+
+bool tls_name_wildcard(const char *name, char *buf, size_t len)
+{
+	const char *dot = strchr(name, '.');
+
+	if (!dot || !dot[1] || strlen(dot) + 2 > len)
+		return false;
+	snprintf(buf, len, "*%s", dot);
+	return true;
+}
+
+/* ---- counters -------------------------------------------------------------
+ */
+
+static struct metrics_counter *tls_m_handshakes, *tls_m_resumed;
+static struct metrics_counter *tls_m_fail[TLS_FAIL_MAX];
+static struct metrics_counter *tls_m_reload[2];
+
+static const char *const tls_fail_labels[TLS_FAIL_MAX] = {
+#define TLS_FAILURE_LABEL(id, label) [TLS_FAIL_##id] = label,
+    TLS_FAILURES(TLS_FAILURE_LABEL)
+#undef TLS_FAILURE_LABEL
+};
+
+int tls_metrics(struct metrics *m)
+{
+	static const char fail[] = "edge_tls_handshake_failures_total";
+	static const char reload[] = "edge_tls_reloads_total";
+	unsigned i;
+
+	tls_m_handshakes = metrics_counter_new(
+	    m, "edge_tls_handshakes_total",
+	    "TLS handshakes completed on the HTTPS listeners", NULL);
+	tls_m_resumed = metrics_counter_new(
+	    m, "edge_tls_resumptions_total",
+	    "of the handshakes completed, those that resumed a session "
+	    "(a ticket)",
+	    NULL);
+	if (!tls_m_handshakes || !tls_m_resumed)
+		return -ENOMEM;
+	for (i = 0; i < TLS_FAIL_MAX; i++) {
+		const char *lab[] = {"reason", tls_fail_labels[i], NULL};
+
+		tls_m_fail[i] = metrics_counter_new(
+		    m, fail,
+		    "TLS handshakes that failed, by reason: timeout (none "
+		    "completed in timeouts.tls_handshake), not_tls (no "
+		    "ClientHello: garbage), protocol (no shared version, "
+		    "cipher or signature algorithm), closed (the client went "
+		    "away), other",
+		    lab);
+		if (!tls_m_fail[i])
+			return -ENOMEM;
+	}
+	for (i = 0; i < 2; i++) {
+		const char *lab[] = {"result", i ? "applied" : "refused", NULL};
+
+		tls_m_reload[i] = metrics_counter_new(
+		    m, reload,
+		    "certificate store rebuilds (SIGHUP, edgectl reload, a "
+		    "certificate file changed): applied, or refused (the "
+		    "previous store kept serving)",
+		    lab);
+		if (!tls_m_reload[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void tls_count_reload(bool ok)
+{
+	metrics_counter_add(tls_m_reload[ok ? 1 : 0], 1);
+}
+
+void tls_count_handshake(bool resumed)
+{
+	metrics_counter_add(tls_m_handshakes, 1);
+	if (resumed)
+		metrics_counter_add(tls_m_resumed, 1);
+}
+
+void tls_count_failure(enum tls_failure f)
+{
+	if ((unsigned)f < TLS_FAIL_MAX)
+		metrics_counter_add(tls_m_fail[f], 1);
+}
+
+/* ---- ticket keys ----------------------------------------------------------
+ */
+
+struct tls_tkey {
+	unsigned char name[16];
+	unsigned char aes[32];
+	unsigned char hmac[32];
+};
+
+static struct {
+	pthread_rwlock_t lock;
+	struct tls_tkey k[TLS_TICKET_KEYS]; /* k[0] the current one */
+	unsigned n;
+} tls_tk = {.lock = PTHREAD_RWLOCK_INITIALIZER};
+
+int tls_tickets_rotate(void)
+{
+	struct tls_tkey k;
+
+	if (RAND_bytes((unsigned char *)&k, sizeof(k)) != 1)
+		return -EIO;
+	pthread_rwlock_wrlock(&tls_tk.lock);
+	memmove(&tls_tk.k[1], &tls_tk.k[0],
+		sizeof(tls_tk.k[0]) * (TLS_TICKET_KEYS - 1));
+	tls_tk.k[0] = k;
+	if (tls_tk.n < TLS_TICKET_KEYS)
+		tls_tk.n++;
+	pthread_rwlock_unlock(&tls_tk.lock);
+	OPENSSL_cleanse(&k, sizeof(k));
+	return 0;
+}
+
+/* The ticket key named name (enc: the current one): its index (0 is the
+ * current one) and a copy in *out, or -1. */
+static int tls_tickets_find(const unsigned char *name, bool enc,
+			    struct tls_tkey *out)
+{
+	unsigned i;
+	int idx = -1;
+
+	pthread_rwlock_rdlock(&tls_tk.lock);
+	for (i = 0; i < tls_tk.n; i++)
+		if (enc || memcmp(tls_tk.k[i].name, name, 16) == 0) {
+			*out = tls_tk.k[i];
+			idx = (int)i;
+			break;
+		}
+	pthread_rwlock_unlock(&tls_tk.lock);
+	return idx;
+}
+
+/* OpenSSL's ticket key callback: encrypt under the current key; decrypt
+ * under the key the ticket names (renewing it when that is not the
+ * current one); an unknown key means a full handshake. */
+static int tls_ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
+			 EVP_CIPHER_CTX *ectx, EVP_MAC_CTX *hctx, int enc)
+{
+	OSSL_PARAM params[2];
+	struct tls_tkey k;
+	int idx, ok;
+
+	(void)s;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						     (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	idx = tls_tickets_find(name, enc, &k);
+	if (idx < 0)
+		return enc ? -1 : 0;
+	if (enc) {
+		memcpy(name, k.name, 16);
+		ok = RAND_bytes(iv, EVP_CIPHER_get_iv_length(
+					EVP_aes_256_cbc())) == 1 &&
+		     EVP_EncryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k.aes,
+					iv) == 1;
+	} else {
+		ok = EVP_DecryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k.aes,
+					iv) == 1;
+	}
+	ok = ok && EVP_MAC_CTX_set_params(hctx, params) == 1 &&
+	     EVP_MAC_init(hctx, k.hmac, sizeof(k.hmac), params) == 1;
+	OPENSSL_cleanse(&k, sizeof(k));
+	if (!ok)
+		return -1;
+	return enc || idx == 0 ? 1 : 2;
+}
+
+/* ---- the store ------------------------------------------------------------
+ */
+
+/* A file the store was built from, as it was then. */
+struct tls_file {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+/* A certificate entry, checked. */
+struct tls_cert {
+	X509 *leaf;
+	STACK_OF(X509) * chain; /* the certificates after the leaf */
+	EVP_PKEY *key;
+	int kind; /* TLS_KIND_* */
+	unsigned char *ocsp;
+	size_t ocsp_len;
+	char **names;
+	size_t n_names;
+};
+
+/* A set of certificates serving a name (at most one per kind), and its
+ * context. */
+struct tls_set {
+	int cert[TLS_KINDS]; /* index in certs, or -1 */
+	SSL_CTX *ctx;
+	struct tls_store *st;
+};
+
+struct tls_name {
+	const char *name; /* a tls_cert's */
+	struct tls_set *set;
+};
+
+struct tls_store {
+	atomic_uint refs;
+	struct config_tls conf; /* a copy: the paths, to rebuild from */
+	struct tls_cert *certs;
+	size_t n_certs;
+	struct tls_set *sets;
+	size_t n_sets;
+	struct tls_name *names; /* sorted by name */
+	size_t n_names;
+	struct tls_set *def; /* the first certificate's */
+	struct tls_file *files;
+	size_t n_files;
+};
+
+static int tls_errf(struct errbuf *err, const char *file, size_t i,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* err = "FILE: tls.certificates[I]: message" (OpenSSL's error queue
+ * cleared); returns -EINVAL. */
+static int tls_errf(struct errbuf *err, const char *file, size_t i,
+		    const char *fmt, ...)
+{
+	char msg[ERRBUF_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ERR_clear_error();
+	errbuf_set(err, "%s: tls.certificates[%zu]: %s", file, i, msg);
+	return -EINVAL;
+}
+
+/* Read path whole (a regular file, at most TLS_FILE_MAX bytes) into a
+ * new *buf, its identity into *f. 0 or -errno with err set. */
+static int tls_read_file(const char *path, size_t i, unsigned char **buf,
+			 size_t *len, struct tls_file *f, struct errbuf *err)
+{
+	struct stat sb;
+	ssize_t n;
+	size_t got = 0;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		rc = -errno;
+		tls_errf(err, path, i, "cannot read: %s%s", strerror(errno),
+			 errno == EACCES ? " (key and certificate files must "
+					   "be readable by edged's user)"
+					 : "");
+		return rc;
+	}
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return tls_errf(err, path, i, "not a regular file");
+	}
+	if (sb.st_size > TLS_FILE_MAX) {
+		close(fd);
+		return tls_errf(err, path, i, "larger than %d bytes",
+				TLS_FILE_MAX);
+	}
+	*buf = malloc((size_t)sb.st_size + 1);
+	if (!*buf) {
+		close(fd);
+		errbuf_set(err, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	while (got < (size_t)sb.st_size) {
+		n = read(fd, *buf + got, (size_t)sb.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	(*buf)[got] = '\0';
+	*len = got;
+	if (f) {
+		f->dev = sb.st_dev;
+		f->ino = sb.st_ino;
+		f->size = sb.st_size;
+		f->mtime = sb.st_mtim;
+	}
+	return 0;
+}
+
+/* Never ask for a passphrase (a terminal prompt would hang edged). */
+static int tls_no_pass(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+static void tls_subject(X509 *x, char *buf, size_t len)
+{
+	X509_NAME_oneline(X509_get_subject_name(x), buf, (int)len);
+}
+
+static void tls_time(const ASN1_TIME *t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	if (ASN1_TIME_to_tm(t, &tm) != 1 ||
+	    !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "?");
+}
+
+/* Whether certificate x (the j-th of the file) is valid now. */
+static int tls_check_time(X509 *x, const char *file, size_t i, size_t j,
+			  struct errbuf *err)
+{
+	char when[64], who[256];
+
+	tls_subject(x, who, sizeof(who));
+	if (X509_cmp_current_time(X509_get0_notAfter(x)) < 0) {
+		tls_time(X509_get0_notAfter(x), when, sizeof(when));
+		return tls_errf(err, file, i,
+				"certificate %zu (%s) expired at %s", j, who,
+				when);
+	}
+	if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0) {
+		tls_time(X509_get0_notBefore(x), when, sizeof(when));
+		return tls_errf(err, file, i,
+				"certificate %zu (%s) is not valid before %s",
+				j, who, when);
+	}
+	return 0;
+}
+
+/* The PEM certificates of file: the leaf, then its chain, each signed by
+ * the next, all valid now. */
+static int tls_load_certs(struct tls_cert *c, const char *file, size_t i,
+			  const unsigned char *buf, size_t len,
+			  struct errbuf *err)
+{
+	BIO *b = BIO_new_mem_buf(buf, (int)len);
+	X509 *x, *prev;
+	size_t j, n;
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	c->chain = sk_X509_new_null();
+	if (!c->chain) {
+		BIO_free(b);
+		return -ENOMEM;
+	}
+	ERR_clear_error();
+	while ((x = PEM_read_bio_X509(b, NULL, tls_no_pass, NULL))) {
+		if (!c->leaf)
+			c->leaf = x;
+		else if (!sk_X509_push(c->chain, x)) {
+			X509_free(x);
+			BIO_free(b);
+			return -ENOMEM;
+		}
+	}
+	BIO_free(b);
+	if (!c->leaf)
+		return tls_errf(err, file, i, "no PEM certificate in it");
+	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE)
+		return tls_errf(err, file, i,
+				"what follows certificate %d is not a valid "
+				"PEM certificate",
+				sk_X509_num(c->chain));
+	ERR_clear_error();
+	n = (size_t)sk_X509_num(c->chain) + 1;
+	prev = c->leaf;
+	for (j = 0; j < n; j++) {
+		x = j ? sk_X509_value(c->chain, (int)j - 1) : c->leaf;
+		rc = tls_check_time(x, file, i, j, err);
+		if (rc)
+			return rc;
+		if (j > 0) {
+			char a[256], s[256];
+			EVP_PKEY *pk = X509_get0_pubkey(x);
+
+			if (X509_check_issued(x, prev) != X509_V_OK || !pk ||
+			    X509_verify(prev, pk) != 1) {
+				tls_subject(prev, a, sizeof(a));
+				tls_subject(x, s, sizeof(s));
+				return tls_errf(
+				    err, file, i,
+				    "the chain does not lead to its issuer: "
+				    "certificate %zu (%s) is not signed by "
+				    "certificate %zu (%s) after it",
+				    j - 1, a, j, s);
+			}
+		}
+		prev = x;
+	}
+	return 0;
+}
+
+/* The DNS names of c's subjectAltName, lowercased. */
+static int tls_load_names(struct tls_cert *c, const char *file, size_t i,
+			  struct errbuf *err)
+{
+	GENERAL_NAMES *gens =
+	    X509_get_ext_d2i(c->leaf, NID_subject_alt_name, NULL, NULL);
+	int k, n = gens ? sk_GENERAL_NAME_num(gens) : 0;
+
+	c->names = calloc(n > 0 ? (size_t)n : 1, sizeof(*c->names));
+	if (!c->names) {
+		GENERAL_NAMES_free(gens);
+		return -ENOMEM;
+	}
+	for (k = 0; k < n; k++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, k);
+		const unsigned char *d;
+		char *s;
+		int len;
+
+		if (g->type != GEN_DNS)
+			continue;
+		d = ASN1_STRING_get0_data(g->d.dNSName);
+		len = ASN1_STRING_length(g->d.dNSName);
+		if (len <= 0 || len > CONFIG_HOST_MAX ||
+		    memchr(d, '\0', (size_t)len))
+			continue;
+		s = strndup((const char *)d, (size_t)len);
+		if (!s) {
+			GENERAL_NAMES_free(gens);
+			return -ENOMEM;
+		}
+		if (!tls_name_ok(s)) {
+			free(s);
+			continue;
+		}
+		c->names[c->n_names++] = s;
+	}
+	GENERAL_NAMES_free(gens);
+	if (c->n_names == 0)
+		return tls_errf(err, file, i,
+				"no DNS name in the certificate's "
+				"subjectAltName (a certificate serves the "
+				"names there)");
+	return 0;
+}
+
+/* Remember file f (path) among the store's. */
+static int tls_file_add(struct tls_store *st, const char *path,
+			const struct tls_file *f)
+{
+	struct tls_file *v = &st->files[st->n_files];
+
+	*v = *f;
+	v->path = strdup(path);
+	if (!v->path)
+		return -ENOMEM;
+	st->n_files++;
+	return 0;
+}
+
+/* Load and check configured certificate i into st->certs[i]. */
+static int tls_load_cert(struct tls_store *st, size_t i, struct errbuf *err)
+{
+	const struct config_tls_cert *cc = &st->conf.certs[i];
+	struct tls_cert *c = &st->certs[i];
+	unsigned char *buf = NULL;
+	struct tls_file f;
+	size_t len;
+	BIO *b;
+	int rc, id;
+
+	/* the certificate and its chain */
+	rc = tls_read_file(cc->cert, i, &buf, &len, &f, err);
+	if (rc)
+		return rc;
+	rc = tls_file_add(st, cc->cert, &f);
+	if (rc == 0)
+		rc = tls_load_certs(c, cc->cert, i, buf, len, err);
+	free(buf);
+	buf = NULL;
+	if (rc == 0)
+		rc = tls_load_names(c, cc->cert, i, err);
+	if (rc)
+		return rc;
+	/* the key */
+	rc = tls_read_file(cc->key, i, &buf, &len, &f, err);
+	if (rc)
+		return rc;
+	rc = tls_file_add(st, cc->key, &f);
+	if (rc == 0) {
+		b = BIO_new_mem_buf(buf, (int)len);
+		ERR_clear_error();
+		c->key = b ? PEM_read_bio_PrivateKey(b, NULL, tls_no_pass, NULL)
+			   : NULL;
+		BIO_free(b);
+	}
+	OPENSSL_cleanse(buf, len);
+	free(buf);
+	if (rc)
+		return rc;
+	if (!c->key)
+		return tls_errf(err, cc->key, i,
+				"not a PEM private key (or an encrypted one: "
+				"edged cannot ask for a passphrase)");
+	id = EVP_PKEY_get_base_id(c->key);
+	if (id == EVP_PKEY_RSA)
+		c->kind = TLS_KIND_RSA;
+	else if (id == EVP_PKEY_EC)
+		c->kind = TLS_KIND_EC;
+	else
+		return tls_errf(err, cc->key, i,
+				"a %s key: only RSA and EC (ECDSA) keys are "
+				"served",
+				OBJ_nid2sn(id));
+	if (X509_check_private_key(c->leaf, c->key) != 1)
+		return tls_errf(err, cc->key, i,
+				"the key does not match the certificate %s",
+				cc->cert);
+	/* the OCSP response to staple */
+	if (!cc->ocsp[0])
+		return 0;
+	rc = tls_read_file(cc->ocsp, i, &c->ocsp, &c->ocsp_len, &f, err);
+	if (rc)
+		return rc;
+	rc = tls_file_add(st, cc->ocsp, &f);
+	if (rc)
+		return rc;
+	{
+		const unsigned char *p = c->ocsp;
+		OCSP_RESPONSE *r =
+		    d2i_OCSP_RESPONSE(NULL, &p, (long)c->ocsp_len);
+		int status = r ? OCSP_response_status(r) : -1;
+
+		OCSP_RESPONSE_free(r);
+		if (!r)
+			return tls_errf(err, cc->ocsp, i,
+					"not a DER OCSP response");
+		if (status != OCSP_RESPONSE_STATUS_SUCCESSFUL)
+			return tls_errf(err, cc->ocsp, i,
+					"the OCSP response's status is %s, "
+					"not successful",
+					OCSP_response_status_str(status));
+	}
+	return 0;
+}
+
+static int tls_name_cmp(const void *a, const void *b)
+{
+	const struct tls_name *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* The set serving name exactly, or NULL. */
+static struct tls_set *tls_store_exact(const struct tls_store *st,
+				       const char *name)
+{
+	struct tls_name key = {name, NULL}, *f;
+
+	f = bsearch(&key, st->names, st->n_names, sizeof(*st->names),
+		    tls_name_cmp);
+	return f ? f->set : NULL;
+}
+
+/* The set for a ClientHello's server name (NULL or "": none). */
+static struct tls_set *tls_store_find(const struct tls_store *st,
+				      const char *sni)
+{
+	char name[CONFIG_HOST_MAX + 2], wild[CONFIG_HOST_MAX + 3];
+	struct tls_set *set;
+	size_t n, i;
+
+	if (!sni || !sni[0])
+		return st->def;
+	n = strlen(sni);
+	if (n > CONFIG_HOST_MAX + 1)
+		return st->def;
+	for (i = 0; i < n; i++)
+		name[i] = (char)tolower((unsigned char)sni[i]);
+	if (n > 1 && name[n - 1] == '.')
+		n--;
+	name[n] = '\0';
+	set = tls_store_exact(st, name);
+	if (!set && tls_name_wildcard(name, wild, sizeof(wild)))
+		set = tls_store_exact(st, wild);
+	return set ? set : st->def;
+}
+
+/* ---- callbacks ------------------------------------------------------------
+ */
+
+static int tls_sni_cb(SSL *ssl, int *al, void *arg)
+{
+	struct tls_store *st = arg;
+	struct tls_set *set;
+
+	(void)al;
+	set = tls_store_find(
+	    st, SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name));
+	if (set->ctx != SSL_get_SSL_CTX(ssl) && !SSL_set_SSL_CTX(ssl, set->ctx))
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static int tls_alpn_cb(SSL *ssl, const unsigned char **out,
+		       unsigned char *outlen, const unsigned char *in,
+		       unsigned int inlen, void *arg)
+{
+	unsigned char *o;
+
+	(void)ssl;
+	(void)arg;
+	if (SSL_select_next_proto(&o, outlen, tls_alpn_protos,
+				  sizeof(tls_alpn_protos) - 1, in,
+				  inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK; /* HTTP/1.1 without ALPN */
+	*out = o;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+/* The client asked for a stapled OCSP response: the one of the
+ * certificate chosen, if it has one. */
+static int tls_ocsp_cb(SSL *ssl, void *arg)
+{
+	struct tls_set *set = arg;
+	X509 *x = SSL_get_certificate(ssl);
+	unsigned char *copy;
+	int k;
+
+	for (k = 0; k < TLS_KINDS; k++) {
+		const struct tls_cert *c;
+
+		if (set->cert[k] < 0)
+			continue;
+		c = &set->st->certs[set->cert[k]];
+		if (c->leaf != x || !c->ocsp)
+			continue;
+		copy = OPENSSL_memdup(c->ocsp, c->ocsp_len);
+		if (!copy)
+			return SSL_TLSEXT_ERR_NOACK;
+		if (SSL_set_tlsext_status_ocsp_resp(ssl, copy,
+						    (long)c->ocsp_len) != 1) {
+			OPENSSL_free(copy);
+			return SSL_TLSEXT_ERR_NOACK;
+		}
+		return SSL_TLSEXT_ERR_OK;
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
+/* A ClientHello arrived (whatever follows): a failure after it is the
+ * protocol's, not garbage. */
+static int tls_hello_cb(SSL *ssl, int *al, void *arg)
+{
+	(void)al;
+	(void)arg;
+	tls_hs_hello_seen(ssl);
+	return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* ---- contexts -------------------------------------------------------------
+ */
+
+/* The context of set (its certificates, the common settings). */
+static int tls_set_ctx(struct tls_store *st, struct tls_set *set,
+		       struct errbuf *err)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	long lifetime = (long)(st->conf.ticket_rotation_ms / 1000 *
+			       TLS_TICKET_LIFETIME_ROTATIONS);
+	int k, j;
+
+	if (!ctx)
+		goto fail;
+	set->ctx = ctx;
+	set->st = st;
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_cipher_list(ctx, TLS_CIPHERS_12) != 1 ||
+	    SSL_CTX_set_ciphersuites(ctx, TLS_CIPHERS_13) != 1 ||
+	    SSL_CTX_set1_groups_list(ctx, TLS_GROUPS) != 1 ||
+	    SSL_CTX_set_session_id_context(ctx,
+					   (const unsigned char *)TLS_SID_CTX,
+					   sizeof(TLS_SID_CTX) - 1) != 1)
+		goto fail;
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+				     SSL_OP_IGNORE_UNEXPECTED_EOF |
+				     SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+				  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+				  SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(ctx, 1);
+	SSL_CTX_set_timeout(ctx, lifetime > 0 ? lifetime : 1);
+	SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, tls_ticket_cb);
+	SSL_CTX_set_alpn_select_cb(ctx, tls_alpn_cb, NULL);
+	SSL_CTX_set_tlsext_servername_callback(ctx, tls_sni_cb);
+	SSL_CTX_set_tlsext_servername_arg(ctx, st);
+	SSL_CTX_set_tlsext_status_cb(ctx, tls_ocsp_cb);
+	SSL_CTX_set_tlsext_status_arg(ctx, set);
+	SSL_CTX_set_client_hello_cb(ctx, tls_hello_cb, NULL);
+	for (k = 0; k < TLS_KINDS; k++) {
+		const struct tls_cert *c;
+
+		if (set->cert[k] < 0)
+			continue;
+		c = &st->certs[set->cert[k]];
+		if (SSL_CTX_use_certificate(ctx, c->leaf) != 1 ||
+		    SSL_CTX_use_PrivateKey(ctx, c->key) != 1)
+			goto fail;
+		for (j = 0; j < sk_X509_num(c->chain); j++)
+			if (SSL_CTX_add1_chain_cert(
+				ctx, sk_X509_value(c->chain, j)) != 1)
+				goto fail;
+	}
+	return 0;
+fail : {
+	char e[256];
+
+	ERR_error_string_n(ERR_get_error(), e, sizeof(e));
+	ERR_clear_error();
+	errbuf_set(err, "tls: cannot set up a context: %s", e);
+	return -EINVAL;
+}
+}
+
+/* The pair of certificates serving name: the first of each kind. */
+static void tls_pair_of(const struct tls_store *st, const char *name,
+			int pair[TLS_KINDS])
+{
+	size_t i, j;
+
+	pair[0] = pair[1] = -1;
+	for (i = 0; i < st->n_certs; i++)
+		for (j = 0; j < st->certs[i].n_names; j++)
+			if (strcmp(st->certs[i].names[j], name) == 0 &&
+			    pair[st->certs[i].kind] < 0)
+				pair[st->certs[i].kind] = (int)i;
+}
+
+/* The name index and one set per distinct pair of certificates. */
+static int tls_index(struct tls_store *st, struct errbuf *err)
+{
+	size_t i, j, k, total = 0;
+	int rc;
+
+	for (i = 0; i < st->n_certs; i++)
+		total += st->certs[i].n_names;
+	st->names = calloc(total, sizeof(*st->names));
+	st->sets = calloc(total, sizeof(*st->sets));
+	if (!st->names || !st->sets)
+		return -ENOMEM;
+	for (i = 0; i < st->n_certs; i++)
+		for (j = 0; j < st->certs[i].n_names; j++)
+			st->names[st->n_names++].name = st->certs[i].names[j];
+	qsort(st->names, st->n_names, sizeof(*st->names), tls_name_cmp);
+	/* one entry per name */
+	for (i = 0, k = 0; i < st->n_names; i++)
+		if (k == 0 || strcmp(st->names[k - 1].name, st->names[i].name))
+			st->names[k++] = st->names[i];
+	st->n_names = k;
+	for (i = 0; i < st->n_names; i++) {
+		int pair[TLS_KINDS];
+
+		tls_pair_of(st, st->names[i].name, pair);
+		for (k = 0; k < st->n_sets; k++)
+			if (st->sets[k].cert[0] == pair[0] &&
+			    st->sets[k].cert[1] == pair[1])
+				break;
+		if (k == st->n_sets) {
+			st->sets[k].cert[0] = pair[0];
+			st->sets[k].cert[1] = pair[1];
+			st->n_sets++;
+			rc = tls_set_ctx(st, &st->sets[k], err);
+			if (rc)
+				return rc;
+		}
+		st->names[i].set = &st->sets[k];
+	}
+	st->def = tls_store_exact(st, st->certs[0].names[0]);
+	return 0;
+}
+
+static void tls_store_free(struct tls_store *st)
+{
+	size_t i, j;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->n_sets; i++)
+		SSL_CTX_free(st->sets[i].ctx);
+	free(st->sets);
+	free(st->names);
+	for (i = 0; i < st->n_certs; i++) {
+		struct tls_cert *c = &st->certs[i];
+
+		X509_free(c->leaf);
+		sk_X509_pop_free(c->chain, X509_free);
+		EVP_PKEY_free(c->key);
+		free(c->ocsp);
+		for (j = 0; j < c->n_names; j++)
+			free(c->names[j]);
+		free(c->names);
+	}
+	free(st->certs);
+	for (i = 0; i < st->n_files; i++)
+		free(st->files[i].path);
+	free(st->files);
+	for (i = 0; i < st->conf.n_certs; i++) {
+		free(st->conf.certs[i].cert);
+		free(st->conf.certs[i].key);
+		free(st->conf.certs[i].ocsp);
+	}
+	free(st->conf.certs);
+	free(st);
+}
+
+int tls_store_new(const struct config_tls *c, struct tls_store **out,
+		  struct errbuf *err)
+{
+	struct tls_store *st;
+	size_t i;
+	int rc = -ENOMEM;
+
+	errbuf_clear(err);
+	if (c->n_certs == 0) {
+		errbuf_set(err, "tls: no certificates");
+		return -EINVAL;
+	}
+	pthread_rwlock_rdlock(&tls_tk.lock);
+	i = tls_tk.n;
+	pthread_rwlock_unlock(&tls_tk.lock);
+	if (i == 0 && tls_tickets_rotate()) {
+		errbuf_set(err, "tls: no random bytes for the ticket keys");
+		return -EIO;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		goto nomem;
+	atomic_init(&st->refs, 1);
+	st->conf.ticket_rotation_ms = c->ticket_rotation_ms;
+	st->conf.certs = calloc(c->n_certs, sizeof(*st->conf.certs));
+	st->certs = calloc(c->n_certs, sizeof(*st->certs));
+	st->files = calloc(c->n_certs * 3, sizeof(*st->files));
+	if (!st->conf.certs || !st->certs || !st->files)
+		goto nomem;
+	for (i = 0; i < c->n_certs; i++) {
+		struct config_tls_cert *d = &st->conf.certs[i];
+
+		st->conf.n_certs++;
+		d->cert = strdup(c->certs[i].cert);
+		d->key = strdup(c->certs[i].key);
+		d->ocsp = strdup(c->certs[i].ocsp ? c->certs[i].ocsp : "");
+		if (!d->cert || !d->key || !d->ocsp)
+			goto nomem;
+	}
+	for (i = 0; i < c->n_certs; i++) {
+		st->n_certs++;
+		st->certs[i].kind = TLS_KIND_RSA;
+		rc = tls_load_cert(st, i, err);
+		if (rc)
+			goto fail;
+	}
+	rc = tls_index(st, err);
+	if (rc)
+		goto fail;
+	*out = st;
+	return 0;
+nomem:
+	rc = -ENOMEM;
+fail:
+	if (rc == -ENOMEM && !err->msg[0])
+		errbuf_set(err, "tls: out of memory");
+	ERR_clear_error();
+	tls_store_free(st);
+	return rc;
+}
+
+int tls_store_rebuild(const struct tls_store *s, struct tls_store **out,
+		      struct errbuf *err)
+{
+	return tls_store_new(&s->conf, out, err);
+}
+
+bool tls_store_changed(const struct tls_store *s)
+{
+	struct stat sb;
+	size_t i;
+
+	for (i = 0; i < s->n_files; i++) {
+		const struct tls_file *f = &s->files[i];
+
+		if (stat(f->path, &sb) || sb.st_dev != f->dev ||
+		    sb.st_ino != f->ino || sb.st_size != f->size ||
+		    sb.st_mtim.tv_sec != f->mtime.tv_sec ||
+		    sb.st_mtim.tv_nsec != f->mtime.tv_nsec)
+			return true;
+	}
+	return false;
+}
+
+void tls_store_counts(const struct tls_store *s, size_t *names,
+		      size_t *contexts)
+{
+	*names = s->n_names;
+	*contexts = s->n_sets;
+}
+
+struct tls_store *tls_store_ref(struct tls_store *s)
+{
+	if (s)
+		atomic_fetch_add(&s->refs, 1);
+	return s;
+}
+
+void tls_store_put(struct tls_store *s)
+{
+	if (s && atomic_fetch_sub(&s->refs, 1) == 1)
+		tls_store_free(s);
+}
+
+SSL *tls_store_ssl(struct tls_store *s)
+{
+	return SSL_new(s->def->ctx);
+}
+
+/* ---- the holder -----------------------------------------------------------
+ */
+
+void tls_holder_init(struct tls_holder *h)
+{
+	pthread_mutex_init(&h->lock, NULL);
+	h->cur = NULL;
+}
+
+void tls_holder_set(struct tls_holder *h, struct tls_store *s)
+{
+	struct tls_store *old;
+
+	pthread_mutex_lock(&h->lock);
+	old = h->cur;
+	h->cur = s;
+	pthread_mutex_unlock(&h->lock);
+	tls_store_put(old);
+}
+
+struct tls_store *tls_holder_get(struct tls_holder *h)
+{
+	struct tls_store *s;
+
+	pthread_mutex_lock(&h->lock);
+	s = tls_store_ref(h->cur);
+	pthread_mutex_unlock(&h->lock);
+	return s;
+}
+
+void tls_holder_clear(struct tls_holder *h)
+{
+	tls_holder_set(h, NULL);
+	pthread_mutex_destroy(&h->lock);
+}

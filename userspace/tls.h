@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tls.h - TLS termination (stage 2): the certificate store built from
+ * the configuration's tls group, the session ticket keys every worker
+ * shares, the TLS transport under sockio (transport.h) and the
+ * non-blocking server handshake that makes one.
+ *
+ * The store is immutable once built: its certificates checked (readable,
+ * the key matching, valid now, each certificate of a chain signed by the
+ * next), one SSL_CTX per set of certificates that serve a name (an RSA
+ * and an ECDSA certificate for the same names share one, and OpenSSL
+ * picks the one the client's signature algorithms and ciphers allow).
+ * A handshake starts on the store's default context and moves to the
+ * context of its server name (exact, then a one-label "*." wildcard,
+ * then the first certificate's). A reload builds a new store and swaps
+ * it into the holder; handshakes under way keep the store they began
+ * with, established connections keep their SSL (and its context).
+ *
+ * TLS 1.2 and 1.3 only, Mozilla's "intermediate" cipher suites, ALPN
+ * http/1.1, session tickets (no server-side cache) under keys shared by
+ * the whole process and rotated by tls_tickets_rotate, OCSP stapling
+ * from a response file.
+ */
+#ifndef EDGE_TLS_H
+#define EDGE_TLS_H
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "log.h"
+#include "transport.h"
+
+struct metrics;
+struct tls_store;
+struct tls_hs;
+
+/* Most bytes of a certificate, key or OCSP file read. */
+#define TLS_FILE_MAX (1024 * 1024)
+/* Ticket keys kept: the current one and the previous ones, which still
+ * decrypt (a ticket so decrypted is renewed under the current key). */
+#define TLS_TICKET_KEYS 3
+/* How often the certificate files are looked at for a change (stat:
+ * device, inode, size, mtime), milliseconds. */
+#define TLS_WATCH_MS 2000
+
+/* Why a handshake failed: X(ID, label). Append only (metric labels). */
+#define TLS_FAILURES(X)                                                        \
+	X(TIMEOUT, "timeout")                                                  \
+	X(NOT_TLS, "not_tls")                                                  \
+	X(PROTOCOL, "protocol")                                                \
+	X(CLOSED, "closed")                                                    \
+	X(OTHER, "other")
+
+enum tls_failure {
+#define TLS_FAILURE_ENUM(id, label) TLS_FAIL_##id,
+	TLS_FAILURES(TLS_FAILURE_ENUM)
+#undef TLS_FAILURE_ENUM
+	    TLS_FAIL_MAX
+};
+
+/* ---- pure parts (unit tested) ----------------------------------------- */
+
+/*
+ * The wildcard that may cover host name (lowercase, no trailing dot):
+ * "*." and name without its first label, into buf (len bytes). Returns
+ * false when name has no second label ("localhost") or buf is short.
+ */
+bool tls_name_wildcard(const char *name, char *buf, size_t len);
+
+/*
+ * Whether s is a DNS name a certificate may serve: 1..253 bytes of
+ * labels (letters, digits, '-', '_'), or "*." and such a name (a
+ * one-label wildcard). Lowercases s in place when it is.
+ */
+bool tls_name_ok(char *s);
+
+/* ---- the store -------------------------------------------------------- */
+
+/*
+ * Build a store from c's certificates: read each file (at most
+ * TLS_FILE_MAX bytes), check it (a PEM certificate and its chain, each
+ * signed by the next; an unencrypted RSA or EC key that matches; valid
+ * now; DNS names in subjectAltName; an OCSP response that parses) and
+ * make the contexts. Returns 0 and *out (one reference), or -errno with
+ * err naming the file and what was wrong ("FILE: tls.certificates[I]:
+ * ..."). Reads files: the control thread only. The store remembers the
+ * files' identities (tls_store_changed).
+ */
+int tls_store_new(const struct config_tls *c, struct tls_store **out,
+		  struct errbuf *err);
+
+/* Build a store again from the same configuration as s (its files
+ * changed): as tls_store_new. */
+int tls_store_rebuild(const struct tls_store *s, struct tls_store **out,
+		      struct errbuf *err);
+
+/* Whether a file s was built from has changed (or gone) since. */
+bool tls_store_changed(const struct tls_store *s);
+
+/* The number of names and of contexts s serves (logs). */
+void tls_store_counts(const struct tls_store *s, size_t *names,
+		      size_t *contexts);
+
+/* Another reference to s / drop one (the last frees it). NULL is fine. */
+struct tls_store *tls_store_ref(struct tls_store *s);
+void tls_store_put(struct tls_store *s);
+
+/* The store the handshakes use now: set by the control thread, taken by
+ * the workers at each accept. */
+struct tls_holder {
+	pthread_mutex_t lock;
+	struct tls_store *cur; /* NULL: no TLS */
+};
+
+void tls_holder_init(struct tls_holder *h);
+/* Install s (the holder takes the reference), dropping the previous. */
+void tls_holder_set(struct tls_holder *h, struct tls_store *s);
+/* A reference to the current store, or NULL. Any thread. */
+struct tls_store *tls_holder_get(struct tls_holder *h);
+void tls_holder_clear(struct tls_holder *h);
+
+/* ---- ticket keys and counters ----------------------------------------- */
+
+/* Make a fresh current ticket key, keeping TLS_TICKET_KEYS - 1 previous
+ * ones for decryption. Any thread (a write lock). 0 or -EIO. */
+int tls_tickets_rotate(void);
+
+/* Register the edge_tls_* metrics in m (start-up): handshakes, failures
+ * by reason, resumptions, reloads. */
+int tls_metrics(struct metrics *m);
+
+/* A reload of the store was applied (ok) or refused (counted). */
+void tls_count_reload(bool ok);
+
+/* ---- the transport and the handshake ----------------------------------- */
+
+/*
+ * What a TLS transport negotiated, for the request (X-Forwarded-Proto,
+ * HSTS) and its analytics record: false when t is not TLS; else true
+ * with the protocol version ("TLSv1.3"), the cipher suite's name and
+ * whether the session was resumed. Pointers stay valid while t is open.
+ */
+bool tls_transport_info(const struct transport *t, const char **version,
+			const char **cipher, bool *resumed);
+
+/* Called once when a handshake ends (its tls_hs freed by then): rc 0
+ * with *t the TLS transport (the caller's from now on), or rc < 0 (the
+ * socket closed, the failure counted). */
+typedef void (*tls_hs_done_fn)(int rc, struct transport *t, void *arg);
+
+/*
+ * Start the server handshake on accepted, non-blocking socket fd (taken:
+ * closed on failure) with store s (a reference is taken), on base,
+ * driven by fd's readiness and ending by timeout (a timeval for base,
+ * e.g. worker_timeout's). done runs from the loop, never from this
+ * call. Returns 0 and *out, or -ENOMEM (fd closed, counted).
+ */
+int tls_hs_start(struct event_base *base, struct tls_store *s, int fd,
+		 const struct timeval *timeout, tls_hs_done_fn done, void *arg,
+		 struct tls_hs **out);
+
+/* Abandon a handshake (draining, shutdown): close its socket, free it;
+ * done is not called. NULL is fine. */
+void tls_hs_abort(struct tls_hs *hs);
+
+#endif /* EDGE_TLS_H */

@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * tls_io.c - TLS on one connection: the server handshake driven by the
+ * socket's readiness on a worker's loop, bounded by a timeout, and the
+ * transport (transport.h) over the SSL it leaves: SSL_read / SSL_write
+ * with want-read / want-write, pending records, close_notify on
+ * shutdown.
+ *
+ * A read goes on until the buffer is full or OpenSSL needs the socket
+ * (WANT_READ: the socket is drained), so that sockio's rule "a short
+ * read drained the socket" (edge-triggered events) holds for TLS too: a
+ * single SSL_read returns one record, and more records may wait in the
+ * socket. What ends a read after some bytes (the peer's close_notify, an
+ * error, a want-write) is kept for the next call, and pending says so.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tls.h"
+#include "tls_int.h"
+
+/* Bytes gathered from small iovecs into one SSL_write: one full record. */
+#define TLS_WRITE_CHUNK 16384
+
+/* A TLS stream's state (the transport's ctx). */
+struct tls_conn {
+	SSL *ssl;
+	ssize_t deferred; /* a read's ending kept for the next call: 0 none,
+			   * 1 the end of the stream, else -errno */
+	bool retry;	  /* a read stopped on want-write after some bytes */
+	bool fatal;	  /* no SSL_shutdown after an error */
+	bool shut;	  /* close_notify sent */
+};
+
+#define TLS_DEFERRED_EOF 1
+
+static __thread unsigned char tls_wbuf[TLS_WRITE_CHUNK];
+
+/* What an SSL call's failure e means for the stream: 0 the end of the
+ * stream, -EAGAIN with t->want, or -errno (fatal). */
+static ssize_t tls_failed(struct transport *t, struct tls_conn *tc, int rc)
+{
+	int e = SSL_get_error(tc->ssl, rc);
+
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+		t->want = TRANSPORT_WANT_READ;
+		return -EAGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		t->want = TRANSPORT_WANT_WRITE;
+		return -EAGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		tc->fatal = true;
+		if (ERR_peek_error() == 0 && errno == 0)
+			return 0; /* the peer's FIN without close_notify */
+		ERR_clear_error();
+		return errno ? -errno : -EPROTO;
+	default:
+		tc->fatal = true;
+		ERR_clear_error();
+		return -EPROTO;
+	}
+}
+
+static ssize_t tls_read(struct transport *t, void *buf, size_t len)
+{
+	struct tls_conn *tc = t->ctx;
+	size_t got = 0, n;
+	ssize_t rc;
+	int r;
+
+	if (tc->deferred) {
+		rc = tc->deferred;
+		tc->deferred = 0;
+		return rc == TLS_DEFERRED_EOF ? 0 : rc;
+	}
+	tc->retry = false;
+	while (got < len) {
+		ERR_clear_error();
+		errno = 0;
+		r = SSL_read_ex(tc->ssl, (char *)buf + got, len - got, &n);
+		if (r == 1) {
+			got += n;
+			continue;
+		}
+		rc = tls_failed(t, tc, r);
+		if (!got)
+			return rc;
+		if (rc == -EAGAIN) {
+			/* want-read: the socket is drained; want-write:
+			 * come back (pending says so) */
+			tc->retry = t->want == TRANSPORT_WANT_WRITE;
+		} else {
+			tc->deferred = rc == 0 ? TLS_DEFERRED_EOF : rc;
+		}
+		break;
+	}
+	return (ssize_t)got;
+}
+
+static ssize_t tls_write_some(struct transport *t, struct tls_conn *tc,
+			      const void *p, size_t len)
+{
+	size_t n;
+	ssize_t rc;
+	int r;
+
+	ERR_clear_error();
+	errno = 0;
+
+	r = SSL_write_ex(tc->ssl, p, len, &n);
+	if (r == 1)
+		return (ssize_t)n;
+	rc = tls_failed(t, tc, r);
+	return rc == 0 ? -EPIPE : rc; /* no writing after close_notify */
+}
+
+static ssize_t tls_writev(struct transport *t, const struct iovec *iov, int n)
+{
+	struct tls_conn *tc = t->ctx;
+	size_t done = 0, off = 0, len, fill;
+	const void *p;
+	ssize_t w;
+	int i = 0, j;
+
+	while (i < n) {
+		if (off == iov[i].iov_len) {
+			i++;
+			off = 0;
+			continue;
+		}
+		len = iov[i].iov_len - off;
+		if (len >= TLS_WRITE_CHUNK) {
+			p = (const char *)iov[i].iov_base + off;
+		} else {
+			/* small pieces (a head, chunk framing) go out in
+			 * one record; a retry after want-write gathers the
+			 * same bytes again, or more */
+			size_t o = off;
+
+			fill = 0;
+			for (j = i; j < n && fill < TLS_WRITE_CHUNK; j++) {
+				size_t k = iov[j].iov_len - o;
+
+				if (k > TLS_WRITE_CHUNK - fill)
+					k = TLS_WRITE_CHUNK - fill;
+				memcpy(tls_wbuf + fill,
+				       (const char *)iov[j].iov_base + o, k);
+				fill += k;
+				o = 0;
+			}
+			p = tls_wbuf;
+			len = fill;
+		}
+		w = tls_write_some(t, tc, p, len);
+		if (w < 0)
+			return done ? (ssize_t)done : w;
+		done += (size_t)w;
+		/* advance over w bytes */
+		while (w > 0 && i < n) {
+			size_t k = iov[i].iov_len - off;
+
+			if ((size_t)w < k) {
+				off += (size_t)w;
+				w = 0;
+			} else {
+				w -= (ssize_t)k;
+				i++;
+				off = 0;
+			}
+		}
+	}
+	return (ssize_t)done;
+}
+
+static int tls_shutdown(struct transport *t)
+{
+	struct tls_conn *tc = t->ctx;
+	int r;
+
+	if (!tc->fatal && !tc->shut) {
+		ERR_clear_error();
+		errno = 0;
+		r = SSL_shutdown(tc->ssl);
+		if (r < 0) {
+			ssize_t rc = tls_failed(t, tc, r);
+
+			if (rc == -EAGAIN)
+				return -EAGAIN;
+		}
+		tc->shut = true;
+	}
+	if (shutdown(t->fd, SHUT_WR) == 0 || errno == ENOTCONN)
+		return 0;
+	return -errno;
+}
+
+static size_t tls_pending(const struct transport *t)
+{
+	const struct tls_conn *tc = t->ctx;
+	size_t n = (size_t)SSL_pending(tc->ssl);
+
+	if (tc->deferred || tc->retry || SSL_has_pending(tc->ssl))
+		n++;
+	return n;
+}
+
+static void tls_close(struct transport *t)
+{
+	struct tls_conn *tc = t->ctx;
+
+	if (tc) {
+		/* a close_notify if it can go at once (never waits) */
+		if (!tc->fatal && !tc->shut && SSL_is_init_finished(tc->ssl)) {
+			ERR_clear_error();
+			SSL_shutdown(tc->ssl);
+			ERR_clear_error();
+		}
+		SSL_free(tc->ssl);
+		free(tc);
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+}
+
+static const struct transport_ops transport_tls_ops = {
+    .name = "tls",
+    .read = tls_read,
+    .writev = tls_writev,
+    .shutdown = tls_shutdown,
+    .pending = tls_pending,
+    .close = tls_close,
+};
+
+bool tls_transport_info(const struct transport *t, const char **version,
+			const char **cipher, bool *resumed)
+{
+	const struct tls_conn *tc;
+
+	if (t->ops != &transport_tls_ops)
+		return false;
+	tc = t->ctx;
+	*version = SSL_get_version(tc->ssl);
+	*cipher = SSL_get_cipher_name(tc->ssl);
+	*resumed = SSL_session_reused(tc->ssl) == 1;
+	return true;
+}
+
+/* ---- the handshake --------------------------------------------------------
+ */
+
+struct tls_hs {
+	struct event_base *base;
+	struct event *io, *tmo;
+	short what; /* the readiness io waits for */
+	SSL *ssl;
+	int fd;
+	struct tls_store *st;
+	bool hello; /* a ClientHello was parsed */
+	tls_hs_done_fn done;
+	void *arg;
+};
+
+void tls_hs_hello_seen(SSL *ssl)
+{
+	struct tls_hs *hs = SSL_get_app_data(ssl);
+
+	if (hs)
+		hs->hello = true;
+}
+
+static void tls_hs_release(struct tls_hs *hs)
+{
+	if (hs->io)
+		event_free(hs->io);
+	if (hs->tmo)
+		event_free(hs->tmo);
+	tls_store_put(hs->st);
+	free(hs);
+}
+
+/* The handshake failed for reason f: close, count, tell. */
+static void tls_hs_fail(struct tls_hs *hs, enum tls_failure f)
+{
+	tls_hs_done_fn done = hs->done;
+	void *arg = hs->arg;
+
+	SSL_free(hs->ssl);
+	ERR_clear_error();
+	close(hs->fd);
+	tls_count_failure(f);
+	tls_hs_release(hs);
+	done(-EPROTO, NULL, arg);
+}
+
+/* Why a handshake whose SSL call failed with e failed. */
+static enum tls_failure tls_hs_reason(const struct tls_hs *hs, int e)
+{
+	unsigned long err = ERR_peek_error();
+	int reason = ERR_GET_REASON(err);
+
+	if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
+		return TLS_FAIL_CLOSED;
+	}
+	if (!hs->hello)
+		return TLS_FAIL_NOT_TLS;
+	switch (reason) {
+	case SSL_R_NO_SHARED_CIPHER:
+	case SSL_R_UNSUPPORTED_PROTOCOL:
+	case SSL_R_VERSION_TOO_LOW:
+	case SSL_R_NO_PROTOCOLS_AVAILABLE:
+	case SSL_R_NO_SHARED_SIGNATURE_ALGORITHMS:
+	case SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+	case SSL_R_NO_SHARED_GROUPS:
+	case SSL_R_WRONG_VERSION_NUMBER:
+		return TLS_FAIL_PROTOCOL;
+	default:
+		return TLS_FAIL_OTHER;
+	}
+}
+
+static void tls_hs_io_cb(evutil_socket_t fd, short what, void *arg);
+
+static void tls_hs_step(struct tls_hs *hs)
+{
+	struct transport t;
+	struct tls_conn *tc;
+	tls_hs_done_fn done;
+	void *arg;
+	short want;
+	int r, e;
+
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_do_handshake(hs->ssl);
+	if (r != 1) {
+		e = SSL_get_error(hs->ssl, r);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+			tls_hs_fail(hs, tls_hs_reason(hs, e));
+			return;
+		}
+		want = e == SSL_ERROR_WANT_READ ? EV_READ : EV_WRITE;
+		if (want != hs->what) {
+			event_del(hs->io);
+			event_assign(hs->io, hs->base, hs->fd,
+				     (short)(want | EV_PERSIST), tls_hs_io_cb,
+				     hs);
+			hs->what = want;
+			if (event_add(hs->io, NULL))
+				tls_hs_fail(hs, TLS_FAIL_OTHER);
+		}
+		return;
+	}
+	tc = calloc(1, sizeof(*tc));
+	if (!tc) {
+		tls_hs_fail(hs, TLS_FAIL_OTHER);
+		return;
+	}
+	tc->ssl = hs->ssl;
+	SSL_set_app_data(hs->ssl, NULL);
+	tls_count_handshake(SSL_session_reused(hs->ssl) == 1);
+	t.ops = &transport_tls_ops;
+	t.ctx = tc;
+	t.fd = hs->fd;
+	t.want = 0;
+	done = hs->done;
+	arg = hs->arg;
+	tls_hs_release(hs);
+	done(0, &t, arg);
+}
+
+static void tls_hs_io_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	tls_hs_step(arg);
+}
+
+static void tls_hs_tmo_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	tls_hs_fail(arg, TLS_FAIL_TIMEOUT);
+}
+
+int tls_hs_start(struct event_base *base, struct tls_store *s, int fd,
+		 const struct timeval *timeout, tls_hs_done_fn done, void *arg,
+		 struct tls_hs **out)
+{
+	struct tls_hs *hs = calloc(1, sizeof(*hs));
+
+	if (!hs)
+		goto fail;
+	hs->base = base;
+	hs->fd = fd;
+	hs->done = done;
+	hs->arg = arg;
+	hs->what = EV_READ;
+	hs->st = tls_store_ref(s);
+	hs->ssl = tls_store_ssl(s);
+	hs->io = event_new(base, fd, EV_READ | EV_PERSIST, tls_hs_io_cb, hs);
+	hs->tmo = evtimer_new(base, tls_hs_tmo_cb, hs);
+	if (!hs->ssl || !hs->io || !hs->tmo || SSL_set_fd(hs->ssl, fd) != 1)
+		goto fail;
+	SSL_set_app_data(hs->ssl, hs);
+	SSL_set_accept_state(hs->ssl);
+	if (event_add(hs->io, NULL) || evtimer_add(hs->tmo, timeout))
+		goto fail;
+	*out = hs;
+	return 0;
+fail:
+	if (hs) {
+		SSL_free(hs->ssl);
+		tls_hs_release(hs);
+	}
+	ERR_clear_error();
+	close(fd);
+	tls_count_failure(TLS_FAIL_OTHER);
+	return -ENOMEM;
+}
+
+void tls_hs_abort(struct tls_hs *hs)
+{
+	if (!hs)
+		return;
+	SSL_free(hs->ssl);
+	ERR_clear_error();
+	close(hs->fd);
+	tls_hs_release(hs);
+}
