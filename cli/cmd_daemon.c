@@ -556,8 +556,8 @@ int cmd_envs(struct ctl *c, int argc, char **argv)
 		return CTL_OK;
 	}
 	printf("%-24s  %-8s  %-14s  %6s  %7s  %5s  %6s  %9s\n", "ENVIRONMENT",
-	       "STATE", "LAST ACTIVITY", "ACTIVE", "TUNNELS", "WAKES",
-	       "FAILED", "LAST WAKE");
+	       "STATE", "LAST ACTIVITY", "ACTIVE", "TUNNELS", "WAKES", "FAILED",
+	       "LAST WAKE");
 	for (i = 0; i < json_array_size(envs); i++) {
 		const json_t *e = json_array_get(envs, i);
 		char ago[32], last[32];

@@ -393,9 +393,8 @@ static int cfg_wake_command(struct cfg *x, const config_setting_t *g,
 static int cfg_wake(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
-	    "command", "sleep_command",	 "max_concurrent",
-	    "timeout", "probe_interval", "output_max",
-	    "restart_window", NULL};
+	    "command",	      "sleep_command", "max_concurrent", "timeout",
+	    "probe_interval", "output_max",    "restart_window", NULL};
 	struct config_wake *wk = &x->c->wake;
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
@@ -408,9 +407,9 @@ static int cfg_wake(struct cfg *x, const config_setting_t *root)
 		rc = cfg_wake_command(x, g, p, "sleep_command",
 				      &wk->sleep_command);
 	if (rc == 0)
-		rc = cfg_number(x, g, p, "max_concurrent", CFG_COUNT, 8, 1,
-				CONFIG_WAKE_CONCURRENT_MAX,
-				&wk->max_concurrent);
+		rc =
+		    cfg_number(x, g, p, "max_concurrent", CFG_COUNT, 8, 1,
+			       CONFIG_WAKE_CONCURRENT_MAX, &wk->max_concurrent);
 	if (rc == 0)
 		rc = cfg_number(x, g, p, "timeout", CFG_MS, 5 * CFG_S, 100,
 				10 * CFG_MIN, &wk->timeout_ms);
@@ -609,10 +608,16 @@ static int cfg_routes(struct cfg *x, const config_setting_t *g,
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
 			   const char *path, struct route_src_env *env)
 {
-	static const char *const keys[] = {
-	    "id",	  "name",	    "domains",		"routes",
-	    "deployment", "max_body_bytes", "security_headers",
-	    "on_demand",  "idle_timeout",   NULL};
+	static const char *const keys[] = {"id",
+					   "name",
+					   "domains",
+					   "routes",
+					   "deployment",
+					   "max_body_bytes",
+					   "security_headers",
+					   "on_demand",
+					   "idle_timeout",
+					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
 	int rc;
@@ -933,14 +938,25 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {
-	    "listen",	    "workers",	      "user",
-	    "admin_listen", "control_socket", "pin_dir",
-	    "limits",	    "timeouts",	      "ratelimit",
-	    "analytics",    "projects",	      "log_format",
-	    "pg",	    "pg_snapshot",    "host_name",
-	    "splice",	    "tcp_routes",     "wake",
-	    NULL};
+	static const char *const keys[] = {"listen",
+					   "workers",
+					   "user",
+					   "admin_listen",
+					   "control_socket",
+					   "pin_dir",
+					   "limits",
+					   "timeouts",
+					   "ratelimit",
+					   "analytics",
+					   "projects",
+					   "log_format",
+					   "pg",
+					   "pg_snapshot",
+					   "host_name",
+					   "splice",
+					   "tcp_routes",
+					   "wake",
+					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;

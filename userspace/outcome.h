@@ -91,7 +91,7 @@
 	  "server name, and none is its default: the connection was closed")   \
 	X(SNI_MISSING, "sni_missing", 0,                                       \
 	  "the ClientHello names no server, and no TLS passthrough route on "  \
-	  "the address is its default: the connection was closed")            \
+	  "the address is its default: the connection was closed")             \
 	X(WAKE_FAILED, "wake_failed", 503,                                     \
 	  "the environment could not be woken up, retry later")                \
 	X(ENVIRONMENT_RESTARTING, "environment_restarting", 503,               \

@@ -644,7 +644,8 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 	if (r->woken) {
 		char ms[24];
 
-		snprintf(ms, sizeof(ms), "%llu", (unsigned long long)r->cold_ms);
+		snprintf(ms, sizeof(ms), "%llu",
+			 (unsigned long long)r->cold_ms);
 		hdr_extra_append(buf, len, &n, "X-Edge-Cold-Start", ms);
 	}
 	if (!s)

@@ -613,8 +613,7 @@ int req_queue_notify(void *owner, uint64_t handle)
 	return worker_post(owner, REQ_MSG_ADMIT, handle);
 }
 
-void req_message(struct worker *w, uint32_t type, uint64_t handle,
-		 uint64_t arg)
+void req_message(struct worker *w, uint32_t type, uint64_t handle, uint64_t arg)
 {
 	struct worker_shared *sh = w->sh;
 	struct req *r = worker_handle_get(w, handle);

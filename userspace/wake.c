@@ -51,10 +51,10 @@ struct wake_job {
 	LIST_ENTRY(wake_job) link;
 	struct wake *wk;
 	struct wake_env *env;
-	bool sleep;	  /* the sleep command (else the wake's) */
-	pid_t pid;	  /* its process group too */
-	int pidfd;	  /* -1 once reaped */
-	int out;	  /* the read end of its stdout/stderr, -1 at EOF */
+	bool sleep; /* the sleep command (else the wake's) */
+	pid_t pid;  /* its process group too */
+	int pidfd;  /* -1 once reaped */
+	int out;    /* the read end of its stdout/stderr, -1 at EOF */
 	struct event *ev_exit, *ev_out, *ev_kill;
 	uint64_t logged, dropped; /* output bytes */
 };
@@ -76,7 +76,7 @@ struct wake_env {
 	uint64_t wakes, wakes_ok, wakes_failed, wakes_pending, throttled;
 	uint64_t sleeps;
 	int64_t last_wake_ms;
-	TAILQ_HEAD(, wake_waiter) waiters;
+	TAILQ_HEAD(wake_waiters, wake_waiter) waiters;
 	size_t nwaiters;
 	/* control loop only */
 	struct config_addr *ups;
@@ -97,15 +97,15 @@ struct wake {
 	size_t nstate[WAKE_NSTATES];
 	struct event_base *base;
 	struct event *kick, *tick;
-	LIST_HEAD(, wake_job) jobs;
+	LIST_HEAD(wake_jobs, wake_job) jobs;
 	struct metrics_counter *m_wakes[WAKE_R_FAILED + 2];
 	struct metrics_counter *m_throttled;
 	struct metrics_histogram *m_cold;
 	struct metrics_gauge *m_state[WAKE_NSTATES];
 };
 
-static const char *const wake_state_names[WAKE_NSTATES] = {
-    "sleeping", "waking", "running"};
+static const char *const wake_state_names[WAKE_NSTATES] = {"sleeping", "waking",
+							   "running"};
 
 const char *wake_state_name(enum wake_state s)
 {
@@ -236,8 +236,9 @@ bool wake_refused(struct wake *wk, struct wake_env *e, bool woken)
 	if (!e)
 		return false;
 	pthread_mutex_lock(&wk->lock);
-	restarting = woken || e->state != WAKE_RUNNING ||
-		     now - e->running_ns < wk->set.restart_window_ms * NS_PER_MS;
+	restarting =
+	    woken || e->state != WAKE_RUNNING ||
+	    now - e->running_ns < wk->set.restart_window_ms * NS_PER_MS;
 	if (restarting && e->state != WAKE_WAKING && !e->gone) {
 		kick = wake_begin_locked(wk, e);
 		if (!kick && e->state == WAKE_RUNNING)
@@ -414,8 +415,7 @@ static void wake_job_exit_cb(evutil_socket_t fd, short what, void *arg)
 			  wake_job_what(j), WEXITSTATUS(st));
 	else
 		log_warnx("environment %s: %s killed by signal %d", e->id,
-			  wake_job_what(j),
-			  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+			  wake_job_what(j), WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	if (e->job == j) {
 		e->job = NULL;
 		if (!(p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
@@ -513,9 +513,8 @@ static int wake_spawn(struct wake *wk, struct wake_env *e, const char *cmd,
 		j->pid = 0;
 		goto fail;
 	}
-	j->ev_exit =
-	    event_new(wk->base, j->pidfd, EV_READ | EV_PERSIST,
-		      wake_job_exit_cb, j);
+	j->ev_exit = event_new(wk->base, j->pidfd, EV_READ | EV_PERSIST,
+			       wake_job_exit_cb, j);
 	j->ev_out = event_new(wk->base, j->out, EV_READ | EV_PERSIST,
 			      wake_job_out_cb, j);
 	if (sleep)
@@ -624,7 +623,8 @@ static void wake_probe_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	e->probe_fd = s;
-	e->probe_ev = event_new(e->wk->base, s, EV_WRITE, wake_probe_conn_cb, e);
+	e->probe_ev =
+	    event_new(e->wk->base, s, EV_WRITE, wake_probe_conn_cb, e);
 	if (!e->probe_ev) {
 		close(s);
 		e->probe_fd = -1;
@@ -661,8 +661,8 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 		e->slot = false;
 		wk->inflight--;
 	}
-	wake_set_state(wk, e, res == WAKE_R_READY ? WAKE_RUNNING
-						  : WAKE_SLEEPING);
+	wake_set_state(wk, e,
+		       res == WAKE_R_READY ? WAKE_RUNNING : WAKE_SLEEPING);
 	if (res == WAKE_R_READY)
 		e->wakes_ok++;
 	else if (res == WAKE_R_FAILED)
@@ -696,8 +696,7 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 	else
 		log_warnx("environment %s: wake %s after %llu ms (%llu "
 			  "request(s) answered 503)",
-			  e->id,
-			  res == WAKE_R_FAILED ? "failed" : "timed out",
+			  e->id, res == WAKE_R_FAILED ? "failed" : "timed out",
 			  (unsigned long long)(ns / NS_PER_MS),
 			  (unsigned long long)told);
 }
@@ -909,10 +908,9 @@ static void wake_probe_once(struct wake_env **v, size_t n, bool *up)
 	for (i = 0; i < n; i++)
 		for (k = 0; k < v[i]->nups; k++) {
 			const struct config_addr *a = &v[i]->ups[k];
-			int s = socket(a->ss.ss_family,
-				       SOCK_STREAM | SOCK_NONBLOCK |
-					   SOCK_CLOEXEC,
-				       0);
+			int s = socket(
+			    a->ss.ss_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 			if (s < 0)
 				continue;
@@ -1145,8 +1143,9 @@ json_t *wake_dump_json(struct wake *wk)
 		    (json_int_t)e->tunnels, "last_activity",
 		    (json_int_t)(e->last_real_ns / 1000000000ULL),
 		    "idle_seconds",
-		    (json_int_t)(e->active ? 0
-					   : (now - e->last_ns) / 1000000000ULL),
+		    (json_int_t)(e->active
+				     ? 0
+				     : (now - e->last_ns) / 1000000000ULL),
 		    "idle_timeout_ms", (json_int_t)e->idle_ms, "wakes",
 		    (json_int_t)e->wakes, "wakes_ok", (json_int_t)e->wakes_ok,
 		    "wakes_failed", (json_int_t)e->wakes_failed,
@@ -1193,8 +1192,7 @@ int wake_metrics(struct wake *wk, struct metrics *m)
 	static const char wakes[] = "edge_wakes_total";
 	static const char wakes_help[] =
 	    "Wakes of on-demand environments, by how they ended";
-	static const char envs_help[] =
-	    "On-demand environments, by state";
+	static const char envs_help[] = "On-demand environments, by state";
 	const char *lab[3] = {"outcome", NULL, NULL};
 	const char *slab[3] = {"state", NULL, NULL};
 	unsigned i;
