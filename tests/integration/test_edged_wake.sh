@@ -50,7 +50,7 @@ SH
 chmod +x "$T_TMP/wake.sh" "$T_TMP/sleep.sh"
 
 write_conf() {
-	local i=2 e
+	local i=2 e idle
 	{
 		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock" 2
 		cat <<CONF
@@ -60,9 +60,12 @@ projects = ( { id = "p"; environments = (
 CONF
 		for e in $ENVS; do
 			echo "$((BASE + i)) 0.3 serve" >"$T_TMP/$e.conf"
+			# only idle and ws sleep during the test
+			idle=60s
+			case $e in idle | ws) idle=2s ;; esac
 			[ $i -gt 2 ] && echo ","
 			cat <<CONF
-  { id = "$e"; domains = [ "$e.test" ]; on_demand = true; idle_timeout = "2s";
+  { id = "$e"; domains = [ "$e.test" ]; on_demand = true; idle_timeout = "$idle";
     deployment = { id = "$e-1"; upstreams = [ "127.0.0.1:$((BASE + i))" ]; }; }
 CONF
 			i=$((i + 1))
