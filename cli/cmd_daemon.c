@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctlproto.h"
 #include "duration.h"
@@ -512,4 +513,70 @@ int cmd_routes(struct ctl *c, int argc, char **argv)
 int cmd_reload(struct ctl *c, int argc, char **argv)
 {
 	return cmd_daemon(c, argc, argv);
+}
+
+/* "12 s ago" for a unix time t (0: never). */
+static void envs_ago(json_int_t t, char *buf, size_t len)
+{
+	time_t now = time(NULL);
+
+	if (t <= 0)
+		snprintf(buf, len, "never");
+	else if ((json_int_t)now <= t)
+		snprintf(buf, len, "now");
+	else
+		snprintf(buf, len, "%llds ago", (long long)(now - t));
+}
+
+/* edgectl envs [--json]: each on-demand environment's state, last
+ * activity, requests and open tunnels, wakes and the last one's
+ * duration. */
+int cmd_envs(struct ctl *c, int argc, char **argv)
+{
+	struct errbuf err = {""};
+	json_t *result = NULL, *envs;
+	bool json = false;
+	int first, ret;
+	size_t i;
+
+	ret = daemon_opts(argc, argv, &json, 0, &first);
+	if (ret >= 0)
+		return ret;
+	ret = ctl_daemon_call(c, "envs", &result, &err);
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (json)
+		return ctl_json_print(result);
+	envs = json_object_get(result, "environments");
+	if (json_array_size(envs) == 0) {
+		printf("no on-demand environments\n");
+		json_decref(result);
+		return CTL_OK;
+	}
+	printf("%-24s  %-8s  %-14s  %6s  %7s  %5s  %6s  %9s\n", "ENVIRONMENT",
+	       "STATE", "LAST ACTIVITY", "ACTIVE", "TUNNELS", "WAKES", "FAILED",
+	       "LAST WAKE");
+	for (i = 0; i < json_array_size(envs); i++) {
+		const json_t *e = json_array_get(envs, i);
+		char ago[32], last[32];
+		json_int_t lw = ctl_int(e, "last_wake_ms");
+
+		envs_ago(ctl_int(e, "last_activity"), ago, sizeof(ago));
+		if (lw < 0)
+			snprintf(last, sizeof(last), "-");
+		else
+			snprintf(last, sizeof(last), "%lldms", (long long)lw);
+		printf("%-24s  %-8s  %-14s  %6lld  %7lld  %5lld  %6lld  %9s\n",
+		       routes_str(e, "id", "-"), routes_str(e, "state", "-"),
+		       ago, (long long)ctl_int(e, "active"),
+		       (long long)ctl_int(e, "tunnels"),
+		       (long long)ctl_int(e, "wakes"),
+		       (long long)(ctl_int(e, "wakes_failed") +
+				   ctl_int(e, "wakes_pending")),
+		       last);
+	}
+	json_decref(result);
+	return CTL_OK;
 }

@@ -37,6 +37,7 @@ static const struct ctl_usage_line ctl_usage_lines[] = {
     {"ratelimit off", "ratelimit off [--syn | --packets]"},
     {"stats", "stats [--json] [--watch [--interval SECONDS] [--count N]]"},
     {"routes", "routes [--json]"},
+    {"envs", "envs [--json]"},
     {"reload", "reload"},
     {"splice", "splice [on | off | auto | sockmap] [--json]"},
     {"db migrate", "db migrate"},
@@ -380,6 +381,7 @@ static const struct ctl_command ctl_commands[] = {
     {"routes", cmd_routes},	  {"reload", cmd_reload},
     {"splice", cmd_splice},	  {"db", cmd_db},
     {"hosts", cmd_hosts},	  {"help", cmd_help},
+    {"envs", cmd_envs},
 };
 
 static bool ctl_env_true(const char *name)

@@ -192,6 +192,8 @@ int cmd_ip(struct ctl *c, int argc, char **argv);
 int cmd_ratelimit(struct ctl *c, int argc, char **argv);
 int cmd_stats(struct ctl *c, int argc, char **argv);
 int cmd_routes(struct ctl *c, int argc, char **argv);
+/* edgectl envs [--json]: the on-demand environments (docs/wake.md). */
+int cmd_envs(struct ctl *c, int argc, char **argv);
 int cmd_reload(struct ctl *c, int argc, char **argv);
 int cmd_splice(struct ctl *c, int argc, char **argv);
 int cmd_db(struct ctl *c, int argc, char **argv);

@@ -356,6 +356,77 @@ static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 	return cfg_path(x, g, p, "spool", "", CFG_PATH_MAX, true, &an->spool);
 }
 
+/* A wake or sleep command: printable text, "%s" (the environment's id)
+ * and "%%" its only % sequences. */
+static int cfg_wake_command(struct cfg *x, const config_setting_t *g,
+			    const char *path, const char *name, char **out)
+{
+	struct cfg_at at;
+	const char *v, *q;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, "", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (strlen(v) > CONFIG_WAKE_COMMAND_MAX)
+		return cfg_fail(x, at.s, at.key, "longer than %d bytes",
+				CONFIG_WAKE_COMMAND_MAX);
+	for (q = v; *q; q++) {
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			return cfg_fail(x, at.s, at.key,
+					"a control character at byte %zu",
+					(size_t)(q - v));
+		if (*q == '%') {
+			if (q[1] != 's' && q[1] != '%')
+				return cfg_fail(x, at.s, at.key,
+						"\"%%%c\" at byte %zu: only "
+						"%%s (the environment's id) "
+						"and %%%% may follow %%",
+						q[1] ? q[1] : ' ',
+						(size_t)(q - v));
+			q++;
+		}
+	}
+	return cfg_dup(x, v, out);
+}
+
+/* wake: the commands, the semaphore, the timeout and the probe's step
+ * (docs/wake.md). */
+static int cfg_wake(struct cfg *x, const config_setting_t *root)
+{
+	static const char *const keys[] = {
+	    "command",	      "sleep_command", "max_concurrent", "timeout",
+	    "probe_interval", "output_max",    "restart_window", NULL};
+	struct config_wake *wk = &x->c->wake;
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	int rc;
+
+	rc = cfg_group(x, root, "", "wake", keys, p, &g);
+	if (rc == 0)
+		rc = cfg_wake_command(x, g, p, "command", &wk->command);
+	if (rc == 0)
+		rc = cfg_wake_command(x, g, p, "sleep_command",
+				      &wk->sleep_command);
+	if (rc == 0)
+		rc =
+		    cfg_number(x, g, p, "max_concurrent", CFG_COUNT, 8, 1,
+			       CONFIG_WAKE_CONCURRENT_MAX, &wk->max_concurrent);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "timeout", CFG_MS, 5 * CFG_S, 100,
+				10 * CFG_MIN, &wk->timeout_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "probe_interval", CFG_MS, 1, 1, CFG_S,
+				&wk->probe_interval_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "output_max", CFG_BYTES, 4096, 0,
+				1 << 20, &wk->output_max);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "restart_window", CFG_MS, 10 * CFG_S,
+				1, 10 * CFG_MIN, &wk->restart_window_ms);
+	return rc;
+}
+
 /* ---- projects ----------------------------------------------------------- */
 
 /* A string member of g checked by check (config_check.h), def when
@@ -541,14 +612,39 @@ static int cfg_routes(struct cfg *x, const config_setting_t *g,
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
 			   const char *path, struct route_src_env *env)
 {
-	static const char *const keys[] = {
-	    "id",	  "name",	    "domains",		"routes",
-	    "deployment", "max_body_bytes", "security_headers", NULL};
+	static const char *const keys[] = {"id",
+					   "name",
+					   "domains",
+					   "routes",
+					   "deployment",
+					   "max_body_bytes",
+					   "security_headers",
+					   "on_demand",
+					   "idle_timeout",
+					   NULL};
+	char key[CFG_KEY_MAX];
+	config_setting_t *it;
 	int rc;
 
 	rc = cfg_known(x, g, path, keys);
 	if (rc == 0)
 		rc = cfg_id(x, g, path, 'e', "environment id", &env->id);
+	if (rc == 0)
+		rc = cfg_bool(x, g, path, "on_demand", false, &env->on_demand);
+	if (rc == 0)
+		rc = cfg_number(x, g, path, "idle_timeout", CFG_MS,
+				CONFIG_IDLE_TIMEOUT_DEFAULT_MS, CFG_S,
+				CONFIG_DURATION_MAX_MS, &env->idle_timeout_ms);
+	if (rc < 0)
+		return rc;
+	it = cfg_member(g, path, "idle_timeout", key);
+	if (it && !env->on_demand)
+		return cfg_fail(x, it, key,
+				"only an on-demand environment sleeps: set "
+				"on_demand = true");
+	if (env->on_demand && !x->c->wake.command[0])
+		return cfg_fail(x, cfg_member(g, path, "on_demand", key), key,
+				"an on-demand environment needs wake.command");
 	if (rc == 0)
 		rc = cfg_name(x, g, path, env->id, &env->name);
 	if (rc == 0)
@@ -980,6 +1076,7 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 					   "splice",
 					   "tcp_routes",
 					   "tls",
+					   "wake",
 					   NULL};
 	struct config *c = x->c;
 	struct cfg_at at;
@@ -1064,6 +1161,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		rc = cfg_ratelimit(x, root);
 	if (rc == 0)
 		rc = cfg_analytics(x, root);
+	if (rc == 0)
+		rc = cfg_wake(x, root);
 	if (rc == 0)
 		rc = cfg_projects(x, root);
 	return rc;
@@ -1228,6 +1327,8 @@ void config_free(struct config *c)
 	free(c->host_name);
 	free(c->analytics.file);
 	free(c->analytics.spool);
+	free(c->wake.command);
+	free(c->wake.sleep_command);
 	free(c);
 }
 

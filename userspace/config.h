@@ -89,6 +89,29 @@ struct config_analytics {
 				* fails */
 };
 
+/* The wake stage's settings (the group wake; docs/wake.md): the commands
+ * that wake and put to sleep an on-demand environment ("%s" stands for
+ * its id), how many wakes may run at once, how long one may take and
+ * the step of the readiness probe. */
+struct config_wake {
+	char *command;	     /* "" : no wake command (on-demand refused) */
+	char *sleep_command; /* "" : a sleeping environment is only marked */
+	uint64_t max_concurrent;
+	uint64_t timeout_ms;
+	uint64_t probe_interval_ms;
+	uint64_t output_max; /* bytes of a command's output logged */
+	/* a refusal this soon after a wake is a restart, not a crash */
+	uint64_t restart_window_ms;
+};
+
+/* wake.max_concurrent at most; an environment's idle_timeout default */
+#define CONFIG_WAKE_CONCURRENT_MAX 1024
+#define CONFIG_IDLE_TIMEOUT_DEFAULT_MS (10ULL * 60 * 1000)
+
+/* Longest wake or sleep command, bytes (after "%s" is replaced: an id
+ * adds at most CONFIG_ID_MAX per "%s"). */
+#define CONFIG_WAKE_COMMAND_MAX 4096
+
 /* A TCP (L4) route (tcp_routes): the connections accepted on listen go,
  * as a byte tunnel, to the endpoints of the environment of that id (of
  * whichever route source, resolved when a connection comes). With sni,
@@ -150,6 +173,7 @@ struct config {
 	struct config_ratelimit ratelimit;
 	struct config_analytics analytics;
 	struct config_tls tls;
+	struct config_wake wake;
 	/* "FILE:LINE: KEY: ..." notes that are not errors (e.g. a CIDR's
 	 * host bits cleared, in the projects too), for the caller to print */
 	char **warnings;

@@ -116,6 +116,8 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.status;
 	if (strcmp(cmd, "stats") == 0)
 		return s->h.stats;
+	if (strcmp(cmd, "envs") == 0)
+		return s->h.envs;
 	if (strcmp(cmd, "splice") == 0)
 		return NULL; /* ctl_client_request calls s->h.splice */
 	*known = false;

@@ -40,6 +40,7 @@ struct ctl_handlers {
 	/* {"cmd":"splice","mode":"on"|"off"|"auto"|"sockmap"} (changes) or
 	 * without mode (the splice's status) */
 	ctl_req_handler_fn splice;
+	ctl_handler_fn envs; /* wake_dump_json(): docs/edgectl.md */
 };
 
 /*

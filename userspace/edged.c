@@ -38,6 +38,7 @@
 #include "tls.h"
 #include "tunnel.h"
 #include "version.h"
+#include "wake.h"
 #include "worker.h"
 #include "pgplane.h"
 
@@ -329,6 +330,11 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	/* the file's projects and the environments of its TCP routes (with
 	 * the database's TCP routes as they are), in one generation */
 	tcproute_list(d->tcp, &tcp);
+	/* the on-demand environments before the routes that name them */
+	if (wake_configure(d->sh.wake, &cfg->wake) ||
+	    wake_sync(d->sh.wake, src))
+		log_warnx("%s: on-demand environments: out of memory",
+			  d->conf_path);
 	rc = route_writer_update_file(&d->routes, src, &def, tcp.v, tcp.n, gen,
 				      err);
 	if (rc && !err->msg[0])
@@ -600,6 +606,19 @@ static bool edged_healthy(void *ctx)
 	return !d->draining;
 }
 
+/* edgectl envs: the on-demand environments (wake_dump_json). */
+static int ctl_envs(void *ctx, json_t **result, struct errbuf *err)
+{
+	struct edged *d = ctx;
+
+	*result = wake_dump_json(d->sh.wake);
+	if (!*result) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
@@ -824,6 +843,7 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	    .status = ctl_status,
 	    .stats = ctl_stats,
 	    .splice = ctl_splice,
+	    .envs = ctl_envs,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
 	struct errbuf err;
@@ -1009,6 +1029,11 @@ int main(int argc, char **argv)
 		}
 	}
 	tcproute_list(d.tcp, &tcp);
+	/* the on-demand environments, each probed once: running if an
+	 * endpoint accepts, else sleeping */
+	if (wake_new(&d.cfg->wake, req_wake_notify, &d.sh.wake) ||
+	    wake_sync(d.sh.wake, src))
+		goto out;
 	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
 				      &err);
 	src = NULL; /* the writer's */
@@ -1042,7 +1067,8 @@ int main(int argc, char **argv)
 	}
 	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
 	    tcproute_metrics(d.tcp, stats_metrics(d.stats)) ||
-	    tls_metrics(stats_metrics(d.stats)))
+	    tls_metrics(stats_metrics(d.stats)) ||
+	    wake_metrics(d.sh.wake, stats_metrics(d.stats)))
 		goto out;
 	/* every TCP route's address, bound once per worker while edged is
 	 * root: a file route's that cannot be is an error, as an HTTP
@@ -1075,6 +1101,8 @@ int main(int argc, char **argv)
 	if (d.sh.analytics && analytics_start(d.sh.analytics))
 		goto out;
 	hdr_via_init(d.sh.via, sizeof(d.sh.via), d.cfg->host_name);
+	if (wake_start(d.sh.wake, d.base))
+		goto out;
 	d.sh.request_done = stats_request_done;
 	d.sh.request_done_arg = d.stats;
 	/* on the control loop from here: the local snapshot now, then the
@@ -1119,6 +1147,7 @@ out:
 	for (i = 0; i < d.nw; i++)
 		worker_free(d.w[i]);
 	free(d.w);
+	wake_free(d.sh.wake);
 	for (i = 0; i < 3; i++)
 		if (d.sig[i])
 			event_free(d.sig[i]);

@@ -94,7 +94,11 @@
 	  "the ClientHello names no server, and no TLS passthrough route on "  \
 	  "the address is its default: the connection was closed")             \
 	X(HTTPS_REDIRECT, "https_redirect", 308,                               \
-	  "this site is served over HTTPS: follow the Location")
+	  "this site is served over HTTPS: follow the Location")               \
+	X(WAKE_FAILED, "wake_failed", 503,                                     \
+	  "the environment could not be woken up, retry later")                \
+	X(ENVIRONMENT_RESTARTING, "environment_restarting", 503,               \
+	  "the environment is restarting, retry shortly")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -445,7 +445,7 @@ static void proxy_connect(struct req *r)
 	int fd, rc;
 
 	if (p->ntried >= PROXY_TRIES_MAX) {
-		req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		req_upstream_unavailable(r);
 		return;
 	}
 	/* round robin per route: its key is the same in every generation
@@ -454,7 +454,7 @@ static void proxy_connect(struct req *r)
 			     r->m.n_upstreams, r->m.balance, r->peer, now,
 			     p->tried, p->ntried, &ep);
 	if (rc) {
-		req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+		req_upstream_unavailable(r);
 		return;
 	}
 	p->tried[p->ntried++] = ep;
@@ -633,13 +633,21 @@ void proxy_body_timeout(struct req *r)
 	req_end(r, OUTCOME_BODY_TIMEOUT, NULL);
 }
 
-/* Security headers of the route, as extra response lines. */
+/* Security headers of the route, and X-Edge-Cold-Start for a request
+ * that waited for its environment's wake, as extra response lines. */
 static void proxy_security(const struct req *r, char *buf, size_t len)
 {
 	const struct config_security_headers *s = r->m.security;
 	size_t n = 0;
 
 	buf[0] = '\0';
+	if (r->woken) {
+		char ms[24];
+
+		snprintf(ms, sizeof(ms), "%llu",
+			 (unsigned long long)r->cold_ms);
+		hdr_extra_append(buf, len, &n, "X-Edge-Cold-Start", ms);
+	}
 	if (!s)
 		return;
 	if (s->hsts && r->c->tls) {
@@ -715,6 +723,11 @@ static void proxy_tunnel_begin(struct req *r)
 	r->bytes_out += evbuffer_get_length(sockio_input(uio));
 	req_timer_stop(r);
 	req_leave_inflight(r);
+	if (r->wenv && !r->wake_tunnel) {
+		/* open, it holds its environment awake (docs/wake.md) */
+		r->wake_tunnel = true;
+		wake_tunnel(r->w->sh->wake, r->wenv, 1);
+	}
 	p->uio = NULL; /* the tunnel's, never pooled */
 	cio = req_client_take(r);
 	p->state = PROXY_TUNNEL;

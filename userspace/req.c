@@ -314,7 +314,13 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 			r->status = OUTCOME_CLIENT_CLOSED_STATUS;
 	}
 	req_unqueue(r);
-	EDGE_ASSERT(!r->waiter.queued && !r->handle);
+	if (r->wenv) {
+		if (r->wake_tunnel)
+			wake_tunnel(sh->wake, r->wenv, -1);
+		wake_leave(sh->wake, r->wenv, &r->wwait);
+		r->wenv = NULL;
+	}
+	EDGE_ASSERT(!r->waiter.queued && !r->handle && !r->wwait.queued);
 	proxy_release(r, o == OUTCOME_OK);
 	EDGE_ASSERT(!r->p.uio && !r->p.tun && !r->p.ep_counted);
 	req_record(r, o);
@@ -349,6 +355,85 @@ static void req_forward(struct req *r)
 		req_write(r, cont, sizeof(cont) - 1);
 	r->state = REQ_PROXY;
 	proxy_start(r);
+}
+
+/*
+ * Wake: r's environment is on demand (docs/wake.md). Running: on to the
+ * proxy now. Waking (or woken by r, a slot being free): r waits in
+ * REQ_WAKING, with an id its worker's mailbox names it by, its timer at
+ * the wake timeout plus WAKE_GRACE_MS in case the notify is lost; the
+ * wake's end comes as REQ_MSG_WAKE. No slot: 503 wake_throttled.
+ */
+static void req_go(struct req *r)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+	struct wake *wk = r->w->sh->wake;
+
+	_Static_assert(WAKE_RETRY_AFTER_S == 1, "retry above");
+	if (!r->m.on_demand || !wk) {
+		req_forward(r);
+		return;
+	}
+	if (worker_handle_new(r->w, r, &r->handle)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	r->wwait.owner = r->w;
+	r->wwait.handle = r->handle;
+	r->t_wake = clk_now_ns();
+	switch (wake_enter(wk, r->m.env_id, &r->wwait, &r->wenv)) {
+	case WAKE_GO:
+		worker_handle_free(r->w, r->handle);
+		r->handle = 0;
+		req_forward(r);
+		return;
+	case WAKE_WAIT:
+		r->state = REQ_WAKING;
+		req_timer(r, wake_timeout_ms(wk) + WAKE_GRACE_MS);
+		return;
+	case WAKE_THROTTLED:
+		req_end(r, OUTCOME_WAKE_THROTTLED, retry);
+		return;
+	}
+}
+
+void req_upstream_unavailable(struct req *r)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+
+	if (r->wenv && wake_refused(r->w->sh->wake, r->wenv, r->woken)) {
+		req_end(r, OUTCOME_ENVIRONMENT_RESTARTING, retry);
+		return;
+	}
+	req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
+}
+
+int req_wake_notify(void *owner, uint64_t handle, uint64_t result)
+{
+	return worker_post_arg(owner, REQ_MSG_WAKE, handle, result);
+}
+
+/* REQ_MSG_WAKE for r: its environment's wake ended with res. */
+static void req_woken(struct req *r, uint64_t res)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+
+	worker_handle_free(r->w, r->handle);
+	r->handle = 0;
+	req_timer_stop(r);
+	switch (res) {
+	case WAKE_R_READY:
+		r->woken = true;
+		r->cold_ms = (clk_now_ns() - r->t_wake) / 1000000ULL;
+		req_forward(r);
+		return;
+	case WAKE_R_FAILED:
+		req_end(r, OUTCOME_WAKE_FAILED, retry);
+		return;
+	default:
+		req_end(r, OUTCOME_WAKE_PENDING, retry);
+		return;
+	}
 }
 
 /*
@@ -515,7 +600,7 @@ static void req_head(struct req *r)
 	if (rc == 0)
 		return; /* queued: req_message goes on */
 	r->inflight = true;
-	req_forward(r);
+	req_go(r);
 }
 
 /* The outcome for a request head the parser refused, by its status. */
@@ -593,11 +678,17 @@ int req_queue_notify(void *owner, uint64_t handle)
 	return worker_post(owner, REQ_MSG_ADMIT, handle);
 }
 
-void req_message(struct worker *w, uint32_t type, uint64_t handle)
+void req_message(struct worker *w, uint32_t type, uint64_t handle, uint64_t arg)
 {
 	struct worker_shared *sh = w->sh;
 	struct req *r = worker_handle_get(w, handle);
 
+	if (type == REQ_MSG_WAKE) {
+		/* a request that ended meanwhile left the waiters then */
+		if (r && r->active && r->state == REQ_WAKING)
+			req_woken(r, arg);
+		return;
+	}
 	if (!EDGE_ASSERT_MSG(type == REQ_MSG_ADMIT, "message type %u", type))
 		return;
 	if (!r || !r->active || r->state != REQ_QUEUED) {
@@ -615,7 +706,7 @@ void req_message(struct worker *w, uint32_t type, uint64_t handle)
 	worker_handle_free(w, r->handle);
 	r->handle = 0;
 	req_timer_stop(r);
-	req_forward(r);
+	req_go(r);
 }
 
 /* ---- the client connection's events ------------------------------------- */
@@ -655,6 +746,12 @@ void req_timeout(struct req *r)
 			      "waited %llu ms in the admission queue",
 			      (unsigned long long)r->w->set.timeouts.queue_ms);
 		req_end(r, OUTCOME_OVERLOADED, retry);
+		return;
+	}
+	if (r->state == REQ_WAKING) {
+		/* the wake's own deadline answers first; this is its notify
+		 * lost to a full mailbox */
+		req_end(r, OUTCOME_WAKE_PENDING, retry);
 		return;
 	}
 	if (r->state == REQ_PROXY)

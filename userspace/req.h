@@ -17,7 +17,9 @@
  * a request leaving the in-flight gauges wakes the first waiter that now
  * fits (through its worker's mailbox), which then enters and goes on to
  * the proxy; after timeouts.queue it is answered 503 overloaded. The wake
- * stage will hold requests in the same state.
+ * stage holds requests in the same kind of state (REQ_WAKING): a request
+ * for an on-demand environment that is not running joins its one wake
+ * (wake.h) and is told through its worker's mailbox how it ended.
  */
 #ifndef EDGE_REQ_H
 #define EDGE_REQ_H
@@ -33,6 +35,7 @@
 #include "outcome.h"
 #include "proxy.h"
 #include "route.h"
+#include "wake.h"
 
 struct conn;
 struct evbuffer;
@@ -43,6 +46,7 @@ enum req_state {
 	REQ_IDLE = 0, /* no request on the connection */
 	REQ_HEAD,     /* bytes of a head arrived: parsing */
 	REQ_QUEUED,   /* admitted but for an in-flight slot: waiting */
+	REQ_WAKING,   /* its environment is waking (wake.h): waiting */
 	REQ_PROXY,    /* with the proxy (proxy.h) */
 };
 
@@ -72,6 +76,15 @@ struct req {
 	const char *mover;	 /* a tunnel's tunnel_movers(), once it ended */
 	struct admit_body limit; /* chunked bodies against the route limit */
 	struct admit_waiter waiter; /* REQ_QUEUED: its place in the queue */
+	/* an on-demand environment's request (wake.h): entered into wenv
+	 * (NULL: none), its place among the waiters while REQ_WAKING, when
+	 * it began waiting, whether it waited for a wake and how long */
+	struct wake_env *wenv;
+	struct wake_waiter wwait;
+	uint64_t t_wake;
+	bool woken;
+	bool wake_tunnel; /* counted as an open tunnel of wenv */
+	uint64_t cold_ms;
 	struct proxy p;
 };
 
@@ -141,7 +154,21 @@ void req_body_timeout(struct req *r);
  * has ended meanwhile is not found, and the slot goes to the next
  * waiter. */
 #define REQ_MSG_ADMIT 1
-void req_message(struct worker *w, uint32_t type, uint64_t handle);
+/* REQ_MSG_WAKE: its environment's wake ended (arg: enum wake_result):
+ * on to the proxy, or 503 wake_pending / wake_failed. */
+#define REQ_MSG_WAKE 2
+void req_message(struct worker *w, uint32_t type, uint64_t handle,
+		 uint64_t arg);
+
+/* The wake's notify function (wake_notify_fn): post REQ_MSG_WAKE with
+ * result for handle to worker owner. 0 or -EAGAIN. */
+int req_wake_notify(void *owner, uint64_t handle, uint64_t result);
+
+/* Every upstream endpoint failed for r: 503 environment_restarting with
+ * Retry-After when its on-demand environment is not running as far as
+ * edge knows (wake_refused: a wake starts), else 502
+ * upstream_unavailable. Ends r. */
+void req_upstream_unavailable(struct req *r);
 
 /* The admission queue's notify function (admit_queue_kick): post
  * REQ_MSG_ADMIT for handle to worker owner. 0 or -EAGAIN (its mailbox is

@@ -1084,6 +1084,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 				? t->def.max_body_bytes
 				: r->max_body_bytes;
 	m->security = &e->src->security;
+	m->on_demand = e->src->on_demand;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->route_key = r->key;

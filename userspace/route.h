@@ -76,6 +76,7 @@ struct route_match {
 	size_t path_len;
 	bool path_slash;
 	const struct route_project *project; /* for route_ip_allowed */
+	bool on_demand; /* the environment wakes on demand (wake.h) */
 };
 
 /*

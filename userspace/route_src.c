@@ -105,6 +105,8 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 
 	memset(t, 0, sizeof(*t));
 	t->max_body_bytes = f->max_body_bytes;
+	t->on_demand = f->on_demand;
+	t->idle_timeout_ms = f->idle_timeout_ms;
 	t->security = f->security;
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->deployment.balance = f->deployment.balance;

@@ -87,6 +87,10 @@ struct route_src_env {
 	struct route_src_deployment deployment;
 	uint64_t max_body_bytes; /* ROUTE_SRC_INHERIT unless set; 0: none */
 	struct config_security_headers security;
+	/* on demand (docs/wake.md): woken by its first request, put to
+	 * sleep after idle_timeout_ms without a request or open tunnel */
+	bool on_demand;
+	uint64_t idle_timeout_ms;
 };
 
 struct route_src_project {

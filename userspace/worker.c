@@ -332,7 +332,7 @@ static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 		worker_listen_close(w, m);
 		return true;
 	default:
-		req_message(w, m->type, m->target);
+		req_message(w, m->type, m->target, m->arg);
 		return true;
 	}
 }
@@ -372,6 +372,14 @@ int worker_listen_del(struct worker *w, uint64_t id)
 int worker_post(struct worker *w, uint32_t type, uint64_t target)
 {
 	struct mailbox_msg m = {.type = type, .target = target};
+
+	return mailbox_post(w->mbox, &m);
+}
+
+int worker_post_arg(struct worker *w, uint32_t type, uint64_t target,
+		    uint64_t arg)
+{
+	struct mailbox_msg m = {.type = type, .target = target, .arg = arg};
 
 	return mailbox_post(w->mbox, &m);
 }

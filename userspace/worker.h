@@ -36,6 +36,7 @@ struct listener;
 struct mailbox;
 struct reqid_table;
 struct tunnel_set;
+struct wake;
 
 /* Read by every worker; written only by the main thread before the
  * workers start, except routes (swapped atomically) and the atomics. */
@@ -94,6 +95,8 @@ struct worker_shared {
 	/* connections open per TCP route slot (route.h, l4.h), every
 	 * worker */
 	atomic_ulong tcp_open[ROUTE_TCP_MAX];
+	/* the on-demand environments (wake.h); NULL: none configured */
+	struct wake *wake;
 	/* the TCP routes' listen addresses each worker listens on now
 	 * (tcproute.h sets it): descriptors worker_fd_reserve keeps */
 	atomic_ulong tcp_addrs;
@@ -215,6 +218,9 @@ void worker_read_nofile(struct worker *w);
  * mailbox, from any thread: w's loop hands it to req_message(). 0, or
  * -EAGAIN when the mailbox is full, -EPIPE when w is going away. */
 int worker_post(struct worker *w, uint32_t type, uint64_t target);
+/* The same with a value for the request (REQ_MSG_WAKE's result). */
+int worker_post_arg(struct worker *w, uint32_t type, uint64_t target,
+		    uint64_t arg);
 
 /* Mailbox message types of the worker's own (a REQ_MSG_* is below). */
 #define WORKER_MSG_LISTEN 0x100	  /* worker_listen_add */

@@ -17,7 +17,8 @@
 
 bool ctlproto_cmd_changes(const char *cmd)
 {
-	static const char *const readonly[] = {"routes", "status", "stats"};
+	static const char *const readonly[] = {"routes", "status", "stats",
+					       "envs"};
 	size_t i;
 
 	for (i = 0; i < sizeof(readonly) / sizeof(readonly[0]); i++)

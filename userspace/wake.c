@@ -1,0 +1,1229 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * wake.c - Wake (wake.h, docs/wake.md): the on-demand environments'
+ * shared state, the wake (one per environment however many requests
+ * wait: the command, the readiness probe, the deadline) and the sleep
+ * after idle_timeout, on the control loop.
+ *
+ * Commands run through /bin/sh -c, spawned (posix_spawn: nothing of
+ * edged's runs in the child) in a process group of their own, stdin
+ * /dev/null, stdout and stderr into a pipe read on the loop (at most
+ * wake.output_max bytes logged per command, the rest counted and
+ * dropped); the exit is seen through a pidfd on the loop and reaped with
+ * waitpid(WNOHANG): nothing ever waits. A wake's command that outlives
+ * its wake's deadline is killed (SIGKILL to its group); one that keeps
+ * running after the probe answered (it is the backend, say) is left
+ * alone and reaped whenever it exits.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clk.h"
+#include "log.h"
+#include "metrics.h"
+#include "wake.h"
+
+extern char **environ;
+
+/* How often the control loop looks for idle environments. */
+#define WAKE_TICK_MS 200
+/* How long one probe connect may take before the next is tried. */
+#define WAKE_PROBE_CONNECT_MS 100
+/* Bytes read from a command's output at a time. */
+#define WAKE_READ_CHUNK 4096
+#define NS_PER_MS 1000000ULL
+
+/* A command edged runs: an environment's wake or sleep. */
+struct wake_job {
+	LIST_ENTRY(wake_job) link;
+	struct wake *wk;
+	struct wake_env *env;
+	bool sleep; /* the sleep command (else the wake's) */
+	pid_t pid;  /* its process group too */
+	int pidfd;  /* -1 once reaped */
+	int out;    /* the read end of its stdout/stderr, -1 at EOF */
+	struct event *ev_exit, *ev_out, *ev_kill;
+	uint64_t logged, dropped; /* output bytes */
+};
+
+struct wake_env {
+	char id[CONFIG_ID_MAX + 1];
+	struct wake *wk;
+	/* under wk->lock */
+	bool gone; /* no longer on demand in the file */
+	enum wake_state state;
+	uint64_t idle_ms;
+	uint64_t active;  /* requests entered and not left (tunnels too) */
+	uint64_t tunnels; /* of them, open tunnels */
+	uint64_t last_ns, last_real_ns; /* last activity */
+	uint64_t running_ns;		/* monotonic: became running */
+	uint64_t wake_t0;		/* monotonic: this wake began */
+	bool start;			/* a wake for the loop to start */
+	bool slot;			/* holds a wake.max_concurrent slot */
+	uint64_t wakes, wakes_ok, wakes_failed, wakes_pending, throttled;
+	uint64_t sleeps;
+	int64_t last_wake_ms;
+	TAILQ_HEAD(wake_waiters, wake_waiter) waiters;
+	size_t nwaiters;
+	/* control loop only */
+	struct config_addr *ups;
+	size_t nups, probe_i;
+	int probe_fd;
+	struct event *probe_tm, *probe_ev, *deadline;
+	struct wake_job *job;	    /* the wake's command, while waking */
+	struct wake_job *sleep_job; /* the sleep command, while it runs */
+};
+
+struct wake {
+	pthread_mutex_t lock;
+	struct config_wake set; /* under lock (strings: control loop) */
+	wake_notify_fn notify;
+	struct wake_env **envs;
+	size_t nenvs;
+	uint64_t inflight; /* wakes holding a slot */
+	size_t nstate[WAKE_NSTATES];
+	struct event_base *base;
+	struct event *kick, *tick;
+	LIST_HEAD(wake_jobs, wake_job) jobs;
+	struct metrics_counter *m_wakes[WAKE_R_FAILED + 2];
+	struct metrics_counter *m_throttled;
+	struct metrics_histogram *m_cold;
+	struct metrics_gauge *m_state[WAKE_NSTATES];
+};
+
+static const char *const wake_state_names[WAKE_NSTATES] = {"sleeping", "waking",
+							   "running"};
+
+const char *wake_state_name(enum wake_state s)
+{
+	return (unsigned)s < WAKE_NSTATES ? wake_state_names[s] : "?";
+}
+
+/* ---- state (under the lock) ---------------------------------------------- */
+
+static void wake_set_state(struct wake *wk, struct wake_env *e,
+			   enum wake_state s)
+{
+	if (!e->gone) {
+		wk->nstate[e->state]--;
+		wk->nstate[s]++;
+		metrics_gauge_add(wk->m_state[e->state], -1);
+		metrics_gauge_add(wk->m_state[s], 1);
+	}
+	e->state = s;
+	if (s == WAKE_RUNNING)
+		e->running_ns = clk_now_ns();
+}
+
+static struct wake_env *wake_find(struct wake *wk, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < wk->nenvs; i++)
+		if (strcmp(wk->envs[i]->id, id) == 0)
+			return wk->envs[i];
+	return NULL;
+}
+
+/* Begin a wake of e if a slot is free: true when it began (the caller
+ * kicks the loop). */
+static bool wake_begin_locked(struct wake *wk, struct wake_env *e)
+{
+	if (wk->inflight >= wk->set.max_concurrent)
+		return false;
+	wk->inflight++;
+	e->slot = true;
+	e->start = true;
+	e->wake_t0 = clk_now_ns();
+	e->wakes++;
+	wake_set_state(wk, e, WAKE_WAKING);
+	return true;
+}
+
+static void wake_kick(struct wake *wk)
+{
+	if (wk->kick)
+		event_active(wk->kick, EV_TIMEOUT, 0);
+}
+
+enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
+			      struct wake_waiter *wt, struct wake_env **env)
+{
+	enum wake_enter_rc rc = WAKE_GO;
+	bool kick = false;
+	struct wake_env *e;
+
+	*env = NULL;
+	pthread_mutex_lock(&wk->lock);
+	e = wake_find(wk, env_id);
+	if (!e || e->gone)
+		goto out;
+	if (e->state == WAKE_SLEEPING) {
+		if (!wake_begin_locked(wk, e)) {
+			e->throttled++;
+			metrics_counter_add(wk->m_throttled, 1);
+			rc = WAKE_THROTTLED;
+			goto out;
+		}
+		kick = true;
+	}
+	if (e->state == WAKE_WAKING) {
+		TAILQ_INSERT_TAIL(&e->waiters, wt, link);
+		wt->queued = true;
+		e->nwaiters++;
+		rc = WAKE_WAIT;
+	}
+	e->active++;
+	e->last_ns = clk_now_ns();
+	e->last_real_ns = clk_real_ns();
+	*env = e;
+out:
+	pthread_mutex_unlock(&wk->lock);
+	if (kick)
+		wake_kick(wk);
+	return rc;
+}
+
+void wake_leave(struct wake *wk, struct wake_env *e, struct wake_waiter *wt)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&wk->lock);
+	if (wt->queued) {
+		TAILQ_REMOVE(&e->waiters, wt, link);
+		wt->queued = false;
+		e->nwaiters--;
+	}
+	if (e->active)
+		e->active--;
+	e->last_ns = clk_now_ns();
+	e->last_real_ns = clk_real_ns();
+	pthread_mutex_unlock(&wk->lock);
+}
+
+void wake_tunnel(struct wake *wk, struct wake_env *e, int delta)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&wk->lock);
+	if (delta > 0)
+		e->tunnels++;
+	else if (e->tunnels)
+		e->tunnels--;
+	e->last_ns = clk_now_ns();
+	e->last_real_ns = clk_real_ns();
+	pthread_mutex_unlock(&wk->lock);
+}
+
+bool wake_refused(struct wake *wk, struct wake_env *e, bool woken)
+{
+	bool restarting, kick = false;
+	uint64_t now = clk_now_ns();
+
+	if (!e)
+		return false;
+	pthread_mutex_lock(&wk->lock);
+	restarting =
+	    woken || e->state != WAKE_RUNNING ||
+	    now - e->running_ns < wk->set.restart_window_ms * NS_PER_MS;
+	if (restarting && e->state != WAKE_WAKING && !e->gone) {
+		kick = wake_begin_locked(wk, e);
+		if (!kick && e->state == WAKE_RUNNING)
+			wake_set_state(wk, e, WAKE_SLEEPING);
+	}
+	pthread_mutex_unlock(&wk->lock);
+	if (kick)
+		wake_kick(wk);
+	return restarting;
+}
+
+uint64_t wake_timeout_ms(struct wake *wk)
+{
+	uint64_t ms;
+
+	pthread_mutex_lock(&wk->lock);
+	ms = wk->set.timeout_ms;
+	pthread_mutex_unlock(&wk->lock);
+	return ms;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+/* cmd with every "%s" replaced by id and "%%" by "%" (the configuration
+ * allows no other '%'). malloc'd, or NULL. */
+static char *wake_expand(const char *cmd, const char *id)
+{
+	size_t n = 0, idn = strlen(id);
+	const char *q;
+	char *out, *o;
+
+	for (q = cmd; *q; q++, n++)
+		if (q[0] == '%' && q[1] == 's') {
+			n += idn - 1;
+			q++;
+		} else if (q[0] == '%' && q[1] == '%') {
+			q++;
+		}
+	out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (q = cmd, o = out; *q; q++) {
+		if (q[0] == '%' && q[1] == 's') {
+			memcpy(o, id, idn);
+			o += idn;
+			q++;
+			continue;
+		}
+		if (q[0] == '%' && q[1] == '%')
+			q++;
+		*o++ = *q;
+	}
+	*o = '\0';
+	return out;
+}
+
+static const char *wake_job_what(const struct wake_job *j)
+{
+	return j->sleep ? "sleep command" : "wake command";
+}
+
+static void wake_job_free(struct wake_job *j)
+{
+	if (!j)
+		return;
+	LIST_REMOVE(j, link);
+	if (j->ev_exit)
+		event_free(j->ev_exit);
+	if (j->ev_out)
+		event_free(j->ev_out);
+	if (j->ev_kill)
+		event_free(j->ev_kill);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
+	if (j->out >= 0)
+		close(j->out);
+	if (j->env && j->env->job == j)
+		j->env->job = NULL;
+	if (j->env && j->env->sleep_job == j)
+		j->env->sleep_job = NULL;
+	free(j);
+}
+
+static void wake_job_maybe_free(struct wake_job *j)
+{
+	if (j->pidfd < 0 && j->out < 0)
+		wake_job_free(j);
+}
+
+static void wake_job_kill(struct wake_job *j)
+{
+	if (j->pidfd < 0)
+		return;
+	/* the group: sh -c and whatever it started */
+	if (kill(-j->pid, SIGKILL) && errno == ESRCH)
+		kill(j->pid, SIGKILL);
+}
+
+static void wake_finish(struct wake_env *e, enum wake_result res);
+static void wake_sleep_done(struct wake_env *e);
+
+/* The command's output: logged up to wake.output_max bytes, then
+ * counted and dropped. */
+static void wake_job_out_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake_job *j = arg;
+	char buf[WAKE_READ_CHUNK];
+	uint64_t max = j->wk->set.output_max;
+	ssize_t n;
+	size_t i, s, len;
+
+	(void)what;
+	n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		event_del(j->ev_out);
+		close(j->out);
+		j->out = -1;
+		if (j->dropped)
+			log_note("environment %s: %s: %llu more byte(s) of "
+				 "output not logged (wake.output_max)",
+				 j->env->id, wake_job_what(j),
+				 (unsigned long long)j->dropped);
+		wake_job_maybe_free(j);
+		return;
+	}
+	len = (size_t)n;
+	if (j->logged >= max) {
+		j->dropped += len;
+		return;
+	}
+	if (len > max - j->logged) {
+		j->dropped += len - (max - j->logged);
+		len = (size_t)(max - j->logged);
+	}
+	j->logged += len;
+	for (s = 0, i = 0; i <= len; i++) {
+		if (i < len && buf[i] != '\n')
+			continue;
+		if (i > s)
+			log_note("environment %s: %s: %.*s", j->env->id,
+				 wake_job_what(j), (int)(i - s), buf + s);
+		s = i + 1;
+	}
+}
+
+/* The command exited: reap it (never blocks: the pidfd said so). */
+static void wake_job_exit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake_job *j = arg;
+	struct wake_env *e = j->env;
+	int st = 0;
+	pid_t p;
+
+	(void)fd;
+	(void)what;
+	p = waitpid(j->pid, &st, WNOHANG);
+	if (p == 0)
+		return; /* not yet */
+	event_del(j->ev_exit);
+	close(j->pidfd);
+	j->pidfd = -1;
+	if (j->ev_kill)
+		event_del(j->ev_kill);
+	if (p < 0)
+		log_warn("environment %s: %s: waitpid", e->id,
+			 wake_job_what(j));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		log_note("environment %s: %s exited 0", e->id,
+			 wake_job_what(j));
+	else if (WIFEXITED(st))
+		log_warnx("environment %s: %s exited %d", e->id,
+			  wake_job_what(j), WEXITSTATUS(st));
+	else
+		log_warnx("environment %s: %s killed by signal %d", e->id,
+			  wake_job_what(j), WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	if (e->job == j) {
+		e->job = NULL;
+		if (!(p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			wake_finish(e, WAKE_R_FAILED);
+		/* exit 0: the probe goes on until the deadline */
+	} else if (e->sleep_job == j) {
+		e->sleep_job = NULL;
+		wake_sleep_done(e);
+	}
+	wake_job_maybe_free(j);
+}
+
+/* A sleep command past wake.timeout. */
+static void wake_job_kill_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake_job *j = arg;
+
+	(void)fd;
+	(void)what;
+	log_warnx("environment %s: %s still running after %llu ms: killed",
+		  j->env->id, wake_job_what(j),
+		  (unsigned long long)j->wk->set.timeout_ms);
+	wake_job_kill(j);
+}
+
+static void wake_tv(struct timeval *tv, uint64_t ms)
+{
+	tv->tv_sec = (time_t)(ms / 1000);
+	tv->tv_usec = (suseconds_t)(ms % 1000) * 1000;
+}
+
+/* Run cmd for e (sleep: the sleep command): 0 with *out, or -errno
+ * (logged). */
+static int wake_spawn(struct wake *wk, struct wake_env *e, const char *cmd,
+		      bool sleep, struct wake_job **out)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, def;
+	struct wake_job *j;
+	static char sh[] = "/bin/sh", dash_c[] = "-c";
+	char *argv[4] = {sh, dash_c, NULL, NULL};
+	int pfd[2] = {-1, -1}, rc;
+	struct timeval tv;
+
+	*out = NULL;
+	j = calloc(1, sizeof(*j));
+	argv[2] = wake_expand(cmd, e->id);
+	if (!j || !argv[2]) {
+		free(j);
+		free(argv[2]);
+		return -ENOMEM;
+	}
+	j->wk = wk;
+	j->env = e;
+	j->sleep = sleep;
+	j->pidfd = j->out = -1;
+	LIST_INSERT_HEAD(&wk->jobs, j, link);
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK)) {
+		rc = -errno;
+		goto fail;
+	}
+	/* the child's end blocks, as a terminal would */
+	fcntl(pfd[1], F_SETFL, 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGHUP);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGCHLD);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &def);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+					  POSIX_SPAWN_SETSIGMASK |
+					  POSIX_SPAWN_SETSIGDEF);
+	rc = -posix_spawn(&j->pid, argv[0], &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(pfd[1]);
+	j->out = pfd[0];
+	if (rc)
+		goto fail;
+	j->pidfd = (int)syscall(SYS_pidfd_open, j->pid, 0);
+	if (j->pidfd < 0) {
+		rc = -errno;
+		kill(-j->pid, SIGKILL);
+		waitpid(j->pid, NULL, 0); /* killed: returns at once */
+		j->pid = 0;
+		goto fail;
+	}
+	j->ev_exit = event_new(wk->base, j->pidfd, EV_READ | EV_PERSIST,
+			       wake_job_exit_cb, j);
+	j->ev_out = event_new(wk->base, j->out, EV_READ | EV_PERSIST,
+			      wake_job_out_cb, j);
+	if (sleep)
+		j->ev_kill = evtimer_new(wk->base, wake_job_kill_cb, j);
+	if (!j->ev_exit || !j->ev_out || (sleep && !j->ev_kill)) {
+		rc = -ENOMEM;
+		wake_job_kill(j);
+		goto fail;
+	}
+	event_add(j->ev_exit, NULL);
+	event_add(j->ev_out, NULL);
+	if (sleep) {
+		wake_tv(&tv, wk->set.timeout_ms);
+		evtimer_add(j->ev_kill, &tv);
+	}
+	log_note("environment %s: %s started (pid %d): %s", e->id,
+		 wake_job_what(j), (int)j->pid, argv[2]);
+	free(argv[2]);
+	*out = j;
+	return 0;
+fail:
+	log_warnx("environment %s: cannot run the %s: %s", e->id,
+		  sleep ? "sleep command" : "wake command", strerror(-rc));
+	free(argv[2]);
+	if (j->pid > 0 && j->pidfd >= 0) {
+		/* killed above (out of memory): SIGKILL cannot be caught,
+		 * so this wait is short */
+		waitpid(j->pid, NULL, 0);
+	}
+	wake_job_free(j);
+	return rc;
+}
+
+/* ---- the probe ----------------------------------------------------------- */
+
+static void wake_probe_stop(struct wake_env *e)
+{
+	if (e->probe_tm)
+		evtimer_del(e->probe_tm);
+	if (e->probe_ev) {
+		event_free(e->probe_ev);
+		e->probe_ev = NULL;
+	}
+	if (e->probe_fd >= 0) {
+		close(e->probe_fd);
+		e->probe_fd = -1;
+	}
+}
+
+static void wake_probe_next(struct wake_env *e)
+{
+	struct timeval tv;
+
+	wake_tv(&tv, e->wk->set.probe_interval_ms);
+	evtimer_add(e->probe_tm, &tv);
+}
+
+/* A probe connect in progress finished, or timed out. */
+static void wake_probe_conn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake_env *e = arg;
+	int err = ETIMEDOUT;
+	socklen_t len = sizeof(err);
+
+	if ((what & EV_WRITE) &&
+	    getsockopt((int)fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	event_free(e->probe_ev);
+	e->probe_ev = NULL;
+	close(e->probe_fd);
+	e->probe_fd = -1;
+	if (err == 0) {
+		wake_finish(e, WAKE_R_READY);
+		return;
+	}
+	wake_probe_next(e);
+}
+
+/* One step of the probe: connect to the next endpoint. */
+static void wake_probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake_env *e = arg;
+	const struct config_addr *a;
+	struct timeval tv;
+	int s;
+
+	(void)fd;
+	(void)what;
+	if (e->nups == 0 || e->probe_fd >= 0)
+		return;
+	a = &e->ups[e->probe_i++ % e->nups];
+	s = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		   0);
+	if (s < 0) {
+		wake_probe_next(e);
+		return;
+	}
+	if (connect(s, (const struct sockaddr *)&a->ss, a->len) == 0) {
+		close(s);
+		wake_finish(e, WAKE_R_READY);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		close(s);
+		wake_probe_next(e);
+		return;
+	}
+	e->probe_fd = s;
+	e->probe_ev =
+	    event_new(e->wk->base, s, EV_WRITE, wake_probe_conn_cb, e);
+	if (!e->probe_ev) {
+		close(s);
+		e->probe_fd = -1;
+		wake_probe_next(e);
+		return;
+	}
+	wake_tv(&tv, WAKE_PROBE_CONNECT_MS);
+	event_add(e->probe_ev, &tv);
+}
+
+/* ---- a wake's course ----------------------------------------------------- */
+
+/* The wake of e ended with res: its state, its slot, its waiters told. */
+static void wake_finish(struct wake_env *e, enum wake_result res)
+{
+	struct wake *wk = e->wk;
+	struct wake_waiter *wt;
+	uint64_t ns, told = 0, lost = 0;
+
+	wake_probe_stop(e);
+	if (e->deadline)
+		evtimer_del(e->deadline);
+	if (e->job && res != WAKE_R_READY)
+		wake_job_kill(e->job);
+	e->job = NULL; /* a command still running is reaped on its own */
+	pthread_mutex_lock(&wk->lock);
+	if (e->state != WAKE_WAKING) {
+		pthread_mutex_unlock(&wk->lock);
+		return;
+	}
+	ns = clk_now_ns() - e->wake_t0;
+	e->last_wake_ms = (int64_t)(ns / NS_PER_MS);
+	if (e->slot) {
+		e->slot = false;
+		wk->inflight--;
+	}
+	wake_set_state(wk, e,
+		       res == WAKE_R_READY ? WAKE_RUNNING : WAKE_SLEEPING);
+	if (res == WAKE_R_READY)
+		e->wakes_ok++;
+	else if (res == WAKE_R_FAILED)
+		e->wakes_failed++;
+	else
+		e->wakes_pending++;
+	e->last_ns = clk_now_ns();
+	e->last_real_ns = clk_real_ns();
+	while ((wt = TAILQ_FIRST(&e->waiters))) {
+		TAILQ_REMOVE(&e->waiters, wt, link);
+		wt->queued = false;
+		e->nwaiters--;
+		if (wk->notify(wt->owner, wt->handle, res) == 0)
+			told++;
+		else
+			lost++;
+	}
+	pthread_mutex_unlock(&wk->lock);
+	metrics_counter_add(wk->m_wakes[res], 1);
+	if (res == WAKE_R_READY)
+		metrics_histogram_observe(wk->m_cold, ns);
+	if (lost)
+		log_warnx("environment %s: %llu waiter(s) not told (mailbox "
+			  "full): their own timer ends them",
+			  e->id, (unsigned long long)lost);
+	if (res == WAKE_R_READY)
+		log_note("environment %s: awake in %llu ms (%llu request(s) "
+			 "waited)",
+			 e->id, (unsigned long long)(ns / NS_PER_MS),
+			 (unsigned long long)told);
+	else
+		log_warnx("environment %s: wake %s after %llu ms (%llu "
+			  "request(s) answered 503)",
+			  e->id, res == WAKE_R_FAILED ? "failed" : "timed out",
+			  (unsigned long long)(ns / NS_PER_MS),
+			  (unsigned long long)told);
+}
+
+static void wake_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake_env *e = arg;
+
+	(void)fd;
+	(void)what;
+	wake_finish(e, WAKE_R_PENDING);
+}
+
+/* Start e's wake on the loop: the deadline, the command, the probe. */
+static void wake_run(struct wake *wk, struct wake_env *e)
+{
+	uint64_t spent = (clk_now_ns() - e->wake_t0) / NS_PER_MS, left;
+	struct timeval tv;
+	struct wake_job *j = NULL;
+
+	left = wk->set.timeout_ms > spent ? wk->set.timeout_ms - spent : 0;
+	wake_tv(&tv, left);
+	evtimer_add(e->deadline, &tv);
+	if (wake_spawn(wk, e, wk->set.command, false, &j)) {
+		wake_finish(e, WAKE_R_FAILED);
+		return;
+	}
+	e->job = j;
+	e->probe_i = 0;
+	wake_probe_cb(-1, 0, e);
+}
+
+/* The workers want wakes started. */
+static void wake_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake *wk = arg;
+	struct wake_env **run;
+	size_t i, n = 0;
+
+	(void)fd;
+	(void)what;
+	run = calloc(wk->nenvs ? wk->nenvs : 1, sizeof(*run));
+	pthread_mutex_lock(&wk->lock);
+	for (i = 0; i < wk->nenvs; i++) {
+		struct wake_env *e = wk->envs[i];
+
+		/* a sleep command still running goes first */
+		if (!e->start || e->sleep_job)
+			continue;
+		if (!run) /* no memory: the next kick or tick retries */
+			break;
+		e->start = false;
+		run[n++] = e;
+	}
+	pthread_mutex_unlock(&wk->lock);
+	for (i = 0; i < n; i++)
+		wake_run(wk, run[i]);
+	free(run);
+}
+
+/* e's sleep command ended: a wake asked for meanwhile starts now. */
+static void wake_sleep_done(struct wake_env *e)
+{
+	if (e->start)
+		wake_kick(e->wk);
+}
+
+/* Put environments idle past their timeout to sleep. */
+static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wake *wk = arg;
+	uint64_t now = clk_now_ns();
+	struct wake_job *j;
+	size_t i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < wk->nenvs; i++) {
+		struct wake_env *e = wk->envs[i];
+		bool sleep = false;
+		uint64_t idle = 0;
+
+		pthread_mutex_lock(&wk->lock);
+		if (!e->gone && e->state == WAKE_RUNNING && e->active == 0 &&
+		    e->idle_ms && now - e->last_ns >= e->idle_ms * NS_PER_MS) {
+			idle = (now - e->last_ns) / NS_PER_MS;
+			wake_set_state(wk, e, WAKE_SLEEPING);
+			e->sleeps++;
+			sleep = true;
+		}
+		pthread_mutex_unlock(&wk->lock);
+		if (!sleep)
+			continue;
+		log_note("environment %s: idle for %llu ms: going to sleep",
+			 e->id, (unsigned long long)idle);
+		if (wk->set.sleep_command[0] && !e->sleep_job &&
+		    wake_spawn(wk, e, wk->set.sleep_command, true, &j) == 0)
+			e->sleep_job = j;
+	}
+}
+
+/* ---- the registry -------------------------------------------------------- */
+
+static int wake_copy_set(struct config_wake *to, const struct config_wake *c)
+{
+	char *cmd = strdup(c->command ? c->command : "");
+	char *slp = strdup(c->sleep_command ? c->sleep_command : "");
+
+	if (!cmd || !slp) {
+		free(cmd);
+		free(slp);
+		return -ENOMEM;
+	}
+	free(to->command);
+	free(to->sleep_command);
+	*to = *c;
+	to->command = cmd;
+	to->sleep_command = slp;
+	return 0;
+}
+
+int wake_new(const struct config_wake *c, wake_notify_fn notify,
+	     struct wake **out)
+{
+	struct wake *wk = calloc(1, sizeof(*wk));
+
+	if (!wk)
+		return -ENOMEM;
+	if (wake_copy_set(&wk->set, c)) {
+		free(wk);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&wk->lock, NULL);
+	wk->notify = notify;
+	LIST_INIT(&wk->jobs);
+	*out = wk;
+	return 0;
+}
+
+int wake_configure(struct wake *wk, const struct config_wake *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&wk->lock);
+	rc = wake_copy_set(&wk->set, c);
+	pthread_mutex_unlock(&wk->lock);
+	return rc;
+}
+
+static void wake_env_free(struct wake_env *e)
+{
+	if (!e)
+		return;
+	wake_probe_stop(e);
+	if (e->probe_tm)
+		event_free(e->probe_tm);
+	if (e->deadline)
+		event_free(e->deadline);
+	free(e->ups);
+	free(e);
+}
+
+void wake_free(struct wake *wk)
+{
+	size_t i;
+
+	if (!wk)
+		return;
+	while (!LIST_EMPTY(&wk->jobs)) {
+		struct wake_job *j = LIST_FIRST(&wk->jobs);
+
+		j->env = NULL;
+		wake_job_free(j);
+	}
+	for (i = 0; i < wk->nenvs; i++)
+		wake_env_free(wk->envs[i]);
+	free(wk->envs);
+	if (wk->kick)
+		event_free(wk->kick);
+	if (wk->tick)
+		event_free(wk->tick);
+	free(wk->set.command);
+	free(wk->set.sleep_command);
+	pthread_mutex_destroy(&wk->lock);
+	free(wk);
+}
+
+static int wake_env_events(struct wake *wk, struct wake_env *e)
+{
+	if (!wk->base || e->probe_tm)
+		return 0;
+	e->probe_tm = evtimer_new(wk->base, wake_probe_cb, e);
+	e->deadline = evtimer_new(wk->base, wake_deadline_cb, e);
+	return e->probe_tm && e->deadline ? 0 : -ENOMEM;
+}
+
+/* Probe the new environments v[0..n) once, together, within
+ * WAKE_START_PROBE_MS: up[i] whether one of v[i]'s endpoints accepted. */
+static void wake_probe_once(struct wake_env **v, size_t n, bool *up)
+{
+	struct pollfd *p;
+	size_t *who, np = 0, i, k;
+	uint64_t end = clk_now_ns() + WAKE_START_PROBE_MS * NS_PER_MS;
+
+	p = calloc(n * CONFIG_UPSTREAMS_MAX + 1, sizeof(*p));
+	who = calloc(n * CONFIG_UPSTREAMS_MAX + 1, sizeof(*who));
+	if (!p || !who)
+		goto out;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < v[i]->nups; k++) {
+			const struct config_addr *a = &v[i]->ups[k];
+			int s = socket(
+			    a->ss.ss_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+			if (s < 0)
+				continue;
+			if (connect(s, (const struct sockaddr *)&a->ss,
+				    a->len) == 0) {
+				up[i] = true;
+				close(s);
+				continue;
+			}
+			if (errno != EINPROGRESS) {
+				close(s);
+				continue;
+			}
+			p[np].fd = s;
+			p[np].events = POLLOUT;
+			who[np++] = i;
+		}
+	while (np) {
+		uint64_t now;
+		int left, r;
+		size_t j;
+
+		now = clk_now_ns();
+		left = now >= end ? 0 : (int)((end - now) / NS_PER_MS);
+		r = poll(p, np, left);
+		if (r <= 0)
+			break;
+		for (j = 0; j < np;) {
+			int err = 0;
+			socklen_t len = sizeof(err);
+
+			if (!p[j].revents) {
+				j++;
+				continue;
+			}
+			if (getsockopt(p[j].fd, SOL_SOCKET, SO_ERROR, &err,
+				       &len) == 0 &&
+			    err == 0)
+				up[who[j]] = true;
+			close(p[j].fd);
+			p[j] = p[--np];
+			who[j] = who[np];
+		}
+	}
+	for (i = 0; i < np; i++)
+		close(p[i].fd);
+out:
+	free(p);
+	free(who);
+}
+
+int wake_sync(struct wake *wk, const struct route_src *src)
+{
+	struct wake_env **fresh = NULL, **grown;
+	size_t nfresh = 0, i, k, n = 0;
+	bool *up = NULL;
+	int rc = -ENOMEM;
+
+	for (i = 0; src && i < src->n_projects; i++)
+		n += src->projects[i].n_envs;
+	fresh = calloc(n + 1, sizeof(*fresh));
+	up = calloc(n + 1, sizeof(*up));
+	grown = realloc(wk->envs, (wk->nenvs + n + 1) * sizeof(*wk->envs));
+	if (grown)
+		wk->envs = grown;
+	if (!fresh || !up || !grown)
+		goto out;
+	/* which stay, which are new; the others go */
+	for (i = 0; src && i < src->n_projects; i++)
+		for (k = 0; k < src->projects[i].n_envs; k++) {
+			const struct route_src_env *se =
+			    &src->projects[i].envs[k];
+			struct wake_env *e;
+			struct config_addr *ups;
+
+			if (!se->on_demand)
+				continue;
+			ups = malloc((se->deployment.n_upstreams + 1) *
+				     sizeof(*ups));
+			if (!ups)
+				goto out;
+			memcpy(ups, se->deployment.upstreams,
+			       se->deployment.n_upstreams * sizeof(*ups));
+			pthread_mutex_lock(&wk->lock);
+			e = wake_find(wk, se->id);
+			pthread_mutex_unlock(&wk->lock);
+			if (!e) {
+				e = calloc(1, sizeof(*e));
+				if (!e) {
+					free(ups);
+					goto out;
+				}
+				snprintf(e->id, sizeof(e->id), "%s", se->id);
+				e->wk = wk;
+				e->gone = true; /* counted in when synced */
+				e->probe_fd = -1;
+				e->last_wake_ms = -1;
+				TAILQ_INIT(&e->waiters);
+				fresh[nfresh++] = e;
+			} else if (e->gone) {
+				fresh[nfresh++] = e;
+			}
+			free(e->ups);
+			e->ups = ups;
+			e->nups = se->deployment.n_upstreams;
+			e->idle_ms = se->idle_timeout_ms;
+			if (wake_env_events(wk, e))
+				goto out;
+		}
+	wake_probe_once(fresh, nfresh, up);
+	pthread_mutex_lock(&wk->lock);
+	/* environments no longer on demand in src go */
+	for (i = 0; i < wk->nenvs; i++) {
+		struct wake_env *e = wk->envs[i];
+		bool keep = false;
+
+		for (k = 0; k < nfresh && !keep; k++)
+			keep = fresh[k] == e;
+		if (keep)
+			continue;
+		keep = false;
+		for (k = 0; src && k < src->n_projects && !keep; k++) {
+			size_t m;
+
+			for (m = 0; m < src->projects[k].n_envs; m++)
+				if (src->projects[k].envs[m].on_demand &&
+				    strcmp(src->projects[k].envs[m].id,
+					   e->id) == 0)
+					keep = true;
+		}
+		if (!keep && !e->gone) {
+			wk->nstate[e->state]--;
+			metrics_gauge_add(wk->m_state[e->state], -1);
+			e->gone = true;
+		}
+	}
+	for (k = 0; k < nfresh; k++) {
+		struct wake_env *e = fresh[k];
+		bool known = false;
+
+		for (i = 0; i < wk->nenvs && !known; i++)
+			known = wk->envs[i] == e;
+		if (!known)
+			wk->envs[wk->nenvs++] = e;
+		if (e->state != WAKE_WAKING)
+			e->state = up[k] ? WAKE_RUNNING : WAKE_SLEEPING;
+		if (e->state == WAKE_RUNNING)
+			e->running_ns = clk_now_ns() -
+					wk->set.restart_window_ms * NS_PER_MS;
+		e->last_ns = clk_now_ns();
+		e->last_real_ns = clk_real_ns();
+		e->gone = false;
+		wk->nstate[e->state]++;
+		metrics_gauge_add(wk->m_state[e->state], 1);
+		log_note("environment %s: on demand, %s at start (%s)", e->id,
+			 wake_state_name(e->state),
+			 up[k] ? "an endpoint accepts" : "no endpoint accepts");
+	}
+	pthread_mutex_unlock(&wk->lock);
+	nfresh = 0;
+	rc = 0;
+out:
+	for (i = 0; i < nfresh; i++) {
+		bool known = false;
+
+		for (k = 0; k < wk->nenvs && !known; k++)
+			known = wk->envs[k] == fresh[i];
+		if (!known)
+			wake_env_free(fresh[i]);
+	}
+	free(fresh);
+	free(up);
+	return rc;
+}
+
+int wake_start(struct wake *wk, struct event_base *base)
+{
+	struct timeval tv;
+	size_t i;
+
+	wk->base = base;
+	wk->kick = event_new(base, -1, 0, wake_kick_cb, wk);
+	wk->tick = event_new(base, -1, EV_PERSIST, wake_tick_cb, wk);
+	if (!wk->kick || !wk->tick)
+		return -ENOMEM;
+	for (i = 0; i < wk->nenvs; i++)
+		if (wake_env_events(wk, wk->envs[i]))
+			return -ENOMEM;
+	wake_tv(&tv, WAKE_TICK_MS);
+	event_add(wk->tick, &tv);
+	wake_kick(wk); /* wakes asked for before the loop ran */
+	return 0;
+}
+
+/* ---- what it shows ------------------------------------------------------- */
+
+static int wake_cmp(const void *a, const void *b)
+{
+	const struct wake_env *const *x = a, *const *y = b;
+
+	return strcmp((*x)->id, (*y)->id);
+}
+
+json_t *wake_dump_json(struct wake *wk)
+{
+	json_t *res = json_object(), *arr = json_array();
+	struct wake_env **v = NULL;
+	uint64_t now = clk_now_ns();
+	size_t i, n = 0;
+
+	if (!res || !arr)
+		goto fail;
+	pthread_mutex_lock(&wk->lock);
+	v = calloc(wk->nenvs + 1, sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&wk->lock);
+		goto fail;
+	}
+	for (i = 0; i < wk->nenvs; i++)
+		if (!wk->envs[i]->gone)
+			v[n++] = wk->envs[i];
+	qsort(v, n, sizeof(*v), wake_cmp);
+	for (i = 0; i < n; i++) {
+		const struct wake_env *e = v[i];
+		json_t *o = json_pack(
+		    "{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+		    "s:I, s:I, s:I, s:I, s:I}",
+		    "id", e->id, "state", wake_state_name(e->state),
+		    "on_demand", 1, "active", (json_int_t)e->active, "tunnels",
+		    (json_int_t)e->tunnels, "last_activity",
+		    (json_int_t)(e->last_real_ns / 1000000000ULL),
+		    "idle_seconds",
+		    (json_int_t)(e->active
+				     ? 0
+				     : (now - e->last_ns) / 1000000000ULL),
+		    "idle_timeout_ms", (json_int_t)e->idle_ms, "wakes",
+		    (json_int_t)e->wakes, "wakes_ok", (json_int_t)e->wakes_ok,
+		    "wakes_failed", (json_int_t)e->wakes_failed,
+		    "wakes_pending", (json_int_t)e->wakes_pending,
+		    "wakes_throttled", (json_int_t)e->throttled, "sleeps",
+		    (json_int_t)e->sleeps, "last_wake_ms",
+		    (json_int_t)e->last_wake_ms, "waiters",
+		    (json_int_t)e->nwaiters);
+
+		if (!o || json_array_append_new(arr, o)) {
+			pthread_mutex_unlock(&wk->lock);
+			goto fail;
+		}
+	}
+	if (json_object_set_new(res, "wakes_in_flight",
+				json_integer((json_int_t)wk->inflight)) ||
+	    json_object_set_new(
+		res, "max_concurrent",
+		json_integer((json_int_t)wk->set.max_concurrent))) {
+		pthread_mutex_unlock(&wk->lock);
+		goto fail;
+	}
+	pthread_mutex_unlock(&wk->lock);
+	free(v);
+	v = NULL;
+	if (json_object_set_new(res, "environments", arr))
+		goto fail_res;
+	return res;
+fail:
+	json_decref(arr);
+fail_res:
+	free(v);
+	json_decref(res);
+	return NULL;
+}
+
+int wake_metrics(struct wake *wk, struct metrics *m)
+{
+	static const char *const outcome[] = {
+	    [WAKE_R_READY] = "ready",
+	    [WAKE_R_PENDING] = "timeout",
+	    [WAKE_R_FAILED] = "failed",
+	};
+	static const char wakes[] = "edge_wakes_total";
+	static const char wakes_help[] =
+	    "Wakes of on-demand environments, by how they ended";
+	static const char envs_help[] = "On-demand environments, by state";
+	const char *lab[3] = {"outcome", NULL, NULL};
+	const char *slab[3] = {"state", NULL, NULL};
+	unsigned i;
+
+	for (i = WAKE_R_READY; i <= WAKE_R_FAILED; i++) {
+		lab[1] = outcome[i];
+		wk->m_wakes[i] = metrics_counter_new(m, wakes, wakes_help, lab);
+		if (!wk->m_wakes[i])
+			return -ENOMEM;
+	}
+	lab[1] = "throttled";
+	wk->m_throttled = metrics_counter_new(m, wakes, wakes_help, lab);
+	wk->m_cold = metrics_histogram_new(
+	    m, "edge_wake_cold_start_seconds",
+	    "Time from a wake's first request to the environment's endpoint "
+	    "accepting",
+	    NULL, metrics_duration_bounds_ns, metrics_duration_nbounds,
+	    1000000000ULL);
+	if (!wk->m_throttled || !wk->m_cold)
+		return -ENOMEM;
+	pthread_mutex_lock(&wk->lock);
+	for (i = 0; i < WAKE_NSTATES; i++) {
+		slab[1] = wake_state_names[i];
+		wk->m_state[i] =
+		    metrics_gauge_new(m, "edge_environments", envs_help, slab);
+		if (!wk->m_state[i]) {
+			pthread_mutex_unlock(&wk->lock);
+			return -ENOMEM;
+		}
+		metrics_gauge_set(wk->m_state[i], (int64_t)wk->nstate[i]);
+	}
+	pthread_mutex_unlock(&wk->lock);
+	return 0;
+}

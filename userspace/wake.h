@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * wake.h - Wake: on-demand environments (docs/wake.md). An environment
+ * marked on_demand sleeps until a request needs it; the first request to
+ * a sleeping environment starts one wake (the configured wake.command, a
+ * readiness probe of its endpoints at wake.probe_interval) and waits for
+ * it, and so does every request that arrives meanwhile, on any worker; an
+ * environment with no request and no open tunnel for its idle_timeout is
+ * put to sleep (wake.sleep_command).
+ *
+ * One struct wake holds every on-demand environment's state, shared by
+ * the workers under one mutex (a request touches it twice: wake_enter
+ * and wake_leave; environments that are not on demand never do). The
+ * commands, the probes, the deadlines and the idle check run on the
+ * control loop (wake_start's base); workers reach it by activating an
+ * event of that loop (its base is thread-safe), and the control loop
+ * reaches a waiting request through its worker's mailbox (the notify
+ * function), naming it by its generation-checked id, never by pointer.
+ *
+ * The states: WAKE_SLEEPING (edge put it to sleep, or it did not answer
+ * a probe at start, or its last wake failed), WAKE_WAKING (a wake is
+ * under way: requests wait), WAKE_RUNNING (its last wake, or the probe
+ * at start, succeeded and no sleep was sent since).
+ */
+#ifndef EDGE_WAKE_H
+#define EDGE_WAKE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "config.h"
+#include "route_src.h"
+
+struct event_base;
+struct metrics;
+struct wake;
+struct wake_env;
+
+enum wake_state {
+	WAKE_SLEEPING = 0,
+	WAKE_WAKING,
+	WAKE_RUNNING,
+	WAKE_NSTATES,
+};
+
+/* How a wake ended, for its waiters (the notify function's result). */
+enum wake_result {
+	WAKE_R_READY = 1, /* the probe answered: go on to the upstream */
+	WAKE_R_PENDING,	  /* wake.timeout passed: 503 wake_pending */
+	WAKE_R_FAILED,	  /* the command failed: 503 wake_failed */
+};
+
+/* What wake_enter says a request does. */
+enum wake_enter_rc {
+	WAKE_GO = 0,	/* the environment runs (or is not on demand) */
+	WAKE_WAIT,	/* a wake is under way: wait for the notify */
+	WAKE_THROTTLED, /* a wake is needed and no slot is free: 503 */
+};
+
+/* A request's place among a waking environment's waiters (inside struct
+ * req; the wake's lock guards it). */
+struct wake_waiter {
+	TAILQ_ENTRY(wake_waiter) link;
+	void *owner;	 /* the request's worker */
+	uint64_t handle; /* its id there */
+	bool queued;	 /* in a waking environment's list */
+};
+
+/* Tell the request handle on worker owner how its wake ended (a
+ * enum wake_result): 0, or <0 when its mailbox refused (the request's
+ * own timer then ends it as wake_pending). Any thread; under the lock. */
+typedef int (*wake_notify_fn)(void *owner, uint64_t handle, uint64_t result);
+
+/* Seconds a 503 of the wake stage asks the client to wait (Retry-After). */
+#define WAKE_RETRY_AFTER_S 1
+
+/* Make the registry with the settings c (copied); notify tells waiters.
+ * 0 with *out, or -ENOMEM. */
+int wake_new(const struct config_wake *c, wake_notify_fn notify,
+	     struct wake **out);
+
+/* Free wk (its loop's events too); commands still running are left to
+ * run, their descriptors closed. NULL is fine. */
+void wake_free(struct wake *wk);
+
+/* New settings (a reload): later wakes and sleeps use them. */
+int wake_configure(struct wake *wk, const struct config_wake *c);
+
+/*
+ * The on-demand environments are those of src (the file's projects; NULL
+ * for none) from now on: a new one is probed once (all together, within
+ * WAKE_START_PROBE_MS) and taken as running if an endpoint accepts, else
+ * as sleeping; one that stays keeps its state, its counters and its idle
+ * clock, with src's endpoints and idle timeout; one that went is
+ * forgotten by requests (a wake under way finishes). Main thread, before
+ * the routes built from src are swapped in. 0 or -ENOMEM.
+ */
+int wake_sync(struct wake *wk, const struct route_src *src);
+
+/* The total budget of the probe wake_sync gives new environments. */
+#define WAKE_START_PROBE_MS 200
+
+/* Run wk's commands, probes, deadlines and idle checks on base (the
+ * control loop), from now on. 0 or -ENOMEM. */
+int wake_start(struct wake *wk, struct event_base *base);
+
+/*
+ * A request for environment env_id (on demand in its route table) is
+ * about to go to the upstream. When the environment runs: WAKE_GO. When
+ * a wake is under way, or this request starts one (a slot of
+ * wake.max_concurrent free): WAKE_WAIT, with wt (owner and handle set by
+ * the caller) among its waiters, told once through the notify function.
+ * No slot free for a needed wake: WAKE_THROTTLED. On WAKE_GO and
+ * WAKE_WAIT the request counts as activity of *env (non-NULL; NULL when
+ * env_id is not an on-demand environment, then WAKE_GO) until
+ * wake_leave. Any thread.
+ */
+enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
+			      struct wake_waiter *wt, struct wake_env **env);
+
+/* The request that entered env ends: out of the waiters if still there,
+ * no longer counted, the environment's last activity now. Any thread. */
+void wake_leave(struct wake *wk, struct wake_env *env, struct wake_waiter *wt);
+
+/* A tunnel of env's opened (+1) or closed (-1): counted for `edgectl
+ * envs` (its request keeps the environment awake while it is open). */
+void wake_tunnel(struct wake *wk, struct wake_env *env, int delta);
+
+/*
+ * Every endpoint of env refused (or could not be reached) for a request
+ * that entered it; woken: the request waited for a wake. Returns true
+ * when the environment is not running as far as edge knows (the request
+ * waited for a wake, the state is not WAKE_RUNNING, or it became running
+ * less than wake.restart_window ago): the request gets 503
+ * environment_restarting and a wake is started (if none is under way and
+ * a slot is free). false: it was running, a backend crashed: 502.
+ */
+bool wake_refused(struct wake *wk, struct wake_env *env, bool woken);
+
+/* The wake timeout now (ms): a waiting request's own timer is this plus
+ * WAKE_GRACE_MS, in case its notify was lost to a full mailbox. */
+uint64_t wake_timeout_ms(struct wake *wk);
+#define WAKE_GRACE_MS 1000
+
+/* The environments for `edgectl envs`: {"environments": [{"id",
+ * "state", "on_demand", "active", "tunnels", "last_activity" (unix
+ * seconds, 0: none), "idle_seconds", "idle_timeout_ms", "wakes",
+ * "wakes_ok", "wakes_failed", "wakes_pending", "wakes_throttled",
+ * "sleeps", "last_wake_ms" (-1: none), "waiters"}...], "wakes_in_flight",
+ * "max_concurrent"}, sorted by id. NULL when out of memory. */
+json_t *wake_dump_json(struct wake *wk);
+
+/* Register wk's metrics in m: edge_wakes_total{outcome}, the histogram
+ * edge_wake_cold_start_seconds, edge_environments{state}. 0 or
+ * -ENOMEM. */
+int wake_metrics(struct wake *wk, struct metrics *m);
+
+/* A state's name: "sleeping", "waking", "running". */
+const char *wake_state_name(enum wake_state s);
+
+#endif /* EDGE_WAKE_H */
