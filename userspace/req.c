@@ -494,6 +494,7 @@ static void req_redirect_https(struct req *r, const char *path, size_t path_len)
 	size_t hn = req_host_only(h->host, h->host_len), len;
 	char port[16] = "";
 	char *extra;
+	bool slash;
 
 	if (cfg->tls.n_listen) {
 		const struct config_addr *a = &cfg->tls.listen[0];
@@ -506,14 +507,20 @@ static void req_redirect_https(struct req *r, const char *path, size_t path_len)
 		if (p != REQ_HTTPS_PORT)
 			snprintf(port, sizeof(port), ":%u", p);
 	}
-	len = sizeof("Location: https://\r\n") + hn + strlen(port) + path_len;
+	/* no path (OPTIONS *, an absolute form without one): the root,
+	 * before a query if there is one */
+	if (!path || (path_len == 1 && path[0] == '*'))
+		path_len = 0;
+	slash = path_len == 0 || path[0] != '/';
+	len = sizeof("Location: https:///\r\n") + hn + strlen(port) + path_len;
 	extra = malloc(len);
 	if (!extra) {
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
-	snprintf(extra, len, "Location: https://%.*s%s%.*s\r\n", (int)hn,
-		 h->host, port, (int)path_len, path);
+	snprintf(extra, len, "Location: https://%.*s%s%s%.*s\r\n", (int)hn,
+		 h->host, port, slash ? "/" : "", (int)path_len,
+		 path_len ? path : "");
 	req_end(r, OUTCOME_HTTPS_REDIRECT, extra);
 	free(extra);
 }

@@ -598,10 +598,11 @@ static int tls_load_cert(struct tls_store *st, size_t i, struct errbuf *err)
 	else if (id == EVP_PKEY_EC)
 		c->kind = TLS_KIND_EC;
 	else
-		return tls_errf(err, cc->key, i,
-				"a %s key: only RSA and EC (ECDSA) keys are "
-				"served",
-				OBJ_nid2sn(id));
+		return tls_errf(
+		    err, cc->key, i,
+		    "a key of type %s: only RSA and EC (ECDSA) keys are "
+		    "served",
+		    OBJ_nid2sn(id));
 	if (X509_check_private_key(c->leaf, c->key) != 1)
 		return tls_errf(err, cc->key, i,
 				"the key does not match the certificate %s",
@@ -752,6 +753,22 @@ static int tls_hello_cb(SSL *ssl, int *al, void *arg)
  */
 
 /* The context of set (its certificates, the common settings). */
+/* err = "FILE: tls.certificates[I]: what refused by OpenSSL: why" for
+ * certificate i, which OpenSSL would not serve (a key too small or a
+ * signature digest too weak for its security level, ...); -EINVAL. */
+static int tls_refused(struct errbuf *err, const struct tls_store *st, size_t i,
+		       const char *what)
+{
+	char e[256];
+
+	ERR_error_string_n(ERR_get_error(), e, sizeof(e));
+	return tls_errf(err, st->conf.certs[i].cert, i,
+			"%s refused by OpenSSL (its default security level "
+			"wants RSA keys of 2048 bits or more and signatures "
+			"stronger than SHA-1): %s",
+			what, e);
+}
+
 static int tls_set_ctx(struct tls_store *st, struct tls_set *set,
 		       struct errbuf *err)
 {
@@ -797,11 +814,14 @@ static int tls_set_ctx(struct tls_store *st, struct tls_set *set,
 		c = &st->certs[set->cert[k]];
 		if (SSL_CTX_use_certificate(ctx, c->leaf) != 1 ||
 		    SSL_CTX_use_PrivateKey(ctx, c->key) != 1)
-			goto fail;
+			return tls_refused(err, st, (size_t)set->cert[k],
+					   "the certificate or its key");
 		for (j = 0; j < sk_X509_num(c->chain); j++)
 			if (SSL_CTX_add1_chain_cert(
 				ctx, sk_X509_value(c->chain, j)) != 1)
-				goto fail;
+				return tls_refused(
+				    err, st, (size_t)set->cert[k],
+				    "a certificate of its chain");
 	}
 	return 0;
 fail : {
@@ -975,18 +995,31 @@ int tls_store_rebuild(const struct tls_store *s, struct tls_store **out,
 bool tls_store_changed(const struct tls_store *s)
 {
 	struct stat sb;
+	struct timespec now;
+	int64_t age_ms;
+	bool changed = false;
 	size_t i;
 
+	clock_gettime(CLOCK_REALTIME, &now);
 	for (i = 0; i < s->n_files; i++) {
 		const struct tls_file *f = &s->files[i];
 
-		if (stat(f->path, &sb) || sb.st_dev != f->dev ||
-		    sb.st_ino != f->ino || sb.st_size != f->size ||
-		    sb.st_mtim.tv_sec != f->mtime.tv_sec ||
-		    sb.st_mtim.tv_nsec != f->mtime.tv_nsec)
-			return true;
+		if (stat(f->path, &sb))
+			return true; /* gone: the rebuild says so */
+		if (sb.st_dev == f->dev && sb.st_ino == f->ino &&
+		    sb.st_size == f->size &&
+		    sb.st_mtim.tv_sec == f->mtime.tv_sec &&
+		    sb.st_mtim.tv_nsec == f->mtime.tv_nsec)
+			continue;
+		age_ms =
+		    ((int64_t)now.tv_sec - (int64_t)sb.st_mtim.tv_sec) * 1000 +
+		    ((int64_t)now.tv_nsec - (int64_t)sb.st_mtim.tv_nsec) /
+			1000000;
+		if (age_ms >= 0 && age_ms < TLS_WATCH_SETTLE_MS)
+			return false; /* still being written, maybe */
+		changed = true;
 	}
-	return false;
+	return changed;
 }
 
 void tls_store_counts(const struct tls_store *s, size_t *names,

@@ -46,6 +46,11 @@ struct tls_hs;
 /* How often the certificate files are looked at for a change (stat:
  * device, inode, size, mtime), milliseconds. */
 #define TLS_WATCH_MS 2000
+/* A changed file is read only once it has not changed for this long (a
+ * writer still writing it keeps moving its mtime: a certificate whose
+ * chain is not written yet is a valid leaf alone), milliseconds.
+ * Replacing a file by rename is atomic and still waits this long. */
+#define TLS_WATCH_SETTLE_MS 1000
 
 /* Why a handshake failed: X(ID, label). Append only (metric labels). */
 #define TLS_FAILURES(X)                                                        \
@@ -98,7 +103,9 @@ int tls_store_new(const struct config_tls *c, struct tls_store **out,
 int tls_store_rebuild(const struct tls_store *s, struct tls_store **out,
 		      struct errbuf *err);
 
-/* Whether a file s was built from has changed (or gone) since. */
+/* Whether a file s was built from has changed (or gone) since, and
+ * every changed file has stayed as it is for TLS_WATCH_SETTLE_MS (a file
+ * changed more recently: false, until a later look). */
 bool tls_store_changed(const struct tls_store *s);
 
 /* The number of names and of contexts s serves (logs). */

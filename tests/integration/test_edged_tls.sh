@@ -120,6 +120,12 @@ make_certs() {
 		leaf nosan rsa "IP:127.0.0.1" &&
 		leaf stray rsa "DNS:stray.tls.test" other-ca &&
 		expired old.tls.test && ocsp c.tls.test || return 1
+	# a 1024-bit RSA key: below OpenSSL's default security level
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out "$C/weak.key" 2>/dev/null &&
+		openssl req -new -key "$C/weak.key" -subj "/CN=weak" -addext "subjectAltName=DNS:a.tls.test" \
+			-out "$C/weak.csr" 2>/dev/null &&
+		openssl x509 -req -in "$C/weak.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial \
+			-days 2 -copy_extensions copy -out "$C/weak.pem" 2>/dev/null || return 1
 	# a chain whose second certificate did not sign the first
 	cat "$C/stray.crt" "$C/ca.crt" >"$C/badchain.pem"
 	echo "not a certificate" >"$C/garbage.pem"
@@ -346,6 +352,8 @@ check_cases() {
 	expect_check "no DNS name in subjectAltName" "$C/nosan.pem: tls.certificates[0]: no DNS name" \
 		"$C/nosan.pem" "$C/nosan.key"
 	expect_check "a directory" "$C: tls.certificates[0]: not a regular file" "$C" "$C/a.tls.test.key"
+	expect_check "a 1024-bit RSA key" "$C/weak.pem: tls.certificates[0]: the certificate or its key refused by OpenSSL (its default security level" \
+		"$C/weak.pem" "$C/weak.key"
 	OCSP="$C/garbage.pem" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
 	expect "--check: an OCSP file that is not a response" 1 "$C/garbage.pem: tls.certificates[3]: not a DER OCSP response" \
 		"$EDGED" -c "$conf" --check
@@ -559,6 +567,24 @@ run_suite() {
 		t_ok "$v: https_redirect: 308 to https://, port, path and query kept"
 	else
 		t_fail "$v: https_redirect" "$(tr '\r\n' '  ' <"$T_TMP/head" | head -c 300)"
+	fi
+	# no path to keep (OPTIONS *): the site's root
+	out=$(printf 'OPTIONS * HTTP/1.1\r\nHost: r.tls.test\r\nConnection: close\r\n\r\n' |
+		timeout 5 python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(sys.stdin.buffer.read())
+b = b""
+while True:
+    d = s.recv(4096)
+    if not d:
+        break
+    b += d
+print(b.decode("latin-1"))' "$P_EDGE" | tr -d '\r' | grep -i '^Location:')
+	if [ "$out" = "Location: https://r.tls.test:$P_TLS/" ]; then
+		t_ok "$v: https_redirect of OPTIONS *: to the site's root"
+	else
+		t_fail "$v: https_redirect of OPTIONS *" "'$out'"
 	fi
 	if H=r.tls.test https /secure && grep -q "^HTTP/1.1 200" "$T_TMP/head" &&
 		grep -qi "^Strict-Transport-Security: max-age=86400; includeSubDomains" "$T_TMP/head"; then
