@@ -206,6 +206,40 @@ fail:
 	return rc;
 }
 
+int listener_probe(const struct config_addr *a, struct errbuf *err)
+{
+	int one = 1, rc = 0, s;
+
+	s = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		rc = -errno;
+		errbuf_set(err, "listen %s: %s", a->text, strerror(errno));
+		return rc;
+	}
+	/* SO_REUSEADDR: connections in TIME_WAIT, or still open from a
+	 * listener that is gone, do not count */
+	if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    (a->ss.ss_family == AF_INET6 &&
+	     setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))) {
+		rc = -errno;
+		errbuf_set(err, "listen %s: %s", a->text, strerror(errno));
+	} else if (bind(s, (const struct sockaddr *)&a->ss, a->len)) {
+		rc = -errno;
+		if (errno == EADDRINUSE)
+			errbuf_set(
+			    err,
+			    "listen %s: address already in use by another "
+			    "process (another edged?); edged shares a port "
+			    "only among its own workers",
+			    a->text);
+		else
+			errbuf_set(err, "listen %s: %s", a->text,
+				   strerror(errno));
+	}
+	close(s);
+	return rc;
+}
+
 /* A listener for w on fd (taken), its events made on w's loop. */
 static int listener_make(struct worker *w, int fd, const char *text,
 			 uint64_t tcp_id, struct listener **out)

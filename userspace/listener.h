@@ -40,6 +40,16 @@ struct listener;
 int listener_socket(const struct config_addr *a, int *fd, struct errbuf *err);
 
 /*
+ * Whether a is free for this process to take: a socket bound to it without
+ * SO_REUSEPORT (and closed again) fails while anything listens there, an
+ * edged of the same user whose SO_REUSEPORT sockets would otherwise share
+ * the port and take part of its connections included. Called before the
+ * first listener_socket of an address the process does not hold yet.
+ * 0, or -errno with err ("listen ADDR: ...").
+ */
+int listener_probe(const struct config_addr *a, struct errbuf *err);
+
+/*
  * An HTTP listener (conn_accept), or with tls an HTTPS one
  * (conn_accept_tls), for worker w on a (listener_socket); its accept
  * event is created on w's loop but not added. Returns 0 and *out, or

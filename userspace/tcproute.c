@@ -513,6 +513,10 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 		errbuf_set(err, "listen %s: out of memory", x->a.text);
 		goto out;
 	}
+	/* a new address for this process: nothing else may listen there */
+	rc = listener_probe(&x->a, err);
+	if (rc)
+		goto out;
 	for (k = 0; k < tr->nw && rc == 0; k++)
 		rc = listener_socket(&x->a, &fds[k], err);
 	if (rc) {

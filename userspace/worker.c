@@ -471,6 +471,16 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 
 		if (worker_ls_grow(w))
 			goto nomem;
+		/* the first worker's socket is the process's first on the
+		 * address: nothing else may listen there */
+		if (id == 0) {
+			rc = listener_probe(
+			    tls ? &cfg->tls.listen[i - cfg->n_listen]
+				: &cfg->listen[i],
+			    err);
+			if (rc)
+				goto fail;
+		}
 		rc = listener_new(w,
 				  tls ? &cfg->tls.listen[i - cfg->n_listen]
 				      : &cfg->listen[i],

@@ -16,10 +16,11 @@
 . "$(dirname "$0")/../lib_edged.sh"
 edged_begin curl python3
 
-BASE=$(edged_ports 3)
+BASE=$(edged_ports 4)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
+P_ADMIN2=$((BASE + 3))
 SOCK="$T_TMP/ctl/edged.sock"
 
 write_conf() { # FILE USER EXTRA_DOMAIN [BROKEN]
@@ -286,6 +287,23 @@ assert d["generation"] == 1'; then
 	fi
 	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'
 	not_regular_reloads "$v"
+
+	# a second edged on the same listen address, with its own control
+	# socket and admin port: refused at start (SO_REUSEPORT would have
+	# let it take half of the first one's connections)
+	{
+		edged_conf_head "$P_ADMIN2" "$T_TMP/ctl2/edged.sock" 1
+		echo 'projects = ( { id = "p2"; environments = ( { id = "p2-e"; domains = [ "two.test" ];
+  deployment = { id = "d2"; upstreams = [ "127.0.0.1:'"$P_BACK"'" ]; }; } ); } );'
+	} >"$T_TMP/second.conf"
+	timeout 20 "$bin" -c "$T_TMP/second.conf" -f >"$T_TMP/second.log" 2>&1
+	rc=$?
+	if [ "$rc" = 1 ] && grep -q "listen 127.0.0.1:$P_EDGE: address already in use by another process" "$T_TMP/second.log" &&
+		[ "$(code shop.test /)" = 200 ] && kill -0 "$EPID"; then
+		t_ok "$v: a second edged on the same listen address refuses to start, the first serves on"
+	else
+		t_fail "$v: a second edged on the same address" "exit $rc: $(tail -3 "$T_TMP/second.log")"
+	fi
 
 	# SIGTERM with a slow request in flight: /healthz 503, status draining
 	curl -s -m 10 -o /dev/null -w '%{http_code}' -H 'Host: shop.test' \
