@@ -79,13 +79,15 @@ struct edged {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: edged -c FILE [-f] [-v]\n"
-		   "       edged -c FILE --check\n"
-		   "       edged --version\n"
-		   "  -c, --config FILE   configuration file\n"
-		   "      --check         validate the configuration and exit\n"
-		   "  -f, --foreground    do not detach; log to stderr\n"
-		   "  -v, --verbose       debug messages\n");
+	fprintf(
+	    f, "usage: edged -c FILE [-f] [-v]\n"
+	       "       edged -c FILE --check\n"
+	       "       edged --version\n"
+	       "  -c, --config FILE   configuration file\n"
+	       "      --check         validate the configuration and exit\n"
+	       "  -f, --foreground    do not detach; log to stderr (detached,\n"
+	       "                      edged logs to syslog, facility daemon)\n"
+	       "  -v, --verbose       debug messages\n");
 }
 
 static void print_warnings(const struct config *cfg)
@@ -991,6 +993,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	/* detached, stderr is /dev/null: syslog or nothing */
+	if (!foreground && !log_syslog_available()) {
+		log_warnx("no syslog at /dev/log: a detached edged would have "
+			  "nowhere to write its messages; run it in the "
+			  "foreground (-f) under a supervisor (systemd: the "
+			  "journal) or start a syslog daemon");
+		config_free(d.cfg);
+		route_src_free(src);
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (evthread_use_pthreads()) {
 		log_warnx("libevent: no pthreads support");
@@ -1088,9 +1100,16 @@ int main(int argc, char **argv)
 		goto out;
 	if (edged_tls_start(&d))
 		goto out;
-	if (!foreground && daemon(0, 0)) {
-		log_warn("daemon");
-		goto out;
+	if (!foreground) {
+		/* from here on every message goes to syslog (LOG_DAEMON) */
+		if (log_use_syslog()) {
+			log_warnx("syslog at /dev/log is gone: not detaching");
+			goto out;
+		}
+		if (daemon(0, 0)) {
+			log_warn("daemon");
+			goto out;
+		}
 	}
 	/* threads start after daemon(): fork keeps only the calling one */
 	if (event_reinit(d.base))

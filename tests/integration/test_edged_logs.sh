@@ -3,8 +3,12 @@
 # line it writes (start-up, debug, a request's) is one JSON object with
 # time, level, prog and msg; a request's lines carry its client address
 # and the request id the client was answered with; a reload back to
-# "text" applies at once. Runs against build/edged and build/asan/edged.
-# Needs no root.
+# "text" applies at once. Detached (no -f), edged writes to syslog
+# (facility daemon, warnings at LOG_WARNING): a refused reload is there,
+# nothing goes to /dev/null; with no /dev/log it refuses to detach. Runs
+# against build/edged and build/asan/edged. The detached cases need root
+# (a receiver at /dev/log: created there when there is none, else
+# bind-mounted over it in a private mount namespace).
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -90,6 +94,110 @@ PY
 	edged_sanitizers_clean "$v: sanitizers clean"
 }
 
+# syslog_receiver PATH OUT: a datagram socket at PATH whose messages go
+# to OUT, one per line; its PID in SYSLOG_PID
+syslog_receiver() {
+	/usr/bin/python3 - "$1" "$2" <<'PY' &
+import os, socket, sys
+path, out = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+os.chmod(path, 0o666)
+with open(out, "a", buffering=1, encoding="utf-8", errors="replace") as f:
+    f.write("ready\n")
+    while True:
+        f.write(s.recv(65536).decode("utf-8", "replace").rstrip("\n") + "\n")
+PY
+	SYSLOG_PID=$!
+	edged_track "$SYSLOG_PID"
+	for _ in $(seq 50); do
+		grep -q '^ready$' "$2" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_syslog PATTERN: 0 once a line of $T_TMP/syslog matches (5 s)
+wait_syslog() {
+	for _ in $(seq 50); do
+		grep -q -- "$1" "$T_TMP/syslog" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+run_detached() { # BIN LABEL
+	local bin=$1 v=$2 pid rc run=()
+	write_conf text
+	: >"$T_TMP/syslog"
+	if [ "$DEVLOG" = bind ]; then
+		# shellcheck disable=SC2016 # expanded by that sh
+		run=(unshare -m --propagation private sh -c 'mount --bind "$0" /dev/log && exec "$@"' "$T_TMP/log.sock")
+	fi
+	"${run[@]}" "$bin" -c "$T_TMP/edge.conf" >"$T_TMP/detached.out" 2>&1
+	rc=$?
+	# (what it said before it detached went to the terminal's stderr)
+	pid=$(pgrep -f -n "^$bin -c $T_TMP/edge.conf\$")
+	[ -n "$pid" ] && edged_track "$pid"
+	if [ "$rc" = 0 ] && [ -n "$pid" ] && wait_syslog "^<29>.* edged\[$pid\]: note: serving on "; then
+		t_ok "$v: detached: the start-up notes reach syslog (daemon.notice, edged[PID])"
+	else
+		t_fail "$v: detached start" "exit $rc, pid ${pid:-none}: $(head -3 "$T_TMP/detached.out") | $(tail -3 "$T_TMP/syslog")"
+		[ -n "$pid" ] && kill -9 "$pid"
+		return
+	fi
+	echo 'bogus_key = 1;' >>"$T_TMP/edge.conf"
+	kill -HUP "$pid"
+	if wait_syslog "^<28>.* edged\[$pid\]: reload refused, keeping the running configuration: .*bogus_key"; then
+		t_ok "$v: detached: a refused reload is logged to syslog at daemon.warning"
+	else
+		t_fail "$v: refused reload in syslog" "$(tail -3 "$T_TMP/syslog")"
+	fi
+	kill -TERM "$pid"
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! kill -0 "$pid" 2>/dev/null && wait_syslog "edged\[$pid\]: note: .*stopp\|edged\[$pid\]: note: .*exit"; then
+		t_ok "$v: detached: SIGTERM stops it, and says so in syslog"
+	else
+		t_fail "$v: detached stop" "$(tail -3 "$T_TMP/syslog")"
+		kill -9 "$pid" 2>/dev/null
+	fi
+}
+
 run_suite "$EDGED" edged
 edged_asan && run_suite "$EDGED_ASAN" asan
+
+if [ "$(id -u)" != 0 ]; then
+	t_skip "detached" "needs root (a syslog receiver at /dev/log)"
+elif ! command -v unshare >/dev/null; then
+	t_skip "detached" "no unshare"
+else
+	if [ -e /dev/log ]; then
+		DEVLOG=bind
+		SOCK_PATH="$T_TMP/log.sock"
+	else
+		# no syslog here: a detached edged refuses to start
+		write_conf text
+		"$EDGED" -c "$T_TMP/edge.conf" >"$T_TMP/nolog.out" 2>&1
+		rc=$?
+		if [ "$rc" = 1 ] && grep -q "no syslog at /dev/log: a detached edged would have nowhere" "$T_TMP/nolog.out" &&
+			! pgrep -f "^$EDGED -c $T_TMP/edge.conf\$" >/dev/null; then
+			t_ok "with no /dev/log a detached edged refuses to start, saying why"
+		else
+			t_fail "no /dev/log" "exit $rc: $(cat "$T_TMP/nolog.out")"
+			pkill -9 -f "^$EDGED -c $T_TMP/edge.conf\$"
+		fi
+		DEVLOG=create
+		SOCK_PATH=/dev/log
+		t_cleanup_add "rm -f /dev/log"
+	fi
+	if syslog_receiver "$SOCK_PATH" "$T_TMP/syslog"; then
+		run_detached "$EDGED" edged
+		edged_asan && run_detached "$EDGED_ASAN" asan
+	else
+		t_fail "a syslog receiver at $SOCK_PATH"
+	fi
+fi
 t_exit

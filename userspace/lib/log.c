@@ -15,6 +15,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +40,7 @@ enum log_level {
 static const char *log_progname = "edge";
 static bool log_is_verbose;
 static _Atomic int log_fmt = LOG_FORMAT_TEXT;
+static _Atomic bool log_syslog;
 
 /* A line being built; never overflows (appends stop at the end, which
  * LOG_LINE_MAX makes unreachable). */
@@ -254,7 +257,7 @@ static void log_emit(enum log_level lvl, const struct log_ctx *ctx, int errnum,
 	int saved = errno;
 	char msg[LOG_MSG_MAX], ebuf[128];
 	struct log_buf b;
-	size_t n;
+	size_t n, skip = 0;
 	int w;
 
 	w = vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -288,6 +291,7 @@ static void log_emit(enum log_level lvl, const struct log_ctx *ctx, int errnum,
 		log_put_text(&b, log_progname,
 			     log_cap(log_progname, LOG_PROG_MAX), false);
 		log_puts(&b, ": ");
+		skip = b.len;
 		log_puts(&b, prefix[lvl]);
 		if (client) {
 			log_puts(&b, "client=");
@@ -306,7 +310,18 @@ static void log_emit(enum log_level lvl, const struct log_ctx *ctx, int errnum,
 				   (unsigned long long)suppressed);
 		log_puts(&b, "\n");
 	}
-	log_write(&b);
+	if (atomic_load_explicit(&log_syslog, memory_order_relaxed)) {
+		static const int pri[] = {LOG_WARNING, LOG_NOTICE, LOG_DEBUG};
+
+		/* syslog adds the ident and its own time: the line from
+		 * after "prog: " (text), without its newline */
+		size_t end = b.len;
+
+		if (end > skip && b.p[end - 1] == '\n')
+			end--;
+		syslog(pri[lvl], "%.*s", (int)(end - skip), b.p + skip);
+	} else
+		log_write(&b);
 	errno = saved;
 }
 
@@ -371,6 +386,22 @@ void log_init(const char *progname, bool verbose)
 bool log_verbose(void)
 {
 	return log_is_verbose;
+}
+
+bool log_syslog_available(void)
+{
+	struct stat st;
+
+	return !stat("/dev/log", &st) && S_ISSOCK(st.st_mode);
+}
+
+int log_use_syslog(void)
+{
+	if (!log_syslog_available())
+		return -ENOENT;
+	openlog(log_progname, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	atomic_store_explicit(&log_syslog, true, memory_order_relaxed);
+	return 0;
 }
 
 int log_format_parse(const char *s, enum log_format *out)

@@ -65,6 +65,23 @@ void log_init(const char *progname, bool verbose);
 /* Whether debug output is on. */
 bool log_verbose(void);
 
+/*
+ * From now on, every message goes to syslog (facility daemon, the program
+ * name as ident, with the pid) instead of stderr: for a daemon that
+ * detaches, whose stderr becomes /dev/null. Warnings are LOG_WARNING,
+ * notes LOG_NOTICE, debug LOG_DEBUG; the text is the line without its
+ * "prog: " prefix (text format) or the JSON object (json format). The
+ * connection to /dev/log is made at once (LOG_NDELAY), before a chroot
+ * or a privilege drop could prevent it. Returns 0, or -ENOENT when there
+ * is no /dev/log (no syslog daemon: lines would be lost; the caller says
+ * so while stderr is still open, and logging stays on stderr).
+ */
+int log_use_syslog(void);
+
+/* Whether /dev/log is a socket (a syslog daemon, journald's included,
+ * listens there). */
+bool log_syslog_available(void);
+
 enum log_format {
 	LOG_FORMAT_TEXT = 0, /* the default */
 	LOG_FORMAT_JSON,
