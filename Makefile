@@ -117,6 +117,16 @@ $(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
 $(B)/tools:
 	mkdir -p $@
 
+# the commit edged --version names: rewritten only when it changes, so
+# that only the files that include it are rebuilt after a commit
+$(B)/edge_commit.h: FORCE | $(B)
+	@c=$$(git -C "$(CURDIR)" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
+	printf '#define EDGE_COMMIT "%s"\n' "$$c" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(B)/d/edged.o $(B)/asan/d/edged.o: $(B)/edge_commit.h
+.PHONY: FORCE
+FORCE:
+
 $(B)/pg_migrations.h: $(PG_MIGRATIONS) scripts/sql2c | $(B)
 	scripts/sql2c $(PG_MIGRATIONS) > $@.tmp && mv $@.tmp $@
 

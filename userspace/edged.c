@@ -37,6 +37,7 @@
 #include "tcproute.h"
 #include "tls.h"
 #include "tunnel.h"
+#include "edge_commit.h" /* build/: EDGE_COMMIT */
 #include "version.h"
 #include "wake.h"
 #include "worker.h"
@@ -951,7 +952,8 @@ int main(int argc, char **argv)
 			verbose = true;
 			break;
 		case 'V':
-			printf("edged %s\n", EDGE_VERSION);
+			printf("edged %s (commit %s)\n", EDGE_VERSION,
+			       EDGE_COMMIT);
 			return 0;
 		case 'h':
 			usage(stdout);

@@ -406,7 +406,12 @@ else
 fi
 write_conf "$T_TMP/check.conf" ""
 t_check "edged --check: a good config exits 0" "$EDGED" --check -c "$T_TMP/check.conf"
-t_check "edged --version" "$EDGED" --version
+# the version and the commit it was built from (git describe, or unknown)
+if out=$("$EDGED" --version 2>&1) && [[ "$out" =~ ^edged\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ [A-Za-z0-9._-]+\)$ ]]; then
+	t_ok "edged --version names the commit: $out"
+else
+	t_fail "edged --version" "$out"
+fi
 
 run_suite "$EDGED" edged
 edged_asan && run_suite "$EDGED_ASAN" asan

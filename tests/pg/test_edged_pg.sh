@@ -111,7 +111,7 @@ run_suite() { # BIN LABEL
 	sv=$(pg_val "SELECT max(version) FROM edge_schema")
 	if [ "$sv" = "$SCHEMA_VERSION" ] && { [ "$v" != edged ] ||
 		{ grep -q "schema migration 0001_control_plane applied" "$EDGED_LOG" &&
-			[ "$(pg_val "SELECT applied_by FROM edge_schema WHERE version = 1")" = "host-one edged $("$bin" --version | awk '{print $NF}')" ]; }; } &&
+			[ "$(pg_val "SELECT applied_by FROM edge_schema WHERE version = 1")" = "host-one edged $("$bin" --version | awk '{print $2}')" ]; }; } &&
 		! grep -q "not migrated" "$EDGED_LOG"; then
 		t_ok "$v: edged migrated the schema at start (version $sv)"
 	else
@@ -144,13 +144,20 @@ run_suite() { # BIN LABEL
 	# 2. a deployment switched under steady traffic
 	pg_sql "INSERT INTO deployments (id, environment_id) VALUES ('shop-d2', 'shop-prod');
 		INSERT INTO endpoints VALUES ('shop-d2', '127.0.0.1:$P_B')" >/dev/null
+	rm -f "$T_TMP/traffic.out.started"
 	python3 - "$P_EDGE" "$T_TMP/traffic.out" <<'PY' &
 import http.client, json, sys, time
 port, out = int(sys.argv[1]), sys.argv[2]
 seen, bad, n = [], [], 0
-t_end = time.monotonic() + 3
+# until a second after the switch shows (the test switches once the
+# first answer is in), 20 s at most
+t_end = time.monotonic() + 20
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
 while time.monotonic() < t_end:
+    if n == 1:
+        open(out + ".started", "w").close()
+    if len(seen) > 1:
+        t_end = min(t_end, switched + 1)
     try:
         c.request("GET", "/t", headers={"Host": "shop.test"})
         r = c.getresponse()
@@ -162,13 +169,18 @@ while time.monotonic() < t_end:
             name = json.loads(b)["backend"]
             if not seen or seen[-1] != name:
                 seen.append(name)
+                switched = time.monotonic()
     except Exception as e:
         bad.append(repr(e))
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
 open(out, "w").write(json.dumps({"n": n, "bad": bad[:5], "nbad": len(bad), "seen": seen}))
 PY
-	local tp=$!
-	sleep 1
+	local tp=$! i
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$T_TMP/traffic.out.started" ] && break
+		sleep 0.1
+	done
+	sleep 0.5
 	pg_sql "UPDATE deployments SET active = (id = 'shop-d2') WHERE environment_id = 'shop-prod'" >/dev/null
 	wait "$tp"
 	out=$(cat "$T_TMP/traffic.out")
