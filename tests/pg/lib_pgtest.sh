@@ -83,11 +83,12 @@ pgt_no_secret() {
 }
 
 # pgt_listen CHANNEL...: start pg_listen on the channels; 0 once it has
-# said "ready" (within 10 s). Its lines go to $PGT_NOTES.
+# said "ready" (within 10 s). Its lines go to $PGT_NOTES; it listens for
+# up to 300 s (pgt_listen_stop ends it: a slow machine must not end it first).
 pgt_listen() {
 	local i
 	PGT_NOTES="$T_TMP/notes.$RANDOM"
-	"$PGT_LISTEN" "$PG_CONNINFO" 60 "$@" >"$PGT_NOTES" 2>&1 &
+	"$PGT_LISTEN" "$PG_CONNINFO" 300 "$@" >"$PGT_NOTES" 2>&1 &
 	PGT_LPID=$!
 	t_cleanup_add "kill $PGT_LPID"
 	for ((i = 0; i < 200; i++)); do

@@ -83,7 +83,7 @@ assert d["change_version"] == 3 and d["stale_after_s"] == 30
 h = {x["name"]: x for x in d["hosts"]}
 w1 = h["web-1"]
 assert w1["edge_version"] == "0.1.0" and w1["started_at"] == 1767323045
-assert 1 <= w1["last_seen_age_s"] <= 4 and w1["stale"] is False
+assert 1 <= w1["last_seen_age_s"] <= 25 and w1["stale"] is False
 assert w1["applied_version"] == 3 and w1["behind"] is False
 assert w1["route_generation"] == 7 and w1["database_up"] is True
 assert w1["xdp_dropped"] == 77 and w1["xdp_counters"]["malformed"] == 9
