@@ -107,7 +107,7 @@ t0 = time.time()
 hs, hr = hashlib.sha256(), hashlib.sha256(rest)
 sent, got, eof = 0, len(rest), False
 block = os.urandom(1 << 20)
-while not eof:
+while not eof or sent < N or wbuf:
     # send while the socket takes it: no more than 256 KiB waits in
     # front of the socket
     while sent < N and len(wbuf) < (256 << 10):
@@ -132,8 +132,8 @@ while not eof:
         got += len(d)
     if peer_eof and not inc.pending and not eof:
         eof = True
-    if not eof:
-        io(True)
+    if not eof or sent < N or wbuf:
+        io(not eof)
 # our close_notify (the FIN edged forwards to the backend) only now: an
 # OpenSSL client takes no application data after its own close_notify
 try:
@@ -148,5 +148,5 @@ print(json.dumps({"version": version, "cipher": cipher,
                   "sent_bytes": sent, "sent_sha": hs.hexdigest(),
                   "recv_bytes": got, "recv_sha": hr.hexdigest(),
                   "seconds": round(time.time() - t0, 2)}))
-if got != N:
-    fail("received %d bytes, wanted %d" % (got, N))
+if got != N or sent != N:
+    fail("received %d bytes and sent %d, wanted %d" % (got, sent, N))
