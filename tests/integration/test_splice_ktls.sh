@@ -92,7 +92,7 @@ splice_json() { # edgectl splice --json into $T_TMP/splice.json (the
 # machine takes seconds to start each)
 pump_check() {
 	python3 - "$T_TMP/client.json" "$T_TMP/backend.jsonl" "$T_TMP/splice.json" \
-		"/pump/$N" "$@" "$N" <<'PY'
+		"/pump/$N/200" "$@" "$N" <<'PY'
 import json, sys, time
 cl = json.load(open(sys.argv[1]))
 sp = json.load(open(sys.argv[3]))

@@ -5,7 +5,8 @@
 
 Connects to 127.0.0.1:PORT with TLS VERSION ("1.2" or "1.3", SNI HOST,
 the certificate not checked), asks tunnel_backend.py (behind edged,
-routed by HOST) for /pump/N, and once the 101 is in, sends N random bytes
+routed by HOST) for /pump/N/200, and 200 ms after the 101 (a pause, where
+the kernel could take a plain tunnel), sends N random bytes
 while receiving the backend's N bytes, in one thread (an ssl.SSLObject
 over memory BIOs: an SSLSocket may not be read and written from two
 threads). Its EOF is a close_notify (edged forwards it as a FIN), sent
@@ -27,6 +28,9 @@ import time
 
 PORT, HOST, VERSION, N = (int(sys.argv[1]), sys.argv[2], sys.argv[3],
                           int(sys.argv[4]))
+
+
+WAIT_MS = 200  # both ends start sending this long after the 101
 
 
 def fail(why):
@@ -88,8 +92,8 @@ while True:
         io(True)
     except ssl.SSLWantWriteError:
         io(False)
-tls.write(("GET /pump/%d HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\n"
-           "Upgrade: raw-test\r\n\r\n" % (N, HOST)).encode())
+tls.write(("GET /pump/%d/%d HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\n"
+           "Upgrade: raw-test\r\n\r\n" % (N, WAIT_MS, HOST)).encode())
 buf = b""
 while b"\r\n\r\n" not in buf:
     try:
@@ -103,7 +107,13 @@ head, _, rest = buf.partition(b"\r\n\r\n")
 if not head.startswith(b"HTTP/1.1 101"):
     fail("wanted 101, got %r" % head[:200])
 
+# a pause after the 101, as a tunnel's first message often has: where
+# the kernel could take the pair (a plain tunnel with splice = "sockmap"
+# is taken then), a TLS one must stay with the copy mover
 t0 = time.time()
+while time.time() - t0 < WAIT_MS / 1000:
+    io(False)
+    time.sleep(0.01)
 hs, hr = hashlib.sha256(), hashlib.sha256(rest)
 sent, got, eof = 0, len(rest), False
 block = os.urandom(1 << 20)
