@@ -71,7 +71,7 @@ try:
     s.setsockopt(socket.IPPROTO_TCP, 31, b"tls")  # TCP_ULP
     print("yes")
 except OSError as e:
-    print("no (%s)" % e.strerror)
+    print("no (TCP_ULP \"tls\": %s)" % e.strerror)
 PY
 )
 
