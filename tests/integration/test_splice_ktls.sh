@@ -14,6 +14,8 @@
 #     close_notify forwarded as a FIN (sent by the client once the
 #     backend's bytes are in); the kernel took none of them
 #     (edgectl splice --json: spliced and kernel bytes unchanged).
+#   - where the kernel has kTLS, as root: what it allows between kTLS and
+#     a sockhash on one socket (build/tools/ktls_sockmap_probe), reported;
 #   - the kTLS splice itself (the kernel moving a TLS tunnel) is not built:
 #     counted skipped, with the reason, where the kernel has kTLS.
 # N is 64 MiB on the host, 4 MiB in a VM (TCG is slow). Normal build and
@@ -174,6 +176,15 @@ run_edged() {
 edged_need_build
 edged_backend "$P_BACK" python3 "$TOOLS/tunnel_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
 	t_fail "tunnel backend starts"
+# what this kernel allows between kTLS and a sockhash on one socket
+# (reported, not judged: it decides how a kTLS splice can be built)
+if [ "$KTLS" = yes ] && [ "$(id -u)" = 0 ] && [ -x "$B/tools/ktls_sockmap_probe" ]; then
+	if out=$("$B/tools/ktls_sockmap_probe" 2>&1); then
+		t_ok "kernel $(uname -r), kTLS and a sockhash on one socket: $(echo "$out" | tr '\n' ';')"
+	else
+		t_fail "build/tools/ktls_sockmap_probe" "$out"
+	fi
+fi
 run_edged build "$EDGED"
 if [ -z "${EDGE_VMTEST:-}" ] && edged_asan; then
 	run_edged asan "$EDGED_ASAN"
