@@ -565,6 +565,43 @@ static int ktls_try(int l, unsigned short v, const char **what)
 	return rc;
 }
 
+/* Whether kTLS can be set on a socket already in a sockhash (a kTLS
+ * socket cannot enter one: the kernel refuses a socket with a ULP): 0,
+ * or -errno and *what the step that failed. */
+static int ktls_in_sockhash(int l, const char **what)
+{
+	int m, c = -1, a = -1, rc;
+	unsigned long long k = 1, v;
+
+	*what = "making a sockhash";
+	m = bpf_map_create(BPF_MAP_TYPE_SOCKHASH, NULL, 8, 8, 1, NULL);
+	if (m < 0)
+		return -errno;
+	rc = st_pair(l, &c, &a);
+	if (rc == 0) {
+		*what = "adding a socket to a sockhash";
+		v = (unsigned long long)c;
+		if (bpf_map_update_elem(m, &k, &v, BPF_ANY))
+			rc = -errno;
+	}
+	if (rc == 0) {
+		*what = "setsockopt(TCP_ULP, \"tls\") on a socket in a "
+			"sockhash";
+		if (setsockopt(c, IPPROTO_TCP, TCP_ULP, "tls", 3) < 0)
+			rc = -errno;
+	}
+	if (rc == 0) {
+		*what = "setsockopt(TLS_TX) on a socket in a sockhash";
+		rc = ktls_set(c, TLS_TX, TLS_1_2_VERSION);
+	}
+	if (c >= 0)
+		close(c);
+	if (a >= 0)
+		close(a);
+	close(m);
+	return rc;
+}
+
 void splice_ktls_probe(void)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET,
@@ -590,10 +627,20 @@ void splice_ktls_probe(void)
 		snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
 			 "kernel has kTLS for TLS 1.2, not 1.3 (%s: %s)", what,
 			 strerror(-rc));
-	else
-		snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
-			 "kernel has kTLS (TLS 1.2 and 1.3, AES-GCM, both "
-			 "ways)");
+	else {
+		const char *w2;
+		int r2 = ktls_in_sockhash(l, &w2);
+
+		if (r2)
+			snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+				 "kernel has kTLS (TLS 1.2 and 1.3, AES-GCM, "
+				 "both ways), not with the sockmap (%s: %s)",
+				 w2, strerror(-r2));
+		else
+			snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+				 "kernel has kTLS (TLS 1.2 and 1.3, AES-GCM, "
+				 "both ways), also on a socket in a sockhash");
+	}
 	if (l >= 0)
 		close(l);
 	atomic_store(&splice_ktls_ok,

@@ -263,11 +263,11 @@ const char *tunnel_kind_name(enum tunnel_kind k)
  * OpenSSL session decrypts and encrypts, so the sockmap cannot move them
  * as they are; only kTLS set on the client's socket could (the kernel
  * decrypting into the verdict, encrypting what is redirected to it).
- * That is not built (docs/splice.md, "TLS tunnels": a socket whose tls
- * ULP is set cannot enter a sockhash any more, and OpenSSL 3.0 sets it
- * at the handshake or not at all, and gives no record sequence numbers
- * to set it later), so these are copied, and the reason says what the
- * kernel has.
+ * That is not built (docs/splice.md, "TLS tunnels": on 6.1 and 6.12 a
+ * socket cannot have both kTLS and a psock, in either order, as the
+ * start-up probe reports; OpenSSL 3.0 sets kTLS at the handshake or not
+ * at all, and gives no record sequence numbers to set it later), so
+ * these are copied, and the reason says what the kernel has.
  */
 static const char *tls_why(void)
 {
