@@ -108,6 +108,8 @@ $(B)/tools/pg_listen: tests/tools/pg_listen.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpq
 $(B)/tools/pgdb_probe: tests/tools/pgdb_probe.c $(B)/libedge.a $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< $(B)/libedge.a $(LIBS)
+$(B)/tools/ktls_sockmap_probe: tests/tools/ktls_sockmap_probe.c | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lbpf
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools

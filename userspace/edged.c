@@ -279,6 +279,10 @@ static void edged_splice_start(struct edged *d)
 
 	d->splice_conf = d->cfg->splice;
 	splice_set_mode((enum splice_mode)d->cfg->splice);
+	/* kTLS for tunnels on TLS listeners: what the kernel has, for
+	 * status (probed as root: the probe loads the tls module) */
+	splice_ktls_probe();
+	log_note("splice: %s", splice_ktls_why());
 	errbuf_clear(&err);
 	rc = splice_open(&d->splice, &err);
 	if (rc) {
@@ -708,16 +712,17 @@ static json_t *edged_splice_json(void)
 			      why));
 	}
 	j = json_pack(
-	    "{s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+	    "{s:s,s:b,s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 	    "s:I,s:I}",
 	    "mode", splice_mode_name(splice_get_mode()), "kernel",
-	    splice_usable(), "kernel_why", splice_why(), "kinds", kinds,
-	    "open_spliced", (json_int_t)n.open_spliced, "open_copy",
-	    (json_int_t)n.open_copy, "spliced", (json_int_t)n.spliced,
-	    "refused", (json_int_t)n.refused, "handed_back",
-	    (json_int_t)n.handed_back, "watchdog", (json_int_t)n.watchdog,
-	    "halfclosed", (json_int_t)n.halfclosed, "lost", (json_int_t)n.lost,
-	    "kernel_bytes_up", (json_int_t)n.kernel_up, "kernel_bytes_down",
+	    splice_usable(), "kernel_why", splice_why(), "ktls", splice_ktls(),
+	    "ktls_why", splice_ktls_why(), "kinds", kinds, "open_spliced",
+	    (json_int_t)n.open_spliced, "open_copy", (json_int_t)n.open_copy,
+	    "spliced", (json_int_t)n.spliced, "refused", (json_int_t)n.refused,
+	    "handed_back", (json_int_t)n.handed_back, "watchdog",
+	    (json_int_t)n.watchdog, "halfclosed", (json_int_t)n.halfclosed,
+	    "lost", (json_int_t)n.lost, "kernel_bytes_up",
+	    (json_int_t)n.kernel_up, "kernel_bytes_down",
 	    (json_int_t)n.kernel_down, "sockhash_id",
 	    (json_int_t)splice_sockhash_id(splice_instance()));
 	return j;

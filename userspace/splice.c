@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
+#include <linux/tls.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -45,6 +46,9 @@ static atomic_bool splice_ok;
  * by splice_set_usable (the main thread), as a whole pointer */
 static char splice_why_buf[2][256];
 static _Atomic(const char *) splice_why_now = "not loaded";
+/* kTLS, probed once at start by the main thread before the workers run */
+static atomic_bool splice_ktls_ok;
+static char splice_ktls_buf[256] = "not probed";
 
 int splice_mode_parse(const char *s, enum splice_mode *out)
 {
@@ -508,6 +512,149 @@ out:
 	free(src);
 	free(dst);
 	return rc;
+}
+
+/* ---- kTLS ------------------------------------------------------------- */
+
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+#ifndef SOL_TLS
+#define SOL_TLS 282
+#endif
+
+/* Set kTLS of version v (AES-GCM-128, a zero key) in direction opt (TLS_TX
+ * or TLS_RX) on fd, which has the tls ULP: 0 or -errno. */
+static int ktls_set(int fd, int opt, unsigned short v)
+{
+	struct tls12_crypto_info_aes_gcm_128 ci;
+
+	memset(&ci, 0, sizeof(ci));
+	ci.info.version = v;
+	ci.info.cipher_type = TLS_CIPHER_AES_GCM_128;
+	if (setsockopt(fd, SOL_TLS, opt, &ci, sizeof(ci)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* One loopback pair with the tls ULP on its client socket, and version v
+ * set both ways on it: 0, or -errno and *what the step that failed. */
+static int ktls_try(int l, unsigned short v, const char **what)
+{
+	int c = -1, a = -1, rc;
+
+	*what = "making a loopback pair";
+	rc = st_pair(l, &c, &a);
+	if (rc == 0) {
+		*what = "setsockopt(TCP_ULP, \"tls\")";
+		if (setsockopt(c, IPPROTO_TCP, TCP_ULP, "tls", 3) < 0)
+			rc = -errno;
+	}
+	if (rc == 0) {
+		*what = "setsockopt(TLS_TX)";
+		rc = ktls_set(c, TLS_TX, v);
+	}
+	if (rc == 0) {
+		*what = "setsockopt(TLS_RX)";
+		rc = ktls_set(c, TLS_RX, v);
+	}
+	if (c >= 0)
+		close(c);
+	if (a >= 0)
+		close(a);
+	return rc;
+}
+
+/* Whether kTLS can be set on a socket already in a sockhash (a kTLS
+ * socket cannot enter one: the kernel refuses a socket with a ULP): 0,
+ * or -errno and *what the step that failed. */
+static int ktls_in_sockhash(int l, const char **what)
+{
+	int m, c = -1, a = -1, rc;
+	unsigned long long k = 1, v;
+
+	*what = "making a sockhash";
+	m = bpf_map_create(BPF_MAP_TYPE_SOCKHASH, NULL, 8, 8, 1, NULL);
+	if (m < 0)
+		return -errno;
+	rc = st_pair(l, &c, &a);
+	if (rc == 0) {
+		*what = "adding a socket to a sockhash";
+		v = (unsigned long long)c;
+		if (bpf_map_update_elem(m, &k, &v, BPF_ANY))
+			rc = -errno;
+	}
+	if (rc == 0) {
+		*what = "setsockopt(TCP_ULP, \"tls\") on a socket in a "
+			"sockhash";
+		if (setsockopt(c, IPPROTO_TCP, TCP_ULP, "tls", 3) < 0)
+			rc = -errno;
+	}
+	if (rc == 0) {
+		*what = "setsockopt(TLS_TX) on a socket in a sockhash";
+		rc = ktls_set(c, TLS_TX, TLS_1_2_VERSION);
+	}
+	if (c >= 0)
+		close(c);
+	if (a >= 0)
+		close(a);
+	close(m);
+	return rc;
+}
+
+void splice_ktls_probe(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	const char *what = "making a listener";
+	int l, rc;
+
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(l, 4) < 0)
+		rc = -errno;
+	else
+		rc = ktls_try(l, TLS_1_2_VERSION, &what);
+	if (rc == -ENOENT && strstr(what, "ULP"))
+		snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+			 "kernel has no kTLS (no tls module: %s: %s)", what,
+			 strerror(-rc));
+	else if (rc)
+		snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+			 "kernel has no usable kTLS (TLS 1.2 AES-GCM: %s: %s)",
+			 what, strerror(-rc));
+	else if ((rc = ktls_try(l, TLS_1_3_VERSION, &what)) != 0)
+		snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+			 "kernel has kTLS for TLS 1.2, not 1.3 (%s: %s)", what,
+			 strerror(-rc));
+	else {
+		const char *w2;
+		int r2 = ktls_in_sockhash(l, &w2);
+
+		if (r2)
+			snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+				 "kernel has kTLS (TLS 1.2 and 1.3, AES-GCM, "
+				 "both ways), not with the sockmap (%s: %s)",
+				 w2, strerror(-r2));
+		else
+			snprintf(splice_ktls_buf, sizeof(splice_ktls_buf),
+				 "kernel has kTLS (TLS 1.2 and 1.3, AES-GCM, "
+				 "both ways), also on a socket in a sockhash");
+	}
+	if (l >= 0)
+		close(l);
+	atomic_store(&splice_ktls_ok,
+		     rc == 0 || strstr(splice_ktls_buf, "1.2, not") != NULL);
+}
+
+bool splice_ktls(void)
+{
+	return atomic_load(&splice_ktls_ok);
+}
+
+const char *splice_ktls_why(void)
+{
+	return splice_ktls_buf;
 }
 
 /* ---- load ------------------------------------------------------------- */

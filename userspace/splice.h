@@ -144,4 +144,13 @@ void splice_set_usable(bool ok, const char *why);
  * self-test's failure, ...), for status and logs. */
 const char *splice_why(void);
 
+/* kTLS: whether the kernel has the tls ULP (setsockopt TCP_ULP "tls",
+ * TLS_TX and TLS_RX with AES-GCM-128 on a loopback pair; as root, the
+ * first one loads the module), probed once at start before the workers
+ * run; and what was found ("kernel has no kTLS (...)", ...), for status
+ * and logs (docs/splice.md, "TLS tunnels"). */
+void splice_ktls_probe(void);
+bool splice_ktls(void);
+const char *splice_ktls_why(void);
+
 #endif /* EDGE_SPLICE_H */

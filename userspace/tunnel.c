@@ -43,6 +43,7 @@
 #include <event2/event.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -249,10 +250,39 @@ const char *tunnel_kind_name(enum tunnel_kind k)
 		return "tcp";
 	case TUNNEL_KIND_PASSTHROUGH:
 		return "passthrough";
+	case TUNNEL_KIND_UPGRADE_TLS:
+		return "upgrade_tls";
 	case TUNNEL_KIND_MAX:
 		break;
 	}
 	return "unknown";
+}
+
+/*
+ * A tunnel on a TLS listener: its bytes are TLS records that edged's
+ * OpenSSL session decrypts and encrypts, so the sockmap cannot move them
+ * as they are; only kTLS set on the client's socket could (the kernel
+ * decrypting into the verdict, encrypting what is redirected to it).
+ * That is not built (docs/splice.md, "TLS tunnels": on 6.1 and 6.12 a
+ * socket cannot have both kTLS and a psock, in either order, as the
+ * start-up probe reports; OpenSSL 3.0 sets kTLS at the handshake or not
+ * at all, and gives no record sequence numbers to set it later), so
+ * these are copied, and the reason says what the kernel has.
+ */
+static const char *tls_why(void)
+{
+	/* status's, on the main thread only (the workers ask for no why) */
+	static char tls_why_buf[320];
+
+	if (splice_ktls())
+		snprintf(tls_why_buf, sizeof(tls_why_buf),
+			 "copied through OpenSSL: %s, but edged does not move "
+			 "a TLS session into it yet (docs/splice.md)",
+			 splice_ktls_why());
+	else
+		snprintf(tls_why_buf, sizeof(tls_why_buf),
+			 "copied through OpenSSL: %s", splice_ktls_why());
+	return tls_why_buf;
 }
 
 enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why)
@@ -260,6 +290,12 @@ enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why)
 	const char *w;
 	enum tunnel_mover m = TUNNEL_MOVER_COPY;
 
+	if (k == TUNNEL_KIND_UPGRADE_TLS) {
+		if (why)
+			*why = splice_get_mode() == SPLICE_OFF ? "splice is off"
+							       : tls_why();
+		return TUNNEL_MOVER_COPY;
+	}
 	switch (splice_get_mode()) {
 	case SPLICE_OFF:
 		w = "splice is off";
@@ -1308,6 +1344,12 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	}
 	t->w = w;
 	t->set = w->tunnels;
+	/* the kernel moves bytes of plain TCP only: a TLS stream's records
+	 * are its transport's to decrypt, so copied (tls_why) */
+	t->no_kernel = strcmp(sockio_transport_name(client), "tcp") != 0 ||
+		       strcmp(sockio_transport_name(up), "tcp") != 0;
+	if (t->no_kernel && k == TUNNEL_KIND_UPGRADE)
+		k = TUNNEL_KIND_UPGRADE_TLS;
 	t->kind = k;
 	t->done = done;
 	t->arg = arg;
@@ -1315,10 +1357,6 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
 	t->run_dir = -1;
-	/* the kernel moves bytes of plain TCP only: a TLS stream's records
-	 * are its transport's to decrypt (no kTLS yet), so copied */
-	t->no_kernel = strcmp(sockio_transport_name(client), "tcp") != 0 ||
-		       strcmp(sockio_transport_name(up), "tcp") != 0;
 	LIST_INSERT_HEAD(&t->set->all, t, link);
 	atomic_fetch_add(&tc.open_copy, 1);
 	for (i = 0; i < 2; i++) {

@@ -90,6 +90,9 @@ enum tunnel_kind {
 	TUNNEL_KIND_UPGRADE = 0, /* an HTTP/1.1 Upgrade answered by a 101 */
 	TUNNEL_KIND_TCP,	 /* a plain TCP route */
 	TUNNEL_KIND_PASSTHROUGH, /* a TLS passthrough route (by SNI) */
+	/* an Upgrade answered 101 on a TLS listener: edged holds the TLS
+	 * session (tunnel_start finds it from the client's transport) */
+	TUNNEL_KIND_UPGRADE_TLS,
 	TUNNEL_KIND_MAX
 };
 
@@ -99,7 +102,7 @@ const char *tunnel_mover_name(enum tunnel_mover m);
 /* What moved the bytes of a tunnel that moved st: "copy", "sockmap", or
  * "copy+sockmap" when the kernel moved part of them (auto, a hand-back). */
 const char *tunnel_movers(const struct tunnel_stats *st);
-/* "upgrade", "tcp", "passthrough" */
+/* "upgrade", "tcp", "passthrough", "upgrade_tls" */
 const char *tunnel_kind_name(enum tunnel_kind k);
 
 /* The mover a new tunnel of kind k gets now (the splice mode, whether
