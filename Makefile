@@ -10,6 +10,10 @@
 #                   NOTIFY vs nginx by reload)
 #   make bench-splice bench/splice (a TCP route: edged's copy and sockmap
 #                   movers vs HAProxy with splice(2) vs direct)
+#   make bench-tls  bench/tls (TLS handshakes and HTTPS requests: edged
+#                   vs nginx with the same certificates)
+#   make bench-wake bench/wake (an on-demand environment: port open to
+#                   first response, a storm of requests on a sleeping one)
 #   make lint       clang-format check, cppcheck, shellcheck
 
 B        ?= build
@@ -110,6 +114,8 @@ $(B)/tools/pgdb_probe: tests/tools/pgdb_probe.c $(B)/libedge.a $(HDRS) | $(B)/to
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< $(B)/libedge.a $(LIBS)
 $(B)/tools/ktls_sockmap_probe: tests/tools/ktls_sockmap_probe.c | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lbpf
+$(B)/tools/tlshs: bench/tls/tlshs.c $(BENCH_HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread -lssl -lcrypto
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools
@@ -141,7 +147,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice lint format clean
+.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake lint format clean
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -195,6 +201,16 @@ bench-propagation:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/propagation/run
+
+bench-tls:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/tls/run
+
+bench-wake:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/wake/run
 
 bench-splice:
 	scripts/install-deps --bench

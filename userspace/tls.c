@@ -219,8 +219,14 @@ static int tls_tickets_find(const unsigned char *name, bool enc,
 }
 
 /* OpenSSL's ticket key callback: encrypt under the current key; decrypt
- * under the key the ticket names (renewing it when that is not the
- * current one); an unknown key means a full handshake. */
+ * under the key the ticket names; an unknown key means a full handshake.
+ * The ticket is renewed (2: a new ticket is sent) when its key is not the
+ * current one, and always in TLS 1.3: TLS 1.3 clients use a ticket once
+ * (RFC 8446, C.4; OpenSSL, BoringSSL and browsers do), and with a callback
+ * OpenSSL sends a new ticket on a resumed TLS 1.3 handshake only when told
+ * to, so returning 1 there would make every other connection of a client
+ * a full handshake. (The version is chosen before the ClientHello's
+ * pre_shared_key is parsed.) */
 static int tls_ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
 			 EVP_CIPHER_CTX *ectx, EVP_MAC_CTX *hctx, int enc)
 {
@@ -228,7 +234,6 @@ static int tls_ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
 	struct tls_tkey k;
 	int idx, ok;
 
-	(void)s;
 	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
 						     (char *)"SHA256", 0);
 	params[1] = OSSL_PARAM_construct_end();
@@ -250,7 +255,9 @@ static int tls_ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
 	OPENSSL_cleanse(&k, sizeof(k));
 	if (!ok)
 		return -1;
-	return enc || idx == 0 ? 1 : 2;
+	if (enc || (idx == 0 && SSL_version(s) < TLS1_3_VERSION))
+		return 1;
+	return 2;
 }
 
 /* ---- the store ------------------------------------------------------------

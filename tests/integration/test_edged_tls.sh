@@ -508,13 +508,27 @@ run_suite() {
 				-ign_eof -sess_out "$T_TMP/sess.$ver" >"$T_TMP/sc1.out" 2>&1
 		printf 'GET /resumed HTTP/1.1\r\nHost: a.tls.test\r\nUser-Agent: resumed-%s\r\nConnection: close\r\n\r\n' "$ver" |
 			timeout 10 openssl s_client -connect "127.0.0.1:$P_TLS" -servername a.tls.test -"$ver" \
-				-ign_eof -sess_in "$T_TMP/sess.$ver" >"$T_TMP/sc2.out" 2>&1
+				-ign_eof -sess_in "$T_TMP/sess.$ver" -sess_out "$T_TMP/sess2.$ver" >"$T_TMP/sc2.out" 2>&1
 		if grep -q "^Reused, TLSv1" "$T_TMP/sc2.out" && grep -q "HTTP/1.1 200" "$T_TMP/sc2.out"; then
 			t_ok "$v: $ver session resumed by ticket ($(grep -m1 '^Reused' "$T_TMP/sc2.out"))"
 		else
 			t_fail "$v: $ver resumption" "$(grep -E '^(New|Reused)|HTTP/1.1' "$T_TMP/sc2.out" | head -3)"
 		fi
 	done
+	# TLS 1.3 clients use a ticket once: a resumed handshake must bring a
+	# new ticket, and that one resumes too
+	if [ -s "$T_TMP/sess2.tls1_3" ]; then
+		printf 'GET /resumed-again HTTP/1.1\r\nHost: a.tls.test\r\nConnection: close\r\n\r\n' |
+			timeout 10 openssl s_client -connect "127.0.0.1:$P_TLS" -servername a.tls.test -tls1_3 \
+				-ign_eof -sess_in "$T_TMP/sess2.tls1_3" >"$T_TMP/sc3.out" 2>&1
+	fi
+	if [ -s "$T_TMP/sess2.tls1_3" ] && grep -q "^Reused, TLSv1.3" "$T_TMP/sc3.out" &&
+		grep -q "HTTP/1.1 200" "$T_TMP/sc3.out"; then
+		t_ok "$v: tls1_3 a resumed handshake brings a new ticket, which resumes the next one"
+	else
+		t_fail "$v: tls1_3 ticket renewed on resumption" \
+			"$([ -s "$T_TMP/sess2.tls1_3" ] || echo 'no ticket after the resumed handshake'; grep -E '^(New|Reused)|HTTP/1.1' "$T_TMP/sc3.out" 2>/dev/null | head -3)"
+	fi
 
 	# HTTPS to a plain backend
 	if https /via-tls && [ "$(backend_header X-Forwarded-Proto)" = https ] &&
