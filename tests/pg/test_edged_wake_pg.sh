@@ -5,7 +5,8 @@
 # environments.on_demand, state and idle_timeout columns reach the wake
 # registry (edgectl envs); a database environment that nothing serves
 # sleeps, its first request runs the wake command and is served with
-# X-Edge-Cold-Start, it sleeps again after its idle_timeout; a row with
+# X-Edge-Cold-Start and its cold start in the analytics record (file and
+# request_events.cold_start_ms), it sleeps again after its idle_timeout; a row with
 # a negative idle_timeout or a state that is none is logged and skipped
 # while the others apply, and applies once fixed; on_demand switched off
 # in the database takes it out of the registry; a reload refused for a
@@ -64,6 +65,7 @@ pin_dir = "/sys/fs/bpf/edge-test-$T_ID-none";
 pg = "$PG_CONNINFO";
 pg_snapshot = "";
 host_name = "host-one";
+analytics = { file = "$T_TMP/analytics.jsonl"; };
 wake = { command = "$T_TMP/wake.sh %s"; sleep_command = "$T_TMP/sleep.sh %s";
          timeout = "5s"; };
 projects = ( { id = "filep"; environments = (
@@ -136,6 +138,7 @@ run_suite() { # BIN LABEL
 	local bin=$1 v=$2 out hdr
 	: >"$T_TMP/wakes.log"
 	: >"$T_TMP/sleeps.log"
+	rm -f "$T_TMP/analytics.jsonl"
 	if [ "$(pg_val "SELECT to_regclass('projects') IS NOT NULL")" = t ]; then
 		pg_sql "TRUNCATE projects CASCADE; TRUNCATE edge_hosts, edge_change_log" >/dev/null 2>&1
 	fi
@@ -180,10 +183,31 @@ run_suite() { # BIN LABEL
 	# 2. the first request wakes it
 	hdr=$(curl -s -m 8 -D - -o /dev/null -H "Host: od.test" "http://127.0.0.1:$P_EDGE/")
 	if grep -q '^HTTP/1.1 200' <<<"$hdr" && grep -qi '^X-Edge-Cold-Start: [0-9]' <<<"$hdr" &&
-		[ "$(wakes od)" = 1 ] && [ "$(env_field od state)" = running ]; then
+		[ "$(wakes od)" = 1 ] && [ "$(env_field od wakes_ok)" = 1 ]; then
 		t_ok "$v: a database environment's first request runs the wake command once and is served with $(grep -i '^X-Edge-Cold-Start' <<<"$hdr" | tr -d '\r')"
 	else
 		t_fail "$v: database wake" "$(head -1 <<<"$hdr") wakes $(wakes od) $(grep 'environment od' "$EDGED_LOG")"
+	fi
+	# 2b. the cold start in the analytics record: the file's line and
+	# the request_events row (migration 0008's column); null for a
+	# request that waited for no wake
+	local i cold_db="" cold_file="" plain_db=""
+	for ((i = 0; i < 100; i++)); do
+		cold_db=$(pg_val "SELECT cold_start_ms FROM request_events WHERE host = 'od.test' AND status = 200")
+		plain_db=$(pg_val "SELECT count(*) FROM request_events WHERE host = 'plain.test' AND cold_start_ms IS NULL")
+		cold_file=$(python3 -c 'import json,sys
+od = [json.loads(l) for l in open(sys.argv[1]) if "\"od.test\"" in l]
+pl = [json.loads(l) for l in open(sys.argv[1]) if "\"plain.test\"" in l]
+ok = od and all(type(x["cold_start_ms"]) is int for x in od if x["status"] == 200) and pl and all(x["cold_start_ms"] is None for x in pl)
+print(od[0]["cold_start_ms"] if ok else "")' "$T_TMP/analytics.jsonl" 2>/dev/null)
+		[ -n "$cold_db" ] && [ "$plain_db" -gt 0 ] && [ -n "$cold_file" ] && break
+		sleep 0.05
+	done
+	if [ -n "$cold_db" ] && [ "$plain_db" -gt 0 ] && [ -n "$cold_file" ] &&
+		grep -qi "^X-Edge-Cold-Start: $cold_db" <<<"$hdr"; then
+		t_ok "$v: the woken request's cold start in analytics: request_events.cold_start_ms $cold_db, the file's cold_start_ms $cold_file (null for others)"
+	else
+		t_fail "$v: cold_start_ms" "db '$cold_db' plain $plain_db file '$cold_file' hdr $(grep -i cold <<<"$hdr")"
 	fi
 	# 3. idle_timeout from the row: asleep again
 	if wait_field od state sleeping 250 && grep -q '^sleep od$' "$T_TMP/sleeps.log"; then
