@@ -243,8 +243,8 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 		else if (i == ANALYTICS_F_COLD_START_MS)
 			bad |= analytics_set(
 			    o, fi->name,
-			    v[0] ? json_integer((json_int_t)strtoull(v, NULL,
-								     10))
+			    v[0] ? json_integer(
+				       (json_int_t)strtoull(v, NULL, 10))
 				 : json_null());
 		else
 			bad |=

@@ -197,7 +197,7 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	out[o++] = '\t';
 	PG_TEXT(MOVER, true);
 	PG_TEXT(TLS_CIPHER, true);
-	PG_TEXT(TLS_RESUMED, true); /* "true" / "false": a boolean */
+	PG_TEXT(TLS_RESUMED, true);   /* "true" / "false": a boolean */
 	PG_TEXT(COLD_START_MS, true); /* digits: an integer, or NULL */
 #undef PG_TEXT
 	out[o - 1] = '\n'; /* the last column's tab */

@@ -1013,11 +1013,11 @@ struct wake_defs *wake_defs_new(unsigned src, const struct route_src_project *v,
 	if (!d->v || !d->touched)
 		goto fail;
 	for (i = 0; i < n_del; i++)
-		snprintf(d->touched[d->ntouched++], sizeof(d->touched[0]),
-			 "%s", del[i]);
+		snprintf(d->touched[d->ntouched++], sizeof(d->touched[0]), "%s",
+			 del[i]);
 	for (i = 0; i < n; i++) {
-		snprintf(d->touched[d->ntouched++], sizeof(d->touched[0]),
-			 "%s", v[i].id ? v[i].id : "");
+		snprintf(d->touched[d->ntouched++], sizeof(d->touched[0]), "%s",
+			 v[i].id ? v[i].id : "");
 		for (k = 0; k < v[i].n_envs; k++) {
 			const struct route_src_env *se = &v[i].envs[k];
 			struct wake_def *w = &d->v[d->n];

@@ -386,8 +386,8 @@ static int pgm_env_wake(PGresult *r, int i, int *state, uint64_t *idle_ms,
 	double sec;
 
 	errbuf_clear(err);
-	*state = PQgetisnull(r, i, 4) ? PGM_ENV_RUNNING
-				      : pgm_env_state_parse(st);
+	*state =
+	    PQgetisnull(r, i, 4) ? PGM_ENV_RUNNING : pgm_env_state_parse(st);
 	if (*state < 0) {
 		errbuf_set(err,
 			   "state \"%.32s\": not running, sleeping or waking",
