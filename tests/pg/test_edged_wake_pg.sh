@@ -135,12 +135,12 @@ edged_backend "$P_A" python3 "$TOOLS/wake_backend.py" "$P_A" || {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 out hdr
+	local bin=$1 v=$2 hdr
 	: >"$T_TMP/wakes.log"
 	: >"$T_TMP/sleeps.log"
 	rm -f "$T_TMP/analytics.jsonl"
 	if [ "$(pg_val "SELECT to_regclass('projects') IS NOT NULL")" = t ]; then
-		pg_sql "TRUNCATE projects CASCADE; TRUNCATE edge_hosts, edge_change_log" >/dev/null 2>&1
+		pg_sql "TRUNCATE projects CASCADE; TRUNCATE edge_hosts, edge_change_log, request_events" >/dev/null 2>&1
 	fi
 	FILE_OD=0 write_conf
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
