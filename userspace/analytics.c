@@ -238,6 +238,14 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 		if (i == ANALYTICS_F_TLS_RESUMED && v[0])
 			bad |= analytics_set(
 			    o, fi->name, json_boolean(strcmp(v, "true") == 0));
+		/* cold_start_ms: a number in JSON (digits in the record),
+		 * null when the request waited for no wake */
+		else if (i == ANALYTICS_F_COLD_START_MS)
+			bad |= analytics_set(
+			    o, fi->name,
+			    v[0] ? json_integer(
+				       (json_int_t)strtoull(v, NULL, 10))
+				 : json_null());
 		else
 			bad |=
 			    analytics_set(o, fi->name, analytics_json_str(v));

@@ -46,7 +46,8 @@ struct passwd;
 	X(TLS_VERSION, tls_version, 16)                                        \
 	X(MOVER, mover, 16)                                                    \
 	X(TLS_CIPHER, tls_cipher, 64)                                          \
-	X(TLS_RESUMED, tls_resumed, 8)
+	X(TLS_RESUMED, tls_resumed, 8)                                         \
+	X(COLD_START_MS, cold_start_ms, 12)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,

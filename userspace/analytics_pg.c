@@ -31,7 +31,7 @@
 	"request_id, time, kind, project_id, environment_id, deployment_id, "  \
 	"host, method, path, status, bytes_in, bytes_out, duration_us, "       \
 	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome, " \
-	"mover, tls_cipher, tls_resumed"
+	"mover, tls_cipher, tls_resumed, cold_start_ms"
 
 #define PG_SETUP                                                               \
 	"SET statement_timeout = %d; "                                         \
@@ -41,7 +41,8 @@
 	"path text, status integer, bytes_in bigint, bytes_out bigint, "       \
 	"duration_us bigint, upstream_us bigint, client_ip text, "             \
 	"user_agent text, referrer text, tls_version text, outcome text, "     \
-	"mover text, tls_cipher text, tls_resumed boolean) "                   \
+	"mover text, tls_cipher text, tls_resumed boolean, "                   \
+	"cold_start_ms integer) "                                              \
 	"ON COMMIT DELETE ROWS"
 
 #define PG_BATCH                                                               \
@@ -196,7 +197,8 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	out[o++] = '\t';
 	PG_TEXT(MOVER, true);
 	PG_TEXT(TLS_CIPHER, true);
-	PG_TEXT(TLS_RESUMED, true); /* "true" / "false": a boolean */
+	PG_TEXT(TLS_RESUMED, true);   /* "true" / "false": a boolean */
+	PG_TEXT(COLD_START_MS, true); /* digits: an integer, or NULL */
 #undef PG_TEXT
 	out[o - 1] = '\n'; /* the last column's tab */
 	return o;

@@ -305,6 +305,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	struct route_tcp *undo = NULL;
 	struct route_tcp_list tcp;
 	struct tls_store *tls = NULL;
+	struct wake_defs *wdefs;
 	int rc;
 
 	errbuf_clear(err);
@@ -337,13 +338,18 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	/* the file's projects and the environments of its TCP routes (with
 	 * the database's TCP routes as they are), in one generation */
 	tcproute_list(d->tcp, &tcp);
-	/* the on-demand environments before the routes that name them */
-	if (wake_configure(d->sh.wake, &cfg->wake) ||
-	    wake_sync(d->sh.wake, src))
-		log_warnx("%s: on-demand environments: out of memory",
-			  d->conf_path);
+	/* the on-demand environments follow the routes once they are in (a
+	 * refused update leaves both as they were): what the wake registry
+	 * needs of src is copied first, the writer taking src */
+	wdefs = wake_defs_new(ROUTE_SRC_FILE, src ? src->projects : NULL,
+			      src ? src->n_projects : 0, NULL, 0, true);
 	rc = route_writer_update_file(&d->routes, src, &def, tcp.v, tcp.n, gen,
 				      err);
+	if (rc == 0 && (!wdefs || wake_configure(d->sh.wake, &cfg->wake) ||
+			wake_sync_defs(d->sh.wake, wdefs)))
+		log_warnx("%s: on-demand environments: out of memory",
+			  d->conf_path);
+	wake_defs_free(wdefs);
 	if (rc && !err->msg[0])
 		errbuf_set(err, "%s: %s", d->conf_path, strerror(-rc));
 	if (rc)
@@ -934,6 +940,7 @@ int main(int argc, char **argv)
 	struct route_src *src = NULL;
 	struct route_defaults def;
 	struct route_tcp_list tcp;
+	struct wake_defs *wdefs;
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
@@ -1048,19 +1055,28 @@ int main(int argc, char **argv)
 		}
 	}
 	tcproute_list(d.tcp, &tcp);
-	/* the on-demand environments, each probed once: running if an
-	 * endpoint accepts, else sleeping */
-	if (wake_new(&d.cfg->wake, req_wake_notify, &d.sh.wake) ||
-	    wake_sync(d.sh.wake, src))
+	/* the on-demand environments, each probed once (running if an
+	 * endpoint accepts, else sleeping), once the routes naming them are
+	 * in, as at a reload */
+	if (wake_new(&d.cfg->wake, req_wake_notify, &d.sh.wake))
+		goto out;
+	wdefs = wake_defs_new(ROUTE_SRC_FILE, src ? src->projects : NULL,
+			      src ? src->n_projects : 0, NULL, 0, true);
+	if (!wdefs)
 		goto out;
 	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
 				      &err);
 	src = NULL; /* the writer's */
 	tcproute_applied(d.tcp, rc == 0);
 	if (rc) {
+		wake_defs_free(wdefs);
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
 		goto out;
 	}
+	rc = wake_sync_defs(d.sh.wake, wdefs);
+	wake_defs_free(wdefs);
+	if (rc)
+		goto out;
 	if (edged_analytics(&d, sw ? &pw : NULL))
 		goto out;
 	d.w = calloc(d.cfg->workers, sizeof(*d.w));
@@ -1135,7 +1151,7 @@ int main(int argc, char **argv)
 	 * database */
 	if (d.pg) {
 		errbuf_clear(&err);
-		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp,
+		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp, d.sh.wake,
 				  stats_metrics(d.stats), &err)) {
 			log_warnx("%s", err.msg);
 			goto out;

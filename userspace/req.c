@@ -194,6 +194,16 @@ static void req_record(struct req *r, enum outcome o)
 	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, r->client_ip, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_MOVER, r->mover, SIZE_MAX);
+	if (r->woken) {
+		char cold[24];
+
+		snprintf(cold, sizeof(cold), "%llu",
+			 (unsigned long long)(r->cold_ms > 2147483647ULL
+						  ? 2147483647ULL
+						  : r->cold_ms));
+		analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, cold,
+				    SIZE_MAX);
+	}
 	if (r->c->tls) {
 		analytics_event_set(&ev, ANALYTICS_F_TLS_VERSION,
 				    r->c->tls_version, SIZE_MAX);

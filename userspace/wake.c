@@ -61,6 +61,8 @@ struct wake_job {
 
 struct wake_env {
 	char id[CONFIG_ID_MAX + 1];
+	char project[CONFIG_ID_MAX + 1];
+	unsigned src; /* the route source (enum route_src_id) naming it */
 	struct wake *wk;
 	/* under wk->lock */
 	bool gone; /* no longer on demand in the file */
@@ -962,15 +964,105 @@ out:
 	free(who);
 }
 
-int wake_sync(struct wake *wk, const struct route_src *src)
+/* One on-demand environment of a source, as wake_sync needs it. */
+struct wake_def {
+	char id[CONFIG_ID_MAX + 1];
+	char project[CONFIG_ID_MAX + 1];
+	struct config_addr *ups;
+	size_t nups;
+	uint64_t idle_ms;
+};
+
+struct wake_defs {
+	unsigned src; /* enum route_src_id */
+	bool all;     /* every project of src (else: only touched ones) */
+	struct wake_def *v;
+	size_t n;
+	char (*touched)[CONFIG_ID_MAX + 1]; /* projects set or deleted */
+	size_t ntouched;
+};
+
+void wake_defs_free(struct wake_defs *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->n; i++)
+		free(d->v[i].ups);
+	free(d->v);
+	free(d->touched);
+	free(d);
+}
+
+struct wake_defs *wake_defs_new(unsigned src, const struct route_src_project *v,
+				size_t n, const char *const *del, size_t n_del,
+				bool all)
+{
+	struct wake_defs *d = calloc(1, sizeof(*d));
+	size_t i, k, ne = 0;
+
+	if (!d)
+		return NULL;
+	d->src = src;
+	d->all = all;
+	for (i = 0; i < n; i++)
+		ne += v[i].n_envs;
+	d->v = calloc(ne + 1, sizeof(*d->v));
+	d->touched = calloc(n + n_del + 1, sizeof(*d->touched));
+	if (!d->v || !d->touched)
+		goto fail;
+	for (i = 0; i < n_del; i++)
+		snprintf(d->touched[d->ntouched++], sizeof(d->touched[0]), "%s",
+			 del[i]);
+	for (i = 0; i < n; i++) {
+		snprintf(d->touched[d->ntouched++], sizeof(d->touched[0]), "%s",
+			 v[i].id ? v[i].id : "");
+		for (k = 0; k < v[i].n_envs; k++) {
+			const struct route_src_env *se = &v[i].envs[k];
+			struct wake_def *w = &d->v[d->n];
+
+			if (!se->on_demand || !se->id)
+				continue;
+			w->ups = malloc((se->deployment.n_upstreams + 1) *
+					sizeof(*w->ups));
+			if (!w->ups)
+				goto fail;
+			d->n++;
+			snprintf(w->id, sizeof(w->id), "%s", se->id);
+			snprintf(w->project, sizeof(w->project), "%s",
+				 v[i].id ? v[i].id : "");
+			memcpy(w->ups, se->deployment.upstreams,
+			       se->deployment.n_upstreams * sizeof(*w->ups));
+			w->nups = se->deployment.n_upstreams;
+			w->idle_ms = se->idle_timeout_ms;
+		}
+	}
+	return d;
+fail:
+	wake_defs_free(d);
+	return NULL;
+}
+
+static bool wake_defs_touched(const struct wake_defs *d, const char *project)
+{
+	size_t i;
+
+	if (d->all)
+		return true;
+	for (i = 0; i < d->ntouched; i++)
+		if (strcmp(d->touched[i], project) == 0)
+			return true;
+	return false;
+}
+
+int wake_sync_defs(struct wake *wk, const struct wake_defs *d)
 {
 	struct wake_env **fresh = NULL, **grown;
-	size_t nfresh = 0, i, k, n = 0;
+	size_t nfresh = 0, i, k, n = d->n;
 	bool *up = NULL;
 	int rc = -ENOMEM;
 
-	for (i = 0; src && i < src->n_projects; i++)
-		n += src->projects[i].n_envs;
 	fresh = calloc(n + 1, sizeof(*fresh));
 	up = calloc(n + 1, sizeof(*up));
 	grown = realloc(wk->envs, (wk->nenvs + n + 1) * sizeof(*wk->envs));
@@ -978,70 +1070,58 @@ int wake_sync(struct wake *wk, const struct route_src *src)
 		wk->envs = grown;
 	if (!fresh || !up || !grown)
 		goto out;
-	/* which stay, which are new; the others go */
-	for (i = 0; src && i < src->n_projects; i++)
-		for (k = 0; k < src->projects[i].n_envs; k++) {
-			const struct route_src_env *se =
-			    &src->projects[i].envs[k];
-			struct wake_env *e;
-			struct config_addr *ups;
+	/* which stay, which are new; the others of the source go */
+	for (i = 0; i < n; i++) {
+		const struct wake_def *se = &d->v[i];
+		struct wake_env *e;
+		struct config_addr *ups;
 
-			if (!se->on_demand)
-				continue;
-			ups = malloc((se->deployment.n_upstreams + 1) *
-				     sizeof(*ups));
-			if (!ups)
-				goto out;
-			memcpy(ups, se->deployment.upstreams,
-			       se->deployment.n_upstreams * sizeof(*ups));
-			pthread_mutex_lock(&wk->lock);
-			e = wake_find(wk, se->id);
-			pthread_mutex_unlock(&wk->lock);
+		ups = malloc((se->nups + 1) * sizeof(*ups));
+		if (!ups)
+			goto out;
+		memcpy(ups, se->ups, se->nups * sizeof(*ups));
+		pthread_mutex_lock(&wk->lock);
+		e = wake_find(wk, se->id);
+		pthread_mutex_unlock(&wk->lock);
+		if (!e) {
+			e = calloc(1, sizeof(*e));
 			if (!e) {
-				e = calloc(1, sizeof(*e));
-				if (!e) {
-					free(ups);
-					goto out;
-				}
-				snprintf(e->id, sizeof(e->id), "%s", se->id);
-				e->wk = wk;
-				e->gone = true; /* counted in when synced */
-				e->probe_fd = -1;
-				e->last_wake_ms = -1;
-				TAILQ_INIT(&e->waiters);
-				fresh[nfresh++] = e;
-			} else if (e->gone) {
-				fresh[nfresh++] = e;
-			}
-			free(e->ups);
-			e->ups = ups;
-			e->nups = se->deployment.n_upstreams;
-			e->idle_ms = se->idle_timeout_ms;
-			if (wake_env_events(wk, e))
+				free(ups);
 				goto out;
+			}
+			snprintf(e->id, sizeof(e->id), "%s", se->id);
+			e->wk = wk;
+			e->gone = true; /* counted in when synced */
+			e->probe_fd = -1;
+			e->last_wake_ms = -1;
+			TAILQ_INIT(&e->waiters);
+			fresh[nfresh++] = e;
+		} else if (e->gone) {
+			fresh[nfresh++] = e;
 		}
+		e->src = d->src;
+		snprintf(e->project, sizeof(e->project), "%s", se->project);
+		free(e->ups);
+		e->ups = ups;
+		e->nups = se->nups;
+		e->idle_ms = se->idle_ms;
+		if (wake_env_events(wk, e))
+			goto out;
+	}
 	wake_probe_once(fresh, nfresh, up);
 	pthread_mutex_lock(&wk->lock);
-	/* environments no longer on demand in src go */
+	/* environments of the source's touched projects no longer on
+	 * demand go */
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
 		bool keep = false;
 
-		for (k = 0; k < nfresh && !keep; k++)
-			keep = fresh[k] == e;
-		if (keep)
+		if (e->gone || e->src != d->src ||
+		    !wake_defs_touched(d, e->project))
 			continue;
-		keep = false;
-		for (k = 0; src && k < src->n_projects && !keep; k++) {
-			size_t m;
-
-			for (m = 0; m < src->projects[k].n_envs; m++)
-				if (src->projects[k].envs[m].on_demand &&
-				    strcmp(src->projects[k].envs[m].id,
-					   e->id) == 0)
-					keep = true;
-		}
-		if (!keep && !e->gone) {
+		for (k = 0; k < n && !keep; k++)
+			keep = strcmp(d->v[k].id, e->id) == 0;
+		if (!keep) {
 			wk->nstate[e->state]--;
 			metrics_gauge_add(wk->m_state[e->state], -1);
 			e->gone = true;
@@ -1083,6 +1163,20 @@ out:
 	}
 	free(fresh);
 	free(up);
+	return rc;
+}
+
+int wake_sync(struct wake *wk, const struct route_src *src)
+{
+	struct wake_defs *d =
+	    wake_defs_new(0, src ? src->projects : NULL,
+			  src ? src->n_projects : 0, NULL, 0, true);
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	rc = wake_sync_defs(wk, d);
+	wake_defs_free(d);
 	return rc;
 }
 

@@ -94,10 +94,31 @@ int wake_configure(struct wake *wk, const struct config_wake *c);
  * WAKE_START_PROBE_MS) and taken as running if an endpoint accepts, else
  * as sleeping; one that stays keeps its state, its counters and its idle
  * clock, with src's endpoints and idle timeout; one that went is
- * forgotten by requests (a wake under way finishes). Main thread, before
- * the routes built from src are swapped in. 0 or -ENOMEM.
+ * forgotten by requests (a wake under way finishes). src is the file
+ * source (ROUTE_SRC_FILE): the database's environments are untouched.
+ * Main thread. 0 or -ENOMEM.
  */
 int wake_sync(struct wake *wk, const struct route_src *src);
+
+/*
+ * What wake_sync_defs needs of a route source's change, copied out of it
+ * before the change is handed to the route writer (which takes it), so
+ * that the registry follows the routes only once they are in: the
+ * on-demand environments of projects v[0..n) of source src (enum
+ * route_src_id), the projects del[0..n_del) gone; all: v is every
+ * project of src (the others go). NULL when out of memory.
+ */
+struct wake_defs;
+struct wake_defs *wake_defs_new(unsigned src, const struct route_src_project *v,
+				size_t n, const char *const *del, size_t n_del,
+				bool all);
+void wake_defs_free(struct wake_defs *d);
+
+/* wake_sync for one source's change d: its on-demand environments are
+ * kept, added (probed) or forgotten as wake_sync does, the other
+ * sources' untouched. Main thread, after the route update succeeded.
+ * 0 or -ENOMEM. */
+int wake_sync_defs(struct wake *wk, const struct wake_defs *d);
 
 /* The total budget of the probe wake_sync gives new environments. */
 #define WAKE_START_PROBE_MS 200

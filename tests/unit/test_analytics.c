@@ -179,10 +179,23 @@ START_TEST(test_event_fields)
 	ck_assert(json_is_null(json_object_get(j, "mover")));
 	ck_assert(json_is_null(json_object_get(j, "tls_cipher")));
 	ck_assert(json_is_null(json_object_get(j, "tls_resumed")));
+	ck_assert(json_is_null(json_object_get(j, "cold_start_ms")));
 	ck_assert_ptr_null(json_object_get(j, "truncated"));
-	ck_assert_uint_eq(json_object_size(j), 22);
+	ck_assert_uint_eq(json_object_size(j), 23);
 	json_decref(j);
 	free(line);
+
+	/* a woken request: its cold start as a number */
+	analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, "1234", SIZE_MAX);
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	j = json_loads(line, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert(json_is_integer(json_object_get(j, "cold_start_ms")));
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(j, "cold_start_ms")), 1234);
+	json_decref(j);
+	free(line);
+	memset(ev.cold_start_ms, 0, sizeof(ev.cold_start_ms));
 
 	/* over TLS: the version, the suite, and resumed as a boolean */
 	analytics_event_set(&ev, ANALYTICS_F_TLS_VERSION, "TLSv1.3", SIZE_MAX);

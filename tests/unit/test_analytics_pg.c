@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 22
+#define COLS 23
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -170,6 +170,12 @@ START_TEST(test_row)
 	ck_assert_ptr_null(col[19]); /* mover: a request has none */
 	ck_assert_ptr_null(col[20]); /* tls_cipher: not set */
 	ck_assert_ptr_null(col[21]); /* tls_resumed */
+	ck_assert_ptr_null(col[22]); /* cold_start_ms: waited for no wake */
+	analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, "87", SIZE_MAX);
+	len = analytics_pg_row(&ev, row);
+	ck_assert_uint_eq(split(row, len, store, col), COLS);
+	ck_assert_str_eq(col[22], "87");
+	memset(ev.cold_start_ms, 0, sizeof(ev.cold_start_ms));
 	analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER,
 			    "TLS_AES_128_GCM_SHA256", SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED, "true", SIZE_MAX);

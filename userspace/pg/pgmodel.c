@@ -33,6 +33,11 @@ struct pgm_env {
 	size_t n_doms;
 	struct tcproute_row *tcp; /* its tcp_routes rows */
 	size_t n_tcp;
+	/* on demand (docs/wake.md): environments.on_demand, state and
+	 * idle_timeout, checked */
+	bool on_demand;
+	unsigned state; /* enum pgm_env_state */
+	uint64_t idle_ms;
 };
 
 struct pgm_project {
@@ -57,7 +62,20 @@ struct pgm {
 };
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 3, 2, 2, 4, 5, 4};
+static const int pgm_cols[PGM_NSETS] = {3, 6, 2, 2, 4, 5, 4};
+
+const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
+						     "waking"};
+
+int pgm_env_state_parse(const char *s)
+{
+	int i;
+
+	for (i = 0; i < PGM_ENV_NSTATES; i++)
+		if (strcmp(s, pgm_env_states[i]) == 0)
+			return i;
+	return -1;
+}
 
 int pgm_new(struct pgm **out)
 {
@@ -179,8 +197,12 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
 		    "SELECT COALESCE(max(version), 0) FROM edge_change_log;"
 		    "SELECT p.id, p.name, p.enabled FROM projects p WHERE %s;"
-		    "SELECT e.id, e.project_id, e.name FROM environments e "
-		    "WHERE %s;"
+		    /* idle_timeout in seconds (numeric, as text): checked
+		     * here, not cast, so that a bad one skips its row
+		     * rather than failing the fetch */
+		    "SELECT e.id, e.project_id, e.name, e.on_demand, e.state, "
+		    "extract(epoch FROM e.idle_timeout)::text FROM "
+		    "environments e WHERE %s;"
 		    "SELECT d.id, d.environment_id FROM deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -353,6 +375,41 @@ static int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
 	return 0;
 }
 
+/* Row i of an environments set's wake columns (on_demand, state,
+ * idle_timeout in seconds as text, NULL: the default): 0 with *state and
+ * *idle_ms, or -EINVAL with err. */
+static int pgm_env_wake(PGresult *r, int i, int *state, uint64_t *idle_ms,
+			struct errbuf *err)
+{
+	const char *st = PQgetvalue(r, i, 4), *it = PQgetvalue(r, i, 5);
+	char *end = NULL;
+	double sec;
+
+	errbuf_clear(err);
+	*state =
+	    PQgetisnull(r, i, 4) ? PGM_ENV_RUNNING : pgm_env_state_parse(st);
+	if (*state < 0) {
+		errbuf_set(err,
+			   "state \"%.32s\": not running, sleeping or waking",
+			   st);
+		return -EINVAL;
+	}
+	*idle_ms = CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
+	if (PQgetisnull(r, i, 5))
+		return 0;
+	errno = 0;
+	sec = strtod(it, &end);
+	if (errno || end == it || *end || !(sec >= 0) ||
+	    sec * 1000.0 > (double)CONFIG_DURATION_MAX_MS) {
+		errbuf_set(err,
+			   "idle_timeout %.32s s: not between 0 and %llu s", it,
+			   (unsigned long long)(CONFIG_DURATION_MAX_MS / 1000));
+		return -EINVAL;
+	}
+	*idle_ms = (uint64_t)(sec * 1000.0 + 0.5);
+	return 0;
+}
+
 /* The fetched projects from the sets, each value checked. */
 static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 		     struct pgm_project ***out, size_t *nout,
@@ -363,7 +420,8 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 	size_t n = 0, ne = 0, nd = 0, k;
 	struct errbuf e;
 	bool found;
-	int i, rows, rc = -ENOMEM;
+	uint64_t idle;
+	int i, rows, st, rc = -ENOMEM;
 
 	rows = PQntuples(set[PGM_PROJECTS]);
 	v = calloc((size_t)rows + 1, sizeof(*v));
@@ -418,10 +476,18 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 				e.msg);
 			continue;
 		}
+		if (pgm_env_wake(r, i, &st, &idle, &e)) {
+			pgm_bad(&m->sk.ids, "environments", PQgetvalue(r, i, 0),
+				e.msg);
+			continue;
+		}
 		env = pgm_grow((void **)&v[at]->envs, &v[at]->n_envs,
 			       sizeof(*env));
 		if (!env)
 			goto out;
+		env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
+		env->state = (unsigned)st;
+		env->idle_ms = idle;
 		env->id = pgm_dup(PQgetvalue(r, i, 0));
 		env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
 							 : PQgetvalue(r, i, 2));
@@ -680,6 +746,8 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	/* no active deployment: its routes answer 502 upstream_unavailable */
 	e->deployment.id = pgm_dup(pe->dep);
 	e->max_body_bytes = ROUTE_SRC_INHERIT;
+	e->on_demand = pe->on_demand;
+	e->idle_timeout_ms = pe->idle_ms;
 	e->security.nosniff = true;
 	e->security.hsts_max_age_s = 365 * 86400;
 	e->security.frame_options = pgm_dup("");
@@ -903,9 +971,11 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 				  e->tcp[i].listen,
 				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
 			goto out;
-	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O}", "id", e->id, "name",
-		      e->name, "deployment", e->dep, "endpoints", eps,
-		      "domains", doms, "tcp_routes", tcp);
+	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I}", "id",
+		      e->id, "name", e->name, "deployment", e->dep, "endpoints",
+		      eps, "domains", doms, "tcp_routes", tcp, "on_demand",
+		      e->on_demand, "state", pgm_env_states[e->state],
+		      "idle_timeout_ms", (json_int_t)e->idle_ms);
 out:
 	json_decref(eps);
 	json_decref(doms);
@@ -1093,16 +1163,27 @@ static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
 static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *x;
-	const char *id = NULL, *name = NULL, *dep = NULL;
+	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
+	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
+	int od = 0, stv;
 	size_t i;
 
-	/* tcp_routes: absent from a snapshot an edge before them wrote */
-	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o, s?:o}", "id", &id,
-			"name", &name, "deployment", &dep, "endpoints", &eps,
-			"domains", &doms, "tcp_routes", &tcp) ||
+	/* tcp_routes, on_demand, state, idle_timeout_ms: absent from a
+	 * snapshot an edge before them wrote */
+	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I}",
+			"id", &id, "name", &name, "deployment", &dep,
+			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
+			"on_demand", &od, "state", &st, "idle_timeout_ms",
+			&idle) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
+	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
+	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
+		return -EINVAL;
+	e->on_demand = od;
+	e->state = (unsigned)stv;
+	e->idle_ms = (uint64_t)idle;
 	e->id = pgm_dup(id);
 	e->name = pgm_dup(name);
 	e->dep = dep ? pgm_dup(dep) : NULL;

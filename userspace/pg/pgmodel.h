@@ -33,7 +33,8 @@ struct pgm;
  * columns pgm_fetch_sql's statements select). */
 enum pgm_set {
 	PGM_PROJECTS = 0, /* id, name, enabled */
-	PGM_ENVS,	  /* id, project_id, name */
+	PGM_ENVS,	  /* id, project_id, name, on_demand, state,
+			   * idle_timeout (seconds, text) */
 	PGM_DEPLOYMENTS,  /* id, environment_id (active ones) */
 	PGM_ENDPOINTS,	  /* deployment_id, address (active ones') */
 	PGM_DOMAINS,	  /* domain, path_prefix, strip_prefix, env id */
@@ -41,6 +42,18 @@ enum pgm_set {
 	PGM_TCP,	  /* id, listen, sni, environment_id (tcp_routes) */
 	PGM_NSETS,
 };
+
+/* environments.state: what the fleet (the orchestrator, docs/wake.md)
+ * says of an environment. */
+enum pgm_env_state {
+	PGM_ENV_RUNNING = 0,
+	PGM_ENV_SLEEPING,
+	PGM_ENV_WAKING,
+	PGM_ENV_NSTATES,
+};
+extern const char *const pgm_env_states[PGM_ENV_NSTATES];
+/* s's enum pgm_env_state, or -1 when it is none. */
+int pgm_env_state_parse(const char *s);
 
 /* Rows skipped because a value did not parse, per table. */
 struct pgm_skipped {

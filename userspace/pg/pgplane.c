@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "pgdb.h"
 #include "pgplane.h"
+#include "wake.h"
 #include "pgsync.h"
 #include "pgxdp.h"
 #include "tcproute.h"
@@ -27,6 +28,7 @@
 struct pgplane {
 	const struct config *cfg;
 	struct route_writer *w;
+	struct wake *wake;   /* the on-demand environments (NULL: none) */
 	struct tcproute *tr; /* the TCP routes of every source */
 	struct pgsync *sync;
 	struct pgxdp *xdp;
@@ -102,6 +104,7 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 {
 	struct pgplane *p = arg;
 	struct route_tcp_list tl;
+	struct wake_defs *wd = NULL;
 	const char **dv = NULL;
 	char **old = NULL;
 	size_t n_old = 0, nd = 0, i, j, dropped = 0;
@@ -151,6 +154,14 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 	tcp_changed = pgplane_tcp(p, tcp, n_tcp);
 	if (tcp_changed)
 		tcproute_list(p->tr, &tl);
+	/* what the wake registry needs of the change, before the writer
+	 * takes set; applied once the routes are in */
+	if (p->wake) {
+		wd = wake_defs_new(ROUTE_SRC_DB, set, j, dv, nd, all);
+		if (!wd)
+			log_warnx("database: on-demand environments: out of "
+				  "memory");
+	}
 	rc = route_writer_patch_tcp(p->w, ROUTE_SRC_DB, set, j, dv, nd,
 				    tcp_changed ? &tl : NULL, &gen,
 				    pgplane_refused, p, err);
@@ -158,6 +169,9 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 	route_ids_free(old, n_old);
 	if (tcp_changed)
 		tcproute_applied(p->tr, rc == 0);
+	if (rc == 0 && wd && wake_sync_defs(p->wake, wd))
+		log_warnx("database: on-demand environments: out of memory");
+	wake_defs_free(wd);
 	if (rc)
 		return rc;
 	/* new addresses listened on, gone ones closed, failed ones tried
@@ -618,7 +632,7 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 
 int pgplane_start(struct pgplane *p, struct event_base *base,
 		  struct route_writer *w, struct tcproute *tr,
-		  struct metrics *m, struct errbuf *err)
+		  struct wake *wake, struct metrics *m, struct errbuf *err)
 {
 	struct pgsync_cfg sc = {
 	    .conninfo = p->cfg->pg,
@@ -633,6 +647,7 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 	int rc;
 
 	p->w = w;
+	p->wake = wake;
 	p->tr = tr;
 	p->initial = NULL; /* the sync's */
 	if (m && pgplane_metrics(p, m)) {

@@ -26,6 +26,7 @@
 struct event_base;
 struct metrics;
 struct pgplane;
+struct wake;
 struct tcproute;
 
 /* The control plane for cfg (cfg->pg set): the migrations, then every
@@ -41,11 +42,13 @@ int pgplane_prepare(const struct config *cfg, const struct passwd *pw,
 
 /* Start on base with the route writer w (the control loop's) and the TCP
  * routes tr, series in metrics m: the rows read at start applied at
- * once, then the sync. 0, or -errno with err (a conninfo libpq
+ * once, then the sync; the database's on-demand environments
+ * (environments.on_demand) follow each applied change into wake (NULL:
+ * none). 0, or -errno with err (a conninfo libpq
  * refuses). */
 int pgplane_start(struct pgplane *p, struct event_base *base,
 		  struct route_writer *w, struct tcproute *tr,
-		  struct metrics *m, struct errbuf *err);
+		  struct wake *wake, struct metrics *m, struct errbuf *err);
 
 /* The configuration file's routes changed (a reload): the database's
  * projects are applied again, giving way to the file's names anew. */
