@@ -154,13 +154,14 @@ static void ctl_daemon_tls_print(const json_t *t)
 		return;
 	printf("tls:        ");
 	json_array_foreach(l, i, v)
-		printf("%s%s", i ? ", " : "", json_string_value(v));
+	    printf("%s%s", i ? ", " : "", json_string_value(v));
 	printf("; %lld certificate file%s, %lld from the database",
 	       (long long)ctl_int(t, "certificates_files"),
 	       ctl_int(t, "certificates_files") == 1 ? "" : "s",
 	       (long long)ctl_int(t, "certificates_db"));
 	if ((n = ctl_int(t, "db_refused_now")) > 0)
-		printf(" (%lld row%s refused)", (long long)n, n == 1 ? "" : "s");
+		printf(" (%lld row%s refused)", (long long)n,
+		       n == 1 ? "" : "s");
 	printf(", %lld name%s", (long long)ctl_int(t, "names"),
 	       ctl_int(t, "names") == 1 ? "" : "s");
 	exp = json_string_value(json_object_get(t, "next_expiry"));
@@ -176,14 +177,13 @@ static void ctl_daemon_tls_print(const json_t *t)
 	       (long long)ctl_int(c, "handshakes"),
 	       ctl_int(c, "handshakes") == 1 ? "" : "s",
 	       (long long)ctl_int(c, "resumptions"));
-	json_object_foreach((json_t *)json_object_get(c, "failures"), lab, v)
-		if (json_integer_value(v) > 0)
-			printf(", %lld failed (%s)",
-			       (long long)json_integer_value(v), lab);
+	json_object_foreach((json_t *)json_object_get(c, "failures"), lab,
+			    v) if (json_integer_value(v) > 0)
+	    printf(", %lld failed (%s)", (long long)json_integer_value(v), lab);
 	printf("\n");
 	json_array_foreach(json_object_get(t, "db_refused"), i, r)
-		printf("tls:        refused: %s\n",
-		       json_string_value(json_object_get(r, "error")));
+	    printf("tls:        refused: %s\n",
+		   json_string_value(json_object_get(r, "error")));
 }
 
 /* The splice's lines: the mode and the kernel path, each kind's mover,

@@ -209,6 +209,28 @@ run_suite() { # BIN LABEL
 		t_fail "$v: keep-alive across the update" "$(cat "$T_TMP/ka.out")"
 	fi
 
+	# 2b. https_redirect and hsts from the database's environments
+	pg_sql "BEGIN; DELETE FROM projects WHERE id = 'red';
+INSERT INTO projects (id, name) VALUES ('red', 'red');
+INSERT INTO environments (id, project_id, name, https_redirect, hsts) VALUES ('red-prod', 'red', 'production', true, true);
+INSERT INTO deployments (id, environment_id, active) VALUES ('red-d1', 'red-prod', true);
+INSERT INTO endpoints VALUES ('red-d1', '127.0.0.1:$P_B');
+INSERT INTO domains (domain, environment_id) VALUES ('red.tls.test', 'red-prod'); COMMIT;" >/dev/null
+	local code="" hsts=""
+	for ((i = 0; i < 50; i++)); do
+		code=$(curl -s -m 5 -o /dev/null -D "$T_TMP/red.head" -w '%{http_code}' -H "Host: red.tls.test" "http://127.0.0.1:$P_EDGE/p?q=1")
+		[ "$code" = 308 ] && break
+		sleep 0.1
+	done
+	hsts=$(curl -sk -m 5 -o /dev/null -D - --resolve "red.tls.test:$P_TLS:127.0.0.1" "https://red.tls.test:$P_TLS/" | tr -d '\r' | grep -i '^strict-transport-security:')
+	if [ "$code" = 308 ] && grep -qi "^Location: https://red.tls.test:$P_TLS/p?q=1" "$T_TMP/red.head" &&
+		[ "$hsts" = "Strict-Transport-Security: max-age=31536000" ] &&
+		[ -z "$(curl -sk -m 5 -o /dev/null -D - --resolve "db.tls.test:$P_TLS:127.0.0.1" "https://db.tls.test:$P_TLS/" | grep -i '^strict-transport')" ]; then
+		t_ok "$v: an environment with https_redirect and hsts in the database: plain HTTP 308 to https:// (path and query kept), HSTS over TLS; none for a file environment without them"
+	else
+		t_fail "$v: https_redirect/hsts from the database" "code $code; $(tr '\r\n' '  ' <"$T_TMP/red.head" | head -c 200); hsts '$hsts'"
+	fi
+
 	# 3. a name the file serves with an ECDSA certificate too: the file's
 	# serves, warned; a new row with a names subset applies
 	idx=$(pg_val "INSERT INTO certificates (names, chain_pem, key_pem) VALUES ('{x.tls.test}', $(q "$C/x.pem"), $(q "$C/x.key")) RETURNING id")
@@ -262,6 +284,7 @@ COMMIT;" >/dev/null
 		t_fail "$v: delete" "$(served_cn db.tls.test)"
 	fi
 	edged_stop 5
+
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: sanitizers clean (or not built with them)"
 }
 

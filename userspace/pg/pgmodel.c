@@ -33,6 +33,7 @@ struct pgm_env {
 	size_t n_doms;
 	struct tcproute_row *tcp; /* its tcp_routes rows */
 	size_t n_tcp;
+	bool https_redirect, hsts; /* environments' columns (0007) */
 };
 
 struct pgm_project {
@@ -57,7 +58,7 @@ struct pgm {
 };
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 3, 2, 2, 4, 5, 4};
+static const int pgm_cols[PGM_NSETS] = {3, 5, 2, 2, 4, 5, 4};
 
 int pgm_new(struct pgm **out)
 {
@@ -179,8 +180,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
 		    "SELECT COALESCE(max(version), 0) FROM edge_change_log;"
 		    "SELECT p.id, p.name, p.enabled FROM projects p WHERE %s;"
-		    "SELECT e.id, e.project_id, e.name FROM environments e "
-		    "WHERE %s;"
+		    "SELECT e.id, e.project_id, e.name, e.https_redirect, "
+		    "e.hsts FROM environments e WHERE %s;"
 		    "SELECT d.id, d.environment_id FROM deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -425,6 +426,10 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 		env->id = pgm_dup(PQgetvalue(r, i, 0));
 		env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
 							 : PQgetvalue(r, i, 2));
+		env->https_redirect =
+		    PQnfields(r) > 3 && strcmp(PQgetvalue(r, i, 3), "t") == 0;
+		env->hsts =
+		    PQnfields(r) > 4 && strcmp(PQgetvalue(r, i, 4), "t") == 0;
 		if (!env->id || !env->name)
 			goto out;
 		if (config_name_check(env->name, &e)) {
@@ -684,6 +689,8 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->security.hsts_max_age_s = 365 * 86400;
 	e->security.frame_options = pgm_dup("");
 	e->security.referrer_policy = pgm_dup("");
+	e->security.https_redirect = pe->https_redirect;
+	e->security.hsts = pe->hsts;
 	if (!e->id || !e->name || !e->deployment.id ||
 	    !e->security.frame_options || !e->security.referrer_policy)
 		return -ENOMEM;
@@ -903,9 +910,10 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 				  e->tcp[i].listen,
 				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
 			goto out;
-	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O}", "id", e->id, "name",
-		      e->name, "deployment", e->dep, "endpoints", eps,
-		      "domains", doms, "tcp_routes", tcp);
+	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:b}", "id", e->id,
+		      "name", e->name, "deployment", e->dep, "endpoints", eps,
+		      "domains", doms, "tcp_routes", tcp, "https_redirect",
+		      e->https_redirect, "hsts", e->hsts);
 out:
 	json_decref(eps);
 	json_decref(doms);
@@ -1094,18 +1102,23 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *x;
 	const char *id = NULL, *name = NULL, *dep = NULL;
+	int redirect = 0, hsts = 0;
 	size_t i;
 
-	/* tcp_routes: absent from a snapshot an edge before them wrote */
-	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o, s?:o}", "id", &id,
-			"name", &name, "deployment", &dep, "endpoints", &eps,
-			"domains", &doms, "tcp_routes", &tcp) ||
+	/* tcp_routes, https_redirect, hsts: absent from a snapshot an edge
+	 * before them wrote */
+	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:b}", "id",
+			&id, "name", &name, "deployment", &dep, "endpoints",
+			&eps, "domains", &doms, "tcp_routes", &tcp,
+			"https_redirect", &redirect, "hsts", &hsts) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
 	e->id = pgm_dup(id);
 	e->name = pgm_dup(name);
 	e->dep = dep ? pgm_dup(dep) : NULL;
+	e->https_redirect = redirect;
+	e->hsts = hsts;
 	if (!e->id || !e->name || (dep && !e->dep))
 		return -ENOMEM;
 	json_array_foreach(eps, i, x)

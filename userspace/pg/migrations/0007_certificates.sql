@@ -66,3 +66,11 @@ CREATE TRIGGER edge_change AFTER INSERT OR UPDATE OR DELETE ON certificates
     FOR EACH ROW EXECUTE FUNCTION edge_certificates_change();
 CREATE TRIGGER edge_truncate BEFORE TRUNCATE ON certificates
     FOR EACH STATEMENT EXECUTE FUNCTION edge_certificates_change();
+
+-- Per environment, as the configuration file's security_headers: a
+-- plain HTTP request answered 308 to its https:// URL (https_redirect),
+-- and Strict-Transport-Security on HTTPS answers (hsts; max-age one
+-- year, as the file's default). A change is its project's, by the
+-- environments trigger of 0001.
+ALTER TABLE environments ADD COLUMN https_redirect boolean NOT NULL DEFAULT false,
+    ADD COLUMN hsts boolean NOT NULL DEFAULT false;
