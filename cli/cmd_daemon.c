@@ -153,8 +153,9 @@ static void ctl_daemon_tls_print(const json_t *t)
 	if (!json_is_object(t))
 		return;
 	printf("tls:        ");
-	json_array_foreach(l, i, v)
-	    printf("%s%s", i ? ", " : "", json_string_value(v));
+	for (i = 0; i < json_array_size(l); i++)
+		printf("%s%s", i ? ", " : "",
+		       json_string_value(json_array_get(l, i)));
 	printf("; %lld certificate file%s, %lld from the database",
 	       (long long)ctl_int(t, "certificates_files"),
 	       ctl_int(t, "certificates_files") == 1 ? "" : "s",
@@ -177,13 +178,18 @@ static void ctl_daemon_tls_print(const json_t *t)
 	       (long long)ctl_int(c, "handshakes"),
 	       ctl_int(c, "handshakes") == 1 ? "" : "s",
 	       (long long)ctl_int(c, "resumptions"));
-	json_object_foreach((json_t *)json_object_get(c, "failures"), lab,
-			    v) if (json_integer_value(v) > 0)
-	    printf(", %lld failed (%s)", (long long)json_integer_value(v), lab);
+	json_object_foreach((json_t *)json_object_get(c, "failures"), lab, v)
+	{
+		if (json_integer_value(v) > 0)
+			printf(", %lld failed (%s)",
+			       (long long)json_integer_value(v), lab);
+	}
 	printf("\n");
-	json_array_foreach(json_object_get(t, "db_refused"), i, r)
-	    printf("tls:        refused: %s\n",
-		   json_string_value(json_object_get(r, "error")));
+	r = json_object_get(t, "db_refused");
+	for (i = 0; i < json_array_size(r); i++)
+		printf("tls:        refused: %s\n",
+		       json_string_value(
+			   json_object_get(json_array_get(r, i), "error")));
 }
 
 /* The splice's lines: the mode and the kernel path, each kind's mover,
