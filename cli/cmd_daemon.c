@@ -140,6 +140,58 @@ static void ctl_daemon_db_print(const json_t *db)
 	printf("\n");
 }
 
+/* TLS, two lines: the listeners and certificates (files, database, the
+ * next to expire), then the ticket key and the handshakes; a line per
+ * database row refused now. */
+static void ctl_daemon_tls_print(const json_t *t)
+{
+	const json_t *l = json_object_get(t, "listen"), *c, *r, *v;
+	const char *exp, *expn, *lab;
+	json_int_t n;
+	size_t i;
+
+	if (!json_is_object(t))
+		return;
+	printf("tls:        ");
+	for (i = 0; i < json_array_size(l); i++)
+		printf("%s%s", i ? ", " : "",
+		       json_string_value(json_array_get(l, i)));
+	printf("; %lld certificate file%s, %lld from the database",
+	       (long long)ctl_int(t, "certificates_files"),
+	       ctl_int(t, "certificates_files") == 1 ? "" : "s",
+	       (long long)ctl_int(t, "certificates_db"));
+	if ((n = ctl_int(t, "db_refused_now")) > 0)
+		printf(" (%lld row%s refused)", (long long)n,
+		       n == 1 ? "" : "s");
+	printf(", %lld name%s", (long long)ctl_int(t, "names"),
+	       ctl_int(t, "names") == 1 ? "" : "s");
+	exp = json_string_value(json_object_get(t, "next_expiry"));
+	expn = json_string_value(json_object_get(t, "next_expiry_name"));
+	if (exp && exp[0])
+		printf("; next expiry %s (%s)", exp, expn ? expn : "?");
+	printf("\n");
+	c = json_object_get(t, "counts");
+	printf("tls:        ticket key %llds old (rotated every %llds); "
+	       "%lld handshake%s, %lld resumed",
+	       (long long)ctl_int(t, "ticket_key_age_s"),
+	       (long long)ctl_int(t, "ticket_rotation_s"),
+	       (long long)ctl_int(c, "handshakes"),
+	       ctl_int(c, "handshakes") == 1 ? "" : "s",
+	       (long long)ctl_int(c, "resumptions"));
+	json_object_foreach((json_t *)json_object_get(c, "failures"), lab, v)
+	{
+		if (json_integer_value(v) > 0)
+			printf(", %lld failed (%s)",
+			       (long long)json_integer_value(v), lab);
+	}
+	printf("\n");
+	r = json_object_get(t, "db_refused");
+	for (i = 0; i < json_array_size(r); i++)
+		printf("tls:        refused: %s\n",
+		       json_string_value(
+			   json_object_get(json_array_get(r, i), "error")));
+}
+
 /* The splice's lines: the mode and the kernel path, each kind's mover,
  * the tunnels and what the safety net did. */
 static void ctl_daemon_splice_print(const json_t *sp)
@@ -283,6 +335,7 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 		printf(", draining");
 	printf(" (%s)\n", c->ctl_sock);
 	ctl_daemon_db_print(json_object_get(result, "database"));
+	ctl_daemon_tls_print(json_object_get(result, "tls"));
 	ctl_daemon_splice_print(json_object_get(result, "splice"));
 }
 

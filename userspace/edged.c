@@ -42,6 +42,7 @@
 #include "wake.h"
 #include "worker.h"
 #include "pgplane.h"
+#include "pgsync.h"
 
 /* How often a draining daemon looks whether its workers have finished. */
 #define EDGED_DRAIN_POLL_MS 50
@@ -76,6 +77,10 @@ struct edged {
 	struct event *tls_watch, *tls_rotate;
 	uint64_t tls_rotation_ms;
 	char tls_failed[ERRBUF_LEN];
+	/* the database's certificates accepted (NULL: no control plane or
+	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
+	struct tls_db *tls_db;
+	uint64_t tls_rotated_ns;
 };
 
 static void usage(FILE *f)
@@ -319,7 +324,7 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	/* the certificates, read again (as edged's user): a broken one
 	 * refuses the whole reload, the running store serving on */
 	if (d->cfg->tls.n_listen && cfg->tls.n_certs) {
-		rc = tls_store_new(&cfg->tls, &tls, err);
+		rc = tls_store_new_db(&cfg->tls, d->tls_db, &tls, err);
 		if (rc) {
 			tls_count_reload(false);
 			config_free(cfg);
@@ -371,8 +376,8 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 			tls_count_reload(true);
 			d->tls_failed[0] = '\0';
 			d->tls_rotation_ms = cfg->tls.ticket_rotation_ms;
-			log_note("tls: %zu certificate(s) loaded: %zu name(s), "
-				 "%zu context(s)",
+			log_note("tls: %zu certificate file(s) loaded: %zu "
+				 "name(s), %zu context(s)",
 				 cfg->tls.n_certs, nn, nc);
 		}
 		if (cfg->splice != d->splice_conf) {
@@ -526,7 +531,66 @@ static void edged_tls_rotate_cb(evutil_socket_t fd, short what, void *arg)
 	if (tls_tickets_rotate())
 		log_warnx("tls: the session ticket key could not be rotated "
 			  "(no random bytes): the current one stays");
+	else
+		d->tls_rotated_ns = clk_now_ns();
 	evtimer_add(d->tls_rotate, &tv);
+}
+
+/* The database's certificates table as it is now (pgplane): the rows
+ * checked (tls_db_update), and when what is accepted changed, a store of
+ * the running store's files and those rows; if the files are broken
+ * now, the running store serves on (the file watch says why). */
+static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
+{
+	struct edged *d = arg;
+	struct tls_db_in *in;
+	struct tls_store *cur, *st;
+	struct errbuf err;
+	size_t i, nn, nc, served, refused;
+	uint64_t refusals;
+	int rc;
+
+	if (!d->tls_db)
+		return;
+	in = calloc(n + 1, sizeof(*in));
+	if (!in) {
+		log_warnx("tls: database certificates: out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		in[i].id = v[i].id;
+		in[i].names = v[i].names;
+		in[i].chain_pem = v[i].chain_pem;
+		in[i].key_pem = v[i].key_pem;
+		in[i].ocsp_hex = v[i].ocsp_hex;
+	}
+	rc = tls_db_update(d->tls_db, in, n);
+	free(in);
+	if (rc <= 0) {
+		if (rc < 0)
+			log_warnx("tls: database certificates: out of memory");
+		return;
+	}
+	cur = tls_holder_get(&d->sh.tls);
+	if (!cur)
+		return;
+	rc = tls_store_with_db(cur, d->tls_db, &st, &err);
+	tls_store_put(cur);
+	if (rc) {
+		tls_count_reload(false);
+		log_warnx("tls: the database's certificates changed, but the "
+			  "store could not be built, the previous certificates "
+			  "serve on: %s",
+			  err.msg);
+		return;
+	}
+	tls_store_counts(st, &nn, &nc);
+	tls_holder_set(&d->sh.tls, st);
+	tls_count_reload(true);
+	tls_db_counts(d->tls_db, &served, &refused, &refusals);
+	log_note("tls: the database's certificates applied: %zu served, %zu "
+		 "refused; %zu name(s), %zu context(s)",
+		 served, refused, nn, nc);
 }
 
 /* TLS at start, as edged's user (so that a reload, which reads the files
@@ -541,7 +605,10 @@ static int edged_tls_start(struct edged *d)
 
 	if (!d->cfg->tls.n_listen)
 		return 0;
-	if (tls_store_new(&d->cfg->tls, &st, &err)) {
+	if (d->pg && tls_db_new(&d->tls_db))
+		return -1;
+	d->tls_rotated_ns = clk_now_ns();
+	if (tls_store_new_db(&d->cfg->tls, d->tls_db, &st, &err)) {
 		log_warnx("%s", err.msg);
 		return -1;
 	}
@@ -734,6 +801,51 @@ static json_t *edged_splice_json(void)
 	return j;
 }
 
+/* The status's "tls": null without HTTPS listeners. */
+static json_t *edged_tls_json(struct edged *d)
+{
+	struct tls_store *st;
+	struct tls_store_info in;
+	size_t served = 0, refused = 0, i;
+	uint64_t refusals = 0;
+	json_t *listen, *j;
+	char when[32] = "";
+
+	if (!d->cfg->tls.n_listen)
+		return NULL;
+	st = tls_holder_get(&d->sh.tls);
+	if (!st)
+		return NULL;
+	tls_store_info(st, &in);
+	tls_store_put(st);
+	tls_db_counts(d->tls_db, &served, &refused, &refusals);
+	listen = json_array();
+	for (i = 0; listen && i < d->cfg->tls.n_listen; i++)
+		json_array_append_new(listen,
+				      json_string(d->cfg->tls.listen[i].text));
+	if (in.next_expiry) {
+		time_t t = (time_t)in.next_expiry;
+		struct tm tm;
+
+		if (gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	}
+	j = json_pack(
+	    "{s:o*, s:I, s:I, s:I, s:I, s:I, s:o*, s:I, s:s, s:s, s:I, s:I, "
+	    "s:o*}",
+	    "listen", listen, "names", (json_int_t)in.names, "contexts",
+	    (json_int_t)in.contexts, "certificates_files",
+	    (json_int_t)in.file_certs, "certificates_db",
+	    (json_int_t)in.db_certs, "db_refused_now", (json_int_t)refused,
+	    "db_refused", d->tls_db ? tls_db_refused_json(d->tls_db) : NULL,
+	    "db_refusals", (json_int_t)refusals, "next_expiry", when,
+	    "next_expiry_name", in.next_expiry_name, "ticket_key_age_s",
+	    (json_int_t)((clk_now_ns() - d->tls_rotated_ns) / 1000000000ull),
+	    "ticket_rotation_s", (json_int_t)(d->tls_rotation_ms / 1000),
+	    "counts", tls_counts_json());
+	return j;
+}
+
 static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
@@ -747,7 +859,7 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*}", "pid",
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*}", "pid",
 	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
@@ -755,7 +867,7 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	    (json_int_t)atomic_load(&d->sh.connections), "tcp_routes",
 	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
 	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
-	    edged_splice_json());
+	    edged_splice_json(), "tls", edged_tls_json(d));
 	return 0;
 }
 
@@ -1151,6 +1263,8 @@ int main(int argc, char **argv)
 	 * database */
 	if (d.pg) {
 		errbuf_clear(&err);
+		if (d.tls_db)
+			pgplane_set_certs(d.pg, edged_tls_db_cb, &d);
 		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp, d.sh.wake,
 				  stats_metrics(d.stats), &err)) {
 			log_warnx("%s", err.msg);
@@ -1200,6 +1314,7 @@ out:
 	if (d.tls_rotate)
 		event_free(d.tls_rotate);
 	pgplane_free(d.pg);
+	tls_db_free(d.tls_db);
 	ctl_server_free(d.ctl);
 	admin_free(d.admin);
 	stats_free(d.stats);

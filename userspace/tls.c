@@ -97,6 +97,8 @@ bool tls_name_wildcard(const char *name, char *buf, size_t len)
 static struct metrics_counter *tls_m_handshakes, *tls_m_resumed;
 static struct metrics_counter *tls_m_fail[TLS_FAIL_MAX];
 static struct metrics_counter *tls_m_reload[2];
+static struct metrics_gauge *tls_m_db[2]; /* served, refused */
+static struct metrics_counter *tls_m_db_refusals;
 
 static const char *const tls_fail_labels[TLS_FAIL_MAX] = {
 #define TLS_FAILURE_LABEL(id, label) [TLS_FAIL_##id] = label,
@@ -146,7 +148,43 @@ int tls_metrics(struct metrics *m)
 		if (!tls_m_reload[i])
 			return -ENOMEM;
 	}
-	return 0;
+	for (i = 0; i < 2; i++) {
+		const char *lab[] = {"state", i ? "refused" : "served", NULL};
+
+		tls_m_db[i] = metrics_gauge_new(
+		    m, "edge_tls_db_certificates",
+		    "rows of the database's certificates table: served (an "
+		    "earlier version of a row refused now included), or "
+		    "refused now (edgectl status names them)",
+		    lab);
+		if (!tls_m_db[i])
+			return -ENOMEM;
+	}
+	tls_m_db_refusals = metrics_counter_new(
+	    m, "edge_tls_db_refusals_total",
+	    "versions of rows of the certificates table refused (a key that "
+	    "does not match, expired, not PEM, ...)",
+	    NULL);
+	return tls_m_db_refusals ? 0 : -ENOMEM;
+}
+
+json_t *tls_counts_json(void)
+{
+	json_t *f = json_object();
+	unsigned i;
+
+	for (i = 0; f && i < TLS_FAIL_MAX; i++)
+		json_object_set_new(
+		    f, tls_fail_labels[i],
+		    json_integer(
+			(json_int_t)metrics_counter_get(tls_m_fail[i])));
+	return json_pack(
+	    "{s:I, s:I, s:o*, s:I, s:I}", "handshakes",
+	    (json_int_t)metrics_counter_get(tls_m_handshakes), "resumptions",
+	    (json_int_t)metrics_counter_get(tls_m_resumed), "failures", f,
+	    "reloads_applied", (json_int_t)metrics_counter_get(tls_m_reload[1]),
+	    "reloads_refused",
+	    (json_int_t)metrics_counter_get(tls_m_reload[0]));
 }
 
 void tls_count_reload(bool ok)
@@ -282,6 +320,33 @@ struct tls_cert {
 	size_t ocsp_len;
 	char **names;
 	size_t n_names;
+	const char *label; /* its file, or "certificates row ID" */
+	bool from_db;
+};
+
+/* A row of the certificates table as accepted (tls_db). */
+struct tls_dbrow {
+	char *id;
+	char *label; /* "certificates row ID" */
+	char *names; /* space-separated, "" for the subjectAltName's */
+	char *chain_pem;
+	char *key_pem;
+	unsigned char *ocsp;
+	size_t ocsp_len;
+};
+
+/* A row refused now, and why. */
+struct tls_dbrej {
+	char *id;
+	char *msg;
+};
+
+struct tls_db {
+	struct tls_dbrow *rows; /* accepted, in the table's order */
+	size_t n;
+	struct tls_dbrej *rej;
+	size_t n_rej;
+	uint64_t refusals;
 };
 
 /* A set of certificates serving a name (at most one per kind), and its
@@ -309,7 +374,12 @@ struct tls_store {
 	struct tls_set *def; /* the first certificate's */
 	struct tls_file *files;
 	size_t n_files;
+	struct tls_dbrow *db; /* the database's rows (copies), to rebuild */
+	size_t n_db;
 };
+
+/* Which tls.certificates index stands for a database row in errors. */
+#define TLS_DB_ENTRY ((size_t)-1)
 
 static int tls_errf(struct errbuf *err, const char *file, size_t i,
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -326,7 +396,10 @@ static int tls_errf(struct errbuf *err, const char *file, size_t i,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	ERR_clear_error();
-	errbuf_set(err, "%s: tls.certificates[%zu]: %s", file, i, msg);
+	if (i == TLS_DB_ENTRY)
+		errbuf_set(err, "%s: %s", file, msg);
+	else
+		errbuf_set(err, "%s: tls.certificates[%zu]: %s", file, i, msg);
 	return -EINVAL;
 }
 
@@ -555,6 +628,117 @@ static int tls_file_add(struct tls_store *st, const char *path,
 	return 0;
 }
 
+/* The PEM private key in buf for c (keyname and certname for errors):
+ * unencrypted, RSA or EC, the leaf's. */
+static int tls_load_key(struct tls_cert *c, const char *keyname,
+			const char *certname, size_t i,
+			const unsigned char *buf, size_t len,
+			struct errbuf *err)
+{
+	BIO *b = BIO_new_mem_buf(buf, (int)len);
+	int id;
+
+	ERR_clear_error();
+	c->key = b ? PEM_read_bio_PrivateKey(b, NULL, tls_no_pass, NULL) : NULL;
+	BIO_free(b);
+	if (!c->key)
+		return tls_errf(err, keyname, i,
+				"not a PEM private key (or an encrypted one: "
+				"edged cannot ask for a passphrase)");
+	id = EVP_PKEY_get_base_id(c->key);
+	if (id == EVP_PKEY_RSA)
+		c->kind = TLS_KIND_RSA;
+	else if (id == EVP_PKEY_EC)
+		c->kind = TLS_KIND_EC;
+	else
+		return tls_errf(
+		    err, keyname, i,
+		    "a key of type %s: only RSA and EC (ECDSA) keys are "
+		    "served",
+		    OBJ_nid2sn(id));
+	if (X509_check_private_key(c->leaf, c->key) != 1)
+		return tls_errf(err, keyname, i,
+				"the key does not match the certificate %s",
+				certname);
+	return 0;
+}
+
+/* c->ocsp (name for errors) checked: a DER OCSP response whose status is
+ * successful, with a single response for c's leaf as issued by the
+ * chain's next certificate, saying good. A response past its
+ * nextUpdate is not stapled (warned, the certificate served): a stale
+ * response must not stop a renewed certificate from loading. */
+static int tls_check_ocsp(struct tls_cert *c, const char *name, size_t i,
+			  struct errbuf *err)
+{
+	const unsigned char *p = c->ocsp;
+	OCSP_RESPONSE *r = d2i_OCSP_RESPONSE(NULL, &p, (long)c->ocsp_len);
+	OCSP_BASICRESP *br = NULL;
+	OCSP_CERTID *cid = NULL;
+	ASN1_GENERALIZEDTIME *thisupd = NULL, *nextupd = NULL, *rev = NULL;
+	int status, cs = -1, reason = 0, rc = 0;
+	X509 *issuer;
+
+	if (!r)
+		return tls_errf(err, name, i, "not a DER OCSP response");
+	status = OCSP_response_status(r);
+	if (status != OCSP_RESPONSE_STATUS_SUCCESSFUL) {
+		OCSP_RESPONSE_free(r);
+		return tls_errf(err, name, i,
+				"the OCSP response's status is %s, "
+				"not successful",
+				OCSP_response_status_str(status));
+	}
+	issuer = sk_X509_num(c->chain) > 0 ? sk_X509_value(c->chain, 0) : NULL;
+	if (!issuer) {
+		rc = tls_errf(err, name, i,
+			      "an OCSP response cannot be checked without "
+			      "the issuer's certificate after the leaf");
+		goto out;
+	}
+	br = OCSP_response_get1_basic(r);
+	cid = OCSP_cert_to_id(NULL, c->leaf, issuer);
+	if (!br || !cid) {
+		rc = tls_errf(err, name, i, "not a basic OCSP response");
+		goto out;
+	}
+	if (OCSP_resp_find_status(br, cid, &cs, &reason, &rev, &thisupd,
+				  &nextupd) != 1) {
+		char who[256];
+
+		tls_subject(c->leaf, who, sizeof(who));
+		rc = tls_errf(err, name, i,
+			      "the OCSP response is not for the certificate "
+			      "(%s, as issued by the certificate after it)",
+			      who);
+		goto out;
+	}
+	if (cs != V_OCSP_CERTSTATUS_GOOD) {
+		rc = tls_errf(err, name, i,
+			      "the OCSP response says the certificate is %s",
+			      OCSP_cert_status_str(cs));
+		goto out;
+	}
+	if (OCSP_check_validity(thisupd, nextupd, 300, -1) != 1) {
+		char when[64] = "?";
+
+		if (nextupd)
+			tls_time(nextupd, when, sizeof(when));
+		ERR_clear_error();
+		log_warnx("%s: the OCSP response is out of date (next update "
+			  "%s): the certificate is served without stapling",
+			  name, when);
+		free(c->ocsp);
+		c->ocsp = NULL;
+		c->ocsp_len = 0;
+	}
+out:
+	OCSP_CERTID_free(cid);
+	OCSP_BASICRESP_free(br);
+	OCSP_RESPONSE_free(r);
+	return rc;
+}
+
 /* Load and check configured certificate i into st->certs[i]. */
 static int tls_load_cert(struct tls_store *st, size_t i, struct errbuf *err)
 {
@@ -563,9 +747,9 @@ static int tls_load_cert(struct tls_store *st, size_t i, struct errbuf *err)
 	unsigned char *buf = NULL;
 	struct tls_file f;
 	size_t len;
-	BIO *b;
-	int rc, id;
+	int rc;
 
+	c->label = cc->cert;
 	/* the certificate and its chain */
 	rc = tls_read_file(cc->cert, i, &buf, &len, &f, err);
 	if (rc)
@@ -584,36 +768,12 @@ static int tls_load_cert(struct tls_store *st, size_t i, struct errbuf *err)
 	if (rc)
 		return rc;
 	rc = tls_file_add(st, cc->key, &f);
-	if (rc == 0) {
-		b = BIO_new_mem_buf(buf, (int)len);
-		ERR_clear_error();
-		c->key = b ? PEM_read_bio_PrivateKey(b, NULL, tls_no_pass, NULL)
-			   : NULL;
-		BIO_free(b);
-	}
+	if (rc == 0)
+		rc = tls_load_key(c, cc->key, cc->cert, i, buf, len, err);
 	OPENSSL_cleanse(buf, len);
 	free(buf);
 	if (rc)
 		return rc;
-	if (!c->key)
-		return tls_errf(err, cc->key, i,
-				"not a PEM private key (or an encrypted one: "
-				"edged cannot ask for a passphrase)");
-	id = EVP_PKEY_get_base_id(c->key);
-	if (id == EVP_PKEY_RSA)
-		c->kind = TLS_KIND_RSA;
-	else if (id == EVP_PKEY_EC)
-		c->kind = TLS_KIND_EC;
-	else
-		return tls_errf(
-		    err, cc->key, i,
-		    "a key of type %s: only RSA and EC (ECDSA) keys are "
-		    "served",
-		    OBJ_nid2sn(id));
-	if (X509_check_private_key(c->leaf, c->key) != 1)
-		return tls_errf(err, cc->key, i,
-				"the key does not match the certificate %s",
-				cc->cert);
 	/* the OCSP response to staple */
 	if (!cc->ocsp[0])
 		return 0;
@@ -623,23 +783,114 @@ static int tls_load_cert(struct tls_store *st, size_t i, struct errbuf *err)
 	rc = tls_file_add(st, cc->ocsp, &f);
 	if (rc)
 		return rc;
-	{
-		const unsigned char *p = c->ocsp;
-		OCSP_RESPONSE *r =
-		    d2i_OCSP_RESPONSE(NULL, &p, (long)c->ocsp_len);
-		int status = r ? OCSP_response_status(r) : -1;
+	return tls_check_ocsp(c, cc->ocsp, i, err);
+}
 
-		OCSP_RESPONSE_free(r);
-		if (!r)
-			return tls_errf(err, cc->ocsp, i,
-					"not a DER OCSP response");
-		if (status != OCSP_RESPONSE_STATUS_SUCCESSFUL)
-			return tls_errf(err, cc->ocsp, i,
-					"the OCSP response's status is %s, "
-					"not successful",
-					OCSP_response_status_str(status));
+/* Keep of c's names those of the row's list (names, space-separated;
+ * "": all of them), each of which must be one of the subjectAltName's. */
+static int tls_db_names(struct tls_cert *c, const char *label,
+			const char *names, struct errbuf *err)
+{
+	char **v, *copy, *tok, *save = NULL;
+	size_t n = 0, cap = 4, j;
+	int rc = 0;
+
+	if (!names[0])
+		return 0;
+	copy = strdup(names);
+	v = calloc(cap, sizeof(*v));
+	if (!copy || !v) {
+		free(copy);
+		free(v);
+		return -ENOMEM;
 	}
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		bool found = false;
+
+		if (!tls_name_ok(tok)) {
+			rc =
+			    tls_errf(err, label, TLS_DB_ENTRY,
+				     "names: \"%.64s\" is not a DNS name", tok);
+			break;
+		}
+		for (j = 0; j < c->n_names && !found; j++)
+			found = strcmp(c->names[j], tok) == 0;
+		if (!found) {
+			rc = tls_errf(err, label, TLS_DB_ENTRY,
+				      "names: %s is not in the certificate's "
+				      "subjectAltName",
+				      tok);
+			break;
+		}
+		for (j = 0; j < n && strcmp(v[j], tok); j++)
+			;
+		if (j < n)
+			continue;
+		if (n == cap) {
+			char **nv = realloc(v, cap * 2 * sizeof(*v));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[n] = strdup(tok);
+		if (!v[n]) {
+			rc = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	free(copy);
+	if (rc || n == 0) {
+		for (j = 0; j < n; j++)
+			free(v[j]);
+		free(v);
+		return rc;
+	}
+	for (j = 0; j < c->n_names; j++)
+		free(c->names[j]);
+	free(c->names);
+	c->names = v;
+	c->n_names = n;
 	return 0;
+}
+
+/* Load and check database row r into c. */
+static int tls_load_db(struct tls_cert *c, const struct tls_dbrow *r,
+		       struct errbuf *err)
+{
+	char what[128];
+	int rc;
+
+	c->label = r->label;
+	c->from_db = true;
+	snprintf(what, sizeof(what), "%s chain_pem", r->label);
+	rc = tls_load_certs(c, what, TLS_DB_ENTRY,
+			    (const unsigned char *)r->chain_pem,
+			    strlen(r->chain_pem), err);
+	if (rc == 0)
+		rc = tls_load_names(c, what, TLS_DB_ENTRY, err);
+	if (rc == 0)
+		rc = tls_db_names(c, r->label, r->names, err);
+	if (rc)
+		return rc;
+	snprintf(what, sizeof(what), "%s key_pem", r->label);
+	rc = tls_load_key(c, what, "of chain_pem", TLS_DB_ENTRY,
+			  (const unsigned char *)r->key_pem, strlen(r->key_pem),
+			  err);
+	if (rc || !r->ocsp_len)
+		return rc;
+	c->ocsp = malloc(r->ocsp_len);
+	if (!c->ocsp)
+		return -ENOMEM;
+	memcpy(c->ocsp, r->ocsp, r->ocsp_len);
+	c->ocsp_len = r->ocsp_len;
+	snprintf(what, sizeof(what), "%s ocsp", r->label);
+	return tls_check_ocsp(c, what, TLS_DB_ENTRY, err);
 }
 
 static int tls_name_cmp(const void *a, const void *b)
@@ -769,7 +1020,8 @@ static int tls_refused(struct errbuf *err, const struct tls_store *st, size_t i,
 	char e[256];
 
 	ERR_error_string_n(ERR_get_error(), e, sizeof(e));
-	return tls_errf(err, st->conf.certs[i].cert, i,
+	return tls_errf(err, st->certs[i].label,
+			st->certs[i].from_db ? TLS_DB_ENTRY : i,
 			"%s refused by OpenSSL (its default security level "
 			"wants RSA keys of 2048 bits or more and signatures "
 			"stronger than SHA-1): %s",
@@ -855,10 +1107,47 @@ static void tls_pair_of(const struct tls_store *st, const char *name,
 				pair[st->certs[i].kind] = (int)i;
 }
 
+/* Names with two certificates of one kind warned about per store
+ * built, one line each (then one line for the rest). */
+#define TLS_WARN_MAX 8
+
+static const char *tls_kind_name(int kind)
+{
+	return kind == TLS_KIND_EC ? "ECDSA" : "RSA";
+}
+
+/* Warn when another certificate of the kind of pair's serves name too:
+ * the first (a file's before the database's) serves it, the other not
+ * for that name. */
+static void tls_warn_shadowed(const struct tls_store *st, const char *name,
+			      const int pair[TLS_KINDS], size_t *warned)
+{
+	size_t i, j;
+
+	for (i = 0; i < st->n_certs; i++) {
+		const struct tls_cert *c = &st->certs[i];
+
+		if (pair[c->kind] < 0 || (size_t)pair[c->kind] == i)
+			continue;
+		for (j = 0; j < c->n_names; j++)
+			if (strcmp(c->names[j], name) == 0)
+				break;
+		if (j == c->n_names)
+			continue;
+		if (++*warned <= TLS_WARN_MAX)
+			log_warnx("tls: %s has two %s certificates: %s serves "
+				  "it, not %s (the configuration file's come "
+				  "first, in their order, then the database's "
+				  "by id)",
+				  name, tls_kind_name(c->kind),
+				  st->certs[pair[c->kind]].label, c->label);
+	}
+}
+
 /* The name index and one set per distinct pair of certificates. */
 static int tls_index(struct tls_store *st, struct errbuf *err)
 {
-	size_t i, j, k, total = 0;
+	size_t i, j, k, total = 0, warned = 0;
 	int rc;
 
 	for (i = 0; i < st->n_certs; i++)
@@ -880,6 +1169,7 @@ static int tls_index(struct tls_store *st, struct errbuf *err)
 		int pair[TLS_KINDS];
 
 		tls_pair_of(st, st->names[i].name, pair);
+		tls_warn_shadowed(st, st->names[i].name, pair, &warned);
 		for (k = 0; k < st->n_sets; k++)
 			if (st->sets[k].cert[0] == pair[0] &&
 			    st->sets[k].cert[1] == pair[1])
@@ -894,13 +1184,86 @@ static int tls_index(struct tls_store *st, struct errbuf *err)
 		}
 		st->names[i].set = &st->sets[k];
 	}
+	if (warned > TLS_WARN_MAX)
+		log_warnx("tls: %zu more names with two certificates of one "
+			  "key type",
+			  warned - TLS_WARN_MAX);
 	st->def = tls_store_exact(st, st->certs[0].names[0]);
 	return 0;
 }
 
+static void tls_dbrow_clear(struct tls_dbrow *r)
+{
+	free(r->id);
+	free(r->label);
+	free(r->names);
+	if (r->key_pem) {
+		OPENSSL_cleanse(r->key_pem, strlen(r->key_pem));
+		free(r->key_pem);
+	}
+	free(r->chain_pem);
+	free(r->ocsp);
+	memset(r, 0, sizeof(*r));
+}
+
+static void tls_dbrows_free(struct tls_dbrow *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		tls_dbrow_clear(&v[i]);
+	free(v);
+}
+
+/* *d = a copy of r. 0 or -ENOMEM (d cleared). */
+static int tls_dbrow_copy(struct tls_dbrow *d, const struct tls_dbrow *r)
+{
+	memset(d, 0, sizeof(*d));
+	d->id = strdup(r->id);
+	d->label = strdup(r->label);
+	d->names = strdup(r->names);
+	d->chain_pem = strdup(r->chain_pem);
+	d->key_pem = strdup(r->key_pem);
+	d->ocsp_len = r->ocsp_len;
+	if (r->ocsp_len) {
+		d->ocsp = malloc(r->ocsp_len);
+		if (d->ocsp)
+			memcpy(d->ocsp, r->ocsp, r->ocsp_len);
+	}
+	if (!d->id || !d->label || !d->names || !d->chain_pem || !d->key_pem ||
+	    (r->ocsp_len && !d->ocsp)) {
+		tls_dbrow_clear(d);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool tls_dbrow_same(const struct tls_dbrow *a, const struct tls_dbrow *b)
+{
+	return strcmp(a->id, b->id) == 0 && strcmp(a->names, b->names) == 0 &&
+	       strcmp(a->chain_pem, b->chain_pem) == 0 &&
+	       strcmp(a->key_pem, b->key_pem) == 0 &&
+	       a->ocsp_len == b->ocsp_len &&
+	       (!a->ocsp_len || memcmp(a->ocsp, b->ocsp, a->ocsp_len) == 0);
+}
+
+static void tls_cert_clear(struct tls_cert *c)
+{
+	size_t j;
+
+	X509_free(c->leaf);
+	sk_X509_pop_free(c->chain, X509_free);
+	EVP_PKEY_free(c->key);
+	free(c->ocsp);
+	for (j = 0; j < c->n_names; j++)
+		free(c->names[j]);
+	free(c->names);
+	memset(c, 0, sizeof(*c));
+}
+
 static void tls_store_free(struct tls_store *st)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!st)
 		return;
@@ -908,17 +1271,8 @@ static void tls_store_free(struct tls_store *st)
 		SSL_CTX_free(st->sets[i].ctx);
 	free(st->sets);
 	free(st->names);
-	for (i = 0; i < st->n_certs; i++) {
-		struct tls_cert *c = &st->certs[i];
-
-		X509_free(c->leaf);
-		sk_X509_pop_free(c->chain, X509_free);
-		EVP_PKEY_free(c->key);
-		free(c->ocsp);
-		for (j = 0; j < c->n_names; j++)
-			free(c->names[j]);
-		free(c->names);
-	}
+	for (i = 0; i < st->n_certs; i++)
+		tls_cert_clear(&st->certs[i]);
 	free(st->certs);
 	for (i = 0; i < st->n_files; i++)
 		free(st->files[i].path);
@@ -929,18 +1283,23 @@ static void tls_store_free(struct tls_store *st)
 		free(st->conf.certs[i].ocsp);
 	}
 	free(st->conf.certs);
+	tls_dbrows_free(st->db, st->n_db);
 	free(st);
 }
 
-int tls_store_new(const struct config_tls *c, struct tls_store **out,
-		  struct errbuf *err)
+/* A store from c's files and the database's rows db[0..n_db) (copied):
+ * a broken file refuses the store, a broken row is left out (logged:
+ * tls_db_update has checked it, so only time can have broken it). */
+static int tls_store_build(const struct config_tls *c,
+			   const struct tls_dbrow *db, size_t n_db,
+			   struct tls_store **out, struct errbuf *err)
 {
 	struct tls_store *st;
 	size_t i;
 	int rc = -ENOMEM;
 
 	errbuf_clear(err);
-	if (c->n_certs == 0) {
+	if (c->n_certs + n_db == 0) {
 		errbuf_set(err, "tls: no certificates");
 		return -EINVAL;
 	}
@@ -956,10 +1315,11 @@ int tls_store_new(const struct config_tls *c, struct tls_store **out,
 		goto nomem;
 	atomic_init(&st->refs, 1);
 	st->conf.ticket_rotation_ms = c->ticket_rotation_ms;
-	st->conf.certs = calloc(c->n_certs, sizeof(*st->conf.certs));
-	st->certs = calloc(c->n_certs, sizeof(*st->certs));
-	st->files = calloc(c->n_certs * 3, sizeof(*st->files));
-	if (!st->conf.certs || !st->certs || !st->files)
+	st->conf.certs = calloc(c->n_certs + 1, sizeof(*st->conf.certs));
+	st->certs = calloc(c->n_certs + n_db, sizeof(*st->certs));
+	st->files = calloc(c->n_certs * 3 + 1, sizeof(*st->files));
+	st->db = calloc(n_db + 1, sizeof(*st->db));
+	if (!st->conf.certs || !st->certs || !st->files || !st->db)
 		goto nomem;
 	for (i = 0; i < c->n_certs; i++) {
 		struct config_tls_cert *d = &st->conf.certs[i];
@@ -971,12 +1331,37 @@ int tls_store_new(const struct config_tls *c, struct tls_store **out,
 		if (!d->cert || !d->key || !d->ocsp)
 			goto nomem;
 	}
+	for (i = 0; i < n_db; i++) {
+		if (tls_dbrow_copy(&st->db[i], &db[i]))
+			goto nomem;
+		st->n_db++;
+	}
 	for (i = 0; i < c->n_certs; i++) {
 		st->n_certs++;
 		st->certs[i].kind = TLS_KIND_RSA;
 		rc = tls_load_cert(st, i, err);
 		if (rc)
 			goto fail;
+	}
+	for (i = 0; i < st->n_db; i++) {
+		struct tls_cert *ct = &st->certs[st->n_certs];
+
+		rc = tls_load_db(ct, &st->db[i], err);
+		if (rc == -ENOMEM)
+			goto fail;
+		if (rc) {
+			log_warnx("tls: %s left out: %s", st->db[i].label,
+				  err->msg);
+			errbuf_clear(err);
+			tls_cert_clear(ct);
+			continue;
+		}
+		st->n_certs++;
+	}
+	if (st->n_certs == 0) {
+		errbuf_set(err, "tls: no certificates");
+		rc = -EINVAL;
+		goto fail;
 	}
 	rc = tls_index(st, err);
 	if (rc)
@@ -993,10 +1378,33 @@ fail:
 	return rc;
 }
 
+int tls_store_new(const struct config_tls *c, struct tls_store **out,
+		  struct errbuf *err)
+{
+	return tls_store_new_db(c, NULL, out, err);
+}
+
+int tls_store_new_db(const struct config_tls *c, const struct tls_db *db,
+		     struct tls_store **out, struct errbuf *err)
+{
+	if (c->n_certs == 0) {
+		errbuf_set(err, "tls: no certificates");
+		return -EINVAL;
+	}
+	return tls_store_build(c, db ? db->rows : NULL, db ? db->n : 0, out,
+			       err);
+}
+
+int tls_store_with_db(const struct tls_store *s, const struct tls_db *db,
+		      struct tls_store **out, struct errbuf *err)
+{
+	return tls_store_build(&s->conf, db->rows, db->n, out, err);
+}
+
 int tls_store_rebuild(const struct tls_store *s, struct tls_store **out,
 		      struct errbuf *err)
 {
-	return tls_store_new(&s->conf, out, err);
+	return tls_store_build(&s->conf, s->db, s->n_db, out, err);
 }
 
 bool tls_store_changed(const struct tls_store *s)
@@ -1034,6 +1442,252 @@ void tls_store_counts(const struct tls_store *s, size_t *names,
 {
 	*names = s->n_names;
 	*contexts = s->n_sets;
+}
+
+void tls_store_info(const struct tls_store *s, struct tls_store_info *info)
+{
+	size_t i;
+
+	memset(info, 0, sizeof(*info));
+	info->names = s->n_names;
+	info->contexts = s->n_sets;
+	for (i = 0; i < s->n_certs; i++) {
+		const struct tls_cert *c = &s->certs[i];
+		struct tm tm;
+		int64_t t;
+
+		if (c->from_db)
+			info->db_certs++;
+		else
+			info->file_certs++;
+		if (ASN1_TIME_to_tm(X509_get0_notAfter(c->leaf), &tm) != 1)
+			continue;
+		t = (int64_t)timegm(&tm);
+		if (info->next_expiry && t >= info->next_expiry)
+			continue;
+		info->next_expiry = t;
+		snprintf(info->next_expiry_name, sizeof(info->next_expiry_name),
+			 "%s", c->names[0]);
+	}
+}
+
+/* ---- the database's certificates -------------------------------------------
+ */
+
+int tls_db_new(struct tls_db **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+static void tls_dbrej_free(struct tls_dbrej *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++) {
+		free(v[i].id);
+		free(v[i].msg);
+	}
+	free(v);
+}
+
+void tls_db_free(struct tls_db *db)
+{
+	if (!db)
+		return;
+	tls_dbrows_free(db->rows, db->n);
+	tls_dbrej_free(db->rej, db->n_rej);
+	free(db);
+}
+
+static int tls_hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch = (char)tolower((unsigned char)ch);
+	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* *r = in's row (its ocsp from hex). 0, -EINVAL (not hex), -ENOMEM. */
+static int tls_dbrow_from(struct tls_dbrow *r, const struct tls_db_in *in)
+{
+	size_t n = strlen(in->ocsp_hex), i;
+	struct tls_dbrow t = {0};
+	char label[96];
+
+	memset(r, 0, sizeof(*r));
+	snprintf(label, sizeof(label), "certificates row %.40s", in->id);
+	t.id = (char *)in->id;
+	t.label = label;
+	t.names = (char *)in->names;
+	t.chain_pem = (char *)in->chain_pem;
+	t.key_pem = (char *)in->key_pem;
+	if (tls_dbrow_copy(r, &t))
+		return -ENOMEM;
+	if (n % 2)
+		return -EINVAL;
+	if (n) {
+		r->ocsp = malloc(n / 2);
+		if (!r->ocsp)
+			return -ENOMEM;
+		for (i = 0; i < n / 2; i++) {
+			int hi = tls_hexval(in->ocsp_hex[2 * i]),
+			    lo = tls_hexval(in->ocsp_hex[2 * i + 1]);
+
+			if (hi < 0 || lo < 0)
+				return -EINVAL;
+			r->ocsp[i] = (unsigned char)(hi << 4 | lo);
+		}
+		r->ocsp_len = n / 2;
+	}
+	return 0;
+}
+
+/* Check row r alone, as a store of its own would serve it. */
+static int tls_db_check(const struct tls_dbrow *r, struct errbuf *err)
+{
+	struct config_tls none = {0};
+	struct tls_store *st = NULL;
+	struct tls_cert c = {0};
+	int rc;
+
+	errbuf_clear(err);
+	rc = tls_load_db(&c, r, err);
+	tls_cert_clear(&c);
+	if (rc) {
+		if (rc == -ENOMEM && !err->msg[0])
+			errbuf_set(err, "out of memory");
+		return rc;
+	}
+	none.ticket_rotation_ms = 3600000;
+	rc = tls_store_build(&none, r, 1, &st, err);
+	tls_store_put(st);
+	return rc;
+}
+
+static const struct tls_dbrow *tls_db_find(const struct tls_db *db,
+					   const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < db->n; i++)
+		if (strcmp(db->rows[i].id, id) == 0)
+			return &db->rows[i];
+	return NULL;
+}
+
+static const char *tls_db_rej_msg(const struct tls_db *db, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < db->n_rej; i++)
+		if (strcmp(db->rej[i].id, id) == 0)
+			return db->rej[i].msg;
+	return NULL;
+}
+
+int tls_db_update(struct tls_db *db, const struct tls_db_in *in, size_t n)
+{
+	struct tls_dbrow *rows = calloc(n + 1, sizeof(*rows)), r;
+	struct tls_dbrej *rej = calloc(n + 1, sizeof(*rej));
+	size_t n_rows = 0, n_rej = 0, i;
+	struct errbuf err;
+	bool changed;
+	int rc = 0;
+
+	if (!rows || !rej) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		const struct tls_dbrow *old = tls_db_find(db, in[i].id);
+		const char *was;
+
+		rc = tls_dbrow_from(&r, &in[i]);
+		if (rc == -ENOMEM)
+			goto out;
+		if (rc == 0 && old && tls_dbrow_same(&r, old)) {
+			rows[n_rows++] = r; /* as accepted before */
+			continue;
+		}
+		if (rc)
+			errbuf_set(&err, "%s ocsp: not hex", r.label);
+		else
+			rc = tls_db_check(&r, &err);
+		if (rc == -ENOMEM) {
+			tls_dbrow_clear(&r);
+			goto out;
+		}
+		if (rc == 0) {
+			rows[n_rows++] = r;
+			continue;
+		}
+		/* refused: said once per row and reason; what the row was
+		 * while it was good serves on */
+		rc = 0;
+		was = tls_db_rej_msg(db, in[i].id);
+		if (!was || strcmp(was, err.msg)) {
+			db->refusals++;
+			metrics_counter_add(tls_m_db_refusals, 1);
+			log_warnx("tls: database certificate refused: %s; %s",
+				  err.msg,
+				  old ? "its previous certificate serves on"
+				      : "not served");
+		}
+		rej[n_rej].id = strdup(in[i].id);
+		rej[n_rej].msg = strdup(err.msg);
+		if (!rej[n_rej].id || !rej[n_rej].msg) {
+			free(rej[n_rej].id);
+			free(rej[n_rej].msg);
+			tls_dbrow_clear(&r);
+			rc = -ENOMEM;
+			goto out;
+		}
+		n_rej++;
+		tls_dbrow_clear(&r);
+		if (old) {
+			rc = tls_dbrow_copy(&rows[n_rows], old);
+			if (rc)
+				goto out;
+			n_rows++;
+		}
+	}
+	changed = n_rows != db->n;
+	for (i = 0; !changed && i < n_rows; i++)
+		changed = !tls_dbrow_same(&rows[i], &db->rows[i]);
+	tls_dbrows_free(db->rows, db->n);
+	db->rows = rows;
+	db->n = n_rows;
+	tls_dbrej_free(db->rej, db->n_rej);
+	db->rej = rej;
+	db->n_rej = n_rej;
+	metrics_gauge_set(tls_m_db[0], (int64_t)n_rows);
+	metrics_gauge_set(tls_m_db[1], (int64_t)n_rej);
+	return changed ? 1 : 0;
+out:
+	tls_dbrows_free(rows, n_rows);
+	tls_dbrej_free(rej, n_rej);
+	return rc;
+}
+
+void tls_db_counts(const struct tls_db *db, size_t *served, size_t *refused,
+		   uint64_t *refusals)
+{
+	*served = db ? db->n : 0;
+	*refused = db ? db->n_rej : 0;
+	*refusals = db ? db->refusals : 0;
+}
+
+json_t *tls_db_refused_json(const struct tls_db *db)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && db && i < db->n_rej; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "id",
+						   db->rej[i].id, "error",
+						   db->rej[i].msg));
+	return a;
 }
 
 struct tls_store *tls_store_ref(struct tls_store *s)

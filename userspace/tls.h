@@ -25,6 +25,7 @@
 #define EDGE_TLS_H
 
 #include <event2/event.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +38,7 @@
 struct metrics;
 struct tls_store;
 struct tls_hs;
+struct tls_db;
 
 /* Most bytes of a certificate, key or OCSP file read. */
 #define TLS_FILE_MAX (1024 * 1024)
@@ -98,8 +100,20 @@ bool tls_name_ok(char *s);
 int tls_store_new(const struct config_tls *c, struct tls_store **out,
 		  struct errbuf *err);
 
-/* Build a store again from the same configuration as s (its files
- * changed): as tls_store_new. */
+/* As tls_store_new, with the database's certificates db accepted
+ * (tls_db_update; NULL: none) after the files': for a name both serve
+ * with a key of one type, the file's certificate serves (warned). A row
+ * that no longer loads (expired since) is left out, logged; the files
+ * alone decide whether the store is refused. */
+int tls_store_new_db(const struct config_tls *c, const struct tls_db *db,
+		     struct tls_store **out, struct errbuf *err);
+
+/* A store of s's files and db's rows (the database changed). */
+int tls_store_with_db(const struct tls_store *s, const struct tls_db *db,
+		      struct tls_store **out, struct errbuf *err);
+
+/* Build a store again from the same configuration and database rows as
+ * s (its files changed): as tls_store_new_db. */
 int tls_store_rebuild(const struct tls_store *s, struct tls_store **out,
 		      struct errbuf *err);
 
@@ -111,6 +125,50 @@ bool tls_store_changed(const struct tls_store *s);
 /* The number of names and of contexts s serves (logs). */
 void tls_store_counts(const struct tls_store *s, size_t *names,
 		      size_t *contexts);
+
+/* What s serves, for edgectl status. */
+struct tls_store_info {
+	size_t names, contexts;
+	size_t file_certs, db_certs;
+	int64_t next_expiry; /* unix s of the soonest notAfter */
+	char next_expiry_name[CONFIG_HOST_MAX + 1]; /* its first name */
+};
+void tls_store_info(const struct tls_store *s, struct tls_store_info *info);
+
+/* ---- the database's certificates -------------------------------------- */
+
+/* A row of the certificates table (docs/tls.md): names its DNS names
+ * separated by spaces ("": the subjectAltName's), ocsp_hex the DER OCSP
+ * response in hex ("": none). */
+struct tls_db_in {
+	const char *id;
+	const char *names;
+	const char *chain_pem;
+	const char *key_pem;
+	const char *ocsp_hex;
+};
+
+/* The rows accepted from the certificates table (the control thread's). */
+int tls_db_new(struct tls_db **out);
+void tls_db_free(struct tls_db *db);
+
+/*
+ * The table is now in[0..n): each new or changed row is checked alone as
+ * a file would be (tls_store_new's checks, the names each in the
+ * subjectAltName); a row refused is logged (its id and why, once per
+ * reason, never its key) and, when an earlier version of it was
+ * accepted, that version stays accepted. Returns 1 when what is accepted
+ * changed (build a store: tls_store_new_db), 0 when not, -ENOMEM (db
+ * unchanged).
+ */
+int tls_db_update(struct tls_db *db, const struct tls_db_in *in, size_t n);
+
+/* Rows accepted, rows refused now, refusals logged since start. */
+void tls_db_counts(const struct tls_db *db, size_t *served, size_t *refused,
+		   uint64_t *refusals);
+
+/* [{"id", "error"}] of the rows refused now (a new reference). */
+json_t *tls_db_refused_json(const struct tls_db *db);
 
 /* Another reference to s / drop one (the last frees it). NULL is fine. */
 struct tls_store *tls_store_ref(struct tls_store *s);
@@ -139,6 +197,10 @@ int tls_tickets_rotate(void);
 /* Register the edge_tls_* metrics in m (start-up): handshakes, failures
  * by reason, resumptions, reloads. */
 int tls_metrics(struct metrics *m);
+
+/* {"handshakes", "resumptions", "failures": {REASON: N}, "reloads_applied",
+ * "reloads_refused"} (a new reference, NULL when out of memory). */
+json_t *tls_counts_json(void);
 
 /* A reload of the store was applied (ok) or refused (counted). */
 void tls_count_reload(bool ok);

@@ -109,8 +109,20 @@ ocsp() {
 			-CA "$C/ca.crt" -reqin "$C/$1.req" -respout "$C/$1.ocsp" -ndays 1 >/dev/null 2>&1
 }
 
+# ocsp_revoked NAME: C/NAME.revoked.ocsp, a response saying "revoked"
+ocsp_revoked() {
+	local serial exp
+	serial=$(openssl x509 -in "$C/$1.crt" -noout -serial | cut -d= -f2)
+	exp=$(date -u -d '+2 days' +%y%m%d%H%M%SZ)
+	printf 'R\t%s\t%s\t%s\tunknown\t/CN=%s\n' "$exp" "$(date -u -d '-1 day' +%y%m%d%H%M%SZ)" "$serial" "$1" >"$C/ocsp-index.txt"
+	openssl ocsp -issuer "$C/ca.crt" -cert "$C/$1.crt" -no_nonce -reqout "$C/$1.req" >/dev/null 2>&1 &&
+		openssl ocsp -index "$C/ocsp-index.txt" -rsigner "$C/ca.crt" -rkey "$C/ca.key" \
+			-CA "$C/ca.crt" -reqin "$C/$1.req" -respout "$C/$1.revoked.ocsp" -ndays 1 >/dev/null 2>&1
+}
+
 make_certs() {
 	ca ca && ca other-ca &&
+		leaf a-rsa2 rsa "DNS:a.tls.test" &&
 		leaf a.tls.test rsa "DNS:a.tls.test" &&
 		leaf b-rsa rsa "DNS:b.tls.test" &&
 		leaf b-ec ec "DNS:b.tls.test" &&
@@ -119,7 +131,8 @@ make_certs() {
 		leaf a-v2 ec "DNS:a.tls.test" &&
 		leaf nosan rsa "IP:127.0.0.1" &&
 		leaf stray rsa "DNS:stray.tls.test" other-ca &&
-		expired old.tls.test && ocsp c.tls.test || return 1
+		expired old.tls.test && ocsp a.tls.test && ocsp_revoked c.tls.test &&
+		ocsp c.tls.test || return 1
 	# a 1024-bit RSA key: below OpenSSL's default security level
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out "$C/weak.key" 2>/dev/null &&
 		openssl req -new -key "$C/weak.key" -subj "/CN=weak" -addext "subjectAltName=DNS:a.tls.test" \
@@ -356,6 +369,19 @@ check_cases() {
 		"$C/weak.pem" "$C/weak.key"
 	OCSP="$C/garbage.pem" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
 	expect "--check: an OCSP file that is not a response" 1 "$C/garbage.pem: tls.certificates[3]: not a DER OCSP response" \
+		"$EDGED" -c "$conf" --check
+	# an OCSP response for another certificate, one saying revoked
+	OCSP="$C/a.tls.test.ocsp" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	expect "--check: an OCSP response for another certificate" 1 "$C/a.tls.test.ocsp: tls.certificates[3]: the OCSP response is not for the certificate (/CN=c.tls.test" \
+		"$EDGED" -c "$conf" --check
+	OCSP="$C/c.tls.test.revoked.ocsp" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	expect "--check: an OCSP response saying revoked" 1 "$C/c.tls.test.revoked.ocsp: tls.certificates[3]: the OCSP response says the certificate is revoked" \
+		"$EDGED" -c "$conf" --check
+	# two RSA certificates for a.tls.test: the first listed serves, warned
+	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	sed -i "s|{ cert = \"$C/wild.pem\"|{ cert = \"$C/a-rsa2.pem\"; key = \"$C/a-rsa2.key\"; },\n    &|" "$conf"
+	expect "--check: two RSA certificates for one name: the first serves, warned" 0 \
+		"tls: a.tls.test has two RSA certificates: $C/a.tls.test.pem serves it, not $C/a-rsa2.pem" \
 		"$EDGED" -c "$conf" --check
 	# an HTTPS address that is also the HTTP one, and one not absolute path
 	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
@@ -709,6 +735,22 @@ PY
 		t_ok "$v: /metrics: $(metric edge_tls_handshakes_total) handshakes, $(metric edge_tls_resumptions_total) resumed, reloads counted"
 	else
 		t_fail "$v: metrics" "$(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep edge_tls_ | tr '\n' ' ')"
+	fi
+	# edgectl status: the listeners, certificates, next expiry, ticket
+	# key, handshakes
+	local st
+	st=$("$EDGECTL" --socket "$SOCK" status 2>&1)
+	"$EDGECTL" --socket "$SOCK" status --json >"$T_TMP/st.json" 2>&1
+	if grep -Eq "^tls: +127.0.0.1:$P_TLS; 5 certificate files, 0 from the database, [0-9]+ names; next expiry 20[0-9-]+T[0-9:]+Z \([a-z.*]+\)$" <<<"$st" &&
+		grep -Eq "^tls: +ticket key [0-9]+s old \(rotated every 3600s\); [0-9]+ handshakes, [1-9][0-9]* resumed.*failed \(timeout\)" <<<"$st" &&
+		python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))["daemon"]["status"]["tls"]
+assert t["certificates_files"] == 5 and t["certificates_db"] == 0, t
+assert t["counts"]["handshakes"] >= 20 and t["counts"]["failures"]["not_tls"] >= 1, t
+assert t["ticket_rotation_s"] == 3600 and t["next_expiry"], t' "$T_TMP/st.json"; then
+		t_ok "$v: edgectl status: $(grep -m1 '^tls' <<<"$st" | tr -s ' ') / $(grep '^tls' <<<"$st" | sed -n 2p | tr -s ' '); --json too"
+	else
+		t_fail "$v: edgectl status: TLS" "$(grep '^tls' <<<"$st"); $(head -c 300 "$T_TMP/st.json")"
 	fi
 
 	edged_stop

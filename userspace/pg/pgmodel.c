@@ -38,6 +38,7 @@ struct pgm_env {
 	bool on_demand;
 	unsigned state; /* enum pgm_env_state */
 	uint64_t idle_ms;
+	bool https_redirect, hsts; /* environments' columns (0007) */
 };
 
 struct pgm_project {
@@ -62,7 +63,7 @@ struct pgm {
 };
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 6, 2, 2, 4, 5, 4};
+static const int pgm_cols[PGM_NSETS] = {3, 8, 2, 2, 4, 5, 4};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -201,8 +202,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		     * here, not cast, so that a bad one skips its row
 		     * rather than failing the fetch */
 		    "SELECT e.id, e.project_id, e.name, e.on_demand, e.state, "
-		    "extract(epoch FROM e.idle_timeout)::text FROM "
-		    "environments e WHERE %s;"
+		    "extract(epoch FROM e.idle_timeout)::text, "
+		    "e.https_redirect, e.hsts FROM environments e WHERE %s;"
 		    "SELECT d.id, d.environment_id FROM deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -491,6 +492,10 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 		env->id = pgm_dup(PQgetvalue(r, i, 0));
 		env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
 							 : PQgetvalue(r, i, 2));
+		env->https_redirect =
+		    PQnfields(r) > 6 && strcmp(PQgetvalue(r, i, 6), "t") == 0;
+		env->hsts =
+		    PQnfields(r) > 7 && strcmp(PQgetvalue(r, i, 7), "t") == 0;
 		if (!env->id || !env->name)
 			goto out;
 		if (config_name_check(env->name, &e)) {
@@ -752,6 +757,8 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->security.hsts_max_age_s = 365 * 86400;
 	e->security.frame_options = pgm_dup("");
 	e->security.referrer_policy = pgm_dup("");
+	e->security.https_redirect = pe->https_redirect;
+	e->security.hsts = pe->hsts;
 	if (!e->id || !e->name || !e->deployment.id ||
 	    !e->security.frame_options || !e->security.referrer_policy)
 		return -ENOMEM;
@@ -971,11 +978,13 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 				  e->tcp[i].listen,
 				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
 			goto out;
-	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I}", "id",
-		      e->id, "name", e->name, "deployment", e->dep, "endpoints",
-		      eps, "domains", doms, "tcp_routes", tcp, "on_demand",
-		      e->on_demand, "state", pgm_env_states[e->state],
-		      "idle_timeout_ms", (json_int_t)e->idle_ms);
+	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b}",
+		      "id", e->id, "name", e->name, "deployment", e->dep,
+		      "endpoints", eps, "domains", doms, "tcp_routes", tcp,
+		      "on_demand", e->on_demand, "state",
+		      pgm_env_states[e->state], "idle_timeout_ms",
+		      (json_int_t)e->idle_ms, "https_redirect", e->https_redirect,
+		      "hsts", e->hsts);
 out:
 	json_decref(eps);
 	json_decref(doms);
@@ -1165,16 +1174,18 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *x;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
-	int od = 0, stv;
+	int od = 0, stv, redirect = 0, hsts = 0;
 	size_t i;
 
-	/* tcp_routes, on_demand, state, idle_timeout_ms: absent from a
-	 * snapshot an edge before them wrote */
-	if (json_unpack(o, "{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I}",
+	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
+	 * hsts: absent from a snapshot an edge before them wrote */
+	if (json_unpack(o,
+			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
+			"s?:b, s?:b}",
 			"id", &id, "name", &name, "deployment", &dep,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
-			"on_demand", &od, "state", &st, "idle_timeout_ms",
-			&idle) ||
+			"on_demand", &od, "state", &st, "idle_timeout_ms", &idle,
+			"https_redirect", &redirect, "hsts", &hsts) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -1187,6 +1198,8 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	e->id = pgm_dup(id);
 	e->name = pgm_dup(name);
 	e->dep = dep ? pgm_dup(dep) : NULL;
+	e->https_redirect = redirect;
+	e->hsts = hsts;
 	if (!e->id || !e->name || (dep && !e->dep))
 		return -ENOMEM;
 	json_array_foreach(eps, i, x)

@@ -32,6 +32,8 @@ struct pgplane {
 	struct tcproute *tr; /* the TCP routes of every source */
 	struct pgsync *sync;
 	struct pgxdp *xdp;
+	pgplane_certs_fn certs;
+	void *certs_arg;
 	struct event *tick;
 	/* the model read at start (the database's, or the local
 	 * snapshot's), until the sync takes it */
@@ -224,11 +226,26 @@ static void pgplane_report(void *arg, uint64_t *generation, json_t **counters,
 	*hits = pgxdp_hits(p->xdp);
 }
 
+static void pgplane_certs(void *arg, const struct pgsync_cert *v, size_t n)
+{
+	struct pgplane *p = arg;
+
+	if (p->certs)
+		p->certs(p->certs_arg, v, n);
+}
+
 static const struct pgsync_ops pgplane_ops = {
     .apply_routes = pgplane_routes,
     .apply_rules = pgplane_rules,
+    .apply_certs = pgplane_certs,
     .report = pgplane_report,
 };
+
+void pgplane_set_certs(struct pgplane *p, pgplane_certs_fn fn, void *arg)
+{
+	p->certs = fn;
+	p->certs_arg = arg;
+}
 
 /* mkdir -p of path's directory, the last one 0700 and the user's when
  * it is made here. A directory that exists stays whose it is (the path

@@ -50,6 +50,15 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 		  struct route_writer *w, struct tcproute *tr,
 		  struct wake *wake, struct metrics *m, struct errbuf *err);
 
+/* The database's certificates table, every row (pgsync.h's struct
+ * pgsync_cert), handed to the owner on the control loop. */
+struct pgsync_cert;
+typedef void (*pgplane_certs_fn)(void *arg, const struct pgsync_cert *v,
+				 size_t n);
+
+/* Who takes the certificates (before pgplane_start; none: not fetched). */
+void pgplane_set_certs(struct pgplane *p, pgplane_certs_fn fn, void *arg);
+
 /* The configuration file's routes changed (a reload): the database's
  * projects are applied again, giving way to the file's names anew. */
 void pgplane_file_changed(struct pgplane *p);

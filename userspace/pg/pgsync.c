@@ -28,6 +28,7 @@ enum pgsync_query {
 	PQ_CHECK,
 	PQ_REPORT,
 	PQ_ROLLBACK,
+	PQ_CERTS,
 };
 
 struct pgsync {
@@ -42,6 +43,8 @@ struct pgsync {
 	bool listening;	    /* the LISTENs are in place on this connection */
 	bool need_snapshot; /* everything, at the next fetch */
 	bool rules_dirty;   /* the global rules, at the next fetch */
+	bool certs_dirty;   /* the certificates table, next */
+	bool certs_failed;  /* its last fetch failed: again at the check */
 	char **dirty;	    /* projects named since the last fetch began */
 	size_t n_dirty, cap_dirty;
 	uint64_t dirty_since; /* monotonic ns of the oldest of them */
@@ -324,6 +327,47 @@ static void pgsync_check(struct pgsync *s)
 	pgsync_query(s, PQ_CHECK, sql, 0, NULL);
 }
 
+/* Every row of the certificates table (a few, and small: read whole). */
+static void pgsync_certs(struct pgsync *s)
+{
+	s->certs_dirty = false;
+	pgsync_query(s, PQ_CERTS,
+		     "SELECT id::text, array_to_string(names, ' '), chain_pem, "
+		     "key_pem, COALESCE(encode(ocsp, 'hex'), '') FROM "
+		     "certificates ORDER BY id",
+		     0, NULL);
+	if (s->q != PQ_CERTS)
+		s->certs_dirty = true;
+}
+
+static void pgsync_certs_result(struct pgsync *s, PGresult *res)
+{
+	struct pgsync_cert *v;
+	int i, n = PQntuples(res);
+
+	if (PQnfields(res) != 5) {
+		pgsync_error(s, "certificates: %d columns, not 5",
+			     PQnfields(res));
+		return;
+	}
+	v = calloc(n > 0 ? (size_t)n : 1, sizeof(*v));
+	if (!v) {
+		pgsync_error(s, "certificates: out of memory");
+		s->certs_failed = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		v[i].id = PQgetvalue(res, i, 0);
+		v[i].names = PQgetvalue(res, i, 1);
+		v[i].chain_pem = PQgetvalue(res, i, 2);
+		v[i].key_pem = PQgetvalue(res, i, 3);
+		v[i].ocsp_hex = PQgetvalue(res, i, 4);
+	}
+	s->st.cert_fetches++;
+	s->ops->apply_certs(s->arg, v, (size_t)n);
+	free(v);
+}
+
 static void pgsync_report(struct pgsync *s)
 {
 	static const char sql[] =
@@ -371,12 +415,17 @@ static void pgsync_next(struct pgsync *s)
 	if (!s->listening) {
 		pgsync_query(s, PQ_LISTEN,
 			     "LISTEN project_route_change;"
-			     "LISTEN ip_rule_change",
+			     "LISTEN ip_rule_change;"
+			     "LISTEN certificate_change",
 			     0, NULL);
 		return;
 	}
 	if (s->need_snapshot || s->n_dirty || s->rules_dirty) {
 		pgsync_fetch(s);
+		return;
+	}
+	if (s->certs_dirty && s->ops->apply_certs) {
+		pgsync_certs(s);
 		return;
 	}
 	if (s->check_due) {
@@ -613,6 +662,8 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 				s->f_failed = true;
 			if (q == PQ_LISTEN)
 				s->listening = false;
+			if (q == PQ_CERTS)
+				s->certs_failed = true;
 		}
 		PQclear(res);
 		return;
@@ -636,6 +687,10 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 			s->f_set[s->f_k++] = res;
 			return; /* kept until the fetch is done */
 		}
+		break;
+	case PQ_CERTS:
+		if (st == PGRES_TUPLES_OK)
+			pgsync_certs_result(s, res);
 		break;
 	case PQ_CHECK:
 		if (st != PGRES_TUPLES_OK)
@@ -667,10 +722,15 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 
 			pgsync_known_add(
 			    s, strtoull(PQgetvalue(res, i, 0), NULL, 10));
-			if (strcmp(kind, "project") == 0)
+			if (strcmp(kind, "project") == 0) {
 				pgsync_dirty_add(s, PQgetvalue(res, i, 2));
-			else
-				s->rules_dirty = true;
+				continue;
+			}
+			if (strcmp(kind, "certificate") == 0)
+				s->certs_dirty = true;
+			/* and the rules' fetch (small) takes the applied
+			 * version past it */
+			s->rules_dirty = true;
 		}
 		if (s->n_dirty || s->rules_dirty) {
 			if (!s->dirty_since)
@@ -698,6 +758,8 @@ static void pgsync_notify(struct pgconn *c, const char *channel,
 		pgsync_dirty_add(s, sp + 1);
 	else if (strcmp(channel, "ip_rule_change") == 0)
 		s->rules_dirty = true;
+	else if (strcmp(channel, "certificate_change") == 0)
+		s->certs_dirty = true;
 	/* every notification is fetched: a version is no proof that the
 	 * change is in the table (transactions commit out of order) */
 	if (!s->dirty_since)
@@ -712,6 +774,7 @@ static void pgsync_ready(struct pgconn *c, void *arg)
 	(void)c;
 	s->listening = false;
 	s->q = PQ_NONE;
+	s->certs_dirty = true; /* what changed while away */
 	pgsync_set_state(s, PGSYNC_SYNCING);
 	log_note("database: connected; listening and taking a snapshot");
 	pgsync_next(s);
@@ -758,6 +821,10 @@ static void pgsync_check_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	s->check_due = true;
+	if (s->certs_failed) {
+		s->certs_failed = false;
+		s->certs_dirty = true;
+	}
 	pgsync_saver_poll(s);
 	pgsync_arm(s->check_ev, PGSYNC_CHECK_MS);
 	pgsync_next(s);

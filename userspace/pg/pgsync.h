@@ -47,6 +47,17 @@ struct pgsync;
 /* projects named by notifications past which a snapshot is cheaper */
 #define PGSYNC_FETCH_MAX 1000
 
+/* A row of the certificates table as fetched (valid for the call only):
+ * names its DNS names separated by spaces ("" for none), ocsp_hex the
+ * OCSP response in hex ("" for none). */
+struct pgsync_cert {
+	const char *id;
+	const char *names;
+	const char *chain_pem;
+	const char *key_pem;
+	const char *ocsp_hex;
+};
+
 struct pgsync_ops {
 	/* The database's projects changed at change version: set[0..n_set)
 	 * are what the named projects are now (the callee may take their
@@ -63,6 +74,11 @@ struct pgsync_ops {
 	/* The global IP rules (valid for the call only). */
 	void (*apply_rules)(void *arg, const struct pgm_rule *v, size_t n,
 			    uint64_t version);
+	/* Every row of the certificates table, as it is now (fetched at
+	 * each connect, after a certificate_change notification and when
+	 * the version check finds a certificate change). NULL: not
+	 * fetched. */
+	void (*apply_certs)(void *arg, const struct pgsync_cert *v, size_t n);
 	/* For this host's edge_hosts row: the route generation, the XDP
 	 * counters and rule hits (new references, or NULL for none). */
 	void (*report)(void *arg, uint64_t *generation, json_t **counters,
@@ -105,6 +121,7 @@ struct pgsync_status {
 	uint64_t since_ns;	/* monotonic ns of the state's start */
 	struct pgm_skipped skipped;
 	size_t projects;
+	uint64_t cert_fetches; /* fetches of the certificates table */
 	char last_error[256];
 };
 
