@@ -978,13 +978,13 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 				  e->tcp[i].listen,
 				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
 			goto out;
-	o = json_pack("{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b}",
-		      "id", e->id, "name", e->name, "deployment", e->dep,
-		      "endpoints", eps, "domains", doms, "tcp_routes", tcp,
-		      "on_demand", e->on_demand, "state",
-		      pgm_env_states[e->state], "idle_timeout_ms",
-		      (json_int_t)e->idle_ms, "https_redirect", e->https_redirect,
-		      "hsts", e->hsts);
+	o = json_pack(
+	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b}", "id",
+	    e->id, "name", e->name, "deployment", e->dep, "endpoints", eps,
+	    "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
+	    "state", pgm_env_states[e->state], "idle_timeout_ms",
+	    (json_int_t)e->idle_ms, "https_redirect", e->https_redirect, "hsts",
+	    e->hsts);
 out:
 	json_decref(eps);
 	json_decref(doms);
@@ -1184,8 +1184,8 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 			"s?:b, s?:b}",
 			"id", &id, "name", &name, "deployment", &dep,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
-			"on_demand", &od, "state", &st, "idle_timeout_ms", &idle,
-			"https_redirect", &redirect, "hsts", &hsts) ||
+			"on_demand", &od, "state", &st, "idle_timeout_ms",
+			&idle, "https_redirect", &redirect, "hsts", &hsts) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
