@@ -89,6 +89,7 @@ run_suite() { # BIN LABEL SPLICE
 	fi
 	"$EDGECTL" --socket "$SOCK" splice --json >"$T_TMP/splice.json" 2>/dev/null
 	k0=$(json_field "$T_TMP/splice.json" kernel_bytes_down)
+	s0=$(json_field "$T_TMP/splice.json" spliced)
 
 	# (a) the exact name: its backend's certificate, verified
 	out=$(timeout 10 openssl s_client -connect "127.0.0.1:$T_PT" -servername a.pt.test \
@@ -107,14 +108,19 @@ run_suite() { # BIN LABEL SPLICE
 	else
 		t_fail "$v: curl download" "$(stat -c %s "$T_TMP/got.bin" 2>&1)"
 	fi
+	# both tunnels (s_client's, curl's) into the kernel; how much of the
+	# 16 MiB it moves depends on when the copy mover found both sides
+	# flushed (a fast download can be mostly copied before that), so
+	# what is checked is that it took them and moved bytes of them
 	"$EDGECTL" --socket "$SOCK" splice --json >"$T_TMP/splice.json" 2>/dev/null
 	k1=$(json_field "$T_TMP/splice.json" kernel_bytes_down)
+	s1=$(json_field "$T_TMP/splice.json" spliced)
 	if [ "$mode" = sockmap ]; then
-		if [ $((k1 - k0)) -ge $((8 << 20)) ] &&
+		if [ "$((s1 - s0))" -ge 2 ] && [ "$k1" -gt "$k0" ] &&
 			[ "$(json_field "$T_TMP/splice.json" kinds.passthrough.mover)" = sockmap ]; then
-			t_ok "$v: the kernel moved $(((k1 - k0) >> 20)) MiB of it (sockmap mover for passthrough)"
+			t_ok "$v: both tunnels went into the kernel, which moved $((k1 - k0)) bytes down (sockmap mover for passthrough)"
 		else
-			t_fail "$v: sockmap moved it" "kernel down $k0 -> $k1: $(cat "$T_TMP/splice.json")"
+			t_fail "$v: sockmap moved it" "spliced $s0 -> $s1, kernel down $k0 -> $k1: $(cat "$T_TMP/splice.json")"
 		fi
 	elif [ "$k1" = "$k0" ]; then
 		t_ok "$v: the copy mover moved it (the kernel nothing)"
