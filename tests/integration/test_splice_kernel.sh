@@ -18,6 +18,7 @@ edged_begin python3
 if [ "$(id -u)" != 0 ]; then
 	t_skip "the kernel splice" "not root: loading the sk_skb program needs CAP_BPF"
 	t_exit
+	exit
 fi
 
 BASE=$(edged_ports 3)
@@ -68,12 +69,21 @@ edged_backend "$P_BACK" python3 "$TOOLS/tunnel_backend.py" "$P_BACK" "$T_TMP/bac
 if ! edged_start "$EDGED" "$T_TMP/edge.conf" -v; then
 	t_fail "edged starts" "$(tail -5 "$EDGED_LOG")"
 	t_exit
+	exit
 fi
+# the listeners are up before the self-test (and the kTLS probe, which
+# loads the tls module: seconds in a VM under TCG) has said anything:
+# wait for edged's "serving on", up to 60 s
+for _ in $(seq 600); do
+	grep -q "serving on [0-9]" "$EDGED_LOG" && break
+	sleep 0.1
+done
 if grep -q "sockmap self-test passed" "$EDGED_LOG"; then
 	t_ok "edged's sockmap self-test passes on kernel $(uname -r)"
 else
 	t_fail "sockmap self-test on $(uname -r)" "$(grep splice "$EDGED_LOG")"
 	t_exit
+	exit
 fi
 
 n=$((16 << 20))
