@@ -265,11 +265,11 @@ COMMIT;" >/dev/null
 	status_json
 	if [ "$(metric 'edge_tls_db_certificates{state="refused"}')" = 3 ] &&
 		[ "$(metric 'edge_tls_db_certificates{state="served"}')" = 4 ] &&
-		[ "$(pgt_json_n "$T_TMP/st.json" daemon.status.tls.db_refused_now)" = 3 ] &&
+		[ "$(json_field "$T_TMP/st.json" daemon.status.tls.db_refused_now)" = 3 ] &&
 		grep -q "\"id\": *\"$id1\"" "$T_TMP/st.json"; then
 		t_ok "$v: /metrics: 4 rows served, 3 refused; edgectl status --json names the refused rows"
 	else
-		t_fail "$v: refusals counted" "$(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep "^edge_tls_db"); $(pgt_json_n "$T_TMP/st.json" daemon.status.tls)"
+		t_fail "$v: refusals counted" "$(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep "^edge_tls_db"); $(json_field "$T_TMP/st.json" daemon.status.tls)"
 	fi
 	if grep -q "PRIVATE KEY\|$(sed -n 2p "$C/other.key")" "$EDGED_LOG"; then
 		t_fail "$v: no key material in the log" "$(grep -m1 'PRIVATE' "$EDGED_LOG")"
@@ -287,15 +287,6 @@ COMMIT;" >/dev/null
 	edged_stop 5
 
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: sanitizers clean (or not built with them)"
-}
-
-# pgt_json_n FILE KEY.KEY: a field of the JSON in FILE
-pgt_json_n() {
-	python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    d = d.get(k, "") if isinstance(d, dict) else ""
-print(d)' "$1" "$2" 2>/dev/null
 }
 
 if ! make_certs; then
