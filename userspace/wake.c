@@ -964,7 +964,7 @@ out:
 	free(who);
 }
 
-/* One on-demand environment of a source, as wake_sync needs it. */
+/* One on-demand environment of a source, as wake_sync_defs needs it. */
 struct wake_def {
 	char id[CONFIG_ID_MAX + 1];
 	char project[CONFIG_ID_MAX + 1];
@@ -1163,20 +1163,6 @@ out:
 	}
 	free(fresh);
 	free(up);
-	return rc;
-}
-
-int wake_sync(struct wake *wk, const struct route_src *src)
-{
-	struct wake_defs *d =
-	    wake_defs_new(0, src ? src->projects : NULL,
-			  src ? src->n_projects : 0, NULL, 0, true);
-	int rc;
-
-	if (!d)
-		return -ENOMEM;
-	rc = wake_sync_defs(wk, d);
-	wake_defs_free(d);
 	return rc;
 }
 

@@ -89,18 +89,6 @@ void wake_free(struct wake *wk);
 int wake_configure(struct wake *wk, const struct config_wake *c);
 
 /*
- * The on-demand environments are those of src (the file's projects; NULL
- * for none) from now on: a new one is probed once (all together, within
- * WAKE_START_PROBE_MS) and taken as running if an endpoint accepts, else
- * as sleeping; one that stays keeps its state, its counters and its idle
- * clock, with src's endpoints and idle timeout; one that went is
- * forgotten by requests (a wake under way finishes). src is the file
- * source (ROUTE_SRC_FILE): the database's environments are untouched.
- * Main thread. 0 or -ENOMEM.
- */
-int wake_sync(struct wake *wk, const struct route_src *src);
-
-/*
  * What wake_sync_defs needs of a route source's change, copied out of it
  * before the change is handed to the route writer (which takes it), so
  * that the registry follows the routes only once they are in: the
@@ -114,13 +102,19 @@ struct wake_defs *wake_defs_new(unsigned src, const struct route_src_project *v,
 				bool all);
 void wake_defs_free(struct wake_defs *d);
 
-/* wake_sync for one source's change d: its on-demand environments are
- * kept, added (probed) or forgotten as wake_sync does, the other
- * sources' untouched. Main thread, after the route update succeeded.
- * 0 or -ENOMEM. */
+/*
+ * Apply one source's change d: its on-demand environments are those of d
+ * from now on. A new one is probed once (all together, within
+ * WAKE_START_PROBE_MS) and taken as running if an endpoint accepts, else
+ * as sleeping; one that stays keeps its state, its counters and its idle
+ * clock, with d's endpoints and idle timeout; one that went is forgotten
+ * by requests (a wake under way finishes). The other sources'
+ * environments are untouched. Main thread, after the route update
+ * succeeded. 0 or -ENOMEM.
+ */
 int wake_sync_defs(struct wake *wk, const struct wake_defs *d);
 
-/* The total budget of the probe wake_sync gives new environments. */
+/* The total budget of the probe wake_sync_defs gives new environments. */
 #define WAKE_START_PROBE_MS 200
 
 /* Run wk's commands, probes, deadlines and idle checks on base (the
