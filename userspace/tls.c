@@ -288,8 +288,7 @@ static int tls_ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
 		ok = EVP_DecryptInit_ex(ectx, EVP_aes_256_cbc(), NULL, k.aes,
 					iv) == 1;
 	}
-	ok = ok && EVP_MAC_CTX_set_params(hctx, params) == 1 &&
-	     EVP_MAC_init(hctx, k.hmac, sizeof(k.hmac), params) == 1;
+	ok = ok && EVP_MAC_init(hctx, k.hmac, sizeof(k.hmac), params) == 1;
 	OPENSSL_cleanse(&k, sizeof(k));
 	if (!ok)
 		return -1;

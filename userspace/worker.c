@@ -425,6 +425,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	/* sockio.c re-activates a busy socket's event rather than looping:
 	 * look at the other sockets (epoll) after this many callbacks */
 	if (!ecfg || event_config_set_flag(ecfg, EVENT_BASE_FLAG_NOLOCK) ||
+	    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) ||
 	    event_config_set_max_dispatch_interval(ecfg, NULL,
 						   WORKER_MAX_CALLBACKS, 0))
 		goto nomem;
