@@ -1213,6 +1213,7 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
+	    stats_build_info(d.stats, EDGE_VERSION, EDGE_COMMIT) ||
 	    tcproute_metrics(d.tcp, stats_metrics(d.stats)) ||
 	    tls_metrics(stats_metrics(d.stats)) ||
 	    wake_metrics(d.sh.wake, stats_metrics(d.stats)))
