@@ -225,7 +225,7 @@ bench-splice:
 	bench/splice/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
-SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
+SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run debian/edge.postinst debian/edge.postrm $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint
 	clang-format --dry-run --Werror $(C_FILES)
@@ -309,11 +309,18 @@ uninstall:
 	fi
 
 # ---- Debian package -----------------------------------------------------------
-# dpkg-buildpackage builds in the source tree (debian/rules runs make with
-# PREFIX=/usr into debian/edge); the .deb lands in the parent directory.
+# dpkg-buildpackage runs on a copy of the tree in $(B)/deb/edge (debian/rules
+# runs make with PREFIX=/usr into debian/edge), so that the .deb, .changes
+# and .buildinfo land in $(B)/deb, not beside the checkout.
+DEB_OUT := $(B)/deb
 deb:
 	scripts/install-deps --deb
-	dpkg-buildpackage -b -us -uc
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)/edge
+	tar -c --exclude=./build --exclude=./.git --exclude=./debian/edge \
+	  --exclude=./debian/.debhelper . | tar -x -C $(DEB_OUT)/edge
+	cd $(DEB_OUT)/edge && DEB_BUILD_OPTIONS="parallel=$$(nproc) $${DEB_BUILD_OPTIONS:-}" \
+	  dpkg-buildpackage -b -us -uc
+	@ls -l $(DEB_OUT)/*.deb
 
 deb-check: deb
 	tests/deb/test_deb.sh
