@@ -11,7 +11,8 @@
 # /var/spool/edge is its, edge.conf is root:edge 0640, the installed edged
 # checks the installed configuration as the postinst left it and serves
 # with it (on a port of this test) as user edge, writing its analytics
-# file; dpkg --purge then leaves no file of the package's, no
+# file; dpkg --purge then (a spool file left as edged would) leaves no
+# file of the package's, no
 # /var/lib/edge, /var/spool/edge, nor the user. Not run by make check
 # (building the package takes minutes): make deb-check.
 # shellcheck source=tests/lib.sh
@@ -124,6 +125,8 @@ echo "edged user: \$(ps -o user= -p \$pid)"
 echo "analytics: \$(stat -c '%U' /var/lib/edge/requests.jsonl 2>&1) \$(grep -c nowhere.example /var/lib/edge/requests.jsonl 2>&1)"
 kill -TERM \$pid; wait \$pid; echo "edged exit: \$?"
 sed 's/^/edged.log: /' /tmp/edged.log | tail -5
+# what edged leaves in its spool while the database is away
+touch /var/spool/edge/spool-0000000001.jsonl
 echo "== purge"
 dpkg --purge edge || exit 1
 echo "left: \$(ls -d /etc/edge /var/lib/edge /var/spool/edge /run/edge /usr/sbin/edged /lib/systemd/system/edged.service /etc/logrotate.d/edge 2>/dev/null | tr '\n' ' ')"
