@@ -189,7 +189,7 @@ if command -v systemd-analyze >/dev/null; then
 		cp "$u" "$T_TMP/$n"
 		# the installed paths (make install PREFIX=/usr) replaced by
 		# this build's, so that verify finds the executables
-		sed -i "s|/usr/sbin/edged|$EDGED|g; s|/usr/sbin/edgectl|$EDGECTL|g" "$T_TMP/$n"
+		sed -i "s|/usr/sbin/edged|$(readlink -f "$EDGED")|g; s|/usr/sbin/edgectl|$(readlink -f "$EDGECTL")|g" "$T_TMP/$n"
 		if [[ $n == *@.service ]]; then
 			mv "$T_TMP/$n" "$T_TMP/${n/@./@lo.}"
 			n=${n/@./@lo.}
