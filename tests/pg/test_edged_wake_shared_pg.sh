@@ -82,7 +82,7 @@ orchestrate() {
 		case "$ch:$(cat "$T_TMP/mode")" in
 		environment_wake:start)
 			python3 "$TOOLS/wake_backend.py" "$P_OD" &
-			echo $! >"$T_TMP/backend.pid"
+			echo $! >>"$T_TMP/backend.pid"
 			echo $! >>"$T_TMP/pids"
 			for ((i = 0; i < 500; i++)); do
 				(: <"/dev/tcp/127.0.0.1/$P_OD") 2>/dev/null && break
@@ -97,11 +97,15 @@ orchestrate() {
 			pg_sql "UPDATE wake_requests SET state = 'failed', error = 'no capacity', finished_at = now() WHERE id = $b" >/dev/null
 			;;
 		environment_sleep:*)
-			[ -s "$T_TMP/backend.pid" ] && kill "$(cat "$T_TMP/backend.pid")" 2>/dev/null
-			: >"$T_TMP/backend.pid"
+			kill_backends
 			;;
 		esac
 	done
+}
+# the backends the orchestrator started (one, unless edge woke twice)
+kill_backends() {
+	[ -s "$T_TMP/backend.pid" ] && xargs -r kill <"$T_TMP/backend.pid" 2>/dev/null
+	: >"$T_TMP/backend.pid"
 }
 notes() { grep -c "^$1 " "$PGT_NOTES" 2>/dev/null || true; }
 
@@ -263,8 +267,7 @@ run_suite() { # BIN LABEL
 	EPID=$e2 edged_stop 10
 	edged_sanitizers_clean "$v: sanitizers host-1" "$T_TMP/e1.log"
 	edged_sanitizers_clean "$v: sanitizers host-2" "$T_TMP/e2.log"
-	[ -s "$T_TMP/backend.pid" ] && kill "$(cat "$T_TMP/backend.pid")" 2>/dev/null
-	: >"$T_TMP/backend.pid"
+	kill_backends
 }
 
 run_suite "$EDGED" edged
