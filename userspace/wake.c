@@ -87,8 +87,10 @@ struct wake_env {
 	struct event *probe_tm, *probe_ev, *deadline;
 	struct wake_job *job;	    /* the wake's command, while waking */
 	struct wake_job *sleep_job; /* the sleep command, while it runs */
-	uint64_t db_seq; /* the database's protocol: this wake's number */
-	int64_t db_req;	 /* the wake_requests row this host won (0: none) */
+	uint64_t db_seq;     /* the database's protocol: this wake's number */
+	uint64_t db_told_ns; /* the activity last written */
+	uint64_t db_told_tunnels; /* and its open tunnels */
+	int64_t db_req; /* the wake_requests row this host won (0: none) */
 };
 
 struct wake {
@@ -104,6 +106,7 @@ struct wake {
 	LIST_HEAD(wake_jobs, wake_job) jobs;
 	const struct wake_db_ops *db; /* control loop */
 	void *db_arg;
+	uint64_t db_activity_ns; /* activity last written (monotonic) */
 	struct metrics_counter *m_wakes[WAKE_R_FAILED + 2];
 	struct metrics_counter *m_throttled;
 	struct metrics_histogram *m_cold;
@@ -798,6 +801,41 @@ static void wake_sleep_done(struct wake_env *e)
 		wake_kick(e->wk);
 }
 
+/* The database environments' activity since it was last written (an
+ * environment with a request or tunnel open counts as active now). */
+static void wake_db_activity(struct wake *wk, uint64_t now)
+{
+	struct wake_activity *v;
+	uint64_t real = clk_real_ns();
+	size_t i, n = 0;
+
+	if (!wk->db || now - wk->db_activity_ns < WAKE_ACTIVITY_MS * NS_PER_MS)
+		return;
+	wk->db_activity_ns = now;
+	v = calloc(wk->nenvs + 1, sizeof(*v));
+	if (!v)
+		return;
+	pthread_mutex_lock(&wk->lock);
+	for (i = 0; i < wk->nenvs; i++) {
+		struct wake_env *e = wk->envs[i];
+		uint64_t last = e->active ? real : e->last_real_ns;
+
+		if (e->gone || !wake_by_db(wk, e) ||
+		    (last == e->db_told_ns && e->tunnels == e->db_told_tunnels))
+			continue;
+		e->db_told_ns = last;
+		e->db_told_tunnels = e->tunnels;
+		snprintf(v[n].id, sizeof(v[n].id), "%s", e->id);
+		v[n].last_real_ns = last;
+		v[n].tunnels = e->tunnels;
+		n++;
+	}
+	pthread_mutex_unlock(&wk->lock);
+	if (n)
+		wk->db->activity(wk->db_arg, v, n);
+	free(v);
+}
+
 /* Put environments idle past their timeout to sleep. */
 static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -808,6 +846,7 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	wake_db_activity(wk, now);
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
 		bool sleep = false;
@@ -827,7 +866,7 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 		log_note("environment %s: idle for %llu ms: going to sleep",
 			 e->id, (unsigned long long)idle);
 		if (wake_by_db(wk, e)) {
-			wk->db->sleep(wk->db_arg, e->id);
+			wk->db->sleep(wk->db_arg, e->id, e->idle_ms);
 			continue;
 		}
 		if (wk->set.sleep_command[0] && !e->sleep_job &&

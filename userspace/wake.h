@@ -166,6 +166,17 @@ uint64_t wake_timeout_ms(struct wake *wk);
  * instead of wake.sleep_command; the file's environments keep the
  * commands. All on the control loop.
  */
+/* One environment's activity on this host. */
+struct wake_activity {
+	char id[CONFIG_ID_MAX + 1];
+	uint64_t last_real_ns; /* CLOCK_REALTIME of its last activity (now
+				  while a request or tunnel is open) */
+	uint64_t tunnels;      /* open tunnels */
+};
+
+/* How often activity is written (at most). */
+#define WAKE_ACTIVITY_MS 1000
+
 struct wake_db_ops {
 	/* Ask the database for env_id's wake, number seq: 0 when it is on
 	 * its way (wake_db_asked follows, once), <0 when it cannot be
@@ -173,8 +184,13 @@ struct wake_db_ops {
 	int (*ask)(void *arg, const char *env_id, uint64_t seq);
 	/* Edge gave up on wake request req_id of env_id (wake.timeout). */
 	void (*gave_up)(void *arg, const char *env_id, int64_t req_id);
-	/* env_id went to sleep here (idle): tell the database. */
-	void (*sleep)(void *arg, const char *env_id);
+	/* env_id went to sleep here (idle): tell the database (it sleeps
+	 * there unless another host was active within its idle_ms). */
+	void (*sleep)(void *arg, const char *env_id, uint64_t idle_ms);
+	/* This host's activity of database environments, for
+	 * environment_activity: v[0..n) (batched, at most once per
+	 * WAKE_ACTIVITY_MS, only those with news). */
+	void (*activity)(void *arg, const struct wake_activity *v, size_t n);
 };
 
 /* Use ops (NULL: none, the commands for every environment). */

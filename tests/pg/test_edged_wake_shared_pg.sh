@@ -11,7 +11,10 @@
 #      port and moves the endpoint there, sets the state running: every
 #      request 200 from the new port (the route re-resolved) with
 #      X-Edge-Cold-Start;
-#   2. idle past the row's idle_timeout on both: one NOTIFY
+#   1b. requests to host-2 only for 3-4 s: host-1 goes idle but its
+#      sleep loses (host-2's environment_activity row is recent): the
+#      state stays running, no environment_sleep;
+#   2. idle past the row's idle_timeout (2 s) on both: one NOTIFY
 #      environment_sleep (one host's conditional update), state sleeping;
 #   3. the orchestrator fails the wake (wake_requests.state 'failed'):
 #      both hosts' waiting requests 503 wake_failed well before
@@ -174,7 +177,7 @@ run_suite() { # BIN LABEL
 	orch_start || t_fail "$v: the orchestrator listens" "$(cat "$PGT_NOTES")"
 	pg_sql "BEGIN; INSERT INTO projects (id, name) VALUES ('dbp', 'dbp');
 		INSERT INTO environments (id, project_id, name, on_demand, state, idle_timeout)
-		    VALUES ('od', 'dbp', 'od', true, 'sleeping', '1 second');
+		    VALUES ('od', 'dbp', 'od', true, 'sleeping', '2 seconds');
 		INSERT INTO deployments (id, environment_id, active) VALUES ('od-d', 'od', true);
 		INSERT INTO endpoints VALUES ('od-d', '127.0.0.1:$P_OLD');
 		INSERT INTO domains (domain, environment_id) VALUES ('od.test', 'od');
@@ -202,6 +205,23 @@ run_suite() { # BIN LABEL
 		t_ok "$v: one host sent the wake, the other waited for the route"
 	else
 		t_fail "$v: winner and loser in the logs" "$(grep -h 'environment od' "$T_TMP"/e?.log | tail -6)"
+	fi
+
+	# 1b. busy on host-2 only: host-1 idles, but the environment stays
+	# running in the database (host-2's environment_activity row)
+	local i codes=""
+	for ((i = 0; i < 16; i++)); do
+		codes+=$(curl -s -m 5 -o /dev/null -w '%{http_code} ' -H "Host: od.test" "http://127.0.0.1:$P_E2/")
+		sleep 0.2
+	done
+	if EDGED_LOG="$T_TMP/e1.log" edged_wait_log 'environment od: left running in the database' &&
+		[ "$(pg_val "SELECT state FROM environments WHERE id = 'od'")" = running ] &&
+		[ "$(notes environment_sleep)" = 0 ] &&
+		[ "$(pg_val "SELECT count(*) FROM environment_activity WHERE environment_id = 'od'")" = 2 ] &&
+		[ "$codes" = "$(printf '200 %.0s' {1..16})" ]; then
+		t_ok "$v: idle on host-1 while host-2 serves: not asleep in the database (environment_activity of both hosts), host-2's requests all 200"
+	else
+		t_fail "$v: activity across hosts" "$(pg_val "SELECT state FROM environments WHERE id = 'od'") sleeps $(notes environment_sleep) rows $(pg_val "SELECT string_agg(edge_host || ' ' || last_activity, '; ') FROM environment_activity") codes $codes $(grep -H 'environment od' "$T_TMP"/e?.log | grep -v debug | tail -6)"
 	fi
 
 	# 2. idle on both: one sleep

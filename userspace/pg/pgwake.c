@@ -33,27 +33,49 @@ static const char pgwake_gave_up_sql[] =
     "UPDATE wake_requests SET state = 'timeout', finished_at = now(), "
     "error = 'edge gave up waiting (wake.timeout)' "
     "WHERE id = $1 AND state IN ('pending', 'started')";
-/* The host whose update wins sends the sleep. */
+/* The host whose update wins sends the sleep, when no other host had
+ * the environment active within its idle timeout (plus the batching's
+ * slack, PGWAKE_ACTIVITY_SLACK_MS). */
 static const char pgwake_sleep_sql[] =
     "WITH s AS (UPDATE environments SET state = 'sleeping' "
-    "WHERE id = $1 AND state = 'running' RETURNING id) "
+    "WHERE id = $1 AND state = 'running' AND NOT EXISTS ("
+    "SELECT 1 FROM environment_activity a WHERE a.environment_id = $1 "
+    "AND a.edge_host <> $2 AND (a.open_tunnels > 0 OR a.last_activity > "
+    "now() - $3::float8 * interval '1 millisecond')) RETURNING id) "
     "SELECT pg_notify('environment_sleep', id) FROM s";
+/* This host's activity rows, batched (an environment deleted meanwhile
+ * is left out rather than failing the batch). */
+static const char pgwake_activity_sql[] =
+    "INSERT INTO environment_activity (environment_id, edge_host, "
+    "last_activity, open_tunnels) "
+    "SELECT u.id, $4, to_timestamp(u.ts), u.tun "
+    "FROM unnest($1::text[], $2::float8[], $3::int[]) AS u(id, ts, tun) "
+    "JOIN environments e ON e.id = u.id "
+    "ON CONFLICT (environment_id, edge_host) DO UPDATE SET "
+    "last_activity = EXCLUDED.last_activity, "
+    "open_tunnels = EXCLUDED.open_tunnels";
+/* Another host's activity is written at most every WAKE_ACTIVITY_MS:
+ * it counts for that much longer, twice over. */
+#define PGWAKE_ACTIVITY_SLACK_MS (2 * WAKE_ACTIVITY_MS)
 
 enum pgwake_kind {
 	PGWAKE_LISTEN,
 	PGWAKE_ASK,
 	PGWAKE_GAVE_UP,
 	PGWAKE_SLEEP,
+	PGWAKE_ACTIVITY,
 };
 
 struct pgwake_op {
 	TAILQ_ENTRY(pgwake_op) link;
 	enum pgwake_kind kind;
 	char env[CONFIG_ID_MAX + 1];
-	uint64_t seq;  /* ASK */
-	int64_t req;   /* GAVE_UP: the row; ASK: the answer */
-	bool failed;   /* the statement failed */
-	bool answered; /* a row came back */
+	uint64_t seq;	  /* ASK */
+	int64_t req;	  /* GAVE_UP: the row; ASK: the answer */
+	bool failed;	  /* the statement failed */
+	bool answered;	  /* a row came back */
+	uint64_t idle_ms; /* SLEEP */
+	char *arr[3];	  /* ACTIVITY: ids, times, tunnels (array literals) */
 };
 
 TAILQ_HEAD(pgwake_ops, pgwake_op);
@@ -97,7 +119,7 @@ static void pgwake_next(struct pgwake *pw)
 {
 	struct pgwake_op *op;
 	char req[24];
-	const char *params[2];
+	const char *params[4];
 	const char *sql;
 	int n, rc;
 
@@ -123,10 +145,23 @@ static void pgwake_next(struct pgwake *pw)
 		params[0] = req;
 		n = 1;
 		break;
-	default:
+	case PGWAKE_SLEEP:
+		snprintf(req, sizeof(req), "%llu",
+			 (unsigned long long)(op->idle_ms +
+					      PGWAKE_ACTIVITY_SLACK_MS));
 		sql = pgwake_sleep_sql;
 		params[0] = op->env;
-		n = 1;
+		params[1] = pw->host;
+		params[2] = req;
+		n = 3;
+		break;
+	default:
+		sql = pgwake_activity_sql;
+		params[0] = op->arr[0];
+		params[1] = op->arr[1];
+		params[2] = op->arr[2];
+		params[3] = pw->host;
+		n = 4;
 		break;
 	}
 	rc = pgconn_query(pw->c, sql, n, n ? params : NULL);
@@ -184,7 +219,7 @@ static void pgwake_gave_up(void *arg, const char *env_id, int64_t req_id)
 	pgwake_next(pw);
 }
 
-static void pgwake_sleep(void *arg, const char *env_id)
+static void pgwake_sleep(void *arg, const char *env_id, uint64_t idle_ms)
 {
 	struct pgwake *pw = arg;
 	struct pgwake_op *op = pgwake_op_new(pw, PGWAKE_SLEEP, env_id);
@@ -192,6 +227,76 @@ static void pgwake_sleep(void *arg, const char *env_id)
 	if (!op) {
 		log_warnx("environment %s: its sleep not sent: out of memory",
 			  env_id);
+		return;
+	}
+	op->idle_ms = idle_ms;
+	TAILQ_INSERT_TAIL(&pw->q, op, link);
+	pgwake_next(pw);
+}
+
+static void pgwake_op_free(struct pgwake_op *op)
+{
+	if (!op)
+		return;
+	free(op->arr[0]);
+	free(op->arr[1]);
+	free(op->arr[2]);
+	free(op);
+}
+
+/* v[0..n) as three PostgreSQL array literals (ids are letters, digits,
+ * '.', '_', '-': nothing to quote). */
+static int pgwake_arrays(const struct wake_activity *v, size_t n, char **arr)
+{
+	size_t i,
+	    cap[3] = {n * (CONFIG_ID_MAX + 1) + 3, n * 24 + 3, n * 21 + 3};
+	size_t len[3] = {0, 0, 0};
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		arr[k] = malloc(cap[k]);
+		if (!arr[k])
+			return -ENOMEM;
+		arr[k][len[k]++] = '{';
+	}
+	for (i = 0; i < n; i++) {
+		const char *sep = i ? "," : "";
+
+		len[0] += (size_t)snprintf(arr[0] + len[0], cap[0] - len[0],
+					   "%s%s", sep, v[i].id);
+		len[1] += (size_t)snprintf(
+		    arr[1] + len[1], cap[1] - len[1], "%s%llu.%03llu", sep,
+		    (unsigned long long)(v[i].last_real_ns / 1000000000ULL),
+		    (unsigned long long)(v[i].last_real_ns / 1000000ULL %
+					 1000));
+		len[2] += (size_t)snprintf(
+		    arr[2] + len[2], cap[2] - len[2], "%s%llu", sep,
+		    (unsigned long long)(v[i].tunnels > INT32_MAX
+					     ? INT32_MAX
+					     : v[i].tunnels));
+	}
+	for (k = 0; k < 3; k++)
+		snprintf(arr[k] + len[k], cap[k] - len[k], "}");
+	return 0;
+}
+
+static void pgwake_activity(void *arg, const struct wake_activity *v, size_t n)
+{
+	struct pgwake *pw = arg;
+	struct pgwake_op *op, *o;
+
+	/* not connected: the next batch (every environment with news
+	 * since) is as good; one batch queued at a time */
+	if (!pgconn_up(pw->c))
+		return;
+	TAILQ_FOREACH(o, &pw->q, link)
+	if (o->kind == PGWAKE_ACTIVITY)
+		return;
+	op = pgwake_op_new(pw, PGWAKE_ACTIVITY, NULL);
+	if (!op || pgwake_arrays(v, n, op->arr)) {
+		pgwake_op_free(op);
+		log_warnx_rl("database: environment_activity not written: out "
+			     "of memory");
 		return;
 	}
 	TAILQ_INSERT_TAIL(&pw->q, op, link);
@@ -202,6 +307,7 @@ static const struct wake_db_ops pgwake_wake_ops = {
     .ask = pgwake_ask,
     .gave_up = pgwake_gave_up,
     .sleep = pgwake_sleep,
+    .activity = pgwake_activity,
 };
 
 /* ---- the connection ------------------------------------------------------ */
@@ -232,9 +338,20 @@ static void pgwake_done(struct pgwake *pw, struct pgwake_op *op, int err)
 			log_note("environment %s: asleep in the database "
 				 "(NOTIFY environment_sleep)",
 				 op->env);
+		else
+			log_note("environment %s: left running in the "
+				 "database (another host was active, or it "
+				 "is not running there)",
+				 op->env);
+		break;
+	case PGWAKE_ACTIVITY:
+		if (err)
+			log_warnx_rl("database: environment_activity not "
+				     "written: %s",
+				     strerror(-err));
 		break;
 	}
-	free(op);
+	pgwake_op_free(op);
 }
 
 static void pgwake_result(struct pgconn *c, PGresult *res, void *arg)
@@ -330,8 +447,9 @@ static void pgwake_lost(struct pgconn *c, const char *why, void *arg)
 		TAILQ_REMOVE(&pw->q, op, link);
 		if (op->kind == PGWAKE_ASK)
 			TAILQ_INSERT_TAIL(&fail, op, link);
-		else if (op->kind == PGWAKE_LISTEN)
-			free(op);
+		else if (op->kind == PGWAKE_LISTEN ||
+			 op->kind == PGWAKE_ACTIVITY)
+			pgwake_op_free(op); /* the next batch says it */
 		else
 			TAILQ_INSERT_TAIL(&keep, op, link);
 	}
@@ -384,10 +502,10 @@ void pgwake_free(struct pgwake *pw)
 	if (!pw)
 		return;
 	pgconn_free(pw->c);
-	free(pw->cur);
+	pgwake_op_free(pw->cur);
 	while ((op = TAILQ_FIRST(&pw->q))) {
 		TAILQ_REMOVE(&pw->q, op, link);
-		free(op);
+		pgwake_op_free(op);
 	}
 	free(pw);
 }
