@@ -806,6 +806,7 @@ static void wake_sleep_done(struct wake_env *e)
 static void wake_db_activity(struct wake *wk, uint64_t now)
 {
 	struct wake_activity *v;
+	struct wake_env **who;
 	uint64_t real = clk_real_ns();
 	size_t i, n = 0;
 
@@ -813,8 +814,9 @@ static void wake_db_activity(struct wake *wk, uint64_t now)
 		return;
 	wk->db_activity_ns = now;
 	v = calloc(wk->nenvs + 1, sizeof(*v));
-	if (!v)
-		return;
+	who = calloc(wk->nenvs + 1, sizeof(*who));
+	if (!v || !who)
+		goto out;
 	pthread_mutex_lock(&wk->lock);
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
@@ -823,17 +825,23 @@ static void wake_db_activity(struct wake *wk, uint64_t now)
 		if (e->gone || !wake_by_db(wk, e) ||
 		    (last == e->db_told_ns && e->tunnels == e->db_told_tunnels))
 			continue;
-		e->db_told_ns = last;
-		e->db_told_tunnels = e->tunnels;
 		snprintf(v[n].id, sizeof(v[n].id), "%s", e->id);
 		v[n].last_real_ns = last;
 		v[n].tunnels = e->tunnels;
-		n++;
+		who[n++] = e;
 	}
 	pthread_mutex_unlock(&wk->lock);
-	if (n)
-		wk->db->activity(wk->db_arg, v, n);
+	if (n == 0 || wk->db->activity(wk->db_arg, v, n))
+		goto out;
+	/* taken: news from now on only (the control loop alone writes
+	 * these) */
+	for (i = 0; i < n; i++) {
+		who[i]->db_told_ns = v[i].last_real_ns;
+		who[i]->db_told_tunnels = v[i].tunnels;
+	}
+out:
 	free(v);
+	free(who);
 }
 
 /* Put environments idle past their timeout to sleep. */

@@ -189,8 +189,9 @@ struct wake_db_ops {
 	void (*sleep)(void *arg, const char *env_id, uint64_t idle_ms);
 	/* This host's activity of database environments, for
 	 * environment_activity: v[0..n) (batched, at most once per
-	 * WAKE_ACTIVITY_MS, only those with news). */
-	void (*activity)(void *arg, const struct wake_activity *v, size_t n);
+	 * WAKE_ACTIVITY_MS, only those with news): 0 when taken, <0 when
+	 * not (they are offered again with the next batch). */
+	int (*activity)(void *arg, const struct wake_activity *v, size_t n);
 };
 
 /* Use ops (NULL: none, the commands for every environment). */

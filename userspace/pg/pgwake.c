@@ -280,27 +280,28 @@ static int pgwake_arrays(const struct wake_activity *v, size_t n, char **arr)
 	return 0;
 }
 
-static void pgwake_activity(void *arg, const struct wake_activity *v, size_t n)
+static int pgwake_activity(void *arg, const struct wake_activity *v, size_t n)
 {
 	struct pgwake *pw = arg;
 	struct pgwake_op *op, *o;
 
-	/* not connected: the next batch (every environment with news
-	 * since) is as good; one batch queued at a time */
+	/* not connected, or a batch still queued: refused, offered again
+	 * with the next (news since included) */
 	if (!pgconn_up(pw->c))
-		return;
+		return -ENOTCONN;
 	TAILQ_FOREACH(o, &pw->q, link)
 	if (o->kind == PGWAKE_ACTIVITY)
-		return;
+		return -EBUSY;
 	op = pgwake_op_new(pw, PGWAKE_ACTIVITY, NULL);
 	if (!op || pgwake_arrays(v, n, op->arr)) {
 		pgwake_op_free(op);
 		log_warnx_rl("database: environment_activity not written: out "
 			     "of memory");
-		return;
+		return -ENOMEM;
 	}
 	TAILQ_INSERT_TAIL(&pw->q, op, link);
 	pgwake_next(pw);
+	return 0;
 }
 
 static const struct wake_db_ops pgwake_wake_ops = {
