@@ -340,6 +340,8 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	req_leave_inflight(r);
 	route_table_put(r->rt);
 	r->rt = NULL;
+	route_table_put(r->rt_woken);
+	r->rt_woken = NULL;
 	r->routed = false;
 	r->state = REQ_IDLE;
 	free(r->head);
@@ -423,6 +425,42 @@ int req_wake_notify(void *owner, uint64_t handle, uint64_t result)
 	return worker_post_arg(owner, REQ_MSG_WAKE, handle, result);
 }
 
+/*
+ * r waited for a wake: the route may have changed meanwhile (an
+ * orchestrator gives the woken environment new endpoints, through the
+ * database). Re-resolve it: when the current table still sends r's host
+ * and path to the same environment, r goes to that route's endpoints
+ * (the table held in rt_woken); what admission counted r against stays
+ * as matched.
+ */
+static void req_reresolve(struct req *r)
+{
+	struct route_table *t = route_table_current(&r->w->sh->routes);
+	struct h1_request *h = &r->h;
+	struct route_match m;
+	size_t path_len;
+
+	if (!t || t == r->rt) {
+		route_table_put(t);
+		return;
+	}
+	path_len = h->query ? (size_t)(h->query + h->query_len - h->path)
+			    : h->path_len;
+	if (route_lookup(t, h->host, h->host_len, h->path, path_len, &m) !=
+		ROUTE_OK ||
+	    !m.env_id || strcmp(m.env_id, r->m.env_id) != 0 ||
+	    m.n_upstreams == 0) {
+		route_table_put(t);
+		return;
+	}
+	route_table_put(r->rt_woken);
+	r->rt_woken = t;
+	r->m.upstreams = m.upstreams;
+	r->m.n_upstreams = m.n_upstreams;
+	r->m.balance = m.balance;
+	r->m.deployment_id = m.deployment_id;
+}
+
 /* REQ_MSG_WAKE for r: its environment's wake ended with res. */
 static void req_woken(struct req *r, uint64_t res)
 {
@@ -435,6 +473,7 @@ static void req_woken(struct req *r, uint64_t res)
 	case WAKE_R_READY:
 		r->woken = true;
 		r->cold_ms = (clk_now_ns() - r->t_wake) / 1000000ULL;
+		req_reresolve(r);
 		req_forward(r);
 		return;
 	case WAKE_R_FAILED:

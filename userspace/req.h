@@ -66,7 +66,8 @@ struct req {
 	struct h1_request h;	     /* spans point into head */
 	char *head;		     /* a copy of the head, head_len bytes */
 	size_t head_len;
-	struct route_table *rt; /* held until the end */
+	struct route_table *rt;	      /* held until the end */
+	struct route_table *rt_woken; /* the endpoints' after a wake, held */
 	struct route_match m;
 	bool routed;	   /* m is valid */
 	bool inflight;	   /* admit_inflight_enter held */

@@ -87,6 +87,10 @@ struct wake_env {
 	struct event *probe_tm, *probe_ev, *deadline;
 	struct wake_job *job;	    /* the wake's command, while waking */
 	struct wake_job *sleep_job; /* the sleep command, while it runs */
+	uint64_t db_seq;     /* the database's protocol: this wake's number */
+	uint64_t db_told_ns; /* the activity last written */
+	uint64_t db_told_tunnels; /* and its open tunnels */
+	int64_t db_req; /* the wake_requests row this host won (0: none) */
 };
 
 struct wake {
@@ -100,6 +104,9 @@ struct wake {
 	struct event_base *base;
 	struct event *kick, *tick;
 	LIST_HEAD(wake_jobs, wake_job) jobs;
+	const struct wake_db_ops *db; /* control loop */
+	void *db_arg;
+	uint64_t db_activity_ns; /* activity last written (monotonic) */
 	struct metrics_counter *m_wakes[WAKE_R_FAILED + 2];
 	struct metrics_counter *m_throttled;
 	struct metrics_histogram *m_cold;
@@ -645,6 +652,7 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 	struct wake *wk = e->wk;
 	struct wake_waiter *wt;
 	uint64_t ns, told = 0, lost = 0;
+	int64_t give_up;
 
 	wake_probe_stop(e);
 	if (e->deadline)
@@ -657,6 +665,8 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 		pthread_mutex_unlock(&wk->lock);
 		return;
 	}
+	give_up = res != WAKE_R_READY ? e->db_req : 0;
+	e->db_req = 0;
 	ns = clk_now_ns() - e->wake_t0;
 	e->last_wake_ms = (int64_t)(ns / NS_PER_MS);
 	if (e->slot) {
@@ -683,6 +693,8 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 			lost++;
 	}
 	pthread_mutex_unlock(&wk->lock);
+	if (give_up > 0 && wk->db)
+		wk->db->gave_up(wk->db_arg, e->id, give_up);
 	metrics_counter_add(wk->m_wakes[res], 1);
 	if (res == WAKE_R_READY)
 		metrics_histogram_observe(wk->m_cold, ns);
@@ -712,7 +724,14 @@ static void wake_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	wake_finish(e, WAKE_R_PENDING);
 }
 
-/* Start e's wake on the loop: the deadline, the command, the probe. */
+/* Whether e wakes and sleeps through the database (else the commands). */
+static bool wake_by_db(const struct wake *wk, const struct wake_env *e)
+{
+	return wk->db && e->src == ROUTE_SRC_DB;
+}
+
+/* Start e's wake on the loop: the deadline, the command (or the
+ * database's request), the probe. */
 static void wake_run(struct wake *wk, struct wake_env *e)
 {
 	uint64_t spent = (clk_now_ns() - e->wake_t0) / NS_PER_MS, left;
@@ -722,6 +741,22 @@ static void wake_run(struct wake *wk, struct wake_env *e)
 	left = wk->set.timeout_ms > spent ? wk->set.timeout_ms - spent : 0;
 	wake_tv(&tv, left);
 	evtimer_add(e->deadline, &tv);
+	if (wake_by_db(wk, e)) {
+		/* the database's protocol: ask, and probe meanwhile (this
+		 * host or another asked; the route brings the endpoints) */
+		e->db_req = 0;
+		if (wk->db->ask(wk->db_arg, e->id, ++e->db_seq)) {
+			log_warnx(
+			    "environment %s: the database is unreachable: "
+			    "its wake cannot be asked for",
+			    e->id);
+			wake_finish(e, WAKE_R_FAILED);
+			return;
+		}
+		e->probe_i = 0;
+		wake_probe_cb(-1, 0, e);
+		return;
+	}
 	if (wake_spawn(wk, e, wk->set.command, false, &j)) {
 		wake_finish(e, WAKE_R_FAILED);
 		return;
@@ -766,6 +801,49 @@ static void wake_sleep_done(struct wake_env *e)
 		wake_kick(e->wk);
 }
 
+/* The database environments' activity since it was last written (an
+ * environment with a request or tunnel open counts as active now). */
+static void wake_db_activity(struct wake *wk, uint64_t now)
+{
+	struct wake_activity *v;
+	struct wake_env **who;
+	uint64_t real = clk_real_ns();
+	size_t i, n = 0;
+
+	if (!wk->db || now - wk->db_activity_ns < WAKE_ACTIVITY_MS * NS_PER_MS)
+		return;
+	wk->db_activity_ns = now;
+	v = calloc(wk->nenvs + 1, sizeof(*v));
+	who = calloc(wk->nenvs + 1, sizeof(*who));
+	if (!v || !who)
+		goto out;
+	pthread_mutex_lock(&wk->lock);
+	for (i = 0; i < wk->nenvs; i++) {
+		struct wake_env *e = wk->envs[i];
+		uint64_t last = e->active ? real : e->last_real_ns;
+
+		if (e->gone || !wake_by_db(wk, e) ||
+		    (last == e->db_told_ns && e->tunnels == e->db_told_tunnels))
+			continue;
+		snprintf(v[n].id, sizeof(v[n].id), "%s", e->id);
+		v[n].last_real_ns = last;
+		v[n].tunnels = e->tunnels;
+		who[n++] = e;
+	}
+	pthread_mutex_unlock(&wk->lock);
+	if (n == 0 || wk->db->activity(wk->db_arg, v, n))
+		goto out;
+	/* taken: news from now on only (the control loop alone writes
+	 * these) */
+	for (i = 0; i < n; i++) {
+		who[i]->db_told_ns = v[i].last_real_ns;
+		who[i]->db_told_tunnels = v[i].tunnels;
+	}
+out:
+	free(v);
+	free(who);
+}
+
 /* Put environments idle past their timeout to sleep. */
 static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -776,6 +854,7 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	wake_db_activity(wk, now);
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
 		bool sleep = false;
@@ -794,10 +873,85 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 			continue;
 		log_note("environment %s: idle for %llu ms: going to sleep",
 			 e->id, (unsigned long long)idle);
+		if (wake_by_db(wk, e)) {
+			wk->db->sleep(wk->db_arg, e->id, e->idle_ms);
+			continue;
+		}
 		if (wk->set.sleep_command[0] && !e->sleep_job &&
 		    wake_spawn(wk, e, wk->set.sleep_command, true, &j) == 0)
 			e->sleep_job = j;
 	}
+}
+
+/* ---- the database's protocol --------------------------------------------- */
+
+void wake_set_db(struct wake *wk, const struct wake_db_ops *ops, void *arg)
+{
+	wk->db = ops;
+	wk->db_arg = arg;
+}
+
+/* The environment id names, if on demand and waking (else NULL). */
+static struct wake_env *wake_find_waking(struct wake *wk, const char *id)
+{
+	struct wake_env *e;
+
+	pthread_mutex_lock(&wk->lock);
+	e = wake_find(wk, id);
+	if (e && (e->gone || e->state != WAKE_WAKING))
+		e = NULL;
+	pthread_mutex_unlock(&wk->lock);
+	return e;
+}
+
+void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
+		   int64_t req_id, int err)
+{
+	struct wake_env *e = wake_find_waking(wk, env_id);
+
+	if (!e || e->db_seq != seq) {
+		/* the wake ended before the answer (its deadline): nobody
+		 * here waits for the row any more */
+		if (err == 0 && req_id > 0 && wk->db) {
+			log_warnx("environment %s: wake request %lld came "
+				  "after its wake ended: given up",
+				  env_id, (long long)req_id);
+			wk->db->gave_up(wk->db_arg, env_id, req_id);
+		}
+		return;
+	}
+	if (err) {
+		log_warnx("environment %s: the wake could not be asked of the "
+			  "database: %s",
+			  env_id, strerror(-err));
+		wake_finish(e, WAKE_R_FAILED);
+		return;
+	}
+	e->db_req = req_id;
+	if (req_id > 0)
+		log_note("environment %s: wake request %lld sent (NOTIFY "
+			 "environment_wake)",
+			 env_id, (long long)req_id);
+	else
+		log_note("environment %s: another host is waking it: waiting "
+			 "for its route",
+			 env_id);
+}
+
+void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
+		     const char *state)
+{
+	struct wake_env *e = wake_find_waking(wk, env_id);
+	bool failed = strcmp(state, "failed") == 0;
+
+	if (!e || (!failed && strcmp(state, "timeout") != 0))
+		return;
+	log_warnx("environment %s: wake request %lld %s", env_id,
+		  (long long)req_id,
+		  failed ? "failed (the orchestrator says)" : "timed out");
+	if (e->db_req == req_id)
+		e->db_req = 0; /* nothing to give up */
+	wake_finish(e, failed ? WAKE_R_FAILED : WAKE_R_PENDING);
 }
 
 /* ---- the registry -------------------------------------------------------- */

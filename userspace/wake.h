@@ -159,6 +159,58 @@ bool wake_refused(struct wake *wk, struct wake_env *env, bool woken);
 uint64_t wake_timeout_ms(struct wake *wk);
 #define WAKE_GRACE_MS 1000
 
+/*
+ * The database's wake protocol (docs/wake.md, "Database mode"): with
+ * these set, an environment of the database source (ROUTE_SRC_DB) wakes
+ * through the database instead of wake.command, and sleeps through it
+ * instead of wake.sleep_command; the file's environments keep the
+ * commands. All on the control loop.
+ */
+/* One environment's activity on this host. */
+struct wake_activity {
+	char id[CONFIG_ID_MAX + 1];
+	uint64_t last_real_ns; /* CLOCK_REALTIME of its last activity (now
+				  while a request or tunnel is open) */
+	uint64_t tunnels;      /* open tunnels */
+};
+
+/* How often activity is written (at most). */
+#define WAKE_ACTIVITY_MS 1000
+
+struct wake_db_ops {
+	/* Ask the database for env_id's wake, number seq: 0 when it is on
+	 * its way (wake_db_asked follows, once), <0 when it cannot be
+	 * asked now (the database is unreachable). */
+	int (*ask)(void *arg, const char *env_id, uint64_t seq);
+	/* Edge gave up on wake request req_id of env_id (wake.timeout). */
+	void (*gave_up)(void *arg, const char *env_id, int64_t req_id);
+	/* env_id went to sleep here (idle): tell the database (it sleeps
+	 * there unless another host was active within its idle_ms). */
+	void (*sleep)(void *arg, const char *env_id, uint64_t idle_ms);
+	/* This host's activity of database environments, for
+	 * environment_activity: v[0..n) (batched, at most once per
+	 * WAKE_ACTIVITY_MS, only those with news): 0 when taken, <0 when
+	 * not (they are offered again with the next batch). */
+	int (*activity)(void *arg, const struct wake_activity *v, size_t n);
+};
+
+/* Use ops (NULL: none, the commands for every environment). */
+void wake_set_db(struct wake *wk, const struct wake_db_ops *ops, void *arg);
+
+/* The answer to ask(env_id, seq): err <0, the database could not be
+ * asked (503 wake_failed to the waiters); else req_id >0, this host won
+ * the state change and inserted wake_requests row req_id (NOTIFY sent),
+ * or 0, another host is waking it (the probe and the route decide). A
+ * row won for a wake that has ended meanwhile is given up at once. */
+void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
+		   int64_t req_id, int err);
+
+/* The database says wake request req_id of env_id is now in state
+ * (wake_request_change): "failed" ends a wake under way with 503
+ * wake_failed, "timeout" with wake_pending; others change nothing. */
+void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
+		     const char *state);
+
 /* The environments for `edgectl envs`: {"environments": [{"id",
  * "state", "on_demand", "active", "tunnels", "last_activity" (unix
  * seconds, 0: none), "idle_seconds", "idle_timeout_ms", "wakes",

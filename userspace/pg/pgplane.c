@@ -21,6 +21,7 @@
 #include "pgplane.h"
 #include "wake.h"
 #include "pgsync.h"
+#include "pgwake.h"
 #include "pgxdp.h"
 #include "tcproute.h"
 #include "version.h"
@@ -31,6 +32,7 @@ struct pgplane {
 	struct wake *wake;   /* the on-demand environments (NULL: none) */
 	struct tcproute *tr; /* the TCP routes of every source */
 	struct pgsync *sync;
+	struct pgwake *wakeq; /* the wake protocol's connection */
 	struct pgxdp *xdp;
 	pgplane_certs_fn certs;
 	void *certs_arg;
@@ -674,6 +676,16 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 	rc = pgsync_new(base, &sc, &pgplane_ops, p, &p->sync, err);
 	if (rc)
 		return rc;
+	if (wake) {
+		char e[256] = "";
+
+		rc = pgwake_new(base, p->cfg->pg, p->cfg->host_name, wake,
+				&p->wakeq, e, sizeof(e));
+		if (rc) {
+			errbuf_set(err, "pg: %s", e[0] ? e : strerror(-rc));
+			return rc;
+		}
+	}
 	p->tick = event_new(base, -1, EV_PERSIST, pgplane_tick_cb, p);
 	if (!p->tick || event_add(p->tick, &tv)) {
 		errbuf_set(err, "pg: out of memory");
@@ -739,6 +751,7 @@ void pgplane_free(struct pgplane *p)
 		event_free(p->tick);
 	pgm_free(p->initial);
 	pgsync_free(p->sync);
+	pgwake_free(p->wakeq);
 	pgxdp_free(p->xdp);
 	free(p);
 }

@@ -1,0 +1,295 @@
+#!/bin/bash
+# test_edged_wake_shared_pg.sh - the database's shared wake protocol
+# (docs/wake.md, "Database mode"): ONE PostgreSQL 15 (tests/lib_pg.sh),
+# TWO edged on it (host-1 and host-2, their own ports), an on-demand
+# environment of the database, sleeping, and a fake orchestrator here
+# (pg_listen on environment_wake, wake_request_change and
+# environment_sleep, psql for its answers):
+#   1. concurrent first requests to both edged: exactly one wake_requests
+#      row (requested_by one of the hosts), exactly one NOTIFY
+#      environment_wake; the orchestrator starts the backend on a NEW
+#      port and moves the endpoint there, sets the state running: every
+#      request 200 from the new port (the route re-resolved) with
+#      X-Edge-Cold-Start;
+#   1b. requests to host-2 only for 3-4 s: host-1 goes idle but its
+#      sleep loses (host-2's environment_activity row is recent): the
+#      state stays running, no environment_sleep;
+#   2. idle past the row's idle_timeout (2 s) on both: one NOTIFY
+#      environment_sleep (one host's conditional update), state sleeping;
+#   3. the orchestrator fails the wake (wake_requests.state 'failed'):
+#      both hosts' waiting requests 503 wake_failed well before
+#      wake.timeout, through NOTIFY wake_request_change; the state back
+#      to sleeping (migration 0009's trigger);
+#   4. nobody answers: 503 wake_pending after wake.timeout on both, the
+#      row's state 'timeout';
+#   5. the database stopped: a request to the sleeping environment gets
+#      503 wake_failed at once, edged still serving.
+# Runs against build/edged and build/asan/edged. Needs root (postgres).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+# shellcheck source=tests/lib_pg.sh
+. "$(dirname "$0")/../lib_pg.sh"
+# shellcheck source=tests/pg/lib_pgtest.sh
+. "$(dirname "$0")/lib_pgtest.sh"
+t_require_root
+edged_begin curl python3 psql
+edged_need_build
+
+BASE=$(edged_ports 8)
+P_E1=$BASE
+P_E2=$((BASE + 1))
+P_ADM1=$((BASE + 2))
+P_ADM2=$((BASE + 3))
+P_OLD=$((BASE + 4)) # the sleeping environment's endpoint (nothing there)
+P_OD=$((BASE + 5))  # where the orchestrator starts it
+P_PG=$((BASE + 6))
+EDGECTL="$B/edgectl"
+pg_begin "$P_PG"
+chmod 755 "$T_TMP"
+N=8 # requests per edged in a burst
+
+write_conf() { # N PORT ADMIN [TIMEOUT]
+	P_EDGE=$2 edged_conf_head "$3" "$T_TMP/e$1.sock" 2 >"$T_TMP/e$1.conf"
+	cat >>"$T_TMP/e$1.conf" <<CONF
+pin_dir = "/sys/fs/bpf/edge-test-$T_ID-none";
+pg = "$PG_CONNINFO";
+pg_snapshot = "";
+host_name = "host-$1";
+wake = { timeout = "${4:-10s}"; };
+projects = ( );
+CONF
+}
+
+# orch_start: pg_listen (its lines in $PGT_NOTES, pgt_listen_stop ends
+# it) and the orchestrator reading them as they come; what it does with
+# a wake is in $T_TMP/mode (start, fail, none)
+orch_start() {
+	local i
+	PGT_NOTES="$T_TMP/notes.$RANDOM"
+	"$PGT_LISTEN" "$PG_CONNINFO" 300 environment_wake wake_request_change \
+		environment_sleep > >(tee "$PGT_NOTES" | orchestrate) 2>&1 &
+	PGT_LPID=$!
+	edged_track "$PGT_LPID"
+	for ((i = 0; i < 200; i++)); do
+		grep -qx ready "$PGT_NOTES" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+orchestrate() {
+	local ch a b i
+	while read -r ch a b _; do
+		echo "$(date +%T.%N) $ch $a $b" >>"$T_TMP/orch.log"
+		case "$ch:$(cat "$T_TMP/mode")" in
+		environment_wake:start)
+			python3 "$TOOLS/wake_backend.py" "$P_OD" &
+			echo $! >>"$T_TMP/backend.pid"
+			echo $! >>"$T_TMP/pids"
+			for ((i = 0; i < 500; i++)); do
+				(: <"/dev/tcp/127.0.0.1/$P_OD") 2>/dev/null && break
+				sleep 0.01
+			done
+			pg_sql "BEGIN; UPDATE endpoints SET address = '127.0.0.1:$P_OD' WHERE deployment_id = '$a-d';
+				UPDATE environments SET state = 'running' WHERE id = '$a';
+				UPDATE wake_requests SET state = 'done', finished_at = now() WHERE id = $b; COMMIT" >/dev/null
+			;;
+		environment_wake:fail)
+			sleep 0.3
+			pg_sql "UPDATE wake_requests SET state = 'failed', error = 'no capacity', finished_at = now() WHERE id = $b" >/dev/null
+			;;
+		environment_sleep:*)
+			kill_backends
+			;;
+		esac
+	done
+}
+# the backends the orchestrator started (one, unless edge woke twice)
+kill_backends() {
+	[ -s "$T_TMP/backend.pid" ] && xargs -r kill <"$T_TMP/backend.pid" 2>/dev/null
+	: >"$T_TMP/backend.pid"
+}
+notes() { grep -c "^$1 " "$PGT_NOTES" 2>/dev/null || true; }
+
+env_field() { # SOCK KEY
+	"$EDGECTL" --socket "$1" envs --json 2>/dev/null |
+		python3 -c 'import json,sys
+v = [e for e in json.load(sys.stdin)["environments"] if e["id"] == "od"]
+print(v[0][sys.argv[1]] if v else "absent")' "$2"
+}
+wait_both() { # KEY WANT
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[ "$(env_field "$T_TMP/e1.sock" "$1")" = "$2" ] &&
+			[ "$(env_field "$T_TMP/e2.sock" "$1")" = "$2" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+# burst TAG: N requests to each edged at once; each one's head in
+# $T_TMP/TAG.h.E.I, body in .b, curl's time in .t
+burst() {
+	local e i port pids=()
+	for e in 1 2; do
+		port=$P_E1
+		[ $e = 2 ] && port=$P_E2
+		for ((i = 0; i < N; i++)); do
+			curl -s -m 10 -D "$T_TMP/$1.h.$e.$i" -o "$T_TMP/$1.b.$e.$i" \
+				-w '%{time_total}' -H "Host: od.test" \
+				"http://127.0.0.1:$port/" >"$T_TMP/$1.t.$e.$i" 2>/dev/null &
+			pids+=($!)
+		done
+	done
+	wait "${pids[@]}"
+}
+# count TAG REGEX: how many of TAG's heads match
+count() { cat "$T_TMP/$1".h.* 2>/dev/null | grep -c -E "$2" || true; }
+slowest() { for f in "$T_TMP/$1".t.*; do cat "$f"; echo; done | sort -n | tail -1; }
+
+run_suite() { # BIN LABEL
+	local bin=$1 v=$2 e1 e2 n rows
+	rm -f "$T_TMP"/b?.* "$T_TMP"/e?.log
+	echo start >"$T_TMP/mode"
+	if [ "$(pg_val "SELECT to_regclass('projects') IS NOT NULL")" = t ]; then
+		pg_sql "TRUNCATE projects CASCADE; TRUNCATE edge_hosts, edge_change_log, wake_requests" >/dev/null 2>&1
+	fi
+	write_conf 1 "$P_E1" "$P_ADM1"
+	write_conf 2 "$P_E2" "$P_ADM2"
+	P_EDGE=$P_E1 EDGED_LOG="$T_TMP/e1.log"
+	edged_start "$bin" "$T_TMP/e1.conf" -v || {
+		t_fail "$v: edged host-1 starts" "$(tail -5 "$T_TMP/e1.log")"
+		return
+	}
+	e1=$EPID
+	P_EDGE=$P_E2 EDGED_LOG="$T_TMP/e2.log"
+	edged_start "$bin" "$T_TMP/e2.conf" -v || {
+		t_fail "$v: edged host-2 starts" "$(tail -5 "$T_TMP/e2.log")"
+		kill "$e1"
+		return
+	}
+	e2=$EPID
+	if [ "$(pg_val "SELECT count(*) FROM edge_schema WHERE version = 9")" = 1 ]; then
+		t_ok "$v: migration 0009 applied"
+	else
+		t_fail "$v: migration 0009" "$(pg_val 'SELECT version FROM edge_schema')"
+	fi
+	orch_start || t_fail "$v: the orchestrator listens" "$(cat "$PGT_NOTES")"
+	pg_sql "BEGIN; INSERT INTO projects (id, name) VALUES ('dbp', 'dbp');
+		INSERT INTO environments (id, project_id, name, on_demand, state, idle_timeout)
+		    VALUES ('od', 'dbp', 'od', true, 'sleeping', '2 seconds');
+		INSERT INTO deployments (id, environment_id, active) VALUES ('od-d', 'od', true);
+		INSERT INTO endpoints VALUES ('od-d', '127.0.0.1:$P_OLD');
+		INSERT INTO domains (domain, environment_id) VALUES ('od.test', 'od');
+		COMMIT" >/dev/null
+	if wait_both state sleeping; then
+		t_ok "$v: both hosts hold od, sleeping"
+	else
+		t_fail "$v: od on both hosts" "$(env_field "$T_TMP/e1.sock" state) $(env_field "$T_TMP/e2.sock" state)"
+	fi
+
+	# 1. one wake for the fleet
+	echo "$(date +%T.%N) burst b1" >>"$T_TMP/orch.log"
+	burst b1
+	rows=$(pg_val "SELECT count(*) || ' ' || min(requested_by) FROM wake_requests")
+	n=$(count b1 '^X-Edge-Cold-Start: [0-9]+')
+	if [ "$(count b1 '^HTTP/1.1 200')" = $((2 * N)) ] && [ "$n" = $((2 * N)) ] &&
+		[ "$(cat "$T_TMP"/b1.b.* | grep -c "hello from $P_OD")" = $((2 * N)) ] &&
+		[[ "$rows" =~ ^1\ host-[12]$ ]] && [ "$(notes environment_wake)" = 1 ]; then
+		t_ok "$v: $((2 * N)) concurrent first requests on two hosts: one wake_requests row ($rows), one NOTIFY environment_wake, all 200 from the new endpoint with X-Edge-Cold-Start"
+	else
+		t_fail "$v: one wake for the fleet" "200s $(count b1 '^HTTP/1.1 200') cold $n rows '$rows' notes $(notes environment_wake) $(cat "$T_TMP"/b1.h.* | grep -m3 '^HTTP') $(grep -h 'environment od' "$T_TMP"/e?.log | tail -6)"
+	fi
+	if grep -q 'environment od: wake request [0-9]* sent' "$T_TMP/e1.log" "$T_TMP/e2.log" &&
+		grep -q 'environment od: another host is waking it' "$T_TMP/e1.log" "$T_TMP/e2.log"; then
+		t_ok "$v: one host sent the wake, the other waited for the route"
+	else
+		t_fail "$v: winner and loser in the logs" "$(grep -h 'environment od' "$T_TMP"/e?.log | tail -6)"
+	fi
+
+	# 1b. busy on host-2 only: host-1 idles, but the environment stays
+	# running in the database (host-2's environment_activity row)
+	local i codes=""
+	for ((i = 0; i < 16; i++)); do
+		codes+=$(curl -s -m 5 -o /dev/null -w '%{http_code} ' -H "Host: od.test" "http://127.0.0.1:$P_E2/")
+		sleep 0.2
+	done
+	if EDGED_LOG="$T_TMP/e1.log" edged_wait_log 'environment od: left running in the database' &&
+		[ "$(pg_val "SELECT state FROM environments WHERE id = 'od'")" = running ] &&
+		[ "$(notes environment_sleep)" = 0 ] &&
+		[ "$(pg_val "SELECT count(*) FROM environment_activity WHERE environment_id = 'od'")" = 2 ] &&
+		[ "$codes" = "$(printf '200 %.0s' {1..16})" ]; then
+		t_ok "$v: idle on host-1 while host-2 serves: not asleep in the database (environment_activity of both hosts), host-2's requests all 200"
+	else
+		t_fail "$v: activity across hosts" "$(pg_val "SELECT state FROM environments WHERE id = 'od'") sleeps $(notes environment_sleep) rows $(pg_val "SELECT string_agg(edge_host || ' ' || last_activity, '; ') FROM environment_activity") codes $codes $(grep -H 'environment od' "$T_TMP"/e?.log | grep -v debug | tail -6)"
+	fi
+
+	# 2. idle on both: one sleep
+	if wait_both state sleeping && [ "$(pg_val "SELECT state FROM environments WHERE id = 'od'")" = sleeping ] &&
+		sleep 0.3 && [ "$(notes environment_sleep)" = 1 ]; then
+		t_ok "$v: idle past idle_timeout on both hosts: state sleeping, one NOTIFY environment_sleep"
+	else
+		t_fail "$v: sleep" "$(pg_val "SELECT state FROM environments WHERE id = 'od'") sleeps $(notes environment_sleep)"
+	fi
+
+	# 3. the orchestrator fails it: both hosts answer wake_failed at once
+	echo fail >"$T_TMP/mode"
+	burst b3
+	if [ "$(count b3 '^HTTP/1.1 503')" = $((2 * N)) ] &&
+		[ "$(cat "$T_TMP"/b3.b.* | grep -o '"wake_failed"' | wc -l)" = $((2 * N)) ] &&
+		awk -v t="$(slowest b3)" 'BEGIN { exit !(t < 5.0) }' &&
+		[ "$(pg_val "SELECT count(*) FROM wake_requests WHERE state = 'failed'")" = 1 ] &&
+		[ "$(pg_val "SELECT state FROM environments WHERE id = 'od'")" = sleeping ]; then
+		t_ok "$v: the orchestrator's 'failed': all $((2 * N)) requests on both hosts 503 wake_failed within $(slowest b3) s (timeout 10 s), state back to sleeping"
+	else
+		t_fail "$v: wake failed" "503s $(count b3 '^HTTP/1.1 503') slowest $(slowest b3) $(head -c 200 "$T_TMP/b3.b.1.0") $(pg_val "SELECT state FROM wake_requests ORDER BY id") $(grep -h 'environment od' "$T_TMP"/e?.log | tail -4)"
+	fi
+
+	# 4. nobody answers: wake_pending after the timeout (2 s now), the
+	# row timeout
+	echo none >"$T_TMP/mode"
+	write_conf 1 "$P_E1" "$P_ADM1" 2s
+	write_conf 2 "$P_E2" "$P_ADM2" 2s
+	kill -HUP "$e1" "$e2"
+	EDGED_LOG="$T_TMP/e1.log" edged_wait_log '^edged: note: reloaded'
+	EDGED_LOG="$T_TMP/e2.log" edged_wait_log '^edged: note: reloaded'
+	wait_both state sleeping
+	burst b4
+	if [ "$(count b4 '^HTTP/1.1 503')" = $((2 * N)) ] &&
+		[ "$(cat "$T_TMP"/b4.b.* | grep -o '"wake_pending"' | wc -l)" = $((2 * N)) ] &&
+		[ "$(pg_val "SELECT state FROM wake_requests ORDER BY id DESC LIMIT 1")" = timeout ] &&
+		[ "$(pg_val "SELECT count(*) FROM wake_requests")" = 3 ] &&
+		[ "$(notes environment_wake)" = 3 ]; then
+		t_ok "$v: nobody answers: all $((2 * N)) requests 503 wake_pending (slowest $(slowest b4) s), one more row, its state 'timeout'"
+	else
+		t_fail "$v: wake timeout" "503s $(count b4 '^HTTP/1.1 503') $(head -c 200 "$T_TMP/b4.b.1.0") rows $(pg_val "SELECT string_agg(state, ',' ORDER BY id) FROM wake_requests") notes $(notes environment_wake)"
+	fi
+
+	# 5. the database away: wake_failed at once
+	pgt_listen_stop
+	wait_both state sleeping
+	pg_stop
+	edged_wait_log 'wake connection lost' || true
+	EDGED_LOG="$T_TMP/e1.log" edged_wait_log 'wake connection lost'
+	local t
+	t=$(curl -s -m 10 -o "$T_TMP/b5" -w '%{http_code} %{time_total}' -H "Host: od.test" "http://127.0.0.1:$P_E1/")
+	if [[ "$t" =~ ^503\  ]] && grep -q '"wake_failed"' "$T_TMP/b5" &&
+		awk -v t="${t#* }" 'BEGIN { exit !(t < 1.0) }' &&
+		grep -q 'environment od: the database is unreachable' "$T_TMP/e1.log" &&
+		kill -0 "$e1" && kill -0 "$e2"; then
+		t_ok "$v: the database stopped: 503 wake_failed in ${t#* } s, edged runs on"
+	else
+		t_fail "$v: database unreachable" "$t $(head -c 200 "$T_TMP/b5") $(tail -3 "$T_TMP/e1.log")"
+	fi
+	pg_start
+
+	EPID=$e1 edged_stop 10
+	EPID=$e2 edged_stop 10
+	edged_sanitizers_clean "$v: sanitizers host-1" "$T_TMP/e1.log"
+	edged_sanitizers_clean "$v: sanitizers host-2" "$T_TMP/e2.log"
+	kill_backends
+}
+
+run_suite "$EDGED" edged
+edged_asan && run_suite "$EDGED_ASAN" asan
+t_exit
