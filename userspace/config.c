@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analytics.h"
 #include "config.h"
 #include "config_file.h"
 #include "config_value.h"
@@ -320,9 +321,10 @@ static int cfg_ratelimit(struct cfg *x, const config_setting_t *root)
  * disk spool; cfg_pg has run. */
 static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"file",  "queue",	 "database",
-					   "spool", "spool_max", "spool_memory",
-					   NULL};
+	static const char *const keys[] = {
+	    "file",	 "queue",	 "database", "spool",
+	    "spool_max", "spool_memory", "format",   NULL};
+	enum analytics_format fmt;
 	struct config_analytics *an = &x->c->analytics;
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
@@ -347,7 +349,16 @@ static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 		rc = cfg_number(x, g, p, "spool_memory", CFG_COUNT, 16384, 512,
 				1 << 20, &an->spool_memory);
 	if (rc == 0)
-		rc = cfg_str(x, g, p, "spool", "", &v, &at);
+		rc = cfg_str(x, g, p, "format", "json", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (analytics_format_parse(v, &fmt))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is not an access log format (json or "
+				"combined)",
+				v);
+	an->format = (int)fmt;
+	rc = cfg_str(x, g, p, "spool", "", &v, &at);
 	if (rc < 0)
 		return rc;
 	if (v[0] && (!x->c->pg || !an->database))
@@ -1350,9 +1361,8 @@ int config_load_all(const char *path, struct config **out,
 	rc = cfg_root(&x, root);
 	if (rc == -ENOMEM && !err->msg[0])
 		errbuf_set(err, "%s: out of memory", path);
-	if (rc == -ENOMEM)
-		config_errs_add(errs, "%s", err->msg);
-	err->msg[0] = '\0'; /* the rest are in errs already */
+	/* what cfg_next took is in errs already; what is left in err
+	 * (a stop: out of memory) is added below */
 	if (rc == 0) {
 		*out = x.c;
 		x.c = NULL;
@@ -1415,7 +1425,7 @@ bool config_analytics_differs(const struct config_analytics *a,
 	       a->queue != b->queue || a->database != b->database ||
 	       strcmp(a->spool ? a->spool : "", b->spool ? b->spool : "") ||
 	       a->spool_max != b->spool_max ||
-	       a->spool_memory != b->spool_memory;
+	       a->spool_memory != b->spool_memory || a->format != b->format;
 }
 
 void config_route_defaults(const struct config *c, struct route_defaults *d)

@@ -87,6 +87,7 @@ struct config_analytics {
 	uint64_t spool_max;    /* bytes of files in spool at most */
 	uint64_t spool_memory; /* events per sink kept in memory while it
 				* fails */
+	int format; /* the file's lines: enum analytics_format (json) */
 };
 
 /* The wake stage's settings (the group wake; docs/wake.md): the commands

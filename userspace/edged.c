@@ -1062,6 +1062,8 @@ static int edged_load(const char *path, struct config **cfg,
 		return -ENOMEM;
 	}
 	rc = config_load_all(path, cfg, src, errs);
+	if (rc && !errs->n)
+		config_errs_add(errs, "%s: %s", path, strerror(-rc));
 	if (rc)
 		edged_errs_print(errs);
 	free(errs);
@@ -1092,6 +1094,8 @@ static int edged_check(const char *path)
 		return 1;
 	}
 	rc = config_load_all(path, &cfg, &src, errs);
+	if (rc && !errs->n)
+		config_errs_add(errs, "%s: %s", path, strerror(-rc));
 	if (rc == 0) {
 		print_warnings(cfg);
 		if (cfg->tls.n_listen) {
