@@ -90,7 +90,7 @@ assert own["edge_host"] == "edge-t15", own
 PY
 		t_ok "$v: json: upstream_addr, upstream_status, http_version, edge_host; an own answer's duration_ns > 0"
 	else
-		t_fail "$v: json fields" "$(tail -c 600 "$T_TMP/out")"
+		t_fail "$v: json fields" "$(grep -m1 "^ *assert" "$T_TMP/out") $(tail -c 300 "$T_TMP/out")"
 	fi
 	edged_stop 5
 	edged_sanitizers_clean "$v: json: sanitizers"
