@@ -15,6 +15,13 @@
 #   make bench-wake bench/wake (an on-demand environment: port open to
 #                   first response, a storm of requests on a sleeping one)
 #   make lint       clang-format check, cppcheck, shellcheck
+#   make install    edged, edgectl, the example configuration (never over an
+#                   existing one), systemd units, logrotate, docs (PREFIX,
+#                   DESTDIR, sysconfdir, sbindir, mandir...: docs/operations.md)
+#   make uninstall  what make install put there (a changed edge.conf stays)
+#   make deb        the Debian package edge_*.deb, in ../ (debian/)
+#   make deb-check  make deb, then lintian and the package's contents
+#                   (tests/deb/test_deb.sh; not part of make check)
 
 B        ?= build
 # plain `make` builds everything (the variant block below defines rules
@@ -147,7 +154,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake lint format clean
+.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -218,7 +225,7 @@ bench-splice:
 	bench/splice/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
-SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
+SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run debian/edge.postinst debian/edge.postrm $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint
 	clang-format --dry-run --Werror $(C_FILES)
@@ -232,3 +239,88 @@ format:
 
 clean:
 	rm -rf $(B)
+
+# ---- install ----------------------------------------------------------------
+# The BPF programs are compiled into edged and edgectl (bpftool's
+# skeletons): there are no objects to install and no path to find them by.
+# The daemon's own paths (/run/edge, /var/lib/edge, /sys/fs/bpf/edge) are
+# the FHS's whatever PREFIX is; the configuration file is named by -c.
+PREFIX     ?= /usr/local
+prefix     ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+sbindir    ?= $(exec_prefix)/sbin
+bindir     ?= $(exec_prefix)/bin
+datarootdir ?= $(prefix)/share
+mandir     ?= $(datarootdir)/man
+docdir     ?= $(datarootdir)/doc/edge
+sysconfdir ?= $(if $(filter /usr,$(prefix)),/etc,$(prefix)/etc)
+unitdir    ?= $(if $(filter /usr,$(prefix)),/usr/lib,$(prefix)/lib)/systemd/system
+logrotatedir ?= $(sysconfdir)/logrotate.d
+bashcompdir ?= $(datarootdir)/bash-completion/completions
+INSTALL    ?= install
+# the binaries installed (the ASan build's with EDGED_BIN=build/asan/edged)
+EDGED_BIN   ?= $(B)/edged
+EDGECTL_BIN ?= $(B)/edgectl
+# man pages and completion, installed when they exist
+MAN8 := $(wildcard doc/man/*.8)
+MAN5 := $(wildcard doc/man/*.5)
+BASHCOMP := $(wildcard dist/bash-completion/*)
+DOCS := README.md $(wildcard docs/*.md)
+UNITS := $(wildcard dist/systemd/*.service)
+# the units name /usr/sbin and /etc/edge: made the install's
+UNIT_SED := s|/usr/sbin/|$(sbindir)/|g; s|/etc/edge/|$(sysconfdir)/edge/|g; s|/usr/share/doc/edge/|$(docdir)/|g
+
+install: $(EDGED_BIN) $(EDGECTL_BIN)
+	$(INSTALL) -d $(DESTDIR)$(sbindir) $(DESTDIR)$(sysconfdir)/edge \
+	  $(DESTDIR)$(unitdir) $(DESTDIR)$(logrotatedir) $(DESTDIR)$(docdir)
+	$(INSTALL) -m 0755 $(EDGED_BIN) $(DESTDIR)$(sbindir)/edged
+	$(INSTALL) -m 0755 $(EDGECTL_BIN) $(DESTDIR)$(sbindir)/edgectl
+	@if [ -e $(DESTDIR)$(sysconfdir)/edge/edge.conf ]; then \
+	  echo "install: $(DESTDIR)$(sysconfdir)/edge/edge.conf exists: left as it is"; \
+	else \
+	  echo "$(INSTALL) -m 0644 examples/edge.conf $(DESTDIR)$(sysconfdir)/edge/edge.conf"; \
+	  $(INSTALL) -m 0644 examples/edge.conf $(DESTDIR)$(sysconfdir)/edge/edge.conf; \
+	fi
+	for u in $(UNITS); do \
+	  sed '$(UNIT_SED)' $$u > $(DESTDIR)$(unitdir)/$${u##*/}.tmp && \
+	  chmod 0644 $(DESTDIR)$(unitdir)/$${u##*/}.tmp && \
+	  mv $(DESTDIR)$(unitdir)/$${u##*/}.tmp $(DESTDIR)$(unitdir)/$${u##*/} || exit 1; \
+	done
+	$(INSTALL) -m 0644 dist/logrotate/edge $(DESTDIR)$(logrotatedir)/edge
+	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(docdir)/
+	$(if $(MAN8),$(INSTALL) -d $(DESTDIR)$(mandir)/man8 && $(INSTALL) -m 0644 $(MAN8) $(DESTDIR)$(mandir)/man8/)
+	$(if $(MAN5),$(INSTALL) -d $(DESTDIR)$(mandir)/man5 && $(INSTALL) -m 0644 $(MAN5) $(DESTDIR)$(mandir)/man5/)
+	$(if $(BASHCOMP),$(INSTALL) -d $(DESTDIR)$(bashcompdir) && $(INSTALL) -m 0644 $(BASHCOMP) $(DESTDIR)$(bashcompdir)/)
+
+uninstall:
+	rm -f $(DESTDIR)$(sbindir)/edged $(DESTDIR)$(sbindir)/edgectl \
+	  $(addprefix $(DESTDIR)$(unitdir)/,$(notdir $(UNITS))) \
+	  $(DESTDIR)$(logrotatedir)/edge \
+	  $(addprefix $(DESTDIR)$(docdir)/,$(notdir $(DOCS))) \
+	  $(addprefix $(DESTDIR)$(mandir)/man8/,$(notdir $(MAN8))) \
+	  $(addprefix $(DESTDIR)$(mandir)/man5/,$(notdir $(MAN5))) \
+	  $(addprefix $(DESTDIR)$(bashcompdir)/,$(notdir $(BASHCOMP)))
+	-rmdir $(DESTDIR)$(docdir) 2>/dev/null
+	@if cmp -s examples/edge.conf $(DESTDIR)$(sysconfdir)/edge/edge.conf; then \
+	  rm -f $(DESTDIR)$(sysconfdir)/edge/edge.conf; \
+	  rmdir $(DESTDIR)$(sysconfdir)/edge 2>/dev/null || true; \
+	elif [ -e $(DESTDIR)$(sysconfdir)/edge/edge.conf ]; then \
+	  echo "uninstall: $(DESTDIR)$(sysconfdir)/edge/edge.conf was changed: left as it is"; \
+	fi
+
+# ---- Debian package -----------------------------------------------------------
+# dpkg-buildpackage runs on a copy of the tree in $(B)/deb/edge (debian/rules
+# runs make with PREFIX=/usr into debian/edge), so that the .deb, .changes
+# and .buildinfo land in $(B)/deb, not beside the checkout.
+DEB_OUT := $(B)/deb
+deb:
+	scripts/install-deps --deb
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)/edge
+	tar -c --exclude=./build --exclude=./.git --exclude=./debian/edge \
+	  --exclude=./debian/.debhelper . | tar -x -C $(DEB_OUT)/edge
+	cd $(DEB_OUT)/edge && DEB_BUILD_OPTIONS="parallel=$$(nproc) $${DEB_BUILD_OPTIONS:-}" \
+	  dpkg-buildpackage -b -us -uc
+	@ls -l $(DEB_OUT)/*.deb
+
+deb-check: deb
+	tests/deb/test_deb.sh

@@ -143,14 +143,24 @@ CONF
 
 # edged_start BIN CONF [ARG...]: run BIN -c CONF -f ARG... in the
 # background, its output in $EDGED_LOG, its PID in EPID (killed at exit);
-# then edged_wait_port $P_EDGE.
+# then edged_wait_port $P_EDGE, and wait (up to 30 s) for edged's
+# "serving on" line: the listeners accept before the splice self-test and
+# the kTLS probe (which may load the tls module) are done, and a test
+# reading what edged said at start must not race them. 1 when the port
+# never opens, edged exits, or the line never comes.
 edged_start() {
-	local bin=$1 conf=$2
+	local bin=$1 conf=$2 i
 	shift 2
 	"$bin" -c "$conf" -f "$@" >"$EDGED_LOG" 2>&1 &
 	EPID=$!
 	edged_track "$EPID"
-	edged_wait_port "$P_EDGE"
+	edged_wait_port "$P_EDGE" || return 1
+	for ((i = 0; i < 600; i++)); do
+		grep -q "serving on" "$EDGED_LOG" && return 0
+		kill -0 "$EPID" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
 }
 
 # edged_stop [SECONDS]: SIGTERM edged ($EPID) and wait for it to exit;

@@ -39,6 +39,7 @@
 #include "tls.h"
 #include "tunnel.h"
 #include "edge_commit.h" /* build/: EDGE_COMMIT */
+#include "notify.h"
 #include "version.h"
 #include "wake.h"
 #include "worker.h"
@@ -57,7 +58,7 @@ struct edged {
 	struct worker **w;
 	unsigned nw;
 	struct event_base *base; /* the control loop: signals, ctl, admin */
-	struct event *sig[3];
+	struct event *sig[4];
 	struct event *drain_poll; /* while draining */
 	uint64_t drain_end_ns;	  /* monotonic: stop what is still running */
 	/* the descriptor warning last given (connections, limit, cap): a
@@ -452,6 +453,7 @@ static void edged_drain(struct edged *d, int sig)
 		d->drain_end_ns = 0;
 		return;
 	}
+	notify_send("STOPPING=1");
 	log_note("signal %d: draining (up to %llu ms)", sig,
 		 (unsigned long long)d->sh.set.timeouts.drain_ms);
 	d->draining = true;
@@ -473,10 +475,24 @@ static void edged_signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	if (sig == SIGHUP) {
+		/* the service manager's reload lasts until READY=1 again,
+		 * refused or not */
+		notify_send("RELOADING=1");
 		if (edged_reload(d, &gen, &err))
 			log_warnx("reload refused, keeping the running "
 				  "configuration: %s",
 				  err.msg);
+		notify_send("READY=1");
+		return;
+	}
+	if (sig == SIGUSR1) {
+		/* log rotation: the analytics file only, whatever the
+		 * configuration file now says */
+		if (d->sh.analytics) {
+			analytics_reopen(d->sh.analytics);
+			log_note("signal %d: reopening the analytics file",
+				 (int)sig);
+		}
 		return;
 	}
 	edged_drain(d, (int)sig);
@@ -751,7 +767,9 @@ static int ctl_reload(void *ctx, json_t **result, struct errbuf *err)
 	uint64_t gen;
 	int rc;
 
+	notify_send("RELOADING=1");
 	rc = edged_reload(d, &gen, err);
+	notify_send("READY=1");
 	if (rc) {
 		log_warnx("reload refused, keeping the running configuration: "
 			  "%s",
@@ -1135,7 +1153,7 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
 	struct route_src *src = NULL;
 	struct route_defaults def;
 	struct route_tcp_list tcp;
@@ -1197,6 +1215,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* systemd's Type=notify: connected while root (notify.h) */
+	rc = notify_init();
+	if (rc)
+		log_warnx("NOTIFY_SOCKET: %s: readiness will not be reported",
+			  strerror(-rc));
 	if (evthread_use_pthreads()) {
 		log_warnx("libevent: no pthreads support");
 		goto out;
@@ -1274,12 +1297,13 @@ int main(int argc, char **argv)
 	d.base = event_base_new();
 	if (!d.base)
 		goto out;
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		d.sig[i] = evsignal_new(d.base, sigs[i], edged_signal_cb, &d);
 		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
 			goto out;
 	}
 	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
+	    stats_build_info(d.stats, EDGE_VERSION, EDGE_COMMIT) ||
 	    tcproute_metrics(d.tcp, stats_metrics(d.stats)) ||
 	    tls_metrics(stats_metrics(d.stats)) ||
 	    wake_metrics(d.sh.wake, stats_metrics(d.stats)))
@@ -1357,6 +1381,16 @@ int main(int argc, char **argv)
 			 "address(es) not listening) with %u worker(s)",
 			 d.cfg->n_listen, nf + ndb, nf, ndb, down, d.nw);
 	}
+	/* listeners bound, privileges dropped, workers running */
+	if (foreground) {
+		notify_send("READY=1");
+	} else {
+		char ready[64];
+
+		snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld",
+			 (long)getpid());
+		notify_send(ready);
+	}
 	event_base_dispatch(d.base);
 	edged_shutdown(&d);
 	log_note("stopped");
@@ -1371,7 +1405,7 @@ out:
 		worker_free(d.w[i]);
 	free(d.w);
 	wake_free(d.sh.wake);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		if (d.sig[i])
 			event_free(d.sig[i]);
 	if (d.drain_poll)
@@ -1398,5 +1432,6 @@ out:
 	config_free(d.cfg);
 	route_src_free(src);
 	tcproute_free(d.tcp);
+	notify_close();
 	return status;
 }

@@ -6,6 +6,7 @@
  * walked only under the registry's mutex; the values inside a series are
  * atomics that workers update without it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -563,5 +566,129 @@ int metrics_render_xdp(struct evbuffer *out, const uint64_t *values,
 		if (rc)
 			break;
 	}
+	return rc;
+}
+
+/* ---- the process -------------------------------------------------------- */
+
+/* Seconds since the epoch the system booted (/proc/stat's btime), or -1. */
+static long long metrics_boot_time(void)
+{
+	char line[256];
+	long long bt = -1;
+	FILE *f = fopen("/proc/stat", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %lld", &bt) == 1)
+			break;
+	fclose(f);
+	return bt;
+}
+
+/* The descriptors open (/proc/self/fd's entries, less the one reading
+ * it), or -1 when /proc will not say. */
+static long metrics_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n > 0 ? n - 1 : 0;
+}
+
+static int metrics_render_one(struct evbuffer *out, const char *name,
+			      const char *help, const char *type,
+			      const char *value)
+{
+	int rc = metrics_render_help(out, name, help, type);
+
+	if (rc == 0 && evbuffer_add_printf(out, "%s %s\n", name, value) < 0)
+		rc = -ENOMEM;
+	return rc;
+}
+
+int metrics_render_process(struct evbuffer *out)
+{
+	unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+	long long rss = 0, threads = 0, boot;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), fds;
+	char buf[1024], v[64], *p;
+	struct rlimit rl;
+	size_t n;
+	FILE *f;
+	int rc = 0;
+
+	f = fopen("/proc/self/stat", "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the name is in parentheses and may hold anything: the fields
+	 * follow the last ')'; utime is the 14th field, the state the 3rd */
+	p = strrchr(buf, ')');
+	if (!p || tck <= 0 || page <= 0 ||
+	    sscanf(p + 1,
+		   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+		   "%*d %*d %*d %*d %lld %*d %llu %llu %lld",
+		   &utime, &stime, &threads, &start, &vsize, &rss) != 6)
+		return 0;
+	/* ticks to milliseconds, shown as an exact decimal */
+	metrics_fmt_scaled(v, sizeof(v), (utime + stime) * 1000 / (uint64_t)tck,
+			   1000);
+	rc = metrics_render_one(out, "process_cpu_seconds_total",
+				"Total user and system CPU time spent in "
+				"seconds.",
+				"counter", v);
+	snprintf(v, sizeof(v), "%lld", rss * page);
+	if (rc == 0)
+		rc = metrics_render_one(out, "process_resident_memory_bytes",
+					"Resident memory size in bytes.",
+					"gauge", v);
+	snprintf(v, sizeof(v), "%llu", vsize);
+	if (rc == 0)
+		rc = metrics_render_one(out, "process_virtual_memory_bytes",
+					"Virtual memory size in bytes.",
+					"gauge", v);
+	boot = metrics_boot_time();
+	if (rc == 0 && boot >= 0) {
+		metrics_fmt_scaled(
+		    v, sizeof(v),
+		    (uint64_t)boot * 100 + start * 100 / (uint64_t)tck, 100);
+		rc = metrics_render_one(out, "process_start_time_seconds",
+					"Start time of the process since unix "
+					"epoch in seconds.",
+					"gauge", v);
+	}
+	fds = metrics_open_fds();
+	if (rc == 0 && fds >= 0) {
+		snprintf(v, sizeof(v), "%ld", fds);
+		rc = metrics_render_one(out, "process_open_fds",
+					"Number of open file descriptors.",
+					"gauge", v);
+	}
+	if (rc == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		snprintf(v, sizeof(v), "%llu",
+			 rl.rlim_cur == RLIM_INFINITY
+			     ? 0ULL
+			     : (unsigned long long)rl.rlim_cur);
+		rc = metrics_render_one(out, "process_max_fds",
+					"Maximum number of open file "
+					"descriptors.",
+					"gauge", v);
+	}
+	snprintf(v, sizeof(v), "%lld", threads);
+	if (rc == 0)
+		rc = metrics_render_one(out, "process_threads",
+					"Number of OS threads in the process.",
+					"gauge", v);
 	return rc;
 }

@@ -102,4 +102,17 @@ int metrics_render(struct metrics *m, struct evbuffer *out);
 int metrics_render_xdp(struct evbuffer *out, const uint64_t *values,
 		       size_t nvalues);
 
+/*
+ * Append the process's own metrics under the names every Prometheus
+ * client library uses (so dashboards made for them work):
+ * process_cpu_seconds_total (utime + stime), process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_start_time_seconds (unix),
+ * process_open_fds and process_max_fds (the soft RLIMIT_NOFILE), and
+ * process_threads. Read from /proc/self at each call; a value /proc will
+ * not give (process_open_fds once the process is not dumpable after a
+ * privilege drop, say) is left out rather than shown wrong. Returns 0 or
+ * -ENOMEM.
+ */
+int metrics_render_process(struct evbuffer *out);
+
 #endif /* EDGE_METRICS_H */

@@ -453,6 +453,20 @@ static bool stats_xdp_read(struct stats *s, uint64_t v[EDGE_CTR_MAX])
 	return stats_pins_open(s) == 0 && pins_counters_read(&s->pins, v) == 0;
 }
 
+int stats_build_info(struct stats *s, const char *version, const char *commit)
+{
+	const char *lab[] = {"version", version, "commit", commit, NULL};
+	struct metrics_gauge *g = metrics_gauge_new(
+	    s->m, "edge_build_info",
+	    "edged's version and the commit it was built from (always 1).",
+	    lab);
+
+	if (!g)
+		return -ENOMEM;
+	metrics_gauge_set(g, 1);
+	return 0;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -461,6 +475,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 
 	stats_refresh(s);
 	rc = metrics_render(s->m, out);
+	if (rc == 0)
+		rc = metrics_render_process(out);
 	if (rc == 0 && stats_xdp_read(s, v))
 		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
 	return rc;

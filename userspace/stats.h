@@ -54,6 +54,10 @@ struct metrics *stats_metrics(struct stats *s);
 void stats_request_done(void *arg, enum outcome o, int status, uint64_t t0,
 			uint64_t t_connect, uint64_t t_resp);
 
+/* edge_build_info{version, commit} 1 (registered once; edged's
+ * --version says the same). 0 or -ENOMEM. */
+int stats_build_info(struct stats *s, const char *version, const char *commit);
+
 /*
  * The whole /metrics text (an admin_render_fn: ctx is the struct stats):
  * refreshes the scrape-time gauges and counters, renders the registry,

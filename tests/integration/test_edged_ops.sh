@@ -245,6 +245,27 @@ assert d["generation"] == 1'; then
 		t_fail "$v: /metrics" "$(grep -E '^edge_(requests_total|responses|route|connections|request_duration_seconds_count)' "$T_TMP/admin" | tr '\n' ' ')"
 	fi
 
+	# the build and the process, under the names Prometheus clients use
+	local commit now start fds rss
+	commit=$(git -C "$T_ROOT" describe --always --abbrev=12 2>/dev/null || echo unknown)
+	now=$(date +%s)
+	start=$(metric process_start_time_seconds)
+	fds=$(metric process_open_fds)
+	rss=$(metric process_resident_memory_bytes)
+	if grep -Eq "^edge_build_info\{version=\"[0-9.]+\",commit=\"$commit(-dirty)?\"\} 1\$" "$T_TMP/admin" &&
+		grep -q '^# TYPE process_cpu_seconds_total counter$' "$T_TMP/admin" &&
+		grep -Eq '^process_cpu_seconds_total [0-9]+(\.[0-9]+)?$' "$T_TMP/admin" &&
+		[ -n "$start" ] && [ "${start%.*}" -le "$now" ] && [ "${start%.*}" -ge $((now - 600)) ] &&
+		[ -n "$fds" ] && [ "$fds" -ge 5 ] &&
+		[ "$fds" -le "$(metric process_max_fds)" ] &&
+		[ -n "$rss" ] && [ "$rss" -gt 1000000 ] &&
+		[ "$(metric process_threads)" -ge 3 ] &&
+		[ "$(metric process_virtual_memory_bytes)" -gt "$rss" ]; then
+		t_ok "$v: /metrics: edge_build_info names the commit; process_* (start $start, $fds fds, rss $rss)"
+	else
+		t_fail "$v: /metrics build and process" "$(grep -E '^(edge_build_info|process_)' "$T_TMP/admin" | tr '\n' ' ')"
+	fi
+
 	# the upstream pool, as the workers publish it at their 1 s tick: each
 	# of the 2 workers has its own pool, so of these 3 requests to one
 	# backend (the first above) at most 2 connect and at least 1 reuses

@@ -120,6 +120,31 @@ ocsp_revoked() {
 			-CA "$C/ca.crt" -reqin "$C/$1.req" -respout "$C/$1.revoked.ocsp" -ndays 1 >/dev/null 2>&1
 }
 
+# ocsp_stale NAME: C/NAME.stale.ocsp, a "good" response whose nextUpdate
+# was yesterday (openssl ocsp cannot date one in the past: Debian's
+# python3-cryptography signs it with the test CA's key)
+ocsp_stale() {
+	/usr/bin/python3 - "$C/ca.crt" "$C/ca.key" "$C/$1.crt" "$C/$1.stale.ocsp" <<'PY'
+import datetime, sys
+from cryptography import x509
+from cryptography.x509 import ocsp
+from cryptography.hazmat.primitives import hashes, serialization
+ca = x509.load_pem_x509_certificate(open(sys.argv[1], "rb").read())
+key = serialization.load_pem_private_key(open(sys.argv[2], "rb").read(), None)
+leaf = x509.load_pem_x509_certificate(open(sys.argv[3], "rb").read())
+now = datetime.datetime.utcnow()
+b = ocsp.OCSPResponseBuilder().add_response(
+    cert=leaf, issuer=ca, algorithm=hashes.SHA1(),
+    cert_status=ocsp.OCSPCertStatus.GOOD,
+    this_update=now - datetime.timedelta(days=2),
+    next_update=now - datetime.timedelta(days=1),
+    revocation_time=None, revocation_reason=None,
+).responder_id(ocsp.OCSPResponderEncoding.HASH, ca)
+open(sys.argv[4], "wb").write(
+    b.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.DER))
+PY
+}
+
 make_certs() {
 	ca ca && ca other-ca &&
 		leaf a-rsa2 rsa "DNS:a.tls.test" &&
@@ -132,7 +157,7 @@ make_certs() {
 		leaf nosan rsa "IP:127.0.0.1" &&
 		leaf stray rsa "DNS:stray.tls.test" other-ca &&
 		expired old.tls.test && ocsp a.tls.test && ocsp_revoked c.tls.test &&
-		ocsp c.tls.test || return 1
+		ocsp c.tls.test && ocsp_stale c.tls.test || return 1
 	# a 1024-bit RSA key: below OpenSSL's default security level
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out "$C/weak.key" 2>/dev/null &&
 		openssl req -new -key "$C/weak.key" -subj "/CN=weak" -addext "subjectAltName=DNS:a.tls.test" \
@@ -376,6 +401,11 @@ check_cases() {
 		"$EDGED" -c "$conf" --check
 	OCSP="$C/c.tls.test.revoked.ocsp" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
 	expect "--check: an OCSP response saying revoked" 1 "$C/c.tls.test.revoked.ocsp: tls.certificates[3]: the OCSP response says the certificate is revoked" \
+		"$EDGED" -c "$conf" --check
+	# a response past its nextUpdate: served without stapling, warned
+	OCSP="$C/c.tls.test.stale.ocsp" write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"
+	expect "--check: an OCSP response past its nextUpdate is a warning, not an error" 0 \
+		"$C/c.tls.test.stale.ocsp: the OCSP response is out of date (next update " \
 		"$EDGED" -c "$conf" --check
 	# two RSA certificates for a.tls.test: the first listed serves, warned
 	write_conf "$conf" "$C/a.tls.test.pem" "$C/a.tls.test.key"

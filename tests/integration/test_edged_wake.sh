@@ -24,7 +24,7 @@ P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 EDGECTL="$B/edgectl"
 CL="$T_TMP/client.py"
-ENVS="storm t1 t2 never fail idle ws rs"
+ENVS="storm t1 t2 never fail idle ws rs loud hang"
 
 # the wake command: per environment, T_TMP/ID.conf says "PORT DELAY MODE"
 cat >"$T_TMP/wake.sh" <<SH
@@ -36,6 +36,7 @@ echo "\$\$" >"$T_TMP/\$1.pid"
 echo "waking \$1 on \$port"
 case \$mode in
 fail) echo "cannot wake \$1" >&2; exit 3 ;;
+loud) head -c 1048576 /dev/zero | tr '\\0' x; exit 3 ;;
 never) exec sleep 60 ;;
 esac
 sleep "\$delay"
@@ -44,6 +45,7 @@ SH
 cat >"$T_TMP/sleep.sh" <<SH
 #!/bin/bash
 echo "sleep \$1" >>"$T_TMP/sleeps.log"
+[ "\$1" = hang ] && exec sleep 617
 kill "\$(cat "$T_TMP/\$1.pid")" 2>/dev/null
 exit 0
 SH
@@ -62,7 +64,7 @@ CONF
 			echo "$((BASE + i)) 0.3 serve" >"$T_TMP/$e.conf"
 			# only idle and ws sleep during the test
 			idle=60s
-			case $e in idle | ws) idle=2s ;; esac
+			case $e in idle | ws | hang) idle=2s ;; esac
 			[ $i -gt 2 ] && echo ","
 			cat <<CONF
   { id = "$e"; domains = [ "$e.test" ]; on_demand = true; idle_timeout = "$idle";
@@ -75,6 +77,7 @@ CONF
 	echo "$((BASE + 3)) 1 serve" >"$T_TMP/t1.conf"
 	echo "$((BASE + 5)) 0 never" >"$T_TMP/never.conf"
 	echo "$((BASE + 6)) 0 fail" >"$T_TMP/fail.conf"
+	echo "$((BASE + 10)) 0 loud" >"$T_TMP/loud.conf"
 }
 
 cat >"$CL" <<'PY'
@@ -246,6 +249,24 @@ run_suite() { # BIN LABEL
 		t_fail "$v: command output logged" "$(grep 'environment fail' "$EDGED_LOG")"
 	fi
 
+	# a command that writes 1 MiB and fails: wake_failed at once, its
+	# first wake.output_max bytes (4 KiB) logged, the rest counted
+	expect "$v: a wake command that writes 1 MiB and exits 3: 503 wake_failed" \
+		"$(python3 "$CL" "$P_EDGE" get loud.test)" 503 wake_failed retry
+	local xs
+	xs=$(grep -a "environment loud" "$EDGED_LOG" | tr -cd x | wc -c)
+	if grep -Eq "environment loud: wake command: [0-9]+ more byte\(s\) of output not logged \(wake.output_max\)" "$EDGED_LOG" &&
+		[ "$xs" -ge 1000 ] && [ "$xs" -le 4096 ]; then
+		t_ok "$v: 1 MiB of output: $xs bytes logged, the rest counted and dropped"
+	else
+		t_fail "$v: a loud command" "$xs x's logged; $(grep -a 'environment loud' "$EDGED_LOG" | cut -c1-200 | tail -3)"
+	fi
+
+	# a sleep command that hangs (hang's, after its 2 s idle_timeout):
+	# killed with its process group after wake.timeout (5 s), checked at
+	# the end while the rest goes on
+	expect "$v: hang env wakes" "$(python3 "$CL" "$P_EDGE" get hang.test)" 200 ""
+
 	# idle sleep, and a second wake
 	expect "$v: idle env wakes" "$(python3 "$CL" "$P_EDGE" get idle.test)" 200 ""
 	for ((i = 0; i < 50; i++)); do
@@ -267,8 +288,14 @@ run_suite() { # BIN LABEL
 
 	# an open tunnel holds the environment awake; its close lets it sleep
 	# (the tunnel's own request wakes the environment)
-	python3 "$CL" "$P_EDGE" tunnel ws.test 3.5 >"$T_TMP/tun.out" 2>&1 &
-	sleep 3
+	# (the wake's own time varies with the machine's load: wait for it,
+	# then past idle_timeout (2 s) with the tunnel still open)
+	python3 "$CL" "$P_EDGE" tunnel ws.test 4.5 >"$T_TMP/tun.out" 2>&1 &
+	for ((i = 0; i < 150; i++)); do
+		[ "$(env_field ws state)" = running ] && break
+		sleep 0.1
+	done
+	sleep 2.6
 	st=$(env_field ws state)
 	tn=$(env_field ws tunnels)
 	if [ "$st" = running ] && [ "$tn" = 1 ] && ! grep -q "^sleep ws$" "$T_TMP/sleeps.log" 2>/dev/null; then
@@ -314,7 +341,7 @@ run_suite() { # BIN LABEL
 
 	out=$(curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics")
 	if grep -q '^edge_wakes_total{outcome="ready"} ' <<<"$out" &&
-		grep -q '^edge_wakes_total{outcome="failed"} 1$' <<<"$out" &&
+		grep -q '^edge_wakes_total{outcome="failed"} 2$' <<<"$out" &&
 		grep -q '^edge_wakes_total{outcome="timeout"} 1$' <<<"$out" &&
 		grep -q '^edge_wakes_total{outcome="throttled"} 1$' <<<"$out" &&
 		grep -q '^edge_wake_cold_start_seconds_count ' <<<"$out" &&
@@ -322,6 +349,16 @@ run_suite() { # BIN LABEL
 		t_ok "$v: /metrics: wakes by outcome, cold-start histogram, environments by state"
 	else
 		t_fail "$v: metrics" "$(grep -E 'wake|environments' <<<"$out")"
+	fi
+	for ((i = 0; i < 100; i++)); do
+		grep -q "environment hang: sleep command still running after 5000 ms: killed" "$EDGED_LOG" && break
+		sleep 0.1
+	done
+	if grep -q "environment hang: sleep command still running after 5000 ms: killed" "$EDGED_LOG" &&
+		! pgrep -fx "sleep 617" >/dev/null; then
+		t_ok "$v: a sleep command still running after wake.timeout: killed with its group"
+	else
+		t_fail "$v: hanging sleep command" "$(grep -a 'environment hang' "$EDGED_LOG" | tail -3) $(pgrep -fa 'sleep 617')"
 	fi
 	out=$("$EDGECTL" --socket "$T_TMP/edged.sock" envs 2>&1)
 	if grep -q "^rs .* running " <<<"$out"; then

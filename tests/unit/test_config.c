@@ -81,6 +81,33 @@ struct bad {
 
 static const struct bad bad[] = {
     {"bogus = 1; #!\n", "bogus", "unknown key"},
+    /* wake (docs/wake.md) */
+    {"wake = { command = \"w %s\"; max_concurrent = 0; #!\n};\n",
+     "wake.max_concurrent", "out of range"},
+    {"wake = { command = \"w %s\"; timeout = \"50ms\"; #!\n};\n",
+     "wake.timeout", "out of range"},
+    {"wake = { command = \"w %s\"; timeout = \"soon\"; #!\n};\n",
+     "wake.timeout", ""},
+    {"wake = { command = \"w %s\"; probe_interval = \"2s\"; #!\n};\n",
+     "wake.probe_interval", "out of range"},
+    {"wake = { command = \"w %s\"; output_max = 2097152; #!\n};\n",
+     "wake.output_max", "out of range"},
+    {"wake = { command = \"wake %d\"; #!\n};\n", "wake.command",
+     "only %s (the environment's id) and %% may follow %"},
+    {"wake = { command = \"w\\t%s\"; #!\n};\n", "wake.command",
+     "a control character at byte 1"},
+    {"wake = { command = \"w %s\"; retries = 3; #!\n};\n", "wake.retries",
+     "unknown key"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     " domains = [ \"a.test\" ]; on_demand = true; #!\n"
+     " deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:1\" ]; }; "
+     "} ); } );\n",
+     "projects[0].environments[0].on_demand", "wake.command"},
+    {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
+     " domains = [ \"a.test\" ]; idle_timeout = \"1m\"; #!\n"
+     " deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:1\" ]; }; "
+     "} ); } );\n",
+     "projects[0].environments[0].idle_timeout", "on_demand = true"},
     {"limits = {\n max_headerz = 5; #!\n};\n", "limits.max_headerz",
      "unknown key"},
     {"workers = 0; #!\n", "workers", "out of range"},

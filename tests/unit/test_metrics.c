@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 
@@ -257,6 +258,45 @@ START_TEST(test_xdp)
 }
 END_TEST
 
+/* The process_* series, against what this process knows of itself. */
+START_TEST(test_process)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *s, *p, want[64];
+	size_t n;
+	long long fds = -1, threads = -1;
+	double start = 0;
+
+	ck_assert_int_eq(metrics_render_process(b), 0);
+	n = evbuffer_get_length(b);
+	s = malloc(n + 1);
+	evbuffer_remove(b, s, n);
+	s[n] = '\0';
+	ck_assert_ptr_nonnull(
+	    strstr(s, "# TYPE process_cpu_seconds_total counter\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(s, "# TYPE process_resident_memory_bytes gauge\n"));
+	p = strstr(s, "\nprocess_open_fds ");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "\nprocess_open_fds %lld", &fds), 1);
+	ck_assert(fds >= 3); /* stdin, stdout, stderr at least */
+	p = strstr(s, "\nprocess_threads ");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "\nprocess_threads %lld", &threads), 1);
+	ck_assert_int_ge(threads, 1);
+	p = strstr(s, "\nprocess_start_time_seconds ");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "\nprocess_start_time_seconds %lf", &start),
+			 1);
+	ck_assert(start <= (double)time(NULL) + 1 &&
+		  start > (double)time(NULL) - 3600);
+	snprintf(want, sizeof(want), "\nprocess_max_fds ");
+	ck_assert_ptr_nonnull(strstr(s, want));
+	free(s);
+	evbuffer_free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics");
@@ -268,6 +308,7 @@ int main(void)
 	tcase_add_test(tc, test_bucket_math);
 	tcase_add_test(tc, test_concurrent);
 	tcase_add_test(tc, test_xdp);
+	tcase_add_test(tc, test_process);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }

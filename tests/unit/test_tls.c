@@ -344,6 +344,102 @@ START_TEST(test_tickets)
 }
 END_TEST
 
+/* The whole of file path, NUL-terminated (the caller frees it). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *b = calloc(1, 16384);
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(b);
+	n = fread(b, 1, 16383, f);
+	ck_assert(n > 0 && n < 16383);
+	fclose(f);
+	return b;
+}
+
+/* The certificates table's rows, checked one by one: a good row is
+ * accepted, the same rows again change nothing, a row gone bad is
+ * refused once per reason while its good version serves on, a bad new
+ * row is refused without blocking the good one, a row gone is gone. */
+START_TEST(test_db_update)
+{
+	char *chain = slurp(certf), *key = slurp(keyf), *j;
+	struct tls_db_in in[3] = {
+	    {"1", "", chain, key, ""},
+	    {"2", "unit.test", chain, key, "zz"},
+	    {"3", "other.test", chain, key, ""},
+	};
+	struct tls_db_in bad = {"1", "", chain, "not a key", ""};
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	struct tls_store *st = NULL;
+	struct tls_store_info info;
+	size_t served, refused;
+	uint64_t refusals;
+	struct tls_db *db;
+	struct errbuf err;
+	json_t *a;
+
+	ck_assert_int_eq(tls_db_new(&db), 0);
+	ck_assert_int_eq(tls_db_update(db, in, 1), 1);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 1);
+	ck_assert_uint_eq(refused, 0);
+	ck_assert_int_eq(tls_db_update(db, in, 1), 0); /* nothing new */
+
+	/* row 1 gone bad: refused, its good version serves on, said once */
+	ck_assert_int_eq(tls_db_update(db, &bad, 1), 0);
+	ck_assert_int_eq(tls_db_update(db, &bad, 1), 0);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 1);
+	ck_assert_uint_eq(refused, 1);
+	ck_assert_uint_eq(refusals, 1);
+	a = tls_db_refused_json(db);
+	j = json_dumps(a, JSON_COMPACT);
+	ck_assert_msg(strstr(j, "\"id\":\"1\"") &&
+			  strstr(j, "certificates row 1"),
+		      "%s", j);
+	ck_assert_msg(!strstr(j, "PRIVATE KEY") && !strstr(j, "not a key"),
+		      "%s", j);
+	free(j);
+	json_decref(a);
+
+	/* the good row back, a row with an OCSP response that is not hex
+	 * and one naming a name its certificate does not have: the two
+	 * refused, the good one served */
+	ck_assert_int_eq(tls_db_update(db, in, 3), 0);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 1);
+	ck_assert_uint_eq(refused, 2);
+	ck_assert_uint_eq(refusals, 3);
+	a = tls_db_refused_json(db);
+	j = json_dumps(a, JSON_COMPACT);
+	ck_assert_msg(strstr(j, "certificates row 2 ocsp: not hex"), "%s", j);
+	ck_assert_msg(strstr(j, "\"id\":\"3\"") && strstr(j, "other.test"),
+		      "%s", j);
+	free(j);
+	json_decref(a);
+	ck_assert_msg(tls_store_new_db(&conf, db, &st, &err) == 0, "%s",
+		      err.msg);
+	tls_store_info(st, &info);
+	ck_assert_uint_eq(info.file_certs, 1);
+	ck_assert_uint_eq(info.db_certs, 1); /* row 1 */
+	tls_store_put(st);
+
+	/* the table emptied */
+	ck_assert_int_eq(tls_db_update(db, in, 0), 1);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 0);
+	ck_assert_uint_eq(refused, 0);
+	tls_db_free(db);
+	free(chain);
+	free(key);
+}
+END_TEST
+
 static Suite *tls_suite(void)
 {
 	Suite *s = suite_create("tls");
@@ -354,6 +450,7 @@ static Suite *tls_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_transport);
 	tcase_add_test(tc, test_tickets);
+	tcase_add_test(tc, test_db_update);
 	suite_add_tcase(s, tc);
 	return s;
 }
