@@ -88,14 +88,20 @@ struct edged {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: edged -c FILE [-f] [-v]\n"
-	       "       edged -c FILE --check\n"
-	       "       edged --version\n"
-	       "  -c, --config FILE   configuration file\n"
-	       "      --check         validate the configuration and exit\n"
-	       "  -f, --foreground    do not detach; log to stderr (detached,\n"
-	       "                      edged logs to syslog, facility daemon)\n"
-	       "  -v, --verbose       debug messages\n");
+	    f,
+	    "usage: edged -c FILE [-f] [-v]\n"
+	    "       edged -c FILE --check | --check-file\n"
+	    "       edged --version\n"
+	    "  -c, --config FILE   configuration file\n"
+	    "      --check         check the configuration and the host "
+	    "(user,\n"
+	    "                      directories, free listen addresses), print\n"
+	    "                      every error, and exit\n"
+	    "      --check-file    the file and its certificates only (what a\n"
+	    "                      reload checks: for a running edged)\n"
+	    "  -f, --foreground    do not detach; log to stderr (detached,\n"
+	    "                      edged logs to syslog, facility daemon)\n"
+	    "  -v, --verbose       debug messages\n");
 }
 
 static void print_warnings(const struct config *cfg)
@@ -1091,11 +1097,12 @@ static int edged_load(const char *path, struct config **cfg,
 /*
  * edged --check: every error of the file (config_load_all), then, when
  * it loads, the certificates (as whoever runs the check) and the host
- * (config_host_check: the user, the directories, the listen addresses),
+ * (config_host_check, unless host is false, as for --check-file: the
+ * user, the directories, the listen addresses),
  * each error on a line of its own, then a count. Returns the exit code:
  * 0 when nothing was wrong, else 1.
  */
-static int edged_check(const char *path)
+static int edged_check(const char *path, bool host)
 {
 	struct config_errs *errs = calloc(1, sizeof(*errs));
 	struct config_errs *notes = calloc(1, sizeof(*notes));
@@ -1125,7 +1132,8 @@ static int edged_check(const char *path)
 			else
 				tls_store_put(st);
 		}
-		config_host_check(cfg, errs, notes);
+		if (host)
+			config_host_check(cfg, errs, notes);
 	}
 	edged_errs_print(errs);
 	for (i = 0; i < notes->n; i++)
@@ -1147,6 +1155,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"check", no_argument, NULL, 'C'},
+	    {"check-file", no_argument, NULL, 'F'},
 	    {"foreground", no_argument, NULL, 'f'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -1162,6 +1171,7 @@ int main(int argc, char **argv)
 	struct errbuf err;
 	struct passwd pw;
 	bool check = false, foreground = false, verbose = false, sw = false;
+	bool check_host = true;
 	unsigned i;
 	int ch, rc, status = 1;
 
@@ -1173,6 +1183,10 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			check = true;
+			break;
+		case 'F':
+			check = true;
+			check_host = false;
 			break;
 		case 'f':
 			foreground = true;
@@ -1198,7 +1212,7 @@ int main(int argc, char **argv)
 	}
 	log_init("edged", verbose);
 	if (check)
-		return edged_check(d.conf_path);
+		return edged_check(d.conf_path, check_host);
 	if (edged_load(d.conf_path, &d.cfg, &src))
 		return 1;
 	log_set_format(d.cfg->log_format);

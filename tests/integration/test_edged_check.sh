@@ -56,12 +56,13 @@ CONF
 	done
 }
 
-# check_case BIN LABEL NAME CONF RC LINE...: BIN --check -c CONF exits RC
+# check_case BIN LABEL NAME CONF RC LINE...: BIN --check -c CONF (or
+# $CHECK_FLAG instead of --check) exits RC
 # and prints every LINE (a fixed string) on a line of its own.
 check_case() {
 	local bin=$1 v=$2 name=$3 c=$4 rc=$5 got l
 	shift 5
-	"$bin" --check -c "$c" >"$T_TMP/out" 2>&1
+	"$bin" "${CHECK_FLAG:---check}" -c "$c" >"$T_TMP/out" 2>&1
 	got=$?
 	if [ "$got" -ne "$rc" ]; then
 		t_fail "$v: $name" "exit $got, want $rc: $(head -c 600 "$T_TMP/out" | tr '\n' '|')"
@@ -155,12 +156,16 @@ if edged_asan; then
 fi
 
 # a running edged holds its addresses: --check of its configuration says
-# so (in use, by another program or a running edged)
+# so (in use, by another program or a running edged); --check-file checks
+# the file alone
 conf "$C"
 if edged_start "$EDGED" "$C" && edged_wait_log "serving on"; then
 	check_case "$EDGED" edged "a running edged's addresses are in use" "$C" 1 \
 		"listen[0]: 127.0.0.1:$P_EDGE is in use (by another program, or by a running edged" \
 		"admin_listen: 127.0.0.1:$P_ADMIN is in use"
+	# --check-file, a reload's check (ExecReload): the file only
+	CHECK_FLAG=--check-file check_case "$EDGED" edged \
+		"--check-file of a running edged's configuration: ok" "$C" 0 "c.conf: ok"
 	edged_stop 5
 else
 	t_fail "edged starts" "$(tail -c 400 "$EDGED_LOG")"
