@@ -77,6 +77,33 @@ static int host_writable(const struct passwd *pw, const char *dir)
 	return -WEXITSTATUS(st);
 }
 
+/* Whether pw may write file path: 0, or -errno (host_writable's way). */
+static int host_writable_file(const struct passwd *pw, const char *path)
+{
+	int st;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) ? -errno : 0;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
+		    setuid(pw->pw_uid))
+			_exit(125);
+		_exit(faccessat(AT_FDCWD, path, W_OK, AT_EACCESS)
+			  ? (errno & 0x7f)
+			  : 0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) == 125)
+		return -EPERM;
+	return -WEXITSTATUS(st);
+}
+
 /*
  * Directory dir (for key) must exist and be writable by the user; with
  * root_makes, edged makes it as root when it is missing, so then its
@@ -125,6 +152,48 @@ static void host_dir(struct host_chk *h, const char *key, const char *dir,
 			 strerror(-rc));
 		host_fail(h, key, msg, "");
 	}
+}
+
+/*
+ * analytics.file: its directory must exist. edged opens the file as root
+ * at start (made and given to the user when missing) and reopens it as
+ * the user (SIGUSR1, rotation): so the user must be able to write the
+ * file when it exists, or else the directory (to make it again). A
+ * directory the user cannot write, with no file yet, is a note: the
+ * first start makes the file, a rotation must make the next one (as
+ * logrotate's create does).
+ */
+static void host_analytics_file(struct host_chk *h, const char *path)
+{
+	char dir[PATH_MAX], msg[PATH_MAX + 160];
+	struct stat sb;
+	int rc;
+
+	host_dirname(path, dir, sizeof(dir));
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || !h->pw) {
+		host_dir(h, "analytics.file", dir, false);
+		return;
+	}
+	if (host_writable(h->pw, dir) == 0)
+		return;
+	if (stat(path, &sb) == 0) {
+		rc = host_writable_file(h->pw, path);
+		if (rc) {
+			snprintf(msg, sizeof(msg),
+				 "%s is not writable by user \"%s\", nor is "
+				 "directory %s: reopening it (SIGUSR1, "
+				 "rotation) will fail",
+				 path, h->pw->pw_name, dir);
+			host_fail(h, "analytics.file", msg, "");
+		}
+		return;
+	}
+	config_errs_add(h->notes,
+			"%s: analytics.file: directory %s is not writable by "
+			"user \"%s\": edged makes %s as root at start and "
+			"gives it to the user; a rotation must make the next "
+			"one (logrotate's create)",
+			h->c->path, dir, h->pw->pw_name, path);
 }
 
 /* Whether a can be bound now; a problem added when not. */
@@ -185,10 +254,8 @@ size_t config_host_check(const struct config *c, struct config_errs *errs,
 					"were checked as uid %u, not as \"%s\"",
 					c->path, (unsigned)geteuid(), c->user);
 	}
-	if (c->analytics.file && c->analytics.file[0]) {
-		host_dirname(c->analytics.file, dir, sizeof(dir));
-		host_dir(&h, "analytics.file", dir, false);
-	}
+	if (c->analytics.file && c->analytics.file[0])
+		host_analytics_file(&h, c->analytics.file);
 	if (c->analytics.spool && c->analytics.spool[0])
 		host_dir(&h, "analytics.spool", c->analytics.spool, true);
 	if (c->pg && c->pg_snapshot && c->pg_snapshot[0]) {

@@ -14,8 +14,11 @@
  * Check the host for c, adding each problem to errs as "FILE: KEY:
  * what" (c->path, the key path such as "listen[0]"):
  *   - user names an account (getpwnam);
- *   - the directories edged will write as that user (analytics.file's,
- *     analytics.spool, pg_snapshot's when pg is set) exist, or for those
+ *   - analytics.file's directory exists, and the user can write the file
+ *     (when it exists) or the directory (a directory it cannot write,
+ *     with no file yet, is a note: edged makes the file as root);
+ *   - the directories edged will write as that user (analytics.spool,
+ *     pg_snapshot's when pg is set) exist, or for those
  *     edged makes as root (the spool, the snapshot's, control_socket's)
  *     their parent does, and are writable by the user: checked in a
  *     child that has become the user (root only; as anyone else the

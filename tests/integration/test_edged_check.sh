@@ -29,6 +29,8 @@ chmod 0755 "$T_TMP"
 mkdir -p "$T_TMP/logs" "$T_TMP/rootonly"
 chown nobody "$T_TMP/logs"
 chmod 0755 "$T_TMP/rootonly"
+: >"$T_TMP/rootonly/requests.jsonl"
+chmod 0644 "$T_TMP/rootonly/requests.jsonl"
 
 # conf FILE [EXTRA...]: a good configuration (user nobody, analytics into
 # $T_TMP/logs), then each EXTRA line (which may override a key: libconfig
@@ -113,9 +115,14 @@ CONF
 	check_case "$bin" "$v" "an analytics directory that does not exist" "$C" 1 \
 		"c.conf: analytics.file: directory $T_TMP/nodir: No such file or directory"
 
+	# a directory nobody cannot write: no file yet, edged makes it as
+	# root (a note); a file of root's there, nobody could not reopen it
+	conf "$C" "s|$T_TMP/logs/requests|$T_TMP/rootonly/new|"
+	check_case "$bin" "$v" "an analytics directory nobody cannot write, no file: a note" "$C" 0 \
+		"analytics.file: directory $T_TMP/rootonly is not writable by user \"nobody\": edged makes"
 	conf "$C" "s|$T_TMP/logs/requests|$T_TMP/rootonly/requests|"
-	check_case "$bin" "$v" "an analytics directory nobody cannot write" "$C" 1 \
-		"c.conf: analytics.file: directory $T_TMP/rootonly is not writable by user \"nobody\""
+	check_case "$bin" "$v" "an analytics directory nobody cannot write, with root's file" "$C" 1 \
+		"c.conf: analytics.file: $T_TMP/rootonly/requests.jsonl is not writable by user \"nobody\", nor is directory $T_TMP/rootonly"
 
 	# a listen address a python3 listener holds (no SO_REUSEPORT)
 	conf "$C" "s/127.0.0.1:$P_EDGE/127.0.0.1:$P_TAKEN/"
