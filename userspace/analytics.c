@@ -238,9 +238,11 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 		if (i == ANALYTICS_F_TLS_RESUMED && v[0])
 			bad |= analytics_set(
 			    o, fi->name, json_boolean(strcmp(v, "true") == 0));
-		/* cold_start_ms: a number in JSON (digits in the record),
-		 * null when the request waited for no wake */
-		else if (i == ANALYTICS_F_COLD_START_MS)
+		/* cold_start_ms, upstream_status: numbers in JSON (digits
+		 * in the record), null when the request waited for no wake,
+		 * had no response from an upstream */
+		else if (i == ANALYTICS_F_COLD_START_MS ||
+			 i == ANALYTICS_F_UPSTREAM_STATUS)
 			bad |= analytics_set(
 			    o, fi->name,
 			    v[0] ? json_integer(
@@ -298,6 +300,84 @@ int analytics_event_json(const struct analytics_event *ev, char **line,
 	*line = s;
 	*len = n;
 	return 0;
+}
+
+/* ---- the combined text line ----------------------------------------- */
+
+int analytics_format_parse(const char *s, enum analytics_format *out)
+{
+	if (strcmp(s, "json") == 0)
+		*out = ANALYTICS_FORMAT_JSON;
+	else if (strcmp(s, "combined") == 0)
+		*out = ANALYTICS_FORMAT_COMBINED;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* Append s to out at *o as nginx escapes a logged variable: '"', '\\'
+ * and bytes outside 0x20..0x7e as \xHH; "" as "-". */
+static void combined_str(char *out, size_t *o, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!*p) {
+		out[(*o)++] = '-';
+		return;
+	}
+	for (; *p; p++) {
+		if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\') {
+			out[(*o)++] = '\\';
+			out[(*o)++] = 'x';
+			out[(*o)++] = hex[*p >> 4];
+			out[(*o)++] = hex[*p & 15];
+		} else {
+			out[(*o)++] = (char)*p;
+		}
+	}
+}
+
+size_t analytics_event_combined(const struct analytics_event *ev, char *out)
+{
+	static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr",
+					  "May", "Jun", "Jul", "Aug",
+					  "Sep", "Oct", "Nov", "Dec"};
+	time_t sec = (time_t)(ev->time_ns / 1000000000ULL);
+	struct tm tm;
+	size_t o = 0;
+
+	combined_str(out, &o, ev->client_ip);
+	memcpy(out + o, " - - [", 6);
+	o += 6;
+	if (!gmtime_r(&sec, &tm))
+		memset(&tm, 0, sizeof(tm));
+	o +=
+	    (size_t)snprintf(out + o, 32, "%02d/%s/%04d:%02d:%02d:%02d +0000",
+			     tm.tm_mday, mon[tm.tm_mon % 12], tm.tm_year + 1900,
+			     tm.tm_hour, tm.tm_min, tm.tm_sec);
+	memcpy(out + o, "] \"", 3);
+	o += 3;
+	if (ev->method[0]) {
+		combined_str(out, &o, ev->method);
+		out[o++] = ' ';
+		combined_str(out, &o, ev->path);
+		if (ev->http_version[0]) {
+			out[o++] = ' ';
+			combined_str(out, &o, ev->http_version);
+		}
+	} else {
+		out[o++] = '-'; /* no request line was read */
+	}
+	o += (size_t)snprintf(out + o, 48, "\" %u %llu \"", ev->status,
+			      (unsigned long long)ev->bytes_out);
+	combined_str(out, &o, ev->referrer);
+	memcpy(out + o, "\" \"", 3);
+	o += 3;
+	combined_str(out, &o, ev->user_agent);
+	out[o++] = '"';
+	out[o++] = '\n';
+	return o;
 }
 
 /* ---- the writer ------------------------------------------------------- */

@@ -47,7 +47,10 @@ struct passwd;
 	X(MOVER, mover, 16)                                                    \
 	X(TLS_CIPHER, tls_cipher, 64)                                          \
 	X(TLS_RESUMED, tls_resumed, 8)                                         \
-	X(COLD_START_MS, cold_start_ms, 12)
+	X(COLD_START_MS, cold_start_ms, 12)                                    \
+	X(UPSTREAM_ADDR, upstream_addr, 56)                                    \
+	X(UPSTREAM_STATUS, upstream_status, 4)                                 \
+	X(HTTP_VERSION, http_version, 12)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,
@@ -165,6 +168,36 @@ int analytics_file_sink(const char *path, struct analytics_sink *sink);
  */
 int analytics_file_sink_open(const char *path, const struct passwd *pw,
 			     struct analytics_sink *sink, struct errbuf *err);
+
+/* How the file sink writes an event (analytics.format). */
+enum analytics_format {
+	ANALYTICS_FORMAT_JSON = 0, /* a JSON line (analytics_event_json) */
+	ANALYTICS_FORMAT_COMBINED, /* nginx's "combined" text line */
+};
+
+/* Parse "json" or "combined"; returns 0 or -EINVAL. */
+int analytics_format_parse(const char *s, enum analytics_format *out);
+
+/*
+ * Set a file sink's (analytics_file_sink*) format and, for JSON lines,
+ * the edge_host every line carries (NULL or "": none). Before its first
+ * batch. Returns 0 or -ENOMEM.
+ */
+int analytics_file_sink_set(struct analytics_sink *sink,
+			    enum analytics_format fmt, const char *edge_host);
+
+/* Longest line analytics_event_combined writes, its "\n" included. */
+#define ANALYTICS_COMBINED_MAX 8192
+
+/*
+ * Format ev as one nginx "combined" access-log line into out (at least
+ * ANALYTICS_COMBINED_MAX bytes), "\n" included, no NUL; returns its
+ * length. Fields: client_ip, "-", "-", [time in UTC], "METHOD PATH
+ * HTTP_VERSION", status, bytes_out, "referrer", "user_agent"; '"', '\\'
+ * and bytes outside printable ASCII as \xHH (as nginx), an empty field
+ * as "-". No allocation.
+ */
+size_t analytics_event_combined(const struct analytics_event *ev, char *out);
 
 /* ---- the writer --------------------------------------------------------- */
 

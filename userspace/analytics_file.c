@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,11 @@ struct file_sink {
 	size_t cap;
 	size_t *ends; /* end offset of each line in buf */
 	size_t ends_cap;
+	enum analytics_format fmt;
+	/* JSON: "\"edge_host\":\"NAME\"," put after each line's '{', or
+	 * NULL */
+	char *host_json;
+	size_t host_json_len;
 };
 
 static int file_sink_grow(struct file_sink *fs, size_t need)
@@ -69,11 +76,29 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 		char *line;
 		size_t ll;
 
+		if (fs->fmt == ANALYTICS_FORMAT_COMBINED) {
+			/* straight into the buffer: no allocation */
+			rc = file_sink_grow(fs, len + ANALYTICS_COMBINED_MAX);
+			if (rc < 0)
+				return rc;
+			len += analytics_event_combined(&ev[i], fs->buf + len);
+			fs->ends[i] = len;
+			continue;
+		}
 		rc = analytics_event_json(&ev[i], &line, &ll);
 		if (rc == 0) {
-			rc = file_sink_grow(fs, len + ll);
-			if (rc == 0)
+			rc = file_sink_grow(fs, len + ll + fs->host_json_len);
+			if (rc == 0 && fs->host_json && ll > 2) {
+				/* '{', edge_host, then the rest */
+				fs->buf[len] = line[0];
+				memcpy(fs->buf + len + 1, fs->host_json,
+				       fs->host_json_len);
+				memcpy(fs->buf + len + 1 + fs->host_json_len,
+				       line + 1, ll - 1);
+				ll += fs->host_json_len;
+			} else if (rc == 0) {
 				memcpy(fs->buf + len, line, ll);
+			}
 			free(line);
 		}
 		if (rc < 0)
@@ -134,6 +159,7 @@ static void file_sink_close(void *ctx)
 	if (fs->fd >= 0)
 		close(fs->fd);
 	free(fs->path);
+	free(fs->host_json);
 	free(fs->buf);
 	free(fs->ends);
 	free(fs);
@@ -160,6 +186,35 @@ int analytics_file_sink(const char *path, struct analytics_sink *sink)
 	}
 	sink->ops = &file_sink_ops;
 	sink->ctx = fs;
+	return 0;
+}
+
+int analytics_file_sink_set(struct analytics_sink *sink,
+			    enum analytics_format fmt, const char *edge_host)
+{
+	struct file_sink *fs = sink->ctx;
+	json_t *s;
+	char *q;
+
+	fs->fmt = fmt;
+	free(fs->host_json);
+	fs->host_json = NULL;
+	fs->host_json_len = 0;
+	if (!edge_host || !edge_host[0])
+		return 0;
+	/* quoted once, as JSON wants it (the name is the config's) */
+	s = json_string(edge_host);
+	q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+	json_decref(s);
+	if (!q)
+		return -ENOMEM;
+	if (asprintf(&fs->host_json, "\"edge_host\":%s,", q) < 0) {
+		fs->host_json = NULL;
+		free(q);
+		return -ENOMEM;
+	}
+	free(q);
+	fs->host_json_len = strlen(fs->host_json);
 	return 0;
 }
 

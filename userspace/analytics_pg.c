@@ -31,7 +31,8 @@
 	"request_id, time, kind, project_id, environment_id, deployment_id, "  \
 	"host, method, path, status, bytes_in, bytes_out, duration_us, "       \
 	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome, " \
-	"mover, tls_cipher, tls_resumed, cold_start_ms"
+	"mover, tls_cipher, tls_resumed, cold_start_ms, upstream_addr, "       \
+	"upstream_status, http_version"
 
 #define PG_SETUP                                                               \
 	"SET statement_timeout = %d; "                                         \
@@ -42,7 +43,8 @@
 	"duration_us bigint, upstream_us bigint, client_ip text, "             \
 	"user_agent text, referrer text, tls_version text, outcome text, "     \
 	"mover text, tls_cipher text, tls_resumed boolean, "                   \
-	"cold_start_ms integer) "                                              \
+	"cold_start_ms integer, upstream_addr text, upstream_status integer, " \
+	"http_version text) "                                                  \
 	"ON COMMIT DELETE ROWS"
 
 #define PG_BATCH                                                               \
@@ -199,6 +201,9 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	PG_TEXT(TLS_CIPHER, true);
 	PG_TEXT(TLS_RESUMED, true);   /* "true" / "false": a boolean */
 	PG_TEXT(COLD_START_MS, true); /* digits: an integer, or NULL */
+	PG_TEXT(UPSTREAM_ADDR, true);
+	PG_TEXT(UPSTREAM_STATUS, true); /* digits: an integer, or NULL */
+	PG_TEXT(HTTP_VERSION, true);
 #undef PG_TEXT
 	out[o - 1] = '\n'; /* the last column's tab */
 	return o;

@@ -29,6 +29,12 @@ int analytics_setup(const struct config *cfg, const struct passwd *pw,
 		rc = analytics_file_sink_open(an->file, pw, &file, err);
 		if (rc)
 			return rc;
+		rc = analytics_file_sink_set(
+		    &file, (enum analytics_format)an->format, cfg->host_name);
+		if (rc) {
+			errbuf_set(err, "analytics.file: out of memory");
+			goto fail;
+		}
 	}
 	if (db) {
 		if (an->spool && an->spool[0]) {

@@ -40,6 +40,11 @@ uint64_t clk_now_ns(void)
 	return clk_mono ? clk_mono : clk_read(CLOCK_MONOTONIC, &clk_mono);
 }
 
+uint64_t clk_fresh_ns(void)
+{
+	return clk_read(CLOCK_MONOTONIC, &clk_mono);
+}
+
 uint64_t clk_real_ns(void)
 {
 	return clk_real ? clk_real : clk_read(CLOCK_REALTIME, &clk_real);

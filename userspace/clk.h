@@ -21,6 +21,11 @@ struct event_base;
 /* Monotonic nanoseconds (CLOCK_MONOTONIC). */
 uint64_t clk_now_ns(void);
 
+/* Monotonic nanoseconds read now, whatever the batch's reading (which
+ * it replaces): an end that must not look as early as the batch's
+ * start, such as the duration of an answer edge wrote in that batch. */
+uint64_t clk_fresh_ns(void);
+
 /* Wall-clock nanoseconds (CLOCK_REALTIME). */
 uint64_t clk_real_ns(void);
 

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <libconfig.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analytics.h"
 #include "config.h"
 #include "config_file.h"
 #include "config_value.h"
@@ -319,9 +321,10 @@ static int cfg_ratelimit(struct cfg *x, const config_setting_t *root)
  * disk spool; cfg_pg has run. */
 static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"file",  "queue",	 "database",
-					   "spool", "spool_max", "spool_memory",
-					   NULL};
+	static const char *const keys[] = {
+	    "file",	 "queue",	 "database", "spool",
+	    "spool_max", "spool_memory", "format",   NULL};
+	enum analytics_format fmt;
 	struct config_analytics *an = &x->c->analytics;
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
@@ -346,7 +349,16 @@ static int cfg_analytics(struct cfg *x, const config_setting_t *root)
 		rc = cfg_number(x, g, p, "spool_memory", CFG_COUNT, 16384, 512,
 				1 << 20, &an->spool_memory);
 	if (rc == 0)
-		rc = cfg_str(x, g, p, "spool", "", &v, &at);
+		rc = cfg_str(x, g, p, "format", "json", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (analytics_format_parse(v, &fmt))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is not an access log format (json or "
+				"combined)",
+				v);
+	an->format = (int)fmt;
+	rc = cfg_str(x, g, p, "spool", "", &v, &at);
 	if (rc < 0)
 		return rc;
 	if (v[0] && (!x->c->pg || !an->database))
@@ -719,15 +731,16 @@ static int cfg_projects(struct cfg *x, const config_setting_t *root)
 
 	rc = cfg_group_list(x, root, "", "projects", key, &s, &n);
 	if (rc < 0 || n == 0)
-		return rc;
+		return cfg_next(x, rc);
 	src->projects = calloc(n, sizeof(*src->projects));
 	if (!src->projects)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		cfg_key_index(ek, key, i);
 		src->n_projects++;
-		rc = cfg_project(x, config_setting_get_elem(s, (unsigned)i), ek,
-				 &src->projects[i]);
+		rc = cfg_next(
+		    x, cfg_project(x, config_setting_get_elem(s, (unsigned)i),
+				   ek, &src->projects[i]));
 		if (rc < 0)
 			return rc;
 	}
@@ -1056,6 +1069,56 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 	return cfg_dup(x, v, &c->host_name) < 0 ? -ENOMEM : 0;
 }
 
+/* admin_listen: an address of its own, not one of listen's. */
+static int cfg_admin(struct cfg *x, const config_setting_t *root)
+{
+	struct config *c = x->c;
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	size_t i;
+	int rc;
+
+	rc =
+	    cfg_str(x, root, "", "admin_listen", CONFIG_DEFAULT_ADMIN, &v, &at);
+	if (rc < 0)
+		return rc;
+	if (config_addr_parse(v, &c->admin_listen, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	for (i = 0; i < c->n_listen; i++)
+		if (strcmp(c->listen[i].text, c->admin_listen.text) == 0)
+			return cfg_fail(x, at.s, at.key, "%s is also in listen",
+					v);
+	return 0;
+}
+
+/* log_format and splice: words out of short lists. */
+static int cfg_formats(struct cfg *x, const config_setting_t *root)
+{
+	struct config *c = x->c;
+	enum splice_mode mode;
+	struct cfg_at at;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, root, "", "log_format", "text", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (log_format_parse(v, &c->log_format))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is not a log format (text or json)", v);
+	rc = cfg_str(x, root, "", "splice", "auto", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (splice_mode_parse(v, &mode))
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\" is not a splice mode (auto, sockmap or "
+				"off)",
+				v);
+	c->splice = (int)mode;
+	return 0;
+}
+
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {"listen",
@@ -1079,20 +1142,16 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 					   "wake",
 					   NULL};
 	struct config *c = x->c;
-	struct cfg_at at;
-	struct errbuf e;
-	const char *v;
 	uint64_t workers;
-	enum splice_mode mode;
 	long ncpu;
-	size_t i;
 	int rc;
 
-	rc = cfg_known(x, root, "", keys);
-	if (rc < 0)
-		return rc;
-	rc = cfg_addrs(x, root, "", "listen", CONFIG_LISTEN_MAX, false,
-		       &c->listen, &c->n_listen);
+	/* an unknown key is reported, and the rest checked all the same */
+	rc = cfg_next(x, cfg_known(x, root, "", keys));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_addrs(x, root, "", "listen",
+					   CONFIG_LISTEN_MAX, false, &c->listen,
+					   &c->n_listen));
 	if (rc < 0)
 		return rc;
 	if (!c->listen) {
@@ -1107,64 +1166,50 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		ncpu = 1;
 	if (ncpu > CONFIG_WORKERS_MAX)
 		ncpu = CONFIG_WORKERS_MAX;
-	rc = cfg_number(x, root, "", "workers", CFG_COUNT, (uint64_t)ncpu, 1,
-			CONFIG_WORKERS_MAX, &workers);
-	if (rc < 0)
-		return rc;
+	workers = 1;
+	rc = cfg_next(x, cfg_number(x, root, "", "workers", CFG_COUNT,
+				    (uint64_t)ncpu, 1, CONFIG_WORKERS_MAX,
+				    &workers));
 	c->workers = (unsigned)workers;
-	rc = cfg_user(x, root, "", "user", CONFIG_DEFAULT_USER, &c->user);
 	if (rc == 0)
-		rc = cfg_str(x, root, "", "admin_listen", CONFIG_DEFAULT_ADMIN,
-			     &v, &at);
-	if (rc < 0)
-		return rc;
-	if (config_addr_parse(v, &c->admin_listen, &e) < 0)
-		return cfg_fail(x, at.s, at.key, "%s", e.msg);
-	for (i = 0; i < c->n_listen; i++)
-		if (strcmp(c->listen[i].text, c->admin_listen.text) == 0)
-			return cfg_fail(x, at.s, at.key, "%s is also in listen",
-					v);
-	rc = cfg_tcp_routes(x, root);
+		rc = cfg_next(x, cfg_user(x, root, "", "user",
+					  CONFIG_DEFAULT_USER, &c->user));
 	if (rc == 0)
-		rc = cfg_tls(x, root);
-	if (rc < 0)
-		return rc;
-	rc = cfg_str(x, root, "", "log_format", "text", &v, &at);
-	if (rc < 0)
-		return rc;
-	if (log_format_parse(v, &c->log_format))
-		return cfg_fail(x, at.s, at.key,
-				"\"%s\" is not a log format (text or json)", v);
-	rc = cfg_str(x, root, "", "splice", "auto", &v, &at);
-	if (rc < 0)
-		return rc;
-	if (splice_mode_parse(v, &mode))
-		return cfg_fail(x, at.s, at.key,
-				"\"%s\" is not a splice mode (auto, sockmap or "
-				"off)",
-				v);
-	c->splice = (int)mode;
-	rc = cfg_path(x, root, "", "control_socket", CONFIG_DEFAULT_CONTROL,
-		      CFG_SUN_PATH_MAX, false, &c->control_socket);
+		rc = cfg_next(x, cfg_admin(x, root));
 	if (rc == 0)
-		rc = cfg_path(x, root, "", "pin_dir", EDGE_PIN_DIR_DEFAULT,
-			      CFG_PATH_MAX, false, &c->pin_dir);
+		rc = cfg_next(x, cfg_tcp_routes(x, root));
 	if (rc == 0)
-		rc = cfg_pg(x, root);
+		rc = cfg_next(x, cfg_tls(x, root));
 	if (rc == 0)
-		rc = cfg_nums(x, root, "limits", cfg_limits,
-			      CFG_NELEM(cfg_limits), &c->limits);
+		rc = cfg_next(x, cfg_formats(x, root));
 	if (rc == 0)
-		rc = cfg_nums(x, root, "timeouts", cfg_timeouts,
-			      CFG_NELEM(cfg_timeouts), &c->timeouts);
+		rc = cfg_next(x,
+			      cfg_path(x, root, "", "control_socket",
+				       CONFIG_DEFAULT_CONTROL, CFG_SUN_PATH_MAX,
+				       false, &c->control_socket));
 	if (rc == 0)
-		rc = cfg_ratelimit(x, root);
+		rc = cfg_next(x, cfg_path(x, root, "", "pin_dir",
+					  EDGE_PIN_DIR_DEFAULT, CFG_PATH_MAX,
+					  false, &c->pin_dir));
 	if (rc == 0)
-		rc = cfg_analytics(x, root);
+		rc = cfg_next(x, cfg_pg(x, root));
 	if (rc == 0)
-		rc = cfg_wake(x, root);
+		rc = cfg_next(x, cfg_nums(x, root, "limits", cfg_limits,
+					  CFG_NELEM(cfg_limits), &c->limits));
 	if (rc == 0)
-		rc = cfg_projects(x, root);
+		rc = cfg_next(x,
+			      cfg_nums(x, root, "timeouts", cfg_timeouts,
+				       CFG_NELEM(cfg_timeouts), &c->timeouts));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_ratelimit(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_analytics(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_wake(x, root));
+	if (rc == 0)
+		rc = cfg_projects(x, root); /* each project its own errors */
+	if (rc == 0 && x->failed)
+		rc = -EINVAL;
 	return rc;
 }
 
@@ -1221,11 +1266,48 @@ static int cfg_ints_attach(const struct config_file *src, config_setting_t *s,
 
 /* ---- loading ------------------------------------------------------------ */
 
+void config_errs_add(struct config_errs *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e)
+		return;
+	if (e->n >= CONFIG_ERRS_MAX) {
+		e->more++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(e->msg[e->n], sizeof(e->msg[e->n]), fmt, ap);
+	va_end(ap);
+	e->n++;
+}
+
 int config_load(const char *path, struct config **out,
 		struct route_src **projects, struct errbuf *err)
 {
+	struct config_errs *errs = calloc(1, sizeof(*errs));
+	int rc;
+
+	errbuf_clear(err);
+	if (!errs) {
+		errbuf_set(err, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	rc = config_load_all(path, out, projects, errs);
+	if (rc && errs->n)
+		errbuf_set(err, "%s", errs->msg[0]);
+	else if (rc)
+		errbuf_set(err, "%s: %s", path, strerror(-rc));
+	free(errs);
+	return rc;
+}
+
+int config_load_all(const char *path, struct config **out,
+		    struct route_src **projects, struct config_errs *errs)
+{
+	struct errbuf ebuf, *err = &ebuf;
 	struct config_file src;
-	struct cfg x = {.file = path, .src = &src, .err = err};
+	struct cfg x = {.file = path, .src = &src, .err = err, .errs = errs};
 	config_setting_t *root;
 	config_t lc;
 	size_t k = 0;
@@ -1279,6 +1361,8 @@ int config_load(const char *path, struct config **out,
 	rc = cfg_root(&x, root);
 	if (rc == -ENOMEM && !err->msg[0])
 		errbuf_set(err, "%s: out of memory", path);
+	/* what cfg_next took is in errs already; what is left in err
+	 * (a stop: out of memory) is added below */
 	if (rc == 0) {
 		*out = x.c;
 		x.c = NULL;
@@ -1288,6 +1372,8 @@ int config_load(const char *path, struct config **out,
 		}
 	}
 out:
+	if (err->msg[0])
+		config_errs_add(errs, "%s", err->msg);
 	cfg_seen_free(&x.seen);
 	config_destroy(&lc);
 	config_file_free(&src);
@@ -1339,7 +1425,7 @@ bool config_analytics_differs(const struct config_analytics *a,
 	       a->queue != b->queue || a->database != b->database ||
 	       strcmp(a->spool ? a->spool : "", b->spool ? b->spool : "") ||
 	       a->spool_max != b->spool_max ||
-	       a->spool_memory != b->spool_memory;
+	       a->spool_memory != b->spool_memory || a->format != b->format;
 }
 
 void config_route_defaults(const struct config *c, struct route_defaults *d)

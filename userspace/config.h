@@ -87,6 +87,7 @@ struct config_analytics {
 	uint64_t spool_max;    /* bytes of files in spool at most */
 	uint64_t spool_memory; /* events per sink kept in memory while it
 				* fails */
+	int format; /* the file's lines: enum analytics_format (json) */
 };
 
 /* The wake stage's settings (the group wake; docs/wake.md): the commands
@@ -203,6 +204,32 @@ struct config {
  */
 int config_load(const char *path, struct config **out,
 		struct route_src **projects, struct errbuf *err);
+
+/* Most errors a struct config_errs keeps; more are only counted. */
+#define CONFIG_ERRS_MAX 32
+
+/* Every error found in one configuration, each a line of its own
+ * ("FILE:LINE: KEY: what was wrong", or "FILE: KEY: ..."). */
+struct config_errs {
+	size_t n;    /* messages in msg[0..n) */
+	size_t more; /* errors past CONFIG_ERRS_MAX, not kept */
+	char msg[CONFIG_ERRS_MAX][ERRBUF_LEN];
+};
+
+/* Add one error (printf-style) to e. */
+void config_errs_add(struct config_errs *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * config_load, but the check goes on past an error: each top-level
+ * group, and each project, is checked even when one before it failed,
+ * and every error is added to errs (which the caller zeroes). A failed
+ * group can hide errors that depend on it (a key of analytics that
+ * needs pg, say). Returns what config_load returns; errs->msg[0] is the
+ * message config_load would give.
+ */
+int config_load_all(const char *path, struct config **out,
+		    struct route_src **projects, struct config_errs *errs);
 
 /* Whether two analytics groups differ (they apply at the next start). */
 bool config_analytics_differs(const struct config_analytics *a,

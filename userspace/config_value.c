@@ -61,6 +61,17 @@ int cfg_fail(struct cfg *x, const config_setting_t *s, const char *key,
 	return -EINVAL;
 }
 
+int cfg_next(struct cfg *x, int rc)
+{
+	if (rc == 0 || rc == -ENOMEM)
+		return rc;
+	x->failed = true;
+	config_errs_add(x->errs, "%s",
+			x->err->msg[0] ? x->err->msg : strerror(-rc));
+	errbuf_clear(x->err);
+	return 0;
+}
+
 int cfg_nomem(struct cfg *x)
 {
 	errbuf_set(x->err, "%s: out of memory", x->file);

@@ -53,7 +53,14 @@ struct cfg {
 	struct config *c;	    /* the settings */
 	struct route_src *projects; /* the projects: the file source */
 	struct cfg_seen seen;
+	struct config_errs *errs; /* every error (config_load_all) */
+	bool failed;		  /* an error went into errs */
 };
+
+/* After a group (or a project) was checked with result rc: an error
+ * goes into x->errs, x->err is cleared and the check goes on (returns
+ * 0); only -ENOMEM stops it (returned). */
+int cfg_next(struct cfg *x, int rc);
 
 /* How a number member is written. */
 enum cfg_unit {

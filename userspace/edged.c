@@ -27,6 +27,7 @@
 #include "analytics.h"
 #include "analytics_setup.h"
 #include "config.h"
+#include "config_host.h"
 #include "ctl.h"
 #include "log.h"
 #include "req.h"
@@ -87,14 +88,20 @@ struct edged {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: edged -c FILE [-f] [-v]\n"
-	       "       edged -c FILE --check\n"
-	       "       edged --version\n"
-	       "  -c, --config FILE   configuration file\n"
-	       "      --check         validate the configuration and exit\n"
-	       "  -f, --foreground    do not detach; log to stderr (detached,\n"
-	       "                      edged logs to syslog, facility daemon)\n"
-	       "  -v, --verbose       debug messages\n");
+	    f,
+	    "usage: edged -c FILE [-f] [-v]\n"
+	    "       edged -c FILE --check | --check-file\n"
+	    "       edged --version\n"
+	    "  -c, --config FILE   configuration file\n"
+	    "      --check         check the configuration and the host "
+	    "(user,\n"
+	    "                      directories, free listen addresses), print\n"
+	    "                      every error, and exit\n"
+	    "      --check-file    the file and its certificates only (what a\n"
+	    "                      reload checks: for a running edged)\n"
+	    "  -f, --foreground    do not detach; log to stderr (detached,\n"
+	    "                      edged logs to syslog, facility daemon)\n"
+	    "  -v, --verbose       debug messages\n");
 }
 
 static void print_warnings(const struct config *cfg)
@@ -1055,11 +1062,100 @@ static void edged_shutdown(struct edged *d)
 	}
 }
 
+/* Print the errors in errs, one a line, and what was left out. */
+static void edged_errs_print(const struct config_errs *errs)
+{
+	size_t i;
+
+	for (i = 0; i < errs->n; i++)
+		log_warnx("%s", errs->msg[i]);
+	if (errs->more)
+		log_warnx("... and %zu more error(s) not shown", errs->more);
+}
+
+/* Load the configuration at path, every error in it logged, one a
+ * line (config_load_all). Returns 0 or -errno. */
+static int edged_load(const char *path, struct config **cfg,
+		      struct route_src **src)
+{
+	struct config_errs *errs = calloc(1, sizeof(*errs));
+	int rc;
+
+	if (!errs) {
+		log_warnx("%s: out of memory", path);
+		return -ENOMEM;
+	}
+	rc = config_load_all(path, cfg, src, errs);
+	if (rc && !errs->n)
+		config_errs_add(errs, "%s: %s", path, strerror(-rc));
+	if (rc)
+		edged_errs_print(errs);
+	free(errs);
+	return rc;
+}
+
+/*
+ * edged --check: every error of the file (config_load_all), then, when
+ * it loads, the certificates (as whoever runs the check) and the host
+ * (config_host_check, unless host is false, as for --check-file: the
+ * user, the directories, the listen addresses),
+ * each error on a line of its own, then a count. Returns the exit code:
+ * 0 when nothing was wrong, else 1.
+ */
+static int edged_check(const char *path, bool host)
+{
+	struct config_errs *errs = calloc(1, sizeof(*errs));
+	struct config_errs *notes = calloc(1, sizeof(*notes));
+	struct route_src *src = NULL;
+	struct config *cfg = NULL;
+	struct errbuf err;
+	size_t i, n;
+	int rc;
+
+	if (!errs || !notes) {
+		free(errs);
+		free(notes);
+		log_warnx("%s: out of memory", path);
+		return 1;
+	}
+	rc = config_load_all(path, &cfg, &src, errs);
+	if (rc && !errs->n)
+		config_errs_add(errs, "%s: %s", path, strerror(-rc));
+	if (rc == 0) {
+		print_warnings(cfg);
+		if (cfg->tls.n_listen) {
+			struct tls_store *st;
+
+			errbuf_clear(&err);
+			if (tls_store_new(&cfg->tls, &st, &err))
+				config_errs_add(errs, "%s", err.msg);
+			else
+				tls_store_put(st);
+		}
+		if (host)
+			config_host_check(cfg, errs, notes);
+	}
+	edged_errs_print(errs);
+	for (i = 0; i < notes->n; i++)
+		log_note("%s", notes->msg[i]);
+	n = errs->n + errs->more;
+	if (n)
+		log_warnx("%s: %zu error(s)", path, n);
+	else
+		printf("%s: ok\n", path);
+	config_free(cfg);
+	route_src_free(src);
+	free(errs);
+	free(notes);
+	return n ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"check", no_argument, NULL, 'C'},
+	    {"check-file", no_argument, NULL, 'F'},
 	    {"foreground", no_argument, NULL, 'f'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -1075,6 +1171,7 @@ int main(int argc, char **argv)
 	struct errbuf err;
 	struct passwd pw;
 	bool check = false, foreground = false, verbose = false, sw = false;
+	bool check_host = true;
 	unsigned i;
 	int ch, rc, status = 1;
 
@@ -1086,6 +1183,10 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			check = true;
+			break;
+		case 'F':
+			check = true;
+			check_host = false;
 			break;
 		case 'f':
 			foreground = true;
@@ -1110,32 +1211,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("edged", verbose);
-	errbuf_clear(&err);
-	rc = config_load(d.conf_path, &d.cfg, &src, &err);
-	if (rc) {
-		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
+	if (check)
+		return edged_check(d.conf_path, check_host);
+	if (edged_load(d.conf_path, &d.cfg, &src))
 		return 1;
-	}
 	log_set_format(d.cfg->log_format);
 	print_warnings(d.cfg);
-	if (check && d.cfg->tls.n_listen) {
-		struct tls_store *st;
-
-		/* the certificates too, as whoever runs the check */
-		if (tls_store_new(&d.cfg->tls, &st, &err)) {
-			log_warnx("%s", err.msg);
-			config_free(d.cfg);
-			route_src_free(src);
-			return 1;
-		}
-		tls_store_put(st);
-	}
-	if (check) {
-		printf("%s: ok\n", d.conf_path);
-		config_free(d.cfg);
-		route_src_free(src);
-		return 0;
-	}
 
 	/* detached, stderr is /dev/null: syslog or nothing */
 	if (!foreground && !log_syslog_available()) {

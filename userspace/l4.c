@@ -84,6 +84,8 @@ struct l4_conn {
 	size_t peeked;		    /* bytes the last peek saw */
 	unsigned stalls;	    /* l4_hello_stalled so far */
 	char sni[SNI_NAME_MAX + 1]; /* its server name, "" for none */
+	/* the last endpoint tried, "" when none (the record's) */
+	char up_addr[CONFIG_ADDR_STR_MAX];
 };
 
 #define L4_LOG_CTX(c) (&(const struct log_ctx){(c)->client_ip, (c)->id})
@@ -107,7 +109,9 @@ static void l4_record(const struct l4_conn *c, enum outcome o)
 		return;
 	memset(&ev, 0, sizeof(ev));
 	ev.time_ns = c->t0_real;
-	ev.duration_ns = clk_now_ns() - c->t0;
+	/* read now: a connection refused in the batch it was accepted in
+	 * would last 0 by the batch's clock */
+	ev.duration_ns = clk_fresh_ns() - c->t0;
 	if (c->t_up && c->t_connect)
 		ev.upstream_ns = c->t_up - c->t_connect;
 	ev.bytes_in = c->bytes_in;
@@ -119,6 +123,9 @@ static void l4_record(const struct l4_conn *c, enum outcome o)
 	if (c->sni[0])
 		analytics_event_set(&ev, ANALYTICS_F_HOST, c->sni, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_MOVER, c->mover, SIZE_MAX);
+	if (c->up_addr[0])
+		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, c->up_addr,
+				    SIZE_MAX);
 	if (c->routed) {
 		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID, c->project_id,
 				    SIZE_MAX);
@@ -344,6 +351,7 @@ static void l4_connect(struct l4_conn *c)
 	}
 	c->tried[c->ntried++] = ep;
 	c->ep = ep;
+	memcpy(c->up_addr, upstream_ep_addr(ep)->text, sizeof(c->up_addr));
 	upstream_inflight_add(ep, 1);
 	c->ep_counted = true;
 	c->t_connect = now;

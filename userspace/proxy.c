@@ -459,6 +459,7 @@ static void proxy_connect(struct req *r)
 	}
 	p->tried[p->ntried++] = ep;
 	p->ep = ep;
+	memcpy(r->up_addr, upstream_ep_addr(ep)->text, sizeof(r->up_addr));
 	upstream_inflight_add(ep, 1);
 	p->ep_counted = true;
 	p->t_connect = now;
@@ -833,8 +834,10 @@ static void proxy_parse(struct req *r)
 			req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 			return;
 		}
-		if (p->resp.code >= 200 || p->resp.upgrade)
+		if (p->resp.code >= 200 || p->resp.upgrade) {
+			r->up_status = p->resp.code;
 			break;
+		}
 		/* an interim 1xx (100 Continue: edge sent its own) */
 		evbuffer_drain(in, (size_t)rc);
 		h1_response_init(&p->resp);

@@ -182,7 +182,10 @@ static void req_record(struct req *r, enum outcome o)
 		return;
 	memset(&ev, 0, sizeof(ev));
 	ev.time_ns = r->t0_real;
-	ev.duration_ns = clk_now_ns() - r->t0;
+	/* read now: an answer edge wrote in the batch its request came in
+	 * would last 0 by the batch's clock (the answer is written: it is
+	 * in the socket, or queued for it, by the time req_end gets here) */
+	ev.duration_ns = clk_fresh_ns() - r->t0;
 	if (r->t_resp && r->p.t_connect)
 		ev.upstream_ns = r->t_resp - r->p.t_connect;
 	ev.bytes_in = r->bytes_in;
@@ -194,6 +197,18 @@ static void req_record(struct req *r, enum outcome o)
 	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, r->client_ip, SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_MOVER, r->mover, SIZE_MAX);
+	if (r->up_addr[0])
+		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, r->up_addr,
+				    SIZE_MAX);
+	if (r->up_status > 0 && r->up_status < 1000) {
+		char st[4];
+
+		st[0] = (char)('0' + r->up_status / 100);
+		st[1] = (char)('0' + r->up_status / 10 % 10);
+		st[2] = (char)('0' + r->up_status % 10);
+		st[3] = '\0';
+		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, st, 3);
+	}
 	if (r->woken) {
 		char cold[24];
 
@@ -228,6 +243,9 @@ static void req_record(struct req *r, enum outcome o)
 				    r->h.method_len);
 		analytics_event_set(&ev, ANALYTICS_F_PATH, r->h.target,
 				    r->h.target_len);
+		analytics_event_set(&ev, ANALYTICS_F_HTTP_VERSION,
+				    r->h.h.minor ? "HTTP/1.1" : "HTTP/1.0",
+				    SIZE_MAX);
 		f = find_header(&r->h.h, "user-agent");
 		if (f)
 			analytics_event_set(&ev, ANALYTICS_F_USER_AGENT,

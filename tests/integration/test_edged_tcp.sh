@@ -356,6 +356,9 @@ cmd = len("pump %d\n" % big)
 assert pump[0]["bytes_in"] == cmd + big, pump
 assert pump[0]["bytes_out"] == banner + big, pump
 assert pump[0]["environment_id"] == "main" and pump[0]["deployment_id"] == "main-1"
+assert pump[0]["upstream_addr"] == "127.0.0.1:%d" % b1, pump
+assert all(e["http_version"] is None and e["upstream_status"] is None for e in ev)
+assert by["ip_denied"][0]["upstream_addr"] is None and by["ip_denied"][0]["duration_ns"] > 0
 hc = [e for e in tun if e["bytes_out"] == banner + 300000 and e["bytes_in"] == len("halfclose 300000\n") + 100000]
 assert len(hc) == 1, [(e["bytes_in"], e["bytes_out"]) for e in tun]
 idle = [e for e in tun if e["bytes_in"] == len("echo\nx")]
@@ -367,7 +370,7 @@ assert len(by["ip_denied"]) == 1 and by["ip_denied"][0]["project_id"] == "blocke
 assert len(by["connection_limit"]) == 1 and len(by["rate_limited"]) >= 2
 assert len(by["upstream_unavailable"]) == 1 and by["upstream_unavailable"][0]["environment_id"] == "down"
 PY
-		t_ok "$v: analytics: one tunnel event per connection, bytes each way exact, refusals by outcome"
+		t_ok "$v: analytics: one tunnel event per connection, bytes each way exact, upstream_addr, refusals by outcome"
 	else
 		t_fail "$v: analytics" "$(grep -c . "$T_TMP/events.jsonl") events"
 	fi

@@ -51,8 +51,10 @@ run_suite() { # EDGED_BIN EDGECTL_BIN LABEL
 	fi
 	expect "$v: installed edged --version names the commit" 0 "(commit " \
 		"$d/usr/sbin/edged" --version
-	expect "$v: installed edged --check -c the installed edge.conf" 0 ": ok" \
-		"$d/usr/sbin/edged" --check -c "$d/etc/edge/edge.conf"
+	# --check-file: the host's checks (user, /var/lib/edge) are not this
+	# DESTDIR's
+	expect "$v: installed edged --check-file -c the installed edge.conf" 0 ": ok" \
+		"$d/usr/sbin/edged" --check-file -c "$d/etc/edge/edge.conf"
 	expect "$v: installed edgectl --help" 0 "" "$d/usr/sbin/edgectl" --help
 
 	# a changed configuration survives a second install and uninstall
@@ -105,7 +107,7 @@ fi
 d="$T_TMP/dest-etc"
 if inst sysconfdir "$d" PREFIX=/opt/edge sysconfdir=/etc/opt/edge sbindir=/opt/edge/bin; then
 	if [ -f "$d/etc/opt/edge/edge/edge.conf" ] && [ -x "$d/opt/edge/bin/edgectl" ] &&
-		grep -q '^ExecReload=/opt/edge/bin/edged --check -c /etc/opt/edge/edge/edge.conf$' "$d/opt/edge/lib/systemd/system/edged.service"; then
+		grep -q '^ExecReload=/opt/edge/bin/edged --check-file -c /etc/opt/edge/edge/edge.conf$' "$d/opt/edge/lib/systemd/system/edged.service"; then
 		t_ok "sysconfdir= and sbindir= given"
 	else
 		t_fail "sysconfdir= and sbindir= given" "$(cd "$d" && find . -type f | head -8 | tr '\n' ' ')"

@@ -138,6 +138,52 @@ static const char *jstr(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
+/* nginx's combined line: escaped as nginx does, empty fields "-"; the
+ * upstream fields as JSON numbers and strings. */
+START_TEST(test_event_combined)
+{
+	static const char want[] =
+	    "203.0.113.9 - - [14/Nov/2023:22:13:20 +0000] \"GET /index.html "
+	    "HTTP/1.1\" 200 2000 \"-\" \"ua \\x22q\\x22 \\xFF\\x5C\"\n";
+	struct analytics_event ev;
+	char out[ANALYTICS_COMBINED_MAX], *line;
+	size_t n, len;
+	json_t *j;
+
+	fill(&ev, "req-1");
+	analytics_event_set(&ev, ANALYTICS_F_HTTP_VERSION, "HTTP/1.1",
+			    SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_USER_AGENT, "ua \"q\" \xff\\",
+			    SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, "10.0.0.1:80",
+			    SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, "503", SIZE_MAX);
+	n = analytics_event_combined(&ev, out);
+	ck_assert_uint_eq(n, strlen(want));
+	ck_assert_msg(memcmp(out, want, n) == 0, "got %.*s", (int)n, out);
+	/* no request line read: "-" */
+	fill(&ev, "req-2");
+	ev.method[0] = '\0';
+	n = analytics_event_combined(&ev, out);
+	ck_assert_msg(n > 40 && memmem(out, n, "] \"-\" 200 ", 10) != NULL,
+		      "got %.*s", (int)n, out);
+	/* JSON: upstream_status a number, upstream_addr a string */
+	fill(&ev, "req-3");
+	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, "10.0.0.1:80",
+			    SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, "503", SIZE_MAX);
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	j = json_loads(line, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(j, "upstream_status")), 503);
+	ck_assert_str_eq(jstr(j, "upstream_addr"), "10.0.0.1:80");
+	ck_assert(json_is_null(json_object_get(j, "http_version")));
+	json_decref(j);
+	free(line);
+}
+END_TEST
+
 START_TEST(test_event_fields)
 {
 	struct analytics_event ev;
@@ -180,8 +226,11 @@ START_TEST(test_event_fields)
 	ck_assert(json_is_null(json_object_get(j, "tls_cipher")));
 	ck_assert(json_is_null(json_object_get(j, "tls_resumed")));
 	ck_assert(json_is_null(json_object_get(j, "cold_start_ms")));
+	ck_assert(json_is_null(json_object_get(j, "upstream_addr")));
+	ck_assert(json_is_null(json_object_get(j, "upstream_status")));
+	ck_assert(json_is_null(json_object_get(j, "http_version")));
 	ck_assert_ptr_null(json_object_get(j, "truncated"));
-	ck_assert_uint_eq(json_object_size(j), 23);
+	ck_assert_uint_eq(json_object_size(j), 26);
 	json_decref(j);
 	free(line);
 
@@ -899,6 +948,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_event_fields);
+	tcase_add_test(tc, test_event_combined);
 	tcase_add_test(tc, test_threads_exactly_once);
 	tcase_add_test(tc, test_queue_full);
 	tcase_add_test(tc, test_stop_flushes);

@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 23
+#define COLS 26
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -171,6 +171,19 @@ START_TEST(test_row)
 	ck_assert_ptr_null(col[20]); /* tls_cipher: not set */
 	ck_assert_ptr_null(col[21]); /* tls_resumed */
 	ck_assert_ptr_null(col[22]); /* cold_start_ms: waited for no wake */
+	ck_assert_ptr_null(col[23]); /* upstream_addr: none */
+	ck_assert_ptr_null(col[24]); /* upstream_status */
+	ck_assert_ptr_null(col[25]); /* http_version */
+	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, "[2001:db8::1]:80",
+			    SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, "503", SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_HTTP_VERSION, "HTTP/1.0",
+			    SIZE_MAX);
+	len = analytics_pg_row(&ev, row);
+	ck_assert_uint_eq(split(row, len, store, col), COLS);
+	ck_assert_str_eq(col[23], "[2001:db8::1]:80");
+	ck_assert_str_eq(col[24], "503");
+	ck_assert_str_eq(col[25], "HTTP/1.0");
 	analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, "87", SIZE_MAX);
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);

@@ -525,6 +525,33 @@ static int marked_line(const char *text)
 	return line;
 }
 
+/* config_load_all: every group checked past an error, each project too;
+ * the first error is config_load's. */
+START_TEST(test_load_all)
+{
+	static const char text[] = "workers = 0;\n"
+				   "log_format = \"xml\";\n"
+				   "projects = ( { id = \"a b\"; },\n"
+				   "  { id = \"ok\"; environments = 3; } );\n";
+	struct config_errs *errs = calloc(1, sizeof(*errs));
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	const char *path = write_conf(text);
+
+	ck_assert_ptr_nonnull(errs);
+	ck_assert_int_eq(config_load_all(path, &c, NULL, errs), -EINVAL);
+	ck_assert_ptr_null(c);
+	ck_assert_uint_eq(errs->n, 4);
+	ck_assert_ptr_nonnull(strstr(errs->msg[0], ":1: workers: "));
+	ck_assert_ptr_nonnull(strstr(errs->msg[1], ":2: log_format: "));
+	ck_assert_ptr_nonnull(strstr(errs->msg[2], ":3: projects[0].id: "));
+	ck_assert_ptr_nonnull(strstr(errs->msg[3], ":4: projects[1]."));
+	ck_assert_int_eq(config_load(path, &c, NULL, &err), -EINVAL);
+	ck_assert_str_eq(err.msg, errs->msg[0]);
+	free(errs);
+}
+END_TEST
+
 START_TEST(test_bad)
 {
 	const struct bad *t = &bad[_i];
@@ -1322,6 +1349,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_projects_apart);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_helpers);
+	tcase_add_test(tc, test_load_all);
 	tcase_add_loop_test(tc, test_not_regular, 0, CK_NELEM(specials));
 	tcase_add_loop_test(tc, test_empty, 0, 3);
 	tcase_add_loop_test(tc, test_nul, 0, 2);
