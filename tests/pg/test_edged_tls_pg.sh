@@ -202,12 +202,29 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: an update applied by NOTIFY" "$(served_cn db.tls.test) after ${WAITED:-?} ms"
 	fi
+	# the change is in: the version checks after it (every 2 s) must not
+	# read the table again (checked after 2b)
+	local f1 t_upd=$SECONDS
+	status_json
+	f1=$(json_field "$T_TMP/st.json" daemon.status.database.certificate_fetches)
 	touch "$T_TMP/go"
 	wait "$kpid"
 	if grep -q '^cn db-v1 first 200' "$T_TMP/ka.out" && grep -q '^second 200' "$T_TMP/ka.out"; then
 		t_ok "$v: the keep-alive connection made on the old certificate goes on after the update ($(tr '\n' ' ' <"$T_TMP/ka.out"))"
 	else
 		t_fail "$v: keep-alive across the update" "$(cat "$T_TMP/ka.out")"
+	fi
+
+	# 2a. no second read of the table for a change already fetched: two
+	# version checks (every 2 s) after the update, before any other change
+	local f2
+	while [ $((SECONDS - t_upd)) -lt 5 ]; do sleep 0.2; done
+	status_json
+	f2=$(json_field "$T_TMP/st.json" daemon.status.database.certificate_fetches)
+	if [ -n "$f1" ] && [ "$f2" = "$f1" ]; then
+		t_ok "$v: the version checks after the update do not read the certificates table again ($f1 fetches before, $f2 after)"
+	else
+		t_fail "$v: no refetch for a change already fetched" "fetches $f1 then $f2"
 	fi
 
 	# 2b. https_redirect and hsts from the database's environments

@@ -722,7 +722,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -740,7 +740,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
 	    "xdp_duplicates", (json_int_t)xs.duplicates, "xdp_refused",
-	    (json_int_t)xs.refused, "xdp_reopens", (json_int_t)xs.reopens);
+	    (json_int_t)xs.refused, "xdp_reopens", (json_int_t)xs.reopens,
+	    "certificate_fetches", (json_int_t)st.cert_fetches);
 }
 
 void pgplane_free(struct pgplane *p)

@@ -45,7 +45,11 @@ struct pgsync {
 	bool rules_dirty;   /* the global rules, at the next fetch */
 	bool certs_dirty;   /* the certificates table, next */
 	bool certs_failed;  /* its last fetch failed: again at the check */
-	char **dirty;	    /* projects named since the last fetch began */
+	/* the highest certificate_change version heard; what it was when
+	 * the fetch under way was sent; and when the last one that worked
+	 * was: a change heard before that fetch was sent is in it */
+	uint64_t certs_heard, certs_sent, certs_have;
+	char **dirty; /* projects named since the last fetch began */
 	size_t n_dirty, cap_dirty;
 	uint64_t dirty_since; /* monotonic ns of the oldest of them */
 	/* the fetch under way */
@@ -261,6 +265,16 @@ static uint64_t pgsync_late_lo(const struct pgsync *s)
 }
 
 /* Version v has been heard of (kept only within the window). */
+static bool pgsync_known_has(const struct pgsync *s, uint64_t v)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_known; i++)
+		if (s->known[i] == v)
+			return true;
+	return false;
+}
+
 static void pgsync_known_add(struct pgsync *s, uint64_t v)
 {
 	uint64_t lo = pgsync_late_lo(s);
@@ -331,6 +345,7 @@ static void pgsync_check(struct pgsync *s)
 static void pgsync_certs(struct pgsync *s)
 {
 	s->certs_dirty = false;
+	s->certs_sent = s->certs_heard;
 	pgsync_query(s, PQ_CERTS,
 		     "SELECT id::text, array_to_string(names, ' '), chain_pem, "
 		     "key_pem, COALESCE(encode(ocsp, 'hex'), '') FROM "
@@ -364,6 +379,7 @@ static void pgsync_certs_result(struct pgsync *s, PGresult *res)
 		v[i].ocsp_hex = PQgetvalue(res, i, 4);
 	}
 	s->st.cert_fetches++;
+	s->certs_have = s->certs_sent;
 	s->ops->apply_certs(s->arg, v, (size_t)n);
 	free(v);
 }
@@ -719,14 +735,20 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 		}
 		for (int i = 0; i < PQntuples(res); i++) {
 			const char *kind = PQgetvalue(res, i, 1);
+			uint64_t ver =
+			    strtoull(PQgetvalue(res, i, 0), NULL, 10);
+			bool heard = pgsync_known_has(s, ver);
 
-			pgsync_known_add(
-			    s, strtoull(PQgetvalue(res, i, 0), NULL, 10));
+			pgsync_known_add(s, ver);
 			if (strcmp(kind, "project") == 0) {
 				pgsync_dirty_add(s, PQgetvalue(res, i, 2));
 				continue;
 			}
-			if (strcmp(kind, "certificate") == 0)
+			/* a certificate change heard before the last good
+			 * fetch was sent is in it (one heard later set
+			 * certs_dirty itself): only the others are news */
+			if (strcmp(kind, "certificate") == 0 &&
+			    !(heard && ver <= s->certs_have))
 				s->certs_dirty = true;
 			/* and the rules' fetch (small) takes the applied
 			 * version past it */
@@ -758,8 +780,11 @@ static void pgsync_notify(struct pgconn *c, const char *channel,
 		pgsync_dirty_add(s, sp + 1);
 	else if (strcmp(channel, "ip_rule_change") == 0)
 		s->rules_dirty = true;
-	else if (strcmp(channel, "certificate_change") == 0)
+	else if (strcmp(channel, "certificate_change") == 0) {
 		s->certs_dirty = true;
+		if (v > s->certs_heard)
+			s->certs_heard = v;
+	}
 	/* every notification is fetched: a version is no proof that the
 	 * change is in the table (transactions commit out of order) */
 	if (!s->dirty_since)
