@@ -46,18 +46,17 @@ static void host_dirname(const char *path, char *dir, size_t size)
 		snprintf(dir, size, "%.*s", (int)(sl - path), path);
 }
 
-/* Whether pw may write (create files in) dir: 0, or -errno. As root,
- * a child becomes the user (groups, gid, uid) and asks faccessat with
- * AT_EACCESS: access() as root would say yes to everything. */
-static int host_writable(const struct passwd *pw, const char *dir)
+/* Whether pw may access path as mode says (faccessat's W_OK, X_OK):
+ * 0, or -errno. As root, a child becomes the user (groups, gid, uid) and
+ * asks faccessat with AT_EACCESS: access() as root would say yes to
+ * everything. */
+static int host_access(const struct passwd *pw, const char *path, int mode)
 {
 	int st;
 	pid_t pid;
 
 	if (geteuid() != 0 || !pw)
-		return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS)
-			   ? -errno
-			   : 0;
+		return faccessat(AT_FDCWD, path, mode, AT_EACCESS) ? -errno : 0;
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -65,7 +64,7 @@ static int host_writable(const struct passwd *pw, const char *dir)
 		if (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
 		    setuid(pw->pw_uid))
 			_exit(125);
-		_exit(faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS)
+		_exit(faccessat(AT_FDCWD, path, mode, AT_EACCESS)
 			  ? (errno & 0x7f)
 			  : 0);
 	}
@@ -77,31 +76,10 @@ static int host_writable(const struct passwd *pw, const char *dir)
 	return -WEXITSTATUS(st);
 }
 
-/* Whether pw may write file path: 0, or -errno (host_writable's way). */
-static int host_writable_file(const struct passwd *pw, const char *path)
+/* Whether pw may write (create files in) dir. */
+static int host_writable(const struct passwd *pw, const char *dir)
 {
-	int st;
-	pid_t pid;
-
-	if (geteuid() != 0)
-		return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) ? -errno : 0;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		if (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
-		    setuid(pw->pw_uid))
-			_exit(125);
-		_exit(faccessat(AT_FDCWD, path, W_OK, AT_EACCESS)
-			  ? (errno & 0x7f)
-			  : 0);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) == 125)
-		return -EPERM;
-	return -WEXITSTATUS(st);
+	return host_access(pw, dir, W_OK | X_OK);
 }
 
 /*
@@ -177,7 +155,7 @@ static void host_analytics_file(struct host_chk *h, const char *path)
 	if (host_writable(h->pw, dir) == 0)
 		return;
 	if (stat(path, &sb) == 0) {
-		rc = host_writable_file(h->pw, path);
+		rc = host_access(h->pw, path, W_OK);
 		if (rc) {
 			snprintf(msg, sizeof(msg),
 				 "%s is not writable by user \"%s\", nor is "
