@@ -915,6 +915,17 @@ static void analytics_lane_spill_all(struct analytics_lane *l)
 		;
 }
 
+/* Events left in the queue by a take while a retry was due (they waited
+ * for its outcome) are taken at once when it failed: spooled if there is
+ * room, else dropped, however few they are. Without this, fewer than
+ * batch_max of them would wait for the next retry, and the one after, and
+ * be written or dropped depending on when the lane woke. Called with
+ * a->mu held. */
+static bool analytics_lane_must_take(const struct analytics_lane *l)
+{
+	return l->failing && l->a->tail != l->head && mono_ns() < l->retry_at;
+}
+
 static void *analytics_lane_main(void *arg)
 {
 	struct analytics_lane *l = arg;
@@ -928,7 +939,8 @@ static void *analytics_lane_main(void *arg)
 		 * files to replay into a sink that works */
 		if (!a->stopping && !l->reopen_req &&
 		    a->tail - l->head < a->conf.batch_max &&
-		    (l->failing || !analytics_lane_backlog(l))) {
+		    (l->failing || !analytics_lane_backlog(l)) &&
+		    !analytics_lane_must_take(l)) {
 			uint64_t when =
 			    l->failing
 				? l->retry_at

@@ -553,6 +553,40 @@ START_TEST(test_spool_cap)
 }
 END_TEST
 
+/* Fewer than a batch arriving while the sink fails and the spool is full
+ * are dropped after the next failed retry, not kept waiting from retry to
+ * retry (which made the counts depend on when the lane woke). */
+START_TEST(test_spool_full_few)
+{
+	struct analytics_conf conf = {.flush_ms = 10,
+				      .batch_max = 4,
+				      .spool_cap = 8,
+				      .retry_min_ms = 5,
+				      .retry_max_ms = 40};
+	struct analytics *a;
+	struct analytics_event ev;
+	int i;
+
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	a = make(&conf);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "w");
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).spooled == 8 && stats(a).write_errors >= 1);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).dropped_spool_full == 2);
+	ck_assert_uint_eq(stats(a).spooled, 8);
+	ck_assert_int_eq(unlink(path), 0);
+	WAIT_FOR(stats(a).written == 8);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	ck_assert_uint_eq(stats(a).dropped_spool_full, 2);
+	ck_assert_uint_eq(count_lines(path), 8);
+	analytics_free(a);
+}
+END_TEST
+
 START_TEST(test_stop_gives_up)
 {
 	struct analytics_conf conf = {
@@ -956,6 +990,7 @@ int main(void)
 	tcase_add_test(tc, test_failure_spooled_then_written);
 	tcase_add_test(tc, test_failure_enospc);
 	tcase_add_test(tc, test_spool_cap);
+	tcase_add_test(tc, test_spool_full_few);
 	tcase_add_test(tc, test_stop_gives_up);
 	tcase_add_test(tc, test_short_write_completed);
 	tcase_add_test(tc, test_two_sinks_apart);
