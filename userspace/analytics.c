@@ -27,12 +27,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <jansson.h>
 
 #include "analytics.h"
 #include "analytics_spool.h"
@@ -153,149 +152,251 @@ size_t analytics_utf8_seq(const char *s, size_t n)
 	return len;
 }
 
-/* A JSON string for a field: null when empty, invalid UTF-8 bytes
- * replaced by U+FFFD. */
-static json_t *analytics_json_str(const char *s)
+/* ---- the JSON line ------------------------------------------------- */
+
+/* Bytes that go into a JSON string as they are: printable ASCII but '"'
+ * and '\\' (0x7f too, as jansson writes it); the rest are escaped, or
+ * checked as UTF-8. */
+static const unsigned char json_plain[256] = {
+    [0x20] = 1,
+    [0x21] = 1,
+    [0x23 ... 0x5b] = 1,
+    [0x5d ... 0x7f] = 1,
+};
+
+size_t analytics_json_string(char *out, const char *s, size_t n)
 {
-	/* every field is below 1024 bytes; each byte becomes at most 3 */
-	char fixed[1024 * 3 + 1];
+	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), i = 0, o = 0, k;
+	size_t o = 0, i = 0, run, k;
+
+	out[o++] = '"';
+	while (i < n) {
+		for (run = i; run < n && json_plain[p[run]]; run++)
+			;
+		if (run > i) {
+			memcpy(out + o, p + i, run - i);
+			o += run - i;
+			i = run;
+			if (i == n)
+				break;
+		}
+		if (p[i] >= 0x80) {
+			k = analytics_utf8_seq(s + i, n - i);
+			if (k == 0) { /* not UTF-8: U+FFFD for the byte */
+				memcpy(out + o, "\xef\xbf\xbd", 3);
+				o += 3;
+				i++;
+			} else {
+				memcpy(out + o, p + i, k);
+				o += k;
+				i += k;
+			}
+			continue;
+		}
+		out[o++] = '\\';
+		switch (p[i]) {
+		case '"':
+		case '\\':
+			out[o++] = (char)p[i];
+			break;
+		case '\b':
+			out[o++] = 'b';
+			break;
+		case '\f':
+			out[o++] = 'f';
+			break;
+		case '\n':
+			out[o++] = 'n';
+			break;
+		case '\r':
+			out[o++] = 'r';
+			break;
+		case '\t':
+			out[o++] = 't';
+			break;
+		default:
+			memcpy(out + o, "u00", 3);
+			o += 3;
+			out[o++] = hex[p[i] >> 4];
+			out[o++] = hex[p[i] & 15];
+		}
+		i++;
+	}
+	out[o++] = '"';
+	return o;
+}
+
+/* Decimal digits of v at out; returns how many. */
+static size_t json_u64(char *out, uint64_t v)
+{
+	char t[20];
+	size_t n = 0, i;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		out[i] = t[n - 1 - i];
+	return n;
+}
+
+static size_t json_lit(char *out, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(out, s, n);
+	return n;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.NNNNNNNNNZ" (quoted) for unix nanoseconds; the
+ * part up to the seconds is kept per thread, so gmtime_r runs once a
+ * second, not once a record. */
+static size_t json_time(char *out, uint64_t ns)
+{
+	static __thread int64_t last_sec = -1;
+	static __thread char last[32];
+	static __thread size_t last_len;
+	int64_t sec = (int64_t)(ns / 1000000000ULL);
+	unsigned frac = (unsigned)(ns % 1000000000ULL);
+	size_t o = 0;
+	int i;
+
+	if (sec != last_sec) {
+		time_t t = (time_t)sec;
+		struct tm tm;
+
+		if (!gmtime_r(&t, &tm))
+			return json_lit(out, "null");
+		last_len =
+		    strftime(last, sizeof(last), "%Y-%m-%dT%H:%M:%S", &tm);
+		if (!last_len)
+			return json_lit(out, "null");
+		last_sec = sec;
+	}
+	out[o++] = '"';
+	memcpy(out + o, last, last_len);
+	o += last_len;
+	out[o++] = '.';
+	for (i = 8; i >= 0; i--) {
+		out[o + (size_t)i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	o += 9;
+	out[o++] = 'Z';
+	out[o++] = '"';
+	return o;
+}
+
+/* A field's value: null when empty; the digits of cold_start_ms and
+ * upstream_status as a number (null when there are none), tls_resumed as
+ * a boolean, the rest as strings. Bounded by the field's size even if
+ * its NUL is missing (a record read back from a damaged disk spool). */
+static size_t json_field(char *out, const struct analytics_event *ev,
+			 unsigned i)
+{
+	const struct analytics_field_info *fi = &analytics_fields[i];
+	const char *v = (const char *)ev + fi->off;
+	size_t n = strnlen(v, fi->size);
 
 	if (n == 0)
-		return json_null();
-	while (i < n) {
-		k = analytics_utf8_seq(s + i, n - i);
-		if (k == 0)
-			break;
-		i += k;
+		return json_lit(out, "null");
+	if (i == ANALYTICS_F_TLS_RESUMED)
+		return json_lit(out, n == 4 && memcmp(v, "true", 4) == 0
+					 ? "true"
+					 : "false");
+	if (i == ANALYTICS_F_COLD_START_MS ||
+	    i == ANALYTICS_F_UPSTREAM_STATUS) {
+		uint64_t x = 0;
+		size_t d;
+
+		for (d = 0; d < n && d < 19 && v[d] >= '0' && v[d] <= '9'; d++)
+			x = x * 10 + (uint64_t)(v[d] - '0');
+		return d ? json_u64(out, x) : json_lit(out, "null");
 	}
-	if (i == n)
-		return json_stringn(s, n);
-	memcpy(fixed, s, i);
-	o = i;
-	while (i < n && o + 3 < sizeof(fixed)) {
-		k = analytics_utf8_seq(s + i, n - i);
-		if (k == 0) {
-			memcpy(fixed + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		} else {
-			if (o + k >= sizeof(fixed))
-				break;
-			memcpy(fixed + o, p + i, k);
-			o += k;
-			i += k;
-		}
-	}
-	return json_stringn(fixed, o);
+	return analytics_json_string(out, v, n);
 }
 
-static json_t *analytics_json_time(uint64_t ns)
+size_t analytics_event_json_into(const struct analytics_event *ev, char *out,
+				 const char *member, size_t member_len)
 {
-	char buf[64];
-	struct tm tm;
-	time_t sec = (time_t)(ns / 1000000000ULL);
-	size_t n;
+	size_t o = 0;
+	unsigned i;
+	bool any = false;
 
-	if (!gmtime_r(&sec, &tm))
-		return json_null();
-	n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, sizeof(buf) - n, ".%09uZ",
-		 (unsigned)(ns % 1000000000ULL));
-	return json_string(buf);
-}
-
-static int analytics_set(json_t *o, const char *key, json_t *v)
-{
-	return v ? json_object_set_new(o, key, v) : -1;
+#define KEY(k) (o += json_lit(out + o, "\"" k "\":"))
+	out[o++] = '{';
+	if (member_len) {
+		memcpy(out + o, member, member_len);
+		o += member_len;
+	}
+	KEY("time");
+	o += json_time(out + o, ev->time_ns);
+	out[o++] = ',';
+	KEY("kind");
+	o += json_lit(out + o, ev->kind == ANALYTICS_KIND_TUNNEL
+				   ? "\"tunnel\""
+				   : "\"request\"");
+	for (i = 0; i < ANALYTICS_F_MAX; i++) {
+		out[o++] = ',';
+		out[o++] = '"';
+		o += json_lit(out + o, analytics_fields[i].name);
+		out[o++] = '"';
+		out[o++] = ':';
+		o += json_field(out + o, ev, i);
+		if (i != ANALYTICS_F_PATH)
+			continue;
+		out[o++] = ',';
+		KEY("status");
+		o += json_u64(out + o, ev->status);
+		out[o++] = ',';
+		KEY("outcome");
+		o += analytics_json_string(
+		    out + o, outcome_name((enum outcome)ev->outcome),
+		    strlen(outcome_name((enum outcome)ev->outcome)));
+		out[o++] = ',';
+		KEY("bytes_in");
+		o += json_u64(out + o, ev->bytes_in);
+		out[o++] = ',';
+		KEY("bytes_out");
+		o += json_u64(out + o, ev->bytes_out);
+		out[o++] = ',';
+		KEY("duration_ns");
+		o += json_u64(out + o, ev->duration_ns);
+		out[o++] = ',';
+		KEY("upstream_ns");
+		o += json_u64(out + o, ev->upstream_ns);
+	}
+	for (i = 0; i < ANALYTICS_F_MAX; i++) {
+		if (!(ev->truncated & (1u << i)))
+			continue;
+		if (!any)
+			o += json_lit(out + o, ",\"truncated\":[");
+		else
+			out[o++] = ',';
+		out[o++] = '"';
+		o += json_lit(out + o, analytics_fields[i].name);
+		out[o++] = '"';
+		any = true;
+	}
+	if (any)
+		out[o++] = ']';
+#undef KEY
+	out[o++] = '}';
+	out[o++] = '\n';
+	return o;
 }
 
 int analytics_event_json(const struct analytics_event *ev, char **line,
 			 size_t *len)
 {
-	json_t *o, *trunc = NULL;
-	char *s = NULL;
+	char *s = malloc(ANALYTICS_JSON_MAX + 1);
 	size_t n;
-	unsigned i;
-	int bad = 0;
 
-	o = json_object();
-	if (!o)
-		return -ENOMEM;
-	bad |= analytics_set(o, "time", analytics_json_time(ev->time_ns));
-	bad |= analytics_set(o, "kind",
-			     json_string(ev->kind == ANALYTICS_KIND_TUNNEL
-					     ? "tunnel"
-					     : "request"));
-	for (i = 0; i < ANALYTICS_F_MAX; i++) {
-		const struct analytics_field_info *fi = &analytics_fields[i];
-
-		const char *v = (const char *)ev + fi->off;
-
-		/* tls_resumed: a boolean in JSON ("true" / "false" in the
-		 * record), null without TLS */
-		if (i == ANALYTICS_F_TLS_RESUMED && v[0])
-			bad |= analytics_set(
-			    o, fi->name, json_boolean(strcmp(v, "true") == 0));
-		/* cold_start_ms, upstream_status: numbers in JSON (digits
-		 * in the record), null when the request waited for no wake,
-		 * had no response from an upstream */
-		else if (i == ANALYTICS_F_COLD_START_MS ||
-			 i == ANALYTICS_F_UPSTREAM_STATUS)
-			bad |= analytics_set(
-			    o, fi->name,
-			    v[0] ? json_integer(
-				       (json_int_t)strtoull(v, NULL, 10))
-				 : json_null());
-		else
-			bad |=
-			    analytics_set(o, fi->name, analytics_json_str(v));
-		if (i == ANALYTICS_F_PATH) {
-			bad |= analytics_set(o, "status",
-					     json_integer(ev->status));
-			bad |= analytics_set(o, "outcome",
-					     json_string(outcome_name(
-						 (enum outcome)ev->outcome)));
-			bad |= analytics_set(
-			    o, "bytes_in",
-			    json_integer((json_int_t)ev->bytes_in));
-			bad |= analytics_set(
-			    o, "bytes_out",
-			    json_integer((json_int_t)ev->bytes_out));
-			bad |= analytics_set(
-			    o, "duration_ns",
-			    json_integer((json_int_t)ev->duration_ns));
-			bad |= analytics_set(
-			    o, "upstream_ns",
-			    json_integer((json_int_t)ev->upstream_ns));
-		}
-		if (ev->truncated & (1u << i)) {
-			if (!trunc)
-				trunc = json_array();
-			bad |=
-			    json_array_append_new(trunc, json_string(fi->name));
-		}
-	}
-	if (trunc)
-		bad |= analytics_set(o, "truncated", trunc);
-	if (!bad)
-		s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
 	if (!s)
 		return -ENOMEM;
-	n = strlen(s);
-	/* json_dumps allocates with malloc by default; add the newline */
-	{
-		char *t = realloc(s, n + 2);
-
-		if (!t) {
-			free(s);
-			return -ENOMEM;
-		}
-		s = t;
-	}
-	s[n++] = '\n';
+	n = analytics_event_json_into(ev, s, NULL, 0);
 	s[n] = '\0';
 	*line = s;
 	*len = n;
@@ -317,16 +418,17 @@ int analytics_format_parse(const char *s, enum analytics_format *out)
 
 /* Append s to out at *o as nginx escapes a logged variable: '"', '\\'
  * and bytes outside 0x20..0x7e as \xHH; "" as "-". */
-static void combined_str(char *out, size_t *o, const char *s)
+static void combined_str_n(char *out, size_t *o, const char *s, size_t size)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strnlen(s, size);
 
-	if (!*p) {
+	if (p == end) {
 		out[(*o)++] = '-';
 		return;
 	}
-	for (; *p; p++) {
+	for (; p < end; p++) {
 		if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\') {
 			out[(*o)++] = '\\';
 			out[(*o)++] = 'x';
@@ -337,6 +439,10 @@ static void combined_str(char *out, size_t *o, const char *s)
 		}
 	}
 }
+
+/* A field, read no further than its member's size. */
+#define combined_str(out, o, field)                                            \
+	combined_str_n((out), (o), (field), sizeof(field))
 
 size_t analytics_event_combined(const struct analytics_event *ev, char *out)
 {

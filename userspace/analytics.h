@@ -105,12 +105,38 @@ const char *analytics_event_get(const struct analytics_event *ev,
 size_t analytics_utf8_seq(const char *p, size_t n);
 
 /*
- * Format ev as one JSON object followed by "\n" (a JSON line) into a
- * newly allocated string, stored in *line, its length in *len. Invalid
- * UTF-8 in any field is replaced by U+FFFD. Returns 0 or -ENOMEM.
+ * The most bytes one JSON line takes: every string field at its longest
+ * with every byte escaped as \u00XX (6 bytes), the keys, the numbers at
+ * 20 digits, the truncated list, and a member of ANALYTICS_JSON_MEMBER_MAX
+ * bytes (analytics_event_json_into).
  */
+#define ANALYTICS_JSON_MEMBER_MAX 1024
+#define ANALYTICS_JSON_FIELD_MAX(id, member, size) +(size) + 24
+#define ANALYTICS_JSON_MAX                                                     \
+	(6 * (0 ANALYTICS_STRINGS(ANALYTICS_JSON_FIELD_MAX)) + 1024 +          \
+	 ANALYTICS_JSON_MEMBER_MAX)
+
+/*
+ * Format ev as one JSON object followed by "\n" (a JSON line) into out
+ * (at least ANALYTICS_JSON_MAX bytes), no NUL; returns its length. member
+ * (member_len bytes, at most ANALYTICS_JSON_MEMBER_MAX, may be 0) is put
+ * first, as it is: one or more `"key":value,` already encoded (the file
+ * sink's edge_host). Invalid UTF-8 in any field is replaced by U+FFFD,
+ * control characters are escaped; a field is read no further than its
+ * size even without its NUL. Never fails, never allocates.
+ */
+size_t analytics_event_json_into(const struct analytics_event *ev, char *out,
+				 const char *member, size_t member_len);
+
+/* The same into a newly allocated NUL-terminated string (*line, its
+ * length in *len). Returns 0 or -ENOMEM. */
 int analytics_event_json(const struct analytics_event *ev, char **line,
 			 size_t *len);
+
+/* s[0..n) as a JSON string, quotes included, into out (at least 6 * n +
+ * 2 bytes): invalid UTF-8 replaced by U+FFFD, '"', '\\' and control
+ * characters escaped as jansson does. Returns the bytes written. */
+size_t analytics_json_string(char *out, const char *s, size_t n);
 
 /* ---- sinks ------------------------------------------------------------ */
 

@@ -3,7 +3,8 @@
  * analytics_file.c - Record: the JSON-lines file sink (analytics.h), the
  * embedded mode's destination, and beside the database a local copy.
  *
- * One write(2) per batch of lines formatted by analytics_event_json(); a
+ * One write(2) per batch of lines formatted straight into one buffer by
+ * analytics_event_json_into() (or analytics_event_combined()); a
  * line cut by a short write is completed on the next call, never written
  * twice. The file is opened lazily (or before privileges drop, by
  * analytics_file_sink_open) and reopened after any error and on
@@ -11,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -73,9 +73,6 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 		fs->ends_cap = n;
 	}
 	for (i = 0; i < n; i++) {
-		char *line;
-		size_t ll;
-
 		if (fs->fmt == ANALYTICS_FORMAT_COMBINED) {
 			/* straight into the buffer: no allocation */
 			rc = file_sink_grow(fs, len + ANALYTICS_COMBINED_MAX);
@@ -85,25 +82,12 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 			fs->ends[i] = len;
 			continue;
 		}
-		rc = analytics_event_json(&ev[i], &line, &ll);
-		if (rc == 0) {
-			rc = file_sink_grow(fs, len + ll + fs->host_json_len);
-			if (rc == 0 && fs->host_json && ll > 2) {
-				/* '{', edge_host, then the rest */
-				fs->buf[len] = line[0];
-				memcpy(fs->buf + len + 1, fs->host_json,
-				       fs->host_json_len);
-				memcpy(fs->buf + len + 1 + fs->host_json_len,
-				       line + 1, ll - 1);
-				ll += fs->host_json_len;
-			} else if (rc == 0) {
-				memcpy(fs->buf + len, line, ll);
-			}
-			free(line);
-		}
+		/* JSON straight into the buffer too */
+		rc = file_sink_grow(fs, len + ANALYTICS_JSON_MAX);
 		if (rc < 0)
 			return rc;
-		len += ll;
+		len += analytics_event_json_into(
+		    &ev[i], fs->buf + len, fs->host_json, fs->host_json_len);
 		fs->ends[i] = len;
 	}
 	if (fs->fd < 0) {
@@ -192,9 +176,9 @@ int analytics_file_sink(const char *path, struct analytics_sink *sink)
 int analytics_file_sink_set(struct analytics_sink *sink,
 			    enum analytics_format fmt, const char *edge_host)
 {
+	static const char key[] = "\"edge_host\":";
 	struct file_sink *fs = sink->ctx;
-	json_t *s;
-	char *q;
+	size_t n, o;
 
 	fs->fmt = fmt;
 	free(fs->host_json);
@@ -202,19 +186,20 @@ int analytics_file_sink_set(struct analytics_sink *sink,
 	fs->host_json_len = 0;
 	if (!edge_host || !edge_host[0])
 		return 0;
-	/* quoted once, as JSON wants it (the name is the config's) */
-	s = json_string(edge_host);
-	q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-	json_decref(s);
-	if (!q)
+	/* quoted once, as JSON wants it (the name is the config's); a name
+	 * longer than the member's room (168 bytes, far above a host
+	 * name's 64) is cut */
+	n = strlen(edge_host);
+	if (6 * n + sizeof(key) + 3 > ANALYTICS_JSON_MEMBER_MAX)
+		n = (ANALYTICS_JSON_MEMBER_MAX - sizeof(key) - 3) / 6;
+	fs->host_json = malloc(ANALYTICS_JSON_MEMBER_MAX);
+	if (!fs->host_json)
 		return -ENOMEM;
-	if (asprintf(&fs->host_json, "\"edge_host\":%s,", q) < 0) {
-		fs->host_json = NULL;
-		free(q);
-		return -ENOMEM;
-	}
-	free(q);
-	fs->host_json_len = strlen(fs->host_json);
+	memcpy(fs->host_json, key, sizeof(key) - 1);
+	o = sizeof(key) - 1;
+	o += analytics_json_string(fs->host_json + o, edge_host, n);
+	fs->host_json[o++] = ',';
+	fs->host_json_len = o;
 	return 0;
 }
 

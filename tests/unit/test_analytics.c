@@ -305,6 +305,161 @@ START_TEST(test_event_fields)
 }
 END_TEST
 
+/* One piece of a strange field and what JSON must say for it: a control
+ * character, '"', '\\', a byte that is never UTF-8, a 2-byte character, a
+ * surrogate (3 bytes, each replaced), DEL, '/', a newline, a tab, an
+ * overlong '/' (2 bytes, each replaced), a 4-byte character. */
+static const char strange_in[] =
+    "a\x01\"\\\xff\xc3\xa9\xed\xa0\x80\x7f/\n\t\xc0\xaf\xf0\x9f\x98\x80";
+static const char strange_out[] = "a\x01\"\\\xef\xbf\xbd\xc3\xa9"
+				  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+				  "\x7f/\n\t\xef\xbf\xbd\xef\xbf\xbd"
+				  "\xf0\x9f\x98\x80";
+
+/* Fill field f to its longest with strange_in repeated (whole pieces,
+ * then 'z'), and want with what its JSON string decodes to. */
+static void strange_field(struct analytics_event *ev, enum analytics_field f,
+			  char *want)
+{
+	size_t size = analytics_field_size(f), n = 0, w = 0;
+	char *dst = (char *)analytics_event_get(ev, f);
+
+	while (n + sizeof(strange_in) - 1 <= size - 1) {
+		memcpy(dst + n, strange_in, sizeof(strange_in) - 1);
+		n += sizeof(strange_in) - 1;
+		memcpy(want + w, strange_out, sizeof(strange_out) - 1);
+		w += sizeof(strange_out) - 1;
+	}
+	while (n < size - 1) {
+		dst[n++] = 'z';
+		want[w++] = 'z';
+	}
+	dst[n] = '\0';
+	want[w] = '\0';
+}
+
+/* Every string field at its longest and strangest, the numbers at their
+ * edges, a 9-digit nanosecond part with leading zeros: the line is one
+ * valid JSON object whose values are the fields, invalid UTF-8 (only)
+ * replaced by U+FFFD. */
+START_TEST(test_event_json_strange)
+{
+	static char want[ANALYTICS_F_MAX][1024 * 3];
+	struct analytics_event ev;
+	char *line;
+	size_t len;
+	json_t *j, *t;
+	unsigned f;
+
+	memset(&ev, 0, sizeof(ev));
+	for (f = 0; f < ANALYTICS_F_MAX; f++)
+		strange_field(&ev, f, want[f]);
+	/* fields a sink reads as numbers or a boolean */
+	strcpy(ev.cold_start_ms, "00012345678");
+	strcpy(ev.upstream_status, "abc");
+	strcpy(ev.tls_resumed, "maybe");
+	ev.time_ns = 1700000000ULL * 1000000000ULL + 5; /* .000000005 */
+	ev.duration_ns = UINT64_MAX >> 1;
+	ev.bytes_in = 0;
+	ev.bytes_out = 9223372036854775807ULL;
+	ev.status = 65535;
+	ev.outcome = 250; /* no such outcome */
+	ev.kind = 77;
+	ev.truncated = ~0u;
+	ck_assert_int_eq(analytics_event_json(&ev, &line, &len), 0);
+	ck_assert_uint_le(len, ANALYTICS_JSON_MAX);
+	ck_assert_uint_eq(strlen(line), len);
+	ck_assert_ptr_eq(strchr(line, '\n'), line + len - 1);
+	j = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+	ck_assert_msg(j != NULL, "not JSON: %.200s", line);
+	for (f = 0; f < ANALYTICS_F_MAX; f++) {
+		const char *name = analytics_field_name(f);
+
+		if (f == ANALYTICS_F_COLD_START_MS ||
+		    f == ANALYTICS_F_UPSTREAM_STATUS ||
+		    f == ANALYTICS_F_TLS_RESUMED)
+			continue;
+		ck_assert_msg(jstr(j, name) &&
+				  strcmp(jstr(j, name), want[f]) == 0,
+			      "%s: %s", name, jstr(j, name));
+	}
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(j, "cold_start_ms")), 12345678);
+	ck_assert(json_is_null(json_object_get(j, "upstream_status")));
+	ck_assert(json_is_false(json_object_get(j, "tls_resumed")));
+	ck_assert_str_eq(jstr(j, "time"), "2023-11-14T22:13:20.000000005Z");
+	ck_assert_str_eq(jstr(j, "kind"), "request");
+	ck_assert_str_eq(jstr(j, "outcome"), "unknown");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "status")),
+			 65535);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "bytes_in")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "bytes_out")),
+			 INT64_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "duration_ns")),
+			 INT64_MAX);
+	t = json_object_get(j, "truncated");
+	ck_assert_uint_eq(json_array_size(t), ANALYTICS_F_MAX);
+	ck_assert_str_eq(json_string_value(json_array_get(t, 0)), "request_id");
+	ck_assert_uint_eq(json_object_size(j), 27);
+	json_decref(j);
+	free(line);
+}
+END_TEST
+
+/* A record whose fields lost their NUL (a damaged disk spool, a bug)
+ * among good ones: each field is read no further than its size, every
+ * line is written and valid, and the good records behind it land. */
+START_TEST(test_event_json_no_nul)
+{
+	struct analytics_conf conf = {.flush_ms = 10, .batch_max = 8};
+	struct analytics *a;
+	struct analytics_event ev, bad;
+	json_t **lines;
+	size_t n, i;
+
+	memset(&bad, 'x', sizeof(bad));
+	bad.truncated = 0;
+	bad.status = 500;
+	bad.outcome = 255;
+	a = make(&conf);
+	ck_assert_int_eq(analytics_start(a), 0);
+	fill(&ev, "good-1");
+	ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	ck_assert_int_eq(analytics_enqueue(a, &bad), 0);
+	for (i = 2; i <= 5; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "good-%zu", i);
+		fill(&ev, id);
+		ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	}
+	WAIT_FOR(stats(a).written == 6);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	n = read_lines(path, &lines);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_str_eq(jstr(lines[0], "request_id"), "good-1");
+	ck_assert_uint_eq(strlen(jstr(lines[1], "path")),
+			  analytics_field_size(ANALYTICS_F_PATH));
+	ck_assert_uint_eq(strlen(jstr(lines[1], "client_ip")),
+			  analytics_field_size(ANALYTICS_F_CLIENT_IP));
+	ck_assert_str_eq(jstr(lines[1], "outcome"), "unknown");
+	ck_assert_str_eq(jstr(lines[5], "request_id"), "good-5");
+	free_lines(lines, n);
+	analytics_free(a);
+	/* the combined line too, each field bounded by its size */
+	{
+		static char buf[ANALYTICS_COMBINED_MAX];
+		size_t cl = analytics_event_combined(&bad, buf);
+
+		ck_assert_uint_le(cl, sizeof(buf));
+		ck_assert_ptr_eq(memchr(buf, '\n', cl), buf + cl - 1);
+		/* the method: its 24 bytes, a space, the path */
+		ck_assert_ptr_nonnull(
+		    memmem(buf, cl, "\"xxxxxxxxxxxxxxxxxxxxxxxx x", 27));
+	}
+}
+END_TEST
+
 #define THREADS 4
 #define PER_THREAD 5000
 
@@ -982,6 +1137,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_event_fields);
+	tcase_add_test(tc, test_event_json_strange);
+	tcase_add_test(tc, test_event_json_no_nul);
 	tcase_add_test(tc, test_event_combined);
 	tcase_add_test(tc, test_threads_exactly_once);
 	tcase_add_test(tc, test_queue_full);
