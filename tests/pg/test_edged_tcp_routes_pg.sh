@@ -177,7 +177,8 @@ print(r[0].get(sys.argv[2], "") if r else "absent")' "$1" "$2"
 }
 
 db_state() {
-	"$EDGECTL" --socket "$SOCK" status --json 2>/dev/null | json_field - database.state
+	"$EDGECTL" --socket "$SOCK" status --json 2>/dev/null |
+		json_field - daemon.status.database.state
 }
 
 run_suite() { # BIN LABEL
@@ -198,6 +199,11 @@ run_suite() { # BIN LABEL
 		[ "$(db_state)" = up ] && break
 		sleep 0.1
 	done
+	if [ "$(db_state)" != up ]; then
+		t_fail "$v: edged's database session is up" "state '$(db_state)'; $(tail -3 "$EDGED_LOG")"
+		edged_stop
+		return
+	fi
 	pg_sql "INSERT INTO projects (id, name) VALUES ('dp', 'dp');
 		INSERT INTO environments (id, project_id) VALUES ('denv', 'dp'), ('ta', 'dp'), ('td', 'dp');
 		INSERT INTO deployments (id, environment_id, active) VALUES
