@@ -15,6 +15,20 @@ set -u
 T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${B:-$T_ROOT/build}
 EDGECTL=${EDGECTL:-$B/edgectl}
+# python3 is Debian's (/usr/bin/python3): its modules (scapy,
+# cryptography) are the ones the tests use, and a version manager's shim
+# in front of it on PATH (pyenv's) costs a second or more per start on a
+# loaded machine, which the tests pay thousands of times. A directory
+# holding only that link goes first on PATH (made in the build directory;
+# a VM guest, whose root is read-only, uses the host's).
+if [ -x /usr/bin/python3 ] && [ "$(command -v python3)" != /usr/bin/python3 ]; then
+	if [ -L "$B/pybin/python3" ] ||
+		{ mkdir -p "$B/pybin" 2>/dev/null &&
+			ln -sfn /usr/bin/python3 "$B/pybin/python3" 2>/dev/null; }; then
+		PATH=$B/pybin:$PATH
+		export PATH
+	fi
+fi
 T_FAILED=0
 T_CLEANUP=()
 T_TMP=""
