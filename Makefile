@@ -154,7 +154,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake lint format clean install uninstall deb deb-check
+.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake profile-http lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -213,6 +213,12 @@ bench-tls:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/tls/run
+
+profile-http:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/profile/run --config bare
+	bench/profile/run --config logged
 
 bench-wake:
 	scripts/install-deps --bench

@@ -3,15 +3,15 @@
  * analytics.c - Record: the event, the queue, and one writer thread per
  * sink (a lane) with its memory spool and, optionally, its disk spool.
  *
- * The queue is a ring of fixed-size events behind one mutex. A producer
- * holds the mutex for a bounds check and one memcpy (about 2.5 KiB), which
- * at the request rates of one host costs less than the request's own
- * parsing; a lock-free ring (per-slot sequence numbers) can replace it
- * behind the same analytics_enqueue() if profiles ever say otherwise.
- * Every lane has its own head: a slot is free once the slowest lane has
- * passed it, and a lane never holds the mutex while it formats or writes
- * (slots between its head and the tail are not overwritten until every
- * head has passed them).
+ * The queue is a ring of packed events (struct analytics_packed: the
+ * numbers, then the string fields' bytes) behind one mutex. A producer
+ * packs outside it and holds it for a bounds check (events and bytes) and
+ * one copy of a few hundred bytes; a lock-free ring can replace it behind
+ * the same analytics_enqueue() if profiles ever say otherwise. Every lane
+ * has its own head: a slot and its bytes are free once the slowest lane
+ * has passed them, and a lane never holds the mutex while it unpacks,
+ * formats or writes (events between its head and the tail are not
+ * overwritten until every head has passed them).
  *
  * A lane moves events from the queue into its spool (an array of
  * spool_cap events it alone touches), writes the spool in batches of
@@ -516,9 +516,17 @@ struct analytics {
 	struct analytics_conf conf;
 
 	pthread_mutex_t mu;
-	/* under mu */
-	struct analytics_event *q;
-	uint64_t tail;
+	/* under mu: the ring of packed events. Event i (a count from 0) is
+	 * qlen[i % queue_cap] bytes at byte position qoff[i % queue_cap] (a
+	 * count too) of qb, qbytes long; btail is where the next one goes.
+	 * A lane reads events between its head and tail without the mutex:
+	 * neither their slot nor their bytes are reused until every head
+	 * has passed them. */
+	unsigned char *qb;
+	size_t qbytes;
+	uint64_t *qoff;
+	uint32_t *qlen;
+	uint64_t tail, btail;
 	bool stopping;
 
 	struct analytics_lane lane[ANALYTICS_SINKS_MAX];
@@ -530,6 +538,86 @@ struct analytics {
 
 	_Atomic uint64_t enqueued, dropped_queue_full;
 };
+
+/* ---- packed events in the queue -------------------------------------- */
+
+/* An event in the queue: these numbers, then each string field's bytes
+ * (len[] of them, no NUL), so that a request's record costs the queue
+ * what it holds (a few hundred bytes), not the 2.5 KiB of its struct. */
+struct analytics_packed {
+	uint64_t time_ns, duration_ns, upstream_ns, bytes_in, bytes_out;
+	uint32_t truncated;
+	uint16_t status;
+	uint8_t kind, outcome;
+	uint16_t len[ANALYTICS_F_MAX];
+};
+#define ANALYTICS_PACKED_MAX                                                   \
+	(sizeof(struct analytics_packed) + sizeof(struct analytics_event))
+/* the queue's bytes: this many per event it may hold (a typical record
+ * packs to 200-400), and never less than a few of the longest */
+#define ANALYTICS_QUEUE_BYTES_PER_EVENT 512
+
+/* Pack ev into out (ANALYTICS_PACKED_MAX bytes); returns the length. A
+ * field is taken up to its NUL, at most its size - 1 bytes. */
+static size_t analytics_pack(const struct analytics_event *ev,
+			     unsigned char *out)
+{
+	struct analytics_packed h = {
+	    .time_ns = ev->time_ns,
+	    .duration_ns = ev->duration_ns,
+	    .upstream_ns = ev->upstream_ns,
+	    .bytes_in = ev->bytes_in,
+	    .bytes_out = ev->bytes_out,
+	    .truncated = ev->truncated,
+	    .status = ev->status,
+	    .kind = ev->kind,
+	    .outcome = ev->outcome,
+	};
+	size_t o = sizeof(h), n;
+	unsigned f;
+
+	for (f = 0; f < ANALYTICS_F_MAX; f++) {
+		const char *v = (const char *)ev + analytics_fields[f].off;
+
+		n = strnlen(v, analytics_fields[f].size - 1);
+		h.len[f] = (uint16_t)n;
+		memcpy(out + o, v, n);
+		o += n;
+	}
+	memcpy(out, &h, sizeof(h));
+	return o;
+}
+
+/* The event packed in in[0..len) into ev, every field NUL-terminated and
+ * the rest of the struct zero. */
+static void analytics_unpack(const unsigned char *in, size_t len,
+			     struct analytics_event *ev)
+{
+	struct analytics_packed h;
+	size_t o = sizeof(h), n;
+	unsigned f;
+
+	memset(ev, 0, sizeof(*ev));
+	if (len < sizeof(h))
+		return;
+	memcpy(&h, in, sizeof(h));
+	ev->time_ns = h.time_ns;
+	ev->duration_ns = h.duration_ns;
+	ev->upstream_ns = h.upstream_ns;
+	ev->bytes_in = h.bytes_in;
+	ev->bytes_out = h.bytes_out;
+	ev->truncated = h.truncated;
+	ev->status = h.status;
+	ev->kind = h.kind;
+	ev->outcome = h.outcome;
+	for (f = 0; f < ANALYTICS_F_MAX; f++) {
+		n = h.len[f];
+		if (n > analytics_fields[f].size - 1 || n > len - o)
+			break;
+		memcpy((char *)ev + analytics_fields[f].off, in + o, n);
+		o += n;
+	}
+}
 
 static uint64_t mono_ns(void)
 {
@@ -633,8 +721,16 @@ int analytics_new(const struct analytics_conf *conf, struct analytics **out)
 		a->conf.retry_max_ms = ANALYTICS_RETRY_MAX_MS_DEFAULT;
 	if (a->conf.retry_max_ms < a->conf.retry_min_ms)
 		a->conf.retry_max_ms = a->conf.retry_min_ms;
-	a->q = calloc(a->conf.queue_cap, sizeof(*a->q));
-	if (!a->q) {
+	a->qbytes = a->conf.queue_cap * ANALYTICS_QUEUE_BYTES_PER_EVENT;
+	if (a->qbytes < 4 * ANALYTICS_PACKED_MAX)
+		a->qbytes = 4 * ANALYTICS_PACKED_MAX;
+	a->qb = malloc(a->qbytes);
+	a->qoff = calloc(a->conf.queue_cap, sizeof(*a->qoff));
+	a->qlen = calloc(a->conf.queue_cap, sizeof(*a->qlen));
+	if (!a->qb || !a->qoff || !a->qlen) {
+		free(a->qb);
+		free(a->qoff);
+		free(a->qlen);
 		analytics_sink_close(&conf->sink);
 		analytics_spool_close(conf->disk);
 		free(a);
@@ -644,7 +740,9 @@ int analytics_new(const struct analytics_conf *conf, struct analytics **out)
 	rc = analytics_lane_init(a, &conf->sink, conf->disk);
 	if (rc) {
 		pthread_mutex_destroy(&a->mu);
-		free(a->q);
+		free(a->qb);
+		free(a->qoff);
+		free(a->qlen);
 		free(a);
 		return rc;
 	}
@@ -686,18 +784,38 @@ static uint64_t analytics_min_head(const struct analytics *a)
 	return h;
 }
 
+/* Bytes of the ring in use: from the oldest event a lane still needs to
+ * the tail. Under mu. */
+static size_t analytics_queue_bytes(const struct analytics *a, uint64_t h)
+{
+	return h == a->tail
+		   ? 0
+		   : (size_t)(a->btail - a->qoff[h % a->conf.queue_cap]);
+}
+
 int analytics_enqueue(struct analytics *a, const struct analytics_event *ev)
 {
+	unsigned char packed[ANALYTICS_PACKED_MAX];
+	size_t n = analytics_pack(ev, packed), at, first;
 	unsigned wake = 0, i;
+	uint64_t h;
 	int rc = 0;
 
 	pthread_mutex_lock(&a->mu);
+	h = analytics_min_head(a);
 	if (a->stopping) {
 		rc = -ESHUTDOWN;
-	} else if (a->tail - analytics_min_head(a) >= a->conf.queue_cap) {
+	} else if (a->tail - h >= a->conf.queue_cap ||
+		   analytics_queue_bytes(a, h) + n > a->qbytes) {
 		rc = -ENOBUFS;
 	} else {
-		memcpy(&a->q[a->tail % a->conf.queue_cap], ev, sizeof(*ev));
+		at = (size_t)(a->btail % a->qbytes);
+		first = a->qbytes - at < n ? a->qbytes - at : n;
+		memcpy(a->qb + at, packed, first);
+		memcpy(a->qb, packed + first, n - first);
+		a->qoff[a->tail % a->conf.queue_cap] = a->btail;
+		a->qlen[a->tail % a->conf.queue_cap] = (uint32_t)n;
+		a->btail += n;
 		a->tail++;
 		for (i = 0; i < a->nlanes; i++) {
 			struct analytics_lane *l = &a->lane[i];
@@ -958,6 +1076,22 @@ static int analytics_lane_spill(struct analytics_lane *l, size_t k)
 	return 0;
 }
 
+/* Event j of the queue, which the calling lane has not passed, into ev. */
+static void analytics_queue_get(struct analytics *a, uint64_t j,
+				struct analytics_event *ev)
+{
+	unsigned char packed[ANALYTICS_PACKED_MAX];
+	size_t len = a->qlen[j % a->conf.queue_cap],
+	       at = (size_t)(a->qoff[j % a->conf.queue_cap] % a->qbytes), first;
+
+	if (len > sizeof(packed))
+		len = sizeof(packed);
+	first = a->qbytes - at < len ? a->qbytes - at : len;
+	memcpy(packed, a->qb + at, first);
+	memcpy(packed + first, a->qb, len - first);
+	analytics_unpack(packed, len, ev);
+}
+
 /* Move queued events [h, t) into the spool, the oldest batches going to
  * disk when it is full. Returns how many were taken off the queue
  * (spooled, or dropped while the sink fails and its retry is not due:
@@ -972,9 +1106,8 @@ static uint64_t analytics_lane_take(struct analytics_lane *l, uint64_t h,
 		room = a->conf.spool_cap - l->nspool;
 		k = n - taken < room ? n - taken : room;
 		for (i = 0; i < k; i++)
-			memcpy(&l->spool[l->nspool++],
-			       &a->q[(h + taken + i) % a->conf.queue_cap],
-			       sizeof(*l->spool));
+			analytics_queue_get(a, h + taken + i,
+					    &l->spool[l->nspool++]);
 		taken += k;
 		if (taken == n)
 			break;
@@ -1189,6 +1322,8 @@ void analytics_free(struct analytics *a)
 		free(l->replay);
 	}
 	pthread_mutex_destroy(&a->mu);
-	free(a->q);
+	free(a->qb);
+	free(a->qoff);
+	free(a->qlen);
 	free(a);
 }

@@ -438,14 +438,30 @@ START_TEST(test_event_json_no_nul)
 	n = read_lines(path, &lines);
 	ck_assert_uint_eq(n, 6);
 	ck_assert_str_eq(jstr(lines[0], "request_id"), "good-1");
+	/* the queue keeps a field's first size - 1 bytes */
 	ck_assert_uint_eq(strlen(jstr(lines[1], "path")),
-			  analytics_field_size(ANALYTICS_F_PATH));
+			  analytics_field_size(ANALYTICS_F_PATH) - 1);
 	ck_assert_uint_eq(strlen(jstr(lines[1], "client_ip")),
-			  analytics_field_size(ANALYTICS_F_CLIENT_IP));
+			  analytics_field_size(ANALYTICS_F_CLIENT_IP) - 1);
 	ck_assert_str_eq(jstr(lines[1], "outcome"), "unknown");
 	ck_assert_str_eq(jstr(lines[5], "request_id"), "good-5");
 	free_lines(lines, n);
 	analytics_free(a);
+	/* encoded as it is (a record read back from the disk spool): a
+	 * field is read to its size, no further */
+	{
+		char *line;
+		size_t ll;
+		json_t *j;
+
+		ck_assert_int_eq(analytics_event_json(&bad, &line, &ll), 0);
+		j = json_loads(line, 0, NULL);
+		ck_assert_ptr_nonnull(j);
+		ck_assert_uint_eq(strlen(jstr(j, "path")),
+				  analytics_field_size(ANALYTICS_F_PATH));
+		json_decref(j);
+		free(line);
+	}
 	/* the combined line too, each field bounded by its size */
 	{
 		static char buf[ANALYTICS_COMBINED_MAX];
@@ -457,6 +473,60 @@ START_TEST(test_event_json_no_nul)
 		ck_assert_ptr_nonnull(
 		    memmem(buf, cl, "\"xxxxxxxxxxxxxxxxxxxxxxxx x", 27));
 	}
+}
+END_TEST
+
+/* The queue holds events packed: its bytes (queue x 512) fill before its
+ * count when the events are long, the event that does not fit is dropped
+ * and counted, and what was queued comes out intact. */
+START_TEST(test_queue_bytes)
+{
+	struct analytics_conf conf = {.flush_ms = 10, .queue_cap = 16};
+	struct analytics *a;
+	struct analytics_event ev;
+	char big[1100];
+	json_t **lines;
+	size_t n, i, accepted = 0;
+	int rc;
+
+	a = make(&conf);
+	fill(&ev, "long");
+	memset(big, 'p', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	analytics_event_set(&ev, ANALYTICS_F_PATH, big, SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_REFERRER, big, SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_USER_AGENT, big, SIZE_MAX);
+	/* not started: nothing leaves the queue */
+	for (i = 0; i < 16; i++) {
+		rc = analytics_enqueue(a, &ev);
+		if (rc == -ENOBUFS)
+			break;
+		ck_assert_int_eq(rc, 0);
+		accepted++;
+	}
+	ck_assert_uint_ge(accepted, 4);
+	ck_assert_uint_lt(accepted, 16);
+	ck_assert_uint_eq(stats(a).dropped_queue_full, 1);
+	ck_assert_int_eq(analytics_start(a), 0);
+	WAIT_FOR(stats(a).written == accepted);
+	/* emptied, it takes events again */
+	fill(&ev, "short");
+	ck_assert_int_eq(analytics_enqueue(a, &ev), 0);
+	WAIT_FOR(stats(a).written == accepted + 1);
+	ck_assert_int_eq(analytics_stop(a), 0);
+	n = read_lines(path, &lines);
+	ck_assert_uint_eq(n, accepted + 1);
+	for (i = 0; i < accepted; i++) {
+		ck_assert_uint_eq(strlen(jstr(lines[i], "path")), 1023);
+		ck_assert_uint_eq(strlen(jstr(lines[i], "referrer")), 511);
+		ck_assert_uint_eq(strlen(jstr(lines[i], "user_agent")), 255);
+		ck_assert_str_eq(jstr(lines[i], "client_ip"), "203.0.113.9");
+	}
+	ck_assert_str_eq(jstr(lines[accepted], "request_id"), "short");
+	ck_assert_str_eq(jstr(lines[accepted], "path"), "/index.html");
+	free_lines(lines, n);
+	analytics_free(a);
 }
 END_TEST
 
@@ -1139,6 +1209,7 @@ int main(void)
 	tcase_add_test(tc, test_event_fields);
 	tcase_add_test(tc, test_event_json_strange);
 	tcase_add_test(tc, test_event_json_no_nul);
+	tcase_add_test(tc, test_queue_bytes);
 	tcase_add_test(tc, test_event_combined);
 	tcase_add_test(tc, test_threads_exactly_once);
 	tcase_add_test(tc, test_queue_full);
