@@ -34,6 +34,7 @@
 #include "route.h"
 #include "route_writer.h"
 #include "splice.h"
+#include "upreg.h"
 #include "stats.h"
 #include "tcproute.h"
 #include "tls.h"
@@ -1295,8 +1296,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (edged_analytics(&d, sw ? &pw : NULL))
 		goto out;
+	d.sh.upreg = upreg_new();
 	d.w = calloc(d.cfg->workers, sizeof(*d.w));
-	if (!d.w)
+	if (!d.w || !d.sh.upreg)
 		goto out;
 	for (i = 0; i < d.cfg->workers; i++) {
 		errbuf_clear(&err);
@@ -1418,6 +1420,7 @@ out:
 	for (i = 0; i < d.nw; i++)
 		worker_free(d.w[i]);
 	free(d.w);
+	upreg_free(d.sh.upreg);
 	wake_free(d.sh.wake);
 	for (i = 0; i < 4; i++)
 		if (d.sig[i])

@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "pins.h"
 #include "stats.h"
+#include "upreg.h"
 #include "worker.h"
 
 /* Status classes counted: 1xx .. 5xx. */
@@ -256,7 +257,9 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 		goto nomem;
 	s->up_eps = metrics_gauge_new(
 	    s->m, "edge_upstream_endpoints",
-	    "Upstream endpoints the workers know (summed over workers).", NULL);
+	    "Distinct upstream endpoints the workers know (each counted "
+	    "once, however many workers and routes use it).",
+	    NULL);
 	s->up_idle = metrics_gauge_new(
 	    s->m, "edge_upstream_pool_idle",
 	    "Idle keep-alive upstream connections pooled.", NULL);
@@ -423,7 +426,9 @@ static void stats_refresh(struct stats *s)
 	metrics_gauge_set(s->gen, t ? (int64_t)route_table_generation(t) : 0);
 	route_table_put(t);
 	metrics_gauge_set(s->up_eps,
-			  (int64_t)atomic_load(&s->sh->up.endpoints));
+			  s->sh->upreg
+			      ? (int64_t)upreg_count(s->sh->upreg)
+			      : (int64_t)atomic_load(&s->sh->up.endpoints));
 	metrics_gauge_set(s->up_idle,
 			  (int64_t)atomic_load(&s->sh->up.idle_fds));
 	stats_counter_to(s->up_pool[0], atomic_load(&s->sh->up.pool_hits));
@@ -475,6 +480,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 
 	stats_refresh(s);
 	rc = metrics_render(s->m, out);
+	if (rc == 0 && s->sh->upreg)
+		rc = upreg_render(s->sh->upreg, out);
 	if (rc == 0)
 		rc = metrics_render_process(out);
 	if (rc == 0 && stats_xdp_read(s, v))

@@ -470,6 +470,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	if (rc)
 		goto nomem;
 	upstream_worker_set_release(w->up, proxy_pool_release);
+	upstream_worker_set_registry(w->up, sh->upreg);
 	rc = worker_apply(w, NULL);
 	if (rc) {
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));

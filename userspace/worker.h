@@ -78,6 +78,9 @@ struct worker_shared {
 	struct worker_settings set;
 	atomic_uint set_gen;
 	struct worker_upstream_totals up;
+	/* every worker's endpoints, shared (upreg.h): admin and health
+	 * state, per-endpoint counters; NULL: none (tests) */
+	struct upreg *upreg;
 	atomic_ullong accept_pauses; /* listener_pause, every worker */
 	/* busy connections the descriptor limit allows (worker_fd_conn_cap
 	 * of RLIMIT_NOFILE, read every tick); 0: no limit */
