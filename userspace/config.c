@@ -291,6 +291,35 @@ static const struct cfg_num cfg_timeouts[] = {
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
 };
 
+#define CFG_IN_UPSTREAM(field) offsetof(struct config_upstream, field)
+
+static const struct cfg_num cfg_upstream_nums[] = {
+    {"eject_after", CFG_COUNT, 3, 1, 1000, CFG_IN_UPSTREAM(eject_after)},
+    {"eject_base", CFG_MS, 10 * CFG_S, 100, CFG_H,
+     CFG_IN_UPSTREAM(eject_base_ms)},
+    {"eject_max", CFG_MS, 5 * CFG_MIN, 100, 24 * CFG_H,
+     CFG_IN_UPSTREAM(eject_max_ms)},
+};
+
+/* upstream: passive health's thresholds; eject_base at most eject_max. */
+static int cfg_upstream(struct cfg *x, const config_setting_t *root)
+{
+	struct config_upstream *u = &x->c->upstream;
+	const config_setting_t *g, *m;
+	int rc;
+
+	rc = cfg_nums(x, root, "upstream", cfg_upstream_nums,
+		      CFG_NELEM(cfg_upstream_nums), u);
+	if (rc < 0 || u->eject_base_ms <= u->eject_max_ms)
+		return rc;
+	g = config_setting_lookup((config_setting_t *)root, "upstream");
+	m = g ? config_setting_get_member(g, "eject_base") : NULL;
+	return cfg_fail(x, m ? m : g, "upstream.eject_base",
+			"%llu ms is longer than eject_max (%llu ms)",
+			(unsigned long long)u->eject_base_ms,
+			(unsigned long long)u->eject_max_ms);
+}
+
 _Static_assert(CFG_NELEM(cfg_limits) <= CFG_NUMS_MAX,
 	       "cfg_limits: raise CFG_NUMS_MAX");
 _Static_assert(CFG_NELEM(cfg_timeouts) <= CFG_NUMS_MAX,
@@ -1130,6 +1159,7 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 					   "limits",
 					   "timeouts",
 					   "ratelimit",
+					   "upstream",
 					   "analytics",
 					   "projects",
 					   "log_format",
@@ -1202,6 +1232,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 				       CFG_NELEM(cfg_timeouts), &c->timeouts));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_ratelimit(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_upstream(x, root));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_analytics(x, root));
 	if (rc == 0)

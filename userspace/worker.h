@@ -55,7 +55,8 @@ struct worker_settings {
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
-	struct h1_limits h1; /* the parser's bounds, from limits */
+	struct config_upstream upstream; /* passive health's thresholds */
+	struct h1_limits h1;		 /* the parser's bounds, from limits */
 };
 
 /* s from cfg's limits, timeouts and ratelimit. */

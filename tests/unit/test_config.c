@@ -161,6 +161,14 @@ static const struct bad bad[] = {
      "too long"},
     {"ratelimit = {\n rate = \"fast\"; #!\n};\n", "ratelimit.rate", ""},
     {"ratelimit = {\n burst = 0; #!\n};\n", "ratelimit.burst", "out of range"},
+    {"upstream = {\n eject_after = 0; #!\n};\n", "upstream.eject_after",
+     "out of range"},
+    {"upstream = {\n eject_base = \"50ms\"; #!\n};\n", "upstream.eject_base",
+     "out of range"},
+    {"upstream = {\n eject_base = \"2m\"; #!\n eject_max = \"1m\";\n};\n",
+     "upstream.eject_base", "longer than eject_max"},
+    {"upstream = {\n eject_ater = 2; #!\n};\n", "upstream.eject_ater",
+     "unknown key"},
     {"analytics = {\n queue = 1; #!\n};\n", "analytics.queue", "out of range"},
     {"analytics = {\n file = \"x.jsonl\"; #!\n};\n", "analytics.file",
      "absolute path"},
@@ -766,6 +774,9 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->timeouts.tunnel_idle_ms, 300000);
 	ck_assert_uint_eq(c->timeouts.drain_ms, 30000);
 	ck_assert_uint_eq(c->ratelimit.per_min, 0);
+	ck_assert_uint_eq(c->upstream.eject_after, 3);
+	ck_assert_uint_eq(c->upstream.eject_base_ms, 10000);
+	ck_assert_uint_eq(c->upstream.eject_max_ms, 300000);
 	ck_assert_str_eq(c->analytics.file, "");
 	ck_assert_uint_eq(c->analytics.queue, 65536);
 	ck_assert(c->analytics.database);
@@ -837,7 +848,8 @@ START_TEST(test_values)
 	    "body_buffer = \"16M\"; };\n"
 	    "timeouts = { header = \"1m30s\"; upstream_connect = \"250ms\"; "
 	    "body = \"1s\"; body_min_rate = 0; };\n"
-	    "ratelimit = { rate = \"10/s\"; };\n" PROJ(
+	    "ratelimit = { rate = \"10/s\"; }; upstream = { eject_after = 5; "
+	    "eject_base = \"1s\"; eject_max = \"1h\"; };\n" PROJ(
 		"  ip_block = [ \"10.1.2.3/8\" ];\n",
 		"    max_body_bytes = 0;\n"
 		"    routes = ( { prefix = \"/fn\"; strip_prefix = true; } );\n"
@@ -858,6 +870,9 @@ START_TEST(test_values)
 	ck_assert_uint_eq(c->timeouts.upstream_connect_ms, 250);
 	ck_assert_uint_eq(c->ratelimit.per_min, 600);
 	ck_assert_uint_eq(c->ratelimit.burst, 10);
+	ck_assert_uint_eq(c->upstream.eject_after, 5);
+	ck_assert_uint_eq(c->upstream.eject_base_ms, 1000);
+	ck_assert_uint_eq(c->upstream.eject_max_ms, 3600000);
 	e = &src->projects[0].envs[0];
 	ck_assert_uint_eq(e->max_body_bytes, 0);
 	ck_assert_uint_eq(e->routes[0].max_body_bytes, 0);
