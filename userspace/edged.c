@@ -35,6 +35,7 @@
 #include "route_writer.h"
 #include "splice.h"
 #include "upreg.h"
+#include "upstream_ctl.h"
 #include "stats.h"
 #include "tcproute.h"
 #include "tls.h"
@@ -926,6 +927,34 @@ static int ctl_splice(void *ctx, const json_t *req, json_t **result,
 	return *result ? 0 : -ENOMEM;
 }
 
+/* edgectl upstream [list | drain|disable|enable ENDPOINT]: the workers
+ * read the admin state at their next selection; each is also told to
+ * close the endpoint's idle pooled connections now. */
+static int ctl_upstream(void *ctx, const json_t *req, json_t **result,
+			struct errbuf *err)
+{
+	struct edged *d = ctx;
+	struct route_table *t = route_table_current(&d->sh.routes);
+	const json_t *ep;
+	bool changed;
+	unsigned i;
+	int rc;
+
+	rc = upstream_ctl(d->sh.upreg, t, req, result, &changed, err);
+	route_table_put(t);
+	if (rc || !changed)
+		return rc;
+	ep = json_object_get(*result, "endpoint");
+	log_note("upstream %s: %s (was %s; by edgectl)",
+		 json_string_value(json_object_get(ep, "address")),
+		 json_string_value(json_object_get(ep, "admin")),
+		 json_string_value(json_object_get(*result, "was")));
+	for (i = 0; i < d->nw; i++)
+		if (d->w[i])
+			worker_post(d->w[i], WORKER_MSG_UPSTREAM, 0);
+	return 0;
+}
+
 static int ctl_stats(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
@@ -996,6 +1025,7 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	    .stats = ctl_stats,
 	    .splice = ctl_splice,
 	    .envs = ctl_envs,
+	    .upstream = ctl_upstream,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
 	struct errbuf err;

@@ -229,6 +229,10 @@ int worker_post_arg(struct worker *w, uint32_t type, uint64_t target,
 /* Mailbox message types of the worker's own (a REQ_MSG_* is below). */
 #define WORKER_MSG_LISTEN 0x100	  /* worker_listen_add */
 #define WORKER_MSG_UNLISTEN 0x101 /* worker_listen_del */
+/* an endpoint's admin state changed (edgectl upstream): close the idle
+ * pooled connections of those no longer enabled now, not at the next
+ * tick */
+#define WORKER_MSG_UPSTREAM 0x102
 
 /*
  * Have w listen on fd (listener_socket's, bound to the TCP routes'
