@@ -34,6 +34,7 @@
 #include "route.h"
 #include "route_writer.h"
 #include "splice.h"
+#include "hcheck.h"
 #include "upreg.h"
 #include "upstream_ctl.h"
 #include "stats.h"
@@ -85,6 +86,7 @@ struct edged {
 	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
 	struct tls_db *tls_db;
 	uint64_t tls_rotated_ns;
+	struct hcheck *hc; /* the active health checks (the file's) */
 };
 
 static void usage(FILE *f)
@@ -321,6 +323,9 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	struct route_tcp_list tcp;
 	struct tls_store *tls = NULL;
 	struct wake_defs *wdefs;
+	struct hcheck_target *hct = NULL;
+	size_t nhct = 0;
+	bool hc_ok = false;
 	int rc;
 
 	errbuf_clear(err);
@@ -358,8 +363,19 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	 * needs of src is copied first, the writer taking src */
 	wdefs = wake_defs_new(ROUTE_SRC_FILE, src ? src->projects : NULL,
 			      src ? src->n_projects : 0, NULL, 0, true);
+	if (hcheck_targets(src, &hct, &nhct))
+		log_warnx("%s: health checks: out of memory; the old ones "
+			  "stay",
+			  d->conf_path);
+	else
+		hc_ok = true;
 	rc = route_writer_update_file(&d->routes, src, &def, tcp.v, tcp.n, gen,
 				      err);
+	if (rc == 0 && hc_ok && hcheck_set(d->hc, hct, nhct))
+		log_warnx("%s: health checks: out of memory; the old ones "
+			  "stay",
+			  d->conf_path);
+	free(hct);
 	if (rc == 0 && (!wdefs || wake_configure(d->sh.wake, &cfg->wake) ||
 			wake_sync_defs(d->sh.wake, wdefs)))
 		log_warnx("%s: on-demand environments: out of memory",
@@ -1198,6 +1214,8 @@ int main(int argc, char **argv)
 	struct route_defaults def;
 	struct route_tcp_list tcp;
 	struct wake_defs *wdefs;
+	struct hcheck_target *hct = NULL;
+	size_t nhct = 0;
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
@@ -1311,6 +1329,12 @@ int main(int argc, char **argv)
 			      src ? src->n_projects : 0, NULL, 0, true);
 	if (!wdefs)
 		goto out;
+	/* the health checks' endpoints, taken before the writer takes src
+	 * (they start once the control loop exists) */
+	if (hcheck_targets(src, &hct, &nhct)) {
+		wake_defs_free(wdefs);
+		goto out;
+	}
 	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
 				      &err);
 	src = NULL; /* the writer's */
@@ -1341,8 +1365,11 @@ int main(int argc, char **argv)
 	}
 	tcproute_workers(d.tcp, d.w, d.nw);
 	d.base = event_base_new();
-	if (!d.base)
+	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc) ||
+	    hcheck_set(d.hc, hct, nhct))
 		goto out;
+	free(hct);
+	hct = NULL;
 	for (i = 0; i < 4; i++) {
 		d.sig[i] = evsignal_new(d.base, sigs[i], edged_signal_cb, &d);
 		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
@@ -1450,6 +1477,8 @@ out:
 	for (i = 0; i < d.nw; i++)
 		worker_free(d.w[i]);
 	free(d.w);
+	hcheck_free(d.hc); /* before the registry its entries are in */
+	free(hct);
 	upreg_free(d.sh.upreg);
 	wake_free(d.sh.wake);
 	for (i = 0; i < 4; i++)

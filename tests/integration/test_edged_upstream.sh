@@ -9,18 +9,25 @@
 # a SIGHUP reload, and `enable` brings traffic back; unknown and malformed
 # endpoints are refused. Passive health: with one endpoint stopped, its
 # ejection is logged once (not once per worker) and its return once.
-# Runs against build/edged and build/asan/edged.
+# Active health checks (a second configuration, tests/tools/
+# health_backend.py): an endpoint whose /healthz answers 500 is ejected
+# after `fall` checks (logged, traffic to the other), and back after
+# `rise` once it answers 200; a TCP check of a port nobody listens on
+# ejects that endpoint. Runs against build/edged and build/asan/edged.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
 . "$(dirname "$0")/../lib_edged.sh"
 edged_begin curl python3
 
-BASE=$(edged_ports 4)
+BASE=$(edged_ports 7)
 P_EDGE=$BASE
 P_B1=$((BASE + 1))
 P_B2=$((BASE + 2))
 P_ADMIN=$((BASE + 3))
+P_H1=$((BASE + 4))
+P_H2=$((BASE + 5))
+P_NONE=$((BASE + 6)) # nothing listens there
 SOCK="$T_TMP/ctl/edged.sock"
 E1="127.0.0.1:$P_B1"
 E2="127.0.0.1:$P_B2"
@@ -39,6 +46,29 @@ projects = (
 );
 CONF
 } >"$T_TMP/edge.conf"
+
+H1="127.0.0.1:$P_H1"
+{
+	edged_conf_head "$P_ADMIN" "$SOCK" 2
+	cat <<CONF
+pin_dir = "$T_TMP/pins";
+timeouts = { drain = "5s"; upstream_connect = "1s"; };
+projects = (
+  { id = "hc";
+    environments = (
+      { id = "hc-prod"; domains = [ "app.test" ];
+        deployment = { id = "h1"; upstreams = [ "$H1", "127.0.0.1:$P_H2" ];
+          health_check = { type = "http"; path = "/healthz";
+            interval = "200ms"; timeout = "150ms"; expect_status = 200;
+            rise = 2; fall = 2; }; }; },
+      { id = "hc-tcp"; domains = [ "tcp.test" ];
+        deployment = { id = "h2"; upstreams = [ "127.0.0.1:$P_NONE" ];
+          health_check = { type = "tcp"; interval = "200ms";
+            timeout = "100ms"; fall = 2; }; }; } );
+  }
+);
+CONF
+} >"$T_TMP/health.conf"
 
 ctl() { "$EDGECTL" --socket "$SOCK" "$@"; }
 
@@ -216,6 +246,48 @@ run_suite() {
 	edged_sanitizers_clean "$v: sanitizers silent"
 }
 
+run_health() {
+	local bin=$1 v=$2 i names
+	echo 200 >"$T_TMP/h1.status"
+	if ! edged_start "$bin" "$T_TMP/health.conf"; then
+		t_fail "$v: edged starts with health checks" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+	echo 500 >"$T_TMP/h1.status"
+	if edged_wait_log "upstream $H1 ejected: health check failed 2 times in a row \(last: health check: status 5xx\)"; then
+		names=""
+		for ((i = 0; i < 8; i++)); do names+="$(get /x) "; done
+		if [ "$names" = "$(rep h2 8)" ] && [ "$(list_field "$H1" health)" = down ] &&
+			[ "$(metric "edge_upstream_endpoint_healthy{endpoint=\"$H1\"}")" = 0 ]; then
+			t_ok "$v: an endpoint answering 500 on /healthz is ejected after fall = 2 checks; traffic goes to the other"
+		else
+			t_fail "$v: active check ejection" "$names $(list_field "$H1" health)"
+		fi
+	else
+		t_fail "$v: active check ejects on 500" "$(grep upstream "$EDGED_LOG" | tail -3)"
+	fi
+	echo 200 >"$T_TMP/h1.status"
+	if edged_wait_log "upstream $H1 is back: health check passed 2 times in a row"; then
+		names=""
+		for ((i = 0; i < 8; i++)); do names+="$(get /y) "; done
+		if [[ "$names" == *h1* ]] && [ "$(list_field "$H1" health)" = healthy ] &&
+			[ "$(grep -c "upstream $H1 ejected" "$EDGED_LOG")" = 1 ]; then
+			t_ok "$v: back after rise = 2 checks answering 200; traffic returns"
+		else
+			t_fail "$v: active check return" "$names $(list_field "$H1" health)"
+		fi
+	else
+		t_fail "$v: active check brings it back" "$(grep upstream "$EDGED_LOG" | tail -3)"
+	fi
+	if edged_wait_log "upstream 127.0.0.1:$P_NONE ejected: health check failed 2 times in a row \(last: health check: connect failed\)"; then
+		t_ok "$v: a TCP check of a port nobody listens on ejects it"
+	else
+		t_fail "$v: TCP check" "$(grep "$P_NONE" "$EDGED_LOG" | tail -3)"
+	fi
+	edged_stop 10
+	edged_sanitizers_clean "$v: sanitizers silent with health checks"
+}
+
 for n in 1 2; do
 	p=$P_B1
 	[ "$n" = 2 ] && p=$P_B2
@@ -225,6 +297,15 @@ for n in 1 2; do
 		exit
 	fi
 	echo $! >"$T_TMP/pid.b$n"
+done
+for n in 1 2; do
+	p=$P_H1
+	[ "$n" = 2 ] && p=$P_H2
+	if ! edged_backend "$p" python3 "$TOOLS/health_backend.py" "$p" "h$n" "$T_TMP/h$n.status"; then
+		t_fail "health backend $n starts"
+		t_exit
+		exit
+	fi
 done
 
 for bin in "$B/edged" "$EDGED_ASAN"; do
@@ -236,5 +317,6 @@ for bin in "$B/edged" "$EDGED_ASAN"; do
 	fi
 	[ "$label" = asan ] && { edged_asan || continue; }
 	run_suite "$bin" "$label"
+	run_health "$bin" "$label"
 done
 t_exit

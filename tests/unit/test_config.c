@@ -72,6 +72,13 @@ static const char *write_conf(const char *text)
 	"};\n" ENV_EXTRA "  } );\n"                                            \
 	"} );\n"
 
+/* One deployment with LINE (its health_check) inside. */
+#define HC_ENV(LINE)                                                           \
+	"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"          \
+	"  domains = [ \"a.example.com\" ];\n"                                 \
+	"  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" "         \
+	"];\n" LINE "  };\n} ); } );\n"
+
 /* The error must sit on the line marked "#!" (line 0: none). */
 struct bad {
 	const char *text;
@@ -217,6 +224,29 @@ static const struct bad bad[] = {
 	  ""),
      "projects[0].ip_block[0]", "already in ip_allow"},
     {PROJ("  colour = \"red\"; #!\n", ""), "projects[0].colour", "unknown key"},
+    {HC_ENV("  health_check = { type = \"udp\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.type",
+     "must be \"http\" or \"tcp\""},
+    {HC_ENV("  health_check = { path = \"/h\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.type",
+     "missing (required)"},
+    {HC_ENV("  health_check = { type = \"http\"; path = \"h\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.path",
+     "must start with"},
+    {HC_ENV("  health_check = { type = \"tcp\"; path = \"/h\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.path",
+     "only for type"},
+    {HC_ENV("  health_check = { type = \"http\"; interval = \"1s\"; "
+	    "timeout = \"2s\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check",
+     "timeout (2000 ms) is longer than interval (1000 ms)"},
+    {HC_ENV("  health_check = { type = \"http\"; expect_status = 99; }; "
+	    "#!\n"),
+     "projects[0].environments[0].deployment.health_check.expect_status",
+     "out of range"},
+    {HC_ENV("  health_check = { type = \"http\"; fall = 0; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.fall",
+     "out of range"},
     {PROJ("", "    domain = [ \"x.example.com\" ]; #!\n"),
      "projects[0].environments[0].domain", "unknown key"},
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
@@ -835,6 +865,45 @@ START_TEST(test_analytics_keys)
 }
 END_TEST
 
+/* A deployment's health_check, its defaults and the copy a route
+ * source makes of it. */
+START_TEST(test_health_check)
+{
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+	struct route_src_project cp;
+	struct errbuf err = {""};
+	const struct config_health_check *hc;
+
+	ck_assert_msg(
+	    config_load(write_conf(HC_ENV("  health_check = { type = \"http\"; "
+					  "path = \"/healthz?x=1\"; rise = 4; "
+					  "};\n")),
+			&c, &src, &err) == 0,
+	    "%s", err.msg);
+	hc = &src->projects[0].envs[0].deployment.hc;
+	ck_assert_int_eq(hc->type, CONFIG_HC_HTTP);
+	ck_assert_str_eq(hc->path, "/healthz?x=1");
+	ck_assert_uint_eq(hc->interval_ms, 2000);
+	ck_assert_uint_eq(hc->timeout_ms, 1000);
+	ck_assert_uint_eq(hc->expect_status, 200);
+	ck_assert_uint_eq(hc->rise, 4);
+	ck_assert_uint_eq(hc->fall, 3);
+	ck_assert_int_eq(route_src_project_dup(&src->projects[0], &cp), 0);
+	ck_assert_str_eq(cp.envs[0].deployment.hc.path, "/healthz?x=1");
+	ck_assert_uint_eq(cp.envs[0].deployment.hc.rise, 4);
+	route_src_project_clear(&cp);
+	route_src_free(src);
+	config_free(c);
+	ck_assert_int_eq(config_load(write_conf(HC_ENV("")), &c, &src, &err),
+			 0);
+	ck_assert_int_eq(src->projects[0].envs[0].deployment.hc.type,
+			 CONFIG_HC_NONE);
+	route_src_free(src);
+	config_free(c);
+}
+END_TEST
+
 START_TEST(test_values)
 {
 	struct errbuf err = {""};
@@ -1358,6 +1427,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_health_check);
 	tcase_add_test(tc, test_analytics_keys);
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_duration_grammar);
