@@ -2,8 +2,8 @@
 # test_edged_upstream.sh - per-upstream visibility and control against the
 # live daemon: two workers in front of two endpoints (tests/tools/
 # echo_backend.py, which names itself in its answers). /metrics counts
-# edge_upstream_endpoints once (2, not 4) and each request under the
-# endpoint that served it; `edgectl upstream list` shows both with their
+# edge_upstream_endpoints once (2, not 4), each request under the
+# endpoint that served it and under its route; `edgectl upstream list` shows both with their
 # route; `edgectl upstream drain` lets a slow request in flight on the
 # endpoint finish 200 while every new request goes to the other, survives
 # a SIGHUP reload, and `enable` brings traffic back; unknown and malformed
@@ -125,8 +125,10 @@ run_suite() {
 		[ "$(metric "edge_upstream_endpoint_inflight{endpoint=\"$E1\"}")" = 0 ] &&
 		[ "$(metric "edge_upstream_endpoint_healthy{endpoint=\"$E2\"}")" = 1 ] &&
 		[ "$(metric "edge_upstream_endpoint_response_seconds_count{endpoint=\"$E2\"}")" = "$n2" ] &&
-		[ "$(metric "edge_upstream_endpoint_bytes_total{endpoint=\"$E1\",direction=\"received\"}")" -gt 0 ]; then
-		t_ok "$v: /metrics: edge_upstream_endpoints 2 with 2 workers; requests, classes, times, bytes by endpoint ($n1 + $n2)"
+		[ "$(metric "edge_upstream_endpoint_bytes_total{endpoint=\"$E1\",direction=\"received\"}")" -gt 0 ] &&
+		[ "$(metric "edge_route_responses_total{route=\"app.test/\",environment=\"app-prod\",class=\"2xx\"}")" = 10 ] &&
+		[ "$(metric "edge_route_responses_total{route=\"app.test/\",environment=\"app-prod\",class=\"5xx\"}")" = 0 ]; then
+		t_ok "$v: /metrics: edge_upstream_endpoints 2 with 2 workers; requests, classes, times, bytes by endpoint ($n1 + $n2); the route's 10 2xx"
 	else
 		t_fail "$v: /metrics per endpoint" "b1 $n1 b2 $n2: $(grep -E '^edge_upstream_endpoint(s|_requests|_responses_total\{[^}]*2xx)' "$T_TMP/metrics" | tr '\n' ' ')"
 	fi
