@@ -651,7 +651,9 @@ static void upstream_print_row(const json_t *e)
 	if (!json_array_size(routes))
 		fputs("-", stdout);
 	json_array_foreach(routes, i, r)
-	    printf("%s%s", i ? "," : "", json_string_value(r));
+	{
+		printf("%s%s", i ? "," : "", json_string_value(r));
+	}
 	putchar('\n');
 }
 
@@ -717,7 +719,9 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 		       "ADMIN", "HEALTH", "INFLIGHT", "REQUESTS", "FAILED",
 		       "LAST ERROR", "ROUTES");
 		json_array_foreach(json_object_get(result, "endpoints"), i, e)
-		    upstream_print_row(e);
+		{
+			upstream_print_row(e);
+		}
 	}
 	json_decref(result);
 	return CTL_OK;

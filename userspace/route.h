@@ -289,8 +289,8 @@ json_t *route_dump_json(const struct route_table *t);
  * the route's project). Stops at fn's first non-zero return, which it
  * returns; or -ENOMEM.
  */
-typedef int (*route_each_fn)(void *arg, const char *domain,
-			     const char *prefix, const char *env_id,
+typedef int (*route_each_fn)(void *arg, const char *domain, const char *prefix,
+			     const char *env_id,
 			     const _Atomic uint64_t *classes);
 int route_table_each_route(const struct route_table *t, route_each_fn fn,
 			   void *arg);

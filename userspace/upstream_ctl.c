@@ -86,7 +86,11 @@ static json_t *upctl_all(struct upreg *g, const struct route_table *t)
 		if (upctl_route(all, r, name))
 			goto fail;
 	}
-	json_object_foreach(all, k, v) if (!upctl_ep(all, k)) goto fail;
+	json_object_foreach(all, k, v)
+	{
+		if (!upctl_ep(all, k))
+			goto fail;
+	}
 	json_decref(dump);
 	return all;
 fail:
@@ -110,7 +114,10 @@ static json_t *upctl_sorted(json_t *all)
 
 	if (!keys || !arr)
 		goto fail;
-	json_object_foreach(all, k, v) keys[i++] = k;
+	json_object_foreach(all, k, v)
+	{
+		keys[i++] = k;
+	}
 	qsort(keys, n, sizeof(*keys), upctl_cmp);
 	for (i = 0; i < n; i++)
 		if (json_array_append(arr, json_object_get(all, keys[i])))
