@@ -633,3 +633,96 @@ int cmd_envs(struct ctl *c, int argc, char **argv)
 	json_decref(result);
 	return CTL_OK;
 }
+
+/* One endpoint's row of edgectl upstream list. */
+static void upstream_print_row(const json_t *e)
+{
+	const json_t *r, *routes = json_object_get(e, "routes");
+	const char *le = json_string_value(json_object_get(e, "last_error"));
+	size_t i;
+
+	printf("%-22s %-8s %-8s %8lld %10lld %7lld  %-24s ",
+	       json_string_value(json_object_get(e, "address")),
+	       json_string_value(json_object_get(e, "admin")),
+	       json_string_value(json_object_get(e, "health")),
+	       (long long)ctl_int(e, "inflight"),
+	       (long long)ctl_int(e, "requests"),
+	       (long long)ctl_int(e, "failures"), le ? le : "-");
+	if (!json_array_size(routes))
+		fputs("-", stdout);
+	json_array_foreach(routes, i, r)
+	{
+		printf("%s%s", i ? "," : "", json_string_value(r));
+	}
+	putchar('\n');
+}
+
+/* edgectl upstream list [--json] | drain|disable|enable ENDPOINT [--json] */
+int cmd_upstream(struct ctl *c, int argc, char **argv)
+{
+	static const char *const actions[] = {"list", "drain", "disable",
+					      "enable"};
+	struct errbuf err = {""};
+	json_t *req, *result = NULL;
+	const json_t *e;
+	char name[32];
+	bool json = false;
+	int first, ret, want;
+	size_t i, k;
+
+	if (argc < 2)
+		return ctl_usage_error("upstream",
+				       "upstream: missing subcommand (list, "
+				       "drain, disable, enable)");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return ctl_usage_print("upstream");
+	for (k = 0; k < 4; k++)
+		if (strcmp(argv[1], actions[k]) == 0)
+			break;
+	if (k == 4)
+		return ctl_usage_error(
+		    "upstream", "upstream: unknown subcommand '%s'", argv[1]);
+	snprintf(name, sizeof(name), "upstream %s", actions[k]);
+	argv[1] = name; /* for the usage lines */
+	want = k ? 1 : 0;
+	ret = daemon_opts(argc - 1, argv + 1, &json, want, &first);
+	if (ret >= 0)
+		return ret;
+	first++; /* in argv */
+	if (argc - first < want)
+		return ctl_usage_error(name, "%s: missing ENDPOINT (ADDR:PORT)",
+				       name);
+	req = k ? json_pack("{s:s,s:s,s:s}", "cmd", "upstream", "action",
+			    actions[k], "endpoint", argv[first])
+		: json_pack("{s:s}", "cmd", "upstream");
+	if (!req) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	ret =
+	    ctlproto_call(c->ctl_sock, req, &result, CTLPROTO_TIMEOUT_MS, &err);
+	json_decref(req);
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (json)
+		return ctl_json_print(result);
+	if (k) {
+		e = json_object_get(result, "endpoint");
+		printf("%s: %s (was %s)\n",
+		       json_string_value(json_object_get(e, "address")),
+		       json_string_value(json_object_get(e, "admin")),
+		       json_string_value(json_object_get(result, "was")));
+	} else {
+		printf("%-22s %-8s %-8s %8s %10s %7s  %-24s %s\n", "ENDPOINT",
+		       "ADMIN", "HEALTH", "INFLIGHT", "REQUESTS", "FAILED",
+		       "LAST ERROR", "ROUTES");
+		json_array_foreach(json_object_get(result, "endpoints"), i, e)
+		{
+			upstream_print_row(e);
+		}
+	}
+	json_decref(result);
+	return CTL_OK;
+}

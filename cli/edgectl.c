@@ -40,6 +40,10 @@ static const struct ctl_usage_line ctl_usage_lines[] = {
     {"envs", "envs [--json]"},
     {"reload", "reload"},
     {"splice", "splice [on | off | auto | sockmap] [--json]"},
+    {"upstream list", "upstream list [--json]"},
+    {"upstream drain", "upstream drain ENDPOINT [--json]"},
+    {"upstream disable", "upstream disable ENDPOINT [--json]"},
+    {"upstream enable", "upstream enable ENDPOINT [--json]"},
     {"db migrate", "db migrate"},
     {"db status", "db status [--json]"},
     {"hosts", "hosts [--json] [--stale DURATION]"},
@@ -58,6 +62,7 @@ static const char ctl_usage_tail[] =
     "  DURATION  30s, 10m, 2h, 1d, 1h30m (max 365d)\n"
     "  LIST      ports and ranges: 80,443,8000-8100\n"
     "  RATE      per source: 100, 100/s, 6000/m\n"
+    "  ENDPOINT  an upstream's ADDR:PORT, as edgectl upstream list shows it\n"
     "\n"
     "global options:\n"
     "  --pin-dir DIR    pinned maps (env EDGE_PIN_DIR, "
@@ -381,7 +386,7 @@ static const struct ctl_command ctl_commands[] = {
     {"routes", cmd_routes},	  {"reload", cmd_reload},
     {"splice", cmd_splice},	  {"db", cmd_db},
     {"hosts", cmd_hosts},	  {"help", cmd_help},
-    {"envs", cmd_envs},
+    {"envs", cmd_envs},		  {"upstream", cmd_upstream},
 };
 
 static bool ctl_env_true(const char *name)

@@ -291,6 +291,35 @@ static const struct cfg_num cfg_timeouts[] = {
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
 };
 
+#define CFG_IN_UPSTREAM(field) offsetof(struct config_upstream, field)
+
+static const struct cfg_num cfg_upstream_nums[] = {
+    {"eject_after", CFG_COUNT, 3, 1, 1000, CFG_IN_UPSTREAM(eject_after)},
+    {"eject_base", CFG_MS, 10 * CFG_S, 100, CFG_H,
+     CFG_IN_UPSTREAM(eject_base_ms)},
+    {"eject_max", CFG_MS, 5 * CFG_MIN, 100, 24 * CFG_H,
+     CFG_IN_UPSTREAM(eject_max_ms)},
+};
+
+/* upstream: passive health's thresholds; eject_base at most eject_max. */
+static int cfg_upstream(struct cfg *x, const config_setting_t *root)
+{
+	struct config_upstream *u = &x->c->upstream;
+	const config_setting_t *g, *m;
+	int rc;
+
+	rc = cfg_nums(x, root, "upstream", cfg_upstream_nums,
+		      CFG_NELEM(cfg_upstream_nums), u);
+	if (rc < 0 || u->eject_base_ms <= u->eject_max_ms)
+		return rc;
+	g = config_setting_lookup((config_setting_t *)root, "upstream");
+	m = g ? config_setting_get_member(g, "eject_base") : NULL;
+	return cfg_fail(x, m ? m : g, "upstream.eject_base",
+			"%llu ms is longer than eject_max (%llu ms)",
+			(unsigned long long)u->eject_base_ms,
+			(unsigned long long)u->eject_max_ms);
+}
+
 _Static_assert(CFG_NELEM(cfg_limits) <= CFG_NUMS_MAX,
 	       "cfg_limits: raise CFG_NUMS_MAX");
 _Static_assert(CFG_NELEM(cfg_timeouts) <= CFG_NUMS_MAX,
@@ -522,10 +551,82 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 	return rc;
 }
 
+/* A deployment's health_check group (absent: none). */
+static int cfg_health_check(struct cfg *x, const config_setting_t *dep,
+			    const char *path, struct config_health_check *hc)
+{
+	static const char *const keys[] = {
+	    "type",	     "path", "interval", "timeout",
+	    "expect_status", "rise", "fall",	 NULL};
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	struct cfg_at at;
+	uint64_t v[5];
+	const char *t, *pa;
+	size_t i;
+	int rc;
+
+	memset(hc, 0, sizeof(*hc));
+	rc = cfg_group(x, dep, path, "health_check", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	rc = cfg_str(x, g, p, "type", NULL, &t, &at);
+	if (rc < 0)
+		return rc;
+	if (strcmp(t, "http") == 0)
+		hc->type = CONFIG_HC_HTTP;
+	else if (strcmp(t, "tcp") == 0)
+		hc->type = CONFIG_HC_TCP;
+	else
+		return cfg_fail(x, at.s, at.key, "must be \"http\" or \"tcp\"");
+	rc = cfg_str(x, g, p, "path", "/", &pa, &at);
+	if (rc < 0)
+		return rc;
+	if (pa[0] != '/' || strlen(pa) >= CONFIG_HC_PATH_MAX)
+		return cfg_fail(x, at.s, at.key,
+				"must start with \"/\" and be shorter than %d "
+				"bytes",
+				CONFIG_HC_PATH_MAX);
+	for (i = 0; pa[i]; i++)
+		if ((unsigned char)pa[i] <= ' ' || pa[i] == 0x7f)
+			return cfg_fail(x, at.s, at.key,
+					"no spaces or control characters");
+	if (hc->type == CONFIG_HC_TCP && strcmp(pa, "/") != 0)
+		return cfg_fail(x, at.s, at.key, "only for type \"http\"");
+	snprintf(hc->path, sizeof(hc->path), "%s", pa);
+	rc = cfg_number(x, g, p, "interval", CFG_MS, 2 * CFG_S, 100, CFG_H,
+			&v[0]);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "timeout", CFG_MS, CFG_S, 10, CFG_MIN,
+				&v[1]);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "expect_status", CFG_COUNT, 200, 100,
+				599, &v[2]);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "rise", CFG_COUNT, 2, 1, 100, &v[3]);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "fall", CFG_COUNT, 3, 1, 100, &v[4]);
+	if (rc < 0)
+		return rc;
+	if (v[1] > v[0])
+		return cfg_fail(x, g, p,
+				"timeout (%llu ms) is longer than interval "
+				"(%llu ms)",
+				(unsigned long long)v[1],
+				(unsigned long long)v[0]);
+	hc->interval_ms = v[0];
+	hc->timeout_ms = v[1];
+	hc->expect_status = (unsigned)v[2];
+	hc->rise = (unsigned)v[3];
+	hc->fall = (unsigned)v[4];
+	return 0;
+}
+
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
-	static const char *const keys[] = {"id", "upstreams", "balance", NULL};
+	static const char *const keys[] = {"id", "upstreams", "balance",
+					   "health_check", NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -542,6 +643,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 	if (rc == 0)
 		rc = cfg_balance(x, g, p, CONFIG_BALANCE_ROUND_ROBIN,
 				 &d->balance);
+	if (rc == 0)
+		rc = cfg_health_check(x, g, p, &d->hc);
 	return rc;
 }
 
@@ -1130,6 +1233,7 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 					   "limits",
 					   "timeouts",
 					   "ratelimit",
+					   "upstream",
 					   "analytics",
 					   "projects",
 					   "log_format",
@@ -1202,6 +1306,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 				       CFG_NELEM(cfg_timeouts), &c->timeouts));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_ratelimit(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_upstream(x, root));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_analytics(x, root));
 	if (rc == 0)

@@ -70,6 +70,13 @@ struct config_timeouts {
 	uint64_t queue_ms; /* longest wait in the admission queue */
 };
 
+/* The group upstream: passive health (docs/upstream.md). */
+struct config_upstream {
+	uint64_t eject_after;	/* consecutive failures that eject */
+	uint64_t eject_base_ms; /* the first ejection's length */
+	uint64_t eject_max_ms;	/* the longest (doubling per ejection) */
+};
+
 struct config_ratelimit {
 	uint64_t per_min; /* tokens per minute per client, 0: off */
 	uint64_t burst;
@@ -172,6 +179,7 @@ struct config {
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
+	struct config_upstream upstream;
 	struct config_analytics analytics;
 	struct config_tls tls;
 	struct config_wake wake;

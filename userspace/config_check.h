@@ -43,6 +43,27 @@ struct config_addr {
 	char text[CONFIG_ADDR_STR_MAX]; /* "10.0.0.1:80", "[::1]:80" */
 };
 
+/* A deployment's active health check (health_check; docs/upstream.md):
+ * none, a TCP connect, or an HTTP GET of path expecting expect_status. */
+enum config_hc_type {
+	CONFIG_HC_NONE = 0,
+	CONFIG_HC_TCP,
+	CONFIG_HC_HTTP,
+};
+
+/* health_check.path: longest, bytes */
+#define CONFIG_HC_PATH_MAX 256
+
+struct config_health_check {
+	enum config_hc_type type;
+	char path[CONFIG_HC_PATH_MAX]; /* http: "/..." */
+	uint64_t interval_ms;	       /* between the starts of two checks */
+	uint64_t timeout_ms;	       /* one check, connect to status line */
+	unsigned expect_status;	       /* http */
+	unsigned rise;		       /* successes that bring it back */
+	unsigned fall;		       /* failures that take it out */
+};
+
 /* How a deployment's endpoints are chosen (Select). */
 enum config_balance {
 	CONFIG_BALANCE_ROUND_ROBIN = 0,

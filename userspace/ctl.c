@@ -118,8 +118,8 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.stats;
 	if (strcmp(cmd, "envs") == 0)
 		return s->h.envs;
-	if (strcmp(cmd, "splice") == 0)
-		return NULL; /* ctl_client_request calls s->h.splice */
+	if (strcmp(cmd, "splice") == 0 || strcmp(cmd, "upstream") == 0)
+		return NULL; /* ctl_client_request calls s->h.splice/upstream */
 	*known = false;
 	return NULL;
 }
@@ -144,14 +144,14 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	if (!known) {
 		snprintf(msg, sizeof(msg),
 			 "unknown command '%.64s' (routes, reload, status, "
-			 "stats, splice)",
+			 "stats, splice, envs, upstream)",
 			 cmd);
 		ctl_client_error(c, msg);
 		goto out;
 	}
-	/* splice without a mode only reads */
-	if ((strcmp(cmd, "splice") != 0 || json_object_get(req, "mode")) &&
-	    ctlproto_cmd_changes(cmd) &&
+	/* splice without a mode, upstream without an action (or list) only
+	 * read */
+	if (ctlproto_request_changes(cmd, req) &&
 	    !(c->peer_known && (c->uid == 0 || c->uid == geteuid()))) {
 		snprintf(msg, sizeof(msg),
 			 "permission denied: %s needs root or edged's user",
@@ -161,6 +161,10 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	}
 	if (strcmp(cmd, "splice") == 0 && c->s->h.splice) {
 		ret = c->s->h.splice(c->s->ctx, req, &result, &err);
+		goto answer;
+	}
+	if (strcmp(cmd, "upstream") == 0 && c->s->h.upstream) {
+		ret = c->s->h.upstream(c->s->ctx, req, &result, &err);
 		goto answer;
 	}
 	if (!fn) {

@@ -41,6 +41,9 @@ struct ctl_handlers {
 	 * without mode (the splice's status) */
 	ctl_req_handler_fn splice;
 	ctl_handler_fn envs; /* wake_dump_json(): docs/edgectl.md */
+	/* {"cmd":"upstream"} lists the endpoints; with "action" drain,
+	 * disable or enable and "endpoint" it changes one (upstream_ctl.h) */
+	ctl_req_handler_fn upstream;
 };
 
 /*

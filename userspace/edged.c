@@ -34,6 +34,9 @@
 #include "route.h"
 #include "route_writer.h"
 #include "splice.h"
+#include "hcheck.h"
+#include "upreg.h"
+#include "upstream_ctl.h"
 #include "stats.h"
 #include "tcproute.h"
 #include "tls.h"
@@ -83,6 +86,7 @@ struct edged {
 	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
 	struct tls_db *tls_db;
 	uint64_t tls_rotated_ns;
+	struct hcheck *hc; /* the active health checks (the file's) */
 };
 
 static void usage(FILE *f)
@@ -319,6 +323,9 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	struct route_tcp_list tcp;
 	struct tls_store *tls = NULL;
 	struct wake_defs *wdefs;
+	struct hcheck_target *hct = NULL;
+	size_t nhct = 0;
+	bool hc_ok = false;
 	int rc;
 
 	errbuf_clear(err);
@@ -356,8 +363,19 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	 * needs of src is copied first, the writer taking src */
 	wdefs = wake_defs_new(ROUTE_SRC_FILE, src ? src->projects : NULL,
 			      src ? src->n_projects : 0, NULL, 0, true);
+	if (hcheck_targets(src, &hct, &nhct))
+		log_warnx("%s: health checks: out of memory; the old ones "
+			  "stay",
+			  d->conf_path);
+	else
+		hc_ok = true;
 	rc = route_writer_update_file(&d->routes, src, &def, tcp.v, tcp.n, gen,
 				      err);
+	if (rc == 0 && hc_ok && hcheck_set(d->hc, hct, nhct))
+		log_warnx("%s: health checks: out of memory; the old ones "
+			  "stay",
+			  d->conf_path);
+	free(hct);
 	if (rc == 0 && (!wdefs || wake_configure(d->sh.wake, &cfg->wake) ||
 			wake_sync_defs(d->sh.wake, wdefs)))
 		log_warnx("%s: on-demand environments: out of memory",
@@ -925,6 +943,34 @@ static int ctl_splice(void *ctx, const json_t *req, json_t **result,
 	return *result ? 0 : -ENOMEM;
 }
 
+/* edgectl upstream [list | drain|disable|enable ENDPOINT]: the workers
+ * read the admin state at their next selection; each is also told to
+ * close the endpoint's idle pooled connections now. */
+static int ctl_upstream(void *ctx, const json_t *req, json_t **result,
+			struct errbuf *err)
+{
+	struct edged *d = ctx;
+	struct route_table *t = route_table_current(&d->sh.routes);
+	const json_t *ep;
+	bool changed;
+	unsigned i;
+	int rc;
+
+	rc = upstream_ctl(d->sh.upreg, t, req, result, &changed, err);
+	route_table_put(t);
+	if (rc || !changed)
+		return rc;
+	ep = json_object_get(*result, "endpoint");
+	log_note("upstream %s: %s (was %s; by edgectl)",
+		 json_string_value(json_object_get(ep, "address")),
+		 json_string_value(json_object_get(ep, "admin")),
+		 json_string_value(json_object_get(*result, "was")));
+	for (i = 0; i < d->nw; i++)
+		if (d->w[i])
+			worker_post(d->w[i], WORKER_MSG_UPSTREAM, 0);
+	return 0;
+}
+
 static int ctl_stats(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
@@ -995,6 +1041,7 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	    .stats = ctl_stats,
 	    .splice = ctl_splice,
 	    .envs = ctl_envs,
+	    .upstream = ctl_upstream,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
 	struct errbuf err;
@@ -1167,6 +1214,8 @@ int main(int argc, char **argv)
 	struct route_defaults def;
 	struct route_tcp_list tcp;
 	struct wake_defs *wdefs;
+	struct hcheck_target *hct = NULL;
+	size_t nhct = 0;
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
@@ -1280,6 +1329,12 @@ int main(int argc, char **argv)
 			      src ? src->n_projects : 0, NULL, 0, true);
 	if (!wdefs)
 		goto out;
+	/* the health checks' endpoints, taken before the writer takes src
+	 * (they start once the control loop exists) */
+	if (hcheck_targets(src, &hct, &nhct)) {
+		wake_defs_free(wdefs);
+		goto out;
+	}
 	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
 				      &err);
 	src = NULL; /* the writer's */
@@ -1295,8 +1350,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (edged_analytics(&d, sw ? &pw : NULL))
 		goto out;
+	d.sh.upreg = upreg_new();
 	d.w = calloc(d.cfg->workers, sizeof(*d.w));
-	if (!d.w)
+	if (!d.w || !d.sh.upreg)
 		goto out;
 	for (i = 0; i < d.cfg->workers; i++) {
 		errbuf_clear(&err);
@@ -1309,8 +1365,11 @@ int main(int argc, char **argv)
 	}
 	tcproute_workers(d.tcp, d.w, d.nw);
 	d.base = event_base_new();
-	if (!d.base)
+	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc) ||
+	    hcheck_set(d.hc, hct, nhct))
 		goto out;
+	free(hct);
+	hct = NULL;
 	for (i = 0; i < 4; i++) {
 		d.sig[i] = evsignal_new(d.base, sigs[i], edged_signal_cb, &d);
 		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
@@ -1418,6 +1477,9 @@ out:
 	for (i = 0; i < d.nw; i++)
 		worker_free(d.w[i]);
 	free(d.w);
+	hcheck_free(d.hc); /* before the registry its entries are in */
+	free(hct);
+	upreg_free(d.sh.upreg);
 	wake_free(d.sh.wake);
 	for (i = 0; i < 4; i++)
 		if (d.sig[i])

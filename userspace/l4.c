@@ -26,6 +26,7 @@
 #include "sni.h"
 #include "sockio.h"
 #include "tunnel.h"
+#include "upreg.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -270,7 +271,8 @@ static void l4_attempt_failed(struct l4_conn *c)
 	log_debug_ctx(L4_LOG_CTX(c), "tcp route %s: upstream %s failed",
 		      c->listen, c->ep ? upstream_ep_addr(c->ep)->text : "?");
 	if (c->ep)
-		upstream_report(c->w->up, c->ep, false, clk_now_ns());
+		upstream_report_why(c->w->up, c->ep, false, clk_now_ns(),
+				    "connect failed", true);
 	evtimer_del(c->timer);
 	sockio_free(c->uio);
 	c->uio = NULL;
@@ -293,6 +295,9 @@ static void l4_up_event_cb(struct sockio *uio, short what, void *arg)
 	evtimer_del(c->timer);
 	c->t_up = clk_now_ns();
 	upstream_report(c->w->up, c->ep, true, c->t_up);
+	upreg_count_connect(upstream_ep_shared(c->ep),
+			    c->t_up > c->t_connect ? c->t_up - c->t_connect
+						   : 0);
 	l4_unroute(c);
 	l4_tunnel_begin(c);
 }
@@ -353,6 +358,7 @@ static void l4_connect(struct l4_conn *c)
 	c->ep = ep;
 	memcpy(c->up_addr, upstream_ep_addr(ep)->text, sizeof(c->up_addr));
 	upstream_inflight_add(ep, 1);
+	upreg_count_request(upstream_ep_shared(ep));
 	c->ep_counted = true;
 	c->t_connect = now;
 	a = upstream_ep_addr(ep);

@@ -394,8 +394,7 @@ int64_t metrics_gauge_get(const struct metrics_gauge *g)
 /* ---- rendering ------------------------------------------------------------
  */
 
-/* v / unit as an exact decimal ("0.005", "2", "1.5"). */
-static void metrics_fmt_scaled(char *buf, size_t len, uint64_t v, uint64_t unit)
+void metrics_fmt_scaled(char *buf, size_t len, uint64_t v, uint64_t unit)
 {
 	uint64_t frac = v % unit;
 	int digits = 0, n;
@@ -413,8 +412,8 @@ static void metrics_fmt_scaled(char *buf, size_t len, uint64_t v, uint64_t unit)
 		buf[--n] = '\0';
 }
 
-static int metrics_render_help(struct evbuffer *out, const char *name,
-			       const char *help, const char *type)
+int metrics_render_help(struct evbuffer *out, const char *name,
+			const char *help, const char *type)
 {
 	struct metrics_str b = {0};
 	int rc;
@@ -431,35 +430,34 @@ static int metrics_render_help(struct evbuffer *out, const char *name,
 	return rc < 0 ? -ENOMEM : 0;
 }
 
-static int metrics_render_histogram(struct evbuffer *out, const char *name,
-				    const struct metrics_series *s)
+int metrics_render_buckets(struct evbuffer *out, const char *name,
+			   const char *labels, const uint64_t *bounds,
+			   size_t nbounds, const _Atomic uint64_t *buckets,
+			   const _Atomic uint64_t *sum_p, uint64_t unit)
 {
 	uint64_t cum = 0, sum;
 	char le[48], sumbuf[48];
-	const char *sep = s->labels[0] ? "," : "";
+	const char *sep = labels[0] ? "," : "";
 	size_t i;
 	int rc = 0;
 
-	for (i = 0; i <= s->nbounds; i++) {
-		cum +=
-		    atomic_load_explicit(&s->buckets[i], memory_order_relaxed);
-		if (i < s->nbounds)
-			metrics_fmt_scaled(le, sizeof(le), s->bounds[i],
-					   s->unit);
+	for (i = 0; i <= nbounds; i++) {
+		cum += atomic_load_explicit(&buckets[i], memory_order_relaxed);
+		if (i < nbounds)
+			metrics_fmt_scaled(le, sizeof(le), bounds[i], unit);
 		else
 			snprintf(le, sizeof(le), "+Inf");
 		if (evbuffer_add_printf(out, "%s_bucket{%s%sle=\"%s\"} %llu\n",
-					name, s->labels, sep, le,
+					name, labels, sep, le,
 					(unsigned long long)cum) < 0)
 			rc = -ENOMEM;
 	}
-	sum = atomic_load_explicit(&s->sum, memory_order_relaxed);
-	metrics_fmt_scaled(sumbuf, sizeof(sumbuf), sum, s->unit);
-	if (s->labels[0]) {
-		if (evbuffer_add_printf(out,
-					"%s_sum{%s} %s\n%s_count{%s} %llu\n",
-					name, s->labels, sumbuf, name,
-					s->labels, (unsigned long long)cum) < 0)
+	sum = atomic_load_explicit(sum_p, memory_order_relaxed);
+	metrics_fmt_scaled(sumbuf, sizeof(sumbuf), sum, unit);
+	if (labels[0]) {
+		if (evbuffer_add_printf(
+			out, "%s_sum{%s} %s\n%s_count{%s} %llu\n", name, labels,
+			sumbuf, name, labels, (unsigned long long)cum) < 0)
 			rc = -ENOMEM;
 	} else {
 		if (evbuffer_add_printf(out, "%s_sum %s\n%s_count %llu\n", name,
@@ -468,6 +466,32 @@ static int metrics_render_histogram(struct evbuffer *out, const char *name,
 			rc = -ENOMEM;
 	}
 	return rc;
+}
+
+void metrics_buckets_observe(const uint64_t *bounds, size_t nbounds,
+			     _Atomic uint64_t *buckets, _Atomic uint64_t *sum,
+			     uint64_t v)
+{
+	size_t lo = 0, hi = nbounds;
+
+	/* first bound >= v; nbounds (the +Inf bucket) when none */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (bounds[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	atomic_fetch_add_explicit(&buckets[lo], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(sum, v, memory_order_relaxed);
+}
+
+static int metrics_render_histogram(struct evbuffer *out, const char *name,
+				    const struct metrics_series *s)
+{
+	return metrics_render_buckets(out, name, s->labels, s->bounds,
+				      s->nbounds, s->buckets, &s->sum, s->unit);
 }
 
 static int metrics_render_series(struct evbuffer *out,

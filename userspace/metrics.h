@@ -115,4 +115,24 @@ int metrics_render_xdp(struct evbuffer *out, const uint64_t *values,
  */
 int metrics_render_process(struct evbuffer *out);
 
+/*
+ * For series that live outside a registry (rendered by their owner, e.g.
+ * upreg.c's per-endpoint series): v / unit as an exact decimal ("0.005",
+ * "2", "1.5") into buf; a family's "# HELP" and "# TYPE" lines; one
+ * histogram's _bucket, _sum and _count lines from its raw atomics
+ * (buckets[0..nbounds], the last +Inf), labels the rendered label pairs
+ * (a="x",b="y", or ""); and an observation into such atomics. The
+ * render functions return 0 or -ENOMEM.
+ */
+void metrics_fmt_scaled(char *buf, size_t len, uint64_t v, uint64_t unit);
+int metrics_render_help(struct evbuffer *out, const char *name,
+			const char *help, const char *type);
+int metrics_render_buckets(struct evbuffer *out, const char *name,
+			   const char *labels, const uint64_t *bounds,
+			   size_t nbounds, const _Atomic uint64_t *buckets,
+			   const _Atomic uint64_t *sum_p, uint64_t unit);
+void metrics_buckets_observe(const uint64_t *bounds, size_t nbounds,
+			     _Atomic uint64_t *buckets, _Atomic uint64_t *sum,
+			     uint64_t v);
+
 #endif /* EDGE_METRICS_H */

@@ -21,6 +21,7 @@
 #include "proxy.h"
 #include "sockio.h"
 #include "tunnel.h"
+#include "upreg.h"
 #include "upstream.h"
 #include "worker.h"
 
@@ -193,6 +194,9 @@ void proxy_release(struct req *r, bool ok)
 		tunnel_free(p->tun);
 		p->tun = NULL;
 	}
+	if (p->ep && p->ep_counted)
+		upreg_count_bytes(upstream_ep_shared(p->ep), r->bytes_in,
+				  r->bytes_out);
 	if (p->uio) {
 		give = ok && p->reusable && p->req_body.done &&
 		       p->resp_body.done &&
@@ -211,14 +215,15 @@ void proxy_release(struct req *r, bool ok)
 
 /* The current attempt failed before any response byte: report it and try
  * another endpoint (nothing of the request was consumed yet). */
-static void proxy_attempt_failed(struct req *r)
+static void proxy_attempt_failed(struct req *r, const char *why)
 {
 	struct proxy *p = &r->p;
 
-	log_debug_ctx(REQ_LOG_CTX(r), "upstream %s failed",
-		      p->ep ? upstream_ep_addr(p->ep)->text : "?");
+	log_debug_ctx(REQ_LOG_CTX(r), "upstream %s failed: %s",
+		      p->ep ? upstream_ep_addr(p->ep)->text : "?", why);
 	if (p->ep)
-		upstream_report(r->w->up, p->ep, false, clk_now_ns());
+		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(), why,
+				    true);
 	proxy_drop_uio(r, false);
 	proxy_ep_done(r);
 	p->ep = NULL;
@@ -335,7 +340,14 @@ static void proxy_connected(struct req *r)
 	struct proxy *p = &r->p;
 	struct hdr_fwd f;
 	struct hdr_buf b;
+	uint64_t now;
 
+	if (!p->reused) {
+		now = clk_now_ns();
+		upreg_count_connect(upstream_ep_shared(p->ep),
+				    now > p->t_connect ? now - p->t_connect
+						       : 0);
+	}
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
 	f.project_id = r->m.project_id;
@@ -459,6 +471,7 @@ static void proxy_connect(struct req *r)
 	}
 	p->tried[p->ntried++] = ep;
 	p->ep = ep;
+	upreg_count_request(upstream_ep_shared(ep));
 	memcpy(r->up_addr, upstream_ep_addr(ep)->text, sizeof(r->up_addr));
 	upstream_inflight_add(ep, 1);
 	p->ep_counted = true;
@@ -494,7 +507,7 @@ static void proxy_connect(struct req *r)
 	p->state = PROXY_CONNECTING;
 	req_timer(r, w->set.timeouts.upstream_connect_ms);
 	if (sockio_connect(p->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
-		proxy_attempt_failed(r);
+		proxy_attempt_failed(r, "connect failed");
 }
 
 /* PROXY_BUFFERING: decode what the client sent of the body into p->held,
@@ -812,6 +825,7 @@ static void proxy_parse(struct req *r)
 	struct evbuffer *in = sockio_input(p->uio);
 	const char *buf;
 	size_t len, n;
+	uint64_t now;
 	int rc;
 
 	for (;;) {
@@ -829,7 +843,9 @@ static void proxy_parse(struct req *r)
 				      "bad response from %s: %s",
 				      upstream_ep_addr(p->ep)->text,
 				      h1_err_name(p->resp.h.err));
-			upstream_report(r->w->up, p->ep, false, clk_now_ns());
+			upstream_report_why(r->w->up, p->ep, false,
+					    clk_now_ns(), "bad response head",
+					    false);
 			p->reusable = false;
 			req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 			return;
@@ -847,12 +863,16 @@ static void proxy_parse(struct req *r)
 		    REQ_LOG_CTX(r),
 		    "101 from %s switches to a protocol not asked for",
 		    upstream_ep_addr(p->ep)->text);
-		upstream_report(r->w->up, p->ep, false, clk_now_ns());
+		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
+				    "101 to a protocol not asked for", false);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
-	upstream_report(r->w->up, p->ep, true, clk_now_ns());
+	now = clk_now_ns();
+	upstream_report(r->w->up, p->ep, true, now);
+	upreg_count_response(upstream_ep_shared(p->ep), p->resp.code,
+			     now > p->t_connect ? now - p->t_connect : 0);
 	/* the head must outlive the input: respond before draining it */
 	proxy_respond(r, (size_t)rc);
 }
@@ -955,7 +975,7 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 		if (what & SOCKIO_CONNECTED)
 			proxy_connected(r);
 		else
-			proxy_attempt_failed(r);
+			proxy_attempt_failed(r, "connect failed");
 		return;
 	case PROXY_WAITING:
 		if (what & SOCKIO_TIMEOUT)
@@ -988,7 +1008,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			      "%s closed after %zu bytes of response head",
 			      upstream_ep_addr(p->ep)->text,
 			      evbuffer_get_length(sockio_input(p->uio)));
-		upstream_report(r->w->up, p->ep, false, clk_now_ns());
+		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
+				    "closed without a response head", false);
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:
@@ -1051,10 +1072,11 @@ void proxy_timeout(struct req *r)
 
 	switch (p->state) {
 	case PROXY_CONNECTING:
-		proxy_attempt_failed(r);
+		proxy_attempt_failed(r, "connect timed out");
 		return;
 	case PROXY_WAITING:
-		upstream_report(r->w->up, p->ep, false, clk_now_ns());
+		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
+				    "no response head in time", false);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 		return;

@@ -352,6 +352,10 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	proxy_release(r, o == OUTCOME_OK);
 	EDGE_ASSERT(!r->p.uio && !r->p.tun && !r->p.ep_counted);
 	req_record(r, o);
+	/* the route's series (its table is held until below) */
+	if (r->routed && r->m.classes && r->status >= 100 && r->status <= 599)
+		atomic_fetch_add_explicit(&r->m.classes[r->status / 100 - 1], 1,
+					  memory_order_relaxed);
 	if (sh->request_done)
 		sh->request_done(sh->request_done_arg, o, r->status, r->t0,
 				 r->p.t_connect, r->t_resp);

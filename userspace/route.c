@@ -41,6 +41,8 @@ struct route_r {
 	uint64_t max_body_bytes; /* ROUTE_SRC_INHERIT: the table's */
 	uint64_t key;
 	struct admit_gauge inflight;
+	/* requests ended, by status class (1xx..5xx): the route's series */
+	_Atomic uint64_t classes[ROUTE_CLASSES];
 };
 
 struct route_env {
@@ -1087,6 +1089,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->on_demand = e->src->on_demand;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
+	m->classes = (_Atomic uint64_t *)r->classes;
 	m->route_key = r->key;
 	m->path = path;
 	m->path_len = path_len;
@@ -1301,6 +1304,41 @@ static json_t *rt_tcp_json(const struct route_tcp *r, const struct route_env *e)
 	    "project", e->project->id, "deployment", e->deployment_id,
 	    "enabled", e->project->enabled, "balance",
 	    config_balance_name(d->balance), "upstreams", ups);
+}
+
+/* rows by route, then domain: each route's first row is its least
+ * domain */
+static int rt_row_cmp_route(const void *a, const void *b)
+{
+	const struct rt_row *x = a, *y = b;
+
+	if (x->r != y->r)
+		return (uintptr_t)x->r < (uintptr_t)y->r ? -1 : 1;
+	return strcmp(x->domain, y->domain);
+}
+
+int route_table_each_route(const struct route_table *t, route_each_fn fn,
+			   void *arg)
+{
+	struct rt_rows rows = {NULL, 0, 0};
+	size_t i;
+	int rc;
+
+	rc = pmap_foreach(t->exact, rt_rows_of, &rows);
+	if (rc == 0)
+		rc = pmap_foreach(t->wild, rt_rows_of, &rows);
+	if (rc == 0 && rows.n > 1)
+		qsort(rows.v, rows.n, sizeof(*rows.v), rt_row_cmp_route);
+	for (i = 0; rc == 0 && i < rows.n; i++) {
+		const struct route_r *r = rows.v[i].r;
+
+		if (i && rows.v[i - 1].r == r)
+			continue;
+		rc = fn(arg, rows.v[i].domain, r->prefix ? r->prefix : "/",
+			r->env->id, r->classes);
+	}
+	free(rows.v);
+	return rc;
 }
 
 json_t *route_dump_json(const struct route_table *t)

@@ -68,6 +68,9 @@ struct route_match {
 	uint64_t max_body_bytes; /* 0: unlimited */
 	const struct config_security_headers *security;
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
+	/* this route's requests by status class (ROUTE_CLASSES: 1xx..5xx),
+	 * counted by req_end with relaxed atomics */
+	_Atomic uint64_t *classes;
 	/* this route's own number, the same in every generation the route
 	 * is unchanged in (its project not changed): what per-route state
 	 * elsewhere (round robin positions) is keyed by */
@@ -274,6 +277,23 @@ bool route_ip_allowed(const struct route_match *m, const struct cidr *a);
  * NULL when out of memory.
  */
 json_t *route_dump_json(const struct route_table *t);
+
+/* Status classes counted per route (1xx .. 5xx). */
+#define ROUTE_CLASSES 5
+
+/*
+ * Call fn once per HTTP route of t (an environment's default route, each
+ * of its prefix routes, each claim): its least domain, its prefix ("/" for
+ * a default route), its environment's id and its status-class counters
+ * (ROUTE_CLASSES of them; they start at 0 with the generation that built
+ * the route's project). Stops at fn's first non-zero return, which it
+ * returns; or -ENOMEM.
+ */
+typedef int (*route_each_fn)(void *arg, const char *domain, const char *prefix,
+			     const char *env_id,
+			     const _Atomic uint64_t *classes);
+int route_table_each_route(const struct route_table *t, route_each_fn fn,
+			   void *arg);
 
 /* Where the current generation lives; zero-initialise, or route_holder_init. */
 struct route_holder {

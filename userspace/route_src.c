@@ -110,6 +110,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->security = f->security;
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->deployment.balance = f->deployment.balance;
+	t->deployment.hc = f->deployment.hc;
 	if (!rs_str(&t->id, f->id) || !rs_str(&t->name, f->name) ||
 	    !rs_str(&t->deployment.id, f->deployment.id) ||
 	    !rs_str(&t->security.frame_options, f->security.frame_options) ||

@@ -61,6 +61,7 @@ struct route_src_deployment {
 	struct config_addr *upstreams; /* 1..CONFIG_UPSTREAMS_MAX */
 	size_t n_upstreams;
 	enum config_balance balance;
+	struct config_health_check hc; /* type CONFIG_HC_NONE: none */
 };
 
 /* A (domain, path prefix) pair that routes to an environment, whichever

@@ -5,6 +5,7 @@
  * from the pinned maps when someone scrapes.
  */
 #include <errno.h>
+#include <event2/buffer.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "metrics.h"
 #include "pins.h"
 #include "stats.h"
+#include "upreg.h"
 #include "worker.h"
 
 /* Status classes counted: 1xx .. 5xx. */
@@ -256,7 +258,9 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 		goto nomem;
 	s->up_eps = metrics_gauge_new(
 	    s->m, "edge_upstream_endpoints",
-	    "Upstream endpoints the workers know (summed over workers).", NULL);
+	    "Distinct upstream endpoints the workers know (each counted "
+	    "once, however many workers and routes use it).",
+	    NULL);
 	s->up_idle = metrics_gauge_new(
 	    s->m, "edge_upstream_pool_idle",
 	    "Idle keep-alive upstream connections pooled.", NULL);
@@ -423,7 +427,9 @@ static void stats_refresh(struct stats *s)
 	metrics_gauge_set(s->gen, t ? (int64_t)route_table_generation(t) : 0);
 	route_table_put(t);
 	metrics_gauge_set(s->up_eps,
-			  (int64_t)atomic_load(&s->sh->up.endpoints));
+			  s->sh->upreg
+			      ? (int64_t)upreg_count(s->sh->upreg)
+			      : (int64_t)atomic_load(&s->sh->up.endpoints));
 	metrics_gauge_set(s->up_idle,
 			  (int64_t)atomic_load(&s->sh->up.idle_fds));
 	stats_counter_to(s->up_pool[0], atomic_load(&s->sh->up.pool_hits));
@@ -467,6 +473,81 @@ int stats_build_info(struct stats *s, const char *version, const char *commit)
 	return 0;
 }
 
+/* edge_route_responses_total: the routes that have counted something,
+ * at most STATS_ROUTES_MAX of them; the others' together under
+ * route="_other". */
+#define STATS_ROUTES_MAX 1000
+
+struct stats_routes {
+	struct evbuffer *out;
+	size_t n;
+	uint64_t other[STATS_CLASSES];
+	int rc;
+};
+
+static int stats_route_cb(void *arg, const char *domain, const char *prefix,
+			  const char *env_id, const _Atomic uint64_t *classes)
+{
+	static const char *const cls[STATS_CLASSES] = {"1xx", "2xx", "3xx",
+						       "4xx", "5xx"};
+	struct stats_routes *x = arg;
+	uint64_t v[STATS_CLASSES], sum = 0;
+	int i;
+
+	for (i = 0; i < STATS_CLASSES; i++) {
+		v[i] = atomic_load_explicit(&classes[i], memory_order_relaxed);
+		sum += v[i];
+	}
+	if (!sum)
+		return 0;
+	if (x->n >= STATS_ROUTES_MAX) {
+		for (i = 0; i < STATS_CLASSES; i++)
+			x->other[i] += v[i];
+		return 0;
+	}
+	x->n++;
+	/* domains, prefixes (config_prefix_check) and ids are checked
+	 * names: no quote, backslash or newline to escape */
+	for (i = 0; i < STATS_CLASSES; i++)
+		if (evbuffer_add_printf(
+			x->out,
+			"edge_route_responses_total{route=\"%s%s\","
+			"environment=\"%s\",class=\"%s\"} %llu\n",
+			domain, prefix, env_id, cls[i],
+			(unsigned long long)v[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static int stats_render_routes(struct stats *s, struct evbuffer *out)
+{
+	static const char *const cls[STATS_CLASSES] = {"1xx", "2xx", "3xx",
+						       "4xx", "5xx"};
+	struct route_table *t = route_table_current(&s->sh->routes);
+	struct stats_routes x = {.out = out};
+	int rc, i;
+
+	if (!t)
+		return 0;
+	rc = metrics_render_help(
+	    out, "edge_route_responses_total",
+	    "Requests ended per HTTP route (its least domain and its "
+	    "prefix), by status class; routes with none are left out.",
+	    "counter");
+	if (rc == 0)
+		rc = route_table_each_route(t, stats_route_cb, &x);
+	route_table_put(t);
+	for (i = 0; rc == 0 && x.n >= STATS_ROUTES_MAX && i < STATS_CLASSES;
+	     i++)
+		if (evbuffer_add_printf(
+			out,
+			"edge_route_responses_total{route=\"_other\","
+			"environment=\"\",class=\"%s\"} %llu\n",
+			cls[i], (unsigned long long)x.other[i]) < 0)
+			rc = -ENOMEM;
+	return rc;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -475,6 +556,10 @@ int stats_render(void *ctx, struct evbuffer *out)
 
 	stats_refresh(s);
 	rc = metrics_render(s->m, out);
+	if (rc == 0 && s->sh->upreg)
+		rc = upreg_render(s->sh->upreg, out);
+	if (rc == 0)
+		rc = stats_render_routes(s, out);
 	if (rc == 0)
 		rc = metrics_render_process(out);
 	if (rc == 0 && stats_xdp_read(s, v))

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "siphash.h"
+#include "upreg.h"
 #include "upstream.h"
 
 /* Round-robin positions: UPSTREAM_RR_SETS sets of UPSTREAM_RR_WAYS. */
@@ -48,7 +49,8 @@ struct upstream_idle {
 struct upstream_ep {
 	struct upstream_ep *next; /* hash chain */
 	struct upstream_worker *w;
-	uint64_t hash; /* of the address */
+	struct upreg_ep *g; /* the shared entry (upreg.h), or NULL */
+	uint64_t hash;	    /* of the address */
 	struct config_addr addr;
 	unsigned inflight;
 	unsigned failures;    /* consecutive failures */
@@ -77,6 +79,7 @@ struct upstream_worker {
 	size_t n_eps;
 	size_t n_idle;		      /* pooled fds over all endpoints */
 	upstream_release_fn release;  /* frees a pooled object; NULL: none */
+	struct upreg *reg;	      /* the shared registry, or NULL */
 	struct upstream_ep **scratch; /* candidates of one select */
 	size_t cap_scratch;
 	struct upstream_rr rr[UPSTREAM_RR_SETS * UPSTREAM_RR_WAYS];
@@ -88,49 +91,6 @@ struct upstream_worker {
 	uint64_t eject_max_ns;
 	struct upstream_stats st;
 };
-
-/* ---- endpoint identity -------------------------------------------------- */
-
-/* An address as bytes: family (1), port (2), address (4 or 16). Returns
- * the length, 0 for an unknown family. */
-static size_t upstream_addr_key(const struct config_addr *a, uint8_t k[19])
-{
-	if (a->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)&a->ss;
-
-		k[0] = 4;
-		memcpy(k + 1, &s4->sin_port, 2);
-		memcpy(k + 3, &s4->sin_addr, 4);
-		return 7;
-	}
-	if (a->ss.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)&a->ss;
-
-		k[0] = 6;
-		memcpy(k + 1, &s6->sin6_port, 2);
-		memcpy(k + 3, &s6->sin6_addr, 16);
-		return 19;
-	}
-	k[0] = 0;
-	return 1;
-}
-
-static bool upstream_addr_eq(const struct config_addr *a,
-			     const struct config_addr *b)
-{
-	uint8_t ka[19], kb[19];
-	size_t na = upstream_addr_key(a, ka), nb = upstream_addr_key(b, kb);
-
-	return na == nb && memcmp(ka, kb, na) == 0;
-}
-
-static uint64_t upstream_addr_hash(const struct config_addr *a)
-{
-	uint8_t k[19];
-	size_t n = upstream_addr_key(a, k);
-
-	return siphash_key(k, n);
-}
 
 /* ---- worker ------------------------------------------------------------- */
 
@@ -173,6 +133,11 @@ void upstream_worker_set_release(struct upstream_worker *w,
 	w->release = release;
 }
 
+void upstream_worker_set_registry(struct upstream_worker *w, struct upreg *reg)
+{
+	w->reg = reg;
+}
+
 static void upstream_ep_free(struct upstream_worker *w, struct upstream_ep *ep)
 {
 	size_t i;
@@ -180,6 +145,14 @@ static void upstream_ep_free(struct upstream_worker *w, struct upstream_ep *ep)
 	for (i = 0; i < ep->n_idle; i++)
 		upstream_idle_close(w, &ep->idle[i]);
 	w->n_idle -= ep->n_idle;
+	if (ep->g) {
+		/* forgotten (its ejection over) or the worker ends: no
+		 * longer one of the workers ejecting it, silently */
+		if (ep->ejected)
+			atomic_fetch_sub(&ep->g->ejected_by, 1);
+		upstream_inflight_add(ep, -(int)ep->inflight);
+		upreg_put(w->reg, ep->g);
+	}
 	free(ep->idle);
 	free(ep);
 }
@@ -260,11 +233,11 @@ static void upstream_grow(struct upstream_worker *w)
 static struct upstream_ep *upstream_ep_get(struct upstream_worker *w,
 					   const struct config_addr *a)
 {
-	uint64_t h = upstream_addr_hash(a);
+	uint64_t h = upreg_addr_hash(a);
 	struct upstream_ep *ep;
 
 	for (ep = w->buckets[h & (w->n_buckets - 1)]; ep; ep = ep->next)
-		if (ep->hash == h && upstream_addr_eq(&ep->addr, a))
+		if (ep->hash == h && upreg_addr_eq(&ep->addr, a))
 			return ep;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -272,6 +245,8 @@ static struct upstream_ep *upstream_ep_get(struct upstream_worker *w,
 	ep->hash = h;
 	ep->w = w;
 	ep->addr = *a;
+	if (w->reg)
+		ep->g = upreg_get(w->reg, a); /* NULL (full): no shared state */
 	ep->next = w->buckets[h & (w->n_buckets - 1)];
 	w->buckets[h & (w->n_buckets - 1)] = ep;
 	if (++w->n_eps > w->n_buckets)
@@ -289,12 +264,17 @@ unsigned upstream_ep_inflight(const struct upstream_ep *ep)
 	return ep->inflight;
 }
 
+struct upreg_ep *upstream_ep_shared(const struct upstream_ep *ep)
+{
+	return ep->g;
+}
+
 void upstream_inflight_add(struct upstream_ep *ep, int delta)
 {
 	if (delta < 0 && (unsigned)-(int64_t)delta > ep->inflight)
-		ep->inflight = 0;
-	else
-		ep->inflight += (unsigned)delta;
+		delta = -(int)ep->inflight;
+	ep->inflight += (unsigned)delta;
+	upreg_count_inflight(ep->g, delta);
 }
 
 /* ---- health ------------------------------------------------------------- */
@@ -313,6 +293,8 @@ bool upstream_ep_ejected(const struct upstream_ep *ep, uint64_t now_ns)
 /* Whether a normal (non-panic) select may choose ep at now. */
 static bool upstream_ep_available(const struct upstream_ep *ep, uint64_t now)
 {
+	if (!upreg_selectable(ep->g))
+		return false; /* drained, disabled, failing its active check */
 	if (!ep->ejected)
 		return true;
 	if (now < ep->eject_until)
@@ -323,10 +305,11 @@ static bool upstream_ep_available(const struct upstream_ep *ep, uint64_t now)
 }
 
 static void upstream_eject(struct upstream_worker *w, struct upstream_ep *ep,
-			   uint64_t now)
+			   uint64_t now, const char *why)
 {
 	uint64_t d = w->eject_base_ns;
-	unsigned i;
+	unsigned i, failures = ep->failures ? ep->failures : 1;
+	bool was = ep->ejected;
 
 	for (i = 0; i < ep->ejections && d < w->eject_max_ns; i++)
 		d = d > w->eject_max_ns / 2 ? w->eject_max_ns : d * 2;
@@ -338,27 +321,39 @@ static void upstream_eject(struct upstream_worker *w, struct upstream_ep *ep,
 	ep->failures = 0;
 	ep->eject_until = now + d;
 	w->st.ejections++;
+	if (!was) /* half-open failing again is still the same ejection */
+		upreg_ejected(ep->g, failures, why, d);
 }
 
 void upstream_report(struct upstream_worker *w, struct upstream_ep *ep, bool ok,
 		     uint64_t now_ns)
 {
+	upstream_report_why(w, ep, ok, now_ns, NULL, false);
+}
+
+void upstream_report_why(struct upstream_worker *w, struct upstream_ep *ep,
+			 bool ok, uint64_t now_ns, const char *why,
+			 bool connect)
+{
 	if (ok) {
+		if (ep->ejected)
+			upreg_returned(ep->g);
 		ep->failures = 0;
 		ep->ejections = 0;
 		ep->ejected = false;
 		ep->probing = false;
 		return;
 	}
+	upreg_count_failure(ep->g, why, connect);
 	if (ep->ejected) {
 		/* half-open: the probe (or any request after the
 		 * ejection ended) failed; while ejected: ignored */
 		if (now_ns >= ep->eject_until)
-			upstream_eject(w, ep, now_ns);
+			upstream_eject(w, ep, now_ns, why);
 		return;
 	}
 	if (++ep->failures >= w->eject_after)
-		upstream_eject(w, ep, now_ns);
+		upstream_eject(w, ep, now_ns, why);
 }
 
 /* ---- select ------------------------------------------------------------- */
@@ -520,9 +515,11 @@ int upstream_select(struct upstream_worker *w, uint64_t generation,
 		*out = best;
 		return 0;
 	}
-	/* panic: all ejected or excluded; the soonest back, if any */
+	/* panic: all ejected, drained or excluded; the soonest back, if
+	 * any (never a disabled one) */
 	for (i = 0; i < n; i++) {
-		if (upstream_excluded(c[i], exclude, n_exclude))
+		if (upstream_excluded(c[i], exclude, n_exclude) ||
+		    upreg_admin_of(c[i]->g) == UPREG_DISABLED)
 			continue;
 		if (!best || c[i]->eject_until < best->eject_until)
 			best = c[i];
@@ -566,6 +563,8 @@ int upstream_pool_take_obj(struct upstream_worker *w, struct upstream_ep *ep,
 			   uint64_t now_ns, void **obj)
 {
 	*obj = NULL;
+	if (ep->n_idle && upreg_admin_of(ep->g) != UPREG_ENABLED)
+		upstream_drop_oldest(w, ep, ep->n_idle); /* drained */
 	while (ep->n_idle) {
 		struct upstream_idle it = ep->idle[--ep->n_idle];
 
@@ -624,6 +623,9 @@ void upstream_pool_give_obj(struct upstream_worker *w, struct upstream_ep *ep,
 
 	if (fd < 0)
 		return;
+	if (upreg_admin_of(ep->g) != UPREG_ENABLED)
+		goto drop; /* drained: its connections end with their requests
+			    */
 	if (ep->n_idle >= w->max_idle_per_ep) /* make room: oldest first */
 		upstream_drop_oldest(w, ep,
 				     ep->n_idle - w->max_idle_per_ep + 1);
@@ -694,6 +696,8 @@ void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns)
 				k++;
 			if (ep->n_idle - k > w->max_idle_per_ep)
 				k = ep->n_idle - w->max_idle_per_ep;
+			if (upreg_admin_of(ep->g) != UPREG_ENABLED)
+				k = ep->n_idle; /* drained or disabled */
 			if (k)
 				upstream_drop_oldest(w, ep, k);
 			if (upstream_ep_idle(ep, now_ns)) {

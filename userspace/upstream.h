@@ -40,6 +40,8 @@
 #define UPSTREAM_DEFAULT_EJECT_BASE_NS (10ull * 1000000000ull)
 #define UPSTREAM_DEFAULT_EJECT_MAX_NS (300ull * 1000000000ull)
 
+struct upreg;
+struct upreg_ep;
 struct upstream_worker; /* one per worker thread, not thread-safe */
 struct upstream_ep;	/* one endpoint as this worker sees it */
 
@@ -49,6 +51,19 @@ int upstream_worker_new(struct upstream_worker **out);
 /* Free a worker state and close every pooled fd; w may be NULL. Any
  * struct upstream_ep pointer obtained from w becomes invalid. */
 void upstream_worker_free(struct upstream_worker *w);
+
+/*
+ * Share w's endpoints' state through the process-wide registry reg
+ * (upreg.h; call before the first select): each endpoint then takes its
+ * admin state (drain, disabled: never chosen normally; disabled not even
+ * in panic mode; their pooled connections closed) and its active health
+ * from there, and counts into it. Without a registry every endpoint is
+ * enabled and counted only per worker.
+ */
+void upstream_worker_set_registry(struct upstream_worker *w, struct upreg *reg);
+
+/* ep's shared entry (upreg.h), NULL without a registry (or a full one). */
+struct upreg_ep *upstream_ep_shared(const struct upstream_ep *ep);
 
 /*
  * Change the pool and health parameters; a 0 argument keeps the current
@@ -93,6 +108,13 @@ const struct config_addr *upstream_ep_addr(const struct upstream_ep *ep);
  */
 void upstream_report(struct upstream_worker *w, struct upstream_ep *ep, bool ok,
 		     uint64_t now_ns);
+
+/* upstream_report with why the attempt failed (a static string, kept as
+ * the endpoint's last error and logged with its ejection) and whether it
+ * was the connect that failed (counted as a connect error). */
+void upstream_report_why(struct upstream_worker *w, struct upstream_ep *ep,
+			 bool ok, uint64_t now_ns, const char *why,
+			 bool connect);
 
 /* Add delta (+1 on start, -1 on end) to ep's in-flight count (floored at 0). */
 void upstream_inflight_add(struct upstream_ep *ep, int delta);

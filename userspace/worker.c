@@ -51,6 +51,7 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 	s->limits = cfg->limits;
 	s->timeouts = cfg->timeouts;
 	s->ratelimit = cfg->ratelimit;
+	s->upstream = cfg->upstream;
 	h1_limits_default(&s->h1);
 	s->h1.line_max = cfg->limits.max_request_line;
 	s->h1.head_max = cfg->limits.max_header_bytes;
@@ -74,9 +75,13 @@ static int worker_apply(struct worker *w, const struct config_ratelimit *old)
 	worker_add_common(w, t->idle_keepalive_ms);
 	worker_add_common(w, CONN_PARK_MS);
 	worker_add_common(w, CONN_LINGER_MS);
-	if (t->idle_keepalive_ms)
-		upstream_worker_configure(
-		    w->up, 0, 0, t->idle_keepalive_ms * 1000000ull, 0, 0, 0);
+	/* 0 keeps a value: a worker_settings never set (tests) keeps the
+	 * defaults */
+	upstream_worker_configure(w->up, 0, 0,
+				  t->idle_keepalive_ms * 1000000ull,
+				  (unsigned)w->set.upstream.eject_after,
+				  w->set.upstream.eject_base_ms * 1000000ull,
+				  w->set.upstream.eject_max_ms * 1000000ull);
 	if (old && old->per_min == rl->per_min && old->burst == rl->burst)
 		return 0;
 	if (rl->per_min) {
@@ -331,6 +336,9 @@ static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 	case WORKER_MSG_UNLISTEN:
 		worker_listen_close(w, m);
 		return true;
+	case WORKER_MSG_UPSTREAM:
+		upstream_pool_expire(w->up, clk_now_ns());
+		return true;
 	default:
 		req_message(w, m->type, m->target, m->arg);
 		return true;
@@ -470,6 +478,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	if (rc)
 		goto nomem;
 	upstream_worker_set_release(w->up, proxy_pool_release);
+	upstream_worker_set_registry(w->up, sh->upreg);
 	rc = worker_apply(w, NULL);
 	if (rc) {
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));

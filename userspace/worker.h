@@ -55,7 +55,8 @@ struct worker_settings {
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
-	struct h1_limits h1; /* the parser's bounds, from limits */
+	struct config_upstream upstream; /* passive health's thresholds */
+	struct h1_limits h1;		 /* the parser's bounds, from limits */
 };
 
 /* s from cfg's limits, timeouts and ratelimit. */
@@ -78,6 +79,9 @@ struct worker_shared {
 	struct worker_settings set;
 	atomic_uint set_gen;
 	struct worker_upstream_totals up;
+	/* every worker's endpoints, shared (upreg.h): admin and health
+	 * state, per-endpoint counters; NULL: none (tests) */
+	struct upreg *upreg;
 	atomic_ullong accept_pauses; /* listener_pause, every worker */
 	/* busy connections the descriptor limit allows (worker_fd_conn_cap
 	 * of RLIMIT_NOFILE, read every tick); 0: no limit */
@@ -225,6 +229,10 @@ int worker_post_arg(struct worker *w, uint32_t type, uint64_t target,
 /* Mailbox message types of the worker's own (a REQ_MSG_* is below). */
 #define WORKER_MSG_LISTEN 0x100	  /* worker_listen_add */
 #define WORKER_MSG_UNLISTEN 0x101 /* worker_listen_del */
+/* an endpoint's admin state changed (edgectl upstream): close the idle
+ * pooled connections of those no longer enabled now, not at the next
+ * tick */
+#define WORKER_MSG_UPSTREAM 0x102
 
 /*
  * Have w listen on fd (listener_socket's, bound to the TCP routes'

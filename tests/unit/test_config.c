@@ -72,6 +72,13 @@ static const char *write_conf(const char *text)
 	"};\n" ENV_EXTRA "  } );\n"                                            \
 	"} );\n"
 
+/* One deployment with LINE (its health_check) inside. */
+#define HC_ENV(LINE)                                                           \
+	"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"          \
+	"  domains = [ \"a.example.com\" ];\n"                                 \
+	"  deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" "         \
+	"];\n" LINE "  };\n} ); } );\n"
+
 /* The error must sit on the line marked "#!" (line 0: none). */
 struct bad {
 	const char *text;
@@ -161,6 +168,14 @@ static const struct bad bad[] = {
      "too long"},
     {"ratelimit = {\n rate = \"fast\"; #!\n};\n", "ratelimit.rate", ""},
     {"ratelimit = {\n burst = 0; #!\n};\n", "ratelimit.burst", "out of range"},
+    {"upstream = {\n eject_after = 0; #!\n};\n", "upstream.eject_after",
+     "out of range"},
+    {"upstream = {\n eject_base = \"50ms\"; #!\n};\n", "upstream.eject_base",
+     "out of range"},
+    {"upstream = {\n eject_base = \"2m\"; #!\n eject_max = \"1m\";\n};\n",
+     "upstream.eject_base", "longer than eject_max"},
+    {"upstream = {\n eject_ater = 2; #!\n};\n", "upstream.eject_ater",
+     "unknown key"},
     {"analytics = {\n queue = 1; #!\n};\n", "analytics.queue", "out of range"},
     {"analytics = {\n file = \"x.jsonl\"; #!\n};\n", "analytics.file",
      "absolute path"},
@@ -209,6 +224,29 @@ static const struct bad bad[] = {
 	  ""),
      "projects[0].ip_block[0]", "already in ip_allow"},
     {PROJ("  colour = \"red\"; #!\n", ""), "projects[0].colour", "unknown key"},
+    {HC_ENV("  health_check = { type = \"udp\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.type",
+     "must be \"http\" or \"tcp\""},
+    {HC_ENV("  health_check = { path = \"/h\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.type",
+     "missing (required)"},
+    {HC_ENV("  health_check = { type = \"http\"; path = \"h\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.path",
+     "must start with"},
+    {HC_ENV("  health_check = { type = \"tcp\"; path = \"/h\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.path",
+     "only for type"},
+    {HC_ENV("  health_check = { type = \"http\"; interval = \"1s\"; "
+	    "timeout = \"2s\"; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check",
+     "timeout (2000 ms) is longer than interval (1000 ms)"},
+    {HC_ENV("  health_check = { type = \"http\"; expect_status = 99; }; "
+	    "#!\n"),
+     "projects[0].environments[0].deployment.health_check.expect_status",
+     "out of range"},
+    {HC_ENV("  health_check = { type = \"http\"; fall = 0; }; #!\n"),
+     "projects[0].environments[0].deployment.health_check.fall",
+     "out of range"},
     {PROJ("", "    domain = [ \"x.example.com\" ]; #!\n"),
      "projects[0].environments[0].domain", "unknown key"},
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\";\n"
@@ -766,6 +804,9 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->timeouts.tunnel_idle_ms, 300000);
 	ck_assert_uint_eq(c->timeouts.drain_ms, 30000);
 	ck_assert_uint_eq(c->ratelimit.per_min, 0);
+	ck_assert_uint_eq(c->upstream.eject_after, 3);
+	ck_assert_uint_eq(c->upstream.eject_base_ms, 10000);
+	ck_assert_uint_eq(c->upstream.eject_max_ms, 300000);
 	ck_assert_str_eq(c->analytics.file, "");
 	ck_assert_uint_eq(c->analytics.queue, 65536);
 	ck_assert(c->analytics.database);
@@ -824,6 +865,45 @@ START_TEST(test_analytics_keys)
 }
 END_TEST
 
+/* A deployment's health_check, its defaults and the copy a route
+ * source makes of it. */
+START_TEST(test_health_check)
+{
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+	struct route_src_project cp;
+	struct errbuf err = {""};
+	const struct config_health_check *hc;
+
+	ck_assert_msg(
+	    config_load(write_conf(HC_ENV("  health_check = { type = \"http\"; "
+					  "path = \"/healthz?x=1\"; rise = 4; "
+					  "};\n")),
+			&c, &src, &err) == 0,
+	    "%s", err.msg);
+	hc = &src->projects[0].envs[0].deployment.hc;
+	ck_assert_int_eq(hc->type, CONFIG_HC_HTTP);
+	ck_assert_str_eq(hc->path, "/healthz?x=1");
+	ck_assert_uint_eq(hc->interval_ms, 2000);
+	ck_assert_uint_eq(hc->timeout_ms, 1000);
+	ck_assert_uint_eq(hc->expect_status, 200);
+	ck_assert_uint_eq(hc->rise, 4);
+	ck_assert_uint_eq(hc->fall, 3);
+	ck_assert_int_eq(route_src_project_dup(&src->projects[0], &cp), 0);
+	ck_assert_str_eq(cp.envs[0].deployment.hc.path, "/healthz?x=1");
+	ck_assert_uint_eq(cp.envs[0].deployment.hc.rise, 4);
+	route_src_project_clear(&cp);
+	route_src_free(src);
+	config_free(c);
+	ck_assert_int_eq(config_load(write_conf(HC_ENV("")), &c, &src, &err),
+			 0);
+	ck_assert_int_eq(src->projects[0].envs[0].deployment.hc.type,
+			 CONFIG_HC_NONE);
+	route_src_free(src);
+	config_free(c);
+}
+END_TEST
+
 START_TEST(test_values)
 {
 	struct errbuf err = {""};
@@ -837,7 +917,8 @@ START_TEST(test_values)
 	    "body_buffer = \"16M\"; };\n"
 	    "timeouts = { header = \"1m30s\"; upstream_connect = \"250ms\"; "
 	    "body = \"1s\"; body_min_rate = 0; };\n"
-	    "ratelimit = { rate = \"10/s\"; };\n" PROJ(
+	    "ratelimit = { rate = \"10/s\"; }; upstream = { eject_after = 5; "
+	    "eject_base = \"1s\"; eject_max = \"1h\"; };\n" PROJ(
 		"  ip_block = [ \"10.1.2.3/8\" ];\n",
 		"    max_body_bytes = 0;\n"
 		"    routes = ( { prefix = \"/fn\"; strip_prefix = true; } );\n"
@@ -858,6 +939,9 @@ START_TEST(test_values)
 	ck_assert_uint_eq(c->timeouts.upstream_connect_ms, 250);
 	ck_assert_uint_eq(c->ratelimit.per_min, 600);
 	ck_assert_uint_eq(c->ratelimit.burst, 10);
+	ck_assert_uint_eq(c->upstream.eject_after, 5);
+	ck_assert_uint_eq(c->upstream.eject_base_ms, 1000);
+	ck_assert_uint_eq(c->upstream.eject_max_ms, 3600000);
 	e = &src->projects[0].envs[0];
 	ck_assert_uint_eq(e->max_body_bytes, 0);
 	ck_assert_uint_eq(e->routes[0].max_body_bytes, 0);
@@ -1343,6 +1427,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_health_check);
 	tcase_add_test(tc, test_analytics_keys);
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_duration_grammar);

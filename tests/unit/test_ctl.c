@@ -499,6 +499,40 @@ START_TEST(test_peer_credentials)
 }
 END_TEST
 
+/* Which requests need a privileged peer: upstream lists for anyone,
+ * its actions (and splice's mode) change the daemon. */
+START_TEST(test_request_changes)
+{
+	static const struct {
+		const char *req;
+		bool changes;
+	} cases[] = {
+	    {"{\"cmd\":\"upstream\"}", false},
+	    {"{\"cmd\":\"upstream\",\"action\":\"list\"}", false},
+	    {"{\"cmd\":\"upstream\",\"action\":\"drain\"}", true},
+	    {"{\"cmd\":\"upstream\",\"action\":\"enable\"}", true},
+	    {"{\"cmd\":\"upstream\",\"action\":\"bogus\"}", true},
+	    {"{\"cmd\":\"splice\"}", false},
+	    {"{\"cmd\":\"splice\",\"mode\":\"off\"}", true},
+	    {"{\"cmd\":\"routes\"}", false},
+	    {"{\"cmd\":\"reload\"}", true},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *req = json_loads(cases[i].req, 0, NULL);
+
+		ck_assert_ptr_nonnull(req);
+		ck_assert_msg(
+		    ctlproto_request_changes(
+			json_string_value(json_object_get(req, "cmd")), req) ==
+			cases[i].changes,
+		    "%s", cases[i].req);
+		json_decref(req);
+	}
+}
+END_TEST
+
 /* ---- admin ------------------------------------------------------------ */
 
 static atomic_bool draining;
@@ -654,6 +688,7 @@ static Suite *ctl_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_request_changes);
 	tcase_add_test(tc, test_errors_passed_through);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_idle_client_timed_out);

@@ -27,6 +27,19 @@ bool ctlproto_cmd_changes(const char *cmd)
 	return true;
 }
 
+bool ctlproto_request_changes(const char *cmd, const json_t *req)
+{
+	const char *action;
+
+	if (strcmp(cmd, "splice") == 0)
+		return json_object_get(req, "mode") != NULL;
+	if (strcmp(cmd, "upstream") == 0) {
+		action = json_string_value(json_object_get(req, "action"));
+		return action && strcmp(action, "list") != 0;
+	}
+	return ctlproto_cmd_changes(cmd);
+}
+
 int ctlproto_request_parse(const char *buf, size_t len, json_t **req,
 			   const char **cmd, struct errbuf *err)
 {

@@ -38,6 +38,11 @@
  */
 bool ctlproto_cmd_changes(const char *cmd);
 
+/* Whether the request req (its command cmd) changes the daemon: as
+ * ctlproto_cmd_changes, but splice without "mode" and upstream without
+ * "action" (or with "list") only read. */
+bool ctlproto_request_changes(const char *cmd, const json_t *req);
+
 /*
  * Parse one request (len bytes at buf, without or with its trailing
  * newline): a JSON object with a string "cmd". Returns 0 with *req (a new

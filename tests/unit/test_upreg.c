@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_upreg.c - the process-wide endpoint registry seen through two
+ * workers' upstream states: one entry per address, admin states (drain,
+ * disabled) applied to every worker's selection and pools, ejections
+ * counted once, in-flight summed, bounds, and the rendered series. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "upreg.h"
+#include "upstream.h"
+#include "unit.h"
+
+#define SEC 1000000000ULL
+#define T0 (1000 * SEC)
+
+static struct config_addr addr(unsigned host, unsigned port)
+{
+	struct config_addr a;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&a.ss;
+
+	memset(&a, 0, sizeof(a));
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons((uint16_t)port);
+	s4->sin_addr.s_addr = htonl(0x0a000000u | host);
+	a.len = sizeof(*s4);
+	snprintf(a.text, sizeof(a.text), "10.%u.%u.%u:%u", (host >> 16) & 255,
+		 (host >> 8) & 255, host & 255, port);
+	return a;
+}
+
+static struct upreg *g;
+static struct upstream_worker *w1, *w2;
+static struct config_addr eps[2];
+
+static void setup(void)
+{
+	g = upreg_new();
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(upstream_worker_new(&w1), 0);
+	ck_assert_int_eq(upstream_worker_new(&w2), 0);
+	upstream_worker_set_registry(w1, g);
+	upstream_worker_set_registry(w2, g);
+	eps[0] = addr(1, 80);
+	eps[1] = addr(2, 80);
+}
+
+static void teardown(void)
+{
+	upstream_worker_free(w1);
+	upstream_worker_free(w2);
+	upreg_free(g);
+}
+
+static struct upstream_ep *pick(struct upstream_worker *w, size_t n)
+{
+	struct upstream_ep *ep = NULL;
+
+	ck_assert_int_eq(upstream_select(w, 1, 0, eps, n,
+					 CONFIG_BALANCE_ROUND_ROBIN, NULL, T0,
+					 NULL, 0, &ep),
+			 0);
+	return ep;
+}
+
+/* Two workers and two routes' worth of selections: one entry each. */
+START_TEST(test_one_entry_per_endpoint)
+{
+	struct upstream_ep *a = pick(w1, 2), *b = pick(w2, 2);
+
+	ck_assert_uint_eq(upreg_count(g), 2);
+	pick(w1, 2);
+	pick(w2, 2);
+	ck_assert_uint_eq(upreg_count(g), 2);
+	ck_assert_ptr_nonnull(upstream_ep_shared(a));
+	/* the same address in two workers: the same entry */
+	ck_assert_ptr_eq(upstream_ep_shared(a), upstream_ep_shared(b));
+	upstream_inflight_add(a, 1);
+	upstream_inflight_add(b, 1);
+	ck_assert_uint_eq(atomic_load(&upstream_ep_shared(a)->inflight), 2);
+	upstream_inflight_add(a, -1);
+	upstream_inflight_add(a, -1); /* floored per worker: no underflow */
+	ck_assert_uint_eq(atomic_load(&upstream_ep_shared(a)->inflight), 1);
+	/* a worker going away puts its references and its in-flight */
+	upstream_worker_free(w2);
+	w2 = NULL;
+	ck_assert_uint_eq(atomic_load(&upstream_ep_shared(a)->inflight), 0);
+	ck_assert_uint_eq(upreg_count(g), 2);
+	upstream_worker_free(w1);
+	w1 = NULL;
+	ck_assert_uint_eq(upreg_count(g), 0);
+}
+END_TEST
+
+/* drain: no worker chooses it while another is available; in panic mode
+ * it still may be; disabled never is. */
+START_TEST(test_admin_states)
+{
+	struct upstream_ep *ep = NULL;
+	enum upreg_admin old;
+	int i;
+
+	pick(w1, 2);
+	ck_assert_int_eq(upreg_set_admin(g, &eps[0], UPREG_DRAIN, &old), 0);
+	ck_assert_int_eq(old, UPREG_ENABLED);
+	for (i = 0; i < 10; i++) {
+		ck_assert_str_eq(upstream_ep_addr(pick(w1, 2))->text,
+				 eps[1].text);
+		ck_assert_str_eq(upstream_ep_addr(pick(w2, 2))->text,
+				 eps[1].text);
+	}
+	/* alone, drained: chosen in panic mode rather than failing */
+	ck_assert_str_eq(upstream_ep_addr(pick(w2, 1))->text, eps[0].text);
+	ck_assert_int_eq(upreg_set_admin(g, &eps[0], UPREG_DISABLED, &old), 0);
+	ck_assert_int_eq(old, UPREG_DRAIN);
+	ck_assert_int_eq(upstream_select(w2, 1, 0, eps, 1,
+					 CONFIG_BALANCE_ROUND_ROBIN, NULL, T0,
+					 NULL, 0, &ep),
+			 -EHOSTUNREACH);
+	ck_assert_int_eq(upreg_set_admin(g, &eps[0], UPREG_ENABLED, &old), 0);
+	ck_assert_int_eq(old, UPREG_DISABLED);
+	for (i = 0; i < 4; i++)
+		if (strcmp(upstream_ep_addr(pick(w1, 2))->text, eps[0].text) ==
+		    0)
+			break;
+	ck_assert_int_lt(i, 4);
+}
+END_TEST
+
+/* A drained endpoint's pool: what is given is closed, what was idle is
+ * closed by take and by expire. */
+START_TEST(test_drain_closes_pool)
+{
+	struct upstream_ep *ep = pick(w1, 1);
+	int sv[2], sv2[2];
+	char b;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv2), 0);
+	upstream_pool_give(w1, ep, sv[0], T0);
+	ck_assert_int_eq(upreg_set_admin(g, &eps[0], UPREG_DRAIN, NULL), 0);
+	upstream_pool_expire(w1, T0 + 1);
+	/* the pooled end was closed: its peer reads EOF */
+	ck_assert_int_eq(read(sv[1], &b, 1), 0);
+	upstream_pool_give(w1, ep, sv2[0], T0);
+	ck_assert_int_eq(read(sv2[1], &b, 1), 0);
+	ck_assert_int_eq(upstream_pool_take(w1, ep, T0 + 2), -1);
+	close(sv[1]);
+	close(sv2[1]);
+}
+END_TEST
+
+/* Passive health: ejected by both workers, logged and counted once; back
+ * only when no worker has it ejected any more. */
+START_TEST(test_ejection_once)
+{
+	struct upstream_ep *a, *b;
+	struct upreg_ep *e;
+	int i;
+
+	a = pick(w1, 1);
+	b = pick(w2, 1);
+	e = upstream_ep_shared(a);
+	ck_assert_str_eq(upreg_health(e), "healthy");
+	for (i = 0; i < 3; i++)
+		upstream_report_why(w1, a, false, T0, "connect failed", true);
+	ck_assert_str_eq(upreg_health(e), "ejected");
+	ck_assert_uint_eq(atomic_load(&e->ejections), 1);
+	for (i = 0; i < 3; i++)
+		upstream_report_why(w2, b, false, T0, "connect failed", true);
+	ck_assert_uint_eq(atomic_load(&e->ejections), 1);
+	ck_assert_uint_eq(atomic_load(&e->ejected_by), 2);
+	ck_assert_uint_eq(atomic_load(&e->connect_errors), 6);
+	ck_assert_str_eq(atomic_load(&e->last_error), "connect failed");
+	/* a half-open failure in w1: the same ejection, not a new one */
+	upstream_report(w1, a, false, T0 + 11 * SEC);
+	ck_assert_uint_eq(atomic_load(&e->ejections), 1);
+	upstream_report(w1, a, true, T0 + 40 * SEC);
+	ck_assert_str_eq(upreg_health(e), "ejected");
+	upstream_report(w2, b, true, T0 + 40 * SEC);
+	ck_assert_str_eq(upreg_health(e), "healthy");
+	ck_assert_uint_eq(atomic_load(&e->ejected_by), 0);
+	/* a success while healthy does not underflow it */
+	upstream_report(w2, b, true, T0 + 41 * SEC);
+	ck_assert_uint_eq(atomic_load(&e->ejected_by), 0);
+}
+END_TEST
+
+/* An admin state outlives the workers' references (a reload's new
+ * endpoints find it); enable lets the entry go. */
+START_TEST(test_admin_outlives_refs)
+{
+	struct upstream_ep *ep;
+
+	pick(w1, 1);
+	ck_assert_int_eq(upreg_set_admin(g, &eps[0], UPREG_DRAIN, NULL), 0);
+	upstream_worker_free(w1);
+	w1 = NULL;
+	ck_assert_uint_eq(upreg_count(g), 1);
+	ck_assert(upreg_known(g, &eps[0]));
+	ep = pick(w2, 1);
+	ck_assert_int_eq(upreg_admin_of(upstream_ep_shared(ep)), UPREG_DRAIN);
+	upstream_worker_free(w2);
+	w2 = NULL;
+	ck_assert_int_eq(upreg_set_admin(g, &eps[0], UPREG_ENABLED, NULL), 0);
+	ck_assert_uint_eq(upreg_count(g), 0);
+	ck_assert(!upreg_known(g, &eps[0]));
+	/* draining an endpoint no worker has met creates its entry */
+	ck_assert_int_eq(upreg_set_admin(g, &eps[1], UPREG_DISABLED, NULL), 0);
+	ck_assert(upreg_known(g, &eps[1]));
+}
+END_TEST
+
+/* At most UPREG_MAX entries: past it no shared state, counted. */
+START_TEST(test_bounded)
+{
+	struct upreg_ep **e = calloc(UPREG_MAX, sizeof(*e));
+	struct config_addr a;
+	unsigned i;
+
+	ck_assert_ptr_nonnull(e);
+	for (i = 0; i < UPREG_MAX; i++) {
+		a = addr(100 + i, 80);
+		e[i] = upreg_get(g, &a);
+		ck_assert_ptr_nonnull(e[i]);
+	}
+	a = addr(100 + UPREG_MAX, 80);
+	ck_assert_ptr_null(upreg_get(g, &a));
+	ck_assert_uint_eq(upreg_full(g), 1);
+	ck_assert_int_eq(upreg_set_admin(g, &a, UPREG_DRAIN, NULL), -ENOSPC);
+	for (i = 0; i < UPREG_MAX; i++)
+		upreg_put(g, e[i]);
+	ck_assert_uint_eq(upreg_count(g), 0);
+	free(e);
+}
+END_TEST
+
+/* The rendered families: one series per endpoint, labelled. */
+START_TEST(test_render)
+{
+	struct evbuffer *out = evbuffer_new();
+	struct upstream_ep *a = pick(w1, 1);
+	struct upreg_ep *e = upstream_ep_shared(a);
+	char *text;
+	size_t n;
+
+	upreg_count_request(e);
+	upreg_count_request(e);
+	upreg_count_response(e, 503, 3000000);
+	upreg_count_connect(e, 2000000);
+	upreg_count_bytes(e, 10, 20);
+	ck_assert_int_eq(upreg_render(g, out), 0);
+	n = evbuffer_get_length(out);
+	text = calloc(1, n + 1);
+	evbuffer_remove(out, text, n);
+	ck_assert_ptr_nonnull(strstr(
+	    text, "edge_upstream_endpoint_requests_total{endpoint=\"10.0.0.1:"
+		  "80\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    text, "edge_upstream_endpoint_responses_total{endpoint=\"10.0.0.1:"
+		  "80\",class=\"5xx\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "edge_upstream_endpoint_response_seconds_bucket{"
+			 "endpoint=\"10.0.0.1:80\",le=\"0.005\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "edge_upstream_endpoint_connect_seconds_sum{"
+			 "endpoint=\"10.0.0.1:80\"} 0.002\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    text, "edge_upstream_endpoint_bytes_total{endpoint=\"10.0.0.1:"
+		  "80\",direction=\"received\"} 20\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    text, "edge_upstream_endpoint_admin_state{endpoint=\"10.0.0.1:"
+		  "80\",state=\"enabled\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    text, "edge_upstream_endpoint_healthy{endpoint=\"10.0.0.1:80\"} "
+		  "1\n"));
+	/* one HELP per family */
+	ck_assert_ptr_null(strstr(
+	    strstr(text, "# HELP edge_upstream_endpoint_requests_total") + 1,
+	    "# HELP edge_upstream_endpoint_requests_total"));
+	free(text);
+	evbuffer_free(out);
+}
+END_TEST
+
+static Suite *upreg_suite(void)
+{
+	Suite *s = suite_create("upreg");
+	TCase *tc = tcase_create("registry");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_one_entry_per_endpoint);
+	tcase_add_test(tc, test_admin_states);
+	tcase_add_test(tc, test_drain_closes_pool);
+	tcase_add_test(tc, test_ejection_once);
+	tcase_add_test(tc, test_admin_outlives_refs);
+	tcase_add_test(tc, test_bounded);
+	tcase_add_test(tc, test_render);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return unit_run(upreg_suite());
+}

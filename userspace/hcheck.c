@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * hcheck.c - active health checks on the control loop: per endpoint an
+ * interval timer, and at most one check in flight (a bufferevent over a
+ * non-blocking socket and a deadline timer). Results move the endpoint's
+ * active_down in the registry; the workers read it at each selection.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hcheck.h"
+#include "log.h"
+
+/* The longest status line read from a checked endpoint. */
+#define HCHECK_LINE_MAX 1024
+
+struct hcheck_ep {
+	struct hcheck *h;
+	struct hcheck_target t;
+	struct upreg_ep *e;	 /* a reference (keeps the entry) */
+	struct event *tick;	 /* every interval */
+	struct event *deadline;	 /* the check in flight's timeout */
+	struct bufferevent *bev; /* the check in flight, or NULL */
+	bool connected;		 /* of the check in flight */
+	unsigned ok, bad;	 /* successes, failures in a row */
+	bool down;		 /* taken out by its checks */
+	bool keep;		 /* hcheck_set: still checked */
+};
+
+struct hcheck {
+	struct event_base *base;
+	struct upreg *g;
+	struct hcheck_ep **v;
+	size_t n;
+};
+
+int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out)
+{
+	struct hcheck *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->base = base;
+	h->g = g;
+	*out = h;
+	return 0;
+}
+
+/* End the check in flight, if any. */
+static void hcheck_stop(struct hcheck_ep *c)
+{
+	if (c->bev) {
+		bufferevent_free(c->bev);
+		c->bev = NULL;
+	}
+	if (c->deadline)
+		evtimer_del(c->deadline);
+}
+
+static void hcheck_ep_free(struct hcheck_ep *c)
+{
+	if (!c)
+		return;
+	hcheck_stop(c);
+	if (c->tick)
+		event_free(c->tick);
+	if (c->deadline)
+		event_free(c->deadline);
+	if (c->e) {
+		if (c->down) {
+			atomic_store(&c->e->active_down, false);
+			log_note("upstream %s: no longer health-checked, back "
+				 "in",
+				 c->t.addr.text);
+		}
+		upreg_put(c->h->g, c->e);
+	}
+	free(c);
+}
+
+void hcheck_free(struct hcheck *h)
+{
+	size_t i;
+
+	if (!h)
+		return;
+	for (i = 0; i < h->n; i++)
+		hcheck_ep_free(h->v[i]);
+	free(h->v);
+	free(h);
+}
+
+/* The check in flight ended: ok or not (why). */
+static void hcheck_result(struct hcheck_ep *c, bool ok, const char *why)
+{
+	const struct config_health_check *hc = &c->t.hc;
+
+	hcheck_stop(c);
+	if (ok) {
+		c->bad = 0;
+		if (c->ok < hc->rise)
+			c->ok++;
+		if (c->down && c->ok >= hc->rise) {
+			c->down = false;
+			atomic_store(&c->e->active_down, false);
+			log_note("upstream %s is back: health check passed %u "
+				 "time%s in a row",
+				 c->t.addr.text, c->ok, c->ok == 1 ? "" : "s");
+		}
+		return;
+	}
+	c->ok = 0;
+	if (c->bad < hc->fall)
+		c->bad++;
+	atomic_store_explicit(&c->e->last_error, why, memory_order_relaxed);
+	atomic_store_explicit(&c->e->last_error_at,
+			      (unsigned long long)time(NULL),
+			      memory_order_relaxed);
+	if (!c->down && c->bad >= hc->fall) {
+		c->down = true;
+		atomic_store(&c->e->active_down, true);
+		atomic_fetch_add(&c->e->ejections, 1);
+		log_warnx("upstream %s ejected: health check failed %u time%s "
+			  "in a row (last: %s)",
+			  c->t.addr.text, c->bad, c->bad == 1 ? "" : "s", why);
+	}
+}
+
+/* The status line in in, when complete: 1 ok, 0 more needed, -1 bad
+ * (*why set). */
+static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
+			 const char **why)
+{
+	struct evbuffer_ptr eol;
+	char line[HCHECK_LINE_MAX + 1];
+	size_t len;
+	unsigned code = 0;
+
+	eol = evbuffer_search(in, "\n", 1, NULL);
+	if (eol.pos < 0) {
+		if (evbuffer_get_length(in) > HCHECK_LINE_MAX) {
+			*why = "health check: status line too long";
+			return -1;
+		}
+		return 0;
+	}
+	len = (size_t)eol.pos < HCHECK_LINE_MAX ? (size_t)eol.pos
+						: HCHECK_LINE_MAX;
+	evbuffer_copyout(in, line, len);
+	line[len] = '\0';
+	if (strncmp(line, "HTTP/1.", 7) != 0 || len < 12 || line[8] != ' ' ||
+	    sscanf(line + 9, "%3u", &code) != 1) {
+		*why = "health check: not an HTTP response";
+		return -1;
+	}
+	if (code != c->t.hc.expect_status) {
+		*why = code >= 500   ? "health check: status 5xx"
+		       : code >= 400 ? "health check: status 4xx"
+				     : "health check: unexpected status";
+		return -1;
+	}
+	return 1;
+}
+
+static void hcheck_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct hcheck_ep *c = arg;
+	const char *why = NULL;
+	int rc = hcheck_status(c, bufferevent_get_input(bev), &why);
+
+	if (rc)
+		hcheck_result(c, rc > 0, why);
+}
+
+static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct hcheck_ep *c = arg;
+	char req[CONFIG_HC_PATH_MAX + CONFIG_ADDR_STR_MAX + 128];
+	int n;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		c->connected = true;
+		if (c->t.hc.type == CONFIG_HC_TCP) {
+			hcheck_result(c, true, NULL);
+			return;
+		}
+		n = snprintf(req, sizeof(req),
+			     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: "
+			     "edge-health-check\r\nConnection: close\r\n\r\n",
+			     c->t.hc.path, c->t.addr.text);
+		if (n < 0 || (size_t)n >= sizeof(req) ||
+		    bufferevent_write(bev, req, (size_t)n) ||
+		    bufferevent_enable(bev, EV_READ))
+			hcheck_result(c, false, "health check: out of memory");
+		return;
+	}
+	hcheck_result(c, false,
+		      !c->connected ? "health check: connect failed"
+		      : (what & BEV_EVENT_EOF)
+			  ? "health check: closed before a status line"
+			  : "health check: read error");
+}
+
+static void hcheck_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hcheck_ep *c = arg;
+
+	(void)fd;
+	(void)what;
+	hcheck_result(c, false,
+		      c->connected ? "health check: no status line in time"
+				   : "health check: connect timed out");
+}
+
+/* Start a check (unless one is in flight). */
+static void hcheck_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hcheck_ep *c = arg;
+	const struct config_addr *a = &c->t.addr;
+	struct timeval tv;
+	int s;
+
+	(void)fd;
+	(void)what;
+	if (c->bev)
+		return; /* the last one is still running: its deadline ends
+			   it */
+	s = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		   0);
+	if (s < 0) {
+		log_warn_rl("health check of %s: socket", a->text);
+		return; /* not the endpoint's fault: no verdict */
+	}
+	c->bev = bufferevent_socket_new(c->h->base, s, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		close(s);
+		return;
+	}
+	c->connected = false;
+	bufferevent_setcb(c->bev, hcheck_read_cb, NULL, hcheck_event_cb, c);
+	tv.tv_sec = (time_t)(c->t.hc.timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(c->t.hc.timeout_ms % 1000 * 1000);
+	evtimer_add(c->deadline, &tv);
+	if (bufferevent_socket_connect(c->bev, (const struct sockaddr *)&a->ss,
+				       (int)a->len) < 0)
+		hcheck_result(c, false, "health check: connect failed");
+}
+
+static bool hcheck_same(const struct config_health_check *a,
+			const struct config_health_check *b)
+{
+	return a->type == b->type && strcmp(a->path, b->path) == 0 &&
+	       a->interval_ms == b->interval_ms &&
+	       a->timeout_ms == b->timeout_ms &&
+	       a->expect_status == b->expect_status && a->rise == b->rise &&
+	       a->fall == b->fall;
+}
+
+static struct hcheck_ep *hcheck_ep_new(struct hcheck *h,
+				       const struct hcheck_target *t)
+{
+	struct hcheck_ep *c = calloc(1, sizeof(*c));
+	struct timeval tv;
+
+	if (!c)
+		return NULL;
+	c->h = h;
+	c->t = *t;
+	c->e = upreg_get(h->g, &t->addr);
+	c->tick = event_new(h->base, -1, EV_PERSIST, hcheck_tick_cb, c);
+	c->deadline = evtimer_new(h->base, hcheck_deadline_cb, c);
+	tv.tv_sec = (time_t)(t->hc.interval_ms / 1000);
+	tv.tv_usec = (suseconds_t)(t->hc.interval_ms % 1000 * 1000);
+	if (!c->e || !c->tick || !c->deadline || event_add(c->tick, &tv)) {
+		hcheck_ep_free(c);
+		return NULL;
+	}
+	event_active(c->tick, EV_TIMEOUT, 0); /* the first check now */
+	return c;
+}
+
+int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
+{
+	struct hcheck_ep **v;
+	size_t i, j, k = 0;
+
+	if (n > HCHECK_MAX) {
+		log_warnx("health checks: %zu endpoints, checking the first %d",
+			  n, HCHECK_MAX);
+		n = HCHECK_MAX;
+	}
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < h->n; i++)
+		h->v[i]->keep = false;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < h->n; j++)
+			if (!h->v[j]->keep &&
+			    upreg_addr_eq(&h->v[j]->t.addr, &t[i].addr) &&
+			    hcheck_same(&h->v[j]->t.hc, &t[i].hc))
+				break;
+		if (j < h->n) {
+			h->v[j]->keep = true;
+			v[k++] = h->v[j];
+			continue;
+		}
+		v[k] = hcheck_ep_new(h, &t[i]);
+		if (!v[k]) {
+			for (j = 0; j < k; j++)
+				if (!v[j]->keep)
+					hcheck_ep_free(v[j]);
+			for (j = 0; j < h->n; j++)
+				h->v[j]->keep = false;
+			free(v);
+			return -ENOMEM;
+		}
+		k++;
+	}
+	for (i = 0; i < h->n; i++)
+		if (!h->v[i]->keep)
+			hcheck_ep_free(h->v[i]);
+	free(h->v);
+	h->v = v;
+	h->n = k;
+	return 0;
+}
+
+int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
+		   size_t *n)
+{
+	struct hcheck_target *v = NULL, *nv;
+	size_t cap = 0, k = 0, p, e, u, j;
+
+	*out = NULL;
+	*n = 0;
+	for (p = 0; src && p < src->n_projects; p++) {
+		const struct route_src_project *pr = &src->projects[p];
+
+		for (e = 0; e < pr->n_envs; e++) {
+			const struct route_src_deployment *d =
+			    &pr->envs[e].deployment;
+
+			if (d->hc.type == CONFIG_HC_NONE)
+				continue;
+			for (u = 0; u < d->n_upstreams; u++) {
+				for (j = 0; j < k; j++)
+					if (upreg_addr_eq(&v[j].addr,
+							  &d->upstreams[u]))
+						break;
+				if (j < k)
+					continue; /* the first check wins */
+				if (k == cap) {
+					cap = cap ? cap * 2 : 16;
+					nv = realloc(v, cap * sizeof(*v));
+					if (!nv) {
+						free(v);
+						return -ENOMEM;
+					}
+					v = nv;
+				}
+				v[k].addr = d->upstreams[u];
+				v[k].hc = d->hc;
+				k++;
+			}
+		}
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * hcheck.h - active health checks: each endpoint of a deployment with a
+ * health_check (config_check.h) is checked from one place, the control
+ * loop, not once per worker: every interval a non-blocking connect (tcp)
+ * or a GET of the path whose status line must carry expect_status (http),
+ * bounded by timeout. fall failures in a row take the endpoint out (its
+ * registry entry's active_down, upreg.h: no worker chooses it but in panic
+ * mode), rise successes in a row bring it back; both logged once.
+ *
+ * An endpoint starts healthy. One check per endpoint: when several
+ * deployments check the same address, the first one's check is used.
+ * At most HCHECK_MAX endpoints are checked.
+ */
+#ifndef EDGE_HCHECK_H
+#define EDGE_HCHECK_H
+
+#include <stddef.h>
+
+#include "config_check.h"
+#include "route_src.h"
+#include "upreg.h"
+
+struct event_base;
+struct hcheck;
+
+/* Most endpoints checked at once. */
+#define HCHECK_MAX 1024
+
+/* One endpoint to check and how. */
+struct hcheck_target {
+	struct config_addr addr;
+	struct config_health_check hc;
+};
+
+/* A checker on base (the control loop), marking endpoints in g. Returns
+ * 0 with *out, or -ENOMEM. */
+int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out);
+
+/* Stop every check, bring back the endpoints it had taken out, free. NULL
+ * ok. */
+void hcheck_free(struct hcheck *h);
+
+/*
+ * The targets of src's deployments (each address once, the first check
+ * wins), into a new array *out of *n (NULL, 0 when none). Returns 0 or
+ * -ENOMEM.
+ */
+int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
+		   size_t *n);
+
+/*
+ * Check t[0..n) from now on (at start and after each reload): an endpoint
+ * checked before with the same check keeps its state and its schedule; one
+ * no longer checked is brought back (if it was out) and forgotten; past
+ * HCHECK_MAX the rest are ignored (logged). Returns 0 or -ENOMEM (the old
+ * set then stays).
+ */
+int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n);
+
+#endif /* EDGE_HCHECK_H */

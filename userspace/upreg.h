@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * upreg.h - the process-wide endpoint registry: one entry per upstream
+ * endpoint (address and port) however many workers and routes use it,
+ * holding what the operator sees and sets: the admin state (enabled,
+ * drain, disabled), the health as a whole (ejected by any worker's
+ * passive health, or failing its active check), the in-flight count and
+ * the endpoint's counters and time histograms.
+ *
+ * Each worker's struct upstream_ep (upstream.h) holds a reference to its
+ * endpoint's entry, taken when the worker first meets the endpoint and
+ * put when it forgets it: the table and its mutex are touched only then,
+ * and by the control thread (edgectl, a scrape). Everything a request
+ * touches is a relaxed atomic of the entry: no lock per request.
+ *
+ * Bounded: at most UPREG_MAX entries; past it, upreg_get returns NULL and
+ * the endpoint works without shared state (counted in upreg_full()). An
+ * entry is freed when its last reference goes, unless it holds an admin
+ * state other than enabled (an operator's drain outlives a reload that
+ * re-creates the workers' endpoints, and only `enable` forgets it).
+ */
+#ifndef EDGE_UPREG_H
+#define EDGE_UPREG_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "metrics.h"
+
+/* Most endpoints the registry holds at once. */
+#define UPREG_MAX 4096
+/* Status classes counted per endpoint: 1xx .. 5xx. */
+#define UPREG_CLASSES 5
+/* Buckets of the per-endpoint time histograms (metrics_duration_bounds_ns). */
+#define UPREG_BUCKETS 13
+
+enum upreg_admin {
+	UPREG_ENABLED = 0, /* chosen as usual */
+	UPREG_DRAIN,	   /* no new requests nor connections; in-flight
+			      ones finish; chosen only in panic mode */
+	UPREG_DISABLED,	   /* as drain, and never chosen, not even in
+			      panic mode */
+};
+
+struct upreg;
+
+struct upreg_ep {
+	/* table: under the registry's lock */
+	struct upreg_ep *next;
+	uint64_t hash;
+	unsigned refs;
+	struct config_addr addr;
+	/* read on every select */
+	atomic_int admin;	 /* enum upreg_admin */
+	atomic_uint ejected_by;	 /* workers that have it ejected now */
+	atomic_bool active_down; /* failing its active health check */
+	atomic_uint inflight;	 /* summed over workers */
+	/* counters */
+	atomic_ullong requests; /* attempts sent to it (selections) */
+	atomic_ullong responses[UPREG_CLASSES]; /* response heads, by class */
+	atomic_ullong connect_errors; /* connects failed or timed out */
+	atomic_ullong failures;	      /* reported failures (passive health) */
+	atomic_ullong ejections;      /* 0 -> 1 transitions of ejected_by */
+	atomic_ullong bytes_sent, bytes_received;
+	_Atomic uint64_t connect_ns[UPREG_BUCKETS + 1], connect_sum;
+	_Atomic uint64_t response_ns[UPREG_BUCKETS + 1], response_sum;
+	/* the last failure: a static string and its wall-clock time (s) */
+	_Atomic(const char *) last_error;
+	atomic_ullong last_error_at;
+};
+
+/* An address as bytes: family (1), port (2), address (4 or 16); the
+ * length (1 for an unknown family). Equality and hash of that key: what
+ * identifies an endpoint here and in upstream.c. */
+size_t upreg_addr_key(const struct config_addr *a, uint8_t k[19]);
+bool upreg_addr_eq(const struct config_addr *a, const struct config_addr *b);
+uint64_t upreg_addr_hash(const struct config_addr *a);
+
+/* A new empty registry, or NULL when out of memory. */
+struct upreg *upreg_new(void);
+
+/* Free it and every entry (none may still be referenced). NULL ok. */
+void upreg_free(struct upreg *g);
+
+/* The entry of address a with a reference taken (created enabled and
+ * healthy if new), or NULL when the registry is full or out of memory. */
+struct upreg_ep *upreg_get(struct upreg *g, const struct config_addr *a);
+
+/* Put a reference from upreg_get; e may be NULL. */
+void upreg_put(struct upreg *g, struct upreg_ep *e);
+
+/*
+ * Set the admin state of the endpoint a ("ADDR:PORT" as config_addr_parse
+ * reads it) and return the previous one in *old (may be NULL). An entry is
+ * created for an endpoint no worker has met yet. Returns 0, -ENOSPC (full)
+ * or -ENOMEM.
+ */
+int upreg_set_admin(struct upreg *g, const struct config_addr *a,
+		    enum upreg_admin s, enum upreg_admin *old);
+
+/* Whether the registry has an entry for a (a worker has met it, or it has
+ * an admin state). */
+bool upreg_known(struct upreg *g, const struct config_addr *a);
+
+/* Entries now; upreg_get calls refused because the registry was full. */
+size_t upreg_count(struct upreg *g);
+uint64_t upreg_full(struct upreg *g);
+
+/* The fast path: relaxed atomics only, e may be NULL (then nothing). */
+static inline enum upreg_admin upreg_admin_of(const struct upreg_ep *e)
+{
+	return e ? (enum upreg_admin)atomic_load_explicit(&e->admin,
+							  memory_order_relaxed)
+		 : UPREG_ENABLED;
+}
+
+/* Whether a normal selection may choose e: enabled and not failing its
+ * active check (passive health is per worker: upstream.c). */
+bool upreg_selectable(const struct upreg_ep *e);
+
+void upreg_count_request(struct upreg_ep *e);
+void upreg_count_inflight(struct upreg_ep *e, int delta);
+void upreg_count_connect(struct upreg_ep *e, uint64_t ns);
+void upreg_count_response(struct upreg_ep *e, int status, uint64_t ns);
+void upreg_count_bytes(struct upreg_ep *e, uint64_t sent, uint64_t received);
+/* A failed attempt: why is a static string ("connect: Connection
+ * refused" must be a literal or strerror's, never a buffer). connect
+ * says whether it was the connect that failed. */
+void upreg_count_failure(struct upreg_ep *e, const char *why, bool connect);
+
+/*
+ * Passive health, once per endpoint rather than per worker: a worker
+ * ejecting e calls upreg_ejected (the first worker to do so logs
+ * "upstream ADDR ejected: WHY", and counts an ejection), a worker ending
+ * its ejection (a success) calls upreg_returned (the last one logs
+ * "upstream ADDR is back"). Returns whether this call logged.
+ */
+bool upreg_ejected(struct upreg_ep *e, unsigned failures, const char *why,
+		   uint64_t for_ns);
+bool upreg_returned(struct upreg_ep *e);
+
+/* The operator's view of e's health: "healthy", "ejected" (by passive
+ * health, in some worker) or "down" (its active check fails). */
+const char *upreg_health(const struct upreg_ep *e);
+
+/* "enabled", "drain", "disabled"; and back (0 or -EINVAL). */
+const char *upreg_admin_name(enum upreg_admin s);
+int upreg_admin_parse(const char *s, enum upreg_admin *out);
+
+/* Every entry as a JSON object {"address", "admin", "health", "inflight",
+ * "requests", "responses": {"2xx":..}, "connect_errors", "failures",
+ * "ejections", "bytes_sent", "bytes_received", "last_error",
+ * "last_error_at"} in an object keyed by address; NULL when out of
+ * memory. */
+json_t *upreg_dump_json(struct upreg *g);
+
+/* The per-endpoint series (docs/operations.md), each family once, every
+ * series labelled endpoint="ADDR:PORT". Returns 0 or -ENOMEM. */
+int upreg_render(struct upreg *g, struct evbuffer *out);
+
+#endif /* EDGE_UPREG_H */
