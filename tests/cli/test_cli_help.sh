@@ -124,6 +124,8 @@ else
 	want "completion: edgectl --socket /x ip policy <TAB>" "blocklist allowlist" \
 		"$COMP/edgectl" edgectl --socket /x ip policy ""
 	want "completion: edgectl splice <TAB>" "on off auto sockmap" "$COMP/edgectl" edgectl splice ""
+	want "completion: edgectl help <TAB>" "attach ip db hosts" "$COMP/edgectl" edgectl help ""
+	want "completion: edgectl help ratelimit <TAB>" "set off" "$COMP/edgectl" edgectl help ratelimit ""
 	want "completion: edgectl -<TAB> offers the global options" \
 		"$(opts_of <("$E" --help) | cut -d' ' -f1 | tr '\n' ' ')" "$COMP/edgectl" edgectl -
 	mkdir -p "$T_TMP/conf.d"
