@@ -263,6 +263,20 @@ static const struct ctl_command ctl_commands[] = {
     {"envs", cmd_envs},
 };
 
+/* Every command has its help (cli/help.c): checked whenever the general
+ * usage is printed, so that a command added to ctl_commands without its
+ * lines there is an internal error at `edgectl help`. */
+static void ctl_commands_check(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+		if (!ctl_help_has(ctl_commands[i].name))
+			log_warnx("internal error: command '%s' has no help "
+				  "(cli/help.c)",
+				  ctl_commands[i].name);
+}
+
 static bool ctl_env_true(const char *name)
 {
 	const char *v = getenv(name);
@@ -325,6 +339,7 @@ int main(int argc, char **argv)
 			verbose = true;
 			break;
 		case 'h':
+			ctl_commands_check();
 			return ctl_usage_print(NULL);
 		case 'V':
 			printf("edgectl %s\n", EDGECTL_VERSION);
@@ -359,6 +374,8 @@ int main(int argc, char **argv)
 	    strlen(c.pin_dir) > PATH_MAX - 32)
 		return ctl_usage_error(NULL, "directory path too long");
 
+	if (strcmp(argv[optind], "help") == 0 && optind + 1 == argc)
+		ctl_commands_check();
 	for (i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
 		if (strcmp(argv[optind], ctl_commands[i].name) != 0)
 			continue;

@@ -67,6 +67,10 @@ int ctl_usage_print(const char *cmd);
 struct option;
 int ctl_help_check(const struct option *longopts, const char *cmd);
 
+/* Whether cmd ("ip", "stats", "ip block") has help: a command of the
+ * table or a group of its commands. */
+bool ctl_help_has(const char *cmd);
+
 /* Short options, the long options and the command for usage messages
  * (NULL for the global options); returns the next option like
  * getopt_long, or -1 at the end. On a bad option prints a usage error

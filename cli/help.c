@@ -3,11 +3,13 @@
  * help.c - edgectl's usage and help: one table with every command's
  * synopsis, what it does and each of its options. edgectl --help,
  * edgectl help [COMMAND], COMMAND --help and the usage line after a usage
- * error are all printed from it, and ctl_getopt checks at every --help
+ * error are all printed from it; ctl_getopt checks at every --help
  * that each option a command accepts has its line here
- * (ctl_help_check). A new command is one entry below (and its
- * completion, dist/bash-completion/edgectl, and its section in
- * docs/edgectl.md: tests/cli/test_cli_help.sh checks all three).
+ * (ctl_help_check), and edgectl help that every command of edgectl.c's
+ * dispatch table has its entry (ctl_help_has). A new command is one
+ * entry below (and its completion, dist/bash-completion/edgectl, and its
+ * section in docs/edgectl.md: tests/cli/test_cli_help.sh checks all
+ * three).
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -281,6 +283,16 @@ static bool ctl_opts_have(const struct ctl_help_opt *o, const char *name)
 			     s[2 + n] == ','))
 				return true;
 	}
+	return false;
+}
+
+bool ctl_help_has(const char *cmd)
+{
+	size_t i;
+
+	for (i = 0; i < CTL_NHELP; i++)
+		if (ctl_help_is(&ctl_helps[i], cmd, true))
+			return true;
 	return false;
 }
 

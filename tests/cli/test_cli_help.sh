@@ -28,10 +28,11 @@ BC=/usr/share/bash-completion/bash_completion
 # "ip block" (the words before the first argument or option)
 mapfile -t CMDS < <("$E" help | sed -n 's/^  edgectl \(.*\)$/\1/p' |
 	awk '{ c = ""; for (i = 1; i <= NF && $i ~ /^[a-z]+$/; i++) c = c (c ? " " : "") $i; print c }')
+"$E" help 2>&1 >/dev/null | grep -q . && CMDS=() # an internal error: a command without help
 if [ ${#CMDS[@]} -ge 15 ] && printf '%s\n' "${CMDS[@]}" | grep -qx 'ip block'; then
 	t_ok "edgectl help lists ${#CMDS[@]} commands"
 else
-	t_fail "edgectl help lists the commands" "${CMDS[*]}"
+	t_fail "edgectl help lists the commands" "${CMDS[*]} $("$E" help 2>&1 >/dev/null)"
 fi
 
 # opts_of FILE: the options of a --help text's "options:" (or "global
@@ -42,23 +43,40 @@ opts_of() {
 		awk '{ print $1 (NF > 1 ? " x" : "") }'
 }
 
-# comp SCRIPT WORD...: what the completion offers for the command line
-# WORD... (the last word is the one being completed), one a line
-comp() {
-	local script=$1
-	shift
+# comp_start: one bash --norc with Debian's bash-completion and both
+# scripts loaded, answering comp's questions through two FIFOs
+comp_start() {
+	mkfifo "$T_TMP/cq" "$T_TMP/ca"
+	# shellcheck disable=SC2016 # expanded by that bash
 	bash --norc -c '
 		. "$1" || exit 1
 		. "$2" || exit 1
-		shift 2
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		COMP_LINE="$*"
-		COMP_POINT=${#COMP_LINE}
-		f=$(complete -p "$1" | sed -n "s/.*-F \([^ ]*\) .*/\1/p")
-		"$f" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-		printf "%s\n" "${COMPREPLY[@]}"
-	' _ "$BC" "$script" "$@"
+		. "$3" || exit 1
+		while IFS=$'"'"'\t'"'"' read -r -a q; do
+			COMP_WORDS=("${q[@]#.}")
+			COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+			COMP_LINE="${COMP_WORDS[*]}"
+			COMP_POINT=${#COMP_LINE}
+			COMPREPLY=()
+			f=$(complete -p "${COMP_WORDS[0]}" 2>/dev/null | sed -n "s/.*-F \([^ ]*\) .*/\1/p")
+			[ -n "$f" ] && "$f" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+			printf "%s\n" "${COMPREPLY[@]}"
+			printf "\036\n"
+		done' _ "$BC" "$COMP/edgectl" "$COMP/edged" <"$T_TMP/cq" >"$T_TMP/ca" 2>"$T_TMP/comp.err" &
+	t_cleanup_add "kill $!"
+	exec 7>"$T_TMP/cq" 8<"$T_TMP/ca"
+}
+
+# comp WORD...: what the completion offers for the command line WORD...
+# (the last word is the one being completed), in COMP_GOT: " w1 w2 ... "
+comp() {
+	local IFS=$'\t' line q=("${@/#/.}")
+	printf '%s\n' "${q[*]}" >&7
+	COMP_GOT=" "
+	while IFS= read -t 10 -r line <&8; do
+		[ "$line" = $'\036' ] && break
+		[ -n "$line" ] && COMP_GOT+="$line "
+	done
 }
 
 # the man pages: built from docs/ (make man), rendered without warnings
@@ -100,43 +118,44 @@ else
 			t_fail "completion $s loads" "$out"
 		fi
 	done
-	want() { # NAME "WORDS WANTED" SCRIPT WORD...
-		local name=$1 w=$2 got missing=() x
+	comp_start
+	want() { # NAME "WORDS WANTED" WORD...
+		local name=$1 w=$2 missing=() x
 		shift 2
-		got=$(comp "$@" 2>&1 | sort -u | tr '\n' ' ')
+		comp "$@"
 		for x in $w; do
-			[[ " $got" == *" $x "* ]] || missing+=("$x")
+			[[ $COMP_GOT == *" $x "* ]] || missing+=("$x")
 		done
 		if [ ${#missing[@]} -eq 0 ]; then
 			t_ok "$name"
 		else
-			t_fail "$name" "missing ${missing[*]} in: $got"
+			t_fail "$name" "missing ${missing[*]} in:$COMP_GOT $(cat "$T_TMP/comp.err")"
 		fi
 	}
 	want "completion: edgectl <TAB> offers every command" \
 		"$(printf '%s\n' "${CMDS[@]}" | cut -d' ' -f1 | sort -u | tr '\n' ' ')" \
-		"$COMP/edgectl" edgectl ""
-	want "completion: edgectl ip <TAB>" "block allow del list policy" "$COMP/edgectl" edgectl ip ""
+		edgectl ""
+	want "completion: edgectl ip <TAB>" "block allow del list policy" edgectl ip ""
 	want "completion: edgectl attach <TAB> offers interfaces" "$(cd /sys/class/net && printf '%s ' *)" \
-		"$COMP/edgectl" edgectl attach ""
-	want "completion: edgectl detach l<TAB>" "lo" "$COMP/edgectl" edgectl detach l
-	want "completion: edgectl attach --mode <TAB>" "native skb" "$COMP/edgectl" edgectl attach eth0 --mode ""
+		edgectl attach ""
+	want "completion: edgectl detach l<TAB>" "lo" edgectl detach l
+	want "completion: edgectl attach --mode <TAB>" "native skb" edgectl attach eth0 --mode ""
 	want "completion: edgectl --socket /x ip policy <TAB>" "blocklist allowlist" \
-		"$COMP/edgectl" edgectl --socket /x ip policy ""
-	want "completion: edgectl splice <TAB>" "on off auto sockmap" "$COMP/edgectl" edgectl splice ""
-	want "completion: edgectl help <TAB>" "attach ip db hosts" "$COMP/edgectl" edgectl help ""
-	want "completion: edgectl help ratelimit <TAB>" "set off" "$COMP/edgectl" edgectl help ratelimit ""
+		edgectl --socket /x ip policy ""
+	want "completion: edgectl splice <TAB>" "on off auto sockmap" edgectl splice ""
+	want "completion: edgectl help <TAB>" "attach ip db hosts" edgectl help ""
+	want "completion: edgectl help ratelimit <TAB>" "set off" edgectl help ratelimit ""
 	want "completion: edgectl -<TAB> offers the global options" \
-		"$(opts_of <("$E" --help) | cut -d' ' -f1 | tr '\n' ' ')" "$COMP/edgectl" edgectl -
+		"$(opts_of <("$E" --help) | cut -d' ' -f1 | tr '\n' ' ')" edgectl -
 	mkdir -p "$T_TMP/conf.d"
 	: >"$T_TMP/conf.d/edge.conf"
 	want "completion: edged -c <TAB> offers .conf files" "$T_TMP/conf.d/edge.conf" \
-		"$COMP/edged" edged -c "$T_TMP/conf.d/"
-	got=$(comp "$COMP/edgectl" edgectl status --json "" | tr '\n' ' ')
-	if [ -z "${got// /}" ]; then
+		edged -c "$T_TMP/conf.d/"
+	comp edgectl status --json ""
+	if [ "$COMP_GOT" = " " ]; then
 		t_ok "completion: nothing after edgectl status --json"
 	else
-		t_fail "completion: nothing after edgectl status --json" "$got"
+		t_fail "completion: nothing after edgectl status --json" "$COMP_GOT"
 	fi
 fi
 
@@ -157,24 +176,34 @@ for cmd in "${CMDS[@]}"; do
 	mapfile -t opts < <(opts_of "$T_TMP/help")
 	printf '%s\n' "${opts[@]}" | grep -q '^--help$' || bad+=("--help not listed")
 	# each option is one the command accepts: it is parsed before an
-	# unknown one stops the command (exit 2, nothing done)
+	# unknown one stops the command (exit 2, nothing done). All at once
+	# first; one by one when something else stopped the command first (a
+	# value refused, --project without --pg)
+	all=()
 	for o in "${opts[@]}"; do
-		read -ra ow <<<"$o"
-		[ "${ow[0]}" = --help ] && continue
-		timeout 10 "$E" "${cw[@]}" "${ow[@]}" --zz-bogus >"$T_TMP/o.out" 2>&1
-		orc=$?
-		if [ $orc -ne 2 ] || grep -q "unknown option '${ow[0]}'" "$T_TMP/o.out"; then
-			bad+=("${ow[0]} not accepted (exit $orc: $(head -1 "$T_TMP/o.out"))")
-		fi
+		[ "$o" != --help ] && read -ra ow <<<"$o" && all+=("${ow[@]}")
 	done
-	if [ "$COMP_OK" = 1 ]; then
-		got=" $(comp "$COMP/edgectl" edgectl "${cw[@]}" - | tr '\n' ' ')"
+	timeout 10 "$E" "${cw[@]}" "${all[@]}" --zz-bogus >"$T_TMP/o.out" 2>&1
+	orc=$?
+	if [ $orc -ne 2 ] || ! grep -q "unknown option '--zz-bogus'" "$T_TMP/o.out"; then
 		for o in "${opts[@]}"; do
-			[[ $got == *" ${o%% *} "* ]] || bad+=("completion lacks ${o%% *}")
+			read -ra ow <<<"$o"
+			[ "${ow[0]}" = --help ] && continue
+			timeout 10 "$E" "${cw[@]}" "${ow[@]}" --zz-bogus >"$T_TMP/o.out" 2>&1
+			orc=$?
+			if [ $orc -ne 2 ] || grep -q "unknown option '${ow[0]}'" "$T_TMP/o.out"; then
+				bad+=("${ow[0]} not accepted (exit $orc: $(head -1 "$T_TMP/o.out"))")
+			fi
+		done
+	fi
+	if [ "$COMP_OK" = 1 ]; then
+		comp edgectl "${cw[@]}" -
+		for o in "${opts[@]}"; do
+			[[ $COMP_GOT == *" ${o%% *} "* ]] || bad+=("completion lacks ${o%% *}")
 		done
 		if [ ${#cw[@]} -gt 1 ]; then
-			got=" $(comp "$COMP/edgectl" edgectl "${cw[0]}" "" | tr '\n' ' ')"
-			[[ $got == *" ${cw[1]} "* ]] || bad+=("completion of '${cw[0]} ' lacks ${cw[1]}")
+			comp edgectl "${cw[0]}" ""
+			[[ $COMP_GOT == *" ${cw[1]} "* ]] || bad+=("completion of '${cw[0]} ' lacks ${cw[1]}")
 		fi
 	fi
 	if [ -n "$MAN" ]; then
@@ -230,9 +259,9 @@ if [ -x "$EDGED" ]; then
 		grep -q "unrecognized option '$o'" "$T_TMP/o.out" && bad+=("$o not accepted")
 	done
 	if [ "$COMP_OK" = 1 ]; then
-		got=" $(comp "$COMP/edged" edged - | tr '\n' ' ')"
+		comp edged -
 		for o in "${eopts[@]}"; do
-			[[ $got == *" $o "* ]] || bad+=("completion lacks $o")
+			[[ $COMP_GOT == *" $o "* ]] || bad+=("completion lacks $o")
 		done
 	fi
 	if [ -n "$MAN" ]; then
