@@ -16,8 +16,11 @@
 #                   first response, a storm of requests on a sleeping one)
 #   make lint       clang-format check, cppcheck, shellcheck
 #   make install    edged, edgectl, the example configuration (never over an
-#                   existing one), systemd units, logrotate, docs (PREFIX,
+#                   existing one), systemd units, logrotate, man pages, bash
+#                   completion, docs (PREFIX,
 #                   DESTDIR, sysconfdir, sbindir, mandir...: docs/operations.md)
+#   make man        the man pages edged.8, edgectl.8, edge.conf.5 in $(B)/man
+#                   (pandoc, from docs/man/ and docs/)
 #   make uninstall  what make install put there (a changed edge.conf stays)
 #   make deb        the Debian package edge_*.deb, in ../ (debian/)
 #   make deb-check  make deb, then lintian and the package's contents
@@ -154,7 +157,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake profile-http lint format clean install uninstall deb deb-check
+.PHONY: man all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake profile-http lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -231,7 +234,7 @@ bench-splice:
 	bench/splice/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
-SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run debian/edge.postinst debian/edge.postrm $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
+SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run debian/edge.postinst debian/edge.postrm dist/bash-completion/edgectl dist/bash-completion/edged $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint
 	clang-format --dry-run --Werror $(C_FILES)
@@ -267,16 +270,16 @@ INSTALL    ?= install
 # the binaries installed (the ASan build's with EDGED_BIN=build/asan/edged)
 EDGED_BIN   ?= $(B)/edged
 EDGECTL_BIN ?= $(B)/edgectl
-# man pages and completion, installed when they exist
-MAN8 := $(wildcard doc/man/*.8)
-MAN5 := $(wildcard doc/man/*.5)
+# man pages (make man) and bash completion
+MAN8 := $(patsubst docs/man/%.md,$(B)/man/%,$(wildcard docs/man/*.8.md))
+MAN5 := $(patsubst docs/man/%.md,$(B)/man/%,$(wildcard docs/man/*.5.md))
 BASHCOMP := $(wildcard dist/bash-completion/*)
 DOCS := README.md $(wildcard docs/*.md)
 UNITS := $(wildcard dist/systemd/*.service)
 # the units name /usr/sbin and /etc/edge: made the install's
 UNIT_SED := s|/usr/sbin/|$(sbindir)/|g; s|/etc/edge/|$(sysconfdir)/edge/|g; s|/usr/share/doc/edge/|$(docdir)/|g
 
-install: $(EDGED_BIN) $(EDGECTL_BIN)
+install: $(EDGED_BIN) $(EDGECTL_BIN) $(MAN8) $(MAN5)
 	$(INSTALL) -d $(DESTDIR)$(sbindir) $(DESTDIR)$(sysconfdir)/edge \
 	  $(DESTDIR)$(unitdir) $(DESTDIR)$(logrotatedir) $(DESTDIR)$(docdir)
 	$(INSTALL) -m 0755 $(EDGED_BIN) $(DESTDIR)$(sbindir)/edged
@@ -294,9 +297,10 @@ install: $(EDGED_BIN) $(EDGECTL_BIN)
 	done
 	$(INSTALL) -m 0644 dist/logrotate/edge $(DESTDIR)$(logrotatedir)/edge
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(docdir)/
-	$(if $(MAN8),$(INSTALL) -d $(DESTDIR)$(mandir)/man8 && $(INSTALL) -m 0644 $(MAN8) $(DESTDIR)$(mandir)/man8/)
-	$(if $(MAN5),$(INSTALL) -d $(DESTDIR)$(mandir)/man5 && $(INSTALL) -m 0644 $(MAN5) $(DESTDIR)$(mandir)/man5/)
-	$(if $(BASHCOMP),$(INSTALL) -d $(DESTDIR)$(bashcompdir) && $(INSTALL) -m 0644 $(BASHCOMP) $(DESTDIR)$(bashcompdir)/)
+	$(INSTALL) -d $(DESTDIR)$(mandir)/man8 $(DESTDIR)$(mandir)/man5 $(DESTDIR)$(bashcompdir)
+	$(INSTALL) -m 0644 $(MAN8) $(DESTDIR)$(mandir)/man8/
+	$(INSTALL) -m 0644 $(MAN5) $(DESTDIR)$(mandir)/man5/
+	$(INSTALL) -m 0644 $(BASHCOMP) $(DESTDIR)$(bashcompdir)/
 
 uninstall:
 	rm -f $(DESTDIR)$(sbindir)/edged $(DESTDIR)$(sbindir)/edgectl \
@@ -313,6 +317,18 @@ uninstall:
 	elif [ -e $(DESTDIR)$(sysconfdir)/edge/edge.conf ]; then \
 	  echo "uninstall: $(DESTDIR)$(sysconfdir)/edge/edge.conf was changed: left as it is"; \
 	fi
+
+# ---- man pages ------------------------------------------------------------------
+# edged.8, edgectl.8 and edge.conf.5 from docs/man/*.md, which take their
+# text from docs/*.md (docs/man/man.lua; pandoc: scripts/install-deps)
+EDGE_VERSION := $(shell sed -n 's/^\#define EDGE_VERSION "\(.*\)"/\1/p' userspace/version.h)
+$(B)/man/%: docs/man/%.md docs/man/man.lua $(wildcard docs/*.md) | $(B)/man
+	pandoc -f markdown -t man -s --lua-filter=docs/man/man.lua \
+	  -M header="edge manual" -M footer="edge $(EDGE_VERSION)" -o $@.tmp $<
+	mv $@.tmp $@
+$(B)/man:
+	mkdir -p $@
+man: $(MAN8) $(MAN5)
 
 # ---- Debian package -----------------------------------------------------------
 # dpkg-buildpackage runs on a copy of the tree in $(B)/deb/edge (debian/rules

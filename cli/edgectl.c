@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,125 +15,6 @@
 #include <unistd.h>
 
 #include "edgectl.h"
-
-struct ctl_usage_line {
-	const char *cmd;
-	const char *line;
-};
-
-static const struct ctl_usage_line ctl_usage_lines[] = {
-    {"attach", "attach IFACE [--mode native|skb]"},
-    {"detach", "detach IFACE"},
-    {"status", "status [--json]"},
-    {"ip block", "ip block CIDR [--ttl DURATION] [--comment TEXT] [--force] "
-		 "[--project ID]"},
-    {"ip allow",
-     "ip allow CIDR [--ttl DURATION] [--comment TEXT] [--project ID]"},
-    {"ip del", "ip del CIDR [--force] [--project ID]"},
-    {"ip list", "ip list [--json]"},
-    {"ip policy", "ip policy [blocklist | allowlist [--ports LIST] [--force]]"},
-    {"ratelimit set", "ratelimit set RATE [--burst N] [--packets]"},
-    {"ratelimit off", "ratelimit off [--syn | --packets]"},
-    {"stats", "stats [--json] [--watch [--interval SECONDS] [--count N]]"},
-    {"routes", "routes [--json]"},
-    {"envs", "envs [--json]"},
-    {"reload", "reload"},
-    {"splice", "splice [on | off | auto | sockmap] [--json]"},
-    {"upstream list", "upstream list [--json]"},
-    {"upstream drain", "upstream drain ENDPOINT [--json]"},
-    {"upstream disable", "upstream disable ENDPOINT [--json]"},
-    {"upstream enable", "upstream enable ENDPOINT [--json]"},
-    {"db migrate", "db migrate"},
-    {"db status", "db status [--json]"},
-    {"hosts", "hosts [--json] [--stale DURATION]"},
-    {"help", "help"},
-};
-
-#define CTL_NUSAGE (sizeof(ctl_usage_lines) / sizeof(ctl_usage_lines[0]))
-
-static const char ctl_usage_head[] =
-    "usage: edgectl [--pin-dir DIR] [--state-dir DIR] [--socket PATH] "
-    "[--pg CONNINFO] [-v] COMMAND [ARGS]\n";
-
-static const char ctl_usage_tail[] =
-    "\n"
-    "  CIDR      203.0.113.0/24, 2001:db8::/32, or one address\n"
-    "  DURATION  30s, 10m, 2h, 1d, 1h30m (max 365d)\n"
-    "  LIST      ports and ranges: 80,443,8000-8100\n"
-    "  RATE      per source: 100, 100/s, 6000/m\n"
-    "  ENDPOINT  an upstream's ADDR:PORT, as edgectl upstream list shows it\n"
-    "\n"
-    "global options:\n"
-    "  --pin-dir DIR    pinned maps (env EDGE_PIN_DIR, "
-    "default " EDGE_PIN_DIR_DEFAULT ")\n"
-    "  --state-dir DIR  saved rules (env EDGE_STATE_DIR, "
-    "default " STATE_DIR_DEFAULT ")\n"
-    "  --socket PATH    edged's control socket (env EDGE_CONTROL_SOCKET, "
-    "default " CTL_DAEMON_SOCK ")\n"
-    "  --pg CONNINFO    the fleet's PostgreSQL (libpq's string; env EDGE_PG):\n"
-    "                   ip block|allow|del|list act on its ip_rules, and\n"
-    "                   db and hosts need it (--project: a project's rule)\n"
-    "  -v, --verbose    debug output, libbpf and libxdp included "
-    "(env EDGE_DEBUG=1)\n"
-    "  -h, --help       this text\n"
-    "  --version        edgectl's version\n"
-    "\n"
-    "exit status: 0 done, 1 failed, 2 usage error.\n"
-    "See docs/edgectl.md for details.\n";
-
-int ctl_usage_print(const char *cmd)
-{
-	size_t i;
-
-	if (cmd) {
-		for (i = 0; i < CTL_NUSAGE; i++)
-			if (strcmp(ctl_usage_lines[i].cmd, cmd) == 0 ||
-			    (strncmp(ctl_usage_lines[i].cmd, cmd,
-				     strlen(cmd)) == 0 &&
-			     ctl_usage_lines[i].cmd[strlen(cmd)] == ' '))
-				printf("usage: edgectl %s\n",
-				       ctl_usage_lines[i].line);
-		return CTL_OK;
-	}
-	fputs(ctl_usage_head, stdout);
-	fputs("\ncommands:\n", stdout);
-	for (i = 0; i < CTL_NUSAGE; i++)
-		printf("  edgectl %s\n", ctl_usage_lines[i].line);
-	fputs(ctl_usage_tail, stdout);
-	return CTL_OK;
-}
-
-int ctl_usage_error(const char *cmd, const char *fmt, ...)
-{
-	char buf[1024];
-	bool any = false;
-	va_list ap;
-	size_t i;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	log_warnx("%s", buf);
-	if (cmd) {
-		for (i = 0; i < CTL_NUSAGE; i++) {
-			const char *u = ctl_usage_lines[i].cmd;
-			size_t n = strlen(cmd);
-
-			if (strcmp(u, cmd) == 0 ||
-			    (strncmp(u, cmd, n) == 0 && u[n] == ' ')) {
-				fprintf(stderr, "%s edgectl %s\n",
-					any ? "      " : "usage:",
-					ctl_usage_lines[i].line);
-				any = true;
-			}
-		}
-	}
-	if (!any)
-		fputs("usage: edgectl [GLOBAL OPTIONS] COMMAND [ARGS] "
-		      "(edgectl help for more)\n",
-		      stderr);
-	return CTL_USAGE;
-}
 
 int ctl_getopt(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, const char *cmd)
@@ -162,6 +42,8 @@ int ctl_getopt(int argc, char **argv, const char *shortopts,
 				argv[optind - 1]);
 		return '?';
 	}
+	if (o == 'h')
+		ctl_help_check(longopts, cmd);
 	return o;
 }
 
@@ -366,14 +248,6 @@ void ctl_end(struct ctl *c)
 	c->lock_fd = -1;
 }
 
-static int cmd_help(struct ctl *c, int argc, char **argv)
-{
-	(void)c;
-	(void)argc;
-	(void)argv;
-	return ctl_usage_print(NULL);
-}
-
 struct ctl_command {
 	const char *name;
 	int (*run)(struct ctl *c, int argc, char **argv);
@@ -388,6 +262,20 @@ static const struct ctl_command ctl_commands[] = {
     {"hosts", cmd_hosts},	  {"help", cmd_help},
     {"envs", cmd_envs},		  {"upstream", cmd_upstream},
 };
+
+/* Every command has its help (cli/help.c): checked whenever the general
+ * usage is printed, so that a command added to ctl_commands without its
+ * lines there is an internal error at `edgectl help`. */
+static void ctl_commands_check(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+		if (!ctl_help_has(ctl_commands[i].name))
+			log_warnx("internal error: command '%s' has no help "
+				  "(cli/help.c)",
+				  ctl_commands[i].name);
+}
 
 static bool ctl_env_true(const char *name)
 {
@@ -451,6 +339,7 @@ int main(int argc, char **argv)
 			verbose = true;
 			break;
 		case 'h':
+			ctl_commands_check();
 			return ctl_usage_print(NULL);
 		case 'V':
 			printf("edgectl %s\n", EDGECTL_VERSION);
@@ -485,6 +374,8 @@ int main(int argc, char **argv)
 	    strlen(c.pin_dir) > PATH_MAX - 32)
 		return ctl_usage_error(NULL, "directory path too long");
 
+	if (strcmp(argv[optind], "help") == 0 && optind + 1 == argc)
+		ctl_commands_check();
 	for (i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
 		if (strcmp(argv[optind], ctl_commands[i].name) != 0)
 			continue;

@@ -54,8 +54,22 @@ struct ctl {
 int ctl_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Print the usage of cmd (NULL: everything) on stdout; returns CTL_OK. */
+/* Print the help of cmd on stdout (cli/help.c): a command's usage line,
+ * what it does and its options; a group's ("ip") commands; NULL: the
+ * general usage, every command's usage line and the global options.
+ * Returns CTL_OK. */
 int ctl_usage_print(const char *cmd);
+
+/* Check that every long option in longopts (--help aside) has its line
+ * in cmd's help (NULL: the global options'); prints an internal error
+ * for each one missing and returns -1, else 0. ctl_getopt calls it when
+ * it returns 'h', so that every COMMAND --help checks its command. */
+struct option;
+int ctl_help_check(const struct option *longopts, const char *cmd);
+
+/* Whether cmd ("ip", "stats", "ip block") has help: a command of the
+ * table or a group of its commands. */
+bool ctl_help_has(const char *cmd);
 
 /* Short options, the long options and the command for usage messages
  * (NULL for the global options); returns the next option like
@@ -199,6 +213,8 @@ int cmd_splice(struct ctl *c, int argc, char **argv);
 int cmd_upstream(struct ctl *c, int argc, char **argv);
 int cmd_db(struct ctl *c, int argc, char **argv);
 int cmd_hosts(struct ctl *c, int argc, char **argv);
+/* edgectl help [COMMAND...] (cli/help.c). */
+int cmd_help(struct ctl *c, int argc, char **argv);
 
 /* Print JSON to stdout (and a newline), consuming the reference.
  * CTL_OK or CTL_FAIL. */

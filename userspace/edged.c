@@ -105,7 +105,11 @@ static void usage(FILE *f)
 	    "                      reload checks: for a running edged)\n"
 	    "  -f, --foreground    do not detach; log to stderr (detached,\n"
 	    "                      edged logs to syslog, facility daemon)\n"
-	    "  -v, --verbose       debug messages\n");
+	    "  -v, --verbose       debug messages\n"
+	    "      --version       the version and the commit built\n"
+	    "  -h, --help          this text\n"
+	    "signals: HUP reload, TERM/INT drain and exit, USR1 reopen the\n"
+	    "analytics file. See edged(8) and edge.conf(5).\n");
 }
 
 static void print_warnings(const struct config *cfg)

@@ -3,7 +3,8 @@
 # deb-check builds it first): lintian reports no error (its warnings are
 # printed, docs/operations.md lists them); the package holds the binaries,
 # /etc/edge/edge.conf (a conffile, user "edge"), the units in
-# /lib/systemd/system, the logrotate file, the state and spool
+# /lib/systemd/system, the logrotate file, the man pages, the bash
+# completion, the state and spool
 # directories; its postinst neither enables nor starts edged. Then, as
 # root, the package is installed with dpkg -i into a throwaway copy of
 # this host's root (an overlay whose upper layer is a tmpfs, in a private
@@ -46,11 +47,15 @@ for f in ./usr/sbin/edged ./usr/sbin/edgectl ./etc/edge/edge.conf \
 	./lib/systemd/system/edged.service ./lib/systemd/system/edge-attach@.service \
 	./etc/logrotate.d/edge ./var/lib/edge/ ./var/spool/edge/ \
 	./usr/share/doc/edge/operations.md ./usr/share/doc/edge/README.md ./usr/share/doc/edge/edgectl.md \
-	./usr/share/doc/edge/changelog.gz ./usr/share/doc/edge/copyright; do
+	./usr/share/doc/edge/changelog.gz ./usr/share/doc/edge/copyright \
+	./usr/share/man/man8/edged.8.gz ./usr/share/man/man8/edgectl.8.gz \
+	./usr/share/man/man5/edge.conf.5.gz \
+	./usr/share/bash-completion/completions/edgectl \
+	./usr/share/bash-completion/completions/edged; do
 	grep -q "^$f " "$T_TMP/contents" || missing+=("$f")
 done
 if [ ${#missing[@]} -eq 0 ] && ! grep -q '^./usr/lib/systemd' "$T_TMP/contents"; then
-	t_ok "dpkg-deb -c: binaries, configuration, units, logrotate, directories, docs"
+	t_ok "dpkg-deb -c: binaries, configuration, units, logrotate, directories, docs, man pages, completion"
 else
 	t_fail "dpkg-deb -c: the package's files" "missing: ${missing[*]}"
 fi

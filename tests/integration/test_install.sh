@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_install.sh - make install and make uninstall into a temporary
 # DESTDIR: with PREFIX=/usr the tree a package holds (/usr/sbin, /etc/edge,
-# /usr/lib/systemd/system, /etc/logrotate.d, /usr/share/doc/edge), the
+# /usr/lib/systemd/system, /etc/logrotate.d, /usr/share/doc/edge, the man
+# pages in /usr/share/man, /usr/share/bash-completion/completions), the
 # units naming the installed paths, the installed edged answering
 # --version and --check -c of the installed configuration; with
 # PREFIX=/usr/local the units follow (sbindir, sysconfdir); a second
@@ -32,7 +33,11 @@ run_suite() { # EDGED_BIN EDGECTL_BIN LABEL
 		usr/lib/systemd/system/edged.service \
 		usr/lib/systemd/system/edge-attach@.service \
 		etc/logrotate.d/edge usr/share/doc/edge/README.md \
-		usr/share/doc/edge/operations.md usr/share/doc/edge/edgectl.md; do
+		usr/share/doc/edge/operations.md usr/share/doc/edge/edgectl.md \
+		usr/share/man/man8/edged.8 usr/share/man/man8/edgectl.8 \
+		usr/share/man/man5/edge.conf.5 \
+		usr/share/bash-completion/completions/edgectl \
+		usr/share/bash-completion/completions/edged; do
 		[ -f "$d/$f" ] || missing+=("$f")
 	done
 	if [ ${#missing[@]} -eq 0 ] && [ -x "$d/usr/sbin/edged" ] &&
@@ -89,9 +94,12 @@ d="$T_TMP/dest-local"
 if inst local "$d" PREFIX=/usr/local; then
 	if [ -f "$d/usr/local/etc/edge/edge.conf" ] && [ -x "$d/usr/local/sbin/edged" ] &&
 		[ -f "$d/usr/local/lib/systemd/system/edged.service" ] &&
+		[ -f "$d/usr/local/share/man/man8/edgectl.8" ] &&
+		[ -f "$d/usr/local/share/bash-completion/completions/edgectl" ] &&
+		[ -f "$d/usr/local/etc/logrotate.d/edge" ] &&
 		grep -q '^ExecStart=/usr/local/sbin/edged -f -c /usr/local/etc/edge/edge.conf$' "$d/usr/local/lib/systemd/system/edged.service" &&
 		grep -q '/usr/local/share/doc/edge/operations.md' "$d/usr/local/lib/systemd/system/edged.service"; then
-		t_ok "PREFIX=/usr/local: sysconfdir and sbindir follow, in the units too"
+		t_ok "PREFIX=/usr/local: sysconfdir, sbindir, mandir, bash completion and logrotate follow, in the units too"
 	else
 		t_fail "PREFIX=/usr/local: sysconfdir and sbindir follow" "$(cd "$d" && find . -type f | head -5 | tr '\n' ' ')"
 	fi
@@ -107,6 +115,7 @@ fi
 d="$T_TMP/dest-etc"
 if inst sysconfdir "$d" PREFIX=/opt/edge sysconfdir=/etc/opt/edge sbindir=/opt/edge/bin; then
 	if [ -f "$d/etc/opt/edge/edge/edge.conf" ] && [ -x "$d/opt/edge/bin/edgectl" ] &&
+		[ -f "$d/etc/opt/edge/logrotate.d/edge" ] &&
 		grep -q '^ExecReload=/opt/edge/bin/edged --check-file -c /etc/opt/edge/edge/edge.conf$' "$d/opt/edge/lib/systemd/system/edged.service"; then
 		t_ok "sysconfdir= and sbindir= given"
 	else
