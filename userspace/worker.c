@@ -331,6 +331,9 @@ static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 	case WORKER_MSG_UNLISTEN:
 		worker_listen_close(w, m);
 		return true;
+	case L4_MSG_WAKE:
+		l4_message(w, m->target, m->arg);
+		return true;
 	default:
 		req_message(w, m->type, m->target, m->arg);
 		return true;

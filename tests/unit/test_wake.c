@@ -31,9 +31,10 @@
 static uint64_t told[WAITERS];
 static unsigned ntold;
 
-static int test_notify(void *owner, uint64_t handle, uint64_t result)
+static int test_notify(const struct wake_waiter *wt, uint64_t result)
 {
-	(void)owner;
+	uint64_t handle = wt->handle;
+
 	ck_assert_uint_lt(handle, WAITERS);
 	ck_assert_uint_eq(told[handle], 0); /* once */
 	told[handle] = result;
@@ -96,6 +97,7 @@ static void fx_init(struct fx *f, const char *command, const char *sleep_cmd,
 	    .probe_interval_ms = 1,
 	    .output_max = 4096,
 	    .restart_window_ms = 300,
+	    .max_waiting_connections = 2,
 	};
 
 	memset(told, 0, sizeof(told));
@@ -306,6 +308,49 @@ START_TEST(throttled)
 }
 END_TEST
 
+/* Bounded waiters (TCP route connections): wake.max_waiting_connections
+ * of them at most, every environment's; requests are not bounded here. */
+START_TEST(bounded)
+{
+	static const char *const ids[] = {"a", "b"};
+	struct wake_waiter wt[6];
+	struct wake_env *env[6];
+	unsigned ports[2] = {free_port(), free_port()}, i;
+	struct fx f;
+	json_t *d;
+
+	fx_init(&f, "exit 0", "", 8, 5000);
+	fx_envs(&f, ids, ports, 2, 60000);
+	memset(wt, 0, sizeof(wt));
+	for (i = 0; i < 6; i++) {
+		wt[i].handle = i;
+		wt[i].bounded = i != 3;
+	}
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert_int_eq(wake_enter(f.wk, "b", &wt[1], &env[1]), WAKE_WAIT);
+	/* two wait: a third bounded one is refused, on either environment */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[2], &env[2]),
+			 WAKE_THROTTLED);
+	ck_assert_ptr_null(env[2]);
+	/* a request (unbounded) still joins */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[3], &env[3]), WAKE_WAIT);
+	d = wake_dump_json(f.wk);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(d, "waiting_connections")), 2);
+	json_decref(d);
+	/* one leaves: another may wait */
+	wake_leave(f.wk, env[0], &wt[0]);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[4], &env[4]), WAKE_WAIT);
+	ck_assert_int_eq(wake_enter(f.wk, "b", &wt[5], &env[5]),
+			 WAKE_THROTTLED);
+	wake_leave(f.wk, env[1], &wt[1]);
+	wake_leave(f.wk, env[3], &wt[3]);
+	wake_leave(f.wk, env[4], &wt[4]);
+	ck_assert_int_eq(inflight(&f), 2); /* both wakes go on */
+	fx_free(&f);
+}
+END_TEST
+
 /* Nobody listens before wake.timeout: wake_pending, the command killed,
  * the environment sleeping; the next request starts a new wake. */
 START_TEST(timeout)
@@ -489,6 +534,7 @@ static Suite *wake_suite(void)
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, join);
 	tcase_add_test(tc, throttled);
+	tcase_add_test(tc, bounded);
 	tcase_add_test(tc, timeout);
 	tcase_add_test(tc, failed);
 	tcase_add_test(tc, idle_sleep);
