@@ -222,7 +222,8 @@ void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
  * seconds, 0: none), "idle_seconds", "idle_timeout_ms", "wakes",
  * "wakes_ok", "wakes_failed", "wakes_pending", "wakes_throttled",
  * "sleeps", "last_wake_ms" (-1: none), "waiters"}...], "wakes_in_flight",
- * "max_concurrent"}, sorted by id. NULL when out of memory. */
+ * "waiting_connections" (bounded waiters), "max_concurrent"}, sorted by id.
+ * NULL when out of memory. */
 json_t *wake_dump_json(struct wake *wk);
 
 /* Register wk's metrics in m: edge_wakes_total{outcome}, the histogram
