@@ -436,8 +436,9 @@ static int cfg_wake_command(struct cfg *x, const config_setting_t *g,
 static int cfg_wake(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
-	    "command",	      "sleep_command", "max_concurrent", "timeout",
-	    "probe_interval", "output_max",    "restart_window", NULL};
+	    "command",	      "sleep_command",		 "max_concurrent",
+	    "timeout",	      "probe_interval",		 "output_max",
+	    "restart_window", "max_waiting_connections", NULL};
 	struct config_wake *wk = &x->c->wake;
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
@@ -465,6 +466,11 @@ static int cfg_wake(struct cfg *x, const config_setting_t *root)
 	if (rc == 0)
 		rc = cfg_number(x, g, p, "restart_window", CFG_MS, 10 * CFG_S,
 				1, 10 * CFG_MIN, &wk->restart_window_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "max_waiting_connections", CFG_COUNT,
+				CONFIG_WAKE_WAITING_DEFAULT, 1,
+				CONFIG_WAKE_WAITING_MAX,
+				&wk->max_waiting_connections);
 	return rc;
 }
 

@@ -110,10 +110,15 @@ struct config_wake {
 	uint64_t output_max; /* bytes of a command's output logged */
 	/* a refusal this soon after a wake is a restart, not a crash */
 	uint64_t restart_window_ms;
+	/* TCP route connections waiting for wakes at once (all) */
+	uint64_t max_waiting_connections;
 };
 
 /* wake.max_concurrent at most; an environment's idle_timeout default */
 #define CONFIG_WAKE_CONCURRENT_MAX 1024
+/* wake.max_waiting_connections: at most, and its default */
+#define CONFIG_WAKE_WAITING_MAX 65536
+#define CONFIG_WAKE_WAITING_DEFAULT 1024
 #define CONFIG_IDLE_TIMEOUT_DEFAULT_MS (10ULL * 60 * 1000)
 
 /* Longest wake or sleep command, bytes (after "%s" is replaced: an id

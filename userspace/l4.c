@@ -28,6 +28,7 @@
 #include "tunnel.h"
 #include "upreg.h"
 #include "upstream.h"
+#include "wake.h"
 #include "worker.h"
 
 _Static_assert(ROUTE_TCP_MAX >= CONFIG_TCP_ROUTES_MAX,
@@ -36,6 +37,7 @@ _Static_assert(ROUTE_TCP_MAX >= CONFIG_TCP_ROUTES_MAX,
 enum l4_state {
 	L4_HELLO = 0,  /* TLS passthrough: waiting for the ClientHello */
 	L4_ADMIT,      /* accepted: resolving and admitting */
+	L4_WAKING,     /* its on-demand environment wakes: waiting */
 	L4_CONNECTING, /* connecting to an endpoint */
 	L4_TUNNEL,     /* the tunnel has both sockets */
 };
@@ -87,11 +89,20 @@ struct l4_conn {
 	char sni[SNI_NAME_MAX + 1]; /* its server name, "" for none */
 	/* the last endpoint tried, "" when none (the record's) */
 	char up_addr[CONFIG_ADDR_STR_MAX];
+	/* Wake (wake.h): its on-demand environment, entered (NULL: none),
+	 * its place among the waiters while L4_WAKING, named by handle */
+	struct wake_env *wenv;
+	struct wake_waiter wwait;
+	uint64_t handle;
+	bool wake_tunnel; /* counted in wake_tunnel(+1) */
+	bool woken;	  /* it waited for a wake that succeeded */
+	uint64_t t_wake, cold_ms;
 };
 
 #define L4_LOG_CTX(c) (&(const struct log_ctx){(c)->client_ip, (c)->id})
 
 static void l4_connect(struct l4_conn *c);
+static void l4_wake_end(struct l4_conn *c, enum outcome o);
 
 int l4_set_init(struct worker *w)
 {
@@ -127,6 +138,16 @@ static void l4_record(const struct l4_conn *c, enum outcome o)
 	if (c->up_addr[0])
 		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, c->up_addr,
 				    SIZE_MAX);
+	if (c->woken) {
+		char cold[24];
+
+		snprintf(cold, sizeof(cold), "%llu",
+			 (unsigned long long)(c->cold_ms > 2147483647ULL
+						  ? 2147483647ULL
+						  : c->cold_ms));
+		analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, cold,
+				    SIZE_MAX);
+	}
 	if (c->routed) {
 		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID, c->project_id,
 				    SIZE_MAX);
@@ -193,6 +214,16 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	if (c->timer)
 		event_free(c->timer);
 	c->timer = NULL;
+	if (c->handle)
+		worker_handle_free(w, c->handle);
+	c->handle = 0;
+	if (c->wenv) {
+		if (c->wake_tunnel)
+			wake_tunnel(sh->wake, c->wenv, -1);
+		wake_leave(sh->wake, c->wenv, &c->wwait);
+		c->wenv = NULL;
+	}
+	EDGE_ASSERT(!c->wwait.queued);
 	l4_ep_done(c);
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
@@ -261,6 +292,14 @@ static void l4_tunnel_begin(struct l4_conn *c)
 		log_warnx_ctx_rl(L4_LOG_CTX(c), "tcp route %s: tunnel: %s",
 				 c->listen, strerror(-rc));
 		l4_end(c, OUTCOME_INTERNAL_ERROR);
+		return;
+	}
+	/* an open tunnel of an on-demand environment: counted until it
+	 * ends (its entry keeps the environment awake meanwhile, whichever
+	 * mover has it) */
+	if (c->wenv) {
+		wake_tunnel(w->sh->wake, c->wenv, 1);
+		c->wake_tunnel = true;
 	}
 }
 
@@ -314,6 +353,8 @@ static void l4_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    OUTCOME_CLIENT_HELLO_TIMEOUT); /* timeouts.client_hello */
 	else if (c->state == L4_CONNECTING)
 		l4_attempt_failed(c); /* timeouts.upstream_connect */
+	else if (c->state == L4_WAKING)
+		l4_wake_end(c, OUTCOME_WAKE_PENDING); /* its notify was lost */
 }
 
 /* socket() failed with e: out of descriptors is fd_exhausted, not the
@@ -329,6 +370,19 @@ static void l4_no_socket(struct l4_conn *c, int e)
 	l4_end(c, OUTCOME_INTERNAL_ERROR);
 }
 
+/* Every endpoint failed: upstream_unavailable, or, for an on-demand
+ * environment that is not running as far as edge knows (wake_refused:
+ * it just woke, or it is asleep or waking), environment_restarting and
+ * a wake. */
+static void l4_unavailable(struct l4_conn *c)
+{
+	if (c->wenv && wake_refused(c->w->sh->wake, c->wenv, c->woken)) {
+		l4_end(c, OUTCOME_ENVIRONMENT_RESTARTING);
+		return;
+	}
+	l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
+}
+
 /* Select an endpoint not tried yet and start connecting to it (never a
  * pooled connection: those carry HTTP). */
 static void l4_connect(struct l4_conn *c)
@@ -342,7 +396,7 @@ static void l4_connect(struct l4_conn *c)
 	int fd, one = 1;
 
 	if (c->ntried >= L4_TRIES_MAX) {
-		l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
+		l4_unavailable(c);
 		return;
 	}
 	/* round robin per TCP route: the environment's route key, and the
@@ -351,7 +405,7 @@ static void l4_connect(struct l4_conn *c)
 	if (upstream_select(w->up, c->m.route_key, c->slot + 1, c->m.upstreams,
 			    c->m.n_upstreams, c->m.balance, &c->peer.sa, now,
 			    c->tried, c->ntried, &ep)) {
-		l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
+		l4_unavailable(c);
 		return;
 	}
 	c->tried[c->ntried++] = ep;
@@ -387,6 +441,127 @@ static void l4_connect(struct l4_conn *c)
 				  w, w->set.timeouts.upstream_connect_ms, &tv));
 	if (sockio_connect(c->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
 		l4_attempt_failed(c);
+}
+
+/*
+ * Wake (docs/wake.md): an on-demand environment that runs, on to Select
+ * now; one that sleeps or wakes, c waits in L4_WAKING (its client's
+ * socket still unread: what it sends waits in the kernel), its timer at
+ * the wake timeout plus WAKE_GRACE_MS in case its notify is lost; the
+ * wake's end comes as L4_MSG_WAKE. No slot for a needed wake, or
+ * wake.max_waiting_connections connections waiting already: closed as
+ * wake_throttled.
+ */
+static void l4_wake(struct l4_conn *c)
+{
+	struct worker *w = c->w;
+	struct wake *wk = w->sh->wake;
+	struct timeval tv;
+
+	if (!c->m.on_demand || !wk) {
+		l4_connect(c);
+		return;
+	}
+	if (worker_handle_new(w, c, &c->handle)) {
+		c->handle = 0;
+		l4_end(c, OUTCOME_INTERNAL_ERROR);
+		return;
+	}
+	c->wwait.owner = w;
+	c->wwait.handle = c->handle;
+	c->wwait.msg = L4_MSG_WAKE;
+	c->wwait.bounded = true;
+	c->t_wake = clk_now_ns();
+	switch (wake_enter(wk, c->env_id, &c->wwait, &c->wenv)) {
+	case WAKE_GO:
+		worker_handle_free(w, c->handle);
+		c->handle = 0;
+		l4_connect(c);
+		return;
+	case WAKE_WAIT:
+		c->state = L4_WAKING;
+		evtimer_add(c->timer,
+			    worker_timeout(
+				w, wake_timeout_ms(wk) + WAKE_GRACE_MS, &tv));
+		log_debug_ctx(
+		    L4_LOG_CTX(c),
+		    "tcp route %s: waiting for environment %s to wake",
+		    c->listen, c->env_id);
+		return;
+	case WAKE_THROTTLED:
+		l4_wake_end(c, OUTCOME_WAKE_THROTTLED);
+		return;
+	}
+}
+
+/* c waited for a wake: the route may have changed meanwhile (the
+ * orchestrator gives the woken environment new endpoints). When the
+ * current table still routes c's address (and server name) to the same
+ * environment, c goes to that route's endpoints. */
+static void l4_reresolve(struct l4_conn *c)
+{
+	struct route_table *t = route_table_current(&c->w->sh->routes);
+	struct route_match m;
+	bool passthrough;
+	size_t idx;
+	int rc;
+
+	if (!t || t == c->rt) {
+		route_table_put(t);
+		return;
+	}
+	rc = c->passthrough ? route_tcp_sni(t, c->listen, c->sni, &idx)
+			    : route_tcp_addr(t, c->listen, &passthrough, &idx);
+	if (rc || route_tcp_lookup(t, idx, &m) != ROUTE_OK ||
+	    strcmp(m.env_id, c->env_id) != 0 || m.n_upstreams == 0) {
+		route_table_put(t);
+		return;
+	}
+	route_table_put(c->rt);
+	c->rt = t;
+	c->idx = idx;
+	c->m = m;
+	snprintf(c->deployment_id, sizeof(c->deployment_id), "%s",
+		 m.deployment_id);
+}
+
+/* c's environment is not awake for it (o: wake_pending, wake_failed,
+ * wake_throttled): logged and closed (a TCP route has no way to say why
+ * to its client). */
+static void l4_wake_end(struct l4_conn *c, enum outcome o)
+{
+	log_warnx_ctx_rl(L4_LOG_CTX(c),
+			 "tcp route %s: environment %s not awake (%s): "
+			 "closed",
+			 c->listen, c->env_id, outcome_name(o));
+	l4_end(c, o);
+}
+
+void l4_message(struct worker *w, uint64_t handle, uint64_t res)
+{
+	struct l4_conn *c = worker_handle_get(w, handle);
+
+	/* a connection that ended meanwhile left the waiters then */
+	if (!c || c->state != L4_WAKING)
+		return;
+	worker_handle_free(w, c->handle);
+	c->handle = 0;
+	evtimer_del(c->timer);
+	switch (res) {
+	case WAKE_R_READY:
+		c->woken = true;
+		c->cold_ms = (clk_now_ns() - c->t_wake) / 1000000ULL;
+		c->state = L4_ADMIT;
+		l4_reresolve(c);
+		l4_connect(c);
+		return;
+	case WAKE_R_FAILED:
+		l4_wake_end(c, OUTCOME_WAKE_FAILED);
+		return;
+	default:
+		l4_wake_end(c, OUTCOME_WAKE_PENDING);
+		return;
+	}
 }
 
 /* Its route picked (route idx of c->rt, held): counted on the route's
@@ -434,7 +609,7 @@ static void l4_admit(struct l4_conn *c)
 		l4_end(c, OUTCOME_RATE_LIMITED);
 		return;
 	}
-	l4_connect(c);
+	l4_wake(c);
 }
 
 /* The peek buffer: a peek parses from the stream's start every time, so

@@ -19,12 +19,21 @@
  *            project disabled, project_disabled;
  *   Admit    the project's IP rules (ip_denied) and the per-client rate
  *            limit (rate_limited); XDP has already applied its rules;
+ *   Wake     an on-demand environment that is not running (wake.h,
+ *            docs/wake.md "TCP routes"): the connection joins its wake
+ *            and waits (L4_WAKING, the client's socket unread) for
+ *            L4_MSG_WAKE; closed as wake_pending, wake_failed or
+ *            wake_throttled (wake.max_waiting_connections) when it is
+ *            not woken for it; counted as the environment's activity
+ *            (its tunnel in its open tunnels) until the end;
  *   Select   an endpoint of the environment's deployment (upstream.h:
  *            the same balancing, passive health and panic mode as HTTP),
  *            connected within timeouts.upstream_connect; a failed or
  *            timed-out connect is reported and the next endpoint tried
  *            (no byte of the client's has been read yet), up to
- *            L4_TRIES_MAX; none: upstream_unavailable;
+ *            L4_TRIES_MAX; none: upstream_unavailable (an on-demand
+ *            environment not running as far as edge knows:
+ *            environment_restarting, and a wake);
  *   Tunnel   both sockets handed to tunnel_start() (tunnel.h) until both
  *            directions end, an error or timeouts.tunnel_idle: tunnel;
  *   Record   in l4_end(), the one ending, run once per connection: one
@@ -68,6 +77,16 @@ int l4_set_init(struct worker *w);
  * even when it is refused). */
 void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	       socklen_t len, const char *listen);
+
+/* The mailbox message of a wake's end for a TCP route's connection
+ * (wake.h's notify; apart from the REQ_MSG_* and WORKER_MSG_* types):
+ * arg is the enum wake_result. */
+#define L4_MSG_WAKE 0x200
+
+/* L4_MSG_WAKE for the connection named handle on w: on to Select, or
+ * closed as wake_pending / wake_failed; one that ended meanwhile is not
+ * found. */
+void l4_message(struct worker *w, uint64_t handle, uint64_t res);
 
 /* Draining: the connections still waiting for a TLS ClientHello are
  * closed (shutting_down), as idle HTTP connections are; the others go

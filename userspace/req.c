@@ -414,6 +414,7 @@ static void req_go(struct req *r)
 	}
 	r->wwait.owner = r->w;
 	r->wwait.handle = r->handle;
+	r->wwait.msg = REQ_MSG_WAKE;
 	r->t_wake = clk_now_ns();
 	switch (wake_enter(wk, r->m.env_id, &r->wwait, &r->wenv)) {
 	case WAKE_GO:
@@ -442,9 +443,9 @@ void req_upstream_unavailable(struct req *r)
 	req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 }
 
-int req_wake_notify(void *owner, uint64_t handle, uint64_t result)
+int req_wake_notify(const struct wake_waiter *wt, uint64_t result)
 {
-	return worker_post_arg(owner, REQ_MSG_WAKE, handle, result);
+	return worker_post_arg(wt->owner, wt->msg, wt->handle, result);
 }
 
 /*

@@ -164,9 +164,10 @@ void req_body_timeout(struct req *r);
 void req_message(struct worker *w, uint32_t type, uint64_t handle,
 		 uint64_t arg);
 
-/* The wake's notify function (wake_notify_fn): post REQ_MSG_WAKE with
- * result for handle to worker owner. 0 or -EAGAIN. */
-int req_wake_notify(void *owner, uint64_t handle, uint64_t result);
+/* The wake's notify function (wake_notify_fn): post the waiter's
+ * message (REQ_MSG_WAKE for a request, L4_MSG_WAKE for a TCP route's
+ * connection) with result for its handle to its worker. 0 or -EAGAIN. */
+int req_wake_notify(const struct wake_waiter *wt, uint64_t result);
 
 /* Every upstream endpoint failed for r: 503 environment_restarting with
  * Retry-After when its on-demand environment is not running as far as

@@ -1122,6 +1122,7 @@ enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 	m->balance = e->def.balance;
 	m->route_key = e->def.key;
 	m->security = &e->src->security;
+	m->on_demand = e->src->on_demand;
 	return ROUTE_OK;
 }
 

@@ -205,8 +205,9 @@ int route_tcp_sni(const struct route_table *t, const char *listen,
 
 /*
  * Resolve TCP route idx into *m: its environment's project, ids,
- * deployment, upstreams and balance (route_key the environment's default
- * route's; no path, body limit, headers or in-flight gauge). Returns
+ * deployment, upstreams, balance and on_demand (route_key the
+ * environment's default route's; no path, body limit, headers or
+ * in-flight gauge). Returns
  * ROUTE_OK; ROUTE_ENV_NOT_FOUND when no source holds the environment (or
  * idx is out of range); or ROUTE_PROJECT_DISABLED (ids set). Never
  * allocates; any thread while the caller holds t.

@@ -100,6 +100,7 @@ struct wake {
 	struct wake_env **envs;
 	size_t nenvs;
 	uint64_t inflight; /* wakes holding a slot */
+	uint64_t nbounded; /* bounded waiters waiting (every environment's) */
 	size_t nstate[WAKE_NSTATES];
 	struct event_base *base;
 	struct event *kick, *tick;
@@ -180,6 +181,13 @@ enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
 	e = wake_find(wk, env_id);
 	if (!e || e->gone)
 		goto out;
+	if (e->state != WAKE_RUNNING && wt->bounded &&
+	    wk->nbounded >= wk->set.max_waiting_connections) {
+		e->throttled++;
+		metrics_counter_add(wk->m_throttled, 1);
+		rc = WAKE_THROTTLED;
+		goto out;
+	}
 	if (e->state == WAKE_SLEEPING) {
 		if (!wake_begin_locked(wk, e)) {
 			e->throttled++;
@@ -193,6 +201,8 @@ enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
 		TAILQ_INSERT_TAIL(&e->waiters, wt, link);
 		wt->queued = true;
 		e->nwaiters++;
+		if (wt->bounded)
+			wk->nbounded++;
 		rc = WAKE_WAIT;
 	}
 	e->active++;
@@ -215,6 +225,8 @@ void wake_leave(struct wake *wk, struct wake_env *e, struct wake_waiter *wt)
 		TAILQ_REMOVE(&e->waiters, wt, link);
 		wt->queued = false;
 		e->nwaiters--;
+		if (wt->bounded)
+			wk->nbounded--;
 	}
 	if (e->active)
 		e->active--;
@@ -687,7 +699,9 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 		TAILQ_REMOVE(&e->waiters, wt, link);
 		wt->queued = false;
 		e->nwaiters--;
-		if (wk->notify(wt->owner, wt->handle, res) == 0)
+		if (wt->bounded)
+			wk->nbounded--;
+		if (wk->notify(wt, res) == 0)
 			told++;
 		else
 			lost++;
@@ -703,13 +717,13 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 			  "full): their own timer ends them",
 			  e->id, (unsigned long long)lost);
 	if (res == WAKE_R_READY)
-		log_note("environment %s: awake in %llu ms (%llu request(s) "
-			 "waited)",
+		log_note("environment %s: awake in %llu ms (%llu request(s) or "
+			 "connection(s) waited)",
 			 e->id, (unsigned long long)(ns / NS_PER_MS),
 			 (unsigned long long)told);
 	else
 		log_warnx("environment %s: wake %s after %llu ms (%llu "
-			  "request(s) answered 503)",
+			  "waiting request(s) or connection(s) refused)",
 			  e->id, res == WAKE_R_FAILED ? "failed" : "timed out",
 			  (unsigned long long)(ns / NS_PER_MS),
 			  (unsigned long long)told);
@@ -1396,6 +1410,8 @@ json_t *wake_dump_json(struct wake *wk)
 	}
 	if (json_object_set_new(res, "wakes_in_flight",
 				json_integer((json_int_t)wk->inflight)) ||
+	    json_object_set_new(res, "waiting_connections",
+				json_integer((json_int_t)wk->nbounded)) ||
 	    json_object_set_new(
 		res, "max_concurrent",
 		json_integer((json_int_t)wk->set.max_concurrent))) {

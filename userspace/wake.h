@@ -65,13 +65,17 @@ struct wake_waiter {
 	TAILQ_ENTRY(wake_waiter) link;
 	void *owner;	 /* the request's worker */
 	uint64_t handle; /* its id there */
+	uint32_t msg;	 /* the message type its notify posts */
+	bool bounded;	 /* counts against wake.max_waiting_connections
+			    (a TCP route's connection: no in-flight cap
+			    bounds it) */
 	bool queued;	 /* in a waking environment's list */
 };
 
-/* Tell the request handle on worker owner how its wake ended (a
- * enum wake_result): 0, or <0 when its mailbox refused (the request's
- * own timer then ends it as wake_pending). Any thread; under the lock. */
-typedef int (*wake_notify_fn)(void *owner, uint64_t handle, uint64_t result);
+/* Tell the waiter wt (its owner, msg and handle) how its wake ended (a
+ * enum wake_result): 0, or <0 when its mailbox refused (the waiter's own
+ * timer then ends it as wake_pending). Any thread; under the lock. */
+typedef int (*wake_notify_fn)(const struct wake_waiter *wt, uint64_t result);
 
 /* Seconds a 503 of the wake stage asks the client to wait (Retry-After). */
 #define WAKE_RETRY_AFTER_S 1
@@ -127,7 +131,9 @@ int wake_start(struct wake *wk, struct event_base *base);
  * a wake is under way, or this request starts one (a slot of
  * wake.max_concurrent free): WAKE_WAIT, with wt (owner and handle set by
  * the caller) among its waiters, told once through the notify function.
- * No slot free for a needed wake: WAKE_THROTTLED. On WAKE_GO and
+ * No slot free for a needed wake, or wt->bounded and
+ * wake.max_waiting_connections bounded waiters already wait (every
+ * environment's): WAKE_THROTTLED. On WAKE_GO and
  * WAKE_WAIT the request counts as activity of *env (non-NULL; NULL when
  * env_id is not an on-demand environment, then WAKE_GO) until
  * wake_leave. Any thread.
@@ -216,7 +222,8 @@ void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
  * seconds, 0: none), "idle_seconds", "idle_timeout_ms", "wakes",
  * "wakes_ok", "wakes_failed", "wakes_pending", "wakes_throttled",
  * "sleeps", "last_wake_ms" (-1: none), "waiters"}...], "wakes_in_flight",
- * "max_concurrent"}, sorted by id. NULL when out of memory. */
+ * "waiting_connections" (bounded waiters), "max_concurrent"}, sorted by id.
+ * NULL when out of memory. */
 json_t *wake_dump_json(struct wake *wk);
 
 /* Register wk's metrics in m: edge_wakes_total{outcome}, the histogram

@@ -339,6 +339,9 @@ static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 	case WORKER_MSG_UPSTREAM:
 		upstream_pool_expire(w->up, clk_now_ns());
 		return true;
+	case L4_MSG_WAKE:
+		l4_message(w, m->target, m->arg);
+		return true;
 	default:
 		req_message(w, m->type, m->target, m->arg);
 		return true;

@@ -22,6 +22,12 @@
 #      to sleeping (migration 0009's trigger);
 #   4. nobody answers: 503 wake_pending after wake.timeout on both, the
 #      row's state 'timeout';
+#   4b. the host that won a wake killed (-9) before the orchestrator
+#      answers: the environment stays 'waking' with an open row; host-1
+#      restarted; once the row is older than wake.timeout plus the
+#      margin, concurrent requests to both hosts take the wake over:
+#      exactly one new row and NOTIFY environment_wake, the old row
+#      'stale', all served (migration 0011);
 #   5. the database stopped: a request to the sleeping environment gets
 #      503 wake_failed at once, edged still serving.
 # Runs against build/edged and build/asan/edged. Needs root (postgres).
@@ -64,7 +70,8 @@ CONF
 
 # orch_start: pg_listen (its lines in $PGT_NOTES, pgt_listen_stop ends
 # it) and the orchestrator reading them as they come; what it does with
-# a wake is in $T_TMP/mode (start, fail, none)
+# a wake is in $T_TMP/mode (start, fast: start build/tools/wakeback,
+# fail, none)
 orch_start() {
 	local i
 	PGT_NOTES="$T_TMP/notes.$RANDOM"
@@ -83,8 +90,12 @@ orchestrate() {
 	while read -r ch a b _; do
 		echo "$(date +%T.%N) $ch $a $b" >>"$T_TMP/orch.log"
 		case "$ch:$(cat "$T_TMP/mode")" in
-		environment_wake:start)
-			python3 "$TOOLS/wake_backend.py" "$P_OD" &
+		environment_wake:start | environment_wake:fast)
+			if [ "$(cat "$T_TMP/mode")" = fast ]; then
+				"$B/tools/wakeback" "$P_OD" /dev/null &
+			else
+				python3 "$TOOLS/wake_backend.py" "$P_OD" &
+			fi
 			echo $! >>"$T_TMP/backend.pid"
 			echo $! >>"$T_TMP/pids"
 			for ((i = 0; i < 500; i++)); do
@@ -264,6 +275,53 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: wake timeout" "503s $(count b4 '^HTTP/1.1 503') $(head -c 200 "$T_TMP/b4.b.1.0") rows $(pg_val "SELECT string_agg(state, ',' ORDER BY id) FROM wake_requests") notes $(notes environment_wake)"
 	fi
+
+	# 4b. a stale 'waking': the winning host dies before the orchestrator
+	# answers (mode none), then it answers again (mode start)
+	curl -s -m 10 -o /dev/null -H "Host: od.test" "http://127.0.0.1:$P_E1/" &
+	local cpid=$! t0
+	for ((i = 0; i < 200; i++)); do
+		[ "$(pg_val "SELECT count(*) FROM wake_requests WHERE state = 'pending'")" = 1 ] && break
+		sleep 0.05
+	done
+	kill -9 "$e1"
+	t0=$(date +%s.%N)
+	wait "$cpid" 2>/dev/null
+	if [ "$(pg_val "SELECT state FROM environments WHERE id = 'od'")" = waking ] &&
+		[ "$(pg_val "SELECT requested_by || ' ' || state FROM wake_requests ORDER BY id DESC LIMIT 1")" = "host-1 pending" ]; then
+		t_ok "$v: host-1 killed (-9) after winning a wake: od 'waking' with host-1's open row"
+	else
+		t_fail "$v: a dead host's wake" "$(pg_val "SELECT state FROM environments WHERE id = 'od'") $(pg_val "SELECT string_agg(requested_by || ' ' || state, ',' ORDER BY id) FROM wake_requests")"
+	fi
+	P_EDGE=$P_E1 EDGED_LOG="$T_TMP/e1.log"
+	edged_start "$bin" "$T_TMP/e1.conf" -v || t_fail "$v: edged host-1 restarts" "$(tail -5 "$T_TMP/e1.log")"
+	e1=$EPID
+	wait_both state sleeping
+	# the row stale only after wake.timeout (2 s) plus the margin (2 s)
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { d = 4.3 - (b - a); if (d > 0) system("sleep " d) }'
+	# the orchestrator starts build/tools/wakeback (a python start may
+	# take longer than the 2 s wake.timeout on a loaded machine)
+	echo fast >"$T_TMP/mode"
+	burst b6
+	# the orchestrator's answer may commit just after the probe saw
+	# the port open
+	for ((i = 0; i < 100; i++)); do
+		[ "$(pg_val "SELECT count(*) FROM wake_requests WHERE state = 'pending'")" = 0 ] && break
+		sleep 0.05
+	done
+	rows=$(pg_val "SELECT string_agg(requested_by || ' ' || state, ',' ORDER BY id) FROM wake_requests WHERE id > (SELECT max(id) - 2 FROM wake_requests)")
+	# (wakeback listens within milliseconds: a request of the burst may
+	# come after the wake and pay nothing)
+	if [ "$(count b6 '^HTTP/1.1 200')" = $((2 * N)) ] &&
+		[ "$(count b6 '^X-Edge-Cold-Start: [0-9]+')" -ge 1 ] &&
+		[[ "$rows" =~ ^host-1\ stale,host-[12]\ done$ ]] &&
+		[ "$(notes environment_wake)" = 5 ] &&
+		[ "$(cat "$T_TMP"/e?.log | grep -c 'environment od: wake request [0-9]* of a host that stopped answering closed as stale')" = 1 ]; then
+		t_ok "$v: past wake.timeout + 2 s, $((2 * N)) requests on both hosts take the dead host's wake over: one new row and NOTIFY ($rows), all 200 ($(count b6 '^X-Edge-Cold-Start: [0-9]+') with X-Edge-Cold-Start)"
+	else
+		t_fail "$v: a stale wake taken over" "200s $(count b6 '^HTTP/1.1 200') cold $(count b6 '^X-Edge-Cold-Start: [0-9]+') takeovers logged $(cat "$T_TMP"/e?.log | grep -c 'closed as stale') rows '$rows' notes $(notes environment_wake) $(cat "$T_TMP"/b6.b.* | grep -o '"wake_[a-z]*"' | sort | uniq -c | tr '\n' ' ') $(grep -h 'environment od' "$T_TMP"/e?.log | tail -6)"
+	fi
+	wait_both state sleeping
 
 	# 5. the database away: wake_failed at once
 	pgt_listen_stop

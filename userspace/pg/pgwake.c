@@ -17,16 +17,34 @@
 #include "pgwake.h"
 #include "wake.h"
 
-/* The conditional state change, the row and the NOTIFY in one statement
+/*
+ * The conditional state change, the row and the NOTIFY in one statement
  * (one transaction): no row comes back when another host has the
- * environment waking (or it is not sleeping). */
+ * environment waking (or it is not sleeping). A wake another host asked
+ * for and never finished (it died: its open row is older than $3 ms,
+ * wake.timeout plus PGWAKE_STALE_MARGIN_MS, and the environment still
+ * waking) is taken over: its row closed as 'stale' (migration 0011; the
+ * trigger leaves the environment waking and tells the hosts nothing
+ * they act on), and the environment's wake asked for anew by this host.
+ * Of several hosts taking it over at once exactly one wins: the others'
+ * update of the old row waits for its lock and finds it no longer open,
+ * so their environment update does not match.
+ */
 static const char pgwake_ask_sql[] =
-    "WITH won AS (UPDATE environments SET state = 'waking' "
-    "WHERE id = $1 AND state = 'sleeping' RETURNING id), "
+    "WITH stale AS (UPDATE wake_requests SET state = 'stale', "
+    "finished_at = now(), error = 'its host stopped answering: taken "
+    "over by ' || $2 "
+    "WHERE environment_id = $1 AND state IN ('pending', 'started') "
+    "AND requested_at < now() - $3::float8 * interval '1 millisecond' "
+    "AND EXISTS (SELECT 1 FROM environments e WHERE e.id = $1 "
+    "AND e.state = 'waking') RETURNING id), "
+    "won AS (UPDATE environments SET state = 'waking' "
+    "WHERE id = $1 AND (state = 'sleeping' OR (state = 'waking' AND "
+    "EXISTS (SELECT 1 FROM stale))) RETURNING id), "
     "req AS (INSERT INTO wake_requests (environment_id, requested_by) "
     "SELECT id, $2 FROM won RETURNING id, environment_id) "
-    "SELECT id, pg_notify('environment_wake', environment_id || ' ' || id) "
-    "FROM req";
+    "SELECT id, pg_notify('environment_wake', environment_id || ' ' || id), "
+    "(SELECT string_agg(id::text, ',') FROM stale) FROM req";
 /* An open row edge gave up on (its trigger puts the environment back to
  * sleeping and tells every host). */
 static const char pgwake_gave_up_sql[] =
@@ -54,6 +72,9 @@ static const char pgwake_activity_sql[] =
     "ON CONFLICT (environment_id, edge_host) DO UPDATE SET "
     "last_activity = EXCLUDED.last_activity, "
     "open_tunnels = EXCLUDED.open_tunnels";
+/* An open wake_requests row older than wake.timeout plus this is a dead
+ * host's: every live host gives its row up at its own wake.timeout. */
+#define PGWAKE_STALE_MARGIN_MS 2000
 /* Another host's activity is written at most every WAKE_ACTIVITY_MS:
  * it counts for that much longer, twice over. */
 #define PGWAKE_ACTIVITY_SLACK_MS (2 * WAKE_ACTIVITY_MS)
@@ -134,10 +155,14 @@ static void pgwake_next(struct pgwake *pw)
 		n = 0;
 		break;
 	case PGWAKE_ASK:
+		snprintf(req, sizeof(req), "%llu",
+			 (unsigned long long)(wake_timeout_ms(pw->wk) +
+					      PGWAKE_STALE_MARGIN_MS));
 		sql = pgwake_ask_sql;
 		params[0] = op->env;
 		params[1] = pw->host;
-		n = 2;
+		params[2] = req;
+		n = 3;
 		break;
 	case PGWAKE_GAVE_UP:
 		snprintf(req, sizeof(req), "%lld", (long long)op->req);
@@ -375,9 +400,19 @@ static void pgwake_result(struct pgconn *c, PGresult *res, void *arg)
 	case PGRES_TUPLES_OK:
 		if (PQntuples(res) >= 1) {
 			op->answered = true;
-			if (op->kind == PGWAKE_ASK)
+			if (op->kind == PGWAKE_ASK) {
 				op->req =
 				    strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+				if (PQnfields(res) > 2 &&
+				    !PQgetisnull(res, 0, 2))
+					log_warnx("environment %s: wake "
+						  "request %s of a host that "
+						  "stopped answering closed "
+						  "as stale: its wake taken "
+						  "over",
+						  op->env,
+						  PQgetvalue(res, 0, 2));
+			}
 		}
 		break;
 	case PGRES_COMMAND_OK:

@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_wake.c - wake.c's state machine (docs/wake.md) through its API,
+ * with a real control loop (an event_base this test runs), real commands
+ * (/bin/sh -c) and a real TCP listener of this process as the woken
+ * environment's endpoint: many requests joining one wake, the semaphore
+ * (wake_throttled), the deadline (wake_pending), a failing command
+ * (wake_failed), the sleep after idle_timeout with no request and no open
+ * tunnel, an open tunnel holding the environment awake, a second wake
+ * after a sleep, and environment_restarting against 502.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config_check.h"
+#include "wake.h"
+#include "unit.h"
+
+#define WAITERS 64
+
+/* What the notify function was told: result per handle (0: nothing). */
+static uint64_t told[WAITERS];
+static unsigned ntold;
+
+static int test_notify(const struct wake_waiter *wt, uint64_t result)
+{
+	uint64_t handle = wt->handle;
+
+	ck_assert_uint_lt(handle, WAITERS);
+	ck_assert_uint_eq(told[handle], 0); /* once */
+	told[handle] = result;
+	ntold++;
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A port of 127.0.0.1 nobody listens on (bound, then closed). */
+static unsigned free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+/* Listen on 127.0.0.1:port (the environment is up): the socket. */
+static int listen_on(unsigned port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	ck_assert_int_ge(s, 0);
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(s, 128), 0);
+	return s;
+}
+
+struct fx {
+	struct wake *wk;
+	struct event_base *base;
+	char dir[64]; /* a temporary directory the commands write to */
+};
+
+static void fx_init(struct fx *f, const char *command, const char *sleep_cmd,
+		    uint64_t max_concurrent, uint64_t timeout_ms)
+{
+	struct config_wake c = {
+	    .command = (char *)command,
+	    .sleep_command = (char *)sleep_cmd,
+	    .max_concurrent = max_concurrent,
+	    .timeout_ms = timeout_ms,
+	    .probe_interval_ms = 1,
+	    .output_max = 4096,
+	    .restart_window_ms = 300,
+	    .max_waiting_connections = 2,
+	};
+
+	memset(told, 0, sizeof(told));
+	ntold = 0;
+	f->base = event_base_new();
+	ck_assert_ptr_nonnull(f->base);
+	ck_assert_int_eq(wake_new(&c, test_notify, &f->wk), 0);
+	ck_assert_int_eq(wake_start(f->wk, f->base), 0);
+}
+
+static void fx_free(struct fx *f)
+{
+	wake_free(f->wk);
+	event_base_free(f->base);
+}
+
+/* Make environments ids[0..n) of the file on demand, each with one
+ * endpoint 127.0.0.1:ports[i] and idle_ms (probed at once). */
+static void fx_envs(struct fx *f, const char *const *ids, const unsigned *ports,
+		    size_t n, uint64_t idle_ms)
+{
+	struct route_src_project p = {.id = (char *)"p", .enabled = true};
+	struct route_src_env env[4];
+	struct config_addr a[4];
+	struct wake_defs *d;
+	struct errbuf err;
+	char text[32];
+	size_t i;
+
+	ck_assert_uint_le(n, 4);
+	memset(env, 0, sizeof(env));
+	for (i = 0; i < n; i++) {
+		snprintf(text, sizeof(text), "127.0.0.1:%u", ports[i]);
+		ck_assert_int_eq(config_addr_parse(text, &a[i], &err), 0);
+		env[i].id = (char *)ids[i];
+		env[i].on_demand = true;
+		env[i].idle_timeout_ms = idle_ms;
+		env[i].deployment.upstreams = &a[i];
+		env[i].deployment.n_upstreams = 1;
+	}
+	p.envs = env;
+	p.n_envs = n;
+	d = wake_defs_new(ROUTE_SRC_FILE, &p, 1, NULL, 0, true);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(wake_sync_defs(f->wk, d), 0);
+	wake_defs_free(d);
+}
+
+/* Run the control loop until *n reaches want or ms pass: true if it did. */
+static bool run_until(struct fx *f, const unsigned *n, unsigned want,
+		      uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (*n < want && now_ms() < end) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+	return *n >= want;
+}
+
+/* Run the control loop for ms. */
+static void run_for(struct fx *f, uint64_t ms)
+{
+	static const unsigned never;
+
+	run_until(f, &never, 1, ms);
+}
+
+/* One of the environment's fields in wake_dump_json. */
+static json_int_t env_int(struct fx *f, const char *id, const char *key)
+{
+	json_t *d = wake_dump_json(f->wk), *e;
+	json_int_t v = -1;
+	size_t i;
+
+	ck_assert_ptr_nonnull(d);
+	json_array_foreach(json_object_get(d, "environments"), i, e)
+	{
+		if (strcmp(json_string_value(json_object_get(e, "id")), id))
+			continue;
+		v = json_integer_value(json_object_get(e, key));
+	}
+	json_decref(d);
+	return v;
+}
+
+static const char *env_state(struct fx *f, const char *id)
+{
+	static char st[16];
+	json_t *d = wake_dump_json(f->wk), *e;
+	size_t i;
+
+	ck_assert_ptr_nonnull(d);
+	st[0] = '\0';
+	json_array_foreach(json_object_get(d, "environments"), i, e)
+	{
+		if (strcmp(json_string_value(json_object_get(e, "id")), id))
+			continue;
+		snprintf(st, sizeof(st), "%s",
+			 json_string_value(json_object_get(e, "state")));
+	}
+	json_decref(d);
+	return st;
+}
+
+static json_int_t inflight(struct fx *f)
+{
+	json_t *d = wake_dump_json(f->wk);
+	json_int_t v;
+
+	ck_assert_ptr_nonnull(d);
+	v = json_integer_value(json_object_get(d, "wakes_in_flight"));
+	json_decref(d);
+	return v;
+}
+
+/* Whether the file at path exists (a command wrote it). */
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+/* Many requests, one wake: every one joins it and is told once. */
+START_TEST(join)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt[WAITERS];
+	struct wake_env *env[WAITERS];
+	unsigned port = free_port(), i;
+	struct fx f;
+	int s;
+
+	fx_init(&f, "exit 0", "", 8, 5000);
+	fx_envs(&f, ids, &port, 1, 60000);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	memset(wt, 0, sizeof(wt));
+	for (i = 0; i < WAITERS; i++) {
+		wt[i].handle = i;
+		ck_assert_int_eq(wake_enter(f.wk, "a", &wt[i], &env[i]),
+				 WAKE_WAIT);
+		ck_assert_ptr_nonnull(env[i]);
+	}
+	ck_assert_str_eq(env_state(&f, "a"), "waking");
+	ck_assert_int_eq(inflight(&f), 1);
+	ck_assert_int_eq(env_int(&f, "a", "waiters"), WAITERS);
+	/* the command exits 0: the probe goes on, nobody is told yet */
+	run_for(&f, 150);
+	ck_assert_uint_eq(ntold, 0);
+	s = listen_on(port);
+	ck_assert(run_until(&f, &ntold, WAITERS, 2000));
+	for (i = 0; i < WAITERS; i++)
+		ck_assert_uint_eq(told[i], WAKE_R_READY);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 1);
+	ck_assert_int_eq(env_int(&f, "a", "wakes_ok"), 1);
+	ck_assert_int_eq(env_int(&f, "a", "waiters"), 0);
+	ck_assert_int_eq(inflight(&f), 0);
+	/* running: a later request goes on at once, no wake */
+	wt[0].queued = false;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_GO);
+	wake_leave(f.wk, env[0], &wt[0]);
+	for (i = 0; i < WAITERS; i++)
+		wake_leave(f.wk, env[i], &wt[i]);
+	ck_assert_int_eq(env_int(&f, "a", "active"), 0);
+	/* not on demand: go, and no environment to leave */
+	ck_assert_int_eq(wake_enter(f.wk, "other", &wt[1], &env[1]), WAKE_GO);
+	ck_assert_ptr_null(env[1]);
+	close(s);
+	fx_free(&f);
+}
+END_TEST
+
+/* max_concurrent = 1: a second environment's wake finds no slot. */
+START_TEST(throttled)
+{
+	static const char *const ids[] = {"a", "b"};
+	struct wake_waiter wt[3];
+	struct wake_env *env[3];
+	unsigned ports[2] = {free_port(), free_port()};
+	struct fx f;
+	int s;
+
+	fx_init(&f, "exit 0", "", 1, 5000);
+	fx_envs(&f, ids, ports, 2, 60000);
+	memset(wt, 0, sizeof(wt));
+	wt[1].handle = 1;
+	wt[2].handle = 2;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert_int_eq(wake_enter(f.wk, "b", &wt[1], &env[1]),
+			 WAKE_THROTTLED);
+	ck_assert_ptr_null(env[1]);
+	ck_assert_str_eq(env_state(&f, "b"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "b", "wakes_throttled"), 1);
+	/* a's wake ends: its slot is free again, b wakes */
+	s = listen_on(ports[0]);
+	ck_assert(run_until(&f, &ntold, 1, 2000));
+	ck_assert_uint_eq(told[0], WAKE_R_READY);
+	ck_assert_int_eq(wake_enter(f.wk, "b", &wt[2], &env[2]), WAKE_WAIT);
+	ck_assert_str_eq(env_state(&f, "b"), "waking");
+	wake_leave(f.wk, env[2], &wt[2]); /* its client left */
+	ck_assert_int_eq(env_int(&f, "b", "waiters"), 0);
+	wake_leave(f.wk, env[0], &wt[0]);
+	close(s);
+	fx_free(&f);
+}
+END_TEST
+
+/* Bounded waiters (TCP route connections): wake.max_waiting_connections
+ * of them at most, every environment's; requests are not bounded here. */
+START_TEST(bounded)
+{
+	static const char *const ids[] = {"a", "b"};
+	struct wake_waiter wt[6];
+	struct wake_env *env[6];
+	unsigned ports[2] = {free_port(), free_port()}, i;
+	struct fx f;
+	json_t *d;
+
+	fx_init(&f, "exit 0", "", 8, 5000);
+	fx_envs(&f, ids, ports, 2, 60000);
+	memset(wt, 0, sizeof(wt));
+	for (i = 0; i < 6; i++) {
+		wt[i].handle = i;
+		wt[i].bounded = i != 3;
+	}
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert_int_eq(wake_enter(f.wk, "b", &wt[1], &env[1]), WAKE_WAIT);
+	/* two wait: a third bounded one is refused, on either environment */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[2], &env[2]),
+			 WAKE_THROTTLED);
+	ck_assert_ptr_null(env[2]);
+	/* a request (unbounded) still joins */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[3], &env[3]), WAKE_WAIT);
+	d = wake_dump_json(f.wk);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(d, "waiting_connections")), 2);
+	json_decref(d);
+	/* one leaves: another may wait */
+	wake_leave(f.wk, env[0], &wt[0]);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[4], &env[4]), WAKE_WAIT);
+	ck_assert_int_eq(wake_enter(f.wk, "b", &wt[5], &env[5]),
+			 WAKE_THROTTLED);
+	wake_leave(f.wk, env[1], &wt[1]);
+	wake_leave(f.wk, env[3], &wt[3]);
+	wake_leave(f.wk, env[4], &wt[4]);
+	ck_assert_int_eq(inflight(&f), 2); /* both wakes go on */
+	fx_free(&f);
+}
+END_TEST
+
+/* Nobody listens before wake.timeout: wake_pending, the command killed,
+ * the environment sleeping; the next request starts a new wake. */
+START_TEST(timeout)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt[2];
+	struct wake_env *env[2];
+	unsigned port = free_port();
+	uint64_t t0;
+	struct fx f;
+
+	fx_init(&f, "exec sleep 30", "", 8, 300);
+	fx_envs(&f, ids, &port, 1, 60000);
+	memset(wt, 0, sizeof(wt));
+	wt[1].handle = 1;
+	t0 = now_ms();
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	ck_assert_uint_ge(now_ms() - t0, 290);
+	ck_assert_uint_eq(told[0], WAKE_R_PENDING);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "wakes_pending"), 1);
+	ck_assert_int_eq(inflight(&f), 0);
+	wake_leave(f.wk, env[0], &wt[0]);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 2);
+	ck_assert(run_until(&f, &ntold, 2, 3000));
+	ck_assert_uint_eq(told[1], WAKE_R_PENDING);
+	wake_leave(f.wk, env[1], &wt[1]);
+	fx_free(&f);
+}
+END_TEST
+
+/* The command exits non-zero before the probe answers: wake_failed at
+ * once (well before wake.timeout). */
+START_TEST(failed)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt = {0};
+	struct wake_env *env;
+	unsigned port = free_port();
+	uint64_t t0;
+	struct fx f;
+
+	fx_init(&f, "echo cannot wake %s; exit 3", "", 8, 5000);
+	fx_envs(&f, ids, &port, 1, 60000);
+	t0 = now_ms();
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	ck_assert_uint_lt(now_ms() - t0, 2000);
+	ck_assert_uint_eq(told[0], WAKE_R_FAILED);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "wakes_failed"), 1);
+	ck_assert_int_eq(inflight(&f), 0);
+	wake_leave(f.wk, env, &wt);
+	fx_free(&f);
+}
+END_TEST
+
+/*
+ * Idle: a running environment with a request under way, then an open
+ * tunnel, stays running past its idle_timeout; with neither, the sleep
+ * command runs after idle_timeout; the next request wakes it again.
+ */
+START_TEST(idle_sleep)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt[2];
+	struct wake_env *env[2];
+	unsigned port = free_port(), slept = 0;
+	char cmd[128], mark[96];
+	struct fx f;
+	int s = listen_on(port);
+
+	snprintf(f.dir, sizeof(f.dir), "/tmp/test_wake.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f.dir));
+	snprintf(mark, sizeof(mark), "%s/slept", f.dir);
+	snprintf(cmd, sizeof(cmd), "echo %%s >%s/slept", f.dir);
+	fx_init(&f, "exit 0", cmd, 8, 2000);
+	fx_envs(&f, ids, &port, 1, 300);
+	ck_assert_str_eq(env_state(&f, "a"), "running"); /* probed at start */
+	memset(wt, 0, sizeof(wt));
+	wt[1].handle = 1;
+	/* a request under way: awake however long it takes */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_GO);
+	run_for(&f, 700);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	/* its tunnel open: still awake */
+	wake_tunnel(f.wk, env[0], 1);
+	ck_assert_int_eq(env_int(&f, "a", "tunnels"), 1);
+	run_for(&f, 700);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert_int_eq(env_int(&f, "a", "sleeps"), 0);
+	ck_assert(!exists(mark));
+	/* closed: asleep once idle_timeout has passed, not before */
+	wake_tunnel(f.wk, env[0], -1);
+	wake_leave(f.wk, env[0], &wt[0]);
+	run_for(&f, 150);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	while (!exists(mark) && slept++ < 2000) {
+		event_base_loop(f.base, EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+	ck_assert(exists(mark));
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "sleeps"), 1);
+	/* a second wake: the endpoint still listens, ready at once */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 2000));
+	ck_assert_uint_eq(told[1], WAKE_R_READY);
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 1);
+	ck_assert_int_eq(env_int(&f, "a", "wakes_ok"), 1);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	wake_leave(f.wk, env[1], &wt[1]);
+	close(s);
+	unlink(mark);
+	rmdir(f.dir);
+	fx_free(&f);
+}
+END_TEST
+
+/* An idle_timeout of 0 never sleeps. */
+START_TEST(idle_never)
+{
+	static const char *const ids[] = {"a"};
+	unsigned port = free_port();
+	struct fx f;
+	int s = listen_on(port);
+
+	fx_init(&f, "exit 0", "", 8, 2000);
+	fx_envs(&f, ids, &port, 1, 0);
+	run_for(&f, 500);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert_int_eq(env_int(&f, "a", "sleeps"), 0);
+	close(s);
+	fx_free(&f);
+}
+END_TEST
+
+/* Every endpoint refused: environment_restarting just after a wake (and
+ * a new wake), 502 once past wake.restart_window. */
+START_TEST(refused)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt = {0};
+	struct wake_env *env;
+	unsigned port = free_port();
+	struct fx f;
+	int s = listen_on(port);
+
+	fx_init(&f, "exit 0", "", 8, 2000);
+	fx_envs(&f, ids, &port, 1, 60000);
+	/* running since start (counted as past its restart window) */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_GO);
+	ck_assert(!wake_refused(f.wk, env, false));
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	/* the request had waited for a wake: restarting, and a wake */
+	ck_assert(wake_refused(f.wk, env, true));
+	ck_assert_str_eq(env_state(&f, "a"), "waking");
+	wake_leave(f.wk, env, &wt);
+	run_for(&f, 100);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	/* just woken: restarting without having waited, within the window */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_GO);
+	ck_assert(wake_refused(f.wk, env, false));
+	run_for(&f, 100);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	run_for(&f, 350);
+	ck_assert(!wake_refused(f.wk, env, false));
+	wake_leave(f.wk, env, &wt);
+	close(s);
+	fx_free(&f);
+}
+END_TEST
+
+static Suite *wake_suite(void)
+{
+	Suite *s = suite_create("wake");
+	TCase *tc = tcase_create("state");
+
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, join);
+	tcase_add_test(tc, throttled);
+	tcase_add_test(tc, bounded);
+	tcase_add_test(tc, timeout);
+	tcase_add_test(tc, failed);
+	tcase_add_test(tc, idle_sleep);
+	tcase_add_test(tc, idle_never);
+	tcase_add_test(tc, refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return unit_run(wake_suite());
+}
