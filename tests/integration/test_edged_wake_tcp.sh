@@ -181,7 +181,7 @@ ev = [e for e in ev if e.get("environment_id") == sys.argv[2]]
 print(ev[-1].get(sys.argv[3], "") if ev else "none")
 PY
 }
-event_is() { # ENV KEY VALUE: the writer flushes its batch within a second
+event_is() { # ENV KEY VALUE: waits up to 4 s (the writer flushes every flush_ms, 200 ms)
 	local n
 	for ((n = 0; n < 40; n++)); do
 		[ "$(event "$1" "$2")" = "$3" ] && return 0
