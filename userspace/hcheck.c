@@ -324,6 +324,20 @@ int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
 		}
 		k++;
 	}
+	/* an endpoint out whose check changed (same address) stays out
+	 * until the new check has passed rise times */
+	for (i = 0; i < h->n; i++) {
+		if (h->v[i]->keep || !h->v[i]->down)
+			continue;
+		for (j = 0; j < k; j++)
+			if (!v[j]->keep &&
+			    upreg_addr_eq(&v[j]->t.addr, &h->v[i]->t.addr)) {
+				v[j]->down = true;
+				v[j]->bad = v[j]->t.hc.fall;
+				h->v[i]->down = false;
+				break;
+			}
+	}
 	for (i = 0; i < h->n; i++)
 		if (!h->v[i]->keep)
 			hcheck_ep_free(h->v[i]);

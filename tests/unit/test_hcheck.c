@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_hcheck.c - active health checks against real sockets on loopback:
+ * a refused port is taken out, an endpoint that listens but never answers
+ * is taken out by the deadline, and a reload that changes an endpoint's
+ * check (not its address) keeps an endpoint that is out, out. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hcheck.h"
+#include "upreg.h"
+#include "unit.h"
+
+/* A loopback port: listening (backlog only, never accepted) or, with
+ * listen false, closed (connects are refused). *fd is the socket to
+ * close, -1 when closed already. */
+static struct config_addr port_addr(bool listening, int *fd)
+{
+	struct config_addr a;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&a.ss;
+	socklen_t len = sizeof(*s4);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(s, 0);
+	memset(&a, 0, sizeof(a));
+	s4->sin_family = AF_INET;
+	s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)s4, sizeof(*s4)), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)s4, &len), 0);
+	if (listening) {
+		ck_assert_int_eq(listen(s, 16), 0);
+		*fd = s;
+	} else {
+		close(s);
+		*fd = -1;
+	}
+	a.len = sizeof(*s4);
+	snprintf(a.text, sizeof(a.text), "127.0.0.1:%u",
+		 (unsigned)ntohs(s4->sin_port));
+	return a;
+}
+
+static struct hcheck_target target(struct config_addr a, unsigned type,
+				   uint64_t interval_ms)
+{
+	struct hcheck_target t;
+
+	memset(&t, 0, sizeof(t));
+	t.addr = a;
+	t.hc.type = type;
+	snprintf(t.hc.path, sizeof(t.hc.path), "/healthz");
+	t.hc.interval_ms = interval_ms;
+	t.hc.timeout_ms = 50;
+	t.hc.expect_status = 200;
+	t.hc.rise = 1;
+	t.hc.fall = 1;
+	return t;
+}
+
+/* Run base until e is out (or 5 s pass). */
+static bool run_until_down(struct event_base *base, struct upreg_ep *e)
+{
+	time_t end = time(NULL) + 5;
+
+	while (!atomic_load(&e->active_down) && time(NULL) < end)
+		event_base_loop(base, EVLOOP_ONCE);
+	return atomic_load(&e->active_down);
+}
+
+START_TEST(test_refused_then_check_changed)
+{
+	struct event_base *base = event_base_new();
+	struct upreg *g = upreg_new();
+	struct hcheck *h = NULL;
+	struct hcheck_target t;
+	struct upreg_ep *e;
+	int fd;
+
+	ck_assert_ptr_nonnull(base);
+	ck_assert_ptr_nonnull(g);
+	t = target(port_addr(false, &fd), CONFIG_HC_TCP, 100);
+	ck_assert_int_eq(hcheck_new(base, g, &h), 0);
+	ck_assert_int_eq(hcheck_set(h, &t, 1), 0);
+	e = upreg_get(g, &t.addr);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(run_until_down(base, e));
+	/* a reload changes the check, not the address: still out, until
+	 * the new check has passed rise times */
+	t.hc.interval_ms = 150;
+	ck_assert_int_eq(hcheck_set(h, &t, 1), 0);
+	ck_assert_msg(atomic_load(&e->active_down),
+		      "a down endpoint came back when its check changed");
+	/* no longer checked at all: back in */
+	ck_assert_int_eq(hcheck_set(h, NULL, 0), 0);
+	ck_assert(!atomic_load(&e->active_down));
+	upreg_put(g, e);
+	hcheck_free(h);
+	upreg_free(g);
+	event_base_free(base);
+}
+END_TEST
+
+START_TEST(test_listen_never_accept)
+{
+	struct event_base *base = event_base_new();
+	struct upreg *g = upreg_new();
+	struct hcheck *h = NULL;
+	struct hcheck_target t;
+	struct upreg_ep *e;
+	int fd;
+
+	t = target(port_addr(true, &fd), CONFIG_HC_HTTP, 100);
+	ck_assert_int_eq(hcheck_new(base, g, &h), 0);
+	ck_assert_int_eq(hcheck_set(h, &t, 1), 0);
+	e = upreg_get(g, &t.addr);
+	ck_assert(run_until_down(base, e));
+	ck_assert_str_eq(atomic_load(&e->last_error),
+			 "health check: no status line in time");
+	upreg_put(g, e);
+	hcheck_free(h);
+	upreg_free(g);
+	event_base_free(base);
+	close(fd);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hcheck");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_refused_then_check_changed);
+	tcase_add_test(tc, test_listen_never_accept);
+	suite_add_tcase(s, tc);
+	return unit_run(s);
+}
