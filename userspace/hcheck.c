@@ -133,6 +133,11 @@ static void hcheck_result(struct hcheck_ep *c, bool ok, const char *why)
 	}
 }
 
+static bool hcheck_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
 /* The status line in in, when complete: 1 ok, 0 more needed, -1 bad
  * (*why set). */
 static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
@@ -155,11 +160,17 @@ static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
 						: HCHECK_LINE_MAX;
 	evbuffer_copyout(in, line, len);
 	line[len] = '\0';
+	/* "HTTP/1.x NNN" and then a space, CR or the end: exactly three
+	 * digits (sscanf would take "2000" for 200, " 200" or "+20") */
 	if (strncmp(line, "HTTP/1.", 7) != 0 || len < 12 || line[8] != ' ' ||
-	    sscanf(line + 9, "%3u", &code) != 1) {
+	    !hcheck_digit(line[9]) || !hcheck_digit(line[10]) ||
+	    !hcheck_digit(line[11]) ||
+	    (len > 12 && line[12] != ' ' && line[12] != '\r')) {
 		*why = "health check: not an HTTP response";
 		return -1;
 	}
+	code = (unsigned)(line[9] - '0') * 100 +
+	       (unsigned)(line[10] - '0') * 10 + (unsigned)(line[11] - '0');
 	if (code != c->t.hc.expect_status) {
 		*why = code >= 500   ? "health check: status 5xx"
 		       : code >= 400 ? "health check: status 4xx"

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_hcheck.c - active health checks against real sockets on loopback:
  * a refused port is taken out, an endpoint that listens but never answers
- * is taken out by the deadline, and a reload that changes an endpoint's
- * check (not its address) keeps an endpoint that is out, out. */
+ * is taken out by the deadline, hostile answers (garbage, a close in the
+ * status line, a 10 MB body, a malformed status) are judged right, and a reload
+ * that changes an endpoint's check (not its address) keeps an endpoint that is
+ * out, out. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <event2/event.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -130,6 +135,127 @@ START_TEST(test_listen_never_accept)
 }
 END_TEST
 
+/* A backend that accepts connections, reads the request and answers
+ * with head (then body_len bytes of 'x'), then closes. */
+struct backend {
+	int fd;
+	const char *head;
+	size_t body_len;
+	atomic_uint served;
+	atomic_bool stop;
+	pthread_t th;
+};
+
+static void *backend_main(void *arg)
+{
+	struct backend *b = arg;
+	char buf[4096];
+
+	while (!atomic_load(&b->stop)) {
+		int c = accept(b->fd, NULL, NULL);
+		size_t left = b->body_len;
+
+		if (c < 0)
+			continue;
+		(void)!recv(c, buf, sizeof(buf), 0);
+		(void)!send(c, b->head, strlen(b->head), MSG_NOSIGNAL);
+		memset(buf, 'x', sizeof(buf));
+		while (left) {
+			ssize_t w = send(
+			    c, buf, left < sizeof(buf) ? left : sizeof(buf),
+			    MSG_NOSIGNAL);
+
+			if (w <= 0)
+				break;
+			left -= (size_t)w;
+		}
+		close(c);
+		atomic_fetch_add(&b->served, 1);
+	}
+	return NULL;
+}
+
+/* Check a backend answering head (and body_len bytes) with an http check
+ * (fall = rise = 1) until it was served 3 times or is out; returns
+ * whether it is out, *why its last error. */
+static bool check_backend(const char *head, size_t body_len, const char **why)
+{
+	struct event_base *base = event_base_new();
+	struct upreg *g = upreg_new();
+	struct hcheck *h = NULL;
+	struct hcheck_target t;
+	struct upreg_ep *e;
+	struct backend b = {.head = head, .body_len = body_len};
+	struct timeval tv = {0, 100000};
+	time_t end = time(NULL) + 10;
+	bool down;
+
+	t = target(port_addr(true, &b.fd), CONFIG_HC_HTTP, 100);
+	t.hc.timeout_ms = 80;
+	/* accept() wakes every 100 ms to see stop */
+	ck_assert_int_eq(
+	    setsockopt(b.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	ck_assert_int_eq(pthread_create(&b.th, NULL, backend_main, &b), 0);
+	ck_assert_int_eq(hcheck_new(base, g, &h), 0);
+	ck_assert_int_eq(hcheck_set(h, &t, 1), 0);
+	e = upreg_get(g, &t.addr);
+	while (!atomic_load(&e->active_down) && atomic_load(&b.served) < 3 &&
+	       time(NULL) < end)
+		event_base_loop(base, EVLOOP_ONCE);
+	down = atomic_load(&e->active_down);
+	*why = atomic_load(&e->last_error);
+	ck_assert_msg(down || atomic_load(&b.served) >= 3, "no check ran");
+	upreg_put(g, e);
+	/* first (the sockets of the checks close as the base runs its
+	 * finalizers): a check's socket left open would block a send */
+	hcheck_free(h);
+	event_base_free(base);
+	atomic_store(&b.stop, true);
+	pthread_join(b.th, NULL);
+	close(b.fd);
+	upreg_free(g);
+	return down;
+}
+
+START_TEST(test_hostile_backends)
+{
+	static const struct {
+		const char *head;
+		size_t body;
+		bool down;
+		const char *why;
+	} cases[] = {
+	    {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, false, NULL},
+	    {"HTTP/1.0 200\r\n\r\n", 0, false, NULL},
+	    /* a 10 MB body: the status line is enough */
+	    {"HTTP/1.1 200 OK\r\n\r\n", 10 << 20, false, NULL},
+	    {"SSH-2.0-OpenSSH_9.2\r\n", 0, true,
+	     "health check: not an HTTP response"},
+	    {"HTTP/1.1 2", 0, true,
+	     "health check: closed before a status line"},
+	    {"HTTP/1.1 503 Busy\r\n\r\n", 0, true, "health check: status 5xx"},
+	    /* a status of more than three digits is not 200 */
+	    {"HTTP/1.1 2000 OK\r\n\r\n", 0, true,
+	     "health check: not an HTTP response"},
+	    {"HTTP/1.1  200 OK\r\n\r\n", 0, true,
+	     "health check: not an HTTP response"},
+	    {"HTTP/1.1 +20 OK\r\n\r\n", 0, true,
+	     "health check: not an HTTP response"},
+	};
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool down = check_backend(cases[i].head, cases[i].body, &why);
+
+		ck_assert_msg(down == cases[i].down, "%zu '%s': down %d (%s)",
+			      i, cases[i].head, down, why ? why : "-");
+		if (cases[i].why)
+			ck_assert_str_eq(why, cases[i].why);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hcheck");
@@ -138,6 +264,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_refused_then_check_changed);
 	tcase_add_test(tc, test_listen_never_accept);
+	tcase_add_test(tc, test_hostile_backends);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
