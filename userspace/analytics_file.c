@@ -28,6 +28,8 @@ struct file_sink {
 	char *path;
 	int fd;
 	size_t partial; /* bytes of the next event's line already written */
+	dev_t dev;	/* the file they were written to */
+	ino_t ino;
 	char *buf;
 	size_t cap;
 	size_t *ends; /* end offset of each line in buf */
@@ -61,6 +63,7 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 {
 	struct file_sink *fs = ctx;
 	size_t i, len = 0, pos;
+	struct stat st;
 	int rc = 0;
 
 	*done = 0;
@@ -97,6 +100,15 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 			 0640);
 		if (fs->fd < 0)
 			return -errno;
+		/* a line cut in a file that has been moved away (rotated,
+		 * removed) is not finished at the start of the new one */
+		if (fstat(fs->fd, &st) == 0) {
+			if (fs->partial &&
+			    (st.st_dev != fs->dev || st.st_ino != fs->ino))
+				fs->partial = 0;
+			fs->dev = st.st_dev;
+			fs->ino = st.st_ino;
+		}
 	}
 	pos = fs->partial < fs->ends[0] ? fs->partial : 0;
 	while (pos < len) {

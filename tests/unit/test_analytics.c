@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -902,6 +904,43 @@ START_TEST(test_short_write_completed)
 }
 END_TEST
 
+/* A write error cuts a line (here the file size limit), the file is then
+ * rotated away: the next write opens a new file and must start it with a
+ * whole line, not with the rest of the cut one. */
+START_TEST(test_cut_line_not_carried_to_new_file)
+{
+	struct analytics_sink sk;
+	struct analytics_event ev;
+	struct rlimit lim, old;
+	char moved[160], big[600];
+	size_t done = 9;
+	json_t **v;
+	size_t n;
+
+	fill(&ev, "cut");
+	memset(big, 'a', sizeof(big));
+	analytics_event_set(&ev, ANALYTICS_F_PATH, big, sizeof(big));
+	ck_assert_int_eq(analytics_file_sink(path, &sk), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 100;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), -EFBIG);
+	ck_assert_uint_eq(done, 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	snprintf(moved, sizeof(moved), "%s.1", path);
+	ck_assert_int_eq(rename(path, moved), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), 0);
+	ck_assert_uint_eq(done, 1);
+	sk.ops->close(sk.ctx);
+	n = read_lines(path, &v); /* each line whole JSON */
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(jstr(v[0], "request_id"), "cut");
+	free_lines(v, n);
+}
+END_TEST
+
 /* ---- a sink that fails on demand and remembers what it got ---------- */
 
 #define FAKE_MAX 100000
@@ -1392,6 +1431,7 @@ int main(void)
 	tcase_add_test(tc, test_spool_full_few);
 	tcase_add_test(tc, test_stop_gives_up);
 	tcase_add_test(tc, test_short_write_completed);
+	tcase_add_test(tc, test_cut_line_not_carried_to_new_file);
 	tcase_add_test(tc, test_two_sinks_apart);
 	tcase_add_test(tc, test_disk_spill_replay_order);
 	tcase_add_test(tc, test_disk_cap_drops_counted);
