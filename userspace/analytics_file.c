@@ -101,10 +101,13 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 		if (fs->fd < 0)
 			return -errno;
 		/* a line cut in a file that has been moved away (rotated,
-		 * removed) is not finished at the start of the new one */
+		 * removed) or truncated is not finished at the start of the
+		 * new one */
 		if (fstat(fs->fd, &st) == 0) {
 			if (fs->partial &&
-			    (st.st_dev != fs->dev || st.st_ino != fs->ino))
+			    (st.st_dev != fs->dev || st.st_ino != fs->ino ||
+			     (S_ISREG(st.st_mode) &&
+			      (size_t)st.st_size < fs->partial)))
 				fs->partial = 0;
 			fs->dev = st.st_dev;
 			fs->ino = st.st_ino;
@@ -141,8 +144,8 @@ static int file_sink_reopen(void *ctx)
 	if (fs->fd >= 0)
 		close(fs->fd);
 	fs->fd = -1;
-	/* a line cut in the old file is written whole to the new one */
-	fs->partial = 0;
+	/* a line cut in the old file: finished if the path still names
+	 * that file, else written whole to the new one (write_batch) */
 	return 0;
 }
 

@@ -941,6 +941,39 @@ START_TEST(test_cut_line_not_carried_to_new_file)
 }
 END_TEST
 
+/* A line cut by a write error, then a reopen (SIGHUP) that finds the same
+ * file: the line is finished, not started again after its cut part. */
+START_TEST(test_cut_line_finished_after_reopen_same_file)
+{
+	struct analytics_sink sk;
+	struct analytics_event ev;
+	struct rlimit lim, old;
+	char big[600];
+	size_t done = 9;
+	json_t **v;
+	size_t n;
+
+	fill(&ev, "cut");
+	memset(big, 'a', sizeof(big));
+	analytics_event_set(&ev, ANALYTICS_F_PATH, big, sizeof(big));
+	ck_assert_int_eq(analytics_file_sink(path, &sk), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 100;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), -EFBIG);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	ck_assert_int_eq(sk.ops->reopen(sk.ctx), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), 0);
+	ck_assert_uint_eq(done, 1);
+	sk.ops->close(sk.ctx);
+	n = read_lines(path, &v); /* each line whole JSON */
+	ck_assert_uint_eq(n, 1);
+	free_lines(v, n);
+}
+END_TEST
+
 /* ---- a sink that fails on demand and remembers what it got ---------- */
 
 #define FAKE_MAX 100000
@@ -1432,6 +1465,7 @@ int main(void)
 	tcase_add_test(tc, test_stop_gives_up);
 	tcase_add_test(tc, test_short_write_completed);
 	tcase_add_test(tc, test_cut_line_not_carried_to_new_file);
+	tcase_add_test(tc, test_cut_line_finished_after_reopen_same_file);
 	tcase_add_test(tc, test_two_sinks_apart);
 	tcase_add_test(tc, test_disk_spill_replay_order);
 	tcase_add_test(tc, test_disk_cap_drops_counted);
