@@ -91,8 +91,15 @@ void hcheck_free(struct hcheck *h)
 
 	if (!h)
 		return;
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
+		/* back in, silently: at exit a line per endpoint out is
+		 * noise (hcheck_ep_free logs it for a reload) */
+		if (h->v[i]->down) {
+			atomic_store(&h->v[i]->e->active_down, false);
+			h->v[i]->down = false;
+		}
 		hcheck_ep_free(h->v[i]);
+	}
 	free(h->v);
 	free(h);
 }

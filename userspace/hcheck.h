@@ -37,8 +37,8 @@ struct hcheck_target {
  * 0 with *out, or -ENOMEM. */
 int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out);
 
-/* Stop every check, bring back the endpoints it had taken out, free. NULL
- * ok. */
+/* Stop every check, bring back the endpoints it had taken out (without a
+ * log line each: this is edged's exit), free. NULL ok. */
 void hcheck_free(struct hcheck *h);
 
 /*

@@ -256,6 +256,45 @@ START_TEST(test_hostile_backends)
 }
 END_TEST
 
+/* Stopping (edged's exit) brings back what was out without a line per
+ * endpoint: "no longer health-checked, back in" is for a reload. */
+START_TEST(test_free_quiet)
+{
+	struct event_base *base = event_base_new();
+	struct upreg *g = upreg_new();
+	struct hcheck *h = NULL;
+	struct hcheck_target t;
+	struct upreg_ep *e;
+	char logpath[] = "/tmp/edge-hcheck-log.XXXXXX", buf[4096];
+	int fd, lfd, saved;
+	ssize_t n;
+
+	t = target(port_addr(false, &fd), CONFIG_HC_TCP, 100);
+	ck_assert_int_eq(hcheck_new(base, g, &h), 0);
+	ck_assert_int_eq(hcheck_set(h, &t, 1), 0);
+	e = upreg_get(g, &t.addr);
+	ck_assert(run_until_down(base, e));
+	lfd = mkstemp(logpath);
+	ck_assert_int_ge(lfd, 0);
+	saved = dup(2);
+	ck_assert_int_eq(dup2(lfd, 2), 2);
+	hcheck_free(h);
+	ck_assert_int_eq(dup2(saved, 2), 2);
+	close(saved);
+	n = pread(lfd, buf, sizeof(buf) - 1, 0);
+	close(lfd);
+	unlink(logpath);
+	ck_assert_int_ge(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(!strstr(buf, "no longer health-checked"), "logged: %s",
+		      buf);
+	ck_assert(!atomic_load(&e->active_down));
+	upreg_put(g, e);
+	upreg_free(g);
+	event_base_free(base);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hcheck");
@@ -265,6 +304,7 @@ int main(void)
 	tcase_add_test(tc, test_refused_then_check_changed);
 	tcase_add_test(tc, test_listen_never_accept);
 	tcase_add_test(tc, test_hostile_backends);
+	tcase_add_test(tc, test_free_quiet);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }
