@@ -15,6 +15,7 @@
 #include "ctlproto.h"
 #include "duration.h"
 #include "edgectl.h"
+#include "utf8.h"
 
 int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
 		    struct errbuf *err)
@@ -692,6 +693,13 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 	if (argc - first < want)
 		return ctl_usage_error(name, "%s: missing ENDPOINT (ADDR:PORT)",
 				       name);
+	/* json_pack refuses a string that is not UTF-8: say so, not "out
+	 * of memory" */
+	if (k && utf8_check_text(argv[first], strlen(argv[first]), &err))
+		return ctl_usage_error(name,
+				       "%s: bad endpoint: %s (expected "
+				       "ADDR:PORT)",
+				       name, err.msg);
 	req = k ? json_pack("{s:s,s:s,s:s}", "cmd", "upstream", "action",
 			    actions[k], "endpoint", argv[first])
 		: json_pack("{s:s}", "cmd", "upstream");

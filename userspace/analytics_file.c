@@ -28,6 +28,8 @@ struct file_sink {
 	char *path;
 	int fd;
 	size_t partial; /* bytes of the next event's line already written */
+	dev_t dev;	/* the file they were written to */
+	ino_t ino;
 	char *buf;
 	size_t cap;
 	size_t *ends; /* end offset of each line in buf */
@@ -61,6 +63,7 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 {
 	struct file_sink *fs = ctx;
 	size_t i, len = 0, pos;
+	struct stat st;
 	int rc = 0;
 
 	*done = 0;
@@ -97,6 +100,18 @@ static int file_sink_write_batch(void *ctx, const struct analytics_event *ev,
 			 0640);
 		if (fs->fd < 0)
 			return -errno;
+		/* a line cut in a file that has been moved away (rotated,
+		 * removed) or truncated is not finished at the start of the
+		 * new one */
+		if (fstat(fs->fd, &st) == 0) {
+			if (fs->partial &&
+			    (st.st_dev != fs->dev || st.st_ino != fs->ino ||
+			     (S_ISREG(st.st_mode) &&
+			      (size_t)st.st_size < fs->partial)))
+				fs->partial = 0;
+			fs->dev = st.st_dev;
+			fs->ino = st.st_ino;
+		}
 	}
 	pos = fs->partial < fs->ends[0] ? fs->partial : 0;
 	while (pos < len) {
@@ -129,8 +144,8 @@ static int file_sink_reopen(void *ctx)
 	if (fs->fd >= 0)
 		close(fs->fd);
 	fs->fd = -1;
-	/* a line cut in the old file is written whole to the new one */
-	fs->partial = 0;
+	/* a line cut in the old file: finished if the path still names
+	 * that file, else written whole to the new one (write_batch) */
 	return 0;
 }
 

@@ -91,8 +91,15 @@ void hcheck_free(struct hcheck *h)
 
 	if (!h)
 		return;
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
+		/* back in, silently: at exit a line per endpoint out is
+		 * noise (hcheck_ep_free logs it for a reload) */
+		if (h->v[i]->down) {
+			atomic_store(&h->v[i]->e->active_down, false);
+			h->v[i]->down = false;
+		}
 		hcheck_ep_free(h->v[i]);
+	}
 	free(h->v);
 	free(h);
 }
@@ -133,6 +140,11 @@ static void hcheck_result(struct hcheck_ep *c, bool ok, const char *why)
 	}
 }
 
+static bool hcheck_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
 /* The status line in in, when complete: 1 ok, 0 more needed, -1 bad
  * (*why set). */
 static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
@@ -155,11 +167,17 @@ static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
 						: HCHECK_LINE_MAX;
 	evbuffer_copyout(in, line, len);
 	line[len] = '\0';
+	/* "HTTP/1.x NNN" and then a space, CR or the end: exactly three
+	 * digits (sscanf would take "2000" for 200, " 200" or "+20") */
 	if (strncmp(line, "HTTP/1.", 7) != 0 || len < 12 || line[8] != ' ' ||
-	    sscanf(line + 9, "%3u", &code) != 1) {
+	    !hcheck_digit(line[9]) || !hcheck_digit(line[10]) ||
+	    !hcheck_digit(line[11]) ||
+	    (len > 12 && line[12] != ' ' && line[12] != '\r')) {
 		*why = "health check: not an HTTP response";
 		return -1;
 	}
+	code = (unsigned)(line[9] - '0') * 100 +
+	       (unsigned)(line[10] - '0') * 10 + (unsigned)(line[11] - '0');
 	if (code != c->t.hc.expect_status) {
 		*why = code >= 500   ? "health check: status 5xx"
 		       : code >= 400 ? "health check: status 4xx"
@@ -323,6 +341,20 @@ int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
 			return -ENOMEM;
 		}
 		k++;
+	}
+	/* an endpoint out whose check changed (same address) stays out
+	 * until the new check has passed rise times */
+	for (i = 0; i < h->n; i++) {
+		if (h->v[i]->keep || !h->v[i]->down)
+			continue;
+		for (j = 0; j < k; j++)
+			if (!v[j]->keep &&
+			    upreg_addr_eq(&v[j]->t.addr, &h->v[i]->t.addr)) {
+				v[j]->down = true;
+				v[j]->bad = v[j]->t.hc.fall;
+				h->v[i]->down = false;
+				break;
+			}
 	}
 	for (i = 0; i < h->n; i++)
 		if (!h->v[i]->keep)

@@ -37,8 +37,8 @@ struct hcheck_target {
  * 0 with *out, or -ENOMEM. */
 int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out);
 
-/* Stop every check, bring back the endpoints it had taken out, free. NULL
- * ok. */
+/* Stop every check, bring back the endpoints it had taken out (without a
+ * log line each: this is edged's exit), free. NULL ok. */
 void hcheck_free(struct hcheck *h);
 
 /*
@@ -52,7 +52,9 @@ int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
 /*
  * Check t[0..n) from now on (at start and after each reload): an endpoint
  * checked before with the same check keeps its state and its schedule; one
- * no longer checked is brought back (if it was out) and forgotten; past
+ * whose check changed starts a new schedule but stays out if it was out
+ * (until the new check passes rise times); one no longer checked is
+ * brought back (if it was out) and forgotten; past
  * HCHECK_MAX the rest are ignored (logged). Returns 0 or -ENOMEM (the old
  * set then stays).
  */

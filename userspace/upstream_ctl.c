@@ -158,6 +158,14 @@ int upstream_ctl(struct upreg *g, const struct route_table *t,
 				   action);
 			return -EINVAL;
 		}
+		if (text && strlen(text) >= CONFIG_ADDR_STR_MAX) {
+			/* config_addr_parse's message would quote it whole */
+			errbuf_set(err,
+				   "upstream %s: bad endpoint '%.64s...': "
+				   "longer than any ADDR:PORT",
+				   action, text);
+			return -EINVAL;
+		}
 		if (!text || config_addr_parse(text, &a, &perr)) {
 			errbuf_set(err, "upstream %s: bad endpoint '%.64s': %s",
 				   action, text ? text : "",

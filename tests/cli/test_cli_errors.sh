@@ -28,6 +28,8 @@ expect "no command" 2 "no command given" "$E"
 expect "unknown command" 2 "unknown command 'frobnicate'" "$E" frobnicate
 expect "unknown global flag" 2 "unknown option '--bogus'" "$E" --bogus ip list
 expect "unknown command flag" 2 "unknown option '--bogus'" "$E" ip list --bogus
+# an endpoint that is not UTF-8 is a usage error, not "out of memory"
+expect "upstream endpoint not UTF-8" 2 "bad endpoint" "$E" upstream drain $'\xff\xfe:80'
 
 # global options: one "edgectl: " prefix, the general usage line
 "$E" --bogus status >"$T_TMP/out" 2>&1

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -902,6 +904,76 @@ START_TEST(test_short_write_completed)
 }
 END_TEST
 
+/* A write error cuts a line (here the file size limit), the file is then
+ * rotated away: the next write opens a new file and must start it with a
+ * whole line, not with the rest of the cut one. */
+START_TEST(test_cut_line_not_carried_to_new_file)
+{
+	struct analytics_sink sk;
+	struct analytics_event ev;
+	struct rlimit lim, old;
+	char moved[160], big[600];
+	size_t done = 9;
+	json_t **v;
+	size_t n;
+
+	fill(&ev, "cut");
+	memset(big, 'a', sizeof(big));
+	analytics_event_set(&ev, ANALYTICS_F_PATH, big, sizeof(big));
+	ck_assert_int_eq(analytics_file_sink(path, &sk), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 100;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), -EFBIG);
+	ck_assert_uint_eq(done, 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	snprintf(moved, sizeof(moved), "%s.1", path);
+	ck_assert_int_eq(rename(path, moved), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), 0);
+	ck_assert_uint_eq(done, 1);
+	sk.ops->close(sk.ctx);
+	n = read_lines(path, &v); /* each line whole JSON */
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(jstr(v[0], "request_id"), "cut");
+	free_lines(v, n);
+}
+END_TEST
+
+/* A line cut by a write error, then a reopen (SIGHUP) that finds the same
+ * file: the line is finished, not started again after its cut part. */
+START_TEST(test_cut_line_finished_after_reopen_same_file)
+{
+	struct analytics_sink sk;
+	struct analytics_event ev;
+	struct rlimit lim, old;
+	char big[600];
+	size_t done = 9;
+	json_t **v;
+	size_t n;
+
+	fill(&ev, "cut");
+	memset(big, 'a', sizeof(big));
+	analytics_event_set(&ev, ANALYTICS_F_PATH, big, sizeof(big));
+	ck_assert_int_eq(analytics_file_sink(path, &sk), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 100;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), -EFBIG);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	ck_assert_int_eq(sk.ops->reopen(sk.ctx), 0);
+	ck_assert_int_eq(sk.ops->write_batch(sk.ctx, &ev, 1, &done), 0);
+	ck_assert_uint_eq(done, 1);
+	sk.ops->close(sk.ctx);
+	n = read_lines(path, &v); /* each line whole JSON */
+	ck_assert_uint_eq(n, 1);
+	free_lines(v, n);
+}
+END_TEST
+
 /* ---- a sink that fails on demand and remembers what it got ---------- */
 
 #define FAKE_MAX 100000
@@ -1199,6 +1271,177 @@ START_TEST(test_stop_spills_replayed_at_start)
 }
 END_TEST
 
+/* Hostile producers against a small queue and two file sinks: every
+ * string field of random bytes (empty, short, filled to its size) and
+ * random numbers, outcome and kind included. Each event is offered once:
+ * enqueued + dropped_queue_full == offered, each file holds exactly the
+ * enqueued events, each line valid JSON and byte for byte the line the
+ * event itself formats to (nothing duplicated, lost or corrupted). */
+#define FZ_THREADS 4
+#define FZ_PER_THREAD 3000
+
+struct fz_producer {
+	struct analytics *a;
+	unsigned id, seed;
+	struct analytics_event *ev; /* [FZ_PER_THREAD] */
+	unsigned char *ok;	    /* [FZ_PER_THREAD]: enqueued */
+	unsigned nok, nfull;
+};
+
+static void fz_event(struct analytics_event *ev, unsigned *seed, uint64_t id)
+{
+	unsigned f;
+
+	memset(ev, 0, sizeof(*ev));
+	/* numbers below 2^63: jansson (like most readers) refuses more */
+	ev->time_ns = ((uint64_t)rand_r(seed) << 32) ^ (uint64_t)rand_r(seed);
+	ev->duration_ns =
+	    ((uint64_t)rand_r(seed) << 32) ^ (uint64_t)rand_r(seed);
+	ev->upstream_ns = (uint64_t)rand_r(seed);
+	ev->bytes_in = id;
+	ev->bytes_out = INT64_MAX - (uint64_t)rand_r(seed);
+	ev->truncated = (uint32_t)rand_r(seed) ^ ((uint32_t)rand_r(seed) << 16);
+	ev->status = (uint16_t)rand_r(seed);
+	ev->kind = (uint8_t)rand_r(seed);
+	ev->outcome = (uint8_t)rand_r(seed);
+	for (f = 0; f < ANALYTICS_F_MAX; f++) {
+		char *dst = (char *)analytics_event_get(ev, f);
+		size_t size = analytics_field_size(f), len, i;
+
+		switch (rand_r(seed) % 4) {
+		case 0:
+			len = 0;
+			break;
+		case 1:
+			len = size - 1; /* the longest a field holds */
+			break;
+		default:
+			len = (size_t)rand_r(seed) % size;
+		}
+		for (i = 0; i < len; i++)
+			dst[i] = (char)(rand_r(seed) % 255 + 1);
+		dst[len] = '\0';
+	}
+}
+
+static void *fz_produce(void *arg)
+{
+	struct fz_producer *p = arg;
+	unsigned i;
+
+	for (i = 0; i < FZ_PER_THREAD; i++) {
+		int rc;
+
+		fz_event(&p->ev[i], &p->seed, ((uint64_t)p->id << 32) | i);
+		rc = analytics_enqueue(p->a, &p->ev[i]);
+		ck_assert(rc == 0 || rc == -ENOBUFS);
+		p->ok[i] = rc == 0;
+		if (rc == 0)
+			p->nok++;
+		else
+			p->nfull++;
+		if (rand_r(&p->seed) % 64 == 0)
+			usleep(200);
+	}
+	return NULL;
+}
+
+static void fz_check_file(const char *file, struct fz_producer *p,
+			  uint64_t enqueued)
+{
+	static unsigned char seen[FZ_THREADS][FZ_PER_THREAD];
+	FILE *fp = fopen(file, "r");
+	char *line = NULL;
+	size_t cap = 0, n = 0;
+	ssize_t len;
+
+	ck_assert_ptr_nonnull(fp);
+	memset(seen, 0, sizeof(seen));
+	while ((len = getline(&line, &cap, fp)) >= 0) {
+		json_error_t err;
+		json_t *j = json_loads(line, JSON_REJECT_DUPLICATES, &err);
+		uint64_t id;
+		unsigned t, k;
+		char *want;
+		size_t wlen;
+
+		ck_assert_msg(j != NULL, "%s line %zu: %s", file, n, err.text);
+		id = (uint64_t)json_integer_value(
+		    json_object_get(j, "bytes_in"));
+		json_decref(j);
+		t = (unsigned)(id >> 32);
+		k = (unsigned)(id & 0xffffffffu);
+		ck_assert(t < FZ_THREADS && k < FZ_PER_THREAD);
+		ck_assert_msg(p[t].ok[k], "t%u-%u written but dropped", t, k);
+		ck_assert_msg(!seen[t][k], "duplicate t%u-%u", t, k);
+		seen[t][k] = 1;
+		ck_assert_int_eq(
+		    analytics_event_json(&p[t].ev[k], &want, &wlen), 0);
+		ck_assert_msg((size_t)len == wlen &&
+				  memcmp(line, want, wlen) == 0,
+			      "t%u-%u corrupted:\n%s%s", t, k, line, want);
+		free(want);
+		n++;
+	}
+	free(line);
+	fclose(fp);
+	ck_assert_uint_eq(n, enqueued);
+}
+
+START_TEST(test_fuzz_small_queue_two_files)
+{
+	static const unsigned caps[] = {16, 23, 64};
+	struct analytics_conf conf = {.queue_cap = caps[_i],
+				      .batch_max = 4 + 3 * (unsigned)_i,
+				      .flush_ms = 5};
+	struct analytics *a = NULL;
+	struct analytics_sink sk;
+	struct fz_producer p[FZ_THREADS];
+	pthread_t th[FZ_THREADS];
+	struct analytics_stats st;
+	char path2[160];
+	uint64_t ok = 0, full = 0;
+	unsigned k;
+
+	snprintf(path2, sizeof(path2), "%s/second.jsonl", tmpdir);
+	ck_assert_int_eq(analytics_file_sink(path, &conf.sink), 0);
+	ck_assert_int_eq(analytics_new(&conf, &a), 0);
+	ck_assert_int_eq(analytics_file_sink(path2, &sk), 0);
+	ck_assert_int_eq(analytics_add_sink(a, &sk, NULL), 0);
+	ck_assert_int_eq(analytics_start(a), 0);
+	for (k = 0; k < FZ_THREADS; k++) {
+		p[k] = (struct fz_producer){
+		    .a = a, .id = k, .seed = 1234u * (k + 1) + (unsigned)_i};
+		p[k].ev = calloc(FZ_PER_THREAD, sizeof(*p[k].ev));
+		p[k].ok = calloc(FZ_PER_THREAD, 1);
+		ck_assert(p[k].ev && p[k].ok);
+		ck_assert_int_eq(
+		    pthread_create(&th[k], NULL, fz_produce, &p[k]), 0);
+	}
+	for (k = 0; k < FZ_THREADS; k++) {
+		pthread_join(th[k], NULL);
+		ok += p[k].nok;
+		full += p[k].nfull;
+	}
+	ck_assert_int_eq(analytics_stop(a), 0);
+	st = stats(a);
+	ck_assert_uint_eq(ok + full, FZ_THREADS * FZ_PER_THREAD);
+	ck_assert_uint_eq(st.enqueued, ok);
+	ck_assert_uint_eq(st.dropped_queue_full, full);
+	ck_assert_uint_eq(st.dropped_spool_full + st.dropped_shutdown, 0);
+	ck_assert_uint_eq(sink_stats(a, 0).written, ok);
+	ck_assert_uint_eq(sink_stats(a, 1).written, ok);
+	ck_assert_uint_gt(ok, 0);
+	fz_check_file(path, p, ok);
+	fz_check_file(path2, p, ok);
+	for (k = 0; k < FZ_THREADS; k++) {
+		free(p[k].ev);
+		free(p[k].ok);
+	}
+	analytics_free(a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("analytics");
@@ -1221,10 +1464,13 @@ int main(void)
 	tcase_add_test(tc, test_spool_full_few);
 	tcase_add_test(tc, test_stop_gives_up);
 	tcase_add_test(tc, test_short_write_completed);
+	tcase_add_test(tc, test_cut_line_not_carried_to_new_file);
+	tcase_add_test(tc, test_cut_line_finished_after_reopen_same_file);
 	tcase_add_test(tc, test_two_sinks_apart);
 	tcase_add_test(tc, test_disk_spill_replay_order);
 	tcase_add_test(tc, test_disk_cap_drops_counted);
 	tcase_add_test(tc, test_stop_spills_replayed_at_start);
+	tcase_add_loop_test(tc, test_fuzz_small_queue_two_files, 0, 3);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "upreg.h"
+#include "upstream_ctl.h"
 #include "upstream.h"
 #include "unit.h"
 
@@ -291,6 +292,42 @@ START_TEST(test_render)
 }
 END_TEST
 
+/* edgectl upstream drain with a hostile endpoint: a short message that
+ * quotes the endpoint once (cut), whatever its length. */
+START_TEST(test_ctl_bad_endpoint_message)
+{
+	static char huge[5000];
+	const char *bad[] = {huge,
+			     "",
+			     "1.2.3.4",
+			     "[::1]",
+			     "1.2.3.4:0",
+			     "[fe80::1%eth0]:80",
+			     "host.example:80"};
+	struct errbuf err;
+	json_t *req, *res;
+	bool changed;
+	size_t i;
+
+	memset(huge, 'x', sizeof(huge) - 3);
+	memcpy(huge + sizeof(huge) - 3, ":1", 3);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err.msg[0] = '\0';
+		req = json_pack("{s:s,s:s}", "action", "drain", "endpoint",
+				bad[i]);
+		ck_assert_int_eq(
+		    upstream_ctl(g, NULL, req, &res, &changed, &err), -EINVAL);
+		ck_assert_ptr_null(res);
+		ck_assert_msg(
+		    strncmp(err.msg, "upstream drain: bad endpoint", 28) == 0,
+		    "%s", err.msg);
+		ck_assert_msg(strlen(err.msg) < 200, "%zu bytes: %s",
+			      strlen(err.msg), err.msg);
+		json_decref(req);
+	}
+}
+END_TEST
+
 static Suite *upreg_suite(void)
 {
 	Suite *s = suite_create("upreg");
@@ -304,6 +341,7 @@ static Suite *upreg_suite(void)
 	tcase_add_test(tc, test_admin_outlives_refs);
 	tcase_add_test(tc, test_bounded);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_ctl_bad_endpoint_message);
 	suite_add_tcase(s, tc);
 	return s;
 }
