@@ -91,6 +91,9 @@ struct wake_env {
 	uint64_t db_told_ns; /* the activity last written */
 	uint64_t db_told_tunnels; /* and its open tunnels */
 	int64_t db_req; /* the wake_requests row this host won (0: none) */
+	uint64_t db_sleep_retry_ns; /* a sleep lost to another host's
+				     * activity is sent again then (0:
+				     * none) */
 };
 
 struct wake {
@@ -136,6 +139,8 @@ static void wake_set_state(struct wake *wk, struct wake_env *e,
 	e->state = s;
 	if (s == WAKE_RUNNING)
 		e->running_ns = clk_now_ns();
+	if (s != WAKE_SLEEPING)
+		e->db_sleep_retry_ns = 0;
 }
 
 static struct wake_env *wake_find(struct wake *wk, const char *id)
@@ -881,6 +886,17 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 			wake_set_state(wk, e, WAKE_SLEEPING);
 			e->sleeps++;
 			sleep = true;
+		} else if (!e->gone && e->state == WAKE_SLEEPING &&
+			   e->db_sleep_retry_ns &&
+			   now >= e->db_sleep_retry_ns) {
+			/* idle here since, and the database still has it
+			 * running: the hosts active at the same time may
+			 * all have gone idle by now */
+			e->db_sleep_retry_ns = 0;
+			pthread_mutex_unlock(&wk->lock);
+			if (wake_by_db(wk, e))
+				wk->db->sleep(wk->db_arg, e->id, e->idle_ms);
+			continue;
 		}
 		pthread_mutex_unlock(&wk->lock);
 		if (!sleep)
@@ -950,6 +966,18 @@ void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
 		log_note("environment %s: another host is waking it: waiting "
 			 "for its route",
 			 env_id);
+}
+
+void wake_db_sleep_lost(struct wake *wk, const char *env_id)
+{
+	struct wake_env *e;
+
+	pthread_mutex_lock(&wk->lock);
+	e = wake_find(wk, env_id);
+	if (e && !e->gone && e->state == WAKE_SLEEPING)
+		e->db_sleep_retry_ns =
+		    clk_now_ns() + WAKE_SLEEP_RETRY_MS * NS_PER_MS;
+	pthread_mutex_unlock(&wk->lock);
 }
 
 void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,

@@ -211,6 +211,15 @@ void wake_set_db(struct wake *wk, const struct wake_db_ops *ops, void *arg);
 void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
 		   int64_t req_id, int err);
 
+/* A sleep this host sent for env_id lost to another host's activity
+ * within the idle timeout while the database has it running: while the
+ * environment stays idle here, its sleep is sent again after
+ * WAKE_SLEEP_RETRY_MS (the hosts that were active at the same time may
+ * all have gone idle by then: each lost to the others, none retried, and
+ * the database kept it running for good). */
+#define WAKE_SLEEP_RETRY_MS (3 * WAKE_ACTIVITY_MS)
+void wake_db_sleep_lost(struct wake *wk, const char *env_id);
+
 /* The database says wake request req_id of env_id is now in state
  * (wake_request_change): "failed" ends a wake under way with 503
  * wake_failed, "timeout" with wake_pending; others change nothing. */

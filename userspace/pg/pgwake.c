@@ -53,14 +53,18 @@ static const char pgwake_gave_up_sql[] =
     "WHERE id = $1 AND state IN ('pending', 'started')";
 /* The host whose update wins sends the sleep, when no other host had
  * the environment active within its idle timeout (plus the batching's
- * slack, PGWAKE_ACTIVITY_SLACK_MS). */
+ * slack, PGWAKE_ACTIVITY_SLACK_MS). One row: won (the sleep sent), and
+ * whether the environment was running (lost to another host's activity:
+ * this host tries again later; not running: nothing to do). */
 static const char pgwake_sleep_sql[] =
     "WITH s AS (UPDATE environments SET state = 'sleeping' "
     "WHERE id = $1 AND state = 'running' AND NOT EXISTS ("
     "SELECT 1 FROM environment_activity a WHERE a.environment_id = $1 "
     "AND a.edge_host <> $2 AND (a.open_tunnels > 0 OR a.last_activity > "
-    "now() - $3::float8 * interval '1 millisecond')) RETURNING id) "
-    "SELECT pg_notify('environment_sleep', id) FROM s";
+    "now() - $3::float8 * interval '1 millisecond')) RETURNING id), "
+    "n AS (SELECT pg_notify('environment_sleep', id) FROM s) "
+    "SELECT (SELECT count(*) FROM n) > 0, EXISTS (SELECT 1 FROM "
+    "environments WHERE id = $1 AND state = 'running')";
 /* This host's activity rows, batched (an environment deleted meanwhile
  * is left out rather than failing the batch). */
 static const char pgwake_activity_sql[] =
@@ -95,6 +99,7 @@ struct pgwake_op {
 	int64_t req;	  /* GAVE_UP: the row; ASK: the answer */
 	bool failed;	  /* the statement failed */
 	bool answered;	  /* a row came back */
+	bool lost;	  /* a sleep lost to another host's activity */
 	uint64_t idle_ms; /* SLEEP */
 	char *arr[3];	  /* ACTIVITY: ids, times, tunnels (array literals) */
 };
@@ -364,10 +369,15 @@ static void pgwake_done(struct pgwake *pw, struct pgwake_op *op, int err)
 			log_note("environment %s: asleep in the database "
 				 "(NOTIFY environment_sleep)",
 				 op->env);
-		else
+		else if (op->lost) {
 			log_note("environment %s: left running in the "
-				 "database (another host was active, or it "
-				 "is not running there)",
+				 "database (another host was active within "
+				 "its idle timeout): trying again",
+				 op->env);
+			wake_db_sleep_lost(pw->wk, op->env);
+		} else
+			log_note("environment %s: not running in the "
+				 "database: no sleep to send",
 				 op->env);
 		break;
 	case PGWAKE_ACTIVITY:
@@ -400,6 +410,13 @@ static void pgwake_result(struct pgconn *c, PGresult *res, void *arg)
 	case PGRES_TUPLES_OK:
 		if (PQntuples(res) >= 1) {
 			op->answered = true;
+			if (op->kind == PGWAKE_SLEEP) {
+				/* (won, was running) */
+				op->answered = PQgetvalue(res, 0, 0)[0] == 't';
+				op->lost = !op->answered &&
+					   PQnfields(res) > 1 &&
+					   PQgetvalue(res, 0, 1)[0] == 't';
+			}
 			if (op->kind == PGWAKE_ASK) {
 				op->req =
 				    strtoll(PQgetvalue(res, 0, 0), NULL, 10);
