@@ -39,6 +39,7 @@ struct hcheck {
 	struct upreg *g;
 	struct hcheck_ep **v;
 	size_t n;
+	size_t warned; /* the count past HCHECK_MAX last said (0: none) */
 };
 
 int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out)
@@ -309,11 +310,13 @@ int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
 	struct hcheck_ep **v;
 	size_t i, j, k = 0;
 
-	if (n > HCHECK_MAX) {
+	/* said once per count: the database's changes call this often */
+	if (n > HCHECK_MAX && n != h->warned)
 		log_warnx("health checks: %zu endpoints, checking the first %d",
 			  n, HCHECK_MAX);
+	h->warned = n > HCHECK_MAX ? n : 0;
+	if (n > HCHECK_MAX)
 		n = HCHECK_MAX;
-	}
 	v = calloc(n ? n : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;

@@ -71,8 +71,8 @@ int hcheck_merge(const struct hcheck_target *a, size_t na,
  * whose check changed starts a new schedule but stays out if it was out
  * (until the new check passes rise times); one no longer checked is
  * brought back (if it was out) and forgotten; past
- * HCHECK_MAX the rest are ignored (logged). Returns 0 or -ENOMEM (the old
- * set then stays).
+ * HCHECK_MAX the rest are ignored (logged once per count). Returns 0 or -ENOMEM
+ * (the old set then stays).
  */
 int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n);
 

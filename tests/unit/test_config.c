@@ -960,8 +960,8 @@ START_TEST(test_health_check_same)
 	int frc, jrc;
 
 	ck_assert_ptr_nonnull(o);
-	snprintf(text, sizeof(text),
-		 HC_ENV("  health_check = { %s };\n"), t->group);
+	snprintf(text, sizeof(text), HC_ENV("  health_check = { %s };\n"),
+		 t->group);
 	frc = config_load(write_conf(text), &c, &src, &ferr);
 	jrc = config_health_check_json(o, &jh, &jerr);
 	ck_assert_msg(frc == jrc, "%s: file %d (%s), JSON %d (%s)", t->group,

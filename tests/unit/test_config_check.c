@@ -363,8 +363,7 @@ static const struct hc_bad hc_bads[] = {
     {"{\"type\": \"http\", \"expect_status\": 200.0}",
      "expect_status: expected an integer, found a float"},
     {"{\"type\": \"http\", \"rise\": 0}", "rise: 0 is out of range 1..100"},
-    {"{\"type\": \"http\", \"rise\": 101}",
-     "rise: 101 is out of range 1..100"},
+    {"{\"type\": \"http\", \"rise\": 101}", "rise: 101 is out of range 1..100"},
     {"{\"type\": \"http\", \"rise\": -1}", "rise: -1 is out of range 1..100"},
     {"{\"type\": \"http\", \"fall\": -9223372036854775808}",
      "fall: -9223372036854775808 is out of range 1..100"},
@@ -423,7 +422,8 @@ START_TEST(test_hc_json_edges)
 	o = json_pack("{s:s, s:s}", "type", "http", "path", path);
 	ck_assert_int_eq(config_health_check_json(o, &hc, &err), -EINVAL);
 	ck_assert_str_eq(
-	    err.msg, "path: must start with \"/\" and be shorter than 256 bytes");
+	    err.msg,
+	    "path: must start with \"/\" and be shorter than 256 bytes");
 	json_decref(o);
 	/* a NUL inside a string (jansson keeps it when told to) */
 	o = json_loads("{\"type\": \"http\", \"path\": \"/a\\u0000b\"}",

@@ -363,8 +363,7 @@ START_TEST(test_merge)
 	free(v);
 	/* none: NULL, 0; one side only; no callback */
 	v = a;
-	ck_assert_int_eq(hcheck_merge(NULL, 0, NULL, 0, &v, &n, NULL, NULL),
-			 0);
+	ck_assert_int_eq(hcheck_merge(NULL, 0, NULL, 0, &v, &n, NULL, NULL), 0);
 	ck_assert_ptr_null(v);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_int_eq(hcheck_merge(NULL, 0, b, 4, &v, &n, NULL, NULL), 0);

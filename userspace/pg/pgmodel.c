@@ -600,6 +600,7 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 			goto out;
 		free(env->hc_err);
 		env->hc_err = NULL;
+		memset(&env->hc, 0, sizeof(env->hc));
 		if (!PQgetisnull(r, i, 2) &&
 		    pgm_health_check(PQgetvalue(r, i, 2), &env->hc, &e)) {
 			if (!(env->hc_err = pgm_dup(e.msg)))
