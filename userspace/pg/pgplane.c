@@ -89,7 +89,6 @@ static void pgplane_gave_way(void *arg, const char *what)
 static void pgplane_refused(void *arg, const char *project, const char *why)
 {
 	struct pgplane *p = arg;
-
 	char **v;
 
 	p->refused++;
