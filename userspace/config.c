@@ -557,75 +557,34 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 	return rc;
 }
 
-/* A deployment's health_check group (absent: none). */
+/* A deployment's health_check group (absent: none), its values checked
+ * by config_health_check_of: the one check the database's
+ * deployments.health_check goes through too. */
 static int cfg_health_check(struct cfg *x, const config_setting_t *dep,
 			    const char *path, struct config_health_check *hc)
 {
-	static const char *const keys[] = {
-	    "type",	     "path", "interval", "timeout",
-	    "expect_status", "rise", "fall",	 NULL};
+	struct config_value v[CONFIG_HC_NKEYS];
+	struct cfg_at at[CONFIG_HC_NKEYS];
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
-	struct cfg_at at;
-	uint64_t v[5];
-	const char *t, *pa;
-	size_t i;
-	int rc;
+	struct errbuf e;
+	int rc, i, key;
 
 	memset(hc, 0, sizeof(*hc));
-	rc = cfg_group(x, dep, path, "health_check", keys, p, &g);
+	rc = cfg_group(x, dep, path, "health_check", config_hc_keys, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	rc = cfg_str(x, g, p, "type", NULL, &t, &at);
-	if (rc < 0)
-		return rc;
-	if (strcmp(t, "http") == 0)
-		hc->type = CONFIG_HC_HTTP;
-	else if (strcmp(t, "tcp") == 0)
-		hc->type = CONFIG_HC_TCP;
-	else
-		return cfg_fail(x, at.s, at.key, "must be \"http\" or \"tcp\"");
-	rc = cfg_str(x, g, p, "path", "/", &pa, &at);
-	if (rc < 0)
-		return rc;
-	if (pa[0] != '/' || strlen(pa) >= CONFIG_HC_PATH_MAX)
-		return cfg_fail(x, at.s, at.key,
-				"must start with \"/\" and be shorter than %d "
-				"bytes",
-				CONFIG_HC_PATH_MAX);
-	for (i = 0; pa[i]; i++)
-		if ((unsigned char)pa[i] <= ' ' || pa[i] == 0x7f)
-			return cfg_fail(x, at.s, at.key,
-					"no spaces or control characters");
-	if (hc->type == CONFIG_HC_TCP && strcmp(pa, "/") != 0)
-		return cfg_fail(x, at.s, at.key, "only for type \"http\"");
-	snprintf(hc->path, sizeof(hc->path), "%s", pa);
-	rc = cfg_number(x, g, p, "interval", CFG_MS, 2 * CFG_S, 100, CFG_H,
-			&v[0]);
-	if (rc == 0)
-		rc = cfg_number(x, g, p, "timeout", CFG_MS, CFG_S, 10, CFG_MIN,
-				&v[1]);
-	if (rc == 0)
-		rc = cfg_number(x, g, p, "expect_status", CFG_COUNT, 200, 100,
-				599, &v[2]);
-	if (rc == 0)
-		rc = cfg_number(x, g, p, "rise", CFG_COUNT, 2, 1, 100, &v[3]);
-	if (rc == 0)
-		rc = cfg_number(x, g, p, "fall", CFG_COUNT, 3, 1, 100, &v[4]);
-	if (rc < 0)
-		return rc;
-	if (v[1] > v[0])
-		return cfg_fail(x, g, p,
-				"timeout (%llu ms) is longer than interval "
-				"(%llu ms)",
-				(unsigned long long)v[1],
-				(unsigned long long)v[0]);
-	hc->interval_ms = v[0];
-	hc->timeout_ms = v[1];
-	hc->expect_status = (unsigned)v[2];
-	hc->rise = (unsigned)v[3];
-	hc->fall = (unsigned)v[4];
-	return 0;
+	for (i = 0; i < CONFIG_HC_NKEYS; i++) {
+		rc = cfg_value(x, g, p, config_hc_keys[i], &v[i], &at[i]);
+		if (rc < 0)
+			return rc;
+	}
+	errbuf_clear(&e);
+	if (config_health_check_of(v, hc, &key, &e) == 0)
+		return 0;
+	if (key < 0)
+		return cfg_fail(x, g, p, "%s", e.msg);
+	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,

@@ -491,6 +491,267 @@ int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err)
 	return duration_parse_ms(s, CONFIG_DURATION_MAX_MS, ms, err);
 }
 
+/* ---- health checks ---------------------------------------------------------
+ */
+
+const char *const config_hc_keys[CONFIG_HC_NKEYS + 1] = {
+    "type",	     "path", "interval", "timeout",
+    "expect_status", "rise", "fall",	 NULL};
+
+/* A string value: def when absent (NULL: required). */
+static int config_hc_str(const struct config_value *v, const char *def,
+			 const char **out, struct errbuf *err)
+{
+	switch (v->kind) {
+	case CONFIG_VALUE_ABSENT:
+		if (!def) {
+			errbuf_set(err, "missing (required)");
+			return -EINVAL;
+		}
+		*out = def;
+		return 0;
+	case CONFIG_VALUE_STRING:
+		*out = v->str;
+		return 0;
+	case CONFIG_VALUE_INT:
+		errbuf_set(err, "expected a string, found an integer");
+		return -EINVAL;
+	case CONFIG_VALUE_OTHER:
+		break;
+	}
+	errbuf_set(err, "expected a string, found %s", v->text);
+	return -EINVAL;
+}
+
+/* A duration value in ms within [min, max], def when absent. */
+static int config_hc_ms(const struct config_value *v, uint64_t def,
+			uint64_t min, uint64_t max, uint64_t *out,
+			struct errbuf *err)
+{
+	uint64_t ms;
+
+	*out = def;
+	if (v->kind == CONFIG_VALUE_ABSENT)
+		return 0;
+	if (v->kind != CONFIG_VALUE_STRING) {
+		errbuf_set(err,
+			   "expected a duration string such as \"10s\", "
+			   "found %s",
+			   v->kind == CONFIG_VALUE_INT ? "an integer"
+						       : v->text);
+		return -EINVAL;
+	}
+	if (config_duration_parse(v->str, &ms, err) < 0)
+		return -EINVAL;
+	if (ms < min || ms > max) {
+		errbuf_set(err, "\"%s\" is out of range %llums..%llums", v->str,
+			   (unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	*out = ms;
+	return 0;
+}
+
+/* An integer value within [min, max], def when absent. */
+static int config_hc_count(const struct config_value *v, uint64_t def,
+			   uint64_t min, uint64_t max, uint64_t *out,
+			   struct errbuf *err)
+{
+	*out = def;
+	if (v->kind == CONFIG_VALUE_ABSENT)
+		return 0;
+	if (v->kind != CONFIG_VALUE_INT) {
+		errbuf_set(err, "expected an integer, found %s",
+			   v->kind == CONFIG_VALUE_STRING ? "a string"
+							  : v->text);
+		return -EINVAL;
+	}
+	if (v->big || (v->neg && v->mag) || v->mag < min || v->mag > max) {
+		errbuf_set(err, "%s is out of range %llu..%llu", v->text,
+			   (unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	*out = v->mag;
+	return 0;
+}
+
+int config_health_check_of(const struct config_value v[CONFIG_HC_NKEYS],
+			   struct config_health_check *hc, int *key,
+			   struct errbuf *err)
+{
+	const char *t = NULL, *pa = NULL;
+	uint64_t n[CONFIG_HC_NKEYS];
+	size_t i;
+	int k;
+
+	memset(hc, 0, sizeof(*hc));
+	*key = CONFIG_HC_KEY_TYPE;
+	if (config_hc_str(&v[CONFIG_HC_KEY_TYPE], NULL, &t, err))
+		return -EINVAL;
+	if (strcmp(t, "http") == 0) {
+		hc->type = CONFIG_HC_HTTP;
+	} else if (strcmp(t, "tcp") == 0) {
+		hc->type = CONFIG_HC_TCP;
+	} else {
+		errbuf_set(err, "must be \"http\" or \"tcp\"");
+		return -EINVAL;
+	}
+	*key = CONFIG_HC_KEY_PATH;
+	if (config_hc_str(&v[CONFIG_HC_KEY_PATH], "/", &pa, err))
+		goto bad;
+	if (pa[0] != '/' || strlen(pa) >= CONFIG_HC_PATH_MAX) {
+		errbuf_set(err,
+			   "must start with \"/\" and be shorter than %d "
+			   "bytes",
+			   CONFIG_HC_PATH_MAX);
+		goto bad;
+	}
+	for (i = 0; pa[i]; i++)
+		if ((unsigned char)pa[i] <= ' ' || pa[i] == 0x7f) {
+			errbuf_set(err, "no spaces or control characters");
+			goto bad;
+		}
+	if (hc->type == CONFIG_HC_TCP && strcmp(pa, "/") != 0) {
+		errbuf_set(err, "only for type \"http\"");
+		goto bad;
+	}
+	snprintf(hc->path, sizeof(hc->path), "%s", pa);
+	k = CONFIG_HC_KEY_INTERVAL;
+	if (config_hc_ms(&v[k], 2000, 100, 3600 * 1000, &n[k], err))
+		goto bad_k;
+	k = CONFIG_HC_KEY_TIMEOUT;
+	if (config_hc_ms(&v[k], 1000, 10, 60 * 1000, &n[k], err))
+		goto bad_k;
+	k = CONFIG_HC_KEY_EXPECT_STATUS;
+	if (config_hc_count(&v[k], 200, 100, 599, &n[k], err))
+		goto bad_k;
+	k = CONFIG_HC_KEY_RISE;
+	if (config_hc_count(&v[k], 2, 1, 100, &n[k], err))
+		goto bad_k;
+	k = CONFIG_HC_KEY_FALL;
+	if (config_hc_count(&v[k], 3, 1, 100, &n[k], err))
+		goto bad_k;
+	if (n[CONFIG_HC_KEY_TIMEOUT] > n[CONFIG_HC_KEY_INTERVAL]) {
+		*key = -1;
+		errbuf_set(err,
+			   "timeout (%llu ms) is longer than interval (%llu "
+			   "ms)",
+			   (unsigned long long)n[CONFIG_HC_KEY_TIMEOUT],
+			   (unsigned long long)n[CONFIG_HC_KEY_INTERVAL]);
+		goto bad;
+	}
+	hc->interval_ms = n[CONFIG_HC_KEY_INTERVAL];
+	hc->timeout_ms = n[CONFIG_HC_KEY_TIMEOUT];
+	hc->expect_status = (unsigned)n[CONFIG_HC_KEY_EXPECT_STATUS];
+	hc->rise = (unsigned)n[CONFIG_HC_KEY_RISE];
+	hc->fall = (unsigned)n[CONFIG_HC_KEY_FALL];
+	return 0;
+bad_k:
+	*key = k;
+bad:
+	memset(hc, 0, sizeof(*hc)); /* never a part of a check */
+	return -EINVAL;
+}
+
+/* What a JSON value is, in a message. */
+static const char *config_json_type_name(const json_t *j)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a float";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "something else";
+}
+
+int config_health_check_json(const json_t *o, struct config_health_check *hc,
+			     struct errbuf *err)
+{
+	struct config_value v[CONFIG_HC_NKEYS];
+	char num[CONFIG_HC_NKEYS][24];
+	const char *name;
+	json_t *m;
+	int i, key = -1;
+
+	memset(hc, 0, sizeof(*hc));
+	memset(v, 0, sizeof(v));
+	if (!o || !json_is_object(o)) {
+		errbuf_set(err, "expected a JSON object, found %s",
+			   o ? config_json_type_name(o) : "nothing");
+		return -EINVAL;
+	}
+	/* an unknown key first, as the file's group does */
+	json_object_foreach((json_t *)o, name, m)
+	{
+		for (i = 0; i < CONFIG_HC_NKEYS; i++)
+			if (strcmp(name, config_hc_keys[i]) == 0)
+				break;
+		if (i == CONFIG_HC_NKEYS) {
+			errbuf_set(err, "%.64s: unknown key", name);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < CONFIG_HC_NKEYS; i++) {
+		m = json_object_get(o, config_hc_keys[i]);
+		if (!m)
+			continue;
+		if (json_is_string(m)) {
+			v[i].kind = CONFIG_VALUE_STRING;
+			v[i].str = json_string_value(m);
+			/* a NUL inside would cut the value short unseen */
+			if (strlen(v[i].str) != json_string_length(m)) {
+				errbuf_set(err, "%s: a NUL byte in the string",
+					   config_hc_keys[i]);
+				return -EINVAL;
+			}
+		} else if (json_is_integer(m)) {
+			json_int_t x = json_integer_value(m);
+
+			v[i].kind = CONFIG_VALUE_INT;
+			v[i].neg = x < 0;
+			v[i].mag = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+			snprintf(num[i], sizeof(num[i]), "%lld", (long long)x);
+			v[i].text = num[i];
+		} else {
+			v[i].kind = CONFIG_VALUE_OTHER;
+			v[i].text = config_json_type_name(m);
+		}
+	}
+	if (config_health_check_of(v, hc, &key, err) == 0)
+		return 0;
+	if (key >= 0) {
+		struct errbuf e = *err;
+
+		errbuf_set(err, "%s: %s", config_hc_keys[key], e.msg);
+	}
+	return -EINVAL;
+}
+
+json_t *config_health_check_to_json(const struct config_health_check *hc)
+{
+	char iv[32], to[32];
+
+	snprintf(iv, sizeof(iv), "%llums", (unsigned long long)hc->interval_ms);
+	snprintf(to, sizeof(to), "%llums", (unsigned long long)hc->timeout_ms);
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i}", "type",
+			 hc->type == CONFIG_HC_TCP ? "tcp" : "http", "path",
+			 hc->path, "interval", iv, "timeout", to,
+			 "expect_status", (int)hc->expect_status, "rise",
+			 (int)hc->rise, "fall", (int)hc->fall);
+}
+
 /* This file must build without libconfig (config_check.h). */
 #ifdef LIBCONFIG_VER_MAJOR
 #error "config_check.c must not depend on libconfig"

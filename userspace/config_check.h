@@ -5,8 +5,9 @@
  * endpoints, path prefixes, ids, display names, IP rules, balancing modes,
  * security header values and durations.
  *
- * Pure functions over strings, with no libconfig (neither this header nor
- * config_check.c includes libconfig.h): the file loader (config_value.c)
+ * Pure functions over strings (and, for a health_check, a JSON object),
+ * with no libconfig (neither this header nor config_check.c includes
+ * libconfig.h): the file loader (config_value.c)
  * calls them for every value it reads, and any other source of projects
  * (the PostgreSQL loader) calls the same ones on its rows, so that a value
  * is accepted from the database exactly when it would be from the file.
@@ -18,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -63,6 +65,74 @@ struct config_health_check {
 	unsigned rise;		       /* successes that bring it back */
 	unsigned fall;		       /* failures that take it out */
 };
+
+/* health_check's keys, in the order they are checked. */
+enum config_hc_key {
+	CONFIG_HC_KEY_TYPE = 0,
+	CONFIG_HC_KEY_PATH,
+	CONFIG_HC_KEY_INTERVAL,
+	CONFIG_HC_KEY_TIMEOUT,
+	CONFIG_HC_KEY_EXPECT_STATUS,
+	CONFIG_HC_KEY_RISE,
+	CONFIG_HC_KEY_FALL,
+	CONFIG_HC_NKEYS,
+};
+
+/* Their names ("type", "path", ...), NULL-terminated. */
+extern const char *const config_hc_keys[CONFIG_HC_NKEYS + 1];
+
+/* What a source holds under one key, as it read it (the file's libconfig
+ * setting, the database's JSON member), before any check. */
+enum config_value_kind {
+	CONFIG_VALUE_ABSENT = 0,
+	CONFIG_VALUE_STRING,
+	CONFIG_VALUE_INT,
+	CONFIG_VALUE_OTHER, /* any other type: text says which */
+};
+
+struct config_value {
+	enum config_value_kind kind;
+	const char *str; /* CONFIG_VALUE_STRING */
+	/* CONFIG_VALUE_INT as written: its magnitude (when not big), its
+	 * sign, and whether it needs more than 64 bits */
+	uint64_t mag;
+	bool neg, big;
+	/* CONFIG_VALUE_INT: the integer as written; CONFIG_VALUE_OTHER:
+	 * what it is ("a float", "a list") */
+	const char *text;
+};
+
+/*
+ * A health_check from the values of its keys (v[CONFIG_HC_KEY_*]): the
+ * one check of the file's group and the database's deployments column,
+ * so that both accept the same values with the same defaults. type is
+ * required ("http" or "tcp"); path "/" (http only: a string starting
+ * with '/', no spaces or control characters, < CONFIG_HC_PATH_MAX
+ * bytes); interval "2s" (100ms..1h); timeout "1s" (10ms..1m, at most
+ * interval); expect_status 200 (100..599); rise 2 and fall 3 (1..100).
+ * Durations are strings (config_duration_parse), the others integers.
+ * Returns 0 with *hc, or -EINVAL with err (the message without the key)
+ * and *key the index of the key at fault, or -1 when the fault is the
+ * group's (timeout longer than interval).
+ */
+int config_health_check_of(const struct config_value v[CONFIG_HC_NKEYS],
+			   struct config_health_check *hc, int *key,
+			   struct errbuf *err);
+
+/*
+ * A health_check given as a JSON object (the database's
+ * deployments.health_check, the local snapshot's copy): the same keys,
+ * values and defaults as the file's group (config_health_check_of). Not
+ * an object, or an unknown key, is refused too. Returns 0 with *hc, or
+ * -EINVAL with err ("interval: ...", "foo: unknown key", "expected a JSON
+ * object, found an array").
+ */
+int config_health_check_json(const json_t *o, struct config_health_check *hc,
+			     struct errbuf *err);
+
+/* hc (not CONFIG_HC_NONE) as the JSON object config_health_check_json
+ * reads back to the same hc: a new reference, NULL when out of memory. */
+json_t *config_health_check_to_json(const struct config_health_check *hc);
 
 /* How a deployment's endpoints are chosen (Select). */
 enum config_balance {

@@ -263,6 +263,37 @@ static int cfg_count_of(struct cfg *x, const config_setting_t *s,
 	return 0;
 }
 
+int cfg_value(struct cfg *x, const config_setting_t *g, const char *path,
+	      const char *name, struct config_value *out, struct cfg_at *at)
+{
+	config_setting_t *s = cfg_member(g, path, name, at->key);
+	const struct config_file_int *v;
+
+	memset(out, 0, sizeof(*out));
+	at->s = s ? s : g;
+	if (!s)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		out->kind = CONFIG_VALUE_STRING;
+		out->str = config_setting_get_string(s);
+		return 0;
+	}
+	if (!cfg_is_int(s)) {
+		out->kind = CONFIG_VALUE_OTHER;
+		out->text = cfg_type_name(s);
+		return 0;
+	}
+	v = cfg_int_of(x, s, at->key);
+	if (!v)
+		return -EINVAL;
+	out->kind = CONFIG_VALUE_INT;
+	out->mag = v->mag;
+	out->neg = v->neg;
+	out->big = v->big;
+	out->text = v->text;
+	return 0;
+}
+
 /* Parse "N", "NK", "NM", "NG" (binary units) into bytes. */
 static int cfg_size_parse(const char *s, uint64_t *out, struct errbuf *err)
 {

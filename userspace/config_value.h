@@ -113,6 +113,14 @@ int cfg_str(struct cfg *x, const config_setting_t *g, const char *path,
 	    const char *name, const char *def, const char **out,
 	    struct cfg_at *at);
 
+/* A member as it is written, unchecked (config_check.h's struct
+ * config_value: absent, a string, an integer as written in the file, or
+ * what else it is), for a check shared with another source
+ * (config_health_check_of). *at says where it was. Returns 0, or -EINVAL
+ * for an integer whose text was not found. */
+int cfg_value(struct cfg *x, const config_setting_t *g, const char *path,
+	      const char *name, struct config_value *out, struct cfg_at *at);
+
 /* A copy of s into *out; on failure x->err says "FILE: out of memory".
  * Returns 0 or -ENOMEM. */
 int cfg_dup(struct cfg *x, const char *s, char **out);

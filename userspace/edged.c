@@ -86,7 +86,15 @@ struct edged {
 	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
 	struct tls_db *tls_db;
 	uint64_t tls_rotated_ns;
-	struct hcheck *hc; /* the active health checks (the file's) */
+	/* the active health checks: the file's deployments' (hc_file, as
+	 * last loaded) and the database's (pgplane_hcheck_targets) merged,
+	 * the file's first; the addresses whose database check gave way to
+	 * the file's, said once */
+	struct hcheck *hc;
+	struct hcheck_target *hc_file;
+	size_t n_hc_file;
+	char (*hc_lost)[CONFIG_ADDR_STR_MAX];
+	size_t n_hc_lost;
 };
 
 static void usage(FILE *f)
@@ -318,6 +326,74 @@ static void edged_splice_start(struct edged *d)
 		 splice_mode_name(splice_get_mode()));
 }
 
+/* A database health check that gave way to the file's (hcheck_merge):
+ * collected in *arg, said by edged_hcheck when new. */
+struct edged_lost {
+	char (*v)[CONFIG_ADDR_STR_MAX];
+	size_t n;
+	bool nomem;
+};
+
+static void edged_hcheck_lost(void *arg, const struct hcheck_target *won,
+			      const struct hcheck_target *dropped)
+{
+	struct edged_lost *l = arg;
+	char(*v)[CONFIG_ADDR_STR_MAX];
+
+	(void)won;
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v) {
+		l->nomem = true;
+		return;
+	}
+	l->v = v;
+	snprintf(v[l->n++], sizeof(*v), "%s", dropped->addr.text);
+}
+
+/* Check what the file's deployments (d->hc_file) and the database's ask,
+ * the file's check winning for an address both check (logged once). */
+static void edged_hcheck(struct edged *d)
+{
+	struct hcheck_target *db = NULL, *all = NULL;
+	struct edged_lost l = {NULL, 0, false};
+	size_t ndb = 0, n = 0, i, j;
+
+	if (!d->hc)
+		return;
+	if (pgplane_hcheck_targets(d->pg, &db, &ndb) ||
+	    hcheck_merge(d->hc_file, d->n_hc_file, db, ndb, &all, &n,
+			 edged_hcheck_lost, &l) ||
+	    hcheck_set(d->hc, all, n)) {
+		log_warnx("health checks: out of memory; the old ones stay");
+		goto out;
+	}
+	for (i = 0; i < l.n; i++) {
+		for (j = 0; j < d->n_hc_lost; j++)
+			if (strcmp(d->hc_lost[j], l.v[i]) == 0)
+				break;
+		if (j == d->n_hc_lost)
+			log_warnx("upstream %s: the configuration file's "
+				  "health check is used, the database's "
+				  "deployments.health_check for it is not",
+				  l.v[i]);
+	}
+	if (!l.nomem) {
+		free(d->hc_lost);
+		d->hc_lost = l.v;
+		d->n_hc_lost = l.n;
+		l.v = NULL;
+	}
+out:
+	free(l.v);
+	free(db);
+	free(all);
+}
+
+static void edged_hcheck_cb(void *arg)
+{
+	edged_hcheck(arg);
+}
+
 static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
@@ -375,10 +451,13 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		hc_ok = true;
 	rc = route_writer_update_file(&d->routes, src, &def, tcp.v, tcp.n, gen,
 				      err);
-	if (rc == 0 && hc_ok && hcheck_set(d->hc, hct, nhct))
-		log_warnx("%s: health checks: out of memory; the old ones "
-			  "stay",
-			  d->conf_path);
+	if (rc == 0 && hc_ok) {
+		free(d->hc_file);
+		d->hc_file = hct;
+		d->n_hc_file = nhct;
+		hct = NULL;
+		edged_hcheck(d);
+	}
 	free(hct);
 	if (rc == 0 && (!wdefs || wake_configure(d->sh.wake, &cfg->wake) ||
 			wake_sync_defs(d->sh.wake, wdefs)))
@@ -1369,11 +1448,13 @@ int main(int argc, char **argv)
 	}
 	tcproute_workers(d.tcp, d.w, d.nw);
 	d.base = event_base_new();
-	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc) ||
-	    hcheck_set(d.hc, hct, nhct))
+	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc))
 		goto out;
-	free(hct);
+	d.hc_file = hct;
+	d.n_hc_file = nhct;
 	hct = NULL;
+	if (hcheck_set(d.hc, d.hc_file, d.n_hc_file))
+		goto out;
 	for (i = 0; i < 4; i++) {
 		d.sig[i] = evsignal_new(d.base, sigs[i], edged_signal_cb, &d);
 		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
@@ -1433,6 +1514,7 @@ int main(int argc, char **argv)
 		errbuf_clear(&err);
 		if (d.tls_db)
 			pgplane_set_certs(d.pg, edged_tls_db_cb, &d);
+		pgplane_set_hcheck(d.pg, edged_hcheck_cb, &d);
 		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp, d.sh.wake,
 				  stats_metrics(d.stats), &err)) {
 			log_warnx("%s", err.msg);
@@ -1483,6 +1565,8 @@ out:
 	free(d.w);
 	hcheck_free(d.hc); /* before the registry its entries are in */
 	free(hct);
+	free(d.hc_file);
+	free(d.hc_lost);
 	upreg_free(d.sh.upreg);
 	wake_free(d.sh.wake);
 	for (i = 0; i < 4; i++)

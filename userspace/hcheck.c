@@ -39,6 +39,7 @@ struct hcheck {
 	struct upreg *g;
 	struct hcheck_ep **v;
 	size_t n;
+	size_t warned; /* the count past HCHECK_MAX last said (0: none) */
 };
 
 int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out)
@@ -309,11 +310,13 @@ int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
 	struct hcheck_ep **v;
 	size_t i, j, k = 0;
 
-	if (n > HCHECK_MAX) {
+	/* said once per count: the database's changes call this often */
+	if (n > HCHECK_MAX && n != h->warned)
 		log_warnx("health checks: %zu endpoints, checking the first %d",
 			  n, HCHECK_MAX);
+	h->warned = n > HCHECK_MAX ? n : 0;
+	if (n > HCHECK_MAX)
 		n = HCHECK_MAX;
-	}
 	v = calloc(n ? n : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -404,6 +407,74 @@ int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
 			}
 		}
 	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/* A target's place in hcheck_merge: its address's canonical text, then
+ * its index (so that the first of an address sorts first). */
+struct hcheck_ord {
+	const struct hcheck_target *t;
+	size_t i;
+};
+
+static int hcheck_ord_cmp(const void *a, const void *b)
+{
+	const struct hcheck_ord *x = a, *y = b;
+	int c = strcmp(x->t->addr.text, y->t->addr.text);
+
+	if (c)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int hcheck_merge(const struct hcheck_target *a, size_t na,
+		 const struct hcheck_target *b, size_t nb,
+		 struct hcheck_target **out, size_t *n,
+		 void (*lost)(void *arg, const struct hcheck_target *won,
+			      const struct hcheck_target *dropped),
+		 void *arg)
+{
+	struct hcheck_ord *o = NULL;
+	struct hcheck_target *v = NULL;
+	bool *keep = NULL;
+	size_t total = na + nb, i, k = 0, first = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!total)
+		return 0;
+	o = calloc(total, sizeof(*o));
+	keep = calloc(total, sizeof(*keep));
+	v = calloc(total, sizeof(*v));
+	if (!o || !keep || !v) {
+		free(o);
+		free(keep);
+		free(v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < total; i++) {
+		o[i].t = i < na ? &a[i] : &b[i - na];
+		o[i].i = i;
+	}
+	/* the canonical text names an address once (config_addr_parse) */
+	qsort(o, total, sizeof(*o), hcheck_ord_cmp);
+	for (i = 0; i < total; i++) {
+		if (i == 0 ||
+		    strcmp(o[i].t->addr.text, o[first].t->addr.text) != 0) {
+			first = i;
+			keep[o[i].i] = true;
+			continue;
+		}
+		if (lost && o[first].i < na && o[i].i >= na)
+			lost(arg, o[first].t, o[i].t);
+	}
+	for (i = 0; i < total; i++)
+		if (keep[i])
+			v[k++] = i < na ? a[i] : b[i - na];
+	free(o);
+	free(keep);
 	*out = v;
 	*n = k;
 	return 0;

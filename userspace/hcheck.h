@@ -9,7 +9,8 @@
  * mode), rise successes in a row bring it back; both logged once.
  *
  * An endpoint starts healthy. One check per endpoint: when several
- * deployments check the same address, the first one's check is used.
+ * deployments check the same address, the first one's check is used (the
+ * file's before the database's: hcheck_merge).
  * At most HCHECK_MAX endpoints are checked.
  */
 #ifndef EDGE_HCHECK_H
@@ -50,13 +51,28 @@ int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
 		   size_t *n);
 
 /*
+ * Every source's targets together: a[0..na) then b[0..nb) (the file's,
+ * then the database's), each address once, into a new array *out of *n
+ * (NULL, 0 when none), in that order. The first target of an address
+ * wins; lost(arg, won, dropped), when not NULL, is told of each target of
+ * b dropped for one of a (a source giving way to the file). Returns 0 or
+ * -ENOMEM.
+ */
+int hcheck_merge(const struct hcheck_target *a, size_t na,
+		 const struct hcheck_target *b, size_t nb,
+		 struct hcheck_target **out, size_t *n,
+		 void (*lost)(void *arg, const struct hcheck_target *won,
+			      const struct hcheck_target *dropped),
+		 void *arg);
+
+/*
  * Check t[0..n) from now on (at start and after each reload): an endpoint
  * checked before with the same check keeps its state and its schedule; one
  * whose check changed starts a new schedule but stays out if it was out
  * (until the new check passes rise times); one no longer checked is
  * brought back (if it was out) and forgotten; past
- * HCHECK_MAX the rest are ignored (logged). Returns 0 or -ENOMEM (the old
- * set then stays).
+ * HCHECK_MAX the rest are ignored (logged once per count). Returns 0 or -ENOMEM
+ * (the old set then stays).
  */
 int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n);
 

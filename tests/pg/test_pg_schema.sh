@@ -15,7 +15,8 @@
 #   ip_rule_change, a row moved between projects noted for both, nothing
 #   for a transaction rolled back, TRUNCATE noted like DELETE; tcp_routes
 #   (migration 0005) noted as its environment's project, as domains are;
-#   the same (listen, sni) refused twice.
+#   a deployment's health_check set (migration 0012) noted as its
+#   project's; the same (listen, sni) refused twice.
 #
 #   B=build bash tests/pg/test_pg_schema.sh
 #
@@ -176,6 +177,9 @@ tx "insert a domain" \
 	"project_route_change V p3" "project p3"
 tx "switch the deployment" \
 	"UPDATE deployments SET active = (id = 'd6') WHERE environment_id = 'e3'" \
+	"project_route_change V p3" "project p3"
+tx "set a deployment's health_check (migration 0012)" \
+	"UPDATE deployments SET health_check = '{\"type\": \"tcp\"}' WHERE id = 'd6'" \
 	"project_route_change V p3" "project p3"
 tx "insert 1000 domains in one transaction" \
 	"INSERT INTO domains (domain, environment_id) SELECT 'd' || g || '.bulk.example.com', 'e3' FROM generate_series(1, 1000) g" \

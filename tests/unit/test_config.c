@@ -904,6 +904,92 @@ START_TEST(test_health_check)
 }
 END_TEST
 
+/* The same health_check written as the file's group and as the
+ * database's JSON object (config_health_check_json): the same check, or
+ * the same message after the key. */
+struct hc_same {
+	const char *group; /* inside health_check = { ... } */
+	const char *json;
+};
+
+static const struct hc_same hc_sames[] = {
+    {"type = \"tcp\";", "{\"type\": \"tcp\"}"},
+    {"type = \"http\"; path = \"/healthz\"; interval = \"200ms\"; "
+     "timeout = \"150ms\"; expect_status = 204; rise = 3; fall = 4;",
+     "{\"type\": \"http\", \"path\": \"/healthz\", \"interval\": \"200ms\", "
+     "\"timeout\": \"150ms\", \"expect_status\": 204, \"rise\": 3, "
+     "\"fall\": 4}"},
+    {"type = \"http\"; interval = \"1h\"; timeout = \"1m\";",
+     "{\"type\": \"http\", \"interval\": \"1h\", \"timeout\": \"1m\"}"},
+    {"path = \"/h\";", "{\"path\": \"/h\"}"},
+    {"type = \"udp\";", "{\"type\": \"udp\"}"},
+    {"type = 7;", "{\"type\": 7}"},
+    {"type = \"http\"; bogus = 1;", "{\"type\": \"http\", \"bogus\": 1}"},
+    {"type = \"http\"; path = \"h\";", "{\"type\": \"http\", \"path\": \"h\"}"},
+    {"type = \"tcp\"; path = \"/h\";", "{\"type\": \"tcp\", \"path\": \"/h\"}"},
+    {"type = \"http\"; path = \"/a b\";",
+     "{\"type\": \"http\", \"path\": \"/a b\"}"},
+    {"type = \"http\"; interval = \"5x\";",
+     "{\"type\": \"http\", \"interval\": \"5x\"}"},
+    {"type = \"http\"; interval = 5;", "{\"type\": \"http\", \"interval\": 5}"},
+    {"type = \"http\"; interval = \"99ms\";",
+     "{\"type\": \"http\", \"interval\": \"99ms\"}"},
+    {"type = \"http\"; timeout = \"2m\";",
+     "{\"type\": \"http\", \"timeout\": \"2m\"}"},
+    {"type = \"http\"; interval = \"1s\"; timeout = \"2s\";",
+     "{\"type\": \"http\", \"interval\": \"1s\", \"timeout\": \"2s\"}"},
+    {"type = \"http\"; expect_status = 600;",
+     "{\"type\": \"http\", \"expect_status\": 600}"},
+    {"type = \"http\"; expect_status = \"200\";",
+     "{\"type\": \"http\", \"expect_status\": \"200\"}"},
+    {"type = \"http\"; rise = 0;", "{\"type\": \"http\", \"rise\": 0}"},
+    {"type = \"http\"; fall = -1;", "{\"type\": \"http\", \"fall\": -1}"},
+    {"type = \"http\"; fall = 1.5;", "{\"type\": \"http\", \"fall\": 1.5}"},
+    {"type = \"http\"; fall = true;", "{\"type\": \"http\", \"fall\": true}"},
+};
+
+START_TEST(test_health_check_same)
+{
+	const struct hc_same *t = &hc_sames[_i];
+	struct config_health_check fh, jh;
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+	struct errbuf ferr = {""}, jerr = {""};
+	char text[1024], *key;
+	json_t *o = json_loads(t->json, 0, NULL);
+	int frc, jrc;
+
+	ck_assert_ptr_nonnull(o);
+	snprintf(text, sizeof(text), HC_ENV("  health_check = { %s };\n"),
+		 t->group);
+	frc = config_load(write_conf(text), &c, &src, &ferr);
+	jrc = config_health_check_json(o, &jh, &jerr);
+	ck_assert_msg(frc == jrc, "%s: file %d (%s), JSON %d (%s)", t->group,
+		      frc, ferr.msg, jrc, jerr.msg);
+	if (frc == 0) {
+		memset(&fh, 0, sizeof(fh));
+		fh = src->projects[0].envs[0].deployment.hc;
+		ck_assert_mem_eq(&fh, &jh, sizeof(fh));
+		ck_assert_int_ne(fh.type, CONFIG_HC_NONE);
+	} else {
+		/* "FILE:LINE: ...deployment.health_check.KEY: MSG" against
+		 * "KEY: MSG"; a fault of the group's: "...health_check: MSG"
+		 * against "MSG" */
+		key = strstr(ferr.msg, "deployment.health_check");
+		ck_assert_msg(key != NULL, "%s", ferr.msg);
+		key += strlen("deployment.health_check");
+		if (*key == '.')
+			key++;
+		else if (strncmp(key, ": ", 2) == 0)
+			key += 2;
+		ck_assert_str_eq(key, jerr.msg);
+	}
+	json_decref(o);
+	route_src_free(src);
+	config_free(c);
+}
+END_TEST
+
 START_TEST(test_values)
 {
 	struct errbuf err = {""};
@@ -1428,6 +1514,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_health_check);
+	tcase_add_loop_test(tc, test_health_check_same, 0,
+			    sizeof(hc_sames) / sizeof(hc_sames[0]));
 	tcase_add_test(tc, test_analytics_keys);
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_duration_grammar);

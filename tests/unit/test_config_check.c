@@ -2,7 +2,8 @@
 /* test_config_check.c - the checks of a project's values without
  * libconfig (config_check.h), as the file loader and the PostgreSQL
  * loader use them: domains, endpoints, path prefixes, ids, names, IP
- * rules, balancing modes, security header values, durations. */
+ * rules, balancing modes, security header values, durations, and a
+ * health_check given as a JSON object (deployments.health_check). */
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -298,6 +299,187 @@ START_TEST(test_duration)
 }
 END_TEST
 
+/* ---- health_check as a JSON object (deployments.health_check) ---------- */
+
+struct hc_bad {
+	const char *json;
+	const char *msg; /* the whole message */
+};
+
+/* Every shape the database's column may hold that is not a check. */
+static const struct hc_bad hc_bads[] = {
+    {"[1, 2]", "expected a JSON object, found an array"},
+    {"\"http\"", "expected a JSON object, found a string"},
+    {"42", "expected a JSON object, found an integer"},
+    {"4.5", "expected a JSON object, found a float"},
+    {"null", "expected a JSON object, found null"},
+    {"true", "expected a JSON object, found a boolean"},
+    {"{}", "type: missing (required)"},
+    {"{\"path\": \"/h\"}", "type: missing (required)"},
+    {"{\"type\": \"http\", \"bogus\": 1}", "bogus: unknown key"},
+    {"{\"Type\": \"http\"}", "Type: unknown key"},
+    {"{\"type\": \"udp\"}", "type: must be \"http\" or \"tcp\""},
+    {"{\"type\": \"HTTP\"}", "type: must be \"http\" or \"tcp\""},
+    {"{\"type\": 1}", "type: expected a string, found an integer"},
+    {"{\"type\": null}", "type: expected a string, found null"},
+    {"{\"type\": [\"http\"]}", "type: expected a string, found an array"},
+    {"{\"type\": \"http\", \"path\": \"h\"}",
+     "path: must start with \"/\" and be shorter than 256 bytes"},
+    {"{\"type\": \"http\", \"path\": \"\"}",
+     "path: must start with \"/\" and be shorter than 256 bytes"},
+    {"{\"type\": \"http\", \"path\": \"/a b\"}",
+     "path: no spaces or control characters"},
+    {"{\"type\": \"http\", \"path\": \"/a\\tb\"}",
+     "path: no spaces or control characters"},
+    {"{\"type\": \"http\", \"path\": \"/a\\u007fb\"}",
+     "path: no spaces or control characters"},
+    {"{\"type\": \"http\", \"path\": {}}",
+     "path: expected a string, found an object"},
+    {"{\"type\": \"tcp\", \"path\": \"/h\"}", "path: only for type \"http\""},
+    {"{\"type\": \"http\", \"interval\": \"5x\"}", NULL},
+    {"{\"type\": \"http\", \"interval\": \"10\"}", NULL},
+    {"{\"type\": \"http\", \"interval\": 2}",
+     "interval: expected a duration string such as \"10s\", found an "
+     "integer"},
+    {"{\"type\": \"http\", \"interval\": true}",
+     "interval: expected a duration string such as \"10s\", found a "
+     "boolean"},
+    {"{\"type\": \"http\", \"interval\": \"99ms\"}",
+     "interval: \"99ms\" is out of range 100ms..3600000ms"},
+    {"{\"type\": \"http\", \"interval\": \"1h1ms\"}",
+     "interval: \"1h1ms\" is out of range 100ms..3600000ms"},
+    {"{\"type\": \"http\", \"timeout\": \"9ms\"}",
+     "timeout: \"9ms\" is out of range 10ms..60000ms"},
+    {"{\"type\": \"http\", \"interval\": \"1h\", \"timeout\": \"61s\"}",
+     "timeout: \"61s\" is out of range 10ms..60000ms"},
+    {"{\"type\": \"http\", \"interval\": \"1s\", \"timeout\": \"2s\"}",
+     "timeout (2000 ms) is longer than interval (1000 ms)"},
+    {"{\"type\": \"http\", \"expect_status\": 99}",
+     "expect_status: 99 is out of range 100..599"},
+    {"{\"type\": \"http\", \"expect_status\": 600}",
+     "expect_status: 600 is out of range 100..599"},
+    {"{\"type\": \"http\", \"expect_status\": \"200\"}",
+     "expect_status: expected an integer, found a string"},
+    {"{\"type\": \"http\", \"expect_status\": 200.0}",
+     "expect_status: expected an integer, found a float"},
+    {"{\"type\": \"http\", \"rise\": 0}", "rise: 0 is out of range 1..100"},
+    {"{\"type\": \"http\", \"rise\": 101}", "rise: 101 is out of range 1..100"},
+    {"{\"type\": \"http\", \"rise\": -1}", "rise: -1 is out of range 1..100"},
+    {"{\"type\": \"http\", \"fall\": -9223372036854775808}",
+     "fall: -9223372036854775808 is out of range 1..100"},
+    {"{\"type\": \"http\", \"fall\": 9223372036854775807}",
+     "fall: 9223372036854775807 is out of range 1..100"},
+    {"{\"type\": \"http\", \"fall\": false}",
+     "fall: expected an integer, found a boolean"},
+};
+
+/* A refused value: -EINVAL, its message, and no part of a check left. */
+START_TEST(test_hc_json_bad)
+{
+	const struct hc_bad *c = &hc_bads[_i];
+	struct config_health_check hc;
+	struct errbuf err = {""};
+	json_error_t je;
+	json_t *o = json_loads(c->json, JSON_DECODE_ANY, &je);
+
+	ck_assert_msg(o != NULL, "%s: %s", c->json, je.text);
+	memset(&hc, 0xa5, sizeof(hc));
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), -EINVAL);
+	if (c->msg)
+		ck_assert_str_eq(err.msg, c->msg);
+	else /* the duration grammar's own words, after the key */
+		ck_assert_msg(strncmp(err.msg, "interval: ", 10) == 0 &&
+				  strlen(err.msg) > 10,
+			      "%s: %s", c->json, err.msg);
+	ck_assert_int_eq(hc.type, CONFIG_HC_NONE);
+	ck_assert_str_eq(hc.path, "");
+	ck_assert_uint_eq(hc.interval_ms + hc.timeout_ms + hc.rise + hc.fall +
+			      hc.expect_status,
+			  0);
+	json_decref(o);
+}
+END_TEST
+
+/* No object at all, and a path one byte too long. */
+START_TEST(test_hc_json_edges)
+{
+	struct config_health_check hc;
+	struct errbuf err = {""};
+	char path[CONFIG_HC_PATH_MAX + 1];
+	json_t *o;
+
+	ck_assert_int_eq(config_health_check_json(NULL, &hc, &err), -EINVAL);
+	ck_assert_str_eq(err.msg, "expected a JSON object, found nothing");
+	memset(path, 'a', sizeof(path));
+	path[0] = '/';
+	path[CONFIG_HC_PATH_MAX - 1] = '\0'; /* 255 bytes: the longest */
+	o = json_pack("{s:s, s:s}", "type", "http", "path", path);
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), 0);
+	ck_assert_uint_eq(strlen(hc.path), CONFIG_HC_PATH_MAX - 1);
+	json_decref(o);
+	path[CONFIG_HC_PATH_MAX - 1] = 'a';
+	path[CONFIG_HC_PATH_MAX] = '\0'; /* 256 */
+	o = json_pack("{s:s, s:s}", "type", "http", "path", path);
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), -EINVAL);
+	ck_assert_str_eq(
+	    err.msg,
+	    "path: must start with \"/\" and be shorter than 256 bytes");
+	json_decref(o);
+	/* a NUL inside a string (jansson keeps it when told to) */
+	o = json_loads("{\"type\": \"http\", \"path\": \"/a\\u0000b\"}",
+		       JSON_ALLOW_NUL, NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), -EINVAL);
+	ck_assert_str_eq(err.msg, "path: a NUL byte in the string");
+	json_decref(o);
+}
+END_TEST
+
+/* The defaults, every key set, and the object written back reading as
+ * the same check. */
+START_TEST(test_hc_json_good)
+{
+	struct config_health_check hc, back;
+	struct errbuf err = {""};
+	json_t *o, *w;
+
+	o = json_loads("{\"type\": \"tcp\"}", 0, NULL);
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), 0);
+	ck_assert_int_eq(hc.type, CONFIG_HC_TCP);
+	ck_assert_str_eq(hc.path, "/");
+	ck_assert_uint_eq(hc.interval_ms, 2000);
+	ck_assert_uint_eq(hc.timeout_ms, 1000);
+	ck_assert_uint_eq(hc.expect_status, 200);
+	ck_assert_uint_eq(hc.rise, 2);
+	ck_assert_uint_eq(hc.fall, 3);
+	json_decref(o);
+	o = json_loads("{\"type\": \"http\", \"path\": \"/healthz?x=1\", "
+		       "\"interval\": \"1m30s\", \"timeout\": \"250ms\", "
+		       "\"expect_status\": 204, \"rise\": 100, \"fall\": 1}",
+		       0, NULL);
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), 0);
+	ck_assert_int_eq(hc.type, CONFIG_HC_HTTP);
+	ck_assert_str_eq(hc.path, "/healthz?x=1");
+	ck_assert_uint_eq(hc.interval_ms, 90000);
+	ck_assert_uint_eq(hc.timeout_ms, 250);
+	ck_assert_uint_eq(hc.expect_status, 204);
+	ck_assert_uint_eq(hc.rise, 100);
+	ck_assert_uint_eq(hc.fall, 1);
+	w = config_health_check_to_json(&hc);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(config_health_check_json(w, &back, &err), 0);
+	ck_assert_mem_eq(&hc, &back, sizeof(hc));
+	json_decref(w);
+	json_decref(o);
+	/* the interval equal to the timeout is allowed */
+	o = json_loads("{\"type\": \"http\", \"interval\": \"1s\", "
+		       "\"timeout\": \"1s\"}",
+		       0, NULL);
+	ck_assert_int_eq(config_health_check_json(o, &hc, &err), 0);
+	json_decref(o);
+}
+END_TEST
+
 static Suite *config_check_suite(void)
 {
 	Suite *s = suite_create("config_check");
@@ -312,6 +494,9 @@ static Suite *config_check_suite(void)
 	tcase_add_test(tc, test_ip_rules);
 	tcase_add_test(tc, test_choices);
 	tcase_add_test(tc, test_duration);
+	tcase_add_loop_test(tc, test_hc_json_bad, 0, CK_NELEM(hc_bads));
+	tcase_add_test(tc, test_hc_json_edges);
+	tcase_add_test(tc, test_hc_json_good);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,7 @@
  * is taken out by the deadline, hostile answers (garbage, a close in the
  * status line, a 10 MB body, a malformed status) are judged right, and a reload
  * that changes an endpoint's check (not its address) keeps an endpoint that is
- * out, out. */
+ * out, out; the file's targets and the database's merged (hcheck_merge). */
 #include <arpa/inet.h>
 #include <check.h>
 #include <event2/event.h>
@@ -295,6 +295,84 @@ START_TEST(test_free_quiet)
 }
 END_TEST
 
+/* A target at 10.0.0.N:80 (config_addr_parse's canonical form) with
+ * interval_ms, so that which one won can be seen. */
+static struct hcheck_target merge_target(unsigned n, uint64_t interval_ms)
+{
+	struct hcheck_target t;
+	char text[32];
+
+	memset(&t, 0, sizeof(t));
+	snprintf(text, sizeof(text), "10.0.0.%u:80", n);
+	ck_assert_int_eq(config_addr_parse(text, &t.addr, NULL), 0);
+	t.hc.type = CONFIG_HC_TCP;
+	t.hc.interval_ms = interval_ms;
+	return t;
+}
+
+struct merge_lost {
+	char won[8][CONFIG_ADDR_STR_MAX];
+	uint64_t won_ms[8], lost_ms[8];
+	size_t n;
+};
+
+static void merge_lost_cb(void *arg, const struct hcheck_target *won,
+			  const struct hcheck_target *dropped)
+{
+	struct merge_lost *l = arg;
+
+	ck_assert_uint_lt(l->n, 8);
+	ck_assert_str_eq(won->addr.text, dropped->addr.text);
+	snprintf(l->won[l->n], sizeof(l->won[l->n]), "%s", won->addr.text);
+	l->won_ms[l->n] = won->hc.interval_ms;
+	l->lost_ms[l->n++] = dropped->hc.interval_ms;
+}
+
+/* The file's targets and the database's merged: each address once, in
+ * order, the first winning; the database's that gave way to the file's
+ * told, not those that gave way to another of the database's. */
+START_TEST(test_merge)
+{
+	struct hcheck_target a[3], b[4], *v = NULL;
+	struct merge_lost l;
+	size_t n = 9;
+
+	memset(&l, 0, sizeof(l));
+	a[0] = merge_target(1, 1000);
+	a[1] = merge_target(2, 1001);
+	a[2] = merge_target(1, 1002); /* the file's own duplicate */
+	b[0] = merge_target(3, 2000);
+	b[1] = merge_target(2, 2001); /* gives way to the file's */
+	b[2] = merge_target(3, 2002); /* to the database's own first */
+	b[3] = merge_target(4, 2003);
+	ck_assert_int_eq(hcheck_merge(a, 3, b, 4, &v, &n, merge_lost_cb, &l),
+			 0);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(v[0].addr.text, "10.0.0.1:80");
+	ck_assert_uint_eq(v[0].hc.interval_ms, 1000);
+	ck_assert_str_eq(v[1].addr.text, "10.0.0.2:80");
+	ck_assert_uint_eq(v[1].hc.interval_ms, 1001);
+	ck_assert_str_eq(v[2].addr.text, "10.0.0.3:80");
+	ck_assert_uint_eq(v[2].hc.interval_ms, 2000);
+	ck_assert_str_eq(v[3].addr.text, "10.0.0.4:80");
+	ck_assert_uint_eq(v[3].hc.interval_ms, 2003);
+	ck_assert_uint_eq(l.n, 1);
+	ck_assert_str_eq(l.won[0], "10.0.0.2:80");
+	ck_assert_uint_eq(l.won_ms[0], 1001);
+	ck_assert_uint_eq(l.lost_ms[0], 2001);
+	free(v);
+	/* none: NULL, 0; one side only; no callback */
+	v = a;
+	ck_assert_int_eq(hcheck_merge(NULL, 0, NULL, 0, &v, &n, NULL, NULL), 0);
+	ck_assert_ptr_null(v);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(hcheck_merge(NULL, 0, b, 4, &v, &n, NULL, NULL), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(v[1].hc.interval_ms, 2001);
+	free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hcheck");
@@ -305,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, test_listen_never_accept);
 	tcase_add_test(tc, test_hostile_backends);
 	tcase_add_test(tc, test_free_quiet);
+	tcase_add_test(tc, test_merge);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
 }

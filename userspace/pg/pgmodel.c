@@ -27,6 +27,10 @@ struct pgm_dom {
 struct pgm_env {
 	char *id, *name;
 	char *dep; /* the active deployment's id, NULL: none */
+	/* its health_check (docs/upstream.md; type CONFIG_HC_NONE: none),
+	 * and why the column's value was refused (NULL: it was not) */
+	struct config_health_check hc;
+	char *hc_err;
 	struct config_addr *eps;
 	size_t n_eps;
 	struct pgm_dom *doms;
@@ -63,7 +67,7 @@ struct pgm {
 };
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 8, 2, 2, 4, 5, 4};
+static const int pgm_cols[PGM_NSETS] = {3, 8, 3, 2, 4, 5, 4};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -105,6 +109,7 @@ static void pgm_project_free(struct pgm_project *p)
 		free(e->id);
 		free(e->name);
 		free(e->dep);
+		free(e->hc_err);
 		free(e->eps);
 		for (j = 0; j < e->n_doms; j++) {
 			free(e->doms[j].domain);
@@ -204,7 +209,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "SELECT e.id, e.project_id, e.name, e.on_demand, e.state, "
 		    "extract(epoch FROM e.idle_timeout)::text, "
 		    "e.https_redirect, e.hsts FROM environments e WHERE %s;"
-		    "SELECT d.id, d.environment_id FROM deployments d JOIN "
+		    "SELECT d.id, d.environment_id, d.health_check::text FROM "
+		    "deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
 		    "SELECT n.deployment_id, n.address FROM endpoints n JOIN "
@@ -411,6 +417,61 @@ static int pgm_env_wake(PGresult *r, int i, int *state, uint64_t *idle_ms,
 	return 0;
 }
 
+/* A deployments.health_check value (jsonb as text) into *hc: 0, or
+ * -EINVAL with err and *hc none (never a part of a check). */
+static int pgm_health_check(const char *text, struct config_health_check *hc,
+			    struct errbuf *err)
+{
+	json_error_t je;
+	json_t *o;
+	int rc;
+
+	errbuf_clear(err);
+	memset(hc, 0, sizeof(*hc));
+	o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	if (!o) {
+		errbuf_set(err, "cannot read the JSON: %s", je.text);
+		return -EINVAL;
+	}
+	rc = config_health_check_json(o, hc, err);
+	json_decref(o);
+	return rc;
+}
+
+/* The health checks of the projects v[0..n) that were refused: logged and
+ * counted, but for one the model already held with the same reason (the
+ * same deployment read again: said once). */
+static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
+{
+	size_t k, j, at, o;
+	bool found;
+
+	for (k = 0; k < n; k++) {
+		const struct pgm_project *old;
+
+		at = pgm_find(m->p, m->n, v[k]->id, &found);
+		old = found ? m->p[at] : NULL;
+		for (j = 0; j < v[k]->n_envs; j++) {
+			const struct pgm_env *e = &v[k]->envs[j];
+			const struct pgm_env *oe = NULL;
+
+			if (!e->hc_err)
+				continue;
+			for (o = 0; old && o < old->n_envs; o++)
+				if (strcmp(old->envs[o].id, e->id) == 0)
+					oe = &old->envs[o];
+			if (oe && oe->dep && oe->hc_err &&
+			    strcmp(oe->dep, e->dep) == 0 &&
+			    strcmp(oe->hc_err, e->hc_err) == 0)
+				continue;
+			m->sk.health_checks++;
+			log_warnx_rl("database: deployment '%s': health_check: "
+				     "%s; served without a health check",
+				     e->dep, e->hc_err);
+		}
+	}
+}
+
 /* The fetched projects from the sets, each value checked. */
 static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 		     struct pgm_project ***out, size_t *nout,
@@ -537,6 +598,14 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 		free(env->dep);
 		if (!(env->dep = pgm_dup(PQgetvalue(r, i, 0))))
 			goto out;
+		free(env->hc_err);
+		env->hc_err = NULL;
+		memset(&env->hc, 0, sizeof(env->hc));
+		if (!PQgetisnull(r, i, 2) &&
+		    pgm_health_check(PQgetvalue(r, i, 2), &env->hc, &e)) {
+			if (!(env->hc_err = pgm_dup(e.msg)))
+				goto out;
+		}
 		deps[nd].key = env->dep;
 		deps[nd++].env = env;
 	}
@@ -655,6 +724,7 @@ static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
 			goto out;
 		*slot = x;
 	}
+	pgm_hc_said(m, v, n);
 	*out = v;
 	*nout = n;
 	v = NULL;
@@ -750,6 +820,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->name = pgm_dup(pe->name);
 	/* no active deployment: its routes answer 502 upstream_unavailable */
 	e->deployment.id = pgm_dup(pe->dep);
+	e->deployment.hc = pe->hc;
 	e->max_body_bytes = ROUTE_SRC_INHERIT;
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;
@@ -958,7 +1029,7 @@ static json_t *pgm_rule_json(const struct pgm_rule *x)
 static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
-	json_t *tcp = json_array();
+	json_t *tcp = json_array(), *hc = NULL;
 	size_t i;
 
 	if (!eps || !doms || !tcp)
@@ -978,14 +1049,20 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 				  e->tcp[i].listen,
 				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
 			goto out;
+	if (e->hc.type != CONFIG_HC_NONE) {
+		hc = config_health_check_to_json(&e->hc);
+		if (!hc)
+			goto out;
+	}
 	o = json_pack(
-	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b}", "id",
-	    e->id, "name", e->name, "deployment", e->dep, "endpoints", eps,
-	    "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
+	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b, s:O*}",
+	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
+	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
 	    (json_int_t)e->idle_ms, "https_redirect", e->https_redirect, "hsts",
-	    e->hsts);
+	    e->hsts, "health_check", hc);
 out:
+	json_decref(hc);
 	json_decref(eps);
 	json_decref(doms);
 	json_decref(tcp);
@@ -1171,23 +1248,30 @@ static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
 
 static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
-	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *x;
+	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
 	int od = 0, stv, redirect = 0, hsts = 0;
 	size_t i;
 
 	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
-	 * hsts: absent from a snapshot an edge before them wrote */
+	 * hsts, health_check: absent from a snapshot an edge before them
+	 * wrote (and health_check when the deployment has none) */
 	if (json_unpack(o,
 			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-			"s?:b, s?:b}",
+			"s?:b, s?:b, s?:o}",
 			"id", &id, "name", &name, "deployment", &dep,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
 			"on_demand", &od, "state", &st, "idle_timeout_ms",
-			&idle, "https_redirect", &redirect, "hsts", &hsts) ||
+			&idle, "https_redirect", &redirect, "hsts", &hsts,
+			"health_check", &hc) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
+		return -EINVAL;
+	/* the same check as the column's: one the file could not hold is
+	 * not this edge's snapshot */
+	if (hc && !json_is_null(hc) &&
+	    config_health_check_json(hc, &e->hc, NULL))
 		return -EINVAL;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)

@@ -12,7 +12,10 @@
  * list (pgm_global_rules) and the TCP routes' rows (pgm_tcp_rows,
  * tcproute.h), checking every value with config_check.h: a
  * row that does not parse (a domain, prefix, address or CIDR) is logged
- * with its table and key, counted and skipped, and the rest apply. It
+ * with its table and key, counted and skipped, and the rest apply; a
+ * deployment's health_check that does not (config_health_check_json) is
+ * logged with the deployment's id and counted, once per reason, and the
+ * deployment kept without a check. It
  * saves itself to a JSON file and loads from one (the local snapshot a
  * host boots from while the database is away). Not thread-safe.
  */
@@ -35,7 +38,8 @@ enum pgm_set {
 	PGM_PROJECTS = 0, /* id, name, enabled */
 	PGM_ENVS,	  /* id, project_id, name, on_demand, state,
 			   * idle_timeout (seconds, text) */
-	PGM_DEPLOYMENTS,  /* id, environment_id (active ones) */
+	PGM_DEPLOYMENTS,  /* id, environment_id, health_check (jsonb as
+			   * text; active ones) */
 	PGM_ENDPOINTS,	  /* deployment_id, address (active ones') */
 	PGM_DOMAINS,	  /* domain, path_prefix, strip_prefix, env id */
 	PGM_RULES,	  /* id, cidr, action, project_id, expires (unix s) */
@@ -55,9 +59,12 @@ extern const char *const pgm_env_states[PGM_ENV_NSTATES];
 /* s's enum pgm_env_state, or -1 when it is none. */
 int pgm_env_state_parse(const char *s);
 
-/* Rows skipped because a value did not parse, per table. */
+/* Rows skipped because a value did not parse, per table; and
+ * health_checks: deployments served without their health_check, refused
+ * (counted once per deployment and reason). */
 struct pgm_skipped {
 	uint64_t endpoints, domains, ip_rules, ids, tcp_routes;
+	uint64_t health_checks;
 };
 
 /* A global IP rule (project_id NULL) as read. */

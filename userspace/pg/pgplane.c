@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "hcheck.h"
 #include "log.h"
 #include "metrics.h"
 #include "pgdb.h"
@@ -26,6 +27,14 @@
 #include "tcproute.h"
 #include "version.h"
 
+/* The health checks of one of the database's projects as the route table
+ * holds it (hcheck_targets of the project). */
+struct pgplane_hc {
+	char *project;
+	struct hcheck_target *t;
+	size_t n;
+};
+
 struct pgplane {
 	const struct config *cfg;
 	struct route_writer *w;
@@ -36,6 +45,17 @@ struct pgplane {
 	struct pgxdp *xdp;
 	pgplane_certs_fn certs;
 	void *certs_arg;
+	/* the health checks: each project's that has any, sorted by
+	 * project id; who is told of a change */
+	struct pgplane_hc *hc;
+	size_t n_hc;
+	pgplane_hcheck_fn hc_fn;
+	void *hc_arg;
+	/* during pgplane_routes: the projects the writer refused (their
+	 * health checks stay as they were), and whether one was lost */
+	char **refused_ids;
+	size_t n_refused_ids;
+	bool refused_lost;
 	struct event *tick;
 	/* the model read at start (the database's, or the local
 	 * snapshot's), until the sync takes it */
@@ -54,7 +74,7 @@ struct pgplane {
 		struct metrics_gauge *up, *state, *applied, *db, *projects;
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[5];
+		struct metrics_counter *errors, *given_way, *skipped[6];
 	} m;
 };
 
@@ -69,9 +89,201 @@ static void pgplane_gave_way(void *arg, const char *what)
 static void pgplane_refused(void *arg, const char *project, const char *why)
 {
 	struct pgplane *p = arg;
+	char **v;
 
 	p->refused++;
 	log_warnx_rl("database: project %s not applied: %s", project, why);
+	v = realloc(p->refused_ids, (p->n_refused_ids + 1) * sizeof(*v));
+	if (v)
+		p->refused_ids = v;
+	if (!v || !(v[p->n_refused_ids] = strdup(project)))
+		p->refused_lost = true;
+	else
+		p->n_refused_ids++;
+}
+
+static void pgplane_hc_clear(struct pgplane_hc *h)
+{
+	free(h->project);
+	free(h->t);
+	memset(h, 0, sizeof(*h));
+}
+
+static int pgplane_hc_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct pgplane_hc *)elem)->project);
+}
+
+/* The index of project id in p->hc, or where it would go (*found). */
+static size_t pgplane_hc_find(const struct pgplane *p, const char *id,
+			      bool *found)
+{
+	size_t lo = 0, hi = p->n_hc;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = pgplane_hc_cmp(id, &p->hc[mid]);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*found = false;
+	return lo;
+}
+
+/* Project id's health checks go (a project deleted). Whether it had any. */
+static bool pgplane_hc_del(struct pgplane *p, const char *id)
+{
+	bool found;
+	size_t at = pgplane_hc_find(p, id, &found);
+
+	if (!found)
+		return false;
+	pgplane_hc_clear(&p->hc[at]);
+	memmove(&p->hc[at], &p->hc[at + 1],
+		(p->n_hc - at - 1) * sizeof(*p->hc));
+	p->n_hc--;
+	return true;
+}
+
+/* Project h->project's health checks are h's (taken; none: the project
+ * has none). Whether it had or has any; -ENOMEM (h kept, the project's
+ * old ones gone). */
+static int pgplane_hc_put(struct pgplane *p, struct pgplane_hc *h)
+{
+	bool found, had;
+	size_t at = pgplane_hc_find(p, h->project, &found);
+	struct pgplane_hc *v;
+
+	had = found;
+	if (found && h->n) {
+		pgplane_hc_clear(&p->hc[at]);
+		p->hc[at] = *h;
+		memset(h, 0, sizeof(*h));
+		return 1;
+	}
+	if (found)
+		pgplane_hc_del(p, h->project);
+	if (!h->n) {
+		pgplane_hc_clear(h);
+		return had;
+	}
+	v = realloc(p->hc, (p->n_hc + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->hc = v;
+	memmove(&v[at + 1], &v[at], (p->n_hc - at) * sizeof(*v));
+	v[at] = *h;
+	p->n_hc++;
+	memset(h, 0, sizeof(*h));
+	return 1;
+}
+
+/* The health checks of set[0..n) (before the writer takes set), into a
+ * new array *out (NULL when out of memory: logged). */
+static struct pgplane_hc *pgplane_hc_of(const struct route_src_project *set,
+					size_t n)
+{
+	struct pgplane_hc *v = calloc(n + 1, sizeof(*v));
+	size_t i, k;
+
+	for (i = 0; v && i < n; i++) {
+		struct route_src one = {(struct route_src_project *)&set[i], 1};
+
+		v[i].project = strdup(set[i].id);
+		if (!v[i].project || hcheck_targets(&one, &v[i].t, &v[i].n)) {
+			for (k = 0; k <= i; k++)
+				pgplane_hc_clear(&v[k]);
+			free(v);
+			v = NULL;
+		}
+	}
+	if (!v)
+		log_warnx("database: health checks: out of memory; the old "
+			  "ones stay");
+	return v;
+}
+
+/* The route table took a change: deleted del[0..n_del), set nh[0..n)
+ * (taken), but the projects refused; tell the owner when a project with
+ * health checks was touched. */
+static void pgplane_hc_apply(struct pgplane *p, const char *const *del,
+			     size_t n_del, struct pgplane_hc *nh, size_t n)
+{
+	bool changed = false;
+	size_t i, j;
+	int rc;
+
+	for (i = 0; i < n_del; i++)
+		changed |= pgplane_hc_del(p, del[i]);
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < p->n_refused_ids; j++)
+			if (strcmp(p->refused_ids[j], nh[i].project) == 0)
+				break;
+		if (j < p->n_refused_ids || p->refused_lost) {
+			/* left as it was (or, out of memory, not known
+			 * whether: the old checks stay) */
+			pgplane_hc_clear(&nh[i]);
+			continue;
+		}
+		rc = pgplane_hc_put(p, &nh[i]);
+		if (rc < 0)
+			log_warnx("database: health checks of project %s: out "
+				  "of memory; dropped",
+				  nh[i].project);
+		pgplane_hc_clear(&nh[i]);
+		changed |= rc != 0;
+	}
+	if (changed && p->hc_fn)
+		p->hc_fn(p->hc_arg);
+}
+
+static void pgplane_refused_clear(struct pgplane *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_refused_ids; i++)
+		free(p->refused_ids[i]);
+	free(p->refused_ids);
+	p->refused_ids = NULL;
+	p->n_refused_ids = 0;
+	p->refused_lost = false;
+}
+
+void pgplane_set_hcheck(struct pgplane *p, pgplane_hcheck_fn fn, void *arg)
+{
+	p->hc_fn = fn;
+	p->hc_arg = arg;
+}
+
+int pgplane_hcheck_targets(const struct pgplane *p, struct hcheck_target **out,
+			   size_t *n)
+{
+	struct hcheck_target *v;
+	size_t i, k = 0, total = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; p && i < p->n_hc; i++)
+		total += p->hc[i].n;
+	if (!total)
+		return 0;
+	v = malloc(total * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < p->n_hc; i++) {
+		memcpy(&v[k], p->hc[i].t, p->hc[i].n * sizeof(*v));
+		k += p->hc[i].n;
+	}
+	*out = v;
+	*n = total;
+	return 0;
 }
 
 static int pgplane_cmp_set(const void *key, const void *elem)
@@ -109,6 +321,7 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 	struct pgplane *p = arg;
 	struct route_tcp_list tl;
 	struct wake_defs *wd = NULL;
+	struct pgplane_hc *nh = NULL;
 	const char **dv = NULL;
 	char **old = NULL;
 	size_t n_old = 0, nd = 0, i, j, dropped = 0;
@@ -166,9 +379,19 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 			log_warnx("database: on-demand environments: out of "
 				  "memory");
 	}
+	/* and what the health checks need of it (hcheck.h) */
+	nh = pgplane_hc_of(set, j);
+	pgplane_refused_clear(p);
 	rc = route_writer_patch_tcp(p->w, ROUTE_SRC_DB, set, j, dv, nd,
 				    tcp_changed ? &tl : NULL, &gen,
 				    pgplane_refused, p, err);
+	if (rc == 0 && nh)
+		pgplane_hc_apply(p, dv, nd, nh, j);
+	else
+		for (i = 0; nh && i < j; i++)
+			pgplane_hc_clear(&nh[i]);
+	free(nh);
+	pgplane_refused_clear(p);
 	free(dv);
 	route_ids_free(old, n_old);
 	if (tcp_changed)
@@ -570,13 +793,17 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[2], st.skipped.ip_rules);
 	PGPLANE_TO(p->m.skipped[3], st.skipped.ids);
 	PGPLANE_TO(p->m.skipped[4], st.skipped.tcp_routes + p->tcp_refused);
+	PGPLANE_TO(p->m.skipped[5], st.skipped.health_checks);
 #undef PGPLANE_TO
 }
 
 static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 {
-	static const char *const tables[5] = {"endpoints", "domains",
-					      "ip_rules", "ids", "tcp_routes"};
+	/* deployments.health_check: the deployment is served, without
+	 * the check (pgmodel.h) */
+	static const char *const tables[6] = {
+	    "endpoints", "domains",    "ip_rules",
+	    "ids",	 "tcp_routes", "deployments.health_check"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -631,11 +858,13 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 6; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
-		    "Database rows skipped because a value did not parse.",
+		    "Database rows skipped because a value did not parse "
+		    "(deployments.health_check: deployments served without "
+		    "their refused health check).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
@@ -735,7 +964,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "last_error", st.last_error, "rows_skipped",
 	    (json_int_t)(st.skipped.endpoints + st.skipped.domains +
 			 st.skipped.ip_rules + st.skipped.ids +
-			 st.skipped.tcp_routes + p->tcp_refused),
+			 st.skipped.tcp_routes + p->tcp_refused +
+			 st.skipped.health_checks),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
@@ -746,12 +976,18 @@ json_t *pgplane_status_json(const struct pgplane *p)
 
 void pgplane_free(struct pgplane *p)
 {
+	size_t i;
+
 	if (!p)
 		return;
 	if (p->tick)
 		event_free(p->tick);
 	pgm_free(p->initial);
 	pgsync_free(p->sync);
+	for (i = 0; i < p->n_hc; i++)
+		pgplane_hc_clear(&p->hc[i]);
+	free(p->hc);
+	pgplane_refused_clear(p);
 	pgwake_free(p->wakeq);
 	pgxdp_free(p->xdp);
 	free(p);

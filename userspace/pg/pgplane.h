@@ -59,6 +59,21 @@ typedef void (*pgplane_certs_fn)(void *arg, const struct pgsync_cert *v,
 /* Who takes the certificates (before pgplane_start; none: not fetched). */
 void pgplane_set_certs(struct pgplane *p, pgplane_certs_fn fn, void *arg);
 
+/* The database's health checks (deployments.health_check, hcheck.h)
+ * changed: fn(arg) is called on the control loop once the route table
+ * holds the change (before pgplane_start; none: not told). */
+typedef void (*pgplane_hcheck_fn)(void *arg);
+void pgplane_set_hcheck(struct pgplane *p, pgplane_hcheck_fn fn, void *arg);
+
+/* The health checks of the database's deployments the route table holds
+ * (hcheck_targets of each of its projects, in project id order; an
+ * address may come twice, from two projects: hcheck_merge keeps the
+ * first): a new array *out of *n (NULL, 0 when none; p may be NULL). 0 or
+ * -ENOMEM. */
+struct hcheck_target;
+int pgplane_hcheck_targets(const struct pgplane *p, struct hcheck_target **out,
+			   size_t *n);
+
 /* The configuration file's routes changed (a reload): the database's
  * projects are applied again, giving way to the file's names anew. */
 void pgplane_file_changed(struct pgplane *p);

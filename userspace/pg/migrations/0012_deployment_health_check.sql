@@ -1,0 +1,21 @@
+-- 0012_deployment_health_check.sql - an active health check per
+-- deployment (docs/upstream.md, "Active health checks"; issue 15).
+--
+-- deployments.health_check is NULL (no check) or a JSON object with the
+-- keys, values and defaults of the configuration file's health_check
+-- group (docs/configuration.md), checked by edged with the same code:
+--   type           "http" or "tcp" (required)
+--   path           "/..." (http only; default "/"), no spaces or control
+--                  characters, shorter than 256 bytes
+--   interval       a duration string, 100ms..1h (default "2s")
+--   timeout        a duration string, 10ms..1m, at most interval
+--                  (default "1s")
+--   expect_status  an integer 100..599 (default 200; http)
+--   rise, fall     integers 1..100 (defaults 2 and 3)
+-- e.g. '{"type": "http", "path": "/healthz", "interval": "2s"}'.
+-- A value edged refuses (not an object, an unknown key, a wrong type, out
+-- of range) is logged with the deployment's id and counted, and the
+-- deployment is served without a check. Changing it is an UPDATE of
+-- deployments, which the trigger of 0001 (edge_deployments_change, on
+-- every INSERT, UPDATE and DELETE) notes as a change of the project.
+ALTER TABLE deployments ADD COLUMN health_check jsonb;
