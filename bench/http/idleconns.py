@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""bench/http/idleconns.py PORT COUNT HOST - open COUNT keep-alive
+"""bench/http/idleconns.py PORT COUNT HOST [STEPS] - open COUNT keep-alive
 connections to 127.0.0.1:PORT, make one GET on each (Host: HOST, at most
 BATCH requests in flight), keep them all open and idle, print
-"ready OPEN FAILED" on stdout, then sleep until killed."""
+"ready OPEN FAILED" on stdout, then sleep until killed.
+
+With STEPS > 1 the connections are opened in STEPS equal steps: after
+each but the last it prints "step OPEN FAILED" (the totals so far) and
+waits for a line on stdin before the next, so that the caller can read
+the proxy's memory at each step."""
 import resource
 import selectors
 import socket
@@ -14,6 +19,8 @@ BATCH = 200
 
 def main():
     port, count, host = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    steps = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    marks = [count * (k + 1) // steps for k in range(steps)]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, 65536)
     if soft < want:
@@ -22,7 +29,11 @@ def main():
     kept, failed = [], 0
     sel = selectors.DefaultSelector()
     while len(kept) + failed < count:
-        n = min(BATCH, count - len(kept) - failed)
+        if len(kept) + failed >= marks[0]:
+            marks.pop(0)
+            print("step %d %d" % (len(kept), failed), flush=True)
+            sys.stdin.readline()
+        n = min(BATCH, marks[0] - len(kept) - failed)
         pending = {}
         for _ in range(n):
             try:
