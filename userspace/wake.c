@@ -1341,6 +1341,9 @@ int wake_sync_defs(struct wake *wk, const struct wake_defs *d)
 			wk->envs[wk->nenvs++] = e;
 		if (e->state != WAKE_WAKING)
 			e->state = up[k] ? WAKE_RUNNING : WAKE_SLEEPING;
+		/* back on demand: no lost sleep of before it went */
+		e->db_sleep_retry_ns = 0;
+		e->db_sleep_losses = 0;
 		if (e->state == WAKE_RUNNING)
 			e->running_ns = clk_now_ns() -
 					wk->set.restart_window_ms * NS_PER_MS;
