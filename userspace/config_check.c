@@ -731,7 +731,7 @@ int config_health_check_json(const json_t *o, struct config_health_check *hc,
 	}
 	if (config_health_check_of(v, hc, &key, err) == 0)
 		return 0;
-	if (key >= 0) {
+	if (key >= 0 && err) { /* err NULL: a snapshot's value, no words */
 		struct errbuf e = *err;
 
 		errbuf_set(err, "%s: %s", config_hc_keys[key], e.msg);

@@ -94,6 +94,8 @@ struct wake_env {
 	uint64_t db_sleep_retry_ns; /* a sleep lost to another host's
 				     * activity is sent again then (0:
 				     * none) */
+	uint64_t db_sleep_losses;   /* sleeps lost in a row since it went
+				     * to sleep here */
 };
 
 struct wake {
@@ -139,8 +141,10 @@ static void wake_set_state(struct wake *wk, struct wake_env *e,
 	e->state = s;
 	if (s == WAKE_RUNNING)
 		e->running_ns = clk_now_ns();
-	if (s != WAKE_SLEEPING)
+	if (s != WAKE_SLEEPING) {
 		e->db_sleep_retry_ns = 0;
+		e->db_sleep_losses = 0;
+	}
 }
 
 static struct wake_env *wake_find(struct wake *wk, const char *id)
@@ -968,16 +972,20 @@ void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
 			 env_id);
 }
 
-void wake_db_sleep_lost(struct wake *wk, const char *env_id)
+uint64_t wake_db_sleep_lost(struct wake *wk, const char *env_id)
 {
 	struct wake_env *e;
+	uint64_t n = 0;
 
 	pthread_mutex_lock(&wk->lock);
 	e = wake_find(wk, env_id);
-	if (e && !e->gone && e->state == WAKE_SLEEPING)
+	if (e && !e->gone && e->state == WAKE_SLEEPING) {
 		e->db_sleep_retry_ns =
 		    clk_now_ns() + WAKE_SLEEP_RETRY_MS * NS_PER_MS;
+		n = ++e->db_sleep_losses;
+	}
 	pthread_mutex_unlock(&wk->lock);
+	return n;
 }
 
 void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
@@ -1333,6 +1341,9 @@ int wake_sync_defs(struct wake *wk, const struct wake_defs *d)
 			wk->envs[wk->nenvs++] = e;
 		if (e->state != WAKE_WAKING)
 			e->state = up[k] ? WAKE_RUNNING : WAKE_SLEEPING;
+		/* back on demand: no lost sleep of before it went */
+		e->db_sleep_retry_ns = 0;
+		e->db_sleep_losses = 0;
 		if (e->state == WAKE_RUNNING)
 			e->running_ns = clk_now_ns() -
 					wk->set.restart_window_ms * NS_PER_MS;

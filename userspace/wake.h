@@ -216,9 +216,12 @@ void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
  * environment stays idle here, its sleep is sent again after
  * WAKE_SLEEP_RETRY_MS (the hosts that were active at the same time may
  * all have gone idle by then: each lost to the others, none retried, and
- * the database kept it running for good). */
+ * the database kept it running for good). Returns how many sleeps of
+ * env_id lost in a row since it went to sleep here (1: the first; the
+ * caller logs that one only, not every retry), 0 when none is retried
+ * (env_id gone or no longer sleeping here). */
 #define WAKE_SLEEP_RETRY_MS (3 * WAKE_ACTIVITY_MS)
-void wake_db_sleep_lost(struct wake *wk, const char *env_id);
+uint64_t wake_db_sleep_lost(struct wake *wk, const char *env_id);
 
 /* The database says wake request req_id of env_id is now in state
  * (wake_request_change): "failed" ends a wake under way with 503

@@ -24,7 +24,8 @@
 #     database deployment checks (http, answering 500): the file's check
 #     used (logged once), the endpoint never ejected;
 #   - edged restarted with the database stopped, from its local snapshot:
-#     the database's check applies again.
+#     the database's check applies again; the snapshot's check edited out
+#     of range (interval 1ms): the snapshot refused, edged runs on.
 # Runs against build/edged and build/asan/edged. Needs root (the postgres
 # user).
 # shellcheck source=tests/lib.sh
@@ -351,6 +352,25 @@ BAD
 	fi
 	edged_stop 10
 	edged_sanitizers_clean "$v: sanitizers silent (from the snapshot)"
+	# 8b. a snapshot whose check this edge refuses (interval 1ms, an
+	# edited file): the snapshot refused with the reason, edged runs on
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["projects"]:
+    for e in p["envs"]:
+        if e.get("health_check"):
+            e["health_check"]["interval"] = "1ms"
+json.dump(d, open(sys.argv[1], "w"))' "$snap"
+	EDGED_LOG="$T_TMP/edged-$v-badsnap.log"
+	if edged_start "$bin" "$T_TMP/edge.conf" -v &&
+		edged_wait_log "not a snapshot of this edge's \\(refused\\)" &&
+		kill -0 "$EPID" 2>/dev/null; then
+		t_ok "$v: a snapshot with a health_check out of range: refused with the reason, edged runs on"
+	else
+		t_fail "$v: a bad snapshot check" "$(grep -E "snapshot|database|ERROR|Segm" "$EDGED_LOG" | tail -4)"
+	fi
+	edged_stop 10
+	edged_sanitizers_clean "$v: sanitizers silent (a bad snapshot)"
 	pg_start || t_fail "PostgreSQL starts again"
 }
 

@@ -396,6 +396,11 @@ START_TEST(test_hc_json_bad)
 	ck_assert_uint_eq(hc.interval_ms + hc.timeout_ms + hc.rise + hc.fall +
 			      hc.expect_status,
 			  0);
+	/* without an errbuf (the local snapshot's read): refused the same,
+	 * no crash */
+	memset(&hc, 0xa5, sizeof(hc));
+	ck_assert_int_eq(config_health_check_json(o, &hc, NULL), -EINVAL);
+	ck_assert_int_eq(hc.type, CONFIG_HC_NONE);
 	json_decref(o);
 }
 END_TEST

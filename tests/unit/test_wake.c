@@ -472,6 +472,105 @@ START_TEST(idle_sleep)
 }
 END_TEST
 
+/* The database's side as wake sees it: the sleeps sent. */
+static unsigned db_sleeps;
+
+static int db_ask(void *arg, const char *env_id, uint64_t seq)
+{
+	(void)arg;
+	(void)env_id;
+	(void)seq;
+	return -ECONNREFUSED;
+}
+
+static void db_gave_up(void *arg, const char *env_id, int64_t req_id)
+{
+	(void)arg;
+	(void)env_id;
+	(void)req_id;
+}
+
+static void db_sleep(void *arg, const char *env_id, uint64_t idle_ms)
+{
+	(void)arg;
+	(void)env_id;
+	(void)idle_ms;
+	db_sleeps++;
+}
+
+static int db_activity(void *arg, const struct wake_activity *v, size_t n)
+{
+	(void)arg;
+	(void)v;
+	(void)n;
+	return 0;
+}
+
+static const struct wake_db_ops db_ops = {
+    .ask = db_ask,
+    .gave_up = db_gave_up,
+    .sleep = db_sleep,
+    .activity = db_activity,
+};
+
+/* The database's project p: environment "a" on demand at 127.0.0.1:port
+ * (with_a), or none (it goes). */
+static void fx_db_envs(struct fx *f, unsigned port, bool with_a)
+{
+	struct route_src_project p = {.id = (char *)"p", .enabled = true};
+	struct route_src_env env;
+	struct config_addr a;
+	struct wake_defs *d;
+	struct errbuf err;
+	char text[32];
+
+	memset(&env, 0, sizeof(env));
+	snprintf(text, sizeof(text), "127.0.0.1:%u", port);
+	ck_assert_int_eq(config_addr_parse(text, &a, &err), 0);
+	env.id = (char *)"a";
+	env.on_demand = true;
+	env.idle_timeout_ms = 200;
+	env.deployment.upstreams = &a;
+	env.deployment.n_upstreams = 1;
+	p.envs = &env;
+	p.n_envs = with_a ? 1 : 0;
+	d = wake_defs_new(ROUTE_SRC_DB, &p, 1, NULL, 0, true);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(wake_sync_defs(f->wk, d), 0);
+	wake_defs_free(d);
+}
+
+/* A database environment whose sleep lost (its retry pending) leaves on
+ * demand and comes back: its losses start again from none (the first
+ * loss after it is the first, logged; no retry left over). */
+START_TEST(sleep_lost_gone_back)
+{
+	unsigned port = free_port();
+	struct fx f;
+	int s = listen_on(port);
+
+	db_sleeps = 0;
+	fx_init(&f, "exit 0", NULL, 8, 2000);
+	wake_set_db(f.wk, &db_ops, NULL);
+	fx_db_envs(&f, port, true);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert(run_until(&f, &db_sleeps, 1, 3000));
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_uint_eq(wake_db_sleep_lost(f.wk, "a"), 1);
+	ck_assert_uint_eq(wake_db_sleep_lost(f.wk, "a"), 2);
+	/* on_demand off (gone), on again: running (the endpoint accepts) */
+	fx_db_envs(&f, port, false);
+	ck_assert_uint_eq(wake_db_sleep_lost(f.wk, "a"), 0);
+	fx_db_envs(&f, port, true);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert(run_until(&f, &db_sleeps, 2, 3000));
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_uint_eq(wake_db_sleep_lost(f.wk, "a"), 1);
+	close(s);
+	fx_free(&f);
+}
+END_TEST
+
 /* An idle_timeout of 0 never sleeps. */
 START_TEST(idle_never)
 {
@@ -533,6 +632,7 @@ static Suite *wake_suite(void)
 
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, join);
+	tcase_add_test(tc, sleep_lost_gone_back);
 	tcase_add_test(tc, throttled);
 	tcase_add_test(tc, bounded);
 	tcase_add_test(tc, timeout);

@@ -370,11 +370,20 @@ static void pgwake_done(struct pgwake *pw, struct pgwake_op *op, int err)
 				 "(NOTIFY environment_sleep)",
 				 op->env);
 		else if (op->lost) {
-			log_note("environment %s: left running in the "
-				 "database (another host was active within "
-				 "its idle timeout): trying again",
-				 op->env);
-			wake_db_sleep_lost(pw->wk, op->env);
+			/* once, not every WAKE_SLEEP_RETRY_MS for as long
+			 * as another host keeps it busy */
+			uint64_t n = wake_db_sleep_lost(pw->wk, op->env);
+
+			if (n == 1)
+				log_note("environment %s: left running in the "
+					 "database (another host was active "
+					 "within its idle timeout): trying "
+					 "again every %d ms while idle here",
+					 op->env, WAKE_SLEEP_RETRY_MS);
+			else
+				log_debug("environment %s: left running in "
+					  "the database: sleep %llu lost",
+					  op->env, (unsigned long long)n);
 		} else
 			log_note("environment %s: not running in the "
 				 "database: no sleep to send",
