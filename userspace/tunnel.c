@@ -95,8 +95,10 @@
  * has no backpressure), which the copy mover can. Messages are told from
  * a stream by their runs: the bytes moved one way without a pause of
  * AUTO_PAUSE_MS or a turn of direction. A copied tunnel whose last
- * AUTO_SMALL_RUN moves were in runs of at most AUTO_RUN_MAX bytes carries
- * messages: the kernel takes it at its next pause. A spliced one for
+ * AUTO_SMALL_RUN moves were in runs of at most AUTO_RUN_MAX bytes, and
+ * went both ways among them, carries messages: the kernel takes it at its
+ * next pause (a one-way run of small moves is a stream whose writer is
+ * slow: an upload from a starved client is not taken). A spliced one for
  * which the kernel holds AUTO_HOLD_LEAVE
  * bytes (a reader slower than its writer: the tunnel turned to bulk) is
  * handed back to the copy mover and stays there for AUTO_BACKOFF_MS,
@@ -163,6 +165,7 @@ struct tunnel {
 	 * (its direction, bytes and last move), and when a tunnel that
 	 * turned to bulk may be taken again */
 	unsigned small;
+	unsigned small_dirs; /* the directions among them (bit per side) */
 	int run_dir;
 	uint64_t run_bytes, run_ns;
 	uint64_t auto_after_ns;
@@ -569,12 +572,14 @@ static void auto_note(struct tunnel *t, int i, size_t n, uint64_t now)
 	t->run_bytes += n;
 	if (t->run_bytes > AUTO_RUN_MAX) {
 		t->small = 0; /* a stream */
+		t->small_dirs = 0;
 		return;
 	}
 	if (t->small < AUTO_SMALL_RUN)
 		t->small++;
-	if (t->small == AUTO_SMALL_RUN && !evtimer_pending(t->tmr, NULL) &&
-	    kernel_wanted(t)) {
+	t->small_dirs |= 1u << i;
+	if (t->small == AUTO_SMALL_RUN && t->small_dirs == 3 &&
+	    !evtimer_pending(t->tmr, NULL) && kernel_wanted(t)) {
 		t->enter_ms = ENTER_FIRST_MS;
 		tmr_arm(t->tmr, ENTER_FIRST_MS);
 	}
@@ -749,7 +754,7 @@ static bool kernel_wanted(const struct tunnel *t)
 	case TUNNEL_MOVER_SOCKMAP:
 		break;
 	case TUNNEL_MOVER_AUTO:
-		if (t->small < AUTO_SMALL_RUN ||
+		if (t->small < AUTO_SMALL_RUN || t->small_dirs != 3 ||
 		    clk_now_ns() < t->auto_after_ns)
 			return false;
 		break;
@@ -1198,6 +1203,7 @@ static bool auto_leave(struct tunnel *t, const char *why)
 	if (!bulk)
 		return true;
 	t->small = 0;
+	t->small_dirs = 0;
 	t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : AUTO_BACKOFF_MS;
 	if (t->backoff_ms > AUTO_BACKOFF_MAX_MS)
 		t->backoff_ms = AUTO_BACKOFF_MAX_MS;

@@ -386,7 +386,7 @@ want = sorted(["/pump/%d/100/%d" % (big, 96 << 20), "/halfclose/300000", "/lateh
                "/banner", "/echo"]
               + (["/ws"] if ws else [])
               + (["/pump/%d/100" % (48 << 20), "/pump/%d/100" % (16 << 20),
-                  "/echo", "/echo", "/sink", "/sink"] if sys.argv[4] == "sockmap" else [])
+                  "/echo", "/echo", "/sink", "/sink", "/sink"] if sys.argv[4] == "sockmap" else [])
               + (["/many"] * 1000 if sys.argv[5] == "edged" else []))
 assert paths == want, (paths, want)
 pump = [e for e in tun if e["path"] == "/pump/%d/100/%d" % (big, 96 << 20)][0]

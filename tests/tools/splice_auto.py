@@ -16,7 +16,9 @@ tunnel_backend.py's /echo behind host raw.test on 127.0.0.1:PORT:
   4. quiet for 4 s: handed back (a quiet tunnel costs nothing copied),
      and its echoes still intact after;
   5. a second tunnel that streams from its start (a 16 MiB upload to
-     /sink) is never taken by the kernel.
+     /sink) is never taken by the kernel;
+  6. nor is an upload whose writer is slow (twelve 1 KiB pieces 40 ms
+     apart, then 1 MiB, to /sink): small moves far apart, all one way.
 Prints what happened; exits 1 with the reason otherwise.
 """
 import hashlib
@@ -170,8 +172,30 @@ def main():
     after = splice()
     if after["spliced"] != before:
         fail("a stream was taken by the kernel")
+    # 6. an upload whose writer is slow
+    before = after["spliced"]
+    t = upgrade("/sink")
+    data, sha = pattern((1 << 20) + 12 * 1024)
+    for k in range(12):
+        t.sendall(data[k * 1024:(k + 1) * 1024])
+        time.sleep(0.04)
+    t.sendall(data[12 * 1024:])
+    t.shutdown(socket.SHUT_WR)
+    answer = b""
+    while not answer.endswith(b"\n"):
+        d = t.recv(4096)
+        if not d:
+            break
+        answer += d
+    t.close()
+    if answer.decode().split() != [str(len(data)), sha]:
+        fail("the slow upload arrived as %r" % answer[:100])
+    after = splice()
+    if after["spliced"] != before:
+        fail("an upload from a slow writer was taken by the kernel")
     print("messages taken by the kernel twice, handed back on a turn to "
-          "bulk (32 MiB intact) and when quiet; a 16 MiB stream copied")
+          "bulk (32 MiB intact) and when quiet; a 16 MiB stream and a "
+          "slow writer's upload copied")
 
 
 main()
