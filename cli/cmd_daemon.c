@@ -195,6 +195,20 @@ static void ctl_daemon_tls_print(const json_t *t)
 
 /* The splice's lines: the mode and the kernel path, each kind's mover,
  * the tunnels and what the safety net did. */
+/* io_uring: whether the workers' sends go through it, and why not. */
+static void ctl_daemon_uring_print(const json_t *u, json_int_t workers)
+{
+	const char *why = json_string_value(json_object_get(u, "why"));
+	json_int_t on = ctl_int(u, "workers");
+
+	if (!json_is_object(u))
+		return;
+	printf("io_uring:   %lld of %lld worker%s (%s)\n",
+	       (long long)(on > 0 ? on : 0),
+	       (long long)(workers > 0 ? workers : 0), workers == 1 ? "" : "s",
+	       why ? why : "?");
+}
+
 static void ctl_daemon_splice_print(const json_t *sp)
 {
 	const json_t *kinds = json_object_get(sp, "kinds");
@@ -338,6 +352,8 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 	ctl_daemon_db_print(json_object_get(result, "database"));
 	ctl_daemon_tls_print(json_object_get(result, "tls"));
 	ctl_daemon_splice_print(json_object_get(result, "splice"));
+	ctl_daemon_uring_print(json_object_get(result, "io_uring"),
+			       ctl_int(result, "workers"));
 }
 
 void ctl_daemon_stats_print(const json_t *result)

@@ -181,6 +181,7 @@ struct config {
 	char *pg_snapshot; /* the database's last rows, "" for none */
 	char *host_name;   /* this edged in edge_hosts */
 	int splice;	   /* enum splice_mode (splice.h): tunnels' mover */
+	bool io_uring;	   /* workers send plain TCP through io_uring */
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;

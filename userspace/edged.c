@@ -167,6 +167,7 @@ static void edged_start_only_changes(const struct edged *d,
 	EDGED_NOTE(tcproute_file_moved(d->tcp, next),
 		   "the listen addresses or sni of tcp_routes");
 	EDGED_NOTE(cur->workers != next->workers, "workers");
+	EDGED_NOTE(cur->io_uring != next->io_uring, "io_uring");
 	EDGED_NOTE(str_differs(cur->user, next->user), "user");
 	EDGED_NOTE(strcmp(cur->admin_listen.text, next->admin_listen.text),
 		   "admin_listen");
@@ -972,6 +973,36 @@ static json_t *edged_tls_json(struct edged *d)
 	return j;
 }
 
+/* Whether the workers send through io_uring: "on" in all, "off" by the
+ * configuration, or the error their set-up met ("starting" before they
+ * have said). */
+static json_t *edged_uring_json(const struct edged *d)
+{
+	unsigned on = 0, waiting = 0, i;
+	int err = 0, u;
+	const char *why;
+
+	for (i = 0; i < d->nw; i++) {
+		u = atomic_load(&d->w[i]->uring);
+		if (u == 1)
+			on++;
+		else if (u < 0 && !err)
+			err = -u;
+		else if (u == 0 && d->w[i]->uring_want)
+			waiting++;
+	}
+	if (!d->cfg->io_uring)
+		why = "off (io_uring = false)";
+	else if (err)
+		why = strerror(err);
+	else if (waiting)
+		why = "starting";
+	else
+		why = "on: each loop turn's sends in one io_uring_enter";
+	return json_pack("{s:b,s:I,s:s}", "enabled", d->cfg->io_uring,
+			 "workers", (json_int_t)on, "why", why);
+}
+
 static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 {
 	struct edged *d = ctx;
@@ -985,7 +1016,7 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*}", "pid",
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*}", "pid",
 	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)edged_generation(d), "workers",
@@ -993,7 +1024,8 @@ static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
 	    (json_int_t)atomic_load(&d->sh.connections), "tcp_routes",
 	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
 	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
-	    edged_splice_json(), "tls", edged_tls_json(d));
+	    edged_splice_json(), "tls", edged_tls_json(d), "io_uring",
+	    edged_uring_json(d));
 	return 0;
 }
 

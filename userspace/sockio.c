@@ -6,11 +6,14 @@
  * scheduled with event_active() rather than by changing the epoll set.
  */
 #include <errno.h>
+#include <liburing.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -58,13 +61,42 @@ struct sockio {
 	bool wr_on_read;  /* the transport writes once the socket is readable */
 	bool shut;	  /* shut the write side down once the output is out */
 	bool in_dispatch; /* inside sockio_cb */
-	bool dead;	  /* freed inside sockio_cb: free when it returns */
+	bool queued;	  /* its send waits in the thread's batch */
+	TAILQ_ENTRY(sockio) qlink; /* in the batch's queue (queued) */
+	struct sockio_slot *slot;  /* its send in flight (batch flush) */
+	bool dead; /* freed inside sockio_cb: free when it returns */
 	/* the event (event_assign'ed, libevent's size) */
 	_Alignas(max_align_t) unsigned char ev[];
 };
 
 /* Where a read goes when it is not streaming (sockio_read). */
 static __thread char sockio_scratch[SOCKIO_READ_MAX];
+
+/* Sends one io_uring_enter carries at most (sockio_batch_flush). */
+#define SOCKIO_BATCH 256
+
+/* One send of a batch: its message, taken from the output when the
+ * batch goes, and the sockio it is for (NULL once that is gone). */
+struct sockio_slot {
+	struct msghdr msg;
+	struct iovec iov[SOCKIO_IOV];
+	struct sockio *s;
+	size_t want;
+	int res;
+};
+
+/* A thread's batch of sends: the sockios whose output waits for the end
+ * of the loop turn, in the order they queued, sent by one io_uring_enter
+ * (sockio_batch_flush) rather than one sendmsg each. */
+struct sockio_batch {
+	struct io_uring ring;
+	struct sockio_slot slot[SOCKIO_BATCH];
+	TAILQ_HEAD(sockio_queue, sockio) q;
+	unsigned n;
+};
+static __thread struct sockio_batch *sockio_b;
+/* Sends and io_uring_enter calls all threads' batches made. */
+static atomic_ulong sockio_nsends, sockio_nenters;
 
 static struct event *sockio_ev(struct sockio *s)
 {
@@ -79,7 +111,7 @@ static bool sockio_reading(const struct sockio *s)
 
 static bool sockio_writing(const struct sockio *s)
 {
-	return (s->enabled & EV_WRITE) && !s->connecting &&
+	return (s->enabled & EV_WRITE) && !s->connecting && !s->queued &&
 	       (evbuffer_get_length(s->out) > 0 || s->shut);
 }
 
@@ -206,6 +238,19 @@ int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len)
 	return s->registered ? 0 : -1;
 }
 
+/* s's send no longer waits in the batch (nor is its result wanted). */
+static void sockio_unqueue(struct sockio *s)
+{
+	if (s->queued && !s->slot) {
+		TAILQ_REMOVE(&sockio_b->q, s, qlink);
+		sockio_b->n--;
+	}
+	if (s->slot)
+		s->slot->s = NULL;
+	s->slot = NULL;
+	s->queued = false;
+}
+
 static void sockio_destroy(struct sockio *s)
 {
 	evbuffer_free(s->in);
@@ -218,6 +263,7 @@ static struct transport sockio_detach(struct sockio *s)
 {
 	struct transport t = s->t;
 
+	sockio_unqueue(s);
 	if (s->registered || s->scheduled)
 		event_del(sockio_ev(s));
 	if (s->tmo)
@@ -289,6 +335,7 @@ short sockio_enabled(const struct sockio *s)
 
 void sockio_stop(struct sockio *s)
 {
+	sockio_unqueue(s);
 	sockio_disable(s, EV_READ | EV_WRITE);
 	if (s->registered || s->scheduled)
 		event_del(sockio_ev(s));
@@ -397,6 +444,7 @@ int sockio_flush(struct sockio *s)
 	ssize_t n;
 	int nv;
 
+	sockio_unqueue(s);
 	while (evbuffer_get_length(s->out) > 0 && !s->connecting) {
 		nv = evbuffer_peek(s->out, -1, NULL,
 				   (struct evbuffer_iovec *)iov, SOCKIO_IOV);
@@ -454,6 +502,14 @@ static void sockio_write(struct sockio *s)
 		if (evbuffer_get_length(s->out) == 0) {
 			sockio_shut_now(
 			    s); /* s->shut: nothing left before it */
+			return;
+		}
+		if (sockio_b && s->t.ops->plain) {
+			/* sent with the thread's other sends at the end of
+			 * the loop turn (sockio_batch_flush) */
+			s->queued = true;
+			TAILQ_INSERT_TAIL(&sockio_b->q, s, qlink);
+			sockio_b->n++;
 			return;
 		}
 		nv = evbuffer_peek(s->out, -1, NULL,
@@ -650,4 +706,165 @@ static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		sockio_destroy(s);
 	else if (s->can_write && sockio_writing(s))
 		sockio_schedule(s); /* what the callback queued */
+}
+
+/* ---- sends batched through io_uring ---------------------------------------
+ */
+
+int sockio_batch_init(void)
+{
+	struct io_uring_params p;
+	struct sockio_batch *b;
+	int rc;
+
+	if (sockio_b)
+		return 0;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+	rc = io_uring_queue_init_params(SOCKIO_BATCH, &b->ring, &p);
+	if (rc == -EINVAL) { /* a kernel before 6.0 */
+		memset(&p, 0, sizeof(p));
+		rc = io_uring_queue_init_params(SOCKIO_BATCH, &b->ring, &p);
+	}
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	TAILQ_INIT(&b->q);
+	sockio_b = b;
+	return 0;
+}
+
+void sockio_batch_exit(void)
+{
+	struct sockio_batch *b = sockio_b;
+	struct sockio *s;
+
+	if (!b)
+		return;
+	while ((s = TAILQ_FIRST(&b->q)))
+		sockio_unqueue(s);
+	io_uring_queue_exit(&b->ring);
+	free(b);
+	sockio_b = NULL;
+}
+
+/* What a batched send of s did (res: bytes or -errno), as sockio_write
+ * would have gone on after its own send. */
+static void sockio_sent(struct sockio *s, int res, size_t want)
+{
+	s->in_dispatch = true;
+	if (res == -EAGAIN || res == -EWOULDBLOCK) {
+		s->can_write = false; /* the next write edge says when */
+	} else if (res < 0) {
+		errno = -res;
+		sockio_report(s, SOCKIO_WRITING | SOCKIO_ERROR);
+	} else {
+		evbuffer_drain(s->out, (size_t)res);
+		if ((size_t)res < want)
+			s->can_write = false;
+		if (evbuffer_get_length(s->out) <= s->wlow && s->writecb &&
+		    !s->shut)
+			s->writecb(s, s->arg);
+	}
+	s->in_dispatch = false;
+	if (s->dead) {
+		sockio_destroy(s);
+		return;
+	}
+	if ((s->can_write && sockio_writing(s)) ||
+	    (s->can_read && sockio_reading(s)))
+		sockio_schedule(s);
+}
+
+void sockio_batch_flush(void)
+{
+	struct sockio_batch *b = sockio_b;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct sockio_slot *sl;
+	struct sockio *s;
+	unsigned k, i, head, seen;
+	int rc, nv;
+
+	if (!b)
+		return;
+	while (!TAILQ_EMPTY(&b->q)) {
+		for (k = 0; k < SOCKIO_BATCH && (s = TAILQ_FIRST(&b->q)); k++) {
+			sqe = io_uring_get_sqe(&b->ring);
+			if (!sqe)
+				break;
+			TAILQ_REMOVE(&b->q, s, qlink);
+			b->n--;
+			sl = &b->slot[k];
+			nv = evbuffer_peek(s->out, -1, NULL,
+					   (struct evbuffer_iovec *)sl->iov,
+					   SOCKIO_IOV);
+			if (nv > SOCKIO_IOV)
+				nv = SOCKIO_IOV;
+			memset(&sl->msg, 0, sizeof(sl->msg));
+			sl->msg.msg_iov = sl->iov;
+			sl->msg.msg_iovlen = (size_t)nv;
+			for (sl->want = 0, i = 0; i < (unsigned)nv; i++)
+				sl->want += sl->iov[i].iov_len;
+			sl->s = s;
+			sl->res = -ECANCELED;
+			s->slot = sl;
+			io_uring_prep_sendmsg(sqe, s->t.fd, &sl->msg,
+					      MSG_NOSIGNAL | MSG_DONTWAIT);
+			io_uring_sqe_set_data64(sqe, k);
+		}
+		if (k > 0) {
+			atomic_fetch_add_explicit(&sockio_nsends, k,
+						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&sockio_nenters, 1,
+						  memory_order_relaxed);
+		}
+		if (k == 0)
+			break;
+		do
+			rc = io_uring_submit_and_wait(&b->ring, k);
+		while (rc == -EINTR);
+		seen = 0;
+		if (rc >= 0) {
+			while (seen < k) {
+				rc = io_uring_wait_cqe(&b->ring, &cqe);
+				if (rc < 0 && rc != -EINTR)
+					break;
+				if (rc < 0)
+					continue;
+				io_uring_for_each_cqe(&b->ring, head, cqe)
+				{
+					if (cqe->user_data < k)
+						b->slot[cqe->user_data].res =
+						    cqe->res;
+					seen++;
+				}
+				io_uring_cq_advance(&b->ring, seen);
+			}
+		}
+		for (i = 0; i < k; i++) {
+			sl = &b->slot[i];
+			s = sl->s;
+			if (!s)
+				continue;
+			sl->s = NULL;
+			s->slot = NULL;
+			s->queued = false;
+			sockio_sent(s, sl->res, sl->want);
+		}
+	}
+}
+
+unsigned long sockio_batch_sends(void)
+{
+	return atomic_load_explicit(&sockio_nsends, memory_order_relaxed);
+}
+
+unsigned long sockio_batch_enters(void)
+{
+	return atomic_load_explicit(&sockio_nenters, memory_order_relaxed);
 }

@@ -15,6 +15,7 @@
 #include "edge_assert.h"
 #include "metrics.h"
 #include "pins.h"
+#include "sockio.h"
 #include "stats.h"
 #include "upreg.h"
 #include "worker.h"
@@ -548,6 +549,31 @@ static int stats_render_routes(struct stats *s, struct evbuffer *out)
 	return rc;
 }
 
+/* The workers' sends batched through io_uring, and the io_uring_enter
+ * calls that carried them (their ratio: sends per system call). */
+static int stats_render_uring(struct evbuffer *out)
+{
+	int rc = metrics_render_help(out, "edge_io_uring_sends_total",
+				     "Sends the workers batched through "
+				     "io_uring.",
+				     "counter");
+
+	if (rc == 0 &&
+	    evbuffer_add_printf(out, "edge_io_uring_sends_total %lu\n",
+				sockio_batch_sends()) < 0)
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = metrics_render_help(out, "edge_io_uring_enters_total",
+					 "io_uring_enter calls that carried "
+					 "them.",
+					 "counter");
+	if (rc == 0 &&
+	    evbuffer_add_printf(out, "edge_io_uring_enters_total %lu\n",
+				sockio_batch_enters()) < 0)
+		rc = -ENOMEM;
+	return rc;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -562,6 +588,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 		rc = stats_render_routes(s, out);
 	if (rc == 0)
 		rc = metrics_render_process(out);
+	if (rc == 0)
+		rc = stats_render_uring(out);
 	if (rc == 0 && stats_xdp_read(s, v))
 		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
 	return rc;

@@ -73,6 +73,7 @@ static void tcp_close(struct transport *t)
 
 static const struct transport_ops transport_tcp_ops = {
     .name = "tcp",
+    .plain = 1,
     .read = tcp_read,
     .writev = tcp_writev,
     .shutdown = tcp_shutdown,

@@ -49,6 +49,9 @@ struct transport_ops {
 	size_t (*pending)(const struct transport *t);
 	/* Release the implementation's state and close the socket. */
 	void (*close)(struct transport *t);
+	/* writev is a plain sendmsg(MSG_NOSIGNAL) on fd and nothing else:
+	 * sockio may send for it through io_uring (sockio_batch_*) */
+	int plain;
 };
 
 struct transport {

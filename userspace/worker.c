@@ -26,6 +26,7 @@
 #include "splice.h"
 #include "tunnel.h"
 #include "upstream.h"
+#include "sockio.h"
 #include "worker.h"
 
 /* Per-client buckets each worker remembers. */
@@ -425,6 +426,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		goto nomem;
 	w->id = id;
 	w->sh = sh;
+	w->uring_want = cfg->io_uring;
 	pthread_mutex_lock(&sh->set_lock);
 	w->set = sh->set;
 	w->set_gen = atomic_load(&sh->set_gen);
@@ -530,12 +532,32 @@ fail:
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	int rc;
 
 	if (clk_attach(w->base))
 		log_warnx("worker %u: out of memory: the clock is read at "
 			  "every call",
 			  w->id);
-	event_base_dispatch(w->base);
+	rc = w->uring_want ? sockio_batch_init() : 0;
+	if (rc < 0)
+		log_warnx("worker %u: io_uring: %s: sends go one system call "
+			  "each",
+			  w->id, strerror(-rc));
+	atomic_store(&w->uring, w->uring_want && rc == 0 ? 1 : rc);
+	if (w->uring_want && rc == 0) {
+		/* one loop turn, then its sends in one batch */
+		while (!event_base_got_break(w->base) &&
+		       !event_base_got_exit(w->base)) {
+			int lr = event_base_loop(w->base, EVLOOP_ONCE);
+
+			sockio_batch_flush();
+			if (lr != 0)
+				break;
+		}
+		sockio_batch_exit();
+	} else {
+		event_base_dispatch(w->base);
+	}
 	clk_detach();
 	return NULL;
 }

@@ -88,6 +88,8 @@ struct bad {
 
 static const struct bad bad[] = {
     {"bogus = 1; #!\n", "bogus", "unknown key"},
+    {"io_uring = \"on\"; #!\n", "io_uring", "true or false"},
+    {"io_uring = 1; #!\n", "io_uring", "true or false"},
     /* wake (docs/wake.md) */
     {"wake = { command = \"w %s\"; max_concurrent = 0; #!\n};\n",
      "wake.max_concurrent", "out of range"},
@@ -787,6 +789,7 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(c->admin_listen.text, "127.0.0.1:9090");
 	ck_assert_str_eq(c->control_socket, "/run/edge/edged.sock");
 	ck_assert_str_eq(c->pin_dir, EDGE_PIN_DIR_DEFAULT);
+	ck_assert(c->io_uring);
 	ck_assert_uint_eq(c->limits.max_connections, 10000);
 	ck_assert_uint_eq(c->limits.max_request_line, 8192);
 	ck_assert_uint_eq(c->limits.max_header_bytes, 32768);
@@ -999,6 +1002,7 @@ START_TEST(test_values)
 	const char *text =
 	    "listen = [ \"[::]:443\", \"127.0.0.1:80\" ];\n"
 	    "workers = 3;\n"
+	    "io_uring = false;\n"
 	    "limits = { max_body_bytes = \"2M\"; max_header_bytes = 4096; "
 	    "body_buffer = \"16M\"; };\n"
 	    "timeouts = { header = \"1m30s\"; upstream_connect = \"250ms\"; "
@@ -1016,6 +1020,7 @@ START_TEST(test_values)
 		      err.msg);
 	ck_assert_str_eq(c->listen[0].text, "[::]:443");
 	ck_assert_uint_eq(c->workers, 3);
+	ck_assert(!c->io_uring);
 	ck_assert_uint_eq(c->limits.max_body_bytes, 2 << 20);
 	ck_assert_uint_eq(c->limits.max_header_bytes, 4096);
 	ck_assert_uint_eq(c->limits.body_buffer, 16 << 20);
@@ -1041,7 +1046,7 @@ START_TEST(test_values)
 	/* host bits: normalised, with a warning naming file, line and key */
 	ck_assert_uint_eq(c->n_warnings, 1);
 	ck_assert_ptr_nonnull(
-	    strstr(c->warnings[0], ":8: projects[0].ip_block[0]: "));
+	    strstr(c->warnings[0], ":9: projects[0].ip_block[0]: "));
 	ck_assert_ptr_nonnull(strstr(c->warnings[0], "10.0.0.0/8"));
 	config_free(c);
 	route_src_free(src);
