@@ -998,7 +998,7 @@ static json_t *edged_uring_json(const struct edged *d)
 	else if (waiting)
 		why = "starting";
 	else
-		why = "on: each loop turn's sends in one io_uring_enter";
+		why = "on: a loop turn's reads and sends in one io_uring_enter";
 	return json_pack("{s:b,s:I,s:s}", "enabled", d->cfg->io_uring,
 			 "workers", (json_int_t)on, "why", why);
 }

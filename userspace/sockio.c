@@ -62,8 +62,11 @@ struct sockio {
 	bool shut;	  /* shut the write side down once the output is out */
 	bool in_dispatch; /* inside sockio_cb */
 	bool queued;	  /* its send waits in the thread's batch */
-	TAILQ_ENTRY(sockio) qlink; /* in the batch's queue (queued) */
+	bool rqueued;	  /* its read waits in the thread's batch */
+	TAILQ_ENTRY(sockio) qlink; /* in the batch's sends (queued) */
+	TAILQ_ENTRY(sockio) rlink; /* in the batch's reads (rqueued) */
 	struct sockio_slot *slot;  /* its send in flight (batch flush) */
+	struct sockio_slot *rslot; /* its read in flight (batch flush) */
 	bool dead; /* freed inside sockio_cb: free when it returns */
 	/* the event (event_assign'ed, libevent's size) */
 	_Alignas(max_align_t) unsigned char ev[];
@@ -72,31 +75,37 @@ struct sockio {
 /* Where a read goes when it is not streaming (sockio_read). */
 static __thread char sockio_scratch[SOCKIO_READ_MAX];
 
-/* Sends one io_uring_enter carries at most (sockio_batch_flush). */
+/* Sends and reads one io_uring_enter carries at most
+ * (sockio_batch_flush). */
 #define SOCKIO_BATCH 256
 
-/* One send of a batch: its message, taken from the output when the
- * batch goes, and the sockio it is for (NULL once that is gone). */
+/* One send or read of a batch: a send's message, taken from the output
+ * when the batch goes; a read's size; the sockio it is for (NULL once
+ * that is gone) and the result. A read's bytes land in the batch's
+ * buffer of the slot (rbuf). */
 struct sockio_slot {
 	struct msghdr msg;
 	struct iovec iov[SOCKIO_IOV];
 	struct sockio *s;
 	size_t want;
 	int res;
+	bool read;
 };
 
-/* A thread's batch of sends: the sockios whose output waits for the end
- * of the loop turn, in the order they queued, sent by one io_uring_enter
- * (sockio_batch_flush) rather than one sendmsg each. */
+/* A thread's batch: the sockios whose output, or whose next read, waits
+ * for the end of the loop turn, in the order they queued, all done by
+ * one io_uring_enter (sockio_batch_flush) rather than a system call
+ * each. */
 struct sockio_batch {
 	struct io_uring ring;
 	struct sockio_slot slot[SOCKIO_BATCH];
-	TAILQ_HEAD(sockio_queue, sockio) q;
-	unsigned n;
+	TAILQ_HEAD(sockio_queue, sockio) q, rq;
+	char *rbuf; /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
+		       only as far as a batch has used them */
 };
 static __thread struct sockio_batch *sockio_b;
-/* Sends and io_uring_enter calls all threads' batches made. */
-static atomic_ulong sockio_nsends, sockio_nenters;
+/* Sends, reads and io_uring_enter calls all threads' batches made. */
+static atomic_ulong sockio_nsends, sockio_nreads, sockio_nenters;
 
 static struct event *sockio_ev(struct sockio *s)
 {
@@ -106,7 +115,8 @@ static struct event *sockio_ev(struct sockio *s)
 /* Whether s reads when the socket has bytes. */
 static bool sockio_reading(const struct sockio *s)
 {
-	return (s->enabled & EV_READ) && !s->paused && !s->connecting;
+	return (s->enabled & EV_READ) && !s->paused && !s->connecting &&
+	       !s->rqueued;
 }
 
 static bool sockio_writing(const struct sockio *s)
@@ -238,17 +248,20 @@ int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len)
 	return s->registered ? 0 : -1;
 }
 
-/* s's send no longer waits in the batch (nor is its result wanted). */
+/* s's send and read no longer wait in the batch (nor are their results
+ * wanted). */
 static void sockio_unqueue(struct sockio *s)
 {
-	if (s->queued && !s->slot) {
+	if (s->queued && !s->slot)
 		TAILQ_REMOVE(&sockio_b->q, s, qlink);
-		sockio_b->n--;
-	}
+	if (s->rqueued && !s->rslot)
+		TAILQ_REMOVE(&sockio_b->rq, s, rlink);
 	if (s->slot)
 		s->slot->s = NULL;
-	s->slot = NULL;
-	s->queued = false;
+	if (s->rslot)
+		s->rslot->s = NULL;
+	s->slot = s->rslot = NULL;
+	s->queued = s->rqueued = false;
 }
 
 static void sockio_destroy(struct sockio *s)
@@ -464,6 +477,14 @@ size_t sockio_discard(struct sockio *s, size_t max)
 	size_t done = evbuffer_get_length(s->in);
 	ssize_t n;
 
+	if (s->rqueued) { /* read here instead */
+		if (s->rslot)
+			s->rslot->s = NULL;
+		else
+			TAILQ_REMOVE(&sockio_b->rq, s, rlink);
+		s->rslot = NULL;
+		s->rqueued = false;
+	}
 	evbuffer_drain(s->in, done);
 	while (done < max && (n = transport_read(&s->t, buf, sizeof(buf))) > 0)
 		done += (size_t)n;
@@ -509,7 +530,6 @@ static void sockio_write(struct sockio *s)
 			 * the loop turn (sockio_batch_flush) */
 			s->queued = true;
 			TAILQ_INSERT_TAIL(&sockio_b->q, s, qlink);
-			sockio_b->n++;
 			return;
 		}
 		nv = evbuffer_peek(s->out, -1, NULL,
@@ -541,18 +561,14 @@ static void sockio_write(struct sockio *s)
 	}
 }
 
-/* One read into the input, then the read callback. */
-static void sockio_read(struct sockio *s)
+/* How much s's next read may take (0: none, the input is at the read
+ * watermark: s pauses). */
+static size_t sockio_read_want(struct sockio *s)
 {
-	struct evbuffer_iovec v;
 	size_t len = evbuffer_get_length(s->in), want = SOCKIO_READ_MAX;
-	bool bulk = s->bulk;
-	char *to;
-	ssize_t n;
 
-	if (bulk && s->bulk_max > want)
+	if (s->bulk && s->bulk_max > want)
 		want = s->bulk_max;
-
 	if (s->rhigh) {
 		if (len >= s->rhigh) {
 			s->paused = true;
@@ -560,26 +576,21 @@ static void sockio_read(struct sockio *s)
 					      EVBUFFER_CB_ENABLED);
 			if (s->tmo)
 				evtimer_del(s->tmo);
-			return;
+			return 0;
 		}
 		if (want > s->rhigh - len)
 			want = s->rhigh - len;
 	}
-	/* streaming (the last read filled its buffer): straight into the
-	 * input; else into the thread's scratch buffer, then copied, so a
-	 * request's few hundred bytes take a small chain, not a 16 KiB one */
-	if (bulk) {
-		if (evbuffer_reserve_space(s->in, (ssize_t)want, &v, 1) < 1) {
-			errno = ENOMEM;
-			sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
-			return;
-		}
-		to = v.iov_base;
-	} else {
-		to = sockio_scratch;
-	}
-	n = transport_read(&s->t, to, want);
-	if (n == -EAGAIN) {
+	return want;
+}
+
+/* What a read of up to want bytes gave (n: bytes, 0 at EOF, -errno): the
+ * bytes, when not read straight into the input (from), go into it; then
+ * the read callback. */
+static void sockio_read_done(struct sockio *s, ssize_t n, size_t want,
+			     const char *from)
+{
+	if (n == -EAGAIN || n == -EWOULDBLOCK) {
 		s->can_read = false;
 		if (s->t.want & TRANSPORT_WANT_WRITE)
 			s->rd_on_write = true;
@@ -596,10 +607,7 @@ static void sockio_read(struct sockio *s)
 		sockio_report(s, SOCKIO_READING | SOCKIO_EOF);
 		return;
 	}
-	if (bulk) {
-		v.iov_len = (size_t)n;
-		evbuffer_commit_space(s->in, &v, 1);
-	} else if (evbuffer_add(s->in, to, (size_t)n)) {
+	if (from && evbuffer_add(s->in, from, (size_t)n)) {
 		errno = ENOMEM; /* the bytes are lost: the stream is broken */
 		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
 		return;
@@ -614,6 +622,43 @@ static void sockio_read(struct sockio *s)
 		s->last_read = clk_now_ns();
 	if (s->readcb)
 		s->readcb(s, s->arg);
+}
+
+/* One read into the input, then the read callback. */
+static void sockio_read(struct sockio *s)
+{
+	struct evbuffer_iovec v;
+	size_t want = sockio_read_want(s);
+	ssize_t n;
+
+	if (!want)
+		return;
+	/* streaming (the last read filled its buffer): straight into the
+	 * input; else into the thread's scratch buffer, then copied, so a
+	 * request's few hundred bytes take a small chain, not a 16 KiB one
+	 * — and in a worker, with the loop turn's other reads in one
+	 * io_uring_enter (sockio_batch_flush) */
+	if (!s->bulk && sockio_b && s->t.ops->plain) {
+		s->rqueued = true;
+		TAILQ_INSERT_TAIL(&sockio_b->rq, s, rlink);
+		return;
+	}
+	if (!s->bulk) {
+		n = transport_read(&s->t, sockio_scratch, want);
+		sockio_read_done(s, n, want, sockio_scratch);
+		return;
+	}
+	if (evbuffer_reserve_space(s->in, (ssize_t)want, &v, 1) < 1) {
+		errno = ENOMEM;
+		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
+		return;
+	}
+	n = transport_read(&s->t, v.iov_base, want);
+	if (n > 0) {
+		v.iov_len = (size_t)n;
+		evbuffer_commit_space(s->in, &v, 1);
+	}
+	sockio_read_done(s, n, want, NULL);
 }
 
 /* Finish a connect: CONNECTED, or ERROR with the socket's error. */
@@ -722,6 +767,11 @@ int sockio_batch_init(void)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	b->rbuf = malloc((size_t)SOCKIO_BATCH * SOCKIO_READ_MAX);
+	if (!b->rbuf) {
+		free(b);
+		return -ENOMEM;
+	}
 	memset(&p, 0, sizeof(p));
 	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
 	rc = io_uring_queue_init_params(SOCKIO_BATCH, &b->ring, &p);
@@ -730,10 +780,12 @@ int sockio_batch_init(void)
 		rc = io_uring_queue_init_params(SOCKIO_BATCH, &b->ring, &p);
 	}
 	if (rc < 0) {
+		free(b->rbuf);
 		free(b);
 		return rc;
 	}
 	TAILQ_INIT(&b->q);
+	TAILQ_INIT(&b->rq);
 	sockio_b = b;
 	return 0;
 }
@@ -747,9 +799,26 @@ void sockio_batch_exit(void)
 		return;
 	while ((s = TAILQ_FIRST(&b->q)))
 		sockio_unqueue(s);
+	while ((s = TAILQ_FIRST(&b->rq)))
+		sockio_unqueue(s);
 	io_uring_queue_exit(&b->ring);
+	free(b->rbuf);
 	free(b);
 	sockio_b = NULL;
+}
+
+/* After a batched send or read of s was applied (in_dispatch held over
+ * it): free s if a callback did, else come back for what is left. */
+static void sockio_batch_after(struct sockio *s)
+{
+	s->in_dispatch = false;
+	if (s->dead) {
+		sockio_destroy(s);
+		return;
+	}
+	if ((s->can_write && sockio_writing(s)) ||
+	    (s->can_read && sockio_reading(s)))
+		sockio_schedule(s);
 }
 
 /* What a batched send of s did (res: bytes or -errno), as sockio_write
@@ -770,98 +839,158 @@ static void sockio_sent(struct sockio *s, int res, size_t want)
 		    !s->shut)
 			s->writecb(s, s->arg);
 	}
-	s->in_dispatch = false;
-	if (s->dead) {
-		sockio_destroy(s);
-		return;
+	sockio_batch_after(s);
+}
+
+/* Put s's send into slot k of the batch (sqe). */
+static void sockio_prep_send(struct sockio_batch *b, struct io_uring_sqe *sqe,
+			     unsigned k, struct sockio *s)
+{
+	struct sockio_slot *sl = &b->slot[k];
+	int nv, i;
+
+	nv = evbuffer_peek(s->out, -1, NULL, (struct evbuffer_iovec *)sl->iov,
+			   SOCKIO_IOV);
+	if (nv > SOCKIO_IOV)
+		nv = SOCKIO_IOV;
+	memset(&sl->msg, 0, sizeof(sl->msg));
+	sl->msg.msg_iov = sl->iov;
+	sl->msg.msg_iovlen = (size_t)nv;
+	for (sl->want = 0, i = 0; i < nv; i++)
+		sl->want += sl->iov[i].iov_len;
+	sl->s = s;
+	sl->read = false;
+	sl->res = -ECANCELED;
+	s->slot = sl;
+	io_uring_prep_sendmsg(sqe, s->t.fd, &sl->msg,
+			      MSG_NOSIGNAL | MSG_DONTWAIT);
+	io_uring_sqe_set_data64(sqe, k);
+}
+
+/* Submit the k prepared operations and wait for all their results (each
+ * completes inside the call: MSG_DONTWAIT answers EAGAIN rather than
+ * waiting); then apply them in order. */
+static void sockio_batch_run(struct sockio_batch *b, unsigned k)
+{
+	struct io_uring_cqe *cqe;
+	struct sockio_slot *sl;
+	struct sockio *s;
+	unsigned i, head, seen = 0, n;
+	int rc;
+
+	for (i = 0, n = 0; i < k; i++)
+		n += b->slot[i].read;
+	atomic_fetch_add_explicit(&sockio_nsends, k - n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sockio_nreads, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sockio_nenters, 1, memory_order_relaxed);
+	do
+		rc = io_uring_submit_and_wait(&b->ring, k);
+	while (rc == -EINTR);
+	while (rc >= 0 && seen < k) {
+		rc = io_uring_wait_cqe(&b->ring, &cqe);
+		if (rc == -EINTR) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		n = 0;
+		io_uring_for_each_cqe(&b->ring, head, cqe)
+		{
+			if (cqe->user_data < k)
+				b->slot[cqe->user_data].res = cqe->res;
+			n++;
+		}
+		io_uring_cq_advance(&b->ring, n);
+		seen += n;
 	}
-	if ((s->can_write && sockio_writing(s)) ||
-	    (s->can_read && sockio_reading(s)))
-		sockio_schedule(s);
+	for (i = 0; i < k; i++) {
+		sl = &b->slot[i];
+		s = sl->s;
+		if (!s)
+			continue; /* freed by a callback before its turn */
+		sl->s = NULL;
+		if (!sl->read) {
+			s->slot = NULL;
+			s->queued = false;
+			sockio_sent(s, sl->res, sl->want);
+			continue;
+		}
+		s->rslot = NULL;
+		s->rqueued = false;
+		s->in_dispatch = true;
+		sockio_read_done(s, sl->res, sl->want,
+				 b->rbuf + (size_t)i * SOCKIO_READ_MAX);
+		sockio_batch_after(s);
+	}
 }
 
 void sockio_batch_flush(void)
 {
 	struct sockio_batch *b = sockio_b;
-	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
 	struct sockio_slot *sl;
 	struct sockio *s;
-	unsigned k, i, head, seen;
-	int rc, nv;
+	unsigned k;
+	size_t want;
 
 	if (!b)
 		return;
-	while (!TAILQ_EMPTY(&b->q)) {
-		for (k = 0; k < SOCKIO_BATCH && (s = TAILQ_FIRST(&b->q)); k++) {
+	while (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq)) {
+		k = 0;
+		/* the reads, whose callbacks queue the sends of the next
+		 * round, then the sends queued so far */
+		while (k < SOCKIO_BATCH && io_uring_sq_space_left(&b->ring) &&
+		       (s = TAILQ_FIRST(&b->rq))) {
+			TAILQ_REMOVE(&b->rq, s, rlink);
+			s->rqueued = false;
+			if (!s->can_read || !sockio_reading(s))
+				continue;
+			want = sockio_read_want(s); /* 0: paused */
+			if (!want)
+				continue;
+			sqe = io_uring_get_sqe(&b->ring);
+			if (!sqe) { /* not while the queue has space */
+				s->rqueued = true;
+				TAILQ_INSERT_HEAD(&b->rq, s, rlink);
+				break;
+			}
+			if (want > SOCKIO_READ_MAX)
+				want = SOCKIO_READ_MAX;
+			sl = &b->slot[k];
+			sl->s = s;
+			sl->read = true;
+			sl->want = want;
+			sl->res = -ECANCELED;
+			s->rqueued = true;
+			s->rslot = sl;
+			io_uring_prep_recv(
+			    sqe, s->t.fd, b->rbuf + (size_t)k * SOCKIO_READ_MAX,
+			    want, MSG_DONTWAIT);
+			io_uring_sqe_set_data64(sqe, k);
+			k++;
+		}
+		while (k < SOCKIO_BATCH && (s = TAILQ_FIRST(&b->q))) {
 			sqe = io_uring_get_sqe(&b->ring);
 			if (!sqe)
 				break;
 			TAILQ_REMOVE(&b->q, s, qlink);
-			b->n--;
-			sl = &b->slot[k];
-			nv = evbuffer_peek(s->out, -1, NULL,
-					   (struct evbuffer_iovec *)sl->iov,
-					   SOCKIO_IOV);
-			if (nv > SOCKIO_IOV)
-				nv = SOCKIO_IOV;
-			memset(&sl->msg, 0, sizeof(sl->msg));
-			sl->msg.msg_iov = sl->iov;
-			sl->msg.msg_iovlen = (size_t)nv;
-			for (sl->want = 0, i = 0; i < (unsigned)nv; i++)
-				sl->want += sl->iov[i].iov_len;
-			sl->s = s;
-			sl->res = -ECANCELED;
-			s->slot = sl;
-			io_uring_prep_sendmsg(sqe, s->t.fd, &sl->msg,
-					      MSG_NOSIGNAL | MSG_DONTWAIT);
-			io_uring_sqe_set_data64(sqe, k);
-		}
-		if (k > 0) {
-			atomic_fetch_add_explicit(&sockio_nsends, k,
-						  memory_order_relaxed);
-			atomic_fetch_add_explicit(&sockio_nenters, 1,
-						  memory_order_relaxed);
+			sockio_prep_send(b, sqe, k++, s);
 		}
 		if (k == 0)
 			break;
-		do
-			rc = io_uring_submit_and_wait(&b->ring, k);
-		while (rc == -EINTR);
-		seen = 0;
-		if (rc >= 0) {
-			while (seen < k) {
-				rc = io_uring_wait_cqe(&b->ring, &cqe);
-				if (rc < 0 && rc != -EINTR)
-					break;
-				if (rc < 0)
-					continue;
-				io_uring_for_each_cqe(&b->ring, head, cqe)
-				{
-					if (cqe->user_data < k)
-						b->slot[cqe->user_data].res =
-						    cqe->res;
-					seen++;
-				}
-				io_uring_cq_advance(&b->ring, seen);
-			}
-		}
-		for (i = 0; i < k; i++) {
-			sl = &b->slot[i];
-			s = sl->s;
-			if (!s)
-				continue;
-			sl->s = NULL;
-			s->slot = NULL;
-			s->queued = false;
-			sockio_sent(s, sl->res, sl->want);
-		}
+		sockio_batch_run(b, k);
 	}
 }
 
 unsigned long sockio_batch_sends(void)
 {
 	return atomic_load_explicit(&sockio_nsends, memory_order_relaxed);
+}
+
+unsigned long sockio_batch_reads(void)
+{
+	return atomic_load_explicit(&sockio_nreads, memory_order_relaxed);
 }
 
 unsigned long sockio_batch_enters(void)

@@ -147,20 +147,24 @@ const struct transport *sockio_transport(const struct sockio *s);
  * only the socket) only when there are none. */
 size_t sockio_pending(const struct sockio *s);
 
-/* Send the output of this thread's sockios on plain TCP through io_uring,
- * all a loop turn queued in one io_uring_enter, rather than one sendmsg
- * each: from now on sockio_batch_flush must run at the end of every turn
- * of this thread's loop. 0, or -errno when io_uring cannot be set up
- * (the sends go one by one as before). */
+/* Send the output, and read the input, of this thread's sockios on plain
+ * TCP through io_uring: all a loop turn queued in one io_uring_enter,
+ * rather than a system call each (reads that stream, filling their
+ * buffer, still go one by one, straight into the input). From now on
+ * sockio_batch_flush must run at the end of every turn of this thread's
+ * loop. 0, or -errno when io_uring cannot be set up (sends and reads
+ * then go one by one as before). */
 int sockio_batch_init(void);
-/* Send what this thread's sockios queued, then run what their sends
- * call (write callbacks, error reports), as sockio_cb would. */
+/* Do what this thread's sockios queued, then run what follows from it
+ * (read and write callbacks, error and EOF reports), as sockio_cb would;
+ * again for what those queued, until nothing is left. */
 void sockio_batch_flush(void);
 /* Stop batching (what is queued is dropped: call after the loop). */
 void sockio_batch_exit(void);
-/* Sends, and io_uring_enter calls carrying them, every thread's batches
- * made since the process started. */
+/* Sends and reads, and the io_uring_enter calls carrying them, every
+ * thread's batches made since the process started. */
 unsigned long sockio_batch_sends(void);
+unsigned long sockio_batch_reads(void);
 unsigned long sockio_batch_enters(void);
 
 #endif /* EDGE_SOCKIO_H */

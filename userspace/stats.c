@@ -549,8 +549,9 @@ static int stats_render_routes(struct stats *s, struct evbuffer *out)
 	return rc;
 }
 
-/* The workers' sends batched through io_uring, and the io_uring_enter
- * calls that carried them (their ratio: sends per system call). */
+/* The workers' sends and reads batched through io_uring, and the
+ * io_uring_enter calls that carried them (their ratio: operations per
+ * system call). */
 static int stats_render_uring(struct evbuffer *out)
 {
 	int rc = metrics_render_help(out, "edge_io_uring_sends_total",
@@ -563,9 +564,18 @@ static int stats_render_uring(struct evbuffer *out)
 				sockio_batch_sends()) < 0)
 		rc = -ENOMEM;
 	if (rc == 0)
+		rc = metrics_render_help(out, "edge_io_uring_reads_total",
+					 "Reads the workers batched through "
+					 "io_uring.",
+					 "counter");
+	if (rc == 0 &&
+	    evbuffer_add_printf(out, "edge_io_uring_reads_total %lu\n",
+				sockio_batch_reads()) < 0)
+		rc = -ENOMEM;
+	if (rc == 0)
 		rc = metrics_render_help(out, "edge_io_uring_enters_total",
 					 "io_uring_enter calls that carried "
-					 "them.",
+					 "the sends and reads.",
 					 "counter");
 	if (rc == 0 &&
 	    evbuffer_add_printf(out, "edge_io_uring_enters_total %lu\n",

@@ -229,8 +229,10 @@ START_TEST(test_echo)
 	run_until(&t, &t.writes);
 	peer_read(t.peer, buf, 5);
 	ck_assert_str_eq(buf, "again");
-	if (batched)
+	if (batched) {
 		ck_assert_uint_eq(sockio_batch_sends(), 2);
+		ck_assert_uint_eq(sockio_batch_reads(), 2);
+	}
 	pair_close(&t);
 }
 END_TEST
@@ -740,6 +742,60 @@ START_TEST(test_free_other_in_callback)
 }
 END_TEST
 
+/* Two sockios read in the same turn and each one's read callback frees
+ * the other: the first to run frees the second, whose read went in the
+ * same batch; the second's callbacks never run, nothing touches it once
+ * freed (ASan). */
+static struct pair *mutual[2];
+
+static void read_cb_free_other(struct sockio *s, void *arg)
+{
+	struct pair *t = arg, *o = mutual[t == mutual[0]];
+
+	(void)s;
+	t->reads++;
+	if (o->s) {
+		sockio_free(o->s);
+		o->s = NULL;
+	}
+}
+
+START_TEST(test_free_other_reading)
+{
+	struct pair a, b;
+
+	pair_open(&a);
+	pair_open(&b);
+	sockio_free(b.s);
+	event_base_free(b.base);
+	b.base = a.base;
+	close(b.peer);
+	pair_connect(&b);
+	mutual[0] = &a;
+	mutual[1] = &b;
+	sockio_setcb(a.s, read_cb_free_other, write_cb, event_cb, &a);
+	sockio_setcb(b.s, read_cb_free_other, write_cb, event_cb, &b);
+	sockio_enable(a.s, EV_READ);
+	sockio_enable(b.s, EV_READ);
+	loop_once(a.base);
+	ck_assert_int_eq(write(a.peer, "to a", 4), 4);
+	ck_assert_int_eq(write(b.peer, "to b", 4), 4);
+	usleep(20000); /* both readable in the next turn */
+	loop_once(a.base);
+	run_for(&a, 30);
+	ck_assert_int_eq(a.reads + b.reads, 1);
+	ck_assert((a.s == NULL) != (b.s == NULL));
+	ck_assert_int_eq(a.events + b.events, 0);
+	if (batched)
+		ck_assert_uint_eq(sockio_batch_reads(), 2);
+	close(b.peer);
+	close(b.lfd);
+	b.peer = b.lfd = -1;
+	sockio_free(b.s);
+	pair_close(&a);
+}
+END_TEST
+
 /* A send to a peer that reset the connection fails: the event callback
  * hears WRITING|ERROR with the socket's error, and no write callback. */
 START_TEST(test_write_error)
@@ -796,6 +852,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, test_pending_transport);
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_free_other_in_callback);
+	tcase_add_test(tc, test_free_other_reading);
 	tcase_add_test(tc, test_write_error);
 }
 
