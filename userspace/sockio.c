@@ -112,11 +112,17 @@ static struct event *sockio_ev(struct sockio *s)
 	return (struct event *)(void *)s->ev;
 }
 
-/* Whether s reads when the socket has bytes. */
+/* Whether s is reading (its read timeout runs). */
+static bool sockio_read_on(const struct sockio *s)
+{
+	return (s->enabled & EV_READ) && !s->paused && !s->connecting;
+}
+
+/* Whether s reads when the socket has bytes (and is not waiting for the
+ * read it queued). */
 static bool sockio_reading(const struct sockio *s)
 {
-	return (s->enabled & EV_READ) && !s->paused && !s->connecting &&
-	       !s->rqueued;
+	return sockio_read_on(s) && !s->rqueued;
 }
 
 static bool sockio_writing(const struct sockio *s)
@@ -158,7 +164,7 @@ static void sockio_arm_timeout(struct sockio *s, uint64_t ns)
 /* Reading (re)starts: so does its timeout. */
 static void sockio_read_restart(struct sockio *s)
 {
-	if (!s->rto_ns || !sockio_reading(s))
+	if (!s->rto_ns || !sockio_read_on(s))
 		return;
 	s->last_read = clk_now_ns();
 	if (!evtimer_pending(s->tmo, NULL))
@@ -584,34 +590,28 @@ static size_t sockio_read_want(struct sockio *s)
 	return want;
 }
 
-/* What a read of up to want bytes gave (n: bytes, 0 at EOF, -errno): the
- * bytes, when not read straight into the input (from), go into it; then
- * the read callback. */
-static void sockio_read_done(struct sockio *s, ssize_t n, size_t want,
-			     const char *from)
+/* What a read of up to want bytes gave (n: bytes, 0 at EOF, -errno),
+ * taken into s without a callback: the bytes, when not read straight into
+ * the input (from), go into it; the flags. Returns what to report: n, or
+ * -ENOMEM when the bytes could not be kept. */
+static ssize_t sockio_read_take(struct sockio *s, ssize_t n, size_t want,
+				const char *from)
 {
 	if (n == -EAGAIN || n == -EWOULDBLOCK) {
 		s->can_read = false;
 		if (s->t.want & TRANSPORT_WANT_WRITE)
 			s->rd_on_write = true;
-		return;
+		return n;
 	}
-	if (n < 0) {
-		errno = (int)-n;
-		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
-		return;
-	}
+	if (n < 0)
+		return n;
 	if (n == 0) {
 		s->can_read = false;
 		s->eof = true;
-		sockio_report(s, SOCKIO_READING | SOCKIO_EOF);
-		return;
+		return 0;
 	}
-	if (from && evbuffer_add(s->in, from, (size_t)n)) {
-		errno = ENOMEM; /* the bytes are lost: the stream is broken */
-		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
-		return;
-	}
+	if (from && evbuffer_add(s->in, from, (size_t)n))
+		return -ENOMEM; /* the bytes are lost: the stream is broken */
 	s->bulk = (size_t)n == want;
 	/* a short read drained the socket: the next byte is a new edge,
 	 * and so is a FIN after them unless it came already (rdhup) —
@@ -620,8 +620,30 @@ static void sockio_read_done(struct sockio *s, ssize_t n, size_t want,
 		s->can_read = false;
 	if (s->rto_ns)
 		s->last_read = clk_now_ns();
-	if (s->readcb)
+	return n;
+}
+
+/* Then its callback: the read callback for bytes (while reading is
+ * enabled: else they wait in the input as a paused read's do), the event
+ * callback for the EOF or an error. */
+static void sockio_read_report(struct sockio *s, ssize_t n)
+{
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return;
+	if (n < 0) {
+		errno = (int)-n;
+		sockio_report(s, SOCKIO_READING | SOCKIO_ERROR);
+	} else if (n == 0) {
+		sockio_report(s, SOCKIO_READING | SOCKIO_EOF);
+	} else if (s->readcb && (s->enabled & EV_READ)) {
 		s->readcb(s, s->arg);
+	}
+}
+
+static void sockio_read_done(struct sockio *s, ssize_t n, size_t want,
+			     const char *from)
+{
+	sockio_read_report(s, sockio_read_take(s, n, want, from));
 }
 
 /* One read into the input, then the read callback. */
@@ -736,7 +758,7 @@ static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!s->rto_ns || !sockio_reading(s))
+	if (!s->rto_ns || !sockio_read_on(s))
 		return; /* re-armed when reading restarts */
 	idle = clk_now_ns() - s->last_read;
 	if (idle < s->rto_ns) {
@@ -821,25 +843,32 @@ static void sockio_batch_after(struct sockio *s)
 		sockio_schedule(s);
 }
 
-/* What a batched send of s did (res: bytes or -errno), as sockio_write
- * would have gone on after its own send. */
-static void sockio_sent(struct sockio *s, int res, size_t want)
+/* What a batched send of s did (res: bytes or -errno), taken into s
+ * without a callback: the bytes the kernel took leave the output. */
+static void sockio_sent_take(struct sockio *s, int res, size_t want)
 {
-	s->in_dispatch = true;
 	if (res == -EAGAIN || res == -EWOULDBLOCK) {
 		s->can_write = false; /* the next write edge says when */
-	} else if (res < 0) {
-		errno = -res;
-		sockio_report(s, SOCKIO_WRITING | SOCKIO_ERROR);
-	} else {
+	} else if (res >= 0) {
 		evbuffer_drain(s->out, (size_t)res);
 		if ((size_t)res < want)
 			s->can_write = false;
-		if (evbuffer_get_length(s->out) <= s->wlow && s->writecb &&
-		    !s->shut)
-			s->writecb(s, s->arg);
 	}
-	sockio_batch_after(s);
+}
+
+/* Then its callback, as sockio_write would have gone on: the error, or
+ * the write callback at the low watermark. */
+static void sockio_sent_report(struct sockio *s, int res)
+{
+	if (res == -EAGAIN || res == -EWOULDBLOCK)
+		return;
+	if (res < 0) {
+		errno = -res;
+		sockio_report(s, SOCKIO_WRITING | SOCKIO_ERROR);
+	} else if (evbuffer_get_length(s->out) <= s->wlow && s->writecb &&
+		   !s->shut) {
+		s->writecb(s, s->arg);
+	}
 }
 
 /* Put s's send into slot k of the batch (sqe). */
@@ -904,23 +933,41 @@ static void sockio_batch_run(struct sockio_batch *b, unsigned k)
 		io_uring_cq_advance(&b->ring, n);
 		seen += n;
 	}
+	/* first what the kernel did, into every sockio of the batch (the
+	 * bytes sent leave the outputs, the bytes read join the inputs):
+	 * a callback of one then sees the others as they are, and one
+	 * that stops, releases or flushes another loses nothing */
+	for (i = 0; i < k; i++) {
+		sl = &b->slot[i];
+		if (!sl->s)
+			continue;
+		if (sl->read)
+			sl->res = (int)sockio_read_take(
+			    sl->s, sl->res, sl->want,
+			    b->rbuf + (size_t)i * SOCKIO_READ_MAX);
+		else
+			sockio_sent_take(sl->s, sl->res, sl->want);
+	}
+	/* then the callbacks, in order; one may free any sockio (its slot
+	 * is forgotten) */
 	for (i = 0; i < k; i++) {
 		sl = &b->slot[i];
 		s = sl->s;
 		if (!s)
-			continue; /* freed by a callback before its turn */
+			continue;
 		sl->s = NULL;
-		if (!sl->read) {
+		if (sl->read) {
+			s->rslot = NULL;
+			s->rqueued = false;
+		} else {
 			s->slot = NULL;
 			s->queued = false;
-			sockio_sent(s, sl->res, sl->want);
-			continue;
 		}
-		s->rslot = NULL;
-		s->rqueued = false;
 		s->in_dispatch = true;
-		sockio_read_done(s, sl->res, sl->want,
-				 b->rbuf + (size_t)i * SOCKIO_READ_MAX);
+		if (sl->read)
+			sockio_read_report(s, sl->res);
+		else
+			sockio_sent_report(s, sl->res);
 		sockio_batch_after(s);
 	}
 }
