@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "log.h"
 #include "sockio.h"
 #include "transport.h"
 
@@ -100,8 +101,9 @@ struct sockio_batch {
 	struct io_uring ring;
 	struct sockio_slot slot[SOCKIO_BATCH];
 	TAILQ_HEAD(sockio_queue, sockio) q, rq;
-	char *rbuf; /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
-		       only as far as a batch has used them */
+	char *rbuf;  /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
+			only as far as a batch has used them */
+	bool broken; /* io_uring_enter failed: read and send directly */
 };
 static __thread struct sockio_batch *sockio_b;
 /* Sends, reads and io_uring_enter calls all threads' batches made. */
@@ -531,7 +533,7 @@ static void sockio_write(struct sockio *s)
 			    s); /* s->shut: nothing left before it */
 			return;
 		}
-		if (sockio_b && s->t.ops->plain) {
+		if (sockio_b && !sockio_b->broken && s->t.ops->plain) {
 			/* sent with the thread's other sends at the end of
 			 * the loop turn (sockio_batch_flush) */
 			s->queued = true;
@@ -660,7 +662,7 @@ static void sockio_read(struct sockio *s)
 	 * request's few hundred bytes take a small chain, not a 16 KiB one
 	 * — and in a worker, with the loop turn's other reads in one
 	 * io_uring_enter (sockio_batch_flush) */
-	if (!s->bulk && sockio_b && s->t.ops->plain) {
+	if (!s->bulk && sockio_b && !sockio_b->broken && s->t.ops->plain) {
 		s->rqueued = true;
 		TAILQ_INSERT_TAIL(&sockio_b->rq, s, rlink);
 		return;
@@ -904,7 +906,7 @@ static void sockio_batch_run(struct sockio_batch *b, unsigned k)
 	struct io_uring_cqe *cqe;
 	struct sockio_slot *sl;
 	struct sockio *s;
-	unsigned i, head, seen = 0, n;
+	unsigned i, head, seen = 0, n, tries;
 	int rc;
 
 	for (i = 0, n = 0; i < k; i++)
@@ -912,9 +914,21 @@ static void sockio_batch_run(struct sockio_batch *b, unsigned k)
 	atomic_fetch_add_explicit(&sockio_nsends, k - n, memory_order_relaxed);
 	atomic_fetch_add_explicit(&sockio_nreads, n, memory_order_relaxed);
 	atomic_fetch_add_explicit(&sockio_nenters, 1, memory_order_relaxed);
-	do
+	/* EINTR, or EAGAIN for want of kernel memory: the entries are
+	 * still in the queue, so try again (a few times: then every
+	 * operation of the batch fails, its stream with it) */
+	for (tries = 0; tries < 100; tries++) {
 		rc = io_uring_submit_and_wait(&b->ring, k);
-	while (rc == -EINTR);
+		if (rc != -EINTR && rc != -EAGAIN)
+			break;
+	}
+	if (rc < 0 && !b->broken) {
+		/* what is left in the ring must not go with a later batch */
+		b->broken = true;
+		log_warnx("io_uring_enter: %s: this worker reads and sends "
+			  "one system call each from now on",
+			  strerror(-rc));
+	}
 	while (rc >= 0 && seen < k) {
 		rc = io_uring_wait_cqe(&b->ring, &cqe);
 		if (rc == -EINTR) {
@@ -983,7 +997,7 @@ void sockio_batch_flush(void)
 
 	if (!b)
 		return;
-	while (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq)) {
+	while (!b->broken && (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq))) {
 		k = 0;
 		/* the reads, whose callbacks queue the sends of the next
 		 * round, then the sends queued so far */
@@ -1017,17 +1031,45 @@ void sockio_batch_flush(void)
 			io_uring_sqe_set_data64(sqe, k);
 			k++;
 		}
-		while (k < SOCKIO_BATCH && (s = TAILQ_FIRST(&b->q))) {
-			sqe = io_uring_get_sqe(&b->ring);
-			if (!sqe)
-				break;
+		while (k < SOCKIO_BATCH && io_uring_sq_space_left(&b->ring) &&
+		       (s = TAILQ_FIRST(&b->q))) {
 			TAILQ_REMOVE(&b->q, s, qlink);
+			s->queued = false;
+			if (!s->can_write || !sockio_writing(s) ||
+			    evbuffer_get_length(s->out) == 0) {
+				/* stopped, or emptied since (a shutdown
+				 * then goes from the loop) */
+				if (s->can_write && sockio_writing(s))
+					sockio_schedule(s);
+				continue;
+			}
+			sqe = io_uring_get_sqe(&b->ring);
+			if (!sqe) { /* not while the queue has space */
+				s->queued = true;
+				TAILQ_INSERT_HEAD(&b->q, s, qlink);
+				break;
+			}
+			s->queued = true;
 			sockio_prep_send(b, sqe, k++, s);
 		}
 		if (k == 0)
 			break;
 		sockio_batch_run(b, k);
 	}
+	/* broken: what waits goes directly, from the loop */
+	while (b->broken && (s = TAILQ_FIRST(&b->q))) {
+		sockio_unqueue(s);
+		sockio_schedule(s);
+	}
+	while (b->broken && (s = TAILQ_FIRST(&b->rq))) {
+		sockio_unqueue(s);
+		sockio_schedule(s);
+	}
+}
+
+int sockio_batch_fd(void)
+{
+	return sockio_b ? sockio_b->ring.ring_fd : -1;
 }
 
 unsigned long sockio_batch_sends(void)

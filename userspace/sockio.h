@@ -166,5 +166,7 @@ void sockio_batch_exit(void);
 unsigned long sockio_batch_sends(void);
 unsigned long sockio_batch_reads(void);
 unsigned long sockio_batch_enters(void);
+/* This thread's ring's descriptor (tests break it), -1 without a batch. */
+int sockio_batch_fd(void);
 
 #endif /* EDGE_SOCKIO_H */

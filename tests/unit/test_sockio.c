@@ -796,6 +796,47 @@ START_TEST(test_free_other_reading)
 }
 END_TEST
 
+/* The ring stops working (its descriptor replaced by /dev/null): the
+ * batch in hand fails (its stream with it), and the thread reads and
+ * sends directly from then on: a new connection echoes. */
+START_TEST(test_ring_broken)
+{
+	struct pair t, u;
+	char buf[6] = {0};
+	int null;
+
+	if (!batched)
+		return;
+	pair_open(&t);
+	t.echo = true;
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	loop_once(t.base);
+	null = open("/dev/null", O_RDWR);
+	ck_assert_int_ge(null, 0);
+	ck_assert_int_ge(dup2(null, sockio_batch_fd()), 0);
+	close(null);
+	ck_assert_int_eq(write(t.peer, "hello", 5), 5);
+	run_until(&t, &t.events); /* the read in the broken batch failed */
+	ck_assert_int_eq(t.last_what, SOCKIO_READING | SOCKIO_ERROR);
+	/* a new connection on the same loop: direct, and it works */
+	u = t;
+	u.s = NULL;
+	u.events = u.reads = u.writes = 0;
+	pair_connect(&u);
+	sockio_setcb(u.s, read_cb, write_cb, event_cb, &u);
+	u.echo = true;
+	sockio_enable(u.s, EV_READ | EV_WRITE);
+	ck_assert_int_eq(write(u.peer, "again", 5), 5);
+	run_until(&u, &u.writes);
+	peer_read(u.peer, buf, 5);
+	ck_assert_str_eq(buf, "again");
+	ck_assert_int_eq(u.events, 0);
+	sockio_free(u.s);
+	close(u.peer);
+	pair_close(&t);
+}
+END_TEST
+
 /* A send to a peer that reset the connection fails: the event callback
  * hears WRITING|ERROR with the socket's error, and no write callback. */
 START_TEST(test_write_error)
@@ -853,6 +894,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_free_other_in_callback);
 	tcase_add_test(tc, test_free_other_reading);
+	tcase_add_test(tc, test_ring_broken);
 	tcase_add_test(tc, test_write_error);
 }
 
