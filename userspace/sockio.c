@@ -736,10 +736,11 @@ static void sockio_cb(evutil_socket_t fd, short what, void *arg)
 	for (round = 0; round < SOCKIO_ROUNDS && !s->dead; round++) {
 		if (s->can_write && sockio_writing(s))
 			sockio_write(s);
-		else if (s->can_read && sockio_reading(s))
+		else if (s->can_read && sockio_reading(s) && !s->queued)
 			sockio_read(s);
 		else
-			break;
+			break; /* (a send in the batch goes before more reads,
+				  as a direct one would) */
 	}
 out:
 	s->in_dispatch = false;
@@ -747,9 +748,10 @@ out:
 		sockio_destroy(s);
 		return;
 	}
-	/* more to do than one turn allows: come back */
+	/* more to do than one turn allows: come back (reads once a send in
+	 * the batch has gone: the flush comes back then) */
 	if ((s->can_write && sockio_writing(s)) ||
-	    (s->can_read && sockio_reading(s)))
+	    (s->can_read && sockio_reading(s) && !s->queued))
 		sockio_schedule(s);
 }
 
@@ -841,7 +843,7 @@ static void sockio_batch_after(struct sockio *s)
 		return;
 	}
 	if ((s->can_write && sockio_writing(s)) ||
-	    (s->can_read && sockio_reading(s)))
+	    (s->can_read && sockio_reading(s) && !s->queued))
 		sockio_schedule(s);
 }
 
