@@ -272,6 +272,18 @@ static void sockio_unqueue(struct sockio *s)
 	s->queued = s->rqueued = false;
 }
 
+/* s's send no longer waits in the batch (it goes directly: its read,
+ * if one waits, stays). */
+static void sockio_unqueue_send(struct sockio *s)
+{
+	if (s->queued && !s->slot)
+		TAILQ_REMOVE(&sockio_b->q, s, qlink);
+	if (s->slot)
+		s->slot->s = NULL;
+	s->slot = NULL;
+	s->queued = false;
+}
+
 static void sockio_destroy(struct sockio *s)
 {
 	evbuffer_free(s->in);
@@ -465,7 +477,7 @@ int sockio_flush(struct sockio *s)
 	ssize_t n;
 	int nv;
 
-	sockio_unqueue(s);
+	sockio_unqueue_send(s);
 	while (evbuffer_get_length(s->out) > 0 && !s->connecting) {
 		nv = evbuffer_peek(s->out, -1, NULL,
 				   (struct evbuffer_iovec *)iov, SOCKIO_IOV);

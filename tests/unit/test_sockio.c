@@ -864,6 +864,37 @@ START_TEST(test_write_error)
 }
 END_TEST
 
+/* sockio_flush sends at once: a read that waits in the batch for the
+ * end of the turn (the socket had bytes when its event ran) still runs,
+ * and the read callback hears the bytes (a tunnel flushes both sides
+ * from its timer before it hands them to the kernel). */
+START_TEST(test_flush_keeps_read)
+{
+	struct pair t;
+	char buf[8] = {0};
+
+	pair_open(&t);
+	t.drain = true;
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	loop_once(t.base);
+	ck_assert_int_eq(write(t.peer, "hello", 5), 5);
+	usleep(20000);
+	/* the read's turn, then a flush (of nothing: a tunnel at a pause)
+	 * before the batch goes */
+	event_base_loop(t.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert_int_eq(sockio_flush(t.s), 0);
+	sockio_batch_flush();
+	run_until(&t, &t.reads);
+	ck_assert_uint_eq(t.got, 5);
+	/* and a flush that sends */
+	evbuffer_add(sockio_output(t.s), "out", 3);
+	ck_assert_int_eq(sockio_flush(t.s), 0);
+	peer_read(t.peer, buf, 3);
+	ck_assert_str_eq(buf, "out");
+	pair_close(&t);
+}
+END_TEST
+
 static void batch_on(void)
 {
 	ck_assert_int_eq(sockio_batch_init(), 0);
@@ -890,6 +921,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, test_release);
 	tcase_add_test(tc, test_shutdown);
 	tcase_add_test(tc, test_flush_discard);
+	tcase_add_test(tc, test_flush_keeps_read);
 	tcase_add_test(tc, test_pending_transport);
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_free_other_in_callback);
