@@ -79,6 +79,11 @@ static __thread char sockio_scratch[SOCKIO_READ_MAX];
 /* Sends and reads one io_uring_enter carries at most
  * (sockio_batch_flush). */
 #define SOCKIO_BATCH 256
+/* Dispatches a loop turn runs while the batch waits before it ends the
+ * turn (event_base_loopbreak) so that the batch goes: a sockio that
+ * reads or writes directly without end (a TLS stream from a fast peer)
+ * keeps the turn going, and the batch would wait for it. */
+#define SOCKIO_BATCH_WAIT 64
 
 /* One send or read of a batch: a send's message, taken from the output
  * when the batch goes; a read's size; the sockio it is for (NULL once
@@ -104,6 +109,7 @@ struct sockio_batch {
 	char *rbuf;  /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
 			only as far as a batch has used them */
 	bool broken; /* io_uring_enter failed: read and send directly */
+	unsigned waited; /* dispatches this turn ran while the batch waited */
 };
 static __thread struct sockio_batch *sockio_b;
 /* Sends, reads and io_uring_enter calls all threads' batches made. */
@@ -716,12 +722,26 @@ static void sockio_connected(struct sockio *s)
 		s->eventcb(s, SOCKIO_CONNECTED, s->arg);
 }
 
+/* One more dispatch of this turn: when the batch has waited for
+ * SOCKIO_BATCH_WAIT of them, the turn ends after this one (the worker's
+ * loop flushes the batch and goes on with what is still active). */
+static void sockio_batch_tick(struct sockio *s)
+{
+	struct sockio_batch *b = sockio_b;
+
+	if (!b || b->broken || (TAILQ_EMPTY(&b->q) && TAILQ_EMPTY(&b->rq)))
+		return;
+	if (++b->waited >= SOCKIO_BATCH_WAIT)
+		event_base_loopbreak(s->base);
+}
+
 static void sockio_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sockio *s = arg;
 	int round;
 
 	(void)fd;
+	sockio_batch_tick(s);
 	s->scheduled = false;
 	if (what & EV_CLOSED)
 		s->rdhup = true;
@@ -1009,6 +1029,7 @@ void sockio_batch_flush(void)
 
 	if (!b)
 		return;
+	b->waited = 0;
 	while (!b->broken && (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq))) {
 		k = 0;
 		/* the reads, whose callbacks queue the sends of the next
