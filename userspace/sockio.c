@@ -1032,8 +1032,8 @@ void sockio_batch_flush(void)
 	b->waited = 0;
 	while (!b->broken && (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq))) {
 		k = 0;
-		/* the reads, whose callbacks queue the sends of the next
-		 * round, then the sends queued so far */
+		/* the reads, then the sends (a round takes 256 at most; the
+		 * callbacks' new work goes from the loop's next turn) */
 		while (k < SOCKIO_BATCH && io_uring_sq_space_left(&b->ring) &&
 		       (s = TAILQ_FIRST(&b->rq))) {
 			TAILQ_REMOVE(&b->rq, s, rlink);

@@ -157,8 +157,10 @@ size_t sockio_pending(const struct sockio *s);
  * cannot be set up (sends and reads then go one by one as before). */
 int sockio_batch_init(void);
 /* Do what this thread's sockios queued, then run what follows from it
- * (read and write callbacks, error and EOF reports), as sockio_cb would;
- * again for what those queued, until nothing is left. */
+ * (read and write callbacks, error and EOF reports), as sockio_cb would
+ * (in calls of at most 256 operations). What those callbacks make due is
+ * not sent here: its sockio is made active, and the loop's next turn
+ * queues it. */
 void sockio_batch_flush(void);
 /* Stop batching (what is queued is dropped: call after the loop). */
 void sockio_batch_exit(void);
