@@ -79,6 +79,11 @@ static __thread char sockio_scratch[SOCKIO_READ_MAX];
 /* Sends and reads one io_uring_enter carries at most
  * (sockio_batch_flush). */
 #define SOCKIO_BATCH 256
+/* Dispatches a loop turn runs while the batch waits before it ends the
+ * turn (event_base_loopbreak) so that the batch goes: a sockio that
+ * reads or writes directly without end (a TLS stream from a fast peer)
+ * keeps the turn going, and the batch would wait for it. */
+#define SOCKIO_BATCH_WAIT 64
 
 /* One send or read of a batch: a send's message, taken from the output
  * when the batch goes; a read's size; the sockio it is for (NULL once
@@ -104,6 +109,7 @@ struct sockio_batch {
 	char *rbuf;  /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
 			only as far as a batch has used them */
 	bool broken; /* io_uring_enter failed: read and send directly */
+	unsigned waited; /* dispatches this turn ran while the batch waited */
 };
 static __thread struct sockio_batch *sockio_b;
 /* Sends, reads and io_uring_enter calls all threads' batches made. */
@@ -270,6 +276,18 @@ static void sockio_unqueue(struct sockio *s)
 		s->rslot->s = NULL;
 	s->slot = s->rslot = NULL;
 	s->queued = s->rqueued = false;
+}
+
+/* s's send no longer waits in the batch (it goes directly: its read,
+ * if one waits, stays). */
+static void sockio_unqueue_send(struct sockio *s)
+{
+	if (s->queued && !s->slot)
+		TAILQ_REMOVE(&sockio_b->q, s, qlink);
+	if (s->slot)
+		s->slot->s = NULL;
+	s->slot = NULL;
+	s->queued = false;
 }
 
 static void sockio_destroy(struct sockio *s)
@@ -465,7 +483,7 @@ int sockio_flush(struct sockio *s)
 	ssize_t n;
 	int nv;
 
-	sockio_unqueue(s);
+	sockio_unqueue_send(s);
 	while (evbuffer_get_length(s->out) > 0 && !s->connecting) {
 		nv = evbuffer_peek(s->out, -1, NULL,
 				   (struct evbuffer_iovec *)iov, SOCKIO_IOV);
@@ -704,12 +722,26 @@ static void sockio_connected(struct sockio *s)
 		s->eventcb(s, SOCKIO_CONNECTED, s->arg);
 }
 
+/* One more dispatch of this turn: when the batch has waited for
+ * SOCKIO_BATCH_WAIT of them, the turn ends after this one (the worker's
+ * loop flushes the batch and goes on with what is still active). */
+static void sockio_batch_tick(struct sockio *s)
+{
+	struct sockio_batch *b = sockio_b;
+
+	if (!b || b->broken || (TAILQ_EMPTY(&b->q) && TAILQ_EMPTY(&b->rq)))
+		return;
+	if (++b->waited >= SOCKIO_BATCH_WAIT)
+		event_base_loopbreak(s->base);
+}
+
 static void sockio_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sockio *s = arg;
 	int round;
 
 	(void)fd;
+	sockio_batch_tick(s);
 	s->scheduled = false;
 	if (what & EV_CLOSED)
 		s->rdhup = true;
@@ -999,10 +1031,11 @@ void sockio_batch_flush(void)
 
 	if (!b)
 		return;
+	b->waited = 0;
 	while (!b->broken && (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq))) {
 		k = 0;
-		/* the reads, whose callbacks queue the sends of the next
-		 * round, then the sends queued so far */
+		/* the reads, then the sends (a round takes 256 at most; the
+		 * callbacks' new work goes from the loop's next turn) */
 		while (k < SOCKIO_BATCH && io_uring_sq_space_left(&b->ring) &&
 		       (s = TAILQ_FIRST(&b->rq))) {
 			TAILQ_REMOVE(&b->rq, s, rlink);

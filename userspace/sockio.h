@@ -152,12 +152,15 @@ size_t sockio_pending(const struct sockio *s);
  * rather than a system call each (reads that stream, filling their
  * buffer, still go one by one, straight into the input). From now on
  * sockio_batch_flush must run at the end of every turn of this thread's
- * loop. 0, or -errno when io_uring cannot be set up (sends and reads
- * then go one by one as before). */
+ * loop, and a turn may end by event_base_loopbreak (one that ran long
+ * while the batch waited): the loop then goes on. 0, or -errno when io_uring
+ * cannot be set up (sends and reads then go one by one as before). */
 int sockio_batch_init(void);
 /* Do what this thread's sockios queued, then run what follows from it
- * (read and write callbacks, error and EOF reports), as sockio_cb would;
- * again for what those queued, until nothing is left. */
+ * (read and write callbacks, error and EOF reports), as sockio_cb would
+ * (in calls of at most 256 operations). What those callbacks make due is
+ * not sent here: its sockio is made active, and the loop's next turn
+ * queues it. */
 void sockio_batch_flush(void);
 /* Stop batching (what is queued is dropped: call after the loop). */
 void sockio_batch_exit(void);

@@ -545,13 +545,14 @@ static void *worker_main(void *arg)
 			  w->id, strerror(-rc));
 	atomic_store(&w->uring, w->uring_want && rc == 0 ? 1 : rc);
 	if (w->uring_want && rc == 0) {
-		/* one loop turn, then its sends in one batch */
-		while (!event_base_got_break(w->base) &&
-		       !event_base_got_exit(w->base)) {
+		/* one loop turn, then its sends in one batch; a turn that
+		 * ran long while the batch waited ends by a loopbreak of
+		 * sockio's (only WORKER_STOP's means stop) */
+		while (!event_base_got_exit(w->base)) {
 			int lr = event_base_loop(w->base, EVLOOP_ONCE);
 
 			sockio_batch_flush();
-			if (lr != 0)
+			if (lr != 0 || atomic_load(&w->cmd) == WORKER_STOP)
 				break;
 		}
 		sockio_batch_exit();

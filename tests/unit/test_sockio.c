@@ -864,6 +864,138 @@ START_TEST(test_write_error)
 }
 END_TEST
 
+/* sockio_flush sends at once: a read that waits in the batch for the
+ * end of the turn (the socket had bytes when its event ran) still runs,
+ * and the read callback hears the bytes (a tunnel flushes both sides
+ * from its timer before it hands them to the kernel). */
+START_TEST(test_flush_keeps_read)
+{
+	struct pair t;
+	char buf[8] = {0};
+
+	pair_open(&t);
+	t.drain = true;
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	loop_once(t.base);
+	ck_assert_int_eq(write(t.peer, "hello", 5), 5);
+	usleep(20000);
+	/* the read's turn, then a flush (of nothing: a tunnel at a pause)
+	 * before the batch goes */
+	event_base_loop(t.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert_int_eq(sockio_flush(t.s), 0);
+	sockio_batch_flush();
+	run_until(&t, &t.reads);
+	ck_assert_uint_eq(t.got, 5);
+	/* and a flush that sends */
+	evbuffer_add(sockio_output(t.s), "out", 3);
+	ck_assert_int_eq(sockio_flush(t.s), 0);
+	peer_read(t.peer, buf, 3);
+	ck_assert_str_eq(buf, "out");
+	pair_close(&t);
+}
+END_TEST
+
+/* A transport that always has bytes (as a TLS stream from a fast peer):
+ * it reads endlessly, straight from the loop, until its budget is out. */
+struct endless {
+	size_t left, got;
+	struct pair *plain; /* whose peer is watched for its bytes */
+	size_t seen_at;	    /* bytes read when they arrived (0: not yet) */
+};
+
+static ssize_t endless_read(struct transport *tr, void *out, size_t len)
+{
+	struct endless *e = tr->ctx;
+
+	if (!e->left) {
+		tr->want = TRANSPORT_WANT_READ;
+		return -EAGAIN;
+	}
+	if (len > e->left)
+		len = e->left;
+	memset(out, 'e', len);
+	e->left -= len;
+	return (ssize_t)len;
+}
+
+static size_t endless_pending(const struct transport *tr)
+{
+	const struct endless *e = tr->ctx;
+
+	return e->left;
+}
+
+static const struct transport_ops endless_ops = {
+    "endless",
+    endless_read,
+    trickle_writev,
+    trickle_shutdown,
+    endless_pending,
+    trickle_close,
+    0,
+};
+
+static void read_cb_endless(struct sockio *s, void *arg)
+{
+	struct endless *e = arg;
+	struct evbuffer *in = sockio_input(s);
+	char c;
+
+	e->got += evbuffer_get_length(in);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	if (!e->seen_at &&
+	    recv(e->plain->peer, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1)
+		e->seen_at = e->got;
+}
+
+/* A sockio that reads without end from the loop (a TLS download from a
+ * fast upstream: never batched) keeps the loop's turn going: a plain
+ * sockio's send waiting in the batch still goes out long before that
+ * reader is done, not after it (a worker's other clients would wait for
+ * the whole stream). */
+START_TEST(test_batch_not_starved)
+{
+	enum { BUDGET = 16 << 20 };
+	static struct endless e;
+	struct transport tr;
+	struct sockio *r;
+	struct pair t;
+	int sv[2], i;
+
+	if (!batched)
+		return;
+	pair_open(&t);
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	loop_once(t.base);
+	ck_assert_int_eq(
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	memset(&e, 0, sizeof(e));
+	e.left = BUDGET;
+	e.plain = &t;
+	memset(&tr, 0, sizeof(tr));
+	tr.fd = sv[0];
+	tr.ops = &endless_ops;
+	tr.ctx = &e;
+	r = sockio_new(t.base, &tr);
+	ck_assert_ptr_nonnull(r);
+	sockio_setcb(r, read_cb_endless, NULL, NULL, &e);
+	evbuffer_add(sockio_output(t.s), "hello", 5);
+	sockio_enable(r, EV_READ);
+	/* a worker's loop: a turn, then the batch */
+	for (i = 0; i < 1000 && e.got < BUDGET; i++) {
+		event_base_loop(t.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		sockio_batch_flush();
+	}
+	ck_assert_uint_eq(e.got, BUDGET);
+	ck_assert_msg(e.seen_at > 0 && e.seen_at < BUDGET / 2,
+		      "the plain send went out after %zu of %d bytes read",
+		      e.seen_at, BUDGET);
+	sockio_free(r);
+	close(sv[1]);
+	pair_close(&t);
+}
+END_TEST
+
 static void batch_on(void)
 {
 	ck_assert_int_eq(sockio_batch_init(), 0);
@@ -890,12 +1022,14 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, test_release);
 	tcase_add_test(tc, test_shutdown);
 	tcase_add_test(tc, test_flush_discard);
+	tcase_add_test(tc, test_flush_keeps_read);
 	tcase_add_test(tc, test_pending_transport);
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_free_other_in_callback);
 	tcase_add_test(tc, test_free_other_reading);
 	tcase_add_test(tc, test_ring_broken);
 	tcase_add_test(tc, test_write_error);
+	tcase_add_test(tc, test_batch_not_starved);
 }
 
 static Suite *sockio_suite(void)
