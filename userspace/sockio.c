@@ -1102,6 +1102,11 @@ void sockio_batch_flush(void)
 	}
 }
 
+bool sockio_batched(const struct sockio *s)
+{
+	return s->queued || s->rqueued;
+}
+
 int sockio_batch_fd(void)
 {
 	return sockio_b ? sockio_b->ring.ring_fd : -1;

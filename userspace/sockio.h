@@ -169,6 +169,9 @@ void sockio_batch_exit(void);
 unsigned long sockio_batch_sends(void);
 unsigned long sockio_batch_reads(void);
 unsigned long sockio_batch_enters(void);
+/* Whether a read or a send of s waits in the batch (it goes at the end
+ * of this loop turn). */
+bool sockio_batched(const struct sockio *s);
 /* This thread's ring's descriptor (tests break it), -1 without a batch. */
 int sockio_batch_fd(void);
 

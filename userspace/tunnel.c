@@ -825,6 +825,14 @@ static void tunnel_try_enter(struct tunnel *t)
 			return;
 		}
 	}
+	/* a read or a send waiting in the batch goes at the end of this
+	 * turn: look again then, not after the back-off */
+	for (i = 0; i < 2; i++) {
+		if (sockio_batched(t->s[i].io)) {
+			tmr_arm(t->tmr, 0);
+			return;
+		}
+	}
 	for (i = 0; i < 2; i++)
 		if (evbuffer_get_length(sockio_input(t->s[i].io)) > 0)
 			goto later;
