@@ -262,24 +262,8 @@ int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len)
 	return s->registered ? 0 : -1;
 }
 
-/* s's send and read no longer wait in the batch (nor are their results
- * wanted). */
-static void sockio_unqueue(struct sockio *s)
-{
-	if (s->queued && !s->slot)
-		TAILQ_REMOVE(&sockio_b->q, s, qlink);
-	if (s->rqueued && !s->rslot)
-		TAILQ_REMOVE(&sockio_b->rq, s, rlink);
-	if (s->slot)
-		s->slot->s = NULL;
-	if (s->rslot)
-		s->rslot->s = NULL;
-	s->slot = s->rslot = NULL;
-	s->queued = s->rqueued = false;
-}
-
-/* s's send no longer waits in the batch (it goes directly: its read,
- * if one waits, stays). */
+/* s's send no longer waits in the batch (nor is its result wanted: a
+ * result already taken into s keeps only its callback from running). */
 static void sockio_unqueue_send(struct sockio *s)
 {
 	if (s->queued && !s->slot)
@@ -288,6 +272,23 @@ static void sockio_unqueue_send(struct sockio *s)
 		s->slot->s = NULL;
 	s->slot = NULL;
 	s->queued = false;
+}
+
+/* The same for its read. */
+static void sockio_unqueue_read(struct sockio *s)
+{
+	if (s->rqueued && !s->rslot)
+		TAILQ_REMOVE(&sockio_b->rq, s, rlink);
+	if (s->rslot)
+		s->rslot->s = NULL;
+	s->rslot = NULL;
+	s->rqueued = false;
+}
+
+static void sockio_unqueue(struct sockio *s)
+{
+	sockio_unqueue_send(s);
+	sockio_unqueue_read(s);
 }
 
 static void sockio_destroy(struct sockio *s)
@@ -503,14 +504,7 @@ size_t sockio_discard(struct sockio *s, size_t max)
 	size_t done = evbuffer_get_length(s->in);
 	ssize_t n;
 
-	if (s->rqueued) { /* read here instead */
-		if (s->rslot)
-			s->rslot->s = NULL;
-		else
-			TAILQ_REMOVE(&sockio_b->rq, s, rlink);
-		s->rslot = NULL;
-		s->rqueued = false;
-	}
+	sockio_unqueue_read(s); /* read here instead */
 	evbuffer_drain(s->in, done);
 	while (done < max && (n = transport_read(&s->t, buf, sizeof(buf))) > 0)
 		done += (size_t)n;
@@ -735,6 +729,21 @@ static void sockio_batch_tick(struct sockio *s)
 		event_base_loopbreak(s->base);
 }
 
+/* The end of s's dispatch (sockio_cb, or a batched read or send applied):
+ * free s if a callback did, else come back for what is left (its reads
+ * once a send of it in the batch has gone: the flush comes back then). */
+static void sockio_dispatch_end(struct sockio *s)
+{
+	s->in_dispatch = false;
+	if (s->dead) {
+		sockio_destroy(s);
+		return;
+	}
+	if ((s->can_write && sockio_writing(s)) ||
+	    (s->can_read && sockio_reading(s) && !s->queued))
+		sockio_schedule(s);
+}
+
 static void sockio_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sockio *s = arg;
@@ -775,16 +784,7 @@ static void sockio_cb(evutil_socket_t fd, short what, void *arg)
 				  as a direct one would) */
 	}
 out:
-	s->in_dispatch = false;
-	if (s->dead) {
-		sockio_destroy(s);
-		return;
-	}
-	/* more to do than one turn allows: come back (reads once a send in
-	 * the batch has gone: the flush comes back then) */
-	if ((s->can_write && sockio_writing(s)) ||
-	    (s->can_read && sockio_reading(s) && !s->queued))
-		sockio_schedule(s);
+	sockio_dispatch_end(s);
 }
 
 static void sockio_timeout_cb(evutil_socket_t fd, short what, void *arg)
@@ -863,20 +863,6 @@ void sockio_batch_exit(void)
 	free(b->rbuf);
 	free(b);
 	sockio_b = NULL;
-}
-
-/* After a batched send or read of s was applied (in_dispatch held over
- * it): free s if a callback did, else come back for what is left. */
-static void sockio_batch_after(struct sockio *s)
-{
-	s->in_dispatch = false;
-	if (s->dead) {
-		sockio_destroy(s);
-		return;
-	}
-	if ((s->can_write && sockio_writing(s)) ||
-	    (s->can_read && sockio_reading(s) && !s->queued))
-		sockio_schedule(s);
 }
 
 /* What a batched send of s did (res: bytes or -errno), taken into s
@@ -1016,7 +1002,7 @@ static void sockio_batch_run(struct sockio_batch *b, unsigned k)
 			sockio_read_report(s, sl->res);
 		else
 			sockio_sent_report(s, sl->res);
-		sockio_batch_after(s);
+		sockio_dispatch_end(s);
 	}
 }
 

@@ -554,33 +554,27 @@ static int stats_render_routes(struct stats *s, struct evbuffer *out)
  * system call). */
 static int stats_render_uring(struct evbuffer *out)
 {
-	int rc = metrics_render_help(out, "edge_io_uring_sends_total",
-				     "Sends the workers batched through "
-				     "io_uring.",
-				     "counter");
+	static const struct {
+		const char *name, *help;
+		unsigned long (*get)(void);
+	} c[] = {
+	    {"edge_io_uring_sends_total",
+	     "Sends the workers batched through io_uring.", sockio_batch_sends},
+	    {"edge_io_uring_reads_total",
+	     "Reads the workers batched through io_uring.", sockio_batch_reads},
+	    {"edge_io_uring_enters_total",
+	     "io_uring_enter calls that carried the sends and reads.",
+	     sockio_batch_enters},
+	};
+	size_t i;
+	int rc = 0;
 
-	if (rc == 0 &&
-	    evbuffer_add_printf(out, "edge_io_uring_sends_total %lu\n",
-				sockio_batch_sends()) < 0)
-		rc = -ENOMEM;
-	if (rc == 0)
-		rc = metrics_render_help(out, "edge_io_uring_reads_total",
-					 "Reads the workers batched through "
-					 "io_uring.",
-					 "counter");
-	if (rc == 0 &&
-	    evbuffer_add_printf(out, "edge_io_uring_reads_total %lu\n",
-				sockio_batch_reads()) < 0)
-		rc = -ENOMEM;
-	if (rc == 0)
-		rc = metrics_render_help(out, "edge_io_uring_enters_total",
-					 "io_uring_enter calls that carried "
-					 "the sends and reads.",
-					 "counter");
-	if (rc == 0 &&
-	    evbuffer_add_printf(out, "edge_io_uring_enters_total %lu\n",
-				sockio_batch_enters()) < 0)
-		rc = -ENOMEM;
+	for (i = 0; rc == 0 && i < sizeof(c) / sizeof(c[0]); i++) {
+		rc = metrics_render_help(out, c[i].name, c[i].help, "counter");
+		if (rc == 0 && evbuffer_add_printf(out, "%s %lu\n", c[i].name,
+						   c[i].get()) < 0)
+			rc = -ENOMEM;
+	}
 	return rc;
 }
 

@@ -540,8 +540,8 @@ static void *worker_main(void *arg)
 			  w->id);
 	rc = w->uring_want ? sockio_batch_init() : 0;
 	if (rc < 0)
-		log_warnx("worker %u: io_uring: %s: sends go one system call "
-			  "each",
+		log_warnx("worker %u: io_uring: %s: reads and sends go one "
+			  "system call each",
 			  w->id, strerror(-rc));
 	atomic_store(&w->uring, w->uring_want && rc == 0 ? 1 : rc);
 	if (w->uring_want && rc == 0) {

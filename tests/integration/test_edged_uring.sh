@@ -134,7 +134,7 @@ run_suite() { # BIN LABEL
 	echo "$URING_WAS" >"$SYSCTL"
 	st=$(status_line)
 	if [[ "$st" == "io_uring:   0 of 2 workers (Operation not permitted)" ]] &&
-		grep -q "io_uring: Operation not permitted: sends go one system call each" "$EDGED_LOG"; then
+		grep -q "io_uring: Operation not permitted: reads and sends go one system call each" "$EDGED_LOG"; then
 		t_ok "$v: io_uring refused by the kernel: logged, and in the status ($st)"
 	else
 		t_fail "$v: io_uring refused" "status '$st'; log: $(grep io_uring "$EDGED_LOG" | head -2)"
