@@ -129,13 +129,21 @@ static void pair_connect(struct pair *t)
 	sockio_setcb(t->s, read_cb, write_cb, event_cb, t);
 }
 
-static void pair_open(struct pair *t)
+/* A pair on base (the caller's: a second sockio on one loop). */
+static void pair_open_on(struct pair *t, struct event_base *base)
 {
 	memset(t, 0, sizeof(*t));
-	t->base = event_base_new();
-	ck_assert_ptr_nonnull(t->base);
+	t->base = base;
 	t->lfd = listener(&t->addr);
 	pair_connect(t);
+}
+
+static void pair_open(struct pair *t)
+{
+	struct event_base *base = event_base_new();
+
+	ck_assert_ptr_nonnull(base);
+	pair_open_on(t, base);
 }
 
 static void pair_close(struct pair *t)
@@ -713,13 +721,7 @@ START_TEST(test_free_other_in_callback)
 	char buf[8] = {0};
 
 	pair_open(&a);
-	pair_open(&b);
-	/* b's sockio on a's loop */
-	sockio_free(b.s);
-	event_base_free(b.base);
-	b.base = a.base;
-	close(b.peer);
-	pair_connect(&b);
+	pair_open_on(&b, a.base); /* b's sockio on a's loop */
 	sockio_setcb(a.s, read_cb, write_cb_free_other, event_cb, &a);
 	free_other = &b;
 	sockio_enable(a.s, EV_WRITE);
@@ -765,12 +767,7 @@ START_TEST(test_free_other_reading)
 	struct pair a, b;
 
 	pair_open(&a);
-	pair_open(&b);
-	sockio_free(b.s);
-	event_base_free(b.base);
-	b.base = a.base;
-	close(b.peer);
-	pair_connect(&b);
+	pair_open_on(&b, a.base);
 	mutual[0] = &a;
 	mutual[1] = &b;
 	sockio_setcb(a.s, read_cb_free_other, write_cb, event_cb, &a);
