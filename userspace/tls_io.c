@@ -15,8 +15,10 @@
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -39,6 +41,207 @@ struct tls_conn {
 };
 
 #define TLS_DEFERRED_EOF 1
+
+/* ---- the socket under the SSL ---------------------------------------------
+ *
+ * OpenSSL's own socket BIO, but for one thing: the NewSessionTicket a TLS
+ * 1.3 server writes once the client's Finished is in is held and goes out
+ * with the next bytes written (a response, the close_notify), in one send
+ * and one TCP segment, instead of a send and a segment of its own. The
+ * client needs the ticket only for its next connection, so nothing waits
+ * on it. OpenSSL flushes after the ticket: the flush leaves it held.
+ */
+
+struct tls_sock {
+	int fd;
+	bool eof;
+	const SSL *ssl; /* whose state says when a ticket is written */
+	unsigned char *held;
+	size_t held_len, held_off;
+};
+
+static BIO_METHOD *tls_sock_method;
+
+/* Whether what ssl writes now is a TLS 1.3 NewSessionTicket after the
+ * handshake. */
+static bool tls_sock_holding(const struct tls_sock *ts)
+{
+	return ts->ssl && SSL_version(ts->ssl) == TLS1_3_VERSION &&
+	       SSL_get_state(ts->ssl) == TLS_ST_SW_SESSION_TICKET;
+}
+
+static int tls_sock_hold(struct tls_sock *ts, const char *buf, size_t len)
+{
+	size_t n = ts->held_len + len;
+	unsigned char *p;
+
+	if (n > 64 * 1024)
+		return -1; /* a ticket is a few hundred bytes */
+	p = realloc(ts->held, n);
+	if (!p)
+		return -1;
+	memcpy(p + ts->held_len, buf, len);
+	ts->held = p;
+	ts->held_len = n;
+	return 0;
+}
+
+static void tls_sock_unhold(struct tls_sock *ts)
+{
+	free(ts->held);
+	ts->held = NULL;
+	ts->held_len = ts->held_off = 0;
+}
+
+static int tls_sock_write(BIO *b, const char *buf, size_t len, size_t *done)
+{
+	struct tls_sock *ts = BIO_get_data(b);
+	struct iovec iov[2];
+	struct msghdr mh = {.msg_iov = iov};
+	size_t held = ts->held_len - ts->held_off;
+	ssize_t n;
+
+	BIO_clear_retry_flags(b);
+	if (tls_sock_holding(ts) && tls_sock_hold(ts, buf, len) == 0) {
+		*done = len;
+		return 1;
+	}
+	if (held) {
+		iov[0].iov_base = ts->held + ts->held_off;
+		iov[0].iov_len = held;
+	}
+	iov[held ? 1 : 0].iov_base = (void *)buf;
+	iov[held ? 1 : 0].iov_len = len;
+	mh.msg_iovlen = held ? 2 : 1;
+	do
+		n = sendmsg(ts->fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			BIO_set_retry_write(b);
+		return 0;
+	}
+	if ((size_t)n < held) {
+		/* the socket is full: the rest of the ticket first, later */
+		ts->held_off += (size_t)n;
+		BIO_set_retry_write(b);
+		errno = EAGAIN;
+		return 0;
+	}
+	if (held)
+		tls_sock_unhold(ts);
+	n -= (ssize_t)held;
+	if (n == 0 && len) {
+		BIO_set_retry_write(b); /* short: the socket is full */
+		errno = EAGAIN;
+		return 0;
+	}
+	*done = (size_t)n;
+	return 1;
+}
+
+static int tls_sock_read(BIO *b, char *buf, size_t len, size_t *done)
+{
+	struct tls_sock *ts = BIO_get_data(b);
+	ssize_t n;
+
+	BIO_clear_retry_flags(b);
+	do
+		n = recv(ts->fd, buf, len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		*done = (size_t)n;
+		return 1;
+	}
+	if (n == 0) {
+		ts->eof = true;
+	} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		BIO_set_retry_read(b);
+	}
+	*done = 0;
+	return 0;
+}
+
+static long tls_sock_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct tls_sock *ts = BIO_get_data(b);
+
+	(void)num;
+	switch (cmd) {
+	case BIO_C_GET_FD:
+		if (ptr)
+			*(int *)ptr = ts->fd;
+		return ts->fd;
+	case BIO_CTRL_EOF:
+		return ts->eof;
+	case BIO_CTRL_FLUSH:
+	case BIO_CTRL_DUP:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int tls_sock_create(BIO *b)
+{
+	struct tls_sock *ts = calloc(1, sizeof(*ts));
+
+	if (!ts)
+		return 0;
+	ts->fd = -1;
+	BIO_set_data(b, ts);
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+static int tls_sock_destroy(BIO *b)
+{
+	struct tls_sock *ts = BIO_get_data(b);
+
+	if (ts) {
+		tls_sock_unhold(ts);
+		free(ts);
+	}
+	BIO_set_data(b, NULL);
+	return 1;
+}
+
+static void tls_sock_method_make(void)
+{
+	BIO_METHOD *m = BIO_meth_new(
+	    BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+	    "edge socket");
+
+	if (m && BIO_meth_set_write_ex(m, tls_sock_write) == 1 &&
+	    BIO_meth_set_read_ex(m, tls_sock_read) == 1 &&
+	    BIO_meth_set_ctrl(m, tls_sock_ctrl) == 1 &&
+	    BIO_meth_set_create(m, tls_sock_create) == 1 &&
+	    BIO_meth_set_destroy(m, tls_sock_destroy) == 1) {
+		tls_sock_method = m;
+		return;
+	}
+	BIO_meth_free(m);
+}
+
+/* ssl reads and writes fd through a tls_sock: 0, or -1 (nothing set). */
+static int tls_sock_attach(SSL *ssl, int fd)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct tls_sock *ts;
+	BIO *b;
+
+	pthread_once(&once, tls_sock_method_make);
+	if (!tls_sock_method)
+		return -1;
+	b = BIO_new(tls_sock_method);
+	if (!b)
+		return -1;
+	ts = BIO_get_data(b);
+	ts->fd = fd;
+	ts->ssl = ssl;
+	SSL_set_bio(ssl, b, b);
+	return 0;
+}
 
 static __thread unsigned char tls_wbuf[TLS_WRITE_CHUNK];
 
@@ -408,7 +611,7 @@ int tls_hs_start(struct event_base *base, struct tls_store *s, int fd,
 	hs->ssl = tls_store_ssl(s);
 	hs->io = event_new(base, fd, EV_READ | EV_PERSIST, tls_hs_io_cb, hs);
 	hs->tmo = evtimer_new(base, tls_hs_tmo_cb, hs);
-	if (!hs->ssl || !hs->io || !hs->tmo || SSL_set_fd(hs->ssl, fd) != 1)
+	if (!hs->ssl || !hs->io || !hs->tmo || tls_sock_attach(hs->ssl, fd))
 		goto fail;
 	SSL_set_app_data(hs->ssl, hs);
 	SSL_set_accept_state(hs->ssl);

@@ -297,6 +297,70 @@ s.close()
 PY
 }
 
+# ticket_with_response: a TLS 1.3 connection (Python's ssl over memory
+# BIOs, so that the test sees when bytes arrive): whether anything came
+# between the handshake and the request, the response's status and
+# whether a ticket came with it, and whether that ticket resumes
+ticket_with_response() {
+	/usr/bin/python3 - "$P_TLS" "$C/ca.crt" <<'PY'
+import select, socket, ssl, sys
+port, ca = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+
+def hello(session=None):
+    s = socket.create_connection(("127.0.0.1", port), 5)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o = ctx.wrap_bio(inc, out, server_hostname="a.tls.test", session=session)
+    while True:
+        try:
+            o.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            s.sendall(out.read())
+            d = s.recv(65536)
+            if not d:
+                sys.exit("closed during the handshake")
+            inc.write(d)
+    s.sendall(out.read())  # the client's Finished
+    return s, inc, out, o
+
+def get(s, inc, out, o):
+    o.write(b"GET /ticket HTTP/1.1\r\nHost: a.tls.test\r\nConnection: close\r\n\r\n")
+    s.sendall(out.read())
+    body = b""
+    while True:
+        try:
+            d = o.read(65536)
+            if not d:
+                break
+            body += d
+            continue
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLZeroReturnError:
+            break
+        d = s.recv(65536)
+        if not d:
+            break
+        inc.write(d)
+    s.close()
+    return body.split(b" ")[1].decode() if body.startswith(b"HTTP/1.1 ") else repr(body[:40])
+
+s, inc, out, o = hello()
+early = select.select([s], [], [], 0.5)[0]
+status = get(s, inc, out, o)
+sess = o.session
+ticket = sess is not None and sess.has_ticket
+s2, inc2, out2, o2 = hello(sess)
+reused = o2.session_reused
+get(s2, inc2, out2, o2)
+print("%s; %s %s; %s" % ("bytes came before the request" if early else "quiet after the handshake",
+                         status, "with a ticket" if ticket else "without a ticket",
+                         "resumed" if reused else "not resumed"))
+PY
+}
+
 # tls_tunnel BYTES: over TLS, an Upgrade to tunnel_backend.py's /echo,
 # then BYTES random bytes sent and read back: prints "STATUS SAME" (SAME
 # 1 when the echo is equal)
@@ -584,6 +648,16 @@ run_suite() {
 	else
 		t_fail "$v: tls1_3 ticket renewed on resumption" \
 			"$([ -s "$T_TMP/sess2.tls1_3" ] || echo 'no ticket after the resumed handshake'; grep -E '^(New|Reused)|HTTP/1.1' "$T_TMP/sc3.out" 2>/dev/null | head -3)"
+	fi
+
+	# the TLS 1.3 ticket is held and goes out with the first response (one
+	# send, one segment): nothing arrives between the handshake and the
+	# request; the response brings the ticket, and it resumes
+	out=$(ticket_with_response 2>&1)
+	if [ "$out" = "quiet after the handshake; 200 with a ticket; resumed" ]; then
+		t_ok "$v: tls1_3 the ticket goes out with the first response, not before it, and resumes"
+	else
+		t_fail "$v: tls1_3 ticket with the first response" "$out"
 	fi
 
 	# HTTPS to a plain backend
