@@ -12,6 +12,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,162 @@ START_TEST(test_transport)
 }
 END_TEST
 
+/* ---- the ticket held for the next write -------------------------------- */
+
+#define HELD_PAYLOAD (1024 * 1024)
+
+struct hclient {
+	int fd, ctl; /* ctl: the filler's length comes on it */
+	size_t filler, payload;
+	bool filler_ok, payload_ok, closed, ticket;
+};
+
+/* A TLS 1.3 client that reads the raw filler the test wrote under the
+ * stream, then the stream: the payload, the close_notify, and the ticket
+ * on the way. */
+static void *hclient_main(void *arg)
+{
+	struct hclient *cl = arg;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	unsigned char buf[16384];
+	SSL_SESSION *sess;
+	size_t n, i, f;
+	SSL *ssl;
+
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, cl->fd);
+	SSL_set_tlsext_host_name(ssl, "unit.test");
+	if (SSL_connect(ssl) != 1 ||
+	    read(cl->ctl, &cl->filler, sizeof(cl->filler)) !=
+		(ssize_t)sizeof(cl->filler))
+		goto out;
+	cl->filler_ok = true;
+	for (f = 0; f < cl->filler; f += n) {
+		ssize_t r = recv(cl->fd, buf,
+				 cl->filler - f < sizeof(buf) ? cl->filler - f
+							      : sizeof(buf),
+				 0);
+
+		if (r <= 0) {
+			cl->filler_ok = false;
+			goto out;
+		}
+		n = (size_t)r;
+		for (i = 0; i < n; i++)
+			cl->filler_ok &= buf[i] == 'F';
+	}
+	cl->payload_ok = true;
+	while (SSL_read_ex(ssl, buf, sizeof(buf), &n)) {
+		for (i = 0; i < n; i++)
+			cl->payload_ok &=
+			    buf[i] == (unsigned char)((cl->payload + i) % 251);
+		cl->payload += n;
+	}
+	cl->closed = SSL_get_error(ssl, 0) == SSL_ERROR_ZERO_RETURN;
+	sess = SSL_get1_session(ssl);
+	cl->ticket = sess && SSL_SESSION_is_resumable(sess) &&
+		     SSL_SESSION_has_ticket(sess);
+	SSL_SESSION_free(sess);
+out:
+	shutdown(cl->fd, SHUT_RDWR); /* a failure stops the server's writes */
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Wait until fd is writable (at most 5 s). */
+static void wait_out(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+}
+
+/* The TLS 1.3 ticket is held after the handshake and goes out before the
+ * first bytes written, also when that write finds the socket full: the
+ * client, which reads raw bytes written under the stream first, then
+ * receives every byte of a 1 MiB payload in order, the close_notify and a
+ * ticket (a ticket lost or put after the payload would break its
+ * records' order). */
+START_TEST(test_ticket_held)
+{
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	struct timeval tv = {5, 0};
+	struct server sv = {.rc = 1};
+	struct hclient cl = {0};
+	static unsigned char pay[HELD_PAYLOAD];
+	unsigned char fill[4096];
+	struct tls_store *st;
+	struct tls_hs *hs;
+	struct errbuf err;
+	struct iovec iov;
+	size_t off = 0, filler = 0;
+	int sp[2], ctl[2], sndbuf = 8192, i, rc;
+	pthread_t th;
+	ssize_t n;
+
+	for (i = 0; i < HELD_PAYLOAD; i++)
+		pay[i] = (unsigned char)(i % 251);
+	memset(fill, 'F', sizeof(fill));
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	ck_assert_int_eq(pipe(ctl), 0);
+	ck_assert_int_eq(
+	    setsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)),
+	    0);
+	cl.fd = sp[1];
+	cl.ctl = ctl[0];
+	sv.base = event_base_new();
+	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
+	ck_assert_int_eq(
+	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, hclient_main, &cl), 0);
+	event_base_dispatch(sv.base);
+	ck_assert_int_eq(sv.rc, 0);
+
+	/* the socket filled under the stream: the first write finds no
+	 * room, the ticket waits with it */
+	while ((n = write(sp[0], fill, sizeof(fill))) > 0)
+		filler += (size_t)n;
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_uint_gt(filler, 0);
+	iov.iov_base = pay;
+	iov.iov_len = sizeof(pay);
+	ck_assert_int_eq(transport_writev(&sv.t, &iov, 1), -EAGAIN);
+	ck_assert_int_eq(write(ctl[1], &filler, sizeof(filler)),
+			 (ssize_t)sizeof(filler));
+	while (off < sizeof(pay)) {
+		iov.iov_base = pay + off;
+		iov.iov_len = sizeof(pay) - off;
+		n = transport_writev(&sv.t, &iov, 1);
+		if (n == -EAGAIN) {
+			wait_out(sp[0]);
+			continue;
+		}
+		ck_assert_int_gt(n, 0);
+		off += (size_t)n;
+	}
+	while ((rc = transport_shutdown(&sv.t)) == -EAGAIN)
+		wait_out(sp[0]);
+	ck_assert_int_eq(rc, 0);
+	pthread_join(th, NULL);
+	ck_assert(cl.filler_ok);
+	ck_assert(cl.payload_ok);
+	ck_assert_uint_eq(cl.payload, sizeof(pay));
+	ck_assert(cl.closed);
+	ck_assert(cl.ticket);
+	transport_close(&sv.t);
+	close(sp[1]);
+	close(ctl[0]);
+	close(ctl[1]);
+	tls_store_put(st);
+	event_base_free(sv.base);
+}
+END_TEST
+
 /* ---- tickets ------------------------------------------------------------ */
 
 struct rclient {
@@ -449,6 +606,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, test_wildcard);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_transport);
+	tcase_add_test(tc, test_ticket_held);
 	tcase_add_test(tc, test_tickets);
 	tcase_add_test(tc, test_db_update);
 	suite_add_tcase(s, tc);
