@@ -978,22 +978,31 @@ static json_t *edged_tls_json(struct edged *d)
  * have said). */
 static json_t *edged_uring_json(const struct edged *d)
 {
+	static char broke[160]; /* the main thread's */
 	unsigned on = 0, waiting = 0, i;
 	int err = 0, u;
+	bool at_run = false;
 	const char *why;
 
 	for (i = 0; i < d->nw; i++) {
 		u = atomic_load(&d->w[i]->uring);
 		if (u == 1)
 			on++;
-		else if (u < 0 && !err)
+		else if (u < 0 && !err) {
 			err = -u;
-		else if (u == 0 && d->w[i]->uring_want)
+			at_run = atomic_load(&d->w[i]->uring_broke);
+		} else if (u == 0 && d->w[i]->uring_want)
 			waiting++;
 	}
 	if (!d->cfg->io_uring)
 		why = "off (io_uring = false)";
-	else if (err)
+	else if (err && at_run) {
+		snprintf(broke, sizeof(broke),
+			 "a worker's ring failed at run time: %s; it reads "
+			 "and sends one system call each since (logged)",
+			 strerror(err));
+		why = broke;
+	} else if (err)
 		why = strerror(err);
 	else if (waiting)
 		why = "starting";

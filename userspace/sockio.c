@@ -109,6 +109,7 @@ struct sockio_batch {
 	char *rbuf;  /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
 			only as far as a batch has used them */
 	bool broken; /* io_uring_enter failed: read and send directly */
+	int err;     /* the errno it failed with */
 	unsigned waited; /* dispatches this turn ran while the batch waited */
 };
 static __thread struct sockio_batch *sockio_b;
@@ -945,6 +946,7 @@ static void sockio_batch_run(struct sockio_batch *b, unsigned k)
 	if (rc < 0 && !b->broken) {
 		/* what is left in the ring must not go with a later batch */
 		b->broken = true;
+		b->err = -rc;
 		log_warnx("io_uring_enter: %s: this worker reads and sends "
 			  "one system call each from now on",
 			  strerror(-rc));
@@ -1091,6 +1093,11 @@ void sockio_batch_flush(void)
 bool sockio_batched(const struct sockio *s)
 {
 	return s->queued || s->rqueued;
+}
+
+int sockio_batch_error(void)
+{
+	return sockio_b && sockio_b->broken ? sockio_b->err : 0;
 }
 
 int sockio_batch_fd(void)

@@ -172,6 +172,9 @@ unsigned long sockio_batch_enters(void);
 /* Whether a read or a send of s waits in the batch (it goes at the end
  * of this loop turn). */
 bool sockio_batched(const struct sockio *s);
+/* The errno this thread's ring failed with at run time (its reads and
+ * sends go one system call each since), or 0. */
+int sockio_batch_error(void);
 /* This thread's ring's descriptor (tests break it), -1 without a batch. */
 int sockio_batch_fd(void);
 

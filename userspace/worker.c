@@ -554,6 +554,14 @@ static void *worker_main(void *arg)
 			sockio_batch_flush();
 			if (lr != 0 || atomic_load(&w->cmd) == WORKER_STOP)
 				break;
+			if (atomic_load_explicit(&w->uring,
+						 memory_order_relaxed) == 1 &&
+			    sockio_batch_error()) {
+				/* its ring failed (logged): the status says so
+				 */
+				atomic_store(&w->uring_broke, true);
+				atomic_store(&w->uring, -sockio_batch_error());
+			}
 		}
 		sockio_batch_exit();
 	} else {

@@ -123,9 +123,11 @@ struct worker {
 	struct event_base *base;
 	pthread_t thread;
 	bool started;
-	bool uring_want;      /* io_uring = true at its start */
-	atomic_int uring;     /* 1: its sends go through io_uring; else
-				 0 or the -errno its set-up failed with */
+	bool uring_want;  /* io_uring = true at its start */
+	atomic_int uring; /* 1: its sends go through io_uring; else
+			     0 or the -errno its set-up, or its ring
+			     at run time (uring_broke), failed with */
+	atomic_bool uring_broke;
 	atomic_int cmd;	      /* enum worker_cmd */
 	int notify_fd;	      /* eventfd the main thread writes to */
 	struct event *notify; /* reads notify_fd: w->cmd changed */

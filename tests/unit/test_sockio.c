@@ -813,8 +813,10 @@ START_TEST(test_ring_broken)
 	ck_assert_int_ge(dup2(null, sockio_batch_fd()), 0);
 	close(null);
 	ck_assert_int_eq(write(t.peer, "hello", 5), 5);
+	ck_assert_int_eq(sockio_batch_error(), 0);
 	run_until(&t, &t.events); /* the read in the broken batch failed */
 	ck_assert_int_eq(t.last_what, SOCKIO_READING | SOCKIO_ERROR);
+	ck_assert_int_gt(sockio_batch_error(), 0); /* for the status */
 	/* a new connection on the same loop: direct, and it works */
 	u = t;
 	u.s = NULL;
