@@ -3,7 +3,7 @@
  * tlshs - TLS handshakes per second against a server, for bench/tls.
  *
  *   tlshs --port N [--dst ADDR] [--sni NAME] [--duration S] [--conns N]
- *         [--key ecdsa|rsa|any] [--resume]
+ *         [--key ecdsa|rsa|any] [--resume] [--once]
  *
  * --conns threads (default 4), each closed-loop for --duration seconds
  * (default 10): connect (TCP_NODELAY), SSL_connect, then the close:
@@ -19,7 +19,10 @@
  * mismatch counted as an error. --resume: each thread makes one full
  * handshake first and then resumes with the session (ticket) it got,
  * replacing it with the one each resumed handshake brings; a handshake
- * that was not resumed counts in "full". The certificate is not verified
+ * that was not resumed counts in "full". --once (with --resume): each
+ * ticket is offered once, as browsers do (RFC 8446, C.4: clients
+ * SHOULD NOT reuse a ticket); a connection that brings no new ticket
+ * leaves the next one a full handshake. The certificate is not verified
  * (the bench makes its own).
  *
  * One line at the end:
@@ -65,6 +68,7 @@ struct hs_opts {
 	uint64_t conns;
 	enum hs_key key;
 	bool resume;
+	bool once;
 };
 
 struct hs_thread {
@@ -155,8 +159,15 @@ static void hs_one(struct hs_thread *t)
 	SSL_set_fd(ssl, fd);
 	if (t->o->sni)
 		SSL_set_tlsext_host_name(ssl, t->o->sni);
-	if (t->o->resume && t->sess)
+	if (t->o->resume && t->sess) {
 		SSL_set_session(ssl, t->sess);
+		if (t->o->once) {
+			/* used: only a ticket this connection brings serves
+			 * the next one */
+			SSL_SESSION_free(t->sess);
+			t->sess = NULL;
+		}
+	}
 	if (SSL_connect(ssl) != 1) {
 		hs_error(t, "SSL_connect");
 		goto out;
@@ -250,7 +261,8 @@ static void usage(void)
 	fprintf(
 	    stderr,
 	    "usage: tlshs --port N [--dst ADDR] [--sni NAME] [--duration S]\n"
-	    "             [--conns N] [--key ecdsa|rsa|any] [--resume]\n");
+	    "             [--conns N] [--key ecdsa|rsa|any] [--resume] "
+	    "[--once]\n");
 	exit(2);
 }
 
@@ -264,6 +276,7 @@ int main(int argc, char **argv)
 	    {"conns", required_argument, NULL, 'c'},
 	    {"key", required_argument, NULL, 'k'},
 	    {"resume", no_argument, NULL, 'r'},
+	    {"once", no_argument, NULL, 'o'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct hs_opts o = {.duration = 10, .conns = 4, .key = HS_ANY};
@@ -309,6 +322,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			o.resume = true;
+			break;
+		case 'o':
+			o.resume = o.once = true;
 			break;
 		default:
 			usage();
