@@ -47,10 +47,14 @@ struct tls_conn {
  * OpenSSL's own socket BIO, but for one thing: the NewSessionTicket a TLS
  * 1.3 server writes once the client's Finished is in is held and goes out
  * with the next bytes written (a response, the close_notify), in one send
- * and one TCP segment, instead of a send and a segment of its own. The
- * client needs the ticket only for its next connection, so nothing waits
- * on it. OpenSSL flushes after the ticket: the flush leaves it held.
+ * and one TCP segment, instead of a send and a segment of its own; or
+ * alone, TLS_TICKET_HOLD_MS after the handshake, when nothing was written
+ * by then (a preconnected socket, a slow upstream: the client may open
+ * its next connection before the first answer, and should resume it).
+ * OpenSSL flushes after the ticket: the flush leaves it held.
  */
+
+#define TLS_TICKET_HOLD_MS 100
 
 struct tls_sock {
 	int fd;
@@ -58,9 +62,11 @@ struct tls_sock {
 	const SSL *ssl; /* whose state says when a ticket is written */
 	unsigned char *held;
 	size_t held_len, held_off;
+	struct event *hold; /* sends what is held at TLS_TICKET_HOLD_MS */
 };
 
 static BIO_METHOD *tls_sock_method;
+static int tls_sock_type;
 
 /* Whether what ssl writes now is a TLS 1.3 NewSessionTicket after the
  * handshake. */
@@ -91,6 +97,48 @@ static void tls_sock_unhold(struct tls_sock *ts)
 	free(ts->held);
 	ts->held = NULL;
 	ts->held_len = ts->held_off = 0;
+	if (ts->hold) {
+		event_free(ts->hold);
+		ts->hold = NULL;
+	}
+}
+
+/* Nothing was written TLS_TICKET_HOLD_MS after the handshake: what is
+ * held goes alone (a socket too full to take it: with the next write). */
+static void tls_sock_hold_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tls_sock *ts = arg;
+	size_t left = ts->held_len - ts->held_off;
+	ssize_t n;
+
+	(void)fd;
+	(void)what;
+	do
+		n = send(ts->fd, ts->held + ts->held_off, left,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n > 0 && (size_t)n == left)
+		tls_sock_unhold(ts);
+	else if (n > 0)
+		ts->held_off += (size_t)n;
+}
+
+/* The handshake is done: a ticket held waits TLS_TICKET_HOLD_MS at most
+ * for bytes to go with (on base, ssl's loop). */
+static void tls_sock_hold_arm(SSL *ssl, struct event_base *base)
+{
+	BIO *b = SSL_get_wbio(ssl);
+	struct timeval tv = {0, TLS_TICKET_HOLD_MS * 1000};
+	struct tls_sock *ts;
+
+	if (!b || BIO_method_type(b) != tls_sock_type)
+		return;
+	ts = BIO_get_data(b);
+	if (!ts || ts->held_off == ts->held_len || ts->hold)
+		return;
+	ts->hold = evtimer_new(base, tls_sock_hold_cb, ts);
+	if (!ts->hold || evtimer_add(ts->hold, &tv))
+		tls_sock_hold_cb(-1, 0, ts); /* no timer: at once */
 }
 
 static int tls_sock_write(BIO *b, const char *buf, size_t len, size_t *done)
@@ -208,22 +256,24 @@ static int tls_sock_destroy(BIO *b)
 
 static void tls_sock_method_make(void)
 {
-	BIO_METHOD *m = BIO_meth_new(
-	    BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
-	    "edge socket");
+	int type =
+	    BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR;
+	BIO_METHOD *m = BIO_meth_new(type, "edge socket");
 
 	if (m && BIO_meth_set_write_ex(m, tls_sock_write) == 1 &&
 	    BIO_meth_set_read_ex(m, tls_sock_read) == 1 &&
 	    BIO_meth_set_ctrl(m, tls_sock_ctrl) == 1 &&
 	    BIO_meth_set_create(m, tls_sock_create) == 1 &&
 	    BIO_meth_set_destroy(m, tls_sock_destroy) == 1) {
+		tls_sock_type = type;
 		tls_sock_method = m;
 		return;
 	}
 	BIO_meth_free(m);
 }
 
-/* ssl reads and writes fd through a tls_sock: 0, or -1 (nothing set). */
+/* ssl reads and writes fd through a tls_sock (or, without one, OpenSSL's
+ * socket BIO): 0, or -1 (nothing set). */
 static int tls_sock_attach(SSL *ssl, int fd)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -231,11 +281,9 @@ static int tls_sock_attach(SSL *ssl, int fd)
 	BIO *b;
 
 	pthread_once(&once, tls_sock_method_make);
-	if (!tls_sock_method)
-		return -1;
-	b = BIO_new(tls_sock_method);
+	b = tls_sock_method ? BIO_new(tls_sock_method) : NULL;
 	if (!b)
-		return -1;
+		return SSL_set_fd(ssl, fd) == 1 ? 0 : -1;
 	ts = BIO_get_data(b);
 	ts->fd = fd;
 	ts->ssl = ssl;
@@ -569,6 +617,7 @@ static void tls_hs_step(struct tls_hs *hs)
 	}
 	tc->ssl = hs->ssl;
 	SSL_set_app_data(hs->ssl, NULL);
+	tls_sock_hold_arm(hs->ssl, hs->base);
 	tls_count_handshake(SSL_session_reused(hs->ssl) == 1);
 	t.ops = &transport_tls_ops;
 	t.ctx = tc;

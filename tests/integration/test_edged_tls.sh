@@ -299,8 +299,10 @@ PY
 
 # ticket_with_response: a TLS 1.3 connection (Python's ssl over memory
 # BIOs, so that the test sees when bytes arrive): whether anything came
-# between the handshake and the request, the response's status and
-# whether a ticket came with it, and whether that ticket resumes
+# in the 50 ms between the handshake and the request, the response's
+# status and whether a ticket came with it, and whether that ticket
+# resumes; then a connection that sends nothing: whether a ticket comes
+# alone (within 3 s), and whether it resumes
 ticket_with_response() {
 	/usr/bin/python3 - "$P_TLS" "$C/ca.crt" <<'PY'
 import select, socket, ssl, sys
@@ -348,16 +350,38 @@ def get(s, inc, out, o):
     return body.split(b" ")[1].decode() if body.startswith(b"HTTP/1.1 ") else repr(body[:40])
 
 s, inc, out, o = hello()
-early = select.select([s], [], [], 0.5)[0]
+early = select.select([s], [], [], 0.05)[0]
 status = get(s, inc, out, o)
 sess = o.session
 ticket = sess is not None and sess.has_ticket
 s2, inc2, out2, o2 = hello(sess)
 reused = o2.session_reused
 get(s2, inc2, out2, o2)
-print("%s; %s %s; %s" % ("bytes came before the request" if early else "quiet after the handshake",
-                         status, "with a ticket" if ticket else "without a ticket",
-                         "resumed" if reused else "not resumed"))
+
+# idle after the handshake: the ticket alone
+s3, inc3, out3, o3 = hello()
+alone = False
+while not alone and select.select([s3], [], [], 3)[0]:
+    d = s3.recv(65536)
+    if not d:
+        break
+    inc3.write(d)
+    try:
+        o3.read(1)
+    except ssl.SSLWantReadError:
+        pass
+    alone = o3.session is not None and o3.session.has_ticket
+s3.close()
+reused3 = False
+if alone:
+    s4, inc4, out4, o4 = hello(o3.session)
+    reused3 = o4.session_reused
+    get(s4, inc4, out4, o4)
+print("%s; %s %s; %s; idle: %s; %s" % (
+    "bytes came before the request" if early else "quiet after the handshake",
+    status, "with a ticket" if ticket else "without a ticket",
+    "resumed" if reused else "not resumed",
+    "a ticket alone" if alone else "no ticket", "resumed" if reused3 else "not resumed"))
 PY
 }
 
@@ -652,10 +676,12 @@ run_suite() {
 
 	# the TLS 1.3 ticket is held and goes out with the first response (one
 	# send, one segment): nothing arrives between the handshake and the
-	# request; the response brings the ticket, and it resumes
+	# request; the response brings the ticket, and it resumes; a client
+	# that sends nothing (a preconnected socket) gets it alone after the
+	# hold (100 ms), and it resumes
 	out=$(ticket_with_response 2>&1)
-	if [ "$out" = "quiet after the handshake; 200 with a ticket; resumed" ]; then
-		t_ok "$v: tls1_3 the ticket goes out with the first response, not before it, and resumes"
+	if [ "$out" = "quiet after the handshake; 200 with a ticket; resumed; idle: a ticket alone; resumed" ]; then
+		t_ok "$v: tls1_3 the ticket goes out with the first response, or alone to an idle client, and resumes"
 	else
 		t_fail "$v: tls1_3 ticket with the first response" "$out"
 	fi
