@@ -189,16 +189,34 @@ static void hs_done(int rc, struct transport *t, void *arg)
 	event_base_loopbreak(sv->base);
 }
 
+/* The server's handshake on sp0 (made non-blocking) with st, against
+ * client fn(arg) started in thread *th: sv holds the transport it left
+ * and its loop. */
+static void serve(struct tls_store *st, int sp0, void *(*fn)(void *), void *arg,
+		  struct server *sv, pthread_t *th)
+{
+	struct timeval tv = {5, 0};
+	struct tls_hs *hs;
+
+	sv->rc = 1;
+	sv->base = event_base_new();
+	ck_assert_ptr_nonnull(sv->base);
+	ck_assert_int_eq(evutil_make_socket_nonblocking(sp0), 0);
+	ck_assert_int_eq(tls_hs_start(sv->base, st, sp0, &tv, hs_done, sv, &hs),
+			 0);
+	ck_assert_int_eq(pthread_create(th, NULL, fn, arg), 0);
+	event_base_dispatch(sv->base);
+	ck_assert_int_eq(sv->rc, 0);
+}
+
 START_TEST(test_transport)
 {
 	struct config_tls_cert cc = {certf, keyf, (char *)""};
 	struct config_tls conf = {
 	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
-	struct timeval tv = {5, 0};
 	struct server sv = {.rc = 1};
 	struct client cl = {.rc = 1};
 	struct tls_store *st;
-	struct tls_hs *hs;
 	struct errbuf err;
 	struct iovec iov[40];
 	const char *ver, *cipher;
@@ -211,13 +229,7 @@ START_TEST(test_transport)
 	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
 	cl.fd = sp[1];
-	sv.base = event_base_new();
-	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
-	ck_assert_int_eq(
-	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, client_main, &cl), 0);
-	event_base_dispatch(sv.base);
-	ck_assert_int_eq(sv.rc, 0);
+	serve(st, sp[0], client_main, &cl, &sv, &th);
 	ck_assert(tls_transport_info(&sv.t, &ver, &cipher, &resumed));
 	ck_assert_str_eq(ver, "TLSv1.3");
 	ck_assert(!resumed);
@@ -336,13 +348,11 @@ START_TEST(test_ticket_held)
 	struct config_tls_cert cc = {certf, keyf, (char *)""};
 	struct config_tls conf = {
 	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
-	struct timeval tv = {5, 0};
 	struct server sv = {.rc = 1};
 	struct hclient cl = {0};
 	static unsigned char pay[HELD_PAYLOAD];
 	unsigned char fill[4096];
 	struct tls_store *st;
-	struct tls_hs *hs;
 	struct errbuf err;
 	struct iovec iov;
 	size_t off = 0, filler = 0;
@@ -361,13 +371,7 @@ START_TEST(test_ticket_held)
 	    0);
 	cl.fd = sp[1];
 	cl.ctl = ctl[0];
-	sv.base = event_base_new();
-	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
-	ck_assert_int_eq(
-	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, hclient_main, &cl), 0);
-	event_base_dispatch(sv.base);
-	ck_assert_int_eq(sv.rc, 0);
+	serve(st, sp[0], hclient_main, &cl, &sv, &th);
 
 	/* the socket filled under the stream: the first write finds no
 	 * room, the ticket waits with it */
@@ -443,25 +447,17 @@ static void *rclient_main(void *arg)
  * resumed it; *out the client's session after it (to free). */
 static bool handshake(struct tls_store *st, SSL_SESSION *in, SSL_SESSION **out)
 {
-	struct timeval tv = {5, 0};
 	struct server sv = {.rc = 1};
 	struct rclient cl = {.in = in};
 	const char *ver, *cipher;
-	struct tls_hs *hs;
 	bool resumed = false;
 	pthread_t th;
 	int sp[2];
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
 	cl.fd = sp[1];
-	sv.base = event_base_new();
-	ck_assert_int_eq(evutil_make_socket_nonblocking(sp[0]), 0);
-	ck_assert_int_eq(
-	    tls_hs_start(sv.base, st, sp[0], &tv, hs_done, &sv, &hs), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, rclient_main, &cl), 0);
-	event_base_dispatch(sv.base);
+	serve(st, sp[0], rclient_main, &cl, &sv, &th);
 	pthread_join(th, NULL);
-	ck_assert_int_eq(sv.rc, 0);
 	ck_assert(tls_transport_info(&sv.t, &ver, &cipher, &resumed));
 	ck_assert_str_eq(ver, "TLSv1.2");
 	transport_close(&sv.t);
