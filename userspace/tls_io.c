@@ -4,7 +4,8 @@
  * socket's readiness on a worker's loop, bounded by a timeout, and the
  * transport (transport.h) over the SSL it leaves: SSL_read / SSL_write
  * with want-read / want-write, pending records, close_notify on
- * shutdown.
+ * shutdown. Under the SSL, edged's socket BIO (tls_sock), which holds a
+ * TLS 1.3 ticket for the next send.
  *
  * A read goes on until the buffer is full or OpenSSL needs the socket
  * (WANT_READ: the socket is drained), so that sockio's rule "a short

@@ -548,19 +548,20 @@ static void *worker_main(void *arg)
 		/* one loop turn, then its sends in one batch; a turn that
 		 * ran long while the batch waited ends by a loopbreak of
 		 * sockio's (only WORKER_STOP's means stop) */
+		bool ring_ok = true;
+
 		while (!event_base_got_exit(w->base)) {
-			int lr = event_base_loop(w->base, EVLOOP_ONCE);
+			int lr = event_base_loop(w->base, EVLOOP_ONCE), e;
 
 			sockio_batch_flush();
 			if (lr != 0 || atomic_load(&w->cmd) == WORKER_STOP)
 				break;
-			if (atomic_load_explicit(&w->uring,
-						 memory_order_relaxed) == 1 &&
-			    sockio_batch_error()) {
+			if (ring_ok && (e = sockio_batch_error()) != 0) {
 				/* its ring failed (logged): the status says so
 				 */
+				ring_ok = false;
 				atomic_store(&w->uring_broke, true);
-				atomic_store(&w->uring, -sockio_batch_error());
+				atomic_store(&w->uring, -e);
 			}
 		}
 		sockio_batch_exit();
