@@ -1572,6 +1572,11 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* "serving on" and READY=1 once every worker has made its
+	 * io_uring ring or said why not: a status asked after them says
+	 * how each reads and sends, never "starting" */
+	for (i = 0; i < d.nw; i++)
+		worker_wait_up(d.w[i]);
 	{
 		size_t nf, ndb, up, down;
 

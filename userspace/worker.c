@@ -427,6 +427,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	w->id = id;
 	w->sh = sh;
 	w->uring_want = cfg->io_uring;
+	sem_init(&w->set_up, 0, 0);
 	pthread_mutex_lock(&sh->set_lock);
 	w->set = sh->set;
 	w->set_gen = atomic_load(&sh->set_gen);
@@ -544,6 +545,7 @@ static void *worker_main(void *arg)
 			  "system call each",
 			  w->id, strerror(-rc));
 	atomic_store(&w->uring, w->uring_want && rc == 0 ? 1 : rc);
+	sem_post(&w->set_up);
 	if (w->uring_want && rc == 0) {
 		/* one loop turn, then its sends in one batch; a turn that
 		 * ran long while the batch waited ends by a loopbreak of
@@ -580,6 +582,15 @@ int worker_start(struct worker *w)
 		return -rc;
 	w->started = true;
 	return 0;
+}
+
+void worker_wait_up(struct worker *w)
+{
+	if (!w->started)
+		return;
+	while (sem_wait(&w->set_up) != 0 && errno == EINTR)
+		;
+	sem_post(&w->set_up); /* a second wait returns at once */
 }
 
 /* Wake w's loop from another thread (it reads w->cmd). */
@@ -656,5 +667,6 @@ void worker_free(struct worker *w)
 		event_base_free(w->base);
 	if (w->notify_fd >= 0)
 		close(w->notify_fd);
+	sem_destroy(&w->set_up);
 	free(w);
 }

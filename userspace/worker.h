@@ -14,6 +14,7 @@
 #define EDGE_WORKER_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -128,6 +129,7 @@ struct worker {
 			     0 or the -errno its set-up, or its ring
 			     at run time (uring_broke), failed with */
 	atomic_bool uring_broke;
+	sem_t set_up;	      /* posted once its thread has set up (its ring) */
 	atomic_int cmd;	      /* enum worker_cmd */
 	int notify_fd;	      /* eventfd the main thread writes to */
 	struct event *notify; /* reads notify_fd: w->cmd changed */
@@ -171,6 +173,9 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 
 /* Start the worker's thread. Returns 0 or -errno from pthread_create. */
 int worker_start(struct worker *w);
+/* Wait until w's thread (started) has set itself up: its io_uring ring
+ * made or refused, w->uring final. */
+void worker_wait_up(struct worker *w);
 
 /* Ask the worker to drain (thread-safe, idempotent): close its listening
  * sockets and idle connections, finish requests in flight, then exit its
