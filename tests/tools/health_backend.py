@@ -41,6 +41,8 @@ class Handler(BaseHTTPRequestHandler):
 
 ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer.allow_reuse_address = True
+# a listen backlog for bursts of connections (socketserver's default is 5)
+ThreadingHTTPServer.request_queue_size = 1024
 srv = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
 srv.handle_error = lambda request, client_address: None
 srv.serve_forever()

@@ -193,6 +193,11 @@ class Handler(socketserver.StreamRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
+    # a listen backlog for bursts of connections: socketserver's default
+    # of 5 overflows when 40 clients' first requests open 40 upstream
+    # connections at once on a loaded machine, and the kernel then resets
+    # a connection whose handshake it had answered (a POST's 502 in CI)
+    request_queue_size = 1024
 
 
 def main():
