@@ -108,17 +108,19 @@ run_suite() { # BIN LABEL SPLICE
 	else
 		t_fail "$v: curl download" "$(stat -c %s "$T_TMP/got.bin" 2>&1)"
 	fi
-	# both tunnels (s_client's, curl's) into the kernel; how much of the
-	# 16 MiB it moves depends on when the copy mover found both sides
-	# flushed (a fast download can be mostly copied before that), so
-	# what is checked is that it took them and moved bytes of them
+	# curl's tunnel into the kernel (and s_client's, which ends right
+	# after its handshake: on a loaded machine it can close before the
+	# copy mover finds both sides flushed); how much of the 16 MiB the
+	# kernel moves depends on when that was (a fast download can be
+	# mostly copied before), so what is checked is that it took at least
+	# one and moved bytes down
 	"$EDGECTL" --socket "$SOCK" splice --json >"$T_TMP/splice.json" 2>/dev/null
 	k1=$(json_field "$T_TMP/splice.json" kernel_bytes_down)
 	s1=$(json_field "$T_TMP/splice.json" spliced)
 	if [ "$mode" = sockmap ]; then
-		if [ "$((s1 - s0))" -ge 2 ] && [ "$k1" -gt "$k0" ] &&
+		if [ "$((s1 - s0))" -ge 1 ] && [ "$k1" -gt "$k0" ] &&
 			[ "$(json_field "$T_TMP/splice.json" kinds.passthrough.mover)" = sockmap ]; then
-			t_ok "$v: both tunnels went into the kernel, which moved $((k1 - k0)) bytes down (sockmap mover for passthrough)"
+			t_ok "$v: $((s1 - s0)) of the 2 tunnels went into the kernel, which moved $((k1 - k0)) bytes down (sockmap mover for passthrough)"
 		else
 			t_fail "$v: sockmap moved it" "spliced $s0 -> $s1, kernel down $k0 -> $k1: $(cat "$T_TMP/splice.json")"
 		fi
