@@ -174,7 +174,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 /* Start the worker's thread. Returns 0 or -errno from pthread_create. */
 int worker_start(struct worker *w);
 /* Wait until w's thread (started) has set itself up: its io_uring ring
- * made or refused, w->uring final. */
+ * made or refused, and w->uring saying which. */
 void worker_wait_up(struct worker *w);
 
 /* Ask the worker to drain (thread-safe, idempotent): close its listening
