@@ -107,7 +107,10 @@ def mode_pump():
             peak[0] = max(peak[0], rss_kb(pid))
             time.sleep(0.1)
 
-    sampler = threading.Thread(target=sample)
+    # daemon threads: a pump that fails exits with its reason rather
+    # than waiting for them (the sampler looped forever once the main
+    # thread had raised, and the test hung until its 900 s timeout)
+    sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     s = connect()
     port, rest = must_banner(s)
@@ -119,17 +122,22 @@ def mode_pump():
         s.shutdown(socket.SHUT_WR)
 
     t0 = time.time()
-    t = threading.Thread(target=send)
+    t = threading.Thread(target=send, daemon=True)
     t.start()
     h = hashlib.sha256(rest)
     got = len(rest)
-    while True:
-        d = s.recv(262144)
-        if not d:
-            break
-        h.update(d)
-        got += len(d)
+    try:
+        while True:
+            d = s.recv(262144)
+            if not d:
+                break
+            h.update(d)
+            got += len(d)
+    except OSError as e:
+        fail("after %d bytes received: %r" % (got, e))
     t.join()
+    if "sha" not in sent:
+        fail("the send did not finish (%d bytes received)" % got)
     secs = time.time() - t0
     done.set()
     sampler.join()

@@ -132,7 +132,10 @@ def mode_pump():
             peak[0] = max(peak[0], rss_kb(pid))
             time.sleep(0.1)
 
-    sampler = threading.Thread(target=sample)
+    # daemon threads: a pump that fails exits with its reason rather
+    # than waiting for them (the sampler looped forever once the main
+    # thread had raised, and the test hung until its 900 s timeout)
+    sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     s = connect()
     if srate:
@@ -151,7 +154,7 @@ def mode_pump():
         s.shutdown(socket.SHUT_WR)
 
     t0 = time.time()
-    t = threading.Thread(target=send)
+    t = threading.Thread(target=send, daemon=True)
     t.start()
     if stall_until:
         while (not os.path.exists(stall_until)
@@ -161,18 +164,23 @@ def mode_pump():
         time.sleep(stall / 1000)
     h = hashlib.sha256(rest)
     got = len(rest)
-    while True:
-        d = s.recv(min(262144, rate // 20) if rate else 262144)
-        if not d:
-            break
-        h.update(d)
-        got += len(d)
-        if rate:
-            # at most RATE bytes per second since the start
-            ahead = got / rate - (time.time() - t0)
-            if ahead > 0:
-                time.sleep(ahead)
+    try:
+        while True:
+            d = s.recv(min(262144, rate // 20) if rate else 262144)
+            if not d:
+                break
+            h.update(d)
+            got += len(d)
+            if rate:
+                # at most RATE bytes per second since the start
+                ahead = got / rate - (time.time() - t0)
+                if ahead > 0:
+                    time.sleep(ahead)
+    except OSError as e:
+        fail("after %d bytes received: %r" % (got, e))
     t.join()
+    if "sha" not in sent:
+        fail("the send did not finish (%d bytes received)" % got)
     secs = time.time() - t0
     done.set()
     sampler.join()
