@@ -974,12 +974,12 @@ static json_t *edged_tls_json(struct edged *d)
 }
 
 /* Whether the workers send through io_uring: "on" in all, "off" by the
- * configuration, or the error their set-up met ("starting" before they
- * have said). */
+ * configuration, or the error their set-up met (asked only once each has
+ * set up: worker_wait_up comes before the main loop runs). */
 static json_t *edged_uring_json(const struct edged *d)
 {
 	static char broke[160]; /* the main thread's */
-	unsigned on = 0, waiting = 0, i;
+	unsigned on = 0, i;
 	int err = 0, u;
 	bool at_run = false;
 	const char *why;
@@ -991,8 +991,7 @@ static json_t *edged_uring_json(const struct edged *d)
 		else if (u < 0 && !err) {
 			err = -u;
 			at_run = atomic_load(&d->w[i]->uring_broke);
-		} else if (u == 0 && d->w[i]->uring_want)
-			waiting++;
+		}
 	}
 	if (!d->cfg->io_uring)
 		why = "off (io_uring = false)";
@@ -1004,8 +1003,6 @@ static json_t *edged_uring_json(const struct edged *d)
 		why = broke;
 	} else if (err)
 		why = strerror(err);
-	else if (waiting)
-		why = "starting";
 	else
 		why = "on: a loop turn's reads and sends in one io_uring_enter";
 	return json_pack("{s:b,s:I,s:s}", "enabled", d->cfg->io_uring,
