@@ -1140,6 +1140,27 @@ static enum h1_err ck_byte(struct h1_chunked *st, unsigned char c)
 	}
 }
 
+int h1_chunk_line_check(const char *in, size_t len, const struct h1_limits *lim,
+			enum h1_err *err)
+{
+	struct h1_chunked st;
+	enum h1_err e;
+	size_t i;
+
+	h1_chunked_init(&st, lim);
+	for (i = 0; i < len; i++) {
+		e = ck_byte(&st, (unsigned char)in[i]);
+		if (e != H1_E_NONE) {
+			*err = e;
+			return -1;
+		}
+		/* past the LF of the chunk-size line */
+		if (st.state == CK_DATA || st.state == CK_TR_START)
+			return 1;
+	}
+	return 0;
+}
+
 int h1_chunked_feed(struct h1_chunked *st, const char *in, size_t len,
 		    size_t *consumed, size_t *data_off, size_t *data_len)
 {

@@ -291,6 +291,18 @@ void h1_chunked_init(struct h1_chunked *st, const struct h1_limits *lim);
 int h1_chunked_feed(struct h1_chunked *st, const char *in, size_t len,
 		    size_t *consumed, size_t *data_off, size_t *data_len);
 
+/*
+ * Check the first chunk line of a chunked body, in[0..len), as
+ * h1_chunked_feed reads it (lim may be NULL for the defaults): a
+ * chunk-size of 1..H1_CHUNK_DIGITS_MAX hex digits, extensions, CRLF.
+ * Consumes nothing. Returns 1 when the line is complete and valid, 0 when
+ * what there is may still become one (the line is at most
+ * H1_CHUNK_DIGITS_MAX + chunk_ext_max + 2 bytes, so 0 never lasts past
+ * that), or -1 with *err (H1_E_CHUNK_SIZE or H1_E_CHUNK_EXT).
+ */
+int h1_chunk_line_check(const char *in, size_t len, const struct h1_limits *lim,
+			enum h1_err *err);
+
 /* The identifier ("CL_TE"), the description, and the status for a
  * request of an error code. Unknown codes give "?", "?" and 400. */
 const char *h1_err_name(enum h1_err e);

@@ -388,6 +388,7 @@ static void proxy_connected(struct req *r)
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
+	p->head_held = false;
 	sockio_enable(p->uio, EV_READ | EV_WRITE);
 	if (p->req_body.done) {
 		proxy_request_sent(r);
@@ -404,11 +405,18 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg);
 static void proxy_up_read_cb(struct sockio *uio, void *arg);
 static void proxy_up_write_cb(struct sockio *uio, void *arg);
 
+/* The bytes of a response head edge reads before it must have it whole,
+ * with room for the first chunk line after it (proxy_first_chunk). */
+static size_t proxy_head_room(const struct h1_limits *h1)
+{
+	return h1->head_max + 1 + H1_CHUNK_DIGITS_MAX + h1->chunk_ext_max + 2;
+}
+
 /* Make p->uio: a new sockio on fd, or uio (pooled) when not NULL. */
 static int proxy_new_uio(struct req *r, int fd, struct sockio *uio)
 {
 	struct proxy *p = &r->p;
-	size_t high = r->w->set.h1.head_max + 1;
+	size_t high = proxy_head_room(&r->w->set.h1);
 	struct transport t;
 
 	if (!uio) {
@@ -817,14 +825,49 @@ static void proxy_respond(struct req *r, size_t head_len)
 	proxy_relay(r);
 }
 
-/* Parse the response head in the upstream's input. */
+/*
+ * A chunked response's first chunk line, s[0..n) being what came after
+ * its head: checked before the head goes to the client, so that a broken
+ * one is answered 502 rather than a 200 cut short. Returns true when the
+ * line is there and valid. Otherwise false: the request has ended (502
+ * upstream_bad_response), or the line is not complete yet and the head
+ * is held until it is, timeouts.upstream_response from the head's
+ * arrival at most (then 504 upstream_timeout, proxy_timeout).
+ */
+static bool proxy_first_chunk(struct req *r, const char *s, size_t n)
+{
+	struct proxy *p = &r->p;
+	enum h1_err e = H1_E_NONE;
+	int rc;
+
+	rc = h1_chunk_line_check(s, n, &r->w->set.h1, &e);
+	if (rc > 0)
+		return true;
+	if (rc == 0) {
+		if (!p->head_held) {
+			p->head_held = true;
+			req_timer(r, r->w->set.timeouts.upstream_response_ms);
+		}
+		return false;
+	}
+	log_debug_ctx(REQ_LOG_CTX(r), "bad first chunk line from %s: %s",
+		      upstream_ep_addr(p->ep)->text, h1_err_name(e));
+	upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
+			    "bad chunk line", false);
+	p->reusable = false;
+	req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+	return false;
+}
+
+/* Parse the response head in the upstream's input (and a chunked one's
+ * first chunk line). */
 static void proxy_parse(struct req *r)
 {
 	const struct h1_limits *h1 = &r->w->set.h1;
 	struct proxy *p = &r->p;
 	struct evbuffer *in = sockio_input(p->uio);
 	const char *buf;
-	size_t len, n;
+	size_t len, n, avail;
 	uint64_t now;
 	int rc;
 
@@ -833,7 +876,9 @@ static void proxy_parse(struct req *r)
 		if (len == 0)
 			return;
 		n = len < h1->head_max + 1 ? len : h1->head_max + 1;
-		buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
+		/* the head and the first chunk line after it, at most */
+		avail = len < proxy_head_room(h1) ? len : proxy_head_room(h1);
+		buf = (const char *)evbuffer_pullup(in, (ssize_t)avail);
 		rc = h1_parse_response(buf, n, h1, r->h.method, p->upgrade,
 				       &p->resp);
 		if (rc == 0)
@@ -869,6 +914,9 @@ static void proxy_parse(struct req *r)
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
+	if (p->resp.body == H1_BODY_CHUNKED &&
+	    !proxy_first_chunk(r, buf + rc, avail - (size_t)rc))
+		return;
 	now = clk_now_ns();
 	upstream_report(r->w->up, p->ep, true, now);
 	upreg_count_response(upstream_ep_shared(p->ep), p->resp.code,
@@ -949,9 +997,11 @@ static void proxy_up_write_cb(struct sockio *uio, void *arg)
 	(void)uio;
 	if (!r->p.req_body.done) {
 		if (r->p.send_stalled && r->p.state == PROXY_WAITING) {
-			/* the upstream took bytes again */
+			/* the upstream took bytes again (a held head keeps
+			 * its timer) */
 			r->p.send_stalled = false;
-			req_timer_stop(r);
+			if (!r->p.head_held)
+				req_timer_stop(r);
 		}
 		req_client_read(r, true);
 		proxy_pump_request(r);
@@ -1003,13 +1053,18 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			req_end(r, OUTCOME_UPSTREAM_CLOSED, NULL);
 			return;
 		}
-		/* reached, but it closed with no head or half of one */
+		/* reached, but it closed with no head or half of one, or
+		 * before a held head's first chunk line */
 		log_debug_ctx(REQ_LOG_CTX(r),
-			      "%s closed after %zu bytes of response head",
+			      "%s closed after %zu bytes of response head%s",
 			      upstream_ep_addr(p->ep)->text,
-			      evbuffer_get_length(sockio_input(p->uio)));
+			      evbuffer_get_length(sockio_input(p->uio)),
+			      p->head_held ? " and chunk line" : "");
 		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
-				    "closed without a response head", false);
+				    p->head_held
+					? "closed before the first chunk line"
+					: "closed without a response head",
+				    false);
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:
@@ -1076,7 +1131,9 @@ void proxy_timeout(struct req *r)
 		return;
 	case PROXY_WAITING:
 		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
-				    "no response head in time", false);
+				    p->head_held ? "no first chunk line in time"
+						 : "no response head in time",
+				    false);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 		return;

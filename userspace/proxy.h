@@ -65,7 +65,8 @@ enum proxy_state {
 	PROXY_IDLE = 0,
 	PROXY_BUFFERING,  /* reading a small body whole, no upstream yet */
 	PROXY_CONNECTING, /* waiting for connect() */
-	PROXY_WAITING,	  /* head sent, waiting for the response head */
+	PROXY_WAITING,	  /* head sent, waiting for the response head (and
+			     a chunked one's first chunk line) */
 	PROXY_RELAYING,	  /* response head sent to the client */
 	PROXY_TUNNEL,	  /* 101 sent: the pair is a tunnel (tunnel.h) */
 };
@@ -95,6 +96,8 @@ struct proxy {
 	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
 	bool send_stalled;  /* the timer waits for the upstream to take
 			       request bytes (proxy_send_stalled) */
+	bool head_held;	    /* a chunked response's head waits for its
+			       first chunk line (proxy_first_chunk) */
 	struct tunnel *tun; /* PROXY_TUNNEL: the running tunnel */
 };
 

@@ -167,8 +167,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					       .empty_lines_max = 1};
 	struct h1_chunked sa, sb;
 	char *buf, *copy, *oa, *ob;
+	const char *eol;
 	size_t len, k, na, nb;
-	int ca, cb;
+	enum h1_err e = H1_E_NONE;
+	int ca, cb, cl;
 	uint8_t sel;
 
 	if (size < 1)
@@ -195,6 +197,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(sa.err == sb.err && sa.err_off == sb.err_off &&
 	      sa.trailers_dropped == sb.trailers_dropped);
 	CHECK(sa.data_total == na);
+
+	/* the first chunk line alone: refused exactly when the decoder fails
+	 * inside it (with the same error), complete exactly when the decoder
+	 * got past its LF */
+	cl = h1_chunk_line_check(buf, len, NULL, &e);
+	eol = memchr(buf, '\n', len);
+	if (cl < 0)
+		CHECK(ca < 0 && sa.err == e &&
+		      (!eol || sa.err_off <= (uint64_t)(eol - buf)));
+	else if (cl == 1)
+		CHECK(eol && (ca >= 0 || sa.err_off > (uint64_t)(eol - buf)));
+	else
+		CHECK(ca == 0);
 
 	free(buf);
 	free(copy);

@@ -830,6 +830,70 @@ START_TEST(test_helpers)
 }
 END_TEST
 
+/* The first chunk line alone: complete and valid, a valid start, or
+ * broken (what h1_chunked_feed would say), whatever follows it. */
+static const struct {
+	const char *in;
+	int rc;
+	enum h1_err err;
+} lines[] = {
+    {"5\r\nhello\r\n0\r\n\r\n", 1, H1_E_NONE},
+    {"0\r\n\r\n", 1, H1_E_NONE},
+    {"0\r\n", 1, H1_E_NONE},
+    {"00000000000000ff;a=b;c=\"d\"\r\nx", 1, H1_E_NONE},
+    {"", 0, H1_E_NONE},
+    {"1", 0, H1_E_NONE},
+    {"1f;ext", 0, H1_E_NONE},
+    {"1f\r", 0, H1_E_NONE},
+    {"zz\r\nok\r\n0\r\n\r\n", -1, H1_E_CHUNK_SIZE},
+    {"z", -1, H1_E_CHUNK_SIZE},
+    {"10000000000000000\r\n", -1, H1_E_CHUNK_SIZE},
+    {"00000000000000001", -1, H1_E_CHUNK_SIZE},
+    {" 5\r\n", -1, H1_E_CHUNK_SIZE},
+    {"5 \r\n", -1, H1_E_CHUNK_SIZE},
+    {"5\n", -1, H1_E_CHUNK_SIZE},
+    {"5\r5", -1, H1_E_CHUNK_SIZE},
+    {"5;\r\n", -1, H1_E_CHUNK_EXT},
+    {"5;a b\r\n", -1, H1_E_CHUNK_EXT},
+    {"\r\n", -1, H1_E_CHUNK_SIZE},
+};
+
+START_TEST(test_chunk_line)
+{
+	const char *in = lines[_i].in;
+	enum h1_err e = H1_E_NONE;
+	struct h1_chunked st;
+	size_t used, off, n;
+
+	ck_assert_int_eq(h1_chunk_line_check(in, strlen(in), NULL, &e),
+			 lines[_i].rc);
+	if (lines[_i].rc < 0) {
+		ck_assert_str_eq(h1_err_name(e), h1_err_name(lines[_i].err));
+		/* the decoder refuses the same bytes */
+		h1_chunked_init(&st, NULL);
+		ck_assert_int_eq(
+		    h1_chunked_feed(&st, in, strlen(in), &used, &off, &n), -1);
+		ck_assert_int_eq(st.err, lines[_i].err);
+	}
+}
+END_TEST
+
+/* An over-long extension is refused within chunk_ext_max bytes. */
+START_TEST(test_chunk_line_ext_max)
+{
+	struct h1_limits lim;
+	enum h1_err e = H1_E_NONE;
+	char in[64] = "1;";
+
+	h1_limits_default(&lim);
+	lim.chunk_ext_max = 8;
+	memset(in + 2, 'a', 8);
+	ck_assert_int_eq(h1_chunk_line_check(in, 9, &lim, &e), 0);
+	ck_assert_int_eq(h1_chunk_line_check(in, 10, &lim, &e), -1);
+	ck_assert_int_eq(e, H1_E_CHUNK_EXT);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("h1");
@@ -845,6 +909,9 @@ int main(void)
 			    sizeof(resps) / sizeof(resps[0]));
 	tcase_add_loop_test(tc, test_chunked, 0, sizeof(cks) / sizeof(cks[0]));
 	tcase_add_test(tc, test_chunked_sticky);
+	tcase_add_loop_test(tc, test_chunk_line, 0,
+			    sizeof(lines) / sizeof(lines[0]));
+	tcase_add_test(tc, test_chunk_line_ext_max);
 	tcase_add_test(tc, test_helpers);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
