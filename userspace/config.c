@@ -1190,12 +1190,12 @@ static int cfg_formats(struct cfg *x, const config_setting_t *root)
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
-	    "listen",	      "workers",    "user",	   "admin_listen",
-	    "control_socket", "pin_dir",    "limits",	   "timeouts",
-	    "ratelimit",      "upstream",   "analytics",   "projects",
-	    "log_format",     "pg",	    "pg_snapshot", "host_name",
-	    "splice",	      "tcp_routes", "tls",	   "wake",
-	    "io_uring",	      NULL};
+	    "listen",	    "trusted_proxies", "workers",    "user",
+	    "admin_listen", "control_socket",  "pin_dir",    "limits",
+	    "timeouts",	    "ratelimit",       "upstream",   "analytics",
+	    "projects",	    "log_format",      "pg",	     "pg_snapshot",
+	    "host_name",    "splice",	       "tcp_routes", "tls",
+	    "wake",	    "io_uring",	       NULL};
 	struct config *c = x->c;
 	uint64_t workers;
 	long ncpu;
@@ -1240,6 +1240,9 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	if (rc == 0)
 		rc = cfg_next(
 		    x, cfg_bool(x, root, "", "io_uring", true, &c->io_uring));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_trusted(x, root, "", "trusted_proxies",
+					     &c->trusted_proxies));
 	if (rc == 0)
 		rc = cfg_next(x,
 			      cfg_path(x, root, "", "control_socket",

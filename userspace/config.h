@@ -22,6 +22,7 @@
 
 #include "config_check.h"
 #include "log.h"
+#include "trusted.h"
 
 /* pg_snapshot's default: a directory of edged's own under the state dir */
 #define CONFIG_DEFAULT_PG_SNAPSHOT "/var/lib/edge/edged/db-snapshot.json"
@@ -182,6 +183,8 @@ struct config {
 	char *host_name;   /* this edged in edge_hosts */
 	int splice;	   /* enum splice_mode (splice.h): tunnels' mover */
 	bool io_uring;	   /* workers send plain TCP through io_uring */
+	/* peers whose X-Forwarded-For is kept and appended to */
+	struct trusted trusted_proxies;
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;

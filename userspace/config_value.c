@@ -568,6 +568,35 @@ int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
+int cfg_trusted(struct cfg *x, const config_setting_t *g, const char *path,
+		const char *name, struct trusted *t)
+{
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *s;
+	struct errbuf e, note;
+	size_t i, n;
+	int rc;
+
+	rc = cfg_list(x, g, path, name, key, &s);
+	if (rc < 0 || !s)
+		return rc;
+	n = (size_t)config_setting_length(s);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *el =
+		    config_setting_get_elem(s, (unsigned)i);
+
+		cfg_key_index(ek, key, i);
+		if (trusted_add(t, config_setting_get_string(el), &note, &e))
+			return cfg_fail(x, el, ek, "%s", e.msg);
+		if (note.msg[0]) {
+			rc = cfg_warn(x, el, ek, "%s", note.msg);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 /* ---- names and paths ---------------------------------------------------- */
 
 int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,

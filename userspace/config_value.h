@@ -156,6 +156,11 @@ int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
 int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, char *key, const config_setting_t **out);
 
+/* A list of CIDRs added to *t (trusted_add; each error names its
+ * element, each note becomes a warning). Absent: t untouched. */
+int cfg_trusted(struct cfg *x, const config_setting_t *g, const char *path,
+		const char *name, struct trusted *t);
+
 /* A list of endpoints (config_addr_parse), 1..max of them, none twice,
  * into a new array *out of *nout. Absent: "missing (required)" when
  * required, else *out NULL and *nout 0. */

@@ -414,28 +414,146 @@ int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1])
 	return 0;
 }
 
-int hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
-		   const char *client_ip)
+/* Whether s[0..n) is a port: 1..5 digits, no leading zero, 1..65535. */
+static bool xff_port(const char *s, size_t n)
 {
-	bool first = true;
+	unsigned v = 0;
+	size_t i;
+
+	if (n == 0 || n > 5 || s[0] == '0')
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	return v <= 65535;
+}
+
+int hdr_xff_addr(const char *s, size_t n, char out[CIDR_STR_MAX])
+{
+	char a[CIDR_INPUT_MAX + 1];
+	const char *host = s, *colon;
+	size_t hn = n;
+	bool v6 = false;
+	struct cidr c;
+
+	if (n == 0)
+		return -EINVAL;
+	if (s[0] == '[') {
+		/* "[IPV6]" or "[IPV6]:PORT" */
+		const char *end = memchr(s, ']', n);
+
+		if (!end)
+			return -EINVAL;
+		host = s + 1;
+		hn = (size_t)(end - host);
+		if (end + 1 < s + n &&
+		    (end[1] != ':' ||
+		     !xff_port(end + 2, (size_t)(s + n - end - 2))))
+			return -EINVAL;
+		v6 = true;
+	} else if ((colon = memchr(s, ':', n)) &&
+		   !memchr(colon + 1, ':', (size_t)(s + n - colon - 1))) {
+		/* one colon: "A.B.C.D:PORT" */
+		hn = (size_t)(colon - s);
+		if (!xff_port(colon + 1, n - hn - 1))
+			return -EINVAL;
+	}
+	if (hn == 0 || hn > CIDR_INPUT_MAX)
+		return -EINVAL;
+	memcpy(a, host, hn);
+	a[hn] = '\0';
+	if (cidr_parse_addr(a, &c, NULL) < 0)
+		return -EINVAL;
+	/* a bracketed address must be IPv6 text, though an IPv4-mapped one
+	 * reads as IPv4 */
+	if (v6 && !memchr(a, ':', hn))
+		return -EINVAL;
+	cidr_format_addr(&c, out, CIDR_STR_MAX);
+	return 0;
+}
+
+/* Call fn for each non-empty element of h's X-Forwarded-For fields, in
+ * order, with OWS trimmed. */
+static void xff_each(const struct h1_head *h,
+		     void (*fn)(const char *e, size_t n, void *arg), void *arg)
+{
 	unsigned i;
 
-	HDR_BUF_LIT(b, "X-Forwarded-For: ");
 	for (i = 0; i < h->nheaders; i++) {
 		const struct h1_header *f = &h->headers[i];
+		const char *p, *end, *e, *z;
 
-		if (!h1_eq(f->name, f->name_len, "x-forwarded-for") ||
-		    !f->value_len)
+		if (!h1_eq(f->name, f->name_len, "x-forwarded-for"))
 			continue;
-		if (!first)
-			HDR_BUF_LIT(b, ", ");
-		hdr_buf_add(b, f->value, f->value_len);
-		first = false;
+		p = f->value;
+		end = f->value + f->value_len;
+		while (p < end) {
+			z = memchr(p, ',', (size_t)(end - p));
+			if (!z)
+				z = end;
+			e = z;
+			while (p < e && (*p == ' ' || *p == '\t'))
+				p++;
+			while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			if (e > p)
+				fn(p, (size_t)(e - p), arg);
+			if (z == end)
+				break;
+			p = z + 1;
+		}
 	}
-	if (!first)
+}
+
+/* The walk of h's elements: where the last one that is not an address
+ * is, then which to write. */
+struct xff_walk {
+	struct hdr_buf *b;
+	size_t i;   /* the element's index */
+	size_t cut; /* elements before it are dropped */
+	bool first; /* nothing written yet */
+};
+
+static void xff_find_cut(const char *e, size_t n, void *arg)
+{
+	struct xff_walk *w = arg;
+	char a[CIDR_STR_MAX];
+
+	if (hdr_xff_addr(e, n, a) < 0)
+		w->cut = w->i + 1;
+	w->i++;
+}
+
+static void xff_write(const char *e, size_t n, void *arg)
+{
+	struct xff_walk *w = arg;
+	char a[CIDR_STR_MAX];
+
+	/* past the cut, every element is an address */
+	if (w->i++ < w->cut || hdr_xff_addr(e, n, a) < 0)
+		return;
+	if (!w->first)
+		HDR_BUF_LIT(w->b, ", ");
+	hdr_buf_str(w->b, a);
+	w->first = false;
+}
+
+size_t hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
+		      const char *client_ip)
+{
+	struct xff_walk w = {.b = b, .first = true};
+
+	HDR_BUF_LIT(b, "X-Forwarded-For: ");
+	xff_each(h, xff_find_cut, &w);
+	w.i = 0; /* elements [0, cut) are dropped */
+	xff_each(h, xff_write, &w);
+	if (!w.first)
 		HDR_BUF_LIT(b, ", ");
 	hdr_buf_str(b, client_ip);
-	return HDR_BUF_LIT(b, "\r\n");
+	HDR_BUF_LIT(b, "\r\n");
+	return w.cut;
 }
 
 int hdr_xff_replace(struct hdr_buf *b, const char *client_ip)
@@ -511,7 +629,7 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		HDR_BUF_FIELD_LIT(b, "X-Client-IP", f->client_ip,
 				  strlen(f->client_ip));
 		if (f->xff_trusted)
-			hdr_xff_append(b, &r->h, f->client_ip);
+			(void)hdr_xff_append(b, &r->h, f->client_ip);
 		else
 			hdr_xff_replace(b, f->client_ip);
 	}

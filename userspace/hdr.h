@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cidr.h"
 #include "h1.h"
 
 /* Longest X-Request-ID kept from a client; length of a generated one. */
@@ -50,7 +51,8 @@ struct hdr_fwd {
 	const char *deployment_id;
 	const char *client_ip; /* the peer's address, text */
 	const char *proto;     /* "http" or "https" */
-	bool xff_trusted;      /* peer is a trusted proxy: append to its XFF */
+	bool xff_trusted;      /* peer is a trusted proxy: its XFF is kept
+				  (hdr_xff_append), else replaced */
 	bool tunnel;	       /* forwarding an upgrade: keep Upgrade */
 	const char *via;       /* edge's Via member (hdr_via_init), or NULL */
 	const char *path;      /* path to send instead of r's (prefix
@@ -117,10 +119,27 @@ const char *hdr_request_id_get(const struct h1_head *h, size_t *n);
  * fails. */
 int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1]);
 
-/* Append "X-Forwarded-For: " with the values of h's X-Forwarded-For
- * fields, in order, then ", " client_ip (the peer is trusted). */
-int hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
-		   const char *client_ip);
+/* Read one X-Forwarded-For element s[0..n) (OWS already trimmed): an
+ * IPv4 or IPv6 address as cidr_parse_addr takes it, alone or with a port
+ * ("192.0.2.1:4711", "[2001:db8::1]:4711"; a bracketed address must be
+ * IPv6). Writes the address alone, in canonical form (an IPv4-mapped one
+ * as IPv4), into out. Returns 0, or -EINVAL for anything else ("unknown",
+ * an obfuscated identifier, a name, garbage). */
+int hdr_xff_addr(const char *s, size_t n, char out[CIDR_STR_MAX]);
+
+/*
+ * Append "X-Forwarded-For: " with what a trusted peer says of its
+ * clients, then client_ip (the peer's own address). h's X-Forwarded-For
+ * fields are one comma-separated list, in order; empty elements are
+ * skipped. The list is kept from its right end up to the first element
+ * that is not an address (hdr_xff_addr): that element and every one
+ * before it are dropped, since what the peer vouches for is the right
+ * end, and what comes before a malformed element is not to be believed.
+ * The kept elements are written in canonical form, ports left out.
+ * Returns how many elements were dropped; a buffer error is in b->err.
+ */
+size_t hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
+		      const char *client_ip);
 
 /* Append "X-Forwarded-For: client_ip" (the peer is not trusted). */
 int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);

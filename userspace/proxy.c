@@ -355,7 +355,8 @@ static void proxy_connected(struct req *r)
 	f.deployment_id = r->m.deployment_id;
 	f.client_ip = r->client_ip;
 	f.proto = r->c->tls ? "https" : "http";
-	f.xff_trusted = true; /* the brief: X-Forwarded-For appended */
+	f.xff_trusted =
+	    trusted_has(&r->w->set.trusted_proxies, &r->c->peer_cidr);
 	if (r->m.path) {
 		f.path = r->m.path;
 		f.path_len = r->m.path_len;

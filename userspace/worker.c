@@ -53,6 +53,7 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 	s->timeouts = cfg->timeouts;
 	s->ratelimit = cfg->ratelimit;
 	s->upstream = cfg->upstream;
+	s->trusted_proxies = cfg->trusted_proxies;
 	h1_limits_default(&s->h1);
 	s->h1.line_max = cfg->limits.max_request_line;
 	s->h1.head_max = cfg->limits.max_header_bytes;

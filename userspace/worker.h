@@ -51,16 +51,18 @@ struct worker_upstream_totals {
 };
 
 /* What a reload changes in running workers besides the route table:
- * limits, timeouts and the per-client rate limit. */
+ * limits, timeouts, the per-client rate limit and the trusted proxies. */
 struct worker_settings {
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
 	struct config_upstream upstream; /* passive health's thresholds */
 	struct h1_limits h1;		 /* the parser's bounds, from limits */
+	struct trusted trusted_proxies;	 /* trusted_proxies */
 };
 
-/* s from cfg's limits, timeouts and ratelimit. */
+/* s from cfg's limits, timeouts, ratelimit, upstream and
+ * trusted_proxies. */
 void worker_settings_from(struct worker_settings *s, const struct config *cfg);
 
 struct worker_shared {

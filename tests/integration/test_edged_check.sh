@@ -99,6 +99,17 @@ run_checks() {
 		"c.conf:5: admin_listen: \"127.0.0.1\": expected ADDR:PORT" \
 		"c.conf:6: log_format: \"xml\" is not a log format" \
 		"c.conf: 3 error(s)"
+	# trusted_proxies: a bad entry named with its line and index; a
+	# normalised one and a /0 are warnings, the file still ok
+	conf "$C" 's|^log_format = "text";|log_format = "text";\ntrusted_proxies = [ "10.0.0.0/8", "proxy.example" ];|'
+	check_case "$bin" "$v" "a bad trusted_proxies entry: its line, index and what is wrong" "$C" 1 \
+		"c.conf:7: trusted_proxies[1]: 'proxy.example': not an IPv4 or IPv6 address" \
+		"c.conf: 1 error(s)"
+	conf "$C" 's|^log_format = "text";|log_format = "text";\ntrusted_proxies = [ "172.16.1.0/12", "::/0" ];|'
+	check_case "$bin" "$v" "trusted_proxies: host bits and a /0 are warnings" "$C" 0 \
+		"c.conf:7: trusted_proxies[0]: \"172.16.1.0/12\" has host bits set; using 172.16.0.0/12" \
+		"c.conf:7: trusted_proxies[1]: ::/0 trusts every IPv6 peer" "c.conf: ok"
+
 	# two projects, each with its own error: both
 	conf "$C" 's/"shop.test"/"bad_name.test"/'
 	cat >>"$C" <<CONF

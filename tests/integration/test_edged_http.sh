@@ -17,10 +17,11 @@ P_BACK=$((BASE + 1))
 P_DOWN=$((BASE + 2)) # nothing listens here
 P_ADMIN=$((BASE + 3))
 
-write_conf() { # FILE EXTRA_DOMAIN
+write_conf() { # FILE EXTRA_DOMAIN [EXTRA_SETTINGS]
 	{
 		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
 		cat <<CONF
+${3:-}
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { max_body_bytes = "20M"; };
 timeouts = {
@@ -82,6 +83,37 @@ get() {
 
 body_has() { grep -q -- "$1" "$T_TMP/body"; }
 
+# xff_is WANT [curl args...]: 0 once a GET to shop.test reaches the
+# backend with the X-Forwarded-For value WANT ("" for none; up to 5 s,
+# so that a reload has reached every worker), else 1 with what it saw
+# in $T_TMP/xff.
+xff_is() {
+	local want=$1 i
+	shift
+	for ((i = 0; i < 50; i++)); do
+		curl -s -m 5 -H 'Host: shop.test' "$@" "http://127.0.0.1:$P_EDGE/xff" |
+			python3 -c 'import json, sys
+h = json.load(sys.stdin)["headers"]
+print(", ".join(v for k, v in h if k.lower() == "x-forwarded-for"))' >"$T_TMP/xff" 2>&1
+		[ "$(cat "$T_TMP/xff")" = "$want" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# reload_conf: SIGHUP edged and wait (up to 5 s) for one more "reloaded"
+# line in its log.
+reload_conf() {
+	local n i
+	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
+	kill -HUP "$EPID"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 n0 n1 id sha rc
 	: >"$T_TMP/requests.jsonl"
@@ -111,15 +143,51 @@ run_suite() { # BIN LABEL
 		body_has '\["X-Environment-ID", "shop-prod"\]' &&
 		body_has '\["X-Deployment-ID", "shop-1"\]' &&
 		body_has '\["X-Client-IP", "127.0.0.1"\]' &&
-		body_has '\["X-Forwarded-For", "1.2.3.4, 127.0.0.1"\]' &&
+		body_has '\["X-Forwarded-For", "127.0.0.1"\]' &&
 		body_has '\["X-Forwarded-Proto", "http"\]' &&
 		body_has '\["X-Forwarded-Host", "shop.test"\]' &&
 		body_has '\["X-Request-ID", "my-id.1"\]' &&
-		! body_has spoofed && ! body_has 6.6.6.6 &&
+		! body_has spoofed && ! body_has 6.6.6.6 && ! body_has 1.2.3.4 &&
 		grep -qi '^X-Request-ID: my-id.1' "$T_TMP/hdrs"; then
-		t_ok "$v: proxied GET, edge headers added, spoofed copies removed"
+		t_ok "$v: proxied GET, edge headers added, spoofed copies removed (X-Forwarded-For replaced: no trusted_proxies)"
 	else
 		t_fail "$v: proxied GET, edge headers" "$(head -c 600 "$T_TMP/body")"
+	fi
+
+	# trusted_proxies: a peer inside it has its X-Forwarded-For kept and
+	# appended to (from the right up to the first element that is not
+	# an address); any other peer's is replaced by its address
+	write_conf "$T_TMP/edge.conf" "" 'trusted_proxies = [ "192.0.2.0/24", "127.0.0.1" ];'
+	if reload_conf && xff_is "1.2.3.4, 127.0.0.1" -H 'X-Forwarded-For: 1.2.3.4'; then
+		t_ok "$v: a peer in trusted_proxies (reloaded): X-Forwarded-For kept and appended to"
+	else
+		t_fail "$v: trusted peer's X-Forwarded-For" "saw '$(cat "$T_TMP/xff")'"
+	fi
+	if xff_is "1.2.3.4, 2001:db8::5, 127.0.0.1" -H 'X-Forwarded-For: 6.6.6.6, <evil>, 1.2.3.4:80' \
+		-H 'X-Forwarded-For: [2001:DB8::5]'; then
+		t_ok "$v: a trusted peer's X-Forwarded-For is cut at its last element that is not an address"
+	else
+		t_fail "$v: trusted peer's malformed X-Forwarded-For" "saw '$(cat "$T_TMP/xff")'"
+	fi
+	if xff_is "127.0.0.1" -H 'X-Forwarded-For: 1.2.3.4, unknown'; then
+		t_ok "$v: a trusted peer's X-Forwarded-For ending in garbage is not believed at all"
+	else
+		t_fail "$v: trusted peer's X-Forwarded-For ending in garbage" "saw '$(cat "$T_TMP/xff")'"
+	fi
+	if curl -s -m 5 -o /dev/null --interface 127.0.0.3 "http://127.0.0.1:$P_EDGE/" 2>/dev/null; then
+		if xff_is "127.0.0.3" --interface 127.0.0.3 -H 'X-Forwarded-For: 1.2.3.4'; then
+			t_ok "$v: a peer outside trusted_proxies: X-Forwarded-For replaced by its address"
+		else
+			t_fail "$v: untrusted peer's X-Forwarded-For" "saw '$(cat "$T_TMP/xff")'"
+		fi
+	else
+		t_skip "$v: untrusted peer beside a trusted one" "could not bind 127.0.0.3"
+	fi
+	write_conf "$T_TMP/edge.conf" ""
+	if reload_conf && xff_is "127.0.0.1" -H 'X-Forwarded-For: 1.2.3.4'; then
+		t_ok "$v: trusted_proxies removed by a reload: X-Forwarded-For replaced again"
+	else
+		t_fail "$v: trusted_proxies removed" "saw '$(cat "$T_TMP/xff")'"
 	fi
 
 	if get "$v: unknown host" 503 nowhere.test / &&

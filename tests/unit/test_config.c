@@ -208,6 +208,15 @@ static const struct bad bad[] = {
     {"analytics = {\n database = \"no\"; #!\n};\n", "analytics.database", ""},
     {"analytics = {\n spools = \"/x\"; #!\n};\n", "analytics.spools",
      "unknown key"},
+    {"trusted_proxies = [ \"10.0.0.0/8\", \"10.0.0.0/33\" ]; #!\n",
+     "trusted_proxies[1]", "prefix length"},
+    {"trusted_proxies = [ \"proxy.example\" ]; #!\n", "trusted_proxies[0]", ""},
+    {"trusted_proxies = [ \"10.0.0.0/8\",\n \"10.1.0.0/8\" ]; #!\n",
+     "trusted_proxies[1]", "10.0.0.0/8 is listed twice"},
+    {"trusted_proxies = \"10.0.0.0/8\"; #!\n", "trusted_proxies",
+     "expected a list"},
+    {"trusted_proxies = [ 10 ]; #!\n", "trusted_proxies[0]",
+     "expected a string"},
     {"projects = { }; #!\n", "projects", "expected a list"},
     {"projects = ( { #!\n environments = ( ); } );\n", "projects[0].id",
      "missing"},
@@ -817,6 +826,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->analytics.spool_max, 256 << 20);
 	ck_assert_uint_eq(c->analytics.spool_memory, 16384);
 	ck_assert_ptr_null(c->pg);
+	ck_assert_uint_eq(c->trusted_proxies.n, 0);
 	ck_assert_uint_eq(src->n_projects, 0);
 	ck_assert_uint_eq(c->n_warnings, 0);
 	config_free(c);
@@ -1050,6 +1060,80 @@ START_TEST(test_values)
 	ck_assert_ptr_nonnull(strstr(c->warnings[0], "10.0.0.0/8"));
 	config_free(c);
 	route_src_free(src);
+}
+END_TEST
+
+/* trusted_proxies: IPv4 and IPv6 prefixes and bare addresses, host bits
+ * and IPv4-mapped prefixes normalised with a warning each, a /0 warned
+ * about; at most TRUSTED_MAX; a peer inside one is trusted. */
+START_TEST(test_trusted_proxies)
+{
+	static const char text[] =
+	    "trusted_proxies = [ \"10.0.0.0/8\", \"2001:db8::/32\",\n"
+	    "  \"192.0.2.7\", \"::1\",\n"
+	    "  \"172.16.1.2/12\",\n"
+	    "  \"::ffff:198.51.100.0/120\",\n"
+	    "  \"::/0\" ];\n";
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	struct cidr a;
+	char *big;
+	size_t n, i;
+
+	ck_assert_msg(config_load(write_conf(text), &c, NULL, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->trusted_proxies.n, 7);
+	ck_assert_uint_eq(c->n_warnings, 3);
+	ck_assert_ptr_nonnull(strstr(c->warnings[0],
+				     ":3: trusted_proxies[4]: "
+				     "\"172.16.1.2/12\" has host "
+				     "bits set; using "
+				     "172.16.0.0/12"));
+	ck_assert_ptr_nonnull(strstr(c->warnings[1],
+				     ":4: trusted_proxies[5]: \"::ffff:"
+				     "198.51.100.0/120\" is IPv4-mapped; "
+				     "using 198.51.100.0/24"));
+	ck_assert_ptr_nonnull(strstr(c->warnings[2], ":5: trusted_proxies[6]: "
+						     "::/0 trusts every IPv6 "
+						     "peer"));
+	ck_assert_int_eq(cidr_parse_addr("10.9.8.7", &a, NULL), 0);
+	ck_assert(trusted_has(&c->trusted_proxies, &a));
+	/* an IPv4-mapped peer is its IPv4 address */
+	ck_assert_int_eq(cidr_parse_addr("::ffff:198.51.100.9", &a, NULL), 0);
+	ck_assert(trusted_has(&c->trusted_proxies, &a));
+	ck_assert_int_eq(cidr_parse_addr("192.0.2.8", &a, NULL), 0);
+	ck_assert(!trusted_has(&c->trusted_proxies, &a));
+	/* an address that could not be read: never, even under ::/0 */
+	memset(&a, 0, sizeof(a));
+	ck_assert(!trusted_has(&c->trusted_proxies, &a));
+	config_free(c);
+
+	/* TRUSTED_MAX entries load, one more does not */
+	for (n = TRUSTED_MAX; n <= TRUSTED_MAX + 1; n++) {
+		big = malloc(64 + n * 24);
+		ck_assert_ptr_nonnull(big);
+		strcpy(big, "trusted_proxies = [ ");
+		for (i = 0; i < n; i++)
+			sprintf(big + strlen(big), "%s\"10.%zu.%zu.0/24\"",
+				i ? ", " : "", i / 256, i % 256);
+		strcat(big, " ];\n");
+		c = NULL;
+		if (n == TRUSTED_MAX) {
+			ck_assert_msg(
+			    config_load(write_conf(big), &c, NULL, &err) == 0,
+			    "%s", err.msg);
+			ck_assert_uint_eq(c->trusted_proxies.n, TRUSTED_MAX);
+			config_free(c);
+		} else {
+			ck_assert_int_eq(
+			    config_load(write_conf(big), &c, NULL, &err),
+			    -EINVAL);
+			ck_assert_ptr_nonnull(
+			    strstr(err.msg, "trusted_proxies[256]: more than "
+					    "256 entries"));
+		}
+		free(big);
+	}
 }
 END_TEST
 
@@ -1515,6 +1599,7 @@ static Suite *config_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_trusted_proxies);
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_values);

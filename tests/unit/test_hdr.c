@@ -183,6 +183,108 @@ START_TEST(test_build_request)
 }
 END_TEST
 
+/* One X-Forwarded-For element: an address, alone or with a port, in
+ * canonical form; anything else refused. */
+static const struct {
+	const char *in, *out; /* out NULL: refused */
+} xff_addrs[] = {
+    {"192.0.2.1", "192.0.2.1"},
+    {"192.0.2.1:4711", "192.0.2.1"},
+    {"2001:db8::1", "2001:db8::1"},
+    {"2001:DB8:0::1", "2001:db8::1"},
+    {"[2001:db8::1]", "2001:db8::1"},
+    {"[2001:db8::1]:443", "2001:db8::1"},
+    {"::ffff:192.0.2.9", "192.0.2.9"},
+    {"[::ffff:192.0.2.9]:80", "192.0.2.9"},
+    {"unknown", NULL},
+    {"_hidden", NULL},
+    {"proxy.example", NULL},
+    {"192.0.2.1:", NULL},
+    {"192.0.2.1:0", NULL},
+    {"192.0.2.1:65536", NULL},
+    {"192.0.2.1:080", NULL},
+    {"192.0.2.1:80:80", NULL},
+    {"192.0.2.01", NULL},
+    {"192.0.2", NULL},
+    {"192.0.2.1/24", NULL},
+    {"[192.0.2.1]", NULL},
+    {"[2001:db8::1", NULL},
+    {"[2001:db8::1]x", NULL},
+    {"[2001:db8::1]:", NULL},
+    {"fe80::1%eth0", NULL},
+    {"1.2.3.4 5.6.7.8", NULL},
+    {"<script>", NULL},
+    {"", NULL},
+};
+
+START_TEST(test_xff_addr)
+{
+	char out[CIDR_STR_MAX];
+	const char *in = xff_addrs[_i].in;
+	int rc = hdr_xff_addr(in, strlen(in), out);
+
+	if (xff_addrs[_i].out) {
+		ck_assert_msg(rc == 0, "%s refused", in);
+		ck_assert_str_eq(out, xff_addrs[_i].out);
+	} else {
+		ck_assert_msg(rc == -EINVAL, "%s accepted", in);
+	}
+}
+END_TEST
+
+/* A trusted peer's X-Forwarded-For: kept from the right up to the first
+ * element that is not an address, written canonically, then the peer. */
+static const struct {
+	const char *fields; /* the request's X-Forwarded-For lines */
+	const char *want;   /* the value sent on */
+	size_t dropped;
+} xff_lists[] = {
+    {"", "192.0.2.7", 0},
+    {"X-Forwarded-For: 203.0.113.5\r\n", "203.0.113.5, 192.0.2.7", 0},
+    {"X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-For: 10.0.0.2\r\n",
+     "10.0.0.1, 10.0.0.2, 192.0.2.7", 0},
+    {"X-Forwarded-For: 10.0.0.1,10.0.0.2 ,\t[2001:DB8::5]:80\r\n",
+     "10.0.0.1, 10.0.0.2, 2001:db8::5, 192.0.2.7", 0},
+    /* empty elements are no elements */
+    {"X-Forwarded-For: , 10.0.0.1,, \r\nX-Forwarded-For:\r\n",
+     "10.0.0.1, 192.0.2.7", 0},
+    /* garbage on the left (a client's): cut there, the right end kept */
+    {"X-Forwarded-For: 6.6.6.6, evil, 203.0.113.5\r\n",
+     "203.0.113.5, 192.0.2.7", 2},
+    {"X-Forwarded-For: <script>\r\nX-Forwarded-For: 203.0.113.5:1\r\n",
+     "203.0.113.5, 192.0.2.7", 1},
+    /* the last element bad: nothing of the list is believed */
+    {"X-Forwarded-For: 203.0.113.5, unknown\r\n", "192.0.2.7", 2},
+    {"X-Forwarded-For: 1.2.3.4 5.6.7.8\r\n", "192.0.2.7", 1},
+};
+
+START_TEST(test_xff_append)
+{
+	char in[512], want[256];
+	struct h1_request *r;
+	struct hdr_buf b;
+	int n;
+
+	n = snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: a\r\n%s\r\n",
+		     xff_lists[_i].fields);
+	r = parse(in, (size_t)n);
+	hdr_buf_init(&b, 0);
+	ck_assert_uint_eq(hdr_xff_append(&b, &r->h, "192.0.2.7"),
+			  xff_lists[_i].dropped);
+	snprintf(want, sizeof(want), "X-Forwarded-For: %s\r\n",
+		 xff_lists[_i].want);
+	ck_assert_str_eq(built(&b), want);
+	hdr_buf_free(&b);
+
+	/* an untrusted peer's is replaced, whatever it says */
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_xff_replace(&b, "192.0.2.7"), 0);
+	ck_assert_str_eq(built(&b), "X-Forwarded-For: 192.0.2.7\r\n");
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_build_upgrade)
 {
 	struct h1_request *r =
@@ -393,6 +495,10 @@ int main(void)
 	tcase_add_test(tc, test_buf_cap);
 	tcase_add_test(tc, test_build_request);
 	tcase_add_test(tc, test_build_upgrade);
+	tcase_add_loop_test(tc, test_xff_addr, 0,
+			    sizeof(xff_addrs) / sizeof(xff_addrs[0]));
+	tcase_add_loop_test(tc, test_xff_append, 0,
+			    sizeof(xff_lists) / sizeof(xff_lists[0]));
 	tcase_add_test(tc, test_build_response);
 	tcase_add_test(tc, test_fmt_u64);
 	tcase_add_test(tc, test_extra_append);
