@@ -4,12 +4,10 @@
  * overloaded), body-size limits (413) and the slow-body clock (408
  * body_timeout).
  *
- * A limiter belongs to one worker and is used without locks; each worker
- * therefore limits a client on its own (with N workers behind SO_REUSEPORT
- * a client's connections spread over them, so the effective limit is up to
- * N times the configured one per client: documented in
- * docs/configuration.md). In-flight gauges are atomics shared by all
- * workers. Pure: no I/O, no clock (callers pass now).
+ * One rate-limit table serves every worker (a client's connections may
+ * land on any of them: its bucket is the same), updated with atomics and
+ * no lock; in-flight gauges are atomics shared by all workers too. Pure:
+ * no I/O, no clock (callers pass now).
  */
 #ifndef EDGE_ADMIT_H
 #define EDGE_ADMIT_H
@@ -25,34 +23,65 @@
 /* Buckets are kept in sets of this many; eviction picks within a set. */
 #define ADMIT_WAYS 8
 
+/* A bucket's parameters: ns between tokens (0: no limit) and the
+ * bucket's depth in time, interval * burst (capped at ADMIT_TAU_MAX). */
+struct admit_bucket {
+	uint64_t interval;
+	uint64_t tau;
+};
+
+#define ADMIT_TAU_MAX (1ULL << 62) /* about 146 years */
+
+/* b for per_min tokens a minute in bursts of burst; per_min 0 turns
+ * limiting off. Returns 0, or -EINVAL (burst 0 with per_min set). */
+int admit_bucket_set(struct admit_bucket *b, uint64_t per_min, uint64_t burst);
+
 struct admit_limiter;
 
 /*
- * A new limiter of at most capacity clients (rounded up to a multiple of
- * ADMIT_WAYS; fixed memory, allocated once), allowing per_min tokens per
- * minute with bursts of burst. per_min 0 turns limiting off. Returns 0 or
- * -ENOMEM / -EINVAL (capacity 0, or burst 0 with per_min set).
+ * A new table for at most capacity clients (rounded up to a multiple of
+ * ADMIT_WAYS; 16 bytes each, allocated once and never grown), to be
+ * shared by any number of threads. Returns 0 or -ENOMEM / -EINVAL
+ * (capacity 0).
  */
-int admit_limiter_new(size_t capacity, uint64_t per_min, uint64_t burst,
-		      struct admit_limiter **out);
+int admit_limiter_new(size_t capacity, struct admit_limiter **out);
 
-/* Free a limiter; l may be NULL. */
+/* Free a table no thread uses any more; l may be NULL. */
 void admit_limiter_free(struct admit_limiter *l);
 
 /*
- * Take one token for client a (a full-length address; IPv6 clients share
- * a bucket per /64) at monotonic time now_ns. Returns 0 when allowed, or
- * -EAGAIN when over the limit, with *retry_after the whole seconds (>= 1)
- * until a token is due (the Retry-After of the 429). A client not in the
- * table starts with a full bucket; when its set is full the least
- * recently seen client of the set is forgotten (so memory stays fixed and
- * an evicted client starts afresh: the table fails open, never closed).
+ * Take one token of bucket b for client a (IPv4 clients by address, IPv6
+ * clients by /64) at monotonic time now_ns; thread-safe, without locks.
+ * Returns 0 when allowed, or -EAGAIN when over the limit, with
+ * *retry_after the whole seconds (>= 1) until a token is due (the
+ * Retry-After of the 429). l NULL or b off: always 0.
+ *
+ * A client's state is its bucket only, so threads with different b (a
+ * reload on its way to the workers) share it: a client owing more than
+ * b's depth is brought back to owing that depth (empty), never handed a
+ * fresh bucket. A client not in the table starts with a full bucket; to
+ * make room in its full set, the client forgotten is one whose bucket is
+ * full again, else one not seen lately owing least, else the one owing
+ * least (admit.c), and counted as evicted when it owed anything. No
+ * client is refused for want of room: a request that cannot be placed
+ * after a bounded number of tries (threads racing for one set) is
+ * allowed and counted as untracked.
  */
-int admit_take(struct admit_limiter *l, const struct cidr *a, uint64_t now_ns,
-	       unsigned *retry_after);
+int admit_take(struct admit_limiter *l, const struct admit_bucket *b,
+	       const struct cidr *a, uint64_t now_ns, unsigned *retry_after);
 
-/* Clients currently remembered (for tests and metrics). */
-size_t admit_limiter_count(const struct admit_limiter *l);
+/* What a table holds now (read without stopping its users). */
+struct admit_limiter_stats {
+	size_t capacity;    /* clients it can hold */
+	size_t clients;	    /* clients it holds */
+	uint64_t evicted;   /* clients forgotten before their bucket was
+			       full again, ever */
+	uint64_t untracked; /* requests allowed without a bucket, ever */
+};
+
+/* Fill st from l (a scan of the whole table). */
+void admit_limiter_stats(const struct admit_limiter *l,
+			 struct admit_limiter_stats *st);
 
 /* An in-flight gauge: a count and its cap (0: no cap). */
 struct admit_gauge {

@@ -51,6 +51,9 @@
 
 /* How often a draining daemon looks whether its workers have finished. */
 #define EDGED_DRAIN_POLL_MS 50
+/* Clients the per-client rate limit remembers, all workers together
+ * (16 bytes each: 4 MiB). */
+#define EDGED_RATELIMIT_CLIENTS (1u << 18)
 
 struct edged {
 	const char *conf_path;
@@ -1417,6 +1420,12 @@ int main(int argc, char **argv)
 			     (size_t)d.cfg->limits.max_queued,
 			     req_queue_notify))
 		goto out;
+	/* the per-client buckets, whether ratelimit is on or not: a reload
+	 * may turn it on (a table not used costs no resident memory) */
+	if (admit_limiter_new(EDGED_RATELIMIT_CLIENTS, &d.sh.limiter)) {
+		log_warnx("ratelimit: %s", strerror(ENOMEM));
+		goto out;
+	}
 	edged_fd_limit(&d, d.cfg);
 	d.start_ns = clk_now_ns();
 	errbuf_clear(&err);
@@ -1634,6 +1643,7 @@ out:
 		tls_holder_clear(&d.sh.tls);
 	route_writer_free(&d.routes);
 	admit_queue_destroy(&d.sh.queue);
+	admit_limiter_free(d.sh.limiter);
 	splice_install(NULL);
 	splice_close(d.splice);
 	config_free(d.cfg);

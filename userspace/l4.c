@@ -604,8 +604,8 @@ static void l4_admit(struct l4_conn *c)
 		l4_end(c, OUTCOME_IP_DENIED);
 		return;
 	}
-	if (w->limiter && admit_take(w->limiter, &c->peer_cidr, clk_now_ns(),
-				     &retry) == -EAGAIN) {
+	if (admit_take(w->sh->limiter, &w->bucket, &c->peer_cidr, clk_now_ns(),
+		       &retry) == -EAGAIN) {
 		l4_end(c, OUTCOME_RATE_LIMITED);
 		return;
 	}

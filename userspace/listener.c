@@ -163,6 +163,10 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 				log_warn("accept on %s", l->text);
 			return;
 		}
+		if (l->w->id < CONFIG_WORKERS_MAX)
+			atomic_fetch_add_explicit(
+			    &l->w->sh->accepted[l->w->id].n, 1,
+			    memory_order_relaxed);
 		if (l->tls)
 			conn_accept_tls(l->w, cfd, (struct sockaddr *)&ss, len);
 		else if (!l->tcp_id)

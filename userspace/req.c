@@ -657,8 +657,8 @@ static void req_head(struct req *r)
 		req_end(r, OUTCOME_IP_DENIED, NULL);
 		return;
 	}
-	if (w->limiter && admit_take(w->limiter, &r->c->peer_cidr, clk_now_ns(),
-				     &retry) == -EAGAIN) {
+	if (admit_take(w->sh->limiter, &w->bucket, &r->c->peer_cidr,
+		       clk_now_ns(), &retry) == -EAGAIN) {
 		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry);
 		req_end(r, OUTCOME_RATE_LIMITED, extra);
 		return;

@@ -49,6 +49,10 @@ struct stats {
 	struct metrics_counter *accept_pauses;
 	struct metrics_gauge *conn_cap, *queued;
 	struct metrics_counter *asserts;
+	struct metrics_gauge *rl_clients, *rl_max;
+	struct metrics_counter *rl_evicted, *rl_untracked;
+	struct metrics_counter *accepted[CONFIG_WORKERS_MAX];
+	unsigned nworkers;
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
@@ -201,6 +205,49 @@ static int stats_analytics_new(struct stats *s)
 	return 0;
 }
 
+/* The rate limit's series and one edge_worker_accepted_total per
+ * worker. Returns 0 or -ENOMEM. */
+static int stats_workers_new(struct stats *s)
+{
+	const char *lab[3] = {"worker", NULL, NULL};
+	char id[16];
+	unsigned i;
+
+	s->rl_clients = metrics_gauge_new(
+	    s->m, "edge_ratelimit_clients",
+	    "Clients the per-client rate limit remembers (all workers).", NULL);
+	s->rl_max = metrics_gauge_new(
+	    s->m, "edge_ratelimit_clients_max",
+	    "Clients the per-client rate limit can remember.", NULL);
+	s->rl_evicted = metrics_counter_new(
+	    s->m, "edge_ratelimit_evictions_total",
+	    "Clients the per-client rate limit forgot before their bucket "
+	    "was full again, to make room for another.",
+	    NULL);
+	s->rl_untracked = metrics_counter_new(
+	    s->m, "edge_ratelimit_untracked_total",
+	    "Requests the per-client rate limit let through without a "
+	    "bucket (threads racing for one set of its table).",
+	    NULL);
+	if (!s->rl_clients || !s->rl_max || !s->rl_evicted || !s->rl_untracked)
+		return -ENOMEM;
+	s->nworkers = s->sh->cfg ? s->sh->cfg->workers : 0;
+	if (s->nworkers > CONFIG_WORKERS_MAX)
+		s->nworkers = CONFIG_WORKERS_MAX;
+	for (i = 0; i < s->nworkers; i++) {
+		snprintf(id, sizeof(id), "%u", i);
+		lab[1] = id;
+		s->accepted[i] = metrics_counter_new(
+		    s->m, "edge_worker_accepted_total",
+		    "Client connections each worker accepted (SO_REUSEPORT "
+		    "spreads them).",
+		    lab);
+		if (!s->accepted[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 {
 	static const char *const cls[STATS_CLASSES] = {"1xx", "2xx", "3xx",
@@ -306,6 +353,8 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    NULL);
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
 	    !s->accept_pauses || !s->conn_cap || !s->asserts || !s->queued)
+		goto nomem;
+	if (stats_workers_new(s))
 		goto nomem;
 	stats_pins_open(s);
 	*out = s;
@@ -418,6 +467,23 @@ static void stats_refresh_analytics(struct stats *s)
 	}
 }
 
+/* The per-client rate limit's table, and each worker's accepts. */
+static void stats_refresh_workers(struct stats *s)
+{
+	struct admit_limiter_stats st;
+	unsigned i;
+
+	admit_limiter_stats(s->sh->limiter, &st);
+	metrics_gauge_set(s->rl_clients, (int64_t)st.clients);
+	metrics_gauge_set(s->rl_max, (int64_t)st.capacity);
+	stats_counter_to(s->rl_evicted, st.evicted);
+	stats_counter_to(s->rl_untracked, st.untracked);
+	for (i = 0; i < s->nworkers; i++)
+		stats_counter_to(s->accepted[i],
+				 atomic_load_explicit(&s->sh->accepted[i].n,
+						      memory_order_relaxed));
+}
+
 /* Refresh what is read rather than counted. */
 static void stats_refresh(struct stats *s)
 {
@@ -445,6 +511,7 @@ static void stats_refresh(struct stats *s)
 	metrics_gauge_set(s->queued,
 			  (int64_t)admit_queue_length(&s->sh->queue));
 	stats_refresh_analytics(s);
+	stats_refresh_workers(s);
 }
 
 /* Read the XDP counters; false when the maps cannot be read. */

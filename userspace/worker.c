@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * worker.c - one worker thread: an event loop over its own listeners,
- * connections, upstream pools and rate limiter. The main thread reaches
+ * connections and upstream pools. The main thread reaches
  * it only through an atomic command and event_active() (libevent's
  * pthreads support makes that safe from another thread).
  */
@@ -29,8 +29,6 @@
 #include "sockio.h"
 #include "worker.h"
 
-/* Per-client buckets each worker remembers. */
-#define WORKER_LIMITER_CLIENTS 65536
 /* How often idle pooled upstream connections are expired. */
 #define WORKER_TICK_MS 1000
 /* callbacks a worker's loop runs before it polls its sockets again */
@@ -61,13 +59,14 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 }
 
 /* Put w's settings to work: the common timeouts for its durations, the
- * pool's idle expiry, the rate limiter (made anew when its parameters
- * changed, or freed). Returns 0 or -errno (the limiter). */
-static int worker_apply(struct worker *w, const struct config_ratelimit *old)
+ * pool's idle expiry, the per-client bucket's rate (the buckets
+ * themselves are sh->limiter's, kept across reloads). Returns 0 or
+ * -EINVAL (a rate without a burst; the old rate stays). */
+static int worker_apply(struct worker *w)
 {
 	const struct config_timeouts *t = &w->set.timeouts;
 	const struct config_ratelimit *rl = &w->set.ratelimit;
-	struct admit_limiter *l = NULL;
+	struct admit_bucket b;
 	int rc;
 
 	/* the durations armed for (nearly) every request or connection */
@@ -84,24 +83,16 @@ static int worker_apply(struct worker *w, const struct config_ratelimit *old)
 				  (unsigned)w->set.upstream.eject_after,
 				  w->set.upstream.eject_base_ms * 1000000ull,
 				  w->set.upstream.eject_max_ms * 1000000ull);
-	if (old && old->per_min == rl->per_min && old->burst == rl->burst)
-		return 0;
-	if (rl->per_min) {
-		rc = admit_limiter_new(WORKER_LIMITER_CLIENTS, rl->per_min,
-				       rl->burst, &l);
-		if (rc)
-			return rc;
-	}
-	admit_limiter_free(w->limiter);
-	w->limiter = l;
-	return 0;
+	rc = admit_bucket_set(&b, rl->per_min, rl->burst);
+	if (rc == 0)
+		w->bucket = b;
+	return rc;
 }
 
 /* Copy sh->set into w->set if it changed, and apply it. */
 static void worker_sync_settings(struct worker *w)
 {
 	struct worker_shared *sh = w->sh;
-	struct config_ratelimit old = w->set.ratelimit;
 	unsigned gen = atomic_load(&sh->set_gen);
 	int rc;
 
@@ -111,7 +102,7 @@ static void worker_sync_settings(struct worker *w)
 	w->set = sh->set;
 	w->set_gen = atomic_load(&sh->set_gen);
 	pthread_mutex_unlock(&sh->set_lock);
-	rc = worker_apply(w, &old);
+	rc = worker_apply(w);
 	if (rc)
 		log_warnx("worker %u: ratelimit: %s; the old one stays", w->id,
 			  strerror(-rc));
@@ -486,7 +477,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		goto nomem;
 	upstream_worker_set_release(w->up, proxy_pool_release);
 	upstream_worker_set_registry(w->up, sh->upreg);
-	rc = worker_apply(w, NULL);
+	rc = worker_apply(w);
 	if (rc) {
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));
 		goto fail;
@@ -657,7 +648,6 @@ void worker_free(struct worker *w)
 	free(w->ls);
 	upstream_worker_free(w->up);
 	tunnel_set_free(w->tunnels);
-	admit_limiter_free(w->limiter);
 	if (w->notify)
 		event_free(w->notify);
 	if (w->tick)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * worker.h - edged's worker threads: each owns one libevent loop, its
- * SO_REUSEPORT listening sockets, its client connections, its upstream
- * pools and its rate limiter. What all workers share (the route holder,
- * the analytics writer, the global gauges) is in struct worker_shared,
- * owned by the main thread.
+ * SO_REUSEPORT listening sockets, its client connections and its
+ * upstream pools. What all workers share (the route holder, the analytics
+ * writer, the global gauges, the per-client rate limit's buckets) is in
+ * struct worker_shared, owned by the main thread.
  *
  * The main thread talks to a worker only through worker_drain(),
  * worker_stop() and worker_retune(), which are thread-safe (an atomic
@@ -107,6 +107,14 @@ struct worker_shared {
 	/* the TCP routes' listen addresses each worker listens on now
 	 * (tcproute.h sets it): descriptors worker_fd_reserve keeps */
 	atomic_ulong tcp_addrs;
+	/* the per-client rate limit's buckets, one table for all workers
+	 * (each takes with its own w->bucket); NULL: no limiting */
+	struct admit_limiter *limiter;
+	/* client connections each worker accepted (its id's slot; a line
+	 * each, so that workers do not share one) */
+	struct {
+		_Alignas(64) atomic_ullong n;
+	} accepted[CONFIG_WORKERS_MAX];
 };
 
 enum worker_cmd {
@@ -152,7 +160,7 @@ struct worker {
 	struct tunnel_set *tunnels;	    /* its tunnels (tunnel.h) */
 	unsigned splice_gen;		    /* splice_gen() it last applied */
 	struct upstream_stats up_published; /* added to sh->up so far */
-	struct admit_limiter *limiter;	    /* NULL: no per-client rate limit */
+	struct admit_bucket bucket; /* per-client rate (interval 0: off) */
 	/* libevent common timeouts for the durations used per request: a
 	 * timer of one of these goes into an O(1) queue, not the heap */
 	struct {
@@ -163,12 +171,11 @@ struct worker {
 };
 
 /*
- * Create worker id over sh: its event_base, its limiter and upstream
- * state, and one SO_REUSEPORT listening socket per sh->cfg->listen
- * address, bound now, so that binding happens before privileges are
- * dropped (the TCP routes' addresses come through worker_listen_add).
- * Does not start the thread. Returns 0 and *out, or -errno with err
- * saying what failed.
+ * Create worker id over sh: its event_base, its upstream state, and one
+ * SO_REUSEPORT listening socket per sh->cfg->listen address, bound now,
+ * so that binding happens before privileges are dropped (the TCP routes'
+ * addresses come through worker_listen_add). Does not start the thread.
+ * Returns 0 and *out, or -errno with err saying what failed.
  */
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	       struct errbuf *err);

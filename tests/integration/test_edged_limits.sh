@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_edged_limits.sh - edged's admission limits and failure handling,
 # end to end through the live daemon: the per-client rate limit (429 with
-# Retry-After), the in-flight cap (503 overloaded), the connection cap
+# Retry-After; one bucket per client across 2 and 4 workers, IPv4 and
+# IPv6; a reload changing the rate), the in-flight cap (503 overloaded), the connection cap
 # (503 connection_limit and close), an upstream dying or stalling
 # mid-response (closed, and after timeouts.upstream_response), uploads
 # longer than timeouts.upstream_response (200, nobody ejected), slow
@@ -414,6 +415,109 @@ elif CMD == "stale":
             error_json(b, "upstream_closed", r.getheader("X-Request-ID"))
     print(" ".join("%s %d" % x for x in res) + " (upstream_closed)")
 
+elif CMD == "shared":
+    # the per-client rate limit across workers: connections opened one
+    # at a time until /metrics shows each worker accepted some, then K
+    # requests on each as fast as they go, all at once; with rate 1/m the
+    # 200s must be exactly the burst (+1 per minute the run took)
+    host, workers, burst, admin = (sys.argv[3], int(sys.argv[4]),
+                                   int(sys.argv[5]), int(sys.argv[6]))
+    K = burst + 5
+
+    def accepted():
+        s = socket.create_connection(("127.0.0.1", admin), 5)
+        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        txt, _ = raw_read(s, 5)
+        s.close()
+        n = [0] * workers
+        for line in txt.decode().splitlines():
+            if line.startswith('edge_worker_accepted_total{worker="'):
+                w = int(line.split('"')[1])
+                n[w] = int(line.split()[-1])
+        return n
+
+    base = accepted()
+    conns = []
+    t0 = time.monotonic()
+    while True:
+        c = http.client.HTTPConnection(host, PORT, timeout=30)
+        c.connect()
+        conns.append(c)
+        # wait for edged to have accepted it (a state, not a time)
+        for _ in range(500):
+            now = accepted()
+            if sum(now) - sum(base) >= len(conns):
+                break
+            time.sleep(0.02)
+        else:
+            fail("edged accepted %d of %d connections"
+                 % (sum(now) - sum(base), len(conns)))
+        per = [a - b for a, b in zip(now, base)]
+        if min(per) > 0:
+            break
+        if len(conns) >= 200:
+            fail("200 connections and a worker accepted none: %r" % per)
+    res = []
+    lock = threading.Lock()
+    go = threading.Event()
+
+    def run(c):
+        mine = []
+        go.wait()
+        for i in range(K):
+            try:
+                r, b = get(c, "/s%d" % i)
+                mine.append((r.status, r.getheader("Retry-After"), b,
+                             r.getheader("X-Request-ID")))
+            except (OSError, http.client.HTTPException) as e:
+                mine.append((repr(e), None, b"", None))
+                c.close()
+                c = http.client.HTTPConnection(host, PORT, timeout=30)
+        with lock:
+            res.extend(mine)
+    ts = [threading.Thread(target=run, args=(c,)) for c in conns]
+    for t in ts:
+        t.start()
+    go.set()
+    for t in ts:
+        t.join()
+    elapsed = time.monotonic() - t0
+    ok = [x for x in res if x[0] == 200]
+    limited = [x for x in res if x[0] == 429]
+    other = [x for x in res if x[0] not in (200, 429)]
+    if other:
+        fail("not 200 or 429: %r" % other[:3])
+    # 1/m: one more token per whole minute since the first request
+    most = burst + int(elapsed // 60)
+    if not burst <= len(ok) <= most:
+        fail("%d requests got 200, wanted %d..%d (burst %d at 1/m, %d "
+             "workers each accepted some of %d connections: %r)"
+             % (len(ok), burst, most, burst, workers, len(conns), per))
+    for st, ra, b, rid in limited:
+        if ra is None or not ra.isdigit() or not 1 <= int(ra) <= 60:
+            fail("429 with Retry-After %r" % ra)
+        error_json(b, "rate_limited", rid)
+    print("%d connections over %d workers (accepted %s), %d requests: %d "
+          "x 200, %d x 429 rate_limited with Retry-After 1..60"
+          % (len(conns), workers, "/".join(map(str, per)), len(res),
+             len(ok), len(limited)))
+
+elif CMD == "takes":
+    # N requests on one connection: print the statuses and the last
+    # Retry-After
+    n = int(sys.argv[3])
+    c = conn()
+    st, ra = [], None
+    for i in range(n):
+        r, b = get(c, "/t%d" % i)
+        st.append(r.status)
+        if r.status == 429:
+            ra = r.getheader("Retry-After")
+            error_json(b, "rate_limited", r.getheader("X-Request-ID"))
+        elif r.status != 200:
+            fail("request %d: %d %r" % (i, r.status, b))
+    print("%d %d %s" % (st.count(200), st.count(429), ra))
+
 elif CMD == "load":
     # 4 threads x 75 keep-alive requests; report every non-200 / error
     errs = []
@@ -470,12 +574,107 @@ limit_case() {
 	stop_edged "$name"
 }
 
+# have_ipv6: 0 when ::1 can be bound here
+have_ipv6() {
+	python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null
+}
+
+# shared_case BIN LABEL WORKERS: one client's requests spread over WORKERS
+# workers get one burst between them (rate 1/m, burst 10), over IPv4 and
+# (when the host has it) IPv6, each address its own bucket.
+shared_case() {
+	local bin=$1 v=$2 w=$3 fam host out
+	write_conf "$T_TMP/edge.conf" "$w" "" 'rate = "1/m"; burst = 10;' ""
+	if have_ipv6; then
+		sed -i "s|^listen = .*|listen = [ \"127.0.0.1:$P_EDGE\", \"[::1]:$P_EDGE\" ];|" \
+			"$T_TMP/edge.conf"
+	fi
+	: >"$T_TMP/requests.jsonl"
+	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
+		t_fail "$v: shared rate limit, $w workers: edged starts" "$(tail -5 "$EDGED_LOG")"
+		stop_edged "$v: shared rate limit"
+		return
+	fi
+	for fam in IPv4 IPv6; do
+		host=127.0.0.1
+		if [ $fam = IPv6 ]; then
+			if ! have_ipv6; then
+				t_skip "$v: shared rate limit, $w workers, IPv6" "no ::1 here"
+				continue
+			fi
+			host=::1
+		fi
+		if out=$(python3 "$CL" "$P_EDGE" shared "$host" "$w" 10 "$P_ADMIN" 2>&1); then
+			t_ok "$v: rate 1/m burst 10 with $w workers, $fam: $out"
+		else
+			t_fail "$v: shared rate limit, $w workers, $fam" "$out"
+		fi
+	done
+	stop_edged "$v: shared rate limit, $w workers"
+}
+
+# reload_to RATELIMIT: rewrite the configuration (2 workers) with it,
+# SIGHUP, and wait for edged to say it reloaded.
+reload_to() {
+	local n i
+	n=$(grep -c 'reloaded' "$EDGED_LOG")
+	write_conf "$T_TMP/edge.conf" 2 "" "$1" ""
+	kill -HUP "$EPID"
+	for ((i = 0; i < 200; i++)); do
+		[ "$(grep -c 'reloaded' "$EDGED_LOG")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# takes N LO HI: N requests on one connection; 0 when the numbers of 200s
+# and 429s are the next two words of $want and the last Retry-After lies
+# in LO..HI (none: LO is None); $out says what came.
+takes() {
+	local n200 n429 ra
+	out=$(python3 "$CL" "$P_EDGE" takes "$1" 2>&1) || return 1
+	read -r n200 n429 ra <<<"$out"
+	[ "$n200 $n429" = "${want% *}" ] || return 1
+	if [ "$2" = None ]; then
+		[ "$ra" = None ]
+	else
+		[ "$ra" != None ] && [ "$ra" -ge "$2" ] && [ "$ra" -le "$3" ]
+	fi
+}
+
+# rate_change_case BIN LABEL: a reload that changes the rate keeps what a
+# client owes (no fresh burst), in the new bucket's terms: a deeper
+# bucket lets it have the difference, a shallower one caps what it owes
+# (the Retry-After of 1/m is then at most 60 s, where 7 minutes were
+# owed).
+rate_change_case() {
+	local bin=$1 v=$2 out want
+	start_edged "$bin" 2 "" 'rate = "1/m"; burst = 5;' || {
+		t_fail "$v: rate change by SIGHUP: edged starts" "$(tail -5 "$EDGED_LOG")"
+		stop_edged "$v: rate change"
+		return
+	}
+	if want="5 3 -" && takes 8 1 60 &&
+		reload_to 'rate = "1/m"; burst = 8;' && want="3 2 -" && takes 5 1 60 &&
+		reload_to 'rate = "1/m"; burst = 2;' && want="0 1 -" && takes 1 1 60 &&
+		reload_to 'rate = "off";' && want="20 0 -" && takes 20 None; then
+		t_ok "$v: rate change by SIGHUP: 5 of burst 5; burst 8: 3 more, not 8; burst 2: 429 with Retry-After <= 60 s, not 7 minutes; off: 20 of 20"
+	else
+		t_fail "$v: rate change by SIGHUP" "got '$out', wanted '$want' ($(grep -c reloaded "$EDGED_LOG") reloads)"
+	fi
+	stop_edged "$v: rate change"
+}
+
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 out lpid i rc n running
 
 	# 1. per-client rate limit
 	limit_case "$bin" "$v: rate limit" "" 'rate = "2/s"; burst = 2;' ratelimit \
 		"$v: rate limit: 2 pass, the 3rd -> 429 rate_limited"
+	# one bucket per client whichever worker its connections land on
+	shared_case "$bin" "$v" 2
+	shared_case "$bin" "$v" 4
+	rate_change_case "$bin" "$v"
 	# 2. global in-flight cap
 	limit_case "$bin" "$v: max_inflight" "max_inflight = 1;" "" inflight \
 		"$v: max_inflight = 1: a second request -> 503 overloaded, then requests pass again"

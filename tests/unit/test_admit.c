@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_admit.c - Admit: token buckets on a fake clock, Retry-After,
- * the table's fixed size, in-flight caps, body limits. */
+/* test_admit.c - Admit: token buckets on a fake clock, Retry-After, the
+ * shared table (fixed size, which client it forgets, a rate changed under
+ * it, threads taking from one bucket at once), in-flight caps, body
+ * limits. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,41 +16,69 @@
 
 #define SEC 1000000000ULL
 
+/* ck_assert_int_eq without Check's bookkeeping on success (a write to
+ * the parent process per call: slow in long loops on a busy machine) */
+#define EXPECT_EQ(x, want)                                                     \
+	do {                                                                   \
+		long long x_ = (long long)(x), w_ = (long long)(want);         \
+		if (x_ != w_)                                                  \
+			ck_abort_msg("%s is %lld, wanted %lld", #x, x_, w_);   \
+	} while (0)
+
 static struct cidr ip(const char *s)
 {
 	struct cidr c;
 
-	ck_assert_int_eq(cidr_parse_addr(s, &c, NULL), 0);
+	if (cidr_parse_addr(s, &c, NULL))
+		ck_abort_msg("%s: not an address", s);
 	return c;
+}
+
+/* A table of capacity clients and a bucket of per_min, burst. */
+static struct admit_limiter *table(size_t capacity, uint64_t per_min,
+				   uint64_t burst, struct admit_bucket *b)
+{
+	struct admit_limiter *l;
+
+	ck_assert_int_eq(admit_limiter_new(capacity, &l), 0);
+	ck_assert_int_eq(admit_bucket_set(b, per_min, burst), 0);
+	return l;
+}
+
+static size_t clients(const struct admit_limiter *l)
+{
+	struct admit_limiter_stats st;
+
+	admit_limiter_stats(l, &st);
+	return st.clients;
 }
 
 START_TEST(test_bucket)
 {
-	struct admit_limiter *l;
-	struct cidr a = ip("192.0.2.1"), b = ip("192.0.2.2");
+	struct admit_bucket b;
+	struct admit_limiter *l = table(64, 60, 3, &b); /* 1/s, burst 3 */
+	struct cidr a = ip("192.0.2.1"), c = ip("192.0.2.2");
 	uint64_t now = 1000 * SEC;
 	unsigned ra = 0;
 	int i;
 
-	/* 1 per second, bursts of 3 */
-	ck_assert_int_eq(admit_limiter_new(64, 60, 3, &l), 0);
 	for (i = 0; i < 3; i++)
-		ck_assert_int_eq(admit_take(l, &a, now, &ra), 0);
-	ck_assert_int_eq(admit_take(l, &a, now, &ra), -EAGAIN);
+		ck_assert_int_eq(admit_take(l, &b, &a, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &a, now, &ra), -EAGAIN);
 	ck_assert_uint_eq(ra, 1);
 	/* another client has its own bucket */
-	ck_assert_int_eq(admit_take(l, &b, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &c, now, &ra), 0);
 	/* half a second later: still nothing */
-	ck_assert_int_eq(admit_take(l, &a, now + SEC / 2, &ra), -EAGAIN);
+	ck_assert_int_eq(admit_take(l, &b, &a, now + SEC / 2, &ra), -EAGAIN);
 	ck_assert_uint_eq(ra, 1);
 	/* one second later: exactly one token */
-	ck_assert_int_eq(admit_take(l, &a, now + SEC, &ra), 0);
-	ck_assert_int_eq(admit_take(l, &a, now + SEC, &ra), -EAGAIN);
+	ck_assert_int_eq(admit_take(l, &b, &a, now + SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &a, now + SEC, &ra), -EAGAIN);
 	/* long idle: refilled to the burst, not beyond */
 	now += 100 * SEC;
 	for (i = 0; i < 3; i++)
-		ck_assert_int_eq(admit_take(l, &a, now, &ra), 0);
-	ck_assert_int_eq(admit_take(l, &a, now, &ra), -EAGAIN);
+		ck_assert_int_eq(admit_take(l, &b, &a, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &a, now, &ra), -EAGAIN);
 	admit_limiter_free(l);
 	admit_limiter_free(NULL);
 }
@@ -54,73 +86,365 @@ END_TEST
 
 START_TEST(test_retry_after)
 {
-	struct admit_limiter *l;
+	struct admit_bucket b;
+	struct admit_limiter *l = table(8, 1, 1, &b); /* 1/min, burst 1 */
 	struct cidr a = ip("2001:db8::1");
 	unsigned ra = 0;
 
-	/* 1 per minute, burst 1: the next token is 60 s away */
-	ck_assert_int_eq(admit_limiter_new(8, 1, 1, &l), 0);
-	ck_assert_int_eq(admit_take(l, &a, SEC, &ra), 0);
-	ck_assert_int_eq(admit_take(l, &a, SEC, &ra), -EAGAIN);
+	ck_assert_int_eq(admit_take(l, &b, &a, SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &a, SEC, &ra), -EAGAIN);
 	ck_assert_uint_eq(ra, 60);
-	ck_assert_int_eq(admit_take(l, &a, 21 * SEC + 1, &ra), -EAGAIN);
+	ck_assert_int_eq(admit_take(l, &b, &a, 21 * SEC + 1, &ra), -EAGAIN);
 	ck_assert_uint_eq(ra, 40);
-	ck_assert_int_eq(admit_take(l, &a, 61 * SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &a, 61 * SEC, &ra), 0);
 	admit_limiter_free(l);
 }
 END_TEST
 
 START_TEST(test_ipv6_slash64)
 {
-	struct admit_limiter *l;
-	struct cidr a = ip("2001:db8:1:2::1"), b = ip("2001:db8:1:2:ffff::9"),
-		    c = ip("2001:db8:1:3::1");
+	struct admit_bucket b;
+	struct admit_limiter *l = table(64, 60, 1, &b);
+	struct cidr a = ip("2001:db8:1:2::1"), c = ip("2001:db8:1:2:ffff::9"),
+		    d = ip("2001:db8:1:3::1"), e = ip("0.0.0.0");
 	unsigned ra;
 
-	ck_assert_int_eq(admit_limiter_new(64, 60, 1, &l), 0);
-	ck_assert_int_eq(admit_take(l, &a, SEC, &ra), 0);
-	ck_assert_int_eq(admit_take(l, &b, SEC, &ra), -EAGAIN); /* same /64 */
-	ck_assert_int_eq(admit_take(l, &c, SEC, &ra), 0);
-	ck_assert_uint_eq(admit_limiter_count(l), 2);
+	ck_assert_int_eq(admit_take(l, &b, &a, SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &c, SEC, &ra),
+			 -EAGAIN); /* same /64 */
+	ck_assert_int_eq(admit_take(l, &b, &d, SEC, &ra), 0);
+	/* an IPv4 client whose bytes are an IPv6 one's start is another */
+	ck_assert_int_eq(admit_take(l, &b, &e, SEC, &ra), 0);
+	ck_assert_uint_eq(clients(l), 3);
 	admit_limiter_free(l);
 }
 END_TEST
 
+/* 10.x.y.z for i */
+static struct cidr ip_nth(unsigned i)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "10.%u.%u.%u", (i >> 16) & 255,
+		 (i >> 8) & 255, i & 255);
+	return ip(buf);
+}
+
 START_TEST(test_eviction_bound)
 {
-	struct admit_limiter *l;
+	struct admit_bucket b;
+	struct admit_limiter *l = table(64, 60, 1, &b);
+	struct admit_limiter_stats st;
 	struct cidr a;
-	char buf[32];
 	unsigned ra, i;
 
-	ck_assert_int_eq(admit_limiter_new(64, 60, 1, &l), 0);
 	for (i = 0; i < 10000; i++) {
-		snprintf(buf, sizeof(buf), "10.%u.%u.%u", i >> 16,
-			 (i >> 8) & 255, i & 255);
-		a = ip(buf);
-		ck_assert_int_eq(admit_take(l, &a, SEC + i, &ra), 0);
-		ck_assert_uint_le(admit_limiter_count(l), 64);
+		a = ip_nth(i);
+		EXPECT_EQ(admit_take(l, &b, &a, SEC + i, &ra), 0);
+		EXPECT_EQ(clients(l) <= 64, 1);
 	}
-	ck_assert_uint_eq(admit_limiter_count(l), 64);
+	admit_limiter_stats(l, &st);
+	ck_assert_uint_eq(st.capacity, 64);
+	ck_assert_uint_eq(st.clients, 64);
+	/* each of the others was forgotten owing its one token */
+	ck_assert_uint_eq(st.evicted, 10000 - 64);
+	ck_assert_uint_eq(st.untracked, 0);
 	/* the most recent client is still remembered */
-	ck_assert_int_eq(admit_take(l, &a, SEC + i, &ra), -EAGAIN);
+	ck_assert_int_eq(admit_take(l, &b, &a, SEC + i, &ra), -EAGAIN);
+	admit_limiter_free(l);
+}
+END_TEST
+
+/* Which client a full set forgets: a full bucket first, then, of those
+ * not used lately, the one owing least. A client that spent its burst and
+ * keeps sending outlives a spray of addresses that made a request each;
+ * idle, it goes once the spray has passed through its set; a set of
+ * spent buckets still takes a new client. */
+START_TEST(test_eviction_order)
+{
+	struct admit_bucket b;
+	struct admit_limiter *l = table(8, 1, 5, &b); /* one set; 1/min */
+	struct admit_limiter_stats st;
+	struct cidr x = ip("192.0.2.99"), a;
+	uint64_t now = 1000 * SEC;
+	unsigned ra, i;
+
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(admit_take(l, &b, &x, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &x, now, &ra), -EAGAIN);
+	for (i = 0; i < 10000; i++) {
+		a = ip_nth(i);
+		EXPECT_EQ(admit_take(l, &b, &a, now + i, &ra), 0);
+		if (i % 4 == 0) /* x keeps trying */
+			EXPECT_EQ(admit_take(l, &b, &x, now + i, &ra), -EAGAIN);
+	}
+	ck_assert_uint_eq(ra, 60);
+	admit_limiter_stats(l, &st);
+	ck_assert_uint_eq(st.evicted, 10000 - 7);
+	/* x idle: forgotten after the others of its set */
+	for (i = 0; i < 7; i++) {
+		a = ip_nth(20000 + i);
+		ck_assert_int_eq(admit_take(l, &b, &a, now + 20000, &ra), 0);
+	}
+	ck_assert_int_eq(admit_take(l, &b, &x, now + 20000, &ra), -EAGAIN);
+	for (i = 0; i < 16; i++) {
+		a = ip_nth(30000 + i);
+		ck_assert_int_eq(admit_take(l, &b, &a, now + 30000, &ra), 0);
+	}
+	ck_assert_int_eq(admit_take(l, &b, &x, now + 30000, &ra), 0);
+	/* every slot spent to the bottom: a new client is still taken */
+	for (i = 0; i < 8; i++) {
+		a = ip_nth(100000 + i);
+		while (admit_take(l, &b, &a, now + 30000, &ra) == 0)
+			;
+	}
+	a = ip("198.51.100.1");
+	ck_assert_int_eq(admit_take(l, &b, &a, now + 30000, &ra), 0);
+	admit_limiter_stats(l, &st);
+	ck_assert_uint_eq(st.clients, 8);
+	ck_assert_uint_eq(st.untracked, 0);
+	admit_limiter_free(l);
+	/* a bucket full again is forgotten without counting */
+	l = table(8, 1, 5, &b);
+	for (i = 0; i < 8; i++) {
+		a = ip_nth(i);
+		ck_assert_int_eq(admit_take(l, &b, &a, now, &ra), 0);
+	}
+	for (i = 8; i < 100; i++) {
+		a = ip_nth(i);
+		EXPECT_EQ(admit_take(l, &b, &a, now + 3600 * SEC, &ra), 0);
+	}
+	admit_limiter_stats(l, &st);
+	ck_assert_uint_eq(st.evicted, 100 - 8 - 8);
+	admit_limiter_free(l);
+}
+END_TEST
+
+/* A reload changes the rate: a client's bucket carries over, no deeper
+ * than the new burst, and refills at the new rate. */
+START_TEST(test_rate_change)
+{
+	struct admit_bucket slow, fast;
+	struct admit_limiter *l = table(64, 1, 100, &slow); /* 1/min, 100 */
+	struct cidr a = ip("192.0.2.1"), c = ip("2001:db8::7");
+	uint64_t now = 1000 * SEC;
+	unsigned ra, i;
+
+	ck_assert_int_eq(admit_bucket_set(&fast, 600, 10), 0); /* 10/s */
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(admit_take(l, &slow, &a, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &slow, &a, now, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 60);
+	/* 100 minutes owed at the old rate: empty at the new one, not for
+	 * 100 minutes */
+	ck_assert_int_eq(admit_take(l, &fast, &a, now, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 1);
+	ck_assert_int_eq(admit_take(l, &fast, &a, now + SEC / 10, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &fast, &a, now + SEC / 10, &ra),
+			 -EAGAIN);
+	/* a second on: the new burst, not the old one */
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(admit_take(l, &fast, &a, now + 2 * SEC, &ra),
+				 0);
+	ck_assert_int_eq(admit_take(l, &fast, &a, now + 2 * SEC, &ra), -EAGAIN);
+	/* the other way: a spent 10/s bucket under 1/min, burst 1 */
+	ck_assert_int_eq(admit_bucket_set(&slow, 1, 1), 0);
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(admit_take(l, &fast, &c, now, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &slow, &c, now, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 1);
+	ck_assert_int_eq(admit_take(l, &slow, &c, now + SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &slow, &c, now + SEC, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 60);
 	admit_limiter_free(l);
 }
 END_TEST
 
 START_TEST(test_off_and_args)
 {
+	struct admit_bucket b;
 	struct admit_limiter *l;
 	struct cidr a = ip("192.0.2.1");
 	unsigned ra;
 	int i;
 
-	ck_assert_int_eq(admit_limiter_new(0, 60, 1, &l), -EINVAL);
-	ck_assert_int_eq(admit_limiter_new(8, 60, 0, &l), -EINVAL);
-	ck_assert_int_eq(admit_limiter_new(8, 0, 0, &l), 0);
+	ck_assert_int_eq(admit_limiter_new(0, &l), -EINVAL);
+	ck_assert_int_eq(admit_bucket_set(&b, 60, 0), -EINVAL);
+	ck_assert_int_eq(admit_bucket_set(&b, 0, 0), 0);
+	ck_assert_uint_eq(b.interval, 0);
+	ck_assert_int_eq(admit_limiter_new(8, &l), 0);
 	for (i = 0; i < 1000; i++)
-		ck_assert_int_eq(admit_take(l, &a, SEC, &ra), 0);
+		EXPECT_EQ(admit_take(l, &b, &a, SEC, &ra), 0);
+	ck_assert_uint_eq(clients(l), 0);
+	/* no table: nothing limited */
+	ck_assert_int_eq(admit_bucket_set(&b, 1, 1), 0);
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(admit_take(NULL, &b, &a, SEC, &ra), 0);
+	/* the largest bucket: 1e8 at 1/min, capped, no overflow */
+	ck_assert_int_eq(admit_bucket_set(&b, 1, 100000000), 0);
+	ck_assert_uint_eq(b.tau, ADMIT_TAU_MAX);
+	for (i = 0; i < 1000; i++)
+		EXPECT_EQ(admit_take(l, &b, &a, SEC, &ra), 0);
+	/* the fastest: 1e8/s */
+	a = ip("192.0.2.2");
+	ck_assert_int_eq(admit_bucket_set(&b, 6000000000ULL, 1), 0);
+	ck_assert_uint_eq(b.interval, 10);
+	ck_assert_int_eq(admit_take(l, &b, &a, 100 * SEC, &ra), 0);
+	ck_assert_int_eq(admit_take(l, &b, &a, 100 * SEC, &ra), -EAGAIN);
+	ck_assert_uint_eq(ra, 1);
+	ck_assert_int_eq(admit_take(l, &b, &a, 100 * SEC + 10, &ra), 0);
 	admit_limiter_free(l);
+}
+END_TEST
+
+/* ---- threads taking from one table at once -------------------------- */
+
+#define HOT_THREADS 4
+#define HOT_BURST 100000
+#define RACE_THREADS 2
+#define RACE_ROUNDS 2000
+#define RACE_KEYS 8
+
+/* Threads taking from one client's bucket: HOT_THREADS take HOT_BURST
+ * each at one instant; together they get exactly the burst. */
+struct hot {
+	struct admit_limiter *l;
+	struct admit_bucket b;
+	struct cidr c;
+	pthread_barrier_t bar;
+	atomic_uint got;
+};
+
+static void *hot_run(void *arg)
+{
+	struct hot *h = arg;
+	unsigned i, n = 0, ra;
+
+	pthread_barrier_wait(&h->bar);
+	for (i = 0; i < HOT_BURST; i++)
+		if (admit_take(h->l, &h->b, &h->c, 7 * SEC, &ra) == 0)
+			n++;
+	atomic_fetch_add(&h->got, n);
+	return NULL;
+}
+
+START_TEST(test_threads_one_client)
+{
+	static const char *const who[2] = {"192.0.2.77", "2001:db8:77::1"};
+	pthread_t th[HOT_THREADS];
+	struct admit_limiter_stats st;
+	struct hot h;
+	unsigned i, w;
+
+	for (w = 0; w < 2; w++) {
+		memset(&h, 0, sizeof(h));
+		h.l = table(1024, 1, HOT_BURST, &h.b);
+		h.c = ip(who[w]);
+		atomic_init(&h.got, 0);
+		ck_assert_int_eq(
+		    pthread_barrier_init(&h.bar, NULL, HOT_THREADS), 0);
+		for (i = 0; i < HOT_THREADS; i++)
+			ck_assert_int_eq(
+			    pthread_create(&th[i], NULL, hot_run, &h), 0);
+		for (i = 0; i < HOT_THREADS; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&h.bar);
+		ck_assert_uint_eq(atomic_load(&h.got), HOT_BURST);
+		admit_limiter_stats(h.l, &st);
+		ck_assert_uint_eq(st.clients, 1);
+		ck_assert_uint_eq(st.untracked, 0);
+		admit_limiter_free(h.l);
+	}
+}
+END_TEST
+
+/* Threads racing to place new clients: round after round, RACE_THREADS
+ * threads start at once (a spinning barrier) on nkeys clients none has
+ * seen, in one set of the table; each client gets exactly its burst. */
+struct race {
+	struct admit_limiter *l;
+	struct admit_bucket b;
+	unsigned nkeys;
+	atomic_uint arrived;
+	_Atomic unsigned *got; /* [round * RACE_KEYS + key] */
+};
+
+/* The round's clients, IPv4 and IPv6 in turn. */
+static struct cidr race_client(unsigned round, unsigned key)
+{
+	char buf[64];
+
+	if ((round + key) % 2)
+		snprintf(buf, sizeof(buf), "2001:db8:%x:%x::1", round, key);
+	else
+		snprintf(buf, sizeof(buf), "10.%u.%u.%u", round >> 8,
+			 round & 255, key);
+	return ip(buf);
+}
+
+static void *race_run(void *arg)
+{
+	struct race *h = arg;
+	unsigned r, i, k, ra, takes = (unsigned)(h->b.tau / h->b.interval) * 2;
+
+	for (r = 0; r < RACE_ROUNDS; r++) {
+		struct cidr c[RACE_KEYS];
+		/* later than the last round's buckets are full again */
+		uint64_t now = (r + 1) * 3600 * SEC;
+
+		for (k = 0; k < h->nkeys; k++)
+			c[k] = race_client(r, k);
+		atomic_fetch_add(&h->arrived, 1);
+		for (i = 0; atomic_load(&h->arrived) < (r + 1) * RACE_THREADS;
+		     i++)
+			if (i % 64 == 63)
+				sched_yield(); /* the other is not running */
+		for (i = 0; i < takes * h->nkeys; i++) {
+			k = i % h->nkeys;
+			if (admit_take(h->l, &h->b, &c[k], now, &ra) == 0)
+				atomic_fetch_add(&h->got[r * RACE_KEYS + k], 1);
+		}
+	}
+	return NULL;
+}
+
+static void race(unsigned nkeys, uint64_t burst)
+{
+	static _Atomic unsigned got[RACE_ROUNDS * RACE_KEYS];
+	pthread_t th[RACE_THREADS];
+	struct admit_limiter_stats st;
+	struct race h;
+	unsigned i, r, k;
+
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < RACE_ROUNDS * RACE_KEYS; i++)
+		atomic_init(&got[i], 0);
+	/* one set: every client of a round races for the same 8 slots */
+	h.l = table(ADMIT_WAYS, 1, burst, &h.b);
+	h.nkeys = nkeys;
+	h.got = got;
+	atomic_init(&h.arrived, 0);
+	for (i = 0; i < RACE_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_run, &h), 0);
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	admit_limiter_stats(h.l, &st);
+	ck_assert_uint_eq(st.untracked, 0);
+	for (r = 0; r < RACE_ROUNDS; r++)
+		for (k = 0; k < nkeys; k++)
+			if (atomic_load(&got[r * RACE_KEYS + k]) != burst)
+				ck_abort_msg(
+				    "round %u client %u: %u admitted, "
+				    "burst %llu",
+				    r, k, atomic_load(&got[r * RACE_KEYS + k]),
+				    (unsigned long long)burst);
+	admit_limiter_free(h.l);
+}
+
+START_TEST(test_threads_new_clients)
+{
+	race(1, 1);
+	race(RACE_KEYS, 4);
 }
 END_TEST
 
@@ -149,7 +473,7 @@ START_TEST(test_inflight)
 	/* 0: no cap */
 	admit_gauge_init(&g, 0);
 	for (int i = 0; i < 100000; i++)
-		ck_assert_int_eq(admit_inflight_enter(&g, NULL), 0);
+		EXPECT_EQ(admit_inflight_enter(&g, NULL), 0);
 }
 END_TEST
 
@@ -400,6 +724,8 @@ static Suite *admit_suite(void)
 	tcase_add_test(tc, test_retry_after);
 	tcase_add_test(tc, test_ipv6_slash64);
 	tcase_add_test(tc, test_eviction_bound);
+	tcase_add_test(tc, test_eviction_order);
+	tcase_add_test(tc, test_rate_change);
 	tcase_add_test(tc, test_off_and_args);
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_queue_fifo);
@@ -409,6 +735,12 @@ static Suite *admit_suite(void)
 	tcase_add_test(tc, test_rate_min);
 	tcase_add_test(tc, test_rate_pause);
 	tcase_add_test(tc, test_rate_extremes);
+	suite_add_tcase(s, tc);
+	/* rounds of threads meeting at a barrier: slow on a busy machine */
+	tc = tcase_create("threads");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_threads_one_client);
+	tcase_add_test(tc, test_threads_new_clients);
 	suite_add_tcase(s, tc);
 	return s;
 }
