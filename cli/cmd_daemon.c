@@ -651,20 +651,44 @@ int cmd_envs(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
+/* The last error's text and age: "connect failed: Connection refused
+ * (12s ago)", "-" for none. */
+static void upstream_last_error(const json_t *e, char *buf, size_t len)
+{
+	const char *le = json_string_value(json_object_get(e, "last_error"));
+	const json_t *age = json_object_get(e, "last_error_age");
+	long long a =
+	    json_is_integer(age) ? (long long)json_integer_value(age) : -1;
+
+	if (!le)
+		snprintf(buf, len, "-");
+	else if (a < 0)
+		snprintf(buf, len, "%s", le);
+	else if (a < 120)
+		snprintf(buf, len, "%s (%llds ago)", le, a);
+	else if (a < 2 * 3600)
+		snprintf(buf, len, "%s (%lldm ago)", le, a / 60);
+	else if (a < 2 * 86400)
+		snprintf(buf, len, "%s (%lldh ago)", le, a / 3600);
+	else
+		snprintf(buf, len, "%s (%lldd ago)", le, a / 86400);
+}
+
 /* One endpoint's row of edgectl upstream list. */
 static void upstream_print_row(const json_t *e)
 {
 	const json_t *r, *routes = json_object_get(e, "routes");
-	const char *le = json_string_value(json_object_get(e, "last_error"));
+	char le[192];
 	size_t i;
 
-	printf("%-22s %-8s %-8s %8lld %10lld %7lld  %-24s ",
+	upstream_last_error(e, le, sizeof(le));
+	printf("%-22s %-8s %-8s %8lld %10lld %7lld  %-44s ",
 	       json_string_value(json_object_get(e, "address")),
 	       json_string_value(json_object_get(e, "admin")),
 	       json_string_value(json_object_get(e, "health")),
 	       (long long)ctl_int(e, "inflight"),
 	       (long long)ctl_int(e, "requests"),
-	       (long long)ctl_int(e, "failures"), le ? le : "-");
+	       (long long)ctl_int(e, "failures"), le);
 	if (!json_array_size(routes))
 		fputs("-", stdout);
 	json_array_foreach(routes, i, r)
@@ -739,7 +763,7 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 		       json_string_value(json_object_get(e, "admin")),
 		       json_string_value(json_object_get(result, "was")));
 	} else {
-		printf("%-22s %-8s %-8s %8s %10s %7s  %-24s %s\n", "ENDPOINT",
+		printf("%-22s %-8s %-8s %8s %10s %7s  %-44s %s\n", "ENDPOINT",
 		       "ADMIN", "HEALTH", "INFLIGHT", "REQUESTS", "FAILED",
 		       "LAST ERROR", "ROUTES");
 		json_array_foreach(json_object_get(result, "endpoints"), i, e)

@@ -117,7 +117,8 @@ static const struct ctl_help ctl_helps[] = {
      OPTS(O_JSON)},
     {"upstream list", "upstream list [--json]",
      "edged's upstream endpoints: admin state, health, in-flight, "
-     "requests, failures, the routes using each",
+     "requests, failures, the last failure's reason and age, the routes "
+     "using each",
      OPTS(O_JSON)},
     {"upstream drain", "upstream drain ENDPOINT [--json]",
      "no new requests to ENDPOINT (in-flight ones finish; its idle pooled "

@@ -504,7 +504,8 @@ struct analytics_lane {
 	size_t nspool;
 	struct analytics_event *replay; /* the oldest disk file, read */
 	size_t nreplay, replay_done;
-	bool failing, spool_full_logged, disk_full_logged;
+	bool failing, spool_full_logged;
+	int disk_logged; /* what the disk spool last said: 0, FULL, -errno */
 	uint64_t retry_at, backoff_ns, fail_count;
 
 	_Atomic uint64_t written, dropped_spool_full, dropped_shutdown,
@@ -948,7 +949,7 @@ static void analytics_lane_worked(struct analytics_lane *l)
 		 l->sink.ops->name, (unsigned long long)l->fail_count);
 	l->failing = false;
 	l->spool_full_logged = false;
-	l->disk_full_logged = false;
+	l->disk_logged = 0;
 	l->fail_count = 0;
 	l->backoff_ns = l->a->conf.retry_min_ms * 1000000ULL;
 	atomic_store_explicit(&l->up, true, memory_order_relaxed);
@@ -1044,31 +1045,41 @@ static void analytics_lane_flush(struct analytics_lane *l)
 		analytics_lane_worked(l);
 }
 
-/* Move the memory spool's oldest k events to the disk spool. Returns 0
- * or -errno (nothing moved). */
+/* Move the memory spool's oldest k events to the disk spool. Returns 0,
+ * or nonzero when nothing moved (no disk spool, ANALYTICS_SPOOL_FULL, or
+ * -errno from the file system). The cap and each error are logged once
+ * until the disk spool takes a batch again or the sink recovers. */
 static int analytics_lane_spill(struct analytics_lane *l, size_t k)
 {
+	struct errbuf err = {""};
 	int rc;
 
 	if (k > l->nspool)
 		k = l->nspool;
 	if (!l->disk || k == 0)
 		return -ENOSPC;
-	rc = analytics_spool_put(l->disk, l->spool, k);
+	rc = analytics_spool_put(l->disk, l->spool, k, &err);
 	if (rc) {
-		if (!l->disk_full_logged)
-			log_warnx("analytics: %s sink: the disk spool %s: %s",
+		if (rc != l->disk_logged)
+			log_warnx("analytics: %s sink: the disk spool %s: %s; "
+				  "dropping events until the sink recovers%s",
 				  l->sink.ops->name,
-				  rc == -ENOSPC
+				  rc == ANALYTICS_SPOOL_FULL
 				      ? "is full (analytics.spool_max)"
 				      : "cannot be written",
-				  rc == -ENOSPC ? "dropping events until the "
-						  "sink recovers"
-						: strerror(-rc));
-		l->disk_full_logged = true;
+				  err.msg,
+				  rc == ANALYTICS_SPOOL_FULL
+				      ? ""
+				      : " or the disk spool can be written "
+					"again");
+		l->disk_logged = rc;
 		return rc;
 	}
-	l->disk_full_logged = false;
+	if (l->disk_logged < 0)
+		log_note("analytics: %s sink: the disk spool %s takes batches "
+			 "again",
+			 l->sink.ops->name, analytics_spool_dir(l->disk));
+	l->disk_logged = 0;
 	memmove(l->spool, l->spool + k, (l->nspool - k) * sizeof(*l->spool));
 	l->nspool -= k;
 	CTR_ADD(l, spilled, k);

@@ -386,7 +386,7 @@ static int spool_scan(struct analytics_spool *s, const struct passwd *pw,
 		rc = spool_scan_one(s, de->d_name, pw);
 	closedir(d);
 	if (rc) {
-		errbuf_set(err, "analytics.spool: %s: out of memory", s->dir);
+		errbuf_set(err, "%s: out of memory", s->dir);
 		return rc;
 	}
 	if (s->n > 1)
@@ -501,21 +501,32 @@ static int spool_write_all(int fd, const unsigned char *p, size_t len)
 }
 
 int analytics_spool_put(struct analytics_spool *s,
-			const struct analytics_event *ev, size_t n)
+			const struct analytics_event *ev, size_t n,
+			struct errbuf *err)
 {
 	char tmp[64], name[64];
 	unsigned char *buf = NULL;
+	const char *step = "create";
 	size_t len;
 	int fd = -1, rc;
 
-	if (n == 0 || n > ANALYTICS_SPOOL_FILE_EVENTS_MAX)
+	if (n == 0 || n > ANALYTICS_SPOOL_FILE_EVENTS_MAX) {
+		errbuf_set(err, "%s: a batch of %zu events", s->dir, n);
 		return -EINVAL;
+	}
 	rc = analytics_spool_encode(ev, n, &buf, &len);
-	if (rc)
+	if (rc) {
+		errbuf_set(err, "%s: out of memory", s->dir);
 		return rc;
+	}
 	if (atomic_load(&s->bytes) + len > s->max_bytes) {
+		errbuf_set(err,
+			   "%s holds %llu bytes of files, and a batch of %zu "
+			   "would pass its %llu",
+			   s->dir, (unsigned long long)atomic_load(&s->bytes),
+			   len, (unsigned long long)s->max_bytes);
 		free(buf);
-		return -ENOSPC;
+		return ANALYTICS_SPOOL_FULL;
 	}
 	spool_name(tmp, sizeof(tmp), SPOOL_TMP_PREFIX, s->next_seq,
 		   SPOOL_SUFFIX);
@@ -526,23 +537,36 @@ int analytics_spool_put(struct analytics_spool *s,
 		rc = -errno;
 		goto fail;
 	}
+	step = "write";
 	rc = spool_write_all(fd, buf, len);
-	if (rc == 0 && fsync(fd))
+	if (rc == 0) {
+		step = "fsync";
+		if (fsync(fd))
+			rc = -errno;
+	}
+	if (close(fd) && rc == 0) {
+		step = "close";
 		rc = -errno;
-	if (close(fd) && rc == 0)
-		rc = -errno;
+	}
 	fd = -1;
-	if (rc == 0 && renameat(s->dfd, tmp, s->dfd, name))
+	if (rc == 0 && renameat(s->dfd, tmp, s->dfd, name)) {
+		step = "rename to its name";
 		rc = -errno;
+	}
 	if (rc)
 		goto fail;
 	s->next_seq++;
 	/* the rename is durable once the directory is */
 	if (fsync(s->dfd))
-		log_warn_rl("analytics: spool %s: fsync", s->dir);
+		log_warn_rl("analytics: spool %s: fsync of the directory",
+			    s->dir);
 	free(buf);
-	return spool_list_add(s, s->next_seq - 1, len, n);
+	rc = spool_list_add(s, s->next_seq - 1, len, n);
+	if (rc)
+		errbuf_set(err, "%s: out of memory", s->dir);
+	return rc;
 fail:
+	errbuf_set(err, "%s/%s: %s: %s", s->dir, tmp, step, strerror(-rc));
 	unlinkat(s->dfd, tmp, 0);
 	s->next_seq++; /* never reuse a name a failed write may have left */
 	atomic_fetch_add(&s->put_errors, 1);
@@ -643,6 +667,11 @@ int analytics_spool_pop(struct analytics_spool *s)
 			    name);
 	spool_list_drop_head(s);
 	return 0;
+}
+
+const char *analytics_spool_dir(const struct analytics_spool *s)
+{
+	return s->dir;
 }
 
 bool analytics_spool_empty(const struct analytics_spool *s)

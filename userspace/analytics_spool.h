@@ -66,15 +66,27 @@ int analytics_spool_open(const char *dir, uint64_t max_bytes,
 /* Close the spool (files stay on disk). NULL is fine. */
 void analytics_spool_close(struct analytics_spool *s);
 
+/* analytics_spool_put refused a batch for the cap, not for an error. */
+#define ANALYTICS_SPOOL_FULL 1
+
 /*
  * Write ev[0..n) (1 <= n <= ANALYTICS_SPOOL_FILE_EVENTS_MAX) as one new
  * file, the newest: atomically and durably, as above. Returns 0;
- * -ENOSPC when it would take the files past max_bytes (nothing written);
- * or -errno when writing failed (nothing left behind, counted in
- * put_errors).
+ * ANALYTICS_SPOOL_FULL when it would take the files past max_bytes
+ * (nothing written, not an error; err: "DIR holds N bytes of files, and
+ * a batch of M would pass its MAX"); or -errno when the file system
+ * refused (ENOSPC, EDQUOT, EIO ... at the create, a write, the fsync,
+ * the close or the rename): nothing left behind, counted in put_errors,
+ * err naming the file, the step and strerror ("/var/spool/edge/
+ * .tmp-00000000000000000042.spool: write: No space left on device").
+ * -EINVAL for a bad n, -ENOMEM. err may be NULL.
  */
 int analytics_spool_put(struct analytics_spool *s,
-			const struct analytics_event *ev, size_t n);
+			const struct analytics_event *ev, size_t n,
+			struct errbuf *err);
+
+/* The spool's directory, as opened. */
+const char *analytics_spool_dir(const struct analytics_spool *s);
 
 /*
  * Read the oldest file: *ev is a new array (free() it) of its *n events.

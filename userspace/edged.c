@@ -66,6 +66,7 @@ struct edged {
 	struct event_base *base; /* the control loop: signals, ctl, admin */
 	struct event *sig[4];
 	struct event *drain_poll; /* while draining */
+	struct event *upreg_tick; /* upreg_log_held, EDGED_UPREG_TICK_MS */
 	uint64_t drain_end_ns;	  /* monotonic: stop what is still running */
 	/* the descriptor warning last given (connections, limit, cap): a
 	 * reload that changes none of them does not repeat it */
@@ -521,6 +522,19 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	log_note("reloaded %s: route table generation %llu", d->conf_path,
 		 (unsigned long long)*gen);
 	return 0;
+}
+
+/* How often the control loop says the upstream failures whose lines were
+ * held back (upreg_log_held): within about a second of their second. */
+#define EDGED_UPREG_TICK_MS 250
+
+static void edged_upreg_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct edged *d = arg;
+
+	(void)fd;
+	(void)what;
+	upreg_log_held(d->sh.upreg);
 }
 
 /* Look whether every worker has finished draining; past the deadline,
@@ -1497,6 +1511,14 @@ int main(int argc, char **argv)
 	d.base = event_base_new();
 	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc))
 		goto out;
+	{
+		struct timeval tv = {0, EDGED_UPREG_TICK_MS * 1000};
+
+		d.upreg_tick =
+		    event_new(d.base, -1, EV_PERSIST, edged_upreg_tick_cb, &d);
+		if (!d.upreg_tick || event_add(d.upreg_tick, &tv))
+			goto out;
+	}
 	d.hc_file = hct;
 	d.n_hc_file = nhct;
 	hct = NULL;
@@ -1626,6 +1648,8 @@ out:
 			event_free(d.sig[i]);
 	if (d.drain_poll)
 		event_free(d.drain_poll);
+	if (d.upreg_tick)
+		event_free(d.upreg_tick);
 	if (d.tls_watch)
 		event_free(d.tls_watch);
 	if (d.tls_rotate)

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hcheck.h"
@@ -105,10 +104,12 @@ void hcheck_free(struct hcheck *h)
 	free(h);
 }
 
-/* The check in flight ended: ok or not (why). */
-static void hcheck_result(struct hcheck_ep *c, bool ok, const char *why)
+/* The check in flight ended: ok or not (why, errno err or 0). */
+static void hcheck_result(struct hcheck_ep *c, bool ok, enum upreg_why why,
+			  int err)
 {
 	const struct config_health_check *hc = &c->t.hc;
+	char text[UPREG_WHY_STR_MAX];
 
 	hcheck_stop(c);
 	if (ok) {
@@ -127,17 +128,15 @@ static void hcheck_result(struct hcheck_ep *c, bool ok, const char *why)
 	c->ok = 0;
 	if (c->bad < hc->fall)
 		c->bad++;
-	atomic_store_explicit(&c->e->last_error, why, memory_order_relaxed);
-	atomic_store_explicit(&c->e->last_error_at,
-			      (unsigned long long)time(NULL),
-			      memory_order_relaxed);
+	upreg_set_failure(c->e, why, err);
 	if (!c->down && c->bad >= hc->fall) {
 		c->down = true;
 		atomic_store(&c->e->active_down, true);
 		atomic_fetch_add(&c->e->ejections, 1);
 		log_warnx("upstream %s ejected: health check failed %u time%s "
 			  "in a row (last: %s)",
-			  c->t.addr.text, c->bad, c->bad == 1 ? "" : "s", why);
+			  c->t.addr.text, c->bad, c->bad == 1 ? "" : "s",
+			  upreg_why_format(why, err, text, sizeof(text)));
 	}
 }
 
@@ -149,7 +148,7 @@ static bool hcheck_digit(char ch)
 /* The status line in in, when complete: 1 ok, 0 more needed, -1 bad
  * (*why set). */
 static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
-			 const char **why)
+			 enum upreg_why *why)
 {
 	struct evbuffer_ptr eol;
 	char line[HCHECK_LINE_MAX + 1];
@@ -159,7 +158,7 @@ static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
 	eol = evbuffer_search(in, "\n", 1, NULL);
 	if (eol.pos < 0) {
 		if (evbuffer_get_length(in) > HCHECK_LINE_MAX) {
-			*why = "health check: status line too long";
+			*why = UPREG_WHY_HC_LINE_TOO_LONG;
 			return -1;
 		}
 		return 0;
@@ -174,15 +173,15 @@ static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
 	    !hcheck_digit(line[9]) || !hcheck_digit(line[10]) ||
 	    !hcheck_digit(line[11]) ||
 	    (len > 12 && line[12] != ' ' && line[12] != '\r')) {
-		*why = "health check: not an HTTP response";
+		*why = UPREG_WHY_HC_NOT_HTTP;
 		return -1;
 	}
 	code = (unsigned)(line[9] - '0') * 100 +
 	       (unsigned)(line[10] - '0') * 10 + (unsigned)(line[11] - '0');
 	if (code != c->t.hc.expect_status) {
-		*why = code >= 500   ? "health check: status 5xx"
-		       : code >= 400 ? "health check: status 4xx"
-				     : "health check: unexpected status";
+		*why = code >= 500   ? UPREG_WHY_HC_5XX
+		       : code >= 400 ? UPREG_WHY_HC_4XX
+				     : UPREG_WHY_HC_STATUS;
 		return -1;
 	}
 	return 1;
@@ -191,23 +190,23 @@ static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
 static void hcheck_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct hcheck_ep *c = arg;
-	const char *why = NULL;
+	enum upreg_why why = UPREG_WHY_NONE;
 	int rc = hcheck_status(c, bufferevent_get_input(bev), &why);
 
 	if (rc)
-		hcheck_result(c, rc > 0, why);
+		hcheck_result(c, rc > 0, why, 0);
 }
 
 static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct hcheck_ep *c = arg;
 	char req[CONFIG_HC_PATH_MAX + CONFIG_ADDR_STR_MAX + 128];
-	int n;
+	int n, err = what & BEV_EVENT_ERROR ? EVUTIL_SOCKET_ERROR() : 0;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		c->connected = true;
 		if (c->t.hc.type == CONFIG_HC_TCP) {
-			hcheck_result(c, true, NULL);
+			hcheck_result(c, true, UPREG_WHY_NONE, 0);
 			return;
 		}
 		n = snprintf(req, sizeof(req),
@@ -217,14 +216,14 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (n < 0 || (size_t)n >= sizeof(req) ||
 		    bufferevent_write(bev, req, (size_t)n) ||
 		    bufferevent_enable(bev, EV_READ))
-			hcheck_result(c, false, "health check: out of memory");
+			hcheck_result(c, false, UPREG_WHY_HC_NOMEM, 0);
 		return;
 	}
 	hcheck_result(c, false,
-		      !c->connected ? "health check: connect failed"
-		      : (what & BEV_EVENT_EOF)
-			  ? "health check: closed before a status line"
-			  : "health check: read error");
+		      !c->connected	       ? UPREG_WHY_HC_CONNECT
+		      : (what & BEV_EVENT_EOF) ? UPREG_WHY_HC_CLOSED
+					       : UPREG_WHY_HC_READ,
+		      err);
 }
 
 static void hcheck_deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -234,8 +233,9 @@ static void hcheck_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	hcheck_result(c, false,
-		      c->connected ? "health check: no status line in time"
-				   : "health check: connect timed out");
+		      c->connected ? UPREG_WHY_HC_TIMEOUT
+				   : UPREG_WHY_HC_CONNECT_TIMEOUT,
+		      0);
 }
 
 /* Start a check (unless one is in flight). */
@@ -269,7 +269,7 @@ static void hcheck_tick_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->deadline, &tv);
 	if (bufferevent_socket_connect(c->bev, (const struct sockaddr *)&a->ss,
 				       (int)a->len) < 0)
-		hcheck_result(c, false, "health check: connect failed");
+		hcheck_result(c, false, UPREG_WHY_HC_CONNECT, errno);
 }
 
 static bool hcheck_same(const struct config_health_check *a,

@@ -303,15 +303,26 @@ static void l4_tunnel_begin(struct l4_conn *c)
 	}
 }
 
-/* The connect to c->ep failed or timed out: report it, try another
- * endpoint (the client has sent nothing anyone read). */
-static void l4_attempt_failed(struct l4_conn *c)
+/* The connect to c->ep failed or timed out (why, errno err or 0): say
+ * so (at most once a second per endpoint and reason: upreg_log_allow),
+ * report it, try another endpoint (the client has sent nothing anyone
+ * read). */
+static void l4_attempt_failed(struct l4_conn *c, enum upreg_why why, int err)
 {
-	log_debug_ctx(L4_LOG_CTX(c), "tcp route %s: upstream %s failed",
-		      c->listen, c->ep ? upstream_ep_addr(c->ep)->text : "?");
+	char text[UPREG_WHY_STR_MAX];
+	uint64_t held;
+
+	if (c->ep && upreg_log_allow(upstream_ep_shared(c->ep), why, &held))
+		log_warnx_held(L4_LOG_CTX(c), held,
+			       "upstream %s: %s (tcp route %s%s%s, environment "
+			       "%s)",
+			       upstream_ep_addr(c->ep)->text,
+			       upreg_why_format(why, err, text, sizeof(text)),
+			       c->listen, c->sni[0] ? " sni " : "", c->sni,
+			       c->env_id[0] ? c->env_id : "-");
 	if (c->ep)
-		upstream_report_why(c->w->up, c->ep, false, clk_now_ns(),
-				    "connect failed", true);
+		upstream_report_why(c->w->up, c->ep, false, clk_now_ns(), why,
+				    err);
 	evtimer_del(c->timer);
 	sockio_free(c->uio);
 	c->uio = NULL;
@@ -328,7 +339,8 @@ static void l4_up_event_cb(struct sockio *uio, short what, void *arg)
 	if (c->state != L4_CONNECTING)
 		return;
 	if (!(what & SOCKIO_CONNECTED)) {
-		l4_attempt_failed(c);
+		l4_attempt_failed(c, UPREG_WHY_CONNECT,
+				  what & SOCKIO_ERROR ? errno : 0);
 		return;
 	}
 	evtimer_del(c->timer);
@@ -352,7 +364,8 @@ static void l4_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    c,
 		    OUTCOME_CLIENT_HELLO_TIMEOUT); /* timeouts.client_hello */
 	else if (c->state == L4_CONNECTING)
-		l4_attempt_failed(c); /* timeouts.upstream_connect */
+		l4_attempt_failed(c, UPREG_WHY_CONNECT_TIMEOUT,
+				  0); /* timeouts.upstream_connect */
 	else if (c->state == L4_WAKING)
 		l4_wake_end(c, OUTCOME_WAKE_PENDING); /* its notify was lost */
 }
@@ -440,7 +453,7 @@ static void l4_connect(struct l4_conn *c)
 	evtimer_add(c->timer, worker_timeout(
 				  w, w->set.timeouts.upstream_connect_ms, &tv));
 	if (sockio_connect(c->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
-		l4_attempt_failed(c);
+		l4_attempt_failed(c, UPREG_WHY_CONNECT, errno);
 }
 
 /*

@@ -213,17 +213,63 @@ void proxy_release(struct req *r, bool ok)
 	p->state = PROXY_IDLE;
 }
 
-/* The current attempt failed before any response byte: report it and try
- * another endpoint (nothing of the request was consumed yet). */
-static void proxy_attempt_failed(struct req *r, const char *why)
+/* Say that p->ep failed r (why, its errno or 0, a detail or NULL), at
+ * most once a second per endpoint and reason: a line held back is
+ * counted by the next one, or by the control loop (upreg_log_held). */
+static void proxy_log_failure(struct req *r, enum upreg_why why, int err,
+			      const char *detail)
+{
+	struct proxy *p = &r->p;
+	char text[UPREG_WHY_STR_MAX];
+	const char *host = r->h.host ? r->h.host : "";
+	size_t hn = req_host_only(host, r->h.host ? r->h.host_len : 0);
+	uint64_t held;
+
+	if (!p->ep || !upreg_log_allow(upstream_ep_shared(p->ep), why, &held))
+		return;
+	log_warnx_held(REQ_LOG_CTX(r), held,
+		       "upstream %s: %s%s%s (route %.*s%s, environment %s)",
+		       upstream_ep_addr(p->ep)->text,
+		       upreg_why_format(why, err, text, sizeof(text)),
+		       detail ? ": " : "", detail ? detail : "",
+		       (int)(hn < CONFIG_HOST_MAX ? hn : CONFIG_HOST_MAX), host,
+		       r->m.prefix ? r->m.prefix : "/",
+		       r->m.env_id ? r->m.env_id : "-");
+}
+
+/* The attempt on p->ep failed (why, errno err or 0; detail or NULL):
+ * logged (limited) and reported to passive health. */
+static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
+			    const char *detail)
 {
 	struct proxy *p = &r->p;
 
-	log_debug_ctx(REQ_LOG_CTX(r), "upstream %s failed: %s",
-		      p->ep ? upstream_ep_addr(p->ep)->text : "?", why);
+	proxy_log_failure(r, why, err, detail);
 	if (p->ep)
 		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(), why,
-				    true);
+				    err);
+}
+
+/* The response's body failed after its head (why, errno err or 0):
+ * logged (limited) and kept as the endpoint's last failure; not the
+ * attempt's failure (passive health counted its head a success). */
+static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
+{
+	struct proxy *p = &r->p;
+
+	proxy_log_failure(r, why, err, NULL);
+	if (p->ep)
+		upreg_set_failure(upstream_ep_shared(p->ep), why, err);
+}
+
+/* The current attempt failed before any response byte (why, errno err
+ * or 0): report it and try another endpoint (nothing of the request was
+ * consumed yet). */
+static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
+{
+	struct proxy *p = &r->p;
+
+	proxy_ep_failed(r, why, err, NULL);
 	proxy_drop_uio(r, false);
 	proxy_ep_done(r);
 	p->ep = NULL;
@@ -516,7 +562,7 @@ static void proxy_connect(struct req *r)
 	p->state = PROXY_CONNECTING;
 	req_timer(r, w->set.timeouts.upstream_connect_ms);
 	if (sockio_connect(p->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
-		proxy_attempt_failed(r, "connect failed");
+		proxy_attempt_failed(r, UPREG_WHY_CONNECT, errno);
 }
 
 /* PROXY_BUFFERING: decode what the client sent of the body into p->held,
@@ -851,10 +897,7 @@ static bool proxy_first_chunk(struct req *r, const char *s, size_t n)
 		}
 		return false;
 	}
-	log_debug_ctx(REQ_LOG_CTX(r), "bad first chunk line from %s: %s",
-		      upstream_ep_addr(p->ep)->text, h1_err_name(e));
-	upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
-			    "bad chunk line", false);
+	proxy_ep_failed(r, UPREG_WHY_BAD_CHUNK, 0, h1_err_name(e));
 	p->reusable = false;
 	req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 	return false;
@@ -885,13 +928,8 @@ static void proxy_parse(struct req *r)
 		if (rc == 0)
 			return;
 		if (rc < 0) {
-			log_debug_ctx(REQ_LOG_CTX(r),
-				      "bad response from %s: %s",
-				      upstream_ep_addr(p->ep)->text,
-				      h1_err_name(p->resp.h.err));
-			upstream_report_why(r->w->up, p->ep, false,
-					    clk_now_ns(), "bad response head",
-					    false);
+			proxy_ep_failed(r, UPREG_WHY_BAD_RESPONSE, 0,
+					h1_err_name(p->resp.h.err));
 			p->reusable = false;
 			req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 			return;
@@ -905,12 +943,7 @@ static void proxy_parse(struct req *r)
 		h1_response_init(&p->resp);
 	}
 	if (p->resp.upgrade && !proxy_upgrade_matches(r, &p->resp)) {
-		log_debug_ctx(
-		    REQ_LOG_CTX(r),
-		    "101 from %s switches to a protocol not asked for",
-		    upstream_ep_addr(p->ep)->text);
-		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
-				    "101 to a protocol not asked for", false);
+		proxy_ep_failed(r, UPREG_WHY_BAD_UPGRADE, 0, NULL);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
@@ -949,6 +982,7 @@ static void proxy_relay(struct req *r)
 		       &data);
 	r->bytes_out += evbuffer_get_length(cout) - before;
 	if (rc < 0) {
+		proxy_body_failed(r, UPREG_WHY_BAD_BODY, 0);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
@@ -972,6 +1006,7 @@ static void proxy_relay(struct req *r)
 	}
 	if (p->up_eof && evbuffer_get_length(uin) == 0) {
 		/* the upstream died before the end of the body */
+		proxy_body_failed(r, UPREG_WHY_BODY_CLOSED, p->up_err);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
@@ -1019,6 +1054,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 {
 	struct req *r = arg;
 	struct proxy *p = &r->p;
+	int err = what & SOCKIO_ERROR ? errno : 0;
+	char detail[64];
 
 	(void)uio;
 	switch (p->state) {
@@ -1026,7 +1063,7 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 		if (what & SOCKIO_CONNECTED)
 			proxy_connected(r);
 		else
-			proxy_attempt_failed(r, "connect failed");
+			proxy_attempt_failed(r, UPREG_WHY_CONNECT, err);
 		return;
 	case PROXY_WAITING:
 		if (what & SOCKIO_TIMEOUT)
@@ -1056,25 +1093,23 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 		}
 		/* reached, but it closed with no head or half of one, or
 		 * before a held head's first chunk line */
-		log_debug_ctx(REQ_LOG_CTX(r),
-			      "%s closed after %zu bytes of response head%s",
-			      upstream_ep_addr(p->ep)->text,
-			      evbuffer_get_length(sockio_input(p->uio)),
-			      p->head_held ? " and chunk line" : "");
-		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
-				    p->head_held
-					? "closed before the first chunk line"
-					: "closed without a response head",
-				    false);
+		snprintf(detail, sizeof(detail),
+			 "after %zu bytes of response head%s",
+			 evbuffer_get_length(sockio_input(p->uio)),
+			 p->head_held ? " and before its first chunk line"
+				      : "");
+		proxy_ep_failed(r, UPREG_WHY_CLOSED, err, detail);
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:
 		if (what & SOCKIO_TIMEOUT) {
+			proxy_body_failed(r, UPREG_WHY_BODY_TIMEOUT, 0);
 			p->reusable = false;
 			req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 			return;
 		}
 		p->up_eof = true;
+		p->up_err = err;
 		p->reusable = false;
 		sockio_disable(p->uio, EV_READ);
 		proxy_relay(r);
@@ -1128,13 +1163,12 @@ void proxy_timeout(struct req *r)
 
 	switch (p->state) {
 	case PROXY_CONNECTING:
-		proxy_attempt_failed(r, "connect timed out");
+		proxy_attempt_failed(r, UPREG_WHY_CONNECT_TIMEOUT, 0);
 		return;
 	case PROXY_WAITING:
-		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
-				    p->head_held ? "no first chunk line in time"
-						 : "no response head in time",
-				    false);
+		proxy_ep_failed(
+		    r, UPREG_WHY_RESPONSE_TIMEOUT, 0,
+		    p->head_held ? "waiting for its first chunk line" : NULL);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 		return;

@@ -93,6 +93,7 @@ struct proxy {
 	bool reusable;	    /* the upstream may be pooled at the end */
 	bool client_close;  /* the client must be closed at the end */
 	bool up_eof;	    /* the upstream closed its side */
+	int up_err;	    /* ... with this errno (0: a FIN) */
 	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
 	bool send_stalled;  /* the timer waits for the upstream to take
 			       request bytes (proxy_send_stalled) */

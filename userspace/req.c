@@ -542,9 +542,7 @@ static int req_admit_inflight(struct req *r)
 	return -EBUSY;
 }
 
-/* The URL's host part of Host h (n bytes): without its port, an IPv6
- * literal's brackets kept; its length. */
-static size_t req_host_only(const char *h, size_t n)
+size_t req_host_only(const char *h, size_t n)
 {
 	const char *e;
 

@@ -92,6 +92,10 @@ struct req {
 	struct proxy p;
 };
 
+/* The URL's host part of Host h (n bytes): without its port, an IPv6
+ * literal's brackets kept; its length. */
+size_t req_host_only(const char *h, size_t n);
+
 /* The log context of a request's lines: its client and request id. */
 #define REQ_LOG_CTX(r) (&(const struct log_ctx){(r)->client_ip, (r)->id})
 

@@ -30,6 +30,33 @@ struct upreg {
 
 #define RLX memory_order_relaxed
 
+static const char *const upreg_why_texts[UPREG_WHY_MAX] = {
+    [UPREG_WHY_NONE] = "failed",
+#define UPREG_WHY_TEXT(id, text) [UPREG_WHY_##id] = text,
+    UPREG_WHYS(UPREG_WHY_TEXT)
+#undef UPREG_WHY_TEXT
+};
+
+const char *upreg_why_text(enum upreg_why why)
+{
+	return (unsigned)why < UPREG_WHY_MAX ? upreg_why_texts[why] : "failed";
+}
+
+const char *upreg_why_format(enum upreg_why why, int err, char *buf, size_t len)
+{
+	char ebuf[96];
+
+	if (err)
+		snprintf(buf, len, "%s: %s", upreg_why_text(why),
+			 strerror_r(err, ebuf, sizeof(ebuf)));
+	else
+		snprintf(buf, len, "%s", upreg_why_text(why));
+	return buf;
+}
+
+/* One line a second per endpoint and reason. */
+#define UPREG_LOG_INTERVAL_MS 1000
+
 size_t upreg_addr_key(const struct config_addr *a, uint8_t k[19])
 {
 	if (a->ss.ss_family == AF_INET) {
@@ -78,6 +105,26 @@ struct upreg *upreg_new(void)
 	return g;
 }
 
+/* Say what e held back for why: n failures no line has counted. */
+static void upreg_say_held(const struct upreg_ep *e, unsigned why, uint64_t n)
+{
+	log_warnx_held(NULL, n, "upstream %s: %s, and more held back",
+		       e->addr.text, upreg_why_text((enum upreg_why)why));
+}
+
+/* Say every count e holds back now, whatever its limit (e goes away). */
+static void upreg_say_all_held(struct upreg_ep *e)
+{
+	unsigned i;
+	uint64_t n;
+
+	for (i = 0; i < UPREG_WHY_LOGGED; i++) {
+		n = atomic_exchange_explicit(&e->log[i].suppressed, 0, RLX);
+		if (n)
+			upreg_say_held(e, i, n);
+	}
+}
+
 void upreg_free(struct upreg *g)
 {
 	size_t i;
@@ -89,6 +136,7 @@ void upreg_free(struct upreg *g)
 
 		for (; e; e = next) {
 			next = e->next;
+			upreg_say_all_held(e);
 			free(e);
 		}
 	}
@@ -103,6 +151,7 @@ static struct upreg_ep *upreg_find(struct upreg *g, const struct config_addr *a,
 {
 	uint64_t h = upreg_addr_hash(a);
 	struct upreg_ep *e, **head = &g->b[h & (UPREG_BUCKETS_N - 1)];
+	unsigned i;
 
 	*full = false;
 	for (e = *head; e; e = e->next)
@@ -117,6 +166,9 @@ static struct upreg_ep *upreg_find(struct upreg *g, const struct config_addr *a,
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
+	for (i = 0; i < UPREG_WHY_LOGGED; i++)
+		e->log[i].interval_ns = UPREG_LOG_INTERVAL_MS * 1000000ull;
+	/* burst 0 counts as 1: one line, then one a second */
 	e->hash = h;
 	e->addr = *a;
 	e->next = *head;
@@ -136,6 +188,7 @@ static void upreg_maybe_free(struct upreg *g, struct upreg_ep *e)
 		if (*pp == e) {
 			*pp = e->next;
 			g->n--;
+			upreg_say_all_held(e);
 			free(e);
 			return;
 		}
@@ -265,28 +318,105 @@ void upreg_count_bytes(struct upreg_ep *e, uint64_t sent, uint64_t received)
 	atomic_fetch_add_explicit(&e->bytes_received, received, RLX);
 }
 
-void upreg_count_failure(struct upreg_ep *e, const char *why, bool connect)
+void upreg_set_failure(struct upreg_ep *e, enum upreg_why why, int err)
+{
+	uint64_t at = (uint64_t)time(NULL) & 0xffffffffu;
+
+	if (!e)
+		return;
+	if ((unsigned)why >= UPREG_WHY_MAX)
+		why = UPREG_WHY_NONE;
+	if (err < 0 || err > 0xffff)
+		err = 0;
+	/* never 0 (none): time() is not */
+	atomic_store_explicit(&e->last_failure,
+			      at << 32 | (uint64_t)why << 16 | (uint64_t)err,
+			      RLX);
+}
+
+bool upreg_last_failure(const struct upreg_ep *e, enum upreg_why *why, int *err,
+			uint64_t *at)
+{
+	uint64_t v = atomic_load_explicit(&e->last_failure, RLX);
+	unsigned w = (unsigned)(v >> 16 & 0xffff);
+
+	if (!v)
+		return false;
+	*why = w < UPREG_WHY_MAX ? (enum upreg_why)w : UPREG_WHY_NONE;
+	*err = (int)(v & 0xffff);
+	*at = v >> 32;
+	return true;
+}
+
+const char *upreg_last_error(const struct upreg_ep *e, char *buf, size_t len)
+{
+	enum upreg_why why;
+	uint64_t at;
+	int err;
+
+	if (!upreg_last_failure(e, &why, &err, &at))
+		return NULL;
+	return upreg_why_format(why, err, buf, len);
+}
+
+void upreg_count_failure(struct upreg_ep *e, enum upreg_why why, int err)
 {
 	if (!e)
 		return;
 	atomic_fetch_add_explicit(&e->failures, 1, RLX);
-	if (connect)
+	if (why == UPREG_WHY_CONNECT || why == UPREG_WHY_CONNECT_TIMEOUT)
 		atomic_fetch_add_explicit(&e->connect_errors, 1, RLX);
-	atomic_store_explicit(&e->last_error, why ? why : "failed", RLX);
-	atomic_store_explicit(&e->last_error_at, (unsigned long long)time(NULL),
-			      RLX);
+	upreg_set_failure(e, why, err);
 }
 
-bool upreg_ejected(struct upreg_ep *e, unsigned failures, const char *why,
-		   uint64_t for_ns)
+bool upreg_log_allow(struct upreg_ep *e, enum upreg_why why, uint64_t *held)
 {
+	static struct log_site nobody =
+	    LOG_SITE_INIT(LOG_RL_BURST, LOG_RL_INTERVAL_MS);
+	struct log_site *site;
+
+	*held = 0;
+	if (!e || (unsigned)why >= UPREG_WHY_LOGGED)
+		return log_site_allow(&nobody, log_clock_ns(), held);
+	site = &e->log[why];
+	return log_site_allow(site, log_clock_ns(), held);
+}
+
+size_t upreg_log_held(struct upreg *g)
+{
+	uint64_t now = log_clock_ns(), n;
+	size_t i, lines = 0;
+	unsigned k;
+
+	/* at most UPREG_MAX * UPREG_WHY_LOGGED relaxed loads */
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < UPREG_BUCKETS_N; i++) {
+		struct upreg_ep *e;
+
+		for (e = g->b[i]; e; e = e->next)
+			for (k = 0; k < UPREG_WHY_LOGGED; k++)
+				if (log_site_take_held(&e->log[k], now, &n)) {
+					upreg_say_held(e, k, n);
+					lines++;
+				}
+	}
+	pthread_mutex_unlock(&g->lock);
+	return lines;
+}
+
+bool upreg_ejected(struct upreg_ep *e, unsigned failures, enum upreg_why why,
+		   int err, uint64_t for_ns)
+{
+	char text[UPREG_WHY_STR_MAX];
+
 	if (!e || atomic_fetch_add(&e->ejected_by, 1) != 0)
 		return false;
 	atomic_fetch_add_explicit(&e->ejections, 1, RLX);
 	log_warnx("upstream %s ejected: %u consecutive failure%s (last: %s); "
 		  "next try in %llu ms",
 		  e->addr.text, failures, failures == 1 ? "" : "s",
-		  why ? why : "failed", (unsigned long long)(for_ns / 1000000));
+		  upreg_why_format(why, err, text, sizeof(text)),
+		  (unsigned long long)(for_ns / 1000000));
 	return true;
 }
 
@@ -342,7 +472,11 @@ static json_t *upreg_ep_json(const struct upreg_ep *e)
 	static const char *const cls[UPREG_CLASSES] = {"1xx", "2xx", "3xx",
 						       "4xx", "5xx"};
 	json_t *o, *r = json_object();
-	const char *le = atomic_load_explicit(&e->last_error, RLX);
+	char text[UPREG_WHY_STR_MAX];
+	enum upreg_why why;
+	uint64_t at = 0, now = (uint64_t)time(NULL);
+	int err;
+	bool failed = upreg_last_failure(e, &why, &err, &at);
 	unsigned i;
 
 	if (!r)
@@ -353,20 +487,24 @@ static json_t *upreg_ep_json(const struct upreg_ep *e)
 		    json_integer((json_int_t)atomic_load_explicit(
 			&e->responses[i], RLX)));
 	o = json_pack(
-	    "{s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I}", "address",
-	    e->addr.text, "admin", upreg_admin_name(upreg_admin_of(e)),
-	    "health", upreg_health(e), "inflight",
-	    (json_int_t)atomic_load_explicit(&e->inflight, RLX), "requests",
-	    (json_int_t)atomic_load_explicit(&e->requests, RLX), "responses", r,
-	    "connect_errors",
+	    "{s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:o}",
+	    "address", e->addr.text, "admin",
+	    upreg_admin_name(upreg_admin_of(e)), "health", upreg_health(e),
+	    "inflight", (json_int_t)atomic_load_explicit(&e->inflight, RLX),
+	    "requests", (json_int_t)atomic_load_explicit(&e->requests, RLX),
+	    "responses", r, "connect_errors",
 	    (json_int_t)atomic_load_explicit(&e->connect_errors, RLX),
 	    "failures", (json_int_t)atomic_load_explicit(&e->failures, RLX),
 	    "ejections", (json_int_t)atomic_load_explicit(&e->ejections, RLX),
 	    "bytes_sent", (json_int_t)atomic_load_explicit(&e->bytes_sent, RLX),
 	    "bytes_received",
 	    (json_int_t)atomic_load_explicit(&e->bytes_received, RLX),
-	    "last_error", le ? json_string(le) : json_null(), "last_error_at",
-	    (json_int_t)atomic_load_explicit(&e->last_error_at, RLX));
+	    "last_error",
+	    failed ? json_string(upreg_why_format(why, err, text, sizeof(text)))
+		   : json_null(),
+	    "last_error_at", (json_int_t)at, "last_error_age",
+	    failed ? json_integer((json_int_t)(now > at ? now - at : 0))
+		   : json_null());
 	return o;
 }
 

@@ -4,8 +4,9 @@
  * endpoint (address and port) however many workers and routes use it,
  * holding what the operator sees and sets: the admin state (enabled,
  * drain, disabled), the health as a whole (ejected by any worker's
- * passive health, or failing its active check), the in-flight count and
- * the endpoint's counters and time histograms.
+ * passive health, or failing its active check), the in-flight count,
+ * the endpoint's counters and time histograms, its last failure, and the
+ * log limit of its failures (one line a second per reason).
  *
  * Each worker's struct upstream_ep (upstream.h) holds a reference to its
  * endpoint's entry, taken when the worker first meets the endpoint and
@@ -29,6 +30,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "log.h"
 #include "metrics.h"
 
 /* Most endpoints the registry holds at once. */
@@ -45,6 +47,61 @@ enum upreg_admin {
 	UPREG_DISABLED,	   /* as drain, and never chosen, not even in
 			      panic mode */
 };
+
+/*
+ * Why an endpoint failed a request, as logs and edgectl say it (with the
+ * errno's text after it where there is one: "connect failed: Connection
+ * refused"). The requests' reasons come first, each logged at most once a
+ * second per endpoint (upreg_log_allow): an attempt's (passive health
+ * counts them: upstream_report_why), then a response's body (after its
+ * head: not the attempt's failure, but the endpoint's last failure all
+ * the same). Then the active health check's (hcheck.c), which log only
+ * when they eject.
+ */
+#define UPREG_WHYS(X)                                                          \
+	X(CONNECT, "connect failed")                                           \
+	X(CONNECT_TIMEOUT, "connect timed out")                                \
+	X(RESPONSE_TIMEOUT, "no response head in time")                        \
+	X(CLOSED, "closed without a response head")                            \
+	X(BAD_RESPONSE, "bad response head")                                   \
+	X(BAD_UPGRADE, "101 to a protocol not asked for")                      \
+	X(BAD_CHUNK, "bad first chunk line")                                   \
+	X(BODY_TIMEOUT, "response body timed out")                             \
+	X(BODY_CLOSED, "closed before the end of the response body")           \
+	X(BAD_BODY, "bad response body")                                       \
+	X(HC_CONNECT, "health check: connect failed")                          \
+	X(HC_CONNECT_TIMEOUT, "health check: connect timed out")               \
+	X(HC_TIMEOUT, "health check: no status line in time")                  \
+	X(HC_CLOSED, "health check: closed before a status line")              \
+	X(HC_READ, "health check: read error")                                 \
+	X(HC_LINE_TOO_LONG, "health check: status line too long")              \
+	X(HC_NOT_HTTP, "health check: not an HTTP response")                   \
+	X(HC_5XX, "health check: status 5xx")                                  \
+	X(HC_4XX, "health check: status 4xx")                                  \
+	X(HC_STATUS, "health check: unexpected status")                        \
+	X(HC_NOMEM, "health check: out of memory")
+
+enum upreg_why {
+	UPREG_WHY_NONE = 0, /* no failure yet */
+#define UPREG_WHY_ENUM(id, text) UPREG_WHY_##id,
+	UPREG_WHYS(UPREG_WHY_ENUM)
+#undef UPREG_WHY_ENUM
+	    UPREG_WHY_MAX,
+};
+
+/* The requests' reasons (each limited per endpoint): below this. */
+#define UPREG_WHY_LOGGED (UPREG_WHY_BAD_BODY + 1)
+
+/* "connect failed" ... ("failed" for NONE or out of range). */
+const char *upreg_why_text(enum upreg_why why);
+
+/* The reason's text, then ": " and strerror(err) when err is not 0, in
+ * buf (always terminated, cut to len). Returns buf. */
+const char *upreg_why_format(enum upreg_why why, int err, char *buf,
+			     size_t len);
+
+/* The longest upreg_why_format text. */
+#define UPREG_WHY_STR_MAX 128
 
 struct upreg;
 
@@ -68,9 +125,11 @@ struct upreg_ep {
 	atomic_ullong bytes_sent, bytes_received;
 	_Atomic uint64_t connect_ns[UPREG_BUCKETS + 1], connect_sum;
 	_Atomic uint64_t response_ns[UPREG_BUCKETS + 1], response_sum;
-	/* the last failure: a static string and its wall-clock time (s) */
-	_Atomic(const char *) last_error;
-	atomic_ullong last_error_at;
+	/* the last failure, one word: its wall-clock time (s) << 32 | why
+	 * << 16 | its errno (upreg_last_failure reads it) */
+	_Atomic uint64_t last_failure;
+	/* the log limit of each request reason (upreg_log_allow) */
+	struct log_site log[UPREG_WHY_LOGGED];
 };
 
 /* An address as bytes: family (1), port (2), address (4 or 16); the
@@ -127,10 +186,45 @@ void upreg_count_inflight(struct upreg_ep *e, int delta);
 void upreg_count_connect(struct upreg_ep *e, uint64_t ns);
 void upreg_count_response(struct upreg_ep *e, int status, uint64_t ns);
 void upreg_count_bytes(struct upreg_ep *e, uint64_t sent, uint64_t received);
-/* A failed attempt: why is a static string ("connect: Connection
- * refused" must be a literal or strerror's, never a buffer). connect
- * says whether it was the connect that failed. */
-void upreg_count_failure(struct upreg_ep *e, const char *why, bool connect);
+/* A failed attempt (why, and its errno or 0): counted, and kept as e's
+ * last failure; a connect that failed or timed out counts as a connect
+ * error too. */
+void upreg_count_failure(struct upreg_ep *e, enum upreg_why why, int err);
+
+/* Set e's last failure (why, err, now) without counting it (the active
+ * health check's). */
+void upreg_set_failure(struct upreg_ep *e, enum upreg_why why, int err);
+
+/* e's last failure: false when it has none; else its reason, errno and
+ * wall-clock time (unix seconds). */
+bool upreg_last_failure(const struct upreg_ep *e, enum upreg_why *why, int *err,
+			uint64_t *at);
+
+/* e's last failure as text (upreg_why_format) in buf, or NULL when it
+ * has none. */
+const char *upreg_last_error(const struct upreg_ep *e, char *buf, size_t len);
+
+/*
+ * The log limit of failures: whether a line about a failure of e for why
+ * (< UPREG_WHY_LOGGED) may be written now, at most one per endpoint and
+ * reason a second, whichever worker asks. If so, *held is the number
+ * held back since the previous line (the caller writes it with its line:
+ * log_warnx_held); if not, the failure is counted as held back and
+ * upreg_log_held says the count once the second is over, unless a line
+ * let through meanwhile did. e NULL (a full registry): one limit for all
+ * such endpoints, of LOG_RL_BURST lines at once. Thread-safe, lock-free.
+ */
+bool upreg_log_allow(struct upreg_ep *e, enum upreg_why why, uint64_t *held);
+
+/*
+ * For every endpoint and reason whose held-back failures no line has
+ * counted yet and whose second is over, write "upstream ADDR: WHY, and
+ * more held back (N suppressed)". Run by the control loop a few times a
+ * second: a held-back count is said within about a second, whether or
+ * not another failure comes. Counts left when an entry is freed, and at
+ * upreg_free, are said then. Returns the lines written.
+ */
+size_t upreg_log_held(struct upreg *g);
 
 /*
  * Passive health, once per endpoint rather than per worker: a worker
@@ -139,8 +233,8 @@ void upreg_count_failure(struct upreg_ep *e, const char *why, bool connect);
  * its ejection (a success) calls upreg_returned (the last one logs
  * "upstream ADDR is back"). Returns whether this call logged.
  */
-bool upreg_ejected(struct upreg_ep *e, unsigned failures, const char *why,
-		   uint64_t for_ns);
+bool upreg_ejected(struct upreg_ep *e, unsigned failures, enum upreg_why why,
+		   int err, uint64_t for_ns);
 bool upreg_returned(struct upreg_ep *e);
 
 /* The operator's view of e's health: "healthy", "ejected" (by passive
@@ -153,9 +247,10 @@ int upreg_admin_parse(const char *s, enum upreg_admin *out);
 
 /* Every entry as a JSON object {"address", "admin", "health", "inflight",
  * "requests", "responses": {"2xx":..}, "connect_errors", "failures",
- * "ejections", "bytes_sent", "bytes_received", "last_error",
- * "last_error_at"} in an object keyed by address; NULL when out of
- * memory. */
+ * "ejections", "bytes_sent", "bytes_received", "last_error" (null or
+ * upreg_why_format's text), "last_error_at" (unix seconds, 0: none),
+ * "last_error_age" (seconds ago, null: none)} in an object keyed by
+ * address; NULL when out of memory. */
 json_t *upreg_dump_json(struct upreg *g);
 
 /* The per-endpoint series (docs/operations.md), each family once, every

@@ -305,7 +305,7 @@ static bool upstream_ep_available(const struct upstream_ep *ep, uint64_t now)
 }
 
 static void upstream_eject(struct upstream_worker *w, struct upstream_ep *ep,
-			   uint64_t now, const char *why)
+			   uint64_t now, enum upreg_why why, int err)
 {
 	uint64_t d = w->eject_base_ns;
 	unsigned i, failures = ep->failures ? ep->failures : 1;
@@ -322,18 +322,17 @@ static void upstream_eject(struct upstream_worker *w, struct upstream_ep *ep,
 	ep->eject_until = now + d;
 	w->st.ejections++;
 	if (!was) /* half-open failing again is still the same ejection */
-		upreg_ejected(ep->g, failures, why, d);
+		upreg_ejected(ep->g, failures, why, err, d);
 }
 
 void upstream_report(struct upstream_worker *w, struct upstream_ep *ep, bool ok,
 		     uint64_t now_ns)
 {
-	upstream_report_why(w, ep, ok, now_ns, NULL, false);
+	upstream_report_why(w, ep, ok, now_ns, UPREG_WHY_NONE, 0);
 }
 
 void upstream_report_why(struct upstream_worker *w, struct upstream_ep *ep,
-			 bool ok, uint64_t now_ns, const char *why,
-			 bool connect)
+			 bool ok, uint64_t now_ns, enum upreg_why why, int err)
 {
 	if (ok) {
 		if (ep->ejected)
@@ -344,16 +343,16 @@ void upstream_report_why(struct upstream_worker *w, struct upstream_ep *ep,
 		ep->probing = false;
 		return;
 	}
-	upreg_count_failure(ep->g, why, connect);
+	upreg_count_failure(ep->g, why, err);
 	if (ep->ejected) {
 		/* half-open: the probe (or any request after the
 		 * ejection ended) failed; while ejected: ignored */
 		if (now_ns >= ep->eject_until)
-			upstream_eject(w, ep, now_ns, why);
+			upstream_eject(w, ep, now_ns, why, err);
 		return;
 	}
 	if (++ep->failures >= w->eject_after)
-		upstream_eject(w, ep, now_ns, why);
+		upstream_eject(w, ep, now_ns, why, err);
 }
 
 /* ---- select ------------------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "upreg.h"
 
 /* Defaults used when upstream_worker_configure is not called. */
 #define UPSTREAM_DEFAULT_MAX_IDLE_PER_EP 128
@@ -109,12 +110,11 @@ const struct config_addr *upstream_ep_addr(const struct upstream_ep *ep);
 void upstream_report(struct upstream_worker *w, struct upstream_ep *ep, bool ok,
 		     uint64_t now_ns);
 
-/* upstream_report with why the attempt failed (a static string, kept as
- * the endpoint's last error and logged with its ejection) and whether it
- * was the connect that failed (counted as a connect error). */
+/* upstream_report with why the attempt failed and its errno (0: none):
+ * the endpoint's last failure, logged with its ejection; a connect that
+ * failed or timed out counts as a connect error too (upreg.h). */
 void upstream_report_why(struct upstream_worker *w, struct upstream_ep *ep,
-			 bool ok, uint64_t now_ns, const char *why,
-			 bool connect);
+			 bool ok, uint64_t now_ns, enum upreg_why why, int err);
 
 /* Add delta (+1 on start, -1 on end) to ep's in-flight count (floored at 0). */
 void upstream_inflight_add(struct upstream_ep *ep, int delta);

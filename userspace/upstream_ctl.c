@@ -19,13 +19,14 @@ static json_t *upctl_ep(json_t *all, const char *text)
 
 	if (!o) {
 		o = json_pack("{s:s,s:s,s:s,s:i,s:i,s:{s:i,s:i,s:i,s:i,s:i},"
-			      "s:i,s:i,s:i,s:i,s:i,s:n,s:i}",
+			      "s:i,s:i,s:i,s:i,s:i,s:n,s:i,s:n}",
 			      "address", text, "admin", "enabled", "health",
 			      "healthy", "inflight", 0, "requests", 0,
 			      "responses", "1xx", 0, "2xx", 0, "3xx", 0, "4xx",
 			      0, "5xx", 0, "connect_errors", 0, "failures", 0,
 			      "ejections", 0, "bytes_sent", 0, "bytes_received",
-			      0, "last_error", "last_error_at", 0);
+			      0, "last_error", "last_error_at", 0,
+			      "last_error_age");
 		if (!o || json_object_set_new(all, text, o))
 			return NULL;
 	}

@@ -47,7 +47,7 @@ run_suite() { # BIN LABEL
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
-	# a request whose upstream refuses: 502, and a debug line about it
+	# a request whose upstream refuses: 502, and a line about it
 	rid=$(curl -s -m 5 -D - -o /dev/null -H 'Host: dead.test' \
 		"http://127.0.0.1:$P_EDGE/x" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-request-id" { print $2 }')
 	# a malformed request: a debug line with the client only

@@ -281,7 +281,7 @@ run_health() {
 	else
 		t_fail "$v: active check brings it back" "$(grep upstream "$EDGED_LOG" | tail -3)"
 	fi
-	if edged_wait_log "upstream 127.0.0.1:$P_NONE ejected: health check failed 2 times in a row \(last: health check: connect failed\)"; then
+	if edged_wait_log "upstream 127.0.0.1:$P_NONE ejected: health check failed 2 times in a row \(last: health check: connect failed: Connection refused\)"; then
 		t_ok "$v: a TCP check of a port nobody listens on ejects it"
 	else
 		t_fail "$v: TCP check" "$(grep "$P_NONE" "$EDGED_LOG" | tail -3)"

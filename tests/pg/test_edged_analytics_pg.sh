@@ -13,6 +13,12 @@
 #            keeps answering 200, the events over the cap are dropped and
 #            counted (dropped_spool_full), the rest land once it returns:
 #            rows + dropped = requests
+#   diskfull the spool directory on a full disk (a 256 KiB tmpfs; root
+#            only) with the database down: the log says "No space left on
+#            device" and the file, never "spool_max"; nothing is left
+#            half-written; the events the disk could not take are dropped
+#            and counted, the rest land once it returns: rows + dropped =
+#            requests
 #   restart  the database down, edged stopped with events spooled: the
 #            files stay in analytics.spool, and the next edged replays
 #            them at start (a torn and a corrupt file beside them are
@@ -256,6 +262,67 @@ full() {
 	edged_sanitizers_clean "$v: full: sanitizers" || true
 }
 
+# diskfull BIN V: the spool on a 256 KiB tmpfs (spool_max far above it),
+# the database down: the disk fills before the cap
+diskfull() {
+	local bin=$1 v=$2 host="df-$2" spool="$T_TMP/spool-df-$2"
+	local dropped written errs bytes left why="" i
+	if [ "$(id -u)" != 0 ]; then
+		t_skip "$v: diskfull" "mounting a tmpfs needs root"
+		return
+	fi
+	mkdir -p "$spool"
+	if ! mount -t tmpfs -o "size=256k,mode=0700,uid=$(id -u "$RUSER")" \
+		"edge-test-$T_ID" "$spool"; then
+		t_fail "$v: diskfull: mount a 256 KiB tmpfs on $spool"
+		return
+	fi
+	t_cleanup_add "umount -l '$spool'"
+	write_conf "$T_TMP/df.conf" "$host" "$spool"
+	pg_stop
+	if ! edged_start "$bin" "$T_TMP/df.conf"; then
+		t_fail "$v: diskfull: edged starts" "$(tail -5 "$EDGED_LOG")"
+		pg_start
+		umount -l "$spool"
+		return
+	fi
+	client 6000 "$T_TMP/ids" 2>"$T_TMP/client.err" || why="client: $(head -3 "$T_TMP/client.err" | tr '\n' ' ')"
+	edged_wait_log "analytics: pg sink: the disk spool cannot be written: $spool/\.tmp-[0-9]{20}\.spool: (create|write|fsync|close|rename to its name): No space left on device; dropping events" ||
+		why="$why; no 'No space left on device' line naming the file: $(grep 'disk spool' "$EDGED_LOG" | head -3 | tr '\n' ' ')"
+	grep -q 'spool_max' "$EDGED_LOG" && why="$why; the cap blamed: $(grep spool_max "$EDGED_LOG" | head -1)"
+	[ "$(grep -c 'disk spool cannot be written' "$EDGED_LOG")" = 1 ] ||
+		why="$why; said $(grep -c 'disk spool cannot be written' "$EDGED_LOG") times, not once"
+	dropped=$(pgm events_total dropped_spool_full)
+	errs=$(pgm disk_spool_write_errors_total)
+	bytes=$(pgm disk_spool_bytes)
+	left=$(find "$spool" -name '.tmp-*' | wc -l)
+	if [ -z "$why" ] && [ "${dropped:-0}" -gt 0 ] && [ "${errs:-0}" -gt 0 ] &&
+		[ "${bytes:-0}" -gt 0 ] && [ "$bytes" -le $((256 * 1024)) ] && [ "$left" = 0 ]; then
+		t_ok "$v: diskfull: 'No space left on device' and the file said once; $dropped events dropped and counted, $errs failed writes, nothing half-written, $bytes bytes spooled"
+	else
+		t_fail "$v: diskfull: the full disk said and counted" "${why:-dropped $dropped errors $errs bytes $bytes .tmp files $left}"
+	fi
+	pg_start
+	for ((i = 0; i < 240; i++)); do
+		[ $(($(pgm events_total written) + $(pgm events_total dropped_spool_full))) = 6000 ] && break
+		sleep 0.25
+	done
+	written=$(pgm events_total written)
+	dropped=$(pgm events_total dropped_spool_full)
+	if [ "$written" -gt 0 ] && wait_rows "$host" "$written" &&
+		[ $((written + dropped)) = 6000 ] &&
+		[ "$(pgm events_total dropped_shutdown)" = 0 ] &&
+		[ "$(pgm disk_spool_events_total replayed)" = "$(pgm disk_spool_events_total spilled)" ] &&
+		[ "$(pg_val "SELECT count(DISTINCT request_id) FROM request_events WHERE edge_host = '$host'")" = "$written" ]; then
+		t_ok "$v: diskfull: the $written events kept landed once the database returned ($written + $dropped dropped = 6000)"
+	else
+		t_fail "$v: diskfull: the events kept landed" "rows $(rows "$host"), written $written, dropped $dropped, spilled $(pgm disk_spool_events_total spilled) replayed $(pgm disk_spool_events_total replayed)"
+	fi
+	edged_stop 30
+	edged_sanitizers_clean "$v: diskfull: sanitizers" || true
+	umount -l "$spool"
+}
+
 # restart BIN V: events spooled when edged stops are replayed by the next
 restart() {
 	local bin=$1 v=$2 host="rs-$2" spool="$T_TMP/spool-rs-$2" files
@@ -363,6 +430,7 @@ run_all() {
 	outage "$1" "$2"
 	pg_sql "TRUNCATE request_events" >/dev/null
 	full "$1" "$2"
+	diskfull "$1" "$2"
 	restart "$1" "$2"
 	hang "$1" "$2"
 	refused "$1" "$2"

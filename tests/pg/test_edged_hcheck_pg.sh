@@ -251,7 +251,7 @@ run_suite() { # BIN LABEL
 		INSERT INTO domains (domain, environment_id) VALUES ('other.test', 'other-prod');
 		COMMIT;" >/dev/null
 	if edged_wait_log "database: deployment 'd1': health_check: expected a JSON object, found an array; served without a health check" &&
-		edged_wait_log "upstream $HNONE ejected: health check failed 2 times in a row \(last: health check: connect failed\)"; then
+		edged_wait_log "upstream $HNONE ejected: health check failed 2 times in a row \(last: health check: connect failed: Connection refused\)"; then
 		t_ok "$v: an array refused (logged with deployment 'd1'), another project's good check in the same transaction ejects its endpoint"
 	else
 		t_fail "$v: bad value beside a good one" "$(grep -E "database|upstream" "$EDGED_LOG" | tail -4)"

@@ -2,15 +2,18 @@
 /* test_analytics_spool.c - the analytics disk spool: the file format
  * (round trip, every truncation and a flipped bit refused), torn and
  * corrupt files skipped and counted, oldest first across a restart, the
- * cap, and the directory's checks at open. */
+ * cap, a write the file system refuses (told apart from the cap, with
+ * its errno and path), and the directory's checks at open. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,7 +99,7 @@ static int put(struct analytics_spool *s, unsigned first, unsigned n)
 	ck_assert_uint_le(n, 64);
 	for (i = 0; i < n; i++)
 		fill(&ev[i], first + i);
-	return analytics_spool_put(s, ev, n);
+	return analytics_spool_put(s, ev, n, NULL);
 }
 
 /* Peek the oldest file: its first event's number (-1: none) and count. */
@@ -330,7 +333,7 @@ START_TEST(test_cap)
 		if (rc == 0)
 			ok++;
 		else
-			ck_assert_int_eq(rc, -ENOSPC);
+			ck_assert_int_eq(rc, ANALYTICS_SPOOL_FULL);
 	}
 	ck_assert_int_eq(ok, 3);
 	analytics_spool_stats(s, &st);
@@ -341,8 +344,65 @@ START_TEST(test_cap)
 	ck_assert_int_eq(peek_first(s, &n), 0);
 	ck_assert_int_eq(analytics_spool_pop(s), 0);
 	ck_assert_int_eq(put(s, 50, 1), 0);
-	ck_assert_int_eq(put(s, 51, 1), -ENOSPC);
+	ck_assert_int_eq(put(s, 51, 1), ANALYTICS_SPOOL_FULL);
 	ck_assert_int_eq(peek_first(s, &n), 1);
+	analytics_spool_close(s);
+}
+END_TEST
+
+/* A write the file system refuses (here RLIMIT_FSIZE: EFBIG; a full disk
+ * is tests/pg/test_edged_analytics_pg.sh's) is an error with its errno,
+ * the file and the step, never the cap: nothing left behind, counted in
+ * put_errors; the next batch that fits goes in. */
+START_TEST(test_write_error)
+{
+	struct analytics_event ev[64];
+	struct analytics_spool *s;
+	struct analytics_spool_stats st;
+	struct errbuf err = {""};
+	struct rlimit rl, small;
+	char want[192];
+	unsigned i;
+	int rc, set, reset;
+
+	for (i = 0; i < 64; i++)
+		fill(&ev[i], i);
+	s = open_spool(1 << 20);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	small.rlim_cur = 100;
+	small.rlim_max = rl.rlim_max;
+	signal(SIGXFSZ, SIG_IGN);
+	/* no check assertion while the limit holds: check writes its own
+	 * records to a file */
+	set = setrlimit(RLIMIT_FSIZE, &small);
+	rc = analytics_spool_put(s, ev, 64, &err);
+	reset = setrlimit(RLIMIT_FSIZE, &rl);
+	ck_assert_int_eq(set, 0);
+	ck_assert_int_eq(reset, 0);
+	ck_assert_int_eq(rc, -EFBIG);
+	snprintf(want, sizeof(want),
+		 "%s/.tmp-00000000000000000000.spool: "
+		 "write: File too large",
+		 dir);
+	ck_assert_str_eq(err.msg, want);
+	analytics_spool_stats(s, &st);
+	ck_assert_uint_eq(st.put_errors, 1);
+	ck_assert_uint_eq(st.files, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+	ck_assert_uint_eq(count_files(), 0);
+	/* the cap is said as the cap */
+	analytics_spool_close(s);
+	s = open_spool(100);
+	ck_assert_int_eq(analytics_spool_put(s, ev, 64, &err),
+			 ANALYTICS_SPOOL_FULL);
+	ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, "would pass"),
+		      "%s", err.msg);
+	analytics_spool_close(s);
+	s = open_spool(1 << 20);
+	ck_assert_int_eq(analytics_spool_put(s, ev, 64, &err), 0);
+	analytics_spool_stats(s, &st);
+	ck_assert_uint_eq(st.files, 1);
+	ck_assert_uint_eq(st.put_errors, 0);
 	analytics_spool_close(s);
 }
 END_TEST
@@ -404,6 +464,7 @@ int main(void)
 	tcase_add_test(tc, test_order_across_restart);
 	tcase_add_test(tc, test_torn_and_corrupt_skipped);
 	tcase_add_test(tc, test_cap);
+	tcase_add_test(tc, test_write_error);
 	tcase_add_test(tc, test_open_checks);
 	suite_add_tcase(s, tc);
 	return unit_run(s);

@@ -118,6 +118,7 @@ START_TEST(test_listen_never_accept)
 	struct hcheck *h = NULL;
 	struct hcheck_target t;
 	struct upreg_ep *e;
+	char buf[UPREG_WHY_STR_MAX];
 	int fd;
 
 	t = target(port_addr(true, &fd), CONFIG_HC_HTTP, 100);
@@ -125,8 +126,8 @@ START_TEST(test_listen_never_accept)
 	ck_assert_int_eq(hcheck_set(h, &t, 1), 0);
 	e = upreg_get(g, &t.addr);
 	ck_assert(run_until_down(base, e));
-	ck_assert_str_eq(atomic_load(&e->last_error),
-			 "health check: no status line in time");
+	ck_assert_pstr_eq(upreg_last_error(e, buf, sizeof(buf)),
+			  "health check: no status line in time");
 	upreg_put(g, e);
 	hcheck_free(h);
 	upreg_free(g);
@@ -186,6 +187,7 @@ static bool check_backend(const char *head, size_t body_len, const char **why)
 	struct hcheck_target t;
 	struct upreg_ep *e;
 	struct backend b = {.head = head, .body_len = body_len};
+	static char buf[UPREG_WHY_STR_MAX]; /* *why's */
 	struct timeval tv = {0, 100000};
 	time_t end = time(NULL) + 10;
 	bool down;
@@ -203,7 +205,7 @@ static bool check_backend(const char *head, size_t body_len, const char **why)
 	       time(NULL) < end)
 		event_base_loop(base, EVLOOP_ONCE);
 	down = atomic_load(&e->active_down);
-	*why = atomic_load(&e->last_error);
+	*why = upreg_last_error(e, buf, sizeof(buf));
 	ck_assert_msg(down || atomic_load(&b.served) >= 3, "no check ran");
 	upreg_put(g, e);
 	/* first (the sockets of the checks close as the base runs its

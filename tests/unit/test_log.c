@@ -2,7 +2,8 @@
 /* test_log.c - the log module: text lines as they always were, JSON lines
  * (parsed back with jansson) with the connection's context, escaping of
  * whatever a message holds, libbpf's output as debug lines, rate limits
- * per call site (a flood from one site, four threads on one site), the
+ * per call site (a flood from one site, four threads on one site, the
+ * held-back count taken by a timer), the
  * single-thread rate limit (log_rl_allow) and the error buffer. stderr is
  * captured through a pipe (dup2) in each test's own process. */
 #include <bpf/libbpf.h>
@@ -452,6 +453,37 @@ START_TEST(test_site_bucket)
 }
 END_TEST
 
+/* The held-back count said without a next line (a timer asks): only
+ * once the limit lets a line through, never a line counted that was not
+ * held back, and the line it takes counts against the limit. */
+START_TEST(test_site_take_held)
+{
+	struct log_site site = LOG_SITE_INIT(1, 1000);
+	uint64_t sup = 99, t0 = 5000 * MS;
+	unsigned i;
+
+	/* nothing held: nothing to say, and no token spent */
+	ck_assert(!log_site_take_held(&site, t0, &sup));
+	ck_assert(log_site_allow(&site, t0, &sup));
+	ck_assert_uint_eq(sup, 0);
+	for (i = 0; i < 49; i++)
+		ck_assert(!log_site_allow(&site, t0 + i * MS, &sup));
+	/* within the second: not yet, and asking holds nothing back */
+	ck_assert(!log_site_take_held(&site, t0 + 500 * MS, &sup));
+	ck_assert(!log_site_take_held(&site, t0 + 999 * MS, &sup));
+	ck_assert(log_site_take_held(&site, t0 + 1000 * MS, &sup));
+	ck_assert_uint_eq(sup, 49);
+	/* said: nothing more to say, and that line took the second's token */
+	ck_assert(!log_site_take_held(&site, t0 + 1001 * MS, &sup));
+	ck_assert(!log_site_allow(&site, t0 + 1500 * MS, &sup));
+	ck_assert(log_site_take_held(&site, t0 + 2000 * MS, &sup));
+	ck_assert_uint_eq(sup, 1);
+	/* a failure after a quiet spell passes with nothing held */
+	ck_assert(log_site_allow(&site, t0 + 9000 * MS, &sup));
+	ck_assert_uint_eq(sup, 0);
+}
+END_TEST
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -631,6 +663,7 @@ int main(void)
 	tcase_add_test(tc, test_format_parse);
 	tcase_add_test(tc, test_libbpf_is_debug);
 	tcase_add_test(tc, test_site_bucket);
+	tcase_add_test(tc, test_site_take_held);
 	tcase_add_test(tc, test_rl_flood_site);
 	tcase_add_test(tc, test_rl_threads);
 	tcase_set_timeout(tc, 60);

@@ -2,7 +2,8 @@
 /* test_upreg.c - the process-wide endpoint registry seen through two
  * workers' upstream states: one entry per address, admin states (drain,
  * disabled) applied to every worker's selection and pools, ejections
- * counted once, in-flight summed, bounds, and the rendered series. */
+ * counted once, in-flight summed, bounds, the rendered series, the last
+ * failure, and the failures' log limit per endpoint and reason. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "upreg.h"
@@ -165,6 +167,7 @@ START_TEST(test_ejection_once)
 {
 	struct upstream_ep *a, *b;
 	struct upreg_ep *e;
+	char buf[UPREG_WHY_STR_MAX];
 	int i;
 
 	a = pick(w1, 1);
@@ -172,15 +175,18 @@ START_TEST(test_ejection_once)
 	e = upstream_ep_shared(a);
 	ck_assert_str_eq(upreg_health(e), "healthy");
 	for (i = 0; i < 3; i++)
-		upstream_report_why(w1, a, false, T0, "connect failed", true);
+		upstream_report_why(w1, a, false, T0, UPREG_WHY_CONNECT,
+				    ECONNREFUSED);
 	ck_assert_str_eq(upreg_health(e), "ejected");
 	ck_assert_uint_eq(atomic_load(&e->ejections), 1);
 	for (i = 0; i < 3; i++)
-		upstream_report_why(w2, b, false, T0, "connect failed", true);
+		upstream_report_why(w2, b, false, T0, UPREG_WHY_CONNECT_TIMEOUT,
+				    0);
 	ck_assert_uint_eq(atomic_load(&e->ejections), 1);
 	ck_assert_uint_eq(atomic_load(&e->ejected_by), 2);
 	ck_assert_uint_eq(atomic_load(&e->connect_errors), 6);
-	ck_assert_str_eq(atomic_load(&e->last_error), "connect failed");
+	ck_assert_pstr_eq(upreg_last_error(e, buf, sizeof(buf)),
+			  "connect timed out");
 	/* a half-open failure in w1: the same ejection, not a new one */
 	upstream_report(w1, a, false, T0 + 11 * SEC);
 	ck_assert_uint_eq(atomic_load(&e->ejections), 1);
@@ -292,6 +298,147 @@ START_TEST(test_render)
 }
 END_TEST
 
+/* Run fn with stderr going to a file; what it wrote, NUL-terminated (free
+ * it). */
+static char *capture(void (*fn)(void))
+{
+	char path[] = "/tmp/edge-upreg-log.XXXXXX", *buf;
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	off_t n;
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	fn();
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = lseek(fd, 0, SEEK_END);
+	buf = calloc(1, (size_t)n + 1);
+	ck_assert_int_eq(pread(fd, buf, (size_t)n, 0), n);
+	close(fd);
+	return buf;
+}
+
+static size_t said;
+static void say_held(void)
+{
+	said = upreg_log_held(g);
+}
+
+static struct upreg_ep *gone;
+static void put_gone(void)
+{
+	upreg_put(g, gone);
+}
+
+/* Failures' lines: one a second per endpoint and reason, whichever
+ * worker, the count held back said by upreg_log_held once the second is
+ * over (and not before, nor twice); an entry freed says what it held. */
+START_TEST(test_failure_log_limit)
+{
+	struct upreg_ep *a = upstream_ep_shared(pick(w1, 1));
+	struct upreg_ep *b, *c;
+	struct config_addr third = addr(3, 80);
+	uint64_t held = 99;
+	char *out;
+	int i;
+
+	b = upstream_ep_shared(pick(w2, 2));
+	b = upstream_ep_shared(pick(w2, 2)); /* round robin: the other */
+	ck_assert_ptr_ne(a, b);
+	ck_assert(upreg_log_allow(a, UPREG_WHY_CONNECT, &held));
+	ck_assert_uint_eq(held, 0);
+	for (i = 0; i < 49; i++)
+		ck_assert(!upreg_log_allow(a, UPREG_WHY_CONNECT, &held));
+	/* another reason, another endpoint: lines of their own */
+	ck_assert(upreg_log_allow(a, UPREG_WHY_BAD_RESPONSE, &held));
+	ck_assert(upreg_log_allow(b, UPREG_WHY_CONNECT, &held));
+	ck_assert(!upreg_log_allow(b, UPREG_WHY_CONNECT, &held));
+	/* the second is not over: nothing said yet */
+	out = capture(say_held);
+	ck_assert_uint_eq(said, 0);
+	ck_assert_str_eq(out, "");
+	free(out);
+	usleep(1100 * 1000);
+	out = capture(say_held);
+	ck_assert_uint_eq(said, 2);
+	ck_assert_msg(strstr(out, "upstream 10.0.0.1:80: connect failed, and "
+				  "more held back (49 suppressed)\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "upstream 10.0.0.2:80: connect failed, and "
+				  "more held back (1 suppressed)\n"),
+		      "%s", out);
+	free(out);
+	/* said once; and that line took the second's place */
+	out = capture(say_held);
+	ck_assert_uint_eq(said, 0);
+	free(out);
+	ck_assert(!upreg_log_allow(a, UPREG_WHY_CONNECT, &held));
+	/* an entry that goes away says what it held back */
+	c = upreg_get(g, &third);
+	ck_assert(upreg_log_allow(c, UPREG_WHY_RESPONSE_TIMEOUT, &held));
+	for (i = 0; i < 3; i++)
+		ck_assert(
+		    !upreg_log_allow(c, UPREG_WHY_RESPONSE_TIMEOUT, &held));
+	ck_assert_uint_eq(upreg_count(g), 3);
+	gone = c;
+	out = capture(put_gone);
+	ck_assert_uint_eq(upreg_count(g), 2);
+	ck_assert_str_eq(out, "edge: upstream 10.0.0.3:80: no response head "
+			      "in time, and more held back (3 suppressed)\n");
+	free(out);
+	/* a full registry's endpoints (NULL) share one limit */
+	ck_assert(upreg_log_allow(NULL, UPREG_WHY_CONNECT, &held));
+}
+END_TEST
+
+/* The last failure: its reason with the errno's text, when and how long
+ * ago, in the list's JSON; none before the first. */
+START_TEST(test_last_failure)
+{
+	struct upreg_ep *e = upstream_ep_shared(pick(w1, 1));
+	json_t *all, *o;
+	char buf[UPREG_WHY_STR_MAX];
+	time_t now;
+
+	ck_assert_ptr_null(upreg_last_error(e, buf, sizeof(buf)));
+	all = upreg_dump_json(g);
+	o = json_object_get(all, "10.0.0.1:80");
+	ck_assert(json_is_null(json_object_get(o, "last_error")));
+	ck_assert(json_is_null(json_object_get(o, "last_error_age")));
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(o, "last_error_at")), 0);
+	json_decref(all);
+	now = time(NULL);
+	upstream_report_why(w1, pick(w1, 1), false, T0, UPREG_WHY_CONNECT,
+			    ECONNREFUSED);
+	ck_assert_str_eq(upreg_last_error(e, buf, sizeof(buf)),
+			 "connect failed: Connection refused");
+	ck_assert_uint_eq(atomic_load(&e->connect_errors), 1);
+	ck_assert_uint_eq(atomic_load(&e->failures), 1);
+	all = upreg_dump_json(g);
+	o = json_object_get(all, "10.0.0.1:80");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "last_error")),
+			 "connect failed: Connection refused");
+	ck_assert_int_le(
+	    json_integer_value(json_object_get(o, "last_error_age")), 1);
+	ck_assert_int_ge(
+	    json_integer_value(json_object_get(o, "last_error_at")), now);
+	json_decref(all);
+	/* a body's failure: the last failure, not a passive-health one */
+	upreg_set_failure(e, UPREG_WHY_BODY_CLOSED, 0);
+	ck_assert_str_eq(upreg_last_error(e, buf, sizeof(buf)),
+			 "closed before the end of the response body");
+	ck_assert_uint_eq(atomic_load(&e->failures), 1);
+	ck_assert_str_eq(
+	    upreg_why_format(UPREG_WHY_CLOSED, ECONNRESET, buf, sizeof(buf)),
+	    "closed without a response head: Connection reset by "
+	    "peer");
+}
+END_TEST
+
 /* edgectl upstream drain with a hostile endpoint: a short message that
  * quotes the endpoint once (cut), whatever its length. */
 START_TEST(test_ctl_bad_endpoint_message)
@@ -341,6 +488,8 @@ static Suite *upreg_suite(void)
 	tcase_add_test(tc, test_admin_outlives_refs);
 	tcase_add_test(tc, test_bounded);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_failure_log_limit);
+	tcase_add_test(tc, test_last_failure);
 	tcase_add_test(tc, test_ctl_bad_endpoint_message);
 	suite_add_tcase(s, tc);
 	return s;

@@ -519,9 +519,10 @@ void log_debug_ctx(const struct log_ctx *ctx, const char *fmt, ...)
  * GCRA, the token bucket as one timestamp: tat is when the bucket will be
  * full again. A line may go at now while tat - now <= (burst - 1) *
  * interval, and moves tat on by one interval. One CAS publishes that.
+ * A line refused is counted as held back when count says so.
  */
-bool log_site_allow(struct log_site *site, uint64_t now_ns,
-		    uint64_t *suppressed)
+static bool log_site_take(struct log_site *site, uint64_t now_ns,
+			  uint64_t *suppressed, bool count)
 {
 	uint64_t burst = site->burst ? site->burst : 1;
 	uint64_t tau = (burst - 1) * site->interval_ns;
@@ -532,8 +533,9 @@ bool log_site_allow(struct log_site *site, uint64_t now_ns,
 	do {
 		from = tat > now_ns ? tat : now_ns;
 		if (from - now_ns > tau) {
-			atomic_fetch_add_explicit(&site->suppressed, 1,
-						  memory_order_relaxed);
+			if (count)
+				atomic_fetch_add_explicit(&site->suppressed, 1,
+							  memory_order_relaxed);
 			return false;
 		}
 	} while (!atomic_compare_exchange_weak_explicit(
@@ -544,7 +546,24 @@ bool log_site_allow(struct log_site *site, uint64_t now_ns,
 	return true;
 }
 
-static uint64_t log_now_ns(void)
+bool log_site_allow(struct log_site *site, uint64_t now_ns,
+		    uint64_t *suppressed)
+{
+	return log_site_take(site, now_ns, suppressed, true);
+}
+
+bool log_site_take_held(struct log_site *site, uint64_t now_ns,
+			uint64_t *suppressed)
+{
+	if (!atomic_load_explicit(&site->suppressed, memory_order_relaxed))
+		return false;
+	/* a line another thread let through meanwhile may have taken the
+	 * count: then the token is spent, harmlessly */
+	return log_site_take(site, now_ns, suppressed, false) &&
+	       *suppressed != 0;
+}
+
+uint64_t log_clock_ns(void)
 {
 	struct timespec ts;
 
@@ -563,8 +582,18 @@ static void log_site_vemit(struct log_site *site, enum log_level lvl,
 
 	if (lvl == LOG_LEVEL_DEBUG && !log_is_verbose)
 		return;
-	if (log_site_allow(site, log_now_ns(), &suppressed))
+	if (log_site_allow(site, log_clock_ns(), &suppressed))
 		log_emit(lvl, ctx, errnum, suppressed, fmt, ap);
+}
+
+void log_warnx_held(const struct log_ctx *ctx, uint64_t suppressed,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit(LOG_LEVEL_WARN, ctx, 0, suppressed, fmt, ap);
+	va_end(ap);
 }
 
 void log_site_warnx(struct log_site *site, const struct log_ctx *ctx,

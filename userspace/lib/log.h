@@ -171,6 +171,24 @@ struct log_site {
 bool log_site_allow(struct log_site *site, uint64_t now_ns,
 		    uint64_t *suppressed);
 
+/* Whether site holds back lines that no line has counted yet and its
+ * limit lets a line through at now_ns: if so, *suppressed is their count
+ * (reset to 0), and the line that says so is the caller's to write (it
+ * counts against the limit as one). For a held-back count that must not
+ * wait for a next line that may never come: a timer asks. Thread-safe. */
+bool log_site_take_held(struct log_site *site, uint64_t now_ns,
+			uint64_t *suppressed);
+
+/* Now on the clock the limits run on (monotonic, ns; a few ms of
+ * resolution). */
+uint64_t log_clock_ns(void);
+
+/* log_warnx_ctx for a line that a limit of the caller's let through,
+ * written with the count that limit held back before it (0: none) as
+ * log_site_warnx writes it. */
+void log_warnx_held(const struct log_ctx *ctx, uint64_t suppressed,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* log_warnx_ctx, log_warn_ctx, log_note_ctx, log_debug_ctx through site's
  * limit (ctx may be NULL). Thread-safe. */
 void log_site_warnx(struct log_site *site, const struct log_ctx *ctx,
