@@ -1263,6 +1263,47 @@ static int edged_load(const char *path, struct config **cfg,
 }
 
 /*
+ * The configuration's path as an absolute one in *out (malloc'd), for
+ * every later reload: a detached edged runs in "/". The path is kept as
+ * written, joined to the working directory, and never resolved, so that
+ * a reload reads what the name then holds (a file renamed into place, a
+ * symbolic link moved). Returns 0 or -errno with the reason logged.
+ */
+static int edged_abs_path(const char *path, char **out)
+{
+	char *cwd;
+
+	*out = NULL;
+	if (path[0] == '/') {
+		*out = strdup(path);
+		if (!*out)
+			goto nomem;
+		return 0;
+	}
+	while (path[0] == '.' && path[1] == '/')
+		path += 2 + strspn(path + 2, "/");
+	cwd = getcwd(NULL, 0);
+	if (!cwd) {
+		int rc = -errno;
+
+		log_warnx("%s: the working directory, to which the "
+			  "configuration's path is relative, cannot be "
+			  "named: %s",
+			  path, strerror(-rc));
+		return rc;
+	}
+	if (asprintf(out, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "",
+		     path) < 0)
+		*out = NULL;
+	free(cwd);
+	if (*out)
+		return 0;
+nomem:
+	log_warnx("%s: out of memory", path);
+	return -ENOMEM;
+}
+
+/*
  * edged --check: every error of the file (config_load_all), then, when
  * it loads, the certificates (as whoever runs the check) and the host
  * (config_host_check, unless host is false, as for --check-file: the
@@ -1340,6 +1381,7 @@ int main(int argc, char **argv)
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
+	char *conf_abs = NULL;
 	bool check = false, foreground = false, verbose = false, sw = false;
 	bool check_host = true;
 	unsigned i;
@@ -1383,8 +1425,13 @@ int main(int argc, char **argv)
 	log_init("edged", verbose);
 	if (check)
 		return edged_check(d.conf_path, check_host);
-	if (edged_load(d.conf_path, &d.cfg, &src))
+	if (edged_abs_path(d.conf_path, &conf_abs))
 		return 1;
+	d.conf_path = conf_abs;
+	if (edged_load(d.conf_path, &d.cfg, &src)) {
+		free(conf_abs);
+		return 1;
+	}
 	log_set_format(d.cfg->log_format);
 	print_warnings(d.cfg);
 
@@ -1396,6 +1443,7 @@ int main(int argc, char **argv)
 			  "journal) or start a syslog daemon");
 		config_free(d.cfg);
 		route_src_free(src);
+		free(conf_abs);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -1640,5 +1688,6 @@ out:
 	route_src_free(src);
 	tcproute_free(d.tcp);
 	notify_close();
+	free(conf_abs);
 	return status;
 }
