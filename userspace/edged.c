@@ -1303,9 +1303,46 @@ nomem:
 	return -ENOMEM;
 }
 
+static int edged_check_tls_fn(void *arg, struct errbuf *err)
+{
+	struct tls_store *st;
+	int rc;
+
+	rc = tls_store_new(arg, &st, err);
+	if (rc == 0)
+		tls_store_put(st);
+	return rc;
+}
+
+/*
+ * The certificates of cfg as edged reads them: as its user, once it has
+ * dropped to it (config_host_as_user), when the check runs as root and
+ * the user exists; else as the caller. A file only root can read is
+ * reported as such, naming the user. Adds what failed to errs.
+ */
+static void edged_check_tls(const struct config *cfg, struct config_errs *errs)
+{
+	struct passwd *pw = geteuid() == 0 ? getpwnam(cfg->user) : NULL;
+	struct errbuf err, rerr;
+
+	if (pw && pw->pw_uid == 0)
+		pw = NULL;
+	if (!config_host_as_user(pw, edged_check_tls_fn, (void *)&cfg->tls,
+				 &err))
+		return;
+	/* what root could read: say it is the user's access */
+	if (pw && edged_check_tls_fn((void *)&cfg->tls, &rerr) == 0)
+		config_errs_add(errs,
+				"%s [checked as user \"%s\", as edged reads "
+				"it; root can]",
+				err.msg, cfg->user);
+	else
+		config_errs_add(errs, "%s", pw ? rerr.msg : err.msg);
+}
+
 /*
  * edged --check: every error of the file (config_load_all), then, when
- * it loads, the certificates (as whoever runs the check) and the host
+ * it loads, the certificates (as edged's user: edged_check_tls) and the host
  * (config_host_check, unless host is false, as for --check-file: the
  * user, the directories, the listen addresses),
  * each error on a line of its own, then a count. Returns the exit code:
@@ -1317,7 +1354,6 @@ static int edged_check(const char *path, bool host)
 	struct config_errs *notes = calloc(1, sizeof(*notes));
 	struct route_src *src = NULL;
 	struct config *cfg = NULL;
-	struct errbuf err;
 	size_t i, n;
 	int rc;
 
@@ -1332,15 +1368,8 @@ static int edged_check(const char *path, bool host)
 		config_errs_add(errs, "%s: %s", path, strerror(-rc));
 	if (rc == 0) {
 		print_warnings(cfg);
-		if (cfg->tls.n_listen) {
-			struct tls_store *st;
-
-			errbuf_clear(&err);
-			if (tls_store_new(&cfg->tls, &st, &err))
-				config_errs_add(errs, "%s", err.msg);
-			else
-				tls_store_put(st);
-		}
+		if (cfg->tls.n_listen)
+			edged_check_tls(cfg, errs);
 		if (host)
 			config_host_check(cfg, errs, notes);
 	}
