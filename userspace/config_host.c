@@ -52,8 +52,8 @@ struct host_answer {
 	char msg[ERRBUF_LEN];
 };
 
-int config_host_as_user(const struct passwd *pw, config_host_fn fn,
-			void *arg, struct errbuf *err)
+int config_host_as_user(const struct passwd *pw, config_host_fn fn, void *arg,
+			struct errbuf *err)
 {
 	struct host_answer a;
 	size_t got = 0;

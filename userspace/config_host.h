@@ -45,7 +45,7 @@ typedef int (*config_host_fn)(void *arg, struct errbuf *err);
  * right here as the caller. Returns fn's result, or -errno with err set
  * when the child could not run it.
  */
-int config_host_as_user(const struct passwd *pw, config_host_fn fn,
-			void *arg, struct errbuf *err);
+int config_host_as_user(const struct passwd *pw, config_host_fn fn, void *arg,
+			struct errbuf *err);
 
 #endif /* EDGE_CONFIG_HOST_H */

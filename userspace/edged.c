@@ -1292,8 +1292,7 @@ static int edged_abs_path(const char *path, char **out)
 			  path, strerror(-rc));
 		return rc;
 	}
-	if (asprintf(out, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "",
-		     path) < 0)
+	if (asprintf(out, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", path) < 0)
 		*out = NULL;
 	free(cwd);
 	if (*out)
