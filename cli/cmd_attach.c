@@ -387,57 +387,69 @@ static int att_detach_all(struct ctl *c, uint64_t self, uint64_t init)
 {
 	char where[NETNS_NAME_MAX + 80];
 	struct if_nameindex *all, *it;
-	struct state_iface f;
+	struct state_iface *recs = NULL, *f;
 	bool failed = false;
-	size_t i = 0, n = 0;
+	size_t i, nrec = c->st.n_ifaces, n = 0;
 	int fd, back, ret;
 
-	while (i < c->st.n_ifaces) {
+	/* the records as loaded: each done changes c->st */
+	if (nrec && !(recs = malloc(nrec * sizeof(*recs)))) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	if (nrec)
+		memcpy(recs, c->st.ifaces, nrec * sizeof(*recs));
+	for (i = 0; i < nrec; i++) {
 		uint64_t ns;
 
-		f = c->st.ifaces[i];
-		ns = att_rec_netns(&f, init);
+		f = &recs[i];
+		ns = att_rec_netns(f, init);
+		att_where(f, init, where, sizeof(where));
 		if (ns == self || !ns) {
-			ret = att_detach_here(c, f.name, ns, init, "");
+			ret = att_detach_here(c, f->name, ns, init, "");
 		} else if ((fd = netns_open(ns)) == -ENOENT) {
-			att_where(&f, init, where, sizeof(where));
-			state_iface_del(&c->st, f.name, ns, init);
-			if (ctl_change(c, NULL, NULL) != CTL_OK)
-				ret = ATT_DET_FAILED;
-			else {
+			state_iface_del(&c->st, f->name, ns, init);
+			ret = ATT_DET_FAILED;
+			if (ctl_change(c, NULL, NULL) == CTL_OK) {
 				log_note("forgot %s%s: that namespace is gone",
-					 f.name, where);
+					 f->name, where);
 				ret = ATT_DET_FORGOTTEN;
 			}
 		} else if (fd < 0 || (ret = netns_enter(fd, &back)) < 0) {
-			att_where(&f, init, where, sizeof(where));
 			log_warnx("cannot enter the %s of %s: %s", where + 4,
-				  f.name, strerror(fd < 0 ? -fd : -ret));
+				  f->name, strerror(fd < 0 ? -fd : -ret));
 			if (fd >= 0)
 				close(fd);
 			ret = ATT_DET_FAILED;
 		} else {
 			close(fd);
-			att_where(&f, init, where, sizeof(where));
-			ret = att_detach_here(c, f.name, ns, init, where);
+			ret = att_detach_here(c, f->name, ns, init, where);
 			if (netns_leave(back)) {
 				log_warnx("cannot go back to this network "
 					  "namespace: stopping");
+				free(recs);
 				return CTL_FAIL;
 			}
 		}
-		if (ret == ATT_DET_FAILED || ret == ATT_DET_NOT_THERE) {
+		if (ret == ATT_DET_FAILED) {
+			/* kept: the state file still has it, and so must
+			 * every later write of c->st */
 			failed = true;
-			i++; /* kept in the state */
+			if (!state_iface_find(&c->st, f->name, ns, init) &&
+			    state_iface_set(&c->st, f, init))
+				log_warnx("out of memory");
 		}
 		n += ret == ATT_DET_DONE;
 	}
-	/* edge on an interface of this namespace that is not recorded */
+	free(recs);
+	/* edge on an interface of this namespace that is not recorded (one
+	 * whose record failed above is left as it is) */
 	all = if_nameindex();
 	for (it = all; it && it->if_index; it++) {
 		struct attach_info info;
 
-		if (attach_query((int)it->if_index, &info, NULL) ||
+		if (state_iface_find(&c->st, it->if_name, self, init) ||
+		    attach_query((int)it->if_index, &info, NULL) ||
 		    !info.attached)
 			continue;
 		snprintf(where, sizeof(where), " (not recorded in the state)");
