@@ -50,6 +50,16 @@ static int att_ifindex(const char *name)
 	return ifindex;
 }
 
+/* The namespace an older file's record (no netns) is taken to be in:
+ * PID 1's, or this one's when PID 1's cannot be read (a process without
+ * CAP_SYS_PTRACE, such as edge-attach@'s unit, or in a container). */
+static uint64_t att_init(uint64_t self)
+{
+	uint64_t init = netns_init();
+
+	return init ? init : self;
+}
+
 /* mkdir -p on bpffs. 0711: others may look a pin up (stat) but neither
  * list the directory nor open a pin (0600, and CAP_BPF besides), so that
  * an unprivileged edged can tell the pins were replaced and say so. */
@@ -253,7 +263,7 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	ifc.netns = netns_self();
 	netns_name(ifc.netns, ifc.netns_name, sizeof(ifc.netns_name));
 	errbuf_clear(&err);
-	ret = state_iface_set(&c->st, &ifc, netns_init());
+	ret = state_iface_set(&c->st, &ifc, att_init(ifc.netns));
 	if (ret)
 		errbuf_set(&err, "out of memory");
 	else
@@ -362,7 +372,7 @@ static enum att_det att_detach_here(struct ctl *c, const char *name,
 	return ATT_DET_DONE;
 }
 
-/* The namespace a record is in (an older file's record: PID 1's). */
+/* The namespace a record is in (an older file's record: att_init's). */
 static uint64_t att_rec_netns(const struct state_iface *f, uint64_t init)
 {
 	return f->netns ? f->netns : init;
@@ -502,7 +512,7 @@ int cmd_detach(struct ctl *c, int argc, char **argv)
 	if (ret)
 		return ret;
 	self = netns_self();
-	init = netns_init();
+	init = att_init(self);
 	if (all) {
 		ret = att_detach_all(c, self, init);
 		goto unpin;
@@ -603,7 +613,7 @@ static int status_ifaces(struct ctl *c, struct status_iface **out, size_t *n)
 {
 	struct if_nameindex *all, *it;
 	uint32_t ours = c->attached ? attach_map_id(&c->pins) : 0;
-	uint64_t self = netns_self(), init = netns_init();
+	uint64_t self = netns_self(), init = att_init(self);
 	size_t i;
 	int k;
 

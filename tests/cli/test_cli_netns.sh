@@ -7,7 +7,8 @@
 # status shows each recorded interface as it is in its own namespace, and
 # one whose namespace is gone as stale; detach --all, from any namespace,
 # takes edge off every recorded interface in its namespace, forgets those
-# of a namespace that is gone, and unpins the maps, the rules kept.
+# of a namespace that is gone, and unpins the maps, the rules kept; a
+# record an older edgectl wrote (no namespace) still loads.
 #
 #   B=build bash tests/cli/test_cli_netns.sh
 #   EDGECTL=build/asan/edgectl bash tests/cli/test_cli_netns.sh
@@ -188,6 +189,17 @@ if [ "$rc" = 0 ] && grep -qx "detached edge from ena0 (not recorded in the state
 else
 	t_fail "detach --all, unrecorded" "exit $rc: $(tr '\n' '|' <"$T_TMP/out")"
 fi
+# a record an older edgectl wrote (no netns) is this namespace's here
+python3 - "$STATE" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+st["interfaces"] = [{"name": "nosuch0", "ifindex": 99, "mode": "native",
+                     "prog_id": 1, "attached_at": 1}]
+json.dump(st, open(sys.argv[1], "w"))
+PY
+expect "an older state file's record: status shows it here, stale" 0 \
+	"stale: interface is gone" "$E" status
+expect "detach --all forgets it" 0 "forgot nosuch0, which no longer exists" "$E" detach --all
 if grep -q "AddressSanitizer\|LeakSanitizer\|runtime error" "$T_TMP/out"; then
 	t_fail "sanitizers" "$(grep -m1 'Sanitizer\|runtime error' "$T_TMP/out")"
 fi

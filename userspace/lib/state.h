@@ -41,7 +41,7 @@ struct state_iface {
 	uint32_t prog_id;
 	int64_t attached_at; /* unix seconds */
 	/* the namespace's inode (netns.h); 0 in a file an older edgectl
-	 * wrote, which is taken as PID 1's namespace */
+	 * wrote: the caller says which namespace that is (init) */
 	uint64_t netns;
 	char netns_name[NETNS_NAME_MAX]; /* its name then, "" for none */
 };
