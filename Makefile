@@ -234,7 +234,7 @@ bench-splice:
 	bench/splice/run
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h userspace/*.c userspace/*.h userspace/*/*.c userspace/*/*.h cli/*.c cli/*.h tests/*/*.c tests/*/*.h bench/*.h bench/*/*.c)
-SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run debian/edge.postinst debian/edge.postrm dist/bash-completion/edgectl dist/bash-completion/edged $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
+SH_FILES := scripts/install-deps scripts/demo scripts/sql2c tests/run debian/edge.postinst debian/edge.prerm debian/edge.postrm dist/bash-completion/edgectl dist/bash-completion/edged $(wildcard tests/*.sh tests/*/*.sh vmtest/run vmtest/selftest vmtest/*.sh bench/*/run .ci/run)
 lint:
 	scripts/install-deps --lint
 	clang-format --dry-run --Werror $(C_FILES)

@@ -6,6 +6,9 @@
  * attach fills the pinned maps from the state before the program first
  * runs, so a (re)attach never opens a window in which saved rules are
  * missing. detach unpins the maps once no program uses them any more.
+ * An interface is recorded with the network namespace it was attached
+ * in: detach acts in its own namespace only, and detach --all enters
+ * each recorded one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +23,7 @@
 
 #include "attach.h"
 #include "edgectl.h"
+#include "netns.h"
 #include "utf8.h"
 
 /* One interface argument, checked for length. */
@@ -44,6 +48,16 @@ static int att_ifindex(const char *name)
 	if (!ifindex)
 		log_warnx("no such interface: %s", name);
 	return ifindex;
+}
+
+/* The namespace an older file's record (no netns) is taken to be in:
+ * PID 1's, or this one's when PID 1's cannot be read (a process without
+ * CAP_SYS_PTRACE, such as edge-attach@'s unit, or in a container). */
+static uint64_t att_init(uint64_t self)
+{
+	uint64_t init = netns_init();
+
+	return init ? init : self;
 }
 
 /* mkdir -p on bpffs. 0711: others may look a pin up (stat) but neither
@@ -246,8 +260,10 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	ifc.mode = info.mode;
 	ifc.prog_id = info.prog_id;
 	ifc.attached_at = c->now;
+	ifc.netns = netns_self();
+	netns_name(ifc.netns, ifc.netns_name, sizeof(ifc.netns_name));
 	errbuf_clear(&err);
-	ret = state_iface_set(&c->st, &ifc);
+	ret = state_iface_set(&c->st, &ifc, att_init(ifc.netns));
 	if (ret)
 		errbuf_set(&err, "out of memory");
 	else
@@ -281,101 +297,280 @@ int cmd_attach(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
-int cmd_detach(struct ctl *c, int argc, char **argv)
+/* What att_detach_here did. */
+enum att_det {
+	ATT_DET_DONE,	      /* edge taken off, the record forgotten */
+	ATT_DET_FORGOTTEN,    /* no such interface: its record forgotten */
+	ATT_DET_NOT_THERE,    /* no such interface, nor a record of it */
+	ATT_DET_NOT_ATTACHED, /* edge was not on it (a record forgotten) */
+	ATT_DET_FAILED,	      /* nothing changed, said why */
+};
+
+/*
+ * Take edge off interface name of the network namespace this thread is
+ * in, and forget its record there (ns, as state_iface_find takes it):
+ * the state without it is written first, put in place once the program
+ * is off. where (" in network namespace blue, inode N" or "") follows
+ * the name in messages. Prints what it did.
+ */
+static enum att_det att_detach_here(struct ctl *c, const char *name,
+				    uint64_t ns, uint64_t init,
+				    const char *where)
 {
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct errbuf err = {""};
 	struct state_pending sp;
-	bool known, unpinned = false;
-	int ifindex, o, ret;
-	const char *name;
+	bool known;
+	int ifindex = 0, ret;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, "detach")) != -1) {
-		if (o == 'h')
-			return ctl_usage_print("detach");
-		return CTL_USAGE;
-	}
-	ret = att_iface_arg("detach", argc, argv);
-	if (ret)
-		return ret;
-	name = argv[optind];
-
-	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
-	if (ret)
-		return ret;
-	known = state_iface_del(&c->st, name) == 0;
-	ifindex = att_ifindex(name);
+	known = state_iface_del(&c->st, name, ns, init) == 0;
+	if (strlen(name) < IF_NAMESIZE)
+		ifindex = (int)if_nametoindex(name);
 	if (!ifindex) {
-		if (known && ctl_change(c, NULL, NULL) == CTL_OK)
-			log_note("forgot %s, which no longer exists", name);
-		att_unpin_if_unused(c, &unpinned);
-		return CTL_FAIL;
+		if (!known)
+			return ATT_DET_NOT_THERE;
+		if (ctl_change(c, NULL, NULL) != CTL_OK)
+			return ATT_DET_FAILED;
+		log_note("forgot %s%s, which no longer exists", name, where);
+		return ATT_DET_FORGOTTEN;
 	}
 	/* the state without the interface is written first: when it cannot
 	 * be, edge stays on the interface */
 	ret = state_prepare(&sp, c->state_path, &c->st, &err);
 	if (ret) {
-		log_warnx("%s; nothing was changed: edge stays attached to %s",
-			  err.msg, name);
-		return CTL_FAIL;
+		log_warnx("%s; nothing was changed: edge stays attached to "
+			  "%s%s",
+			  err.msg, name, where);
+		return ATT_DET_FAILED;
 	}
 	ret = attach_detach(ifindex, &err);
 	if (ret == -ENOENT) {
-		log_warnx("edge is not attached to %s", name);
+		log_warnx("edge is not attached to %s%s", name, where);
 		errbuf_clear(&err);
 		if (!known)
 			state_abort(&sp);
 		else if (state_commit(&sp, &err) || err.msg[0])
 			log_warnx("%s", err.msg);
-		att_unpin_if_unused(c, &unpinned);
-		return CTL_FAIL;
+		return ATT_DET_NOT_ATTACHED;
 	}
 	if (ret) {
 		state_abort(&sp);
 		log_warnx("%s", err.msg);
-		return CTL_FAIL;
+		return ATT_DET_FAILED;
 	}
 	errbuf_clear(&err);
 	ret = state_commit(&sp, &err);
 	if (ret) {
-		log_warnx("edge was detached from %s, but %s: the state file "
+		log_warnx("edge was detached from %s%s, but %s: the state file "
 			  "still lists %s (status shows it stale; the next "
 			  "'edgectl detach %s' forgets it)",
-			  name, err.msg, name, name);
-		return CTL_FAIL;
+			  name, where, err.msg, name, name);
+		return ATT_DET_FAILED;
 	}
 	if (err.msg[0])
 		log_warnx("warning: %s", err.msg);
+	printf("detached edge from %s%s\n", name, where);
+	return ATT_DET_DONE;
+}
+
+/* The namespace a record is in (an older file's record: att_init's). */
+static uint64_t att_rec_netns(const struct state_iface *f, uint64_t init)
+{
+	return f->netns ? f->netns : init;
+}
+
+/* " in DESCRIPTION" of a record's namespace, for messages. */
+static const char *att_where(const struct state_iface *f, uint64_t init,
+			     char *buf, size_t len)
+{
+	char d[NETNS_NAME_MAX + 64];
+
+	snprintf(buf, len, " in %s",
+		 netns_describe(att_rec_netns(f, init), f->netns_name, d,
+				sizeof(d)));
+	return buf;
+}
+
+/* edgectl detach --all: every recorded interface, each in its own
+ * namespace (one that is gone: its records forgotten), then every
+ * interface of this namespace edge still runs on. */
+static int att_detach_all(struct ctl *c, uint64_t self, uint64_t init)
+{
+	char where[NETNS_NAME_MAX + 80];
+	struct if_nameindex *all, *it;
+	struct state_iface *recs = NULL, *f;
+	bool failed = false;
+	size_t i, nrec = c->st.n_ifaces, n = 0;
+	int fd, back, ret;
+
+	/* the records as loaded: each done changes c->st */
+	if (nrec && !(recs = malloc(nrec * sizeof(*recs)))) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	if (nrec)
+		memcpy(recs, c->st.ifaces, nrec * sizeof(*recs));
+	for (i = 0; i < nrec; i++) {
+		uint64_t ns;
+
+		f = &recs[i];
+		ns = att_rec_netns(f, init);
+		att_where(f, init, where, sizeof(where));
+		if (ns == self || !ns) {
+			ret = att_detach_here(c, f->name, ns, init, "");
+		} else if ((fd = netns_open(ns)) == -ENOENT) {
+			state_iface_del(&c->st, f->name, ns, init);
+			ret = ATT_DET_FAILED;
+			if (ctl_change(c, NULL, NULL) == CTL_OK) {
+				log_note("forgot %s%s: that namespace is gone",
+					 f->name, where);
+				ret = ATT_DET_FORGOTTEN;
+			}
+		} else if (fd < 0 || (ret = netns_enter(fd, &back)) < 0) {
+			log_warnx("cannot enter the %s of %s: %s", where + 4,
+				  f->name, strerror(fd < 0 ? -fd : -ret));
+			if (fd >= 0)
+				close(fd);
+			ret = ATT_DET_FAILED;
+		} else {
+			close(fd);
+			ret = att_detach_here(c, f->name, ns, init, where);
+			if (netns_leave(back)) {
+				log_warnx("cannot go back to this network "
+					  "namespace: stopping");
+				free(recs);
+				return CTL_FAIL;
+			}
+		}
+		if (ret == ATT_DET_FAILED) {
+			/* kept: the state file still has it, and so must
+			 * every later write of c->st */
+			failed = true;
+			if (!state_iface_find(&c->st, f->name, ns, init) &&
+			    state_iface_set(&c->st, f, init))
+				log_warnx("out of memory");
+		}
+		n += ret == ATT_DET_DONE;
+	}
+	free(recs);
+	/* edge on an interface of this namespace that is not recorded (one
+	 * whose record failed above is left as it is) */
+	all = if_nameindex();
+	for (it = all; it && it->if_index; it++) {
+		struct attach_info info;
+
+		if (state_iface_find(&c->st, it->if_name, self, init) ||
+		    attach_query((int)it->if_index, &info, NULL) ||
+		    !info.attached)
+			continue;
+		snprintf(where, sizeof(where), " (not recorded in the state)");
+		ret = att_detach_here(c, it->if_name, self, init, where);
+		if (ret == ATT_DET_FAILED)
+			failed = true;
+		n += ret == ATT_DET_DONE;
+	}
+	if (all)
+		if_freenameindex(all);
+	if (!n && !failed)
+		printf("edge is attached to no interface\n");
+	return failed ? CTL_FAIL : CTL_OK;
+}
+
+int cmd_detach(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"all", no_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	char where[NETNS_NAME_MAX + 80];
+	bool all = false, unpinned = false;
+	uint64_t self, init;
+	size_t i, others = 0;
+	int o, ret;
+	enum att_det det;
+	const char *name;
+
+	optind = 0;
+	while ((o = ctl_getopt(argc, argv, ":h", opts, "detach")) != -1) {
+		if (o == 'a')
+			all = true;
+		else if (o == 'h')
+			return ctl_usage_print("detach");
+		else
+			return CTL_USAGE;
+	}
+	if (all && optind < argc)
+		return ctl_usage_error(
+		    "detach", "detach: --all takes no interface ('%s')",
+		    argv[optind]);
+	if (!all) {
+		ret = att_iface_arg("detach", argc, argv);
+		if (ret)
+			return ret;
+	}
+	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
+	if (ret)
+		return ret;
+	self = netns_self();
+	init = att_init(self);
+	if (all) {
+		ret = att_detach_all(c, self, init);
+		goto unpin;
+	}
+	name = argv[optind];
+	/* the same name recorded in other namespaces: theirs, not this one's */
+	for (i = 0; i < c->st.n_ifaces; i++)
+		if (strcmp(c->st.ifaces[i].name, name) == 0 &&
+		    att_rec_netns(&c->st.ifaces[i], init) != self)
+			others++;
+	det = att_detach_here(c, name, self, init, "");
+	ret = det == ATT_DET_DONE ? CTL_OK : CTL_FAIL;
+	if (det == ATT_DET_NOT_THERE || det == ATT_DET_FORGOTTEN)
+		log_warnx("no such interface: %s (here, in %s)", name,
+			  netns_describe(self, NULL, where, sizeof(where)));
+	for (i = 0; others && i < c->st.n_ifaces; i++) {
+		const struct state_iface *f = &c->st.ifaces[i];
+
+		if (strcmp(f->name, name) || att_rec_netns(f, init) == self)
+			continue;
+		att_where(f, init, where, sizeof(where));
+		log_note("%s%s is another interface: left attached and "
+			 "recorded (detach it there, e.g. nsenter "
+			 "--net=%s/%s edgectl detach %s, or edgectl detach "
+			 "--all)",
+			 name, where, NETNS_RUN_DIR,
+			 f->netns_name[0] ? f->netns_name : "NAME", name);
+	}
+unpin:
 	att_unpin_if_unused(c, &unpinned);
-	printf("detached edge from %s\n", name);
 	if (unpinned)
 		printf("edge is attached nowhere now: maps unpinned from %s "
 		       "(rules stay saved in %s)\n",
 		       c->pin_dir, c->state_path);
-	return CTL_OK;
+	return ret;
 }
 
 /* ---- status ------------------------------------------------------- */
 
 struct status_iface {
 	char name[IF_NAMESIZE];
-	int ifindex; /* now; 0 when gone */
+	uint64_t netns;			 /* the namespace it is in */
+	char netns_name[NETNS_NAME_MAX]; /* its name ("" for none) */
+	bool here;			 /* this process's namespace */
+	int ifindex;			 /* now; 0 when gone */
 	struct attach_info info;
 	bool recorded;	       /* in the state */
 	const char *condition; /* "attached", "stale: ..." */
 };
 
-static int status_add(struct status_iface **v, size_t *n, const char *name)
+static int status_add(struct status_iface **v, size_t *n, const char *name,
+		      uint64_t netns)
 {
 	struct status_iface *nv;
 	size_t i;
 
 	for (i = 0; i < *n; i++)
-		if (strcmp((*v)[i].name, name) == 0)
+		if (strcmp((*v)[i].name, name) == 0 && (*v)[i].netns == netns)
 			return (int)i;
 	nv = realloc(*v, (*n + 1) * sizeof(*nv));
 	if (!nv)
@@ -383,24 +578,56 @@ static int status_add(struct status_iface **v, size_t *n, const char *name)
 	*v = nv;
 	memset(&nv[*n], 0, sizeof(nv[*n]));
 	snprintf(nv[*n].name, sizeof(nv[*n].name), "%s", name);
+	nv[*n].netns = netns;
 	return (int)(*n)++;
 }
 
-/* Every interface that is recorded or has edge on it, with its status. */
+/* s->ifindex and s->info of an interface of another namespace, looked at
+ * from inside it; the condition when that cannot be done. */
+static void status_foreign(struct status_iface *s)
+{
+	int fd = netns_open(s->netns), back;
+
+	if (fd == -ENOENT) {
+		s->condition = "stale: its network namespace is gone";
+		return;
+	}
+	if (fd < 0 || netns_enter(fd, &back)) {
+		s->condition = "in another network namespace (not looked at: "
+			       "cannot enter it)";
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	s->ifindex = (int)if_nametoindex(s->name);
+	if (s->ifindex)
+		attach_query(s->ifindex, &s->info, NULL);
+	if (netns_leave(back))
+		log_warnx("cannot go back to this network namespace");
+}
+
+/* Every interface that is recorded (in its network namespace) or has
+ * edge on it here, with its status. */
 static int status_ifaces(struct ctl *c, struct status_iface **out, size_t *n)
 {
 	struct if_nameindex *all, *it;
 	uint32_t ours = c->attached ? attach_map_id(&c->pins) : 0;
+	uint64_t self = netns_self(), init = att_init(self);
 	size_t i;
 	int k;
 
 	*out = NULL;
 	*n = 0;
 	for (i = 0; i < c->st.n_ifaces; i++) {
-		k = status_add(out, n, c->st.ifaces[i].name);
+		const struct state_iface *f = &c->st.ifaces[i];
+
+		k = status_add(out, n, f->name, att_rec_netns(f, init));
 		if (k < 0)
 			return k;
 		(*out)[k].recorded = true;
+		snprintf((*out)[k].netns_name, sizeof((*out)[k].netns_name),
+			 "%s", f->netns_name);
 	}
 	all = if_nameindex();
 	for (it = all; it && it->if_index; it++) {
@@ -409,7 +636,7 @@ static int status_ifaces(struct ctl *c, struct status_iface **out, size_t *n)
 		if (attach_query((int)it->if_index, &info, NULL) ||
 		    !info.attached)
 			continue;
-		k = status_add(out, n, it->if_name);
+		k = status_add(out, n, it->if_name, self);
 		if (k < 0) {
 			if_freenameindex(all);
 			return k;
@@ -420,9 +647,19 @@ static int status_ifaces(struct ctl *c, struct status_iface **out, size_t *n)
 	for (i = 0; i < *n; i++) {
 		struct status_iface *s = &(*out)[i];
 
-		s->ifindex = (int)if_nametoindex(s->name);
-		if (s->ifindex)
-			attach_query(s->ifindex, &s->info, NULL);
+		s->here = s->netns == self;
+		if (!s->netns_name[0])
+			netns_name(s->netns, s->netns_name,
+				   sizeof(s->netns_name));
+		if (!s->here) {
+			status_foreign(s);
+			if (s->condition)
+				continue;
+		} else {
+			s->ifindex = (int)if_nametoindex(s->name);
+			if (s->ifindex)
+				attach_query(s->ifindex, &s->info, NULL);
+		}
 		if (!s->ifindex)
 			s->condition = "stale: interface is gone";
 		else if (!s->info.attached)
@@ -534,16 +771,20 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 
 			json_array_append_new(
 			    jifs,
-			    json_pack("{s:s,s:o,s:b,s:s,s:o,s:s}", "name",
-				      s->name, "ifindex",
-				      s->ifindex ? json_integer(s->ifindex)
+			    json_pack(
+				"{s:s,s:o,s:b,s:s,s:o,s:s,s:I,s:o,s:b}", "name",
+				s->name, "ifindex",
+				s->ifindex ? json_integer(s->ifindex)
+					   : json_null(),
+				"attached", s->info.attached, "mode",
+				state_mode_name(s->info.mode), "prog_id",
+				s->info.attached ? json_integer(s->info.prog_id)
 						 : json_null(),
-				      "attached", s->info.attached, "mode",
-				      state_mode_name(s->info.mode), "prog_id",
-				      s->info.attached
-					  ? json_integer(s->info.prog_id)
-					  : json_null(),
-				      "condition", s->condition));
+				"condition", s->condition, "netns",
+				(json_int_t)s->netns, "netns_name",
+				s->netns_name[0] ? json_string(s->netns_name)
+						 : json_null(),
+				"netns_here", s->here));
 		}
 		if (have_ctr) {
 			jctr = json_object();
@@ -601,9 +842,16 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 			snprintf(idx, sizeof(idx), "%d", s->ifindex);
 		if (s->info.attached)
 			snprintf(prog, sizeof(prog), "%u", s->info.prog_id);
-		printf("  %-15s ifindex %-5s %-6s prog %-7s %s\n", s->name, idx,
+		printf("  %-15s ifindex %-5s %-6s prog %-7s %s", s->name, idx,
 		       s->info.attached ? state_mode_name(s->info.mode) : "-",
 		       prog, s->condition);
+		if (!s->here) {
+			char d[NETNS_NAME_MAX + 64];
+
+			printf(" [%s]", netns_describe(s->netns, s->netns_name,
+						       d, sizeof(d)));
+		}
+		printf("\n");
 	}
 	printf("policy:     %s (guarded ports: %s%s)\n",
 	       state_policy_name(c->st.policy), ports,

@@ -356,22 +356,38 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 			       ctl_int(result, "workers"));
 }
 
-void ctl_daemon_stats_print(const json_t *result)
+void ctl_daemon_stats_print(const json_t *result, const json_t *prev, double dt)
 {
 	const json_t *counters = json_object_get(result, "counters");
+	const json_t *before = json_object_get(prev, "counters");
 	const char *name;
-	json_t *v;
+	json_t *v, *b;
 
-	printf("\n%-32s %14s\n", "DAEMON COUNTER", "TOTAL");
+	if (prev)
+		printf("\n%-32s %14s %12s\n", "DAEMON COUNTER", "TOTAL",
+		       "PER SEC");
+	else
+		printf("\n%-32s %14s\n", "DAEMON COUNTER", "TOTAL");
 	if (!json_is_object(counters) || json_object_size(counters) == 0) {
 		printf("(edged reported no counters)\n");
 		return;
 	}
 	json_object_foreach((json_t *)counters, name, v)
 	{
-		if (json_is_integer(v))
-			printf("%-32s %14lld\n", name,
-			       (long long)json_integer_value(v));
+		json_int_t now, then;
+
+		if (!json_is_integer(v))
+			continue;
+		now = json_integer_value(v);
+		printf("%-32s %14lld", name, (long long)now);
+		if (prev) {
+			b = json_object_get(before, name);
+			then = json_is_integer(b) ? json_integer_value(b) : now;
+			printf(" %12.1f", dt > 0 && now >= then
+					      ? (double)(now - then) / dt
+					      : 0.0);
+		}
+		printf("\n");
 	}
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_stats.c - edgectl stats: the XDP program's counters (summed over
- * CPUs) and each rule's hits, once or every few seconds with rates.
+ * CPUs) and each rule's hits, and edged's counters when it answers, once
+ * or every few seconds with rates; either alone when the other is not
+ * there.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,6 +33,7 @@ static const struct stats_ctr stats_ctrs[EDGE_CTR_MAX] = {
 struct stats_sample {
 	uint64_t ctr[EDGE_CTR_MAX];
 	uint64_t *hits; /* parallel to the state's rules */
+	json_t *daemon; /* edged's "stats" result; NULL: no answer */
 	double t;	/* CLOCK_MONOTONIC seconds */
 };
 
@@ -42,12 +45,22 @@ static double stats_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int stats_read(struct ctl *c, struct stats_sample *s)
+/* The XDP counters and hits (when edge is attached), then edged's
+ * counters (when daemon is set: NULL in s->daemon when it does not
+ * answer, why in derr). Fails only when the pinned maps cannot be read. */
+static int stats_read(struct ctl *c, struct stats_sample *s, bool daemon,
+		      struct errbuf *derr)
 {
 	size_t i;
 	int ret;
 
 	s->t = stats_now();
+	json_decref(s->daemon);
+	s->daemon = NULL;
+	if (daemon && ctl_daemon_call(c, "stats", &s->daemon, derr))
+		s->daemon = NULL;
+	if (!c->attached)
+		return 0;
 	ret = pins_counters_read(&c->pins, s->ctr);
 	if (ret)
 		return ret;
@@ -68,21 +81,54 @@ static double stats_rate(uint64_t now, uint64_t then, double dt)
 	return (double)(now - then) / dt;
 }
 
-/* daemon: edged's "stats" result for the "daemon" key (consumed; NULL:
- * null), used only when !compact. */
-static int stats_print_json(struct ctl *c, const struct stats_sample *s,
-			    const struct stats_sample *prev, bool compact,
-			    json_t *daemon)
+/* edged's "stats" result d with, after prev (NULL: none), "rates" per
+ * second of its counters; a new reference, or null. */
+static json_t *stats_daemon_json(const json_t *d, const json_t *prev, double dt)
 {
-	json_t *root, *ctr = json_object(), *rates = NULL,
-		      *rules = json_array();
+	const json_t *now = json_object_get(d, "counters");
+	const json_t *then = json_object_get(prev, "counters");
+	json_t *out, *rates, *v, *b;
+	const char *name;
+
+	if (!d)
+		return json_null();
+	out = json_deep_copy(d);
+	if (!out || !prev)
+		return out ? out : json_null();
+	rates = json_object();
+	json_object_foreach((json_t *)now, name, v)
+	{
+		b = json_object_get(then, name);
+		if (rates && json_is_integer(v) && json_is_integer(b))
+			json_object_set_new(
+			    rates, name,
+			    json_real(stats_rate(
+				(uint64_t)json_integer_value(v),
+				(uint64_t)json_integer_value(b), dt)));
+	}
+	if (rates)
+		json_object_set_new(out, "rates", rates);
+	return out;
+}
+
+/* One JSON object: the XDP counters and rules (null and empty when edge
+ * is not attached), with rates after prev, and edged's result under
+ * "daemon" (null when it did not answer; with "rates" after prev).
+ * compact: one line (--watch). */
+static int stats_print_json(struct ctl *c, const struct stats_sample *s,
+			    const struct stats_sample *prev, bool compact)
+{
+	json_t *root, *ctr = NULL, *rates = NULL, *rules = json_array();
 	double dt = prev ? s->t - prev->t : 0;
 	char cidr[CIDR_STR_MAX];
 	char *text;
 	size_t i;
 
-	if (prev)
-		rates = json_object();
+	if (c->attached) {
+		ctr = json_object();
+		if (prev)
+			rates = json_object();
+	}
 	for (i = 0; ctr && i < EDGE_CTR_MAX; i++) {
 		json_object_set_new(ctr, stats_ctrs[i].name,
 				    json_integer((json_int_t)s->ctr[i]));
@@ -91,7 +137,7 @@ static int stats_print_json(struct ctl *c, const struct stats_sample *s,
 			    rates, stats_ctrs[i].name,
 			    json_real(stats_rate(s->ctr[i], prev->ctr[i], dt)));
 	}
-	for (i = 0; rules && i < c->st.rules.n; i++) {
+	for (i = 0; rules && c->attached && i < c->st.rules.n; i++) {
 		const struct rule *x = &c->st.rules.v[i];
 		json_t *r = json_pack("{s:s,s:s,s:I,s:I}", "cidr",
 				      cidr_format(&x->cidr, cidr, sizeof(cidr)),
@@ -106,20 +152,16 @@ static int stats_print_json(struct ctl *c, const struct stats_sample *s,
 				stats_rate(s->hits[i], prev->hits[i], dt)));
 		json_array_append_new(rules, r);
 	}
-	root = json_pack("{s:I,s:o,s:o}", "time", (json_int_t)time(NULL),
-			 "counters", ctr, "rules", rules);
+	root = json_pack(
+	    "{s:I,s:o,s:o,s:o}", "time", (json_int_t)time(NULL), "counters",
+	    ctr ? ctr : json_null(), "rules", rules, "daemon",
+	    stats_daemon_json(s->daemon, prev ? prev->daemon : NULL, dt));
 	if (root && rates)
 		json_object_set_new(root, "rates", rates);
 	else
 		json_decref(rates);
-	if (!compact) {
-		if (root)
-			json_object_set_new(root, "daemon",
-					    daemon ? daemon : json_null());
-		else
-			json_decref(daemon);
+	if (!compact)
 		return ctl_json_print(root);
-	}
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 	json_decref(root);
 	if (!text) {
@@ -132,8 +174,12 @@ static int stats_print_json(struct ctl *c, const struct stats_sample *s,
 	return CTL_OK;
 }
 
+/* The tables: the XDP counters and rules when edge is attached, edged's
+ * counters when it answered (daemon: whether it is asked; derr why it
+ * did not answer), with rates after prev. */
 static void stats_print_text(struct ctl *c, const struct stats_sample *s,
-			     const struct stats_sample *prev)
+			     const struct stats_sample *prev, bool daemon,
+			     const struct errbuf *derr)
 {
 	double dt = prev ? s->t - prev->t : 0;
 	char cidr[CIDR_STR_MAX];
@@ -147,11 +193,14 @@ static void stats_print_text(struct ctl *c, const struct stats_sample *s,
 		localtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
 		printf("--- %s (rates over %.1fs)\n", when, dt);
+	}
+	if (!c->attached)
+		goto daemon;
+	if (prev)
 		printf("%-18s %14s %12s  %s\n", "COUNTER", "TOTAL", "PER SEC",
 		       "MEANING");
-	} else {
+	else
 		printf("%-18s %14s  %s\n", "COUNTER", "TOTAL", "MEANING");
-	}
 	for (i = 0; i < EDGE_CTR_MAX; i++) {
 		if (prev)
 			printf("%-18s %14llu %12.1f  %s\n", stats_ctrs[i].name,
@@ -182,6 +231,13 @@ static void stats_print_text(struct ctl *c, const struct stats_sample *s,
 			printf("\n");
 		}
 	}
+daemon:
+	if (s->daemon)
+		ctl_daemon_stats_print(s->daemon, prev ? prev->daemon : NULL,
+				       dt);
+	else if (daemon && prev)
+		printf("\nDAEMON COUNTER: edged did not answer (%s)\n",
+		       derr->msg);
 	fflush(stdout);
 }
 
@@ -238,8 +294,8 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 	};
 	struct stats_sample a = {.hits = NULL}, b = {.hits = NULL};
 	struct errbuf derr = {""};
-	json_t *daemon = NULL;
 	struct stats_sample *cur = &a, *prev = &b, *tmp;
+	bool daemon;
 	bool json = false, watch = false, has_interval = false,
 	     has_count = false;
 	unsigned long count = 0, k;
@@ -289,28 +345,6 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 	ret = ctl_begin(c, CTL_READ | CTL_BPFFS);
 	if (ret)
 		return ret;
-	/* edged's request counters, once (not with --watch) */
-	if (!watch && ctl_daemon_call(c, "stats", &daemon, &derr))
-		log_debug("no daemon counters: %s", derr.msg);
-	if (!c->attached) {
-		if (!daemon) {
-			log_warnx("edge is not attached (no maps pinned in %s)",
-				  c->pin_dir);
-			return CTL_FAIL;
-		}
-		/* the daemon's counters are still worth showing */
-		log_note("edge is not attached (no maps pinned in %s): "
-			 "edged's counters only",
-			 c->pin_dir);
-		if (json)
-			return ctl_json_print(
-			    json_pack("{s:I,s:n,s:[],s:o}", "time",
-				      (json_int_t)time(NULL), "counters",
-				      "rules", "daemon", daemon));
-		ctl_daemon_stats_print(daemon);
-		json_decref(daemon);
-		return CTL_OK;
-	}
 	rules_sort(&c->st.rules);
 	a.hits = calloc(c->st.rules.n + 1, sizeof(uint64_t));
 	b.hits = calloc(c->st.rules.n + 1, sizeof(uint64_t));
@@ -319,20 +353,33 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 		ret = CTL_FAIL;
 		goto out;
 	}
-	if (stats_read(c, cur)) {
+	/* edged's request counters when it answers: asked at every refresh
+	 * from then on */
+	if (stats_read(c, cur, true, &derr)) {
 		log_warnx("cannot read the counters in %s", c->pin_dir);
 		ret = CTL_FAIL;
 		goto out;
 	}
-	if (!watch) {
-		if (json) {
-			ret = stats_print_json(c, cur, NULL, false, daemon);
-			daemon = NULL;
-		} else {
-			stats_print_text(c, cur, NULL);
-			if (daemon)
-				ctl_daemon_stats_print(daemon);
+	daemon = cur->daemon != NULL;
+	if (!daemon)
+		log_debug("no daemon counters: %s", derr.msg);
+	if (!c->attached) {
+		if (!daemon) {
+			log_warnx("edge is not attached (no maps pinned in %s)",
+				  c->pin_dir);
+			ret = CTL_FAIL;
+			goto out;
 		}
+		/* the daemon's counters are still worth showing */
+		log_note("edge is not attached (no maps pinned in %s): "
+			 "edged's counters only",
+			 c->pin_dir);
+	}
+	if (!watch) {
+		if (json)
+			ret = stats_print_json(c, cur, NULL, false);
+		else
+			stats_print_text(c, cur, NULL, daemon, &derr);
 		goto out;
 	}
 	for (k = 0; !has_count || k < count; k++) {
@@ -340,26 +387,32 @@ int cmd_stats(struct ctl *c, int argc, char **argv)
 		prev = cur;
 		cur = tmp;
 		stats_sleep(interval);
-		if (stats_read(c, cur)) {
+		if (stats_read(c, cur, daemon, &derr)) {
 			log_warnx("cannot read the counters in %s (edge "
 				  "detached?)",
 				  c->pin_dir);
 			ret = CTL_FAIL;
 			goto out;
 		}
+		if (!c->attached && !cur->daemon) {
+			log_warnx("edged did not answer: %s", derr.msg);
+			ret = CTL_FAIL;
+			goto out;
+		}
 		if (json) {
-			ret = stats_print_json(c, cur, prev, true, NULL);
+			ret = stats_print_json(c, cur, prev, true);
 			if (ret)
 				goto out;
 		} else {
 			if (k)
 				printf("\n");
-			stats_print_text(c, cur, prev);
+			stats_print_text(c, cur, prev, daemon, &derr);
 		}
 	}
 	ret = CTL_OK;
 out:
-	json_decref(daemon);
+	json_decref(a.daemon);
+	json_decref(b.daemon);
 	free(a.hits);
 	free(b.hits);
 	return ret;

@@ -139,8 +139,10 @@ json_t *ctl_daemon_status_json(const struct ctl *c, int ret, json_t *result,
 void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 			     const struct errbuf *err);
 
-/* The daemon's counters from a "stats" result, as a table on stdout. */
-void ctl_daemon_stats_print(const json_t *result);
+/* The daemon's counters from a "stats" result, as a table on stdout;
+ * with prev (an earlier result, dt seconds before), a per-second column. */
+void ctl_daemon_stats_print(const json_t *result, const json_t *prev,
+			    double dt);
 
 /* The usage error of --project without --pg. */
 #define CTL_PROJECT_NEEDS_PG                                                   \

@@ -49,10 +49,11 @@ static const struct ctl_help ctl_helps[] = {
      OPTS({"--mode native|skb",
 	   "this XDP mode only (default: native, else skb when the driver "
 	   "has no native XDP)"})},
-    {"detach", "detach IFACE",
-     "take edge's XDP program off IFACE (the rules stay saved; the maps "
-     "are unpinned when no interface is left)",
-     NULL},
+    {"detach", "detach IFACE | --all",
+     "take edge's XDP program off IFACE of this network namespace (the "
+     "rules stay saved; the maps are unpinned when no interface is left)",
+     OPTS({"--all", "off every interface the state records, each in its "
+		    "own network namespace, and every one here"})},
     {"status", "status [--json]",
      "edgectl's version, the maps, the interfaces, the policy, the rules, "
      "the daemon and, with --pg, the database",

@@ -1137,9 +1137,34 @@ static int cfg_pg(struct cfg *x, const config_setting_t *root)
 	return cfg_dup(x, v, &c->host_name) < 0 ? -ENOMEM : 0;
 }
 
-/* admin_listen: an address of its own, not one of listen's. */
+/* listen: no address whose socket would take another's connections (a
+ * wildcard and a specific address of one family on one port; cfg_addrs
+ * refused the same address twice). */
+static int cfg_listen_own(struct cfg *x, const config_setting_t *root)
+{
+	const config_setting_t *s = config_setting_get_member(root, "listen");
+	char ek[CFG_KEY_MAX], what[CFG_KEY_MAX];
+	struct config *c = x->c;
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; s && i < c->n_listen && rc == 0; i++) {
+		cfg_key_index(ek, "listen", i);
+		for (j = 0; j < i && rc == 0; j++) {
+			cfg_key_index(what, "listen", j);
+			rc = cfg_listen_clash(
+			    x, config_setting_get_elem(s, (unsigned)i), ek,
+			    &c->listen[i], &c->listen[j], what);
+		}
+	}
+	return rc;
+}
+
+/* admin_listen: an address of its own, not one of listen's nor one that
+ * shares a port with them. */
 static int cfg_admin(struct cfg *x, const config_setting_t *root)
 {
+	char what[CFG_KEY_MAX];
 	struct config *c = x->c;
 	struct cfg_at at;
 	struct errbuf e;
@@ -1153,10 +1178,16 @@ static int cfg_admin(struct cfg *x, const config_setting_t *root)
 		return rc;
 	if (config_addr_parse(v, &c->admin_listen, &e) < 0)
 		return cfg_fail(x, at.s, at.key, "%s", e.msg);
-	for (i = 0; i < c->n_listen; i++)
+	for (i = 0; i < c->n_listen; i++) {
 		if (strcmp(c->listen[i].text, c->admin_listen.text) == 0)
 			return cfg_fail(x, at.s, at.key, "%s is also in listen",
 					v);
+		cfg_key_index(what, "listen", i);
+		rc = cfg_listen_clash(x, at.s, at.key, &c->admin_listen,
+				      &c->listen[i], what);
+		if (rc < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -1207,6 +1238,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		rc = cfg_next(x, cfg_addrs(x, root, "", "listen",
 					   CONFIG_LISTEN_MAX, false, &c->listen,
 					   &c->n_listen));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_listen_own(x, root));
 	if (rc < 0)
 		return rc;
 	if (!c->listen) {

@@ -46,34 +46,103 @@ static void host_dirname(const char *path, char *dir, size_t size)
 		snprintf(dir, size, "%.*s", (int)(sl - path), path);
 }
 
-/* Whether pw may access path as mode says (faccessat's W_OK, X_OK):
- * 0, or -errno. As root, a child becomes the user (groups, gid, uid) and
- * asks faccessat with AT_EACCESS: access() as root would say yes to
- * everything. */
-static int host_access(const struct passwd *pw, const char *path, int mode)
+/* What a child of config_host_as_user sends back. */
+struct host_answer {
+	int rc;
+	char msg[ERRBUF_LEN];
+};
+
+int config_host_as_user(const struct passwd *pw, config_host_fn fn, void *arg,
+			struct errbuf *err)
 {
-	int st;
+	struct host_answer a;
+	size_t got = 0;
+	ssize_t n;
+	int p[2], st;
 	pid_t pid;
 
+	errbuf_clear(err);
 	if (geteuid() != 0 || !pw)
-		return faccessat(AT_FDCWD, path, mode, AT_EACCESS) ? -errno : 0;
+		return fn(arg, err);
+	if (pipe2(p, O_CLOEXEC))
+		goto fail;
 	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		if (initgroups(pw->pw_name, pw->pw_gid) || setgid(pw->pw_gid) ||
-		    setuid(pw->pw_uid))
-			_exit(125);
-		_exit(faccessat(AT_FDCWD, path, mode, AT_EACCESS)
-			  ? (errno & 0x7f)
-			  : 0);
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		goto fail;
 	}
+	if (pid == 0) {
+		struct errbuf e = {""};
+
+		close(p[0]);
+		memset(&a, 0, sizeof(a));
+		/* as drop_privileges (edged.c): the primary group only */
+		if (setgroups(1, &pw->pw_gid) || setgid(pw->pw_gid) ||
+		    setuid(pw->pw_uid)) {
+			a.rc = -errno;
+			snprintf(a.msg, sizeof(a.msg),
+				 "cannot become user \"%s\": %s", pw->pw_name,
+				 strerror(errno));
+		} else {
+			a.rc = fn(arg, &e);
+			snprintf(a.msg, sizeof(a.msg), "%s", e.msg);
+		}
+		if (write(p[1], &a, sizeof(a)) != (ssize_t)sizeof(a))
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	while (got < sizeof(a)) {
+		n = read(p[0], (char *)&a + got, sizeof(a) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
-			return -errno;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) == 125)
+			break;
+	if (got != sizeof(a)) {
+		errbuf_set(err, "the check as user \"%s\" did not finish",
+			   pw->pw_name);
 		return -EPERM;
-	return -WEXITSTATUS(st);
+	}
+	a.msg[sizeof(a.msg) - 1] = '\0';
+	errbuf_set(err, "%s", a.msg);
+	return a.rc;
+fail:
+	st = errno;
+	errbuf_set(err, "cannot check as user \"%s\": %s", pw->pw_name,
+		   strerror(st));
+	return -st;
+}
+
+struct host_access_arg {
+	const char *path;
+	int mode;
+};
+
+static int host_access_fn(void *arg, struct errbuf *err)
+{
+	const struct host_access_arg *x = arg;
+
+	(void)err;
+	return faccessat(AT_FDCWD, x->path, x->mode, AT_EACCESS) ? -errno : 0;
+}
+
+/* Whether pw may access path as mode says (faccessat's W_OK, X_OK):
+ * 0, or -errno. As root, in a child that has become the user
+ * (config_host_as_user) with AT_EACCESS: access() as root would say yes
+ * to everything. */
+static int host_access(const struct passwd *pw, const char *path, int mode)
+{
+	struct host_access_arg x = {path, mode};
+	struct errbuf err;
+
+	return config_host_as_user(pw, host_access_fn, &x, &err);
 }
 
 /* Whether pw may write (create files in) dir. */

@@ -8,6 +8,8 @@
 #ifndef EDGE_CONFIG_HOST_H
 #define EDGE_CONFIG_HOST_H
 
+#include <pwd.h>
+
 #include "config.h"
 
 /*
@@ -31,5 +33,19 @@
  */
 size_t config_host_check(const struct config *c, struct config_errs *errs,
 			 struct config_errs *notes);
+
+/* A check run as some user: 0 or -errno, with err saying what failed. */
+typedef int (*config_host_fn)(void *arg, struct errbuf *err);
+
+/*
+ * Run fn(arg, err) as pw, the way edged runs once it has dropped to its
+ * user (drop_privileges: the primary group only, gid, uid): as root, in
+ * a child that becomes pw and sends back fn's result and message (fn's
+ * other effects stay in the child); as anyone else, or with pw NULL,
+ * right here as the caller. Returns fn's result, or -errno with err set
+ * when the child could not run it.
+ */
+int config_host_as_user(const struct passwd *pw, config_host_fn fn, void *arg,
+			struct errbuf *err);
 
 #endif /* EDGE_CONFIG_HOST_H */

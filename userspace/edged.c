@@ -1280,8 +1280,85 @@ static int edged_load(const char *path, struct config **cfg,
 }
 
 /*
+ * The configuration's path as an absolute one in *out (malloc'd), for
+ * every later reload: a detached edged runs in "/". The path is kept as
+ * written, joined to the working directory, and never resolved, so that
+ * a reload reads what the name then holds (a file renamed into place, a
+ * symbolic link moved). Returns 0 or -errno with the reason logged.
+ */
+static int edged_abs_path(const char *path, char **out)
+{
+	char *cwd;
+
+	*out = NULL;
+	if (path[0] == '/') {
+		*out = strdup(path);
+		if (!*out)
+			goto nomem;
+		return 0;
+	}
+	while (path[0] == '.' && path[1] == '/')
+		path += 2 + strspn(path + 2, "/");
+	cwd = getcwd(NULL, 0);
+	if (!cwd) {
+		int rc = -errno;
+
+		log_warnx("%s: the working directory, to which the "
+			  "configuration's path is relative, cannot be "
+			  "named: %s",
+			  path, strerror(-rc));
+		return rc;
+	}
+	if (asprintf(out, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", path) < 0)
+		*out = NULL;
+	free(cwd);
+	if (*out)
+		return 0;
+nomem:
+	log_warnx("%s: out of memory", path);
+	return -ENOMEM;
+}
+
+static int edged_check_tls_fn(void *arg, struct errbuf *err)
+{
+	struct tls_store *st;
+	int rc;
+
+	rc = tls_store_new(arg, &st, err);
+	if (rc == 0)
+		tls_store_put(st);
+	return rc;
+}
+
+/*
+ * The certificates of cfg as edged reads them: as its user, once it has
+ * dropped to it (config_host_as_user), when the check runs as root and
+ * the user exists; else as the caller. A file only root can read is
+ * reported as such, naming the user. Adds what failed to errs.
+ */
+static void edged_check_tls(const struct config *cfg, struct config_errs *errs)
+{
+	struct passwd *pw = geteuid() == 0 ? getpwnam(cfg->user) : NULL;
+	struct errbuf err, rerr;
+
+	if (pw && pw->pw_uid == 0)
+		pw = NULL;
+	if (!config_host_as_user(pw, edged_check_tls_fn, (void *)&cfg->tls,
+				 &err))
+		return;
+	/* what root could read: say it is the user's access */
+	if (pw && edged_check_tls_fn((void *)&cfg->tls, &rerr) == 0)
+		config_errs_add(errs,
+				"%s [checked as user \"%s\", as edged reads "
+				"it; root can]",
+				err.msg, cfg->user);
+	else
+		config_errs_add(errs, "%s", pw ? rerr.msg : err.msg);
+}
+
+/*
  * edged --check: every error of the file (config_load_all), then, when
- * it loads, the certificates (as whoever runs the check) and the host
+ * it loads, the certificates (as edged's user: edged_check_tls) and the host
  * (config_host_check, unless host is false, as for --check-file: the
  * user, the directories, the listen addresses),
  * each error on a line of its own, then a count. Returns the exit code:
@@ -1293,7 +1370,6 @@ static int edged_check(const char *path, bool host)
 	struct config_errs *notes = calloc(1, sizeof(*notes));
 	struct route_src *src = NULL;
 	struct config *cfg = NULL;
-	struct errbuf err;
 	size_t i, n;
 	int rc;
 
@@ -1308,15 +1384,8 @@ static int edged_check(const char *path, bool host)
 		config_errs_add(errs, "%s: %s", path, strerror(-rc));
 	if (rc == 0) {
 		print_warnings(cfg);
-		if (cfg->tls.n_listen) {
-			struct tls_store *st;
-
-			errbuf_clear(&err);
-			if (tls_store_new(&cfg->tls, &st, &err))
-				config_errs_add(errs, "%s", err.msg);
-			else
-				tls_store_put(st);
-		}
+		if (cfg->tls.n_listen)
+			edged_check_tls(cfg, errs);
 		if (host)
 			config_host_check(cfg, errs, notes);
 	}
@@ -1357,6 +1426,7 @@ int main(int argc, char **argv)
 	struct edged d;
 	struct errbuf err;
 	struct passwd pw;
+	char *conf_abs = NULL;
 	bool check = false, foreground = false, verbose = false, sw = false;
 	bool check_host = true;
 	unsigned i;
@@ -1400,8 +1470,13 @@ int main(int argc, char **argv)
 	log_init("edged", verbose);
 	if (check)
 		return edged_check(d.conf_path, check_host);
-	if (edged_load(d.conf_path, &d.cfg, &src))
+	if (edged_abs_path(d.conf_path, &conf_abs))
 		return 1;
+	d.conf_path = conf_abs;
+	if (edged_load(d.conf_path, &d.cfg, &src)) {
+		free(conf_abs);
+		return 1;
+	}
 	log_set_format(d.cfg->log_format);
 	print_warnings(d.cfg);
 
@@ -1413,6 +1488,7 @@ int main(int argc, char **argv)
 			  "journal) or start a syslog daemon");
 		config_free(d.cfg);
 		route_src_free(src);
+		free(conf_abs);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -1674,5 +1750,6 @@ out:
 	route_src_free(src);
 	tcproute_free(d.tcp);
 	notify_close();
+	free(conf_abs);
 	return status;
 }

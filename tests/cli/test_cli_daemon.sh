@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/test_cli_daemon.sh - edgectl's commands that talk to edged
-# (routes, reload, the daemon's part of status and stats), against no
+# (routes, reload, the daemon's part of status and stats, stats --watch
+# without XDP), against no
 # daemon and against build/tools/ctlstub, which answers canned responses.
 #
 #   B=build bash tests/cli/test_cli_daemon.sh
@@ -137,6 +138,25 @@ assert d["counters"] is None, d
 	fi
 	expect "stats: no daemon, not attached" 1 "edge is not attached" \
 		"$E" --socket "$T_TMP/none.sock" stats
+	# --watch without XDP: edged's counters, with their rates
+	expect "stats --watch, not attached: the daemon's counters and rates" 0 \
+		"requests_total                             1234          0.0" \
+		"$E" stats --watch --interval 0.2 --count 2
+	if "$E" stats --watch --json --interval 0.2 --count 2 2>/dev/null | python3 -c '
+import json, sys
+lines = [json.loads(l) for l in sys.stdin]
+assert len(lines) == 2, lines
+for d in lines:
+    assert d["counters"] is None and d["rules"] == [], d
+    assert d["daemon"]["counters"]["requests_total"] == 1234, d
+    assert d["daemon"]["rates"]["requests_total"] == 0, d
+' 2>"$T_TMP/err"; then
+		t_ok "stats --watch --json, not attached: a line per refresh with the daemon's rates"
+	else
+		t_fail "stats --watch --json, not attached" "$(tr '\n' ' ' <"$T_TMP/err")"
+	fi
+	expect "stats --watch: no daemon, not attached" 1 "edge is not attached" \
+		"$E" --socket "$T_TMP/none.sock" stats --watch --count 1
 else
 	t_skip "status and stats" "need root"
 fi

@@ -3,13 +3,17 @@
 # it finds, each on a line of its own, then a count: errors of the file
 # (several at once), and of the host: a user that does not exist, a
 # directory edged writes that is missing or not writable by the user, a
-# listen address another program (or a running edged) holds. A start-up
+# listen address another program (or a running edged) holds, a TLS key
+# only root can read (checked as the user, with --check and --check-file),
+# listen addresses that would share a port (a wildcard beside a specific
+# address of one family, in listen, admin_listen and tcp_routes; the
+# start refuses them with the same line, not "another edged"). A start-up
 # with a bad file logs the same lines. Run for the normal build and, when
 # built, the ASan/UBSan one ($B/asan/edged).
 #
 #   B=build bash tests/integration/test_edged_check.sh
 #
-# Needs root (to check as user nobody), python3.
+# Needs root (to check as user nobody), python3, openssl.
 
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -17,7 +21,7 @@
 . "$(dirname "$0")/../lib_edged.sh"
 
 t_require_root
-edged_begin python3
+edged_begin python3 openssl
 edged_need_build
 
 BASE=$(edged_ports 4)
@@ -31,6 +35,15 @@ chown nobody "$T_TMP/logs"
 chmod 0755 "$T_TMP/rootonly"
 : >"$T_TMP/rootonly/requests.jsonl"
 chmod 0644 "$T_TMP/rootonly/requests.jsonl"
+# a certificate anyone may read, its key root's alone (0600)
+mkdir -p "$T_TMP/tls"
+chmod 0755 "$T_TMP/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	-subj /CN=shop.test -addext subjectAltName=DNS:shop.test -days 2 \
+	-keyout "$T_TMP/tls/shop.key" -out "$T_TMP/tls/shop.pem" 2>/dev/null
+chmod 0644 "$T_TMP/tls/shop.pem"
+chmod 0600 "$T_TMP/tls/shop.key"
+TLS_CONF="tls = { listen = [ \"127.0.0.1:$((BASE + 3))\" ]; certificates = ( { cert = \"$T_TMP/tls/shop.pem\"; key = \"$T_TMP/tls/shop.key\"; } ); };"
 
 # conf FILE [EXTRA...]: a good configuration (user nobody, analytics into
 # $T_TMP/logs), then each EXTRA line (which may override a key: libconfig
@@ -139,6 +152,40 @@ CONF
 	conf "$C" "s/127.0.0.1:$P_EDGE/127.0.0.1:$P_TAKEN/"
 	check_case "$bin" "$v" "a listen address in use" "$C" 1 \
 		"c.conf: listen[0]: 127.0.0.1:$P_TAKEN is in use"
+
+	# a TLS key only root can read: edged reads it as nobody
+	conf "$C" "\$a $TLS_CONF"
+	check_case "$bin" "$v" "a TLS key only root can read: refused, naming the file and the user" "$C" 1 \
+		"$T_TMP/tls/shop.key: tls.certificates[0]: cannot read: Permission denied" \
+		"[checked as user \"nobody\", as edged reads it; root can]" "c.conf: 1 error(s)"
+	CHECK_FLAG=--check-file check_case "$bin" "$v" "--check-file: the same key refused" "$C" 1 \
+		"$T_TMP/tls/shop.key: tls.certificates[0]: cannot read: Permission denied" \
+		"[checked as user \"nobody\""
+	chmod 0644 "$T_TMP/tls/shop.key"
+	check_case "$bin" "$v" "the key readable by nobody: ok" "$C" 0 "c.conf: ok"
+	chmod 0600 "$T_TMP/tls/shop.key"
+
+	# addresses that would share a port: each error names both
+	conf "$C" "s/listen = \\[ \"127.0.0.1:$P_EDGE\" \\];/listen = [ \"0.0.0.0:$P_EDGE\", \"127.0.0.1:$P_EDGE\" ];/"
+	check_case "$bin" "$v" "listen: 0.0.0.0:P beside 127.0.0.1:P" "$C" 1 \
+		"c.conf:1: listen[1]: 127.0.0.1:$P_EDGE takes the port of listen[0] (0.0.0.0:$P_EDGE)"
+	"$bin" -f -c "$C" >"$T_TMP/out" 2>&1
+	if [ $? -eq 1 ] && grep -qF "listen[1]: 127.0.0.1:$P_EDGE takes the port of listen[0] (0.0.0.0:$P_EDGE)" "$T_TMP/out" &&
+		! grep -q "another edged" "$T_TMP/out"; then
+		t_ok "$v: the start refuses them with the same line, not 'another edged'"
+	else
+		t_fail "$v: start with overlapping listen addresses" "$(head -c 400 "$T_TMP/out" | tr '\n' '|')"
+	fi
+	conf "$C" "s/listen = \\[ \"127.0.0.1:$P_EDGE\" \\];/listen = [ \"[::1]:$P_EDGE\", \"[::]:$P_EDGE\", \"0.0.0.0:$P_ADMIN\" ];/"
+	check_case "$bin" "$v" "listen: [::]:P beside [::1]:P (IPv6 only: 0.0.0.0 beside [::] is fine)" "$C" 1 \
+		"listen[1]: [::]:$P_EDGE takes the port of listen[0] ([::1]:$P_EDGE)" \
+		"admin_listen: 127.0.0.1:$P_ADMIN takes the port of listen[2] (0.0.0.0:$P_ADMIN)"
+	if grep -q "listen\[2\]:" "$T_TMP/out"; then
+		t_fail "$v: 0.0.0.0 beside [::] refused" "$(cat "$T_TMP/out")"
+	fi
+	conf "$C" "\$a tcp_routes = ( { listen = \"0.0.0.0:$P_EDGE\"; environment = \"prod\"; } );"
+	check_case "$bin" "$v" "a TCP route on the port of a listen address" "$C" 1 \
+		"tcp_routes[0].listen: 0.0.0.0:$P_EDGE takes the port of listen[0] (127.0.0.1:$P_EDGE)"
 
 	# all of the host's problems at once
 	conf "$C" "s/127.0.0.1:$P_EDGE/127.0.0.1:$P_TAKEN/" \

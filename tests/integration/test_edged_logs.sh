@@ -5,7 +5,9 @@
 # and the request id the client was answered with; a reload back to
 # "text" applies at once. Detached (no -f), edged writes to syslog
 # (facility daemon, warnings at LOG_WARNING): a refused reload is there,
-# nothing goes to /dev/null; with no /dev/log it refuses to detach. Runs
+# nothing goes to /dev/null; started with a relative -c, a SIGHUP reloads
+# the same file (edged runs in / once detached); with no /dev/log it
+# refuses to detach. Runs
 # against build/edged and build/asan/edged. The detached cases need root
 # (a receiver at /dev/log: created there when there is none, else
 # bind-mounted over it in a private mount namespace).
@@ -21,7 +23,9 @@ P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_DEAD=$((BASE + 2)) # nothing listens here
 
-write_conf() { # FORMAT
+write_conf() { # FORMAT [DOMAIN]
+	local more=""
+	[ -n "${2:-}" ] && more=", \"$2\""
 	{
 		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock" 1
 		cat <<CONF
@@ -30,7 +34,7 @@ projects = (
   { id = "shop";
     environments = (
       { id = "shop-prod";
-        domains = [ "dead.test" ];
+        domains = [ "dead.test"$more ];
         deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_DEAD" ]; };
       }
     );
@@ -134,10 +138,11 @@ run_detached() { # BIN LABEL
 		# shellcheck disable=SC2016 # expanded by that sh
 		run=(unshare -m --propagation private sh -c 'mount --bind "$0" /dev/log && exec "$@"' "$T_TMP/log.sock")
 	fi
-	"${run[@]}" "$bin" -c "$T_TMP/edge.conf" >"$T_TMP/detached.out" 2>&1
+	# the configuration named relative to the directory edged starts in
+	(cd "$T_TMP" && "${run[@]}" "$bin" -c edge.conf) >"$T_TMP/detached.out" 2>&1
 	rc=$?
 	# (what it said before it detached went to the terminal's stderr)
-	pid=$(pgrep -f -n "^$bin -c $T_TMP/edge.conf\$")
+	pid=$(pgrep -f -n "^$bin -c edge.conf\$")
 	[ -n "$pid" ] && edged_track "$pid"
 	if [ "$rc" = 0 ] && [ -n "$pid" ] && wait_syslog "^<29>.* edged\[$pid\]: note: serving on "; then
 		t_ok "$v: detached: the start-up notes reach syslog (daemon.notice, edged[PID])"
@@ -145,6 +150,15 @@ run_detached() { # BIN LABEL
 		t_fail "$v: detached start" "exit $rc, pid ${pid:-none}: $(head -3 "$T_TMP/detached.out") | $(tail -3 "$T_TMP/syslog")"
 		[ -n "$pid" ] && kill -9 "$pid"
 		return
+	fi
+	# detached, edged runs in /: it reloads the file it was started with
+	write_conf text new.test
+	kill -HUP "$pid"
+	if wait_syslog "edged\[$pid\]: note: reloaded $T_TMP/edge.conf: route table generation 2" &&
+		[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: new.test' "http://127.0.0.1:$P_EDGE/")" = 502 ]; then
+		t_ok "$v: detached, started with -c edge.conf (a relative path): SIGHUP reloads it"
+	else
+		t_fail "$v: detached reload of a relative path" "$(tail -3 "$T_TMP/syslog")"
 	fi
 	echo 'bogus_key = 1;' >>"$T_TMP/edge.conf"
 	kill -HUP "$pid"

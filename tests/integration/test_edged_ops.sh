@@ -1,9 +1,10 @@
 #!/bin/bash
 # test_edged_ops.sh - operating edged: the control socket (edgectl routes,
-# reload, status, stats), the admin listener (/metrics, /healthz), what
-# both say while SIGTERM drains, and a configuration path that is not a
-# regular file or is empty (--check, SIGHUP and edgectl reload refuse it
-# with one message; the daemon neither exits nor blocks). edged runs on
+# reload, status, stats, stats --watch without XDP), the admin listener
+# (/metrics, /healthz), what both say while SIGTERM drains, and a
+# configuration path that is not a regular file or is empty (--check,
+# SIGHUP and edgectl reload refuse it with one message; the daemon
+# neither exits nor blocks). edged runs on
 # 127.0.0.1 high ports
 # with a generated configuration, its control socket in the temp dir, in
 # front of tests/tools/echo_backend.py. Runs against build/edged and
@@ -230,7 +231,6 @@ assert d["generation"] == 1'; then
 	else
 		t_fail "$v: edgectl stats table" "$out"
 	fi
-
 	if [ "$(metric 'edge_requests_total{outcome="ok"}')" = 1 ] &&
 		[ "$(metric 'edge_requests_total{outcome="domain_not_found"}')" = 1 ] &&
 		[ "$(metric 'edge_requests_total{outcome="project_disabled"}')" = 1 ] &&
@@ -284,6 +284,34 @@ assert d["generation"] == 1'; then
 	else
 		t_fail "$v: /metrics upstream pool" "$(grep -E '^edge_upstream_(pool|endpoints|ejections)' "$T_TMP/admin" | tr '\n' ' ')"
 	fi
+
+	# --watch with no XDP (nothing attached at this test's pin dir):
+	# edged's counters at each refresh, their rates moving with requests
+	local wpid i
+	ctl stats --watch --json --interval 0.5 --count 3 >"$T_TMP/watch" 2>"$T_TMP/watch.err" &
+	wpid=$!
+	for ((i = 0; i < 12; i++)); do
+		code nowhere.test / >/dev/null
+		sleep 0.1
+	done
+	wait "$wpid"
+	rc=$?
+	if [ "$rc" = 0 ] && python3 - "$T_TMP/watch" 2>>"$T_TMP/watch.err" <<'PY'; then
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 3, lines
+for d in lines:
+    assert d["counters"] is None and d["rules"] == [], d
+tot = [d["daemon"]["counters"]["requests_total"] for d in lines]
+rates = [d["daemon"]["rates"]["requests_total"] for d in lines]
+assert tot == sorted(tot) and tot[-1] > tot[0], tot
+assert max(rates) > 0, rates
+PY
+		t_ok "$v: edgectl stats --watch without XDP: edged's counters and rates at each refresh"
+	else
+		t_fail "$v: edgectl stats --watch without XDP" "exit $rc: $(cat "$T_TMP/watch.err") $(head -c 300 "$T_TMP/watch")"
+	fi
+
 
 	# reload: a new domain becomes routable
 	write_conf "$T_TMP/edge.conf" "$(id -un)" ', "new.test"'

@@ -457,7 +457,12 @@ START_TEST(test_state_round_trip)
 {
 	struct errbuf err = {""};
 	struct state a, b;
-	struct state_iface ifc = {"eth0", 2, STATE_MODE_NATIVE, 42, NOW};
+	struct state_iface ifc = {"eth0", 2, STATE_MODE_NATIVE, 42, NOW, 0, ""};
+	/* eth0 of two other namespaces, one named */
+	struct state_iface ifb = {"eth0", 3,	      STATE_MODE_SKB, 43,
+				  NOW,	  4026532001, "blue"};
+	struct state_iface ifr = {"eth0",     4, STATE_MODE_SKB, 44, NOW,
+				  4026532002, ""};
 	struct rule x = mk("2001:db8::/32", EDGE_ACT_BLOCK, NOW + 600);
 	struct stat sb;
 	size_t i;
@@ -474,7 +479,22 @@ START_TEST(test_state_round_trip)
 	a.syn.burst = 200;
 	a.pkt.rate = 5000;
 	a.pkt.burst = 5000;
-	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_iface_set(&a, &ifc, 4026531840), 0);
+	ck_assert_int_eq(state_iface_set(&a, &ifb, 4026531840), 0);
+	ck_assert_int_eq(state_iface_set(&a, &ifr, 4026531840), 0);
+	/* the same name and namespace replaces; a record without one is
+	 * init's (4026531840) */
+	ifr.prog_id = 45;
+	ck_assert_int_eq(state_iface_set(&a, &ifr, 4026531840), 0);
+	ck_assert_uint_eq(a.n_ifaces, 3);
+	ck_assert_ptr_eq(state_iface_find(&a, "eth0", 4026531840, 4026531840),
+			 &a.ifaces[0]);
+	ck_assert_ptr_eq(state_iface_find(&a, "eth0", 4026532001, 4026531840),
+			 &a.ifaces[1]);
+	ck_assert_uint_eq(
+	    state_iface_find(&a, "eth0", 4026532002, 4026531840)->prog_id, 45);
+	ck_assert_ptr_null(
+	    state_iface_find(&a, "eth0", 4026532003, 4026531840));
 
 	ck_assert_int_eq(state_save(path, &a, &err), 0);
 	ck_assert_int_eq(stat(path, &sb), 0);
@@ -486,10 +506,16 @@ START_TEST(test_state_round_trip)
 	ck_assert_uint_eq(b.syn.rate, 100);
 	ck_assert_uint_eq(b.syn.burst, 200);
 	ck_assert_uint_eq(b.pkt.rate, 5000);
-	ck_assert_uint_eq(b.n_ifaces, 1);
+	ck_assert_uint_eq(b.n_ifaces, 3);
 	ck_assert_str_eq(b.ifaces[0].name, "eth0");
 	ck_assert_uint_eq(b.ifaces[0].prog_id, 42);
 	ck_assert_int_eq(b.ifaces[0].mode, STATE_MODE_NATIVE);
+	ck_assert_uint_eq(b.ifaces[0].netns, 0);
+	ck_assert_uint_eq(b.ifaces[1].netns, 4026532001);
+	ck_assert_str_eq(b.ifaces[1].netns_name, "blue");
+	ck_assert_uint_eq(b.ifaces[2].netns, 4026532002);
+	ck_assert_str_eq(b.ifaces[2].netns_name, "");
+	ck_assert_uint_eq(b.ifaces[2].prog_id, 45);
 	ck_assert_uint_eq(b.rules.n, a.rules.n);
 	for (i = 0; i < a.rules.n; i++) {
 		const struct rule *ra = &a.rules.v[i];
@@ -570,6 +596,19 @@ static const char *const corrupt[] = {
 	      "\"attached_at\":1}]}",
     GOOD_HEAD "\"rules\":[], \"rules\":[]}",
     GOOD_HEAD "\"rules\":[],\"interfaces\":[{\"name\":\"eth0\"}]}",
+    /* a namespace's inode that is not a number, a name with a slash, the
+     * same name in the same namespace twice */
+    GOOD_HEAD "\"rules\":[],\"interfaces\":[{\"name\":\"eth0\","
+	      "\"ifindex\":2,\"mode\":\"native\",\"prog_id\":1,"
+	      "\"attached_at\":1,\"netns\":\"blue\"}]}",
+    GOOD_HEAD "\"rules\":[],\"interfaces\":[{\"name\":\"eth0\","
+	      "\"ifindex\":2,\"mode\":\"native\",\"prog_id\":1,"
+	      "\"attached_at\":1,\"netns\":5,\"netns_name\":\"a/b\"}]}",
+    GOOD_HEAD "\"rules\":[],\"interfaces\":[{\"name\":\"eth0\","
+	      "\"ifindex\":2,\"mode\":\"native\",\"prog_id\":1,"
+	      "\"attached_at\":1,\"netns\":5},{\"name\":\"eth0\","
+	      "\"ifindex\":3,\"mode\":\"native\",\"prog_id\":1,"
+	      "\"attached_at\":1,\"netns\":5}]}",
     "{\"version\":1,\"policy\":\"blocklist\",\"ports\":\"80\",\"ratelimit\":"
     "{\"syn\":{\"per_minute\":100000000000000,\"burst\":1}},\"rules\":[]}",
 };
@@ -612,7 +651,8 @@ START_TEST(test_state_save_refuses_bad_text)
 	struct errbuf err = {""};
 	struct state a;
 	struct rule x = mk("10.9.0.0/16", EDGE_ACT_BLOCK, 0);
-	struct state_iface ifc = {"eth\xff", 2, STATE_MODE_NATIVE, 42, NOW};
+	struct state_iface ifc = {"eth\xff", 2, STATE_MODE_NATIVE, 42, NOW,
+				  0,	     ""};
 	struct state_pending sp;
 	char tmp[160];
 
@@ -632,7 +672,7 @@ START_TEST(test_state_save_refuses_bad_text)
 	state_free(&a);
 
 	state_init(&a);
-	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_iface_set(&a, &ifc, 0), 0);
 	ck_assert_int_eq(state_save(path, &a, &err), -EINVAL);
 	ck_assert_msg(strstr(err.msg, "interface name") != NULL, "%s", err.msg);
 	ck_assert_int_ne(access(path, F_OK), 0);
@@ -699,19 +739,19 @@ END_TEST
 START_TEST(test_state_copy)
 {
 	struct state a, b;
-	struct state_iface ifc = {"eth0", 2, STATE_MODE_SKB, 42, NOW};
+	struct state_iface ifc = {"eth0", 2, STATE_MODE_SKB, 42, NOW, 0, ""};
 
 	state_init(&a);
 	add(&a.rules, "10.0.0.0/8", EDGE_ACT_BLOCK, 0);
 	add(&a.rules, "2001:db8::/32", EDGE_ACT_ALLOW, NOW + 60);
 	a.policy = EDGE_POLICY_ALLOWLIST;
 	a.syn.rate = 600;
-	ck_assert_int_eq(state_iface_set(&a, &ifc), 0);
+	ck_assert_int_eq(state_iface_set(&a, &ifc, 0), 0);
 	ck_assert_int_eq(state_copy(&b, &a), 0);
 	/* deep: changing one leaves the other */
 	add(&a.rules, "11.0.0.0/8", EDGE_ACT_BLOCK, 0);
 	a.rules.v[0].action = EDGE_ACT_ALLOW;
-	state_iface_del(&a, "eth0");
+	state_iface_del(&a, "eth0", 0, 0);
 	ck_assert_uint_eq(b.rules.n, 2);
 	ck_assert_uint_eq(b.rules.v[0].action, EDGE_ACT_BLOCK);
 	ck_assert_uint_eq(b.n_ifaces, 1);

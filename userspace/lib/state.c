@@ -80,19 +80,23 @@ const char *state_policy_name(uint32_t policy)
 	return policy == EDGE_POLICY_ALLOWLIST ? "allowlist" : "blocklist";
 }
 
-struct state_iface *state_iface_find(const struct state *st, const char *name)
+struct state_iface *state_iface_find(const struct state *st, const char *name,
+				     uint64_t netns, uint64_t init)
 {
 	size_t i;
 
 	for (i = 0; i < st->n_ifaces; i++)
-		if (strcmp(st->ifaces[i].name, name) == 0)
+		if (strcmp(st->ifaces[i].name, name) == 0 &&
+		    (st->ifaces[i].netns ? st->ifaces[i].netns : init) == netns)
 			return &st->ifaces[i];
 	return NULL;
 }
 
-int state_iface_set(struct state *st, const struct state_iface *ifc)
+int state_iface_set(struct state *st, const struct state_iface *ifc,
+		    uint64_t init)
 {
-	struct state_iface *cur = state_iface_find(st, ifc->name);
+	struct state_iface *cur = state_iface_find(
+	    st, ifc->name, ifc->netns ? ifc->netns : init, init);
 	struct state_iface *nv;
 
 	if (cur) {
@@ -107,9 +111,10 @@ int state_iface_set(struct state *st, const struct state_iface *ifc)
 	return 0;
 }
 
-int state_iface_del(struct state *st, const char *name)
+int state_iface_del(struct state *st, const char *name, uint64_t netns,
+		    uint64_t init)
 {
-	struct state_iface *cur = state_iface_find(st, name);
+	struct state_iface *cur = state_iface_find(st, name, netns, init);
 
 	if (!cur)
 		return -ENOENT;
@@ -295,7 +300,40 @@ static int state_load_iface(json_t *o, size_t idx, struct state_iface *ifc,
 	if (ret)
 		return ret;
 	ifc->attached_at = v;
+	/* the namespace: absent in an older edgectl's file */
+	if (json_object_get(o, "netns")) {
+		ret = state_get_int(o, "netns", false, 0, INT64_MAX, &v, where,
+				    err);
+		if (ret)
+			return ret;
+		ifc->netns = (uint64_t)v;
+	}
+	if (json_object_get(o, "netns_name")) {
+		s = state_get_str(o, "netns_name", where, err);
+		if (!s)
+			return -EINVAL;
+		if (strlen(s) >= sizeof(ifc->netns_name) || strchr(s, '/') ||
+		    utf8_check_text(s, strlen(s), NULL)) {
+			errbuf_set(err, "%s: bad netns_name", where);
+			return -EINVAL;
+		}
+		snprintf(ifc->netns_name, sizeof(ifc->netns_name), "%s", s);
+	}
 	return 0;
+}
+
+/* Whether st records ifc's name in ifc's namespace already (netns 0, an
+ * older file's, being one namespace of its own). */
+static bool state_iface_dup(const struct state *st,
+			    const struct state_iface *ifc)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_ifaces; i++)
+		if (strcmp(st->ifaces[i].name, ifc->name) == 0 &&
+		    st->ifaces[i].netns == ifc->netns)
+			return true;
+	return false;
 }
 
 static int state_from_json(json_t *root, struct state *st, struct errbuf *err)
@@ -388,11 +426,14 @@ static int state_from_json(json_t *root, struct state *st, struct errbuf *err)
 		ret = state_load_iface(json_array_get(a, i), i, &ifc, err);
 		if (ret)
 			return ret;
-		if (state_iface_find(st, ifc.name)) {
-			errbuf_set(err, "interfaces[%zu]: duplicate name", i);
+		if (state_iface_dup(st, &ifc)) {
+			errbuf_set(err,
+				   "interfaces[%zu]: duplicate name and "
+				   "namespace",
+				   i);
 			return -EINVAL;
 		}
-		ret = state_iface_set(st, &ifc);
+		ret = state_iface_set(st, &ifc, 0);
 		if (ret)
 			return ret;
 	}
@@ -474,9 +515,14 @@ static int state_check_text(const struct state *st, struct errbuf *err)
 	}
 	for (i = 0; i < st->n_ifaces; i++) {
 		const char *name = st->ifaces[i].name;
+		const char *ns = st->ifaces[i].netns_name;
 
 		if (utf8_check_text(name, strlen(name), &sub)) {
 			errbuf_set(err, "interface name: %s", sub.msg);
+			return -EINVAL;
+		}
+		if (utf8_check_text(ns, strlen(ns), &sub)) {
+			errbuf_set(err, "network namespace name: %s", sub.msg);
 			return -EINVAL;
 		}
 	}
@@ -541,6 +587,15 @@ static int state_to_json(const struct state *st, json_t **out,
 				 (json_int_t)f->attached_at);
 		if (!x)
 			goto fail_pack;
+		if (f->netns &&
+		    (json_object_set_new(x, "netns",
+					 json_integer((json_int_t)f->netns)) ||
+		     (f->netns_name[0] &&
+		      json_object_set_new(x, "netns_name",
+					  json_string(f->netns_name))))) {
+			json_decref(x);
+			goto fail;
+		}
 		if (json_array_append_new(ifaces, x))
 			goto fail;
 	}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "netns.h"
 #include "policy.h"
 #include "rules.h"
 
@@ -31,13 +32,18 @@ enum state_mode {
 	STATE_MODE_SKB = 2,
 };
 
-/* An interface edge was attached to. */
+/* An interface edge was attached to, in the network namespace it was
+ * attached in: an interface is its name and its namespace. */
 struct state_iface {
 	char name[IF_NAMESIZE];
-	int ifindex;
-	int mode; /* enum state_mode */
+	int ifindex; /* in its namespace */
+	int mode;    /* enum state_mode */
 	uint32_t prog_id;
 	int64_t attached_at; /* unix seconds */
+	/* the namespace's inode (netns.h); 0 in a file an older edgectl
+	 * wrote: the caller says which namespace that is (init) */
+	uint64_t netns;
+	char netns_name[NETNS_NAME_MAX]; /* its name then, "" for none */
 };
 
 struct state {
@@ -119,14 +125,19 @@ void state_abort(struct state_pending *sp);
  * 0 (err may hold state_commit's warning) or -errno with err set. */
 int state_save(const char *path, const struct state *st, struct errbuf *err);
 
-/* Find an interface by name; NULL when absent. */
-struct state_iface *state_iface_find(const struct state *st, const char *name);
+/* Find interface name of namespace netns (a record with netns 0 counts as
+ * being in namespace init); NULL when absent. */
+struct state_iface *state_iface_find(const struct state *st, const char *name,
+				     uint64_t netns, uint64_t init);
 
-/* Record an interface (replacing one of the same name). 0 or -ENOMEM. */
-int state_iface_set(struct state *st, const struct state_iface *ifc);
+/* Record an interface (replacing the one of the same name and namespace,
+ * as state_iface_find finds it with init). 0 or -ENOMEM. */
+int state_iface_set(struct state *st, const struct state_iface *ifc,
+		    uint64_t init);
 
-/* Forget an interface; 0 or -ENOENT. */
-int state_iface_del(struct state *st, const char *name);
+/* Forget an interface (as state_iface_find finds it); 0 or -ENOENT. */
+int state_iface_del(struct state *st, const char *name, uint64_t netns,
+		    uint64_t init);
 
 /*
  * Lock the state directory: create it (mode 0700, parents too) when
