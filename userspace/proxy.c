@@ -852,6 +852,8 @@ static void proxy_parse(struct req *r)
 		}
 		if (p->resp.code >= 200 || p->resp.upgrade) {
 			r->up_status = p->resp.code;
+			/* a woken endpoint that answers serves */
+			wake_answered(r->w->sh->wake, r->wenv, true);
 			break;
 		}
 		/* an interim 1xx (100 Continue: edge sent its own) */
@@ -1010,6 +1012,9 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			      evbuffer_get_length(sockio_input(p->uio)));
 		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(),
 				    "closed without a response head", false);
+		/* a woken endpoint that resets its first request fails its
+		 * wake */
+		wake_answered(r->w->sh->wake, r->wenv, false);
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:
