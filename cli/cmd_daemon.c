@@ -614,9 +614,9 @@ static void envs_ago(json_int_t t, char *buf, size_t len)
 		snprintf(buf, len, "%llds ago", (long long)(now - t));
 }
 
-/* edgectl envs [--json]: each on-demand environment's state, last
- * activity, requests and open tunnels, wakes and the last one's
- * duration. */
+/* edgectl envs [--json]: each on-demand environment's state (and what
+ * is left of the back-off after a failed wake), last activity, requests
+ * and open tunnels, wakes and the last one's duration. */
 int cmd_envs(struct ctl *c, int argc, char **argv)
 {
 	struct errbuf err = {""};
@@ -641,26 +641,34 @@ int cmd_envs(struct ctl *c, int argc, char **argv)
 		json_decref(result);
 		return CTL_OK;
 	}
-	printf("%-24s  %-8s  %-14s  %6s  %7s  %5s  %6s  %9s\n", "ENVIRONMENT",
-	       "STATE", "LAST ACTIVITY", "ACTIVE", "TUNNELS", "WAKES", "FAILED",
-	       "LAST WAKE");
+	printf("%-24s  %-11s  %8s  %-14s  %6s  %7s  %5s  %6s  %9s\n",
+	       "ENVIRONMENT", "STATE", "RETRY IN", "LAST ACTIVITY", "ACTIVE",
+	       "TUNNELS", "WAKES", "FAILED", "LAST WAKE");
 	for (i = 0; i < json_array_size(envs); i++) {
 		const json_t *e = json_array_get(envs, i);
-		char ago[32], last[32];
+		char ago[32], last[32], retry[32];
 		json_int_t lw = ctl_int(e, "last_wake_ms");
+		json_int_t left = ctl_int(e, "retry_in_ms");
 
 		envs_ago(ctl_int(e, "last_activity"), ago, sizeof(ago));
 		if (lw < 0)
 			snprintf(last, sizeof(last), "-");
 		else
 			snprintf(last, sizeof(last), "%lldms", (long long)lw);
-		printf("%-24s  %-8s  %-14s  %6lld  %7lld  %5lld  %6lld  %9s\n",
+		if (left <= 0)
+			snprintf(retry, sizeof(retry), "-");
+		else
+			snprintf(retry, sizeof(retry), "%llds",
+				 (long long)((left + 999) / 1000));
+		printf("%-24s  %-11s  %8s  %-14s  %6lld  %7lld  %5lld  %6lld  "
+		       "%9s\n",
 		       routes_str(e, "id", "-"), routes_str(e, "state", "-"),
-		       ago, (long long)ctl_int(e, "active"),
+		       retry, ago, (long long)ctl_int(e, "active"),
 		       (long long)ctl_int(e, "tunnels"),
 		       (long long)ctl_int(e, "wakes"),
 		       (long long)(ctl_int(e, "wakes_failed") +
-				   ctl_int(e, "wakes_pending")),
+				   ctl_int(e, "wakes_pending") +
+				   ctl_int(e, "wakes_endpoint_failed")),
 		       last);
 	}
 	json_decref(result);

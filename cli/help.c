@@ -107,7 +107,9 @@ static const struct ctl_help ctl_helps[] = {
 	  {"--count N", "stop --watch after N refreshes"})},
     {"routes", "routes [--json]", "edged's live route table", OPTS(O_JSON)},
     {"envs", "envs [--json]",
-     "edged's on-demand environments: state, activity, wakes", OPTS(O_JSON)},
+     "edged's on-demand environments: state (and back-off), activity, "
+     "wakes",
+     OPTS(O_JSON)},
     {"reload", "reload",
      "ask edged to reload its configuration (as SIGHUP does) and print "
      "its answer",

@@ -431,14 +431,16 @@ static int cfg_wake_command(struct cfg *x, const config_setting_t *g,
 	return cfg_dup(x, v, out);
 }
 
-/* wake: the commands, the semaphore, the timeout and the probe's step
- * (docs/wake.md). */
+/* wake: the commands, the semaphore, the timeout, the probe's step and
+ * the back-off's cap (docs/wake.md). */
 static int cfg_wake(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
-	    "command",	      "sleep_command",		 "max_concurrent",
-	    "timeout",	      "probe_interval",		 "output_max",
-	    "restart_window", "max_waiting_connections", NULL};
+	    "command",	      "sleep_command",
+	    "max_concurrent", "timeout",
+	    "probe_interval", "output_max",
+	    "restart_window", "max_waiting_connections",
+	    "retry_max",      NULL};
 	struct config_wake *wk = &x->c->wake;
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
@@ -471,6 +473,9 @@ static int cfg_wake(struct cfg *x, const config_setting_t *root)
 				CONFIG_WAKE_WAITING_DEFAULT, 1,
 				CONFIG_WAKE_WAITING_MAX,
 				&wk->max_waiting_connections);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "retry_max", CFG_MS, 60 * CFG_S, CFG_S,
+				60 * CFG_MIN, &wk->retry_max_ms);
 	return rc;
 }
 

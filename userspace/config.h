@@ -100,8 +100,8 @@ struct config_analytics {
 
 /* The wake stage's settings (the group wake; docs/wake.md): the commands
  * that wake and put to sleep an on-demand environment ("%s" stands for
- * its id), how many wakes may run at once, how long one may take and
- * the step of the readiness probe. */
+ * its id), how many wakes may run at once, how long one may take, the
+ * step of the readiness probe and the back-off after a failed wake. */
 struct config_wake {
 	char *command;	     /* "" : no wake command (on-demand refused) */
 	char *sleep_command; /* "" : a sleeping environment is only marked */
@@ -113,6 +113,8 @@ struct config_wake {
 	uint64_t restart_window_ms;
 	/* TCP route connections waiting for wakes at once (all) */
 	uint64_t max_waiting_connections;
+	/* the longest back-off after failed wakes (it doubles from 1 s) */
+	uint64_t retry_max_ms;
 };
 
 /* wake.max_concurrent at most; an environment's idle_timeout default */

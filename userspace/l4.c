@@ -386,12 +386,23 @@ static void l4_no_socket(struct l4_conn *c, int e)
 /* Every endpoint failed: upstream_unavailable, or, for an on-demand
  * environment that is not running as far as edge knows (wake_refused:
  * it just woke, or it is asleep or waking), environment_restarting and
- * a wake. */
+ * a wake, or wake_failed (the woken endpoint failing its first
+ * connection fails its wake, or a back-off runs). */
 static void l4_unavailable(struct l4_conn *c)
 {
-	if (c->wenv && wake_refused(c->w->sh->wake, c->wenv, c->woken)) {
+	unsigned retry_s;
+
+	switch (c->wenv ? wake_refused(c->w->sh->wake, c->wenv, &c->wwait,
+				       c->woken, &retry_s)
+			: WAKE_DOWN) {
+	case WAKE_RESTARTING:
 		l4_end(c, OUTCOME_ENVIRONMENT_RESTARTING);
 		return;
+	case WAKE_REFUSED_FAILED:
+		l4_wake_end(c, OUTCOME_WAKE_FAILED);
+		return;
+	case WAKE_DOWN:
+		break;
 	}
 	l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
 }
@@ -463,7 +474,8 @@ static void l4_connect(struct l4_conn *c)
  * the wake timeout plus WAKE_GRACE_MS in case its notify is lost; the
  * wake's end comes as L4_MSG_WAKE. No slot for a needed wake, or
  * wake.max_waiting_connections connections waiting already: closed as
- * wake_throttled.
+ * wake_throttled. Its last wake failed and the back-off runs: closed as
+ * wake_failed at once.
  */
 static void l4_wake(struct l4_conn *c)
 {
@@ -503,6 +515,9 @@ static void l4_wake(struct l4_conn *c)
 		return;
 	case WAKE_THROTTLED:
 		l4_wake_end(c, OUTCOME_WAKE_THROTTLED);
+		return;
+	case WAKE_BACKOFF:
+		l4_wake_end(c, OUTCOME_WAKE_FAILED);
 		return;
 	}
 }

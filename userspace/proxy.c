@@ -936,6 +936,8 @@ static void proxy_parse(struct req *r)
 		}
 		if (p->resp.code >= 200 || p->resp.upgrade) {
 			r->up_status = p->resp.code;
+			/* a woken endpoint that answers serves */
+			wake_answered(r->w->sh->wake, r->wenv, true);
 			break;
 		}
 		/* an interim 1xx (100 Continue: edge sent its own) */
@@ -1099,6 +1101,9 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			 p->head_held ? " and before its first chunk line"
 				      : "");
 		proxy_ep_failed(r, UPREG_WHY_CLOSED, err, detail);
+		/* a woken endpoint that resets its first request fails its
+		 * wake */
+		wake_answered(r->w->sh->wake, r->wenv, false);
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:

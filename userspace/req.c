@@ -391,12 +391,22 @@ static void req_forward(struct req *r)
 	proxy_start(r);
 }
 
+/* End r with o (a 503 of the wake stage), Retry-After: retry_s. */
+static void req_end_retry(struct req *r, enum outcome o, unsigned retry_s)
+{
+	char retry[40];
+
+	snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", retry_s);
+	req_end(r, o, retry);
+}
+
 /*
  * Wake: r's environment is on demand (docs/wake.md). Running: on to the
  * proxy now. Waking (or woken by r, a slot being free): r waits in
  * REQ_WAKING, with an id its worker's mailbox names it by, its timer at
  * the wake timeout plus WAKE_GRACE_MS in case the notify is lost; the
- * wake's end comes as REQ_MSG_WAKE. No slot: 503 wake_throttled.
+ * wake's end comes as REQ_MSG_WAKE. No slot: 503 wake_throttled. Its
+ * last wake failed and the back-off runs: 503 wake_failed at once.
  */
 static void req_go(struct req *r)
 {
@@ -429,16 +439,27 @@ static void req_go(struct req *r)
 	case WAKE_THROTTLED:
 		req_end(r, OUTCOME_WAKE_THROTTLED, retry);
 		return;
+	case WAKE_BACKOFF:
+		req_end_retry(r, OUTCOME_WAKE_FAILED, r->wwait.retry_s);
+		return;
 	}
 }
 
 void req_upstream_unavailable(struct req *r)
 {
-	static const char retry[] = "Retry-After: 1\r\n";
+	unsigned retry_s;
 
-	if (r->wenv && wake_refused(r->w->sh->wake, r->wenv, r->woken)) {
-		req_end(r, OUTCOME_ENVIRONMENT_RESTARTING, retry);
+	switch (r->wenv ? wake_refused(r->w->sh->wake, r->wenv, &r->wwait,
+				       r->woken, &retry_s)
+			: WAKE_DOWN) {
+	case WAKE_RESTARTING:
+		req_end_retry(r, OUTCOME_ENVIRONMENT_RESTARTING, retry_s);
 		return;
+	case WAKE_REFUSED_FAILED:
+		req_end_retry(r, OUTCOME_WAKE_FAILED, retry_s);
+		return;
+	case WAKE_DOWN:
+		break;
 	}
 	req_end(r, OUTCOME_UPSTREAM_UNAVAILABLE, NULL);
 }
@@ -487,8 +508,6 @@ static void req_reresolve(struct req *r)
 /* REQ_MSG_WAKE for r: its environment's wake ended with res. */
 static void req_woken(struct req *r, uint64_t res)
 {
-	static const char retry[] = "Retry-After: 1\r\n";
-
 	worker_handle_free(r->w, r->handle);
 	r->handle = 0;
 	req_timer_stop(r);
@@ -500,10 +519,12 @@ static void req_woken(struct req *r, uint64_t res)
 		req_forward(r);
 		return;
 	case WAKE_R_FAILED:
-		req_end(r, OUTCOME_WAKE_FAILED, retry);
+		req_end_retry(r, OUTCOME_WAKE_FAILED,
+			      wake_retry_after(r->w->sh->wake, r->wenv));
 		return;
 	default:
-		req_end(r, OUTCOME_WAKE_PENDING, retry);
+		req_end_retry(r, OUTCOME_WAKE_PENDING,
+			      wake_retry_after(r->w->sh->wake, r->wenv));
 		return;
 	}
 }

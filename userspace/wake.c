@@ -13,7 +13,13 @@
  * waitpid(WNOHANG): nothing ever waits. A wake's command that outlives
  * its wake's deadline is killed (SIGKILL to its group); one that keeps
  * running after the probe answered (it is the backend, say) is left
- * alone and reaped whenever it exits.
+ * alone and reaped whenever it exits, unless its environment's endpoint
+ * then fails its first request: a failed wake, whose command is killed.
+ *
+ * A failed wake (the command failed, the deadline passed, the woken
+ * endpoint failed its first request) leaves the environment WAKE_FAILED
+ * for a back-off: requests get 503 wake_failed at once and nothing runs
+ * until it is over, so a storm of requests costs one wake.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -22,6 +28,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +82,18 @@ struct wake_env {
 	uint64_t wake_t0;		/* monotonic: this wake began */
 	bool start;			/* a wake for the loop to start */
 	bool slot;			/* holds a wake.max_concurrent slot */
+	/* a wake that ended ready awaits its verdict (wake_answered); read
+	 * without the lock, written under it */
+	atomic_bool verify;
+	bool stop;	     /* its endpoint failed: for the loop to stop it */
+	bool confirm;	     /* a wake after failed ones served: for the loop
+				to tell the database */
+	uint64_t failures;   /* failed wakes in a row */
+	uint64_t fail_gen;   /* failed wakes (wake_waiter's gen) */
+	uint64_t backoff_ms; /* the last back-off (0: none) */
+	uint64_t retry_ns;   /* monotonic: WAKE_FAILED until then */
 	uint64_t wakes, wakes_ok, wakes_failed, wakes_pending, throttled;
+	uint64_t endpoint_failed, backoff_refused;
 	uint64_t sleeps;
 	int64_t last_wake_ms;
 	TAILQ_HEAD(wake_waiters, wake_waiter) waiters;
@@ -86,6 +104,9 @@ struct wake_env {
 	int probe_fd;
 	struct event *probe_tm, *probe_ev, *deadline;
 	struct wake_job *job;	    /* the wake's command, while waking */
+	struct wake_job *ready_job; /* the wake's command still running when
+				       it ended ready (killed if its
+				       endpoint then fails) */
 	struct wake_job *sleep_job; /* the sleep command, while it runs */
 	uint64_t db_seq;     /* the database's protocol: this wake's number */
 	uint64_t db_told_ns; /* the activity last written */
@@ -114,13 +135,13 @@ struct wake {
 	void *db_arg;
 	uint64_t db_activity_ns; /* activity last written (monotonic) */
 	struct metrics_counter *m_wakes[WAKE_R_FAILED + 2];
-	struct metrics_counter *m_throttled;
+	struct metrics_counter *m_throttled, *m_endpoint_failed;
 	struct metrics_histogram *m_cold;
 	struct metrics_gauge *m_state[WAKE_NSTATES];
 };
 
-static const char *const wake_state_names[WAKE_NSTATES] = {"sleeping", "waking",
-							   "running"};
+static const char *const wake_state_names[WAKE_NSTATES] = {
+    "sleeping", "waking", "running", "wake_failed"};
 
 const char *wake_state_name(enum wake_state s)
 {
@@ -141,10 +162,61 @@ static void wake_set_state(struct wake *wk, struct wake_env *e,
 	e->state = s;
 	if (s == WAKE_RUNNING)
 		e->running_ns = clk_now_ns();
+	else
+		atomic_store_explicit(&e->verify, false, memory_order_relaxed);
 	if (s != WAKE_SLEEPING) {
 		e->db_sleep_retry_ns = 0;
 		e->db_sleep_losses = 0;
 	}
+}
+
+/* How long after t now is (0 when t is later: another thread's clock
+ * may be ahead of this one's batched reading). */
+static uint64_t wake_since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
+/* The seconds left of e's back-off at now, rounded up, at least 1. */
+static unsigned wake_left_s(const struct wake_env *e, uint64_t now)
+{
+	uint64_t ns = e->retry_ns > now ? e->retry_ns - now : 0, s;
+
+	if (ns > e->backoff_ms * NS_PER_MS)
+		ns = e->backoff_ms * NS_PER_MS;
+	s = (ns + 999999999ULL) / 1000000000ULL;
+	return s ? (unsigned)s : 1;
+}
+
+/* e's wake failed (now): WAKE_FAILED for ms (0: the next back-off of
+ * e's failures in a row, counted). The back-off's length. */
+static uint64_t wake_backoff_locked(struct wake *wk, struct wake_env *e,
+				    uint64_t ms, uint64_t now)
+{
+	if (!ms) {
+		unsigned sh = e->failures < 20 ? (unsigned)e->failures : 20;
+
+		ms = (uint64_t)WAKE_BACKOFF_MIN_MS << sh;
+		if (ms > wk->set.retry_max_ms)
+			ms = wk->set.retry_max_ms;
+		e->failures++;
+	}
+	e->fail_gen++;
+	e->backoff_ms = ms;
+	e->retry_ns = now + ms * NS_PER_MS;
+	wake_set_state(wk, e, WAKE_FAILED);
+	return ms;
+}
+
+/* e is WAKE_FAILED and its back-off is over (now): asleep, its next
+ * request wakes it. */
+static bool wake_backoff_over_locked(struct wake *wk, struct wake_env *e,
+				     uint64_t now)
+{
+	if (e->state != WAKE_FAILED || now < e->retry_ns)
+		return false;
+	wake_set_state(wk, e, WAKE_SLEEPING);
+	return true;
 }
 
 static struct wake_env *wake_find(struct wake *wk, const char *id)
@@ -190,6 +262,16 @@ enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
 	e = wake_find(wk, env_id);
 	if (!e || e->gone)
 		goto out;
+	if (e->state == WAKE_FAILED) {
+		uint64_t now = clk_fresh_ns();
+
+		if (!wake_backoff_over_locked(wk, e, now)) {
+			e->backoff_refused++;
+			wt->retry_s = wake_left_s(e, now);
+			rc = WAKE_BACKOFF;
+			goto out;
+		}
+	}
 	if (e->state != WAKE_RUNNING && wt->bounded &&
 	    wk->nbounded >= wk->set.max_waiting_connections) {
 		e->throttled++;
@@ -217,6 +299,7 @@ enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
 	e->active++;
 	e->last_ns = clk_now_ns();
 	e->last_real_ns = clk_real_ns();
+	wt->gen = e->fail_gen;
 	*env = e;
 out:
 	pthread_mutex_unlock(&wk->lock);
@@ -258,26 +341,115 @@ void wake_tunnel(struct wake *wk, struct wake_env *e, int delta)
 	pthread_mutex_unlock(&wk->lock);
 }
 
-bool wake_refused(struct wake *wk, struct wake_env *e, bool woken)
+/* e's woken endpoint failed its first request: a failed wake (its
+ * back-off, the loop told to stop it). Under the lock. */
+static void wake_endpoint_failed_locked(struct wake *wk, struct wake_env *e,
+					uint64_t now)
 {
-	bool restarting, kick = false;
-	uint64_t now = clk_now_ns();
+	e->endpoint_failed++;
+	wake_backoff_locked(wk, e, 0, now);
+	e->stop = true;
+	metrics_counter_add(wk->m_endpoint_failed, 1);
+}
 
-	if (!e)
+/* Whether e's last wake awaits its verdict (and may still have one: less
+ * than wake.restart_window since). Under the lock. */
+static bool wake_verifying_locked(struct wake *wk, struct wake_env *e,
+				  uint64_t now)
+{
+	if (!atomic_load_explicit(&e->verify, memory_order_relaxed))
 		return false;
+	if (e->state == WAKE_RUNNING &&
+	    wake_since(now, e->running_ns) <
+		wk->set.restart_window_ms * NS_PER_MS)
+		return true;
+	atomic_store_explicit(&e->verify, false, memory_order_relaxed);
+	return false;
+}
+
+enum wake_refusal wake_refused(struct wake *wk, struct wake_env *e,
+			       const struct wake_waiter *wt, bool woken,
+			       unsigned *retry_s)
+{
+	enum wake_refusal rc = WAKE_DOWN;
+	bool kick = false;
+	uint64_t now;
+
+	*retry_s = WAKE_RETRY_AFTER_S;
+	if (!e)
+		return WAKE_DOWN;
 	pthread_mutex_lock(&wk->lock);
-	restarting =
-	    woken || e->state != WAKE_RUNNING ||
-	    now - e->running_ns < wk->set.restart_window_ms * NS_PER_MS;
-	if (restarting && e->state != WAKE_WAKING && !e->gone) {
+	now = clk_fresh_ns();
+	if (!e->gone && wake_verifying_locked(wk, e, now)) {
+		wake_endpoint_failed_locked(wk, e, now);
+		kick = true;
+	}
+	if (e->state == WAKE_FAILED && !e->gone &&
+	    !wake_backoff_over_locked(wk, e, now)) {
+		*retry_s = wake_left_s(e, now);
+		rc = WAKE_REFUSED_FAILED;
+		goto out;
+	}
+	if (wt->gen != e->fail_gen) {
+		/* it entered before a wake failed (a storm's request sent
+		 * to the endpoint before it failed): no new wake for it */
+		rc = WAKE_REFUSED_FAILED;
+		goto out;
+	}
+	if (woken || e->state != WAKE_RUNNING ||
+	    wake_since(now, e->running_ns) <
+		wk->set.restart_window_ms * NS_PER_MS)
+		rc = WAKE_RESTARTING;
+	if (rc == WAKE_RESTARTING && e->state != WAKE_WAKING && !e->gone) {
 		kick = wake_begin_locked(wk, e);
 		if (!kick && e->state == WAKE_RUNNING)
 			wake_set_state(wk, e, WAKE_SLEEPING);
 	}
+out:
 	pthread_mutex_unlock(&wk->lock);
 	if (kick)
 		wake_kick(wk);
-	return restarting;
+	return rc;
+}
+
+void wake_answered(struct wake *wk, struct wake_env *e, bool ok)
+{
+	bool kick = false;
+	uint64_t now;
+
+	if (!e || !atomic_load_explicit(&e->verify, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&wk->lock);
+	now = clk_fresh_ns();
+	if (!e->gone && wake_verifying_locked(wk, e, now)) {
+		atomic_store_explicit(&e->verify, false, memory_order_relaxed);
+		if (!ok) {
+			wake_endpoint_failed_locked(wk, e, now);
+			kick = true;
+		} else if (e->failures) {
+			e->failures = 0;
+			e->confirm = true;
+			kick = true;
+		}
+	}
+	pthread_mutex_unlock(&wk->lock);
+	if (kick)
+		wake_kick(wk);
+}
+
+unsigned wake_retry_after(struct wake *wk, struct wake_env *e)
+{
+	unsigned s = WAKE_RETRY_AFTER_S;
+	uint64_t now;
+
+	if (!e)
+		return s;
+	pthread_mutex_lock(&wk->lock);
+	now = clk_fresh_ns();
+	if (e->state == WAKE_FAILED && now < e->retry_ns)
+		s = wake_left_s(e, now);
+	pthread_mutex_unlock(&wk->lock);
+	return s;
 }
 
 uint64_t wake_timeout_ms(struct wake *wk)
@@ -286,6 +458,16 @@ uint64_t wake_timeout_ms(struct wake *wk)
 
 	pthread_mutex_lock(&wk->lock);
 	ms = wk->set.timeout_ms;
+	pthread_mutex_unlock(&wk->lock);
+	return ms;
+}
+
+uint64_t wake_retry_max_ms(struct wake *wk)
+{
+	uint64_t ms;
+
+	pthread_mutex_lock(&wk->lock);
+	ms = wk->set.retry_max_ms;
 	pthread_mutex_unlock(&wk->lock);
 	return ms;
 }
@@ -349,6 +531,8 @@ static void wake_job_free(struct wake_job *j)
 		j->env->job = NULL;
 	if (j->env && j->env->sleep_job == j)
 		j->env->sleep_job = NULL;
+	if (j->env && j->env->ready_job == j)
+		j->env->ready_job = NULL;
 	free(j);
 }
 
@@ -667,19 +851,29 @@ static void wake_probe_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- a wake's course ----------------------------------------------------- */
 
-/* The wake of e ended with res: its state, its slot, its waiters told. */
-static void wake_finish(struct wake_env *e, enum wake_result res)
+/* How a wake that did not end ready backs off (wake_end). */
+#define WAKE_BACKOFF_NEXT 0    /* the next of its failures in a row */
+#define WAKE_BACKOFF_NONE (-1) /* none: asleep, the next request tries */
+
+/*
+ * The wake of e ended with res: its state, its slot, its waiters told.
+ * Not ready: WAKE_FAILED for backoff ms (>0), or for the next back-off
+ * of its failures in a row (WAKE_BACKOFF_NEXT), or asleep at once
+ * (WAKE_BACKOFF_NONE: no wake could be asked for).
+ */
+static void wake_end(struct wake_env *e, enum wake_result res, int64_t backoff)
 {
 	struct wake *wk = e->wk;
 	struct wake_waiter *wt;
-	uint64_t ns, told = 0, lost = 0;
+	uint64_t ns, told = 0, lost = 0, ms = 0, failures;
+	struct wake_job *job = e->job;
 	int64_t give_up;
 
 	wake_probe_stop(e);
 	if (e->deadline)
 		evtimer_del(e->deadline);
-	if (e->job && res != WAKE_R_READY)
-		wake_job_kill(e->job);
+	if (job && res != WAKE_R_READY)
+		wake_job_kill(job);
 	e->job = NULL; /* a command still running is reaped on its own */
 	pthread_mutex_lock(&wk->lock);
 	if (e->state != WAKE_WAKING) {
@@ -694,8 +888,19 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 		e->slot = false;
 		wk->inflight--;
 	}
-	wake_set_state(wk, e,
-		       res == WAKE_R_READY ? WAKE_RUNNING : WAKE_SLEEPING);
+	if (res == WAKE_R_READY) {
+		wake_set_state(wk, e, WAKE_RUNNING);
+		/* its first request says whether it serves */
+		atomic_store_explicit(&e->verify, true, memory_order_relaxed);
+		e->ready_job = job;
+	} else if (backoff == WAKE_BACKOFF_NONE) {
+		e->fail_gen++;
+		wake_set_state(wk, e, WAKE_SLEEPING);
+	} else {
+		ms = wake_backoff_locked(wk, e, (uint64_t)backoff,
+					 clk_fresh_ns());
+	}
+	failures = e->failures;
 	if (res == WAKE_R_READY)
 		e->wakes_ok++;
 	else if (res == WAKE_R_FAILED)
@@ -730,12 +935,26 @@ static void wake_finish(struct wake_env *e, enum wake_result res)
 			 "connection(s) waited)",
 			 e->id, (unsigned long long)(ns / NS_PER_MS),
 			 (unsigned long long)told);
+	else if (ms)
+		log_warnx("environment %s: wake %s after %llu ms (%llu "
+			  "waiting request(s) or connection(s) refused): "
+			  "wake_failed, no wake for %llu ms (%llu failed in a "
+			  "row)",
+			  e->id, res == WAKE_R_FAILED ? "failed" : "timed out",
+			  (unsigned long long)(ns / NS_PER_MS),
+			  (unsigned long long)told, (unsigned long long)ms,
+			  (unsigned long long)failures);
 	else
 		log_warnx("environment %s: wake %s after %llu ms (%llu "
 			  "waiting request(s) or connection(s) refused)",
 			  e->id, res == WAKE_R_FAILED ? "failed" : "timed out",
 			  (unsigned long long)(ns / NS_PER_MS),
 			  (unsigned long long)told);
+}
+
+static void wake_finish(struct wake_env *e, enum wake_result res)
+{
+	wake_end(e, res, WAKE_BACKOFF_NEXT);
 }
 
 static void wake_deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -773,7 +992,7 @@ static void wake_run(struct wake *wk, struct wake_env *e)
 			    "environment %s: the database is unreachable: "
 			    "its wake cannot be asked for",
 			    e->id);
-			wake_finish(e, WAKE_R_FAILED);
+			wake_end(e, WAKE_R_FAILED, WAKE_BACKOFF_NONE);
 			return;
 		}
 		e->probe_i = 0;
@@ -789,32 +1008,78 @@ static void wake_run(struct wake *wk, struct wake_env *e)
 	wake_probe_cb(-1, 0, e);
 }
 
-/* The workers want wakes started. */
+/* e's woken endpoint failed its first request (wake_answered,
+ * wake_refused): its command killed if it still runs, and the
+ * environment put to sleep as an idle one is (the sleep command, or the
+ * database told), so that the next wake starts it afresh. */
+static void wake_stop(struct wake *wk, struct wake_env *e)
+{
+	struct wake_job *j = NULL;
+	uint64_t ms, failures;
+
+	pthread_mutex_lock(&wk->lock);
+	ms = e->backoff_ms;
+	failures = e->failures;
+	pthread_mutex_unlock(&wk->lock);
+	log_warnx("environment %s: its endpoint failed its first request "
+		  "after the wake: wake_failed, no wake for %llu ms (%llu "
+		  "failed in a row)",
+		  e->id, (unsigned long long)ms, (unsigned long long)failures);
+	if (e->ready_job) {
+		wake_job_kill(e->ready_job);
+		e->ready_job = NULL;
+	}
+	if (wake_by_db(wk, e)) {
+		wk->db->failed(wk->db_arg, e->id, wk->set.retry_max_ms);
+		return;
+	}
+	if (wk->set.sleep_command[0] && !e->sleep_job &&
+	    wake_spawn(wk, e, wk->set.sleep_command, true, &j) == 0)
+		e->sleep_job = j;
+}
+
+/* The workers want wakes started, or failed ones stopped. */
 static void wake_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct wake *wk = arg;
-	struct wake_env **run;
-	size_t i, n = 0;
+	struct wake_env **run, **stop, **confirm;
+	size_t i, n = 0, ns = 0, nc = 0;
 
 	(void)fd;
 	(void)what;
 	run = calloc(wk->nenvs ? wk->nenvs : 1, sizeof(*run));
+	stop = calloc(wk->nenvs ? wk->nenvs : 1, sizeof(*stop));
+	confirm = calloc(wk->nenvs ? wk->nenvs : 1, sizeof(*confirm));
 	pthread_mutex_lock(&wk->lock);
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
 
+		/* no memory: the next kick or tick retries */
+		if (e->stop && stop) {
+			e->stop = false;
+			stop[ns++] = e;
+		}
+		if (e->confirm && confirm) {
+			e->confirm = false;
+			confirm[nc++] = e;
+		}
 		/* a sleep command still running goes first */
-		if (!e->start || e->sleep_job)
+		if (!e->start || e->sleep_job || !run)
 			continue;
-		if (!run) /* no memory: the next kick or tick retries */
-			break;
 		e->start = false;
 		run[n++] = e;
 	}
 	pthread_mutex_unlock(&wk->lock);
+	for (i = 0; i < ns; i++)
+		wake_stop(wk, stop[i]);
+	for (i = 0; i < nc; i++)
+		if (wake_by_db(wk, confirm[i]))
+			wk->db->confirmed(wk->db_arg, confirm[i]->id);
 	for (i = 0; i < n; i++)
 		wake_run(wk, run[i]);
 	free(run);
+	free(stop);
+	free(confirm);
 }
 
 /* e's sleep command ended: a wake asked for meanwhile starts now. */
@@ -867,7 +1132,7 @@ out:
 	free(who);
 }
 
-/* Put environments idle past their timeout to sleep. */
+/* Put environments idle past their timeout to sleep; end back-offs. */
 static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct wake *wk = arg;
@@ -884,11 +1149,21 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 		uint64_t idle = 0;
 
 		pthread_mutex_lock(&wk->lock);
+		if (!e->gone && wake_backoff_over_locked(wk, e, now)) {
+			pthread_mutex_unlock(&wk->lock);
+			log_note(
+			    "environment %s: its back-off is over: the next "
+			    "request wakes it",
+			    e->id);
+			continue;
+		}
 		if (!e->gone && e->state == WAKE_RUNNING && e->active == 0 &&
 		    e->idle_ms && now - e->last_ns >= e->idle_ms * NS_PER_MS) {
 			idle = (now - e->last_ns) / NS_PER_MS;
 			wake_set_state(wk, e, WAKE_SLEEPING);
 			e->sleeps++;
+			/* it ran its course: no failed wake in a row */
+			e->failures = 0;
 			sleep = true;
 		} else if (!e->gone && e->state == WAKE_SLEEPING &&
 			   e->db_sleep_retry_ns &&
@@ -939,7 +1214,8 @@ static struct wake_env *wake_find_waking(struct wake *wk, const char *id)
 }
 
 void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
-		   int64_t req_id, int err)
+		   int64_t req_id, int err, uint64_t retry_ms,
+		   uint64_t failures)
 {
 	struct wake_env *e = wake_find_waking(wk, env_id);
 
@@ -958,7 +1234,17 @@ void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
 		log_warnx("environment %s: the wake could not be asked of the "
 			  "database: %s",
 			  env_id, strerror(-err));
-		wake_finish(e, WAKE_R_FAILED);
+		wake_end(e, WAKE_R_FAILED, WAKE_BACKOFF_NONE);
+		return;
+	}
+	pthread_mutex_lock(&wk->lock);
+	e->failures = failures; /* the fleet's: its back-off if it fails */
+	pthread_mutex_unlock(&wk->lock);
+	if (req_id == 0 && retry_ms > 0) {
+		log_note("environment %s: its last wake failed (the database "
+			 "says): no wake for %llu ms more",
+			 env_id, (unsigned long long)retry_ms);
+		wake_end(e, WAKE_R_FAILED, (int64_t)retry_ms);
 		return;
 	}
 	e->db_req = req_id;
@@ -1002,6 +1288,33 @@ void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
 	if (e->db_req == req_id)
 		e->db_req = 0; /* nothing to give up */
 	wake_finish(e, failed ? WAKE_R_FAILED : WAKE_R_PENDING);
+}
+
+void wake_db_failed(struct wake *wk, const char *env_id, uint64_t retry_ms)
+{
+	struct wake_env *e;
+	uint64_t now;
+
+	if (!retry_ms)
+		return;
+	pthread_mutex_lock(&wk->lock);
+	e = wake_find(wk, env_id);
+	if (!e || e->gone) {
+		pthread_mutex_unlock(&wk->lock);
+		return;
+	}
+	log_warnx("environment %s: its woken endpoint failed on another "
+		  "host: no wake for %llu ms",
+		  env_id, (unsigned long long)retry_ms);
+	if (e->state == WAKE_WAKING) {
+		pthread_mutex_unlock(&wk->lock);
+		wake_end(e, WAKE_R_FAILED, (int64_t)retry_ms);
+		return;
+	}
+	now = clk_fresh_ns();
+	if (e->state != WAKE_FAILED || e->retry_ns < now + retry_ms * NS_PER_MS)
+		wake_backoff_locked(wk, e, retry_ms, now);
+	pthread_mutex_unlock(&wk->lock);
 }
 
 /* ---- the registry -------------------------------------------------------- */
@@ -1341,9 +1654,14 @@ int wake_sync_defs(struct wake *wk, const struct wake_defs *d)
 			wk->envs[wk->nenvs++] = e;
 		if (e->state != WAKE_WAKING)
 			e->state = up[k] ? WAKE_RUNNING : WAKE_SLEEPING;
-		/* back on demand: no lost sleep of before it went */
+		/* back on demand: no lost sleep, failed wake or verdict of
+		 * before it went */
 		e->db_sleep_retry_ns = 0;
 		e->db_sleep_losses = 0;
+		e->failures = 0;
+		e->backoff_ms = 0;
+		e->stop = e->confirm = false;
+		atomic_store_explicit(&e->verify, false, memory_order_relaxed);
 		if (e->state == WAKE_RUNNING)
 			e->running_ns = clk_now_ns() -
 					wk->set.restart_window_ms * NS_PER_MS;
@@ -1422,9 +1740,13 @@ json_t *wake_dump_json(struct wake *wk)
 	qsort(v, n, sizeof(*v), wake_cmp);
 	for (i = 0; i < n; i++) {
 		const struct wake_env *e = v[i];
+		uint64_t left =
+		    e->state == WAKE_FAILED && e->retry_ns > now
+			? (e->retry_ns - now + NS_PER_MS - 1) / NS_PER_MS
+			: 0;
 		json_t *o = json_pack(
 		    "{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-		    "s:I, s:I, s:I, s:I, s:I}",
+		    "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		    "id", e->id, "state", wake_state_name(e->state),
 		    "on_demand", 1, "active", (json_int_t)e->active, "tunnels",
 		    (json_int_t)e->tunnels, "last_activity",
@@ -1437,10 +1759,14 @@ json_t *wake_dump_json(struct wake *wk)
 		    (json_int_t)e->wakes, "wakes_ok", (json_int_t)e->wakes_ok,
 		    "wakes_failed", (json_int_t)e->wakes_failed,
 		    "wakes_pending", (json_int_t)e->wakes_pending,
-		    "wakes_throttled", (json_int_t)e->throttled, "sleeps",
-		    (json_int_t)e->sleeps, "last_wake_ms",
+		    "wakes_throttled", (json_int_t)e->throttled,
+		    "wakes_endpoint_failed", (json_int_t)e->endpoint_failed,
+		    "sleeps", (json_int_t)e->sleeps, "last_wake_ms",
 		    (json_int_t)e->last_wake_ms, "waiters",
-		    (json_int_t)e->nwaiters);
+		    (json_int_t)e->nwaiters, "consecutive_failures",
+		    (json_int_t)e->failures, "backoff_ms",
+		    (json_int_t)e->backoff_ms, "retry_in_ms", (json_int_t)left,
+		    "backoff_refused", (json_int_t)e->backoff_refused);
 
 		if (!o || json_array_append_new(arr, o)) {
 			pthread_mutex_unlock(&wk->lock);
@@ -1453,7 +1779,10 @@ json_t *wake_dump_json(struct wake *wk)
 				json_integer((json_int_t)wk->nbounded)) ||
 	    json_object_set_new(
 		res, "max_concurrent",
-		json_integer((json_int_t)wk->set.max_concurrent))) {
+		json_integer((json_int_t)wk->set.max_concurrent)) ||
+	    json_object_set_new(
+		res, "retry_max_ms",
+		json_integer((json_int_t)wk->set.retry_max_ms))) {
 		pthread_mutex_unlock(&wk->lock);
 		goto fail;
 	}
@@ -1494,13 +1823,15 @@ int wake_metrics(struct wake *wk, struct metrics *m)
 	}
 	lab[1] = "throttled";
 	wk->m_throttled = metrics_counter_new(m, wakes, wakes_help, lab);
+	lab[1] = "endpoint_failed";
+	wk->m_endpoint_failed = metrics_counter_new(m, wakes, wakes_help, lab);
 	wk->m_cold = metrics_histogram_new(
 	    m, "edge_wake_cold_start_seconds",
 	    "Time from a wake's first request to the environment's endpoint "
 	    "accepting",
 	    NULL, metrics_duration_bounds_ns, metrics_duration_nbounds,
 	    1000000000ULL);
-	if (!wk->m_throttled || !wk->m_cold)
+	if (!wk->m_throttled || !wk->m_endpoint_failed || !wk->m_cold)
 		return -ENOMEM;
 	pthread_mutex_lock(&wk->lock);
 	for (i = 0; i < WAKE_NSTATES; i++) {

@@ -18,9 +18,14 @@
  * function), naming it by its generation-checked id, never by pointer.
  *
  * The states: WAKE_SLEEPING (edge put it to sleep, or it did not answer
- * a probe at start, or its last wake failed), WAKE_WAKING (a wake is
- * under way: requests wait), WAKE_RUNNING (its last wake, or the probe
- * at start, succeeded and no sleep was sent since).
+ * a probe at start, or the back-off after its last failed wake is over),
+ * WAKE_WAKING (a wake is under way: requests wait), WAKE_RUNNING (its
+ * last wake, or the probe at start, succeeded and no sleep was sent
+ * since), WAKE_FAILED (its last wake failed: the command failed, the
+ * deadline passed, or the woken endpoint failed its first request; no
+ * wake starts before its back-off is over, doubling from
+ * WAKE_BACKOFF_MIN_MS up to wake.retry_max with each failed wake in a
+ * row, back to the start once a wake serves its first request).
  */
 #ifndef EDGE_WAKE_H
 #define EDGE_WAKE_H
@@ -42,8 +47,13 @@ enum wake_state {
 	WAKE_SLEEPING = 0,
 	WAKE_WAKING,
 	WAKE_RUNNING,
+	WAKE_FAILED,
 	WAKE_NSTATES,
 };
+
+/* The first back-off after a failed wake (it doubles with each failed
+ * wake in a row, up to wake.retry_max). */
+#define WAKE_BACKOFF_MIN_MS 1000
 
 /* How a wake ended, for its waiters (the notify function's result). */
 enum wake_result {
@@ -57,19 +67,23 @@ enum wake_enter_rc {
 	WAKE_GO = 0,	/* the environment runs (or is not on demand) */
 	WAKE_WAIT,	/* a wake is under way: wait for the notify */
 	WAKE_THROTTLED, /* a wake is needed and no slot is free: 503 */
+	WAKE_BACKOFF,	/* its last wake failed and the back-off runs: 503
+			   wake_failed, Retry-After the waiter's retry_s */
 };
 
 /* A request's place among a waking environment's waiters (inside struct
  * req; the wake's lock guards it). */
 struct wake_waiter {
 	TAILQ_ENTRY(wake_waiter) link;
-	void *owner;	 /* the request's worker */
-	uint64_t handle; /* its id there */
-	uint32_t msg;	 /* the message type its notify posts */
-	bool bounded;	 /* counts against wake.max_waiting_connections
-			    (a TCP route's connection: no in-flight cap
-			    bounds it) */
-	bool queued;	 /* in a waking environment's list */
+	void *owner;	  /* the request's worker */
+	uint64_t handle;  /* its id there */
+	uint32_t msg;	  /* the message type its notify posts */
+	bool bounded;	  /* counts against wake.max_waiting_connections
+			     (a TCP route's connection: no in-flight cap
+			     bounds it) */
+	bool queued;	  /* in a waking environment's list */
+	uint32_t retry_s; /* WAKE_BACKOFF: seconds left of the back-off */
+	uint64_t gen;	  /* its environment's failed wakes when it entered */
 };
 
 /* Tell the waiter wt (its owner, msg and handle) how its wake ended (a
@@ -77,7 +91,9 @@ struct wake_waiter {
  * timer then ends it as wake_pending). Any thread; under the lock. */
 typedef int (*wake_notify_fn)(const struct wake_waiter *wt, uint64_t result);
 
-/* Seconds a 503 of the wake stage asks the client to wait (Retry-After). */
+/* Seconds a 503 wake_throttled or environment_restarting asks the
+ * client to wait (Retry-After); wake_failed and wake_pending ask for
+ * what is left of the back-off (wake_retry_after). */
 #define WAKE_RETRY_AFTER_S 1
 
 /* Make the registry with the settings c (copied); notify tells waiters.
@@ -133,7 +149,9 @@ int wake_start(struct wake *wk, struct event_base *base);
  * the caller) among its waiters, told once through the notify function.
  * No slot free for a needed wake, or wt->bounded and
  * wake.max_waiting_connections bounded waiters already wait (every
- * environment's): WAKE_THROTTLED. On WAKE_GO and
+ * environment's): WAKE_THROTTLED. Its last wake failed and its back-off
+ * is not over: WAKE_BACKOFF, wt->retry_s the seconds left (rounded up),
+ * no wake started. On WAKE_GO and
  * WAKE_WAIT the request counts as activity of *env (non-NULL; NULL when
  * env_id is not an on-demand environment, then WAKE_GO) until
  * wake_leave. Any thread.
@@ -149,21 +167,54 @@ void wake_leave(struct wake *wk, struct wake_env *env, struct wake_waiter *wt);
  * envs` (its request keeps the environment awake while it is open). */
 void wake_tunnel(struct wake *wk, struct wake_env *env, int delta);
 
+/* What a request whose endpoints all refused gets (wake_refused). */
+enum wake_refusal {
+	WAKE_DOWN = 0,	     /* it was running, a backend crashed: 502 */
+	WAKE_RESTARTING,     /* 503 environment_restarting, Retry-After 1 */
+	WAKE_REFUSED_FAILED, /* 503 wake_failed, Retry-After *retry_s */
+};
+
 /*
- * Every endpoint of env refused (or could not be reached) for a request
- * that entered it; woken: the request waited for a wake. Returns true
- * when the environment is not running as far as edge knows (the request
- * waited for a wake, the state is not WAKE_RUNNING, or it became running
- * less than wake.restart_window ago): the request gets 503
- * environment_restarting and a wake is started (if none is under way and
- * a slot is free). false: it was running, a backend crashed: 502.
+ * Every endpoint of env refused (or could not be reached) for the
+ * request that entered it as wt; woken: it waited for a wake. A wake
+ * that has not yet had a verdict (wake_answered) and ended less than
+ * wake.restart_window ago has failed: its endpoint failed its first
+ * request (WAKE_FAILED, its back-off begins): WAKE_REFUSED_FAILED, as
+ * while a back-off runs and for a request that entered before a wake
+ * failed (no new wake for it). Else WAKE_RESTARTING when the
+ * environment is not running as far as edge knows (the request waited
+ * for a wake, the state is not WAKE_RUNNING, or it became running less
+ * than wake.restart_window ago), and a wake is started (if none is
+ * under way and a slot is free); WAKE_DOWN when it was running.
+ * *retry_s: the seconds a 503 asks the client to wait. Any thread.
  */
-bool wake_refused(struct wake *wk, struct wake_env *env, bool woken);
+enum wake_refusal wake_refused(struct wake *wk, struct wake_env *env,
+			       const struct wake_waiter *wt, bool woken,
+			       unsigned *retry_s);
+
+/*
+ * A request of env reached its endpoint: ok, its response head came;
+ * !ok, the endpoint reset or closed the connection before one. The first
+ * verdict within wake.restart_window of a wake decides it: ok confirms
+ * it (the count of failed wakes in a row starts over), !ok fails it (the
+ * woken endpoint failed its first request: WAKE_FAILED, its back-off,
+ * and its command killed and the environment put to sleep, as a sleep
+ * does). Later ones change nothing. Lock-free unless a wake awaits its
+ * verdict. Any thread; NULL env is fine.
+ */
+void wake_answered(struct wake *wk, struct wake_env *env, bool ok);
+
+/* Seconds a 503 of env's wake stage asks the client to wait (its
+ * Retry-After): what is left of its back-off rounded up, at least 1. */
+unsigned wake_retry_after(struct wake *wk, struct wake_env *env);
 
 /* The wake timeout now (ms): a waiting request's own timer is this plus
  * WAKE_GRACE_MS, in case its notify was lost to a full mailbox. */
 uint64_t wake_timeout_ms(struct wake *wk);
 #define WAKE_GRACE_MS 1000
+
+/* wake.retry_max now (ms): the longest back-off after failed wakes. */
+uint64_t wake_retry_max_ms(struct wake *wk);
 
 /*
  * The database's wake protocol (docs/wake.md, "Database mode"): with
@@ -190,6 +241,13 @@ struct wake_db_ops {
 	int (*ask)(void *arg, const char *env_id, uint64_t seq);
 	/* Edge gave up on wake request req_id of env_id (wake.timeout). */
 	void (*gave_up)(void *arg, const char *env_id, int64_t req_id);
+	/* env_id's woken endpoint failed its first request here: the
+	 * fleet's wake failed (its back-off, retry_max_ms at most, for every
+	 * host) and the environment is to be stopped. */
+	void (*failed)(void *arg, const char *env_id, uint64_t retry_max_ms);
+	/* A wake of env_id that followed failed ones served its first
+	 * request here: the fleet's count of failed wakes starts over. */
+	void (*confirmed)(void *arg, const char *env_id);
 	/* env_id went to sleep here (idle): tell the database (it sleeps
 	 * there unless another host was active within its idle_ms). */
 	void (*sleep)(void *arg, const char *env_id, uint64_t idle_ms);
@@ -204,12 +262,17 @@ struct wake_db_ops {
 void wake_set_db(struct wake *wk, const struct wake_db_ops *ops, void *arg);
 
 /* The answer to ask(env_id, seq): err <0, the database could not be
- * asked (503 wake_failed to the waiters); else req_id >0, this host won
- * the state change and inserted wake_requests row req_id (NOTIFY sent),
- * or 0, another host is waking it (the probe and the route decide). A
- * row won for a wake that has ended meanwhile is given up at once. */
+ * asked (503 wake_failed to the waiters, no back-off); else req_id >0,
+ * this host won the state change and inserted wake_requests row req_id
+ * (NOTIFY sent), or 0, another host is waking it (the probe and the
+ * route decide), or 0 with retry_ms >0, the fleet's back-off after a
+ * failed wake runs for that long yet (503 wake_failed, WAKE_FAILED here
+ * until then). failures: the fleet's failed wakes in a row before this
+ * one (its back-off if it fails). A row won for a wake that has ended
+ * meanwhile is given up at once. */
 void wake_db_asked(struct wake *wk, const char *env_id, uint64_t seq,
-		   int64_t req_id, int err);
+		   int64_t req_id, int err, uint64_t retry_ms,
+		   uint64_t failures);
 
 /* A sleep this host sent for env_id lost to another host's activity
  * within the idle timeout while the database has it running: while the
@@ -229,21 +292,32 @@ uint64_t wake_db_sleep_lost(struct wake *wk, const char *env_id);
 void wake_db_changed(struct wake *wk, const char *env_id, int64_t req_id,
 		     const char *state);
 
+/* Another host's woken endpoint of env_id failed its first request
+ * (NOTIFY environment_wake_failed): no wake of env_id here either for
+ * retry_ms: a wake under way ends 503 wake_failed, a running one is
+ * WAKE_FAILED (its endpoint fails), a longer back-off is kept. */
+void wake_db_failed(struct wake *wk, const char *env_id, uint64_t retry_ms);
+
 /* The environments for `edgectl envs`: {"environments": [{"id",
  * "state", "on_demand", "active", "tunnels", "last_activity" (unix
  * seconds, 0: none), "idle_seconds", "idle_timeout_ms", "wakes",
  * "wakes_ok", "wakes_failed", "wakes_pending", "wakes_throttled",
- * "sleeps", "last_wake_ms" (-1: none), "waiters"}...], "wakes_in_flight",
- * "waiting_connections" (bounded waiters), "max_concurrent"}, sorted by id.
- * NULL when out of memory. */
+ * "wakes_endpoint_failed", "sleeps", "last_wake_ms" (-1: none),
+ * "waiters", "consecutive_failures", "backoff_ms" (the last back-off, 0:
+ * none), "retry_in_ms" (left of it, 0: none), "backoff_refused"}...],
+ * "wakes_in_flight", "waiting_connections" (bounded waiters),
+ * "max_concurrent", "retry_max_ms"}, sorted by id. NULL when out of
+ * memory. */
 json_t *wake_dump_json(struct wake *wk);
 
-/* Register wk's metrics in m: edge_wakes_total{outcome}, the histogram
+/* Register wk's metrics in m: edge_wakes_total{outcome} (ready,
+ * timeout, failed, throttled, endpoint_failed: of the ready ones, those
+ * whose endpoint then failed its first request), the histogram
  * edge_wake_cold_start_seconds, edge_environments{state}. 0 or
  * -ENOMEM. */
 int wake_metrics(struct wake *wk, struct metrics *m);
 
-/* A state's name: "sleeping", "waking", "running". */
+/* A state's name: "sleeping", "waking", "running", "wake_failed". */
 const char *wake_state_name(enum wake_state s);
 
 #endif /* EDGE_WAKE_H */

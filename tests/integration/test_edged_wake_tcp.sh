@@ -9,8 +9,10 @@
 # sleeps once it closed and idle_timeout passed; a backend that never
 # listens: the connection closed after wake.timeout (wake_pending, in the
 # log, the metric and the analytics event); a failing command:
-# wake_failed at once; more than wake.max_waiting_connections waiting:
-# wake_throttled at once. Runs against build/edged and build/asan/edged.
+# wake_failed at once, and during its back-off 50 more connections
+# closed at once as wake_failed with no second run; more than
+# wake.max_waiting_connections waiting: wake_throttled at once. Runs
+# against build/edged and build/asan/edged.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -133,18 +135,30 @@ if MODE == "hold":
         raise SystemExit("bad echo after the hold")
     s.close()
     print(json.dumps({"banner": banner.decode().strip(), "woken_s": round(woken, 3)}))
-elif MODE == "closed":
-    # edged must close without a byte: print the seconds it took
-    t0 = time.monotonic()
-    s = socket.create_connection(("127.0.0.1", PORT), timeout=15)
-    s.sendall(b"echo\nhello")
-    try:
-        d = s.recv(100)
-    except ConnectionResetError:
-        d = b""
-    if d:
-        raise SystemExit("got %r" % d)
-    print(round(time.monotonic() - t0, 3))
+else:
+    # MODE closed [N]: edged must close without a byte: print the
+    # seconds it took; then, with N, N connections at once, and the
+    # seconds the slowest of them took
+    def closed(socks):
+        t0 = time.monotonic()
+        for s in socks:
+            s.sendall(b"echo\nhello")
+        for s in socks:
+            try:
+                d = s.recv(100)
+            except ConnectionResetError:
+                d = b""
+            if d:
+                raise SystemExit("got %r" % d)
+        return round(time.monotonic() - t0, 3)
+
+    def conns(n):
+        return [socket.create_connection(("127.0.0.1", PORT), timeout=15)
+                for _ in range(n)]
+    out = [closed(conns(1))]
+    if len(sys.argv) > 3:
+        out.append(closed(conns(int(sys.argv[3]))))
+    print(*out)
 PY
 
 metric() {
@@ -307,14 +321,18 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: wake_pending" "$out; $(metric 'edge_requests_total{outcome="wake_pending"}'); $(event never outcome)"
 	fi
-	# a failing command: closed at once, wake_failed
-	out=$(python3 "$CL" "$T_FAIL" closed 2>&1)
-	if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 1.5 else 1)' "$out" 2>/dev/null &&
-		[ "$(metric 'edge_requests_total{outcome="wake_failed"}')" = 1 ] &&
+	# a failing command: closed at once, wake_failed; during its
+	# back-off (1 s: wake.retry_max is 60 s, and 1 s the first) the
+	# next connections are closed at once, with no second run
+	out=$(python3 "$CL" "$T_FAIL" closed 50 2>&1)
+	if python3 -c 'import sys; v = sys.argv[1].split(); sys.exit(0 if len(v) == 2 and float(v[0]) < 1.5 and float(v[1]) < 1.0 else 1)' "$out" 2>/dev/null &&
+		[ "$(metric 'edge_requests_total{outcome="wake_failed"}')" = 51 ] &&
+		[ "$(grep -cx 'wake fail' "$T_TMP/wakes.log")" = 1 ] &&
+		[ "$(env_field fail backoff_refused)" = 50 ] &&
 		event_is fail outcome wake_failed; then
-		t_ok "$v: a wake command that exits 3: closed at once ($out s), wake_failed"
+		t_ok "$v: a wake command that exits 3: closed at once, wake_failed; 50 connections during its back-off closed at once as wake_failed, no second run ($out s)"
 	else
-		t_fail "$v: wake_failed" "$out; $(metric 'edge_requests_total{outcome="wake_failed"}'); $(event fail outcome)"
+		t_fail "$v: wake_failed" "$out; $(metric 'edge_requests_total{outcome="wake_failed"}'); $(grep -cx 'wake fail' "$T_TMP/wakes.log") runs; backoff_refused $(env_field fail backoff_refused); $(event fail outcome)"
 	fi
 	edged_stop 5
 	for e in copy splice never fail; do

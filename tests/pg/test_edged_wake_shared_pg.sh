@@ -19,16 +19,26 @@
 #      environment_sleep (one host's conditional update), state sleeping;
 #   3. the orchestrator fails the wake (wake_requests.state 'failed'):
 #      both hosts' waiting requests 503 wake_failed well before
-#      wake.timeout, through NOTIFY wake_request_change; the state back
-#      to sleeping (migration 0009's trigger);
+#      wake.timeout, through NOTIFY wake_request_change; the state
+#      back to sleeping with a back-off of 1 s (wake_retry_at, migration
+#      0013's trigger), both hosts backing off;
+#   3b. the fleet's back-off made longer in the database: once the
+#      hosts' own back-off is over, a burst on both hosts asks the
+#      database, which refuses: all 503 wake_failed with Retry-After,
+#      no wake_requests row, no NOTIFY environment_wake;
+#   3c. the orchestrator starts a backend that accepts and resets: the
+#      woken endpoint fails its first requests, the wake failed in the
+#      database once (wake_failures 2: the back-off doubles), one NOTIFY
+#      environment_sleep (the orchestrator stops it), no second wake;
 #   4. nobody answers: 503 wake_pending after wake.timeout on both, the
-#      row's state 'timeout';
+#      row's state 'timeout', and a back-off (4 s);
 #   4b. the host that won a wake killed (-9) before the orchestrator
 #      answers: the environment stays 'waking' with an open row; host-1
 #      restarted; once the row is older than wake.timeout plus the
 #      margin, concurrent requests to both hosts take the wake over:
 #      exactly one new row and NOTIFY environment_wake, the old row
-#      'stale', all served (migration 0011);
+#      'stale', all served (migration 0011), and the served wake sets
+#      wake_failures back to 0;
 #   5. the database stopped: a request to the sleeping environment gets
 #      503 wake_failed at once, edged still serving.
 # Runs against build/edged and build/asan/edged. Needs root (postgres).
@@ -103,9 +113,17 @@ orchestrate() {
 				(: <"/dev/tcp/127.0.0.1/$P_OD") 2>/dev/null && break
 				sleep 0.01
 			done
-			pg_sql "BEGIN; UPDATE endpoints SET address = '127.0.0.1:$P_OD' WHERE deployment_id = '$a-d';
-				UPDATE environments SET state = 'running' WHERE id = '$a';
-				UPDATE wake_requests SET state = 'done', finished_at = now() WHERE id = $b; COMMIT" >/dev/null
+			orch_running "$a" "$b"
+			;;
+		environment_wake:reset)
+			python3 "$TOOLS/reset_backend.py" "$P_OD" &
+			echo $! >>"$T_TMP/backend.pid"
+			echo $! >>"$T_TMP/pids"
+			for ((i = 0; i < 500; i++)); do
+				(: <"/dev/tcp/127.0.0.1/$P_OD") 2>/dev/null && break
+				sleep 0.01
+			done
+			orch_running "$a" "$b"
 			;;
 		environment_wake:fail)
 			sleep 0.3
@@ -116,6 +134,16 @@ orchestrate() {
 			;;
 		esac
 	done
+}
+# orch_running ENV ROW: the environment runs on its new endpoint, and
+# its row is done (only while the row is open: an edge host may have
+# failed it meanwhile, its endpoint failing its first requests)
+orch_running() {
+	pg_sql "BEGIN; UPDATE endpoints SET address = '127.0.0.1:$P_OD' WHERE deployment_id = '$1-d';
+		UPDATE environments SET state = 'running' WHERE id = '$1' AND state = 'waking'
+		    AND EXISTS (SELECT 1 FROM wake_requests WHERE id = $2 AND state IN ('pending', 'started'));
+		UPDATE wake_requests SET state = 'done', finished_at = now()
+		    WHERE id = $2 AND state IN ('pending', 'started'); COMMIT" >/dev/null
 }
 # the backends the orchestrator started (one, unless edge woke twice)
 kill_backends() {
@@ -154,6 +182,18 @@ burst() {
 		done
 	done
 	wait "${pids[@]}"
+}
+# backoff_over: 0 once both hosts say od is sleeping (their back-off
+# over) and the database's wake_retry_at has passed
+backoff_over() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		wait_both state sleeping &&
+			[ "$(pg_val "SELECT coalesce(wake_retry_at <= now(), true) FROM environments WHERE id = 'od'")" = t ] &&
+			return 0
+		sleep 0.05
+	done
+	return 1
 }
 # count TAG REGEX: how many of TAG's heads match
 count() { cat "$T_TMP/$1".h.* 2>/dev/null | grep -c -E "$2" || true; }
@@ -269,15 +309,60 @@ run_suite() { # BIN LABEL
 	# 3. the orchestrator fails it: both hosts answer wake_failed at once
 	echo fail >"$T_TMP/mode"
 	burst b3
+	local st
+	# (the trigger's now() is the orchestrator's, as its finished_at)
+	st=$(pg_val "SELECT e.state || ' ' || e.wake_failures || ' ' || extract(epoch FROM e.wake_retry_at - r.finished_at) FROM environments e, wake_requests r WHERE e.id = 'od' AND r.state = 'failed'")
 	if [ "$(count b3 '^HTTP/1.1 503')" = $((2 * N)) ] &&
 		[ "$(cat "$T_TMP"/b3.b.* | grep -o '"wake_failed"' | wc -l)" = $((2 * N)) ] &&
 		awk -v t="$(slowest b3)" 'BEGIN { exit !(t < 5.0) }' &&
 		[ "$(pg_val "SELECT count(*) FROM wake_requests WHERE state = 'failed'")" = 1 ] &&
-		[ "$(pg_val "SELECT state FROM environments WHERE id = 'od'")" = sleeping ]; then
-		t_ok "$v: the orchestrator's 'failed': all $((2 * N)) requests on both hosts 503 wake_failed within $(slowest b3) s (timeout 10 s), state back to sleeping"
+		[ "$st" = "sleeping 1 1.000000" ] &&
+		[ "$(env_field "$T_TMP/e1.sock" backoff_ms) $(env_field "$T_TMP/e2.sock" backoff_ms)" = "1000 1000" ]; then
+		t_ok "$v: the orchestrator's 'failed': all $((2 * N)) requests on both hosts 503 wake_failed within $(slowest b3) s (timeout 10 s), state sleeping with a back-off of 1 s, both hosts backing off"
 	else
-		t_fail "$v: wake failed" "503s $(count b3 '^HTTP/1.1 503') slowest $(slowest b3) $(head -c 200 "$T_TMP/b3.b.1.0") $(pg_val "SELECT state FROM wake_requests ORDER BY id") $(grep -h 'environment od' "$T_TMP"/e?.log | tail -4)"
+		t_fail "$v: wake failed" "503s $(count b3 '^HTTP/1.1 503') slowest $(slowest b3) $(head -c 200 "$T_TMP/b3.b.1.0") $(pg_val "SELECT state FROM wake_requests ORDER BY id") od: $st; backoff_ms $(env_field "$T_TMP/e1.sock" backoff_ms) $(env_field "$T_TMP/e2.sock" backoff_ms); $(grep -h 'environment od' "$T_TMP"/e?.log | tail -4)"
 	fi
+
+	# 3b. the fleet's back-off, longer than the hosts' own (as another
+	# host's longer wake.retry_max would make it): each host asks once
+	# its own is over and is refused by the database
+	pg_sql "UPDATE environments SET wake_retry_at = now() + interval '6 seconds' WHERE id = 'od'" >/dev/null
+	wait_both state sleeping
+	burst b3b
+	n=$(cat "$T_TMP"/b3b.h.* | grep -c -E '^Retry-After: [2-6]')
+	if [ "$(count b3b '^HTTP/1.1 503')" = $((2 * N)) ] &&
+		[ "$(cat "$T_TMP"/b3b.b.* | grep -o '"wake_failed"' | wc -l)" = $((2 * N)) ] &&
+		[ "$n" = $((2 * N)) ] &&
+		[ "$(pg_val "SELECT count(*) FROM wake_requests")" = 2 ] &&
+		[ "$(notes environment_wake)" = 2 ] &&
+		grep -q 'environment od: its last wake failed (the database says): no wake for' "$T_TMP/e1.log" "$T_TMP/e2.log"; then
+		t_ok "$v: the fleet's back-off in the database: both hosts' requests 503 wake_failed with the Retry-After it leaves, no row, no NOTIFY"
+	else
+		t_fail "$v: the fleet's back-off" "503s $(count b3b '^HTTP/1.1 503') retry-after $n rows $(pg_val "SELECT count(*) FROM wake_requests") notes $(notes environment_wake) $(grep -h '^Retry-After' "$T_TMP"/b3b.h.* | sort | uniq -c | tr '\n' ' ') $(grep -h 'environment od' "$T_TMP"/e?.log | tail -4)"
+	fi
+
+	# 3c. the woken endpoint accepts and resets: the wake failed, once
+	backoff_over
+	echo reset >"$T_TMP/mode"
+	burst b3c
+	for ((i = 0; i < 100; i++)); do
+		[ "$(notes environment_sleep)" = 2 ] && break
+		sleep 0.05
+	done
+	st=$(pg_val "SELECT state || ' ' || wake_failures FROM environments WHERE id = 'od'")
+	n=$(($(curl -s "http://127.0.0.1:$P_ADM1/metrics" | awk '$1 == "edge_wakes_total{outcome=\"endpoint_failed\"}" { print $2 }') +
+		$(curl -s "http://127.0.0.1:$P_ADM2/metrics" | awk '$1 == "edge_wakes_total{outcome=\"endpoint_failed\"}" { print $2 }')))
+	if [ "$st" = "sleeping 2" ] && [ "$(notes environment_sleep)" = 2 ] &&
+		[ "$(pg_val "SELECT count(*) FROM wake_requests")" = 3 ] && [ "$n" -ge 1 ] &&
+		[ "$(count b3c '^HTTP/1.1 (502|503) ')" = $((2 * N)) ] &&
+		! cat "$T_TMP"/b3c.b.* | grep -q environment_restarting &&
+		awk -v t="$(slowest b3c)" 'BEGIN { exit !(t < 5.0) }' &&
+		grep -q 'environment od: its wake failed in the database: asleep there, backing off (NOTIFY environment_sleep)' "$T_TMP/e1.log" "$T_TMP/e2.log"; then
+		t_ok "$v: a woken endpoint that resets: its wake failed in the database once (wake_failures 2), one NOTIFY environment_sleep, no second wake, all answered within $(slowest b3c) s ($(cat "$T_TMP"/b3c.b.* | grep -o '"[a-z_]*"' | grep -v '"error"\|"message"\|"request_id"' | sort | uniq -c | tr -s ' \n' ' '))"
+	else
+		t_fail "$v: the woken endpoint fails" "od: $st sleeps $(notes environment_sleep) rows $(pg_val "SELECT count(*) FROM wake_requests") endpoint_failed $n slowest $(slowest b3c) $(cat "$T_TMP"/b3c.h.* | grep -h '^HTTP' | sort | uniq -c | tr -s ' \n' ' ') $(grep -h 'environment od' "$T_TMP"/e?.log | tail -4)"
+	fi
+	backoff_over
 
 	# 4. nobody answers: wake_pending after the timeout (2 s now), the
 	# row timeout
@@ -289,15 +374,21 @@ run_suite() { # BIN LABEL
 	EDGED_LOG="$T_TMP/e2.log" edged_wait_log '^edged: note: reloaded'
 	wait_both state sleeping
 	burst b4
+	for ((i = 0; i < 100; i++)); do
+		[ "$(pg_val "SELECT state FROM wake_requests ORDER BY id DESC LIMIT 1")" = timeout ] && break
+		sleep 0.05
+	done
 	if [ "$(count b4 '^HTTP/1.1 503')" = $((2 * N)) ] &&
 		[ "$(cat "$T_TMP"/b4.b.* | grep -o '"wake_pending"' | wc -l)" = $((2 * N)) ] &&
 		[ "$(pg_val "SELECT state FROM wake_requests ORDER BY id DESC LIMIT 1")" = timeout ] &&
-		[ "$(pg_val "SELECT count(*) FROM wake_requests")" = 3 ] &&
-		[ "$(notes environment_wake)" = 3 ]; then
-		t_ok "$v: nobody answers: all $((2 * N)) requests 503 wake_pending (slowest $(slowest b4) s), one more row, its state 'timeout'"
+		[ "$(pg_val "SELECT count(*) FROM wake_requests")" = 4 ] &&
+		[ "$(notes environment_wake)" = 4 ] &&
+		[ "$(pg_val "SELECT state || ' ' || wake_failures FROM environments WHERE id = 'od'")" = "sleeping 3" ]; then
+		t_ok "$v: nobody answers: all $((2 * N)) requests 503 wake_pending (slowest $(slowest b4) s), one more row, its state 'timeout', a failed wake again (3 in a row)"
 	else
-		t_fail "$v: wake timeout" "503s $(count b4 '^HTTP/1.1 503') $(head -c 200 "$T_TMP/b4.b.1.0") rows $(pg_val "SELECT string_agg(state, ',' ORDER BY id) FROM wake_requests") notes $(notes environment_wake)"
+		t_fail "$v: wake timeout" "503s $(count b4 '^HTTP/1.1 503') $(head -c 200 "$T_TMP/b4.b.1.0") rows $(pg_val "SELECT string_agg(state, ',' ORDER BY id) FROM wake_requests") notes $(notes environment_wake) od: $(pg_val "SELECT state || ' ' || wake_failures FROM environments WHERE id = 'od'")"
 	fi
+	backoff_over
 
 	# 4b. a stale 'waking': the winning host dies before the orchestrator
 	# answers (mode none), then it answers again (mode start)
@@ -338,11 +429,12 @@ run_suite() { # BIN LABEL
 	if [ "$(count b6 '^HTTP/1.1 200')" = $((2 * N)) ] &&
 		[ "$(count b6 '^X-Edge-Cold-Start: [0-9]+')" -ge 1 ] &&
 		[[ "$rows" =~ ^host-1\ stale,host-[12]\ done$ ]] &&
-		[ "$(notes environment_wake)" = 5 ] &&
+		[ "$(notes environment_wake)" = 6 ] &&
+		[ "$(pg_val "SELECT wake_failures FROM environments WHERE id = 'od'")" = 0 ] &&
 		[ "$(cat "$T_TMP"/e?.log | grep -c 'environment od: wake request [0-9]* of a host that stopped answering closed as stale')" = 1 ]; then
-		t_ok "$v: past wake.timeout + 2 s, $((2 * N)) requests on both hosts take the dead host's wake over: one new row and NOTIFY ($rows), all 200 ($(count b6 '^X-Edge-Cold-Start: [0-9]+') with X-Edge-Cold-Start)"
+		t_ok "$v: past wake.timeout + 2 s, $((2 * N)) requests on both hosts take the dead host's wake over: one new row and NOTIFY ($rows), all 200 ($(count b6 '^X-Edge-Cold-Start: [0-9]+') with X-Edge-Cold-Start), wake_failures back to 0"
 	else
-		t_fail "$v: a stale wake taken over" "200s $(count b6 '^HTTP/1.1 200') cold $(count b6 '^X-Edge-Cold-Start: [0-9]+') takeovers logged $(cat "$T_TMP"/e?.log | grep -c 'closed as stale') rows '$rows' notes $(notes environment_wake) $(cat "$T_TMP"/b6.b.* | grep -o '"wake_[a-z]*"' | sort | uniq -c | tr '\n' ' ') $(grep -h 'environment od' "$T_TMP"/e?.log | tail -6)"
+		t_fail "$v: a stale wake taken over" "failures $(pg_val "SELECT wake_failures FROM environments WHERE id = 'od'") 200s $(count b6 '^HTTP/1.1 200') cold $(count b6 '^X-Edge-Cold-Start: [0-9]+') takeovers logged $(cat "$T_TMP"/e?.log | grep -c 'closed as stale') rows '$rows' notes $(notes environment_wake) $(cat "$T_TMP"/b6.b.* | grep -o '"wake_[a-z]*"' | sort | uniq -c | tr '\n' ' ') $(grep -h 'environment od' "$T_TMP"/e?.log | tail -6)"
 	fi
 	wait_both state sleeping
 

@@ -101,6 +101,10 @@ static const struct bad bad[] = {
      "wake.probe_interval", "out of range"},
     {"wake = { command = \"w %s\"; output_max = 2097152; #!\n};\n",
      "wake.output_max", "out of range"},
+    {"wake = { command = \"w %s\"; retry_max = \"500ms\"; #!\n};\n",
+     "wake.retry_max", "out of range"},
+    {"wake = { command = \"w %s\"; retry_max = \"2h\"; #!\n};\n",
+     "wake.retry_max", "out of range"},
     {"wake = { command = \"wake %d\"; #!\n};\n", "wake.command",
      "only %s (the environment's id) and %% may follow %"},
     {"wake = { command = \"w\\t%s\"; #!\n};\n", "wake.command",
@@ -825,6 +829,8 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(c->analytics.spool, "");
 	ck_assert_uint_eq(c->analytics.spool_max, 256 << 20);
 	ck_assert_uint_eq(c->analytics.spool_memory, 16384);
+	ck_assert_uint_eq(c->wake.restart_window_ms, 10000);
+	ck_assert_uint_eq(c->wake.retry_max_ms, 60000);
 	ck_assert_ptr_null(c->pg);
 	ck_assert_uint_eq(c->trusted_proxies.n, 0);
 	ck_assert_uint_eq(src->n_projects, 0);
@@ -833,6 +839,30 @@ START_TEST(test_defaults)
 	route_src_free(src);
 	config_free(NULL);
 	route_src_free(NULL);
+}
+END_TEST
+
+/* wake.retry_max: the back-off's cap (docs/wake.md, "The back-off"). */
+START_TEST(test_wake_retry_max)
+{
+	struct config *c = NULL;
+	struct errbuf err;
+	struct route_src *src = NULL;
+
+	ck_assert_int_eq(config_load(write_conf("wake = { command = \"w %s\"; "
+						"retry_max = \"5m\"; };\n"),
+				     &c, &src, &err),
+			 0);
+	ck_assert_uint_eq(c->wake.retry_max_ms, 300000);
+	config_free(c);
+	route_src_free(src);
+	ck_assert_int_eq(config_load(write_conf("wake = { command = \"w %s\"; "
+						"retry_max = \"1s\"; };\n"),
+				     &c, &src, &err),
+			 0);
+	ck_assert_uint_eq(c->wake.retry_max_ms, 1000);
+	config_free(c);
+	route_src_free(src);
 }
 END_TEST
 
@@ -1600,6 +1630,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_trusted_proxies);
+	tcase_add_test(tc, test_wake_retry_max);
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_values);

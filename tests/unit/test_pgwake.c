@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_pgwake.c - the wake_request_change payload (pgwake_parse_change):
- * "ENV_ID REQUEST_ID STATE", and every other shape refused. */
+ * "ENV_ID REQUEST_ID STATE", and the environment_wake_failed one
+ * (pgwake_parse_failed): "ENV_ID RETRY_MS HOST"; every other shape
+ * refused. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -66,6 +68,51 @@ START_TEST(parse_bad)
 }
 END_TEST
 
+START_TEST(parse_failed)
+{
+	static const char *const bad[] = {
+	    "",
+	    "od",
+	    "od 1000",
+	    "od 1000 ",
+	    " 1000 host-1",
+	    "od  1000 host-1",
+	    "od -1 host-1",
+	    "od x host-1",
+	    "od 1x host-1",
+	    "od 86400001 host-1",
+	    "od 99999999999999999999 host-1",
+	    "an-id-longer-than-fifteen 1000 host-1",
+	    "od 1000 a-host-name-too-long",
+	};
+	char env[16], host[16];
+	uint64_t ms = 7;
+	size_t i;
+
+	ck_assert_int_eq(pgwake_parse_failed("od 2000 host 1", env, sizeof(env),
+					     &ms, host, sizeof(host)),
+			 0);
+	ck_assert_str_eq(env, "od");
+	ck_assert_uint_eq(ms, 2000);
+	ck_assert_str_eq(host, "host 1"); /* the rest of the line */
+	ck_assert_int_eq(pgwake_parse_failed("a.b_c-d 86400000 h", env,
+					     sizeof(env), &ms, host,
+					     sizeof(host)),
+			 0);
+	ck_assert_uint_eq(ms, 86400000);
+	ms = 7;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(pgwake_parse_failed(bad[i], env, sizeof(env), &ms,
+						  host,
+						  sizeof(host)) == -EINVAL,
+			      "accepted \"%s\"", bad[i]);
+	ck_assert_int_eq(pgwake_parse_failed(NULL, env, sizeof(env), &ms, host,
+					     sizeof(host)),
+			 -EINVAL);
+	ck_assert_uint_eq(ms, 7);
+}
+END_TEST
+
 static Suite *pgwake_suite(void)
 {
 	Suite *s = suite_create("pgwake");
@@ -73,6 +120,7 @@ static Suite *pgwake_suite(void)
 
 	tcase_add_test(tc, parse_good);
 	tcase_add_test(tc, parse_bad);
+	tcase_add_test(tc, parse_failed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,13 +7,18 @@
  * (wake_throttled), the deadline (wake_pending), a failing command
  * (wake_failed), the sleep after idle_timeout with no request and no open
  * tunnel, an open tunnel holding the environment awake, a second wake
- * after a sleep, and environment_restarting against 502.
+ * after a sleep, environment_restarting against 502, and the back-off
+ * after a failed wake (no command runs during it; it doubles with each
+ * failed wake in a row up to wake.retry_max, starts over once a wake
+ * serves; a woken endpoint failing its first request fails its wake).
  */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +91,9 @@ struct fx {
 	char dir[64]; /* a temporary directory the commands write to */
 };
 
-static void fx_init(struct fx *f, const char *command, const char *sleep_cmd,
-		    uint64_t max_concurrent, uint64_t timeout_ms)
+static void fx_init_cap(struct fx *f, const char *command,
+			const char *sleep_cmd, uint64_t max_concurrent,
+			uint64_t timeout_ms, uint64_t retry_max_ms)
 {
 	struct config_wake c = {
 	    .command = (char *)command,
@@ -98,6 +104,7 @@ static void fx_init(struct fx *f, const char *command, const char *sleep_cmd,
 	    .output_max = 4096,
 	    .restart_window_ms = 300,
 	    .max_waiting_connections = 2,
+	    .retry_max_ms = retry_max_ms,
 	};
 
 	memset(told, 0, sizeof(told));
@@ -106,6 +113,12 @@ static void fx_init(struct fx *f, const char *command, const char *sleep_cmd,
 	ck_assert_ptr_nonnull(f->base);
 	ck_assert_int_eq(wake_new(&c, test_notify, &f->wk), 0);
 	ck_assert_int_eq(wake_start(f->wk, f->base), 0);
+}
+
+static void fx_init(struct fx *f, const char *command, const char *sleep_cmd,
+		    uint64_t max_concurrent, uint64_t timeout_ms)
+{
+	fx_init_cap(f, command, sleep_cmd, max_concurrent, timeout_ms, 60000);
 }
 
 static void fx_free(struct fx *f)
@@ -159,12 +172,13 @@ static bool run_until(struct fx *f, const unsigned *n, unsigned want,
 	return *n >= want;
 }
 
+/* A count that never moves (run_until for a fixed time). */
+static const unsigned never_told;
+
 /* Run the control loop for ms. */
 static void run_for(struct fx *f, uint64_t ms)
 {
-	static const unsigned never;
-
-	run_until(f, &never, 1, ms);
+	run_until(f, &never_told, 1, ms);
 }
 
 /* One of the environment's fields in wake_dump_json. */
@@ -371,14 +385,20 @@ START_TEST(timeout)
 	ck_assert(run_until(&f, &ntold, 1, 3000));
 	ck_assert_uint_ge(now_ms() - t0, 290);
 	ck_assert_uint_eq(told[0], WAKE_R_PENDING);
-	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
 	ck_assert_int_eq(env_int(&f, "a", "wakes_pending"), 1);
 	ck_assert_int_eq(inflight(&f), 0);
 	wake_leave(f.wk, env[0], &wt[0]);
+	/* a timed-out wake is a failed one: its back-off, then a new wake */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_BACKOFF);
+	ck_assert_uint_eq(wt[1].retry_s, 1);
+	ck_assert(run_until(&f, &never_told, 1, 1500) == false);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
 	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
 	ck_assert_int_eq(env_int(&f, "a", "wakes"), 2);
 	ck_assert(run_until(&f, &ntold, 2, 3000));
 	ck_assert_uint_eq(told[1], WAKE_R_PENDING);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 2000);
 	wake_leave(f.wk, env[1], &wt[1]);
 	fx_free(&f);
 }
@@ -402,7 +422,7 @@ START_TEST(failed)
 	ck_assert(run_until(&f, &ntold, 1, 3000));
 	ck_assert_uint_lt(now_ms() - t0, 2000);
 	ck_assert_uint_eq(told[0], WAKE_R_FAILED);
-	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
 	ck_assert_int_eq(env_int(&f, "a", "wakes_failed"), 1);
 	ck_assert_int_eq(inflight(&f), 0);
 	wake_leave(f.wk, env, &wt);
@@ -472,15 +492,32 @@ START_TEST(idle_sleep)
 }
 END_TEST
 
-/* The database's side as wake sees it: the sleeps sent. */
-static unsigned db_sleeps;
+/* The database's side as wake sees it: the sleeps sent, the last ask's
+ * number (answered db_ask_rc), the failed wakes sent. */
+static unsigned db_sleeps, db_fails;
+static uint64_t db_seq;
+static int db_ask_rc = -ECONNREFUSED;
 
 static int db_ask(void *arg, const char *env_id, uint64_t seq)
 {
 	(void)arg;
 	(void)env_id;
-	(void)seq;
-	return -ECONNREFUSED;
+	db_seq = seq;
+	return db_ask_rc;
+}
+
+static void db_failed(void *arg, const char *env_id, uint64_t retry_max_ms)
+{
+	(void)arg;
+	(void)env_id;
+	ck_assert_uint_eq(retry_max_ms, 60000);
+	db_fails++;
+}
+
+static void db_confirmed(void *arg, const char *env_id)
+{
+	(void)arg;
+	(void)env_id;
 }
 
 static void db_gave_up(void *arg, const char *env_id, int64_t req_id)
@@ -509,6 +546,8 @@ static int db_activity(void *arg, const struct wake_activity *v, size_t n)
 static const struct wake_db_ops db_ops = {
     .ask = db_ask,
     .gave_up = db_gave_up,
+    .failed = db_failed,
+    .confirmed = db_confirmed,
     .sleep = db_sleep,
     .activity = db_activity,
 };
@@ -571,6 +610,85 @@ START_TEST(sleep_lost_gone_back)
 }
 END_TEST
 
+/*
+ * A database environment: the database unreachable fails a wake with no
+ * back-off (the next request asks again); its woken endpoint failing its
+ * first request is sent to the database; the fleet's back-off in the
+ * ask's answer holds this host too; a wake failed by the orchestrator
+ * backs off as the database does, from the fleet's failures in a row.
+ */
+START_TEST(db_backoff)
+{
+	struct wake_waiter wt[6];
+	struct wake_env *env[6];
+	unsigned port = free_port(), i;
+	struct fx f;
+	int s;
+
+	db_fails = 0;
+	db_ask_rc = -ECONNREFUSED;
+	fx_init(&f, "exit 0", NULL, 8, 3000);
+	wake_set_db(f.wk, &db_ops, NULL);
+	fx_db_envs(&f, port, true);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	memset(wt, 0, sizeof(wt));
+	for (i = 0; i < 6; i++)
+		wt[i].handle = i;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	ck_assert_uint_eq(told[0], WAKE_R_FAILED);
+	wake_leave(f.wk, env[0], &wt[0]);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	/* the database answers: the endpoint accepts, its first request
+	 * is reset */
+	db_ask_rc = 0;
+	s = listen_on(port);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 2, 3000));
+	ck_assert_uint_eq(told[1], WAKE_R_READY);
+	wake_answered(f.wk, env[1], false);
+	ck_assert(run_until(&f, &db_fails, 1, 1000));
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	wake_db_asked(f.wk, "a", db_seq, 5, 0, 0, 0); /* late: given up */
+	wake_leave(f.wk, env[1], &wt[1]);
+	close(s);
+	/* the fleet's back-off, from the ask's answer */
+	run_for(&f, 1100);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[2], &env[2]), WAKE_WAIT);
+	run_for(&f, 20);
+	wake_db_asked(f.wk, "a", db_seq, 0, 0, 500, 2);
+	ck_assert(run_until(&f, &ntold, 3, 1000));
+	ck_assert_uint_eq(told[2], WAKE_R_FAILED);
+	wake_leave(f.wk, env[2], &wt[2]);
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 500);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 2);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[3], &env[3]), WAKE_BACKOFF);
+	/* the orchestrator fails the next: 2^2 s, as the database's
+	 * trigger computes it */
+	run_for(&f, 600);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[4], &env[4]), WAKE_WAIT);
+	run_for(&f, 20);
+	wake_db_asked(f.wk, "a", db_seq, 0, 0, 0, 2);
+	wake_db_changed(f.wk, "a", 9, "failed");
+	ck_assert(run_until(&f, &ntold, 4, 1000));
+	ck_assert_uint_eq(told[4], WAKE_R_FAILED);
+	wake_leave(f.wk, env[4], &wt[4]);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 4000);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 3);
+	ck_assert_uint_eq(db_fails, 1);
+	/* another host's failed endpoint: a longer back-off is taken, a
+	 * shorter one changes nothing */
+	wake_db_failed(f.wk, "a", 100);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 4000);
+	wake_db_failed(f.wk, "a", 9000);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 9000);
+	ck_assert_int_gt(env_int(&f, "a", "retry_in_ms"), 8000);
+	db_ask_rc = -ECONNREFUSED;
+	fx_free(&f);
+}
+END_TEST
+
 /* An idle_timeout of 0 never sleeps. */
 START_TEST(idle_never)
 {
@@ -589,14 +707,14 @@ START_TEST(idle_never)
 }
 END_TEST
 
-/* Every endpoint refused: environment_restarting just after a wake (and
- * a new wake), 502 once past wake.restart_window. */
+/* Every endpoint refused: environment_restarting just after a wake that
+ * served (and a new wake), 502 once past wake.restart_window. */
 START_TEST(refused)
 {
 	static const char *const ids[] = {"a"};
 	struct wake_waiter wt = {0};
 	struct wake_env *env;
-	unsigned port = free_port();
+	unsigned port = free_port(), retry;
 	struct fx f;
 	int s = listen_on(port);
 
@@ -604,24 +722,280 @@ START_TEST(refused)
 	fx_envs(&f, ids, &port, 1, 60000);
 	/* running since start (counted as past its restart window) */
 	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_GO);
-	ck_assert(!wake_refused(f.wk, env, false));
+	ck_assert_int_eq(wake_refused(f.wk, env, &wt, false, &retry),
+			 WAKE_DOWN);
 	ck_assert_str_eq(env_state(&f, "a"), "running");
 	/* the request had waited for a wake: restarting, and a wake */
-	ck_assert(wake_refused(f.wk, env, true));
+	ck_assert_int_eq(wake_refused(f.wk, env, &wt, true, &retry),
+			 WAKE_RESTARTING);
+	ck_assert_uint_eq(retry, 1);
 	ck_assert_str_eq(env_state(&f, "a"), "waking");
 	wake_leave(f.wk, env, &wt);
 	run_for(&f, 100);
 	ck_assert_str_eq(env_state(&f, "a"), "running");
-	/* just woken: restarting without having waited, within the window */
+	/* its first request served: a refusal within the window is a
+	 * restart (and a wake), not a failed wake */
 	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_GO);
-	ck_assert(wake_refused(f.wk, env, false));
+	wake_answered(f.wk, env, true);
+	ck_assert_int_eq(wake_refused(f.wk, env, &wt, false, &retry),
+			 WAKE_RESTARTING);
 	run_for(&f, 100);
 	ck_assert_str_eq(env_state(&f, "a"), "running");
+	wake_answered(f.wk, env, true);
 	run_for(&f, 350);
-	ck_assert(!wake_refused(f.wk, env, false));
+	ck_assert_int_eq(wake_refused(f.wk, env, &wt, false, &retry),
+			 WAKE_DOWN);
+	ck_assert_int_eq(env_int(&f, "a", "wakes_endpoint_failed"), 0);
 	wake_leave(f.wk, env, &wt);
 	close(s);
 	fx_free(&f);
+}
+END_TEST
+
+/* How many lines path holds (a command appends one per run). */
+static unsigned lines(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	unsigned n = 0;
+	int ch;
+
+	if (!fp)
+		return 0;
+	while ((ch = fgetc(fp)) != EOF)
+		n += ch == '\n';
+	fclose(fp);
+	return n;
+}
+
+/* A temporary directory for f's commands; *runs its runs' file. */
+static void fx_dir(struct fx *f, char *runs, size_t len)
+{
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_wake.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f->dir));
+	snprintf(runs, len, "%s/runs", f->dir);
+}
+
+static void fx_dir_rm(struct fx *f)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/*
+ * A failed wake: wake_failed for a back-off of 1 s during which every
+ * request (and a TCP route's connection) gets WAKE_BACKOFF with its
+ * seconds left and no command runs; then a new wake, and a second
+ * failure doubles it (2 s); a wake that serves its first request starts
+ * the count over (1 s again after the next failure).
+ */
+START_TEST(backoff)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt[8];
+	struct wake_env *env[8];
+	unsigned port = free_port(), i, retry;
+	char cmd[256], runs[96], ok[96];
+	struct fx f = {0};
+	int s;
+
+	fx_dir(&f, runs, sizeof(runs));
+	snprintf(ok, sizeof(ok), "%s/ok", f.dir);
+	snprintf(cmd, sizeof(cmd), "echo run >>%s; test -e %s || exit 3", runs,
+		 ok);
+	fx_init(&f, cmd, "", 8, 3000);
+	fx_envs(&f, ids, &port, 1, 300);
+	memset(wt, 0, sizeof(wt));
+	for (i = 0; i < 8; i++)
+		wt[i].handle = i;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	ck_assert_uint_eq(told[0], WAKE_R_FAILED);
+	wake_leave(f.wk, env[0], &wt[0]);
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 1000);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 1);
+	ck_assert_int_gt(env_int(&f, "a", "retry_in_ms"), 0);
+	ck_assert_int_le(env_int(&f, "a", "retry_in_ms"), 1000);
+	ck_assert_uint_eq(wake_retry_after(f.wk, env[0]), 1);
+	/* during it: refused at once, requests and connections, no run */
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_BACKOFF);
+	ck_assert_ptr_null(env[1]);
+	ck_assert_uint_eq(wt[1].retry_s, 1);
+	wt[2].bounded = true;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[2], &env[2]), WAKE_BACKOFF);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_refused"), 2);
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 1);
+	run_for(&f, 300);
+	ck_assert_uint_eq(lines(runs), 1);
+	/* over: asleep, and the next request wakes it; failing again
+	 * doubles the back-off */
+	run_for(&f, 1100);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "retry_in_ms"), 0);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[3], &env[3]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 2, 3000));
+	ck_assert_uint_eq(told[3], WAKE_R_FAILED);
+	wake_leave(f.wk, env[3], &wt[3]);
+	ck_assert_uint_eq(lines(runs), 2);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 2000);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 2);
+	ck_assert_uint_eq(wake_retry_after(f.wk, env[3]), 2);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[4], &env[4]), WAKE_BACKOFF);
+	ck_assert_uint_eq(wt[4].retry_s, 2);
+	ck_assert_int_eq(wake_refused(f.wk, env[3], &wt[3], true, &retry),
+			 WAKE_REFUSED_FAILED);
+	ck_assert_uint_eq(retry, 2);
+	/* fixed: the wake after the back-off succeeds and serves */
+	ck_assert_int_eq(close(open(ok, O_CREAT | O_WRONLY, 0600)), 0);
+	s = listen_on(port);
+	run_for(&f, 2400);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[5], &env[5]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 3, 3000));
+	ck_assert_uint_eq(told[5], WAKE_R_READY);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 2);
+	wake_answered(f.wk, env[5], true);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 0);
+	wake_leave(f.wk, env[5], &wt[5]);
+	/* idle (300 ms): asleep; broken again: the back-off starts over */
+	close(s);
+	unlink(ok);
+	run_for(&f, 700);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[6], &env[6]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 4, 3000));
+	ck_assert_uint_eq(told[6], WAKE_R_FAILED);
+	wake_leave(f.wk, env[6], &wt[6]);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 1000);
+	ck_assert_uint_eq(lines(runs), 4);
+	fx_free(&f);
+	fx_dir_rm(&f);
+}
+END_TEST
+
+/* wake.retry_max caps the back-off: 1 s, then 1 s again at 1 s. */
+START_TEST(backoff_cap)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt[2];
+	struct wake_env *env[2];
+	unsigned port = free_port();
+	struct fx f;
+
+	fx_init_cap(&f, "exit 3", "", 8, 3000, 1000);
+	fx_envs(&f, ids, &port, 1, 60000);
+	memset(wt, 0, sizeof(wt));
+	wt[1].handle = 1;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	wake_leave(f.wk, env[0], &wt[0]);
+	run_for(&f, 1300);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 2, 3000));
+	wake_leave(f.wk, env[1], &wt[1]);
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 2);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 1000);
+	fx_free(&f);
+}
+END_TEST
+
+/*
+ * The woken endpoint fails its first request (reset before a response
+ * head): the wake failed: wake_failed with its back-off, the wake's
+ * command (still running: the backend) killed, the sleep command run;
+ * a refusal of a woken request fails its wake the same way, with no new
+ * wake, and so does one of a request that entered before the failure,
+ * past the back-off. A verdict after the first changes nothing.
+ */
+START_TEST(endpoint_failed)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt[4];
+	struct wake_env *env[4];
+	unsigned port = free_port(), retry;
+	char cmd[512], slp[256], runs[96], pidf[96], slept[96];
+	struct fx f = {0};
+	FILE *fp;
+	int s, pid = 0;
+
+	fx_dir(&f, runs, sizeof(runs));
+	snprintf(pidf, sizeof(pidf), "%s/pid", f.dir);
+	snprintf(slept, sizeof(slept), "%s/slept", f.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "echo run >>%s; echo $$ >%s.t; mv %s.t %s; "
+		 "exec sleep 30",
+		 runs, pidf, pidf, pidf);
+	snprintf(slp, sizeof(slp), "echo %%s >>%s", slept);
+	fx_init(&f, cmd, slp, 8, 3000);
+	fx_envs(&f, ids, &port, 1, 60000);
+	memset(wt, 0, sizeof(wt));
+	wt[1].handle = 1;
+	wt[2].handle = 2;
+	wt[3].handle = 3;
+	/* asleep (nothing listened when it was probed): wake it; its
+	 * endpoint accepts once the command runs */
+	s = listen_on(port);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	ck_assert_uint_eq(told[0], WAKE_R_READY);
+	for (int i = 0; i < 2000 && !exists(pidf); i++)
+		run_for(&f, 1);
+	fp = fopen(pidf, "r");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_int_eq(fscanf(fp, "%d", &pid), 1);
+	fclose(fp);
+	ck_assert_int_eq(kill(pid, 0), 0);
+	/* its first request is reset */
+	wake_answered(f.wk, env[0], false);
+	wake_answered(f.wk, env[0], true); /* too late */
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	ck_assert_int_eq(env_int(&f, "a", "wakes_endpoint_failed"), 1);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 1000);
+	ck_assert_int_eq(wake_refused(f.wk, env[0], &wt[0], true, &retry),
+			 WAKE_REFUSED_FAILED);
+	ck_assert_uint_eq(retry, 1);
+	wake_leave(f.wk, env[0], &wt[0]);
+	for (int i = 0; i < 2000 && (!exists(slept) || kill(pid, 0) == 0); i++)
+		run_for(&f, 1);
+	ck_assert(exists(slept));
+	ck_assert_int_ne(kill(pid, 0), 0); /* killed */
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 1);
+	ck_assert_uint_eq(lines(runs), 1);
+	/* after the back-off: a woken request refused fails the wake too,
+	 * with no new wake */
+	run_for(&f, 1100);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 2, 3000));
+	ck_assert_uint_eq(told[1], WAKE_R_READY);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[2], &env[2]), WAKE_GO);
+	ck_assert_int_eq(wake_refused(f.wk, env[1], &wt[1], true, &retry),
+			 WAKE_REFUSED_FAILED);
+	ck_assert_uint_eq(retry, 2);
+	ck_assert_int_eq(wake_refused(f.wk, env[2], &wt[2], false, &retry),
+			 WAKE_REFUSED_FAILED);
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 2);
+	ck_assert_int_eq(env_int(&f, "a", "wakes_endpoint_failed"), 2);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 2000);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[3], &env[3]), WAKE_BACKOFF);
+	wake_leave(f.wk, env[1], &wt[1]);
+	/* past the back-off, a request that entered before the failure
+	 * (sent to the endpoint then) is refused: no new wake for it */
+	run_for(&f, 2300);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(wake_refused(f.wk, env[2], &wt[2], false, &retry),
+			 WAKE_REFUSED_FAILED);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	wake_leave(f.wk, env[2], &wt[2]);
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 2);
+	/* (the second command may have been killed before it wrote) */
+	ck_assert_uint_le(lines(runs), 2);
+	close(s);
+	fx_free(&f);
+	fx_dir_rm(&f);
 }
 END_TEST
 
@@ -640,6 +1014,10 @@ static Suite *wake_suite(void)
 	tcase_add_test(tc, idle_sleep);
 	tcase_add_test(tc, idle_never);
 	tcase_add_test(tc, refused);
+	tcase_add_test(tc, backoff);
+	tcase_add_test(tc, backoff_cap);
+	tcase_add_test(tc, endpoint_failed);
+	tcase_add_test(tc, db_backoff);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -19,8 +19,14 @@
 
 /*
  * The conditional state change, the row and the NOTIFY in one statement
- * (one transaction): no row comes back when another host has the
- * environment waking (or it is not sleeping). A wake another host asked
+ * (one transaction), and one row back: the row's id (NULL when another
+ * host has the environment waking, or it is not sleeping, or the
+ * fleet's back-off after a failed wake runs: its wake_retry_at still
+ * ahead, migration 0013), the NOTIFY, the stale
+ * rows closed, the milliseconds left of the back-off that kept this
+ * host from winning (NULL: none), and the environment's failed wakes in
+ * a row. The row carries this host's wake.retry_max ($4), which the
+ * trigger caps the back-off with if the wake fails. A wake another host asked
  * for and never finished (it died: its open row is older than $3 ms,
  * wake.timeout plus PGWAKE_STALE_MARGIN_MS, and the environment still
  * waking) is taken over: its row closed as 'stale' (migration 0011; the
@@ -39,12 +45,54 @@ static const char pgwake_ask_sql[] =
     "AND EXISTS (SELECT 1 FROM environments e WHERE e.id = $1 "
     "AND e.state = 'waking') RETURNING id), "
     "won AS (UPDATE environments SET state = 'waking' "
-    "WHERE id = $1 AND (state = 'sleeping' OR (state = 'waking' AND "
-    "EXISTS (SELECT 1 FROM stale))) RETURNING id), "
-    "req AS (INSERT INTO wake_requests (environment_id, requested_by) "
-    "SELECT id, $2 FROM won RETURNING id, environment_id) "
-    "SELECT id, pg_notify('environment_wake', environment_id || ' ' || id), "
-    "(SELECT string_agg(id::text, ',') FROM stale) FROM req";
+    "WHERE id = $1 AND ((state = 'sleeping' AND (wake_retry_at IS NULL OR "
+    "wake_retry_at <= now())) OR "
+    "(state = 'waking' AND EXISTS (SELECT 1 FROM stale))) RETURNING id), "
+    "req AS (INSERT INTO wake_requests (environment_id, requested_by, "
+    "retry_max_ms) SELECT id, $2, $4::bigint FROM won "
+    "RETURNING id, environment_id) "
+    "SELECT (SELECT id FROM req), "
+    "(SELECT pg_notify('environment_wake', environment_id || ' ' || id) "
+    "FROM req), (SELECT string_agg(id::text, ',') FROM stale), "
+    "(SELECT ceil(extract(epoch FROM e.wake_retry_at - now()) * 1000) "
+    "FROM environments e WHERE e.id = $1 AND e.state = 'sleeping' "
+    "AND e.wake_retry_at > now() AND NOT EXISTS (SELECT 1 FROM won)), "
+    "(SELECT e.wake_failures FROM environments e WHERE e.id = $1)";
+/*
+ * The woken endpoint failed its first request on this host: the fleet's
+ * wake failed. Running (the orchestrator said so): sleeping with its
+ * back-off (wake_retry_at, capped by this host's wake.retry_max, $2),
+ * and the other hosts told to back off too (NOTIFY
+ * environment_wake_failed, 'ENV_ID RETRY_MS HOST': $3, this host, which
+ * ignores its own). Still waking (the port opened before the
+ * orchestrator's answer): its open row failed, which migration 0013's
+ * trigger turns into the same and a wake_request_change 'failed' for
+ * every host. Either way the orchestrator is told to stop what it
+ * started (NOTIFY environment_sleep), so that the next wake starts it
+ * afresh. Nothing when another host's verdict came first (neither
+ * running nor waking).
+ */
+static const char pgwake_failed_sql[] =
+    "WITH r AS (UPDATE wake_requests SET state = 'failed', "
+    "finished_at = now(), error = 'its endpoint failed its first request "
+    "on ' || $3 WHERE environment_id = $1 AND state IN ('pending', "
+    "'started') AND EXISTS (SELECT 1 FROM environments e WHERE e.id = $1 "
+    "AND e.state = 'waking') RETURNING id), "
+    "f AS (UPDATE environments SET state = 'sleeping', "
+    "wake_failures = wake_failures + 1, wake_retry_at = now() + "
+    "least(1000 * power(2, least(wake_failures, 20)), $2::float8) * "
+    "interval '1 millisecond' WHERE id = $1 AND state = 'running' "
+    "RETURNING id, wake_retry_at) "
+    "SELECT pg_notify('environment_sleep', $1), "
+    "(SELECT pg_notify('environment_wake_failed', id || ' ' || "
+    "ceil(extract(epoch FROM wake_retry_at - now()) * 1000)::bigint || "
+    "' ' || $3) FROM f) "
+    "WHERE EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM f)";
+/* A wake that followed failed ones served its first request: the count
+ * starts over. */
+static const char pgwake_confirmed_sql[] =
+    "UPDATE environments SET wake_failures = 0 "
+    "WHERE id = $1 AND wake_failures <> 0";
 /* An open row edge gave up on (its trigger puts the environment back to
  * sleeping and tells every host). */
 static const char pgwake_gave_up_sql[] =
@@ -57,8 +105,8 @@ static const char pgwake_gave_up_sql[] =
  * whether the environment was running (lost to another host's activity:
  * this host tries again later; not running: nothing to do). */
 static const char pgwake_sleep_sql[] =
-    "WITH s AS (UPDATE environments SET state = 'sleeping' "
-    "WHERE id = $1 AND state = 'running' AND NOT EXISTS ("
+    "WITH s AS (UPDATE environments SET state = 'sleeping', "
+    "wake_failures = 0 WHERE id = $1 AND state = 'running' AND NOT EXISTS ("
     "SELECT 1 FROM environment_activity a WHERE a.environment_id = $1 "
     "AND a.edge_host <> $2 AND (a.open_tunnels > 0 OR a.last_activity > "
     "now() - $3::float8 * interval '1 millisecond')) RETURNING id), "
@@ -89,19 +137,24 @@ enum pgwake_kind {
 	PGWAKE_GAVE_UP,
 	PGWAKE_SLEEP,
 	PGWAKE_ACTIVITY,
+	PGWAKE_FAILED,
+	PGWAKE_CONFIRMED,
 };
 
 struct pgwake_op {
 	TAILQ_ENTRY(pgwake_op) link;
 	enum pgwake_kind kind;
 	char env[CONFIG_ID_MAX + 1];
-	uint64_t seq;	  /* ASK */
-	int64_t req;	  /* GAVE_UP: the row; ASK: the answer */
-	bool failed;	  /* the statement failed */
-	bool answered;	  /* a row came back */
-	bool lost;	  /* a sleep lost to another host's activity */
-	uint64_t idle_ms; /* SLEEP */
-	char *arr[3];	  /* ACTIVITY: ids, times, tunnels (array literals) */
+	uint64_t seq;	       /* ASK */
+	int64_t req;	       /* GAVE_UP: the row; ASK: the answer */
+	uint64_t retry_ms;     /* ASK: the fleet's back-off left */
+	uint64_t failures;     /* ASK: the fleet's failed wakes in a row */
+	uint64_t retry_max_ms; /* FAILED */
+	bool failed;	       /* the statement failed */
+	bool answered;	       /* a row came back */
+	bool lost;	       /* a sleep lost to another host's activity */
+	uint64_t idle_ms;      /* SLEEP */
+	char *arr[3]; /* ACTIVITY: ids, times, tunnels (array literals) */
 };
 
 TAILQ_HEAD(pgwake_ops, pgwake_op);
@@ -141,10 +194,34 @@ int pgwake_parse_change(const char *payload, char *env, size_t envlen,
 	return 0;
 }
 
+int pgwake_parse_failed(const char *payload, char *env, size_t envlen,
+			uint64_t *retry_ms, char *host, size_t hostlen)
+{
+	const char *a, *b;
+	char *end;
+	unsigned long long v;
+
+	if (!payload || !(a = strchr(payload, ' ')) || a == payload ||
+	    (size_t)(a - payload) >= envlen || a[1] < '0' || a[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(a + 1, &end, 10);
+	if (errno || *end != ' ' || v > PGWAKE_RETRY_MS_MAX)
+		return -EINVAL;
+	b = end + 1;
+	if (!*b || strlen(b) >= hostlen)
+		return -EINVAL;
+	memcpy(env, payload, (size_t)(a - payload));
+	env[a - payload] = '\0';
+	*retry_ms = v;
+	snprintf(host, hostlen, "%s", b);
+	return 0;
+}
+
 static void pgwake_next(struct pgwake *pw)
 {
 	struct pgwake_op *op;
-	char req[24];
+	char req[24], cap[24];
 	const char *params[4];
 	const char *sql;
 	int n, rc;
@@ -156,18 +233,36 @@ static void pgwake_next(struct pgwake *pw)
 		return;
 	switch (op->kind) {
 	case PGWAKE_LISTEN:
-		sql = "LISTEN wake_request_change";
+		sql = "LISTEN wake_request_change; "
+		      "LISTEN environment_wake_failed";
 		n = 0;
 		break;
 	case PGWAKE_ASK:
 		snprintf(req, sizeof(req), "%llu",
 			 (unsigned long long)(wake_timeout_ms(pw->wk) +
 					      PGWAKE_STALE_MARGIN_MS));
+		snprintf(cap, sizeof(cap), "%llu",
+			 (unsigned long long)wake_retry_max_ms(pw->wk));
 		sql = pgwake_ask_sql;
 		params[0] = op->env;
 		params[1] = pw->host;
 		params[2] = req;
+		params[3] = cap;
+		n = 4;
+		break;
+	case PGWAKE_FAILED:
+		snprintf(cap, sizeof(cap), "%llu",
+			 (unsigned long long)op->retry_max_ms);
+		sql = pgwake_failed_sql;
+		params[0] = op->env;
+		params[1] = cap;
+		params[2] = pw->host;
 		n = 3;
+		break;
+	case PGWAKE_CONFIRMED:
+		sql = pgwake_confirmed_sql;
+		params[0] = op->env;
+		n = 1;
 		break;
 	case PGWAKE_GAVE_UP:
 		snprintf(req, sizeof(req), "%lld", (long long)op->req);
@@ -245,6 +340,34 @@ static void pgwake_gave_up(void *arg, const char *env_id, int64_t req_id)
 		return;
 	}
 	op->req = req_id;
+	TAILQ_INSERT_TAIL(&pw->q, op, link);
+	pgwake_next(pw);
+}
+
+static void pgwake_failed(void *arg, const char *env_id, uint64_t retry_max_ms)
+{
+	struct pgwake *pw = arg;
+	struct pgwake_op *op = pgwake_op_new(pw, PGWAKE_FAILED, env_id);
+
+	if (!op) {
+		log_warnx("environment %s: its failed wake not sent: out of "
+			  "memory",
+			  env_id);
+		return;
+	}
+	op->retry_max_ms = retry_max_ms;
+	TAILQ_INSERT_TAIL(&pw->q, op, link);
+	pgwake_next(pw);
+}
+
+static void pgwake_confirmed(void *arg, const char *env_id)
+{
+	struct pgwake *pw = arg;
+	struct pgwake_op *op = pgwake_op_new(pw, PGWAKE_CONFIRMED, env_id);
+
+	if (!op)
+		return; /* the fleet's count stays: a longer back-off at worst
+			 */
 	TAILQ_INSERT_TAIL(&pw->q, op, link);
 	pgwake_next(pw);
 }
@@ -337,6 +460,8 @@ static int pgwake_activity(void *arg, const struct wake_activity *v, size_t n)
 static const struct wake_db_ops pgwake_wake_ops = {
     .ask = pgwake_ask,
     .gave_up = pgwake_gave_up,
+    .failed = pgwake_failed,
+    .confirmed = pgwake_confirmed,
     .sleep = pgwake_sleep,
     .activity = pgwake_activity,
 };
@@ -352,7 +477,25 @@ static void pgwake_done(struct pgwake *pw, struct pgwake_op *op, int err)
 			pw->listening = true;
 		break;
 	case PGWAKE_ASK:
-		wake_db_asked(pw->wk, op->env, op->seq, err ? 0 : op->req, err);
+		wake_db_asked(pw->wk, op->env, op->seq, err ? 0 : op->req, err,
+			      op->retry_ms, op->failures);
+		break;
+	case PGWAKE_FAILED:
+		if (err)
+			log_warnx("environment %s: its failed wake not sent to "
+				  "the database: %s",
+				  op->env, strerror(-err));
+		else if (op->answered)
+			log_note("environment %s: its wake failed in the "
+				 "database: asleep there, backing off (NOTIFY "
+				 "environment_sleep)",
+				 op->env);
+		break;
+	case PGWAKE_CONFIRMED:
+		if (err)
+			log_warnx("environment %s: its served wake not sent to "
+				  "the database: %s",
+				  op->env, strerror(-err));
 		break;
 	case PGWAKE_GAVE_UP:
 		if (err)
@@ -399,6 +542,22 @@ static void pgwake_done(struct pgwake *pw, struct pgwake_op *op, int err)
 	pgwake_op_free(op);
 }
 
+/* Column col of res's first row as a count (NULL, negative or not a
+ * number: 0). */
+static uint64_t pgwake_u64(PGresult *res, int col)
+{
+	const char *v = PQgetvalue(res, 0, col);
+	char *end;
+	double d;
+
+	if (PQgetisnull(res, 0, col))
+		return 0;
+	d = strtod(v, &end);
+	if (end == v || !(d > 0) || d > 1e15)
+		return 0;
+	return (uint64_t)d;
+}
+
 static void pgwake_result(struct pgconn *c, PGresult *res, void *arg)
 {
 	struct pgwake *pw = arg;
@@ -427,8 +586,13 @@ static void pgwake_result(struct pgconn *c, PGresult *res, void *arg)
 					   PQgetvalue(res, 0, 1)[0] == 't';
 			}
 			if (op->kind == PGWAKE_ASK) {
+				/* NULL: not won (0) */
 				op->req =
 				    strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+				if (PQnfields(res) > 4) {
+					op->retry_ms = pgwake_u64(res, 3);
+					op->failures = pgwake_u64(res, 4);
+				}
 				if (PQnfields(res) > 2 &&
 				    !PQgetisnull(res, 0, 2))
 					log_warnx("environment %s: wake "
@@ -461,6 +625,22 @@ static void pgwake_notify(struct pgconn *c, const char *channel,
 	int64_t req;
 
 	(void)c;
+	if (strcmp(channel, "environment_wake_failed") == 0) {
+		char host[sizeof(pw->host)];
+		uint64_t ms;
+
+		if (pgwake_parse_failed(payload, env, sizeof(env), &ms, host,
+					sizeof(host))) {
+			log_warnx_rl("database: environment_wake_failed "
+				     "payload \"%.80s\" is not \"ENV_ID "
+				     "RETRY_MS HOST\": ignored",
+				     payload);
+			return;
+		}
+		if (strcmp(host, pw->host) != 0) /* not its own */
+			wake_db_failed(pw->wk, env, ms);
+		return;
+	}
 	if (strcmp(channel, "wake_request_change") != 0)
 		return;
 	if (pgwake_parse_change(payload, env, sizeof(env), &req, state,

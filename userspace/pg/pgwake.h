@@ -4,10 +4,12 @@
  * "Database mode"): a connection of its own (pgconn.h) on the control
  * loop that asks the database for wakes, one host per fleet (a
  * conditional update of environments.state decides which), gives up
- * the rows of wakes that timed out, tells the database of sleeps, and
- * LISTENs to wake_request_change (migration 0009) for the orchestrator's
- * answers, which it hands to wake (wake_db_changed). Never blocks the
- * loop: the queries run one at a time, queued.
+ * the rows of wakes that timed out, tells the database of sleeps and of
+ * woken endpoints that failed, and LISTENs to wake_request_change
+ * (migration 0009) for the orchestrator's answers, which it hands to
+ * wake (wake_db_changed), and to environment_wake_failed (migration
+ * 0013) for the other hosts' failed endpoints (wake_db_failed). Never blocks
+ * the loop: the queries run one at a time, queued.
  */
 #ifndef EDGE_PGWAKE_H
 #define EDGE_PGWAKE_H
@@ -43,5 +45,15 @@ bool pgwake_up(const struct pgwake *pw);
  */
 int pgwake_parse_change(const char *payload, char *env, size_t envlen,
 			int64_t *req, char *state, size_t statelen);
+
+/*
+ * An environment_wake_failed payload "ENV_ID RETRY_MS HOST" (the host
+ * whose woken endpoint failed, the fleet's back-off in ms, at most
+ * PGWAKE_RETRY_MS_MAX) into env (envlen bytes), *retry_ms and host
+ * (hostlen bytes): 0, or -EINVAL when it is not that shape.
+ */
+#define PGWAKE_RETRY_MS_MAX (24ULL * 3600 * 1000)
+int pgwake_parse_failed(const char *payload, char *env, size_t envlen,
+			uint64_t *retry_ms, char *host, size_t hostlen);
 
 #endif /* EDGE_PGWAKE_H */
