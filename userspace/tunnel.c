@@ -32,11 +32,12 @@
  *            than its writer (KERNEL_HOLD_MAX), and every one when the
  *            switch says off.
  *   LEAVING  out from under the verdict (their bytes wait in their
- *            receive queues), the sockets stay redirect targets until
- *            the kernel holds nothing for them, then leave the maps;
- *            every byte accounted for (tunnel_leave_step), the copy
- *            mover goes on: COPY. One that cannot leave whole is closed,
- *            counted and logged.
+ *            receive queues); each socket stays a redirect target until
+ *            the kernel holds nothing for it, then leaves the maps, and
+ *            the direction into it, every byte accounted for, is the
+ *            copy mover's while the other may still drain in the kernel
+ *            (tunnel_leave_dir); both so: COPY. One that cannot leave
+ *            whole is closed, counted and logged.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -85,7 +86,6 @@
  * queue has room (a full one is a reader that stopped: that waits, as a
  * copied tunnel would, until tunnel_idle) */
 #define LEAVE_STUCK_MS 2000
-#define LEAVE_RX_TRIES 50 /* leaving: tries at a steady receive queue */
 
 /*
  * splice = "auto" (docs/splice.md, bench/splice): the kernel pays for
@@ -146,6 +146,14 @@ struct tunnel_half {
 	uint64_t queued;	    /* unacknowledged, last read */
 	bool exact;		    /* written was read steady (no ACK came) */
 	uint64_t sndbuf;	    /* SO_SNDBUF */
+	/* leaving (PH_LEAVING): out of the maps, the kernel holding nothing
+	 * more for it, so the direction into it is the copy mover's (its
+	 * peer read, it written) while the other may still be the
+	 * kernel's */
+	bool plain;
+	uint64_t leave_held; /* the smallest hold for it seen */
+	uint64_t leave_ns;   /* since when that hold has not shrunk */
+	uint64_t steady_ns;  /* since when its counts have not held still */
 };
 
 struct tunnel {
@@ -184,14 +192,10 @@ struct tunnel {
 	/* what earlier stays in the kernel moved (its counts start over at
 	 * each entry) */
 	uint64_t kup0, kdown0;
-	/* leaving the kernel (PH_LEAVING) */
+	/* leaving the kernel (PH_LEAVING; per side in tunnel_half) */
 	const char *leave_why;
-	bool leave_final;     /* never back into the kernel after it */
-	bool leave_unlinked;  /* out of both sockhashes: checking the counts */
-	unsigned leave_tries; /* checks of the counts so far */
-	uint64_t leave_ns;    /* since when the hold has not shrunk */
-	uint64_t disarm_ns;   /* when both left the verdict's map */
-	uint64_t leave_held;  /* the smallest hold seen */
+	bool leave_final;   /* never back into the kernel after it */
+	uint64_t disarm_ns; /* when both left the verdict's map */
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
@@ -614,6 +618,14 @@ static void tunnel_end(struct tunnel *t, enum tunnel_end how)
 	t->done(t, &t->st, t->arg); /* may free t */
 }
 
+/* Whether the copy mover moves the bytes from side i: outside the
+ * kernel, and while leaving it once the other side is plain. */
+static bool copying(const struct tunnel *t, int i)
+{
+	return t->phase == PH_COPY ||
+	       (t->phase == PH_LEAVING && t->s[1 - i].plain);
+}
+
 /* Move what side i has read to the other side's output, as far as the
  * other side's queue allows, and decide whether i is read further. When i
  * has ended and everything from it was handed on, the other side's write
@@ -625,7 +637,7 @@ static void tunnel_pump(struct tunnel *t, int i)
 	struct evbuffer *out = sockio_output(o->io);
 	size_t n = evbuffer_get_length(in), q = evbuffer_get_length(out);
 
-	if (t->ended || o->shut || t->phase != PH_COPY)
+	if (t->ended || o->shut || !copying(t, i))
 		return;
 	if (q < TUNNEL_HIGH_WATER && n > 0) {
 		if (n > TUNNEL_HIGH_WATER - q)
@@ -689,6 +701,17 @@ static void tunnel_event_cb(struct sockio *io, short what, void *arg)
 	int i = side_of(t, io);
 
 	if ((what & SOCKIO_EOF) && (what & SOCKIO_READING)) {
+		uint64_t inq = 0;
+
+		/* leaving, a socket the kernel still sends into has the
+		 * sockmap's recvmsg, which can report the EOF of a FIN that
+		 * came with bytes it had not looked at yet: not the end
+		 * while the receive queue holds any */
+		if (t->phase == PH_LEAVING && !t->s[i].plain &&
+		    splice_sock_inq(t->s[i].fd, &inq) == 0 && inq > 0) {
+			sockio_eof_retract(io);
+			return;
+		}
 		t->s[i].eof = true;
 		tunnel_pump(t, i);
 		return;
@@ -719,14 +742,19 @@ static void tunnel_idle_cb(evutil_socket_t fd, short what, void *arg)
 	if (t->phase != PH_COPY && tunnel_look(t) == 0) {
 		uint64_t sum = t->st.kernel_up + t->st.kernel_down +
 			       t->s[0].written + t->s[1].written;
+		bool waiting = false;
+		int i;
 
-		/* bytes waiting are not idleness (the watchdog's to judge),
-		 * unless they wait for a reader that takes nothing: a copied
-		 * tunnel's stopped reader is idle too */
-		if ((tunnel_untaken(t, 0) > t->s[0].kfin ||
-		     tunnel_untaken(t, 1) > t->s[1].kfin ||
-		     tunnel_backlog(t, 0) || tunnel_backlog(t, 1)) &&
-		    !tunnel_reader_full(t))
+		/* bytes waiting for the kernel are not idleness (the
+		 * watchdog's to judge), unless they wait for a reader that
+		 * takes nothing: a copied tunnel's stopped reader is idle
+		 * too; a direction the copy mover has (leaving) is its */
+		for (i = 0; i < 2; i++)
+			if (!copying(t, i) &&
+			    (tunnel_untaken(t, i) > t->s[i].kfin ||
+			     tunnel_backlog(t, i)))
+				waiting = true;
+		if (waiting && !tunnel_reader_full(t))
 			sum = t->idle_sum + 1;
 		if (sum != t->idle_sum) {
 			t->idle_sum = sum;
@@ -1009,8 +1037,8 @@ static void tunnel_leave_fail(struct tunnel *t, bool lost, const char *what)
 	tunnel_end(t, TUNNEL_END_ERROR);
 }
 
-/* Left: both sockets out of the maps with every byte accounted for; the
- * copy mover goes on from their receive queues and send queues. */
+/* Left: both sockets out of the maps with every byte accounted for, both
+ * directions the copy mover's. */
 static void tunnel_left(struct tunnel *t)
 {
 	struct splice *sp = splice_instance();
@@ -1018,18 +1046,14 @@ static void tunnel_left(struct tunnel *t)
 
 	t->kup0 = t->st.kernel_up;
 	t->kdown0 = t->st.kernel_down;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		splice_sock_forget(sp, t->s[i].cookie);
+		t->s[i].plain = false;
+	}
 	watch(t, false);
 	phase_set(t, PH_COPY);
 	if (t->leave_final)
 		t->no_kernel = true;
-	/* a direction whose FIN edged forwarded is over for the copy
-	 * mover too (the source's sockio reads that FIN again); one not
-	 * forwarded yet, the copy mover forwards as it reads it */
-	for (i = 0; i < 2; i++)
-		if (t->s[i].down)
-			t->s[i].shut = true;
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
 	t->run_dir = -1;
@@ -1049,20 +1073,91 @@ static void tunnel_left(struct tunnel *t)
 }
 
 /*
- * Leaving, step by step (the timer's): while the kernel still holds
- * redirected bytes for a send queue, wait for it to send them (each
- * socket's own bytes wait in its receive queue meanwhile: the writer
- * feels TCP's backpressure), as long as the hold shrinks; then out of
- * both sockhashes, and every byte accounted for before the copy mover
- * takes over: what each socket received since the entry is what the
- * kernel redirected from it plus what waits in its receive queue (a FIN
- * one more), and what each destination's stream took is what was
- * redirected to it. Anything else closes the tunnel.
+ * Leaving: the direction from side i into the other side o becomes the
+ * copy mover's as soon as the kernel holds nothing more for o (the
+ * other direction may still be draining in the kernel: a peer that
+ * reads only once its own write is done waits on this one). First every
+ * byte of it accounted for: what o's stream took since the entry is
+ * what the kernel redirected from i (a FIN edged forwarded one more),
+ * and what i received since the entry is what the kernel redirected
+ * from it plus what waits in its receive queue (a FIN one more); then o
+ * out of both sockhashes (its psock, empty, goes), i read and o written
+ * by the copy mover. Returns 1 when done, 0 to look again (*soon: in a
+ * millisecond), -1 when the tunnel was closed (t may be gone).
  */
+static int tunnel_leave_dir(struct tunnel *t, int i, uint64_t now, bool *soon)
+{
+	struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+	uint64_t held = tunnel_backlog(t, i), received = 0, inq = 0;
+	bool fin = false;
+	int rc;
+
+	if (held > 0) {
+		/* a full send queue is a reader that stopped: that waits,
+		 * as a copied tunnel would, for tunnel_idle */
+		if (held < o->leave_held || o->queued >= o->sndbuf / 2) {
+			o->leave_held = held;
+			o->leave_ns = now;
+		} else if (now - o->leave_ns >= LEAVE_STUCK_MS * 1000000ull) {
+			tunnel_leave_fail(t, false,
+					  "the kernel sent none of what it "
+					  "holds for 2 s");
+			return -1;
+		}
+		o->steady_ns = 0;
+		return 0;
+	}
+	/* the counts are compared exactly: o's read with no ACK coming,
+	 * i's with no byte arriving (nobody reads i: its writer stops once
+	 * its window is full, a draining send queue's ACKs end) */
+	rc = o->exact ? splice_sock_rx(h->fd, &received, &inq, &fin) : -EAGAIN;
+	if (rc == -EAGAIN) {
+		if (!o->steady_ns)
+			o->steady_ns = now;
+		if (now - o->steady_ns < LEAVE_STUCK_MS * 1000000ull) {
+			*soon = true;
+			return 0;
+		}
+		tunnel_leave_fail(t, false,
+				  "its counts did not hold still for 2 s");
+		return -1;
+	}
+	if (rc) {
+		tunnel_leave_fail(t, false, "a socket failed");
+		return -1;
+	}
+	if (o->written - o->base != h->cnt.redir_bytes + o->down ||
+	    received != h->rbase + h->cnt.redir_bytes + inq + fin) {
+		log_warnx(
+		    "tunnel: leaving: the %s side received %llu since the "
+		    "entry, %llu redirected, %llu queued%s; %llu reached "
+		    "the other side",
+		    i == TUNNEL_CLIENT ? "client" : "upstream",
+		    (unsigned long long)(received - h->rbase),
+		    (unsigned long long)h->cnt.redir_bytes,
+		    (unsigned long long)inq, fin ? ", a FIN" : "",
+		    (unsigned long long)(o->written - o->base));
+		tunnel_leave_fail(t, true, "bytes unaccounted for");
+		return -1;
+	}
+	splice_sock_unlink(splice_instance(), o->cookie);
+	o->plain = true;
+	/* a direction whose FIN edged forwarded is over for the copy mover
+	 * too (i's sockio reads that FIN again); one not forwarded yet, the
+	 * copy mover forwards as it reads it */
+	o->shut = o->down;
+	sockio_enable(h->io, EV_READ);
+	sockio_enable(o->io, EV_WRITE);
+	return 1;
+}
+
+/* Leaving, step by step (the timer's): each direction handed to the
+ * copy mover once the kernel has sent what it holds for it
+ * (tunnel_leave_dir), the pair out of the kernel once both are. */
 static void tunnel_leave_step(struct tunnel *t)
 {
-	struct splice *sp = splice_instance();
-	uint64_t held, now = clk_now_ns();
+	uint64_t now = clk_now_ns();
+	bool soon = false;
 	int i, rc;
 
 	if (tunnel_look(t)) {
@@ -1075,88 +1170,35 @@ static void tunnel_leave_step(struct tunnel *t)
 			    t, false, "the kernel kept bytes with a socket");
 			return;
 		}
-	if (!t->leave_unlinked) {
-		held = tunnel_backlog(t, 0) + tunnel_backlog(t, 1);
-		if (held == 0 &&
-		    now - t->disarm_ns < LEAVE_GRACE_MS * 1000000ull) {
-			/* a verdict run that began before the disarm may
-			 * not have counted its redirect yet */
-			tmr_arm(t->tmr, LEAVE_POLL_MS);
-			return;
-		}
-		if (held > 0) {
-			if (held < t->leave_held || tunnel_reader_full(t)) {
-				t->leave_held = held;
-				t->leave_ns = now;
-			} else if (now - t->leave_ns >=
-				   LEAVE_STUCK_MS * 1000000ull) {
-				tunnel_leave_fail(
-				    t, false,
-				    "the kernel sent none of what "
-				    "it holds for 2 s");
-				return;
-			}
-			tmr_arm(t->tmr, LEAVE_POLL_MS);
-			return;
-		}
-		/* it holds nothing: out of the maps (its psocks, empty,
-		 * go) */
-		for (i = 0; i < 2; i++)
-			splice_sock_unlink(sp, t->s[i].cookie);
-		t->leave_unlinked = true;
-		if (tunnel_look(t)) {
-			tunnel_leave_fail(t, false, "a socket failed");
-			return;
-		}
-	}
-	/* the counts are compared exactly: read with no ACK coming */
-	if ((!t->s[0].exact || !t->s[1].exact) &&
-	    ++t->leave_tries < LEAVE_RX_TRIES) {
-		tmr_arm(t->tmr, 1);
+	/* a verdict run that began before the disarm may not have counted
+	 * its redirect yet: no hold is taken for 0 before the grace */
+	if (now - t->disarm_ns < LEAVE_GRACE_MS * 1000000ull) {
+		tmr_arm(t->tmr, LEAVE_POLL_MS);
 		return;
 	}
 	for (i = 0; i < 2; i++) {
-		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
-		uint64_t received, inq;
-		bool fin;
-
-		rc = splice_sock_rx(h->fd, &received, &inq, &fin);
-		if (rc == -EAGAIN && ++t->leave_tries < LEAVE_RX_TRIES) {
-			tmr_arm(t->tmr, 1); /* bytes arriving: look again */
-			return;
-		}
-		if (rc) {
-			tunnel_leave_fail(t, false, "a socket failed");
-			return;
-		}
-		/* a FIN edged forwarded counts one in its destination, one
-		 * it received in its source */
-		if (o->written - o->base != h->cnt.redir_bytes + o->down ||
-		    received != h->rbase + h->cnt.redir_bytes + inq + fin) {
-			log_warnx("tunnel: leaving: the %s side received %llu "
-				  "since the entry, %llu redirected, %llu "
-				  "queued%s; %llu reached the other side",
-				  i == TUNNEL_CLIENT ? "client" : "upstream",
-				  (unsigned long long)(received - h->rbase),
-				  (unsigned long long)h->cnt.redir_bytes,
-				  (unsigned long long)inq, fin ? ", a FIN" : "",
-				  (unsigned long long)(o->written - o->base));
-			tunnel_leave_fail(t, true, "bytes unaccounted for");
-			return;
-		}
+		if (t->s[1 - i].plain)
+			continue;
+		rc = tunnel_leave_dir(t, i, now, &soon);
+		if (rc < 0)
+			return; /* t may be gone */
 	}
-	tunnel_left(t);
+	if (t->s[0].plain && t->s[1].plain) {
+		tunnel_left(t);
+		return;
+	}
+	tmr_arm(t->tmr, soon ? 1 : LEAVE_POLL_MS);
 }
 
 /*
  * Hand a spliced pair back to the copy mover (final: for good), for
  * why: both sockets out from under the verdict at once (the kernel
  * takes no more of their bytes; they wait in the receive queues), then
- * tunnel_leave_step. A FIN that came stays the socket's (recv() gives
- * it once the socket is out of the maps): the copy mover forwards one
- * edged has not. Not while a socket holds bytes the program passed to
- * it (its own receive path, which these kernels get wrong around a FIN:
- * splice.h): false, nothing changed.
+ * tunnel_leave_step, a direction at a time. A FIN that came stays the
+ * socket's (recv() gives it once the copy mover reads it): the copy
+ * mover forwards one edged has not. Not while a socket holds bytes the
+ * program passed to it (its own receive path, which these kernels get
+ * wrong around a FIN: splice.h): false, nothing changed.
  */
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 {
@@ -1173,16 +1215,18 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	phase_set(t, PH_LEAVING);
 	t->leave_why = why;
 	t->leave_final = final;
-	t->leave_unlinked = false;
-	t->leave_tries = 0;
-	t->leave_ns = t->disarm_ns = clk_now_ns();
-	t->leave_held = UINT64_MAX;
+	t->disarm_ns = clk_now_ns();
+	for (i = 0; i < 2; i++) {
+		t->s[i].plain = false;
+		t->s[i].leave_held = UINT64_MAX;
+		t->s[i].leave_ns = t->disarm_ns;
+		t->s[i].steady_ns = 0;
+	}
 	log_debug("tunnel: leaving the kernel (%s)", why);
 	/* the first look after the grace: t lives on for the caller */
 	tmr_arm(t->tmr, LEAVE_GRACE_MS);
 	return true;
 }
-
 /* auto, spliced: why the tunnel should leave the kernel now (from the
  * last look), or NULL. */
 static const char *auto_why_leave(struct tunnel *t)

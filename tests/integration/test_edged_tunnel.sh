@@ -28,6 +28,7 @@ DPY=/usr/bin/python3
 BPFTOOL=${BPFTOOL:-bpftool}
 edged_begin python3 "$DPY"
 
+HANDBACK_RUNS=${EDGE_HANDBACK_RUNS:-5}
 BASE=$(edged_ports 5)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
@@ -110,6 +111,31 @@ bulk_why() {
 # cpu_ticks: edged's user + system time so far, in clock ticks
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$EPID/stat"; }
 
+# handback_case MODE LABEL: $HANDBACK_RUNS tunnels (EDGE_HANDBACK_RUNS,
+# default 5) through splice_handback.py with splice = MODE (already
+# set): every one spliced, handed back and whole, none lost or closed
+handback_case() {
+	local mode=$1 v=$2 s0 b0 l0 w0 out
+	splice_json
+	s0=$(json_field "$T_TMP/splice.json" spliced)
+	b0=$(json_field "$T_TMP/splice.json" handed_back)
+	l0=$(json_field "$T_TMP/splice.json" lost)
+	w0=$(json_field "$T_TMP/splice.json" watchdog)
+	if out=$(timeout 600 python3 "$TOOLS/splice_handback.py" "$P_EDGE" raw.test /echo "$HANDBACK_RUNS" 2>&1); then
+		splice_json
+		if [ "$(json_field "$T_TMP/splice.json" spliced)" -ge $((s0 + HANDBACK_RUNS)) ] &&
+			[ "$(json_field "$T_TMP/splice.json" handed_back)" -ge $((b0 + HANDBACK_RUNS)) ] &&
+			[ "$(json_field "$T_TMP/splice.json" lost)" = "$l0" ] &&
+			[ "$(json_field "$T_TMP/splice.json" watchdog)" = "$w0" ]; then
+			t_ok "$v: splice $mode: $HANDBACK_RUNS tunnels to a read-then-write echo handed back with the client's reads stalled, 32 MiB each whole ($out)"
+		else
+			t_fail "$v: splice $mode: read-then-write echo handed back" "spliced $s0 -> $(json_field "$T_TMP/splice.json" spliced), handed back $b0 -> $(json_field "$T_TMP/splice.json" handed_back), lost $l0 -> $(json_field "$T_TMP/splice.json" lost), watchdog $w0 -> $(json_field "$T_TMP/splice.json" watchdog) ($out)"
+		fi
+	else
+		t_fail "$v: splice $mode: read-then-write echo handed back" "$out; edged: $(grep -E 'leaving|handed back|closing it|idle' "$EDGED_LOG" | tail -6)"
+	fi
+}
+
 # kernel_cases LABEL BYTES: what only the sockmap mover has to show
 kernel_cases() {
 	local v=$1 big=$2 n0 n1 k0 k1 ck key i out mid rc
@@ -173,9 +199,17 @@ kernel_cases() {
 	else
 		t_fail "$v: splice auto moves a tunnel by its traffic" "$out; edged: $(grep -E 'leaving the kernel|handed back|spliced by|closing it' "$EDGED_LOG" | tail -12)"
 	fi
+	# a hand-back while the peers read only after their own writes
+	# (tunnel_backend.py's /echo: read, then write): once spliced, the
+	# client stalls its reads while it uploads, the kernel holds more
+	# than a tunnel may, and the echo's writes wait on the client's
+	# direction: it must leave the kernel a direction at a time (both
+	# at once, neither moved and tunnel_idle closed every one)
+	handback_case auto "$v"
 	write_conf "$T_TMP/edge.conf" sockmap
 	"$EDGECTL" --socket "$T_TMP/edged.sock" reload >/dev/null
 	splice_json on
+	handback_case sockmap "$v"
 
 	# the watchdog: the client's socket taken out of the sockhash under
 	# edged's feet in the middle of an upload (a stand-in for the kernel
