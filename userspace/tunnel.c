@@ -29,7 +29,7 @@
  *            with room, for two checks in a row, are a stall: the
  *            program is kicked once, and a tunnel still stuck at the next
  *            check leaves the kernel; so does one whose reader is slower
- *            than its writer (KERNEL_HOLD_MAX), and every one when the
+ *            than its writer (tunnel_slow_reader), and every one when the
  *            switch says off.
  *   LEAVING  out from under the verdict (their bytes wait in their
  *            receive queues); each socket stays a redirect target until
@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sock_diag.h>
 #include <sys/epoll.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -66,15 +67,23 @@
 	10		 /* a drained output brings a try forward, at          \
 			    most this often */
 #define VERIFY_MS 5	 /* the check after an entry */
-#define WATCH_MS 1000	 /* the watchdog's period */
+#define WATCH_MS 1000	 /* the watchdog's period, once quiet */
 #define STALL_CHECKS 2	 /* checks without progress that are a stall */
 #define WATCH_BUSY_MS 20 /* the period while the kernel moves bytes */
-/* Bytes the kernel may hold for one direction, redirected and not yet in
- * the destination's send queue: a reader slower than its writer makes
- * the sockmap's backlog grow without bound (measured here: 350 MB/s),
- * so a tunnel over it leaves the kernel for the copy mover's
- * backpressure. */
-#define KERNEL_HOLD_MAX (16u << 20)
+/* What the kernel may hold for one direction, redirected and not yet in
+ * the destination's send queue: the sockmap has no backpressure, so a
+ * reader slower than its writer makes its backlog grow without bound
+ * (measured here: 350 MB/s). A reader is slower when its send queue is
+ * full (the socket's buffer, SO_MEMINFO's, half taken) and the kernel
+ * holds more than a copied tunnel would let its writer send beyond that
+ * queue before TCP stopped it: the source's receive buffer, as TCP
+ * sized it for the stream's rate, and the copy mover's queue
+ * (KERNEL_HOLD_MIN at least); then the tunnel leaves the kernel for the
+ * copy mover's backpressure. A stream whose reader keeps up stays at
+ * any rate. More than KERNEL_HOLD_CAP held, whatever the reader does
+ * (the kernel's sender starved of CPU), leaves too: memory is bounded. */
+#define KERNEL_HOLD_MIN (1u << 20)
+#define KERNEL_HOLD_CAP (64u << 20)
 #define FIN_FIRST_MS 1	/* a FIN: first look at the counters */
 #define FIN_MAX_MS 50	/* looks back off up to this */
 #define LEAVE_POLL_MS 5 /* leaving: how often the kernel's hold is read */
@@ -99,8 +108,8 @@
  * went both ways among them, carries messages: the kernel takes it at its
  * next pause (a one-way run of small moves is a stream whose writer is
  * slow: an upload from a starved client is not taken). A spliced one for
- * which the kernel holds AUTO_HOLD_LEAVE
- * bytes (a reader slower than its writer: the tunnel turned to bulk) is
+ * which the kernel holds more than its reader takes (tunnel_slow_reader:
+ * a reader slower than its writer, the tunnel turned to bulk) is
  * handed back to the copy mover and stays there for AUTO_BACKOFF_MS,
  * doubled at each such turn up to AUTO_BACKOFF_MAX_MS, so that a tunnel
  * that alternates pays little; one that moved nothing for
@@ -111,7 +120,6 @@
 #define AUTO_RUN_MAX (256u << 10)
 #define AUTO_PAUSE_MS 20
 #define AUTO_SMALL_RUN 8
-#define AUTO_HOLD_LEAVE (1u << 20)
 #define AUTO_BACKOFF_MS 1000
 #define AUTO_BACKOFF_MAX_MS 60000
 #define AUTO_QUIET_LEAVE_MS 3000
@@ -145,7 +153,8 @@ struct tunnel_half {
 	uint64_t rbase;		    /* received at the entry: edge's */
 	uint64_t queued;	    /* unacknowledged, last read */
 	bool exact;		    /* written was read steady (no ACK came) */
-	uint64_t sndbuf;	    /* SO_SNDBUF */
+	uint64_t sndbuf;	    /* its send buffer (SO_MEMINFO) */
+	uint64_t rcvbuf;	    /* its receive buffer, read with sndbuf */
 	/* leaving (PH_LEAVING): out of the maps, the kernel holding nothing
 	 * more for it, so the direction into it is the copy mover's (its
 	 * peer read, it written) while the other may still be the
@@ -189,6 +198,7 @@ struct tunnel {
 	uint64_t progress; /* the counters' sum at the last check */
 	uint64_t idle_sum; /* the kernel's bytes at the last idle look */
 	uint64_t busy_sum; /* the kernel's bytes at the last check */
+	unsigned watch_ms; /* the watchdog's next period */
 	/* what earlier stays in the kernel moved (its counts start over at
 	 * each entry) */
 	uint64_t kup0, kdown0;
@@ -468,6 +478,52 @@ static bool tunnel_reader_full(const struct tunnel *t)
 		    t->s[i].queued >= t->s[i].sndbuf / 2)
 			return true;
 	return false;
+}
+
+/* Both sockets' buffers as TCP sizes them now: 0 or -errno. */
+static int tunnel_bufs(struct tunnel *t)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		uint32_t mi[SK_MEMINFO_VARS] = {0};
+		socklen_t len = sizeof(mi);
+
+		if (getsockopt(t->s[i].fd, SOL_SOCKET, SO_MEMINFO, mi, &len) <
+		    0)
+			return -errno;
+		t->s[i].rcvbuf = mi[SK_MEMINFO_RCVBUF];
+		t->s[i].sndbuf = mi[SK_MEMINFO_SNDBUF];
+	}
+	return 0;
+}
+
+/* What the kernel may hold for the direction from side i before its
+ * reader, its send queue full, counts as slower than its writer (from
+ * the last tunnel_bufs): KERNEL_HOLD_MIN's comment. */
+static uint64_t tunnel_hold_max(const struct tunnel *t, int i)
+{
+	uint64_t m = t->s[i].rcvbuf + TUNNEL_HIGH_WATER;
+
+	if (m < KERNEL_HOLD_MIN)
+		return KERNEL_HOLD_MIN;
+	return m > KERNEL_HOLD_CAP ? KERNEL_HOLD_CAP : m;
+}
+
+/* Why the direction from side i must leave the kernel (from the last
+ * look and tunnel_bufs), or NULL: its reader is slower than its writer,
+ * or the kernel holds more than any tunnel may. */
+static const char *tunnel_slow_reader(const struct tunnel *t, int i)
+{
+	const struct tunnel_half *o = &t->s[1 - i];
+	uint64_t held = tunnel_held(t, i);
+
+	if (held > tunnel_hold_max(t, i) && o->queued >= o->sndbuf / 2)
+		return "it holds too much for a slow reader";
+	if (held > KERNEL_HOLD_CAP)
+		return "it holds too much, the kernel sending slower than "
+		       "its reader reads";
+	return NULL;
 }
 
 /* ---- the set: the worker's epoll of spliced sockets -------------------- */
@@ -810,8 +866,6 @@ static int tunnel_ids(struct tunnel *t)
 
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i];
-		int v = 0;
-		socklen_t len = sizeof(v);
 
 		if (strcmp(sockio_transport_name(h->io), "tcp") != 0)
 			return -EOPNOTSUPP;
@@ -819,10 +873,8 @@ static int tunnel_ids(struct tunnel *t)
 		h->cookie = splice_cookie(h->fd);
 		if (!h->cookie)
 			return -EOPNOTSUPP;
-		if (getsockopt(h->fd, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0)
-			h->sndbuf = (uint64_t)v;
 	}
-	return 0;
+	return tunnel_bufs(t) ? -EOPNOTSUPP : 0;
 }
 
 static void tunnel_refused(struct tunnel *t, int rc)
@@ -938,6 +990,7 @@ static void tunnel_try_enter(struct tunnel *t)
 	for (i = 0; i < 2; i++)
 		splice_sock_kick(t->s[i].fd);
 	t->quiet_ns = t->moved_ns = clk_now_ns();
+	t->watch_ms = WATCH_BUSY_MS;
 	t->kicked = false;
 	t->progress = 0;
 	t->idle_sum = 0;
@@ -1222,7 +1275,17 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 		t->s[i].leave_ns = t->disarm_ns;
 		t->s[i].steady_ns = 0;
 	}
-	log_debug("tunnel: leaving the kernel (%s)", why);
+	log_debug("tunnel: leaving the kernel (%s); held %llu up, %llu down "
+		  "(at most %llu, %llu); send queues %llu of %llu, %llu of "
+		  "%llu",
+		  why, (unsigned long long)tunnel_held(t, 0),
+		  (unsigned long long)tunnel_held(t, 1),
+		  (unsigned long long)tunnel_hold_max(t, 0),
+		  (unsigned long long)tunnel_hold_max(t, 1),
+		  (unsigned long long)t->s[1].queued,
+		  (unsigned long long)t->s[1].sndbuf,
+		  (unsigned long long)t->s[0].queued,
+		  (unsigned long long)t->s[0].sndbuf);
 	/* the first look after the grace: t lives on for the caller */
 	tmr_arm(t->tmr, LEAVE_GRACE_MS);
 	return true;
@@ -1235,8 +1298,7 @@ static const char *auto_why_leave(struct tunnel *t)
 
 	if (sum != t->busy_sum)
 		t->moved_ns = now;
-	if (tunnel_held(t, 0) >= AUTO_HOLD_LEAVE ||
-	    tunnel_held(t, 1) >= AUTO_HOLD_LEAVE)
+	if (tunnel_slow_reader(t, 0) || tunnel_slow_reader(t, 1))
 		return "auto: it turned to bulk";
 	if (now - t->moved_ns >= AUTO_QUIET_LEAVE_MS * 1000000ull)
 		return "auto: it went quiet";
@@ -1276,6 +1338,13 @@ static void tunnel_check(struct tunnel *t)
 		tunnel_end(t, TUNNEL_END_ERROR);
 		return;
 	}
+	/* a hold the buffers may matter to: as TCP sizes them now */
+	if ((tunnel_held(t, 0) > KERNEL_HOLD_MIN ||
+	     tunnel_held(t, 1) > KERNEL_HOLD_MIN) &&
+	    tunnel_bufs(t)) {
+		tunnel_end(t, TUNNEL_END_ERROR);
+		return;
+	}
 	if (tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_AUTO &&
 	    !t->s[0].kfin && !t->s[1].kfin) {
 		const char *why = auto_why_leave(t);
@@ -1287,24 +1356,23 @@ static void tunnel_check(struct tunnel *t)
 		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
 		uint64_t delivered = o->written - o->base;
 
+		const char *slow = tunnel_slow_reader(t, i);
+
 		/* more held than a tunnel may (a reader slower than its
 		 * writer): back to the copy mover and its backpressure */
-		if (delivered <= h->cnt.redir_bytes + 1 &&
-		    tunnel_held(t, i) > KERNEL_HOLD_MAX &&
-		    tunnel_leave(t, "it holds too much for a slow reader",
-				 true))
+		if (delivered <= h->cnt.redir_bytes + 1 && slow &&
+		    tunnel_leave(t, slow, true))
 			return;
 		/* more in the destination than the kernel took (a FIN is
 		 * one), or more held and no way out: close it */
-		if (delivered > h->cnt.redir_bytes + 1 ||
-		    tunnel_held(t, i) > KERNEL_HOLD_MAX) {
+		if (delivered > h->cnt.redir_bytes + 1 || slow) {
 			atomic_fetch_add(&tc.watchdog, 1);
 			log_warnx(
-			    "tunnel: the kernel %s (%llu bytes redirected "
-			    "%s, %llu in the send queue): closing it",
+			    "tunnel: %s (%llu bytes redirected %s, %llu in "
+			    "the send queue): closing it",
 			    delivered > h->cnt.redir_bytes + 1
-				? "sent more than it took"
-				: "holds too much for a slow reader",
+				? "the kernel sent more than it took"
+				: slow,
 			    (unsigned long long)h->cnt.redir_bytes,
 			    i == TUNNEL_CLIENT ? "up" : "down",
 			    (unsigned long long)delivered);
@@ -1351,13 +1419,17 @@ static void tunnel_check(struct tunnel *t)
 		}
 	}
 	/* while bytes move, often enough that a slow reader's backlog is
-	 * caught near KERNEL_HOLD_MAX (auto's turn to bulk near
-	 * AUTO_HOLD_LEAVE); once quiet, every second */
+	 * caught soon after it passes its limit; once quiet, twice as
+	 * long at each look up to every second (a stream that starts again
+	 * after a short pause is looked at soon: the kernel takes what its
+	 * writer sends, however much, until edged looks) */
+	if (t->st.kernel_up + t->st.kernel_down != t->busy_sum)
+		t->watch_ms = WATCH_BUSY_MS;
+	else if (t->watch_ms < WATCH_MS)
+		t->watch_ms =
+		    t->watch_ms * 2 > WATCH_MS ? WATCH_MS : t->watch_ms * 2;
 	if (!t->s[0].kfin && !t->s[1].kfin)
-		tmr_arm(t->tmr,
-			t->st.kernel_up + t->st.kernel_down != t->busy_sum
-			    ? WATCH_BUSY_MS
-			    : WATCH_MS);
+		tmr_arm(t->tmr, t->watch_ms);
 	t->busy_sum = t->st.kernel_up + t->st.kernel_down;
 }
 

@@ -9,8 +9,8 @@
 # and build/asan/edged (1 GiB and 256 MiB each way), each with both
 # movers: splice = "off" (the copy mover) and splice = "sockmap" (the
 # kernel's; as root only: loading the program needs CAP_BPF), and with
-# the kernel's: a slow reader (closed once the kernel holds 16 MiB for
-# it), the switch (off: new tunnels copied; on: a live copied tunnel
+# the kernel's: a slow reader (handed back once the kernel holds more for
+# it than the sockets' buffers would), the switch (off: new tunnels copied; on: a live copied tunnel
 # taken by the kernel), the watchdog closing a tunnel made to stall (its
 # source socket deleted from the sockhash with bpftool: its bytes then
 # wait in the receive queue), and edged's CPU time for 1 GiB each way
@@ -138,27 +138,29 @@ handback_case() {
 
 # kernel_cases LABEL BYTES: what only the sockmap mover has to show
 kernel_cases() {
-	local v=$1 big=$2 n0 n1 k0 k1 ck key i out mid rc
+	local v=$1 big=$2 n0 n1 k0 k1 ck key i out mid rc slow
 
 	# a reader slower than its writer: the kernel's redirect backlog
 	# would grow without bound (its queue is not the socket's); once it
-	# holds 16 MiB for the reader the pair is handed back to the copy
-	# mover (its backpressure), every byte intact, memory bounded
+	# holds more for the reader than the sockets' buffers would, the
+	# pair is handed back to the copy mover (its backpressure), every
+	# byte intact, memory bounded
 	splice_json
 	n0=$(json_field "$T_TMP/splice.json" handed_back)
+	slow=$(splice_slow_bytes $((48 << 20)))
 	# (both ends start 100 ms after the 101: the kernel takes the pair
 	# at that pause)
-	if client pump $((48 << 20)) "$EPID" $((8 << 20)) 100 &&
+	if client pump "$slow" "$EPID" $((8 << 20)) 100 &&
 		edged_wait_log "handed back to the copy mover \(it holds too much for a slow reader\), no byte lost"; then
 		local rec growth
-		rec=$(backend_last "/pump/$((48 << 20))/100")
+		rec=$(backend_last "/pump/$slow/100")
 		growth=$(($(json_field "$T_TMP/client.json" rss_peak_kb) - $(json_field "$T_TMP/client.json" rss_base_kb)))
 		splice_json
 		n1=$(json_field "$T_TMP/splice.json" handed_back)
 		if [ "$(echo "$rec" | json_field - recv_sha)" = "$(json_field "$T_TMP/client.json" sent_sha)" ] &&
 			[ "$(echo "$rec" | json_field - sent_sha)" = "$(json_field "$T_TMP/client.json" recv_sha)" ] &&
 			[ "${n1:-0}" -gt "${n0:-0}" ] && [ "$growth" -lt $((64 * 1024)) ]; then
-			t_ok "$v: a reader slower than its writer (8 MiB/s): handed back to the copy mover at 16 MiB held, 48 MiB each way intact, RSS +$((growth / 1024)) MiB"
+			t_ok "$v: a reader slower than its writer (8 MiB/s): handed back to the copy mover, $((slow >> 20)) MiB each way intact, RSS +$((growth / 1024)) MiB"
 		else
 			t_fail "$v: slow reader" "handed back ${n0:-?} -> ${n1:-?}, RSS +$growth kB, client $(cat "$T_TMP/client.json") backend $rec $(grep -i tunnel "$EDGED_LOG" | tail -3)"
 		fi
@@ -409,18 +411,21 @@ run_suite() { # BIN LABEL BYTES SPLICE
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 
 	# (h) one tunnel event per tunnel, with the bytes each way
-	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" "$2" <<'PY'; then
+	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" "$2" \
+		"$(splice_slow_bytes $((48 << 20)))" "$HANDBACK_RUNS" <<'PY'; then
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 big, ws = int(sys.argv[2]), sys.argv[3] == "1"
+slow, handback = int(sys.argv[6]), int(sys.argv[7])
 tun = [e for e in ev if e["kind"] == "tunnel"]
 assert all(e["outcome"] == "tunnel" and e["status"] == 101 for e in tun), tun
 paths = sorted(e["path"] for e in tun)
 want = sorted(["/pump/%d/100/%d" % (big, 96 << 20), "/halfclose/300000", "/latehalfclose/200000",
                "/banner", "/echo"]
               + (["/ws"] if ws else [])
-              + (["/pump/%d/100" % (48 << 20), "/pump/%d/100" % (16 << 20),
-                  "/echo", "/echo", "/sink", "/sink", "/sink"] if sys.argv[4] == "sockmap" else [])
+              + (["/pump/%d/100" % slow, "/pump/%d/100" % (16 << 20),
+                  "/echo", "/echo", "/sink", "/sink", "/sink"]
+                 + ["/echo"] * (2 * handback) if sys.argv[4] == "sockmap" else [])
               + (["/many"] * 1000 if sys.argv[5] == "edged" else []))
 assert paths == want, (paths, want)
 pump = [e for e in tun if e["path"] == "/pump/%d/100/%d" % (big, 96 << 20)][0]
