@@ -191,6 +191,17 @@ edged_sanitizers_clean() {
 	fi
 }
 
+# splice_slow_bytes MIN: bytes a writer must send to a reader that stops
+# for edged to hand its spliced tunnel back: more than the source
+# socket's receive buffer may grow to (tcp_rmem's maximum, which edged's
+# limit follows) and the reader's send queue, MIN at least
+splice_slow_bytes() {
+	local rmem
+	rmem=$(awk '{ print $3 }' /proc/sys/net/ipv4/tcp_rmem 2>/dev/null)
+	rmem=$((${rmem:-6291456} + (16 << 20)))
+	echo $((rmem > $1 ? rmem : $1))
+}
+
 # json_field FILE|- KEY[.KEY...]: print one field of the JSON object in
 # FILE (-: stdin), following dotted keys into nested objects; an absent
 # key prints an empty line, unreadable JSON nothing (and returns 1).

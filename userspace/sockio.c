@@ -430,6 +430,14 @@ bool sockio_eof(const struct sockio *s)
 	return s->eof;
 }
 
+void sockio_eof_retract(struct sockio *s)
+{
+	s->eof = false;
+	s->can_read = true;
+	if ((s->enabled & EV_READ) && sockio_reading(s))
+		sockio_schedule(s);
+}
+
 int sockio_fd(const struct sockio *s)
 {
 	return s->t.fd;

@@ -126,6 +126,11 @@ int sockio_flush(struct sockio *s);
  * the old one. */
 bool sockio_eof(const struct sockio *s);
 
+/* The EOF just reported was not one (the owner found bytes still in the
+ * socket's receive queue: a socket with a sockmap psock can report its
+ * peer's FIN before bytes that came with it): forget it and read on. */
+void sockio_eof_retract(struct sockio *s);
+
 /* Throw away what the input holds and what the transport has to read
  * now, up to max bytes in all (so that closing sends no reset for unread
  * bytes); returns the bytes discarded. */

@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <linux/tls.h>
@@ -242,21 +243,39 @@ int splice_sock_received(int fd, uint64_t *received)
 	return 0;
 }
 
+int splice_sock_inq(int fd, uint64_t *n)
+{
+	/* a peek that copies nothing (MSG_TRUNC; no buffer, so that a
+	 * path that would copy fails rather than write) of everything */
+	ssize_t r =
+	    recv(fd, NULL, INT_MAX, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+
+	if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+		return -errno;
+	*n = r > 0 ? (uint64_t)r : 0;
+	return 0;
+}
+
 int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin)
 {
 	struct tcp_info ti;
 	socklen_t len;
-	int q1, q2, i;
+	uint64_t q1 = 0, q2 = 0;
+	int i, rc;
 
 	/* the queue's length before and after the counts, until equal: no
 	 * byte arrived in between (nobody else reads this socket) */
 	for (i = 0; i < 8; i++) {
 		memset(&ti, 0, sizeof(ti));
 		len = sizeof(ti);
-		if (ioctl(fd, SIOCINQ, &q1) < 0 ||
-		    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
-		    ioctl(fd, SIOCINQ, &q2) < 0)
+		rc = splice_sock_inq(fd, &q1);
+		if (rc)
+			return rc;
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 			return -errno;
+		rc = splice_sock_inq(fd, &q2);
+		if (rc)
+			return rc;
 		if (len < offsetof(struct tcp_info, tcpi_bytes_received) +
 			      sizeof(ti.tcpi_bytes_received))
 			return -EOPNOTSUPP;
@@ -266,7 +285,7 @@ int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin)
 	if (q1 != q2)
 		return -EAGAIN;
 	*received = ti.tcpi_bytes_received;
-	*inq = (uint64_t)q1;
+	*inq = q1;
 	/* the states after the peer's FIN came; CLOSE too when edged had
 	 * shut its side down first (the socket left TIME_WAIT to a
 	 * timewait sock) and no error says it was a reset (POLLERR, which

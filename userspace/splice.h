@@ -119,11 +119,16 @@ int splice_sock_written(int fd, uint64_t *written, uint64_t *queued,
  * 0 or -errno. */
 int splice_sock_received(int fd, uint64_t *received);
 
-/* Of a socket no sockhash holds: the sequence space it has received
- * (as splice_sock_received), the bytes in its receive queue (SIOCINQ)
- * and whether its peer's FIN came (which the former counts as one),
- * read so that no byte arrived in between: 0, -EAGAIN (bytes kept
- * arriving), or another -errno. */
+/* The bytes waiting in fd's receive queue, read by nobody: 0 or -errno.
+ * Also of a socket a sockhash still holds (with no program of its own),
+ * whose SIOCINQ the sockmap answers from its own queue (0, on 6.18). */
+int splice_sock_inq(int fd, uint64_t *n);
+
+/* Of a socket no verdict reads: the sequence space it has received
+ * (as splice_sock_received), the bytes in its receive queue
+ * (splice_sock_inq) and whether its peer's FIN came (which the former
+ * counts as one), read so that no byte arrived in between: 0, -EAGAIN
+ * (bytes kept arriving), or another -errno. */
 int splice_sock_rx(int fd, uint64_t *received, uint64_t *inq, bool *fin);
 
 /* Whether fd has bytes (1), its peer's EOF (0) or nothing (-EAGAIN) to

@@ -29,14 +29,15 @@
  *            with room, for two checks in a row, are a stall: the
  *            program is kicked once, and a tunnel still stuck at the next
  *            check leaves the kernel; so does one whose reader is slower
- *            than its writer (KERNEL_HOLD_MAX), and every one when the
+ *            than its writer (tunnel_slow_reader), and every one when the
  *            switch says off.
  *   LEAVING  out from under the verdict (their bytes wait in their
- *            receive queues), the sockets stay redirect targets until
- *            the kernel holds nothing for them, then leave the maps;
- *            every byte accounted for (tunnel_leave_step), the copy
- *            mover goes on: COPY. One that cannot leave whole is closed,
- *            counted and logged.
+ *            receive queues); each socket stays a redirect target until
+ *            the kernel holds nothing for it, then leaves the maps, and
+ *            the direction into it, every byte accounted for, is the
+ *            copy mover's while the other may still drain in the kernel
+ *            (tunnel_leave_dir); both so: COPY. One that cannot leave
+ *            whole is closed, counted and logged.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sock_diag.h>
 #include <sys/epoll.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -65,15 +67,23 @@
 	10		 /* a drained output brings a try forward, at          \
 			    most this often */
 #define VERIFY_MS 5	 /* the check after an entry */
-#define WATCH_MS 1000	 /* the watchdog's period */
+#define WATCH_MS 1000	 /* the watchdog's period, once quiet */
 #define STALL_CHECKS 2	 /* checks without progress that are a stall */
 #define WATCH_BUSY_MS 20 /* the period while the kernel moves bytes */
-/* Bytes the kernel may hold for one direction, redirected and not yet in
- * the destination's send queue: a reader slower than its writer makes
- * the sockmap's backlog grow without bound (measured here: 350 MB/s),
- * so a tunnel over it leaves the kernel for the copy mover's
- * backpressure. */
-#define KERNEL_HOLD_MAX (16u << 20)
+/* What the kernel may hold for one direction, redirected and not yet in
+ * the destination's send queue: the sockmap has no backpressure, so a
+ * reader slower than its writer makes its backlog grow without bound
+ * (measured here: 350 MB/s). A reader is slower when its send queue is
+ * full (the socket's buffer, SO_MEMINFO's, half taken) and the kernel
+ * holds more than a copied tunnel would let its writer send beyond that
+ * queue before TCP stopped it: the source's receive buffer, as TCP
+ * sized it for the stream's rate, and the copy mover's queue
+ * (KERNEL_HOLD_MIN at least); then the tunnel leaves the kernel for the
+ * copy mover's backpressure. A stream whose reader keeps up stays at
+ * any rate. More than KERNEL_HOLD_CAP held, whatever the reader does
+ * (the kernel's sender starved of CPU), leaves too: memory is bounded. */
+#define KERNEL_HOLD_MIN (1u << 20)
+#define KERNEL_HOLD_CAP (64u << 20)
 #define FIN_FIRST_MS 1	/* a FIN: first look at the counters */
 #define FIN_MAX_MS 50	/* looks back off up to this */
 #define LEAVE_POLL_MS 5 /* leaving: how often the kernel's hold is read */
@@ -85,7 +95,6 @@
  * queue has room (a full one is a reader that stopped: that waits, as a
  * copied tunnel would, until tunnel_idle) */
 #define LEAVE_STUCK_MS 2000
-#define LEAVE_RX_TRIES 50 /* leaving: tries at a steady receive queue */
 
 /*
  * splice = "auto" (docs/splice.md, bench/splice): the kernel pays for
@@ -99,8 +108,8 @@
  * went both ways among them, carries messages: the kernel takes it at its
  * next pause (a one-way run of small moves is a stream whose writer is
  * slow: an upload from a starved client is not taken). A spliced one for
- * which the kernel holds AUTO_HOLD_LEAVE
- * bytes (a reader slower than its writer: the tunnel turned to bulk) is
+ * which the kernel holds more than its reader takes (tunnel_slow_reader:
+ * a reader slower than its writer, the tunnel turned to bulk) is
  * handed back to the copy mover and stays there for AUTO_BACKOFF_MS,
  * doubled at each such turn up to AUTO_BACKOFF_MAX_MS, so that a tunnel
  * that alternates pays little; one that moved nothing for
@@ -111,7 +120,6 @@
 #define AUTO_RUN_MAX (256u << 10)
 #define AUTO_PAUSE_MS 20
 #define AUTO_SMALL_RUN 8
-#define AUTO_HOLD_LEAVE (1u << 20)
 #define AUTO_BACKOFF_MS 1000
 #define AUTO_BACKOFF_MAX_MS 60000
 #define AUTO_QUIET_LEAVE_MS 3000
@@ -145,7 +153,16 @@ struct tunnel_half {
 	uint64_t rbase;		    /* received at the entry: edge's */
 	uint64_t queued;	    /* unacknowledged, last read */
 	bool exact;		    /* written was read steady (no ACK came) */
-	uint64_t sndbuf;	    /* SO_SNDBUF */
+	uint64_t sndbuf;	    /* its send buffer (SO_MEMINFO) */
+	uint64_t rcvbuf;	    /* its receive buffer, read with sndbuf */
+	/* leaving (PH_LEAVING): out of the maps, the kernel holding nothing
+	 * more for it, so the direction into it is the copy mover's (its
+	 * peer read, it written) while the other may still be the
+	 * kernel's */
+	bool plain;
+	uint64_t leave_held; /* the smallest hold for it seen */
+	uint64_t leave_ns;   /* since when that hold has not shrunk */
+	uint64_t steady_ns;  /* since when its counts have not held still */
 };
 
 struct tunnel {
@@ -181,17 +198,14 @@ struct tunnel {
 	uint64_t progress; /* the counters' sum at the last check */
 	uint64_t idle_sum; /* the kernel's bytes at the last idle look */
 	uint64_t busy_sum; /* the kernel's bytes at the last check */
+	unsigned watch_ms; /* the watchdog's next period */
 	/* what earlier stays in the kernel moved (its counts start over at
 	 * each entry) */
 	uint64_t kup0, kdown0;
-	/* leaving the kernel (PH_LEAVING) */
+	/* leaving the kernel (PH_LEAVING; per side in tunnel_half) */
 	const char *leave_why;
-	bool leave_final;     /* never back into the kernel after it */
-	bool leave_unlinked;  /* out of both sockhashes: checking the counts */
-	unsigned leave_tries; /* checks of the counts so far */
-	uint64_t leave_ns;    /* since when the hold has not shrunk */
-	uint64_t disarm_ns;   /* when both left the verdict's map */
-	uint64_t leave_held;  /* the smallest hold seen */
+	bool leave_final;   /* never back into the kernel after it */
+	uint64_t disarm_ns; /* when both left the verdict's map */
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
@@ -466,6 +480,52 @@ static bool tunnel_reader_full(const struct tunnel *t)
 	return false;
 }
 
+/* Both sockets' buffers as TCP sizes them now: 0 or -errno. */
+static int tunnel_bufs(struct tunnel *t)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		uint32_t mi[SK_MEMINFO_VARS] = {0};
+		socklen_t len = sizeof(mi);
+
+		if (getsockopt(t->s[i].fd, SOL_SOCKET, SO_MEMINFO, mi, &len) <
+		    0)
+			return -errno;
+		t->s[i].rcvbuf = mi[SK_MEMINFO_RCVBUF];
+		t->s[i].sndbuf = mi[SK_MEMINFO_SNDBUF];
+	}
+	return 0;
+}
+
+/* What the kernel may hold for the direction from side i before its
+ * reader, its send queue full, counts as slower than its writer (from
+ * the last tunnel_bufs): KERNEL_HOLD_MIN's comment. */
+static uint64_t tunnel_hold_max(const struct tunnel *t, int i)
+{
+	uint64_t m = t->s[i].rcvbuf + TUNNEL_HIGH_WATER;
+
+	if (m < KERNEL_HOLD_MIN)
+		return KERNEL_HOLD_MIN;
+	return m > KERNEL_HOLD_CAP ? KERNEL_HOLD_CAP : m;
+}
+
+/* Why the direction from side i must leave the kernel (from the last
+ * look and tunnel_bufs), or NULL: its reader is slower than its writer,
+ * or the kernel holds more than any tunnel may. */
+static const char *tunnel_slow_reader(const struct tunnel *t, int i)
+{
+	const struct tunnel_half *o = &t->s[1 - i];
+	uint64_t held = tunnel_held(t, i);
+
+	if (held > tunnel_hold_max(t, i) && o->queued >= o->sndbuf / 2)
+		return "it holds too much for a slow reader";
+	if (held > KERNEL_HOLD_CAP)
+		return "it holds too much, the kernel sending slower than "
+		       "its reader reads";
+	return NULL;
+}
+
 /* ---- the set: the worker's epoll of spliced sockets -------------------- */
 
 static void tunnel_set_cb(evutil_socket_t fd, short what, void *arg)
@@ -614,6 +674,14 @@ static void tunnel_end(struct tunnel *t, enum tunnel_end how)
 	t->done(t, &t->st, t->arg); /* may free t */
 }
 
+/* Whether the copy mover moves the bytes from side i: outside the
+ * kernel, and while leaving it once the other side is plain. */
+static bool copying(const struct tunnel *t, int i)
+{
+	return t->phase == PH_COPY ||
+	       (t->phase == PH_LEAVING && t->s[1 - i].plain);
+}
+
 /* Move what side i has read to the other side's output, as far as the
  * other side's queue allows, and decide whether i is read further. When i
  * has ended and everything from it was handed on, the other side's write
@@ -625,7 +693,7 @@ static void tunnel_pump(struct tunnel *t, int i)
 	struct evbuffer *out = sockio_output(o->io);
 	size_t n = evbuffer_get_length(in), q = evbuffer_get_length(out);
 
-	if (t->ended || o->shut || t->phase != PH_COPY)
+	if (t->ended || o->shut || !copying(t, i))
 		return;
 	if (q < TUNNEL_HIGH_WATER && n > 0) {
 		if (n > TUNNEL_HIGH_WATER - q)
@@ -689,6 +757,17 @@ static void tunnel_event_cb(struct sockio *io, short what, void *arg)
 	int i = side_of(t, io);
 
 	if ((what & SOCKIO_EOF) && (what & SOCKIO_READING)) {
+		uint64_t inq = 0;
+
+		/* leaving, a socket the kernel still sends into has the
+		 * sockmap's recvmsg, which can report the EOF of a FIN that
+		 * came with bytes it had not looked at yet: not the end
+		 * while the receive queue holds any */
+		if (t->phase == PH_LEAVING && !t->s[i].plain &&
+		    splice_sock_inq(t->s[i].fd, &inq) == 0 && inq > 0) {
+			sockio_eof_retract(io);
+			return;
+		}
 		t->s[i].eof = true;
 		tunnel_pump(t, i);
 		return;
@@ -719,14 +798,19 @@ static void tunnel_idle_cb(evutil_socket_t fd, short what, void *arg)
 	if (t->phase != PH_COPY && tunnel_look(t) == 0) {
 		uint64_t sum = t->st.kernel_up + t->st.kernel_down +
 			       t->s[0].written + t->s[1].written;
+		bool waiting = false;
+		int i;
 
-		/* bytes waiting are not idleness (the watchdog's to judge),
-		 * unless they wait for a reader that takes nothing: a copied
-		 * tunnel's stopped reader is idle too */
-		if ((tunnel_untaken(t, 0) > t->s[0].kfin ||
-		     tunnel_untaken(t, 1) > t->s[1].kfin ||
-		     tunnel_backlog(t, 0) || tunnel_backlog(t, 1)) &&
-		    !tunnel_reader_full(t))
+		/* bytes waiting for the kernel are not idleness (the
+		 * watchdog's to judge), unless they wait for a reader that
+		 * takes nothing: a copied tunnel's stopped reader is idle
+		 * too; a direction the copy mover has (leaving) is its */
+		for (i = 0; i < 2; i++)
+			if (!copying(t, i) &&
+			    (tunnel_untaken(t, i) > t->s[i].kfin ||
+			     tunnel_backlog(t, i)))
+				waiting = true;
+		if (waiting && !tunnel_reader_full(t))
 			sum = t->idle_sum + 1;
 		if (sum != t->idle_sum) {
 			t->idle_sum = sum;
@@ -782,8 +866,6 @@ static int tunnel_ids(struct tunnel *t)
 
 	for (i = 0; i < 2; i++) {
 		struct tunnel_half *h = &t->s[i];
-		int v = 0;
-		socklen_t len = sizeof(v);
 
 		if (strcmp(sockio_transport_name(h->io), "tcp") != 0)
 			return -EOPNOTSUPP;
@@ -791,10 +873,8 @@ static int tunnel_ids(struct tunnel *t)
 		h->cookie = splice_cookie(h->fd);
 		if (!h->cookie)
 			return -EOPNOTSUPP;
-		if (getsockopt(h->fd, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0)
-			h->sndbuf = (uint64_t)v;
 	}
-	return 0;
+	return tunnel_bufs(t) ? -EOPNOTSUPP : 0;
 }
 
 static void tunnel_refused(struct tunnel *t, int rc)
@@ -910,6 +990,7 @@ static void tunnel_try_enter(struct tunnel *t)
 	for (i = 0; i < 2; i++)
 		splice_sock_kick(t->s[i].fd);
 	t->quiet_ns = t->moved_ns = clk_now_ns();
+	t->watch_ms = WATCH_BUSY_MS;
 	t->kicked = false;
 	t->progress = 0;
 	t->idle_sum = 0;
@@ -1009,8 +1090,8 @@ static void tunnel_leave_fail(struct tunnel *t, bool lost, const char *what)
 	tunnel_end(t, TUNNEL_END_ERROR);
 }
 
-/* Left: both sockets out of the maps with every byte accounted for; the
- * copy mover goes on from their receive queues and send queues. */
+/* Left: both sockets out of the maps with every byte accounted for, both
+ * directions the copy mover's. */
 static void tunnel_left(struct tunnel *t)
 {
 	struct splice *sp = splice_instance();
@@ -1018,18 +1099,14 @@ static void tunnel_left(struct tunnel *t)
 
 	t->kup0 = t->st.kernel_up;
 	t->kdown0 = t->st.kernel_down;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		splice_sock_forget(sp, t->s[i].cookie);
+		t->s[i].plain = false;
+	}
 	watch(t, false);
 	phase_set(t, PH_COPY);
 	if (t->leave_final)
 		t->no_kernel = true;
-	/* a direction whose FIN edged forwarded is over for the copy
-	 * mover too (the source's sockio reads that FIN again); one not
-	 * forwarded yet, the copy mover forwards as it reads it */
-	for (i = 0; i < 2; i++)
-		if (t->s[i].down)
-			t->s[i].shut = true;
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
 	t->run_dir = -1;
@@ -1049,20 +1126,91 @@ static void tunnel_left(struct tunnel *t)
 }
 
 /*
- * Leaving, step by step (the timer's): while the kernel still holds
- * redirected bytes for a send queue, wait for it to send them (each
- * socket's own bytes wait in its receive queue meanwhile: the writer
- * feels TCP's backpressure), as long as the hold shrinks; then out of
- * both sockhashes, and every byte accounted for before the copy mover
- * takes over: what each socket received since the entry is what the
- * kernel redirected from it plus what waits in its receive queue (a FIN
- * one more), and what each destination's stream took is what was
- * redirected to it. Anything else closes the tunnel.
+ * Leaving: the direction from side i into the other side o becomes the
+ * copy mover's as soon as the kernel holds nothing more for o (the
+ * other direction may still be draining in the kernel: a peer that
+ * reads only once its own write is done waits on this one). First every
+ * byte of it accounted for: what o's stream took since the entry is
+ * what the kernel redirected from i (a FIN edged forwarded one more),
+ * and what i received since the entry is what the kernel redirected
+ * from it plus what waits in its receive queue (a FIN one more); then o
+ * out of both sockhashes (its psock, empty, goes), i read and o written
+ * by the copy mover. Returns 1 when done, 0 to look again (*soon: in a
+ * millisecond), -1 when the tunnel was closed (t may be gone).
  */
+static int tunnel_leave_dir(struct tunnel *t, int i, uint64_t now, bool *soon)
+{
+	struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
+	uint64_t held = tunnel_backlog(t, i), received = 0, inq = 0;
+	bool fin = false;
+	int rc;
+
+	if (held > 0) {
+		/* a full send queue is a reader that stopped: that waits,
+		 * as a copied tunnel would, for tunnel_idle */
+		if (held < o->leave_held || o->queued >= o->sndbuf / 2) {
+			o->leave_held = held;
+			o->leave_ns = now;
+		} else if (now - o->leave_ns >= LEAVE_STUCK_MS * 1000000ull) {
+			tunnel_leave_fail(t, false,
+					  "the kernel sent none of what it "
+					  "holds for 2 s");
+			return -1;
+		}
+		o->steady_ns = 0;
+		return 0;
+	}
+	/* the counts are compared exactly: o's read with no ACK coming,
+	 * i's with no byte arriving (nobody reads i: its writer stops once
+	 * its window is full, a draining send queue's ACKs end) */
+	rc = o->exact ? splice_sock_rx(h->fd, &received, &inq, &fin) : -EAGAIN;
+	if (rc == -EAGAIN) {
+		if (!o->steady_ns)
+			o->steady_ns = now;
+		if (now - o->steady_ns < LEAVE_STUCK_MS * 1000000ull) {
+			*soon = true;
+			return 0;
+		}
+		tunnel_leave_fail(t, false,
+				  "its counts did not hold still for 2 s");
+		return -1;
+	}
+	if (rc) {
+		tunnel_leave_fail(t, false, "a socket failed");
+		return -1;
+	}
+	if (o->written - o->base != h->cnt.redir_bytes + o->down ||
+	    received != h->rbase + h->cnt.redir_bytes + inq + fin) {
+		log_warnx(
+		    "tunnel: leaving: the %s side received %llu since the "
+		    "entry, %llu redirected, %llu queued%s; %llu reached "
+		    "the other side",
+		    i == TUNNEL_CLIENT ? "client" : "upstream",
+		    (unsigned long long)(received - h->rbase),
+		    (unsigned long long)h->cnt.redir_bytes,
+		    (unsigned long long)inq, fin ? ", a FIN" : "",
+		    (unsigned long long)(o->written - o->base));
+		tunnel_leave_fail(t, true, "bytes unaccounted for");
+		return -1;
+	}
+	splice_sock_unlink(splice_instance(), o->cookie);
+	o->plain = true;
+	/* a direction whose FIN edged forwarded is over for the copy mover
+	 * too (i's sockio reads that FIN again); one not forwarded yet, the
+	 * copy mover forwards as it reads it */
+	o->shut = o->down;
+	sockio_enable(h->io, EV_READ);
+	sockio_enable(o->io, EV_WRITE);
+	return 1;
+}
+
+/* Leaving, step by step (the timer's): each direction handed to the
+ * copy mover once the kernel has sent what it holds for it
+ * (tunnel_leave_dir), the pair out of the kernel once both are. */
 static void tunnel_leave_step(struct tunnel *t)
 {
-	struct splice *sp = splice_instance();
-	uint64_t held, now = clk_now_ns();
+	uint64_t now = clk_now_ns();
+	bool soon = false;
 	int i, rc;
 
 	if (tunnel_look(t)) {
@@ -1075,88 +1223,35 @@ static void tunnel_leave_step(struct tunnel *t)
 			    t, false, "the kernel kept bytes with a socket");
 			return;
 		}
-	if (!t->leave_unlinked) {
-		held = tunnel_backlog(t, 0) + tunnel_backlog(t, 1);
-		if (held == 0 &&
-		    now - t->disarm_ns < LEAVE_GRACE_MS * 1000000ull) {
-			/* a verdict run that began before the disarm may
-			 * not have counted its redirect yet */
-			tmr_arm(t->tmr, LEAVE_POLL_MS);
-			return;
-		}
-		if (held > 0) {
-			if (held < t->leave_held || tunnel_reader_full(t)) {
-				t->leave_held = held;
-				t->leave_ns = now;
-			} else if (now - t->leave_ns >=
-				   LEAVE_STUCK_MS * 1000000ull) {
-				tunnel_leave_fail(
-				    t, false,
-				    "the kernel sent none of what "
-				    "it holds for 2 s");
-				return;
-			}
-			tmr_arm(t->tmr, LEAVE_POLL_MS);
-			return;
-		}
-		/* it holds nothing: out of the maps (its psocks, empty,
-		 * go) */
-		for (i = 0; i < 2; i++)
-			splice_sock_unlink(sp, t->s[i].cookie);
-		t->leave_unlinked = true;
-		if (tunnel_look(t)) {
-			tunnel_leave_fail(t, false, "a socket failed");
-			return;
-		}
-	}
-	/* the counts are compared exactly: read with no ACK coming */
-	if ((!t->s[0].exact || !t->s[1].exact) &&
-	    ++t->leave_tries < LEAVE_RX_TRIES) {
-		tmr_arm(t->tmr, 1);
+	/* a verdict run that began before the disarm may not have counted
+	 * its redirect yet: no hold is taken for 0 before the grace */
+	if (now - t->disarm_ns < LEAVE_GRACE_MS * 1000000ull) {
+		tmr_arm(t->tmr, LEAVE_POLL_MS);
 		return;
 	}
 	for (i = 0; i < 2; i++) {
-		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
-		uint64_t received, inq;
-		bool fin;
-
-		rc = splice_sock_rx(h->fd, &received, &inq, &fin);
-		if (rc == -EAGAIN && ++t->leave_tries < LEAVE_RX_TRIES) {
-			tmr_arm(t->tmr, 1); /* bytes arriving: look again */
-			return;
-		}
-		if (rc) {
-			tunnel_leave_fail(t, false, "a socket failed");
-			return;
-		}
-		/* a FIN edged forwarded counts one in its destination, one
-		 * it received in its source */
-		if (o->written - o->base != h->cnt.redir_bytes + o->down ||
-		    received != h->rbase + h->cnt.redir_bytes + inq + fin) {
-			log_warnx("tunnel: leaving: the %s side received %llu "
-				  "since the entry, %llu redirected, %llu "
-				  "queued%s; %llu reached the other side",
-				  i == TUNNEL_CLIENT ? "client" : "upstream",
-				  (unsigned long long)(received - h->rbase),
-				  (unsigned long long)h->cnt.redir_bytes,
-				  (unsigned long long)inq, fin ? ", a FIN" : "",
-				  (unsigned long long)(o->written - o->base));
-			tunnel_leave_fail(t, true, "bytes unaccounted for");
-			return;
-		}
+		if (t->s[1 - i].plain)
+			continue;
+		rc = tunnel_leave_dir(t, i, now, &soon);
+		if (rc < 0)
+			return; /* t may be gone */
 	}
-	tunnel_left(t);
+	if (t->s[0].plain && t->s[1].plain) {
+		tunnel_left(t);
+		return;
+	}
+	tmr_arm(t->tmr, soon ? 1 : LEAVE_POLL_MS);
 }
 
 /*
  * Hand a spliced pair back to the copy mover (final: for good), for
  * why: both sockets out from under the verdict at once (the kernel
  * takes no more of their bytes; they wait in the receive queues), then
- * tunnel_leave_step. A FIN that came stays the socket's (recv() gives
- * it once the socket is out of the maps): the copy mover forwards one
- * edged has not. Not while a socket holds bytes the program passed to
- * it (its own receive path, which these kernels get wrong around a FIN:
- * splice.h): false, nothing changed.
+ * tunnel_leave_step, a direction at a time. A FIN that came stays the
+ * socket's (recv() gives it once the copy mover reads it): the copy
+ * mover forwards one edged has not. Not while a socket holds bytes the
+ * program passed to it (its own receive path, which these kernels get
+ * wrong around a FIN: splice.h): false, nothing changed.
  */
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 {
@@ -1173,16 +1268,28 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	phase_set(t, PH_LEAVING);
 	t->leave_why = why;
 	t->leave_final = final;
-	t->leave_unlinked = false;
-	t->leave_tries = 0;
-	t->leave_ns = t->disarm_ns = clk_now_ns();
-	t->leave_held = UINT64_MAX;
-	log_debug("tunnel: leaving the kernel (%s)", why);
+	t->disarm_ns = clk_now_ns();
+	for (i = 0; i < 2; i++) {
+		t->s[i].plain = false;
+		t->s[i].leave_held = UINT64_MAX;
+		t->s[i].leave_ns = t->disarm_ns;
+		t->s[i].steady_ns = 0;
+	}
+	log_debug("tunnel: leaving the kernel (%s); held %llu up, %llu down "
+		  "(at most %llu, %llu); send queues %llu of %llu, %llu of "
+		  "%llu",
+		  why, (unsigned long long)tunnel_held(t, 0),
+		  (unsigned long long)tunnel_held(t, 1),
+		  (unsigned long long)tunnel_hold_max(t, 0),
+		  (unsigned long long)tunnel_hold_max(t, 1),
+		  (unsigned long long)t->s[1].queued,
+		  (unsigned long long)t->s[1].sndbuf,
+		  (unsigned long long)t->s[0].queued,
+		  (unsigned long long)t->s[0].sndbuf);
 	/* the first look after the grace: t lives on for the caller */
 	tmr_arm(t->tmr, LEAVE_GRACE_MS);
 	return true;
 }
-
 /* auto, spliced: why the tunnel should leave the kernel now (from the
  * last look), or NULL. */
 static const char *auto_why_leave(struct tunnel *t)
@@ -1191,8 +1298,7 @@ static const char *auto_why_leave(struct tunnel *t)
 
 	if (sum != t->busy_sum)
 		t->moved_ns = now;
-	if (tunnel_held(t, 0) >= AUTO_HOLD_LEAVE ||
-	    tunnel_held(t, 1) >= AUTO_HOLD_LEAVE)
+	if (tunnel_slow_reader(t, 0) || tunnel_slow_reader(t, 1))
 		return "auto: it turned to bulk";
 	if (now - t->moved_ns >= AUTO_QUIET_LEAVE_MS * 1000000ull)
 		return "auto: it went quiet";
@@ -1232,6 +1338,13 @@ static void tunnel_check(struct tunnel *t)
 		tunnel_end(t, TUNNEL_END_ERROR);
 		return;
 	}
+	/* a hold the buffers may matter to: as TCP sizes them now */
+	if ((tunnel_held(t, 0) > KERNEL_HOLD_MIN ||
+	     tunnel_held(t, 1) > KERNEL_HOLD_MIN) &&
+	    tunnel_bufs(t)) {
+		tunnel_end(t, TUNNEL_END_ERROR);
+		return;
+	}
 	if (tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_AUTO &&
 	    !t->s[0].kfin && !t->s[1].kfin) {
 		const char *why = auto_why_leave(t);
@@ -1243,24 +1356,23 @@ static void tunnel_check(struct tunnel *t)
 		struct tunnel_half *h = &t->s[i], *o = &t->s[1 - i];
 		uint64_t delivered = o->written - o->base;
 
+		const char *slow = tunnel_slow_reader(t, i);
+
 		/* more held than a tunnel may (a reader slower than its
 		 * writer): back to the copy mover and its backpressure */
-		if (delivered <= h->cnt.redir_bytes + 1 &&
-		    tunnel_held(t, i) > KERNEL_HOLD_MAX &&
-		    tunnel_leave(t, "it holds too much for a slow reader",
-				 true))
+		if (delivered <= h->cnt.redir_bytes + 1 && slow &&
+		    tunnel_leave(t, slow, true))
 			return;
 		/* more in the destination than the kernel took (a FIN is
 		 * one), or more held and no way out: close it */
-		if (delivered > h->cnt.redir_bytes + 1 ||
-		    tunnel_held(t, i) > KERNEL_HOLD_MAX) {
+		if (delivered > h->cnt.redir_bytes + 1 || slow) {
 			atomic_fetch_add(&tc.watchdog, 1);
 			log_warnx(
-			    "tunnel: the kernel %s (%llu bytes redirected "
-			    "%s, %llu in the send queue): closing it",
+			    "tunnel: %s (%llu bytes redirected %s, %llu in "
+			    "the send queue): closing it",
 			    delivered > h->cnt.redir_bytes + 1
-				? "sent more than it took"
-				: "holds too much for a slow reader",
+				? "the kernel sent more than it took"
+				: slow,
 			    (unsigned long long)h->cnt.redir_bytes,
 			    i == TUNNEL_CLIENT ? "up" : "down",
 			    (unsigned long long)delivered);
@@ -1307,13 +1419,17 @@ static void tunnel_check(struct tunnel *t)
 		}
 	}
 	/* while bytes move, often enough that a slow reader's backlog is
-	 * caught near KERNEL_HOLD_MAX (auto's turn to bulk near
-	 * AUTO_HOLD_LEAVE); once quiet, every second */
+	 * caught soon after it passes its limit; once quiet, twice as
+	 * long at each look up to every second (a stream that starts again
+	 * after a short pause is looked at soon: the kernel takes what its
+	 * writer sends, however much, until edged looks) */
+	if (t->st.kernel_up + t->st.kernel_down != t->busy_sum)
+		t->watch_ms = WATCH_BUSY_MS;
+	else if (t->watch_ms < WATCH_MS)
+		t->watch_ms =
+		    t->watch_ms * 2 > WATCH_MS ? WATCH_MS : t->watch_ms * 2;
 	if (!t->s[0].kfin && !t->s[1].kfin)
-		tmr_arm(t->tmr,
-			t->st.kernel_up + t->st.kernel_down != t->busy_sum
-			    ? WATCH_BUSY_MS
-			    : WATCH_MS);
+		tmr_arm(t->tmr, t->watch_ms);
 	t->busy_sum = t->st.kernel_up + t->st.kernel_down;
 }
 

@@ -21,7 +21,24 @@
  *   pingpong: conns=N size=N seconds=F transactions=N errors=N tps=F
  *             p50_us=F p90_us=F p99_us=F max_us=F
  *
- * (one line). Latencies go into a histogram of PP_BUCKET_NS buckets up to
+ * (one line).
+ *
+ *   pingpong stream --dst ADDR --port N --rate BITS [--duration S]
+ *                   [--pause-ms N]
+ *
+ * One connection to an echo server (pingpong serve): sixteen 64-byte
+ * exchanges (messages: a splicing proxy that watches the traffic takes
+ * the pair), --pause-ms quiet, then for --duration seconds a stream of
+ * 64 KiB writes paced at --rate bits per second (BITS: a number with K,
+ * M or G), the echo read as it comes. One line at the end:
+ *
+ *   pingpong: stream rate=N seconds=F sent=N received=N up_gbps=F
+ *             down_gbps=F late_ms=N errors=N
+ *
+ * late_ms: the milliseconds the writer was behind its pace by more than
+ * one write (the proxy's or the echo's backpressure held it back).
+ *
+ * Latencies go into a histogram of PP_BUCKET_NS buckets up to
  * PP_MAX_NS (a longer one counts in the last bucket; max_us is exact).
  * An error (a connection reset, closed or failing) ends that connection
  * and is counted; the others go on. Exit 0 when at least one transaction
@@ -58,6 +75,7 @@ struct pp_opts {
 	uint64_t conns;
 	uint64_t size;
 	uint64_t pause_ms;
+	uint64_t rate; /* stream: bits per second */
 };
 
 /* One client connection: how much of the current request went out and
@@ -82,9 +100,45 @@ static void pp_usage(FILE *f)
 		"       pingpong client --dst ADDR --port N [--duration S] "
 		"[--conns N]\n"
 		"                       [--size N] [--pause-ms N]\n"
+		"       pingpong stream --dst ADDR --port N --rate BITS "
+		"[--duration S]\n"
+		"                       [--pause-ms N]\n"
 		"  --duration <= %d s (default 10), --conns <= %d, "
 		"--size <= %d\n",
 		PP_MAX_SECONDS, PP_MAX_CONNS, PP_MAX_SIZE);
+}
+
+/* BITS: a number of bits per second, with K, M or G (10^3, 10^6, 10^9),
+ * from 1K to 400G: 0 or -EINVAL. */
+static int pp_parse_rate(const char *s, uint64_t *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	uint64_t v, mult = 1;
+
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	switch (num[n - 1]) {
+	case 'K':
+		mult = 1000;
+		break;
+	case 'M':
+		mult = 1000000;
+		break;
+	case 'G':
+		mult = 1000000000;
+		break;
+	default:
+		break;
+	}
+	if (mult > 1)
+		num[n - 1] = 0;
+	if (bench_parse_u64(num, 1, 400000000000ULL / mult, &v) ||
+	    v * mult < 1000)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
 }
 
 static int pp_parse_args(struct pp_opts *o, int argc, char **argv)
@@ -97,6 +151,7 @@ static int pp_parse_args(struct pp_opts *o, int argc, char **argv)
 	    {"conns", required_argument, NULL, 'c'},
 	    {"size", required_argument, NULL, 'z'},
 	    {"pause-ms", required_argument, NULL, 'w'},
+	    {"rate", required_argument, NULL, 'r'},
 	    {NULL, 0, NULL, 0},
 	};
 	uint64_t port = 0;
@@ -134,6 +189,10 @@ static int pp_parse_args(struct pp_opts *o, int argc, char **argv)
 			break;
 		case 'w':
 			if (bench_parse_u64(optarg, 0, 10000, &o->pause_ms))
+				goto bad;
+			break;
+		case 'r':
+			if (pp_parse_rate(optarg, &o->rate))
 				goto bad;
 			break;
 		default:
@@ -437,19 +496,120 @@ out:
 	return ret;
 }
 
+/* ---- stream ------------------------------------------------------- */
+
+static int pp_stream(const struct pp_opts *o)
+{
+	static char buf[PP_MAX_SIZE], in[1 << 18];
+	uint64_t start, end, now, due, sent = 0, got = 0, late_ns = 0;
+	uint64_t late_since = 0, errors = 0;
+	struct epoll_event ev, evs[4];
+	int fd, ep = -1, k, r, ret = 0;
+	size_t off = 0;
+	ssize_t w;
+
+	memset(buf, 's', sizeof(buf));
+	fd = pp_connect(o);
+	for (k = 0; fd >= 0 && k < 16; k++) {
+		r = pp_exchange_once(fd, buf, in, 64);
+		if (r < 0) {
+			close(fd);
+			fd = r;
+		}
+	}
+	if (fd < 0) {
+		fprintf(stderr, "pingpong: stream: %s\n", strerror(-fd));
+		return -EIO;
+	}
+	bench_sleep_until(bench_now_ns() + o->pause_ms * 1000000ULL);
+	ep = epoll_create1(0);
+	ev = (struct epoll_event){.events = EPOLLIN | EPOLLOUT | EPOLLET};
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	start = bench_now_ns();
+	end = start + (uint64_t)(o->duration * (double)BENCH_NSEC_PER_SEC);
+	while (!bench_stop && (now = bench_now_ns()) < end) {
+		/* bytes due by now at the pace, whole writes */
+		due = (uint64_t)((double)(now - start) * (double)o->rate / 8e9);
+		while (sent + (sizeof(buf) - off) <= due + sizeof(buf)) {
+			w = send(fd, buf + off, sizeof(buf) - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0 && errno == EAGAIN)
+				break;
+			if (w <= 0) {
+				errors++;
+				goto out;
+			}
+			sent += (uint64_t)w;
+			off = (off + (size_t)w) % sizeof(buf);
+		}
+		if (sent + sizeof(buf) < due) {
+			if (!late_since)
+				late_since = now;
+		} else if (late_since) {
+			late_ns += now - late_since;
+			late_since = 0;
+		}
+		for (;;) {
+			w = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+			if (w < 0 && errno == EAGAIN)
+				break;
+			if (w <= 0) {
+				errors++;
+				goto out;
+			}
+			got += (uint64_t)w;
+		}
+		/* the next write is due in (64 KiB at the rate), at most
+		 * 1 ms: wait for that, or for the echo or room */
+		epoll_wait(ep, evs, 4, 1);
+	}
+	if (late_since)
+		late_ns += bench_now_ns() - late_since;
+	now = bench_now_ns();
+	printf("pingpong: stream rate=%llu seconds=%.3f sent=%llu "
+	       "received=%llu up_gbps=%.3f down_gbps=%.3f late_ms=%llu "
+	       "errors=%llu\n",
+	       (unsigned long long)o->rate, (double)(now - start) / 1e9,
+	       (unsigned long long)sent, (unsigned long long)got,
+	       (double)sent * 8 / (double)(now - start),
+	       (double)got * 8 / (double)(now - start),
+	       (unsigned long long)(late_ns / 1000000),
+	       (unsigned long long)errors);
+out:
+	if (errors)
+		ret = -EIO;
+	close(fd);
+	if (ep >= 0)
+		close(ep);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct pp_opts o = {0};
-	bool serve;
+	int rc;
 
 	if (argc < 2 ||
-	    (strcmp(argv[1], "serve") && strcmp(argv[1], "client"))) {
+	    (strcmp(argv[1], "serve") && strcmp(argv[1], "client") &&
+	     strcmp(argv[1], "stream"))) {
 		pp_usage(stderr);
 		return 2;
 	}
-	serve = !strcmp(argv[1], "serve");
 	if (pp_parse_args(&o, argc - 1, argv + 1))
 		return 2;
+	if (!strcmp(argv[1], "stream") && !o.rate) {
+		fprintf(stderr, "pingpong: stream needs --rate\n");
+		return 2;
+	}
 	bench_catch_stop();
-	return (serve ? pp_serve(&o) : pp_client(&o)) ? 1 : 0;
+	if (!strcmp(argv[1], "serve"))
+		rc = pp_serve(&o);
+	else if (!strcmp(argv[1], "client"))
+		rc = pp_client(&o);
+	else
+		rc = pp_stream(&o);
+	return rc ? 1 : 0;
 }

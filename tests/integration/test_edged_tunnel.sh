@@ -9,8 +9,8 @@
 # and build/asan/edged (1 GiB and 256 MiB each way), each with both
 # movers: splice = "off" (the copy mover) and splice = "sockmap" (the
 # kernel's; as root only: loading the program needs CAP_BPF), and with
-# the kernel's: a slow reader (closed once the kernel holds 16 MiB for
-# it), the switch (off: new tunnels copied; on: a live copied tunnel
+# the kernel's: a slow reader (handed back once the kernel holds more for
+# it than the sockets' buffers would), the switch (off: new tunnels copied; on: a live copied tunnel
 # taken by the kernel), the watchdog closing a tunnel made to stall (its
 # source socket deleted from the sockhash with bpftool: its bytes then
 # wait in the receive queue), and edged's CPU time for 1 GiB each way
@@ -28,6 +28,7 @@ DPY=/usr/bin/python3
 BPFTOOL=${BPFTOOL:-bpftool}
 edged_begin python3 "$DPY"
 
+HANDBACK_RUNS=${EDGE_HANDBACK_RUNS:-5}
 BASE=$(edged_ports 5)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
@@ -110,29 +111,56 @@ bulk_why() {
 # cpu_ticks: edged's user + system time so far, in clock ticks
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$EPID/stat"; }
 
+# handback_case MODE LABEL: $HANDBACK_RUNS tunnels (EDGE_HANDBACK_RUNS,
+# default 5) through splice_handback.py with splice = MODE (already
+# set): every one spliced, handed back and whole, none lost or closed
+handback_case() {
+	local mode=$1 v=$2 s0 b0 l0 w0 out
+	splice_json
+	s0=$(json_field "$T_TMP/splice.json" spliced)
+	b0=$(json_field "$T_TMP/splice.json" handed_back)
+	l0=$(json_field "$T_TMP/splice.json" lost)
+	w0=$(json_field "$T_TMP/splice.json" watchdog)
+	if out=$(timeout 600 python3 "$TOOLS/splice_handback.py" "$P_EDGE" raw.test /echo "$HANDBACK_RUNS" 2>&1); then
+		splice_json
+		if [ "$(json_field "$T_TMP/splice.json" spliced)" -ge $((s0 + HANDBACK_RUNS)) ] &&
+			[ "$(json_field "$T_TMP/splice.json" handed_back)" -ge $((b0 + HANDBACK_RUNS)) ] &&
+			[ "$(json_field "$T_TMP/splice.json" lost)" = "$l0" ] &&
+			[ "$(json_field "$T_TMP/splice.json" watchdog)" = "$w0" ]; then
+			t_ok "$v: splice $mode: $HANDBACK_RUNS tunnels to a read-then-write echo handed back with the client's reads stalled, 32 MiB each whole ($out)"
+		else
+			t_fail "$v: splice $mode: read-then-write echo handed back" "spliced $s0 -> $(json_field "$T_TMP/splice.json" spliced), handed back $b0 -> $(json_field "$T_TMP/splice.json" handed_back), lost $l0 -> $(json_field "$T_TMP/splice.json" lost), watchdog $w0 -> $(json_field "$T_TMP/splice.json" watchdog) ($out)"
+		fi
+	else
+		t_fail "$v: splice $mode: read-then-write echo handed back" "$out; edged: $(grep -E 'leaving|handed back|closing it|idle' "$EDGED_LOG" | tail -6)"
+	fi
+}
+
 # kernel_cases LABEL BYTES: what only the sockmap mover has to show
 kernel_cases() {
-	local v=$1 big=$2 n0 n1 k0 k1 ck key i out mid rc
+	local v=$1 big=$2 n0 n1 k0 k1 ck key i out mid rc slow
 
 	# a reader slower than its writer: the kernel's redirect backlog
 	# would grow without bound (its queue is not the socket's); once it
-	# holds 16 MiB for the reader the pair is handed back to the copy
-	# mover (its backpressure), every byte intact, memory bounded
+	# holds more for the reader than the sockets' buffers would, the
+	# pair is handed back to the copy mover (its backpressure), every
+	# byte intact, memory bounded
 	splice_json
 	n0=$(json_field "$T_TMP/splice.json" handed_back)
+	slow=$(splice_slow_bytes $((48 << 20)))
 	# (both ends start 100 ms after the 101: the kernel takes the pair
 	# at that pause)
-	if client pump $((48 << 20)) "$EPID" $((8 << 20)) 100 &&
+	if client pump "$slow" "$EPID" $((8 << 20)) 100 &&
 		edged_wait_log "handed back to the copy mover \(it holds too much for a slow reader\), no byte lost"; then
 		local rec growth
-		rec=$(backend_last "/pump/$((48 << 20))/100")
+		rec=$(backend_last "/pump/$slow/100")
 		growth=$(($(json_field "$T_TMP/client.json" rss_peak_kb) - $(json_field "$T_TMP/client.json" rss_base_kb)))
 		splice_json
 		n1=$(json_field "$T_TMP/splice.json" handed_back)
 		if [ "$(echo "$rec" | json_field - recv_sha)" = "$(json_field "$T_TMP/client.json" sent_sha)" ] &&
 			[ "$(echo "$rec" | json_field - sent_sha)" = "$(json_field "$T_TMP/client.json" recv_sha)" ] &&
 			[ "${n1:-0}" -gt "${n0:-0}" ] && [ "$growth" -lt $((64 * 1024)) ]; then
-			t_ok "$v: a reader slower than its writer (8 MiB/s): handed back to the copy mover at 16 MiB held, 48 MiB each way intact, RSS +$((growth / 1024)) MiB"
+			t_ok "$v: a reader slower than its writer (8 MiB/s): handed back to the copy mover, $((slow >> 20)) MiB each way intact, RSS +$((growth / 1024)) MiB"
 		else
 			t_fail "$v: slow reader" "handed back ${n0:-?} -> ${n1:-?}, RSS +$growth kB, client $(cat "$T_TMP/client.json") backend $rec $(grep -i tunnel "$EDGED_LOG" | tail -3)"
 		fi
@@ -173,9 +201,17 @@ kernel_cases() {
 	else
 		t_fail "$v: splice auto moves a tunnel by its traffic" "$out; edged: $(grep -E 'leaving the kernel|handed back|spliced by|closing it' "$EDGED_LOG" | tail -12)"
 	fi
+	# a hand-back while the peers read only after their own writes
+	# (tunnel_backend.py's /echo: read, then write): once spliced, the
+	# client stalls its reads while it uploads, the kernel holds more
+	# than a tunnel may, and the echo's writes wait on the client's
+	# direction: it must leave the kernel a direction at a time (both
+	# at once, neither moved and tunnel_idle closed every one)
+	handback_case auto "$v"
 	write_conf "$T_TMP/edge.conf" sockmap
 	"$EDGECTL" --socket "$T_TMP/edged.sock" reload >/dev/null
 	splice_json on
+	handback_case sockmap "$v"
 
 	# the watchdog: the client's socket taken out of the sockhash under
 	# edged's feet in the middle of an upload (a stand-in for the kernel
@@ -375,18 +411,21 @@ run_suite() { # BIN LABEL BYTES SPLICE
 	edged_sanitizers_clean "$v: sanitizers clean" && t_ok "$v: no sanitizer report"
 
 	# (h) one tunnel event per tunnel, with the bytes each way
-	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" "$2" <<'PY'; then
+	if python3 - "$T_TMP/requests.jsonl" "$big" "$WS" "$mode" "$2" \
+		"$(splice_slow_bytes $((48 << 20)))" "$HANDBACK_RUNS" <<'PY'; then
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 big, ws = int(sys.argv[2]), sys.argv[3] == "1"
+slow, handback = int(sys.argv[6]), int(sys.argv[7])
 tun = [e for e in ev if e["kind"] == "tunnel"]
 assert all(e["outcome"] == "tunnel" and e["status"] == 101 for e in tun), tun
 paths = sorted(e["path"] for e in tun)
 want = sorted(["/pump/%d/100/%d" % (big, 96 << 20), "/halfclose/300000", "/latehalfclose/200000",
                "/banner", "/echo"]
               + (["/ws"] if ws else [])
-              + (["/pump/%d/100" % (48 << 20), "/pump/%d/100" % (16 << 20),
-                  "/echo", "/echo", "/sink", "/sink", "/sink"] if sys.argv[4] == "sockmap" else [])
+              + (["/pump/%d/100" % slow, "/pump/%d/100" % (16 << 20),
+                  "/echo", "/echo", "/sink", "/sink", "/sink"]
+                 + ["/echo"] * (2 * handback) if sys.argv[4] == "sockmap" else [])
               + (["/many"] * 1000 if sys.argv[5] == "edged" else []))
 assert paths == want, (paths, want)
 pump = [e for e in tun if e["path"] == "/pump/%d/100/%d" % (big, 96 << 20)][0]

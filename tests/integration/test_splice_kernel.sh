@@ -150,14 +150,15 @@ else
 fi
 "$EDGECTL" --socket "$T_TMP/edged.sock" splice on >/dev/null 2>&1
 
-# a reader that stops while the backend sends 40 MiB: the kernel comes
-# to hold 16 MiB for it (what the sockets' buffers take aside), and the
-# tunnel is handed back to the copy mover; 40 MiB each way intact. The
-# reader reads again once edged has decided to hand it back (at most
-# 60 s: a slow guest under load may take more than a few seconds to
-# fill 16 MiB); the hand-back ends once the kernel's queue has drained
-# into the reader
-n=$((40 << 20))
+# a reader that stops while the backend sends 40 MiB (more where the
+# receive buffers may grow larger): the kernel comes to hold more for it
+# than the upstream socket's receive buffer, its send queue full, and
+# the tunnel is handed back to the copy mover; every byte each way
+# intact. The reader reads again once edged has decided to hand it back
+# (at most 60 s: a slow guest under load may take more than a few
+# seconds to fill the hold); the hand-back ends once the kernel's queue
+# has drained into the reader
+n=$(splice_slow_bytes $((40 << 20)))
 splice_json
 h0=$(json_field "$T_TMP/splice.json" handed_back)
 HB="handed back to the copy mover \(it holds too much for a slow reader\), no byte lost"
@@ -177,7 +178,7 @@ if client pump "$n" "$EPID" 0 100 0 "60000:$T_TMP/read-again" &&
 	splice_json
 	if edged_wait_log "$HB" &&
 		[ "$(json_field "$T_TMP/splice.json" handed_back)" -gt "${h0:-0}" ]; then
-		t_ok "a reader that stops: handed back to the copy mover at 16 MiB held, 40 MiB each way intact"
+		t_ok "a reader that stops: handed back to the copy mover, $((n >> 20)) MiB each way intact"
 	else
 		t_fail "a reader that stops is handed back" "handed back ${h0:-?} -> $(json_field "$T_TMP/splice.json" handed_back); edged: $(grep -i tunnel "$EDGED_LOG" | tail -4)"
 	fi
@@ -187,8 +188,8 @@ fi
 
 # splice auto: a tunnel carrying messages is taken by the kernel, handed
 # back when it turns to bulk and when it goes quiet; a stream is copied.
-# The turn to bulk is handed back for it, or, where a slow guest's
-# watchdog looks only once the kernel holds 16 MiB, as a slow reader
+# The turn to bulk is handed back for it, or, where the client's FIN
+# comes first (auto's watch then stops), as a slow reader
 "$EDGECTL" --socket "$T_TMP/edged.sock" splice auto >/dev/null 2>&1
 if out=$(timeout 120 python3 "$TOOLS/splice_auto.py" "$P_EDGE" "$EDGECTL" "$T_TMP/edged.sock" 2>&1) &&
 	edged_wait_log "handed back to the copy mover \((auto: it turned to bulk|it holds too much for a slow reader)\)"; then
