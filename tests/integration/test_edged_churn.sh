@@ -34,7 +34,7 @@ CLIENT=$B/tools/churn_client
 BACKEND=$B/tools/churn_backend
 for t in "$CLIENT" "$BACKEND"; do
 	if [ ! -x "$t" ]; then
-		t_skip "$(basename "$0")" "$t not built (make tools)"
+		t_skip "$(basename "$0")" "$t not built (make)"
 		exit 77
 	fi
 done
