@@ -830,6 +830,10 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		return;
 	}
 	if (n > cap) {
+		log_warnx_rl(
+		    "limits.max_connections (%lu) reached: a tcp route "
+		    "%s connection closed (connection_limit)",
+		    cap, c->listen);
 		l4_end(c, OUTCOME_CONNECTION_LIMIT);
 		return;
 	}

@@ -11,11 +11,15 @@
 # TCP counters show no socket closed with unread bytes (TCPAbortOnClose).
 #   - splice = "off", then "auto" (edgectl splice): all whole;
 #   - a backend that accepts 150 connections a second with a backlog of
-#     8 (its SYNs dropped past that), timeouts.upstream_connect 1 s and
-#     limits.max_connections 48: the upgrade's refusals are 502
-#     upstream_unavailable and 503 connection_limit, the TCP route's are
-#     closed without a byte (an EOF, not a reset: edged reads what the
-#     client sent before it closes);
+#     8 (its SYNs dropped past that), timeouts.upstream_connect 1 s,
+#     limits.max_connections 48 and max_inflight 16: the upgrade's
+#     refusals are 502 upstream_unavailable, 503 connection_limit and
+#     overloaded, each logged (rate-limited), the TCP route's are closed
+#     without a byte (an EOF, not a reset: edged reads what the client
+#     sent before it closes);
+#   - a backend that resets each connection: every tunnel counted as
+#     ended by the upstream's error (edge_tunnels_ended_total, edgectl
+#     status);
 #   - edged's own ports to the backend running out (the namespace's
 #     ip_local_port_range cut to 200 ports, tcp_tw_reuse 0, the client
 #     from 50 source addresses): 502 upstream_unavailable, counted.
@@ -278,6 +282,23 @@ print(f"{n} tunnels, client {c['outcomes']}, edged: {d}")
 PY
 }
 
+# refusal_lines RUN: "ok: ..." when edged's log has a line for its
+# connection_limit and overloaded refusals, far fewer lines than
+# refusals (log_warnx_rl: 10 at once, then one a second); else why not
+refusal_lines() {
+	local cl ov ncl nov
+	cl=$(grep -c 'limits.max_connections (48) reached: a connection refused' "$EDGED_LOG")
+	ov=$(grep -c 'max_inflight_per_route full, the admission queue too: 503 overloaded' "$EDGED_LOG")
+	ncl=$(json_field "$T_TMP/$1.json" http."503 connection_limit")
+	nov=$(json_field "$T_TMP/$1.json" http."503 overloaded")
+	if [ "${ncl:-0}" -gt 100 ] && [ "$cl" -ge 1 ] && [ "$cl" -lt 60 ] &&
+		{ [ "${nov:-0}" = 0 ] || [ "$ov" -ge 1 ]; } && [ "$ov" -lt 60 ]; then
+		echo "ok: $cl lines for ${ncl} connection_limit, $ov for ${nov:-0} overloaded"
+	else
+		echo "$cl lines for ${ncl:-0} connection_limit, $ov for ${nov:-0} overloaded"
+	fi
+}
+
 # case_verdict CASE RUN REFUSALS [unread]: verdict RUN as test case CASE,
 # its summary line kept in $T_TMP/summary
 case_verdict() {
@@ -324,7 +345,7 @@ run_suite() { # BIN LABEL INFLIGHT
 		t_fail "$v: slow backend" "churn_backend did not listen"
 		return
 	}
-	if ! start_edged "$bin" off 'limits = { max_connections = 48; };
+	if ! start_edged "$bin" off 'limits = { max_connections = 48; max_inflight = 16; };
 timeouts = { upstream_connect = "1s"; };'; then
 		t_fail "$v: edged starts (refusals)" "$(tail -5 "$EDGED_LOG")"
 		return
@@ -334,8 +355,14 @@ timeouts = { upstream_connect = "1s"; };'; then
 	case_verdict "$v: slow backend: tcp refusals closed without a byte, counted" \
 		"$v-slow-tcp" upstream_unavailable
 	churn "$v-slow-upgrade" upgrade --inflight 96
-	case_verdict "$v: slow backend, connection cap: upgrade refusals 502/503, counted" \
-		"$v-slow-upgrade" upstream_unavailable,connection_limit unread
+	case_verdict "$v: slow backend, caps: upgrade refusals 502/503, counted" \
+		"$v-slow-upgrade" upstream_unavailable,connection_limit,overloaded unread
+	# each refusal logged, rate-limited: a few lines for thousands
+	out=$(refusal_lines "$v-slow-upgrade")
+	case $out in
+	ok:*) t_ok "$v: refusals logged, rate-limited (${out#ok: })" ;;
+	*) t_fail "$v: refusals logged, rate-limited" "$out" ;;
+	esac
 	edged_stop 10
 	edged_sanitizers_clean "$v: sanitizers (refusals)"
 	stop_backend
