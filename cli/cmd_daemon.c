@@ -212,6 +212,7 @@ static void ctl_daemon_uring_print(const json_t *u, json_int_t workers)
 static void ctl_daemon_splice_print(const json_t *sp)
 {
 	const json_t *kinds = json_object_get(sp, "kinds");
+	const json_t *ended;
 	const char *mode = json_string_value(json_object_get(sp, "mode"));
 	const char *kwhy = json_string_value(json_object_get(sp, "kernel_why"));
 	const char *name;
@@ -273,6 +274,16 @@ static void ctl_daemon_splice_print(const json_t *sp)
 	       (long long)ctl_int(sp, "lost"),
 	       (long long)ctl_int(sp, "kernel_bytes_up"),
 	       (long long)ctl_int(sp, "kernel_bytes_down"));
+	ended = json_object_get(sp, "ended");
+	if (json_is_object(ended))
+		printf("ended:      tunnels since start: %lld closed, %lld "
+		       "idle, %lld by a client error, %lld by an upstream "
+		       "error, %lld by edged\n",
+		       (long long)ctl_int(ended, "closed"),
+		       (long long)ctl_int(ended, "idle"),
+		       (long long)ctl_int(ended, "client_error"),
+		       (long long)ctl_int(ended, "upstream_error"),
+		       (long long)ctl_int(ended, "edge"));
 }
 
 /* edgectl splice [on|off|auto|sockmap] [--json] */

@@ -549,6 +549,11 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	if (n > cap || w->draining) {
 		evtimer_del(c->timer);
 		c->kick = false;
+		if (!w->draining)
+			log_warnx_rl("limits.max_connections (%lu) reached: "
+				     "a connection refused (503 "
+				     "connection_limit)",
+				     cap);
 		req_refuse(c, w->draining ? OUTCOME_SHUTTING_DOWN
 					  : OUTCOME_CONNECTION_LIMIT);
 		conn_reject_now(c);
@@ -605,6 +610,11 @@ void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
 	if (!ch) {
 		/* over the cap, draining: no HTTP answer can be given before
 		 * a handshake, so closed; counted as conn_accept's 503 */
+		if (st && n > cap && !w->draining)
+			log_warnx_rl(
+			    "limits.max_connections (%lu) reached: an "
+			    "HTTPS connection closed (connection_limit)",
+			    cap);
 		if (st && sh->request_done && (n > cap || w->draining))
 			sh->request_done(sh->request_done_arg,
 					 w->draining ? OUTCOME_SHUTTING_DOWN

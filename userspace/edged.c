@@ -913,11 +913,15 @@ static int ctl_reload(void *ctx, json_t **result, struct errbuf *err)
  * events. */
 static json_t *edged_splice_json(void)
 {
-	json_t *j, *kinds = json_object();
+	json_t *j, *kinds = json_object(), *ended = json_object();
 	struct tunnel_counts n;
 	int k;
 
 	tunnel_counts(&n);
+	for (k = 0; ended && k < TUNNEL_ENDED_MAX; k++)
+		json_object_set_new(ended,
+				    tunnel_ended_name((enum tunnel_ended)k),
+				    json_integer((json_int_t)n.ended[k]));
 	for (k = 0; kinds && k < TUNNEL_KIND_MAX; k++) {
 		const char *why;
 		enum tunnel_mover m =
@@ -930,7 +934,7 @@ static json_t *edged_splice_json(void)
 	}
 	j = json_pack(
 	    "{s:s,s:b,s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-	    "s:I,s:I}",
+	    "s:I,s:I,s:o*}",
 	    "mode", splice_mode_name(splice_get_mode()), "kernel",
 	    splice_usable(), "kernel_why", splice_why(), "ktls", splice_ktls(),
 	    "ktls_why", splice_ktls_why(), "kinds", kinds, "open_spliced",
@@ -941,7 +945,7 @@ static json_t *edged_splice_json(void)
 	    "lost", (json_int_t)n.lost, "kernel_bytes_up",
 	    (json_int_t)n.kernel_up, "kernel_bytes_down",
 	    (json_int_t)n.kernel_down, "sockhash_id",
-	    (json_int_t)splice_sockhash_id(splice_instance()));
+	    (json_int_t)splice_sockhash_id(splice_instance()), "ended", ended);
 	return j;
 }
 

@@ -176,6 +176,27 @@ static void l4_unroute(struct l4_conn *c)
 	memset(&c->m, 0, sizeof(c->m));
 }
 
+/* A connection that never became a tunnel (refused, or its upstream
+ * not reached) is closed without a byte, but not with a reset: what the
+ * client sent and the kernel holds for it is read and thrown away first
+ * (at most L4_REFUSE_DRAIN bytes), since close(2) on a socket with
+ * unread bytes sends a reset in place of the FIN, as an HTTP connection
+ * refused at accept does (conn.c). Bytes that arrive after the close
+ * still meet a reset. */
+static void l4_close_client(struct l4_conn *c)
+{
+	char buf[4096];
+	size_t done = 0;
+	ssize_t n;
+
+	if (!transport_open(&c->client))
+		return;
+	while (done < L4_REFUSE_DRAIN &&
+	       (n = transport_read(&c->client, buf, sizeof(buf))) > 0)
+		done += (size_t)n;
+	transport_close(&c->client);
+}
+
 /*
  * The one ending of a TCP route connection, once: the tunnel's byte
  * counts taken and the tunnel closed (or the sockets closed), the
@@ -210,7 +231,7 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	c->hello_retry = NULL;
 	sockio_free(c->uio);
 	c->uio = NULL;
-	transport_close(&c->client);
+	l4_close_client(c);
 	if (c->timer)
 		event_free(c->timer);
 	c->timer = NULL;
@@ -837,6 +858,10 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		return;
 	}
 	if (n > cap) {
+		log_warnx_rl(
+		    "limits.max_connections (%lu) reached: a tcp route "
+		    "%s connection closed (connection_limit)",
+		    cap, c->listen);
 		l4_end(c, OUTCOME_CONNECTION_LIMIT);
 		return;
 	}

@@ -44,7 +44,9 @@
  * it sends (its EOF too) waits in the kernel and goes first once the
  * tunnel starts (a client that leaves meanwhile is noticed then, and the
  * tunnel ends at once). Refused connections are closed without a byte:
- * a TCP route has no way to say why.
+ * a TCP route has no way to say why; what the client had sent is read
+ * and dropped first (L4_REFUSE_DRAIN), so that it sees the end of the
+ * stream rather than a reset.
  */
 #ifndef EDGE_L4_H
 #define EDGE_L4_H
@@ -59,6 +61,9 @@ struct worker;
 /* Endpoints tried for one connection at most (as proxy.h's
  * PROXY_TRIES_MAX). */
 #define L4_TRIES_MAX 4
+/* What a refused connection's client had sent is read and thrown away,
+ * up to this many bytes, before it is closed: a FIN, not a reset. */
+#define L4_REFUSE_DRAIN 65536
 
 TAILQ_HEAD(l4_list, l4_conn);
 

@@ -15,7 +15,10 @@
 struct worker;
 struct listener;
 
-/* Backlog of every listening socket. */
+/* Backlog of every listening socket (the kernel caps it at
+ * net.core.somaxconn). Past it the kernel drops new clients' SYNs, which
+ * they send again a second later: a burst is served late, never reset
+ * (docs/operations.md, "Connection churn"). */
 #define LISTENER_BACKLOG 4096
 /* Connections accepted per readiness event, so one busy listener cannot
  * starve the loop. */

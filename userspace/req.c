@@ -692,6 +692,10 @@ static void req_head(struct req *r)
 	r->c->state = CONN_REQ;
 	rc = req_admit_inflight(r);
 	if (rc < 0) {
+		log_warnx_ctx_rl(REQ_LOG_CTX(r),
+				 "limits.max_inflight or the route's "
+				 "max_inflight_per_route full, the admission "
+				 "queue too: 503 overloaded");
 		req_end(r, OUTCOME_OVERLOADED, NULL);
 		return;
 	}
@@ -840,9 +844,11 @@ void req_timeout(struct req *r)
 	static const char retry[] = "Retry-After: 1\r\n";
 
 	if (r->state == REQ_QUEUED) {
-		log_debug_ctx(REQ_LOG_CTX(r),
-			      "waited %llu ms in the admission queue",
-			      (unsigned long long)r->w->set.timeouts.queue_ms);
+		log_warnx_ctx_rl(
+		    REQ_LOG_CTX(r),
+		    "waited timeouts.queue (%llu ms) in the "
+		    "admission queue: 503 overloaded",
+		    (unsigned long long)r->w->set.timeouts.queue_ms);
 		req_end(r, OUTCOME_OVERLOADED, retry);
 		return;
 	}

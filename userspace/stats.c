@@ -17,6 +17,7 @@
 #include "pins.h"
 #include "sockio.h"
 #include "stats.h"
+#include "tunnel.h"
 #include "upreg.h"
 #include "worker.h"
 
@@ -53,6 +54,7 @@ struct stats {
 	struct metrics_counter *rl_evicted, *rl_untracked;
 	struct metrics_counter *accepted[CONFIG_WORKERS_MAX];
 	unsigned nworkers;
+	struct metrics_counter *tun_ended[TUNNEL_ENDED_MAX];
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
@@ -356,6 +358,18 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 		goto nomem;
 	if (stats_workers_new(s))
 		goto nomem;
+	lab[0] = "end";
+	for (i = 0; i < TUNNEL_ENDED_MAX; i++) {
+		lab[1] = tunnel_ended_name((enum tunnel_ended)i);
+		s->tun_ended[i] = metrics_counter_new(
+		    s->m, "edge_tunnels_ended_total",
+		    "Tunnels (upgraded, TCP routes') ended, by how: both "
+		    "directions closed, idle, an error (reset) on the client's "
+		    "or the upstream's socket, closed by edged itself.",
+		    lab);
+		if (!s->tun_ended[i])
+			goto nomem;
+	}
 	stats_pins_open(s);
 	*out = s;
 	return 0;
@@ -488,6 +502,8 @@ static void stats_refresh_workers(struct stats *s)
 static void stats_refresh(struct stats *s)
 {
 	struct route_table *t = route_table_current(&s->sh->routes);
+	struct tunnel_counts tun;
+	int i;
 
 	metrics_gauge_set(s->conns, (int64_t)atomic_load(&s->sh->connections));
 	metrics_gauge_set(s->parked, (int64_t)atomic_load(&s->sh->parked));
@@ -507,6 +523,9 @@ static void stats_refresh(struct stats *s)
 	stats_counter_to(s->up_panic, atomic_load(&s->sh->up.panics));
 	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
 	stats_counter_to(s->asserts, edge_assert_failures());
+	tunnel_counts(&tun);
+	for (i = 0; i < TUNNEL_ENDED_MAX; i++)
+		stats_counter_to(s->tun_ended[i], tun.ended[i]);
 	stats_refresh_cap(s);
 	metrics_gauge_set(s->queued,
 			  (int64_t)admit_queue_length(&s->sh->queue));

@@ -209,6 +209,9 @@ struct tunnel {
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
+	/* an error's side (enum tunnel_side), or -1: edged's own (the
+	 * watchdog, the kernel path failing) */
+	int err_side;
 };
 
 #define SET_BATCH 64
@@ -228,6 +231,7 @@ static struct {
 	atomic_ullong spliced, refused, watchdog, halfclosed, lost, handed_back;
 	atomic_ullong kernel_up, kernel_down;
 	atomic_llong open_spliced, open_copy;
+	atomic_ullong ended[TUNNEL_ENDED_MAX];
 } tc;
 
 static void tunnel_pump(struct tunnel *t, int i);
@@ -345,6 +349,7 @@ enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why)
 void tunnel_counts(struct tunnel_counts *o)
 {
 	long long n;
+	int i;
 
 	o->spliced = atomic_load(&tc.spliced);
 	o->refused = atomic_load(&tc.refused);
@@ -358,6 +363,27 @@ void tunnel_counts(struct tunnel_counts *o)
 	o->open_spliced = n > 0 ? (unsigned long long)n : 0;
 	n = atomic_load(&tc.open_copy);
 	o->open_copy = n > 0 ? (unsigned long long)n : 0;
+	for (i = 0; i < TUNNEL_ENDED_MAX; i++)
+		o->ended[i] = atomic_load(&tc.ended[i]);
+}
+
+const char *tunnel_ended_name(enum tunnel_ended e)
+{
+	switch (e) {
+	case TUNNEL_ENDED_CLOSED:
+		return "closed";
+	case TUNNEL_ENDED_IDLE:
+		return "idle";
+	case TUNNEL_ENDED_CLIENT_ERROR:
+		return "client_error";
+	case TUNNEL_ENDED_UPSTREAM_ERROR:
+		return "upstream_error";
+	case TUNNEL_ENDED_EDGE:
+		return "edge";
+	case TUNNEL_ENDED_MAX:
+		break;
+	}
+	return "unknown";
 }
 
 enum tunnel_mover tunnel_mover(const struct tunnel *t)
@@ -654,6 +680,14 @@ static void tunnel_end(struct tunnel *t, enum tunnel_end how)
 		return;
 	t->ended = true;
 	t->st.end = how;
+	atomic_fetch_add(
+	    &tc.ended[how == TUNNEL_END_CLOSED	     ? TUNNEL_ENDED_CLOSED
+		      : how == TUNNEL_END_IDLE	     ? TUNNEL_ENDED_IDLE
+		      : t->err_side == TUNNEL_CLIENT ? TUNNEL_ENDED_CLIENT_ERROR
+		      : t->err_side == TUNNEL_UPSTREAM
+			  ? TUNNEL_ENDED_UPSTREAM_ERROR
+			  : TUNNEL_ENDED_EDGE],
+	    1);
 	if (t->kernel_used && tunnel_look(t) == 0) /* the final counts */
 		log_debug("tunnel: the kernel redirected %llu up, %llu down; "
 			  "the sockets took %llu and %llu",
@@ -785,6 +819,7 @@ static void tunnel_event_cb(struct sockio *io, short what, void *arg)
 		  what & SOCKIO_READING ? "reading" : "writing",
 		  what & SOCKIO_TIMEOUT ? " timed out" : "",
 		  what & SOCKIO_EOF ? " (EOF)" : "", strerror(errno));
+	t->err_side = i;
 	tunnel_end(t, TUNNEL_END_ERROR);
 }
 
@@ -1030,6 +1065,7 @@ static bool tunnel_kernel_fin(struct tunnel *t)
 			continue;
 		}
 		if (shutdown(o->fd, SHUT_WR) < 0) {
+			t->err_side = 1 - i; /* o went (a reset) */
 			tunnel_end(t, TUNNEL_END_ERROR);
 			return true;
 		}
@@ -1066,6 +1102,8 @@ static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev)
 		log_debug("tunnel: %s side failed while spliced: %s",
 			  h == &t->s[TUNNEL_CLIENT] ? "client" : "upstream",
 			  strerror(err));
+		t->err_side =
+		    h == &t->s[TUNNEL_CLIENT] ? TUNNEL_CLIENT : TUNNEL_UPSTREAM;
 		tunnel_end(t, TUNNEL_END_ERROR);
 		return;
 	}
@@ -1487,6 +1525,7 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	t->last_ns = clk_now_ns();
 	t->enter_ms = ENTER_FIRST_MS;
 	t->run_dir = -1;
+	t->err_side = -1;
 	LIST_INSERT_HEAD(&t->set->all, t, link);
 	atomic_fetch_add(&tc.open_copy, 1);
 	for (i = 0; i < 2; i++) {
@@ -1541,6 +1580,8 @@ void tunnel_free(struct tunnel *t)
 
 	if (!t)
 		return;
+	if (!t->ended) /* closed by its owner: a drain, the shutdown */
+		atomic_fetch_add(&tc.ended[TUNNEL_ENDED_EDGE], 1);
 	LIST_REMOVE(t, link);
 	for (i = 0; i < t->set->nbatch; i++)
 		if (t->set->batch[i].data.ptr == &t->s[0] ||

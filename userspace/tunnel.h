@@ -110,6 +110,24 @@ const char *tunnel_kind_name(enum tunnel_kind k);
  * *why, the reason, for status. */
 enum tunnel_mover tunnel_mover_for(enum tunnel_kind k, const char **why);
 
+/* How tunnels ended, as counted (tunnel_counts, edge_tunnels_ended_total,
+ * edgectl status): both directions closed, idle, an error (a reset, ...)
+ * on the client's or the upstream's socket (edged then closes the other,
+ * which sees a reset if it had sent bytes edged had not read), or closed
+ * by edged itself (the sockmap mover's watchdog or a failed hand-over,
+ * a drain past timeouts.drain, the shutdown). */
+enum tunnel_ended {
+	TUNNEL_ENDED_CLOSED = 0,
+	TUNNEL_ENDED_IDLE,
+	TUNNEL_ENDED_CLIENT_ERROR,
+	TUNNEL_ENDED_UPSTREAM_ERROR,
+	TUNNEL_ENDED_EDGE,
+	TUNNEL_ENDED_MAX
+};
+
+/* "closed", "idle", "client_error", "upstream_error", "edge" */
+const char *tunnel_ended_name(enum tunnel_ended e);
+
 /* The splice's events, summed over every worker (counters). */
 struct tunnel_counts {
 	unsigned long long spliced;	/* tunnels the kernel took */
@@ -120,6 +138,7 @@ struct tunnel_counts {
 	unsigned long long handed_back; /* back to the copy mover, whole */
 	unsigned long long kernel_up, kernel_down;  /* bytes the kernel moved */
 	unsigned long long open_spliced, open_copy; /* gauges */
+	unsigned long long ended[TUNNEL_ENDED_MAX]; /* by enum tunnel_ended */
 };
 void tunnel_counts(struct tunnel_counts *out);
 

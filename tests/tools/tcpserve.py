@@ -17,14 +17,15 @@ import threading
 
 
 def run(port, handle):
-    """Listen on 127.0.0.1:port (SO_REUSEADDR, backlog 128) and call
+    """Listen on 127.0.0.1:port (SO_REUSEADDR, backlog 1024: see
+    docs/testing.md, "Churn") and call
     handle(sock, cid) in a daemon thread for every connection accepted;
     cid numbers the connections from 1 in the order they were accepted.
     Never returns."""
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", port))
-    srv.listen(128)
+    srv.listen(1024)
     for cid in itertools.count(1):
         conn, _ = srv.accept()
         threading.Thread(target=handle, args=(conn, cid), daemon=True).start()
