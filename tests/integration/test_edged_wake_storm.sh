@@ -37,7 +37,9 @@ P_RESET=$((BASE + 3))
 EDGECTL="$B/edgectl"
 SOCK="$T_TMP/edged.sock"
 
-# the wake command: T_TMP/ID.mode says what it does (fail: exit 3;
+# the wake command: T_TMP/ID.mode says what it does (fail: exit 3 after
+# 2 s, so that a storm's requests, however slowly a loaded machine reads
+# them, have all joined the wake before it fails;
 # serve: the HTTP backend; reset: the backend that resets); each run
 # appends a line to T_TMP/runs.ID
 cat >"$T_TMP/wake.sh" <<SH
@@ -47,7 +49,7 @@ echo "\$\$" >>"$T_TMP/pids"
 echo "\$\$" >"$T_TMP/\$1.pid"
 case \$1 in fail) port=$P_FAIL ;; *) port=$P_RESET ;; esac
 case \$(cat "$T_TMP/\$1.mode") in
-fail) echo "cannot wake \$1" >&2; exit 3 ;;
+fail) sleep 2; echo "cannot wake \$1" >&2; exit 3 ;;
 reset) exec python3 "$TOOLS/reset_backend.py" "\$port" ;;
 esac
 exec python3 "$TOOLS/wake_backend.py" "\$port"
@@ -115,7 +117,7 @@ print(lines[0].split()[1], err, f.get("retry-after", "-"), f.get("x-edge-cold-st
 PY
 }
 # storm HOST: the storm's JSON line (tests/tools/wake_storm.py)
-storm() { python3 "$TOOLS/wake_storm.py" "$P_EDGE" "$1" "$N" 60; }
+storm() { python3 "$TOOLS/wake_storm.py" "$P_EDGE" "$1" "$N" 60 "${@:2}"; }
 field() { python3 -c 'import json,sys; d = json.loads(sys.argv[1]); print(d.get(sys.argv[2]))' "$1" "$2"; }
 # only_results JSON WHAT...: 0 when every answer of the storm is one of WHAT
 only_results() {
@@ -125,7 +127,7 @@ sys.exit(0 if sum(r.values()) == int(sys.argv[2]) and set(r) <= set(sys.argv[3:]
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 out st r pid
+	local bin=$1 v=$2 out st r pid i
 	rm -f "$T_TMP"/runs.* "$T_TMP/sleeps.log"
 	echo fail >"$T_TMP/fail.mode"
 	echo reset >"$T_TMP/reset.mode"
@@ -151,16 +153,27 @@ run_suite() { # BIN LABEL
 	fi
 
 	# its back-off over: the next request runs it again, the back-off
-	# doubles; a storm meanwhile runs nothing
+	# doubles; a storm meanwhile runs nothing (its connections made
+	# before, its requests sent the moment that request is answered:
+	# the 2 s of back-off are not spent making 2,000 connections)
 	wait_state fail sleeping 5
+	rm -f "$T_TMP/go" "$T_TMP/go.ready"
+	storm fail.test "$T_TMP/go" >"$T_TMP/storm2.json" &
+	pid=$!
+	for ((i = 0; i < 600; i++)); do
+		[ -e "$T_TMP/go.ready" ] && break
+		sleep 0.05
+	done
 	r=$(get fail.test)
+	touch "$T_TMP/go"
 	read -r st out < <(env_fields fail backoff_ms consecutive_failures)
 	if [ "$(runs fail)" = 2 ] && [ "$r" = "503 wake_failed 2 -" ] && [ "$st $out" = "2000 2" ]; then
 		t_ok "$v: after the back-off a request runs it again: failed, the back-off doubled to 2 s (Retry-After 2)"
 	else
 		t_fail "$v: the second failure" "$(runs fail) runs; $r; backoff_ms and failures: $st $out"
 	fi
-	out=$(storm fail.test)
+	wait "$pid"
+	out=$(cat "$T_TMP/storm2.json")
 	read -r st r < <(env_fields fail backoff_refused wakes)
 	if [ "$(runs fail)" = 2 ] && only_results "$out" "503 wake_failed" && [ "$st" -ge "$N" ] && [ "$r" = 2 ]; then
 		t_ok "$v: a storm during the back-off: no run, all 503 wake_failed at once ($out)"

@@ -2,7 +2,7 @@
 """wake_storm.py - a storm of concurrent requests on one (sleeping)
 environment, for edged's wake tests (tests/integration/test_edged_wake.sh).
 
-    wake_storm.py PORT HOST N [SECONDS]
+    wake_storm.py PORT HOST N [SECONDS [GO]]
 
 Opens N TCP connections to 127.0.0.1:PORT first (non-blocking connects,
 an epoll selector, so N may exceed FD_SETSIZE) and waits until all are
@@ -18,10 +18,14 @@ wake_failed"), "reset", "closed without an answer" or "no answer";
 retry_after counts the Retry-After values of the answers that had one;
 first_ms and last_ms are the first and the last answer, from the moment
 the requests went out. Exit 0, or 2 when the connections could not all
-be made. Stdlib only; needs a descriptor limit above N.
+be made. With GO (a path), the requests wait, once the connections are
+made, until GO exists (GO.ready is created to say they are made), so
+that a test can send them at a moment of its choosing. Stdlib only;
+needs a descriptor limit above N.
 """
 import collections
 import json
+import os
 import selectors
 import socket
 import sys
@@ -31,6 +35,7 @@ PORT = int(sys.argv[1])
 HOST = sys.argv[2]
 N = int(sys.argv[3])
 SECONDS = float(sys.argv[4]) if len(sys.argv) > 4 else 60.0
+GO = sys.argv[5] if len(sys.argv) > 5 else None
 REQ = ("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
        % HOST).encode()
 
@@ -84,6 +89,10 @@ def main():
         print(json.dumps({"error": "%d connections not made" % pending}))
         sys.exit(2)
     connected = time.monotonic() - t0
+    if GO:
+        open(GO + ".ready", "w").close()
+        while not os.path.exists(GO) and time.monotonic() < deadline:
+            time.sleep(0.005)
     t1 = time.monotonic()
     for s in conns:
         s.setblocking(True)
