@@ -48,10 +48,10 @@ struct pgplane {
 	/* the health checks: each project's that has any, sorted by
 	 * project id; who is told of a change */
 	struct pgplane_hc *hc;
-	size_t n_hc, cap_hc;
+	size_t n_hc;
 	pgplane_hcheck_fn hc_fn;
 	void *hc_arg;
-	/* during pgplane_routes: the projects the writer refused (their
+	/* during a route job: the projects the writer refused (their
 	 * health checks stay as they were), and whether one was lost */
 	char **refused_ids;
 	size_t n_refused_ids;
@@ -138,60 +138,6 @@ static size_t pgplane_hc_find(const struct pgplane *p, const char *id,
 	return lo;
 }
 
-/* Project id's health checks go (a project deleted). Whether it had any. */
-static bool pgplane_hc_del(struct pgplane *p, const char *id)
-{
-	bool found;
-	size_t at = pgplane_hc_find(p, id, &found);
-
-	if (!found)
-		return false;
-	pgplane_hc_clear(&p->hc[at]);
-	memmove(&p->hc[at], &p->hc[at + 1],
-		(p->n_hc - at - 1) * sizeof(*p->hc));
-	p->n_hc--;
-	return true;
-}
-
-/* Project h->project's health checks are h's (taken; none: the project
- * has none). Whether it had or has any; -ENOMEM (h kept, the project's
- * old ones gone). */
-static int pgplane_hc_put(struct pgplane *p, struct pgplane_hc *h)
-{
-	bool found, had;
-	size_t at = pgplane_hc_find(p, h->project, &found);
-	struct pgplane_hc *v;
-
-	had = found;
-	if (found && h->n) {
-		pgplane_hc_clear(&p->hc[at]);
-		p->hc[at] = *h;
-		memset(h, 0, sizeof(*h));
-		return 1;
-	}
-	if (found)
-		pgplane_hc_del(p, h->project);
-	if (!h->n) {
-		pgplane_hc_clear(h);
-		return had;
-	}
-	if (p->n_hc == p->cap_hc) { /* doubled: 10,000 projects with checks */
-		size_t cap = p->cap_hc ? p->cap_hc * 2 : 16;
-
-		v = realloc(p->hc, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		p->hc = v;
-		p->cap_hc = cap;
-	}
-	v = p->hc;
-	memmove(&v[at + 1], &v[at], (p->n_hc - at) * sizeof(*v));
-	v[at] = *h;
-	p->n_hc++;
-	memset(h, 0, sizeof(*h));
-	return 1;
-}
-
 /* The health checks of project pr (before the writer takes it) into *h:
  * 0, or -ENOMEM (*h empty). */
 static int pgplane_hc_one(const struct route_src_project *pr,
@@ -208,18 +154,39 @@ static int pgplane_hc_one(const struct route_src_project *pr,
 	return 0;
 }
 
+static int pgplane_hc_cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct pgplane_hc *)a)->project,
+		      ((const struct pgplane_hc *)b)->project);
+}
+
 /* The route table took a change: deleted del[0..n_del), set nh[0..n)
  * (taken), but the projects refused; tell the owner when a project with
- * health checks was touched. */
+ * health checks was touched. One merge of the sorted lists, whatever the
+ * number of projects (a snapshot deletes or sets them all). Out of
+ * memory: the old checks stay, logged. */
 static void pgplane_hc_apply(struct pgplane *p, const char *const *del,
 			     size_t n_del, struct pgplane_hc *nh, size_t n)
 {
-	bool changed = false;
-	size_t i, j;
-	int rc;
+	struct pgplane_hc *add = NULL, *v = NULL;
+	size_t i, j, at, k, n_add = 0;
+	bool changed = false, found, *gone;
 
-	for (i = 0; i < n_del; i++)
-		changed |= pgplane_hc_del(p, del[i]);
+	gone = calloc(p->n_hc + 1, sizeof(*gone));
+	add = calloc(n + 1, sizeof(*add));
+	v = malloc((p->n_hc + n + 1) * sizeof(*v));
+	if (!gone || !add || !v) {
+		log_warnx("database: health checks: out of memory; the old "
+			  "ones stay");
+		for (i = 0; i < n; i++)
+			pgplane_hc_clear(&nh[i]);
+		goto out;
+	}
+	for (i = 0; i < n_del; i++) {
+		at = pgplane_hc_find(p, del[i], &found);
+		if (found && !gone[at])
+			changed = gone[at] = true;
+	}
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < p->n_refused_ids; j++)
 			if (strcmp(p->refused_ids[j], nh[i].project) == 0)
@@ -230,14 +197,40 @@ static void pgplane_hc_apply(struct pgplane *p, const char *const *del,
 			pgplane_hc_clear(&nh[i]);
 			continue;
 		}
-		rc = pgplane_hc_put(p, &nh[i]);
-		if (rc < 0)
-			log_warnx("database: health checks of project %s: out "
-				  "of memory; dropped",
-				  nh[i].project);
-		pgplane_hc_clear(&nh[i]);
-		changed |= rc != 0;
+		at = pgplane_hc_find(p, nh[i].project, &found);
+		if (found && !gone[at])
+			changed = gone[at] = true; /* its old ones go */
+		if (!nh[i].n) {
+			pgplane_hc_clear(&nh[i]);
+			continue;
+		}
+		add[n_add++] = nh[i];
+		memset(&nh[i], 0, sizeof(nh[i]));
+		changed = true;
 	}
+	qsort(add, n_add, sizeof(*add), pgplane_hc_cmp_entry);
+	for (i = j = k = 0; i < p->n_hc || j < n_add;) {
+		if (i < p->n_hc && gone[i]) {
+			pgplane_hc_clear(&p->hc[i++]);
+		} else if (j == n_add ||
+			   (i < p->n_hc &&
+			    strcmp(p->hc[i].project, add[j].project) < 0)) {
+			v[k++] = p->hc[i++];
+		} else {
+			v[k++] = add[j++];
+		}
+	}
+	free(p->hc);
+	p->hc = v;
+	p->n_hc = k;
+	v = NULL;
+	n_add = 0; /* all in p->hc */
+out:
+	for (i = 0; i < n_add; i++)
+		pgplane_hc_clear(&add[i]);
+	free(add);
+	free(gone);
+	free(v);
 	if (changed && p->hc_fn)
 		p->hc_fn(p->hc_arg);
 }
