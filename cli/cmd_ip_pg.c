@@ -267,10 +267,11 @@ static int ippg_room(struct ctl *c, const char *cidr)
 	}
 	n = pgdb_int(res, 0, 0, 0);
 	PQclear(res);
-	if (n >= EDGE_MAX_RULES) {
+	/* the maps' ids above the host's own are the database's */
+	if (n >= EDGE_MAX_RULES - EDGE_LOCAL_RULES_MAX) {
 		log_warnx("rule table full: the database holds %lld global "
 			  "rules, as many as the XDP maps hold (%d)",
-			  (long long)n, EDGE_MAX_RULES);
+			  (long long)n, EDGE_MAX_RULES - EDGE_LOCAL_RULES_MAX);
 		return CTL_FAIL;
 	}
 	return CTL_OK;

@@ -1652,6 +1652,12 @@ int main(int argc, char **argv)
 			goto out;
 	if (d.sh.analytics && analytics_start(d.sh.analytics))
 		goto out;
+	/* an old generation is freed off the loops (a big change's is) */
+	rc = route_reaper_start();
+	if (rc)
+		log_warnx("route table: no thread to free old generations "
+			  "(%s): they are freed where they are dropped",
+			  strerror(-rc));
 	hdr_via_init(d.sh.via, sizeof(d.sh.via), d.cfg->host_name);
 	if (wake_start(d.sh.wake, d.base))
 		goto out;
@@ -1743,6 +1749,7 @@ out:
 		event_base_free(d.base);
 	analytics_free(d.sh.analytics);
 	route_holder_clear(&d.sh.routes);
+	route_reaper_stop(); /* what it holds freed: nothing leaks */
 	if (d.sh.cfg)
 		tls_holder_clear(&d.sh.tls);
 	route_writer_free(&d.routes);

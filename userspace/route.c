@@ -7,10 +7,13 @@
  * allocation, swapped atomically.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "clk.h"
 #include "pmap.h"
@@ -97,6 +100,7 @@ struct route_table {
 	 * and wildcards by their suffix without "*.") */
 	struct pmap_node *projects, *envs, *deps, *exact, *wild;
 	size_t n_routes, n_projects;
+	struct route_table *reap_next; /* in the reaper's queue */
 };
 
 static atomic_ullong route_generations;
@@ -313,11 +317,90 @@ struct route_table *route_table_get(struct route_table *t)
 	return t;
 }
 
+/* The reaper: a thread that frees the generations whose last reference
+ * went (route_reaper_start), so that the thread dropping it never waits. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct route_table *head;
+	pthread_t thread;
+	bool running, stop;
+} rt_reaper = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, false, false};
+
+static void *rt_reaper_main(void *arg)
+{
+	struct route_table *t;
+	int nice_now;
+
+	(void)arg;
+	/* background work: never the CPU of a loop that serves (a thread's
+	 * own nice value, Linux's; raising it needs no privilege) */
+	errno = 0;
+	nice_now = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (errno == 0 && nice_now < ROUTE_REAPER_NICE)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), ROUTE_REAPER_NICE);
+	pthread_mutex_lock(&rt_reaper.mu);
+	for (;;) {
+		while (!rt_reaper.head && !rt_reaper.stop)
+			pthread_cond_wait(&rt_reaper.cv, &rt_reaper.mu);
+		t = rt_reaper.head;
+		if (!t)
+			break; /* stopped, and nothing is left */
+		rt_reaper.head = t->reap_next;
+		pthread_mutex_unlock(&rt_reaper.mu);
+		rt_free(t);
+		pthread_mutex_lock(&rt_reaper.mu);
+	}
+	pthread_mutex_unlock(&rt_reaper.mu);
+	return NULL;
+}
+
+int route_reaper_start(void)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&rt_reaper.mu);
+	if (!rt_reaper.running) {
+		rt_reaper.stop = false;
+		rc = -pthread_create(&rt_reaper.thread, NULL, rt_reaper_main,
+				     NULL);
+		rt_reaper.running = rc == 0;
+	}
+	pthread_mutex_unlock(&rt_reaper.mu);
+	return rc;
+}
+
+void route_reaper_stop(void)
+{
+	pthread_mutex_lock(&rt_reaper.mu);
+	if (!rt_reaper.running) {
+		pthread_mutex_unlock(&rt_reaper.mu);
+		return;
+	}
+	rt_reaper.stop = true;
+	pthread_cond_signal(&rt_reaper.cv);
+	pthread_mutex_unlock(&rt_reaper.mu);
+	pthread_join(rt_reaper.thread, NULL);
+	pthread_mutex_lock(&rt_reaper.mu);
+	rt_reaper.running = false;
+	pthread_mutex_unlock(&rt_reaper.mu);
+}
+
 void route_table_put(struct route_table *t)
 {
-	if (t &&
-	    atomic_fetch_sub_explicit(&t->ref, 1, memory_order_acq_rel) == 1)
-		rt_free(t);
+	if (!t ||
+	    atomic_fetch_sub_explicit(&t->ref, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&rt_reaper.mu);
+	if (rt_reaper.running && !rt_reaper.stop) {
+		t->reap_next = rt_reaper.head;
+		rt_reaper.head = t;
+		pthread_cond_signal(&rt_reaper.cv);
+		t = NULL;
+	}
+	pthread_mutex_unlock(&rt_reaper.mu);
+	rt_free(t); /* no reaper: here */
 }
 
 uint64_t route_table_generation(const struct route_table *t)

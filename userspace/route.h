@@ -237,6 +237,21 @@ struct route_table *route_table_get(struct route_table *t);
 /* Drop a reference; the last one frees the table. t may be NULL. */
 void route_table_put(struct route_table *t);
 
+/*
+ * Freeing a generation costs what only it holds (a change that deleted
+ * 10,000 projects: all of them), where its last reference goes: the
+ * control loop, or a worker that finished the last request on it. Once
+ * route_reaper_start has run (0, or -errno: none, frees stay where they
+ * are), each one is freed on a thread of the reaper's own instead, at
+ * nice ROUTE_REAPER_NICE, and nobody waits for it. route_reaper_stop
+ * frees what is queued, ends the thread, and frees are done in place
+ * again (at exit, before the leak check). Either may be called from any
+ * thread, not both at once.
+ */
+#define ROUTE_REAPER_NICE 10
+int route_reaper_start(void);
+void route_reaper_stop(void);
+
 /* The generation number: increases with every table built. */
 uint64_t route_table_generation(const struct route_table *t);
 

@@ -34,6 +34,14 @@ void route_writer_free(struct route_writer *w)
 	(void)w; /* the table is the holder's (route_holder_clear) */
 }
 
+/* Whether the caller is the writer's thread (EDGE_ASSERT: a test build
+ * aborts, production counts and refuses). */
+static bool rw_owner(const struct route_writer *w)
+{
+	return EDGE_ASSERT_MSG(pthread_equal(pthread_self(), w->owner),
+			       "route table written off the control loop");
+}
+
 /* Whether the caller may write: the control loop's thread, a source. */
 static int rw_may(struct route_writer *w, enum route_src_id id,
 		  struct errbuf *err)
@@ -146,55 +154,161 @@ int route_writer_patch_tcp(struct route_writer *w, enum route_src_id id,
 					   const char *why),
 			   void *arg, struct errbuf *err)
 {
-	struct route_table *cur = NULL;
-	struct route_build *b = NULL;
-	char pid[CONFIG_ID_MAX + 1];
+	struct route_patch *p = NULL;
 	size_t i;
 	int rc;
 
+	rc = route_writer_patch_begin(w, id, tcp, refused, arg, &p, err);
+	for (i = 0; rc == 0 && i < n_del; i++)
+		rc = route_patch_del(p, del[i]);
+	for (i = 0; rc == 0 && i < n_set; i++)
+		rc = route_patch_set(p, &set[i]);
+	if (rc == 0)
+		rc = route_patch_end(p, gen, err);
+	else
+		route_patch_abort(p);
+	if (rc == -ENOMEM && !err->msg[0])
+		errbuf_set(err, "route table: out of memory");
+	for (i = 0; set && i < n_set; i++)
+		route_src_project_clear(&set[i]);
+	return rc;
+}
+
+/* ---- a patch in steps ------------------------------------------------ */
+
+struct route_patch {
+	struct route_writer *w;
+	enum route_src_id id;
+	struct route_table *base; /* the generation it began from (held) */
+	struct route_build *b;
+	void (*refused)(void *arg, const char *project, const char *why);
+	void *arg;
+	bool broken; /* out of memory: end refuses */
+};
+
+int route_writer_patch_begin(struct route_writer *w, enum route_src_id id,
+			     const struct route_tcp_list *tcp,
+			     void (*refused)(void *arg, const char *project,
+					     const char *why),
+			     void *arg, struct route_patch **out,
+			     struct errbuf *err)
+{
+	struct route_patch *p;
+	int rc;
+
+	*out = NULL;
 	errbuf_clear(err);
 	rc = rw_may(w, id, err);
 	if (rc)
-		goto out;
-	cur = route_table_current(w->holder);
-	rc = route_build_begin(cur, &w->def, &b);
+		return rc;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		errbuf_set(err, "route table: out of memory");
+		return -ENOMEM;
+	}
+	p->w = w;
+	p->id = id;
+	p->refused = refused;
+	p->arg = arg;
+	p->base = route_table_current(w->holder);
+	rc = route_build_begin(p->base, &w->def, &p->b);
 	if (rc) {
 		errbuf_set(err, "route table: out of memory");
-		goto out;
+		route_patch_abort(p);
+		return rc;
 	}
 	if (tcp) {
-		rc = route_build_set_tcp(b, tcp->v, tcp->n, err);
+		rc = route_build_set_tcp(p->b, tcp->v, tcp->n, err);
 		if (rc) {
-			route_build_abort(b);
-			goto out;
+			route_patch_abort(p);
+			return rc;
 		}
 	}
-	for (i = 0; i < n_del + n_set && rc != -ENOMEM; i++) {
-		struct errbuf why = {""};
+	*out = p;
+	return 0;
+}
 
-		if (i < n_del) {
-			snprintf(pid, sizeof(pid), "%s", del[i]);
-			rc = route_build_del(b, id, del[i], &why);
-		} else {
-			snprintf(pid, sizeof(pid), "%s",
-				 set[i - n_del].id ? set[i - n_del].id : "");
-			rc = route_build_set(b, id, &set[i - n_del], &why);
-		}
-		if (rc && rc != -ENOMEM && refused)
-			refused(arg, pid, why.msg);
-		if (rc == -ENOMEM)
-			errbuf_set(err, "%s", why.msg);
-	}
+/* The result of a set or del of project pid: refused is told of a name
+ * claimed twice; out of memory breaks the patch. */
+static int rw_patch_rc(struct route_patch *p, const char *pid, int rc,
+		       const struct errbuf *why)
+{
 	if (rc == -ENOMEM) {
-		route_build_abort(b);
-		goto out;
+		p->broken = true;
+		return rc;
 	}
-	rc = rw_install(w, b, gen, err);
-out:
-	for (i = 0; set && i < n_set; i++)
-		route_src_project_clear(&set[i]);
-	route_table_put(cur);
+	if (rc && p->refused)
+		p->refused(p->arg, pid, why->msg);
+	return 0;
+}
+
+int route_patch_set(struct route_patch *p, struct route_src_project *proj)
+{
+	char pid[CONFIG_ID_MAX + 1];
+	struct errbuf why = {""};
+	int rc;
+
+	if (p->broken || !rw_owner(p->w)) {
+		route_src_project_clear(proj);
+		p->broken = true;
+		return -ENOMEM;
+	}
+	snprintf(pid, sizeof(pid), "%s", proj->id ? proj->id : "");
+	rc = route_build_set(p->b, p->id, proj, &why);
+	return rw_patch_rc(p, pid, rc, &why);
+}
+
+int route_patch_del(struct route_patch *p, const char *project)
+{
+	struct errbuf why = {""};
+	int rc;
+
+	if (p->broken || !rw_owner(p->w)) {
+		p->broken = true;
+		return -ENOMEM;
+	}
+	rc = route_build_del(p->b, p->id, project, &why);
+	return rw_patch_rc(p, project, rc, &why);
+}
+
+int route_patch_end(struct route_patch *p, uint64_t *gen, struct errbuf *err)
+{
+	struct route_table *cur;
+	int rc;
+
+	errbuf_clear(err);
+	rc = rw_may(p->w, p->id, err);
+	if (rc == 0 && p->broken) {
+		errbuf_set(err, "route table: out of memory");
+		rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		/* another write since begin: this one was built on a table
+		 * that is no longer the current one */
+		cur = route_table_current(p->w->holder);
+		if (cur != p->base) {
+			errbuf_set(err, "route table: changed by another "
+					"write while this one was built; not "
+					"applied");
+			rc = -ESTALE;
+		}
+		route_table_put(cur);
+	}
+	if (rc == 0) {
+		rc = rw_install(p->w, p->b, gen, err);
+		p->b = NULL; /* ended */
+	}
+	route_patch_abort(p);
 	return rc;
+}
+
+void route_patch_abort(struct route_patch *p)
+{
+	if (!p)
+		return;
+	route_build_abort(p->b);
+	route_table_put(p->base);
+	free(p);
 }
 
 /* ---- giving way ----------------------------------------------------------

@@ -103,6 +103,34 @@ int route_writer_patch_tcp(struct route_writer *w, enum route_src_id id,
 			   void *arg, struct errbuf *err);
 
 /*
+ * route_writer_patch_tcp in steps, so that a change of thousands of
+ * projects need not hold the control loop for its whole build: begin
+ * takes the current generation as its base (and sets the TCP routes when
+ * tcp is not NULL: an error there, -EINVAL or -ENOMEM with err, and
+ * nothing begins); each route_patch_set (the project's contents taken in
+ * every case) or route_patch_del changes the build, refused(arg, id, why)
+ * told of a project that would claim a name another holds, as for
+ * route_writer_patch; the control loop may run between them. end installs
+ * the build and frees the patch: 0 with *gen; -ESTALE when another write
+ * installed a generation since begin (the patch was built on a table
+ * that is gone: nothing is installed, the caller builds it again);
+ * -ENOMEM / -EPERM with err. abort drops a patch (NULL is fine). set and
+ * del return 0, or -ENOMEM once the patch is broken (end then refuses).
+ * Control loop only, like every write.
+ */
+struct route_patch;
+int route_writer_patch_begin(struct route_writer *w, enum route_src_id id,
+			     const struct route_tcp_list *tcp,
+			     void (*refused)(void *arg, const char *project,
+					     const char *why),
+			     void *arg, struct route_patch **out,
+			     struct errbuf *err);
+int route_patch_set(struct route_patch *p, struct route_src_project *proj);
+int route_patch_del(struct route_patch *p, const char *project);
+int route_patch_end(struct route_patch *p, uint64_t *gen, struct errbuf *err);
+void route_patch_abort(struct route_patch *p);
+
+/*
  * The file's load and reload: route_writer_update of the file source
  * with src and the settings' defaults def (NULL: as they are), and the
  * TCP routes (route.h; every source's, tcproute.h) replaced by v[0..n),

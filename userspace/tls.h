@@ -42,6 +42,12 @@ struct tls_db;
 
 /* Most bytes of a certificate, key or OCSP file read. */
 #define TLS_FILE_MAX (1024 * 1024)
+/* Most certificates of a chain after the leaf: a certificate file (or a
+ * database row's chain_pem) holding more PEM certificates than the leaf
+ * and these is refused, counted before any is parsed (real chains have
+ * one to three; thousands would be parsed and verified on the control
+ * loop at every look). */
+#define TLS_CHAIN_MAX 10
 /* Ticket keys kept: the current one and the previous ones, which still
  * decrypt (a ticket so decrypted is renewed under the current key). */
 #define TLS_TICKET_KEYS 3

@@ -166,6 +166,9 @@ make_certs() {
 			-days 2 -copy_extensions copy -out "$C/weak.pem" 2>/dev/null || return 1
 	# a chain whose second certificate did not sign the first
 	cat "$C/stray.crt" "$C/ca.crt" >"$C/badchain.pem"
+	# a valid chain eleven intermediates deep: C/deep-N.pem holds the
+	# leaf and N of them (tests/tools/mkchain.sh)
+	"$TOOLS/mkchain.sh" "$C" deep 11 "DNS:deep.tls.test" || return 1
 	echo "not a certificate" >"$C/garbage.pem"
 	# a certificate, then a PEM block that is not one
 	{ cat "$C/a.tls.test.pem"; printf -- '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n'; } >"$C/trailing.pem"
@@ -477,6 +480,11 @@ check_cases() {
 		"$C/badchain.pem" "$C/stray.key"
 	expect_check "no DNS name in subjectAltName" "$C/nosan.pem: tls.certificates[0]: no DNS name" \
 		"$C/nosan.pem" "$C/nosan.key"
+	expect_check "a chain of 11 certificates after the leaf (at most 10)" \
+		"$C/deep-11.pem: tls.certificates[0]: 12 certificates in it: a certificate and at most 10 of its chain are served" \
+		"$C/deep-11.pem" "$C/deep.key"
+	write_conf "$conf" "$C/deep-10.pem" "$C/deep.key"
+	expect "--check: a chain of 10 certificates after the leaf" 0 "ok" "$EDGED" -c "$conf" --check
 	expect_check "a directory" "$C: tls.certificates[0]: not a regular file" "$C" "$C/a.tls.test.key"
 	expect_check "a 1024-bit RSA key" "$C/weak.pem: tls.certificates[0]: the certificate or its key refused by OpenSSL (its default security level" \
 		"$C/weak.pem" "$C/weak.key"
@@ -802,6 +810,18 @@ print(b.decode("latin-1"))' "$P_EDGE" | tr -d '\r' | grep -i '^Location:')
 		t_ok "$v: SIGHUP with a broken certificate: refused naming the file, the old one serves"
 	else
 		t_fail "$v: broken reload" "$(grep -i 'reload\|tls' "$EDGED_LOG" | tail -2)"
+	fi
+	# a chain longer than the limit: refused the same way, counted
+	local refused
+	refused=$(metric 'edge_tls_reloads_total{result="refused"}')
+	write_conf "$conf" "$C/deep-11.pem" "$C/deep.key"
+	kill -HUP "$EPID"
+	if edged_wait_log "reload refused.*$C/deep-11.pem: tls.certificates\[0\]: 12 certificates in it: a certificate and at most 10 of its chain are served" &&
+		[ "$(served_cn -servername a.tls.test)" = a.tls.test ] &&
+		[ "$(metric 'edge_tls_reloads_total{result="refused"}')" -gt "$refused" ]; then
+		t_ok "$v: SIGHUP with a chain of 11 certificates after the leaf: refused naming the file, counted, the old one serves"
+	else
+		t_fail "$v: too long a chain reloaded" "$(grep -i 'reload\|tls' "$EDGED_LOG" | tail -2)"
 	fi
 	write_conf "$conf"
 	kill -HUP "$EPID"

@@ -16,6 +16,10 @@
 #   - a name served by the file and the database with one key type: the
 #     file's serves, warned
 #   - a row deleted: its name falls back to the default certificate
+#   - a row updated to a chain of more than 10 certificates after the
+#     leaf (tests/tools/mkchain.sh), and a row of 3,000 copies: refused by
+#     id with the reason, counted, the previous version serving on, and a
+#     route change right after them applied at once
 # Runs against build/edged and build/asan/edged. Needs root (the
 # postgres user).
 # shellcheck source=tests/lib.sh
@@ -69,7 +73,12 @@ make_certs() {
 		leaf db-both ec "DNS:both.tls.test" &&
 		leaf x ec "DNS:x.tls.test,DNS:x2.tls.test" &&
 		leaf y rsa "DNS:y.tls.test" &&
-		leaf other ec "DNS:db.tls.test"
+		leaf other ec "DNS:db.tls.test" &&
+		"$TOOLS/mkchain.sh" "$C" deep 10 "DNS:deep.tls.test" &&
+		"$TOOLS/mkchain.sh" "$C" deeper 11 "DNS:deep.tls.test" || return 1
+	# the leaf and 3,000 copies of the certificate above it
+	python3 -c 'import sys; sys.stdout.write(open(sys.argv[1]).read() + open(sys.argv[2]).read() * 3000)' \
+		"$C/deeper.crt" "$C/deeper-i11.crt" >"$C/copies.pem"
 	chmod 644 "$C"/*
 }
 
@@ -300,6 +309,50 @@ COMMIT;" >/dev/null
 		t_ok "$v: a row deleted: db.tls.test falls back to the default certificate (${WAITED} ms), the other rows serve on"
 	else
 		t_fail "$v: delete" "$(served_cn db.tls.test)"
+	fi
+
+	# 6. chains longer than 10 certificates after the leaf: refused by
+	# id, counted, the row's previous version serving on; 3,000 copies
+	# refused the same way, counted before any is parsed, and a route
+	# change just after them is not held up
+	local idd idc t0 ms
+	idd=$(pg_val "INSERT INTO certificates (chain_pem, key_pem) VALUES ($(q "$C/deep-10.pem"), $(q "$C/deep.key")) RETURNING id")
+	if wait_cn deep.tls.test deep; then
+		t_ok "$v: a row whose chain is 10 certificates after the leaf serves"
+	else
+		t_fail "$v: a chain of 10 after the leaf" "$(served_cn deep.tls.test); $(grep -m2 "row $idd" "$EDGED_LOG")"
+	fi
+	pg_sql "UPDATE certificates SET chain_pem = $(q "$C/deeper-11.pem"), key_pem = $(q "$C/deeper.key") WHERE id = $idd" >/dev/null
+	{
+		printf "BEGIN;\nINSERT INTO certificates (chain_pem, key_pem) VALUES (%s, %s);\n" "$(q "$C/copies.pem")" "$(q "$C/deeper.key")"
+		echo "DELETE FROM projects WHERE id = 'chain';"
+		echo "INSERT INTO projects (id, name) VALUES ('chain', 'chain');"
+		echo "COMMIT;"
+		echo "BEGIN;"
+		echo "INSERT INTO environments (id, project_id, name) VALUES ('chain-prod', 'chain', 'production');"
+		echo "INSERT INTO deployments (id, environment_id, active) VALUES ('chain-d1', 'chain-prod', true);"
+		echo "INSERT INTO endpoints VALUES ('chain-d1', '127.0.0.1:$P_B');"
+		echo "INSERT INTO domains (domain, environment_id) VALUES ('chain.tls.test', 'chain-prod');"
+		echo "COMMIT;"
+	} >"$T_TMP/copies.sql"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$PG_CONNINFO" -f "$T_TMP/copies.sql" >/dev/null ||
+		t_fail "$v: the rows of 3,000 copies and a route inserted"
+	t0=$(date +%s%N)
+	for ((i = 0; i < 300; i++)); do
+		[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: chain.tls.test' "http://127.0.0.1:$P_EDGE/")" = 200 ] && break
+		sleep 0.01
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	idc=$(pg_val "SELECT max(id) FROM certificates")
+	status_json
+	if edged_wait_log "database certificate refused: certificates row $idd chain_pem: 12 certificates in it: a certificate and at most 10 of its chain are served; its previous certificate serves on" &&
+		edged_wait_log "database certificate refused: certificates row $idc chain_pem: 3001 certificates in it: a certificate and at most 10 of its chain are served; not served" &&
+		[ "$(served_cn deep.tls.test)" = deep ] && [ "$ms" -lt 3000 ] &&
+		[ "$(metric 'edge_tls_db_certificates{state="refused"}')" = 4 ] &&
+		grep -q "\"id\": *\"$idc\"" "$T_TMP/st.json" && grep -q "\"id\": *\"$idd\"" "$T_TMP/st.json"; then
+		t_ok "$v: a chain of 11 certificates after the leaf and one of 3,000 copies: refused by id with the reason, counted (4 refused in /metrics, both named in edgectl status), row $idd's previous chain serving on; a route committed just after them routed in $ms ms"
+	else
+		t_fail "$v: chains over the limit" "deep $(served_cn deep.tls.test); route after $ms ms; refused $(metric 'edge_tls_db_certificates{state="refused"}'); $(grep 'refused' "$EDGED_LOG" | tail -2)"
 	fi
 	edged_stop 5
 

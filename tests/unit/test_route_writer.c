@@ -758,6 +758,74 @@ START_TEST(test_patch_refuses_one)
 }
 END_TEST
 
+/* A patch in steps (route_writer_patch_begin ... route_patch_end): the
+ * workers see the old generation until the end, then the whole change in
+ * one; another write in between (a reload of the file) makes the end
+ * refuse with -ESTALE and install nothing, the other write's table
+ * staying. Old generations freed by the reaper's thread once it runs,
+ * every one of them by its stop (the ASan build's leak check). */
+START_TEST(test_patch_steps)
+{
+	struct route_src_project v[2];
+	struct route_src *s = fx_src();
+	struct route_patch *p = NULL;
+	struct errbuf err = {""};
+	uint64_t g0, gen = 0;
+	size_t i, n;
+
+	ck_assert_int_eq(route_reaper_start(), 0);
+	update_ok(ROUTE_SRC_FILE, one("fp", "fe", "file.test", NULL), NULL);
+	fx_env(fx_project(s, "x"), "x-e", "127.0.0.1:81", "x.test", NULL);
+	fx_env(fx_project(s, "y"), "y-e", "127.0.0.1:82", "y.test", NULL);
+	n = take(s, v);
+	g0 = generation();
+	ck_assert_int_eq(route_writer_patch_begin(&rw, ROUTE_SRC_DB, NULL,
+						  on_refused, NULL, &p, &err),
+			 0);
+	ck_assert_int_eq(route_patch_set(p, &v[0]), 0);
+	/* between two steps: nothing of the change is seen */
+	ck_assert_ptr_null(env_of("x.test"));
+	ck_assert_uint_eq(generation(), g0);
+	ck_assert_int_eq(route_patch_set(p, &v[1]), 0);
+	ck_assert_int_eq(route_patch_end(p, &gen, &err), 0);
+	ck_assert_uint_gt(gen, g0);
+	ck_assert_str_eq(env_of("x.test"), "x-e");
+	ck_assert_str_eq(env_of("y.test"), "y-e");
+
+	/* another write while one is built: the built one is refused */
+	s = fx_src();
+	fx_env(fx_project(s, "z"), "z-e", "127.0.0.1:83", "z.test", NULL);
+	n = take(s, v);
+	ck_assert_int_eq(route_writer_patch_begin(&rw, ROUTE_SRC_DB, NULL,
+						  on_refused, NULL, &p, &err),
+			 0);
+	ck_assert_int_eq(route_writer_patch(&rw, ROUTE_SRC_DB, NULL, 0,
+					    (const char *[]){"x"}, 1, NULL,
+					    NULL, NULL, &err),
+			 0);
+	g0 = generation();
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(route_patch_set(p, &v[i]), 0);
+	ck_assert_int_eq(route_patch_end(p, &gen, &err), -ESTALE);
+	ck_assert_msg(strstr(err.msg, "changed by another write"), "%s",
+		      err.msg);
+	ck_assert_uint_eq(generation(), g0);
+	ck_assert_ptr_null(env_of("z.test"));
+	ck_assert_ptr_null(env_of("x.test")); /* the other write's */
+	ck_assert_str_eq(env_of("y.test"), "y-e");
+	/* an abandoned patch changes nothing */
+	ck_assert_int_eq(route_writer_patch_begin(&rw, ROUTE_SRC_DB, NULL, NULL,
+						  NULL, &p, &err),
+			 0);
+	ck_assert_int_eq(route_patch_del(p, "y"), 0);
+	route_patch_abort(p);
+	ck_assert_str_eq(env_of("y.test"), "y-e");
+	ck_assert_uint_eq(generation(), g0);
+	route_holder_clear(&holder);
+	route_reaper_stop();
+}
+END_TEST
+
 /* Giving way: a database project's domain, environment or id the file
  * holds is left out of it, the rest of it applies. */
 START_TEST(test_prune_project)
@@ -911,6 +979,7 @@ static Suite *route_writer_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_patch);
 	tcase_add_test(tc, test_patch_refuses_one);
+	tcase_add_test(tc, test_patch_steps);
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tcp_sources);
 	tcase_add_test(tc, test_prune_project);

@@ -593,6 +593,104 @@ START_TEST(test_db_update)
 }
 END_TEST
 
+/* The leaf and n copies of it after it: a valid chain of any length (the
+ * test's certificate is self-signed, so each copy signs the one before),
+ * so that only the limit on its length can refuse it. A new string. */
+static char *copies(const char *leaf, size_t n)
+{
+	size_t len = strlen(leaf), i;
+	char *b = malloc(len * (n + 1) + 1), *p = b;
+
+	ck_assert_ptr_nonnull(b);
+	for (i = 0; i <= n; i++, p += len)
+		memcpy(p, leaf, len);
+	*p = '\0';
+	return b;
+}
+
+/* A chain of more than TLS_CHAIN_MAX certificates after the leaf: a
+ * database row refused by id with the reason, counted, its previous
+ * version serving on; 3,000 copies refused the same way (counted before
+ * any is parsed); a certificate file refused, named. One of exactly
+ * TLS_CHAIN_MAX is served. */
+START_TEST(test_chain_limit)
+{
+	char *leaf = slurp(certf), *key = slurp(keyf), *ok, *over, *many, *j;
+	char longf[112];
+	struct tls_db_in in = {"7", "", NULL, key, ""};
+	struct config_tls_cert cc = {longf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	struct tls_store *st = NULL;
+	size_t served, refused;
+	uint64_t refusals;
+	struct tls_db *db;
+	struct errbuf err;
+	json_t *a;
+	FILE *f;
+
+	ok = copies(leaf, TLS_CHAIN_MAX);
+	over = copies(leaf, TLS_CHAIN_MAX + 1);
+	many = copies(leaf, 3000);
+	ck_assert_int_eq(tls_db_new(&db), 0);
+	in.chain_pem = ok;
+	ck_assert_int_eq(tls_db_update(db, &in, 1), 1);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 1);
+	ck_assert_uint_eq(refused, 0);
+	/* one more: refused by id, the previous version serving on */
+	in.chain_pem = over;
+	ck_assert_int_eq(tls_db_update(db, &in, 1), 0);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 1);
+	ck_assert_uint_eq(refused, 1);
+	ck_assert_uint_eq(refusals, 1);
+	a = tls_db_refused_json(db);
+	j = json_dumps(a, JSON_COMPACT);
+	ck_assert_msg(strstr(j, "\"id\":\"7\"") &&
+			  strstr(j, "certificates row 7 chain_pem: 12 "
+				    "certificates in it: a certificate and at "
+				    "most 10 of its chain are served"),
+		      "%s", j);
+	free(j);
+	json_decref(a);
+	/* 3,000 copies: the same refusal (a new reason: counted again) */
+	in.chain_pem = many;
+	ck_assert_int_eq(tls_db_update(db, &in, 1), 0);
+	tls_db_counts(db, &served, &refused, &refusals);
+	ck_assert_uint_eq(served, 1);
+	ck_assert_uint_eq(refusals, 2);
+	a = tls_db_refused_json(db);
+	j = json_dumps(a, JSON_COMPACT);
+	ck_assert_msg(strstr(j, "3001 certificates in it"), "%s", j);
+	free(j);
+	json_decref(a);
+	tls_db_free(db);
+	/* a certificate file: refused, named */
+	snprintf(longf, sizeof(longf), "%s/long.pem", dir);
+	f = fopen(longf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(over, f);
+	fclose(f);
+	ck_assert_int_ne(tls_store_new(&conf, &st, &err), 0);
+	ck_assert_msg(strstr(err.msg, "long.pem: tls.certificates[0]: 12 "
+				      "certificates in it"),
+		      "%s", err.msg);
+	f = fopen(longf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(ok, f);
+	fclose(f);
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	tls_store_put(st);
+	unlink(longf);
+	free(leaf);
+	free(key);
+	free(ok);
+	free(over);
+	free(many);
+}
+END_TEST
+
 static Suite *tls_suite(void)
 {
 	Suite *s = suite_create("tls");
@@ -605,6 +703,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, test_ticket_held);
 	tcase_add_test(tc, test_tickets);
 	tcase_add_test(tc, test_db_update);
+	tcase_add_test(tc, test_chain_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -428,6 +428,62 @@ int pins_hits_read(struct pins *p, uint32_t id, uint64_t *sum)
 	return pins_percpu_sum(p, p->fd[PINS_RULE_HITS], id, sum);
 }
 
+int pins_hits_read_range(struct pins *p, uint32_t first, uint32_t n,
+			 uint64_t *sums)
+{
+	int fd = p->fd[PINS_RULE_HITS];
+	size_t nc = (size_t)p->ncpus;
+	__u32 *keys = NULL, last, cursor, count, k;
+	bool started = first > 0;
+	__u64 *vals = NULL;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	if (first >= EDGE_MAX_RULES || n > EDGE_MAX_RULES - first)
+		return -ERANGE;
+	memset(sums, 0, n * sizeof(*sums));
+	last = first + n - 1;
+	keys = malloc(n * sizeof(*keys));
+	vals = malloc(n * nc * sizeof(*vals));
+	if (!keys || !vals) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* one system call for them all: an array's batch goes on after
+	 * the key it is given (none: from key 0) */
+	cursor = first - 1;
+	for (;;) {
+		count = n;
+		if (bpf_map_lookup_batch(fd, started ? &cursor : NULL, &cursor,
+					 keys, vals, &count, NULL)) {
+			if (errno != ENOENT)
+				ret = -errno;
+			if (errno != ENOENT || !count)
+				break;
+		}
+		for (k = 0; k < count; k++) {
+			if (keys[k] < first || keys[k] > last)
+				continue;
+			for (size_t c = 0; c < nc; c++)
+				sums[keys[k] - first] += vals[k * nc + c];
+		}
+		if (!count || keys[count - 1] >= last)
+			break;
+		started = true; /* cursor: the last key read */
+	}
+	if (ret == -EINVAL || ret == -ENOTSUP || ret == -EOPNOTSUPP) {
+		/* a kernel without batches for arrays: one at a time */
+		ret = 0;
+		for (k = 0; k < n && !ret; k++)
+			ret = pins_percpu_sum(p, fd, first + k, &sums[k]);
+	}
+out:
+	free(keys);
+	free(vals);
+	return ret;
+}
+
 int pins_counters_read(struct pins *p, uint64_t out[EDGE_CTR_MAX])
 {
 	uint32_t i;

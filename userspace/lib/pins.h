@@ -117,6 +117,12 @@ int pins_hits_zero(struct pins *p, uint32_t id);
 /* Sum of rule id's hit counter over CPUs into *sum. 0 or -errno. */
 int pins_hits_read(struct pins *p, uint32_t id, uint64_t *sum);
 
+/* The same for rule ids first..first+n-1 into sums[0..n), in one batch
+ * (one by one where the kernel has no batches for arrays). 0 or -errno
+ * (-ERANGE: past EDGE_MAX_RULES). */
+int pins_hits_read_range(struct pins *p, uint32_t first, uint32_t n,
+			 uint64_t *sums);
+
 /* Sum over CPUs of every counter into out[0..EDGE_CTR_MAX). 0 or -errno. */
 int pins_counters_read(struct pins *p, uint64_t out[EDGE_CTR_MAX]);
 

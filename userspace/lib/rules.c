@@ -96,28 +96,32 @@ static int rules_grow(struct rules *r)
 	return 0;
 }
 
+_Static_assert(EDGE_LOCAL_RULES_MAX % 64 == 0, "ids in 64-bit words");
+
 static int rules_id_alloc(const struct rules *r, uint32_t *id)
 {
-	unsigned char *used;
-	uint32_t i;
+	/* a bit per id, on the stack: this runs once per rule added, and
+	 * a project of the database's adds each of its rules (a heap
+	 * block here cost a page of fresh memory per rule under ASan) */
+	uint64_t used[EDGE_LOCAL_RULES_MAX / 64];
+	uint32_t i, w;
 	size_t k;
 
 	/* the host's own rules take ids below EDGE_LOCAL_RULES_MAX; the
 	 * database's (edged's) the rest */
 	if (r->n >= EDGE_LOCAL_RULES_MAX)
 		return -ENOSPC;
-	used = calloc(EDGE_LOCAL_RULES_MAX, 1);
-	if (!used)
-		return -ENOMEM;
+	memset(used, 0, sizeof(used));
 	for (k = 0; k < r->n; k++)
 		if (r->v[k].id < EDGE_LOCAL_RULES_MAX)
-			used[r->v[k].id] = 1;
-	for (i = 0; i < EDGE_LOCAL_RULES_MAX && used[i]; i++)
+			used[r->v[k].id / 64] |= 1ull << (r->v[k].id % 64);
+	for (w = 0; w < EDGE_LOCAL_RULES_MAX / 64 && used[w] == UINT64_MAX; w++)
 		;
-	free(used);
-	if (i == EDGE_LOCAL_RULES_MAX)
+	if (w == EDGE_LOCAL_RULES_MAX / 64)
 		return -ENOSPC;
-	*id = i;
+	for (i = 0; used[w] & (1ull << i); i++)
+		;
+	*id = w * 64 + i;
 	return 0;
 }
 

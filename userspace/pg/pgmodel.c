@@ -2,69 +2,21 @@
 /*
  * pgmodel.c - the database's routing rows as edged holds them
  * (pgmodel.h): checked as they arrive, kept per project in an array
- * sorted by id, turned into a route source, saved to and loaded from a
- * JSON file.
+ * sorted by id, applied in slices, turned into a route source (the file
+ * they are saved to and loaded from: pgmodel_snap.c).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "clk.h"
 #include "config_check.h"
 #include "edge_maps.h"
 #include "pgmodel.h"
-
-struct pgm_dom {
-	char *domain; /* lowercased */
-	char *prefix; /* "" or a checked prefix */
-	bool strip;
-};
-
-struct pgm_env {
-	char *id, *name;
-	char *dep; /* the active deployment's id, NULL: none */
-	/* its health_check (docs/upstream.md; type CONFIG_HC_NONE: none),
-	 * and why the column's value was refused (NULL: it was not) */
-	struct config_health_check hc;
-	char *hc_err;
-	struct config_addr *eps;
-	size_t n_eps;
-	struct pgm_dom *doms;
-	size_t n_doms;
-	struct tcproute_row *tcp; /* its tcp_routes rows */
-	size_t n_tcp;
-	/* on demand (docs/wake.md): environments.on_demand, state and
-	 * idle_timeout, checked */
-	bool on_demand;
-	unsigned state; /* enum pgm_env_state */
-	uint64_t idle_ms;
-	bool https_redirect, hsts; /* environments' columns (0007) */
-};
-
-struct pgm_project {
-	/* immutable once in the model; shared with a local snapshot being
-	 * written (pgm_snap) until it is done */
-	atomic_uint ref;
-	char *id, *name;
-	bool enabled;
-	struct pgm_env *envs;
-	size_t n_envs;
-	struct pgm_rule *rules; /* the project's (routes) */
-	size_t n_rules;
-};
-
-struct pgm {
-	struct pgm_project **p; /* sorted by id */
-	size_t n, cap;
-	struct pgm_rule *global;
-	size_t n_global;
-	struct pgm_rule *live; /* pgm_global_rules' unexpired copy */
-	struct pgm_skipped sk;
-};
+#include "pgmodel_int.h"
 
 /* Columns of each set (enum pgm_set). */
 static const int pgm_cols[PGM_NSETS] = {3, 8, 3, 2, 4, 5, 4};
@@ -88,15 +40,13 @@ int pgm_new(struct pgm **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-static void pgm_project_free(struct pgm_project *p);
-
-static struct pgm_project *pgm_project_get(struct pgm_project *p)
+struct pgm_project *pgm_project_get(struct pgm_project *p)
 {
 	atomic_fetch_add_explicit(&p->ref, 1, memory_order_relaxed);
 	return p;
 }
 
-static void pgm_project_free(struct pgm_project *p)
+void pgm_project_free(struct pgm_project *p)
 {
 	size_t i, j;
 
@@ -125,7 +75,7 @@ static void pgm_project_free(struct pgm_project *p)
 	free(p);
 }
 
-static void pgm_clear(struct pgm *m)
+void pgm_clear(struct pgm *m)
 {
 	size_t i;
 
@@ -231,7 +181,7 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "WHEN r.expires_at < 'epoch'::timestamptz + "
 		    "interval '1 second' THEN -1 "
 		    "ELSE ceil(extract(epoch FROM r.expires_at))::bigint END "
-		    "FROM ip_rules r WHERE %s;"
+		    "FROM ip_rules r WHERE %s ORDER BY r.id;"
 		    "SELECT t.id, t.listen, t.sni, t.environment_id FROM "
 		    "tcp_routes t JOIN environments e ON e.id = "
 		    "t.environment_id WHERE %s ORDER BY t.id;"
@@ -245,7 +195,7 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 
 /* ---- applying result sets ---------------------------------------------- */
 
-static int pgm_cmp_project(const void *a, const void *b)
+int pgm_cmp_project(const void *a, const void *b)
 {
 	const struct pgm_project *const *x = a, *const *y = b;
 
@@ -297,19 +247,30 @@ static struct pgm_env *pgm_ref_find(const struct pgm_ref *v, size_t n,
 	return r ? r->env : NULL;
 }
 
-/* Grow *v (of *n elements of sz) by one zeroed element; NULL: no memory. */
-static void *pgm_grow(void **v, size_t *n, size_t sz)
+/* Grow *v (of *n elements of sz) by one zeroed element; NULL: no memory.
+ * The room doubles (it is the power of two at or above *n, so it needs no
+ * field of its own): an array grown only here costs O(n) copies, where
+ * one realloc per element was quadratic (90,000 global rules: minutes
+ * under ASan, whose realloc always copies). */
+void *pgm_grow(void **v, size_t *n, size_t sz)
 {
-	char *nv = realloc(*v, (*n + 1) * sz);
+	char *nv = *v;
 
-	if (!nv)
-		return NULL;
+	if ((*n & (*n - 1)) == 0) { /* 0 or a power of two: full */
+		size_t room = *n ? *n * 2 : 1;
+
+		if (room > SIZE_MAX / sz)
+			return NULL;
+		nv = realloc(*v, room * sz);
+		if (!nv)
+			return NULL;
+		*v = nv;
+	}
 	memset(nv + *n * sz, 0, sz);
-	*v = nv;
 	return nv + (*n)++ * sz;
 }
 
-static char *pgm_dup(const char *s)
+char *pgm_dup(const char *s)
 {
 	return strdup(s ? s : "");
 }
@@ -358,8 +319,8 @@ static int pgm_rule_parse(struct pgm *m, PGresult *res, int i,
 /* A tcp_routes row into *x (zeroed first), its values checked as the
  * file's are (the listen address parsed, in canonical form; sni NULL for
  * a plain route, else config_sni_check's). 0 or -EINVAL with err. */
-static int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
-		       const char *sni, const char *env, struct errbuf *err)
+int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
+		const char *sni, const char *env, struct errbuf *err)
 {
 	struct config_addr a;
 
@@ -472,342 +433,501 @@ static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
 	}
 }
 
-/* The fetched projects from the sets, each value checked. */
-static int pgm_build(struct pgm *m, PGresult *const set[PGM_NSETS],
-		     struct pgm_project ***out, size_t *nout,
-		     struct pgm_rule **global, size_t *nglobal)
+/* ---- applying in steps ----------------------------------------------------
+ */
+
+/* Where a job is: each set's rows in the order pgm_build once read them,
+ * then the model changed, then the projects it replaced freed. */
+enum pgm_phase {
+	PGM_P_PROJECTS = 0,
+	PGM_P_ENVS,
+	PGM_P_DEPLOYMENTS,
+	PGM_P_ENDPOINTS,
+	PGM_P_DOMAINS,
+	PGM_P_TCP,
+	PGM_P_RULES,
+	PGM_P_SPLICE,
+	PGM_P_FREE,
+	PGM_P_DONE,
+};
+
+struct pgm_job {
+	struct pgm *m;
+	PGresult *const *set;
+	const char *const *ids;
+	size_t n_ids;
+	bool rules;
+	enum pgm_phase phase;
+	int row; /* the next row of the phase's set */
+	int rc;	 /* a failure: the job stops, the model unchanged */
+	/* what is built: the fetched projects (sorted by id once the
+	 * projects' rows are read), an index of their environments and of
+	 * the active deployments by id, the global rules */
+	struct pgm_project **v;
+	size_t n;
+	struct pgm_ref *envs, *deps;
+	size_t ne, nd;
+	struct pgm_rule *global;
+	size_t n_global;
+	/* the projects the change replaced, freed after it (PGM_P_FREE) */
+	struct pgm_project **old;
+	size_t n_old, freed;
+};
+
+/* Rows checked between two looks at the clock. */
+#define PGM_ROWS_PER_LOOK 64
+
+/* Whether deadline_ns (monotonic; 0: none) has passed. */
+static bool pgm_past(uint64_t deadline_ns)
 {
-	struct pgm_project **v = NULL;
-	struct pgm_ref *envs = NULL, *deps = NULL;
-	size_t n = 0, ne = 0, nd = 0, k;
+	return deadline_ns && clk_fresh_ns() >= deadline_ns;
+}
+
+/* pgm_past, looked at once every PGM_ROWS_PER_LOOK calls (*k counts). */
+static bool pgm_late(uint64_t deadline_ns, unsigned *k)
+{
+	return ++*k % PGM_ROWS_PER_LOOK == 0 && pgm_past(deadline_ns);
+}
+
+static int pgm_row_project(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_project *p;
 	struct errbuf e;
-	bool found;
+
+	errbuf_clear(&e);
+	if (config_id_check(PQgetvalue(r, i, 0), &e)) {
+		pgm_bad(&j->m->sk.ids, "projects", PQgetvalue(r, i, 0), e.msg);
+		return 0;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	atomic_init(&p->ref, 1);
+	j->v[j->n++] = p;
+	p->id = pgm_dup(PQgetvalue(r, i, 0));
+	p->name = pgm_dup(PQgetisnull(r, i, 1) ? PQgetvalue(r, i, 0)
+					       : PQgetvalue(r, i, 1));
+	p->enabled = pgm_bool(PQgetvalue(r, i, 2));
+	if (!p->id || !p->name)
+		return -ENOMEM;
+	if (config_name_check(p->name, &e)) {
+		free(p->name);
+		p->name = pgm_dup(p->id);
+		if (!p->name)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_env *env;
+	struct errbuf e;
 	uint64_t idle;
-	int i, rows, st, rc = -ENOMEM;
+	bool found;
+	size_t at;
+	int st;
 
-	rows = PQntuples(set[PGM_PROJECTS]);
-	v = calloc((size_t)rows + 1, sizeof(*v));
-	if (!v)
-		goto out;
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_PROJECTS];
-		struct pgm_project *p;
-
-		errbuf_clear(&e);
-		if (config_id_check(PQgetvalue(r, i, 0), &e)) {
-			pgm_bad(&m->sk.ids, "projects", PQgetvalue(r, i, 0),
-				e.msg);
-			continue;
-		}
-		p = calloc(1, sizeof(*p));
-		if (p)
-			atomic_init(&p->ref, 1);
-		if (!p)
-			goto out;
-		v[n++] = p;
-		p->id = pgm_dup(PQgetvalue(r, i, 0));
-		p->name = pgm_dup(PQgetisnull(r, i, 1) ? PQgetvalue(r, i, 0)
-						       : PQgetvalue(r, i, 1));
-		p->enabled = pgm_bool(PQgetvalue(r, i, 2));
-		if (!p->id || !p->name)
-			goto out;
-		if (config_name_check(p->name, &e)) {
-			free(p->name);
-			p->name = pgm_dup(p->id);
-			if (!p->name)
-				goto out;
-		}
+	at = pgm_find(j->v, j->n, PQgetvalue(r, i, 1), &found);
+	if (!found)
+		return 0; /* its project was skipped */
+	errbuf_clear(&e);
+	if (config_id_check(PQgetvalue(r, i, 0), &e)) {
+		pgm_bad(&j->m->sk.ids, "environments", PQgetvalue(r, i, 0),
+			e.msg);
+		return 0;
 	}
-	qsort(v, n, sizeof(*v), pgm_cmp_project);
-	/* environments, into their projects; an index of them by id */
-	rows = PQntuples(set[PGM_ENVS]);
-	envs = calloc((size_t)rows + 1, sizeof(*envs));
-	if (!envs)
-		goto out;
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_ENVS];
-		struct pgm_env *env;
-		size_t at;
+	if (pgm_env_wake(r, i, &st, &idle, &e)) {
+		pgm_bad(&j->m->sk.ids, "environments", PQgetvalue(r, i, 0),
+			e.msg);
+		return 0;
+	}
+	env =
+	    pgm_grow((void **)&j->v[at]->envs, &j->v[at]->n_envs, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
+	env->state = (unsigned)st;
+	env->idle_ms = idle;
+	env->id = pgm_dup(PQgetvalue(r, i, 0));
+	env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
+						 : PQgetvalue(r, i, 2));
+	env->https_redirect =
+	    PQnfields(r) > 6 && strcmp(PQgetvalue(r, i, 6), "t") == 0;
+	env->hsts = PQnfields(r) > 7 && strcmp(PQgetvalue(r, i, 7), "t") == 0;
+	if (!env->id || !env->name)
+		return -ENOMEM;
+	if (config_name_check(env->name, &e)) {
+		free(env->name);
+		if (!(env->name = pgm_dup(env->id)))
+			return -ENOMEM;
+	}
+	return 0;
+}
 
-		at = pgm_find(v, n, PQgetvalue(r, i, 1), &found);
+/* The index of the fetched environments by id, once every project's
+ * array of them is final (pgm_grow moves them while it grows). */
+static int pgm_envs_index(struct pgm_job *j)
+{
+	size_t k, e, total = 0;
+
+	for (k = 0; k < j->n; k++)
+		total += j->v[k]->n_envs;
+	j->envs = calloc(total + 1, sizeof(*j->envs));
+	if (!j->envs)
+		return -ENOMEM;
+	for (k = 0; k < j->n; k++)
+		for (e = 0; e < j->v[k]->n_envs; e++) {
+			j->envs[j->ne].key = j->v[k]->envs[e].id;
+			j->envs[j->ne++].env = &j->v[k]->envs[e];
+		}
+	qsort(j->envs, j->ne, sizeof(*j->envs), pgm_cmp_ref);
+	return 0;
+}
+
+static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_env *env = pgm_ref_find(j->envs, j->ne, PQgetvalue(r, i, 1));
+	struct errbuf e;
+
+	if (!env)
+		return 0;
+	errbuf_clear(&e);
+	if (config_id_check(PQgetvalue(r, i, 0), &e)) {
+		pgm_bad(&j->m->sk.ids, "deployments", PQgetvalue(r, i, 0),
+			e.msg);
+		return 0;
+	}
+	free(env->dep);
+	if (!(env->dep = pgm_dup(PQgetvalue(r, i, 0))))
+		return -ENOMEM;
+	free(env->hc_err);
+	env->hc_err = NULL;
+	memset(&env->hc, 0, sizeof(env->hc));
+	if (!PQgetisnull(r, i, 2) &&
+	    pgm_health_check(PQgetvalue(r, i, 2), &env->hc, &e)) {
+		if (!(env->hc_err = pgm_dup(e.msg)))
+			return -ENOMEM;
+	}
+	j->deps[j->nd].key = env->dep;
+	j->deps[j->nd++].env = env;
+	return 0;
+}
+
+static int pgm_row_endpoint(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_env *env = pgm_ref_find(j->deps, j->nd, PQgetvalue(r, i, 0));
+	struct config_addr a, *slot;
+	struct errbuf e;
+	char key[160];
+
+	if (!env)
+		return 0;
+	snprintf(key, sizeof(key), "(deployment %s, address %.64s)",
+		 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+	errbuf_clear(&e);
+	if (config_addr_parse(PQgetvalue(r, i, 1), &a, &e)) {
+		pgm_bad(&j->m->sk.endpoints, "endpoints", key, e.msg);
+		return 0;
+	}
+	if (env->n_eps >= CONFIG_UPSTREAMS_MAX) {
+		pgm_bad(&j->m->sk.endpoints, "endpoints", key,
+			"more endpoints than a deployment may have");
+		return 0;
+	}
+	slot = pgm_grow((void **)&env->eps, &env->n_eps, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	*slot = a;
+	return 0;
+}
+
+static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_env *env = pgm_ref_find(j->envs, j->ne, PQgetvalue(r, i, 3));
+	const char *pre = PQgetvalue(r, i, 1);
+	struct pgm_dom *d;
+	struct errbuf e;
+	char key[400], *dom;
+
+	if (!env)
+		return 0;
+	snprintf(key, sizeof(key), "(domain %.253s, path_prefix %.64s)",
+		 PQgetvalue(r, i, 0), pre);
+	dom = pgm_dup(PQgetvalue(r, i, 0));
+	if (!dom)
+		return -ENOMEM;
+	errbuf_clear(&e);
+	if (config_domain_check(dom, true, &e) ||
+	    (pre[0] && config_prefix_check(pre, &e))) {
+		free(dom);
+		pgm_bad(&j->m->sk.domains, "domains", key, e.msg);
+		return 0;
+	}
+	d = pgm_grow((void **)&env->doms, &env->n_doms, sizeof(*d));
+	if (!d) {
+		free(dom);
+		return -ENOMEM;
+	}
+	d->domain = dom;
+	d->prefix = pgm_dup(pre);
+	d->strip = pgm_bool(PQgetvalue(r, i, 2));
+	return d->prefix ? 0 : -ENOMEM;
+}
+
+static int pgm_row_tcp(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_env *env = pgm_ref_find(j->envs, j->ne, PQgetvalue(r, i, 3));
+	struct tcproute_row x, *slot;
+	struct errbuf e;
+	char key[200];
+
+	if (!env)
+		return 0;
+	snprintf(key, sizeof(key), "(id %s, listen %.64s%s%.64s)",
+		 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		 PQgetisnull(r, i, 2) ? "" : ", sni ", PQgetvalue(r, i, 2));
+	errbuf_clear(&e);
+	if (pgm_tcp_row(&x, strtoll(PQgetvalue(r, i, 0), NULL, 10),
+			PQgetvalue(r, i, 1),
+			PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+			env->id, &e)) {
+		pgm_bad(&j->m->sk.tcp_routes, "tcp_routes", key, e.msg);
+		return 0;
+	}
+	slot = pgm_grow((void **)&env->tcp, &env->n_tcp, sizeof(x));
+	if (!slot)
+		return -ENOMEM;
+	*slot = x;
+	return 0;
+}
+
+/* A rule: a project's into it, a global one apart. */
+static int pgm_row_rule(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_rule x, *slot;
+	bool found;
+	size_t at;
+
+	if (pgm_rule_parse(j->m, r, i, &x))
+		return 0;
+	if (PQgetisnull(r, i, 3)) {
+		slot = pgm_grow((void **)&j->global, &j->n_global, sizeof(x));
+	} else {
+		at = pgm_find(j->v, j->n, PQgetvalue(r, i, 3), &found);
 		if (!found)
-			continue; /* its project was skipped */
-		errbuf_clear(&e);
-		if (config_id_check(PQgetvalue(r, i, 0), &e)) {
-			pgm_bad(&m->sk.ids, "environments", PQgetvalue(r, i, 0),
-				e.msg);
-			continue;
-		}
-		if (pgm_env_wake(r, i, &st, &idle, &e)) {
-			pgm_bad(&m->sk.ids, "environments", PQgetvalue(r, i, 0),
-				e.msg);
-			continue;
-		}
-		env = pgm_grow((void **)&v[at]->envs, &v[at]->n_envs,
-			       sizeof(*env));
-		if (!env)
-			goto out;
-		env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
-		env->state = (unsigned)st;
-		env->idle_ms = idle;
-		env->id = pgm_dup(PQgetvalue(r, i, 0));
-		env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
-							 : PQgetvalue(r, i, 2));
-		env->https_redirect =
-		    PQnfields(r) > 6 && strcmp(PQgetvalue(r, i, 6), "t") == 0;
-		env->hsts =
-		    PQnfields(r) > 7 && strcmp(PQgetvalue(r, i, 7), "t") == 0;
-		if (!env->id || !env->name)
-			goto out;
-		if (config_name_check(env->name, &e)) {
-			free(env->name);
-			if (!(env->name = pgm_dup(env->id)))
-				goto out;
-		}
-		envs[ne].key = env->id;
-		envs[ne++].env = NULL; /* filled below: realloc moves envs */
+			return 0;
+		slot = pgm_grow((void **)&j->v[at]->rules, &j->v[at]->n_rules,
+				sizeof(x));
 	}
-	/* the env pointers, now that every project's array is final */
-	for (k = 0, ne = 0; k < n; k++) {
-		size_t j;
+	if (!slot)
+		return -ENOMEM;
+	*slot = x;
+	return 0;
+}
 
-		for (j = 0; j < v[k]->n_envs; j++) {
-			envs[ne].key = v[k]->envs[j].id;
-			envs[ne++].env = &v[k]->envs[j];
+/* The fetched projects into the model (they replace the projects asked
+ * for; a snapshot replaces every one), the global rules too when asked;
+ * the projects replaced go to j->old, to be freed after. */
+static int pgm_splice(struct pgm_job *j)
+{
+	struct pgm *m = j->m;
+	struct pgm_project **nv;
+	size_t i, at, k, room;
+	bool found, *gone;
+
+	pgm_hc_said(m, j->v, j->n);
+	if (!j->ids) { /* a snapshot: everything anew */
+		j->old = m->p;
+		j->n_old = m->n;
+		m->p = j->v;
+		m->n = m->cap = j->n;
+		j->v = NULL;
+		j->n = 0;
+		free(m->global);
+		m->global = j->global;
+		m->n_global = j->n_global;
+		j->global = NULL;
+		return 0;
+	}
+	room = m->n + j->n + 1;
+	gone = calloc(m->n + 1, sizeof(*gone));
+	j->old = calloc(j->n_ids + 1, sizeof(*j->old));
+	nv = malloc(room * sizeof(*nv));
+	if (!gone || !j->old || !nv) {
+		free(gone);
+		free(nv);
+		return -ENOMEM;
+	}
+	if (j->rules) {
+		free(m->global);
+		m->global = j->global;
+		m->n_global = j->n_global;
+		j->global = NULL;
+	}
+	/* the projects asked for go, what the sets hold of them comes in:
+	 * both sorted by id, merged */
+	for (i = 0; i < j->n_ids; i++) {
+		at = pgm_find(m->p, m->n, j->ids[i], &found);
+		if (found && !gone[at]) {
+			gone[at] = true;
+			j->old[j->n_old++] = m->p[at];
 		}
 	}
-	qsort(envs, ne, sizeof(*envs), pgm_cmp_ref);
-	/* active deployments */
-	rows = PQntuples(set[PGM_DEPLOYMENTS]);
-	deps = calloc((size_t)rows + 1, sizeof(*deps));
-	if (!deps)
-		goto out;
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_DEPLOYMENTS];
-		struct pgm_env *env =
-		    pgm_ref_find(envs, ne, PQgetvalue(r, i, 1));
+	for (i = k = at = 0; i < m->n || at < j->n;) {
+		int c = i == m->n    ? 1
+			: at == j->n ? -1
+				     : strcmp(m->p[i]->id, j->v[at]->id);
 
-		if (!env)
-			continue;
-		errbuf_clear(&e);
-		if (config_id_check(PQgetvalue(r, i, 0), &e)) {
-			pgm_bad(&m->sk.ids, "deployments", PQgetvalue(r, i, 0),
-				e.msg);
-			continue;
-		}
-		free(env->dep);
-		if (!(env->dep = pgm_dup(PQgetvalue(r, i, 0))))
-			goto out;
-		free(env->hc_err);
-		env->hc_err = NULL;
-		memset(&env->hc, 0, sizeof(env->hc));
-		if (!PQgetisnull(r, i, 2) &&
-		    pgm_health_check(PQgetvalue(r, i, 2), &env->hc, &e)) {
-			if (!(env->hc_err = pgm_dup(e.msg)))
-				goto out;
-		}
-		deps[nd].key = env->dep;
-		deps[nd++].env = env;
-	}
-	qsort(deps, nd, sizeof(*deps), pgm_cmp_ref);
-	/* their endpoints */
-	rows = PQntuples(set[PGM_ENDPOINTS]);
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_ENDPOINTS];
-		struct pgm_env *env =
-		    pgm_ref_find(deps, nd, PQgetvalue(r, i, 0));
-		struct config_addr a, *slot;
-		char key[160];
-
-		if (!env)
-			continue;
-		snprintf(key, sizeof(key), "(deployment %s, address %.64s)",
-			 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
-		errbuf_clear(&e);
-		if (config_addr_parse(PQgetvalue(r, i, 1), &a, &e)) {
-			pgm_bad(&m->sk.endpoints, "endpoints", key, e.msg);
-			continue;
-		}
-		if (env->n_eps >= CONFIG_UPSTREAMS_MAX) {
-			pgm_bad(&m->sk.endpoints, "endpoints", key,
-				"more endpoints than a deployment may have");
-			continue;
-		}
-		slot = pgm_grow((void **)&env->eps, &env->n_eps, sizeof(*slot));
-		if (!slot)
-			goto out;
-		*slot = a;
-	}
-	/* domains and prefixes */
-	rows = PQntuples(set[PGM_DOMAINS]);
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_DOMAINS];
-		struct pgm_env *env =
-		    pgm_ref_find(envs, ne, PQgetvalue(r, i, 3));
-		const char *pre = PQgetvalue(r, i, 1);
-		struct pgm_dom *d;
-		char key[400], *dom;
-
-		if (!env)
-			continue;
-		snprintf(key, sizeof(key), "(domain %.253s, path_prefix %.64s)",
-			 PQgetvalue(r, i, 0), pre);
-		dom = pgm_dup(PQgetvalue(r, i, 0));
-		if (!dom)
-			goto out;
-		errbuf_clear(&e);
-		if (config_domain_check(dom, true, &e) ||
-		    (pre[0] && config_prefix_check(pre, &e))) {
-			free(dom);
-			pgm_bad(&m->sk.domains, "domains", key, e.msg);
-			continue;
-		}
-		d = pgm_grow((void **)&env->doms, &env->n_doms, sizeof(*d));
-		if (!d) {
-			free(dom);
-			goto out;
-		}
-		d->domain = dom;
-		d->prefix = pgm_dup(pre);
-		d->strip = pgm_bool(PQgetvalue(r, i, 2));
-		if (!d->prefix)
-			goto out;
-	}
-	/* TCP routes, into their environments */
-	rows = PQntuples(set[PGM_TCP]);
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_TCP];
-		struct pgm_env *env =
-		    pgm_ref_find(envs, ne, PQgetvalue(r, i, 3));
-		struct tcproute_row x, *slot;
-		char key[200];
-
-		if (!env)
-			continue;
-		snprintf(key, sizeof(key), "(id %s, listen %.64s%s%.64s)",
-			 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-			 PQgetisnull(r, i, 2) ? "" : ", sni ",
-			 PQgetvalue(r, i, 2));
-		errbuf_clear(&e);
-		if (pgm_tcp_row(&x, strtoll(PQgetvalue(r, i, 0), NULL, 10),
-				PQgetvalue(r, i, 1),
-				PQgetisnull(r, i, 2) ? NULL
-						     : PQgetvalue(r, i, 2),
-				env->id, &e)) {
-			pgm_bad(&m->sk.tcp_routes, "tcp_routes", key, e.msg);
-			continue;
-		}
-		slot = pgm_grow((void **)&env->tcp, &env->n_tcp, sizeof(x));
-		if (!slot)
-			goto out;
-		*slot = x;
-	}
-	/* rules: a project's into it, the global ones apart */
-	rows = PQntuples(set[PGM_RULES]);
-	for (i = 0; i < rows; i++) {
-		PGresult *r = set[PGM_RULES];
-		struct pgm_rule x, *slot;
-
-		if (pgm_rule_parse(m, r, i, &x))
-			continue;
-		if (PQgetisnull(r, i, 3)) {
-			slot = pgm_grow((void **)global, nglobal, sizeof(x));
+		if (i < m->n && (gone[i] || c == 0)) {
+			if (!gone[i]) /* cannot be: it was asked for */
+				pgm_project_free(m->p[i]);
+			i++;
+		} else if (c < 0) {
+			nv[k++] = m->p[i++];
 		} else {
-			size_t at = pgm_find(v, n, PQgetvalue(r, i, 3), &found);
-
-			if (!found)
-				continue;
-			slot = pgm_grow((void **)&v[at]->rules, &v[at]->n_rules,
-					sizeof(x));
+			nv[k++] = j->v[at++];
 		}
-		if (!slot)
-			goto out;
-		*slot = x;
 	}
-	pgm_hc_said(m, v, n);
-	*out = v;
-	*nout = n;
-	v = NULL;
-	rc = 0;
-out:
-	if (v) {
-		for (k = 0; k < n; k++)
-			pgm_project_free(v[k]);
-		free(v);
+	free(gone);
+	free(m->p);
+	m->p = nv;
+	m->n = k;
+	m->cap = room;
+	free(j->v);
+	j->v = NULL;
+	j->n = 0;
+	return 0;
+}
+
+int pgm_apply_begin(struct pgm *m, PGresult *const set[PGM_NSETS],
+		    const char *const *ids, size_t n, bool rules,
+		    struct pgm_job **out)
+{
+	struct pgm_job *j;
+	size_t i;
+
+	*out = NULL;
+	for (i = 0; i < PGM_NSETS; i++)
+		if (!set[i] || PQresultStatus(set[i]) != PGRES_TUPLES_OK ||
+		    PQnfields(set[i]) != pgm_cols[i])
+			return -EPROTO;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->m = m;
+	j->set = set;
+	j->ids = ids;
+	j->n_ids = n;
+	j->rules = rules || !ids;
+	j->v = calloc((size_t)PQntuples(set[PGM_PROJECTS]) + 1, sizeof(*j->v));
+	j->deps = calloc((size_t)PQntuples(set[PGM_DEPLOYMENTS]) + 1,
+			 sizeof(*j->deps));
+	if (!j->v || !j->deps) {
+		pgm_job_free(j);
+		return -ENOMEM;
 	}
-	free(envs);
-	free(deps);
-	return rc;
+	*out = j;
+	return 0;
+}
+
+/* The rows of the job's phase, each by fn, until the set or the slice
+ * ends: 1 when rows are left, 0 when the set is done, or -ENOMEM. */
+static int pgm_rows(struct pgm_job *j, enum pgm_set set,
+		    int (*fn)(struct pgm_job *, PGresult *, int),
+		    uint64_t deadline_ns, unsigned *k)
+{
+	PGresult *r = j->set[set];
+	int rows = PQntuples(r), rc;
+
+	for (; j->row < rows; j->row++) {
+		if (pgm_late(deadline_ns, k))
+			return 1;
+		rc = fn(j, r, j->row);
+		if (rc)
+			return rc;
+	}
+	j->row = 0;
+	return 0;
+}
+
+int pgm_apply_step(struct pgm_job *j, uint64_t deadline_ns)
+{
+	static int (*const row[PGM_P_SPLICE])(struct pgm_job *, PGresult *,
+					      int) = {
+	    pgm_row_project, pgm_row_env, pgm_row_deployment, pgm_row_endpoint,
+	    pgm_row_domain,  pgm_row_tcp, pgm_row_rule,
+	};
+	/* the set each phase reads */
+	static const enum pgm_set of[PGM_P_SPLICE] = {
+	    PGM_PROJECTS, PGM_ENVS, PGM_DEPLOYMENTS, PGM_ENDPOINTS,
+	    PGM_DOMAINS,  PGM_TCP,  PGM_RULES,
+	};
+	unsigned k = 0;
+	int rc;
+
+	if (j->rc)
+		return j->rc;
+	while (j->phase < PGM_P_SPLICE) {
+		rc = pgm_rows(j, of[j->phase], row[j->phase], deadline_ns, &k);
+		if (rc > 0)
+			return 1;
+		if (rc == 0 && j->phase == PGM_P_PROJECTS)
+			qsort(j->v, j->n, sizeof(*j->v), pgm_cmp_project);
+		if (rc == 0 && j->phase == PGM_P_ENVS)
+			rc = pgm_envs_index(j);
+		if (rc == 0 && j->phase == PGM_P_DEPLOYMENTS)
+			qsort(j->deps, j->nd, sizeof(*j->deps), pgm_cmp_ref);
+		if (rc)
+			return j->rc = rc;
+		j->phase++;
+		if (pgm_past(deadline_ns))
+			return 1;
+	}
+	if (j->phase == PGM_P_SPLICE) {
+		rc = pgm_splice(j);
+		if (rc)
+			return j->rc = rc;
+		j->phase = PGM_P_FREE;
+	}
+	/* the projects replaced (a snapshot: every one) freed in slices */
+	while (j->phase == PGM_P_FREE && j->freed < j->n_old) {
+		if (pgm_late(deadline_ns, &k))
+			return 1;
+		pgm_project_free(j->old[j->freed++]);
+	}
+	j->phase = PGM_P_DONE;
+	return 0;
+}
+
+void pgm_job_free(struct pgm_job *j)
+{
+	size_t i;
+
+	if (!j)
+		return;
+	for (i = 0; i < j->n; i++)
+		pgm_project_free(j->v[i]);
+	free(j->v);
+	for (; j->freed < j->n_old; j->freed++)
+		pgm_project_free(j->old[j->freed]);
+	free(j->old);
+	free(j->envs);
+	free(j->deps);
+	free(j->global);
+	free(j);
 }
 
 int pgm_apply(struct pgm *m, PGresult *const set[PGM_NSETS],
 	      const char *const *ids, size_t n, bool rules)
 {
-	struct pgm_project **v = NULL, **nv;
-	struct pgm_rule *global = NULL;
-	size_t nn = 0, ng = 0, i, at;
-	bool found;
-	int rc;
+	struct pgm_job *j;
+	int rc = pgm_apply_begin(m, set, ids, n, rules, &j);
 
-	for (i = 0; i < PGM_NSETS; i++)
-		if (!set[i] || PQresultStatus(set[i]) != PGRES_TUPLES_OK ||
-		    PQnfields(set[i]) != pgm_cols[i])
-			return -EPROTO;
-	rc = pgm_build(m, set, &v, &nn, &global, &ng);
-	if (rc)
-		return rc;
-	if (!ids) { /* a snapshot: everything anew */
-		pgm_clear(m);
-		free(m->p);
-		m->p = v;
-		m->n = m->cap = nn;
-		m->global = global;
-		m->n_global = ng;
-		return 0;
-	}
-	if (rules) {
-		free(m->global);
-		m->global = global;
-		m->n_global = ng;
-		global = NULL;
-	}
-	free(global);
-	/* the projects asked for: out, then what the sets hold of them in */
-	for (i = 0; i < n; i++) {
-		at = pgm_find(m->p, m->n, ids[i], &found);
-		if (!found)
-			continue;
-		pgm_project_free(m->p[at]);
-		memmove(&m->p[at], &m->p[at + 1],
-			(m->n - at - 1) * sizeof(*m->p));
-		m->n--;
-	}
-	if (m->n + nn > m->cap) {
-		size_t cap = (m->n + nn) * 2;
-
-		nv = realloc(m->p, cap * sizeof(*nv));
-		if (!nv) {
-			for (i = 0; i < nn; i++)
-				pgm_project_free(v[i]);
-			free(v);
-			return -ENOMEM;
-		}
-		m->p = nv;
-		m->cap = cap;
-	}
-	for (i = 0; i < nn; i++) {
-		at = pgm_find(m->p, m->n, v[i]->id, &found);
-		if (found) { /* cannot be: it was taken out above */
-			pgm_project_free(m->p[at]);
-			m->p[at] = v[i];
-			continue;
-		}
-		memmove(&m->p[at + 1], &m->p[at], (m->n - at) * sizeof(*m->p));
-		m->p[at] = v[i];
-		m->n++;
-	}
-	free(v);
-	return 0;
+	if (rc == 0)
+		rc = pgm_apply_step(j, 0);
+	pgm_job_free(j);
+	return rc;
 }
 
 /* ---- the route source ---------------------------------------------------- */
@@ -866,13 +986,85 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	return 0;
 }
 
+/* Two rules by prefix, then by id; or by id alone. */
+static int pgm_cmp_rule_cidr(const void *a, const void *b)
+{
+	const struct pgm_rule *x = a, *y = b;
+	int c;
+
+	if (x->cidr.family != y->cidr.family)
+		return x->cidr.family < y->cidr.family ? -1 : 1;
+	if (x->cidr.prefixlen != y->cidr.prefixlen)
+		return x->cidr.prefixlen < y->cidr.prefixlen ? -1 : 1;
+	c = memcmp(x->cidr.addr, y->cidr.addr, sizeof(x->cidr.addr));
+	if (c)
+		return c;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int pgm_cmp_rule_id(const void *a, const void *b)
+{
+	const struct pgm_rule *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Project pp's rules unexpired at now as its routes' list (*out, zeroed
+ * first): one per prefix (0002's index makes it so; without it the
+ * lowest id), ids 0.., at most EDGE_LOCAL_RULES_MAX, the lowest ids (the
+ * rest left out, logged); each keeps its expiry, which the route table
+ * enforces. Sorted, not added one by one (that was quadratic in a
+ * project's rules). 0 or -ENOMEM. */
+static int pgm_src_rules(const struct pgm_project *pp, int64_t now,
+			 struct rules *out)
+{
+	struct pgm_rule *v;
+	size_t n = 0, i, k = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!pp->n_rules)
+		return 0;
+	v = malloc(pp->n_rules * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < pp->n_rules; i++)
+		if (!pp->rules[i].expires_at || pp->rules[i].expires_at > now)
+			v[n++] = pp->rules[i];
+	qsort(v, n, sizeof(*v), pgm_cmp_rule_cidr);
+	for (i = 0; i < n; i++)
+		if (!k || !cidr_equal(&v[i].cidr, &v[k - 1].cidr))
+			v[k++] = v[i];
+	qsort(v, k, sizeof(*v), pgm_cmp_rule_id);
+	if (k > EDGE_LOCAL_RULES_MAX) {
+		log_warnx_rl("database: project %s: %zu of its IP rules left "
+			     "out: a project's routes hold %d",
+			     pp->id, k - EDGE_LOCAL_RULES_MAX,
+			     EDGE_LOCAL_RULES_MAX);
+		k = EDGE_LOCAL_RULES_MAX;
+	}
+	out->v = calloc(k + 1, sizeof(*out->v));
+	if (!out->v) {
+		free(v);
+		return -ENOMEM;
+	}
+	out->cap = k + 1;
+	for (i = 0; i < k; i++) {
+		struct rule *r = &out->v[out->n];
+
+		r->cidr = v[i].cidr;
+		r->action = v[i].action;
+		r->expires_at = v[i].expires_at;
+		r->id = (uint32_t)out->n++;
+	}
+	free(v);
+	return 0;
+}
+
 /* Project pp as a route source project into *pr (zeroed). */
 static int pgm_src_project(const struct pgm_project *pp, int64_t now,
 			   struct route_src_project *pr)
 {
-	struct errbuf e;
 	size_t j;
-	char c[CIDR_STR_MAX];
 
 	memset(pr, 0, sizeof(*pr));
 	pr->id = pgm_dup(pp->id);
@@ -884,69 +1076,34 @@ static int pgm_src_project(const struct pgm_project *pp, int64_t now,
 	for (j = 0; j < pp->n_envs; j++)
 		if (pgm_src_env(&pp->envs[j], &pr->envs[pr->n_envs++]))
 			return -ENOMEM;
-	for (j = 0; j < pp->n_rules; j++) {
-		const struct pgm_rule *x = &pp->rules[j];
-
-		if (x->expires_at && x->expires_at <= now)
-			continue;
-		errbuf_clear(&e);
-		cidr_format(&x->cidr, c, sizeof(c));
-		if (config_ip_rule_add(&pr->ip_rules, x->action, c, NULL, &e) ==
-		    -ENOMEM)
-			return -ENOMEM;
-		/* added last: it expires when the row says (route.c checks) */
-		if (pr->ip_rules.n &&
-		    cidr_equal(&pr->ip_rules.v[pr->ip_rules.n - 1].cidr,
-			       &x->cidr))
-			pr->ip_rules.v[pr->ip_rules.n - 1].expires_at =
-			    x->expires_at;
-	}
-	return 0;
+	return pgm_src_rules(pp, now, &pr->ip_rules);
 }
 
-int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
-		     int64_t now, struct route_src_project **set, size_t *n_set,
-		     char ***del, size_t *n_del)
+int pgm_src_at(const struct pgm *m, size_t i, int64_t now,
+	       struct route_src_project *out)
 {
-	size_t cnt = ids ? n : m->n, i, ns = 0, nd = 0;
-	struct route_src_project *sv = calloc(cnt + 1, sizeof(*sv));
-	char **dv = calloc(cnt + 1, sizeof(*dv));
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (i >= m->n)
+		return -ENOENT;
+	rc = pgm_src_project(m->p[i], now, out);
+	if (rc)
+		route_src_project_clear(out);
+	return rc;
+}
+
+int pgm_src_of(const struct pgm *m, const char *id, int64_t now,
+	       struct route_src_project *out)
+{
 	bool found;
+	size_t at = pgm_find(m->p, m->n, id, &found);
 
-	if (!sv || !dv)
-		goto fail;
-	for (i = 0; i < cnt; i++) {
-		const struct pgm_project *pp = NULL;
-		size_t at;
-
-		if (!ids) {
-			pp = m->p[i];
-		} else {
-			at = pgm_find(m->p, m->n, ids[i], &found);
-			if (found)
-				pp = m->p[at];
-		}
-		if (!pp) {
-			if (!(dv[nd++] = pgm_dup(ids[i])))
-				goto fail;
-			continue;
-		}
-		if (pgm_src_project(pp, now, &sv[ns++]))
-			goto fail;
+	if (!found) {
+		memset(out, 0, sizeof(*out));
+		return -ENOENT;
 	}
-	*set = sv;
-	*n_set = ns;
-	*del = dv;
-	*n_del = nd;
-	return 0;
-fail:
-	for (i = 0; sv && i < ns; i++)
-		route_src_project_clear(&sv[i]);
-	free(sv);
-	for (i = 0; dv && i < nd; i++)
-		free(dv[i]);
-	free(dv);
-	return -ENOMEM;
+	return pgm_src_at(m, at, now, out);
 }
 
 size_t pgm_global_rules(struct pgm *m, int64_t now, const struct pgm_rule **out)
@@ -954,12 +1111,16 @@ size_t pgm_global_rules(struct pgm *m, int64_t now, const struct pgm_rule **out)
 	size_t i, n = 0;
 	struct pgm_rule *v;
 
-	v = realloc(m->live, (m->n_global + 1) * sizeof(*v));
-	if (!v) {
-		*out = m->global; /* out of memory: the expired ones too */
-		return m->n_global;
+	if (m->n_global + 1 > m->live_cap) { /* grown, never shrunk */
+		v = realloc(m->live, (m->n_global + 1) * sizeof(*v));
+		if (!v) {
+			*out = m->global; /* out of memory: the expired too */
+			return m->n_global;
+		}
+		m->live = v;
+		m->live_cap = m->n_global + 1;
 	}
-	m->live = v;
+	v = m->live;
 	for (i = 0; i < m->n_global; i++)
 		if (!m->global[i].expires_at || m->global[i].expires_at > now)
 			v[n++] = m->global[i];
@@ -1012,431 +1173,4 @@ void pgm_skipped(const struct pgm *m, struct pgm_skipped *out)
 size_t pgm_projects(const struct pgm *m)
 {
 	return m->n;
-}
-
-/* ---- the local snapshot -------------------------------------------------- */
-
-static json_t *pgm_rule_json(const struct pgm_rule *x)
-{
-	char c[CIDR_STR_MAX];
-
-	return json_pack("[I, s, s, I]", (json_int_t)x->id,
-			 cidr_format(&x->cidr, c, sizeof(c)),
-			 x->action == EDGE_ACT_ALLOW ? "allow" : "block",
-			 (json_int_t)x->expires_at);
-}
-
-static json_t *pgm_env_json(const struct pgm_env *e)
-{
-	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
-	json_t *tcp = json_array(), *hc = NULL;
-	size_t i;
-
-	if (!eps || !doms || !tcp)
-		goto out;
-	for (i = 0; i < e->n_eps; i++)
-		if (json_array_append_new(eps, json_string(e->eps[i].text)))
-			goto out;
-	for (i = 0; i < e->n_doms; i++)
-		if (json_array_append_new(
-			doms, json_pack("[s, s, b]", e->doms[i].domain,
-					e->doms[i].prefix, e->doms[i].strip)))
-			goto out;
-	for (i = 0; i < e->n_tcp; i++)
-		if (json_array_append_new(
-			tcp,
-			json_pack("[I, s, s?]", (json_int_t)e->tcp[i].id,
-				  e->tcp[i].listen,
-				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
-			goto out;
-	if (e->hc.type != CONFIG_HC_NONE) {
-		hc = config_health_check_to_json(&e->hc);
-		if (!hc)
-			goto out;
-	}
-	o = json_pack(
-	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b, s:O*}",
-	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
-	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
-	    "state", pgm_env_states[e->state], "idle_timeout_ms",
-	    (json_int_t)e->idle_ms, "https_redirect", e->https_redirect, "hsts",
-	    e->hsts, "health_check", hc);
-out:
-	json_decref(hc);
-	json_decref(eps);
-	json_decref(doms);
-	json_decref(tcp);
-	return o;
-}
-
-struct pgm_snap {
-	uint64_t version;
-	struct pgm_project **p; /* references */
-	size_t n;
-	struct pgm_rule *global;
-	size_t n_global;
-};
-
-struct pgm_snap *pgm_snap_take(const struct pgm *m, uint64_t version)
-{
-	struct pgm_snap *x = calloc(1, sizeof(*x));
-	size_t i;
-
-	if (!x)
-		return NULL;
-	x->version = version;
-	x->p = calloc(m->n + 1, sizeof(*x->p));
-	x->global = calloc(m->n_global + 1, sizeof(*x->global));
-	if (!x->p || !x->global) {
-		pgm_snap_free(x);
-		return NULL;
-	}
-	for (i = 0; i < m->n; i++)
-		x->p[x->n++] = pgm_project_get(m->p[i]);
-	if (m->n_global)
-		memcpy(x->global, m->global, m->n_global * sizeof(*x->global));
-	x->n_global = m->n_global;
-	return x;
-}
-
-uint64_t pgm_snap_version(const struct pgm_snap *x)
-{
-	return x->version;
-}
-
-void pgm_snap_free(struct pgm_snap *x)
-{
-	size_t i;
-
-	if (!x)
-		return;
-	for (i = 0; i < x->n; i++)
-		pgm_project_free(x->p[i]);
-	free(x->p);
-	free(x->global);
-	free(x);
-}
-
-/* All of buf to fd; 0 or -errno. */
-static int pgm_write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int pgm_snap_write(const struct pgm_snap *x, const char *path,
-		   struct errbuf *err)
-{
-	json_t *root = NULL, *projects = json_array(), *rules = json_array();
-	char tmp[4096], *text = NULL;
-	size_t i, j;
-	int fd = -1, rc = -ENOMEM;
-
-	if (!projects || !rules)
-		goto out;
-	for (i = 0; i < x->n; i++) {
-		const struct pgm_project *p = x->p[i];
-		json_t *envs = json_array(), *prules = json_array(), *o;
-
-		for (j = 0; envs && j < p->n_envs; j++)
-			if (json_array_append_new(envs,
-						  pgm_env_json(&p->envs[j])))
-				break;
-		for (j = 0; prules && j < p->n_rules; j++)
-			if (json_array_append_new(prules,
-						  pgm_rule_json(&p->rules[j])))
-				break;
-		o = envs && prules
-			? json_pack("{s:s, s:s, s:b, s:O, s:O}", "id", p->id,
-				    "name", p->name, "enabled", p->enabled,
-				    "envs", envs, "rules", prules)
-			: NULL;
-		json_decref(envs);
-		json_decref(prules);
-		if (json_array_append_new(projects, o))
-			goto out;
-	}
-	for (i = 0; i < x->n_global; i++)
-		if (json_array_append_new(rules, pgm_rule_json(&x->global[i])))
-			goto out;
-	root = json_pack("{s:i, s:I, s:O, s:O}", "format", 1, "version",
-			 (json_int_t)x->version, "projects", projects, "rules",
-			 rules);
-	/* one string, one write: json_dumpfd writes token by token */
-	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-	if (!text)
-		goto out;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		rc = -ENAMETOOLONG;
-		errbuf_set(err, "%s: path too long", path);
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
-	if (fd < 0 || pgm_write_all(fd, text, strlen(text)) ||
-	    pgm_write_all(fd, "\n", 1) || fsync(fd)) {
-		rc = -errno;
-		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (close(fd)) {
-		fd = -1;
-		rc = -errno;
-		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		rc = -errno;
-		errbuf_set(err, "cannot replace %s: %s", path, strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (rc == -ENOMEM && !err->msg[0])
-		errbuf_set(err, "%s: out of memory", path);
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp);
-	}
-	free(text);
-	json_decref(root);
-	json_decref(projects);
-	json_decref(rules);
-	return rc;
-}
-
-int pgm_save(const struct pgm *m, uint64_t version, const char *path,
-	     struct errbuf *err)
-{
-	struct pgm_snap *x = pgm_snap_take(m, version);
-	int rc;
-
-	if (!x) {
-		errbuf_set(err, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	rc = pgm_snap_write(x, path, err);
-	pgm_snap_free(x);
-	return rc;
-}
-
-/* One saved rule back; -EINVAL when it does not read. */
-static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
-{
-	json_int_t id = 0, exp = 0;
-	const char *cidr = NULL, *act = NULL;
-
-	memset(x, 0, sizeof(*x));
-	if (json_unpack(a, "[I, s, s, I]", &id, &cidr, &act, &exp) ||
-	    cidr_parse(cidr, &x->cidr, NULL, NULL))
-		return -EINVAL;
-	x->id = id;
-	x->expires_at = exp;
-	x->action = strcmp(act, "allow") == 0 ? EDGE_ACT_ALLOW : EDGE_ACT_BLOCK;
-	return 0;
-}
-
-static int pgm_env_unjson(json_t *o, struct pgm_env *e)
-{
-	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
-	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
-	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
-	int od = 0, stv, redirect = 0, hsts = 0;
-	size_t i;
-
-	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
-	 * hsts, health_check: absent from a snapshot an edge before them
-	 * wrote (and health_check when the deployment has none) */
-	if (json_unpack(o,
-			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-			"s?:b, s?:b, s?:o}",
-			"id", &id, "name", &name, "deployment", &dep,
-			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
-			"on_demand", &od, "state", &st, "idle_timeout_ms",
-			&idle, "https_redirect", &redirect, "hsts", &hsts,
-			"health_check", &hc) ||
-	    !json_is_array(eps) || !json_is_array(doms) ||
-	    (tcp && !json_is_array(tcp)))
-		return -EINVAL;
-	/* the same check as the column's: one the file could not hold is
-	 * not this edge's snapshot */
-	if (hc && !json_is_null(hc) &&
-	    config_health_check_json(hc, &e->hc, NULL))
-		return -EINVAL;
-	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
-	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
-		return -EINVAL;
-	e->on_demand = od;
-	e->state = (unsigned)stv;
-	e->idle_ms = (uint64_t)idle;
-	e->id = pgm_dup(id);
-	e->name = pgm_dup(name);
-	e->dep = dep ? pgm_dup(dep) : NULL;
-	e->https_redirect = redirect;
-	e->hsts = hsts;
-	if (!e->id || !e->name || (dep && !e->dep))
-		return -ENOMEM;
-	json_array_foreach(eps, i, x)
-	{
-		struct config_addr *a;
-
-		if (!json_is_string(x))
-			return -EINVAL;
-		a = pgm_grow((void **)&e->eps, &e->n_eps, sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		if (config_addr_parse(json_string_value(x), a, NULL))
-			return -EINVAL;
-	}
-	json_array_foreach(doms, i, x)
-	{
-		const char *d = NULL, *p = NULL;
-		int strip = 0;
-		struct pgm_dom *dm;
-
-		if (json_unpack(x, "[s, s, b]", &d, &p, &strip))
-			return -EINVAL;
-		dm = pgm_grow((void **)&e->doms, &e->n_doms, sizeof(*dm));
-		if (!dm)
-			return -ENOMEM;
-		dm->domain = pgm_dup(d);
-		dm->prefix = pgm_dup(p);
-		dm->strip = strip;
-		if (!dm->domain || !dm->prefix)
-			return -ENOMEM;
-		if (config_domain_check(dm->domain, true, NULL) ||
-		    (p[0] && config_prefix_check(p, NULL)))
-			return -EINVAL;
-	}
-	json_array_foreach(tcp, i, x)
-	{
-		json_int_t rid = 0;
-		const char *listen = NULL, *sni = NULL;
-		json_t *sv = NULL;
-		struct tcproute_row *r;
-
-		/* [id, listen, sni or null] */
-		if (json_unpack(x, "[I, s, o]", &rid, &listen, &sv) ||
-		    (!json_is_null(sv) && !json_is_string(sv)))
-			return -EINVAL;
-		sni = json_string_value(sv);
-		r = pgm_grow((void **)&e->tcp, &e->n_tcp, sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		if (pgm_tcp_row(r, rid, listen, sni, e->id, NULL))
-			return -EINVAL;
-	}
-	return 0;
-}
-
-int pgm_load(struct pgm *m, const char *path, uint64_t *version,
-	     struct errbuf *err)
-{
-	json_error_t je;
-	json_t *root, *projects = NULL, *rules = NULL, *po, *x;
-	json_int_t v = 0;
-	struct pgm fresh;
-	size_t i, j;
-	int fmt = 0, rc = -EINVAL;
-
-	memset(&fresh, 0, sizeof(fresh));
-	root = json_load_file(path, 0, &je);
-	if (!root) {
-		rc = access(path, F_OK) ? -ENOENT : -EINVAL;
-		errbuf_set(err, "%s: %s", path,
-			   rc == -ENOENT ? "no such file" : je.text);
-		return rc;
-	}
-	if (json_unpack(root, "{s:i, s:I, s:o, s:o}", "format", &fmt, "version",
-			&v, "projects", &projects, "rules", &rules) ||
-	    fmt != 1 || !json_is_array(projects) || !json_is_array(rules))
-		goto bad;
-	fresh.p = calloc(json_array_size(projects) + 1, sizeof(*fresh.p));
-	if (!fresh.p)
-		goto nomem;
-	json_array_foreach(projects, i, po)
-	{
-		const char *id = NULL, *name = NULL;
-		json_t *envs = NULL, *prules = NULL;
-		int enabled = 0;
-		struct pgm_project *p;
-
-		if (json_unpack(po, "{s:s, s:s, s:b, s:o, s:o}", "id", &id,
-				"name", &name, "enabled", &enabled, "envs",
-				&envs, "rules", &prules) ||
-		    !json_is_array(envs) || !json_is_array(prules) ||
-		    config_id_check(id, NULL))
-			goto bad;
-		p = calloc(1, sizeof(*p));
-		if (p)
-			atomic_init(&p->ref, 1);
-		if (!p)
-			goto nomem;
-		fresh.p[fresh.n++] = p;
-		p->id = pgm_dup(id);
-		p->name = pgm_dup(name);
-		p->enabled = enabled;
-		if (!p->id || !p->name)
-			goto nomem;
-		p->envs = calloc(json_array_size(envs) + 1, sizeof(*p->envs));
-		p->rules =
-		    calloc(json_array_size(prules) + 1, sizeof(*p->rules));
-		if (!p->envs || !p->rules)
-			goto nomem;
-		json_array_foreach(envs, j, x)
-		{
-			rc = pgm_env_unjson(x, &p->envs[p->n_envs++]);
-			if (rc)
-				goto fail;
-		}
-		json_array_foreach(prules, j, x)
-		{
-			if (pgm_rule_unjson(x, &p->rules[p->n_rules++]))
-				goto bad;
-		}
-	}
-	qsort(fresh.p, fresh.n, sizeof(*fresh.p), pgm_cmp_project);
-	fresh.cap = fresh.n;
-	fresh.global =
-	    calloc(json_array_size(rules) + 1, sizeof(*fresh.global));
-	if (!fresh.global)
-		goto nomem;
-	json_array_foreach(rules, i, x)
-	{
-		if (pgm_rule_unjson(x, &fresh.global[fresh.n_global++]))
-			goto bad;
-	}
-	json_decref(root);
-	pgm_clear(m);
-	free(m->p);
-	m->p = fresh.p;
-	m->n = fresh.n;
-	m->cap = fresh.cap;
-	m->global = fresh.global;
-	m->n_global = fresh.n_global;
-	*version = (uint64_t)v;
-	return 0;
-nomem:
-	rc = -ENOMEM;
-	goto fail;
-bad:
-	rc = -EINVAL;
-fail:
-	errbuf_set(err, "%s: %s", path,
-		   rc == -ENOMEM ? "out of memory"
-				 : "not a snapshot of this edge's (refused)");
-	json_decref(root);
-	pgm_clear(&fresh);
-	free(fresh.p);
-	return rc;
 }

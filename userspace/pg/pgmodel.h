@@ -94,17 +94,36 @@ int pgm_apply(struct pgm *m, PGresult *const set[PGM_NSETS],
 	      const char *const *ids, size_t n, bool rules);
 
 /*
- * The route source projects of ids[0..n) (NULL: every project in the
- * model): each one the model holds goes into *set (a malloc'd array of
- * *n_set, each the caller's to clear with route_src_project_clear), each
- * it does not into *del (malloc'd copies of the ids, *n_del). 0, or
- * -ENOMEM with nothing returned. A project rule that has expired at now
- * (unix seconds) is left out; the others carry their expiry, which the
- * route table enforces.
+ * pgm_apply in steps, so that a fetch of 100,000 rows need not hold the
+ * control loop: begin checks the sets' shapes (-EPROTO, -ENOMEM: no job);
+ * each pgm_apply_step works until deadline_ns (monotonic, clk.h; 0: to
+ * the end) and returns 1 while work is left, 0 once the model holds the
+ * change (and the projects it replaced are freed), or -ENOMEM (the model
+ * unchanged; every later step says the same). set, ids and m stay the
+ * caller's and must live, unchanged, until pgm_job_free, and nothing else
+ * may change m meanwhile (reading it is fine: the model changes in the
+ * one step that swaps the projects in). pgm_job_free drops a job, done or
+ * not (NULL is fine).
  */
-int pgm_src_projects(struct pgm *m, const char *const *ids, size_t n,
-		     int64_t now, struct route_src_project **set, size_t *n_set,
-		     char ***del, size_t *n_del);
+struct pgm_job;
+int pgm_apply_begin(struct pgm *m, PGresult *const set[PGM_NSETS],
+		    const char *const *ids, size_t n, bool rules,
+		    struct pgm_job **out);
+int pgm_apply_step(struct pgm_job *j, uint64_t deadline_ns);
+void pgm_job_free(struct pgm_job *j);
+
+/*
+ * A project of the model as a route source project in *out (zeroed
+ * first; the caller's to clear with route_src_project_clear): the i-th in
+ * id order (i < pgm_projects), or the one of id. A project rule that has
+ * expired at now (unix seconds) is left out; the others carry their
+ * expiry, which the route table enforces. 0; -ENOENT when the model has
+ * no such project; -ENOMEM (*out empty).
+ */
+int pgm_src_at(const struct pgm *m, size_t i, int64_t now,
+	       struct route_src_project *out);
+int pgm_src_of(const struct pgm *m, const char *id, int64_t now,
+	       struct route_src_project *out);
 
 /* The global rules (valid ones; unexpired at now) in *out (the model's:
  * valid until the next pgm_apply), and their number. */

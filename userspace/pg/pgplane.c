@@ -51,7 +51,7 @@ struct pgplane {
 	size_t n_hc;
 	pgplane_hcheck_fn hc_fn;
 	void *hc_arg;
-	/* during pgplane_routes: the projects the writer refused (their
+	/* during a route job: the projects the writer refused (their
 	 * health checks stay as they were), and whether one was lost */
 	char **refused_ids;
 	size_t n_refused_ids;
@@ -73,6 +73,7 @@ struct pgplane {
 	struct {
 		struct metrics_gauge *up, *state, *applied, *db, *projects;
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
+		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
 		struct metrics_counter *errors, *given_way, *skipped[6];
 	} m;
@@ -137,91 +138,55 @@ static size_t pgplane_hc_find(const struct pgplane *p, const char *id,
 	return lo;
 }
 
-/* Project id's health checks go (a project deleted). Whether it had any. */
-static bool pgplane_hc_del(struct pgplane *p, const char *id)
+/* The health checks of project pr (before the writer takes it) into *h:
+ * 0, or -ENOMEM (*h empty). */
+static int pgplane_hc_one(const struct route_src_project *pr,
+			  struct pgplane_hc *h)
 {
-	bool found;
-	size_t at = pgplane_hc_find(p, id, &found);
+	struct route_src one = {(struct route_src_project *)pr, 1};
 
-	if (!found)
-		return false;
-	pgplane_hc_clear(&p->hc[at]);
-	memmove(&p->hc[at], &p->hc[at + 1],
-		(p->n_hc - at - 1) * sizeof(*p->hc));
-	p->n_hc--;
-	return true;
-}
-
-/* Project h->project's health checks are h's (taken; none: the project
- * has none). Whether it had or has any; -ENOMEM (h kept, the project's
- * old ones gone). */
-static int pgplane_hc_put(struct pgplane *p, struct pgplane_hc *h)
-{
-	bool found, had;
-	size_t at = pgplane_hc_find(p, h->project, &found);
-	struct pgplane_hc *v;
-
-	had = found;
-	if (found && h->n) {
-		pgplane_hc_clear(&p->hc[at]);
-		p->hc[at] = *h;
-		memset(h, 0, sizeof(*h));
-		return 1;
-	}
-	if (found)
-		pgplane_hc_del(p, h->project);
-	if (!h->n) {
-		pgplane_hc_clear(h);
-		return had;
-	}
-	v = realloc(p->hc, (p->n_hc + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	p->hc = v;
-	memmove(&v[at + 1], &v[at], (p->n_hc - at) * sizeof(*v));
-	v[at] = *h;
-	p->n_hc++;
 	memset(h, 0, sizeof(*h));
-	return 1;
+	h->project = strdup(pr->id ? pr->id : "");
+	if (!h->project || hcheck_targets(&one, &h->t, &h->n)) {
+		pgplane_hc_clear(h);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
-/* The health checks of set[0..n) (before the writer takes set), into a
- * new array *out (NULL when out of memory: logged). */
-static struct pgplane_hc *pgplane_hc_of(const struct route_src_project *set,
-					size_t n)
+static int pgplane_hc_cmp_entry(const void *a, const void *b)
 {
-	struct pgplane_hc *v = calloc(n + 1, sizeof(*v));
-	size_t i, k;
-
-	for (i = 0; v && i < n; i++) {
-		struct route_src one = {(struct route_src_project *)&set[i], 1};
-
-		v[i].project = strdup(set[i].id);
-		if (!v[i].project || hcheck_targets(&one, &v[i].t, &v[i].n)) {
-			for (k = 0; k <= i; k++)
-				pgplane_hc_clear(&v[k]);
-			free(v);
-			v = NULL;
-		}
-	}
-	if (!v)
-		log_warnx("database: health checks: out of memory; the old "
-			  "ones stay");
-	return v;
+	return strcmp(((const struct pgplane_hc *)a)->project,
+		      ((const struct pgplane_hc *)b)->project);
 }
 
 /* The route table took a change: deleted del[0..n_del), set nh[0..n)
  * (taken), but the projects refused; tell the owner when a project with
- * health checks was touched. */
+ * health checks was touched. One merge of the sorted lists, whatever the
+ * number of projects (a snapshot deletes or sets them all). Out of
+ * memory: the old checks stay, logged. */
 static void pgplane_hc_apply(struct pgplane *p, const char *const *del,
 			     size_t n_del, struct pgplane_hc *nh, size_t n)
 {
-	bool changed = false;
-	size_t i, j;
-	int rc;
+	struct pgplane_hc *add = NULL, *v = NULL;
+	size_t i, j, at, k, n_add = 0;
+	bool changed = false, found, *gone;
 
-	for (i = 0; i < n_del; i++)
-		changed |= pgplane_hc_del(p, del[i]);
+	gone = calloc(p->n_hc + 1, sizeof(*gone));
+	add = calloc(n + 1, sizeof(*add));
+	v = malloc((p->n_hc + n + 1) * sizeof(*v));
+	if (!gone || !add || !v) {
+		log_warnx("database: health checks: out of memory; the old "
+			  "ones stay");
+		for (i = 0; i < n; i++)
+			pgplane_hc_clear(&nh[i]);
+		goto out;
+	}
+	for (i = 0; i < n_del; i++) {
+		at = pgplane_hc_find(p, del[i], &found);
+		if (found && !gone[at])
+			changed = gone[at] = true;
+	}
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < p->n_refused_ids; j++)
 			if (strcmp(p->refused_ids[j], nh[i].project) == 0)
@@ -232,14 +197,40 @@ static void pgplane_hc_apply(struct pgplane *p, const char *const *del,
 			pgplane_hc_clear(&nh[i]);
 			continue;
 		}
-		rc = pgplane_hc_put(p, &nh[i]);
-		if (rc < 0)
-			log_warnx("database: health checks of project %s: out "
-				  "of memory; dropped",
-				  nh[i].project);
-		pgplane_hc_clear(&nh[i]);
-		changed |= rc != 0;
+		at = pgplane_hc_find(p, nh[i].project, &found);
+		if (found && !gone[at])
+			changed = gone[at] = true; /* its old ones go */
+		if (!nh[i].n) {
+			pgplane_hc_clear(&nh[i]);
+			continue;
+		}
+		add[n_add++] = nh[i];
+		memset(&nh[i], 0, sizeof(nh[i]));
+		changed = true;
 	}
+	qsort(add, n_add, sizeof(*add), pgplane_hc_cmp_entry);
+	for (i = j = k = 0; i < p->n_hc || j < n_add;) {
+		if (i < p->n_hc && gone[i]) {
+			pgplane_hc_clear(&p->hc[i++]);
+		} else if (j == n_add ||
+			   (i < p->n_hc &&
+			    strcmp(p->hc[i].project, add[j].project) < 0)) {
+			v[k++] = p->hc[i++];
+		} else {
+			v[k++] = add[j++];
+		}
+	}
+	free(p->hc);
+	p->hc = v;
+	p->n_hc = k;
+	v = NULL;
+	n_add = 0; /* all in p->hc */
+out:
+	for (i = 0; i < n_add; i++)
+		pgplane_hc_clear(&add[i]);
+	free(add);
+	free(gone);
+	free(v);
 	if (changed && p->hc_fn)
 		p->hc_fn(p->hc_arg);
 }
@@ -313,92 +304,173 @@ static bool pgplane_tcp(struct pgplane *p, const struct tcproute_row *tcp,
 	return rc > 0;
 }
 
-static int pgplane_routes(void *arg, struct route_src_project *set,
-			  size_t n_set, const char *const *del, size_t n_del,
-			  bool all, const struct tcproute_row *tcp,
-			  size_t n_tcp, uint64_t version, struct errbuf *err)
-{
-	struct pgplane *p = arg;
-	struct route_tcp_list tl;
-	struct wake_defs *wd = NULL;
-	struct pgplane_hc *nh = NULL;
-	const char **dv = NULL;
-	char **old = NULL;
-	size_t n_old = 0, nd = 0, i, j, dropped = 0;
-	uint64_t gen = 0;
+/* Where a change of the database's routes is (pgplane_routes_step). */
+enum pgplane_stage {
+	PGPLANE_BEGIN = 0, /* the TCP routes; the build begun on the table */
+	PGPLANE_PRUNE,	   /* each project gives way to the file's names */
+	PGPLANE_BUILD,	   /* the projects gone, then each one set */
+	PGPLANE_END,	   /* the build swapped in, the rest told */
+};
+
+/* A change of the database's routes on its way into the route table, in
+ * slices (pgsync.h's routes_begin and routes_step). */
+struct pgplane_job {
+	enum pgplane_stage stage;
+	struct route_src_project *set; /* taken; pruned in place */
+	size_t n_set, n_kept, next;
+	char **del; /* taken */
+	size_t n_del;
+	char **old; /* a snapshot: the database's projects of the table */
+	size_t n_old;
+	const char **dv; /* what goes: del, then old that set lacks */
+	size_t nd;
+	bool all;
+	struct tcproute_row *tcp; /* copied */
+	size_t n_tcp;
 	bool tcp_changed;
+	uint64_t version;
+	struct route_patch *patch;
+	struct pgplane_hc *nh; /* each set project's health checks */
+	bool nh_lost;	       /* one could not be had: the old ones stay */
+	struct wake_defs *wd;
+	size_t dropped;
+};
+
+static void pgplane_job_free(struct pgplane_job *j)
+{
+	size_t i;
+
+	if (!j)
+		return;
+	route_patch_abort(j->patch);
+	for (i = 0; i < j->n_set; i++)
+		route_src_project_clear(&j->set[i]);
+	free(j->set);
+	route_ids_free(j->del, j->n_del);
+	route_ids_free(j->old, j->n_old);
+	free(j->dv);
+	free(j->tcp);
+	for (i = 0; j->nh && i < j->n_set; i++)
+		pgplane_hc_clear(&j->nh[i]);
+	free(j->nh);
+	wake_defs_free(j->wd);
+	free(j);
+}
+
+static int pgplane_routes_begin(void *arg, struct route_src_project *set,
+				size_t n_set, char **del, size_t n_del,
+				bool all, const struct tcproute_row *tcp,
+				size_t n_tcp, uint64_t version, void **job,
+				struct errbuf *err)
+{
+	struct pgplane_job *j = calloc(1, sizeof(*j));
+
+	(void)arg;
+	*job = NULL;
+	if (!j || (n_tcp && !(j->tcp = malloc(n_tcp * sizeof(*tcp))))) {
+		size_t i;
+
+		for (i = 0; i < n_set; i++)
+			route_src_project_clear(&set[i]);
+		free(set);
+		route_ids_free(del, n_del);
+		free(j);
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	j->set = set;
+	j->n_set = n_set;
+	j->del = del;
+	j->n_del = n_del;
+	j->all = all;
+	if (n_tcp)
+		memcpy(j->tcp, tcp, n_tcp * sizeof(*tcp));
+	j->n_tcp = n_tcp;
+	j->version = version;
+	*job = j;
+	return 0;
+}
+
+/* The build begun on the current table, with the TCP routes (in the same
+ * generation as the projects whose environments they name) and, for a
+ * snapshot, the database's projects the table holds that set lacks. */
+static int pgplane_job_begin(struct pgplane *p, struct pgplane_job *j,
+			     struct errbuf *err)
+{
+	struct route_tcp_list tl;
+	size_t i;
 	int rc;
 
-	if (all) {
+	if (j->all) {
 		/* a snapshot: the database's projects it does not hold go
 		 * (set is every project, sorted by id: pgmodel's order) */
 		struct route_table *t = route_table_current(p->w->holder);
 
-		rc = route_table_project_ids(t, ROUTE_SRC_DB, &old, &n_old);
+		rc = route_table_project_ids(t, ROUTE_SRC_DB, &j->old,
+					     &j->n_old);
 		route_table_put(t);
 		if (rc) {
 			errbuf_set(err, "out of memory");
 			return rc;
 		}
 	}
-	dv = calloc(n_del + n_old + 1, sizeof(*dv));
-	if (!dv) {
-		route_ids_free(old, n_old);
+	j->dv = calloc(j->n_del + j->n_old + 1, sizeof(*j->dv));
+	j->nh = calloc(j->n_set + 1, sizeof(*j->nh));
+	if (!j->dv || !j->nh) {
 		errbuf_set(err, "out of memory");
 		return -ENOMEM;
 	}
-	for (i = 0; i < n_del; i++)
-		dv[nd++] = del[i];
-	for (i = 0; i < n_old; i++)
-		if (!bsearch(old[i], set, n_set, sizeof(*set), pgplane_cmp_set))
-			dv[nd++] = old[i];
-	/* a project whose id the file holds gives way whole (left out), a
-	 * name the file holds is left out of the project */
-	for (i = j = 0; i < n_set; i++) {
-		if (route_writer_prune_project(p->w, ROUTE_SRC_DB, &set[i],
-					       pgplane_gave_way, p, &dropped)) {
-			route_src_project_clear(&set[i]);
-			continue;
-		}
-		if (i != j) {
-			set[j] = set[i];
-			memset(&set[i], 0, sizeof(set[i]));
-		}
-		j++;
-	}
-	/* the TCP routes in the same generation as the projects whose
-	 * environments they name */
-	tcp_changed = pgplane_tcp(p, tcp, n_tcp);
-	if (tcp_changed)
+	for (i = 0; i < j->n_del; i++)
+		j->dv[j->nd++] = j->del[i];
+	for (i = 0; i < j->n_old; i++)
+		if (!bsearch(j->old[i], j->set, j->n_set, sizeof(*j->set),
+			     pgplane_cmp_set))
+			j->dv[j->nd++] = j->old[i];
+	j->tcp_changed = pgplane_tcp(p, j->tcp, j->n_tcp);
+	if (j->tcp_changed)
 		tcproute_list(p->tr, &tl);
-	/* what the wake registry needs of the change, before the writer
-	 * takes set; applied once the routes are in */
-	if (p->wake) {
-		wd = wake_defs_new(ROUTE_SRC_DB, set, j, dv, nd, all);
-		if (!wd)
-			log_warnx("database: on-demand environments: out of "
-				  "memory");
+	pgplane_refused_clear(p);
+	rc = route_writer_patch_begin(p->w, ROUTE_SRC_DB,
+				      j->tcp_changed ? &tl : NULL,
+				      pgplane_refused, p, &j->patch, err);
+	if (rc && j->tcp_changed) {
+		tcproute_applied(p->tr, false);
+		j->tcp_changed = false;
 	}
-	/* and what the health checks need of it (hcheck.h) */
-	nh = pgplane_hc_of(set, j);
+	return rc;
+}
+
+/* Whether a slice is used up (checked every few items). */
+static bool pgplane_late(uint64_t deadline_ns, size_t k)
+{
+	return deadline_ns && k % 16 == 0 && clk_fresh_ns() >= deadline_ns;
+}
+
+/* The end: the build swapped in (when the table is still the one it was
+ * built on), and the health checks, the TCP routes' listeners and the
+ * on-demand environments told. 0, or -ESTALE / -ENOMEM with err. */
+static int pgplane_job_end(struct pgplane *p, struct pgplane_job *j,
+			   struct errbuf *err)
+{
+	uint64_t gen = 0;
+	size_t i;
+	int rc;
+
+	rc = route_patch_end(j->patch, &gen, err);
+	j->patch = NULL;
+	if (rc == 0 && !j->nh_lost) {
+		pgplane_hc_apply(p, j->dv, j->nd, j->nh, j->n_kept);
+	} else if (j->nh_lost) {
+		log_warnx("database: health checks: out of memory; the old "
+			  "ones stay");
+	}
+	for (i = 0; i < j->n_kept; i++)
+		pgplane_hc_clear(&j->nh[i]);
 	pgplane_refused_clear(p);
-	rc = route_writer_patch_tcp(p->w, ROUTE_SRC_DB, set, j, dv, nd,
-				    tcp_changed ? &tl : NULL, &gen,
-				    pgplane_refused, p, err);
-	if (rc == 0 && nh)
-		pgplane_hc_apply(p, dv, nd, nh, j);
-	else
-		for (i = 0; nh && i < j; i++)
-			pgplane_hc_clear(&nh[i]);
-	free(nh);
-	pgplane_refused_clear(p);
-	free(dv);
-	route_ids_free(old, n_old);
-	if (tcp_changed)
+	if (j->tcp_changed)
 		tcproute_applied(p->tr, rc == 0);
-	if (rc == 0 && wd && wake_sync_defs(p->wake, wd))
+	if (rc == 0 && j->wd && wake_sync_defs(p->wake, j->wd))
 		log_warnx("database: on-demand environments: out of memory");
-	wake_defs_free(wd);
 	if (rc)
 		return rc;
 	/* new addresses listened on, gone ones closed, failed ones tried
@@ -406,8 +478,93 @@ static int pgplane_routes(void *arg, struct route_src_project *set,
 	if (p->tr)
 		tcproute_listen(p->tr, false, NULL);
 	log_debug("database: change version %llu: route generation %llu",
-		  (unsigned long long)version, (unsigned long long)gen);
+		  (unsigned long long)j->version, (unsigned long long)gen);
 	return 0;
+}
+
+static int pgplane_routes_step(void *arg, void *job, uint64_t deadline_ns,
+			       struct errbuf *err)
+{
+	struct pgplane *p = arg;
+	struct pgplane_job *j = job;
+	size_t k = 0;
+	int rc = 0;
+
+	errbuf_clear(err);
+	if (j->stage == PGPLANE_BEGIN) {
+		rc = pgplane_job_begin(p, j, err);
+		if (rc)
+			goto done;
+		j->stage = PGPLANE_PRUNE;
+	}
+	/* a project whose id the file holds gives way whole (left out), a
+	 * name the file holds is left out of the project */
+	for (; j->stage == PGPLANE_PRUNE && j->next < j->n_set; j->next++) {
+		struct route_src_project *pr = &j->set[j->next];
+
+		if (pgplane_late(deadline_ns, ++k))
+			return 1;
+		if (route_writer_prune_project(p->w, ROUTE_SRC_DB, pr,
+					       pgplane_gave_way, p,
+					       &j->dropped)) {
+			route_src_project_clear(pr);
+			continue;
+		}
+		if (j->next != j->n_kept) {
+			j->set[j->n_kept] = *pr;
+			memset(pr, 0, sizeof(*pr));
+		}
+		j->n_kept++;
+	}
+	if (j->stage == PGPLANE_PRUNE) {
+		/* what the wake registry needs of the change, before the
+		 * build takes set; applied once the routes are in */
+		if (p->wake) {
+			j->wd = wake_defs_new(ROUTE_SRC_DB, j->set, j->n_kept,
+					      j->dv, j->nd, j->all);
+			if (!j->wd)
+				log_warnx("database: on-demand environments: "
+					  "out of memory");
+		}
+		j->stage = PGPLANE_BUILD;
+		j->next = 0;
+	}
+	/* the projects gone, then each one set (with what its health
+	 * checks are, hcheck.h, before the build takes it) */
+	for (; j->stage == PGPLANE_BUILD && j->next < j->nd + j->n_kept;
+	     j->next++) {
+		if (pgplane_late(deadline_ns, ++k))
+			return 1;
+		if (j->next < j->nd) {
+			rc = route_patch_del(j->patch, j->dv[j->next]);
+		} else {
+			size_t i = j->next - j->nd;
+
+			if (!j->nh_lost &&
+			    pgplane_hc_one(&j->set[i], &j->nh[i]))
+				j->nh_lost = true;
+			rc = route_patch_set(j->patch, &j->set[i]);
+		}
+		if (rc) {
+			errbuf_set(err, "route table: out of memory");
+			goto done;
+		}
+	}
+	j->stage = PGPLANE_END;
+	rc = pgplane_job_end(p, j, err);
+done:
+	pgplane_job_free(j);
+	return rc;
+}
+
+static void pgplane_routes_abort(void *arg, void *job)
+{
+	struct pgplane_job *j = job;
+
+	if (j && j->tcp_changed)
+		tcproute_applied(((struct pgplane *)arg)->tr, false);
+	pgplane_refused_clear(arg);
+	pgplane_job_free(j);
 }
 
 /* The connection's peer into the keep list (once connected: a host name
@@ -440,7 +597,7 @@ static void pgplane_rules(void *arg, const struct pgm_rule *v, size_t n,
 }
 
 static void pgplane_report(void *arg, uint64_t *generation, json_t **counters,
-			   json_t **hits)
+			   char **hits)
 {
 	struct pgplane *p = arg;
 	struct route_table *t = route_table_current(p->w->holder);
@@ -460,7 +617,9 @@ static void pgplane_certs(void *arg, const struct pgsync_cert *v, size_t n)
 }
 
 static const struct pgsync_ops pgplane_ops = {
-    .apply_routes = pgplane_routes,
+    .routes_begin = pgplane_routes_begin,
+    .routes_step = pgplane_routes_step,
+    .routes_abort = pgplane_routes_abort,
     .apply_rules = pgplane_rules,
     .apply_certs = pgplane_certs,
     .report = pgplane_report,
@@ -776,6 +935,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	metrics_gauge_set(p->m.rules, (int64_t)xs.rules);
 	metrics_gauge_set(p->m.duplicates, (int64_t)xs.duplicates);
 	metrics_gauge_set(p->m.xdp_refused, (int64_t)xs.refused);
+	metrics_gauge_set(p->m.xdp_over, (int64_t)xs.over);
 	metrics_gauge_set(p->m.lag_ms, (int64_t)(st.last_apply_ns / 1000000));
 #define PGPLANE_TO(c, v)                                                       \
 	do {                                                                   \
@@ -837,6 +997,11 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "The database's block rules left out of the XDP maps because "
 	    "they would drop this host's packets from the database.",
 	    NULL);
+	p->m.xdp_over = metrics_gauge_new(
+	    m, "edge_db_xdp_over",
+	    "The database's IP rules left out of the XDP maps because the "
+	    "maps have no room left for them (logged).",
+	    NULL);
 	p->m.lag_ms = metrics_gauge_new(
 	    m, "edge_db_apply_ms",
 	    "Milliseconds from the latest change's notification to its "
@@ -871,9 +1036,9 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	}
 	return p->m.up && p->m.state && p->m.applied && p->m.db &&
 		       p->m.projects && p->m.rules && p->m.duplicates &&
-		       p->m.xdp_refused && p->m.lag_ms && p->m.changes &&
-		       p->m.snapshots && p->m.reconnects && p->m.errors &&
-		       p->m.given_way
+		       p->m.xdp_refused && p->m.xdp_over && p->m.lag_ms &&
+		       p->m.changes && p->m.snapshots && p->m.reconnects &&
+		       p->m.errors && p->m.given_way
 		   ? 0
 		   : -ENOMEM;
 }
@@ -905,6 +1070,12 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 	rc = pgsync_new(base, &sc, &pgplane_ops, p, &p->sync, err);
 	if (rc)
 		return rc;
+	/* the rows read at start went in at once; from now on the rules are
+	 * written in slices on the loop */
+	if (pgxdp_start(p->xdp, base)) {
+		errbuf_set(err, "pg: out of memory");
+		return -ENOMEM;
+	}
 	if (wake) {
 		char e[256] = "";
 
@@ -951,7 +1122,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -970,8 +1141,9 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
 	    "xdp_duplicates", (json_int_t)xs.duplicates, "xdp_refused",
-	    (json_int_t)xs.refused, "xdp_reopens", (json_int_t)xs.reopens,
-	    "certificate_fetches", (json_int_t)st.cert_fetches);
+	    (json_int_t)xs.refused, "xdp_over", (json_int_t)xs.over,
+	    "xdp_reopens", (json_int_t)xs.reopens, "certificate_fetches",
+	    (json_int_t)st.cert_fetches);
 }
 
 void pgplane_free(struct pgplane *p)

@@ -14,12 +14,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clk.h"
 #include "pgconn.h"
 #include "pgsync.h"
+
+/* Where an apply is (pgsync_apply_step). */
+enum pgsync_stage {
+	PGSYNC_IDLE = 0,
+	PGSYNC_MODEL,  /* a fetch's rows into the model */
+	PGSYNC_SRC,    /* its projects as route sources */
+	PGSYNC_ROUTES, /* into the route table (the owner's job) */
+};
+
+/* A fetch (or the model as it is: a republish) on its way into the route
+ * table and the XDP maps. */
+struct pgsync_apply {
+	enum pgsync_stage stage;
+	bool fetched; /* from a fetch; else the model as it is */
+	bool save;    /* the local snapshot written after it */
+	PGresult
+	    *set[PGM_NSETS]; /* the fetch's sets, until the model has them */
+	char **ids;	     /* the projects it names; NULL: all */
+	size_t n;
+	bool rules; /* the global rules too */
+	uint64_t version, since;
+	struct pgm_job *mj;
+	int64_t now; /* unix s: what has expired */
+	struct route_src_project *src;
+	size_t n_src;
+	char **del; /* named, and no longer in the model */
+	size_t n_del;
+	size_t next;  /* the next project to make a route source of */
+	void *routes; /* the owner's job (ops->routes_begin) */
+};
 
 enum pgsync_query {
 	PQ_NONE = 0,
@@ -59,6 +91,11 @@ struct pgsync {
 	uint64_t f_since, f_version;
 	PGresult *f_set[PGM_NSETS];
 	int f_k;
+	/* the apply under way (one at a time), in slices on the loop; a
+	 * republish asked for meanwhile, done after it */
+	struct pgsync_apply ap;
+	struct event *ap_ev;
+	bool republish_due;
 	/* the check under way: its statements' results, in order */
 	int c_k;
 	/* versions at most PGSYNC_LATE_WINDOW below the applied one that
@@ -168,6 +205,9 @@ static int pgsync_dirty_add(struct pgsync *s, const char *id)
 	size_t i;
 	char **v;
 
+	if (s->need_snapshot)
+		return 0; /* everything is fetched anyway (and a transaction
+			   * of 10,000 projects is 10,000 notifications) */
 	for (i = 0; i < s->n_dirty; i++)
 		if (strcmp(s->dirty[i], id) == 0)
 			return 0;
@@ -398,17 +438,16 @@ static void pgsync_report(struct pgsync *s)
 	    "EXCLUDED.xdp_counters, rule_hits = EXCLUDED.rule_hits";
 	char started[24], applied[24], gen[24], *cj = NULL, *hj = NULL;
 	const char *params[7];
-	json_t *counters = NULL, *hits = NULL;
+	json_t *counters = NULL;
 	uint64_t generation = 0;
 
 	s->report_due = false;
 	if (s->ops->report)
-		s->ops->report(s->arg, &generation, &counters, &hits);
+		s->ops->report(s->arg, &generation, &counters, &hj);
 	snprintf(started, sizeof(started), "%lld", (long long)s->started);
 	snprintf(applied, sizeof(applied), "%" PRIu64, s->st.applied_version);
 	snprintf(gen, sizeof(gen), "%" PRIu64, generation);
 	cj = counters ? json_dumps(counters, JSON_COMPACT) : NULL;
-	hj = hits ? json_dumps(hits, JSON_COMPACT) : NULL;
 	params[0] = s->host;
 	params[1] = s->version;
 	params[2] = started;
@@ -420,12 +459,13 @@ static void pgsync_report(struct pgsync *s)
 	free(cj);
 	free(hj);
 	json_decref(counters);
-	json_decref(hits);
 }
 
 /* Send the next query that is due, if the connection is free. */
 static void pgsync_next(struct pgsync *s)
 {
+	bool applying;
+
 	if (!pgconn_up(s->c) || pgconn_busy(s->c))
 		return;
 	if (!s->listening) {
@@ -436,7 +476,11 @@ static void pgsync_next(struct pgsync *s)
 			     0, NULL);
 		return;
 	}
-	if (s->need_snapshot || s->n_dirty || s->rules_dirty) {
+	/* one apply at a time: the next fetch, and the version check (which
+	 * would find the change being applied above the applied version),
+	 * wait for it */
+	applying = s->ap.stage != PGSYNC_IDLE;
+	if (!applying && (s->need_snapshot || s->n_dirty || s->rules_dirty)) {
 		pgsync_fetch(s);
 		return;
 	}
@@ -444,7 +488,7 @@ static void pgsync_next(struct pgsync *s)
 		pgsync_certs(s);
 		return;
 	}
-	if (s->check_due) {
+	if (s->check_due && !applying) {
 		pgsync_check(s);
 		return;
 	}
@@ -464,6 +508,13 @@ static void *pgsync_saver(void *arg)
 	struct errbuf err;
 	int rc;
 
+	/* background work: a large table's file (megabytes of JSON) never
+	 * takes the CPU from the control loop (a thread's own nice value,
+	 * Linux's; raising it needs no privilege) */
+	errno = 0;
+	rc = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (errno == 0 && rc < PGSYNC_SAVER_NICE)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), PGSYNC_SAVER_NICE);
 	pthread_mutex_lock(&s->sv_mu);
 	for (;;) {
 		while (!s->sv_pending && !s->sv_stop)
@@ -512,6 +563,12 @@ static void pgsync_save_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (fd != -1 && s->ap.stage != PGSYNC_IDLE) {
+		/* the model may hold more than the applied version: the
+		 * file is written once the apply is done */
+		pgsync_arm(s->save_ev, PGSYNC_SAVE_MS);
+		return;
+	}
 	s->save_due = false;
 	if (!s->snapshot)
 		return;
@@ -535,87 +592,302 @@ static void pgsync_save_cb(evutil_socket_t fd, short what, void *arg)
 	pgm_snap_free(old); /* never written: a newer one is */
 }
 
-/* The model changed (projects ids[0..n), NULL: all of them): hand
- * those projects' routes (and the rules) to the owner. */
-static void pgsync_publish(struct pgsync *s, const char *const *ids, size_t n,
-			   bool rules, uint64_t since)
-{
-	struct errbuf err = {""};
-	struct route_src_project *set = NULL;
-	struct tcproute_row *tcp = NULL;
-	char **del = NULL;
-	const struct pgm_rule *rv;
-	size_t n_set = 0, n_del = 0, n_tcp = 0, i;
-	int64_t now = (int64_t)(clk_real_ns() / 1000000000ull);
+/* ---- applying, in slices ----------------------------------------------- */
 
-	if (pgm_src_projects(s->m, ids, n, now, &set, &n_set, &del, &n_del) ||
-	    pgm_tcp_rows(s->m, &tcp, &n_tcp)) {
-		for (i = 0; i < n_set; i++)
-			route_src_project_clear(&set[i]);
-		free(set);
-		pgsync_ids_free(del, n_del);
-		pgsync_error(s, "out of memory building the routes");
-		s->need_snapshot = true;
-		return;
-	}
-	if (s->ops->apply_routes(s->arg, set, n_set, (const char *const *)del,
-				 n_del, ids == NULL, tcp, n_tcp,
-				 s->st.applied_version, &err))
-		pgsync_error(s, "routes not applied: %s", err.msg);
-	for (i = 0; i < n_set; i++)
-		route_src_project_clear(&set[i]);
-	free(set);
-	free(tcp);
-	pgsync_ids_free(del, n_del);
-	if (rules && s->ops->apply_rules) {
-		n = pgm_global_rules(s->m, now, &rv);
-		s->ops->apply_rules(s->arg, rv, n, s->st.applied_version);
-	}
-	if (since)
-		s->st.last_apply_ns = clk_now_ns() - since;
-	pgm_skipped(s->m, &s->st.skipped);
-	s->st.projects = pgm_projects(s->m);
-	if (s->snapshot && !s->save_due) {
-		s->save_due = true;
-		pgsync_arm(s->save_ev, PGSYNC_SAVE_MS);
-	}
+static void pgsync_apply_run(struct pgsync *s);
+
+static void pgsync_apply_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pgsync_apply_run(arg);
 }
 
-void pgsync_republish(struct pgsync *s)
+/* Drop the apply under way (freeing what it holds); it did not happen. */
+static void pgsync_apply_drop(struct pgsync *s)
 {
-	bool due = s->save_due;
+	struct pgsync_apply *a = &s->ap;
+	size_t i;
 
-	pgsync_publish(s, NULL, 0, false, 0);
-	if (!due && s->save_due) { /* the model did not change */
-		evtimer_del(s->save_ev);
-		s->save_due = false;
-	}
+	if (a->routes)
+		s->ops->routes_abort(s->arg, a->routes);
+	pgm_job_free(a->mj);
+	for (i = 0; i < PGM_NSETS; i++)
+		PQclear(a->set[i]);
+	for (i = 0; i < a->n_src; i++)
+		route_src_project_clear(&a->src[i]);
+	free(a->src);
+	pgsync_ids_free(a->del, a->n_del);
+	pgsync_ids_free(a->ids, a->n);
+	memset(a, 0, sizeof(*a));
+	if (s->ap_ev)
+		evtimer_del(s->ap_ev);
 }
 
-static void pgsync_fetch_done(struct pgsync *s)
+/* An apply failed: what it asked for is asked for again (the version
+ * check's timer retries; everything, for the model as it was). */
+static void pgsync_apply_failed(struct pgsync *s)
 {
-	int rc, i;
+	struct pgsync_apply *a = &s->ap;
+	size_t i;
 
-	if (!s->f_failed && s->f_k == PGM_NSETS) {
-		rc = pgm_apply(s->m, s->f_set, (const char *const *)s->f_ids,
-			       s->f_n, s->f_rules);
+	if (!a->fetched) {
+		s->need_snapshot = true; /* out of memory: all of it anew */
+	} else {
+		if (!a->ids)
+			s->need_snapshot = true;
+		for (i = 0; a->ids && i < a->n; i++)
+			pgsync_dirty_add(s, a->ids[i]);
+		s->rules_dirty |= a->rules && a->ids;
+	}
+	pgsync_apply_drop(s);
+}
+
+/* Apply to the route table (and the global rules to the XDP maps when
+ * rules is set) from now on: the fetch's sets (taken; NULL: the model as
+ * it is) for the projects ids[0..n) (taken; NULL: all of them); save: the
+ * local snapshot is written after it. */
+static void pgsync_apply_start(struct pgsync *s, PGresult *set[PGM_NSETS],
+			       char **ids, size_t n, bool rules,
+			       uint64_t version, uint64_t since, bool save)
+{
+	struct pgsync_apply *a = &s->ap;
+	int rc;
+
+	pgsync_apply_drop(s);
+	a->ids = ids;
+	a->n = n;
+	a->rules = rules;
+	a->version = version;
+	a->since = since;
+	a->save = save;
+	a->fetched = set != NULL;
+	a->stage = PGSYNC_SRC;
+	if (set) {
+		memcpy(a->set, set, sizeof(a->set));
+		rc = pgm_apply_begin(s->m, a->set, (const char *const *)ids, n,
+				     rules, &a->mj);
 		if (rc) {
 			pgsync_error(s,
 				     "the database's rows were not the "
 				     "shape expected (%s): is the schema "
 				     "edge's?",
 				     strerror(-rc));
-			s->f_failed = true;
+			pgsync_apply_failed(s);
+			return;
 		}
-	} else if (!s->f_failed) {
+		a->stage = PGSYNC_MODEL;
+	}
+}
+
+/* The projects the apply names as route sources, and the ones of them
+ * the model no longer has: 1 while work is left, 0 done, -ENOMEM. */
+static int pgsync_apply_src(struct pgsync *s, uint64_t deadline_ns)
+{
+	struct pgsync_apply *a = &s->ap;
+	size_t count = a->ids ? a->n : pgm_projects(s->m);
+	int rc;
+
+	if (!a->src) {
+		a->now = (int64_t)(clk_real_ns() / 1000000000ull);
+		a->src = calloc(count + 1, sizeof(*a->src));
+		a->del = calloc(count + 1, sizeof(*a->del));
+		if (!a->src || !a->del)
+			return -ENOMEM;
+	}
+	for (; a->next < count; a->next++) {
+		if (deadline_ns && a->next % 16 == 0 &&
+		    clk_fresh_ns() >= deadline_ns)
+			return 1;
+		rc = a->ids
+			 ? pgm_src_of(s->m, a->ids[a->next], a->now,
+				      &a->src[a->n_src])
+			 : pgm_src_at(s->m, a->next, a->now, &a->src[a->n_src]);
+		if (rc == 0) {
+			a->n_src++;
+		} else if (rc == -ENOENT && a->ids) {
+			a->del[a->n_del] = strdup(a->ids[a->next]);
+			if (!a->del[a->n_del++])
+				return -ENOMEM;
+		} else if (rc) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Hand the route sources to the owner (its job, in slices): 0 or -errno
+ * with err. */
+static int pgsync_apply_routes_begin(struct pgsync *s, struct errbuf *err)
+{
+	struct pgsync_apply *a = &s->ap;
+	struct tcproute_row *tcp = NULL;
+	size_t n_tcp = 0;
+	int rc;
+
+	if (pgm_tcp_rows(s->m, &tcp, &n_tcp)) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	/* the arrays are the owner's from here, in every case */
+	rc = s->ops->routes_begin(s->arg, a->src, a->n_src, a->del, a->n_del,
+				  a->ids == NULL, tcp, n_tcp, a->version,
+				  &a->routes, err);
+	a->src = NULL;
+	a->n_src = 0;
+	a->del = NULL;
+	a->n_del = 0;
+	free(tcp);
+	return rc;
+}
+
+/* The apply is in the route table: the rules, the status, the snapshot's
+ * save, this host's row. */
+static void pgsync_apply_done(struct pgsync *s)
+{
+	struct pgsync_apply *a = &s->ap;
+	const struct pgm_rule *rv;
+	size_t n;
+
+	if (a->fetched) {
+		if (!a->ids || a->version > s->st.applied_version)
+			s->st.applied_version = a->version;
+		if (a->version > s->st.db_version)
+			s->st.db_version = a->version;
+		s->st.changes++;
+		if (!a->ids) {
+			s->st.snapshots++;
+			s->st.booted_from_snapshot = false;
+			/* what committed up to it is the snapshot's */
+			s->late_floor = a->version;
+			s->n_known = 0;
+			pgsync_set_state(s, PGSYNC_UP);
+		}
+	}
+	if (a->rules && s->ops->apply_rules) {
+		n = pgm_global_rules(s->m, a->now, &rv);
+		s->ops->apply_rules(s->arg, rv, n, s->st.applied_version);
+	}
+	if (a->since)
+		s->st.last_apply_ns = clk_now_ns() - a->since;
+	pgm_skipped(s->m, &s->st.skipped);
+	s->st.projects = pgm_projects(s->m);
+	if (a->save && s->snapshot && !s->save_due) {
+		s->save_due = true;
+		pgsync_arm(s->save_ev, PGSYNC_SAVE_MS);
+	}
+	if (a->fetched)
+		pgsync_report_soon(s);
+	pgsync_apply_drop(s);
+}
+
+/* Work on the apply until deadline_ns (0: to its end): 1 while work is
+ * left, 0 when it is done or dropped. */
+static int pgsync_apply_step(struct pgsync *s, uint64_t deadline_ns)
+{
+	struct pgsync_apply *a = &s->ap;
+	struct errbuf err = {""};
+	int rc;
+
+	if (a->stage == PGSYNC_MODEL) {
+		rc = pgm_apply_step(a->mj, deadline_ns);
+		if (rc > 0)
+			return 1;
+		if (rc) {
+			pgsync_error(s, "the database's rows not applied: %s",
+				     strerror(-rc));
+			pgsync_apply_failed(s);
+			return 0;
+		}
+		pgm_job_free(a->mj);
+		a->mj = NULL;
+		for (size_t i = 0; i < PGM_NSETS; i++)
+			PQclear(a->set[i]);
+		memset(a->set, 0, sizeof(a->set));
+		a->stage = PGSYNC_SRC;
+	}
+	if (a->stage == PGSYNC_SRC) {
+		rc = pgsync_apply_src(s, deadline_ns);
+		if (rc > 0)
+			return 1;
+		if (rc == 0)
+			rc = pgsync_apply_routes_begin(s, &err);
+		if (rc) {
+			pgsync_error(s, "routes not applied: %s",
+				     err.msg[0] ? err.msg : strerror(-rc));
+			pgsync_apply_failed(s);
+			return 0;
+		}
+		a->stage = PGSYNC_ROUTES;
+	}
+	rc = s->ops->routes_step(s->arg, a->routes, deadline_ns, &err);
+	if (rc > 0)
+		return 1;
+	a->routes = NULL; /* ended: the owner freed it */
+	if (rc == -ESTALE) {
+		/* the table changed under the build (a reload of the file):
+		 * every project goes in again on the new one */
+		log_debug("database: %s; applied again", err.msg);
+		s->republish_due = true;
+	} else if (rc) {
+		pgsync_error(s, "routes not applied: %s", err.msg);
+	}
+	pgsync_apply_done(s);
+	return 0;
+}
+
+/* A slice of the apply, and the next at the loop's next turn: a change
+ * of 100,000 rows never holds the control loop (the admin listener, the
+ * control socket) for more than about PGSYNC_SLICE_MS at a time. What
+ * is due once it is done follows (a republish, the next query). */
+static void pgsync_apply_run(struct pgsync *s)
+{
+	static const struct timeval now = {0, 0};
+
+	if (s->ap.stage != PGSYNC_IDLE &&
+	    pgsync_apply_step(s,
+			      clk_fresh_ns() + PGSYNC_SLICE_MS * 1000000ull)) {
+		evtimer_add(s->ap_ev, &now);
+		return;
+	}
+	if (s->republish_due) {
+		s->republish_due = false;
+		pgsync_apply_start(s, NULL, NULL, 0, false, 0, 0, false);
+		evtimer_add(s->ap_ev, &now);
+		return;
+	}
+	pgsync_next(s);
+}
+
+/* The same at once, to its end (at start: nothing serves yet). */
+static void pgsync_apply_now(struct pgsync *s)
+{
+	while (s->ap.stage != PGSYNC_IDLE)
+		pgsync_apply_step(s, 0);
+}
+
+void pgsync_republish(struct pgsync *s)
+{
+	if (s->ap.stage != PGSYNC_IDLE) {
+		s->republish_due = true; /* after the apply under way */
+		return;
+	}
+	pgsync_apply_start(s, NULL, NULL, 0, false, 0, 0, false);
+	pgsync_apply_run(s);
+}
+
+static void pgsync_fetch_done(struct pgsync *s)
+{
+	int i;
+
+	if (!s->f_failed && s->f_k != PGM_NSETS) {
 		pgsync_error(s, "a fetch returned %d of %d row sets", s->f_k,
 			     PGM_NSETS);
 		s->f_failed = true;
 	}
-	for (i = 0; i < PGM_NSETS; i++)
-		PQclear(s->f_set[i]);
-	memset(s->f_set, 0, sizeof(s->f_set));
 	if (s->f_failed) {
+		for (i = 0; i < PGM_NSETS; i++)
+			PQclear(s->f_set[i]);
 		/* everything asked for is asked for again (the check timer
 		 * retries) */
 		if (s->f_all)
@@ -623,26 +895,14 @@ static void pgsync_fetch_done(struct pgsync *s)
 		for (i = 0; s->f_ids && (size_t)i < s->f_n; i++)
 			pgsync_dirty_add(s, s->f_ids[i]);
 		s->rules_dirty |= s->f_rules && !s->f_all;
+		pgsync_ids_free(s->f_ids, s->f_n);
 	} else {
-		if (s->f_all || s->f_version > s->st.applied_version)
-			s->st.applied_version = s->f_version;
-		if (s->f_version > s->st.db_version)
-			s->st.db_version = s->f_version;
-		s->st.changes++;
-		if (s->f_all) {
-			s->st.snapshots++;
-			s->st.booted_from_snapshot = false;
-			/* what committed up to it is the snapshot's */
-			s->late_floor = s->f_version;
-			s->n_known = 0;
-			pgsync_set_state(s, PGSYNC_UP);
-		}
-		pgsync_publish(s,
-			       s->f_all ? NULL : (const char *const *)s->f_ids,
-			       s->f_n, s->f_rules, s->f_since);
-		pgsync_report_soon(s);
+		/* the sets and ids are the apply's now; it runs in slices
+		 * from pgsync_result, once the query has ended */
+		pgsync_apply_start(s, s->f_set, s->f_ids, s->f_n, s->f_rules,
+				   s->f_version, s->f_since, true);
 	}
-	pgsync_ids_free(s->f_ids, s->f_n);
+	memset(s->f_set, 0, sizeof(s->f_set));
 	s->f_ids = NULL;
 	s->f_n = 0;
 }
@@ -658,6 +918,12 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 		s->q = PQ_NONE;
 		if (q == PQ_FETCH)
 			pgsync_fetch_done(s);
+		if (s->ap.stage != PGSYNC_IDLE &&
+		    !evtimer_pending(s->ap_ev, NULL)) {
+			static const struct timeval now = {0, 0};
+
+			evtimer_add(s->ap_ev, &now); /* at the next turn */
+		}
 		if (q == PQ_LISTEN && s->listening)
 			s->need_snapshot = true; /* LISTEN first, then this */
 		/* a statement failed inside BEGIN ... COMMIT */
@@ -889,8 +1155,10 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 	s->check_ev = evtimer_new(base, pgsync_check_cb, s);
 	s->report_ev = evtimer_new(base, pgsync_report_cb, s);
 	s->save_ev = evtimer_new(base, pgsync_save_cb, s);
+	s->ap_ev = evtimer_new(base, pgsync_apply_cb, s);
 	if (!s->host || !s->version || (cfg->snapshot && !s->snapshot) ||
-	    !s->check_ev || !s->report_ev || !s->save_ev || pgm_new(&s->m))
+	    !s->check_ev || !s->report_ev || !s->save_ev || !s->ap_ev ||
+	    pgm_new(&s->m))
 		goto nomem;
 	pthread_mutex_init(&s->sv_mu, NULL);
 	pthread_cond_init(&s->sv_cv, NULL);
@@ -914,11 +1182,11 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 		initial = NULL;
 		s->st.applied_version = cfg->initial_version;
 		s->st.booted_from_snapshot = cfg->initial_from_snapshot;
-		pgsync_publish(s, NULL, 0, true, 0);
-		if (cfg->initial_from_snapshot) {
-			evtimer_del(s->save_ev); /* nothing new to save */
-			s->save_due = false;
-		}
+		/* at once: nothing serves yet (the file written anew unless
+		 * it is what was read) */
+		pgsync_apply_start(s, NULL, NULL, 0, true, cfg->initial_version,
+				   0, !cfg->initial_from_snapshot);
+		pgsync_apply_now(s);
 	} else if (s->snapshot) {
 		/* the last table first: served until the database answers */
 		rc = pgm_load(s->m, s->snapshot, &v, &lerr);
@@ -929,9 +1197,9 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 				 "(change version %" PRIu64 ") until the "
 				 "database answers",
 				 s->snapshot, v);
-			pgsync_publish(s, NULL, 0, true, 0);
-			evtimer_del(s->save_ev); /* nothing new to save */
-			s->save_due = false;
+			/* nothing new to save */
+			pgsync_apply_start(s, NULL, NULL, 0, true, v, 0, false);
+			pgsync_apply_now(s);
 		} else if (rc != -ENOENT) {
 			log_warnx("database: %s", lerr.msg);
 		}
@@ -972,6 +1240,9 @@ void pgsync_free(struct pgsync *s)
 		pgsync_saver_poll(s);
 	}
 	pgm_snap_free(s->sv_pending);
+	pgsync_apply_drop(s);
+	if (s->ap_ev)
+		event_free(s->ap_ev);
 	pgconn_free(s->c);
 	for (i = 0; i < PGM_NSETS; i++)
 		PQclear(s->f_set[i]);

@@ -9,8 +9,13 @@
  * notification names a project (or rule); the rows of the projects
  * named while a fetch runs are fetched together next, and only those
  * replace what the model held (pgmodel.h). After every fetch the owner
- * gets a new route source (apply_routes, on this loop: the route writer's
- * thread) and, when they changed, the global IP rules (apply_rules).
+ * gets a new route source (routes_begin and routes_step, on this loop:
+ * the route writer's thread) and, when they changed, the global IP rules
+ * (apply_rules). A fetch is applied in slices of about PGSYNC_SLICE_MS,
+ * the loop running between them, so that a change of 100,000 rows never
+ * holds the loop for long; one apply at a time (the next fetch and the
+ * version check wait for it), and what a slice leaves is never seen: the
+ * model changes in one slice and the route table in one swap.
  * Every PGSYNC_CHECK_MS the change log is read past the version applied,
  * so that a notification lost anyway is caught up; every
  * PGSYNC_REPORT_MS, and within PGSYNC_REPORT_SOON_MS of a change
@@ -46,6 +51,10 @@ struct pgsync;
 #define PGSYNC_LATE_WINDOW 256
 /* projects named by notifications past which a snapshot is cheaper */
 #define PGSYNC_FETCH_MAX 1000
+/* how long a slice of an apply holds the control loop, at most about */
+#define PGSYNC_SLICE_MS 10
+/* the local snapshot's writer thread's nice value (at least) */
+#define PGSYNC_SAVER_NICE 10
 
 /* A row of the certificates table as fetched (valid for the call only):
  * names its DNS names separated by spaces ("" for none), ocsp_hex the
@@ -60,17 +69,26 @@ struct pgsync_cert {
 
 struct pgsync_ops {
 	/* The database's projects changed at change version: set[0..n_set)
-	 * are what the named projects are now (the callee may take their
-	 * contents: route_src_project_clear is called on them after), the
-	 * projects del[0..n_del) are gone; all: every project the database
-	 * has is in set (a snapshot: any other is gone too); tcp[0..n_tcp)
-	 * are every tcp_routes row of the model (valid for the call only).
-	 * 0, or -errno with err (it is logged and the next change tries
-	 * again). */
-	int (*apply_routes)(void *arg, struct route_src_project *set,
-			    size_t n_set, const char *const *del, size_t n_del,
-			    bool all, const struct tcproute_row *tcp,
-			    size_t n_tcp, uint64_t version, struct errbuf *err);
+	 * are what the named projects are now, the projects del[0..n_del)
+	 * are gone (both malloc'd arrays, taken in every case: the callee
+	 * clears and frees them); all: every project the database has is
+	 * in set (a snapshot: any other is gone too); tcp[0..n_tcp) are
+	 * every tcp_routes row of the model (valid for the call only).
+	 * routes_begin makes the job (*job), routes_step works on it until
+	 * deadline_ns (monotonic; 0: to the end), the loop running between
+	 * steps: 1 while work is left; 0 once the route table holds the
+	 * change; -ESTALE when the table changed under the job (nothing was
+	 * applied: the sync applies every project again); another -errno
+	 * with err (logged; the next change tries again). A step that
+	 * returns 1 keeps the job, any other return frees it;
+	 * routes_abort drops one. begin: 0, or -errno with err (no job). */
+	int (*routes_begin)(void *arg, struct route_src_project *set,
+			    size_t n_set, char **del, size_t n_del, bool all,
+			    const struct tcproute_row *tcp, size_t n_tcp,
+			    uint64_t version, void **job, struct errbuf *err);
+	int (*routes_step)(void *arg, void *job, uint64_t deadline_ns,
+			   struct errbuf *err);
+	void (*routes_abort)(void *arg, void *job);
 	/* The global IP rules (valid for the call only). */
 	void (*apply_rules)(void *arg, const struct pgm_rule *v, size_t n,
 			    uint64_t version);
@@ -80,9 +98,10 @@ struct pgsync_ops {
 	 * fetched. */
 	void (*apply_certs)(void *arg, const struct pgsync_cert *v, size_t n);
 	/* For this host's edge_hosts row: the route generation, the XDP
-	 * counters and rule hits (new references, or NULL for none). */
+	 * counters (a new reference) and rule hits (a JSON object's text,
+	 * malloc'd), each NULL for none. */
 	void (*report)(void *arg, uint64_t *generation, json_t **counters,
-		       json_t **hits);
+		       char **hits);
 };
 
 struct pgsync_cfg {
@@ -109,7 +128,8 @@ enum pgsync_state {
 struct pgsync_status {
 	enum pgsync_state state;
 	bool booted_from_snapshot; /* the table came from the local file */
-	uint64_t applied_version;  /* the change version of the table */
+	uint64_t applied_version;  /* the change version of the table (set
+				    * once an apply is done) */
 	uint64_t db_version;	   /* the newest the database showed */
 	uint64_t changes;	   /* fetches applied (snapshot included) */
 	uint64_t snapshots;	   /* of them, snapshots */
@@ -139,10 +159,11 @@ void pgsync_free(struct pgsync *s);
 
 void pgsync_status(const struct pgsync *s, struct pgsync_status *st);
 
-/* Hand every project the model holds to the owner again (apply_routes
+/* Hand every project the model holds to the owner again (routes_begin
  * with all set), with no query: after the configuration file changed,
  * so that a name the file no longer claims goes back to the database's
- * project that had given way to it. */
+ * project that had given way to it. In slices like any apply; after the
+ * one under way, if there is one. */
 void pgsync_republish(struct pgsync *s);
 
 /* The address of the database server while connected over TCP (an

@@ -40,6 +40,7 @@ enum pgxdp_verdict {
 	PGXDP_WRITE = 0, /* into the maps (unless the host's own holds it) */
 	PGXDP_DUPLICATE, /* another row on its prefix goes in instead */
 	PGXDP_REFUSED,	 /* a block that would drop a keep address */
+	PGXDP_OVER,	 /* no slot left for it (pgxdp_apply, not plan) */
 };
 
 /* Addresses pgxdp_keep holds at most. */
@@ -59,7 +60,7 @@ struct pgxdp_stats {
 	size_t shadowed;   /* prefixes a rule of the host's own holds */
 	size_t duplicates; /* rows left out for another on their prefix */
 	size_t refused;	   /* blocks left out: they cut off the database */
-	uint64_t over;	   /* rules left out: no id left */
+	size_t over;	   /* rules left out: no slot left (logged) */
 	uint64_t errors;   /* map writes that failed */
 	uint64_t reopens;  /* maps found replaced (edge attached again) */
 	bool attached;	   /* the maps were there at the last apply */
@@ -67,6 +68,15 @@ struct pgxdp_stats {
 
 /* 0 and *out (the maps opened now when they exist), or -ENOMEM. */
 int pgxdp_new(const char *pin_dir, struct pgxdp **out);
+
+/* From now on a set is written in slices of a few milliseconds on base's
+ * loop (the control loop), the loop running between them, rather than at
+ * once: 90,000 rules cost tens of thousands of map operations. Until the
+ * write is done the stats are the last write's and pgxdp_check waits; a
+ * newer set applied meanwhile starts over from what the maps hold then.
+ * 0 or -ENOMEM. */
+struct event_base;
+int pgxdp_start(struct pgxdp *x, struct event_base *base);
 void pgxdp_free(struct pgxdp *x);
 
 /* The addresses a rule of the database's may not block here: the
@@ -76,9 +86,13 @@ void pgxdp_free(struct pgxdp *x);
  * they changed. */
 bool pgxdp_keep(struct pgxdp *x, const struct cidr *a, size_t n);
 
-/* Make the maps hold the database's rules v[0..n) (copied), wall clock
- * now (unix s); while the maps are missing, once they are there
- * (pgxdp_check). */
+/* Make the maps hold the database's rules v[0..n) (copied): at once, or
+ * in slices once started (pgxdp_start); while the maps are missing, once
+ * they are there (pgxdp_check). The maps hold EDGE_MAX_RULES -
+ * EDGE_LOCAL_RULES_MAX of the database's rules: a rule in them keeps its
+ * place, the others take the free ones in the order of their ids, and
+ * the rest are left out, counted (stats: over) and logged when their
+ * number changes. */
 void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n);
 
 /* Keep the maps holding the last set applied, every second or so: the
@@ -91,10 +105,13 @@ void pgxdp_apply(struct pgxdp *x, const struct pgm_rule *v, size_t n);
  * prefix of the set is counted as shadowing it. */
 void pgxdp_check(struct pgxdp *x);
 
-/* The XDP counters ({"passed": N, ...}) and the database's rules' hits
- * ({"RULE_ID": N, ...}), new references or NULL (maps not there). */
+/* The XDP counters ({"passed": N, ...}): a new reference, or NULL (maps
+ * not there). The database's rules' hits as the text of a JSON object
+ * ({"RULE_ID": N, ...}: every rule in the maps, 8192 at most, in one
+ * read of the maps and written without a JSON tree), malloc'd, or NULL
+ * (maps not there, out of memory). */
 json_t *pgxdp_counters(struct pgxdp *x);
-json_t *pgxdp_hits(struct pgxdp *x);
+char *pgxdp_hits(struct pgxdp *x);
 
 void pgxdp_stats(const struct pgxdp *x, struct pgxdp_stats *st);
 

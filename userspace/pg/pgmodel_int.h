@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pgmodel_int.h - what pgmodel.c (the model) and pgmodel_snap.c (its
+ * local snapshot) share, private to the two.
+ */
+#ifndef EDGE_PGMODEL_INT_H
+#define EDGE_PGMODEL_INT_H
+
+#include <stdatomic.h>
+
+#include "config_check.h"
+#include "pgmodel.h"
+
+struct pgm_dom {
+	char *domain; /* lowercased */
+	char *prefix; /* "" or a checked prefix */
+	bool strip;
+};
+
+struct pgm_env {
+	char *id, *name;
+	char *dep; /* the active deployment's id, NULL: none */
+	/* its health_check (docs/upstream.md; type CONFIG_HC_NONE: none),
+	 * and why the column's value was refused (NULL: it was not) */
+	struct config_health_check hc;
+	char *hc_err;
+	struct config_addr *eps;
+	size_t n_eps;
+	struct pgm_dom *doms;
+	size_t n_doms;
+	struct tcproute_row *tcp; /* its tcp_routes rows */
+	size_t n_tcp;
+	/* on demand (docs/wake.md): environments.on_demand, state and
+	 * idle_timeout, checked */
+	bool on_demand;
+	unsigned state; /* enum pgm_env_state */
+	uint64_t idle_ms;
+	bool https_redirect, hsts; /* environments' columns (0007) */
+};
+
+struct pgm_project {
+	/* immutable once in the model; shared with a local snapshot being
+	 * written (pgm_snap) until it is done */
+	atomic_uint ref;
+	char *id, *name;
+	bool enabled;
+	struct pgm_env *envs;
+	size_t n_envs;
+	struct pgm_rule *rules; /* the project's (routes) */
+	size_t n_rules;
+};
+
+struct pgm {
+	struct pgm_project **p; /* sorted by id */
+	size_t n, cap;
+	struct pgm_rule *global;
+	size_t n_global;
+	struct pgm_rule *live; /* pgm_global_rules' unexpired copy */
+	size_t live_cap;
+	struct pgm_skipped sk;
+};
+
+/* Another reference to p (any thread). */
+struct pgm_project *pgm_project_get(struct pgm_project *p);
+/* Drop a reference; the last one frees p (NULL is fine). */
+void pgm_project_free(struct pgm_project *p);
+/* Every project and global rule of m dropped (m itself kept). */
+void pgm_clear(struct pgm *m);
+/* Grow *v (of *n elements of sz, grown only here) by one zeroed element,
+ * its room doubling; NULL when out of memory. */
+void *pgm_grow(void **v, size_t *n, size_t sz);
+/* strdup of s, "" for NULL. */
+char *pgm_dup(const char *s);
+/* A tcp_routes row's values into *x, checked as the file's are: 0 or
+ * -EINVAL with err (which may be NULL). */
+int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
+		const char *sni, const char *env, struct errbuf *err);
+/* qsort's order of projects: by id. */
+int pgm_cmp_project(const void *a, const void *b);
+
+#endif /* EDGE_PGMODEL_INT_H */

@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * pgmodel_snap.c - the model's local snapshot (pgmodel.h: pgm_snap_*,
+ * pgm_save, pgm_load): the projects and rules as JSON, written whole to a
+ * temporary file, fsync'd and renamed, and read back with every value
+ * checked again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "edge_maps.h"
+#include "pgmodel_int.h"
+
+static json_t *pgm_rule_json(const struct pgm_rule *x)
+{
+	char c[CIDR_STR_MAX];
+
+	return json_pack("[I, s, s, I]", (json_int_t)x->id,
+			 cidr_format(&x->cidr, c, sizeof(c)),
+			 x->action == EDGE_ACT_ALLOW ? "allow" : "block",
+			 (json_int_t)x->expires_at);
+}
+
+static json_t *pgm_env_json(const struct pgm_env *e)
+{
+	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
+	json_t *tcp = json_array(), *hc = NULL;
+	size_t i;
+
+	if (!eps || !doms || !tcp)
+		goto out;
+	for (i = 0; i < e->n_eps; i++)
+		if (json_array_append_new(eps, json_string(e->eps[i].text)))
+			goto out;
+	for (i = 0; i < e->n_doms; i++)
+		if (json_array_append_new(
+			doms, json_pack("[s, s, b]", e->doms[i].domain,
+					e->doms[i].prefix, e->doms[i].strip)))
+			goto out;
+	for (i = 0; i < e->n_tcp; i++)
+		if (json_array_append_new(
+			tcp,
+			json_pack("[I, s, s?]", (json_int_t)e->tcp[i].id,
+				  e->tcp[i].listen,
+				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
+			goto out;
+	if (e->hc.type != CONFIG_HC_NONE) {
+		hc = config_health_check_to_json(&e->hc);
+		if (!hc)
+			goto out;
+	}
+	o = json_pack(
+	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b, s:O*}",
+	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
+	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
+	    "state", pgm_env_states[e->state], "idle_timeout_ms",
+	    (json_int_t)e->idle_ms, "https_redirect", e->https_redirect, "hsts",
+	    e->hsts, "health_check", hc);
+out:
+	json_decref(hc);
+	json_decref(eps);
+	json_decref(doms);
+	json_decref(tcp);
+	return o;
+}
+
+struct pgm_snap {
+	uint64_t version;
+	struct pgm_project **p; /* references */
+	size_t n;
+	struct pgm_rule *global;
+	size_t n_global;
+};
+
+struct pgm_snap *pgm_snap_take(const struct pgm *m, uint64_t version)
+{
+	struct pgm_snap *x = calloc(1, sizeof(*x));
+	size_t i;
+
+	if (!x)
+		return NULL;
+	x->version = version;
+	x->p = calloc(m->n + 1, sizeof(*x->p));
+	x->global = calloc(m->n_global + 1, sizeof(*x->global));
+	if (!x->p || !x->global) {
+		pgm_snap_free(x);
+		return NULL;
+	}
+	for (i = 0; i < m->n; i++)
+		x->p[x->n++] = pgm_project_get(m->p[i]);
+	if (m->n_global)
+		memcpy(x->global, m->global, m->n_global * sizeof(*x->global));
+	x->n_global = m->n_global;
+	return x;
+}
+
+uint64_t pgm_snap_version(const struct pgm_snap *x)
+{
+	return x->version;
+}
+
+void pgm_snap_free(struct pgm_snap *x)
+{
+	size_t i;
+
+	if (!x)
+		return;
+	for (i = 0; i < x->n; i++)
+		pgm_project_free(x->p[i]);
+	free(x->p);
+	free(x->global);
+	free(x);
+}
+
+/* All of buf to fd; 0 or -errno. */
+static int pgm_write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pgm_snap_write(const struct pgm_snap *x, const char *path,
+		   struct errbuf *err)
+{
+	json_t *root = NULL, *projects = json_array(), *rules = json_array();
+	char tmp[4096], *text = NULL;
+	size_t i, j;
+	int fd = -1, rc = -ENOMEM;
+
+	if (!projects || !rules)
+		goto out;
+	for (i = 0; i < x->n; i++) {
+		const struct pgm_project *p = x->p[i];
+		json_t *envs = json_array(), *prules = json_array(), *o;
+
+		for (j = 0; envs && j < p->n_envs; j++)
+			if (json_array_append_new(envs,
+						  pgm_env_json(&p->envs[j])))
+				break;
+		for (j = 0; prules && j < p->n_rules; j++)
+			if (json_array_append_new(prules,
+						  pgm_rule_json(&p->rules[j])))
+				break;
+		o = envs && prules
+			? json_pack("{s:s, s:s, s:b, s:O, s:O}", "id", p->id,
+				    "name", p->name, "enabled", p->enabled,
+				    "envs", envs, "rules", prules)
+			: NULL;
+		json_decref(envs);
+		json_decref(prules);
+		if (json_array_append_new(projects, o))
+			goto out;
+	}
+	for (i = 0; i < x->n_global; i++)
+		if (json_array_append_new(rules, pgm_rule_json(&x->global[i])))
+			goto out;
+	root = json_pack("{s:i, s:I, s:O, s:O}", "format", 1, "version",
+			 (json_int_t)x->version, "projects", projects, "rules",
+			 rules);
+	/* one string, one write: json_dumpfd writes token by token */
+	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	if (!text)
+		goto out;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		rc = -ENAMETOOLONG;
+		errbuf_set(err, "%s: path too long", path);
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0 || pgm_write_all(fd, text, strlen(text)) ||
+	    pgm_write_all(fd, "\n", 1) || fsync(fd)) {
+		rc = -errno;
+		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd)) {
+		fd = -1;
+		rc = -errno;
+		errbuf_set(err, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		rc = -errno;
+		errbuf_set(err, "cannot replace %s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc == -ENOMEM && !err->msg[0])
+		errbuf_set(err, "%s: out of memory", path);
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	free(text);
+	json_decref(root);
+	json_decref(projects);
+	json_decref(rules);
+	return rc;
+}
+
+int pgm_save(const struct pgm *m, uint64_t version, const char *path,
+	     struct errbuf *err)
+{
+	struct pgm_snap *x = pgm_snap_take(m, version);
+	int rc;
+
+	if (!x) {
+		errbuf_set(err, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	rc = pgm_snap_write(x, path, err);
+	pgm_snap_free(x);
+	return rc;
+}
+
+/* One saved rule back; -EINVAL when it does not read. */
+static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
+{
+	json_int_t id = 0, exp = 0;
+	const char *cidr = NULL, *act = NULL;
+
+	memset(x, 0, sizeof(*x));
+	if (json_unpack(a, "[I, s, s, I]", &id, &cidr, &act, &exp) ||
+	    cidr_parse(cidr, &x->cidr, NULL, NULL))
+		return -EINVAL;
+	x->id = id;
+	x->expires_at = exp;
+	x->action = strcmp(act, "allow") == 0 ? EDGE_ACT_ALLOW : EDGE_ACT_BLOCK;
+	return 0;
+}
+
+static int pgm_env_unjson(json_t *o, struct pgm_env *e)
+{
+	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
+	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
+	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
+	int od = 0, stv, redirect = 0, hsts = 0;
+	size_t i;
+
+	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
+	 * hsts, health_check: absent from a snapshot an edge before them
+	 * wrote (and health_check when the deployment has none) */
+	if (json_unpack(o,
+			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
+			"s?:b, s?:b, s?:o}",
+			"id", &id, "name", &name, "deployment", &dep,
+			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
+			"on_demand", &od, "state", &st, "idle_timeout_ms",
+			&idle, "https_redirect", &redirect, "hsts", &hsts,
+			"health_check", &hc) ||
+	    !json_is_array(eps) || !json_is_array(doms) ||
+	    (tcp && !json_is_array(tcp)))
+		return -EINVAL;
+	/* the same check as the column's: one the file could not hold is
+	 * not this edge's snapshot */
+	if (hc && !json_is_null(hc) &&
+	    config_health_check_json(hc, &e->hc, NULL))
+		return -EINVAL;
+	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
+	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
+		return -EINVAL;
+	e->on_demand = od;
+	e->state = (unsigned)stv;
+	e->idle_ms = (uint64_t)idle;
+	e->id = pgm_dup(id);
+	e->name = pgm_dup(name);
+	e->dep = dep ? pgm_dup(dep) : NULL;
+	e->https_redirect = redirect;
+	e->hsts = hsts;
+	if (!e->id || !e->name || (dep && !e->dep))
+		return -ENOMEM;
+	json_array_foreach(eps, i, x)
+	{
+		struct config_addr *a;
+
+		if (!json_is_string(x))
+			return -EINVAL;
+		a = pgm_grow((void **)&e->eps, &e->n_eps, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		if (config_addr_parse(json_string_value(x), a, NULL))
+			return -EINVAL;
+	}
+	json_array_foreach(doms, i, x)
+	{
+		const char *d = NULL, *p = NULL;
+		int strip = 0;
+		struct pgm_dom *dm;
+
+		if (json_unpack(x, "[s, s, b]", &d, &p, &strip))
+			return -EINVAL;
+		dm = pgm_grow((void **)&e->doms, &e->n_doms, sizeof(*dm));
+		if (!dm)
+			return -ENOMEM;
+		dm->domain = pgm_dup(d);
+		dm->prefix = pgm_dup(p);
+		dm->strip = strip;
+		if (!dm->domain || !dm->prefix)
+			return -ENOMEM;
+		if (config_domain_check(dm->domain, true, NULL) ||
+		    (p[0] && config_prefix_check(p, NULL)))
+			return -EINVAL;
+	}
+	json_array_foreach(tcp, i, x)
+	{
+		json_int_t rid = 0;
+		const char *listen = NULL, *sni = NULL;
+		json_t *sv = NULL;
+		struct tcproute_row *r;
+
+		/* [id, listen, sni or null] */
+		if (json_unpack(x, "[I, s, o]", &rid, &listen, &sv) ||
+		    (!json_is_null(sv) && !json_is_string(sv)))
+			return -EINVAL;
+		sni = json_string_value(sv);
+		r = pgm_grow((void **)&e->tcp, &e->n_tcp, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		if (pgm_tcp_row(r, rid, listen, sni, e->id, NULL))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int pgm_load(struct pgm *m, const char *path, uint64_t *version,
+	     struct errbuf *err)
+{
+	json_error_t je;
+	json_t *root, *projects = NULL, *rules = NULL, *po, *x;
+	json_int_t v = 0;
+	struct pgm fresh;
+	size_t i, j;
+	int fmt = 0, rc = -EINVAL;
+
+	memset(&fresh, 0, sizeof(fresh));
+	root = json_load_file(path, 0, &je);
+	if (!root) {
+		rc = access(path, F_OK) ? -ENOENT : -EINVAL;
+		errbuf_set(err, "%s: %s", path,
+			   rc == -ENOENT ? "no such file" : je.text);
+		return rc;
+	}
+	if (json_unpack(root, "{s:i, s:I, s:o, s:o}", "format", &fmt, "version",
+			&v, "projects", &projects, "rules", &rules) ||
+	    fmt != 1 || !json_is_array(projects) || !json_is_array(rules))
+		goto bad;
+	fresh.p = calloc(json_array_size(projects) + 1, sizeof(*fresh.p));
+	if (!fresh.p)
+		goto nomem;
+	json_array_foreach(projects, i, po)
+	{
+		const char *id = NULL, *name = NULL;
+		json_t *envs = NULL, *prules = NULL;
+		int enabled = 0;
+		struct pgm_project *p;
+
+		if (json_unpack(po, "{s:s, s:s, s:b, s:o, s:o}", "id", &id,
+				"name", &name, "enabled", &enabled, "envs",
+				&envs, "rules", &prules) ||
+		    !json_is_array(envs) || !json_is_array(prules) ||
+		    config_id_check(id, NULL))
+			goto bad;
+		p = calloc(1, sizeof(*p));
+		if (p)
+			atomic_init(&p->ref, 1);
+		if (!p)
+			goto nomem;
+		fresh.p[fresh.n++] = p;
+		p->id = pgm_dup(id);
+		p->name = pgm_dup(name);
+		p->enabled = enabled;
+		if (!p->id || !p->name)
+			goto nomem;
+		p->envs = calloc(json_array_size(envs) + 1, sizeof(*p->envs));
+		p->rules =
+		    calloc(json_array_size(prules) + 1, sizeof(*p->rules));
+		if (!p->envs || !p->rules)
+			goto nomem;
+		json_array_foreach(envs, j, x)
+		{
+			rc = pgm_env_unjson(x, &p->envs[p->n_envs++]);
+			if (rc)
+				goto fail;
+		}
+		json_array_foreach(prules, j, x)
+		{
+			if (pgm_rule_unjson(x, &p->rules[p->n_rules++]))
+				goto bad;
+		}
+	}
+	qsort(fresh.p, fresh.n, sizeof(*fresh.p), pgm_cmp_project);
+	fresh.cap = fresh.n;
+	fresh.global =
+	    calloc(json_array_size(rules) + 1, sizeof(*fresh.global));
+	if (!fresh.global)
+		goto nomem;
+	json_array_foreach(rules, i, x)
+	{
+		if (pgm_rule_unjson(x, &fresh.global[fresh.n_global++]))
+			goto bad;
+	}
+	json_decref(root);
+	pgm_clear(m);
+	free(m->p);
+	m->p = fresh.p;
+	m->n = fresh.n;
+	m->cap = fresh.cap;
+	m->global = fresh.global;
+	m->n_global = fresh.n_global;
+	*version = (uint64_t)v;
+	return 0;
+nomem:
+	rc = -ENOMEM;
+	goto fail;
+bad:
+	rc = -EINVAL;
+fail:
+	errbuf_set(err, "%s: %s", path,
+		   rc == -ENOMEM ? "out of memory"
+				 : "not a snapshot of this edge's (refused)");
+	json_decref(root);
+	pgm_clear(&fresh);
+	free(fresh.p);
+	return rc;
+}
