@@ -353,7 +353,8 @@ START_TEST(test_threads_one_client)
 		/* the tracked takes get exactly the burst; one that met the
 		 * client's claim paused by the scheduler went untracked */
 		ck_assert_uint_le(st.untracked, HOT_THREADS);
-		ck_assert_uint_eq(atomic_load(&h.got), HOT_BURST + st.untracked);
+		ck_assert_uint_eq(atomic_load(&h.got),
+				  HOT_BURST + st.untracked);
 		ck_assert_uint_eq(st.clients, 1);
 		admit_limiter_free(h.l);
 	}
