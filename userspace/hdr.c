@@ -15,16 +15,22 @@ enum hdr_class {
 	HDR_C_EDGE = 0x2,    /* one of edge's own fields */
 	HDR_C_REBUILT = 0x4, /* Content-Length or Host: edge writes its own */
 	HDR_C_UPGRADE = 0x8, /* Upgrade (hop-by-hop, kept for a tunnel) */
+	HDR_C_ADDR = 0x10,   /* another field naming the client's address:
+				a request's is kept from a trusted peer only */
+	HDR_C_ALIAS = 0x20,  /* read with '_' as '-', an edge or address
+				field: never kept in a request */
 };
 
-/* The class of the field name s[0..n): the hop-by-hop fields (Connection,
- * Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade),
- * edge's own (X-Request-ID, X-Project-ID, X-Environment-ID,
- * X-Deployment-ID, X-Client-IP, X-Forwarded-For, X-Forwarded-Proto,
- * X-Forwarded-Host), Content-Length and Host; 0 for any other name. Told
- * apart by length first: most names are compared with one literal at
- * most. */
-static unsigned hdr_class(const char *s, size_t n)
+/* The class of the field name s[0..n) as written: the hop-by-hop fields
+ * (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
+ * Transfer-Encoding, Upgrade), edge's own (X-Request-ID, X-Project-ID,
+ * X-Environment-ID, X-Deployment-ID, X-Client-IP, X-Forwarded-For,
+ * X-Forwarded-Proto, X-Forwarded-Host), the other address fields
+ * (Forwarded, X-Real-IP, Client-IP, True-Client-IP,
+ * X-Cluster-Client-IP), Content-Length and Host; 0 for any other name.
+ * Told apart by length first: most names are compared with one literal
+ * at most. */
+static unsigned hdr_class_exact(const char *s, size_t n)
 {
 	switch (n) {
 	case 2:
@@ -35,6 +41,11 @@ static unsigned hdr_class(const char *s, size_t n)
 		if (h1_eq(s, n, "upgrade"))
 			return HDR_C_HOP | HDR_C_UPGRADE;
 		return h1_eq(s, n, "trailer") ? HDR_C_HOP : 0;
+	case 9:
+		return h1_eq(s, n, "forwarded") || h1_eq(s, n, "x-real-ip") ||
+			       h1_eq(s, n, "client-ip")
+			   ? HDR_C_ADDR
+			   : 0;
 	case 10:
 		return h1_eq(s, n, "connection") || h1_eq(s, n, "keep-alive")
 			   ? HDR_C_HOP
@@ -47,7 +58,9 @@ static unsigned hdr_class(const char *s, size_t n)
 			   ? HDR_C_EDGE
 			   : 0;
 	case 14:
-		return h1_eq(s, n, "content-length") ? HDR_C_REBUILT : 0;
+		if (h1_eq(s, n, "content-length"))
+			return HDR_C_REBUILT;
+		return h1_eq(s, n, "true-client-ip") ? HDR_C_ADDR : 0;
 	case 15:
 		return h1_eq(s, n, "x-deployment-id") ||
 			       h1_eq(s, n, "x-forwarded-for")
@@ -64,9 +77,41 @@ static unsigned hdr_class(const char *s, size_t n)
 		if (h1_eq(s, n, "transfer-encoding"))
 			return HDR_C_HOP;
 		return h1_eq(s, n, "x-forwarded-proto") ? HDR_C_EDGE : 0;
+	case 19:
+		return h1_eq(s, n, "x-cluster-client-ip") ? HDR_C_ADDR : 0;
 	default:
 		return 0;
 	}
+}
+
+/* Longest field name hdr_alias_class looks at (the longest name it may
+ * match is X-Cluster-Client-IP). */
+#define HDR_ALIAS_MAX 32
+
+/* HDR_C_ALIAS when s[0..n) has an underscore and, each '_' read as '-',
+ * names one of edge's own fields or an address field: CGI-style servers
+ * (WSGI, PHP, Rack) see X_Forwarded_For and X-Forwarded-For as the same
+ * HTTP_X_FORWARDED_FOR. */
+static unsigned hdr_alias_class(const char *s, size_t n)
+{
+	char a[HDR_ALIAS_MAX];
+	size_t i;
+
+	if (n > HDR_ALIAS_MAX || !memchr(s, '_', n))
+		return 0;
+	for (i = 0; i < n; i++)
+		a[i] = s[i] == '_' ? '-' : s[i];
+	return hdr_class_exact(a, n) & (HDR_C_EDGE | HDR_C_ADDR) ? HDR_C_ALIAS
+								 : 0;
+}
+
+/* The class of the field name s[0..n): hdr_class_exact's, or
+ * hdr_alias_class's for a name with an underscore. */
+static unsigned hdr_class(const char *s, size_t n)
+{
+	unsigned c = hdr_class_exact(s, n);
+
+	return c ? c : hdr_alias_class(s, n);
 }
 
 void hdr_buf_init(struct hdr_buf *b, size_t max)
@@ -277,13 +322,26 @@ bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 	return false;
 }
 
+/* What of class c survives when the classes in keep are kept: the
+ * Upgrade of a tunnel, a trusted peer's address fields, a response's
+ * fields of those names. */
+static unsigned hdr_class_dropped(unsigned c, unsigned keep)
+{
+	if (c & keep & HDR_C_UPGRADE)
+		return 0;
+	return c & ~(keep & (HDR_C_ADDR | HDR_C_ALIAS));
+}
+
 bool hdr_drop(const struct h1_head *h, const struct h1_header *f, bool tunnel)
 {
 	unsigned c = hdr_class(f->name, f->name_len);
+	unsigned keep = (tunnel ? HDR_C_UPGRADE : 0) | HDR_C_ADDR | HDR_C_ALIAS;
 
-	if (tunnel && (c & HDR_C_UPGRADE))
+	if (hdr_class_dropped(c, keep))
+		return true;
+	if (c & keep & HDR_C_UPGRADE)
 		return false;
-	return c || hdr_named_in_connection(h, f->name, f->name_len);
+	return hdr_named_in_connection(h, f->name, f->name_len);
 }
 
 /* The elements of a head's Connection fields, gathered once per head
@@ -329,16 +387,17 @@ static void hdr_conn_init(struct hdr_conn *cn, const struct h1_head *h)
 	}
 }
 
-/* hdr_drop for the head cn was gathered from. */
+/* Whether f of the head cn was gathered from is dropped, the classes in
+ * keep (HDR_C_UPGRADE, HDR_C_ADDR, HDR_C_ALIAS) kept. */
 static bool hdr_conn_drop(const struct hdr_conn *cn, const struct h1_header *f,
-			  bool tunnel)
+			  unsigned keep)
 {
 	unsigned c = hdr_class(f->name, f->name_len), i;
 
-	if (tunnel && (c & HDR_C_UPGRADE))
-		return false;
-	if (c)
+	if (hdr_class_dropped(c, keep))
 		return true;
+	if (c & keep & HDR_C_UPGRADE)
+		return false;
 	if (cn->n > HDR_CONN_MAX)
 		return hdr_named_in_connection(cn->h, f->name, f->name_len);
 	for (i = 0; i < cn->n; i++)
@@ -580,8 +639,10 @@ static void framing(struct hdr_buf *b, int64_t content_length, bool chunked)
 		HDR_BUF_LIT(b, "Transfer-Encoding: chunked\r\n");
 }
 
-/* Append the fields of h that are kept ("name: value\r\n" each). */
-static void kept_fields(struct hdr_buf *b, const struct h1_head *h, bool tunnel)
+/* Append the fields of h that are kept, the classes in keep among them
+ * ("name: value\r\n" each). */
+static void kept_fields(struct hdr_buf *b, const struct h1_head *h,
+			unsigned keep)
 {
 	struct hdr_conn cn;
 	unsigned i;
@@ -590,7 +651,7 @@ static void kept_fields(struct hdr_buf *b, const struct h1_head *h, bool tunnel)
 	for (i = 0; i < h->nheaders; i++) {
 		const struct h1_header *f = &h->headers[i];
 
-		if (!hdr_conn_drop(&cn, f, tunnel))
+		if (!hdr_conn_drop(&cn, f, keep))
 			hdr_buf_field_n(b, f->name, f->name_len, f->value,
 					f->value_len);
 	}
@@ -619,7 +680,9 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	/* HTTP/1.1 upstreams require a Host; HTTP/1.0 clients may have
 	 * sent none: an empty one is what RFC 9112 asks for then */
 	HDR_BUF_FIELD_LIT(b, "Host", r->host ? r->host : "", r->host_len);
-	kept_fields(b, &r->h, f->tunnel);
+	kept_fields(b, &r->h,
+		    (f->tunnel ? HDR_C_UPGRADE : 0) |
+			(f->xff_trusted ? HDR_C_ADDR : 0));
 	HDR_OPT_FIELD(b, "Via", f->via);
 	HDR_OPT_FIELD(b, "X-Request-ID", f->request_id);
 	HDR_OPT_FIELD(b, "X-Project-ID", f->project_id);
@@ -731,7 +794,9 @@ static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
 	hdr_buf_add(b, reason, reason_len);
 	HDR_BUF_LIT(b, "\r\n");
 	if (h)
-		kept_fields(b, h, upgrade);
+		kept_fields(b, h,
+			    (upgrade ? HDR_C_UPGRADE : 0) | HDR_C_ADDR |
+				HDR_C_ALIAS);
 	hdr_buf_str(b, pre);
 	HDR_OPT_FIELD(b, "X-Request-ID", request_id);
 	hdr_buf_str(b, extra);

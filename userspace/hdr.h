@@ -52,7 +52,8 @@ struct hdr_fwd {
 	const char *client_ip; /* the peer's address, text */
 	const char *proto;     /* "http" or "https" */
 	bool xff_trusted;      /* peer is a trusted proxy: its XFF is kept
-				  (hdr_xff_append), else replaced */
+				  (hdr_xff_append), else replaced; its
+				  other address fields kept, else dropped */
 	bool tunnel;	       /* forwarding an upgrade: keep Upgrade */
 	const char *via;       /* edge's Via member (hdr_via_init), or NULL */
 	const char *path;      /* path to send instead of r's (prefix
@@ -100,9 +101,10 @@ bool hdr_is_edge_owned(const char *name, size_t n);
 bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 			     size_t n);
 
-/* Whether f of head h is dropped when the head is forwarded: hop-by-hop
- * (Upgrade survives when tunnel), named in Connection, Content-Length,
- * Host (rewritten) or edge's own. */
+/* Whether f of head h is dropped when the head is forwarded as a
+ * response is: hop-by-hop (Upgrade survives when tunnel), named in
+ * Connection, Content-Length, Host (rewritten) or edge's own. A request
+ * drops more (hdr_build_request). */
 bool hdr_drop(const struct h1_head *h, const struct h1_header *f, bool tunnel);
 
 /* Whether s[0..n) may be kept as a request id: 1..HDR_REQUEST_ID_MAX bytes
@@ -147,9 +149,14 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);
 /*
  * Write the head edge sends upstream for r: "METHOD origin-form
  * HTTP/1.1", Host (the absolute-form authority wins over Host), every
- * field hdr_drop keeps in its order, edge's fields from f (X-Forwarded-Host
- * is the client's host), Connection/Upgrade for a tunnel, and the framing
- * of f: Content-Length, Transfer-Encoding: chunked or none. Returns 0 or
+ * field hdr_drop keeps in its order but these: the other fields backends
+ * read a client's address from (Forwarded, X-Real-IP, True-Client-IP,
+ * Client-IP, X-Cluster-Client-IP) unless f->xff_trusted, and every name
+ * that reads as one of those or of edge's own with its underscores taken
+ * for dashes (X_Forwarded_For: a CGI-style server's HTTP_X_FORWARDED_FOR
+ * all the same); then edge's fields from f (X-Forwarded-Host is the
+ * client's host), Connection/Upgrade for a tunnel, and the framing of f:
+ * Content-Length, Transfer-Encoding: chunked or none. Returns 0 or
  * b->err.
  */
 int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,

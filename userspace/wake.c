@@ -1357,10 +1357,24 @@ int wake_new(const struct config_wake *c, wake_notify_fn notify,
 
 int wake_configure(struct wake *wk, const struct config_wake *c)
 {
+	uint64_t now, cap;
+	size_t i;
 	int rc;
 
 	pthread_mutex_lock(&wk->lock);
 	rc = wake_copy_set(&wk->set, c);
+	/* a back-off longer than the new cap ends by it */
+	now = clk_fresh_ns();
+	cap = wk->set.retry_max_ms;
+	for (i = 0; rc == 0 && i < wk->nenvs; i++) {
+		struct wake_env *e = wk->envs[i];
+
+		if (e->state != WAKE_FAILED || e->backoff_ms <= cap)
+			continue;
+		e->backoff_ms = cap;
+		if (e->retry_ns > now + cap * NS_PER_MS)
+			e->retry_ns = now + cap * NS_PER_MS;
+	}
 	pthread_mutex_unlock(&wk->lock);
 	return rc;
 }

@@ -105,7 +105,8 @@ int wake_new(const struct config_wake *c, wake_notify_fn notify,
  * run, their descriptors closed. NULL is fine. */
 void wake_free(struct wake *wk);
 
-/* New settings (a reload): later wakes and sleeps use them. */
+/* New settings (a reload): later wakes and sleeps use them, and a
+ * back-off running longer than the new wake.retry_max ends by it. */
 int wake_configure(struct wake *wk, const struct config_wake *c);
 
 /*

@@ -137,7 +137,11 @@ run_suite() { # BIN LABEL
 
 	if get "$v: proxied GET" 200 shop.test "/hello?x=1" \
 		-H 'X-Project-ID: spoofed' -H 'X-Client-IP: 6.6.6.6' \
-		-H 'X-Forwarded-For: 1.2.3.4' -H 'X-Request-ID: my-id.1' &&
+		-H 'X-Forwarded-For: 1.2.3.4' -H 'X-Request-ID: my-id.1' \
+		-H 'X-Real-IP: 1.2.3.4' -H 'Forwarded: for=1.2.3.4' \
+		-H 'True-Client-IP: 1.2.3.4' -H 'Client-IP: 1.2.3.4' \
+		-H 'X-Cluster-Client-IP: 1.2.3.4' -H 'X_Forwarded_For: 1.2.3.4' \
+		-H 'x_client_ip: 1.2.3.4' -H 'X_Real_IP: 1.2.3.4' &&
 		body_has '"path": "/hello?x=1"' &&
 		body_has '\["X-Project-ID", "shop"\]' &&
 		body_has '\["X-Environment-ID", "shop-prod"\]' &&
@@ -149,7 +153,7 @@ run_suite() { # BIN LABEL
 		body_has '\["X-Request-ID", "my-id.1"\]' &&
 		! body_has spoofed && ! body_has 6.6.6.6 && ! body_has 1.2.3.4 &&
 		grep -qi '^X-Request-ID: my-id.1' "$T_TMP/hdrs"; then
-		t_ok "$v: proxied GET, edge headers added, spoofed copies removed (X-Forwarded-For replaced: no trusted_proxies)"
+		t_ok "$v: proxied GET, edge headers added, spoofed copies removed (X-Forwarded-For replaced, X-Real-IP, Forwarded, True-Client-IP, Client-IP, X-Cluster-Client-IP and underscore spellings dropped: no trusted_proxies)"
 	else
 		t_fail "$v: proxied GET, edge headers" "$(head -c 600 "$T_TMP/body")"
 	fi
@@ -169,14 +173,28 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: trusted peer's malformed X-Forwarded-For" "saw '$(cat "$T_TMP/xff")'"
 	fi
+	# its other address fields go on too; underscore spellings never do
+	if get "$v: trusted peer's address fields" 200 shop.test /addr \
+		-H 'X-Real-IP: 1.2.3.4' -H 'Forwarded: for=1.2.3.5' \
+		-H 'X_Real_IP: 6.6.6.6' -H 'X_Forwarded_For: 6.6.6.6' &&
+		body_has '\["X-Real-IP", "1.2.3.4"\]' &&
+		body_has '\["Forwarded", "for=1.2.3.5"\]' && ! body_has 6.6.6.6; then
+		t_ok "$v: a trusted peer's X-Real-IP and Forwarded go on, underscore spellings do not"
+	else
+		t_fail "$v: trusted peer's address fields" "$(head -c 600 "$T_TMP/body")"
+	fi
 	if xff_is "127.0.0.1" -H 'X-Forwarded-For: 1.2.3.4, unknown'; then
 		t_ok "$v: a trusted peer's X-Forwarded-For ending in garbage is not believed at all"
 	else
 		t_fail "$v: trusted peer's X-Forwarded-For ending in garbage" "saw '$(cat "$T_TMP/xff")'"
 	fi
 	if curl -s -m 5 -o /dev/null --interface 127.0.0.3 "http://127.0.0.1:$P_EDGE/" 2>/dev/null; then
-		if xff_is "127.0.0.3" --interface 127.0.0.3 -H 'X-Forwarded-For: 1.2.3.4'; then
-			t_ok "$v: a peer outside trusted_proxies: X-Forwarded-For replaced by its address"
+		if xff_is "127.0.0.3" --interface 127.0.0.3 -H 'X-Forwarded-For: 1.2.3.4' \
+			-H 'X-Real-IP: 1.2.3.4' -H 'Forwarded: for=1.2.3.4' &&
+			get "$v: untrusted peer's address fields" 200 shop.test /addr \
+				--interface 127.0.0.3 -H 'X-Real-IP: 1.2.3.4' \
+				-H 'Forwarded: for=1.2.3.4' && ! body_has 1.2.3.4; then
+			t_ok "$v: a peer outside trusted_proxies: X-Forwarded-For replaced by its address, X-Real-IP and Forwarded dropped"
 		else
 			t_fail "$v: untrusted peer's X-Forwarded-For" "saw '$(cat "$T_TMP/xff")'"
 		fi

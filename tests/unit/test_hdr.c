@@ -183,6 +183,97 @@ START_TEST(test_build_request)
 }
 END_TEST
 
+/* The fields other than X-Forwarded-For that backends read their client's
+ * address from (Forwarded, X-Real-IP, True-Client-IP, Client-IP,
+ * X-Cluster-Client-IP) go on from a trusted peer only; a name that a
+ * CGI-style server reads as one of those or as one of edge's own
+ * (X_Forwarded_For is its HTTP_X_FORWARDED_FOR) never does. */
+START_TEST(test_build_request_addr_fields)
+{
+	static const char in[] = "GET / HTTP/1.1\r\n"
+				 "Host: a\r\n"
+				 "Forwarded: for=6.6.6.1;proto=https\r\n"
+				 "X-Real-IP: 6.6.6.2\r\n"
+				 "x-real-ip: 6.6.6.3\r\n"
+				 "True-Client-IP: 6.6.6.4\r\n"
+				 "Client-IP: 6.6.6.5\r\n"
+				 "X-Cluster-Client-IP: 6.6.6.6\r\n"
+				 "X_Forwarded_For: 6.6.6.7\r\n"
+				 "x_client_ip: 6.6.6.8\r\n"
+				 "X_Real_IP: 6.6.6.9\r\n"
+				 "X-Forwarded_Host: evil.example\r\n"
+				 "X_Request_ID: evil\r\n"
+				 "Forwarded_For: kept\r\n"
+				 "X_Other: kept\r\n"
+				 "X-Forwarded-Port: 443\r\n"
+				 "Accept: */*\r\n\r\n";
+	struct h1_request *r = parse(in, sizeof(in) - 1);
+	struct hdr_fwd f = {.client_ip = "192.0.2.7", .content_length = -1};
+	struct hdr_buf b;
+
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET / HTTP/1.1\r\n"
+				    "Host: a\r\n"
+				    "Forwarded_For: kept\r\n"
+				    "X_Other: kept\r\n"
+				    "X-Forwarded-Port: 443\r\n"
+				    "Accept: */*\r\n"
+				    "X-Client-IP: 192.0.2.7\r\n"
+				    "X-Forwarded-For: 192.0.2.7\r\n"
+				    "X-Forwarded-Host: a\r\n\r\n");
+	hdr_buf_free(&b);
+
+	f.xff_trusted = true;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET / HTTP/1.1\r\n"
+				    "Host: a\r\n"
+				    "Forwarded: for=6.6.6.1;proto=https\r\n"
+				    "X-Real-IP: 6.6.6.2\r\n"
+				    "x-real-ip: 6.6.6.3\r\n"
+				    "True-Client-IP: 6.6.6.4\r\n"
+				    "Client-IP: 6.6.6.5\r\n"
+				    "X-Cluster-Client-IP: 6.6.6.6\r\n"
+				    "Forwarded_For: kept\r\n"
+				    "X_Other: kept\r\n"
+				    "X-Forwarded-Port: 443\r\n"
+				    "Accept: */*\r\n"
+				    "X-Client-IP: 192.0.2.7\r\n"
+				    "X-Forwarded-For: 192.0.2.7\r\n"
+				    "X-Forwarded-Host: a\r\n\r\n");
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
+/* A response's fields of those names go to the client as they are. */
+START_TEST(test_build_response_addr_fields)
+{
+	static const char in[] = "HTTP/1.1 204 No Content\r\n"
+				 "X-Real-IP: 192.0.2.1\r\n"
+				 "Forwarded: for=192.0.2.1\r\n"
+				 "X_Client_IP: 192.0.2.1\r\n\r\n";
+	struct h1_response *p = malloc(sizeof(*p));
+	struct hdr_buf b;
+
+	ck_assert_ptr_nonnull(p);
+	h1_response_init(p);
+	ck_assert_int_eq(
+	    h1_parse_response(in, sizeof(in) - 1, NULL, H1_M_GET, false, p),
+	    (int)sizeof(in) - 1);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(
+	    hdr_build_response(&b, p, NULL, NULL, -1, false, false), 0);
+	ck_assert_str_eq(built(&b), "HTTP/1.1 204 No Content\r\n"
+				    "X-Real-IP: 192.0.2.1\r\n"
+				    "Forwarded: for=192.0.2.1\r\n"
+				    "X_Client_IP: 192.0.2.1\r\n\r\n");
+	hdr_buf_free(&b);
+	free(p);
+}
+END_TEST
+
 /* One X-Forwarded-For element: an address, alone or with a port, in
  * canonical form; anything else refused. */
 static const struct {
@@ -494,6 +585,8 @@ int main(void)
 	tcase_add_test(tc, test_request_id_get);
 	tcase_add_test(tc, test_buf_cap);
 	tcase_add_test(tc, test_build_request);
+	tcase_add_test(tc, test_build_request_addr_fields);
+	tcase_add_test(tc, test_build_response_addr_fields);
 	tcase_add_test(tc, test_build_upgrade);
 	tcase_add_loop_test(tc, test_xff_addr, 0,
 			    sizeof(xff_addrs) / sizeof(xff_addrs[0]));

@@ -218,6 +218,20 @@ static const char *env_state(struct fx *f, const char *id)
 	return st;
 }
 
+/* Run the control loop until environment id is in state st, or ms pass
+ * (a wake's command and probe on a loaded machine): whether it is. */
+static bool run_until_state(struct fx *f, const char *id, const char *st,
+			    uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (strcmp(env_state(f, id), st) && now_ms() < end) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+	return !strcmp(env_state(f, id), st);
+}
+
 static json_int_t inflight(struct fx *f)
 {
 	json_t *d = wake_dump_json(f->wk);
@@ -731,16 +745,14 @@ START_TEST(refused)
 	ck_assert_uint_eq(retry, 1);
 	ck_assert_str_eq(env_state(&f, "a"), "waking");
 	wake_leave(f.wk, env, &wt);
-	run_for(&f, 100);
-	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert(run_until_state(&f, "a", "running", 3000));
 	/* its first request served: a refusal within the window is a
 	 * restart (and a wake), not a failed wake */
 	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_GO);
 	wake_answered(f.wk, env, true);
 	ck_assert_int_eq(wake_refused(f.wk, env, &wt, false, &retry),
 			 WAKE_RESTARTING);
-	run_for(&f, 100);
-	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert(run_until_state(&f, "a", "running", 3000));
 	wake_answered(f.wk, env, true);
 	run_for(&f, 350);
 	ck_assert_int_eq(wake_refused(f.wk, env, &wt, false, &retry),
@@ -902,6 +914,54 @@ START_TEST(backoff_cap)
 }
 END_TEST
 
+/* A reload that lowers wake.retry_max shortens a back-off running longer
+ * than the new cap: the operator's lever once the environment is fixed. */
+START_TEST(backoff_reload)
+{
+	static const char *const ids[] = {"a"};
+	struct config_wake c = {.command = (char *)"exit 3",
+				.sleep_command = (char *)"",
+				.max_concurrent = 8,
+				.timeout_ms = 3000,
+				.probe_interval_ms = 1,
+				.output_max = 4096,
+				.restart_window_ms = 300,
+				.max_waiting_connections = 2,
+				.retry_max_ms = 1000};
+	struct wake_waiter wt[3];
+	struct wake_env *env[3];
+	unsigned port = free_port();
+	struct fx f;
+
+	fx_init_cap(&f, "exit 3", "", 8, 3000, 60000);
+	fx_envs(&f, ids, &port, 1, 60000);
+	memset(wt, 0, sizeof(wt));
+	wt[1].handle = 1;
+	wt[2].handle = 2;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[0], &env[0]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 3000));
+	wake_leave(f.wk, env[0], &wt[0]);
+	run_for(&f, 1100);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[1], &env[1]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 2, 3000));
+	wake_leave(f.wk, env[1], &wt[1]);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 2000);
+	ck_assert_int_gt(env_int(&f, "a", "retry_in_ms"), 1000);
+	/* retry_max 1 s from now on: 1 s left at most */
+	ck_assert_int_eq(wake_configure(f.wk, &c), 0);
+	ck_assert_str_eq(env_state(&f, "a"), "wake_failed");
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 1000);
+	ck_assert_int_le(env_int(&f, "a", "retry_in_ms"), 1000);
+	ck_assert_int_eq(env_int(&f, "a", "consecutive_failures"), 2);
+	run_for(&f, 1100);
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt[2], &env[2]), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 3, 3000));
+	wake_leave(f.wk, env[2], &wt[2]);
+	ck_assert_int_eq(env_int(&f, "a", "backoff_ms"), 1000);
+	fx_free(&f);
+}
+END_TEST
+
 /*
  * The woken endpoint fails its first request (reset before a response
  * head): the wake failed: wake_failed with its back-off, the wake's
@@ -1016,6 +1076,7 @@ static Suite *wake_suite(void)
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, backoff);
 	tcase_add_test(tc, backoff_cap);
+	tcase_add_test(tc, backoff_reload);
 	tcase_add_test(tc, endpoint_failed);
 	tcase_add_test(tc, db_backoff);
 	suite_add_tcase(s, tc);
