@@ -6,14 +6,14 @@
 # upgrade request, a client EOF sent before the 101 arrived, an unsolicited
 # or mismatched 101 (502), the idle
 # timeout, and one analytics event per tunnel. Runs against build/edged
-# and build/asan/edged (1 GiB and 256 MiB each way), each with both
+# and build/asan/edged (512 MiB and 256 MiB each way), each with both
 # movers: splice = "off" (the copy mover) and splice = "sockmap" (the
 # kernel's; as root only: loading the program needs CAP_BPF), and with
 # the kernel's: a slow reader (handed back once the kernel holds more for
 # it than the sockets' buffers would), the switch (off: new tunnels copied; on: a live copied tunnel
 # taken by the kernel), the watchdog closing a tunnel made to stall (its
 # source socket deleted from the sockhash with bpftool: its bytes then
-# wait in the receive queue), and edged's CPU time for 1 GiB each way
+# wait in the receive queue), and edged's CPU time for 512 MiB each way
 # spliced against the copy mover's; and 1,000 tunnels open at once, 64 KiB
 # each way through each (tests/tools/many_tunnels.py, the normal build).
 # Needs no root for the copy mover: 127.0.0.1 high ports, a generated
@@ -284,14 +284,14 @@ run_suite() { # BIN LABEL BYTES SPLICE
 
 	# (b) bulk both ways at once, SHA-256 equal at both ends, RSS bounded
 	# (the kernel takes a tunnel at its first pause: here, both ends
-	# start 100 ms after the 101; both send at 48 MiB/s, under what the
+	# start 100 ms after the 101; both send at 24 MiB/s, under what the
 	# readers take: a reader slower than its writer has its tunnel
 	# handed back under the kernel's mover, see kernel_cases). On a
 	# loaded machine a python reader can fall a few hundred ms behind
 	# and its tunnel is handed back as a slow reader's should be: then
 	# the run did not show the readers keeping up, and is made again
 	# (five at most; the counts are each run's own)
-	local attempt hb0 hb1 k0u k0d st_pid="" rate=$((48 << 20))
+	local attempt hb0 hb1 k0u k0d st_pid="" rate=$((24 << 20))
 	for attempt in 1 2 3 4 5; do
 		splice_json
 		hb0=$(json_field "$T_TMP/splice.json" handed_back)
@@ -341,6 +341,8 @@ run_suite() { # BIN LABEL BYTES SPLICE
 		echo "$((c1 - c0))" >"$T_TMP/cpu-$2-$mode"
 		if [ -n "$st_pid" ]; then
 			awk '$NF == "total" { print $4 }' \
+				"$T_TMP/strace-$mode.txt" >"$T_TMP/calls-all-$2-$mode"
+			awk '$NF ~ /^(read|readv|recvfrom|recvmsg|write|writev|sendto|sendmsg|sendfile|splice|io_uring_enter)$/ { n += $4 } END { print n + 0 }' \
 				"$T_TMP/strace-$mode.txt" >"$T_TMP/calls-$2-$mode"
 		fi
 		# which mover moved the bytes: the kernel's counters
@@ -446,7 +448,7 @@ slow, handback = int(sys.argv[6]), int(sys.argv[7])
 tun = [e for e in ev if e["kind"] == "tunnel"]
 assert all(e["outcome"] == "tunnel" and e["status"] == 101 for e in tun), tun
 # the bulk run, made up to five times (a reader that fell behind)
-bulk = "/pump/%d/100/%d" % (big, 48 << 20)
+bulk = "/pump/%d/100/%d" % (big, 24 << 20)
 pumps = [e for e in tun if e["path"] == bulk]
 assert 1 <= len(pumps) <= 5, pumps
 paths = sorted(e["path"] for e in tun if e["path"] != bulk)
@@ -504,7 +506,7 @@ else
 fi
 
 for m in $MODES; do
-	run_suite "$EDGED" edged $((1 << 30)) "$m"
+	run_suite "$EDGED" edged $((512 << 20)) "$m"
 done
 # edged's own CPU for the same bulk with each mover: the kernel's moves
 # the bytes without them entering edged
@@ -512,18 +514,20 @@ if [ -e "$T_TMP/cpu-edged-sockmap" ] && [ -e "$T_TMP/cpu-edged-off" ]; then
 	ks=$(cat "$T_TMP/cpu-edged-sockmap")
 	kc=$(cat "$T_TMP/cpu-edged-off")
 	if [ "$((ks * 4))" -le "$kc" ]; then
-		t_ok "edged's CPU for 1 GiB each way: $ks ticks spliced, $kc copied (under a quarter)"
+		t_ok "edged's CPU for 512 MiB each way: $ks ticks spliced, $kc copied (under a quarter)"
 	else
 		t_fail "spliced bytes bypass edged" "$ks ticks spliced, $kc copied"
 	fi
 fi
-# and its system calls: a spliced tunnel's bytes take none, only the
-# watchdog's looks (a few every 20 ms while bytes move)
+# and its system calls: a spliced tunnel's bytes take none; what the
+# watchdog's looks take (a few every 20 ms while bytes move: getsockopt,
+# ioctl, bpf) follows the time, not the bytes, so the calls compared are
+# those that move bytes (reads, writes, sends, receives, io_uring_enter)
 if [ -s "$T_TMP/calls-edged-sockmap" ] && [ -s "$T_TMP/calls-edged-off" ]; then
 	ks=$(cat "$T_TMP/calls-edged-sockmap")
 	kc=$(cat "$T_TMP/calls-edged-off")
-	if [ "$((ks * 4))" -le "$kc" ]; then
-		t_ok "edged's system calls for 1 GiB each way: $ks spliced, $kc copied (under a quarter)"
+	if [ "$((ks * 10))" -le "$kc" ]; then
+		t_ok "edged's system calls that move bytes for 512 MiB each way: $ks spliced, $kc copied (under a tenth; $(cat "$T_TMP/calls-all-edged-sockmap") and $(cat "$T_TMP/calls-all-edged-off") calls in all)"
 	else
 		t_fail "spliced bytes take no system call of edged's" "$ks calls spliced, $kc copied: $(cat "$T_TMP/strace-sockmap.txt")"
 	fi
