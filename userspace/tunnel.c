@@ -88,8 +88,8 @@
 #define FIN_MAX_MS 50	/* looks back off up to this */
 #define LEAVE_POLL_MS 5 /* leaving: how often the kernel's hold is read */
 /* leaving: the hold is trusted only this long after the disarm, when a
- * verdict that began before it has surely counted and queued its
- * redirect */
+ * verdict that began before it has most likely counted and queued its
+ * redirect (one waiting for a CPU longer is waited for: tunnel_leave_dir) */
 #define LEAVE_GRACE_MS 10
 /* leaving: a hold that shrinks not for this, while its destination's send
  * queue has room (a full one is a reader that stopped: that waits, as a
@@ -163,6 +163,8 @@ struct tunnel_half {
 	uint64_t leave_held; /* the smallest hold for it seen */
 	uint64_t leave_ns;   /* since when that hold has not shrunk */
 	uint64_t steady_ns;  /* since when its counts have not held still */
+	uint64_t short_ns;   /* since when fewer are accounted for than
+				received (a verdict run not counted yet) */
 };
 
 struct tunnel {
@@ -1219,6 +1221,20 @@ static int tunnel_leave_dir(struct tunnel *t, int i, uint64_t now, bool *soon)
 	}
 	if (o->written - o->base != h->cnt.redir_bytes + o->down ||
 	    received != h->rbase + h->cnt.redir_bytes + inq + fin) {
+		/* fewer accounted for than i received: a verdict run that
+		 * took bytes off the receive queue before the disarm and has
+		 * not counted them yet (its softirq, or the socket's backlog
+		 * in a task, waiting for a CPU past the grace): look again,
+		 * for LEAVE_STUCK_MS at most */
+		if (o->written - o->base == h->cnt.redir_bytes + o->down &&
+		    received > h->rbase + h->cnt.redir_bytes + inq + fin) {
+			if (!o->short_ns)
+				o->short_ns = now;
+			if (now - o->short_ns < LEAVE_STUCK_MS * 1000000ull) {
+				*soon = true;
+				return 0;
+			}
+		}
 		log_warnx(
 		    "tunnel: leaving: the %s side received %llu since the "
 		    "entry, %llu redirected, %llu queued%s; %llu reached "
@@ -1312,6 +1328,7 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 		t->s[i].leave_held = UINT64_MAX;
 		t->s[i].leave_ns = t->disarm_ns;
 		t->s[i].steady_ns = 0;
+		t->s[i].short_ns = 0;
 	}
 	log_debug("tunnel: leaving the kernel (%s); held %llu up, %llu down "
 		  "(at most %llu, %llu); send queues %llu of %llu, %llu of "
