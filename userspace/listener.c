@@ -136,6 +136,8 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 	unsigned i;
 
 	(void)what;
+	/* a reload published before these connections came: theirs */
+	worker_sync_settings(l->w);
 	for (i = 0; i < LISTENER_ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);

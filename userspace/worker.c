@@ -90,7 +90,7 @@ static int worker_apply(struct worker *w)
 }
 
 /* Copy sh->set into w->set if it changed, and apply it. */
-static void worker_sync_settings(struct worker *w)
+void worker_sync_settings(struct worker *w)
 {
 	struct worker_shared *sh = w->sh;
 	unsigned gen = atomic_load(&sh->set_gen);

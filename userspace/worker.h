@@ -200,6 +200,12 @@ void worker_stop(struct worker *w);
  * already armed run their course. */
 void worker_retune(struct worker *w);
 
+/* On the worker's own thread: take up sh->set if sh->set_gen moved (one
+ * atomic load when it has not). At its wake and before each accept
+ * batch, so that a connection accepted after a reload published its
+ * settings has them, whichever of the two events the loop sees first. */
+void worker_sync_settings(struct worker *w);
+
 /* Wait for the thread until deadline (CLOCK_REALTIME). Returns 0 when it
  * ended, -ETIMEDOUT when it still runs. */
 int worker_join(struct worker *w, const struct timespec *deadline);
