@@ -1198,6 +1198,7 @@ static int tunnel_leave_dir(struct tunnel *t, int i, uint64_t now, bool *soon)
 			return -1;
 		}
 		o->steady_ns = 0;
+		o->short_ns = 0;
 		return 0;
 	}
 	/* the counts are compared exactly: o's read with no ACK coming,
