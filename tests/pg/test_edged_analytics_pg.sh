@@ -26,6 +26,11 @@
 #   hang     the database session edged writes through stops answering
 #            (its backend SIGSTOPped): the batch's deadline drops it, a
 #            new session carries on, every event lands once
+#   rejects  rows PostgreSQL refuses (a CHECK constraint on user_agent, a
+#            path longer than a narrowed column), among normal requests,
+#            with the database up and then in one batch replayed after an
+#            outage: every normal row lands, each refused event is dropped
+#            alone, counted (result "rejected") and logged, no spool left
 #   refused  an unusable spool directory is a start-up error saying why
 #
 # Runs against build/edged and build/asan/edged. As root, edged runs as
@@ -404,6 +409,81 @@ hang() {
 	edged_sanitizers_clean "$v: hang: sanitizers" || true
 }
 
+# rj_requests OUT: 12 requests, every 4th from 2 on with the user agent
+# the CHECK refuses, every 4th from 3 on with a path too long for the
+# narrowed column; OUT gets "good ID" or "bad ID" per request
+rj_requests() {
+	local i ua path id
+	for ((i = 0; i < 12; i++)); do
+		ua=rj-client path="/rj/$i"
+		[ $((i % 4)) = 2 ] && ua=rj-refused
+		[ $((i % 4)) = 3 ] && path="/rj/$i/$(printf 'x%.0s' {1..150})"
+		id=$(curl -s -m 10 -o /dev/null -A "$ua" -H "Host: shop.test" \
+			-w '%{http_code} %header{x-request-id}' "http://127.0.0.1:$P_EDGE$path")
+		case "$id" in
+		"200 "?*) ;;
+		*) echo "request $i: $id" >&2; return 1 ;;
+		esac
+		if [ "$ua" = rj-client ] && [ "$path" = "/rj/$i" ]; then
+			echo "good ${id#200 }"
+		else
+			echo "bad ${id#200 }"
+		fi
+	done >>"$1"
+}
+
+# rejects BIN V: events PostgreSQL refuses are dropped one by one, the
+# rest of their batch and every event after them written
+rejects() {
+	local bin=$1 v=$2 host="rj-$2" spool="$T_TMP/spool-rj-$2" why="" i
+	local first left
+	if ! pg_sql "ALTER TABLE request_events
+		ADD CONSTRAINT edge_test_refused CHECK (user_agent IS DISTINCT FROM 'rj-refused'),
+		ALTER COLUMN path TYPE varchar(100)" >/dev/null; then
+		t_fail "$v: rejects: the constraint and the narrowed column added"
+		return
+	fi
+	write_conf "$T_TMP/rj.conf" "$host" "$spool"
+	if ! edged_start "$bin" "$T_TMP/rj.conf"; then
+		t_fail "$v: rejects: edged starts" "$(tail -5 "$EDGED_LOG")"
+	else
+		: >"$T_TMP/rj.ids"
+		# the database up: each event in a batch of its own, or a few
+		rj_requests "$T_TMP/rj.ids" 2>"$T_TMP/rj.err" || why="requests with the database up: $(cat "$T_TMP/rj.err")"
+		for ((i = 0; i < 120; i++)); do
+			[ "$(pgm sink_events_total rejected)" = 6 ] && [ "$(rows "$host")" = 6 ] && break
+			sleep 0.25
+		done
+		[ "$(rows "$host")" = 6 ] ||
+			why="$why with the database up: $(rows "$host") rows of 6, $(pgm sink_events_total rejected) of 6 rejected;"
+		# down, then up: the 12 in one batch, replayed
+		pg_stop || why="$why pg_stop failed"
+		rj_requests "$T_TMP/rj.ids" 2>"$T_TMP/rj.err" || why="$why requests with the database down: $(cat "$T_TMP/rj.err")"
+		pg_start || why="$why pg_start failed"
+		awk '$1 == "good" { print "200", $2 }' "$T_TMP/rj.ids" >"$T_TMP/rj.good"
+		for ((i = 0; i < 240; i++)); do
+			[ "$(pgm sink_events_total rejected)" = 12 ] && [ "$(rows "$host")" = 12 ] && break
+			sleep 0.25
+		done
+		first=$(awk '$1 == "bad" { print $2; exit }' "$T_TMP/rj.ids")
+		left=$(find "$spool" -name '*.spool' 2>/dev/null | wc -l)
+		if [ -z "$why" ] && [ "$(wc -l <"$T_TMP/rj.good")" = 12 ] &&
+			same_ids "$host" "$T_TMP/rj.good" >"$T_TMP/cmp" &&
+			[ "$(pgm sink_events_total rejected)" = 12 ] &&
+			[ "$(pgm disk_spooled)" = 0 ] && [ "$left" = 0 ] &&
+			grep -q "analytics: PostgreSQL refused the event of request $first: dropped" "$EDGED_LOG"; then
+			t_ok "$v: rejects: 12 events PostgreSQL refused (a CHECK, a narrowed column) dropped one by one, counted and logged; the 12 normal rows around them written, with the database up and replayed in one batch"
+		else
+			t_fail "$v: rejects: refused events dropped alone" "${why:-rows $(rows "$host") of 12, $(cat "$T_TMP/cmp" 2>/dev/null) rejected $(pgm sink_events_total rejected) of 12, spooled $(pgm disk_spooled), $left spool files; $(grep 'analytics' "$EDGED_LOG" | tail -3)}"
+		fi
+		edged_stop 30
+		edged_sanitizers_clean "$v: rejects: sanitizers" || true
+	fi
+	pg_sql "ALTER TABLE request_events DROP CONSTRAINT edge_test_refused,
+		ALTER COLUMN path TYPE text" >/dev/null ||
+		t_fail "$v: rejects: the table put back"
+}
+
 # refused BIN V: an unusable spool directory stops edged at start
 refused() {
 	local bin=$1 v=$2
@@ -433,6 +513,7 @@ run_all() {
 	diskfull "$1" "$2"
 	restart "$1" "$2"
 	hang "$1" "$2"
+	rejects "$1" "$2"
 	refused "$1" "$2"
 	pg_sql "TRUNCATE request_events" >/dev/null
 }
