@@ -218,8 +218,11 @@ PY
 		t_fail "$v: prefix claim" "$(backend_of shop.test /fn/x) $(backend_of shop.test /x)"
 	fi
 
-	# 5. bad rows skipped, their neighbours applied
+	# 5. bad rows skipped, their neighbours applied (the endpoints come
+	# sorted by address: one bad row sorts before the good one, one
+	# after, so that a bad row ending the deployment's rows shows)
 	pg_sql "BEGIN; $(site_sql good good.test "$P_A")
+		INSERT INTO endpoints VALUES ('good-d1', '0 not an address');
 		INSERT INTO endpoints VALUES ('good-d1', 'not an address');
 		INSERT INTO domains (domain, environment_id) VALUES ('bad..domain', 'good-prod');
 		INSERT INTO domains (domain, environment_id) VALUES ('also-good.test', 'good-prod');
@@ -228,10 +231,11 @@ PY
 	wait_code 200 also-good.test /
 	sleep 1.1 # the edge_db_* series are refreshed every second
 	if wait_code 200 good.test / &&
-		[ "$(metric 'edge_db_rows_skipped_total{table="endpoints"}')" -ge 1 ] &&
+		[ "$(metric 'edge_db_rows_skipped_total{table="endpoints"}')" -ge 2 ] &&
 		[ "$(metric 'edge_db_rows_skipped_total{table="domains"}')" -ge 1 ] &&
+		grep -q "database: endpoints row (deployment good-d1, address 0 not an address)" "$EDGED_LOG" &&
 		grep -q "database: endpoints row (deployment good-d1, address not an address)" "$EDGED_LOG"; then
-		t_ok "$v: a bad address and a bad domain skipped and counted, the rest of the project routes"
+		t_ok "$v: bad addresses (sorted before and after the good one) and a bad domain skipped and counted, the rest of the project routes"
 	else
 		t_fail "$v: bad rows" "$(code good.test /) $(code also-good.test /) $(grep -m2 'database:.*skipped' "$EDGED_LOG")"
 	fi
