@@ -10,7 +10,8 @@
 # movers: splice = "off" (the copy mover) and splice = "sockmap" (the
 # kernel's; as root only: loading the program needs CAP_BPF), and with
 # the kernel's: a slow reader (handed back once the kernel holds more for
-# it than the sockets' buffers would), the switch (off: new tunnels copied; on: a live copied tunnel
+# it than the sockets' buffers would; and so after the client's FIN went
+# through the kernel), the switch (off: new tunnels copied; on: a live copied tunnel
 # taken by the kernel), the watchdog closing a tunnel made to stall (its
 # source socket deleted from the sockhash with bpftool: its bytes then
 # wait in the receive queue), and edged's CPU time for 512 MiB each way
@@ -170,6 +171,54 @@ kernel_cases() {
 		fi
 	else
 		t_fail "$v: slow reader" "$(cat "$T_TMP/client.err") $(bulk_why)"
+	fi
+
+	# a hand-back after the client's FIN went through the kernel: 100 kB
+	# and the FIN up while spliced, then 40 MiB down to a client that
+	# reads nothing until edged starts leaving the kernel for the slow
+	# reader; the FIN is part of the up direction's count (counted
+	# without it, the direction was "unaccounted for" and the tunnel
+	# closed). tunnel_idle 10s: the stalled reader moves nothing for a
+	# while, which tunnel_idle = 1s would end
+	local lv="leaving the kernel \(it holds too much for a slow reader\); held"
+	local hb="handed back to the copy mover \(it holds too much for a slow reader\), no byte lost; 100000 up"
+	local hb0 lv0 ua0 cpid
+	write_conf "$T_TMP/edge.conf" sockmap 10s
+	"$EDGECTL" --socket "$T_TMP/edged.sock" reload >/dev/null
+	splice_json
+	n0=$(json_field "$T_TMP/splice.json" handed_back)
+	k0=$(json_field "$T_TMP/splice.json" lost)
+	hb0=$(grep -Ec -- "$hb" "$EDGED_LOG")
+	lv0=$(grep -Ec -- "$lv" "$EDGED_LOG")
+	ua0=$(grep -c "unaccounted for" "$EDGED_LOG")
+	rm -f "$T_TMP/hc.go"
+	client halfclose $((40 << 20)) 100 "60000:$T_TMP/hc.go" &
+	cpid=$!
+	for ((i = 0; i < 600; i++)); do
+		[ "$(grep -Ec -- "$lv" "$EDGED_LOG")" -gt "$lv0" ] && break
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	touch "$T_TMP/hc.go"
+	rc=0
+	wait "$cpid" || rc=$?
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -Ec -- "$hb" "$EDGED_LOG")" -gt "$hb0" ] && break
+		sleep 0.05
+	done
+	write_conf "$T_TMP/edge.conf" sockmap
+	"$EDGECTL" --socket "$T_TMP/edged.sock" reload >/dev/null
+	splice_json
+	n1=$(json_field "$T_TMP/splice.json" handed_back)
+	k1=$(json_field "$T_TMP/splice.json" lost)
+	if [ "$rc" = 0 ] && [ "$(json_field "$T_TMP/client.json" whole)" = True ] &&
+		[ "$(backend_last /halfclose/$((40 << 20)) | json_field - recv_bytes)" = 100000 ] &&
+		[ "$(grep -Ec -- "$hb" "$EDGED_LOG")" -gt "$hb0" ] &&
+		[ "$(grep -c "unaccounted for" "$EDGED_LOG")" = "$ua0" ] &&
+		[ "${n1:-0}" -gt "${n0:-0}" ] && [ "$k1" = "$k0" ]; then
+		t_ok "$v: a hand-back after the client's FIN went through the kernel: 100 kB and the EOF up, 40 MiB down to a stalled reader, handed back, every byte, none lost"
+	else
+		t_fail "$v: a hand-back after the client's FIN went through the kernel" "client rc $rc $(cat "$T_TMP/client.json" "$T_TMP/client.err" 2>/dev/null) backend $(backend_last /halfclose/$((40 << 20))); handed back $n0 -> $n1, lost $k0 -> $k1; $(grep -E 'leaving|handed back|closing it|unaccounted' "$EDGED_LOG" | tail -4)"
 	fi
 
 	# the switch: off, and a new tunnel is copied; on, and a live copy
@@ -459,6 +508,7 @@ want = sorted(["/halfclose/300000", "/latehalfclose/200000",
                "/banner", "/echo"]
               + (["/ws"] if ws else [])
               + (["/pump/%d/100" % slow, "/pump/%d/100" % (16 << 20),
+                  "/halfclose/%d" % (40 << 20),
                   "/echo", "/echo", "/sink", "/sink", "/sink"]
                  + ["/echo"] * (2 * handback) if sys.argv[4] == "sockmap" else [])
               + (["/many"] * 1000 if sys.argv[5] == "edged" else []))
@@ -476,6 +526,13 @@ if sys.argv[4] == "off":
     assert all(e["mover"] == "copy" for e in tun), [e["mover"] for e in tun]
 else:
     assert pump["mover"] == "sockmap", pump
+    # the hand-back after the client's FIN: the kernel moved its bytes
+    # (what it held drained to the reader before the copy mover took
+    # over: "copy" joins only when that mover moved some)
+    hk = [e for e in tun if e["path"] == "/halfclose/%d" % (40 << 20)][0]
+    assert (100000 < hk["bytes_in"] < 104096 and
+            40 << 20 < hk["bytes_out"] < (40 << 20) + 4096 and
+            hk["mover"] in ("sockmap", "copy+sockmap")), hk
     # the switch's and auto's echo tunnels: copied, spliced, copied
     mixed = [e for e in tun if e["path"] == "/echo" and e["mover"] == "copy+sockmap"]
     assert len(mixed) >= 2, [e for e in tun if e["path"] == "/echo"]

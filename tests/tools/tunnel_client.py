@@ -26,8 +26,12 @@ the reason on stderr otherwise.
   early          request head and "CLIENT-FIRST\\n" in one write (/banner):
                  the backend's "BACKEND-FIRST\\n" (sent with its 101) and
                  then the echo of CLIENT-FIRST must arrive, in that order
-  halfclose N    send 100000 bytes, shut down the write side, then still
-                 receive the N bytes the backend sends after our EOF
+  halfclose N [WAIT [STALL]]
+                 send 100000 bytes, shut down the write side, then still
+                 receive the N bytes the backend sends after our EOF,
+                 each checked; with WAIT, the bytes go out WAIT ms after
+                 the 101; with STALL (MS:PATH), reads nothing after our
+                 EOF until PATH exists, for at most MS ms
   earlyeof N     request head, 1000 bytes and our EOF (SHUT_WR) all
                  before the 101 arrives (/latehalfclose): the bytes and the
                  EOF both reach the backend, and its N bytes after it reach us
@@ -236,17 +240,40 @@ def mode_early():
 
 def mode_halfclose():
     n = int(ARGS[0])
+    wait = int(ARGS[1]) if len(ARGS) > 1 else 0
+    stall, stall_until = 0, None
+    if len(ARGS) > 2:
+        stall, _, stall_until = ARGS[2].partition(":")
+        stall = int(stall)
     s = connect()
     s.sendall(upgrade_req("/halfclose/%d" % n))
     _, rest = expect_101(s)
+    time.sleep(wait / 1000)
     s.sendall(b"q" * 100000)
     s.shutdown(socket.SHUT_WR)
-    rest = read_all(s, rest)
+    t0 = time.time()
+    while (stall_until and not os.path.exists(stall_until)
+           and time.time() - t0 < stall / 1000):
+        time.sleep(0.05)
+    got = bytearray(rest)
+    try:
+        while True:
+            d = s.recv(262144)
+            if not d:
+                break
+            got += d
+    except OSError as e:
+        fail("after our EOF, %d bytes received, then %r" % (len(got), e))
+    rest = bytes(got)
+    want = (b"after-eof:" + b"h" * n)[:n]
     print(json.dumps({"recv_bytes": len(rest),
-                      "prefix": rest[:16].decode("latin-1")}))
-    if len(rest) != n or not rest.startswith(b"after-eof:"):
-        fail("after our EOF got %d bytes (%r...), wanted %d" %
-             (len(rest), rest[:20], n))
+                      "prefix": rest[:16].decode("latin-1"),
+                      "whole": rest == want}))
+    if rest != want:
+        bad = next((i for i, (a, b) in enumerate(zip(rest, want)) if a != b),
+                   min(len(rest), n))
+        fail("after our EOF got %d bytes (%r...), wanted %d; the first "
+             "that differs at %d" % (len(rest), rest[:20], n, bad))
 
 
 def mode_earlyeof():
