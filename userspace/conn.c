@@ -404,6 +404,9 @@ static void conn_park_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	if (!(what & EV_READ)) {
+		log_debug("conn: closed at its timeout: no %s request in "
+			  "the %llu ms parked",
+			  nreq ? "next" : "first", (unsigned long long)k->ms);
 		conn_park_free(k, NULL);
 		conn_gone(w);
 		return;
@@ -432,6 +435,7 @@ static int conn_park(struct worker *w, const struct transport *t,
 	k->w = w;
 	k->t = *t;
 	k->nreq = nreq;
+	k->ms = ms;
 	k->peer = *peer;
 	if (event_assign((struct event *)k->ev, w->base, t->fd, EV_READ,
 			 conn_park_cb, k) ||

@@ -62,6 +62,7 @@ struct conn_park {
 	struct transport t;   /* the stream, as its sockio left it */
 	union conn_addr peer; /* the client */
 	unsigned nreq;	      /* requests served on the connection so far */
+	uint64_t ms;	      /* how long it was parked for at most */
 	/* the read + deadline event (event_assign'ed, libevent's size) */
 	_Alignas(max_align_t) unsigned char ev[];
 };

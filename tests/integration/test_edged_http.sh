@@ -370,7 +370,11 @@ print(codes, seen, closed, round(took, 2), file=sys.stderr)
 sys.exit(0 if codes == [b"200"] * 3 and min(seen) >= 1 and closed and
          1.5 < took < 4 else 1)
 PY
-		t_ok "$v: parked keep-alive connection serves again; a silent one closes after timeouts.header"
+		if edged_wait_log "conn: closed at its timeout: no first request in the 2000 ms parked"; then
+			t_ok "$v: parked keep-alive connection serves again; a silent one closes after timeouts.header, said at debug level"
+		else
+			t_fail "$v: parking" "no 'conn: closed at its timeout: no first request in the 2000 ms parked' in the log"
+		fi
 	else
 		t_fail "$v: parking" "see above"
 	fi
