@@ -431,7 +431,7 @@ run_suite() { # BIN LABEL BYTES SPLICE
 				t_fail "$v: 1000 tunnels by the mover asked for" "$out: $(cat "$T_TMP/peak.json")"
 			fi
 		else
-			t_fail "$v: 1000 tunnels at once" "$(cat "$T_TMP/many.json" "$T_TMP/many.err" | head -c 600)"
+			t_fail "$v: 1000 tunnels at once" "$(cat "$T_TMP/many.json" "$T_TMP/many.err" | head -c 900); edged: $(grep -a 'conn: closed at its timeout' "$EDGED_LOG" | sort | uniq -c | tr '\n' ' ')"
 		fi
 		write_conf "$T_TMP/edge.conf" "$mode"
 		"$EDGECTL" --socket "$T_TMP/edged.sock" reload >/dev/null

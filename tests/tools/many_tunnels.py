@@ -15,7 +15,8 @@ then each client sends BYTES random bytes in 16 KiB writes while reading
 the echo, compares SHA-256 and closes its write side, waiting for EOF.
 
 Prints JSON: n, open_peak (tunnels open at once), ok (tunnels whose echo
-was exact), errors (the first few), seconds. Exit 0 when every tunnel was
+was exact), failed, errors (the first few, each with its time since the
+start and whether its 101 had come), seconds. Exit 0 when every tunnel was
 exact, 1 otherwise. Stdlib only.
 """
 import asyncio
@@ -59,6 +60,8 @@ class Run:
         self.open_peak = 0
         self.ok = 0
         self.errors = []
+        self.failed = 0
+        self.start = time.monotonic()
         self.all_open = asyncio.Event()
         self.go = asyncio.Event()
 
@@ -117,8 +120,11 @@ async def client(run, port, host, nbytes):
                                 "differs" if got == nbytes else "-"))
         run.ok += 1
     except Exception as e:  # any failure is this tunnel's, reported
+        run.failed += 1
         if len(run.errors) < 5:
-            run.errors.append("%s: %s" % (type(e).__name__, e))
+            run.errors.append("%s: %s (at %.1f s, %s)" % (
+                type(e).__name__, e, time.monotonic() - run.start,
+                "open" if counted else "before its 101"))
     finally:
         if counted:
             run.open_now -= 1
@@ -159,7 +165,8 @@ def main():
     run, secs = asyncio.run(main_async(port, host, bport, n, nbytes,
                                        peak_cmd))
     print(json.dumps({"n": n, "open_peak": run.open_peak, "ok": run.ok,
-                      "errors": run.errors, "seconds": round(secs, 2)}))
+                      "failed": run.failed, "errors": run.errors,
+                      "seconds": round(secs, 2)}))
     return 0 if run.ok == n else 1
 
 
