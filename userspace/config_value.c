@@ -535,8 +535,14 @@ fail:
 	return rc;
 }
 
-int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
-		 const char *name, uint8_t action, struct rules *rules)
+/* Each string of list name given to add(ctx, s, note, e), which returns 0,
+ * -EINVAL with e set or -ENOMEM: an error names its element, a note
+ * becomes a warning. Absent: add never called. */
+static int cfg_each_string(struct cfg *x, const config_setting_t *g,
+			   const char *path, const char *name,
+			   int (*add)(void *ctx, const char *s,
+				      struct errbuf *note, struct errbuf *e),
+			   void *ctx)
 {
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
 	const config_setting_t *s;
@@ -553,8 +559,8 @@ int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
 		    config_setting_get_elem(s, (unsigned)i);
 
 		cfg_key_index(ek, key, i);
-		rc = config_ip_rule_add(
-		    rules, action, config_setting_get_string(el), &note, &e);
+		errbuf_clear(&note);
+		rc = add(ctx, config_setting_get_string(el), &note, &e);
 		if (rc == -ENOMEM)
 			return cfg_nomem(x);
 		if (rc < 0)
@@ -568,33 +574,37 @@ int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
+struct cfg_rule_ctx {
+	struct rules *rules;
+	uint8_t action;
+};
+
+static int cfg_rule_add(void *ctx, const char *s, struct errbuf *note,
+			struct errbuf *e)
+{
+	struct cfg_rule_ctx *r = ctx;
+
+	return config_ip_rule_add(r->rules, r->action, s, note, e);
+}
+
+int cfg_ip_rules(struct cfg *x, const config_setting_t *g, const char *path,
+		 const char *name, uint8_t action, struct rules *rules)
+{
+	struct cfg_rule_ctx r = {rules, action};
+
+	return cfg_each_string(x, g, path, name, cfg_rule_add, &r);
+}
+
+static int cfg_trusted_add(void *ctx, const char *s, struct errbuf *note,
+			   struct errbuf *e)
+{
+	return trusted_add(ctx, s, note, e);
+}
+
 int cfg_trusted(struct cfg *x, const config_setting_t *g, const char *path,
 		const char *name, struct trusted *t)
 {
-	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
-	const config_setting_t *s;
-	struct errbuf e, note;
-	size_t i, n;
-	int rc;
-
-	rc = cfg_list(x, g, path, name, key, &s);
-	if (rc < 0 || !s)
-		return rc;
-	n = (size_t)config_setting_length(s);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *el =
-		    config_setting_get_elem(s, (unsigned)i);
-
-		cfg_key_index(ek, key, i);
-		if (trusted_add(t, config_setting_get_string(el), &note, &e))
-			return cfg_fail(x, el, ek, "%s", e.msg);
-		if (note.msg[0]) {
-			rc = cfg_warn(x, el, ek, "%s", note.msg);
-			if (rc < 0)
-				return rc;
-		}
-	}
-	return 0;
+	return cfg_each_string(x, g, path, name, cfg_trusted_add, t);
 }
 
 /* ---- names and paths ---------------------------------------------------- */
