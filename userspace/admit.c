@@ -31,7 +31,11 @@
  * and the look being sequentially consistent, of two concurrent claims
  * at least one sees the other, so a client is LIVE in one slot at most
  * and every take meets the same state: a burst is exact whichever
- * workers the requests land on. No thread waits on another for long: a
+ * workers the requests land on, as long as the client keeps its slot (a
+ * claim that judged a bucket full again while another worker was taking
+ * from it forgets a client with takes: counted as evicted, that client
+ * gets at most one burst more; rare, seen under two racing threads in a
+ * set with no slot to spare). No thread waits on another for long: a
  * claimer that finds its client BUSY elsewhere waits a few turns, then
  * removes that claim; after ADMIT_TRIES rounds without a verdict a
  * request is allowed and counted (untracked), never refused.

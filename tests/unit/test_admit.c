@@ -435,20 +435,30 @@ static void race(unsigned nkeys, uint64_t burst)
 	admit_limiter_stats(h.l, &st);
 	/* A take that met a claim whose thread the scheduler paused goes
 	 * through untracked (admit.h): each such take is one more admitted
-	 * than the burst, and the tracked ones give exactly the burst. */
+	 * than the burst. A claim that judged a slot's bucket full while
+	 * the other thread was taking from it evicts a client with takes
+	 * (counted evicted; the two threads' claims of one client can hold
+	 * two of the set's slots for a moment): that client starts a full
+	 * bucket again, at most one burst more. The rest give exactly the
+	 * burst; both are rare. */
 	ck_assert_uint_le(st.untracked, RACE_ROUNDS * nkeys / 20);
+	ck_assert_uint_le(st.evicted, RACE_ROUNDS * nkeys / 20);
 	for (r = 0; r < RACE_ROUNDS; r++)
 		for (k = 0; k < nkeys; k++) {
 			unsigned n = atomic_load(&got[r * RACE_KEYS + k]);
 
-			if (n < burst || n - burst > st.untracked)
+			if (n < burst ||
+			    n - burst > st.untracked + burst * st.evicted)
 				ck_abort_msg("round %u client %u: %u admitted, "
-					     "burst %llu, %llu untracked",
+					     "burst %llu, %llu untracked, "
+					     "%llu evicted",
 					     r, k, n, (unsigned long long)burst,
-					     (unsigned long long)st.untracked);
+					     (unsigned long long)st.untracked,
+					     (unsigned long long)st.evicted);
 			extra += n - burst;
 		}
-	ck_assert_uint_eq(extra, st.untracked);
+	ck_assert_uint_le(extra, st.untracked + burst * st.evicted);
+	ck_assert_uint_ge(extra, st.untracked);
 	admit_limiter_free(h.l);
 }
 
