@@ -88,11 +88,30 @@ def status(head):
 
 
 def read_all(s, buf=b""):
-    while True:
-        d = s.recv(262144)
-        if not d:
-            return buf
-        buf += d
+    got = bytearray(buf)
+    try:
+        while True:
+            d = s.recv(262144)
+            if not d:
+                return bytes(got)
+            got += d
+    except OSError as e:
+        fail("%d bytes received, then %r" % (len(got), e))
+
+
+def stall_arg(arg):
+    """STALL as MS or MS:PATH: (ms, path or None)"""
+    ms, _, path = arg.partition(":")
+    return int(ms), path or None
+
+
+def stall(ms, path, t0):
+    """Wait until ms after t0, or with path, until it exists (ms at most)."""
+    if not path:
+        time.sleep(max(0, t0 + ms / 1000 - time.time()))
+        return
+    while not os.path.exists(path) and time.time() - t0 < ms / 1000:
+        time.sleep(0.05)
 
 
 def expect_101(s):
@@ -123,10 +142,7 @@ def mode_pump():
     rate = int(ARGS[2]) if len(ARGS) > 2 else 0
     wait = int(ARGS[3]) if len(ARGS) > 3 else 0
     srate = int(ARGS[4]) if len(ARGS) > 4 else 0
-    stall, stall_until = 0, None
-    if len(ARGS) > 5:
-        stall, _, stall_until = ARGS[5].partition(":")
-        stall = int(stall)
+    stall_ms, stall_path = stall_arg(ARGS[5]) if len(ARGS) > 5 else (0, None)
     base = rss_kb(pid)
     peak = [base]
     done = threading.Event()
@@ -160,12 +176,7 @@ def mode_pump():
     t0 = time.time()
     t = threading.Thread(target=send, daemon=True)
     t.start()
-    if stall_until:
-        while (not os.path.exists(stall_until)
-               and time.time() - t0 < stall / 1000):
-            time.sleep(0.05)
-    else:
-        time.sleep(stall / 1000)
+    stall(stall_ms, stall_path, t0)
     h = hashlib.sha256(rest)
     got = len(rest)
     try:
@@ -241,30 +252,15 @@ def mode_early():
 def mode_halfclose():
     n = int(ARGS[0])
     wait = int(ARGS[1]) if len(ARGS) > 1 else 0
-    stall, stall_until = 0, None
-    if len(ARGS) > 2:
-        stall, _, stall_until = ARGS[2].partition(":")
-        stall = int(stall)
+    stall_ms, stall_path = stall_arg(ARGS[2]) if len(ARGS) > 2 else (0, None)
     s = connect()
     s.sendall(upgrade_req("/halfclose/%d" % n))
     _, rest = expect_101(s)
     time.sleep(wait / 1000)
     s.sendall(b"q" * 100000)
     s.shutdown(socket.SHUT_WR)
-    t0 = time.time()
-    while (stall_until and not os.path.exists(stall_until)
-           and time.time() - t0 < stall / 1000):
-        time.sleep(0.05)
-    got = bytearray(rest)
-    try:
-        while True:
-            d = s.recv(262144)
-            if not d:
-                break
-            got += d
-    except OSError as e:
-        fail("after our EOF, %d bytes received, then %r" % (len(got), e))
-    rest = bytes(got)
+    stall(stall_ms, stall_path, time.time())
+    rest = read_all(s, rest)
     want = (b"after-eof:" + b"h" * n)[:n]
     print(json.dumps({"recv_bytes": len(rest),
                       "prefix": rest[:16].decode("latin-1"),
