@@ -12,6 +12,13 @@
  * (the peer left the map: a close race) keeps them too, counted in
  * redir_fail, for edged's watchdog to find: never SK_DROP. An empty skb
  * (a FIN) is never redirected: edged sees the FIN and forwards it.
+ *
+ * edge_splice_unarm, an iterator over the TCP sockets, takes the sockets
+ * edge_splice_disarm names out of edge_splice_sk, each under its socket
+ * lock: a delete from userspace takes no lock, and a verdict that runs on
+ * another CPU meanwhile finds no program and drops the socket's bytes
+ * (sk_psock_verdict_recv), where under the lock none runs, and the
+ * socket's next bytes stay in its receive queue.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -52,6 +59,26 @@ struct {
 	__type(value, struct edge_splice_cnt);
 } edge_splice_cnt SEC(".maps");
 
+/* cookies to take out from under the verdict: 0, asked; 1, done by
+ * edge_splice_unarm */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EDGE_SPLICE_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, __u64);
+} edge_splice_disarm SEC(".maps");
+
+/* the kernel's context of a TCP socket iterator (relocated against the
+ * running kernel's BTF) */
+struct bpf_iter_meta;
+struct sock_common;
+struct bpf_iter__tcp {
+	struct bpf_iter_meta *meta;
+	struct sock_common *sk_common;
+	__u32 uid;
+} __attribute__((preserve_access_index));
+
 SEC("sk_skb/stream_verdict")
 int edge_splice(struct __sk_buff *skb)
 {
@@ -84,4 +111,28 @@ int edge_splice(struct __sk_buff *skb)
 	}
 	__sync_fetch_and_add(&n->pass_bytes, len);
 	return SK_PASS;
+}
+
+/* Called for each TCP socket of edged's network namespace with the socket
+ * locked (bpf_iter_tcp_seq_show): one edge_splice_disarm asks for leaves
+ * edge_splice_sk. */
+SEC("iter/tcp")
+int edge_splice_unarm(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+	__u64 me, *v;
+
+	if (!skc)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	me = bpf_get_socket_cookie(tp);
+	v = bpf_map_lookup_elem(&edge_splice_disarm, &me);
+	if (!v || *v)
+		return 0;
+	bpf_map_delete_elem(&edge_splice_sk, &me);
+	*v = 1;
+	return 0;
 }

@@ -329,6 +329,12 @@ static void edged_splice_start(struct edged *d)
 	splice_set_usable(true, "the self-test passed");
 	log_note("splice: sockmap self-test passed; splice = %s",
 		 splice_mode_name(splice_get_mode()));
+	if (splice_unarm_why(d->splice))
+		log_warnx("splice: %s: sockets leave the verdict by plain "
+			  "deletes, and a tunnel leaving the kernel can lose "
+			  "bytes arriving as it leaves (then closed, counted "
+			  "lost)",
+			  splice_unarm_why(d->splice));
 }
 
 /* A database health check that gave way to the file's (hcheck_merge):

@@ -36,8 +36,11 @@
 struct splice {
 	struct edge_splice *skel;
 	int sk_fd, dst_fd, ctl_fd, cnt_fd, prog_fd;
+	int disarm_fd;	/* edge_splice_disarm */
+	int iter_fd;	/* edge_splice_unarm's link, -1: none (plain deletes) */
 	unsigned sk_id; /* the sockhash's id */
 	bool attached;
+	char unarm_why[160]; /* why iter_fd is -1 */
 };
 
 static struct splice *splice_installed;
@@ -164,9 +167,64 @@ int splice_sock_arm(struct splice *s, int fd, uint64_t cookie)
 	return 0;
 }
 
-void splice_sock_disarm(struct splice *s, uint64_t cookie)
+/* One pass of edge_splice_unarm over the TCP sockets: 0 or -errno. */
+static int splice_unarm_pass(struct splice *s)
 {
-	bpf_map_delete_elem(s->sk_fd, &cookie);
+	char buf[256];
+	ssize_t r;
+	int it = bpf_iter_create(s->iter_fd), rc = 0;
+
+	if (it < 0)
+		return -errno;
+	/* the program writes nothing: a read runs the pass to its end (or
+	 * a million sockets, then -EAGAIN: read on) */
+	for (;;) {
+		r = read(it, buf, sizeof(buf));
+		if (r == 0)
+			break;
+		if (r < 0 && errno != EINTR && errno != EAGAIN) {
+			rc = -errno;
+			break;
+		}
+	}
+	close(it);
+	return rc;
+}
+
+int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n)
+{
+	uint64_t zero = 0, v;
+	int i, rc, locked = 0;
+	bool pass = false;
+
+	if (s->iter_fd >= 0) {
+		for (i = 0; i < n; i++)
+			if (bpf_map_update_elem(s->disarm_fd, &cookies[i],
+						&zero, BPF_ANY) == 0)
+				pass = true;
+		if (pass && (rc = splice_unarm_pass(s)) != 0)
+			log_warnx("splice: the TCP socket iterator failed "
+				  "(%s): sockets disarmed by plain deletes",
+				  strerror(-rc));
+	}
+	for (i = 0; i < n; i++) {
+		v = 0;
+		if (pass &&
+		    bpf_map_lookup_elem(s->disarm_fd, &cookies[i], &v) == 0 &&
+		    v == 1)
+			locked++;
+		else /* no iterator, or the socket is not in the TCP hash
+			any more (closed: nothing arrives) */
+			bpf_map_delete_elem(s->sk_fd, &cookies[i]);
+		if (pass)
+			bpf_map_delete_elem(s->disarm_fd, &cookies[i]);
+	}
+	return locked;
+}
+
+const char *splice_unarm_why(const struct splice *s)
+{
+	return s->iter_fd >= 0 ? NULL : s->unarm_why;
 }
 
 void splice_sock_unlink(struct splice *s, uint64_t cookie)
@@ -506,7 +564,31 @@ static int splice_selftest(struct splice *s, struct errbuf *err)
 		goto out;
 	if (nb.redir_bytes != ST_EARLY + ST_BYTES ||
 	    nc.redir_bytes != ST_BYTES || nb.pass_bytes || nc.pass_bytes ||
-	    wc - wc0 != ST_EARLY + ST_BYTES || wb - wb0 != ST_BYTES)
+	    wc - wc0 != ST_EARLY + ST_BYTES || wb - wb0 != ST_BYTES) {
+		rc = -EPROTO;
+		goto out;
+	}
+	/* handed back: out from under the verdict (under their socket locks
+	 * when the kernel has the iterator, which must find both), then
+	 * a's next bytes wait in b's receive queue for b's own reader */
+	what = "taking the sockets out from under the verdict";
+	{
+		uint64_t ck[2] = {kb, kc};
+
+		if (splice_sock_disarm(s, ck, 2) != 2 && s->iter_fd >= 0) {
+			snprintf(s->unarm_why, sizeof(s->unarm_why),
+				 "the TCP socket iterator did not find the "
+				 "self-test's sockets");
+			s->iter_fd = -1;
+		}
+	}
+	what = "reading 256 KiB handed back";
+	memset(dst, 0, ST_BYTES);
+	rc = st_move(a, b, src, dst, ST_BYTES, deadline);
+	if (rc == 0 && memcmp(src, dst, ST_BYTES))
+		rc = -EILSEQ;
+	if (rc == 0 && (splice_sock_counts(s, kb, &nb) ||
+			nb.redir_bytes != ST_EARLY + ST_BYTES))
 		rc = -EPROTO;
 out:
 	if (rc)
@@ -687,6 +769,40 @@ static int splice_silent(enum libbpf_print_level level, const char *fmt,
 	return 0;
 }
 
+/* Open and load the skeleton into s->skel, with edge_splice_unarm when
+ * iter (then attached: s->iter_fd), else without: 0 or -errno (s->skel
+ * NULL). */
+static int splice_load(struct splice *s, bool iter)
+{
+	struct bpf_link *l;
+	int rc;
+
+	s->skel = edge_splice__open();
+	if (!s->skel)
+		return errno ? -errno : -EINVAL;
+	if (!iter)
+		bpf_program__set_autoload(s->skel->progs.edge_splice_unarm,
+					  false);
+	if (edge_splice__load(s->skel)) {
+		rc = errno ? -errno : -EINVAL;
+		edge_splice__destroy(s->skel);
+		s->skel = NULL;
+		return rc;
+	}
+	if (!iter)
+		return 0;
+	l = bpf_program__attach_iter(s->skel->progs.edge_splice_unarm, NULL);
+	if (!l) {
+		rc = errno ? -errno : -EINVAL;
+		edge_splice__destroy(s->skel);
+		s->skel = NULL;
+		return rc;
+	}
+	s->skel->links.edge_splice_unarm = l; /* destroyed with it */
+	s->iter_fd = bpf_link__fd(l);
+	return 0;
+}
+
 int splice_open(struct splice **out, struct errbuf *err)
 {
 	struct splice *s = calloc(1, sizeof(*s));
@@ -695,11 +811,19 @@ int splice_open(struct splice **out, struct errbuf *err)
 
 	if (!s)
 		return -ENOMEM;
+	s->iter_fd = -1;
 	old = libbpf_set_print(splice_silent);
-	s->skel = edge_splice__open_and_load();
+	rc = splice_load(s, true);
+	if (rc) {
+		/* a kernel without the TCP iterator or BTF: the verdict
+		 * alone, its sockets disarmed by plain deletes */
+		snprintf(s->unarm_why, sizeof(s->unarm_why),
+			 "the kernel refused the TCP socket iterator: %s",
+			 strerror(-rc));
+		rc = splice_load(s, false);
+	}
 	libbpf_set_print(old);
-	if (!s->skel) {
-		rc = errno ? -errno : -EINVAL;
+	if (rc) {
 		errbuf_set(err,
 			   "the kernel refused the sockmap program or its "
 			   "maps: %s",
@@ -711,6 +835,7 @@ int splice_open(struct splice **out, struct errbuf *err)
 	s->dst_fd = bpf_map__fd(s->skel->maps.edge_splice_dst);
 	s->ctl_fd = bpf_map__fd(s->skel->maps.edge_splice_ctl);
 	s->cnt_fd = bpf_map__fd(s->skel->maps.edge_splice_cnt);
+	s->disarm_fd = bpf_map__fd(s->skel->maps.edge_splice_disarm);
 	s->prog_fd = bpf_program__fd(s->skel->progs.edge_splice);
 	if (bpf_prog_attach(s->prog_fd, s->sk_fd, BPF_SK_SKB_STREAM_VERDICT,
 			    0)) {

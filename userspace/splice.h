@@ -98,9 +98,21 @@ void splice_sock_del(struct splice *s, uint64_t cookie);
  * kernel holds for its send queue still goes there. Unlink: out of both
  * sockhashes (its psock, and whatever it still held, gone). Forget: its
  * ctl and counts gone. */
-void splice_sock_disarm(struct splice *s, uint64_t cookie);
 void splice_sock_unlink(struct splice *s, uint64_t cookie);
 void splice_sock_forget(struct splice *s, uint64_t cookie);
+
+/* Disarm the n sockets of cookies (splice_sock_del's first step): each
+ * out of the verdict's sockhash under its socket lock (edge_splice_unarm,
+ * one pass over the TCP sockets), so that no verdict runs meanwhile,
+ * which would find no program and drop the bytes it holds (the kernel's
+ * sk_psock_verdict_recv); a socket the pass did not find (closed) and
+ * every one when the kernel has no TCP iterator (splice_unarm_why) by a
+ * plain delete. Returns how many went under their lock. */
+int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n);
+
+/* Why sockets are disarmed by plain deletes (the kernel refused the TCP
+ * iterator), or NULL when under their locks. */
+const char *splice_unarm_why(const struct splice *s);
 
 /* The program's counts for the socket. 0 or -errno. */
 int splice_sock_counts(struct splice *s, uint64_t cookie,

@@ -89,7 +89,8 @@
 #define LEAVE_POLL_MS 5 /* leaving: how often the kernel's hold is read */
 /* leaving: the hold is trusted only this long after the disarm, when a
  * verdict that began before it has most likely counted and queued its
- * redirect (one waiting for a CPU longer is waited for: tunnel_leave_dir) */
+ * redirect (one waiting for a CPU longer is waited for: tunnel_leave_dir;
+ * none runs across a disarm under the socket locks, splice.h) */
 #define LEAVE_GRACE_MS 10
 /* leaving: a hold that shrinks not for this, while its destination's send
  * queue has room (a full one is a reader that stopped: that waits, as a
@@ -1311,15 +1312,17 @@ static void tunnel_leave_step(struct tunnel *t)
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 {
 	struct splice *sp = splice_instance();
-	int i;
+	uint64_t ck[2];
+	int i, locked;
 
 	if (t->phase != PH_SPLICED || t->ended || !sp)
 		return false;
 	for (i = 0; i < 2; i++)
 		if (t->s[i].cnt.pass_bytes || t->s[i].cnt.redir_fail)
 			return false;
-	for (i = 0; i < 2; i++)
-		splice_sock_disarm(sp, t->s[i].cookie);
+	ck[0] = t->s[0].cookie;
+	ck[1] = t->s[1].cookie;
+	locked = splice_sock_disarm(sp, ck, 2);
 	phase_set(t, PH_LEAVING);
 	t->leave_why = why;
 	t->leave_final = final;
@@ -1333,7 +1336,7 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	}
 	log_debug("tunnel: leaving the kernel (%s); held %llu up, %llu down "
 		  "(at most %llu, %llu); send queues %llu of %llu, %llu of "
-		  "%llu",
+		  "%llu; %d of 2 disarmed under their socket locks",
 		  why, (unsigned long long)tunnel_held(t, 0),
 		  (unsigned long long)tunnel_held(t, 1),
 		  (unsigned long long)tunnel_hold_max(t, 0),
@@ -1341,7 +1344,7 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 		  (unsigned long long)t->s[1].queued,
 		  (unsigned long long)t->s[1].sndbuf,
 		  (unsigned long long)t->s[0].queued,
-		  (unsigned long long)t->s[0].sndbuf);
+		  (unsigned long long)t->s[0].sndbuf, locked);
 	/* the first look after the grace: t lives on for the caller */
 	tmr_arm(t->tmr, LEAVE_GRACE_MS);
 	return true;
