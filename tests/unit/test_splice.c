@@ -32,9 +32,9 @@
 
 /* disarm/re-arm cycles under a stream, within CYCLES_MS (a VM under TCG
  * runs fewer): plain deletes lost bytes in every run of them here (a few
- * hundred kB each) */
-#define CYCLES 3000
-#define CYCLES_MS 15000
+ * hundred kB each in 3,000) */
+#define CYCLES 2000
+#define CYCLES_MS 6000
 
 static struct splice *sp;
 
