@@ -415,7 +415,7 @@ run_suite() { # BIN LABEL
 	# reconnect) while both sources are probed without pause: the blocked
 	# one's datagrams (one a millisecond) never answered and each counted
 	# by its rule, the allowed one's connections all served
-	local ms=$((4000 * SLOW)) snaps kills=0 end
+	local ms=$((4000 * SLOW)) snaps kills=0 end st rc
 	synced
 	eid=$(entry_id 4 "$K4A" 32)
 	h0=$(hits "$eid")
@@ -428,9 +428,14 @@ run_suite() { # BIN LABEL
 	while kill -0 $p1 2>/dev/null && [ $((SECONDS - t0)) -lt $((ms / 1000 - 1)) ]; do
 		[ "$(pg_val "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'edged'")" -gt 0 ] &&
 			kills=$((kills + 1))
+		# until it has its snapshot again: the state and the count of
+		# one status (from two, an "up" read before edged saw the kill
+		# and a count read after let the next kill cut the snapshot
+		# short: one snapshot fewer than kills)
 		end=$((SECONDS + 2 * SLOW))
-		while [ $SECONDS -lt $end ]; do # until it has its snapshot again
-			[ "$(db state)" = up ] && [ "$(db reconnects)" -ge "$kills" ] && break
+		while [ $SECONDS -lt $end ]; do
+			read -r st rc < <("$EDGECTL" status --json | jq -r '.daemon.status.database | "\(.state) \(.reconnects)"')
+			[ "$st" = up ] && [ "${rc:-0}" -ge "$kills" ] && break
 			sleep 0.02
 		done
 	done
