@@ -242,6 +242,9 @@ static void tunnel_try_enter(struct tunnel *t);
 static bool kernel_wanted(const struct tunnel *t);
 static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev);
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final);
+static bool tunnel_can_leave(const struct tunnel *t);
+static void tunnel_leave_begin(struct tunnel *t, const char *why, bool final,
+			       bool locked);
 
 const char *tunnel_mover_name(enum tunnel_mover m)
 {
@@ -606,21 +609,45 @@ void tunnel_set_free(struct tunnel_set *ts)
 	free(ts);
 }
 
+/* off: a spliced tunnel is handed back (auto keeps it while it carries
+ * messages) */
+static bool switched_off(const struct tunnel *t)
+{
+	return tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_COPY &&
+	       tunnel_can_leave(t);
+}
+
 void tunnel_set_switch(struct tunnel_set *ts)
 {
 	struct tunnel *t, *next;
+	uint64_t *ck;
+	size_t n = 0, k = 0;
+	int locked;
 
 	if (!ts)
 		return;
+	/* the tunnels switched off leave the verdict in one pass over the
+	 * TCP sockets (splice_sock_disarm), not one each */
+	for (t = LIST_FIRST(&ts->all); t; t = LIST_NEXT(t, link))
+		n += switched_off(t);
+	ck = n ? calloc(2 * n, sizeof(*ck)) : NULL;
+	if (ck) {
+		for (t = LIST_FIRST(&ts->all); t; t = LIST_NEXT(t, link))
+			if (switched_off(t)) {
+				ck[k++] = t->s[0].cookie;
+				ck[k++] = t->s[1].cookie;
+			}
+		locked = splice_sock_disarm(splice_instance(), ck, (int)k);
+		free(ck);
+		for (t = LIST_FIRST(&ts->all); t; t = LIST_NEXT(t, link))
+			if (switched_off(t))
+				tunnel_leave_begin(t, "the switch is off",
+						   false, locked == (int)k);
+	}
 	for (t = LIST_FIRST(&ts->all); t; t = next) {
 		next = LIST_NEXT(t, link);
-		/* off: a spliced tunnel is handed back (auto keeps it while
-		 * it carries messages) */
-		if (t->phase == PH_SPLICED &&
-		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_COPY) {
+		if (switched_off(t)) /* no memory for the batch */
 			tunnel_leave(t, "the switch is off", false);
-			continue;
-		}
 		if (t->phase == PH_COPY && kernel_wanted(t)) {
 			t->enter_ms = ENTER_FIRST_MS;
 			tmr_arm(t->tmr, 0);
@@ -1299,30 +1326,28 @@ static void tunnel_leave_step(struct tunnel *t)
 	tmr_arm(t->tmr, soon ? 1 : LEAVE_POLL_MS);
 }
 
-/*
- * Hand a spliced pair back to the copy mover (final: for good), for
- * why: both sockets out from under the verdict at once (the kernel
- * takes no more of their bytes; they wait in the receive queues), then
- * tunnel_leave_step, a direction at a time. A FIN that came stays the
- * socket's (recv() gives it once the copy mover reads it): the copy
- * mover forwards one edged has not. Not while a socket holds bytes the
- * program passed to it (its own receive path, which these kernels get
- * wrong around a FIN: splice.h): false, nothing changed.
- */
-static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
+/* Whether a spliced pair can leave the kernel: not while a socket holds
+ * bytes the program passed to it (its own receive path, which these
+ * kernels get wrong around a FIN: splice.h). */
+static bool tunnel_can_leave(const struct tunnel *t)
 {
-	struct splice *sp = splice_instance();
-	uint64_t ck[2];
-	int i, locked;
+	int i;
 
-	if (t->phase != PH_SPLICED || t->ended || !sp)
+	if (t->phase != PH_SPLICED || t->ended || !splice_instance())
 		return false;
 	for (i = 0; i < 2; i++)
 		if (t->s[i].cnt.pass_bytes || t->s[i].cnt.redir_fail)
 			return false;
-	ck[0] = t->s[0].cookie;
-	ck[1] = t->s[1].cookie;
-	locked = splice_sock_disarm(sp, ck, 2);
+	return true;
+}
+
+/* Leaving, its sockets disarmed (locked: both under their socket locks):
+ * tunnel_leave_step from LEAVE_GRACE_MS on. */
+static void tunnel_leave_begin(struct tunnel *t, const char *why, bool final,
+			       bool locked)
+{
+	int i;
+
 	phase_set(t, PH_LEAVING);
 	t->leave_why = why;
 	t->leave_final = final;
@@ -1336,7 +1361,7 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 	}
 	log_debug("tunnel: leaving the kernel (%s); held %llu up, %llu down "
 		  "(at most %llu, %llu); send queues %llu of %llu, %llu of "
-		  "%llu; %d of 2 disarmed under their socket locks",
+		  "%llu; disarmed %s",
 		  why, (unsigned long long)tunnel_held(t, 0),
 		  (unsigned long long)tunnel_held(t, 1),
 		  (unsigned long long)tunnel_hold_max(t, 0),
@@ -1344,9 +1369,32 @@ static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 		  (unsigned long long)t->s[1].queued,
 		  (unsigned long long)t->s[1].sndbuf,
 		  (unsigned long long)t->s[0].queued,
-		  (unsigned long long)t->s[0].sndbuf, locked);
+		  (unsigned long long)t->s[0].sndbuf,
+		  locked ? "under their socket locks"
+			 : "by plain deletes (a loss would be caught)");
 	/* the first look after the grace: t lives on for the caller */
 	tmr_arm(t->tmr, LEAVE_GRACE_MS);
+}
+
+/*
+ * Hand a spliced pair back to the copy mover (final: for good), for
+ * why: both sockets out from under the verdict at once (the kernel
+ * takes no more of their bytes; they wait in the receive queues), then
+ * tunnel_leave_step, a direction at a time. A FIN that came stays the
+ * socket's (recv() gives it once the copy mover reads it): the copy
+ * mover forwards one edged has not. false, nothing changed, when it
+ * cannot leave (tunnel_can_leave).
+ */
+static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
+{
+	uint64_t ck[2];
+
+	if (!tunnel_can_leave(t))
+		return false;
+	ck[0] = t->s[0].cookie;
+	ck[1] = t->s[1].cookie;
+	tunnel_leave_begin(t, why, final,
+			   splice_sock_disarm(splice_instance(), ck, 2) == 2);
 	return true;
 }
 /* auto, spliced: why the tunnel should leave the kernel now (from the
