@@ -121,7 +121,7 @@ int edge_splice_unarm(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
 	struct tcp_sock *tp;
-	__u64 me, *v;
+	__u64 me, one = 1, *v;
 
 	if (!skc)
 		return 0;
@@ -133,6 +133,8 @@ int edge_splice_unarm(struct bpf_iter__tcp *ctx)
 	if (!v || *v)
 		return 0;
 	bpf_map_delete_elem(&edge_splice_sk, &me);
-	*v = 1;
+	/* by key, not through v: an element another pass's asker removed
+	 * meanwhile may be reused for another cookie */
+	bpf_map_update_elem(&edge_splice_disarm, &me, &one, BPF_EXIST);
 	return 0;
 }

@@ -940,16 +940,16 @@ static json_t *edged_splice_json(void)
 	}
 	j = json_pack(
 	    "{s:s,s:b,s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-	    "s:I,s:I,s:o*}",
+	    "s:I,s:I,s:I,s:o*}",
 	    "mode", splice_mode_name(splice_get_mode()), "kernel",
 	    splice_usable(), "kernel_why", splice_why(), "ktls", splice_ktls(),
 	    "ktls_why", splice_ktls_why(), "kinds", kinds, "open_spliced",
 	    (json_int_t)n.open_spliced, "open_copy", (json_int_t)n.open_copy,
 	    "spliced", (json_int_t)n.spliced, "refused", (json_int_t)n.refused,
-	    "handed_back", (json_int_t)n.handed_back, "watchdog",
-	    (json_int_t)n.watchdog, "halfclosed", (json_int_t)n.halfclosed,
-	    "lost", (json_int_t)n.lost, "kernel_bytes_up",
-	    (json_int_t)n.kernel_up, "kernel_bytes_down",
+	    "handed_back", (json_int_t)n.handed_back, "disarm_passes",
+	    (json_int_t)n.disarm_passes, "watchdog", (json_int_t)n.watchdog,
+	    "halfclosed", (json_int_t)n.halfclosed, "lost", (json_int_t)n.lost,
+	    "kernel_bytes_up", (json_int_t)n.kernel_up, "kernel_bytes_down",
 	    (json_int_t)n.kernel_down, "sockhash_id",
 	    (json_int_t)splice_sockhash_id(splice_instance()), "ended", ended);
 	return j;

@@ -31,11 +31,13 @@
  *            check leaves the kernel; so does one whose reader is slower
  *            than its writer (tunnel_slow_reader), and every one when the
  *            switch says off.
- *   LEAVING  out from under the verdict (their bytes wait in their
- *            receive queues); each socket stays a redirect target until
- *            the kernel holds nothing for it, then leaves the maps, and
- *            the direction into it, every byte accounted for, is the
- *            copy mover's while the other may still drain in the kernel
+ *   LEAVING  out from under the verdict at the worker's next disarm
+ *            pass, under the sockets' locks (splice_sock_disarm; their
+ *            bytes wait in their receive queues from then); each
+ *            socket stays a redirect target until the kernel holds
+ *            nothing for it, then leaves the maps, and the direction
+ *            into it, every byte accounted for, is the copy mover's
+ *            while the other may still drain in the kernel
  *            (tunnel_leave_dir); both so: COPY. One that cannot leave
  *            whole is closed, counted and logged.
  */
@@ -96,6 +98,8 @@
  * queue has room (a full one is a reader that stopped: that waits, as a
  * copied tunnel would, until tunnel_idle) */
 #define LEAVE_STUCK_MS 2000
+/* leaving: the longest a tunnel waits for its set's disarm pass */
+#define DISARM_WAIT_MAX_MS 100
 
 /*
  * splice = "auto" (docs/splice.md, bench/splice): the kernel pays for
@@ -209,6 +213,10 @@ struct tunnel {
 	const char *leave_why;
 	bool leave_final;   /* never back into the kernel after it */
 	uint64_t disarm_ns; /* when both left the verdict's map */
+	/* leaving, its sockets not disarmed yet: in its set's waiting list
+	 * for the set's next pass */
+	bool disarm_wait;
+	LIST_ENTRY(tunnel) wait_link;
 	tunnel_done_fn done;
 	void *arg;
 	bool ended;
@@ -218,6 +226,7 @@ struct tunnel {
 };
 
 #define SET_BATCH 64
+#define SET_DISARM 256 /* tunnels disarmed in one pass at most */
 
 struct tunnel_set {
 	struct worker *w;
@@ -228,10 +237,21 @@ struct tunnel_set {
 	 * own from here */
 	struct epoll_event batch[SET_BATCH];
 	int nbatch;
+	/* tunnels leaving the kernel whose sockets wait for one disarm pass
+	 * (splice_sock_disarm: one pass over every TCP socket, however many
+	 * it disarms), run by pass_ev no sooner than 9 times the last pass's
+	 * time after it (at most a tenth of the worker's time), at most
+	 * DISARM_WAIT_MAX_MS */
+	LIST_HEAD(tunnel_wait, tunnel) waiting;
+	struct event *pass_ev;
+	uint64_t pass_end_ns, pass_ns;
+	uint64_t ck[2 * SET_DISARM];
+	bool locked[2 * SET_DISARM];
 };
 
 static struct {
 	atomic_ullong spliced, refused, watchdog, halfclosed, lost, handed_back;
+	atomic_ullong disarm_passes;
 	atomic_ullong kernel_up, kernel_down;
 	atomic_llong open_spliced, open_copy;
 	atomic_ullong ended[TUNNEL_ENDED_MAX];
@@ -243,8 +263,7 @@ static bool kernel_wanted(const struct tunnel *t);
 static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev);
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final);
 static bool tunnel_can_leave(const struct tunnel *t);
-static void tunnel_leave_begin(struct tunnel *t, const char *why, bool final,
-			       bool locked);
+static void tunnel_set_pass_cb(evutil_socket_t fd, short what, void *arg);
 
 const char *tunnel_mover_name(enum tunnel_mover m)
 {
@@ -363,6 +382,7 @@ void tunnel_counts(struct tunnel_counts *o)
 	o->halfclosed = atomic_load(&tc.halfclosed);
 	o->lost = atomic_load(&tc.lost);
 	o->handed_back = atomic_load(&tc.handed_back);
+	o->disarm_passes = atomic_load(&tc.disarm_passes);
 	o->kernel_up = atomic_load(&tc.kernel_up);
 	o->kernel_down = atomic_load(&tc.kernel_down);
 	n = atomic_load(&tc.open_spliced);
@@ -589,9 +609,11 @@ int tunnel_set_new(struct worker *w, struct tunnel_set **out)
 		free(ts);
 		return -errno;
 	}
+	LIST_INIT(&ts->waiting);
 	ts->ev = event_new(w->base, ts->epfd, EV_READ | EV_PERSIST,
 			   tunnel_set_cb, ts);
-	if (!ts->ev || event_add(ts->ev, NULL)) {
+	ts->pass_ev = evtimer_new(w->base, tunnel_set_pass_cb, ts);
+	if (!ts->ev || !ts->pass_ev || event_add(ts->ev, NULL)) {
 		tunnel_set_free(ts);
 		return -ENOMEM;
 	}
@@ -605,49 +627,27 @@ void tunnel_set_free(struct tunnel_set *ts)
 		return;
 	if (ts->ev)
 		event_free(ts->ev);
+	if (ts->pass_ev)
+		event_free(ts->pass_ev);
 	close(ts->epfd);
 	free(ts);
-}
-
-/* off: a spliced tunnel is handed back (auto keeps it while it carries
- * messages) */
-static bool switched_off(const struct tunnel *t)
-{
-	return tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_COPY &&
-	       tunnel_can_leave(t);
 }
 
 void tunnel_set_switch(struct tunnel_set *ts)
 {
 	struct tunnel *t, *next;
-	uint64_t *ck;
-	size_t n = 0, k = 0;
-	int locked;
 
 	if (!ts)
 		return;
-	/* the tunnels switched off leave the verdict in one pass over the
-	 * TCP sockets (splice_sock_disarm), not one each */
-	for (t = LIST_FIRST(&ts->all); t; t = LIST_NEXT(t, link))
-		n += switched_off(t);
-	ck = n ? calloc(2 * n, sizeof(*ck)) : NULL;
-	if (ck) {
-		for (t = LIST_FIRST(&ts->all); t; t = LIST_NEXT(t, link))
-			if (switched_off(t)) {
-				ck[k++] = t->s[0].cookie;
-				ck[k++] = t->s[1].cookie;
-			}
-		locked = splice_sock_disarm(splice_instance(), ck, (int)k);
-		free(ck);
-		for (t = LIST_FIRST(&ts->all); t; t = LIST_NEXT(t, link))
-			if (switched_off(t))
-				tunnel_leave_begin(t, "the switch is off",
-						   false, locked == (int)k);
-	}
 	for (t = LIST_FIRST(&ts->all); t; t = next) {
 		next = LIST_NEXT(t, link);
-		if (switched_off(t)) /* no memory for the batch */
+		/* off: a spliced tunnel is handed back (auto keeps it while
+		 * it carries messages); all of them in one disarm pass */
+		if (t->phase == PH_SPLICED &&
+		    tunnel_mover_for(t->kind, NULL) == TUNNEL_MOVER_COPY) {
 			tunnel_leave(t, "the switch is off", false);
+			continue;
+		}
 		if (t->phase == PH_COPY && kernel_wanted(t)) {
 			t->enter_ms = ENTER_FIRST_MS;
 			tmr_arm(t->tmr, 0);
@@ -710,6 +710,10 @@ static void tunnel_end(struct tunnel *t, enum tunnel_end how)
 		return;
 	t->ended = true;
 	t->st.end = how;
+	if (t->disarm_wait) {
+		LIST_REMOVE(t, wait_link);
+		t->disarm_wait = false;
+	}
 	atomic_fetch_add(
 	    &tc.ended[how == TUNNEL_END_CLOSED	     ? TUNNEL_ENDED_CLOSED
 		      : how == TUNNEL_END_IDLE	     ? TUNNEL_ENDED_IDLE
@@ -1296,6 +1300,8 @@ static void tunnel_leave_step(struct tunnel *t)
 	bool soon = false;
 	int i, rc;
 
+	if (t->disarm_wait) /* tunnel_disarmed arms the timer */
+		return;
 	if (tunnel_look(t)) {
 		tunnel_leave_fail(t, false, "a socket failed");
 		return;
@@ -1343,14 +1349,12 @@ static bool tunnel_can_leave(const struct tunnel *t)
 
 /* Leaving, its sockets disarmed (locked: both under their socket locks):
  * tunnel_leave_step from LEAVE_GRACE_MS on. */
-static void tunnel_leave_begin(struct tunnel *t, const char *why, bool final,
-			       bool locked)
+static void tunnel_disarmed(struct tunnel *t, bool locked)
 {
 	int i;
 
-	phase_set(t, PH_LEAVING);
-	t->leave_why = why;
-	t->leave_final = final;
+	LIST_REMOVE(t, wait_link);
+	t->disarm_wait = false;
 	t->disarm_ns = clk_now_ns();
 	for (i = 0; i < 2; i++) {
 		t->s[i].plain = false;
@@ -1362,7 +1366,7 @@ static void tunnel_leave_begin(struct tunnel *t, const char *why, bool final,
 	log_debug("tunnel: leaving the kernel (%s); held %llu up, %llu down "
 		  "(at most %llu, %llu); send queues %llu of %llu, %llu of "
 		  "%llu; disarmed %s",
-		  why, (unsigned long long)tunnel_held(t, 0),
+		  t->leave_why, (unsigned long long)tunnel_held(t, 0),
 		  (unsigned long long)tunnel_held(t, 1),
 		  (unsigned long long)tunnel_hold_max(t, 0),
 		  (unsigned long long)tunnel_hold_max(t, 1),
@@ -1372,31 +1376,81 @@ static void tunnel_leave_begin(struct tunnel *t, const char *why, bool final,
 		  (unsigned long long)t->s[0].sndbuf,
 		  locked ? "under their socket locks"
 			 : "by plain deletes (a loss would be caught)");
-	/* the first look after the grace: t lives on for the caller */
 	tmr_arm(t->tmr, LEAVE_GRACE_MS);
+}
+
+/* The set's disarm pass: the sockets of up to SET_DISARM tunnels waiting
+ * for it out from under the verdict at once; the rest at once after. */
+static void tunnel_set_pass_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tunnel_set *ts = arg;
+	struct tunnel *t;
+	int k = 0, i;
+	uint64_t t0 = clk_now_ns();
+
+	(void)fd;
+	(void)what;
+	LIST_FOREACH(t, &ts->waiting, wait_link)
+	{
+		if (k == 2 * SET_DISARM)
+			break;
+		ts->ck[k++] = t->s[0].cookie;
+		ts->ck[k++] = t->s[1].cookie;
+	}
+	if (!k)
+		return;
+	splice_sock_disarm(splice_instance(), ts->ck, k, ts->locked);
+	atomic_fetch_add(&tc.disarm_passes, 1);
+	for (i = 0; i < k; i += 2)
+		tunnel_disarmed(LIST_FIRST(&ts->waiting),
+				ts->locked[i] && ts->locked[i + 1]);
+	ts->pass_end_ns = clk_now_ns();
+	ts->pass_ns = ts->pass_end_ns - t0;
+	if (!LIST_EMPTY(&ts->waiting))
+		tmr_arm(ts->pass_ev, 0);
+}
+
+/* The set's next disarm pass: 9 times the last one's time after it (a
+ * tenth of the worker's time at most), DISARM_WAIT_MAX_MS at most. */
+static void tunnel_set_pass_soon(struct tunnel_set *ts)
+{
+	uint64_t now = clk_now_ns(), at = ts->pass_end_ns + 9 * ts->pass_ns,
+		 us = at > now ? (at - now) / 1000 : 0;
+	struct timeval tv;
+
+	if (evtimer_pending(ts->pass_ev, NULL))
+		return;
+	if (us > DISARM_WAIT_MAX_MS * 1000)
+		us = DISARM_WAIT_MAX_MS * 1000;
+	tv.tv_sec = (time_t)(us / 1000000);
+	tv.tv_usec = (suseconds_t)(us % 1000000);
+	evtimer_add(ts->pass_ev, &tv);
 }
 
 /*
  * Hand a spliced pair back to the copy mover (final: for good), for
- * why: both sockets out from under the verdict at once (the kernel
- * takes no more of their bytes; they wait in the receive queues), then
- * tunnel_leave_step, a direction at a time. A FIN that came stays the
- * socket's (recv() gives it once the copy mover reads it): the copy
- * mover forwards one edged has not. false, nothing changed, when it
- * cannot leave (tunnel_can_leave).
+ * why: both sockets out from under the verdict at the set's next disarm
+ * pass (the kernel moves their bytes until then, and takes no more after
+ * it; they wait in the receive queues), then tunnel_leave_step, a
+ * direction at a time. A FIN that came stays the socket's (recv() gives
+ * it once the copy mover reads it): the copy mover forwards one edged
+ * has not. false, nothing changed, when it cannot leave
+ * (tunnel_can_leave).
  */
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final)
 {
-	uint64_t ck[2];
-
 	if (!tunnel_can_leave(t))
 		return false;
-	ck[0] = t->s[0].cookie;
-	ck[1] = t->s[1].cookie;
-	tunnel_leave_begin(t, why, final,
-			   splice_sock_disarm(splice_instance(), ck, 2) == 2);
+	phase_set(t, PH_LEAVING);
+	t->leave_why = why;
+	t->leave_final = final;
+	t->disarm_wait = true;
+	LIST_INSERT_HEAD(&t->set->waiting, t, wait_link);
+	evtimer_del(t->tmr);
+	tunnel_set_pass_soon(t->set);
 	return true;
 }
+
 /* auto, spliced: why the tunnel should leave the kernel now (from the
  * last look), or NULL. */
 static const char *auto_why_leave(struct tunnel *t)
@@ -1652,6 +1706,8 @@ void tunnel_free(struct tunnel *t)
 	if (!t->ended) /* closed by its owner: a drain, the shutdown */
 		atomic_fetch_add(&tc.ended[TUNNEL_ENDED_EDGE], 1);
 	LIST_REMOVE(t, link);
+	if (t->disarm_wait)
+		LIST_REMOVE(t, wait_link);
 	for (i = 0; i < t->set->nbatch; i++)
 		if (t->set->batch[i].data.ptr == &t->s[0] ||
 		    t->set->batch[i].data.ptr == &t->s[1])

@@ -130,12 +130,13 @@ const char *tunnel_ended_name(enum tunnel_ended e);
 
 /* The splice's events, summed over every worker (counters). */
 struct tunnel_counts {
-	unsigned long long spliced;	/* tunnels the kernel took */
-	unsigned long long refused;	/* pairs the sockhash refused */
-	unsigned long long watchdog;	/* closed by the watchdog: stalled */
-	unsigned long long halfclosed;	/* FINs forwarded while spliced */
-	unsigned long long lost;	/* bytes lost at an entry: failed */
-	unsigned long long handed_back; /* back to the copy mover, whole */
+	unsigned long long spliced;	  /* tunnels the kernel took */
+	unsigned long long refused;	  /* pairs the sockhash refused */
+	unsigned long long watchdog;	  /* closed by the watchdog: stalled */
+	unsigned long long halfclosed;	  /* FINs forwarded while spliced */
+	unsigned long long lost;	  /* bytes lost at an entry: failed */
+	unsigned long long handed_back;	  /* back to the copy mover, whole */
+	unsigned long long disarm_passes; /* TCP iterator passes for them */
 	unsigned long long kernel_up, kernel_down;  /* bytes the kernel moved */
 	unsigned long long open_spliced, open_copy; /* gauges */
 	unsigned long long ended[TUNNEL_ENDED_MAX]; /* by enum tunnel_ended */

@@ -5,10 +5,10 @@
  * splice leave the verdict under their socket locks (the TCP iterator),
  * also after edged's privilege drop; and a socket taken out from under
  * the verdict and put back under it again and again while its peer
- * streams into it loses no byte: every byte sent reaches the spliced
- * destination or the socket's own reader.
- * (Taken out by a plain delete, a verdict running meanwhile on another
- * CPU finds no program and drops what it holds: sk_psock_verdict_recv.)
+ * streams into it, in two threads at once, loses no byte: every byte sent
+ * reaches the spliced destination or the socket's own reader. (Taken out by a
+ * plain delete, a verdict running meanwhile on another CPU finds no program and
+ * drops what it holds: sk_psock_verdict_recv.)
  */
 #include <check.h>
 #include <errno.h>
@@ -92,7 +92,7 @@ struct stream {
 static void *sender(void *arg)
 {
 	struct stream *st = arg;
-	static char buf[65536];
+	static __thread char buf[65536];
 	struct pollfd p = {.fd = st->fd, .events = POLLOUT};
 	ssize_t r;
 
@@ -113,7 +113,7 @@ static void *sender(void *arg)
 static void *reader(void *arg)
 {
 	struct stream *st = arg;
-	static char buf[262144];
+	static __thread char buf[262144];
 	struct pollfd p = {.fd = st->fd, .events = POLLIN};
 	ssize_t r;
 
@@ -135,7 +135,7 @@ static void *reader(void *arg)
 /* Read what waits in fd now: the bytes. */
 static uint64_t drain(int fd)
 {
-	static char buf[262144];
+	static __thread char buf[262144];
 	uint64_t n = 0;
 	ssize_t r;
 
@@ -166,7 +166,7 @@ START_TEST(test_unarm_under_lock)
 	if (pid == 0) {
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		_exit(splice_sock_disarm(sp, ck, 2) == 2 ? 0 : 1);
+		_exit(splice_sock_disarm(sp, ck, 2, NULL) == 2 ? 0 : 1);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -187,62 +187,110 @@ START_TEST(test_unarm_under_lock)
 }
 END_TEST
 
+/* One lane: a -> b spliced to c -> d, a streaming, d reading, b taken
+ * out from under the verdict and put back again and again by its own
+ * thread. */
+struct lane {
+	int a, b, c, d;
+	uint64_t kb, kc;
+	struct stream up, down;
+	pthread_t ts, tr, tc;
+	unsigned seed;
+	int cycles, locked, err;
+	uint64_t own; /* read from b itself */
+};
+
+static void *cycler(void *arg)
+{
+	struct lane *ln = arg;
+	uint64_t deadline = now_ms() + CYCLES_MS;
+	bool locked;
+
+	for (; ln->cycles < CYCLES && now_ms() < deadline; ln->cycles++) {
+		if (splice_sock_arm(sp, ln->b, ln->kb) ||
+		    splice_sock_kick(ln->b)) {
+			ln->err = errno;
+			break;
+		}
+		usleep((useconds_t)(rand_r(&ln->seed) % 500));
+		splice_sock_disarm(sp, &ln->kb, 1, &locked);
+		ln->locked += locked;
+		ln->own += drain(ln->b);
+	}
+	return NULL;
+}
+
+/* Two lanes at once (two threads disarming through the one iterator):
+ * every byte each sender sent reached its d or was read from its b. */
 START_TEST(test_rearm_under_stream)
 {
-	int l = listener(), a, b, d, c, i, locked = 0;
-	struct stream up = {0}, down = {0};
-	pthread_t ts, tr;
-	uint64_t kb, kc, own = 0, deadline;
+	struct lane ln[2];
+	int l = listener(), i;
+	uint64_t deadline;
 	unsigned long long sent, got;
-	uint32_t dropped;
 
-	pair(l, &a, &b);
-	pair(l, &d, &c);
-	kb = splice_cookie(b);
-	kc = splice_cookie(c);
-	ck_assert_int_eq(splice_sock_add(sp, b, kb, kc), 0);
-	ck_assert_int_eq(splice_sock_add(sp, c, kc, kb), 0);
-	ck_assert_int_eq(splice_sock_arm(sp, c, kc), 0);
-	up.fd = a;
-	down.fd = d;
-	ck_assert_int_eq(pthread_create(&ts, NULL, sender, &up), 0);
-	ck_assert_int_eq(pthread_create(&tr, NULL, reader, &down), 0);
-	srand(1);
-	deadline = now_ms() + CYCLES_MS;
-	for (i = 0; i < CYCLES && now_ms() < deadline; i++) {
-		ck_assert_int_eq(splice_sock_arm(sp, b, kb), 0);
-		ck_assert_int_eq(splice_sock_kick(b), 0);
-		usleep((useconds_t)(rand() % 500));
-		locked += splice_sock_disarm(sp, &kb, 1);
-		own += drain(b);
+	memset(ln, 0, sizeof(ln));
+	for (i = 0; i < 2; i++) {
+		pair(l, &ln[i].a, &ln[i].b);
+		pair(l, &ln[i].d, &ln[i].c);
+		ln[i].kb = splice_cookie(ln[i].b);
+		ln[i].kc = splice_cookie(ln[i].c);
+		ck_assert_int_eq(
+		    splice_sock_add(sp, ln[i].b, ln[i].kb, ln[i].kc), 0);
+		ck_assert_int_eq(
+		    splice_sock_add(sp, ln[i].c, ln[i].kc, ln[i].kb), 0);
+		ck_assert_int_eq(splice_sock_arm(sp, ln[i].c, ln[i].kc), 0);
+		ln[i].up.fd = ln[i].a;
+		ln[i].down.fd = ln[i].d;
+		ln[i].seed = (unsigned)i + 1;
+		ck_assert_int_eq(
+		    pthread_create(&ln[i].ts, NULL, sender, &ln[i].up), 0);
+		ck_assert_int_eq(
+		    pthread_create(&ln[i].tr, NULL, reader, &ln[i].down), 0);
 	}
-	dropped = drops(b);
-	/* the rest through the kernel to d */
-	ck_assert_int_eq(splice_sock_arm(sp, b, kb), 0);
-	atomic_store(&up.stop, true);
-	pthread_join(ts, NULL);
-	ck_assert_int_eq(splice_sock_kick(b), 0);
-	sent = atomic_load(&up.bytes);
-	deadline = now_ms() + 10000;
-	while (atomic_load(&down.bytes) + own < sent && now_ms() < deadline)
-		usleep(10000);
-	atomic_store(&down.stop, true);
-	pthread_join(tr, NULL);
-	got = atomic_load(&down.bytes);
-	ck_assert_msg(got + own == sent,
-		      "%d cycles (%d disarmed under the socket lock): sent "
-		      "%llu, %llu spliced and %llu read from the socket: %lld "
-		      "lost (the socket counts %u drops)",
-		      i, locked, sent, got, (unsigned long long)own,
-		      (long long)(sent - got - own), dropped);
-	ck_assert_int_eq(locked, i);
-	printf("test_splice: %d cycles, %llu bytes, none lost\n", i, sent);
-	splice_sock_del(sp, kb);
-	splice_sock_del(sp, kc);
-	close(a);
-	close(b);
-	close(c);
-	close(d);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(
+		    pthread_create(&ln[i].tc, NULL, cycler, &ln[i]), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(ln[i].tc, NULL);
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(ln[i].err == 0, "lane %d: arming: %s", i,
+			      strerror(ln[i].err));
+		/* the rest through the kernel to d */
+		ck_assert_int_eq(splice_sock_arm(sp, ln[i].b, ln[i].kb), 0);
+		atomic_store(&ln[i].up.stop, true);
+		pthread_join(ln[i].ts, NULL);
+		ck_assert_int_eq(splice_sock_kick(ln[i].b), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		sent = atomic_load(&ln[i].up.bytes);
+		deadline = now_ms() + 10000;
+		while (atomic_load(&ln[i].down.bytes) + ln[i].own < sent &&
+		       now_ms() < deadline)
+			usleep(10000);
+		atomic_store(&ln[i].down.stop, true);
+		pthread_join(ln[i].tr, NULL);
+		got = atomic_load(&ln[i].down.bytes);
+		ck_assert_msg(got + ln[i].own == sent,
+			      "lane %d: %d cycles (%d disarmed under the "
+			      "socket lock): sent %llu, %llu spliced and %llu "
+			      "read from the socket: %lld lost (the socket "
+			      "counts %u drops)",
+			      i, ln[i].cycles, ln[i].locked, sent, got,
+			      (unsigned long long)ln[i].own,
+			      (long long)(sent - got - ln[i].own),
+			      drops(ln[i].b));
+		ck_assert_int_eq(ln[i].locked, ln[i].cycles);
+		printf("test_splice: lane %d: %d cycles, %llu bytes, none "
+		       "lost\n",
+		       i, ln[i].cycles, sent);
+		splice_sock_del(sp, ln[i].kb);
+		splice_sock_del(sp, ln[i].kc);
+		close(ln[i].a);
+		close(ln[i].b);
+		close(ln[i].c);
+		close(ln[i].d);
+	}
 	close(l);
 }
 END_TEST
