@@ -194,8 +194,8 @@ static int splice_unarm_pass(struct splice *s)
 int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n,
 		       bool *locked)
 {
-	static _Atomic uint64_t warned_s; /* 1 + seconds of the last */
-	uint64_t zero = 0, v, now, was;
+	static _Atomic uint64_t warned_s; /* the last warning's */
+	uint64_t zero = 0, v, now, was;	  /* now, was: 1 + seconds */
 	int i, rc, nlocked = 0;
 	bool pass = false;
 
@@ -210,7 +210,7 @@ int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n,
 			struct timespec ts;
 
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = (uint64_t)ts.tv_sec * 1000 + 1;
+			now = (uint64_t)ts.tv_sec + 1;
 			was = atomic_load(&warned_s);
 			if ((!was || now - was >= 60) &&
 			    atomic_compare_exchange_strong(&warned_s, &was,
