@@ -194,8 +194,10 @@ static int splice_unarm_pass(struct splice *s)
 int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n,
 		       bool *locked)
 {
-	static _Atomic uint64_t warned_s; /* the last warning's */
-	uint64_t zero = 0, v, now, was;	  /* now, was: 1 + seconds */
+	/* a minute between warnings (a descriptor limit reached would say
+	 * it at every hand-back) */
+	static struct log_site failed = LOG_SITE_INIT(1, 60000);
+	uint64_t zero = 0, v;
 	int i, rc, nlocked = 0;
 	bool pass = false;
 
@@ -204,22 +206,12 @@ int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n,
 			if (bpf_map_update_elem(s->disarm_fd, &cookies[i],
 						&zero, BPF_ANY) == 0)
 				pass = true;
-		if (pass && (rc = splice_unarm_pass(s)) != 0) {
-			/* at most once a minute (a descriptor limit reached
-			 * would say it at every hand-back) */
-			struct timespec ts;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = (uint64_t)ts.tv_sec + 1;
-			was = atomic_load(&warned_s);
-			if ((!was || now - was >= 60) &&
-			    atomic_compare_exchange_strong(&warned_s, &was,
-							   now))
-				log_warnx("splice: the TCP socket iterator "
-					  "failed (%s): sockets disarmed by "
-					  "plain deletes",
-					  strerror(-rc));
-		}
+		if (pass && (rc = splice_unarm_pass(s)) != 0)
+			log_site_warnx(
+			    &failed, NULL,
+			    "splice: the TCP socket iterator failed "
+			    "(%s): sockets disarmed by plain deletes",
+			    strerror(-rc));
 	}
 	for (i = 0; i < n; i++) {
 		v = 0;
@@ -803,24 +795,21 @@ static int splice_load(struct splice *s, bool iter)
 	if (!iter)
 		bpf_program__set_autoload(s->skel->progs.edge_splice_unarm,
 					  false);
-	if (edge_splice__load(s->skel)) {
-		rc = errno ? -errno : -EINVAL;
-		edge_splice__destroy(s->skel);
-		s->skel = NULL;
-		return rc;
-	}
+	if (edge_splice__load(s->skel))
+		goto fail;
 	if (!iter)
 		return 0;
 	l = bpf_program__attach_iter(s->skel->progs.edge_splice_unarm, NULL);
-	if (!l) {
-		rc = errno ? -errno : -EINVAL;
-		edge_splice__destroy(s->skel);
-		s->skel = NULL;
-		return rc;
-	}
+	if (!l)
+		goto fail;
 	s->skel->links.edge_splice_unarm = l; /* destroyed with it */
 	s->iter_fd = bpf_link__fd(l);
 	return 0;
+fail:
+	rc = errno ? -errno : -EINVAL;
+	edge_splice__destroy(s->skel);
+	s->skel = NULL;
+	return rc;
 }
 
 int splice_open(struct splice **out, struct errbuf *err)

@@ -262,7 +262,6 @@ static void tunnel_try_enter(struct tunnel *t);
 static bool kernel_wanted(const struct tunnel *t);
 static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev);
 static bool tunnel_leave(struct tunnel *t, const char *why, bool final);
-static bool tunnel_can_leave(const struct tunnel *t);
 static void tunnel_set_pass_cb(evutil_socket_t fd, short what, void *arg);
 
 const char *tunnel_mover_name(enum tunnel_mover m)

@@ -147,7 +147,7 @@ static uint64_t drain(int fd)
 START_TEST(test_unarm_under_lock)
 {
 	int l = listener(), a, b, d, c, status;
-	uint64_t ck[2];
+	uint64_t ck[2], got = 0, deadline;
 	pid_t pid;
 
 	ck_assert_msg(splice_unarm_why(sp) == NULL, "%s",
@@ -175,8 +175,10 @@ START_TEST(test_unarm_under_lock)
 		      status);
 	/* disarmed: a's bytes wait in b's receive queue */
 	ck_assert_int_eq(send(a, "hand", 4, 0), 4);
-	usleep(20000);
-	ck_assert_uint_eq(drain(b), 4);
+	deadline = now_ms() + 5000;
+	while ((got += drain(b)) < 4 && now_ms() < deadline)
+		usleep(1000);
+	ck_assert_uint_eq(got, 4);
 	splice_sock_del(sp, ck[0]);
 	splice_sock_del(sp, ck[1]);
 	close(a);
