@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * conn.c - a client connection: accepted (or refused over the cap),
- * parked while idle, handed to its request (req.c) while one is under
- * way, lingering at its close, then freed from the loop.
+ * parked while idle, handed to its protocol's adapter (struct conn_ops)
+ * while a unit is under way, lingering at its close, then freed from the
+ * loop.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,17 +37,28 @@ static uint64_t conn_idle_ms(const struct conn *c);
 
 static void conn_reap_cb(evutil_socket_t fd, short what, void *arg);
 
-int conn_set_init(struct worker *w)
+/* The service's init: w's (empty) connection set. */
+static int conn_set_init(struct worker *w, struct errbuf *err)
 {
-	struct conn_set *cs = &w->cs;
+	struct conn_set *cs = calloc(1, sizeof(*cs));
 
-	memset(cs, 0, sizeof(*cs));
+	if (!cs) {
+		errbuf_set(err, "worker %u: out of memory", w->id);
+		return -ENOMEM;
+	}
+	w->cs = cs;
 	TAILQ_INIT(&cs->open);
 	TAILQ_INIT(&cs->parked);
 	TAILQ_INIT(&cs->hs);
 	TAILQ_INIT(&cs->dead);
 	cs->reap = event_new(w->base, -1, 0, conn_reap_cb, w);
-	return cs->reap ? 0 : -ENOMEM;
+	if (!cs->reap) {
+		errbuf_set(err, "worker %u: out of memory", w->id);
+		return -ENOMEM;
+	}
+	worker_add_common(w, CONN_PARK_MS);
+	worker_add_common(w, CONN_LINGER_MS);
+	return 0;
 }
 
 void conn_timer(struct conn *c, uint64_t ms)
@@ -60,8 +72,7 @@ void conn_timer(struct conn *c, uint64_t ms)
  * on; a draining worker may be done. */
 static void conn_gone(struct worker *w)
 {
-	if (w->accept_paused)
-		listener_resume_all(w);
+	listener_resume_all(w);
 	worker_maybe_exit(w);
 }
 
@@ -109,7 +120,7 @@ static void conn_wait_head(struct conn *c)
 	c->state = CONN_HEAD;
 	c->timer_mode = CONN_T_NONE;
 	sockio_set_read_timeout(c->io, 0);
-	sockio_set_watermarks(c->io, h1->head_max + 1, PROXY_LOW_WATER);
+	sockio_set_watermarks(c->io, h1->head_max + 1, CONN_LOW_WATER);
 	sockio_enable(c->io, EV_READ | EV_WRITE);
 	if (evbuffer_get_length(sockio_input(c->io)) == 0 && !c->client_eof) {
 		conn_idle_begin(c); /* nothing to parse: no kick needed */
@@ -129,14 +140,14 @@ void conn_next(struct conn *c, bool close)
 		conn_wait_head(c);
 }
 
-/* A connection waiting for a head: parse what arrived (req.c), unless
+/* A connection waiting for a head: parse what arrived (the adapter), unless
  * pipelined answers pile up (the write callback resumes). */
 static void conn_head_input(struct conn *c)
 {
 	if (c->state != CONN_HEAD || c->closed)
 		return;
 	c->kick = false; /* this parse is what the kick asked for */
-	if (evbuffer_get_length(sockio_output(c->io)) > PROXY_HIGH_WATER)
+	if (evbuffer_get_length(sockio_output(c->io)) > CONN_HIGH_WATER)
 		return;
 	if (evbuffer_get_length(sockio_input(c->io)) == 0) {
 		if (c->client_eof) {
@@ -151,7 +162,7 @@ static void conn_head_input(struct conn *c)
 		c->timer_mode = CONN_T_HEADER;
 		conn_timer(c, c->w->set.timeouts.header_ms);
 	}
-	req_parse(c);
+	c->ops->input(c);
 }
 
 static void conn_read_cb(struct sockio *io, void *arg)
@@ -163,8 +174,8 @@ static void conn_read_cb(struct sockio *io, void *arg)
 	case CONN_HEAD:
 		conn_head_input(c);
 		break;
-	case CONN_REQ:
-		req_client_readable(&c->r);
+	case CONN_BUSY:
+		c->ops->readable(c);
 		break;
 	case CONN_CLOSING:
 		c->discarded += evbuffer_get_length(in);
@@ -184,8 +195,8 @@ static void conn_write_cb(struct sockio *io, void *arg)
 	case CONN_HEAD:
 		conn_head_input(c);
 		break;
-	case CONN_REQ:
-		req_client_drained(&c->r);
+	case CONN_BUSY:
+		c->ops->drained(c);
 		break;
 	case CONN_CLOSING:
 		break; /* the shutdown follows the output */
@@ -207,8 +218,8 @@ static void conn_event_cb(struct sockio *io, short what, void *arg)
 			conn_close(c);
 		}
 		break;
-	case CONN_REQ:
-		req_client_gone(&c->r, eof);
+	case CONN_BUSY:
+		c->ops->gone(c, eof);
 		break;
 	case CONN_CLOSING:
 		if (what & SOCKIO_SHUT) {
@@ -231,15 +242,16 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	case CONN_HEAD:
 		if (c->kick) {
 			conn_head_input(c);
-		} else if (c->timer_mode == CONN_T_HEADER && c->r.active) {
+		} else if (c->timer_mode == CONN_T_HEADER &&
+			   c->ops->active(c)) {
 			c->close_after = true;
-			req_end(&c->r, OUTCOME_HEADER_TIMEOUT, NULL);
+			c->ops->header_timeout(c);
 		} else {
 			conn_idle_tick(c);
 		}
 		break;
-	case CONN_REQ:
-		req_timeout(&c->r);
+	case CONN_BUSY:
+		c->ops->timeout(c);
 		break;
 	case CONN_CLOSING:
 		conn_close(c);
@@ -253,8 +265,8 @@ static void conn_btimer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->state == CONN_REQ)
-		req_body_timeout(&c->r);
+	if (c->state == CONN_BUSY)
+		c->ops->btimeout(c);
 }
 
 static socklen_t conn_addr_len(const union conn_addr *a)
@@ -268,14 +280,16 @@ static socklen_t conn_addr_len(const union conn_addr *a)
 static struct conn *conn_open(struct worker *w, struct transport *t,
 			      const union conn_addr *peer, unsigned nreq)
 {
+	const struct conn_ops *ops = w->sh->conn_ops;
 	struct conn *c;
 
-	c = calloc(1, sizeof(*c));
+	c = calloc(1, sizeof(*c) + ops->size);
 	if (!c) {
 		transport_close(t);
 		return NULL;
 	}
 	c->w = w;
+	c->ops = ops;
 	c->nreq = nreq;
 	c->peer = *peer;
 	c->tls = tls_transport_info(t, &c->tls_version, &c->tls_cipher,
@@ -289,10 +303,6 @@ static struct conn *conn_open(struct worker *w, struct transport *t,
 			  sizeof(c->client_ip));
 	if (cidr_parse_addr(c->client_ip, &c->peer_cidr, NULL))
 		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
-	c->r.c = c;
-	c->r.w = w;
-	c->r.client_ip = c->client_ip;
-	c->r.peer = &c->peer.sa;
 	c->io = sockio_new(w->base, t);
 	c->timer = evtimer_new(w->base, conn_timer_cb, c);
 	c->btimer = evtimer_new(w->base, conn_btimer_cb, c);
@@ -308,9 +318,11 @@ static struct conn *conn_open(struct worker *w, struct transport *t,
 		free(c);
 		return NULL;
 	}
+	if (ops->open)
+		ops->open(c);
 	sockio_setcb(c->io, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	TAILQ_INSERT_TAIL(&w->cs.open, c, link);
-	w->cs.n++;
+	TAILQ_INSERT_TAIL(&w->cs->open, c, link);
+	w->cs->n++;
 	conn_wait_head(c);
 	return c;
 }
@@ -339,7 +351,7 @@ static size_t conn_park_size(void)
 /* A zeroed parked entry, or NULL when out of memory. */
 static struct conn_park *conn_park_alloc(struct worker *w)
 {
-	struct conn_set *cs = &w->cs;
+	struct conn_set *cs = w->cs;
 	size_t sz = conn_park_size(), i;
 	struct conn_park_slab *slab;
 	struct conn_park *k;
@@ -365,8 +377,8 @@ static struct conn_park *conn_park_alloc(struct worker *w)
 /* Return an unused entry to w's slabs. */
 static void conn_park_put(struct worker *w, struct conn_park *k)
 {
-	k->next_free = w->cs.park_free;
-	w->cs.park_free = k;
+	k->next_free = w->cs->park_free;
+	w->cs->park_free = k;
 }
 
 /* Forget a parked connection: free its entry, and close its transport
@@ -377,7 +389,7 @@ static void conn_park_free(struct conn_park *k, struct transport *keep)
 	struct worker *w = k->w;
 
 	event_del((struct event *)k->ev);
-	TAILQ_REMOVE(&w->cs.parked, k, link);
+	TAILQ_REMOVE(&w->cs->parked, k, link);
 	atomic_fetch_sub(&w->sh->parked, 1);
 	if (k->nreq)
 		atomic_fetch_sub(&w->sh->parked_idle, 1);
@@ -385,7 +397,7 @@ static void conn_park_free(struct conn_park *k, struct transport *keep)
 		*keep = k->t;
 	} else {
 		transport_close(&k->t);
-		w->cs.n--;
+		w->cs->n--;
 		atomic_fetch_sub(&w->sh->connections, 1);
 	}
 	conn_park_put(w, k);
@@ -412,14 +424,14 @@ static void conn_park_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	conn_park_free(k, &t);
-	w->cs.n--; /* conn_open counts it again */
+	w->cs->n--; /* conn_open counts it again */
 	if (!conn_open(w, &t, &peer, nreq)) {
 		atomic_fetch_sub(&w->sh->connections, 1);
 		conn_gone(w);
 	}
 }
 
-/* Park the stream t for at most ms; the caller has counted it in w->cs.n
+/* Park the stream t for at most ms; the caller has counted it in w->cs->n
  * and sh->connections. Returns -1 when out of memory or the loop refused
  * the event, t left to the caller. */
 static int conn_park(struct worker *w, const struct transport *t,
@@ -443,7 +455,7 @@ static int conn_park(struct worker *w, const struct transport *t,
 		conn_park_put(w, k);
 		return -1;
 	}
-	TAILQ_INSERT_TAIL(&w->cs.parked, k, link);
+	TAILQ_INSERT_TAIL(&w->cs->parked, k, link);
 	atomic_fetch_add(&w->sh->parked, 1);
 	if (nreq)
 		atomic_fetch_add(&w->sh->parked_idle, 1);
@@ -473,7 +485,7 @@ static void conn_idle_tick(struct conn *c)
 		conn_close(c); /* idle keep-alive connection */
 		return;
 	}
-	if (c->state != CONN_HEAD || c->r.active || c->client_eof ||
+	if (c->state != CONN_HEAD || c->ops->active(c) || c->client_eof ||
 	    c->close_after || w->draining ||
 	    evbuffer_get_length(sockio_input(c->io)) ||
 	    evbuffer_get_length(sockio_output(c->io)) ||
@@ -497,8 +509,8 @@ static void conn_idle_tick(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	w->cs.n++; /* the parked entry; conn_close takes c's away */
-	w->cs.parks++;
+	w->cs->n++; /* the parked entry; conn_close takes c's away */
+	w->cs->parks++;
 	atomic_fetch_add(&w->sh->connections, 1);
 	conn_close(c);
 }
@@ -522,7 +534,7 @@ static void conn_reject_now(struct conn *c)
 }
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
-		 socklen_t len)
+		 socklen_t len, const char *listen)
 {
 	struct worker_shared *sh = w->sh;
 	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
@@ -531,6 +543,7 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	struct conn *c;
 	int one = 1;
 
+	(void)listen;
 	memset(&peer, 0, sizeof(peer));
 	if (len > sizeof(peer))
 		len = sizeof(peer);
@@ -540,10 +553,10 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	/* over cap: 503; the descriptor limit's cap is the listener's */
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (n <= cap && !w->draining) {
-		w->cs.n++;
+		w->cs->n++;
 		if (conn_park(w, &t, &peer, 0, w->set.timeouts.header_ms) == 0)
 			return;
-		w->cs.n--;
+		w->cs->n--;
 	}
 	c = conn_open(w, &t, &peer, 0);
 	if (!c) {
@@ -558,8 +571,8 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 				     "a connection refused (503 "
 				     "connection_limit)",
 				     cap);
-		req_refuse(c, w->draining ? OUTCOME_SHUTTING_DOWN
-					  : OUTCOME_CONNECTION_LIMIT);
+		c->ops->refuse(c, w->draining ? OUTCOME_SHUTTING_DOWN
+					      : OUTCOME_CONNECTION_LIMIT);
 		conn_reject_now(c);
 	}
 }
@@ -580,26 +593,26 @@ static void conn_hs_done(int rc, struct transport *t, void *arg)
 	struct worker *w = ch->w;
 	union conn_addr peer = ch->peer;
 
-	TAILQ_REMOVE(&w->cs.hs, ch, link);
+	TAILQ_REMOVE(&w->cs->hs, ch, link);
 	free(ch);
 	if (rc == 0 && !w->draining) {
 		if (transport_pending(t) == 0 &&
 		    conn_park(w, t, &peer, 0, w->set.timeouts.header_ms) == 0)
 			return;
-		w->cs.n--; /* conn_open counts it again */
+		w->cs->n--; /* conn_open counts it again */
 		if (conn_open(w, t, &peer, 0))
 			return;
-		w->cs.n++;
+		w->cs->n++;
 	} else if (rc == 0) {
 		transport_close(t);
 	}
-	w->cs.n--;
+	w->cs->n--;
 	atomic_fetch_sub(&w->sh->connections, 1);
 	conn_gone(w);
 }
 
 void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
-		     socklen_t len)
+		     socklen_t len, const char *listen)
 {
 	struct worker_shared *sh = w->sh;
 	unsigned long n, cap = (unsigned long)w->set.limits.max_connections;
@@ -608,6 +621,7 @@ void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
 	struct timeval tv;
 	int one = 1;
 
+	(void)listen;
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	st = tls_holder_get(&sh->tls);
 	ch = n <= cap && !w->draining && st ? calloc(1, sizeof(*ch)) : NULL;
@@ -634,15 +648,15 @@ void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
 		len = sizeof(ch->peer);
 	memcpy(&ch->peer, sa, len);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	w->cs.n++;
-	TAILQ_INSERT_TAIL(&w->cs.hs, ch, link);
+	w->cs->n++;
+	TAILQ_INSERT_TAIL(&w->cs->hs, ch, link);
 	if (tls_hs_start(
 		w->base, st, fd,
 		worker_timeout(w, w->set.timeouts.tls_handshake_ms, &tv),
 		conn_hs_done, ch, &ch->hs)) {
-		TAILQ_REMOVE(&w->cs.hs, ch, link);
+		TAILQ_REMOVE(&w->cs->hs, ch, link);
 		free(ch);
-		w->cs.n--;
+		w->cs->n--;
 		atomic_fetch_sub(&sh->connections, 1);
 	}
 	tls_store_put(st);
@@ -653,11 +667,11 @@ static void conn_hs_abort_all(struct worker *w)
 {
 	struct conn_hs *ch;
 
-	while ((ch = TAILQ_FIRST(&w->cs.hs))) {
-		TAILQ_REMOVE(&w->cs.hs, ch, link);
+	while ((ch = TAILQ_FIRST(&w->cs->hs))) {
+		TAILQ_REMOVE(&w->cs->hs, ch, link);
 		tls_hs_abort(ch->hs);
 		free(ch);
-		w->cs.n--;
+		w->cs->n--;
 		atomic_fetch_sub(&w->sh->connections, 1);
 	}
 }
@@ -668,15 +682,11 @@ void conn_close(struct conn *c)
 
 	if (c->closed)
 		return;
-	if (c->r.active) {
-		c->close_after = true;
-		c->client_eof = true;
-		req_end(&c->r, OUTCOME_CLIENT_CLOSED, NULL);
-		if (c->closed)
-			return; /* req_end closed it */
-	}
+	c->ops->close(c);
+	if (c->closed)
+		return; /* the adapter's ending closed it */
 	c->closed = true;
-	proxy_release(&c->r, false);
+	c->ops->closed(c);
 	sockio_free(c->io);
 	c->io = NULL;
 	event_free(c->timer);
@@ -684,11 +694,11 @@ void conn_close(struct conn *c)
 	event_free(c->btimer);
 	c->btimer = NULL;
 	atomic_fetch_sub(&w->sh->connections, 1);
-	TAILQ_REMOVE(&w->cs.open, c, link);
-	EDGE_ASSERT(w->cs.n > 0);
-	w->cs.n--;
-	TAILQ_INSERT_TAIL(&w->cs.dead, c, link);
-	event_active(w->cs.reap, EV_TIMEOUT, 0);
+	TAILQ_REMOVE(&w->cs->open, c, link);
+	EDGE_ASSERT(w->cs->n > 0);
+	w->cs->n--;
+	TAILQ_INSERT_TAIL(&w->cs->dead, c, link);
+	event_active(w->cs->reap, EV_TIMEOUT, 0);
 	conn_gone(w);
 }
 
@@ -697,9 +707,10 @@ static void conn_reap(struct worker *w)
 {
 	struct conn *c;
 
-	while ((c = TAILQ_FIRST(&w->cs.dead))) {
-		TAILQ_REMOVE(&w->cs.dead, c, link);
-		free(c->r.head);
+	while ((c = TAILQ_FIRST(&w->cs->dead))) {
+		TAILQ_REMOVE(&w->cs->dead, c, link);
+		if (c->ops->free)
+			c->ops->free(c);
 		free(c);
 	}
 }
@@ -711,9 +722,10 @@ static void conn_reap_cb(evutil_socket_t fd, short what, void *arg)
 	conn_reap(arg);
 }
 
-bool conn_tick_trim(struct worker *w)
+/* The service's tick: whether memory may be handed back. */
+static bool conn_tick_trim(struct worker *w)
 {
-	struct conn_set *cs = &w->cs;
+	struct conn_set *cs = w->cs;
 	bool trim;
 
 	/* once a burst of connections has gone idle (a tick without parks
@@ -729,31 +741,38 @@ bool conn_tick_trim(struct worker *w)
 	return trim;
 }
 
-void conn_drain_all(struct worker *w)
+/* The service's drain: close every connection of w that is idle between
+ * requests (parked or not), and mark the others to close after their
+ * current request. */
+static void conn_drain_all(struct worker *w)
 {
 	struct conn *c, *next;
 	struct conn_park *k;
 
-	while ((k = TAILQ_FIRST(&w->cs.parked)))
+	while ((k = TAILQ_FIRST(&w->cs->parked)))
 		conn_park_free(k, NULL);
 	conn_hs_abort_all(w);
 
-	for (c = TAILQ_FIRST(&w->cs.open); c; c = next) {
+	for (c = TAILQ_FIRST(&w->cs->open); c; c = next) {
 		next = TAILQ_NEXT(c, link);
-		if (c->state == CONN_HEAD && !c->r.active)
+		if (c->state == CONN_HEAD && !c->ops->active(c))
 			conn_close(c);
 		else
 			c->close_after = true;
 	}
 }
 
-void conn_free_all(struct worker *w)
+/* The service's free: every connection of w at once (shutdown), and the
+ * memory kept for parking. */
+static void conn_free_all(struct worker *w)
 {
-	struct conn_set *cs = &w->cs;
+	struct conn_set *cs = w->cs;
 	struct conn *c;
 	struct conn_park *k;
 	struct conn_park_slab *slab;
 
+	if (!cs)
+		return;
 	while ((k = TAILQ_FIRST(&cs->parked)))
 		conn_park_free(k, NULL);
 	conn_hs_abort_all(w);
@@ -764,8 +783,22 @@ void conn_free_all(struct worker *w)
 		cs->park_slabs = slab->next;
 		free(slab);
 	}
-	cs->park_free = NULL;
 	if (cs->reap)
 		event_free(cs->reap);
-	cs->reap = NULL;
+	free(cs);
+	w->cs = NULL;
 }
+
+static size_t conn_busy(const struct worker *w)
+{
+	return w->cs ? w->cs->n : 0;
+}
+
+const struct worker_service conn_service = {
+    .name = "conn",
+    .init = conn_set_init,
+    .drain = conn_drain_all,
+    .free = conn_free_all,
+    .busy = conn_busy,
+    .tick = conn_tick_trim,
+};

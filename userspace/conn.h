@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * conn.h - Accept: a client connection, from accept to close: counted
- * against limits.max_connections, parked while idle, lingering at its
- * close; and the request it carries (req.h), one at a time.
+ * against limits.max_connections, its TLS handshake, parked while idle,
+ * lingering at its close. What it carries is its protocol's (struct
+ * conn_ops: an adapter, HTTP/1.1's today): the connection calls the
+ * adapter's hooks on its events and knows nothing else of requests.
  *
- * With pipelining, the next head is parsed only once the current response
- * is complete. Input is bounded: before a head completes at most
- * limits.max_header_bytes (+1) are buffered; a body of at most
- * limits.body_buffer bytes is read whole before an upstream is chosen, a
- * longer one only as fast as the upstream takes it.
+ * While it waits for the next unit (CONN_HEAD: a request head) it reads
+ * at most limits.max_header_bytes (+1), arms the idle keep-alive or
+ * header timeout, parks when nothing is buffered, and hands input to the
+ * adapter's input hook; with pipelining, the next head is parsed only
+ * once the current response is complete (the output below
+ * CONN_HIGH_WATER).
  */
 #ifndef EDGE_CONN_H
 #define EDGE_CONN_H
@@ -21,16 +24,22 @@
 #include <sys/socket.h>
 
 #include "cidr.h"
-#include "req.h"
+#include "outcome.h"
 #include "transport.h"
 
 struct sockio;
 struct worker;
+struct worker_service;
 
 /* What c->timer means while waiting for a head. */
 #define CONN_T_NONE 0
 #define CONN_T_IDLE 1	/* between requests: idle keep-alive timeout */
 #define CONN_T_HEADER 2 /* bytes of a head arrived: header timeout */
+
+/* Bytes queued for the client above which a waiting connection does not
+ * parse its next head (pipelining), and its output low watermark. */
+#define CONN_HIGH_WATER (64 * 1024)
+#define CONN_LOW_WATER (16 * 1024)
 
 /* How long a closing connection reads and discards (lingering close, so
  * an unread body does not turn our last response into a reset), and how
@@ -69,18 +78,58 @@ struct conn_park {
 
 enum conn_state {
 	CONN_HEAD = 0, /* waiting for (more of) a request head */
-	CONN_REQ,      /* a request past its head: queued or proxied */
+	CONN_BUSY,     /* the adapter's: a request past its head */
 	CONN_CLOSING,  /* flushing the last response, then closing */
+};
+
+struct conn;
+
+/*
+ * A protocol adapter: what the connection calls, on its loop. Its state
+ * is ops->size bytes after struct conn (conn_proto), zeroed, made by
+ * open (a new connection, or one unparked) and given back by free (once
+ * the connection's memory goes). While CONN_HEAD:
+ *   input    bytes arrived (or the client's EOF, c->client_eof) and the
+ *            output is below CONN_HIGH_WATER: parse them; a complete
+ *            unit moves the connection to CONN_BUSY;
+ *   active   whether a unit has begun (bytes of it arrived): the
+ *            connection neither parks nor drains it;
+ *   header_timeout  a begun unit did not complete within
+ *            timeouts.header: answer and end it (the connection closes
+ *            after);
+ *   refuse   the connection was refused at accept (over the cap,
+ *            draining) with o: say so if the protocol can.
+ * While CONN_BUSY: readable, drained (output below the low watermark),
+ * gone (EOF while reading, or an error), timeout (c->timer), btimeout
+ * (c->btimer). At conn_close: close ends what is under way (it may
+ * close c itself), closed releases what is left once c is closed.
+ */
+struct conn_ops {
+	size_t size;
+	void (*open)(struct conn *c);
+	void (*input)(struct conn *c);
+	bool (*active)(const struct conn *c);
+	void (*header_timeout)(struct conn *c);
+	void (*refuse)(struct conn *c, enum outcome o);
+	void (*readable)(struct conn *c);
+	void (*drained)(struct conn *c);
+	void (*gone)(struct conn *c, bool eof);
+	void (*timeout)(struct conn *c);
+	void (*btimeout)(struct conn *c);
+	void (*close)(struct conn *c);
+	void (*closed)(struct conn *c);
+	void (*free)(struct conn *c);
 };
 
 struct conn {
 	TAILQ_ENTRY(conn) link;
 	struct worker *w;
-	struct sockio *io;    /* the client's socket; NULL once a tunnel has
-				 taken it */
-	struct event *timer;  /* header / idle / linger deadline, and the
-				 request's phase timer (req_timer) */
-	struct event *btimer; /* the request body's deadline (req.h) */
+	struct sockio *io; /* the client's socket; NULL once a tunnel has
+			      taken it */
+	const struct conn_ops *ops; /* its protocol's adapter */
+	struct event *timer;	    /* header / idle / linger deadline, and the
+				       adapter's while CONN_BUSY */
+	struct event *btimer;	    /* the adapter's second timer */
 	union conn_addr peer;
 	socklen_t peer_len;
 	struct cidr peer_cidr;
@@ -98,8 +147,15 @@ struct conn {
 	/* what it negotiated (OpenSSL's static names), NULL without TLS */
 	const char *tls_version, *tls_cipher;
 	uint64_t discarded; /* bytes thrown away while closing */
-	struct req r;
+	/* the adapter's state, ops->size bytes */
+	_Alignas(max_align_t) unsigned char proto[];
 };
+
+/* c's adapter state (ops->size bytes). */
+static inline void *conn_proto(struct conn *c)
+{
+	return c->proto;
+}
 
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(conn_park_list, conn_park);
@@ -107,7 +163,7 @@ struct conn_hs;
 TAILQ_HEAD(conn_hs_list, conn_hs);
 struct conn_park_slab;
 
-/* A worker's client connections (conn.c's alone; inside struct worker). */
+/* A worker's client connections (conn.c's alone; w->cs). */
 struct conn_set {
 	struct conn_list open;		   /* open client connections */
 	struct conn_park_list parked;	   /* idle ones without buffers */
@@ -121,8 +177,11 @@ struct conn_set {
 	struct event *reap;		   /* frees the dead ones */
 };
 
-/* Set up w's (empty) connection set on w's loop. 0 or -ENOMEM. */
-int conn_set_init(struct worker *w);
+/* The worker service of a worker's client connections (worker.h): its
+ * drain closes those idle between requests (parked or not) and marks the
+ * others to close after their current request; its free closes every
+ * one at once. */
+extern const struct worker_service conn_service;
 
 /* A new connection accepted on fd by worker w (fd is owned by the
  * connection from now on, even when this fails). Enforces
@@ -130,7 +189,7 @@ int conn_set_init(struct worker *w);
  * once); otherwise the connection starts parked until its first byte
  * arrives. */
 void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
-		 socklen_t len);
+		 socklen_t len, const char *listen);
 
 /* A new connection accepted on fd by worker w on an HTTPS listener:
  * counted as conn_accept's (over limits.max_connections, or draining,
@@ -140,9 +199,9 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
  * moment; done, the connection goes on as conn_accept's, its transport
  * TLS. Without a store (none configured) fd is closed. */
 void conn_accept_tls(struct worker *w, int fd, const struct sockaddr *sa,
-		     socklen_t len);
+		     socklen_t len, const char *listen);
 
-/* c's request has ended (req_end): wait for the next head on c
+/* c's unit (request) has ended: wait for the next head on c
  * (keep-alive), or flush what is queued for the client and close when
  * close is set. */
 void conn_next(struct conn *c, bool close);
@@ -153,19 +212,5 @@ void conn_close(struct conn *c);
 
 /* Arm c's timer for ms milliseconds. */
 void conn_timer(struct conn *c, uint64_t ms);
-
-/* Whether the worker's once-a-second tick should hand freed memory back
- * (malloc_trim): after a burst of parks has gone quiet. Resets the count
- * of parks for the next tick. */
-bool conn_tick_trim(struct worker *w);
-
-/* Close every connection of w that is idle between requests (parked or
- * not), and mark the others to close after their current request
- * (draining). */
-void conn_drain_all(struct worker *w);
-
-/* Free every connection of w at once (shutdown), and the memory kept for
- * parking. */
-void conn_free_all(struct worker *w);
 
 #endif /* EDGE_CONN_H */

@@ -33,6 +33,7 @@
 #include "req.h"
 #include "route.h"
 #include "route_writer.h"
+#include "services.h"
 #include "splice.h"
 #include "hcheck.h"
 #include "upreg.h"
@@ -1584,6 +1585,7 @@ int main(int argc, char **argv)
 	d.w = calloc(d.cfg->workers, sizeof(*d.w));
 	if (!d.w || !d.sh.upreg)
 		goto out;
+	services_install(&d.sh);
 	for (i = 0; i < d.cfg->workers; i++) {
 		errbuf_clear(&err);
 		rc = worker_new(i, &d.sh, &d.w[i], &err);

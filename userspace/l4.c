@@ -22,6 +22,7 @@
 #include "edge_assert.h"
 #include "l4.h"
 #include "listener.h"
+#include "mailbox.h"
 #include "proxy.h"
 #include "sni.h"
 #include "sockio.h"
@@ -104,10 +105,15 @@ struct l4_conn {
 static void l4_connect(struct l4_conn *c);
 static void l4_wake_end(struct l4_conn *c, enum outcome o);
 
-int l4_set_init(struct worker *w)
+/* The service's init: w's (empty) set. */
+static int l4_set_init(struct worker *w, struct errbuf *err)
 {
-	TAILQ_INIT(&w->l4.open);
-	w->l4.n = 0;
+	w->l4 = calloc(1, sizeof(*w->l4));
+	if (!w->l4) {
+		errbuf_set(err, "worker %u: out of memory", w->id);
+		return -ENOMEM;
+	}
+	TAILQ_INIT(&w->l4->open);
 	return 0;
 }
 
@@ -257,17 +263,16 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	if (sh->request_done)
 		sh->request_done(sh->request_done_arg, o, 0, c->t0,
 				 c->t_connect, 0);
-	TAILQ_REMOVE(&w->l4.open, c, link);
-	EDGE_ASSERT(w->l4.n > 0);
-	w->l4.n--;
+	TAILQ_REMOVE(&w->l4->open, c, link);
+	EDGE_ASSERT(w->l4->n > 0);
+	w->l4->n--;
 	atomic_fetch_sub(&sh->connections, 1);
 	if (c->slot_counted)
 		atomic_fetch_sub(&sh->tcp_open[c->slot], 1);
 	free(c);
 	/* a descriptor came free: a paused listener may go on, a
 	 * draining worker may be done */
-	if (w->accept_paused)
-		listener_resume_all(w);
+	listener_resume_all(w);
 	worker_maybe_exit(w);
 }
 
@@ -586,7 +591,10 @@ static void l4_wake_end(struct l4_conn *c, enum outcome o)
 	l4_end(c, o);
 }
 
-void l4_message(struct worker *w, uint64_t handle, uint64_t res)
+/* L4_MSG_WAKE for the connection named handle on w: on to Select, or
+ * closed as wake_pending / wake_failed; one that ended meanwhile is not
+ * found. */
+static void l4_message(struct worker *w, uint64_t handle, uint64_t res)
 {
 	struct l4_conn *c = worker_handle_get(w, handle);
 
@@ -849,8 +857,8 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		memset(&c->peer_cidr, 0, sizeof(c->peer_cidr));
 	if (hdr_request_id_new(c->id))
 		snprintf(c->id, sizeof(c->id), "-");
-	TAILQ_INSERT_TAIL(&w->l4.open, c, link);
-	w->l4.n++;
+	TAILQ_INSERT_TAIL(&w->l4->open, c, link);
+	w->l4->n++;
 	/* the same cap as HTTP connections: both count in connections */
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (w->draining) {
@@ -886,22 +894,53 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	l4_admit(c);
 }
 
-void l4_drain_all(struct worker *w)
+/* The service's drain: the connections still waiting for a TLS
+ * ClientHello are closed (shutting_down), as idle HTTP connections are;
+ * the others go on until they end or the drain does. */
+static void l4_drain_all(struct worker *w)
 {
 	struct l4_conn *c, *next;
 
-	for (c = TAILQ_FIRST(&w->l4.open); c; c = next) {
+	for (c = TAILQ_FIRST(&w->l4->open); c; c = next) {
 		next = TAILQ_NEXT(c, link);
 		if (c->state == L4_HELLO)
 			l4_end(c, OUTCOME_SHUTTING_DOWN);
 	}
 }
 
-void l4_free_all(struct worker *w)
+/* The service's free: every connection of w ended at once (its loop has
+ * stopped), each recorded as it stood (tunnel, or shutting_down). */
+static void l4_free_all(struct worker *w)
 {
 	struct l4_conn *c;
 
-	while ((c = TAILQ_FIRST(&w->l4.open)))
+	if (!w->l4)
+		return;
+	while ((c = TAILQ_FIRST(&w->l4->open)))
 		l4_end(c, c->state == L4_TUNNEL ? OUTCOME_TUNNEL
 						: OUTCOME_SHUTTING_DOWN);
+	free(w->l4);
+	w->l4 = NULL;
 }
+
+static size_t l4_busy(const struct worker *w)
+{
+	return w->l4 ? w->l4->n : 0;
+}
+
+static bool l4_mail(struct worker *w, const struct mailbox_msg *m)
+{
+	if (m->type != L4_MSG_WAKE)
+		return false;
+	l4_message(w, m->target, m->arg);
+	return true;
+}
+
+const struct worker_service l4_service = {
+    .name = "l4",
+    .init = l4_set_init,
+    .drain = l4_drain_all,
+    .free = l4_free_all,
+    .busy = l4_busy,
+    .mail = l4_mail,
+};

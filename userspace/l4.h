@@ -57,6 +57,7 @@
 
 struct l4_conn;
 struct worker;
+struct worker_service;
 
 /* Endpoints tried for one connection at most (as proxy.h's
  * PROXY_TRIES_MAX). */
@@ -67,15 +68,19 @@ struct worker;
 
 TAILQ_HEAD(l4_list, l4_conn);
 
-/* A worker's TCP route connections (l4.c's alone; inside struct
- * worker). */
+/* A worker's TCP route connections (l4.c's alone; w->l4). */
 struct l4_set {
 	struct l4_list open;
 	size_t n;
 };
 
-/* Set up w's (empty) set. Returns 0. */
-int l4_set_init(struct worker *w);
+/* The worker service of a worker's TCP route connections (worker.h):
+ * its drain closes those still waiting for a TLS ClientHello
+ * (shutting_down), as idle HTTP connections are, the others go on until
+ * they end or the drain does; its free ends every one at once, each
+ * recorded as it stood (tunnel, or shutting_down); it takes the
+ * L4_MSG_WAKE messages. */
+extern const struct worker_service l4_service;
 
 /* A connection accepted on fd by worker w's listener of the TCP routes'
  * address listen (canonical text; fd is the connection's from now on,
@@ -84,22 +89,8 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	       socklen_t len, const char *listen);
 
 /* The mailbox message of a wake's end for a TCP route's connection
- * (wake.h's notify; apart from the REQ_MSG_* and WORKER_MSG_* types):
- * arg is the enum wake_result. */
+ * (wake.h's notify; apart from the REQ_MSG_*, LISTENER_MSG_* and WORKER_MSG_*
+ * types): arg is the enum wake_result. */
 #define L4_MSG_WAKE 0x200
-
-/* L4_MSG_WAKE for the connection named handle on w: on to Select, or
- * closed as wake_pending / wake_failed; one that ended meanwhile is not
- * found. */
-void l4_message(struct worker *w, uint64_t handle, uint64_t res);
-
-/* Draining: the connections still waiting for a TLS ClientHello are
- * closed (shutting_down), as idle HTTP connections are; the others go
- * on until they end or the drain does. */
-void l4_drain_all(struct worker *w);
-
-/* End every connection of w at once (shutdown: its loop has stopped),
- * each recorded as it stood (tunnel, or shutting_down). */
-void l4_free_all(struct worker *w);
 
 #endif /* EDGE_L4_H */

@@ -16,10 +16,18 @@
 #include <unistd.h>
 
 #include "clk.h"
-#include "conn.h"
-#include "l4.h"
 #include "listener.h"
+#include "mailbox.h"
 #include "worker.h"
+
+/* A worker's listening sockets (w->ls): HTTP and HTTPS first, then the
+ * TCP routes' addresses. */
+struct listener_set {
+	struct listener **ls;
+	size_t n, cap;
+	unsigned paused;  /* of them, paused (listener_pause) */
+	struct log_rl rl; /* the pauses' log lines */
+};
 
 struct listener {
 	struct worker *w;
@@ -28,9 +36,11 @@ struct listener {
 	struct event *resume; /* ends a pause (listener_pause) */
 	bool paused;
 	uint64_t tcp_id; /* 0: HTTP; else the TCP routes' address's */
-	bool tls;	 /* an HTTPS listener (tcp_id 0) */
+	listener_accept_fn *accept; /* where its connections go */
 	char text[CONFIG_ADDR_STR_MAX];
 };
+
+static void listener_free(struct listener *l);
 
 /* Whether accept failed for want of a resource that a closing connection
  * gives back (descriptors, socket buffers), rather than for this one
@@ -56,10 +66,10 @@ static void listener_pause(struct listener *l, const char *why)
 		return;
 	event_del(l->ev);
 	l->paused = true;
-	w->accept_paused++;
+	w->ls->paused++;
 	atomic_fetch_add(&w->sh->accept_pauses, 1);
 	evtimer_add(l->resume, worker_timeout(w, LISTENER_PAUSE_MS, &tv));
-	if (log_rl_allow(&w->accept_rl, clk_now_ns(),
+	if (log_rl_allow(&w->ls->rl, clk_now_ns(),
 			 LISTENER_LOG_INTERVAL_MS * 1000000ull, &held))
 		log_warnx("worker %u: accept on %s: %s: pausing accepts for "
 			  "%d ms (%llu more pauses since the last message)",
@@ -109,7 +119,7 @@ static void listener_resume(struct listener *l)
 	if (!l->paused)
 		return;
 	l->paused = false;
-	l->w->accept_paused--;
+	l->w->ls->paused--;
 	evtimer_del(l->resume);
 	if (l->fd >= 0)
 		event_add(l->ev, NULL);
@@ -124,10 +134,11 @@ static void listener_resume_cb(evutil_socket_t fd, short what, void *arg)
 
 void listener_resume_all(struct worker *w)
 {
+	struct listener_set *ls = w->ls;
 	size_t i;
 
-	for (i = 0; i < w->nls && w->accept_paused; i++)
-		listener_resume(w->ls[i]);
+	for (i = 0; ls && i < ls->n && ls->paused; i++)
+		listener_resume(ls->ls[i]);
 }
 
 static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
@@ -169,13 +180,7 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 			atomic_fetch_add_explicit(
 			    &l->w->sh->accepted[l->w->id].n, 1,
 			    memory_order_relaxed);
-		if (l->tls)
-			conn_accept_tls(l->w, cfd, (struct sockaddr *)&ss, len);
-		else if (!l->tcp_id)
-			conn_accept(l->w, cfd, (struct sockaddr *)&ss, len);
-		else
-			l4_accept(l->w, cfd, (struct sockaddr *)&ss, len,
-				  l->text);
+		l->accept(l->w, cfd, (struct sockaddr *)&ss, len, l->text);
 		if (listener_fds_short(l->w, cfd)) {
 			/* what is left goes to upstreams of the connections
 			 * accepted, not to more clients */
@@ -246,9 +251,11 @@ int listener_probe(const struct config_addr *a, struct errbuf *err)
 	return rc;
 }
 
-/* A listener for w on fd (taken), its events made on w's loop. */
+/* A listener for w on fd (taken), its connections handed to accept, its
+ * events made on w's loop (not added). 0 and *out, or -ENOMEM. */
 static int listener_make(struct worker *w, int fd, const char *text,
-			 uint64_t tcp_id, struct listener **out)
+			 uint64_t tcp_id, listener_accept_fn *accept,
+			 struct listener **out)
 {
 	struct listener *l = calloc(1, sizeof(*l));
 
@@ -259,6 +266,7 @@ static int listener_make(struct worker *w, int fd, const char *text,
 	l->w = w;
 	l->fd = fd;
 	l->tcp_id = tcp_id;
+	l->accept = accept;
 	snprintf(l->text, sizeof(l->text), "%s", text);
 	l->ev = event_new(w->base, l->fd, EV_READ | EV_PERSIST,
 			  listener_accept_cb, l);
@@ -271,43 +279,8 @@ static int listener_make(struct worker *w, int fd, const char *text,
 	return 0;
 }
 
-int listener_new(struct worker *w, const struct config_addr *a, bool tls,
-		 struct listener **out, struct errbuf *err)
-{
-	int fd, rc = listener_socket(a, &fd, err);
-
-	if (rc)
-		return rc;
-	rc = listener_make(w, fd, a->text, 0, out);
-	if (rc)
-		errbuf_set(err, "listen %s: out of memory", a->text);
-	else
-		(*out)->tls = tls;
-	return rc;
-}
-
-int listener_adopt(struct worker *w, int fd, const char *text, uint64_t id,
-		   struct listener **out)
-{
-	return listener_make(w, fd, text, id, out);
-}
-
-uint64_t listener_id(const struct listener *l)
-{
-	return l->tcp_id;
-}
-
-const char *listener_text(const struct listener *l)
-{
-	return l->text;
-}
-
-int listener_enable(struct listener *l)
-{
-	return event_add(l->ev, NULL) ? -EINVAL : 0;
-}
-
-void listener_close(struct listener *l)
+/* Stop accepting and close the socket; idempotent. */
+static void listener_close(struct listener *l)
 {
 	if (!l)
 		return;
@@ -320,7 +293,7 @@ void listener_close(struct listener *l)
 	l->fd = -1;
 }
 
-void listener_free(struct listener *l)
+static void listener_free(struct listener *l)
 {
 	if (!l)
 		return;
@@ -330,4 +303,191 @@ void listener_free(struct listener *l)
 	if (l->resume)
 		event_free(l->resume);
 	free(l);
+}
+
+/* Add l (made) to w's set and start accepting on it. 0, or -ENOMEM /
+ * -EINVAL with l freed. */
+static int listener_add(struct worker *w, struct listener *l)
+{
+	struct listener_set *ls = w->ls;
+	size_t cap = ls->cap ? ls->cap * 2 : 8;
+	struct listener **v;
+
+	if (ls->n == ls->cap) {
+		v = realloc(ls->ls, cap * sizeof(*v));
+		if (!v) {
+			listener_free(l);
+			return -ENOMEM;
+		}
+		ls->ls = v;
+		ls->cap = cap;
+	}
+	ls->ls[ls->n++] = l;
+	return event_add(l->ev, NULL) ? -EINVAL : 0;
+}
+
+/* Close and forget listener i of w. */
+static void listener_drop(struct worker *w, size_t i)
+{
+	struct listener_set *ls = w->ls;
+
+	listener_free(ls->ls[i]);
+	memmove(&ls->ls[i], &ls->ls[i + 1], (ls->n - i - 1) * sizeof(*ls->ls));
+	ls->n--;
+}
+
+/* The service's init: w's HTTP and HTTPS listeners, bound now (the first
+ * worker's socket is the process's first on the address: nothing else may
+ * listen there, listener_probe). */
+static int listener_init(struct worker *w, struct errbuf *err)
+{
+	const struct config *cfg = w->sh->cfg;
+	const struct listener_accepts *acc = w->sh->accepts;
+	struct listener *l;
+	size_t i;
+	int fd, rc;
+
+	w->ls = calloc(1, sizeof(*w->ls));
+	if (!w->ls) {
+		errbuf_set(err, "worker %u: out of memory", w->id);
+		return -ENOMEM;
+	}
+	for (i = 0; i < cfg->n_listen + cfg->tls.n_listen; i++) {
+		bool tls = i >= cfg->n_listen;
+		const struct config_addr *a =
+		    tls ? &cfg->tls.listen[i - cfg->n_listen] : &cfg->listen[i];
+
+		if (w->id == 0 && (rc = listener_probe(a, err)) != 0)
+			return rc;
+		rc = listener_socket(a, &fd, err);
+		if (rc)
+			return rc;
+		rc = listener_make(w, fd, a->text, 0,
+				   tls ? acc->https : acc->http, &l);
+		if (rc == 0)
+			rc = listener_add(w, l);
+		if (rc) {
+			errbuf_set(err, "listen %s: %s", a->text,
+				   strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void listener_drain(struct worker *w)
+{
+	size_t i;
+
+	for (i = 0; w->ls && i < w->ls->n; i++)
+		listener_close(w->ls->ls[i]);
+}
+
+static void listener_fini(struct worker *w)
+{
+	size_t i;
+
+	if (!w->ls)
+		return;
+	for (i = 0; i < w->ls->n; i++)
+		listener_free(w->ls->ls[i]);
+	free(w->ls->ls);
+	free(w->ls);
+	w->ls = NULL;
+}
+
+/* LISTENER_MSG_OPEN: fd (m->arg) listening on address m->ptr becomes
+ * listener m->target of w; one of w's on that address goes first. */
+static void listener_open_msg(struct worker *w, const struct mailbox_msg *m)
+{
+	struct listener *l;
+	int fd = (int)m->arg, rc;
+	size_t i;
+
+	for (i = 0; i < w->ls->n; i++)
+		if (w->ls->ls[i]->tcp_id &&
+		    strcmp(w->ls->ls[i]->text, m->ptr) == 0) {
+			listener_drop(w, i);
+			break;
+		}
+	if (w->draining) {
+		close(fd);
+		return;
+	}
+	rc = listener_make(w, fd, m->ptr, m->target, w->sh->accepts->tcp, &l);
+	if (rc == 0)
+		rc = listener_add(w, l);
+	if (rc)
+		log_warnx("worker %u: listen %s: %s", w->id,
+			  (const char *)m->ptr, strerror(-rc));
+}
+
+/* LISTENER_MSG_CLOSE: w's listener m->target closes. */
+static void listener_close_msg(struct worker *w, const struct mailbox_msg *m)
+{
+	size_t i;
+
+	for (i = 0; i < w->ls->n; i++)
+		if (w->ls->ls[i]->tcp_id == m->target) {
+			listener_drop(w, i);
+			return;
+		}
+}
+
+static bool listener_mail(struct worker *w, const struct mailbox_msg *m)
+{
+	switch (m->type) {
+	case LISTENER_MSG_OPEN:
+		listener_open_msg(w, m);
+		free(m->ptr);
+		return true;
+	case LISTENER_MSG_CLOSE:
+		listener_close_msg(w, m);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A message that will never be handled: an open's socket is closed. */
+static bool listener_mail_drop(struct worker *w, const struct mailbox_msg *m)
+{
+	(void)w;
+	if (m->type == LISTENER_MSG_OPEN) {
+		close((int)m->arg);
+		free(m->ptr);
+		return true;
+	}
+	return m->type == LISTENER_MSG_CLOSE;
+}
+
+const struct worker_service listener_service = {
+    .name = "listener",
+    .init = listener_init,
+    .drain = listener_drain,
+    .free = listener_fini,
+    .mail = listener_mail,
+    .mail_drop = listener_mail_drop,
+};
+
+int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id)
+{
+	struct mailbox_msg m = {
+	    .type = LISTENER_MSG_OPEN, .target = id, .arg = (uint64_t)fd};
+	int rc;
+
+	m.ptr = strdup(text);
+	if (!m.ptr)
+		return -ENOMEM;
+	rc = mailbox_post(w->mbox, &m);
+	if (rc)
+		free(m.ptr);
+	return rc;
+}
+
+int listener_post_close(struct worker *w, uint64_t id)
+{
+	struct mailbox_msg m = {.type = LISTENER_MSG_CLOSE, .target = id};
+
+	return mailbox_post(w->mbox, &m);
 }

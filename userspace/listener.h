@@ -1,19 +1,45 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * listener.h - Accept: one non-blocking SO_REUSEPORT listening socket per
- * worker per listen address, and the accept loop that hands new
- * connections to conn_accept().
+ * worker per listen address, and the accept loop that hands each new
+ * connection to the function the listener was made with (struct
+ * listener_accepts: the HTTP, HTTPS and TCP routes' ones, installed by
+ * whoever builds the workers). A worker service (listener_service): it
+ * binds the HTTP and HTTPS listeners at worker_new, closes them all at
+ * a drain; the TCP routes' come and go through the worker's mailbox
+ * (listener_post_open, listener_post_close).
  */
 #ifndef EDGE_LISTENER_H
 #define EDGE_LISTENER_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
 
 #include "config.h"
 #include "log.h"
 
 struct worker;
 struct listener;
+struct worker_service;
+
+/* Where a listener hands a new connection: accepted on fd (the
+ * function's from now on) by worker w from peer sa, on the listen
+ * address text (canonical). */
+typedef void listener_accept_fn(struct worker *w, int fd,
+				const struct sockaddr *sa, socklen_t len,
+				const char *text);
+
+/* The accept functions of the three kinds of listener (in
+ * worker_shared's accepts). */
+struct listener_accepts {
+	listener_accept_fn *http;  /* listen */
+	listener_accept_fn *https; /* tls.listen */
+	listener_accept_fn *tcp;   /* the TCP routes' addresses */
+};
+
+/* The worker service of a worker's listeners (worker.h). */
+extern const struct worker_service listener_service;
 
 /* Backlog of every listening socket (the kernel caps it at
  * net.core.somaxconn). Past it the kernel drops new clients' SYNs, which
@@ -52,41 +78,25 @@ int listener_socket(const struct config_addr *a, int *fd, struct errbuf *err);
  */
 int listener_probe(const struct config_addr *a, struct errbuf *err);
 
-/*
- * An HTTP listener (conn_accept), or with tls an HTTPS one
- * (conn_accept_tls), for worker w on a (listener_socket); its accept
- * event is created on w's loop but not added. Returns 0 and *out, or
- * -errno with err set.
- */
-int listener_new(struct worker *w, const struct config_addr *a, bool tls,
-		 struct listener **out, struct errbuf *err);
+/* Mailbox message types (the listener service's). */
+#define LISTENER_MSG_OPEN 0x100
+#define LISTENER_MSG_CLOSE 0x101
 
 /*
- * A listener for worker w of TCP routes' address text (l4_accept), on
- * fd, a socket listener_socket made (taken in every case: closed on
- * failure); id names it (tcproute.h: the address's listeners on every
- * worker share it). On w's thread, or before it runs. Returns 0 and *out,
- * or -ENOMEM.
+ * Have w listen on fd (listener_socket's, bound to the TCP routes'
+ * address text) as listener id, from any thread: w's loop takes it up (a
+ * listener of w on the same address goes first; a draining w closes fd
+ * instead). 0: fd is w's from now on; or -EAGAIN (the mailbox is full),
+ * -ESHUTDOWN (w is going away), -ENOMEM: fd is still the caller's.
  */
-int listener_adopt(struct worker *w, int fd, const char *text, uint64_t id,
-		   struct listener **out);
+int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id);
 
-/* The id listener_adopt gave l (0 for an HTTP listener), and the address
- * it listens on (canonical text). */
-uint64_t listener_id(const struct listener *l);
-const char *listener_text(const struct listener *l);
-
-/* Start accepting (add the event). Returns 0 or -errno. */
-int listener_enable(struct listener *l);
-
-/* Stop accepting and close the socket (draining); idempotent. */
-void listener_close(struct listener *l);
+/* Have w close its listener id (from any thread; connections it accepted
+ * go on). 0 or -EAGAIN / -ESHUTDOWN. */
+int listener_post_close(struct worker *w, uint64_t id);
 
 /* A connection of w closed (a descriptor came free): resume w's
  * listeners paused by a resource error. Cheap when none is paused. */
 void listener_resume_all(struct worker *w);
-
-/* Close and free; NULL is fine. */
-void listener_free(struct listener *l);
 
 #endif /* EDGE_LISTENER_H */

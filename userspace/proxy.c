@@ -400,9 +400,8 @@ static void proxy_connected(struct req *r)
 	f.environment_id = r->m.env_id;
 	f.deployment_id = r->m.deployment_id;
 	f.client_ip = r->client_ip;
-	f.proto = r->c->tls ? "https" : "http";
-	f.xff_trusted =
-	    trusted_has(&r->w->set.trusted_proxies, &r->c->peer_cidr);
+	f.proto = r->tls ? "https" : "http";
+	f.xff_trusted = trusted_has(&r->w->set.trusted_proxies, r->peer_cidr);
 	if (r->m.path) {
 		f.path = r->m.path;
 		f.path_len = r->m.path_len;
@@ -719,7 +718,7 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 	}
 	if (!s)
 		return;
-	if (s->hsts && r->c->tls) {
+	if (s->hsts && r->tls) {
 		char v[64];
 
 		snprintf(v, sizeof(v), "max-age=%llu%s",

@@ -18,8 +18,10 @@
 #include "clk.h"
 #include "conn.h"
 #include "edge_assert.h"
+#include "mailbox.h"
 #include "req.h"
 #include "sockio.h"
+#include "upstream.h"
 #include "worker.h"
 
 /* The port an https:// URL leaves out. */
@@ -130,6 +132,8 @@ static void req_begin(struct req *r)
 	struct worker *w = r->w;
 	const char *ip = r->client_ip;
 	const struct sockaddr *peer = r->peer;
+	const struct cidr *peer_cidr = r->peer_cidr;
+	bool tls = r->tls;
 
 	/* all but the request's and the response's header arrays, 3 KB
 	 * each (see h1_zero_around); p is the last member */
@@ -141,6 +145,8 @@ static void req_begin(struct req *r)
 	r->w = w;
 	r->client_ip = ip;
 	r->peer = peer;
+	r->peer_cidr = peer_cidr;
+	r->tls = tls;
 	r->active = true;
 	r->state = REQ_HEAD;
 	r->t0 = clk_now_ns();
@@ -373,8 +379,10 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 
 void req_refuse(struct conn *c, enum outcome o)
 {
-	req_begin(&c->r);
-	req_end(&c->r, o, NULL);
+	struct req *r = conn_proto(c);
+
+	req_begin(r);
+	req_end(r, o, NULL);
 }
 
 /* ---- Resolve and Admit --------------------------------------------------- */
@@ -689,7 +697,7 @@ static void req_head(struct req *r)
 		return;
 	}
 	admit_body_init(&r->limit, r->m.max_body_bytes);
-	r->c->state = CONN_REQ;
+	r->c->state = CONN_BUSY;
 	rc = req_admit_inflight(r);
 	if (rc < 0) {
 		log_warnx_ctx_rl(REQ_LOG_CTX(r),
@@ -728,7 +736,7 @@ void req_parse(struct conn *c)
 {
 	const struct h1_limits *h1 = &c->w->set.h1;
 	struct evbuffer *in = sockio_input(c->io);
-	struct req *r = &c->r;
+	struct req *r = conn_proto(c);
 	size_t len = evbuffer_get_length(in), n;
 	const char *buf;
 	int rc;
@@ -810,6 +818,29 @@ void req_message(struct worker *w, uint32_t type, uint64_t handle, uint64_t arg)
 	req_timer_stop(r);
 	req_go(r);
 }
+
+static bool req_mail(struct worker *w, const struct mailbox_msg *m)
+{
+	if (m->type != REQ_MSG_ADMIT && m->type != REQ_MSG_WAKE)
+		return false;
+	req_message(w, m->type, m->target, m->arg);
+	return true;
+}
+
+/* The service's init: the upstream pool gives its idle connections back
+ * through the proxy. */
+static int req_worker_init(struct worker *w, struct errbuf *err)
+{
+	(void)err;
+	upstream_worker_set_release(w->up, proxy_pool_release);
+	return 0;
+}
+
+const struct worker_service req_service = {
+    .name = "req",
+    .init = req_worker_init,
+    .mail = req_mail,
+};
 
 /* ---- the client connection's events ------------------------------------- */
 

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 
 #include "admit.h"
+#include "cidr.h"
 #include "hdr.h"
 #include "log.h"
 #include "outcome.h"
@@ -41,6 +42,7 @@ struct conn;
 struct evbuffer;
 struct sockio;
 struct worker;
+struct worker_service;
 
 enum req_state {
 	REQ_IDLE = 0, /* no request on the connection */
@@ -61,10 +63,12 @@ struct req {
 	uint64_t t0_real; /* CLOCK_REALTIME ns at the first byte */
 	uint64_t t_resp;  /* monotonic ns of the response head, 0: none */
 	char id[HDR_REQUEST_ID_MAX + 1];
-	const char *client_ip;	     /* the client's address, as text */
-	const struct sockaddr *peer; /* and as accepted */
-	struct h1_request h;	     /* spans point into head */
-	char *head;		     /* a copy of the head, head_len bytes */
+	const char *client_ip;	      /* the client's address, as text */
+	const struct sockaddr *peer;  /* and as accepted */
+	const struct cidr *peer_cidr; /* and as a /32 or /128 */
+	bool tls;		      /* it came over TLS */
+	struct h1_request h;	      /* spans point into head */
+	char *head;		      /* a copy of the head, head_len bytes */
 	size_t head_len;
 	struct route_table *rt;	      /* held until the end */
 	struct route_table *rt_woken; /* the endpoints' after a wake, held */
@@ -183,6 +187,10 @@ void req_upstream_unavailable(struct req *r);
  * REQ_MSG_ADMIT for handle to worker owner. 0 or -EAGAIN (its mailbox is
  * full). */
 int req_queue_notify(void *owner, uint64_t handle);
+
+/* The worker service of requests (worker.h): it takes the REQ_MSG_*
+ * messages, and has the upstream pools release through the proxy. */
+extern const struct worker_service req_service;
 
 /* Begin a request on c and end it at once with o (a connection refused
  * at accept: connection_limit, shutting_down). */

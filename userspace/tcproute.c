@@ -485,7 +485,7 @@ static void tr_addr_close(struct tcproute *tr, struct tcproute_addr *x)
 	int rc;
 
 	for (i = 0; x->id && i < tr->nw; i++) {
-		rc = worker_listen_del(tr->w[i], x->id);
+		rc = listener_post_close(tr->w[i], x->id);
 		if (rc)
 			log_warnx("tcp routes: worker %u: cannot close its "
 				  "listener on %s: %s",
@@ -524,8 +524,8 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 		goto out;
 	}
 	for (posted = 0; posted < tr->nw && rc == 0; posted++) {
-		rc = worker_listen_add(tr->w[posted], fds[posted], x->a.text,
-				       id);
+		rc = listener_post_open(tr->w[posted], fds[posted], x->a.text,
+					id);
 		if (rc)
 			errbuf_set(err, "listen %s: worker %u: %s", x->a.text,
 				   posted, strerror(-rc));
@@ -533,7 +533,7 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 	if (rc) {
 		posted--; /* that one was not */
 		for (i = 0; i < posted; i++)
-			worker_listen_del(tr->w[i], id);
+			listener_post_close(tr->w[i], id);
 		for (i = posted; i < k; i++)
 			close(fds[i]);
 		k = 0;

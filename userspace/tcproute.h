@@ -23,8 +23,8 @@
  * Listeners: every address that a route of the list has is listened on
  * by every worker (SO_REUSEPORT). The sockets are made and bound here, on
  * the control loop (as at start, where edged is still root), and handed
- * to the workers through their mailboxes (worker_listen_add); an address
- * whose last route went is closed the same way (worker_listen_del), its
+ * to the workers through their mailboxes (listener_post_open); an address
+ * whose last route went is closed the same way (listener_post_close), its
  * open connections going on. A bind that fails (EACCES for a port below
  * 1024 once edged runs as its user, EADDRINUSE, EADDRNOTAVAIL) leaves the
  * address not listening, logged and counted, and is tried again at the

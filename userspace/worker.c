@@ -17,11 +17,8 @@
 #include <unistd.h>
 
 #include "clk.h"
-#include "conn.h"
-#include "listener.h"
 #include "mailbox.h"
 #include "log.h"
-#include "proxy.h"
 #include "reqid.h"
 #include "splice.h"
 #include "tunnel.h"
@@ -36,13 +33,26 @@
 /* Messages a worker's mailbox holds at most (worker_post). */
 #define WORKER_MAILBOX 4096
 
+/* Run hook h of each of w's services that has one, in their order. */
+#define WORKER_EACH(w, h, ...)                                                 \
+	do {                                                                   \
+		const struct worker_service *const *s_ = (w)->sh->services;    \
+		for (; s_ && *s_; s_++)                                        \
+			if ((*s_)->h)                                          \
+				(*s_)->h(__VA_ARGS__);                         \
+	} while (0)
+
 void worker_maybe_exit(struct worker *w)
 {
-	if (w->draining && w->cs.n == 0 && w->l4.n == 0)
-		event_base_loopexit(w->base, NULL);
-}
+	const struct worker_service *const *s = w->sh->services;
 
-static void worker_add_common(struct worker *w, uint64_t ms);
+	if (!w->draining)
+		return;
+	for (; s && *s; s++)
+		if ((*s)->busy && (*s)->busy(w))
+			return;
+	event_base_loopexit(w->base, NULL);
+}
 
 void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 {
@@ -74,8 +84,6 @@ static int worker_apply(struct worker *w)
 	worker_add_common(w, t->upstream_connect_ms);
 	worker_add_common(w, t->upstream_response_ms);
 	worker_add_common(w, t->idle_keepalive_ms);
-	worker_add_common(w, CONN_PARK_MS);
-	worker_add_common(w, CONN_LINGER_MS);
 	/* 0 keeps a value: a worker_settings never set (tests) keeps the
 	 * defaults */
 	upstream_worker_configure(w->up, 0, 0,
@@ -123,8 +131,6 @@ static void worker_sync_splice(struct worker *w)
 static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	size_t i;
-
 	uint64_t n;
 
 	(void)what;
@@ -139,10 +145,7 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	case WORKER_DRAIN:
 		if (!w->draining) {
 			w->draining = true;
-			for (i = 0; i < w->nls; i++)
-				listener_close(w->ls[i]);
-			conn_drain_all(w);
-			l4_drain_all(w);
+			WORKER_EACH(w, drain, w);
 		}
 		worker_maybe_exit(w);
 		return;
@@ -185,8 +188,7 @@ const struct timeval *worker_timeout(const struct worker *w, uint64_t ms,
 	return tv;
 }
 
-/* Make ms one of w's common timeouts (no-op when full, 0 or known). */
-static void worker_add_common(struct worker *w, uint64_t ms)
+void worker_add_common(struct worker *w, uint64_t ms)
 {
 	struct timeval tv;
 	size_t i;
@@ -235,6 +237,8 @@ unsigned long worker_fd_conn_cap(const struct worker_shared *sh,
 static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
+	const struct worker_service *const *s = w->sh->services;
+	bool trim = false;
 
 	(void)fd;
 	(void)what;
@@ -242,135 +246,42 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	worker_publish_upstream(w);
 	worker_read_nofile(w);
 	worker_sync_splice(w);
-	if (conn_tick_trim(w))
+	for (; s && *s; s++)
+		if ((*s)->tick && (*s)->tick(w))
+			trim = true;
+	if (trim)
 		malloc_trim(0);
 	worker_maybe_exit(w);
 }
 
-/* Room for one more listener in w->ls. 0 or -ENOMEM. */
-static int worker_ls_grow(struct worker *w)
-{
-	size_t cap = w->cap_ls ? w->cap_ls * 2 : 8;
-	struct listener **v;
-
-	if (w->nls < w->cap_ls)
-		return 0;
-	v = realloc(w->ls, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	w->ls = v;
-	w->cap_ls = cap;
-	return 0;
-}
-
-/* Close and forget listener i of w. */
-static void worker_ls_drop(struct worker *w, size_t i)
-{
-	listener_free(w->ls[i]);
-	memmove(&w->ls[i], &w->ls[i + 1], (w->nls - i - 1) * sizeof(*w->ls));
-	w->nls--;
-}
-
-/* WORKER_MSG_LISTEN: fd (m->arg) listening on address m->ptr becomes
- * listener m->target of w; one of w's on that address goes first. */
-static void worker_listen_open(struct worker *w, const struct mailbox_msg *m)
-{
-	struct listener *l;
-	int fd = (int)m->arg, rc;
-	size_t i;
-
-	for (i = 0; i < w->nls; i++)
-		if (listener_id(w->ls[i]) &&
-		    strcmp(listener_text(w->ls[i]), m->ptr) == 0) {
-			worker_ls_drop(w, i);
-			break;
-		}
-	if (w->draining) {
-		close(fd);
-		return;
-	}
-	rc = worker_ls_grow(w);
-	if (rc == 0)
-		rc = listener_adopt(w, fd, m->ptr, m->target, &l);
-	else
-		close(fd);
-	if (rc == 0) {
-		w->ls[w->nls++] = l;
-		rc = listener_enable(l);
-	}
-	if (rc)
-		log_warnx("worker %u: listen %s: %s", w->id,
-			  (const char *)m->ptr, strerror(-rc));
-}
-
-/* WORKER_MSG_UNLISTEN: w's listener m->target closes. */
-static void worker_listen_close(struct worker *w, const struct mailbox_msg *m)
-{
-	size_t i;
-
-	for (i = 0; i < w->nls; i++)
-		if (listener_id(w->ls[i]) == m->target) {
-			worker_ls_drop(w, i);
-			return;
-		}
-}
-
-/* A message from another thread (or this one): for a request, or a
- * listener of a TCP route's address to open or close. */
+/* A message from another thread (or this one): the worker's own, or a
+ * service's. */
 static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
 {
 	struct worker *w = arg;
+	const struct worker_service *const *s = w->sh->services;
 
-	switch (m->type) {
-	case WORKER_MSG_LISTEN:
-		worker_listen_open(w, m);
-		free(m->ptr);
-		return true;
-	case WORKER_MSG_UNLISTEN:
-		worker_listen_close(w, m);
-		return true;
-	case WORKER_MSG_UPSTREAM:
+	if (m->type == WORKER_MSG_UPSTREAM) {
 		upstream_pool_expire(w->up, clk_now_ns());
 		return true;
-	case L4_MSG_WAKE:
-		l4_message(w, m->target, m->arg);
-		return true;
-	default:
-		req_message(w, m->type, m->target, m->arg);
-		return true;
 	}
+	for (; s && *s; s++)
+		if ((*s)->mail && (*s)->mail(w, m))
+			return true;
+	log_warnx("worker %u: a message of type %u no service takes", w->id,
+		  (unsigned)m->type);
+	return true;
 }
 
 /* A message that will never be handled: what it holds is released. */
 static void worker_mail_drop(void *arg, const struct mailbox_msg *m)
 {
-	(void)arg;
-	if (m->type == WORKER_MSG_LISTEN) {
-		close((int)m->arg);
-		free(m->ptr);
-	}
-}
+	struct worker *w = arg;
+	const struct worker_service *const *s = w->sh->services;
 
-int worker_listen_add(struct worker *w, int fd, const char *text, uint64_t id)
-{
-	struct mailbox_msg m = {
-	    .type = WORKER_MSG_LISTEN, .target = id, .arg = (uint64_t)fd};
-	int rc;
-
-	m.ptr = strdup(text);
-	if (!m.ptr)
-		return -ENOMEM;
-	rc = mailbox_post(w->mbox, &m);
-	if (rc)
-		free(m.ptr);
-	return rc;
-}
-
-int worker_listen_del(struct worker *w, uint64_t id)
-{
-	struct mailbox_msg m = {.type = WORKER_MSG_UNLISTEN, .target = id};
-
-	return mailbox_post(w->mbox, &m);
+	for (; s && *s; s++)
+		if ((*s)->mail_drop && (*s)->mail_drop(w, m))
+			return;
 }
 
 int worker_post(struct worker *w, uint32_t type, uint64_t target)
@@ -409,8 +320,8 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	const struct config *cfg = sh->cfg;
 	struct timeval tv = {WORKER_TICK_MS / 1000, 0};
 	struct event_config *ecfg = NULL;
+	const struct worker_service *const *svc;
 	struct worker *w;
-	size_t i;
 	int rc = -ENOMEM;
 
 	w = calloc(1, sizeof(*w));
@@ -457,8 +368,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 			      worker_notify_cb, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
 	if (!w->notify || !w->tick || event_add(w->notify, NULL) ||
-	    event_add(w->tick, &tv) || conn_set_init(w) || l4_set_init(w) ||
-	    reqid_table_new(0, 0, &w->ids))
+	    event_add(w->tick, &tv) || reqid_table_new(0, 0, &w->ids))
 		goto nomem;
 	/* a listener's message holds its socket: dropped, it is closed */
 	rc = mailbox_new(w->base, WORKER_MAILBOX, worker_mail_cb,
@@ -475,40 +385,18 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	rc = upstream_worker_new(&w->up);
 	if (rc)
 		goto nomem;
-	upstream_worker_set_release(w->up, proxy_pool_release);
 	upstream_worker_set_registry(w->up, sh->upreg);
 	rc = worker_apply(w);
 	if (rc) {
 		errbuf_set(err, "ratelimit: %s", strerror(-rc));
 		goto fail;
 	}
-	/* the HTTP listeners (the TCP routes' come through the mailbox:
-	 * worker_listen_add) */
-	for (i = 0; i < cfg->n_listen + cfg->tls.n_listen; i++) {
-		bool tls = i >= cfg->n_listen;
-
-		if (worker_ls_grow(w))
-			goto nomem;
-		/* the first worker's socket is the process's first on the
-		 * address: nothing else may listen there */
-		if (id == 0) {
-			rc = listener_probe(
-			    tls ? &cfg->tls.listen[i - cfg->n_listen]
-				: &cfg->listen[i],
-			    err);
-			if (rc)
-				goto fail;
-		}
-		rc = listener_new(w,
-				  tls ? &cfg->tls.listen[i - cfg->n_listen]
-				      : &cfg->listen[i],
-				  tls, &w->ls[w->nls], err);
+	/* its services, in their order (the listeners bind here, before
+	 * privileges are dropped) */
+	for (svc = sh->services; svc && *svc; svc++) {
+		rc = (*svc)->init ? (*svc)->init(w, err) : 0;
 		if (rc)
 			goto fail;
-		w->nls++;
-		rc = listener_enable(w->ls[w->nls - 1]);
-		if (rc)
-			goto nomem;
 	}
 	*out = w;
 	return 0;
@@ -634,18 +522,19 @@ void worker_quiesce(struct worker *w)
 
 void worker_free(struct worker *w)
 {
-	size_t i;
+	const struct worker_service *const *s;
+	size_t n = 0;
 
 	if (!w)
 		return;
 	worker_quiesce(w);
-	if (w->base) {
-		conn_free_all(w);
-		l4_free_all(w);
-	}
-	for (i = 0; i < w->nls; i++)
-		listener_free(w->ls[i]);
-	free(w->ls);
+	/* the services in reverse order (those never set up cope: their
+	 * state is NULL) */
+	for (s = w->sh->services; s && s[n]; n++)
+		;
+	while (w->base && n-- > 0)
+		if (s[n]->free)
+			s[n]->free(w);
 	upstream_worker_free(w->up);
 	tunnel_set_free(w->tunnels);
 	if (w->notify)

@@ -24,20 +24,48 @@
 #include "admit.h"
 #include "analytics.h"
 #include "config.h"
-#include "conn.h"
 #include "h1.h"
 #include "hdr.h"
-#include "l4.h"
 #include "outcome.h"
 #include "route.h"
 #include "tls.h"
 #include "upstream.h"
 
-struct listener;
+struct conn_ops;
+struct conn_set;
+struct worker;
+struct l4_set;
+struct listener_accepts;
+struct listener_set;
 struct mailbox;
+struct mailbox_msg;
 struct reqid_table;
 struct tunnel_set;
 struct wake;
+
+/*
+ * A part of edged that lives in every worker: its listeners, its client
+ * connections, its TCP routes' connections. The worker knows nothing of
+ * them but these hooks, which it calls on its own thread: init in
+ * worker_new (in the order of the list; a failure frees what the
+ * services made), drain when asked to drain (in order), free in
+ * worker_free (in reverse order; also after a failed init, so free
+ * copes with what init did not make), busy to know when a draining
+ * worker may exit, tick once a second (true: memory may be handed back,
+ * malloc_trim), mail for a mailbox message (true: it was the service's),
+ * mail_drop for one that will never be handled (true: the service's).
+ * Any hook may be NULL.
+ */
+struct worker_service {
+	const char *name;
+	int (*init)(struct worker *w, struct errbuf *err);
+	void (*drain)(struct worker *w);
+	void (*free)(struct worker *w);
+	size_t (*busy)(const struct worker *w);
+	bool (*tick)(struct worker *w);
+	bool (*mail)(struct worker *w, const struct mailbox_msg *m);
+	bool (*mail_drop)(struct worker *w, const struct mailbox_msg *m);
+};
 
 /* Read by every worker; written only by the main thread before the
  * workers start, except routes (swapped atomically) and the atomics. */
@@ -66,7 +94,14 @@ struct worker_settings {
 void worker_settings_from(struct worker_settings *s, const struct config *cfg);
 
 struct worker_shared {
-	const struct config *cfg;    /* the start-up configuration */
+	const struct config *cfg; /* the start-up configuration */
+	/* what runs in each worker, NULL-terminated (set before the
+	 * workers are made; NULL: nothing but the loop) */
+	const struct worker_service *const *services;
+	/* where the listeners hand new connections (listener.h) */
+	const struct listener_accepts *accepts;
+	/* the client connections' protocol adapter (conn.h) */
+	const struct conn_ops *conn_ops;
 	struct route_holder routes;  /* the current route table */
 	struct tls_holder tls;	     /* the certificate store; cur NULL:
 					no HTTPS listener */
@@ -144,18 +179,15 @@ struct worker {
 	int notify_fd;	      /* eventfd the main thread writes to */
 	struct event *notify; /* reads notify_fd: w->cmd changed */
 	struct event *tick;   /* periodic pool expiry */
-	struct listener **ls; /* this worker's listening sockets: HTTP,
-				 then TCP routes' addresses */
-	size_t nls, cap_ls;
-	struct conn_set cs;	 /* its client connections (conn.c's) */
-	struct l4_set l4;	 /* its TCP routes' connections (l4.c's) */
+	/* the services' state (each service's own; NULL until its init) */
+	struct listener_set *ls; /* its listening sockets (listener.c) */
+	struct conn_set *cs;	 /* its client connections (conn.c) */
+	struct l4_set *l4;	 /* its TCP routes' connections (l4.c) */
 	struct mailbox *mbox;	 /* messages from any thread (worker_post) */
 	struct reqid_table *ids; /* requests messages may name */
 	bool draining;
-	unsigned accept_paused;	  /* listeners paused (listener.c) */
 	unsigned long nofile;	  /* RLIMIT_NOFILE, read every tick; 0: none */
 	unsigned long fd_reserve; /* worker_fd_reserve() */
-	struct log_rl accept_rl;  /* their log lines */
 	struct upstream_worker *up;
 	struct tunnel_set *tunnels;	    /* its tunnels (tunnel.h) */
 	unsigned splice_gen;		    /* splice_gen() it last applied */
@@ -171,10 +203,9 @@ struct worker {
 };
 
 /*
- * Create worker id over sh: its event_base, its upstream state, and one
- * SO_REUSEPORT listening socket per sh->cfg->listen address, bound now,
- * so that binding happens before privileges are dropped (the TCP routes'
- * addresses come through worker_listen_add). Does not start the thread.
+ * Create worker id over sh: its event_base, its upstream state, and its
+ * services (sh->services: the listeners bind theirs now, so that binding
+ * happens before privileges are dropped). Does not start the thread.
  * Returns 0 and *out, or -errno with err saying what failed.
  */
 int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
@@ -251,27 +282,13 @@ int worker_post(struct worker *w, uint32_t type, uint64_t target);
 int worker_post_arg(struct worker *w, uint32_t type, uint64_t target,
 		    uint64_t arg);
 
-/* Mailbox message types of the worker's own (a REQ_MSG_* is below). */
-#define WORKER_MSG_LISTEN 0x100	  /* worker_listen_add */
-#define WORKER_MSG_UNLISTEN 0x101 /* worker_listen_del */
-/* an endpoint's admin state changed (edgectl upstream): close the idle
- * pooled connections of those no longer enabled now, not at the next
- * tick */
+/* Mailbox message types: the worker's own (0x102); its services' (the
+ * listeners' 0x100 and 0x101, a request's REQ_MSG_*, a TCP route
+ * connection's L4_MSG_WAKE) go to the service that takes them.
+ * WORKER_MSG_UPSTREAM: an endpoint's admin state changed (edgectl
+ * upstream): close the idle pooled connections of those no longer
+ * enabled now, not at the next tick. */
 #define WORKER_MSG_UPSTREAM 0x102
-
-/*
- * Have w listen on fd (listener_socket's, bound to the TCP routes'
- * address text) as listener id, from any thread: w's loop takes it up
- * (listener_adopt; a listener of w on the same address goes first; a
- * draining w closes fd instead). 0: fd is w's from now on; or -EAGAIN
- * (the mailbox is full), -ESHUTDOWN (w is going away), -ENOMEM: fd is
- * still the caller's.
- */
-int worker_listen_add(struct worker *w, int fd, const char *text, uint64_t id);
-
-/* Have w close its listener id (from any thread; connections it accepted
- * go on). 0 or -EAGAIN / -ESHUTDOWN. */
-int worker_listen_del(struct worker *w, uint64_t id);
 
 /* A name for obj that messages to w can carry (worker thread only): 0 and
  * *id, or -ENOMEM / -ENOSPC. worker_handle_get gives obj back while the
@@ -284,6 +301,11 @@ void worker_handle_free(struct worker *w, uint64_t id);
 /* Exit the loop if draining and no connection (HTTP or TCP route) is
  * left (worker thread). */
 void worker_maybe_exit(struct worker *w);
+
+/* Make ms one of w's common timeouts (worker thread, or before it runs;
+ * no-op when WORKER_COMMON_TIMEOUTS are made, for 0 or one known):
+ * durations armed for nearly every request or connection. */
+void worker_add_common(struct worker *w, uint64_t ms);
 
 /* The timeval for ms milliseconds on w's loop: w's common timeout for
  * that duration when it has one, else *tv filled in. Either way, pass the

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * services.c - the worker services, the listeners' accept functions and
+ * the connections' protocol adapter (services.h).
+ */
+#include <stddef.h>
+
+#include "conn.h"
+#include "http1.h"
+#include "l4.h"
+#include "listener.h"
+#include "req.h"
+#include "services.h"
+#include "worker.h"
+
+/* Drained in this order (the listeners stop accepting first), freed in
+ * the reverse one. */
+static const struct worker_service *const services[] = {
+    &listener_service, &conn_service, &l4_service, &req_service, NULL};
+
+static const struct listener_accepts accepts = {
+    .http = conn_accept,
+    .https = conn_accept_tls,
+    .tcp = l4_accept,
+};
+
+void services_install(struct worker_shared *sh)
+{
+	sh->services = services;
+	sh->accepts = &accepts;
+	sh->conn_ops = &http1_ops;
+}
