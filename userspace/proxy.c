@@ -814,12 +814,10 @@ static void proxy_respond(struct req *r, size_t head_len)
 {
 	struct proxy *p = &r->p;
 	const struct h1_response *resp = &p->resp;
-	bool http11 = r->h.h.minor == 1, close = req_closing(r);
+	bool close = req_closing(r), chunked = false;
 	int64_t cl = -1;
-	bool chunked = false;
 	enum body_kind kind = BODY_NONE;
 	char extra[512];
-	struct hdr_buf b;
 	uint64_t ms = r->w->set.timeouts.upstream_response_ms;
 
 	switch (resp->body) {
@@ -835,24 +833,16 @@ static void proxy_respond(struct req *r, size_t head_len)
 	case H1_BODY_CLOSE:
 		kind =
 		    resp->body == H1_BODY_CHUNKED ? BODY_CHUNKED : BODY_CLOSE;
-		if (http11)
-			chunked = true;
-		else
-			close = true;
 		break;
 	}
 	p->reusable = p->reusable && resp->h.keep_alive && !resp->no_reuse &&
 		      resp->body != H1_BODY_CLOSE;
 	proxy_security(r, extra, sizeof(extra));
-	hdr_buf_init(&b, 0);
-	if (hdr_build_response(&b, resp, r->id, extra, cl, chunked, close)) {
-		hdr_buf_free(&b);
+	if (req_respond(r, resp, extra, cl, &chunked, &close)) {
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
-	req_write(r, b.p, b.len);
-	hdr_buf_free(&b);
 	/* the spans of resp point into the input: no use after this */
 	evbuffer_drain(sockio_input(p->uio), head_len);
 	r->status = resp->code;

@@ -16,7 +16,6 @@
 
 #include "analytics.h"
 #include "clk.h"
-#include "conn.h"
 #include "edge_assert.h"
 #include "mailbox.h"
 #include "req.h"
@@ -31,92 +30,73 @@
 
 struct evbuffer *req_client_in(const struct req *r)
 {
-	return sockio_input(r->c->io);
+	return r->cl->in(r);
 }
 
 struct evbuffer *req_client_out(const struct req *r)
 {
-	return sockio_output(r->c->io);
-}
-
-void req_write(struct req *r, const void *p, size_t n)
-{
-	if (r->c->closed || !r->c->io)
-		return;
-	evbuffer_add(sockio_output(r->c->io), p, n);
-	r->bytes_out += n;
+	return r->cl->out(r);
 }
 
 void req_client_read(struct req *r, bool on)
 {
-	if (!r->c->io)
-		return;
-	if (on)
-		sockio_enable(r->c->io, EV_READ);
-	else
-		sockio_disable(r->c->io, EV_READ);
+	r->cl->read(r, on);
 }
 
 bool req_client_reading(const struct req *r)
 {
-	return r->c->io && (sockio_enabled(r->c->io) & EV_READ);
+	return r->cl->reading(r);
 }
 
 void req_client_watermarks(struct req *r, size_t read_high, size_t write_low)
 {
-	if (r->c->io)
-		sockio_set_watermarks(r->c->io, read_high, write_low);
+	r->cl->watermarks(r, read_high, write_low);
 }
 
 bool req_client_closed(const struct req *r)
 {
-	return r->c->closed;
+	return r->cl->closed(r);
 }
 
 void req_close_after(struct req *r, bool half_closed)
 {
-	r->c->close_after = true;
-	if (half_closed)
-		r->c->client_eof = true;
+	r->cl->close_after(r, half_closed);
 }
 
 bool req_closing(const struct req *r)
 {
-	return r->c->close_after;
+	return r->cl->closing(r);
 }
 
 struct sockio *req_client_take(struct req *r)
 {
-	struct sockio *io = r->c->io;
+	return r->cl->take(r);
+}
 
-	r->c->io = NULL;
-	r->c->close_after = true;
-	r->c->client_eof = true; /* nothing left to linger for */
-	return io;
+int req_respond(struct req *r, const struct h1_response *resp,
+		const char *extra, int64_t cl, bool *chunked, bool *close)
+{
+	return r->cl->respond(r, resp, extra, cl, chunked, close);
 }
 
 void req_timer(struct req *r, uint64_t ms)
 {
-	conn_timer(r->c, ms);
+	r->cl->timer(r, ms);
 }
 
 void req_timer_stop(struct req *r)
 {
-	evtimer_del(r->c->timer);
+	r->cl->timer_stop(r);
 }
 
 void req_body_timer(struct req *r, uint64_t ms)
 {
-	struct timeval tv = {(time_t)(ms / 1000),
-			     (suseconds_t)(ms % 1000) * 1000};
-
-	evtimer_add(r->c->btimer, &tv);
+	r->cl->btimer(r, ms);
 }
 
 void req_body_timer_stop(struct req *r)
 {
-	if (r->c->btimer)
-		evtimer_del(r->c->btimer);
+	r->cl->btimer_stop(r);
 }
 
 /* ---- begin and end ------------------------------------------------------- */
@@ -125,15 +105,17 @@ _Static_assert(offsetof(struct req, p) + sizeof(struct proxy) ==
 		   sizeof(struct req),
 	       "req_begin zeroes struct req up to p, then p to the end");
 
-/* Clear r for a new request, keeping what belongs to the connection. */
-static void req_begin(struct req *r)
+void req_begin(struct req *r)
 {
-	struct conn *c = r->c;
+	const struct req_client_ops *cl = r->cl;
+	void *cl_arg = r->cl_arg;
 	struct worker *w = r->w;
 	const char *ip = r->client_ip;
 	const struct sockaddr *peer = r->peer;
 	const struct cidr *peer_cidr = r->peer_cidr;
-	bool tls = r->tls;
+	bool tls = r->tls, tls_resumed = r->tls_resumed;
+	const char *tls_version = r->tls_version, *tls_cipher = r->tls_cipher;
+	const char *http_version = r->http_version;
 
 	/* all but the request's and the response's header arrays, 3 KB
 	 * each (see h1_zero_around); p is the last member */
@@ -141,18 +123,22 @@ static void req_begin(struct req *r)
 		       sizeof(r->h.h.headers));
 	h1_zero_around(&r->p, sizeof(*r) - offsetof(struct req, p),
 		       r->p.resp.h.headers, sizeof(r->p.resp.h.headers));
-	r->c = c;
+	r->cl = cl;
+	r->cl_arg = cl_arg;
 	r->w = w;
 	r->client_ip = ip;
 	r->peer = peer;
 	r->peer_cidr = peer_cidr;
 	r->tls = tls;
+	r->tls_resumed = tls_resumed;
+	r->tls_version = tls_version;
+	r->tls_cipher = tls_cipher;
+	r->http_version = http_version;
 	r->active = true;
 	r->state = REQ_HEAD;
 	r->t0 = clk_now_ns();
 	r->t0_real = clk_real_ns();
 	h1_request_init(&r->h);
-	c->nreq++;
 }
 
 /* Whether the request has body bytes the client may still send. */
@@ -225,13 +211,13 @@ static void req_record(struct req *r, enum outcome o)
 		analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, cold,
 				    SIZE_MAX);
 	}
-	if (r->c->tls) {
+	if (r->tls) {
 		analytics_event_set(&ev, ANALYTICS_F_TLS_VERSION,
-				    r->c->tls_version, SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER,
-				    r->c->tls_cipher, SIZE_MAX);
+				    r->tls_version, SIZE_MAX);
+		analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER, r->tls_cipher,
+				    SIZE_MAX);
 		analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED,
-				    r->c->tls_resumed ? "true" : "false",
+				    r->tls_resumed ? "true" : "false",
 				    SIZE_MAX);
 	}
 	if (r->routed) {
@@ -250,7 +236,9 @@ static void req_record(struct req *r, enum outcome o)
 		analytics_event_set(&ev, ANALYTICS_F_PATH, r->h.target,
 				    r->h.target_len);
 		analytics_event_set(&ev, ANALYTICS_F_HTTP_VERSION,
-				    r->h.h.minor ? "HTTP/1.1" : "HTTP/1.0",
+				    r->http_version ? r->http_version
+				    : r->h.h.minor  ? "HTTP/1.1"
+						    : "HTTP/1.0",
 				    SIZE_MAX);
 		f = find_header(&r->h.h, "user-agent");
 		if (f)
@@ -269,21 +257,13 @@ static void req_send_error(struct req *r, enum outcome o, const char *extra,
 			   bool close)
 {
 	char body[1024];
-	struct hdr_buf b;
 	ssize_t blen;
 	int status = outcome_status(o);
 
 	blen = outcome_error_body(o, r->id, body, sizeof(body));
 	if (blen < 0)
 		blen = 0;
-	hdr_buf_init(&b, 0);
-	if (hdr_build_error(&b, status, r->id, extra, (size_t)blen, close) ==
-	    0) {
-		req_write(r, b.p, b.len);
-		if (!(r->head && r->h.method == H1_M_HEAD))
-			req_write(r, body, (size_t)blen);
-	}
-	hdr_buf_free(&b);
+	r->cl->error(r, status, extra, body, (size_t)blen, close);
 	r->status = status;
 	r->resp_started = true;
 }
@@ -314,7 +294,6 @@ static void req_unqueue(struct req *r)
 
 void req_end(struct req *r, enum outcome o, const char *extra)
 {
-	struct conn *c = r->c;
 	struct worker_shared *sh = r->w->sh;
 	bool close;
 
@@ -326,12 +305,11 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 		 * connection), it is recorded as one: proxy_release closes it
 		 * and adds its byte counts before req_record */
 		o = OUTCOME_TUNNEL;
-		c->close_after = true;
-		c->client_eof = true;
+		req_close_after(r, true);
 	}
 	if (!r->id[0] && hdr_request_id_new(r->id))
 		snprintf(r->id, sizeof(r->id), "-");
-	close = c->close_after || r->w->draining || !r->head ||
+	close = req_closing(r) || r->w->draining || !r->head ||
 		req_body_pending(r) || r->p.client_close;
 	if (outcome_sends_error(o)) {
 		if (o == OUTCOME_CONNECTION_LIMIT ||
@@ -374,15 +352,7 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	r->state = REQ_IDLE;
 	free(r->head);
 	r->head = NULL;
-	conn_next(c, close);
-}
-
-void req_refuse(struct conn *c, enum outcome o)
-{
-	struct req *r = conn_proto(c);
-
-	req_begin(r);
-	req_end(r, o, NULL);
+	r->cl->ended(r, close);
 }
 
 /* ---- Resolve and Admit --------------------------------------------------- */
@@ -390,11 +360,10 @@ void req_refuse(struct conn *c, enum outcome o)
 /* Hand r to the proxy (Resolve and Admit passed, in-flight slot held). */
 static void req_forward(struct req *r)
 {
-	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 	struct h1_request *h = &r->h;
 
 	if (h->expect_continue && (h->h.chunked || h->h.content_length > 0))
-		req_write(r, cont, sizeof(cont) - 1);
+		r->cl->cont(r);
 	r->state = REQ_PROXY;
 	proxy_start(r);
 }
@@ -624,8 +593,7 @@ static void req_redirect_https(struct req *r, const char *path, size_t path_len)
 	free(extra);
 }
 
-/* The head is complete: Resolve and Admit, then hand over to the proxy. */
-static void req_head(struct req *r)
+void req_head(struct req *r)
 {
 	struct worker *w = r->w;
 	struct worker_shared *sh = w->sh;
@@ -646,7 +614,7 @@ static void req_head(struct req *r)
 		return;
 	}
 	if (!h->h.keep_alive || w->draining)
-		r->c->close_after = true;
+		req_close_after(r, false);
 
 	/* an upstream that leads back here would take a connection per
 	 * round until none is left: refuse at the second visit */
@@ -674,18 +642,18 @@ static void req_head(struct req *r)
 		req_end(r, OUTCOME_PROJECT_DISABLED, NULL);
 		return;
 	}
-	if (r->m.security && r->m.security->https_redirect && !r->c->tls) {
+	if (r->m.security && r->m.security->https_redirect && !r->tls) {
 		req_redirect_https(r, path, path_len);
 		return;
 	}
 
 	/* Admit */
-	if (!route_ip_allowed(&r->m, &r->c->peer_cidr)) {
+	if (!route_ip_allowed(&r->m, r->peer_cidr)) {
 		req_end(r, OUTCOME_IP_DENIED, NULL);
 		return;
 	}
-	if (admit_take(w->sh->limiter, &w->bucket, &r->c->peer_cidr,
-		       clk_now_ns(), &retry) == -EAGAIN) {
+	if (admit_take(w->sh->limiter, &w->bucket, r->peer_cidr, clk_now_ns(),
+		       &retry) == -EAGAIN) {
 		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry);
 		req_end(r, OUTCOME_RATE_LIMITED, extra);
 		return;
@@ -697,7 +665,7 @@ static void req_head(struct req *r)
 		return;
 	}
 	admit_body_init(&r->limit, r->m.max_body_bytes);
-	r->c->state = CONN_BUSY;
+	r->cl->admitted(r);
 	rc = req_admit_inflight(r);
 	if (rc < 0) {
 		log_warnx_ctx_rl(REQ_LOG_CTX(r),
@@ -711,72 +679,6 @@ static void req_head(struct req *r)
 		return; /* queued: req_message goes on */
 	r->inflight = true;
 	req_go(r);
-}
-
-/* The outcome for a request head the parser refused, by its status. */
-static enum outcome outcome_of_parse(int status)
-{
-	switch (status) {
-	case 414:
-		return OUTCOME_URI_TOO_LONG;
-	case 431:
-		return OUTCOME_HEADERS_TOO_LARGE;
-	case 501:
-		return OUTCOME_NOT_IMPLEMENTED;
-	case 505:
-		return OUTCOME_VERSION_NOT_SUPPORTED;
-	case 417:
-		return OUTCOME_EXPECTATION_FAILED;
-	default:
-		return OUTCOME_BAD_REQUEST;
-	}
-}
-
-void req_parse(struct conn *c)
-{
-	const struct h1_limits *h1 = &c->w->set.h1;
-	struct evbuffer *in = sockio_input(c->io);
-	struct req *r = conn_proto(c);
-	size_t len = evbuffer_get_length(in), n;
-	const char *buf;
-	int rc;
-
-	if (!r->active)
-		req_begin(r);
-	n = len < h1->head_max + 1 ? len : h1->head_max + 1;
-	buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
-	if (!buf) {
-		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
-		return;
-	}
-	rc = h1_parse_request(buf, n, h1, &r->h);
-	if (rc == 0) {
-		if (c->client_eof)
-			req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
-		return;
-	}
-	evtimer_del(c->timer);
-	c->timer_mode = CONN_T_NONE;
-	if (rc < 0) {
-		r->bytes_in = n;
-		c->close_after = true;
-		log_debug_ctx(REQ_LOG_CTX(r), "bad request: %s at byte %zu",
-			      h1_err_name(r->h.h.err), r->h.h.err_off);
-		req_end(r, outcome_of_parse(r->h.h.status), NULL);
-		return;
-	}
-	/* keep a copy of the head: the spans must outlive the input */
-	r->head = malloc((size_t)rc);
-	if (!r->head) {
-		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
-		return;
-	}
-	memcpy(r->head, buf, (size_t)rc);
-	r->head_len = (size_t)rc;
-	h1_parse_request(r->head, r->head_len, h1, &r->h);
-	evbuffer_drain(in, r->head_len);
-	r->bytes_in = r->head_len;
-	req_head(r);
 }
 
 /* ---- the waiting state -------------------------------------------------- */

@@ -5,11 +5,11 @@
  * state), the hand-over to the proxy (Select, Forward, Respond: proxy.h)
  * and Record, in the one function every request ends in.
  *
- * A request belongs to its client connection (conn.h), which carries one
- * at a time: with pipelining, the next head is parsed only once the
- * current response is complete. The proxy reaches the client only through
- * the req_client_*() calls here and ends the request only with req_end();
- * it never sees the connection.
+ * A request reaches its client only through its protocol adapter's
+ * hooks (struct req_client_ops: HTTP/1.1's in http1.c), which carry its
+ * body in, its response out, and its timers; the proxy reaches the
+ * client only through the req_client_*() calls here and ends the request
+ * only with req_end().
  *
  * The waiting state (REQ_QUEUED): a request whose route's or the global
  * in-flight cap is full waits, when limits.max_queued allows, in one FIFO
@@ -38,8 +38,9 @@
 #include "route.h"
 #include "wake.h"
 
-struct conn;
 struct evbuffer;
+struct h1_response;
+struct req;
 struct sockio;
 struct worker;
 struct worker_service;
@@ -52,10 +53,63 @@ enum req_state {
 	REQ_PROXY,    /* with the proxy (proxy.h) */
 };
 
+/*
+ * The client side of a request, its protocol adapter's (r->cl, with
+ * r->cl_arg for it):
+ *   in, out    the client's input (the request body as the client frames
+ *              it: r->h's Content-Length or chunked) and the buffer the
+ *              response body goes to (framed as respond said);
+ *   read, reading, watermarks   whether the client is read, and how much
+ *              is buffered each way before reading or writing waits;
+ *   closed     nothing more can be sent to the client;
+ *   close_after, closing   the connection closes once this request ends
+ *              (half_closed: the client has shut its side);
+ *   take       the client's socket, for a tunnel (NULL: none can be);
+ *   timer, timer_stop, btimer, btimer_stop   the request's phase timer
+ *              and its body's (req_timeout, req_body_timeout when they
+ *              fire);
+ *   admitted   the head passed Resolve: the client's events go to the
+ *              request from now on;
+ *   cont       the client waits for a 100 Continue;
+ *   respond    send the response head of resp (extra: pre-formatted
+ *              "Name: value\r\n" lines; cl: the Content-Length to
+ *              send, -1 none); *chunked says whether the body written to
+ *              out must be chunked, *close whether the connection closes
+ *              after it (it may be set already). 0, or -1 (not sent);
+ *   error      send edge's own answer: status, extra lines, body of blen
+ *              bytes (not sent for HEAD), close;
+ *   ended      req_end is done: the adapter goes on (the next request,
+ *              or the close).
+ */
+struct req_client_ops {
+	struct evbuffer *(*in)(const struct req *r);
+	struct evbuffer *(*out)(const struct req *r);
+	void (*read)(struct req *r, bool on);
+	bool (*reading)(const struct req *r);
+	void (*watermarks)(struct req *r, size_t read_high, size_t write_low);
+	bool (*closed)(const struct req *r);
+	void (*close_after)(struct req *r, bool half_closed);
+	bool (*closing)(const struct req *r);
+	struct sockio *(*take)(struct req *r);
+	void (*timer)(struct req *r, uint64_t ms);
+	void (*timer_stop)(struct req *r);
+	void (*btimer)(struct req *r, uint64_t ms);
+	void (*btimer_stop)(struct req *r);
+	void (*admitted)(struct req *r);
+	void (*cont)(struct req *r);
+	int (*respond)(struct req *r, const struct h1_response *resp,
+		       const char *extra, int64_t cl, bool *chunked,
+		       bool *close);
+	void (*error)(struct req *r, int status, const char *extra,
+		      const char *body, size_t blen, bool close);
+	void (*ended)(struct req *r, bool close);
+};
+
 /* One request, from its first byte to req_end(). */
 struct req {
-	struct conn *c;	  /* its client connection (req.c and conn.c only) */
-	struct worker *w; /* the worker serving it */
+	const struct req_client_ops *cl; /* its client side */
+	void *cl_arg;			 /* the adapter's (its connection) */
+	struct worker *w;		 /* the worker serving it */
 	enum req_state state;
 	bool active;	  /* between its first byte and req_end */
 	uint64_t handle;  /* the worker's id for it (mailbox messages) */
@@ -67,8 +121,12 @@ struct req {
 	const struct sockaddr *peer;  /* and as accepted */
 	const struct cidr *peer_cidr; /* and as a /32 or /128 */
 	bool tls;		      /* it came over TLS */
-	struct h1_request h;	      /* spans point into head */
-	char *head;		      /* a copy of the head, head_len bytes */
+	bool tls_resumed;	      /* its session was resumed */
+	/* what TLS negotiated (OpenSSL's static names), NULL without */
+	const char *tls_version, *tls_cipher;
+	const char *http_version; /* NULL: the head's (HTTP/1.x) */
+	struct h1_request h;	  /* spans point into head */
+	char *head;		  /* a copy of the head, head_len bytes */
 	size_t head_len;
 	struct route_table *rt;	      /* held until the end */
 	struct route_table *rt_woken; /* the endpoints' after a wake, held */
@@ -103,11 +161,13 @@ size_t req_host_only(const char *h, size_t n);
 /* The log context of a request's lines: its client and request id. */
 #define REQ_LOG_CTX(r) (&(const struct log_ctx){(r)->client_ip, (r)->id})
 
-/* The head parser for c's input (the connection calls it while it waits
- * for a head): begins a request at its first byte, parses, and once the
- * head is complete resolves and admits it and hands it to the proxy (or
- * queues it). Ends the request on a parse error, with its status. */
-void req_parse(struct conn *c);
+/* Begin a request on r (its client fields and adapter kept, the rest
+ * cleared): its clock starts. */
+void req_begin(struct req *r);
+
+/* r's head is complete (r->h, spans into r->head): Resolve and Admit,
+ * then the proxy (or the queue, or the wake). */
+void req_head(struct req *r);
 
 /*
  * End r: the one function every request ends in. Runs its body once per
@@ -129,11 +189,9 @@ void req_timer_stop(struct req *r);
 void req_body_timer(struct req *r, uint64_t ms);
 void req_body_timer_stop(struct req *r);
 
-/* The client's side, for the proxy. */
+/* The client's side, for the proxy (r->cl's). */
 struct evbuffer *req_client_in(const struct req *r);
 struct evbuffer *req_client_out(const struct req *r);
-/* Write n bytes of response to the client, counted in bytes_out. */
-void req_write(struct req *r, const void *p, size_t n);
 /* Read the client or not; whether it is read now. */
 void req_client_read(struct req *r, bool on);
 bool req_client_reading(const struct req *r);
@@ -146,6 +204,9 @@ bool req_client_closed(const struct req *r);
 void req_close_after(struct req *r, bool half_closed);
 /* Whether the client connection closes after this request. */
 bool req_closing(const struct req *r);
+/* Send the response head (struct req_client_ops' respond). */
+int req_respond(struct req *r, const struct h1_response *resp,
+		const char *extra, int64_t cl, bool *chunked, bool *close);
 /* Leave the admission in-flight gauges now (a tunnel: long-lived, bounded
  * by the connection cap instead), letting a queued request in. */
 void req_leave_inflight(struct req *r);
@@ -153,8 +214,8 @@ void req_leave_inflight(struct req *r);
  * on); the connection closes when the request ends. */
 struct sockio *req_client_take(struct req *r);
 
-/* Events of the client connection while the request is past its head
- * (conn.c calls these). */
+/* Events of the client while the request is past its head (its adapter
+ * calls these). */
 void req_client_readable(struct req *r);
 void req_client_drained(struct req *r);
 void req_client_gone(struct req *r, bool eof);
@@ -191,9 +252,5 @@ int req_queue_notify(void *owner, uint64_t handle);
 /* The worker service of requests (worker.h): it takes the REQ_MSG_*
  * messages, and has the upstream pools release through the proxy. */
 extern const struct worker_service req_service;
-
-/* Begin a request on c and end it at once with o (a connection refused
- * at accept: connection_limit, shutting_down). */
-void req_refuse(struct conn *c, enum outcome o);
 
 #endif /* EDGE_REQ_H */
