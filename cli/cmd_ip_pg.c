@@ -21,8 +21,8 @@
 #include <sys/socket.h>
 
 /* the daemon's validators, so that an id is refused here exactly when
- * edged would skip its rows (linked from config_check.o) */
-#include "../userspace/config_check.h"
+ * edged would skip its rows */
+#include "config_check.h"
 #include "duration.h"
 #include "edgectl.h"
 #include "pgdb.h"
