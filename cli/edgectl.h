@@ -144,43 +144,6 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 void ctl_daemon_stats_print(const json_t *result, const json_t *prev,
 			    double dt);
 
-/* The usage error of --project without --pg. */
-#define CTL_PROJECT_NEEDS_PG                                                   \
-	"--project needs --pg (project rules are kept in the database)"
-
-/* Parse a CIDR argument of command cmd, printing notes about how it was
- * normalised; a usage error (CTL_USAGE) when it does not parse. */
-int ctl_ip_parse_cidr(const char *cmd, const char *arg, struct cidr *out);
-
-/* What decides a source's fate on this host: rules, policy, ports. */
-struct ctl_ip_view {
-	const struct rules *rules;
-	uint32_t policy;
-	const struct policy_ports *ports;
-};
-
-/*
- * The SSH lockout check (cmd_ip.c). before/after are the rules, policies
- * and ports before and after the change. Refuses (CTL_FAIL, saying why)
- * when the change cuts the caller's SSH client (SSH_CONNECTION) off:
- * after it the client's traffic to the SSH port is dropped, and either
- * absolute is set (the policy switch: being cut off afterwards is enough)
- * or before the change it was not. With force the change goes ahead with a
- * warning. what names the change ("block 10.0.0.0/8"). CTL_OK without
- * SSH_CONNECTION (a note when it is malformed).
- */
-int ctl_ip_ssh_guard(const struct ctl *c, const struct ctl_ip_view *before,
-		     const struct ctl_ip_view *after, bool absolute, bool force,
-		     const char *what);
-
-/* The check for a new block rule for prefix: ctl_ip_ssh_guard, and unless
- * force, also refused when the new rule is the one that would match the
- * client (blocking one's own prefix), even if something else already
- * drops it. */
-int ctl_ip_guard_block(const struct ctl *c, const struct ctl_ip_view *before,
-		       const struct ctl_ip_view *after,
-		       const struct cidr *prefix, bool force, const char *what);
-
 /*
  * The database (cmd_db.c). ctl_db_open connects to c->pg (masked
  * messages, application_name "edgectl") and checks the schema: at least
@@ -196,9 +159,10 @@ void ctl_db_close(struct ctl *c);
 json_t *ctl_db_status_json(struct ctl *c);
 void ctl_db_status_print(struct ctl *c);
 
-/* edgectl ip block|allow|del|list --pg (cmd_ip_pg.c): argv[0] is the
- * subcommand. */
-int ctl_ip_pg(struct ctl *c, int argc, char **argv);
+/* edgectl ip block|allow|del|list --pg (cmd_ip_pg.c), its arguments
+ * parsed (ip_args.h). */
+struct ctl_ip_args;
+int ctl_ip_pg(struct ctl *c, const struct ctl_ip_args *a);
 
 /* Commands: argv[0] is the command's own name. Return an exit code. */
 int cmd_attach(struct ctl *c, int argc, char **argv);
