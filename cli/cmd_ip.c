@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
 #include "ip_args.h"
 #include "ip_guard.h"
 

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
 #include "ip_args.h"
 #include "ip_guard.h"
 #include "pgdb.h"

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "config_check.h"
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
 #include "ip_args.h"
 #include "rules.h"
 

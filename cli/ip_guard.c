@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
 #include "ip_guard.h"
 
 int ctl_ip_ssh_guard(const struct ctl *c, const struct ctl_ip_view *before,
