@@ -95,7 +95,7 @@ $(1)/libedged.a: $(patsubst userspace/%.c,$(1)/d/%.o,$(D_SRCS))
 	rm -f $$@ && ar rcs $$@ $$^
 $(1)/edged: $(patsubst userspace/%.c,$(1)/d/%.o,$(EDGED_MAIN)) $(1)/libedged.a $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(DLIBS)
-$(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/d/config_check.o $(1)/libedge.a
+$(1)/edgectl: $(patsubst cli/%.c,$(1)/cli/%.o,$(CLI_SRCS)) $(1)/libedge.a
 	$$(CC) $$(CFLAGS) $(2) $$(ELDFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
 $(1)/tests/%: tests/unit/%.c $(1)/libedged.a $(1)/libedge.a $(HDRS) | $(1)/tests
 	$$(CC) $$(ECFLAGS) -Iuserspace -Iuserspace/pg $$(CFLAGS) $(2) $$(ELDFLAGS) -o $$@ $$< $(1)/libedged.a $(1)/libedge.a $$(LIBS) $$(DLIBS) $$(CHECK_LIBS)

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "attach.h"
-#include "edgectl.h"
+#include "ctlutil.h"
 #include "netns.h"
 #include "utf8.h"
 

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "ctlproto.h"
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
 #include "utf8.h"
 
 int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,

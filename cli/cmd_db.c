@@ -15,47 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
 #include "pgdb.h"
 
 /* A host not seen for this long is "stale" (hosts report every few
  * seconds); hosts --stale changes it. */
 #define CTL_HOST_STALE_S 30
-
-/* Connect to c->pg into c->db; err says why not. */
-static int ctl_db_connect(struct ctl *c, struct errbuf *err)
-{
-	PGconn *conn;
-	int ret;
-
-	if (c->db)
-		return 0;
-	ret = pgdb_connect(c->pg, "edgectl", &conn, err);
-	if (ret)
-		return ret;
-	c->db = conn;
-	return 0;
-}
-
-int ctl_db_open(struct ctl *c, int min)
-{
-	struct errbuf err = {""};
-
-	if (ctl_db_connect(c, &err) ||
-	    pgdb_schema_check(c->db, min, NULL, &err)) {
-		log_warnx("%s", err.msg);
-		return CTL_FAIL;
-	}
-	return CTL_OK;
-}
-
-void ctl_db_close(struct ctl *c)
-{
-	if (c->db)
-		PQfinish(c->db);
-	c->db = NULL;
-}
 
 /* usage error unless --pg was given. */
 static int ctl_db_needed(const struct ctl *c, const char *cmd)

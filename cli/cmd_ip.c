@@ -8,7 +8,8 @@
  * --force is given.
  *
  * With --pg, block, allow, del and list act on the database's ip_rules
- * instead (cmd_ip_pg.c), through the same checks.
+ * instead (cmd_ip_pg.c), with the same arguments (ip_args.c) and the same
+ * checks (ip_guard.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,26 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
-
-int ctl_ip_parse_cidr(const char *cmd, const char *arg, struct cidr *out)
-{
-	struct errbuf err = {""};
-	char s[CIDR_STR_MAX];
-	unsigned notes;
-
-	if (cidr_parse(arg, out, &notes, &err))
-		return ctl_usage_error(cmd, "bad CIDR: %s", err.msg);
-	cidr_format(out, s, sizeof(s));
-	if (notes & CIDR_NOTE_MAPPED)
-		log_note("%s is an IPv4-mapped IPv6 prefix; using the IPv4 "
-			 "rule %s",
-			 arg, s);
-	if (notes & CIDR_NOTE_HOST_BITS)
-		log_note("%s has host bits set; using %s", arg, s);
-	return CTL_OK;
-}
+#include "ip_args.h"
+#include "ip_guard.h"
 
 /* A copy of a rule list (for "what if" checks). */
 static int ip_rules_copy(const struct rules *from, struct rules *to)
@@ -50,77 +35,6 @@ static int ip_rules_copy(const struct rules *from, struct rules *to)
 	memcpy(to->v, from->v, from->n * sizeof(*to->v));
 	to->n = to->cap = from->n;
 	return 0;
-}
-
-int ctl_ip_ssh_guard(const struct ctl *c, const struct ctl_ip_view *before,
-		     const struct ctl_ip_view *after, bool absolute, bool force,
-		     const char *what)
-{
-	const char *env = getenv("SSH_CONNECTION");
-	struct errbuf why = {""};
-	struct rules_ssh ssh;
-	const struct rule *by;
-	char a[CIDR_STR_MAX], b[CIDR_STR_MAX], d[DURATION_STR_MAX];
-	int ret;
-
-	ret = rules_ssh_parse(env, &ssh);
-	if (ret == -ENOENT)
-		return CTL_OK;
-	if (ret) {
-		log_note("SSH_CONNECTION is malformed ('%s'); cannot check "
-			 "whether this cuts off your SSH session",
-			 env);
-		return CTL_OK;
-	}
-	if (!rules_ssh_cut_off(after->rules, after->policy, after->ports, &ssh,
-			       c->now, &why)) {
-		/* still reachable: warn when only a rule with a TTL keeps
-		 * it so under the allowlist */
-		if (after->policy == EDGE_POLICY_ALLOWLIST &&
-		    policy_port_guarded(after->ports, ssh.server_port) &&
-		    (by = rules_match(after->rules, &ssh.client, c->now)) &&
-		    by->expires_at)
-			log_note(
-			    "your SSH client %s is allowed by %s, which "
-			    "expires in %s",
-			    cidr_format_addr(&ssh.client, a, sizeof(a)),
-			    cidr_format(&by->cidr, b, sizeof(b)),
-			    duration_format((uint64_t)(by->expires_at - c->now),
-					    d, sizeof(d)));
-		return CTL_OK;
-	}
-	if (!absolute && rules_ssh_cut_off(before->rules, before->policy,
-					   before->ports, &ssh, c->now, NULL))
-		return CTL_OK; /* this change is not what cuts it off */
-	if (force) {
-		log_warnx("warning: %s: %s (--force given)", what, why.msg);
-		return CTL_OK;
-	}
-	log_warnx("refusing to %s: %s (from SSH_CONNECTION); allow it first "
-		  "(edgectl ip allow %s) or use --force",
-		  what, why.msg, cidr_format_addr(&ssh.client, a, sizeof(a)));
-	return CTL_FAIL;
-}
-
-int ctl_ip_guard_block(const struct ctl *c, const struct ctl_ip_view *before,
-		       const struct ctl_ip_view *after,
-		       const struct cidr *prefix, bool force, const char *what)
-{
-	const char *env = getenv("SSH_CONNECTION");
-	struct rules_ssh ssh;
-	const struct rule *by;
-	int ret;
-
-	ret = ctl_ip_ssh_guard(c, before, after, false, force, what);
-	if (ret != CTL_OK || force)
-		return ret;
-	/* blocking the client's own prefix is refused even when something
-	 * else already drops it */
-	if (rules_ssh_parse(env, &ssh) == 0 &&
-	    (by = rules_match(after->rules, &ssh.client, c->now)) &&
-	    cidr_equal(&by->cidr, prefix))
-		return ctl_ip_ssh_guard(c, before, after, true, force, what);
-	return CTL_OK;
 }
 
 static void ip_describe(const struct ctl *c, const struct rule *x, char *buf,
@@ -164,69 +78,25 @@ static int ip_put_apply(struct ctl *c, const void *arg, struct errbuf *err)
 	return ret;
 }
 
-static int ip_set(struct ctl *c, int argc, char **argv)
+static int ip_set(struct ctl *c, const struct ctl_ip_args *a)
 {
-	static const struct option opts[] = {
-	    {"ttl", required_argument, NULL, 't'},
-	    {"comment", required_argument, NULL, 'c'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"project", required_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	char cmd[16], desc[512], where[64];
-	const char *ttl_arg = NULL, *comment = "";
-	struct errbuf err = {""};
+	char desc[512], where[64];
 	struct rules after = {0};
 	struct rule x;
-	uint64_t ttl = 0;
-	bool force = false, created;
+	bool created;
 	uint32_t id;
-	int o, ret;
+	int ret;
 
 	memset(&x, 0, sizeof(x));
-	snprintf(cmd, sizeof(cmd), "ip %s", argv[0]);
-	rules_action_parse(argv[0], &x.action);
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, cmd)) != -1) {
-		switch (o) {
-		case 't':
-			ttl_arg = optarg;
-			break;
-		case 'c':
-			comment = optarg;
-			break;
-		case 'f':
-			force = true;
-			break;
-		case 'P':
-			return ctl_usage_error(cmd, "%s: %s", cmd,
-					       CTL_PROJECT_NEEDS_PG);
-		case 'h':
-			return ctl_usage_print(cmd);
-		default:
-			return CTL_USAGE;
-		}
-	}
-	if (optind >= argc)
-		return ctl_usage_error(cmd, "%s: missing CIDR", cmd);
-	if (optind + 1 < argc)
-		return ctl_usage_error(cmd, "%s: unexpected argument '%s'", cmd,
-				       argv[optind + 1]);
-	ret = ctl_ip_parse_cidr(cmd, argv[optind], &x.cidr);
-	if (ret)
-		return ret;
-	if (ttl_arg && duration_parse(ttl_arg, &ttl, &err))
-		return ctl_usage_error(cmd, "bad --ttl: %s", err.msg);
-	if (rules_comment_check(comment, &err))
-		return ctl_usage_error(cmd, "bad --comment: %s", err.msg);
-	snprintf(x.comment, sizeof(x.comment), "%s", comment);
+	x.action = a->action;
+	x.cidr = a->cidr;
+	snprintf(x.comment, sizeof(x.comment), "%s", a->comment);
 
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
 	if (ret)
 		return ret;
-	if (ttl)
-		x.expires_at = c->now + (int64_t)ttl;
+	if (a->ttl)
+		x.expires_at = c->now + (int64_t)a->ttl;
 
 	if (x.action == EDGE_ACT_BLOCK) {
 		struct ctl_ip_view before = {&c->st.rules, c->st.policy,
@@ -239,9 +109,9 @@ static int ip_set(struct ctl *c, int argc, char **argv)
 			log_warnx("out of memory");
 			return CTL_FAIL;
 		}
-		snprintf(where, sizeof(where), "block %s", argv[optind]);
-		ret =
-		    ctl_ip_guard_block(c, &before, &aft, &x.cidr, force, where);
+		snprintf(where, sizeof(where), "block %s", a->arg);
+		ret = ctl_ip_guard_block(c, &before, &aft, &x.cidr, a->force,
+					 where);
 		rules_free(&after);
 		if (ret)
 			return ret;
@@ -284,42 +154,14 @@ static int ip_del_apply(struct ctl *c, const void *arg, struct errbuf *err)
 	return 0;
 }
 
-static int ip_del(struct ctl *c, int argc, char **argv)
+static int ip_del(struct ctl *c, const struct ctl_ip_args *a)
 {
-	static const struct option opts[] = {
-	    {"force", no_argument, NULL, 'f'},
-	    {"project", required_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	const struct cidr cidr = a->cidr;
 	struct rules after = {0};
-	struct cidr cidr;
 	struct rule gone;
 	char s[CIDR_STR_MAX], desc[512], where[80];
-	bool force = false;
-	int o, ret;
+	int ret;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, "ip del")) != -1) {
-		if (o == 'f')
-			force = true;
-		else if (o == 'P')
-			return ctl_usage_error("ip del", "ip del: %s",
-					       CTL_PROJECT_NEEDS_PG);
-		else if (o == 'h')
-			return ctl_usage_print("ip del");
-		else
-			return CTL_USAGE;
-	}
-	if (optind >= argc)
-		return ctl_usage_error("ip del", "ip del: missing CIDR");
-	if (optind + 1 < argc)
-		return ctl_usage_error("ip del",
-				       "ip del: unexpected argument '%s'",
-				       argv[optind + 1]);
-	ret = ctl_ip_parse_cidr("ip del", argv[optind], &cidr);
-	if (ret)
-		return ret;
 	ret = ctl_begin(c, CTL_WRITE | CTL_BPFFS);
 	if (ret)
 		return ret;
@@ -339,7 +181,8 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 
 		snprintf(where, sizeof(where), "delete the rule for %s",
 			 cidr_format(&cidr, s, sizeof(s)));
-		ret = ctl_ip_ssh_guard(c, &before, &aft, false, force, where);
+		ret =
+		    ctl_ip_ssh_guard(c, &before, &aft, false, a->force, where);
 	}
 	rules_free(&after);
 	if (ret)
@@ -357,32 +200,14 @@ static int ip_del(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
-static int ip_list(struct ctl *c, int argc, char **argv)
+static int ip_list(struct ctl *c, const struct ctl_ip_args *a)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	char s[CIDR_STR_MAX], d[DURATION_STR_MAX];
-	bool json = false;
+	bool json = a->json;
 	json_t *arr = NULL;
 	size_t i, shown = 0, w = 4;
-	int o, ret;
+	int ret;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, "ip list")) != -1) {
-		if (o == 'j')
-			json = true;
-		else if (o == 'h')
-			return ctl_usage_print("ip list");
-		else
-			return CTL_USAGE;
-	}
-	if (optind < argc)
-		return ctl_usage_error("ip list",
-				       "ip list: unexpected argument '%s'",
-				       argv[optind]);
 	ret = ctl_begin(c, CTL_READ);
 	if (ret)
 		return ret;
@@ -577,6 +402,29 @@ static int ip_policy(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
+/* ip block|allow|del|list: the arguments parsed once (ip_args.c), then
+ * this host's rules or, with --pg, the database's (cmd_ip_pg.c). */
+static int ip_rules_cmd(struct ctl *c, int argc, char **argv)
+{
+	struct ctl_ip_args a;
+	int ret;
+
+	ret = ctl_ip_args_parse(&a, argc, argv, c->pg != NULL);
+	if (ret)
+		return ret;
+	if (a.help)
+		return ctl_usage_print(a.cmd);
+	/* with a database the rules are the fleet's; the policy stays each
+	 * host's own */
+	if (c->pg)
+		return ctl_ip_pg(c, &a);
+	if (a.sub == CTL_IP_SET)
+		return ip_set(c, &a);
+	if (a.sub == CTL_IP_DEL)
+		return ip_del(c, &a);
+	return ip_list(c, &a);
+}
+
 int cmd_ip(struct ctl *c, int argc, char **argv)
 {
 	const char *sub;
@@ -585,23 +433,16 @@ int cmd_ip(struct ctl *c, int argc, char **argv)
 		return ctl_usage_error("ip", "ip: missing subcommand (block, "
 					     "allow, del, list, policy)");
 	sub = argv[1];
-	/* with a database the rules are the fleet's (cmd_ip_pg.c); the
-	 * policy stays each host's own */
-	if (c->pg && (strcmp(sub, "block") == 0 || strcmp(sub, "allow") == 0 ||
-		      strcmp(sub, "del") == 0 || strcmp(sub, "list") == 0))
-		return ctl_ip_pg(c, argc - 1, argv + 1);
-	if (c->pg && strcmp(sub, "policy") == 0)
-		log_note("--pg does not apply to ip policy: the policy is "
-			 "each host's own, kept in %s",
-			 c->state_path);
-	if (strcmp(sub, "block") == 0 || strcmp(sub, "allow") == 0)
-		return ip_set(c, argc - 1, argv + 1);
-	if (strcmp(sub, "del") == 0)
-		return ip_del(c, argc - 1, argv + 1);
-	if (strcmp(sub, "list") == 0)
-		return ip_list(c, argc - 1, argv + 1);
-	if (strcmp(sub, "policy") == 0)
+	if (strcmp(sub, "block") == 0 || strcmp(sub, "allow") == 0 ||
+	    strcmp(sub, "del") == 0 || strcmp(sub, "list") == 0)
+		return ip_rules_cmd(c, argc - 1, argv + 1);
+	if (strcmp(sub, "policy") == 0) {
+		if (c->pg)
+			log_note("--pg does not apply to ip policy: the policy "
+				 "is each host's own, kept in %s",
+				 c->state_path);
 		return ip_policy(c, argc - 1, argv + 1);
+	}
 	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 ||
 	    strcmp(sub, "help") == 0)
 		return ctl_usage_print("ip");

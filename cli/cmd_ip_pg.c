@@ -5,14 +5,13 @@
  * goes into every host's XDP maps, a project's rule into that project's
  * routes; edged on each host applies the change (LISTEN/NOTIFY).
  *
- * The arguments are checked as for the local commands (cmd_ip.c) before
- * the database is touched. Each command is one transaction, so one change
- * version: the rules it reads for the SSH lockout check and the statement
- * that changes them. Time is the database's (now()), so that a TTL means
- * the same on every host whatever this machine's clock says.
+ * The arguments are parsed and checked by the local commands' parser
+ * (ip_args.c) before the database is touched. Each command is one transaction,
+ * so one change version: the rules it reads for the SSH lockout check and the
+ * statement that changes them. Time is the database's (now()), so that a TTL
+ * means the same on every host whatever this machine's clock says.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -20,11 +19,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-/* the daemon's validators, so that an id is refused here exactly when
- * edged would skip its rows (linked from config_check.o) */
-#include "../userspace/config_check.h"
+#include "ctlutil.h"
 #include "duration.h"
-#include "edgectl.h"
+#include "ip_args.h"
+#include "ip_guard.h"
 #include "pgdb.h"
 
 /* ---- the transaction ---------------------------------------------------- */
@@ -277,65 +275,22 @@ static int ippg_room(struct ctl *c, const char *cidr)
 	return CTL_OK;
 }
 
-static int ippg_set(struct ctl *c, int argc, char **argv)
+static int ippg_set(struct ctl *c, const struct ctl_ip_args *a)
 {
-	static const struct option opts[] = {
-	    {"ttl", required_argument, NULL, 't'},
-	    {"comment", required_argument, NULL, 'c'},
-	    {"project", required_argument, NULL, 'P'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	char cmd[16], cidr[CIDR_STR_MAX], ttl_text[24], desc[512], where[96];
-	const char *ttl_arg = NULL, *comment = "", *project = NULL;
+	char cidr[CIDR_STR_MAX], ttl_text[24], desc[512], where[96];
+	const char *comment = a->comment, *project = a->project;
 	const char *params[5];
 	struct errbuf err = {""};
 	struct ippg_guard g;
 	struct rule x;
 	PGresult *res = NULL;
-	uint64_t ttl = 0;
-	bool force = false, created;
-	int o, ret;
+	uint64_t ttl = a->ttl;
+	bool created;
+	int ret;
 
 	memset(&x, 0, sizeof(x));
-	snprintf(cmd, sizeof(cmd), "ip %s", argv[0]);
-	rules_action_parse(argv[0], &x.action);
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, cmd)) != -1) {
-		switch (o) {
-		case 't':
-			ttl_arg = optarg;
-			break;
-		case 'c':
-			comment = optarg;
-			break;
-		case 'P':
-			project = optarg;
-			break;
-		case 'f':
-			force = true;
-			break;
-		case 'h':
-			return ctl_usage_print(cmd);
-		default:
-			return CTL_USAGE;
-		}
-	}
-	if (optind >= argc)
-		return ctl_usage_error(cmd, "%s: missing CIDR", cmd);
-	if (optind + 1 < argc)
-		return ctl_usage_error(cmd, "%s: unexpected argument '%s'", cmd,
-				       argv[optind + 1]);
-	ret = ctl_ip_parse_cidr(cmd, argv[optind], &x.cidr);
-	if (ret)
-		return ret;
-	if (ttl_arg && duration_parse(ttl_arg, &ttl, &err))
-		return ctl_usage_error(cmd, "bad --ttl: %s", err.msg);
-	if (rules_comment_check(comment, &err))
-		return ctl_usage_error(cmd, "bad --comment: %s", err.msg);
-	if (project && config_id_check(project, &err))
-		return ctl_usage_error(cmd, "bad --project: %s", err.msg);
+	x.action = a->action;
+	x.cidr = a->cidr;
 	cidr_format(&x.cidr, cidr, sizeof(cidr));
 	snprintf(ttl_text, sizeof(ttl_text), "%llu", (unsigned long long)ttl);
 
@@ -347,10 +302,11 @@ static int ippg_set(struct ctl *c, int argc, char **argv)
 		return ret;
 	if (!project) {
 		x.expires_at = ttl ? c->now + (int64_t)ttl : 0;
-		snprintf(where, sizeof(where), "block %s", argv[optind]);
+		snprintf(where, sizeof(where), "block %s", a->arg);
 		ret = ippg_guard_load(c, &g);
 		if (ret == CTL_OK && x.action == EDGE_ACT_BLOCK)
-			ret = ippg_guard_change(c, &g, &x, NULL, force, where);
+			ret =
+			    ippg_guard_change(c, &g, &x, NULL, a->force, where);
 		ippg_guard_free(&g);
 		if (ret == CTL_OK)
 			ret = ippg_room(c, cidr);
@@ -392,46 +348,16 @@ static int ippg_set(struct ctl *c, int argc, char **argv)
 
 /* ---- del ---------------------------------------------------------------- */
 
-static int ippg_del(struct ctl *c, int argc, char **argv)
+static int ippg_del(struct ctl *c, const struct ctl_ip_args *a)
 {
-	static const struct option opts[] = {
-	    {"project", required_argument, NULL, 'P'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	char cidr[CIDR_STR_MAX], desc[512], where[96];
-	const char *project = NULL, *params[2];
+	const char *project = a->project, *params[2];
 	struct errbuf err = {""};
 	struct ippg_guard g;
-	struct cidr pfx;
 	PGresult *res = NULL;
-	bool force = false;
-	int o, ret;
+	int ret;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, "ip del")) != -1) {
-		if (o == 'f')
-			force = true;
-		else if (o == 'P')
-			project = optarg;
-		else if (o == 'h')
-			return ctl_usage_print("ip del");
-		else
-			return CTL_USAGE;
-	}
-	if (optind >= argc)
-		return ctl_usage_error("ip del", "ip del: missing CIDR");
-	if (optind + 1 < argc)
-		return ctl_usage_error("ip del",
-				       "ip del: unexpected argument '%s'",
-				       argv[optind + 1]);
-	ret = ctl_ip_parse_cidr("ip del", argv[optind], &pfx);
-	if (ret)
-		return ret;
-	if (project && config_id_check(project, &err))
-		return ctl_usage_error("ip del", "bad --project: %s", err.msg);
-	cidr_format(&pfx, cidr, sizeof(cidr));
+	cidr_format(&a->cidr, cidr, sizeof(cidr));
 
 	ret = ctl_db_open(c, pgdb_latest());
 	if (ret)
@@ -443,8 +369,8 @@ static int ippg_del(struct ctl *c, int argc, char **argv)
 		snprintf(where, sizeof(where), "delete the rule for %s", cidr);
 		ret = ippg_guard_load(c, &g);
 		if (ret == CTL_OK)
-			ret =
-			    ippg_guard_change(c, &g, NULL, &pfx, force, where);
+			ret = ippg_guard_change(c, &g, NULL, &a->cidr, a->force,
+						where);
 		ippg_guard_free(&g);
 		if (ret) {
 			ippg_rollback(c);
@@ -531,32 +457,14 @@ static const char *ippg_str(const PGresult *res, int i, int col,
 	return PQgetisnull(res, i, col) ? dflt : PQgetvalue(res, i, col);
 }
 
-static int ippg_list(struct ctl *c, int argc, char **argv)
+static int ippg_list(struct ctl *c, const struct ctl_ip_args *a)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct errbuf err = {""};
 	PGresult *res = NULL;
 	json_t *arr = NULL;
-	bool json = false;
-	int o, i, n, ret, wc = 4, wp = 7;
+	bool json = a->json;
+	int i, n, ret, wc = 4, wp = 7;
 
-	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":h", opts, "ip list")) != -1) {
-		if (o == 'j')
-			json = true;
-		else if (o == 'h')
-			return ctl_usage_print("ip list");
-		else
-			return CTL_USAGE;
-	}
-	if (optind < argc)
-		return ctl_usage_error("ip list",
-				       "ip list: unexpected argument '%s'",
-				       argv[optind]);
 	ret = ctl_db_open(c, 1);
 	if (ret)
 		return ret;
@@ -639,11 +547,11 @@ static int ippg_list(struct ctl *c, int argc, char **argv)
 	return CTL_OK;
 }
 
-int ctl_ip_pg(struct ctl *c, int argc, char **argv)
+int ctl_ip_pg(struct ctl *c, const struct ctl_ip_args *a)
 {
-	if (strcmp(argv[0], "block") == 0 || strcmp(argv[0], "allow") == 0)
-		return ippg_set(c, argc, argv);
-	if (strcmp(argv[0], "del") == 0)
-		return ippg_del(c, argc, argv);
-	return ippg_list(c, argc, argv);
+	if (a->sub == CTL_IP_SET)
+		return ippg_set(c, a);
+	if (a->sub == CTL_IP_DEL)
+		return ippg_del(c, a);
+	return ippg_list(c, a);
 }

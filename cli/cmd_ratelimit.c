@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "edgectl.h"
+#include "ctlutil.h"
 
 static int rl_apply_maps(struct ctl *c, const void *arg, struct errbuf *err)
 {

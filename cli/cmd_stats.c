@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "edgectl.h"
+#include "ctlutil.h"
 
 struct stats_ctr {
 	const char *name;

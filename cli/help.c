@@ -3,10 +3,11 @@
  * help.c - edgectl's usage and help: one table with every command's
  * synopsis, what it does and each of its options. edgectl --help,
  * edgectl help [COMMAND], COMMAND --help and the usage line after a usage
- * error are all printed from it; ctl_getopt checks at every --help
- * that each option a command accepts has its line here
- * (ctl_help_check), and edgectl help that every command of edgectl.c's
- * dispatch table has its entry (ctl_help_has). A new command is one
+ * error are all printed from it; ctl_getopt (here: every command's
+ * option parser) checks at every --help that each option a command
+ * accepts has its line here (ctl_help_check), and edgectl help that
+ * every command of edgectl.c's dispatch table has its entry
+ * (ctl_help_has). A new command is one
  * entry below (and its completion, dist/bash-completion/edgectl, and its
  * section in docs/edgectl.md: tests/cli/test_cli_help.sh checks all
  * three).
@@ -17,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "edgectl.h"
+#include "ctlutil.h"
 
 /* One option: how it is written ("--ttl DURATION", "-v, --verbose") and
  * one line about it. */
@@ -367,4 +368,35 @@ int cmd_help(struct ctl *c, int argc, char **argv)
 		if (ctl_help_is(&ctl_helps[i], cmd, true))
 			return ctl_usage_print(cmd);
 	return ctl_usage_error("help", "help: no command '%s'", cmd);
+}
+
+int ctl_getopt(int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, const char *cmd)
+{
+	/* the prefix "edgectl: " comes from log_warnx; commands add their
+	 * own name, the global options none */
+	const char *name = cmd ? cmd : "", *sep = cmd ? ": " : "";
+	int o;
+
+	opterr = 0;
+	o = getopt_long(argc, argv, shortopts, longopts, NULL);
+	if (o == '?') {
+		const char *tok = argv[optind - 1];
+
+		if (optopt && strncmp(tok, "--", 2) != 0)
+			ctl_usage_error(cmd, "%s%sunknown option '-%c'", name,
+					sep, optopt);
+		else
+			ctl_usage_error(cmd, "%s%sunknown option '%s'", name,
+					sep, tok);
+		return '?';
+	}
+	if (o == ':') {
+		ctl_usage_error(cmd, "%s%soption '%s' needs a value", name, sep,
+				argv[optind - 1]);
+		return '?';
+	}
+	if (o == 'h')
+		ctl_help_check(longopts, cmd);
+	return o;
 }

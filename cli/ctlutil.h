@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * edgectl.h - what edgectl's command files share: the run's context, the
- * exit codes and helpers for usage errors, locking and the state.
+ * ctlutil.h - what edgectl's command files share: the run's context, the
+ * exit codes, the steps every command takes (ctlutil.c: root check, lock,
+ * state, pins, database), usage errors and options (help.c), and the
+ * commands edgectl.c dispatches to. Nothing here is edgectl.c's: the
+ * command files do not depend on the main file.
  */
-#ifndef EDGECTL_H
-#define EDGECTL_H
+#ifndef EDGECTL_CTLUTIL_H
+#define EDGECTL_CTLUTIL_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -71,8 +74,9 @@ int ctl_help_check(const struct option *longopts, const char *cmd);
  * table or a group of its commands. */
 bool ctl_help_has(const char *cmd);
 
-/* Short options, the long options and the command for usage messages
- * (NULL for the global options); returns the next option like
+/* getopt_long with edgectl's usage errors (cli/help.c): short options,
+ * the long options and the command for usage messages (NULL for the
+ * global options); returns the next option like
  * getopt_long, or -1 at the end. On a bad option prints a usage error
  * ("CMD: unknown option '--x'", or without "CMD: " for a global option)
  * and returns '?'. argv[0] is the command. */
@@ -144,61 +148,27 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 void ctl_daemon_stats_print(const json_t *result, const json_t *prev,
 			    double dt);
 
-/* The usage error of --project without --pg. */
-#define CTL_PROJECT_NEEDS_PG                                                   \
-	"--project needs --pg (project rules are kept in the database)"
-
-/* Parse a CIDR argument of command cmd, printing notes about how it was
- * normalised; a usage error (CTL_USAGE) when it does not parse. */
-int ctl_ip_parse_cidr(const char *cmd, const char *arg, struct cidr *out);
-
-/* What decides a source's fate on this host: rules, policy, ports. */
-struct ctl_ip_view {
-	const struct rules *rules;
-	uint32_t policy;
-	const struct policy_ports *ports;
-};
-
 /*
- * The SSH lockout check (cmd_ip.c). before/after are the rules, policies
- * and ports before and after the change. Refuses (CTL_FAIL, saying why)
- * when the change cuts the caller's SSH client (SSH_CONNECTION) off:
- * after it the client's traffic to the SSH port is dropped, and either
- * absolute is set (the policy switch: being cut off afterwards is enough)
- * or before the change it was not. With force the change goes ahead with a
- * warning. what names the change ("block 10.0.0.0/8"). CTL_OK without
- * SSH_CONNECTION (a note when it is malformed).
- */
-int ctl_ip_ssh_guard(const struct ctl *c, const struct ctl_ip_view *before,
-		     const struct ctl_ip_view *after, bool absolute, bool force,
-		     const char *what);
-
-/* The check for a new block rule for prefix: ctl_ip_ssh_guard, and unless
- * force, also refused when the new rule is the one that would match the
- * client (blocking one's own prefix), even if something else already
- * drops it. */
-int ctl_ip_guard_block(const struct ctl *c, const struct ctl_ip_view *before,
-		       const struct ctl_ip_view *after,
-		       const struct cidr *prefix, bool force, const char *what);
-
-/*
- * The database (cmd_db.c). ctl_db_open connects to c->pg (masked
- * messages, application_name "edgectl") and checks the schema: at least
- * version min and not newer than this build. Prints why not and returns
- * CTL_FAIL; CTL_OK with c->db open. ctl_db_close (ctl_end calls it)
- * closes it.
+ * The database. ctl_db_open connects to c->pg (masked messages,
+ * application_name "edgectl") and checks the schema: at least version min
+ * and not newer than this build. Prints why not and returns CTL_FAIL;
+ * CTL_OK with c->db open. ctl_db_connect only connects (nothing when
+ * c->db is open already), returning 0 or -errno with err saying why, and
+ * prints nothing. ctl_db_close (ctl_end calls it) closes it.
  */
 int ctl_db_open(struct ctl *c, int min);
+int ctl_db_connect(struct ctl *c, struct errbuf *err);
 void ctl_db_close(struct ctl *c);
 
-/* The database's line of `edgectl status` (c->pg set): as JSON (a new
+/* The database's line of `edgectl status` (c->pg set; cmd_db.c): as JSON (a new
  * reference, NULL when out of memory) or as the "database:" line. */
 json_t *ctl_db_status_json(struct ctl *c);
 void ctl_db_status_print(struct ctl *c);
 
-/* edgectl ip block|allow|del|list --pg (cmd_ip_pg.c): argv[0] is the
- * subcommand. */
-int ctl_ip_pg(struct ctl *c, int argc, char **argv);
+/* edgectl ip block|allow|del|list --pg (cmd_ip_pg.c), its arguments
+ * parsed (ip_args.h). */
+struct ctl_ip_args;
+int ctl_ip_pg(struct ctl *c, const struct ctl_ip_args *a);
 
 /* Commands: argv[0] is the command's own name. Return an exit code. */
 int cmd_attach(struct ctl *c, int argc, char **argv);
@@ -222,4 +192,4 @@ int cmd_help(struct ctl *c, int argc, char **argv);
  * CTL_OK or CTL_FAIL. */
 int ctl_json_print(json_t *j);
 
-#endif /* EDGECTL_H */
+#endif /* EDGECTL_CTLUTIL_H */
