@@ -3,7 +3,8 @@
  * edged.c - the daemon's main thread: options, configuration, the route
  * table, analytics, listeners and workers, privileges, signals (SIGHUP
  * reloads, SIGTERM/SIGINT drain and exit), and the control loop that
- * serves the control socket (ctl.c) and the admin listener (admin.c).
+ * serves the control socket (its commands: ctlcmd.c) and the admin
+ * listener (admin.c). The daemon's state, struct edged, is in edged.h.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -28,7 +29,8 @@
 #include "analytics_setup.h"
 #include "config.h"
 #include "config_host.h"
-#include "ctl.h"
+#include "ctlcmd.h"
+#include "edged.h"
 #include "log.h"
 #include "req.h"
 #include "route.h"
@@ -36,11 +38,9 @@
 #include "splice.h"
 #include "hcheck.h"
 #include "upreg.h"
-#include "upstream_ctl.h"
 #include "stats.h"
 #include "tcproute.h"
 #include "tls.h"
-#include "tunnel.h"
 #include "edge_commit.h" /* build/: EDGE_COMMIT */
 #include "notify.h"
 #include "version.h"
@@ -54,52 +54,6 @@
 /* Clients the per-client rate limit remembers, all workers together
  * (16 bytes each: 4 MiB). */
 #define EDGED_RATELIMIT_CLIENTS (1u << 18)
-
-struct edged {
-	const char *conf_path;
-	struct config *cfg; /* the settings edged started with */
-	/* the route table's one writer: every source's routes, merged */
-	struct route_writer routes;
-	struct worker_shared sh;
-	struct worker **w;
-	unsigned nw;
-	struct event_base *base; /* the control loop: signals, ctl, admin */
-	struct event *sig[4];
-	struct event *drain_poll; /* while draining */
-	struct event *upreg_tick; /* upreg_log_held, EDGED_UPREG_TICK_MS */
-	uint64_t drain_end_ns;	  /* monotonic: stop what is still running */
-	/* the descriptor warning last given (connections, limit, cap): a
-	 * reload that changes none of them does not repeat it */
-	unsigned long long fd_warned[3];
-	bool draining;
-	uint64_t start_ns; /* monotonic, for uptime */
-	struct stats *stats;
-	struct ctl_server *ctl;
-	struct admin *admin;
-	struct pgplane *pg;    /* the database control plane; NULL: none */
-	struct splice *splice; /* the kernel's splice; NULL: copy only */
-	int splice_conf;       /* the configuration's splice, last read */
-	/* the TCP routes of every source and their listeners */
-	struct tcproute *tcp;
-	/* TLS: the certificate files' watch, the ticket keys' rotation, the
-	 * last failed rebuild's message (said once) */
-	struct event *tls_watch, *tls_rotate;
-	uint64_t tls_rotation_ms;
-	char tls_failed[ERRBUF_LEN];
-	/* the database's certificates accepted (NULL: no control plane or
-	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
-	struct tls_db *tls_db;
-	uint64_t tls_rotated_ns;
-	/* the active health checks: the file's deployments' (hc_file, as
-	 * last loaded) and the database's (pgplane_hcheck_targets) merged,
-	 * the file's first; the addresses whose database check gave way to
-	 * the file's, said once */
-	struct hcheck *hc;
-	struct hcheck_target *hc_file;
-	size_t n_hc_file;
-	char (*hc_lost)[CONFIG_ADDR_STR_MAX];
-	size_t n_hc_lost;
-};
 
 static void usage(FILE *f)
 {
@@ -130,16 +84,6 @@ static void print_warnings(const struct config *cfg)
 
 	for (i = 0; i < cfg->n_warnings; i++)
 		log_warnx("%s", cfg->warnings[i]);
-}
-
-/* The live route table's generation. */
-static uint64_t edged_generation(struct edged *d)
-{
-	struct route_table *t = route_table_current(&d->sh.routes);
-	uint64_t gen = t ? route_table_generation(t) : 0;
-
-	route_table_put(t);
-	return gen;
 }
 
 /* Whether two optional strings differ. */
@@ -834,303 +778,6 @@ static bool edged_healthy(void *ctx)
 	return !d->draining;
 }
 
-/* edgectl envs: the on-demand environments (wake_dump_json). */
-static int ctl_envs(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-
-	*result = wake_dump_json(d->sh.wake);
-	if (!*result) {
-		errbuf_set(err, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-	struct route_table *t = route_table_current(&d->sh.routes);
-
-	json_t *tcp, *r;
-	size_t i;
-
-	*result = t ? route_dump_json(t) : NULL;
-	route_table_put(t);
-	if (!*result) {
-		errbuf_set(err, t ? "out of memory" : "no route table");
-		return -ENOMEM;
-	}
-	/* the connections open on each TCP route now, and whether its
-	 * address is listened on */
-	tcp = json_object_get(*result, "tcp_routes");
-	json_array_foreach(tcp, i, r)
-	{
-		json_int_t slot =
-		    json_integer_value(json_object_get(r, "slot"));
-		const char *listen =
-		    json_string_value(json_object_get(r, "listen"));
-		const char *why = "";
-		bool up = listen && tcproute_listening(d->tcp, listen, &why);
-
-		if (slot >= 0 && slot < ROUTE_TCP_MAX)
-			json_object_set_new(
-			    r, "connections",
-			    json_integer((json_int_t)atomic_load(
-				&d->sh.tcp_open[slot])));
-		json_object_set_new(r, "listening", json_boolean(up));
-		if (!up && why[0])
-			json_object_set_new(r, "listen_error",
-					    json_string(why));
-	}
-	/* the database's change version the table holds */
-	if (d->pg)
-		json_object_set_new(
-		    *result, "change_version",
-		    json_integer((json_int_t)pgplane_applied_version(d->pg)));
-	return 0;
-}
-
-static int ctl_reload(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-	char msg[PATH_MAX + 64];
-	uint64_t gen;
-	int rc;
-
-	notify_send("RELOADING=1");
-	rc = edged_reload(d, &gen, err);
-	notify_send("READY=1");
-	if (rc) {
-		log_warnx("reload refused, keeping the running configuration: "
-			  "%s",
-			  err->msg);
-		return rc;
-	}
-	snprintf(msg, sizeof(msg), "reloaded %s: route generation %llu",
-		 d->conf_path, (unsigned long long)gen);
-	*result = json_pack("{s:I,s:s}", "route_generation", (json_int_t)gen,
-			    "message", msg);
-	return 0;
-}
-
-/* The splice's part of status: the mode, whether the kernel path may be
- * used and why, each kind's mover and why, the movers' tunnels and
- * events. */
-static json_t *edged_splice_json(void)
-{
-	json_t *j, *kinds = json_object(), *ended = json_object();
-	struct tunnel_counts n;
-	int k;
-
-	tunnel_counts(&n);
-	for (k = 0; ended && k < TUNNEL_ENDED_MAX; k++)
-		json_object_set_new(ended,
-				    tunnel_ended_name((enum tunnel_ended)k),
-				    json_integer((json_int_t)n.ended[k]));
-	for (k = 0; kinds && k < TUNNEL_KIND_MAX; k++) {
-		const char *why;
-		enum tunnel_mover m =
-		    tunnel_mover_for((enum tunnel_kind)k, &why);
-
-		json_object_set_new(
-		    kinds, tunnel_kind_name((enum tunnel_kind)k),
-		    json_pack("{s:s,s:s}", "mover", tunnel_mover_name(m), "why",
-			      why));
-	}
-	j = json_pack(
-	    "{s:s,s:b,s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-	    "s:I,s:I,s:I,s:o*}",
-	    "mode", splice_mode_name(splice_get_mode()), "kernel",
-	    splice_usable(), "kernel_why", splice_why(), "ktls", splice_ktls(),
-	    "ktls_why", splice_ktls_why(), "kinds", kinds, "open_spliced",
-	    (json_int_t)n.open_spliced, "open_copy", (json_int_t)n.open_copy,
-	    "spliced", (json_int_t)n.spliced, "refused", (json_int_t)n.refused,
-	    "handed_back", (json_int_t)n.handed_back, "disarm_passes",
-	    (json_int_t)n.disarm_passes, "watchdog", (json_int_t)n.watchdog,
-	    "halfclosed", (json_int_t)n.halfclosed, "lost", (json_int_t)n.lost,
-	    "kernel_bytes_up", (json_int_t)n.kernel_up, "kernel_bytes_down",
-	    (json_int_t)n.kernel_down, "sockhash_id",
-	    (json_int_t)splice_sockhash_id(splice_instance()), "ended", ended);
-	return j;
-}
-
-/* The status's "tls": null without HTTPS listeners. */
-static json_t *edged_tls_json(struct edged *d)
-{
-	struct tls_store *st;
-	struct tls_store_info in;
-	size_t served = 0, refused = 0, i;
-	uint64_t refusals = 0;
-	json_t *listen, *j;
-	char when[32] = "";
-
-	if (!d->cfg->tls.n_listen)
-		return NULL;
-	st = tls_holder_get(&d->sh.tls);
-	if (!st)
-		return NULL;
-	tls_store_info(st, &in);
-	tls_store_put(st);
-	tls_db_counts(d->tls_db, &served, &refused, &refusals);
-	listen = json_array();
-	for (i = 0; listen && i < d->cfg->tls.n_listen; i++)
-		json_array_append_new(listen,
-				      json_string(d->cfg->tls.listen[i].text));
-	if (in.next_expiry) {
-		time_t t = (time_t)in.next_expiry;
-		struct tm tm;
-
-		if (gmtime_r(&t, &tm))
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	}
-	j = json_pack(
-	    "{s:o*, s:I, s:I, s:I, s:I, s:I, s:o*, s:I, s:s, s:s, s:I, s:I, "
-	    "s:o*}",
-	    "listen", listen, "names", (json_int_t)in.names, "contexts",
-	    (json_int_t)in.contexts, "certificates_files",
-	    (json_int_t)in.file_certs, "certificates_db",
-	    (json_int_t)in.db_certs, "db_refused_now", (json_int_t)refused,
-	    "db_refused", d->tls_db ? tls_db_refused_json(d->tls_db) : NULL,
-	    "db_refusals", (json_int_t)refusals, "next_expiry", when,
-	    "next_expiry_name", in.next_expiry_name, "ticket_key_age_s",
-	    (json_int_t)((clk_now_ns() - d->tls_rotated_ns) / 1000000000ull),
-	    "ticket_rotation_s", (json_int_t)(d->tls_rotation_ms / 1000),
-	    "counts", tls_counts_json());
-	return j;
-}
-
-/* Whether the workers send through io_uring: "on" in all, "off" by the
- * configuration, or the error their set-up met (asked only once each has
- * set up: worker_wait_up comes before the main loop runs). */
-static json_t *edged_uring_json(const struct edged *d)
-{
-	static char broke[160]; /* the main thread's */
-	unsigned on = 0, i;
-	int err = 0, u;
-	bool at_run = false;
-	const char *why;
-
-	for (i = 0; i < d->nw; i++) {
-		u = atomic_load(&d->w[i]->uring);
-		if (u == 1)
-			on++;
-		else if (u < 0 && !err) {
-			err = -u;
-			at_run = atomic_load(&d->w[i]->uring_broke);
-		}
-	}
-	if (!d->cfg->io_uring)
-		why = "off (io_uring = false)";
-	else if (err && at_run) {
-		snprintf(broke, sizeof(broke),
-			 "a worker's ring failed at run time: %s; it reads "
-			 "and sends one system call each since (logged)",
-			 strerror(err));
-		why = broke;
-	} else if (err)
-		why = strerror(err);
-	else
-		why = "on: a loop turn's reads and sends in one io_uring_enter";
-	return json_pack("{s:b,s:I,s:s}", "enabled", d->cfg->io_uring,
-			 "workers", (json_int_t)on, "why", why);
-}
-
-static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-
-	unsigned long long tcp_open = 0;
-	struct route_table *t = route_table_current(&d->sh.routes);
-	size_t i, n_tcp = t ? route_table_ntcp(t) : 0;
-
-	(void)err;
-	route_table_put(t);
-	for (i = 0; i < ROUTE_TCP_MAX; i++)
-		tcp_open += atomic_load(&d->sh.tcp_open[i]);
-	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*}", "pid",
-	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
-	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
-	    "route_generation", (json_int_t)edged_generation(d), "workers",
-	    (json_int_t)d->nw, "draining", d->draining, "connections",
-	    (json_int_t)atomic_load(&d->sh.connections), "tcp_routes",
-	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
-	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
-	    edged_splice_json(), "tls", edged_tls_json(d), "io_uring",
-	    edged_uring_json(d));
-	return 0;
-}
-
-/* edgectl splice [on|off|auto|sockmap]: on is sockmap. */
-static int ctl_splice(void *ctx, const json_t *req, json_t **result,
-		      struct errbuf *err)
-{
-	struct edged *d = ctx;
-	const json_t *mv = json_object_get(req, "mode");
-	const char *m = json_string_value(mv);
-	enum splice_mode mode;
-
-	if (mv) {
-		if (m && strcmp(m, "on") == 0)
-			m = "sockmap";
-		if (!m || splice_mode_parse(m, &mode)) {
-			errbuf_set(err, "splice: mode must be on, off, auto or "
-					"sockmap");
-			return -EINVAL;
-		}
-		if (mode != SPLICE_OFF && !d->splice) {
-			errbuf_set(err,
-				   "splice: the kernel path is unusable: %s",
-				   splice_why());
-			return -EOPNOTSUPP;
-		}
-		edged_splice_mode(d, mode, "edgectl");
-	}
-	*result = edged_splice_json();
-	return *result ? 0 : -ENOMEM;
-}
-
-/* edgectl upstream [list | drain|disable|enable ENDPOINT]: the workers
- * read the admin state at their next selection; each is also told to
- * close the endpoint's idle pooled connections now. */
-static int ctl_upstream(void *ctx, const json_t *req, json_t **result,
-			struct errbuf *err)
-{
-	struct edged *d = ctx;
-	struct route_table *t = route_table_current(&d->sh.routes);
-	const json_t *ep;
-	bool changed;
-	unsigned i;
-	int rc;
-
-	rc = upstream_ctl(d->sh.upreg, t, req, result, &changed, err);
-	route_table_put(t);
-	if (rc || !changed)
-		return rc;
-	ep = json_object_get(*result, "endpoint");
-	log_note("upstream %s: %s (was %s; by edgectl)",
-		 json_string_value(json_object_get(ep, "address")),
-		 json_string_value(json_object_get(ep, "admin")),
-		 json_string_value(json_object_get(*result, "was")));
-	for (i = 0; i < d->nw; i++)
-		if (d->w[i])
-			worker_post(d->w[i], WORKER_MSG_UPSTREAM, 0);
-	return 0;
-}
-
-static int ctl_stats(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-
-	*result = stats_counters_json(d->stats);
-	if (!*result) {
-		errbuf_set(err, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* Create the control socket's directory (0700) when it is missing; *made
  * says whether we created it (then edged_ctl_chown gives it away). */
 static int edged_ctl_dir(const char *sock, bool *made, struct errbuf *err)
@@ -1182,14 +829,9 @@ static void edged_ctl_chown(const char *sock, bool dir_made,
 /* The control socket and the admin listener, on the control loop. */
 static int edged_control(struct edged *d, const struct passwd *pw)
 {
-	static const struct ctl_handlers h = {
-	    .routes = ctl_routes,
-	    .reload = ctl_reload,
-	    .status = ctl_status,
-	    .stats = ctl_stats,
-	    .splice = ctl_splice,
-	    .envs = ctl_envs,
-	    .upstream = ctl_upstream,
+	static const struct ctlcmd_ops ops = {
+	    .reload = edged_reload,
+	    .splice_mode = edged_splice_mode,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
 	struct errbuf err;
@@ -1199,8 +841,8 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	errbuf_clear(&err);
 	rc = edged_ctl_dir(d->cfg->control_socket, &made, &err);
 	if (rc == 0)
-		rc = ctl_server_start(d->base, d->cfg->control_socket, &h, d,
-				      &d->ctl, &err);
+		rc = ctlcmd_start(d->base, d->cfg->control_socket, d, &ops,
+				  &d->ctl, &err);
 	if (rc) {
 		log_warnx("control socket: %s", err.msg);
 		return rc;
@@ -1748,7 +1390,7 @@ out:
 		event_free(d.tls_rotate);
 	pgplane_free(d.pg);
 	tls_db_free(d.tls_db);
-	ctl_server_free(d.ctl);
+	ctlcmd_free(d.ctl);
 	admin_free(d.admin);
 	stats_free(d.stats);
 	if (d.base)
