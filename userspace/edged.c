@@ -222,14 +222,6 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 			worker_retune(d->w[i]);
 }
 
-/*
- * Load the configuration file again and install its routes and settings:
- * what SIGHUP and `edgectl reload` both do. The file's projects replace
- * the file source's list only (route_writer_update keeps every other
- * source's), with the new settings' defaults. Returns 0 with *gen the new
- * route table generation, or -errno with err holding the reason
- * (FILE:LINE: KEY: ...) and the running configuration untouched.
- */
 /* Tunnels follow mode from now on, live ones too (the workers move them
  * at their next wake). */
 static void edged_splice_mode(struct edged *d, enum splice_mode m,
@@ -349,6 +341,14 @@ static void edged_hcheck_cb(void *arg)
 	edged_hcheck(arg);
 }
 
+/*
+ * Load the configuration file again and install its routes and settings:
+ * what SIGHUP and `edgectl reload` both do. The file's projects replace
+ * the file source's list only (route_writer_update keeps every other
+ * source's), with the new settings' defaults. Returns 0 with *gen the new
+ * route table generation, or -errno with err holding the reason
+ * (FILE:LINE: KEY: ...) and the running configuration untouched.
+ */
 static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
@@ -726,15 +726,15 @@ static int edged_tls_start(struct edged *d)
 }
 
 /*
- * Find cfg->user when started as root. Returns 0 with *pw (NULL: not
- * root, nothing to switch), or -ENOENT.
+ * Find cfg->user. Returns 0 with *user: pw, filled, when started as root
+ * (the user to switch to), else NULL (nothing to switch); or -ENOENT.
  */
 static int edged_user(const struct config *cfg, struct passwd *pw,
-		      bool *switching)
+		      const struct passwd **user)
 {
 	struct passwd *p;
 
-	*switching = false;
+	*user = NULL;
 	if (geteuid() != 0) {
 		log_note("not running as root: staying uid %u (user \"%s\" "
 			 "ignored)",
@@ -750,13 +750,15 @@ static int edged_user(const struct config *cfg, struct passwd *pw,
 		log_warnx("user \"%s\" is root: privileges are kept",
 			  cfg->user);
 	*pw = *p;
-	*switching = true;
+	*user = pw;
 	return 0;
 }
 
-/* Switch to pw after everything privileged is open. */
-static int drop_privileges(const struct passwd *pw)
+/* Switch to pw (NULL: stay) after everything privileged is open. */
+static int edged_drop_privileges(const struct passwd *pw)
 {
+	if (!pw)
+		return 0;
 	if (setgroups(1, &pw->pw_gid) || setgid(pw->pw_gid) ||
 	    setuid(pw->pw_uid)) {
 		log_warn("switching to user \"%s\"", pw->pw_name);
@@ -1056,7 +1058,15 @@ static int edged_check(const char *path, bool host)
 	return n ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks (edged_args). */
+struct edged_opts {
+	const char *conf_path; /* as written */
+	bool check, check_host, foreground, verbose;
+};
+
+/* The options into *o. Returns -1 to go on, else the exit code: 0 after
+ * --version or --help, 2 after a usage error (the usage printed). */
+static int edged_args(int argc, char **argv, struct edged_opts *o)
 {
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -1068,40 +1078,27 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
-	struct route_src *src = NULL;
-	struct route_defaults def;
-	struct route_tcp_list tcp;
-	struct wake_defs *wdefs;
-	struct hcheck_target *hct = NULL;
-	size_t nhct = 0;
-	struct edged d;
-	struct errbuf err;
-	struct passwd pw;
-	char *conf_abs = NULL;
-	bool check = false, foreground = false, verbose = false, sw = false;
-	bool check_host = true;
-	unsigned i;
-	int ch, rc, status = 1;
+	int ch;
 
-	memset(&d, 0, sizeof(d));
+	memset(o, 0, sizeof(*o));
+	o->check_host = true;
 	while ((ch = getopt_long(argc, argv, "c:fvh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			d.conf_path = optarg;
+			o->conf_path = optarg;
 			break;
 		case 'C':
-			check = true;
+			o->check = true;
 			break;
 		case 'F':
-			check = true;
-			check_host = false;
+			o->check = true;
+			o->check_host = false;
 			break;
 		case 'f':
-			foreground = true;
+			o->foreground = true;
 			break;
 		case 'v':
-			verbose = true;
+			o->verbose = true;
 			break;
 		case 'V':
 			printf("edged %s (commit %s)\n", EDGE_VERSION,
@@ -1115,300 +1112,469 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!d.conf_path || optind != argc) {
+	if (!o->conf_path || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
-	log_init("edged", verbose);
-	if (check)
-		return edged_check(d.conf_path, check_host);
-	if (edged_abs_path(d.conf_path, &conf_abs))
-		return 1;
-	d.conf_path = conf_abs;
-	if (edged_load(d.conf_path, &d.cfg, &src)) {
-		free(conf_abs);
-		return 1;
-	}
-	log_set_format(d.cfg->log_format);
-	print_warnings(d.cfg);
+	return -1;
+}
 
-	/* detached, stderr is /dev/null: syslog or nothing */
-	if (!foreground && !log_syslog_available()) {
-		log_warnx("no syslog at /dev/log: a detached edged would have "
-			  "nowhere to write its messages; run it in the "
-			  "foreground (-f) under a supervisor (systemd: the "
-			  "journal) or start a syslog daemon");
-		config_free(d.cfg);
-		route_src_free(src);
-		free(conf_abs);
-		return 1;
-	}
+/* The configuration at path (made absolute: edged_abs_path) into d, its
+ * routes into *src, its log format applied and its warnings logged. */
+static int edged_config(struct edged *d, const char *path,
+			struct route_src **src)
+{
+	if (edged_abs_path(path, &d->conf_path) ||
+	    edged_load(d->conf_path, &d->cfg, src))
+		return -1;
+	log_set_format(d->cfg->log_format);
+	print_warnings(d->cfg);
+	return 0;
+}
+
+/* Whether edged's messages will reach someone: detached, stderr is
+ * /dev/null, so syslog or nothing. */
+static int edged_log_reachable(bool foreground)
+{
+	if (foreground || log_syslog_available())
+		return 0;
+	log_warnx("no syslog at /dev/log: a detached edged would have "
+		  "nowhere to write its messages; run it in the "
+		  "foreground (-f) under a supervisor (systemd: the "
+		  "journal) or start a syslog daemon");
+	return -1;
+}
+
+/* The process: SIGPIPE ignored, the service manager's socket (Type=notify:
+ * connected while root, notify.h), libevent's locks. */
+static int edged_process(void)
+{
+	int rc;
+
 	signal(SIGPIPE, SIG_IGN);
-	/* systemd's Type=notify: connected while root (notify.h) */
 	rc = notify_init();
 	if (rc)
 		log_warnx("NOTIFY_SOCKET: %s: readiness will not be reported",
 			  strerror(-rc));
 	if (evthread_use_pthreads()) {
 		log_warnx("libevent: no pthreads support");
-		goto out;
+		return -1;
 	}
-	d.sh.cfg = d.cfg;
-	tls_holder_init(&d.sh.tls);
-	pthread_mutex_init(&d.sh.set_lock, NULL);
-	worker_settings_from(&d.sh.set, d.cfg);
-	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
-	if (admit_queue_init(&d.sh.queue, &d.sh.inflight,
-			     (size_t)d.cfg->limits.max_queued,
+	return 0;
+}
+
+/* What the workers share (worker_shared: settings, admission, the
+ * per-client buckets, the descriptor limit) and the route table's writer;
+ * the clock of uptime starts. */
+static int edged_shared(struct edged *d)
+{
+	struct route_defaults def;
+
+	d->sh.cfg = d->cfg;
+	tls_holder_init(&d->sh.tls);
+	pthread_mutex_init(&d->sh.set_lock, NULL);
+	worker_settings_from(&d->sh.set, d->cfg);
+	admit_gauge_init(&d->sh.inflight,
+			 (unsigned)d->cfg->limits.max_inflight);
+	if (admit_queue_init(&d->sh.queue, &d->sh.inflight,
+			     (size_t)d->cfg->limits.max_queued,
 			     req_queue_notify))
-		goto out;
+		return -1;
 	/* the per-client buckets, whether ratelimit is on or not: a reload
 	 * may turn it on (a table not used costs no resident memory) */
-	if (admit_limiter_new(EDGED_RATELIMIT_CLIENTS, &d.sh.limiter)) {
+	if (admit_limiter_new(EDGED_RATELIMIT_CLIENTS, &d->sh.limiter)) {
 		log_warnx("ratelimit: %s", strerror(ENOMEM));
-		goto out;
+		return -1;
 	}
-	edged_fd_limit(&d, d.cfg);
-	d.start_ns = clk_now_ns();
+	edged_fd_limit(d, d->cfg);
+	d->start_ns = clk_now_ns();
+	config_route_defaults(d->cfg, &def);
+	route_writer_init(&d->routes, &d->sh.routes, &def);
+	return 0;
+}
+
+/* The control plane, with pg: the migrations, the database's rows (or
+ * the local snapshot's), the maps opened for writing and the snapshot's
+ * directory made while edged is still root. */
+static int edged_pg_prepare(struct edged *d, const struct passwd *user)
+{
+	struct errbuf err;
+
+	if (!d->cfg->pg)
+		return 0;
 	errbuf_clear(&err);
-	config_route_defaults(d.cfg, &def);
-	route_writer_init(&d.routes, &d.sh.routes, &def);
-	/* the TCP routes: the file's, and the database's as it is now (or
-	 * as the local snapshot has it), whose addresses are bound below
-	 * while edged is still root */
-	if (tcproute_new(d.cfg, &d.sh, &d.tcp))
-		goto out;
-	if (edged_user(d.cfg, &pw, &sw))
-		goto out;
-	/* the migrations, the database's rows (or the local snapshot's),
-	 * the maps opened for writing and the snapshot's directory made
-	 * while edged is still root */
-	if (d.cfg->pg) {
-		errbuf_clear(&err);
-		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, d.tcp, &d.pg,
-				    &err)) {
-			log_warnx("%s", err.msg);
-			goto out;
-		}
+	if (pgplane_prepare(d->cfg, user, d->tcp, &d->pg, &err)) {
+		log_warnx("%s", err.msg);
+		return -1;
 	}
-	tcproute_list(d.tcp, &tcp);
-	/* the on-demand environments, each probed once (running if an
-	 * endpoint accepts, else sleeping), once the routes naming them are
-	 * in, as at a reload */
-	if (wake_new(&d.cfg->wake, req_wake_notify, &d.sh.wake))
-		goto out;
-	wdefs = wake_defs_new(ROUTE_SRC_FILE, src ? src->projects : NULL,
-			      src ? src->n_projects : 0, NULL, 0, true);
+	return 0;
+}
+
+/* Route table generation 1: the file's projects (*src, the writer's from
+ * here: *src becomes NULL) and the TCP routes of every source; then the
+ * on-demand environments, each probed once (running if an endpoint
+ * accepts, else sleeping), once the routes naming them are in, as at a
+ * reload; the health checks' targets kept for edged_loop. */
+static int edged_routes(struct edged *d, struct route_src **src)
+{
+	struct route_src *s = *src;
+	struct route_tcp_list tcp;
+	struct wake_defs *wdefs;
+	struct errbuf err;
+	int rc;
+
+	tcproute_list(d->tcp, &tcp);
+	if (wake_new(&d->cfg->wake, req_wake_notify, &d->sh.wake))
+		return -1;
+	wdefs = wake_defs_new(ROUTE_SRC_FILE, s ? s->projects : NULL,
+			      s ? s->n_projects : 0, NULL, 0, true);
 	if (!wdefs)
-		goto out;
+		return -1;
 	/* the health checks' endpoints, taken before the writer takes src
 	 * (they start once the control loop exists) */
-	if (hcheck_targets(src, &hct, &nhct)) {
+	if (hcheck_targets(s, &d->hc_file, &d->n_hc_file)) {
 		wake_defs_free(wdefs);
-		goto out;
+		return -1;
 	}
-	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
+	errbuf_clear(&err);
+	rc = route_writer_update_file(&d->routes, s, NULL, tcp.v, tcp.n, NULL,
 				      &err);
-	src = NULL; /* the writer's */
-	tcproute_applied(d.tcp, rc == 0);
+	*src = NULL; /* the writer's */
+	tcproute_applied(d->tcp, rc == 0);
 	if (rc) {
 		wake_defs_free(wdefs);
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
-		goto out;
+		return -1;
 	}
-	rc = wake_sync_defs(d.sh.wake, wdefs);
+	rc = wake_sync_defs(d->sh.wake, wdefs);
 	wake_defs_free(wdefs);
-	if (rc)
-		goto out;
-	if (edged_analytics(&d, sw ? &pw : NULL))
-		goto out;
-	d.sh.upreg = upreg_new();
-	d.w = calloc(d.cfg->workers, sizeof(*d.w));
-	if (!d.w || !d.sh.upreg)
-		goto out;
-	for (i = 0; i < d.cfg->workers; i++) {
+	return rc;
+}
+
+/* The upstream registry and the workers (each binds its HTTP listening
+ * sockets), told of the TCP routes. */
+static int edged_workers(struct edged *d)
+{
+	struct errbuf err;
+	unsigned i;
+	int rc;
+
+	d->sh.upreg = upreg_new();
+	d->w = calloc(d->cfg->workers, sizeof(*d->w));
+	if (!d->w || !d->sh.upreg)
+		return -1;
+	for (i = 0; i < d->cfg->workers; i++) {
 		errbuf_clear(&err);
-		rc = worker_new(i, &d.sh, &d.w[i], &err);
+		rc = worker_new(i, &d->sh, &d->w[i], &err);
 		if (rc) {
 			log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
-			goto out;
+			return -1;
 		}
-		d.nw++;
+		d->nw++;
 	}
-	tcproute_workers(d.tcp, d.w, d.nw);
-	d.base = event_base_new();
-	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc))
-		goto out;
-	{
-		struct timeval tv = {0, EDGED_UPREG_TICK_MS * 1000};
+	tcproute_workers(d->tcp, d->w, d->nw);
+	return 0;
+}
 
-		d.upreg_tick =
-		    event_new(d.base, -1, EV_PERSIST, edged_upreg_tick_cb, &d);
-		if (!d.upreg_tick || event_add(d.upreg_tick, &tv))
-			goto out;
-	}
-	d.hc_file = hct;
-	d.n_hc_file = nhct;
-	hct = NULL;
-	if (hcheck_set(d.hc, d.hc_file, d.n_hc_file))
-		goto out;
+/* The control loop and what it runs from the start: the health checks,
+ * the registry's held lines, the signals. */
+static int edged_loop(struct edged *d)
+{
+	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+	struct timeval tv = {0, EDGED_UPREG_TICK_MS * 1000};
+	unsigned i;
+
+	d->base = event_base_new();
+	if (!d->base || hcheck_new(d->base, d->sh.upreg, &d->hc))
+		return -1;
+	d->upreg_tick =
+	    event_new(d->base, -1, EV_PERSIST, edged_upreg_tick_cb, d);
+	if (!d->upreg_tick || event_add(d->upreg_tick, &tv))
+		return -1;
+	if (hcheck_set(d->hc, d->hc_file, d->n_hc_file))
+		return -1;
 	for (i = 0; i < 4; i++) {
-		d.sig[i] = evsignal_new(d.base, sigs[i], edged_signal_cb, &d);
-		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
-			goto out;
+		d->sig[i] = evsignal_new(d->base, sigs[i], edged_signal_cb, d);
+		if (!d->sig[i] || evsignal_add(d->sig[i], NULL))
+			return -1;
 	}
-	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
-	    stats_build_info(d.stats, EDGE_VERSION, EDGE_COMMIT) ||
-	    tcproute_metrics(d.tcp, stats_metrics(d.stats)) ||
-	    tls_metrics(stats_metrics(d.stats)) ||
-	    wake_metrics(d.sh.wake, stats_metrics(d.stats)))
-		goto out;
-	/* every TCP route's address, bound once per worker while edged is
-	 * root: a file route's that cannot be is an error, as an HTTP
-	 * listen address is; a database route's is logged and left for the
-	 * next change */
+	return 0;
+}
+
+/* The metrics registry and what it renders besides stats.c's own. */
+static int edged_stats(struct edged *d)
+{
+	if (stats_new(&d->sh, d->cfg->pin_dir, &d->stats) ||
+	    stats_build_info(d->stats, EDGE_VERSION, EDGE_COMMIT) ||
+	    tcproute_metrics(d->tcp, stats_metrics(d->stats)) ||
+	    tls_metrics(stats_metrics(d->stats)) ||
+	    wake_metrics(d->sh.wake, stats_metrics(d->stats)))
+		return -1;
+	return 0;
+}
+
+/* Every TCP route's address, bound once per worker while edged is root:
+ * a file route's that cannot be is an error, as an HTTP listen address
+ * is; a database route's is logged and left for the next change. Then
+ * the descriptor limit again, with the listeners just made. */
+static int edged_tcp_listen(struct edged *d)
+{
+	struct errbuf err;
+
 	errbuf_clear(&err);
-	if (tcproute_listen(d.tcp, true, &err)) {
+	if (tcproute_listen(d->tcp, true, &err)) {
 		log_warnx("%s", err.msg);
-		goto out;
+		return -1;
 	}
-	edged_fd_limit(&d, d.cfg); /* with the listeners just made */
-	/* before the switch: /run/edge is root's */
-	if (edged_control(&d, sw ? &pw : NULL))
-		goto out;
-	edged_splice_start(&d);
-	if (sw && drop_privileges(&pw))
-		goto out;
-	if (edged_tls_start(&d))
-		goto out;
-	if (!foreground) {
-		/* from here on every message goes to syslog (LOG_DAEMON) */
-		if (log_use_syslog()) {
-			log_warnx("syslog at /dev/log is gone: not detaching");
-			goto out;
-		}
-		if (daemon(0, 0)) {
-			log_warn("daemon");
-			goto out;
-		}
+	edged_fd_limit(d, d->cfg);
+	return 0;
+}
+
+/* Unless foreground, detach: from here on every message goes to syslog
+ * (LOG_DAEMON). */
+static int edged_detach(bool foreground)
+{
+	if (foreground)
+		return 0;
+	if (log_use_syslog()) {
+		log_warnx("syslog at /dev/log is gone: not detaching");
+		return -1;
 	}
-	/* threads start after daemon(): fork keeps only the calling one */
-	if (event_reinit(d.base))
-		goto out;
-	for (i = 0; i < d.nw; i++)
-		if (event_reinit(d.w[i]->base))
-			goto out;
-	if (d.sh.analytics && analytics_start(d.sh.analytics))
-		goto out;
+	if (daemon(0, 0)) {
+		log_warn("daemon");
+		return -1;
+	}
+	return 0;
+}
+
+/* What runs threads or needs the final process, after daemon() (fork
+ * keeps only the calling thread): the loops made anew, the analytics
+ * writer's threads, the route reaper, the Via name, the wakes, the
+ * request hook. */
+static int edged_after_detach(struct edged *d)
+{
+	unsigned i;
+	int rc;
+
+	if (event_reinit(d->base))
+		return -1;
+	for (i = 0; i < d->nw; i++)
+		if (event_reinit(d->w[i]->base))
+			return -1;
+	if (d->sh.analytics && analytics_start(d->sh.analytics))
+		return -1;
 	/* an old generation is freed off the loops (a big change's is) */
 	rc = route_reaper_start();
 	if (rc)
 		log_warnx("route table: no thread to free old generations "
 			  "(%s): they are freed where they are dropped",
 			  strerror(-rc));
-	hdr_via_init(d.sh.via, sizeof(d.sh.via), d.cfg->host_name);
-	if (wake_start(d.sh.wake, d.base))
-		goto out;
-	d.sh.request_done = stats_request_done;
-	d.sh.request_done_arg = d.stats;
-	/* on the control loop from here: the local snapshot now, then the
-	 * database */
-	if (d.pg) {
-		errbuf_clear(&err);
-		if (d.tls_db)
-			pgplane_set_certs(d.pg, edged_tls_db_cb, &d);
-		pgplane_set_hcheck(d.pg, edged_hcheck_cb, &d);
-		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp, d.sh.wake,
-				  stats_metrics(d.stats), &err)) {
-			log_warnx("%s", err.msg);
-			goto out;
-		}
+	hdr_via_init(d->sh.via, sizeof(d->sh.via), d->cfg->host_name);
+	if (wake_start(d->sh.wake, d->base))
+		return -1;
+	d->sh.request_done = stats_request_done;
+	d->sh.request_done_arg = d->stats;
+	return 0;
+}
+
+/* The control plane on the control loop from here: the local snapshot
+ * now, then the database. */
+static int edged_pg_start(struct edged *d)
+{
+	struct errbuf err;
+
+	if (!d->pg)
+		return 0;
+	errbuf_clear(&err);
+	if (d->tls_db)
+		pgplane_set_certs(d->pg, edged_tls_db_cb, d);
+	pgplane_set_hcheck(d->pg, edged_hcheck_cb, d);
+	if (pgplane_start(d->pg, d->base, &d->routes, d->tcp, d->sh.wake,
+			  stats_metrics(d->stats), &err)) {
+		log_warnx("%s", err.msg);
+		return -1;
 	}
-	for (i = 0; i < d.nw; i++) {
-		rc = worker_start(d.w[i]);
+	return 0;
+}
+
+/* The workers' threads; one that cannot start stops them all. */
+static int edged_workers_start(struct edged *d)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < d->nw; i++) {
+		rc = worker_start(d->w[i]);
 		if (rc) {
 			log_warnx("worker %u: %s", i, strerror(-rc));
-			for (i = 0; i < d.nw; i++)
-				worker_stop(d.w[i]);
-			edged_shutdown(&d);
-			goto out;
+			for (i = 0; i < d->nw; i++)
+				worker_stop(d->w[i]);
+			edged_shutdown(d);
+			return -1;
 		}
 	}
-	/* "serving on" and READY=1 once every worker has made its
-	 * io_uring ring or said why not: a status asked after them says
-	 * how each reads and sends, never "starting" */
-	for (i = 0; i < d.nw; i++)
-		worker_wait_up(d.w[i]);
-	{
-		size_t nf, ndb, up, down;
+	return 0;
+}
 
-		tcproute_stats(d.tcp, &nf, &ndb, &up, &down);
-		log_note("serving on %zu address(es) and %zu TCP route(s) "
-			 "(%zu from the file, %zu from the database; %zu "
-			 "address(es) not listening) with %u worker(s)",
-			 d.cfg->n_listen, nf + ndb, nf, ndb, down, d.nw);
-	}
+/* "serving on" and READY=1 once every worker has made its io_uring ring
+ * or said why not: a status asked after them says how each reads and
+ * sends, never "starting". */
+static void edged_ready(struct edged *d, bool foreground)
+{
+	size_t nf, ndb, up, down;
+	char ready[64];
+	unsigned i;
+
+	for (i = 0; i < d->nw; i++)
+		worker_wait_up(d->w[i]);
+	tcproute_stats(d->tcp, &nf, &ndb, &up, &down);
+	log_note("serving on %zu address(es) and %zu TCP route(s) (%zu from "
+		 "the file, %zu from the database; %zu address(es) not "
+		 "listening) with %u worker(s)",
+		 d->cfg->n_listen, nf + ndb, nf, ndb, down, d->nw);
 	/* listeners bound, privileges dropped, workers running */
 	if (foreground) {
 		notify_send("READY=1");
-	} else {
-		char ready[64];
-
-		snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld",
-			 (long)getpid());
-		notify_send(ready);
+		return;
 	}
-	event_base_dispatch(d.base);
-	edged_shutdown(&d);
+	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld", (long)getpid());
+	notify_send(ready);
+}
+
+/* The control loop until a drain ends it (edged_drain), then the
+ * workers joined. */
+static void edged_serve(struct edged *d)
+{
+	event_base_dispatch(d->base);
+	edged_shutdown(d);
 	log_note("stopped");
-	status = 0;
-out:
+}
+
+/* Everything d holds, however far the start went, and src (the file's
+ * routes when the route writer never took them). */
+static void edged_free(struct edged *d, struct route_src *src)
+{
+	unsigned i;
+
 	/* the workers' loops have stopped: first no more messages between
 	 * them, then free them (closing one's connections may kick the
 	 * admission queue towards another) */
-	for (i = 0; i < d.nw; i++)
-		worker_quiesce(d.w[i]);
-	for (i = 0; i < d.nw; i++)
-		worker_free(d.w[i]);
-	free(d.w);
-	hcheck_free(d.hc); /* before the registry its entries are in */
-	free(hct);
-	free(d.hc_file);
-	free(d.hc_lost);
-	upreg_free(d.sh.upreg);
-	wake_free(d.sh.wake);
+	for (i = 0; i < d->nw; i++)
+		worker_quiesce(d->w[i]);
+	for (i = 0; i < d->nw; i++)
+		worker_free(d->w[i]);
+	free(d->w);
+	hcheck_free(d->hc); /* before the registry its entries are in */
+	free(d->hc_file);
+	free(d->hc_lost);
+	upreg_free(d->sh.upreg);
+	wake_free(d->sh.wake);
 	for (i = 0; i < 4; i++)
-		if (d.sig[i])
-			event_free(d.sig[i]);
-	if (d.drain_poll)
-		event_free(d.drain_poll);
-	if (d.upreg_tick)
-		event_free(d.upreg_tick);
-	if (d.tls_watch)
-		event_free(d.tls_watch);
-	if (d.tls_rotate)
-		event_free(d.tls_rotate);
-	pgplane_free(d.pg);
-	tls_db_free(d.tls_db);
-	ctlcmd_free(d.ctl);
-	admin_free(d.admin);
-	stats_free(d.stats);
-	if (d.base)
-		event_base_free(d.base);
-	analytics_free(d.sh.analytics);
-	route_holder_clear(&d.sh.routes);
+		if (d->sig[i])
+			event_free(d->sig[i]);
+	if (d->drain_poll)
+		event_free(d->drain_poll);
+	if (d->upreg_tick)
+		event_free(d->upreg_tick);
+	if (d->tls_watch)
+		event_free(d->tls_watch);
+	if (d->tls_rotate)
+		event_free(d->tls_rotate);
+	pgplane_free(d->pg);
+	tls_db_free(d->tls_db);
+	ctlcmd_free(d->ctl);
+	admin_free(d->admin);
+	stats_free(d->stats);
+	if (d->base)
+		event_base_free(d->base);
+	analytics_free(d->sh.analytics);
+	route_holder_clear(&d->sh.routes);
 	route_reaper_stop(); /* what it holds freed: nothing leaks */
-	if (d.sh.cfg)
-		tls_holder_clear(&d.sh.tls);
-	route_writer_free(&d.routes);
-	admit_queue_destroy(&d.sh.queue);
-	admit_limiter_free(d.sh.limiter);
+	if (d->sh.cfg)
+		tls_holder_clear(&d->sh.tls);
+	route_writer_free(&d->routes);
+	admit_queue_destroy(&d->sh.queue);
+	admit_limiter_free(d->sh.limiter);
 	splice_install(NULL);
-	splice_close(d.splice);
-	config_free(d.cfg);
+	splice_close(d->splice);
+	config_free(d->cfg);
 	route_src_free(src);
-	tcproute_free(d.tcp);
+	tcproute_free(d->tcp);
 	notify_close();
-	free(conf_abs);
-	return status;
+	free(d->conf_path);
+}
+
+/*
+ * The start-up steps in order, each saying why it failed: as root, the
+ * configuration, the shared state, the routes, the analytics writer, the
+ * workers and every socket; then the switch to the user, TLS, the
+ * detach and the threads; then serve until drained.
+ */
+int main(int argc, char **argv)
+{
+	struct edged_opts o;
+	struct edged d;
+	struct route_src *src = NULL; /* the file's, until the writer's */
+	struct passwd pw;
+	const struct passwd *user = NULL; /* to become; NULL: stay */
+	int rc;
+
+	rc = edged_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	log_init("edged", o.verbose);
+	if (o.check)
+		return edged_check(o.conf_path, o.check_host);
+	memset(&d, 0, sizeof(d));
+	rc = 1;
+	if (edged_config(&d, o.conf_path, &src))
+		goto out;
+	if (edged_log_reachable(o.foreground))
+		goto out;
+	if (edged_process())
+		goto out;
+	if (edged_shared(&d))
+		goto out;
+	/* the TCP routes: the file's, then the database's (edged_pg_prepare),
+	 * whose addresses edged_tcp_listen binds while edged is root */
+	if (tcproute_new(d.cfg, &d.sh, &d.tcp))
+		goto out;
+	if (edged_user(d.cfg, &pw, &user))
+		goto out;
+	if (edged_pg_prepare(&d, user))
+		goto out;
+	if (edged_routes(&d, &src))
+		goto out;
+	if (edged_analytics(&d, user))
+		goto out;
+	if (edged_workers(&d))
+		goto out;
+	if (edged_loop(&d))
+		goto out;
+	if (edged_stats(&d))
+		goto out;
+	if (edged_tcp_listen(&d))
+		goto out;
+	/* before the switch: /run/edge is root's */
+	if (edged_control(&d, user))
+		goto out;
+	edged_splice_start(&d);
+	if (edged_drop_privileges(user))
+		goto out;
+	if (edged_tls_start(&d))
+		goto out;
+	if (edged_detach(o.foreground))
+		goto out;
+	if (edged_after_detach(&d))
+		goto out;
+	if (edged_pg_start(&d))
+		goto out;
+	if (edged_workers_start(&d))
+		goto out;
+	edged_ready(&d, o.foreground);
+	edged_serve(&d);
+	rc = 0;
+out:
+	edged_free(&d, src);
+	return rc;
 }

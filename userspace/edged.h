@@ -31,7 +31,7 @@ struct tcproute;
 struct tls_db;
 
 struct edged {
-	const char *conf_path;
+	char *conf_path;    /* absolute (edged_abs_path), malloc'd */
 	struct config *cfg; /* the settings edged started with */
 	/* the route table's one writer: every source's routes, merged */
 	struct route_writer routes;
