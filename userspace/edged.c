@@ -3,7 +3,8 @@
  * edged.c - the daemon's main thread: options, configuration, the route
  * table, analytics, listeners and workers, privileges, signals (SIGHUP
  * reloads, SIGTERM/SIGINT drain and exit), and the control loop that
- * serves the control socket (ctl.c) and the admin listener (admin.c).
+ * serves the control socket (its commands: ctlcmd.c) and the admin
+ * listener (admin.c). The daemon's state, struct edged, is in edged.h.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -28,7 +29,8 @@
 #include "analytics_setup.h"
 #include "config.h"
 #include "config_host.h"
-#include "ctl.h"
+#include "ctlcmd.h"
+#include "edged.h"
 #include "log.h"
 #include "req.h"
 #include "route.h"
@@ -37,11 +39,9 @@
 #include "splice.h"
 #include "hcheck.h"
 #include "upreg.h"
-#include "upstream_ctl.h"
 #include "stats.h"
 #include "tcproute.h"
 #include "tls.h"
-#include "tunnel.h"
 #include "edge_commit.h" /* build/: EDGE_COMMIT */
 #include "notify.h"
 #include "version.h"
@@ -55,52 +55,6 @@
 /* Clients the per-client rate limit remembers, all workers together
  * (16 bytes each: 4 MiB). */
 #define EDGED_RATELIMIT_CLIENTS (1u << 18)
-
-struct edged {
-	const char *conf_path;
-	struct config *cfg; /* the settings edged started with */
-	/* the route table's one writer: every source's routes, merged */
-	struct route_writer routes;
-	struct worker_shared sh;
-	struct worker **w;
-	unsigned nw;
-	struct event_base *base; /* the control loop: signals, ctl, admin */
-	struct event *sig[4];
-	struct event *drain_poll; /* while draining */
-	struct event *upreg_tick; /* upreg_log_held, EDGED_UPREG_TICK_MS */
-	uint64_t drain_end_ns;	  /* monotonic: stop what is still running */
-	/* the descriptor warning last given (connections, limit, cap): a
-	 * reload that changes none of them does not repeat it */
-	unsigned long long fd_warned[3];
-	bool draining;
-	uint64_t start_ns; /* monotonic, for uptime */
-	struct stats *stats;
-	struct ctl_server *ctl;
-	struct admin *admin;
-	struct pgplane *pg;    /* the database control plane; NULL: none */
-	struct splice *splice; /* the kernel's splice; NULL: copy only */
-	int splice_conf;       /* the configuration's splice, last read */
-	/* the TCP routes of every source and their listeners */
-	struct tcproute *tcp;
-	/* TLS: the certificate files' watch, the ticket keys' rotation, the
-	 * last failed rebuild's message (said once) */
-	struct event *tls_watch, *tls_rotate;
-	uint64_t tls_rotation_ms;
-	char tls_failed[ERRBUF_LEN];
-	/* the database's certificates accepted (NULL: no control plane or
-	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
-	struct tls_db *tls_db;
-	uint64_t tls_rotated_ns;
-	/* the active health checks: the file's deployments' (hc_file, as
-	 * last loaded) and the database's (pgplane_hcheck_targets) merged,
-	 * the file's first; the addresses whose database check gave way to
-	 * the file's, said once */
-	struct hcheck *hc;
-	struct hcheck_target *hc_file;
-	size_t n_hc_file;
-	char (*hc_lost)[CONFIG_ADDR_STR_MAX];
-	size_t n_hc_lost;
-};
 
 static void usage(FILE *f)
 {
@@ -131,16 +85,6 @@ static void print_warnings(const struct config *cfg)
 
 	for (i = 0; i < cfg->n_warnings; i++)
 		log_warnx("%s", cfg->warnings[i]);
-}
-
-/* The live route table's generation. */
-static uint64_t edged_generation(struct edged *d)
-{
-	struct route_table *t = route_table_current(&d->sh.routes);
-	uint64_t gen = t ? route_table_generation(t) : 0;
-
-	route_table_put(t);
-	return gen;
 }
 
 /* Whether two optional strings differ. */
@@ -279,14 +223,6 @@ static void edged_settings(struct edged *d, const struct config *cfg)
 			worker_retune(d->w[i]);
 }
 
-/*
- * Load the configuration file again and install its routes and settings:
- * what SIGHUP and `edgectl reload` both do. The file's projects replace
- * the file source's list only (route_writer_update keeps every other
- * source's), with the new settings' defaults. Returns 0 with *gen the new
- * route table generation, or -errno with err holding the reason
- * (FILE:LINE: KEY: ...) and the running configuration untouched.
- */
 /* Tunnels follow mode from now on, live ones too (the workers move them
  * at their next wake). */
 static void edged_splice_mode(struct edged *d, enum splice_mode m,
@@ -406,6 +342,14 @@ static void edged_hcheck_cb(void *arg)
 	edged_hcheck(arg);
 }
 
+/*
+ * Load the configuration file again and install its routes and settings:
+ * what SIGHUP and `edgectl reload` both do. The file's projects replace
+ * the file source's list only (route_writer_update keeps every other
+ * source's), with the new settings' defaults. Returns 0 with *gen the new
+ * route table generation, or -errno with err holding the reason
+ * (FILE:LINE: KEY: ...) and the running configuration untouched.
+ */
 static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 {
 	struct config *cfg = NULL;
@@ -783,15 +727,15 @@ static int edged_tls_start(struct edged *d)
 }
 
 /*
- * Find cfg->user when started as root. Returns 0 with *pw (NULL: not
- * root, nothing to switch), or -ENOENT.
+ * Find cfg->user. Returns 0 with *user: pw, filled, when started as root
+ * (the user to switch to), else NULL (nothing to switch); or -ENOENT.
  */
 static int edged_user(const struct config *cfg, struct passwd *pw,
-		      bool *switching)
+		      const struct passwd **user)
 {
 	struct passwd *p;
 
-	*switching = false;
+	*user = NULL;
 	if (geteuid() != 0) {
 		log_note("not running as root: staying uid %u (user \"%s\" "
 			 "ignored)",
@@ -807,13 +751,15 @@ static int edged_user(const struct config *cfg, struct passwd *pw,
 		log_warnx("user \"%s\" is root: privileges are kept",
 			  cfg->user);
 	*pw = *p;
-	*switching = true;
+	*user = pw;
 	return 0;
 }
 
-/* Switch to pw after everything privileged is open. */
-static int drop_privileges(const struct passwd *pw)
+/* Switch to pw (NULL: stay) after everything privileged is open. */
+static int edged_drop_privileges(const struct passwd *pw)
 {
+	if (!pw)
+		return 0;
 	if (setgroups(1, &pw->pw_gid) || setgid(pw->pw_gid) ||
 	    setuid(pw->pw_uid)) {
 		log_warn("switching to user \"%s\"", pw->pw_name);
@@ -833,303 +779,6 @@ static bool edged_healthy(void *ctx)
 	const struct edged *d = ctx;
 
 	return !d->draining;
-}
-
-/* edgectl envs: the on-demand environments (wake_dump_json). */
-static int ctl_envs(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-
-	*result = wake_dump_json(d->sh.wake);
-	if (!*result) {
-		errbuf_set(err, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int ctl_routes(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-	struct route_table *t = route_table_current(&d->sh.routes);
-
-	json_t *tcp, *r;
-	size_t i;
-
-	*result = t ? route_dump_json(t) : NULL;
-	route_table_put(t);
-	if (!*result) {
-		errbuf_set(err, t ? "out of memory" : "no route table");
-		return -ENOMEM;
-	}
-	/* the connections open on each TCP route now, and whether its
-	 * address is listened on */
-	tcp = json_object_get(*result, "tcp_routes");
-	json_array_foreach(tcp, i, r)
-	{
-		json_int_t slot =
-		    json_integer_value(json_object_get(r, "slot"));
-		const char *listen =
-		    json_string_value(json_object_get(r, "listen"));
-		const char *why = "";
-		bool up = listen && tcproute_listening(d->tcp, listen, &why);
-
-		if (slot >= 0 && slot < ROUTE_TCP_MAX)
-			json_object_set_new(
-			    r, "connections",
-			    json_integer((json_int_t)atomic_load(
-				&d->sh.tcp_open[slot])));
-		json_object_set_new(r, "listening", json_boolean(up));
-		if (!up && why[0])
-			json_object_set_new(r, "listen_error",
-					    json_string(why));
-	}
-	/* the database's change version the table holds */
-	if (d->pg)
-		json_object_set_new(
-		    *result, "change_version",
-		    json_integer((json_int_t)pgplane_applied_version(d->pg)));
-	return 0;
-}
-
-static int ctl_reload(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-	char msg[PATH_MAX + 64];
-	uint64_t gen;
-	int rc;
-
-	notify_send("RELOADING=1");
-	rc = edged_reload(d, &gen, err);
-	notify_send("READY=1");
-	if (rc) {
-		log_warnx("reload refused, keeping the running configuration: "
-			  "%s",
-			  err->msg);
-		return rc;
-	}
-	snprintf(msg, sizeof(msg), "reloaded %s: route generation %llu",
-		 d->conf_path, (unsigned long long)gen);
-	*result = json_pack("{s:I,s:s}", "route_generation", (json_int_t)gen,
-			    "message", msg);
-	return 0;
-}
-
-/* The splice's part of status: the mode, whether the kernel path may be
- * used and why, each kind's mover and why, the movers' tunnels and
- * events. */
-static json_t *edged_splice_json(void)
-{
-	json_t *j, *kinds = json_object(), *ended = json_object();
-	struct tunnel_counts n;
-	int k;
-
-	tunnel_counts(&n);
-	for (k = 0; ended && k < TUNNEL_ENDED_MAX; k++)
-		json_object_set_new(ended,
-				    tunnel_ended_name((enum tunnel_ended)k),
-				    json_integer((json_int_t)n.ended[k]));
-	for (k = 0; kinds && k < TUNNEL_KIND_MAX; k++) {
-		const char *why;
-		enum tunnel_mover m =
-		    tunnel_mover_for((enum tunnel_kind)k, &why);
-
-		json_object_set_new(
-		    kinds, tunnel_kind_name((enum tunnel_kind)k),
-		    json_pack("{s:s,s:s}", "mover", tunnel_mover_name(m), "why",
-			      why));
-	}
-	j = json_pack(
-	    "{s:s,s:b,s:s,s:b,s:s,s:o*,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-	    "s:I,s:I,s:I,s:o*}",
-	    "mode", splice_mode_name(splice_get_mode()), "kernel",
-	    splice_usable(), "kernel_why", splice_why(), "ktls", splice_ktls(),
-	    "ktls_why", splice_ktls_why(), "kinds", kinds, "open_spliced",
-	    (json_int_t)n.open_spliced, "open_copy", (json_int_t)n.open_copy,
-	    "spliced", (json_int_t)n.spliced, "refused", (json_int_t)n.refused,
-	    "handed_back", (json_int_t)n.handed_back, "disarm_passes",
-	    (json_int_t)n.disarm_passes, "watchdog", (json_int_t)n.watchdog,
-	    "halfclosed", (json_int_t)n.halfclosed, "lost", (json_int_t)n.lost,
-	    "kernel_bytes_up", (json_int_t)n.kernel_up, "kernel_bytes_down",
-	    (json_int_t)n.kernel_down, "sockhash_id",
-	    (json_int_t)splice_sockhash_id(splice_instance()), "ended", ended);
-	return j;
-}
-
-/* The status's "tls": null without HTTPS listeners. */
-static json_t *edged_tls_json(struct edged *d)
-{
-	struct tls_store *st;
-	struct tls_store_info in;
-	size_t served = 0, refused = 0, i;
-	uint64_t refusals = 0;
-	json_t *listen, *j;
-	char when[32] = "";
-
-	if (!d->cfg->tls.n_listen)
-		return NULL;
-	st = tls_holder_get(&d->sh.tls);
-	if (!st)
-		return NULL;
-	tls_store_info(st, &in);
-	tls_store_put(st);
-	tls_db_counts(d->tls_db, &served, &refused, &refusals);
-	listen = json_array();
-	for (i = 0; listen && i < d->cfg->tls.n_listen; i++)
-		json_array_append_new(listen,
-				      json_string(d->cfg->tls.listen[i].text));
-	if (in.next_expiry) {
-		time_t t = (time_t)in.next_expiry;
-		struct tm tm;
-
-		if (gmtime_r(&t, &tm))
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	}
-	j = json_pack(
-	    "{s:o*, s:I, s:I, s:I, s:I, s:I, s:o*, s:I, s:s, s:s, s:I, s:I, "
-	    "s:o*}",
-	    "listen", listen, "names", (json_int_t)in.names, "contexts",
-	    (json_int_t)in.contexts, "certificates_files",
-	    (json_int_t)in.file_certs, "certificates_db",
-	    (json_int_t)in.db_certs, "db_refused_now", (json_int_t)refused,
-	    "db_refused", d->tls_db ? tls_db_refused_json(d->tls_db) : NULL,
-	    "db_refusals", (json_int_t)refusals, "next_expiry", when,
-	    "next_expiry_name", in.next_expiry_name, "ticket_key_age_s",
-	    (json_int_t)((clk_now_ns() - d->tls_rotated_ns) / 1000000000ull),
-	    "ticket_rotation_s", (json_int_t)(d->tls_rotation_ms / 1000),
-	    "counts", tls_counts_json());
-	return j;
-}
-
-/* Whether the workers send through io_uring: "on" in all, "off" by the
- * configuration, or the error their set-up met (asked only once each has
- * set up: worker_wait_up comes before the main loop runs). */
-static json_t *edged_uring_json(const struct edged *d)
-{
-	static char broke[160]; /* the main thread's */
-	unsigned on = 0, i;
-	int err = 0, u;
-	bool at_run = false;
-	const char *why;
-
-	for (i = 0; i < d->nw; i++) {
-		u = atomic_load(&d->w[i]->uring);
-		if (u == 1)
-			on++;
-		else if (u < 0 && !err) {
-			err = -u;
-			at_run = atomic_load(&d->w[i]->uring_broke);
-		}
-	}
-	if (!d->cfg->io_uring)
-		why = "off (io_uring = false)";
-	else if (err && at_run) {
-		snprintf(broke, sizeof(broke),
-			 "a worker's ring failed at run time: %s; it reads "
-			 "and sends one system call each since (logged)",
-			 strerror(err));
-		why = broke;
-	} else if (err)
-		why = strerror(err);
-	else
-		why = "on: a loop turn's reads and sends in one io_uring_enter";
-	return json_pack("{s:b,s:I,s:s}", "enabled", d->cfg->io_uring,
-			 "workers", (json_int_t)on, "why", why);
-}
-
-static int ctl_status(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-
-	unsigned long long tcp_open = 0;
-	struct route_table *t = route_table_current(&d->sh.routes);
-	size_t i, n_tcp = t ? route_table_ntcp(t) : 0;
-
-	(void)err;
-	route_table_put(t);
-	for (i = 0; i < ROUTE_TCP_MAX; i++)
-		tcp_open += atomic_load(&d->sh.tcp_open[i]);
-	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*}", "pid",
-	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
-	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
-	    "route_generation", (json_int_t)edged_generation(d), "workers",
-	    (json_int_t)d->nw, "draining", d->draining, "connections",
-	    (json_int_t)atomic_load(&d->sh.connections), "tcp_routes",
-	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
-	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
-	    edged_splice_json(), "tls", edged_tls_json(d), "io_uring",
-	    edged_uring_json(d));
-	return 0;
-}
-
-/* edgectl splice [on|off|auto|sockmap]: on is sockmap. */
-static int ctl_splice(void *ctx, const json_t *req, json_t **result,
-		      struct errbuf *err)
-{
-	struct edged *d = ctx;
-	const json_t *mv = json_object_get(req, "mode");
-	const char *m = json_string_value(mv);
-	enum splice_mode mode;
-
-	if (mv) {
-		if (m && strcmp(m, "on") == 0)
-			m = "sockmap";
-		if (!m || splice_mode_parse(m, &mode)) {
-			errbuf_set(err, "splice: mode must be on, off, auto or "
-					"sockmap");
-			return -EINVAL;
-		}
-		if (mode != SPLICE_OFF && !d->splice) {
-			errbuf_set(err,
-				   "splice: the kernel path is unusable: %s",
-				   splice_why());
-			return -EOPNOTSUPP;
-		}
-		edged_splice_mode(d, mode, "edgectl");
-	}
-	*result = edged_splice_json();
-	return *result ? 0 : -ENOMEM;
-}
-
-/* edgectl upstream [list | drain|disable|enable ENDPOINT]: the workers
- * read the admin state at their next selection; each is also told to
- * close the endpoint's idle pooled connections now. */
-static int ctl_upstream(void *ctx, const json_t *req, json_t **result,
-			struct errbuf *err)
-{
-	struct edged *d = ctx;
-	struct route_table *t = route_table_current(&d->sh.routes);
-	const json_t *ep;
-	bool changed;
-	unsigned i;
-	int rc;
-
-	rc = upstream_ctl(d->sh.upreg, t, req, result, &changed, err);
-	route_table_put(t);
-	if (rc || !changed)
-		return rc;
-	ep = json_object_get(*result, "endpoint");
-	log_note("upstream %s: %s (was %s; by edgectl)",
-		 json_string_value(json_object_get(ep, "address")),
-		 json_string_value(json_object_get(ep, "admin")),
-		 json_string_value(json_object_get(*result, "was")));
-	for (i = 0; i < d->nw; i++)
-		if (d->w[i])
-			worker_post(d->w[i], WORKER_MSG_UPSTREAM, 0);
-	return 0;
-}
-
-static int ctl_stats(void *ctx, json_t **result, struct errbuf *err)
-{
-	struct edged *d = ctx;
-
-	*result = stats_counters_json(d->stats);
-	if (!*result) {
-		errbuf_set(err, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
 }
 
 /* Create the control socket's directory (0700) when it is missing; *made
@@ -1183,14 +832,9 @@ static void edged_ctl_chown(const char *sock, bool dir_made,
 /* The control socket and the admin listener, on the control loop. */
 static int edged_control(struct edged *d, const struct passwd *pw)
 {
-	static const struct ctl_handlers h = {
-	    .routes = ctl_routes,
-	    .reload = ctl_reload,
-	    .status = ctl_status,
-	    .stats = ctl_stats,
-	    .splice = ctl_splice,
-	    .envs = ctl_envs,
-	    .upstream = ctl_upstream,
+	static const struct ctlcmd_ops ops = {
+	    .reload = edged_reload,
+	    .splice_mode = edged_splice_mode,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
 	struct errbuf err;
@@ -1200,8 +844,8 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	errbuf_clear(&err);
 	rc = edged_ctl_dir(d->cfg->control_socket, &made, &err);
 	if (rc == 0)
-		rc = ctl_server_start(d->base, d->cfg->control_socket, &h, d,
-				      &d->ctl, &err);
+		rc = ctlcmd_start(d->base, d->cfg->control_socket, d, &ops,
+				  &d->ctl, &err);
 	if (rc) {
 		log_warnx("control socket: %s", err.msg);
 		return rc;
@@ -1415,7 +1059,15 @@ static int edged_check(const char *path, bool host)
 	return n ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks (edged_args). */
+struct edged_opts {
+	const char *conf_path; /* as written */
+	bool check, check_host, foreground, verbose;
+};
+
+/* The options into *o. Returns -1 to go on, else the exit code: 0 after
+ * --version or --help, 2 after a usage error (the usage printed). */
+static int edged_args(int argc, char **argv, struct edged_opts *o)
 {
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
@@ -1427,40 +1079,27 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
-	struct route_src *src = NULL;
-	struct route_defaults def;
-	struct route_tcp_list tcp;
-	struct wake_defs *wdefs;
-	struct hcheck_target *hct = NULL;
-	size_t nhct = 0;
-	struct edged d;
-	struct errbuf err;
-	struct passwd pw;
-	char *conf_abs = NULL;
-	bool check = false, foreground = false, verbose = false, sw = false;
-	bool check_host = true;
-	unsigned i;
-	int ch, rc, status = 1;
+	int ch;
 
-	memset(&d, 0, sizeof(d));
+	memset(o, 0, sizeof(*o));
+	o->check_host = true;
 	while ((ch = getopt_long(argc, argv, "c:fvh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			d.conf_path = optarg;
+			o->conf_path = optarg;
 			break;
 		case 'C':
-			check = true;
+			o->check = true;
 			break;
 		case 'F':
-			check = true;
-			check_host = false;
+			o->check = true;
+			o->check_host = false;
 			break;
 		case 'f':
-			foreground = true;
+			o->foreground = true;
 			break;
 		case 'v':
-			verbose = true;
+			o->verbose = true;
 			break;
 		case 'V':
 			printf("edged %s (commit %s)\n", EDGE_VERSION,
@@ -1474,301 +1113,470 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!d.conf_path || optind != argc) {
+	if (!o->conf_path || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
-	log_init("edged", verbose);
-	if (check)
-		return edged_check(d.conf_path, check_host);
-	if (edged_abs_path(d.conf_path, &conf_abs))
-		return 1;
-	d.conf_path = conf_abs;
-	if (edged_load(d.conf_path, &d.cfg, &src)) {
-		free(conf_abs);
-		return 1;
-	}
-	log_set_format(d.cfg->log_format);
-	print_warnings(d.cfg);
+	return -1;
+}
 
-	/* detached, stderr is /dev/null: syslog or nothing */
-	if (!foreground && !log_syslog_available()) {
-		log_warnx("no syslog at /dev/log: a detached edged would have "
-			  "nowhere to write its messages; run it in the "
-			  "foreground (-f) under a supervisor (systemd: the "
-			  "journal) or start a syslog daemon");
-		config_free(d.cfg);
-		route_src_free(src);
-		free(conf_abs);
-		return 1;
-	}
+/* The configuration at path (made absolute: edged_abs_path) into d, its
+ * routes into *src, its log format applied and its warnings logged. */
+static int edged_config(struct edged *d, const char *path,
+			struct route_src **src)
+{
+	if (edged_abs_path(path, &d->conf_path) ||
+	    edged_load(d->conf_path, &d->cfg, src))
+		return -1;
+	log_set_format(d->cfg->log_format);
+	print_warnings(d->cfg);
+	return 0;
+}
+
+/* Whether edged's messages will reach someone: detached, stderr is
+ * /dev/null, so syslog or nothing. */
+static int edged_log_reachable(bool foreground)
+{
+	if (foreground || log_syslog_available())
+		return 0;
+	log_warnx("no syslog at /dev/log: a detached edged would have "
+		  "nowhere to write its messages; run it in the "
+		  "foreground (-f) under a supervisor (systemd: the "
+		  "journal) or start a syslog daemon");
+	return -1;
+}
+
+/* The process: SIGPIPE ignored, the service manager's socket (Type=notify:
+ * connected while root, notify.h), libevent's locks. */
+static int edged_process(void)
+{
+	int rc;
+
 	signal(SIGPIPE, SIG_IGN);
-	/* systemd's Type=notify: connected while root (notify.h) */
 	rc = notify_init();
 	if (rc)
 		log_warnx("NOTIFY_SOCKET: %s: readiness will not be reported",
 			  strerror(-rc));
 	if (evthread_use_pthreads()) {
 		log_warnx("libevent: no pthreads support");
-		goto out;
+		return -1;
 	}
-	d.sh.cfg = d.cfg;
-	tls_holder_init(&d.sh.tls);
-	pthread_mutex_init(&d.sh.set_lock, NULL);
-	worker_settings_from(&d.sh.set, d.cfg);
-	admit_gauge_init(&d.sh.inflight, (unsigned)d.cfg->limits.max_inflight);
-	if (admit_queue_init(&d.sh.queue, &d.sh.inflight,
-			     (size_t)d.cfg->limits.max_queued,
+	return 0;
+}
+
+/* What the workers share (worker_shared: settings, admission, the
+ * per-client buckets, the descriptor limit) and the route table's writer;
+ * the clock of uptime starts. */
+static int edged_shared(struct edged *d)
+{
+	struct route_defaults def;
+
+	d->sh.cfg = d->cfg;
+	tls_holder_init(&d->sh.tls);
+	pthread_mutex_init(&d->sh.set_lock, NULL);
+	worker_settings_from(&d->sh.set, d->cfg);
+	admit_gauge_init(&d->sh.inflight,
+			 (unsigned)d->cfg->limits.max_inflight);
+	if (admit_queue_init(&d->sh.queue, &d->sh.inflight,
+			     (size_t)d->cfg->limits.max_queued,
 			     req_queue_notify))
-		goto out;
+		return -1;
 	/* the per-client buckets, whether ratelimit is on or not: a reload
 	 * may turn it on (a table not used costs no resident memory) */
-	if (admit_limiter_new(EDGED_RATELIMIT_CLIENTS, &d.sh.limiter)) {
+	if (admit_limiter_new(EDGED_RATELIMIT_CLIENTS, &d->sh.limiter)) {
 		log_warnx("ratelimit: %s", strerror(ENOMEM));
-		goto out;
+		return -1;
 	}
-	edged_fd_limit(&d, d.cfg);
-	d.start_ns = clk_now_ns();
+	edged_fd_limit(d, d->cfg);
+	d->start_ns = clk_now_ns();
+	config_route_defaults(d->cfg, &def);
+	route_writer_init(&d->routes, &d->sh.routes, &def);
+	return 0;
+}
+
+/* The control plane, with pg: the migrations, the database's rows (or
+ * the local snapshot's), the maps opened for writing and the snapshot's
+ * directory made while edged is still root. */
+static int edged_pg_prepare(struct edged *d, const struct passwd *user)
+{
+	struct errbuf err;
+
+	if (!d->cfg->pg)
+		return 0;
 	errbuf_clear(&err);
-	config_route_defaults(d.cfg, &def);
-	route_writer_init(&d.routes, &d.sh.routes, &def);
-	/* the TCP routes: the file's, and the database's as it is now (or
-	 * as the local snapshot has it), whose addresses are bound below
-	 * while edged is still root */
-	if (tcproute_new(d.cfg, &d.sh, &d.tcp))
-		goto out;
-	if (edged_user(d.cfg, &pw, &sw))
-		goto out;
-	/* the migrations, the database's rows (or the local snapshot's),
-	 * the maps opened for writing and the snapshot's directory made
-	 * while edged is still root */
-	if (d.cfg->pg) {
-		errbuf_clear(&err);
-		if (pgplane_prepare(d.cfg, sw ? &pw : NULL, d.tcp, &d.pg,
-				    &err)) {
-			log_warnx("%s", err.msg);
-			goto out;
-		}
+	if (pgplane_prepare(d->cfg, user, d->tcp, &d->pg, &err)) {
+		log_warnx("%s", err.msg);
+		return -1;
 	}
-	tcproute_list(d.tcp, &tcp);
-	/* the on-demand environments, each probed once (running if an
-	 * endpoint accepts, else sleeping), once the routes naming them are
-	 * in, as at a reload */
-	if (wake_new(&d.cfg->wake, req_wake_notify, &d.sh.wake))
-		goto out;
-	wdefs = wake_defs_new(ROUTE_SRC_FILE, src ? src->projects : NULL,
-			      src ? src->n_projects : 0, NULL, 0, true);
+	return 0;
+}
+
+/* Route table generation 1: the file's projects (*src, the writer's from
+ * here: *src becomes NULL) and the TCP routes of every source; then the
+ * on-demand environments, each probed once (running if an endpoint
+ * accepts, else sleeping), once the routes naming them are in, as at a
+ * reload; the health checks' targets kept for edged_loop. */
+static int edged_routes(struct edged *d, struct route_src **src)
+{
+	struct route_src *s = *src;
+	struct route_tcp_list tcp;
+	struct wake_defs *wdefs;
+	struct errbuf err;
+	int rc;
+
+	tcproute_list(d->tcp, &tcp);
+	if (wake_new(&d->cfg->wake, req_wake_notify, &d->sh.wake))
+		return -1;
+	wdefs = wake_defs_new(ROUTE_SRC_FILE, s ? s->projects : NULL,
+			      s ? s->n_projects : 0, NULL, 0, true);
 	if (!wdefs)
-		goto out;
+		return -1;
 	/* the health checks' endpoints, taken before the writer takes src
 	 * (they start once the control loop exists) */
-	if (hcheck_targets(src, &hct, &nhct)) {
+	if (hcheck_targets(s, &d->hc_file, &d->n_hc_file)) {
 		wake_defs_free(wdefs);
-		goto out;
+		return -1;
 	}
-	rc = route_writer_update_file(&d.routes, src, NULL, tcp.v, tcp.n, NULL,
+	errbuf_clear(&err);
+	rc = route_writer_update_file(&d->routes, s, NULL, tcp.v, tcp.n, NULL,
 				      &err);
-	src = NULL; /* the writer's */
-	tcproute_applied(d.tcp, rc == 0);
+	*src = NULL; /* the writer's */
+	tcproute_applied(d->tcp, rc == 0);
 	if (rc) {
 		wake_defs_free(wdefs);
 		log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
-		goto out;
+		return -1;
 	}
-	rc = wake_sync_defs(d.sh.wake, wdefs);
+	rc = wake_sync_defs(d->sh.wake, wdefs);
 	wake_defs_free(wdefs);
-	if (rc)
-		goto out;
-	if (edged_analytics(&d, sw ? &pw : NULL))
-		goto out;
-	d.sh.upreg = upreg_new();
-	d.w = calloc(d.cfg->workers, sizeof(*d.w));
-	if (!d.w || !d.sh.upreg)
-		goto out;
-	services_install(&d.sh);
-	for (i = 0; i < d.cfg->workers; i++) {
+	return rc;
+}
+
+/* The upstream registry and the workers (each binds its HTTP listening
+ * sockets), told of the TCP routes. */
+static int edged_workers(struct edged *d)
+{
+	struct errbuf err;
+	unsigned i;
+	int rc;
+
+	d->sh.upreg = upreg_new();
+	d->w = calloc(d->cfg->workers, sizeof(*d->w));
+	if (!d->w || !d->sh.upreg)
+		return -1;
+	services_install(&d->sh);
+	for (i = 0; i < d->cfg->workers; i++) {
 		errbuf_clear(&err);
-		rc = worker_new(i, &d.sh, &d.w[i], &err);
+		rc = worker_new(i, &d->sh, &d->w[i], &err);
 		if (rc) {
 			log_warnx("%s", err.msg[0] ? err.msg : strerror(-rc));
-			goto out;
+			return -1;
 		}
-		d.nw++;
+		d->nw++;
 	}
-	tcproute_workers(d.tcp, d.w, d.nw);
-	d.base = event_base_new();
-	if (!d.base || hcheck_new(d.base, d.sh.upreg, &d.hc))
-		goto out;
-	{
-		struct timeval tv = {0, EDGED_UPREG_TICK_MS * 1000};
+	tcproute_workers(d->tcp, d->w, d->nw);
+	return 0;
+}
 
-		d.upreg_tick =
-		    event_new(d.base, -1, EV_PERSIST, edged_upreg_tick_cb, &d);
-		if (!d.upreg_tick || event_add(d.upreg_tick, &tv))
-			goto out;
-	}
-	d.hc_file = hct;
-	d.n_hc_file = nhct;
-	hct = NULL;
-	if (hcheck_set(d.hc, d.hc_file, d.n_hc_file))
-		goto out;
+/* The control loop and what it runs from the start: the health checks,
+ * the registry's held lines, the signals. */
+static int edged_loop(struct edged *d)
+{
+	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+	struct timeval tv = {0, EDGED_UPREG_TICK_MS * 1000};
+	unsigned i;
+
+	d->base = event_base_new();
+	if (!d->base || hcheck_new(d->base, d->sh.upreg, &d->hc))
+		return -1;
+	d->upreg_tick =
+	    event_new(d->base, -1, EV_PERSIST, edged_upreg_tick_cb, d);
+	if (!d->upreg_tick || event_add(d->upreg_tick, &tv))
+		return -1;
+	if (hcheck_set(d->hc, d->hc_file, d->n_hc_file))
+		return -1;
 	for (i = 0; i < 4; i++) {
-		d.sig[i] = evsignal_new(d.base, sigs[i], edged_signal_cb, &d);
-		if (!d.sig[i] || evsignal_add(d.sig[i], NULL))
-			goto out;
+		d->sig[i] = evsignal_new(d->base, sigs[i], edged_signal_cb, d);
+		if (!d->sig[i] || evsignal_add(d->sig[i], NULL))
+			return -1;
 	}
-	if (stats_new(&d.sh, d.cfg->pin_dir, &d.stats) ||
-	    stats_build_info(d.stats, EDGE_VERSION, EDGE_COMMIT) ||
-	    tcproute_metrics(d.tcp, stats_metrics(d.stats)) ||
-	    tls_metrics(stats_metrics(d.stats)) ||
-	    wake_metrics(d.sh.wake, stats_metrics(d.stats)))
-		goto out;
-	/* every TCP route's address, bound once per worker while edged is
-	 * root: a file route's that cannot be is an error, as an HTTP
-	 * listen address is; a database route's is logged and left for the
-	 * next change */
+	return 0;
+}
+
+/* The metrics registry and what it renders besides stats.c's own. */
+static int edged_stats(struct edged *d)
+{
+	if (stats_new(&d->sh, d->cfg->pin_dir, &d->stats) ||
+	    stats_build_info(d->stats, EDGE_VERSION, EDGE_COMMIT) ||
+	    tcproute_metrics(d->tcp, stats_metrics(d->stats)) ||
+	    tls_metrics(stats_metrics(d->stats)) ||
+	    wake_metrics(d->sh.wake, stats_metrics(d->stats)))
+		return -1;
+	return 0;
+}
+
+/* Every TCP route's address, bound once per worker while edged is root:
+ * a file route's that cannot be is an error, as an HTTP listen address
+ * is; a database route's is logged and left for the next change. Then
+ * the descriptor limit again, with the listeners just made. */
+static int edged_tcp_listen(struct edged *d)
+{
+	struct errbuf err;
+
 	errbuf_clear(&err);
-	if (tcproute_listen(d.tcp, true, &err)) {
+	if (tcproute_listen(d->tcp, true, &err)) {
 		log_warnx("%s", err.msg);
-		goto out;
+		return -1;
 	}
-	edged_fd_limit(&d, d.cfg); /* with the listeners just made */
-	/* before the switch: /run/edge is root's */
-	if (edged_control(&d, sw ? &pw : NULL))
-		goto out;
-	edged_splice_start(&d);
-	if (sw && drop_privileges(&pw))
-		goto out;
-	if (edged_tls_start(&d))
-		goto out;
-	if (!foreground) {
-		/* from here on every message goes to syslog (LOG_DAEMON) */
-		if (log_use_syslog()) {
-			log_warnx("syslog at /dev/log is gone: not detaching");
-			goto out;
-		}
-		if (daemon(0, 0)) {
-			log_warn("daemon");
-			goto out;
-		}
+	edged_fd_limit(d, d->cfg);
+	return 0;
+}
+
+/* Unless foreground, detach: from here on every message goes to syslog
+ * (LOG_DAEMON). */
+static int edged_detach(bool foreground)
+{
+	if (foreground)
+		return 0;
+	if (log_use_syslog()) {
+		log_warnx("syslog at /dev/log is gone: not detaching");
+		return -1;
 	}
-	/* threads start after daemon(): fork keeps only the calling one */
-	if (event_reinit(d.base))
-		goto out;
-	for (i = 0; i < d.nw; i++)
-		if (event_reinit(d.w[i]->base))
-			goto out;
-	if (d.sh.analytics && analytics_start(d.sh.analytics))
-		goto out;
+	if (daemon(0, 0)) {
+		log_warn("daemon");
+		return -1;
+	}
+	return 0;
+}
+
+/* What runs threads or needs the final process, after daemon() (fork
+ * keeps only the calling thread): the loops made anew, the analytics
+ * writer's threads, the route reaper, the Via name, the wakes, the
+ * request hook. */
+static int edged_after_detach(struct edged *d)
+{
+	unsigned i;
+	int rc;
+
+	if (event_reinit(d->base))
+		return -1;
+	for (i = 0; i < d->nw; i++)
+		if (event_reinit(d->w[i]->base))
+			return -1;
+	if (d->sh.analytics && analytics_start(d->sh.analytics))
+		return -1;
 	/* an old generation is freed off the loops (a big change's is) */
 	rc = route_reaper_start();
 	if (rc)
 		log_warnx("route table: no thread to free old generations "
 			  "(%s): they are freed where they are dropped",
 			  strerror(-rc));
-	hdr_via_init(d.sh.via, sizeof(d.sh.via), d.cfg->host_name);
-	if (wake_start(d.sh.wake, d.base))
-		goto out;
-	d.sh.request_done = stats_request_done;
-	d.sh.request_done_arg = d.stats;
-	/* on the control loop from here: the local snapshot now, then the
-	 * database */
-	if (d.pg) {
-		errbuf_clear(&err);
-		if (d.tls_db)
-			pgplane_set_certs(d.pg, edged_tls_db_cb, &d);
-		pgplane_set_hcheck(d.pg, edged_hcheck_cb, &d);
-		if (pgplane_start(d.pg, d.base, &d.routes, d.tcp, d.sh.wake,
-				  stats_metrics(d.stats), &err)) {
-			log_warnx("%s", err.msg);
-			goto out;
-		}
+	hdr_via_init(d->sh.via, sizeof(d->sh.via), d->cfg->host_name);
+	if (wake_start(d->sh.wake, d->base))
+		return -1;
+	d->sh.request_done = stats_request_done;
+	d->sh.request_done_arg = d->stats;
+	return 0;
+}
+
+/* The control plane on the control loop from here: the local snapshot
+ * now, then the database. */
+static int edged_pg_start(struct edged *d)
+{
+	struct errbuf err;
+
+	if (!d->pg)
+		return 0;
+	errbuf_clear(&err);
+	if (d->tls_db)
+		pgplane_set_certs(d->pg, edged_tls_db_cb, d);
+	pgplane_set_hcheck(d->pg, edged_hcheck_cb, d);
+	if (pgplane_start(d->pg, d->base, &d->routes, d->tcp, d->sh.wake,
+			  stats_metrics(d->stats), &err)) {
+		log_warnx("%s", err.msg);
+		return -1;
 	}
-	for (i = 0; i < d.nw; i++) {
-		rc = worker_start(d.w[i]);
+	return 0;
+}
+
+/* The workers' threads; one that cannot start stops them all. */
+static int edged_workers_start(struct edged *d)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < d->nw; i++) {
+		rc = worker_start(d->w[i]);
 		if (rc) {
 			log_warnx("worker %u: %s", i, strerror(-rc));
-			for (i = 0; i < d.nw; i++)
-				worker_stop(d.w[i]);
-			edged_shutdown(&d);
-			goto out;
+			for (i = 0; i < d->nw; i++)
+				worker_stop(d->w[i]);
+			edged_shutdown(d);
+			return -1;
 		}
 	}
-	/* "serving on" and READY=1 once every worker has made its
-	 * io_uring ring or said why not: a status asked after them says
-	 * how each reads and sends, never "starting" */
-	for (i = 0; i < d.nw; i++)
-		worker_wait_up(d.w[i]);
-	{
-		size_t nf, ndb, up, down;
+	return 0;
+}
 
-		tcproute_stats(d.tcp, &nf, &ndb, &up, &down);
-		log_note("serving on %zu address(es) and %zu TCP route(s) "
-			 "(%zu from the file, %zu from the database; %zu "
-			 "address(es) not listening) with %u worker(s)",
-			 d.cfg->n_listen, nf + ndb, nf, ndb, down, d.nw);
-	}
+/* "serving on" and READY=1 once every worker has made its io_uring ring
+ * or said why not: a status asked after them says how each reads and
+ * sends, never "starting". */
+static void edged_ready(struct edged *d, bool foreground)
+{
+	size_t nf, ndb, up, down;
+	char ready[64];
+	unsigned i;
+
+	for (i = 0; i < d->nw; i++)
+		worker_wait_up(d->w[i]);
+	tcproute_stats(d->tcp, &nf, &ndb, &up, &down);
+	log_note("serving on %zu address(es) and %zu TCP route(s) (%zu from "
+		 "the file, %zu from the database; %zu address(es) not "
+		 "listening) with %u worker(s)",
+		 d->cfg->n_listen, nf + ndb, nf, ndb, down, d->nw);
 	/* listeners bound, privileges dropped, workers running */
 	if (foreground) {
 		notify_send("READY=1");
-	} else {
-		char ready[64];
-
-		snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld",
-			 (long)getpid());
-		notify_send(ready);
+		return;
 	}
-	event_base_dispatch(d.base);
-	edged_shutdown(&d);
+	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld", (long)getpid());
+	notify_send(ready);
+}
+
+/* The control loop until a drain ends it (edged_drain), then the
+ * workers joined. */
+static void edged_serve(struct edged *d)
+{
+	event_base_dispatch(d->base);
+	edged_shutdown(d);
 	log_note("stopped");
-	status = 0;
-out:
+}
+
+/* Everything d holds, however far the start went, and src (the file's
+ * routes when the route writer never took them). */
+static void edged_free(struct edged *d, struct route_src *src)
+{
+	unsigned i;
+
 	/* the workers' loops have stopped: first no more messages between
 	 * them, then free them (closing one's connections may kick the
 	 * admission queue towards another) */
-	for (i = 0; i < d.nw; i++)
-		worker_quiesce(d.w[i]);
-	for (i = 0; i < d.nw; i++)
-		worker_free(d.w[i]);
-	free(d.w);
-	hcheck_free(d.hc); /* before the registry its entries are in */
-	free(hct);
-	free(d.hc_file);
-	free(d.hc_lost);
-	upreg_free(d.sh.upreg);
-	wake_free(d.sh.wake);
+	for (i = 0; i < d->nw; i++)
+		worker_quiesce(d->w[i]);
+	for (i = 0; i < d->nw; i++)
+		worker_free(d->w[i]);
+	free(d->w);
+	hcheck_free(d->hc); /* before the registry its entries are in */
+	free(d->hc_file);
+	free(d->hc_lost);
+	upreg_free(d->sh.upreg);
+	wake_free(d->sh.wake);
 	for (i = 0; i < 4; i++)
-		if (d.sig[i])
-			event_free(d.sig[i]);
-	if (d.drain_poll)
-		event_free(d.drain_poll);
-	if (d.upreg_tick)
-		event_free(d.upreg_tick);
-	if (d.tls_watch)
-		event_free(d.tls_watch);
-	if (d.tls_rotate)
-		event_free(d.tls_rotate);
-	pgplane_free(d.pg);
-	tls_db_free(d.tls_db);
-	ctl_server_free(d.ctl);
-	admin_free(d.admin);
-	stats_free(d.stats);
-	if (d.base)
-		event_base_free(d.base);
-	analytics_free(d.sh.analytics);
-	route_holder_clear(&d.sh.routes);
+		if (d->sig[i])
+			event_free(d->sig[i]);
+	if (d->drain_poll)
+		event_free(d->drain_poll);
+	if (d->upreg_tick)
+		event_free(d->upreg_tick);
+	if (d->tls_watch)
+		event_free(d->tls_watch);
+	if (d->tls_rotate)
+		event_free(d->tls_rotate);
+	pgplane_free(d->pg);
+	tls_db_free(d->tls_db);
+	ctlcmd_free(d->ctl);
+	admin_free(d->admin);
+	stats_free(d->stats);
+	if (d->base)
+		event_base_free(d->base);
+	analytics_free(d->sh.analytics);
+	route_holder_clear(&d->sh.routes);
 	route_reaper_stop(); /* what it holds freed: nothing leaks */
-	if (d.sh.cfg)
-		tls_holder_clear(&d.sh.tls);
-	route_writer_free(&d.routes);
-	admit_queue_destroy(&d.sh.queue);
-	admit_limiter_free(d.sh.limiter);
+	if (d->sh.cfg)
+		tls_holder_clear(&d->sh.tls);
+	route_writer_free(&d->routes);
+	admit_queue_destroy(&d->sh.queue);
+	admit_limiter_free(d->sh.limiter);
 	splice_install(NULL);
-	splice_close(d.splice);
-	config_free(d.cfg);
+	splice_close(d->splice);
+	config_free(d->cfg);
 	route_src_free(src);
-	tcproute_free(d.tcp);
+	tcproute_free(d->tcp);
 	notify_close();
-	free(conf_abs);
-	return status;
+	free(d->conf_path);
+}
+
+/*
+ * The start-up steps in order, each saying why it failed: as root, the
+ * configuration, the shared state, the routes, the analytics writer, the
+ * workers and every socket; then the switch to the user, TLS, the
+ * detach and the threads; then serve until drained.
+ */
+int main(int argc, char **argv)
+{
+	struct edged_opts o;
+	struct edged d;
+	struct route_src *src = NULL; /* the file's, until the writer's */
+	struct passwd pw;
+	const struct passwd *user = NULL; /* to become; NULL: stay */
+	int rc;
+
+	rc = edged_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	log_init("edged", o.verbose);
+	if (o.check)
+		return edged_check(o.conf_path, o.check_host);
+	memset(&d, 0, sizeof(d));
+	rc = 1;
+	if (edged_config(&d, o.conf_path, &src))
+		goto out;
+	if (edged_log_reachable(o.foreground))
+		goto out;
+	if (edged_process())
+		goto out;
+	if (edged_shared(&d))
+		goto out;
+	/* the TCP routes: the file's, then the database's (edged_pg_prepare),
+	 * whose addresses edged_tcp_listen binds while edged is root */
+	if (tcproute_new(d.cfg, &d.sh, &d.tcp))
+		goto out;
+	if (edged_user(d.cfg, &pw, &user))
+		goto out;
+	if (edged_pg_prepare(&d, user))
+		goto out;
+	if (edged_routes(&d, &src))
+		goto out;
+	if (edged_analytics(&d, user))
+		goto out;
+	if (edged_workers(&d))
+		goto out;
+	if (edged_loop(&d))
+		goto out;
+	if (edged_stats(&d))
+		goto out;
+	if (edged_tcp_listen(&d))
+		goto out;
+	/* before the switch: /run/edge is root's */
+	if (edged_control(&d, user))
+		goto out;
+	edged_splice_start(&d);
+	if (edged_drop_privileges(user))
+		goto out;
+	if (edged_tls_start(&d))
+		goto out;
+	if (edged_detach(o.foreground))
+		goto out;
+	if (edged_after_detach(&d))
+		goto out;
+	if (edged_pg_start(&d))
+		goto out;
+	if (edged_workers_start(&d))
+		goto out;
+	edged_ready(&d, o.foreground);
+	edged_serve(&d);
+	rc = 0;
+out:
+	edged_free(&d, src);
+	return rc;
 }
