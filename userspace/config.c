@@ -346,6 +346,48 @@ static int cfg_ratelimit(struct cfg *x, const config_setting_t *root)
 	return 0;
 }
 
+#define CFG_IN_HTTP2(field) offsetof(struct config_http2, field)
+
+static const struct cfg_num cfg_http2_nums[] = {
+    {"max_concurrent_streams", CFG_COUNT, CONFIG_H2_STREAMS_DEFAULT, 1,
+     CONFIG_H2_STREAMS_MAX, CFG_IN_HTTP2(max_concurrent_streams)},
+    {"initial_window_size", CFG_BYTES, CONFIG_H2_WINDOW_DEFAULT,
+     CONFIG_H2_WINDOW_MIN, CONFIG_H2_WINDOW_MAX,
+     CFG_IN_HTTP2(initial_window_size)},
+    {"max_header_list_size", CFG_BYTES, CONFIG_H2_HEADER_LIST_DEFAULT,
+     CONFIG_H2_HEADER_LIST_MIN, CONFIG_H2_HEADER_LIST_MAX,
+     CFG_IN_HTTP2(max_header_list_size)},
+};
+
+/* http2: two switches and the numbers each new session announces. */
+static int cfg_http2(struct cfg *x, const config_setting_t *root)
+{
+	static const char *const keys[] = {"enabled",
+					   "cleartext",
+					   "max_concurrent_streams",
+					   "initial_window_size",
+					   "max_header_list_size",
+					   NULL};
+	struct config_http2 *h = &x->c->http2;
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	size_t i;
+	int rc;
+
+	rc = cfg_group(x, root, "", "http2", keys, p, &g);
+	if (rc == 0)
+		rc = cfg_bool(x, g, p, "enabled", true, &h->enabled);
+	if (rc == 0)
+		rc = cfg_bool(x, g, p, "cleartext", true, &h->cleartext);
+	for (i = 0; rc == 0 && i < CFG_NELEM(cfg_http2_nums); i++) {
+		const struct cfg_num *t = &cfg_http2_nums[i];
+
+		rc = cfg_number(x, g, p, t->name, t->unit, t->def, t->min,
+				t->max, (uint64_t *)((char *)h + t->off));
+	}
+	return rc;
+}
+
 /* analytics: the file sink, the database sink (when pg is set) and its
  * disk spool; cfg_pg has run. */
 static int cfg_analytics(struct cfg *x, const config_setting_t *root)
@@ -1231,7 +1273,7 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	    "timeouts",	    "ratelimit",       "upstream",   "analytics",
 	    "projects",	    "log_format",      "pg",	     "pg_snapshot",
 	    "host_name",    "splice",	       "tcp_routes", "tls",
-	    "wake",	    "io_uring",	       NULL};
+	    "wake",	    "io_uring",	       "http2",	     NULL};
 	struct config *c = x->c;
 	uint64_t workers;
 	long ncpu;
@@ -1301,6 +1343,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 				       CFG_NELEM(cfg_timeouts), &c->timeouts));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_ratelimit(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_http2(x, root));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_upstream(x, root));
 	if (rc == 0)

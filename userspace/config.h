@@ -83,6 +83,26 @@ struct config_ratelimit {
 	uint64_t burst;
 };
 
+/* The group http2: HTTP/2 downstream, over TLS by ALPN and in cleartext
+ * by prior knowledge; what each new connection's session announces. */
+struct config_http2 {
+	bool enabled;	/* ALPN offers h2 (before http/1.1) */
+	bool cleartext; /* the connection preface on the plain listeners */
+	uint64_t max_concurrent_streams;
+	uint64_t initial_window_size;  /* bytes, a stream's receive window */
+	uint64_t max_header_list_size; /* bytes of a decoded header list */
+};
+
+/* http2's bounds (max_concurrent_streams; the sizes in bytes) */
+#define CONFIG_H2_STREAMS_DEFAULT 128
+#define CONFIG_H2_STREAMS_MAX 4096
+#define CONFIG_H2_WINDOW_DEFAULT 65535
+#define CONFIG_H2_WINDOW_MIN 1024
+#define CONFIG_H2_WINDOW_MAX (16 * 1024 * 1024)
+#define CONFIG_H2_HEADER_LIST_DEFAULT (64 * 1024)
+#define CONFIG_H2_HEADER_LIST_MIN 1024
+#define CONFIG_H2_HEADER_LIST_MAX (1024 * 1024)
+
 /* analytics.spool_max: default and smallest value, bytes */
 #define CONFIG_SPOOL_MAX_DEFAULT (256ULL << 20)
 #define CONFIG_SPOOL_MAX_MIN (64ULL << 10)
@@ -190,6 +210,7 @@ struct config {
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
+	struct config_http2 http2;
 	struct config_upstream upstream;
 	struct config_analytics analytics;
 	struct config_tls tls;

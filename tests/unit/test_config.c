@@ -123,6 +123,35 @@ static const struct bad bad[] = {
      "projects[0].environments[0].idle_timeout", "on_demand = true"},
     {"limits = {\n max_headerz = 5; #!\n};\n", "limits.max_headerz",
      "unknown key"},
+    /* http2 */
+    {"http2 = {\n window = 65535; #!\n};\n", "http2.window", "unknown key"},
+    {"http2 = true; #!\n", "http2", "expected a group"},
+    {"http2 = {\n enabled = \"yes\"; #!\n};\n", "http2.enabled",
+     "true or false"},
+    {"http2 = {\n cleartext = 1; #!\n};\n", "http2.cleartext", "true or false"},
+    {"http2 = {\n max_concurrent_streams = 0; #!\n};\n",
+     "http2.max_concurrent_streams", "0 is out of range 1..4096"},
+    {"http2 = {\n max_concurrent_streams = 4097; #!\n};\n",
+     "http2.max_concurrent_streams", "4097 is out of range 1..4096"},
+    {"http2 = {\n max_concurrent_streams = \"128\"; #!\n};\n",
+     "http2.max_concurrent_streams", "expected an integer"},
+    {"http2 = {\n initial_window_size = 16777217; #!\n};\n",
+     "http2.initial_window_size",
+     "16777217 bytes is out of range 1024..16777216"},
+    {"http2 = {\n initial_window_size = \"17M\"; #!\n};\n",
+     "http2.initial_window_size",
+     "17825792 bytes is out of range 1024..16777216"},
+    {"http2 = {\n initial_window_size = 1023; #!\n};\n",
+     "http2.initial_window_size", "1023 bytes is out of range"},
+    {"http2 = {\n initial_window_size = -1; #!\n};\n",
+     "http2.initial_window_size", "negative size -1"},
+    {"http2 = {\n initial_window_size = \"64x\"; #!\n};\n",
+     "http2.initial_window_size", "unknown size unit"},
+    {"http2 = {\n max_header_list_size = \"2M\"; #!\n};\n",
+     "http2.max_header_list_size",
+     "2097152 bytes is out of range 1024..1048576"},
+    {"http2 = {\n max_header_list_size = 512; #!\n};\n",
+     "http2.max_header_list_size", "512 bytes is out of range 1024..1048576"},
     {"workers = 0; #!\n", "workers", "out of range"},
     {"workers = 300; #!\n", "workers", "out of range"},
     {"workers = \"2\"; #!\n", "workers", "expected an integer"},
@@ -820,6 +849,11 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c->timeouts.tunnel_idle_ms, 300000);
 	ck_assert_uint_eq(c->timeouts.drain_ms, 30000);
 	ck_assert_uint_eq(c->ratelimit.per_min, 0);
+	ck_assert(c->http2.enabled);
+	ck_assert(c->http2.cleartext);
+	ck_assert_uint_eq(c->http2.max_concurrent_streams, 128);
+	ck_assert_uint_eq(c->http2.initial_window_size, 65535);
+	ck_assert_uint_eq(c->http2.max_header_list_size, 65536);
 	ck_assert_uint_eq(c->upstream.eject_after, 3);
 	ck_assert_uint_eq(c->upstream.eject_base_ms, 10000);
 	ck_assert_uint_eq(c->upstream.eject_max_ms, 300000);
@@ -863,6 +897,58 @@ START_TEST(test_wake_retry_max)
 	ck_assert_uint_eq(c->wake.retry_max_ms, 1000);
 	config_free(c);
 	route_src_free(src);
+}
+END_TEST
+
+/* The http2 group: each key set, sizes as integers or with a suffix,
+ * both ends of each range; a key left out keeps its default. */
+START_TEST(test_http2)
+{
+	struct errbuf err = {""};
+	struct config *c = NULL;
+
+	ck_assert_msg(
+	    config_load(write_conf("http2 = {\n"
+				   "  enabled = false;\n"
+				   "  cleartext = false;\n"
+				   "  max_concurrent_streams = 4096;\n"
+				   "  initial_window_size = \"16M\";\n"
+				   "  max_header_list_size = \"1M\";\n"
+				   "};\n"),
+			&c, NULL, &err) == 0,
+	    "%s", err.msg);
+	ck_assert(!c->http2.enabled);
+	ck_assert(!c->http2.cleartext);
+	ck_assert_uint_eq(c->http2.max_concurrent_streams, 4096);
+	ck_assert_uint_eq(c->http2.initial_window_size, 16777216);
+	ck_assert_uint_eq(c->http2.max_header_list_size, 1 << 20);
+	config_free(c);
+	c = NULL;
+	ck_assert_msg(config_load(write_conf("http2 = {\n"
+					     "  max_concurrent_streams = 1;\n"
+					     "  initial_window_size = \"1k\";\n"
+					     "  max_header_list_size = 1024;\n"
+					     "};\n"),
+				  &c, NULL, &err) == 0,
+		      "%s", err.msg);
+	ck_assert(c->http2.enabled);
+	ck_assert(c->http2.cleartext);
+	ck_assert_uint_eq(c->http2.max_concurrent_streams, 1);
+	ck_assert_uint_eq(c->http2.initial_window_size, 1024);
+	ck_assert_uint_eq(c->http2.max_header_list_size, 1024);
+	config_free(c);
+	c = NULL;
+	ck_assert_msg(config_load(write_conf("http2 = { cleartext = false; "
+					     "initial_window_size = 1048576; "
+					     "};\n"),
+				  &c, NULL, &err) == 0,
+		      "%s", err.msg);
+	ck_assert(c->http2.enabled);
+	ck_assert(!c->http2.cleartext);
+	ck_assert_uint_eq(c->http2.max_concurrent_streams, 128);
+	ck_assert_uint_eq(c->http2.initial_window_size, 1 << 20);
+	ck_assert_uint_eq(c->http2.max_header_list_size, 65536);
+	config_free(c);
 }
 END_TEST
 
@@ -1638,6 +1724,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_health_check_same, 0,
 			    sizeof(hc_sames) / sizeof(hc_sames[0]));
 	tcase_add_test(tc, test_analytics_keys);
+	tcase_add_test(tc, test_http2);
 	tcase_add_test(tc, test_example);
 	tcase_add_test(tc, test_duration_grammar);
 	tcase_add_test(tc, test_projects_apart);
