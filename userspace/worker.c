@@ -60,6 +60,7 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 	s->limits = cfg->limits;
 	s->timeouts = cfg->timeouts;
 	s->ratelimit = cfg->ratelimit;
+	s->http2 = cfg->http2;
 	s->upstream = cfg->upstream;
 	s->trusted_proxies = cfg->trusted_proxies;
 	h1_limits_default(&s->h1);

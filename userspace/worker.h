@@ -79,17 +79,19 @@ struct worker_upstream_totals {
 };
 
 /* What a reload changes in running workers besides the route table:
- * limits, timeouts, the per-client rate limit and the trusted proxies. */
+ * limits, timeouts, the per-client rate limit, HTTP/2's settings and the
+ * trusted proxies. */
 struct worker_settings {
 	struct config_limits limits;
 	struct config_timeouts timeouts;
 	struct config_ratelimit ratelimit;
+	struct config_http2 http2;	 /* for connections accepted after */
 	struct config_upstream upstream; /* passive health's thresholds */
 	struct h1_limits h1;		 /* the parser's bounds, from limits */
 	struct trusted trusted_proxies;	 /* trusted_proxies */
 };
 
-/* s from cfg's limits, timeouts, ratelimit, upstream and
+/* s from cfg's limits, timeouts, ratelimit, http2, upstream and
  * trusted_proxies. */
 void worker_settings_from(struct worker_settings *s, const struct config *cfg);
 
