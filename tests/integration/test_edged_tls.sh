@@ -249,12 +249,12 @@ metric() {
 }
 
 # https PATH [CURL ARGS...]: curl GET https://HOST:P_TLS/PATH with the
-# test CA (HOST a.tls.test unless H is set); body in $T_TMP/body, head in
-# $T_TMP/head
+# test CA (HOST a.tls.test unless H is set), HTTP/1.1 (ALPN would pick
+# h2); body in $T_TMP/body, head in $T_TMP/head
 https() {
 	local h=${H:-a.tls.test} path=$1
 	shift
-	curl -s --max-time 10 --cacert "$C/ca.crt" --resolve "$h:$P_TLS:127.0.0.1" \
+	curl -s --http1.1 --max-time 10 --cacert "$C/ca.crt" --resolve "$h:$P_TLS:127.0.0.1" \
 		-D "$T_TMP/head" -o "$T_TMP/body" "$@" "https://$h:$P_TLS$path"
 }
 

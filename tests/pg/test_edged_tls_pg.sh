@@ -249,10 +249,10 @@ INSERT INTO domains (domain, environment_id) VALUES ('red.tls.test', 'red-prod')
 		[ "$code" = 308 ] && break
 		sleep 0.1
 	done
-	hsts=$(curl -sk -m 5 -o /dev/null -D - --resolve "red.tls.test:$P_TLS:127.0.0.1" "https://red.tls.test:$P_TLS/" | tr -d '\r' | grep -i '^strict-transport-security:')
+	hsts=$(curl -sk --http1.1 -m 5 -o /dev/null -D - --resolve "red.tls.test:$P_TLS:127.0.0.1" "https://red.tls.test:$P_TLS/" | tr -d '\r' | grep -i '^strict-transport-security:')
 	if [ "$code" = 308 ] && grep -qi "^Location: https://red.tls.test:$P_TLS/p?q=1" "$T_TMP/red.head" &&
 		[ "$hsts" = "Strict-Transport-Security: max-age=31536000" ] &&
-		! curl -sk -m 5 -o /dev/null -D - --resolve "db.tls.test:$P_TLS:127.0.0.1" "https://db.tls.test:$P_TLS/" | grep -qi '^strict-transport'; then
+		! curl -sk --http1.1 -m 5 -o /dev/null -D - --resolve "db.tls.test:$P_TLS:127.0.0.1" "https://db.tls.test:$P_TLS/" | grep -qi '^strict-transport'; then
 		t_ok "$v: an environment with https_redirect and hsts in the database: plain HTTP 308 to https:// (path and query kept), HSTS over TLS; none for a file environment without them"
 	else
 		t_fail "$v: https_redirect/hsts from the database" "code $code; $(tr '\r\n' '  ' <"$T_TMP/red.head" | head -c 200); hsts '$hsts'"
