@@ -294,6 +294,7 @@ static struct conn *conn_open(struct worker *w, struct transport *t,
 	c->peer = *peer;
 	c->tls = tls_transport_info(t, &c->tls_version, &c->tls_cipher,
 				    &c->tls_resumed);
+	c->h2 = c->tls && tls_transport_h2(t);
 	c->peer_len = conn_addr_len(peer);
 	if (peer->sa.sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &peer->v6.sin6_addr, c->client_ip,
@@ -755,10 +756,9 @@ static void conn_drain_all(struct worker *w)
 
 	for (c = TAILQ_FIRST(&w->cs->open); c; c = next) {
 		next = TAILQ_NEXT(c, link);
-		if (c->state == CONN_HEAD && !c->ops->active(c))
-			conn_close(c);
-		else
-			c->close_after = true;
+		if (c->state == CONN_CLOSING)
+			continue;
+		c->ops->drain(c);
 	}
 }
 

@@ -101,8 +101,10 @@ struct conn;
  *            draining) with o: say so if the protocol can.
  * While CONN_BUSY: readable, drained (output below the low watermark),
  * gone (EOF while reading, or an error), timeout (c->timer), btimeout
- * (c->btimer). At conn_close: close ends what is under way (it may
- * close c itself), closed releases what is left once c is closed.
+ * (c->btimer). drain: the worker drains (close c when it is idle, let
+ * what is under way finish). At conn_close: close ends what is under way
+ * (it may close c itself), closed releases what is left once c is
+ * closed.
  */
 struct conn_ops {
 	size_t size;
@@ -116,6 +118,7 @@ struct conn_ops {
 	void (*gone)(struct conn *c, bool eof);
 	void (*timeout)(struct conn *c);
 	void (*btimeout)(struct conn *c);
+	void (*drain)(struct conn *c);
 	void (*close)(struct conn *c);
 	void (*closed)(struct conn *c);
 	void (*free)(struct conn *c);
@@ -144,6 +147,7 @@ struct conn {
 	bool closed;	     /* conn_close ran; memory freed soon */
 	bool tls;	     /* the stream is TLS (an HTTPS listener's) */
 	bool tls_resumed;    /* its session was resumed (a ticket) */
+	bool h2;	     /* ALPN chose HTTP/2 */
 	/* what it negotiated (OpenSSL's static names), NULL without TLS */
 	const char *tls_version, *tls_cipher;
 	uint64_t discarded; /* bytes thrown away while closing */

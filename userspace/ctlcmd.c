@@ -15,6 +15,7 @@
 #include "clk.h"
 #include "ctl.h"
 #include "ctlcmd.h"
+#include "http2.h"
 #include "edged.h"
 #include "notify.h"
 #include "pgplane.h"
@@ -252,6 +253,21 @@ static json_t *ctlcmd_uring_json(const struct edged *d)
 			 "workers", (json_int_t)on, "why", why);
 }
 
+/* edgectl status's http2 object: the settings new connections get, and
+ * the counts. */
+static json_t *ctlcmd_http2_json(const struct edged *d)
+{
+	const struct config_http2 *h =
+	    &d->sh.set.http2; /* the main thread writes it */
+
+	return json_pack(
+	    "{s:b,s:b,s:I,s:I,s:I,s:o*}", "enabled", h->enabled, "cleartext",
+	    h->cleartext, "max_concurrent_streams",
+	    (json_int_t)h->max_concurrent_streams, "initial_window_size",
+	    (json_int_t)h->initial_window_size, "max_header_list_size",
+	    (json_int_t)h->max_header_list_size, "counts", http2_counts_json());
+}
+
 /* edgectl status. */
 static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 {
@@ -266,8 +282,8 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*}", "pid",
-	    (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:o*}",
+	    "pid", (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)ctlcmd_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
@@ -275,7 +291,7 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
 	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
 	    ctlcmd_splice_json(), "tls", ctlcmd_tls_json(d), "io_uring",
-	    ctlcmd_uring_json(d));
+	    ctlcmd_uring_json(d), "http2", ctlcmd_http2_json(d));
 	return 0;
 }
 

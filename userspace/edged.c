@@ -35,6 +35,7 @@
 #include "req.h"
 #include "route.h"
 #include "route_writer.h"
+#include "http2.h"
 #include "services.h"
 #include "splice.h"
 #include "hcheck.h"
@@ -1313,6 +1314,7 @@ static int edged_stats(struct edged *d)
 	    stats_build_info(d->stats, EDGE_VERSION, EDGE_COMMIT) ||
 	    tcproute_metrics(d->tcp, stats_metrics(d->stats)) ||
 	    tls_metrics(stats_metrics(d->stats)) ||
+	    http2_metrics(stats_metrics(d->stats)) ||
 	    wake_metrics(d->sh.wake, stats_metrics(d->stats)))
 		return -1;
 	return 0;

@@ -15,6 +15,7 @@
 
 #include "hdr.h"
 #include "http1.h"
+#include "http2.h"
 #include "proxy.h"
 #include "req.h"
 #include "sockio.h"
@@ -234,25 +235,6 @@ static void http1_begin(struct conn *c, struct req *r)
 	c->nreq++;
 }
 
-/* The outcome for a request head the parser refused, by its status. */
-static enum outcome outcome_of_parse(int status)
-{
-	switch (status) {
-	case 414:
-		return OUTCOME_URI_TOO_LONG;
-	case 431:
-		return OUTCOME_HEADERS_TOO_LARGE;
-	case 501:
-		return OUTCOME_NOT_IMPLEMENTED;
-	case 505:
-		return OUTCOME_VERSION_NOT_SUPPORTED;
-	case 417:
-		return OUTCOME_EXPECTATION_FAILED;
-	default:
-		return OUTCOME_BAD_REQUEST;
-	}
-}
-
 /* The head parser for c's input (CONN_HEAD): begins a request at its
  * first byte, parses, and once the head is complete hands it to
  * req_head. Ends the request on a parse error, with its status. */
@@ -265,10 +247,24 @@ static void http1_input(struct conn *c)
 	const char *buf;
 	int rc;
 
-	if (!r->active)
-		http1_begin(c, r);
 	n = len < h1->head_max + 1 ? len : h1->head_max + 1;
 	buf = (const char *)evbuffer_pullup(in, (ssize_t)n);
+	if (!r->active && c->nreq == 0 && buf &&
+	    (c->h2 || (!c->tls && c->w->set.http2.enabled &&
+		       c->w->set.http2.cleartext))) {
+		/* HTTP/2: ALPN said so, or the connection preface (prior
+		 * knowledge) on a plain listener */
+		int pre = c->h2 ? 1 : http2_preface(buf, n);
+
+		if (pre == 0 && !c->client_eof)
+			return; /* a prefix of it: wait for more */
+		if (pre == 1) {
+			http2_start(c);
+			return;
+		}
+	}
+	if (!r->active)
+		http1_begin(c, r);
 	if (!buf) {
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
@@ -359,6 +355,16 @@ static void http1_close(struct conn *c)
 	req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
 }
 
+/* Draining: idle between requests, closed now; else closed after the
+ * request under way. */
+static void http1_drain(struct conn *c)
+{
+	if (c->state == CONN_HEAD && !http1_active(c))
+		conn_close(c);
+	else
+		c->close_after = true;
+}
+
 static void http1_conn_closed(struct conn *c)
 {
 	proxy_release(conn_proto(c), false);
@@ -384,6 +390,7 @@ const struct conn_ops http1_ops = {
     .gone = http1_gone,
     .timeout = http1_timeout,
     .btimeout = http1_btimeout,
+    .drain = http1_drain,
     .close = http1_close,
     .closed = http1_conn_closed,
     .free = http1_free,

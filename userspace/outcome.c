@@ -122,3 +122,21 @@ ssize_t outcome_error_body(enum outcome o, const char *request_id, char *buf,
 	buf[w.off] = '\0';
 	return (ssize_t)w.off;
 }
+
+enum outcome outcome_of_parse(int status)
+{
+	switch (status) {
+	case 414:
+		return OUTCOME_URI_TOO_LONG;
+	case 431:
+		return OUTCOME_HEADERS_TOO_LARGE;
+	case 501:
+		return OUTCOME_NOT_IMPLEMENTED;
+	case 505:
+		return OUTCOME_VERSION_NOT_SUPPORTED;
+	case 417:
+		return OUTCOME_EXPECTATION_FAILED;
+	default:
+		return OUTCOME_BAD_REQUEST;
+	}
+}

@@ -98,7 +98,9 @@
 	X(WAKE_FAILED, "wake_failed", 503,                                     \
 	  "the environment could not be woken up, retry later")                \
 	X(ENVIRONMENT_RESTARTING, "environment_restarting", 503,               \
-	  "the environment is restarting, retry shortly")
+	  "the environment is restarting, retry shortly")                      \
+	X(METHOD_NOT_ALLOWED, "method_not_allowed", 405,                       \
+	  "this method is not allowed here (CONNECT over HTTP/2)")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,
@@ -142,5 +144,9 @@ int outcome_from_name(const char *name, enum outcome *o);
  */
 ssize_t outcome_error_body(enum outcome o, const char *request_id, char *buf,
 			   size_t len);
+
+/* The outcome of a request head the HTTP/1.1 parser refused with
+ * status (h1.h's: 400, 414, 417, 431, 501, 505). */
+enum outcome outcome_of_parse(int status);
 
 #endif /* EDGE_OUTCOME_H */

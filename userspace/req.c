@@ -325,6 +325,7 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 		if (!r->resp_started)
 			r->status = OUTCOME_CLIENT_CLOSED_STATUS;
 	}
+	r->outcome = o;
 	req_unqueue(r);
 	if (r->wenv) {
 		if (r->wake_tunnel)

@@ -111,11 +111,12 @@ struct req {
 	void *cl_arg;			 /* the adapter's (its connection) */
 	struct worker *w;		 /* the worker serving it */
 	enum req_state state;
-	bool active;	  /* between its first byte and req_end */
-	uint64_t handle;  /* the worker's id for it (mailbox messages) */
-	uint64_t t0;	  /* monotonic ns at the first byte */
-	uint64_t t0_real; /* CLOCK_REALTIME ns at the first byte */
-	uint64_t t_resp;  /* monotonic ns of the response head, 0: none */
+	bool active;	      /* between its first byte and req_end */
+	enum outcome outcome; /* how it ended (once req_end ran) */
+	uint64_t handle;      /* the worker's id for it (mailbox messages) */
+	uint64_t t0;	      /* monotonic ns at the first byte */
+	uint64_t t0_real;     /* CLOCK_REALTIME ns at the first byte */
+	uint64_t t_resp;      /* monotonic ns of the response head, 0: none */
 	char id[HDR_REQUEST_ID_MAX + 1];
 	const char *client_ip;	      /* the client's address, as text */
 	const struct sockaddr *peer;  /* and as accepted */

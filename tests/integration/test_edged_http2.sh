@@ -1,0 +1,353 @@
+#!/bin/bash
+# test_edged_http2.sh - edged serving HTTP/2 clients, end to end: curl
+# (--http2 over TLS by ALPN, --http2-prior-knowledge in cleartext),
+# nghttp and h2load (nghttp2-client), and raw frames from Debian's
+# python3-h2 (tests/tools/h2raw.py) for what a well-behaved client never
+# sends: each smuggling shape and each known attack gets a stream reset or
+# a GOAWAY, and the recording backend (tests/tools/echo_backend.py)
+# receives nothing of it. The same requests over HTTP/1.1 and HTTP/2 get
+# the same status, outcome and upstream headers. Runs against build/edged
+# and build/asan/edged. Needs no root.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3 openssl nghttp h2load
+if ! /usr/bin/python3 -c 'import h2' 2>/dev/null; then
+	t_skip "$(basename "$0")" "needs python3-h2"
+	exit 77
+fi
+edged_need_build
+
+BASE=$(edged_ports 5)
+P_EDGE=$BASE
+P_BACK=$((BASE + 1))
+P_ADMIN=$((BASE + 2))
+P_TLS=$((BASE + 3))
+P_DOWN=$((BASE + 4)) # nothing listens here
+C="$T_TMP/certs"
+mkdir -p "$C"
+H2RAW=(/usr/bin/python3 "$TOOLS/h2raw.py" "$P_EDGE")
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=shop.test" -addext "subjectAltName=DNS:shop.test,DNS:down.test,DNS:none.test" \
+	-keyout "$C/shop.key" -out "$C/shop.pem" >/dev/null 2>&1
+
+write_conf() { # [EXTRA_SETTINGS]
+	{
+		edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
+		cat <<CONF
+${1:-}
+analytics = { file = "$T_TMP/requests.jsonl"; };
+limits = { max_body_bytes = "20M"; };
+timeouts = {
+  header = "2s";
+  upstream_connect = "1s";
+  upstream_response = "3s";
+  drain = "5s";
+};
+tls = {
+  listen = [ "127.0.0.1:$P_TLS" ];
+  certificates = ( { cert = "$C/shop.pem"; key = "$C/shop.key"; } );
+};
+projects = (
+  { id = "shop";
+    environments = (
+      { id = "shop-prod";
+        domains = [ "shop.test" ];
+        deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+        routes = ( { prefix = "/small"; max_body_bytes = "1K"; } );
+      },
+      { id = "shop-down";
+        domains = [ "down.test" ];
+        deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$P_DOWN" ]; };
+      }
+    );
+  }
+);
+CONF
+	} >"$T_TMP/edge.conf"
+}
+
+backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
+
+# h2get NAME URL [curl args]: curl over HTTP/2; sets CODE and VER, body in
+# $T_TMP/body
+h2get() {
+	local name=$1 url=$2 out
+	shift 2
+	out=$(curl -s -m 10 -k -o "$T_TMP/body" -D "$T_TMP/hdrs" \
+		-w '%{http_code} %{http_version}' --resolve "shop.test:$P_TLS:127.0.0.1" \
+		--resolve "down.test:$P_TLS:127.0.0.1" --resolve "none.test:$P_TLS:127.0.0.1" "$@" "$url")
+	CODE=${out% *}
+	VER=${out#* }
+	: "$name"
+}
+
+# raw CASE: play h2raw.py's CASE, its JSON in $T_TMP/raw.json
+raw() {
+	"${H2RAW[@]}" "$@" >"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+}
+rawf() { json_field "$T_TMP/raw.json" "$1"; }
+
+# metric NAME: one value from /metrics
+metric() {
+	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+# refused NAME CASE [CODE]: CASE's stream 1 is reset (with CODE, default
+# 1 = PROTOCOL_ERROR), nothing reached the backend, and the connection
+# still serves a request after it
+refused() {
+	local name=$1 c=$2 code=${3:-1} n0
+	n0=$(backend_count)
+	raw "$c"
+	if [ "$(rawf resets.1)" = "$code" ] && [ -z "$(rawf streams.1)" ] &&
+		[ "$(backend_count)" = "$n0" ]; then
+		t_ok "$name"
+	else
+		t_fail "$name" "$(cat "$T_TMP/raw.json" "$T_TMP/raw.err" | head -c 400); backend got $(($(backend_count) - n0))"
+	fi
+}
+
+run_suite() { # BIN LABEL
+	local bin=$1 v=$2 n0 rc
+	: >"$T_TMP/requests.jsonl"
+	write_conf ""
+	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+	t_ok "$v: edged starts"
+
+	# ---- well-behaved clients ----------------------------------------
+	h2get tls "https://shop.test:$P_TLS/h2tls?x=1" --http2
+	if [ "$CODE" = 200 ] && [ "$VER" = 2 ] && grep -q '"path": "/h2tls?x=1"' "$T_TMP/body" &&
+		grep -q '"X-Forwarded-Proto", "https"' "$T_TMP/body" &&
+		grep -qi '^x-request-id: ' "$T_TMP/hdrs"; then
+		t_ok "$v: curl --http2 over TLS: ALPN h2, proxied, X-Forwarded-Proto https, x-request-id"
+	else
+		t_fail "$v: curl --http2 over TLS" "$CODE $VER $(head -c 300 "$T_TMP/body")"
+	fi
+	h2get clear "http://shop.test:$P_EDGE/h2clear" --http2-prior-knowledge \
+		--resolve "shop.test:$P_EDGE:127.0.0.1"
+	if [ "$CODE" = 200 ] && [ "$VER" = 2 ] && grep -q '"X-Forwarded-Proto", "http"' "$T_TMP/body"; then
+		t_ok "$v: curl --http2-prior-knowledge in cleartext"
+	else
+		t_fail "$v: curl --http2-prior-knowledge" "$CODE $VER $(head -c 300 "$T_TMP/body")"
+	fi
+	h2get h1 "https://shop.test:$P_TLS/h1tls" --http1.1
+	if [ "$CODE" = 200 ] && [ "$VER" = 1.1 ]; then
+		t_ok "$v: a client that offers only http/1.1 by ALPN is served HTTP/1.1"
+	else
+		t_fail "$v: ALPN http/1.1" "$CODE $VER"
+	fi
+	# a body with a length, one without (stdin: DATA until END_STREAM,
+	# chunked upstream), and a download
+	head -c 300000 /dev/urandom >"$T_TMP/up.bin"
+	sha=$(sha256sum <"$T_TMP/up.bin" | cut -d' ' -f1)
+	h2get post "https://shop.test:$P_TLS/h2post" --http2 --data-binary "@$T_TMP/up.bin"
+	if [ "$CODE" = 200 ] && grep -q "\"body_sha256\": \"$sha\"" "$T_TMP/body" &&
+		grep -q '"Content-Length", "300000"' "$T_TMP/body"; then
+		t_ok "$v: a 300 kB POST body over HTTP/2 arrives whole, with its Content-Length"
+	else
+		t_fail "$v: POST over HTTP/2" "$CODE $(head -c 300 "$T_TMP/body")"
+	fi
+	h2get stream "https://shop.test:$P_TLS/h2stream" --http2 -T - <"$T_TMP/up.bin"
+	if [ "$CODE" = 200 ] && grep -q "\"body_sha256\": \"$sha\"" "$T_TMP/body" &&
+		grep -q '"Transfer-Encoding", "chunked"' "$T_TMP/body"; then
+		t_ok "$v: a body without content-length streams upstream chunked, whole"
+	else
+		t_fail "$v: body without length" "$CODE $(head -c 300 "$T_TMP/body")"
+	fi
+	h2get big "https://shop.test:$P_TLS/big/3000000" --http2
+	if [ "$CODE" = 200 ] && [ "$(stat -c %s "$T_TMP/body")" = 3000000 ] &&
+		grep -qi '^content-length: 3000000' "$T_TMP/hdrs"; then
+		t_ok "$v: a 3 MB response over HTTP/2, its content-length kept"
+	else
+		t_fail "$v: download" "$CODE $(stat -c %s "$T_TMP/body")"
+	fi
+	h2get chunked "https://shop.test:$P_TLS/chunked/100000" --http2
+	if [ "$CODE" = 200 ] && [ "$(stat -c %s "$T_TMP/body")" = 100000 ] &&
+		! grep -qi '^transfer-encoding' "$T_TMP/hdrs"; then
+		t_ok "$v: a chunked upstream body re-framed as DATA (no transfer-encoding)"
+	else
+		t_fail "$v: chunked response" "$CODE $(stat -c %s "$T_TMP/body") $(cat "$T_TMP/hdrs")"
+	fi
+	raw head
+	if [ "$(rawf streams.1)" = 200 ] && [ -z "$(rawf bodies.1)" ] &&
+		[ "$(rawf lengths.1)" = 5000 ]; then
+		t_ok "$v: HEAD over HTTP/2: content-length 5000, no body"
+	else
+		t_fail "$v: HEAD" "$(cat "$T_TMP/raw.json")"
+	fi
+	h2get unknown "https://none.test:$P_TLS/" --http2
+	if [ "$CODE" = 503 ] && grep -q '"error":"domain_not_found"' "$T_TMP/body"; then
+		t_ok "$v: edge's own answer over HTTP/2: 503 domain_not_found with its JSON body"
+	else
+		t_fail "$v: unknown host" "$CODE $(head -c 200 "$T_TMP/body")"
+	fi
+	h2get down "https://down.test:$P_TLS/" --http2
+	if [ "$CODE" = 502 ]; then
+		t_ok "$v: an upstream failure is that stream's 502"
+	else
+		t_fail "$v: upstream down" "$CODE"
+	fi
+	# (nghttp: curl 7.88 reports an error for a response that comes
+	# before it has sent its whole body)
+	n0=$(backend_count)
+	nghttp -v -H ':authority: shop.test' -d "$T_TMP/up.bin" \
+		"https://127.0.0.1:$P_TLS/small" >"$T_TMP/nghttp.out" 2>&1
+	if grep -q ':status: 413' "$T_TMP/nghttp.out" && grep -q '"error":"body_too_large"' "$T_TMP/nghttp.out" &&
+		[ "$(backend_count)" = "$n0" ]; then
+		t_ok "$v: 413 body_too_large over HTTP/2 before any upstream (RST_STREAM NO_ERROR after it)"
+	else
+		t_fail "$v: 413" "$(grep -E 'status|error' "$T_TMP/nghttp.out" | head -3)"
+	fi
+	# many streams on few connections
+	if h2load -n 400 -c 2 -m 20 "https://127.0.0.1:$P_TLS/h2load" -H ':authority: shop.test' \
+		>"$T_TMP/h2load.out" 2>&1 &&
+		grep -q 'requests: 400 total, 400 started, 400 done, 400 succeeded' "$T_TMP/h2load.out" &&
+		grep -q '^status codes: 400 2xx' "$T_TMP/h2load.out"; then
+		t_ok "$v: h2load: 400 requests, 20 streams at once on each of 2 connections, all 2xx"
+	else
+		t_fail "$v: h2load" "$(grep -E 'requests:|status codes|error' "$T_TMP/h2load.out" | head -3)"
+	fi
+	if nghttp -n -m 10 "https://127.0.0.1:$P_TLS/nghttp" -H ':authority: shop.test' -s \
+		>"$T_TMP/nghttp.out" 2>&1; then
+		t_ok "$v: nghttp: 10 concurrent streams"
+	else
+		t_fail "$v: nghttp" "$(tail -3 "$T_TMP/nghttp.out")"
+	fi
+
+	# ---- analytics ----------------------------------------------------
+	if grep -q '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" &&
+		grep '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" | grep -q '"http_version":"HTTP/2"'; then
+		t_ok "$v: analytics: one record per stream, http_version HTTP/2"
+	else
+		t_fail "$v: analytics" "$(grep h2tls "$T_TMP/requests.jsonl" | head -c 300)"
+	fi
+
+	# ---- what HTTP/2 forbids: a stream error, nothing upstream ------------
+	refused "$v: a field value with CR LF: PROTOCOL_ERROR, nothing upstream" crlf_value
+	refused "$v: a field value with NUL" nul_value
+	refused "$v: an uppercase field name" uppercase_name
+	refused "$v: connection" connection_header
+	refused "$v: keep-alive" keep_alive
+	refused "$v: proxy-connection" proxy_connection
+	refused "$v: transfer-encoding" transfer_encoding
+	refused "$v: upgrade" upgrade_header
+	refused "$v: te other than trailers" te_gzip
+	refused "$v: content-length longer than the DATA" cl_short
+	refused "$v: content-length shorter than the DATA" cl_long
+	refused "$v: :path missing" missing_path
+	refused "$v: :method missing" missing_method
+	refused "$v: a pseudo-header after a regular field" pseudo_after_regular
+	refused "$v: an unknown pseudo-header" unknown_pseudo
+	refused "$v: a repeated pseudo-header" repeated_pseudo
+	raw te_trailers
+	if [ "$(rawf streams.1)" = 200 ]; then
+		t_ok "$v: te: trailers is allowed"
+	else
+		t_fail "$v: te: trailers" "$(cat "$T_TMP/raw.json")"
+	fi
+	n0=$(backend_count)
+	raw host_mismatch
+	if [ "$(rawf streams.1)" = 400 ] && [ "$(backend_count)" = "$n0" ]; then
+		t_ok "$v: :authority and host that differ: 400, nothing upstream"
+	else
+		t_fail "$v: host mismatch" "$(cat "$T_TMP/raw.json")"
+	fi
+	raw host_only
+	if [ "$(rawf streams.1)" = 200 ]; then
+		t_ok "$v: host without :authority routes by host"
+	else
+		t_fail "$v: host only" "$(cat "$T_TMP/raw.json")"
+	fi
+	n0=$(backend_count)
+	raw connect
+	if [ "$(rawf streams.1)" = 405 ] && [ "$(backend_count)" = "$n0" ]; then
+		t_ok "$v: CONNECT: 405"
+	else
+		t_fail "$v: CONNECT" "$(cat "$T_TMP/raw.json")"
+	fi
+
+	# ---- attacks --------------------------------------------------------
+	n0=$(backend_count)
+	raw hpack_bomb
+	if [ -n "$(rawf resets.1)" ] && [ "$(backend_count)" = "$n0" ]; then
+		t_ok "$v: a header list over max_header_list_size: stream reset, nothing upstream"
+	else
+		t_fail "$v: HPACK bomb" "$(cat "$T_TMP/raw.json")"
+	fi
+	raw many_streams
+	if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+ok = sum(1 for v in d["streams"].values() if v == 200)
+refused = sum(1 for v in d["resets"].values() if v == 7)
+sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TMP/raw.json"; then
+		t_ok "$v: 200 streams at once: 128 served, the rest REFUSED_STREAM"
+	else
+		t_fail "$v: too many streams" "$(head -c 300 "$T_TMP/raw.json")"
+	fi
+	raw reset_one
+	if [ "$(rawf streams.3)" = 200 ]; then
+		t_ok "$v: a stream the client resets leaves the connection's other streams alone"
+	else
+		t_fail "$v: reset one" "$(cat "$T_TMP/raw.json")"
+	fi
+	raw rapid_reset
+	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
+		t_ok "$v: rapid reset (CVE-2023-44487): GOAWAY ($(rawf goaway))"
+	else
+		t_fail "$v: rapid reset" "$(head -c 300 "$T_TMP/raw.json")"
+	fi
+	raw continuation_flood
+	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
+		t_ok "$v: CONTINUATION flood: GOAWAY ($(rawf goaway))"
+	else
+		t_fail "$v: CONTINUATION flood" "$(head -c 300 "$T_TMP/raw.json")"
+	fi
+	raw settings_flood
+	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
+		t_ok "$v: SETTINGS flood: GOAWAY or closed"
+	else
+		t_fail "$v: SETTINGS flood" "$(head -c 300 "$T_TMP/raw.json")"
+	fi
+	raw ping_flood
+	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
+		t_ok "$v: PING flood: GOAWAY or closed"
+	else
+		t_fail "$v: PING flood" "$(head -c 300 "$T_TMP/raw.json")"
+	fi
+	if [ "$(metric 'edge_http2_resets_total{direction="sent",reason="protocol_error"}')" -ge 16 ] 2>/dev/null &&
+		[ -n "$(metric 'edge_http2_streams_total')" ]; then
+		t_ok "$v: /metrics counts HTTP/2 streams and resets by reason"
+	else
+		t_fail "$v: metrics" "$(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep http2 | head -5)"
+	fi
+
+	# still serving after all of it
+	h2get after "https://shop.test:$P_TLS/after" --http2
+	if [ "$CODE" = 200 ] && [ "$VER" = 2 ]; then
+		t_ok "$v: still serving HTTP/2 after the attacks"
+	else
+		t_fail "$v: after" "$CODE $VER"
+	fi
+	edged_stop 10
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		t_ok "$v: edged exits cleanly"
+	else
+		t_fail "$v: edged exit" "status $rc: $(tail -3 "$EDGED_LOG")"
+	fi
+	edged_sanitizers_clean "$v: sanitizers"
+}
+
+edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
+	t_fail "backend starts"
+run_suite "$EDGED" edged
+if edged_asan; then
+	run_suite "$EDGED_ASAN" asan
+fi
+t_exit

@@ -1,0 +1,373 @@
+#!/usr/bin/python3
+"""h2raw.py - an HTTP/2 client that sends what a well-behaved one never
+does, for edged's tests (Debian's python3-h2, hpack and hyperframe; run
+with /usr/bin/python3).
+
+    h2raw.py PORT CASE [HOST]
+
+Opens a cleartext connection by prior knowledge to 127.0.0.1:PORT, plays
+CASE and prints one JSON object: the status and body of each stream that
+got a response, the streams reset (with their error codes), the GOAWAY's
+error code if one came, and whether the connection closed. CASE is one of
+the names in CASES below.
+"""
+import json
+import socket
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+import h2.settings
+from hpack import Encoder
+from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame,
+                              PingFrame, RstStreamFrame, SettingsFrame)
+
+PORT = int(sys.argv[1])
+CASE = sys.argv[2]
+HOST = sys.argv[3] if len(sys.argv) > 3 else "shop.test"
+
+
+def base(path="/h2", method="GET", host=HOST):
+    return [(":method", method), (":scheme", "http"), (":authority", host),
+            (":path", path)]
+
+
+class Client:
+    def __init__(self):
+        self.sock = socket.create_connection(("127.0.0.1", PORT), 5)
+        self.sock.settimeout(5)
+        cfg = h2.config.H2Configuration(
+            client_side=True, header_encoding="utf-8",
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False)
+        self.c = h2.connection.H2Connection(config=cfg)
+        self.c.initiate_connection()
+        self.enc = Encoder()
+        self.out = {"streams": {}, "resets": {}, "goaway": None,
+                    "closed": False, "bodies": {}}
+        self.flush()
+
+    def flush(self):
+        data = self.c.data_to_send()
+        if data:
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                self.out["closed"] = True
+
+    def raw(self, data):
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self.out["closed"] = True
+
+    def headers(self, sid, hdrs, end=True):
+        self.c.send_headers(sid, hdrs, end_stream=end)
+        self.flush()
+
+    def pump(self, until, timeout=5.0):
+        """Read and handle events until until() or timeout."""
+        end = time.time() + timeout
+        while not until() and time.time() < end and not self.out["closed"]:
+            self.sock.settimeout(max(0.05, end - time.time()))
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                break
+            except OSError:
+                self.out["closed"] = True
+                break
+            if not data:
+                self.out["closed"] = True
+                break
+            try:
+                events = self.c.receive_data(data)
+            except h2.exceptions.ProtocolError as e:
+                self.out["client_error"] = str(e)
+                break
+            for ev in events:
+                self.event(ev)
+            self.flush()
+
+    def event(self, ev):
+        o = self.out
+        if isinstance(ev, h2.events.ResponseReceived):
+            hd = dict(ev.headers)
+            o["streams"][ev.stream_id] = int(hd.get(":status", "0"))
+            if "content-length" in hd:
+                o.setdefault("lengths", {})[str(ev.stream_id)] = int(
+                    hd["content-length"])
+            o.setdefault("headers", {})[ev.stream_id] = hd
+        elif isinstance(ev, h2.events.DataReceived):
+            o["bodies"][ev.stream_id] = o["bodies"].get(
+                ev.stream_id, "") + ev.data.decode("latin-1")
+            self.c.acknowledge_received_data(ev.flow_controlled_length,
+                                             ev.stream_id)
+        elif isinstance(ev, h2.events.StreamReset):
+            o["resets"][ev.stream_id] = int(ev.error_code)
+        elif isinstance(ev, h2.events.ConnectionTerminated):
+            o["goaway"] = int(ev.error_code)
+        elif isinstance(ev, h2.events.StreamEnded):
+            o.setdefault("ended", []).append(ev.stream_id)
+
+    def done(self, sid):
+        return lambda: (sid in self.out["resets"] or
+                        sid in self.out.get("ended", []) or
+                        self.out["goaway"] is not None)
+
+    def hdr_block(self, hdrs):
+        return self.enc.encode(hdrs)
+
+
+def one(hdrs, body=None, end_body=True):
+    """Send one request (HEADERS, then body DATA if any) on stream 1."""
+    k = Client()
+    k.headers(1, hdrs, end=body is None)
+    if body is not None:
+        k.c.send_data(1, body, end_stream=end_body)
+        k.flush()
+    k.pump(k.done(1))
+    return k.out
+
+
+def raw_headers(k, sid, block, flags):
+    f = HeadersFrame(sid)
+    f.data = block
+    f.flags = set(flags)
+    k.raw(f.serialize())
+
+
+def case_get():
+    return one(base())
+
+
+def case_head():
+    return one(base("/big/5000", "HEAD"))
+
+
+def case_post():
+    return one(base("/h2post", "POST") + [("content-length", "5")], b"hello")
+
+
+def case_post_nolength():
+    return one(base("/h2post", "POST"), b"hello world")
+
+
+def case_crlf_value():
+    return one(base() + [("x-evil", "a\r\nx-injected: 1")])
+
+
+def case_nul_value():
+    return one(base() + [("x-evil", "a\x00b")])
+
+
+def case_uppercase_name():
+    return one(base() + [("X-Upper", "1")])
+
+
+def case_connection_header():
+    return one(base() + [("connection", "keep-alive")])
+
+
+def case_keep_alive():
+    return one(base() + [("keep-alive", "timeout=5")])
+
+
+def case_proxy_connection():
+    return one(base() + [("proxy-connection", "keep-alive")])
+
+
+def case_transfer_encoding():
+    return one(base("/h2post", "POST") + [("transfer-encoding", "chunked")],
+               b"5\r\nhello\r\n0\r\n\r\n")
+
+
+def case_upgrade_header():
+    return one(base() + [("upgrade", "websocket")])
+
+
+def case_te_gzip():
+    return one(base() + [("te", "gzip")])
+
+
+def case_te_trailers():
+    return one(base() + [("te", "trailers")])
+
+
+def case_cl_short():
+    return one(base("/h2post", "POST") + [("content-length", "10")], b"hello")
+
+
+def case_cl_long():
+    return one(base("/h2post", "POST") + [("content-length", "3")], b"hello")
+
+
+def case_missing_path():
+    return one([(":method", "GET"), (":scheme", "http"),
+                (":authority", HOST)])
+
+
+def case_missing_method():
+    return one([(":scheme", "http"), (":authority", HOST), (":path", "/")])
+
+
+def case_pseudo_after_regular():
+    return one([(":method", "GET"), (":scheme", "http"),
+                ("x-a", "1"), (":authority", HOST), (":path", "/")])
+
+
+def case_unknown_pseudo():
+    return one(base() + [(":foo", "bar")])
+
+
+def case_repeated_pseudo():
+    return one(base() + [(":path", "/other")])
+
+
+def case_host_mismatch():
+    return one(base() + [("host", "other.test")])
+
+
+def case_host_only():
+    return one([(":method", "GET"), (":scheme", "http"), (":path", "/h2"),
+                ("host", HOST)])
+
+
+def case_connect():
+    return one([(":method", "CONNECT"), (":authority", HOST + ":443")])
+
+
+def case_hpack_bomb():
+    # one header repeated: each field costs 32 + its bytes in the decoded
+    # list; 80 KiB decoded from a few KiB of HPACK (indexed repeats)
+    return one(base() + [("x-bomb", "b" * 1000)] * 80)
+
+
+def case_many_streams():
+    # 200 requests at once on one connection (the limit is 128 unless set)
+    k = Client()
+    for i in range(200):
+        k.c.send_headers(1 + 2 * i, base("/slow/300"), end_stream=True)
+    k.flush()
+    k.pump(lambda: len(k.out["streams"]) + len(k.out["resets"]) >= 200,
+           10)
+    return k.out
+
+
+def case_reset_one():
+    # two streams: one reset by the client, the other answered
+    k = Client()
+    k.headers(1, base("/slow/300"))
+    k.headers(3, base("/h2"))
+    k.c.reset_stream(1)
+    k.flush()
+    k.pump(k.done(3))
+    return k.out
+
+
+def case_rapid_reset():
+    # HEADERS then RST_STREAM, thousands of times (CVE-2023-44487)
+    k = Client()
+    block = k.hdr_block(base("/slow/1000"))
+    buf = bytearray()
+    for i in range(5000):
+        sid = 1 + 2 * i
+        f = HeadersFrame(sid)
+        f.data = block if i == 0 else k.hdr_block(base("/slow/1000"))
+        f.flags = {"END_HEADERS", "END_STREAM"}
+        buf += f.serialize()
+        r = RstStreamFrame(sid)
+        r.error_code = 8
+        buf += r.serialize()
+    k.raw(bytes(buf))
+    k.pump(lambda: k.out["goaway"] is not None, 5)
+    return k.out
+
+
+def case_continuation_flood():
+    k = Client()
+    block = k.hdr_block(base())
+    raw_headers(k, 1, block, [])
+    buf = bytearray()
+    for _ in range(10000):
+        f = ContinuationFrame(1)
+        f.data = k.hdr_block([("x-c", "c" * 10)])
+        buf += f.serialize()
+    k.raw(bytes(buf))
+    k.pump(lambda: k.out["goaway"] is not None, 5)
+    return k.out
+
+
+def flood(frame, seconds=10):
+    """Send frame over and over without reading anything, until edged
+    ends the connection (the send fails) or seconds pass; then read what
+    came (a GOAWAY)."""
+    k = Client()
+    chunk = frame.serialize() * 2000
+    end = time.time() + seconds
+    k.sock.settimeout(1)
+    sent = 0
+    while time.time() < end:
+        try:
+            k.sock.sendall(chunk)
+            sent += len(chunk)
+        except socket.timeout:
+            continue
+        except OSError:
+            k.out["closed"] = True
+            break
+    k.out["sent"] = sent
+    k.out["closed"] = False
+    k.pump(lambda: k.out["goaway"] is not None or k.out["closed"], 3)
+    return k.out
+
+
+def case_settings_flood():
+    # SETTINGS frames, their acknowledgements never read
+    f = SettingsFrame(0)
+    f.settings = {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 65535}
+    return flood(f)
+
+
+def case_ping_flood():
+    # PING frames, their acknowledgements never read
+    f = PingFrame(0)
+    f.opaque_data = b"12345678"
+    return flood(f)
+
+
+def case_settings_entries():
+    # one SETTINGS frame with 1000 entries
+    f = SettingsFrame(0)
+    f.settings = {0x100 + i: i for i in range(1000)}
+    k = Client()
+    k.raw(f.serialize())
+    k.pump(lambda: k.out["goaway"] is not None or k.out["closed"], 3)
+    return k.out
+
+
+def case_data_unknown_stream():
+    k = Client()
+    f = DataFrame(7)
+    f.data = b"x"
+    k.raw(f.serialize())
+    k.pump(lambda: k.out["goaway"] is not None, 3)
+    return k.out
+
+
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    if CASE not in CASES:
+        sys.exit("h2raw.py: unknown case %s (one of: %s)" %
+                 (CASE, " ".join(sorted(CASES))))
+    res = CASES[CASE]()
+    res["streams"] = {str(k): v for k, v in res["streams"].items()}
+    res["resets"] = {str(k): v for k, v in res["resets"].items()}
+    res["bodies"] = {str(k): v[:300] for k, v in res["bodies"].items()}
+    res.pop("headers", None)
+    print(json.dumps(res, sort_keys=True))

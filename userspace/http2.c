@@ -1,0 +1,1521 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * http2.c - the HTTP/2 adapter (http2.h): a session of nghttp2's per
+ * connection, fed from the connection's input and written to its output;
+ * a stream per request, each a struct req with its client side here.
+ *
+ * nghttp2's callbacks only record what happened (a head complete, body
+ * bytes, a stream closed); the requests hear of it after
+ * nghttp2_session_mem_recv or _mem_send has returned (h2_work), so that
+ * a request that ends, answers or resets does so outside nghttp2.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "clk.h"
+#include "hdr.h"
+#include "http2.h"
+#include "metrics.h"
+#include "proxy.h"
+#include "req.h"
+#include "sockio.h"
+#include "worker.h"
+
+/* The connection window edge opens beyond the streams' (a multiple of
+ * initial_window_size), at most 16 MiB. */
+#define H2_CONN_WINDOWS 4
+#define H2_CONN_WINDOW_MAX (16u * 1024 * 1024)
+/* Bytes of the header block per field beyond its name and value (RFC
+ * 9113 section 6.5.2's 32). */
+#define H2_FIELD_OVERHEAD 32
+
+struct h2c;
+
+/* What a stream has for its request once nghttp2 has returned. */
+#define H2_EV_HEAD 0x01	   /* its head is complete */
+#define H2_EV_DATA 0x02	   /* body bytes (or its end) arrived */
+#define H2_EV_CLOSED 0x04  /* nghttp2 closed the stream */
+#define H2_EV_DRAINED 0x08 /* its response output went below low water */
+
+struct h2s {
+	TAILQ_ENTRY(h2s) link;	/* in hc->streams */
+	TAILQ_ENTRY(h2s) wlink; /* in hc->work while ev != 0 */
+	struct h2c *hc;
+	int32_t id;
+	unsigned ev;
+	bool in_work;
+	struct evbuffer *in;  /* the request body, HTTP/1.1-framed */
+	struct evbuffer *out; /* the response body */
+	struct evbuffer *hdr; /* the regular fields, as HTTP/1.1 lines */
+	char *method, *path, *authority, *host;
+	struct evbuffer *cookie; /* the cookie fields, joined by "; " */
+	size_t hdr_bytes;	 /* the header list's size so far */
+	uint64_t in_unacked;	 /* body bytes not given back yet */
+	size_t write_low;
+	struct event *timer, *btimer;
+	bool has_cl;	    /* a content-length came: the body as is */
+	bool chunked;	    /* framed as chunked for the proxy */
+	bool in_eos;	    /* the client's END_STREAM */
+	bool head_done;	    /* its head went to the request */
+	bool closed;	    /* nghttp2 closed it */
+	bool resp_sent;	    /* a response was submitted */
+	bool out_eos;	    /* the response body is complete in out */
+	bool deferred;	    /* the data source waits for out */
+	bool reset;	    /* edge reset it */
+	bool reading;	    /* the proxy reads its body */
+	bool out_added;	    /* out grew since the last drained */
+	bool own;	    /* the response is edge's own answer */
+	bool rst_sent;	    /* a RST_STREAM went out (nghttp2's or edge's) */
+	uint32_t rst_code;  /* ... with this code */
+	enum outcome why_o; /* the outcome of a reset of edge's */
+	uint32_t close_err;
+	struct req r;
+};
+
+TAILQ_HEAD(h2s_list, h2s);
+
+struct h2c {
+	struct conn *c;
+	nghttp2_session *s;
+	struct h2s_list streams;
+	struct h2s_list work;
+	unsigned nactive;	/* streams whose request is active */
+	struct event *flush;	/* h2_flush from the loop */
+	uint64_t last_progress; /* ns: a stream's bytes moved */
+	int depth;		/* inside nghttp2 or h2_work */
+	bool dead;		/* the connection is closing */
+	bool goaway;		/* GOAWAY sent */
+	bool finishing;		/* conn_next(c, true) was called */
+};
+
+static void h2_flush(struct h2c *hc);
+static void h2_flush_soon(struct h2c *hc);
+static void h2_work(struct h2c *hc);
+static void h2_finish(struct h2c *hc);
+static void h2_fatal(struct h2c *hc, int err);
+static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+		     void *arg);
+static void h2_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+		      void *arg);
+
+/* ---- counters -------------------------------------------------------------
+ */
+
+static const char *const h2_code_names[HTTP2_CODES] = {
+    "no_error",
+    "protocol_error",
+    "internal_error",
+    "flow_control_error",
+    "settings_timeout",
+    "stream_closed",
+    "frame_size_error",
+    "refused_stream",
+    "cancel",
+    "compression_error",
+    "connect_error",
+    "enhance_your_calm",
+    "inadequate_security",
+    "http_1_1_required",
+};
+
+static const char *const h2_why_names[HTTP2_WHY_MAX] = {
+    "invalid_header", "header_list_too_large", "host_mismatch",
+    "idle",	      "window_stalled",	       "drain",
+    "flood",	      "continuation_flood",    "settings_flood",
+    "bad_preface",    "protocol_error",
+};
+
+/* [0] sent, [1] received */
+static struct metrics_counter *h2_m_rst[2][HTTP2_CODES];
+static struct metrics_counter *h2_m_goaway[2][HTTP2_CODES];
+static struct metrics_counter *h2_m_why[HTTP2_WHY_MAX];
+static struct metrics_counter *h2_m_conns, *h2_m_streams;
+static struct metrics_gauge *h2_m_open;
+
+const char *http2_code_name(unsigned i)
+{
+	return i < HTTP2_CODES ? h2_code_names[i] : "unknown";
+}
+
+const char *http2_why_name(unsigned w)
+{
+	return w < HTTP2_WHY_MAX ? h2_why_names[w] : "unknown";
+}
+
+int http2_metrics(struct metrics *m)
+{
+	static const char *const dir[2] = {"sent", "received"};
+	unsigned d, i;
+
+	h2_m_conns = metrics_counter_new(
+	    m, "edge_http2_connections_total",
+	    "client connections that spoke HTTP/2 (ALPN h2, or the "
+	    "preface in cleartext)",
+	    NULL);
+	h2_m_open =
+	    metrics_gauge_new(m, "edge_http2_connections",
+			      "HTTP/2 client connections open now", NULL);
+	h2_m_streams = metrics_counter_new(
+	    m, "edge_http2_streams_total",
+	    "HTTP/2 streams a client opened (each a request)", NULL);
+	if (!h2_m_conns || !h2_m_open || !h2_m_streams)
+		return -ENOMEM;
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < HTTP2_CODES; i++) {
+			const char *lab[] = {"direction", dir[d], "reason",
+					     h2_code_names[i], NULL};
+
+			h2_m_rst[d][i] = metrics_counter_new(
+			    m, "edge_http2_resets_total",
+			    "RST_STREAM frames, by direction and error code "
+			    "(sent protocol_error: a request HTTP/2 "
+			    "forbids; refused_stream: over "
+			    "http2.max_concurrent_streams)",
+			    lab);
+			h2_m_goaway[d][i] = metrics_counter_new(
+			    m, "edge_http2_goaways_total",
+			    "GOAWAY frames, by direction and error code "
+			    "(sent enhance_your_calm: a flood or rapid "
+			    "reset)",
+			    lab);
+			if (!h2_m_rst[d][i] || !h2_m_goaway[d][i])
+				return -ENOMEM;
+		}
+	for (i = 0; i < HTTP2_WHY_MAX; i++) {
+		const char *lab[] = {"reason", h2_why_names[i], NULL};
+
+		h2_m_why[i] = metrics_counter_new(
+		    m, "edge_http2_refusals_total",
+		    "streams reset and connections ended by edge's own "
+		    "checks: invalid_header, header_list_too_large "
+		    "(http2.max_header_list_size), host_mismatch, idle "
+		    "(GOAWAY), window_stalled (closed), drain (GOAWAY); and "
+		    "connections nghttp2 ended: flood (PING or SETTINGS "
+		    "acks, or stream resets, piling up), "
+		    "continuation_flood, settings_flood, bad_preface, "
+		    "protocol_error",
+		    lab);
+		if (!h2_m_why[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Counters by code, summed over the codes, as {"code": n, ...} of those
+ * not 0. */
+static json_t *h2_codes_json(struct metrics_counter *const *v)
+{
+	json_t *o = json_object();
+	unsigned i;
+	uint64_t n;
+
+	for (i = 0; o && i < HTTP2_CODES; i++)
+		if ((n = metrics_counter_get(v[i])) != 0)
+			json_object_set_new(o, h2_code_names[i],
+					    json_integer((json_int_t)n));
+	return o;
+}
+
+json_t *http2_counts_json(void)
+{
+	json_t *why = json_object();
+	unsigned i;
+
+	for (i = 0; why && i < HTTP2_WHY_MAX; i++)
+		json_object_set_new(
+		    why, h2_why_names[i],
+		    json_integer((json_int_t)metrics_counter_get(h2_m_why[i])));
+	return json_pack(
+	    "{s:I, s:I, s:I, s:{s:o*, s:o*}, s:{s:o*, s:o*}, s:o*}",
+	    "connections", (json_int_t)metrics_counter_get(h2_m_conns), "open",
+	    (json_int_t)metrics_gauge_get(h2_m_open), "streams",
+	    (json_int_t)metrics_counter_get(h2_m_streams), "resets", "sent",
+	    h2_codes_json(h2_m_rst[0]), "received", h2_codes_json(h2_m_rst[1]),
+	    "goaways", "sent", h2_codes_json(h2_m_goaway[0]), "received",
+	    h2_codes_json(h2_m_goaway[1]), "refusals", why);
+}
+
+static void h2_count(struct metrics_counter *const *v, uint32_t code)
+{
+	metrics_counter_add(v[code < HTTP2_CODES ? code : 1], 1);
+}
+
+static void h2_why(enum http2_why w)
+{
+	metrics_counter_add(h2_m_why[w], 1);
+}
+
+int http2_preface(const char *p, size_t n)
+{
+	size_t k = n < HTTP2_PREFACE_LEN ? n : HTTP2_PREFACE_LEN;
+
+	if (memcmp(p, HTTP2_PREFACE, k) != 0)
+		return -1;
+	return k == HTTP2_PREFACE_LEN ? 1 : 0;
+}
+
+/* ---- streams --------------------------------------------------------------
+ */
+
+static struct h2c *h2c_of(struct conn *c)
+{
+	return *(struct h2c **)conn_proto(c);
+}
+
+static struct h2s *h2s_of(const struct req *r)
+{
+	return r->cl_arg;
+}
+
+/* Have s's request hear of ev once nghttp2 has returned. */
+static void h2_post(struct h2s *s, unsigned ev)
+{
+	s->ev |= ev;
+	if (!s->in_work) {
+		s->in_work = true;
+		TAILQ_INSERT_TAIL(&s->hc->work, s, wlink);
+	}
+	if (s->hc->depth == 0)
+		h2_flush_soon(s->hc);
+}
+
+/* Reset stream s with code, counted; its request hears of the close. */
+static void h2_reset(struct h2s *s, uint32_t code, enum outcome o)
+{
+	if (s->reset || s->closed)
+		return;
+	s->reset = true;
+	s->why_o = o;
+	nghttp2_submit_rst_stream(s->hc->s, NGHTTP2_FLAG_NONE, s->id, code);
+	h2_flush_soon(s->hc);
+}
+
+static void h2_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct h2s *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->r.active)
+		req_timeout(&s->r);
+	h2_flush(s->hc);
+}
+
+static void h2_btimer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct h2s *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->r.active)
+		req_body_timeout(&s->r);
+	h2_flush(s->hc);
+}
+
+/* The proxy took body bytes from s->in: give the client its window
+ * back (payload bytes at most: the chunk framing is edge's). */
+static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+		     void *arg)
+{
+	struct h2s *s = arg;
+	size_t n = info->n_deleted;
+
+	(void)b;
+	if (n == 0 || s->closed || s->hc->dead)
+		return;
+	if (n > s->in_unacked)
+		n = (size_t)s->in_unacked;
+	if (n == 0)
+		return;
+	s->in_unacked -= n;
+	nghttp2_session_consume(s->hc->s, s->id, n);
+	h2_flush_soon(s->hc);
+}
+
+/* The proxy added response bytes to s->out: the data source goes on. */
+static void h2_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+		      void *arg)
+{
+	struct h2s *s = arg;
+
+	(void)b;
+	if (info->n_added == 0)
+		return;
+	s->out_added = true;
+	if (s->deferred && !s->closed && !s->hc->dead) {
+		s->deferred = false;
+		nghttp2_session_resume_data(s->hc->s, s->id);
+	}
+	h2_flush_soon(s->hc);
+}
+
+static void h2s_free(struct h2s *s)
+{
+	struct h2c *hc = s->hc;
+
+	TAILQ_REMOVE(&hc->streams, s, link);
+	if (s->in)
+		evbuffer_remove_cb(s->in, h2_in_cb, s);
+	if (s->out)
+		evbuffer_remove_cb(s->out, h2_out_cb, s);
+	if (s->in_work)
+		TAILQ_REMOVE(&hc->work, s, wlink);
+	if (s->id && !hc->dead)
+		nghttp2_session_set_stream_user_data(hc->s, s->id, NULL);
+	if (s->timer)
+		event_free(s->timer);
+	if (s->btimer)
+		event_free(s->btimer);
+	if (s->in)
+		evbuffer_free(s->in);
+	if (s->out)
+		evbuffer_free(s->out);
+	if (s->hdr)
+		evbuffer_free(s->hdr);
+	if (s->cookie)
+		evbuffer_free(s->cookie);
+	free(s->method);
+	free(s->path);
+	free(s->authority);
+	free(s->host);
+	free(s->r.head);
+	free(s);
+}
+
+/* Free the streams whose request has ended and that nghttp2 is done
+ * with (from the loop only: nothing up the stack holds them). */
+static void h2_sweep(struct h2c *hc)
+{
+	struct h2s *s, *next;
+
+	for (s = TAILQ_FIRST(&hc->streams); s; s = next) {
+		next = TAILQ_NEXT(s, link);
+		if (!s->r.active && s->closed && !s->in_work)
+			h2s_free(s);
+	}
+}
+
+static const struct req_client_ops h2_client;
+
+/* A stream the client opened: its request begins (the clock starts). */
+static struct h2s *h2s_new(struct h2c *hc, int32_t id)
+{
+	struct conn *c = hc->c;
+	struct event_base *base = c->w->base;
+	struct h2s *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->hc = hc;
+	s->id = id;
+	s->in = evbuffer_new();
+	s->out = evbuffer_new();
+	s->hdr = evbuffer_new();
+	s->cookie = evbuffer_new();
+	s->timer = evtimer_new(base, h2_timer_cb, s);
+	s->btimer = evtimer_new(base, h2_btimer_cb, s);
+	TAILQ_INSERT_TAIL(&hc->streams, s, link);
+	if (!s->in || !s->out || !s->hdr || !s->cookie || !s->timer ||
+	    !s->btimer) {
+		h2s_free(s);
+		return NULL;
+	}
+	evbuffer_add_cb(s->in, h2_in_cb, s);
+	evbuffer_add_cb(s->out, h2_out_cb, s);
+	s->reading = true;
+	s->r.cl = &h2_client;
+	s->r.cl_arg = s;
+	s->r.w = c->w;
+	s->r.client_ip = c->client_ip;
+	s->r.peer = &c->peer.sa;
+	s->r.peer_cidr = &c->peer_cidr;
+	s->r.tls = c->tls;
+	s->r.tls_resumed = c->tls_resumed;
+	s->r.tls_version = c->tls_version;
+	s->r.tls_cipher = c->tls_cipher;
+	s->r.http_version = "HTTP/2";
+	req_begin(&s->r);
+	hc->nactive++;
+	metrics_counter_add(h2_m_streams, 1);
+	return s;
+}
+
+/* ---- the request's client side -------------------------------------------
+ */
+
+static struct evbuffer *h2_in(const struct req *r)
+{
+	return h2s_of(r)->in;
+}
+
+static struct evbuffer *h2_out(const struct req *r)
+{
+	return h2s_of(r)->out;
+}
+
+static void h2_read(struct req *r, bool on)
+{
+	h2s_of(r)->reading = on;
+}
+
+static bool h2_reading(const struct req *r)
+{
+	return h2s_of(r)->reading;
+}
+
+static void h2_watermarks(struct req *r, size_t read_high, size_t write_low)
+{
+	(void)read_high; /* the stream's window bounds its input */
+	h2s_of(r)->write_low = write_low;
+}
+
+static bool h2_closed(const struct req *r)
+{
+	struct h2s *s = h2s_of(r);
+
+	return s->closed || s->reset || s->hc->dead;
+}
+
+/* A stream's end never ends the connection. */
+static void h2_close_after(struct req *r, bool half_closed)
+{
+	(void)r;
+	(void)half_closed;
+}
+
+static bool h2_closing(const struct req *r)
+{
+	(void)r;
+	return false;
+}
+
+static struct sockio *h2_take(struct req *r)
+{
+	(void)r;
+	return NULL;
+}
+
+static void h2_timer(struct req *r, uint64_t ms)
+{
+	struct h2s *s = h2s_of(r);
+	struct timeval tv;
+
+	evtimer_add(s->timer, worker_timeout(r->w, ms, &tv));
+}
+
+static void h2_timer_stop(struct req *r)
+{
+	evtimer_del(h2s_of(r)->timer);
+}
+
+static void h2_btimer(struct req *r, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(h2s_of(r)->btimer, &tv);
+}
+
+static void h2_btimer_stop(struct req *r)
+{
+	evtimer_del(h2s_of(r)->btimer);
+}
+
+static void h2_admitted(struct req *r)
+{
+	(void)r;
+}
+
+/* The response's data source: s->out, its end once the request ended. */
+static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
+			  size_t length, uint32_t *flags,
+			  nghttp2_data_source *src, void *user)
+{
+	struct h2s *s = src->ptr;
+	size_t n;
+
+	(void)session;
+	(void)id;
+	(void)user;
+	n = (size_t)evbuffer_remove(s->out, buf, length);
+	if (n > 0)
+		s->hc->last_progress = clk_now_ns();
+	if (evbuffer_get_length(s->out) == 0 && s->out_eos) {
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		return (ssize_t)n;
+	}
+	if (s->out_added && evbuffer_get_length(s->out) <= s->write_low) {
+		s->out_added = false;
+		h2_post(s, H2_EV_DRAINED);
+	}
+	if (n == 0) {
+		s->deferred = true;
+		return NGHTTP2_ERR_DEFERRED;
+	}
+	return (ssize_t)n;
+}
+
+/* The fields of edge's HTTP/1.1 head b (its own making: "Name: value"
+ * lines) as HTTP/2 fields: names lowercased in place, those HTTP/2 has
+ * no place for left out, :status first. Returns the count, or -1. */
+static int h2_nv_from_head(char *p, size_t len, nghttp2_nv *nv, size_t max)
+{
+	static const char *const skip[] = {"connection", "keep-alive",
+					   "proxy-connection",
+					   "transfer-encoding", "upgrade"};
+	char *e = p + len, *line, *nl, *colon, *v;
+	size_t n = 0, i, k;
+
+	nl = memchr(p, '\n', len);
+	if (!nl || len < 12)
+		return -1;
+	nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)p + 9, 7, 3,
+			       NGHTTP2_NV_FLAG_NO_COPY_NAME};
+	for (line = nl + 1; line < e; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(e - line));
+		if (!nl || nl - line < 2)
+			break; /* the blank line */
+		colon = memchr(line, ':', (size_t)(nl - line));
+		if (!colon)
+			return -1;
+		k = (size_t)(colon - line);
+		for (i = 0; i < k; i++)
+			if (line[i] >= 'A' && line[i] <= 'Z')
+				line[i] = (char)(line[i] - 'A' + 'a');
+		for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+			if (strlen(skip[i]) == k &&
+			    memcmp(line, skip[i], k) == 0)
+				break;
+		if (i < sizeof(skip) / sizeof(skip[0]))
+			continue;
+		for (v = colon + 1; v < nl && (*v == ' ' || *v == '\t'); v++)
+			;
+		if (n == max)
+			return -1;
+		nv[n++] =
+		    (nghttp2_nv){(uint8_t *)line, (uint8_t *)v, k,
+				 (size_t)(nl - 1 - v), NGHTTP2_NV_FLAG_NONE};
+	}
+	return (int)n;
+}
+
+/* Submit the response head in b (with a body from s->out unless
+ * bodiless). 0 or -1. */
+static int h2_submit(struct h2s *s, struct hdr_buf *b, bool bodiless)
+{
+	nghttp2_nv nv[H1_MAX_HEADERS + 16];
+	nghttp2_data_provider dp = {.source.ptr = s,
+				    .read_callback = h2_data_cb};
+	int n;
+
+	if (s->resp_sent || s->closed || s->reset || s->hc->dead)
+		return -1;
+	n = h2_nv_from_head(b->p, b->len, nv, sizeof(nv) / sizeof(nv[0]));
+	if (n < 0)
+		return -1;
+	if (nghttp2_submit_response(s->hc->s, s->id, nv, (size_t)n,
+				    bodiless ? NULL : &dp) != 0)
+		return -1;
+	s->resp_sent = true;
+	h2_flush_soon(s->hc);
+	return 0;
+}
+
+static void h2_cont(struct req *r)
+{
+	struct h2s *s = h2s_of(r);
+	nghttp2_nv nv = {(uint8_t *)":status", (uint8_t *)"100", 7, 3,
+			 NGHTTP2_NV_FLAG_NONE};
+
+	if (!s->closed && !s->reset && !s->hc->dead &&
+	    nghttp2_submit_headers(s->hc->s, NGHTTP2_FLAG_NONE, s->id, NULL,
+				   &nv, 1, NULL) == 0)
+		h2_flush_soon(s->hc);
+}
+
+static int h2_respond(struct req *r, const struct h1_response *resp,
+		      const char *extra, int64_t cl, bool *chunked, bool *close)
+{
+	struct h2s *s = h2s_of(r);
+	struct hdr_buf b;
+	int rc;
+
+	(void)close;
+	*chunked = false;
+	hdr_buf_init(&b, 0);
+	rc = hdr_build_response(&b, resp, r->id, extra, cl, false, false);
+	if (rc == 0)
+		rc = h2_submit(s, &b, resp->body == H1_BODY_NONE || cl == 0);
+	hdr_buf_free(&b);
+	return rc ? -1 : 0;
+}
+
+static void h2_error(struct req *r, int status, const char *extra,
+		     const char *body, size_t blen, bool close)
+{
+	struct h2s *s = h2s_of(r);
+	bool bodiless = blen == 0 || (r->head && r->h.method == H1_M_HEAD);
+	struct hdr_buf b;
+
+	(void)close;
+	hdr_buf_init(&b, 0);
+	if (hdr_build_error(&b, status, r->id, extra, blen, false) == 0) {
+		if (!bodiless) {
+			evbuffer_add(s->out, body, blen);
+			r->bytes_out += blen;
+		}
+		s->out_eos = true;
+		s->own = true;
+		h2_submit(s, &b, bodiless);
+	}
+	hdr_buf_free(&b);
+}
+
+/* The request ended: its response is complete in s->out (ok), or was cut
+ * short (the stream is reset), or no response could be sent. */
+static void h2_ended(struct req *r, bool close)
+{
+	struct h2s *s = h2s_of(r);
+	struct h2c *hc = s->hc;
+
+	(void)close;
+	hc->nactive--;
+	evtimer_del(s->timer);
+	evtimer_del(s->btimer);
+	if (!s->resp_sent || (!s->own && r->outcome != OUTCOME_OK))
+		/* no answer could go, or a relayed one was cut short */
+		h2_reset(s, NGHTTP2_INTERNAL_ERROR, OUTCOME_INTERNAL_ERROR);
+	else if (!s->out_eos) {
+		s->out_eos = true;
+		if (s->deferred && !s->closed && !hc->dead) {
+			s->deferred = false;
+			nghttp2_session_resume_data(hc->s, s->id);
+		}
+	}
+	h2_flush_soon(hc);
+}
+
+static const struct req_client_ops h2_client = {
+    .in = h2_in,
+    .out = h2_out,
+    .read = h2_read,
+    .reading = h2_reading,
+    .watermarks = h2_watermarks,
+    .closed = h2_closed,
+    .close_after = h2_close_after,
+    .closing = h2_closing,
+    .take = h2_take,
+    .timer = h2_timer,
+    .timer_stop = h2_timer_stop,
+    .btimer = h2_btimer,
+    .btimer_stop = h2_btimer_stop,
+    .admitted = h2_admitted,
+    .cont = h2_cont,
+    .respond = h2_respond,
+    .error = h2_error,
+    .ended = h2_ended,
+};
+
+/* ---- nghttp2's callbacks --------------------------------------------------
+ */
+
+static int h2_on_begin_headers(nghttp2_session *session,
+			       const nghttp2_frame *frame, void *user)
+{
+	struct h2c *hc = user;
+	struct h2s *s;
+
+	if (frame->hd.type != NGHTTP2_HEADERS ||
+	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	s = h2s_new(hc, frame->hd.stream_id);
+	if (!s) {
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE,
+					  frame->hd.stream_id,
+					  NGHTTP2_INTERNAL_ERROR);
+		return 0;
+	}
+	nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, s);
+	return 0;
+}
+
+static char *h2_dup(const uint8_t *p, size_t n)
+{
+	char *d = malloc(n + 1);
+
+	if (d) {
+		memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
+			const uint8_t *name, size_t namelen,
+			const uint8_t *value, size_t valuelen, uint8_t flags,
+			void *user)
+{
+	struct h2c *hc = user;
+	struct h2s *s;
+	char **slot = NULL;
+
+	(void)flags;
+	if (frame->hd.type != NGHTTP2_HEADERS)
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (!s || s->reset || s->head_done)
+		return 0; /* trailers: their fields are not forwarded */
+	s->hdr_bytes += namelen + valuelen + H2_FIELD_OVERHEAD;
+	if (s->hdr_bytes > hc->c->w->set.http2.max_header_list_size) {
+		h2_why(HTTP2_WHY_HEADER_LIST);
+		h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_HEADERS_TOO_LARGE);
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	}
+	if (namelen > 0 && name[0] == ':') {
+		if (namelen == 7 && memcmp(name, ":method", 7) == 0)
+			slot = &s->method;
+		else if (namelen == 5 && memcmp(name, ":path", 5) == 0)
+			slot = &s->path;
+		else if (namelen == 10 && memcmp(name, ":authority", 10) == 0)
+			slot = &s->authority;
+		if (slot && !*slot && !(*slot = h2_dup(value, valuelen)))
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		return 0; /* :scheme: X-Forwarded-Proto is edge's */
+	}
+	if (namelen == 4 && memcmp(name, "host", 4) == 0) {
+		if (s->host) /* two Host fields */
+			goto bad;
+		s->host = h2_dup(value, valuelen);
+		return s->host ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+	}
+	if (namelen == 6 && memcmp(name, "cookie", 6) == 0) {
+		if (evbuffer_get_length(s->cookie))
+			evbuffer_add(s->cookie, "; ", 2);
+		evbuffer_add(s->cookie, value, valuelen);
+		return 0;
+	}
+	if (namelen == 14 && memcmp(name, "content-length", 14) == 0)
+		s->has_cl = true;
+	if (evbuffer_add(s->hdr, name, namelen) ||
+	    evbuffer_add(s->hdr, ": ", 2) ||
+	    evbuffer_add(s->hdr, value, valuelen) ||
+	    evbuffer_add(s->hdr, "\r\n", 2))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	return 0;
+bad:
+	h2_why(HTTP2_WHY_INVALID_HEADER);
+	h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_BAD_REQUEST);
+	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
+/* A field HTTP/2 forbids (CR, LF, NUL, a character a name may not have):
+ * the stream is reset, nothing of it goes upstream. */
+static int h2_on_invalid_header(nghttp2_session *session,
+				const nghttp2_frame *frame, const uint8_t *name,
+				size_t namelen, const uint8_t *value,
+				size_t valuelen, uint8_t flags, void *user)
+{
+	struct h2s *s;
+
+	(void)name;
+	(void)namelen;
+	(void)value;
+	(void)valuelen;
+	(void)flags;
+	(void)user;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	h2_why(HTTP2_WHY_INVALID_HEADER);
+	if (s)
+		h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_BAD_REQUEST);
+	else
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE,
+					  frame->hd.stream_id,
+					  NGHTTP2_PROTOCOL_ERROR);
+	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
+static int h2_on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id,
+			    const uint8_t *data, size_t len, void *user)
+{
+	struct h2s *s = nghttp2_session_get_stream_user_data(session, id);
+	char line[24];
+	int n;
+
+	(void)flags;
+	(void)user;
+	if (!s || s->reset || !s->r.active) {
+		/* nobody reads it: its window is given back at once */
+		nghttp2_session_consume(session, id, len);
+		return 0;
+	}
+	s->hc->last_progress = clk_now_ns();
+	s->in_unacked += len;
+	if (s->chunked && len > 0) {
+		n = snprintf(line, sizeof(line), "%zx\r\n", len);
+		evbuffer_add(s->in, line, (size_t)n);
+		evbuffer_add(s->in, data, len);
+		evbuffer_add(s->in, "\r\n", 2);
+	} else {
+		evbuffer_add(s->in, data, len);
+	}
+	if (s->head_done)
+		h2_post(s, H2_EV_DATA);
+	return 0;
+}
+
+/* The client's END_STREAM on s: a chunked body gets its last chunk. */
+static void h2_in_end(struct h2s *s)
+{
+	if (s->in_eos)
+		return;
+	s->in_eos = true;
+	if (s->chunked && s->r.active)
+		evbuffer_add(s->in, "0\r\n\r\n", 5);
+	if (s->head_done)
+		h2_post(s, H2_EV_DATA);
+}
+
+static int h2_on_frame_recv(nghttp2_session *session,
+			    const nghttp2_frame *frame, void *user)
+{
+	struct h2c *hc = user;
+	struct h2s *s;
+
+	switch (frame->hd.type) {
+	case NGHTTP2_GOAWAY:
+		h2_count(h2_m_goaway[1], frame->goaway.error_code);
+		return 0;
+	case NGHTTP2_RST_STREAM:
+		h2_count(h2_m_rst[1], frame->rst_stream.error_code);
+		return 0;
+	case NGHTTP2_HEADERS:
+	case NGHTTP2_DATA:
+		break;
+	default:
+		return 0;
+	}
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	if (!s)
+		return 0;
+	hc->last_progress = clk_now_ns();
+	if (frame->hd.type == NGHTTP2_HEADERS && !s->head_done && !s->reset &&
+	    (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS)) {
+		s->in_eos = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+		/* a body of unknown length goes to the parser chunked */
+		s->chunked = !s->in_eos && !s->has_cl;
+		h2_post(s, H2_EV_HEAD);
+		return 0;
+	}
+	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+		h2_in_end(s);
+	return 0;
+}
+
+static int h2_on_frame_send(nghttp2_session *session,
+			    const nghttp2_frame *frame, void *user)
+{
+	struct h2s *s;
+
+	(void)user;
+	switch (frame->hd.type) {
+	case NGHTTP2_GOAWAY:
+		h2_count(h2_m_goaway[0], frame->goaway.error_code);
+		return 0;
+	case NGHTTP2_RST_STREAM:
+		h2_count(h2_m_rst[0], frame->rst_stream.error_code);
+		s = nghttp2_session_get_stream_user_data(session,
+							 frame->hd.stream_id);
+		if (s) {
+			s->rst_sent = true;
+			s->rst_code = frame->rst_stream.error_code;
+		}
+		return 0;
+	case NGHTTP2_DATA:
+	case NGHTTP2_HEADERS:
+		break;
+	default:
+		return 0;
+	}
+	if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	/* the response is complete while the client still sends: it need
+	 * not (RFC 9113 section 8.1) */
+	if (s && !s->in_eos && !s->reset) {
+		s->reset = true;
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id,
+					  NGHTTP2_NO_ERROR);
+	}
+	return 0;
+}
+
+static int h2_on_stream_close(nghttp2_session *session, int32_t id,
+			      uint32_t err, void *user)
+{
+	struct h2s *s = nghttp2_session_get_stream_user_data(session, id);
+
+	(void)user;
+	if (!s)
+		return 0;
+	s->closed = true;
+	s->close_err = err;
+	nghttp2_session_set_stream_user_data(session, id, NULL);
+	h2_post(s, H2_EV_CLOSED);
+	return 0;
+}
+
+/* ---- the requests hear of it ---------------------------------------------
+ */
+
+/* s's head is complete: the HTTP/1.1 head its fields make, parsed as a
+ * client's, then the stream core's stages. */
+static void h2_head(struct h2s *s)
+{
+	struct req *r = &s->r;
+	const struct h1_limits *h1 = &r->w->set.h1;
+	const char *host = s->authority ? s->authority : s->host;
+	struct evbuffer *b;
+	size_t len;
+	int rc;
+
+	s->head_done = true;
+	if (s->authority && s->host && strcmp(s->authority, s->host) != 0) {
+		h2_why(HTTP2_WHY_HOST_MISMATCH);
+		req_end(r, OUTCOME_BAD_REQUEST, NULL);
+		return;
+	}
+	if (s->method && strcmp(s->method, "CONNECT") == 0) {
+		req_end(r, OUTCOME_METHOD_NOT_ALLOWED, NULL);
+		return;
+	}
+	b = evbuffer_new();
+	if (!b || !s->method || !s->path ||
+	    evbuffer_add_printf(b, "%s %s HTTP/1.1\r\n", s->method, s->path) <
+		0 ||
+	    (host && evbuffer_add_printf(b, "Host: %s\r\n", host) < 0) ||
+	    (evbuffer_get_length(s->cookie) &&
+	     (evbuffer_add(b, "Cookie: ", 8) ||
+	      evbuffer_add_buffer(b, s->cookie) ||
+	      evbuffer_add(b, "\r\n", 2))) ||
+	    evbuffer_add_buffer(b, s->hdr) ||
+	    (s->chunked &&
+	     evbuffer_add(b, "Transfer-Encoding: chunked\r\n", 28)) ||
+	    evbuffer_add(b, "\r\n", 2)) {
+		if (b)
+			evbuffer_free(b);
+		req_end(r,
+			s->method && s->path ? OUTCOME_INTERNAL_ERROR
+					     : OUTCOME_BAD_REQUEST,
+			NULL);
+		return;
+	}
+	len = evbuffer_get_length(b);
+	r->head = malloc(len);
+	if (!r->head) {
+		evbuffer_free(b);
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	evbuffer_remove(b, r->head, len);
+	evbuffer_free(b);
+	r->head_len = len;
+	r->bytes_in = len;
+	rc = h1_parse_request(r->head, len, h1, &r->h);
+	if (rc != (int)len) {
+		log_debug_ctx(REQ_LOG_CTX(r), "bad HTTP/2 request: %s",
+			      rc < 0 ? h1_err_name(r->h.h.err) : "incomplete");
+		free(r->head);
+		r->head = NULL; /* no head: not recorded as one */
+		req_end(r,
+			rc < 0 ? outcome_of_parse(r->h.h.status)
+			       : OUTCOME_BAD_REQUEST,
+			NULL);
+		return;
+	}
+	if (s->in_eos && s->chunked)
+		evbuffer_add(s->in, "0\r\n\r\n", 5);
+	req_head(r);
+}
+
+/* nghttp2 closed s while its request is under way: a reset of edge's
+ * ends it with its reason, one of nghttp2's (a message HTTP/2 forbids,
+ * a stream over the limit) as bad_request or overloaded, the client's
+ * as the client leaving. */
+static void h2_closed_stream(struct h2s *s)
+{
+	struct req *r = &s->r;
+
+	if (s->reset && s->why_o != OUTCOME_OK) {
+		req_end(r, s->why_o, NULL);
+		return;
+	}
+	if (s->rst_sent && s->rst_code == NGHTTP2_REFUSED_STREAM) {
+		req_end(r, OUTCOME_OVERLOADED, NULL);
+		return;
+	}
+	if (s->rst_sent && s->rst_code != NGHTTP2_NO_ERROR &&
+	    s->rst_code != NGHTTP2_CANCEL) {
+		req_end(r, OUTCOME_BAD_REQUEST, NULL);
+		return;
+	}
+	req_client_gone(r, false);
+	if (r->active) /* a half-close it waits out: not in HTTP/2 */
+		req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
+}
+
+/* Hand each stream's news to its request, outside nghttp2. */
+static void h2_work(struct h2c *hc)
+{
+	struct h2s *s;
+	unsigned ev;
+
+	hc->depth++;
+	while ((s = TAILQ_FIRST(&hc->work))) {
+		TAILQ_REMOVE(&hc->work, s, wlink);
+		s->in_work = false;
+		ev = s->ev;
+		s->ev = 0;
+		if ((ev & H2_EV_HEAD) && s->r.active && !s->reset)
+			h2_head(s);
+		if ((ev & H2_EV_DATA) && s->r.active && !(ev & H2_EV_HEAD))
+			req_client_readable(&s->r);
+		if ((ev & H2_EV_DRAINED) && s->r.active)
+			req_client_drained(&s->r);
+		if ((ev & H2_EV_CLOSED) && s->r.active)
+			h2_closed_stream(s);
+	}
+	hc->depth--;
+}
+
+/* ---- the connection -------------------------------------------------------
+ */
+
+/* The session is over (GOAWAY exchanged, or a connection error): the
+ * requests still under way end as the client leaving, what is queued is
+ * flushed, then the connection closes. */
+static void h2_finish(struct h2c *hc)
+{
+	struct h2s *s;
+
+	if (hc->finishing || hc->dead)
+		return;
+	hc->finishing = true;
+	hc->depth++;
+	for (s = TAILQ_FIRST(&hc->streams); s; s = TAILQ_NEXT(s, link)) {
+		if (s->r.active)
+			req_end(&s->r, OUTCOME_CLIENT_CLOSED, NULL);
+	}
+	hc->depth--;
+	hc->dead = true;
+	conn_next(hc->c, true);
+}
+
+/* Write what nghttp2 has to send into the connection's output, as far
+ * as it takes (CONN_HIGH_WATER), then let the requests hear of it. */
+static void h2_flush(struct h2c *hc)
+{
+	struct conn *c = hc->c;
+	struct evbuffer *out;
+	const uint8_t *data;
+	ssize_t n;
+
+	if (hc->dead || !c->io || hc->depth > 0)
+		return;
+	out = sockio_output(c->io);
+	for (int round = 0; round < 4; round++) {
+		hc->depth++;
+		while (evbuffer_get_length(out) < CONN_HIGH_WATER) {
+			n = nghttp2_session_mem_send(hc->s, &data);
+			if (n < 0) {
+				hc->depth--;
+				log_debug("http2: %s: closed",
+					  nghttp2_strerror((int)n));
+				conn_close(c);
+				return;
+			}
+			if (n == 0)
+				break;
+			evbuffer_add(out, data, (size_t)n);
+		}
+		hc->depth--;
+		if (TAILQ_EMPTY(&hc->work))
+			break;
+		h2_work(hc);
+		if (hc->dead)
+			return;
+	}
+	if (!TAILQ_EMPTY(&hc->work))
+		h2_flush_soon(hc); /* the rest at the next turn */
+	h2_sweep(hc);
+	if (!nghttp2_session_want_read(hc->s) &&
+	    !nghttp2_session_want_write(hc->s))
+		h2_finish(hc);
+}
+
+static void h2_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	h2_flush(arg);
+}
+
+static void h2_flush_soon(struct h2c *hc)
+{
+	if (!hc->dead && hc->flush)
+		event_active(hc->flush, EV_TIMEOUT, 0);
+}
+
+/* nghttp2 refused the connection's input (err): counted by reason, a
+ * GOAWAY (nghttp2's, or one here: ENHANCE_YOUR_CALM for a flood,
+ * PROTOCOL_ERROR else) flushed, and the connection ends. */
+static void h2_fatal(struct h2c *hc, int err)
+{
+	struct conn *c = hc->c;
+	enum http2_why w;
+	uint32_t code = NGHTTP2_PROTOCOL_ERROR;
+
+	switch (err) {
+	case NGHTTP2_ERR_FLOODED:
+		w = HTTP2_WHY_FLOOD;
+		code = NGHTTP2_ENHANCE_YOUR_CALM;
+		break;
+	case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+		w = HTTP2_WHY_CONTINUATION;
+		code = NGHTTP2_ENHANCE_YOUR_CALM;
+		break;
+	case NGHTTP2_ERR_TOO_MANY_SETTINGS:
+		w = HTTP2_WHY_SETTINGS;
+		code = NGHTTP2_ENHANCE_YOUR_CALM;
+		break;
+	case NGHTTP2_ERR_BAD_CLIENT_MAGIC:
+		w = HTTP2_WHY_PREFACE;
+		break;
+	default:
+		w = HTTP2_WHY_PROTOCOL;
+		break;
+	}
+	h2_why(w);
+	log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
+		      "http2: %s: the connection ends", nghttp2_strerror(err));
+	evbuffer_drain(sockio_input(c->io),
+		       evbuffer_get_length(sockio_input(c->io)));
+	if (!hc->goaway) {
+		hc->goaway = true;
+		nghttp2_session_terminate_session(hc->s, code);
+	}
+	/* what nghttp2 queued (its GOAWAY) goes first: a session that
+	 * refuses to send now is closed at once */
+	hc->depth++;
+	for (;;) {
+		const uint8_t *data;
+		ssize_t n = nghttp2_session_mem_send(hc->s, &data);
+
+		if (n <= 0)
+			break;
+		evbuffer_add(sockio_output(c->io), data, (size_t)n);
+		if (evbuffer_get_length(sockio_output(c->io)) > CONN_HIGH_WATER)
+			break;
+	}
+	hc->depth--;
+	h2_finish(hc);
+}
+
+/* The connection's input: fed to nghttp2 whole. */
+static void h2_readable(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+	struct evbuffer *in = sockio_input(c->io);
+	struct evbuffer_iovec v[8];
+	ssize_t n;
+	int k, i;
+
+	while (!hc->dead && evbuffer_get_length(in) > 0) {
+		k = evbuffer_peek(in, -1, NULL, v, 8);
+		if (k > 8)
+			k = 8;
+		for (i = 0; i < k; i++) {
+			hc->depth++;
+			n = nghttp2_session_mem_recv(hc->s, v[i].iov_base,
+						     v[i].iov_len);
+			hc->depth--;
+			if (n < 0) {
+				h2_fatal(hc, (int)n);
+				return;
+			}
+		}
+		for (i = 0; i < k; i++)
+			evbuffer_drain(in, v[i].iov_len);
+	}
+	h2_work(hc);
+	h2_flush(hc);
+}
+
+static void h2_drained(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+
+	hc->last_progress = clk_now_ns();
+	h2_flush(hc);
+}
+
+static void h2_gone(struct conn *c, bool eof)
+{
+	(void)eof;
+	conn_close(c);
+}
+
+/* Whether a stream waits for the client's window with a response ready. */
+static bool h2_window_stalled(struct h2c *hc)
+{
+	struct h2s *s;
+
+	for (s = TAILQ_FIRST(&hc->streams); s; s = TAILQ_NEXT(s, link)) {
+		if (!s->resp_sent || s->closed || s->reset ||
+		    evbuffer_get_length(s->out) == 0)
+			continue;
+		if (nghttp2_session_get_stream_remote_window_size(hc->s,
+								  s->id) <= 0 ||
+		    nghttp2_session_get_remote_window_size(hc->s) <= 0)
+			return true;
+	}
+	return false;
+}
+
+/* The progress timer (c->timer, timeouts.idle_keepalive): an idle
+ * connection gets GOAWAY; one whose responses wait for the client's
+ * window is closed; one whose streams wait for upstreams goes on. */
+static void h2_timeout(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+	uint64_t ms = c->w->set.timeouts.idle_keepalive_ms;
+	uint64_t waited = (clk_now_ns() - hc->last_progress) / 1000000;
+
+	if (waited < ms) {
+		conn_timer(c, ms - waited);
+		return;
+	}
+	if (hc->nactive == 0) {
+		h2_why(HTTP2_WHY_IDLE);
+		hc->goaway = true;
+		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
+		h2_flush(hc);
+		return;
+	}
+	if (h2_window_stalled(hc)) {
+		h2_why(HTTP2_WHY_WINDOW_STALLED);
+		log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
+			      "http2: no window from the client for %llu ms: "
+			      "closed",
+			      (unsigned long long)waited);
+		conn_close(c);
+		return;
+	}
+	conn_timer(c, ms);
+}
+
+static void h2_btimeout(struct conn *c)
+{
+	(void)c;
+}
+
+/* Draining: GOAWAY with the last stream taken; the open ones finish. */
+static void h2_drain(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+
+	if (hc->goaway || hc->dead)
+		return;
+	hc->goaway = true;
+	h2_why(HTTP2_WHY_DRAIN);
+	if (hc->nactive == 0)
+		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
+	else
+		nghttp2_submit_goaway(
+		    hc->s, NGHTTP2_FLAG_NONE,
+		    nghttp2_session_get_last_proc_stream_id(hc->s),
+		    NGHTTP2_NO_ERROR, NULL, 0);
+	h2_flush(hc);
+}
+
+static bool h2_active(const struct conn *c)
+{
+	(void)c;
+	return true; /* never parked, never closed as idle by a drain */
+}
+
+/* The connection closes: every request under way ends as client_closed. */
+static void h2_close(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+	struct h2s *s, *next;
+
+	if (hc->dead)
+		return;
+	hc->depth++;
+	for (s = TAILQ_FIRST(&hc->streams); s; s = next) {
+		next = TAILQ_NEXT(s, link);
+		if (s->r.active)
+			req_end(&s->r, OUTCOME_CLIENT_CLOSED, NULL);
+	}
+	hc->depth--;
+	hc->dead = true;
+}
+
+static void h2_closed_hook(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+	struct h2s *s;
+
+	hc->dead = true;
+	for (s = TAILQ_FIRST(&hc->streams); s; s = TAILQ_NEXT(s, link))
+		proxy_release(&s->r, false);
+}
+
+static void h2_free(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+	struct h2s *s;
+
+	if (!hc)
+		return;
+	hc->dead = true;
+	while ((s = TAILQ_FIRST(&hc->streams))) {
+		if (s->in_work) {
+			TAILQ_REMOVE(&hc->work, s, wlink);
+			s->in_work = false;
+		}
+		h2s_free(s);
+	}
+	if (hc->flush)
+		event_free(hc->flush);
+	nghttp2_session_del(hc->s);
+	metrics_gauge_add(h2_m_open, -1);
+	free(hc);
+	*(struct h2c **)conn_proto(c) = NULL;
+}
+
+static void h2_refuse(struct conn *c, enum outcome o)
+{
+	(void)c;
+	(void)o;
+}
+
+static void h2_input(struct conn *c)
+{
+	h2_readable(c);
+}
+
+const struct conn_ops http2_ops = {
+    .size = sizeof(struct h2c *),
+    .input = h2_input,
+    .active = h2_active,
+    .refuse = h2_refuse,
+    .readable = h2_readable,
+    .drained = h2_drained,
+    .gone = h2_gone,
+    .timeout = h2_timeout,
+    .btimeout = h2_btimeout,
+    .drain = h2_drain,
+    .close = h2_close,
+    .closed = h2_closed_hook,
+    .free = h2_free,
+};
+
+/* nghttp2's session for hc, with w's settings. 0 or -1. */
+static int h2_session(struct h2c *hc)
+{
+	const struct config_http2 *set = &hc->c->w->set.http2;
+	nghttp2_session_callbacks *cb;
+	nghttp2_option *opt;
+	nghttp2_settings_entry iv[4];
+	uint32_t win = set->initial_window_size, cwin;
+	int rc;
+
+	if (nghttp2_session_callbacks_new(&cb))
+		return -1;
+	if (nghttp2_option_new(&opt)) {
+		nghttp2_session_callbacks_del(cb);
+		return -1;
+	}
+	nghttp2_session_callbacks_set_on_begin_headers_callback(
+	    cb, h2_on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cb, h2_on_header);
+	nghttp2_session_callbacks_set_on_invalid_header_callback(
+	    cb, h2_on_invalid_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+	    cb, h2_on_data_chunk);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb,
+							     h2_on_frame_recv);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb,
+							     h2_on_frame_send);
+	nghttp2_session_callbacks_set_on_stream_close_callback(
+	    cb, h2_on_stream_close);
+	/* the window is given back as the proxy takes the body */
+	nghttp2_option_set_no_auto_window_update(opt, 1);
+	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+	rc = nghttp2_session_server_new2(&hc->s, cb, hc, opt);
+	nghttp2_option_del(opt);
+	nghttp2_session_callbacks_del(cb);
+	if (rc)
+		return -1;
+	iv[0] =
+	    (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+				     set->max_concurrent_streams};
+	iv[1] =
+	    (nghttp2_settings_entry){NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, win};
+	iv[2] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+					 set->max_header_list_size};
+	iv[3] = (nghttp2_settings_entry){NGHTTP2_SETTINGS_ENABLE_PUSH, 0};
+	if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, iv, 4))
+		return -1;
+	cwin = win > H2_CONN_WINDOW_MAX / H2_CONN_WINDOWS
+		   ? H2_CONN_WINDOW_MAX
+		   : win * H2_CONN_WINDOWS;
+	if (cwin > NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE &&
+	    nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, 0,
+						  (int32_t)cwin))
+		return -1;
+	return 0;
+}
+
+void http2_start(struct conn *c)
+{
+	struct h2c *hc = calloc(1, sizeof(*hc));
+
+	if (!hc) {
+		conn_close(c);
+		return;
+	}
+	hc->c = c;
+	TAILQ_INIT(&hc->streams);
+	TAILQ_INIT(&hc->work);
+	hc->last_progress = clk_now_ns();
+	hc->flush = event_new(c->w->base, -1, 0, h2_flush_cb, hc);
+	if (!hc->flush || h2_session(hc)) {
+		if (hc->flush)
+			event_free(hc->flush);
+		if (hc->s)
+			nghttp2_session_del(hc->s);
+		free(hc);
+		conn_close(c);
+		return;
+	}
+	metrics_counter_add(h2_m_conns, 1);
+	metrics_gauge_add(h2_m_open, 1);
+	/* the request slot the connection was made with is not used */
+	c->ops = &http2_ops;
+	*(struct h2c **)conn_proto(c) = hc;
+	c->state = CONN_BUSY;
+	c->timer_mode = CONN_T_NONE;
+	c->kick = false;
+	sockio_set_watermarks(c->io, 0, CONN_LOW_WATER);
+	sockio_enable(c->io, EV_READ | EV_WRITE);
+	conn_timer(c, c->w->set.timeouts.idle_keepalive_ms);
+	h2_readable(c);
+}
