@@ -432,6 +432,8 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		/* an address whose bind failed is tried again */
 		tcproute_listen(d->tcp, false, &lerr);
 		edged_settings(d, cfg);
+		/* ALPN for the handshakes that start from now on */
+		tls_set_h2(cfg->http2.enabled);
 		if (tls) {
 			size_t nn, nc;
 
@@ -687,8 +689,8 @@ static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
 }
 
 /* TLS at start, as edged's user (so that a reload, which reads the files
- * as that user too, sees what the start saw): the store, the files'
- * watch, the ticket keys' rotation. */
+ * as that user too, sees what the start saw): ALPN's h2, the store, the
+ * files' watch, the ticket keys' rotation. */
 static int edged_tls_start(struct edged *d)
 {
 	struct timeval w = {TLS_WATCH_MS / 1000, TLS_WATCH_MS % 1000 * 1000};
@@ -696,6 +698,7 @@ static int edged_tls_start(struct edged *d)
 	struct errbuf err;
 	size_t nn, nc;
 
+	tls_set_h2(d->cfg->http2.enabled);
 	if (!d->cfg->tls.n_listen)
 		return 0;
 	if (d->pg && tls_db_new(&d->tls_db))

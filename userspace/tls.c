@@ -40,8 +40,12 @@
 	"TLS_CHACHA20_POLY1305_SHA256"
 #define TLS_GROUPS "X25519:prime256v1:secp384r1"
 /* The protocols ALPN may select, in the server's order of preference
- * (wire format): the seam for h2 is one more entry here. */
+ * (wire format): h2 first while HTTP/2 is on (tls_set_h2), else
+ * http/1.1 alone. */
+static const unsigned char tls_alpn_protos_h2[] = "\x02h2\x08http/1.1";
 static const unsigned char tls_alpn_protos[] = "\x08http/1.1";
+/* http2.enabled, for handshakes that start after it is set */
+static atomic_bool tls_h2;
 /* Sessions resumed by ticket stay valid this many rotations. */
 #define TLS_TICKET_LIFETIME_ROTATIONS 2
 #define TLS_SID_CTX "edge"
@@ -974,16 +978,24 @@ static int tls_alpn_cb(SSL *ssl, const unsigned char **out,
 		       unsigned char *outlen, const unsigned char *in,
 		       unsigned int inlen, void *arg)
 {
+	bool h2 = atomic_load_explicit(&tls_h2, memory_order_relaxed);
 	unsigned char *o;
 
 	(void)ssl;
 	(void)arg;
-	if (SSL_select_next_proto(&o, outlen, tls_alpn_protos,
-				  sizeof(tls_alpn_protos) - 1, in,
-				  inlen) != OPENSSL_NPN_NEGOTIATED)
+	if (SSL_select_next_proto(&o, outlen,
+				  h2 ? tls_alpn_protos_h2 : tls_alpn_protos,
+				  h2 ? sizeof(tls_alpn_protos_h2) - 1
+				     : sizeof(tls_alpn_protos) - 1,
+				  in, inlen) != OPENSSL_NPN_NEGOTIATED)
 		return SSL_TLSEXT_ERR_NOACK; /* HTTP/1.1 without ALPN */
 	*out = o;
 	return SSL_TLSEXT_ERR_OK;
+}
+
+void tls_set_h2(bool on)
+{
+	atomic_store_explicit(&tls_h2, on, memory_order_relaxed);
 }
 
 /* The client asked for a stapled OCSP response: the one of the

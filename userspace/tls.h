@@ -17,9 +17,9 @@
  * with, established connections keep their SSL (and its context).
  *
  * TLS 1.2 and 1.3 only, Mozilla's "intermediate" cipher suites, ALPN
- * http/1.1, session tickets (no server-side cache) under keys shared by
- * the whole process and rotated by tls_tickets_rotate, OCSP stapling
- * from a response file.
+ * h2 (while tls_set_h2 says so) then http/1.1, session tickets (no server-side
+ * cache) under keys shared by the whole process and rotated by
+ * tls_tickets_rotate, OCSP stapling from a response file.
  */
 #ifndef EDGE_TLS_H
 #define EDGE_TLS_H
@@ -211,6 +211,11 @@ json_t *tls_counts_json(void);
 /* A reload of the store was applied (ok) or refused (counted). */
 void tls_count_reload(bool ok);
 
+/* Whether ALPN offers h2 (before http/1.1) to the handshakes that start
+ * from now on (http2.enabled, at start and at each reload); off until
+ * set. Any thread. */
+void tls_set_h2(bool on);
+
 /* ---- the transport and the handshake ----------------------------------- */
 
 /*
@@ -221,6 +226,10 @@ void tls_count_reload(bool ok);
  */
 bool tls_transport_info(const struct transport *t, const char **version,
 			const char **cipher, bool *resumed);
+
+/* Whether t is a TLS transport whose handshake selected "h2" by ALPN
+ * (false for any other transport, another protocol or none). */
+bool tls_transport_h2(const struct transport *t);
 
 /* Called once when a handshake ends (its tls_hs freed by then): rc 0
  * with *t the TLS transport (the caller's from now on), or rc < 0 (the

@@ -506,6 +506,19 @@ bool tls_transport_info(const struct transport *t, const char **version,
 	return true;
 }
 
+bool tls_transport_h2(const struct transport *t)
+{
+	const struct tls_conn *tc;
+	const unsigned char *p;
+	unsigned int n;
+
+	if (t->ops != &transport_tls_ops)
+		return false;
+	tc = t->ctx;
+	SSL_get0_alpn_selected(tc->ssl, &p, &n);
+	return n == 2 && memcmp(p, "h2", 2) == 0;
+}
+
 /* ---- the handshake --------------------------------------------------------
  */
 

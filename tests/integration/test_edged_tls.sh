@@ -10,7 +10,8 @@
 #     refused at start by edged running as nobody
 #   - SNI among three certificates, the wildcard, the default for an
 #     unknown name and for no SNI; ECDSA or RSA for one name as the client
-#     offers; TLS 1.1 refused, 1.2 and 1.3 served, ALPN http/1.1;
+#     offers; TLS 1.1 refused, 1.2 and 1.3 served; ALPN h2 before
+#     http/1.1, http/1.1 alone after a reload with http2.enabled false;
 #     resumption by ticket (s_client -sess_out / -sess_in); OCSP stapling
 #     of a response made with openssl ocsp
 #   - curl over HTTPS to a plain backend: X-Forwarded-Proto https (http
@@ -196,6 +197,7 @@ write_conf() {
 		edged_conf_head "$P_ADMIN" "$SOCK"
 		cat <<CONF
 analytics = { file = "$T_TMP/events.jsonl"; };
+${HTTP2:-}
 timeouts = { tls_handshake = "1s"; drain = "2s"; };
 limits = { max_connections = 6; };
 splice = "sockmap";
@@ -624,12 +626,30 @@ run_suite() {
 		t_fail "$v: no OCSP for a" "$(grep -i ocsp "$T_TMP/sc.out" | head -2)"
 	fi
 
-	# versions and ALPN
+	# versions and ALPN (http2.enabled by default: h2 first)
 	sclient -servername a.tls.test -tls1_3 -alpn h2,http/1.1
-	if grep -q "^New, TLSv1.3" "$T_TMP/sc.out" && grep -q "ALPN protocol: http/1.1" "$T_TMP/sc.out"; then
-		t_ok "$v: TLS 1.3 served, ALPN selects http/1.1"
+	if grep -q "^New, TLSv1.3" "$T_TMP/sc.out" && grep -q "ALPN protocol: h2$" "$T_TMP/sc.out"; then
+		t_ok "$v: TLS 1.3 served, ALPN selects h2 from h2,http/1.1"
 	else
-		t_fail "$v: TLS 1.3 and ALPN" "$(grep -E 'Protocol|ALPN|error' "$T_TMP/sc.out" | head -3)"
+		t_fail "$v: TLS 1.3 and ALPN h2" "$(grep -E 'Protocol|ALPN|error' "$T_TMP/sc.out" | head -3)"
+	fi
+	sclient -servername a.tls.test -tls1_2 -alpn http/1.1,h2
+	if grep -q "ALPN protocol: h2$" "$T_TMP/sc.out"; then
+		t_ok "$v: ALPN: h2 preferred over http/1.1 whatever the client's order (TLS 1.2)"
+	else
+		t_fail "$v: ALPN server preference" "$(grep -E 'Protocol|ALPN|error' "$T_TMP/sc.out" | head -3)"
+	fi
+	sclient -servername a.tls.test -alpn http/1.1
+	if grep -q "ALPN protocol: http/1.1$" "$T_TMP/sc.out"; then
+		t_ok "$v: ALPN selects http/1.1 for a client that offers only it"
+	else
+		t_fail "$v: ALPN http/1.1 alone" "$(grep -E 'Protocol|ALPN|error' "$T_TMP/sc.out" | head -3)"
+	fi
+	sclient -servername a.tls.test
+	if grep -q "^New, TLSv1.3" "$T_TMP/sc.out" && grep -q "No ALPN negotiated" "$T_TMP/sc.out"; then
+		t_ok "$v: no ALPN offered: none selected, the handshake served"
+	else
+		t_fail "$v: no ALPN" "$(grep -E '^New|ALPN|error' "$T_TMP/sc.out" | head -3)"
 	fi
 	sclient -servername a.tls.test -tls1_2
 	if grep -q "^New, TLSv1.2, Cipher is ECDHE-RSA-AES" "$T_TMP/sc.out"; then
@@ -826,6 +846,30 @@ print(b.decode("latin-1"))' "$P_EDGE" | tr -d '\r' | grep -i '^Location:')
 	write_conf "$conf"
 	kill -HUP "$EPID"
 	edged_wait_log "reloaded $conf" || t_fail "$v: reload back to the good certificates"
+
+	# http2.enabled follows a reload: off, ALPN has http/1.1 alone for
+	# the next handshakes; on again, h2 first
+	HTTP2='http2 = { enabled = false; };' write_conf "$conf"
+	out=$(timeout 10 "$EDGECTL" --socket "$SOCK" reload 2>&1) || t_fail "$v: reload with http2 off" "$out"
+	sclient -servername a.tls.test -alpn h2,http/1.1
+	if grep -q "ALPN protocol: http/1.1$" "$T_TMP/sc.out"; then
+		sclient -servername a.tls.test -alpn h2
+		if grep -q "No ALPN negotiated" "$T_TMP/sc.out"; then
+			t_ok "$v: reload with http2.enabled false: ALPN selects http/1.1 from h2,http/1.1, nothing from h2 alone"
+		else
+			t_fail "$v: http2 off, h2 alone" "$(grep -E 'ALPN|error' "$T_TMP/sc.out" | head -2)"
+		fi
+	else
+		t_fail "$v: http2 off by reload" "$(grep -E 'ALPN|error' "$T_TMP/sc.out" | head -2)"
+	fi
+	write_conf "$conf"
+	out=$(timeout 10 "$EDGECTL" --socket "$SOCK" reload 2>&1) || t_fail "$v: reload with http2 on" "$out"
+	sclient -servername a.tls.test -alpn h2,http/1.1
+	if grep -q "ALPN protocol: h2$" "$T_TMP/sc.out"; then
+		t_ok "$v: reload with http2 on again: ALPN selects h2"
+	else
+		t_fail "$v: http2 on by reload" "$(grep -E 'ALPN|error' "$T_TMP/sc.out" | head -2)"
+	fi
 
 	# a certificate file replaced while a keep-alive connection is open
 	keepalive_client a.tls.test get "wait:$T_TMP/ka.go" get >"$T_TMP/ka.out" 2>&1 &

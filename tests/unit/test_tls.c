@@ -2,9 +2,10 @@
 /* test_tls.c - tls.h's pure parts (the names a certificate may serve,
  * the wildcard that covers a name) and, over a socketpair with an
  * OpenSSL client in a thread, a store built from certificates made here,
- * the server handshake and the transport: records read together up to
- * the buffer, the peer's close_notify kept for the next read, writes of
- * many small iovecs, close_notify on shutdown. */
+ * the server handshake and the transport: ALPN with h2 on and off,
+ * records read together up to the buffer, the peer's close_notify kept
+ * for the next read, writes of many small iovecs, close_notify on
+ * shutdown. */
 #include <check.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -262,6 +263,101 @@ START_TEST(test_transport)
 	close(sp[1]);
 	tls_store_put(st);
 	event_base_free(sv.base);
+}
+END_TEST
+
+/* ---- ALPN: h2 while HTTP/2 is on ------------------------------------- */
+
+struct aclient {
+	int fd;
+	const char *alpn; /* the client's list, wire format; NULL: none */
+	char got[16];	  /* what the server selected, "" for none */
+	int rc;
+};
+
+/* The client: offer cl->alpn, keep what was selected. */
+static void *aclient_main(void *arg)
+{
+	struct aclient *cl = arg;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl = SSL_new(ctx);
+	const unsigned char *p = NULL;
+	unsigned int n = 0;
+
+	SSL_set_fd(ssl, cl->fd);
+	SSL_set_tlsext_host_name(ssl, "unit.test");
+	cl->rc = -1;
+	if (cl->alpn &&
+	    SSL_set_alpn_protos(ssl, (const unsigned char *)cl->alpn,
+				(unsigned)strlen(cl->alpn)) != 0)
+		goto out;
+	if (SSL_connect(ssl) != 1)
+		goto out;
+	SSL_get0_alpn_selected(ssl, &p, &n);
+	if (n < sizeof(cl->got)) {
+		if (n)
+			memcpy(cl->got, p, n);
+		cl->got[n] = '\0';
+		cl->rc = 0;
+	}
+out:
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+static const struct alpn_case {
+	bool h2;	   /* tls_set_h2 */
+	const char *offer; /* the client's ALPN list; NULL: none */
+	const char *want;  /* the protocol selected, "" for none */
+} alpn_cases[] = {
+    {true, "\x02h2\x08http/1.1", "h2"},
+    {true, "\x08http/1.1\x02h2", "h2"}, /* the server's preference */
+    {true, "\x02h2", "h2"},
+    {true, "\x08http/1.1", "http/1.1"},
+    {true, "\x06spdy/3", ""},
+    {true, NULL, ""},
+    {false, "\x02h2\x08http/1.1", "http/1.1"},
+    {false, "\x02h2", ""},
+    {false, "\x08http/1.1", "http/1.1"},
+    {false, NULL, ""},
+};
+
+/* The protocol ALPN selects as tls_set_h2 says, and tls_transport_h2 on
+ * the transport the handshake leaves (false on a plain one). */
+START_TEST(test_alpn)
+{
+	const struct alpn_case *t = &alpn_cases[_i];
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	struct server sv = {.rc = 1};
+	struct aclient cl = {.alpn = t->offer};
+	struct transport plain;
+	struct tls_store *st;
+	struct errbuf err;
+	pthread_t th;
+	int sp[2];
+
+	tls_set_h2(t->h2);
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	cl.fd = sp[1];
+	serve(st, sp[0], aclient_main, &cl, &sv, &th);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(cl.rc, 0);
+	ck_assert_str_eq(cl.got, t->want);
+	ck_assert(tls_transport_h2(&sv.t) == (strcmp(t->want, "h2") == 0));
+	transport_close(&sv.t);
+	close(sp[1]);
+	tls_store_put(st);
+	event_base_free(sv.base);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	transport_tcp(&plain, sp[0]);
+	ck_assert(!tls_transport_h2(&plain));
+	transport_close(&plain);
+	close(sp[1]);
+	tls_set_h2(false);
 }
 END_TEST
 
@@ -700,6 +796,8 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, test_wildcard);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_transport);
+	tcase_add_loop_test(tc, test_alpn, 0,
+			    sizeof(alpn_cases) / sizeof(alpn_cases[0]));
 	tcase_add_test(tc, test_ticket_held);
 	tcase_add_test(tc, test_tickets);
 	tcase_add_test(tc, test_db_update);
