@@ -295,7 +295,8 @@ static void *aclient_main(void *arg)
 		goto out;
 	SSL_get0_alpn_selected(ssl, &p, &n);
 	if (n < sizeof(cl->got)) {
-		memcpy(cl->got, p, n);
+		if (n)
+			memcpy(cl->got, p, n);
 		cl->got[n] = '\0';
 		cl->rc = 0;
 	}
