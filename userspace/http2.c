@@ -21,7 +21,6 @@
 #include "clk.h"
 #include "hdr.h"
 #include "http2.h"
-#include "metrics.h"
 #include "proxy.h"
 #include "req.h"
 #include "sockio.h"
@@ -103,153 +102,6 @@ static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		     void *arg);
 static void h2_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		      void *arg);
-
-/* ---- counters -------------------------------------------------------------
- */
-
-static const char *const h2_code_names[HTTP2_CODES] = {
-    "no_error",
-    "protocol_error",
-    "internal_error",
-    "flow_control_error",
-    "settings_timeout",
-    "stream_closed",
-    "frame_size_error",
-    "refused_stream",
-    "cancel",
-    "compression_error",
-    "connect_error",
-    "enhance_your_calm",
-    "inadequate_security",
-    "http_1_1_required",
-};
-
-static const char *const h2_why_names[HTTP2_WHY_MAX] = {
-    "invalid_header", "header_list_too_large", "host_mismatch",
-    "idle",	      "window_stalled",	       "drain",
-    "flood",	      "continuation_flood",    "settings_flood",
-    "bad_preface",    "protocol_error",
-};
-
-/* [0] sent, [1] received */
-static struct metrics_counter *h2_m_rst[2][HTTP2_CODES];
-static struct metrics_counter *h2_m_goaway[2][HTTP2_CODES];
-static struct metrics_counter *h2_m_why[HTTP2_WHY_MAX];
-static struct metrics_counter *h2_m_conns, *h2_m_streams;
-static struct metrics_gauge *h2_m_open;
-
-const char *http2_code_name(unsigned i)
-{
-	return i < HTTP2_CODES ? h2_code_names[i] : "unknown";
-}
-
-const char *http2_why_name(unsigned w)
-{
-	return w < HTTP2_WHY_MAX ? h2_why_names[w] : "unknown";
-}
-
-int http2_metrics(struct metrics *m)
-{
-	static const char *const dir[2] = {"sent", "received"};
-	unsigned d, i;
-
-	h2_m_conns = metrics_counter_new(
-	    m, "edge_http2_connections_total",
-	    "client connections that spoke HTTP/2 (ALPN h2, or the "
-	    "preface in cleartext)",
-	    NULL);
-	h2_m_open =
-	    metrics_gauge_new(m, "edge_http2_connections",
-			      "HTTP/2 client connections open now", NULL);
-	h2_m_streams = metrics_counter_new(
-	    m, "edge_http2_streams_total",
-	    "HTTP/2 streams a client opened (each a request)", NULL);
-	if (!h2_m_conns || !h2_m_open || !h2_m_streams)
-		return -ENOMEM;
-	for (d = 0; d < 2; d++)
-		for (i = 0; i < HTTP2_CODES; i++) {
-			const char *lab[] = {"direction", dir[d], "reason",
-					     h2_code_names[i], NULL};
-
-			h2_m_rst[d][i] = metrics_counter_new(
-			    m, "edge_http2_resets_total",
-			    "RST_STREAM frames, by direction and error code "
-			    "(sent protocol_error: a request HTTP/2 "
-			    "forbids; refused_stream: over "
-			    "http2.max_concurrent_streams)",
-			    lab);
-			h2_m_goaway[d][i] = metrics_counter_new(
-			    m, "edge_http2_goaways_total",
-			    "GOAWAY frames, by direction and error code "
-			    "(sent enhance_your_calm: a flood or rapid "
-			    "reset)",
-			    lab);
-			if (!h2_m_rst[d][i] || !h2_m_goaway[d][i])
-				return -ENOMEM;
-		}
-	for (i = 0; i < HTTP2_WHY_MAX; i++) {
-		const char *lab[] = {"reason", h2_why_names[i], NULL};
-
-		h2_m_why[i] = metrics_counter_new(
-		    m, "edge_http2_refusals_total",
-		    "streams reset and connections ended by edge's own "
-		    "checks: invalid_header, header_list_too_large "
-		    "(http2.max_header_list_size), host_mismatch, idle "
-		    "(GOAWAY), window_stalled (closed), drain (GOAWAY); and "
-		    "connections nghttp2 ended: flood (PING or SETTINGS "
-		    "acks, or stream resets, piling up), "
-		    "continuation_flood, settings_flood, bad_preface, "
-		    "protocol_error",
-		    lab);
-		if (!h2_m_why[i])
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Counters by code, summed over the codes, as {"code": n, ...} of those
- * not 0. */
-static json_t *h2_codes_json(struct metrics_counter *const *v)
-{
-	json_t *o = json_object();
-	unsigned i;
-	uint64_t n;
-
-	for (i = 0; o && i < HTTP2_CODES; i++)
-		if ((n = metrics_counter_get(v[i])) != 0)
-			json_object_set_new(o, h2_code_names[i],
-					    json_integer((json_int_t)n));
-	return o;
-}
-
-json_t *http2_counts_json(void)
-{
-	json_t *why = json_object();
-	unsigned i;
-
-	for (i = 0; why && i < HTTP2_WHY_MAX; i++)
-		json_object_set_new(
-		    why, h2_why_names[i],
-		    json_integer((json_int_t)metrics_counter_get(h2_m_why[i])));
-	return json_pack(
-	    "{s:I, s:I, s:I, s:{s:o*, s:o*}, s:{s:o*, s:o*}, s:o*}",
-	    "connections", (json_int_t)metrics_counter_get(h2_m_conns), "open",
-	    (json_int_t)metrics_gauge_get(h2_m_open), "streams",
-	    (json_int_t)metrics_counter_get(h2_m_streams), "resets", "sent",
-	    h2_codes_json(h2_m_rst[0]), "received", h2_codes_json(h2_m_rst[1]),
-	    "goaways", "sent", h2_codes_json(h2_m_goaway[0]), "received",
-	    h2_codes_json(h2_m_goaway[1]), "refusals", why);
-}
-
-static void h2_count(struct metrics_counter *const *v, uint32_t code)
-{
-	metrics_counter_add(v[code < HTTP2_CODES ? code : 1], 1);
-}
-
-static void h2_why(enum http2_why w)
-{
-	metrics_counter_add(h2_m_why[w], 1);
-}
 
 int http2_preface(const char *p, size_t n)
 {
@@ -442,7 +294,7 @@ static struct h2s *h2s_new(struct h2c *hc, int32_t id)
 	s->r.http_version = "HTTP/2";
 	req_begin(&s->r);
 	hc->nactive++;
-	metrics_counter_add(h2_m_streams, 1);
+	http2_count_stream();
 	return s;
 }
 
@@ -773,7 +625,7 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 		return 0; /* trailers: their fields are not forwarded */
 	s->hdr_bytes += namelen + valuelen + H2_FIELD_OVERHEAD;
 	if (s->hdr_bytes > hc->c->w->set.http2.max_header_list_size) {
-		h2_why(HTTP2_WHY_HEADER_LIST);
+		http2_count_why(HTTP2_WHY_HEADER_LIST);
 		h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_HEADERS_TOO_LARGE);
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	}
@@ -809,7 +661,7 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	return 0;
 bad:
-	h2_why(HTTP2_WHY_INVALID_HEADER);
+	http2_count_why(HTTP2_WHY_INVALID_HEADER);
 	h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_BAD_REQUEST);
 	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
@@ -830,7 +682,7 @@ static int h2_on_invalid_header(nghttp2_session *session,
 	(void)flags;
 	(void)user;
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-	h2_why(HTTP2_WHY_INVALID_HEADER);
+	http2_count_why(HTTP2_WHY_INVALID_HEADER);
 	if (s)
 		h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_BAD_REQUEST);
 	else
@@ -889,10 +741,10 @@ static int h2_on_frame_recv(nghttp2_session *session,
 
 	switch (frame->hd.type) {
 	case NGHTTP2_GOAWAY:
-		h2_count(h2_m_goaway[1], frame->goaway.error_code);
+		http2_count_frame(false, true, frame->goaway.error_code);
 		return 0;
 	case NGHTTP2_RST_STREAM:
-		h2_count(h2_m_rst[1], frame->rst_stream.error_code);
+		http2_count_frame(false, false, frame->rst_stream.error_code);
 		return 0;
 	case NGHTTP2_HEADERS:
 	case NGHTTP2_DATA:
@@ -925,10 +777,10 @@ static int h2_on_frame_send(nghttp2_session *session,
 	(void)user;
 	switch (frame->hd.type) {
 	case NGHTTP2_GOAWAY:
-		h2_count(h2_m_goaway[0], frame->goaway.error_code);
+		http2_count_frame(true, true, frame->goaway.error_code);
 		return 0;
 	case NGHTTP2_RST_STREAM:
-		h2_count(h2_m_rst[0], frame->rst_stream.error_code);
+		http2_count_frame(true, false, frame->rst_stream.error_code);
 		s = nghttp2_session_get_stream_user_data(session,
 							 frame->hd.stream_id);
 		if (s) {
@@ -986,7 +838,7 @@ static void h2_head(struct h2s *s)
 
 	s->head_done = true;
 	if (s->authority && s->host && strcmp(s->authority, s->host) != 0) {
-		h2_why(HTTP2_WHY_HOST_MISMATCH);
+		http2_count_why(HTTP2_WHY_HOST_MISMATCH);
 		req_end(r, OUTCOME_BAD_REQUEST, NULL);
 		return;
 	}
@@ -1200,7 +1052,7 @@ static void h2_fatal(struct h2c *hc, int err)
 		w = HTTP2_WHY_PROTOCOL;
 		break;
 	}
-	h2_why(w);
+	http2_count_why(w);
 	log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
 		      "http2: %s: the connection ends", nghttp2_strerror(err));
 	evbuffer_drain(sockio_input(c->io),
@@ -1301,14 +1153,14 @@ static void h2_timeout(struct conn *c)
 		return;
 	}
 	if (hc->nactive == 0) {
-		h2_why(HTTP2_WHY_IDLE);
+		http2_count_why(HTTP2_WHY_IDLE);
 		hc->goaway = true;
 		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
 		h2_flush(hc);
 		return;
 	}
 	if (h2_window_stalled(hc)) {
-		h2_why(HTTP2_WHY_WINDOW_STALLED);
+		http2_count_why(HTTP2_WHY_WINDOW_STALLED);
 		log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
 			      "http2: no window from the client for %llu ms: "
 			      "closed",
@@ -1332,7 +1184,7 @@ static void h2_drain(struct conn *c)
 	if (hc->goaway || hc->dead)
 		return;
 	hc->goaway = true;
-	h2_why(HTTP2_WHY_DRAIN);
+	http2_count_why(HTTP2_WHY_DRAIN);
 	if (hc->nactive == 0)
 		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
 	else
@@ -1395,7 +1247,7 @@ static void h2_free(struct conn *c)
 	if (hc->flush)
 		event_free(hc->flush);
 	nghttp2_session_del(hc->s);
-	metrics_gauge_add(h2_m_open, -1);
+	http2_count_conn(-1);
 	free(hc);
 	*(struct h2c **)conn_proto(c) = NULL;
 }
@@ -1506,8 +1358,7 @@ void http2_start(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	metrics_counter_add(h2_m_conns, 1);
-	metrics_gauge_add(h2_m_open, 1);
+	http2_count_conn(1);
 	/* the request slot the connection was made with is not used */
 	c->ops = &http2_ops;
 	*(struct h2c **)conn_proto(c) = hc;

@@ -87,6 +87,14 @@ int http2_metrics(struct metrics *m);
 /* The same counts as a JSON object (edgectl status). */
 json_t *http2_counts_json(void);
 
+/* Count (for http2.c): a RST_STREAM or GOAWAY frame sent or received
+ * with code; one of edge's reasons; a connection made (+1) or gone (-1);
+ * a stream begun. */
+void http2_count_frame(bool sent, bool goaway, uint32_t code);
+void http2_count_why(enum http2_why w);
+void http2_count_conn(int delta);
+void http2_count_stream(void);
+
 /* The name of error code i ("protocol_error"), of reason w. */
 const char *http2_code_name(unsigned i);
 const char *http2_why_name(unsigned w);
