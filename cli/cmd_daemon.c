@@ -209,6 +209,50 @@ static void ctl_daemon_uring_print(const json_t *u, json_int_t workers)
 	       why ? why : "?");
 }
 
+/* The sum of an object's integer members ({"protocol_error": 3, ...}). */
+static json_int_t ctl_sum(const json_t *o)
+{
+	const char *k;
+	json_t *v;
+	json_int_t n = 0;
+
+	json_object_foreach((json_t *)o, k, v)
+	{
+		(void)k;
+		n += json_integer_value(v);
+	}
+	return n;
+}
+
+/* HTTP/2: on or off, and what its connections met. */
+static void ctl_daemon_http2_print(const json_t *h)
+{
+	const json_t *c = json_object_get(h, "counts");
+	const json_t *rs = json_object_get(c, "resets");
+	const json_t *ga = json_object_get(c, "goaways");
+
+	if (!json_is_object(h))
+		return;
+	if (!json_is_true(json_object_get(h, "enabled"))) {
+		printf("http2:      off (http2.enabled = false)\n");
+		return;
+	}
+	printf(
+	    "http2:      on%s, %lld connection%s (%lld open), %lld stream%s, "
+	    "%lld reset%s sent, %lld GOAWAY%s sent\n",
+	    json_is_true(json_object_get(h, "cleartext"))
+		? " (TLS and cleartext)"
+		: " (TLS)",
+	    (long long)ctl_int(c, "connections"),
+	    ctl_int(c, "connections") == 1 ? "" : "s",
+	    (long long)ctl_int(c, "open"), (long long)ctl_int(c, "streams"),
+	    ctl_int(c, "streams") == 1 ? "" : "s",
+	    (long long)ctl_sum(json_object_get(rs, "sent")),
+	    ctl_sum(json_object_get(rs, "sent")) == 1 ? "" : "s",
+	    (long long)ctl_sum(json_object_get(ga, "sent")),
+	    ctl_sum(json_object_get(ga, "sent")) == 1 ? "" : "s");
+}
+
 static void ctl_daemon_splice_print(const json_t *sp)
 {
 	const json_t *kinds = json_object_get(sp, "kinds");
@@ -365,6 +409,7 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 	ctl_daemon_splice_print(json_object_get(result, "splice"));
 	ctl_daemon_uring_print(json_object_get(result, "io_uring"),
 			       ctl_int(result, "workers"));
+	ctl_daemon_http2_print(json_object_get(result, "http2"));
 }
 
 void ctl_daemon_stats_print(const json_t *result, const json_t *prev, double dt)

@@ -327,6 +327,21 @@ sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TM
 		t_fail "$v: metrics" "$(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep http2 | head -5)"
 	fi
 
+	# edgectl status: the http2 line and object
+	local st
+	st=$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)
+	"$EDGECTL" --socket "$T_TMP/edged.sock" status --json >"$T_TMP/st.json" 2>&1
+	if grep -Eq '^http2: +on \(TLS and cleartext\), [1-9][0-9]* connections \([0-9]+ open\), [1-9][0-9]* streams, [1-9][0-9]* resets sent' <<<"$st" &&
+		python3 -c 'import json, sys
+h = json.load(open(sys.argv[1]))["daemon"]["status"]["http2"]
+assert h["enabled"] and h["max_concurrent_streams"] == 128, h
+assert h["counts"]["resets"]["sent"]["refused_stream"] >= 1, h
+assert h["counts"]["refusals"]["header_list_too_large"] >= 1, h' "$T_TMP/st.json"; then
+		t_ok "$v: edgectl status: $(grep '^http2' <<<"$st" | tr -s ' '); --json too"
+	else
+		t_fail "$v: edgectl status: http2" "$(grep '^http2' <<<"$st"); $(head -c 300 "$T_TMP/st.json")"
+	fi
+
 	# still serving after all of it
 	h2get after "https://shop.test:$P_TLS/after" --http2
 	if [ "$CODE" = 200 ] && [ "$VER" = 2 ]; then
