@@ -61,6 +61,7 @@ struct h2s {
 	bool has_cl;	    /* a content-length came: the body as is */
 	bool chunked;	    /* framed as chunked for the proxy */
 	bool in_eos;	    /* the client's END_STREAM */
+	bool fields_done;   /* its header block is complete */
 	bool head_done;	    /* its head went to the request */
 	bool closed;	    /* nghttp2 closed it */
 	bool resp_sent;	    /* a response was submitted */
@@ -618,11 +619,14 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 	char **slot = NULL;
 
 	(void)flags;
-	if (frame->hd.type != NGHTTP2_HEADERS)
+	/* the request's own header block only: a trailer's fields are not
+	 * forwarded (nor ever taken into the head) */
+	if (frame->hd.type != NGHTTP2_HEADERS ||
+	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-	if (!s || s->reset || s->head_done)
-		return 0; /* trailers: their fields are not forwarded */
+	if (!s || s->reset || s->fields_done)
+		return 0;
 	s->hdr_bytes += namelen + valuelen + H2_FIELD_OVERHEAD;
 	if (s->hdr_bytes > hc->c->w->set.http2.max_header_list_size) {
 		http2_count_why(HTTP2_WHY_HEADER_LIST);
@@ -756,8 +760,10 @@ static int h2_on_frame_recv(nghttp2_session *session,
 	if (!s)
 		return 0;
 	hc->last_progress = clk_now_ns();
-	if (frame->hd.type == NGHTTP2_HEADERS && !s->head_done && !s->reset &&
-	    (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS)) {
+	if (frame->hd.type == NGHTTP2_HEADERS &&
+	    frame->headers.cat == NGHTTP2_HCAT_REQUEST && !s->fields_done &&
+	    !s->reset && (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS)) {
+		s->fields_done = true;
 		s->in_eos = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
 		/* a body of unknown length goes to the parser chunked */
 		s->chunked = !s->in_eos && !s->has_cl;
@@ -890,9 +896,8 @@ static void h2_head(struct h2s *s)
 			NULL);
 		return;
 	}
-	if (s->in_eos && s->chunked)
-		evbuffer_add(s->in, "0\r\n\r\n", 5);
-	req_head(r);
+	req_head(
+	    r); /* a chunked body's end comes with END_STREAM (h2_in_end) */
 }
 
 /* nghttp2 closed s while its request is under way: a reset of edge's

@@ -245,6 +245,13 @@ run_suite() { # BIN LABEL
 	refused "$v: a pseudo-header after a regular field" pseudo_after_regular
 	refused "$v: an unknown pseudo-header" unknown_pseudo
 	refused "$v: a repeated pseudo-header" repeated_pseudo
+	raw trailers
+	if [ "$(rawf streams.1)" = 200 ] && ! grep -q 'x-smuggled\|6\.6\.6\.6' "$T_TMP/raw.json" &&
+		grep -q 'body_len\\": 5' "$T_TMP/raw.json"; then
+		t_ok "$v: trailers after a body: the body goes on, the trailer's fields never join the head"
+	else
+		t_fail "$v: trailers" "$(head -c 400 "$T_TMP/raw.json")"
+	fi
 	raw te_trailers
 	if [ "$(rawf streams.1)" = 200 ]; then
 		t_ok "$v: te: trailers is allowed"
