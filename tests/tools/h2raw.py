@@ -3,13 +3,17 @@
 does, for edged's tests (Debian's python3-h2, hpack and hyperframe; run
 with /usr/bin/python3).
 
-    h2raw.py PORT CASE [HOST]
+    h2raw.py PORT CASE [HOST [TAG]]
 
 Opens a cleartext connection by prior knowledge to 127.0.0.1:PORT, plays
 CASE and prints one JSON object: the status and body of each stream that
 got a response, the streams reset (with their error codes), the GOAWAY's
 error code if one came, and whether the connection closed. CASE is one of
-the names in CASES below.
+the names in CASES below. TAG, when given, is added to the paths of the
+cases that use it (drain, zero_window) as a last segment "/TAG-...", so
+that a test finds their requests in the backend's log and in the
+analytics (a segment, not a query: echo_backend.py reads /slow/MS and
+/big/N up to the next "/").
 """
 import json
 import socket
@@ -21,13 +25,17 @@ import h2.connection
 import h2.events
 import h2.exceptions
 import h2.settings
-from hpack import Encoder
-from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame,
-                              PingFrame, RstStreamFrame, SettingsFrame)
+from hpack import Decoder, Encoder
+from hpack.struct import NeverIndexedHeaderTuple
+from hyperframe.frame import (ContinuationFrame, DataFrame, Frame,
+                              GoAwayFrame, HeadersFrame, PingFrame,
+                              RstStreamFrame, SettingsFrame,
+                              WindowUpdateFrame)
 
 PORT = int(sys.argv[1])
 CASE = sys.argv[2]
 HOST = sys.argv[3] if len(sys.argv) > 3 else "shop.test"
+TAG = sys.argv[4] if len(sys.argv) > 4 else "h2raw"
 
 
 def base(path="/h2", method="GET", host=HOST):
@@ -372,6 +380,149 @@ def case_data_unknown_stream():
     return k.out
 
 
+def case_zero_window():
+    # SETTINGS_INITIAL_WINDOW_SIZE = 0, then a 1 MB download, and never a
+    # WINDOW_UPDATE: the response's HEADERS may come, no DATA can; edged
+    # must not hold the stream and its upstream for ever. How long until
+    # the connection closed (or a GOAWAY came) is "seconds".
+    k = Client()
+    k.c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    k.flush()
+    t0 = time.time()
+    k.headers(1, base("/big/1000000/%s-zero-window" % TAG))
+    k.pump(lambda: k.out["goaway"] is not None, 15)
+    k.out["seconds"] = round(time.time() - t0, 2)
+    k.out["data"] = len(k.out["bodies"].get(1, ""))
+    return k.out
+
+
+class Frames:
+    """A client on hyperframe and hpack alone, for what h2's state machine
+    refuses to do: h2 takes a GOAWAY as the connection's end and raises on
+    every frame after it, where a draining server still sends the open
+    streams' responses. One HPACK encoder (literal fields only, never
+    indexed) and one decoder for the whole connection."""
+
+    def __init__(self):
+        self.sock = socket.create_connection(("127.0.0.1", PORT), 5)
+        self.enc = Encoder()
+        self.dec = Decoder()
+        self.buf = b""
+        self.t0 = time.time()
+        self.out = {"streams": {}, "resets": {}, "goaway": None,
+                    "closed": False, "bodies": {}, "lengths": {},
+                    "ended": [], "goaways": [], "received": {}}
+        s = SettingsFrame(0)
+        s.settings = {h2.settings.SettingCodes.ENABLE_PUSH: 0,
+                      h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20}
+        self.send(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + s.serialize())
+
+    def now(self):
+        return round(time.time() - self.t0, 3)
+
+    def send(self, data):
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self.out["closed"] = True
+
+    def get(self, sid, path):
+        f = HeadersFrame(sid)
+        f.data = self.enc.encode(
+            [NeverIndexedHeaderTuple(n, v) for n, v in base(path)])
+        f.flags = {"END_HEADERS", "END_STREAM"}
+        self.send(f.serialize())
+
+    def frame(self, timeout):
+        """The next frame, or None (timeout, or the connection closed)."""
+        end = time.time() + timeout
+        while True:
+            if len(self.buf) >= 9:
+                f, n = Frame.parse_frame_header(memoryview(self.buf[:9]))
+                if len(self.buf) >= 9 + n:
+                    f.parse_body(memoryview(self.buf[9:9 + n]))
+                    self.buf = self.buf[9 + n:]
+                    return f
+            left = end - time.time()
+            if left <= 0 or self.out["closed"]:
+                return None
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                return None
+            except OSError:
+                data = b""
+            if not data:
+                self.out["closed"] = True
+                self.out["closed_at"] = self.now()
+                return None
+            self.buf += data
+
+    def handle(self, f):
+        o = self.out
+        sid = f.stream_id
+        if isinstance(f, SettingsFrame) and "ACK" not in f.flags:
+            a = SettingsFrame(0)
+            a.flags = {"ACK"}
+            self.send(a.serialize())
+        elif isinstance(f, PingFrame) and "ACK" not in f.flags:
+            a = PingFrame(0)
+            a.flags = {"ACK"}
+            a.opaque_data = f.opaque_data
+            self.send(a.serialize())
+        elif isinstance(f, HeadersFrame):
+            hd = {k.decode() if isinstance(k, bytes) else k:
+                  v.decode() if isinstance(v, bytes) else v
+                  for k, v in self.dec.decode(f.data)}
+            o["streams"][sid] = int(hd.get(":status", "0"))
+            o.setdefault("headers_at", {})[sid] = self.now()
+            if "content-length" in hd:
+                o["lengths"][sid] = int(hd["content-length"])
+            if "END_STREAM" in f.flags:
+                o["ended"].append(sid)
+        elif isinstance(f, DataFrame):
+            o["bodies"][sid] = o["bodies"].get(sid, "") + \
+                f.data.decode("latin-1")
+            o["received"][sid] = o["received"].get(sid, 0) + len(f.data)
+            if f.flow_controlled_length:
+                for s in (0, sid):
+                    w = WindowUpdateFrame(s)
+                    w.window_increment = f.flow_controlled_length
+                    self.send(w.serialize())
+            if "END_STREAM" in f.flags:
+                o["ended"].append(sid)
+        elif isinstance(f, RstStreamFrame):
+            o["resets"][sid] = f.error_code
+        elif isinstance(f, GoAwayFrame):
+            o["goaways"].append({"last_stream_id": f.last_stream_id,
+                                 "error": f.error_code, "at": self.now()})
+            if o["goaway"] is None:
+                o["goaway"] = f.error_code
+
+
+def case_drain():
+    # stream 1 asks for /slow/1500; the test sends edged SIGTERM meanwhile.
+    # A GOAWAY must come (its last stream id taking stream 1) before stream
+    # 1's response, which must still come whole. Stream 3, opened after
+    # the GOAWAY, must not be served (nothing comes of it, or a reset).
+    k = Frames()
+    k.get(1, "/slow/1500/%s-drain" % TAG)
+    while k.out["goaway"] is None and not k.out["closed"] and k.now() < 8:
+        f = k.frame(8 - k.now())
+        if f is not None:
+            k.handle(f)
+    if k.out["goaway"] is not None:
+        k.out["stream3_sent_at"] = k.now()
+        k.get(3, "/h2/%s-after-goaway" % TAG)
+    # stream 1's end, then whatever else comes until the connection closes
+    while not k.out["closed"] and k.now() < 12:
+        f = k.frame(12 - k.now())
+        if f is not None:
+            k.handle(f)
+    return k.out
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":
@@ -383,4 +534,7 @@ if __name__ == "__main__":
     res["resets"] = {str(k): v for k, v in res["resets"].items()}
     res["bodies"] = {str(k): v[:3000] for k, v in res["bodies"].items()}
     res.pop("headers", None)
+    for key in ("lengths", "headers_at", "received"):
+        if key in res:
+            res[key] = {str(k): v for k, v in res[key].items()}
     print(json.dumps(res, sort_keys=True))
