@@ -56,6 +56,7 @@ struct h2s {
 	struct evbuffer *cookie; /* the cookie fields, joined by "; " */
 	size_t hdr_bytes;	 /* the header list's size so far */
 	uint64_t in_unacked;	 /* body bytes not given back yet */
+	uint64_t in_framed;	 /* bytes in in holding them, framing too */
 	size_t write_low;
 	struct event *timer, *btimer;
 	bool has_cl;	    /* a content-length came: the body as is */
@@ -171,23 +172,32 @@ static void h2_btimer_cb(evutil_socket_t fd, short what, void *arg)
 	h2_flush(s->hc);
 }
 
-/* The proxy took body bytes from s->in: give the client its window
- * back (payload bytes at most: the chunk framing is edge's). */
+/* The proxy took n bytes from s->in: give the client back the window
+ * of the body bytes among them. With chunk framing (edge's, not the
+ * client's) the share of body bytes in what was taken is the share in
+ * what was held: never more window than body bytes left in, so a client
+ * cannot make edge hold more than its window, however small its DATA
+ * frames. */
 static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		     void *arg)
 {
 	struct h2s *s = arg;
-	size_t n = info->n_deleted;
+	uint64_t n = info->n_deleted, credit;
 
 	(void)b;
-	if (n == 0 || s->closed || s->hc->dead)
+	if (n == 0 || s->in_framed == 0)
 		return;
-	if (n > s->in_unacked)
-		n = (size_t)s->in_unacked;
-	if (n == 0)
+	if (n >= s->in_framed) {
+		credit = s->in_unacked;
+		s->in_framed = 0;
+	} else {
+		credit = s->in_unacked * n / s->in_framed;
+		s->in_framed -= n;
+	}
+	s->in_unacked -= credit;
+	if (credit == 0 || s->closed || s->hc->dead)
 		return;
-	s->in_unacked -= n;
-	nghttp2_session_consume(s->hc->s, s->id, n);
+	nghttp2_session_consume(s->hc->s, s->id, (size_t)credit);
 	h2_flush_soon(s->hc);
 }
 
@@ -712,11 +722,13 @@ static int h2_on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id,
 	}
 	s->hc->last_progress = clk_now_ns();
 	s->in_unacked += len;
+	s->in_framed += len;
 	if (s->chunked && len > 0) {
 		n = snprintf(line, sizeof(line), "%zx\r\n", len);
 		evbuffer_add(s->in, line, (size_t)n);
 		evbuffer_add(s->in, data, len);
 		evbuffer_add(s->in, "\r\n", 2);
+		s->in_framed += (uint64_t)n + 2;
 	} else {
 		evbuffer_add(s->in, data, len);
 	}
@@ -731,8 +743,10 @@ static void h2_in_end(struct h2s *s)
 	if (s->in_eos)
 		return;
 	s->in_eos = true;
-	if (s->chunked && s->r.active)
+	if (s->chunked && s->r.active) {
 		evbuffer_add(s->in, "0\r\n\r\n", 5);
+		s->in_framed += 5;
+	}
 	if (s->head_done)
 		h2_post(s, H2_EV_DATA);
 }
