@@ -16,7 +16,6 @@
 #include "hdr.h"
 #include "http1.h"
 #include "http2.h"
-#include "proxy.h"
 #include "req.h"
 #include "sockio.h"
 #include "worker.h"
@@ -367,7 +366,7 @@ static void http1_drain(struct conn *c)
 
 static void http1_conn_closed(struct conn *c)
 {
-	proxy_release(conn_proto(c), false);
+	req_release(conn_proto(c));
 }
 
 static void http1_free(struct conn *c)

@@ -21,7 +21,6 @@
 #include "clk.h"
 #include "hdr.h"
 #include "http2.h"
-#include "proxy.h"
 #include "req.h"
 #include "sockio.h"
 #include "worker.h"
@@ -1245,7 +1244,7 @@ static void h2_closed_hook(struct conn *c)
 
 	hc->dead = true;
 	for (s = TAILQ_FIRST(&hc->streams); s; s = TAILQ_NEXT(s, link))
-		proxy_release(&s->r, false);
+		req_release(&s->r);
 }
 
 static void h2_free(struct conn *c)

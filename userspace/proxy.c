@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "edge_assert.h"
 #include "req.h"
 #include "proxy.h"
 #include "sockio.h"
@@ -24,6 +25,13 @@
 #include "upreg.h"
 #include "upstream.h"
 #include "worker.h"
+
+/* The request's upstream side: its state, in the request's up. */
+#define PX(r) ((struct proxy *)(void *)(r)->up)
+_Static_assert(sizeof(struct proxy) <= REQ_UPSTREAM_SIZE,
+	       "struct proxy fits struct req's up");
+_Static_assert(_Alignof(struct proxy) <= _Alignof(max_align_t),
+	       "struct proxy's alignment");
 
 /* Largest piece of a chunked body made contiguous for the decoder. */
 #define PROXY_CHUNK_PIECE 16384
@@ -141,7 +149,7 @@ static void proxy_pool_event_cb(struct sockio *uio, short what, void *arg)
 	proxy_pool_read_cb(uio, arg);
 }
 
-void proxy_pool_release(void *obj, int fd)
+static void proxy_pool_release(void *obj, int fd)
 {
 	(void)fd;
 	sockio_free(obj);
@@ -151,7 +159,7 @@ void proxy_pool_release(void *obj, int fd)
  * is (still registered, watched for EOF and stray bytes). */
 static void proxy_drop_uio(struct req *r, bool give)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct sockio *uio = p->uio;
 
 	if (!uio)
@@ -173,16 +181,16 @@ static void proxy_drop_uio(struct req *r, bool give)
 
 static void proxy_ep_done(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	if (p->ep_counted)
 		upstream_inflight_add(p->ep, -1);
 	p->ep_counted = false;
 }
 
-void proxy_release(struct req *r, bool ok)
+static void proxy_release(struct req *r, bool ok)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct tunnel_stats st;
 	bool give;
 
@@ -211,6 +219,7 @@ void proxy_release(struct req *r, bool ok)
 	}
 	req_body_timer_stop(r);
 	p->state = PROXY_IDLE;
+	EDGE_ASSERT(!p->uio && !p->tun && !p->ep_counted);
 }
 
 /* Say that p->ep failed r (why, its errno or 0, a detail or NULL), at
@@ -219,7 +228,7 @@ void proxy_release(struct req *r, bool ok)
 static void proxy_log_failure(struct req *r, enum upreg_why why, int err,
 			      const char *detail)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	char text[UPREG_WHY_STR_MAX];
 	const char *host = r->h.host ? r->h.host : "";
 	size_t hn = req_host_only(host, r->h.host ? r->h.host_len : 0);
@@ -242,7 +251,7 @@ static void proxy_log_failure(struct req *r, enum upreg_why why, int err,
 static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
 			    const char *detail)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	proxy_log_failure(r, why, err, detail);
 	if (p->ep)
@@ -255,7 +264,7 @@ static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
  * attempt's failure (passive health counted its head a success). */
 static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	proxy_log_failure(r, why, err, NULL);
 	if (p->ep)
@@ -267,7 +276,7 @@ static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
  * consumed yet). */
 static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	proxy_ep_failed(r, why, err, NULL);
 	proxy_drop_uio(r, false);
@@ -287,7 +296,7 @@ static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
  */
 static void proxy_request_sent(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	p->send_stalled = false;
 	if (p->state == PROXY_WAITING)
@@ -296,7 +305,7 @@ static void proxy_request_sent(struct req *r)
 
 static void proxy_send_stalled(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	if (p->state != PROXY_WAITING || p->send_stalled)
 		return;
@@ -307,7 +316,7 @@ static void proxy_send_stalled(struct req *r)
 /* Move what the client sent of the body towards the upstream. */
 static void proxy_pump_request(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct evbuffer *cin = req_client_in(r), *uout;
 	size_t before, queued;
 	uint64_t data;
@@ -365,7 +374,7 @@ static void proxy_pump_request(struct req *r)
  * (the rest follows from the client). Returns 0 or -ENOMEM. */
 static int proxy_send_held(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct evbuffer *uout = sockio_output(p->uio);
 	size_t n = evbuffer_get_length(p->held);
 
@@ -383,7 +392,7 @@ static int proxy_send_held(struct req *r)
 /* Connected (or reusing a pooled connection): send the rebuilt head. */
 static void proxy_connected(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct hdr_fwd f;
 	struct hdr_buf b;
 	uint64_t now;
@@ -391,7 +400,7 @@ static void proxy_connected(struct req *r)
 	if (!p->reused) {
 		now = clk_now_ns();
 		upreg_count_connect(upstream_ep_shared(p->ep),
-				    now > p->t_connect ? now - p->t_connect
+				    now > r->t_connect ? now - r->t_connect
 						       : 0);
 	}
 	memset(&f, 0, sizeof(f));
@@ -461,7 +470,7 @@ static size_t proxy_head_room(const struct h1_limits *h1)
 /* Make p->uio: a new sockio on fd, or uio (pooled) when not NULL. */
 static int proxy_new_uio(struct req *r, int fd, struct sockio *uio)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	size_t high = proxy_head_room(&r->w->set.h1);
 	struct transport t;
 
@@ -489,7 +498,7 @@ static void proxy_no_socket(struct req *r, int e)
 {
 	static const char retry[] = "Retry-After: 1\r\n";
 
-	r->p.reusable = false;
+	PX(r)->reusable = false;
 	if (e == EMFILE || e == ENFILE) {
 		req_end(r, OUTCOME_FD_EXHAUSTED, retry);
 		return;
@@ -503,7 +512,7 @@ static void proxy_no_socket(struct req *r, int e)
 static void proxy_connect(struct req *r)
 {
 	struct worker *w = r->w;
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	const struct config_addr *a;
 	struct upstream_ep *ep;
 	uint64_t now = clk_now_ns();
@@ -529,7 +538,7 @@ static void proxy_connect(struct req *r)
 	memcpy(r->up_addr, upstream_ep_addr(ep)->text, sizeof(r->up_addr));
 	upstream_inflight_add(ep, 1);
 	p->ep_counted = true;
-	p->t_connect = now;
+	r->t_connect = now;
 	fd = upstream_pool_take_obj(w->up, ep, now, &pooled);
 	if (fd >= 0) {
 		p->reused = true;
@@ -573,7 +582,7 @@ static void proxy_connect(struct req *r)
 static void proxy_buffer_body(struct req *r)
 {
 	uint64_t cap = r->w->set.limits.body_buffer;
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct evbuffer *cin = req_client_in(r);
 	size_t before = evbuffer_get_length(cin);
 	size_t held = evbuffer_get_length(p->held);
@@ -606,11 +615,11 @@ static void proxy_buffer_body(struct req *r)
 	proxy_connect(r);
 }
 
-void proxy_start(struct req *r)
+static void proxy_start(struct req *r)
 {
 	const struct worker_settings *set = &r->w->set;
 	uint64_t cap = set->limits.body_buffer;
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	if (r->h.h.chunked) {
 		body_init(&p->req_body, BODY_CHUNKED, 0, true);
@@ -658,7 +667,7 @@ void proxy_start(struct req *r)
  */
 static void proxy_body_clock(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct evbuffer *cin;
 	uint64_t now, dl;
 	size_t queued;
@@ -683,9 +692,9 @@ static void proxy_body_clock(struct req *r)
 	req_body_timer(r, dl > now ? (dl - now + 999999) / 1000000 : 0);
 }
 
-void proxy_body_timeout(struct req *r)
+static void proxy_body_timeout(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	if (!r->active || p->req_body.done || p->state == PROXY_TUNNEL)
 		return;
@@ -783,7 +792,7 @@ static void proxy_tunnel_done(struct tunnel *t, const struct tunnel_stats *st,
  */
 static void proxy_tunnel_begin(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct sockio *uio = p->uio, *cio;
 	int rc;
 
@@ -812,7 +821,7 @@ static void proxy_tunnel_begin(struct req *r)
 /* The response head is parsed: send the client its rebuilt head. */
 static void proxy_respond(struct req *r, size_t head_len)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	const struct h1_response *resp = &p->resp;
 	bool close = req_closing(r), chunked = false;
 	int64_t cl = -1;
@@ -852,7 +861,8 @@ static void proxy_respond(struct req *r, size_t head_len)
 		proxy_tunnel_begin(r);
 		return;
 	}
-	p->client_close = close;
+	if (close)
+		req_close_after(r, false); /* delimited by the close */
 	p->state = PROXY_RELAYING;
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
 		  chunked);
@@ -872,7 +882,7 @@ static void proxy_respond(struct req *r, size_t head_len)
  */
 static bool proxy_first_chunk(struct req *r, const char *s, size_t n)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	enum h1_err e = H1_E_NONE;
 	int rc;
 
@@ -897,7 +907,7 @@ static bool proxy_first_chunk(struct req *r, const char *s, size_t n)
 static void proxy_parse(struct req *r)
 {
 	const struct h1_limits *h1 = &r->w->set.h1;
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct evbuffer *in = sockio_input(p->uio);
 	const char *buf;
 	size_t len, n, avail;
@@ -945,7 +955,7 @@ static void proxy_parse(struct req *r)
 	now = clk_now_ns();
 	upstream_report(r->w->up, p->ep, true, now);
 	upreg_count_response(upstream_ep_shared(p->ep), p->resp.code,
-			     now > p->t_connect ? now - p->t_connect : 0);
+			     now > r->t_connect ? now - r->t_connect : 0);
 	/* the head must outlive the input: respond before draining it */
 	proxy_respond(r, (size_t)rc);
 }
@@ -953,7 +963,7 @@ static void proxy_parse(struct req *r)
 /* Relay what the upstream sent of the response body to the client. */
 static void proxy_relay(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	struct evbuffer *uin, *cout;
 	size_t queued, before;
 	uint64_t data;
@@ -1011,9 +1021,9 @@ static void proxy_up_read_cb(struct sockio *uio, void *arg)
 	struct req *r = arg;
 
 	(void)uio;
-	if (r->p.state == PROXY_WAITING)
+	if (PX(r)->state == PROXY_WAITING)
 		proxy_parse(r);
-	else if (r->p.state == PROXY_RELAYING)
+	else if (PX(r)->state == PROXY_RELAYING)
 		proxy_relay(r);
 }
 
@@ -1022,12 +1032,12 @@ static void proxy_up_write_cb(struct sockio *uio, void *arg)
 	struct req *r = arg;
 
 	(void)uio;
-	if (!r->p.req_body.done) {
-		if (r->p.send_stalled && r->p.state == PROXY_WAITING) {
+	if (!PX(r)->req_body.done) {
+		if (PX(r)->send_stalled && PX(r)->state == PROXY_WAITING) {
 			/* the upstream took bytes again (a held head keeps
 			 * its timer) */
-			r->p.send_stalled = false;
-			if (!r->p.head_held)
+			PX(r)->send_stalled = false;
+			if (!PX(r)->head_held)
 				req_timer_stop(r);
 		}
 		req_client_read(r, true);
@@ -1044,7 +1054,7 @@ static bool method_idempotent(enum h1_method m)
 static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 {
 	struct req *r = arg;
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 	int err = what & SOCKIO_ERROR ? errno : 0;
 	char detail[64];
 
@@ -1115,19 +1125,19 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 	}
 }
 
-void proxy_client_readable(struct req *r)
+static void proxy_client_readable(struct req *r)
 {
-	if (r->p.state == PROXY_TUNNEL)
+	if (PX(r)->state == PROXY_TUNNEL)
 		return;
-	if (r->p.state == PROXY_BUFFERING)
+	if (PX(r)->state == PROXY_BUFFERING)
 		proxy_buffer_body(r);
 	else
 		proxy_pump_request(r);
 }
 
-void proxy_client_drained(struct req *r)
+static void proxy_client_drained(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	if (p->state == PROXY_RELAYING && p->uio) {
 		if (!p->up_eof)
@@ -1136,9 +1146,9 @@ void proxy_client_drained(struct req *r)
 	}
 }
 
-void proxy_client_gone(struct req *r, bool eof)
+static void proxy_client_gone(struct req *r, bool eof)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	if (p->state == PROXY_TUNNEL)
 		return; /* the tunnel has the socket and ends itself */
@@ -1151,9 +1161,9 @@ void proxy_client_gone(struct req *r, bool eof)
 	req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
 }
 
-void proxy_timeout(struct req *r)
+static void proxy_timeout(struct req *r)
 {
-	struct proxy *p = &r->p;
+	struct proxy *p = PX(r);
 
 	switch (p->state) {
 	case PROXY_CONNECTING:
@@ -1170,3 +1180,50 @@ void proxy_timeout(struct req *r)
 		return;
 	}
 }
+
+/* Clear the upstream side for a new request: all but the response's
+ * header array (3 KB, see h1_zero_around). */
+static void proxy_reset(struct req *r)
+{
+	struct proxy *p = PX(r);
+
+	h1_zero_around(p, sizeof(*p), p->resp.h.headers,
+		       sizeof(p->resp.h.headers));
+}
+
+static bool proxy_tunnel(const struct req *r)
+{
+	return PX(r)->state == PROXY_TUNNEL;
+}
+
+static bool proxy_body_done(const struct req *r)
+{
+	return PX(r)->req_body.done;
+}
+
+const struct req_upstream_ops proxy_ops = {
+    .start = proxy_start,
+    .readable = proxy_client_readable,
+    .drained = proxy_client_drained,
+    .gone = proxy_client_gone,
+    .timeout = proxy_timeout,
+    .btimeout = proxy_body_timeout,
+    .release = proxy_release,
+    .reset = proxy_reset,
+    .tunnel = proxy_tunnel,
+    .body_done = proxy_body_done,
+};
+
+/* The service's init: the upstream pool gives its idle connections back
+ * through the proxy. */
+static int proxy_worker_init(struct worker *w, struct errbuf *err)
+{
+	(void)err;
+	upstream_worker_set_release(w->up, proxy_pool_release);
+	return 0;
+}
+
+const struct worker_service proxy_service = {
+    .name = "proxy",
+    .init = proxy_worker_init,
+};

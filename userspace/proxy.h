@@ -2,7 +2,7 @@
 /*
  * proxy.h - Select, Forward and Respond: one request's upstream side.
  *
- * proxy_start() takes a request that passed Resolve and Admit. A body of
+ * The proxy takes a request that passed Resolve and Admit. A body of
  * at most limits.body_buffer bytes is first read whole (PROXY_BUFFERING:
  * Content-Length copied, chunked decoded, counted against the route's
  * limit), so that a body edge rejects never costs an upstream connection
@@ -26,6 +26,8 @@
 #include "h1.h"
 
 struct req;
+struct req_upstream_ops;
+struct worker_service;
 struct evbuffer;
 struct sockio;
 struct tunnel;
@@ -80,7 +82,6 @@ struct proxy {
 	bool reused;	 /* the connection came from the pool */
 	struct upstream_ep *tried[PROXY_TRIES_MAX];
 	size_t ntried;
-	uint64_t t_connect;   /* when the connect began */
 	struct body req_body; /* client -> upstream */
 	/* body bytes read before connecting (decoded), NULL when none: the
 	 * whole body when buffered, else the first body_buffer + 1 bytes */
@@ -91,7 +92,6 @@ struct proxy {
 	struct h1_response resp;
 	size_t resp_seen;   /* response bytes parsed so far */
 	bool reusable;	    /* the upstream may be pooled at the end */
-	bool client_close;  /* the client must be closed at the end */
 	bool up_eof;	    /* the upstream closed its side */
 	int up_err;	    /* ... with this errno (0: a FIN) */
 	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
@@ -118,36 +118,18 @@ void body_init(struct body *b, enum body_kind in, uint64_t left,
 int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 	      size_t max, uint64_t *data);
 
-/* Begin the upstream side of c's current request (Resolve and Admit
- * passed). Ends the request itself on failure. */
-void proxy_start(struct req *r);
+/* The upstream side of the requests (req.h's struct req_upstream_ops):
+ * Select, Forward and Respond as above; its state lives in each
+ * request's up. Its release gives a clean connection to the pool, closes
+ * anything else, reports health, drops the endpoint's in-flight count,
+ * frees the held body and stops the body's timer; a tunnel is closed and
+ * its byte counts added to the request's. A request body's timer that
+ * fires ends the request with body_timeout when its clock has run out
+ * (408 when no response head went out yet). */
+extern const struct req_upstream_ops proxy_ops;
 
-/* The client's socket has more to read (request body) or drained
- * its output (resume the upstream). */
-void proxy_client_readable(struct req *r);
-void proxy_client_drained(struct req *r);
-
-/* The client closed or failed while the request is in the proxy. */
-void proxy_client_gone(struct req *r, bool eof);
-
-/* The request's phase timer fired (connect or response timeout). */
-void proxy_timeout(struct req *r);
-
-/* The upstream pool's release function for the sockios proxy.c
- * pools (upstream_worker_set_release). */
-void proxy_pool_release(void *obj, int fd);
-
-/* The request body's timer fired: if its clock (timeouts.body and
- * body_min_rate) has run out, end the request with body_timeout (408 when
- * no response head went out yet; the connection and the upstream are
- * closed); else re-arm it. */
-void proxy_body_timeout(struct req *r);
-
-/* Release the upstream side at the end of the request: give a clean
- * connection to the pool, close anything else, report health, drop the
- * endpoint's in-flight count, free the held body and stop the body's
- * timer. A tunnel is closed and its byte counts are added to the
- * request's. Idempotent. */
-void proxy_release(struct req *r, bool ok);
+/* The worker service that has the upstream pools release through the
+ * proxy (worker.h). */
+extern const struct worker_service proxy_service;
 
 #endif /* EDGE_PROXY_H */

@@ -20,7 +20,6 @@
 #include "mailbox.h"
 #include "req.h"
 #include "sockio.h"
-#include "upstream.h"
 #include "worker.h"
 
 /* The port an https:// URL leaves out. */
@@ -101,9 +100,20 @@ void req_body_timer_stop(struct req *r)
 
 /* ---- begin and end ------------------------------------------------------- */
 
-_Static_assert(offsetof(struct req, p) + sizeof(struct proxy) ==
+_Static_assert(offsetof(struct req, up) + REQ_UPSTREAM_SIZE ==
 		   sizeof(struct req),
-	       "req_begin zeroes struct req up to p, then p to the end");
+	       "req_begin zeroes struct req up to up, then up_ops resets up");
+
+/* The upstream side's hooks (services.c installs proxy.c's). */
+static const struct req_upstream_ops *req_up(const struct req *r)
+{
+	return r->w->sh->up_ops;
+}
+
+void req_release(struct req *r)
+{
+	req_up(r)->release(r, false);
+}
 
 void req_begin(struct req *r)
 {
@@ -117,12 +127,11 @@ void req_begin(struct req *r)
 	const char *tls_version = r->tls_version, *tls_cipher = r->tls_cipher;
 	const char *http_version = r->http_version;
 
-	/* all but the request's and the response's header arrays, 3 KB
-	 * each (see h1_zero_around); p is the last member */
-	h1_zero_around(r, offsetof(struct req, p), r->h.h.headers,
+	/* all but the request's header array, 3 KB (see h1_zero_around);
+	 * the upstream side's state, up, is the last member: its own */
+	h1_zero_around(r, offsetof(struct req, up), r->h.h.headers,
 		       sizeof(r->h.h.headers));
-	h1_zero_around(&r->p, sizeof(*r) - offsetof(struct req, p),
-		       r->p.resp.h.headers, sizeof(r->p.resp.h.headers));
+	w->sh->up_ops->reset(r);
 	r->cl = cl;
 	r->cl_arg = cl_arg;
 	r->w = w;
@@ -148,7 +157,7 @@ static bool req_body_pending(const struct req *r)
 		return false; /* no complete head: the connection closes */
 	if (!r->h.h.chunked && r->h.h.content_length <= 0)
 		return false;
-	return !r->p.req_body.done;
+	return !req_up(r)->body_done(r);
 }
 
 /* First value of header name in h, or NULL. */
@@ -178,8 +187,8 @@ static void req_record(struct req *r, enum outcome o)
 	 * would last 0 by the batch's clock (the answer is written: it is
 	 * in the socket, or queued for it, by the time req_end gets here) */
 	ev.duration_ns = clk_fresh_ns() - r->t0;
-	if (r->t_resp && r->p.t_connect)
-		ev.upstream_ns = r->t_resp - r->p.t_connect;
+	if (r->t_resp && r->t_connect)
+		ev.upstream_ns = r->t_resp - r->t_connect;
 	ev.bytes_in = r->bytes_in;
 	ev.bytes_out = r->bytes_out;
 	ev.status = (uint16_t)r->status;
@@ -300,17 +309,17 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	if (!r->active)
 		return;
 	r->active = false;
-	if (r->p.state == PROXY_TUNNEL) {
+	if (req_up(r)->tunnel(r)) {
 		/* however a tunnel ends (closed, idle, error, edge closing the
-		 * connection), it is recorded as one: proxy_release closes it
+		 * connection), it is recorded as one: the release closes it
 		 * and adds its byte counts before req_record */
 		o = OUTCOME_TUNNEL;
 		req_close_after(r, true);
 	}
 	if (!r->id[0] && hdr_request_id_new(r->id))
 		snprintf(r->id, sizeof(r->id), "-");
-	close = req_closing(r) || r->w->draining || !r->head ||
-		req_body_pending(r) || r->p.client_close;
+	close =
+	    req_closing(r) || r->w->draining || !r->head || req_body_pending(r);
 	if (outcome_sends_error(o)) {
 		if (o == OUTCOME_CONNECTION_LIMIT ||
 		    o == OUTCOME_HEADER_TIMEOUT || o == OUTCOME_BODY_TIMEOUT ||
@@ -334,8 +343,7 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 		r->wenv = NULL;
 	}
 	EDGE_ASSERT(!r->waiter.queued && !r->handle && !r->wwait.queued);
-	proxy_release(r, o == OUTCOME_OK);
-	EDGE_ASSERT(!r->p.uio && !r->p.tun && !r->p.ep_counted);
+	req_up(r)->release(r, o == OUTCOME_OK);
 	req_record(r, o);
 	/* the route's series (its table is held until below) */
 	if (r->routed && r->m.classes && r->status >= 100 && r->status <= 599)
@@ -343,7 +351,7 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 					  memory_order_relaxed);
 	if (sh->request_done)
 		sh->request_done(sh->request_done_arg, o, r->status, r->t0,
-				 r->p.t_connect, r->t_resp);
+				 r->t_connect, r->t_resp);
 	req_leave_inflight(r);
 	route_table_put(r->rt);
 	r->rt = NULL;
@@ -366,7 +374,7 @@ static void req_forward(struct req *r)
 	if (h->expect_continue && (h->h.chunked || h->h.content_length > 0))
 		r->cl->cont(r);
 	r->state = REQ_PROXY;
-	proxy_start(r);
+	req_up(r)->start(r);
 }
 
 /* End r with o (a 503 of the wake stage), Retry-After: retry_s. */
@@ -730,18 +738,8 @@ static bool req_mail(struct worker *w, const struct mailbox_msg *m)
 	return true;
 }
 
-/* The service's init: the upstream pool gives its idle connections back
- * through the proxy. */
-static int req_worker_init(struct worker *w, struct errbuf *err)
-{
-	(void)err;
-	upstream_worker_set_release(w->up, proxy_pool_release);
-	return 0;
-}
-
 const struct worker_service req_service = {
     .name = "req",
-    .init = req_worker_init,
     .mail = req_mail,
 };
 
@@ -750,20 +748,20 @@ const struct worker_service req_service = {
 void req_client_readable(struct req *r)
 {
 	if (r->state == REQ_PROXY)
-		proxy_client_readable(r);
+		req_up(r)->readable(r);
 	/* queued: a body waits in the input (bounded by the watermark) */
 }
 
 void req_client_drained(struct req *r)
 {
 	if (r->state == REQ_PROXY)
-		proxy_client_drained(r);
+		req_up(r)->drained(r);
 }
 
 void req_client_gone(struct req *r, bool eof)
 {
 	if (r->state == REQ_PROXY) {
-		proxy_client_gone(r, eof);
+		req_up(r)->gone(r, eof);
 		return;
 	}
 	/* queued: a client that closes (or half-closes: the two look the
@@ -793,11 +791,11 @@ void req_timeout(struct req *r)
 		return;
 	}
 	if (r->state == REQ_PROXY)
-		proxy_timeout(r);
+		req_up(r)->timeout(r);
 }
 
 void req_body_timeout(struct req *r)
 {
 	if (r->state == REQ_PROXY)
-		proxy_body_timeout(r);
+		req_up(r)->btimeout(r);
 }

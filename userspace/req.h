@@ -34,7 +34,6 @@
 #include "hdr.h"
 #include "log.h"
 #include "outcome.h"
-#include "proxy.h"
 #include "route.h"
 #include "wake.h"
 
@@ -105,6 +104,32 @@ struct req_client_ops {
 	void (*ended)(struct req *r, bool close);
 };
 
+/*
+ * The upstream side of a request (the proxy's, proxy.h), installed by
+ * services.c as the workers' up_ops: its state is r->up. start takes a
+ * request that passed Resolve and Admit; readable, drained, gone,
+ * timeout and btimeout are its client's events and timers while it has
+ * the request; release gives back what it holds at the end (ok: the
+ * upstream may be pooled; idempotent); reset clears its state for a new
+ * request; tunnel says the request became a tunnel (101), body_done that
+ * the request body was read whole.
+ */
+struct req_upstream_ops {
+	void (*start)(struct req *r);
+	void (*readable)(struct req *r);
+	void (*drained)(struct req *r);
+	void (*gone)(struct req *r, bool eof);
+	void (*timeout)(struct req *r);
+	void (*btimeout)(struct req *r);
+	void (*release)(struct req *r, bool ok);
+	void (*reset)(struct req *r);
+	bool (*tunnel)(const struct req *r);
+	bool (*body_done)(const struct req *r);
+};
+
+/* Bytes of struct req's upstream state (proxy.c checks its struct fits). */
+#define REQ_UPSTREAM_SIZE 3904
+
 /* One request, from its first byte to req_end(). */
 struct req {
 	const struct req_client_ops *cl; /* its client side */
@@ -152,7 +177,9 @@ struct req {
 	bool woken;
 	bool wake_tunnel; /* counted as an open tunnel of wenv */
 	uint64_t cold_ms;
-	struct proxy p;
+	uint64_t t_connect; /* monotonic ns an upstream connect began */
+	/* the upstream side's state (struct req_upstream_ops'), opaque */
+	_Alignas(max_align_t) unsigned char up[REQ_UPSTREAM_SIZE];
 };
 
 /* The URL's host part of Host h (n bytes): without its port, an IPv6
@@ -208,6 +235,9 @@ bool req_closing(const struct req *r);
 /* Send the response head (struct req_client_ops' respond). */
 int req_respond(struct req *r, const struct h1_response *resp,
 		const char *extra, int64_t cl, bool *chunked, bool *close);
+/* Release r's upstream side (the connection closes under it). */
+void req_release(struct req *r);
+
 /* Leave the admission in-flight gauges now (a tunnel: long-lived, bounded
  * by the connection cap instead), letting a queued request in. */
 void req_leave_inflight(struct req *r);
@@ -251,7 +281,7 @@ void req_upstream_unavailable(struct req *r);
 int req_queue_notify(void *owner, uint64_t handle);
 
 /* The worker service of requests (worker.h): it takes the REQ_MSG_*
- * messages, and has the upstream pools release through the proxy. */
+ * messages. */
 extern const struct worker_service req_service;
 
 #endif /* EDGE_REQ_H */

@@ -9,6 +9,7 @@
 #include "http1.h"
 #include "l4.h"
 #include "listener.h"
+#include "proxy.h"
 #include "req.h"
 #include "services.h"
 #include "worker.h"
@@ -16,7 +17,8 @@
 /* Drained in this order (the listeners stop accepting first), freed in
  * the reverse one. */
 static const struct worker_service *const services[] = {
-    &listener_service, &conn_service, &l4_service, &req_service, NULL};
+    &listener_service, &conn_service,  &l4_service,
+    &req_service,      &proxy_service, NULL};
 
 static const struct listener_accepts accepts = {
     .http = conn_accept,
@@ -29,4 +31,5 @@ void services_install(struct worker_shared *sh)
 	sh->services = services;
 	sh->accepts = &accepts;
 	sh->conn_ops = &http1_ops;
+	sh->up_ops = &proxy_ops;
 }

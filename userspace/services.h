@@ -3,8 +3,9 @@
  * services.h - what every worker runs, wired in one place: the worker
  * services in their order (the listeners, the client connections, the
  * TCP routes' connections, the requests) and the function each kind of
- * listener hands a new connection to, and the protocol adapter of the
- * client connections (HTTP/1.1's). The worker, the listener, the
+ * listener hands a new connection to, the protocol adapter of the
+ * client connections (HTTP/1.1's) and the requests' upstream side (the
+ * proxy). The worker, the listener, the
  * connection and the requests know each other only through what is set
  * here.
  */
@@ -13,8 +14,8 @@
 
 struct worker_shared;
 
-/* Set sh->services, sh->accepts and sh->conn_ops (before the first
- * worker_new). */
+/* Set sh->services, sh->accepts, sh->conn_ops and sh->up_ops (before
+ * the first worker_new). */
 void services_install(struct worker_shared *sh);
 
 #endif /* EDGE_SERVICES_H */

@@ -32,6 +32,7 @@
 #include "upstream.h"
 
 struct conn_ops;
+struct req_upstream_ops;
 struct conn_set;
 struct worker;
 struct l4_set;
@@ -104,6 +105,8 @@ struct worker_shared {
 	const struct listener_accepts *accepts;
 	/* the client connections' protocol adapter (conn.h) */
 	const struct conn_ops *conn_ops;
+	/* the requests' upstream side (req.h) */
+	const struct req_upstream_ops *up_ops;
 	struct route_holder routes;  /* the current route table */
 	struct tls_holder tls;	     /* the certificate store; cur NULL:
 					no HTTPS listener */
