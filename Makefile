@@ -12,6 +12,8 @@
 #                   movers vs HAProxy with splice(2) vs direct)
 #   make bench-tls  bench/tls (TLS handshakes and HTTPS requests: edged
 #                   vs nginx with the same certificates)
+#   make bench-http2 bench/http2 (HTTP/2 over TLS with h2load: edged vs
+#                   nginx vs HAProxy vs h2o, CPU per request, idle memory)
 #   make bench-wake bench/wake (an on-demand environment: port open to
 #                   first response, a storm of requests on a sleeping one)
 #   make lint       clang-format check, cppcheck, shellcheck
@@ -157,7 +159,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: man all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-wake profile-http lint format clean install uninstall deb deb-check
+.PHONY: man all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-http2 bench-wake profile-http lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -216,6 +218,11 @@ bench-tls:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/tls/run
+
+bench-http2:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/http2/run
 
 profile-http:
 	scripts/install-deps --bench

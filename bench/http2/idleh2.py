@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""bench/http2/idleh2.py PORT COUNT HOST STEPS MODE - open COUNT HTTP/2
+connections over TLS to 127.0.0.1:PORT (SNI HOST, ALPN h2 alone), keep
+them all open and idle, print "ready OPEN FAILED" on stdout, then sleep
+until killed.
+
+Each connection completes the TLS handshake (checking that ALPN chose h2)
+and the SETTINGS exchange both ways (the server's SETTINGS received and
+acknowledged, the client's acknowledged by the server). MODE "settings"
+stops there; MODE "request" also makes one GET / (:authority HOST) and
+reads its whole response (a 2xx) first. Connections are opened one at a
+time.
+
+The connections are opened in STEPS equal steps: after each but the last
+it prints "step OPEN FAILED" (the totals so far) and waits for a line on
+stdin before the next, so that the caller can read the server's memory
+at each step. The first failure's reason goes to stderr.
+
+Debian's python3-h2: run with /usr/bin/python3."""
+import resource
+import socket
+import ssl
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+
+
+def open_one(ctx, port, host, mode):
+    raw = socket.create_connection(("127.0.0.1", port), 5)
+    try:
+        s = ctx.wrap_socket(raw, server_hostname=host)
+    except (OSError, ssl.SSLError):
+        raw.close()
+        raise
+    try:
+        if s.selected_alpn_protocol() != "h2":
+            raise OSError("ALPN chose %r, not h2" % s.selected_alpn_protocol())
+        c = h2.connection.H2Connection(
+            config=h2.config.H2Configuration(client_side=True,
+                                             header_encoding="utf-8"))
+        c.initiate_connection()
+        if mode == "request":
+            c.send_headers(1, [(":method", "GET"), (":scheme", "https"),
+                               (":authority", host), (":path", "/")],
+                           end_stream=True)
+        s.sendall(c.data_to_send())
+        settings = acked = False
+        ended = mode != "request"
+        status = None
+        while not (settings and acked and ended):
+            data = s.recv(65536)
+            if not data:
+                raise OSError("closed by the server")
+            for ev in c.receive_data(data):
+                if isinstance(ev, h2.events.RemoteSettingsChanged):
+                    settings = True
+                elif isinstance(ev, h2.events.SettingsAcknowledged):
+                    acked = True
+                elif isinstance(ev, h2.events.ResponseReceived):
+                    status = dict(ev.headers).get(":status")
+                elif isinstance(ev, h2.events.DataReceived):
+                    c.acknowledge_received_data(ev.flow_controlled_length,
+                                                ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded):
+                    if not (status or "").startswith("2"):
+                        raise OSError("response status %r" % status)
+                    ended = True
+                elif isinstance(ev, (h2.events.StreamReset,
+                                     h2.events.ConnectionTerminated)):
+                    raise OSError("server ended it: %r" % ev)
+            out = c.data_to_send()
+            if out:
+                s.sendall(out)
+        return (s, c)
+    except BaseException:
+        s.close()
+        raise
+
+
+def main():
+    port, count, host = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    steps, mode = int(sys.argv[4]), sys.argv[5]
+    if mode not in ("settings", "request"):
+        sys.exit("idleh2: MODE is settings or request")
+    marks = [count * (k + 1) // steps for k in range(steps)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, 65536)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    kept, failed, said = [], 0, False
+    for k, mark in enumerate(marks):
+        while len(kept) + failed < mark:
+            try:
+                kept.append(open_one(ctx, port, host, mode))
+            except (OSError, ssl.SSLError, h2.exceptions.ProtocolError) as e:
+                failed += 1
+                if not said:
+                    print("idleh2: %s" % e, file=sys.stderr, flush=True)
+                    said = True
+        if k < len(marks) - 1:
+            print("step %d %d" % (len(kept), failed), flush=True)
+            sys.stdin.readline()
+    print("ready %d %d" % (len(kept), failed), flush=True)
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        pass
