@@ -74,7 +74,6 @@ struct h2s {
 	bool rst_sent;	    /* a RST_STREAM went out (nghttp2's or edge's) */
 	uint32_t rst_code;  /* ... with this code */
 	enum outcome why_o; /* the outcome of a reset of edge's */
-	uint32_t close_err;
 	struct req r;
 };
 
@@ -832,10 +831,10 @@ static int h2_on_stream_close(nghttp2_session *session, int32_t id,
 	struct h2s *s = nghttp2_session_get_stream_user_data(session, id);
 
 	(void)user;
+	(void)err; /* counted when the RST_STREAM or GOAWAY came */
 	if (!s)
 		return 0;
 	s->closed = true;
-	s->close_err = err;
 	nghttp2_session_set_stream_user_data(session, id, NULL);
 	h2_post(s, H2_EV_CLOSED);
 	return 0;

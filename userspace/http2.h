@@ -95,8 +95,4 @@ void http2_count_why(enum http2_why w);
 void http2_count_conn(int delta);
 void http2_count_stream(void);
 
-/* The name of error code i ("protocol_error"), of reason w. */
-const char *http2_code_name(unsigned i);
-const char *http2_why_name(unsigned w);
-
 #endif /* EDGE_HTTP2_H */

@@ -41,16 +41,6 @@ static struct metrics_counter *h2_m_why[HTTP2_WHY_MAX];
 static struct metrics_counter *h2_m_conns, *h2_m_streams;
 static struct metrics_gauge *h2_m_open;
 
-const char *http2_code_name(unsigned i)
-{
-	return i < HTTP2_CODES ? h2_code_names[i] : "unknown";
-}
-
-const char *http2_why_name(unsigned w)
-{
-	return w < HTTP2_WHY_MAX ? h2_why_names[w] : "unknown";
-}
-
 int http2_metrics(struct metrics *m)
 {
 	static const char *const dir[2] = {"sent", "received"};

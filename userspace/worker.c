@@ -33,15 +33,6 @@
 /* Messages a worker's mailbox holds at most (worker_post). */
 #define WORKER_MAILBOX 4096
 
-/* Run hook h of each of w's services that has one, in their order. */
-#define WORKER_EACH(w, h, ...)                                                 \
-	do {                                                                   \
-		const struct worker_service *const *s_ = (w)->sh->services;    \
-		for (; s_ && *s_; s_++)                                        \
-			if ((*s_)->h)                                          \
-				(*s_)->h(__VA_ARGS__);                         \
-	} while (0)
-
 void worker_maybe_exit(struct worker *w)
 {
 	const struct worker_service *const *s = w->sh->services;
@@ -132,6 +123,7 @@ static void worker_sync_splice(struct worker *w)
 static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
+	const struct worker_service *const *s;
 	uint64_t n;
 
 	(void)what;
@@ -146,7 +138,9 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	case WORKER_DRAIN:
 		if (!w->draining) {
 			w->draining = true;
-			WORKER_EACH(w, drain, w);
+			for (s = w->sh->services; s && *s; s++)
+				if ((*s)->drain)
+					(*s)->drain(w);
 		}
 		worker_maybe_exit(w);
 		return;
