@@ -16,17 +16,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analytics.h"
 #include "clk.h"
 #include "conn.h"
 #include "edge_assert.h"
 #include "l4.h"
 #include "listener.h"
 #include "mailbox.h"
-#include "proxy.h"
+#include "record.h"
 #include "sni.h"
 #include "sockio.h"
 #include "tunnel.h"
+#include "upconn.h"
 #include "upreg.h"
 #include "upstream.h"
 #include "wake.h"
@@ -70,14 +70,11 @@ struct l4_conn {
 	char deployment_id[CONFIG_ID_MAX + 1];
 	/* the upstream side */
 	struct sockio *uio; /* while connecting */
-	struct upstream_ep *ep;
-	bool ep_counted; /* upstream_inflight_add(+1) held until the end */
-	struct upstream_ep *tried[L4_TRIES_MAX];
-	size_t ntried;
+	struct upconn u;    /* its attempts (upconn.h), counted until the end */
 	struct event *timer; /* the connect timeout */
 	struct tunnel *tun;
-	/* monotonic ns: accepted, the connect began, it succeeded */
-	uint64_t t0, t_connect, t_up;
+	/* monotonic ns: accepted, connected */
+	uint64_t t0, t_up;
 	uint64_t t0_real;
 	uint64_t bytes_in, bytes_out; /* client -> upstream, and back */
 	const char *mover;	      /* tunnel_movers(), once it ended */
@@ -88,8 +85,6 @@ struct l4_conn {
 	size_t peeked;		    /* bytes the last peek saw */
 	unsigned stalls;	    /* l4_hello_stalled so far */
 	char sni[SNI_NAME_MAX + 1]; /* its server name, "" for none */
-	/* the last endpoint tried, "" when none (the record's) */
-	char up_addr[CONFIG_ADDR_STR_MAX];
 	/* Wake (wake.h): its on-demand environment, entered (NULL: none),
 	 * its place among the waiters while L4_WAKING, named by handle */
 	struct wake_env *wenv;
@@ -117,60 +112,34 @@ static int l4_set_init(struct worker *w, struct errbuf *err)
 	return 0;
 }
 
-/* Record: one analytics event (kind tunnel; no HTTP, so no status). */
+/* Record: the stream's one record (record.h): kind tunnel, no HTTP. */
 static void l4_record(const struct l4_conn *c, enum outcome o)
 {
-	struct analytics *a = c->w->sh->analytics;
-	struct analytics_event ev;
+	struct record rec = {
+	    .tcp = true,
+	    .outcome = o,
+	    .t0 = c->t0,
+	    .t_connect = c->u.t_connect,
+	    .t_up = c->t_up,
+	    .t0_real = c->t0_real,
+	    .bytes_in = c->bytes_in,
+	    .bytes_out = c->bytes_out,
+	    .id = c->id,
+	    .client_ip = c->client_ip,
+	    .mover = c->mover,
+	    .up_addr = c->u.addr,
+	    .woken = c->woken,
+	    .cold_ms = c->cold_ms,
+	    .host = c->sni[0] ? c->sni : NULL,
+	    .host_len = SIZE_MAX,
+	};
 
-	if (!a)
-		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.time_ns = c->t0_real;
-	/* read now: a connection refused in the batch it was accepted in
-	 * would last 0 by the batch's clock */
-	ev.duration_ns = clk_fresh_ns() - c->t0;
-	if (c->t_up && c->t_connect)
-		ev.upstream_ns = c->t_up - c->t_connect;
-	ev.bytes_in = c->bytes_in;
-	ev.bytes_out = c->bytes_out;
-	ev.kind = ANALYTICS_KIND_TUNNEL;
-	ev.outcome = (uint8_t)o;
-	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, c->id, SIZE_MAX);
-	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, c->client_ip, SIZE_MAX);
-	if (c->sni[0])
-		analytics_event_set(&ev, ANALYTICS_F_HOST, c->sni, SIZE_MAX);
-	analytics_event_set(&ev, ANALYTICS_F_MOVER, c->mover, SIZE_MAX);
-	if (c->up_addr[0])
-		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, c->up_addr,
-				    SIZE_MAX);
-	if (c->woken) {
-		char cold[24];
-
-		snprintf(cold, sizeof(cold), "%llu",
-			 (unsigned long long)(c->cold_ms > 2147483647ULL
-						  ? 2147483647ULL
-						  : c->cold_ms));
-		analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, cold,
-				    SIZE_MAX);
-	}
 	if (c->routed) {
-		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID, c->project_id,
-				    SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_ENVIRONMENT_ID, c->env_id,
-				    SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_DEPLOYMENT_ID,
-				    c->deployment_id, SIZE_MAX);
+		rec.project_id = c->project_id;
+		rec.env_id = c->env_id;
+		rec.deployment_id = c->deployment_id;
 	}
-	analytics_enqueue(a, &ev);
-}
-
-/* The endpoint's in-flight count, held from select to the end. */
-static void l4_ep_done(struct l4_conn *c)
-{
-	if (c->ep_counted)
-		upstream_inflight_add(c->ep, -1);
-	c->ep_counted = false;
+	record_end(c->w->sh, &rec);
 }
 
 /* The route table and what points into it: once connected (or ending),
@@ -251,7 +220,7 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 		c->wenv = NULL;
 	}
 	EDGE_ASSERT(!c->wwait.queued);
-	l4_ep_done(c);
+	upconn_done(&c->u);
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
 		snprintf(c->id, sizeof(c->id), "-");
@@ -260,9 +229,6 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	    c->listen, c->sni[0] ? " sni " : "", c->sni, outcome_name(o),
 	    (unsigned long long)c->bytes_in, (unsigned long long)c->bytes_out);
 	l4_record(c, o);
-	if (sh->request_done)
-		sh->request_done(sh->request_done_arg, o, 0, c->t0,
-				 c->t_connect, 0);
 	TAILQ_REMOVE(&w->l4->open, c, link);
 	EDGE_ASSERT(w->l4->n > 0);
 	w->l4->n--;
@@ -329,31 +295,20 @@ static void l4_tunnel_begin(struct l4_conn *c)
 	}
 }
 
-/* The connect to c->ep failed or timed out (why, errno err or 0): say
- * so (at most once a second per endpoint and reason: upreg_log_allow),
- * report it, try another endpoint (the client has sent nothing anyone
- * read). */
+/* The connect failed or timed out (why, errno err or 0): say so (at
+ * most once a second per endpoint and reason), report it, try another
+ * endpoint (the client has sent nothing anyone read). */
 static void l4_attempt_failed(struct l4_conn *c, enum upreg_why why, int err)
 {
-	char text[UPREG_WHY_STR_MAX];
-	uint64_t held;
+	char where[CONFIG_ADDR_STR_MAX + SNI_NAME_MAX + CONFIG_ID_MAX + 64];
 
-	if (c->ep && upreg_log_allow(upstream_ep_shared(c->ep), why, &held))
-		log_warnx_held(L4_LOG_CTX(c), held,
-			       "upstream %s: %s (tcp route %s%s%s, environment "
-			       "%s)",
-			       upstream_ep_addr(c->ep)->text,
-			       upreg_why_format(why, err, text, sizeof(text)),
-			       c->listen, c->sni[0] ? " sni " : "", c->sni,
-			       c->env_id[0] ? c->env_id : "-");
-	if (c->ep)
-		upstream_report_why(c->w->up, c->ep, false, clk_now_ns(), why,
-				    err);
+	snprintf(where, sizeof(where), "tcp route %s%s%s, environment %s",
+		 c->listen, c->sni[0] ? " sni " : "", c->sni,
+		 c->env_id[0] ? c->env_id : "-");
+	upconn_failed(&c->u, c->w, L4_LOG_CTX(c), why, err, NULL, where);
 	evtimer_del(c->timer);
 	sockio_free(c->uio);
 	c->uio = NULL;
-	l4_ep_done(c);
-	c->ep = NULL;
 	l4_connect(c);
 }
 
@@ -371,10 +326,8 @@ static void l4_up_event_cb(struct sockio *uio, short what, void *arg)
 	}
 	evtimer_del(c->timer);
 	c->t_up = clk_now_ns();
-	upstream_report(c->w->up, c->ep, true, c->t_up);
-	upreg_count_connect(upstream_ep_shared(c->ep),
-			    c->t_up > c->t_connect ? c->t_up - c->t_connect
-						   : 0);
+	upstream_report(c->w->up, c->u.ep, true, c->t_up);
+	upconn_connected(&c->u, c->t_up);
 	l4_unroute(c);
 	l4_tunnel_begin(c);
 }
@@ -394,19 +347,6 @@ static void l4_timer_cb(evutil_socket_t fd, short what, void *arg)
 				  0); /* timeouts.upstream_connect */
 	else if (c->state == L4_WAKING)
 		l4_wake_end(c, OUTCOME_WAKE_PENDING); /* its notify was lost */
-}
-
-/* socket() failed with e: out of descriptors is fd_exhausted, not the
- * endpoint's fault; anything else is edge's own failure. */
-static void l4_no_socket(struct l4_conn *c, int e)
-{
-	if (e == EMFILE || e == ENFILE) {
-		l4_end(c, OUTCOME_FD_EXHAUSTED);
-		return;
-	}
-	log_warnx_ctx_rl(L4_LOG_CTX(c), "cannot make a socket: %s",
-			 strerror(e));
-	l4_end(c, OUTCOME_INTERNAL_ERROR);
 }
 
 /* Every endpoint failed: upstream_unavailable, or, for an on-demand
@@ -433,63 +373,40 @@ static void l4_unavailable(struct l4_conn *c)
 	l4_end(c, OUTCOME_UPSTREAM_UNAVAILABLE);
 }
 
-/* Select an endpoint not tried yet and start connecting to it (never a
- * pooled connection: those carry HTTP). */
+/* The next attempt (upconn.h; never a pooled connection: those carry
+ * HTTP), connected within timeouts.upstream_connect; none left is
+ * l4_unavailable; out of descriptors, fd_exhausted (not the endpoint's
+ * fault). */
 static void l4_connect(struct l4_conn *c)
 {
 	struct worker *w = c->w;
-	const struct config_addr *a;
-	struct upstream_ep *ep;
-	struct transport t;
+	/* the slot: HTTP and each TCP route keep round-robin positions of
+	 * their own */
+	const struct upconn_target t = {.m = &c->m,
+					.slot = c->slot + 1,
+					.peer = &c->peer.sa,
+					.nodelay = true};
 	struct timeval tv;
-	uint64_t now = clk_now_ns();
-	int fd, one = 1;
 
-	if (c->ntried >= L4_TRIES_MAX) {
+	switch (upconn_open(&c->u, w, &t, L4_LOG_CTX(c), &c->uio)) {
+	case UPCONN_NONE:
 		l4_unavailable(c);
 		return;
-	}
-	/* round robin per TCP route: the environment's route key, and the
-	 * slot, so that HTTP and each TCP route keep positions of their
-	 * own */
-	if (upstream_select(w->up, c->m.route_key, c->slot + 1, c->m.upstreams,
-			    c->m.n_upstreams, c->m.balance, &c->peer.sa, now,
-			    c->tried, c->ntried, &ep)) {
-		l4_unavailable(c);
+	case UPCONN_NO_FD:
+		l4_end(c, OUTCOME_FD_EXHAUSTED);
 		return;
-	}
-	c->tried[c->ntried++] = ep;
-	c->ep = ep;
-	memcpy(c->up_addr, upstream_ep_addr(ep)->text, sizeof(c->up_addr));
-	upstream_inflight_add(ep, 1);
-	upreg_count_request(upstream_ep_shared(ep));
-	c->ep_counted = true;
-	c->t_connect = now;
-	a = upstream_ep_addr(ep);
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	while (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
-	       upstream_pool_shed(w->up, PROXY_SHED_IDLE))
-		fd = socket(a->ss.ss_family,
-			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		l4_no_socket(c, errno);
-		return;
-	}
-	/* a tunnel carries whatever protocol: small writes go at once */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	transport_tcp(&t, fd);
-	c->uio = sockio_new(w->base, &t);
-	if (!c->uio) {
-		transport_close(&t);
+	case UPCONN_FAILED:
+	case UPCONN_POOLED: /* not asked for */
 		l4_end(c, OUTCOME_INTERNAL_ERROR);
 		return;
+	case UPCONN_NEW:
+		break;
 	}
 	sockio_setcb(c->uio, NULL, NULL, l4_up_event_cb, c);
 	c->state = L4_CONNECTING;
 	evtimer_add(c->timer, worker_timeout(
 				  w, w->set.timeouts.upstream_connect_ms, &tv));
-	if (sockio_connect(c->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
+	if (upconn_connect(&c->u, c->uio) < 0)
 		l4_attempt_failed(c, UPREG_WHY_CONNECT, errno);
 }
 

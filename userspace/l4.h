@@ -7,7 +7,8 @@
  * the environment its route names.
  *
  * Its life, each step as an HTTP request's (req.h, proxy.h) but without
- * HTTP:
+ * HTTP: the stream core's TCP mode, connected by the same upconn.h and
+ * recorded by the same record.h as a request:
  *   Accept   counted against limits.max_connections (over it, or
  *            draining: closed at once, connection_limit / shutting_down);
  *   Resolve  the address's route in the current route table
@@ -26,20 +27,21 @@
  *            wake_throttled (wake.max_waiting_connections) when it is
  *            not woken for it; counted as the environment's activity
  *            (its tunnel in its open tunnels) until the end;
- *   Select   an endpoint of the environment's deployment (upstream.h:
- *            the same balancing, passive health and panic mode as HTTP),
+ *   Select   an endpoint of the environment's deployment (upconn.h,
+ *            upstream.h: the same connect, balancing, passive health and
+ *            panic mode as HTTP),
  *            connected within timeouts.upstream_connect; a failed or
  *            timed-out connect is reported and the next endpoint tried
  *            (no byte of the client's has been read yet), up to
- *            L4_TRIES_MAX; none: upstream_unavailable (an on-demand
+ *            UPCONN_TRIES_MAX; none: upstream_unavailable (an on-demand
  *            environment not running as far as edge knows:
  *            environment_restarting, and a wake);
  *   Tunnel   both sockets handed to tunnel_start() (tunnel.h) until both
  *            directions end, an error or timeouts.tunnel_idle: tunnel;
- *   Record   in l4_end(), the one ending, run once per connection: one
- *            analytics event of kind tunnel (status 0: no HTTP), the
- *            workers' request_done hook (edge_requests_total by outcome),
- *            everything released.
+ *   Record   in l4_end(), the one ending, run once per connection:
+ *            record_end() (one analytics event of kind tunnel, status 0:
+ *            no HTTP; the workers' request_done hook,
+ *            edge_requests_total by outcome), everything released.
  * Until the upstream is connected the client's socket is not read: what
  * it sends (its EOF too) waits in the kernel and goes first once the
  * tunnel starts (a client that leaves meanwhile is noticed then, and the
@@ -59,9 +61,6 @@ struct l4_conn;
 struct worker;
 struct worker_service;
 
-/* Endpoints tried for one connection at most (as proxy.h's
- * PROXY_TRIES_MAX). */
-#define L4_TRIES_MAX 4
 /* What a refused connection's client had sent is read and thrown away,
  * up to this many bytes, before it is closed: a FIN, not a reset. */
 #define L4_REFUSE_DRAIN 65536

@@ -165,27 +165,18 @@ static void proxy_drop_uio(struct req *r, bool give)
 	if (!uio)
 		return;
 	p->uio = NULL;
-	if (give && p->ep && evbuffer_get_length(sockio_input(uio)) == 0 &&
+	if (give && p->u.ep && evbuffer_get_length(sockio_input(uio)) == 0 &&
 	    evbuffer_get_length(sockio_output(uio)) == 0) {
 		sockio_setcb(uio, proxy_pool_read_cb, NULL, proxy_pool_event_cb,
-			     p->ep);
+			     p->u.ep);
 		sockio_set_read_timeout(uio, 0);
 		sockio_set_watermarks(uio, 0, 0);
 		sockio_enable(uio, EV_READ);
-		upstream_pool_give_obj(r->w->up, p->ep, sockio_fd(uio), uio,
+		upstream_pool_give_obj(r->w->up, p->u.ep, sockio_fd(uio), uio,
 				       clk_now_ns());
 		return;
 	}
 	sockio_free(uio);
-}
-
-static void proxy_ep_done(struct req *r)
-{
-	struct proxy *p = PX(r);
-
-	if (p->ep_counted)
-		upstream_inflight_add(p->ep, -1);
-	p->ep_counted = false;
 }
 
 static void proxy_release(struct req *r, bool ok)
@@ -202,8 +193,8 @@ static void proxy_release(struct req *r, bool ok)
 		tunnel_free(p->tun);
 		p->tun = NULL;
 	}
-	if (p->ep && p->ep_counted)
-		upreg_count_bytes(upstream_ep_shared(p->ep), r->bytes_in,
+	if (p->u.ep && p->u.counted)
+		upreg_count_bytes(upstream_ep_shared(p->u.ep), r->bytes_in,
 				  r->bytes_out);
 	if (p->uio) {
 		give = ok && p->reusable && p->req_body.done &&
@@ -212,51 +203,38 @@ static void proxy_release(struct req *r, bool ok)
 		       evbuffer_get_length(sockio_output(p->uio)) == 0;
 		proxy_drop_uio(r, give);
 	}
-	proxy_ep_done(r);
+	upconn_done(&p->u);
 	if (p->held) {
 		evbuffer_free(p->held);
 		p->held = NULL;
 	}
 	req_body_timer_stop(r);
 	p->state = PROXY_IDLE;
-	EDGE_ASSERT(!p->uio && !p->tun && !p->ep_counted);
+	EDGE_ASSERT(!p->uio && !p->tun && !p->u.counted);
 }
 
-/* Say that p->ep failed r (why, its errno or 0, a detail or NULL), at
- * most once a second per endpoint and reason: a line held back is
- * counted by the next one, or by the control loop (upreg_log_held). */
-static void proxy_log_failure(struct req *r, enum upreg_why why, int err,
-			      const char *detail)
+/* r's route for an upstream failure's log line (upconn_log). */
+static const char *proxy_where(const struct req *r, char *buf, size_t len)
 {
-	struct proxy *p = PX(r);
-	char text[UPREG_WHY_STR_MAX];
 	const char *host = r->h.host ? r->h.host : "";
 	size_t hn = req_host_only(host, r->h.host ? r->h.host_len : 0);
-	uint64_t held;
 
-	if (!p->ep || !upreg_log_allow(upstream_ep_shared(p->ep), why, &held))
-		return;
-	log_warnx_held(REQ_LOG_CTX(r), held,
-		       "upstream %s: %s%s%s (route %.*s%s, environment %s)",
-		       upstream_ep_addr(p->ep)->text,
-		       upreg_why_format(why, err, text, sizeof(text)),
-		       detail ? ": " : "", detail ? detail : "",
-		       (int)(hn < CONFIG_HOST_MAX ? hn : CONFIG_HOST_MAX), host,
-		       r->m.prefix ? r->m.prefix : "/",
-		       r->m.env_id ? r->m.env_id : "-");
+	snprintf(buf, len, "route %.*s%s, environment %s",
+		 (int)(hn < CONFIG_HOST_MAX ? hn : CONFIG_HOST_MAX), host,
+		 r->m.prefix ? r->m.prefix : "/",
+		 r->m.env_id ? r->m.env_id : "-");
+	return buf;
 }
 
-/* The attempt on p->ep failed (why, errno err or 0; detail or NULL):
+/* The attempt's endpoint failed r (why, errno err or 0; detail or NULL):
  * logged (limited) and reported to passive health. */
 static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
 			    const char *detail)
 {
-	struct proxy *p = PX(r);
+	char where[CONFIG_HOST_MAX + 256];
 
-	proxy_log_failure(r, why, err, detail);
-	if (p->ep)
-		upstream_report_why(r->w->up, p->ep, false, clk_now_ns(), why,
-				    err);
+	upconn_report(&PX(r)->u, r->w, REQ_LOG_CTX(r), why, err, detail,
+		      proxy_where(r, where, sizeof(where)));
 }
 
 /* The response's body failed after its head (why, errno err or 0):
@@ -265,10 +243,12 @@ static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
 static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
 {
 	struct proxy *p = PX(r);
+	char where[CONFIG_HOST_MAX + 256];
 
-	proxy_log_failure(r, why, err, NULL);
-	if (p->ep)
-		upreg_set_failure(upstream_ep_shared(p->ep), why, err);
+	upconn_log(&p->u, REQ_LOG_CTX(r), why, err, NULL,
+		   proxy_where(r, where, sizeof(where)));
+	if (p->u.ep)
+		upreg_set_failure(upstream_ep_shared(p->u.ep), why, err);
 }
 
 /* The current attempt failed before any response byte (why, errno err
@@ -277,11 +257,11 @@ static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
 static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
 {
 	struct proxy *p = PX(r);
+	char where[CONFIG_HOST_MAX + 256];
 
-	proxy_ep_failed(r, why, err, NULL);
+	upconn_failed(&p->u, r->w, REQ_LOG_CTX(r), why, err, NULL,
+		      proxy_where(r, where, sizeof(where)));
 	proxy_drop_uio(r, false);
-	proxy_ep_done(r);
-	p->ep = NULL;
 	proxy_connect(r);
 }
 
@@ -395,14 +375,8 @@ static void proxy_connected(struct req *r)
 	struct proxy *p = PX(r);
 	struct hdr_fwd f;
 	struct hdr_buf b;
-	uint64_t now;
 
-	if (!p->reused) {
-		now = clk_now_ns();
-		upreg_count_connect(upstream_ep_shared(p->ep),
-				    now > r->t_connect ? now - r->t_connect
-						       : 0);
-	}
+	upconn_connected(&p->u, clk_now_ns());
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
 	f.project_id = r->m.project_id;
@@ -467,109 +441,61 @@ static size_t proxy_head_room(const struct h1_limits *h1)
 	return h1->head_max + 1 + H1_CHUNK_DIGITS_MAX + h1->chunk_ext_max + 2;
 }
 
-/* Make p->uio: a new sockio on fd, or uio (pooled) when not NULL. */
-static int proxy_new_uio(struct req *r, int fd, struct sockio *uio)
+/* p->uio is uio (a new or a pooled connection): its callbacks and
+ * watermarks set. */
+static void proxy_set_uio(struct req *r, struct sockio *uio)
 {
 	struct proxy *p = PX(r);
 	size_t high = proxy_head_room(&r->w->set.h1);
-	struct transport t;
 
-	if (!uio) {
-		transport_tcp(&t, fd);
-		uio = sockio_new(r->w->base, &t);
-		if (!uio) {
-			transport_close(&t);
-			return -ENOMEM;
-		}
-	}
 	p->uio = uio;
 	if (high < PROXY_HIGH_WATER)
 		high = PROXY_HIGH_WATER;
 	sockio_setcb(p->uio, proxy_up_read_cb, proxy_up_write_cb,
 		     proxy_up_event_cb, r);
 	sockio_set_watermarks(p->uio, high, PROXY_LOW_WATER);
-	return 0;
 }
 
-/* socket() failed with e for r: out of descriptors
- * (EMFILE, ENFILE) is 503 fd_exhausted with Retry-After, not the
- * endpoint's fault; anything else is edge's own failure. */
-static void proxy_no_socket(struct req *r, int e)
-{
-	static const char retry[] = "Retry-After: 1\r\n";
-
-	PX(r)->reusable = false;
-	if (e == EMFILE || e == ENFILE) {
-		req_end(r, OUTCOME_FD_EXHAUSTED, retry);
-		return;
-	}
-	log_warnx_ctx_rl(REQ_LOG_CTX(r), "cannot make a socket: %s",
-			 strerror(e));
-	req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
-}
-
-/* Select an endpoint not tried yet and start connecting to it. */
+/* The next attempt (upconn.h): a pooled connection goes on at once, a
+ * new one connects within timeouts.upstream_connect; none left is
+ * upstream_unavailable; out of descriptors, 503 fd_exhausted with
+ * Retry-After (not the endpoint's fault). */
 static void proxy_connect(struct req *r)
 {
+	static const char retry[] = "Retry-After: 1\r\n";
 	struct worker *w = r->w;
 	struct proxy *p = PX(r);
-	const struct config_addr *a;
-	struct upstream_ep *ep;
-	uint64_t now = clk_now_ns();
-	void *pooled;
-	int fd, rc;
+	const struct upconn_target t = {
+	    .m = &r->m, .slot = 0, .peer = r->peer, .pool = true};
+	struct sockio *uio;
 
-	if (p->ntried >= PROXY_TRIES_MAX) {
+	switch (upconn_open(&p->u, w, &t, REQ_LOG_CTX(r), &uio)) {
+	case UPCONN_NONE:
 		req_upstream_unavailable(r);
 		return;
-	}
-	/* round robin per route: its key is the same in every generation
-	 * its project is unchanged in */
-	rc = upstream_select(w->up, r->m.route_key, 0, r->m.upstreams,
-			     r->m.n_upstreams, r->m.balance, r->peer, now,
-			     p->tried, p->ntried, &ep);
-	if (rc) {
-		req_upstream_unavailable(r);
+	case UPCONN_NO_FD:
+		p->reusable = false;
+		req_end(r, OUTCOME_FD_EXHAUSTED, retry);
 		return;
-	}
-	p->tried[p->ntried++] = ep;
-	p->ep = ep;
-	upreg_count_request(upstream_ep_shared(ep));
-	memcpy(r->up_addr, upstream_ep_addr(ep)->text, sizeof(r->up_addr));
-	upstream_inflight_add(ep, 1);
-	p->ep_counted = true;
-	r->t_connect = now;
-	fd = upstream_pool_take_obj(w->up, ep, now, &pooled);
-	if (fd >= 0) {
-		p->reused = true;
-		if (proxy_new_uio(r, fd, pooled)) {
-			req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
-			return;
-		}
-		proxy_connected(r);
-		return;
-	}
-	p->reused = false;
-	a = upstream_ep_addr(ep);
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	/* out of descriptors: idle pooled connections are the cheapest to
-	 * give back, a few at a time while the pool has them */
-	while (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
-	       upstream_pool_shed(w->up, PROXY_SHED_IDLE))
-		fd = socket(a->ss.ss_family,
-			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		proxy_no_socket(r, errno);
-		return;
-	}
-	if (proxy_new_uio(r, fd, NULL)) {
+	case UPCONN_FAILED:
+		p->reusable = false;
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
+	case UPCONN_POOLED:
+		memcpy(r->up_addr, p->u.addr, sizeof(r->up_addr));
+		r->t_connect = p->u.t_connect;
+		proxy_set_uio(r, uio);
+		proxy_connected(r);
+		return;
+	case UPCONN_NEW:
+		break;
 	}
+	memcpy(r->up_addr, p->u.addr, sizeof(r->up_addr));
+	r->t_connect = p->u.t_connect;
+	proxy_set_uio(r, uio);
 	p->state = PROXY_CONNECTING;
 	req_timer(r, w->set.timeouts.upstream_connect_ms);
-	if (sockio_connect(p->uio, (const struct sockaddr *)&a->ss, a->len) < 0)
+	if (upconn_connect(&p->u, p->uio) < 0)
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT, errno);
 }
 
@@ -953,8 +879,8 @@ static void proxy_parse(struct req *r)
 	    !proxy_first_chunk(r, buf + rc, avail - (size_t)rc))
 		return;
 	now = clk_now_ns();
-	upstream_report(r->w->up, p->ep, true, now);
-	upreg_count_response(upstream_ep_shared(p->ep), p->resp.code,
+	upstream_report(r->w->up, p->u.ep, true, now);
+	upreg_count_response(upstream_ep_shared(p->u.ep), p->resp.code,
 			     now > r->t_connect ? now - r->t_connect : 0);
 	/* the head must outlive the input: respond before draining it */
 	proxy_respond(r, (size_t)rc);
@@ -1069,7 +995,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 	case PROXY_WAITING:
 		if (what & SOCKIO_TIMEOUT)
 			return;
-		if (p->reused && (p->req_body.in == BODY_NONE || p->buffered) &&
+		if (p->u.reused &&
+		    (p->req_body.in == BODY_NONE || p->buffered) &&
 		    method_idempotent(r->h.method) &&
 		    evbuffer_get_length(sockio_input(p->uio)) == 0) {
 			/* a pooled connection the upstream had closed: retry
@@ -1077,15 +1004,13 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			 * be chosen; this one is not blamed); a buffered body
 			 * is still in p->held */
 			proxy_drop_uio(r, false);
-			proxy_ep_done(r);
-			p->ntried--;
-			p->ep = NULL;
+			upconn_retry(&p->u);
 			proxy_connect(r);
 			return;
 		}
 		p->reusable = false;
 		if (evbuffer_get_length(sockio_input(p->uio)) == 0 &&
-		    p->reused) {
+		    p->u.reused) {
 			/* most likely the pool's race with the upstream's
 			 * keep-alive timeout, not a failing endpoint; the
 			 * request may have been acted on: not retried */

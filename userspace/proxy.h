@@ -24,6 +24,7 @@
 
 #include "admit.h"
 #include "h1.h"
+#include "upconn.h"
 
 struct req;
 struct req_upstream_ops;
@@ -37,11 +38,6 @@ struct upstream_ep;
  * stops, and the level at which it resumes. */
 #define PROXY_HIGH_WATER (64 * 1024)
 #define PROXY_LOW_WATER (16 * 1024)
-/* Pooled idle upstream connections closed when a socket for a new one
- * finds no descriptor, before it is tried once more. */
-#define PROXY_SHED_IDLE 8
-/* Endpoints tried for one request at most. */
-#define PROXY_TRIES_MAX 4
 
 /* How a body in flight is delimited on each side. */
 enum body_kind {
@@ -76,12 +72,8 @@ enum proxy_state {
 /* The upstream side of one request (inside struct req). */
 struct proxy {
 	enum proxy_state state;
-	struct sockio *uio; /* the upstream connection */
-	struct upstream_ep *ep;
-	bool ep_counted; /* upstream_inflight_add(+1) held */
-	bool reused;	 /* the connection came from the pool */
-	struct upstream_ep *tried[PROXY_TRIES_MAX];
-	size_t ntried;
+	struct sockio *uio;   /* the upstream connection */
+	struct upconn u;      /* its attempts (upconn.h) */
 	struct body req_body; /* client -> upstream */
 	/* body bytes read before connecting (decoded), NULL when none: the
 	 * whole body when buffered, else the first body_buffer + 1 bytes */

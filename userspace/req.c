@@ -18,6 +18,7 @@
 #include "clk.h"
 #include "edge_assert.h"
 #include "mailbox.h"
+#include "record.h"
 #include "req.h"
 #include "sockio.h"
 #include "worker.h"
@@ -160,105 +161,43 @@ static bool req_body_pending(const struct req *r)
 	return !req_up(r)->body_done(r);
 }
 
-/* First value of header name in h, or NULL. */
-static const struct h1_header *find_header(const struct h1_head *h,
-					   const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < h->nheaders; i++)
-		if (h1_eq(h->headers[i].name, h->headers[i].name_len, name))
-			return &h->headers[i];
-	return NULL;
-}
-
-/* Record: one analytics event (the writer thread does the I/O). */
+/* Record: the stream's one record (record.h). */
 static void req_record(struct req *r, enum outcome o)
 {
-	struct analytics *a = r->w->sh->analytics;
-	struct analytics_event ev;
-	const struct h1_header *f;
+	struct record rec = {
+	    .outcome = o,
+	    .status = r->status,
+	    .t0 = r->t0,
+	    .t_connect = r->t_connect,
+	    .t_up = r->t_resp,
+	    .t0_real = r->t0_real,
+	    .bytes_in = r->bytes_in,
+	    .bytes_out = r->bytes_out,
+	    .id = r->id,
+	    .client_ip = r->client_ip,
+	    .mover = r->mover,
+	    .up_addr = r->up_addr,
+	    .up_status = r->up_status,
+	    .woken = r->woken,
+	    .cold_ms = r->cold_ms,
+	    .tls = r->tls,
+	    .tls_resumed = r->tls_resumed,
+	    .tls_version = r->tls_version,
+	    .tls_cipher = r->tls_cipher,
+	};
 
-	if (!a)
-		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.time_ns = r->t0_real;
-	/* read now: an answer edge wrote in the batch its request came in
-	 * would last 0 by the batch's clock (the answer is written: it is
-	 * in the socket, or queued for it, by the time req_end gets here) */
-	ev.duration_ns = clk_fresh_ns() - r->t0;
-	if (r->t_resp && r->t_connect)
-		ev.upstream_ns = r->t_resp - r->t_connect;
-	ev.bytes_in = r->bytes_in;
-	ev.bytes_out = r->bytes_out;
-	ev.status = (uint16_t)r->status;
-	ev.kind = o == OUTCOME_TUNNEL ? ANALYTICS_KIND_TUNNEL
-				      : ANALYTICS_KIND_REQUEST;
-	ev.outcome = (uint8_t)o;
-	analytics_event_set(&ev, ANALYTICS_F_REQUEST_ID, r->id, SIZE_MAX);
-	analytics_event_set(&ev, ANALYTICS_F_CLIENT_IP, r->client_ip, SIZE_MAX);
-	analytics_event_set(&ev, ANALYTICS_F_MOVER, r->mover, SIZE_MAX);
-	if (r->up_addr[0])
-		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, r->up_addr,
-				    SIZE_MAX);
-	if (r->up_status > 0 && r->up_status < 1000) {
-		char st[4];
-
-		st[0] = (char)('0' + r->up_status / 100);
-		st[1] = (char)('0' + r->up_status / 10 % 10);
-		st[2] = (char)('0' + r->up_status % 10);
-		st[3] = '\0';
-		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, st, 3);
-	}
-	if (r->woken) {
-		char cold[24];
-
-		snprintf(cold, sizeof(cold), "%llu",
-			 (unsigned long long)(r->cold_ms > 2147483647ULL
-						  ? 2147483647ULL
-						  : r->cold_ms));
-		analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, cold,
-				    SIZE_MAX);
-	}
-	if (r->tls) {
-		analytics_event_set(&ev, ANALYTICS_F_TLS_VERSION,
-				    r->tls_version, SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_TLS_CIPHER, r->tls_cipher,
-				    SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_TLS_RESUMED,
-				    r->tls_resumed ? "true" : "false",
-				    SIZE_MAX);
-	}
 	if (r->routed) {
-		analytics_event_set(&ev, ANALYTICS_F_PROJECT_ID,
-				    r->m.project_id, SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_ENVIRONMENT_ID,
-				    r->m.env_id, SIZE_MAX);
-		analytics_event_set(&ev, ANALYTICS_F_DEPLOYMENT_ID,
-				    r->m.deployment_id, SIZE_MAX);
+		rec.project_id = r->m.project_id;
+		rec.env_id = r->m.env_id;
+		rec.deployment_id = r->m.deployment_id;
 	}
 	if (r->head) {
-		analytics_event_set(&ev, ANALYTICS_F_HOST, r->h.host,
-				    r->h.host_len);
-		analytics_event_set(&ev, ANALYTICS_F_METHOD, r->h.method_str,
-				    r->h.method_len);
-		analytics_event_set(&ev, ANALYTICS_F_PATH, r->h.target,
-				    r->h.target_len);
-		analytics_event_set(&ev, ANALYTICS_F_HTTP_VERSION,
-				    r->http_version ? r->http_version
-				    : r->h.h.minor  ? "HTTP/1.1"
-						    : "HTTP/1.0",
-				    SIZE_MAX);
-		f = find_header(&r->h.h, "user-agent");
-		if (f)
-			analytics_event_set(&ev, ANALYTICS_F_USER_AGENT,
-					    f->value, f->value_len);
-		f = find_header(&r->h.h, "referer");
-		if (f)
-			analytics_event_set(&ev, ANALYTICS_F_REFERRER, f->value,
-					    f->value_len);
+		rec.host = r->h.host;
+		rec.host_len = r->h.host_len;
+		rec.http = &r->h;
+		rec.http_version = r->http_version;
 	}
-	analytics_enqueue(a, &ev);
+	record_end(r->w->sh, &rec);
 }
 
 /* The JSON error response for o, built like every other head. */
@@ -349,9 +288,6 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	if (r->routed && r->m.classes && r->status >= 100 && r->status <= 599)
 		atomic_fetch_add_explicit(&r->m.classes[r->status / 100 - 1], 1,
 					  memory_order_relaxed);
-	if (sh->request_done)
-		sh->request_done(sh->request_done_arg, o, r->status, r->t0,
-				 r->t_connect, r->t_resp);
 	req_leave_inflight(r);
 	route_table_put(r->rt);
 	r->rt = NULL;

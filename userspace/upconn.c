@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * upconn.c - the stream core's one upstream connect (upconn.h).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+
+#include "clk.h"
+#include "log.h"
+#include "route.h"
+#include "sockio.h"
+#include "upconn.h"
+#include "upstream.h"
+#include "worker.h"
+
+enum upconn_result upconn_open(struct upconn *u, struct worker *w,
+			       const struct upconn_target *t,
+			       const struct log_ctx *ctx, struct sockio **uio)
+{
+	const struct config_addr *a;
+	struct upstream_ep *ep;
+	struct transport tr;
+	uint64_t now = clk_now_ns();
+	void *pooled = NULL;
+	int fd, e, one = 1;
+
+	*uio = NULL;
+	if (u->ntried >= UPCONN_TRIES_MAX)
+		return UPCONN_NONE;
+	/* round robin per route: its key is the same in every generation
+	 * its project is unchanged in */
+	if (upstream_select(w->up, t->m->route_key, t->slot, t->m->upstreams,
+			    t->m->n_upstreams, t->m->balance, t->peer, now,
+			    u->tried, u->ntried, &ep))
+		return UPCONN_NONE;
+	u->tried[u->ntried++] = ep;
+	u->ep = ep;
+	memcpy(u->addr, upstream_ep_addr(ep)->text, sizeof(u->addr));
+	upstream_inflight_add(ep, 1);
+	upreg_count_request(upstream_ep_shared(ep));
+	u->counted = true;
+	u->t_connect = now;
+	u->reused = false;
+	fd = t->pool ? upstream_pool_take_obj(w->up, ep, now, &pooled) : -1;
+	if (fd >= 0 && pooled) {
+		u->reused = true;
+		*uio = pooled;
+		return UPCONN_POOLED;
+	}
+	if (fd < 0) {
+		a = upstream_ep_addr(ep);
+		fd = socket(a->ss.ss_family,
+			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		/* out of descriptors: idle pooled connections are the
+		 * cheapest to give back, a few at a time while the pool has
+		 * them */
+		while (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+		       upstream_pool_shed(w->up, UPCONN_SHED_IDLE))
+			fd = socket(a->ss.ss_family,
+				    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0);
+		if (fd < 0) {
+			e = errno;
+			if (e == EMFILE || e == ENFILE)
+				return UPCONN_NO_FD;
+			log_warnx_ctx_rl(ctx, "cannot make a socket: %s",
+					 strerror(e));
+			return UPCONN_FAILED;
+		}
+		if (t->nodelay)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				   sizeof(one));
+	} else {
+		u->reused = true; /* a pooled descriptor without its sockio */
+	}
+	transport_tcp(&tr, fd);
+	*uio = sockio_new(w->base, &tr);
+	if (!*uio) {
+		transport_close(&tr);
+		log_warnx_ctx_rl(ctx, "upstream %s: out of memory", u->addr);
+		return UPCONN_FAILED;
+	}
+	return u->reused ? UPCONN_POOLED : UPCONN_NEW;
+}
+
+int upconn_connect(const struct upconn *u, struct sockio *uio)
+{
+	const struct config_addr *a = upstream_ep_addr(u->ep);
+
+	return sockio_connect(uio, (const struct sockaddr *)&a->ss, a->len);
+}
+
+void upconn_connected(struct upconn *u, uint64_t now_ns)
+{
+	if (!u->reused)
+		upreg_count_connect(
+		    upstream_ep_shared(u->ep),
+		    now_ns > u->t_connect ? now_ns - u->t_connect : 0);
+}
+
+void upconn_log(const struct upconn *u, const struct log_ctx *ctx,
+		enum upreg_why why, int err, const char *detail,
+		const char *where)
+{
+	char text[UPREG_WHY_STR_MAX];
+	uint64_t held;
+
+	if (!u->ep || !upreg_log_allow(upstream_ep_shared(u->ep), why, &held))
+		return;
+	log_warnx_held(ctx, held, "upstream %s: %s%s%s (%s)",
+		       upstream_ep_addr(u->ep)->text,
+		       upreg_why_format(why, err, text, sizeof(text)),
+		       detail ? ": " : "", detail ? detail : "", where);
+}
+
+void upconn_report(const struct upconn *u, struct worker *w,
+		   const struct log_ctx *ctx, enum upreg_why why, int err,
+		   const char *detail, const char *where)
+{
+	upconn_log(u, ctx, why, err, detail, where);
+	if (u->ep)
+		upstream_report_why(w->up, u->ep, false, clk_now_ns(), why,
+				    err);
+}
+
+void upconn_failed(struct upconn *u, struct worker *w,
+		   const struct log_ctx *ctx, enum upreg_why why, int err,
+		   const char *detail, const char *where)
+{
+	upconn_report(u, w, ctx, why, err, detail, where);
+	upconn_done(u);
+	u->ep = NULL;
+}
+
+void upconn_retry(struct upconn *u)
+{
+	upconn_done(u);
+	if (u->ntried > 0)
+		u->ntried--;
+	u->ep = NULL;
+}
+
+void upconn_done(struct upconn *u)
+{
+	if (u->counted)
+		upstream_inflight_add(u->ep, -1);
+	u->counted = false;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * upconn.h - the stream core's one upstream connect, for both modes: a
+ * request's proxy (proxy.c) and a TCP route's connection (l4.c). An
+ * attempt picks an endpoint of the route not tried yet (upstream.h's
+ * balancing, passive health, panic mode), holds its in-flight count,
+ * takes a pooled connection (HTTP only) or makes a socket (out of
+ * descriptors: idle pooled connections shed a few at a time first) and
+ * connects; a failed attempt is logged (at most once a second per
+ * endpoint and reason), reported to passive health, and the next
+ * endpoint tried, up to UPCONN_TRIES_MAX.
+ *
+ * The caller owns the sockio it gets and every timer: upconn holds only
+ * the attempt's bookkeeping.
+ */
+#ifndef EDGE_UPCONN_H
+#define EDGE_UPCONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "upreg.h"
+
+struct log_ctx;
+struct route_match;
+struct sockio;
+struct upstream_ep;
+struct worker;
+
+/* Endpoints tried for one stream at most. */
+#define UPCONN_TRIES_MAX 4
+/* Idle pooled connections closed at a time when out of descriptors. */
+#define UPCONN_SHED_IDLE 8
+
+/* One stream's attempts (zeroed: none yet). */
+struct upconn {
+	struct upstream_ep *ep; /* the current attempt's, NULL between */
+	bool counted;		/* upstream_inflight_add(+1) held on ep */
+	bool reused;		/* the attempt's connection was pooled */
+	struct upstream_ep *tried[UPCONN_TRIES_MAX];
+	size_t ntried;
+	uint64_t t_connect;		/* monotonic ns the attempt began */
+	char addr[CONFIG_ADDR_STR_MAX]; /* the last endpoint tried, or "" */
+};
+
+/* Where an attempt goes: the route's endpoints and balancing, the
+ * balancer's position (slot 0 for HTTP, a TCP route's slot + 1, so that
+ * each keeps a round-robin position of its own), the client (ip_hash),
+ * whether a pooled connection may serve (HTTP only), and whether small
+ * writes go at once (TCP_NODELAY: a tunnel's). */
+struct upconn_target {
+	const struct route_match *m;
+	unsigned slot;
+	const struct sockaddr *peer;
+	bool pool;
+	bool nodelay;
+};
+
+enum upconn_result {
+	UPCONN_NEW,    /* *uio: a new socket's; set its callbacks and
+			  timer, then upconn_connect */
+	UPCONN_POOLED, /* *uio: a pooled connection, connected */
+	UPCONN_NONE,   /* every endpoint tried or excluded */
+	UPCONN_NO_FD,  /* out of descriptors (EMFILE, ENFILE) */
+	UPCONN_FAILED, /* anything else (logged, rate-limited) */
+};
+
+/* Begin the next attempt for t on w's loop (the previous one released by
+ * upconn_failed or upconn_retry). */
+enum upconn_result upconn_open(struct upconn *u, struct worker *w,
+			       const struct upconn_target *t,
+			       const struct log_ctx *ctx, struct sockio **uio);
+
+/* Connect uio (UPCONN_NEW's) to the attempt's endpoint: 0, or -1 with
+ * errno (the caller then calls upconn_failed). */
+int upconn_connect(const struct upconn *u, struct sockio *uio);
+
+/* The attempt's new connection is up: its connect time counted. */
+void upconn_connected(struct upconn *u, uint64_t now_ns);
+
+/*
+ * Say that the attempt's endpoint failed the stream (why, errno err or 0,
+ * detail or NULL; where names the stream's route for the log line), at
+ * most once a second per endpoint and reason (a line held back is counted
+ * by the next one, or by the control loop): upconn_log only says it;
+ * upconn_report also reports it to passive health; upconn_failed also
+ * ends the attempt (its in-flight count dropped, ep NULL): the caller
+ * frees its sockio and opens the next.
+ */
+void upconn_log(const struct upconn *u, const struct log_ctx *ctx,
+		enum upreg_why why, int err, const char *detail,
+		const char *where);
+void upconn_report(const struct upconn *u, struct worker *w,
+		   const struct log_ctx *ctx, enum upreg_why why, int err,
+		   const char *detail, const char *where);
+void upconn_failed(struct upconn *u, struct worker *w,
+		   const struct log_ctx *ctx, enum upreg_why why, int err,
+		   const char *detail, const char *where);
+
+/* The attempt ends unblamed (a pooled connection the upstream had
+ * closed): the same endpoint may be chosen again. */
+void upconn_retry(struct upconn *u);
+
+/* The attempt's in-flight count dropped (once; ep kept for the record). */
+void upconn_done(struct upconn *u);
+
+#endif /* EDGE_UPCONN_H */
