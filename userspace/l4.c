@@ -24,6 +24,7 @@
 #include "mailbox.h"
 #include "record.h"
 #include "sni.h"
+#include "stream.h"
 #include "sockio.h"
 #include "tunnel.h"
 #include "upconn.h"
@@ -85,14 +86,10 @@ struct l4_conn {
 	size_t peeked;		    /* bytes the last peek saw */
 	unsigned stalls;	    /* l4_hello_stalled so far */
 	char sni[SNI_NAME_MAX + 1]; /* its server name, "" for none */
-	/* Wake (wake.h): its on-demand environment, entered (NULL: none),
-	 * its place among the waiters while L4_WAKING, named by handle */
-	struct wake_env *wenv;
-	struct wake_waiter wwait;
+	/* Wake: its part in its on-demand environment's wake (stream.h),
+	 * waiting in it while L4_WAKING, named by handle */
+	struct stream_wake sw;
 	uint64_t handle;
-	bool wake_tunnel; /* counted in wake_tunnel(+1) */
-	bool woken;	  /* it waited for a wake that succeeded */
-	uint64_t t_wake, cold_ms;
 };
 
 #define L4_LOG_CTX(c) (&(const struct log_ctx){(c)->client_ip, (c)->id})
@@ -128,8 +125,8 @@ static void l4_record(const struct l4_conn *c, enum outcome o)
 	    .client_ip = c->client_ip,
 	    .mover = c->mover,
 	    .up_addr = c->u.addr,
-	    .woken = c->woken,
-	    .cold_ms = c->cold_ms,
+	    .woken = c->sw.woken,
+	    .cold_ms = c->sw.cold_ms,
 	    .host = c->sni[0] ? c->sni : NULL,
 	    .host_len = SIZE_MAX,
 	};
@@ -213,13 +210,7 @@ static void l4_end(struct l4_conn *c, enum outcome o)
 	if (c->handle)
 		worker_handle_free(w, c->handle);
 	c->handle = 0;
-	if (c->wenv) {
-		if (c->wake_tunnel)
-			wake_tunnel(sh->wake, c->wenv, -1);
-		wake_leave(sh->wake, c->wenv, &c->wwait);
-		c->wenv = NULL;
-	}
-	EDGE_ASSERT(!c->wwait.queued);
+	stream_wake_leave(&c->sw, w);
 	upconn_done(&c->u);
 	l4_unroute(c);
 	if (!c->id[0] && hdr_request_id_new(c->id))
@@ -289,10 +280,7 @@ static void l4_tunnel_begin(struct l4_conn *c)
 	/* an open tunnel of an on-demand environment: counted until it
 	 * ends (its entry keeps the environment awake meanwhile, whichever
 	 * mover has it) */
-	if (c->wenv) {
-		wake_tunnel(w->sh->wake, c->wenv, 1);
-		c->wake_tunnel = true;
-	}
+	stream_wake_tunnel(&c->sw, w);
 }
 
 /* The connect failed or timed out (why, errno err or 0): say so (at
@@ -358,9 +346,7 @@ static void l4_unavailable(struct l4_conn *c)
 {
 	unsigned retry_s;
 
-	switch (c->wenv ? wake_refused(c->w->sh->wake, c->wenv, &c->wwait,
-				       c->woken, &retry_s)
-			: WAKE_DOWN) {
+	switch (stream_wake_refused(&c->sw, c->w, &retry_s)) {
 	case WAKE_RESTARTING:
 		l4_end(c, OUTCOME_ENVIRONMENT_RESTARTING);
 		return;
@@ -435,12 +421,8 @@ static void l4_wake(struct l4_conn *c)
 		l4_end(c, OUTCOME_INTERNAL_ERROR);
 		return;
 	}
-	c->wwait.owner = w;
-	c->wwait.handle = c->handle;
-	c->wwait.msg = L4_MSG_WAKE;
-	c->wwait.bounded = true;
-	c->t_wake = clk_now_ns();
-	switch (wake_enter(wk, c->env_id, &c->wwait, &c->wenv)) {
+	switch (stream_wake_enter(&c->sw, w, c->env_id, c->handle, L4_MSG_WAKE,
+				  true)) {
 	case WAKE_GO:
 		worker_handle_free(w, c->handle);
 		c->handle = 0;
@@ -449,8 +431,7 @@ static void l4_wake(struct l4_conn *c)
 	case WAKE_WAIT:
 		c->state = L4_WAKING;
 		evtimer_add(c->timer,
-			    worker_timeout(
-				w, wake_timeout_ms(wk) + WAKE_GRACE_MS, &tv));
+			    worker_timeout(w, stream_wake_wait_ms(w), &tv));
 		log_debug_ctx(
 		    L4_LOG_CTX(c),
 		    "tcp route %s: waiting for environment %s to wake",
@@ -521,10 +502,8 @@ static void l4_message(struct worker *w, uint64_t handle, uint64_t res)
 	worker_handle_free(w, c->handle);
 	c->handle = 0;
 	evtimer_del(c->timer);
-	switch (res) {
+	switch (stream_wake_result(&c->sw, res)) {
 	case WAKE_R_READY:
-		c->woken = true;
-		c->cold_ms = (clk_now_ns() - c->t_wake) / 1000000ULL;
 		c->state = L4_ADMIT;
 		l4_reresolve(c);
 		l4_connect(c);
@@ -553,8 +532,8 @@ static void l4_picked(struct l4_conn *c, size_t idx)
  * Select. */
 static void l4_admit(struct l4_conn *c)
 {
-	struct worker *w = c->w;
 	enum route_status rs;
+	enum outcome o;
 	unsigned retry;
 
 	rs = route_tcp_lookup(c->rt, c->idx, &c->m);
@@ -574,13 +553,9 @@ static void l4_admit(struct l4_conn *c)
 		l4_end(c, OUTCOME_PROJECT_DISABLED);
 		return;
 	}
-	if (!route_ip_allowed(&c->m, &c->peer_cidr)) {
-		l4_end(c, OUTCOME_IP_DENIED);
-		return;
-	}
-	if (admit_take(w->sh->limiter, &w->bucket, &c->peer_cidr, clk_now_ns(),
-		       &retry) == -EAGAIN) {
-		l4_end(c, OUTCOME_RATE_LIMITED);
+	o = stream_admit(c->w, &c->m, &c->peer_cidr, &retry);
+	if (o != OUTCOME_OK) {
+		l4_end(c, o);
 		return;
 	}
 	l4_wake(c);

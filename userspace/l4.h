@@ -7,8 +7,9 @@
  * the environment its route names.
  *
  * Its life, each step as an HTTP request's (req.h, proxy.h) but without
- * HTTP: the stream core's TCP mode, connected by the same upconn.h and
- * recorded by the same record.h as a request:
+ * HTTP: the stream core's TCP mode, admitted and woken by the same
+ * stream.h, connected by the same upconn.h and recorded by the same
+ * record.h as a request:
  *   Accept   counted against limits.max_connections (over it, or
  *            draining: closed at once, connection_limit / shutting_down);
  *   Resolve  the address's route in the current route table

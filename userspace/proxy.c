@@ -644,11 +644,11 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 	size_t n = 0;
 
 	buf[0] = '\0';
-	if (r->woken) {
+	if (r->sw.woken) {
 		char ms[24];
 
 		snprintf(ms, sizeof(ms), "%llu",
-			 (unsigned long long)r->cold_ms);
+			 (unsigned long long)r->sw.cold_ms);
 		hdr_extra_append(buf, len, &n, "X-Edge-Cold-Start", ms);
 	}
 	if (!s)
@@ -726,11 +726,8 @@ static void proxy_tunnel_begin(struct req *r)
 	r->bytes_out += evbuffer_get_length(sockio_input(uio));
 	req_timer_stop(r);
 	req_leave_inflight(r);
-	if (r->wenv && !r->wake_tunnel) {
-		/* open, it holds its environment awake (docs/wake.md) */
-		r->wake_tunnel = true;
-		wake_tunnel(r->w->sh->wake, r->wenv, 1);
-	}
+	/* open, it holds its environment awake (docs/wake.md) */
+	stream_wake_tunnel(&r->sw, r->w);
 	p->uio = NULL; /* the tunnel's, never pooled */
 	cio = req_client_take(r);
 	p->state = PROXY_TUNNEL;
@@ -862,7 +859,7 @@ static void proxy_parse(struct req *r)
 		if (p->resp.code >= 200 || p->resp.upgrade) {
 			r->up_status = p->resp.code;
 			/* a woken endpoint that answers serves */
-			wake_answered(r->w->sh->wake, r->wenv, true);
+			wake_answered(r->w->sh->wake, r->sw.env, true);
 			break;
 		}
 		/* an interim 1xx (100 Continue: edge sent its own) */
@@ -1027,7 +1024,7 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 		proxy_ep_failed(r, UPREG_WHY_CLOSED, err, detail);
 		/* a woken endpoint that resets its first request fails its
 		 * wake */
-		wake_answered(r->w->sh->wake, r->wenv, false);
+		wake_answered(r->w->sh->wake, r->sw.env, false);
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	case PROXY_RELAYING:

@@ -178,8 +178,8 @@ static void req_record(struct req *r, enum outcome o)
 	    .mover = r->mover,
 	    .up_addr = r->up_addr,
 	    .up_status = r->up_status,
-	    .woken = r->woken,
-	    .cold_ms = r->cold_ms,
+	    .woken = r->sw.woken,
+	    .cold_ms = r->sw.cold_ms,
 	    .tls = r->tls,
 	    .tls_resumed = r->tls_resumed,
 	    .tls_version = r->tls_version,
@@ -242,7 +242,6 @@ static void req_unqueue(struct req *r)
 
 void req_end(struct req *r, enum outcome o, const char *extra)
 {
-	struct worker_shared *sh = r->w->sh;
 	bool close;
 
 	if (!r->active)
@@ -275,13 +274,8 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	}
 	r->outcome = o;
 	req_unqueue(r);
-	if (r->wenv) {
-		if (r->wake_tunnel)
-			wake_tunnel(sh->wake, r->wenv, -1);
-		wake_leave(sh->wake, r->wenv, &r->wwait);
-		r->wenv = NULL;
-	}
-	EDGE_ASSERT(!r->waiter.queued && !r->handle && !r->wwait.queued);
+	stream_wake_leave(&r->sw, r->w);
+	EDGE_ASSERT(!r->waiter.queued && !r->handle);
 	req_up(r)->release(r, o == OUTCOME_OK);
 	req_record(r, o);
 	/* the route's series (its table is held until below) */
@@ -344,11 +338,8 @@ static void req_go(struct req *r)
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
-	r->wwait.owner = r->w;
-	r->wwait.handle = r->handle;
-	r->wwait.msg = REQ_MSG_WAKE;
-	r->t_wake = clk_now_ns();
-	switch (wake_enter(wk, r->m.env_id, &r->wwait, &r->wenv)) {
+	switch (stream_wake_enter(&r->sw, r->w, r->m.env_id, r->handle,
+				  REQ_MSG_WAKE, false)) {
 	case WAKE_GO:
 		worker_handle_free(r->w, r->handle);
 		r->handle = 0;
@@ -356,13 +347,13 @@ static void req_go(struct req *r)
 		return;
 	case WAKE_WAIT:
 		r->state = REQ_WAKING;
-		req_timer(r, wake_timeout_ms(wk) + WAKE_GRACE_MS);
+		req_timer(r, stream_wake_wait_ms(r->w));
 		return;
 	case WAKE_THROTTLED:
 		req_end(r, OUTCOME_WAKE_THROTTLED, retry);
 		return;
 	case WAKE_BACKOFF:
-		req_end_retry(r, OUTCOME_WAKE_FAILED, r->wwait.retry_s);
+		req_end_retry(r, OUTCOME_WAKE_FAILED, r->sw.wait.retry_s);
 		return;
 	}
 }
@@ -371,9 +362,7 @@ void req_upstream_unavailable(struct req *r)
 {
 	unsigned retry_s;
 
-	switch (r->wenv ? wake_refused(r->w->sh->wake, r->wenv, &r->wwait,
-				       r->woken, &retry_s)
-			: WAKE_DOWN) {
+	switch (stream_wake_refused(&r->sw, r->w, &retry_s)) {
 	case WAKE_RESTARTING:
 		req_end_retry(r, OUTCOME_ENVIRONMENT_RESTARTING, retry_s);
 		return;
@@ -433,20 +422,18 @@ static void req_woken(struct req *r, uint64_t res)
 	worker_handle_free(r->w, r->handle);
 	r->handle = 0;
 	req_timer_stop(r);
-	switch (res) {
+	switch (stream_wake_result(&r->sw, res)) {
 	case WAKE_R_READY:
-		r->woken = true;
-		r->cold_ms = (clk_now_ns() - r->t_wake) / 1000000ULL;
 		req_reresolve(r);
 		req_forward(r);
 		return;
 	case WAKE_R_FAILED:
 		req_end_retry(r, OUTCOME_WAKE_FAILED,
-			      wake_retry_after(r->w->sh->wake, r->wenv));
+			      wake_retry_after(r->w->sh->wake, r->sw.env));
 		return;
 	default:
 		req_end_retry(r, OUTCOME_WAKE_PENDING,
-			      wake_retry_after(r->w->sh->wake, r->wenv));
+			      wake_retry_after(r->w->sh->wake, r->sw.env));
 		return;
 	}
 }
@@ -593,14 +580,15 @@ void req_head(struct req *r)
 	}
 
 	/* Admit */
-	if (!route_ip_allowed(&r->m, r->peer_cidr)) {
-		req_end(r, OUTCOME_IP_DENIED, NULL);
-		return;
-	}
-	if (admit_take(w->sh->limiter, &w->bucket, r->peer_cidr, clk_now_ns(),
-		       &retry) == -EAGAIN) {
+	switch (stream_admit(w, &r->m, r->peer_cidr, &retry)) {
+	case OUTCOME_OK:
+		break;
+	case OUTCOME_RATE_LIMITED:
 		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry);
 		req_end(r, OUTCOME_RATE_LIMITED, extra);
+		return;
+	default:
+		req_end(r, OUTCOME_IP_DENIED, NULL);
 		return;
 	}
 	if (h->h.content_length >= 0 &&

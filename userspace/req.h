@@ -35,7 +35,7 @@
 #include "log.h"
 #include "outcome.h"
 #include "route.h"
-#include "wake.h"
+#include "stream.h"
 
 struct evbuffer;
 struct h1_response;
@@ -168,15 +168,9 @@ struct req {
 	const char *mover;	 /* a tunnel's tunnel_movers(), once it ended */
 	struct admit_body limit; /* chunked bodies against the route limit */
 	struct admit_waiter waiter; /* REQ_QUEUED: its place in the queue */
-	/* an on-demand environment's request (wake.h): entered into wenv
-	 * (NULL: none), its place among the waiters while REQ_WAKING, when
-	 * it began waiting, whether it waited for a wake and how long */
-	struct wake_env *wenv;
-	struct wake_waiter wwait;
-	uint64_t t_wake;
-	bool woken;
-	bool wake_tunnel; /* counted as an open tunnel of wenv */
-	uint64_t cold_ms;
+	/* an on-demand environment's request: its part in the wake
+	 * (stream.h), waiting in it while REQ_WAKING */
+	struct stream_wake sw;
 	uint64_t t_connect; /* monotonic ns an upstream connect began */
 	/* the upstream side's state (struct req_upstream_ops'), opaque */
 	_Alignas(max_align_t) unsigned char up[REQ_UPSTREAM_SIZE];
