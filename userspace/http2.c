@@ -80,17 +80,19 @@ struct h2s {
 TAILQ_HEAD(h2s_list, h2s);
 
 struct h2c {
-	struct conn *c;
+	struct conn *c; /* NULL while parked */
 	nghttp2_session *s;
 	struct h2s_list streams;
 	struct h2s_list work;
 	unsigned nactive;	/* streams whose request is active */
-	struct event *flush;	/* h2_flush from the loop */
+	struct event *flush;	/* h2_flush from the loop; NULL while parked */
 	uint64_t last_progress; /* ns: a stream's bytes moved */
+	uint64_t last_io;	/* ns: bytes read, or written */
 	int depth;		/* inside nghttp2 or h2_work */
 	bool dead;		/* the connection is closing */
 	bool goaway;		/* GOAWAY sent */
 	bool finishing;		/* conn_next(c, true) was called */
+	bool park_armed;	/* c->btimer runs to park the connection */
 };
 
 static void h2_flush(struct h2c *hc);
@@ -303,6 +305,7 @@ static struct h2s *h2s_new(struct h2c *hc, int32_t id)
 	s->r.http_version = "HTTP/2";
 	req_begin(&s->r);
 	hc->nactive++;
+	c->nreq++;
 	http2_count_stream();
 	return s;
 }
@@ -1011,6 +1014,7 @@ static void h2_flush(struct h2c *hc)
 			if (n == 0)
 				break;
 			evbuffer_add(out, data, (size_t)n);
+			hc->last_io = clk_now_ns();
 		}
 		hc->depth--;
 		if (TAILQ_EMPTY(&hc->work))
@@ -1023,8 +1027,15 @@ static void h2_flush(struct h2c *hc)
 		h2_flush_soon(hc); /* the rest at the next turn */
 	h2_sweep(hc);
 	if (!nghttp2_session_want_read(hc->s) &&
-	    !nghttp2_session_want_write(hc->s))
+	    !nghttp2_session_want_write(hc->s)) {
 		h2_finish(hc);
+		return;
+	}
+	if (!hc->park_armed && TAILQ_EMPTY(&hc->streams)) {
+		/* no stream left: park the connection once it stays idle */
+		hc->park_armed = true;
+		conn_btimer(c, CONN_PARK_MS);
+	}
 }
 
 static void h2_flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -1104,6 +1115,7 @@ static void h2_readable(struct conn *c)
 	ssize_t n;
 	int k, i;
 
+	hc->last_io = clk_now_ns();
 	while (!hc->dead && evbuffer_get_length(in) > 0) {
 		k = evbuffer_peek(in, -1, NULL, v, 8);
 		if (k > 8)
@@ -1188,9 +1200,51 @@ static void h2_timeout(struct conn *c)
 	conn_timer(c, ms);
 }
 
+/* Whether the session has nothing under way: no stream of ours, nothing
+ * to send, no GOAWAY. */
+static bool h2_quiet(const struct h2c *hc)
+{
+	return !hc->dead && !hc->goaway && !hc->finishing && hc->depth == 0 &&
+	       TAILQ_EMPTY(&hc->streams) && TAILQ_EMPTY(&hc->work) &&
+	       nghttp2_session_want_read(hc->s) &&
+	       !nghttp2_session_want_write(hc->s);
+}
+
+/* The park timer (c->btimer, armed when the last stream went): a
+ * connection without a stream and without bytes either way for
+ * CONN_PARK_MS is parked, keeping only its session (and its transport):
+ * its struct conn, sockio, buffers and events are freed until its next
+ * byte or its idle deadline (h2_unpark). */
 static void h2_btimeout(struct conn *c)
 {
-	(void)c;
+	struct h2c *hc = h2c_of(c);
+	uint64_t now = clk_now_ns(), ms = c->w->set.timeouts.idle_keepalive_ms;
+	uint64_t quiet = (now - hc->last_io) / 1000000;
+	uint64_t waited = (now - hc->last_progress) / 1000000;
+
+	hc->park_armed = false;
+	if (!TAILQ_EMPTY(&hc->streams) || hc->goaway || hc->finishing ||
+	    hc->dead)
+		return; /* armed again when the last stream goes; or ending */
+	if (!h2_quiet(hc) || !conn_parkable(c) || quiet < CONN_PARK_MS) {
+		/* bytes moved since, or some are still buffered: later */
+		hc->park_armed = true;
+		conn_btimer(c, quiet < CONN_PARK_MS ? CONN_PARK_MS - quiet
+						    : CONN_PARK_MS);
+		return;
+	}
+	if (waited >= ms)
+		return; /* the progress timer ends it now */
+	*(struct h2c **)conn_proto(c) = NULL;
+	hc->c = NULL;
+	if (conn_park_keep(c, hc, ms - waited)) {
+		/* no memory for the entry: it waits on as it is */
+		hc->c = c;
+		*(struct h2c **)conn_proto(c) = hc;
+		return;
+	}
+	event_free(hc->flush);
+	hc->flush = NULL;
 }
 
 /* Draining: GOAWAY with the last stream taken; the open ones finish. */
@@ -1224,7 +1278,7 @@ static void h2_close(struct conn *c)
 	struct h2c *hc = h2c_of(c);
 	struct h2s *s, *next;
 
-	if (hc->dead)
+	if (!hc || hc->dead) /* none: the session went on parked */
 		return;
 	hc->depth++;
 	for (s = TAILQ_FIRST(&hc->streams); s; s = next) {
@@ -1241,18 +1295,20 @@ static void h2_closed_hook(struct conn *c)
 	struct h2c *hc = h2c_of(c);
 	struct h2s *s;
 
+	if (!hc)
+		return;
 	hc->dead = true;
 	for (s = TAILQ_FIRST(&hc->streams); s; s = TAILQ_NEXT(s, link))
 		req_release(&s->r);
 }
 
-static void h2_free(struct conn *c)
+/* Free hc: its streams, its session (the conn_ops keep_free hook of a
+ * parked one). */
+static void h2c_free(void *keep)
 {
-	struct h2c *hc = h2c_of(c);
+	struct h2c *hc = keep;
 	struct h2s *s;
 
-	if (!hc)
-		return;
 	hc->dead = true;
 	while ((s = TAILQ_FIRST(&hc->streams))) {
 		if (s->in_work) {
@@ -1266,7 +1322,37 @@ static void h2_free(struct conn *c)
 	nghttp2_session_del(hc->s);
 	http2_count_conn(-1);
 	free(hc);
+}
+
+static void h2_free(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+
+	if (!hc)
+		return;
+	h2c_free(hc);
 	*(struct h2c **)conn_proto(c) = NULL;
+}
+
+static void h2_attach(struct conn *c, struct h2c *hc);
+
+/* A parked connection is back (a byte, its EOF, its deadline, a drain):
+ * its session goes on on c. */
+static void h2_unpark(struct conn *c, void *keep)
+{
+	struct h2c *hc = keep;
+
+	hc->c = c;
+	*(struct h2c **)conn_proto(c) = hc;
+	hc->flush = event_new(c->w->base, -1, 0, h2_flush_cb, hc);
+	if (!hc->flush) {
+		conn_close(c);
+		return;
+	}
+	h2_attach(c, hc);
+	/* parked again if what woke it brings no stream */
+	hc->park_armed = true;
+	conn_btimer(c, CONN_PARK_MS);
 }
 
 static void h2_refuse(struct conn *c, enum outcome o)
@@ -1294,6 +1380,8 @@ const struct conn_ops http2_ops = {
     .close = h2_close,
     .closed = h2_closed_hook,
     .free = h2_free,
+    .unpark = h2_unpark,
+    .keep_free = h2c_free,
 };
 
 /* nghttp2's session for hc, with w's settings. 0 or -1. */
@@ -1376,14 +1464,26 @@ void http2_start(struct conn *c)
 		return;
 	}
 	http2_count_conn(1);
-	/* the request slot the connection was made with is not used */
+	/* the request slot the connection was made with is not used (the
+	 * connection is made anew, without it, once parked) */
 	c->ops = &http2_ops;
 	*(struct h2c **)conn_proto(c) = hc;
+	h2_attach(c, hc);
+	h2_readable(c);
+}
+
+/* c (its adapter state hc) goes on as an HTTP/2 connection: reading,
+ * the progress timer armed for what is left of timeouts.idle_keepalive. */
+static void h2_attach(struct conn *c, struct h2c *hc)
+{
+	uint64_t ms = c->w->set.timeouts.idle_keepalive_ms;
+	uint64_t waited = (clk_now_ns() - hc->last_progress) / 1000000;
+
 	c->state = CONN_BUSY;
 	c->timer_mode = CONN_T_NONE;
 	c->kick = false;
+	hc->last_io = clk_now_ns();
 	sockio_set_watermarks(c->io, 0, CONN_LOW_WATER);
 	sockio_enable(c->io, EV_READ | EV_WRITE);
-	conn_timer(c, c->w->set.timeouts.idle_keepalive_ms);
-	h2_readable(c);
+	conn_timer(c, waited < ms ? ms - waited : 1);
 }
