@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/queue.h>
 
 #include "clk.h"
@@ -32,6 +33,14 @@
 /* Bytes of the header block per field beyond its name and value (RFC
  * 9113 section 6.5.2's 32). */
 #define H2_FIELD_OVERHEAD 32
+/* nghttp2's allocations of at least H2_PAGED_MIN bytes (its output
+ * buffer: a frame's 16 KiB and its header) are made whole pages, at most
+ * H2_PAGED_MAX of them at once per session, so that the output buffer's
+ * pages can be given back while the connection is parked
+ * (h2_mem_release). */
+#define H2_PAGE 4096
+#define H2_PAGED_MIN 16384
+#define H2_PAGED_MAX 4
 
 struct h2c;
 
@@ -79,6 +88,13 @@ struct h2s {
 
 TAILQ_HEAD(h2s_list, h2s);
 
+/* A page-aligned allocation of nghttp2's (H2_PAGED_MIN). */
+struct h2_paged {
+	void *p;
+	size_t len; /* whole pages */
+	bool out;   /* nghttp2's output came from it: its output buffer */
+};
+
 struct h2c {
 	struct conn *c; /* NULL while parked */
 	nghttp2_session *s;
@@ -93,10 +109,13 @@ struct h2c {
 	bool goaway;		/* GOAWAY sent */
 	bool finishing;		/* conn_next(c, true) was called */
 	bool park_armed;	/* c->btimer runs to park the connection */
+	unsigned npaged;
+	struct h2_paged paged[H2_PAGED_MAX];
 };
 
 static void h2_flush(struct h2c *hc);
 static void h2_flush_soon(struct h2c *hc);
+static void h2_mem_mark(struct h2c *hc, const uint8_t *p);
 static void h2_work(struct h2c *hc);
 static void h2_finish(struct h2c *hc);
 static void h2_fatal(struct h2c *hc, int err);
@@ -1014,6 +1033,7 @@ static void h2_flush(struct h2c *hc)
 			if (n == 0)
 				break;
 			evbuffer_add(out, data, (size_t)n);
+			h2_mem_mark(hc, data);
 			hc->last_io = clk_now_ns();
 		}
 		hc->depth--;
@@ -1200,6 +1220,22 @@ static void h2_timeout(struct conn *c)
 	conn_timer(c, ms);
 }
 
+/* Give back the pages of nghttp2's output buffer (the paged allocations
+ * its output came from that are still allocated: the first chunk of its
+ * frame buffer, kept for the session's life). Only with nothing for
+ * nghttp2 to send (h2_quiet): then it holds nothing nghttp2 reads again,
+ * and the next frame is packed from its start; its pages come back,
+ * zeroed, as nghttp2 writes them. */
+static void h2_mem_release(struct h2c *hc)
+{
+	unsigned i;
+
+	for (i = 0; i < hc->npaged; i++)
+		if (hc->paged[i].out)
+			madvise(hc->paged[i].p, hc->paged[i].len,
+				MADV_DONTNEED);
+}
+
 /* Whether the session has nothing under way: no stream of ours, nothing
  * to send, no GOAWAY. */
 static bool h2_quiet(const struct h2c *hc)
@@ -1213,8 +1249,9 @@ static bool h2_quiet(const struct h2c *hc)
 /* The park timer (c->btimer, armed when the last stream went): a
  * connection without a stream and without bytes either way for
  * CONN_PARK_MS is parked, keeping only its session (and its transport):
- * its struct conn, sockio, buffers and events are freed until its next
- * byte or its idle deadline (h2_unpark). */
+ * its struct conn, sockio, buffers and events are freed, and the pages
+ * of nghttp2's output buffer given back, until its next byte or its
+ * idle deadline (h2_unpark). */
 static void h2_btimeout(struct conn *c)
 {
 	struct h2c *hc = h2c_of(c);
@@ -1245,6 +1282,7 @@ static void h2_btimeout(struct conn *c)
 	}
 	event_free(hc->flush);
 	hc->flush = NULL;
+	h2_mem_release(hc);
 }
 
 /* Draining: GOAWAY with the last stream taken; the open ones finish. */
@@ -1384,6 +1422,100 @@ const struct conn_ops http2_ops = {
     .keep_free = h2c_free,
 };
 
+/* nghttp2's allocator (nghttp2_mem): malloc's, but H2_PAGED_MIN bytes
+ * and more in whole pages, remembered in hc (h2_mem_release). */
+static void *h2_mem_malloc(size_t size, void *user)
+{
+	struct h2c *hc = user;
+	size_t len = (size + H2_PAGE - 1) / H2_PAGE * H2_PAGE;
+	void *p;
+
+	if (size < H2_PAGED_MIN || hc->npaged == H2_PAGED_MAX)
+		return malloc(size);
+	p = aligned_alloc(H2_PAGE, len);
+	if (p)
+		hc->paged[hc->npaged++] = (struct h2_paged){p, len, false};
+	return p;
+}
+
+/* nghttp2's output p (nghttp2_session_mem_send's): mark the paged
+ * allocation it lies in as its output buffer. */
+static void h2_mem_mark(struct h2c *hc, const uint8_t *p)
+{
+	unsigned i;
+
+	for (i = 0; i < hc->npaged; i++) {
+		const uint8_t *b = hc->paged[i].p;
+
+		if (p >= b && p < b + hc->paged[i].len) {
+			hc->paged[i].out = true;
+			return;
+		}
+	}
+}
+
+/* Forget p if it is a paged allocation: its length, else 0. */
+static size_t h2_mem_unpage(struct h2c *hc, void *p)
+{
+	size_t len;
+	unsigned i;
+
+	for (i = 0; i < hc->npaged; i++) {
+		if (hc->paged[i].p != p)
+			continue;
+		len = hc->paged[i].len;
+		hc->paged[i] = hc->paged[--hc->npaged];
+		return len;
+	}
+	return 0;
+}
+
+static void h2_mem_free(void *p, void *user)
+{
+	if (p)
+		h2_mem_unpage(user, p);
+	free(p);
+}
+
+static void *h2_mem_calloc(size_t n, size_t size, void *user)
+{
+	void *p;
+
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (n * size < H2_PAGED_MIN)
+		return calloc(n, size);
+	p = h2_mem_malloc(n * size, user);
+	if (p)
+		memset(p, 0, n * size);
+	return p;
+}
+
+static void *h2_mem_realloc(void *p, size_t size, void *user)
+{
+	struct h2c *hc = user;
+	size_t old;
+	void *q;
+
+	if (!p)
+		return h2_mem_malloc(size, user);
+	old = h2_mem_unpage(hc, p);
+	if (!old) /* a malloc'ed block stays one */
+		return realloc(p, size);
+	q = size ? h2_mem_malloc(size, user) : NULL;
+	if (!q) {
+		if (size) /* p is kept, still paged */
+			hc->paged[hc->npaged++] =
+			    (struct h2_paged){p, old, false};
+		else
+			free(p);
+		return NULL;
+	}
+	memcpy(q, p, old < size ? old : size);
+	free(p);
+	return q;
+}
+
 /* nghttp2's session for hc, with w's settings. 0 or -1. */
 static int h2_session(struct h2c *hc)
 {
@@ -1391,6 +1523,8 @@ static int h2_session(struct h2c *hc)
 	nghttp2_session_callbacks *cb;
 	nghttp2_option *opt;
 	nghttp2_settings_entry iv[4];
+	nghttp2_mem mem = {hc, h2_mem_malloc, h2_mem_free, h2_mem_calloc,
+			   h2_mem_realloc};
 	uint32_t win = set->initial_window_size, cwin;
 	int rc;
 
@@ -1416,7 +1550,7 @@ static int h2_session(struct h2c *hc)
 	/* the window is given back as the proxy takes the body */
 	nghttp2_option_set_no_auto_window_update(opt, 1);
 	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
-	rc = nghttp2_session_server_new2(&hc->s, cb, hc, opt);
+	rc = nghttp2_session_server_new3(&hc->s, cb, hc, opt, &mem);
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
 	if (rc)
