@@ -33,6 +33,10 @@
 /* Bytes of the header block per field beyond its name and value (RFC
  * 9113 section 6.5.2's 32). */
 #define H2_FIELD_OVERHEAD 32
+/* The HPACK dynamic table of edged's responses (bytes, RFC 7541's
+ * count): the fields repeated from response to response (server,
+ * content-type, ...) fit; what it holds stays with an idle connection. */
+#define H2_DEFLATE_TABLE 1024
 /* nghttp2's allocations of at least H2_PAGED_MIN bytes (its output
  * buffer: a frame's 16 KiB and its header) are made whole pages, at most
  * H2_PAGED_MAX of them at once per session, so that the output buffer's
@@ -481,9 +485,12 @@ static int h2_nv_from_head(char *p, size_t len, nghttp2_nv *nv, size_t max)
 			;
 		if (n == max)
 			return -1;
-		nv[n++] =
-		    (nghttp2_nv){(uint8_t *)line, (uint8_t *)v, k,
-				 (size_t)(nl - 1 - v), NGHTTP2_NV_FLAG_NONE};
+		/* a value unique to the response: not worth a table entry */
+		nv[n++] = (nghttp2_nv){
+		    (uint8_t *)line, (uint8_t *)v, k, (size_t)(nl - 1 - v),
+		    k == 12 && memcmp(line, "x-request-id", 12) == 0
+			? NGHTTP2_NV_FLAG_NO_INDEX
+			: NGHTTP2_NV_FLAG_NONE};
 	}
 	return (int)n;
 }
@@ -1236,8 +1243,8 @@ static void h2_mem_release(struct h2c *hc)
 				MADV_DONTNEED);
 }
 
-/* Whether the session has nothing under way: no stream of ours, nothing
- * to send, no GOAWAY. */
+/* Whether the session has nothing under way: no stream (nghttp2 keeps no
+ * closed one), nothing to send, no GOAWAY. */
 static bool h2_quiet(const struct h2c *hc)
 {
 	return !hc->dead && !hc->goaway && !hc->finishing && hc->depth == 0 &&
@@ -1549,7 +1556,10 @@ static int h2_session(struct h2c *hc)
 	    cb, h2_on_stream_close);
 	/* the window is given back as the proxy takes the body */
 	nghttp2_option_set_no_auto_window_update(opt, 1);
-	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+	nghttp2_option_set_max_deflate_dynamic_table_size(opt,
+							  H2_DEFLATE_TABLE);
+	/* a closed stream is forgotten at once (no priority tree kept) */
+	nghttp2_option_set_no_closed_streams(opt, 1);
 	rc = nghttp2_session_server_new3(&hc->s, cb, hc, opt, &mem);
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
