@@ -68,6 +68,13 @@ void conn_timer(struct conn *c, uint64_t ms)
 	evtimer_add(c->timer, worker_timeout(c->w, ms, &tv));
 }
 
+void conn_btimer(struct conn *c, uint64_t ms)
+{
+	struct timeval tv;
+
+	evtimer_add(c->btimer, worker_timeout(c->w, ms, &tv));
+}
+
 /* A descriptor came free on w: a listener paused for want of one may go
  * on; a draining worker may be done. */
 static void conn_gone(struct worker *w)
@@ -275,17 +282,21 @@ static socklen_t conn_addr_len(const union conn_addr *a)
 }
 
 /* Make the connection object for transport t (a new or an unparked
- * connection) and wait for its next head. NULL when out of memory (t
- * closed). */
+ * connection) and wait for its next head; or, with keep (the state
+ * adapter kops kept over a park), hand keep back to kops (which may
+ * close c). NULL when out of memory (t closed, keep freed). */
 static struct conn *conn_open(struct worker *w, struct transport *t,
-			      const union conn_addr *peer, unsigned nreq)
+			      const union conn_addr *peer, unsigned nreq,
+			      const struct conn_ops *kops, void *keep)
 {
-	const struct conn_ops *ops = w->sh->conn_ops;
+	const struct conn_ops *ops = keep ? kops : w->sh->conn_ops;
 	struct conn *c;
 
 	c = calloc(1, sizeof(*c) + ops->size);
 	if (!c) {
 		transport_close(t);
+		if (keep)
+			kops->keep_free(keep);
 		return NULL;
 	}
 	c->w = w;
@@ -317,14 +328,19 @@ static struct conn *conn_open(struct worker *w, struct transport *t,
 		if (c->btimer)
 			event_free(c->btimer);
 		free(c);
+		if (keep)
+			kops->keep_free(keep);
 		return NULL;
 	}
-	if (ops->open)
+	if (!keep && ops->open)
 		ops->open(c);
 	sockio_setcb(c->io, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	TAILQ_INSERT_TAIL(&w->cs->open, c, link);
 	w->cs->n++;
-	conn_wait_head(c);
+	if (keep)
+		ops->unpark(c, keep);
+	else
+		conn_wait_head(c);
 	return c;
 }
 
@@ -383,8 +399,9 @@ static void conn_park_put(struct worker *w, struct conn_park *k)
 }
 
 /* Forget a parked connection: free its entry, and close its transport
- * unless it goes on as a struct conn (keep: the transport is copied to
- * *keep). */
+ * (and free what its adapter kept) unless it goes on as a struct conn
+ * (keep: the transport is copied to *keep; the adapter's state is the
+ * caller's to take from k first). */
 static void conn_park_free(struct conn_park *k, struct transport *keep)
 {
 	struct worker *w = k->w;
@@ -398,45 +415,69 @@ static void conn_park_free(struct conn_park *k, struct transport *keep)
 		*keep = k->t;
 	} else {
 		transport_close(&k->t);
+		if (k->keep)
+			k->ops->keep_free(k->keep);
 		w->cs->n--;
 		atomic_fetch_sub(&w->sh->connections, 1);
 	}
 	conn_park_put(w, k);
 }
 
+/* Bring the parked connection k back as a struct conn (with the state
+ * its adapter kept, if any): NULL when out of memory (it is gone). */
+static struct conn *conn_unpark(struct conn_park *k)
+{
+	struct worker *w = k->w;
+	union conn_addr peer = k->peer;
+	unsigned nreq = k->nreq;
+	const struct conn_ops *kops = k->ops;
+	void *keep = k->keep;
+	struct transport t;
+	struct conn *c;
+
+	k->keep = NULL; /* conn_open's now */
+	conn_park_free(k, &t);
+	w->cs->n--; /* conn_open counts it again */
+	c = conn_open(w, &t, &peer, nreq, kops, keep);
+	if (!c) {
+		atomic_fetch_sub(&w->sh->connections, 1);
+		conn_gone(w);
+	}
+	return c;
+}
+
 /* A parked connection's socket is readable (a request, or EOF), or its
- * idle deadline passed (closed without an answer, as an idle keep-alive
- * connection is). */
+ * idle deadline passed: closed without an answer, as an idle keep-alive
+ * connection is, unless its adapter kept state (then its timeout hook
+ * says what to do, an HTTP/2 GOAWAY). */
 static void conn_park_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn_park *k = arg;
 	struct worker *w = k->w;
-	union conn_addr peer = k->peer;
-	unsigned nreq = k->nreq;
-	struct transport t;
+	struct conn *c;
 
 	(void)fd;
-	if (!(what & EV_READ)) {
+	if (!(what & EV_READ) && !k->keep) {
 		log_debug("conn: closed at its timeout: no %s request in "
 			  "the %llu ms parked",
-			  nreq ? "next" : "first", (unsigned long long)k->ms);
+			  k->nreq ? "next" : "first",
+			  (unsigned long long)k->ms);
 		conn_park_free(k, NULL);
 		conn_gone(w);
 		return;
 	}
-	conn_park_free(k, &t);
-	w->cs->n--; /* conn_open counts it again */
-	if (!conn_open(w, &t, &peer, nreq)) {
-		atomic_fetch_sub(&w->sh->connections, 1);
-		conn_gone(w);
-	}
+	c = conn_unpark(k);
+	if (c && !c->closed && !(what & EV_READ))
+		c->ops->timeout(c);
 }
 
-/* Park the stream t for at most ms; the caller has counted it in w->cs->n
- * and sh->connections. Returns -1 when out of memory or the loop refused
- * the event, t left to the caller. */
+/* Park the stream t for at most ms, with what adapter kops keeps (keep,
+ * or NULL); the caller has counted it in w->cs->n and sh->connections.
+ * Returns -1 when out of memory or the loop refused the event, t and keep
+ * left to the caller. */
 static int conn_park(struct worker *w, const struct transport *t,
-		     const union conn_addr *peer, unsigned nreq, uint64_t ms)
+		     const union conn_addr *peer, unsigned nreq, uint64_t ms,
+		     const struct conn_ops *kops, void *keep)
 {
 	struct timeval tv = {(time_t)(ms / 1000),
 			     (suseconds_t)((ms % 1000) * 1000)};
@@ -450,6 +491,8 @@ static int conn_park(struct worker *w, const struct transport *t,
 	k->nreq = nreq;
 	k->ms = ms;
 	k->peer = *peer;
+	k->ops = kops;
+	k->keep = keep;
 	if (event_assign((struct event *)k->ev, w->base, t->fd, EV_READ,
 			 conn_park_cb, k) ||
 	    event_add((struct event *)k->ev, &tv)) {
@@ -486,11 +529,7 @@ static void conn_idle_tick(struct conn *c)
 		conn_close(c); /* idle keep-alive connection */
 		return;
 	}
-	if (c->state != CONN_HEAD || c->ops->active(c) || c->client_eof ||
-	    c->close_after || w->draining ||
-	    evbuffer_get_length(sockio_input(c->io)) ||
-	    evbuffer_get_length(sockio_output(c->io)) ||
-	    sockio_pending(c->io)) {
+	if (c->state != CONN_HEAD || c->ops->active(c) || !conn_parkable(c)) {
 		conn_timer(c, limit - waited);
 		return;
 	}
@@ -505,7 +544,7 @@ static void conn_idle_tick(struct conn *c)
 	/* hand the stream to the parked entry, then close c */
 	sockio_release(c->io, &t);
 	c->io = NULL;
-	if (conn_park(w, &t, &c->peer, c->nreq, limit - waited)) {
+	if (conn_park(w, &t, &c->peer, c->nreq, limit - waited, NULL, NULL)) {
 		transport_close(&t); /* could not watch it (epoll): it closes */
 		conn_close(c);
 		return;
@@ -514,6 +553,41 @@ static void conn_idle_tick(struct conn *c)
 	w->cs->parks++;
 	atomic_fetch_add(&w->sh->connections, 1);
 	conn_close(c);
+}
+
+bool conn_parkable(const struct conn *c)
+{
+	return !c->closed && c->io && !c->client_eof && !c->close_after &&
+	       !c->w->draining &&
+	       evbuffer_get_length(sockio_input(c->io)) == 0 &&
+	       evbuffer_get_length(sockio_output(c->io)) == 0 &&
+	       sockio_pending(c->io) == 0;
+}
+
+int conn_park_keep(struct conn *c, void *keep, uint64_t ms)
+{
+	struct worker *w = c->w;
+	struct transport t;
+	struct conn_park *k;
+
+	/* an entry first, as conn_idle_tick takes one */
+	k = conn_park_alloc(w);
+	if (!k)
+		return -ENOMEM;
+	conn_park_put(w, k);
+	sockio_release(c->io, &t);
+	c->io = NULL;
+	if (conn_park(w, &t, &c->peer, c->nreq, ms, c->ops, keep)) {
+		transport_close(&t); /* could not watch it (epoll): it closes */
+		c->ops->keep_free(keep);
+		conn_close(c);
+		return 0;
+	}
+	w->cs->n++; /* the parked entry; conn_close takes c's away */
+	w->cs->parks++;
+	atomic_fetch_add(&w->sh->connections, 1);
+	conn_close(c);
+	return 0;
 }
 
 /*
@@ -555,11 +629,12 @@ void conn_accept(struct worker *w, int fd, const struct sockaddr *sa,
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (n <= cap && !w->draining) {
 		w->cs->n++;
-		if (conn_park(w, &t, &peer, 0, w->set.timeouts.header_ms) == 0)
+		if (conn_park(w, &t, &peer, 0, w->set.timeouts.header_ms, NULL,
+			      NULL) == 0)
 			return;
 		w->cs->n--;
 	}
-	c = conn_open(w, &t, &peer, 0);
+	c = conn_open(w, &t, &peer, 0, NULL, NULL);
 	if (!c) {
 		atomic_fetch_sub(&sh->connections, 1);
 		return;
@@ -598,10 +673,11 @@ static void conn_hs_done(int rc, struct transport *t, void *arg)
 	free(ch);
 	if (rc == 0 && !w->draining) {
 		if (transport_pending(t) == 0 &&
-		    conn_park(w, t, &peer, 0, w->set.timeouts.header_ms) == 0)
+		    conn_park(w, t, &peer, 0, w->set.timeouts.header_ms, NULL,
+			      NULL) == 0)
 			return;
 		w->cs->n--; /* conn_open counts it again */
-		if (conn_open(w, t, &peer, 0))
+		if (conn_open(w, t, &peer, 0, NULL, NULL))
 			return;
 		w->cs->n++;
 	} else if (rc == 0) {
@@ -744,14 +820,19 @@ static bool conn_tick_trim(struct worker *w)
 
 /* The service's drain: close every connection of w that is idle between
  * requests (parked or not), and mark the others to close after their
- * current request. */
+ * current request; a parked one whose adapter kept state comes back to
+ * hear of the drain from its adapter (HTTP/2: GOAWAY). */
 static void conn_drain_all(struct worker *w)
 {
 	struct conn *c, *next;
 	struct conn_park *k;
 
-	while ((k = TAILQ_FIRST(&w->cs->parked)))
-		conn_park_free(k, NULL);
+	while ((k = TAILQ_FIRST(&w->cs->parked))) {
+		if (k->keep)
+			conn_unpark(k);
+		else
+			conn_park_free(k, NULL);
+	}
 	conn_hs_abort_all(w);
 
 	for (c = TAILQ_FIRST(&w->cs->open); c; c = next) {

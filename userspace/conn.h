@@ -50,7 +50,8 @@ struct worker_service;
 /* How long a connection waits between requests (or for its first byte)
  * with its buffers before it is parked (struct conn_park): a parked
  * connection holds no buffers, no request state and no sockio, only
- * its transport, peer and one read event, until its next byte arrives. */
+ * its transport, peer and one read event (and what its adapter keeps
+ * over the park: an HTTP/2 session), until its next byte arrives. */
 #define CONN_PARK_MS 100
 
 /* A client's address, as accepted. */
@@ -72,6 +73,10 @@ struct conn_park {
 	union conn_addr peer; /* the client */
 	unsigned nreq;	      /* requests served on the connection so far */
 	uint64_t ms;	      /* how long it was parked for at most */
+	/* the adapter that keeps state over the park (conn_park_keep) and
+	 * that state; NULL: nothing kept (the listener's adapter) */
+	const struct conn_ops *ops;
+	void *keep;
 	/* the read + deadline event (event_assign'ed, libevent's size) */
 	_Alignas(max_align_t) unsigned char ev[];
 };
@@ -105,6 +110,13 @@ struct conn;
  * what is under way finish). At conn_close: close ends what is under way
  * (it may close c itself), closed releases what is left once c is
  * closed.
+ *
+ * An adapter that parks its connections while keeping state over the
+ * park (conn_park_keep) has two more: unpark gets that state back on a
+ * new c (instead of open; c is made with this adapter, and the adapter
+ * puts it in CONN_BUSY, or closes it when it cannot go on), keep_free
+ * frees it when the parked connection ends without coming back
+ * (shutdown; the connection closes the transport).
  */
 struct conn_ops {
 	size_t size;
@@ -122,6 +134,8 @@ struct conn_ops {
 	void (*close)(struct conn *c);
 	void (*closed)(struct conn *c);
 	void (*free)(struct conn *c);
+	void (*unpark)(struct conn *c, void *keep);
+	void (*keep_free)(void *keep);
 };
 
 struct conn {
@@ -216,5 +230,25 @@ void conn_close(struct conn *c);
 
 /* Arm c's timer for ms milliseconds. */
 void conn_timer(struct conn *c, uint64_t ms);
+
+/* Arm c's second timer (the adapter's btimeout) for ms milliseconds. */
+void conn_btimer(struct conn *c, uint64_t ms);
+
+/* Whether c could be parked now as far as the connection goes: open,
+ * nothing buffered either way (the transport's own bytes too), no EOF
+ * from the client, not to close after its unit, its worker not
+ * draining. What is under way in the adapter is the adapter's to say. */
+bool conn_parkable(const struct conn *c);
+
+/* Park c (conn_parkable, CONN_BUSY) for at most ms, keeping keep, its
+ * adapter's state, over the park: the caller has taken keep out of c
+ * first, since c is closed here (its close, closed and free hooks run).
+ * The connection's next byte, its EOF, its deadline or a drain makes a
+ * new struct conn with c's adapter and hands keep to its unpark hook;
+ * then, at the deadline, its timeout hook runs, at a drain its drain
+ * hook. Returns 0 when c is parked and closed (or, if the loop would
+ * not watch the socket, closed with keep freed by keep_free), or
+ * -ENOMEM with nothing changed (keep is still the caller's). */
+int conn_park_keep(struct conn *c, void *keep, uint64_t ms);
 
 #endif /* EDGE_CONN_H */

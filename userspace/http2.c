@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/queue.h>
 
 #include "clk.h"
@@ -32,6 +33,18 @@
 /* Bytes of the header block per field beyond its name and value (RFC
  * 9113 section 6.5.2's 32). */
 #define H2_FIELD_OVERHEAD 32
+/* The HPACK dynamic table of edged's responses (bytes, RFC 7541's
+ * count): the fields repeated from response to response (server,
+ * content-type, ...) fit; what it holds stays with an idle connection. */
+#define H2_DEFLATE_TABLE 1024
+/* nghttp2's allocations of at least H2_PAGED_MIN bytes (its output
+ * buffer: a frame's 16 KiB and its header) are made whole pages, at most
+ * H2_PAGED_MAX of them at once per session, so that the output buffer's
+ * pages can be given back while the connection is parked
+ * (h2_mem_release). */
+#define H2_PAGE 4096
+#define H2_PAGED_MIN 16384
+#define H2_PAGED_MAX 4
 
 struct h2c;
 
@@ -79,22 +92,34 @@ struct h2s {
 
 TAILQ_HEAD(h2s_list, h2s);
 
+/* A page-aligned allocation of nghttp2's (H2_PAGED_MIN). */
+struct h2_paged {
+	void *p;
+	size_t len; /* whole pages */
+	bool out;   /* nghttp2's output came from it: its output buffer */
+};
+
 struct h2c {
-	struct conn *c;
+	struct conn *c; /* NULL while parked */
 	nghttp2_session *s;
 	struct h2s_list streams;
 	struct h2s_list work;
 	unsigned nactive;	/* streams whose request is active */
-	struct event *flush;	/* h2_flush from the loop */
+	struct event *flush;	/* h2_flush from the loop; NULL while parked */
 	uint64_t last_progress; /* ns: a stream's bytes moved */
+	uint64_t last_io;	/* ns: bytes read, or written */
 	int depth;		/* inside nghttp2 or h2_work */
 	bool dead;		/* the connection is closing */
 	bool goaway;		/* GOAWAY sent */
 	bool finishing;		/* conn_next(c, true) was called */
+	bool park_armed;	/* c->btimer runs to park the connection */
+	unsigned npaged;
+	struct h2_paged paged[H2_PAGED_MAX];
 };
 
 static void h2_flush(struct h2c *hc);
 static void h2_flush_soon(struct h2c *hc);
+static void h2_mem_mark(struct h2c *hc, const uint8_t *p);
 static void h2_work(struct h2c *hc);
 static void h2_finish(struct h2c *hc);
 static void h2_fatal(struct h2c *hc, int err);
@@ -303,6 +328,7 @@ static struct h2s *h2s_new(struct h2c *hc, int32_t id)
 	s->r.http_version = "HTTP/2";
 	req_begin(&s->r);
 	hc->nactive++;
+	c->nreq++;
 	http2_count_stream();
 	return s;
 }
@@ -459,9 +485,12 @@ static int h2_nv_from_head(char *p, size_t len, nghttp2_nv *nv, size_t max)
 			;
 		if (n == max)
 			return -1;
-		nv[n++] =
-		    (nghttp2_nv){(uint8_t *)line, (uint8_t *)v, k,
-				 (size_t)(nl - 1 - v), NGHTTP2_NV_FLAG_NONE};
+		/* a value unique to the response: not worth a table entry */
+		nv[n++] = (nghttp2_nv){
+		    (uint8_t *)line, (uint8_t *)v, k, (size_t)(nl - 1 - v),
+		    k == 12 && memcmp(line, "x-request-id", 12) == 0
+			? NGHTTP2_NV_FLAG_NO_INDEX
+			: NGHTTP2_NV_FLAG_NONE};
 	}
 	return (int)n;
 }
@@ -1011,6 +1040,8 @@ static void h2_flush(struct h2c *hc)
 			if (n == 0)
 				break;
 			evbuffer_add(out, data, (size_t)n);
+			h2_mem_mark(hc, data);
+			hc->last_io = clk_now_ns();
 		}
 		hc->depth--;
 		if (TAILQ_EMPTY(&hc->work))
@@ -1023,8 +1054,15 @@ static void h2_flush(struct h2c *hc)
 		h2_flush_soon(hc); /* the rest at the next turn */
 	h2_sweep(hc);
 	if (!nghttp2_session_want_read(hc->s) &&
-	    !nghttp2_session_want_write(hc->s))
+	    !nghttp2_session_want_write(hc->s)) {
 		h2_finish(hc);
+		return;
+	}
+	if (!hc->park_armed && TAILQ_EMPTY(&hc->streams)) {
+		/* no stream left: park the connection once it stays idle */
+		hc->park_armed = true;
+		conn_btimer(c, CONN_PARK_MS);
+	}
 }
 
 static void h2_flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -1104,6 +1142,7 @@ static void h2_readable(struct conn *c)
 	ssize_t n;
 	int k, i;
 
+	hc->last_io = clk_now_ns();
 	while (!hc->dead && evbuffer_get_length(in) > 0) {
 		k = evbuffer_peek(in, -1, NULL, v, 8);
 		if (k > 8)
@@ -1188,9 +1227,69 @@ static void h2_timeout(struct conn *c)
 	conn_timer(c, ms);
 }
 
+/* Give back the pages of nghttp2's output buffer (the paged allocations
+ * its output came from that are still allocated: the first chunk of its
+ * frame buffer, kept for the session's life). Only with nothing for
+ * nghttp2 to send (h2_quiet): then it holds nothing nghttp2 reads again,
+ * and the next frame is packed from its start; its pages come back,
+ * zeroed, as nghttp2 writes them. */
+static void h2_mem_release(struct h2c *hc)
+{
+	unsigned i;
+
+	for (i = 0; i < hc->npaged; i++)
+		if (hc->paged[i].out)
+			madvise(hc->paged[i].p, hc->paged[i].len,
+				MADV_DONTNEED);
+}
+
+/* Whether the session has nothing under way: no stream (nghttp2 keeps no
+ * closed one), nothing to send, no GOAWAY. */
+static bool h2_quiet(const struct h2c *hc)
+{
+	return !hc->dead && !hc->goaway && !hc->finishing && hc->depth == 0 &&
+	       TAILQ_EMPTY(&hc->streams) && TAILQ_EMPTY(&hc->work) &&
+	       nghttp2_session_want_read(hc->s) &&
+	       !nghttp2_session_want_write(hc->s);
+}
+
+/* The park timer (c->btimer, armed when the last stream went): a
+ * connection without a stream and without bytes either way for
+ * CONN_PARK_MS is parked, keeping only its session (and its transport):
+ * its struct conn, sockio, buffers and events are freed, and the pages
+ * of nghttp2's output buffer given back, until its next byte or its
+ * idle deadline (h2_unpark). */
 static void h2_btimeout(struct conn *c)
 {
-	(void)c;
+	struct h2c *hc = h2c_of(c);
+	uint64_t now = clk_now_ns(), ms = c->w->set.timeouts.idle_keepalive_ms;
+	uint64_t quiet = (now - hc->last_io) / 1000000;
+	uint64_t waited = (now - hc->last_progress) / 1000000;
+
+	hc->park_armed = false;
+	if (!TAILQ_EMPTY(&hc->streams) || hc->goaway || hc->finishing ||
+	    hc->dead)
+		return; /* armed again when the last stream goes; or ending */
+	if (!h2_quiet(hc) || !conn_parkable(c) || quiet < CONN_PARK_MS) {
+		/* bytes moved since, or some are still buffered: later */
+		hc->park_armed = true;
+		conn_btimer(c, quiet < CONN_PARK_MS ? CONN_PARK_MS - quiet
+						    : CONN_PARK_MS);
+		return;
+	}
+	if (waited >= ms)
+		return; /* the progress timer ends it now */
+	*(struct h2c **)conn_proto(c) = NULL;
+	hc->c = NULL;
+	if (conn_park_keep(c, hc, ms - waited)) {
+		/* no memory for the entry: it waits on as it is */
+		hc->c = c;
+		*(struct h2c **)conn_proto(c) = hc;
+		return;
+	}
+	event_free(hc->flush);
+	hc->flush = NULL;
+	h2_mem_release(hc);
 }
 
 /* Draining: GOAWAY with the last stream taken; the open ones finish. */
@@ -1224,7 +1323,7 @@ static void h2_close(struct conn *c)
 	struct h2c *hc = h2c_of(c);
 	struct h2s *s, *next;
 
-	if (hc->dead)
+	if (!hc || hc->dead) /* none: the session went on parked */
 		return;
 	hc->depth++;
 	for (s = TAILQ_FIRST(&hc->streams); s; s = next) {
@@ -1241,18 +1340,20 @@ static void h2_closed_hook(struct conn *c)
 	struct h2c *hc = h2c_of(c);
 	struct h2s *s;
 
+	if (!hc)
+		return;
 	hc->dead = true;
 	for (s = TAILQ_FIRST(&hc->streams); s; s = TAILQ_NEXT(s, link))
 		req_release(&s->r);
 }
 
-static void h2_free(struct conn *c)
+/* Free hc: its streams, its session (the conn_ops keep_free hook of a
+ * parked one). */
+static void h2c_free(void *keep)
 {
-	struct h2c *hc = h2c_of(c);
+	struct h2c *hc = keep;
 	struct h2s *s;
 
-	if (!hc)
-		return;
 	hc->dead = true;
 	while ((s = TAILQ_FIRST(&hc->streams))) {
 		if (s->in_work) {
@@ -1266,7 +1367,37 @@ static void h2_free(struct conn *c)
 	nghttp2_session_del(hc->s);
 	http2_count_conn(-1);
 	free(hc);
+}
+
+static void h2_free(struct conn *c)
+{
+	struct h2c *hc = h2c_of(c);
+
+	if (!hc)
+		return;
+	h2c_free(hc);
 	*(struct h2c **)conn_proto(c) = NULL;
+}
+
+static void h2_attach(struct conn *c, struct h2c *hc);
+
+/* A parked connection is back (a byte, its EOF, its deadline, a drain):
+ * its session goes on on c. */
+static void h2_unpark(struct conn *c, void *keep)
+{
+	struct h2c *hc = keep;
+
+	hc->c = c;
+	*(struct h2c **)conn_proto(c) = hc;
+	hc->flush = event_new(c->w->base, -1, 0, h2_flush_cb, hc);
+	if (!hc->flush) {
+		conn_close(c);
+		return;
+	}
+	h2_attach(c, hc);
+	/* parked again if what woke it brings no stream */
+	hc->park_armed = true;
+	conn_btimer(c, CONN_PARK_MS);
 }
 
 static void h2_refuse(struct conn *c, enum outcome o)
@@ -1294,7 +1425,103 @@ const struct conn_ops http2_ops = {
     .close = h2_close,
     .closed = h2_closed_hook,
     .free = h2_free,
+    .unpark = h2_unpark,
+    .keep_free = h2c_free,
 };
+
+/* nghttp2's allocator (nghttp2_mem): malloc's, but H2_PAGED_MIN bytes
+ * and more in whole pages, remembered in hc (h2_mem_release). */
+static void *h2_mem_malloc(size_t size, void *user)
+{
+	struct h2c *hc = user;
+	size_t len = (size + H2_PAGE - 1) / H2_PAGE * H2_PAGE;
+	void *p;
+
+	if (size < H2_PAGED_MIN || hc->npaged == H2_PAGED_MAX)
+		return malloc(size);
+	p = aligned_alloc(H2_PAGE, len);
+	if (p)
+		hc->paged[hc->npaged++] = (struct h2_paged){p, len, false};
+	return p;
+}
+
+/* nghttp2's output p (nghttp2_session_mem_send's): mark the paged
+ * allocation it lies in as its output buffer. */
+static void h2_mem_mark(struct h2c *hc, const uint8_t *p)
+{
+	unsigned i;
+
+	for (i = 0; i < hc->npaged; i++) {
+		const uint8_t *b = hc->paged[i].p;
+
+		if (p >= b && p < b + hc->paged[i].len) {
+			hc->paged[i].out = true;
+			return;
+		}
+	}
+}
+
+/* Forget p if it is a paged allocation: its length, else 0. */
+static size_t h2_mem_unpage(struct h2c *hc, void *p)
+{
+	size_t len;
+	unsigned i;
+
+	for (i = 0; i < hc->npaged; i++) {
+		if (hc->paged[i].p != p)
+			continue;
+		len = hc->paged[i].len;
+		hc->paged[i] = hc->paged[--hc->npaged];
+		return len;
+	}
+	return 0;
+}
+
+static void h2_mem_free(void *p, void *user)
+{
+	if (p)
+		h2_mem_unpage(user, p);
+	free(p);
+}
+
+static void *h2_mem_calloc(size_t n, size_t size, void *user)
+{
+	void *p;
+
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (n * size < H2_PAGED_MIN)
+		return calloc(n, size);
+	p = h2_mem_malloc(n * size, user);
+	if (p)
+		memset(p, 0, n * size);
+	return p;
+}
+
+static void *h2_mem_realloc(void *p, size_t size, void *user)
+{
+	struct h2c *hc = user;
+	size_t old;
+	void *q;
+
+	if (!p)
+		return h2_mem_malloc(size, user);
+	old = h2_mem_unpage(hc, p);
+	if (!old) /* a malloc'ed block stays one */
+		return realloc(p, size);
+	q = size ? h2_mem_malloc(size, user) : NULL;
+	if (!q) {
+		if (size) /* p is kept, still paged */
+			hc->paged[hc->npaged++] =
+			    (struct h2_paged){p, old, false};
+		else
+			free(p);
+		return NULL;
+	}
+	memcpy(q, p, old < size ? old : size);
+	free(p);
+	return q;
+}
 
 /* nghttp2's session for hc, with w's settings. 0 or -1. */
 static int h2_session(struct h2c *hc)
@@ -1303,6 +1530,8 @@ static int h2_session(struct h2c *hc)
 	nghttp2_session_callbacks *cb;
 	nghttp2_option *opt;
 	nghttp2_settings_entry iv[4];
+	nghttp2_mem mem = {hc, h2_mem_malloc, h2_mem_free, h2_mem_calloc,
+			   h2_mem_realloc};
 	uint32_t win = set->initial_window_size, cwin;
 	int rc;
 
@@ -1327,8 +1556,11 @@ static int h2_session(struct h2c *hc)
 	    cb, h2_on_stream_close);
 	/* the window is given back as the proxy takes the body */
 	nghttp2_option_set_no_auto_window_update(opt, 1);
-	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
-	rc = nghttp2_session_server_new2(&hc->s, cb, hc, opt);
+	nghttp2_option_set_max_deflate_dynamic_table_size(opt,
+							  H2_DEFLATE_TABLE);
+	/* a closed stream is forgotten at once (no priority tree kept) */
+	nghttp2_option_set_no_closed_streams(opt, 1);
+	rc = nghttp2_session_server_new3(&hc->s, cb, hc, opt, &mem);
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
 	if (rc)
@@ -1376,14 +1608,26 @@ void http2_start(struct conn *c)
 		return;
 	}
 	http2_count_conn(1);
-	/* the request slot the connection was made with is not used */
+	/* the request slot the connection was made with is not used (the
+	 * connection is made anew, without it, once parked) */
 	c->ops = &http2_ops;
 	*(struct h2c **)conn_proto(c) = hc;
+	h2_attach(c, hc);
+	h2_readable(c);
+}
+
+/* c (its adapter state hc) goes on as an HTTP/2 connection: reading,
+ * the progress timer armed for what is left of timeouts.idle_keepalive. */
+static void h2_attach(struct conn *c, struct h2c *hc)
+{
+	uint64_t ms = c->w->set.timeouts.idle_keepalive_ms;
+	uint64_t waited = (clk_now_ns() - hc->last_progress) / 1000000;
+
 	c->state = CONN_BUSY;
 	c->timer_mode = CONN_T_NONE;
 	c->kick = false;
+	hc->last_io = clk_now_ns();
 	sockio_set_watermarks(c->io, 0, CONN_LOW_WATER);
 	sockio_enable(c->io, EV_READ | EV_WRITE);
-	conn_timer(c, c->w->set.timeouts.idle_keepalive_ms);
-	h2_readable(c);
+	conn_timer(c, waited < ms ? ms - waited : 1);
 }

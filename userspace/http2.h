@@ -28,6 +28,11 @@
  * GOAWAY, one whose streams wait for the client's window is closed
  * (window_stalled). A drain sends GOAWAY with the last stream taken; the
  * open streams finish.
+ *
+ * A connection without a stream and without bytes either way for
+ * CONN_PARK_MS is parked (conn_park_keep): its session and transport are
+ * kept, its struct conn, buffers and events freed, until its next byte,
+ * its idle deadline (then GOAWAY) or a drain (GOAWAY).
  */
 #ifndef EDGE_HTTP2_H
 #define EDGE_HTTP2_H

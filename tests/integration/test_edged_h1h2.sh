@@ -9,10 +9,14 @@
 # the echo backend (tests/tools/echo_backend.py) received (method, path,
 # body, header fields but for the hop-by-hop ones). Then two HTTP/2 ends
 # played with raw frames (tests/tools/h2raw.py): a client holding its
-# window at zero is closed after timeouts.idle_keepalive (window_stalled),
-# and a drain (SIGTERM) sends GOAWAY while a slow stream is in flight,
-# finishes that stream and serves no stream opened after it. Runs against
-# build/edged and build/asan/edged. Needs no root.
+# window at zero is closed after timeouts.idle_keepalive (window_stalled);
+# a connection idle between its requests is parked (its session kept)
+# and serves the next one as before (the client's HPACK table, the
+# windows), then gets GOAWAY after timeouts.idle_keepalive (idle); a
+# drain (SIGTERM) sends GOAWAY while a slow stream is in flight,
+# finishes that stream and serves no stream opened after it, and sends
+# GOAWAY to a parked connection too. Runs against build/edged and
+# build/asan/edged. Needs no root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -282,7 +286,7 @@ sys.exit(1)' "$T_TMP/requests.jsonl" "$1" 2>/dev/null && return 0
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 r w0 w1 st zrec cpid rc i
+	local bin=$1 v=$2 r w0 w1 st zrec cpid ipid rc i
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -316,7 +320,32 @@ run_suite() { # BIN LABEL
 		t_fail "$v: zero window held" "client $(head -c 400 "$T_TMP/raw.json") $(head -c 200 "$T_TMP/raw.err"); /metrics window_stalled $w0 -> $w1; edgectl status $st"
 	fi
 
-	# ---- a drain with a stream in flight --------------------------------
+	# ---- requests on a connection parked between them, then idle --------
+	w0=$(metric 'edge_http2_refusals_total{reason="idle"}')
+	H2RAW_ADMIN=$P_ADMIN H2RAW_WAIT_GOAWAY=8 "${H2RAW[@]}" park shop.test "$v" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	w1=$(metric 'edge_http2_refusals_total{reason="idle"}')
+	if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["echo"]
+val = "%s-park-%s" % (sys.argv[2], "v" * 40)
+ok = (all(d["streams"].get(s) == 200 for s in ("1", "3", "5", "7")) and
+      e["1"]["x-park"] == val and e["3"]["x-park"] == val and
+      e["5"]["body_len"] == 300000 and d["downloaded"] == 200000 and
+      all(p is not None and p >= 1 for p in d["parked"]) and
+      d["goaway"] == 0 and 1.5 <= d["goaway_after"] <= 6 and d["closed"] and
+      not d["resets"] and "client_error" not in d)
+sys.exit(0 if ok else 1)' "$T_TMP/raw.json" "$v" 2>/dev/null &&
+		[ "${w1:-0}" -ge $((${w0:-0} + 1)) ] 2>/dev/null; then
+		t_ok "$v: a connection parked between its requests (edge_connections_parked $(rawf parked)): a field indexed in the client's HPACK table before the park decoded after it, a 300000-byte POST and a 200000-byte download through the windows, then GOAWAY NO_ERROR $(rawf goaway_after) s after the last response (idle_keepalive 2s; idle $w0 -> $w1)"
+	else
+		t_fail "$v: parked connection" "client $(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err"); /metrics idle $w0 -> $w1"
+	fi
+
+	# ---- a drain with a stream in flight, and a parked connection ------
+	"${H2RAW[@]}" idle shop.test "$v" >"$T_TMP/idle.json" 2>"$T_TMP/idle.err" &
+	ipid=$!
+	sleep 0.5 # parked after 100 ms
 	"${H2RAW[@]}" drain shop.test "$v" >"$T_TMP/raw.json" 2>"$T_TMP/raw.err" &
 	cpid=$!
 	for ((i = 0; i < 100; i++)); do
@@ -325,6 +354,7 @@ run_suite() { # BIN LABEL
 	done
 	kill -TERM "$EPID"
 	wait "$cpid"
+	wait "$ipid"
 	for ((i = 0; i < 200; i++)); do
 		kill -0 "$EPID" 2>/dev/null || break
 		sleep 0.05
@@ -347,6 +377,18 @@ sys.exit(0 if ok else 1)' "$T_TMP/raw.json" "$v" 2>/dev/null &&
 		t_ok "$v: SIGTERM with an HTTP/2 stream in flight: GOAWAY (NO_ERROR, last stream $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["goaways"][0]["last_stream_id"])' "$T_TMP/raw.json")) before its response, the stream's 200 whole after it (recorded 200 ok HTTP/2); a stream opened after the GOAWAY neither sent upstream nor recorded (its resets: $(rawf resets))"
 	else
 		t_fail "$v: drain" "client $(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err"); backend: $(grep -c "/$v-drain\|/$v-after-goaway" "$T_TMP/backend.jsonl") of drain/after-goaway; record: $(record "/$v-drain" 1); log: $(grep -i 'drain\|signal' "$EDGED_LOG" | tail -3)"
+	fi
+	# the parked one's GOAWAY is the drain's (within 0.5 s of the other
+	# connection's), not its idle timeout's (2 s)
+	if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+i = json.load(open(sys.argv[2]))
+sys.exit(0 if i["goaway"] == 0 and i["closed"] and
+         abs(i["goaway_wall"] - d["goaways"][0]["wall"]) < 0.5 else 1)' \
+		"$T_TMP/raw.json" "$T_TMP/idle.json" 2>/dev/null; then
+		t_ok "$v: SIGTERM with a parked HTTP/2 connection: GOAWAY NO_ERROR on it with the other's, then closed"
+	else
+		t_fail "$v: drain of a parked connection" "client $(head -c 300 "$T_TMP/idle.json") $(head -c 300 "$T_TMP/idle.err")"
 	fi
 	if [ "$rc" = 0 ]; then
 		t_ok "$v: edged drains and exits cleanly"

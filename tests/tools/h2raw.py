@@ -14,11 +14,20 @@ cases that use it (drain, zero_window) as a last segment "/TAG-...", so
 that a test finds their requests in the backend's log and in the
 analytics (a segment, not a query: echo_backend.py reads /slow/MS and
 /big/N up to the next "/").
+
+Environment: H2RAW_TLS=1 makes the connections of the h2-library cases
+TLS (ALPN h2, SNI HOST, the certificate not checked) rather than
+cleartext; H2RAW_ADMIN=PORT lets the park case read edged's /metrics
+there; H2RAW_WAIT_GOAWAY=S makes the park case wait up to S seconds, at
+its end, for edged's GOAWAY on the idle connection.
 """
 import json
+import os
 import socket
+import ssl
 import sys
 import time
+import urllib.request
 
 import h2.config
 import h2.connection
@@ -46,6 +55,12 @@ def base(path="/h2", method="GET", host=HOST):
 class Client:
     def __init__(self):
         self.sock = socket.create_connection(("127.0.0.1", PORT), 5)
+        if os.environ.get("H2RAW_TLS") == "1":
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            ctx.set_alpn_protocols(["h2"])
+            self.sock = ctx.wrap_socket(self.sock, server_hostname=HOST)
         self.sock.settimeout(5)
         cfg = h2.config.H2Configuration(
             client_side=True, header_encoding="utf-8",
@@ -396,6 +411,102 @@ def case_zero_window():
     return k.out
 
 
+def parked():
+    """edge_connections_parked from edged's /metrics (H2RAW_ADMIN), or
+    None."""
+    port = os.environ.get("H2RAW_ADMIN")
+    if not port:
+        return None
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port,
+                                    timeout=5) as r:
+            for ln in r.read().decode().splitlines():
+                if ln.startswith("edge_connections_parked "):
+                    return int(float(ln.split()[1]))
+    except OSError:
+        return None
+    return None
+
+
+def case_park():
+    # Requests on one connection with pauses of 0.5 s between them, past
+    # the 100 ms after which an idle HTTP/2 connection is parked (its
+    # session kept, the rest freed): each must come through as on a
+    # connection never parked. The x-park field goes with incremental
+    # indexing the first time and as an index into the client's HPACK
+    # dynamic table after (edged's decoder must have kept that table);
+    # a 300000-byte POST needs the windows edged keeps giving back; a
+    # 200000-byte download the client's. "parked" holds
+    # edge_connections_parked read in each pause, "echo" what the echo
+    # backend saw of each request. Then (H2RAW_WAIT_GOAWAY) the idle
+    # connection waits for edged's GOAWAY: "goaway_after" seconds after
+    # the last response.
+    k = Client()
+    val = "%s-park-%s" % (TAG, "v" * 40)
+    k.out["parked"] = []
+    k.out["echo"] = {}
+
+    def pause():
+        time.sleep(0.5)
+        k.out["parked"].append(parked())
+
+    def echo(sid):
+        try:
+            e = json.loads(k.out["bodies"].get(sid, ""))
+        except ValueError:
+            return
+        h = {n.lower(): v for n, v in e["headers"]}
+        k.out["echo"][sid] = {"x-park": h.get("x-park"),
+                              "body_len": e["body_len"]}
+
+    k.headers(1, base("/h2/%s-park-1" % TAG) + [("x-park", val)])
+    k.pump(k.done(1))
+    echo(1)
+    pause()
+    k.headers(3, base("/h2/%s-park-2" % TAG) + [("x-park", val)])
+    k.pump(k.done(3))
+    echo(3)
+    pause()
+    k.headers(5, base("/h2/%s-park-3" % TAG, "POST") + [
+        ("content-length", "300000")], end=False)
+    left = 300000
+    end = time.time() + 10
+    while left and time.time() < end and not k.out["closed"]:
+        n = min(left, k.c.local_flow_control_window(5),
+                k.c.max_outbound_frame_size)
+        if n <= 0:
+            k.pump(lambda: k.c.local_flow_control_window(5) > 0, 2)
+            continue
+        left -= n
+        k.c.send_data(5, b"p" * n, end_stream=left == 0)
+        k.flush()
+    k.pump(k.done(5), 10)
+    echo(5)
+    pause()
+    k.headers(7, base("/big/200000/%s-park-4" % TAG))
+    k.pump(k.done(7), 10)
+    k.out["downloaded"] = len(k.out["bodies"].get(7, ""))
+    k.out["bodies"].pop(7, None)
+    wait = float(os.environ.get("H2RAW_WAIT_GOAWAY", "0"))
+    if wait > 0:
+        t0 = time.time()
+        k.pump(lambda: k.out["goaway"] is not None, wait)
+        k.out["goaway_after"] = round(time.time() - t0, 2)
+        k.pump(lambda: False, 3)  # until edged closes it
+    return k.out
+
+
+def case_idle():
+    # a connection that only exchanges SETTINGS, then waits (up to 10 s)
+    # for edged's GOAWAY: "goaway_wall", the time (epoch seconds) it came
+    k = Client()
+    k.pump(lambda: k.out["goaway"] is not None, 10)
+    if k.out["goaway"] is not None:
+        k.out["goaway_wall"] = time.time()
+    k.pump(lambda: False, 3)  # until edged closes it
+    return k.out
+
+
 class Frames:
     """A client on hyperframe and hpack alone, for what h2's state machine
     refuses to do: h2 takes a GOAWAY as the connection's end and raises on
@@ -496,7 +607,8 @@ class Frames:
             o["resets"][sid] = f.error_code
         elif isinstance(f, GoAwayFrame):
             o["goaways"].append({"last_stream_id": f.last_stream_id,
-                                 "error": f.error_code, "at": self.now()})
+                                 "error": f.error_code, "at": self.now(),
+                                 "wall": time.time()})
             if o["goaway"] is None:
                 o["goaway"] = f.error_code
 
