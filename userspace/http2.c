@@ -1383,6 +1383,9 @@ void http2_start(struct conn *c)
 	c->timer_mode = CONN_T_NONE;
 	c->kick = false;
 	sockio_set_watermarks(c->io, 0, CONN_LOW_WATER);
+	/* an idle connection writes nothing: a reset that came with its
+	 * client's last bytes must be read, not left for idle_keepalive */
+	sockio_set_read_all(c->io, true);
 	sockio_enable(c->io, EV_READ | EV_WRITE);
 	conn_timer(c, c->w->set.timeouts.idle_keepalive_ms);
 	h2_readable(c);

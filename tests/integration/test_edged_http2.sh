@@ -95,6 +95,18 @@ metric() {
 	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v n="$1" '$1 == n { print $2 }'
 }
 
+# h2_open_zero MS: whether edge_http2_connections reads 0 within MS
+# milliseconds (polled every 50 ms); H2_OPEN is its last value
+h2_open_zero() {
+	local i
+	for ((i = 0; i <= $1 / 50; i++)); do
+		H2_OPEN=$(metric edge_http2_connections)
+		[ "$H2_OPEN" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # refused NAME CASE [CODE]: CASE's stream 1 is reset (with CODE, default
 # 1 = PROTOCOL_ERROR), nothing reached the backend, and the connection
 # still serves a request after it
@@ -111,7 +123,7 @@ refused() {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 n0 rc
+	local bin=$1 v=$2 n0 rc i
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -327,6 +339,23 @@ sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TM
 	else
 		t_fail "$v: PING flood" "$(head -c 300 "$T_TMP/raw.json")"
 	fi
+	# ---- a client's end is seen at once ---------------------------------
+	# a reset that comes with the client's last bytes (edge-triggered
+	# reads: the short read of those bytes must not be taken for a
+	# drained socket, no edge follows the reset); then h2load's streams
+	# each answered at once (no route for its Host) and its close
+	h2_open_zero 3000
+	for i in 1 2 3 4; do
+		raw reset_close
+	done
+	h2load -c 4 -m 64 -n 4000 -d /etc/services -H ':authority: none.test' \
+		"http://127.0.0.1:$P_EDGE/" >"$T_TMP/h2load.out" 2>&1
+	if grep -q '4000 done' "$T_TMP/h2load.out" && h2_open_zero 1000; then
+		t_ok "$v: clients that reset or close: edge_http2_connections back to 0 within a second"
+	else
+		t_fail "$v: client's end seen" "edge_http2_connections $H2_OPEN a second after (timeouts.idle_keepalive not yet run out); $(grep -E 'requests:' "$T_TMP/h2load.out")"
+	fi
+
 	if [ "$(metric 'edge_http2_resets_total{direction="sent",reason="protocol_error"}')" -ge 16 ] 2>/dev/null &&
 		[ -n "$(metric 'edge_http2_streams_total')" ]; then
 		t_ok "$v: /metrics counts HTTP/2 streams and resets by reason"

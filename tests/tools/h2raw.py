@@ -17,6 +17,7 @@ analytics (a segment, not a query: echo_backend.py reads /slow/MS and
 """
 import json
 import socket
+import struct
 import sys
 import time
 
@@ -393,6 +394,34 @@ def case_zero_window():
     k.pump(lambda: k.out["goaway"] is not None, 15)
     k.out["seconds"] = round(time.time() - t0, 2)
     k.out["data"] = len(k.out["bodies"].get(1, ""))
+    return k.out
+
+
+def case_reset_close():
+    # a request answered, then frames edged reads and ignores (an unknown
+    # type, 16 KB each) sent until the socket takes no more (edged's
+    # receive buffer full, or 3 s), then a close with SO_LINGER 0: the
+    # reset reaches edged while it still has bytes to read, and edged
+    # must see the connection's end once it has read them, not at
+    # timeouts.idle_keepalive
+    k = Client()
+    k.headers(1, base())
+    k.pump(k.done(1))
+    f = (bytes([0, 0x40, 0, 0x20, 0, 0, 0, 0, 0]) + b"z" * 0x4000) * 4
+    k.sock.setblocking(False)
+    sent, end = 0, time.time() + 3
+    while time.time() < end:
+        try:
+            sent += k.sock.send(f)
+        except BlockingIOError:
+            break
+        except OSError:
+            k.out["closed"] = True
+            break
+    k.out["sent"] = sent
+    k.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                      struct.pack("ii", 1, 0))
+    k.sock.close()
     return k.out
 
 
