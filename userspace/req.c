@@ -150,6 +150,15 @@ void req_begin(struct req *r)
 	h1_request_init(&r->h);
 }
 
+const char *req_via_version(const struct req *r)
+{
+	const char *v = r->http_version;
+
+	if (v && strncmp(v, "HTTP/", 5) == 0)
+		return v + 5;
+	return r->h.h.minor ? "1.1" : "1.0";
+}
+
 /* Whether the request has body bytes the client may still send. */
 static bool req_body_pending(const struct req *r)
 {

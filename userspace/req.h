@@ -186,6 +186,11 @@ struct req {
  * literal's brackets kept; its length. */
 size_t req_host_only(const char *h, size_t n);
 
+/* The version of the protocol r came in, as a Via field's
+ * received-protocol writes it (RFC 9110 section 7.6.3): "2" (HTTP/2),
+ * "1.1" or "1.0". */
+const char *req_via_version(const struct req *r);
+
 /* The log context of a request's lines: its client and request id. */
 #define REQ_LOG_CTX(r) (&(const struct log_ctx){(r)->client_ip, (r)->id})
 

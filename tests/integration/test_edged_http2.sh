@@ -136,8 +136,9 @@ run_suite() { # BIN LABEL
 	h2get tls "https://shop.test:$P_TLS/h2tls?x=1" --http2
 	if [ "$CODE" = 200 ] && [ "$VER" = 2 ] && grep -q '"path": "/h2tls?x=1"' "$T_TMP/body" &&
 		grep -q '"X-Forwarded-Proto", "https"' "$T_TMP/body" &&
+		grep -q '"Via", "2 [^"]* (edge)"' "$T_TMP/body" &&
 		grep -qi '^x-request-id: ' "$T_TMP/hdrs"; then
-		t_ok "$v: curl --http2 over TLS: ALPN h2, proxied, X-Forwarded-Proto https, x-request-id"
+		t_ok "$v: curl --http2 over TLS: ALPN h2, proxied, X-Forwarded-Proto https, Via 2, x-request-id"
 	else
 		t_fail "$v: curl --http2 over TLS" "$CODE $VER $(head -c 300 "$T_TMP/body")"
 	fi
@@ -149,8 +150,8 @@ run_suite() { # BIN LABEL
 		t_fail "$v: curl --http2-prior-knowledge" "$CODE $VER $(head -c 300 "$T_TMP/body")"
 	fi
 	h2get h1 "https://shop.test:$P_TLS/h1tls" --http1.1
-	if [ "$CODE" = 200 ] && [ "$VER" = 1.1 ]; then
-		t_ok "$v: a client that offers only http/1.1 by ALPN is served HTTP/1.1"
+	if [ "$CODE" = 200 ] && [ "$VER" = 1.1 ] && grep -q '"Via", "1.1 [^"]* (edge)"' "$T_TMP/body"; then
+		t_ok "$v: a client that offers only http/1.1 by ALPN is served HTTP/1.1 (Via 1.1)"
 	else
 		t_fail "$v: ALPN http/1.1" "$CODE $VER"
 	fi
