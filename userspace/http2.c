@@ -90,6 +90,7 @@ struct h2c {
 	int depth;		/* inside nghttp2 or h2_work */
 	bool dead;		/* the connection is closing */
 	bool goaway;		/* GOAWAY sent */
+	bool why_counted;	/* its end is counted by edge's reason */
 	bool finishing;		/* conn_next(c, true) was called */
 };
 
@@ -787,15 +788,35 @@ static int h2_on_frame_recv(nghttp2_session *session,
 	return 0;
 }
 
+/* A GOAWAY with an error went out that edge did not ask for (nghttp2
+ * found a connection error while it took the input: a frame on a closed
+ * or idle stream, a window overflow, ..., or its stream reset rate
+ * limit): the connection's end counted by reason, as h2_fatal's are. */
+static void h2_count_goaway_why(struct h2c *hc, uint32_t code)
+{
+	if (code == NGHTTP2_NO_ERROR || hc->why_counted)
+		return;
+	hc->why_counted = true;
+	switch (code) {
+	case NGHTTP2_ENHANCE_YOUR_CALM:
+	case NGHTTP2_INTERNAL_ERROR: /* nghttp2's: its stream reset limit */
+		http2_count_why(HTTP2_WHY_FLOOD);
+		break;
+	default:
+		http2_count_why(HTTP2_WHY_PROTOCOL);
+		break;
+	}
+}
+
 static int h2_on_frame_send(nghttp2_session *session,
 			    const nghttp2_frame *frame, void *user)
 {
 	struct h2s *s;
 
-	(void)user;
 	switch (frame->hd.type) {
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(true, true, frame->goaway.error_code);
+		h2_count_goaway_why(user, frame->goaway.error_code);
 		return 0;
 	case NGHTTP2_RST_STREAM:
 		http2_count_frame(true, false, frame->rst_stream.error_code);
@@ -1069,7 +1090,9 @@ static void h2_fatal(struct h2c *hc, int err)
 		w = HTTP2_WHY_PROTOCOL;
 		break;
 	}
-	http2_count_why(w);
+	if (!hc->why_counted)
+		http2_count_why(w);
+	hc->why_counted = true;
 	log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
 		      "http2: %s: the connection ends", nghttp2_strerror(err));
 	evbuffer_drain(sockio_input(c->io),

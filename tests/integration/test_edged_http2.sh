@@ -123,7 +123,7 @@ refused() {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 n0 rc i
+	local bin=$1 v=$2 n0 rc i c code name g0 g1 p0 p1 f0 f1
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -316,12 +316,30 @@ sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TM
 	else
 		t_fail "$v: reset one" "$(cat "$T_TMP/raw.json")"
 	fi
+	f0=$(metric 'edge_http2_refusals_total{reason="flood"}')
 	raw rapid_reset
-	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
-		t_ok "$v: rapid reset (CVE-2023-44487): GOAWAY ($(rawf goaway))"
+	f1=$(metric 'edge_http2_refusals_total{reason="flood"}')
+	if { [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; } &&
+		[ "$f1" -ge $((f0 + 1)) ] 2>/dev/null; then
+		t_ok "$v: rapid reset (CVE-2023-44487): GOAWAY ($(rawf goaway)), refusals flood $f0 -> $f1"
 	else
-		t_fail "$v: rapid reset" "$(head -c 300 "$T_TMP/raw.json")"
+		t_fail "$v: rapid reset" "refusals flood $f0 -> $f1; $(head -c 300 "$T_TMP/raw.json")"
 	fi
+	# connection errors nghttp2 answers itself (its own GOAWAY, mem_recv
+	# does not fail): counted as every other GOAWAY and connection end
+	for c in data_closed_stream:5:stream_closed data_unknown_stream:1:protocol_error; do
+		IFS=: read -r c code name <<<"$c"
+		g0=$(metric "edge_http2_goaways_total{direction=\"sent\",reason=\"$name\"}")
+		p0=$(metric 'edge_http2_refusals_total{reason="protocol_error"}')
+		raw "$c"
+		g1=$(metric "edge_http2_goaways_total{direction=\"sent\",reason=\"$name\"}")
+		p1=$(metric 'edge_http2_refusals_total{reason="protocol_error"}')
+		if [ "$(rawf goaway)" = "$code" ] && [ "$g1" = $((g0 + 1)) ] && [ "$p1" = $((p0 + 1)) ]; then
+			t_ok "$v: $c: GOAWAY $name from nghttp2, counted (goaways sent $name $g0 -> $g1, refusals protocol_error $p0 -> $p1)"
+		else
+			t_fail "$v: $c" "goaways sent $name $g0 -> $g1, refusals protocol_error $p0 -> $p1; $(head -c 300 "$T_TMP/raw.json")"
+		fi
+	done
 	raw continuation_flood
 	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
 		t_ok "$v: CONTINUATION flood: GOAWAY ($(rawf goaway))"

@@ -381,6 +381,20 @@ def case_data_unknown_stream():
     return k.out
 
 
+def case_data_closed_stream():
+    # a request answered and its stream closed, then DATA on it: nghttp2
+    # answers with GOAWAY STREAM_CLOSED itself (mem_recv does not fail)
+    k = Client()
+    k.headers(1, base())
+    k.pump(k.done(1))
+    f = DataFrame(1)
+    f.data = b"x"
+    f.flags = {"END_STREAM"}
+    k.raw(f.serialize())
+    k.pump(lambda: k.out["goaway"] is not None, 3)
+    return k.out
+
+
 def case_zero_window():
     # SETTINGS_INITIAL_WINDOW_SIZE = 0, then a 1 MB download, and never a
     # WINDOW_UPDATE: the response's HEADERS may come, no DATA can; edged
