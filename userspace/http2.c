@@ -176,7 +176,11 @@ static void h2_btimer_cb(evutil_socket_t fd, short what, void *arg)
  * client's) the share of body bytes in what was taken is the share in
  * what was held: never more window than body bytes left in, so a client
  * cannot make edge hold more than its window, however small its DATA
- * frames. */
+ * frames. The proxy counts the n bytes in the request's bytes_in once
+ * it has taken them (right after this returns): the framing among them
+ * is taken off first, so that bytes_in holds the client's DATA bytes
+ * only (unsigned: a moment below zero is made good by the proxy's
+ * addition). */
 static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		     void *arg)
 {
@@ -194,6 +198,7 @@ static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		s->in_framed -= n;
 	}
 	s->in_unacked -= credit;
+	s->r.bytes_in -= n - credit;
 	if (credit == 0 || s->closed || s->hc->dead)
 		return;
 	nghttp2_session_consume(s->hc->s, s->id, (size_t)credit);
@@ -514,6 +519,8 @@ static int h2_respond(struct req *r, const struct h1_response *resp,
 	rc = hdr_build_response(&b, resp, r->id, extra, cl, false, false);
 	if (rc == 0)
 		rc = h2_submit(s, &b, resp->body == H1_BODY_NONE || cl == 0);
+	if (rc == 0) /* counted in its HTTP/1.1 form, as the request's */
+		r->bytes_out += b.len;
 	hdr_buf_free(&b);
 	return rc ? -1 : 0;
 }
@@ -534,7 +541,8 @@ static void h2_error(struct req *r, int status, const char *extra,
 		}
 		s->out_eos = true;
 		s->own = true;
-		h2_submit(s, &b, bodiless);
+		if (h2_submit(s, &b, bodiless) == 0)
+			r->bytes_out += b.len;
 	}
 	hdr_buf_free(&b);
 }

@@ -95,6 +95,22 @@ metric() {
 	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v n="$1" '$1 == n { print $2 }'
 }
 
+# bytes_in TEXT: the bytes_in of the analytics record whose path holds
+# TEXT (waiting up to 5 s for it), or nothing
+bytes_in() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		python3 -c 'import json, sys
+for ln in open(sys.argv[1]):
+    r = json.loads(ln)
+    if sys.argv[2] in (r.get("path") or ""):
+        print(r["bytes_in"])
+        sys.exit(0)
+sys.exit(1)' "$T_TMP/requests.jsonl" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+}
+
 # h2_open_zero MS: whether edge_http2_connections reads 0 within MS
 # milliseconds (polled every 50 ms); H2_OPEN is its last value
 h2_open_zero() {
@@ -123,7 +139,7 @@ refused() {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 n0 rc i c code name g0 g1 p0 p1 f0 f1
+	local bin=$1 v=$2 n0 rc i c code name g0 g1 p0 p1 f0 f1 bcl bch
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -239,6 +255,20 @@ run_suite() { # BIN LABEL
 		t_ok "$v: analytics: one record per stream, http_version HTTP/2"
 	else
 		t_fail "$v: analytics" "$(grep h2tls "$T_TMP/requests.jsonl" | head -c 300)"
+	fi
+
+	# bytes_in counts the client's DATA bytes, not edge's chunk framing:
+	# the same body with a content-length and without one (200 frames,
+	# chunked for the proxy) differs by the head's framing field alone
+	# (Transfer-Encoding: chunked, 28 bytes, for content-length: 2000, 22)
+	raw body_frames shop.test "$v-bytes"
+	bcl=$(bytes_in "/$v-bytes-cl")
+	bch=$(bytes_in "/$v-bytes-ch")
+	if [ "$(rawf streams.1)" = 200 ] && [ "$(rawf streams.3)" = 200 ] &&
+		[ "${bcl:-0}" -gt 2000 ] && [ "$((bch - bcl))" = 6 ]; then
+		t_ok "$v: analytics bytes_in: the client's DATA bytes, not edge's chunk framing ($bcl with a content-length, $bch without)"
+	else
+		t_fail "$v: bytes_in" "with a content-length '$bcl', without '$bch' (6 more wanted); $(head -c 200 "$T_TMP/raw.json")"
 	fi
 
 	# ---- what HTTP/2 forbids: a stream error, nothing upstream ------------

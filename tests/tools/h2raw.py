@@ -179,6 +179,24 @@ def case_trailers():
     return k.out
 
 
+def case_body_frames():
+    # the same 2000-byte body twice on one connection: stream 1 with a
+    # content-length in one DATA frame, stream 3 without one in 200 DATA
+    # frames of 10 bytes (edged frames it chunked for the proxy); paths
+    # /h2post/TAG-cl and /h2post/TAG-ch (the same length)
+    k = Client()
+    body = bytes(range(200)) * 10
+    k.c.send_headers(1, base("/h2post/%s-cl" % TAG, "POST") +
+                     [("content-length", str(len(body)))])
+    k.c.send_data(1, body, end_stream=True)
+    k.c.send_headers(3, base("/h2post/%s-ch" % TAG, "POST"))
+    for i in range(0, len(body), 10):
+        k.c.send_data(3, body[i:i + 10], end_stream=i + 10 >= len(body))
+    k.flush()
+    k.pump(lambda: all(k.done(sid)() for sid in (1, 3)))
+    return k.out
+
+
 def case_crlf_value():
     return one(base() + [("x-evil", "a\r\nx-injected: 1")])
 
