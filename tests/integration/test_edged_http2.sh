@@ -19,12 +19,13 @@ if ! /usr/bin/python3 -c 'import h2' 2>/dev/null; then
 fi
 edged_need_build
 
-BASE=$(edged_ports 5)
+BASE=$(edged_ports 6)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
 P_TLS=$((BASE + 3))
 P_DOWN=$((BASE + 4)) # nothing listens here
+P_SLOW=$((BASE + 5)) # a backend with small socket buffers
 C="$T_TMP/certs"
 mkdir -p "$C"
 H2RAW=(/usr/bin/python3 "$TOOLS/h2raw.py" "$P_EDGE")
@@ -61,12 +62,29 @@ projects = (
       { id = "shop-down";
         domains = [ "down.test" ];
         deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$P_DOWN" ]; };
+      },
+      { id = "shop-slow";
+        domains = [ "slow.test" ];
+        deployment = { id = "slow-1"; upstreams = [ "127.0.0.1:$P_SLOW" ]; };
       }
     );
   }
 );
 CONF
 	} >"$T_TMP/edge.conf"
+}
+
+# reload_conf: SIGHUP edged and wait (up to 5 s) for one more "reloaded"
+# line in its log.
+reload_conf() {
+	local n i
+	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
+	kill -HUP "$EPID"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
 }
 
 backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
@@ -271,6 +289,28 @@ run_suite() { # BIN LABEL
 		t_fail "$v: bytes_in" "with a content-length '$bcl', without '$bch' (6 more wanted); $(head -c 200 "$T_TMP/raw.json")"
 	fi
 
+	# window given back for the body bytes the proxy took, not for edge's
+	# chunk framing of them: a client sending a body without a length in
+	# small DATA frames to a backend reading slowly cannot make edged hold
+	# ever more (a stream window over the proxy's high water, 128K, so
+	# that each take is partial); then all of it arrives
+	write_conf 'http2 = { initial_window_size = "128K"; };'
+	if ! reload_conf; then
+		t_fail "$v: reload for http2.initial_window_size 128K" "$(tail -3 "$EDGED_LOG")"
+	fi
+	raw overcredit slow.test "$v"
+	if [ "$(rawf streams.1)" = 200 ] && grep -q "$(rawf sha256)" "$T_TMP/raw.json" &&
+		grep -q 'body_len\\": 2000000' "$T_TMP/raw.json" &&
+		[ "$(rawf init_window)" = 131072 ] && [ "$(rawf max_window)" -le 131072 ] 2>/dev/null &&
+		[ "$(rawf held_growth)" -le 98304 ] 2>/dev/null &&
+		[ "$(rawf held_max)" -le $((131072 + 524288)) ] 2>/dev/null; then
+		t_ok "$v: a 2 MB body in 4-byte DATA frames to a backend reading 300 KB/s: edged holds no more as it goes (held at most $(rawf held_max) bytes, $(rawf held_growth) more in the drip's last second than in its first), the stream window never past 128K; all of it arrives"
+	else
+		t_fail "$v: window credit" "held $(rawf held) (growth $(rawf held_growth), max $(rawf held_max)), window max $(rawf max_window) of $(rawf init_window), status $(rawf streams.1); $(head -c 300 "$T_TMP/raw.err")"
+	fi
+	write_conf ""
+	reload_conf
+
 	# ---- what HTTP/2 forbids: a stream error, nothing upstream ------------
 	refused "$v: a field value with CR LF: PROTOCOL_ERROR, nothing upstream" crlf_value
 	refused "$v: a field value with NUL" nul_value
@@ -446,6 +486,8 @@ assert h["counts"]["refusals"]["header_list_too_large"] >= 1, h' "$T_TMP/st.json
 
 edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
 	t_fail "backend starts"
+edged_backend "$P_SLOW" env ECHO_RCVBUF=4096 ECHO_MSS=1000 python3 "$TOOLS/echo_backend.py" \
+	"$P_SLOW" "$T_TMP/slow.jsonl" slow || t_fail "slow backend starts"
 run_suite "$EDGED" edged
 if edged_asan; then
 	run_suite "$EDGED_ASAN" asan

@@ -15,6 +15,7 @@ that a test finds their requests in the backend's log and in the
 analytics (a segment, not a query: echo_backend.py reads /slow/MS and
 /big/N up to the next "/").
 """
+import hashlib
 import json
 import socket
 import struct
@@ -560,6 +561,89 @@ class Frames:
                                  "error": f.error_code, "at": self.now()})
             if o["goaway"] is None:
                 o["goaway"] = f.error_code
+
+
+def case_overcredit():
+    # a body without a length in DATA frames of 4 bytes (edged frames
+    # each as a 9-byte chunk for the proxy), sent as fast as the windows
+    # edged gives allow, to a backend that reads 300 KB/s (as sent
+    # upstream: chunk framing too) for 6 s, then at once (HOST routes to
+    # one with small socket buffers: /drip). Give back window for the
+    # body bytes the proxy took, not for its framing too: what edged and
+    # the kernels hold (sent less read by the backend, "held", every
+    # 0.25 s of the drip) stays flat at about the stream's window plus
+    # the proxy's buffers; crediting the framing, it grows with every
+    # take (when the stream's window is over the proxy's high water:
+    # http2.initial_window_size 128K). "held_growth": the mean held of
+    # the drip's last second less that of its first (past its first
+    # sample: the window's first fill); "max_window" the largest stream
+    # window seen. Then all of it must arrive (the
+    # response says its length and SHA-256: "sha256" is what was sent).
+    total, piece = 2000000, 4
+    k = Frames()
+    sid = 1
+    f = HeadersFrame(sid)
+    f.data = k.enc.encode([NeverIndexedHeaderTuple(n, v) for n, v in
+                           base("/drip/300000/6000/%s-overcredit" % TAG,
+                                "POST")])
+    f.flags = {"END_HEADERS"}
+    k.send(f.serialize())
+    t0 = time.time()
+    win = {0: 65535, sid: 65535}  # until edged's SETTINGS say otherwise
+    init = 65535
+    sent = 0
+    k.out["max_window"] = 0
+    hd = b"\x00\x00" + bytes([piece]) + b"\x00"
+    one = hd + b"\x00" + sid.to_bytes(4, "big") + b"\x55" * piece
+    last = hd + b"\x01" + sid.to_bytes(4, "big") + b"\x55" * piece
+    log = []  # [time, body bytes sent by then], every 0.05 s
+    while not k.out["closed"] and time.time() - t0 < 30:
+        if not log or time.time() - log[-1][0] >= 0.05:
+            log.append([time.time(), sent])
+        fr = k.frame(0.01 if sent < total else 1)
+        while fr is not None:
+            if isinstance(fr, SettingsFrame) and "ACK" not in fr.flags:
+                v = fr.settings.get(
+                    h2.settings.SettingCodes.INITIAL_WINDOW_SIZE)
+                if v is not None:
+                    win[sid] += v - init
+                    init = v
+            if isinstance(fr, WindowUpdateFrame):
+                win[fr.stream_id] = win.get(fr.stream_id, 0) + \
+                    fr.window_increment
+                if fr.stream_id == sid:
+                    k.out["max_window"] = max(k.out["max_window"], win[sid])
+            k.handle(fr)
+            fr = k.frame(0) if len(k.buf) >= 9 else None
+        if sid in k.out["ended"] or sid in k.out["resets"] or \
+                k.out["goaway"] is not None:
+            break
+        n = min(win[0], win[sid], total - sent, 32768) // piece
+        if n > 0:
+            data = one * n if sent + n * piece < total else \
+                one * (n - 1) + last
+            k.sock.settimeout(5)
+            k.send(data)
+            sent += n * piece
+            win[0] -= n * piece
+            win[sid] -= n * piece
+    k.out["sent"] = sent
+    k.out["init_window"] = init
+    k.out["sha256"] = hashlib.sha256(b"\x55" * total).hexdigest()
+    # what edged (and the kernels) held at each of the backend's samples
+    try:
+        b = json.loads(k.out["bodies"].get(sid, "{}"))
+    except ValueError:
+        b = {}
+    held = []
+    for t, got in b.get("drip_log", []):
+        before = [n for (ts, n) in log if ts <= t]
+        held.append((before[-1] if before else 0) - got)
+    k.out["held"] = held
+    if len(held) >= 12:
+        k.out["held_growth"] = (sum(held[-4:]) - sum(held[1:5])) // 4
+        k.out["held_max"] = max(held)
+    return k.out
 
 
 def case_drain():
