@@ -71,6 +71,7 @@ struct h2s {
 	bool reading;	    /* the proxy reads its body */
 	bool out_added;	    /* out grew since the last drained */
 	bool own;	    /* the response is edge's own answer */
+	bool sending;	    /* its request waits for out to be taken */
 	bool rst_sent;	    /* a RST_STREAM went out (nghttp2's or edge's) */
 	uint32_t rst_code;  /* ... with this code */
 	enum outcome why_o; /* the outcome of a reset of edge's */
@@ -415,6 +416,8 @@ static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 		s->hc->last_progress = clk_now_ns();
 	if (evbuffer_get_length(s->out) == 0 && s->out_eos) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		if (s->sending) /* all of it taken: its request ends */
+			h2_post(s, H2_EV_DRAINED);
 		return (ssize_t)n;
 	}
 	if (s->out_added && evbuffer_get_length(s->out) <= s->write_low) {
@@ -571,6 +574,31 @@ static void h2_ended(struct req *r, bool close)
 	h2_flush_soon(hc);
 }
 
+/* The relayed response is complete in s->out (req_end asks before it
+ * records ok): its end is the data source's EOF; whether bytes of it
+ * still wait for the client's window (or for nghttp2 to take them): the
+ * request then ends when the EOF goes (H2_EV_DRAINED), or as the client
+ * leaving, as an HTTP/1.1 client that leaves in the middle of a response
+ * is recorded. */
+static bool h2_pending(struct req *r)
+{
+	struct h2s *s = h2s_of(r);
+	struct h2c *hc = s->hc;
+
+	if (s->own || !s->resp_sent || s->closed || s->reset || hc->dead)
+		return false;
+	if (!s->out_eos) {
+		s->out_eos = true;
+		if (s->deferred) {
+			s->deferred = false;
+			nghttp2_session_resume_data(hc->s, s->id);
+			h2_flush_soon(hc);
+		}
+	}
+	s->sending = evbuffer_get_length(s->out) > 0;
+	return s->sending;
+}
+
 static const struct req_client_ops h2_client = {
     .in = h2_in,
     .out = h2_out,
@@ -589,6 +617,7 @@ static const struct req_client_ops h2_client = {
     .cont = h2_cont,
     .respond = h2_respond,
     .error = h2_error,
+    .pending = h2_pending,
     .ended = h2_ended,
 };
 
@@ -722,7 +751,7 @@ static int h2_on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id,
 
 	(void)flags;
 	(void)user;
-	if (!s || s->reset || !s->r.active) {
+	if (!s || s->reset || !s->r.active || s->sending) {
 		/* nobody reads it: its window is given back at once */
 		nghttp2_session_consume(session, id, len);
 		return 0;
@@ -1187,9 +1216,10 @@ static bool h2_window_stalled(struct h2c *hc)
 	return false;
 }
 
-/* The progress timer (c->timer, timeouts.idle_keepalive): an idle
- * connection gets GOAWAY; one whose responses wait for the client's
- * window is closed; one whose streams wait for upstreams goes on. */
+/* The progress timer (c->timer, timeouts.idle_keepalive): one whose
+ * responses (relayed or edge's own) wait for the client's window is
+ * closed; an idle connection gets GOAWAY; one whose streams wait for
+ * upstreams goes on. */
 static void h2_timeout(struct conn *c)
 {
 	struct h2c *hc = h2c_of(c);
@@ -1200,20 +1230,21 @@ static void h2_timeout(struct conn *c)
 		conn_timer(c, ms - waited);
 		return;
 	}
-	if (hc->nactive == 0) {
-		http2_count_why(HTTP2_WHY_IDLE);
-		hc->goaway = true;
-		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
-		h2_flush(hc);
-		return;
-	}
 	if (h2_window_stalled(hc)) {
 		http2_count_why(HTTP2_WHY_WINDOW_STALLED);
+		hc->why_counted = true;
 		log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
 			      "http2: no window from the client for %llu ms: "
 			      "closed",
 			      (unsigned long long)waited);
 		conn_close(c);
+		return;
+	}
+	if (hc->nactive == 0) {
+		http2_count_why(HTTP2_WHY_IDLE);
+		hc->goaway = true;
+		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
+		h2_flush(hc);
 		return;
 	}
 	conn_timer(c, ms);

@@ -10,10 +10,11 @@ CASE and prints one JSON object: the status and body of each stream that
 got a response, the streams reset (with their error codes), the GOAWAY's
 error code if one came, and whether the connection closed. CASE is one of
 the names in CASES below. TAG, when given, is added to the paths of the
-cases that use it (drain, zero_window) as a last segment "/TAG-...", so
-that a test finds their requests in the backend's log and in the
-analytics (a segment, not a query: echo_backend.py reads /slow/MS and
-/big/N up to the next "/").
+cases that use it (drain, zero_window, zero_window_small, body_frames,
+overcredit, error_inflight) as a last segment "/TAG-...", so that a test
+finds their requests in the backend's log and in the analytics (a
+segment, not a query: echo_backend.py reads /slow/MS and /big/N up to the
+next "/").
 """
 import hashlib
 import json
@@ -414,47 +415,48 @@ def case_data_closed_stream():
     return k.out
 
 
-def case_zero_window():
-    # SETTINGS_INITIAL_WINDOW_SIZE = 0, then a 1 MB download, and never a
-    # WINDOW_UPDATE: the response's HEADERS may come, no DATA can; edged
-    # must not hold the stream and its upstream for ever. How long until
-    # the connection closed (or a GOAWAY came) is "seconds".
+def zero_window(size, name):
+    """SETTINGS_INITIAL_WINDOW_SIZE = 0, then a download of size bytes,
+    and never a WINDOW_UPDATE: the response's HEADERS may come, no DATA
+    can. How long until the connection closed (or a GOAWAY came) is
+    "seconds"."""
     k = Client()
     k.c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
     k.flush()
     t0 = time.time()
-    k.headers(1, base("/big/1000000/%s-zero-window" % TAG))
+    k.headers(1, base("/big/%d/%s-%s" % (size, TAG, name)))
     k.pump(lambda: k.out["goaway"] is not None, 15)
     k.out["seconds"] = round(time.time() - t0, 2)
     k.out["data"] = len(k.out["bodies"].get(1, ""))
     return k.out
 
 
-def case_reset_close():
-    # a request answered, then frames edged reads and ignores (an unknown
-    # type, 16 KB each) sent until the socket takes no more (edged's
-    # receive buffer full, or 3 s), then a close with SO_LINGER 0: the
-    # reset reaches edged while it still has bytes to read, and edged
-    # must see the connection's end once it has read them, not at
-    # timeouts.idle_keepalive
+def case_zero_window():
+    # a 1 MB download held at a zero window: edged must not hold the
+    # stream and its upstream for ever
+    return zero_window(1000000, "zero-window")
+
+
+def case_zero_window_small():
+    # a 1000-byte download held at a zero window: the upstream's response
+    # is complete at once, and must not be recorded as delivered (200 ok)
+    # while it waits in edged for a window that never comes
+    return zero_window(1000, "zero-small")
+
+
+def case_error_inflight():
+    # stream 1 answered, stream 3 waiting for a slow upstream, then a
+    # connection error (DATA on an idle stream): stream 1 is recorded as
+    # answered, stream 3 as the client's leaving (the GOAWAY ends it)
     k = Client()
-    k.headers(1, base())
+    k.headers(1, base("/h2/%s-answered" % TAG))
     k.pump(k.done(1))
-    f = (bytes([0, 0x40, 0, 0x20, 0, 0, 0, 0, 0]) + b"z" * 0x4000) * 4
-    k.sock.setblocking(False)
-    sent, end = 0, time.time() + 3
-    while time.time() < end:
-        try:
-            sent += k.sock.send(f)
-        except BlockingIOError:
-            break
-        except OSError:
-            k.out["closed"] = True
-            break
-    k.out["sent"] = sent
-    k.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                      struct.pack("ii", 1, 0))
-    k.sock.close()
+    k.headers(3, base("/slow/1500/%s-inflight" % TAG))
+    time.sleep(0.3)
+    f = DataFrame(7)
+    f.data = b"x"
+    k.raw(f.serialize())
+    k.pump(lambda: k.out["goaway"] is not None, 3)
     return k.out
 
 
