@@ -683,7 +683,13 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	kept_fields(b, &r->h,
 		    (f->tunnel ? HDR_C_UPGRADE : 0) |
 			(f->xff_trusted ? HDR_C_ADDR : 0));
-	HDR_OPT_FIELD(b, "Via", f->via);
+	if (f->via) {
+		HDR_BUF_LIT(b, "Via: ");
+		hdr_buf_str(b, f->via_proto ? f->via_proto : "1.1");
+		HDR_BUF_LIT(b, " ");
+		hdr_buf_str(b, f->via);
+		HDR_BUF_LIT(b, "\r\n");
+	}
 	HDR_OPT_FIELD(b, "X-Request-ID", f->request_id);
 	HDR_OPT_FIELD(b, "X-Project-ID", f->project_id);
 	HDR_OPT_FIELD(b, "X-Environment-ID", f->environment_id);
@@ -832,9 +838,8 @@ int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
 
 void hdr_via_init(char *out, size_t len, const char *name)
 {
-	size_t n;
+	size_t n = 0;
 
-	n = (size_t)snprintf(out, len, "1.1 ");
 	for (; *name && n + sizeof(" (edge)") < len; name++)
 		out[n++] = h1_tchar((unsigned char)*name) ? *name : '-';
 	snprintf(out + n, len - n, " (edge)");
@@ -861,6 +866,13 @@ bool hdr_via_has(const struct h1_head *h, const char *via)
 			while (z > a && (f->value[z - 1] == ' ' ||
 					 f->value[z - 1] == '\t'))
 				z--;
+			/* past the received-protocol and its white space */
+			while (a < z && f->value[a] != ' ' &&
+			       f->value[a] != '\t')
+				a++;
+			while (a < z &&
+			       (f->value[a] == ' ' || f->value[a] == '\t'))
+				a++;
 			if (z - a == vn && memcmp(f->value + a, via, vn) == 0)
 				return true;
 		}

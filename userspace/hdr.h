@@ -56,6 +56,9 @@ struct hdr_fwd {
 				  other address fields kept, else dropped */
 	bool tunnel;	       /* forwarding an upgrade: keep Upgrade */
 	const char *via;       /* edge's Via member (hdr_via_init), or NULL */
+	const char *via_proto; /* the client's protocol version, its
+				  received-protocol ("1.0", "1.1", "2");
+				  NULL: "1.1" */
 	const char *path;      /* path to send instead of r's (prefix
 				  stripped), or NULL */
 	size_t path_len;
@@ -166,12 +169,15 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 #define HDR_VIA_MAX 160
 
 /* Write into out (len bytes, at most HDR_VIA_MAX) the Via member edge adds
- * to what it forwards: "1.1 NAME (edge)", NAME being name (host_name) with
- * every byte that is not a token character made '-' and cut to fit. */
+ * to what it forwards, but for its received-protocol (the client's
+ * version, hdr_fwd's via_proto, goes first): "NAME (edge)", NAME being
+ * name (host_name) with every byte that is not a token character made '-'
+ * and cut to fit. */
 void hdr_via_init(char *out, size_t len, const char *name);
 
-/* Whether one of h's Via fields lists via (hdr_via_init) as a member:
- * the request has been through this edge already (a routing loop). */
+/* Whether one of h's Via fields lists via (hdr_via_init) as a member,
+ * whatever its received-protocol: the request has been through this edge
+ * already (a routing loop), over HTTP/1.x or HTTP/2. */
 bool hdr_via_has(const struct h1_head *h, const char *via);
 
 /* Append "name: value\r\n" and a NUL to the extra lines being written at

@@ -84,6 +84,7 @@ struct h2s {
 	bool reading;	    /* the proxy reads its body */
 	bool out_added;	    /* out grew since the last drained */
 	bool own;	    /* the response is edge's own answer */
+	bool sending;	    /* its request waits for out to be taken */
 	bool rst_sent;	    /* a RST_STREAM went out (nghttp2's or edge's) */
 	uint32_t rst_code;  /* ... with this code */
 	enum outcome why_o; /* the outcome of a reset of edge's */
@@ -111,6 +112,7 @@ struct h2c {
 	int depth;		/* inside nghttp2 or h2_work */
 	bool dead;		/* the connection is closing */
 	bool goaway;		/* GOAWAY sent */
+	bool why_counted;	/* its end is counted by edge's reason */
 	bool finishing;		/* conn_next(c, true) was called */
 	bool park_armed;	/* c->btimer runs to park the connection */
 	unsigned npaged;
@@ -200,7 +202,11 @@ static void h2_btimer_cb(evutil_socket_t fd, short what, void *arg)
  * client's) the share of body bytes in what was taken is the share in
  * what was held: never more window than body bytes left in, so a client
  * cannot make edge hold more than its window, however small its DATA
- * frames. */
+ * frames. The proxy counts the n bytes in the request's bytes_in once
+ * it has taken them (right after this returns): the framing among them
+ * is taken off first, so that bytes_in holds the client's DATA bytes
+ * only (unsigned: a moment below zero is made good by the proxy's
+ * addition). */
 static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		     void *arg)
 {
@@ -218,6 +224,7 @@ static void h2_in_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
 		s->in_framed -= n;
 	}
 	s->in_unacked -= credit;
+	s->r.bytes_in -= n - credit;
 	if (credit == 0 || s->closed || s->hc->dead)
 		return;
 	nghttp2_session_consume(s->hc->s, s->id, (size_t)credit);
@@ -435,6 +442,8 @@ static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 		s->hc->last_progress = clk_now_ns();
 	if (evbuffer_get_length(s->out) == 0 && s->out_eos) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		if (s->sending) /* all of it taken: its request ends */
+			h2_post(s, H2_EV_DRAINED);
 		return (ssize_t)n;
 	}
 	if (s->out_added && evbuffer_get_length(s->out) <= s->write_low) {
@@ -542,6 +551,8 @@ static int h2_respond(struct req *r, const struct h1_response *resp,
 	rc = hdr_build_response(&b, resp, r->id, extra, cl, false, false);
 	if (rc == 0)
 		rc = h2_submit(s, &b, resp->body == H1_BODY_NONE || cl == 0);
+	if (rc == 0) /* counted in its HTTP/1.1 form, as the request's */
+		r->bytes_out += b.len;
 	hdr_buf_free(&b);
 	return rc ? -1 : 0;
 }
@@ -562,7 +573,8 @@ static void h2_error(struct req *r, int status, const char *extra,
 		}
 		s->out_eos = true;
 		s->own = true;
-		h2_submit(s, &b, bodiless);
+		if (h2_submit(s, &b, bodiless) == 0)
+			r->bytes_out += b.len;
 	}
 	hdr_buf_free(&b);
 }
@@ -591,6 +603,31 @@ static void h2_ended(struct req *r, bool close)
 	h2_flush_soon(hc);
 }
 
+/* The relayed response is complete in s->out (req_end asks before it
+ * records ok): its end is the data source's EOF; whether bytes of it
+ * still wait for the client's window (or for nghttp2 to take them): the
+ * request then ends when the EOF goes (H2_EV_DRAINED), or as the client
+ * leaving, as an HTTP/1.1 client that leaves in the middle of a response
+ * is recorded. */
+static bool h2_pending(struct req *r)
+{
+	struct h2s *s = h2s_of(r);
+	struct h2c *hc = s->hc;
+
+	if (s->own || !s->resp_sent || s->closed || s->reset || hc->dead)
+		return false;
+	if (!s->out_eos) {
+		s->out_eos = true;
+		if (s->deferred) {
+			s->deferred = false;
+			nghttp2_session_resume_data(hc->s, s->id);
+			h2_flush_soon(hc);
+		}
+	}
+	s->sending = evbuffer_get_length(s->out) > 0;
+	return s->sending;
+}
+
 static const struct req_client_ops h2_client = {
     .in = h2_in,
     .out = h2_out,
@@ -609,6 +646,7 @@ static const struct req_client_ops h2_client = {
     .cont = h2_cont,
     .respond = h2_respond,
     .error = h2_error,
+    .pending = h2_pending,
     .ended = h2_ended,
 };
 
@@ -742,7 +780,7 @@ static int h2_on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id,
 
 	(void)flags;
 	(void)user;
-	if (!s || s->reset || !s->r.active) {
+	if (!s || s->reset || !s->r.active || s->sending) {
 		/* nobody reads it: its window is given back at once */
 		nghttp2_session_consume(session, id, len);
 		return 0;
@@ -816,15 +854,35 @@ static int h2_on_frame_recv(nghttp2_session *session,
 	return 0;
 }
 
+/* A GOAWAY with an error went out that edge did not ask for (nghttp2
+ * found a connection error while it took the input: a frame on a closed
+ * or idle stream, a window overflow, ..., or its stream reset rate
+ * limit): the connection's end counted by reason, as h2_fatal's are. */
+static void h2_count_goaway_why(struct h2c *hc, uint32_t code)
+{
+	if (code == NGHTTP2_NO_ERROR || hc->why_counted)
+		return;
+	hc->why_counted = true;
+	switch (code) {
+	case NGHTTP2_ENHANCE_YOUR_CALM:
+	case NGHTTP2_INTERNAL_ERROR: /* nghttp2's: its stream reset limit */
+		http2_count_why(HTTP2_WHY_FLOOD);
+		break;
+	default:
+		http2_count_why(HTTP2_WHY_PROTOCOL);
+		break;
+	}
+}
+
 static int h2_on_frame_send(nghttp2_session *session,
 			    const nghttp2_frame *frame, void *user)
 {
 	struct h2s *s;
 
-	(void)user;
 	switch (frame->hd.type) {
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(true, true, frame->goaway.error_code);
+		h2_count_goaway_why(user, frame->goaway.error_code);
 		return 0;
 	case NGHTTP2_RST_STREAM:
 		http2_count_frame(true, false, frame->rst_stream.error_code);
@@ -1107,7 +1165,9 @@ static void h2_fatal(struct h2c *hc, int err)
 		w = HTTP2_WHY_PROTOCOL;
 		break;
 	}
-	http2_count_why(w);
+	if (!hc->why_counted)
+		http2_count_why(w);
+	hc->why_counted = true;
 	log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
 		      "http2: %s: the connection ends", nghttp2_strerror(err));
 	evbuffer_drain(sockio_input(c->io),
@@ -1195,9 +1255,10 @@ static bool h2_window_stalled(struct h2c *hc)
 	return false;
 }
 
-/* The progress timer (c->timer, timeouts.idle_keepalive): an idle
- * connection gets GOAWAY; one whose responses wait for the client's
- * window is closed; one whose streams wait for upstreams goes on. */
+/* The progress timer (c->timer, timeouts.idle_keepalive): one whose
+ * responses (relayed or edge's own) wait for the client's window is
+ * closed; an idle connection gets GOAWAY; one whose streams wait for
+ * upstreams goes on. */
 static void h2_timeout(struct conn *c)
 {
 	struct h2c *hc = h2c_of(c);
@@ -1208,20 +1269,21 @@ static void h2_timeout(struct conn *c)
 		conn_timer(c, ms - waited);
 		return;
 	}
-	if (hc->nactive == 0) {
-		http2_count_why(HTTP2_WHY_IDLE);
-		hc->goaway = true;
-		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
-		h2_flush(hc);
-		return;
-	}
 	if (h2_window_stalled(hc)) {
 		http2_count_why(HTTP2_WHY_WINDOW_STALLED);
+		hc->why_counted = true;
 		log_debug_ctx(&(const struct log_ctx){c->client_ip, "-"},
 			      "http2: no window from the client for %llu ms: "
 			      "closed",
 			      (unsigned long long)waited);
 		conn_close(c);
+		return;
+	}
+	if (hc->nactive == 0) {
+		http2_count_why(HTTP2_WHY_IDLE);
+		hc->goaway = true;
+		nghttp2_session_terminate_session(hc->s, NGHTTP2_NO_ERROR);
+		h2_flush(hc);
 		return;
 	}
 	conn_timer(c, ms);
@@ -1628,6 +1690,9 @@ static void h2_attach(struct conn *c, struct h2c *hc)
 	c->kick = false;
 	hc->last_io = clk_now_ns();
 	sockio_set_watermarks(c->io, 0, CONN_LOW_WATER);
+	/* an idle connection writes nothing: a reset that came with its
+	 * client's last bytes must be read, not left for idle_keepalive */
+	sockio_set_read_all(c->io, true);
 	sockio_enable(c->io, EV_READ | EV_WRITE);
 	conn_timer(c, waited < ms ? ms - waited : 1);
 }

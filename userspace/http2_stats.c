@@ -92,7 +92,8 @@ int http2_metrics(struct metrics *m)
 		    "connections nghttp2 ended: flood (PING or SETTINGS "
 		    "acks, or stream resets, piling up), "
 		    "continuation_flood, settings_flood, bad_preface, "
-		    "protocol_error",
+		    "protocol_error (any other connection error, whether "
+		    "nghttp2 refused the input or sent its own GOAWAY)",
 		    lab);
 		if (!h2_m_why[i])
 			return -ENOMEM;

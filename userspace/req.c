@@ -151,6 +151,15 @@ void req_begin(struct req *r)
 	h1_request_init(&r->h);
 }
 
+const char *req_via_version(const struct req *r)
+{
+	const char *v = r->http_version;
+
+	if (v && strncmp(v, "HTTP/", 5) == 0)
+		return v + 5;
+	return r->h.h.minor ? "1.1" : "1.0";
+}
+
 /* Whether the request has body bytes the client may still send. */
 static bool req_body_pending(const struct req *r)
 {
@@ -246,6 +255,15 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 
 	if (!r->active)
 		return;
+	if (o == OUTCOME_OK && r->state == REQ_PROXY && r->cl->pending &&
+	    !req_up(r)->tunnel(r) && r->cl->pending(r)) {
+		/* the upstream is done with: it goes now; the request ends
+		 * when its client has taken the response, or leaves */
+		req_up(r)->release(r, true);
+		req_leave_inflight(r);
+		r->state = REQ_SENDING;
+		return;
+	}
 	r->active = false;
 	if (req_up(r)->tunnel(r)) {
 		/* however a tunnel ends (closed, idle, error, edge closing the
@@ -680,6 +698,8 @@ void req_client_drained(struct req *r)
 {
 	if (r->state == REQ_PROXY)
 		req_up(r)->drained(r);
+	else if (r->state == REQ_SENDING && !r->cl->pending(r))
+		req_end(r, OUTCOME_OK, NULL);
 }
 
 void req_client_gone(struct req *r, bool eof)
@@ -690,7 +710,8 @@ void req_client_gone(struct req *r, bool eof)
 	}
 	/* queued: a client that closes (or half-closes: the two look the
 	 * same until edge writes) is taken to have given up, as HAProxy's
-	 * option abortonclose does; its request never reaches an upstream */
+	 * option abortonclose does; its request never reaches an upstream.
+	 * Sending: it left before it took the whole response */
 	(void)eof;
 	req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
 }

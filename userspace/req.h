@@ -50,6 +50,8 @@ enum req_state {
 	REQ_QUEUED,   /* admitted but for an in-flight slot: waiting */
 	REQ_WAKING,   /* its environment is waking (wake.h): waiting */
 	REQ_PROXY,    /* with the proxy (proxy.h) */
+	REQ_SENDING,  /* the response is complete (the upstream released),
+			 its client has yet to take it (pending) */
 };
 
 /*
@@ -77,6 +79,12 @@ enum req_state {
  *              after it (it may be set already). 0, or -1 (not sent);
  *   error      send edge's own answer: status, extra lines, body of blen
  *              bytes (not sent for HEAD), close;
+ *   pending    the response is complete in out (req_end asks, for an
+ *              ok outcome): whether some of it still waits for the client
+ *              (HTTP/2: for its window); then the request waits in
+ *              REQ_SENDING, and ends ok at req_client_drained once none
+ *              does, or client_closed if the client leaves first. NULL:
+ *              never (HTTP/1.1: the response is written as it comes);
  *   ended      req_end is done: the adapter goes on (the next request,
  *              or the close).
  */
@@ -101,6 +109,7 @@ struct req_client_ops {
 		       bool *close);
 	void (*error)(struct req *r, int status, const char *extra,
 		      const char *body, size_t blen, bool close);
+	bool (*pending)(struct req *r);
 	void (*ended)(struct req *r, bool close);
 };
 
@@ -180,6 +189,11 @@ struct req {
  * literal's brackets kept; its length. */
 size_t req_host_only(const char *h, size_t n);
 
+/* The version of the protocol r came in, as a Via field's
+ * received-protocol writes it (RFC 9110 section 7.6.3): "2" (HTTP/2),
+ * "1.1" or "1.0". */
+const char *req_via_version(const struct req *r);
+
 /* The log context of a request's lines: its client and request id. */
 #define REQ_LOG_CTX(r) (&(const struct log_ctx){(r)->client_ip, (r)->id})
 
@@ -193,13 +207,16 @@ void req_head(struct req *r);
 
 /*
  * End r: the one function every request ends in. Runs its body once per
- * request (later calls do nothing): writes the JSON error when o owes one
- * and no response head was sent yet, records one analytics event and its
- * metrics, releases the in-flight gauges (waking a queued request), its
- * place in the queue, the upstream and the route table reference, then
- * lets the connection wait for the next head (keep-alive) or close after
- * the output is flushed. extra is NULL or pre-formatted "Name: value\r\n"
- * lines for the error.
+ * request (later calls do nothing; an ok end whose response the client
+ * has yet to take, its adapter's pending, releases the upstream and the
+ * in-flight gauges and waits in REQ_SENDING, the rest running when it
+ * ends): writes the JSON error when o owes one and no response head was
+ * sent yet, records one analytics event and its metrics, releases the
+ * in-flight gauges (waking a queued request), its place in the queue,
+ * the upstream and the route table reference, then lets the connection
+ * wait for the next head (keep-alive) or close after the output is
+ * flushed. extra is NULL or pre-formatted "Name: value\r\n" lines for the
+ * error.
  */
 void req_end(struct req *r, enum outcome o, const char *extra);
 

@@ -53,6 +53,7 @@ struct sockio {
 	bool can_read;	    /* the socket may have bytes (or EOF) */
 	bool can_write;	    /* the socket may take bytes */
 	bool rdhup;	    /* the peer shut down its side: read to EOF */
+	bool read_all;	    /* a short read is not the end: read to EAGAIN */
 	bool eof;	    /* the peer's EOF was read (and reported) */
 	bool connecting;    /* a connect is in progress */
 	bool scheduled;	    /* ev is active (event_active) */
@@ -392,6 +393,11 @@ void sockio_set_watermarks(struct sockio *s, size_t read_high, size_t write_low)
 	sockio_unpause(s);
 }
 
+void sockio_set_read_all(struct sockio *s, bool on)
+{
+	s->read_all = on;
+}
+
 void sockio_set_bulk_read(struct sockio *s, size_t max)
 {
 	s->bulk_max = max;
@@ -638,8 +644,10 @@ static ssize_t sockio_read_take(struct sockio *s, ssize_t n, size_t want,
 	s->bulk = (size_t)n == want;
 	/* a short read drained the socket: the next byte is a new edge,
 	 * and so is a FIN after them unless it came already (rdhup) —
-	 * unless the transport holds more than the socket (TLS records) */
-	if ((size_t)n < want && !s->rdhup && !transport_pending(&s->t))
+	 * unless the transport holds more than the socket (TLS records), or
+	 * the owner reads to EAGAIN (read_all) */
+	if ((size_t)n < want && !s->rdhup && !s->read_all &&
+	    !transport_pending(&s->t))
 		s->can_read = false;
 	if (s->rto_ns)
 		s->last_read = clk_now_ns();

@@ -94,6 +94,15 @@ void sockio_stop(struct sockio *s);
 void sockio_set_watermarks(struct sockio *s, size_t read_high,
 			   size_t write_low);
 
+/* Read until the socket says EAGAIN rather than to the first short read
+ * (on), at one more read per read event: a reset that comes with the
+ * last bytes is then seen at once. Without it, such a reset (epoll's
+ * EPOLLHUP and EPOLLERR, which libevent reports as a read and write edge
+ * alike, without EV_CLOSED) is seen only at the next write, for the
+ * short read is taken for a drained socket and no edge follows; for a
+ * connection that may sit with nothing to write (HTTP/2). */
+void sockio_set_read_all(struct sockio *s, bool on);
+
 /* While s streams (its last read filled the buffer), read up to max
  * bytes at once, straight into the input, rather than SOCKIO_READ_MAX
  * (still bounded by the read watermark): fewer system calls for a bulk

@@ -286,7 +286,7 @@ sys.exit(1)' "$T_TMP/requests.jsonl" "$1" 2>/dev/null && return 0
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 r w0 w1 st zrec cpid ipid rc i
+	local bin=$1 v=$2 r w0 w1 st zrec r1 r3 cpid ipid rc i
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -314,10 +314,39 @@ run_suite() { # BIN LABEL
 	zrec=$(record "/$v-zero-window")
 	if [ "$(rawf closed)" = True ] && [ "$(rawf data)" = 0 ] && [ -z "$(rawf client_error)" ] &&
 		python3 -c 'import sys; sys.exit(0 if 1.5 <= float(sys.argv[1]) <= 6 else 1)' "$(rawf seconds)" 2>/dev/null &&
-		[ "${w1:-0}" -ge $((${w0:-0} + 1)) ] 2>/dev/null && [ "${st:-0}" -ge 1 ] 2>/dev/null; then
+		[ "${w1:-0}" -ge $((${w0:-0} + 1)) ] 2>/dev/null && [ "${st:-0}" -ge 1 ] 2>/dev/null &&
+		[ "$zrec" = "200 client_closed HTTP/2" ]; then
 		t_ok "$v: SETTINGS_INITIAL_WINDOW_SIZE 0 and no WINDOW_UPDATE: head $(rawf streams.1), no DATA, connection closed after $(rawf seconds) s (idle_keepalive 2s); window_stalled $w0 -> $w1 in /metrics, $st in edgectl status --json; recorded as $zrec"
 	else
 		t_fail "$v: zero window held" "client $(head -c 400 "$T_TMP/raw.json") $(head -c 200 "$T_TMP/raw.err"); /metrics window_stalled $w0 -> $w1; edgectl status $st"
+	fi
+
+	# the same with a response the upstream completes at once (1000
+	# bytes): it waits in edged for the window, its request with it; not
+	# recorded as delivered (200 ok, the connection's end counted idle)
+	# but as the client's leaving mid-response, as over HTTP/1.1
+	w0=$(metric 'edge_http2_refusals_total{reason="window_stalled"}')
+	"${H2RAW[@]}" zero_window_small shop.test "$v" >"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	w1=$(metric 'edge_http2_refusals_total{reason="window_stalled"}')
+	zrec=$(record "/$v-zero-small")
+	if [ "$(rawf closed)" = True ] && [ "$(rawf streams.1)" = 200 ] && [ "$(rawf data)" = 0 ] &&
+		python3 -c 'import sys; sys.exit(0 if 1.5 <= float(sys.argv[1]) <= 6 else 1)' "$(rawf seconds)" 2>/dev/null &&
+		[ "${w1:-0}" -ge $((${w0:-0} + 1)) ] 2>/dev/null && [ "$zrec" = "200 client_closed HTTP/2" ]; then
+		t_ok "$v: a complete 1000-byte response held at a zero window: closed after $(rawf seconds) s as window_stalled ($w0 -> $w1), recorded as $zrec, not 200 ok"
+	else
+		t_fail "$v: zero window, small response" "recorded as '$zrec'; window_stalled $w0 -> $w1; client $(head -c 400 "$T_TMP/raw.json")"
+	fi
+
+	# a connection error while a stream waits for its upstream: that
+	# stream is the client's leaving (499 client_closed), the one answered
+	# before stays 200 ok
+	"${H2RAW[@]}" error_inflight shop.test "$v" >"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	r1=$(record "/$v-answered")
+	r3=$(record "/$v-inflight")
+	if [ "$(rawf goaway)" = 1 ] && [ "$r1" = "200 ok HTTP/2" ] && [ "$r3" = "499 client_closed HTTP/2" ]; then
+		t_ok "$v: a connection error (GOAWAY PROTOCOL_ERROR) with a stream in flight: that stream $r3, the one answered before $r1"
+	else
+		t_fail "$v: connection error with a stream in flight" "answered '$r1', in flight '$r3'; client $(head -c 300 "$T_TMP/raw.json")"
 	fi
 
 	# ---- requests on a connection parked between them, then idle --------

@@ -19,12 +19,13 @@ if ! /usr/bin/python3 -c 'import h2' 2>/dev/null; then
 fi
 edged_need_build
 
-BASE=$(edged_ports 5)
+BASE=$(edged_ports 6)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
 P_TLS=$((BASE + 3))
 P_DOWN=$((BASE + 4)) # nothing listens here
+P_SLOW=$((BASE + 5)) # a backend with small socket buffers
 C="$T_TMP/certs"
 mkdir -p "$C"
 H2RAW=(/usr/bin/python3 "$TOOLS/h2raw.py" "$P_EDGE")
@@ -61,12 +62,29 @@ projects = (
       { id = "shop-down";
         domains = [ "down.test" ];
         deployment = { id = "down-1"; upstreams = [ "127.0.0.1:$P_DOWN" ]; };
+      },
+      { id = "shop-slow";
+        domains = [ "slow.test" ];
+        deployment = { id = "slow-1"; upstreams = [ "127.0.0.1:$P_SLOW" ]; };
       }
     );
   }
 );
 CONF
 	} >"$T_TMP/edge.conf"
+}
+
+# reload_conf: SIGHUP edged and wait (up to 5 s) for one more "reloaded"
+# line in its log.
+reload_conf() {
+	local n i
+	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
+	kill -HUP "$EPID"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
 }
 
 backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
@@ -95,6 +113,34 @@ metric() {
 	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v n="$1" '$1 == n { print $2 }'
 }
 
+# bytes_in TEXT: the bytes_in of the analytics record whose path holds
+# TEXT (waiting up to 5 s for it), or nothing
+bytes_in() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		python3 -c 'import json, sys
+for ln in open(sys.argv[1]):
+    r = json.loads(ln)
+    if sys.argv[2] in (r.get("path") or ""):
+        print(r["bytes_in"])
+        sys.exit(0)
+sys.exit(1)' "$T_TMP/requests.jsonl" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+}
+
+# h2_open_zero MS: whether edge_http2_connections reads 0 within MS
+# milliseconds (polled every 50 ms); H2_OPEN is its last value
+h2_open_zero() {
+	local i
+	for ((i = 0; i <= $1 / 50; i++)); do
+		H2_OPEN=$(metric edge_http2_connections)
+		[ "$H2_OPEN" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # refused NAME CASE [CODE]: CASE's stream 1 is reset (with CODE, default
 # 1 = PROTOCOL_ERROR), nothing reached the backend, and the connection
 # still serves a request after it
@@ -111,7 +157,7 @@ refused() {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 n0 rc
+	local bin=$1 v=$2 n0 rc i c code name g0 g1 p0 p1 f0 f1 bcl bch
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -124,8 +170,9 @@ run_suite() { # BIN LABEL
 	h2get tls "https://shop.test:$P_TLS/h2tls?x=1" --http2
 	if [ "$CODE" = 200 ] && [ "$VER" = 2 ] && grep -q '"path": "/h2tls?x=1"' "$T_TMP/body" &&
 		grep -q '"X-Forwarded-Proto", "https"' "$T_TMP/body" &&
+		grep -q '"Via", "2 [^"]* (edge)"' "$T_TMP/body" &&
 		grep -qi '^x-request-id: ' "$T_TMP/hdrs"; then
-		t_ok "$v: curl --http2 over TLS: ALPN h2, proxied, X-Forwarded-Proto https, x-request-id"
+		t_ok "$v: curl --http2 over TLS: ALPN h2, proxied, X-Forwarded-Proto https, Via 2, x-request-id"
 	else
 		t_fail "$v: curl --http2 over TLS" "$CODE $VER $(head -c 300 "$T_TMP/body")"
 	fi
@@ -137,8 +184,8 @@ run_suite() { # BIN LABEL
 		t_fail "$v: curl --http2-prior-knowledge" "$CODE $VER $(head -c 300 "$T_TMP/body")"
 	fi
 	h2get h1 "https://shop.test:$P_TLS/h1tls" --http1.1
-	if [ "$CODE" = 200 ] && [ "$VER" = 1.1 ]; then
-		t_ok "$v: a client that offers only http/1.1 by ALPN is served HTTP/1.1"
+	if [ "$CODE" = 200 ] && [ "$VER" = 1.1 ] && grep -q '"Via", "1.1 [^"]* (edge)"' "$T_TMP/body"; then
+		t_ok "$v: a client that offers only http/1.1 by ALPN is served HTTP/1.1 (Via 1.1)"
 	else
 		t_fail "$v: ALPN http/1.1" "$CODE $VER"
 	fi
@@ -246,6 +293,42 @@ sys.exit(0 if ok else 1)' "$T_TMP/raw.json" "$v-tls" 2>/dev/null; then
 		t_fail "$v: analytics" "$(grep h2tls "$T_TMP/requests.jsonl" | head -c 300)"
 	fi
 
+	# bytes_in counts the client's DATA bytes, not edge's chunk framing:
+	# the same body with a content-length and without one (200 frames,
+	# chunked for the proxy) differs by the head's framing field alone
+	# (Transfer-Encoding: chunked, 28 bytes, for content-length: 2000, 22)
+	raw body_frames shop.test "$v-bytes"
+	bcl=$(bytes_in "/$v-bytes-cl")
+	bch=$(bytes_in "/$v-bytes-ch")
+	if [ "$(rawf streams.1)" = 200 ] && [ "$(rawf streams.3)" = 200 ] &&
+		[ "${bcl:-0}" -gt 2000 ] && [ "$((bch - bcl))" = 6 ]; then
+		t_ok "$v: analytics bytes_in: the client's DATA bytes, not edge's chunk framing ($bcl with a content-length, $bch without)"
+	else
+		t_fail "$v: bytes_in" "with a content-length '$bcl', without '$bch' (6 more wanted); $(head -c 200 "$T_TMP/raw.json")"
+	fi
+
+	# window given back for the body bytes the proxy took, not for edge's
+	# chunk framing of them: a client sending a body without a length in
+	# small DATA frames to a backend reading slowly cannot make edged hold
+	# ever more (a stream window over the proxy's high water, 128K, so
+	# that each take is partial); then all of it arrives
+	write_conf 'http2 = { initial_window_size = "128K"; };'
+	if ! reload_conf; then
+		t_fail "$v: reload for http2.initial_window_size 128K" "$(tail -3 "$EDGED_LOG")"
+	fi
+	raw overcredit slow.test "$v"
+	if [ "$(rawf streams.1)" = 200 ] && grep -q "$(rawf sha256)" "$T_TMP/raw.json" &&
+		grep -q 'body_len\\": 2000000' "$T_TMP/raw.json" &&
+		[ "$(rawf init_window)" = 131072 ] && [ "$(rawf max_window)" -le 131072 ] 2>/dev/null &&
+		[ "$(rawf held_growth)" -le 98304 ] 2>/dev/null &&
+		[ "$(rawf held_max)" -le $((131072 + 524288)) ] 2>/dev/null; then
+		t_ok "$v: a 2 MB body in 4-byte DATA frames to a backend reading 300 KB/s: edged holds no more as it goes (held at most $(rawf held_max) bytes, $(rawf held_growth) more in the drip's last second than in its first), the stream window never past 128K; all of it arrives"
+	else
+		t_fail "$v: window credit" "held $(rawf held) (growth $(rawf held_growth), max $(rawf held_max)), window max $(rawf max_window) of $(rawf init_window), status $(rawf streams.1); $(head -c 300 "$T_TMP/raw.err")"
+	fi
+	write_conf ""
+	reload_conf
+
 	# ---- what HTTP/2 forbids: a stream error, nothing upstream ------------
 	refused "$v: a field value with CR LF: PROTOCOL_ERROR, nothing upstream" crlf_value
 	refused "$v: a field value with NUL" nul_value
@@ -321,12 +404,30 @@ sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TM
 	else
 		t_fail "$v: reset one" "$(cat "$T_TMP/raw.json")"
 	fi
+	f0=$(metric 'edge_http2_refusals_total{reason="flood"}')
 	raw rapid_reset
-	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
-		t_ok "$v: rapid reset (CVE-2023-44487): GOAWAY ($(rawf goaway))"
+	f1=$(metric 'edge_http2_refusals_total{reason="flood"}')
+	if { [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; } &&
+		[ "$f1" -ge $((f0 + 1)) ] 2>/dev/null; then
+		t_ok "$v: rapid reset (CVE-2023-44487): GOAWAY ($(rawf goaway)), refusals flood $f0 -> $f1"
 	else
-		t_fail "$v: rapid reset" "$(head -c 300 "$T_TMP/raw.json")"
+		t_fail "$v: rapid reset" "refusals flood $f0 -> $f1; $(head -c 300 "$T_TMP/raw.json")"
 	fi
+	# connection errors nghttp2 answers itself (its own GOAWAY, mem_recv
+	# does not fail): counted as every other GOAWAY and connection end
+	for c in data_closed_stream:5:stream_closed data_unknown_stream:1:protocol_error; do
+		IFS=: read -r c code name <<<"$c"
+		g0=$(metric "edge_http2_goaways_total{direction=\"sent\",reason=\"$name\"}")
+		p0=$(metric 'edge_http2_refusals_total{reason="protocol_error"}')
+		raw "$c"
+		g1=$(metric "edge_http2_goaways_total{direction=\"sent\",reason=\"$name\"}")
+		p1=$(metric 'edge_http2_refusals_total{reason="protocol_error"}')
+		if [ "$(rawf goaway)" = "$code" ] && [ "$g1" = $((g0 + 1)) ] && [ "$p1" = $((p0 + 1)) ]; then
+			t_ok "$v: $c: GOAWAY $name from nghttp2, counted (goaways sent $name $g0 -> $g1, refusals protocol_error $p0 -> $p1)"
+		else
+			t_fail "$v: $c" "goaways sent $name $g0 -> $g1, refusals protocol_error $p0 -> $p1; $(head -c 300 "$T_TMP/raw.json")"
+		fi
+	done
 	raw continuation_flood
 	if [ -n "$(rawf goaway)" ] || [ "$(rawf closed)" = True ]; then
 		t_ok "$v: CONTINUATION flood: GOAWAY ($(rawf goaway))"
@@ -345,6 +446,23 @@ sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TM
 	else
 		t_fail "$v: PING flood" "$(head -c 300 "$T_TMP/raw.json")"
 	fi
+	# ---- a client's end is seen at once ---------------------------------
+	# a reset that comes with the client's last bytes (edge-triggered
+	# reads: the short read of those bytes must not be taken for a
+	# drained socket, no edge follows the reset); then h2load's streams
+	# each answered at once (no route for its Host) and its close
+	h2_open_zero 3000
+	for i in 1 2 3 4; do
+		raw reset_close
+	done
+	h2load -c 4 -m 64 -n 4000 -d /etc/services -H ':authority: none.test' \
+		"http://127.0.0.1:$P_EDGE/" >"$T_TMP/h2load.out" 2>&1
+	if grep -q '4000 done' "$T_TMP/h2load.out" && h2_open_zero 1000; then
+		t_ok "$v: clients that reset or close: edge_http2_connections back to 0 within a second"
+	else
+		t_fail "$v: client's end seen" "edge_http2_connections $H2_OPEN a second after (timeouts.idle_keepalive not yet run out); $(grep -E 'requests:' "$T_TMP/h2load.out")"
+	fi
+
 	if [ "$(metric 'edge_http2_resets_total{direction="sent",reason="protocol_error"}')" -ge 16 ] 2>/dev/null &&
 		[ -n "$(metric 'edge_http2_streams_total')" ]; then
 		t_ok "$v: /metrics counts HTTP/2 streams and resets by reason"
@@ -386,6 +504,8 @@ assert h["counts"]["refusals"]["header_list_too_large"] >= 1, h' "$T_TMP/st.json
 
 edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
 	t_fail "backend starts"
+edged_backend "$P_SLOW" env ECHO_RCVBUF=4096 ECHO_MSS=1000 python3 "$TOOLS/echo_backend.py" \
+	"$P_SLOW" "$T_TMP/slow.jsonl" slow || t_fail "slow backend starts"
 run_suite "$EDGED" edged
 if edged_asan; then
 	run_suite "$EDGED_ASAN" asan

@@ -6,14 +6,23 @@
 Answers every request with a JSON object: the backend's NAME, the method,
 the path, the headers received (a list of [name, value]), and the body's
 length and SHA-256. Each request is also appended to LOGFILE as one JSON
-line, so a test can count what reached the backend. Paths:
+line, so a test can count what reached the backend. With ECHO_RCVBUF=N in
+the environment its sockets' receive buffers are N bytes (SO_RCVBUF), and
+with ECHO_MSS=N its connections' segments N bytes at most (TCP_MAXSEG,
+which also keeps the sender's buffer small): the kernels on both sides
+then hold little of a body not read yet. Paths:
   /slow/MS    answer after MS milliseconds
+  /drip/BPS/MS  read the request body at BPS bytes a second (as sent:
+              chunk framing too) for its first MS milliseconds, then at
+              once
   /hang       never answer (until the connection closes)
   /big/N      answer with N bytes (Content-Length)
   /chunked/N  answer with N bytes in chunks
 """
 import hashlib
 import json
+import os
+import socket
 import sys
 import threading
 import time
@@ -31,13 +40,34 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def drip(self, nbytes):
+        """With /drip/BPS/MS, wait until nbytes more may have been read."""
+        if not self.path.startswith("/drip/"):
+            return
+        bps, ms = (int(x) for x in self.path.split("/")[2:4])
+        now = time.time()
+        if self.drip_t0 is None:
+            self.drip_t0, self.drip_n = now, 0
+        if now - self.drip_t0 > ms / 1000:
+            return
+        if not self.drip_log or now - self.drip_log[-1][0] >= 0.25:
+            self.drip_log.append([now, self.body_n])
+        self.drip_n += nbytes
+        wait = self.drip_t0 + self.drip_n / bps - now
+        if wait > 0:
+            time.sleep(wait)
+
     def read_body(self):
         h = hashlib.sha256()
         n = 0
+        self.body_n = 0
+        self.drip_t0, self.drip_log = None, []  # one request's
         te = self.headers.get("Transfer-Encoding", "")
         if te.lower() == "chunked":
             while True:
-                line = self.rfile.readline().strip()
+                line = self.rfile.readline()
+                self.drip(len(line))
+                line = line.strip()
                 size = int(line.split(b";")[0], 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
@@ -49,7 +79,8 @@ class Handler(BaseHTTPRequestHandler):
                     h.update(d)
                     n += len(d)
                     left -= len(d)
-                self.rfile.readline()
+                self.body_n = n
+                self.drip(size + len(self.rfile.readline()))
         else:
             left = int(self.headers.get("Content-Length", "0") or 0)
             while left:
@@ -72,6 +103,9 @@ class Handler(BaseHTTPRequestHandler):
             "body_sha256": digest,
             "peer_port": self.client_address[1],
         }
+        if self.drip_log:
+            # [time, body bytes read by then], every 0.25 s of the drip
+            rec["drip_log"] = self.drip_log
         with LOCK, open(LOG, "a") as f:
             f.write(json.dumps(rec) + "\n")
         if self.path.startswith("/slow/"):
@@ -116,7 +150,23 @@ ThreadingHTTPServer.allow_reuse_address = True
 # a listen backlog for bursts of connections (socketserver's default is 5:
 # the kernel then drops handshakes, and a retried one waits seconds)
 ThreadingHTTPServer.request_queue_size = 1024
-srv = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+RCVBUF = int(os.environ.get("ECHO_RCVBUF", "0"))
+MSS = int(os.environ.get("ECHO_MSS", "0"))
+
+
+class Server(ThreadingHTTPServer):
+    def server_bind(self):
+        # before listen: the accepted sockets inherit them
+        if RCVBUF:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                   RCVBUF)
+        if MSS:
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG,
+                                   MSS)
+        super().server_bind()
+
+
+srv = Server(("127.0.0.1", PORT), Handler)
 # a request edged cut short (a rejected chunked body) is expected: no noise
 srv.handle_error = lambda request, client_address: None
 srv.serve_forever()

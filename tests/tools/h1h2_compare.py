@@ -25,7 +25,9 @@ for each token's analytics records, then builds for each side:
             name (values of one name kept in their order), without
             Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
             Transfer-Encoding, Upgrade, a Content-Length of a bodiless
-            request, and X-Request-ID's value unless --client-reqid.
+            request, and X-Request-ID's value unless --client-reqid; the
+            received-protocol of edge's Via member must be the client's
+            version (1.1, 2) and is compared as PROTO.
 
 Each token is replaced by TOKEN before comparing. The client's record
 must say http_version "HTTP/1.1" on the first side and "HTTP/2" on the
@@ -134,6 +136,19 @@ def response(hdrs, body, token):
             fields.get("x-request-id"))
 
 
+def via_member(v, version, problems):
+    """A Via value with its last member's received-protocol, edge's
+    member, checked against the client's version ("1.1" for HTTP/1.1,
+    "2" for HTTP/2) and written PROTO."""
+    want = version.split("/", 1)[1]
+    head, sep, last = v.rpartition(",")
+    proto, _, rest = last.strip().partition(" ")
+    if proto != want:
+        problems.append("%s: edge's Via member says %r, not %s" %
+                        (version, last.strip(), want))
+    return head + sep + ("PROTO " + rest if sep == "" else " PROTO " + rest)
+
+
 def side(o, token, hdrs, body, version, problems):
     resp, resp_id = response(hdrs, body, token)
     recs = [r for r in lines(o["analytics"]) if has_token(r, token)]
@@ -156,6 +171,8 @@ def side(o, token, hdrs, body, version, problems):
             k = k.lower()
             if k in HOP or (k == "content-length" and b["body_len"] == 0):
                 continue
+            if k == "via":
+                v = via_member(v, version, problems)
             if k == "x-request-id":
                 if recs and v != recs[-1].get("request_id"):
                     problems.append("the backend got X-Request-ID %s, the "

@@ -10,10 +10,11 @@ CASE and prints one JSON object: the status and body of each stream that
 got a response, the streams reset (with their error codes), the GOAWAY's
 error code if one came, and whether the connection closed. CASE is one of
 the names in CASES below. TAG, when given, is added to the paths of the
-cases that use it (drain, zero_window) as a last segment "/TAG-...", so
-that a test finds their requests in the backend's log and in the
-analytics (a segment, not a query: echo_backend.py reads /slow/MS and
-/big/N up to the next "/").
+cases that use it (drain, zero_window, zero_window_small, body_frames,
+overcredit, error_inflight, park) as a last segment "/TAG-...", so that a
+test finds their requests in the backend's log and in the analytics (a
+segment, not a query: echo_backend.py reads /slow/MS and /big/N up to the
+next "/").
 
 Environment: H2RAW_TLS=1 makes the connections of the h2-library cases
 TLS (ALPN h2, SNI HOST, the certificate not checked) rather than
@@ -21,10 +22,12 @@ cleartext; H2RAW_ADMIN=PORT lets the park case read edged's /metrics
 there; H2RAW_WAIT_GOAWAY=S makes the park case wait up to S seconds, at
 its end, for edged's GOAWAY on the idle connection.
 """
+import hashlib
 import json
 import os
 import socket
 import ssl
+import struct
 import sys
 import time
 import urllib.request
@@ -190,6 +193,24 @@ def case_trailers():
                      end_stream=True)
     k.flush()
     k.pump(k.done(1))
+    return k.out
+
+
+def case_body_frames():
+    # the same 2000-byte body twice on one connection: stream 1 with a
+    # content-length in one DATA frame, stream 3 without one in 200 DATA
+    # frames of 10 bytes (edged frames it chunked for the proxy); paths
+    # /h2post/TAG-cl and /h2post/TAG-ch (the same length)
+    k = Client()
+    body = bytes(range(200)) * 10
+    k.c.send_headers(1, base("/h2post/%s-cl" % TAG, "POST") +
+                     [("content-length", str(len(body)))])
+    k.c.send_data(1, body, end_stream=True)
+    k.c.send_headers(3, base("/h2post/%s-ch" % TAG, "POST"))
+    for i in range(0, len(body), 10):
+        k.c.send_data(3, body[i:i + 10], end_stream=i + 10 >= len(body))
+    k.flush()
+    k.pump(lambda: all(k.done(sid)() for sid in (1, 3)))
     return k.out
 
 
@@ -395,16 +416,30 @@ def case_data_unknown_stream():
     return k.out
 
 
-def case_zero_window():
-    # SETTINGS_INITIAL_WINDOW_SIZE = 0, then a 1 MB download, and never a
-    # WINDOW_UPDATE: the response's HEADERS may come, no DATA can; edged
-    # must not hold the stream and its upstream for ever. How long until
-    # the connection closed (or a GOAWAY came) is "seconds".
+def case_data_closed_stream():
+    # a request answered and its stream closed, then DATA on it: nghttp2
+    # answers with GOAWAY STREAM_CLOSED itself (mem_recv does not fail)
+    k = Client()
+    k.headers(1, base())
+    k.pump(k.done(1))
+    f = DataFrame(1)
+    f.data = b"x"
+    f.flags = {"END_STREAM"}
+    k.raw(f.serialize())
+    k.pump(lambda: k.out["goaway"] is not None, 3)
+    return k.out
+
+
+def zero_window(size, name):
+    """SETTINGS_INITIAL_WINDOW_SIZE = 0, then a download of size bytes,
+    and never a WINDOW_UPDATE: the response's HEADERS may come, no DATA
+    can. How long until the connection closed (or a GOAWAY came) is
+    "seconds"."""
     k = Client()
     k.c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
     k.flush()
     t0 = time.time()
-    k.headers(1, base("/big/1000000/%s-zero-window" % TAG))
+    k.headers(1, base("/big/%d/%s-%s" % (size, TAG, name)))
     k.pump(lambda: k.out["goaway"] is not None, 15)
     k.out["seconds"] = round(time.time() - t0, 2)
     k.out["data"] = len(k.out["bodies"].get(1, ""))
@@ -504,6 +539,35 @@ def case_idle():
     if k.out["goaway"] is not None:
         k.out["goaway_wall"] = time.time()
     k.pump(lambda: False, 3)  # until edged closes it
+    return k.out
+
+
+def case_zero_window():
+    # a 1 MB download held at a zero window: edged must not hold the
+    # stream and its upstream for ever
+    return zero_window(1000000, "zero-window")
+
+
+def case_zero_window_small():
+    # a 1000-byte download held at a zero window: the upstream's response
+    # is complete at once, and must not be recorded as delivered (200 ok)
+    # while it waits in edged for a window that never comes
+    return zero_window(1000, "zero-small")
+
+
+def case_error_inflight():
+    # stream 1 answered, stream 3 waiting for a slow upstream, then a
+    # connection error (DATA on an idle stream): stream 1 is recorded as
+    # answered, stream 3 as the client's leaving (the GOAWAY ends it)
+    k = Client()
+    k.headers(1, base("/h2/%s-answered" % TAG))
+    k.pump(k.done(1))
+    k.headers(3, base("/slow/1500/%s-inflight" % TAG))
+    time.sleep(0.3)
+    f = DataFrame(7)
+    f.data = b"x"
+    k.raw(f.serialize())
+    k.pump(lambda: k.out["goaway"] is not None, 3)
     return k.out
 
 
@@ -611,6 +675,89 @@ class Frames:
                                  "wall": time.time()})
             if o["goaway"] is None:
                 o["goaway"] = f.error_code
+
+
+def case_overcredit():
+    # a body without a length in DATA frames of 4 bytes (edged frames
+    # each as a 9-byte chunk for the proxy), sent as fast as the windows
+    # edged gives allow, to a backend that reads 300 KB/s (as sent
+    # upstream: chunk framing too) for 6 s, then at once (HOST routes to
+    # one with small socket buffers: /drip). Give back window for the
+    # body bytes the proxy took, not for its framing too: what edged and
+    # the kernels hold (sent less read by the backend, "held", every
+    # 0.25 s of the drip) stays flat at about the stream's window plus
+    # the proxy's buffers; crediting the framing, it grows with every
+    # take (when the stream's window is over the proxy's high water:
+    # http2.initial_window_size 128K). "held_growth": the mean held of
+    # the drip's last second less that of its first (past its first
+    # sample: the window's first fill); "max_window" the largest stream
+    # window seen. Then all of it must arrive (the
+    # response says its length and SHA-256: "sha256" is what was sent).
+    total, piece = 2000000, 4
+    k = Frames()
+    sid = 1
+    f = HeadersFrame(sid)
+    f.data = k.enc.encode([NeverIndexedHeaderTuple(n, v) for n, v in
+                           base("/drip/300000/6000/%s-overcredit" % TAG,
+                                "POST")])
+    f.flags = {"END_HEADERS"}
+    k.send(f.serialize())
+    t0 = time.time()
+    win = {0: 65535, sid: 65535}  # until edged's SETTINGS say otherwise
+    init = 65535
+    sent = 0
+    k.out["max_window"] = 0
+    hd = b"\x00\x00" + bytes([piece]) + b"\x00"
+    one = hd + b"\x00" + sid.to_bytes(4, "big") + b"\x55" * piece
+    last = hd + b"\x01" + sid.to_bytes(4, "big") + b"\x55" * piece
+    log = []  # [time, body bytes sent by then], every 0.05 s
+    while not k.out["closed"] and time.time() - t0 < 30:
+        if not log or time.time() - log[-1][0] >= 0.05:
+            log.append([time.time(), sent])
+        fr = k.frame(0.01 if sent < total else 1)
+        while fr is not None:
+            if isinstance(fr, SettingsFrame) and "ACK" not in fr.flags:
+                v = fr.settings.get(
+                    h2.settings.SettingCodes.INITIAL_WINDOW_SIZE)
+                if v is not None:
+                    win[sid] += v - init
+                    init = v
+            if isinstance(fr, WindowUpdateFrame):
+                win[fr.stream_id] = win.get(fr.stream_id, 0) + \
+                    fr.window_increment
+                if fr.stream_id == sid:
+                    k.out["max_window"] = max(k.out["max_window"], win[sid])
+            k.handle(fr)
+            fr = k.frame(0) if len(k.buf) >= 9 else None
+        if sid in k.out["ended"] or sid in k.out["resets"] or \
+                k.out["goaway"] is not None:
+            break
+        n = min(win[0], win[sid], total - sent, 32768) // piece
+        if n > 0:
+            data = one * n if sent + n * piece < total else \
+                one * (n - 1) + last
+            k.sock.settimeout(5)
+            k.send(data)
+            sent += n * piece
+            win[0] -= n * piece
+            win[sid] -= n * piece
+    k.out["sent"] = sent
+    k.out["init_window"] = init
+    k.out["sha256"] = hashlib.sha256(b"\x55" * total).hexdigest()
+    # what edged (and the kernels) held at each of the backend's samples
+    try:
+        b = json.loads(k.out["bodies"].get(sid, "{}"))
+    except ValueError:
+        b = {}
+    held = []
+    for t, got in b.get("drip_log", []):
+        before = [n for (ts, n) in log if ts <= t]
+        held.append((before[-1] if before else 0) - got)
+    k.out["held"] = held
+    if len(held) >= 12:
+        k.out["held_growth"] = (sum(held[-4:]) - sum(held[1:5])) // 4
+        k.out["held_max"] = max(held)
+    return k.out
 
 
 def case_drain():

@@ -523,30 +523,40 @@ START_TEST(test_via)
 	    "GET / HTTP/1.1\r\n"
 	    "Host: a.example\r\n"
 	    "via: 1.0 fred, 1.1 p.example\r\n"
-	    "Via:1.1 other (edge) ,\t1.1 edge-a.b_c (edge) \r\n"
+	    "Via:1.1 other (edge) ,\t2 edge-a.b_c (edge) \r\n"
 	    "\r\n";
 	struct h1_request *r = parse(in, sizeof(in) - 1);
-	struct hdr_fwd f = {.via = "1.1 me (edge)", .content_length = -1};
+	struct hdr_fwd f = {.via = "me (edge)", .content_length = -1};
 	struct hdr_buf b;
 	char via[HDR_VIA_MAX];
 
+	/* a member is matched whatever its received-protocol: a request
+	 * that came back over HTTP/1.1 after edge took it over HTTP/2 */
 	hdr_via_init(via, sizeof(via), "edge-a.b_c");
-	ck_assert_str_eq(via, "1.1 edge-a.b_c (edge)");
+	ck_assert_str_eq(via, "edge-a.b_c (edge)");
 	ck_assert(hdr_via_has(&r->h, via));
-	ck_assert(hdr_via_has(&r->h, "1.1 fred") == false);
-	ck_assert(hdr_via_has(&r->h, "1.0 fred"));
+	ck_assert(hdr_via_has(&r->h, "fred"));
+	ck_assert(hdr_via_has(&r->h, "p.example"));
+	ck_assert(!hdr_via_has(&r->h, "1.0 fred"));
+	ck_assert(!hdr_via_has(&r->h, "other"));
 	hdr_via_init(via, sizeof(via), "edge a,b");
-	ck_assert_str_eq(via, "1.1 edge-a-b (edge)");
+	ck_assert_str_eq(via, "edge-a-b (edge)");
 	ck_assert(!hdr_via_has(&r->h, via));
 	hdr_via_init(via, 16, "a-long-host-name");
-	ck_assert_str_eq(via, "1.1 a-lo (edge)");
-	/* the client's Via fields are kept, edge's member follows them */
+	ck_assert_str_eq(via, "a-long-h (edge)");
+	/* the client's Via fields are kept, edge's member follows them,
+	 * its received-protocol the client's version (1.1 when unsaid) */
 	hdr_buf_init(&b, 0);
 	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
 	ck_assert_ptr_nonnull(strstr(built(&b),
-				     "Via: 1.1 other (edge) ,\t1.1 "
+				     "Via: 1.1 other (edge) ,\t2 "
 				     "edge-a.b_c (edge)\r\nVia: 1.1 me "
 				     "(edge)\r\n"));
+	hdr_buf_free(&b);
+	f.via_proto = "2";
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_ptr_nonnull(strstr(built(&b), "\r\nVia: 2 me (edge)\r\n"));
 	hdr_buf_free(&b);
 	free(r);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_sockio.c - sockio on real loopback TCP sockets and a real libevent
  * loop: echo, data and FIN arriving together (the short-read rule must
- * not lose the EOF), the read watermark pausing and resuming, the read
- * timeout, connect success and refusal, large writes against a peer that
- * reads late, a large stream read in full and short reads, freeing a sockio
- * from its own callback, and release. */
+ * not lose the EOF), data and a reset arriving together (read to EAGAIN,
+ * the reset is not lost), the read watermark pausing and resuming, the
+ * read timeout, connect success and refusal, large writes against a peer
+ * that reads late, a large stream read in full and short reads, freeing a
+ * sockio from its own callback, and release. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -261,6 +262,34 @@ START_TEST(test_data_then_fin)
 	ck_assert_uint_eq(t.got, 3);
 	ck_assert_int_eq(t.last_what, SOCKIO_READING | SOCKIO_EOF);
 	ck_assert_int_eq(sockio_enabled(t.s) & EV_READ, 0);
+	pair_close(&t);
+}
+END_TEST
+
+START_TEST(test_data_then_reset)
+{
+	struct pair t;
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	pair_open(&t);
+	t.drain = true;
+	/* the bytes and a reset before the first poll: epoll says EPOLLHUP
+	 * and EPOLLERR, which libevent gives as EV_READ | EV_WRITE without
+	 * EV_CLOSED, and no edge comes after it: reading to EAGAIN, the
+	 * short read of the bytes is not taken for "nothing more" */
+	ck_assert_int_eq(write(t.peer, "abc", 3), 3);
+	usleep(20000);
+	ck_assert_int_eq(
+	    setsockopt(t.peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(t.peer);
+	t.peer = -1;
+	usleep(20000);
+	sockio_set_read_all(t.s, true);
+	sockio_enable(t.s, EV_READ | EV_WRITE);
+	run_until(&t, &t.events);
+	ck_assert_uint_eq(t.got, 3);
+	ck_assert(t.last_what & SOCKIO_READING);
+	ck_assert(t.last_what & (SOCKIO_ERROR | SOCKIO_EOF));
 	pair_close(&t);
 }
 END_TEST
@@ -1011,6 +1040,7 @@ static void add_cases(TCase *tc)
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_echo);
 	tcase_add_test(tc, test_data_then_fin);
+	tcase_add_test(tc, test_data_then_reset);
 	tcase_add_test(tc, test_watermark);
 	tcase_add_test(tc, test_read_timeout);
 	tcase_add_test(tc, test_timeout_paused);
