@@ -213,7 +213,12 @@ static void proxy_release(struct req *r, bool ok)
 	EDGE_ASSERT(!p->uio && !p->tun && !p->u.counted);
 }
 
-/* r's route for an upstream failure's log line (upconn_log). */
+/* r's route for an upstream failure's log line (upconn_log): "route
+ * HOST/PREFIX, environment ID". */
+#define PROXY_WHERE_MAX                                                        \
+	(sizeof("route , environment ") + CONFIG_HOST_MAX +                    \
+	 CONFIG_PREFIX_MAX + CONFIG_ID_MAX)
+
 static const char *proxy_where(const struct req *r, char *buf, size_t len)
 {
 	const char *host = r->h.host ? r->h.host : "";
@@ -231,7 +236,7 @@ static const char *proxy_where(const struct req *r, char *buf, size_t len)
 static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
 			    const char *detail)
 {
-	char where[CONFIG_HOST_MAX + 256];
+	char where[PROXY_WHERE_MAX];
 
 	upconn_report(&PX(r)->u, r->w, REQ_LOG_CTX(r), why, err, detail,
 		      proxy_where(r, where, sizeof(where)));
@@ -243,7 +248,7 @@ static void proxy_ep_failed(struct req *r, enum upreg_why why, int err,
 static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
 {
 	struct proxy *p = PX(r);
-	char where[CONFIG_HOST_MAX + 256];
+	char where[PROXY_WHERE_MAX];
 
 	upconn_log(&p->u, REQ_LOG_CTX(r), why, err, NULL,
 		   proxy_where(r, where, sizeof(where)));
@@ -257,7 +262,7 @@ static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
 static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
 {
 	struct proxy *p = PX(r);
-	char where[CONFIG_HOST_MAX + 256];
+	char where[PROXY_WHERE_MAX];
 
 	upconn_failed(&p->u, r->w, REQ_LOG_CTX(r), why, err, NULL,
 		      proxy_where(r, where, sizeof(where)));
