@@ -214,3 +214,16 @@ for k in sys.argv[2].split("."):
     d = d.get(k, "") if isinstance(d, dict) else ""
 print(d)' "$f" "$2" 2>/dev/null
 }
+
+# reload_conf: SIGHUP the edged started last (EPID) and wait (up to 5 s) for one more "reloaded"
+# line in its log.
+reload_conf() {
+	local n i
+	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
+	kill -HUP "$EPID"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}

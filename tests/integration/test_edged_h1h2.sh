@@ -142,19 +142,6 @@ ROWS=(
 	"DELETE|shop.test|/item/7|-X;DELETE|200 ok /item/7?k=TOKEN|"
 )
 
-# reload_conf: SIGHUP edged and wait (up to 5 s) for one more "reloaded"
-# line in its log.
-reload_conf() {
-	local n i
-	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
-	kill -HUP "$EPID"
-	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # send SIDE HOST PATH [curl args...]: one request, the response's head in
 # $T_TMP/SIDE.hdrs and its body in $T_TMP/SIDE.body (SIDE h1: --http1.1,
 # h2: --http2-prior-knowledge); prints the status curl saw; when curl

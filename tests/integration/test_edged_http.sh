@@ -101,19 +101,6 @@ print(", ".join(v for k, v in h if k.lower() == "x-forwarded-for"))' >"$T_TMP/xf
 	return 1
 }
 
-# reload_conf: SIGHUP edged and wait (up to 5 s) for one more "reloaded"
-# line in its log.
-reload_conf() {
-	local n i
-	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
-	kill -HUP "$EPID"
-	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 n0 n1 id sha rc
 	: >"$T_TMP/requests.jsonl"

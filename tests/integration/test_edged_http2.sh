@@ -74,19 +74,6 @@ CONF
 	} >"$T_TMP/edge.conf"
 }
 
-# reload_conf: SIGHUP edged and wait (up to 5 s) for one more "reloaded"
-# line in its log.
-reload_conf() {
-	local n i
-	n=$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")
-	kill -HUP "$EPID"
-	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -c 'reloaded .*route table generation' "$EDGED_LOG")" -gt "$n" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
 
 # h2get NAME URL [curl args]: curl over HTTP/2; sets CODE and VER, body in
