@@ -4,6 +4,7 @@
 #   make check      install missing deps, lint, build normal + ASan/UBSan, run tests
 #   make demo       install missing deps, build, run the demo
 #   make vmtest KERNEL=6.1|6.12|all [CMD='...']   kernel-facing tests in VMs
+#   make vmtest-selftest [KERNEL=6.1]              the VM runner's own checks
 #   make bench-xdp  bench/xdp-drop
 #   make bench-http bench/http (edged vs nginx vs HAProxy vs direct)
 #   make bench-propagation bench/propagation (a route change: edged by
@@ -159,7 +160,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: man all asan fuzz fuzz-build check demo deps vmtest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-http2 bench-wake profile-http lint format clean install uninstall deb deb-check
+.PHONY: man all asan fuzz fuzz-build check demo deps vmtest vmtest-selftest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-http2 bench-wake profile-http lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -198,6 +199,10 @@ vmtest:
 	scripts/install-deps --vmtest
 	$(MAKE) all
 	vmtest/run $(or $(KERNEL),all) $(if $(CMD),-- $(CMD))
+
+vmtest-selftest:
+	scripts/install-deps --vmtest
+	vmtest/selftest $(or $(KERNEL),6.1)
 
 bench-xdp:
 	scripts/install-deps --bench
