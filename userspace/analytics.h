@@ -48,7 +48,7 @@ struct passwd;
 	X(TLS_CIPHER, tls_cipher, 64)                                          \
 	X(TLS_RESUMED, tls_resumed, 8)                                         \
 	X(COLD_START_MS, cold_start_ms, 12)                                    \
-	X(UPSTREAM_ADDR, upstream_addr, 56)                                    \
+	X(UPSTREAM_ADDR, upstream_addr, 128)                                   \
 	X(UPSTREAM_STATUS, upstream_status, 4)                                 \
 	X(HTTP_VERSION, http_version, 12)
 

@@ -593,7 +593,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 			      &r->strip_prefix);
 	if (rc == 0)
 		rc = cfg_addrs(x, g, path, "upstreams", CONFIG_UPSTREAMS_MAX,
-			       false, &r->upstreams, &r->n_upstreams);
+			       false, CONFIG_SCHEMES_EDGED, &r->upstreams,
+			       &r->n_upstreams);
 	if (rc == 0)
 		rc = cfg_balance(x, g, path, env->deployment.balance,
 				 &r->balance);
@@ -651,7 +652,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 	rc = cfg_id(x, g, p, 'd', "deployment id", &d->id);
 	if (rc == 0)
 		rc = cfg_addrs(x, g, p, "upstreams", CONFIG_UPSTREAMS_MAX, true,
-			       &d->upstreams, &d->n_upstreams);
+			       CONFIG_SCHEMES_EDGED, &d->upstreams,
+			       &d->n_upstreams);
 	if (rc == 0)
 		rc = cfg_balance(x, g, p, CONFIG_BALANCE_ROUND_ROBIN,
 				 &d->balance);
@@ -1015,7 +1017,7 @@ static int cfg_tls_listen(struct cfg *x, const config_setting_t *g,
 	size_t i, j;
 	int rc;
 
-	rc = cfg_addrs(x, g, path, "listen", CONFIG_LISTEN_MAX, false,
+	rc = cfg_addrs(x, g, path, "listen", CONFIG_LISTEN_MAX, false, 0,
 		       &t->listen, &t->n_listen);
 	if (rc < 0 || !t->listen)
 		return rc;
@@ -1283,8 +1285,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	rc = cfg_next(x, cfg_known(x, root, "", keys));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_addrs(x, root, "", "listen",
-					   CONFIG_LISTEN_MAX, false, &c->listen,
-					   &c->n_listen));
+					   CONFIG_LISTEN_MAX, false, 0,
+					   &c->listen, &c->n_listen));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_listen_own(x, root));
 	if (rc < 0)

@@ -483,7 +483,7 @@ int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
 }
 
 int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
-	      const char *name, size_t max, bool required,
+	      const char *name, size_t max, bool required, unsigned schemes,
 	      struct config_addr **out, size_t *nout)
 {
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
@@ -515,8 +515,10 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 		    config_setting_get_elem(s, (unsigned)i);
 
 		cfg_key_index(ek, key, i);
-		if (config_addr_parse(config_setting_get_string(el), &v[i],
-				      &e) < 0) {
+		const char *str = config_setting_get_string(el);
+
+		if ((schemes ? config_endpoint_parse(str, schemes, &v[i], &e)
+			     : config_addr_parse(str, &v[i], &e)) < 0) {
 			rc = cfg_fail(x, el, ek, "%s", e.msg);
 			goto fail;
 		}

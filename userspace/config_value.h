@@ -161,11 +161,12 @@ int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
 int cfg_trusted(struct cfg *x, const config_setting_t *g, const char *path,
 		const char *name, struct trusted *t);
 
-/* A list of endpoints (config_addr_parse), 1..max of them, none twice,
- * into a new array *out of *nout. Absent: "missing (required)" when
- * required, else *out NULL and *nout 0. */
+/* A list of addresses, 1..max of them, none twice, into a new array *out
+ * of *nout: listen addresses (config_addr_parse) when schemes is 0, else
+ * upstream endpoints with the schemes of that mask (config_endpoint_parse).
+ * Absent: "missing (required)" when required, else *out NULL and *nout 0. */
 int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
-	      const char *name, size_t max, bool required,
+	      const char *name, size_t max, bool required, unsigned schemes,
 	      struct config_addr **out, size_t *nout);
 
 /* A list member of CIDR strings added to rules with action

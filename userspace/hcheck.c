@@ -204,6 +204,14 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 	int n, err = what & BEV_EVENT_ERROR ? EVUTIL_SOCKET_ERROR() : 0;
 
 	if (what & BEV_EVENT_CONNECTED) {
+		/* the Host an endpoint is asked with: its address and port,
+		 * without a scheme; a Unix socket's is localhost */
+		const char *host = c->t.addr.text, *sep = strstr(host, "://");
+
+		if (c->t.addr.scheme == CONFIG_SCHEME_UNIX)
+			host = "localhost";
+		else if (sep)
+			host = sep + 3;
 		c->connected = true;
 		if (c->t.hc.type == CONFIG_HC_TCP) {
 			hcheck_result(c, true, UPREG_WHY_NONE, 0);
@@ -212,7 +220,7 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 		n = snprintf(req, sizeof(req),
 			     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: "
 			     "edge-health-check\r\nConnection: close\r\n\r\n",
-			     c->t.hc.path, c->t.addr.text);
+			     c->t.hc.path, host);
 		if (n < 0 || (size_t)n >= sizeof(req) ||
 		    bufferevent_write(bev, req, (size_t)n) ||
 		    bufferevent_enable(bev, EV_READ))

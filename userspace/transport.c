@@ -81,12 +81,30 @@ static const struct transport_ops transport_tcp_ops = {
     .close = tcp_close,
 };
 
+/* The same calls on a Unix stream socket: named apart, so that nothing
+ * hands it to the sockmap (a TCP socket's, splice.h). */
+static const struct transport_ops transport_unix_ops = {
+    .name = "unix",
+    .plain = 1,
+    .read = tcp_read,
+    .writev = tcp_writev,
+    .shutdown = tcp_shutdown,
+    .pending = tcp_pending,
+    .close = tcp_close,
+};
+
 void transport_tcp(struct transport *t, int fd)
 {
 	t->ops = &transport_tcp_ops;
 	t->ctx = NULL;
 	t->fd = fd;
 	t->want = 0;
+}
+
+void transport_unix(struct transport *t, int fd)
+{
+	transport_tcp(t, fd);
+	t->ops = &transport_unix_ops;
 }
 
 void transport_close(struct transport *t)

@@ -33,7 +33,7 @@
 struct transport;
 
 struct transport_ops {
-	const char *name; /* "tcp", "tls" */
+	const char *name; /* "tcp", "unix", "tls" */
 	/* Read up to len bytes into buf: >0 bytes read, 0 at the end of the
 	 * stream (the peer's FIN, or TLS close_notify), -EAGAIN with
 	 * t->want set, another -errno when the stream failed. */
@@ -64,6 +64,10 @@ struct transport {
 /* A plain TCP transport on connected (or connecting), non-blocking fd,
  * which it owns from now on. Allocates nothing. */
 void transport_tcp(struct transport *t, int fd);
+
+/* A plain transport on a Unix stream socket fd (transport_tcp's calls,
+ * named "unix": never moved by the kernel's sockmap). */
+void transport_unix(struct transport *t, int fd);
 
 /* Whether t holds a stream (not closed). */
 static inline int transport_open(const struct transport *t)

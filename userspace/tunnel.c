@@ -1635,10 +1635,13 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	t->w = w;
 	t->set = w->tunnels;
 	/* the kernel moves bytes of plain TCP only: a TLS stream's records
-	 * are its transport's to decrypt, so copied (tls_why) */
+	 * are its transport's to decrypt, so copied (tls_why); a Unix
+	 * socket upstream is copied too */
 	t->no_kernel = strcmp(sockio_transport_name(client), "tcp") != 0 ||
 		       strcmp(sockio_transport_name(up), "tcp") != 0;
-	if (t->no_kernel && k == TUNNEL_KIND_UPGRADE)
+	if (k == TUNNEL_KIND_UPGRADE &&
+	    (strcmp(sockio_transport_name(client), "tls") == 0 ||
+	     strcmp(sockio_transport_name(up), "tls") == 0))
 		k = TUNNEL_KIND_UPGRADE_TLS;
 	t->kind = k;
 	t->done = done;

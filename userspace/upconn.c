@@ -69,13 +69,16 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 					 strerror(e));
 			return UPCONN_FAILED;
 		}
-		if (t->nodelay)
+		if (t->nodelay && a->ss.ss_family != AF_UNIX)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 				   sizeof(one));
 	} else {
 		u->reused = true; /* a pooled descriptor without its sockio */
 	}
-	transport_tcp(&tr, fd);
+	if (upstream_ep_addr(ep)->ss.ss_family == AF_UNIX)
+		transport_unix(&tr, fd);
+	else
+		transport_tcp(&tr, fd);
 	*uio = sockio_new(w->base, &tr);
 	if (!*uio) {
 		transport_close(&tr);

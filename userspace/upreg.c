@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "log.h"
@@ -57,31 +58,42 @@ const char *upreg_why_format(enum upreg_why why, int err, char *buf, size_t len)
 /* One line a second per endpoint and reason. */
 #define UPREG_LOG_INTERVAL_MS 1000
 
-size_t upreg_addr_key(const struct config_addr *a, uint8_t k[19])
+size_t upreg_addr_key(const struct config_addr *a, uint8_t k[UPREG_KEY_MAX])
 {
+	k[0] = (uint8_t)a->scheme;
 	if (a->ss.ss_family == AF_INET) {
 		const struct sockaddr_in *s4 = (const void *)&a->ss;
 
-		k[0] = 4;
-		memcpy(k + 1, &s4->sin_port, 2);
-		memcpy(k + 3, &s4->sin_addr, 4);
-		return 7;
+		k[1] = 4;
+		memcpy(k + 2, &s4->sin_port, 2);
+		memcpy(k + 4, &s4->sin_addr, 4);
+		return 8;
 	}
 	if (a->ss.ss_family == AF_INET6) {
 		const struct sockaddr_in6 *s6 = (const void *)&a->ss;
 
-		k[0] = 6;
-		memcpy(k + 1, &s6->sin6_port, 2);
-		memcpy(k + 3, &s6->sin6_addr, 16);
-		return 19;
+		k[1] = 6;
+		memcpy(k + 2, &s6->sin6_port, 2);
+		memcpy(k + 4, &s6->sin6_addr, 16);
+		return 20;
 	}
-	k[0] = 0;
-	return 1;
+	if (a->ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const void *)&a->ss;
+		size_t n = strnlen(un->sun_path, sizeof(un->sun_path));
+
+		_Static_assert(sizeof(un->sun_path) + 2 <= UPREG_KEY_MAX,
+			       "a Unix path fits the key");
+		k[1] = 1;
+		memcpy(k + 2, un->sun_path, n);
+		return 2 + n;
+	}
+	k[1] = 0;
+	return 2;
 }
 
 bool upreg_addr_eq(const struct config_addr *a, const struct config_addr *b)
 {
-	uint8_t ka[19], kb[19];
+	uint8_t ka[UPREG_KEY_MAX], kb[UPREG_KEY_MAX];
 	size_t na = upreg_addr_key(a, ka), nb = upreg_addr_key(b, kb);
 
 	return na == nb && memcmp(ka, kb, na) == 0;
@@ -89,7 +101,7 @@ bool upreg_addr_eq(const struct config_addr *a, const struct config_addr *b)
 
 uint64_t upreg_addr_hash(const struct config_addr *a)
 {
-	uint8_t k[19];
+	uint8_t k[UPREG_KEY_MAX];
 	size_t n = upreg_addr_key(a, k);
 
 	return siphash_key(k, n);

@@ -132,10 +132,12 @@ struct upreg_ep {
 	struct log_site log[UPREG_WHY_LOGGED];
 };
 
-/* An address as bytes: family (1), port (2), address (4 or 16); the
- * length (1 for an unknown family). Equality and hash of that key: what
- * identifies an endpoint here and in upstream.c. */
-size_t upreg_addr_key(const struct config_addr *a, uint8_t k[19]);
+/* An endpoint as bytes: scheme (1), family (1), then port (2) and
+ * address (4 or 16), or a Unix socket's path; the length. Equality and
+ * hash of that key: what identifies an endpoint here and in upstream.c
+ * (the same address under two schemes is two endpoints). */
+#define UPREG_KEY_MAX (2 + 108)
+size_t upreg_addr_key(const struct config_addr *a, uint8_t k[UPREG_KEY_MAX]);
 bool upreg_addr_eq(const struct config_addr *a, const struct config_addr *b);
 uint64_t upreg_addr_hash(const struct config_addr *a);
 

@@ -163,11 +163,12 @@ int upstream_ctl(struct upreg *g, const struct route_table *t,
 			/* config_addr_parse's message would quote it whole */
 			errbuf_set(err,
 				   "upstream %s: bad endpoint '%.64s...': "
-				   "longer than any ADDR:PORT",
+				   "longer than any endpoint",
 				   action, text);
 			return -EINVAL;
 		}
-		if (!text || config_addr_parse(text, &a, &perr)) {
+		if (!text || config_endpoint_parse(text, CONFIG_SCHEMES_ALL, &a,
+						   &perr)) {
 			errbuf_set(err, "upstream %s: bad endpoint '%.64s': %s",
 				   action, text ? text : "",
 				   perr.msg[0] ? perr.msg

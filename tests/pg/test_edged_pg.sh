@@ -4,7 +4,7 @@
 # inserted in one transaction routes (and how long it took); a deployment
 # switched under steady traffic without a failed request; a disabled
 # project answers 403, a deleted domain 503; a domain + path prefix routed
-# to another project; bad rows skipped and counted while their neighbours
+# to another project; a unix: endpoint; bad rows skipped and counted while their neighbours
 # apply; a domain the configuration file serves left to it; every change
 # applied while edged's sessions are killed (pg_terminate_backend) over
 # and over; a database restart with edged serving throughout; a boot with
@@ -240,6 +240,20 @@ PY
 		t_fail "$v: bad rows" "$(code good.test /) $(code also-good.test /) $(grep -m2 'database:.*skipped' "$EDGED_LOG")"
 	fi
 
+	# 5b. a Unix socket endpoint from the database routes; a relative
+	# path beside it is skipped with its reason
+	pg_sql "BEGIN; $(site_sql sock sock.test "$P_A")
+		DELETE FROM endpoints WHERE deployment_id = 'sock-d1';
+		INSERT INTO endpoints VALUES ('sock-d1', 'unix:$USOCK');
+		INSERT INTO endpoints VALUES ('sock-d1', 'unix:relative.sock');
+		COMMIT;" >/dev/null
+	if wait_code 200 sock.test / && [ "$(backend_of sock.test /)" = U ] &&
+		grep -q "database: endpoints row (deployment sock-d1, address unix:relative.sock): \"unix:relative.sock\": a Unix socket needs an absolute path: unix:/PATH; skipped" "$EDGED_LOG"; then
+		t_ok "$v: a unix: endpoint row routes to the backend on that socket; a relative path beside it skipped with its reason"
+	else
+		t_fail "$v: unix: endpoint row" "$(code sock.test /) $(backend_of sock.test /) $(grep -m2 'sock-d1' "$EDGED_LOG")"
+	fi
+
 	# 6. a domain the configuration file serves stays the file's
 	pg_sql "INSERT INTO domains (domain, environment_id) VALUES ('file.test', 'good-prod');
 		INSERT INTO domains (domain, environment_id) VALUES ('after.test', 'good-prod')" >/dev/null
@@ -413,6 +427,9 @@ PY
 	edged_sanitizers_clean "$v: sanitizers clean after the boot from the snapshot"
 }
 
+USOCK="$T_TMP/u.sock"
+python3 "$TOOLS/echo_backend.py" "unix:$USOCK" "$T_TMP/u.jsonl" U &
+edged_track $!
 if ! edged_backend "$P_A" python3 "$TOOLS/echo_backend.py" "$P_A" "$T_TMP/a.jsonl" A ||
 	! edged_backend "$P_B" python3 "$TOOLS/echo_backend.py" "$P_B" "$T_TMP/b.jsonl" B; then
 	t_fail "backends start"

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """echo_backend.py - a recording HTTP/1.1 backend for edged's tests.
 
-    echo_backend.py PORT LOGFILE [NAME]
+    echo_backend.py PORT|unix:PATH LOGFILE [NAME]
 
 Answers every request with a JSON object: the backend's NAME, the method,
 the path, the headers received (a list of [name, value]), and the body's
-length and SHA-256. Each request is also appended to LOGFILE as one JSON
+length and SHA-256 (and, for Upgrade: websocket, a 101 and an echo of
+the bytes that follow). Each request is also appended to LOGFILE as one JSON
 line, so a test can count what reached the backend. With ECHO_RCVBUF=N in
 the environment its sockets' receive buffers are N bytes (SO_RCVBUF), and
 with ECHO_MSS=N its connections' segments N bytes at most (TCP_MAXSEG,
@@ -23,15 +24,18 @@ import hashlib
 import json
 import os
 import socket
+import socketserver
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-PORT = int(sys.argv[1])
+UNIX = sys.argv[1][5:] if sys.argv[1].startswith("unix:") else None
+PORT = 0 if UNIX else int(sys.argv[1])
 LOG = sys.argv[2]
 NAME = sys.argv[3] if len(sys.argv) > 3 else "backend"
 LOCK = threading.Lock()
+CONNS = [0]  # connections accepted: a Unix socket's peer has no port
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -39,6 +43,32 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        super().setup()
+        with LOCK:
+            CONNS[0] += 1
+            self.conn_no = CONNS[0]
+
+    def peer_id(self):
+        """The peer's port, or on a Unix socket the connection's number."""
+        if isinstance(self.client_address, tuple) and self.client_address:
+            return self.client_address[1]
+        return self.conn_no
+
+    def echo_upgrade(self):
+        """Upgrade: websocket: 101, then echo bytes until the peer ends."""
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            d = self.connection.recv(65536)
+            if not d:
+                break
+            self.connection.sendall(d)
+        self.close_connection = True
 
     def drip(self, nbytes):
         """With /drip/BPS/MS, wait until nbytes more may have been read."""
@@ -101,13 +131,16 @@ class Handler(BaseHTTPRequestHandler):
             "headers": [[k, v] for k, v in self.headers.items()],
             "body_len": n,
             "body_sha256": digest,
-            "peer_port": self.client_address[1],
+            "peer_port": self.peer_id(),
         }
         if self.drip_log:
             # [time, body bytes read by then], every 0.25 s of the drip
             rec["drip_log"] = self.drip_log
         with LOCK, open(LOG, "a") as f:
             f.write(json.dumps(rec) + "\n")
+        if self.headers.get("Upgrade", "").lower() == "websocket":
+            self.echo_upgrade()
+            return
         if self.path.startswith("/slow/"):
             time.sleep(int(self.path.split("/")[2]) / 1000)
         if self.path.startswith("/hang"):
@@ -166,7 +199,19 @@ class Server(ThreadingHTTPServer):
         super().server_bind()
 
 
-srv = Server(("127.0.0.1", PORT), Handler)
+class UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 1024
+
+    def server_bind(self):
+        if os.path.exists(UNIX):
+            os.unlink(UNIX)
+        super().server_bind()
+        os.chmod(UNIX, 0o777)  # edged runs as another user
+
+
+srv = UnixServer(UNIX, Handler) if UNIX else Server(("127.0.0.1", PORT),
+                                                    Handler)
 # a request edged cut short (a rejected chunked body) is expected: no noise
 srv.handle_error = lambda request, client_address: None
 srv.serve_forever()

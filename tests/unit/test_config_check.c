@@ -7,6 +7,8 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
+#include <sys/un.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -135,6 +137,112 @@ START_TEST(test_addr)
 		ck_assert_int_eq(rc, -EINVAL);
 		ck_assert_msg(strstr(err.msg, t->msg), "%s: '%s' lacks '%s'",
 			      t->in, err.msg, t->msg);
+	}
+}
+END_TEST
+
+/* upstream endpoints: a scheme before the address, or a Unix socket */
+static const struct addr_case endpoints[] = {
+    {"10.0.0.1:80", "10.0.0.1:80", NULL},
+    {"http://10.0.0.1:80", "10.0.0.1:80", NULL},
+    {"HTTP://10.0.0.1:80", "10.0.0.1:80", NULL},
+    {"https://10.0.0.1:443", "https://10.0.0.1:443", NULL},
+    {"h2c://[::1]:8080", "h2c://[::1]:8080", NULL},
+    {"https://[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535",
+     "https://[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535", NULL},
+    {"unix:/run/app.sock", "unix:/run/app.sock", NULL},
+    {"unix:/a/b-c_d.e/@f:g,h=i", "unix:/a/b-c_d.e/@f:g,h=i", NULL},
+    {"unix:run/app.sock", NULL, "absolute path"},
+    {"unix:", NULL, "absolute path"},
+    {"unix:/a b", NULL, "without spaces"},
+    {"unix:/a\"b", NULL, "quotes"},
+    {"unix:/a\\b", NULL, "backslashes"},
+    {"unix:/a\tb", NULL, "printable"},
+    {"unix:/\xc3\xa9", NULL, "printable"},
+    {"ftp://10.0.0.1:21", NULL, "unknown scheme"},
+    {"https://10.0.0.1:443/", NULL, "no path"},
+    {"http://user@10.0.0.1:80", NULL, "no path or user"},
+    {"https://example.com:443", NULL, "not resolved"},
+    {"https://10.0.0.1", NULL, "expected ADDR:PORT"},
+    {"http://", NULL, "empty address"},
+};
+
+START_TEST(test_endpoint)
+{
+	const struct addr_case *t = &endpoints[_i];
+	struct errbuf err = {""};
+	struct config_addr a;
+	int rc;
+
+	rc = config_endpoint_parse(t->in, CONFIG_SCHEMES_ALL, &a, &err);
+	if (t->text) {
+		ck_assert_msg(rc == 0, "%s: %s", t->in, err.msg);
+		ck_assert_str_eq(a.text, t->text);
+	} else {
+		ck_assert_int_eq(rc, -EINVAL);
+		ck_assert_msg(strstr(err.msg, t->msg), "%s: '%s' lacks '%s'",
+			      t->in, err.msg, t->msg);
+	}
+}
+END_TEST
+
+/* The scheme, the family and the socket address each form gives; a
+ * scheme outside the mask is refused by name; the longest Unix path. */
+START_TEST(test_endpoint_scheme)
+{
+	struct errbuf err = {""};
+	struct config_addr a;
+	char path[200];
+	const struct sockaddr_un *un = (const void *)&a.ss;
+
+	ck_assert_int_eq(config_endpoint_parse("https://10.0.0.1:443",
+					       CONFIG_SCHEMES_ALL, &a, &err),
+			 0);
+	ck_assert_int_eq(a.scheme, CONFIG_SCHEME_HTTPS);
+	ck_assert_int_eq(a.ss.ss_family, AF_INET);
+	ck_assert_int_eq(config_endpoint_parse("10.0.0.1:80", 0x1, &a, &err),
+			 0);
+	ck_assert_int_eq(a.scheme, CONFIG_SCHEME_HTTP);
+	ck_assert_int_eq(config_endpoint_parse("unix:/run/x.sock",
+					       CONFIG_SCHEMES_ALL, &a, &err),
+			 0);
+	ck_assert_int_eq(a.scheme, CONFIG_SCHEME_UNIX);
+	ck_assert_int_eq(a.ss.ss_family, AF_UNIX);
+	ck_assert_str_eq(un->sun_path, "/run/x.sock");
+	ck_assert_uint_eq(a.len, offsetof(struct sockaddr_un, sun_path) +
+				     sizeof("/run/x.sock"));
+	ck_assert_int_eq(config_endpoint_parse("h2c://10.0.0.1:80",
+					       1u << CONFIG_SCHEME_HTTP, &a,
+					       &err),
+			 -EINVAL);
+	ck_assert_msg(strstr(err.msg, "h2c:// endpoints are not supported"),
+		      "%s", err.msg);
+	ck_assert_int_eq(config_endpoint_parse(
+			     "unix:/x", 1u << CONFIG_SCHEME_HTTP, &a, &err),
+			 -EINVAL);
+	ck_assert_msg(strstr(err.msg, "unix: endpoints are not supported"),
+		      "%s", err.msg);
+	/* sun_path holds 107 bytes and its NUL */
+	memset(path, 'p', sizeof(path));
+	path[0] = '/';
+	path[107] = '\0';
+	ck_assert_int_eq(
+	    config_endpoint_parse(NULL, CONFIG_SCHEMES_ALL, &a, &err), -EINVAL);
+	{
+		char in[220];
+
+		snprintf(in, sizeof(in), "unix:%s", path);
+		ck_assert_int_eq(
+		    config_endpoint_parse(in, CONFIG_SCHEMES_ALL, &a, &err), 0);
+		ck_assert_uint_eq(strlen(a.text), 5 + 107);
+		path[107] = 'p';
+		path[108] = '\0';
+		snprintf(in, sizeof(in), "unix:%s", path);
+		ck_assert_int_eq(
+		    config_endpoint_parse(in, CONFIG_SCHEMES_ALL, &a, &err),
+		    -EINVAL);
+		ck_assert_msg(strstr(err.msg, "at most 107 bytes"), "%s",
+			      err.msg);
 	}
 }
 END_TEST
@@ -493,6 +601,8 @@ static Suite *config_check_suite(void)
 	tcase_add_loop_test(tc, test_domain, 0, CK_NELEM(doms));
 	tcase_add_test(tc, test_domain_lengths);
 	tcase_add_loop_test(tc, test_addr, 0, CK_NELEM(addrs));
+	tcase_add_loop_test(tc, test_endpoint, 0, CK_NELEM(endpoints));
+	tcase_add_test(tc, test_endpoint_scheme);
 	tcase_add_loop_test(tc, test_prefix, 0, CK_NELEM(prefixes));
 	tcase_add_test(tc, test_prefix_length);
 	tcase_add_test(tc, test_ids_names);

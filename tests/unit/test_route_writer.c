@@ -483,7 +483,7 @@ START_TEST(test_tcp_routes)
 	struct route_table *held;
 	struct errbuf err = {""};
 	const char *gone[] = {"dbp"};
-	char up[64];
+	char up[CONFIG_ADDR_STR_MAX];
 	uint64_t g;
 	json_t *j, *tr;
 

@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/un.h>
 
 #include "cidr.h"
 #include "config_check.h"
@@ -132,6 +135,134 @@ bad_ip:
 		   "are not resolved)",
 		   s);
 	return -EINVAL;
+}
+
+const char *config_scheme_name(enum config_scheme s)
+{
+	switch (s) {
+	case CONFIG_SCHEME_HTTP:
+		return "http";
+	case CONFIG_SCHEME_HTTPS:
+		return "https";
+	case CONFIG_SCHEME_H2C:
+		return "h2c";
+	case CONFIG_SCHEME_UNIX:
+		return "unix";
+	case CONFIG_SCHEME_N:
+		break;
+	}
+	return "?";
+}
+
+static int config_unix_parse(const char *s, const char *path,
+			     struct config_addr *out, struct errbuf *err)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)&out->ss;
+	size_t n = strlen(path);
+
+	if (path[0] != '/') {
+		errbuf_set(err,
+			   "\"%s\": a Unix socket needs an absolute "
+			   "path: unix:/PATH",
+			   s);
+		return -EINVAL;
+	}
+	if (n >= sizeof(un->sun_path) || n + 5 >= sizeof(out->text)) {
+		errbuf_set(err,
+			   "\"%.64s...\": a Unix socket path is at most %zu "
+			   "bytes",
+			   s, sizeof(un->sun_path) - 1);
+		return -EINVAL;
+	}
+	/* it goes into logs, metrics' labels, JSON and edgectl's columns
+	 * as it is */
+	for (size_t i = 0; i < n; i++)
+		if (path[i] <= ' ' || path[i] >= 0x7f || path[i] == '"' ||
+		    path[i] == '\\') {
+			errbuf_set(
+			    err,
+			    "\"%.64s\": a Unix socket path of printable "
+			    "ASCII without spaces, quotes or backslashes",
+			    s);
+			return -EINVAL;
+		}
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path, path, n + 1);
+	out->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+	out->scheme = CONFIG_SCHEME_UNIX;
+	snprintf(out->text, sizeof(out->text), "unix:%s", path);
+	return 0;
+}
+
+int config_endpoint_parse(const char *s, unsigned schemes,
+			  struct config_addr *out, struct errbuf *err)
+{
+	static const struct {
+		const char *prefix;
+		enum config_scheme scheme;
+	} pre[] = {
+	    {"http://", CONFIG_SCHEME_HTTP},
+	    {"https://", CONFIG_SCHEME_HTTPS},
+	    {"h2c://", CONFIG_SCHEME_H2C},
+	    {"unix:", CONFIG_SCHEME_UNIX},
+	};
+	enum config_scheme sc = CONFIG_SCHEME_HTTP;
+	const char *rest = s;
+	struct config_addr a;
+	size_t i, n;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	if (!s || !*s) {
+		errbuf_set(err, "empty address");
+		return -EINVAL;
+	}
+	for (i = 0; i < sizeof(pre) / sizeof(pre[0]); i++) {
+		n = strlen(pre[i].prefix);
+		if (strncasecmp(s, pre[i].prefix, n) == 0) {
+			sc = pre[i].scheme;
+			rest = s + n;
+			break;
+		}
+	}
+	if (rest == s && strstr(s, "://")) {
+		errbuf_set(err,
+			   "\"%.64s\": unknown scheme (http://, https://, "
+			   "h2c:// or unix:)",
+			   s);
+		return -EINVAL;
+	}
+	if (!(schemes & (1u << sc))) {
+		errbuf_set(err,
+			   "\"%.64s\": %s%s endpoints are not supported here",
+			   s, config_scheme_name(sc),
+			   sc == CONFIG_SCHEME_UNIX ? ":" : "://");
+		return -EINVAL;
+	}
+	if (sc == CONFIG_SCHEME_UNIX)
+		rc = config_unix_parse(s, rest, &a, err);
+	else if (strpbrk(rest, "/?#@")) {
+		errbuf_set(err,
+			   "\"%.64s\": an endpoint is an address and a port, "
+			   "no path or user",
+			   s);
+		rc = -EINVAL;
+	} else {
+		rc = config_addr_parse(rest, &a, err);
+		if (rc == 0 && sc != CONFIG_SCHEME_HTTP) {
+			/* "https://" and the longest "[V6]:PORT" fit */
+			char t[CONFIG_ADDR_STR_MAX + 16];
+
+			snprintf(t, sizeof(t), "%s://%s",
+				 config_scheme_name(sc), a.text);
+			memcpy(a.text, t, sizeof(a.text) - 1);
+		}
+		a.scheme = sc;
+	}
+	if (rc)
+		return rc;
+	*out = a;
+	return 0;
 }
 
 bool config_addr_overlaps(const struct config_addr *a,

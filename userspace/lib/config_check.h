@@ -35,13 +35,32 @@
 /* the longest duration in milliseconds (the timeouts) */
 #define CONFIG_DURATION_MAX_MS (7ULL * 24 * 3600 * 1000)
 
-/* Text of an "ADDR:PORT" / "[V6]:PORT" endpoint, canonical form. */
-#define CONFIG_ADDR_STR_MAX 56
+/* Text of an endpoint, canonical form: "ADDR:PORT", "[V6]:PORT",
+ * "https://ADDR:PORT", "unix:/PATH" (the longest Unix socket path). */
+#define CONFIG_ADDR_STR_MAX 128
+
+/* What an upstream endpoint speaks: the scheme of its address
+ * (config_endpoint_parse). The transport is the endpoint's, chosen after
+ * the balancer picked it. */
+enum config_scheme {
+	CONFIG_SCHEME_HTTP = 0, /* "ADDR:PORT", "http://ADDR:PORT": HTTP/1.1 */
+	CONFIG_SCHEME_HTTPS, /* "https://ADDR:PORT": TLS, ALPN h2, http/1.1 */
+	CONFIG_SCHEME_H2C,   /* "h2c://ADDR:PORT": HTTP/2, prior knowledge */
+	CONFIG_SCHEME_UNIX,  /* "unix:/PATH": HTTP/1.1 over a Unix socket */
+	CONFIG_SCHEME_N,
+};
+
+/* A mask of schemes (1u << enum config_scheme). */
+#define CONFIG_SCHEMES_ALL ((1u << CONFIG_SCHEME_N) - 1)
+/* The schemes edged's upstream connections speak (file and database). */
+#define CONFIG_SCHEMES_EDGED                                                   \
+	((1u << CONFIG_SCHEME_HTTP) | (1u << CONFIG_SCHEME_UNIX))
 
 /* A numeric socket address (no DNS, ever: workers must not block). */
 struct config_addr {
-	struct sockaddr_storage ss; /* sockaddr_in or sockaddr_in6 */
+	struct sockaddr_storage ss; /* sockaddr_in, _in6 or _un */
 	socklen_t len;
+	enum config_scheme scheme; /* an endpoint's; listen addresses: HTTP */
 	char text[CONFIG_ADDR_STR_MAX]; /* "10.0.0.1:80", "[::1]:80" */
 };
 
@@ -149,6 +168,22 @@ enum config_balance {
  */
 int config_addr_parse(const char *s, struct config_addr *out,
 		      struct errbuf *err);
+
+/*
+ * Parse an upstream endpoint: config_addr_parse's forms, each optionally
+ * after "http://" (the same endpoint: its canonical text drops it),
+ * "https://" or "h2c://", or "unix:/PATH" (an absolute path, shorter than
+ * a sockaddr_un's, of printable ASCII without spaces, quotes or
+ * backslashes; the canonical text keeps it as written). A
+ * scheme outside the mask schemes (1u << CONFIG_SCHEME_*) is refused,
+ * naming it. Returns 0 or -EINVAL with err set.
+ */
+int config_endpoint_parse(const char *s, unsigned schemes,
+			  struct config_addr *out, struct errbuf *err);
+
+/* The scheme's name as written before "://" ("http", "https", "h2c") or
+ * "unix". */
+const char *config_scheme_name(enum config_scheme s);
 
 /*
  * Whether listening sockets on a and b would take each other's

@@ -626,7 +626,8 @@ static int pgm_row_endpoint(struct pgm_job *j, PGresult *r, int i)
 	snprintf(key, sizeof(key), "(deployment %s, address %.64s)",
 		 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
 	errbuf_clear(&e);
-	if (config_addr_parse(PQgetvalue(r, i, 1), &a, &e)) {
+	if (config_endpoint_parse(PQgetvalue(r, i, 1), CONFIG_SCHEMES_EDGED, &a,
+				  &e)) {
 		pgm_bad(&j->m->sk.endpoints, "endpoints", key, e.msg);
 		return 0;
 	}

@@ -295,7 +295,8 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		a = pgm_grow((void **)&e->eps, &e->n_eps, sizeof(*a));
 		if (!a)
 			return -ENOMEM;
-		if (config_addr_parse(json_string_value(x), a, NULL))
+		if (config_endpoint_parse(json_string_value(x),
+					  CONFIG_SCHEMES_EDGED, a, NULL))
 			return -EINVAL;
 	}
 	json_array_foreach(doms, i, x)
