@@ -10,6 +10,7 @@
  * every error can name the file, the line and the key. Reading and
  * checking single values is config_value.c's.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <stdarg.h>
@@ -635,11 +636,83 @@ static int cfg_health_check(struct cfg *x, const config_setting_t *dep,
 	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
+/* A path member of the tls group into buf (CONFIG_PATH_MAX): absolute,
+ * no NUL; absent: "". */
+static int cfg_up_tls_path(struct cfg *x, const config_setting_t *g,
+			   const char *path, const char *name, char *buf)
+{
+	struct cfg_at at;
+	const char *s;
+	int rc;
+
+	rc = cfg_str(x, g, path, name, "", &s, &at);
+	if (rc < 0)
+		return rc;
+	if (*s && (s[0] != '/' || strlen(s) >= CONFIG_PATH_MAX))
+		return cfg_fail(x, at.s, at.key,
+				"an absolute path of at most %d bytes",
+				CONFIG_PATH_MAX - 1);
+	snprintf(buf, CONFIG_PATH_MAX, "%s", s);
+	return 0;
+}
+
+/* A deployment's tls group: how edged speaks TLS to its https://
+ * endpoints (absent: verified against the system's store, the request's
+ * host as the server name). The files are read when the daemon loads
+ * the configuration (tls_up.h). */
+static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
+		      const char *path, struct config_up_tls *t)
+{
+	static const char *const keys[] = {"ca",   "server_name", "verify",
+					   "cert", "key",	  NULL};
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	const char *sn = "";
+	struct cfg_at at;
+	size_t i;
+	int rc;
+
+	bool verify = true;
+
+	memset(t, 0, sizeof(*t));
+	rc = cfg_group(x, dep, path, "tls", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	rc = cfg_bool(x, g, p, "verify", true, &verify);
+	t->no_verify = !verify;
+	if (rc == 0)
+		rc = cfg_str(x, g, p, "server_name", "", &sn, &at);
+	if (rc == 0 && *sn) {
+		for (i = 0; sn[i]; i++)
+			if (!isalnum((unsigned char)sn[i]) && sn[i] != '-' &&
+			    sn[i] != '.' && sn[i] != ':')
+				break;
+		if (sn[i] || i > CONFIG_HOST_MAX)
+			return cfg_fail(x, at.s, at.key,
+					"a host name or a numeric address "
+					"(letters, digits, '-', '.', ':'; at "
+					"most %d bytes)",
+					CONFIG_HOST_MAX);
+		snprintf(t->server_name, sizeof(t->server_name), "%s", sn);
+	}
+	if (rc == 0)
+		rc = cfg_up_tls_path(x, g, p, "ca", t->ca);
+	if (rc == 0)
+		rc = cfg_up_tls_path(x, g, p, "cert", t->cert);
+	if (rc == 0)
+		rc = cfg_up_tls_path(x, g, p, "key", t->key);
+	if (rc == 0 && !*t->cert != !*t->key)
+		return cfg_fail(x, g, p,
+				"cert and key go together (a client "
+				"certificate and its key), or neither");
+	return rc;
+}
+
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
-	static const char *const keys[] = {"id", "upstreams", "balance",
-					   "health_check", NULL};
+	static const char *const keys[] = {
+	    "id", "upstreams", "balance", "health_check", "tls", NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -659,6 +732,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 				 &d->balance);
 	if (rc == 0)
 		rc = cfg_health_check(x, g, p, &d->hc);
+	if (rc == 0)
+		rc = cfg_up_tls(x, g, p, &d->tls);
 	return rc;
 }
 

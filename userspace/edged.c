@@ -43,6 +43,7 @@
 #include "stats.h"
 #include "tcproute.h"
 #include "tls.h"
+#include "tls_up.h"
 #include "edge_commit.h" /* build/: EDGE_COMMIT */
 #include "notify.h"
 #include "version.h"
@@ -373,6 +374,14 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 		return rc;
 	}
 	print_warnings(cfg);
+	/* the upstreams' TLS files, read again (as edged's user): one that
+	 * fails refuses the reload, the running profiles serving on */
+	rc = tls_up_load(src, err);
+	if (rc) {
+		config_free(cfg);
+		route_src_free(src);
+		return rc;
+	}
 	/* the certificates, read again (as edged's user): a broken one
 	 * refuses the whole reload, the running store serving on */
 	if (d->cfg->tls.n_listen && cfg->tls.n_certs) {
@@ -1015,6 +1024,29 @@ static void edged_check_tls(const struct config *cfg, struct config_errs *errs)
 		config_errs_add(errs, "%s", pw ? rerr.msg : err.msg);
 }
 
+/* The deployments' tls groups, each built once (the files read and
+ * checked): what fails added to errs. */
+static void edged_check_up_tls(const struct route_src *src,
+			       struct config_errs *errs)
+{
+	struct errbuf err;
+	size_t i, j;
+
+	for (i = 0; src && i < src->n_projects; i++)
+		for (j = 0; j < src->projects[i].n_envs; j++) {
+			const struct route_src_deployment *d =
+			    &src->projects[i].envs[j].deployment;
+
+			if (d->tls.ca[0] || d->tls.cert[0]) {
+				errbuf_clear(&err);
+				if (tls_up_check(&d->tls, &err))
+					config_errs_add(
+					    errs, "deployment %s: tls: %s",
+					    d->id ? d->id : "-", err.msg);
+			}
+		}
+}
+
 /*
  * edged --check: every error of the file (config_load_all), then, when
  * it loads, the certificates (as edged's user: edged_check_tls) and the host
@@ -1045,6 +1077,7 @@ static int edged_check(const char *path, bool host)
 		print_warnings(cfg);
 		if (cfg->tls.n_listen)
 			edged_check_tls(cfg, errs);
+		edged_check_up_tls(src, errs);
 		if (host)
 			config_host_check(cfg, errs, notes);
 	}
@@ -1129,11 +1162,18 @@ static int edged_args(int argc, char **argv, struct edged_opts *o)
 static int edged_config(struct edged *d, const char *path,
 			struct route_src **src)
 {
+	struct errbuf err;
+
 	if (edged_abs_path(path, &d->conf_path) ||
 	    edged_load(d->conf_path, &d->cfg, src))
 		return -1;
 	log_set_format(d->cfg->log_format);
 	print_warnings(d->cfg);
+	/* TLS to the file's https:// endpoints: CA, client certificates */
+	if (tls_up_load(*src, &err)) {
+		log_warnx("%s: %s", d->conf_path, err.msg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -1489,6 +1529,7 @@ static void edged_free(struct edged *d, struct route_src *src)
 		event_free(d->tls_rotate);
 	pgplane_free(d->pg);
 	tls_db_free(d->tls_db);
+	tls_up_free_all();
 	ctlcmd_free(d->ctl);
 	admin_free(d->admin);
 	stats_free(d->stats);

@@ -100,7 +100,9 @@
 	X(ENVIRONMENT_RESTARTING, "environment_restarting", 503,               \
 	  "the environment is restarting, retry shortly")                      \
 	X(METHOD_NOT_ALLOWED, "method_not_allowed", 405,                       \
-	  "this method is not allowed here (CONNECT over HTTP/2)")
+	  "this method is not allowed here (CONNECT over HTTP/2)")             \
+	X(UPSTREAM_TLS_FAILED, "upstream_tls_failed", 502,                     \
+	  "the upstream's TLS handshake or certificate failed")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

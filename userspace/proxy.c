@@ -21,6 +21,8 @@
 #include "req.h"
 #include "proxy.h"
 #include "sockio.h"
+#include "tls.h"
+#include "tls_up.h"
 #include "tunnel.h"
 #include "upreg.h"
 #include "upstream.h"
@@ -172,8 +174,8 @@ static void proxy_drop_uio(struct req *r, bool give)
 		sockio_set_read_timeout(uio, 0);
 		sockio_set_watermarks(uio, 0, 0);
 		sockio_enable(uio, EV_READ);
-		upstream_pool_give_obj(r->w->up, p->u.ep, sockio_fd(uio), uio,
-				       clk_now_ns());
+		upstream_pool_give_tag(r->w->up, p->u.ep, sockio_fd(uio), uio,
+				       p->u.tag, clk_now_ns());
 		return;
 	}
 	sockio_free(uio);
@@ -471,8 +473,13 @@ static void proxy_connect(struct req *r)
 	static const char retry[] = "Retry-After: 1\r\n";
 	struct worker *w = r->w;
 	struct proxy *p = PX(r);
-	const struct upconn_target t = {
-	    .m = &r->m, .slot = 0, .peer = r->peer, .pool = true};
+	const struct upconn_target t = {.m = &r->m,
+					.slot = 0,
+					.peer = r->peer,
+					.pool = true,
+					.host = r->h.host ? r->h.host : "",
+					.host_len =
+					    r->h.host ? r->h.host_len : 0};
 	struct sockio *uio;
 
 	switch (upconn_open(&p->u, w, &t, REQ_LOG_CTX(r), &uio)) {
@@ -980,6 +987,36 @@ static bool method_idempotent(enum h1_method m)
 	       m == H1_M_PUT || m == H1_M_DELETE || m == H1_M_TRACE;
 }
 
+/* An https:// endpoint's TLS failed (its certificate not verified, the
+ * handshake refused, an alert): 502 upstream_tls_failed, the reason
+ * logged and reported. Whether it did. */
+static bool proxy_tls_failed(struct req *r)
+{
+	struct proxy *p = PX(r);
+	char why[200];
+
+	struct ssl_st *ssl;
+
+	if (!p->uio)
+		return false;
+	if (!tls_transport_failure(sockio_transport(p->uio), why,
+				   sizeof(why))) {
+		/* closed before a byte of the response, after asking for
+		 * a client certificate it did not get */
+		ssl = tls_transport_ssl(sockio_transport(p->uio));
+		if (!ssl || p->u.reused || !tls_up_cert_wanted(ssl) ||
+		    evbuffer_get_length(sockio_input(p->uio)))
+			return false;
+		snprintf(why, sizeof(why),
+			 "the upstream asked for a client certificate; the "
+			 "deployment has none (tls.cert, tls.key)");
+	}
+	p->reusable = false;
+	proxy_ep_failed(r, UPREG_WHY_TLS, 0, why);
+	req_end(r, OUTCOME_UPSTREAM_TLS_FAILED, NULL);
+	return true;
+}
+
 static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 {
 	struct req *r = arg;
@@ -997,6 +1034,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 		return;
 	case PROXY_WAITING:
 		if (what & SOCKIO_TIMEOUT)
+			return;
+		if (proxy_tls_failed(r))
 			return;
 		if (p->u.reused &&
 		    (p->req_body.in == BODY_NONE || p->buffered) &&

@@ -1170,6 +1170,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 				: r->max_body_bytes;
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
+	m->up_tls = &e->src->deployment.tls;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;
@@ -1206,6 +1207,7 @@ enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 	m->route_key = e->def.key;
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
+	m->up_tls = &e->src->deployment.tls;
 	return ROUTE_OK;
 }
 

@@ -80,6 +80,8 @@ struct route_match {
 	bool path_slash;
 	const struct route_project *project; /* for route_ip_allowed */
 	bool on_demand; /* the environment wakes on demand (wake.h) */
+	/* the deployment's TLS to its https:// endpoints */
+	const struct config_up_tls *up_tls;
 };
 
 /*

@@ -62,6 +62,7 @@ struct route_src_deployment {
 	size_t n_upstreams;
 	enum config_balance balance;
 	struct config_health_check hc; /* type CONFIG_HC_NONE: none */
+	struct config_up_tls tls;      /* to its https:// endpoints */
 };
 
 /* A (domain, path prefix) pair that routes to an environment, whichever

@@ -231,6 +231,23 @@ bool tls_transport_info(const struct transport *t, const char **version,
  * (false for any other transport, another protocol or none). */
 bool tls_transport_h2(const struct transport *t);
 
+struct ssl_st;
+
+/* A client TLS transport in *t over ssl (an SSL made for an upstream,
+ * tls_up.h) on connecting, non-blocking socket fd: both taken, on
+ * failure too. The handshake is done by the first write (SSL_write's
+ * want-read / want-write, as any TLS transport's). 0 or -ENOMEM. */
+int tls_transport_client(struct transport *t, struct ssl_st *ssl, int fd);
+
+/* t's SSL when t is a TLS transport, else NULL. */
+struct ssl_st *tls_transport_ssl(const struct transport *t);
+
+/* Whether t (a TLS transport) failed at the TLS layer: its certificate
+ * not verified, a handshake the peer refused or cut, an alert; then true
+ * with the reason in buf (len bytes, always terminated). False for a
+ * plain end of the stream, a socket error, or another transport. */
+bool tls_transport_failure(const struct transport *t, char *buf, size_t len);
+
 /* Called once when a handshake ends (its tls_hs freed by then): rc 0
  * with *t the TLS transport (the caller's from now on), or rc < 0 (the
  * socket closed, the failure counted). */

@@ -34,11 +34,12 @@
 /* A TLS stream's state (the transport's ctx). */
 struct tls_conn {
 	SSL *ssl;
-	ssize_t deferred; /* a read's ending kept for the next call: 0 none,
-			   * 1 the end of the stream, else -errno */
-	bool retry;	  /* a read stopped on want-write after some bytes */
-	bool fatal;	  /* no SSL_shutdown after an error */
-	bool shut;	  /* close_notify sent */
+	ssize_t deferred;  /* a read's ending kept for the next call: 0 none,
+			    * 1 the end of the stream, else -errno */
+	bool retry;	   /* a read stopped on want-write after some bytes */
+	bool fatal;	   /* no SSL_shutdown after an error */
+	bool shut;	   /* close_notify sent */
+	unsigned long err; /* the library's error that made it fatal, or 0 */
 };
 
 #define TLS_DEFERRED_EOF 1
@@ -313,10 +314,12 @@ static ssize_t tls_failed(struct transport *t, struct tls_conn *tc, int rc)
 		tc->fatal = true;
 		if (ERR_peek_error() == 0 && errno == 0)
 			return 0; /* the peer's FIN without close_notify */
+		tc->err = ERR_peek_error();
 		ERR_clear_error();
 		return errno ? -errno : -EPROTO;
 	default:
 		tc->fatal = true;
+		tc->err = ERR_peek_error();
 		ERR_clear_error();
 		return -EPROTO;
 	}
@@ -504,6 +507,67 @@ bool tls_transport_info(const struct transport *t, const char **version,
 	*cipher = SSL_get_cipher_name(tc->ssl);
 	*resumed = SSL_session_reused(tc->ssl) == 1;
 	return true;
+}
+
+int tls_transport_client(struct transport *t, SSL *ssl, int fd)
+{
+	struct tls_conn *tc = calloc(1, sizeof(*tc));
+
+	if (!tc || tls_sock_attach(ssl, fd)) {
+		free(tc);
+		SSL_free(ssl);
+		ERR_clear_error();
+		close(fd);
+		return -ENOMEM;
+	}
+	SSL_set_connect_state(ssl);
+	tc->ssl = ssl;
+	t->ops = &transport_tls_ops;
+	t->ctx = tc;
+	t->fd = fd;
+	t->want = 0;
+	return 0;
+}
+
+SSL *tls_transport_ssl(const struct transport *t)
+{
+	return t->ops == &transport_tls_ops ? ((struct tls_conn *)t->ctx)->ssl
+					    : NULL;
+}
+
+bool tls_transport_failure(const struct transport *t, char *buf, size_t len)
+{
+	const struct tls_conn *tc;
+	long v;
+
+	if (t->ops != &transport_tls_ops)
+		return false;
+	tc = t->ctx;
+	v = SSL_get_verify_result(tc->ssl);
+	if (v != X509_V_OK && SSL_get0_peer_certificate(tc->ssl) == NULL &&
+	    !tc->err)
+		v = X509_V_OK; /* nothing verified yet */
+	if (v != X509_V_OK) {
+		snprintf(buf, len, "certificate verify failed: %s",
+			 X509_verify_cert_error_string(v));
+		return true;
+	}
+	if (tc->err) {
+		char e[160];
+
+		ERR_error_string_n(tc->err, e, sizeof(e));
+		snprintf(buf, len, "%s%s",
+			 SSL_is_init_finished(tc->ssl) ? "" : "handshake: ",
+			 ERR_reason_error_string(tc->err)
+			     ? ERR_reason_error_string(tc->err)
+			     : e);
+		return true;
+	}
+	if (!SSL_is_init_finished(tc->ssl) && tc->fatal) {
+		snprintf(buf, len, "handshake: the connection ended");
+		return true;
+	}
+	return false;
 }
 
 bool tls_transport_h2(const struct transport *t)

@@ -6,11 +6,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clk.h"
 #include "log.h"
 #include "route.h"
 #include "sockio.h"
+#include "tls.h"
+#include "tls_up.h"
 #include "upconn.h"
 #include "upstream.h"
 #include "worker.h"
@@ -43,14 +46,30 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 	u->counted = true;
 	u->t_connect = now;
 	u->reused = false;
-	fd = t->pool ? upstream_pool_take_obj(w->up, ep, now, &pooled) : -1;
+	u->tag = 0;
+	a = upstream_ep_addr(ep);
+	if (a->scheme == CONFIG_SCHEME_HTTPS) {
+		struct errbuf eb;
+
+		/* the pool's tag: the deployment's profile and the name */
+		if (!t->host || tls_up_ssl(t->m->up_tls, t->host, t->host_len,
+					   a->text, NULL, &u->tag, &eb)) {
+			log_warnx_ctx_rl(ctx, "upstream %s: %s", a->text,
+					 t->host
+					     ? eb.msg
+					     : "a TCP route forwards bytes: "
+					       "no https:// endpoint");
+			return UPCONN_FAILED;
+		}
+	}
+	fd = t->pool ? upstream_pool_take_tag(w->up, ep, now, u->tag, &pooled)
+		     : -1;
 	if (fd >= 0 && pooled) {
 		u->reused = true;
 		*uio = pooled;
 		return UPCONN_POOLED;
 	}
 	if (fd < 0) {
-		a = upstream_ep_addr(ep);
 		fd = socket(a->ss.ss_family,
 			    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		/* out of descriptors: idle pooled connections are the
@@ -75,10 +94,28 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 	} else {
 		u->reused = true; /* a pooled descriptor without its sockio */
 	}
-	if (upstream_ep_addr(ep)->ss.ss_family == AF_UNIX)
+	if (a->scheme == CONFIG_SCHEME_HTTPS) {
+		struct ssl_st *ssl;
+		struct errbuf eb;
+		uint64_t tag;
+
+		if (tls_up_ssl(t->m->up_tls, t->host, t->host_len, a->text,
+			       &ssl, &tag, &eb)) {
+			close(fd);
+			log_warnx_ctx_rl(ctx, "upstream %s: %s", a->text,
+					 eb.msg);
+			return UPCONN_FAILED;
+		}
+		if (tls_transport_client(&tr, ssl, fd)) {
+			log_warnx_ctx_rl(ctx, "upstream %s: out of memory",
+					 a->text);
+			return UPCONN_FAILED;
+		}
+	} else if (a->ss.ss_family == AF_UNIX) {
 		transport_unix(&tr, fd);
-	else
+	} else {
 		transport_tcp(&tr, fd);
+	}
 	*uio = sockio_new(w->base, &tr);
 	if (!*uio) {
 		transport_close(&tr);

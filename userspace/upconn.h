@@ -42,7 +42,8 @@ struct upconn {
 	bool reused;		/* the attempt's connection was pooled */
 	struct upstream_ep *tried[UPCONN_TRIES_MAX];
 	size_t ntried;
-	uint64_t t_connect;		/* monotonic ns the attempt began */
+	uint64_t t_connect; /* monotonic ns the attempt began */
+	uint64_t tag;	    /* the pool's tag of its connection (0: plain) */
 	char addr[CONFIG_ADDR_STR_MAX]; /* the last endpoint tried, or "" */
 };
 
@@ -57,6 +58,11 @@ struct upconn_target {
 	const struct sockaddr *peer;
 	bool pool;
 	bool nodelay;
+	/* the request's host (https:// endpoints: the server name unless the
+	 * deployment's tls.server_name); NULL for a TCP route, which speaks
+	 * to plain and unix: endpoints only */
+	const char *host;
+	size_t host_len;
 };
 
 enum upconn_result {

@@ -68,6 +68,7 @@ enum upreg_admin {
 	X(BAD_CHUNK, "bad first chunk line")                                   \
 	X(BODY_TIMEOUT, "response body timed out")                             \
 	X(BODY_CLOSED, "closed before the end of the response body")           \
+	X(TLS, "TLS failed")                                                   \
 	X(BAD_BODY, "bad response body")                                       \
 	X(HC_CONNECT, "health check: connect failed")                          \
 	X(HC_CONNECT_TIMEOUT, "health check: connect timed out")               \

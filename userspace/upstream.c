@@ -44,6 +44,7 @@ struct upstream_idle {
 	int fd;
 	void *obj;	/* the holder's object around fd, or NULL */
 	uint64_t since; /* idle since, ns */
+	uint64_t tag;	/* what a taker must ask for (0: plain) */
 };
 
 struct upstream_ep {
@@ -561,13 +562,37 @@ static bool upstream_fd_usable(int fd)
 int upstream_pool_take_obj(struct upstream_worker *w, struct upstream_ep *ep,
 			   uint64_t now_ns, void **obj)
 {
+	return upstream_pool_take_tag(w, ep, now_ns, 0, obj);
+}
+
+/* Remove ep's idle entry i, keeping the order. */
+static struct upstream_idle upstream_idle_remove(struct upstream_worker *w,
+						 struct upstream_ep *ep,
+						 size_t i)
+{
+	struct upstream_idle it = ep->idle[i];
+
+	memmove(ep->idle + i, ep->idle + i + 1,
+		(ep->n_idle - i - 1) * sizeof(*ep->idle));
+	ep->n_idle--;
+	w->n_idle--;
+	return it;
+}
+
+int upstream_pool_take_tag(struct upstream_worker *w, struct upstream_ep *ep,
+			   uint64_t now_ns, uint64_t tag, void **obj)
+{
+	size_t i;
+
 	*obj = NULL;
 	if (ep->n_idle && upreg_admin_of(ep->g) != UPREG_ENABLED)
 		upstream_drop_oldest(w, ep, ep->n_idle); /* drained */
-	while (ep->n_idle) {
-		struct upstream_idle it = ep->idle[--ep->n_idle];
+	for (i = ep->n_idle; i-- > 0;) {
+		struct upstream_idle it;
 
-		w->n_idle--;
+		if (ep->idle[i].tag != tag)
+			continue; /* another profile's or name's */
+		it = upstream_idle_remove(w, ep, i);
 		/* a holder's object is watched while pooled (it forgets
 		 * itself on EOF or data): no need to peek */
 		if (upstream_age(now_ns, it.since) < w->idle_timeout_ns &&
@@ -618,7 +643,13 @@ void upstream_pool_give(struct upstream_worker *w, struct upstream_ep *ep,
 void upstream_pool_give_obj(struct upstream_worker *w, struct upstream_ep *ep,
 			    int fd, void *obj, uint64_t now_ns)
 {
-	struct upstream_idle it = {fd, obj, now_ns};
+	upstream_pool_give_tag(w, ep, fd, obj, 0, now_ns);
+}
+
+void upstream_pool_give_tag(struct upstream_worker *w, struct upstream_ep *ep,
+			    int fd, void *obj, uint64_t tag, uint64_t now_ns)
+{
+	struct upstream_idle it = {fd, obj, now_ns, tag};
 
 	if (fd < 0)
 		return;

@@ -167,6 +167,14 @@ void upstream_pool_give_obj(struct upstream_worker *w, struct upstream_ep *ep,
 int upstream_pool_take_obj(struct upstream_worker *w, struct upstream_ep *ep,
 			   uint64_t now_ns, void **obj);
 
+/* The same with a tag: take returns only an entry given with the same
+ * tag (a TLS connection's profile and server name; 0: plain), the most
+ * recent one first; the others stay. */
+void upstream_pool_give_tag(struct upstream_worker *w, struct upstream_ep *ep,
+			    int fd, void *obj, uint64_t tag, uint64_t now_ns);
+int upstream_pool_take_tag(struct upstream_worker *w, struct upstream_ep *ep,
+			   uint64_t now_ns, uint64_t tag, void **obj);
+
 /* Remove obj from ep's pool without releasing it (counted as stale).
  * Returns 0, or -ENOENT when obj is not pooled at ep. */
 int upstream_pool_forget(struct upstream_ep *ep, const void *obj);

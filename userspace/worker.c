@@ -24,6 +24,7 @@
 #include "tunnel.h"
 #include "upstream.h"
 #include "sockio.h"
+#include "tls_up.h"
 #include "worker.h"
 
 /* How often idle pooled upstream connections are expired. */
@@ -445,6 +446,7 @@ static void *worker_main(void *arg)
 	} else {
 		event_base_dispatch(w->base);
 	}
+	tls_up_thread_end(); /* the TLS sessions it saved for upstreams */
 	clk_detach();
 	return NULL;
 }

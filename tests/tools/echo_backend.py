@@ -5,13 +5,15 @@
 
 Answers every request with a JSON object: the backend's NAME, the method,
 the path, the headers received (a list of [name, value]), and the body's
-length and SHA-256 (and, for Upgrade: websocket, a 101 and an echo of
+length and SHA-256, on TLS also "tls_resumed" (and, for Upgrade: websocket, a 101 and an echo of
 the bytes that follow). Each request is also appended to LOGFILE as one JSON
 line, so a test can count what reached the backend. With ECHO_RCVBUF=N in
 the environment its sockets' receive buffers are N bytes (SO_RCVBUF), and
 with ECHO_MSS=N its connections' segments N bytes at most (TCP_MAXSEG,
 which also keeps the sender's buffer small): the kernels on both sides
-then hold little of a body not read yet. Paths:
+then hold little of a body not read yet. With ECHO_TLS_CERT and
+ECHO_TLS_KEY it serves TLS (ECHO_TLS_CLIENT_CA: a client certificate
+signed by that CA is required). Paths:
   /slow/MS    answer after MS milliseconds
   /drip/BPS/MS  read the request body at BPS bytes a second (as sent:
               chunk framing too) for its first MS milliseconds, then at
@@ -45,6 +47,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def setup(self):
+        if TLS:
+            self.request.do_handshake()  # in the handler's thread
         super().setup()
         with LOCK:
             CONNS[0] += 1
@@ -132,6 +136,8 @@ class Handler(BaseHTTPRequestHandler):
             "body_len": n,
             "body_sha256": digest,
             "peer_port": self.peer_id(),
+            "tls_resumed": (self.request.session_reused
+                            if TLS else None),
         }
         if self.drip_log:
             # [time, body bytes read by then], every 0.25 s of the drip
@@ -209,6 +215,23 @@ class UnixServer(socketserver.ThreadingUnixStreamServer):
         super().server_bind()
         os.chmod(UNIX, 0o777)  # edged runs as another user
 
+
+TLS = None
+if os.environ.get("ECHO_TLS_CERT"):
+    import ssl
+    TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    TLS.load_cert_chain(os.environ["ECHO_TLS_CERT"],
+                        os.environ["ECHO_TLS_KEY"])
+    if os.environ.get("ECHO_TLS_CLIENT_CA"):
+        TLS.load_verify_locations(os.environ["ECHO_TLS_CLIENT_CA"])
+        TLS.verify_mode = ssl.CERT_REQUIRED
+    _get_request = Server.get_request
+
+    def get_request(self):
+        sock, addr = _get_request(self)
+        return TLS.wrap_socket(sock, server_side=True,
+                               do_handshake_on_connect=False), addr
+    Server.get_request = get_request
 
 srv = UnixServer(UNIX, Handler) if UNIX else Server(("127.0.0.1", PORT),
                                                     Handler)

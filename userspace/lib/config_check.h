@@ -54,7 +54,22 @@ enum config_scheme {
 #define CONFIG_SCHEMES_ALL ((1u << CONFIG_SCHEME_N) - 1)
 /* The schemes edged's upstream connections speak (file and database). */
 #define CONFIG_SCHEMES_EDGED                                                   \
-	((1u << CONFIG_SCHEME_HTTP) | (1u << CONFIG_SCHEME_UNIX))
+	((1u << CONFIG_SCHEME_HTTP) | (1u << CONFIG_SCHEME_HTTPS) |            \
+	 (1u << CONFIG_SCHEME_UNIX))
+
+/* A file path in the configuration (CA, certificate, key): longest. */
+#define CONFIG_PATH_MAX 256
+
+/* A deployment's TLS to its https:// endpoints (its tls group). Plain
+ * data: copied with the deployment; all zero: verified against the
+ * system's store, the request's host as the server name. */
+struct config_up_tls {
+	bool no_verify;			       /* verify = false was said */
+	char server_name[CONFIG_HOST_MAX + 1]; /* "": the request's host */
+	char ca[CONFIG_PATH_MAX];	       /* "": the system's store */
+	char cert[CONFIG_PATH_MAX];	       /* mTLS: both or neither */
+	char key[CONFIG_PATH_MAX];
+};
 
 /* A numeric socket address (no DNS, ever: workers must not block). */
 struct config_addr {

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * tls_up.c - TLS to upstreams (tls_up.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "route_src.h"
+#include "siphash.h"
+#include "tls_up.h"
+
+/* One SSL_CTX of a distinct (verify, ca, cert, key). */
+struct tls_up_prof {
+	char key[4 * CONFIG_PATH_MAX];
+	SSL_CTX *ctx;
+	uint64_t id; /* unique for the process's life: sessions and pooled
+			connections are matched by it, never by address */
+	bool verify;
+};
+
+static pthread_mutex_t tls_up_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tls_up_prof *tls_up_v; /* under tls_up_lock */
+static size_t tls_up_n;
+static atomic_uint_fast64_t tls_up_ids;
+static int tls_up_ex = -1;	 /* the SSL's session slot key, ex_data */
+static int tls_up_ex_asked = -1; /* 1: the server asked for a certificate */
+
+/* Saved sessions: per worker thread, direct-mapped by hash. */
+#define TLS_UP_SESSIONS 256
+struct tls_up_sess {
+	uint64_t h;
+	SSL_SESSION *s;
+};
+static __thread struct tls_up_sess tls_up_sessions[TLS_UP_SESSIONS];
+
+static void tls_up_key(const struct config_up_tls *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d|%s|%s|%s", !t->no_verify, t->ca, t->cert,
+		 t->key);
+}
+
+/* OpenSSL's new session: saved in the thread's slot the SSL names (the
+ * reference is ours: 1). */
+static int tls_up_new_session(SSL *ssl, SSL_SESSION *s)
+{
+	uint64_t h = (uint64_t)(uintptr_t)SSL_get_ex_data(ssl, tls_up_ex);
+	struct tls_up_sess *e = &tls_up_sessions[h % TLS_UP_SESSIONS];
+
+	if (!h)
+		return 0;
+	if (e->s)
+		SSL_SESSION_free(e->s);
+	e->h = h;
+	e->s = s;
+	return 1;
+}
+
+/* The server asks for a client certificate and the profile has none:
+ * noted (it may close after the handshake: tls_up_cert_wanted), none
+ * sent. */
+static int tls_up_cert_cb(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+	(void)x509;
+	(void)pkey;
+	SSL_set_ex_data(ssl, tls_up_ex_asked, (void *)1);
+	return 0;
+}
+
+bool tls_up_cert_wanted(const SSL *ssl)
+{
+	return tls_up_ex_asked >= 0 &&
+	       SSL_get_ex_data(ssl, tls_up_ex_asked) != NULL;
+}
+
+/* The reason of the library's last error, for a message. */
+static const char *tls_up_err(void)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *r = e ? ERR_reason_error_string(e) : NULL;
+
+	return r ? r : "unknown error";
+}
+
+static int tls_up_build(const struct config_up_tls *t, SSL_CTX **out,
+			struct errbuf *err)
+{
+	static const unsigned char alpn[] = "\x08http/1.1";
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	int rc = -EINVAL;
+
+	ERR_clear_error();
+	if (!ctx) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(
+	    ctx, t->no_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_session_cache_mode(
+	    ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, tls_up_new_session);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1)) {
+		errbuf_set(err, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (t->ca[0] ? SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1
+		     : SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		errbuf_set(err, "ca %s: %s",
+			   t->ca[0] ? t->ca : "(the system's)", tls_up_err());
+		goto fail;
+	}
+	if (!t->cert[0])
+		SSL_CTX_set_client_cert_cb(ctx, tls_up_cert_cb);
+	if (t->cert[0] &&
+	    SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+		errbuf_set(err, "cert %s: %s", t->cert, tls_up_err());
+		goto fail;
+	}
+	if (t->key[0] &&
+	    (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
+	     SSL_CTX_check_private_key(ctx) != 1)) {
+		errbuf_set(err, "key %s: %s", t->key, tls_up_err());
+		goto fail;
+	}
+	ERR_clear_error();
+	*out = ctx;
+	return 0;
+fail:
+	ERR_clear_error();
+	SSL_CTX_free(ctx);
+	return rc;
+}
+
+int tls_up_check(const struct config_up_tls *t, struct errbuf *err)
+{
+	SSL_CTX *ctx;
+	int rc = tls_up_build(t, &ctx, err);
+
+	if (rc == 0)
+		SSL_CTX_free(ctx);
+	return rc;
+}
+
+static void tls_up_free_v(struct tls_up_prof *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		SSL_CTX_free(v[i].ctx);
+	free(v);
+}
+
+/* Add t's profile to v (of *n) unless there: 0 or -errno. */
+static int tls_up_add(struct tls_up_prof **v, size_t *n,
+		      const struct config_up_tls *t, const char *dep,
+		      struct errbuf *err)
+{
+	struct tls_up_prof *p;
+	char key[sizeof(p->key)];
+	struct errbuf e;
+	size_t i;
+	int rc;
+
+	tls_up_key(t, key, sizeof(key));
+	for (i = 0; i < *n; i++)
+		if (strcmp((*v)[i].key, key) == 0)
+			return 0;
+	p = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!p) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	*v = p;
+	p += *n;
+	memset(p, 0, sizeof(*p));
+	errbuf_clear(&e);
+	rc = tls_up_build(t, &p->ctx, &e);
+	if (rc) {
+		errbuf_set(err, "deployment %s: tls: %s", dep, e.msg);
+		return rc;
+	}
+	memcpy(p->key, key, sizeof(p->key));
+	p->id = atomic_fetch_add(&tls_up_ids, 1) + 1;
+	p->verify = !t->no_verify;
+	(*n)++;
+	return 0;
+}
+
+int tls_up_load(const struct route_src *src, struct errbuf *err)
+{
+	static const struct config_up_tls none;
+	struct tls_up_prof *v = NULL, *old;
+	size_t n = 0, i, j, nold;
+	int rc;
+
+	if (tls_up_ex < 0) {
+		tls_up_ex = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		tls_up_ex_asked =
+		    SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		if (tls_up_ex < 0 || tls_up_ex_asked < 0) {
+			errbuf_set(err, "tls: out of memory");
+			return -ENOMEM;
+		}
+	}
+	rc = tls_up_add(&v, &n, &none, "(none)", err);
+	for (i = 0; rc == 0 && src && i < src->n_projects; i++) {
+		const struct route_src_project *p = &src->projects[i];
+
+		for (j = 0; rc == 0 && j < p->n_envs; j++) {
+			const struct route_src_deployment *d =
+			    &p->envs[j].deployment;
+
+			rc = tls_up_add(&v, &n, &d->tls, d->id ? d->id : "-",
+					err);
+			if (rc == 0 && d->tls.no_verify)
+				log_note("deployment %s: the certificates of "
+					 "its https:// endpoints are not "
+					 "verified (tls.verify = false)",
+					 d->id ? d->id : "-");
+		}
+	}
+	if (rc) {
+		tls_up_free_v(v, n);
+		return rc;
+	}
+	pthread_mutex_lock(&tls_up_lock);
+	old = tls_up_v;
+	nold = tls_up_n;
+	tls_up_v = v;
+	tls_up_n = n;
+	pthread_mutex_unlock(&tls_up_lock);
+	/* an SSL made from an old context holds its own reference */
+	tls_up_free_v(old, nold);
+	return 0;
+}
+
+/* host's name part (no port, no brackets) into buf. */
+static void tls_up_host(const char *host, size_t len, char *buf, size_t cap)
+{
+	const char *end;
+	size_t n;
+
+	if (!host || !len) {
+		buf[0] = '\0';
+		return;
+	}
+	if (host[0] == '[') {
+		end = memchr(host, ']', len);
+		n = end ? (size_t)(end - host - 1) : 0;
+		host++;
+	} else {
+		end = memchr(host, ':', len);
+		n = end ? (size_t)(end - host) : len;
+	}
+	if (n >= cap)
+		n = 0;
+	memcpy(buf, host, n);
+	buf[n] = '\0';
+}
+
+int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
+	       const char *ep, SSL **out, uint64_t *tag, struct errbuf *err)
+{
+	static const struct config_up_tls none;
+	char key[sizeof(((struct tls_up_prof *)0)->key)];
+	char name[CONFIG_HOST_MAX + 1];
+	unsigned char ip[16];
+	struct tls_up_sess *e;
+	SSL_CTX *ctx = NULL;
+	uint64_t id = 0, h;
+	bool verify = true;
+	size_t i;
+	SSL *ssl;
+
+	if (!t)
+		t = &none;
+	tls_up_key(t, key, sizeof(key));
+	pthread_mutex_lock(&tls_up_lock);
+	for (i = 0; i < tls_up_n; i++)
+		if (strcmp(tls_up_v[i].key, key) == 0) {
+			ctx = tls_up_v[i].ctx;
+			id = tls_up_v[i].id;
+			verify = tls_up_v[i].verify;
+			break;
+		}
+	ssl = ctx && out ? SSL_new(ctx) : NULL;
+	pthread_mutex_unlock(&tls_up_lock);
+	if (!ctx) {
+		errbuf_set(err, "no TLS profile loaded for this deployment");
+		return -ENOENT;
+	}
+	if (t->server_name[0])
+		snprintf(name, sizeof(name), "%s", t->server_name);
+	else
+		tls_up_host(host, host_len, name, sizeof(name));
+	if (!out)
+		goto tag;
+	if (!ssl)
+		goto nomem;
+	if (name[0]) {
+		bool is_ip = inet_pton(AF_INET, name, ip) == 1 ||
+			     inet_pton(AF_INET6, name, ip) == 1;
+
+		/* SNI carries a name, never an address (RFC 6066) */
+		if (!is_ip && SSL_set_tlsext_host_name(ssl, name) != 1)
+			goto nomem;
+		if (verify && (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(
+					   SSL_get0_param(ssl), name) != 1
+				     : SSL_set1_host(ssl, name) != 1))
+			goto nomem;
+	}
+tag : {
+	/* a pooled connection serves the same profile and name; a
+	 * session resumes with the same endpoint too */
+	char k[CONFIG_HOST_MAX + CONFIG_ADDR_STR_MAX + 32];
+	int kn =
+	    snprintf(k, sizeof(k), "%llu|%s", (unsigned long long)id, name);
+
+	*tag = siphash_key(k, kn > 0 ? (size_t)kn : 0) | 1;
+	kn = snprintf(k, sizeof(k), "%llu|%s|%s", (unsigned long long)id, name,
+		      ep);
+	h = siphash_key(k, kn > 0 ? (size_t)kn : 0) | 1;
+}
+	if (!out)
+		return 0;
+	e = &tls_up_sessions[h % TLS_UP_SESSIONS];
+	if (e->s && e->h == h && SSL_set_session(ssl, e->s) != 1)
+		ERR_clear_error();
+	SSL_set_ex_data(ssl, tls_up_ex, (void *)(uintptr_t)h);
+	*out = ssl;
+	return 0;
+nomem:
+	SSL_free(ssl);
+	ERR_clear_error();
+	errbuf_set(err, "out of memory");
+	return -ENOMEM;
+}
+
+void tls_up_thread_end(void)
+{
+	size_t i;
+
+	for (i = 0; i < TLS_UP_SESSIONS; i++) {
+		if (tls_up_sessions[i].s)
+			SSL_SESSION_free(tls_up_sessions[i].s);
+		tls_up_sessions[i].s = NULL;
+		tls_up_sessions[i].h = 0;
+	}
+}
+
+void tls_up_free_all(void)
+{
+	pthread_mutex_lock(&tls_up_lock);
+	tls_up_free_v(tls_up_v, tls_up_n);
+	tls_up_v = NULL;
+	tls_up_n = 0;
+	pthread_mutex_unlock(&tls_up_lock);
+	tls_up_thread_end();
+}
