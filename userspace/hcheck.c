@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 
 #include "hcheck.h"
 #include "log.h"
+#include "tls_up.h"
 
 /* The longest status line read from a checked endpoint. */
 #define HCHECK_LINE_MAX 1024
@@ -227,6 +230,12 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 			hcheck_result(c, false, UPREG_WHY_HC_NOMEM, 0);
 		return;
 	}
+	if (!c->connected && bufferevent_get_openssl_error(bev)) {
+		while (bufferevent_get_openssl_error(bev))
+			;
+		hcheck_result(c, false, UPREG_WHY_HC_TLS, 0);
+		return;
+	}
 	hcheck_result(c, false,
 		      !c->connected	       ? UPREG_WHY_HC_CONNECT
 		      : (what & BEV_EVENT_EOF) ? UPREG_WHY_HC_CLOSED
@@ -265,7 +274,29 @@ static void hcheck_tick_cb(evutil_socket_t fd, short what, void *arg)
 		log_warn_rl("health check of %s: socket", a->text);
 		return; /* not the endpoint's fault: no verdict */
 	}
-	c->bev = bufferevent_socket_new(c->h->base, s, BEV_OPT_CLOSE_ON_FREE);
+	if (a->scheme == CONFIG_SCHEME_HTTPS &&
+	    c->t.hc.type == CONFIG_HC_HTTP) {
+		/* over TLS as the requests go (the deployment's profile; the
+		 * name checked is its server_name, if it has one) */
+		struct errbuf err;
+		uint64_t tag;
+		SSL *ssl;
+
+		if (tls_up_ssl(&c->t.tls, NULL, 0, a->text, &ssl, &tag, &err)) {
+			close(s);
+			log_warnx_rl("health check of %s: %s", a->text,
+				     err.msg);
+			return;
+		}
+		c->bev = bufferevent_openssl_socket_new(
+		    c->h->base, s, ssl, BUFFEREVENT_SSL_CONNECTING,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (!c->bev)
+			SSL_free(ssl);
+	} else {
+		c->bev = bufferevent_socket_new(c->h->base, s,
+						BEV_OPT_CLOSE_ON_FREE);
+	}
 	if (!c->bev) {
 		close(s);
 		return;
@@ -411,6 +442,7 @@ int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
 				}
 				v[k].addr = d->upstreams[u];
 				v[k].hc = d->hc;
+				v[k].tls = d->tls;
 				k++;
 			}
 		}

@@ -32,6 +32,7 @@ struct hcheck;
 struct hcheck_target {
 	struct config_addr addr;
 	struct config_health_check hc;
+	struct config_up_tls tls; /* an https:// endpoint's: its deployment's */
 };
 
 /* A checker on base (the control loop), marking endpoints in g. Returns

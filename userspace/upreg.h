@@ -72,6 +72,7 @@ enum upreg_admin {
 	X(BAD_BODY, "bad response body")                                       \
 	X(HC_CONNECT, "health check: connect failed")                          \
 	X(HC_CONNECT_TIMEOUT, "health check: connect timed out")               \
+	X(HC_TLS, "health check: TLS failed")                                  \
 	X(HC_TIMEOUT, "health check: no status line in time")                  \
 	X(HC_CLOSED, "health check: closed before a status line")              \
 	X(HC_READ, "health check: read error")                                 \

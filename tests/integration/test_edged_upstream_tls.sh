@@ -19,7 +19,7 @@
 edged_begin curl python3 openssl
 DPY=/usr/bin/python3
 
-BASE=$(edged_ports 7)
+BASE=$(edged_ports 8)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_OK=$((BASE + 2))   # up.test, signed by CA "up"
@@ -27,6 +27,7 @@ P_EXP=$((BASE + 3))  # an expired certificate, CA "up"
 P_MTLS=$((BASE + 4)) # wants a client certificate of CA "cl"
 P_OSSL=$((BASE + 5)) # openssl s_server -www
 P_OTHER=$((BASE + 6)) # signed by CA "other" (unknown to the system)
+P_HC=$((BASE + 7))    # up.test, health-checked over TLS
 SOCK="$T_TMP/ctl/edged.sock"
 C="$T_TMP/certs"
 mkdir -p "$C"
@@ -77,7 +78,8 @@ tls_backend() {
 if ! tls_backend "$P_OK" ok "$C/up-0.pem" "$C/up.key" ||
 	! tls_backend "$P_EXP" exp "$C/expired.pem" "$C/expired.key" ||
 	! tls_backend "$P_MTLS" mtls "$C/up-0.pem" "$C/up.key" "$C/cl-root.crt" ||
-	! tls_backend "$P_OTHER" other "$C/other-0.pem" "$C/other.key"; then
+	! tls_backend "$P_OTHER" other "$C/other-0.pem" "$C/other.key" ||
+	! tls_backend "$P_HC" hc "$C/up-0.pem" "$C/up.key"; then
 	t_fail "TLS backends start"
 	t_exit
 	exit
@@ -87,14 +89,15 @@ openssl s_server -quiet -www -accept "127.0.0.1:$P_OSSL" -cert "$C/up-0.pem" \
 edged_track $!
 edged_wait_port "$P_OSSL" || t_fail "openssl s_server starts"
 
-# env ID DOMAIN PORT [TLS_GROUP]: an environment whose deployment has one
-# https:// endpoint
+# env ID DOMAIN PORT [TLS_GROUP [MORE]]: an environment whose deployment
+# has one https:// endpoint (MORE: other keys of the deployment)
 env() {
 	local g=""
 	[ -n "${4:-}" ] && g="tls = { $4 };"
 	echo "{ id = \"$1\"; domains = [ \"$2\" ]; deployment = { id = \"$1-d\";
-	  upstreams = [ \"https://127.0.0.1:$3\" ]; $g }; }"
+	  upstreams = [ \"https://127.0.0.1:$3\" ]; $g ${5:-} }; }"
 }
+HC="health_check = { type = \"http\"; path = \"/healthz\"; interval = \"200ms\"; timeout = \"150ms\"; rise = 1; fall = 2; };"
 # one worker: pools and saved sessions are per worker
 {
 	edged_conf_head "$P_ADMIN" "$SOCK" 1
@@ -111,7 +114,9 @@ $(env expired exp.test "$P_EXP" "ca = \"$C/up-root.crt\"; server_name = \"up.tes
 $(env nocert nocert.test "$P_MTLS" "ca = \"$C/up-root.crt\"; server_name = \"up.test\";"),
 $(env mtls mtls.test "$P_MTLS" "ca = \"$C/up-root.crt\"; server_name = \"up.test\"; cert = \"$C/cl-0.pem\"; key = \"$C/cl.key\";"),
 $(env noverify nov.test "$P_OTHER" "verify = false;"),
-$(env ossl ossl.test "$P_OSSL" "ca = \"$C/up-root.crt\"; server_name = \"up.test\";")
+$(env ossl ossl.test "$P_OSSL" "ca = \"$C/up-root.crt\"; server_name = \"up.test\";"),
+$(env hcok hcok.test "$P_HC" "ca = \"$C/up-root.crt\"; server_name = \"up.test\";" "$HC"),
+$(env hcbad hcbad.test "$P_OTHER" "server_name = \"up.test\";" "$HC")
   ); } );
 CONF
 } >"$T_TMP/edge.conf"
@@ -224,6 +229,17 @@ run_suite() {
 		t_ok "$v: tls.cert and tls.key: the backend requiring a client certificate answers; verify = false serves an unknown CA"
 	else
 		t_fail "$v: mTLS, verify = false" "$c $b"
+	fi
+
+	# ---- health checks over TLS: the good endpoint asked for /healthz
+	# and kept, the one whose CA is unknown taken out
+	if edged_wait_log "upstream https://127.0.0.1:$P_OTHER ejected: health check failed 2 times in a row \(last: health check: TLS failed\)" &&
+		grep -q '"path": "/healthz"' "$T_TMP/hc.jsonl" &&
+		! grep -q "https://127.0.0.1:$P_HC ejected" "$EDGED_LOG" &&
+		"$EDGECTL" --socket "$SOCK" upstream list | grep -q "^https://127.0.0.1:$P_HC .*enabled *healthy"; then
+		t_ok "$v: an http health check of an https:// endpoint goes over TLS: the good one healthy, an unknown CA's taken out (health check: TLS failed)"
+	else
+		t_fail "$v: health checks over TLS" "$(grep -m3 'health check' "$EDGED_LOG") $("$EDGECTL" --socket "$SOCK" upstream list 2>&1 | tr '\n' ' ')"
 	fi
 
 	edged_stop 10
