@@ -762,13 +762,17 @@ static void upstream_print_row(const json_t *e)
 	size_t i;
 
 	upstream_last_error(e, le, sizeof(le));
-	printf("%-22s %-8s %-8s %8lld %10lld %7lld  %-44s ",
+	const char *tls = json_string_value(json_object_get(e, "tls"));
+	const char *proto = json_string_value(json_object_get(e, "protocol"));
+
+	printf("%-22s %-8s %-8s %8lld %10lld %7lld  %-5s %-10s %-44s ",
 	       json_string_value(json_object_get(e, "address")),
 	       json_string_value(json_object_get(e, "admin")),
 	       json_string_value(json_object_get(e, "health")),
 	       (long long)ctl_int(e, "inflight"),
 	       (long long)ctl_int(e, "requests"),
-	       (long long)ctl_int(e, "failures"), le);
+	       (long long)ctl_int(e, "failures"), proto ? proto : "-",
+	       tls ? tls : "-", le);
 	if (!json_array_size(routes))
 		fputs("-", stdout);
 	json_array_foreach(routes, i, r)
@@ -843,9 +847,9 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 		       json_string_value(json_object_get(e, "admin")),
 		       json_string_value(json_object_get(result, "was")));
 	} else {
-		printf("%-22s %-8s %-8s %8s %10s %7s  %-44s %s\n", "ENDPOINT",
-		       "ADMIN", "HEALTH", "INFLIGHT", "REQUESTS", "FAILED",
-		       "LAST ERROR", "ROUTES");
+		printf("%-22s %-8s %-8s %8s %10s %7s  %-5s %-10s %-44s %s\n",
+		       "ENDPOINT", "ADMIN", "HEALTH", "INFLIGHT", "REQUESTS",
+		       "FAILED", "PROTO", "TLS", "LAST ERROR", "ROUTES");
 		json_array_foreach(json_object_get(result, "endpoints"), i, e)
 		{
 			upstream_print_row(e);

@@ -890,6 +890,16 @@ static void proxy_parse(struct req *r)
 		return;
 	now = clk_now_ns();
 	upstream_report(r->w->up, p->u.ep, true, now);
+	{
+		struct ssl_st *ssl =
+		    tls_transport_ssl(sockio_transport(p->uio));
+
+		if (ssl)
+			upreg_set_tls(upstream_ep_shared(p->u.ep),
+				      tls_up_verified(ssl)
+					  ? UPREG_TLS_VERIFIED
+					  : UPREG_TLS_UNVERIFIED);
+	}
 	upreg_count_response(upstream_ep_shared(p->u.ep), p->resp.code,
 			     now > r->t_connect ? now - r->t_connect : 0);
 	/* the head must outlive the input: respond before draining it */
@@ -1012,6 +1022,7 @@ static bool proxy_tls_failed(struct req *r)
 			 "deployment has none (tls.cert, tls.key)");
 	}
 	p->reusable = false;
+	upreg_set_tls(upstream_ep_shared(p->u.ep), UPREG_TLS_FAILED);
 	proxy_ep_failed(r, UPREG_WHY_TLS, 0, why);
 	req_end(r, OUTCOME_UPSTREAM_TLS_FAILED, NULL);
 	return true;

@@ -75,6 +75,12 @@ static int tls_up_cert_cb(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
 	return 0;
 }
 
+bool tls_up_verified(const SSL *ssl)
+{
+	return (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) &&
+	       SSL_get_verify_result(ssl) == X509_V_OK;
+}
+
 bool tls_up_cert_wanted(const SSL *ssl)
 {
 	return tls_up_ex_asked >= 0 &&

@@ -56,6 +56,10 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
  */
 bool tls_up_cert_wanted(const struct ssl_st *ssl);
 
+/* Whether ssl's peer certificate was verified (not a verify = false
+ * profile's). */
+bool tls_up_verified(const struct ssl_st *ssl);
+
 /* Free the calling thread's saved sessions (a worker's, at its end). */
 void tls_up_thread_end(void);
 

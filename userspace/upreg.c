@@ -330,6 +330,24 @@ void upreg_count_bytes(struct upreg_ep *e, uint64_t sent, uint64_t received)
 	atomic_fetch_add_explicit(&e->bytes_received, received, RLX);
 }
 
+void upreg_set_tls(struct upreg_ep *e, enum upreg_tls s)
+{
+	if (e && atomic_load_explicit(&e->tls, RLX) != (int)s)
+		atomic_store_explicit(&e->tls, (int)s, RLX);
+}
+
+/* The TLS column: "-" for an endpoint without TLS. */
+static const char *upreg_tls_name(const struct upreg_ep *e)
+{
+	static const char *const n[] = {"none", "verified", "unverified",
+					"failed"};
+	int s = atomic_load_explicit(&e->tls, RLX);
+
+	if (e->addr.scheme != CONFIG_SCHEME_HTTPS)
+		return "-";
+	return s >= 0 && s < 4 ? n[s] : "?";
+}
+
 void upreg_set_failure(struct upreg_ep *e, enum upreg_why why, int err)
 {
 	uint64_t at = (uint64_t)time(NULL) & 0xffffffffu;
@@ -499,8 +517,12 @@ static json_t *upreg_ep_json(const struct upreg_ep *e)
 		    json_integer((json_int_t)atomic_load_explicit(
 			&e->responses[i], RLX)));
 	o = json_pack(
-	    "{s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:o}",
-	    "address", e->addr.text, "admin",
+	    "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I,"
+	    "s:o}",
+	    "address", e->addr.text, "scheme",
+	    config_scheme_name(e->addr.scheme),
+	    /* the protocol spoken to it: HTTP/1.1 for every scheme yet */
+	    "protocol", "h1", "tls", upreg_tls_name(e), "admin",
 	    upreg_admin_name(upreg_admin_of(e)), "health", upreg_health(e),
 	    "inflight", (json_int_t)atomic_load_explicit(&e->inflight, RLX),
 	    "requests", (json_int_t)atomic_load_explicit(&e->requests, RLX),

@@ -132,6 +132,7 @@ struct upreg_ep {
 	_Atomic uint64_t last_failure;
 	/* the log limit of each request reason (upreg_log_allow) */
 	struct log_site log[UPREG_WHY_LOGGED];
+	atomic_int tls; /* enum upreg_tls: its last TLS connection's */
 };
 
 /* An endpoint as bytes: scheme (1), family (1), then port (2) and
@@ -198,6 +199,18 @@ void upreg_count_failure(struct upreg_ep *e, enum upreg_why why, int err);
 /* Set e's last failure (why, err, now) without counting it (the active
  * health check's). */
 void upreg_set_failure(struct upreg_ep *e, enum upreg_why why, int err);
+
+/* What an https:// endpoint's last TLS connection was (edgectl upstream
+ * list's TLS column). */
+enum upreg_tls {
+	UPREG_TLS_NONE = 0,   /* none yet ("none") */
+	UPREG_TLS_VERIFIED,   /* its certificate verified */
+	UPREG_TLS_UNVERIFIED, /* taken unverified (tls.verify = false) */
+	UPREG_TLS_FAILED,     /* the handshake or the verification failed */
+};
+
+/* Note e's last TLS connection's state (e may be NULL). */
+void upreg_set_tls(struct upreg_ep *e, enum upreg_tls s);
 
 /* e's last failure: false when it has none; else its reason, errno and
  * wall-clock time (unix seconds). */

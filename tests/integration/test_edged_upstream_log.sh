@@ -188,7 +188,7 @@ run_suite() {
 	# ---- edgectl upstream list
 	out=$(ctl upstream list)
 	ctl upstream list --json >"$T_TMP/list.json"
-	if grep -Eq "^$EN +enabled +[a-z]+ +0 +51 +51  connect failed: Connection refused \([0-9]+[smhd] ago\) +refused\.test/$" <<<"$out" &&
+	if grep -Eq "^$EN +enabled +[a-z]+ +0 +51 +51  h1 +- +connect failed: Connection refused \([0-9]+[smhd] ago\) +refused\.test/$" <<<"$out" &&
 		grep -Eq "^$EB .*  (bad response head|closed without a response head)(: [^(]*)? \([0-9]+[smhd] ago\) +bad\.test/$" <<<"$out" &&
 		python3 - "$T_TMP/list.json" "$EN" <<'PY'; then
 import json, sys, time

@@ -242,6 +242,21 @@ run_suite() {
 		t_fail "$v: health checks over TLS" "$(grep -m3 'health check' "$EDGED_LOG") $("$EDGECTL" --socket "$SOCK" upstream list 2>&1 | tr '\n' ' ')"
 	fi
 
+	# ---- edgectl upstream list: scheme, protocol, TLS state (P_OK's
+	# last connection verified again after wrong.test's failed)
+	code up.test /again >/dev/null
+	"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"
+	"$EDGECTL" --socket "$SOCK" upstream list --json >"$T_TMP/list.json"
+	if grep -q "^https://127.0.0.1:$P_OK .* h1 *verified " "$T_TMP/list" &&
+		grep -q "^https://127.0.0.1:$P_EXP .* h1 *failed " "$T_TMP/list" &&
+		[ "$(python3 -c 'import json,sys
+e = [x for x in json.load(open(sys.argv[1]))["endpoints"] if x["address"].endswith(sys.argv[2])][0]
+print(e["scheme"], e["protocol"], e["tls"])' "$T_TMP/list.json" ":$P_OK")" = "https h1 verified" ]; then
+		t_ok "$v: edgectl upstream list: each https:// endpoint's protocol and its last TLS connection (verified, failed); --json scheme, protocol, tls"
+	else
+		t_fail "$v: edgectl upstream list" "$(tr '\n' '|' <"$T_TMP/list")"
+	fi
+
 	edged_stop 10
 	if grep -q '"host":"exp.test".*"outcome":"upstream_tls_failed"' "$T_TMP/requests.jsonl" &&
 		grep -q '"host":"up.test".*"upstream_addr":"https://127.0.0.1:'"$P_OK"'"' "$T_TMP/requests.jsonl"; then

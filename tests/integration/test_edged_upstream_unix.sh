@@ -200,7 +200,7 @@ PY
 	# ---- edgectl upstream list and drain name the socket as written
 	up="unix:$U1"
 	ok=1
-	ctl upstream list | grep -q "^$up .*enabled.*healthy.*app.test/" || ok=0
+	ctl upstream list | grep -q "^$up .*enabled.*healthy.* h1 *- .*app.test/" || ok=0
 	ctl upstream drain "$up" | grep -q "^$up: drain (was enabled)" || ok=0
 	ctl upstream enable "$up" | grep -q "^$up: enabled (was drain)" || ok=0
 	[ "$(ctl upstream list --json | python3 -c 'import json,sys
