@@ -10,7 +10,7 @@
  * every error can name the file, the line and the key. Reading and
  * checking single values is config_value.c's.
  */
-#include <ctype.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <stdarg.h>
@@ -669,10 +669,8 @@ static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 	const config_setting_t *g;
 	const char *sn = "";
 	struct cfg_at at;
-	size_t i;
-	int rc;
-
 	bool verify = true;
+	int rc;
 
 	memset(t, 0, sizeof(*t));
 	rc = cfg_group(x, dep, path, "tls", keys, p, &g);
@@ -683,17 +681,20 @@ static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 	if (rc == 0)
 		rc = cfg_str(x, g, p, "server_name", "", &sn, &at);
 	if (rc == 0 && *sn) {
-		for (i = 0; sn[i]; i++)
-			if (!isalnum((unsigned char)sn[i]) && sn[i] != '-' &&
-			    sn[i] != '.' && sn[i] != ':')
-				break;
-		if (sn[i] || i > CONFIG_HOST_MAX)
-			return cfg_fail(x, at.s, at.key,
-					"a host name or a numeric address "
-					"(letters, digits, '-', '.', ':'; at "
-					"most %d bytes)",
-					CONFIG_HOST_MAX);
+		unsigned char ip[16];
+		struct errbuf e;
+
+		/* a name as a domain is written (lowercase, no wildcard), or
+		 * a numeric address */
 		snprintf(t->server_name, sizeof(t->server_name), "%s", sn);
+		errbuf_clear(&e);
+		if (strlen(sn) > CONFIG_HOST_MAX ||
+		    (inet_pton(AF_INET, sn, ip) != 1 &&
+		     inet_pton(AF_INET6, sn, ip) != 1 &&
+		     config_domain_check(t->server_name, false, &e) < 0))
+			return cfg_fail(x, at.s, at.key,
+					"a host name or a numeric address%s%s",
+					e.msg[0] ? ": " : "", e.msg);
 	}
 	if (rc == 0)
 		rc = cfg_up_tls_path(x, g, p, "ca", t->ca);

@@ -1024,12 +1024,13 @@ static void edged_check_tls(const struct config *cfg, struct config_errs *errs)
 		config_errs_add(errs, "%s", pw ? rerr.msg : err.msg);
 }
 
-/* The deployments' tls groups, each built once (the files read and
- * checked): what fails added to errs. */
-static void edged_check_up_tls(const struct route_src *src,
-			       struct config_errs *errs)
+/* config_host_as_user's function: every deployment's tls group of the
+ * route_src arg built once (its files read, the key checked); the first
+ * failure in err. */
+static int edged_up_tls_fn(void *arg, struct errbuf *err)
 {
-	struct errbuf err;
+	const struct route_src *src = arg;
+	struct errbuf e;
 	size_t i, j;
 
 	for (i = 0; src && i < src->n_projects; i++)
@@ -1037,14 +1038,51 @@ static void edged_check_up_tls(const struct route_src *src,
 			const struct route_src_deployment *d =
 			    &src->projects[i].envs[j].deployment;
 
-			if (d->tls.ca[0] || d->tls.cert[0]) {
-				errbuf_clear(&err);
-				if (tls_up_check(&d->tls, &err))
-					config_errs_add(
-					    errs, "deployment %s: tls: %s",
-					    d->id ? d->id : "-", err.msg);
+			if (!d->tls.ca[0] && !d->tls.cert[0])
+				continue;
+			errbuf_clear(&e);
+			if (tls_up_check(&d->tls, &e)) {
+				errbuf_set(err, "deployment %s: tls: %s",
+					   d->id ? d->id : "-", e.msg);
+				return -EINVAL;
 			}
 		}
+	return 0;
+}
+
+/* The deployments' TLS files as edged reads them on a reload: as its
+ * user (config_host_as_user) when started as root. 0, or -errno with
+ * err saying which file (and "[read as user ...]"). */
+static int edged_up_tls_as_user(const struct config *cfg,
+				const struct route_src *src, struct errbuf *err)
+{
+	struct passwd *pw = geteuid() == 0 ? getpwnam(cfg->user) : NULL;
+	char msg[sizeof(err->msg) + 128];
+	int rc;
+
+	if (pw && pw->pw_uid == 0)
+		pw = NULL;
+	rc = config_host_as_user(pw, edged_up_tls_fn, (void *)src, err);
+	if (rc && pw) {
+		snprintf(msg, sizeof(msg),
+			 "%s [read as user \"%s\", as edged reads it on a "
+			 "reload]",
+			 err->msg, cfg->user);
+		errbuf_set(err, "%s", msg);
+	}
+	return rc;
+}
+
+/* The deployments' tls groups, each built once as edged's user: what
+ * fails added to errs. */
+static void edged_check_up_tls(const struct config *cfg,
+			       const struct route_src *src,
+			       struct config_errs *errs)
+{
+	struct errbuf err;
+
+	if (edged_up_tls_as_user(cfg, src, &err))
+		config_errs_add(errs, "%s", err.msg);
 }
 
 /*
@@ -1077,7 +1115,7 @@ static int edged_check(const char *path, bool host)
 		print_warnings(cfg);
 		if (cfg->tls.n_listen)
 			edged_check_tls(cfg, errs);
-		edged_check_up_tls(src, errs);
+		edged_check_up_tls(cfg, src, errs);
 		if (host)
 			config_host_check(cfg, errs, notes);
 	}
@@ -1169,8 +1207,10 @@ static int edged_config(struct edged *d, const char *path,
 		return -1;
 	log_set_format(d->cfg->log_format);
 	print_warnings(d->cfg);
-	/* TLS to the file's https:// endpoints: CA, client certificates */
-	if (tls_up_load(*src, &err)) {
+	/* TLS to the file's https:// endpoints: CA, client certificates,
+	 * readable by the user too (a reload reads them as it) */
+	if (edged_up_tls_as_user(d->cfg, *src, &err) ||
+	    tls_up_load(*src, &err)) {
 		log_warnx("%s: %s", d->conf_path, err.msg);
 		return -1;
 	}

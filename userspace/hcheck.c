@@ -286,6 +286,8 @@ static void hcheck_tick_cb(evutil_socket_t fd, short what, void *arg)
 			close(s);
 			log_warnx_rl("health check of %s: %s", a->text,
 				     err.msg);
+			/* a verdict all the same: never a check that stops */
+			hcheck_result(c, false, UPREG_WHY_HC_TLS, 0);
 			return;
 		}
 		c->bev = bufferevent_openssl_socket_new(
@@ -365,7 +367,9 @@ int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
 		for (j = 0; j < h->n; j++)
 			if (!h->v[j]->keep &&
 			    upreg_addr_eq(&h->v[j]->t.addr, &t[i].addr) &&
-			    hcheck_same(&h->v[j]->t.hc, &t[i].hc))
+			    hcheck_same(&h->v[j]->t.hc, &t[i].hc) &&
+			    memcmp(&h->v[j]->t.tls, &t[i].tls,
+				   sizeof(t[i].tls)) == 0)
 				break;
 		if (j < h->n) {
 			h->v[j]->keep = true;

@@ -1007,7 +1007,9 @@ static bool proxy_tls_failed(struct req *r)
 
 	struct ssl_st *ssl;
 
-	if (!p->uio)
+	/* a pooled connection's handshake was done long ago: its end is the
+	 * upstream's keep-alive race (retried below), not TLS's */
+	if (!p->uio || p->u.reused)
 		return false;
 	if (!tls_transport_failure(sockio_transport(p->uio), why,
 				   sizeof(why))) {

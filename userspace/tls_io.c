@@ -543,10 +543,12 @@ bool tls_transport_failure(const struct transport *t, char *buf, size_t len)
 	if (t->ops != &transport_tls_ops)
 		return false;
 	tc = t->ctx;
-	v = SSL_get_verify_result(tc->ssl);
-	if (v != X509_V_OK && SSL_get0_peer_certificate(tc->ssl) == NULL &&
-	    !tc->err)
-		v = X509_V_OK; /* nothing verified yet */
+	/* a verification fails the handshake, and only where it is asked */
+	v = (SSL_get_verify_mode(tc->ssl) & SSL_VERIFY_PEER) &&
+		    !SSL_is_init_finished(tc->ssl) &&
+		    (tc->err || SSL_get0_peer_certificate(tc->ssl))
+		? SSL_get_verify_result(tc->ssl)
+		: X509_V_OK;
 	if (v != X509_V_OK) {
 		snprintf(buf, len, "certificate verify failed: %s",
 			 X509_verify_cert_error_string(v));

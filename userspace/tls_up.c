@@ -3,6 +3,7 @@
  * tls_up.c - TLS to upstreams (tls_up.h).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -30,6 +31,10 @@ struct tls_up_prof {
 static pthread_mutex_t tls_up_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tls_up_prof *tls_up_v; /* under tls_up_lock */
 static size_t tls_up_n;
+/* the set before the last load: the routes of an older generation (or
+ * of a reload refused after the load) still find theirs */
+static struct tls_up_prof *tls_up_prev;
+static size_t tls_up_nprev;
 static atomic_uint_fast64_t tls_up_ids;
 static int tls_up_ex = -1;	 /* the SSL's session slot key, ex_data */
 static int tls_up_ex_asked = -1; /* 1: the server asked for a certificate */
@@ -90,9 +95,13 @@ bool tls_up_cert_wanted(const SSL *ssl)
 /* The reason of the library's last error, for a message. */
 static const char *tls_up_err(void)
 {
-	unsigned long e = ERR_peek_last_error();
-	const char *r = e ? ERR_reason_error_string(e) : NULL;
+	unsigned long e = ERR_peek_error();
+	const char *r;
 
+	/* a file that cannot be opened: the system's reason */
+	if (e && ERR_GET_LIB(e) == ERR_LIB_SYS)
+		return strerror(ERR_GET_REASON(e));
+	r = e ? ERR_reason_error_string(e) : NULL;
 	return r ? r : "unknown error";
 }
 
@@ -115,6 +124,10 @@ static int tls_up_build(const struct config_up_tls *t, SSL_CTX **out,
 	    ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, tls_up_new_session);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* an upstream's FIN without close_notify is the end of the stream,
+	 * as for a plain one (HTTP frames its messages; a pooled connection
+	 * closed that way is retried, not blamed) */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1)) {
 		errbuf_set(err, "out of memory");
 		rc = -ENOMEM;
@@ -197,7 +210,15 @@ static int tls_up_add(struct tls_up_prof **v, size_t *n,
 		return rc;
 	}
 	memcpy(p->key, key, sizeof(p->key));
-	p->id = atomic_fetch_add(&tls_up_ids, 1) + 1;
+	/* the same group keeps its id: its pooled connections and saved
+	 * sessions go on serving across a reload */
+	pthread_mutex_lock(&tls_up_lock);
+	for (i = 0; i < tls_up_n && !p->id; i++)
+		if (strcmp(tls_up_v[i].key, key) == 0)
+			p->id = tls_up_v[i].id;
+	pthread_mutex_unlock(&tls_up_lock);
+	if (!p->id)
+		p->id = atomic_fetch_add(&tls_up_ids, 1) + 1;
 	p->verify = !t->no_verify;
 	(*n)++;
 	return 0;
@@ -241,8 +262,10 @@ int tls_up_load(const struct route_src *src, struct errbuf *err)
 		return rc;
 	}
 	pthread_mutex_lock(&tls_up_lock);
-	old = tls_up_v;
-	nold = tls_up_n;
+	old = tls_up_prev;
+	nold = tls_up_nprev;
+	tls_up_prev = tls_up_v;
+	tls_up_nprev = tls_up_n;
 	tls_up_v = v;
 	tls_up_n = n;
 	pthread_mutex_unlock(&tls_up_lock);
@@ -269,9 +292,12 @@ static void tls_up_host(const char *host, size_t len, char *buf, size_t cap)
 		end = memchr(host, ':', len);
 		n = end ? (size_t)(end - host) : len;
 	}
+	if (n && host[n - 1] == '.')
+		n--; /* "up.test." is up.test */
 	if (n >= cap)
-		n = 0;
-	memcpy(buf, host, n);
+		n = 0; /* longer than a name: none (refused below) */
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (char)tolower((unsigned char)host[i]);
 	buf[n] = '\0';
 }
 
@@ -293,13 +319,16 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 		t = &none;
 	tls_up_key(t, key, sizeof(key));
 	pthread_mutex_lock(&tls_up_lock);
-	for (i = 0; i < tls_up_n; i++)
-		if (strcmp(tls_up_v[i].key, key) == 0) {
-			ctx = tls_up_v[i].ctx;
-			id = tls_up_v[i].id;
-			verify = tls_up_v[i].verify;
-			break;
+	for (i = 0; i < tls_up_n + tls_up_nprev && !ctx; i++) {
+		const struct tls_up_prof *pr =
+		    i < tls_up_n ? &tls_up_v[i] : &tls_up_prev[i - tls_up_n];
+
+		if (strcmp(pr->key, key) == 0) {
+			ctx = pr->ctx;
+			id = pr->id;
+			verify = pr->verify;
 		}
+	}
 	ssl = ctx && out ? SSL_new(ctx) : NULL;
 	pthread_mutex_unlock(&tls_up_lock);
 	if (!ctx) {
@@ -310,6 +339,12 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 		snprintf(name, sizeof(name), "%s", t->server_name);
 	else
 		tls_up_host(host, host_len, name, sizeof(name));
+	if (!name[0] && host && verify) {
+		SSL_free(ssl);
+		errbuf_set(err, "no server name to verify (the request's host "
+				"is not a name; set tls.server_name)");
+		return -EINVAL;
+	}
 	if (!out)
 		goto tag;
 	if (!ssl)
@@ -369,8 +404,9 @@ void tls_up_free_all(void)
 {
 	pthread_mutex_lock(&tls_up_lock);
 	tls_up_free_v(tls_up_v, tls_up_n);
-	tls_up_v = NULL;
-	tls_up_n = 0;
+	tls_up_free_v(tls_up_prev, tls_up_nprev);
+	tls_up_v = tls_up_prev = NULL;
+	tls_up_n = tls_up_nprev = 0;
 	pthread_mutex_unlock(&tls_up_lock);
 	tls_up_thread_end();
 }

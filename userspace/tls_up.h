@@ -44,7 +44,10 @@ int tls_up_check(const struct config_up_tls *t, struct errbuf *err);
  * (host_len bytes, a port after it ignored; NULL: none): 0 with *out and
  * *tag (what a pooled connection must have been made with to serve this
  * request: profile and server name; out NULL: the tag only), or -ENOMEM,
- * or -ENOENT when t's profile was never loaded (err says so).
+ * or -ENOENT when t's profile was never loaded, or -EINVAL when a
+ * request's name to verify is empty or too long (err says so). The name
+ * is lowercased, without a trailing dot. With host NULL (a health check)
+ * and no server_name, the chain alone is verified.
  */
 int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 	       const char *ep, struct ssl_st **out, uint64_t *tag,

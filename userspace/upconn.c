@@ -30,6 +30,7 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 	int fd, e, one = 1;
 
 	*uio = NULL;
+again:
 	if (u->ntried >= UPCONN_TRIES_MAX)
 		return UPCONN_NONE;
 	/* round robin per route: its key is the same in every generation
@@ -48,17 +49,25 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 	u->reused = false;
 	u->tag = 0;
 	a = upstream_ep_addr(ep);
+	if (a->scheme == CONFIG_SCHEME_HTTPS && !t->host) {
+		/* a TCP route forwards bytes: its environment's https://
+		 * endpoints are not its; the next one is tried */
+		log_warnx_ctx_rl(ctx,
+				 "upstream %s: a TCP route forwards bytes: "
+				 "it does not use https:// endpoints",
+				 a->text);
+		upconn_done(u);
+		u->ep = NULL;
+		goto again;
+	}
 	if (a->scheme == CONFIG_SCHEME_HTTPS) {
 		struct errbuf eb;
 
 		/* the pool's tag: the deployment's profile and the name */
-		if (!t->host || tls_up_ssl(t->m->up_tls, t->host, t->host_len,
-					   a->text, NULL, &u->tag, &eb)) {
+		if (tls_up_ssl(t->m->up_tls, t->host, t->host_len, a->text,
+			       NULL, &u->tag, &eb)) {
 			log_warnx_ctx_rl(ctx, "upstream %s: %s", a->text,
-					 t->host
-					     ? eb.msg
-					     : "a TCP route forwards bytes: "
-					       "no https:// endpoint");
+					 eb.msg);
 			return UPCONN_FAILED;
 		}
 	}

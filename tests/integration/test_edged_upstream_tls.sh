@@ -140,8 +140,28 @@ check_bad "a CA file that is missing" "ca = \"$C/nothing.crt\";" \
 	"deployment x-d: tls: ca $C/nothing.crt: "
 check_bad "a cert without its key" "cert = \"$C/cl-0.pem\";" \
 	"cert and key go together"
+check_bad "a server_name with a port" "server_name = \"up.test:443\";" \
+	"server_name: a host name or a numeric address"
 check_bad "a key that is not the certificate's" \
 	"cert = \"$C/cl-0.pem\"; key = \"$C/up.key\";" "key $C/up.key: "
+
+# a client key only root can read: --check reads it as edged's user
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	install -m 600 "$C/cl.key" "$C/root-only.key"
+	{
+		edged_conf_head "$P_ADMIN" "$SOCK" 1 nobody
+		echo "projects = ( { id = \"p\"; environments = ( $(env x x.test 1 "cert = \"$C/cl-0.pem\"; key = \"$C/root-only.key\";") ); } );"
+	} >"$T_TMP/rootkey.conf"
+	chmod 644 "$T_TMP/rootkey.conf"
+	out=$("$B/edged" --check-file -c "$T_TMP/rootkey.conf" 2>&1) && rc=0 || rc=$?
+	if [ "$rc" != 0 ] && [[ "$out" == *"key $C/root-only.key: Permission denied [read as user \"nobody\""* ]]; then
+		t_ok "--check reads the tls files as edged's user: a key only root can read refused, Permission denied, naming the user"
+	else
+		t_fail "--check as the user" "$out"
+	fi
+else
+	t_skip "--check as the user" "needs root and the user nobody"
+fi
 
 # get HOST PATH: status, then the body, from edged
 code() {
@@ -207,6 +227,13 @@ run_suite() {
 	fi
 
 	# ---- server_name for another host; openssl s_server
+	# the name verified is the route's: case and a trailing dot aside
+	a=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Host: UP.Test." "http://127.0.0.1:$P_EDGE/dot")
+	if [ "$a" = 200 ] && grep -q '"path": "/dot"' "$T_TMP/ok.jsonl"; then
+		t_ok "$v: Host UP.Test. is verified as up.test"
+	else
+		t_fail "$v: Host normalised for the name" "$a"
+	fi
 	c=$(code named.test /n)
 	b=$(code ossl.test /)
 	if [ "$c" = 200 ] && [ "$b" = 200 ] && grep -q "s_server" "$T_TMP/body"; then
@@ -241,6 +268,17 @@ run_suite() {
 	else
 		t_fail "$v: health checks over TLS" "$(grep -m3 'health check' "$EDGED_LOG") $("$EDGECTL" --socket "$SOCK" upstream list 2>&1 | tr '\n' ' ')"
 	fi
+
+	# ---- a reload that gives the checked deployment the right CA: its
+	# check changed with it, the endpoint back
+	cp "$T_TMP/edge.conf" "$T_TMP/edge.conf.orig"
+	sed -i "/127.0.0.1:$P_OTHER.*health_check/s|tls = { server_name|tls = { ca = \"$C/other-root.crt\"; server_name|" "$T_TMP/edge.conf"
+	if reload_conf && edged_wait_log "upstream https://127.0.0.1:$P_OTHER is back: health check passed"; then
+		t_ok "$v: a reload that fixes the checked deployment's tls.ca brings its endpoint back"
+	else
+		t_fail "$v: health check after a tls reload" "$(grep -c other-root "$T_TMP/edge.conf") $(grep -m3 "$P_OTHER" "$EDGED_LOG" | tail -2)"
+	fi
+	cp "$T_TMP/edge.conf.orig" "$T_TMP/edge.conf"
 
 	# ---- edgectl upstream list: scheme, protocol, TLS state (P_OK's
 	# last connection verified again after wrong.test's failed)
