@@ -226,6 +226,19 @@ run_suite() {
 		t_fail "$v: resumption" "$c $(grep '/second' "$T_TMP/ok.jsonl" | head -c 300)"
 	fi
 
+	# ---- a pooled connection the upstream closes (a FIN, no
+	# close_notify) under the next request: retried on a new one, not a
+	# TLS failure
+	c=$(code up.test /arm-drop)
+	b=$(code up.test /after-drop)
+	if [ "$c" = 200 ] && [ "$b" = 200 ] &&
+		[ "$(grep -c '"path": "/after-drop"' "$T_TMP/ok.jsonl")" = 2 ] &&
+		[ "$(grep '"/after-drop"' "$T_TMP/ok.jsonl" | grep -o '"peer_port": [0-9]*' | sort -u | wc -l)" = 2 ]; then
+		t_ok "$v: a pooled TLS connection closed without close_notify under a request: retried on a new connection, 200"
+	else
+		t_fail "$v: pooled TLS close" "$c $b $(grep -c after-drop "$T_TMP/ok.jsonl") $(grep -m2 'TLS failed.*up.test' "$EDGED_LOG")"
+	fi
+
 	# ---- server_name for another host; openssl s_server
 	# the name verified is the route's: case and a trailing dot aside
 	a=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Host: UP.Test." "http://127.0.0.1:$P_EDGE/dot")

@@ -19,6 +19,8 @@ signed by that CA is required). Paths:
               chunk framing too) for its first MS milliseconds, then at
               once
   /hang       never answer (until the connection closes)
+  /arm-drop   answer, then close the connection on its next request,
+              once read, without an answer (nor a TLS close_notify)
   /big/N      answer with N bytes (Content-Length)
   /chunked/N  answer with N bytes in chunks
 """
@@ -144,6 +146,12 @@ class Handler(BaseHTTPRequestHandler):
             rec["drip_log"] = self.drip_log
         with LOCK, open(LOG, "a") as f:
             f.write(json.dumps(rec) + "\n")
+        if getattr(self, "drop_armed", False):
+            self.close_connection = True
+            self.connection.close()  # a FIN, no close_notify
+            return
+        if self.path.startswith("/arm-drop"):
+            self.drop_armed = True
         if self.headers.get("Upgrade", "").lower() == "websocket":
             self.echo_upgrade()
             return
