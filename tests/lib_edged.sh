@@ -215,6 +215,30 @@ for k in sys.argv[2].split("."):
 print(d)' "$f" "$2" 2>/dev/null
 }
 
+# h2_park_ok FILE VALUE MODE: 0 when FILE (tests/tools/h2raw.py's park
+# case's JSON, its x-park value VALUE-park-v...) shows streams 1, 3, 5 and
+# 7 answered 200 on a connection parked between them: the header from the
+# client's HPACK table echoed after the park, the 300000-byte POST and the
+# 200000-byte download whole, no reset; MODE "idle": then a GOAWAY
+# NO_ERROR 1.5 to 6 s after the last response and the close; "open": no
+# GOAWAY.
+h2_park_ok() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["echo"]
+val = "%s-park-%s" % (sys.argv[2], "v" * 40)
+ok = (all(d["streams"].get(s) == 200 for s in ("1", "3", "5", "7")) and
+      e["1"]["x-park"] == val and e["3"]["x-park"] == val and
+      e["5"]["body_len"] == 300000 and d["downloaded"] == 200000 and
+      all(p is not None and p >= 1 for p in d["parked"]) and
+      not d["resets"] and "client_error" not in d)
+if sys.argv[3] == "idle":
+    ok = ok and d["goaway"] == 0 and 1.5 <= d["goaway_after"] <= 6 and d["closed"]
+else:
+    ok = ok and d["goaway"] is None
+sys.exit(0 if ok else 1)' "$1" "$2" "$3" 2>/dev/null
+}
+
 # reload_conf: SIGHUP the edged started last (EPID) and wait (up to 5 s) for one more "reloaded"
 # line in its log.
 reload_conf() {

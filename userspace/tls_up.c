@@ -307,7 +307,9 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 	static const struct config_up_tls none;
 	char key[sizeof(((struct tls_up_prof *)0)->key)];
 	char name[CONFIG_HOST_MAX + 1];
+	char k[CONFIG_HOST_MAX + CONFIG_ADDR_STR_MAX + 32];
 	unsigned char ip[16];
+	int kn;
 	struct tls_up_sess *e;
 	SSL_CTX *ctx = NULL;
 	uint64_t id = 0, h;
@@ -345,8 +347,11 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 				"is not a name; set tls.server_name)");
 		return -EINVAL;
 	}
+	/* a pooled connection serves the same profile and name */
+	kn = snprintf(k, sizeof(k), "%llu|%s", (unsigned long long)id, name);
+	*tag = siphash_key(k, kn > 0 ? (size_t)kn : 0) | 1;
 	if (!out)
-		goto tag;
+		return 0;
 	if (!ssl)
 		goto nomem;
 	if (name[0]) {
@@ -361,20 +366,10 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 				     : SSL_set1_host(ssl, name) != 1))
 			goto nomem;
 	}
-tag : {
-	/* a pooled connection serves the same profile and name; a
-	 * session resumes with the same endpoint too */
-	char k[CONFIG_HOST_MAX + CONFIG_ADDR_STR_MAX + 32];
-	int kn =
-	    snprintf(k, sizeof(k), "%llu|%s", (unsigned long long)id, name);
-
-	*tag = siphash_key(k, kn > 0 ? (size_t)kn : 0) | 1;
+	/* a session resumes with the same endpoint too */
 	kn = snprintf(k, sizeof(k), "%llu|%s|%s", (unsigned long long)id, name,
 		      ep);
 	h = siphash_key(k, kn > 0 ? (size_t)kn : 0) | 1;
-}
-	if (!out)
-		return 0;
 	e = &tls_up_sessions[h % TLS_UP_SESSIONS];
 	if (e->s && e->h == h && SSL_set_session(ssl, e->s) != 1)
 		ERR_clear_error();

@@ -167,7 +167,10 @@ static int config_unix_parse(const char *s, const char *path,
 			   s);
 		return -EINVAL;
 	}
-	if (n >= sizeof(un->sun_path) || n + 5 >= sizeof(out->text)) {
+	_Static_assert(sizeof("unix:") + sizeof(un->sun_path) - 1 <=
+			   sizeof(out->text),
+		       "the longest unix: text fits an endpoint's");
+	if (n >= sizeof(un->sun_path)) {
 		errbuf_set(err,
 			   "\"%.64s...\": a Unix socket path is at most %zu "
 			   "bytes",
