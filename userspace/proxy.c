@@ -1042,7 +1042,7 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 	case PROXY_CONNECTING:
 		if (what & SOCKIO_CONNECTED)
 			proxy_connected(r);
-		else
+		else if (!proxy_tls_failed(r)) /* a handshake's failure */
 			proxy_attempt_failed(r, UPREG_WHY_CONNECT, err);
 		return;
 	case PROXY_WAITING:

@@ -55,7 +55,8 @@ struct sockio {
 	bool rdhup;	    /* the peer shut down its side: read to EOF */
 	bool read_all;	    /* a short read is not the end: read to EAGAIN */
 	bool eof;	    /* the peer's EOF was read (and reported) */
-	bool connecting;    /* a connect is in progress */
+	bool connecting;    /* a connect (and its handshake) is in progress */
+	bool handshaking;   /* ... connected: the transport's handshake runs */
 	bool scheduled;	    /* ev is active (event_active) */
 	bool paused;	    /* reading stopped at the read watermark */
 	bool bulk;	    /* the last read filled its buffer */
@@ -714,20 +715,55 @@ static void sockio_read(struct sockio *s)
 	sockio_read_done(s, n, want, NULL);
 }
 
-/* Finish a connect: CONNECTED, or ERROR with the socket's error. */
+/* The transport's handshake (a TLS client's) goes one step: CONNECTED
+ * once it is done, ERROR when it failed; else it waits for the socket's
+ * next edge. */
+static void sockio_handshake(struct sockio *s)
+{
+	int rc = s->t.ops->handshake(&s->t);
+
+	if (rc == -EAGAIN)
+		return;
+	s->handshaking = false;
+	s->connecting = false;
+	if (rc < 0) {
+		errno = -rc;
+		sockio_report(s, SOCKIO_ERROR);
+		return;
+	}
+	/* the records after the handshake's (a session ticket) may wait in
+	 * the socket, their edge consumed by it */
+	s->can_write = true;
+	s->can_read = true;
+	if (s->eventcb)
+		s->eventcb(s, SOCKIO_CONNECTED, s->arg);
+}
+
+/* Finish a connect: CONNECTED (after the transport's handshake, when it
+ * has one), or ERROR with the socket's error. */
 static void sockio_connected(struct sockio *s)
 {
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	s->connecting = false;
+	if (s->handshaking) {
+		sockio_handshake(s);
+		return;
+	}
 	if (getsockopt(s->t.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err) {
+		s->connecting = false;
 		errno = err;
 		sockio_report(s, SOCKIO_ERROR);
 		return;
 	}
+	if (s->t.ops->handshake) {
+		s->handshaking = true;
+		sockio_handshake(s);
+		return;
+	}
+	s->connecting = false;
 	s->can_write = true;
 	if (s->eventcb)
 		s->eventcb(s, SOCKIO_CONNECTED, s->arg);

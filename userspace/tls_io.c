@@ -486,6 +486,29 @@ static void tls_close(struct transport *t)
 		close(t->fd);
 }
 
+/* A client's handshake (tls_transport_client's): the server's end of
+ * the stream in the middle of it is a failure. */
+static int tls_handshake(struct transport *t)
+{
+	struct tls_conn *tc = t->ctx;
+	ssize_t rc;
+	int r;
+
+	if (SSL_is_init_finished(tc->ssl))
+		return 0;
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_do_handshake(tc->ssl);
+	if (r == 1)
+		return 0;
+	rc = tls_failed(t, tc, r);
+	if (rc == 0) {
+		tc->fatal = true;
+		return -ECONNRESET;
+	}
+	return (int)rc;
+}
+
 static const struct transport_ops transport_tls_ops = {
     .name = "tls",
     .read = tls_read,
@@ -495,12 +518,30 @@ static const struct transport_ops transport_tls_ops = {
     .close = tls_close,
 };
 
+/* The same, with the client's handshake run before the connection is
+ * reported connected. */
+static const struct transport_ops transport_tls_client_ops = {
+    .name = "tls",
+    .read = tls_read,
+    .writev = tls_writev,
+    .shutdown = tls_shutdown,
+    .pending = tls_pending,
+    .close = tls_close,
+    .handshake = tls_handshake,
+};
+
+static bool tls_ops_is(const struct transport *t)
+{
+	return t->ops == &transport_tls_ops ||
+	       t->ops == &transport_tls_client_ops;
+}
+
 bool tls_transport_info(const struct transport *t, const char **version,
 			const char **cipher, bool *resumed)
 {
 	const struct tls_conn *tc;
 
-	if (t->ops != &transport_tls_ops)
+	if (!tls_ops_is(t))
 		return false;
 	tc = t->ctx;
 	*version = SSL_get_version(tc->ssl);
@@ -522,7 +563,7 @@ int tls_transport_client(struct transport *t, SSL *ssl, int fd)
 	}
 	SSL_set_connect_state(ssl);
 	tc->ssl = ssl;
-	t->ops = &transport_tls_ops;
+	t->ops = &transport_tls_client_ops;
 	t->ctx = tc;
 	t->fd = fd;
 	t->want = 0;
@@ -531,8 +572,7 @@ int tls_transport_client(struct transport *t, SSL *ssl, int fd)
 
 SSL *tls_transport_ssl(const struct transport *t)
 {
-	return t->ops == &transport_tls_ops ? ((struct tls_conn *)t->ctx)->ssl
-					    : NULL;
+	return tls_ops_is(t) ? ((struct tls_conn *)t->ctx)->ssl : NULL;
 }
 
 bool tls_transport_failure(const struct transport *t, char *buf, size_t len)
@@ -540,7 +580,7 @@ bool tls_transport_failure(const struct transport *t, char *buf, size_t len)
 	const struct tls_conn *tc;
 	long v;
 
-	if (t->ops != &transport_tls_ops)
+	if (!tls_ops_is(t))
 		return false;
 	tc = t->ctx;
 	/* a verification fails the handshake, and only where it is asked */
@@ -578,7 +618,7 @@ bool tls_transport_h2(const struct transport *t)
 	const unsigned char *p;
 	unsigned int n;
 
-	if (t->ops != &transport_tls_ops)
+	if (!tls_ops_is(t))
 		return false;
 	tc = t->ctx;
 	SSL_get0_alpn_selected(tc->ssl, &p, &n);

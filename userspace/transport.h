@@ -52,6 +52,10 @@ struct transport_ops {
 	/* writev is a plain sendmsg(MSG_NOSIGNAL) on fd and nothing else:
 	 * sockio may send for it through io_uring (sockio_batch_*) */
 	int plain;
+	/* A client's handshake, run by sockio once its connect is done and
+	 * before it reports it (NULL: none, plain): 0 done, -EAGAIN with
+	 * t->want, another -errno when it failed. */
+	int (*handshake)(struct transport *t);
 };
 
 struct transport {

@@ -640,6 +640,7 @@ static const struct transport_ops trickle_ops = {
     trickle_pending,
     trickle_close,
     0,
+    NULL,
 };
 
 START_TEST(test_pending_transport)
@@ -961,6 +962,7 @@ static const struct transport_ops endless_ops = {
     endless_pending,
     trickle_close,
     0,
+    NULL,
 };
 
 static void read_cb_endless(struct sockio *s, void *arg)
