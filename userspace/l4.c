@@ -383,6 +383,7 @@ static void l4_connect(struct l4_conn *c)
 		return;
 	case UPCONN_FAILED:
 	case UPCONN_POOLED: /* not asked for */
+	case UPCONN_SHARED:
 		l4_end(c, OUTCOME_INTERNAL_ERROR);
 		return;
 	case UPCONN_NEW:

@@ -18,6 +18,7 @@
 
 #include "clk.h"
 #include "edge_assert.h"
+#include "h2up.h"
 #include "req.h"
 #include "proxy.h"
 #include "sockio.h"
@@ -40,6 +41,37 @@ _Static_assert(_Alignof(struct proxy) <= _Alignof(max_align_t),
 
 static void proxy_connect(struct req *r);
 static void proxy_relay(struct req *r);
+static void proxy_h2_cb(struct h2up_stream *st, unsigned ev, void *arg);
+static void proxy_h2_retry(struct req *r);
+
+/* The upstream side the request has: an HTTP/1.1 connection or an
+ * HTTP/2 stream, and the buffers of either (the response's bytes as
+ * they come, the request's to send). */
+static bool px_up(const struct proxy *p)
+{
+	return p->uio || p->h2;
+}
+
+static struct evbuffer *px_in(const struct proxy *p)
+{
+	return p->h2 ? h2up_stream_in(p->h2) : sockio_input(p->uio);
+}
+
+static struct evbuffer *px_out(const struct proxy *p)
+{
+	return p->h2 ? h2up_stream_out(p->h2) : sockio_output(p->uio);
+}
+
+/* Read the upstream or not (an HTTP/2 stream's window bounds it). */
+static void px_read(struct proxy *p, bool on)
+{
+	if (!p->uio)
+		return;
+	if (on)
+		sockio_enable(p->uio, EV_READ);
+	else
+		sockio_disable(p->uio, EV_READ);
+}
 static void proxy_body_clock(struct req *r);
 static void proxy_request_sent(struct req *r);
 static void proxy_send_stalled(struct req *r);
@@ -164,6 +196,10 @@ static void proxy_drop_uio(struct req *r, bool give)
 	struct proxy *p = PX(r);
 	struct sockio *uio = p->uio;
 
+	if (p->h2) {
+		h2up_stream_close(p->h2); /* reset when not complete */
+		p->h2 = NULL;
+	}
 	if (!uio)
 		return;
 	p->uio = NULL;
@@ -198,6 +234,8 @@ static void proxy_release(struct req *r, bool ok)
 	if (p->u.ep && p->u.counted)
 		upreg_count_bytes(upstream_ep_shared(p->u.ep), r->bytes_in,
 				  r->bytes_out);
+	if (p->h2)
+		proxy_drop_uio(r, false);
 	if (p->uio) {
 		give = ok && p->reusable && p->req_body.done &&
 		       p->resp_body.done &&
@@ -212,7 +250,7 @@ static void proxy_release(struct req *r, bool ok)
 	}
 	req_body_timer_stop(r);
 	p->state = PROXY_IDLE;
-	EDGE_ASSERT(!p->uio && !p->tun && !p->u.counted);
+	EDGE_ASSERT(!p->uio && !p->h2 && !p->tun && !p->u.counted);
 }
 
 /* r's route for an upstream failure's log line (upconn_log): "route
@@ -311,11 +349,11 @@ static void proxy_pump_request(struct req *r)
 
 	if (p->req_body.done)
 		return;
-	if (!p->uio || p->state < PROXY_WAITING) {
+	if (!px_up(p) || p->state < PROXY_WAITING) {
 		proxy_body_clock(r); /* the body waits in the client's input */
 		return;
 	}
-	uout = sockio_output(p->uio);
+	uout = px_out(p);
 	queued = evbuffer_get_length(uout);
 	if (queued >= PROXY_HIGH_WATER) {
 		req_client_read(r, false);
@@ -340,8 +378,11 @@ static void proxy_pump_request(struct req *r)
 		return;
 	}
 	if (rc == 1) {
+		if (p->h2)
+			h2up_stream_body_end(p->h2);
 		proxy_body_clock(r); /* stops it */
-		if (p->resp_body.done && p->state == PROXY_RELAYING) {
+		if (p->resp_body.done && p->state == PROXY_RELAYING &&
+		    (!p->h2 || p->up_eof)) {
 			req_end(r, OUTCOME_OK, NULL);
 			return;
 		}
@@ -362,7 +403,7 @@ static void proxy_pump_request(struct req *r)
 static int proxy_send_held(struct req *r)
 {
 	struct proxy *p = PX(r);
-	struct evbuffer *uout = sockio_output(p->uio);
+	struct evbuffer *uout = px_out(p);
 	size_t n = evbuffer_get_length(p->held);
 
 	if (n == 0)
@@ -370,6 +411,8 @@ static int proxy_send_held(struct req *r)
 	if (p->buffered)
 		return evbuffer_add_buffer_reference(uout, p->held) ? -ENOMEM
 								    : 0;
+	if (p->h2) /* HTTP/2 frames it */
+		return evbuffer_add_buffer(uout, p->held) ? -ENOMEM : 0;
 	if (evbuffer_add_printf(uout, "%zx\r\n", n) < 0 ||
 	    evbuffer_add_buffer(uout, p->held) || evbuffer_add(uout, "\r\n", 2))
 		return -ENOMEM;
@@ -413,21 +456,36 @@ static void proxy_connected(struct req *r)
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
-	/* the head (and a body read whole) go out at the end of this loop
-	 * turn, in one send */
-	if (evbuffer_add(sockio_output(p->uio), b.p, b.len) ||
-	    (p->held && proxy_send_held(r))) {
+	if (p->h2) {
+		/* its fields from the same head; the body unframed */
+		p->req_body.out_chunked = false;
+		if (h2up_stream_submit(p->h2, b.p, b.len,
+				       p->req_body.in != BODY_NONE)) {
+			hdr_buf_free(&b);
+			proxy_h2_retry(r); /* the session takes no more */
+			return;
+		}
+	} else if (evbuffer_add(sockio_output(p->uio), b.p, b.len)) {
+		/* the head (and a body read whole) go out at the end of
+		 * this loop turn, in one send */
 		hdr_buf_free(&b);
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
 	hdr_buf_free(&b);
+	if (p->held && proxy_send_held(r)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
 	p->state = PROXY_WAITING;
 	p->reusable = !p->upgrade; /* an upgrade's connection is never pooled */
 	h1_response_init(&p->resp);
 	p->head_held = false;
-	sockio_enable(p->uio, EV_READ | EV_WRITE);
+	if (p->uio)
+		sockio_enable(p->uio, EV_READ | EV_WRITE);
 	if (p->req_body.done) {
+		if (p->h2)
+			h2up_stream_body_end(p->h2);
 		proxy_request_sent(r);
 		return;
 	}
@@ -477,9 +535,11 @@ static void proxy_connect(struct req *r)
 					.slot = 0,
 					.peer = r->peer,
 					.pool = true,
+					.h2 = !p->upgrade,
 					.host = r->h.host ? r->h.host : "",
 					.host_len =
 					    r->h.host ? r->h.host_len : 0};
+	struct h2up_sess *sess = NULL;
 	struct sockio *uio;
 
 	switch (upconn_open(&p->u, w, &t, REQ_LOG_CTX(r), &uio)) {
@@ -500,11 +560,48 @@ static void proxy_connect(struct req *r)
 		proxy_set_uio(r, uio);
 		proxy_connected(r);
 		return;
+	case UPCONN_SHARED:
+		sess = p->u.sess;
+		break;
 	case UPCONN_NEW:
 		break;
 	}
 	memcpy(r->up_addr, p->u.addr, sizeof(r->up_addr));
 	r->t_connect = p->u.t_connect;
+	if (!sess && p->u.h2) {
+		/* a new connection for an HTTP/2 session, shared from now */
+		sess = h2up_sess_new(
+		    w, upstream_ep_addr(p->u.ep), p->u.tag, uio,
+		    upstream_ep_addr(p->u.ep)->scheme == CONFIG_SCHEME_HTTPS);
+		if (!sess) {
+			p->reusable = false;
+			req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+			return;
+		}
+		if (upconn_connect(&p->u, h2up_sess_io(sess)) < 0) {
+			int e = errno;
+
+			h2up_sess_abort(sess);
+			errno = e;
+			proxy_attempt_failed(r, UPREG_WHY_CONNECT, errno);
+			return;
+		}
+	}
+	if (sess) {
+		p->h2 = h2up_stream_new(sess, proxy_h2_cb, r);
+		if (!p->h2) {
+			req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+			return;
+		}
+		if (h2up_stream_ready(p->h2)) {
+			proxy_connected(r);
+			return;
+		}
+		/* its session connects: the connect timeout runs for it */
+		p->state = PROXY_CONNECTING;
+		req_timer(r, w->set.timeouts.upstream_connect_ms);
+		return;
+	}
 	proxy_set_uio(r, uio);
 	p->state = PROXY_CONNECTING;
 	req_timer(r, w->set.timeouts.upstream_connect_ms);
@@ -789,7 +886,7 @@ static void proxy_respond(struct req *r, size_t head_len)
 		return;
 	}
 	/* the spans of resp point into the input: no use after this */
-	evbuffer_drain(sockio_input(p->uio), head_len);
+	evbuffer_drain(px_in(p), head_len);
 	r->status = resp->code;
 	r->resp_started = true;
 	r->t_resp = clk_now_ns();
@@ -802,8 +899,12 @@ static void proxy_respond(struct req *r, size_t head_len)
 	p->state = PROXY_RELAYING;
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
 		  chunked);
-	req_timer_stop(r);
-	sockio_set_read_timeout(p->uio, ms);
+	if (p->h2) {
+		req_timer(r, ms); /* re-armed as DATA comes */
+	} else {
+		req_timer_stop(r);
+		sockio_set_read_timeout(p->uio, ms);
+	}
 	proxy_relay(r);
 }
 
@@ -844,7 +945,7 @@ static void proxy_parse(struct req *r)
 {
 	const struct h1_limits *h1 = &r->w->set.h1;
 	struct proxy *p = PX(r);
-	struct evbuffer *in = sockio_input(p->uio);
+	struct evbuffer *in = px_in(p);
 	const char *buf;
 	size_t len, n, avail;
 	uint64_t now;
@@ -892,8 +993,10 @@ static void proxy_parse(struct req *r)
 	upstream_report(r->w->up, p->u.ep, true, now);
 	{
 		struct ssl_st *ssl =
-		    tls_transport_ssl(sockio_transport(p->uio));
+		    p->h2 ? h2up_stream_ssl(p->h2)
+			  : tls_transport_ssl(sockio_transport(p->uio));
 
+		upreg_set_proto(upstream_ep_shared(p->u.ep), p->h2 ? 2 : 1);
 		if (ssl)
 			upreg_set_tls(upstream_ep_shared(p->u.ep),
 				      tls_up_verified(ssl)
@@ -915,13 +1018,13 @@ static void proxy_relay(struct req *r)
 	uint64_t data;
 	int rc;
 
-	if (p->state != PROXY_RELAYING || !p->uio)
+	if (p->state != PROXY_RELAYING || !px_up(p))
 		return;
-	uin = sockio_input(p->uio);
+	uin = px_in(p);
 	cout = req_client_out(r);
 	queued = evbuffer_get_length(cout);
 	if (queued >= PROXY_HIGH_WATER) {
-		sockio_disable(p->uio, EV_READ);
+		px_read(p, false);
 		return;
 	}
 	before = queued;
@@ -934,7 +1037,7 @@ static void proxy_relay(struct req *r)
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
 	}
-	if (p->resp_body.in == BODY_CLOSE && p->up_eof &&
+	if (p->resp_body.in == BODY_CLOSE && p->up_eof && !p->up_reset &&
 	    evbuffer_get_length(uin) == 0) {
 		if (p->resp_body.out_chunked) {
 			evbuffer_add(cout, "0\r\n\r\n", 5);
@@ -943,7 +1046,9 @@ static void proxy_relay(struct req *r)
 		p->resp_body.done = true;
 		rc = 1;
 	}
-	if (rc == 1) {
+	if (rc == 1 && p->h2 && !p->up_eof)
+		return; /* its END_STREAM (and trailers) to come */
+	if (rc == 1 && !p->up_reset) {
 		if (evbuffer_get_length(uin) > 0)
 			p->reusable = false; /* more than it announced */
 		if (!p->req_body.done)
@@ -959,7 +1064,7 @@ static void proxy_relay(struct req *r)
 		return;
 	}
 	if (evbuffer_get_length(cout) >= PROXY_HIGH_WATER)
-		sockio_disable(p->uio, EV_READ);
+		px_read(p, false);
 }
 
 static void proxy_up_read_cb(struct sockio *uio, void *arg)
@@ -973,11 +1078,9 @@ static void proxy_up_read_cb(struct sockio *uio, void *arg)
 		proxy_relay(r);
 }
 
-static void proxy_up_write_cb(struct sockio *uio, void *arg)
+/* The upstream took request bytes: the body goes on. */
+static void proxy_up_writable(struct req *r)
 {
-	struct req *r = arg;
-
-	(void)uio;
 	if (!PX(r)->req_body.done) {
 		if (PX(r)->send_stalled && PX(r)->state == PROXY_WAITING) {
 			/* the upstream took bytes again (a held head keeps
@@ -989,6 +1092,12 @@ static void proxy_up_write_cb(struct sockio *uio, void *arg)
 		req_client_read(r, true);
 		proxy_pump_request(r);
 	}
+}
+
+static void proxy_up_write_cb(struct sockio *uio, void *arg)
+{
+	(void)uio;
+	proxy_up_writable(arg);
 }
 
 static bool method_idempotent(enum h1_method m)
@@ -1105,6 +1214,133 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 	}
 }
 
+/* A request on an HTTP/2 stream goes again, on a stream of another
+ * session or endpoint: when its body can be sent again (none, or read
+ * whole), at most UPCONN_TRIES_MAX times; else 502 upstream_closed. */
+static void proxy_h2_retry(struct req *r)
+{
+	struct proxy *p = PX(r);
+
+	proxy_drop_uio(r, false);
+	if ((p->req_body.in != BODY_NONE && !p->buffered) ||
+	    ++p->h2_retries > UPCONN_TRIES_MAX) {
+		p->reusable = false;
+		req_end(r, OUTCOME_UPSTREAM_CLOSED, NULL);
+		return;
+	}
+	upconn_retry(&p->u);
+	proxy_connect(r);
+}
+
+/*
+ * The stream ended before its response did (h2up.h's H2UP_EV_CLOSED).
+ * Connecting: its session's connect or TLS failed (the attempt's
+ * failure), or its connection chose http/1.1 for another request (this
+ * one goes again). Waiting for the head: a stream the server never
+ * processed (REFUSED_STREAM, above a GOAWAY's last stream) goes again,
+ * as does an idempotent one whose shared connection ended (the server
+ * may have closed it as it went); otherwise 502. Relaying: the body is
+ * cut short.
+ */
+static void proxy_h2_closed(struct req *r, struct h2up_stream *st)
+{
+	struct proxy *p = PX(r);
+	uint32_t code = h2up_stream_code(st);
+	int err = h2up_stream_err(st);
+	char why[200];
+
+	switch (p->state) {
+	case PROXY_CONNECTING:
+		if (h2up_stream_tls_failure(st, why, sizeof(why))) {
+			p->reusable = false;
+			upreg_set_tls(upstream_ep_shared(p->u.ep),
+				      UPREG_TLS_FAILED);
+			proxy_ep_failed(r, UPREG_WHY_TLS, 0, why);
+			req_end(r, OUTCOME_UPSTREAM_TLS_FAILED, NULL);
+			return;
+		}
+		if (!err && h2up_stream_refused(st)) {
+			proxy_h2_retry(r);
+			return;
+		}
+		proxy_attempt_failed(r, UPREG_WHY_CONNECT, err);
+		return;
+	case PROXY_WAITING:
+		if (h2up_stream_refused(st) ||
+		    (!code && h2up_stream_reused(st) &&
+		     method_idempotent(r->h.method))) {
+			proxy_h2_retry(r);
+			return;
+		}
+		if (code)
+			snprintf(why, sizeof(why), "stream reset: %s",
+				 h2up_code_name(code));
+		else
+			snprintf(why, sizeof(why),
+				 "the connection ended before the response");
+		proxy_ep_failed(r, UPREG_WHY_CLOSED, code ? 0 : err, why);
+		wake_answered(r->w->sh->wake, r->sw.env, false);
+		p->reusable = false;
+		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
+		return;
+	case PROXY_RELAYING:
+		p->up_reset = true;
+		p->up_eof = true;
+		p->up_err = err ? err : ECONNRESET;
+		proxy_relay(r);
+		return;
+	default:
+		return;
+	}
+}
+
+/* An event of the request's HTTP/2 stream (one at a time; none after
+ * the stream is closed). */
+static void proxy_h2_cb(struct h2up_stream *st, unsigned ev, void *arg)
+{
+	struct req *r = arg;
+	struct proxy *p = PX(r);
+	struct sockio *uio;
+
+	switch (ev) {
+	case H2UP_EV_READY:
+		if (p->state == PROXY_CONNECTING)
+			proxy_connected(r);
+		return;
+	case H2UP_EV_HTTP1:
+		/* its connection chose http/1.1 by ALPN: the request goes
+		 * over it as HTTP/1.1 */
+		uio = h2up_stream_take(st);
+		p->h2 = NULL;
+		proxy_set_uio(r, uio);
+		proxy_connected(r);
+		return;
+	case H2UP_EV_HEAD:
+		if (p->state == PROXY_WAITING)
+			proxy_parse(r);
+		return;
+	case H2UP_EV_DATA:
+		if (p->state == PROXY_RELAYING) {
+			req_timer(r, r->w->set.timeouts.upstream_response_ms);
+			proxy_relay(r);
+		}
+		return;
+	case H2UP_EV_END:
+		p->up_eof = true;
+		if (p->state == PROXY_RELAYING)
+			proxy_relay(r);
+		return;
+	case H2UP_EV_DRAINED:
+		proxy_up_writable(r);
+		return;
+	case H2UP_EV_CLOSED:
+		proxy_h2_closed(r, st);
+		return;
+	default:
+		return;
+	}
+}
+
 static void proxy_client_readable(struct req *r)
 {
 	if (PX(r)->state == PROXY_TUNNEL)
@@ -1119,9 +1355,9 @@ static void proxy_client_drained(struct req *r)
 {
 	struct proxy *p = PX(r);
 
-	if (p->state == PROXY_RELAYING && p->uio) {
+	if (p->state == PROXY_RELAYING && px_up(p)) {
 		if (!p->up_eof)
-			sockio_enable(p->uio, EV_READ);
+			px_read(p, true);
 		proxy_relay(r);
 	}
 }
@@ -1154,6 +1390,12 @@ static void proxy_timeout(struct req *r)
 		    r, UPREG_WHY_RESPONSE_TIMEOUT, 0,
 		    p->head_held ? "waiting for its first chunk line" : NULL);
 		p->reusable = false;
+		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
+		return;
+	case PROXY_RELAYING:
+		if (!p->h2) /* the connection's read timeout times it */
+			return;
+		proxy_body_failed(r, UPREG_WHY_BODY_TIMEOUT, 0);
 		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 		return;
 	default:

@@ -33,6 +33,7 @@ struct evbuffer;
 struct sockio;
 struct tunnel;
 struct upstream_ep;
+struct h2up_stream;
 
 /* Bytes buffered towards one side above which the other side's reading
  * stops, and the level at which it resumes. */
@@ -72,9 +73,11 @@ enum proxy_state {
 /* The upstream side of one request (inside struct req). */
 struct proxy {
 	enum proxy_state state;
-	struct sockio *uio;   /* the upstream connection */
-	struct upconn u;      /* its attempts (upconn.h) */
-	struct body req_body; /* client -> upstream */
+	unsigned h2_retries;	/* HTTP/2 streams retried */
+	struct sockio *uio;	/* the upstream connection (HTTP/1.1) */
+	struct h2up_stream *h2; /* or the request's HTTP/2 stream (h2up.h) */
+	struct upconn u;	/* its attempts (upconn.h) */
+	struct body req_body;	/* client -> upstream */
 	/* body bytes read before connecting (decoded), NULL when none: the
 	 * whole body when buffered, else the first body_buffer + 1 bytes */
 	struct evbuffer *held;
@@ -84,7 +87,8 @@ struct proxy {
 	struct h1_response resp;
 	size_t resp_seen;   /* response bytes parsed so far */
 	bool reusable;	    /* the upstream may be pooled at the end */
-	bool up_eof;	    /* the upstream closed its side */
+	bool up_eof;	    /* the upstream closed its side (END_STREAM) */
+	bool up_reset;	    /* its HTTP/2 stream ended before END_STREAM */
 	int up_err;	    /* ... with this errno (0: a FIN) */
 	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
 	bool send_stalled;  /* the timer waits for the upstream to take

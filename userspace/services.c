@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "conn.h"
+#include "h2up.h"
 #include "http1.h"
 #include "l4.h"
 #include "listener.h"
@@ -17,7 +18,7 @@
 /* Drained in this order (the listeners stop accepting first), freed in
  * the reverse one. */
 static const struct worker_service *const services[] = {
-    &listener_service, &conn_service,  &l4_service,
+    &listener_service, &h2up_service,  &conn_service, &l4_service,
     &req_service,      &proxy_service, NULL};
 
 static const struct listener_accepts accepts = {

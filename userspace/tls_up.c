@@ -86,6 +86,13 @@ bool tls_up_verified(const SSL *ssl)
 	       SSL_get_verify_result(ssl) == X509_V_OK;
 }
 
+int tls_up_offer_h2(SSL *ssl)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+
+	return SSL_set_alpn_protos(ssl, alpn, sizeof(alpn) - 1) ? -ENOMEM : 0;
+}
+
 bool tls_up_cert_wanted(const SSL *ssl)
 {
 	return tls_up_ex_asked >= 0 &&

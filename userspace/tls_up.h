@@ -53,6 +53,10 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 	       const char *ep, struct ssl_st **out, uint64_t *tag,
 	       struct errbuf *err);
 
+/* Offer h2 before http/1.1 by ALPN on ssl (an HTTP/2 session's
+ * connection; tls_up_ssl's offer http/1.1 alone). 0 or -ENOMEM. */
+int tls_up_offer_h2(struct ssl_st *ssl);
+
 /* Whether the server of ssl (tls_up_ssl's) asked for a client
  * certificate that its profile does not have: a connection it closes
  * right after the handshake (TLS 1.3 says so only then) failed for that.

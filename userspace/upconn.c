@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "h2up.h"
 #include "log.h"
 #include "route.h"
 #include "sockio.h"
@@ -48,6 +49,8 @@ again:
 	u->t_connect = now;
 	u->reused = false;
 	u->tag = 0;
+	u->sess = NULL;
+	u->h2 = false;
 	a = upstream_ep_addr(ep);
 	if (a->scheme == CONFIG_SCHEME_HTTPS && !t->host) {
 		/* a TCP route forwards bytes: its environment's https://
@@ -71,8 +74,24 @@ again:
 			return UPCONN_FAILED;
 		}
 	}
-	fd = t->pool ? upstream_pool_take_tag(w->up, ep, now, u->tag, &pooled)
-		     : -1;
+	/* HTTP/2: a session with room, or a new connection to be one; an
+	 * https:// endpoint that chose http/1.1 lately, or has idle
+	 * HTTP/1.1 connections pooled, is not asked again */
+	if (t->h2 && (a->scheme == CONFIG_SCHEME_H2C ||
+		      (a->scheme == CONFIG_SCHEME_HTTPS &&
+		       !h2up_known_h1(w, a, u->tag, now)))) {
+		u->sess = h2up_find(w, a, u->tag);
+		if (u->sess) {
+			u->reused = true;
+			return UPCONN_SHARED;
+		}
+		u->h2 = true;
+	}
+	fd = t->pool && (!u->h2 || a->scheme == CONFIG_SCHEME_HTTPS)
+		 ? upstream_pool_take_tag(w->up, ep, now, u->tag, &pooled)
+		 : -1;
+	if (fd >= 0)
+		u->h2 = false;
 	if (fd >= 0 && pooled) {
 		u->reused = true;
 		*uio = pooled;
@@ -115,6 +134,8 @@ again:
 					 eb.msg);
 			return UPCONN_FAILED;
 		}
+		if (u->h2 && tls_up_offer_h2(ssl))
+			u->h2 = false; /* out of memory: HTTP/1.1 then */
 		if (tls_transport_client(&tr, ssl, fd)) {
 			log_warnx_ctx_rl(ctx, "upstream %s: out of memory",
 					 a->text);

@@ -29,6 +29,7 @@ struct route_match;
 struct sockio;
 struct upstream_ep;
 struct worker;
+struct h2up_sess;
 
 /* Endpoints tried for one stream at most. */
 #define UPCONN_TRIES_MAX 4
@@ -44,6 +45,11 @@ struct upconn {
 	size_t ntried;
 	uint64_t t_connect; /* monotonic ns the attempt began */
 	uint64_t tag;	    /* the pool's tag of its connection (0: plain) */
+	/* UPCONN_SHARED: the HTTP/2 session to open a stream on; UPCONN_NEW
+	 * with h2: the new connection is to be an HTTP/2 session's (h2c://,
+	 * or https:// offering h2 by ALPN) */
+	struct h2up_sess *sess;
+	bool h2;
 	char addr[CONFIG_ADDR_STR_MAX]; /* the last endpoint tried, or "" */
 };
 
@@ -58,6 +64,9 @@ struct upconn_target {
 	const struct sockaddr *peer;
 	bool pool;
 	bool nodelay;
+	/* the request may go over HTTP/2 (h2c:// and https:// endpoints):
+	 * not an Upgrade, which needs an HTTP/1.1 connection */
+	bool h2;
 	/* the request's host (https:// endpoints: the server name unless the
 	 * deployment's tls.server_name); NULL for a TCP route, which speaks
 	 * to plain and unix: endpoints only */
@@ -69,6 +78,7 @@ enum upconn_result {
 	UPCONN_NEW,    /* *uio: a new socket's; set its callbacks and
 			  timer, then upconn_connect */
 	UPCONN_POOLED, /* *uio: a pooled connection, connected */
+	UPCONN_SHARED, /* u->sess: an HTTP/2 session with room for it */
 	UPCONN_NONE,   /* every endpoint tried or excluded */
 	UPCONN_NO_FD,  /* out of descriptors (EMFILE, ENFILE) */
 	UPCONN_FAILED, /* anything else (logged, rate-limited) */

@@ -330,6 +330,21 @@ void upreg_count_bytes(struct upreg_ep *e, uint64_t sent, uint64_t received)
 	atomic_fetch_add_explicit(&e->bytes_received, received, RLX);
 }
 
+void upreg_set_proto(struct upreg_ep *e, int version)
+{
+	if (e && atomic_load_explicit(&e->proto, RLX) != version)
+		atomic_store_explicit(&e->proto, version, RLX);
+}
+
+static const char *upreg_proto_name(const struct upreg_ep *e)
+{
+	int v = atomic_load_explicit(&e->proto, RLX);
+
+	if (v == 0)
+		v = e->addr.scheme == CONFIG_SCHEME_H2C ? 2 : 1;
+	return v == 2 ? "h2" : "h1";
+}
+
 void upreg_set_tls(struct upreg_ep *e, enum upreg_tls s)
 {
 	if (e && atomic_load_explicit(&e->tls, RLX) != (int)s)
@@ -520,9 +535,8 @@ static json_t *upreg_ep_json(const struct upreg_ep *e)
 	    "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I,"
 	    "s:o}",
 	    "address", e->addr.text, "scheme",
-	    config_scheme_name(e->addr.scheme),
-	    /* the protocol spoken to it: HTTP/1.1 for every scheme yet */
-	    "protocol", "h1", "tls", upreg_tls_name(e), "admin",
+	    config_scheme_name(e->addr.scheme), "protocol", upreg_proto_name(e),
+	    "tls", upreg_tls_name(e), "admin",
 	    upreg_admin_name(upreg_admin_of(e)), "health", upreg_health(e),
 	    "inflight", (json_int_t)atomic_load_explicit(&e->inflight, RLX),
 	    "requests", (json_int_t)atomic_load_explicit(&e->requests, RLX),

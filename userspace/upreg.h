@@ -132,7 +132,9 @@ struct upreg_ep {
 	_Atomic uint64_t last_failure;
 	/* the log limit of each request reason (upreg_log_allow) */
 	struct log_site log[UPREG_WHY_LOGGED];
-	atomic_int tls; /* enum upreg_tls: its last TLS connection's */
+	atomic_int tls;	  /* enum upreg_tls: its last TLS connection's */
+	atomic_int proto; /* the HTTP version of its last response: 1 or 2,
+			     0 none yet */
 };
 
 /* An endpoint as bytes: scheme (1), family (1), then port (2) and
@@ -211,6 +213,10 @@ enum upreg_tls {
 
 /* Note e's last TLS connection's state (e may be NULL). */
 void upreg_set_tls(struct upreg_ep *e, enum upreg_tls s);
+
+/* The HTTP version e's last response came in (1 or 2): the protocol
+ * column ("h1", "h2"; before any response, h2 for h2c://, else h1). */
+void upreg_set_proto(struct upreg_ep *e, int version);
 
 /* e's last failure: false when it has none; else its reason, errno and
  * wall-clock time (unix seconds). */

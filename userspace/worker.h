@@ -32,6 +32,7 @@
 #include "upstream.h"
 
 struct conn_ops;
+struct h2up_set;
 struct req_upstream_ops;
 struct conn_set;
 struct worker;
@@ -194,6 +195,7 @@ struct worker {
 	unsigned long nofile;	  /* RLIMIT_NOFILE, read every tick; 0: none */
 	unsigned long fd_reserve; /* worker_fd_reserve() */
 	struct upstream_worker *up;
+	struct h2up_set *h2up;		    /* its HTTP/2 upstream sessions */
 	struct tunnel_set *tunnels;	    /* its tunnels (tunnel.h) */
 	unsigned splice_gen;		    /* splice_gen() it last applied */
 	struct upstream_stats up_published; /* added to sh->up so far */

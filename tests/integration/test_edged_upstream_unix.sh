@@ -97,7 +97,6 @@ bad_endpoint "a relative Unix path" "unix:run/app.sock" "a Unix socket needs an 
 bad_endpoint "an unknown scheme" "ftp://127.0.0.1:21" "unknown scheme (http://, https://, h2c:// or unix:)"
 bad_endpoint "a path after the address" "http://127.0.0.1:80/x" "an endpoint is an address and a port, no path or user"
 bad_endpoint "a Unix path with a space" "unix:/tmp/a b" "without spaces"
-bad_endpoint "h2c:// (not built yet)" "h2c://127.0.0.1:80" "h2c:// endpoints are not supported here"
 bad_endpoint "http:// and the bare address twice" '127.0.0.1:80", "http://127.0.0.1:80' "127.0.0.1:80 is listed twice"
 
 run_suite() {

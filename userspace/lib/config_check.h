@@ -55,7 +55,7 @@ enum config_scheme {
 /* The schemes edged's upstream connections speak (file and database). */
 #define CONFIG_SCHEMES_EDGED                                                   \
 	((1u << CONFIG_SCHEME_HTTP) | (1u << CONFIG_SCHEME_HTTPS) |            \
-	 (1u << CONFIG_SCHEME_UNIX))
+	 (1u << CONFIG_SCHEME_H2C) | (1u << CONFIG_SCHEME_UNIX))
 
 /* A file path in the configuration (CA, certificate, key): longest. */
 #define CONFIG_PATH_MAX 256

@@ -1,0 +1,261 @@
+#!/bin/bash
+# test_edged_upstream_h2.sh - HTTP/2 to upstreams: python3-h2 backends
+# (tests/tools/h2_backend.py) behind h2c:// and https:// endpoints.
+# GET and a 1 MiB POST from an HTTP/1.1 client and from an HTTP/2 one
+# (curl), translated both ways (Host as :authority, the body unframed,
+# a response without content-length chunked to the HTTP/1.1 client);
+# 100 concurrent requests over one connection that never carries more
+# than the backend's SETTINGS_MAX_CONCURRENT_STREAMS (10) at once; a
+# backend that sends GOAWAY mid-load: every request answered, no POST
+# processed twice; a stream reset before its answer, and a connection
+# that dies under a POST: 502, the POST not repeated; https:// whose ALPN
+# chooses h2 (over TLS, verified), and one whose ALPN chooses http/1.1
+# (HTTP/1.1 then); an Upgrade to an h2c:// endpoint goes over HTTP/1.1;
+# edgectl upstream list says h2. Runs against build/edged and
+# build/asan/edged.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3 openssl
+DPY=/usr/bin/python3
+if ! "$DPY" -c 'import h2' 2>/dev/null; then
+	t_skip "HTTP/2 upstreams" "python3-h2 is not installed"
+	t_exit
+	exit
+fi
+
+BASE=$(edged_ports 7)
+P_EDGE=$BASE
+P_ADMIN=$((BASE + 1))
+P_H2C=$((BASE + 2))  # h2c, max 10 streams
+P_GA=$((BASE + 3))   # h2c, GOAWAY after 20 requests a connection
+P_TLS=$((BASE + 4))  # TLS, ALPN h2
+P_TLS1=$((BASE + 5)) # TLS, ALPN http/1.1 only
+P_UPG=$((BASE + 6))  # echo_backend.py: HTTP/1.1 with Upgrade
+SOCK="$T_TMP/ctl/edged.sock"
+C="$T_TMP/certs"
+mkdir -p "$C"
+chmod 755 "$T_TMP" "$C"
+if ! bash "$TOOLS/mkchain.sh" "$C" up 0 "DNS:up.test,IP:127.0.0.1" >/dev/null 2>&1; then
+	t_fail "test certificates made"
+	t_exit
+	exit
+fi
+chmod 644 "$C"/*
+
+backend() { # PORT NAME ARGS...
+	local p=$1 n=$2
+	shift 2
+	edged_backend "$p" "$DPY" "$TOOLS/h2_backend.py" "$p" "$T_TMP/$n.jsonl" "$@"
+}
+if ! backend "$P_H2C" h2c --max-streams 10 ||
+	! backend "$P_GA" ga --goaway-after 20 ||
+	! backend "$P_TLS" tls --tls "$C/up-0.pem" "$C/up.key" ||
+	! backend "$P_TLS1" tls1 --tls "$C/up-0.pem" "$C/up.key" --alpn-h1 ||
+	! edged_backend "$P_UPG" python3 "$TOOLS/echo_backend.py" "$P_UPG" "$T_TMP/upg.jsonl" upg; then
+	t_fail "backends start"
+	t_exit
+	exit
+fi
+
+# one worker: the sessions are per worker
+{
+	edged_conf_head "$P_ADMIN" "$SOCK" 1
+	cat <<CONF
+pin_dir = "$T_TMP/pins";
+timeouts = { drain = "5s"; upstream_connect = "1s"; upstream_response = "5s"; };
+limits = { max_inflight = 1000; };
+analytics = { file = "$T_TMP/requests.jsonl"; };
+projects = ( { id = "p"; environments = (
+  { id = "h2c"; domains = [ "h2c.test" ];
+    deployment = { id = "d1"; upstreams = [ "h2c://127.0.0.1:$P_H2C" ]; }; },
+  { id = "ga"; domains = [ "ga.test" ];
+    deployment = { id = "d2"; upstreams = [ "h2c://127.0.0.1:$P_GA" ]; }; },
+  { id = "tls"; domains = [ "up.test" ];
+    deployment = { id = "d3"; upstreams = [ "https://127.0.0.1:$P_TLS" ];
+      tls = { ca = "$C/up-root.crt"; }; }; },
+  { id = "tls1"; domains = [ "h1.test" ];
+    deployment = { id = "d4"; upstreams = [ "https://127.0.0.1:$P_TLS1" ];
+      tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; },
+  { id = "upg"; domains = [ "upg.test" ];
+    deployment = { id = "d5"; upstreams = [ "h2c://127.0.0.1:$P_UPG" ]; }; }
+  ); } );
+CONF
+} >"$T_TMP/edge.conf"
+chmod 644 "$T_TMP/edge.conf"
+
+# get HOST PATH [CURL ARGS...]: the status; the body in $T_TMP/body, the
+# head in $T_TMP/head
+get() {
+	local h=$1 p=$2
+	shift 2
+	curl -s -m 20 -o "$T_TMP/body" -D "$T_TMP/head" -w '%{http_code}' \
+		-H "Host: $h" "$@" "http://127.0.0.1:$P_EDGE$p"
+}
+jf() { # KEY: KEY of the JSON in $T_TMP/body
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2]))' "$T_TMP/body" "$1"
+}
+lines() { # FILE PATTERN: lines of FILE matching PATTERN
+	grep -c -- "$2" "$1" 2>/dev/null || true
+}
+
+run_suite() {
+	local bin=$1 v=$2 c a i n pids
+	for n in h2c ga tls tls1 upg; do : >"$T_TMP/$n.jsonl"; done
+	: >"$T_TMP/requests.jsonl"
+	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+
+	# ---- h2c: GET from HTTP/1.1 and from HTTP/2 clients, one connection
+	c=$(get h2c.test "/a?x=1")
+	a=$(get h2c.test "/b" --http2-prior-knowledge)
+	if [ "$c" = 200 ] && [ "$a" = 200 ] &&
+		[ "$(jf authority)" = h2c.test ] && [ "$(jf scheme)" = http ] &&
+		[ "$(jf path)" = /b ] && [ "$(jf host)" = None ] &&
+		[[ "$(jf via)" == "2 "*" (edge)" ]] &&
+		[ "$(sed -n 1p "$T_TMP/h2c.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')" = "/a?x=1" ] &&
+		[ "$(python3 -c 'import json,sys; print(len({json.loads(l)["conn"] for l in open(sys.argv[1])}))' "$T_TMP/h2c.jsonl")" = 1 ]; then
+		t_ok "$v: h2c://: GET from HTTP/1.1 and HTTP/2 clients, Host as :authority, one shared connection"
+	else
+		t_fail "$v: h2c GET" "$c $a $(cat "$T_TMP/body") $(cat "$T_TMP/h2c.jsonl")"
+	fi
+
+	# ---- a 1 MiB POST, and a response without content-length (chunked
+	# to the HTTP/1.1 client)
+	head -c 1048576 /dev/urandom >"$T_TMP/up.bin"
+	c=$(get h2c.test /post --data-binary @"$T_TMP/up.bin" -H 'Content-Type: application/octet-stream')
+	if [ "$c" = 200 ] && [ "$(jf body_len)" = 1048576 ] &&
+		[ "$(jf body_sha256)" = "$(sha256sum "$T_TMP/up.bin" | cut -d' ' -f1)" ]; then
+		t_ok "$v: h2c://: a 1 MiB POST arrives whole"
+	else
+		t_fail "$v: h2c POST" "$c $(head -c 300 "$T_TMP/body")"
+	fi
+	c=$(get h2c.test "/big?n=300000")
+	if [ "$c" = 200 ] && [ "$(stat -c %s "$T_TMP/body")" = 300000 ] &&
+		grep -qi '^transfer-encoding: chunked' "$T_TMP/head"; then
+		t_ok "$v: h2c://: a 300 kB response without content-length, chunked to the HTTP/1.1 client"
+	else
+		t_fail "$v: h2c big" "$c $(stat -c %s "$T_TMP/body") $(cat "$T_TMP/head")"
+	fi
+
+	# ---- 100 concurrent requests: never above the backend's 10 streams
+	: >"$T_TMP/h2c.jsonl"
+	: >"$T_TMP/par.txt"
+	pids=()
+	for ((i = 0; i < 100; i++)); do
+		curl -s -m 30 -o /dev/null -w '%{http_code}\n' -H "Host: h2c.test" \
+			"http://127.0.0.1:$P_EDGE/slow?ms=100&i=$i" >>"$T_TMP/par.txt" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	a=$(python3 -c 'import json,sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+print(len(r), max(x["concurrent"] for x in r), len({x["conn"] for x in r}))' "$T_TMP/h2c.jsonl")
+	if [ "$(lines "$T_TMP/par.txt" '^200$')" = 100 ] && [ "${a%% *}" = 100 ] &&
+		[ "$(echo "$a" | cut -d' ' -f2)" -le 10 ] && [ "$(echo "$a" | cut -d' ' -f2)" -ge 2 ]; then
+		t_ok "$v: 100 concurrent requests answered, multiplexed at most 10 at a time on a connection (requests, most at once, connections: $a)"
+	else
+		t_fail "$v: multiplexing" "$(sort "$T_TMP/par.txt" | uniq -c | tr '\n' ' ') $a"
+	fi
+
+	# ---- GOAWAY mid-load: 30 POSTs and 30 GETs at once
+	: >"$T_TMP/par.txt"
+	pids=()
+	for ((i = 0; i < 30; i++)); do
+		curl -s -m 30 -o /dev/null -w '%{http_code}\n' -H "Host: ga.test" -H "X-Req-Id: post-$i" \
+			-d "body $i" "http://127.0.0.1:$P_EDGE/slow?ms=50" >>"$T_TMP/par.txt" &
+		pids+=($!)
+		curl -s -m 30 -o /dev/null -w '%{http_code}\n' -H "Host: ga.test" -H "X-Req-Id: get-$i" \
+			"http://127.0.0.1:$P_EDGE/slow?ms=50" >>"$T_TMP/par.txt" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	a=$(python3 -c 'import json,sys,collections
+r = [json.loads(l) for l in open(sys.argv[1])]
+c = collections.Counter(x["id"] for x in r)
+print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
+	if [ "$(lines "$T_TMP/par.txt" '^200$')" = 60 ] && [ "$a" != "${a#60 1 }" ] &&
+		[ "${a##* }" -ge 3 ]; then
+		t_ok "$v: GOAWAY every 20 requests: all 60 answered, none processed twice, over ${a##* } connections"
+	else
+		t_fail "$v: GOAWAY" "$(sort "$T_TMP/par.txt" | uniq -c | tr '\n' ' ') ids, most, conns: $a"
+	fi
+
+	# ---- a stream reset, a connection that dies: 502, a POST not repeated
+	c=$(get h2c.test /reset)
+	a=$(get h2c.test /die -d x -H "X-Req-Id: die-post")
+	if [ "$c" = 502 ] && grep -q '"error":"upstream_bad_response"' "$T_TMP/body" &&
+		[ "$a" = 502 ] && [ "$(lines "$T_TMP/h2c.jsonl" '"die-post"')" = 1 ] &&
+		edged_wait_log "upstream h2c://127.0.0.1:$P_H2C: .*stream reset: INTERNAL_ERROR"; then
+		t_ok "$v: a stream reset and a connection that dies before the answer: 502, logged, the POST sent once"
+	else
+		t_fail "$v: reset, die" "$c $a $(lines "$T_TMP/h2c.jsonl" '"die-post"') $(grep -c 'stream reset' "$EDGED_LOG")"
+	fi
+	c=$(get h2c.test /a)
+	if [ "$c" = 200 ]; then
+		t_ok "$v: the endpoint serves on after them"
+	else
+		t_fail "$v: after die" "$c"
+	fi
+
+	# ---- https:// with ALPN h2, verified
+	c=$(get up.test /tls)
+	a=$(get up.test /tls2 --http2-prior-knowledge)
+	if [ "$c" = 200 ] && [ "$a" = 200 ] && [ "$(jf scheme)" = https ] &&
+		[ "$(jf authority)" = up.test ] &&
+		[ "$(python3 -c 'import json,sys; print(len({json.loads(l)["conn"] for l in open(sys.argv[1])}))' "$T_TMP/tls.jsonl")" = 1 ]; then
+		t_ok "$v: https:// whose ALPN chose h2: HTTP/2 over verified TLS, one connection"
+	else
+		t_fail "$v: https h2" "$c $a $(cat "$T_TMP/body")"
+	fi
+	# ---- https:// whose ALPN chose http/1.1: HTTP/1.1 then
+	c=$(get h1.test /one)
+	a=$(get h1.test /two)
+	if [ "$c" = 200 ] && [ "$a" = 200 ] && [ "$(jf proto)" = h1 ] &&
+		[ "$(lines "$T_TMP/tls1.jsonl" '"proto": "h1"')" = 2 ]; then
+		t_ok "$v: https:// whose ALPN chose http/1.1: HTTP/1.1 over it"
+	else
+		t_fail "$v: https h1" "$c $a $(cat "$T_TMP/body") $(cat "$T_TMP/tls1.jsonl")"
+	fi
+
+	# ---- an Upgrade to an h2c:// endpoint goes over an HTTP/1.1 connection
+	c=$(printf 'GET /ws HTTP/1.1\r\nHost: upg.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nping' |
+		timeout 5 python3 "$TOOLS/rawhttp.py" "$P_EDGE" --wait 1 2>/dev/null | head -c 200)
+	if [[ "$c" == "HTTP/1.1 101"* ]]; then
+		t_ok "$v: an Upgrade to an h2c:// endpoint: 101 over an HTTP/1.1 connection of it"
+	else
+		t_fail "$v: upgrade" "$c"
+	fi
+
+	"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"
+	if grep -q "^h2c://127.0.0.1:$P_H2C .* h2 " "$T_TMP/list" &&
+		grep -q "^https://127.0.0.1:$P_TLS .* h2 *verified " "$T_TMP/list" &&
+		grep -q "^https://127.0.0.1:$P_TLS1 .* h1 *verified " "$T_TMP/list"; then
+		t_ok "$v: edgectl upstream list: h2 for the HTTP/2 endpoints, h1 for the one that chose http/1.1"
+	else
+		t_fail "$v: upstream list" "$(tr '\n' '|' <"$T_TMP/list")"
+	fi
+
+	edged_stop 10
+	if grep -q '"host":"h2c.test".*"upstream_addr":"h2c://127.0.0.1:'"$P_H2C"'"' "$T_TMP/requests.jsonl"; then
+		t_ok "$v: analytics: the h2c:// endpoint as upstream_addr"
+	else
+		t_fail "$v: analytics" "$(grep -m1 h2c.test "$T_TMP/requests.jsonl" | head -c 300)"
+	fi
+	edged_sanitizers_clean "$v: no sanitizer report"
+}
+
+for bin in "$B/edged" "$EDGED_ASAN"; do
+	label=normal
+	[ "$bin" = "$EDGED_ASAN" ] && label=asan
+	if [ ! -x "$bin" ]; then
+		t_skip "$label" "$bin not built"
+		continue
+	fi
+	[ "$label" = asan ] && { edged_asan || continue; }
+	run_suite "$bin" "$label"
+done
+t_exit
