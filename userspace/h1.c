@@ -716,6 +716,9 @@ static int field_line(struct h1_head *h, struct h1_request *r, const char *buf,
 			r->host = f->value;
 			r->host_len = f->value_len;
 		}
+	} else if (r && h1_eq(f->name, f->name_len, "te")) {
+		if (h1_list_has(f->value, f->value_len, "trailers"))
+			r->te_trailers = true;
 	} else if (r && h1_eq(f->name, f->name_len, "expect")) {
 		if (!h1_eq(f->value, f->value_len, "100-continue"))
 			return fail(h, H1_E_EXPECT, v, resp);
@@ -1189,6 +1192,27 @@ int h1_chunked_feed(struct h1_chunked *st, const char *in, size_t len,
 			st->data_total += n;
 			*consumed = i;
 			return H1_CHUNK_DATA;
+		}
+		if (st->keep_trailers &&
+		    ((st->state > CK_TR_START && st->state < CK_TR_END_LF) ||
+		     (st->state == CK_TR_START && in[i] != '\r'))) {
+			size_t s = i;
+
+			/* a span of the trailer section's field lines */
+			while (i < len &&
+			       ((st->state > CK_TR_START &&
+				 st->state < CK_TR_END_LF) ||
+				(st->state == CK_TR_START && in[i] != '\r'))) {
+				e = ck_byte(st, (unsigned char)in[i]);
+				if (e != H1_E_NONE)
+					return ck_fail(st, e, i, consumed);
+				i++;
+			}
+			st->offset += i;
+			*consumed = i;
+			*data_off = s;
+			*data_len = i - s;
+			return H1_CHUNK_TRAILER;
 		}
 		e = ck_byte(st, (unsigned char)in[i]);
 		if (e != H1_E_NONE)

@@ -196,6 +196,7 @@ struct h1_request {
 	size_t host_len;
 	bool expect_continue; /* HTTP/1.1 Expect: 100-continue */
 	bool upgrade;	      /* HTTP/1.1 Upgrade with Connection: upgrade */
+	bool te_trailers;     /* TE lists "trailers": it takes trailer fields */
 };
 
 /* A parsed response head. */
@@ -212,6 +213,7 @@ struct h1_response {
 /* Result of h1_chunked_feed other than 0 (need more) and errors. */
 #define H1_CHUNK_DATA 1
 #define H1_CHUNK_DONE 2
+#define H1_CHUNK_TRAILER 3
 
 /* Chunked decoder state. Initialise with h1_chunked_init. */
 struct h1_chunked {
@@ -225,6 +227,7 @@ struct h1_chunked {
 	uint64_t offset;	   /* bytes consumed since init */
 	uint64_t data_total;	   /* data bytes returned */
 	unsigned trailers_dropped; /* trailer fields discarded */
+	bool keep_trailers;	   /* set by the caller: H1_CHUNK_TRAILER */
 	enum h1_err err;
 	uint64_t err_off; /* offset of the error since init */
 };
@@ -284,9 +287,15 @@ void h1_chunked_init(struct h1_chunked *st, const struct h1_limits *lim);
  *                  *consumed belong to the next message;
  *   0:             all of in was framing or data consumed, need more;
  *   -1:            st->err, st->err_off set (answer 400 / 502).
+ *   H1_CHUNK_TRAILER (st->keep_trailers only): in[*data_off ..
+ *                  *data_off + *data_len) are bytes of the trailer
+ *                  section, checked so far (field lines "Name: value"
+ *                  with their CRLFs, a line maybe cut at the span's end;
+ *                  never the final CRLF);
  * *consumed is always the number of bytes of in used (for DATA up to the
- * end of the span). Call again with the rest. Trailer fields are checked,
- * bounded and dropped (st->trailers_dropped).
+ * end of the span). Call again with the rest. Trailer fields are checked
+ * and bounded (trailer_max), and dropped (st->trailers_dropped) unless
+ * kept.
  */
 int h1_chunked_feed(struct h1_chunked *st, const char *in, size_t len,
 		    size_t *consumed, size_t *data_off, size_t *data_len);

@@ -39,7 +39,7 @@
 /* Bytes a field costs in a header list beyond its name and value. */
 #define H2UP_FIELD_OVERHEAD 32
 /* Fields of a request at most (the head's, and the pseudo-fields). */
-#define H2UP_NV_MAX (H1_MAX_HEADERS + 8)
+#define H2UP_NV_MAX (H1_MAX_HEADERS + 32)
 
 struct h2up_sess;
 
@@ -53,9 +53,13 @@ struct h2up_stream {
 	unsigned ev;  /* H2UP_EV_* to tell */
 	bool in_work; /* in s->work */
 	struct evbuffer *in, *out;
-	struct evbuffer *hdr; /* the response's fields so far, as lines */
+	struct evbuffer *hdr;	 /* the response's fields so far, as lines */
+	struct evbuffer *tr_in;	 /* its trailers, as lines (NULL: none) */
+	struct evbuffer *tr_out; /* the request's trailers to send (NULL) */
+	bool te;		 /* the head said "te: trailers" itself */
 	struct evbuffer_cb_entry *in_cb, *out_cb;
 	size_t hdr_bytes; /* the header block's size so far */
+	size_t uncounted; /* bytes of in that are its head, not DATA */
 	int status;	  /* its :status */
 	bool sent;	  /* its HEADERS went */
 	bool body;	  /* a body follows the head */
@@ -64,10 +68,12 @@ struct h2up_stream {
 	bool want_drain;  /* out went above H2UP_LOW_WATER */
 	bool got_head;	  /* its final response head came */
 	bool ended;	  /* END_STREAM came */
+	bool head_end;	  /* ... on the response's HEADERS: no body */
 	bool closed;	  /* it ended otherwise (H2UP_EV_CLOSED) */
 	bool ng_closed;	  /* nghttp2 has closed it */
 	bool refused;	  /* never processed by the server */
 	bool take;	  /* H2UP_EV_HTTP1: it takes the connection */
+	bool reused;	  /* its session had served before it came */
 	bool orphan;	  /* its owner left while its HEADERS waited to go:
 			     nghttp2 holds it until it cancels them */
 	uint32_t code;	  /* RST_STREAM's or GOAWAY's code */
@@ -249,14 +255,20 @@ static void sess_leave(struct h2up_sess *s)
 	if (s->depth == 1) {
 		for (;;) {
 			sess_send(s);
+			/* nghttp2 ended the session (its GOAWAY after an
+			 * error of the server's, or both sides done): the
+			 * streams are told in this loop */
+			if (s->up && !s->dead &&
+			    !nghttp2_session_want_read(s->ng) &&
+			    !nghttp2_session_want_write(s->ng))
+				sess_fail(s, 0);
+			/* nobody waits for a connection still being made */
+			if (s->nstreams == 0 && !s->up && !s->dead)
+				sess_fail(s, ECANCELED);
 			if (TAILQ_EMPTY(&s->work))
 				break;
 			sess_work(s);
 		}
-		if (s->up && !s->dead && !nghttp2_session_want_read(s->ng) &&
-		    !nghttp2_session_want_write(s->ng))
-			sess_fail(s,
-				  0); /* both sides said GOAWAY and are done */
 		if (s->nstreams == 0 && !s->dead &&
 		    (s->goaway || s->set->draining))
 			sess_close(s);
@@ -391,6 +403,7 @@ static void sess_up(struct h2up_sess *s)
 		return;
 	}
 	s->up = true;
+	evtimer_del(s->idle);
 	sockio_set_read_all(s->io, true);
 	sockio_set_watermarks(s->io, 0, H2UP_OUT_LOW);
 	sockio_enable(s->io, EV_READ | EV_WRITE);
@@ -427,7 +440,9 @@ static void sess_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	sess_enter(s);
-	if (s->nstreams == 0)
+	if (!s->up) /* its connect's bound: timeouts.upstream_connect */
+		sess_fail(s, ETIMEDOUT);
+	else if (s->nstreams == 0)
 		sess_close(s);
 	sess_leave(s);
 }
@@ -479,13 +494,25 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame,
 	st->hdr_bytes += namelen + valuelen + H2UP_FIELD_OVERHEAD;
 	if (st->hdr_bytes > H2UP_HEADER_LIST_MAX)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* reset */
-	if (st->got_head)
-		return 0; /* trailers: not forwarded yet */
+	if (st->got_head) {				      /* trailers */
+		if (namelen > 0 && name[0] == ':')
+			return 0;
+		if (!st->tr_in && !(st->tr_in = evbuffer_new()))
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		if (evbuffer_add(st->tr_in, name, namelen) ||
+		    evbuffer_add(st->tr_in, ": ", 2) ||
+		    evbuffer_add(st->tr_in, value, valuelen) ||
+		    evbuffer_add(st->tr_in, "\r\n", 2))
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		return 0;
+	}
 	if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
 		if (valuelen != 3)
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 		st->status = (value[0] - '0') * 100 + (value[1] - '0') * 10 +
 			     (value[2] - '0');
+		if (st->status < 100 || st->status > 599)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 		return 0;
 	}
 	if (namelen > 0 && name[0] == ':')
@@ -501,10 +528,15 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame,
 /* The final response's head, as HTTP/1.1, into st->in. */
 static int stream_head(struct h2up_stream *st)
 {
+	size_t before = evbuffer_get_length(st->in);
+
 	if (evbuffer_add_printf(st->in, "HTTP/1.1 %03d\r\n", st->status) < 0 ||
 	    evbuffer_add_buffer(st->in, st->hdr) ||
 	    evbuffer_add(st->in, "\r\n", 2))
 		return -1;
+	/* (in is empty: the head goes before any DATA) taken by the proxy,
+	 * it is no window the server gave */
+	st->uncounted = evbuffer_get_length(st->in) - before;
 	st->got_head = true;
 	post(st, H2UP_EV_HEAD);
 	return 0;
@@ -546,6 +578,9 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame,
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	}
 	if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && st->got_head) {
+		if (frame->hd.type == NGHTTP2_HEADERS && !st->tr_in &&
+		    evbuffer_get_length(st->in) == 0)
+			st->head_end = true;
 		st->ended = true;
 		post(st, H2UP_EV_END);
 	}
@@ -628,6 +663,30 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code,
 	return 0;
 }
 
+/* Submit the request's trailers (the fields of st->tr_out that may be
+ * trailers, names lowercased): 0, or -1 when there are none or they could
+ * not go (the body ends without them). */
+static int stream_trailers(struct h2up_stream *st)
+{
+	nghttp2_nv nv[H2UP_NV_MAX];
+	size_t len = evbuffer_get_length(st->tr_out), off = 0, n = 0, nl, vl, i;
+	char *p =
+	    len ? (char *)evbuffer_pullup(st->tr_out, (ssize_t)len) : NULL;
+	const char *name, *value;
+
+	while (p && n < H2UP_NV_MAX &&
+	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
+		for (i = 0; i < nl; i++)
+			if (p[name - p + i] >= 'A' && p[name - p + i] <= 'Z')
+				p[name - p + i] = (char)(p[name - p + i] + 32);
+		nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, nl,
+				       vl, NGHTTP2_NV_FLAG_NONE};
+	}
+	if (n == 0 || nghttp2_submit_trailer(st->s->ng, st->id, nv, n) != 0)
+		return -1;
+	return 0;
+}
+
 /* The request body's data source: st->out, its end once body_end. */
 static ssize_t data_cb(nghttp2_session *ng, int32_t id, uint8_t *buf,
 		       size_t length, uint32_t *flags, nghttp2_data_source *src,
@@ -643,6 +702,8 @@ static ssize_t data_cb(nghttp2_session *ng, int32_t id, uint8_t *buf,
 	n = (size_t)evbuffer_remove(st->out, buf, length);
 	if (evbuffer_get_length(st->out) == 0 && st->body_end) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		if (st->tr_out && stream_trailers(st) == 0)
+			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		return (ssize_t)n;
 	}
 	if (st->want_drain && evbuffer_get_length(st->out) <= H2UP_LOW_WATER) {
@@ -751,7 +812,7 @@ struct h2up_sess *h2up_find(struct worker *w, const struct config_addr *a,
 {
 	struct h2up_sess *s;
 
-	if (!w->h2up || w->h2up->draining)
+	if (!w->h2up)
 		return NULL;
 	for (s = TAILQ_FIRST(&w->h2up->sessions); s; s = TAILQ_NEXT(s, link))
 		if (!s->dead && !s->goaway && s->tag == tag &&
@@ -803,6 +864,13 @@ struct h2up_sess *h2up_sess_new(struct worker *w, const struct config_addr *a,
 		return NULL;
 	}
 	sockio_setcb(uio, sess_read_cb, sess_write_cb, sess_event_cb, s);
+	{
+		uint64_t ms = w->set.timeouts.upstream_connect_ms;
+		struct timeval tv = {(time_t)(ms / 1000),
+				     (suseconds_t)(ms % 1000 * 1000)};
+
+		evtimer_add(s->idle, &tv); /* the connect's bound */
+	}
 	return s;
 }
 
@@ -828,11 +896,15 @@ static void stream_in_cb(struct evbuffer *b,
 {
 	struct h2up_stream *st = arg;
 	struct h2up_sess *s = st->s;
+	size_t n = info->n_deleted, k;
 
 	(void)b;
-	if (!info->n_deleted || !st->id || s->dead || !s->ng)
+	k = n < st->uncounted ? n : st->uncounted;
+	st->uncounted -= k;
+	n -= k;
+	if (!n || !st->id || s->dead || !s->ng)
 		return;
-	nghttp2_session_consume(s->ng, st->id, info->n_deleted);
+	nghttp2_session_consume(s->ng, st->id, n);
 	flush_soon(s);
 }
 
@@ -874,7 +946,8 @@ struct h2up_stream *h2up_stream_new(struct h2up_sess *s, h2up_cb cb, void *arg)
 		goto fail;
 	TAILQ_INSERT_TAIL(&s->streams, st, link);
 	s->nstreams++;
-	if (s->idle)
+	st->reused = s->served;
+	if (s->idle && s->up)
 		evtimer_del(s->idle);
 	return st;
 fail:
@@ -895,7 +968,7 @@ bool h2up_stream_ready(const struct h2up_stream *st)
 
 bool h2up_stream_reused(const struct h2up_stream *st)
 {
-	return st->s->served;
+	return st->reused;
 }
 
 /* The fields HTTP/2 has no place for (RFC 9113 section 8.2.2), and Host
@@ -957,14 +1030,19 @@ int h2up_stream_submit(struct h2up_stream *st, char *head, size_t len,
 		}
 		if (field_dropped(line, k, v, (size_t)(nl - 1 - v)))
 			continue;
+		if (k == 2 && memcmp(line, "te", 2) == 0)
+			st->te = true;
 		if (n == H2UP_NV_MAX)
 			return -1;
 		nv[n++] = NV(line, k, v, (size_t)(nl - 1 - v));
 	}
+	/* edge takes trailers (and gRPC servers want to hear it) */
+	if (!st->te && n < H2UP_NV_MAX)
+		nv[n++] = NV("te", 2, "trailers", 8);
 	nv[0] = NV(":method", 7, head, (size_t)(sp1 - head));
 	nv[1] = NV(":scheme", 7, s->tls ? "https" : "http", s->tls ? 5u : 4u);
 	nv[2] = NV(":path", 5, sp1 + 1, (size_t)(sp2 - sp1 - 1));
-	if (auth)
+	if (auth && alen)
 		nv[3] = NV(":authority", 10, auth, alen);
 	else
 		nv[3] =
@@ -991,16 +1069,32 @@ struct evbuffer *h2up_stream_out(const struct h2up_stream *st)
 	return st->out;
 }
 
-void h2up_stream_body_end(struct h2up_stream *st)
+void h2up_stream_body_end(struct h2up_stream *st, struct evbuffer *trailers)
 {
 	struct h2up_sess *s = st->s;
 
+	size_t n = trailers ? evbuffer_get_length(trailers) : 0;
+
+	/* a copy (4 KiB at most: the chunked decoder's trailer_max) */
+	if (n && !st->tr_out && (st->tr_out = evbuffer_new()))
+		evbuffer_add(st->tr_out, evbuffer_pullup(trailers, (ssize_t)n),
+			     n);
 	st->body_end = true;
 	if (st->deferred && st->id && !s->dead) {
 		st->deferred = false;
 		nghttp2_session_resume_data(s->ng, st->id);
 	}
 	flush_soon(s);
+}
+
+bool h2up_stream_bodiless(const struct h2up_stream *st)
+{
+	return st->head_end;
+}
+
+struct evbuffer *h2up_stream_trailers(const struct h2up_stream *st)
+{
+	return st->tr_in;
 }
 
 bool h2up_stream_refused(const struct h2up_stream *st)
@@ -1064,6 +1158,10 @@ static void stream_release(struct h2up_stream *st)
 	evbuffer_free(st->in);
 	evbuffer_free(st->out);
 	evbuffer_free(st->hdr);
+	if (st->tr_in)
+		evbuffer_free(st->tr_in);
+	if (st->tr_out)
+		evbuffer_free(st->tr_out);
 	free(st);
 }
 
@@ -1119,9 +1217,10 @@ void h2up_stream_close(struct h2up_stream *st)
 						  st->id, NGHTTP2_CANCEL);
 		}
 		/* what it had not taken of the response: the window back */
-		if (evbuffer_get_length(st->in))
+		if (evbuffer_get_length(st->in) > st->uncounted)
 			nghttp2_session_consume(s->ng, st->id,
-						evbuffer_get_length(st->in));
+						evbuffer_get_length(st->in) -
+						    st->uncounted);
 	}
 	stream_drop(st, orphan);
 	sess_leave(s);

@@ -10,12 +10,14 @@
  *
  * A stream carries one request: its head, edge's HTTP/1.1 head as the
  * proxy built it, turned into HTTP/2 fields (Host as :authority, the
- * fields HTTP/2 has no place for left out), its body's bytes (unframed)
- * from out, and brings back the response as an HTTP/1.1 head in in,
+ * fields HTTP/2 has no place for left out, "te: trailers" added), its
+ * body's bytes (unframed) from out and its trailers, and brings back the
+ * response as an HTTP/1.1 head in in,
  * parsed by the proxy with the strict parser an HTTP/1.1 upstream's goes
  * through, then the body's bytes; interim 1xx heads are dropped. The
  * server's window for a response is given back as the proxy takes its
- * bytes from in, so a stream holds at most H2UP_STREAM_WINDOW of it.
+ * bytes from in, so a stream holds at most H2UP_STREAM_WINDOW of it; its
+ * trailers are kept for the proxy (h2up_stream_trailers).
  *
  * Its owner hears of it through its callback (H2UP_EV_*), never from
  * inside nghttp2 and never from inside an h2up_* call: the events of a
@@ -128,8 +130,18 @@ int h2up_stream_submit(struct h2up_stream *st, char *head, size_t len,
 struct evbuffer *h2up_stream_in(const struct h2up_stream *st);
 struct evbuffer *h2up_stream_out(const struct h2up_stream *st);
 
-/* The request body is complete in out: END_STREAM once it has gone. */
-void h2up_stream_body_end(struct h2up_stream *st);
+/* The request body is complete in out: END_STREAM once it has gone,
+ * after trailers (NULL or empty: none; lines as struct body's, the
+ * fields that may be trailers sent, hdr_trailer_next). */
+void h2up_stream_body_end(struct h2up_stream *st, struct evbuffer *trailers);
+
+/* Whether the response's HEADERS ended the stream (no body, no
+ * trailers: a gRPC "trailers-only" answer), known with H2UP_EV_HEAD. */
+bool h2up_stream_bodiless(const struct h2up_stream *st);
+
+/* The response's trailers once H2UP_EV_END came ("name: value\r\n"
+ * lines), NULL when it had none. */
+struct evbuffer *h2up_stream_trailers(const struct h2up_stream *st);
 
 /* Why a stream ended H2UP_EV_CLOSED: refused (never processed by the
  * server: REFUSED_STREAM, above a GOAWAY's last stream, never sent, or

@@ -244,6 +244,64 @@ size_t hdr_fmt_u64(char out[HDR_U64_MAX], uint64_t v)
 	return n;
 }
 
+bool hdr_trailer_next(const char *p, size_t len, size_t *off, const char **name,
+		      size_t *nlen, const char **value, size_t *vlen)
+{
+	static const char *const banned[] = {"content-length",
+					     "content-encoding",
+					     "content-type",
+					     "content-range",
+					     "authorization",
+					     "proxy-authorization",
+					     "cookie",
+					     "set-cookie",
+					     "cache-control",
+					     "expect",
+					     "max-forwards",
+					     "pragma",
+					     "range",
+					     "www-authenticate",
+					     "proxy-authenticate",
+					     "age",
+					     "expires",
+					     "date",
+					     "location",
+					     "retry-after",
+					     "vary",
+					     "warning"};
+	const char *line, *nl, *colon, *v, *e;
+	size_t i, k;
+
+	while (*off < len) {
+		line = p + *off;
+		nl = memchr(line, '\n', len - *off);
+		e = nl ? nl : p + len;
+		*off = (size_t)(e - p) + (nl ? 1 : 0);
+		colon = memchr(line, ':', (size_t)(e - line));
+		if (!colon || colon == line)
+			continue;
+		k = (size_t)(colon - line);
+		if (hdr_class(line, k) & (HDR_C_HOP | HDR_C_REBUILT))
+			continue;
+		for (i = 0; i < sizeof(banned) / sizeof(banned[0]); i++)
+			if (h1_eq(line, k, banned[i]))
+				break;
+		if (i < sizeof(banned) / sizeof(banned[0]))
+			continue;
+		for (v = colon + 1; v < e && (*v == ' ' || *v == '\t'); v++)
+			;
+		while (e > v &&
+		       (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		*name = line;
+		*nlen = k;
+		*value = v;
+		*vlen = (size_t)(e - v);
+		return true;
+	}
+	return false;
+}
+
 bool hdr_is_hop_by_hop(const char *name, size_t n)
 {
 	return hdr_class(name, n) & HDR_C_HOP;

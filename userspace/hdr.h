@@ -90,6 +90,17 @@ int hdr_buf_field(struct hdr_buf *b, const char *name, const char *value,
  * the number of digits, 1..HDR_U64_MAX. */
 size_t hdr_fmt_u64(char out[HDR_U64_MAX], uint64_t v);
 
+/*
+ * The next field of a trailer section p[0..len) ("Name: value" lines with
+ * CRLFs, as h1_chunked_feed checked them or edge wrote them) from *off
+ * that may go on as a trailer: true with its name and value (without the
+ * spaces around it) and *off past its line; false at the end. Left out:
+ * what RFC 9110 section 6.5.1 forbids in trailers (framing, routing,
+ * authentication, the content's own fields) and hop-by-hop fields.
+ */
+bool hdr_trailer_next(const char *p, size_t len, size_t *off, const char **name,
+		      size_t *nlen, const char **value, size_t *vlen);
+
 /* Whether name[0..n) is a hop-by-hop field (Connection, Keep-Alive,
  * Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade). */
 bool hdr_is_hop_by_hop(const char *name, size_t n);

@@ -66,6 +66,8 @@ struct h2s {
 	struct evbuffer *hdr; /* the regular fields, as HTTP/1.1 lines */
 	char *method, *path, *authority, *host;
 	struct evbuffer *cookie; /* the cookie fields, joined by "; " */
+	struct evbuffer *tr_in;	 /* the request's trailers, as lines */
+	struct evbuffer *tr_out; /* the response's, to send after its body */
 	size_t hdr_bytes;	 /* the header list's size so far */
 	uint64_t in_unacked;	 /* body bytes not given back yet */
 	uint64_t in_framed;	 /* bytes in in holding them, framing too */
@@ -273,6 +275,10 @@ static void h2s_free(struct h2s *s)
 		evbuffer_free(s->hdr);
 	if (s->cookie)
 		evbuffer_free(s->cookie);
+	if (s->tr_in)
+		evbuffer_free(s->tr_in);
+	if (s->tr_out)
+		evbuffer_free(s->tr_out);
 	free(s->method);
 	free(s->path);
 	free(s->authority);
@@ -426,6 +432,39 @@ static void h2_admitted(struct req *r)
 	(void)r;
 }
 
+/* Submit the response's trailers (the fields of s->tr_out that may be
+ * trailers): 0, or -1 (none: the body ends the stream). */
+static int h2_submit_trailers(struct h2s *s)
+{
+	nghttp2_nv nv[H1_MAX_HEADERS];
+	size_t len = evbuffer_get_length(s->tr_out), off = 0, n = 0, nl, vl, i;
+	char *p = len ? (char *)evbuffer_pullup(s->tr_out, (ssize_t)len) : NULL;
+	const char *name, *value;
+
+	while (p && n < H1_MAX_HEADERS &&
+	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
+		for (i = 0; i < nl; i++)
+			if (p[name - p + i] >= 'A' && p[name - p + i] <= 'Z')
+				p[name - p + i] = (char)(p[name - p + i] + 32);
+		nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, nl,
+				       vl, NGHTTP2_NV_FLAG_NONE};
+	}
+	if (n == 0 || nghttp2_submit_trailer(s->hc->s, s->id, nv, n) != 0)
+		return -1;
+	return 0;
+}
+
+/* The response's trailers, from the proxy: kept for the data source. */
+static void h2_trailers(struct req *r, struct evbuffer *tr)
+{
+	struct h2s *s = h2s_of(r);
+	size_t n = evbuffer_get_length(tr);
+
+	if (s->own || s->tr_out || !(s->tr_out = evbuffer_new()))
+		return;
+	evbuffer_add(s->tr_out, evbuffer_pullup(tr, (ssize_t)n), n);
+}
+
 /* The response's data source: s->out, its end once the request ended. */
 static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 			  size_t length, uint32_t *flags,
@@ -442,6 +481,8 @@ static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 		s->hc->last_progress = clk_now_ns();
 	if (evbuffer_get_length(s->out) == 0 && s->out_eos) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		if (s->tr_out && h2_submit_trailers(s) == 0)
+			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		if (s->sending) /* all of it taken: its request ends */
 			h2_post(s, H2_EV_DRAINED);
 		return (ssize_t)n;
@@ -648,6 +689,7 @@ static const struct req_client_ops h2_client = {
     .error = h2_error,
     .pending = h2_pending,
     .ended = h2_ended,
+    .trailers = h2_trailers,
 };
 
 /* ---- nghttp2's callbacks --------------------------------------------------
@@ -694,13 +736,10 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 	char **slot = NULL;
 
 	(void)flags;
-	/* the request's own header block only: a trailer's fields are not
-	 * forwarded (nor ever taken into the head) */
-	if (frame->hd.type != NGHTTP2_HEADERS ||
-	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+	if (frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-	if (!s || s->reset || s->fields_done)
+	if (!s || s->reset)
 		return 0;
 	s->hdr_bytes += namelen + valuelen + H2_FIELD_OVERHEAD;
 	if (s->hdr_bytes > hc->c->w->set.http2.max_header_list_size) {
@@ -708,6 +747,22 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 		h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_HEADERS_TOO_LARGE);
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	}
+	if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+		/* a trailer: never the head's; the body's trailer section
+		 * when it is chunked (h2_in_end), counted with the head */
+		if (!s->fields_done || (namelen > 0 && name[0] == ':'))
+			return 0;
+		if (!s->tr_in && !(s->tr_in = evbuffer_new()))
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		if (evbuffer_add(s->tr_in, name, namelen) ||
+		    evbuffer_add(s->tr_in, ": ", 2) ||
+		    evbuffer_add(s->tr_in, value, valuelen) ||
+		    evbuffer_add(s->tr_in, "\r\n", 2))
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		return 0;
+	}
+	if (s->fields_done)
+		return 0;
 	if (namelen > 0 && name[0] == ':') {
 		if (namelen == 7 && memcmp(name, ":method", 7) == 0)
 			slot = &s->method;
@@ -809,8 +864,14 @@ static void h2_in_end(struct h2s *s)
 		return;
 	s->in_eos = true;
 	if (s->chunked && s->r.active) {
-		evbuffer_add(s->in, "0\r\n\r\n", 5);
-		s->in_framed += 5;
+		size_t n = s->tr_in ? evbuffer_get_length(s->tr_in) : 0;
+
+		/* its trailers in the chunked body's trailer section */
+		evbuffer_add(s->in, "0\r\n", 3);
+		if (n)
+			evbuffer_add_buffer(s->in, s->tr_in);
+		evbuffer_add(s->in, "\r\n", 2);
+		s->in_framed += 5 + n;
 	}
 	if (s->head_done)
 		h2_post(s, H2_EV_DATA);

@@ -62,9 +62,20 @@ static struct evbuffer *px_out(const struct proxy *p)
 	return p->h2 ? h2up_stream_out(p->h2) : sockio_output(p->uio);
 }
 
-/* Read the upstream or not (an HTTP/2 stream's window bounds it). */
-static void px_read(struct proxy *p, bool on)
+/* Read the upstream or not while relaying (an HTTP/2 stream's window
+ * bounds it: its timer, the response's body timeout, stops while the
+ * client holds it back, as the connection's read timeout does). */
+static void px_read(struct req *r, bool on)
 {
+	struct proxy *p = PX(r);
+
+	if (p->h2) {
+		if (on)
+			req_timer(r, r->w->set.timeouts.upstream_response_ms);
+		else
+			req_timer_stop(r);
+		return;
+	}
 	if (!p->uio)
 		return;
 	if (on)
@@ -85,6 +96,34 @@ void body_init(struct body *b, enum body_kind in, uint64_t left,
 	b->out_chunked = out_chunked;
 	b->done = in == BODY_NONE || (in == BODY_LENGTH && left == 0);
 	h1_chunked_init(&b->ck, NULL);
+	b->ck.keep_trailers = true;
+}
+
+void body_free(struct body *b)
+{
+	if (b->trailers)
+		evbuffer_free(b->trailers);
+	b->trailers = NULL;
+}
+
+size_t body_last_chunk(struct evbuffer *out, struct evbuffer *tr)
+{
+	const char *p, *name, *value;
+	size_t len, off = 0, nlen, vlen, n = 5;
+
+	evbuffer_add(out, "0\r\n", 3);
+	len = tr ? evbuffer_get_length(tr) : 0;
+	p = len ? (const char *)evbuffer_pullup(tr, (ssize_t)len) : NULL;
+	while (p &&
+	       hdr_trailer_next(p, len, &off, &name, &nlen, &value, &vlen)) {
+		evbuffer_add(out, name, nlen);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, value, vlen);
+		evbuffer_add(out, "\r\n", 2);
+		n += nlen + vlen + 4;
+	}
+	evbuffer_add(out, "\r\n", 2);
+	return n;
 }
 
 /* Write n bytes of data to out, as one chunk when chunked. */
@@ -148,6 +187,13 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 					     &dlen);
 			if (rc < 0)
 				return -1;
+			if (rc == H1_CHUNK_TRAILER) {
+				if (!b->trailers)
+					b->trailers = evbuffer_new();
+				if (!b->trailers ||
+				    evbuffer_add(b->trailers, p + doff, dlen))
+					return -1;
+			}
 			if (rc == H1_CHUNK_DATA) {
 				if (b->limit &&
 				    admit_body_add(b->limit, dlen) == -EFBIG)
@@ -159,7 +205,9 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 			evbuffer_drain(in, consumed);
 			if (rc == H1_CHUNK_DONE) {
 				if (b->out_chunked)
-					evbuffer_add(out, "0\r\n\r\n", 5);
+					body_last_chunk(out, b->pass_trailers
+								 ? b->trailers
+								 : NULL);
 				b->done = true;
 				return 1;
 			}
@@ -244,6 +292,8 @@ static void proxy_release(struct req *r, bool ok)
 		proxy_drop_uio(r, give);
 	}
 	upconn_done(&p->u);
+	body_free(&p->req_body);
+	body_free(&p->resp_body);
 	if (p->held) {
 		evbuffer_free(p->held);
 		p->held = NULL;
@@ -379,7 +429,7 @@ static void proxy_pump_request(struct req *r)
 	}
 	if (rc == 1) {
 		if (p->h2)
-			h2up_stream_body_end(p->h2);
+			h2up_stream_body_end(p->h2, p->req_body.trailers);
 		proxy_body_clock(r); /* stops it */
 		if (p->resp_body.done && p->state == PROXY_RELAYING &&
 		    (!p->h2 || p->up_eof)) {
@@ -406,6 +456,16 @@ static int proxy_send_held(struct req *r)
 	struct evbuffer *uout = px_out(p);
 	size_t n = evbuffer_get_length(p->held);
 
+	if (p->buffered && p->req_body.trailers && !p->h2) {
+		/* one chunk and the last, with the trailers (kept in held
+		 * for a retry) */
+		if ((n && (evbuffer_add_printf(uout, "%zx\r\n", n) < 0 ||
+			   evbuffer_add_buffer_reference(uout, p->held) ||
+			   evbuffer_add(uout, "\r\n", 2))))
+			return -ENOMEM;
+		body_last_chunk(uout, p->req_body.trailers);
+		return 0;
+	}
 	if (n == 0)
 		return 0;
 	if (p->buffered)
@@ -441,7 +501,11 @@ static void proxy_connected(struct req *r)
 		if (r->h.query && f.path_len >= r->h.query_len + 1)
 			f.path_len -= r->h.query_len + 1;
 	}
-	if (p->buffered) {
+	if (p->buffered && p->req_body.trailers && !p->h2) {
+		/* a body read whole with trailers: chunked, to carry them */
+		f.chunked = true;
+		f.content_length = -1;
+	} else if (p->buffered) {
 		f.content_length = (int64_t)evbuffer_get_length(p->held);
 	} else {
 		f.chunked = r->h.h.chunked;
@@ -485,7 +549,7 @@ static void proxy_connected(struct req *r)
 		sockio_enable(p->uio, EV_READ | EV_WRITE);
 	if (p->req_body.done) {
 		if (p->h2)
-			h2up_stream_body_end(p->h2);
+			h2up_stream_body_end(p->h2, p->req_body.trailers);
 		proxy_request_sent(r);
 		return;
 	}
@@ -651,6 +715,25 @@ static void proxy_buffer_body(struct req *r)
 	proxy_connect(r);
 }
 
+/* Whether r is a gRPC call (Content-Type application/grpc, +proto...):
+ * its messages stream both ways, never read whole first. */
+static bool proxy_grpc(const struct req *r)
+{
+	const struct h1_header *f;
+	unsigned i;
+
+	for (i = 0; i < r->h.h.nheaders; i++) {
+		f = &r->h.h.headers[i];
+		if (h1_eq(f->name, f->name_len, "content-type"))
+			return f->value_len >= 16 &&
+			       strncasecmp(f->value, "application/grpc", 16) ==
+				   0 &&
+			       (f->value_len == 16 || f->value[16] == '+' ||
+				f->value[16] == ';');
+	}
+	return false;
+}
+
 static void proxy_start(struct req *r)
 {
 	const struct worker_settings *set = &r->w->set;
@@ -660,6 +743,7 @@ static void proxy_start(struct req *r)
 	if (r->h.h.chunked) {
 		body_init(&p->req_body, BODY_CHUNKED, 0, true);
 		p->req_body.limit = &r->limit;
+		p->req_body.pass_trailers = true; /* the upstream's to take */
 	} else if (r->h.h.content_length > 0)
 		body_init(&p->req_body, BODY_LENGTH,
 			  (uint64_t)r->h.h.content_length, false);
@@ -678,7 +762,7 @@ static void proxy_start(struct req *r)
 	admit_rate_init(&p->rate, set->timeouts.body_ms,
 			set->timeouts.body_min_rate, clk_now_ns());
 	req_client_read(r, true);
-	if (cap > 0 &&
+	if (cap > 0 && !proxy_grpc(r) &&
 	    (p->req_body.in == BODY_CHUNKED || p->req_body.left <= cap)) {
 		p->held = evbuffer_new();
 		if (!p->held) {
@@ -875,6 +959,12 @@ static void proxy_respond(struct req *r, size_t head_len)
 	case H1_BODY_CLOSE:
 		kind =
 		    resp->body == H1_BODY_CHUNKED ? BODY_CHUNKED : BODY_CLOSE;
+		/* an HTTP/2 answer in one HEADERS frame (gRPC's
+		 * trailers-only) goes on as one, without a body */
+		if (p->h2 && h2up_stream_bodiless(p->h2)) {
+			kind = BODY_LENGTH;
+			cl = 0;
+		}
 		break;
 	}
 	p->reusable = p->reusable && resp->h.keep_alive && !resp->no_reuse &&
@@ -899,6 +989,8 @@ static void proxy_respond(struct req *r, size_t head_len)
 	p->state = PROXY_RELAYING;
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
 		  chunked);
+	/* trailers in a chunked response to a client that takes them */
+	p->resp_body.pass_trailers = r->h.te_trailers;
 	if (p->h2) {
 		req_timer(r, ms); /* re-armed as DATA comes */
 	} else {
@@ -1024,7 +1116,7 @@ static void proxy_relay(struct req *r)
 	cout = req_client_out(r);
 	queued = evbuffer_get_length(cout);
 	if (queued >= PROXY_HIGH_WATER) {
-		px_read(p, false);
+		px_read(r, false);
 		return;
 	}
 	before = queued;
@@ -1039,16 +1131,22 @@ static void proxy_relay(struct req *r)
 	}
 	if (p->resp_body.in == BODY_CLOSE && p->up_eof && !p->up_reset &&
 	    evbuffer_get_length(uin) == 0) {
-		if (p->resp_body.out_chunked) {
-			evbuffer_add(cout, "0\r\n\r\n", 5);
-			r->bytes_out += 5;
-		}
+		if (p->resp_body.out_chunked)
+			r->bytes_out += body_last_chunk(
+			    cout, p->h2 && r->h.te_trailers
+				      ? h2up_stream_trailers(p->h2)
+				      : NULL);
 		p->resp_body.done = true;
 		rc = 1;
 	}
 	if (rc == 1 && p->h2 && !p->up_eof)
 		return; /* its END_STREAM (and trailers) to come */
 	if (rc == 1 && !p->up_reset) {
+		/* trailers for a client whose body is not chunked (HTTP/2) */
+		if (!p->resp_body.out_chunked)
+			req_client_trailers(r, p->h2
+						   ? h2up_stream_trailers(p->h2)
+						   : p->resp_body.trailers);
 		if (evbuffer_get_length(uin) > 0)
 			p->reusable = false; /* more than it announced */
 		if (!p->req_body.done)
@@ -1064,7 +1162,7 @@ static void proxy_relay(struct req *r)
 		return;
 	}
 	if (evbuffer_get_length(cout) >= PROXY_HIGH_WATER)
-		px_read(p, false);
+		px_read(r, false);
 }
 
 static void proxy_up_read_cb(struct sockio *uio, void *arg)
@@ -1357,7 +1455,7 @@ static void proxy_client_drained(struct req *r)
 
 	if (p->state == PROXY_RELAYING && px_up(p)) {
 		if (!p->up_eof)
-			px_read(p, true);
+			px_read(r, true);
 		proxy_relay(r);
 	}
 }

@@ -68,6 +68,12 @@ bool req_closing(const struct req *r)
 	return r->cl->closing(r);
 }
 
+void req_client_trailers(struct req *r, struct evbuffer *tr)
+{
+	if (tr && evbuffer_get_length(tr) > 0 && r->cl->trailers)
+		r->cl->trailers(r, tr);
+}
+
 struct sockio *req_client_take(struct req *r)
 {
 	return r->cl->take(r);

@@ -86,7 +86,11 @@ enum req_state {
  *              does, or client_closed if the client leaves first. NULL:
  *              never (HTTP/1.1: the response is written as it comes);
  *   ended      req_end is done: the adapter goes on (the next request,
- *              or the close).
+ *              or the close);
+ *   trailers   the response's trailer fields (lines "Name: value\r\n",
+ *              as struct body's), for a body that is not chunked, just
+ *              before req_end (HTTP/2: a trailing HEADERS). NULL: none
+ *              (HTTP/1.1 writes them in its chunked body).
  */
 struct req_client_ops {
 	struct evbuffer *(*in)(const struct req *r);
@@ -111,6 +115,7 @@ struct req_client_ops {
 		      const char *body, size_t blen, bool close);
 	bool (*pending)(struct req *r);
 	void (*ended)(struct req *r, bool close);
+	void (*trailers)(struct req *r, struct evbuffer *tr);
 };
 
 /*
@@ -137,7 +142,7 @@ struct req_upstream_ops {
 };
 
 /* Bytes of struct req's upstream state (proxy.c checks its struct fits). */
-#define REQ_UPSTREAM_SIZE 4000
+#define REQ_UPSTREAM_SIZE 4016
 
 /* One request, from its first byte to req_end(). */
 struct req {
@@ -246,6 +251,9 @@ bool req_closing(const struct req *r);
 /* Send the response head (struct req_client_ops' respond). */
 int req_respond(struct req *r, const struct h1_response *resp,
 		const char *extra, int64_t cl, bool *chunked, bool *close);
+/* Hand the response's trailers to the client (r->cl's trailers; tr NULL
+ * or empty: nothing). */
+void req_client_trailers(struct req *r, struct evbuffer *tr);
 /* Release r's upstream side (the connection closes under it). */
 void req_release(struct req *r);
 

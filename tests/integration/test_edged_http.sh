@@ -82,6 +82,9 @@ get() {
 }
 
 body_has() { grep -q -- "$1" "$T_TMP/body"; }
+# body_lacks TEXT: the body has no TEXT, as written (an address's dots are
+# not "any character": a random request id may hold 6a6b6c6)
+body_lacks() { ! grep -qF -- "$1" "$T_TMP/body"; }
 
 # xff_is WANT [curl args...]: 0 once a GET to shop.test reaches the
 # backend with the X-Forwarded-For value WANT ("" for none; up to 5 s,
@@ -138,7 +141,7 @@ run_suite() { # BIN LABEL
 		body_has '\["X-Forwarded-Proto", "http"\]' &&
 		body_has '\["X-Forwarded-Host", "shop.test"\]' &&
 		body_has '\["X-Request-ID", "my-id.1"\]' &&
-		! body_has spoofed && ! body_has 6.6.6.6 && ! body_has 1.2.3.4 &&
+		! body_has spoofed && body_lacks 6.6.6.6 && body_lacks 1.2.3.4 &&
 		grep -qi '^X-Request-ID: my-id.1' "$T_TMP/hdrs"; then
 		t_ok "$v: proxied GET, edge headers added, spoofed copies removed (X-Forwarded-For replaced, X-Real-IP, Forwarded, True-Client-IP, Client-IP, X-Cluster-Client-IP and underscore spellings dropped: no trusted_proxies)"
 	else
@@ -165,7 +168,7 @@ run_suite() { # BIN LABEL
 		-H 'X-Real-IP: 1.2.3.4' -H 'Forwarded: for=1.2.3.5' \
 		-H 'X_Real_IP: 6.6.6.6' -H 'X_Forwarded_For: 6.6.6.6' &&
 		body_has '\["X-Real-IP", "1.2.3.4"\]' &&
-		body_has '\["Forwarded", "for=1.2.3.5"\]' && ! body_has 6.6.6.6; then
+		body_has '\["Forwarded", "for=1.2.3.5"\]' && body_lacks 6.6.6.6; then
 		t_ok "$v: a trusted peer's X-Real-IP and Forwarded go on, underscore spellings do not"
 	else
 		t_fail "$v: trusted peer's address fields" "$(head -c 600 "$T_TMP/body")"
@@ -180,7 +183,7 @@ run_suite() { # BIN LABEL
 			-H 'X-Real-IP: 1.2.3.4' -H 'Forwarded: for=1.2.3.4' &&
 			get "$v: untrusted peer's address fields" 200 shop.test /addr \
 				--interface 127.0.0.3 -H 'X-Real-IP: 1.2.3.4' \
-				-H 'Forwarded: for=1.2.3.4' && ! body_has 1.2.3.4; then
+				-H 'Forwarded: for=1.2.3.4' && body_lacks 1.2.3.4; then
 			t_ok "$v: a peer outside trusted_proxies: X-Forwarded-For replaced by its address, X-Real-IP and Forwarded dropped"
 		else
 			t_fail "$v: untrusted peer's X-Forwarded-For" "saw '$(cat "$T_TMP/xff")'"

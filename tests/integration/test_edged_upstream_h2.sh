@@ -11,8 +11,13 @@
 # that dies under a POST: 502, the POST not repeated; https:// whose ALPN
 # chooses h2 (over TLS, verified), and one whose ALPN chooses http/1.1
 # (HTTP/1.1 then); an Upgrade to an h2c:// endpoint goes over HTTP/1.1;
-# edgectl upstream list says h2. Runs against build/edged and
-# build/asan/edged.
+# edgectl upstream list says h2. gRPC (tests/tools/grpc_client.py, an
+# HTTP/2 client): a unary call, a streaming one whose every message is
+# echoed before the next goes (never buffered), a trailers-only error,
+# each with its grpc-status; trailers both ways between HTTP/2 client and
+# HTTP/2 upstream, to an HTTP/1.1 client that sent TE: trailers (and
+# not to one that did not), and between an HTTP/2 client and an HTTP/1.1
+# upstream's chunked body. Runs against build/edged and build/asan/edged.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -79,7 +84,9 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d4"; upstreams = [ "https://127.0.0.1:$P_TLS1" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; },
   { id = "upg"; domains = [ "upg.test" ];
-    deployment = { id = "d5"; upstreams = [ "h2c://127.0.0.1:$P_UPG" ]; }; }
+    deployment = { id = "d5"; upstreams = [ "h2c://127.0.0.1:$P_UPG" ]; }; },
+  { id = "h1tr"; domains = [ "h1tr.test" ];
+    deployment = { id = "d6"; upstreams = [ "127.0.0.1:$P_UPG" ]; }; }
   ); } );
 CONF
 } >"$T_TMP/edge.conf"
@@ -228,6 +235,60 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 		t_ok "$v: an Upgrade to an h2c:// endpoint: 101 over an HTTP/1.1 connection of it"
 	else
 		t_fail "$v: upgrade" "$c"
+	fi
+
+	# ---- gRPC and trailers
+	grpc() { # PATH MODE [HOST]: grpc_client.py's JSON in $T_TMP/g.json
+		"$DPY" "$TOOLS/grpc_client.py" "$P_EDGE" "${3:-h2c.test}" "$1" "$2" >"$T_TMP/g.json"
+	}
+	gj() { # PYTHON-EXPR over the JSON as g
+		python3 -c 'import json,sys; g = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$T_TMP/g.json" "$1"
+	}
+	if grpc /echo.Echo/Unary unary && [ "$(gj 'g["status"]')" = 200 ] &&
+		[ "$(gj 'g["messages"]')" = "['hello']" ] &&
+		[ "$(gj 'g["trailers"]["grpc-status"], g["trailers"]["grpc-message"]')" = "('0', 'ok')" ]; then
+		t_ok "$v: gRPC unary: the message and its trailers (grpc-status 0)"
+	else
+		t_fail "$v: gRPC unary" "$(cat "$T_TMP/g.json")"
+	fi
+	if grpc /echo.Echo/Stream stream && [ "$(gj 'g["echoed_in_turn"]')" = True ] &&
+		[ "$(gj 'g["messages"]')" = "['one', 'two', 'three']" ] &&
+		[ "$(gj 'g["trailers"]["grpc-status"], g["trailers"]["x-count"]')" = "('0', '3')" ]; then
+		t_ok "$v: gRPC streaming: each message echoed before the next is sent (never buffered), then the trailers"
+	else
+		t_fail "$v: gRPC streaming" "$(cat "$T_TMP/g.json")"
+	fi
+	if grpc /echo.Echo/Fail unary && [ "$(gj 'g["headers"]["grpc-status"]')" = 5 ] &&
+		[ "$(gj 'g["trailers"]')" = None ]; then
+		t_ok "$v: gRPC trailers-only answer: grpc-status 5 reaches the client in its one HEADERS"
+	else
+		t_fail "$v: gRPC Fail" "$(cat "$T_TMP/g.json")"
+	fi
+	: >"$T_TMP/h2c.jsonl"
+	if grpc /trailers trailers && [ "$(gj 'g["status"]')" = 200 ] &&
+		[ "$(gj 'g["trailers"]["x-sum"]')" = "$(printf abc | sha256sum | cut -d' ' -f1)" ] &&
+		grep -q '"trailers": {"x-checksum": "123"}' "$T_TMP/h2c.jsonl"; then
+		t_ok "$v: trailers both ways between an HTTP/2 client and an HTTP/2 upstream"
+	else
+		t_fail "$v: h2 trailers" "$(cat "$T_TMP/g.json") $(cat "$T_TMP/h2c.jsonl")"
+	fi
+	c=$(curl -s -m 10 --raw -o "$T_TMP/raw" -w '%{http_code}' -H "Host: h2c.test" -H "TE: trailers" \
+		"http://127.0.0.1:$P_EDGE/trailers")
+	a=$(curl -s -m 10 --raw -o "$T_TMP/raw2" -w '%{http_code}' -H "Host: h2c.test" \
+		"http://127.0.0.1:$P_EDGE/trailers")
+	if [ "$c" = 200 ] && grep -qa '^grpc-status: 0' "$T_TMP/raw" && grep -qa '^x-sum: ' "$T_TMP/raw" &&
+		[ "$a" = 200 ] && ! grep -qa 'grpc-status' "$T_TMP/raw2"; then
+		t_ok "$v: an HTTP/2 upstream's trailers in the chunked body of an HTTP/1.1 client that sent TE: trailers, and not of one that did not"
+	else
+		t_fail "$v: h1 client trailers" "$c $a $(tr '\r\n' '|~' <"$T_TMP/raw") / $(tr '\r\n' '|~' <"$T_TMP/raw2")"
+	fi
+	: >"$T_TMP/upg.jsonl"
+	if grpc /chunked/100/trailers trailers h1tr.test && [ "$(gj 'g["status"]')" = 200 ] &&
+		[ "$(gj 'g["trailers"]["x-sum"], g["trailers"]["grpc-status"]')" = "('abc', '0')" ] &&
+		grep -q '"trailers": \["x-checksum: 123"\]' "$T_TMP/upg.jsonl"; then
+		t_ok "$v: trailers both ways between an HTTP/2 client and an HTTP/1.1 upstream's chunked bodies"
+	else
+		t_fail "$v: h2-h1 trailers" "$(cat "$T_TMP/g.json") $(cat "$T_TMP/upg.jsonl")"
 	fi
 
 	"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"

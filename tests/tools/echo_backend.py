@@ -22,7 +22,8 @@ signed by that CA is required). Paths:
   /arm-drop   answer, then close the connection on its next request,
               once read, without an answer (nor a TLS close_notify)
   /big/N      answer with N bytes (Content-Length)
-  /chunked/N  answer with N bytes in chunks
+  /chunked/N  answer with N bytes in chunks (/chunked/N/trailers: then
+              trailers X-Sum: abc, Grpc-Status: 0)
 """
 import hashlib
 import json
@@ -99,6 +100,7 @@ class Handler(BaseHTTPRequestHandler):
         self.body_n = 0
         self.drip_t0, self.drip_log = None, []  # one request's
         te = self.headers.get("Transfer-Encoding", "")
+        self.req_trailers = []
         if te.lower() == "chunked":
             while True:
                 line = self.rfile.readline()
@@ -106,8 +108,11 @@ class Handler(BaseHTTPRequestHandler):
                 line = line.strip()
                 size = int(line.split(b";")[0], 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
+                    while True:
+                        t = self.rfile.readline()
+                        if t in (b"\r\n", b"\n", b""):
+                            break
+                        self.req_trailers.append(t.decode().strip())
                     break
                 left = size
                 while left:
@@ -141,6 +146,8 @@ class Handler(BaseHTTPRequestHandler):
             "tls_resumed": (self.request.session_reused
                             if TLS else None),
         }
+        if self.req_trailers:
+            rec["trailers"] = self.req_trailers
         if self.drip_log:
             # [time, body bytes read by then], every 0.25 s of the drip
             rec["drip_log"] = self.drip_log
@@ -178,7 +185,10 @@ class Handler(BaseHTTPRequestHandler):
                     k = min(size, 10000)
                     self.wfile.write(b"%x\r\n" % k + block[:k] + b"\r\n")
                     size -= k
-                self.wfile.write(b"0\r\n\r\n")
+                if self.path.endswith("/trailers"):
+                    self.wfile.write(b"0\r\nX-Sum: abc\r\nGrpc-Status: 0\r\n\r\n")
+                else:
+                    self.wfile.write(b"0\r\n\r\n")
             return
         body = json.dumps(rec).encode()
         self.send_response(200)

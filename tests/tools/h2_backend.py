@@ -17,7 +17,14 @@ id (its x-req-id field).
     /big?n=N     N bytes of body ('x'), no content-length
     /die         closes the connection without answering
     /reset       RST_STREAM INTERNAL_ERROR instead of an answer
+    /trailers    200, a body, then trailers x-sum: the body's SHA-256
+                 and grpc-status: 0
+    /echo.Echo/Unary, /echo.Echo/Stream   gRPC (application/grpc): each
+                 length-prefixed message echoed as it arrives, then
+                 trailers grpc-status: 0, grpc-message: ok, x-count
+    /echo.Echo/Fail   gRPC trailers-only: grpc-status: 5
     anything else: 200 with the JSON line as its body
+The request's trailers, when it has some, are the line's "trailers".
 
 --max-streams N announces SETTINGS_MAX_CONCURRENT_STREAMS N.
 --goaway-after N: once N requests came on a connection, GOAWAY with the
@@ -93,16 +100,43 @@ class Conn:
         finally:
             self.w.close()
 
+    def grpc_data(self, sid, s):
+        """Echo each whole length-prefixed message as it arrives."""
+        b = s["body"][s["echoed"]:]
+        while len(b) >= 5:
+            n = int.from_bytes(b[1:5], "big")
+            if len(b) < 5 + n:
+                break
+            if not s["replied"]:
+                self.c.send_headers(sid, [(":status", "200"),
+                                          ("content-type",
+                                           "application/grpc")])
+                s["replied"] = True
+            self.c.send_data(sid, b[:5 + n])
+            s["count"] += 1
+            s["echoed"] += 5 + n
+            b = b[5 + n:]
+
     def event(self, ev):
         if isinstance(ev, h2.events.RequestReceived):
-            self.streams[ev.stream_id] = {"headers": dict(ev.headers),
-                                          "body": b""}
+            h = dict(ev.headers)
+            self.streams[ev.stream_id] = {
+                "headers": h, "body": b"", "echoed": 0, "count": 0,
+                "replied": False,
+                "grpc": h.get(":path", "").startswith("/echo.Echo/") and
+                h.get(":path") != "/echo.Echo/Fail"}
             if ev.stream_ended:
                 self.request(ev.stream_id)
+        elif isinstance(ev, h2.events.TrailersReceived):
+            s = self.streams.get(ev.stream_id)
+            if s is not None:
+                s["trailers"] = dict(ev.headers)
         elif isinstance(ev, h2.events.DataReceived):
             s = self.streams.get(ev.stream_id)
             if s is not None:
                 s["body"] += ev.data
+                if s.get("grpc"):
+                    self.grpc_data(ev.stream_id, s)
             self.c.acknowledge_received_data(ev.flow_controlled_length,
                                               ev.stream_id)
         elif isinstance(ev, h2.events.StreamEnded):
@@ -124,10 +158,12 @@ class Conn:
         self.count += 1
         self.busy.add(sid)
         asyncio.ensure_future(self.answer(sid, s, len(self.busy)))
+        self.top = max(getattr(self, "top", 0), sid)
         if ARGS["goaway_after"] and self.count == ARGS["goaway_after"]:
-            self.last = sid
+            # the highest stream processed (they end out of order)
+            self.last = self.top
             g = hyperframe.frame.GoAwayFrame(0)
-            g.last_stream_id = sid
+            g.last_stream_id = self.last
             g.error_code = 0
             self.flush()
             self.w.write(g.serialize())
@@ -142,7 +178,9 @@ class Conn:
                "id": h.get("x-req-id"), "concurrent": concurrent,
                "via": h.get("via"), "host": h.get("host"),
                "body_len": len(s["body"]),
-               "body_sha256": hashlib.sha256(s["body"]).hexdigest()}
+               "body_sha256": hashlib.sha256(s["body"]).hexdigest(),
+               "trailers": s.get("trailers"),
+               "content_type": h.get("content-type")}
         if url.path == "/slow":
             await asyncio.sleep(int(q.get("ms", ["100"])[0]) / 1000)
         if url.path == "/die":
@@ -157,6 +195,34 @@ class Conn:
         log(rec)
         if sid not in self.streams:
             return  # reset by the client meanwhile
+        if s.get("grpc"):
+            if not s["replied"]:
+                self.c.send_headers(sid, [(":status", "200"),
+                                          ("content-type",
+                                           "application/grpc")])
+            self.c.send_headers(sid, [("grpc-status", "0"),
+                                      ("grpc-message", "ok"),
+                                      ("x-count", str(s["count"]))],
+                                end_stream=True)
+            self.done(sid)
+            return
+        if url.path == "/echo.Echo/Fail":
+            self.c.send_headers(sid, [(":status", "200"),
+                                      ("content-type", "application/grpc"),
+                                      ("grpc-status", "5"),
+                                      ("grpc-message", "no such thing")],
+                                end_stream=True)
+            self.done(sid)
+            return
+        if url.path == "/trailers":
+            self.c.send_headers(sid, [(":status", "200"),
+                                      ("content-type", "text/plain")])
+            await self.send(sid, b"body with trailers\n", end=False)
+            self.c.send_headers(sid, [
+                ("x-sum", hashlib.sha256(s["body"]).hexdigest()),
+                ("grpc-status", "0")], end_stream=True)
+            self.done(sid)
+            return
         if url.path == "/big":
             n = int(q.get("n", ["0"])[0])
             self.c.send_headers(sid, [(":status", "200"),
@@ -171,7 +237,7 @@ class Conn:
             await self.send(sid, body)
         self.done(sid)
 
-    async def send(self, sid, data):
+    async def send(self, sid, data, end=True):
         while data:
             try:
                 n = min(len(data), self.c.local_flow_control_window(sid),
@@ -189,7 +255,8 @@ class Conn:
             data = data[n:]
             self.flush()
             await self.w.drain()
-        self.c.end_stream(sid)
+        if end:
+            self.c.end_stream(sid)
         self.flush()
 
     def done(self, sid):

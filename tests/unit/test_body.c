@@ -63,6 +63,7 @@ START_TEST(test_length)
 	ck_assert_str_eq(text(t.in), "NEXT"); /* the next message stays */
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), 1);
 	ck_assert_uint_eq(data, 0);
+	body_free(&b);
 	pump_free(&t);
 	/* no body, or an empty one, is done at once */
 	body_init(&b, BODY_NONE, 0, false);
@@ -74,6 +75,7 @@ START_TEST(test_length)
 	body_init(&b, BODY_LENGTH, 3, true);
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), 1);
 	ck_assert_str_eq(text(t.out), "3\r\nabc\r\n");
+	body_free(&b);
 	pump_free(&t);
 }
 END_TEST
@@ -90,12 +92,39 @@ START_TEST(test_chunked_decode)
 	ck_assert_uint_eq(data, 11);
 	ck_assert_str_eq(text(t.out), "hello world"); /* no ext, no trailer */
 	ck_assert_str_eq(text(t.in), "NEXT");
+	/* the trailer section is kept, for whoever passes it on */
+	ck_assert_ptr_nonnull(b.trailers);
+	ck_assert_str_eq(text(b.trailers), "T: 1\r\n");
+	body_free(&b);
 	pump_free(&t);
 
 	pump_new(&t, CHUNKED);
 	body_init(&b, BODY_CHUNKED, 0, true);
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), 1);
 	ck_assert_str_eq(text(t.out), "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+	body_free(&b);
+	pump_free(&t);
+
+	/* passed on: its fields that may be trailers, one byte at a time */
+	pump_new(&t, "1\r\nx\r\n0\r\ngrpc-status: 0\r\nContent-Length: 9\r\n"
+		     "Grpc-Message:  ok \r\n\r\n");
+	body_init(&b, BODY_CHUNKED, 0, true);
+	b.pass_trailers = true;
+	{
+		struct evbuffer *all = t.in;
+		int rc = 0;
+
+		t.in = evbuffer_new();
+		while (rc == 0 && evbuffer_get_length(all) > 0) {
+			evbuffer_remove_buffer(all, t.in, 1);
+			rc = body_pump(&b, t.in, t.out, 100, &data);
+		}
+		ck_assert_int_eq(rc, 1);
+		evbuffer_free(all);
+	}
+	ck_assert_str_eq(text(t.out), "1\r\nx\r\n0\r\ngrpc-status: 0\r\n"
+				      "Grpc-Message: ok\r\n\r\n");
+	body_free(&b);
 	pump_free(&t);
 }
 END_TEST
@@ -118,6 +147,7 @@ START_TEST(test_chunked_max)
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), 1);
 	ck_assert_uint_eq(data, 3);
 	ck_assert_str_eq(text(t.out), "hello world");
+	body_free(&b);
 	pump_free(&t);
 
 	/* a body of exactly 11 bytes: with max 11 the end is not yet seen,
@@ -129,11 +159,13 @@ START_TEST(test_chunked_max)
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 1, &data), 1);
 	ck_assert_uint_eq(data, 0);
 	ck_assert_str_eq(text(t.in), "NEXT");
+	body_free(&b);
 	pump_free(&t);
 	pump_new(&t, CHUNKED);
 	body_init(&b, BODY_CHUNKED, 0, false);
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 12, &data), 1);
 	ck_assert_uint_eq(data, 11);
+	body_free(&b);
 	pump_free(&t);
 }
 END_TEST
@@ -152,6 +184,7 @@ START_TEST(test_chunked_limit_and_errors)
 	b.limit = &lim;
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), -EFBIG);
 	ck_assert_str_eq(text(t.out), "hello");
+	body_free(&b);
 	pump_free(&t);
 
 	pump_new(&t, "5\r\nhello\r\nzz\r\n");
@@ -159,12 +192,14 @@ START_TEST(test_chunked_limit_and_errors)
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), -1);
 	ck_assert_int_eq(b.ck.err, H1_E_CHUNK_SIZE);
 	ck_assert_str_eq(text(t.out), "hello");
+	body_free(&b);
 	pump_free(&t);
 
 	pump_new(&t, "5\r\nhelloGET / HTTP/1.1\r\n");
 	body_init(&b, BODY_CHUNKED, 0, false);
 	ck_assert_int_eq(body_pump(&b, t.in, t.out, 100, &data), -1);
 	ck_assert_int_eq(b.ck.err, H1_E_CHUNK_CRLF);
+	body_free(&b);
 	pump_free(&t);
 }
 END_TEST
@@ -194,6 +229,7 @@ START_TEST(test_chunked_split)
 	ck_assert_uint_eq(total, 11);
 	ck_assert_uint_eq(i, strlen(in) - strlen("NEXT")); /* ends exactly */
 	ck_assert_uint_eq(evbuffer_get_length(t.in), 0);
+	body_free(&b);
 	pump_free(&t);
 }
 END_TEST
