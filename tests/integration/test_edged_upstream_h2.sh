@@ -30,7 +30,7 @@ if ! "$DPY" -c 'import h2' 2>/dev/null; then
 	exit
 fi
 
-BASE=$(edged_ports 7)
+BASE=$(edged_ports 8)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_H2C=$((BASE + 2))  # h2c, max 10 streams
@@ -38,6 +38,7 @@ P_GA=$((BASE + 3))   # h2c, GOAWAY after 20 requests a connection
 P_TLS=$((BASE + 4))  # TLS, ALPN h2
 P_TLS1=$((BASE + 5)) # TLS, ALPN http/1.1 only
 P_UPG=$((BASE + 6))  # echo_backend.py: HTTP/1.1 with Upgrade
+P_MUTE=$((BASE + 7)) # accepts connections and never says a word
 SOCK="$T_TMP/ctl/edged.sock"
 C="$T_TMP/certs"
 mkdir -p "$C"
@@ -63,6 +64,21 @@ if ! backend "$P_H2C" h2c --max-streams 10 ||
 	t_exit
 	exit
 fi
+# the silent one counts the connections it accepted
+"$DPY" - "$P_MUTE" "$T_TMP/mute.count" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    c, _ = s.accept()
+    held.append(c)
+    open(sys.argv[2], "w").write("%d\n" % len(held))
+PY
+edged_track $!
+edged_wait_port "$P_MUTE" || t_fail "the silent backend starts"
 
 # one worker: the sessions are per worker
 {
@@ -86,7 +102,10 @@ projects = ( { id = "p"; environments = (
   { id = "upg"; domains = [ "upg.test" ];
     deployment = { id = "d5"; upstreams = [ "h2c://127.0.0.1:$P_UPG" ]; }; },
   { id = "h1tr"; domains = [ "h1tr.test" ];
-    deployment = { id = "d6"; upstreams = [ "127.0.0.1:$P_UPG" ]; }; }
+    deployment = { id = "d6"; upstreams = [ "127.0.0.1:$P_UPG" ]; }; },
+  { id = "mute"; domains = [ "mute.test" ];
+    deployment = { id = "d7"; upstreams = [ "https://127.0.0.1:$P_MUTE" ];
+      tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; }
   ); } );
 CONF
 } >"$T_TMP/edge.conf"
@@ -206,6 +225,37 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 		t_ok "$v: the endpoint serves on after them"
 	else
 		t_fail "$v: after die" "$c"
+	fi
+	# an idempotent request whose shared connection ends goes again once,
+	# on a new connection; that one ending too is the answer (502)
+	c=$(get h2c.test /die -H "X-Req-Id: die-get")
+	if [ "$c" = 502 ] && [ "$(lines "$T_TMP/h2c.jsonl" '"die-get"')" = 2 ]; then
+		t_ok "$v: a GET whose shared connection dies is sent again once, on a new connection: 502"
+	else
+		t_fail "$v: GET die" "$c $(lines "$T_TMP/h2c.jsonl" '"die-get"')"
+	fi
+
+	# ---- a response held back by a slow client is not the upstream's
+	# timeout (timeouts.upstream_response 5 s; 160 kB at 20 kB/s)
+	c=$(curl -s -m 30 --limit-rate 20k -o "$T_TMP/slow.bin" -w '%{http_code}' -H "Host: h2c.test" \
+		"http://127.0.0.1:$P_EDGE/big?n=160000")
+	if [ "$c" = 200 ] && [ "$(stat -c %s "$T_TMP/slow.bin")" = 160000 ] &&
+		! grep -q "response body timed out" "$EDGED_LOG"; then
+		t_ok "$v: a client reading slowly for 8 s gets the whole response: the body timeout waits while it holds the stream back"
+	else
+		t_fail "$v: slow client" "$c $(stat -c %s "$T_TMP/slow.bin") $(grep -m1 'timed out' "$EDGED_LOG")"
+	fi
+
+	# ---- an https:// endpoint whose handshake never comes: each request
+	# gives up after timeouts.upstream_connect on a connection of its own
+	# (a session stuck connecting is never shared on)
+	rm -f "$T_TMP/mute.count"
+	c=$(get mute.test /1)
+	a=$(get mute.test /2)
+	if [ "$c" = 502 ] && [ "$a" = 502 ] && [ "$(cat "$T_TMP/mute.count" 2>/dev/null)" -ge 2 ]; then
+		t_ok "$v: a handshake that never comes: 502 after the connect timeout, the next request on a new connection"
+	else
+		t_fail "$v: stuck handshake" "$c $a $(cat "$T_TMP/mute.count" 2>/dev/null)"
 	fi
 
 	# ---- https:// with ALPN h2, verified
