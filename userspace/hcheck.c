@@ -4,6 +4,8 @@
  * interval timer, and at most one check in flight (a bufferevent over a
  * non-blocking socket and a deadline timer). Results move the endpoint's
  * active_down in the registry; the workers read it at each selection.
+ * An http check asks in HTTP/1.1, or in HTTP/2 by prior knowledge for an
+ * h2c:// endpoint (a client session of nghttp2's over the bufferevent).
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -11,6 +13,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 #include <event2/event.h>
+#include <nghttp2/nghttp2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,6 +33,8 @@ struct hcheck_ep {
 	struct event *tick;	 /* every interval */
 	struct event *deadline;	 /* the check in flight's timeout */
 	struct bufferevent *bev; /* the check in flight, or NULL */
+	nghttp2_session *ng;	 /* ... its HTTP/2 (h2c://), or NULL */
+	int status;		 /* ... the :status it got, 0: none yet */
 	bool connected;		 /* of the check in flight */
 	unsigned ok, bad;	 /* successes, failures in a row */
 	bool down;		 /* taken out by its checks */
@@ -62,6 +67,10 @@ static void hcheck_stop(struct hcheck_ep *c)
 	if (c->bev) {
 		bufferevent_free(c->bev);
 		c->bev = NULL;
+	}
+	if (c->ng) {
+		nghttp2_session_del(c->ng);
+		c->ng = NULL;
 	}
 	if (c->deadline)
 		evtimer_del(c->deadline);
@@ -190,12 +199,102 @@ static int hcheck_status(struct hcheck_ep *c, struct evbuffer *in,
 	return 1;
 }
 
+/* The final status code of the check: ok when it is expect_status. */
+static void hcheck_code(struct hcheck_ep *c, unsigned code)
+{
+	if (code == c->t.hc.expect_status)
+		hcheck_result(c, true, UPREG_WHY_NONE, 0);
+	else
+		hcheck_result(c, false,
+			      code >= 500   ? UPREG_WHY_HC_5XX
+			      : code >= 400 ? UPREG_WHY_HC_4XX
+					    : UPREG_WHY_HC_STATUS,
+			      0);
+}
+
+/* HTTP/2: the response's :status (an interim 1xx's skipped). */
+static int hcheck_h2_header(nghttp2_session *ng, const nghttp2_frame *frame,
+			    const uint8_t *name, size_t namelen,
+			    const uint8_t *value, size_t valuelen,
+			    uint8_t flags, void *user)
+{
+	struct hcheck_ep *c = user;
+
+	(void)ng;
+	(void)flags;
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->hd.stream_id == 1 &&
+	    namelen == 7 && memcmp(name, ":status", 7) == 0 && valuelen == 3 &&
+	    hcheck_digit((char)value[0]) && hcheck_digit((char)value[1]) &&
+	    hcheck_digit((char)value[2]) && value[0] != '1')
+		c->status = (value[0] - '0') * 100 + (value[1] - '0') * 10 +
+			    (value[2] - '0');
+	return 0;
+}
+
+/* Write what the HTTP/2 session has to send: 0, or -1. */
+static int hcheck_h2_send(struct hcheck_ep *c)
+{
+	const uint8_t *p;
+	ssize_t n;
+
+	while ((n = nghttp2_session_mem_send(c->ng, &p)) > 0)
+		if (bufferevent_write(c->bev, p, (size_t)n))
+			return -1;
+	return n < 0 ? -1 : 0;
+}
+
+/* HTTP/2: the session and its request (GET path, by prior knowledge). */
+static int hcheck_h2_start(struct hcheck_ep *c, const char *host)
+{
+	nghttp2_session_callbacks *cb;
+	const char *path = c->t.hc.path;
+	nghttp2_nv nv[] = {
+	    {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
+	    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+	    {(uint8_t *)":authority", (uint8_t *)host, 10, strlen(host), 0},
+	    {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
+	    {(uint8_t *)"user-agent", (uint8_t *)"edge-health-check", 10, 17,
+	     0}};
+	int rc;
+
+	if (nghttp2_session_callbacks_new(&cb))
+		return -1;
+	nghttp2_session_callbacks_set_on_header_callback(cb, hcheck_h2_header);
+	rc = nghttp2_session_client_new(&c->ng, cb, c);
+	nghttp2_session_callbacks_del(cb);
+	c->status = 0;
+	if (rc || nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, NULL, 0) ||
+	    nghttp2_submit_request(c->ng, NULL, nv, sizeof(nv) / sizeof(nv[0]),
+				   NULL, NULL) < 0)
+		return -1;
+	return hcheck_h2_send(c);
+}
+
 static void hcheck_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct hcheck_ep *c = arg;
 	enum upreg_why why = UPREG_WHY_NONE;
-	int rc = hcheck_status(c, bufferevent_get_input(bev), &why);
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t n;
+	int rc;
 
+	if (c->ng) {
+		n = evbuffer_get_length(in);
+		if (nghttp2_session_mem_recv(
+			c->ng, evbuffer_pullup(in, (ssize_t)n), n) < 0) {
+			hcheck_result(c, false, UPREG_WHY_HC_NOT_HTTP, 0);
+			return;
+		}
+		evbuffer_drain(in, n);
+		if (c->status) {
+			hcheck_code(c, (unsigned)c->status);
+			return;
+		}
+		if (hcheck_h2_send(c))
+			hcheck_result(c, false, UPREG_WHY_HC_NOMEM, 0);
+		return;
+	}
+	rc = hcheck_status(c, in, &why);
 	if (rc)
 		hcheck_result(c, rc > 0, why, 0);
 }
@@ -218,6 +317,12 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 		c->connected = true;
 		if (c->t.hc.type == CONFIG_HC_TCP) {
 			hcheck_result(c, true, UPREG_WHY_NONE, 0);
+			return;
+		}
+		if (c->t.addr.scheme == CONFIG_SCHEME_H2C) {
+			if (hcheck_h2_start(c, host) ||
+			    bufferevent_enable(bev, EV_READ))
+				hcheck_result(c, false, UPREG_WHY_HC_NOMEM, 0);
 			return;
 		}
 		n = snprintf(req, sizeof(req),

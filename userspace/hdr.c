@@ -284,8 +284,9 @@ bool hdr_trailer_next(const char *p, size_t len, size_t *off, const char **name,
 		/* nor edge's own fields, nor one naming the client's
 		 * address: a backend that merges trailers into its headers
 		 * must not take them from the client */
-		if (hdr_class(line, k) & (HDR_C_HOP | HDR_C_REBUILT | HDR_C_EDGE |
-					  HDR_C_ADDR | HDR_C_ALIAS))
+		if (hdr_class(line, k) &
+		    (HDR_C_HOP | HDR_C_REBUILT | HDR_C_EDGE | HDR_C_ADDR |
+		     HDR_C_ALIAS))
 			continue;
 		for (i = 0; i < sizeof(banned) / sizeof(banned[0]); i++)
 			if (h1_eq(line, k, banned[i]))

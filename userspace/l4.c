@@ -382,6 +382,7 @@ static void l4_connect(struct l4_conn *c)
 		l4_end(c, OUTCOME_FD_EXHAUSTED);
 		return;
 	case UPCONN_FAILED:
+	case UPCONN_TLS:    /* no https:// for a TCP route */
 	case UPCONN_POOLED: /* not asked for */
 	case UPCONN_SHARED:
 		l4_end(c, OUTCOME_INTERNAL_ERROR);

@@ -456,16 +456,6 @@ static int proxy_send_held(struct req *r)
 	struct evbuffer *uout = px_out(p);
 	size_t n = evbuffer_get_length(p->held);
 
-	if (p->buffered && p->req_body.trailers && !p->h2) {
-		/* one chunk and the last, with the trailers (kept in held
-		 * for a retry) */
-		if ((n && (evbuffer_add_printf(uout, "%zx\r\n", n) < 0 ||
-			   evbuffer_add_buffer_reference(uout, p->held) ||
-			   evbuffer_add(uout, "\r\n", 2))))
-			return -ENOMEM;
-		body_last_chunk(uout, p->req_body.trailers);
-		return 0;
-	}
 	if (n == 0)
 		return 0;
 	if (p->buffered)
@@ -501,11 +491,7 @@ static void proxy_connected(struct req *r)
 		if (r->h.query && f.path_len >= r->h.query_len + 1)
 			f.path_len -= r->h.query_len + 1;
 	}
-	if (p->buffered && p->req_body.trailers && !p->h2) {
-		/* a body read whole with trailers: chunked, to carry them */
-		f.chunked = true;
-		f.content_length = -1;
-	} else if (p->buffered) {
+	if (p->buffered) {
 		f.content_length = (int64_t)evbuffer_get_length(p->held);
 	} else {
 		f.chunked = r->h.h.chunked;
@@ -613,6 +599,10 @@ static void proxy_connect(struct req *r)
 	case UPCONN_NO_FD:
 		p->reusable = false;
 		req_end(r, OUTCOME_FD_EXHAUSTED, retry);
+		return;
+	case UPCONN_TLS:
+		p->reusable = false;
+		req_end(r, OUTCOME_UPSTREAM_TLS_FAILED, NULL);
 		return;
 	case UPCONN_FAILED:
 		p->reusable = false;
@@ -743,7 +733,9 @@ static void proxy_start(struct req *r)
 	if (r->h.h.chunked) {
 		body_init(&p->req_body, BODY_CHUNKED, 0, true);
 		p->req_body.limit = &r->limit;
-		p->req_body.pass_trailers = true; /* the upstream's to take */
+		/* its trailers go on to an HTTP/2 upstream only: to an
+		 * HTTP/1.1 one they are dropped, as they always were (a
+		 * backend that merges them into its headers is spared) */
 	} else if (r->h.h.content_length > 0)
 		body_init(&p->req_body, BODY_LENGTH,
 			  (uint64_t)r->h.h.content_length, false);

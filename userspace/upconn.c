@@ -66,12 +66,17 @@ again:
 	if (a->scheme == CONFIG_SCHEME_HTTPS) {
 		struct errbuf eb;
 
+		int rc;
+
 		/* the pool's tag: the deployment's profile and the name */
-		if (tls_up_ssl(t->m->up_tls, t->host, t->host_len, a->text,
-			       NULL, &u->tag, &eb)) {
+		rc = tls_up_ssl(t->m->up_tls, t->host, t->host_len, a->text,
+				NULL, &u->tag, &eb);
+		if (rc) {
 			log_warnx_ctx_rl(ctx, "upstream %s: %s", a->text,
 					 eb.msg);
-			return UPCONN_FAILED;
+			/* no name to verify, or no profile: not the
+			 * endpoint's fault, but no TLS to it either */
+			return rc == -ENOMEM ? UPCONN_FAILED : UPCONN_TLS;
 		}
 	}
 	/* HTTP/2: a session with room, or a new connection to be one; an

@@ -81,6 +81,8 @@ enum upconn_result {
 	UPCONN_SHARED, /* u->sess: an HTTP/2 session with room for it */
 	UPCONN_NONE,   /* every endpoint tried or excluded */
 	UPCONN_NO_FD,  /* out of descriptors (EMFILE, ENFILE) */
+	UPCONN_TLS,    /* an https:// endpoint's TLS cannot be made for
+			  this request (no name to verify; logged) */
 	UPCONN_FAILED, /* anything else (logged, rate-limited) */
 };
 

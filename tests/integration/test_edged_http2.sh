@@ -325,10 +325,9 @@ run_suite() { # BIN LABEL
 	refused "$v: an unknown pseudo-header" unknown_pseudo
 	refused "$v: a repeated pseudo-header" repeated_pseudo
 	raw trailers
-	if [ "$(rawf streams.1)" = 200 ] && ! grep -qi 'x-smuggled\\", \|6\.6\.6\.6' "$T_TMP/raw.json" &&
-		grep -q 'body_len\\": 5' "$T_TMP/raw.json" &&
-		grep -q 'trailers\\": \[\\"x-smuggled: 1\\"\]' "$T_TMP/raw.json"; then
-		t_ok "$v: trailers after a body: the body goes on, the trailer's fields never join the head; they go on as the chunked body's trailers, but for an address field (x-forwarded-for)"
+	if [ "$(rawf streams.1)" = 200 ] && ! grep -qi 'x-smuggled\|6\.6\.6\.6' "$T_TMP/raw.json" &&
+		grep -q 'body_len\\": 5' "$T_TMP/raw.json"; then
+		t_ok "$v: trailers after a body: the body goes on, the trailer's fields never join the head (nor go to an HTTP/1.1 upstream)"
 	else
 		t_fail "$v: trailers" "$(head -c 400 "$T_TMP/raw.json")"
 	fi

@@ -16,8 +16,8 @@
 # echoed before the next goes (never buffered), a trailers-only error,
 # each with its grpc-status; trailers both ways between HTTP/2 client and
 # HTTP/2 upstream, to an HTTP/1.1 client that sent TE: trailers (and
-# not to one that did not), and between an HTTP/2 client and an HTTP/1.1
-# upstream's chunked body. Runs against build/edged and build/asan/edged.
+# not to one that did not), from an HTTP/1.1 upstream's chunked body to
+# an HTTP/2 client (a request's never to an HTTP/1.1 upstream). Runs against build/edged and build/asan/edged.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -30,7 +30,7 @@ if ! "$DPY" -c 'import h2' 2>/dev/null; then
 	exit
 fi
 
-BASE=$(edged_ports 8)
+BASE=$(edged_ports 9)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_H2C=$((BASE + 2))  # h2c, max 10 streams
@@ -39,6 +39,7 @@ P_TLS=$((BASE + 4))  # TLS, ALPN h2
 P_TLS1=$((BASE + 5)) # TLS, ALPN http/1.1 only
 P_UPG=$((BASE + 6))  # echo_backend.py: HTTP/1.1 with Upgrade
 P_MUTE=$((BASE + 7)) # accepts connections and never says a word
+P_HC=$((BASE + 8))   # h2c, health-checked over HTTP/2
 SOCK="$T_TMP/ctl/edged.sock"
 C="$T_TMP/certs"
 mkdir -p "$C"
@@ -59,6 +60,7 @@ if ! backend "$P_H2C" h2c --max-streams 10 ||
 	! backend "$P_GA" ga --goaway-after 20 ||
 	! backend "$P_TLS" tls --tls "$C/up-0.pem" "$C/up.key" ||
 	! backend "$P_TLS1" tls1 --tls "$C/up-0.pem" "$C/up.key" --alpn-h1 ||
+	! backend "$P_HC" hc ||
 	! edged_backend "$P_UPG" python3 "$TOOLS/echo_backend.py" "$P_UPG" "$T_TMP/upg.jsonl" upg; then
 	t_fail "backends start"
 	t_exit
@@ -103,6 +105,14 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d5"; upstreams = [ "h2c://127.0.0.1:$P_UPG" ]; }; },
   { id = "h1tr"; domains = [ "h1tr.test" ];
     deployment = { id = "d6"; upstreams = [ "127.0.0.1:$P_UPG" ]; }; },
+  { id = "hcok"; domains = [ "hcok.test" ];
+    deployment = { id = "d8"; upstreams = [ "h2c://127.0.0.1:$P_HC" ];
+      health_check = { type = "http"; path = "/status/204"; expect_status = 204;
+        interval = "300ms"; timeout = "250ms"; rise = 1; fall = 2; }; }; },
+  { id = "hcbad"; domains = [ "hcbad.test" ];
+    deployment = { id = "d9"; upstreams = [ "h2c://127.0.0.1:$P_TLS1" ];
+      health_check = { type = "http"; path = "/healthz";
+        interval = "300ms"; timeout = "250ms"; rise = 1; fall = 2; }; }; },
   { id = "mute"; domains = [ "mute.test" ];
     deployment = { id = "d7"; upstreams = [ "https://127.0.0.1:$P_MUTE" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; }
@@ -128,7 +138,7 @@ lines() { # FILE PATTERN: lines of FILE matching PATTERN
 
 run_suite() {
 	local bin=$1 v=$2 c a i n pids
-	for n in h2c ga tls tls1 upg; do : >"$T_TMP/$n.jsonl"; done
+	for n in h2c ga tls tls1 upg hc; do : >"$T_TMP/$n.jsonl"; done
 	: >"$T_TMP/requests.jsonl"
 	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
@@ -335,10 +345,27 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 	: >"$T_TMP/upg.jsonl"
 	if grpc /chunked/100/trailers trailers h1tr.test && [ "$(gj 'g["status"]')" = 200 ] &&
 		[ "$(gj 'g["trailers"]["x-sum"], g["trailers"]["grpc-status"]')" = "('abc', '0')" ] &&
-		grep -q '"trailers": \["x-checksum: 123"\]' "$T_TMP/upg.jsonl"; then
-		t_ok "$v: trailers both ways between an HTTP/2 client and an HTTP/1.1 upstream's chunked bodies"
+		grep -q '"path": "/chunked/100/trailers"' "$T_TMP/upg.jsonl" &&
+		! grep -q 'x-checksum' "$T_TMP/upg.jsonl"; then
+		t_ok "$v: an HTTP/1.1 upstream's chunked trailers reach an HTTP/2 client; a request's trailers never go to an HTTP/1.1 upstream"
 	else
 		t_fail "$v: h2-h1 trailers" "$(cat "$T_TMP/g.json") $(cat "$T_TMP/upg.jsonl")"
+	fi
+
+	# ---- http health checks over HTTP/2 (h2c://): a backend answering
+	# the expected status stays in; one that is no HTTP/2 server (the
+	# TLS backend's port, as h2c) is taken out
+	if edged_wait_log "upstream h2c://127.0.0.1:$P_TLS1 ejected: health check failed"; then
+		"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"
+		if grep -q "^h2c://127.0.0.1:$P_HC .* healthy " "$T_TMP/list" &&
+			! grep -q "upstream h2c://127.0.0.1:$P_HC ejected" "$EDGED_LOG" &&
+			grep -q '"path": "/status/204"' "$T_TMP/hc.jsonl"; then
+			t_ok "$v: http health checks of h2c:// endpoints over HTTP/2: 204 as expected keeps one in, a port that is no HTTP/2 server is ejected"
+		else
+			t_fail "$v: h2c health" "$(tr '\n' '|' <"$T_TMP/list")"
+		fi
+	else
+		t_fail "$v: h2c health: not ejected" "$(grep -m3 'health\|TLS1' "$EDGED_LOG")"
 	fi
 
 	"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"

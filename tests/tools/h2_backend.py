@@ -23,6 +23,7 @@ id (its x-req-id field).
                  length-prefixed message echoed as it arrives, then
                  trailers grpc-status: 0, grpc-message: ok, x-count
     /echo.Echo/Fail   gRPC trailers-only: grpc-status: 5
+    /status/N    answers N, without a body
     anything else: 200 with the JSON line as its body
 The request's trailers, when it has some, are the line's "trailers".
 
@@ -203,6 +204,12 @@ class Conn:
             self.c.send_headers(sid, [("grpc-status", "0"),
                                       ("grpc-message", "ok"),
                                       ("x-count", str(s["count"]))],
+                                end_stream=True)
+            self.done(sid)
+            return
+        if url.path.startswith("/status/"):
+            self.c.send_headers(sid, [(":status", url.path[8:11]),
+                                      ("content-length", "0")],
                                 end_stream=True)
             self.done(sid)
             return
