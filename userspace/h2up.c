@@ -576,11 +576,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame,
 			evbuffer_drain(st->hdr, evbuffer_get_length(st->hdr));
 		else if (stream_head(st))
 			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		else if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+			st->head_end = true; /* the answer in one frame */
 	}
 	if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && st->got_head) {
-		if (frame->hd.type == NGHTTP2_HEADERS && !st->tr_in &&
-		    evbuffer_get_length(st->in) == 0)
-			st->head_end = true;
 		st->ended = true;
 		post(st, H2UP_EV_END);
 	}

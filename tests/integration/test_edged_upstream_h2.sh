@@ -30,7 +30,7 @@ if ! "$DPY" -c 'import h2' 2>/dev/null; then
 	exit
 fi
 
-BASE=$(edged_ports 9)
+BASE=$(edged_ports 12)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_H2C=$((BASE + 2))  # h2c, max 10 streams
@@ -40,6 +40,9 @@ P_TLS1=$((BASE + 5)) # TLS, ALPN http/1.1 only
 P_UPG=$((BASE + 6))  # echo_backend.py: HTTP/1.1 with Upgrade
 P_MUTE=$((BASE + 7)) # accepts connections and never says a word
 P_HC=$((BASE + 8))   # h2c, health-checked over HTTP/2
+P_GRPC=$((BASE + 9)) # python3-grpcio's server (tests/tools/grpc_peer.py)
+P_NGD=$((BASE + 10)) # nghttpd, h2c
+P_NGDT=$((BASE + 11)) # nghttpd, TLS
 SOCK="$T_TMP/ctl/edged.sock"
 C="$T_TMP/certs"
 mkdir -p "$C"
@@ -65,6 +68,29 @@ if ! backend "$P_H2C" h2c --max-streams 10 ||
 	t_fail "backends start"
 	t_exit
 	exit
+fi
+# real peers where they install: Debian's python3-grpcio and nghttpd
+HAVE_GRPC=0
+if "$DPY" -c 'import grpc' 2>/dev/null; then
+	if edged_backend "$P_GRPC" "$DPY" "$TOOLS/grpc_peer.py" serve "$P_GRPC"; then
+		HAVE_GRPC=1
+	else
+		t_fail "the gRPC server starts"
+	fi
+fi
+HAVE_NGD=0
+mkdir -p "$T_TMP/www"
+head -c 1048576 /dev/urandom >"$T_TMP/www/file.bin"
+if command -v nghttpd >/dev/null; then
+	nghttpd --address=127.0.0.1 --no-tls -d "$T_TMP/www" "$P_NGD" >/dev/null 2>&1 &
+	edged_track $!
+	nghttpd --address=127.0.0.1 -d "$T_TMP/www" "$P_NGDT" "$C/up.key" "$C/up-0.pem" >/dev/null 2>&1 &
+	edged_track $!
+	if edged_wait_port "$P_NGD" && edged_wait_port "$P_NGDT"; then
+		HAVE_NGD=1
+	else
+		t_fail "nghttpd starts"
+	fi
 fi
 # the silent one counts the connections it accepted
 "$DPY" - "$P_MUTE" "$T_TMP/mute.count" <<'PY' &
@@ -113,6 +139,13 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d9"; upstreams = [ "h2c://127.0.0.1:$P_TLS1" ];
       health_check = { type = "http"; path = "/healthz";
         interval = "300ms"; timeout = "250ms"; rise = 1; fall = 2; }; }; },
+  { id = "grpcr"; domains = [ "grpc.test" ];
+    deployment = { id = "d10"; upstreams = [ "h2c://127.0.0.1:$P_GRPC" ]; }; },
+  { id = "ngd"; domains = [ "ngd.test" ];
+    deployment = { id = "d11"; upstreams = [ "h2c://127.0.0.1:$P_NGD" ]; }; },
+  { id = "ngdt"; domains = [ "ngdt.test" ];
+    deployment = { id = "d12"; upstreams = [ "https://127.0.0.1:$P_NGDT" ];
+      tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; },
   { id = "mute"; domains = [ "mute.test" ];
     deployment = { id = "d7"; upstreams = [ "https://127.0.0.1:$P_MUTE" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; }
@@ -319,8 +352,8 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 		t_fail "$v: gRPC streaming" "$(cat "$T_TMP/g.json")"
 	fi
 	if grpc /echo.Echo/Fail unary && [ "$(gj 'g["headers"]["grpc-status"]')" = 5 ] &&
-		[ "$(gj 'g["trailers"]')" = None ]; then
-		t_ok "$v: gRPC trailers-only answer: grpc-status 5 reaches the client in its one HEADERS"
+		[ "$(gj 'g["trailers"], g["data_frames"]')" = "(None, 0)" ]; then
+		t_ok "$v: gRPC trailers-only answer: grpc-status 5 reaches the client in one HEADERS frame that ends the stream"
 	else
 		t_fail "$v: gRPC Fail" "$(cat "$T_TMP/g.json")"
 	fi
@@ -350,6 +383,32 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 		t_ok "$v: an HTTP/1.1 upstream's chunked trailers reach an HTTP/2 client; a request's trailers never go to an HTTP/1.1 upstream"
 	else
 		t_fail "$v: h2-h1 trailers" "$(cat "$T_TMP/g.json") $(cat "$T_TMP/upg.jsonl")"
+	fi
+
+	# ---- real peers: python3-grpcio through edged, nghttpd behind it
+	if [ "$HAVE_GRPC" = 1 ]; then
+		a=$("$DPY" "$TOOLS/grpc_peer.py" call "$P_EDGE" grpc.test 2>&1)
+		if [ "$a" = '{"unary": "echo:hello", "stream": ["echo:one", "echo:two", "echo:three"], "in_turn": true, "fail": ["NOT_FOUND", "no such thing"]}' ]; then
+			t_ok "$v: python3-grpcio client and server through edged (h2c://): unary, bidirectional streaming each echo in turn, NOT_FOUND with its details"
+		else
+			t_fail "$v: grpcio" "$a"
+		fi
+	else
+		t_skip "$v: python3-grpcio" "not installed"
+	fi
+	if [ "$HAVE_NGD" = 1 ]; then
+		want=$(sha256sum "$T_TMP/www/file.bin" | cut -d' ' -f1)
+		c=$(get ngd.test /file.bin)
+		s1=$(sha256sum "$T_TMP/body" | cut -d' ' -f1)
+		a=$(get ngdt.test /file.bin --http2-prior-knowledge)
+		s2=$(sha256sum "$T_TMP/body" | cut -d' ' -f1)
+		if [ "$c" = 200 ] && [ "$s1" = "$want" ] && [ "$a" = 200 ] && [ "$s2" = "$want" ]; then
+			t_ok "$v: nghttpd behind h2c:// and https:// (ALPN h2): 1 MiB whole to an HTTP/1.1 and an HTTP/2 client"
+		else
+			t_fail "$v: nghttpd" "$c $a $s1 $s2 $want"
+		fi
+	else
+		t_skip "$v: nghttpd" "nghttp2-server is not installed"
 	fi
 
 	# ---- http health checks over HTTP/2 (h2c://): a backend answering

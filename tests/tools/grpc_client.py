@@ -12,7 +12,8 @@ by trailers x-checksum: 123.
 
 Prints one JSON object: status, headers, messages (as text), trailers
 (null: none), echoed_in_turn (stream: every echo came before the next
-message went). Exits 0 when the response ended, 1 otherwise.
+message went), data_frames (DATA frames received: 0 for an answer in one
+HEADERS frame). Exits 0 when the response ended, 1 otherwise.
 """
 import json
 import socket
@@ -44,7 +45,7 @@ def main():
     sid = c.get_next_available_stream_id()
     c.send_headers(sid, hdrs)
     out = {"status": None, "headers": {}, "messages": [], "trailers": None,
-           "echoed_in_turn": True}
+           "echoed_in_turn": True, "data_frames": 0}
     buf = b""
     ended = False
     plan = {"unary": [b"hello"], "stream": [b"one", b"two", b"three"],
@@ -66,6 +67,7 @@ def main():
                 out["status"] = h.pop(":status")
                 out["headers"] = h
             elif isinstance(ev, h2.events.DataReceived):
+                out["data_frames"] += 1
                 c.acknowledge_received_data(ev.flow_controlled_length,
                                             ev.stream_id)
                 buf += ev.data
