@@ -35,6 +35,7 @@ struct hcheck_ep {
 	struct bufferevent *bev; /* the check in flight, or NULL */
 	nghttp2_session *ng;	 /* ... its HTTP/2 (h2c://), or NULL */
 	int status;		 /* ... the :status it got, 0: none yet */
+	bool h2_gone;		 /* ... its stream or session ended first */
 	bool connected;		 /* of the check in flight */
 	unsigned ok, bad;	 /* successes, failures in a row */
 	bool down;		 /* taken out by its checks */
@@ -231,6 +232,27 @@ static int hcheck_h2_header(nghttp2_session *ng, const nghttp2_frame *frame,
 	return 0;
 }
 
+/* HTTP/2: the stream closed, or a GOAWAY came, before its status. */
+static int hcheck_h2_close(nghttp2_session *ng, int32_t id, uint32_t code,
+			   void *user)
+{
+	(void)ng;
+	(void)code;
+	if (id == 1)
+		((struct hcheck_ep *)user)->h2_gone = true;
+	return 0;
+}
+
+static int hcheck_h2_frame(nghttp2_session *ng, const nghttp2_frame *frame,
+			   void *user)
+{
+	(void)ng;
+	if (frame->hd.type == NGHTTP2_GOAWAY &&
+	    frame->goaway.last_stream_id < 1)
+		((struct hcheck_ep *)user)->h2_gone = true;
+	return 0;
+}
+
 /* Write what the HTTP/2 session has to send: 0, or -1. */
 static int hcheck_h2_send(struct hcheck_ep *c)
 {
@@ -247,6 +269,7 @@ static int hcheck_h2_send(struct hcheck_ep *c)
 static int hcheck_h2_start(struct hcheck_ep *c, const char *host)
 {
 	nghttp2_session_callbacks *cb;
+	nghttp2_settings_entry nopush = {NGHTTP2_SETTINGS_ENABLE_PUSH, 0};
 	const char *path = c->t.hc.path;
 	nghttp2_nv nv[] = {
 	    {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
@@ -260,10 +283,16 @@ static int hcheck_h2_start(struct hcheck_ep *c, const char *host)
 	if (nghttp2_session_callbacks_new(&cb))
 		return -1;
 	nghttp2_session_callbacks_set_on_header_callback(cb, hcheck_h2_header);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+							       hcheck_h2_close);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb,
+							     hcheck_h2_frame);
 	rc = nghttp2_session_client_new(&c->ng, cb, c);
 	nghttp2_session_callbacks_del(cb);
 	c->status = 0;
-	if (rc || nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, NULL, 0) ||
+	c->h2_gone = false;
+	if (rc ||
+	    nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, &nopush, 1) ||
 	    nghttp2_submit_request(c->ng, NULL, nv, sizeof(nv) / sizeof(nv[0]),
 				   NULL, NULL) < 0)
 		return -1;
@@ -288,6 +317,12 @@ static void hcheck_read_cb(struct bufferevent *bev, void *arg)
 		evbuffer_drain(in, n);
 		if (c->status) {
 			hcheck_code(c, (unsigned)c->status);
+			return;
+		}
+		/* reset, refused, or the session over: no answer will come */
+		if (c->h2_gone || (!nghttp2_session_want_read(c->ng) &&
+				   !nghttp2_session_want_write(c->ng))) {
+			hcheck_result(c, false, UPREG_WHY_HC_CLOSED, 0);
 			return;
 		}
 		if (hcheck_h2_send(c))

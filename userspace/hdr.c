@@ -268,7 +268,12 @@ bool hdr_trailer_next(const char *p, size_t len, size_t *off, const char **name,
 					     "location",
 					     "retry-after",
 					     "vary",
-					     "warning"};
+					     "warning",
+					     "if-match",
+					     "if-none-match",
+					     "if-modified-since",
+					     "if-unmodified-since",
+					     "if-range"};
 	const char *line, *nl, *colon, *v, *e;
 	size_t i, k;
 

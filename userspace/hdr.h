@@ -96,7 +96,8 @@ size_t hdr_fmt_u64(char out[HDR_U64_MAX], uint64_t v);
  * that may go on as a trailer: true with its name and value (without the
  * spaces around it) and *off past its line; false at the end. Left out:
  * what RFC 9110 section 6.5.1 forbids in trailers (framing, routing,
- * authentication, the content's own fields), hop-by-hop fields, and
+ * authentication, conditionals, the content's own fields), hop-by-hop
+ * fields, and
  * edge's own and the client address fields (as in a request's head).
  */
 bool hdr_trailer_next(const char *p, size_t len, size_t *off, const char **name,

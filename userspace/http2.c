@@ -754,6 +754,16 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 			return 0;
 		if (!s->tr_in && !(s->tr_in = evbuffer_new()))
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		/* within the chunked trailer section the proxy reads them
+		 * from (its lines and the final CRLF): refused before they
+		 * go, as an HTTP/1.1 client's too large one is */
+		if (evbuffer_get_length(s->tr_in) + namelen + valuelen + 6 >
+		    hc->c->w->set.h1.trailer_max) {
+			http2_count_why(HTTP2_WHY_HEADER_LIST);
+			h2_reset(s, NGHTTP2_PROTOCOL_ERROR,
+				 OUTCOME_HEADERS_TOO_LARGE);
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		}
 		if (evbuffer_add(s->tr_in, name, namelen) ||
 		    evbuffer_add(s->tr_in, ": ", 2) ||
 		    evbuffer_add(s->tr_in, value, valuelen) ||

@@ -741,6 +741,7 @@ static void proxy_start(struct req *r)
 			  (uint64_t)r->h.h.content_length, false);
 	else
 		body_init(&p->req_body, BODY_NONE, 0, false);
+	p->grpc = proxy_grpc(r);
 	/* Upgrade is forwarded for requests without a body only, so the
 	 * protocol switch never falls in the middle of edge's re-framing */
 	p->upgrade = r->h.upgrade && p->req_body.in == BODY_NONE;
@@ -754,7 +755,7 @@ static void proxy_start(struct req *r)
 	admit_rate_init(&p->rate, set->timeouts.body_ms,
 			set->timeouts.body_min_rate, clk_now_ns());
 	req_client_read(r, true);
-	if (cap > 0 && !proxy_grpc(r) &&
+	if (cap > 0 && !p->grpc &&
 	    (p->req_body.in == BODY_CHUNKED || p->req_body.left <= cap)) {
 		p->held = evbuffer_new();
 		if (!p->held) {
@@ -784,7 +785,9 @@ static void proxy_body_clock(struct req *r)
 	uint64_t now, dl;
 	size_t queued;
 
-	if (p->req_body.done || req_client_closed(r) || !r->active) {
+	/* a gRPC stream's messages come when they come: its body is not
+	 * held to timeouts.body and body_min_rate (both ends keep it) */
+	if (p->req_body.done || req_client_closed(r) || !r->active || p->grpc) {
 		req_body_timer_stop(r);
 		return;
 	}

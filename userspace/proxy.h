@@ -98,16 +98,17 @@ struct proxy {
 	struct admit_rate rate; /* the request body's clock */
 	struct body resp_body;	/* upstream -> client */
 	struct h1_response resp;
-	size_t resp_seen;   /* response bytes parsed so far */
-	bool reusable;	    /* the upstream may be pooled at the end */
-	bool up_eof;	    /* the upstream closed its side (END_STREAM) */
-	bool up_reset;	    /* its HTTP/2 stream ended before END_STREAM */
-	int up_err;	    /* ... with this errno (0: a FIN) */
-	bool upgrade;	    /* Upgrade forwarded: a 101 may answer it */
-	bool send_stalled;  /* the timer waits for the upstream to take
-			       request bytes (proxy_send_stalled) */
-	bool head_held;	    /* a chunked response's head waits for its
-			       first chunk line (proxy_first_chunk) */
+	size_t resp_seen;  /* response bytes parsed so far */
+	bool reusable;	   /* the upstream may be pooled at the end */
+	bool up_eof;	   /* the upstream closed its side (END_STREAM) */
+	bool up_reset;	   /* its HTTP/2 stream ended before END_STREAM */
+	bool grpc;	   /* a gRPC call: never buffered, its body not timed */
+	int up_err;	   /* ... with this errno (0: a FIN) */
+	bool upgrade;	   /* Upgrade forwarded: a 101 may answer it */
+	bool send_stalled; /* the timer waits for the upstream to take
+			      request bytes (proxy_send_stalled) */
+	bool head_held;	   /* a chunked response's head waits for its
+			      first chunk line (proxy_first_chunk) */
 	struct tunnel *tun; /* PROXY_TUNNEL: the running tunnel */
 };
 

@@ -113,7 +113,8 @@ edged_wait_port "$P_MUTE" || t_fail "the silent backend starts"
 	edged_conf_head "$P_ADMIN" "$SOCK" 1
 	cat <<CONF
 pin_dir = "$T_TMP/pins";
-timeouts = { drain = "5s"; upstream_connect = "1s"; upstream_response = "5s"; };
+timeouts = { drain = "5s"; upstream_connect = "1s"; upstream_response = "5s";
+  body = "2s"; };
 limits = { max_inflight = 1000; };
 analytics = { file = "$T_TMP/requests.jsonl"; };
 projects = ( { id = "p"; environments = (
@@ -350,6 +351,18 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 		t_ok "$v: gRPC streaming: each message echoed before the next is sent (never buffered), then the trailers"
 	else
 		t_fail "$v: gRPC streaming" "$(cat "$T_TMP/g.json")"
+	fi
+	if grpc /echo.Echo/Stream pause && [ "$(gj 'g["messages"], g.get("reset")')" = "(['one', 'two'], None)" ] &&
+		[ "$(gj 'g["trailers"]["grpc-status"]')" = 0 ]; then
+		t_ok "$v: a gRPC stream quiet for longer than timeouts.body (2 s) goes on: its body is not timed"
+	else
+		t_fail "$v: gRPC pause" "$(cat "$T_TMP/g.json")"
+	fi
+	if grpc /trailers bigtrailers && [ "$(gj 'g.get("reset"), g["status"]')" = "(1, None)" ] &&
+		! grep -q '"path": "/trailers"' "$T_TMP/h2c.jsonl"; then
+		t_ok "$v: an HTTP/2 client's trailers over limits.trailer_max: the stream reset, nothing upstream"
+	else
+		t_fail "$v: big trailers" "$(cat "$T_TMP/g.json")"
 	fi
 	if grpc /echo.Echo/Fail unary && [ "$(gj 'g["headers"]["grpc-status"]')" = 5 ] &&
 		[ "$(gj 'g["trailers"], g["data_frames"]')" = "(None, 0)" ]; then

@@ -7,8 +7,10 @@ with /usr/bin/python3), by prior knowledge, for edged's tests.
 MODE unary: one length-prefixed message "hello" and the end of the
 stream; stream: a message, then waits (5 s at most) for its echo before
 the next, three times, then ends the stream (what a proxy that buffers
-the request would never pass); trailers: a plain POST of "abc" followed
-by trailers x-checksum: 123.
+the request would never pass); pause: the same with 2.5 s of silence
+after each echo; trailers: a plain POST of "abc" followed by trailers
+x-checksum: 123 and if-match: "x" (a field that may not be a trailer);
+bigtrailers: the same with a 5000-byte trailer.
 
 Prints one JSON object: status, headers, messages (as text), trailers
 (null: none), echoed_in_turn (stream: every echo came before the next
@@ -37,7 +39,7 @@ def main():
         config=h2.config.H2Configuration(client_side=True,
                                          header_encoding="utf-8"))
     c.initiate_connection()
-    grpc = mode != "trailers"
+    grpc = mode not in ("trailers", "bigtrailers")
     hdrs = [(":method", "POST"), (":scheme", "http"),
             (":authority", authority), (":path", path)]
     if grpc:
@@ -49,10 +51,15 @@ def main():
     buf = b""
     ended = False
     plan = {"unary": [b"hello"], "stream": [b"one", b"two", b"three"],
-            "trailers": []}[mode]
+            "pause": [b"one", b"two"], "trailers": [],
+            "bigtrailers": []}[mode]
     if mode == "trailers":
         c.send_data(sid, b"abc")
-        c.send_headers(sid, [("x-checksum", "123")], end_stream=True)
+        c.send_headers(sid, [("x-checksum", "123"), ("if-match", '"x"')],
+                       end_stream=True)
+    if mode == "bigtrailers":
+        c.send_data(sid, b"abc")
+        c.send_headers(sid, [("x-big", "b" * 5000)], end_stream=True)
     sent = 0
 
     def pump():
@@ -79,8 +86,10 @@ def main():
                     buf = buf[5 + n:]
             elif isinstance(ev, h2.events.TrailersReceived):
                 out["trailers"] = dict(ev.headers)
-            elif isinstance(ev, (h2.events.StreamEnded,
-                                 h2.events.StreamReset)):
+            elif isinstance(ev, h2.events.StreamEnded):
+                ended = True
+            elif isinstance(ev, h2.events.StreamReset):
+                out["reset"] = int(ev.error_code)
                 ended = True
         sock.sendall(c.data_to_send())
 
@@ -91,14 +100,16 @@ def main():
                         end_stream=mode == "unary" and last)
             sock.sendall(c.data_to_send())
             sent += 1
-            if mode == "stream":
+            if mode in ("stream", "pause"):
                 t = time.time() + 5
                 while len(out["messages"]) < sent and not ended and \
                         time.time() < t:
                     pump()
                 if len(out["messages"]) < sent:
                     out["echoed_in_turn"] = False
-        if mode == "stream":
+                if mode == "pause":
+                    time.sleep(2.5)
+        if mode in ("stream", "pause"):
             c.end_stream(sid)
         sock.sendall(c.data_to_send())
         while not ended:
