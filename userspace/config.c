@@ -636,77 +636,36 @@ static int cfg_health_check(struct cfg *x, const config_setting_t *dep,
 	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
-/* A path member of the tls group into buf (CONFIG_PATH_MAX): absolute,
- * no NUL; absent: "". */
-static int cfg_up_tls_path(struct cfg *x, const config_setting_t *g,
-			   const char *path, const char *name, char *buf)
-{
-	struct cfg_at at;
-	const char *s;
-	int rc;
-
-	rc = cfg_str(x, g, path, name, "", &s, &at);
-	if (rc < 0)
-		return rc;
-	if (*s && (s[0] != '/' || strlen(s) >= CONFIG_PATH_MAX))
-		return cfg_fail(x, at.s, at.key,
-				"an absolute path of at most %d bytes",
-				CONFIG_PATH_MAX - 1);
-	snprintf(buf, CONFIG_PATH_MAX, "%s", s);
-	return 0;
-}
-
 /* A deployment's tls group: how edged speaks TLS to its https://
  * endpoints (absent: verified against the system's store, the request's
- * host as the server name). The files are read when the daemon loads
- * the configuration (tls_up.h). */
+ * host as the server name), its values checked by config_up_tls_of: the
+ * one check the database's deployments.tls goes through too. The files
+ * are read when the daemon loads the configuration (tls_up.h). */
 static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 		      const char *path, struct config_up_tls *t)
 {
-	static const char *const keys[] = {"ca",   "server_name", "verify",
-					   "cert", "key",	  NULL};
+	struct config_value v[CONFIG_UP_TLS_NKEYS];
+	struct cfg_at at[CONFIG_UP_TLS_NKEYS];
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
-	const char *sn = "";
-	struct cfg_at at;
-	bool verify = true;
-	int rc;
+	struct errbuf e;
+	int rc, i, key;
 
 	memset(t, 0, sizeof(*t));
-	rc = cfg_group(x, dep, path, "tls", keys, p, &g);
+	rc = cfg_group(x, dep, path, "tls", config_up_tls_keys, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	rc = cfg_bool(x, g, p, "verify", true, &verify);
-	t->no_verify = !verify;
-	if (rc == 0)
-		rc = cfg_str(x, g, p, "server_name", "", &sn, &at);
-	if (rc == 0 && *sn) {
-		unsigned char ip[16];
-		struct errbuf e;
-
-		/* a name as a domain is written (lowercase, no wildcard), or
-		 * a numeric address */
-		snprintf(t->server_name, sizeof(t->server_name), "%s", sn);
-		errbuf_clear(&e);
-		if (strlen(sn) > CONFIG_HOST_MAX ||
-		    (inet_pton(AF_INET, sn, ip) != 1 &&
-		     inet_pton(AF_INET6, sn, ip) != 1 &&
-		     config_domain_check(t->server_name, false, &e) < 0))
-			return cfg_fail(x, at.s, at.key,
-					"a host name or a numeric address%s%s",
-					e.msg[0] ? ": " : "", e.msg);
+	for (i = 0; i < CONFIG_UP_TLS_NKEYS; i++) {
+		rc = cfg_value(x, g, p, config_up_tls_keys[i], &v[i], &at[i]);
+		if (rc < 0)
+			return rc;
 	}
-	if (rc == 0)
-		rc = cfg_up_tls_path(x, g, p, "ca", t->ca);
-	if (rc == 0)
-		rc = cfg_up_tls_path(x, g, p, "cert", t->cert);
-	if (rc == 0)
-		rc = cfg_up_tls_path(x, g, p, "key", t->key);
-	if (rc == 0 && !*t->cert != !*t->key)
-		return cfg_fail(x, g, p,
-				"cert and key go together (a client "
-				"certificate and its key), or neither");
-	return rc;
+	errbuf_clear(&e);
+	if (config_up_tls_of(v, t, &key, &e) == 0)
+		return 0;
+	if (key < 0)
+		return cfg_fail(x, g, p, "%s", e.msg);
+	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,

@@ -278,6 +278,12 @@ int cfg_value(struct cfg *x, const config_setting_t *g, const char *path,
 		out->str = config_setting_get_string(s);
 		return 0;
 	}
+	if (config_setting_type(s) == CONFIG_TYPE_BOOL) {
+		out->kind = CONFIG_VALUE_BOOL;
+		out->b = config_setting_get_bool(s) != 0;
+		out->text = "a boolean";
+		return 0;
+	}
 	if (!cfg_is_int(s)) {
 		out->kind = CONFIG_VALUE_OTHER;
 		out->text = cfg_type_name(s);

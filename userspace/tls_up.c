@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clk.h"
 #include "route_src.h"
 #include "siphash.h"
 #include "tls_up.h"
@@ -35,6 +36,18 @@ static size_t tls_up_n;
  * of a reload refused after the load) still find theirs */
 static struct tls_up_prof *tls_up_prev;
 static size_t tls_up_nprev;
+/* the database's profiles (tls_up_hold), each held by the deployments
+ * that name it; one held no more stays findable for TLS_UP_GRACE_NS (the
+ * routes of an older generation), then goes at the next hold or release */
+struct tls_up_held {
+	struct tls_up_prof p;
+	struct config_up_tls t; /* what it was built of (server_name "") */
+	unsigned refs;
+	uint64_t unheld_ns;
+};
+#define TLS_UP_GRACE_NS (120 * 1000000000ull)
+static struct tls_up_held *tls_up_db; /* under tls_up_lock */
+static size_t tls_up_ndb;
 static atomic_uint_fast64_t tls_up_ids;
 static int tls_up_ex = -1;	 /* the SSL's session slot key, ex_data */
 static int tls_up_ex_asked = -1; /* 1: the server asked for a certificate */
@@ -231,6 +244,8 @@ static int tls_up_add(struct tls_up_prof **v, size_t *n,
 	return 0;
 }
 
+static void tls_up_db_reread(void);
+
 int tls_up_load(const struct route_src *src, struct errbuf *err)
 {
 	static const struct config_up_tls none;
@@ -278,7 +293,174 @@ int tls_up_load(const struct route_src *src, struct errbuf *err)
 	pthread_mutex_unlock(&tls_up_lock);
 	/* an SSL made from an old context holds its own reference */
 	tls_up_free_v(old, nold);
+	/* the database's files are read again at a reload too */
+	tls_up_db_reread();
 	return 0;
+}
+
+/* The profile of key: the file's, the file's before, the database's
+ * (NULL: none). Under tls_up_lock. */
+static const struct tls_up_prof *tls_up_find(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < tls_up_n; i++)
+		if (strcmp(tls_up_v[i].key, key) == 0)
+			return &tls_up_v[i];
+	for (i = 0; i < tls_up_nprev; i++)
+		if (strcmp(tls_up_prev[i].key, key) == 0)
+			return &tls_up_prev[i];
+	for (i = 0; i < tls_up_ndb; i++)
+		if (strcmp(tls_up_db[i].p.key, key) == 0)
+			return &tls_up_db[i].p;
+	return NULL;
+}
+
+/* Whether t is the default group (always loaded: tls_up_load's). */
+static bool tls_up_is_none(const struct config_up_tls *t)
+{
+	return !t->no_verify && !t->ca[0] && !t->cert[0] && !t->key[0];
+}
+
+/* The database's entry of key, or NULL. Under tls_up_lock. */
+static struct tls_up_held *tls_up_db_find(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < tls_up_ndb; i++)
+		if (strcmp(tls_up_db[i].p.key, key) == 0)
+			return &tls_up_db[i];
+	return NULL;
+}
+
+/* The database's entries held by none for longer than the grace freed.
+ * Under tls_up_lock. */
+static void tls_up_db_sweep(uint64_t now)
+{
+	size_t i = 0;
+
+	while (i < tls_up_ndb) {
+		struct tls_up_held *h = &tls_up_db[i];
+
+		if (h->refs || now - h->unheld_ns < TLS_UP_GRACE_NS) {
+			i++;
+			continue;
+		}
+		SSL_CTX_free(h->p.ctx);
+		tls_up_db[i] = tls_up_db[--tls_up_ndb];
+	}
+}
+
+int tls_up_hold(const struct config_up_tls *t, struct errbuf *err)
+{
+	struct tls_up_held *h, *v;
+	char key[sizeof(h->p.key)];
+	SSL_CTX *ctx;
+	int rc;
+
+	if (t->refused || tls_up_is_none(t))
+		return 0;
+	tls_up_key(t, key, sizeof(key));
+	pthread_mutex_lock(&tls_up_lock);
+	tls_up_db_sweep(clk_now_ns());
+	h = tls_up_db_find(key);
+	if (h)
+		h->refs++;
+	pthread_mutex_unlock(&tls_up_lock);
+	if (h)
+		return 0;
+	/* the files read outside the lock: workers go on finding theirs */
+	rc = tls_up_build(t, &ctx, err);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&tls_up_lock);
+	h = tls_up_db_find(key);
+	if (h) { /* held meanwhile by another thread */
+		h->refs++;
+		pthread_mutex_unlock(&tls_up_lock);
+		SSL_CTX_free(ctx);
+		return 0;
+	}
+	v = realloc(tls_up_db, (tls_up_ndb + 1) * sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&tls_up_lock);
+		SSL_CTX_free(ctx);
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	tls_up_db = v;
+	h = &v[tls_up_ndb++];
+	memset(h, 0, sizeof(*h));
+	memcpy(h->p.key, key, sizeof(key));
+	h->t = *t;
+	h->t.server_name[0] = '\0';
+	h->p.ctx = ctx;
+	h->p.id = atomic_fetch_add(&tls_up_ids, 1) + 1;
+	h->p.verify = !t->no_verify;
+	h->refs = 1;
+	pthread_mutex_unlock(&tls_up_lock);
+	return 0;
+}
+
+void tls_up_release(const struct config_up_tls *t)
+{
+	char key[sizeof(((struct tls_up_prof *)0)->key)];
+	struct tls_up_held *h;
+	uint64_t now = clk_now_ns();
+
+	if (t->refused || tls_up_is_none(t))
+		return;
+	tls_up_key(t, key, sizeof(key));
+	pthread_mutex_lock(&tls_up_lock);
+	h = tls_up_db_find(key);
+	if (h && h->refs && --h->refs == 0)
+		h->unheld_ns = now;
+	tls_up_db_sweep(now);
+	pthread_mutex_unlock(&tls_up_lock);
+}
+
+/* The database's profiles built again from their files (a reload): one
+ * that fails keeps its context, logged. Control thread. */
+static void tls_up_db_reread(void)
+{
+	struct config_up_tls t;
+	size_t i, n;
+
+	pthread_mutex_lock(&tls_up_lock);
+	n = tls_up_ndb;
+	pthread_mutex_unlock(&tls_up_lock);
+	for (i = 0; i < n; i++) {
+		char key[sizeof(((struct tls_up_prof *)0)->key)];
+		struct tls_up_held *h;
+		struct errbuf e;
+		SSL_CTX *ctx, *old = NULL;
+
+		pthread_mutex_lock(&tls_up_lock);
+		if (i >= tls_up_ndb) {
+			pthread_mutex_unlock(&tls_up_lock);
+			break;
+		}
+		memcpy(key, tls_up_db[i].p.key, sizeof(key));
+		t = tls_up_db[i].t;
+		pthread_mutex_unlock(&tls_up_lock);
+		errbuf_clear(&e);
+		if (tls_up_build(&t, &ctx, &e)) {
+			log_warnx("database: tls (%s): %s; the files read "
+				  "before serve on",
+				  t.ca[0] ? t.ca : t.cert, e.msg);
+			continue;
+		}
+		pthread_mutex_lock(&tls_up_lock);
+		h = tls_up_db_find(key);
+		if (h) {
+			old = h->p.ctx;
+			h->p.ctx = ctx;
+		} else {
+			old = ctx;
+		}
+		pthread_mutex_unlock(&tls_up_lock);
+		SSL_CTX_free(old);
+	}
 }
 
 /* host's name part (no port, no brackets) into buf. */
@@ -317,26 +499,27 @@ int tls_up_ssl(const struct config_up_tls *t, const char *host, size_t host_len,
 	char k[CONFIG_HOST_MAX + CONFIG_ADDR_STR_MAX + 32];
 	unsigned char ip[16];
 	int kn;
+	const struct tls_up_prof *pr;
 	struct tls_up_sess *e;
 	SSL_CTX *ctx = NULL;
 	uint64_t id = 0, h;
 	bool verify = true;
-	size_t i;
 	SSL *ssl;
 
 	if (!t)
 		t = &none;
 	tls_up_key(t, key, sizeof(key));
+	if (t->refused) {
+		errbuf_set(err, "the deployment's tls was refused (see the "
+				"log): its https:// endpoints are not tried");
+		return -EINVAL;
+	}
 	pthread_mutex_lock(&tls_up_lock);
-	for (i = 0; i < tls_up_n + tls_up_nprev && !ctx; i++) {
-		const struct tls_up_prof *pr =
-		    i < tls_up_n ? &tls_up_v[i] : &tls_up_prev[i - tls_up_n];
-
-		if (strcmp(pr->key, key) == 0) {
-			ctx = pr->ctx;
-			id = pr->id;
-			verify = pr->verify;
-		}
+	pr = tls_up_find(key);
+	if (pr) {
+		ctx = pr->ctx;
+		id = pr->id;
+		verify = pr->verify;
 	}
 	ssl = ctx && out ? SSL_new(ctx) : NULL;
 	pthread_mutex_unlock(&tls_up_lock);
@@ -409,6 +592,11 @@ void tls_up_free_all(void)
 	tls_up_free_v(tls_up_prev, tls_up_nprev);
 	tls_up_v = tls_up_prev = NULL;
 	tls_up_n = tls_up_nprev = 0;
+	for (size_t i = 0; i < tls_up_ndb; i++)
+		SSL_CTX_free(tls_up_db[i].p.ctx);
+	free(tls_up_db);
+	tls_up_db = NULL;
+	tls_up_ndb = 0;
 	pthread_mutex_unlock(&tls_up_lock);
 	tls_up_thread_end();
 }

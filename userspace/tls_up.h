@@ -34,6 +34,19 @@ struct ssl_st;
  */
 int tls_up_load(const struct route_src *src, struct errbuf *err);
 
+/*
+ * Hold t's profile for a database deployment (pgmodel.h): built (its
+ * files read) when no deployment held it, else shared; the default group
+ * and a refused one need none (0). Each hold is ended by one
+ * tls_up_release of an equal t; a profile held by none stays findable
+ * for two minutes (requests routed by an older table), then is freed. A
+ * reload (tls_up_load) reads every held profile's files again, one that
+ * fails then keeping what it had. Returns 0, or -EINVAL with err naming
+ * the file, or -ENOMEM. Any thread.
+ */
+int tls_up_hold(const struct config_up_tls *t, struct errbuf *err);
+void tls_up_release(const struct config_up_tls *t);
+
 /* Whether t's profile can be built (its files read, the key matching
  * the certificate): 0, or -EINVAL with err naming the file. */
 int tls_up_check(const struct config_up_tls *t, struct errbuf *err);
@@ -44,8 +57,9 @@ int tls_up_check(const struct config_up_tls *t, struct errbuf *err);
  * (host_len bytes, a port after it ignored; NULL: none): 0 with *out and
  * *tag (what a pooled connection must have been made with to serve this
  * request: profile and server name; out NULL: the tag only), or -ENOMEM,
- * or -ENOENT when t's profile was never loaded, or -EINVAL when a
- * request's name to verify is empty or too long (err says so). The name
+ * or -ENOENT when t's profile was never loaded, or -EINVAL when t was
+ * refused or a request's name to verify is empty or too long (err says
+ * so). The name
  * is lowercased, without a trailing dot. With host NULL (a health check)
  * and no server_name, the chain alone is verified.
  */

@@ -593,6 +593,94 @@ START_TEST(test_hc_json_good)
 }
 END_TEST
 
+/* deployments.tls: each bad shape refused with its reason, the group
+ * left refused-free and empty (the caller marks it refused). */
+static const struct {
+	const char *json, *msg;
+} tls_bads[] = {
+    {"[]", "expected a JSON object, found an array"},
+    {"{\"sni\": \"a.test\"}", "sni: unknown key"},
+    {"{\"verify\": \"no\"}", "verify: expected a boolean, found a string"},
+    {"{\"verify\": 0}", "verify: expected a boolean, found an integer"},
+    {"{\"server_name\": true}",
+     "server_name: expected a string, found a boolean"},
+    {"{\"server_name\": \"*.up.test\"}", NULL},
+    {"{\"server_name\": \"UP test\"}", NULL},
+    {"{\"ca\": \"ca.pem\"}", "ca: an absolute path of at most 255 bytes"},
+    {"{\"ca\": 1}", "ca: expected a string, found an integer"},
+    {"{\"cert\": \"/c.pem\"}",
+     "cert and key go together (a client certificate and its key), or "
+     "neither"},
+    {"{\"key\": \"/k.pem\", \"verify\": true}",
+     "cert and key go together (a client certificate and its key), or "
+     "neither"},
+};
+
+START_TEST(test_up_tls_json_bad)
+{
+	struct config_up_tls t, zero;
+	struct errbuf err = {""};
+	json_t *o = json_loads(tls_bads[_i].json, JSON_DECODE_ANY, NULL);
+
+	ck_assert_ptr_nonnull(o);
+	memset(&zero, 0, sizeof(zero));
+	memset(&t, 0xa5, sizeof(t));
+	ck_assert_int_eq(config_up_tls_json(o, &t, &err), -EINVAL);
+	if (tls_bads[_i].msg)
+		ck_assert_str_eq(err.msg, tls_bads[_i].msg);
+	else
+		ck_assert_msg(strncmp(err.msg,
+				      "server_name: a host name or a numeric "
+				      "address: ",
+				      39) == 0,
+			      "%s", err.msg);
+	ck_assert_mem_eq(&t, &zero, sizeof(t));
+	ck_assert_int_eq(config_up_tls_json(o, &t, NULL), -EINVAL);
+	json_decref(o);
+}
+END_TEST
+
+/* Good groups, and each written back reads the same. */
+START_TEST(test_up_tls_json_good)
+{
+	struct config_up_tls t, back;
+	struct errbuf err = {""};
+	json_t *o, *w;
+
+	o = json_loads("{\"verify\": false, \"server_name\": \"api.internal\", "
+		       "\"ca\": \"/etc/ca.pem\", \"cert\": \"/c.pem\", "
+		       "\"key\": \"/k.pem\"}",
+		       0, NULL);
+	ck_assert_int_eq(config_up_tls_json(o, &t, &err), 0);
+	ck_assert(t.no_verify);
+	ck_assert(!t.refused);
+	ck_assert_str_eq(t.server_name, "api.internal");
+	ck_assert_str_eq(t.ca, "/etc/ca.pem");
+	ck_assert_str_eq(t.cert, "/c.pem");
+	ck_assert_str_eq(t.key, "/k.pem");
+	w = config_up_tls_to_json(&t);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(config_up_tls_json(w, &back, &err), 0);
+	ck_assert_mem_eq(&t, &back, sizeof(t));
+	json_decref(w);
+	json_decref(o);
+	/* an address as the name; verify true said; empty: the defaults */
+	o = json_loads("{\"server_name\": \"10.0.0.1\", \"verify\": true}", 0,
+		       NULL);
+	ck_assert_int_eq(config_up_tls_json(o, &t, &err), 0);
+	ck_assert(!t.no_verify);
+	ck_assert_str_eq(t.server_name, "10.0.0.1");
+	json_decref(o);
+	o = json_object();
+	ck_assert_int_eq(config_up_tls_json(o, &t, &err), 0);
+	ck_assert(!t.no_verify && !t.ca[0] && !t.server_name[0]);
+	w = config_up_tls_to_json(&t);
+	ck_assert_uint_eq(json_object_size(w), 0);
+	json_decref(w);
+	json_decref(o);
+}
+END_TEST
+
 static Suite *config_check_suite(void)
 {
 	Suite *s = suite_create("config_check");
@@ -612,6 +700,8 @@ static Suite *config_check_suite(void)
 	tcase_add_loop_test(tc, test_hc_json_bad, 0, CK_NELEM(hc_bads));
 	tcase_add_test(tc, test_hc_json_edges);
 	tcase_add_test(tc, test_hc_json_good);
+	tcase_add_loop_test(tc, test_up_tls_json_bad, 0, CK_NELEM(tls_bads));
+	tcase_add_test(tc, test_up_tls_json_good);
 	suite_add_tcase(s, tc);
 	return s;
 }

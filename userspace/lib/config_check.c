@@ -650,6 +650,7 @@ static int config_hc_str(const struct config_value *v, const char *def,
 	case CONFIG_VALUE_INT:
 		errbuf_set(err, "expected a string, found an integer");
 		return -EINVAL;
+	case CONFIG_VALUE_BOOL:
 	case CONFIG_VALUE_OTHER:
 		break;
 	}
@@ -810,17 +811,18 @@ static const char *config_json_type_name(const json_t *j)
 	return "something else";
 }
 
-int config_health_check_json(const json_t *o, struct config_health_check *hc,
-			     struct errbuf *err)
+/* The members of JSON object o named keys[0..n) into v[0..n) (num: room
+ * for an integer's text each): 0, or -EINVAL with err for a value that
+ * is not an object, an unknown key or a NUL inside a string. */
+static int config_json_values(const json_t *o, const char *const *keys, int n,
+			      struct config_value *v, char (*num)[24],
+			      struct errbuf *err)
 {
-	struct config_value v[CONFIG_HC_NKEYS];
-	char num[CONFIG_HC_NKEYS][24];
 	const char *name;
 	json_t *m;
-	int i, key = -1;
+	int i;
 
-	memset(hc, 0, sizeof(*hc));
-	memset(v, 0, sizeof(v));
+	memset(v, 0, (size_t)n * sizeof(*v));
 	if (!o || !json_is_object(o)) {
 		errbuf_set(err, "expected a JSON object, found %s",
 			   o ? config_json_type_name(o) : "nothing");
@@ -829,16 +831,16 @@ int config_health_check_json(const json_t *o, struct config_health_check *hc,
 	/* an unknown key first, as the file's group does */
 	json_object_foreach((json_t *)o, name, m)
 	{
-		for (i = 0; i < CONFIG_HC_NKEYS; i++)
-			if (strcmp(name, config_hc_keys[i]) == 0)
+		for (i = 0; i < n; i++)
+			if (strcmp(name, keys[i]) == 0)
 				break;
-		if (i == CONFIG_HC_NKEYS) {
+		if (i == n) {
 			errbuf_set(err, "%.64s: unknown key", name);
 			return -EINVAL;
 		}
 	}
-	for (i = 0; i < CONFIG_HC_NKEYS; i++) {
-		m = json_object_get(o, config_hc_keys[i]);
+	for (i = 0; i < n; i++) {
+		m = json_object_get(o, keys[i]);
 		if (!m)
 			continue;
 		if (json_is_string(m)) {
@@ -847,7 +849,7 @@ int config_health_check_json(const json_t *o, struct config_health_check *hc,
 			/* a NUL inside would cut the value short unseen */
 			if (strlen(v[i].str) != json_string_length(m)) {
 				errbuf_set(err, "%s: a NUL byte in the string",
-					   config_hc_keys[i]);
+					   keys[i]);
 				return -EINVAL;
 			}
 		} else if (json_is_integer(m)) {
@@ -858,11 +860,28 @@ int config_health_check_json(const json_t *o, struct config_health_check *hc,
 			v[i].mag = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
 			snprintf(num[i], sizeof(num[i]), "%lld", (long long)x);
 			v[i].text = num[i];
+		} else if (json_is_boolean(m)) {
+			v[i].kind = CONFIG_VALUE_BOOL;
+			v[i].b = json_is_true(m);
+			v[i].text = "a boolean";
 		} else {
 			v[i].kind = CONFIG_VALUE_OTHER;
 			v[i].text = config_json_type_name(m);
 		}
 	}
+	return 0;
+}
+
+int config_health_check_json(const json_t *o, struct config_health_check *hc,
+			     struct errbuf *err)
+{
+	struct config_value v[CONFIG_HC_NKEYS];
+	char num[CONFIG_HC_NKEYS][24];
+	int key = -1;
+
+	memset(hc, 0, sizeof(*hc));
+	if (config_json_values(o, config_hc_keys, CONFIG_HC_NKEYS, v, num, err))
+		return -EINVAL;
 	if (config_health_check_of(v, hc, &key, err) == 0)
 		return 0;
 	if (key >= 0 && err) { /* err NULL: a snapshot's value, no words */
@@ -884,6 +903,122 @@ json_t *config_health_check_to_json(const struct config_health_check *hc)
 			 hc->path, "interval", iv, "timeout", to,
 			 "expect_status", (int)hc->expect_status, "rise",
 			 (int)hc->rise, "fall", (int)hc->fall);
+}
+
+const char *const config_up_tls_keys[CONFIG_UP_TLS_NKEYS + 1] = {
+    "verify", "server_name", "ca", "cert", "key", NULL};
+
+/* A path value into buf (CONFIG_PATH_MAX): absolute, "" when absent. */
+static int config_up_tls_path(const struct config_value *v, char *buf,
+			      struct errbuf *err)
+{
+	const char *s = "";
+
+	if (config_hc_str(v, "", &s, err))
+		return -EINVAL;
+	if (*s && (s[0] != '/' || strlen(s) >= CONFIG_PATH_MAX)) {
+		errbuf_set(err, "an absolute path of at most %d bytes",
+			   CONFIG_PATH_MAX - 1);
+		return -EINVAL;
+	}
+	snprintf(buf, CONFIG_PATH_MAX, "%s", s);
+	return 0;
+}
+
+int config_up_tls_of(const struct config_value v[CONFIG_UP_TLS_NKEYS],
+		     struct config_up_tls *t, int *key, struct errbuf *err)
+{
+	const struct config_value *x;
+	const char *sn = "";
+	unsigned char ip[16];
+	struct errbuf e;
+
+	memset(t, 0, sizeof(*t));
+	*key = CONFIG_UP_TLS_KEY_VERIFY;
+	x = &v[CONFIG_UP_TLS_KEY_VERIFY];
+	if (x->kind != CONFIG_VALUE_ABSENT && x->kind != CONFIG_VALUE_BOOL) {
+		errbuf_set(err, "expected a boolean, found %s",
+			   x->kind == CONFIG_VALUE_STRING ? "a string"
+			   : x->kind == CONFIG_VALUE_INT  ? "an integer"
+							  : x->text);
+		return -EINVAL;
+	}
+	t->no_verify = x->kind == CONFIG_VALUE_BOOL && !x->b;
+	*key = CONFIG_UP_TLS_KEY_SERVER_NAME;
+	if (config_hc_str(&v[CONFIG_UP_TLS_KEY_SERVER_NAME], "", &sn, err))
+		return -EINVAL;
+	if (*sn) {
+		/* a name as a domain is written (lowercase, no wildcard),
+		 * or a numeric address */
+		snprintf(t->server_name, sizeof(t->server_name), "%s", sn);
+		errbuf_clear(&e);
+		if (strlen(sn) > CONFIG_HOST_MAX ||
+		    (inet_pton(AF_INET, sn, ip) != 1 &&
+		     inet_pton(AF_INET6, sn, ip) != 1 &&
+		     config_domain_check(t->server_name, false, &e) < 0)) {
+			errbuf_set(err, "a host name or a numeric address%s%s",
+				   e.msg[0] ? ": " : "", e.msg);
+			return -EINVAL;
+		}
+	}
+	*key = CONFIG_UP_TLS_KEY_CA;
+	if (config_up_tls_path(&v[*key], t->ca, err))
+		return -EINVAL;
+	*key = CONFIG_UP_TLS_KEY_CERT;
+	if (config_up_tls_path(&v[*key], t->cert, err))
+		return -EINVAL;
+	*key = CONFIG_UP_TLS_KEY_KEY;
+	if (config_up_tls_path(&v[*key], t->key, err))
+		return -EINVAL;
+	if (!*t->cert != !*t->key) {
+		*key = -1;
+		errbuf_set(err, "cert and key go together (a client "
+				"certificate and its key), or neither");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_up_tls_json(const json_t *o, struct config_up_tls *t,
+		       struct errbuf *err)
+{
+	struct config_value v[CONFIG_UP_TLS_NKEYS];
+	char num[CONFIG_UP_TLS_NKEYS][24];
+	int key = -1;
+
+	memset(t, 0, sizeof(*t));
+	if (config_json_values(o, config_up_tls_keys, CONFIG_UP_TLS_NKEYS, v,
+			       num, err))
+		return -EINVAL;
+	if (config_up_tls_of(v, t, &key, err) == 0)
+		return 0;
+	memset(t, 0, sizeof(*t));
+	if (key >= 0 && err) {
+		struct errbuf e = *err;
+
+		errbuf_set(err, "%s: %s", config_up_tls_keys[key], e.msg);
+	}
+	return -EINVAL;
+}
+
+json_t *config_up_tls_to_json(const struct config_up_tls *t)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if ((t->no_verify && json_object_set_new(o, "verify", json_false())) ||
+	    (t->server_name[0] &&
+	     json_object_set_new(o, "server_name",
+				 json_string(t->server_name))) ||
+	    (t->ca[0] && json_object_set_new(o, "ca", json_string(t->ca))) ||
+	    (t->cert[0] &&
+	     json_object_set_new(o, "cert", json_string(t->cert))) ||
+	    (t->key[0] && json_object_set_new(o, "key", json_string(t->key)))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* This file must build without libconfig (config_check.h). */

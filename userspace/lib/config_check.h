@@ -69,6 +69,10 @@ struct config_up_tls {
 	char ca[CONFIG_PATH_MAX];	       /* "": the system's store */
 	char cert[CONFIG_PATH_MAX];	       /* mTLS: both or neither */
 	char key[CONFIG_PATH_MAX];
+	/* a database row's group that was refused (a bad value, a file
+	 * that cannot be read): its https:// endpoints are never tried
+	 * (502 upstream_tls_failed), never tried without it */
+	bool refused;
 };
 
 /* A numeric socket address (no DNS, ever: workers must not block). */
@@ -121,6 +125,7 @@ enum config_value_kind {
 	CONFIG_VALUE_ABSENT = 0,
 	CONFIG_VALUE_STRING,
 	CONFIG_VALUE_INT,
+	CONFIG_VALUE_BOOL,  /* b; text "a boolean" */
 	CONFIG_VALUE_OTHER, /* any other type: text says which */
 };
 
@@ -131,8 +136,9 @@ struct config_value {
 	 * sign, and whether it needs more than 64 bits */
 	uint64_t mag;
 	bool neg, big;
-	/* CONFIG_VALUE_INT: the integer as written; CONFIG_VALUE_OTHER:
-	 * what it is ("a float", "a list") */
+	bool b; /* CONFIG_VALUE_BOOL */
+	/* CONFIG_VALUE_INT: the integer as written; CONFIG_VALUE_OTHER and
+	 * CONFIG_VALUE_BOOL: what it is ("a float", "a list") */
 	const char *text;
 };
 
@@ -167,6 +173,43 @@ int config_health_check_json(const json_t *o, struct config_health_check *hc,
 /* hc (not CONFIG_HC_NONE) as the JSON object config_health_check_json
  * reads back to the same hc: a new reference, NULL when out of memory. */
 json_t *config_health_check_to_json(const struct config_health_check *hc);
+
+/* A deployment's tls group's keys, in the order they are checked. */
+enum config_up_tls_key {
+	CONFIG_UP_TLS_KEY_VERIFY = 0,
+	CONFIG_UP_TLS_KEY_SERVER_NAME,
+	CONFIG_UP_TLS_KEY_CA,
+	CONFIG_UP_TLS_KEY_CERT,
+	CONFIG_UP_TLS_KEY_KEY,
+	CONFIG_UP_TLS_NKEYS,
+};
+
+/* Their names ("verify", "server_name", ...), NULL-terminated. */
+extern const char *const config_up_tls_keys[CONFIG_UP_TLS_NKEYS + 1];
+
+/*
+ * A deployment's tls group from the values of its keys
+ * (v[CONFIG_UP_TLS_KEY_*]): the one check of the file's group and the
+ * database's deployments.tls. verify a boolean (default true);
+ * server_name a host name as a domain is written or a numeric address
+ * (default: the request's host); ca, cert, key absolute paths shorter
+ * than CONFIG_PATH_MAX (default: the system's store, no client
+ * certificate), cert and key both or neither. The files are not read
+ * here (tls_up.h). Returns 0 with *t, or -EINVAL with err and *key the
+ * index of the key at fault, or -1 when the fault is the group's.
+ */
+int config_up_tls_of(const struct config_value v[CONFIG_UP_TLS_NKEYS],
+		     struct config_up_tls *t, int *key, struct errbuf *err);
+
+/* The same group as a JSON object (the database's deployments.tls, the
+ * local snapshot's copy): not an object, or an unknown key, is refused
+ * too. 0 with *t, or -EINVAL with err ("ca: ..."). */
+int config_up_tls_json(const json_t *o, struct config_up_tls *t,
+		       struct errbuf *err);
+
+/* t as the JSON object config_up_tls_json reads back to the same t (the
+ * keys set only): a new reference, NULL when out of memory. */
+json_t *config_up_tls_to_json(const struct config_up_tls *t);
 
 /* How a deployment's endpoints are chosen (Select). */
 enum config_balance {

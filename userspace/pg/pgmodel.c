@@ -17,9 +17,10 @@
 #include "edge_maps.h"
 #include "pgmodel.h"
 #include "pgmodel_int.h"
+#include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 8, 3, 2, 4, 5, 4};
+static const int pgm_cols[PGM_NSETS] = {3, 8, 4, 2, 4, 5, 4};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -60,6 +61,9 @@ void pgm_project_free(struct pgm_project *p)
 		free(e->name);
 		free(e->dep);
 		free(e->hc_err);
+		if (e->tls_held)
+			tls_up_release(&e->tls);
+		free(e->tls_err);
 		free(e->eps);
 		for (j = 0; j < e->n_doms; j++) {
 			free(e->doms[j].domain);
@@ -159,7 +163,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "SELECT e.id, e.project_id, e.name, e.on_demand, e.state, "
 		    "extract(epoch FROM e.idle_timeout)::text, "
 		    "e.https_redirect, e.hsts FROM environments e WHERE %s;"
-		    "SELECT d.id, d.environment_id, d.health_check::text FROM "
+		    "SELECT d.id, d.environment_id, d.health_check::text, "
+		    "d.tls::text FROM "
 		    "deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -399,9 +404,66 @@ static int pgm_health_check(const char *text, struct config_health_check *hc,
 	return rc;
 }
 
-/* The health checks of the projects v[0..n) that were refused: logged and
- * counted, but for one the model already held with the same reason (the
- * same deployment read again: said once). */
+/* A deployments.tls value (jsonb as text) into *t: 0, or -EINVAL with
+ * err and *t refused. */
+static int pgm_up_tls(const char *text, struct config_up_tls *t,
+		      struct errbuf *err)
+{
+	json_error_t je;
+	json_t *o;
+	int rc;
+
+	errbuf_clear(err);
+	o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	if (!o) {
+		errbuf_set(err, "cannot read the JSON: %s", je.text);
+		rc = -EINVAL;
+	} else {
+		rc = config_up_tls_json(o, t, err);
+		json_decref(o);
+	}
+	if (rc) {
+		memset(t, 0, sizeof(*t));
+		t->refused = true;
+	}
+	return rc;
+}
+
+int pgm_tls_hold(struct pgm_env *e)
+{
+	struct errbuf err;
+	int rc;
+
+	errbuf_clear(&err);
+	if (e->tls.refused || e->tls_held)
+		return 0;
+	rc = tls_up_hold(&e->tls, &err);
+	if (rc == 0) {
+		e->tls_held = true;
+		return 0;
+	}
+	if (rc == -ENOMEM)
+		return rc;
+	memset(&e->tls, 0, sizeof(e->tls));
+	e->tls.refused = true;
+	free(e->tls_err);
+	e->tls_err = pgm_dup(err.msg);
+	return e->tls_err ? 0 : -ENOMEM;
+}
+
+/* Whether e's tls is what oe's was (the same deployment read again). */
+static bool pgm_tls_same(const struct pgm_env *e, const struct pgm_env *oe)
+{
+	return oe && oe->dep && e->dep && strcmp(oe->dep, e->dep) == 0 &&
+	       memcmp(&oe->tls, &e->tls, sizeof(e->tls)) == 0 &&
+	       !oe->tls_err == !e->tls_err &&
+	       (!e->tls_err || strcmp(oe->tls_err, e->tls_err) == 0);
+}
+
+/* The health checks and tls groups of the projects v[0..n) that were
+ * refused: logged and counted, and verify = false said, but for one the
+ * model already held the same (the same deployment read again: said
+ * once). */
 static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
 {
 	size_t k, j, at, o;
@@ -416,11 +478,28 @@ static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
 			const struct pgm_env *e = &v[k]->envs[j];
 			const struct pgm_env *oe = NULL;
 
-			if (!e->hc_err)
-				continue;
 			for (o = 0; old && o < old->n_envs; o++)
 				if (strcmp(old->envs[o].id, e->id) == 0)
 					oe = &old->envs[o];
+			if (e->dep && (e->tls_err || e->tls.no_verify) &&
+			    !pgm_tls_same(e, oe)) {
+				if (e->tls_err) {
+					m->sk.tls++;
+					log_warnx_rl(
+					    "database: deployment '%s': tls: "
+					    "%s; its https:// endpoints "
+					    "answer 502 upstream_tls_failed",
+					    e->dep, e->tls_err);
+				} else {
+					log_note("deployment %s: the "
+						 "certificates of its https:// "
+						 "endpoints are not verified "
+						 "(tls.verify = false)",
+						 e->dep);
+				}
+			}
+			if (!e->hc_err)
+				continue;
 			if (oe && oe->dep && oe->hc_err &&
 			    strcmp(oe->dep, e->dep) == 0 &&
 			    strcmp(oe->hc_err, e->hc_err) == 0)
@@ -608,6 +687,19 @@ static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
 	    pgm_health_check(PQgetvalue(r, i, 2), &env->hc, &e)) {
 		if (!(env->hc_err = pgm_dup(e.msg)))
 			return -ENOMEM;
+	}
+	if (env->tls_held)
+		tls_up_release(&env->tls);
+	env->tls_held = false;
+	free(env->tls_err);
+	env->tls_err = NULL;
+	memset(&env->tls, 0, sizeof(env->tls));
+	if (!PQgetisnull(r, i, 3) &&
+	    pgm_up_tls(PQgetvalue(r, i, 3), &env->tls, &e)) {
+		if (!(env->tls_err = pgm_dup(e.msg)))
+			return -ENOMEM;
+	} else if (pgm_tls_hold(env)) {
+		return -ENOMEM;
 	}
 	j->deps[j->nd].key = env->dep;
 	j->deps[j->nd++].env = env;
@@ -942,6 +1034,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	/* no active deployment: its routes answer 502 upstream_unavailable */
 	e->deployment.id = pgm_dup(pe->dep);
 	e->deployment.hc = pe->hc;
+	e->deployment.tls = pe->tls;
 	e->max_body_bytes = ROUTE_SRC_INHERIT;
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;

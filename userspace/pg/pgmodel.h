@@ -64,7 +64,7 @@ int pgm_env_state_parse(const char *s);
  * (counted once per deployment and reason). */
 struct pgm_skipped {
 	uint64_t endpoints, domains, ip_rules, ids, tcp_routes;
-	uint64_t health_checks;
+	uint64_t health_checks, tls;
 };
 
 /* A global IP rule (project_id NULL) as read. */

@@ -29,7 +29,7 @@ static json_t *pgm_rule_json(const struct pgm_rule *x)
 static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
-	json_t *tcp = json_array(), *hc = NULL;
+	json_t *tcp = json_array(), *hc = NULL, *tls = NULL;
 	size_t i;
 
 	if (!eps || !doms || !tcp)
@@ -54,14 +54,27 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 		if (!hc)
 			goto out;
 	}
+	/* a refused group stays refused: its reason instead */
+	if (!e->tls.refused) {
+		tls = config_up_tls_to_json(&e->tls);
+		if (!tls)
+			goto out;
+		if (json_object_size(tls) == 0) {
+			json_decref(tls);
+			tls = NULL;
+		}
+	}
 	o = json_pack(
-	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, s:b, s:O*}",
+	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, "
+	    "s:b, s:O*, s:O*, s:s*}",
 	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
 	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
 	    (json_int_t)e->idle_ms, "https_redirect", e->https_redirect, "hsts",
-	    e->hsts, "health_check", hc);
+	    e->hsts, "health_check", hc, "tls", tls, "tls_refused",
+	    e->tls.refused ? (e->tls_err ? e->tls_err : "refused") : NULL);
 out:
+	json_decref(tls);
 	json_decref(hc);
 	json_decref(eps);
 	json_decref(doms);
@@ -249,22 +262,25 @@ static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
 static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
+	json_t *tls = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
+	const char *tls_refused = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
 	int od = 0, stv, redirect = 0, hsts = 0;
 	size_t i;
 
 	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
-	 * hsts, health_check: absent from a snapshot an edge before them
-	 * wrote (and health_check when the deployment has none) */
+	 * hsts, health_check, tls: absent from a snapshot an edge before
+	 * them wrote (and health_check, tls when the deployment has none) */
 	if (json_unpack(o,
 			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-			"s?:b, s?:b, s?:o}",
+			"s?:b, s?:b, s?:o, s?:o, s?:s}",
 			"id", &id, "name", &name, "deployment", &dep,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
 			"on_demand", &od, "state", &st, "idle_timeout_ms",
 			&idle, "https_redirect", &redirect, "hsts", &hsts,
-			"health_check", &hc) ||
+			"health_check", &hc, "tls", &tls, "tls_refused",
+			&tls_refused) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -273,6 +289,20 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	if (hc && !json_is_null(hc) &&
 	    config_health_check_json(hc, &e->hc, NULL))
 		return -EINVAL;
+	if (tls && !json_is_null(tls) && config_up_tls_json(tls, &e->tls, NULL))
+		return -EINVAL;
+	if (tls_refused) {
+		memset(&e->tls, 0, sizeof(e->tls));
+		e->tls.refused = true;
+		if (!(e->tls_err = pgm_dup(tls_refused)))
+			return -ENOMEM;
+	} else if (pgm_tls_hold(e)) {
+		return -ENOMEM;
+	} else if (e->tls_err) {
+		log_warnx("local snapshot: deployment '%s': tls: %s; its "
+			  "https:// endpoints answer 502 upstream_tls_failed",
+			  dep ? dep : "-", e->tls_err);
+	}
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
 		return -EINVAL;

@@ -75,7 +75,7 @@ struct pgplane {
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[6];
+		struct metrics_counter *errors, *given_way, *skipped[7];
 	} m;
 };
 
@@ -954,16 +954,20 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[3], st.skipped.ids);
 	PGPLANE_TO(p->m.skipped[4], st.skipped.tcp_routes + p->tcp_refused);
 	PGPLANE_TO(p->m.skipped[5], st.skipped.health_checks);
+	PGPLANE_TO(p->m.skipped[6], st.skipped.tls);
 #undef PGPLANE_TO
 }
 
 static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 {
 	/* deployments.health_check: the deployment is served, without
-	 * the check (pgmodel.h) */
-	static const char *const tables[6] = {
-	    "endpoints", "domains",    "ip_rules",
-	    "ids",	 "tcp_routes", "deployments.health_check"};
+	 * the check; deployments.tls: its https:// endpoints are not
+	 * tried (pgmodel.h) */
+	static const char *const tables[7] = {
+	    "endpoints",      "domains",
+	    "ip_rules",	      "ids",
+	    "tcp_routes",     "deployments.health_check",
+	    "deployments.tls"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -1023,13 +1027,14 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < 7; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
 		    "Database rows skipped because a value did not parse "
 		    "(deployments.health_check: deployments served without "
-		    "their refused health check).",
+		    "their refused health check; deployments.tls: their "
+		    "https:// endpoints not tried).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
@@ -1136,7 +1141,7 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    (json_int_t)(st.skipped.endpoints + st.skipped.domains +
 			 st.skipped.ip_rules + st.skipped.ids +
 			 st.skipped.tcp_routes + p->tcp_refused +
-			 st.skipped.health_checks),
+			 st.skipped.health_checks + st.skipped.tls),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,

@@ -1,0 +1,23 @@
+-- 0014_deployment_tls.sql - how edged speaks TLS to a deployment's
+-- https:// endpoints (docs/upstream.md, "TLS to upstreams"; issue 31).
+--
+-- deployments.tls is NULL (verified against the system's store, the
+-- request's host as the server name) or a JSON object with the keys,
+-- values and defaults of the configuration file's deployment tls group
+-- (docs/configuration.md), checked by edged with the same code:
+--   verify       true or false (default true; false is logged)
+--   server_name  a host name or a numeric address to send (SNI) and
+--                verify (default: the request's host)
+--   ca           an absolute path on the edge host: the CA certificates
+--                to verify against (default: the system's store)
+--   cert, key    absolute paths: a client certificate and its key (mTLS),
+--                both or neither
+-- e.g. '{"ca": "/etc/edge/up-ca.pem", "server_name": "api.internal"}'.
+-- The files are read by edged (as its user) when the row is applied and
+-- again at every reload. A value edged refuses (not an object, an unknown
+-- key, a wrong type, a file it cannot read, a key that does not match its
+-- certificate) is logged with the deployment's id and counted, and the
+-- deployment's https:// endpoints answer 502 upstream_tls_failed rather
+-- than being tried without it. Changing it is an UPDATE of deployments,
+-- which the trigger of 0001 notes as a change of the project.
+ALTER TABLE deployments ADD COLUMN tls jsonb;
