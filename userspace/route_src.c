@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "route_src.h"
+#include "tls_up.h"
 
 static const char *const route_src_names[ROUTE_SRC_N] = {
     [ROUTE_SRC_FILE] = "file",
@@ -45,6 +46,8 @@ void route_src_env_clear(struct route_src_env *env)
 	free(env->routes);
 	free(env->deployment.id);
 	free(env->deployment.upstreams);
+	if (env->deployment.tls_held)
+		tls_up_release(&env->deployment.tls);
 	free(env->security.frame_options);
 	free(env->security.referrer_policy);
 }
@@ -111,6 +114,15 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->deployment.balance = f->deployment.balance;
 	t->deployment.hc = f->deployment.hc;
+	t->deployment.tls = f->deployment.tls;
+	if (f->deployment.tls_held) {
+		struct errbuf err;
+
+		/* held: shared, nothing read */
+		t->deployment.tls_held =
+		    tls_up_hold(&t->deployment.tls, &err) == 0;
+		t->deployment.tls.refused = !t->deployment.tls_held;
+	}
 	if (!rs_str(&t->id, f->id) || !rs_str(&t->name, f->name) ||
 	    !rs_str(&t->deployment.id, f->deployment.id) ||
 	    !rs_str(&t->security.frame_options, f->security.frame_options) ||

@@ -63,6 +63,7 @@ struct route_src_deployment {
 	enum config_balance balance;
 	struct config_health_check hc; /* type CONFIG_HC_NONE: none */
 	struct config_up_tls tls;      /* to its https:// endpoints */
+	bool tls_held; /* tls_up_hold taken for tls: released with it */
 };
 
 /* A (domain, path prefix) pair that routes to an environment, whichever

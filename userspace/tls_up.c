@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "clk.h"
 #include "route_src.h"
@@ -22,7 +25,7 @@
 
 /* One SSL_CTX of a distinct (verify, ca, cert, key). */
 struct tls_up_prof {
-	char key[4 * CONFIG_PATH_MAX];
+	char key[4 * CONFIG_PATH_MAX + 64];
 	SSL_CTX *ctx;
 	uint64_t id; /* unique for the process's life: sessions and pooled
 			connections are matched by it, never by address */
@@ -60,9 +63,12 @@ struct tls_up_sess {
 };
 static __thread struct tls_up_sess tls_up_sessions[TLS_UP_SESSIONS];
 
+/* A group's key: its fields with their lengths, so that no two groups
+ * share one whatever their paths hold. */
 static void tls_up_key(const struct config_up_tls *t, char *buf, size_t len)
 {
-	snprintf(buf, len, "%d|%s|%s|%s", !t->no_verify, t->ca, t->cert,
+	snprintf(buf, len, "%d|%zu:%s|%zu:%s|%zu:%s", !t->no_verify,
+		 strlen(t->ca), t->ca, strlen(t->cert), t->cert, strlen(t->key),
 		 t->key);
 }
 
@@ -125,13 +131,46 @@ static const char *tls_up_err(void)
 	return r ? r : "unknown error";
 }
 
+/* Whether path is a regular file edged may read (opened without
+ * blocking: a FIFO or a device never holds the control loop), at most
+ * TLS_UP_FILE_MAX bytes: 0, or -EINVAL with err saying why, as "WHAT
+ * PATH: why". */
+#define TLS_UP_FILE_MAX (4u << 20)
+static int tls_up_file_ok(const char *what, const char *path,
+			  struct errbuf *err)
+{
+	struct stat st;
+	bool ok = false;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0) {
+		errbuf_set(err, "%s %s: %s", what, path, strerror(errno));
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) < 0)
+		errbuf_set(err, "%s %s: %s", what, path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		errbuf_set(err, "%s %s: not a regular file", what, path);
+	else if ((uint64_t)st.st_size > TLS_UP_FILE_MAX)
+		errbuf_set(err, "%s %s: larger than 4 MiB", what, path);
+	else
+		ok = true;
+	close(fd);
+	return ok ? 0 : -EINVAL;
+}
+
 static int tls_up_build(const struct config_up_tls *t, SSL_CTX **out,
 			struct errbuf *err)
 {
 	static const unsigned char alpn[] = "\x08http/1.1";
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX *ctx;
 	int rc = -EINVAL;
 
+	if ((t->ca[0] && tls_up_file_ok("ca", t->ca, err)) ||
+	    (t->cert[0] && tls_up_file_ok("cert", t->cert, err)) ||
+	    (t->key[0] && tls_up_file_ok("key", t->key, err)))
+		return -EINVAL;
+	ctx = SSL_CTX_new(TLS_client_method());
 	ERR_clear_error();
 	if (!ctx) {
 		errbuf_set(err, "out of memory");
@@ -342,7 +381,9 @@ static void tls_up_db_sweep(uint64_t now)
 	while (i < tls_up_ndb) {
 		struct tls_up_held *h = &tls_up_db[i];
 
-		if (h->refs || now - h->unheld_ns < TLS_UP_GRACE_NS) {
+		/* another thread's clock may be a little behind */
+		if (h->refs || now < h->unheld_ns ||
+		    now - h->unheld_ns < TLS_UP_GRACE_NS) {
 			i++;
 			continue;
 		}
@@ -362,7 +403,7 @@ int tls_up_hold(const struct config_up_tls *t, struct errbuf *err)
 		return 0;
 	tls_up_key(t, key, sizeof(key));
 	pthread_mutex_lock(&tls_up_lock);
-	tls_up_db_sweep(clk_now_ns());
+	tls_up_db_sweep(clk_fresh_ns());
 	h = tls_up_db_find(key);
 	if (h)
 		h->refs++;
@@ -406,7 +447,7 @@ void tls_up_release(const struct config_up_tls *t)
 {
 	char key[sizeof(((struct tls_up_prof *)0)->key)];
 	struct tls_up_held *h;
-	uint64_t now = clk_now_ns();
+	uint64_t now = clk_fresh_ns();
 
 	if (t->refused || tls_up_is_none(t))
 		return;
@@ -423,31 +464,33 @@ void tls_up_release(const struct config_up_tls *t)
  * that fails keeps its context, logged. Control thread. */
 static void tls_up_db_reread(void)
 {
-	struct config_up_tls t;
+	struct config_up_tls *v;
 	size_t i, n;
 
+	/* the groups copied first: another thread's release may remove
+	 * entries while the files are read */
 	pthread_mutex_lock(&tls_up_lock);
 	n = tls_up_ndb;
+	v = n ? calloc(n, sizeof(*v)) : NULL;
+	for (i = 0; v && i < n; i++)
+		v[i] = tls_up_db[i].t;
 	pthread_mutex_unlock(&tls_up_lock);
+	if (!v)
+		return;
 	for (i = 0; i < n; i++) {
 		char key[sizeof(((struct tls_up_prof *)0)->key)];
 		struct tls_up_held *h;
 		struct errbuf e;
 		SSL_CTX *ctx, *old = NULL;
 
-		pthread_mutex_lock(&tls_up_lock);
-		if (i >= tls_up_ndb) {
-			pthread_mutex_unlock(&tls_up_lock);
-			break;
-		}
-		memcpy(key, tls_up_db[i].p.key, sizeof(key));
-		t = tls_up_db[i].t;
-		pthread_mutex_unlock(&tls_up_lock);
+		if (!v[i].ca[0] && !v[i].cert[0])
+			continue; /* no file: verify = false alone */
+		tls_up_key(&v[i], key, sizeof(key));
 		errbuf_clear(&e);
-		if (tls_up_build(&t, &ctx, &e)) {
-			log_warnx("database: tls (%s): %s; the files read "
-				  "before serve on",
-				  t.ca[0] ? t.ca : t.cert, e.msg);
+		if (tls_up_build(&v[i], &ctx, &e)) {
+			log_warnx("database: deployments.tls: %s; the files "
+				  "read before serve on",
+				  e.msg);
 			continue;
 		}
 		pthread_mutex_lock(&tls_up_lock);
@@ -461,6 +504,7 @@ static void tls_up_db_reread(void)
 		pthread_mutex_unlock(&tls_up_lock);
 		SSL_CTX_free(old);
 	}
+	free(v);
 }
 
 /* host's name part (no port, no brackets) into buf. */

@@ -11,7 +11,8 @@
 #     200, and the same group without them: 502;
 #   - verify = false against a CA nobody knows: 200, said in the log;
 #   - refused values (a CA file that is missing, a key that is not the
-#     certificate's, a string for verify, an unknown key, not JSON) each
+#     certificate's, a string for verify, an unknown key, not JSON, a FIFO
+#     for the CA: never opened for reading) each
 #     logged with the deployment's id and reason and counted
 #     (edge_db_rows_skipped_total{table="deployments.tls"}), the
 #     deployment's https:// endpoints answering 502 upstream_tls_failed
@@ -19,7 +20,8 @@
 #     good tls in the same transaction applies; the project read again
 #     with the same bad value: not logged or counted again;
 #   - a row's CA file broken and edged reloaded (SIGHUP): read again,
-#     said, the files read before serving on;
+#     said, the files read before serving on; a CA file missing when its
+#     row was applied, put in place, edged reloaded: served;
 #   - edged restarted with the database stopped, from its local snapshot:
 #     the rows' tls applies again (200), a refused one stays refused.
 # Runs against build/edged and build/asan/edged. Needs root (the postgres
@@ -62,6 +64,7 @@ if ! bash "$TOOLS/mkchain.sh" "$C" up 0 "DNS:up.test" >/dev/null ||
 fi
 chmod 644 "$C"/*
 cp "$C/up-root.crt" "$C/ca.pem" # the CA file the reload test replaces
+mkfifo "$T_TMP/fifo"              # a CA "file" that would block a reader
 
 tls_backend() { # PORT NAME CERT KEY [CLIENT_CA]
 	ECHO_TLS_CERT=$3 ECHO_TLS_KEY=$4 ECHO_TLS_CLIENT_CA=${5:-} \
@@ -239,12 +242,13 @@ run_suite() { # BIN LABEL
 {"ca": "$C/up-root.crt", "verify": "no"}|verify: expected a boolean, found a string
 {"ca": "$C/up-root.crt", "sni": "up.test"}|sni: unknown key
 {"ca": "$C/up-root.crt", "verify": 1e400}|cannot read the JSON: .*
+{"ca": "$T_TMP/fifo", "server_name": "up.test"}|ca $T_TMP/fifo: not a regular file
 BAD
-	n1=$((n0 + 5))
+	n1=$((n0 + 6))
 	if [ "$ok" = 1 ] && wait_metric "$SKIP" "$n1"; then
-		t_ok "$v: 5 refused values each logged with the reason, counted in $SKIP, each answering 502"
+		t_ok "$v: 6 refused values (a FIFO for ca among them: never read) each logged with the reason, counted in $SKIP, each answering 502"
 	else
-		t_fail "$v: refused values counted" "ok $ok, counted $(($(metric "$SKIP") - n0)) not 5"
+		t_fail "$v: refused values counted" "ok $ok, counted $(($(metric "$SKIP") - n0)) not 6"
 	fi
 	said=$(count "database: deployment 'a-d': tls:")
 	pg_sql "UPDATE environments SET name = 'prod' WHERE id = 'a-e'" >/dev/null
@@ -261,13 +265,31 @@ BAD
 	# unreadable garbage, SIGHUP: said, the files read before serving on
 	echo garbage >"$C/ca.pem"
 	kill -HUP "$EPID"
-	if edged_wait_log "database: tls \\($C/ca.pem\\): ca $C/ca.pem: .*; the files read before serve on" &&
+	if edged_wait_log "database: deployments.tls: ca $C/ca.pem: .*; the files read before serve on" &&
 		[ "$(code a.test)" = 200 ]; then
 		t_ok "$v: a row's CA file broken, edged reloaded: read again, refused with the reason, the files read before serving on"
 	else
 		t_fail "$v: CA reread" "$(code a.test) $(grep -E "reload|tls" "$EDGED_LOG" | tail -2)"
 	fi
 	cp "$C/up-root.crt" "$C/ca.pem"
+	# a CA file missing when the row came: 502; put in place, edged
+	# reloaded: tried again, served
+	rm -f "$C/later.pem"
+	set_tls a-d "{\"ca\": \"$C/later.pem\", \"server_name\": \"up.test\"}"
+	if edged_wait_log "deployment 'a-d': tls: ca $C/later.pem: No such file or directory" &&
+		wait_applied && tls_failed a.test; then
+		cp "$C/up-root.crt" "$C/later.pem"
+		kill -HUP "$EPID"
+		if wait_code a.test 200; then
+			t_ok "$v: a CA file missing when the row was applied: 502; the file put in place and edged reloaded: served"
+		else
+			t_fail "$v: missing CA put in place" "$(code a.test) $(grep -E "a-d|reload" "$EDGED_LOG" | tail -3)"
+		fi
+	else
+		t_fail "$v: a CA file missing" "$(code a.test) $(grep -E "a-d" "$EDGED_LOG" | tail -2)"
+	fi
+	set_tls a-d "$UPCA"
+	wait_code a.test 200 || t_fail "$v: a.test served again" "$(code a.test)"
 
 	# 6. the local snapshot keeps the groups: a refused one stays
 	# refused, edged restarted with the database stopped

@@ -608,6 +608,7 @@ static const struct {
     {"{\"server_name\": \"UP test\"}", NULL},
     {"{\"ca\": \"ca.pem\"}", "ca: an absolute path of at most 255 bytes"},
     {"{\"ca\": 1}", "ca: expected a string, found an integer"},
+    {"{\"ca\": \"/a\\nb\"}", "ca: a control character in the path"},
     {"{\"cert\": \"/c.pem\"}",
      "cert and key go together (a client certificate and its key), or "
      "neither"},

@@ -921,6 +921,11 @@ static int config_up_tls_path(const struct config_value *v, char *buf,
 			   CONFIG_PATH_MAX - 1);
 		return -EINVAL;
 	}
+	for (size_t i = 0; s[i]; i++)
+		if ((unsigned char)s[i] < ' ' || s[i] == 0x7f) {
+			errbuf_set(err, "a control character in the path");
+			return -EINVAL;
+		}
 	snprintf(buf, CONFIG_PATH_MAX, "%s", s);
 	return 0;
 }

@@ -429,26 +429,57 @@ static int pgm_up_tls(const char *text, struct config_up_tls *t,
 	return rc;
 }
 
+/* Whether tls groups may be held (their files read): once edged has
+ * dropped its privileges (pgm_tls_start). Control thread. */
+static bool pgm_tls_ready;
+
 int pgm_tls_hold(struct pgm_env *e)
 {
 	struct errbuf err;
 	int rc;
 
 	errbuf_clear(&err);
-	if (e->tls.refused || e->tls_held)
+	if (!pgm_tls_ready || e->tls.refused || e->tls_held)
 		return 0;
 	rc = tls_up_hold(&e->tls, &err);
 	if (rc == 0) {
 		e->tls_held = true;
+		e->tls_files_failed = false;
+		free(e->tls_err);
+		e->tls_err = NULL;
 		return 0;
 	}
 	if (rc == -ENOMEM)
 		return rc;
-	memset(&e->tls, 0, sizeof(e->tls));
-	e->tls.refused = true;
+	/* the group stays: every publish tries its files again */
+	e->tls_files_failed = true;
 	free(e->tls_err);
 	e->tls_err = pgm_dup(err.msg);
 	return e->tls_err ? 0 : -ENOMEM;
+}
+
+int pgm_tls_start(struct pgm *m)
+{
+	size_t i, j;
+
+	pgm_tls_ready = true;
+	for (i = 0; m && i < m->n; i++)
+		for (j = 0; j < m->p[i]->n_envs; j++) {
+			struct pgm_env *e = &m->p[i]->envs[j];
+
+			if (e->tls.refused || !e->dep)
+				continue;
+			if (pgm_tls_hold(e))
+				return -ENOMEM;
+			if (e->tls_files_failed) {
+				m->sk.tls++;
+				log_warnx("database: deployment '%s': tls: %s; "
+					  "its https:// endpoints answer 502 "
+					  "upstream_tls_failed",
+					  e->dep, e->tls_err);
+			}
+		}
+	return 0;
 }
 
 /* Whether e's tls is what oe's was (the same deployment read again). */
@@ -690,7 +721,7 @@ static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
 	}
 	if (env->tls_held)
 		tls_up_release(&env->tls);
-	env->tls_held = false;
+	env->tls_held = env->tls_files_failed = false;
 	free(env->tls_err);
 	env->tls_err = NULL;
 	memset(&env->tls, 0, sizeof(env->tls));
@@ -1035,6 +1066,20 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->deployment.id = pgm_dup(pe->dep);
 	e->deployment.hc = pe->hc;
 	e->deployment.tls = pe->tls;
+	/* the route holds its own profile, as long as a table serves it;
+	 * files that failed are tried again at every publish (a reload) */
+	if (!pe->tls.refused && pgm_tls_ready) {
+		struct errbuf err;
+		int rc = tls_up_hold(&e->deployment.tls, &err);
+
+		if (rc == -ENOMEM)
+			return rc;
+		e->deployment.tls_held = rc == 0;
+		e->deployment.tls.refused = rc != 0;
+	} else if (!pe->tls.refused) {
+		/* never before edged's privileges are dropped */
+		e->deployment.tls.refused = true;
+	}
 	e->max_body_bytes = ROUTE_SRC_INHERIT;
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;

@@ -76,6 +76,11 @@ struct pgm_rule {
 };
 
 int pgm_new(struct pgm **out);
+
+/* From now on the deployments' tls files may be read (edged runs as its
+ * user): every group of m (may be NULL) held, a group whose files fail
+ * logged and counted. Control thread, once. 0 or -ENOMEM. */
+int pgm_tls_start(struct pgm *m);
 void pgm_free(struct pgm *m);
 
 /* The statements that fetch the rows of projects ids[0..n) (all of them

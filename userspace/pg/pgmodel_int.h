@@ -24,11 +24,12 @@ struct pgm_env {
 	 * and why the column's value was refused (NULL: it was not) */
 	struct config_health_check hc;
 	char *hc_err;
-	/* its tls (deployments.tls, docs/upstream.md), its profile held
-	 * (tls_up_hold) while this env lives, or refused (tls.refused, why
-	 * in tls_err) */
+	/* its tls (deployments.tls, docs/upstream.md): tls.refused when
+	 * the value was refused; else its profile held (tls_up_hold) while
+	 * this env lives, or its files failed (tried again by every route
+	 * source made of it); tls_err says why either failed */
 	struct config_up_tls tls;
-	bool tls_held;
+	bool tls_held, tls_files_failed;
 	char *tls_err;
 	struct config_addr *eps;
 	size_t n_eps;
@@ -81,9 +82,9 @@ char *pgm_dup(const char *s);
  * -EINVAL with err (which may be NULL). */
 int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
 		const char *sni, const char *env, struct errbuf *err);
-/* e's tls group: held (tls_up_hold; released when the env is freed),
- * or, when its files cannot be read, refused with e->tls_err. 0 or
- * -ENOMEM. */
+/* e's tls group held (tls_up_hold; released when the env is freed), or,
+ * when its files cannot be read, tls_files_failed with e->tls_err;
+ * nothing before pgm_tls_start. 0 or -ENOMEM. */
 int pgm_tls_hold(struct pgm_env *e);
 /* qsort's order of projects: by id. */
 int pgm_cmp_project(const void *a, const void *b);

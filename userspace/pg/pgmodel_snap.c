@@ -54,7 +54,8 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 		if (!hc)
 			goto out;
 	}
-	/* a refused group stays refused: its reason instead */
+	/* a refused value stays refused: its reason instead; a group whose
+	 * files failed is kept (tried again when the snapshot is loaded) */
 	if (!e->tls.refused) {
 		tls = config_up_tls_to_json(&e->tls);
 		if (!tls)
@@ -296,12 +297,6 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		e->tls.refused = true;
 		if (!(e->tls_err = pgm_dup(tls_refused)))
 			return -ENOMEM;
-	} else if (pgm_tls_hold(e)) {
-		return -ENOMEM;
-	} else if (e->tls_err) {
-		log_warnx("local snapshot: deployment '%s': tls: %s; its "
-			  "https:// endpoints answer 502 upstream_tls_failed",
-			  dep ? dep : "-", e->tls_err);
 	}
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)

@@ -1067,6 +1067,11 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 	p->w = w;
 	p->wake = wake;
 	p->tr = tr;
+	/* edged runs as its user now: the rows' tls files may be read */
+	if (pgm_tls_start(p->initial)) {
+		errbuf_set(err, "pg: out of memory");
+		return -ENOMEM;
+	}
 	p->initial = NULL; /* the sync's */
 	if (m && pgplane_metrics(p, m)) {
 		errbuf_set(err, "pg: out of memory");
