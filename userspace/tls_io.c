@@ -509,18 +509,9 @@ static int tls_handshake(struct transport *t)
 	return (int)rc;
 }
 
+/* One table for both ends: only a client's connect runs the handshake
+ * op (a server's handshake is done before its transport is made). */
 static const struct transport_ops transport_tls_ops = {
-    .name = "tls",
-    .read = tls_read,
-    .writev = tls_writev,
-    .shutdown = tls_shutdown,
-    .pending = tls_pending,
-    .close = tls_close,
-};
-
-/* The same, with the client's handshake run before the connection is
- * reported connected. */
-static const struct transport_ops transport_tls_client_ops = {
     .name = "tls",
     .read = tls_read,
     .writev = tls_writev,
@@ -532,8 +523,7 @@ static const struct transport_ops transport_tls_client_ops = {
 
 static bool tls_ops_is(const struct transport *t)
 {
-	return t->ops == &transport_tls_ops ||
-	       t->ops == &transport_tls_client_ops;
+	return t->ops == &transport_tls_ops;
 }
 
 bool tls_transport_info(const struct transport *t, const char **version,
@@ -563,7 +553,7 @@ int tls_transport_client(struct transport *t, SSL *ssl, int fd)
 	}
 	SSL_set_connect_state(ssl);
 	tc->ssl = ssl;
-	t->ops = &transport_tls_client_ops;
+	t->ops = &transport_tls_ops;
 	t->ctx = tc;
 	t->fd = fd;
 	t->want = 0;
