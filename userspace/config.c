@@ -1052,8 +1052,8 @@ static int cfg_tls_listen(struct cfg *x, const config_setting_t *g,
 	size_t i, j;
 	int rc;
 
-	rc = cfg_addrs(x, g, path, "listen", CONFIG_LISTEN_MAX, false, 0,
-		       &t->listen, &t->n_listen);
+	rc = cfg_listen_addrs(x, g, path, "listen", CONFIG_LISTEN_MAX,
+			      &t->listen, &t->n_listen);
 	if (rc < 0 || !t->listen)
 		return rc;
 	cfg_key(key, path, "listen");
@@ -1319,9 +1319,9 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	/* an unknown key is reported, and the rest checked all the same */
 	rc = cfg_next(x, cfg_known(x, root, "", keys));
 	if (rc == 0)
-		rc = cfg_next(x, cfg_addrs(x, root, "", "listen",
-					   CONFIG_LISTEN_MAX, false, 0,
-					   &c->listen, &c->n_listen));
+		rc = cfg_next(x, cfg_listen_addrs(x, root, "", "listen",
+						  CONFIG_LISTEN_MAX, &c->listen,
+						  &c->n_listen));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_listen_own(x, root));
 	if (rc < 0)

@@ -543,6 +543,94 @@ fail:
 	return rc;
 }
 
+int cfg_listen_addrs(struct cfg *x, const config_setting_t *g, const char *path,
+		     const char *name, size_t max, struct config_addr **out,
+		     size_t *nout)
+{
+	static const char *const keys[] = {"address", "proxy_protocol", NULL};
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	config_setting_t *s;
+	struct config_addr *v;
+	struct errbuf e;
+	size_t i, j, n;
+	int rc = 0;
+
+	*out = NULL;
+	*nout = 0;
+	s = cfg_member(g, path, name, key);
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST)
+		return cfg_expected(x, s, key, "a list [ ... ] or ( ... )");
+	n = (size_t)config_setting_length(s);
+	if (n == 0 || n > max)
+		return cfg_fail(x, s, key, "needs 1..%zu addresses, has %zu",
+				max, n);
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return cfg_nomem(x);
+	for (i = 0; i < n && rc == 0; i++) {
+		const config_setting_t *el =
+		    config_setting_get_elem(s, (unsigned)i);
+		const char *str = NULL;
+		bool pp = false;
+
+		cfg_key_index(ek, key, i);
+		if (config_setting_type(el) == CONFIG_TYPE_STRING) {
+			str = config_setting_get_string(el);
+		} else if (config_setting_type(el) == CONFIG_TYPE_GROUP) {
+			/* { address = "ADDR:PORT"; proxy_protocol = true; } */
+			int k, nk = config_setting_length(el);
+
+			for (k = 0; k < nk && rc == 0; k++) {
+				const config_setting_t *m =
+				    config_setting_get_elem(el, (unsigned)k);
+				const char *mn = config_setting_name(m);
+				char mk[CFG_KEY_MAX];
+
+				if (mn && (strcmp(mn, keys[0]) == 0 ||
+					   strcmp(mn, keys[1]) == 0))
+					continue;
+				cfg_key(mk, ek, mn ? mn : "?");
+				rc = cfg_fail(x, m, mk, "unknown key");
+			}
+			if (rc == 0)
+				rc = cfg_str(x, el, ek, "address", NULL, &str,
+					     &(struct cfg_at){0});
+			if (rc == 0)
+				rc = cfg_bool(x, el, ek, "proxy_protocol",
+					      false, &pp);
+			if (rc)
+				break;
+		} else {
+			rc = cfg_expected(x, el, ek,
+					  "an address string or a group { "
+					  "address = ...; proxy_protocol = "
+					  "...; }");
+			break;
+		}
+		if (config_addr_parse(str, &v[i], &e) < 0) {
+			rc = cfg_fail(x, el, ek, "%s", e.msg);
+			break;
+		}
+		v[i].proxy_protocol = pp;
+		for (j = 0; j < i; j++)
+			if (strcmp(v[j].text, v[i].text) == 0) {
+				rc = cfg_fail(x, el, ek, "%s is listed twice",
+					      v[i].text);
+				break;
+			}
+	}
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
 /* Each string of list name given to add(ctx, s, note, e), which returns 0,
  * -EINVAL with e set or -ENOMEM: an error names its element, a note
  * becomes a warning. Absent: add never called. */

@@ -169,6 +169,14 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	      const char *name, size_t max, bool required, unsigned schemes,
 	      struct config_addr **out, size_t *nout);
 
+/* A list of listen addresses (listen, tls.listen): each a string
+ * "ADDR:PORT", or a group { address = "ADDR:PORT"; proxy_protocol =
+ * true; } (the connections on it begin with a PROXY protocol header),
+ * none twice, 1..max of them; absent: *out NULL. */
+int cfg_listen_addrs(struct cfg *x, const config_setting_t *g, const char *path,
+		     const char *name, size_t max, struct config_addr **out,
+		     size_t *nout);
+
 /* A list member of CIDR strings added to rules with action
  * (config_ip_rule_add): a prefix already there (from either ip_allow or
  * ip_block) is refused, host bits set become a warning. Absent: nothing

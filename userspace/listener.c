@@ -4,6 +4,7 @@
  * listen address, so the kernel spreads new connections over the workers
  * without a shared accept lock.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -12,21 +13,43 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cidr.h"
 #include "clk.h"
 #include "listener.h"
 #include "mailbox.h"
+#include "proxyproto.h"
+#include "trusted.h"
 #include "worker.h"
 
 /* A worker's listening sockets (w->ls): HTTP and HTTPS first, then the
  * TCP routes' addresses. */
+/* A connection of a proxy_protocol listener whose header is being read:
+ * what it has of it so far (read off the socket only as far as the
+ * header goes: peeked first), its peer, and where it goes then. */
+struct listener_pp {
+	TAILQ_ENTRY(listener_pp) link;
+	struct worker *w;
+	int fd;
+	struct event *ev, *timer;
+	listener_accept_fn *accept;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	char text[CONFIG_ADDR_STR_MAX];
+	size_t have;
+	uint8_t buf[PP_V2_MAX];
+};
+
 struct listener_set {
 	struct listener **ls;
 	size_t n, cap;
 	unsigned paused;  /* of them, paused (listener_pause) */
 	struct log_rl rl; /* the pauses' log lines */
+	TAILQ_HEAD(listener_pp_list, listener_pp) pp; /* headers being read */
+	struct log_rl pp_rl;
 };
 
 struct listener {
@@ -36,6 +59,7 @@ struct listener {
 	struct event *resume; /* ends a pause (listener_pause) */
 	bool paused;
 	uint64_t tcp_id; /* 0: HTTP; else the TCP routes' address's */
+	bool pp;	 /* its connections begin with a PROXY header */
 	listener_accept_fn *accept; /* where its connections go */
 	char text[CONFIG_ADDR_STR_MAX];
 };
@@ -141,6 +165,166 @@ void listener_resume_all(struct worker *w)
 		listener_resume(ls->ls[i]);
 }
 
+_Static_assert(sizeof(((struct worker_shared *)0)->pp) ==
+		   LISTENER_PP_N * sizeof(atomic_ullong),
+	       "worker_shared.pp holds one counter per result");
+
+static const char *const listener_pp_names[LISTENER_PP_N] = {
+    "ok", "untrusted", "malformed", "timeout", "closed", "local"};
+
+const char *listener_pp_name(enum listener_pp_result r)
+{
+	return (unsigned)r < LISTENER_PP_N ? listener_pp_names[r] : "?";
+}
+
+/* The end of p: counted as r, why (NULL: nothing) logged; its connection
+ * closed unless handed on (p->fd -1). */
+static void listener_pp_end(struct listener_pp *p, enum listener_pp_result r,
+			    const char *why)
+{
+	struct worker *w = p->w;
+
+	atomic_fetch_add_explicit(&w->sh->pp[r], 1, memory_order_relaxed);
+	if (why) {
+		char a[INET6_ADDRSTRLEN] = "?";
+
+		if (p->peer.ss_family == AF_INET)
+			inet_ntop(AF_INET,
+				  &((struct sockaddr_in *)&p->peer)->sin_addr,
+				  a, sizeof(a));
+		else if (p->peer.ss_family == AF_INET6)
+			inet_ntop(AF_INET6,
+				  &((struct sockaddr_in6 *)&p->peer)->sin6_addr,
+				  a, sizeof(a));
+		log_warnx_rl("listen %s: a connection from %s closed: PROXY "
+			     "protocol header %s",
+			     p->text, a, why);
+	}
+	if (p->fd >= 0)
+		close(p->fd);
+	TAILQ_REMOVE(&w->ls->pp, p, link);
+	event_free(p->ev);
+	event_free(p->timer);
+	free(p);
+}
+
+static void listener_pp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener_pp *p = arg;
+	struct pp_info pi;
+	ssize_t n;
+	int r;
+
+	(void)what;
+	/* look first: what follows the header is the connection's own */
+	n = recv(fd, p->buf + p->have, sizeof(p->buf) - p->have, MSG_PEEK);
+	if (n < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		listener_pp_end(p, LISTENER_PP_CLOSED,
+				n == 0 ? "cut short: the peer closed"
+				       : "cut short: the connection failed");
+		return;
+	}
+	r = pp_parse(p->buf, p->have + (size_t)n, &pi);
+	if (r < 0) {
+		listener_pp_end(p, LISTENER_PP_BAD, pp_reason(r));
+		return;
+	}
+	/* all of it is header (whole, or not yet): taken off the socket */
+	n = r == PP_NEED_MORE ? n : (ssize_t)((size_t)r - p->have);
+	if (recv(fd, p->buf + p->have, (size_t)n, 0) != n) {
+		listener_pp_end(p, LISTENER_PP_CLOSED,
+				"cut short: the connection failed");
+		return;
+	}
+	p->have += (size_t)n;
+	if (r == PP_NEED_MORE)
+		return;
+	{
+		struct worker *w = p->w;
+		listener_accept_fn *accept = p->accept;
+		struct sockaddr_storage ss = pi.local ? p->peer : pi.src;
+		socklen_t len = pi.local ? p->peer_len : pi.src_len;
+		char text[CONFIG_ADDR_STR_MAX];
+
+		memcpy(text, p->text, sizeof(text));
+		p->fd = -1; /* handed on */
+		listener_pp_end(
+		    p, pi.local ? LISTENER_PP_LOCAL : LISTENER_PP_OK, NULL);
+		accept(w, fd, (struct sockaddr *)&ss, len, text);
+	}
+}
+
+static void listener_pp_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	listener_pp_end(arg, LISTENER_PP_TIMEOUT,
+			"not whole within timeouts.header");
+}
+
+/* A connection on l's proxy_protocol address: from a trusted peer its
+ * header is read, then it goes on as the client's the header names;
+ * from any other peer it is closed at once, without a byte. */
+static void listener_pp_start(struct listener *l, int fd,
+			      const struct sockaddr_storage *ss, socklen_t len)
+{
+	struct worker *w = l->w;
+	struct listener_pp *p;
+	struct cidr peer;
+	char a[INET6_ADDRSTRLEN] = "";
+	struct timeval tv;
+	uint64_t ms = w->set.timeouts.header_ms;
+
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
+			  a, sizeof(a));
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6,
+			  &((const struct sockaddr_in6 *)ss)->sin6_addr, a,
+			  sizeof(a));
+	if (cidr_parse_addr(a, &peer, NULL) ||
+	    !trusted_has(&w->set.trusted_proxies, &peer)) {
+		atomic_fetch_add_explicit(&w->sh->pp[LISTENER_PP_UNTRUSTED], 1,
+					  memory_order_relaxed);
+		log_warnx_rl("listen %s: a connection from %s closed: not in "
+			     "trusted_proxies (this address takes the PROXY "
+			     "protocol)",
+			     l->text, a);
+		close(fd);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		close(fd);
+		return;
+	}
+	p->w = w;
+	p->fd = fd;
+	p->accept = l->accept;
+	memcpy(&p->peer, ss, sizeof(*ss));
+	p->peer_len = len;
+	memcpy(p->text, l->text, sizeof(p->text));
+	p->ev = event_new(w->base, fd, EV_READ | EV_PERSIST,
+			  listener_pp_read_cb, p);
+	p->timer = evtimer_new(w->base, listener_pp_timer_cb, p);
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
+	if (!p->ev || !p->timer || event_add(p->ev, NULL) ||
+	    evtimer_add(p->timer, &tv)) {
+		if (p->ev)
+			event_free(p->ev);
+		if (p->timer)
+			event_free(p->timer);
+		free(p);
+		close(fd);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&w->ls->pp, p, link);
+}
+
 static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct listener *l = arg;
@@ -180,7 +364,11 @@ static void listener_accept_cb(evutil_socket_t fd, short what, void *arg)
 			atomic_fetch_add_explicit(
 			    &l->w->sh->accepted[l->w->id].n, 1,
 			    memory_order_relaxed);
-		l->accept(l->w, cfd, (struct sockaddr *)&ss, len, l->text);
+		if (l->pp)
+			listener_pp_start(l, cfd, &ss, len);
+		else
+			l->accept(l->w, cfd, (struct sockaddr *)&ss, len,
+				  l->text);
 		if (listener_fds_short(l->w, cfd)) {
 			/* what is left goes to upstreams of the connections
 			 * accepted, not to more clients */
@@ -254,7 +442,7 @@ int listener_probe(const struct config_addr *a, struct errbuf *err)
 /* A listener for w on fd (taken), its connections handed to accept, its
  * events made on w's loop (not added). 0 and *out, or -ENOMEM. */
 static int listener_make(struct worker *w, int fd, const char *text,
-			 uint64_t tcp_id, listener_accept_fn *accept,
+			 uint64_t tcp_id, bool pp, listener_accept_fn *accept,
 			 struct listener **out)
 {
 	struct listener *l = calloc(1, sizeof(*l));
@@ -263,6 +451,7 @@ static int listener_make(struct worker *w, int fd, const char *text,
 		close(fd);
 		return -ENOMEM;
 	}
+	l->pp = pp;
 	l->w = w;
 	l->fd = fd;
 	l->tcp_id = tcp_id;
@@ -352,6 +541,7 @@ static int listener_init(struct worker *w, struct errbuf *err)
 		errbuf_set(err, "worker %u: out of memory", w->id);
 		return -ENOMEM;
 	}
+	TAILQ_INIT(&w->ls->pp);
 	for (i = 0; i < cfg->n_listen + cfg->tls.n_listen; i++) {
 		bool tls = i >= cfg->n_listen;
 		const struct config_addr *a =
@@ -362,7 +552,7 @@ static int listener_init(struct worker *w, struct errbuf *err)
 		rc = listener_socket(a, &fd, err);
 		if (rc)
 			return rc;
-		rc = listener_make(w, fd, a->text, 0,
+		rc = listener_make(w, fd, a->text, 0, a->proxy_protocol,
 				   tls ? acc->https : acc->http, &l);
 		if (rc == 0)
 			rc = listener_add(w, l);
@@ -381,6 +571,10 @@ static void listener_drain(struct worker *w)
 
 	for (i = 0; w->ls && i < w->ls->n; i++)
 		listener_close(w->ls->ls[i]);
+	/* a connection still in its PROXY header has sent no request */
+	while (w->ls && !TAILQ_EMPTY(&w->ls->pp))
+		listener_pp_end(TAILQ_FIRST(&w->ls->pp), LISTENER_PP_CLOSED,
+				NULL);
 }
 
 static void listener_fini(struct worker *w)
@@ -389,6 +583,9 @@ static void listener_fini(struct worker *w)
 
 	if (!w->ls)
 		return;
+	while (!TAILQ_EMPTY(&w->ls->pp))
+		listener_pp_end(TAILQ_FIRST(&w->ls->pp), LISTENER_PP_CLOSED,
+				NULL);
 	for (i = 0; i < w->ls->n; i++)
 		listener_free(w->ls->ls[i]);
 	free(w->ls->ls);
@@ -414,7 +611,8 @@ static void listener_open_msg(struct worker *w, const struct mailbox_msg *m)
 		close(fd);
 		return;
 	}
-	rc = listener_make(w, fd, m->ptr, m->target, w->sh->accepts->tcp, &l);
+	rc = listener_make(w, fd, m->ptr, m->target, false, w->sh->accepts->tcp,
+			   &l);
 	if (rc == 0)
 		rc = listener_add(w, l);
 	if (rc)

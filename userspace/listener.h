@@ -38,6 +38,23 @@ struct listener_accepts {
 	listener_accept_fn *tcp;   /* the TCP routes' addresses */
 };
 
+/* How the PROXY protocol header of a connection on a proxy_protocol
+ * listen address ended (worker_shared's pp counters, edge_proxy_
+ * protocol_total{result}): read and handed on, or closed without a byte
+ * for one of the other reasons. */
+enum listener_pp_result {
+	LISTENER_PP_OK = 0,
+	LISTENER_PP_UNTRUSTED, /* the peer is not in trusted_proxies */
+	LISTENER_PP_BAD,       /* malformed or too long (proxyproto.h) */
+	LISTENER_PP_TIMEOUT,   /* not whole within timeouts.header */
+	LISTENER_PP_CLOSED,    /* the peer closed or failed before it */
+	LISTENER_PP_LOCAL,     /* read, LOCAL/UNKNOWN: the peer stands */
+	LISTENER_PP_N,
+};
+
+/* "ok", "untrusted", ...: a result's name in metrics. */
+const char *listener_pp_name(enum listener_pp_result r);
+
 /* The worker service of a worker's listeners (worker.h). */
 extern const struct worker_service listener_service;
 

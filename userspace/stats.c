@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "pins.h"
 #include "sockio.h"
+#include "listener.h"
 #include "stats.h"
 #include "tunnel.h"
 #include "upreg.h"
@@ -53,6 +54,7 @@ struct stats {
 	struct metrics_gauge *rl_clients, *rl_max;
 	struct metrics_counter *rl_evicted, *rl_untracked;
 	struct metrics_counter *accepted[CONFIG_WORKERS_MAX];
+	struct metrics_counter *pp[LISTENER_PP_N];
 	unsigned nworkers;
 	struct metrics_counter *tun_ended[TUNNEL_ENDED_MAX];
 	char pin_dir[PATH_MAX];
@@ -245,6 +247,20 @@ static int stats_workers_new(struct stats *s)
 		    "spreads them).",
 		    lab);
 		if (!s->accepted[i])
+			return -ENOMEM;
+	}
+	lab[0] = "result";
+	for (i = 0; i < LISTENER_PP_N; i++) {
+		lab[1] = listener_pp_name(i);
+		s->pp[i] = metrics_counter_new(
+		    s->m, "edge_proxy_protocol_total",
+		    "Connections on proxy_protocol listen addresses by how "
+		    "their PROXY header ended: ok (the client it names used), "
+		    "local (LOCAL or UNKNOWN: the peer's address kept), "
+		    "untrusted (a peer outside trusted_proxies), malformed, "
+		    "timeout, closed (all three closed without a byte).",
+		    lab);
+		if (!s->pp[i])
 			return -ENOMEM;
 	}
 	return 0;
@@ -496,6 +512,10 @@ static void stats_refresh_workers(struct stats *s)
 		stats_counter_to(s->accepted[i],
 				 atomic_load_explicit(&s->sh->accepted[i].n,
 						      memory_order_relaxed));
+	for (i = 0; i < LISTENER_PP_N; i++)
+		stats_counter_to(
+		    s->pp[i],
+		    atomic_load_explicit(&s->sh->pp[i], memory_order_relaxed));
 }
 
 /* Refresh what is read rather than counted. */

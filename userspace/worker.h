@@ -156,6 +156,9 @@ struct worker_shared {
 	struct {
 		_Alignas(64) atomic_ullong n;
 	} accepted[CONFIG_WORKERS_MAX];
+	/* connections on proxy_protocol listeners, by how their header
+	 * ended (enum listener_pp_result, listener.h) */
+	atomic_ullong pp[6];
 };
 
 enum worker_cmd {

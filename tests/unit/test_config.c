@@ -165,7 +165,16 @@ static const struct bad bad[] = {
     {"listen = [ \"1.2.3.4:80\",\n \"1.2.3.4:80\" ]; #!\n", "listen[1]",
      "listed twice"},
     {"listen = \"1.2.3.4:80\"; #!\n", "listen", "expected a list"},
-    {"listen = [ 80 ]; #!\n", "listen[0]", "expected a string"},
+    {"listen = [ 80 ]; #!\n", "listen[0]", "expected an address string"},
+    {"listen = ( { address = \"1.2.3.4:80\"; proxy = true; } ); #!\n",
+     "listen[0].proxy", "unknown key"},
+    {"listen = ( { proxy_protocol = true; } ); #!\n", "listen[0].address",
+     "missing (required)"},
+    {"listen = ( { address = \"1.2.3.4:80\"; proxy_protocol = \"yes\"; } "
+     "); #!\n",
+     "listen[0].proxy_protocol", "expected"},
+    {"listen = ( { address = \"1.2.3.4\"; } ); #!\n", "listen[0]",
+     "expected ADDR:PORT"},
     {"admin_listen = \"0.0.0.0:8080\"; #!\n", "admin_listen", "also in listen"},
     {"user = \"-x\"; #!\n", "user", "not a valid user name"},
     {"user = 5; #!\n", "user", "expected a string"},
@@ -1182,6 +1191,27 @@ END_TEST
 /* trusted_proxies: IPv4 and IPv6 prefixes and bare addresses, host bits
  * and IPv4-mapped prefixes normalised with a warning each, a /0 warned
  * about; at most TRUSTED_MAX; a peer inside one is trusted. */
+/* listen and tls.listen entries as groups: proxy_protocol per address. */
+START_TEST(test_listen_groups)
+{
+	static const char text[] =
+	    "listen = ( \"127.0.0.1:18080\",\n"
+	    "  { address = \"127.0.0.1:18081\"; proxy_protocol = true; },\n"
+	    "  { address = \"127.0.0.1:18082\"; } );\n";
+	struct errbuf err = {""};
+	struct config *c = NULL;
+
+	ck_assert_msg(config_load(write_conf(text), &c, NULL, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->n_listen, 3);
+	ck_assert_str_eq(c->listen[1].text, "127.0.0.1:18081");
+	ck_assert(!c->listen[0].proxy_protocol);
+	ck_assert(c->listen[1].proxy_protocol);
+	ck_assert(!c->listen[2].proxy_protocol);
+	config_free(c);
+}
+END_TEST
+
 START_TEST(test_trusted_proxies)
 {
 	static const char text[] =
@@ -1716,6 +1746,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_bad, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_trusted_proxies);
+	tcase_add_test(tc, test_listen_groups);
 	tcase_add_test(tc, test_wake_retry_max);
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);

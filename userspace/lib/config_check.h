@@ -81,6 +81,9 @@ struct config_addr {
 	socklen_t len;
 	enum config_scheme scheme; /* an endpoint's; listen addresses: HTTP */
 	char text[CONFIG_ADDR_STR_MAX]; /* "10.0.0.1:80", "[::1]:80" */
+	/* a listen address's connections begin with a PROXY protocol
+	 * header (proxyproto.h) */
+	bool proxy_protocol;
 };
 
 /* A deployment's active health check (health_check; docs/upstream.md):
