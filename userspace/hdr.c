@@ -8,6 +8,7 @@
 #include <openssl/rand.h>
 
 #include "hdr.h"
+#include "trusted.h"
 
 /* What a field name is to the builders, as a set of bits. */
 enum hdr_class {
@@ -667,6 +668,50 @@ static void xff_write(const char *e, size_t n, void *arg)
 	w->first = false;
 }
 
+/* The last HDR_XFF_CLIENT_MAX elements, as addresses ("" for one that
+ * is not), in a ring. */
+struct xff_tail {
+	char a[HDR_XFF_CLIENT_MAX][CIDR_STR_MAX];
+	size_t n; /* elements seen */
+};
+
+static void xff_keep(const char *e, size_t n, void *arg)
+{
+	struct xff_tail *t = arg;
+	char *a = t->a[t->n++ % HDR_XFF_CLIENT_MAX];
+
+	if (hdr_xff_addr(e, n, a) < 0)
+		a[0] = '\0';
+}
+
+int hdr_xff_client(const struct h1_head *h, const struct trusted *t,
+		   char out[CIDR_STR_MAX], struct cidr *c)
+{
+	struct xff_tail tail;
+	const char *cand = NULL;
+	struct cidr x, cx;
+	size_t k;
+
+	tail.n = 0;
+	memset(&cx, 0, sizeof(cx));
+	xff_each(h, xff_keep, &tail);
+	for (k = 0; k < tail.n && k < HDR_XFF_CLIENT_MAX; k++) {
+		const char *a = tail.a[(tail.n - 1 - k) % HDR_XFF_CLIENT_MAX];
+
+		if (!a[0] || cidr_parse_addr(a, &x, NULL))
+			break;
+		cand = a;
+		cx = x;
+		if (!trusted_has(t, &x))
+			break;
+	}
+	if (!cand)
+		return -ENOENT;
+	snprintf(out, CIDR_STR_MAX, "%s", cand);
+	*c = cx;
+	return 0;
+}
+
 size_t hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
 		      const char *client_ip)
 {
@@ -766,7 +811,8 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		HDR_BUF_FIELD_LIT(b, "X-Client-IP", f->client_ip,
 				  strlen(f->client_ip));
 		if (f->xff_trusted)
-			(void)hdr_xff_append(b, &r->h, f->client_ip);
+			(void)hdr_xff_append(
+			    b, &r->h, f->peer_ip ? f->peer_ip : f->client_ip);
 		else
 			hdr_xff_replace(b, f->client_ip);
 	}

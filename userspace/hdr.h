@@ -49,7 +49,10 @@ struct hdr_fwd {
 	const char *project_id;
 	const char *environment_id;
 	const char *deployment_id;
-	const char *client_ip; /* the peer's address, text */
+	const char *client_ip; /* the client's address, text */
+	/* the peer's (appended to a trusted peer's X-Forwarded-For; NULL:
+	 * client_ip): the load balancer whose list named the client */
+	const char *peer_ip;
 	const char *proto;     /* "http" or "https" */
 	bool xff_trusted;      /* peer is a trusted proxy: its XFF is kept
 				  (hdr_xff_append), else replaced; its
@@ -158,6 +161,23 @@ int hdr_xff_addr(const char *s, size_t n, char out[CIDR_STR_MAX]);
  */
 size_t hdr_xff_append(struct hdr_buf *b, const struct h1_head *h,
 		      const char *client_ip);
+
+struct trusted;
+
+/* X-Forwarded-For elements hdr_xff_client looks at, from the right. */
+#define HDR_XFF_CLIENT_MAX 32
+
+/*
+ * The client a trusted peer's X-Forwarded-For names (nginx's
+ * real_ip_recursive): from the list's right end, the first address not
+ * in t; when every address up to the list's start (or up to an element
+ * that is not an address, or HDR_XFF_CLIENT_MAX of them) is in t, the
+ * leftmost of those. Writes it, canonical, into out and *c. Returns 0,
+ * or -ENOENT when the list is absent or its last element is not an
+ * address. The caller checks that the peer itself is trusted.
+ */
+int hdr_xff_client(const struct h1_head *h, const struct trusted *t,
+		   char out[CIDR_STR_MAX], struct cidr *c);
 
 /* Append "X-Forwarded-For: client_ip" (the peer is not trusted). */
 int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);

@@ -484,7 +484,11 @@ static void proxy_connected(struct req *r)
 	f.deployment_id = r->m.deployment_id;
 	f.client_ip = r->client_ip;
 	f.proto = r->tls ? "https" : "http";
-	f.xff_trusted = trusted_has(&r->w->set.trusted_proxies, r->peer_cidr);
+	/* the connection's peer: the load balancer, when its list named
+	 * the client (req_xff_client) */
+	f.xff_trusted = r->xff_client ||
+			trusted_has(&r->w->set.trusted_proxies, r->peer_cidr);
+	f.peer_ip = r->xff_client ? r->conn_ip : NULL;
 	if (r->m.path) {
 		f.path = r->m.path;
 		f.path_len = r->m.path_len;

@@ -122,14 +122,51 @@ void req_release(struct req *r)
 	req_up(r)->release(r, false);
 }
 
+/* A peer in trusted_proxies that says, in X-Forwarded-For, whom it
+ * forwards: that client is the request's for every stage from here (IP
+ * rules, the rate limit, ip_hash, X-Client-IP, analytics); the
+ * connection's own address stays what X-Forwarded-For is trusted by and
+ * appended with. */
+static void req_xff_client(struct req *r)
+{
+	struct sockaddr_storage *ss = &r->xff_sa;
+
+	if (!r->peer_cidr || !r->w->set.trusted_proxies.n ||
+	    !trusted_has(&r->w->set.trusted_proxies, r->peer_cidr) ||
+	    hdr_xff_client(&r->h.h, &r->w->set.trusted_proxies, r->xff_ip,
+			   &r->xff_cidr))
+		return;
+	memset(ss, 0, sizeof(*ss));
+	if (r->xff_cidr.family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		memcpy(&a->sin_addr, r->xff_cidr.addr, 4);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		a->sin6_family = AF_INET6;
+		memcpy(&a->sin6_addr, r->xff_cidr.addr, 16);
+	}
+	r->xff_client = true;
+	r->conn_ip = r->client_ip;
+	r->conn_peer = r->peer;
+	r->conn_cidr = r->peer_cidr;
+	r->client_ip = r->xff_ip;
+	r->peer = (const struct sockaddr *)ss;
+	r->peer_cidr = &r->xff_cidr;
+}
+
 void req_begin(struct req *r)
 {
 	const struct req_client_ops *cl = r->cl;
 	void *cl_arg = r->cl_arg;
 	struct worker *w = r->w;
-	const char *ip = r->client_ip;
-	const struct sockaddr *peer = r->peer;
-	const struct cidr *peer_cidr = r->peer_cidr;
+	/* the connection's, not the last request's X-Forwarded-For client */
+	const char *ip = r->xff_client ? r->conn_ip : r->client_ip;
+	const struct sockaddr *peer = r->xff_client ? r->conn_peer : r->peer;
+	const struct cidr *peer_cidr =
+	    r->xff_client ? r->conn_cidr : r->peer_cidr;
 	bool tls = r->tls, tls_resumed = r->tls_resumed;
 	const char *tls_version = r->tls_version, *tls_cipher = r->tls_cipher;
 	const char *http_version = r->http_version;
@@ -571,6 +608,7 @@ void req_head(struct req *r)
 	}
 	if (!h->h.keep_alive || w->draining)
 		req_close_after(r, false);
+	req_xff_client(r);
 
 	/* an upstream that leads back here would take a connection per
 	 * round until none is left: refuse at the second visit */

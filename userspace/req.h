@@ -160,8 +160,17 @@ struct req {
 	const char *client_ip;	      /* the client's address, as text */
 	const struct sockaddr *peer;  /* and as accepted */
 	const struct cidr *peer_cidr; /* and as a /32 or /128 */
-	bool tls;		      /* it came over TLS */
-	bool tls_resumed;	      /* its session was resumed */
+	/* a trusted peer's X-Forwarded-For named the client (req_route):
+	 * client_ip, peer and peer_cidr are it, the connection's own here */
+	bool xff_client;
+	const char *conn_ip;
+	const struct sockaddr *conn_peer;
+	const struct cidr *conn_cidr;
+	char xff_ip[CIDR_STR_MAX];
+	struct cidr xff_cidr;
+	struct sockaddr_storage xff_sa;
+	bool tls;	  /* it came over TLS */
+	bool tls_resumed; /* its session was resumed */
 	/* what TLS negotiated (OpenSSL's static names), NULL without */
 	const char *tls_version, *tls_cipher;
 	const char *http_version; /* NULL: the head's (HTTP/1.x) */

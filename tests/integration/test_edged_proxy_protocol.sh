@@ -15,7 +15,12 @@
 #     (untrusted), no header at all, a malformed v1, a v2 of version 3, a
 #     v2 longer than 4096 bytes (malformed), half a header and then
 #     nothing until timeouts.header (timeout);
-#   - the plain address beside them is not affected (no header wanted).
+#   - the plain address beside them is not affected (no header wanted);
+#   - X-Forwarded-For on it: from the trusted peer, the rightmost address
+#     outside trusted_proxies is the client (X-Client-IP, the project's
+#     ip_block, analytics), the peer appended; a list ending in garbage
+#     not believed; from another peer replaced; the next request on the
+#     connection without it is the peer's again.
 # Runs against build/edged and build/asan/edged.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -111,6 +116,30 @@ refused() {
 	fi
 }
 
+# xff_case V FROM XFF CLIENT SENT: a request from address FROM with
+# X-Forwarded-For XFF reaches the backend with X-Client-IP CLIENT and
+# X-Forwarded-For SENT
+xff_case() {
+	local v=$1 from=$2 xff=$3 client=$4 sent=$5
+	{
+		echo status
+		curl -s -m 5 --interface "$from" -H 'Host: pp.test' -H "X-Forwarded-For: $xff" \
+			"http://127.0.0.1:$P_EDGE/"
+	} >"$T_TMP/out" 2>&1
+	if [ "$(header X-Client-IP "$T_TMP/out")" = "$client" ] &&
+		[ "$(header X-Forwarded-For "$T_TMP/out")" = "$sent" ]; then
+		t_ok "$v: from $from, X-Forwarded-For '$xff': X-Client-IP $client, X-Forwarded-For '$sent'"
+	else
+		t_fail "$v: from $from, X-Forwarded-For '$xff'" "X-Client-IP '$(header X-Client-IP "$T_TMP/out")', X-Forwarded-For '$(header X-Forwarded-For "$T_TMP/out")'"
+	fi
+}
+
+# xff_status FROM XFF: the status of a request from FROM with that header
+xff_status() {
+	curl -s -m 5 -o /dev/null -w '%{http_code}' --interface "$1" -H 'Host: pp.test' \
+		-H "X-Forwarded-For: $2" "http://127.0.0.1:$P_EDGE/"
+}
+
 run_suite() {
 	local bin=$1 v=$2 n
 	: >"$T_TMP/requests.jsonl"
@@ -179,6 +208,34 @@ PY
 	else
 		t_fail "$v: ok counted" "ok $n local $(pm local)"
 	fi
+	# X-Forwarded-For from a trusted peer names the client (the rightmost
+	# address outside trusted_proxies); any other peer's is replaced
+	xff_case "$v" 127.0.0.2 "203.0.113.50" 203.0.113.50 "203.0.113.50, 127.0.0.2"
+	xff_case "$v" 127.0.0.2 "203.0.113.51, 127.0.0.2" 203.0.113.51 "203.0.113.51, 127.0.0.2, 127.0.0.2"
+	xff_case "$v" 127.0.0.2 "10.9.9.9, 203.0.113.53:4711" 203.0.113.53 "10.9.9.9, 203.0.113.53, 127.0.0.2"
+	xff_case "$v" 127.0.0.2 "203.0.113.54, unknown" 127.0.0.2 "127.0.0.2"
+	xff_case "$v" 127.0.0.1 "203.0.113.52" 127.0.0.1 "127.0.0.1"
+	if [ "$(xff_status 127.0.0.2 203.0.113.66)" = 403 ] && [ "$(xff_status 127.0.0.1 203.0.113.66)" = 200 ]; then
+		t_ok "$v: ip_block of a client a trusted peer's X-Forwarded-For names: 403; the same header from another peer: ignored, 200"
+	else
+		t_fail "$v: ip_block by X-Forwarded-For" "$(xff_status 127.0.0.2 203.0.113.66) $(xff_status 127.0.0.1 203.0.113.66)"
+	fi
+	sleep 1.2
+	if grep -q '"client_ip":"203.0.113.50"' "$T_TMP/requests.jsonl"; then
+		t_ok "$v: analytics' client_ip is the X-Forwarded-For client"
+	else
+		t_fail "$v: analytics X-Forwarded-For client" "$(grep -o '"client_ip":"[^"]*"' "$T_TMP/requests.jsonl" | sort | uniq -c | tr '\n' ' ')"
+	fi
+	# keep-alive: the next request without the header is the peer's again
+	curl -s -m 5 --interface 127.0.0.2 -H 'Host: pp.test' -H 'X-Forwarded-For: 203.0.113.57' \
+		-o /dev/null "http://127.0.0.1:$P_EDGE/" --next -s -m 5 -H 'Host: pp.test' \
+		-o "$T_TMP/ka" "http://127.0.0.1:$P_EDGE/" 2>/dev/null
+	if grep -q '\["X-Client-IP", "127.0.0.2"\]' "$T_TMP/ka"; then
+		t_ok "$v: the next request on the connection, without X-Forwarded-For: the peer's address again"
+	else
+		t_fail "$v: keep-alive after an X-Forwarded-For client" "$(head -c 300 "$T_TMP/ka")"
+	fi
+
 	# the plain address wants no header
 	if [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: pp.test' "http://127.0.0.1:$P_EDGE/")" = 200 ]; then
 		t_ok "$v: the plain address beside them serves without a header"

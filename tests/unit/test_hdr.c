@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_hdr.c - hop-by-hop and edge fields, request ids, rebuilt heads. */
 #include <check.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "hdr.h"
+#include "trusted.h"
 #include "unit.h"
 
 #define S(lit) lit, sizeof(lit) - 1
@@ -376,6 +378,55 @@ START_TEST(test_xff_append)
 }
 END_TEST
 
+/* The client a trusted peer's list names (trusted: 10.0.0.0/8 and
+ * 2001:db8:1::/48): the rightmost address outside them; all inside: the
+ * leftmost of the run; none when the last element is not an address. */
+static const struct {
+	const char *fields;
+	const char *want; /* NULL: -ENOENT */
+} xff_clients[] = {
+    {"", NULL},
+    {"X-Forwarded-For: 203.0.113.5\r\n", "203.0.113.5"},
+    {"X-Forwarded-For: 203.0.113.5, 10.0.0.1\r\n", "203.0.113.5"},
+    {"X-Forwarded-For: 198.51.100.1, 203.0.113.5, 10.0.0.1, 10.0.0.2\r\n",
+     "203.0.113.5"},
+    {"X-Forwarded-For: 203.0.113.5\r\nX-Forwarded-For: 10.0.0.1\r\n",
+     "203.0.113.5"},
+    {"X-Forwarded-For: 10.0.0.7, 10.0.0.1\r\n", "10.0.0.7"},
+    {"X-Forwarded-For: evil, 10.0.0.7, 10.0.0.1\r\n", "10.0.0.7"},
+    {"X-Forwarded-For: 203.0.113.5, unknown\r\n", NULL},
+    {"X-Forwarded-For: [2001:DB8:1::9]:443, [2001:db8:2::1]:80\r\n",
+     "2001:db8:2::1"},
+    {"X-Forwarded-For: ::ffff:203.0.113.9\r\n", "203.0.113.9"},
+};
+
+START_TEST(test_xff_client)
+{
+	struct trusted t;
+	char in[512], out[CIDR_STR_MAX];
+	struct h1_request *r;
+	struct cidr c;
+	int n, rc;
+
+	memset(&t, 0, sizeof(t));
+	ck_assert_int_eq(trusted_add(&t, "10.0.0.0/8", NULL, NULL), 0);
+	ck_assert_int_eq(trusted_add(&t, "2001:db8:1::/48", NULL, NULL), 0);
+	n = snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: a\r\n%s\r\n",
+		     xff_clients[_i].fields);
+	r = parse(in, (size_t)n);
+	rc = hdr_xff_client(&r->h, &t, out, &c);
+	if (!xff_clients[_i].want) {
+		ck_assert_int_eq(rc, -ENOENT);
+	} else {
+		ck_assert_int_eq(rc, 0);
+		ck_assert_str_eq(out, xff_clients[_i].want);
+		ck_assert_uint_eq(c.family,
+				  strchr(out, ':') ? AF_INET6 : AF_INET);
+	}
+	free(r);
+}
+END_TEST
+
 START_TEST(test_build_upgrade)
 {
 	struct h1_request *r =
@@ -600,6 +651,9 @@ int main(void)
 	tcase_add_test(tc, test_build_upgrade);
 	tcase_add_loop_test(tc, test_xff_addr, 0,
 			    sizeof(xff_addrs) / sizeof(xff_addrs[0]));
+	tcase_add_loop_test(
+	    tc, test_xff_client, 0,
+	    (int)(sizeof(xff_clients) / sizeof(xff_clients[0])));
 	tcase_add_loop_test(tc, test_xff_append, 0,
 			    sizeof(xff_lists) / sizeof(xff_lists[0]));
 	tcase_add_test(tc, test_build_response);
