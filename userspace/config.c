@@ -1302,6 +1302,36 @@ static int cfg_formats(struct cfg *x, const config_setting_t *root)
 	return 0;
 }
 
+/* A proxy_protocol address with trusted_proxies empty closes every
+ * connection: said. */
+static int cfg_pp_untrusted(struct cfg *x, const config_setting_t *root)
+{
+	const struct config *c = x->c;
+	const config_setting_t *tls = config_setting_get_member(root, "tls");
+	char key[CFG_KEY_MAX];
+	size_t i;
+	int rc = 0;
+
+	if (c->trusted_proxies.n)
+		return 0;
+	for (i = 0; rc == 0 && i < c->n_listen + c->tls.n_listen; i++) {
+		bool t = i >= c->n_listen;
+		const struct config_addr *a =
+		    t ? &c->tls.listen[i - c->n_listen] : &c->listen[i];
+
+		if (!a->proxy_protocol)
+			continue;
+		cfg_key_index(key, t ? "tls.listen" : "listen",
+			      t ? i - c->n_listen : i);
+		rc = cfg_warn(x, t && tls ? tls : root, key,
+			      "proxy_protocol with trusted_proxies empty: "
+			      "every connection to %s is closed (the header "
+			      "is taken from trusted peers only)",
+			      a->text);
+	}
+	return rc;
+}
+
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
@@ -1390,6 +1420,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		rc = cfg_next(x, cfg_wake(x, root));
 	if (rc == 0)
 		rc = cfg_projects(x, root); /* each project its own errors */
+	if (rc == 0)
+		rc = cfg_pp_untrusted(x, root);
 	if (rc == 0 && x->failed)
 		rc = -EINVAL;
 	return rc;

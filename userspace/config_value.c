@@ -78,12 +78,8 @@ int cfg_nomem(struct cfg *x)
 	return -ENOMEM;
 }
 
-/* Append a warning in the same form as an error. */
-static int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
-		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
-		    const char *fmt, ...)
+int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
+	     const char *fmt, ...)
 {
 	char msg[ERRBUF_LEN], *w;
 	const char *file;

@@ -89,6 +89,11 @@ void cfg_where(const struct cfg *x, const config_setting_t *s,
 int cfg_fail(struct cfg *x, const config_setting_t *s, const char *key,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Append a warning in the same form as an error ("FILE:LINE: KEY:
+ * message"). Returns 0 or -ENOMEM. */
+int cfg_warn(struct cfg *x, const config_setting_t *s, const char *key,
+	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Set x->err to "FILE: out of memory". Returns -ENOMEM. */
 int cfg_nomem(struct cfg *x);
 

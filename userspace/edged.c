@@ -107,7 +107,10 @@ static void edged_start_only_changes(const struct edged *d,
 
 	out[0] = '\0';
 	for (i = 0; !listen && i < cur->n_listen; i++)
-		listen = strcmp(cur->listen[i].text, next->listen[i].text) != 0;
+		listen =
+		    strcmp(cur->listen[i].text, next->listen[i].text) != 0 ||
+		    cur->listen[i].proxy_protocol !=
+			next->listen[i].proxy_protocol;
 #define EDGED_NOTE(changed, name)                                              \
 	do {                                                                   \
 		if ((changed) && n < len)                                      \
@@ -136,7 +139,9 @@ static void edged_start_only_changes(const struct edged *d,
 
 		for (i = 0; !tls && i < cur->tls.n_listen; i++)
 			tls = strcmp(cur->tls.listen[i].text,
-				     next->tls.listen[i].text) != 0;
+				     next->tls.listen[i].text) != 0 ||
+			      cur->tls.listen[i].proxy_protocol !=
+				  next->tls.listen[i].proxy_protocol;
 		EDGED_NOTE(tls, "tls.listen");
 	}
 #undef EDGED_NOTE

@@ -49,7 +49,6 @@ struct listener_set {
 	unsigned paused;  /* of them, paused (listener_pause) */
 	struct log_rl rl; /* the pauses' log lines */
 	TAILQ_HEAD(listener_pp_list, listener_pp) pp; /* headers being read */
-	struct log_rl pp_rl;
 };
 
 struct listener {
@@ -170,7 +169,8 @@ _Static_assert(sizeof(((struct worker_shared *)0)->pp) ==
 	       "worker_shared.pp holds one counter per result");
 
 static const char *const listener_pp_names[LISTENER_PP_N] = {
-    "ok", "untrusted", "malformed", "timeout", "closed", "local"};
+    "ok",     "untrusted", "malformed", "timeout",
+    "closed", "local",	   "unknown",	"over_limit"};
 
 const char *listener_pp_name(enum listener_pp_result r)
 {
@@ -200,8 +200,13 @@ static void listener_pp_end(struct listener_pp *p, enum listener_pp_result r,
 			     "protocol header %s",
 			     p->text, a, why);
 	}
-	if (p->fd >= 0)
+	/* counted as a connection while it waits (limits.max_connections,
+	 * the descriptors): the accept function counts it again */
+	atomic_fetch_sub(&w->sh->connections, 1);
+	if (p->fd >= 0) {
 		close(p->fd);
+		listener_resume_all(w);
+	}
 	TAILQ_REMOVE(&w->ls->pp, p, link);
 	event_free(p->ev);
 	event_free(p->timer);
@@ -233,6 +238,10 @@ static void listener_pp_read_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	/* all of it is header (whole, or not yet): taken off the socket */
+	if (r > 0 && (size_t)r <= p->have) { /* never: pp_parse waited */
+		listener_pp_end(p, LISTENER_PP_BAD, "out of step");
+		return;
+	}
 	n = r == PP_NEED_MORE ? n : (ssize_t)((size_t)r - p->have);
 	if (recv(fd, p->buf + p->have, (size_t)n, 0) != n) {
 		listener_pp_end(p, LISTENER_PP_CLOSED,
@@ -242,6 +251,15 @@ static void listener_pp_read_cb(evutil_socket_t fd, short what, void *arg)
 	p->have += (size_t)n;
 	if (r == PP_NEED_MORE)
 		return;
+	if (pi.unknown) {
+		/* a client the sender could not name: neither its address
+		 * nor the balancer's may stand for it (the balancer's would
+		 * make its X-Forwarded-For believed) */
+		listener_pp_end(p, LISTENER_PP_UNKNOWN,
+				"names no client address (UNKNOWN, UNSPEC or "
+				"UNIX)");
+		return;
+	}
 	{
 		struct worker *w = p->w;
 		listener_accept_fn *accept = p->accept;
@@ -253,6 +271,7 @@ static void listener_pp_read_cb(evutil_socket_t fd, short what, void *arg)
 		p->fd = -1; /* handed on */
 		listener_pp_end(
 		    p, pi.local ? LISTENER_PP_LOCAL : LISTENER_PP_OK, NULL);
+		worker_sync_settings(w);
 		accept(w, fd, (struct sockaddr *)&ss, len, text);
 	}
 }
@@ -277,6 +296,7 @@ static void listener_pp_start(struct listener *l, int fd,
 	char a[INET6_ADDRSTRLEN] = "";
 	struct timeval tv;
 	uint64_t ms = w->set.timeouts.header_ms;
+	unsigned long long n;
 
 	if (ss->ss_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
@@ -296,8 +316,23 @@ static void listener_pp_start(struct listener *l, int fd,
 		close(fd);
 		return;
 	}
+	/* a wait holds a descriptor and 4 KiB: it counts as a connection */
+	n = atomic_fetch_add(&w->sh->connections, 1) + 1;
+	if (n > (unsigned long long)w->set.limits.max_connections ||
+	    w->draining) {
+		atomic_fetch_sub(&w->sh->connections, 1);
+		atomic_fetch_add_explicit(&w->sh->pp[LISTENER_PP_OVER], 1,
+					  memory_order_relaxed);
+		log_warnx_rl("listen %s: a connection from %s closed: "
+			     "limits.max_connections (%llu) reached",
+			     l->text, a,
+			     (unsigned long long)w->set.limits.max_connections);
+		close(fd);
+		return;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
+		atomic_fetch_sub(&w->sh->connections, 1);
 		close(fd);
 		return;
 	}
@@ -319,6 +354,7 @@ static void listener_pp_start(struct listener *l, int fd,
 		if (p->timer)
 			event_free(p->timer);
 		free(p);
+		atomic_fetch_sub(&w->sh->connections, 1);
 		close(fd);
 		return;
 	}

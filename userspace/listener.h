@@ -48,7 +48,9 @@ enum listener_pp_result {
 	LISTENER_PP_BAD,       /* malformed or too long (proxyproto.h) */
 	LISTENER_PP_TIMEOUT,   /* not whole within timeouts.header */
 	LISTENER_PP_CLOSED,    /* the peer closed or failed before it */
-	LISTENER_PP_LOCAL,     /* read, LOCAL/UNKNOWN: the peer stands */
+	LISTENER_PP_LOCAL,     /* read, LOCAL: the peer speaks for itself */
+	LISTENER_PP_UNKNOWN,   /* UNKNOWN, UNSPEC, UNIX: no client address */
+	LISTENER_PP_OVER,      /* limits.max_connections reached, draining */
 	LISTENER_PP_N,
 };
 

@@ -89,6 +89,26 @@ static void pp_set_port(struct sockaddr_storage *ss, uint16_t port)
 		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
 }
 
+/* An IPv4-mapped IPv6 address in ss made IPv4. */
+static void pp_unmap(struct sockaddr_storage *ss, socklen_t *len)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff};
+	struct sockaddr_in6 s6;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+	if (ss->ss_family != AF_INET6)
+		return;
+	memcpy(&s6, ss, sizeof(s6));
+	if (memcmp(s6.sin6_addr.s6_addr, mapped, sizeof(mapped)) != 0)
+		return;
+	memset(ss, 0, sizeof(*ss));
+	s4->sin_family = AF_INET;
+	s4->sin_port = s6.sin6_port;
+	memcpy(&s4->sin_addr, s6.sin6_addr.s6_addr + 12, 4);
+	*len = sizeof(*s4);
+}
+
 static int pp_parse_v1(const uint8_t *buf, size_t len, struct pp_info *out)
 {
 	const char *p = (const char *)buf, *tok[5];
@@ -117,7 +137,7 @@ static int pp_parse_v1(const uint8_t *buf, size_t len, struct pp_info *out)
 	i = sizeof(pp_v1_sig) - 1;
 	if (end - i >= 7 && memcmp(p + i, "UNKNOWN", 7) == 0 &&
 	    (end - i == 7 || p[i + 7] == ' ')) {
-		out->local = true;
+		out->unknown = true;
 		return (int)(end + 2);
 	}
 	/* TCP4|TCP6, then four fields, single spaces */
@@ -152,6 +172,8 @@ static int pp_parse_v1(const uint8_t *buf, size_t len, struct pp_info *out)
 		return PP_BAD_V1;
 	pp_set_port(&out->src, sport);
 	pp_set_port(&out->dst, dport);
+	pp_unmap(&out->src, &out->src_len);
+	pp_unmap(&out->dst, &out->dst_len);
 	return (int)(end + 2);
 }
 
@@ -166,7 +188,8 @@ static int pp_parse_v2(const uint8_t *buf, size_t len, struct pp_info *out)
 		return PP_BAD_VERSION;
 	cmd = buf[12] & 0x0f;
 	fam = buf[13];
-	switch (fam) {
+	/* LOCAL: the family is to be ignored */
+	switch (cmd == 0 ? 0x00 : fam) {
 	case 0x00:
 	case 0x11:
 	case 0x12:
@@ -194,9 +217,13 @@ static int pp_parse_v2(const uint8_t *buf, size_t len, struct pp_info *out)
 		return PP_NEED_MORE;
 	memset(out, 0, sizeof(*out));
 	out->version = 2;
-	if (cmd == 0 || fam == 0x00 || fam >> 4 == 3) {
-		/* LOCAL, UNSPEC, UNIX: the peer's address stands */
+	if (cmd == 0) {
 		out->local = true;
+		return (int)total;
+	}
+	if (fam == 0x00 || fam >> 4 == 3) {
+		/* UNSPEC, UNIX: a client the sender could not name */
+		out->unknown = true;
 		return (int)total;
 	}
 	if (fam >> 4 == 1) {
@@ -220,6 +247,8 @@ static int pp_parse_v2(const uint8_t *buf, size_t len, struct pp_info *out)
 		memcpy(&d->sin6_port, buf + 50, 2);
 		out->src_len = out->dst_len = sizeof(*s);
 	}
+	pp_unmap(&out->src, &out->src_len);
+	pp_unmap(&out->dst, &out->dst_len);
 	/* the TLVs after the addresses fill the rest exactly; skipped */
 	end = total;
 	for (off = 16 + need; off < end;) {
@@ -319,7 +348,7 @@ size_t pp_write(unsigned version, const struct sockaddr *src,
 		return 0;
 	memcpy(buf, pp_v2_sig, sizeof(pp_v2_sig));
 	if (!known) {
-		buf[12] = 0x20; /* LOCAL */
+		buf[12] = 0x21; /* PROXY, UNSPEC: a client with no address */
 		buf[13] = 0x00;
 		buf[14] = buf[15] = 0;
 		return 16;

@@ -25,9 +25,12 @@
  * PP_BAD_LENGTH | v2's length shorter than its family's addresses | |
  * PP_BAD_TLV | v2's TLVs not exactly filling the rest (a TLV past the end) |
  *
- * A v1 UNKNOWN, a v2 LOCAL, and a v2 PROXY whose family is UNSPEC or
- * UNIX, say nothing usable about the client: pp_info.local, the peer's
- * own address stands. TLVs are checked for framing and otherwise skipped.
+ * A v2 LOCAL (whatever its family byte) is the peer speaking for itself
+ * (a load balancer's health check): pp_info.local. A v1 UNKNOWN and a v2
+ * PROXY whose family is UNSPEC or UNIX are a client's connection whose
+ * address the sender did not know: pp_info.unknown. An IPv4-mapped IPv6
+ * address is given as IPv4. TLVs are checked for framing and otherwise
+ * skipped.
  */
 #ifndef EDGE_PROXYPROTO_H
 #define EDGE_PROXYPROTO_H
@@ -59,10 +62,11 @@ enum pp_result {
 
 struct pp_info {
 	unsigned version; /* 1 or 2 */
-	bool local;	  /* no client address: the peer's stands */
+	bool local;	  /* LOCAL: the peer speaks for itself */
+	bool unknown;	  /* a client whose address the sender did not know */
 	/* the client's (src) and the address it connected to (dst):
 	 * sockaddr_in or sockaddr_in6, port in network order; unset when
-	 * local */
+	 * local or unknown */
 	struct sockaddr_storage src, dst;
 	socklen_t src_len, dst_len;
 };
@@ -83,7 +87,8 @@ const char *pp_reason(int r);
  * (sockaddr_in or sockaddr_in6; of different families, both written as
  * IPv6, the IPv4 one mapped) into buf, of at least PP_WRITE_MAX bytes;
  * src NULL or of another family (a Unix socket's peer): v1 "PROXY
- * UNKNOWN", v2 LOCAL. Returns the length written, 0 for a bad version.
+ * UNKNOWN", v2 PROXY with family UNSPEC. Returns the length written, 0 for a
+ * bad version.
  */
 size_t pp_write(unsigned version, const struct sockaddr *src,
 		const struct sockaddr *dst, uint8_t *buf);

@@ -256,9 +256,11 @@ static int stats_workers_new(struct stats *s)
 		    s->m, "edge_proxy_protocol_total",
 		    "Connections on proxy_protocol listen addresses by how "
 		    "their PROXY header ended: ok (the client it names used), "
-		    "local (LOCAL or UNKNOWN: the peer's address kept), "
-		    "untrusted (a peer outside trusted_proxies), malformed, "
-		    "timeout, closed (all three closed without a byte).",
+		    "local (LOCAL: the peer's address kept); closed without "
+		    "a byte: untrusted (a peer outside trusted_proxies), "
+		    "unknown (UNKNOWN, UNSPEC or UNIX: no client address), "
+		    "malformed, timeout, closed (by the peer first), "
+		    "over_limit (limits.max_connections).",
 		    lab);
 		if (!s->pp[i])
 			return -ENOMEM;

@@ -158,7 +158,7 @@ struct worker_shared {
 	} accepted[CONFIG_WORKERS_MAX];
 	/* connections on proxy_protocol listeners, by how their header
 	 * ended (enum listener_pp_result, listener.h) */
-	atomic_ullong pp[6];
+	atomic_ullong pp[8];
 };
 
 enum worker_cmd {

@@ -90,21 +90,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(r <= PP_V2_MAX);
 	/* the header alone, and its prefixes */
 	CHECK(parse_exact(data, (size_t)r, &pk) == r);
-	CHECK(pk.local == pi.local);
+	CHECK(pk.local == pi.local && pk.unknown == pi.unknown);
+	CHECK(!(pi.local && pi.unknown));
 	for (k = 0; k < (size_t)r; k += 1 + k / 8) {
 		rk = parse_exact(data, k, &pk);
 		CHECK(rk == PP_NEED_MORE);
 	}
-	if (pi.local)
+	if (pi.local || pi.unknown)
 		return 0;
 	CHECK(pi.src.ss_family == AF_INET || pi.src.ss_family == AF_INET6);
-	CHECK(pi.dst.ss_family == pi.src.ss_family);
+	CHECK(pi.dst.ss_family == AF_INET || pi.dst.ss_family == AF_INET6);
 	for (v = 1; v <= 2; v++) {
 		n = pp_write(v, (const struct sockaddr *)&pi.src,
 			     (const struct sockaddr *)&pi.dst, w);
 		CHECK(n > 0 && n <= PP_WRITE_MAX);
 		CHECK(parse_exact(w, n, &pk) == (int)n);
-		CHECK(!pk.local);
+		CHECK(!pk.local && !pk.unknown);
 		CHECK(same_addr(&pi.src, &pk.src));
 		CHECK(same_addr(&pi.dst, &pk.dst));
 	}

@@ -15,6 +15,7 @@ N response bytes. --split MS sends the header in two halves MS apart;
 
 KIND: v1 (PROXY TCP4 203.0.113.7 ... 40000 80), v1-6 (TCP6 2001:db8::7),
 v1-unknown, v2 (TCP4 203.0.113.9 with an unknown TLV), v2-6, v2-local,
+v2-unspec,
 bad-v1 (two spaces), bad-v2 (version 3), big-v2 (4097 bytes), none (an
 HTTP request with no header), partial (half a v2 header, then nothing).
 """
@@ -50,6 +51,8 @@ def header(kind):
                   struct.pack("!HH", 40002, 443))
     if kind == "v2-local":
         return v2(0, 0x00, b"")
+    if kind == "v2-unspec":
+        return v2(1, 0x00, b"")
     if kind == "bad-v1":
         return b"PROXY TCP4  203.0.113.7 198.51.100.1 40000 80\r\n"
     if kind == "bad-v2":

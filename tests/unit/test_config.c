@@ -1188,9 +1188,6 @@ START_TEST(test_values)
 }
 END_TEST
 
-/* trusted_proxies: IPv4 and IPv6 prefixes and bare addresses, host bits
- * and IPv4-mapped prefixes normalised with a warning each, a /0 warned
- * about; at most TRUSTED_MAX; a peer inside one is trusted. */
 /* listen and tls.listen entries as groups: proxy_protocol per address. */
 START_TEST(test_listen_groups)
 {
@@ -1208,10 +1205,18 @@ START_TEST(test_listen_groups)
 	ck_assert(!c->listen[0].proxy_protocol);
 	ck_assert(c->listen[1].proxy_protocol);
 	ck_assert(!c->listen[2].proxy_protocol);
+	/* no trusted_proxies: every connection to it would be closed */
+	ck_assert_uint_eq(c->n_warnings, 1);
+	ck_assert_ptr_nonnull(strstr(c->warnings[0],
+				     "listen[1]: proxy_protocol with "
+				     "trusted_proxies empty"));
 	config_free(c);
 }
 END_TEST
 
+/* trusted_proxies: IPv4 and IPv6 prefixes and bare addresses, host bits
+ * and IPv4-mapped prefixes normalised with a warning each, a /0 warned
+ * about; at most TRUSTED_MAX; a peer inside one is trusted. */
 START_TEST(test_trusted_proxies)
 {
 	static const char text[] =

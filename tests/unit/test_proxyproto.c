@@ -41,7 +41,7 @@ static const struct {
     {"PROXY TCP4 192.0.2.1 198.51.100.2 51000 443\r\nGET", 45,
      "192.0.2.1 51000"},
     {"PROXY TCP6 2001:db8::1 2001:db8::2 1 65535\r\n", 44, "2001:db8::1 1"},
-    {"PROXY TCP6 ::ffff:192.0.2.7 ::1 0 80\r\n", 38, "::ffff:192.0.2.7 0"},
+    {"PROXY TCP6 ::ffff:192.0.2.7 ::1 0 80\r\n", 38, "192.0.2.7 0"},
     {"PROXY UNKNOWN\r\n", 15, "-"},
     {"PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n", 35, "-"},
     {"PROXY TCP4 192.0.2.1 198.51.100.2 51000\r\n", PP_BAD_V1, NULL},
@@ -79,7 +79,8 @@ START_TEST(test_v1)
 	if (r <= 0)
 		return;
 	ck_assert_uint_eq(pi.version, 1);
-	if (pi.local)
+	ck_assert(!pi.local);
+	if (pi.unknown)
 		snprintf(got, sizeof(got), "-");
 	else
 		str_of(&pi.src, got, sizeof(got));
@@ -116,7 +117,7 @@ START_TEST(test_v1_prefixes_and_bounds)
 			 PP_TOO_LONG);
 	memcpy(long_line + 105, "\r\n", 2); /* 107 bytes: the longest */
 	ck_assert_int_eq(pp_parse((const uint8_t *)long_line, 107, &pi), 107);
-	ck_assert(pi.local);
+	ck_assert(pi.unknown);
 }
 END_TEST
 
@@ -183,20 +184,35 @@ START_TEST(test_v2)
 	ck_assert_int_eq(pp_parse(b, n, &pi), 52);
 	str_of(&pi.src, got, sizeof(got));
 	ck_assert_str_eq(got, "2001:db8::1 4660");
-	/* LOCAL (with an address block, ignored), UNSPEC, UNIX: local */
+	/* LOCAL (with an address block, ignored; any family byte): local;
+	 * PROXY with UNSPEC, UNIX: unknown */
 	n = v2(b, 0x20, 0x11, a4, 12);
 	ck_assert_int_eq(pp_parse(b, n, &pi), (int)n);
-	ck_assert(pi.local);
+	ck_assert(pi.local && !pi.unknown);
 	n = v2(b, 0x20, 0x00, NULL, 0);
+	ck_assert_int_eq(pp_parse(b, n, &pi), 16);
+	ck_assert(pi.local);
+	n = v2(b, 0x20, 0x77, NULL, 0);
 	ck_assert_int_eq(pp_parse(b, n, &pi), 16);
 	ck_assert(pi.local);
 	n = v2(b, 0x21, 0x00, NULL, 0);
 	ck_assert_int_eq(pp_parse(b, n, &pi), 16);
-	ck_assert(pi.local);
+	ck_assert(pi.unknown && !pi.local);
 	memset(body, 'x', 216);
 	n = v2(b, 0x21, 0x31, body, 216);
 	ck_assert_int_eq(pp_parse(b, n, &pi), (int)n);
-	ck_assert(pi.local);
+	ck_assert(pi.unknown);
+	/* an IPv4-mapped source given as IPv4 */
+	memset(body, 0, 36);
+	body[10] = body[11] = 0xff;
+	body[12] = 192, body[13] = 0, body[14] = 2, body[15] = 44;
+	body[27] = 1;
+	body[32] = 0x12, body[33] = 0x34;
+	n = v2(b, 0x21, 0x21, body, 36);
+	ck_assert_int_eq(pp_parse(b, n, &pi), 52);
+	str_of(&pi.src, got, sizeof(got));
+	ck_assert_str_eq(got, "192.0.2.44 4660");
+	ck_assert_uint_eq(pi.src_len, sizeof(struct sockaddr_in));
 	/* refused: version 1 or 3, command 2, UDP, unknown family, short */
 	n = v2(b, 0x11, 0x11, a4, 12);
 	ck_assert_int_eq(pp_parse(b, n, &pi), PP_BAD_VERSION);
@@ -266,22 +282,22 @@ START_TEST(test_write_read)
 		ck_assert_str_eq(got, "203.0.113.9 40000");
 		str_of(&pi.dst, got, sizeof(got));
 		ck_assert_str_eq(got, "10.0.0.1 80");
-		/* mixed families: both as IPv6 */
+		/* mixed families: both as IPv6, the IPv4 one read back as it */
 		n = pp_write(v, (struct sockaddr *)&s4, (struct sockaddr *)&d6,
 			     buf);
 		ck_assert_int_eq(pp_parse(buf, n, &pi), (int)n);
 		str_of(&pi.src, got, sizeof(got));
-		ck_assert_str_eq(got, "::ffff:203.0.113.9 40000");
+		ck_assert_str_eq(got, "203.0.113.9 40000");
 		str_of(&pi.dst, got, sizeof(got));
 		ck_assert_str_eq(got, "2001:db8::5 8443");
-		/* a Unix socket's peer: UNKNOWN / LOCAL */
+		/* a Unix socket's peer: UNKNOWN / UNSPEC */
 		n = pp_write(v, (struct sockaddr *)&un, (struct sockaddr *)&d4,
 			     buf);
 		ck_assert_int_eq(pp_parse(buf, n, &pi), (int)n);
-		ck_assert(pi.local);
+		ck_assert(pi.unknown && !pi.local);
 		n = pp_write(v, NULL, (struct sockaddr *)&d4, buf);
 		ck_assert_int_eq(pp_parse(buf, n, &pi), (int)n);
-		ck_assert(pi.local);
+		ck_assert(pi.unknown);
 	}
 	ck_assert_uint_eq(
 	    pp_write(3, (struct sockaddr *)&s4, (struct sockaddr *)&d4, buf),
