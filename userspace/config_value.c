@@ -484,6 +484,19 @@ int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
 	return 0;
 }
 
+/* v[i] refused when one of v[0..i) is the same address. */
+static int cfg_addr_twice(struct cfg *x, const struct config_addr *v, size_t i,
+			  const config_setting_t *el, const char *ek)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (strcmp(v[j].text, v[i].text) == 0)
+			return cfg_fail(x, el, ek, "%s is listed twice",
+					v[i].text);
+	return 0;
+}
+
 int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	      const char *name, size_t max, bool required, unsigned schemes,
 	      struct config_addr **out, size_t *nout)
@@ -492,7 +505,7 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	const config_setting_t *s;
 	struct config_addr *v;
 	struct errbuf e;
-	size_t i, j, n;
+	size_t i, n;
 	int rc;
 
 	*out = NULL;
@@ -524,12 +537,9 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 			rc = cfg_fail(x, el, ek, "%s", e.msg);
 			goto fail;
 		}
-		for (j = 0; j < i; j++)
-			if (strcmp(v[j].text, v[i].text) == 0) {
-				rc = cfg_fail(x, el, ek, "%s is listed twice",
-					      v[i].text);
-				goto fail;
-			}
+		rc = cfg_addr_twice(x, v, i, el, ek);
+		if (rc)
+			goto fail;
 	}
 	*out = v;
 	*nout = n;
@@ -548,7 +558,7 @@ int cfg_listen_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	config_setting_t *s;
 	struct config_addr *v;
 	struct errbuf e;
-	size_t i, j, n;
+	size_t i, n;
 	int rc = 0;
 
 	*out = NULL;
@@ -611,12 +621,7 @@ int cfg_listen_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 			break;
 		}
 		v[i].proxy_protocol = pp;
-		for (j = 0; j < i; j++)
-			if (strcmp(v[j].text, v[i].text) == 0) {
-				rc = cfg_fail(x, el, ek, "%s is listed twice",
-					      v[i].text);
-				break;
-			}
+		rc = cfg_addr_twice(x, v, i, el, ek);
 	}
 	if (rc) {
 		free(v);
