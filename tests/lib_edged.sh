@@ -151,6 +151,7 @@ CONF
 edged_start() {
 	local bin=$1 conf=$2 i
 	shift 2
+	: >"$EDGED_LOG" # now: the last run's "serving on" is not this one's
 	"$bin" -c "$conf" -f "$@" >"$EDGED_LOG" 2>&1 &
 	EPID=$!
 	edged_track "$EPID"

@@ -111,6 +111,7 @@ stop_backend() {
 start_edged() { # BIN SPLICE [EXTRA]
 	local i
 	write_conf "$T_TMP/edge.conf" "$2" "${3:-}"
+	: >"$EDGED_LOG" # now: the last run's "serving on" is not this one's
 	nsenter --net="/run/netns/$NS" "$1" -c "$T_TMP/edge.conf" -f >"$EDGED_LOG" 2>&1 &
 	EPID=$!
 	edged_track "$EPID"

@@ -114,6 +114,7 @@ run_suite() { # BIN LABEL
 	if ! has_sys_resource; then
 		t_skip "$v: raising the limit" "no CAP_SYS_RESOURCE here"
 	else
+		: >"$EDGED_LOG" # now: the last run's "serving on" is not this one's
 		bash -c 'ulimit -n 256 && exec "$0" "$@"' "$bin" -c "$CONF" -f >"$EDGED_LOG" 2>&1 &
 		EPID=$!
 		edged_track "$EPID"
@@ -121,6 +122,7 @@ run_suite() { # BIN LABEL
 	fi
 
 	# without CAP_SYS_RESOURCE it cannot
+	: >"$EDGED_LOG" # now: the last run's "serving on" is not this one's
 	bash -c 'ulimit -n 256 && exec setpriv --bounding-set=-sys_resource --inh-caps=-sys_resource "$0" "$@"' \
 		"$bin" -c "$CONF" -f >"$EDGED_LOG" 2>&1 &
 	EPID=$!

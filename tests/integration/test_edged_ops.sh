@@ -433,6 +433,7 @@ run_drop() { # BIN LABEL
 	chown nobody "$T_TMP/logs"
 	ln -sf "$T_TMP/victim" "$T_TMP/logs/requests.jsonl"
 	write_conf "$T_TMP/edge.conf" nobody "" "analytics = { file = \"$T_TMP/logs/requests.jsonl\"; };"
+	: >"$EDGED_LOG" # now: the last run's "serving on" is not this one's
 	"$1" -c "$T_TMP/edge.conf" -f >"$EDGED_LOG" 2>&1 &
 	EPID=$!
 	edged_track "$EPID"

@@ -76,6 +76,7 @@ run_suite() { # BIN LABEL
 		t_fail "$v: notify_listen.py listens" "$(head -c 300 "$T_TMP/nl.out")"
 		return
 	fi
+	: >"$EDGED_LOG" # now: the last run's "serving on" is not this one's
 	NOTIFY_SOCKET="$sock" "$bin" -c "$T_TMP/edge.conf" -f >"$EDGED_LOG" 2>&1 &
 	EPID=$!
 	edged_track "$EPID"
