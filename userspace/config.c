@@ -672,7 +672,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
-	    "id", "upstreams", "balance", "health_check", "tls", NULL};
+	    "id",  "upstreams",	 "balance", "health_check",
+	    "tls", "send_proxy", NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -694,6 +695,9 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 		rc = cfg_health_check(x, g, p, &d->hc);
 	if (rc == 0)
 		rc = cfg_up_tls(x, g, p, &d->tls);
+	if (rc == 0)
+		rc = cfg_send_proxy(x, g, p, CONFIG_SEND_PROXY_OFF,
+				    &d->send_proxy);
 	return rc;
 }
 
@@ -965,8 +969,9 @@ static int cfg_tcp_clash(struct cfg *x, const config_setting_t *s,
  * when a connection comes. */
 static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"listen", "environment", "sni",
-					   NULL};
+	static const char *const keys[] = {"listen",	 "environment",
+					   "sni",	 "proxy_protocol",
+					   "send_proxy", NULL};
 	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], what[CFG_KEY_MAX];
 	char idx[CFG_KEY_MAX];
 	struct config *c = x->c;
@@ -1002,6 +1007,11 @@ static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 			return rc;
 		if (config_addr_parse(v, &t->listen, &e) < 0)
 			return cfg_fail(x, at.s, at.key, "%s", e.msg);
+		rc = cfg_bool(x, g, ek, "proxy_protocol", false,
+			      &t->listen.proxy_protocol);
+		if (rc == 0)
+			rc = cfg_send_proxy(x, g, ek, CONFIG_SEND_PROXY_INHERIT,
+					    &t->send_proxy);
 		for (j = 0; j < c->n_listen && rc == 0; j++) {
 			cfg_key_index(what, "listen", j);
 			rc = cfg_listen_clash(x, at.s, at.key, &t->listen,
@@ -1020,6 +1030,16 @@ static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 					      "%s is also %s, and only TLS "
 					      "passthrough routes (sni) share "
 					      "a listen address",
+					      t->listen.text, what);
+			else if (!strcmp(t->listen.text,
+					 c->tcp_routes[j].listen.text) &&
+				 t->listen.proxy_protocol !=
+				     c->tcp_routes[j].listen.proxy_protocol)
+				rc = cfg_fail(x, g, ek,
+					      "proxy_protocol: %s is also %s, "
+					      "which says otherwise (the "
+					      "routes of an address share its "
+					      "connections)",
 					      t->listen.text, what);
 			else
 				rc = cfg_tcp_clash(x, at.s, at.key, t,

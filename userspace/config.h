@@ -159,6 +159,9 @@ struct config_tcp_route {
 	struct config_addr listen;
 	char *environment;
 	char *sni; /* NULL: a plain TCP route; a domain, "*.domain" or "*" */
+	/* the PROXY header to its upstreams (unset: the deployment's);
+	 * listen.proxy_protocol: its connections begin with one */
+	enum config_send_proxy send_proxy;
 };
 
 /* tls.certificates: at most this many entries */

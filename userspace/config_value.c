@@ -739,6 +739,23 @@ int cfg_user(struct cfg *x, const config_setting_t *g, const char *path,
 	return cfg_dup(x, v, out);
 }
 
+int cfg_send_proxy(struct cfg *x, const config_setting_t *g, const char *path,
+		   enum config_send_proxy def, enum config_send_proxy *out)
+{
+	struct cfg_at at;
+	struct errbuf e;
+	const char *v;
+	int rc;
+
+	*out = def;
+	if (!config_setting_get_member(g, "send_proxy"))
+		return 0;
+	rc = cfg_str(x, g, path, "send_proxy", NULL, &v, &at);
+	if (rc == 0 && config_send_proxy_parse(v, out, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return rc;
+}
+
 int cfg_balance(struct cfg *x, const config_setting_t *g, const char *path,
 		enum config_balance def, enum config_balance *out)
 {

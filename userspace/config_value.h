@@ -201,6 +201,10 @@ int cfg_name(struct cfg *x, const config_setting_t *g, const char *path,
 int cfg_user(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, const char *def, char **out);
 
+/* The member "send_proxy" (config_send_proxy_parse), def when absent. */
+int cfg_send_proxy(struct cfg *x, const config_setting_t *g, const char *path,
+		   enum config_send_proxy def, enum config_send_proxy *out);
+
 /* The member "balance" (config_balance_parse), def when absent. */
 int cfg_balance(struct cfg *x, const config_setting_t *g, const char *path,
 		enum config_balance def, enum config_balance *out);

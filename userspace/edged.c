@@ -119,7 +119,7 @@ static void edged_start_only_changes(const struct edged *d,
 	} while (0)
 	EDGED_NOTE(listen, "listen");
 	EDGED_NOTE(tcproute_file_moved(d->tcp, next),
-		   "the listen addresses or sni of tcp_routes");
+		   "the listen addresses, sni or proxy_protocol of tcp_routes");
 	EDGED_NOTE(cur->workers != next->workers, "workers");
 	EDGED_NOTE(cur->io_uring != next->io_uring, "io_uring");
 	EDGED_NOTE(str_differs(cur->user, next->user), "user");

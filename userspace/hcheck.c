@@ -21,6 +21,7 @@
 
 #include "hcheck.h"
 #include "log.h"
+#include "proxyproto.h"
 #include "tls_up.h"
 
 /* The longest status line read from a checked endpoint. */
@@ -37,6 +38,8 @@ struct hcheck_ep {
 	int status;		 /* ... the :status it got, 0: none yet */
 	bool h2_gone;		 /* ... its stream or session ended first */
 	bool connected;		 /* of the check in flight */
+	bool pp_then_tls;	 /* ... its TCP connect, a PROXY header, then
+				    TLS (c->bev plain until then) */
 	unsigned ok, bad;	 /* successes, failures in a row */
 	bool down;		 /* taken out by its checks */
 	bool keep;		 /* hcheck_set: still checked */
@@ -66,9 +69,14 @@ int hcheck_new(struct event_base *base, struct upreg *g, struct hcheck **out)
 static void hcheck_stop(struct hcheck_ep *c)
 {
 	if (c->bev) {
+		int fd = (int)bufferevent_getfd(c->bev);
+
 		bufferevent_free(c->bev);
+		if (c->pp_then_tls && fd >= 0) /* not closed with it */
+			close(fd);
 		c->bev = NULL;
 	}
+	c->pp_then_tls = false;
 	if (c->ng) {
 		nghttp2_session_del(c->ng);
 		c->ng = NULL;
@@ -334,12 +342,77 @@ static void hcheck_read_cb(struct bufferevent *bev, void *arg)
 		hcheck_result(c, rc > 0, why, 0);
 }
 
+/* The check's PROXY header (LOCAL) out on its connected socket, whole:
+ * 0 or an errno. */
+static int hcheck_send_pp(struct hcheck_ep *c)
+{
+	uint8_t buf[PP_WRITE_MAX];
+	size_t len = pp_write_local(c->t.send_proxy, buf);
+	ssize_t n;
+
+	do
+		n = send(bufferevent_getfd(c->bev), buf, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	return (size_t)n == len ? 0 : EIO;
+}
+
+static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* The check's TLS over socket s (connected; s is the check's from now
+ * on, closed with it): 0, or -1 (s closed). */
+static int hcheck_tls(struct hcheck_ep *c, int s)
+{
+	struct errbuf err;
+	uint64_t tag;
+	SSL *ssl;
+
+	if (c->bev) {
+		bufferevent_free(c->bev); /* made without CLOSE_ON_FREE */
+		c->bev = NULL;
+	}
+	c->pp_then_tls = false;
+	if (tls_up_ssl(&c->t.tls, NULL, 0, c->t.addr.text, &ssl, &tag, &err)) {
+		close(s);
+		log_warnx_rl("health check of %s: %s", c->t.addr.text, err.msg);
+		return -1;
+	}
+	c->bev = bufferevent_openssl_socket_new(c->h->base, s, ssl,
+						BUFFEREVENT_SSL_CONNECTING,
+						BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		SSL_free(ssl);
+		close(s);
+		return -1;
+	}
+	bufferevent_setcb(c->bev, hcheck_read_cb, NULL, hcheck_event_cb, c);
+	return 0;
+}
+
 static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct hcheck_ep *c = arg;
 	char req[CONFIG_HC_PATH_MAX + CONFIG_ADDR_STR_MAX + 128];
 	int n, err = what & BEV_EVENT_ERROR ? EVUTIL_SOCKET_ERROR() : 0;
 
+	if ((what & BEV_EVENT_CONNECTED) && c->t.send_proxy &&
+	    (c->pp_then_tls || c->t.addr.scheme != CONFIG_SCHEME_HTTPS ||
+	     c->t.hc.type != CONFIG_HC_HTTP)) {
+		/* a check is edged's own connection: a LOCAL header (v1:
+		 * UNKNOWN) first, on the socket's empty send buffer */
+		int e = hcheck_send_pp(c);
+
+		if (e) {
+			hcheck_result(c, false, UPREG_WHY_HC_CONNECT, e);
+			return;
+		}
+		if (c->pp_then_tls) {
+			if (hcheck_tls(c, bufferevent_getfd(bev)))
+				hcheck_result(c, false, UPREG_WHY_HC_TLS, 0);
+			return;
+		}
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		/* the Host an endpoint is asked with: its address and port,
 		 * without a scheme; a Unix socket's is localhost */
@@ -415,7 +488,13 @@ static void hcheck_tick_cb(evutil_socket_t fd, short what, void *arg)
 		return; /* not the endpoint's fault: no verdict */
 	}
 	if (a->scheme == CONFIG_SCHEME_HTTPS &&
-	    c->t.hc.type == CONFIG_HC_HTTP) {
+	    c->t.hc.type == CONFIG_HC_HTTP && c->t.send_proxy) {
+		/* the header goes before TLS: a plain connect first, its
+		 * socket then handed to TLS (hcheck_tls) */
+		c->bev = bufferevent_socket_new(c->h->base, s, 0);
+		c->pp_then_tls = c->bev != NULL;
+	} else if (a->scheme == CONFIG_SCHEME_HTTPS &&
+		   c->t.hc.type == CONFIG_HC_HTTP) {
 		/* over TLS as the requests go (the deployment's profile; the
 		 * name checked is its server_name, if it has one) */
 		struct errbuf err;
@@ -509,7 +588,8 @@ int hcheck_set(struct hcheck *h, const struct hcheck_target *t, size_t n)
 			    upreg_addr_eq(&h->v[j]->t.addr, &t[i].addr) &&
 			    hcheck_same(&h->v[j]->t.hc, &t[i].hc) &&
 			    memcmp(&h->v[j]->t.tls, &t[i].tls,
-				   sizeof(t[i].tls)) == 0)
+				   sizeof(t[i].tls)) == 0 &&
+			    h->v[j]->t.send_proxy == t[i].send_proxy)
 				break;
 		if (j < h->n) {
 			h->v[j]->keep = true;
@@ -587,6 +667,8 @@ int hcheck_targets(const struct route_src *src, struct hcheck_target **out,
 				v[k].addr = d->upstreams[u];
 				v[k].hc = d->hc;
 				v[k].tls = d->tls;
+				v[k].send_proxy = config_send_proxy_version(
+				    CONFIG_SEND_PROXY_INHERIT, d->send_proxy);
 				k++;
 			}
 		}

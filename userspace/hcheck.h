@@ -33,6 +33,9 @@ struct hcheck_target {
 	struct config_addr addr;
 	struct config_health_check hc;
 	struct config_up_tls tls; /* an https:// endpoint's: its deployment's */
+	/* its deployment's send_proxy version (0: none): a check begins
+	 * with a LOCAL header (v1: PROXY UNKNOWN) */
+	unsigned send_proxy;
 };
 
 /* A checker on base (the control loop), marking endpoints in g. Returns

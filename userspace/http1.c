@@ -221,6 +221,7 @@ static void http1_open(struct conn *c)
 	r->client_ip = c->client_ip;
 	r->peer = &c->peer.sa;
 	r->peer_cidr = &c->peer_cidr;
+	r->conn_fd = c->io ? sockio_fd(c->io) : -1;
 	r->tls = c->tls;
 	r->tls_resumed = c->tls_resumed;
 	r->tls_version = c->tls_version;

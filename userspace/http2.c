@@ -334,6 +334,7 @@ static struct h2s *h2s_new(struct h2c *hc, int32_t id)
 	s->r.client_ip = c->client_ip;
 	s->r.peer = &c->peer.sa;
 	s->r.peer_cidr = &c->peer_cidr;
+	s->r.conn_fd = c->io ? sockio_fd(c->io) : -1;
 	s->r.tls = c->tls;
 	s->r.tls_resumed = c->tls_resumed;
 	s->r.tls_version = c->tls_version;

@@ -371,7 +371,8 @@ static void l4_connect(struct l4_conn *c)
 	const struct upconn_target t = {.m = &c->m,
 					.slot = c->slot + 1,
 					.peer = &c->peer.sa,
-					.nodelay = true};
+					.nodelay = true,
+					.client_fd = c->client.fd};
 	struct timeval tv;
 
 	switch (upconn_open(&c->u, w, &t, L4_LOG_CTX(c), &c->uio)) {

@@ -647,8 +647,8 @@ static void listener_open_msg(struct worker *w, const struct mailbox_msg *m)
 		close(fd);
 		return;
 	}
-	rc = listener_make(w, fd, m->ptr, m->target, false, w->sh->accepts->tcp,
-			   &l);
+	rc = listener_make(w, fd, m->ptr, m->target, m->flags != 0,
+			   w->sh->accepts->tcp, &l);
 	if (rc == 0)
 		rc = listener_add(w, l);
 	if (rc)
@@ -668,9 +668,23 @@ static void listener_close_msg(struct worker *w, const struct mailbox_msg *m)
 		}
 }
 
+/* LISTENER_MSG_PP: w's listener m->target takes a PROXY header (flags)
+ * on the connections it accepts from now on, or not. */
+static void listener_pp_msg(struct worker *w, const struct mailbox_msg *m)
+{
+	size_t i;
+
+	for (i = 0; i < w->ls->n; i++)
+		if (w->ls->ls[i]->tcp_id == m->target)
+			w->ls->ls[i]->pp = m->flags != 0;
+}
+
 static bool listener_mail(struct worker *w, const struct mailbox_msg *m)
 {
 	switch (m->type) {
+	case LISTENER_MSG_PP:
+		listener_pp_msg(w, m);
+		return true;
 	case LISTENER_MSG_OPEN:
 		listener_open_msg(w, m);
 		free(m->ptr);
@@ -692,7 +706,7 @@ static bool listener_mail_drop(struct worker *w, const struct mailbox_msg *m)
 		free(m->ptr);
 		return true;
 	}
-	return m->type == LISTENER_MSG_CLOSE;
+	return m->type == LISTENER_MSG_CLOSE || m->type == LISTENER_MSG_PP;
 }
 
 const struct worker_service listener_service = {
@@ -704,10 +718,13 @@ const struct worker_service listener_service = {
     .mail_drop = listener_mail_drop,
 };
 
-int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id)
+int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id,
+		       bool pp)
 {
-	struct mailbox_msg m = {
-	    .type = LISTENER_MSG_OPEN, .target = id, .arg = (uint64_t)fd};
+	struct mailbox_msg m = {.type = LISTENER_MSG_OPEN,
+				.flags = pp,
+				.target = id,
+				.arg = (uint64_t)fd};
 	int rc;
 
 	m.ptr = strdup(text);
@@ -722,6 +739,14 @@ int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id)
 int listener_post_close(struct worker *w, uint64_t id)
 {
 	struct mailbox_msg m = {.type = LISTENER_MSG_CLOSE, .target = id};
+
+	return mailbox_post(w->mbox, &m);
+}
+
+int listener_post_pp(struct worker *w, uint64_t id, bool pp)
+{
+	struct mailbox_msg m = {
+	    .type = LISTENER_MSG_PP, .flags = pp, .target = id};
 
 	return mailbox_post(w->mbox, &m);
 }

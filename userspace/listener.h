@@ -100,15 +100,23 @@ int listener_probe(const struct config_addr *a, struct errbuf *err);
 /* Mailbox message types (the listener service's). */
 #define LISTENER_MSG_OPEN 0x100
 #define LISTENER_MSG_CLOSE 0x101
+#define LISTENER_MSG_PP 0x102
 
 /*
  * Have w listen on fd (listener_socket's, bound to the TCP routes'
  * address text) as listener id, from any thread: w's loop takes it up (a
  * listener of w on the same address goes first; a draining w closes fd
- * instead). 0: fd is w's from now on; or -EAGAIN (the mailbox is full),
+ * instead); with pp, its connections begin with a PROXY protocol header.
+ * 0: fd is w's from now on; or -EAGAIN (the mailbox is full),
  * -ESHUTDOWN (w is going away), -ENOMEM: fd is still the caller's.
  */
-int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id);
+int listener_post_open(struct worker *w, int fd, const char *text, uint64_t id,
+		       bool pp);
+
+/* Have w's listener id take (pp) or not take a PROXY protocol header on
+ * the connections it accepts from now on (any thread). 0 or -EAGAIN /
+ * -ESHUTDOWN. */
+int listener_post_pp(struct worker *w, uint64_t id, bool pp);
 
 /* Have w close its listener id (from any thread; connections it accepted
  * go on). 0 or -EAGAIN / -ESHUTDOWN. */

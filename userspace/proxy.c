@@ -592,7 +592,8 @@ static void proxy_connect(struct req *r)
 					.h2 = !p->upgrade,
 					.host = r->h.host ? r->h.host : "",
 					.host_len =
-					    r->h.host ? r->h.host_len : 0};
+					    r->h.host ? r->h.host_len : 0,
+					.client_fd = r->conn_fd};
 	struct h2up_sess *sess = NULL;
 	struct sockio *uio;
 

@@ -378,3 +378,18 @@ size_t pp_write(unsigned version, const struct sockaddr *src,
 	memcpy(buf + 50, &dp, 2);
 	return 52;
 }
+
+size_t pp_write_local(unsigned version, uint8_t *buf)
+{
+	if (version == 1) {
+		memcpy(buf, "PROXY UNKNOWN\r\n", 15);
+		return 15;
+	}
+	if (version != 2)
+		return 0;
+	memcpy(buf, pp_v2_sig, sizeof(pp_v2_sig));
+	buf[12] = 0x20; /* LOCAL */
+	buf[13] = 0x00;
+	buf[14] = buf[15] = 0;
+	return 16;
+}

@@ -93,4 +93,9 @@ const char *pp_reason(int r);
 size_t pp_write(unsigned version, const struct sockaddr *src,
 		const struct sockaddr *dst, uint8_t *buf);
 
+/* Write a header of version for a connection edged makes on its own
+ * behalf (a health check): v1 "PROXY UNKNOWN", v2 LOCAL. Returns the
+ * length written (at most PP_WRITE_MAX), 0 for a bad version. */
+size_t pp_write_local(unsigned version, uint8_t *buf);
+
 #endif /* EDGE_PROXYPROTO_H */

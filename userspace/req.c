@@ -170,6 +170,7 @@ void req_begin(struct req *r)
 	bool tls = r->tls, tls_resumed = r->tls_resumed;
 	const char *tls_version = r->tls_version, *tls_cipher = r->tls_cipher;
 	const char *http_version = r->http_version;
+	int conn_fd = r->conn_fd;
 
 	/* all but the request's header array, 3 KB (see h1_zero_around);
 	 * the upstream side's state, up, is the last member: its own */
@@ -182,6 +183,7 @@ void req_begin(struct req *r)
 	r->client_ip = ip;
 	r->peer = peer;
 	r->peer_cidr = peer_cidr;
+	r->conn_fd = conn_fd;
 	r->tls = tls;
 	r->tls_resumed = tls_resumed;
 	r->tls_version = tls_version;

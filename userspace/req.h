@@ -160,6 +160,7 @@ struct req {
 	const char *client_ip;	      /* the client's address, as text */
 	const struct sockaddr *peer;  /* and as accepted */
 	const struct cidr *peer_cidr; /* and as a /32 or /128 */
+	int conn_fd;		      /* its connection's socket */
 	/* a trusted peer's X-Forwarded-For named the client (req_route):
 	 * client_ip, peer and peer_cidr are it, the connection's own here */
 	bool xff_client;

@@ -1171,6 +1171,8 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
 	m->up_tls = &e->src->deployment.tls;
+	m->send_proxy = config_send_proxy_version(
+	    CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy);
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;
@@ -1208,6 +1210,9 @@ enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
 	m->up_tls = &e->src->deployment.tls;
+	m->send_proxy =
+	    config_send_proxy_version(route_tcp_set_at(t->tcp, idx)->send_proxy,
+				      e->src->deployment.send_proxy);
 	return ROUTE_OK;
 }
 
@@ -1264,6 +1269,12 @@ void route_table_swap(struct route_holder *h, struct route_table *t)
 void route_holder_clear(struct route_holder *h)
 {
 	route_table_swap(h, NULL);
+}
+
+/* A PROXY protocol version as send_proxy says it ("off", "v1", "v2"). */
+static const char *rt_send_proxy_name(unsigned v)
+{
+	return v == 1 ? "v1" : v == 2 ? "v2" : "off";
 }
 
 /* ---- JSON -----------------------------------------------------------------
@@ -1340,7 +1351,8 @@ static json_t *rt_row_json(const struct route_table *t,
 					  json_string(r->upstreams[i].text)))
 			goto fail;
 	o = json_pack(
-	    "{s:s, s:s?, s:b, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:I, s:i}",
+	    "{s:s, s:s?, s:b, s:s, s:s, s:s, s:s, s:b, s:s, s:o, s:I, s:i, "
+	    "s:s}",
 	    "domain", row->domain, "prefix", r->prefix, "strip_prefix",
 	    r->strip, "source", route_src_name(e->project->src), "project",
 	    e->project->id, "environment", e->id, "deployment",
@@ -1351,16 +1363,19 @@ static json_t *rt_row_json(const struct route_table *t,
 			     : r->max_body_bytes),
 	    "inflight",
 	    (int)atomic_load_explicit(&((struct route_r *)r)->inflight.n,
-				      memory_order_relaxed));
+				      memory_order_relaxed),
+	    "send_proxy",
+	    rt_send_proxy_name(config_send_proxy_version(
+		CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy)));
 	return o;
 fail:
 	json_decref(ups);
 	return NULL;
 }
 
-/* TCP route r as JSON (route_dump_json): env is what it resolved to
- * (NULL: in no source). */
-static json_t *rt_tcp_json(const struct route_tcp *r, const struct route_env *e)
+/* rt_tcp_json's keys but the PROXY protocol's. */
+static json_t *rt_tcp_json_of(const struct route_tcp *r,
+			      const struct route_env *e)
 {
 	const struct route_r *d;
 	json_t *ups;
@@ -1390,6 +1405,25 @@ static json_t *rt_tcp_json(const struct route_tcp *r, const struct route_env *e)
 	    "project", e->project->id, "deployment", e->deployment_id,
 	    "enabled", e->project->enabled, "balance",
 	    config_balance_name(d->balance), "upstreams", ups);
+}
+
+/* TCP route r as JSON (route_dump_json): env is what it resolved to
+ * (NULL: in no source). */
+static json_t *rt_tcp_json(const struct route_tcp *r, const struct route_env *e)
+{
+	json_t *o = rt_tcp_json_of(r, e);
+
+	if (o && (json_object_set_new(o, "proxy_protocol",
+				      json_boolean(r->proxy_protocol)) ||
+		  json_object_set_new(
+		      o, "send_proxy",
+		      json_string(rt_send_proxy_name(config_send_proxy_version(
+			  r->send_proxy, e ? e->src->deployment.send_proxy
+					   : CONFIG_SEND_PROXY_OFF)))))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* rows by route, then domain: each route's first row is its least

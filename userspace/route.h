@@ -82,6 +82,10 @@ struct route_match {
 	bool on_demand; /* the environment wakes on demand (wake.h) */
 	/* the deployment's TLS to its https:// endpoints */
 	const struct config_up_tls *up_tls;
+	/* the PROXY protocol version its new upstream connections begin
+	 * with (0: none): the TCP route's send_proxy, else the
+	 * deployment's */
+	unsigned send_proxy;
 };
 
 /*
@@ -163,6 +167,11 @@ struct route_tcp {
 	char env_id[CONFIG_ID_MAX + 1];	  /* the environment it goes to */
 	unsigned src;  /* the enum route_src_id defining it */
 	unsigned slot; /* < ROUTE_TCP_MAX, one per route */
+	/* its connections begin with a PROXY header (the same for every
+	 * route of its address) */
+	bool proxy_protocol;
+	/* the PROXY header to its upstreams; INHERIT: the deployment's */
+	enum config_send_proxy send_proxy;
 };
 
 /* Most TCP routes a table carries, every source's together (the file

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -71,6 +72,9 @@ struct sockio {
 	struct sockio_slot *slot;  /* its send in flight (batch flush) */
 	struct sockio_slot *rslot; /* its read in flight (batch flush) */
 	bool dead; /* freed inside sockio_cb: free when it returns */
+	/* bytes sent first once connected, before the handshake (a PROXY
+	 * header; pre[0] their count), NULL: none */
+	uint8_t *pre;
 	/* the event (event_assign'ed, libevent's size) */
 	_Alignas(max_align_t) unsigned char ev[];
 };
@@ -252,6 +256,36 @@ fail:
 	return NULL;
 }
 
+int sockio_preamble(struct sockio *s, const void *p, size_t len)
+{
+	if (len == 0 || len > UINT8_MAX || s->pre)
+		return -EINVAL;
+	s->pre = malloc(len + 1);
+	if (!s->pre)
+		return -ENOMEM;
+	s->pre[0] = (uint8_t)len;
+	memcpy(s->pre + 1, p, len);
+	return 0;
+}
+
+/* The preamble out on the new connection, whole: 0, or an errno. A
+ * connected socket's empty send buffer takes a few hundred bytes at
+ * once; a short send is an error, not a wait. */
+static int sockio_send_preamble(struct sockio *s)
+{
+	size_t len = s->pre[0];
+	ssize_t n;
+
+	do
+		n = send(s->t.fd, s->pre + 1, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	free(s->pre);
+	s->pre = NULL;
+	if (n < 0)
+		return errno;
+	return (size_t)n == len ? 0 : EIO;
+}
+
 int sockio_connect(struct sockio *s, const struct sockaddr *sa, socklen_t len)
 {
 	if (connect(s->t.fd, sa, len) < 0 && errno != EINPROGRESS)
@@ -296,6 +330,7 @@ static void sockio_unqueue(struct sockio *s)
 
 static void sockio_destroy(struct sockio *s)
 {
+	free(s->pre);
 	evbuffer_free(s->in);
 	evbuffer_free(s->out);
 	free(s);
@@ -752,6 +787,8 @@ static void sockio_connected(struct sockio *s)
 	}
 	if (getsockopt(s->t.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
+	if (!err && s->pre)
+		err = sockio_send_preamble(s);
 	if (err) {
 		s->connecting = false;
 		errno = err;

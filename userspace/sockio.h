@@ -61,6 +61,12 @@ typedef void (*sockio_event_cb)(struct sockio *s, short what, void *arg);
  * (t left open, the caller's). */
 struct sockio *sockio_new(struct event_base *base, const struct transport *t);
 
+/* Have s send p[0..len) (copied; 1..255 bytes, once) first when its
+ * connect is done, before the transport's handshake and anything
+ * written: a PROXY protocol header. A send that fails or falls short
+ * reports ERROR as a failed connect would. 0, -EINVAL or -ENOMEM. */
+int sockio_preamble(struct sockio *s, const void *p, size_t len);
+
 /* Start a non-blocking connect of s's (unconnected) socket to sa; the
  * event callback reports CONNECTED or ERROR. Returns 0, or -1 with errno
  * when connect() failed at once. */

@@ -23,6 +23,8 @@ struct tcproute_addr {
 	bool tried;  /* a bind was tried (err says how it went) */
 	bool file;   /* a file route's: failing at start is fatal */
 	bool want;   /* scratch: a route of the list has it */
+	bool pp;     /* its listeners' proxy_protocol (a.proxy_protocol: the
+			routes') */
 };
 
 struct tcproute {
@@ -75,6 +77,8 @@ int tcproute_new(const struct config *cfg, struct worker_shared *sh,
 		snprintf(r->env_id, sizeof(r->env_id), "%s", c->environment);
 		r->src = ROUTE_SRC_FILE;
 		r->slot = (unsigned)i;
+		r->proxy_protocol = c->listen.proxy_protocol;
+		r->send_proxy = c->send_proxy;
 		tr->file_addr[i] = c->listen;
 	}
 	tr->dirty = true;
@@ -111,6 +115,16 @@ static int tr_clash(const struct config_addr *a, const char *sni,
 		    const struct tcproute_have *h, char *why, size_t len)
 {
 	if (strcmp(a->text, h->a->text) == 0) {
+		if (sni[0] && h->sni[0] && strcmp(sni, h->sni) &&
+		    a->proxy_protocol != h->a->proxy_protocol) {
+			snprintf(why, len,
+				 "%s is also %s, whose proxy_protocol is %s "
+				 "(the routes of an address share its "
+				 "connections)",
+				 a->text, h->what,
+				 h->a->proxy_protocol ? "true" : "false");
+			return -EEXIST;
+		}
 		if (sni[0] && h->sni[0] && strcmp(sni, h->sni))
 			return 0;
 		if (sni[0] && h->sni[0])
@@ -243,6 +257,7 @@ int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v, size_t n,
 			tr_refuse(c, r, e.msg);
 			continue;
 		}
+		a->proxy_protocol = r->proxy_protocol;
 		if (tr_settings_clash(tr->cfg, a, why, sizeof(why))) {
 			tr_refuse(c, r, why);
 			continue;
@@ -274,6 +289,8 @@ int tcproute_set_db(struct tcproute *tr, const struct tcproute_row *v, size_t n,
 		snprintf(nv[nn].sni, sizeof(nv[nn].sni), "%s", r->sni);
 		snprintf(nv[nn].env_id, sizeof(nv[nn].env_id), "%s", r->env_id);
 		nv[nn].src = ROUTE_SRC_DB;
+		nv[nn].proxy_protocol = r->proxy_protocol;
+		nv[nn].send_proxy = r->send_proxy;
 		have[nh].a = a;
 		have[nh].sni = nv[nn].sni;
 		snprintf(have[nh].what, sizeof(have[nh].what),
@@ -347,9 +364,11 @@ int tcproute_reload(struct tcproute *tr, const struct config *cfg,
 			const struct config_tcp_route *c = &cfg->tcp_routes[j];
 
 			if (strcmp(c->listen.text, r->listen) == 0 &&
-			    strcmp(c->sni ? c->sni : "", r->sni) == 0)
+			    strcmp(c->sni ? c->sni : "", r->sni) == 0) {
 				snprintf(r->env_id, sizeof(r->env_id), "%s",
 					 c->environment);
+				r->send_proxy = c->send_proxy;
+			}
 		}
 	}
 	return 0;
@@ -374,7 +393,8 @@ bool tcproute_file_moved(const struct tcproute *tr, const struct config *cfg)
 
 		for (j = 0; j < tr->n_file; j++)
 			if (strcmp(c->listen.text, tr->v[j].listen) == 0 &&
-			    strcmp(c->sni ? c->sni : "", tr->v[j].sni) == 0)
+			    strcmp(c->sni ? c->sni : "", tr->v[j].sni) == 0 &&
+			    c->listen.proxy_protocol == tr->v[j].proxy_protocol)
 				break;
 		if (j == tr->n_file)
 			return true;
@@ -473,6 +493,7 @@ static int tr_addr_want(struct tcproute *tr, const struct route_tcp *r)
 		}
 	}
 	tr->addrs[at].want = true;
+	tr->addrs[at].a.proxy_protocol = r->proxy_protocol;
 	if (r->src == ROUTE_SRC_FILE)
 		tr->addrs[at].file = true;
 	return 0;
@@ -525,7 +546,7 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 	}
 	for (posted = 0; posted < tr->nw && rc == 0; posted++) {
 		rc = listener_post_open(tr->w[posted], fds[posted], x->a.text,
-					id);
+					id, x->a.proxy_protocol);
 		if (rc)
 			errbuf_set(err, "listen %s: worker %u: %s", x->a.text,
 				   posted, strerror(-rc));
@@ -541,12 +562,35 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 	}
 	k = 0; /* the workers' now */
 	x->id = id;
+	x->pp = x->a.proxy_protocol;
 out:
 	for (i = 0; i < k; i++)
 		close(fds[i]);
 	free(fds);
 	x->err = -rc;
 	return rc;
+}
+
+/* x's routes now say otherwise of proxy_protocol than its listeners:
+ * each worker's listener told (a worker that cannot be is tried again at
+ * the next tcproute_listen). */
+static void tr_addr_pp(struct tcproute *tr, struct tcproute_addr *x)
+{
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < tr->nw; i++)
+		if (listener_post_pp(tr->w[i], x->id, x->a.proxy_protocol))
+			rc = -1;
+	if (rc) {
+		log_warnx("tcp routes: %s: cannot tell every worker of "
+			  "proxy_protocol %s yet",
+			  x->a.text, x->a.proxy_protocol ? "true" : "false");
+		return;
+	}
+	x->pp = x->a.proxy_protocol;
+	log_note("tcp routes: %s: proxy_protocol %s from now on", x->a.text,
+		 x->pp ? "true" : "false");
 }
 
 int tcproute_listen(struct tcproute *tr, bool start, struct errbuf *err)
@@ -588,6 +632,8 @@ int tcproute_listen(struct tcproute *tr, bool start, struct errbuf *err)
 				}
 			}
 		}
+		if (x->id && x->pp != x->a.proxy_protocol)
+			tr_addr_pp(tr, x);
 		if (x->id)
 			up++;
 		tr->addrs[j++] = *x;

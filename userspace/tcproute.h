@@ -57,6 +57,8 @@ struct tcproute_row {
 	char listen[CONFIG_ADDR_STR_MAX];
 	char sni[ROUTE_SNI_MAX + 1];
 	char env_id[CONFIG_ID_MAX + 1];
+	bool proxy_protocol; /* its connections begin with a PROXY header */
+	enum config_send_proxy send_proxy; /* INHERIT for NULL */
 };
 
 /* What a tcproute_set_db refused: rows that break the rules, and rows
@@ -103,8 +105,9 @@ int tcproute_reload(struct tcproute *tr, const struct config *cfg,
 		    struct route_tcp **undo);
 void tcproute_undo(struct tcproute *tr, struct route_tcp *undo);
 
-/* Whether cfg's tcp_routes have other listen addresses or sni names than
- * the ones edged started with (those apply at the next start). */
+/* Whether cfg's tcp_routes have other listen addresses, sni names or
+ * proxy_protocol than the ones edged started with (those apply at the
+ * next start; their environments and send_proxy at the reload). */
 bool tcproute_file_moved(const struct tcproute *tr, const struct config *cfg);
 
 /* The workers that listen (w[0..nw), set once they exist), and the

@@ -11,7 +11,9 @@
 #include "clk.h"
 #include "h2up.h"
 #include "log.h"
+#include "proxyproto.h"
 #include "route.h"
+#include "siphash.h"
 #include "sockio.h"
 #include "tls.h"
 #include "tls_up.h"
@@ -19,10 +21,27 @@
 #include "upstream.h"
 #include "worker.h"
 
+/* The PROXY header of t's new connections (m->send_proxy's version):
+ * from the client (t->peer) to the address it reached (the client
+ * socket's own). Its length, at most PP_WRITE_MAX. */
+static size_t upconn_pp(const struct upconn_target *t, uint8_t *buf)
+{
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(local);
+
+	if (t->client_fd < 0 ||
+	    getsockname(t->client_fd, (struct sockaddr *)&local, &len) < 0)
+		local.ss_family = AF_UNSPEC; /* then "unknown": never a lie */
+	return pp_write(t->m->send_proxy, t->peer, (struct sockaddr *)&local,
+			buf);
+}
+
 enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 			       const struct upconn_target *t,
 			       const struct log_ctx *ctx, struct sockio **uio)
 {
+	uint8_t pp[PP_WRITE_MAX];
+	size_t pp_len = 0;
 	const struct config_addr *a;
 	struct upstream_ep *ep;
 	struct transport tr;
@@ -78,6 +97,16 @@ again:
 			 * endpoint's fault, but no TLS to it either */
 			return rc == -ENOMEM ? UPCONN_FAILED : UPCONN_TLS;
 		}
+	}
+	if (t->m->send_proxy) {
+		/* a connection that began with one client's header is that
+		 * client's: pooled and shared (HTTP/2) under a tag of it */
+		uint8_t k[sizeof(u->tag) + PP_WRITE_MAX];
+
+		pp_len = upconn_pp(t, pp);
+		memcpy(k, &u->tag, sizeof(u->tag));
+		memcpy(k + sizeof(u->tag), pp, pp_len);
+		u->tag = siphash_key(k, sizeof(u->tag) + pp_len) | 1;
 	}
 	/* HTTP/2: a session with room, or a new connection to be one; an
 	 * https:// endpoint that chose http/1.1 lately, or has idle
@@ -154,6 +183,14 @@ again:
 	*uio = sockio_new(w->base, &tr);
 	if (!*uio) {
 		transport_close(&tr);
+		log_warnx_ctx_rl(ctx, "upstream %s: out of memory", u->addr);
+		return UPCONN_FAILED;
+	}
+	/* a new connection's first bytes, before TLS (a pooled one had
+	 * them) */
+	if (pp_len && !u->reused && sockio_preamble(*uio, pp, pp_len)) {
+		sockio_free(*uio);
+		*uio = NULL;
 		log_warnx_ctx_rl(ctx, "upstream %s: out of memory", u->addr);
 		return UPCONN_FAILED;
 	}

@@ -8,7 +8,11 @@
  * descriptors: idle pooled connections shed a few at a time first) and
  * connects; a failed attempt is logged (at most once a second per
  * endpoint and reason), reported to passive health, and the next
- * endpoint tried, up to UPCONN_TRIES_MAX.
+ * endpoint tried, up to UPCONN_TRIES_MAX. A route whose deployment (or
+ * TCP route) has send_proxy gets each new connection begun with a PROXY
+ * header naming t->peer (sockio_preamble: before TLS), and its pooled
+ * and shared connections tagged by that header: only the same client's
+ * requests reuse them.
  *
  * The caller owns the sockio it gets and every timer: upconn holds only
  * the attempt's bookkeeping.
@@ -72,6 +76,9 @@ struct upconn_target {
 	 * to plain and unix: endpoints only */
 	const char *host;
 	size_t host_len;
+	/* the client's socket: its own address is the destination a PROXY
+	 * header names (m->send_proxy), -1 when there is none */
+	int client_fd;
 };
 
 enum upconn_result {

@@ -369,6 +369,11 @@ static const struct bad bad[] = {
      "    balance = \"random\"; }; #!\n"
      "} ); } );\n",
      "projects[0].environments[0].deployment.balance", "round_robin"},
+    {HC_ENV("    send_proxy = \"v3\"; #!\n"),
+     "projects[0].environments[0].deployment.send_proxy",
+     "\"v3\": expected off, v1 or v2"},
+    {HC_ENV("    send_proxy = true; #!\n"),
+     "projects[0].environments[0].deployment.send_proxy", "expected a string"},
     {"projects = ( { id = \"p\"; environments = ( { id = \"e\"; #!\n"
      "  domains = [ \"a.example.com\" ];\n"
      "} ); } );\n",
@@ -511,6 +516,19 @@ static const struct bad bad[] = {
      "  { listen = \"0.0.0.0:5432\"; #!\n environment = \"b\"; } );\n",
      "tcp_routes[1].listen",
      "takes the port of tcp_routes[0].listen (10.0.0.1:5432)"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; environment = \"e\";\n"
+     "  send_proxy = \"V2\"; } ); #!\n",
+     "tcp_routes[0].send_proxy", "expected off, v1 or v2"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; environment = \"e\";\n"
+     "  proxy_protocol = 1; } ); #!\n",
+     "tcp_routes[0].proxy_protocol", "expected"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"a.test\";\n"
+     "  environment = \"a\"; proxy_protocol = true; },\n"
+     "  { listen = \"0.0.0.0:8443\"; sni = \"b.test\"; #!\n"
+     "  environment = \"b\"; } );\n",
+     "tcp_routes[1]",
+     "proxy_protocol: 0.0.0.0:8443 is also "
+     "tcp_routes[0].listen, which says otherwise"},
     /* tcp_routes with sni: TLS passthrough routes */
     {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = 5; #!\n"
      "  environment = \"e\"; } );\n",
@@ -1214,6 +1232,66 @@ START_TEST(test_listen_groups)
 }
 END_TEST
 
+/* send_proxy per deployment (default off) and per TCP route (default:
+ * the deployment's), proxy_protocol per TCP route, shared by the TLS
+ * passthrough routes of an address. */
+START_TEST(test_send_proxy)
+{
+	static const char text[] =
+	    "trusted_proxies = [ \"10.0.0.0/8\" ];\n"
+	    "tcp_routes = (\n"
+	    "  { listen = \"127.0.0.1:5000\"; environment = \"e\"; },\n"
+	    "  { listen = \"127.0.0.1:5001\"; environment = \"e\";\n"
+	    "    send_proxy = \"off\"; proxy_protocol = true; },\n"
+	    "  { listen = \"127.0.0.1:8443\"; sni = \"a.test\";\n"
+	    "    environment = \"e\"; send_proxy = \"v1\";\n"
+	    "    proxy_protocol = true; },\n"
+	    "  { listen = \"127.0.0.1:8443\"; sni = \"b.test\";\n"
+	    "    environment = \"e\"; proxy_protocol = true; } );\n"
+	    "projects = ( { id = \"p\"; environments = (\n"
+	    "  { id = \"e\"; domains = [ \"a.example.com\" ];\n"
+	    "    deployment = { id = \"d\"; upstreams = [ \"127.0.0.1:80\" ];\n"
+	    "      send_proxy = \"v2\"; }; },\n"
+	    "  { id = \"f\"; domains = [ \"f.example.com\" ];\n"
+	    "    deployment = { id = \"d2\";\n"
+	    "      upstreams = [ \"127.0.0.1:81\" ]; }; } ); } );\n";
+	struct errbuf err = {""};
+	struct config *c = NULL;
+	struct route_src *src = NULL;
+
+	ck_assert_msg(config_load(write_conf(text), &c, &src, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->n_tcp_routes, 4);
+	ck_assert_int_eq(c->tcp_routes[0].send_proxy,
+			 CONFIG_SEND_PROXY_INHERIT);
+	ck_assert(!c->tcp_routes[0].listen.proxy_protocol);
+	ck_assert_int_eq(c->tcp_routes[1].send_proxy, CONFIG_SEND_PROXY_OFF);
+	ck_assert(c->tcp_routes[1].listen.proxy_protocol);
+	ck_assert_int_eq(c->tcp_routes[2].send_proxy, CONFIG_SEND_PROXY_V1);
+	ck_assert(c->tcp_routes[3].listen.proxy_protocol);
+	ck_assert_int_eq(src->projects[0].envs[0].deployment.send_proxy,
+			 CONFIG_SEND_PROXY_V2);
+	ck_assert_int_eq(src->projects[0].envs[1].deployment.send_proxy,
+			 CONFIG_SEND_PROXY_OFF);
+	/* the version a connection gets: the route's, else the
+	 * deployment's */
+	ck_assert_uint_eq(config_send_proxy_version(CONFIG_SEND_PROXY_INHERIT,
+						    CONFIG_SEND_PROXY_V2),
+			  2);
+	ck_assert_uint_eq(config_send_proxy_version(CONFIG_SEND_PROXY_OFF,
+						    CONFIG_SEND_PROXY_V2),
+			  0);
+	ck_assert_uint_eq(config_send_proxy_version(CONFIG_SEND_PROXY_V1,
+						    CONFIG_SEND_PROXY_OFF),
+			  1);
+	ck_assert_uint_eq(config_send_proxy_version(CONFIG_SEND_PROXY_INHERIT,
+						    CONFIG_SEND_PROXY_INHERIT),
+			  0);
+	config_free(c);
+	route_src_free(src);
+}
+END_TEST
+
 /* trusted_proxies: IPv4 and IPv6 prefixes and bare addresses, host bits
  * and IPv4-mapped prefixes normalised with a warning each, a /0 warned
  * about; at most TRUSTED_MAX; a peer inside one is trusted. */
@@ -1752,6 +1830,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_trusted_proxies);
 	tcase_add_test(tc, test_listen_groups);
+	tcase_add_test(tc, test_send_proxy);
 	tcase_add_test(tc, test_wake_retry_max);
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);

@@ -298,7 +298,14 @@ START_TEST(test_write_read)
 		n = pp_write(v, NULL, (struct sockaddr *)&d4, buf);
 		ck_assert_int_eq(pp_parse(buf, n, &pi), (int)n);
 		ck_assert(pi.unknown);
+		/* edged's own connection (a health check): v2 LOCAL, v1
+		 * UNKNOWN */
+		n = pp_write_local(v, buf);
+		ck_assert_int_eq(pp_parse(buf, n, &pi), (int)n);
+		ck_assert(v == 2 ? pi.local && !pi.unknown
+				 : pi.unknown && !pi.local);
 	}
+	ck_assert_uint_eq(pp_write_local(3, buf), 0);
 	ck_assert_uint_eq(
 	    pp_write(3, (struct sockaddr *)&s4, (struct sockaddr *)&d4, buf),
 	    0);

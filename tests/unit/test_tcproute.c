@@ -179,6 +179,56 @@ START_TEST(test_tls_listen)
 }
 END_TEST
 
+/* proxy_protocol and send_proxy of the database's rows: carried into the
+ * list; a row whose proxy_protocol is not its address's other routes'
+ * refused (or, against the file's, left out), the first by id keeping
+ * the address. */
+START_TEST(test_proxy_protocol)
+{
+	struct tcproute_row v[] = {
+	    row(1, "127.0.0.1:6000", NULL),	/* pp, send v2: ok */
+	    row(2, "127.0.0.1:7000", "a.test"), /* pp: ok */
+	    row(3, "127.0.0.1:7000", "b.test"), /* no pp: refused */
+	    row(4, "0.0.0.0:8443", "c.test"),	/* pp vs the file's */
+	    row(5, "127.0.0.1:7000", "d.test"), /* pp: ok */
+	};
+	struct tcproute_counts c;
+	struct tcproute *tr;
+	const struct route_tcp *r;
+
+	v[0].proxy_protocol = true;
+	v[0].send_proxy = CONFIG_SEND_PROXY_V2;
+	v[1].proxy_protocol = true;
+	v[3].proxy_protocol = true;
+	v[4].proxy_protocol = true;
+	ck_assert_int_eq(tcproute_new(&cfg, &sh, &tr), 0);
+	ck_assert_int_eq(tcproute_set_db(tr, v, 5, &c), 1);
+	ck_assert_uint_eq(c.refused, 1);
+	ck_assert_uint_eq(c.conflicts, 1);
+	r = find(tr, "127.0.0.1:6000", NULL);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(r->proxy_protocol);
+	ck_assert_int_eq(r->send_proxy, CONFIG_SEND_PROXY_V2);
+	ck_assert_ptr_nonnull(find(tr, "127.0.0.1:7000", "a.test"));
+	ck_assert_ptr_null(find(tr, "127.0.0.1:7000", "b.test"));
+	ck_assert_ptr_null(find(tr, "0.0.0.0:8443", "c.test"));
+	r = find(tr, "127.0.0.1:7000", "d.test");
+	ck_assert_ptr_nonnull(r);
+	ck_assert(r->proxy_protocol);
+	ck_assert_int_eq(r->send_proxy, CONFIG_SEND_PROXY_INHERIT);
+	r = find(tr, "127.0.0.1:5000", NULL); /* the file's */
+	ck_assert(!r->proxy_protocol);
+	table_takes(tr);
+	tcproute_applied(tr, true);
+	/* a change of proxy_protocol alone is a change */
+	v[0].proxy_protocol = false;
+	ck_assert_int_eq(tcproute_set_db(tr, v, 5, &c), 1);
+	ck_assert(!find(tr, "127.0.0.1:6000", NULL)->proxy_protocol);
+	tcproute_applied(tr, true);
+	tcproute_free(tr);
+}
+END_TEST
+
 /* A route keeps its slot while it lives; a new one takes the lowest free
  * slot on which no connection still counts. */
 START_TEST(test_slots)
@@ -276,6 +326,7 @@ int main(void)
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_slots);
 	tcase_add_test(tc, test_tls_listen);
+	tcase_add_test(tc, test_proxy_protocol);
 	tcase_add_test(tc, test_limit);
 	tcase_add_test(tc, test_reload);
 	suite_add_tcase(s, tc);

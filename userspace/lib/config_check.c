@@ -584,6 +584,40 @@ const char *config_balance_name(enum config_balance b)
 		   : "?";
 }
 
+static const char *const config_send_proxy_names[] = {"", "off", "v1", "v2"};
+
+int config_send_proxy_parse(const char *s, enum config_send_proxy *out,
+			    struct errbuf *err)
+{
+	int i = config_choice(s, config_send_proxy_names,
+			      CONFIG_NELEM(config_send_proxy_names));
+
+	if (i <= 0) {
+		errbuf_set(err, "\"%s\": expected off, v1 or v2", s);
+		return -EINVAL;
+	}
+	*out = (enum config_send_proxy)i;
+	return 0;
+}
+
+const char *config_send_proxy_name(enum config_send_proxy v)
+{
+	return (size_t)v < CONFIG_NELEM(config_send_proxy_names)
+		   ? config_send_proxy_names[v]
+		   : "?";
+}
+
+unsigned config_send_proxy_version(enum config_send_proxy route,
+				   enum config_send_proxy dep)
+{
+	enum config_send_proxy v =
+	    route != CONFIG_SEND_PROXY_INHERIT ? route : dep;
+
+	return v == CONFIG_SEND_PROXY_V1   ? 1
+	       : v == CONFIG_SEND_PROXY_V2 ? 2
+					   : 0;
+}
+
 int config_frame_options_check(const char *s, struct errbuf *err)
 {
 	static const char *const frames[] = {"", "DENY", "SAMEORIGIN"};

@@ -221,6 +221,17 @@ enum config_balance {
 	CONFIG_BALANCE_IP_HASH,
 };
 
+/* send_proxy: the PROXY protocol header (proxyproto.h) edged writes
+ * first on each new connection to an upstream. A deployment's is "off"
+ * (the default), "v1" or "v2"; a TCP route's the same or unset (its
+ * deployment's). */
+enum config_send_proxy {
+	CONFIG_SEND_PROXY_INHERIT = 0, /* unset: the deployment's (or off) */
+	CONFIG_SEND_PROXY_OFF,
+	CONFIG_SEND_PROXY_V1,
+	CONFIG_SEND_PROXY_V2,
+};
+
 /*
  * Parse a numeric endpoint "A.B.C.D:PORT" or "[IPV6]:PORT", port 1..65535,
  * into *out (canonical text included). IPv4 is strict (four decimal
@@ -314,6 +325,19 @@ int config_balance_parse(const char *s, enum config_balance *out,
 
 /* "round_robin", "least_inflight", "ip_hash"; "?" for anything else. */
 const char *config_balance_name(enum config_balance b);
+
+/* Parse a send_proxy value: "off", "v1" or "v2". Returns 0 or -EINVAL
+ * with err set. */
+int config_send_proxy_parse(const char *s, enum config_send_proxy *out,
+			    struct errbuf *err);
+
+/* "off", "v1", "v2"; "" for CONFIG_SEND_PROXY_INHERIT. */
+const char *config_send_proxy_name(enum config_send_proxy v);
+
+/* The PROXY protocol version a connection gets (0: none): route's when
+ * set, else dep's. */
+unsigned config_send_proxy_version(enum config_send_proxy route,
+				   enum config_send_proxy dep);
 
 /* Check an X-Frame-Options value: "DENY", "SAMEORIGIN", or "" for none.
  * Returns 0 or -EINVAL with err set. */

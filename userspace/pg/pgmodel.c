@@ -20,7 +20,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 8, 4, 2, 4, 5, 4};
+static const int pgm_cols[PGM_NSETS] = {3, 8, 5, 2, 4, 5, 6};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -164,7 +164,7 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "extract(epoch FROM e.idle_timeout)::text, "
 		    "e.https_redirect, e.hsts FROM environments e WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
-		    "d.tls::text FROM "
+		    "d.tls::text, d.send_proxy FROM "
 		    "deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -187,7 +187,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "interval '1 second' THEN -1 "
 		    "ELSE ceil(extract(epoch FROM r.expires_at))::bigint END "
 		    "FROM ip_rules r WHERE %s ORDER BY r.id;"
-		    "SELECT t.id, t.listen, t.sni, t.environment_id FROM "
+		    "SELECT t.id, t.listen, t.sni, t.environment_id, "
+		    "t.proxy_protocol, t.send_proxy FROM "
 		    "tcp_routes t JOIN environments e ON e.id = "
 		    "t.environment_id WHERE %s ORDER BY t.id;"
 		    "COMMIT",
@@ -323,14 +324,20 @@ static int pgm_rule_parse(struct pgm *m, PGresult *res, int i,
 
 /* A tcp_routes row into *x (zeroed first), its values checked as the
  * file's are (the listen address parsed, in canonical form; sni NULL for
- * a plain route, else config_sni_check's). 0 or -EINVAL with err. */
+ * a plain route, else config_sni_check's; send_proxy NULL for the
+ * deployment's, else config_send_proxy_parse's). 0 or -EINVAL with err. */
 int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
-		const char *sni, const char *env, struct errbuf *err)
+		const char *sni, const char *env, bool pp,
+		const char *send_proxy, struct errbuf *err)
 {
 	struct config_addr a;
 
 	memset(x, 0, sizeof(*x));
 	x->id = id;
+	x->proxy_protocol = pp;
+	if (send_proxy &&
+	    config_send_proxy_parse(send_proxy, &x->send_proxy, err))
+		return -EINVAL;
 	if (config_addr_parse(listen, &a, err))
 		return -EINVAL;
 	snprintf(x->listen, sizeof(x->listen), "%s", a.text);
@@ -698,6 +705,7 @@ static int pgm_envs_index(struct pgm_job *j)
 static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
 {
 	struct pgm_env *env = pgm_ref_find(j->envs, j->ne, PQgetvalue(r, i, 1));
+	enum config_send_proxy sp;
 	struct errbuf e;
 
 	if (!env)
@@ -708,6 +716,17 @@ static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
 			e.msg);
 		return 0;
 	}
+	/* a header its endpoints do not expect, or none where they do,
+	 * breaks every connection: the row is not served on a guess */
+	if (config_send_proxy_parse(PQgetvalue(r, i, 4), &sp, &e)) {
+		char m[ERRBUF_LEN + 16];
+
+		snprintf(m, sizeof(m), "send_proxy %s", e.msg);
+		pgm_bad(&j->m->sk.send_proxy, "deployments",
+			PQgetvalue(r, i, 0), m);
+		return 0;
+	}
+	env->send_proxy = sp;
 	free(env->dep);
 	if (!(env->dep = pgm_dup(PQgetvalue(r, i, 0))))
 		return -ENOMEM;
@@ -812,10 +831,11 @@ static int pgm_row_tcp(struct pgm_job *j, PGresult *r, int i)
 		 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
 		 PQgetisnull(r, i, 2) ? "" : ", sni ", PQgetvalue(r, i, 2));
 	errbuf_clear(&e);
-	if (pgm_tcp_row(&x, strtoll(PQgetvalue(r, i, 0), NULL, 10),
-			PQgetvalue(r, i, 1),
-			PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
-			env->id, &e)) {
+	if (pgm_tcp_row(
+		&x, strtoll(PQgetvalue(r, i, 0), NULL, 10), PQgetvalue(r, i, 1),
+		PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2), env->id,
+		pgm_bool(PQgetvalue(r, i, 4)),
+		PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5), &e)) {
 		pgm_bad(&j->m->sk.tcp_routes, "tcp_routes", key, e.msg);
 		return 0;
 	}
@@ -1066,6 +1086,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->deployment.id = pgm_dup(pe->dep);
 	e->deployment.hc = pe->hc;
 	e->deployment.tls = pe->tls;
+	e->deployment.send_proxy = pe->send_proxy;
 	/* the route holds its own profile, as long as a table serves it;
 	 * files that failed are tried again at every publish (a reload) */
 	if (!pe->tls.refused && pgm_tls_ready) {

@@ -65,6 +65,7 @@ int pgm_env_state_parse(const char *s);
 struct pgm_skipped {
 	uint64_t endpoints, domains, ip_rules, ids, tcp_routes;
 	uint64_t health_checks, tls;
+	uint64_t send_proxy; /* deployments whose send_proxy was refused */
 };
 
 /* A global IP rule (project_id NULL) as read. */

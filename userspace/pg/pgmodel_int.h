@@ -31,6 +31,7 @@ struct pgm_env {
 	struct config_up_tls tls;
 	bool tls_held, tls_files_failed;
 	char *tls_err;
+	enum config_send_proxy send_proxy; /* deployments.send_proxy */
 	struct config_addr *eps;
 	size_t n_eps;
 	struct pgm_dom *doms;
@@ -81,7 +82,8 @@ char *pgm_dup(const char *s);
 /* A tcp_routes row's values into *x, checked as the file's are: 0 or
  * -EINVAL with err (which may be NULL). */
 int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
-		const char *sni, const char *env, struct errbuf *err);
+		const char *sni, const char *env, bool pp,
+		const char *send_proxy, struct errbuf *err);
 /* e's tls group held (tls_up_hold; released when the env is freed), or,
  * when its files cannot be read, tls_files_failed with e->tls_err;
  * nothing before pgm_tls_start. 0 or -ENOMEM. */

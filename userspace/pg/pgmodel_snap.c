@@ -45,9 +45,14 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	for (i = 0; i < e->n_tcp; i++)
 		if (json_array_append_new(
 			tcp,
-			json_pack("[I, s, s?]", (json_int_t)e->tcp[i].id,
-				  e->tcp[i].listen,
-				  e->tcp[i].sni[0] ? e->tcp[i].sni : NULL)))
+			json_pack(
+			    "[I, s, s?, b, s?]", (json_int_t)e->tcp[i].id,
+			    e->tcp[i].listen,
+			    e->tcp[i].sni[0] ? e->tcp[i].sni : NULL,
+			    e->tcp[i].proxy_protocol,
+			    e->tcp[i].send_proxy
+				? config_send_proxy_name(e->tcp[i].send_proxy)
+				: NULL)))
 			goto out;
 	if (e->hc.type != CONFIG_HC_NONE) {
 		hc = config_health_check_to_json(&e->hc);
@@ -67,13 +72,16 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	}
 	o = json_pack(
 	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, "
-	    "s:b, s:O*, s:O*, s:s*}",
+	    "s:b, s:O*, s:O*, s:s*, s:s}",
 	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
 	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
 	    (json_int_t)e->idle_ms, "https_redirect", e->https_redirect, "hsts",
 	    e->hsts, "health_check", hc, "tls", tls, "tls_refused",
-	    e->tls.refused ? (e->tls_err ? e->tls_err : "refused") : NULL);
+	    e->tls.refused ? (e->tls_err ? e->tls_err : "refused") : NULL,
+	    "send_proxy",
+	    config_send_proxy_name(e->send_proxy ? e->send_proxy
+						 : CONFIG_SEND_PROXY_OFF));
 out:
 	json_decref(tls);
 	json_decref(hc);
@@ -265,7 +273,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	json_t *tls = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
-	const char *tls_refused = NULL;
+	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
 	int od = 0, stv, redirect = 0, hsts = 0;
 	size_t i;
@@ -275,13 +283,13 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	 * them wrote (and health_check, tls when the deployment has none) */
 	if (json_unpack(o,
 			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-			"s?:b, s?:b, s?:o, s?:o, s?:s}",
+			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s}",
 			"id", &id, "name", &name, "deployment", &dep,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
 			"on_demand", &od, "state", &st, "idle_timeout_ms",
 			&idle, "https_redirect", &redirect, "hsts", &hsts,
 			"health_check", &hc, "tls", &tls, "tls_refused",
-			&tls_refused) ||
+			&tls_refused, "send_proxy", &sp) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -298,6 +306,9 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		if (!(e->tls_err = pgm_dup(tls_refused)))
 			return -ENOMEM;
 	}
+	e->send_proxy = CONFIG_SEND_PROXY_OFF;
+	if (sp && config_send_proxy_parse(sp, &e->send_proxy, NULL))
+		return -EINVAL;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
 		return -EINVAL;
@@ -347,19 +358,28 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	json_array_foreach(tcp, i, x)
 	{
 		json_int_t rid = 0;
-		const char *listen = NULL, *sni = NULL;
-		json_t *sv = NULL;
+		const char *listen = NULL, *sni = NULL, *spv = NULL;
+		json_t *sv = NULL, *pv = NULL, *sn = NULL;
 		struct tcproute_row *r;
 
-		/* [id, listen, sni or null] */
+		/* [id, listen, sni or null, proxy_protocol, send_proxy or
+		 * null]; an edge before 0015 wrote the first three */
 		if (json_unpack(x, "[I, s, o]", &rid, &listen, &sv) ||
 		    (!json_is_null(sv) && !json_is_string(sv)))
 			return -EINVAL;
+		if (json_array_size(x) > 3 &&
+		    (json_unpack(x, "[I, s, o, o, o!]", &rid, &listen, &sv, &pv,
+				 &sn) ||
+		     !json_is_boolean(pv) ||
+		     (!json_is_null(sn) && !json_is_string(sn))))
+			return -EINVAL;
 		sni = json_string_value(sv);
+		spv = sn ? json_string_value(sn) : NULL;
 		r = pgm_grow((void **)&e->tcp, &e->n_tcp, sizeof(*r));
 		if (!r)
 			return -ENOMEM;
-		if (pgm_tcp_row(r, rid, listen, sni, e->id, NULL))
+		if (pgm_tcp_row(r, rid, listen, sni, e->id,
+				pv && json_is_true(pv), spv, NULL))
 			return -EINVAL;
 	}
 	return 0;

@@ -75,7 +75,7 @@ struct pgplane {
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[7];
+		struct metrics_counter *errors, *given_way, *skipped[8];
 	} m;
 };
 
@@ -955,6 +955,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[4], st.skipped.tcp_routes + p->tcp_refused);
 	PGPLANE_TO(p->m.skipped[5], st.skipped.health_checks);
 	PGPLANE_TO(p->m.skipped[6], st.skipped.tls);
+	PGPLANE_TO(p->m.skipped[7], st.skipped.send_proxy);
 #undef PGPLANE_TO
 }
 
@@ -963,11 +964,11 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	/* deployments.health_check: the deployment is served, without
 	 * the check; deployments.tls: its https:// endpoints are not
 	 * tried (pgmodel.h) */
-	static const char *const tables[7] = {
-	    "endpoints",      "domains",
-	    "ip_rules",	      "ids",
-	    "tcp_routes",     "deployments.health_check",
-	    "deployments.tls"};
+	static const char *const tables[8] = {
+	    "endpoints",       "domains",
+	    "ip_rules",	       "ids",
+	    "tcp_routes",      "deployments.health_check",
+	    "deployments.tls", "deployments.send_proxy"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -1027,14 +1028,15 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 8; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
 		    "Database rows skipped because a value did not parse "
 		    "(deployments.health_check: deployments served without "
 		    "their refused health check; deployments.tls: their "
-		    "https:// endpoints not tried).",
+		    "https:// endpoints not tried; deployments.send_proxy: "
+		    "the deployment skipped).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
@@ -1146,7 +1148,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    (json_int_t)(st.skipped.endpoints + st.skipped.domains +
 			 st.skipped.ip_rules + st.skipped.ids +
 			 st.skipped.tcp_routes + p->tcp_refused +
-			 st.skipped.health_checks + st.skipped.tls),
+			 st.skipped.health_checks + st.skipped.tls +
+			 st.skipped.send_proxy),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
