@@ -100,7 +100,7 @@ int listener_probe(const struct config_addr *a, struct errbuf *err);
 /* Mailbox message types (the listener service's). */
 #define LISTENER_MSG_OPEN 0x100
 #define LISTENER_MSG_CLOSE 0x101
-#define LISTENER_MSG_PP 0x102
+#define LISTENER_MSG_PP 0x103
 
 /*
  * Have w listen on fd (listener_socket's, bound to the TCP routes'

@@ -293,7 +293,7 @@ int worker_post_arg(struct worker *w, uint32_t type, uint64_t target,
 		    uint64_t arg);
 
 /* Mailbox message types: the worker's own (0x102); its services' (the
- * listeners' 0x100 and 0x101, a request's REQ_MSG_*, a TCP route
+ * listeners' 0x100, 0x101 and 0x103, a request's REQ_MSG_*, a TCP route
  * connection's L4_MSG_WAKE) go to the service that takes them.
  * WORKER_MSG_UPSTREAM: an endpoint's admin state changed (edgectl
  * upstream): close the idle pooled connections of those no longer

@@ -303,7 +303,7 @@ run_suite() { # BIN LABEL BYTES
 	else
 		t_fail "$v: reload" "before: $ports; after: $(who "$T_MOVE" 1) $(who "$T_SWAP" 1) $(who "$T_GHOST" 1)"
 	fi
-	if grep -q "changed the listen addresses or sni of tcp_routes: these apply at the next start" "$EDGED_LOG" &&
+	if grep -q "changed the listen addresses, sni or proxy_protocol of tcp_routes: these apply at the next start" "$EDGED_LOG" &&
 		! python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $T_NEW), 1)" 2>/dev/null; then
 		t_ok "$v: a TCP route's new listen address is for the next start, as the log says"
 	else
