@@ -13,17 +13,21 @@
  * whole, that more bytes are needed, or why they are no header. What is
  * refused, by reason:
  *
- * | reason | what |
- * |---|---|
- * | PP_NOT_PROXY | neither signature: the first bytes are not "PROXY " nor v2's
- * 12 bytes | | PP_TOO_LONG | v1 without CRLF in 107 bytes; v2 longer than
- * PP_V2_MAX | | PP_BAD_V1 | v1 not exactly "PROXY TCP4|TCP6 SRC DST SPORT
- * DPORT\r\n" (single spaces, addresses inet_pton takes for the family, ports
- * 0..65535 without leading zeros) or "PROXY UNKNOWN...\r\n" | | PP_BAD_VERSION
- * | v2 with a version other than 2 or a command other than LOCAL and PROXY | |
- * PP_BAD_FAMILY | v2 PROXY over UDP, or an unknown family or protocol byte | |
- * PP_BAD_LENGTH | v2's length shorter than its family's addresses | |
- * PP_BAD_TLV | v2's TLVs not exactly filling the rest (a TLV past the end) |
+ *   PP_NOT_PROXY    neither signature: the first bytes are not "PROXY "
+ *                   nor v2's 12 bytes
+ *   PP_TOO_LONG     v1 without CRLF in 107 bytes; v2 longer than
+ *                   PP_V2_MAX
+ *   PP_BAD_V1       v1 not exactly "PROXY TCP4|TCP6 SRC DST SPORT
+ *                   DPORT\r\n" (single spaces, addresses inet_pton takes
+ *                   for the family, ports 0..65535 without leading
+ *                   zeros) or "PROXY UNKNOWN...\r\n"
+ *   PP_BAD_VERSION  v2 with a version other than 2 or a command other
+ *                   than LOCAL and PROXY
+ *   PP_BAD_FAMILY   v2 PROXY over UDP, or an unknown family or protocol
+ *                   byte
+ *   PP_BAD_LENGTH   v2's length shorter than its family's addresses
+ *   PP_BAD_TLV      v2's TLVs not exactly filling the rest (a TLV past
+ *                   the end)
  *
  * A v2 LOCAL (whatever its family byte) is the peer speaking for itself
  * (a load balancer's health check): pp_info.local. A v1 UNKNOWN and a v2
