@@ -177,6 +177,27 @@ const char *listener_pp_name(enum listener_pp_result r)
 	return (unsigned)r < LISTENER_PP_N ? listener_pp_names[r] : "?";
 }
 
+/* Bytes of a refused connection read and thrown away before its close. */
+#define LISTENER_REFUSE_DRAIN 65536
+
+/* Close fd, a connection refused before its first byte was taken, with a
+ * FIN rather than a reset: what the peer sent and the kernel holds (the
+ * PROXY header only peeked at, a forged one, a request behind it) is
+ * read and thrown away first (at most LISTENER_REFUSE_DRAIN bytes), since
+ * close(2) on a socket with unread bytes resets it, as l4.c and conn.c
+ * do. Bytes that arrive after the close still meet a reset. */
+static void listener_close_refused(int fd)
+{
+	char buf[4096];
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < LISTENER_REFUSE_DRAIN &&
+	       (n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		done += (size_t)n;
+	close(fd);
+}
+
 /* The end of p: counted as r, why (NULL: nothing) logged; its connection
  * closed unless handed on (p->fd -1). */
 static void listener_pp_end(struct listener_pp *p, enum listener_pp_result r,
@@ -204,7 +225,7 @@ static void listener_pp_end(struct listener_pp *p, enum listener_pp_result r,
 	 * the descriptors): the accept function counts it again */
 	atomic_fetch_sub(&w->sh->connections, 1);
 	if (p->fd >= 0) {
-		close(p->fd);
+		listener_close_refused(p->fd);
 		listener_resume_all(w);
 	}
 	TAILQ_REMOVE(&w->ls->pp, p, link);
@@ -313,7 +334,7 @@ static void listener_pp_start(struct listener *l, int fd,
 			     "trusted_proxies (this address takes the PROXY "
 			     "protocol)",
 			     l->text, a);
-		close(fd);
+		listener_close_refused(fd);
 		return;
 	}
 	/* a wait holds a descriptor and 4 KiB: it counts as a connection */
@@ -327,7 +348,7 @@ static void listener_pp_start(struct listener *l, int fd,
 			     "limits.max_connections (%llu) reached",
 			     l->text, a,
 			     (unsigned long long)w->set.limits.max_connections);
-		close(fd);
+		listener_close_refused(fd);
 		return;
 	}
 	p = calloc(1, sizeof(*p));
