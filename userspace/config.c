@@ -1033,6 +1033,7 @@ static int cfg_tcp_routes(struct cfg *x, const config_setting_t *root)
 					      t->listen.text, what);
 			else if (!strcmp(t->listen.text,
 					 c->tcp_routes[j].listen.text) &&
+				 t->sni && c->tcp_routes[j].sni &&
 				 t->listen.proxy_protocol !=
 				     c->tcp_routes[j].listen.proxy_protocol)
 				rc = cfg_fail(x, g, ek,
@@ -1348,6 +1349,16 @@ static int cfg_pp_untrusted(struct cfg *x, const config_setting_t *root)
 			      "every connection to %s is closed (the header "
 			      "is taken from trusted peers only)",
 			      a->text);
+	}
+	for (i = 0; rc == 0 && i < c->n_tcp_routes; i++) {
+		if (!c->tcp_routes[i].listen.proxy_protocol)
+			continue;
+		cfg_key_index(key, "tcp_routes", i);
+		rc = cfg_warn(x, root, key,
+			      "proxy_protocol with trusted_proxies empty: "
+			      "every connection to %s is closed (the header "
+			      "is taken from trusted peers only)",
+			      c->tcp_routes[i].listen.text);
 	}
 	return rc;
 }

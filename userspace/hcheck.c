@@ -342,13 +342,24 @@ static void hcheck_read_cb(struct bufferevent *bev, void *arg)
 		hcheck_result(c, rc > 0, why, 0);
 }
 
-/* The check's PROXY header (LOCAL) out on its connected socket, whole:
- * 0 or an errno. */
+/* The check's PROXY header out on its connected socket, whole: v2 LOCAL,
+ * v1 naming the check's own socket; 0 or an errno. */
 static int hcheck_send_pp(struct hcheck_ep *c)
 {
 	uint8_t buf[PP_WRITE_MAX];
+	struct sockaddr_storage local;
+	socklen_t ll = sizeof(local);
 	size_t len = pp_write_local(c->t.send_proxy, buf);
 	ssize_t n;
+
+	/* v1 has no LOCAL, and its UNKNOWN is refused by a receiver that
+	 * wants a client (edged's own proxy_protocol addresses do): the
+	 * check names its own socket, to the endpoint */
+	if (c->t.send_proxy == 1 && c->t.addr.ss.ss_family != AF_UNIX &&
+	    getsockname(bufferevent_getfd(c->bev), (struct sockaddr *)&local,
+			&ll) == 0)
+		len = pp_write(1, (struct sockaddr *)&local,
+			       (const struct sockaddr *)&c->t.addr.ss, buf);
 
 	do
 		n = send(bufferevent_getfd(c->bev), buf, len, MSG_NOSIGNAL);
@@ -400,7 +411,7 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 	    (c->pp_then_tls || c->t.addr.scheme != CONFIG_SCHEME_HTTPS ||
 	     c->t.hc.type != CONFIG_HC_HTTP)) {
 		/* a check is edged's own connection: a LOCAL header (v1:
-		 * UNKNOWN) first, on the socket's empty send buffer */
+		 * its own socket named) first, on its empty send buffer */
 		int e = hcheck_send_pp(c);
 
 		if (e) {

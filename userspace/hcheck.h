@@ -34,7 +34,7 @@ struct hcheck_target {
 	struct config_health_check hc;
 	struct config_up_tls tls; /* an https:// endpoint's: its deployment's */
 	/* its deployment's send_proxy version (0: none): a check begins
-	 * with a LOCAL header (v1: PROXY UNKNOWN) */
+	 * with a LOCAL header (v1: TCP4/TCP6 naming the check's socket) */
 	unsigned send_proxy;
 };
 

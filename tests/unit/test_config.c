@@ -522,6 +522,10 @@ static const struct bad bad[] = {
     {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; environment = \"e\";\n"
      "  proxy_protocol = 1; } ); #!\n",
      "tcp_routes[0].proxy_protocol", "expected"},
+    {"tcp_routes = ( { listen = \"0.0.0.0:5432\"; environment = \"a\";\n"
+     "  proxy_protocol = true; },\n"
+     "  { listen = \"0.0.0.0:5432\"; #!\n environment = \"b\"; } );\n",
+     "tcp_routes[1].listen", "0.0.0.0:5432 is also tcp_routes[0].listen"},
     {"tcp_routes = ( { listen = \"0.0.0.0:8443\"; sni = \"a.test\";\n"
      "  environment = \"a\"; proxy_protocol = true; },\n"
      "  { listen = \"0.0.0.0:8443\"; sni = \"b.test\"; #!\n"
@@ -1292,6 +1296,26 @@ START_TEST(test_send_proxy)
 }
 END_TEST
 
+/* A TCP route with proxy_protocol and trusted_proxies empty: warned. */
+START_TEST(test_tcp_pp_untrusted)
+{
+	static const char text[] =
+	    "tcp_routes = ( { listen = \"127.0.0.1:5000\"; environment = "
+	    "\"e\";\n"
+	    "  proxy_protocol = true; } );\n";
+	struct errbuf err = {""};
+	struct config *c = NULL;
+
+	ck_assert_msg(config_load(write_conf(text), &c, NULL, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(c->n_warnings, 1);
+	ck_assert_ptr_nonnull(strstr(c->warnings[0],
+				     "tcp_routes[0]: proxy_protocol with "
+				     "trusted_proxies empty"));
+	config_free(c);
+}
+END_TEST
+
 /* trusted_proxies: IPv4 and IPv6 prefixes and bare addresses, host bits
  * and IPv4-mapped prefixes normalised with a warning each, a /0 warned
  * about; at most TRUSTED_MAX; a peer inside one is trusted. */
@@ -1831,6 +1855,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_trusted_proxies);
 	tcase_add_test(tc, test_listen_groups);
 	tcase_add_test(tc, test_send_proxy);
+	tcase_add_test(tc, test_tcp_pp_untrusted);
 	tcase_add_test(tc, test_wake_retry_max);
 	tcase_add_test(tc, test_tcp_routes);
 	tcase_add_test(tc, test_tls);

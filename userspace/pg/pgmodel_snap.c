@@ -363,12 +363,13 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		struct tcproute_row *r;
 
 		/* [id, listen, sni or null, proxy_protocol, send_proxy or
-		 * null]; an edge before 0015 wrote the first three */
+		 * null]; an edge before 0015 wrote the first three, a later
+		 * one may write more */
 		if (json_unpack(x, "[I, s, o]", &rid, &listen, &sv) ||
 		    (!json_is_null(sv) && !json_is_string(sv)))
 			return -EINVAL;
 		if (json_array_size(x) > 3 &&
-		    (json_unpack(x, "[I, s, o, o, o!]", &rid, &listen, &sv, &pv,
+		    (json_unpack(x, "[I, s, o, o, o]", &rid, &listen, &sv, &pv,
 				 &sn) ||
 		     !json_is_boolean(pv) ||
 		     (!json_is_null(sn) && !json_is_string(sn))))

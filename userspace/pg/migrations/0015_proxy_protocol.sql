@@ -5,8 +5,8 @@
 --
 -- deployments.send_proxy  'off' (the default), 'v1' or 'v2': every new
 --     connection edged opens to the deployment's endpoints begins with a
---     PROXY protocol header naming the client (health checks: a LOCAL
---     header, v1 "PROXY UNKNOWN").
+--     PROXY protocol header naming the client (health checks: a v2 LOCAL
+--     header; v1 names the check's own socket).
 -- tcp_routes.send_proxy   NULL (the deployment's), 'off', 'v1' or 'v2':
 --     the same for the route's connections.
 -- tcp_routes.proxy_protocol  whether the connections accepted on the
