@@ -273,6 +273,8 @@ static const struct cfg_num cfg_limits[] = {
 static const struct cfg_num cfg_timeouts[] = {
     {"header", CFG_MS, 10 * CFG_S, 100, 10 * CFG_MIN,
      CFG_IN_TIMEOUTS(header_ms)},
+    {"client_header", CFG_MS, 10 * CFG_S, 100, 10 * CFG_MIN,
+     CFG_IN_TIMEOUTS(client_header_ms)},
     {"body", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(body_ms)},
     {"body_min_rate", CFG_COUNT, 1024, 0, 1ULL << 30,
      CFG_IN_TIMEOUTS(body_min_rate)},

@@ -59,6 +59,7 @@ struct config_limits {
 /* All in milliseconds, except body_min_rate (bytes per second, 0: off). */
 struct config_timeouts {
 	uint64_t header_ms;
+	uint64_t client_header_ms; /* a PROXY protocol header's */
 	uint64_t body_ms;
 	uint64_t body_min_rate;
 	uint64_t idle_keepalive_ms;

@@ -302,7 +302,7 @@ static void listener_pp_timer_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	listener_pp_end(arg, LISTENER_PP_TIMEOUT,
-			"not whole within timeouts.header");
+			"not whole within timeouts.client_header");
 }
 
 /* A connection on l's proxy_protocol address: from a trusted peer its
@@ -316,7 +316,7 @@ static void listener_pp_start(struct listener *l, int fd,
 	struct cidr peer;
 	char a[INET6_ADDRSTRLEN] = "";
 	struct timeval tv;
-	uint64_t ms = w->set.timeouts.header_ms;
+	uint64_t ms = w->set.timeouts.client_header_ms;
 	unsigned long long n;
 
 	if (ss->ss_family == AF_INET)

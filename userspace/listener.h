@@ -46,7 +46,7 @@ enum listener_pp_result {
 	LISTENER_PP_OK = 0,
 	LISTENER_PP_UNTRUSTED, /* the peer is not in trusted_proxies */
 	LISTENER_PP_BAD,       /* malformed or too long (proxyproto.h) */
-	LISTENER_PP_TIMEOUT,   /* not whole within timeouts.header */
+	LISTENER_PP_TIMEOUT,   /* not whole within timeouts.client_header */
 	LISTENER_PP_CLOSED,    /* the peer closed or failed before it */
 	LISTENER_PP_LOCAL,     /* read, LOCAL: the peer speaks for itself */
 	LISTENER_PP_UNKNOWN,   /* UNKNOWN, UNSPEC, UNIX: no client address */

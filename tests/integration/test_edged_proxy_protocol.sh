@@ -14,7 +14,7 @@
 #     edge_proxy_protocol_total{result}: a peer outside trusted_proxies
 #     (untrusted), no header at all, a malformed v1, a v2 of version 3, a
 #     v2 longer than 4096 bytes (malformed), half a header and then
-#     nothing until timeouts.header (timeout), v1 UNKNOWN and v2 UNSPEC
+#     nothing until timeouts.client_header (timeout), v1 UNKNOWN and v2 UNSPEC
 #     (unknown: a client without an address);
 #   - the plain address beside them is not affected (no header wanted);
 #   - X-Forwarded-For on it: from the trusted peer, the rightmost address
@@ -59,7 +59,7 @@ fi
 listen = ( "127.0.0.1:$P_EDGE", { address = "127.0.0.1:$P_PP"; proxy_protocol = true; } );
 trusted_proxies = [ "127.0.0.2/32" ];
 pin_dir = "$T_TMP/pins";
-timeouts = { header = "1s"; };
+timeouts = { header = "60s"; client_header = "1s"; };
 analytics = { file = "$T_TMP/requests.jsonl"; };
 tls = {
   listen = ( { address = "127.0.0.1:$P_PPTLS"; proxy_protocol = true; } );
@@ -195,7 +195,7 @@ PY
 	refused "$v" "a malformed v1 (two spaces)" malformed "$P_PP" bad-v1 --bind 127.0.0.2
 	refused "$v" "a v2 of version 3" malformed "$P_PP" bad-v2 --bind 127.0.0.2
 	refused "$v" "a v2 of 4097 bytes" malformed "$P_PP" big-v2 --bind 127.0.0.2
-	refused "$v" "half a header, then nothing past timeouts.header" timeout "$P_PP" partial --bind 127.0.0.2
+	refused "$v" "half a header, then nothing past timeouts.client_header" timeout "$P_PP" partial --bind 127.0.0.2
 	refused "$v" "v1 UNKNOWN (a client with no address)" unknown "$P_PP" v1-unknown --bind 127.0.0.2
 	refused "$v" "v2 PROXY with family UNSPEC" unknown "$P_PP" v2-unspec --bind 127.0.0.2
 	if edged_wait_log "listen 127.0.0.1:$P_PP: a connection from 127.0.0.1 closed: not in trusted_proxies" &&
