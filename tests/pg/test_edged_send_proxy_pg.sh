@@ -19,7 +19,7 @@
 #   - 'v3' refused by the column's CHECK (nothing changes); with the
 #     CHECK dropped, edged refuses the row itself: logged, counted
 #     (table="deployments.send_proxy"), another project in the same
-#     transaction applied;
+#     transaction applied, the project read again not said again;
 #   - edged restarted with the database stopped: the local snapshot keeps
 #     every column (the HTTP header v1, the route's v2 and its
 #     proxy_protocol).
@@ -250,6 +250,15 @@ sys.exit(0 if [r["sni"] for r in d["tcp_routes"] if r["listen"].endswith(":" + s
 		t_ok "$v: without the CHECK, edged refuses 'v3' itself: the deployment skipped, logged, counted; another project in the same transaction applied"
 	else
 		t_fail "$v: edged refuses v3" "skipped $n0 -> $(metric "$SKIP_SP"), g $(hdr g.test version), w '$(hdr w.test version)' $(grep "w-d" "$EDGED_LOG" | tail -2)"
+	fi
+	# the project read again with the same bad value: not said again
+	n0=$(metric "$SKIP_SP")
+	pg_sql "UPDATE environments SET name = 'prod2' WHERE id = 'w-e'" >/dev/null
+	if wait_applied && sleep 1.2 && [ "$(metric "$SKIP_SP")" = "$n0" ] &&
+		[ "$(grep -c 'deployments row w-d: send_proxy' "$EDGED_LOG")" = 1 ]; then
+		t_ok "$v: the project read again with the same refused value: not logged or counted again"
+	else
+		t_fail "$v: said once" "counted $n0 -> $(metric "$SKIP_SP"), $(grep -c 'deployments row w-d: send_proxy' "$EDGED_LOG") lines"
 	fi
 	pg_sql "UPDATE deployments SET send_proxy = 'v1' WHERE id = 'w-d'" >/dev/null
 	pg_sql "ALTER TABLE deployments ADD CONSTRAINT deployments_send_proxy_check

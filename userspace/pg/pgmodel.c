@@ -64,6 +64,7 @@ void pgm_project_free(struct pgm_project *p)
 		if (e->tls_held)
 			tls_up_release(&e->tls);
 		free(e->tls_err);
+		free(e->sp_err);
 		free(e->eps);
 		for (j = 0; j < e->n_doms; j++) {
 			free(e->doms[j].domain);
@@ -498,10 +499,10 @@ static bool pgm_tls_same(const struct pgm_env *e, const struct pgm_env *oe)
 	       (!e->tls_err || strcmp(oe->tls_err, e->tls_err) == 0);
 }
 
-/* The health checks and tls groups of the projects v[0..n) that were
- * refused: logged and counted, and verify = false said, but for one the
- * model already held the same (the same deployment read again: said
- * once). */
+/* The health checks, tls groups and send_proxy values of the projects
+ * v[0..n) that were refused: logged and counted, and verify = false
+ * said, but for one the model already held the same (the same
+ * deployment read again: said once). */
 static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
 {
 	size_t k, j, at, o;
@@ -535,6 +536,14 @@ static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
 						 "(tls.verify = false)",
 						 e->dep);
 				}
+			}
+			if (e->sp_err &&
+			    !(oe && oe->sp_err &&
+			      strcmp(oe->sp_err, e->sp_err) == 0)) {
+				m->sk.send_proxy++;
+				log_warnx_rl("database: deployments row %s; "
+					     "skipped",
+					     e->sp_err);
 			}
 			if (!e->hc_err)
 				continue;
@@ -719,11 +728,13 @@ static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
 	/* a header its endpoints do not expect, or none where they do,
 	 * breaks every connection: the row is not served on a guess */
 	if (config_send_proxy_parse(PQgetvalue(r, i, 4), &sp, &e)) {
-		char m[ERRBUF_LEN + 16];
-
-		snprintf(m, sizeof(m), "send_proxy %s", e.msg);
-		pgm_bad(&j->m->sk.send_proxy, "deployments",
-			PQgetvalue(r, i, 0), m);
+		/* said and counted once (pgm_hc_said) */
+		free(env->sp_err);
+		if (asprintf(&env->sp_err, "%s: send_proxy %s",
+			     PQgetvalue(r, i, 0), e.msg) < 0) {
+			env->sp_err = NULL;
+			return -ENOMEM;
+		}
 		return 0;
 	}
 	env->send_proxy = sp;

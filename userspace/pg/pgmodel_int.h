@@ -32,6 +32,9 @@ struct pgm_env {
 	bool tls_held, tls_files_failed;
 	char *tls_err;
 	enum config_send_proxy send_proxy; /* deployments.send_proxy */
+	/* "ID: why" when the active deployment's send_proxy was refused
+	 * (the deployment left out), NULL: it was not */
+	char *sp_err;
 	struct config_addr *eps;
 	size_t n_eps;
 	struct pgm_dom *doms;
