@@ -71,3 +71,18 @@ pg_sql() {
 pg_val() {
 	psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$PG_CONNINFO" -c "$1"
 }
+
+# pg_wait_applied: 0 once the edged answering on $SOCK (its control
+# socket; $EDGECTL from lib_edged.sh) has applied the database's latest
+# change, 5 s at most
+pg_wait_applied() {
+	local want i got
+	want=$(pg_val "SELECT COALESCE(max(version), 0) FROM edge_change_log")
+	for ((i = 0; i < 250; i++)); do
+		"$EDGECTL" --socket "$SOCK" status --json >"$T_TMP/status.json" 2>/dev/null
+		got=$(json_field "$T_TMP/status.json" daemon.status.database.applied_version 2>/dev/null)
+		[ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
+		sleep 0.02
+	done
+	return 1
+}

@@ -109,20 +109,6 @@ set_hc() {
 	fi
 }
 
-# wait_applied: 0 once edged's route table holds the database's latest
-# change (edgectl status --json: daemon.status.database.applied_version), 5 s at most
-wait_applied() {
-	local want i got
-	want=$(pg_val "SELECT COALESCE(max(version), 0) FROM edge_change_log")
-	for ((i = 0; i < 250; i++)); do
-		ctl status --json >"$T_TMP/status.json" 2>/dev/null
-		got=$(json_field "$T_TMP/status.json" daemon.status.database.applied_version 2>/dev/null)
-		[ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
-
 # wait_names WANT N: 0 once N requests are answered by WANT (names' form)
 wait_names() {
 	local i
@@ -221,7 +207,7 @@ run_suite() { # BIN LABEL
 	wait_count "upstream $H1 ejected" 2 ||
 		t_fail "$v: ejected again" "$(grep upstream "$EDGED_LOG" | tail -3)"
 	set_hc d1 "${GOOD/200ms\"/300ms\"}"
-	if wait_applied && [ "$(names 8)" = "h2 " ] && [ "$(health "$H1")" = down ] &&
+	if pg_wait_applied && [ "$(names 8)" = "h2 " ] && [ "$(health "$H1")" = down ] &&
 		[ "$(count "upstream $H1: no longer health-checked")" = 0 ] &&
 		[ "$(count "upstream $H1 is back")" = 1 ]; then
 		t_ok "$v: the check changed (interval 300ms) while the endpoint is out: it stays out"
@@ -284,7 +270,7 @@ BAD
 	bad=$(count "database: deployment 'd1': health_check:")
 	pg_sql "UPDATE environments SET name = 'prod' WHERE id = 'hc-prod'" >/dev/null
 	# past the next copy of the counters to /metrics (every second)
-	if wait_applied && sleep 1.2 && [ "$(count "database: deployment 'd1': health_check:")" = "$bad" ] &&
+	if pg_wait_applied && sleep 1.2 && [ "$(count "database: deployment 'd1': health_check:")" = "$bad" ] &&
 		[ "$(metric 'edge_db_rows_skipped_total{table="deployments.health_check"}')" = "$n1" ]; then
 		t_ok "$v: the project read again with the same bad value: not logged or counted again"
 	else
@@ -301,7 +287,7 @@ BAD
 		INSERT INTO endpoints VALUES ('d2', '$H1'), ('d2', '$H2');
 		UPDATE deployments SET active = (id = 'd2') WHERE environment_id = 'hc-prod';
 		COMMIT;" >/dev/null
-	if wait_applied && wait_names "h1 h2 " 8 && [ "$(count "upstream $H1: no longer health-checked, back in")" = $((n0 + 1)) ]; then
+	if pg_wait_applied && wait_names "h1 h2 " 8 && [ "$(count "upstream $H1: no longer health-checked, back in")" = $((n0 + 1)) ]; then
 		t_ok "$v: the deployment with the check deactivated for one without: the endpoint back"
 	else
 		t_fail "$v: deactivated" "$(names 8) $(grep upstream "$EDGED_LOG" | tail -3)"
@@ -321,7 +307,7 @@ BAD
 		# five of the database check's intervals would have ejected it
 		sleep 1
 		pg_sql "UPDATE environments SET name = 'p' WHERE id = 'both-prod'" >/dev/null
-		if wait_applied && [ "$(count "upstream $H3 ejected")" = 0 ] && [ "$(health "$H3")" = healthy ] &&
+		if pg_wait_applied && [ "$(count "upstream $H3 ejected")" = 0 ] && [ "$(health "$H3")" = healthy ] &&
 			[ "$(count "upstream $H3: the configuration file's health check is used")" = 1 ]; then
 			t_ok "$v: an address both the file and the database check: the file's check used (said once), never ejected by the database's"
 		else

@@ -90,18 +90,6 @@ wait_metric() {
 	return 1
 }
 
-wait_applied() {
-	local want i got
-	want=$(pg_val "SELECT COALESCE(max(version), 0) FROM edge_change_log")
-	for ((i = 0; i < 250; i++)); do
-		ctl status --json >"$T_TMP/status.json" 2>/dev/null
-		got=$(json_field "$T_TMP/status.json" daemon.status.database.applied_version 2>/dev/null)
-		[ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
-
 # hdr HOST FIELD: FIELD of the backend's answer to a request to HOST
 # (the header it read: version, src, sport), "" when not answered
 hdr() {
@@ -176,13 +164,13 @@ run_suite() { # BIN LABEL
 
 	# 1. deployments.send_proxy
 	pg_sql "BEGIN; $(project_sql w w.test v2 "$P_B1") COMMIT;" >/dev/null
-	if wait_applied && [ "$(hdr w.test version)" = 2 ] && [ "$(hdr w.test src)" = 127.0.0.1 ]; then
+	if pg_wait_applied && [ "$(hdr w.test version)" = 2 ] && [ "$(hdr w.test src)" = 127.0.0.1 ]; then
 		t_ok "$v: deployments.send_proxy 'v2': the backend's header (v2) names the client"
 	else
 		t_fail "$v: send_proxy v2" "$(curl -s -H 'Host: w.test' "http://127.0.0.1:$P_EDGE/") $(grep database "$EDGED_LOG" | tail -2)"
 	fi
 	pg_sql "UPDATE deployments SET send_proxy = 'v1' WHERE id = 'w-d'" >/dev/null
-	if wait_applied && [ "$(hdr w.test version)" = 1 ]; then
+	if pg_wait_applied && [ "$(hdr w.test version)" = 1 ]; then
 		t_ok "$v: an UPDATE to 'v1': the next client's connection begins with v1"
 	else
 		t_fail "$v: send_proxy v1" "$(hdr w.test version)"
@@ -192,7 +180,7 @@ run_suite() { # BIN LABEL
 	pg_sql "BEGIN; $(project_sql t t.test off "$P_B2")
 		INSERT INTO tcp_routes (listen, environment_id, send_proxy)
 		VALUES ('127.0.0.1:$P_TR', 't-e', 'v2'); COMMIT;" >/dev/null
-	if wait_applied && wait_pp "$P_TR" 127.0.0.1 "" version 2 &&
+	if pg_wait_applied && wait_pp "$P_TR" 127.0.0.1 "" version 2 &&
 		[ "$(pp "$P_TR" 127.0.0.1 "" src)" = 127.0.0.1 ]; then
 		t_ok "$v: tcp_routes.send_proxy 'v2': the tunnel's header names the client"
 	else
@@ -201,7 +189,7 @@ run_suite() { # BIN LABEL
 
 	# 3. proxy_protocol on, then off
 	pg_sql "UPDATE tcp_routes SET proxy_protocol = true WHERE listen = '127.0.0.1:$P_TR'" >/dev/null
-	if wait_applied && wait_pp "$P_TR" 127.0.0.2 "$PROXY1" src 203.0.113.7 &&
+	if pg_wait_applied && wait_pp "$P_TR" 127.0.0.2 "$PROXY1" src 203.0.113.7 &&
 		edged_wait_log "tcp routes: 127.0.0.1:$P_TR: proxy_protocol true from now on" &&
 		[ "$(pp "$P_TR" 127.0.0.2 "" src)" = CLOSED ]; then
 		t_ok "$v: tcp_routes.proxy_protocol set: the trusted peer's header names the client (203.0.113.7), a connection without one closed; said"
@@ -209,7 +197,7 @@ run_suite() { # BIN LABEL
 		t_fail "$v: proxy_protocol on" "$(pp "$P_TR" 127.0.0.2 "$PROXY1" src) $(grep -E "tcp routes|PROXY" "$EDGED_LOG" | tail -3)"
 	fi
 	pg_sql "UPDATE tcp_routes SET proxy_protocol = false WHERE listen = '127.0.0.1:$P_TR'" >/dev/null
-	if wait_applied && wait_pp "$P_TR" 127.0.0.1 "" src 127.0.0.1; then
+	if pg_wait_applied && wait_pp "$P_TR" 127.0.0.1 "" src 127.0.0.1; then
 		t_ok "$v: proxy_protocol back to false: a connection without a header served again"
 	else
 		t_fail "$v: proxy_protocol off" "$(pp "$P_TR" 127.0.0.1 "" src)"
@@ -221,7 +209,7 @@ run_suite() { # BIN LABEL
 		VALUES ('127.0.0.1:$P_PT', 'a.test', 't-e', true);
 		INSERT INTO tcp_routes (listen, sni, environment_id, proxy_protocol)
 		VALUES ('127.0.0.1:$P_PT', 'b.test', 't-e', false);" >/dev/null
-	if wait_applied &&
+	if pg_wait_applied &&
 		edged_wait_log "tcp_routes row [0-9]* \\(127.0.0.1:$P_PT sni b.test\\): 127.0.0.1:$P_PT is also tcp_routes row [0-9]*, whose proxy_protocol is true .*; refused" &&
 		wait_metric "$SKIP_TCP" $((n0 + 1)) &&
 		ctl routes --json | python3 -c 'import json, sys
@@ -243,7 +231,7 @@ sys.exit(0 if [r["sni"] for r in d["tcp_routes"] if r["listen"].endswith(":" + s
 	n0=$(metric "$SKIP_SP")
 	pg_sql "BEGIN; UPDATE deployments SET send_proxy = 'v3' WHERE id = 'w-d';
 		$(project_sql g g.test v2 "$P_B1") COMMIT;" >/dev/null
-	if wait_applied &&
+	if pg_wait_applied &&
 		edged_wait_log "database: deployments row w-d: send_proxy \"v3\": expected off, v1 or v2; skipped" &&
 		wait_metric "$SKIP_SP" $((n0 + 1)) && [ "$(hdr g.test version)" = 2 ] &&
 		[ "$(hdr w.test version)" = "" ]; then
@@ -254,7 +242,7 @@ sys.exit(0 if [r["sni"] for r in d["tcp_routes"] if r["listen"].endswith(":" + s
 	# the project read again with the same bad value: not said again
 	n0=$(metric "$SKIP_SP")
 	pg_sql "UPDATE environments SET name = 'prod2' WHERE id = 'w-e'" >/dev/null
-	if wait_applied && sleep 1.2 && [ "$(metric "$SKIP_SP")" = "$n0" ] &&
+	if pg_wait_applied && sleep 1.2 && [ "$(metric "$SKIP_SP")" = "$n0" ] &&
 		[ "$(grep -c 'deployments row w-d: send_proxy' "$EDGED_LOG")" = 1 ]; then
 		t_ok "$v: the project read again with the same refused value: not logged or counted again"
 	else
@@ -264,7 +252,7 @@ sys.exit(0 if [r["sni"] for r in d["tcp_routes"] if r["listen"].endswith(":" + s
 	pg_sql "ALTER TABLE deployments ADD CONSTRAINT deployments_send_proxy_check
 		CHECK (send_proxy IN ('off', 'v1', 'v2'))" >/dev/null
 	pg_sql "UPDATE tcp_routes SET proxy_protocol = true WHERE listen = '127.0.0.1:$P_TR'" >/dev/null
-	wait_applied
+	pg_wait_applied
 
 	# 6. the local snapshot keeps them
 	for ((i = 0; i < 100; i++)); do

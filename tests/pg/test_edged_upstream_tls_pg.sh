@@ -117,20 +117,6 @@ set_tls() {
 	fi
 }
 
-# wait_applied: 0 once edged's route table holds the database's latest
-# change, 5 s at most
-wait_applied() {
-	local want i got
-	want=$(pg_val "SELECT COALESCE(max(version), 0) FROM edge_change_log")
-	for ((i = 0; i < 250; i++)); do
-		ctl status --json >"$T_TMP/status.json" 2>/dev/null
-		got=$(json_field "$T_TMP/status.json" daemon.status.database.applied_version 2>/dev/null)
-		[ -n "$got" ] && [ "$got" -ge "$want" ] && return 0
-		sleep 0.02
-	done
-	return 1
-}
-
 # wait_code HOST WANT: 0 once a request to HOST answers WANT (5 s)
 wait_code() {
 	local i
@@ -186,7 +172,7 @@ run_suite() { # BIN LABEL
 	# 1. no tls: the system's store, the request's host: refused; the
 	# group set by an UPDATE: served
 	pg_sql "BEGIN; $(project_sql a a.test "$P_OK" NULL) COMMIT;" >/dev/null
-	if wait_applied && tls_failed a.test; then
+	if pg_wait_applied && tls_failed a.test; then
 		t_ok "$v: an https:// endpoint of the database without tls: 502 upstream_tls_failed (the system's store)"
 	else
 		t_fail "$v: no tls" "$(code a.test) $(head -c 200 "$T_TMP/body")"
@@ -201,7 +187,7 @@ run_suite() { # BIN LABEL
 	# 2. mTLS: with cert and key 200; without, the backend refuses
 	pg_sql "BEGIN; $(project_sql m m.test "$P_MTLS" "$MTLS")
 		$(project_sql n n.test "$P_MTLS" "$UPCA") COMMIT;" >/dev/null
-	if wait_applied && [ "$(code m.test)" = 200 ] && tls_failed n.test; then
+	if pg_wait_applied && [ "$(code m.test)" = 200 ] && tls_failed n.test; then
 		t_ok "$v: mTLS from deployments.tls (cert, key): 200; the same backend without them: 502 upstream_tls_failed"
 	else
 		t_fail "$v: mTLS" "m $(code m.test) n $(code n.test) $(grep -E "TLS" "$EDGED_LOG" | tail -2)"
@@ -209,7 +195,7 @@ run_suite() { # BIN LABEL
 
 	# 3. verify = false: served from a CA nobody knows, said
 	pg_sql "BEGIN; $(project_sql o o.test "$P_OTHER" '{"verify": false}') COMMIT;" >/dev/null
-	if wait_applied && [ "$(code o.test)" = 200 ] &&
+	if pg_wait_applied && [ "$(code o.test)" = 200 ] &&
 		edged_wait_log "deployment o-d: the certificates of its https:// endpoints are not verified \(tls.verify = false\)"; then
 		t_ok "$v: verify = false: served from an unknown CA, said in the log"
 	else
@@ -224,7 +210,7 @@ run_suite() { # BIN LABEL
 		$(project_sql g g.test "$P_OK" "$UPCA")
 		COMMIT;" >/dev/null
 	if edged_wait_log "database: deployment 'a-d': tls: ca $C/missing.pem: No such file or directory; its https:// endpoints answer 502 upstream_tls_failed" &&
-		wait_applied && tls_failed a.test && [ "$(code g.test)" = 200 ]; then
+		pg_wait_applied && tls_failed a.test && [ "$(code g.test)" = 200 ]; then
 		t_ok "$v: a CA file that is missing: logged with the deployment and reason, 502 upstream_tls_failed; another project's good tls in the same transaction serves"
 	else
 		t_fail "$v: missing CA" "a $(code a.test) g $(code g.test) $(grep -E "database" "$EDGED_LOG" | tail -3)"
@@ -233,7 +219,7 @@ run_suite() { # BIN LABEL
 	while IFS='|' read -r val why; do
 		set_tls a-d "$val"
 		if ! edged_wait_log "database: deployment 'a-d': tls: $why; its https:// endpoints answer 502 upstream_tls_failed" ||
-			! wait_applied || ! tls_failed a.test; then
+			! pg_wait_applied || ! tls_failed a.test; then
 			ok=0
 			t_fail "$v: bad value $val" "$(code a.test) $(grep "deployment 'a-d'" "$EDGED_LOG" | tail -2)"
 		fi
@@ -252,7 +238,7 @@ BAD
 	fi
 	said=$(count "database: deployment 'a-d': tls:")
 	pg_sql "UPDATE environments SET name = 'prod' WHERE id = 'a-e'" >/dev/null
-	if wait_applied && sleep 1.2 && [ "$(count "database: deployment 'a-d': tls:")" = "$said" ] &&
+	if pg_wait_applied && sleep 1.2 && [ "$(count "database: deployment 'a-d': tls:")" = "$said" ] &&
 		[ "$(metric "$SKIP")" = "$n1" ]; then
 		t_ok "$v: the project read again with the same bad value: not logged or counted again"
 	else
@@ -277,7 +263,7 @@ BAD
 	rm -f "$C/later.pem"
 	set_tls a-d "{\"ca\": \"$C/later.pem\", \"server_name\": \"up.test\"}"
 	if edged_wait_log "deployment 'a-d': tls: ca $C/later.pem: No such file or directory" &&
-		wait_applied && tls_failed a.test; then
+		pg_wait_applied && tls_failed a.test; then
 		cp "$C/up-root.crt" "$C/later.pem"
 		kill -HUP "$EPID"
 		if wait_code a.test 200; then
