@@ -755,7 +755,7 @@ static void upstream_last_error(const json_t *e, char *buf, size_t len)
 }
 
 /* One endpoint's row of edgectl upstream list. */
-static void upstream_print_row(const json_t *e)
+static void upstream_print_row(const json_t *e, int w)
 {
 	const json_t *r, *routes = json_object_get(e, "routes");
 	char le[192];
@@ -765,7 +765,7 @@ static void upstream_print_row(const json_t *e)
 	const char *tls = json_string_value(json_object_get(e, "tls"));
 	const char *proto = json_string_value(json_object_get(e, "protocol"));
 
-	printf("%-22s %-8s %-8s %8lld %10lld %7lld  %-5s %-10s %-44s ",
+	printf("%-*s %-8s %-8s %8lld %10lld %7lld  %-5s %-10s %-44s ", w,
 	       json_string_value(json_object_get(e, "address")),
 	       json_string_value(json_object_get(e, "admin")),
 	       json_string_value(json_object_get(e, "health")),
@@ -847,12 +847,24 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 		       json_string_value(json_object_get(e, "admin")),
 		       json_string_value(json_object_get(result, "was")));
 	} else {
-		printf("%-22s %-8s %-8s %8s %10s %7s  %-5s %-10s %-44s %s\n",
+		/* the ENDPOINT column as wide as its longest address (an
+		 * https:// or unix: one can be 128 bytes), 22 at least */
+		int w = 22;
+
+		json_array_foreach(json_object_get(result, "endpoints"), i, e)
+		{
+			const char *a =
+			    json_string_value(json_object_get(e, "address"));
+
+			if (a && strlen(a) > (size_t)w)
+				w = (int)strlen(a);
+		}
+		printf("%-*s %-8s %-8s %8s %10s %7s  %-5s %-10s %-44s %s\n", w,
 		       "ENDPOINT", "ADMIN", "HEALTH", "INFLIGHT", "REQUESTS",
 		       "FAILED", "PROTO", "TLS", "LAST ERROR", "ROUTES");
 		json_array_foreach(json_object_get(result, "endpoints"), i, e)
 		{
-			upstream_print_row(e);
+			upstream_print_row(e, w);
 		}
 	}
 	json_decref(result);

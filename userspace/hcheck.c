@@ -4,8 +4,10 @@
  * interval timer, and at most one check in flight (a bufferevent over a
  * non-blocking socket and a deadline timer). Results move the endpoint's
  * active_down in the registry; the workers read it at each selection.
- * An http check asks in HTTP/1.1, or in HTTP/2 by prior knowledge for an
- * h2c:// endpoint (a client session of nghttp2's over the bufferevent).
+ * An http check asks in HTTP/1.1, or in HTTP/2 (a client session of
+ * nghttp2's over the bufferevent) by prior knowledge for an h2c://
+ * endpoint and when an https:// one's ALPN chooses h2 (offered first, as
+ * requests offer it).
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -34,7 +36,7 @@ struct hcheck_ep {
 	struct event *tick;	 /* every interval */
 	struct event *deadline;	 /* the check in flight's timeout */
 	struct bufferevent *bev; /* the check in flight, or NULL */
-	nghttp2_session *ng;	 /* ... its HTTP/2 (h2c://), or NULL */
+	nghttp2_session *ng;	 /* ... its HTTP/2 (hcheck_is_h2), or NULL */
 	int status;		 /* ... the :status it got, 0: none yet */
 	bool h2_gone;		 /* ... its stream or session ended first */
 	bool connected;		 /* of the check in flight */
@@ -273,15 +275,18 @@ static int hcheck_h2_send(struct hcheck_ep *c)
 	return n < 0 ? -1 : 0;
 }
 
-/* HTTP/2: the session and its request (GET path, by prior knowledge). */
+/* HTTP/2: the session and its request (GET path; by prior knowledge on
+ * h2c://, by ALPN on https://). */
 static int hcheck_h2_start(struct hcheck_ep *c, const char *host)
 {
 	nghttp2_session_callbacks *cb;
 	nghttp2_settings_entry nopush = {NGHTTP2_SETTINGS_ENABLE_PUSH, 0};
 	const char *path = c->t.hc.path;
+	const char *scheme =
+	    c->t.addr.scheme == CONFIG_SCHEME_HTTPS ? "https" : "http";
 	nghttp2_nv nv[] = {
 	    {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0},
-	    {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+	    {(uint8_t *)":scheme", (uint8_t *)scheme, 7, strlen(scheme), 0},
 	    {(uint8_t *)":authority", (uint8_t *)host, 10, strlen(host), 0},
 	    {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0},
 	    {(uint8_t *)"user-agent", (uint8_t *)"edge-health-check", 10, 17,
@@ -371,12 +376,31 @@ static int hcheck_send_pp(struct hcheck_ep *c)
 
 static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg);
 
+/* The check's SSL, as a request's would be made (the deployment's
+ * profile; the name checked is its server_name, if it has one), offering
+ * h2 then http/1.1 by ALPN as requests do: 0, or -1 (logged). */
+static int hcheck_ssl(struct hcheck_ep *c, SSL **out)
+{
+	struct errbuf err;
+	uint64_t tag;
+
+	if (tls_up_ssl(&c->t.tls, NULL, 0, c->t.addr.text, out, &tag, &err)) {
+		log_warnx_rl("health check of %s: %s", c->t.addr.text, err.msg);
+		return -1;
+	}
+	if (tls_up_offer_h2(*out)) {
+		SSL_free(*out);
+		log_warnx_rl("health check of %s: out of memory",
+			     c->t.addr.text);
+		return -1;
+	}
+	return 0;
+}
+
 /* The check's TLS over socket s (connected; s is the check's from now
  * on, closed with it): 0, or -1 (s closed). */
 static int hcheck_tls(struct hcheck_ep *c, int s)
 {
-	struct errbuf err;
-	uint64_t tag;
 	SSL *ssl;
 
 	if (c->bev) {
@@ -384,9 +408,8 @@ static int hcheck_tls(struct hcheck_ep *c, int s)
 		c->bev = NULL;
 	}
 	c->pp_then_tls = false;
-	if (tls_up_ssl(&c->t.tls, NULL, 0, c->t.addr.text, &ssl, &tag, &err)) {
+	if (hcheck_ssl(c, &ssl)) {
 		close(s);
-		log_warnx_rl("health check of %s: %s", c->t.addr.text, err.msg);
 		return -1;
 	}
 	c->bev = bufferevent_openssl_socket_new(c->h->base, s, ssl,
@@ -399,6 +422,23 @@ static int hcheck_tls(struct hcheck_ep *c, int s)
 	}
 	bufferevent_setcb(c->bev, hcheck_read_cb, NULL, hcheck_event_cb, c);
 	return 0;
+}
+
+/* Whether the check's connection c->bev speaks HTTP/2: an h2c://
+ * endpoint's always, an https:// one's when its ALPN chose h2. */
+static bool hcheck_is_h2(const struct hcheck_ep *c, struct bufferevent *bev)
+{
+	const unsigned char *p = NULL;
+	unsigned int len = 0;
+	SSL *ssl;
+
+	if (c->t.addr.scheme == CONFIG_SCHEME_H2C)
+		return true;
+	if (c->t.addr.scheme != CONFIG_SCHEME_HTTPS ||
+	    !(ssl = bufferevent_openssl_get_ssl(bev)))
+		return false;
+	SSL_get0_alpn_selected(ssl, &p, &len);
+	return len == 2 && memcmp(p, "h2", 2) == 0;
 }
 
 static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -438,7 +478,7 @@ static void hcheck_event_cb(struct bufferevent *bev, short what, void *arg)
 			hcheck_result(c, true, UPREG_WHY_NONE, 0);
 			return;
 		}
-		if (c->t.addr.scheme == CONFIG_SCHEME_H2C) {
+		if (hcheck_is_h2(c, bev)) {
 			if (hcheck_h2_start(c, host) ||
 			    bufferevent_enable(bev, EV_READ))
 				hcheck_result(c, false, UPREG_WHY_HC_NOMEM, 0);
@@ -506,16 +546,11 @@ static void hcheck_tick_cb(evutil_socket_t fd, short what, void *arg)
 		c->pp_then_tls = c->bev != NULL;
 	} else if (a->scheme == CONFIG_SCHEME_HTTPS &&
 		   c->t.hc.type == CONFIG_HC_HTTP) {
-		/* over TLS as the requests go (the deployment's profile; the
-		 * name checked is its server_name, if it has one) */
-		struct errbuf err;
-		uint64_t tag;
+		/* over TLS as the requests go (hcheck_ssl) */
 		SSL *ssl;
 
-		if (tls_up_ssl(&c->t.tls, NULL, 0, a->text, &ssl, &tag, &err)) {
+		if (hcheck_ssl(c, &ssl)) {
 			close(s);
-			log_warnx_rl("health check of %s: %s", a->text,
-				     err.msg);
 			/* a verdict all the same: never a check that stops */
 			hcheck_result(c, false, UPREG_WHY_HC_TLS, 0);
 			return;

@@ -81,6 +81,7 @@ fi
 HAVE_NGD=0
 mkdir -p "$T_TMP/www"
 head -c 1048576 /dev/urandom >"$T_TMP/www/file.bin"
+echo ok >"$T_TMP/www/hc"
 if command -v nghttpd >/dev/null; then
 	nghttpd --address=127.0.0.1 --no-tls -d "$T_TMP/www" "$P_NGD" >/dev/null 2>&1 &
 	edged_track $!
@@ -146,7 +147,9 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d11"; upstreams = [ "h2c://127.0.0.1:$P_NGD" ]; }; },
   { id = "ngdt"; domains = [ "ngdt.test" ];
     deployment = { id = "d12"; upstreams = [ "https://127.0.0.1:$P_NGDT" ];
-      tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; },
+      tls = { ca = "$C/up-root.crt"; server_name = "up.test"; };
+      health_check = { type = "http"; path = "/hc"; interval = "300ms";
+        timeout = "250ms"; rise = 1; fall = 2; }; }; },
   { id = "mute"; domains = [ "mute.test" ];
     deployment = { id = "d7"; upstreams = [ "https://127.0.0.1:$P_MUTE" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; }
@@ -419,6 +422,16 @@ print(len(c), max(c.values()), len({x["conn"] for x in r}))' "$T_TMP/ga.jsonl")
 			t_ok "$v: nghttpd behind h2c:// and https:// (ALPN h2): 1 MiB whole to an HTTP/1.1 and an HTTP/2 client"
 		else
 			t_fail "$v: nghttpd" "$c $a $s1 $s2 $want"
+		fi
+		# its http health check (every 300 ms since the start, two
+		# failures take it out) asks over TLS in HTTP/2, ALPN h2
+		# offered first: nghttpd speaks nothing else
+		"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"
+		if grep -q "^https://127.0.0.1:$P_NGDT .* healthy .* h2 *verified " "$T_TMP/list" &&
+			! grep -q "upstream https://127.0.0.1:$P_NGDT ejected" "$EDGED_LOG"; then
+			t_ok "$v: an http health check of an https:// endpoint that speaks only HTTP/2 (nghttpd) asks in HTTP/2 by ALPN: healthy"
+		else
+			t_fail "$v: https h2 health check" "$(tr '\n' '|' <"$T_TMP/list") $(grep -m3 "$P_NGDT" "$EDGED_LOG")"
 		fi
 	else
 		t_skip "$v: nghttpd" "nghttp2-server is not installed"

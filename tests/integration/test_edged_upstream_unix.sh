@@ -200,13 +200,19 @@ PY
 	up="unix:$U1"
 	ok=1
 	ctl upstream list | grep -q "^$up .*enabled.*healthy.* h1 *- .*app.test/" || ok=0
+	# the ENDPOINT column as wide as the longest (a long socket path):
+	# every row's ADMIN where the header's is
+	ctl upstream list | python3 -c 'import sys
+rows = sys.stdin.read().splitlines()
+col = rows[0].index("ADMIN")
+sys.exit(0 if len(rows) > 1 and all(r[col - 1] == " " and r[col] != " " and r[:col].strip() and "  " not in r[:col].strip() for r in rows[1:]) else 1)' || ok=0
 	ctl upstream drain "$up" | grep -q "^$up: drain (was enabled)" || ok=0
 	ctl upstream enable "$up" | grep -q "^$up: enabled (was drain)" || ok=0
 	[ "$(ctl upstream list --json | python3 -c 'import json,sys
 d = json.load(sys.stdin)["endpoints"]
 print(sum(1 for e in d if e["address"].startswith("unix:/")))')" = 3 ] || ok=0
 	if [ "$ok" = 1 ]; then
-		t_ok "$v: edgectl upstream list shows unix: endpoints; drain and enable take one as written"
+		t_ok "$v: edgectl upstream list shows unix: endpoints in a column as wide as the longest; drain and enable take one as written"
 	else
 		t_fail "$v: edgectl upstream" "$(ctl upstream list 2>&1 | tr '\n' ' ')"
 	fi
