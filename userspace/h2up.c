@@ -22,6 +22,7 @@
 #include "clk.h"
 #include "h1.h"
 #include "h2up.h"
+#include "h2fields.h"
 #include "hdr.h"
 #include "log.h"
 #include "sockio.h"
@@ -56,7 +57,6 @@ struct h2up_stream {
 	struct evbuffer *hdr;	 /* the response's fields so far, as lines */
 	struct evbuffer *tr_in;	 /* its trailers, as lines (NULL: none) */
 	struct evbuffer *tr_out; /* the request's trailers to send (NULL) */
-	bool te;		 /* the head said "te: trailers" itself */
 	struct evbuffer_cb_entry *in_cb, *out_cb;
 	size_t hdr_bytes; /* the header block's size so far */
 	size_t uncounted; /* bytes of in that are its head, not DATA */
@@ -665,27 +665,6 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code,
 /* Submit the request's trailers (the fields of st->tr_out that may be
  * trailers, names lowercased): 0, or -1 when there are none or they could
  * not go (the body ends without them). */
-static int stream_trailers(struct h2up_stream *st)
-{
-	nghttp2_nv nv[H2UP_NV_MAX];
-	size_t len = evbuffer_get_length(st->tr_out), off = 0, n = 0, nl, vl, i;
-	char *p =
-	    len ? (char *)evbuffer_pullup(st->tr_out, (ssize_t)len) : NULL;
-	const char *name, *value;
-
-	while (p && n < H2UP_NV_MAX &&
-	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
-		for (i = 0; i < nl; i++)
-			if (p[name - p + i] >= 'A' && p[name - p + i] <= 'Z')
-				p[name - p + i] = (char)(p[name - p + i] + 32);
-		nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, nl,
-				       vl, NGHTTP2_NV_FLAG_NONE};
-	}
-	if (n == 0 || nghttp2_submit_trailer(st->s->ng, st->id, nv, n) != 0)
-		return -1;
-	return 0;
-}
-
 /* The request body's data source: st->out, its end once body_end. */
 static ssize_t data_cb(nghttp2_session *ng, int32_t id, uint8_t *buf,
 		       size_t length, uint32_t *flags, nghttp2_data_source *src,
@@ -701,7 +680,8 @@ static ssize_t data_cb(nghttp2_session *ng, int32_t id, uint8_t *buf,
 	n = (size_t)evbuffer_remove(st->out, buf, length);
 	if (evbuffer_get_length(st->out) == 0 && st->body_end) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		if (st->tr_out && stream_trailers(st) == 0)
+		if (st->tr_out &&
+		    h2f_submit_trailers(st->s->ng, st->id, st->tr_out) == 0)
 			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		return (ssize_t)n;
 	}
@@ -970,27 +950,6 @@ bool h2up_stream_reused(const struct h2up_stream *st)
 	return st->reused;
 }
 
-/* The fields HTTP/2 has no place for (RFC 9113 section 8.2.2), and Host
- * (its :authority). */
-static bool field_dropped(const char *n, size_t k, const char *v, size_t vlen)
-{
-	static const char *const drop[] = {
-	    "connection", "keep-alive", "proxy-connection", "transfer-encoding",
-	    "upgrade",	  "host",	"http2-settings"};
-	size_t i;
-
-	if (k == 2 && memcmp(n, "te", 2) == 0)
-		return !(vlen == 8 && strncasecmp(v, "trailers", 8) == 0);
-	for (i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
-		if (strlen(drop[i]) == k && memcmp(n, drop[i], k) == 0)
-			return true;
-	return false;
-}
-
-#define NV(n, nl, v, vl)                                                       \
-	((nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), (nl), (vl),              \
-		      NGHTTP2_NV_FLAG_NONE})
-
 int h2up_stream_submit(struct h2up_stream *st, char *head, size_t len,
 		       bool body)
 {
@@ -998,56 +957,17 @@ int h2up_stream_submit(struct h2up_stream *st, char *head, size_t len,
 	nghttp2_nv nv[H2UP_NV_MAX];
 	nghttp2_data_provider dp = {.source.ptr = NULL,
 				    .read_callback = data_cb};
-	char *e = head + len, *line, *nl, *colon, *v, *sp1, *sp2;
-	const char *auth = NULL;
-	size_t n = 4, i, k, alen = 0;
 	int32_t id;
+	int n;
 
 	if (!s->up || s->dead || s->goaway)
 		return -1;
-	nl = memchr(head, '\n', len);
-	sp1 = nl ? memchr(head, ' ', (size_t)(nl - head)) : NULL;
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(nl - sp1 - 1)) : NULL;
-	if (!sp2)
+	n = h2f_request_nv(head, len, s->tls, s->addr.text, nv, H2UP_NV_MAX);
+	if (n < 0)
 		return -1;
-	for (line = nl + 1; line < e; line = nl + 1) {
-		nl = memchr(line, '\n', (size_t)(e - line));
-		if (!nl || nl - line < 2)
-			break; /* the blank line */
-		colon = memchr(line, ':', (size_t)(nl - line));
-		if (!colon)
-			return -1;
-		k = (size_t)(colon - line);
-		for (i = 0; i < k; i++)
-			if (line[i] >= 'A' && line[i] <= 'Z')
-				line[i] = (char)(line[i] - 'A' + 'a');
-		for (v = colon + 1; v < nl && (*v == ' ' || *v == '\t'); v++)
-			;
-		if (k == 4 && memcmp(line, "host", 4) == 0) {
-			auth = v;
-			alen = (size_t)(nl - 1 - v);
-		}
-		if (field_dropped(line, k, v, (size_t)(nl - 1 - v)))
-			continue;
-		if (k == 2 && memcmp(line, "te", 2) == 0)
-			st->te = true;
-		if (n == H2UP_NV_MAX)
-			return -1;
-		nv[n++] = NV(line, k, v, (size_t)(nl - 1 - v));
-	}
-	/* edge takes trailers (and gRPC servers want to hear it) */
-	if (!st->te && n < H2UP_NV_MAX)
-		nv[n++] = NV("te", 2, "trailers", 8);
-	nv[0] = NV(":method", 7, head, (size_t)(sp1 - head));
-	nv[1] = NV(":scheme", 7, s->tls ? "https" : "http", s->tls ? 5u : 4u);
-	nv[2] = NV(":path", 5, sp1 + 1, (size_t)(sp2 - sp1 - 1));
-	if (auth && alen)
-		nv[3] = NV(":authority", 10, auth, alen);
-	else
-		nv[3] =
-		    NV(":authority", 10, s->addr.text, strlen(s->addr.text));
 	st->body = body;
-	id = nghttp2_submit_request(s->ng, NULL, nv, n, body ? &dp : NULL, st);
+	id = nghttp2_submit_request(s->ng, NULL, nv, (size_t)n,
+				    body ? &dp : NULL, st);
 	if (id < 0) {
 		s->goaway = true; /* ids ran out, or out of memory */
 		return -1;

@@ -16,10 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/queue.h>
 
 #include "clk.h"
+#include "h2fields.h"
+#include "h2mem.h"
 #include "hdr.h"
 #include "http2.h"
 #include "req.h"
@@ -37,15 +38,6 @@
  * count): the fields repeated from response to response (server,
  * content-type, ...) fit; what it holds stays with an idle connection. */
 #define H2_DEFLATE_TABLE 1024
-/* nghttp2's allocations of at least H2_PAGED_MIN bytes (its output
- * buffer: a frame's 16 KiB and its header) are made whole pages, at most
- * H2_PAGED_MAX of them at once per session, so that the output buffer's
- * pages can be given back while the connection is parked
- * (h2_mem_release). */
-#define H2_PAGE 4096
-#define H2_PAGED_MIN 16384
-#define H2_PAGED_MAX 4
-
 struct h2c;
 
 /* What a stream has for its request once nghttp2 has returned. */
@@ -61,11 +53,9 @@ struct h2s {
 	int32_t id;
 	unsigned ev;
 	bool in_work;
-	struct evbuffer *in;  /* the request body, HTTP/1.1-framed */
-	struct evbuffer *out; /* the response body */
-	struct evbuffer *hdr; /* the regular fields, as HTTP/1.1 lines */
-	char *method, *path, *authority, *host;
-	struct evbuffer *cookie; /* the cookie fields, joined by "; " */
+	struct evbuffer *in;	 /* the request body, HTTP/1.1-framed */
+	struct evbuffer *out;	 /* the response body */
+	struct h2f_req q;	 /* its header block, for its HTTP/1.1 head */
 	struct evbuffer *tr_in;	 /* the request's trailers, as lines */
 	struct evbuffer *tr_out; /* the response's, to send after its body */
 	size_t hdr_bytes;	 /* the header list's size so far */
@@ -73,7 +63,6 @@ struct h2s {
 	uint64_t in_framed;	 /* bytes in in holding them, framing too */
 	size_t write_low;
 	struct event *timer, *btimer;
-	bool has_cl;	    /* a content-length came: the body as is */
 	bool chunked;	    /* framed as chunked for the proxy */
 	bool in_eos;	    /* the client's END_STREAM */
 	bool fields_done;   /* its header block is complete */
@@ -95,13 +84,6 @@ struct h2s {
 
 TAILQ_HEAD(h2s_list, h2s);
 
-/* A page-aligned allocation of nghttp2's (H2_PAGED_MIN). */
-struct h2_paged {
-	void *p;
-	size_t len; /* whole pages */
-	bool out;   /* nghttp2's output came from it: its output buffer */
-};
-
 struct h2c {
 	struct conn *c; /* NULL while parked */
 	nghttp2_session *s;
@@ -117,13 +99,11 @@ struct h2c {
 	bool why_counted;	/* its end is counted by edge's reason */
 	bool finishing;		/* conn_next(c, true) was called */
 	bool park_armed;	/* c->btimer runs to park the connection */
-	unsigned npaged;
-	struct h2_paged paged[H2_PAGED_MAX];
+	struct h2mem mem;	/* nghttp2's allocator, its output paged */
 };
 
 static void h2_flush(struct h2c *hc);
 static void h2_flush_soon(struct h2c *hc);
-static void h2_mem_mark(struct h2c *hc, const uint8_t *p);
 static void h2_work(struct h2c *hc);
 static void h2_finish(struct h2c *hc);
 static void h2_fatal(struct h2c *hc, int err);
@@ -271,18 +251,11 @@ static void h2s_free(struct h2s *s)
 		evbuffer_free(s->in);
 	if (s->out)
 		evbuffer_free(s->out);
-	if (s->hdr)
-		evbuffer_free(s->hdr);
-	if (s->cookie)
-		evbuffer_free(s->cookie);
+	h2f_req_free(&s->q);
 	if (s->tr_in)
 		evbuffer_free(s->tr_in);
 	if (s->tr_out)
 		evbuffer_free(s->tr_out);
-	free(s->method);
-	free(s->path);
-	free(s->authority);
-	free(s->host);
 	free(s->r.head);
 	free(s);
 }
@@ -315,12 +288,10 @@ static struct h2s *h2s_new(struct h2c *hc, int32_t id)
 	s->id = id;
 	s->in = evbuffer_new();
 	s->out = evbuffer_new();
-	s->hdr = evbuffer_new();
-	s->cookie = evbuffer_new();
 	s->timer = evtimer_new(base, h2_timer_cb, s);
 	s->btimer = evtimer_new(base, h2_btimer_cb, s);
 	TAILQ_INSERT_TAIL(&hc->streams, s, link);
-	if (!s->in || !s->out || !s->hdr || !s->cookie || !s->timer ||
+	if (h2f_req_init(&s->q) || !s->in || !s->out || !s->timer ||
 	    !s->btimer) {
 		h2s_free(s);
 		return NULL;
@@ -435,26 +406,6 @@ static void h2_admitted(struct req *r)
 
 /* Submit the response's trailers (the fields of s->tr_out that may be
  * trailers): 0, or -1 (none: the body ends the stream). */
-static int h2_submit_trailers(struct h2s *s)
-{
-	nghttp2_nv nv[H1_MAX_HEADERS];
-	size_t len = evbuffer_get_length(s->tr_out), off = 0, n = 0, nl, vl, i;
-	char *p = len ? (char *)evbuffer_pullup(s->tr_out, (ssize_t)len) : NULL;
-	const char *name, *value;
-
-	while (p && n < H1_MAX_HEADERS &&
-	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
-		for (i = 0; i < nl; i++)
-			if (p[name - p + i] >= 'A' && p[name - p + i] <= 'Z')
-				p[name - p + i] = (char)(p[name - p + i] + 32);
-		nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, nl,
-				       vl, NGHTTP2_NV_FLAG_NONE};
-	}
-	if (n == 0 || nghttp2_submit_trailer(s->hc->s, s->id, nv, n) != 0)
-		return -1;
-	return 0;
-}
-
 /* The response's trailers, from the proxy: kept for the data source. */
 static void h2_trailers(struct req *r, struct evbuffer *tr)
 {
@@ -482,7 +433,8 @@ static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 		s->hc->last_progress = clk_now_ns();
 	if (evbuffer_get_length(s->out) == 0 && s->out_eos) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		if (s->tr_out && h2_submit_trailers(s) == 0)
+		if (s->tr_out &&
+		    h2f_submit_trailers(s->hc->s, s->id, s->tr_out) == 0)
 			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		if (s->sending) /* all of it taken: its request ends */
 			h2_post(s, H2_EV_DRAINED);
@@ -499,53 +451,6 @@ static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 	return (ssize_t)n;
 }
 
-/* The fields of edge's HTTP/1.1 head b (its own making: "Name: value"
- * lines) as HTTP/2 fields: names lowercased in place, those HTTP/2 has
- * no place for left out, :status first. Returns the count, or -1. */
-static int h2_nv_from_head(char *p, size_t len, nghttp2_nv *nv, size_t max)
-{
-	static const char *const skip[] = {"connection", "keep-alive",
-					   "proxy-connection",
-					   "transfer-encoding", "upgrade"};
-	char *e = p + len, *line, *nl, *colon, *v;
-	size_t n = 0, i, k;
-
-	nl = memchr(p, '\n', len);
-	if (!nl || len < 12)
-		return -1;
-	nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)p + 9, 7, 3,
-			       NGHTTP2_NV_FLAG_NO_COPY_NAME};
-	for (line = nl + 1; line < e; line = nl + 1) {
-		nl = memchr(line, '\n', (size_t)(e - line));
-		if (!nl || nl - line < 2)
-			break; /* the blank line */
-		colon = memchr(line, ':', (size_t)(nl - line));
-		if (!colon)
-			return -1;
-		k = (size_t)(colon - line);
-		for (i = 0; i < k; i++)
-			if (line[i] >= 'A' && line[i] <= 'Z')
-				line[i] = (char)(line[i] - 'A' + 'a');
-		for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
-			if (strlen(skip[i]) == k &&
-			    memcmp(line, skip[i], k) == 0)
-				break;
-		if (i < sizeof(skip) / sizeof(skip[0]))
-			continue;
-		for (v = colon + 1; v < nl && (*v == ' ' || *v == '\t'); v++)
-			;
-		if (n == max)
-			return -1;
-		/* a value unique to the response: not worth a table entry */
-		nv[n++] = (nghttp2_nv){
-		    (uint8_t *)line, (uint8_t *)v, k, (size_t)(nl - 1 - v),
-		    k == 12 && memcmp(line, "x-request-id", 12) == 0
-			? NGHTTP2_NV_FLAG_NO_INDEX
-			: NGHTTP2_NV_FLAG_NONE};
-	}
-	return (int)n;
-}
-
 /* Submit the response head in b (with a body from s->out unless
  * bodiless). 0 or -1. */
 static int h2_submit(struct h2s *s, struct hdr_buf *b, bool bodiless)
@@ -557,7 +462,7 @@ static int h2_submit(struct h2s *s, struct hdr_buf *b, bool bodiless)
 
 	if (s->resp_sent || s->closed || s->reset || s->hc->dead)
 		return -1;
-	n = h2_nv_from_head(b->p, b->len, nv, sizeof(nv) / sizeof(nv[0]));
+	n = h2f_response_nv(b->p, b->len, nv, sizeof(nv) / sizeof(nv[0]));
 	if (n < 0)
 		return -1;
 	if (nghttp2_submit_response(s->hc->s, s->id, nv, (size_t)n,
@@ -716,17 +621,6 @@ static int h2_on_begin_headers(nghttp2_session *session,
 	return 0;
 }
 
-static char *h2_dup(const uint8_t *p, size_t n)
-{
-	char *d = malloc(n + 1);
-
-	if (d) {
-		memcpy(d, p, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 			const uint8_t *name, size_t namelen,
 			const uint8_t *value, size_t valuelen, uint8_t flags,
@@ -734,7 +628,7 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 {
 	struct h2c *hc = user;
 	struct h2s *s;
-	char **slot = NULL;
+	int rc;
 
 	(void)flags;
 	if (frame->hd.type != NGHTTP2_HEADERS)
@@ -774,38 +668,12 @@ static int h2_on_header(nghttp2_session *session, const nghttp2_frame *frame,
 	}
 	if (s->fields_done)
 		return 0;
-	if (namelen > 0 && name[0] == ':') {
-		if (namelen == 7 && memcmp(name, ":method", 7) == 0)
-			slot = &s->method;
-		else if (namelen == 5 && memcmp(name, ":path", 5) == 0)
-			slot = &s->path;
-		else if (namelen == 10 && memcmp(name, ":authority", 10) == 0)
-			slot = &s->authority;
-		if (slot && !*slot && !(*slot = h2_dup(value, valuelen)))
-			return NGHTTP2_ERR_CALLBACK_FAILURE;
-		return 0; /* :scheme: X-Forwarded-Proto is edge's */
-	}
-	if (namelen == 4 && memcmp(name, "host", 4) == 0) {
-		if (s->host) /* two Host fields */
-			goto bad;
-		s->host = h2_dup(value, valuelen);
-		return s->host ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
-	}
-	if (namelen == 6 && memcmp(name, "cookie", 6) == 0) {
-		if (evbuffer_get_length(s->cookie))
-			evbuffer_add(s->cookie, "; ", 2);
-		evbuffer_add(s->cookie, value, valuelen);
-		return 0;
-	}
-	if (namelen == 14 && memcmp(name, "content-length", 14) == 0)
-		s->has_cl = true;
-	if (evbuffer_add(s->hdr, name, namelen) ||
-	    evbuffer_add(s->hdr, ": ", 2) ||
-	    evbuffer_add(s->hdr, value, valuelen) ||
-	    evbuffer_add(s->hdr, "\r\n", 2))
+	rc = h2f_req_field(&s->q, name, namelen, value, valuelen);
+	if (rc < 0)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	return 0;
-bad:
+	if (rc == 0)
+		return 0;
+	/* a second Host field */
 	http2_count_why(HTTP2_WHY_INVALID_HEADER);
 	h2_reset(s, NGHTTP2_PROTOCOL_ERROR, OUTCOME_BAD_REQUEST);
 	return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -917,7 +785,7 @@ static int h2_on_frame_recv(nghttp2_session *session,
 		s->fields_done = true;
 		s->in_eos = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
 		/* a body of unknown length goes to the parser chunked */
-		s->chunked = !s->in_eos && !s->has_cl;
+		s->chunked = !s->in_eos && !s->q.has_cl;
 		h2_post(s, H2_EV_HEAD);
 		return 0;
 	}
@@ -1008,51 +876,23 @@ static void h2_head(struct h2s *s)
 {
 	struct req *r = &s->r;
 	const struct h1_limits *h1 = &r->w->set.h1;
-	const char *host = s->authority ? s->authority : s->host;
-	struct evbuffer *b;
 	size_t len;
 	int rc;
 
 	s->head_done = true;
-	if (s->authority && s->host && strcmp(s->authority, s->host) != 0) {
-		http2_count_why(HTTP2_WHY_HOST_MISMATCH);
-		req_end(r, OUTCOME_BAD_REQUEST, NULL);
-		return;
-	}
-	if (s->method && strcmp(s->method, "CONNECT") == 0) {
-		req_end(r, OUTCOME_METHOD_NOT_ALLOWED, NULL);
-		return;
-	}
-	b = evbuffer_new();
-	if (!b || !s->method || !s->path ||
-	    evbuffer_add_printf(b, "%s %s HTTP/1.1\r\n", s->method, s->path) <
-		0 ||
-	    (host && evbuffer_add_printf(b, "Host: %s\r\n", host) < 0) ||
-	    (evbuffer_get_length(s->cookie) &&
-	     (evbuffer_add(b, "Cookie: ", 8) ||
-	      evbuffer_add_buffer(b, s->cookie) ||
-	      evbuffer_add(b, "\r\n", 2))) ||
-	    evbuffer_add_buffer(b, s->hdr) ||
-	    (s->chunked &&
-	     evbuffer_add(b, "Transfer-Encoding: chunked\r\n", 28)) ||
-	    evbuffer_add(b, "\r\n", 2)) {
-		if (b)
-			evbuffer_free(b);
+	rc = h2f_req_head(&s->q, s->chunked, &r->head, &len);
+	if (rc) {
+		if (rc == H2F_HOST_MISMATCH)
+			http2_count_why(HTTP2_WHY_HOST_MISMATCH);
 		req_end(r,
-			s->method && s->path ? OUTCOME_INTERNAL_ERROR
-					     : OUTCOME_BAD_REQUEST,
+			rc == H2F_HOST_MISMATCH || rc == H2F_NO_PSEUDO
+			    ? OUTCOME_BAD_REQUEST
+			: rc == H2F_CONNECT ? OUTCOME_METHOD_NOT_ALLOWED
+					    : OUTCOME_INTERNAL_ERROR,
 			NULL);
 		return;
 	}
-	len = evbuffer_get_length(b);
-	r->head = malloc(len);
-	if (!r->head) {
-		evbuffer_free(b);
-		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
-		return;
-	}
-	evbuffer_remove(b, r->head, len);
-	evbuffer_free(b);
+	h2f_req_free(&s->q); /* the head has it all now */
 	r->head_len = len;
 	r->bytes_in = len;
 	rc = h1_parse_request(r->head, len, h1, &r->h);
@@ -1170,7 +1010,7 @@ static void h2_flush(struct h2c *hc)
 			if (n == 0)
 				break;
 			evbuffer_add(out, data, (size_t)n);
-			h2_mem_mark(hc, data);
+			h2mem_mark(&hc->mem, data);
 			hc->last_io = clk_now_ns();
 		}
 		hc->depth--;
@@ -1361,22 +1201,6 @@ static void h2_timeout(struct conn *c)
 	conn_timer(c, ms);
 }
 
-/* Give back the pages of nghttp2's output buffer (the paged allocations
- * its output came from that are still allocated: the first chunk of its
- * frame buffer, kept for the session's life). Only with nothing for
- * nghttp2 to send (h2_quiet): then it holds nothing nghttp2 reads again,
- * and the next frame is packed from its start; its pages come back,
- * zeroed, as nghttp2 writes them. */
-static void h2_mem_release(struct h2c *hc)
-{
-	unsigned i;
-
-	for (i = 0; i < hc->npaged; i++)
-		if (hc->paged[i].out)
-			madvise(hc->paged[i].p, hc->paged[i].len,
-				MADV_DONTNEED);
-}
-
 /* Whether the session has nothing under way: no stream (nghttp2 keeps no
  * closed one), nothing to send, no GOAWAY. */
 static bool h2_quiet(const struct h2c *hc)
@@ -1423,7 +1247,7 @@ static void h2_btimeout(struct conn *c)
 	}
 	event_free(hc->flush);
 	hc->flush = NULL;
-	h2_mem_release(hc);
+	h2mem_release(&hc->mem);
 }
 
 /* Draining: GOAWAY with the last stream taken; the open ones finish. */
@@ -1563,100 +1387,6 @@ const struct conn_ops http2_ops = {
     .keep_free = h2c_free,
 };
 
-/* nghttp2's allocator (nghttp2_mem): malloc's, but H2_PAGED_MIN bytes
- * and more in whole pages, remembered in hc (h2_mem_release). */
-static void *h2_mem_malloc(size_t size, void *user)
-{
-	struct h2c *hc = user;
-	size_t len = (size + H2_PAGE - 1) / H2_PAGE * H2_PAGE;
-	void *p;
-
-	if (size < H2_PAGED_MIN || hc->npaged == H2_PAGED_MAX)
-		return malloc(size);
-	p = aligned_alloc(H2_PAGE, len);
-	if (p)
-		hc->paged[hc->npaged++] = (struct h2_paged){p, len, false};
-	return p;
-}
-
-/* nghttp2's output p (nghttp2_session_mem_send's): mark the paged
- * allocation it lies in as its output buffer. */
-static void h2_mem_mark(struct h2c *hc, const uint8_t *p)
-{
-	unsigned i;
-
-	for (i = 0; i < hc->npaged; i++) {
-		const uint8_t *b = hc->paged[i].p;
-
-		if (p >= b && p < b + hc->paged[i].len) {
-			hc->paged[i].out = true;
-			return;
-		}
-	}
-}
-
-/* Forget p if it is a paged allocation: its length, else 0. */
-static size_t h2_mem_unpage(struct h2c *hc, void *p)
-{
-	size_t len;
-	unsigned i;
-
-	for (i = 0; i < hc->npaged; i++) {
-		if (hc->paged[i].p != p)
-			continue;
-		len = hc->paged[i].len;
-		hc->paged[i] = hc->paged[--hc->npaged];
-		return len;
-	}
-	return 0;
-}
-
-static void h2_mem_free(void *p, void *user)
-{
-	if (p)
-		h2_mem_unpage(user, p);
-	free(p);
-}
-
-static void *h2_mem_calloc(size_t n, size_t size, void *user)
-{
-	void *p;
-
-	if (size && n > SIZE_MAX / size)
-		return NULL;
-	if (n * size < H2_PAGED_MIN)
-		return calloc(n, size);
-	p = h2_mem_malloc(n * size, user);
-	if (p)
-		memset(p, 0, n * size);
-	return p;
-}
-
-static void *h2_mem_realloc(void *p, size_t size, void *user)
-{
-	struct h2c *hc = user;
-	size_t old;
-	void *q;
-
-	if (!p)
-		return h2_mem_malloc(size, user);
-	old = h2_mem_unpage(hc, p);
-	if (!old) /* a malloc'ed block stays one */
-		return realloc(p, size);
-	q = size ? h2_mem_malloc(size, user) : NULL;
-	if (!q) {
-		if (size) /* p is kept, still paged */
-			hc->paged[hc->npaged++] =
-			    (struct h2_paged){p, old, false};
-		else
-			free(p);
-		return NULL;
-	}
-	memcpy(q, p, old < size ? old : size);
-	free(p);
-	return q;
-}
-
 /* nghttp2's session for hc, with w's settings. 0 or -1. */
 static int h2_session(struct h2c *hc)
 {
@@ -1664,8 +1394,7 @@ static int h2_session(struct h2c *hc)
 	nghttp2_session_callbacks *cb;
 	nghttp2_option *opt;
 	nghttp2_settings_entry iv[4];
-	nghttp2_mem mem = {hc, h2_mem_malloc, h2_mem_free, h2_mem_calloc,
-			   h2_mem_realloc};
+	nghttp2_mem mem;
 	uint32_t win = set->initial_window_size, cwin;
 	int rc;
 
@@ -1694,6 +1423,7 @@ static int h2_session(struct h2c *hc)
 							  H2_DEFLATE_TABLE);
 	/* a closed stream is forgotten at once (no priority tree kept) */
 	nghttp2_option_set_no_closed_streams(opt, 1);
+	h2mem_init(&hc->mem, &mem);
 	rc = nghttp2_session_server_new3(&hc->s, cb, hc, opt, &mem);
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
