@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "proxy.h"
+#include "body.h"
 
 #define CHUNKED "5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nT: 1\r\n\r\nNEXT"
 

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * body.c - the body pump (body.h).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "body.h"
+#include "hdr.h"
+
+/* Largest piece of a chunked body made contiguous for the decoder. */
+#define BODY_CHUNK_PIECE 16384
+
+void body_init(struct body *b, enum body_kind in, uint64_t left,
+	       bool out_chunked)
+{
+	memset(b, 0, sizeof(*b));
+	b->in = in;
+	b->left = left;
+	b->out_chunked = out_chunked;
+	b->done = in == BODY_NONE || (in == BODY_LENGTH && left == 0);
+	h1_chunked_init(&b->ck, NULL);
+	b->ck.keep_trailers = true;
+}
+
+void body_free(struct body *b)
+{
+	if (b->trailers)
+		evbuffer_free(b->trailers);
+	b->trailers = NULL;
+}
+
+size_t body_last_chunk(struct evbuffer *out, struct evbuffer *tr)
+{
+	const char *p, *name, *value;
+	size_t len, off = 0, nlen, vlen, n = 5;
+
+	evbuffer_add(out, "0\r\n", 3);
+	len = tr ? evbuffer_get_length(tr) : 0;
+	p = len ? (const char *)evbuffer_pullup(tr, (ssize_t)len) : NULL;
+	while (p &&
+	       hdr_trailer_next(p, len, &off, &name, &nlen, &value, &vlen)) {
+		evbuffer_add(out, name, nlen);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, value, vlen);
+		evbuffer_add(out, "\r\n", 2);
+		n += nlen + vlen + 4;
+	}
+	evbuffer_add(out, "\r\n", 2);
+	return n;
+}
+
+/* Write n bytes of data to out, as one chunk when chunked. */
+static void body_emit(struct evbuffer *out, bool chunked, const char *p,
+		      size_t n)
+{
+	if (n == 0)
+		return;
+	if (chunked)
+		evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_add(out, p, n);
+	if (chunked)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
+	      size_t max, uint64_t *data)
+{
+	size_t n, take, consumed, doff, dlen;
+	const char *p;
+	int rc;
+
+	*data = 0;
+	if (b->done)
+		return 1;
+	switch (b->in) {
+	case BODY_NONE:
+		b->done = true;
+		return 1;
+	case BODY_LENGTH:
+	case BODY_CLOSE:
+		n = evbuffer_get_length(in);
+		if (n > max)
+			n = max;
+		if (b->in == BODY_LENGTH && n > b->left)
+			n = (size_t)b->left;
+		if (b->out_chunked) {
+			p = (const char *)evbuffer_pullup(in, (ssize_t)n);
+			body_emit(out, true, p, n);
+			evbuffer_drain(in, n);
+		} else {
+			evbuffer_remove_buffer(in, out, n);
+		}
+		*data = n;
+		b->copied += n;
+		if (b->in == BODY_LENGTH) {
+			b->left -= n;
+			b->done = b->left == 0;
+		}
+		return b->done;
+	case BODY_CHUNKED:
+		while (*data < max && evbuffer_get_length(in) > 0) {
+			take = evbuffer_get_length(in);
+			if (take > BODY_CHUNK_PIECE)
+				take = BODY_CHUNK_PIECE;
+			/* a data span is never longer than the bytes fed */
+			if (take > max - *data)
+				take = (size_t)(max - *data);
+			p = (const char *)evbuffer_pullup(in, (ssize_t)take);
+			rc = h1_chunked_feed(&b->ck, p, take, &consumed, &doff,
+					     &dlen);
+			if (rc < 0)
+				return -1;
+			if (rc == H1_CHUNK_TRAILER) {
+				if (!b->trailers)
+					b->trailers = evbuffer_new();
+				if (!b->trailers ||
+				    evbuffer_add(b->trailers, p + doff, dlen))
+					return -1;
+			}
+			if (rc == H1_CHUNK_DATA) {
+				if (b->limit &&
+				    admit_body_add(b->limit, dlen) == -EFBIG)
+					return -EFBIG;
+				body_emit(out, b->out_chunked, p + doff, dlen);
+				*data += dlen;
+				b->copied += dlen;
+			}
+			evbuffer_drain(in, consumed);
+			if (rc == H1_CHUNK_DONE) {
+				if (b->out_chunked)
+					body_last_chunk(out, b->pass_trailers
+								 ? b->trailers
+								 : NULL);
+				b->done = true;
+				return 1;
+			}
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* A pooled upstream connection closed, failed or sent unsolicited bytes:
+ * out of the pool and closed (arg: its endpoint). */
