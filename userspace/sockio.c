@@ -681,8 +681,9 @@ static ssize_t sockio_read_take(struct sockio *s, ssize_t n, size_t want,
 	/* a short read drained the socket: the next byte is a new edge,
 	 * and so is a FIN after them unless it came already (rdhup) —
 	 * unless the transport holds more than the socket (TLS records), or
-	 * the owner reads to EAGAIN (read_all) */
-	if ((size_t)n < want && !s->rdhup && !s->read_all &&
+	 * the owner reads to EAGAIN (read_all) and the transport did not
+	 * read to it already (drained) */
+	if ((size_t)n < want && !s->rdhup && (!s->read_all || s->t.drained) &&
 	    !transport_pending(&s->t))
 		s->can_read = false;
 	if (s->rto_ns)

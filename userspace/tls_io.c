@@ -61,6 +61,7 @@ struct tls_conn {
 struct tls_sock {
 	int fd;
 	bool eof;
+	bool empty;	/* the last recv found the socket empty (EAGAIN) */
 	const SSL *ssl; /* whose state says when a ticket is written */
 	unsigned char *held;
 	size_t held_len, held_off;
@@ -199,13 +200,14 @@ static int tls_sock_read(BIO *b, char *buf, size_t len, size_t *done)
 	do
 		n = recv(ts->fd, buf, len, 0);
 	while (n < 0 && errno == EINTR);
+	ts->empty = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 	if (n > 0) {
 		*done = (size_t)n;
 		return 1;
 	}
 	if (n == 0) {
 		ts->eof = true;
-	} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+	} else if (ts->empty) {
 		BIO_set_retry_read(b);
 	}
 	*done = 0;
@@ -274,6 +276,19 @@ static void tls_sock_method_make(void)
 	BIO_meth_free(m);
 }
 
+/* Whether ssl's last read of its socket found it empty (a tls_sock's;
+ * OpenSSL's own socket BIO does not say: false). */
+static bool tls_sock_empty(SSL *ssl)
+{
+	BIO *b = SSL_get_rbio(ssl);
+	const struct tls_sock *ts;
+
+	if (!b || BIO_method_type(b) != tls_sock_type)
+		return false;
+	ts = BIO_get_data(b);
+	return ts && ts->empty;
+}
+
 /* ssl reads and writes fd through a tls_sock (or, without one, OpenSSL's
  * socket BIO): 0, or -1 (nothing set). */
 static int tls_sock_attach(SSL *ssl, int fd)
@@ -338,6 +353,7 @@ static ssize_t tls_read(struct transport *t, void *buf, size_t len)
 		return rc == TLS_DEFERRED_EOF ? 0 : rc;
 	}
 	tc->retry = false;
+	t->drained = 0;
 	while (got < len) {
 		ERR_clear_error();
 		errno = 0;
@@ -353,6 +369,8 @@ static ssize_t tls_read(struct transport *t, void *buf, size_t len)
 			/* want-read: the socket is drained; want-write:
 			 * come back (pending says so) */
 			tc->retry = t->want == TRANSPORT_WANT_WRITE;
+			t->drained = t->want == TRANSPORT_WANT_READ &&
+				     tls_sock_empty(tc->ssl);
 		} else {
 			tc->deferred = rc == 0 ? TLS_DEFERRED_EOF : rc;
 		}
@@ -557,6 +575,7 @@ int tls_transport_client(struct transport *t, SSL *ssl, int fd)
 	t->ctx = tc;
 	t->fd = fd;
 	t->want = 0;
+	t->drained = 0;
 	return 0;
 }
 
@@ -733,6 +752,7 @@ static void tls_hs_step(struct tls_hs *hs)
 	t.ctx = tc;
 	t.fd = hs->fd;
 	t.want = 0;
+	t.drained = 0;
 	done = hs->done;
 	arg = hs->arg;
 	tls_hs_release(hs);

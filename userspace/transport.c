@@ -99,6 +99,7 @@ void transport_tcp(struct transport *t, int fd)
 	t->ctx = NULL;
 	t->fd = fd;
 	t->want = 0;
+	t->drained = 0;
 }
 
 void transport_unix(struct transport *t, int fd)
@@ -116,4 +117,5 @@ void transport_close(struct transport *t)
 	t->ctx = NULL;
 	t->fd = -1;
 	t->want = 0;
+	t->drained = 0;
 }

@@ -63,6 +63,10 @@ struct transport {
 	void *ctx;			 /* the implementation's state */
 	int fd;				 /* the socket, for the event loop */
 	unsigned want;			 /* after -EAGAIN: TRANSPORT_WANT_* */
+	/* after a read that returned bytes: it went on to the socket's
+	 * EAGAIN, so the socket was found empty (TLS, which reads to it;
+	 * 0 when not known) */
+	unsigned char drained;
 };
 
 /* A plain TCP transport on connected (or connecting), non-blocking fd,

@@ -266,6 +266,82 @@ START_TEST(test_transport)
 }
 END_TEST
 
+/* ---- a read that found the socket empty says so ---------------------- */
+
+/* The client: "hello" in one record, then it waits for the server's
+ * answer (its connection stays open: the server's read ends at the
+ * socket's EAGAIN, not at an end). */
+static void *hello_main(void *arg)
+{
+	struct client *cl = arg;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl = SSL_new(ctx);
+	size_t n = 0;
+
+	SSL_set_fd(ssl, cl->fd);
+	SSL_set_tlsext_host_name(ssl, "unit.test");
+	cl->rc = -1;
+	if (SSL_connect(ssl) == 1 && SSL_write(ssl, "hello", 5) == 5 &&
+	    SSL_read_ex(ssl, cl->got, sizeof(cl->got) - 1, &n)) {
+		cl->got[n] = '\0';
+		cl->rc = 0;
+	}
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+START_TEST(test_read_drained)
+{
+	struct config_tls_cert cc = {certf, keyf, (char *)""};
+	struct config_tls conf = {
+	    .certs = &cc, .n_certs = 1, .ticket_rotation_ms = 3600000};
+	struct server sv = {.rc = 1};
+	struct client cl = {.rc = 1};
+	struct iovec iov = {(char *)"bye", 3};
+	struct tls_store *st;
+	struct errbuf err;
+	char buf[64];
+	pthread_t th;
+	ssize_t n;
+	int sp[2], i;
+
+	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	cl.fd = sp[1];
+	serve(st, sp[0], hello_main, &cl, &sv, &th);
+	for (i = 0; i < 500; i++) {
+		n = transport_read(&sv.t, buf, sizeof(buf));
+		if (n != -EAGAIN)
+			break;
+		usleep(10000);
+	}
+	/* the record, and the socket's EAGAIN behind it: drained (sockio
+	 * need not read again to find the socket empty), nothing pending */
+	ck_assert_int_eq(n, 5);
+	ck_assert_int_eq(memcmp(buf, "hello", 5), 0);
+	ck_assert_uint_eq(sv.t.drained, 1);
+	ck_assert_uint_eq(transport_pending(&sv.t), 0);
+	ck_assert_int_eq(transport_writev(&sv.t, &iov, 1), 3);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(cl.rc, 0);
+	ck_assert_str_eq(cl.got, "bye");
+	/* the client is gone: the end, never "drained" */
+	close(sp[1]);
+	for (i = 0; i < 500; i++) {
+		n = transport_read(&sv.t, buf, sizeof(buf));
+		if (n != -EAGAIN)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_le(n, 0);
+	ck_assert_uint_eq(sv.t.drained, 0);
+	transport_close(&sv.t);
+	tls_store_put(st);
+	event_base_free(sv.base);
+}
+END_TEST
+
 /* ---- ALPN: h2 while HTTP/2 is on ------------------------------------- */
 
 struct aclient {
@@ -796,6 +872,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, test_wildcard);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_transport);
+	tcase_add_test(tc, test_read_drained);
 	tcase_add_loop_test(tc, test_alpn, 0,
 			    sizeof(alpn_cases) / sizeof(alpn_cases[0]));
 	tcase_add_test(tc, test_ticket_held);
