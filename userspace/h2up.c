@@ -93,17 +93,18 @@ struct h2up_sess {
 	struct h2up_stream_list streams, work;
 	struct h2up_stream *cur; /* the stream being told, NULL once gone */
 	unsigned nstreams;
-	struct event *flush; /* sess_flush_cb from the loop */
-	struct event *idle;  /* no stream for timeouts.idle_keepalive */
-	int depth;	     /* inside its calls */
-	bool tls;	     /* its ALPN decides */
-	bool up;	     /* connected, HTTP/2 */
-	bool dead;	     /* failed, closed or handed over */
-	bool goaway;	     /* takes no new stream */
-	bool settings;	     /* the server's SETTINGS came */
-	bool served;	     /* a stream has been submitted on it */
-	bool tls_failed;     /* tls_why says why its TLS failed */
-	int32_t goaway_last; /* a GOAWAY's last stream id */
+	struct event *flush;	 /* sess_flush_cb from the loop */
+	struct sockio_soon soon; /* ... or at the end of the turn */
+	struct event *idle;	 /* no stream for timeouts.idle_keepalive */
+	int depth;		 /* inside its calls */
+	bool tls;		 /* its ALPN decides */
+	bool up;		 /* connected, HTTP/2 */
+	bool dead;		 /* failed, closed or handed over */
+	bool goaway;		 /* takes no new stream */
+	bool settings;		 /* the server's SETTINGS came */
+	bool served;		 /* a stream has been submitted on it */
+	bool tls_failed;	 /* tls_why says why its TLS failed */
+	int32_t goaway_last;	 /* a GOAWAY's last stream id */
 	char tls_why[200];
 };
 
@@ -138,7 +139,7 @@ static bool addr_same(const struct config_addr *a, const struct config_addr *b)
 static void flush_soon(struct h2up_sess *s)
 {
 	if (s->flush && !s->depth)
-		event_active(s->flush, EV_TIMEOUT, 0);
+		sockio_soon(&s->soon, s->flush);
 }
 
 static void post(struct h2up_stream *st, unsigned ev)
@@ -225,6 +226,7 @@ static void sess_free(struct h2up_sess *s)
 		nghttp2_session_del(s->ng);
 	if (s->io)
 		sockio_free(s->io);
+	sockio_soon_cancel(&s->soon);
 	if (s->flush)
 		event_free(s->flush);
 	if (s->idle)

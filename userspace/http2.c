@@ -89,17 +89,18 @@ struct h2c {
 	nghttp2_session *s;
 	struct h2s_list streams;
 	struct h2s_list work;
-	unsigned nactive;	/* streams whose request is active */
-	struct event *flush;	/* h2_flush from the loop; NULL while parked */
-	uint64_t last_progress; /* ns: a stream's bytes moved */
-	uint64_t last_io;	/* ns: bytes read, or written */
-	int depth;		/* inside nghttp2 or h2_work */
-	bool dead;		/* the connection is closing */
-	bool goaway;		/* GOAWAY sent */
-	bool why_counted;	/* its end is counted by edge's reason */
-	bool finishing;		/* conn_next(c, true) was called */
-	bool park_armed;	/* c->btimer runs to park the connection */
-	struct h2mem mem;	/* nghttp2's allocator, its output paged */
+	unsigned nactive;	 /* streams whose request is active */
+	struct event *flush;	 /* h2_flush from the loop; NULL while parked */
+	struct sockio_soon soon; /* ... or at the end of the turn */
+	uint64_t last_progress;	 /* ns: a stream's bytes moved */
+	uint64_t last_io;	 /* ns: bytes read, or written */
+	int depth;		 /* inside nghttp2 or h2_work */
+	bool dead;		 /* the connection is closing */
+	bool goaway;		 /* GOAWAY sent */
+	bool why_counted;	 /* its end is counted by edge's reason */
+	bool finishing;		 /* conn_next(c, true) was called */
+	bool park_armed;	 /* c->btimer runs to park the connection */
+	struct h2mem mem;	 /* nghttp2's allocator, its output paged */
 };
 
 static void h2_flush(struct h2c *hc);
@@ -1045,7 +1046,7 @@ static void h2_flush_cb(evutil_socket_t fd, short what, void *arg)
 static void h2_flush_soon(struct h2c *hc)
 {
 	if (!hc->dead && hc->flush)
-		event_active(hc->flush, EV_TIMEOUT, 0);
+		sockio_soon(&hc->soon, hc->flush);
 }
 
 /* nghttp2 refused the connection's input (err): counted by reason, a
@@ -1245,6 +1246,7 @@ static void h2_btimeout(struct conn *c)
 		*(struct h2c **)conn_proto(c) = hc;
 		return;
 	}
+	sockio_soon_cancel(&hc->soon);
 	event_free(hc->flush);
 	hc->flush = NULL;
 	h2mem_release(&hc->mem);
@@ -1320,6 +1322,7 @@ static void h2c_free(void *keep)
 		}
 		h2s_free(s);
 	}
+	sockio_soon_cancel(&hc->soon);
 	if (hc->flush)
 		event_free(hc->flush);
 	nghttp2_session_del(hc->s);

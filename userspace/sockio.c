@@ -58,9 +58,10 @@ struct sockio {
 	bool eof;	    /* the peer's EOF was read (and reported) */
 	bool connecting;    /* a connect (and its handshake) is in progress */
 	bool handshaking;   /* ... connected: the transport's handshake runs */
-	bool scheduled;	    /* ev is active (event_active) */
-	bool paused;	    /* reading stopped at the read watermark */
-	bool bulk;	    /* the last read filled its buffer */
+	bool scheduled;	    /* ev is active (sockio_soon) */
+	struct sockio_soon soon;
+	bool paused;	  /* reading stopped at the read watermark */
+	bool bulk;	  /* the last read filled its buffer */
 	bool rd_on_write; /* the transport reads once the socket is writable */
 	bool wr_on_read;  /* the transport writes once the socket is readable */
 	bool shut;	  /* shut the write side down once the output is out */
@@ -112,13 +113,20 @@ struct sockio_batch {
 	struct io_uring ring;
 	struct sockio_slot slot[SOCKIO_BATCH];
 	TAILQ_HEAD(sockio_queue, sockio) q, rq;
+	TAILQ_HEAD(sockio_soon_q, sockio_soon) soon;
 	char *rbuf;  /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
 			only as far as a batch has used them */
 	bool broken; /* io_uring_enter failed: read and send directly */
-	int err;     /* the errno it failed with */
+	bool flushing;	 /* in sockio_batch_flush: sockio_soon queues */
+	int err;	 /* the errno it failed with */
 	unsigned waited; /* dispatches this turn ran while the batch waited */
 };
 static __thread struct sockio_batch *sockio_b;
+static void sockio_soon_drop(struct sockio_batch *b, bool run);
+/* sockio_soon work a flush runs: callbacks per round, rounds (each
+ * followed by the batch its callbacks queued). */
+#define SOCKIO_SOON_MAX 1024
+#define SOCKIO_SOON_ROUNDS 4
 /* Sends, reads and io_uring_enter calls all threads' batches made. */
 static atomic_ulong sockio_nsends, sockio_nreads, sockio_nenters;
 
@@ -152,7 +160,7 @@ static void sockio_schedule(struct sockio *s)
 	if (s->scheduled || s->in_dispatch || s->dead || !s->registered)
 		return;
 	s->scheduled = true;
-	event_active(sockio_ev(s), EV_TIMEOUT, 0);
+	sockio_soon(&s->soon, sockio_ev(s));
 }
 
 static void sockio_cb(evutil_socket_t fd, short what, void *arg);
@@ -326,6 +334,7 @@ static void sockio_unqueue(struct sockio *s)
 {
 	sockio_unqueue_send(s);
 	sockio_unqueue_read(s);
+	sockio_soon_cancel(&s->soon);
 }
 
 static void sockio_destroy(struct sockio *s)
@@ -935,6 +944,7 @@ int sockio_batch_init(void)
 	}
 	TAILQ_INIT(&b->q);
 	TAILQ_INIT(&b->rq);
+	TAILQ_INIT(&b->soon);
 	sockio_b = b;
 	return 0;
 }
@@ -950,6 +960,7 @@ void sockio_batch_exit(void)
 		sockio_unqueue(s);
 	while ((s = TAILQ_FIRST(&b->rq)))
 		sockio_unqueue(s);
+	sockio_soon_drop(b, false);
 	io_uring_queue_exit(&b->ring);
 	free(b->rbuf);
 	free(b);
@@ -1098,18 +1109,69 @@ static void sockio_batch_run(struct sockio_batch *b, unsigned k)
 	}
 }
 
-void sockio_batch_flush(void)
+void sockio_soon(struct sockio_soon *so, struct event *ev)
 {
 	struct sockio_batch *b = sockio_b;
+
+	if (!b || b->broken || !b->flushing) {
+		/* from the loop: in this pass of its active events */
+		event_active(ev, EV_TIMEOUT, 0);
+		return;
+	}
+	so->ev = ev;
+	if (so->queued)
+		return;
+	so->queued = true;
+	TAILQ_INSERT_TAIL(&b->soon, so, link);
+}
+
+void sockio_soon_cancel(struct sockio_soon *so)
+{
+	if (so->queued && sockio_b)
+		TAILQ_REMOVE(&sockio_b->soon, so, link);
+	so->queued = false;
+}
+
+/* Run the queued sockio_soon work, at most SOCKIO_SOON_MAX callbacks
+ * (what they queue again included). */
+static void sockio_soon_run(struct sockio_batch *b)
+{
+	struct sockio_soon *so;
+	event_callback_fn fn;
+	unsigned n = 0;
+
+	while (n++ < SOCKIO_SOON_MAX && (so = TAILQ_FIRST(&b->soon))) {
+		TAILQ_REMOVE(&b->soon, so, link);
+		so->queued = false;
+		fn = event_get_callback(so->ev);
+		fn(-1, EV_TIMEOUT, event_get_callback_arg(so->ev));
+	}
+}
+
+/* What is still queued leaves the list: made active for the loop (run),
+ * or only forgotten (at exit). */
+static void sockio_soon_drop(struct sockio_batch *b, bool run)
+{
+	struct sockio_soon *so;
+
+	while ((so = TAILQ_FIRST(&b->soon))) {
+		TAILQ_REMOVE(&b->soon, so, link);
+		so->queued = false;
+		if (run)
+			event_active(so->ev, EV_TIMEOUT, 0);
+	}
+}
+
+/* What the sockios queued, in rounds of at most SOCKIO_BATCH, until
+ * their callbacks queue nothing more (or the ring broke). */
+static void sockio_batch_rounds(struct sockio_batch *b)
+{
 	struct io_uring_sqe *sqe;
 	struct sockio_slot *sl;
 	struct sockio *s;
 	unsigned k;
 	size_t want;
 
-	if (!b)
-		return;
-	b->waited = 0;
 	while (!b->broken && (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq))) {
 		k = 0;
 		/* the reads, then the sends (a round takes 256 at most; the
@@ -1169,6 +1231,26 @@ void sockio_batch_flush(void)
 			break;
 		sockio_batch_run(b, k);
 	}
+}
+
+void sockio_batch_flush(void)
+{
+	struct sockio_batch *b = sockio_b;
+	struct sockio *s;
+	unsigned round;
+
+	if (!b)
+		return;
+	b->waited = 0;
+	b->flushing = true;
+	for (round = 0; round < SOCKIO_SOON_ROUNDS; round++) {
+		sockio_soon_run(b);
+		sockio_batch_rounds(b);
+		if (TAILQ_EMPTY(&b->soon) || b->broken)
+			break;
+	}
+	b->flushing = false;
+	sockio_soon_drop(b, true); /* the rest from the loop */
 	/* broken: what waits goes directly, from the loop */
 	while (b->broken && (s = TAILQ_FIRST(&b->q))) {
 		sockio_unqueue(s);

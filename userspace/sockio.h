@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include "transport.h"
@@ -176,14 +177,32 @@ size_t sockio_pending(const struct sockio *s);
  * while the batch waited): the loop then goes on. 0, or -errno when io_uring
  * cannot be set up (sends and reads then go one by one as before). */
 int sockio_batch_init(void);
-/* Do what this thread's sockios queued, then run what follows from it
- * (read and write callbacks, error and EOF reports), as sockio_cb would
- * (in calls of at most 256 operations). What those callbacks make due is
- * not sent here: its sockio is made active, and the loop's next turn
- * queues it. */
+/* Run the turn's sockio_soon work, do what this thread's sockios queued,
+ * then run what follows from it (read and write callbacks, error and EOF
+ * reports), as sockio_cb would (in calls of at most 256 operations);
+ * what those callbacks queue goes in the same flush, a few rounds at
+ * most (the rest from the loop's next turn). */
 void sockio_batch_flush(void);
 /* Stop batching (what is queued is dropped: call after the loop). */
 void sockio_batch_exit(void);
+
+/*
+ * Run the callback of an owner's event ev once more this loop turn
+ * (EV_TIMEOUT, descriptor -1). From the loop's callbacks, ev is made
+ * active (libevent runs it in the same pass); from sockio_batch_flush's
+ * (the batch's reads and sends reported), it runs in the same flush, and
+ * what it writes goes in its batch, rather than by an active event that
+ * makes the loop poll again only for it. Queued twice before it ran:
+ * once. The owner cancels it before freeing ev or so; both belong to the
+ * thread. so starts zeroed.
+ */
+struct sockio_soon {
+	TAILQ_ENTRY(sockio_soon) link;
+	struct event *ev;
+	bool queued;
+};
+void sockio_soon(struct sockio_soon *so, struct event *ev);
+void sockio_soon_cancel(struct sockio_soon *so);
 /* Sends and reads, and the io_uring_enter calls carrying them, every
  * thread's batches made since the process started. */
 unsigned long sockio_batch_sends(void);

@@ -1026,6 +1026,51 @@ START_TEST(test_batch_not_starved)
 }
 END_TEST
 
+/* The relay's read callback: what t read goes out on the other sockio. */
+static struct sockio *relay_to;
+
+static void relay_cb(struct sockio *s, void *arg)
+{
+	struct pair *t = arg;
+	struct evbuffer *in = sockio_input(s);
+
+	t->reads++;
+	evbuffer_add_buffer(sockio_output(relay_to), in);
+}
+
+START_TEST(test_relay_same_turn)
+{
+	struct pair t, u;
+	char buf[8];
+	struct pollfd p;
+
+	pair_open(&t);
+	pair_open_on(&u, t.base);
+	/* u's first readiness (writable) seen, nothing to send yet */
+	sockio_enable(u.s, EV_READ | EV_WRITE);
+	run_for(&u, 20);
+	relay_to = u.s;
+	sockio_setcb(t.s, relay_cb, write_cb, event_cb, &t);
+	sockio_enable(t.s, EV_READ);
+	ck_assert_int_eq(write(t.peer, "ping", 4), 4);
+	/* the read's callback writes to u: u's send goes in the same turn —
+	 * with the batch, in the same flush that reported the read, not at
+	 * the loop's next turn (a turn more per relayed response) */
+	run_until(&t, &t.reads);
+	p = (struct pollfd){.fd = u.peer, .events = POLLIN};
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	ck_assert_int_eq(read(u.peer, buf, sizeof(buf)), 4);
+	ck_assert_int_eq(memcmp(buf, "ping", 4), 0);
+	if (batched)
+		ck_assert_uint_gt(sockio_batch_sends(), 0);
+	sockio_free(u.s);
+	u.s = NULL;
+	close(u.peer);
+	close(u.lfd);
+	pair_close(&t);
+}
+END_TEST
+
 static void batch_on(void)
 {
 	ck_assert_int_eq(sockio_batch_init(), 0);
@@ -1061,6 +1106,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, test_ring_broken);
 	tcase_add_test(tc, test_write_error);
 	tcase_add_test(tc, test_batch_not_starved);
+	tcase_add_test(tc, test_relay_same_turn);
 }
 
 static Suite *sockio_suite(void)
