@@ -117,15 +117,18 @@ struct sockio_batch {
 	char *rbuf;  /* SOCKIO_BATCH reads' buffers of SOCKIO_READ_MAX, touched
 			only as far as a batch has used them */
 	bool broken; /* io_uring_enter failed: read and send directly */
-	bool flushing;	 /* in sockio_batch_flush: sockio_soon queues */
-	int err;	 /* the errno it failed with */
+	bool flushing; /* in sockio_batch_flush: sockio_soon queues */
+	struct sockio_soon *running; /* the sockio_soon callback running */
+	unsigned soon_ran;	     /* sockio_soon callbacks this flush ran */
+	int err;		     /* the errno it failed with */
 	unsigned waited; /* dispatches this turn ran while the batch waited */
 };
 static __thread struct sockio_batch *sockio_b;
 static void sockio_soon_drop(struct sockio_batch *b, bool run);
-/* sockio_soon work a flush runs: callbacks per round, rounds (each
- * followed by the batch its callbacks queued). */
-#define SOCKIO_SOON_MAX 1024
+/* sockio_soon work a flush runs: callbacks in all (the loop's own
+ * limit per pass, worker.c), in rounds (each followed by the batch its
+ * callbacks queued); the rest from the loop. */
+#define SOCKIO_SOON_MAX 64
 #define SOCKIO_SOON_ROUNDS 4
 /* Sends, reads and io_uring_enter calls all threads' batches made. */
 static atomic_ulong sockio_nsends, sockio_nreads, sockio_nenters;
@@ -823,7 +826,9 @@ static void sockio_batch_tick(struct sockio *s)
 {
 	struct sockio_batch *b = sockio_b;
 
-	if (!b || b->broken || (TAILQ_EMPTY(&b->q) && TAILQ_EMPTY(&b->rq)))
+	/* (a sockio_soon callback in the flush is not the loop's turn) */
+	if (!b || b->broken || b->flushing ||
+	    (TAILQ_EMPTY(&b->q) && TAILQ_EMPTY(&b->rq)))
 		return;
 	if (++b->waited >= SOCKIO_BATCH_WAIT)
 		event_base_loopbreak(s->base);
@@ -1113,7 +1118,7 @@ void sockio_soon(struct sockio_soon *so, struct event *ev)
 {
 	struct sockio_batch *b = sockio_b;
 
-	if (!b || b->broken || !b->flushing) {
+	if (!b || b->broken || !b->flushing || so == b->running) {
 		/* from the loop: in this pass of its active events */
 		event_active(ev, EV_TIMEOUT, 0);
 		return;
@@ -1132,19 +1137,22 @@ void sockio_soon_cancel(struct sockio_soon *so)
 	so->queued = false;
 }
 
-/* Run the queued sockio_soon work, at most SOCKIO_SOON_MAX callbacks
- * (what they queue again included). */
+/* Run the queued sockio_soon work, SOCKIO_SOON_MAX callbacks a flush at
+ * most (what they make due included); one that makes itself due again
+ * (a sockio with more to do) goes to the loop, behind the others. */
 static void sockio_soon_run(struct sockio_batch *b)
 {
 	struct sockio_soon *so;
 	event_callback_fn fn;
-	unsigned n = 0;
 
-	while (n++ < SOCKIO_SOON_MAX && (so = TAILQ_FIRST(&b->soon))) {
+	while (b->soon_ran < SOCKIO_SOON_MAX && (so = TAILQ_FIRST(&b->soon))) {
 		TAILQ_REMOVE(&b->soon, so, link);
 		so->queued = false;
+		b->soon_ran++;
 		fn = event_get_callback(so->ev);
+		b->running = so;
 		fn(-1, EV_TIMEOUT, event_get_callback_arg(so->ev));
+		b->running = NULL;
 	}
 }
 
@@ -1242,6 +1250,7 @@ void sockio_batch_flush(void)
 	if (!b)
 		return;
 	b->waited = 0;
+	b->soon_ran = 0;
 	b->flushing = true;
 	for (round = 0; round < SOCKIO_SOON_ROUNDS; round++) {
 		sockio_soon_run(b);

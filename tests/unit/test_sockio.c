@@ -1071,6 +1071,78 @@ START_TEST(test_relay_same_turn)
 }
 END_TEST
 
+/* The endless reader (endless_ops) enabled from a batched read's
+ * callback: what a flush may spend on it. */
+static unsigned endless_cbs;
+static struct sockio *endless_s;
+
+static void endless_cb(struct sockio *s, void *arg)
+{
+	struct evbuffer *in = sockio_input(s);
+
+	(void)arg;
+	endless_cbs++;
+	evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+static void enable_endless_cb(struct sockio *s, void *arg)
+{
+	(void)arg;
+	evbuffer_drain(sockio_input(s), evbuffer_get_length(sockio_input(s)));
+	sockio_enable(endless_s, EV_READ);
+}
+
+START_TEST(test_soon_bounded)
+{
+	struct endless e = {.left = (size_t)1 << 40};
+	struct event_base *base;
+	struct transport tp, tr;
+	struct sockio *p;
+	int a[2], b[2];
+
+	if (!batched) /* the loop's own limit serves there (worker.c) */
+		return;
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, a),
+			 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, b),
+			 0);
+	transport_unix(&tp, a[0]);
+	p = sockio_new(base, &tp);
+	ck_assert_ptr_nonnull(p);
+	sockio_setcb(p, enable_endless_cb, NULL, NULL, NULL);
+	sockio_enable(p, EV_READ);
+	memset(&tr, 0, sizeof(tr));
+	tr.ops = &endless_ops;
+	tr.ctx = &e;
+	tr.fd = b[0];
+	endless_s = sockio_new(base, &tr);
+	ck_assert_ptr_nonnull(endless_s);
+	sockio_setcb(endless_s, endless_cb, NULL, NULL, &e);
+	ck_assert_int_eq(write(a[1], "x", 1), 1);
+	/* p's read (batched: reported in the flush) enables the endless
+	 * reader: the flush runs it a few times at most, then the loop
+	 * goes on (its other sockets, its timers) */
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	sockio_batch_flush();
+	ck_assert_msg(endless_cbs > 0 && endless_cbs <= 64,
+		      "%u reads of the endless reader in one flush",
+		      endless_cbs);
+	/* ... and the loop serves it after (to its end, here) */
+	endless_cbs = 0;
+	e.left = 1 << 20;
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	sockio_batch_flush();
+	ck_assert_uint_gt(endless_cbs, 0);
+	sockio_free(endless_s);
+	sockio_free(p);
+	close(a[1]);
+	close(b[1]);
+	event_base_free(base);
+}
+END_TEST
+
 static void batch_on(void)
 {
 	ck_assert_int_eq(sockio_batch_init(), 0);
@@ -1107,6 +1179,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, test_write_error);
 	tcase_add_test(tc, test_batch_not_starved);
 	tcase_add_test(tc, test_relay_same_turn);
+	tcase_add_test(tc, test_soon_bounded);
 }
 
 static Suite *sockio_suite(void)
