@@ -142,6 +142,3 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 	}
 	return -1;
 }
-
-/* A pooled upstream connection closed, failed or sent unsolicited bytes:
- * out of the pool and closed (arg: its endpoint). */

@@ -240,11 +240,8 @@ int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
 	}
 	if (rc < 0)
 		return -1;
-	if (!te) {
-		if (n == max)
-			return -1;
+	if (!te && n < max) /* (a head that fills nv goes without it) */
 		nv[n++] = NV("te", 2, "trailers", 8, NGHTTP2_NV_FLAG_NONE);
-	}
 	nv[0] = NV(":method", 7, p, (size_t)(sp1 - p), NGHTTP2_NV_FLAG_NONE);
 	nv[1] = NV(":scheme", 7, tls ? "https" : "http", tls ? 5u : 4u,
 		   NGHTTP2_NV_FLAG_NONE);

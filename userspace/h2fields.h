@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "h1.h"
+
 struct evbuffer;
 
 /* ---- in: an HTTP/2 request's header block as an HTTP/1.1 head ---- */
@@ -90,7 +92,8 @@ int h2f_response_nv(char *p, size_t len, nghttp2_nv *nv, size_t max);
  * fields but those HTTP/2 has no place for (connection, keep-alive,
  * proxy-connection, transfer-encoding, upgrade, http2-settings, Host, a
  * te other than "trailers"), and "te: trailers" when the head had none
- * (edge takes trailers; gRPC servers want it said). The count, or -1.
+ * and nv has room (edge takes trailers; gRPC servers want it said). The
+ * count, or -1.
  */
 int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
 		   nghttp2_nv *nv, size_t max);
@@ -102,7 +105,7 @@ int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
  * passed or nghttp2 refused (the caller then ends the body without
  * them).
  */
-#define H2F_TRAILERS_MAX 128
+#define H2F_TRAILERS_MAX (H1_MAX_HEADERS + 32)
 int h2f_submit_trailers(nghttp2_session *ng, int32_t id, struct evbuffer *tr);
 
 #endif /* EDGE_H2FIELDS_H */

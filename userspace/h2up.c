@@ -664,9 +664,6 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code,
 	return 0;
 }
 
-/* Submit the request's trailers (the fields of st->tr_out that may be
- * trailers, names lowercased): 0, or -1 when there are none or they could
- * not go (the body ends without them). */
 /* The request body's data source: st->out, its end once body_end. */
 static ssize_t data_cb(nghttp2_session *ng, int32_t id, uint8_t *buf,
 		       size_t length, uint32_t *flags, nghttp2_data_source *src,

@@ -405,8 +405,6 @@ static void h2_admitted(struct req *r)
 	(void)r;
 }
 
-/* Submit the response's trailers (the fields of s->tr_out that may be
- * trailers): 0, or -1 (none: the body ends the stream). */
 /* The response's trailers, from the proxy: kept for the data source. */
 static void h2_trailers(struct req *r, struct evbuffer *tr)
 {

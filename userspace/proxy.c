@@ -84,6 +84,8 @@ static void proxy_body_clock(struct req *r);
 static void proxy_request_sent(struct req *r);
 static void proxy_send_stalled(struct req *r);
 
+/* A pooled upstream connection closed, failed or sent unsolicited bytes:
+ * out of the pool and closed (arg: its endpoint). */
 static void proxy_pool_read_cb(struct sockio *uio, void *arg)
 {
 	upstream_pool_forget(arg, uio);

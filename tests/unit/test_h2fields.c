@@ -166,6 +166,10 @@ START_TEST(test_request_nv)
 	ck_assert_str_eq(nv_str(&nv[3]), ":authority=10.0.0.1:80");
 	ck_assert_str_eq(nv_str(&nv[4]), "te=Trailers");
 	ck_assert_int_eq(h2f_request_nv(te, strlen(te), false, "x", nv, 4), -1);
+	/* a head that fills nv: te: trailers left out, not refused */
+	n = h2f_request_nv(head, strlen(head), true, "x", nv, 5);
+	ck_assert_int_eq(n, 5);
+	ck_assert_str_eq(nv_str(&nv[4]), "accept=*/*");
 	ck_assert_int_eq(h2f_request_nv(bad, strlen(bad), false, "x", nv, 16),
 			 -1);
 }
