@@ -94,11 +94,9 @@ int h2f_req_field(struct h2f_req *q, const uint8_t *name, size_t namelen,
 	return 0;
 }
 
-int h2f_req_head(const struct h2f_req *q, bool chunked, char **out, size_t *len)
+int h2f_req_head(struct h2f_req *q, bool chunked, char **out, size_t *len)
 {
 	const char *host = q->authority ? q->authority : q->host;
-	size_t cl = evbuffer_get_length(q->cookie);
-	size_t hl = evbuffer_get_length(q->hdr);
 	struct evbuffer *b;
 	int rc = -ENOMEM;
 
@@ -113,15 +111,15 @@ int h2f_req_head(const struct h2f_req *q, bool chunked, char **out, size_t *len)
 	b = evbuffer_new();
 	if (!b)
 		return -ENOMEM;
-	/* the fields are copied out, not moved: q stays whole */
+	/* the cookie and field lines move into the head (no copy) */
 	if (evbuffer_add_printf(b, "%s %s HTTP/1.1\r\n", q->method, q->path) <
 		0 ||
 	    (host && evbuffer_add_printf(b, "Host: %s\r\n", host) < 0) ||
-	    (cl &&
+	    (evbuffer_get_length(q->cookie) &&
 	     (evbuffer_add(b, "Cookie: ", 8) ||
-	      evbuffer_add(b, evbuffer_pullup(q->cookie, (ssize_t)cl), cl) ||
+	      evbuffer_add_buffer(b, q->cookie) ||
 	      evbuffer_add(b, "\r\n", 2))) ||
-	    (hl && evbuffer_add(b, evbuffer_pullup(q->hdr, (ssize_t)hl), hl)) ||
+	    evbuffer_add_buffer(b, q->hdr) ||
 	    (chunked &&
 	     evbuffer_add(b, "Transfer-Encoding: chunked\r\n", 28)) ||
 	    evbuffer_add(b, "\r\n", 2))
@@ -258,19 +256,15 @@ int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
 int h2f_submit_trailers(nghttp2_session *ng, int32_t id, struct evbuffer *tr)
 {
 	nghttp2_nv nv[H2F_TRAILERS_MAX];
-	size_t len = evbuffer_get_length(tr), off = 0, n = 0, nl, vl, i;
-	char *p = len ? (char *)evbuffer_pullup(tr, (ssize_t)len) : NULL;
+	size_t len = evbuffer_get_length(tr), off = 0, n = 0, nl, vl;
+	const char *p =
+	    len ? (const char *)evbuffer_pullup(tr, (ssize_t)len) : NULL;
 	const char *name, *value;
 
+	/* nghttp2 copies the fields and lower-cases their names */
 	while (p && n < H2F_TRAILERS_MAX &&
-	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
-		char *w = p + (name - p); /* tr's own bytes */
-
-		for (i = 0; i < nl; i++)
-			if (w[i] >= 'A' && w[i] <= 'Z')
-				w[i] = (char)(w[i] - 'A' + 'a');
-		nv[n++] = NV(w, nl, value, vl, NGHTTP2_NV_FLAG_NONE);
-	}
+	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl))
+		nv[n++] = NV(name, nl, value, vl, NGHTTP2_NV_FLAG_NONE);
 	if (n == 0 || nghttp2_submit_trailer(ng, id, nv, n) != 0)
 		return -1;
 	return 0;

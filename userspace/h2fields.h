@@ -61,10 +61,10 @@ int h2f_req_field(struct h2f_req *q, const uint8_t *name, size_t namelen,
  * :authority (else Host), the cookie line, the fields, and
  * "Transfer-Encoding: chunked" when chunked (a body of unknown length,
  * framed by the adapter). 0 with *out (malloc'ed, *len bytes), or an
- * enum h2f_refusal, or -ENOMEM.
+ * enum h2f_refusal, or -ENOMEM. The cookie and field lines move into the
+ * head (not copied): q is only to be freed after.
  */
-int h2f_req_head(const struct h2f_req *q, bool chunked, char **out,
-		 size_t *len);
+int h2f_req_head(struct h2f_req *q, bool chunked, char **out, size_t *len);
 
 /* ---- out: edge's HTTP/1.1 text as HTTP/2 fields ---- */
 
@@ -100,7 +100,7 @@ int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
 
 /*
  * Submit the trailer lines in tr (edge's "Name: value" CRLF lines: those
- * hdr_trailer_next passes; names lowercased in place) as stream id's
+ * hdr_trailer_next passes) as stream id's
  * trailers on ng, at most H2F_TRAILERS_MAX fields. 0, or -1 when none
  * passed or nghttp2 refused (the caller then ends the body without
  * them).
