@@ -1182,8 +1182,8 @@ static void sockio_batch_rounds(struct sockio_batch *b)
 
 	while (!b->broken && (!TAILQ_EMPTY(&b->q) || !TAILQ_EMPTY(&b->rq))) {
 		k = 0;
-		/* the reads, then the sends (a round takes 256 at most; the
-		 * callbacks' new work goes from the loop's next turn) */
+		/* the reads, then the sends (a round takes 256 at most; what
+		 * its callbacks queue, the next round) */
 		while (k < SOCKIO_BATCH && io_uring_sq_space_left(&b->ring) &&
 		       (s = TAILQ_FIRST(&b->rq))) {
 			TAILQ_REMOVE(&b->rq, s, rlink);

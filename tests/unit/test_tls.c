@@ -210,6 +210,20 @@ static void serve(struct tls_store *st, int sp0, void *(*fn)(void *), void *arg,
 	ck_assert_int_eq(sv->rc, 0);
 }
 
+/* A read of t that waits up to 5 s for something other than -EAGAIN. */
+static ssize_t read_wait(struct transport *t, char *buf, size_t len)
+{
+	ssize_t n = -EAGAIN;
+	int i;
+
+	for (i = 0; i < 500 && n == -EAGAIN; i++) {
+		n = transport_read(t, buf, len);
+		if (n == -EAGAIN)
+			usleep(10000);
+	}
+	return n;
+}
+
 START_TEST(test_transport)
 {
 	struct config_tls_cert cc = {certf, keyf, (char *)""};
@@ -238,12 +252,7 @@ START_TEST(test_transport)
 
 	/* the three records and the close_notify: read together (the
 	 * buffer is larger), the end kept for the next read */
-	for (i = 0; i < 500; i++) {
-		n = transport_read(&sv.t, buf, sizeof(buf));
-		if (n != -EAGAIN)
-			break;
-		usleep(10000);
-	}
+	n = read_wait(&sv.t, buf, sizeof(buf));
 	ck_assert_int_eq(n, 6);
 	ck_assert_int_eq(memcmp(buf, "abbccc", 6), 0);
 	ck_assert_uint_gt(transport_pending(&sv.t), 0);
@@ -304,18 +313,13 @@ START_TEST(test_read_drained)
 	char buf[64];
 	pthread_t th;
 	ssize_t n;
-	int sp[2], i;
+	int sp[2];
 
 	ck_assert_msg(tls_store_new(&conf, &st, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
 	cl.fd = sp[1];
 	serve(st, sp[0], hello_main, &cl, &sv, &th);
-	for (i = 0; i < 500; i++) {
-		n = transport_read(&sv.t, buf, sizeof(buf));
-		if (n != -EAGAIN)
-			break;
-		usleep(10000);
-	}
+	n = read_wait(&sv.t, buf, sizeof(buf));
 	/* the record, and the socket's EAGAIN behind it: drained (sockio
 	 * need not read again to find the socket empty), nothing pending */
 	ck_assert_int_eq(n, 5);
@@ -328,12 +332,7 @@ START_TEST(test_read_drained)
 	ck_assert_str_eq(cl.got, "bye");
 	/* the client is gone: the end, never "drained" */
 	close(sp[1]);
-	for (i = 0; i < 500; i++) {
-		n = transport_read(&sv.t, buf, sizeof(buf));
-		if (n != -EAGAIN)
-			break;
-		usleep(10000);
-	}
+	n = read_wait(&sv.t, buf, sizeof(buf));
 	ck_assert_int_le(n, 0);
 	ck_assert_uint_eq(sv.t.drained, 0);
 	transport_close(&sv.t);
