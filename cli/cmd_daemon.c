@@ -552,6 +552,30 @@ static void routes_print_tcp(const json_t *tcp)
 	}
 }
 
+/* A route's rules, counted: "  (headers: 7 rules, 3 redirects,
+ * unmatched paths 404)"; nothing when it has none. */
+static void routes_print_rules(const json_t *r)
+{
+	const json_t *h = json_object_get(r, "headers"), *v;
+	size_t red = json_array_size(json_object_get(r, "redirects")), n = 0;
+	bool nf =
+	    strcmp(routes_str(r, "unmatched", "deployment"), "not_found") == 0;
+	const char *k;
+
+	json_object_foreach((json_t *)h, k, v) n += json_array_size(v);
+	if (!n && !red && !nf)
+		return;
+	printf("  (");
+	if (n)
+		printf("headers: %zu rule%s", n, n == 1 ? "" : "s");
+	if (red)
+		printf("%s%zu redirect%s", n ? ", " : "", red,
+		       red == 1 ? "" : "s");
+	if (nf)
+		printf("%sunmatched paths 404", n || red ? ", " : "");
+	printf(")");
+}
+
 static void routes_print_table(const json_t *result)
 {
 	const json_t *routes = json_object_get(result, "routes");
@@ -598,6 +622,7 @@ static void routes_print_table(const json_t *result)
 		       routes_str(r, "environment", "-"), w.deploy,
 		       routes_str(r, "deployment", "-"));
 		routes_print_upstreams(r);
+		routes_print_rules(r);
 		if (json_is_false(json_object_get(r, "enabled")))
 			printf("  (project disabled)");
 		if (strcmp(routes_str(r, "source", "file"), "database") == 0)

@@ -125,33 +125,6 @@ static int cfg_unique(struct cfg *x, char ns, const char *what,
 
 /* ---- groups ------------------------------------------------------------- */
 
-/* Check that g is a group whose members are all in names
- * (NULL-terminated): "expected a group { ... }" or "unknown key". */
-static int cfg_known(struct cfg *x, const config_setting_t *g, const char *path,
-		     const char *const *names)
-{
-	char key[CFG_KEY_MAX];
-	int i, n;
-
-	if (!config_setting_is_group(g))
-		return cfg_fail(x, g, path, "expected a group { ... }");
-	n = config_setting_length(g);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *s = config_setting_get_elem(g, i);
-		const char *name = config_setting_name(s);
-		const char *const *k;
-
-		for (k = names; *k; k++)
-			if (name && strcmp(name, *k) == 0)
-				break;
-		if (!*k) {
-			cfg_key(key, path, name ? name : "?");
-			return cfg_fail(x, s, key, "unknown key");
-		}
-	}
-	return 0;
-}
-
 /* The member name of g, a group of only the keys in names (cfg_known);
  * *out is NULL when it is absent. key gets its path. */
 static int cfg_group(struct cfg *x, const config_setting_t *g, const char *path,
@@ -583,9 +556,9 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		     const struct route_src_env *env, struct route_src_route *r)
 {
-	static const char *const keys[] = {"prefix",	     "strip_prefix",
-					   "upstreams",	     "balance",
-					   "max_body_bytes", NULL};
+	static const char *const keys[] = {
+	    "prefix",	      "strip_prefix", "upstreams", "balance",
+	    "max_body_bytes", "headers",      NULL};
 	int rc;
 
 	rc = cfg_known(x, g, path, keys);
@@ -605,6 +578,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		rc = cfg_number(x, g, path, "max_body_bytes", CFG_BYTES,
 				env->max_body_bytes, 0, CFG_SIZE_MAX,
 				&r->max_body_bytes);
+	if (rc == 0)
+		rc = cfg_headers(x, g, path, &r->headers);
 	return rc;
 }
 
@@ -779,6 +754,26 @@ static int cfg_routes(struct cfg *x, const config_setting_t *g,
 	return 0;
 }
 
+/* unmatched: "deployment" (a path no route matches goes to the
+ * deployment) or "not_found" (it is a 404). */
+static int cfg_unmatched(struct cfg *x, const config_setting_t *g,
+			 const char *path, bool *not_found)
+{
+	struct cfg_at at;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, g, path, "unmatched", "deployment", &v, &at);
+	if (rc < 0)
+		return rc;
+	*not_found = strcmp(v, "not_found") == 0;
+	if (!*not_found && strcmp(v, "deployment") != 0)
+		return cfg_fail(x, at.s, at.key,
+				"\"deployment\" or \"not_found\", not \"%s\"",
+				v);
+	return 0;
+}
+
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
 			   const char *path, struct route_src_env *env)
 {
@@ -791,6 +786,9 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "security_headers",
 					   "on_demand",
 					   "idle_timeout",
+					   "headers",
+					   "redirects",
+					   "unmatched",
 					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
@@ -825,6 +823,12 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_deployment(x, g, path, &env->deployment);
 	if (rc == 0)
 		rc = cfg_security(x, g, path, &env->security);
+	if (rc == 0)
+		rc = cfg_headers(x, g, path, &env->headers);
+	if (rc == 0)
+		rc = cfg_redirects(x, g, path, &env->redirects);
+	if (rc == 0)
+		rc = cfg_unmatched(x, g, path, &env->unmatched_not_found);
 	if (rc == 0)
 		rc = cfg_domains(x, g, path, env);
 	if (rc == 0)

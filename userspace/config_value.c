@@ -458,6 +458,33 @@ int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
 
 /* ---- lists and addresses ------------------------------------------------ */
 
+/* Check that g is a group whose members are all in names
+ * (NULL-terminated): "expected a group { ... }" or "unknown key". */
+int cfg_known(struct cfg *x, const config_setting_t *g, const char *path,
+	      const char *const *names)
+{
+	char key[CFG_KEY_MAX];
+	int i, n;
+
+	if (!config_setting_is_group(g))
+		return cfg_fail(x, g, path, "expected a group { ... }");
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *s = config_setting_get_elem(g, i);
+		const char *name = config_setting_name(s);
+		const char *const *k;
+
+		for (k = names; *k; k++)
+			if (name && strcmp(name, *k) == 0)
+				break;
+		if (!*k) {
+			cfg_key(key, path, name ? name : "?");
+			return cfg_fail(x, s, key, "unknown key");
+		}
+	}
+	return 0;
+}
+
 int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
 	     const char *name, char *key, const config_setting_t **out)
 {
@@ -806,4 +833,85 @@ int cfg_prefix(struct cfg *x, const config_setting_t *g, const char *path,
 	if (config_prefix_check(v, &e) < 0)
 		return cfg_fail(x, at.s, at.key, "%s", e.msg);
 	return cfg_dup(x, v, out);
+}
+
+int cfg_headers(struct cfg *x, const config_setting_t *g, const char *path,
+		struct hrules *out)
+{
+	static const char *const keys[] = {"request_set",     "request_remove",
+					   "response_set",    "response_add",
+					   "response_remove", NULL};
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	config_setting_t *h = cfg_member(g, path, "headers", p);
+	const config_setting_t *s;
+	struct errbuf e;
+	int l, i, n, rc;
+
+	if (!h)
+		return 0;
+	rc = cfg_known(x, h, p, keys);
+	for (l = 0; rc == 0 && l < HRULE_LISTS; l++) {
+		rc = cfg_list(x, h, p, hrule_list_name[l], key, &s);
+		if (rc < 0 || !s)
+			continue;
+		n = config_setting_length(s);
+		for (i = 0; i < n && rc == 0; i++) {
+			const config_setting_t *el =
+			    config_setting_get_elem(s, (unsigned)i);
+
+			errbuf_clear(&e);
+			rc = hrules_add(out, (enum hrule_list)l,
+					config_setting_get_string(el), &e);
+			if (rc == -EINVAL) {
+				cfg_key_index(ek, key, (size_t)i);
+				rc = cfg_fail(x, el, ek, "%s", e.msg);
+			} else if (rc < 0) {
+				rc = cfg_nomem(x);
+			}
+		}
+	}
+	return rc;
+}
+
+int cfg_redirects(struct cfg *x, const config_setting_t *g, const char *path,
+		  struct hredirects *out)
+{
+	static const char *const keys[] = {"from", "to", "status", NULL};
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	config_setting_t *s = cfg_member(g, path, "redirects", key);
+	const char *from, *to;
+	struct cfg_at at;
+	struct errbuf e;
+	uint64_t status;
+	size_t i, n;
+	int rc = 0;
+
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
+		return cfg_expected(x, s, key, "a list ( { ... }, ... )");
+	n = (size_t)config_setting_length(s);
+	for (i = 0; i < n && rc == 0; i++) {
+		const config_setting_t *el =
+		    config_setting_get_elem(s, (unsigned)i);
+
+		cfg_key_index(ek, key, i);
+		rc = cfg_known(x, el, ek, keys);
+		if (rc == 0)
+			rc = cfg_str(x, el, ek, "from", NULL, &from, &at);
+		if (rc == 0)
+			rc = cfg_str(x, el, ek, "to", NULL, &to, &at);
+		if (rc == 0)
+			rc = cfg_number(x, el, ek, "status", CFG_COUNT, 301,
+					300, 399, &status);
+		if (rc < 0)
+			break;
+		errbuf_clear(&e);
+		rc = hredirects_add(out, from, to, (unsigned)status, &e);
+		if (rc == -EINVAL)
+			rc = cfg_fail(x, el, ek, "%s", e.msg);
+		else if (rc < 0)
+			rc = cfg_nomem(x);
+	}
+	return rc;
 }

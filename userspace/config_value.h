@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "config_file.h"
+#include "hrule.h"
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
 #define CFG_SIZE_MAX (1ULL << 40) /* 1 TiB: largest byte size accepted */
@@ -156,6 +157,11 @@ int cfg_rate(struct cfg *x, const config_setting_t *g, const char *path,
 
 /* ---- lists and addresses ------------------------------------------------ */
 
+/* Check that g is a group whose members are all in names
+ * (NULL-terminated): "expected a group { ... }" or "unknown key". */
+int cfg_known(struct cfg *x, const config_setting_t *g, const char *path,
+	      const char *const *names);
+
 /* A list or array member whose elements are all strings; *out is the
  * setting, NULL when absent. key (of CFG_KEY_MAX bytes) gets its path. */
 int cfg_list(struct cfg *x, const config_setting_t *g, const char *path,
@@ -173,6 +179,16 @@ int cfg_trusted(struct cfg *x, const config_setting_t *g, const char *path,
 int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
 	      const char *name, size_t max, bool required, unsigned schemes,
 	      struct config_addr **out, size_t *nout);
+
+/* An environment's or a route's headers group (hrule.h), absent: none;
+ * each entry checked by hrules_add, an error naming its line. */
+int cfg_headers(struct cfg *x, const config_setting_t *g, const char *path,
+		struct hrules *out);
+
+/* An environment's redirects, a list of groups { from; to; status; }
+ * (hredirects_add), absent: none. */
+int cfg_redirects(struct cfg *x, const config_setting_t *g, const char *path,
+		  struct hredirects *out);
 
 /* A list of listen addresses (listen, tls.listen): each a string
  * "ADDR:PORT", or a group { address = "ADDR:PORT"; proxy_protocol =

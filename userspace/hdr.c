@@ -741,6 +741,17 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip)
 			HDR_BUF_FIELD_LIT(b, lit, value, strlen(value));       \
 	} while (0)
 
+/* Whether the header rules of ed (NULL: none) leave out a field named
+ * lit. */
+#define HDR_EDIT_DROPS(ed, lit) ((ed) && (ed)->drop((ed), lit, sizeof(lit) - 1))
+
+/* HDR_OPT_FIELD unless the header rules leave it out. */
+#define HDR_EDIT_FIELD(b, ed, lit, value)                                      \
+	do {                                                                   \
+		if (!HDR_EDIT_DROPS(ed, lit))                                  \
+			HDR_OPT_FIELD(b, lit, value);                          \
+	} while (0)
+
 static void framing(struct hdr_buf *b, int64_t content_length, bool chunked)
 {
 	char num[HDR_U64_MAX];
@@ -755,7 +766,7 @@ static void framing(struct hdr_buf *b, int64_t content_length, bool chunked)
 /* Append the fields of h that are kept, the classes in keep among them
  * ("name: value\r\n" each). */
 static void kept_fields(struct hdr_buf *b, const struct h1_head *h,
-			unsigned keep)
+			unsigned keep, const struct hdr_edit *ed)
 {
 	struct hdr_conn cn;
 	unsigned i;
@@ -764,9 +775,31 @@ static void kept_fields(struct hdr_buf *b, const struct h1_head *h,
 	for (i = 0; i < h->nheaders; i++) {
 		const struct h1_header *f = &h->headers[i];
 
-		if (!hdr_conn_drop(&cn, f, keep))
+		if (!hdr_conn_drop(&cn, f, keep) &&
+		    !(ed && ed->drop(ed, f->name, f->name_len)))
 			hdr_buf_field_n(b, f->name, f->name_len, f->value,
 					f->value_len);
+	}
+}
+
+/* Append the "Name: value\r\n" lines of extra (NULL: none) that the
+ * header rules of ed keep. */
+static void extra_lines(struct hdr_buf *b, const char *extra,
+			const struct hdr_edit *ed)
+{
+	const char *p = extra, *eol, *colon;
+
+	if (!ed) {
+		hdr_buf_str(b, extra);
+		return;
+	}
+	for (; p && *p; p = eol + 2) {
+		eol = strstr(p, "\r\n");
+		if (!eol)
+			return; /* edge's own lines always end so */
+		colon = memchr(p, ':', (size_t)(eol - p));
+		if (!colon || !ed->drop(ed, p, (size_t)(colon - p)))
+			hdr_buf_add(b, p, (size_t)(eol - p) + 2);
 	}
 }
 
@@ -775,6 +808,7 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 {
 	const char *path = f->path ? f->path : r->path;
 	size_t path_len = f->path ? f->path_len : r->path_len;
+	const struct hdr_edit *ed = f->edit;
 
 	hdr_buf_add(b, r->method_str, r->method_len);
 	HDR_BUF_LIT(b, " ");
@@ -792,10 +826,13 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	HDR_BUF_LIT(b, " HTTP/1.1\r\n");
 	/* HTTP/1.1 upstreams require a Host; HTTP/1.0 clients may have
 	 * sent none: an empty one is what RFC 9112 asks for then */
-	HDR_BUF_FIELD_LIT(b, "Host", r->host ? r->host : "", r->host_len);
+	if (!HDR_EDIT_DROPS(ed, "Host")) /* else request_set's */
+		HDR_BUF_FIELD_LIT(b, "Host", r->host ? r->host : "",
+				  r->host_len);
 	kept_fields(b, &r->h,
 		    (f->tunnel ? HDR_C_UPGRADE : 0) |
-			(f->xff_trusted ? HDR_C_ADDR : 0));
+			(f->xff_trusted ? HDR_C_ADDR : 0),
+		    ed);
 	if (f->via) {
 		HDR_BUF_LIT(b, "Via: ");
 		hdr_buf_str(b, f->via_proto ? f->via_proto : "1.1");
@@ -804,21 +841,24 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		HDR_BUF_LIT(b, "\r\n");
 	}
 	HDR_OPT_FIELD(b, "X-Request-ID", f->request_id);
-	HDR_OPT_FIELD(b, "X-Project-ID", f->project_id);
-	HDR_OPT_FIELD(b, "X-Environment-ID", f->environment_id);
-	HDR_OPT_FIELD(b, "X-Deployment-ID", f->deployment_id);
+	HDR_EDIT_FIELD(b, ed, "X-Project-ID", f->project_id);
+	HDR_EDIT_FIELD(b, ed, "X-Environment-ID", f->environment_id);
+	HDR_EDIT_FIELD(b, ed, "X-Deployment-ID", f->deployment_id);
 	if (f->client_ip) {
-		HDR_BUF_FIELD_LIT(b, "X-Client-IP", f->client_ip,
-				  strlen(f->client_ip));
-		if (f->xff_trusted)
+		HDR_EDIT_FIELD(b, ed, "X-Client-IP", f->client_ip);
+		if (HDR_EDIT_DROPS(ed, "X-Forwarded-For"))
+			; /* the rules' */
+		else if (f->xff_trusted)
 			(void)hdr_xff_append(
 			    b, &r->h, f->peer_ip ? f->peer_ip : f->client_ip);
 		else
 			hdr_xff_replace(b, f->client_ip);
 	}
-	HDR_OPT_FIELD(b, "X-Forwarded-Proto", f->proto);
-	if (r->host)
+	HDR_EDIT_FIELD(b, ed, "X-Forwarded-Proto", f->proto);
+	if (r->host && !HDR_EDIT_DROPS(ed, "X-Forwarded-Host"))
 		HDR_BUF_FIELD_LIT(b, "X-Forwarded-Host", r->host, r->host_len);
+	if (ed)
+		ed->add(ed, b);
 	if (f->tunnel)
 		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
 	framing(b, f->content_length, f->chunked);
@@ -848,8 +888,16 @@ void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
 const char *hdr_status_text(int status)
 {
 	switch (status) {
+	case 301:
+		return "Moved Permanently";
+	case 302:
+		return "Found";
+	case 307:
+		return "Temporary Redirect";
 	case 308:
 		return "Permanent Redirect";
+	case 404:
+		return "Not Found";
 	case 400:
 		return "Bad Request";
 	case 403:
@@ -888,14 +936,16 @@ const char *hdr_status_text(int status)
 /*
  * The one builder of response heads (hdr_build_response for a relayed
  * one, hdr_build_error for edge's own): the status line, the kept fields
- * of h (none when NULL) or the fixed lines pre, X-Request-ID, extra, then
- * Connection: upgrade for a 101 or the framing, and Connection: close.
+ * of h (none when NULL) or the fixed lines pre, X-Request-ID, extra, the
+ * header rules' fields (ed: they filter h's fields and extra's lines too),
+ * then Connection: upgrade for a 101 or the framing, and Connection: close.
  */
 static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
 			  size_t reason_len, const struct h1_head *h,
 			  const char *pre, const char *request_id,
-			  const char *extra, int64_t content_length,
-			  bool chunked, bool close, bool upgrade)
+			  const char *extra, const struct hdr_edit *ed,
+			  int64_t content_length, bool chunked, bool close,
+			  bool upgrade)
 {
 	char line[24];
 	int n;
@@ -916,10 +966,13 @@ static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
 	if (h)
 		kept_fields(b, h,
 			    (upgrade ? HDR_C_UPGRADE : 0) | HDR_C_ADDR |
-				HDR_C_ALIAS);
+				HDR_C_ALIAS,
+			    ed);
 	hdr_buf_str(b, pre);
 	HDR_OPT_FIELD(b, "X-Request-ID", request_id);
-	hdr_buf_str(b, extra);
+	extra_lines(b, extra, ed);
+	if (ed)
+		ed->add(ed, b);
 	if (upgrade)
 		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
 	else if (code >= 200 && code != 204 && code != 304)
@@ -931,11 +984,12 @@ static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
 
 int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 		       const char *request_id, const char *extra,
-		       int64_t content_length, bool chunked, bool close)
+		       const struct hdr_edit *edit, int64_t content_length,
+		       bool chunked, bool close)
 {
 	return hdr_build_head(b, p->code, p->reason, p->reason_len, &p->h, NULL,
-			      request_id, extra, content_length, chunked, close,
-			      p->upgrade);
+			      request_id, extra, edit, content_length, chunked,
+			      close, p->upgrade);
 }
 
 int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
@@ -946,7 +1000,7 @@ int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
 	return hdr_build_head(b, status, reason, strlen(reason), NULL,
 			      "Content-Type: application/json\r\n"
 			      "Cache-Control: no-store\r\n",
-			      request_id, extra, (int64_t)body_len, false,
+			      request_id, extra, NULL, (int64_t)body_len, false,
 			      close, false);
 }
 

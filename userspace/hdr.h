@@ -43,6 +43,17 @@ struct hdr_buf {
 	char inl[HDR_BUF_INLINE];
 };
 
+/*
+ * Header rules applied to a head being built (hrule.h makes them): every
+ * field the builder would write, the client's or upstream's or edge's
+ * own (but X-Request-ID and the framing), is left out when drop() says
+ * so; add() appends the rules' own before the framing.
+ */
+struct hdr_edit {
+	bool (*drop)(const struct hdr_edit *e, const char *name, size_t n);
+	void (*add)(const struct hdr_edit *e, struct hdr_buf *b);
+};
+
 /* What edge adds to a request it forwards. NULL strings are left out. */
 struct hdr_fwd {
 	const char *request_id; /* valid client id or a new one */
@@ -67,6 +78,7 @@ struct hdr_fwd {
 	size_t path_len;
 	int64_t content_length; /* body framing edge sends: >= 0 a length, */
 	bool chunked;		/* or edge's own chunking, or no body */
+	const struct hdr_edit *edit; /* header rules, or NULL */
 };
 
 /* Start an empty buffer that may grow to max bytes (0: HDR_BUF_MAX). */
@@ -191,9 +203,10 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip);
  * that reads as one of those or of edge's own with its underscores taken
  * for dashes (X_Forwarded_For: a CGI-style server's HTTP_X_FORWARDED_FOR
  * all the same); then edge's fields from f (X-Forwarded-Host is the
- * client's host), Connection/Upgrade for a tunnel, and the framing of f:
- * Content-Length, Transfer-Encoding: chunked or none. Returns 0 or
- * b->err.
+ * client's host), the header rules' fields (f->edit, which filters all of
+ * the above but X-Request-ID), Connection/Upgrade for a tunnel, and the
+ * framing of f: Content-Length, Transfer-Encoding: chunked or none.
+ * Returns 0 or b->err.
  */
 int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		      const struct hdr_fwd *f);
@@ -225,13 +238,15 @@ void hdr_extra_append(char *out, size_t cap, size_t *n, const char *name,
  * "HTTP/1.1 code reason", the fields hdr_drop keeps (X-Request-ID and the
  * other edge fields from upstream dropped), X-Request-ID: request_id,
  * extra (pre-formatted "Name: value\r\n" lines such as security headers,
- * may be NULL), Connection/Upgrade for a 101, and the framing: a length
- * if content_length >= 0, else chunked if chunked, else
- * "Connection: close" if close. Returns 0 or b->err.
+ * may be NULL), the header rules' of edit (NULL: none; they see the
+ * kept fields and extra's lines too), Connection/Upgrade for a 101, and
+ * the framing: a length if content_length >= 0, else chunked if chunked,
+ * else "Connection: close" if close. Returns 0 or b->err.
  */
 int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 		       const char *request_id, const char *extra,
-		       int64_t content_length, bool chunked, bool close);
+		       const struct hdr_edit *edit, int64_t content_length,
+		       bool chunked, bool close);
 
 /*
  * Write the head of an error edge answers itself: "HTTP/1.1 status

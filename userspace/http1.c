@@ -160,7 +160,8 @@ static int http1_respond(struct req *r, const struct h1_response *resp,
 			*close = true;
 	}
 	hdr_buf_init(&b, 0);
-	rc = hdr_build_response(&b, resp, r->id, extra, cl, *chunked, *close);
+	rc = hdr_build_response(&b, resp, r->id, extra, r->resp_ed, cl,
+				*chunked, *close);
 	if (rc == 0)
 		http1_write(r, b.p, b.len);
 	hdr_buf_free(&b);

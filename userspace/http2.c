@@ -494,7 +494,8 @@ static int h2_respond(struct req *r, const struct h1_response *resp,
 	(void)close;
 	*chunked = false;
 	hdr_buf_init(&b, 0);
-	rc = hdr_build_response(&b, resp, r->id, extra, cl, false, false);
+	rc = hdr_build_response(&b, resp, r->id, extra, r->resp_ed, cl, false,
+				false);
 	if (rc == 0)
 		rc = h2_submit(s, &b, resp->body == H1_BODY_NONE || cl == 0);
 	if (rc == 0) /* counted in its HTTP/1.1 form, as the request's */

@@ -9,10 +9,12 @@
  * here and nowhere else.
  *
  * The statuses are errors (4xx, 5xx) but for https_redirect (308, with
- * a Location). Status 0 means edge writes no status of its own: the upstream's
- * status is relayed (ok), or no response is written at all (client_closed;
- * tunnel's 101 came from the upstream). outcome_status() says so; only outcomes
- * with outcome_sends_error() true owe the client a JSON error body.
+ * a Location) and redirect (a Location, and the rule's status: 301 here,
+ * 302, 307 or 308 by req's own_status). Status 0 means edge writes no status of
+ * its own: the upstream's status is relayed (ok), or no response is written at
+ * all (client_closed; tunnel's 101 came from the upstream). outcome_status()
+ * says so; only outcomes with outcome_sends_error() true owe the client a JSON
+ * error body.
  *
  * Names are recorded in analytics and exported as metric labels: append
  * new outcomes, never rename one.
@@ -102,7 +104,11 @@
 	X(METHOD_NOT_ALLOWED, "method_not_allowed", 405,                       \
 	  "this method is not allowed here (CONNECT over HTTP/2)")             \
 	X(UPSTREAM_TLS_FAILED, "upstream_tls_failed", 502,                     \
-	  "the upstream's TLS handshake or certificate failed")
+	  "the upstream's TLS handshake or certificate failed")                \
+	X(REDIRECT, "redirect", 301,                                           \
+	  "this address has moved: follow the Location")                       \
+	X(ROUTE_NOT_FOUND, "route_not_found", 404,                             \
+	  "no route of this site serves this path")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -371,6 +371,7 @@ static void proxy_connected(struct req *r)
 	f.tunnel = p->upgrade;
 	f.via = r->w->sh->via[0] ? r->w->sh->via : NULL;
 	f.via_proto = req_via_version(r);
+	f.edit = r->req_ed;
 	hdr_buf_init(&b, 0);
 	if (hdr_build_request(&b, &r->h, &f)) {
 		hdr_buf_free(&b);

@@ -260,7 +260,7 @@ static void req_send_error(struct req *r, enum outcome o, const char *extra,
 {
 	char body[1024];
 	ssize_t blen;
-	int status = outcome_status(o);
+	int status = r->own_status ? r->own_status : outcome_status(o);
 
 	blen = outcome_error_body(o, r->id, body, sizeof(body));
 	if (blen < 0)
@@ -588,6 +588,34 @@ static void req_redirect_https(struct req *r, const char *path, size_t path_len)
 	free(extra);
 }
 
+/* The environment's redirect rule for the request's path, if one
+ * matches: answered (outcome redirect, the rule's status and Location).
+ * Returns whether it did. */
+static bool req_redirect(struct req *r)
+{
+	const struct h1_request *h = &r->h;
+	const struct hredirect *d;
+	struct hdr_buf b;
+
+	if (!h->path || h->path_len == 0 || h->path[0] != '/')
+		return false; /* OPTIONS *, an authority form */
+	d = hredirects_find(r->m.redirects, h->path, h->path_len);
+	if (!d)
+		return false;
+	hdr_buf_init(&b, 0);
+	if (hredirect_location(d, h->path, h->path_len, h->query, h->query_len,
+			       &b) ||
+	    hdr_buf_add(&b, "", 1)) {
+		hdr_buf_free(&b);
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return true;
+	}
+	r->own_status = (int)d->status;
+	req_end(r, OUTCOME_REDIRECT, b.p);
+	hdr_buf_free(&b);
+	return true;
+}
+
 void req_head(struct req *r)
 {
 	struct worker *w = r->w;
@@ -642,6 +670,22 @@ void req_head(struct req *r)
 		req_redirect_https(r, path, path_len);
 		return;
 	}
+	if (r->m.redirects && req_redirect(r))
+		return;
+	if (r->m.unmatched_not_found && !r->m.prefix) {
+		req_end(r, OUTCOME_ROUTE_NOT_FOUND, NULL);
+		return;
+	}
+	r->hv.request_id = r->id;
+	r->hv.client_ip = r->client_ip;
+	r->hv.host = h->host;
+	r->hv.host_len = h->host_len;
+	r->hv.project_id = r->m.project_id;
+	r->hv.environment_id = r->m.env_id;
+	r->req_ed = hrule_edit_init(&r->req_edit, r->m.env_headers,
+				    r->m.route_headers, &r->hv, false);
+	r->resp_ed = hrule_edit_init(&r->resp_edit, r->m.env_headers,
+				     r->m.route_headers, &r->hv, true);
 
 	/* Admit */
 	switch (stream_admit(w, &r->m, r->peer_cidr, &retry)) {

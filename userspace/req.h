@@ -32,6 +32,7 @@
 #include "admit.h"
 #include "cidr.h"
 #include "hdr.h"
+#include "hrule.h"
 #include "log.h"
 #include "outcome.h"
 #include "route.h"
@@ -181,6 +182,12 @@ struct req {
 	struct route_table *rt;	      /* held until the end */
 	struct route_table *rt_woken; /* the endpoints' after a wake, held */
 	struct route_match m;
+	/* its route's header rules (NULL: none), for the head sent
+	 * upstream and the response's */
+	const struct hdr_edit *req_ed, *resp_ed;
+	struct hrule_edit req_edit, resp_edit;
+	struct hrule_vars hv;
+	int own_status;	   /* the status of an outcome that has several, 0 */
 	bool routed;	   /* m is valid */
 	bool inflight;	   /* admit_inflight_enter held */
 	bool resp_started; /* a response head went to the client */

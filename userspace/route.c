@@ -41,7 +41,8 @@ struct route_r {
 	const struct config_addr *upstreams;
 	size_t n_upstreams;
 	enum config_balance balance;
-	uint64_t max_body_bytes; /* ROUTE_SRC_INHERIT: the table's */
+	uint64_t max_body_bytes;      /* ROUTE_SRC_INHERIT: the table's */
+	const struct hrules *headers; /* the route's own, NULL: none */
 	uint64_t key;
 	struct admit_gauge inflight;
 	/* requests ended, by status class (1xx..5xx): the route's series */
@@ -251,6 +252,8 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			r->prefix = cr->prefix;
 			r->prefix_len = strlen(cr->prefix);
 			r->strip = cr->strip_prefix;
+			if (!hrules_empty(&cr->headers))
+				r->headers = &cr->headers;
 		}
 		e->n_routes = ce->n_routes;
 		if (e->n_routes > 1)
@@ -1173,6 +1176,12 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->up_tls = &e->src->deployment.tls;
 	m->send_proxy = config_send_proxy_version(
 	    CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy);
+	if (!hrules_empty(&e->src->headers))
+		m->env_headers = &e->src->headers;
+	m->route_headers = r->headers;
+	if (e->src->redirects.n)
+		m->redirects = &e->src->redirects;
+	m->unmatched_not_found = e->src->unmatched_not_found;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;
@@ -1367,6 +1376,18 @@ static json_t *rt_row_json(const struct route_table *t,
 	    "send_proxy",
 	    rt_send_proxy_name(config_send_proxy_version(
 		CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy)));
+	if (o &&
+	    (json_object_set_new(o, "headers",
+				 hrules_json(&e->src->headers, r->headers)) ||
+	     json_object_set_new(o, "redirects",
+				 hredirects_json(&e->src->redirects)) ||
+	     json_object_set_new(o, "unmatched",
+				 json_string(e->src->unmatched_not_found
+						 ? "not_found"
+						 : "deployment")))) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 fail:
 	json_decref(ups);

@@ -67,6 +67,12 @@ struct route_match {
 	enum config_balance balance;
 	uint64_t max_body_bytes; /* 0: unlimited */
 	const struct config_security_headers *security;
+	/* header rules of the environment and of the route (NULL: none),
+	 * the environment's redirects (NULL: none), and whether a path no
+	 * route matches (prefix NULL) is a 404 */
+	const struct hrules *env_headers, *route_headers;
+	const struct hredirects *redirects;
+	bool unmatched_not_found;
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
 	/* this route's requests by status class (ROUTE_CLASSES: 1xx..5xx),
 	 * counted by req_end with relaxed atomics */

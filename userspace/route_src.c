@@ -42,6 +42,7 @@ void route_src_env_clear(struct route_src_env *env)
 	for (i = 0; i < env->n_routes; i++) {
 		free(env->routes[i].prefix);
 		free(env->routes[i].upstreams);
+		hrules_free(&env->routes[i].headers);
 	}
 	free(env->routes);
 	free(env->deployment.id);
@@ -50,6 +51,8 @@ void route_src_env_clear(struct route_src_env *env)
 		tls_up_release(&env->deployment.tls);
 	free(env->security.frame_options);
 	free(env->security.referrer_policy);
+	hrules_free(&env->headers);
+	hredirects_free(&env->redirects);
 }
 
 void route_src_project_clear(struct route_src_project *pr)
@@ -112,6 +115,10 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->idle_timeout_ms = f->idle_timeout_ms;
 	t->security = f->security;
 	t->security.frame_options = t->security.referrer_policy = NULL;
+	t->unmatched_not_found = f->unmatched_not_found;
+	if (hrules_dup(&f->headers, &t->headers) ||
+	    hredirects_dup(&f->redirects, &t->redirects))
+		return -ENOMEM;
 	t->deployment.balance = f->deployment.balance;
 	t->deployment.hc = f->deployment.hc;
 	t->deployment.tls = f->deployment.tls;
@@ -158,7 +165,9 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 		*tr = *fr;
 		tr->prefix = NULL;
 		tr->upstreams = NULL;
-		if (!rs_str(&tr->prefix, fr->prefix) ||
+		memset(&tr->headers, 0, sizeof(tr->headers));
+		if (hrules_dup(&fr->headers, &tr->headers) ||
+		    !rs_str(&tr->prefix, fr->prefix) ||
 		    !rs_mem(&tr->upstreams, fr->upstreams, fr->n_upstreams,
 			    sizeof(*fr->upstreams)))
 			return -ENOMEM;

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "config_check.h"
+#include "hrule.h"
 #include "rules.h"
 
 /* A max_body_bytes not set: the level above's (for an environment, the
@@ -53,6 +54,7 @@ struct route_src_route {
 	/* the environment's unless set (then possibly ROUTE_SRC_INHERIT
 	 * too); 0: unlimited */
 	uint64_t max_body_bytes;
+	struct hrules headers; /* its own; a name it names is its alone */
 };
 
 /* The environment's active deployment. */
@@ -91,6 +93,9 @@ struct route_src_env {
 	struct route_src_deployment deployment;
 	uint64_t max_body_bytes; /* ROUTE_SRC_INHERIT unless set; 0: none */
 	struct config_security_headers security;
+	struct hrules headers;	     /* header rules (hrule.h) */
+	struct hredirects redirects; /* answered by edge (hrule.h) */
+	bool unmatched_not_found;    /* a path no route matches: 404 */
 	/* on demand (docs/wake.md): woken by its first request, put to
 	 * sleep after idle_timeout_ms without a request or open tunnel */
 	bool on_demand;

@@ -24,6 +24,8 @@ signed by that CA is required). Paths:
   /big/N      answer with N bytes (Content-Length)
   /chunked/N  answer with N bytes in chunks (/chunked/N/trailers: then
               trailers X-Sum: abc, Grpc-Status: 0)
+A request field "X-Echo-Response-Header: Name: value" (any number) puts
+"Name: value" in the JSON answer's head.
 """
 import hashlib
 import json
@@ -193,6 +195,9 @@ class Handler(BaseHTTPRequestHandler):
         body = json.dumps(rec).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
+        for v in self.headers.get_all("X-Echo-Response-Header") or []:
+            name, _, value = v.partition(":")
+            self.send_header(name.strip(), value.strip())
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":

@@ -266,7 +266,7 @@ START_TEST(test_build_response_addr_fields)
 	    (int)sizeof(in) - 1);
 	hdr_buf_init(&b, 0);
 	ck_assert_int_eq(
-	    hdr_build_response(&b, p, NULL, NULL, -1, false, false), 0);
+	    hdr_build_response(&b, p, NULL, NULL, NULL, -1, false, false), 0);
 	ck_assert_str_eq(built(&b), "HTTP/1.1 204 No Content\r\n"
 				    "X-Real-IP: 192.0.2.1\r\n"
 				    "Forwarded: for=192.0.2.1\r\n"
@@ -479,8 +479,8 @@ START_TEST(test_build_response)
 	hdr_buf_init(&b, 0);
 	ck_assert_int_eq(
 	    hdr_build_response(&b, p, "rid",
-			       "X-Content-Type-Options: nosniff\r\n", -1, true,
-			       false),
+			       "X-Content-Type-Options: nosniff\r\n", NULL, -1,
+			       true, false),
 	    0);
 	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
 				    "Content-Type: text/html\r\n"
@@ -489,8 +489,8 @@ START_TEST(test_build_response)
 				    "Transfer-Encoding: chunked\r\n\r\n");
 	hdr_buf_free(&b);
 	hdr_buf_init(&b, 0);
-	ck_assert_int_eq(hdr_build_response(&b, p, NULL, NULL, -1, false, true),
-			 0);
+	ck_assert_int_eq(
+	    hdr_build_response(&b, p, NULL, NULL, NULL, -1, false, true), 0);
 	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
 				    "Content-Type: text/html\r\n"
 				    "Connection: close\r\n\r\n");
@@ -555,7 +555,7 @@ START_TEST(test_build_connection_names)
 	ck_assert(!hdr_named_in_connection(&p->h, S("b5")));
 	ck_assert(!hdr_named_in_connection(&p->h, "", 0));
 	hdr_buf_init(&b, 0);
-	ck_assert_int_eq(hdr_build_response(&b, p, "rid", NULL,
+	ck_assert_int_eq(hdr_build_response(&b, p, "rid", NULL, NULL,
 					    p->h.content_length, false, false),
 			 0);
 	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"

@@ -40,13 +40,15 @@ START_TEST(test_statuses)
 		int s = outcome_status((enum outcome)i);
 
 		ck_assert(s == 0 || (s >= 400 && s <= 599) ||
-			  (i == OUTCOME_HTTPS_REDIRECT && s == 308));
+			  (i == OUTCOME_HTTPS_REDIRECT && s == 308) ||
+			  (i == OUTCOME_REDIRECT && s == 301));
 		ck_assert(outcome_sends_error((enum outcome)i) == (s != 0));
 	}
 	ck_assert_int_eq(outcome_status(OUTCOME_OK), 0);
 	ck_assert_int_eq(outcome_status(OUTCOME_CLIENT_CLOSED), 0);
 	ck_assert_int_eq(outcome_status(OUTCOME_TUNNEL), 0);
 	ck_assert_int_eq(outcome_status(OUTCOME_DOMAIN_NOT_FOUND), 503);
+	ck_assert_int_eq(outcome_status(OUTCOME_ROUTE_NOT_FOUND), 404);
 	ck_assert_int_eq(outcome_status(OUTCOME_PROJECT_DISABLED), 403);
 	ck_assert_int_eq(outcome_status(OUTCOME_IP_DENIED), 403);
 	ck_assert_int_eq(outcome_status(OUTCOME_RATE_LIMITED), 429);

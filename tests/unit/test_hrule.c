@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_hrule.c - header rules and redirects (userspace/hrule.c): each
+ * refusal of hrules_add and hredirects_add, the rules applied by the head
+ * builders (a route's group over its environment's by name, variables,
+ * edge's own fields and extra lines filtered, X-Request-ID kept), copies,
+ * and redirects found (exact over prefix, longest prefix, segment
+ * boundary) with their Location. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "h1.h"
+#include "hdr.h"
+#include "hrule.h"
+#include "unit.h"
+
+static int add(struct hrules *h, enum hrule_list l, const char *t,
+	       const char *want_msg)
+{
+	struct errbuf e;
+	int rc;
+
+	errbuf_clear(&e);
+	rc = hrules_add(h, l, t, &e);
+	if (want_msg)
+		ck_assert_msg(strstr(e.msg, want_msg), "%s: got \"%s\"", t,
+			      e.msg);
+	return rc;
+}
+
+START_TEST(test_refusals)
+{
+	struct hrules h = {0};
+	char big[HRULE_VALUE_MAX + 16];
+
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_SET, "X-A: 1", NULL), 0);
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_SET, "X-A 1", "Name: value"),
+			 -EINVAL);
+	ck_assert_int_eq(
+	    add(&h, HRULE_REQUEST_SET, "Transfer-Encoding: x", "hop-by-hop"),
+	    -EINVAL);
+	ck_assert_int_eq(
+	    add(&h, HRULE_RESPONSE_SET, "content-length: 5", "framing"),
+	    -EINVAL);
+	ck_assert_int_eq(
+	    add(&h, HRULE_RESPONSE_REMOVE, "x-request-id", "edge's own"),
+	    -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_SET, "Via: x", "loop"), -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "Via: 1.1 cdn", NULL), 0);
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_REMOVE, "Host", "not removed"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_SET, "Host: b.test", NULL), 0);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X B: 1", "token"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, ": 1", "1 to"), -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-C: a\rb", "0x0d"),
+			 -EINVAL);
+	ck_assert_int_eq(
+	    add(&h, HRULE_RESPONSE_SET, "X-C: caf\xc3\xa9", "0xc3"), -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-C: $hots", "$hots"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-C: $path", "$path"),
+			 -EINVAL); /* a redirect's, not a header's */
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-C: 5$", "unknown"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-C: $$ $host", NULL), 0);
+	/* a name twice, set and removed, set and added */
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "x-c: 2", "already"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_REMOVE, "X-C", "already"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_ADD, "X-C: 3", "already"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_REMOVE, "x-a", "already"),
+			 -EINVAL);
+	/* a remove and adds of one name: the upstream's replaced by many */
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_REMOVE, "Link", NULL), 0);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_ADD, "Link: <a>", NULL), 0);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_ADD, "Link: <b>", NULL), 0);
+	/* the other direction is another list */
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-A: r", NULL), 0);
+	memset(big, 'v', sizeof(big));
+	memcpy(big, "X-Big: ", 7);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, big, "at most"), -EINVAL);
+	ck_assert_uint_eq(h.n[HRULE_REQUEST_SET], 2);
+	ck_assert_uint_eq(h.n[HRULE_RESPONSE_SET], 3);
+	ck_assert_uint_eq(h.n[HRULE_RESPONSE_ADD], 2);
+	ck_assert_str_eq(h.f[HRULE_RESPONSE_SET][1].value, "$$ $host");
+	ck_assert(h.f[HRULE_RESPONSE_SET][1].vars);
+	ck_assert(!hrules_empty(&h));
+	hrules_free(&h);
+	ck_assert(hrules_empty(&h));
+}
+END_TEST
+
+START_TEST(test_max)
+{
+	struct hrules h = {0};
+	char t[64];
+	int i;
+
+	for (i = 0; i < HRULE_MAX; i++) {
+		snprintf(t, sizeof(t), "X-%d", i);
+		ck_assert_int_eq(add(&h, HRULE_RESPONSE_REMOVE, t, NULL), 0);
+	}
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_REMOVE, "X-last", "at most"),
+			 -EINVAL);
+	hrules_free(&h);
+}
+END_TEST
+
+static const struct hrule_vars vars = {
+    .request_id = "rid1",
+    .client_ip = "192.0.2.7",
+    .host = "a.test:8080 and more", /* a span: 11 bytes */
+    .host_len = 11,
+    .project_id = "p1",
+    .environment_id = "e1",
+};
+
+static const char *built(struct hdr_buf *b)
+{
+	ck_assert_int_eq(hdr_buf_add(b, "", 1), 0);
+	return b->p;
+}
+
+START_TEST(test_request_applied)
+{
+	static const char in[] = "GET /x HTTP/1.1\r\nHost: a.test:8080\r\n"
+				 "X-Debug: 1\r\nX-Env: client\r\n"
+				 "Accept: */*\r\n\r\n";
+	struct hrules env = {0}, route = {0}, copy;
+	struct h1_request *r = malloc(sizeof(*r));
+	struct hrule_edit ed;
+	struct hdr_fwd f;
+	struct hdr_buf b;
+
+	ck_assert_ptr_nonnull(r);
+	h1_request_init(r);
+	ck_assert_int_eq(h1_parse_request(in, sizeof(in) - 1, NULL, r),
+			 (int)sizeof(in) - 1);
+	ck_assert_int_eq(add(&env, HRULE_REQUEST_SET, "X-Env: prod", NULL), 0);
+	ck_assert_int_eq(add(&env, HRULE_REQUEST_SET,
+			     "X-Who: $client_ip|$host|$project_id|"
+			     "$environment_id|$request_id|$$",
+			     NULL),
+			 0);
+	ck_assert_int_eq(add(&env, HRULE_REQUEST_REMOVE, "X-Debug", NULL), 0);
+	ck_assert_int_eq(add(&env, HRULE_REQUEST_REMOVE, "X-Project-ID", NULL),
+			 0);
+	ck_assert_int_eq(
+	    add(&env, HRULE_REQUEST_SET, "X-Forwarded-Proto: h3", NULL), 0);
+	ck_assert_int_eq(add(&env, HRULE_RESPONSE_SET, "X-R: 1", NULL), 0);
+	/* the route's X-Env, and its remove of X-Forwarded-Proto, win */
+	ck_assert_int_eq(add(&route, HRULE_REQUEST_SET, "x-env: api", NULL), 0);
+	ck_assert_int_eq(
+	    add(&route, HRULE_REQUEST_REMOVE, "X-Forwarded-Proto", NULL), 0);
+	ck_assert_int_eq(hrules_dup(&env, &copy), 0);
+	hrules_free(&env);
+
+	memset(&f, 0, sizeof(f));
+	f.request_id = "rid1";
+	f.project_id = "p1";
+	f.environment_id = "e1";
+	f.client_ip = "192.0.2.7";
+	f.proto = "http";
+	f.content_length = -1;
+	f.edit = hrule_edit_init(&ed, &copy, &route, &vars, false);
+	ck_assert_ptr_nonnull(f.edit);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b),
+			 "GET /x HTTP/1.1\r\n"
+			 "Host: a.test:8080\r\n"
+			 "Accept: */*\r\n"
+			 "X-Request-ID: rid1\r\n"
+			 "X-Environment-ID: e1\r\n"
+			 "X-Client-IP: 192.0.2.7\r\n"
+			 "X-Forwarded-For: 192.0.2.7\r\n"
+			 "X-Forwarded-Host: a.test:8080\r\n"
+			 "X-Who: 192.0.2.7|a.test:8080|p1|e1|rid1|$\r\n"
+			 "x-env: api\r\n\r\n");
+	hdr_buf_free(&b);
+
+	/* no rule of a direction: no edit at all */
+	hrules_free(&route);
+	ck_assert_ptr_null(hrule_edit_init(&ed, NULL, &route, &vars, true));
+	hrules_free(&copy);
+	ck_assert_ptr_null(hrule_edit_init(&ed, &copy, NULL, &vars, false));
+	free(r);
+}
+END_TEST
+
+START_TEST(test_response_applied)
+{
+	static const char in[] = "HTTP/1.1 200 OK\r\nServer: up\r\n"
+				 "Cache-Control: max-age=9\r\n"
+				 "Link: <u>\r\nX-Request-ID: up-id\r\n"
+				 "Content-Length: 2\r\n\r\n";
+	struct h1_response *p = malloc(sizeof(*p));
+	struct hrules env = {0};
+	struct hrule_edit ed;
+	struct hdr_buf b;
+
+	ck_assert_ptr_nonnull(p);
+	h1_response_init(p);
+	ck_assert_int_eq(
+	    h1_parse_response(in, sizeof(in) - 1, NULL, H1_M_GET, false, p),
+	    (int)sizeof(in) - 1);
+	ck_assert_int_eq(add(&env, HRULE_RESPONSE_REMOVE, "server", NULL), 0);
+	ck_assert_int_eq(
+	    add(&env, HRULE_RESPONSE_SET, "Cache-Control: no-store", NULL), 0);
+	ck_assert_int_eq(
+	    add(&env, HRULE_RESPONSE_SET, "X-Frame-Options: DENY", NULL), 0);
+	ck_assert_int_eq(
+	    add(&env, HRULE_RESPONSE_REMOVE, "X-Content-Type-Options", NULL),
+	    0);
+	ck_assert_int_eq(add(&env, HRULE_RESPONSE_ADD, "Link: <e>", NULL), 0);
+	ck_assert_int_eq(add(&env, HRULE_RESPONSE_ADD, "X-Host: $host", NULL),
+			 0);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(
+	    hdr_build_response(&b, p, "rid1",
+			       "X-Content-Type-Options: nosniff\r\n"
+			       "X-Frame-Options: SAMEORIGIN\r\n"
+			       "Referrer-Policy: no-referrer\r\n",
+			       hrule_edit_init(&ed, &env, NULL, &vars, true), 2,
+			       false, false),
+	    0);
+	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
+				    "Link: <u>\r\n"
+				    "X-Request-ID: rid1\r\n"
+				    "Referrer-Policy: no-referrer\r\n"
+				    "Cache-Control: no-store\r\n"
+				    "X-Frame-Options: DENY\r\n"
+				    "Link: <e>\r\n"
+				    "X-Host: a.test:8080\r\n"
+				    "Content-Length: 2\r\n\r\n");
+	hdr_buf_free(&b);
+	/* edge's own errors are not the upstream's responses: no rules */
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_error(&b, 502, "rid1", NULL, 0, false), 0);
+	ck_assert_ptr_null(strstr(built(&b), "X-Host"));
+	hdr_buf_free(&b);
+	hrules_free(&env);
+	free(p);
+}
+END_TEST
+
+static int radd(struct hredirects *r, const char *from, const char *to,
+		unsigned status, const char *want_msg)
+{
+	struct errbuf e;
+	int rc;
+
+	errbuf_clear(&e);
+	rc = hredirects_add(r, from, to, status, &e);
+	if (want_msg)
+		ck_assert_msg(strstr(e.msg, want_msg), "%s -> %s: got \"%s\"",
+			      from, to, e.msg);
+	return rc;
+}
+
+static const char *loc(const struct hredirects *r, const char *path,
+		       const char *q, unsigned *status)
+{
+	static char out[512];
+	const struct hredirect *d = hredirects_find(r, path, strlen(path));
+	struct hdr_buf b;
+
+	if (!d)
+		return NULL;
+	*status = d->status;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(
+	    hredirect_location(d, path, strlen(path), q, q ? strlen(q) : 0, &b),
+	    0);
+	ck_assert_uint_lt(b.len, sizeof(out));
+	memcpy(out, b.p, b.len);
+	out[b.len] = '\0';
+	hdr_buf_free(&b);
+	return out;
+}
+
+START_TEST(test_redirects)
+{
+	struct hredirects r = {0}, copy;
+	unsigned st = 0;
+
+	ck_assert_int_eq(
+	    radd(&r, "/old/*", "https://n.test/new$path$query", 0, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/old/a/*", "/a$path", 308, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/old/x", "/x-exact", 302, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/docs", "/manual$query$$", 307, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/old/*", "/y", 301, "already"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "/b", 303, "not 303"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "old", "/b", 0, "starting with /"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a*", "/b", 0, "byte 0x2a"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a b", "/b", 0, "byte 0x20"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "//evil.test", 0, "one /"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "javascript:x", 0, "http://"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "https://", 0, "http://"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "/b\r\nX: y", 0, "byte 0x0d"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "/b<script>", 0, "byte 0x3c"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "/$host", 0, "unknown variable"),
+			 -EINVAL);
+	ck_assert_uint_eq(r.n, 4);
+	ck_assert_int_eq(hredirects_dup(&r, &copy), 0);
+	hredirects_free(&r);
+
+	ck_assert_str_eq(loc(&copy, "/old/b/c", "q=1", &st),
+			 "Location: https://n.test/new/b/c?q=1\r\n");
+	ck_assert_uint_eq(st, 301);
+	ck_assert_str_eq(loc(&copy, "/old", NULL, &st),
+			 "Location: https://n.test/new\r\n");
+	ck_assert_str_eq(loc(&copy, "/old/", NULL, &st),
+			 "Location: https://n.test/new/\r\n");
+	/* the longest prefix, then an exact path over both */
+	ck_assert_str_eq(loc(&copy, "/old/a/z", "k", &st),
+			 "Location: /a/z\r\n");
+	ck_assert_uint_eq(st, 308);
+	ck_assert_str_eq(loc(&copy, "/old/x", "k", &st),
+			 "Location: /x-exact\r\n");
+	ck_assert_uint_eq(st, 302);
+	ck_assert_str_eq(loc(&copy, "/old/x/y", NULL, &st),
+			 "Location: https://n.test/new/x/y\r\n");
+	ck_assert_str_eq(loc(&copy, "/docs", "a=1&b", &st),
+			 "Location: /manual?a=1&b$\r\n");
+	/* a segment boundary; an exact path is exact */
+	ck_assert_ptr_null(loc(&copy, "/oldx", NULL, &st));
+	ck_assert_ptr_null(loc(&copy, "/docs/", NULL, &st));
+	ck_assert_ptr_null(loc(&copy, "/", NULL, &st));
+	ck_assert_ptr_null(hredirects_find(NULL, "/old", 4));
+	hredirects_free(&copy);
+
+	/* from "/" and a star: everything */
+	ck_assert_int_eq(radd(&r, "/*", "https://b.test$path$query", 308, NULL),
+			 0);
+	ck_assert_str_eq(loc(&r, "/", "x", &st),
+			 "Location: https://b.test/?x\r\n");
+	ck_assert_str_eq(loc(&r, "/p/q", NULL, &st),
+			 "Location: https://b.test/p/q\r\n");
+	hredirects_free(&r);
+}
+END_TEST
+
+static Suite *hrule_suite(void)
+{
+	Suite *s = suite_create("hrule");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_max);
+	tcase_add_test(tc, test_request_applied);
+	tcase_add_test(tc, test_response_applied);
+	tcase_add_test(tc, test_redirects);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return unit_run(hrule_suite());
+}
