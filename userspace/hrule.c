@@ -736,3 +736,124 @@ json_t *hredirects_json(const struct hredirects *r)
 	}
 	return a;
 }
+
+/* ---- read from JSON (the database's columns) ---------------------------- */
+
+int hrules_from_json(const json_t *o, struct hrules *out, struct errbuf *err)
+{
+	const char *k;
+	json_t *v, *el;
+	size_t i;
+	int l, rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!o || json_is_null(o))
+		return 0;
+	if (!json_is_object(o)) {
+		errbuf_set(err, "headers: an object is needed");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, k, v)
+	{
+		for (l = 0; l < HRULE_LISTS; l++)
+			if (strcmp(k, hrule_list_name[l]) == 0)
+				break;
+		if (l == HRULE_LISTS) {
+			errbuf_set(
+			    err,
+			    "headers: unknown key \"%.40s\" (request_set, "
+			    "request_remove, response_set, response_add, "
+			    "response_remove)",
+			    k);
+			goto fail;
+		}
+		if (!json_is_array(v)) {
+			errbuf_set(
+			    err, "headers.%s: a list of strings is needed", k);
+			goto fail;
+		}
+		json_array_foreach(v, i, el)
+		{
+			struct errbuf e;
+
+			errbuf_clear(&e);
+			if (!json_is_string(el) ||
+			    strlen(json_string_value(el)) !=
+				json_string_length(el)) {
+				errbuf_set(
+				    err, "headers.%s[%zu]: a string is needed",
+				    k, i);
+				goto fail;
+			}
+			rc = hrules_add(out, (enum hrule_list)l,
+					json_string_value(el), &e);
+			if (rc == -ENOMEM) {
+				hrules_free(out);
+				return rc;
+			}
+			if (rc) {
+				errbuf_set(err, "headers.%s[%zu]: %s", k, i,
+					   e.msg);
+				goto fail;
+			}
+		}
+	}
+	return 0;
+fail:
+	hrules_free(out);
+	return -EINVAL;
+}
+
+int hredirects_from_json(const json_t *a, struct hredirects *out,
+			 struct errbuf *err)
+{
+	const char *from, *to;
+	json_int_t status;
+	json_error_t je;
+	json_t *el;
+	size_t i;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a)) {
+		errbuf_set(err, "redirects: a list of objects is needed");
+		return -EINVAL;
+	}
+	json_array_foreach(a, i, el)
+	{
+		struct errbuf e;
+
+		status = 301;
+		if (json_unpack_ex(el, &je, JSON_STRICT, "{s:s, s:s, s?:I}",
+				   "from", &from, "to", &to, "status",
+				   &status)) {
+			errbuf_set(err,
+				   "redirects[%zu]: {\"from\", \"to\", "
+				   "\"status\"} is needed: %s",
+				   i, je.text);
+			goto fail;
+		}
+		if (status < 300 || status > 399) {
+			errbuf_set(
+			    err, "redirects[%zu]: status: 301, 302, 307 or 308",
+			    i);
+			goto fail;
+		}
+		errbuf_clear(&e);
+		rc = hredirects_add(out, from, to, (unsigned)status, &e);
+		if (rc == -ENOMEM) {
+			hredirects_free(out);
+			return rc;
+		}
+		if (rc) {
+			errbuf_set(err, "redirects[%zu]: %s", i, e.msg);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	hredirects_free(out);
+	return -EINVAL;
+}

@@ -165,4 +165,13 @@ int hredirect_location(const struct hredirect *d, const char *path, size_t len,
 json_t *hrules_json(const struct hrules *env, const struct hrules *route);
 json_t *hredirects_json(const struct hredirects *r);
 
+/* The same read from the database's JSON (environments.headers: an
+ * object of those lists; environments.redirects: a list of {"from",
+ * "to", "status"}), each entry checked as the file's: 0 (NULL or JSON
+ * null: none), -EINVAL with err naming the entry (*out empty), -ENOMEM.
+ * hrules_json(h, NULL) and hredirects_json write what these read. */
+int hrules_from_json(const json_t *o, struct hrules *out, struct errbuf *err);
+int hredirects_from_json(const json_t *a, struct hredirects *out,
+			 struct errbuf *err);
+
 #endif /* EDGE_HRULE_H */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "h1.h"
 #include "hdr.h"
 #include "hrule.h"
@@ -347,6 +349,99 @@ START_TEST(test_redirects)
 }
 END_TEST
 
+/* The database's JSON: read as the file's text, refusals naming the
+ * entry, and what hrules_json/hredirects_json write read back the same. */
+START_TEST(test_json)
+{
+	static const struct {
+		const char *headers, *redirects, *msg; /* msg NULL: good */
+	} c[] = {
+	    {"{\"request_set\": [\"X-A: 1\"], \"response_remove\": "
+	     "[\"Server\"]}",
+	     "[{\"from\": \"/a/*\", \"to\": \"/b$path\", \"status\": 302}, "
+	     "{\"from\": \"/c\", \"to\": \"https://d.test/\"}]",
+	     NULL},
+	    {"null", "null", NULL},
+	    {"[]", NULL, "headers: an object is needed"},
+	    {"{\"request_add\": []}", NULL, "unknown key \"request_add\""},
+	    {"{\"request_set\": \"X-A: 1\"}", NULL,
+	     "headers.request_set: a list of strings"},
+	    {"{\"request_set\": [1]}", NULL, "request_set[0]: a string"},
+	    {"{\"request_set\": [\"X-A: \\u0000\"]}", NULL,
+	     "request_set[0]: a string"},
+	    {"{\"response_set\": [\"X: 1\", \"TE: x\"]}", NULL,
+	     "response_set[1]: TE is hop-by-hop"},
+	    {NULL, "{}", "redirects: a list of objects"},
+	    {NULL, "[{\"from\": \"/a\"}]", "redirects[0]: {\"from\""},
+	    {NULL, "[{\"from\": \"/a\", \"to\": \"/b\", \"x\": 1}]",
+	     "redirects[0]:"},
+	    {NULL, "[{\"from\": \"/a\", \"to\": \"/b\", \"status\": 200}]",
+	     "status: 301, 302, 307 or 308"},
+	    {NULL,
+	     "[{\"from\": \"/a\", \"to\": \"/b\"}, {\"from\": \"/a\", \"to\": "
+	     "\"/c\"}]",
+	     "redirects[1]: from: \"/a\" is redirected already"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct hrules h, h2;
+		struct hredirects r, r2;
+		struct errbuf e;
+		json_t *o, *back;
+		int rc = 0;
+
+		errbuf_clear(&e);
+		if (c[i].headers) {
+			o = json_loads(c[i].headers,
+				       JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+			ck_assert_ptr_nonnull(o);
+			rc = hrules_from_json(o, &h, &e);
+			json_decref(o);
+			if (rc == 0) {
+				back = hrules_json(&h, NULL);
+				ck_assert_int_eq(
+				    hrules_from_json(back, &h2, NULL), 0);
+				ck_assert_uint_eq(h2.n[HRULE_REQUEST_SET],
+						  h.n[HRULE_REQUEST_SET]);
+				ck_assert_uint_eq(h2.n[HRULE_RESPONSE_REMOVE],
+						  h.n[HRULE_RESPONSE_REMOVE]);
+				json_decref(back);
+				hrules_free(&h2);
+				hrules_free(&h);
+			}
+		}
+		if (rc == 0 && c[i].redirects) {
+			o = json_loads(c[i].redirects, JSON_DECODE_ANY, NULL);
+			ck_assert_ptr_nonnull(o);
+			rc = hredirects_from_json(o, &r, &e);
+			json_decref(o);
+			if (rc == 0) {
+				back = hredirects_json(&r);
+				ck_assert_int_eq(
+				    hredirects_from_json(back, &r2, NULL), 0);
+				ck_assert_uint_eq(r2.n, r.n);
+				if (r.n) {
+					ck_assert(r2.v[0].prefix);
+					ck_assert_uint_eq(r2.v[0].status, 302);
+					ck_assert_uint_eq(r2.v[1].status, 301);
+				}
+				json_decref(back);
+				hredirects_free(&r2);
+				hredirects_free(&r);
+			}
+		}
+		if (!c[i].msg) {
+			ck_assert_msg(rc == 0, "case %zu: %s", i, e.msg);
+		} else {
+			ck_assert_int_eq(rc, -EINVAL);
+			ck_assert_msg(strstr(e.msg, c[i].msg),
+				      "case %zu: got \"%s\"", i, e.msg);
+		}
+	}
+}
+END_TEST
+
 static Suite *hrule_suite(void)
 {
 	Suite *s = suite_create("hrule");
@@ -357,6 +452,7 @@ static Suite *hrule_suite(void)
 	tcase_add_test(tc, test_request_applied);
 	tcase_add_test(tc, test_response_applied);
 	tcase_add_test(tc, test_redirects);
+	tcase_add_test(tc, test_json);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -20,7 +20,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 8, 5, 2, 4, 5, 6};
+static const int pgm_cols[PGM_NSETS] = {3, 11, 5, 2, 4, 5, 6};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -65,6 +65,8 @@ void pgm_project_free(struct pgm_project *p)
 			tls_up_release(&e->tls);
 		free(e->tls_err);
 		free(e->sp_err);
+		hrules_free(&e->headers);
+		hredirects_free(&e->redirects);
 		free(e->eps);
 		for (j = 0; j < e->n_doms; j++) {
 			free(e->doms[j].domain);
@@ -163,7 +165,9 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		     * rather than failing the fetch */
 		    "SELECT e.id, e.project_id, e.name, e.on_demand, e.state, "
 		    "extract(epoch FROM e.idle_timeout)::text, "
-		    "e.https_redirect, e.hsts FROM environments e WHERE %s;"
+		    "e.https_redirect, e.hsts, e.headers::text, "
+		    "e.redirects::text, e.unmatched FROM environments e "
+		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
 		    "d.tls::text, d.send_proxy FROM "
 		    "deployments d JOIN "
@@ -645,14 +649,60 @@ static int pgm_row_project(struct pgm_job *j, PGresult *r, int i)
 	return 0;
 }
 
+/* An environments row's headers, redirects and unmatched (columns 8,
+ * 9 and 10, as text) into r's fields: 0, -EINVAL with err (nothing
+ * kept), -ENOMEM. */
+static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
+			 struct errbuf *err)
+{
+	json_error_t je;
+	json_t *o;
+	int rc = 0, k;
+
+	memset(r, 0, sizeof(*r));
+	for (k = 8; k <= 9 && rc == 0; k++) {
+		if (PQgetisnull(res, i, k))
+			continue;
+		o = json_loads(PQgetvalue(res, i, k), JSON_REJECT_DUPLICATES,
+			       &je);
+		if (!o) {
+			errbuf_set(err, "%s: cannot read the JSON: %s",
+				   k == 8 ? "headers" : "redirects", je.text);
+			rc = -EINVAL;
+			break;
+		}
+		rc = k == 8 ? hrules_from_json(o, &r->headers, err)
+			    : hredirects_from_json(o, &r->redirects, err);
+		json_decref(o);
+	}
+	if (rc == 0) {
+		const char *u = PQgetvalue(res, i, 10);
+
+		r->unmatched_not_found = strcmp(u, "not_found") == 0;
+		if (!r->unmatched_not_found && strcmp(u, "deployment") != 0) {
+			errbuf_set(
+			    err,
+			    "unmatched: \"deployment\" or \"not_found\", "
+			    "not \"%.40s\"",
+			    u);
+			rc = -EINVAL;
+		}
+	}
+	if (rc) {
+		hrules_free(&r->headers);
+		hredirects_free(&r->redirects);
+	}
+	return rc;
+}
+
 static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 {
-	struct pgm_env *env;
+	struct pgm_env *env, rules;
 	struct errbuf e;
 	uint64_t idle;
 	bool found;
 	size_t at;
-	int st;
+	int st, rc;
 
 	at = pgm_find(j->v, j->n, PQgetvalue(r, i, 1), &found);
 	if (!found)
@@ -668,10 +718,24 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 			e.msg);
 		return 0;
 	}
+	rc = pgm_env_rules(r, i, &rules, &e);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		pgm_bad(&j->m->sk.env_rules, "environments",
+			PQgetvalue(r, i, 0), e.msg);
+		return 0;
+	}
 	env =
 	    pgm_grow((void **)&j->v[at]->envs, &j->v[at]->n_envs, sizeof(*env));
-	if (!env)
+	if (!env) {
+		hrules_free(&rules.headers);
+		hredirects_free(&rules.redirects);
 		return -ENOMEM;
+	}
+	env->headers = rules.headers;
+	env->redirects = rules.redirects;
+	env->unmatched_not_found = rules.unmatched_not_found;
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
@@ -1121,6 +1185,10 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->security.referrer_policy = pgm_dup("");
 	e->security.https_redirect = pe->https_redirect;
 	e->security.hsts = pe->hsts;
+	e->unmatched_not_found = pe->unmatched_not_found;
+	if (hrules_dup(&pe->headers, &e->headers) ||
+	    hredirects_dup(&pe->redirects, &e->redirects))
+		return -ENOMEM;
 	if (!e->id || !e->name || !e->deployment.id ||
 	    !e->security.frame_options || !e->security.referrer_policy)
 		return -ENOMEM;

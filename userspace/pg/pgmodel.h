@@ -66,6 +66,8 @@ struct pgm_skipped {
 	uint64_t endpoints, domains, ip_rules, ids, tcp_routes;
 	uint64_t health_checks, tls;
 	uint64_t send_proxy; /* deployments whose send_proxy was refused */
+	/* environments whose headers, redirects or unmatched were refused */
+	uint64_t env_rules;
 };
 
 /* A global IP rule (project_id NULL) as read. */

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "config_check.h"
+#include "hrule.h"
 #include "pgmodel.h"
 
 struct pgm_dom {
@@ -47,6 +48,10 @@ struct pgm_env {
 	unsigned state; /* enum pgm_env_state */
 	uint64_t idle_ms;
 	bool https_redirect, hsts; /* environments' columns (0007) */
+	/* environments.headers, redirects and unmatched (0016), checked */
+	struct hrules headers;
+	struct hredirects redirects;
+	bool unmatched_not_found;
 };
 
 struct pgm_project {

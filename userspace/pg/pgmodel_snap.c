@@ -30,6 +30,7 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
 	json_t *tcp = json_array(), *hc = NULL, *tls = NULL;
+	json_t *hdrs = NULL, *reds = NULL;
 	size_t i;
 
 	if (!eps || !doms || !tcp)
@@ -70,9 +71,14 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 			tls = NULL;
 		}
 	}
+	if (!hrules_empty(&e->headers) &&
+	    !(hdrs = hrules_json(&e->headers, NULL)))
+		goto out;
+	if (e->redirects.n && !(reds = hredirects_json(&e->redirects)))
+		goto out;
 	o = json_pack(
 	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, "
-	    "s:b, s:O*, s:O*, s:s*, s:s}",
+	    "s:b, s:O*, s:O*, s:s*, s:s, s:O*, s:O*, s:b}",
 	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
 	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
@@ -81,8 +87,12 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    e->tls.refused ? (e->tls_err ? e->tls_err : "refused") : NULL,
 	    "send_proxy",
 	    config_send_proxy_name(e->send_proxy ? e->send_proxy
-						 : CONFIG_SEND_PROXY_OFF));
+						 : CONFIG_SEND_PROXY_OFF),
+	    "headers", hdrs, "redirects", reds, "unmatched_not_found",
+	    e->unmatched_not_found);
 out:
+	json_decref(hdrs);
+	json_decref(reds);
 	json_decref(tls);
 	json_decref(hc);
 	json_decref(eps);
@@ -271,11 +281,11 @@ static int pgm_rule_unjson(json_t *a, struct pgm_rule *x)
 static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
-	json_t *tls = NULL;
+	json_t *tls = NULL, *hdrs = NULL, *reds = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
-	int od = 0, stv, redirect = 0, hsts = 0;
+	int od = 0, stv, redirect = 0, hsts = 0, nf = 0, rc;
 	size_t i;
 
 	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
@@ -283,13 +293,15 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	 * them wrote (and health_check, tls when the deployment has none) */
 	if (json_unpack(o,
 			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s}",
+			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
+			"s?:b}",
 			"id", &id, "name", &name, "deployment", &dep,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
 			"on_demand", &od, "state", &st, "idle_timeout_ms",
 			&idle, "https_redirect", &redirect, "hsts", &hsts,
 			"health_check", &hc, "tls", &tls, "tls_refused",
-			&tls_refused, "send_proxy", &sp) ||
+			&tls_refused, "send_proxy", &sp, "headers", &hdrs,
+			"redirects", &reds, "unmatched_not_found", &nf) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -309,6 +321,13 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	e->send_proxy = CONFIG_SEND_PROXY_OFF;
 	if (sp && config_send_proxy_parse(sp, &e->send_proxy, NULL))
 		return -EINVAL;
+	/* checked as the columns are (an edge before 0016 wrote none) */
+	rc = hrules_from_json(hdrs, &e->headers, NULL);
+	if (rc == 0)
+		rc = hredirects_from_json(reds, &e->redirects, NULL);
+	if (rc)
+		return rc;
+	e->unmatched_not_found = nf;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
 		return -EINVAL;

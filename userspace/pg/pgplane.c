@@ -75,7 +75,7 @@ struct pgplane {
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[8];
+		struct metrics_counter *errors, *given_way, *skipped[9];
 	} m;
 };
 
@@ -956,6 +956,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[5], st.skipped.health_checks);
 	PGPLANE_TO(p->m.skipped[6], st.skipped.tls);
 	PGPLANE_TO(p->m.skipped[7], st.skipped.send_proxy);
+	PGPLANE_TO(p->m.skipped[8], st.skipped.env_rules);
 #undef PGPLANE_TO
 }
 
@@ -964,11 +965,12 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	/* deployments.health_check: the deployment is served, without
 	 * the check; deployments.tls: its https:// endpoints are not
 	 * tried (pgmodel.h) */
-	static const char *const tables[8] = {
-	    "endpoints",       "domains",
-	    "ip_rules",	       "ids",
-	    "tcp_routes",      "deployments.health_check",
-	    "deployments.tls", "deployments.send_proxy"};
+	static const char *const tables[9] = {
+	    "endpoints",	 "domains",
+	    "ip_rules",		 "ids",
+	    "tcp_routes",	 "deployments.health_check",
+	    "deployments.tls",	 "deployments.send_proxy",
+	    "environments.rules"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -1028,7 +1030,7 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < 9; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
@@ -1036,7 +1038,9 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 		    "(deployments.health_check: deployments served without "
 		    "their refused health check; deployments.tls: their "
 		    "https:// endpoints not tried; deployments.send_proxy: "
-		    "the deployment skipped).",
+		    "the deployment skipped; environments.rules: an "
+		    "environment whose headers, redirects or unmatched did "
+		    "not parse, skipped).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
