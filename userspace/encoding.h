@@ -54,7 +54,7 @@ enum enc enc_choose(const char *ae, size_t len, const enum enc *prefs,
 
 /* Whether the media type of Content-Type value ct[0..len) (its
  * parameters ignored, case-insensitive) is one of types[0..n): "type/sub"
- * exactly, or "type/ *" (written without the space) for every subtype. */
+ * exactly, or "type/" and a star for every subtype of type. */
 bool enc_type_listed(const char *ct, size_t len, const char *const *types,
 		     size_t n);
 
