@@ -22,6 +22,7 @@
 #include "clk.h"
 #include "h1.h"
 #include "h2up.h"
+#include "hrule.h"
 #include "h2fields.h"
 #include "hdr.h"
 #include "log.h"
@@ -40,7 +41,7 @@
 /* Bytes a field costs in a header list beyond its name and value. */
 #define H2UP_FIELD_OVERHEAD 32
 /* Fields of a request at most (the head's, and the pseudo-fields). */
-#define H2UP_NV_MAX (H1_MAX_HEADERS + 32)
+#define H2UP_NV_MAX (H1_MAX_HEADERS + 32 + HRULE_FIELDS_MAX)
 
 struct h2up_sess;
 

@@ -997,11 +997,14 @@ int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
 {
 	const char *reason = hdr_status_text(status);
 
-	return hdr_build_head(b, status, reason, strlen(reason), NULL,
-			      "Content-Type: application/json\r\n"
-			      "Cache-Control: no-store\r\n",
-			      request_id, extra, NULL, (int64_t)body_len, false,
-			      close, false);
+	/* a redirect may be cached as its status says (a 301 is); an error
+	 * never is */
+	return hdr_build_head(
+	    b, status, reason, strlen(reason), NULL,
+	    status >= 300 && status < 400 ? "Content-Type: application/json\r\n"
+					  : "Content-Type: application/json\r\n"
+					    "Cache-Control: no-store\r\n",
+	    request_id, extra, NULL, (int64_t)body_len, false, close, false);
 }
 
 void hdr_via_init(char *out, size_t len, const char *name)

@@ -250,7 +250,8 @@ int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 
 /*
  * Write the head of an error edge answers itself: "HTTP/1.1 status
- * text", Content-Type: application/json, Cache-Control: no-store,
+ * text", Content-Type: application/json, Cache-Control: no-store (not
+ * for a redirect, 3xx),
  * X-Request-ID: request_id (omitted when NULL or empty), extra (may be
  * NULL), Content-Length: body_len, and Connection: close if close. The
  * same builder as hdr_build_response. Returns 0 or b->err.

@@ -4,11 +4,13 @@
  * applied through hdr.h's struct hdr_edit, matched by a scan (a few
  * dozen entries at most).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "h1.h"
 #include "hdr.h"
@@ -81,6 +83,11 @@ static int hv_at(const char *s, size_t n, int first, int nv, size_t *len)
 		if (strlen(hv_name[i]) == k - 1 &&
 		    memcmp(hv_name[i], s + 1, k - 1) == 0)
 			return i;
+	/* what it is not, named whole ("$Host", "$path2") */
+	while (k < n && (hv_char(s[k]) || (s[k] >= 'A' && s[k] <= 'Z') ||
+			 (s[k] >= '0' && s[k] <= '9')))
+		k++;
+	*len = k;
 	return -1;
 }
 
@@ -147,9 +154,27 @@ static void hv_expand(struct hdr_buf *b, const char *s, size_t n,
 
 /* ---- header rules ------------------------------------------------------- */
 
+/* A name's byte as rules compare it: lowercase, '_' read as '-' (CGI-style
+ * servers give X_Foo and X-Foo the one variable HTTP_X_FOO, so a rule
+ * about one is about both). */
+static unsigned char hrule_fold(unsigned char c)
+{
+	if (c == '_')
+		return '-';
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
 static bool hrule_names(const struct hrule_field *f, const char *name, size_t n)
 {
-	return f->nlen == n && h1_eq_n(name, f->name, n);
+	size_t i;
+
+	if (f->nlen != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (hrule_fold((unsigned char)f->name[i]) !=
+		    hrule_fold((unsigned char)name[i]))
+			return false;
+	return true;
 }
 
 static const struct hrule_field *
@@ -167,6 +192,7 @@ hrule_in(const struct hrules *h, enum hrule_list l, const char *name, size_t n)
 static int hrule_name_ok(enum hrule_list l, const char *name, size_t n,
 			 struct errbuf *err)
 {
+	char folded[HRULE_NAME_MAX];
 	size_t i;
 
 	if (n == 0 || n > HRULE_NAME_MAX) {
@@ -174,7 +200,7 @@ static int hrule_name_ok(enum hrule_list l, const char *name, size_t n,
 			   HRULE_NAME_MAX);
 		return -EINVAL;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (!h1_tchar((unsigned char)name[i])) {
 			errbuf_set(err,
 				   "\"%.*s\" is not a header name (a token: "
@@ -182,24 +208,29 @@ static int hrule_name_ok(enum hrule_list l, const char *name, size_t n,
 				   (int)(n > 64 ? 64 : n), name);
 			return -EINVAL;
 		}
-	if (hdr_is_hop_by_hop(name, n) || h1_eq(name, n, "content-length")) {
+		folded[i] = (char)hrule_fold((unsigned char)name[i]);
+	}
+	/* the checks on the name folded: X_Request_ID is X-Request-ID to a
+	 * CGI-style server */
+	if (hdr_is_hop_by_hop(folded, n) ||
+	    h1_eq(folded, n, "content-length")) {
 		errbuf_set(err,
 			   "%.*s is hop-by-hop or framing: edge writes it "
 			   "itself",
 			   (int)n, name);
 		return -EINVAL;
 	}
-	if (h1_eq(name, n, "x-request-id")) {
+	if (h1_eq(folded, n, "x-request-id")) {
 		errbuf_set(err, "X-Request-ID is edge's own: it cannot be set "
 				"or removed");
 		return -EINVAL;
 	}
-	if (!hrule_is_response(l) && h1_eq(name, n, "via")) {
+	if (!hrule_is_response(l) && h1_eq(folded, n, "via")) {
 		errbuf_set(err, "a request's Via is edge's loop detection: it "
 				"cannot be set or removed");
 		return -EINVAL;
 	}
-	if (l == HRULE_REQUEST_REMOVE && h1_eq(name, n, "host")) {
+	if (l == HRULE_REQUEST_REMOVE && h1_eq(folded, n, "host")) {
 		errbuf_set(err, "an HTTP/1.1 request needs its Host: it can be "
 				"set, not removed");
 		return -EINVAL;
@@ -260,6 +291,47 @@ static int hrule_conflict(const struct hrules *h, enum hrule_list l,
 	return -1;
 }
 
+/* The longest value[0..n) may become, its variables at their longest
+ * (a request id's 128 bytes, a host's 255 and a port, an id's 64). */
+static size_t hv_longest(const char *v, size_t n)
+{
+	static const size_t longest[HV_N] = {128, 45, 262, 64, 64, 0, 0};
+	size_t i, len, out = 0;
+	int k;
+
+	for (i = 0; i < n; i++) {
+		if (v[i] != '$') {
+			out++;
+			continue;
+		}
+		if (i + 1 < n && v[i + 1] == '$') {
+			out++;
+			i++;
+			continue;
+		}
+		k = hv_at(v + i, n - i, 0, HV_N, &len);
+		out += k >= 0 ? longest[k] : len;
+		i += len - 1;
+	}
+	return out;
+}
+
+/* What h's fields come to, each at its longest ("Name: value\r\n"). */
+static size_t hrules_bytes(const struct hrules *h)
+{
+	const struct hrule_field *f;
+	size_t i, out = 0;
+	int l;
+
+	for (l = 0; l < HRULE_LISTS; l++)
+		for (i = 0; i < h->n[l]; i++) {
+			f = &h->f[l][i];
+			out += f->nlen + 4 +
+			       (f->value ? hv_longest(f->value, f->vlen) : 0);
+		}
+	return out;
+}
+
 int hrules_add(struct hrules *h, enum hrule_list l, const char *text,
 	       struct errbuf *err)
 {
@@ -292,9 +364,25 @@ int hrules_add(struct hrules *h, enum hrule_list l, const char *text,
 	}
 	if (hrule_name_ok(l, text, n, err) < 0)
 		return -EINVAL;
+	if (v && vn == 0 && l == HRULE_REQUEST_SET && n == 4 &&
+	    h1_eq_n(text, "host", 4)) {
+		errbuf_set(err,
+			   "an HTTP/1.1 request needs a Host: an empty one "
+			   "is a removal");
+		return -EINVAL;
+	}
 	if (v && (hrule_value_ok(v, vn, err) < 0 ||
 		  hv_check(v, vn, HV_REQUEST_ID, HV_PATH, &vars, err) < 0))
 		return -EINVAL;
+	if (hrules_bytes(h) + n + 4 + (v ? hv_longest(v, vn) : 0) >
+	    HRULE_GROUP_BYTES_MAX) {
+		errbuf_set(
+		    err,
+		    "the group's fields would come to more than %d bytes "
+		    "(variables at their longest)",
+		    HRULE_GROUP_BYTES_MAX);
+		return -EINVAL;
+	}
 	c = hrule_conflict(h, l, text, n);
 	if (c >= 0) {
 		errbuf_set(err, "%.*s is in %s already", (int)n, text,
@@ -499,7 +587,14 @@ static int hr_from_ok(const char *from, size_t n, bool *prefix,
 		return -EINVAL;
 	}
 	*prefix = n >= 2 && from[n - 2] == '/' && from[n - 1] == '*';
-	for (i = 0; i < n - (*prefix ? 2 : 0); i++)
+	for (i = 0; i < n - (*prefix ? 2 : 0); i++) {
+		if (from[i] == '%' &&
+		    !(i + 2 < n && isxdigit((unsigned char)from[i + 1]) &&
+		      isxdigit((unsigned char)from[i + 2]))) {
+			errbuf_set(err, "from: a %% not followed by two hex "
+					"digits matches no path");
+			return -EINVAL;
+		}
 		if (!hr_path_char((unsigned char)from[i]) || from[i] == '*') {
 			errbuf_set(err,
 				   "from: \"%.*s\" has byte 0x%02x: a path "
@@ -508,17 +603,28 @@ static int hr_from_ok(const char *from, size_t n, bool *prefix,
 				   (unsigned char)from[i]);
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+/* Where to's authority begins (after "scheme://"), 0 for a path. */
+static size_t hr_authority_start(const char *to, size_t n)
+{
+	if (n > 8 && strncasecmp(to, "https://", 8) == 0)
+		return 8;
+	if (n > 7 && strncasecmp(to, "http://", 7) == 0)
+		return 7;
 	return 0;
 }
 
 static int hr_to_ok(const char *to, size_t n, struct errbuf *err)
 {
-	size_t i;
+	size_t i, start;
 	bool vars;
 
 	if (n == 0 || n > HREDIRECT_TO_MAX ||
-	    !(strncmp(to, "https://", 8) == 0 ? n > 8
-	      : strncmp(to, "http://", 7) == 0
+	    !(strncasecmp(to, "https://", 8) == 0 ? n > 8
+	      : strncasecmp(to, "http://", 7) == 0
 		  ? n > 7
 		  : to[0] == '/' && (n == 1 || to[1] != '/'))) {
 		errbuf_set(err,
@@ -535,6 +641,22 @@ static int hr_to_ok(const char *to, size_t n, struct errbuf *err)
 				   (unsigned char)to[i]);
 			return -EINVAL;
 		}
+	/* the host a client is sent to is the rule's, never the request's.
+	 * $path and $query begin with "/" or "?" (or are empty), so after a
+	 * host they end it; first in a URL's authority or right after a
+	 * path's first "/" they would make it: "/$path" of "/old//evil.test"
+	 * is "//evil.test", "http://$path" of "/old/evil.test"
+	 * "http:///evil.test", both another host to a browser */
+	start = hr_authority_start(to, n);
+	if (!start)
+		start = 1;
+	if (start < n && to[start] == '$' &&
+	    !(start + 1 < n && to[start + 1] == '$')) {
+		errbuf_set(err, "to: the host must be the rule's: no variable "
+				"first in a URL's host or right after a path's "
+				"first /");
+		return -EINVAL;
+	}
 	return hv_check(to, n, HV_PATH, 2, &vars, err);
 }
 

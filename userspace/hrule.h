@@ -22,6 +22,9 @@
  * removal of Host; a name twice in a group's set lists, or both set and
  * removed.
  *
+ * Names compare case-insensitively with '_' read as '-' (a CGI-style
+ * server's one variable for both), in the checks and when applied.
+ *
  * A route's group and its environment's both apply, by name: a name the
  * route's group names in a direction's lists is the route's alone.
  *
@@ -31,7 +34,9 @@
  * absolute path, where $path is the rest of the path after the prefix
  * ("" for an exact one), $query the request's query with its "?" ("" for
  * none), $$ a dollar; status 301, 302, 307 or 308. An exact "from" wins
- * over the prefixes, the longest prefix over shorter ones.
+ * over the prefixes, the longest prefix over shorter ones. The host a
+ * "to" sends a client to is never the request's: no variable first in a
+ * URL's host or right after a path's first "/".
  */
 #ifndef EDGE_HRULE_H
 #define EDGE_HRULE_H
@@ -47,6 +52,14 @@
 #define HRULE_MAX 32
 #define HRULE_NAME_MAX 128
 #define HRULE_VALUE_MAX 1024
+/* Fields the rules of one request may add in one direction (an
+ * environment's and a route's set and add lists): what a head's field
+ * arrays (HTTP/2's) leave room for beside the message's own. */
+#define HRULE_FIELDS_MAX (4 * HRULE_MAX)
+/* Bytes a group's entries may come to, their variables at their
+ * longest (hrules_add refuses more): the two groups of a request stay
+ * well inside a head's 64 KiB. */
+#define HRULE_GROUP_BYTES_MAX 16384
 /* Redirects of an environment; bytes of a from and of a to. */
 #define HREDIRECT_MAX 256
 #define HREDIRECT_FROM_MAX 256

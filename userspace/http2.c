@@ -23,6 +23,7 @@
 #include "h2mem.h"
 #include "hdr.h"
 #include "http2.h"
+#include "hrule.h"
 #include "req.h"
 #include "sockio.h"
 #include "worker.h"
@@ -454,7 +455,7 @@ static ssize_t h2_data_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
  * bodiless). 0 or -1. */
 static int h2_submit(struct h2s *s, struct hdr_buf *b, bool bodiless)
 {
-	nghttp2_nv nv[H1_MAX_HEADERS + 16];
+	nghttp2_nv nv[H1_MAX_HEADERS + 16 + HRULE_FIELDS_MAX];
 	nghttp2_data_provider dp = {.source.ptr = s,
 				    .read_callback = h2_data_cb};
 	int n;

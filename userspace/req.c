@@ -597,14 +597,22 @@ static bool req_redirect(struct req *r)
 	const struct hredirect *d;
 	struct hdr_buf b;
 
-	if (!h->path || h->path_len == 0 || h->path[0] != '/')
-		return false; /* OPTIONS *, an authority form */
-	d = hredirects_find(r->m.redirects, h->path, h->path_len);
+	const char *path = h->path;
+	size_t len = h->path_len;
+
+	if (h->form == H1_FORM_ASTERISK)
+		return false;
+	if (!path || len == 0) { /* "http://a.test": the root, as sent up */
+		path = "/";
+		len = 1;
+	}
+	if (path[0] != '/')
+		return false;
+	d = hredirects_find(r->m.redirects, path, len);
 	if (!d)
 		return false;
 	hdr_buf_init(&b, 0);
-	if (hredirect_location(d, h->path, h->path_len, h->query, h->query_len,
-			       &b) ||
+	if (hredirect_location(d, path, len, h->query, h->query_len, &b) ||
 	    hdr_buf_add(&b, "", 1)) {
 		hdr_buf_free(&b);
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);

@@ -28,6 +28,16 @@ P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
 SOCK="$T_TMP/edged.sock"
 
+# many_fields PREFIX N: "PREFIX-1: v1", ... "PREFIX-N: vN", a list's
+# entries
+many_fields() {
+	local i out=""
+	for ((i = 1; i <= $2; i++)); do
+		out+="${out:+, }\"$1-$i: v$i\""
+	done
+	echo "$out"
+}
+
 # write_conf [API_VALUE]: the configuration, the /api route's X-Env value
 # API_VALUE ("api").
 write_conf() {
@@ -53,13 +63,23 @@ projects = (
         redirects = (
           { from = "/old/*"; to = "https://new.test/n\$path\$query"; },
           { from = "/old/keep"; to = "/kept"; status = 307; },
-          { from = "/moved"; to = "/here\$query"; status = 302; }
+          { from = "/moved"; to = "/here\$query"; status = 302; },
+          { from = "/"; to = "/home"; }
         );
         routes = (
           { prefix = "/api";
             headers = { request_set = [ "X-Env: ${1:-api}" ];
                         response_set = [ "Cache-Control: private" ]; }; }
         );
+      },
+      { id = "e-many";
+        domains = [ "many.test" ];
+        deployment = { id = "d-many"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+        headers = { response_set = [ $(many_fields E-Set 32) ];
+                    response_add = [ $(many_fields E-Add 32) ]; };
+        routes = ( { prefix = "/r";
+          headers = { response_set = [ $(many_fields R-Set 32) ];
+                      response_add = [ $(many_fields R-Add 32) ]; }; } );
       },
       { id = "e-strict";
         domains = [ "strict.test" ];
@@ -111,7 +131,7 @@ run_build() { # LABEL BIN
 	fi
 	for proto in --http1.1 --http2-prior-knowledge; do
 		p="$v ${proto#--}"
-		code=$(req "$proto" rules.test /x -H "X-Debug: 1" \
+		code=$(req "$proto" rules.test /x -H "X-Debug: 1" -H "X_Debug: 2" \
 			-H "X-Deployment-ID: spoofed" -H "X-Echo-Response-Header: Cache-Control: max-age=60" \
 			-H "X-Echo-Response-Header: X-Backend-Secret: s3cret" \
 			-H "X-Echo-Response-Header: Link: </up.css>; rel=preload")
@@ -120,7 +140,7 @@ run_build() { # LABEL BIN
 			[ "$(sent X-Who)" = "127.0.0.1 rules.test p-rules e-rules \$5" ] &&
 			[ "$(sent X-Forwarded-Proto)" = edge-set ] &&
 			[ -n "$rid" ] && [ "$(sent X-Rid)" = "$rid" ] && [ "$(sent X-Request-ID)" = "$rid" ] &&
-			[ -z "$(sent X-Debug)" ] && [ -z "$(sent X-Deployment-ID)" ] &&
+			[ -z "$(sent X-Debug)" ] && [ -z "$(sent X_Debug)" ] && [ -z "$(sent X-Deployment-ID)" ] &&
 			[ "$(sent X-Project-ID)" = p-rules ] && [ "$(sent X-Client-IP)" = 127.0.0.1 ]; then
 			t_ok "$p: request_set (every variable, over edge's X-Forwarded-Proto), request_remove (a client's field, edge's X-Deployment-ID); X-Request-ID kept"
 		else
@@ -145,8 +165,8 @@ run_build() { # LABEL BIN
 		n=$(backend_count)
 		code=$(req "$proto" rules.test "/old/a/b?q=1&r=2")
 		if [ "$code" = 301 ] && [ "$(fields Location)" = "https://new.test/n/a/b?q=1&r=2" ] &&
-			grep -q '"error":"redirect"' "$T_TMP/b"; then
-			t_ok "$p: redirect by prefix: 301, \$path and \$query"
+			grep -q '"error":"redirect"' "$T_TMP/b" && [ -z "$(fields Cache-Control)" ]; then
+			t_ok "$p: redirect by prefix: 301, \$path and \$query, cacheable (no no-store)"
 		else
 			t_fail "$p: prefix redirect" "code $code; $(fields Location)"
 		fi
@@ -173,6 +193,12 @@ run_build() { # LABEL BIN
 		else
 			t_fail "$p: redirects upstream" "$n -> $(backend_count)"
 		fi
+		code=$(req "$proto" many.test /r/x)
+		if [ "$code" = 200 ] && [ "$(grep -c '^[ERer]-[ASas][de][dt]-' "$T_TMP/h")" = 128 ]; then
+			t_ok "$p: 128 fields from rules (32 set and 32 added by the environment and by the route) on one response"
+		else
+			t_fail "$p: many fields" "code $code; $(grep -c '^[ERer]-[ASas][de][dt]-' "$T_TMP/h") fields"
+		fi
 		code=$(req "$proto" rules.test "/oldx")
 		if [ "$code" = 200 ]; then
 			t_ok "$p: /oldx is not under /old: proxied"
@@ -192,9 +218,16 @@ run_build() { # LABEL BIN
 			t_fail "$p: strict route" "code $code"
 		fi
 	done
-	# the analytics lane writes a batch at a time: wait for all 18
+	# an absolute-form target without a path is the root
+	code=$(req --http1.1 rules.test "" --request-target "http://rules.test")
+	if [ "$code" = 301 ] && [ "$(fields Location)" = /home ]; then
+		t_ok "$v: GET http://rules.test (no path) redirected as / is"
+	else
+		t_fail "$v: absolute form" "code $code; $(fields Location)"
+	fi
+	# the analytics lane writes a batch at a time: wait for all 21
 	for ((n = 0; n < 100; n++)); do
-		[ "$(grep -c . "$T_TMP/requests.jsonl" 2>/dev/null)" -ge 18 ] && break
+		[ "$(grep -c . "$T_TMP/requests.jsonl" 2>/dev/null)" -ge 21 ] && break
 		sleep 0.1
 	done
 	if python3 - "$T_TMP/requests.jsonl" >"$T_TMP/out" <<'PY'; then
@@ -202,13 +235,13 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 red = [r for r in recs if r.get("outcome") == "redirect"]
 nf = [r for r in recs if r.get("outcome") == "route_not_found"]
-ok = (len(red) == 8 and sorted({r["status"] for r in red}) == [301, 302, 307]
+ok = (len(red) == 9 and sorted({r["status"] for r in red}) == [301, 302, 307]
       and len(nf) == 2 and all(r["status"] == 404 for r in nf))
 if not ok:
     print(" ".join("%s/%s" % (r.get("outcome"), r.get("status")) for r in recs))
 sys.exit(0 if ok else 1)
 PY
-		t_ok "$v: analytics: 8 records of outcome redirect (301, 307, 302), 2 route_not_found (404)"
+		t_ok "$v: analytics: 9 records of outcome redirect (301, 307, 302), 2 route_not_found (404)"
 	else
 		t_fail "$v: analytics" "$(tail -c 600 "$T_TMP/out")"
 	fi
@@ -223,7 +256,7 @@ ok = (api["headers"]["request_set"][0] == "X-Env: api"
       and api["headers"]["response_set"][0] == "Cache-Control: private"
       and api["headers"]["response_add"] == ["Link: </a.css>; rel=preload", "Link: </b.js>; rel=preload"]
       and dflt["redirects"][0] == {"from": "/old/*", "to": "https://new.test/n$path$query", "status": 301}
-      and len(api["redirects"]) == 3 and dflt["unmatched"] == "deployment"
+      and len(api["redirects"]) == 4 and dflt["unmatched"] == "deployment"
       and strict["unmatched"] == "not_found" and strict["headers"] == {} and strict["redirects"] == [])
 sys.exit(0 if ok else 1)
 PY
@@ -232,7 +265,7 @@ PY
 		t_fail "$v: edgectl routes --json" "$(head -c 600 "$T_TMP/routes.json")"
 	fi
 	"$B/edgectl" --socket "$SOCK" routes >"$T_TMP/routes.txt"
-	if grep -q "^rules.test .*/api .*(headers: 12 rules, 3 redirects)" "$T_TMP/routes.txt" &&
+	if grep -q "^rules.test .*/api .*(headers: 12 rules, 4 redirects)" "$T_TMP/routes.txt" &&
 		grep -q "^strict.test .*(unmatched paths 404)" "$T_TMP/routes.txt"; then
 		t_ok "$v: edgectl routes counts them"
 	else
@@ -300,9 +333,14 @@ check_bad "redirect to a protocol-relative URL" 'to: an http:// or https:// URL'
 	'redirects = ( { from = "/a"; to = "//evil.test/"; } );'
 # shellcheck disable=SC2016 # a literal $ in the configuration
 check_bad "a redirect variable of headers" 'unknown variable "$host"' \
-	'redirects = ( { from = "/a"; to = "https://$host/"; } );'
+	'redirects = ( { from = "/a"; to = "https://x.test/$host"; } );'
 check_bad "the same from twice" 'from: "/a/*" is redirected already' \
 	'redirects = ( { from = "/a/*"; to = "/b"; }, { from = "/a/*"; to = "/c"; } );'
+# shellcheck disable=SC2016 # a literal $ in the configuration
+check_bad "a redirect whose host the request would choose" "to: the host must be the rule's" \
+	'redirects = ( { from = "/o/*"; to = "/$path"; } );'
+check_bad "an underscore spelling of a hop-by-hop name" 'Transfer_Encoding is hop-by-hop' \
+	'headers = { response_set = [ "Transfer_Encoding: x" ]; };'
 check_bad "unmatched" '"deployment" or "not_found", not "404"' \
 	'unmatched = "404";'
 t_exit

@@ -15,6 +15,7 @@
 #     reason, counted in edge_db_rows_skipped_total{table=
 #     "environments.rules"}, the other project applied; fixed, served
 #     again;
+#   - a JSON null in headers and redirects: none, the environment served;
 #   - unmatched other than deployment or not_found refused by the CHECK;
 #   - edged restarted with the database stopped: the local snapshot keeps
 #     the rules.
@@ -188,6 +189,19 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: fixed" "$(get r.test /app/z)"
 	fi
+	# a JSON null (an ORM's None) is no rules, as SQL's NULL
+	n0=$(metric "$SKIP")
+	pg_sql "UPDATE environments SET headers = 'null'::jsonb, redirects = 'null'::jsonb WHERE id = 'r-e'" >/dev/null
+	pg_wait_applied
+	code=$(get r.test /app/n)
+	if [ "$code" = 200 ] && [ -z "$(sent X-Env)" ] && [ "$(get r.test /old/x)" = 404 ] &&
+		[ "$(metric "$SKIP")" = "$n0" ]; then
+		t_ok "$v: JSON null in headers and redirects: none, the environment served"
+	else
+		t_fail "$v: JSON null" "code $code; skipped $n0 -> $(metric "$SKIP") $(grep "r-e" "$EDGED_LOG" | tail -1)"
+	fi
+	pg_sql "$RULES" >/dev/null
+	pg_wait_applied
 	if ! pg_sql "UPDATE environments SET unmatched = '404' WHERE id = 'r-e'" >/dev/null 2>&1; then
 		t_ok "$v: unmatched '404' refused by the column's CHECK"
 	else

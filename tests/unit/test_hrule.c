@@ -87,6 +87,20 @@ START_TEST(test_refusals)
 	memcpy(big, "X-Big: ", 7);
 	big[sizeof(big) - 1] = '\0';
 	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, big, "at most"), -EINVAL);
+	/* a CGI-style server reads X_Foo as X-Foo: so do rules */
+	ck_assert_int_eq(
+	    add(&h, HRULE_RESPONSE_SET, "Transfer_Encoding: x", "hop-by-hop"),
+	    -EINVAL);
+	ck_assert_int_eq(
+	    add(&h, HRULE_REQUEST_REMOVE, "X_Request_ID", "edge's own"),
+	    -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_REMOVE, "x_a", "already"),
+			 -EINVAL);
+	/* an empty Host is no Host */
+	ck_assert_int_eq(add(&h, HRULE_REQUEST_SET, "host:  ", "is a removal"),
+			 -EINVAL);
+	ck_assert_int_eq(add(&h, HRULE_RESPONSE_SET, "X-D: $Host", "\"$Host\""),
+			 -EINVAL);
 	ck_assert_uint_eq(h.n[HRULE_REQUEST_SET], 2);
 	ck_assert_uint_eq(h.n[HRULE_RESPONSE_SET], 3);
 	ck_assert_uint_eq(h.n[HRULE_RESPONSE_ADD], 2);
@@ -95,6 +109,42 @@ START_TEST(test_refusals)
 	ck_assert(!hrules_empty(&h));
 	hrules_free(&h);
 	ck_assert(hrules_empty(&h));
+}
+END_TEST
+
+/* A group's fields, variables at their longest, stay within
+ * HRULE_GROUP_BYTES_MAX: a head never outgrows its 64 KiB by rules. */
+START_TEST(test_bytes)
+{
+	struct hrules h = {0}, g = {0};
+	char t[HRULE_VALUE_MAX + 32];
+	size_t k;
+	int i, rc = 0;
+
+	/* $host is 262 bytes at its longest: 3 of them a value */
+	for (i = 0; i < HRULE_MAX && rc == 0; i++) {
+		k = (size_t)snprintf(t, sizeof(t), "X-%d: ", i);
+		memcpy(t + k, "$host$host$host", 16);
+		rc = add(&h, HRULE_RESPONSE_ADD, t, NULL);
+	}
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_int_lt(i, HRULE_MAX);
+	rc = add(&h, HRULE_RESPONSE_ADD, "X-last: $host$host$host",
+		 "more than 16384 bytes");
+	ck_assert_int_eq(rc, -EINVAL);
+	/* plain values of 1000 bytes: 16 fit, not 17 */
+	memset(t, 'v', sizeof(t));
+	for (i = 0; i < 17; i++) {
+		k = (size_t)snprintf(t, sizeof(t), "Y-%02d: ", i);
+		t[k] = 'v';
+		t[1000] = '\0';
+		rc = add(&g, HRULE_RESPONSE_SET, t, NULL);
+		if (rc)
+			break;
+	}
+	ck_assert_int_eq(i, 16);
+	hrules_free(&h);
+	hrules_free(&g);
 }
 END_TEST
 
@@ -133,6 +183,7 @@ START_TEST(test_request_applied)
 {
 	static const char in[] = "GET /x HTTP/1.1\r\nHost: a.test:8080\r\n"
 				 "X-Debug: 1\r\nX-Env: client\r\n"
+				 "X_Debug: 2\r\nx_env: c2\r\n"
 				 "Accept: */*\r\n\r\n";
 	struct hrules env = {0}, route = {0}, copy;
 	struct h1_request *r = malloc(sizeof(*r));
@@ -307,9 +358,25 @@ START_TEST(test_redirects)
 	ck_assert_int_eq(radd(&r, "/a", "https://", 0, "http://"), -EINVAL);
 	ck_assert_int_eq(radd(&r, "/a", "/b\r\nX: y", 0, "byte 0x0d"), -EINVAL);
 	ck_assert_int_eq(radd(&r, "/a", "/b<script>", 0, "byte 0x3c"), -EINVAL);
-	ck_assert_int_eq(radd(&r, "/a", "/$host", 0, "unknown variable"),
+	ck_assert_int_eq(radd(&r, "/a", "/x$host", 0, "unknown variable"),
 			 -EINVAL);
-	ck_assert_uint_eq(r.n, 4);
+	/* the host is the rule's: no variable first in a URL's host or
+	 * right after a path's first / */
+	ck_assert_int_eq(radd(&r, "/a", "/$path", 0, "the host must be"),
+			 -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "/$query", 0, "the host must be"),
+			 -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "http://$path", 0, "the host must be"),
+			 -EINVAL);
+	ck_assert_int_eq(
+	    radd(&r, "/a", "HTTPS://$path/x", 0, "the host must be"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/a", "/%zz", 0, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/%zz", "/b", 0, "two hex digits"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/%2", "/b", 0, "two hex digits"), -EINVAL);
+	ck_assert_int_eq(radd(&r, "/b%2F", "/c", 0, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/c", "/$$path", 0, NULL), 0);
+	ck_assert_int_eq(radd(&r, "/d/*", "HTTPS://n.test$path", 0, NULL), 0);
+	ck_assert_uint_eq(r.n, 8);
 	ck_assert_int_eq(hredirects_dup(&r, &copy), 0);
 	hredirects_free(&r);
 
@@ -331,6 +398,9 @@ START_TEST(test_redirects)
 			 "Location: https://n.test/new/x/y\r\n");
 	ck_assert_str_eq(loc(&copy, "/docs", "a=1&b", &st),
 			 "Location: /manual?a=1&b$\r\n");
+	ck_assert_str_eq(loc(&copy, "/c", NULL, &st), "Location: /$path\r\n");
+	ck_assert_str_eq(loc(&copy, "/d/e", NULL, &st),
+			 "Location: HTTPS://n.test/e\r\n");
 	/* a segment boundary; an exact path is exact */
 	ck_assert_ptr_null(loc(&copy, "/oldx", NULL, &st));
 	ck_assert_ptr_null(loc(&copy, "/docs/", NULL, &st));
@@ -449,6 +519,7 @@ static Suite *hrule_suite(void)
 
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_max);
+	tcase_add_test(tc, test_bytes);
 	tcase_add_test(tc, test_request_applied);
 	tcase_add_test(tc, test_response_applied);
 	tcase_add_test(tc, test_redirects);

@@ -663,8 +663,9 @@ static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 	for (k = 8; k <= 9 && rc == 0; k++) {
 		if (PQgetisnull(res, i, k))
 			continue;
-		o = json_loads(PQgetvalue(res, i, k), JSON_REJECT_DUPLICATES,
-			       &je);
+		/* any value: a JSON null is none, as SQL's NULL */
+		o = json_loads(PQgetvalue(res, i, k),
+			       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 		if (!o) {
 			errbuf_set(err, "%s: cannot read the JSON: %s",
 				   k == 8 ? "headers" : "redirects", je.text);
