@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "body.h"
+#include "encoding.h"
 #include "hdr.h"
 
 /* Largest piece of a chunked body made contiguous for the decoder. */
@@ -30,6 +31,22 @@ void body_free(struct body *b)
 	if (b->trailers)
 		evbuffer_free(b->trailers);
 	b->trailers = NULL;
+	enc_stream_free(b->enc);
+	b->enc = NULL;
+	if (b->zbuf)
+		evbuffer_free(b->zbuf);
+	b->zbuf = NULL;
+}
+
+int body_encode(struct body *b, struct enc_stream *enc)
+{
+	b->zbuf = evbuffer_new();
+	if (!b->zbuf) {
+		enc_stream_free(enc);
+		return -ENOMEM;
+	}
+	b->enc = enc;
+	return 0;
 }
 
 size_t body_last_chunk(struct evbuffer *out, struct evbuffer *tr)
@@ -52,17 +69,74 @@ size_t body_last_chunk(struct evbuffer *out, struct evbuffer *tr)
 	return n;
 }
 
-/* Write n bytes of data to out, as one chunk when chunked. */
-static void body_emit(struct evbuffer *out, bool chunked, const char *p,
-		      size_t n)
+/* Move what the encoder made so far to out, as one chunk when
+ * chunked. */
+static void body_emit_coded(struct body *b, struct evbuffer *out)
 {
+	size_t n = evbuffer_get_length(b->zbuf);
+
 	if (n == 0)
 		return;
-	if (chunked)
+	if (b->out_chunked)
+		evbuffer_add_printf(out, "%zx\r\n", n);
+	evbuffer_add_buffer(out, b->zbuf);
+	if (b->out_chunked)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+/* Write n bytes of data to out (through the encoder, if any), as one
+ * chunk when chunked. -1 when the encoder failed. */
+static int body_emit(struct body *b, struct evbuffer *out, const char *p,
+		     size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (b->enc) {
+		if (enc_stream_write(b->enc, p, n, b->zbuf))
+			return -1;
+		body_emit_coded(b, out);
+		return 0;
+	}
+	if (b->out_chunked)
 		evbuffer_add_printf(out, "%zx\r\n", n);
 	evbuffer_add(out, p, n);
-	if (chunked)
+	if (b->out_chunked)
 		evbuffer_add(out, "\r\n", 2);
+	return 0;
+}
+
+/* The encoder's end, written (nothing without one). -1 on its failure. */
+static int body_enc_finish(struct body *b, struct evbuffer *out)
+{
+	if (!b->enc)
+		return 0;
+	if (enc_stream_finish(b->enc, b->zbuf))
+		return -1;
+	body_emit_coded(b, out);
+	return 0;
+}
+
+/* The sender paused (its input ran dry): what was encoded goes now. */
+static int body_enc_flush(struct body *b, struct evbuffer *out)
+{
+	if (!b->enc)
+		return 0;
+	if (enc_stream_flush(b->enc, b->zbuf))
+		return -1;
+	body_emit_coded(b, out);
+	return 0;
+}
+
+size_t body_close(struct body *b, struct evbuffer *out, struct evbuffer *tr)
+{
+	size_t before = evbuffer_get_length(out), n = 0;
+
+	(void)body_enc_finish(b, out); /* a failure: the stream is cut */
+	n = evbuffer_get_length(out) - before;
+	if (b->out_chunked)
+		n += body_last_chunk(out, tr);
+	b->done = true;
+	return n;
 }
 
 int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
@@ -86,9 +160,10 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 			n = max;
 		if (b->in == BODY_LENGTH && n > b->left)
 			n = (size_t)b->left;
-		if (b->out_chunked) {
+		if (b->out_chunked || b->enc) {
 			p = (const char *)evbuffer_pullup(in, (ssize_t)n);
-			body_emit(out, true, p, n);
+			if (body_emit(b, out, p, n))
+				return -1;
 			evbuffer_drain(in, n);
 		} else {
 			evbuffer_remove_buffer(in, out, n);
@@ -98,6 +173,15 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 		if (b->in == BODY_LENGTH) {
 			b->left -= n;
 			b->done = b->left == 0;
+		}
+		if (b->done) {
+			if (body_enc_finish(b, out))
+				return -1;
+			if (b->out_chunked)
+				body_last_chunk(out, NULL);
+		} else if (evbuffer_get_length(in) == 0 &&
+			   body_enc_flush(b, out)) {
+			return -1;
 		}
 		return b->done;
 	case BODY_CHUNKED:
@@ -124,12 +208,15 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 				if (b->limit &&
 				    admit_body_add(b->limit, dlen) == -EFBIG)
 					return -EFBIG;
-				body_emit(out, b->out_chunked, p + doff, dlen);
+				if (body_emit(b, out, p + doff, dlen))
+					return -1;
 				*data += dlen;
 				b->copied += dlen;
 			}
 			evbuffer_drain(in, consumed);
 			if (rc == H1_CHUNK_DONE) {
+				if (body_enc_finish(b, out))
+					return -1;
 				if (b->out_chunked)
 					body_last_chunk(out, b->pass_trailers
 								 ? b->trailers
@@ -138,6 +225,8 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 				return 1;
 			}
 		}
+		if (evbuffer_get_length(in) == 0 && body_enc_flush(b, out))
+			return -1;
 		return 0;
 	}
 	return -1;

@@ -44,11 +44,18 @@ struct body {
 	/* a chunked body's trailer section as read ("Name: value\r\n"
 	 * lines), NULL when it had none */
 	struct evbuffer *trailers;
+	/* the data written is encoded (body_encode), NULL: as it is */
+	struct enc_stream *enc;
+	struct evbuffer *zbuf; /* the encoder's output before framing */
 };
 
+struct enc_stream;
+
 /* Make b copy a body of kind in (left bytes for BODY_LENGTH), re-chunking
- * when out_chunked; a chunked one keeps its trailer section (body_free
- * frees it). b holds nothing before (zeroed, or freed). */
+ * when out_chunked (a body of a length then ends with its last chunk; one
+ * delimited by the close, with body_close's); a chunked one keeps its
+ * trailer section (body_free frees it). b holds nothing before (zeroed,
+ * or freed). */
 void body_init(struct body *b, enum body_kind in, uint64_t left,
 	       bool out_chunked);
 
@@ -69,7 +76,18 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
  * (hdr_trailer_next). Returns the bytes written. */
 size_t body_last_chunk(struct evbuffer *out, struct evbuffer *tr);
 
-/* Free what b holds (its trailers). */
+/* From now on the data b writes goes through enc (b owns it: body_free
+ * frees it; a response's compression, compress.h): what was written is
+ * flushed whenever the input runs dry (the sender paused), the encoder
+ * finished at the body's end. 0 or -ENOMEM (enc freed). */
+int body_encode(struct body *b, struct enc_stream *enc);
+
+/* The end of a body delimited by the close (BODY_CLOSE at the sender's
+ * EOF): the encoder's end, and the last chunk when out_chunked with the
+ * fields of tr. Returns the bytes written to out. */
+size_t body_close(struct body *b, struct evbuffer *out, struct evbuffer *tr);
+
+/* Free what b holds (its trailers, its encoder). */
 void body_free(struct body *b);
 
 #endif /* EDGE_BODY_H */

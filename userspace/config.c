@@ -789,6 +789,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "headers",
 					   "redirects",
 					   "unmatched",
+					   "compression",
 					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
@@ -829,6 +830,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_redirects(x, g, path, &env->redirects);
 	if (rc == 0)
 		rc = cfg_unmatched(x, g, path, &env->unmatched_not_found);
+	if (rc == 0)
+		rc = cfg_compression(x, g, path, &env->compression);
 	if (rc == 0)
 		rc = cfg_domains(x, g, path, env);
 	if (rc == 0)

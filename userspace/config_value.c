@@ -915,3 +915,93 @@ int cfg_redirects(struct cfg *x, const config_setting_t *g, const char *path,
 	}
 	return rc;
 }
+
+int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
+		    struct config_compression *out)
+{
+	static const char *const keys[] = {"enabled", "algorithms", "min_bytes",
+					   "types",   "level",	    NULL};
+	static const char *const lkeys[] = {"gzip", "br", "zstd", NULL};
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	config_setting_t *c = cfg_member(g, path, "compression", p);
+	const config_setting_t *s, *lv;
+	uint64_t v;
+	int rc, i, n, e, j;
+
+	compress_defaults(out);
+	if (!c)
+		return 0;
+	rc = cfg_known(x, c, p, keys);
+	if (rc == 0)
+		rc = cfg_bool(x, c, p, "enabled", true, &out->enabled);
+	if (rc == 0)
+		rc = cfg_number(x, c, p, "min_bytes", CFG_BYTES,
+				COMPRESS_MIN_BYTES_DEFAULT, 0, CFG_SIZE_MAX,
+				&out->min_bytes);
+	if (rc == 0)
+		rc = cfg_list(x, c, p, "algorithms", key, &s);
+	if (rc == 0 && s) {
+		n = config_setting_length(s);
+		if (n == 0 || n > ENC_N - 1)
+			return cfg_fail(x, s, key,
+					"1 to 3 of \"zstd\", \"br\", \"gzip\"");
+		out->n_algos = 0;
+		for (i = 0; i < n; i++) {
+			const char *a = config_setting_get_string_elem(s, i);
+
+			e = enc_parse(a, strlen(a));
+			cfg_key_index(ek, key, (size_t)i);
+			if (e <= ENC_IDENTITY)
+				return cfg_fail(
+				    x, config_setting_get_elem(s, i), ek,
+				    "\"zstd\", \"br\" or \"gzip\", not "
+				    "\"%s\"",
+				    a);
+			for (j = 0; j < i; j++)
+				if (out->algos[j] == (enum enc)e)
+					return cfg_fail(
+					    x, config_setting_get_elem(s, i),
+					    ek, "\"%s\" is listed already", a);
+			out->algos[out->n_algos++] = (enum enc)e;
+		}
+	}
+	if (rc == 0)
+		rc = cfg_list(x, c, p, "types", key, &s);
+	if (rc == 0 && s) {
+		n = config_setting_length(s);
+		if (n > COMPRESS_TYPES_MAX)
+			return cfg_fail(x, s, key, "at most %d types",
+					COMPRESS_TYPES_MAX);
+		out->types = calloc((size_t)n + 1, sizeof(*out->types));
+		if (!out->types)
+			return cfg_nomem(x);
+		for (i = 0; i < n; i++) {
+			const char *t = config_setting_get_string_elem(s, i);
+
+			cfg_key_index(ek, key, (size_t)i);
+			if (!enc_type_valid(t))
+				return cfg_fail(
+				    x, config_setting_get_elem(s, i), ek,
+				    "\"%s\" is not a media type "
+				    "(\"type/subtype\" or "
+				    "\"type/\" and a star)",
+				    t);
+			if (!(out->types[i] = strdup(t)))
+				return cfg_nomem(x);
+			out->n_types++;
+		}
+	}
+	if (rc == 0) {
+		lv = cfg_member(c, p, "level", key);
+		if (lv)
+			rc = cfg_known(x, lv, key, lkeys);
+		for (e = ENC_GZIP; rc == 0 && lv && e < ENC_N; e++) {
+			rc = cfg_number(
+			    x, lv, key, enc_name((enum enc)e), CFG_COUNT,
+			    (uint64_t)enc_level_default((enum enc)e), 1,
+			    (uint64_t)enc_level_max((enum enc)e), &v);
+			out->level[e] = (int)v;
+		}
+	}
+	return rc;
+}

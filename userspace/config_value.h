@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "config_file.h"
+#include "compress.h"
 #include "hrule.h"
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
@@ -184,6 +185,11 @@ int cfg_addrs(struct cfg *x, const config_setting_t *g, const char *path,
  * each entry checked by hrules_add, an error naming its line. */
 int cfg_headers(struct cfg *x, const config_setting_t *g, const char *path,
 		struct hrules *out);
+
+/* An environment's compression group (compress.h), absent: the
+ * defaults (compress_defaults). */
+int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
+		    struct config_compression *out);
 
 /* An environment's redirects, a list of groups { from; to; status; }
  * (hredirects_add), absent: none. */

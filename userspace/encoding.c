@@ -6,6 +6,7 @@
  */
 #include <brotli/encode.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <event2/buffer.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -229,6 +230,19 @@ bool enc_type_listed(const char *ct, size_t len, const char *const *types,
 
 /* ---- encoders ----------------------------------------------------------- */
 
+/* Bytes every finished or freed encoder took in and gave out, by
+ * coding (all threads). */
+static atomic_ullong enc_total_in[ENC_N], enc_total_out[ENC_N];
+
+void enc_totals(enum enc e, unsigned long long *in, unsigned long long *out)
+{
+	*in = *out = 0;
+	if ((unsigned)e >= ENC_N)
+		return;
+	*in = atomic_load_explicit(&enc_total_in[e], memory_order_relaxed);
+	*out = atomic_load_explicit(&enc_total_out[e], memory_order_relaxed);
+}
+
 struct enc_stream {
 	enum enc e;
 	size_t in, out;
@@ -294,6 +308,10 @@ void enc_stream_free(struct enc_stream *s)
 {
 	if (!s)
 		return;
+	atomic_fetch_add_explicit(&enc_total_in[s->e], s->in,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&enc_total_out[s->e], s->out,
+				  memory_order_relaxed);
 	switch (s->e) {
 	case ENC_GZIP:
 		deflateEnd(&s->u.z);

@@ -84,4 +84,8 @@ int enc_stream_finish(struct enc_stream *s, struct evbuffer *out);
 size_t enc_stream_in(const struct enc_stream *s);
 size_t enc_stream_out(const struct enc_stream *s);
 
+/* Bytes the encoders of coding e took in and gave out, counted when each
+ * is freed (all threads, since the process started). */
+void enc_totals(enum enc e, unsigned long long *in, unsigned long long *out);
+
 #endif /* EDGE_ENCODING_H */

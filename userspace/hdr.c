@@ -741,9 +741,27 @@ int hdr_xff_replace(struct hdr_buf *b, const char *client_ip)
 			HDR_BUF_FIELD_LIT(b, lit, value, strlen(value));       \
 	} while (0)
 
+/* Whether an edit of the chain ed (NULL: none) leaves out a field named
+ * name[0..n). */
+static bool hdr_edit_drops(const struct hdr_edit *ed, const char *name,
+			   size_t n)
+{
+	for (; ed; ed = ed->next)
+		if (ed->drop(ed, name, n))
+			return true;
+	return false;
+}
+
+/* Each edit of the chain ed adds its fields. */
+static void hdr_edit_add(const struct hdr_edit *ed, struct hdr_buf *b)
+{
+	for (; ed; ed = ed->next)
+		ed->add(ed, b);
+}
+
 /* Whether the header rules of ed (NULL: none) leave out a field named
  * lit. */
-#define HDR_EDIT_DROPS(ed, lit) ((ed) && (ed)->drop((ed), lit, sizeof(lit) - 1))
+#define HDR_EDIT_DROPS(ed, lit) hdr_edit_drops((ed), lit, sizeof(lit) - 1)
 
 /* HDR_OPT_FIELD unless the header rules leave it out. */
 #define HDR_EDIT_FIELD(b, ed, lit, value)                                      \
@@ -776,7 +794,7 @@ static void kept_fields(struct hdr_buf *b, const struct h1_head *h,
 		const struct h1_header *f = &h->headers[i];
 
 		if (!hdr_conn_drop(&cn, f, keep) &&
-		    !(ed && ed->drop(ed, f->name, f->name_len)))
+		    !hdr_edit_drops(ed, f->name, f->name_len))
 			hdr_buf_field_n(b, f->name, f->name_len, f->value,
 					f->value_len);
 	}
@@ -798,7 +816,7 @@ static void extra_lines(struct hdr_buf *b, const char *extra,
 		if (!eol)
 			return; /* edge's own lines always end so */
 		colon = memchr(p, ':', (size_t)(eol - p));
-		if (!colon || !ed->drop(ed, p, (size_t)(colon - p)))
+		if (!colon || !hdr_edit_drops(ed, p, (size_t)(colon - p)))
 			hdr_buf_add(b, p, (size_t)(eol - p) + 2);
 	}
 }
@@ -857,8 +875,7 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	HDR_EDIT_FIELD(b, ed, "X-Forwarded-Proto", f->proto);
 	if (r->host && !HDR_EDIT_DROPS(ed, "X-Forwarded-Host"))
 		HDR_BUF_FIELD_LIT(b, "X-Forwarded-Host", r->host, r->host_len);
-	if (ed)
-		ed->add(ed, b);
+	hdr_edit_add(ed, b);
 	if (f->tunnel)
 		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
 	framing(b, f->content_length, f->chunked);
@@ -971,8 +988,7 @@ static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
 	hdr_buf_str(b, pre);
 	HDR_OPT_FIELD(b, "X-Request-ID", request_id);
 	extra_lines(b, extra, ed);
-	if (ed)
-		ed->add(ed, b);
+	hdr_edit_add(ed, b);
 	if (upgrade)
 		HDR_BUF_LIT(b, "Connection: upgrade\r\n");
 	else if (code >= 200 && code != 204 && code != 304)

@@ -47,11 +47,14 @@ struct hdr_buf {
  * Header rules applied to a head being built (hrule.h makes them): every
  * field the builder would write, the client's or upstream's or edge's
  * own (but X-Request-ID and the framing), is left out when drop() says
- * so; add() appends the rules' own before the framing.
+ * so; add() appends the rules' own before the framing. Edits chain.
  */
 struct hdr_edit {
 	bool (*drop)(const struct hdr_edit *e, const char *name, size_t n);
 	void (*add)(const struct hdr_edit *e, struct hdr_buf *b);
+	/* another edit applied with this one (NULL: none): a field any of
+	 * them drops is dropped; each adds its own, this one's first */
+	const struct hdr_edit *next;
 };
 
 /* What edge adds to a request it forwards. NULL strings are left out. */

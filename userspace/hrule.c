@@ -551,6 +551,7 @@ const struct hdr_edit *hrule_edit_init(struct hrule_edit *e,
 		return NULL;
 	e->base.drop = hrule_drop;
 	e->base.add = hrule_add_fields;
+	e->base.next = NULL;
 	e->env = env;
 	e->route = route;
 	e->v = v;

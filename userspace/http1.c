@@ -153,7 +153,8 @@ static int http1_respond(struct req *r, const struct h1_response *resp,
 	int rc;
 
 	*chunked = false;
-	if (resp->body == H1_BODY_CHUNKED || resp->body == H1_BODY_CLOSE) {
+	/* a length unknown (the upstream's, or a compressed body's) */
+	if (resp->body != H1_BODY_NONE && cl < 0) {
 		if (r->h.h.minor == 1)
 			*chunked = true;
 		else

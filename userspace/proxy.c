@@ -813,6 +813,9 @@ static void proxy_respond(struct req *r, size_t head_len)
 	enum body_kind kind = BODY_NONE;
 	char extra[512];
 	uint64_t ms = r->w->set.timeouts.upstream_response_ms;
+	struct enc_stream *enc = NULL;
+	enum enc coding;
+	int64_t blen;
 
 	switch (resp->body) {
 	case H1_BODY_NONE:
@@ -837,8 +840,20 @@ static void proxy_respond(struct req *r, size_t head_len)
 	}
 	p->reusable = p->reusable && resp->h.keep_alive && !resp->no_reuse &&
 		      resp->body != H1_BODY_CLOSE;
+	blen = cl; /* what the body pump reads: the upstream's length */
+	coding = compress_choose(r->m.compression, &r->h, resp, cl);
+	if (coding != ENC_IDENTITY &&
+	    (enc = enc_stream_new(coding, r->m.compression
+					      ? r->m.compression->level[coding]
+					      : 0))) {
+		/* its length is the coder's: chunked on HTTP/1.1 */
+		cl = -1;
+		r->resp_ed =
+		    compress_edit_init(&p->cedit, coding, resp, r->resp_ed);
+	}
 	proxy_security(r, extra, sizeof(extra));
 	if (req_respond(r, resp, extra, cl, &chunked, &close)) {
+		enc_stream_free(enc);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
 		return;
@@ -855,8 +870,12 @@ static void proxy_respond(struct req *r, size_t head_len)
 	if (close)
 		req_close_after(r, false); /* delimited by the close */
 	p->state = PROXY_RELAYING;
-	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)cl : 0,
+	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)blen : 0,
 		  chunked);
+	if (enc && body_encode(&p->resp_body, enc)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
 	/* trailers in a chunked response to a client that takes them */
 	p->resp_body.pass_trailers = r->h.te_trailers;
 	if (p->h2) {
@@ -999,12 +1018,10 @@ static void proxy_relay(struct req *r)
 	}
 	if (p->resp_body.in == BODY_CLOSE && p->up_eof && !p->up_reset &&
 	    evbuffer_get_length(uin) == 0) {
-		if (p->resp_body.out_chunked)
-			r->bytes_out += body_last_chunk(
-			    cout, p->h2 && r->h.te_trailers
-				      ? h2up_stream_trailers(p->h2)
-				      : NULL);
-		p->resp_body.done = true;
+		r->bytes_out += body_close(&p->resp_body, cout,
+					   p->h2 && r->h.te_trailers
+					       ? h2up_stream_trailers(p->h2)
+					       : NULL);
 		rc = 1;
 	}
 	if (rc == 1 && p->h2 && !p->up_eof)

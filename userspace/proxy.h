@@ -24,6 +24,7 @@
 
 #include "admit.h"
 #include "body.h"
+#include "compress.h"
 #include "h1.h"
 #include "upconn.h"
 
@@ -77,7 +78,8 @@ struct proxy {
 			      request bytes (proxy_send_stalled) */
 	bool head_held;	   /* a chunked response's head waits for its
 			      first chunk line (proxy_first_chunk) */
-	struct tunnel *tun; /* PROXY_TUNNEL: the running tunnel */
+	struct tunnel *tun;	    /* PROXY_TUNNEL: the running tunnel */
+	struct compress_edit cedit; /* a compressed response's head */
 };
 
 /* The upstream side of the requests (req.h's struct req_upstream_ops):

@@ -1182,6 +1182,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	if (e->src->redirects.n)
 		m->redirects = &e->src->redirects;
 	m->unmatched_not_found = e->src->unmatched_not_found;
+	m->compression = &e->src->compression;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;

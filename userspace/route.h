@@ -73,6 +73,7 @@ struct route_match {
 	const struct hrules *env_headers, *route_headers;
 	const struct hredirects *redirects;
 	bool unmatched_not_found;
+	const struct config_compression *compression; /* NULL: defaults */
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
 	/* this route's requests by status class (ROUTE_CLASSES: 1xx..5xx),
 	 * counted by req_end with relaxed atomics */

@@ -53,6 +53,7 @@ void route_src_env_clear(struct route_src_env *env)
 	free(env->security.referrer_policy);
 	hrules_free(&env->headers);
 	hredirects_free(&env->redirects);
+	compress_free(&env->compression);
 }
 
 void route_src_project_clear(struct route_src_project *pr)
@@ -117,7 +118,8 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->unmatched_not_found = f->unmatched_not_found;
 	if (hrules_dup(&f->headers, &t->headers) ||
-	    hredirects_dup(&f->redirects, &t->redirects))
+	    hredirects_dup(&f->redirects, &t->redirects) ||
+	    compress_dup(&f->compression, &t->compression))
 		return -ENOMEM;
 	t->deployment.balance = f->deployment.balance;
 	t->deployment.hc = f->deployment.hc;

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "config_check.h"
+#include "compress.h"
 #include "hrule.h"
 #include "rules.h"
 
@@ -96,6 +97,7 @@ struct route_src_env {
 	struct hrules headers;	     /* header rules (hrule.h) */
 	struct hredirects redirects; /* answered by edge (hrule.h) */
 	bool unmatched_not_found;    /* a path no route matches: 404 */
+	struct config_compression compression; /* of its responses */
 	/* on demand (docs/wake.md): woken by its first request, put to
 	 * sleep after idle_timeout_ms without a request or open tunnel */
 	bool on_demand;

@@ -17,6 +17,7 @@
 #include "pins.h"
 #include "sockio.h"
 #include "listener.h"
+#include "encoding.h"
 #include "stats.h"
 #include "tunnel.h"
 #include "upreg.h"
@@ -686,6 +687,31 @@ static int stats_render_uring(struct evbuffer *out)
 	return rc;
 }
 
+/* Response bytes before and after compression, by coding. */
+static int stats_render_compression(struct evbuffer *out)
+{
+	static const char *const name[2] = {"edge_compression_in_bytes_total",
+					    "edge_compression_out_bytes_total"};
+	static const char *const help[2] = {
+	    "Response body bytes given to the encoders (compress.h), by "
+	    "coding, counted as each response ends.",
+	    "Response body bytes the encoders made of them, by coding."};
+	unsigned long long v[2];
+	int rc = 0, k, e;
+
+	for (k = 0; rc == 0 && k < 2; k++) {
+		rc = metrics_render_help(out, name[k], help[k], "counter");
+		for (e = ENC_GZIP; rc == 0 && e < ENC_N; e++) {
+			enc_totals((enum enc)e, &v[0], &v[1]);
+			if (evbuffer_add_printf(
+				out, "%s{algorithm=\"%s\"} %llu\n", name[k],
+				enc_name((enum enc)e), v[k]) < 0)
+				rc = -ENOMEM;
+		}
+	}
+	return rc;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -702,6 +728,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 		rc = metrics_render_process(out);
 	if (rc == 0)
 		rc = stats_render_uring(out);
+	if (rc == 0)
+		rc = stats_render_compression(out);
 	if (rc == 0 && stats_xdp_read(s, v))
 		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
 	return rc;

@@ -202,6 +202,27 @@ run_suite() { # BIN LABEL
 	fi
 	pg_sql "$RULES" >/dev/null
 	pg_wait_applied
+	# environments.compression (0017)
+	pg_sql "UPDATE environments SET compression = '{\"algorithms\": [\"gzip\"], \"min_bytes\": 0}' WHERE id = 'r-e'" >/dev/null
+	pg_wait_applied
+	code=$(curl -s -m 10 -D "$T_TMP/h" -o "$T_TMP/b" -w '%{http_code}' -H "Host: r.test" \
+		-H "Accept-Encoding: br, gzip" "http://127.0.0.1:$P_EDGE/app/c")
+	if [ "$code" = 200 ] && [ "$(field Content-Encoding)" = gzip ] &&
+		/usr/bin/python3 -c 'import json, sys, zlib; json.loads(zlib.decompress(open(sys.argv[1], "rb").read(), 31))' "$T_TMP/b"; then
+		t_ok "$v: environments.compression: its algorithms (gzip for a client of br, gzip) and min_bytes 0 (a small JSON answer coded)"
+	else
+		t_fail "$v: compression" "code $code; $(field Content-Encoding)"
+	fi
+	n0=$(metric "$SKIP")
+	pg_sql "UPDATE environments SET compression = '{\"level\": {\"gzip\": 99}}' WHERE id = 'r-e'" >/dev/null
+	if pg_wait_applied && edged_wait_log "database: environments row r-e: compression.level.gzip: .*; skipped" &&
+		wait_metric "$SKIP" $((n0 + 1)); then
+		t_ok "$v: a compression level out of range: the environment skipped, logged, counted"
+	else
+		t_fail "$v: bad compression" "skipped $n0 -> $(metric "$SKIP")"
+	fi
+	pg_sql "UPDATE environments SET compression = NULL WHERE id = 'r-e'" >/dev/null
+	pg_wait_applied
 	if ! pg_sql "UPDATE environments SET unmatched = '404' WHERE id = 'r-e'" >/dev/null 2>&1; then
 		t_ok "$v: unmatched '404' refused by the column's CHECK"
 	else

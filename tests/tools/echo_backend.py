@@ -24,6 +24,12 @@ signed by that CA is required). Paths:
   /big/N      answer with N bytes (Content-Length)
   /chunked/N  answer with N bytes in chunks (/chunked/N/trailers: then
               trailers X-Sum: abc, Grpc-Status: 0)
+  /gen/N      N bytes of gen_body(N) (JSON lines) with ?type=, ?chunked=1,
+              ?ce= (Content-Encoding), ?cc= (Cache-Control), ?etag=,
+              ?status=
+  /sse/N/MS   N text/event-stream events, MS milliseconds apart
+  /genstream/N  N bytes of text/plain (gen_body(65536) over and over),
+              chunked, made as they are sent
 A request field "X-Echo-Response-Header: Name: value" (any number) puts
 "Name: value" in the JSON answer's head.
 """
@@ -35,7 +41,10 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from echo_backend_gen import gen_body
 
 UNIX = sys.argv[1][5:] if sys.argv[1].startswith("unix:") else None
 PORT = 0 if UNIX else int(sys.argv[1])
@@ -168,6 +177,26 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(int(self.path.split("/")[2]) / 1000)
         if self.path.startswith("/hang"):
             time.sleep(3600)
+        if self.path.startswith("/gen/"):
+            self.gen()
+            return
+        if self.path.startswith("/genstream/"):
+            # N bytes of text/plain, chunked, made as they go
+            size = int(self.path.split("/")[2])
+            block = gen_body(65536)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            while size:
+                k = min(size, len(block))
+                self.wfile.write(b"%x\r\n" % k + block[:k] + b"\r\n")
+                size -= k
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        if self.path.startswith("/sse/"):
+            self.sse()
+            return
         if self.path.startswith("/big/") or self.path.startswith("/chunked/"):
             size = int(self.path.split("/")[2])
             block = b"x" * 65536
@@ -202,6 +231,49 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def gen(self):
+        # /gen/N?type=T&chunked=1&ce=E&cc=C&etag=X&status=S: N bytes of
+        # gen_body(N) with those fields (type application/json by
+        # default; a length unless chunked)
+        path, _, query = self.path.partition("?")
+        q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        size = int(path.split("/")[2])
+        body = gen_body(size)
+        self.send_response(int(q.get("status", "200")))
+        self.send_header("Content-Type", q.get("type", "application/json"))
+        for k, h in (("ce", "Content-Encoding"), ("cc", "Cache-Control"),
+                     ("etag", "ETag")):
+            if k in q:
+                self.send_header(h, q[k])
+        if q.get("chunked") == "1":
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            for i in range(0, len(body), 7000):
+                piece = body[i:i + 7000]
+                self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def sse(self):
+        # /sse/N/MS: N events of text/event-stream, MS apart, chunked
+        n, ms = (int(x) for x in self.path.split("/")[2:4])
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for i in range(n):
+            ev = b"data: event %d %s\n\n" % (i, b"x" * 40)
+            self.wfile.write(b"%x\r\n" % len(ev) + ev + b"\r\n")
+            self.wfile.flush()
+            time.sleep(ms / 1000)
+        self.wfile.write(b"0\r\n\r\n")
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = handle_any
     do_OPTIONS = handle_any

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "config_check.h"
+#include "compress.h"
 #include "hrule.h"
 #include "pgmodel.h"
 
@@ -52,6 +53,7 @@ struct pgm_env {
 	struct hrules headers;
 	struct hredirects redirects;
 	bool unmatched_not_found;
+	struct config_compression compression; /* (0017), checked */
 };
 
 struct pgm_project {

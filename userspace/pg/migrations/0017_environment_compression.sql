@@ -1,0 +1,14 @@
+-- 0017_environment_compression.sql - an environment's response
+-- compression (docs/configuration.md, "compression"; issue 33): the
+-- file's compression group, as a column.
+--
+-- environments.compression  NULL (the defaults: on, zstd, br, gzip,
+--     1 KiB, the usual text types) or a JSON object of the file's keys:
+--     {"enabled": true, "algorithms": ["br", "gzip"], "min_bytes": 2048,
+--      "types": ["text/*", "application/json"],
+--      "level": {"gzip": 6, "br": 5, "zstd": 3}} (min_bytes a number of
+--     bytes). edged checks it as the file's; an environment whose value
+--     it refuses is logged with its id and the reason, counted in
+--     edge_db_rows_skipped_total{table="environments.rules"} and left
+--     out, the rest applied.
+ALTER TABLE environments ADD COLUMN compression jsonb;
