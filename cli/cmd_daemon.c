@@ -553,17 +553,19 @@ static void routes_print_tcp(const json_t *tcp)
 }
 
 /* A route's rules, counted: "  (headers: 7 rules, 3 redirects,
- * unmatched paths 404)"; nothing when it has none. */
+ * unmatched paths 404, compression off)"; nothing when it has none. */
 static void routes_print_rules(const json_t *r)
 {
 	const json_t *h = json_object_get(r, "headers"), *v;
 	size_t red = json_array_size(json_object_get(r, "redirects")), n = 0;
 	bool nf =
 	    strcmp(routes_str(r, "unmatched", "deployment"), "not_found") == 0;
+	bool off = json_is_false(
+	    json_object_get(json_object_get(r, "compression"), "enabled"));
 	const char *k;
 
 	json_object_foreach((json_t *)h, k, v) n += json_array_size(v);
-	if (!n && !red && !nf)
+	if (!n && !red && !nf && !off)
 		return;
 	printf("  (");
 	if (n)
@@ -573,6 +575,8 @@ static void routes_print_rules(const json_t *r)
 		       red == 1 ? "" : "s");
 	if (nf)
 		printf("%sunmatched paths 404", n || red ? ", " : "");
+	if (off)
+		printf("%scompression off", n || red || nf ? ", " : "");
 	printf(")");
 }
 

@@ -1385,7 +1385,9 @@ static json_t *rt_row_json(const struct route_table *t,
 	     json_object_set_new(o, "unmatched",
 				 json_string(e->src->unmatched_not_found
 						 ? "not_found"
-						 : "deployment")))) {
+						 : "deployment")) ||
+	     json_object_set_new(o, "compression",
+				 compress_to_json(&e->src->compression)))) {
 		json_decref(o);
 		return NULL;
 	}

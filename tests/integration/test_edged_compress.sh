@@ -163,6 +163,19 @@ sys.exit(0 if open(sys.argv[1], "rb").read() == gen_body(100000) else 1)' "$T_TM
 			t_fail "$v: sse $c" "$out"
 		fi
 	done
+	"$EDGECTL" --socket "$SOCK" routes >"$T_TMP/routes.txt"
+	"$EDGECTL" --socket "$SOCK" routes --json >"$T_TMP/routes.json"
+	if grep -q "^off.test .*(compression off)" "$T_TMP/routes.txt" &&
+		! grep -q "^z.test .*compression" "$T_TMP/routes.txt" &&
+		python3 -c 'import json, sys
+r = {x["domain"]: x["compression"] for x in json.load(open(sys.argv[1]))["routes"]}
+sys.exit(0 if r["t.test"]["algorithms"] == ["gzip"] and r["t.test"]["min_bytes"] == 10240
+         and r["t.test"]["types"] == ["application/x-custom"] and r["t.test"]["level"]["gzip"] == 9
+         and r["z.test"]["algorithms"] == ["zstd", "br", "gzip"] and not r["off.test"]["enabled"] else 1)' "$T_TMP/routes.json"; then
+		t_ok "$v: edgectl routes: compression off said; --json each environment's group"
+	else
+		t_fail "$v: edgectl routes" "$(cat "$T_TMP/routes.txt")"
+	fi
 	# a long stream: coded as it goes, edged's memory bounded
 	local big=$((1 << 30)) hwm0 hwm1 got
 	[ "$v" = asan ] && big=$((256 << 20))
