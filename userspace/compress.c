@@ -143,7 +143,8 @@ enum enc compress_choose(const struct config_compression *c,
 	    rs->code < 200 || rs->code == 204 || rs->code == 206 ||
 	    rs->code == 304 || rs->body == H1_BODY_NONE)
 		return ENC_IDENTITY;
-	if (cl >= 0 && (uint64_t)cl < c->min_bytes)
+	/* an empty body stays empty, whatever min_bytes says */
+	if (cl == 0 || (cl > 0 && (uint64_t)cl < c->min_bytes))
 		return ENC_IDENTITY;
 	if (field(&rq->h, "range"))
 		return ENC_IDENTITY;

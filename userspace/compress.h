@@ -12,7 +12,7 @@
  * Never compressed: HEAD; 1xx, 204, 206 and 304; a request with Range; a
  * response with a Content-Encoding (identity aside) or Cache-Control
  * no-transform; a Content-Type not listed, or none; a length known and
- * under min_bytes; a 101's tunnel.
+ * under min_bytes, or 0; a 101's tunnel.
  */
 #ifndef EDGE_COMPRESS_H
 #define EDGE_COMPRESS_H

@@ -137,6 +137,13 @@ START_TEST(test_choose)
 				   "Content-Length: 3\r\n"),
 				3, &c),
 			 ENC_GZIP);
+	/* an empty body, even at min_bytes 0 (its coded form would be a
+	 * body where there was none) */
+	ck_assert_int_eq(choose(GZ,
+				OK("Content-Type: text/html\r\n"
+				   "Content-Length: 0\r\n"),
+				0, &c),
+			 ENC_IDENTITY);
 	c.enabled = false;
 	ck_assert_int_eq(choose(GZ, json_5k, 5000, &c), ENC_IDENTITY);
 }
