@@ -88,37 +88,19 @@ static const struct h1_header *field(const struct h1_head *h, const char *lit)
 	return NULL;
 }
 
-/* Whether a field name of h has the list element tok (case-insensitive;
- * OWS and parameters around elements skipped). */
+/* Whether a field name of h lists the element tok (h1_list_has). */
 static bool field_has(const struct h1_head *h, const char *name,
 		      const char *tok)
 {
-	size_t n = strlen(name), t = strlen(tok);
+	size_t n = strlen(name);
 	unsigned i;
 
-	for (i = 0; i < h->nheaders; i++) {
-		const struct h1_header *f = &h->headers[i];
-		const char *p = f->value, *end = f->value + f->value_len;
-
-		if (f->name_len != n || !h1_eq_n(f->name, name, n))
-			continue;
-		while (p < end) {
-			const char *e = p;
-
-			while (p < end &&
-			       (*p == ' ' || *p == '\t' || *p == ','))
-				p++;
-			e = p;
-			while (e < end && *e != ',' && *e != ';' && *e != '=' &&
-			       *e != ' ' && *e != '\t')
-				e++;
-			if ((size_t)(e - p) == t && h1_eq_n(p, tok, t))
-				return true;
-			while (e < end && *e != ',')
-				e++;
-			p = e;
-		}
-	}
+	for (i = 0; i < h->nheaders; i++)
+		if (h->headers[i].name_len == n &&
+		    h1_eq_n(h->headers[i].name, name, n) &&
+		    h1_list_has(h->headers[i].value, h->headers[i].value_len,
+				tok))
+			return true;
 	return false;
 }
 
