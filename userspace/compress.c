@@ -75,35 +75,6 @@ fail:
 	return -ENOMEM;
 }
 
-/* The first field name of h, or NULL. */
-static const struct h1_header *field(const struct h1_head *h, const char *lit)
-{
-	size_t n = strlen(lit);
-	unsigned i;
-
-	for (i = 0; i < h->nheaders; i++)
-		if (h->headers[i].name_len == n &&
-		    h1_eq_n(h->headers[i].name, lit, n))
-			return &h->headers[i];
-	return NULL;
-}
-
-/* Whether a field name of h lists the element tok (h1_list_has). */
-static bool field_has(const struct h1_head *h, const char *name,
-		      const char *tok)
-{
-	size_t n = strlen(name);
-	unsigned i;
-
-	for (i = 0; i < h->nheaders; i++)
-		if (h->headers[i].name_len == n &&
-		    h1_eq_n(h->headers[i].name, name, n) &&
-		    h1_list_has(h->headers[i].value, h->headers[i].value_len,
-				tok))
-			return true;
-	return false;
-}
-
 enum enc compress_choose(const struct config_compression *c,
 			 const struct h1_request *rq,
 			 const struct h1_response *rs, int64_t cl)
@@ -128,14 +99,14 @@ enum enc compress_choose(const struct config_compression *c,
 	/* an empty body stays empty, whatever min_bytes says */
 	if (cl == 0 || (cl > 0 && (uint64_t)cl < c->min_bytes))
 		return ENC_IDENTITY;
-	if (field(&rq->h, "range"))
+	if (h1_head_field(&rq->h, "range"))
 		return ENC_IDENTITY;
-	ce = field(&rs->h, "content-encoding");
+	ce = h1_head_field(&rs->h, "content-encoding");
 	if (ce && !(ce->value_len == 8 && h1_eq_n(ce->value, "identity", 8)))
 		return ENC_IDENTITY;
-	if (field_has(&rs->h, "cache-control", "no-transform"))
+	if (h1_head_has(&rs->h, "cache-control", "no-transform"))
 		return ENC_IDENTITY;
-	ct = field(&rs->h, "content-type");
+	ct = h1_head_field(&rs->h, "content-type");
 	if (!ct ||
 	    !enc_type_listed(ct->value, ct->value_len,
 			     c->types ? (const char *const *)c->types
@@ -189,7 +160,7 @@ const struct hdr_edit *compress_edit_init(struct compress_edit *ce, enum enc e,
 					  const struct h1_response *rs,
 					  const struct hdr_edit *next)
 {
-	const struct h1_header *et = field(&rs->h, "etag");
+	const struct h1_header *et = h1_head_field(&rs->h, "etag");
 
 	memset(ce, 0, sizeof(*ce));
 	ce->base.drop = compress_drop;

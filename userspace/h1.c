@@ -288,6 +288,32 @@ bool h1_list_has(const char *s, size_t n, const char *tok)
 	return f.found;
 }
 
+const struct h1_header *h1_head_field(const struct h1_head *h, const char *lit)
+{
+	size_t n = strlen(lit);
+	unsigned i;
+
+	for (i = 0; i < h->nheaders; i++)
+		if (h->headers[i].name_len == n &&
+		    h1_eq_n(h->headers[i].name, lit, n))
+			return &h->headers[i];
+	return NULL;
+}
+
+bool h1_head_has(const struct h1_head *h, const char *lit, const char *tok)
+{
+	size_t n = strlen(lit);
+	unsigned i;
+
+	for (i = 0; i < h->nheaders; i++)
+		if (h->headers[i].name_len == n &&
+		    h1_eq_n(h->headers[i].name, lit, n) &&
+		    h1_list_has(h->headers[i].value, h->headers[i].value_len,
+				tok))
+			return true;
+	return false;
+}
+
 void h1_limits_default(struct h1_limits *lim)
 {
 	lim->line_max = H1_DEFAULT_LINE_MAX;

@@ -350,4 +350,9 @@ static inline bool h1_eq(const char *s, size_t n, const char *lit)
  * (case-insensitive). */
 bool h1_list_has(const char *s, size_t n, const char *tok);
 
+/* The first field of h named lit (lowercase), or NULL. */
+const struct h1_header *h1_head_field(const struct h1_head *h, const char *lit);
+/* Whether a field of h named lit (lowercase) lists tok (h1_list_has). */
+bool h1_head_has(const struct h1_head *h, const char *lit, const char *tok);
+
 #endif /* EDGE_H1_H */
