@@ -553,7 +553,8 @@ static void routes_print_tcp(const json_t *tcp)
 }
 
 /* A route's rules, counted: "  (headers: 7 rules, 3 redirects,
- * unmatched paths 404, compression off)"; nothing when it has none. */
+ * unmatched paths 404, compression off, inject head_end+body_end)";
+ * nothing when it has none. */
 static void routes_print_rules(const json_t *r)
 {
 	const json_t *h = json_object_get(r, "headers"), *v;
@@ -562,10 +563,13 @@ static void routes_print_rules(const json_t *r)
 	    strcmp(routes_str(r, "unmatched", "deployment"), "not_found") == 0;
 	bool off = json_is_false(
 	    json_object_get(json_object_get(r, "compression"), "enabled"));
+	const json_t *inj = json_object_get(r, "inject");
+	bool ih = json_object_get(inj, "head_end") != NULL;
+	bool ib = json_object_get(inj, "body_end") != NULL;
 	const char *k;
 
 	json_object_foreach((json_t *)h, k, v) n += json_array_size(v);
-	if (!n && !red && !nf && !off)
+	if (!n && !red && !nf && !off && !ih && !ib)
 		return;
 	printf("  (");
 	if (n)
@@ -577,6 +581,11 @@ static void routes_print_rules(const json_t *r)
 		printf("%sunmatched paths 404", n || red ? ", " : "");
 	if (off)
 		printf("%scompression off", n || red || nf ? ", " : "");
+	if (ih || ib)
+		printf("%sinject %s", n || red || nf || off ? ", " : "",
+		       ih && ib ? "head_end+body_end"
+		       : ih	? "head_end"
+				: "body_end");
 	printf(")");
 }
 

@@ -237,6 +237,8 @@ static const struct cfg_num cfg_limits[] = {
     {"body_buffer", CFG_BYTES, CONFIG_BODY_BUFFER_DEFAULT, 0,
      CONFIG_BODY_BUFFER_MAX, CFG_IN_LIMITS(body_buffer)},
     {"max_queued", CFG_COUNT, 0, 0, 1000000, CFG_IN_LIMITS(max_queued)},
+    {"max_inject_bytes", CFG_BYTES, INJECT_MAX_BYTES_DEFAULT, 1024,
+     INJECT_MAX_BYTES_MAX, CFG_IN_LIMITS(max_inject_bytes)},
 };
 
 #define CFG_S 1000ULL
@@ -790,6 +792,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "redirects",
 					   "unmatched",
 					   "compression",
+					   "inject",
 					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
@@ -832,6 +835,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_unmatched(x, g, path, &env->unmatched_not_found);
 	if (rc == 0)
 		rc = cfg_compression(x, g, path, &env->compression);
+	if (rc == 0)
+		rc = cfg_inject(x, g, path, &env->headers, &env->inject);
 	if (rc == 0)
 		rc = cfg_domains(x, g, path, env);
 	if (rc == 0)

@@ -54,6 +54,9 @@ struct config_limits {
 	/* requests that may wait for an in-flight slot (the admission
 	 * queue); 0: none wait, a request over a cap gets 503 at once */
 	uint64_t max_queued;
+	/* a text/html response read for injection (inject.h): decoded
+	 * bytes, at most */
+	uint64_t max_inject_bytes;
 };
 
 /* All in milliseconds, except body_min_rate (bytes per second, 0: off). */

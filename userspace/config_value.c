@@ -13,10 +13,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_value.h"
 #include "duration.h"
@@ -1002,6 +1005,148 @@ int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
 			    (uint64_t)enc_level_max((enum enc)e), &v);
 			out->level[e] = (int)v;
 		}
+	}
+	return rc;
+}
+
+/* Read snippet at of out from the file f (at most INJECT_SNIPPET_MAX
+ * bytes). */
+static int cfg_snippet_file(struct cfg *x, const config_setting_t *s,
+			    const char *key, const char *f, enum inject_at at,
+			    struct config_inject *out)
+{
+	char *buf = malloc(INJECT_SNIPPET_MAX + 1);
+	struct errbuf e;
+	size_t n = 0;
+	ssize_t k;
+	int fd, rc;
+
+	if (!buf)
+		return cfg_nomem(x);
+	fd = open(f, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = cfg_fail(x, s, key,
+			      "%s: %s (edged reads it at start and "
+			      "on every reload, as its user)",
+			      f, strerror(errno));
+		free(buf);
+		return rc;
+	}
+	while (n <= INJECT_SNIPPET_MAX &&
+	       (k = read(fd, buf + n, INJECT_SNIPPET_MAX + 1 - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = cfg_fail(x, s, key, "%s: %s", f, strerror(errno));
+			close(fd);
+			free(buf);
+			return rc;
+		}
+		n += (size_t)k;
+	}
+	close(fd);
+	if (n > INJECT_SNIPPET_MAX) {
+		free(buf);
+		return cfg_fail(x, s, key,
+				"%s: over %d bytes, the most a "
+				"snippet may have",
+				f, INJECT_SNIPPET_MAX);
+	}
+	rc = inject_set(out, at, buf, n, f, &e);
+	free(buf);
+	if (rc == -EINVAL)
+		return cfg_fail(x, s, key, "%s: %s", f, e.msg);
+	return rc < 0 ? cfg_nomem(x) : 0;
+}
+
+/* Whether header rule name n[0..len) is Content-Security-Policy ('_'
+ * read as '-'). */
+static bool cfg_is_csp(const char *n, size_t len)
+{
+	static const char csp[] = "content-security-policy";
+	size_t i;
+
+	if (len != sizeof(csp) - 1)
+		return false;
+	for (i = 0; i < len; i++)
+		if ((n[i] == '_' ? '-' : (char)h1_lower((unsigned char)n[i])) !=
+		    csp[i])
+			return false;
+	return true;
+}
+
+int cfg_inject(struct cfg *x, const config_setting_t *g, const char *path,
+	       const struct hrules *headers, struct config_inject *out)
+{
+	static const char *const keys[] = {"head_end", "body_end", NULL};
+	static const char *const fkeys[] = {"file", NULL};
+	static const enum hrule_list lists[] = {HRULE_RESPONSE_SET,
+						HRULE_RESPONSE_ADD};
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX];
+	config_setting_t *c = cfg_member(g, path, "inject", p);
+	config_setting_t *s;
+	const struct hrule_field *f;
+	const char *dir;
+	struct errbuf e;
+	size_t dlen, i, l;
+	char *file;
+	int rc, at;
+
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return 0;
+	if (!config_setting_is_group(c))
+		return cfg_expected(x, c, p, "a group { head_end = \"...\"; }");
+	rc = cfg_known(x, c, p, keys);
+	for (at = 0; rc == 0 && at < INJECT_AT_N; at++) {
+		s = cfg_member(c, p, inject_at_name[at], key);
+		if (!s)
+			continue;
+		if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+			const char *v = config_setting_get_string(s);
+
+			rc = inject_set(out, (enum inject_at)at, v, strlen(v),
+					NULL, &e);
+			if (rc == -EINVAL)
+				rc = cfg_fail(x, s, key, "%s", e.msg);
+			else if (rc < 0)
+				rc = cfg_nomem(x);
+		} else if (config_setting_is_group(s)) {
+			rc = cfg_known(x, s, key, fkeys);
+			if (rc == 0)
+				rc = cfg_path(x, s, key, "file", NULL, PATH_MAX,
+					      false, &file);
+			if (rc == 0) {
+				rc = cfg_snippet_file(x, s, key, file,
+						      (enum inject_at)at, out);
+				free(file);
+			}
+		} else {
+			rc = cfg_expected(x, s, key,
+					  "a string, or { file = \"/path\"; }");
+		}
+		/* an inline script the environment's own CSP stops */
+		for (l = 0; rc == 0 && out->text[at] && l < 2; l++)
+			for (i = 0;
+			     rc == 0 && headers && i < headers->n[lists[l]];
+			     i++) {
+				f = &headers->f[lists[l]][i];
+				if (f->value && cfg_is_csp(f->name, f->nlen) &&
+				    inject_csp_blocks(f->value, f->vlen,
+						      out->text[at], &dir,
+						      &dlen))
+					rc = cfg_warn(
+					    x, s, key,
+					    "an inline <script> that this "
+					    "environment's "
+					    "Content-Security-Policy "
+					    "(headers.%s, \"%.*s\") blocks: "
+					    "allow it there ('unsafe-inline' "
+					    "without nonces or hashes, or its "
+					    "hash) or load it with src",
+					    hrule_list_name[lists[l]],
+					    (int)dlen, dir);
+			}
 	}
 	return rc;
 }

@@ -29,6 +29,7 @@
 #include "config_file.h"
 #include "compress.h"
 #include "hrule.h"
+#include "inject.h"
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
 #define CFG_SIZE_MAX (1ULL << 40) /* 1 TiB: largest byte size accepted */
@@ -190,6 +191,12 @@ int cfg_headers(struct cfg *x, const config_setting_t *g, const char *path,
  * defaults (compress_defaults). */
 int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
 		    struct config_compression *out);
+/* An environment's inject group (inject.h): head_end and body_end, each
+ * a string or { file = "..."; } read now; absent: none. An inline
+ * <script> that a Content-Security-Policy of the environment's header
+ * rules (headers) would stop is a warning. */
+int cfg_inject(struct cfg *x, const config_setting_t *g, const char *path,
+	       const struct hrules *headers, struct config_inject *out);
 
 /* An environment's redirects, a list of groups { from; to; status; }
  * (hredirects_add), absent: none. */

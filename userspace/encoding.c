@@ -4,6 +4,7 @@
  * 9110 has it, media types matched, and one streaming encoder per coding
  * behind the same four calls.
  */
+#include <brotli/decode.h>
 #include <brotli/encode.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -428,4 +429,164 @@ size_t enc_stream_in(const struct enc_stream *s)
 size_t enc_stream_out(const struct enc_stream *s)
 {
 	return s->out;
+}
+
+/* ---- decoders ----------------------------------------------------------- */
+
+struct dec_stream {
+	enum enc e;
+	size_t out;
+	bool ended; /* at a member's or frame's end */
+	union {
+		z_stream z;
+		BrotliDecoderState *br;
+		ZSTD_DStream *zs;
+	} u;
+};
+
+struct dec_stream *dec_stream_new(enum enc e)
+{
+	struct dec_stream *d;
+
+	if (e <= ENC_IDENTITY || e >= ENC_N)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->e = e;
+	switch (e) {
+	case ENC_GZIP:
+		if (inflateInit2(&d->u.z, 15 + 16) != Z_OK)
+			goto fail;
+		break;
+	case ENC_BR:
+		if (!(d->u.br = BrotliDecoderCreateInstance(NULL, NULL, NULL)))
+			goto fail;
+		break;
+	default:
+		if (!(d->u.zs = ZSTD_createDStream()))
+			goto fail;
+		/* a frame may not ask for a window over 8 MiB */
+		if (ZSTD_isError(ZSTD_DCtx_setParameter(
+			d->u.zs, ZSTD_d_windowLogMax, 23))) {
+			ZSTD_freeDStream(d->u.zs);
+			goto fail;
+		}
+		break;
+	}
+	return d;
+fail:
+	free(d);
+	return NULL;
+}
+
+void dec_stream_free(struct dec_stream *d)
+{
+	if (!d)
+		return;
+	switch (d->e) {
+	case ENC_GZIP:
+		inflateEnd(&d->u.z);
+		break;
+	case ENC_BR:
+		BrotliDecoderDestroyInstance(d->u.br);
+		break;
+	default:
+		ZSTD_freeDStream(d->u.zs);
+		break;
+	}
+	free(d);
+}
+
+bool dec_stream_done(const struct dec_stream *d)
+{
+	return d->ended;
+}
+
+/* One step of the decoder: from *p (*n bytes) into o[0..room), *made written.
+ * 0, or -1 when the input is not the coding's. */
+static int dec_step(struct dec_stream *d, const uint8_t **p, size_t *n,
+		    uint8_t *o, size_t room, size_t *made)
+{
+	*made = 0;
+	if (d->e == ENC_GZIP) {
+		int rc;
+
+		if (d->ended) {
+			/* another member follows */
+			if (inflateReset(&d->u.z) != Z_OK)
+				return -1;
+			d->ended = false;
+		}
+		d->u.z.next_in = (Bytef *)(uintptr_t)*p;
+		d->u.z.avail_in = (uInt)(*n > UINT32_MAX ? UINT32_MAX : *n);
+		d->u.z.next_out = o;
+		d->u.z.avail_out = (uInt)room;
+		rc = inflate(&d->u.z, Z_NO_FLUSH);
+		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+			return -1;
+		*n -= (size_t)(d->u.z.next_in - *p);
+		*p = d->u.z.next_in;
+		*made = room - d->u.z.avail_out;
+		d->ended = rc == Z_STREAM_END;
+		return 0;
+	}
+	if (d->e == ENC_BR) {
+		BrotliDecoderResult r;
+		size_t left = room;
+
+		if (d->ended)
+			return *n ? -1 : 0; /* bytes after the end */
+		r = BrotliDecoderDecompressStream(d->u.br, n, p, &left, &o,
+						  NULL);
+		if (r == BROTLI_DECODER_RESULT_ERROR)
+			return -1;
+		*made = room - left;
+		d->ended = r == BROTLI_DECODER_RESULT_SUCCESS;
+		return 0;
+	}
+	{
+		ZSTD_inBuffer in = {*p, *n, 0};
+		ZSTD_outBuffer out = {o, room, 0};
+		size_t r = ZSTD_decompressStream(d->u.zs, &out, &in);
+
+		if (ZSTD_isError(r))
+			return -1;
+		*p += in.pos;
+		*n -= in.pos;
+		*made = out.pos;
+		d->ended = r == 0;
+		return 0;
+	}
+}
+
+int dec_stream_write(struct dec_stream *d, const void *p, size_t n,
+		     struct evbuffer *out, size_t max)
+{
+	const uint8_t *in = p;
+	struct evbuffer_iovec v;
+	size_t made, before;
+	bool full;
+
+	do {
+		before = n;
+		if (evbuffer_reserve_space(out, ENC_OUT_CHUNK, &v, 1) < 1)
+			return -1;
+		if (dec_step(d, &in, &n, v.iov_base, v.iov_len, &made)) {
+			v.iov_len = 0;
+			evbuffer_commit_space(out, &v, 1);
+			return -1;
+		}
+		full = made == v.iov_len;
+		v.iov_len = made;
+		if (evbuffer_commit_space(out, &v, 1))
+			return -1;
+		d->out += made;
+		if (d->out > max)
+			return 1;
+		/* no progress with input left: never a loop */
+		if (!made && n && n == before)
+			return -1;
+	} while (n > 0 || full);
+	return 0;
 }

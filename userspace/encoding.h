@@ -10,7 +10,7 @@
  * a chunk is compressed as it comes, flushed on demand (a stream's
  * pause), finished at its end.
  *
- * Pure but for the encoders' allocation.
+ * Pure but for the coders' allocation.
  */
 #ifndef EDGE_ENCODING_H
 #define EDGE_ENCODING_H
@@ -83,6 +83,24 @@ int enc_stream_finish(struct enc_stream *s, struct evbuffer *out);
 /* Bytes taken in and given out so far. */
 size_t enc_stream_in(const struct enc_stream *s);
 size_t enc_stream_out(const struct enc_stream *s);
+
+/* A streaming decoder (a compressed upstream body read for injection,
+ * inject.h): gzip (its members one after another), br, zstd (its
+ * frames). */
+struct dec_stream;
+
+/* A decoder of coding e (not ENC_IDENTITY); NULL when out of memory. */
+struct dec_stream *dec_stream_new(enum enc e);
+void dec_stream_free(struct dec_stream *d);
+/* Decode p[0..n) into out. 0: all taken; 1: the output passed max bytes
+ * in all (a bomb, or a body too large: stopped there, out holds more
+ * than max); -1: not a valid stream of the coding (bytes after its end
+ * included). */
+int dec_stream_write(struct dec_stream *d, const void *p, size_t n,
+		     struct evbuffer *out, size_t max);
+/* Whether what was written ends where a stream of the coding may end
+ * (a truncated body does not). */
+bool dec_stream_done(const struct dec_stream *d);
 
 /* Bytes the encoders of coding e took in and gave out, counted when each
  * is freed (all threads, since the process started). */

@@ -19,6 +19,7 @@
 #include "clk.h"
 #include "edge_assert.h"
 #include "h2up.h"
+#include "inject.h"
 #include "req.h"
 #include "proxy.h"
 #include "sockio.h"
@@ -49,9 +50,75 @@ static bool px_up(const struct proxy *p)
 	return p->uio || p->h2;
 }
 
+/* A response read for injection (inject.h): what the upstream sent from
+ * its head on, and, until it is decided, what is made of it. */
+struct proxy_inject {
+	struct evbuffer *raw;	/* as it came, the head first */
+	struct evbuffer *scan;	/* a copy of the body's bytes (framing) */
+	struct evbuffer *coded; /* the body's data (framing read) */
+	struct evbuffer *page;	/* ... decoded */
+	struct body fr;		/* the body's framing */
+	struct dec_stream *dec; /* its decoder, NULL: not coded */
+	size_t head_len;
+	bool decided; /* raw is the response now, as it goes on */
+	bool broken;  /* out of memory while copying: passed on */
+	char *etag;   /* an injected page's weak ETag */
+};
+
+/* Copy what from holds to the end of to. 0 or -1. */
+static int px_copy(struct evbuffer *from, struct evbuffer *to)
+{
+	struct evbuffer_ptr pos;
+	struct evbuffer_iovec v;
+
+	if (evbuffer_ptr_set(from, &pos, 0, EVBUFFER_PTR_SET))
+		return 0;
+	while (evbuffer_peek(from, -1, &pos, &v, 1) > 0 && v.iov_len) {
+		if (evbuffer_add(to, v.iov_base, v.iov_len))
+			return -1;
+		if (evbuffer_ptr_set(from, &pos, v.iov_len, EVBUFFER_PTR_ADD))
+			break;
+	}
+	return 0;
+}
+
+/* The response's bytes: the upstream's input, or, for a response read
+ * for injection, its raw buffer, where that input is moved (and, until
+ * it is decided, copied for the framing). */
 static struct evbuffer *px_in(const struct proxy *p)
 {
-	return p->h2 ? h2up_stream_in(p->h2) : sockio_input(p->uio);
+	struct proxy_inject *ij = p->inj;
+	struct evbuffer *in;
+
+	if (ij && !px_up(p))
+		return ij->raw;
+	in = p->h2 ? h2up_stream_in(p->h2) : sockio_input(p->uio);
+	if (!ij)
+		return in;
+	if (evbuffer_get_length(in)) {
+		if (!ij->decided && px_copy(in, ij->scan))
+			ij->broken = true;
+		evbuffer_add_buffer(ij->raw, in);
+	}
+	return ij->raw;
+}
+
+static void proxy_inject_free(struct proxy_inject *ij)
+{
+	if (!ij)
+		return;
+	if (ij->raw)
+		evbuffer_free(ij->raw);
+	if (ij->scan)
+		evbuffer_free(ij->scan);
+	if (ij->coded)
+		evbuffer_free(ij->coded);
+	if (ij->page)
+		evbuffer_free(ij->page);
+	body_free(&ij->fr);
+	dec_stream_free(ij->dec);
+	free(ij->etag);
+	free(ij);
 }
 
 static struct evbuffer *px_out(const struct proxy *p)
@@ -161,6 +228,8 @@ static void proxy_release(struct req *r, bool ok)
 	upconn_done(&p->u);
 	body_free(&p->req_body);
 	body_free(&p->resp_body);
+	proxy_inject_free(p->inj);
+	p->inj = NULL;
 	if (p->held) {
 		evbuffer_free(p->held);
 		p->held = NULL;
@@ -803,6 +872,223 @@ static void proxy_tunnel_begin(struct req *r)
 	}
 }
 
+static void proxy_respond(struct req *r, size_t head_len);
+
+/* The fields of an injected page's head: no Content-Encoding (its
+ * coding, if any, is the client's, compress.h), no Accept-Ranges (its
+ * bytes are edge's), a strong ETag made weak; its body the page, of its
+ * length. */
+static void proxy_inject_fields(struct proxy *p, uint64_t len)
+{
+	struct h1_head *h = &p->resp.h;
+	struct h1_header *f;
+	unsigned i, n = 0;
+
+	for (i = 0; i < h->nheaders; i++) {
+		f = &h->headers[i];
+		if (h1_eq(f->name, f->name_len, "content-encoding") ||
+		    h1_eq(f->name, f->name_len, "accept-ranges"))
+			continue;
+		if (h1_eq(f->name, f->name_len, "etag") && !p->inj->etag &&
+		    f->value_len >= 2 && f->value[0] == '"' &&
+		    asprintf(&p->inj->etag, "W/%.*s", (int)f->value_len,
+			     f->value) > 0) {
+			f->value = p->inj->etag;
+			f->value_len = f->value_len + 2;
+		}
+		h->headers[n++] = *f;
+	}
+	h->nheaders = n;
+	p->resp.body = H1_BODY_LENGTH;
+	h->content_length = (int64_t)len;
+	h->chunked = false;
+}
+
+/* Decided: the response goes on from the raw buffer (as the upstream
+ * sent it, or the injected page of len bytes when injected), its head
+ * read again from there. */
+static void proxy_inject_replay(struct req *r, bool injected, uint64_t len)
+{
+	struct proxy *p = PX(r);
+	struct proxy_inject *ij = p->inj;
+	const char *head;
+	int rc;
+
+	ij->decided = true;
+	evbuffer_free(ij->scan);
+	evbuffer_free(ij->coded);
+	evbuffer_free(ij->page);
+	ij->scan = ij->coded = ij->page = NULL;
+	body_free(&ij->fr);
+	dec_stream_free(ij->dec);
+	ij->dec = NULL;
+	head = (const char *)evbuffer_pullup(ij->raw, (ssize_t)ij->head_len);
+	h1_response_init(&p->resp);
+	rc = head ? h1_parse_response(head, ij->head_len, &r->w->set.h1,
+				      r->h.method, p->upgrade, &p->resp)
+		  : -1;
+	if (rc != (int)ij->head_len) {
+		p->reusable = false;
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	if (injected)
+		proxy_inject_fields(p, len);
+	proxy_respond(r, ij->head_len);
+}
+
+/* Passed on as the upstream sent it, counted as result (-1: not counted,
+ * the relay judges it: a framing error, a body cut short). */
+static void proxy_inject_pass(struct req *r, int result)
+{
+	if (result >= 0)
+		inject_count((enum inject_result)result);
+	proxy_inject_replay(r, false, 0);
+}
+
+/* The page read whole: the snippets go in, or it goes on as it came. */
+static void proxy_inject_finish(struct req *r)
+{
+	struct proxy *p = PX(r);
+	struct proxy_inject *ij = p->inj;
+	size_t n = evbuffer_get_length(ij->page);
+	const char *page = n ? (const char *)evbuffer_pullup(ij->page, -1) : "";
+	struct evbuffer *out = evbuffer_new(), *raw = evbuffer_new();
+	uint64_t len;
+
+	if (!out || !raw || (n && !page)) {
+		if (out)
+			evbuffer_free(out);
+		if (raw)
+			evbuffer_free(raw);
+		proxy_inject_pass(r, INJECT_UNDECODABLE);
+		return;
+	}
+	if (!inject_apply(r->m.inject, page, n, out)) {
+		evbuffer_free(out);
+		evbuffer_free(raw);
+		proxy_inject_pass(r, INJECT_NO_TAG);
+		return;
+	}
+	/* bytes after the body: the connection is not pooled */
+	if (evbuffer_get_length(ij->scan))
+		p->reusable = false;
+	len = evbuffer_get_length(out);
+	evbuffer_remove_buffer(ij->raw, raw, ij->head_len);
+	evbuffer_add_buffer(raw, out);
+	evbuffer_free(out);
+	evbuffer_free(ij->raw);
+	ij->raw = raw;
+	inject_count(INJECT_INJECTED);
+	proxy_inject_replay(r, true, len);
+}
+
+/* More of a response read for injection came (or its end). */
+static void proxy_inject_read(struct req *r)
+{
+	struct proxy *p = PX(r);
+	struct proxy_inject *ij = p->inj;
+	uint64_t lim = r->w->set.limits.max_inject_bytes, data;
+	size_t n;
+	int rc, drc = 0;
+
+	(void)px_in(p);
+	if (ij->broken) {
+		proxy_inject_pass(r, INJECT_UNDECODABLE);
+		return;
+	}
+	rc = body_pump(&ij->fr, ij->scan, ij->coded, SIZE_MAX, &data);
+	if (rc < 0) {
+		proxy_inject_pass(r, -1);
+		return;
+	}
+	n = evbuffer_get_length(ij->coded);
+	if (ij->dec && n) {
+		drc = dec_stream_write(ij->dec,
+				       evbuffer_pullup(ij->coded, (ssize_t)n),
+				       n, ij->page, lim);
+		evbuffer_drain(ij->coded, n);
+	} else if (n) {
+		evbuffer_add_buffer(ij->page, ij->coded);
+	}
+	if (drc < 0) {
+		proxy_inject_pass(r, INJECT_UNDECODABLE);
+		return;
+	}
+	/* the framing of a body counted too (chunk lines) */
+	if (drc > 0 || evbuffer_get_length(ij->page) > lim ||
+	    evbuffer_get_length(ij->raw) > 2 * lim + ij->head_len) {
+		proxy_inject_pass(r, INJECT_TOO_LARGE);
+		return;
+	}
+	if (rc == 0 && ij->fr.in == BODY_CLOSE && p->up_eof && !p->up_reset &&
+	    evbuffer_get_length(ij->scan) == 0)
+		rc = 1;
+	if (rc == 1) {
+		if (ij->dec && !dec_stream_done(ij->dec))
+			proxy_inject_pass(r, INJECT_UNDECODABLE);
+		else
+			proxy_inject_finish(r);
+		return;
+	}
+	if (p->up_eof)
+		proxy_inject_pass(r, -1); /* cut short: the relay says so */
+}
+
+/*
+ * Whether the response whose head (head_len bytes) was just parsed is
+ * read whole for injection (inject.h) before its head goes on: then
+ * proxy_respond is called again once it is decided. A body of kind (of
+ * len bytes when BODY_LENGTH).
+ */
+static bool proxy_inject_begin(struct req *r, size_t head_len,
+			       enum body_kind kind, int64_t len)
+{
+	struct proxy *p = PX(r);
+	struct proxy_inject *ij;
+	uint64_t ms = r->w->set.timeouts.upstream_response_ms;
+	int coding;
+
+	if (!r->m.inject || p->inj ||
+	    !inject_applies(r->m.inject, &r->h, &p->resp, &coding))
+		return false;
+	if (kind == BODY_NONE || (kind == BODY_LENGTH && len == 0))
+		return false;
+	if (coding < 0) {
+		inject_count(INJECT_UNDECODABLE);
+		return false;
+	}
+	if (kind == BODY_LENGTH &&
+	    (uint64_t)len > r->w->set.limits.max_inject_bytes) {
+		inject_count(INJECT_TOO_LARGE);
+		return false;
+	}
+	ij = calloc(1, sizeof(*ij));
+	if (!ij || !(ij->raw = evbuffer_new()) ||
+	    !(ij->scan = evbuffer_new()) || !(ij->coded = evbuffer_new()) ||
+	    !(ij->page = evbuffer_new()) ||
+	    (coding != ENC_IDENTITY &&
+	     !(ij->dec = dec_stream_new((enum enc)coding)))) {
+		proxy_inject_free(ij);
+		return false; /* as it is */
+	}
+	body_init(&ij->fr, kind, kind == BODY_LENGTH ? (uint64_t)len : 0,
+		  false);
+	ij->head_len = head_len;
+	p->inj = ij;
+	(void)px_in(p); /* the head and what came after it */
+	evbuffer_drain(ij->scan, head_len);
+	p->state = PROXY_RELAYING;
+	if (p->h2) {
+		req_timer(r, ms); /* re-armed as DATA comes */
+	} else {
+		req_timer_stop(r);
+		sockio_set_read_timeout(p->uio, ms);
+	}
+	proxy_inject_read(r);
+	return true;
+}
+
 /* The response head is parsed: send the client its rebuilt head. */
 static void proxy_respond(struct req *r, size_t head_len)
 {
@@ -841,6 +1127,8 @@ static void proxy_respond(struct req *r, size_t head_len)
 	p->reusable = p->reusable && resp->h.keep_alive && !resp->no_reuse &&
 		      resp->body != H1_BODY_CLOSE;
 	blen = cl; /* what the body pump reads: the upstream's length */
+	if (proxy_inject_begin(r, head_len, kind, blen))
+		return;
 	coding = compress_choose(r->m.compression, &r->h, resp, cl);
 	if (coding != ENC_IDENTITY &&
 	    (enc = enc_stream_new(coding, r->m.compression
@@ -999,6 +1287,10 @@ static void proxy_relay(struct req *r)
 
 	if (p->state != PROXY_RELAYING || !px_up(p))
 		return;
+	if (p->inj && !p->inj->decided) {
+		proxy_inject_read(r);
+		return;
+	}
 	uin = px_in(p);
 	cout = req_client_out(r);
 	queued = evbuffer_get_length(cout);

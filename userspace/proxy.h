@@ -11,9 +11,11 @@
  * body with one Content-Length; a longer one streamed: Content-Length
  * copied, chunked decoded and re-chunked), parses the response head,
  * rebuilds it for the client and relays the body, with backpressure both
- * ways. While a request body is awaited, its clock (admit_rate) bounds
- * gaps and the average rate: 408 body_timeout. It ends the request
- * through req_end() and reaches the client only through req.h.
+ * ways. A text/html response of an environment with snippets is read
+ * whole first, up to limits.max_inject_bytes decoded (inject.h). While a
+ * request body is awaited, its clock (admit_rate) bounds gaps and the average
+ * rate: 408 body_timeout. It ends the request through req_end() and reaches the
+ * client only through req.h.
  */
 #ifndef EDGE_PROXY_H
 #define EDGE_PROXY_H
@@ -36,6 +38,7 @@ struct sockio;
 struct tunnel;
 struct upstream_ep;
 struct h2up_stream;
+struct proxy_inject;
 
 /* Bytes buffered towards one side above which the other side's reading
  * stops, and the level at which it resumes. */
@@ -80,6 +83,10 @@ struct proxy {
 			      first chunk line (proxy_first_chunk) */
 	struct tunnel *tun;	    /* PROXY_TUNNEL: the running tunnel */
 	struct compress_edit cedit; /* a compressed response's head */
+	/* a text/html response read whole for injection (inject.h), NULL:
+	 * none; while it is read, state is PROXY_RELAYING with no head
+	 * sent */
+	struct proxy_inject *inj;
 };
 
 /* The upstream side of the requests (req.h's struct req_upstream_ops):

@@ -1183,6 +1183,8 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 		m->redirects = &e->src->redirects;
 	m->unmatched_not_found = e->src->unmatched_not_found;
 	m->compression = &e->src->compression;
+	if (inject_any(&e->src->inject))
+		m->inject = &e->src->inject;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;
@@ -1387,7 +1389,9 @@ static json_t *rt_row_json(const struct route_table *t,
 						 ? "not_found"
 						 : "deployment")) ||
 	     json_object_set_new(o, "compression",
-				 compress_to_json(&e->src->compression)))) {
+				 compress_to_json(&e->src->compression)) ||
+	     json_object_set_new(o, "inject",
+				 inject_summary_json(&e->src->inject)))) {
 		json_decref(o);
 		return NULL;
 	}

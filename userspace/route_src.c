@@ -54,6 +54,7 @@ void route_src_env_clear(struct route_src_env *env)
 	hrules_free(&env->headers);
 	hredirects_free(&env->redirects);
 	compress_free(&env->compression);
+	inject_free(&env->inject);
 }
 
 void route_src_project_clear(struct route_src_project *pr)
@@ -119,7 +120,8 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->unmatched_not_found = f->unmatched_not_found;
 	if (hrules_dup(&f->headers, &t->headers) ||
 	    hredirects_dup(&f->redirects, &t->redirects) ||
-	    compress_dup(&f->compression, &t->compression))
+	    compress_dup(&f->compression, &t->compression) ||
+	    inject_dup(&f->inject, &t->inject))
 		return -ENOMEM;
 	t->deployment.balance = f->deployment.balance;
 	t->deployment.hc = f->deployment.hc;

@@ -18,6 +18,7 @@
 #include "sockio.h"
 #include "listener.h"
 #include "encoding.h"
+#include "inject.h"
 #include "stats.h"
 #include "tunnel.h"
 #include "upreg.h"
@@ -712,6 +713,28 @@ static int stats_render_compression(struct evbuffer *out)
 	return rc;
 }
 
+/* text/html responses read for injection, by what became of them. */
+static int stats_render_inject(struct evbuffer *out)
+{
+	static const char name[] = "edge_inject_responses_total";
+	int rc, k;
+
+	rc = metrics_render_help(
+	    out, name,
+	    "text/html responses read whole for script injection "
+	    "(inject.h), by result: injected, no_tag, too_large "
+	    "(limits.max_inject_bytes, a decompression bomb), undecodable; "
+	    "all but injected went on as the upstream sent them.",
+	    "counter");
+	for (k = 0; rc == 0 && k < INJECT_RESULTS; k++)
+		if (evbuffer_add_printf(
+			out, "%s{result=\"%s\"} %llu\n", name,
+			inject_result_name((enum inject_result)k),
+			inject_total((enum inject_result)k)) < 0)
+			rc = -ENOMEM;
+	return rc;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -730,6 +753,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 		rc = stats_render_uring(out);
 	if (rc == 0)
 		rc = stats_render_compression(out);
+	if (rc == 0)
+		rc = stats_render_inject(out);
 	if (rc == 0 && stats_xdp_read(s, v))
 		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
 	return rc;
