@@ -15,10 +15,17 @@
 #     reason, counted in edge_db_rows_skipped_total{table=
 #     "environments.rules"}, the other project applied; fixed, served
 #     again;
-#   - a JSON null in headers and redirects: none, the environment served;
+#   - a JSON null in headers, redirects and inject: none, the environment
+#     served;
 #   - unmatched other than deployment or not_found refused by the CHECK;
+#   - environments.compression (0017): its algorithms and min_bytes; a
+#     level out of range refused, counted;
+#   - environments.inject (0018): its head_end snippet before </head> of
+#     the backend's text/html page; a snippet not a string, an unknown
+#     key (file) and a value not an object each refused beside a new
+#     project, as above;
 #   - edged restarted with the database stopped: the local snapshot keeps
-#     the rules.
+#     the rules and the inject group.
 # Runs against build/edged and build/asan/edged. Needs root (the postgres
 # user, edged as nobody).
 # shellcheck source=tests/lib.sh
@@ -115,6 +122,7 @@ RULES="UPDATE environments SET
 
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 n0 code snap="$T_TMP/snap-$2/db.json" i bad
+	local page='<html><head><title>t</title><script>x()</script></head><body>hi</body></html>'
 
 	if [ "$(pg_val "SELECT to_regclass('projects') IS NOT NULL")" = t ]; then
 		pg_sql "TRUNCATE projects CASCADE; TRUNCATE ip_rules, edge_hosts, edge_change_log" >/dev/null
@@ -191,12 +199,12 @@ run_suite() { # BIN LABEL
 	fi
 	# a JSON null (an ORM's None) is no rules, as SQL's NULL
 	n0=$(metric "$SKIP")
-	pg_sql "UPDATE environments SET headers = 'null'::jsonb, redirects = 'null'::jsonb WHERE id = 'r-e'" >/dev/null
+	pg_sql "UPDATE environments SET headers = 'null'::jsonb, redirects = 'null'::jsonb, inject = 'null'::jsonb WHERE id = 'r-e'" >/dev/null
 	pg_wait_applied
 	code=$(get r.test /app/n)
 	if [ "$code" = 200 ] && [ -z "$(sent X-Env)" ] && [ "$(get r.test /old/x)" = 404 ] &&
 		[ "$(metric "$SKIP")" = "$n0" ]; then
-		t_ok "$v: JSON null in headers and redirects: none, the environment served"
+		t_ok "$v: JSON null in headers, redirects and inject: none, the environment served"
 	else
 		t_fail "$v: JSON null" "code $code; skipped $n0 -> $(metric "$SKIP") $(grep "r-e" "$EDGED_LOG" | tail -1)"
 	fi
@@ -223,6 +231,41 @@ run_suite() { # BIN LABEL
 	fi
 	pg_sql "UPDATE environments SET compression = NULL WHERE id = 'r-e'" >/dev/null
 	pg_wait_applied
+	# environments.inject (0018): echo_backend.py's /html page
+	pg_sql "UPDATE environments SET inject = '{\"head_end\": \"<script>x()</script>\"}' WHERE id = 'r-e'" >/dev/null
+	pg_wait_applied
+	code=$(get r.test /app/html)
+	if [ "$code" = 200 ] && [ "$(cat "$T_TMP/b")" = "$page" ]; then
+		t_ok "$v: environments.inject: its head_end before </head> of a text/html answer"
+	else
+		t_fail "$v: inject" "code $code; $(head -c 200 "$T_TMP/b") $(grep "r-e" "$EDGED_LOG" | tail -1)"
+	fi
+	i=3
+	for bad in "{\"head_end\": 5}|inject.head_end: a string" \
+		"{\"file\": \"/etc/passwd\"}|inject: \"file\" is not a key" \
+		"\"<script>x()</script>\"|inject: an object is needed"; do
+		i=$((i + 1))
+		n0=$(metric "$SKIP")
+		pg_sql "BEGIN; UPDATE environments SET inject = '${bad%%|*}' WHERE id = 'r-e';
+			$(project_sql "g$i" "g$i.test") COMMIT;" >/dev/null
+		if pg_wait_applied &&
+			edged_wait_log "database: environments row r-e: ${bad#*|}.*; skipped" &&
+			wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test" /app/z)" = 200 ] &&
+			[ "$(get r.test /app/html)" = 503 ]; then
+			t_ok "$v: inject = '${bad%%|*}' refused: the environment left out, logged with the reason, counted; another project applied"
+		else
+			t_fail "$v: refused inject $i" "skipped $n0 -> $(metric "$SKIP"), g$i $(get "g$i.test" /app/z), r $(get r.test /app/html) $(grep "r-e" "$EDGED_LOG" | tail -2)"
+		fi
+	done
+	# kept for the snapshot (4.)
+	pg_sql "UPDATE environments SET inject = '{\"head_end\": \"<script>x()</script>\"}' WHERE id = 'r-e'" >/dev/null
+	pg_wait_applied
+	code=$(get r.test /app/html)
+	if [ "$code" = 200 ] && [ "$(cat "$T_TMP/b")" = "$page" ]; then
+		t_ok "$v: inject fixed: the environment served again, the snippet in"
+	else
+		t_fail "$v: inject fixed" "code $code; $(head -c 200 "$T_TMP/b")"
+	fi
 	if ! pg_sql "UPDATE environments SET unmatched = '404' WHERE id = 'r-e'" >/dev/null 2>&1; then
 		t_ok "$v: unmatched '404' refused by the column's CHECK"
 	else
@@ -232,7 +275,7 @@ run_suite() { # BIN LABEL
 	# 4. the local snapshot keeps them
 	for ((i = 0; i < 100; i++)); do
 		grep -q '"unmatched_not_found": true' "$snap" 2>/dev/null &&
-			grep -q 'X-Env: db"' "$snap" && break
+			grep -q 'X-Env: db"' "$snap" && grep -q '"head_end"' "$snap" && break
 		sleep 0.05
 	done
 	edged_stop 10
@@ -241,8 +284,9 @@ run_suite() { # BIN LABEL
 	EDGED_LOG="$T_TMP/edged-$v-snap.log"
 	if edged_start "$bin" "$T_TMP/edge.conf" -v && [ "$(get r.test /app/s)" = 200 ] &&
 		[ "$(sent X-Env)" = db ] && [ "$(get r.test /old)" = 308 ] &&
-		[ "$(field Location)" = /new ] && [ "$(get r.test /elsewhere)" = 404 ]; then
-		t_ok "$v: restarted with the database stopped: the snapshot's headers, redirects and unmatched apply"
+		[ "$(field Location)" = /new ] && [ "$(get r.test /elsewhere)" = 404 ] &&
+		[ "$(get r.test /app/html)" = 200 ] && [ "$(cat "$T_TMP/b")" = "$page" ]; then
+		t_ok "$v: restarted with the database stopped: the snapshot's headers, redirects, unmatched and inject apply"
 	else
 		t_fail "$v: from the snapshot" "$(get r.test /app/s) $(grep -E "snapshot" "$EDGED_LOG" | tail -2)"
 	fi

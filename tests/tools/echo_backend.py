@@ -30,6 +30,8 @@ signed by that CA is required). Paths:
   /sse/N/MS   N text/event-stream events, MS milliseconds apart
   /genstream/N  N bytes of text/plain (gen_body(65536) over and over),
               chunked, made as they are sent
+  /html       (any path ending in /html, so behind a route's prefix too)
+              the page HTML_PAGE as text/html, with its length
 A request field "X-Echo-Response-Header: Name: value" (any number) puts
 "Name: value" in the JSON answer's head.
 """
@@ -52,6 +54,7 @@ LOG = sys.argv[2]
 NAME = sys.argv[3] if len(sys.argv) > 3 else "backend"
 LOCK = threading.Lock()
 CONNS = [0]  # connections accepted: a Unix socket's peer has no port
+HTML_PAGE = b"<html><head><title>t</title></head><body>hi</body></html>"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -196,6 +199,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.path.startswith("/sse/"):
             self.sse()
+            return
+        if self.path.partition("?")[0].endswith("/html"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(HTML_PAGE)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(HTML_PAGE)
             return
         if self.path.startswith("/big/") or self.path.startswith("/chunked/"):
             size = int(self.path.split("/")[2])

@@ -20,7 +20,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 12, 5, 2, 4, 5, 6};
+static const int pgm_cols[PGM_NSETS] = {3, 13, 5, 2, 4, 5, 6};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -68,6 +68,7 @@ void pgm_project_free(struct pgm_project *p)
 		hrules_free(&e->headers);
 		hredirects_free(&e->redirects);
 		compress_free(&e->compression);
+		inject_free(&e->inject);
 		free(e->eps);
 		for (j = 0; j < e->n_doms; j++) {
 			free(e->doms[j].domain);
@@ -167,8 +168,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "SELECT e.id, e.project_id, e.name, e.on_demand, e.state, "
 		    "extract(epoch FROM e.idle_timeout)::text, "
 		    "e.https_redirect, e.hsts, e.headers::text, "
-		    "e.redirects::text, e.unmatched, e.compression::text "
-		    "FROM environments e "
+		    "e.redirects::text, e.unmatched, e.compression::text, "
+		    "e.inject::text FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
 		    "d.tls::text, d.send_proxy FROM "
@@ -651,9 +652,9 @@ static int pgm_row_project(struct pgm_job *j, PGresult *r, int i)
 	return 0;
 }
 
-/* An environments row's headers, redirects and unmatched (columns 8,
- * 9 and 10, as text) into r's fields: 0, -EINVAL with err (nothing
- * kept), -ENOMEM. */
+/* An environments row's headers, redirects, unmatched, compression and
+ * inject (columns 8 to 12, as text) into r's fields: 0, -EINVAL with err
+ * (nothing kept), -ENOMEM. */
 static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 			 struct errbuf *err)
 {
@@ -704,10 +705,23 @@ static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 			json_decref(o);
 		}
 	}
+	if (rc == 0 && !PQgetisnull(res, i, 12)) {
+		o = json_loads(PQgetvalue(res, i, 12),
+			       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+		if (!o) {
+			errbuf_set(err, "inject: cannot read the JSON: %s",
+				   je.text);
+			rc = -EINVAL;
+		} else {
+			rc = inject_from_json(o, &r->inject, err);
+			json_decref(o);
+		}
+	}
 	if (rc) {
 		hrules_free(&r->headers);
 		hredirects_free(&r->redirects);
 		compress_free(&r->compression);
+		inject_free(&r->inject);
 	}
 	return rc;
 }
@@ -749,12 +763,14 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 		hrules_free(&rules.headers);
 		hredirects_free(&rules.redirects);
 		compress_free(&rules.compression);
+		inject_free(&rules.inject);
 		return -ENOMEM;
 	}
 	env->headers = rules.headers;
 	env->redirects = rules.redirects;
 	env->unmatched_not_found = rules.unmatched_not_found;
 	env->compression = rules.compression;
+	env->inject = rules.inject;
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
@@ -1205,7 +1221,8 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->security.https_redirect = pe->https_redirect;
 	e->security.hsts = pe->hsts;
 	e->unmatched_not_found = pe->unmatched_not_found;
-	if (compress_dup(&pe->compression, &e->compression))
+	if (compress_dup(&pe->compression, &e->compression) ||
+	    inject_dup(&pe->inject, &e->inject))
 		return -ENOMEM;
 	if (hrules_dup(&pe->headers, &e->headers) ||
 	    hredirects_dup(&pe->redirects, &e->redirects))

@@ -11,6 +11,7 @@
 #include "config_check.h"
 #include "compress.h"
 #include "hrule.h"
+#include "inject.h"
 #include "pgmodel.h"
 
 struct pgm_dom {
@@ -54,6 +55,7 @@ struct pgm_env {
 	struct hredirects redirects;
 	bool unmatched_not_found;
 	struct config_compression compression; /* (0017), checked */
+	struct config_inject inject;	       /* (0018), checked */
 };
 
 struct pgm_project {

@@ -30,7 +30,7 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
 	json_t *tcp = json_array(), *hc = NULL, *tls = NULL;
-	json_t *hdrs = NULL, *reds = NULL, *comp = NULL;
+	json_t *hdrs = NULL, *reds = NULL, *comp = NULL, *inj = NULL;
 	size_t i;
 
 	if (!eps || !doms || !tcp)
@@ -78,9 +78,11 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 		goto out;
 	if (!(comp = compress_to_json(&e->compression)))
 		goto out;
+	if (inject_any(&e->inject) && !(inj = inject_to_json(&e->inject)))
+		goto out;
 	o = json_pack(
 	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, "
-	    "s:b, s:O*, s:O*, s:s*, s:s, s:O*, s:O*, s:b, s:O}",
+	    "s:b, s:O*, s:O*, s:s*, s:s, s:O*, s:O*, s:b, s:O, s:O*}",
 	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
 	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
@@ -91,11 +93,12 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    config_send_proxy_name(e->send_proxy ? e->send_proxy
 						 : CONFIG_SEND_PROXY_OFF),
 	    "headers", hdrs, "redirects", reds, "unmatched_not_found",
-	    e->unmatched_not_found, "compression", comp);
+	    e->unmatched_not_found, "compression", comp, "inject", inj);
 out:
 	json_decref(hdrs);
 	json_decref(reds);
 	json_decref(comp);
+	json_decref(inj);
 	json_decref(tls);
 	json_decref(hc);
 	json_decref(eps);
@@ -285,6 +288,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	json_t *tls = NULL, *hdrs = NULL, *reds = NULL, *comp = NULL;
+	json_t *inj = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
@@ -294,17 +298,18 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
 	 * hsts, health_check, tls: absent from a snapshot an edge before
 	 * them wrote (and health_check, tls when the deployment has none) */
-	if (json_unpack(
-		o,
-		"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-		"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
-		"s?:b, s?:o}",
-		"id", &id, "name", &name, "deployment", &dep, "endpoints", &eps,
-		"domains", &doms, "tcp_routes", &tcp, "on_demand", &od, "state",
-		&st, "idle_timeout_ms", &idle, "https_redirect", &redirect,
-		"hsts", &hsts, "health_check", &hc, "tls", &tls, "tls_refused",
-		&tls_refused, "send_proxy", &sp, "headers", &hdrs, "redirects",
-		&reds, "unmatched_not_found", &nf, "compression", &comp) ||
+	if (json_unpack(o,
+			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
+			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
+			"s?:b, s?:o, s?:o}",
+			"id", &id, "name", &name, "deployment", &dep,
+			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
+			"on_demand", &od, "state", &st, "idle_timeout_ms",
+			&idle, "https_redirect", &redirect, "hsts", &hsts,
+			"health_check", &hc, "tls", &tls, "tls_refused",
+			&tls_refused, "send_proxy", &sp, "headers", &hdrs,
+			"redirects", &reds, "unmatched_not_found", &nf,
+			"compression", &comp, "inject", &inj) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -332,6 +337,9 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		return rc;
 	e->unmatched_not_found = nf;
 	rc = compress_from_json(comp, &e->compression, NULL);
+	/* absent from a snapshot an edge before 0018 wrote: none */
+	if (rc == 0)
+		rc = inject_from_json(inj, &e->inject, NULL);
 	if (rc)
 		return rc;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;

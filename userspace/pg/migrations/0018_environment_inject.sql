@@ -1,0 +1,14 @@
+-- 0018_environment_inject.sql - an environment's script and pixel
+-- injection (docs/configuration.md, "inject"; issue 33): the file's
+-- inject group, as a column.
+--
+-- environments.inject  NULL (none) or a JSON object of the file's keys,
+--     each a string (a database row names no file):
+--     {"head_end": "<script src=\"/rum.js\"></script>",
+--      "body_end": "<img src=\"/px.gif\" alt=\"\">"} (head_end goes
+--     before the first </head>, body_end before the last </body> of a
+--     text/html response). edged checks it as the file's; an environment
+--     whose value it refuses is logged with its id and the reason,
+--     counted in edge_db_rows_skipped_total{table="environments.rules"}
+--     and left out, the rest applied.
+ALTER TABLE environments ADD COLUMN inject jsonb;
