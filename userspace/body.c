@@ -10,9 +10,12 @@
 #include "body.h"
 #include "encoding.h"
 #include "hdr.h"
+#include "inject.h"
 
 /* Largest piece of a chunked body made contiguous for the decoder. */
 #define BODY_CHUNK_PIECE 16384
+/* Coded output shorter than this is copied into the output, not moved. */
+#define BODY_COPY_MAX 4096
 
 void body_init(struct body *b, enum body_kind in, uint64_t left,
 	       bool out_chunked)
@@ -36,6 +39,24 @@ void body_free(struct body *b)
 	if (b->zbuf)
 		evbuffer_free(b->zbuf);
 	b->zbuf = NULL;
+	inject_stream_free(b->inj);
+	b->inj = NULL;
+	if (b->ibuf)
+		evbuffer_free(b->ibuf);
+	b->ibuf = NULL;
+}
+
+int body_inject(struct body *b, struct inject_stream *inj)
+{
+	if (!inj)
+		return -ENOMEM;
+	b->ibuf = evbuffer_new();
+	if (!b->ibuf) {
+		inject_stream_free(inj);
+		return -ENOMEM;
+	}
+	b->inj = inj;
+	return 0;
 }
 
 int body_encode(struct body *b, struct enc_stream *enc)
@@ -79,15 +100,22 @@ static void body_emit_coded(struct body *b, struct evbuffer *out)
 		return;
 	if (b->out_chunked)
 		evbuffer_add_printf(out, "%zx\r\n", n);
-	evbuffer_add_buffer(out, b->zbuf);
+	/* a flush's few bytes are copied into out's last chain: moved, each
+	 * would hold a chain of its own while a slow client lets out grow */
+	if (n < BODY_COPY_MAX) {
+		evbuffer_add(out, evbuffer_pullup(b->zbuf, (ssize_t)n), n);
+		evbuffer_drain(b->zbuf, n);
+	} else {
+		evbuffer_add_buffer(out, b->zbuf);
+	}
 	if (b->out_chunked)
 		evbuffer_add(out, "\r\n", 2);
 }
 
 /* Write n bytes of data to out (through the encoder, if any), as one
  * chunk when chunked. -1 when the encoder failed. */
-static int body_emit(struct body *b, struct evbuffer *out, const char *p,
-		     size_t n)
+static int body_emit_data(struct body *b, struct evbuffer *out, const char *p,
+			  size_t n)
 {
 	if (n == 0)
 		return 0;
@@ -105,9 +133,38 @@ static int body_emit(struct body *b, struct evbuffer *out, const char *p,
 	return 0;
 }
 
-/* The encoder's end, written (nothing without one). -1 on its failure. */
+/* Give what the injection made to the encoder or the framing. */
+static int body_emit_injected(struct body *b, struct evbuffer *out)
+{
+	size_t n = evbuffer_get_length(b->ibuf);
+	int rc;
+
+	if (!n)
+		return 0;
+	rc = body_emit_data(b, out, (const char *)evbuffer_pullup(b->ibuf, -1),
+			    n);
+	evbuffer_drain(b->ibuf, n);
+	return rc;
+}
+
+/* Write n bytes of data: through the injection first, if any. */
+static int body_emit(struct body *b, struct evbuffer *out, const char *p,
+		     size_t n)
+{
+	if (!b->inj)
+		return body_emit_data(b, out, p, n);
+	if (n && inject_stream_write(b->inj, p, n, b->ibuf))
+		return -1;
+	return body_emit_injected(b, out);
+}
+
+/* The body's end: the injection's and the encoder's, written. -1 on a
+ * failure. */
 static int body_enc_finish(struct body *b, struct evbuffer *out)
 {
+	if (b->inj && (inject_stream_finish(b->inj, b->ibuf) ||
+		       body_emit_injected(b, out)))
+		return -1;
 	if (!b->enc)
 		return 0;
 	if (enc_stream_finish(b->enc, b->zbuf))
@@ -160,7 +217,7 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 			n = max;
 		if (b->in == BODY_LENGTH && n > b->left)
 			n = (size_t)b->left;
-		if (b->out_chunked || b->enc) {
+		if (b->out_chunked || b->enc || b->inj) {
 			p = (const char *)evbuffer_pullup(in, (ssize_t)n);
 			if (body_emit(b, out, p, n))
 				return -1;

@@ -47,9 +47,14 @@ struct body {
 	/* the data written is encoded (body_encode), NULL: as it is */
 	struct enc_stream *enc;
 	struct evbuffer *zbuf; /* the encoder's output before framing */
+	/* the data is a streamed page given its snippets first (inject.h),
+	 * NULL: as it is */
+	struct inject_stream *inj;
+	struct evbuffer *ibuf; /* the injection's output */
 };
 
 struct enc_stream;
+struct inject_stream;
 
 /* Make b copy a body of kind in (left bytes for BODY_LENGTH), re-chunking
  * when out_chunked (a body of a length then ends with its last chunk; one
@@ -82,12 +87,16 @@ size_t body_last_chunk(struct evbuffer *out, struct evbuffer *tr);
  * finished at the body's end. 0 or -ENOMEM (enc freed). */
 int body_encode(struct body *b, struct enc_stream *enc);
 
+/* From now on the data b writes goes through inj first (b owns it),
+ * then the encoder if any: 0 or -ENOMEM (inj freed). */
+int body_inject(struct body *b, struct inject_stream *inj);
+
 /* The end of a body delimited by the close (BODY_CLOSE at the sender's
  * EOF): the encoder's end, and the last chunk when out_chunked with the
  * fields of tr. Returns the bytes written to out. */
 size_t body_close(struct body *b, struct evbuffer *out, struct evbuffer *tr);
 
-/* Free what b holds (its trailers, its encoder). */
+/* Free what b holds (its trailers, its encoder, its injection). */
 void body_free(struct body *b);
 
 #endif /* EDGE_BODY_H */

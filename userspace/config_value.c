@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config_value.h"
@@ -1017,13 +1018,20 @@ static int cfg_snippet_file(struct cfg *x, const config_setting_t *s,
 {
 	char *buf = malloc(INJECT_SNIPPET_MAX + 1);
 	struct errbuf e;
+	struct stat st;
 	size_t n = 0;
 	ssize_t k;
 	int fd, rc;
 
 	if (!buf)
 		return cfg_nomem(x);
-	fd = open(f, O_RDONLY | O_CLOEXEC);
+	/* non-blocking: a FIFO named here must not hang a reload */
+	fd = open(f, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		free(buf);
+		return cfg_fail(x, s, key, "%s: not a regular file", f);
+	}
 	if (fd < 0) {
 		rc = cfg_fail(x, s, key,
 			      "%s: %s (edged reads it at start and "

@@ -335,16 +335,14 @@ enum { ENC_OP_WRITE, ENC_OP_FLUSH, ENC_OP_FINISH };
 static int enc_run(struct enc_stream *s, const void *p, size_t n, int op,
 		   struct evbuffer *out)
 {
-	struct evbuffer_iovec v;
+	unsigned char tmp[ENC_OUT_CHUNK];
+	struct evbuffer_iovec v = {tmp, sizeof(tmp)};
 	bool more;
 
 	s->in += n;
 	do {
-		size_t room, made = 0;
+		size_t room = sizeof(tmp), made = 0;
 
-		if (evbuffer_reserve_space(out, ENC_OUT_CHUNK, &v, 1) < 1)
-			return -1;
-		room = v.iov_len;
 		if (s->e == ENC_GZIP) {
 			int flush = op == ENC_OP_FINISH	 ? Z_FINISH
 				    : op == ENC_OP_FLUSH ? Z_SYNC_FLUSH
@@ -397,8 +395,9 @@ static int enc_run(struct enc_stream *s, const void *p, size_t n, int op,
 			more = n > 0 || (d != ZSTD_e_continue && r != 0) ||
 			       o.pos == room;
 		}
-		v.iov_len = made;
-		if (evbuffer_commit_space(out, &v, 1))
+		/* added, not reserved in out: a flush's few bytes join the
+		 * last chain instead of taking a chain of 16 KiB each */
+		if (made && evbuffer_add(out, tmp, made))
 			return -1;
 		s->out += made;
 	} while (more);
@@ -509,6 +508,10 @@ static int dec_step(struct dec_stream *d, const uint8_t **p, size_t *n,
 		    uint8_t *o, size_t room, size_t *made)
 {
 	*made = 0;
+	/* at an end with nothing more: nothing to do (asking again would
+	 * start another member or frame) */
+	if (d->ended && *n == 0)
+		return 0;
 	if (d->e == ENC_GZIP) {
 		int rc;
 
@@ -564,22 +567,17 @@ int dec_stream_write(struct dec_stream *d, const void *p, size_t n,
 		     struct evbuffer *out, size_t max)
 {
 	const uint8_t *in = p;
-	struct evbuffer_iovec v;
+	unsigned char tmp[ENC_OUT_CHUNK];
 	size_t made, before;
 	bool full;
 
 	do {
 		before = n;
-		if (evbuffer_reserve_space(out, ENC_OUT_CHUNK, &v, 1) < 1)
+		if (dec_step(d, &in, &n, tmp, sizeof(tmp), &made))
 			return -1;
-		if (dec_step(d, &in, &n, v.iov_base, v.iov_len, &made)) {
-			v.iov_len = 0;
-			evbuffer_commit_space(out, &v, 1);
-			return -1;
-		}
-		full = made == v.iov_len;
-		v.iov_len = made;
-		if (evbuffer_commit_space(out, &v, 1))
+		full = made == sizeof(tmp);
+		/* added, not reserved: a byte's output joins the last chain */
+		if (made && evbuffer_add(out, tmp, made))
 			return -1;
 		d->out += made;
 		if (d->out > max)

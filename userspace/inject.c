@@ -217,6 +217,13 @@ bool inject_applies(const struct config_inject *c, const struct h1_request *rq,
 	    h1_head_has(&rs->h, "cache-control", "no-transform"))
 		return false;
 	ct = h1_head_field(&rs->h, "content-type");
+	/* two Content-Type fields: which one a browser believes is not
+	 * edge's to guess */
+	for (unsigned i = 0; ct && i < rs->h.nheaders; i++)
+		if (&rs->h.headers[i] != ct &&
+		    h1_eq(rs->h.headers[i].name, rs->h.headers[i].name_len,
+			  "content-type"))
+			return false;
 	if (!ct || !enc_type_listed(ct->value, ct->value_len,
 				    (const char *const[]){"text/html"}, 1))
 		return false;
@@ -306,6 +313,184 @@ bool inject_apply(const struct config_inject *c, const char *p, size_t n,
 	}
 	evbuffer_add(out, p + done, n - done);
 	return true;
+}
+
+/* ---- a streamed page ------------------------------------------------- */
+
+/* The longest tag kept whole across pieces: "</body", white space, '>'. */
+#define INJECT_CARRY_MAX 64
+
+struct inject_stream {
+	const struct config_inject *c;
+	bool head_done; /* head_end in (or none) */
+	bool body_done; /* body_end in (or none) */
+	bool holding;	/* held starts with a "</body>" */
+	bool injected;
+	struct evbuffer *held;
+	char carry[INJECT_CARRY_MAX]; /* a tag's start, cut by a piece */
+	size_t ncarry;
+};
+
+struct inject_stream *inject_stream_new(const struct config_inject *c)
+{
+	struct inject_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (!(s->held = evbuffer_new())) {
+		free(s);
+		return NULL;
+	}
+	s->c = c;
+	s->head_done = !c->text[INJECT_HEAD_END];
+	s->body_done = !c->text[INJECT_BODY_END];
+	return s;
+}
+
+void inject_stream_free(struct inject_stream *s)
+{
+	if (!s)
+		return;
+	evbuffer_free(s->held);
+	free(s);
+}
+
+bool inject_stream_injected(const struct inject_stream *s)
+{
+	return s->injected;
+}
+
+/* Whether p[i..n) may be the start of "</head>" or "</body>" cut short
+ * (and not a whole tag, nor anything else). */
+static bool inject_partial(const char *p, size_t n, size_t i)
+{
+	static const char *const names[] = {"head", "body"};
+	size_t k = n - i, j, m, t;
+
+	if (p[i] != '<')
+		return false;
+	if (k == 1)
+		return true;
+	if (p[i + 1] != '/')
+		return false;
+	for (t = 0; t < 2; t++) {
+		m = k - 2 < 4 ? k - 2 : 4;
+		if (!h1_eq_n(p + i + 2, names[t], m))
+			continue;
+		if (m < 4)
+			return true;
+		for (j = i + 6; j < n; j++)
+			if (p[j] != ' ' && p[j] != '\t' && p[j] != '\n' &&
+			    p[j] != '\r' && p[j] != '\f')
+				break;
+		return j == n;
+	}
+	return false;
+}
+
+/* Write p[0..n) where it goes: held, or out. */
+static int inject_put(struct inject_stream *s, struct evbuffer *out,
+		      const char *p, size_t n)
+{
+	if (!n)
+		return 0;
+	return evbuffer_add(s->holding ? s->held : out, p, n);
+}
+
+/* body_end before what is held, all of it to out. */
+static int inject_release(struct inject_stream *s, struct evbuffer *out)
+{
+	const struct config_inject *c = s->c;
+
+	s->holding = false;
+	s->body_done = true;
+	s->injected = true;
+	if (evbuffer_add(out, c->text[INJECT_BODY_END],
+			 c->len[INJECT_BODY_END]))
+		return -1;
+	return evbuffer_add_buffer(out, s->held);
+}
+
+static int inject_scan(struct inject_stream *s, const char *w, size_t n,
+		       struct evbuffer *out)
+{
+	const struct config_inject *c = s->c;
+	size_t safe = n, last = 0, j;
+	const char *q;
+
+	/* a tag cut at the end waits for the next piece */
+	for (j = n > INJECT_CARRY_MAX ? n - INJECT_CARRY_MAX : 0; j < n; j++)
+		if (w[j] == '<' && inject_partial(w, n, j)) {
+			safe = j;
+			break;
+		}
+	for (j = 0; j < safe; j = (size_t)(q - w) + 1) {
+		q = memchr(w + j, '<', safe - j);
+		if (!q)
+			break;
+		if (!s->head_done &&
+		    inject_tag_at(w, n, (size_t)(q - w), "head", 4)) {
+			if (inject_put(s, out, w + last,
+				       (size_t)(q - w) - last) ||
+			    inject_put(s, out, c->text[INJECT_HEAD_END],
+				       c->len[INJECT_HEAD_END]))
+				return -1;
+			last = (size_t)(q - w);
+			s->head_done = s->injected = true;
+		}
+		if (!s->body_done &&
+		    inject_tag_at(w, n, (size_t)(q - w), "body", 4)) {
+			if (inject_put(s, out, w + last,
+				       (size_t)(q - w) - last))
+				return -1;
+			/* a later one: what was held goes on as it is */
+			if (s->holding && evbuffer_add_buffer(out, s->held))
+				return -1;
+			s->holding = true;
+			last = (size_t)(q - w);
+		}
+	}
+	if (inject_put(s, out, w + last, safe - last))
+		return -1;
+	memcpy(s->carry, w + safe, n - safe);
+	s->ncarry = n - safe;
+	if (s->holding && evbuffer_get_length(s->held) > INJECT_HOLD_MAX)
+		return inject_release(s, out);
+	return 0;
+}
+
+int inject_stream_write(struct inject_stream *s, const char *p, size_t n,
+			struct evbuffer *out)
+{
+	char w[INJECT_CARRY_MAX * 2];
+	size_t k, m;
+
+	while (n) {
+		if (s->head_done && s->body_done && !s->ncarry)
+			return evbuffer_add(out, p, n);
+		if (!s->ncarry)
+			return inject_scan(s, p, n, out);
+		/* the carried tag start with the bytes after it: a tag is
+		 * never cut at the seam */
+		k = n < INJECT_CARRY_MAX ? n : INJECT_CARRY_MAX;
+		memcpy(w, s->carry, s->ncarry);
+		memcpy(w + s->ncarry, p, k);
+		m = s->ncarry + k;
+		s->ncarry = 0;
+		if (inject_scan(s, w, m, out))
+			return -1;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int inject_stream_finish(struct inject_stream *s, struct evbuffer *out)
+{
+	if (inject_put(s, out, s->carry, s->ncarry))
+		return -1;
+	s->ncarry = 0;
+	return s->holding ? inject_release(s, out) : 0;
 }
 
 /* ---- the CSP check at load ------------------------------------------- */

@@ -5,14 +5,16 @@
  * "</head>" of a text/html response, its body_end snippet before the last
  * "</body>" (case-insensitive; white space may come before the '>').
  *
- * The proxy reads such a response's body whole before its head goes on,
- * up to limits.max_inject_bytes decoded: a gzip, br or zstd body is
- * decoded for it. Read whole and a tag found: the snippets go in, the
+ * A page not coded streams through an inject_stream (below) unless it has
+ * a length up to limits.max_inject_bytes; that one, and a gzip, br or
+ * zstd page, the proxy reads whole before its head goes on (decoded, up
+ * to the limit). Read whole and a tag found: the snippets go in, the
  * body is sent with its own Content-Length (or coded again for the
- * client, compress.h), a strong ETag made weak. Anything else (no tag, a
- * body over the limit or a decompression bomb, a coding edge cannot
- * read, a stream that does not decode) goes on exactly as the upstream
- * sent it, counted by result.
+ * client, compress.h). An injected page, streamed or not, has no
+ * Accept-Ranges and a strong ETag made weak. A page read whole that
+ * cannot be (no tag, over the limit or a decompression bomb, a coding
+ * edge does not read, a stream that does not decode) goes on exactly as
+ * the upstream sent it, counted by result.
  *
  * Never read for injection: HEAD; 1xx, 204, 206 and 304; a request with
  * Range; a response with Cache-Control no-transform; a Content-Type not
@@ -102,6 +104,27 @@ bool inject_applies(const struct config_inject *c, const struct h1_request *rq,
  * false, and writes nothing, when the page has neither tag. */
 bool inject_apply(const struct config_inject *c, const char *p, size_t n,
 		  struct evbuffer *out);
+
+/*
+ * A streamed page's injection: what is written goes out as it comes but
+ * for a tag cut by the end of a piece (held until the next) and, from a
+ * "</body>" on, what follows it (held until another "</body>" lets it go,
+ * or the end puts body_end before it; past INJECT_HOLD_MAX held bytes
+ * body_end goes before the held one and nothing more is looked for).
+ */
+#define INJECT_HOLD_MAX (64 * 1024)
+struct inject_stream;
+/* NULL when out of memory; c must outlive it. */
+struct inject_stream *inject_stream_new(const struct config_inject *c);
+void inject_stream_free(struct inject_stream *s);
+/* Take p[0..n), write what may go on to out. 0 or -1 (out of memory). */
+int inject_stream_write(struct inject_stream *s, const char *p, size_t n,
+			struct evbuffer *out);
+/* The page's end: what was held, with body_end before its held
+ * "</body>". 0 or -1. */
+int inject_stream_finish(struct inject_stream *s, struct evbuffer *out);
+/* Whether a snippet went in so far. */
+bool inject_stream_injected(const struct inject_stream *s);
 
 /* Where the first "</head>" (at INJECT_HEAD_END) or the last "</body>"
  * (INJECT_BODY_END) of p[0..n) starts, or -1. */

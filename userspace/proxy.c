@@ -60,6 +60,7 @@ struct proxy_inject {
 	struct body fr;		/* the body's framing */
 	struct dec_stream *dec; /* its decoder, NULL: not coded */
 	size_t head_len;
+	bool stream;  /* streamed instead (raw NULL): the body pump's */
 	bool decided; /* raw is the response now, as it goes on */
 	bool broken;  /* out of memory while copying: passed on */
 	char *etag;   /* an injected page's weak ETag */
@@ -90,15 +91,20 @@ static struct evbuffer *px_in(const struct proxy *p)
 	struct proxy_inject *ij = p->inj;
 	struct evbuffer *in;
 
-	if (ij && !px_up(p))
+	if (ij && ij->raw && !px_up(p))
 		return ij->raw;
 	in = p->h2 ? h2up_stream_in(p->h2) : sockio_input(p->uio);
-	if (!ij)
+	if (!ij || !ij->raw)
 		return in;
 	if (evbuffer_get_length(in)) {
 		if (!ij->decided && px_copy(in, ij->scan))
 			ij->broken = true;
-		evbuffer_add_buffer(ij->raw, in);
+		/* copied, not moved: a read's chain holds a whole KiB or more
+		 * for what may be a byte, and a page comes in many reads */
+		if (px_copy(in, ij->raw) == 0)
+			evbuffer_drain(in, evbuffer_get_length(in));
+		else
+			evbuffer_add_buffer(ij->raw, in);
 	}
 	return ij->raw;
 }
@@ -227,6 +233,11 @@ static void proxy_release(struct req *r, bool ok)
 	}
 	upconn_done(&p->u);
 	body_free(&p->req_body);
+	/* a streamed page counted once whole */
+	if (p->inj && p->inj->stream && p->resp_body.inj && p->resp_body.done)
+		inject_count(inject_stream_injected(p->resp_body.inj)
+				 ? INJECT_INJECTED
+				 : INJECT_NO_TAG);
 	body_free(&p->resp_body);
 	proxy_inject_free(p->inj);
 	p->inj = NULL;
@@ -876,9 +887,8 @@ static void proxy_respond(struct req *r, size_t head_len);
 
 /* The fields of an injected page's head: no Content-Encoding (its
  * coding, if any, is the client's, compress.h), no Accept-Ranges (its
- * bytes are edge's), a strong ETag made weak; its body the page, of its
- * length. */
-static void proxy_inject_fields(struct proxy *p, uint64_t len)
+ * bytes are edge's), a strong ETag made weak. */
+static void proxy_inject_head(struct proxy *p)
 {
 	struct h1_head *h = &p->resp.h;
 	struct h1_header *f;
@@ -899,6 +909,14 @@ static void proxy_inject_fields(struct proxy *p, uint64_t len)
 		h->headers[n++] = *f;
 	}
 	h->nheaders = n;
+}
+
+/* ... its body the page read whole, of len bytes. */
+static void proxy_inject_fields(struct proxy *p, uint64_t len)
+{
+	struct h1_head *h = &p->resp.h;
+
+	proxy_inject_head(p);
 	p->resp.body = H1_BODY_LENGTH;
 	h->content_length = (int64_t)len;
 	h->chunked = false;
@@ -1009,9 +1027,11 @@ static void proxy_inject_read(struct req *r)
 				       n, ij->page, lim);
 		evbuffer_drain(ij->coded, n);
 	} else if (n) {
-		evbuffer_add_buffer(ij->page, ij->coded);
+		if (px_copy(ij->coded, ij->page))
+			ij->broken = true;
+		evbuffer_drain(ij->coded, n);
 	}
-	if (drc < 0) {
+	if (drc < 0 || ij->broken) {
 		proxy_inject_pass(r, INJECT_UNDECODABLE);
 		return;
 	}
@@ -1059,8 +1079,20 @@ static bool proxy_inject_begin(struct req *r, size_t head_len,
 		return false;
 	}
 	if (kind == BODY_LENGTH &&
-	    (uint64_t)len > r->w->set.limits.max_inject_bytes) {
+	    (uint64_t)len > r->w->set.limits.max_inject_bytes &&
+	    coding != ENC_IDENTITY) {
 		inject_count(INJECT_TOO_LARGE);
+		return false;
+	}
+	if (coding == ENC_IDENTITY &&
+	    (kind != BODY_LENGTH ||
+	     (uint64_t)len > r->w->set.limits.max_inject_bytes)) {
+		/* streamed, or too long to hold: injected as it streams
+		 * (proxy_respond) */
+		if ((ij = calloc(1, sizeof(*ij)))) {
+			ij->stream = ij->decided = true;
+			p->inj = ij;
+		}
 		return false;
 	}
 	ij = calloc(1, sizeof(*ij));
@@ -1129,6 +1161,11 @@ static void proxy_respond(struct req *r, size_t head_len)
 	blen = cl; /* what the body pump reads: the upstream's length */
 	if (proxy_inject_begin(r, head_len, kind, blen))
 		return;
+	if (p->inj && p->inj->stream) {
+		/* injected as it streams: its length is edge's */
+		proxy_inject_head(p);
+		cl = -1;
+	}
 	coding = compress_choose(r->m.compression, &r->h, resp, cl);
 	if (coding != ENC_IDENTITY &&
 	    (enc = enc_stream_new(coding, r->m.compression
@@ -1161,6 +1198,11 @@ static void proxy_respond(struct req *r, size_t head_len)
 	body_init(&p->resp_body, kind, kind == BODY_LENGTH ? (uint64_t)blen : 0,
 		  chunked);
 	if (enc && body_encode(&p->resp_body, enc)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	if (p->inj && p->inj->stream &&
+	    body_inject(&p->resp_body, inject_stream_new(r->m.inject))) {
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
@@ -1302,6 +1344,15 @@ static void proxy_relay(struct req *r)
 	rc = body_pump(&p->resp_body, uin, cout, PROXY_HIGH_WATER - queued,
 		       &data);
 	r->bytes_out += evbuffer_get_length(cout) - before;
+	/* a page replayed from memory (injection) gets no read event for
+	 * what is left of it: go on while the client takes it */
+	while (rc == 0 && p->inj && p->inj->raw &&
+	       evbuffer_get_length(uin) > 0 &&
+	       (queued = evbuffer_get_length(cout)) < PROXY_HIGH_WATER) {
+		rc = body_pump(&p->resp_body, uin, cout,
+			       PROXY_HIGH_WATER - queued, &data);
+		r->bytes_out += evbuffer_get_length(cout) - queued;
+	}
 	if (rc < 0) {
 		proxy_body_failed(r, UPREG_WHY_BAD_BODY, 0);
 		p->reusable = false;

@@ -86,7 +86,7 @@ run_build() { # LABEL BIN
 		else
 			t_fail "$v: $name" "$why"
 		fi
-	done < <(/usr/bin/python3 "$TOOLS/inject_check.py" "$P_EDGE" inj.test "$HEAD_END" "$BODY_END" 2>&1)
+	done < <(/usr/bin/python3 "$TOOLS/inject_check.py" "$P_EDGE" inj.test "$HEAD_END" "$BODY_END" "$P_BACK" 2>&1)
 	# each result counted
 	for r in injected no_tag too_large undecodable; do
 		after=$(metric "edge_inject_responses_total{result=\"$r\"}")
@@ -110,6 +110,16 @@ run_build() { # LABEL BIN
 		t_ok "$v: a 50 MB gzip bomb: too_large, as it came, edged's peak RSS $(((hwm1 - hwm0) >> 10)) MiB over its peak before"
 	else
 		t_fail "$v: bomb" "code $code, too_large $tl0 -> $tl1, peak RSS $hwm0 -> $hwm1 kB, sha $sha: $(tr -d '\r' <"$T_TMP/h" | grep -i x-raw)"
+	fi
+	# a page of 40 KB one byte a send: edged's memory is the page's, not a
+	# buffer's chain per read
+	hwm0=$(awk '/^VmHWM/ { print $2 }' "/proc/$EPID/status")
+	out=$(curl -sS --max-time 30 -H "Host: inj.test" "http://127.0.0.1:$P_EDGE/page?kind=big:40000&trickle=1")
+	hwm1=$(awk '/^VmHWM/ { print $2 }' "/proc/$EPID/status")
+	if [ "${#out}" = $((40000 + ${#HEAD_END} + ${#BODY_END})) ] && { [ "$v" = asan ] || [ $((hwm1 - hwm0)) -lt 8192 ]; }; then
+		t_ok "$v: a 40 KB page one byte a send: injected, edged's peak RSS $(((hwm1 - hwm0) >> 10)) MiB over its peak before"
+	else
+		t_fail "$v: trickle" "${#out} bytes, peak RSS $hwm0 -> $hwm1 kB"
 	fi
 	# an environment without snippets: untouched
 	out=$(curl -sS --max-time 10 -H "Host: plain.test" "http://127.0.0.1:$P_EDGE/page")
@@ -181,6 +191,9 @@ refused "a relative snippet file" "must be an absolute path" \
 	"inject = { body_end = { file = \"x.html\"; }; };"
 refused "an unknown key" "inject.*tail" 'inject = { tail = "x"; };'
 refused "a number" "inject.head_end" 'inject = { head_end = 5; };'
+mkfifo "$T_TMP/fifo.html"
+refused "a FIFO (not read: a reload must not hang on it)" "fifo.html: not a regular file" \
+	"inject = { head_end = { file = \"$T_TMP/fifo.html\"; }; };"
 head -c 70000 /dev/zero | tr '\0' a >"$T_TMP/huge.html"
 chmod 0644 "$T_TMP/huge.html"
 refused "a snippet over 64 KiB" "over 65536 bytes" \

@@ -13,7 +13,11 @@ injection tests (test_edged_inject.sh), byte by byte as asked:
                   encoder flushed there), sent 50 ms apart
       cut=1       a Content-Length one byte longer than what is sent,
                   then the close
-      ctype=T, cc=C, etag=X, status=S  the head's fields
+      hold=ID     after the first piece, wait (30 s at most) for
+                  GET /release?id=ID (to this server) before the second
+      trickle=1   the body one byte a send(), 20 us apart
+      ctype=T, ctype2=T, cc=C, etag=X, status=S  the head's fields
+                  (ctype2: a second Content-Type)
 
 Each answer's coded body is also kept by its sha256, so that a test can
 ask GET /raw?... for the same bytes' sha256 (X-Raw-Sha256 is sent on every
@@ -64,9 +68,22 @@ def coded_parts(body, ce, split):
     raise ValueError(ce)
 
 
+HOLDS = {}
+HOLDS_LOCK = threading.Lock()
+
+
+def hold_event(name):
+    with HOLDS_LOCK:
+        return HOLDS.setdefault(name, threading.Event())
+
+
 def answer(conn, target):
     u = urllib.parse.urlsplit(target)
     q = dict(urllib.parse.parse_qsl(u.query))
+    if u.path == "/release":
+        hold_event(q["id"]).set()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        return True
     kind = q.get("kind", "std")
     body = page(kind)
     ce = q.get("ce", "identity")
@@ -82,6 +99,8 @@ def answer(conn, target):
     if ce not in ("identity",):
         head += "Content-Encoding: %s\r\n" % ("gzip" if ce == "corrupt"
                                               else ce)
+    if "ctype2" in q:
+        head += "Content-Type: %s\r\n" % q["ctype2"]
     if "cc" in q:
         head += "Cache-Control: %s\r\n" % q["cc"]
     if "etag" in q:
@@ -99,11 +118,18 @@ def answer(conn, target):
     head += "\r\n"
     conn.sendall(head.encode())
     for i, p in enumerate(parts):
-        if i:
+        if i and "hold" in q:
+            hold_event(q["hold"]).wait(30)
+        elif i:
             time.sleep(0.05)
         if framing == "chunked":
             if p:
                 conn.sendall(b"%x\r\n" % len(p) + p + b"\r\n")
+        elif q.get("trickle"):
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for k in range(len(p)):
+                conn.sendall(p[k:k + 1])
+                time.sleep(0.00002)
         else:
             conn.sendall(p)
     if framing == "chunked":

@@ -175,6 +175,110 @@ START_TEST(test_json)
 }
 END_TEST
 
+/* page through an inject_stream in pieces of the sizes cuts says (0
+ * ends; the rest in one), as a string */
+static char *streamed(const struct config_inject *c, const char *page,
+		      const size_t *cuts)
+{
+	struct inject_stream *st = inject_stream_new(c);
+	struct evbuffer *out = evbuffer_new();
+	size_t n = strlen(page), off = 0, k, len;
+	char *s;
+
+	ck_assert_ptr_nonnull(st);
+	for (; cuts && *cuts && off < n; cuts++) {
+		k = *cuts < n - off ? *cuts : n - off;
+		ck_assert_int_eq(inject_stream_write(st, page + off, k, out),
+				 0);
+		off += k;
+	}
+	ck_assert_int_eq(inject_stream_write(st, page + off, n - off, out), 0);
+	ck_assert_int_eq(inject_stream_finish(st, out), 0);
+	len = evbuffer_get_length(out);
+	s = malloc(len + 1);
+	evbuffer_remove(out, s, len);
+	s[len] = '\0';
+	evbuffer_free(out);
+	inject_stream_free(st);
+	return s;
+}
+
+START_TEST(test_stream)
+{
+	static const char *const pages[] = {
+	    "<html><head><title>t</title></head>\n<body><p>x</p></body>\n"
+	    "</html>\n",
+	    "<HTML><HEAD></HEAD ><body><!-- </body> --><p>x</p></BODY\t>\n",
+	    "</head></head></body>x</body>y</body >z",
+	    "<<</</h</he</hea</head</head </bo</bod</body</body >",
+	    "no tags at all < / << </ </b </h",
+	    "</head></body",
+	    "",
+	};
+	struct config_inject both = snippets("[H]", "[B]");
+	struct config_inject body = snippets(NULL, "[B]");
+	size_t cuts[3] = {0, 0, 0}, i, a, b, n;
+
+	for (i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		char *want = apply(&both, pages[i]), *got;
+
+		if (!*want) {
+			free(want);
+			want = strdup(pages[i]);
+		}
+		n = strlen(pages[i]);
+		/* whole, every split in two, every split in three */
+		for (a = 0; a <= n; a++)
+			for (b = 0; b <= n - a; b++) {
+				cuts[0] = a;
+				cuts[1] = b;
+				got =
+				    streamed(&both, pages[i], a ? cuts : NULL);
+				ck_assert_msg(strcmp(got, want) == 0,
+					      "page %zu cut %zu+%zu: %s", i, a,
+					      b, got);
+				free(got);
+				if (!a)
+					break;
+			}
+		/* a byte at a time */
+		{
+			size_t ones[512];
+
+			for (a = 0; a < 511; a++)
+				ones[a] = 1;
+			ones[511] = 0;
+			got = streamed(&both, pages[i], ones);
+			ck_assert_str_eq(got, want);
+			free(got);
+		}
+		free(want);
+	}
+	/* more than INJECT_HOLD_MAX after a </body>: body_end goes before
+	 * it, nothing more looked for */
+	{
+		size_t len = INJECT_HOLD_MAX + 10000;
+		char *page = malloc(len + 40), *got;
+
+		strcpy(page, "<p></body>");
+		memset(page + 10, 'x', len);
+		strcpy(page + 10 + len, "</body>end");
+		size_t pieces[40] = {0};
+
+		for (i = 0; i < 39; i++)
+			pieces[i] = 4096;
+		got = streamed(&body, page, pieces);
+		ck_assert(strncmp(got, "<p>[B]</body>xxx", 16) == 0);
+		ck_assert_str_eq(got + strlen(got) - 10, "</body>end");
+		ck_assert_uint_eq(strlen(got), strlen(page) + 3);
+		free(got);
+		free(page);
+	}
+	inject_free(&both);
+	inject_free(&body);
+}
+END_TEST
+
 /* a response head parsed from text, and a GET request */
 static void parse(const char *resp, struct h1_response *rs, const char *req,
 		  struct h1_request *rq)
@@ -404,6 +508,19 @@ START_TEST(test_decoders)
 	ck_assert_int_eq(dec_stream_write(d, z, n + 8, out, sizeof(page)), -1);
 	dec_stream_free(d);
 	evbuffer_free(out);
+	/* output of exactly a multiple of the decoder's piece: still at its
+	 * end (asking again started another member) */
+	for (size_t sz = 16384; sz <= 65536; sz += 16384) {
+		n = encode(e, page, sz, z, sizeof(z), false);
+		out = evbuffer_new();
+		d = dec_stream_new(e);
+		ck_assert_int_eq(dec_stream_write(d, z, n, out, sizeof(page)),
+				 0);
+		ck_assert_msg(dec_stream_done(d), "%zu bytes", sz);
+		ck_assert_uint_eq(evbuffer_get_length(out), sz);
+		dec_stream_free(d);
+		evbuffer_free(out);
+	}
 	ck_assert_ptr_null(dec_stream_new(ENC_IDENTITY));
 	dec_stream_free(NULL);
 }
@@ -416,6 +533,7 @@ static Suite *inject_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_where);
+	tcase_add_test(tc, test_stream);
 	tcase_add_test(tc, test_set);
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_applies);
