@@ -7,6 +7,7 @@
  * listener (admin.c). The daemon's state, struct edged, is in edged.h.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <getopt.h>
@@ -57,6 +58,8 @@
 /* Clients the per-client rate limit remembers, all workers together
  * (16 bytes each: 4 MiB). */
 #define EDGED_RATELIMIT_CLIENTS (1u << 18)
+/* Free memory an arena keeps on top before free() gives it back. */
+#define EDGED_TRIM_THRESHOLD (16 << 20)
 
 static void usage(FILE *f)
 {
@@ -1242,6 +1245,14 @@ static int edged_process(void)
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* glibc gives an arena's free top back to the kernel as soon as it
+	 * passes 128 KiB: a worker whose responses each take a few hundred
+	 * KiB for a while (zlib's deflate state, bodies) then faults the
+	 * same pages in again, response after response (docs/benchmarks.md,
+	 * "A compressed 64 KiB JSON response"). Up to EDGED_TRIM_THRESHOLD
+	 * stays; the workers' tick gives back the rest (malloc_trim). */
+	if (!mallopt(M_TRIM_THRESHOLD, EDGED_TRIM_THRESHOLD))
+		log_warnx("mallopt(M_TRIM_THRESHOLD): refused");
 	rc = notify_init();
 	if (rc)
 		log_warnx("NOTIFY_SOCKET: %s: readiness will not be reported",
