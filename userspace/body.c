@@ -11,6 +11,7 @@
 #include "encoding.h"
 #include "hdr.h"
 #include "inject.h"
+#include "sockio.h"
 
 /* Largest piece of a chunked body made contiguous for the decoder. */
 #define BODY_CHUNK_PIECE 16384
@@ -223,7 +224,8 @@ int body_pump(struct body *b, struct evbuffer *in, struct evbuffer *out,
 				return -1;
 			evbuffer_drain(in, n);
 		} else {
-			evbuffer_remove_buffer(in, out, n);
+			if (sockio_move(in, out, n))
+				return -1;
 		}
 		*data = n;
 		b->copied += n;

@@ -479,6 +479,22 @@ struct evbuffer *sockio_output(const struct sockio *s)
 	return s->out;
 }
 
+int sockio_move(struct evbuffer *from, struct evbuffer *to, size_t n)
+{
+	unsigned char *p;
+
+	if (n > evbuffer_get_length(from))
+		n = evbuffer_get_length(from);
+	if (n >= SOCKIO_MOVE_COPY)
+		return evbuffer_remove_buffer(from, to, n) == (int)n ? 0 : -1;
+	if (!n)
+		return 0;
+	p = evbuffer_pullup(from, (ssize_t)n);
+	if (!p || evbuffer_add(to, p, n))
+		return -1;
+	return evbuffer_drain(from, n);
+}
+
 bool sockio_eof(const struct sockio *s)
 {
 	return s->eof;

@@ -125,6 +125,15 @@ struct evbuffer *sockio_input(const struct sockio *s);
  * loop turn. */
 struct evbuffer *sockio_output(const struct sockio *s);
 
+/* Bytes under which sockio_move copies rather than hands chains over. */
+#define SOCKIO_MOVE_COPY 4096
+/* Move n bytes (at most what it holds) from the front of from to the end
+ * of to: copied into to's last chain when fewer than SOCKIO_MOVE_COPY,
+ * else its chains handed over. A read's chain is a KiB or more however
+ * few bytes it holds: moved, a peer's trickle queued for a slow reader
+ * would take a chain a byte. 0 or -1 (out of memory: nothing moved). */
+int sockio_move(struct evbuffer *from, struct evbuffer *to, size_t n);
+
 /* End the write side once the output has gone out (TCP: FIN; TLS:
  * close_notify): writing stays enabled until then, and no write callback
  * runs after this call. Done, the event callback gets WRITING|SHUT; a

@@ -765,7 +765,8 @@ static void tunnel_pump(struct tunnel *t, int i)
 	if (q < TUNNEL_HIGH_WATER && n > 0) {
 		if (n > TUNNEL_HIGH_WATER - q)
 			n = TUNNEL_HIGH_WATER - q;
-		evbuffer_remove_buffer(in, out, n);
+		if (sockio_move(in, out, n))
+			n = 0; /* out of memory: tried again next time */
 		if (i == TUNNEL_CLIENT)
 			t->st.bytes_up += n;
 		else

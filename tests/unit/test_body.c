@@ -234,6 +234,40 @@ START_TEST(test_chunked_split)
 }
 END_TEST
 
+/* A body that comes a byte a read (each its own chain, as a read's is)
+ * while nothing takes the output: the output holds the bytes in a few
+ * chains, not a chain a byte; a bulk read's chain is still handed on. */
+START_TEST(test_trickle_chains)
+{
+	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new(), *one;
+	struct body b;
+	uint64_t data;
+	int i;
+
+	body_init(&b, BODY_LENGTH, 3000 + 65536, false);
+	for (i = 0; i < 3000; i++) {
+		one = evbuffer_new();
+		evbuffer_add(one, "x", 1);
+		evbuffer_add_buffer(in, one);
+		evbuffer_free(one);
+		ck_assert_int_eq(body_pump(&b, in, out, 1 << 20, &data), 0);
+		ck_assert_uint_eq(data, 1);
+	}
+	ck_assert_uint_eq(evbuffer_get_length(out), 3000);
+	ck_assert_int_le(evbuffer_peek(out, -1, NULL, NULL, 0), 4);
+	{
+		static char big[65536];
+
+		evbuffer_add(in, big, sizeof(big));
+		ck_assert_int_eq(body_pump(&b, in, out, 1 << 20, &data), 1);
+		ck_assert_uint_eq(evbuffer_get_length(out), 3000 + 65536);
+	}
+	body_free(&b);
+	evbuffer_free(in);
+	evbuffer_free(out);
+}
+END_TEST
+
 static Suite *body_suite(void)
 {
 	Suite *s = suite_create("body");
@@ -244,6 +278,7 @@ static Suite *body_suite(void)
 	tcase_add_test(tc, test_chunked_max);
 	tcase_add_test(tc, test_chunked_limit_and_errors);
 	tcase_add_test(tc, test_chunked_split);
+	tcase_add_test(tc, test_trickle_chains);
 	suite_add_tcase(s, tc);
 	return s;
 }
