@@ -202,10 +202,25 @@ json_t *inject_summary_json(const struct config_inject *c)
 	return o;
 }
 
+/* How many fields of h are named lit (lowercase); *first the first. */
+static unsigned inject_fields(const struct h1_head *h, const char *lit,
+			      const struct h1_header **first)
+{
+	unsigned i, n = 0;
+
+	*first = NULL;
+	for (i = 0; i < h->nheaders; i++)
+		if (h1_eq(h->headers[i].name, h->headers[i].name_len, lit) &&
+		    !n++)
+			*first = &h->headers[i];
+	return n;
+}
+
 bool inject_applies(const struct config_inject *c, const struct h1_request *rq,
 		    const struct h1_response *rs, int *coding)
 {
 	const struct h1_header *ce, *ct;
+	unsigned n;
 	int e;
 
 	*coding = ENC_IDENTITY;
@@ -216,31 +231,17 @@ bool inject_applies(const struct config_inject *c, const struct h1_request *rq,
 	if (h1_head_field(&rq->h, "range") ||
 	    h1_head_has(&rs->h, "cache-control", "no-transform"))
 		return false;
-	ct = h1_head_field(&rs->h, "content-type");
-	/* two Content-Type fields: which one a browser believes is not
+	/* one Content-Type: with two, which one a browser believes is not
 	 * edge's to guess */
-	for (unsigned i = 0; ct && i < rs->h.nheaders; i++)
-		if (&rs->h.headers[i] != ct &&
-		    h1_eq(rs->h.headers[i].name, rs->h.headers[i].name_len,
-			  "content-type"))
-			return false;
-	if (!ct || !enc_type_listed(ct->value, ct->value_len,
-				    (const char *const[]){"text/html"}, 1))
+	if (inject_fields(&rs->h, "content-type", &ct) != 1 ||
+	    !enc_type_listed(ct->value, ct->value_len,
+			     (const char *const[]){"text/html"}, 1))
 		return false;
-	ce = h1_head_field(&rs->h, "content-encoding");
-	if (ce) {
+	/* one Content-Encoding, of a coding edge reads */
+	n = inject_fields(&rs->h, "content-encoding", &ce);
+	if (n) {
 		e = enc_parse(ce->value, ce->value_len);
-		/* one field, one coding edge reads */
-		*coding =
-		    e >= 0 && h1_head_field(&rs->h, "content-encoding") == ce
-			? e
-			: -1;
-		for (unsigned i = 0; i < rs->h.nheaders; i++)
-			if (&rs->h.headers[i] != ce &&
-			    h1_eq(rs->h.headers[i].name,
-				  rs->h.headers[i].name_len,
-				  "content-encoding"))
-				*coding = -1;
+		*coding = n == 1 && e >= 0 ? e : -1;
 	}
 	return true;
 }

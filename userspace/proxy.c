@@ -99,12 +99,9 @@ static struct evbuffer *px_in(const struct proxy *p)
 	if (evbuffer_get_length(in)) {
 		if (!ij->decided && px_copy(in, ij->scan))
 			ij->broken = true;
-		/* copied, not moved: a read's chain holds a whole KiB or more
-		 * for what may be a byte, and a page comes in many reads */
-		if (px_copy(in, ij->raw) == 0)
-			evbuffer_drain(in, evbuffer_get_length(in));
-		else
-			evbuffer_add_buffer(ij->raw, in);
+		/* a page comes in many reads, maybe of a byte each */
+		if (sockio_move(in, ij->raw, evbuffer_get_length(in)))
+			ij->broken = true;
 	}
 	return ij->raw;
 }
@@ -1027,9 +1024,8 @@ static void proxy_inject_read(struct req *r)
 				       n, ij->page, lim);
 		evbuffer_drain(ij->coded, n);
 	} else if (n) {
-		if (px_copy(ij->coded, ij->page))
+		if (sockio_move(ij->coded, ij->page, n))
 			ij->broken = true;
-		evbuffer_drain(ij->coded, n);
 	}
 	if (drc < 0 || ij->broken) {
 		proxy_inject_pass(r, INJECT_UNDECODABLE);
