@@ -78,7 +78,7 @@ D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c userspace/
 EDGED_MAIN := $(wildcard userspace/edged.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 HDRS       := $(wildcard bpf/*.h userspace/*.h userspace/pg/*.h userspace/lib/*.h cli/*.h tests/*/*.h) \
-              $(B)/pg_migrations.h
+              $(B)/pg_migrations.h $(B)/challenge_page.h
 # the schema migrations, embedded in edged and edgectl (scripts/sql2c)
 PG_MIGRATIONS := $(sort $(wildcard userspace/pg/migrations/*.sql))
 BENCH_HDRS := $(wildcard bench/*.h)
@@ -150,6 +150,10 @@ FORCE:
 
 $(B)/pg_migrations.h: $(PG_MIGRATIONS) scripts/sql2c | $(B)
 	scripts/sql2c $(PG_MIGRATIONS) > $@.tmp && mv $@.tmp $@
+
+# the challenge page (challenge.h), embedded in edged
+$(B)/challenge_page.h: userspace/challenge_page.html scripts/text2c | $(B)
+	scripts/text2c challenge_page_html $< > $@.tmp && mv $@.tmp $@
 
 # ---- BPF ----------------------------------------------------------------
 $(B)/%.bpf.o: bpf/%.bpf.c bpf/edge_maps.h | $(B)

@@ -553,8 +553,8 @@ static void routes_print_tcp(const json_t *tcp)
 }
 
 /* A route's rules, counted: "  (headers: 7 rules, 3 redirects,
- * unmatched paths 404, compression off, inject head_end+body_end)";
- * nothing when it has none. */
+ * unmatched paths 404, compression off, inject head_end+body_end,
+ * challenge new_ip)"; nothing when it has none. */
 static void routes_print_rules(const json_t *r)
 {
 	const json_t *h = json_object_get(r, "headers"), *v;
@@ -566,10 +566,15 @@ static void routes_print_rules(const json_t *r)
 	const json_t *inj = json_object_get(r, "inject");
 	bool ih = json_object_get(inj, "head_end") != NULL;
 	bool ib = json_object_get(inj, "body_end") != NULL;
+	const json_t *ch = json_object_get(r, "challenge");
+	const char *cm = json_is_true(json_object_get(ch, "forced"))
+			     ? "always (edgectl)"
+			     : routes_str(ch, "mode", "off");
+	bool chal = strcmp(cm, "off") != 0;
 	const char *k;
 
 	json_object_foreach((json_t *)h, k, v) n += json_array_size(v);
-	if (!n && !red && !nf && !off && !ih && !ib)
+	if (!n && !red && !nf && !off && !ih && !ib && !chal)
 		return;
 	printf("  (");
 	if (n)
@@ -586,6 +591,9 @@ static void routes_print_rules(const json_t *r)
 		       ih && ib ? "head_end+body_end"
 		       : ih	? "head_end"
 				: "body_end");
+	if (chal)
+		printf("%schallenge %s",
+		       n || red || nf || off || ih || ib ? ", " : "", cm);
 	printf(")");
 }
 
@@ -907,4 +915,62 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 	}
 	json_decref(result);
 	return CTL_OK;
+}
+
+/* edgectl challenge [ENV on|off] [--json] */
+int cmd_challenge(struct ctl *c, int argc, char **argv)
+{
+	struct errbuf err = {""};
+	json_t *req, *result = NULL;
+	const json_t *e;
+	bool json = false, on = false;
+	int first, ret;
+	size_t i;
+
+	ret = daemon_opts(argc, argv, &json, 2, &first);
+	if (ret >= 0)
+		return ret;
+	if (argc - first == 1)
+		return ctl_usage_error("challenge",
+				       "challenge: %s: missing on or off",
+				       argv[first]);
+	if (argc - first == 2) {
+		if (strcmp(argv[first + 1], "on") == 0)
+			on = true;
+		else if (strcmp(argv[first + 1], "off") != 0)
+			return ctl_usage_error("challenge",
+					       "challenge: '%s': on or off",
+					       argv[first + 1]);
+		if (utf8_check_text(argv[first], strlen(argv[first]), &err))
+			return ctl_usage_error("challenge",
+					       "challenge: bad environment id: "
+					       "%s",
+					       err.msg);
+		req = json_pack("{s:s,s:s,s:b}", "cmd", "challenge", "env",
+				argv[first], "on", on);
+	} else
+		req = json_pack("{s:s}", "cmd", "challenge");
+	if (!req) {
+		log_warnx("out of memory");
+		return CTL_FAIL;
+	}
+	ret =
+	    ctlproto_call(c->ctl_sock, req, &result, CTLPROTO_TIMEOUT_MS, &err);
+	json_decref(req);
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (json)
+		return ctl_json_print(result);
+	if (argc - first == 2)
+		printf("%s: attack mode %s\n", argv[first], on ? "on" : "off");
+	else {
+		json_array_foreach(json_object_get(result, "forced"), i, e)
+		{
+			printf("%s\n", json_string_value(e));
+		}
+	}
+	json_decref(result);
+	return 0;
 }

@@ -26,6 +26,7 @@ static const struct ctl_command ctl_commands[] = {
     {"splice", cmd_splice},	  {"db", cmd_db},
     {"hosts", cmd_hosts},	  {"help", cmd_help},
     {"envs", cmd_envs},		  {"upstream", cmd_upstream},
+    {"challenge", cmd_challenge},
 };
 
 /* Every command has its help (cli/help.c): checked whenever the general

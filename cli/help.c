@@ -135,6 +135,11 @@ static const struct ctl_help ctl_helps[] = {
      OPTS(O_JSON)},
     {"upstream enable", "upstream enable ENDPOINT [--json]",
      "undo drain or disable", OPTS(O_JSON)},
+    {"challenge", "challenge [ENV on|off] [--json]",
+     "put environment ENV in attack mode (every request without a pass is "
+     "challenged, whatever its challenge mode) or take it out; kept across "
+     "reloads, not restarts; without ENV, list those in it",
+     OPTS(O_JSON)},
     {"db migrate", "db migrate",
      "with --pg: bring the database's schema up to this edgectl's", NULL},
     {"db status", "db status [--json]",

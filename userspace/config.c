@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "analytics.h"
 #include "config.h"
 #include "config_file.h"
@@ -364,6 +366,40 @@ static int cfg_http2(struct cfg *x, const config_setting_t *root)
 				t->max, (uint64_t *)((char *)h + t->off));
 	}
 	return rc;
+}
+
+/* challenge: the key file, read now (as edged's user on a reload). */
+static int cfg_challenge_keys(struct cfg *x, const config_setting_t *root)
+{
+	static const char *const keys[] = {"key_file", NULL};
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], err[160];
+	const config_setting_t *g;
+	size_t n;
+	char *buf;
+	int rc;
+
+	rc = cfg_group(x, root, "", "challenge", keys, p, &g);
+	if (rc == 0)
+		rc = cfg_path(x, g, p, "key_file", "", CFG_PATH_MAX, true,
+			      &x->c->challenge.key_file);
+	if (rc < 0 || !x->c->challenge.key_file[0]) {
+		if (rc == 0) {
+			free(x->c->challenge.key_file);
+			x->c->challenge.key_file = NULL;
+		}
+		return rc;
+	}
+	rc = cfg_file_read(x, cfg_member(g, p, "key_file", key), key,
+			   x->c->challenge.key_file, 1024, &buf, &n);
+	if (rc < 0)
+		return rc;
+	rc = chal_keys_parse(buf, n, &x->c->challenge.keys, err, sizeof(err));
+	OPENSSL_cleanse(buf, n);
+	free(buf);
+	if (rc < 0)
+		return cfg_fail(x, cfg_member(g, p, "key_file", key), key,
+				"%s: %s", x->c->challenge.key_file, err);
+	return 0;
 }
 
 /* analytics: the file sink, the database sink (when pg is set) and its
@@ -779,21 +815,11 @@ static int cfg_unmatched(struct cfg *x, const config_setting_t *g,
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
 			   const char *path, struct route_src_env *env)
 {
-	static const char *const keys[] = {"id",
-					   "name",
-					   "domains",
-					   "routes",
-					   "deployment",
-					   "max_body_bytes",
-					   "security_headers",
-					   "on_demand",
-					   "idle_timeout",
-					   "headers",
-					   "redirects",
-					   "unmatched",
-					   "compression",
-					   "inject",
-					   NULL};
+	static const char *const keys[] = {
+	    "id",	    "name",	      "domains",	  "routes",
+	    "deployment",   "max_body_bytes", "security_headers", "on_demand",
+	    "idle_timeout", "headers",	      "redirects",	  "unmatched",
+	    "compression",  "inject",	      "challenge",	  NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
 	int rc;
@@ -837,6 +863,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_compression(x, g, path, &env->compression);
 	if (rc == 0)
 		rc = cfg_inject(x, g, path, &env->headers, &env->inject);
+	if (rc == 0)
+		rc = cfg_challenge(x, g, path, &env->challenge);
 	if (rc == 0)
 		rc = cfg_domains(x, g, path, env);
 	if (rc == 0)
@@ -1379,13 +1407,31 @@ static int cfg_pp_untrusted(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {
-	    "listen",	    "trusted_proxies", "workers",    "user",
-	    "admin_listen", "control_socket",  "pin_dir",    "limits",
-	    "timeouts",	    "ratelimit",       "upstream",   "analytics",
-	    "projects",	    "log_format",      "pg",	     "pg_snapshot",
-	    "host_name",    "splice",	       "tcp_routes", "tls",
-	    "wake",	    "io_uring",	       "http2",	     NULL};
+	static const char *const keys[] = {"listen",
+					   "trusted_proxies",
+					   "workers",
+					   "user",
+					   "admin_listen",
+					   "control_socket",
+					   "pin_dir",
+					   "limits",
+					   "timeouts",
+					   "ratelimit",
+					   "upstream",
+					   "analytics",
+					   "projects",
+					   "log_format",
+					   "pg",
+					   "pg_snapshot",
+					   "host_name",
+					   "splice",
+					   "tcp_routes",
+					   "tls",
+					   "wake",
+					   "io_uring",
+					   "http2",
+					   "challenge",
+					   NULL};
 	struct config *c = x->c;
 	uint64_t workers;
 	long ncpu;
@@ -1457,6 +1503,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		rc = cfg_next(x, cfg_ratelimit(x, root));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_http2(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_challenge_keys(x, root));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_upstream(x, root));
 	if (rc == 0)
@@ -1674,6 +1722,8 @@ void config_free(struct config *c)
 	free(c->analytics.spool);
 	free(c->wake.command);
 	free(c->wake.sleep_command);
+	free(c->challenge.key_file);
+	OPENSSL_cleanse(&c->challenge.keys, sizeof(c->challenge.keys));
 	free(c);
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "challenge.h"
 #include "config_check.h"
 #include "log.h"
 #include "trusted.h"
@@ -222,6 +223,13 @@ struct config {
 	struct config_analytics analytics;
 	struct config_tls tls;
 	struct config_wake wake;
+	/* challenge: the key file (NULL: none) and its keys (challenge.h),
+	 * read at every load; none from it or the database: a random key
+	 * made at start */
+	struct {
+		char *key_file;
+		struct chal_keys keys;
+	} challenge;
 	/* "FILE:LINE: KEY: ..." notes that are not errors (e.g. a CIDR's
 	 * host bits cleared, in the projects too), for the caller to print */
 	char **warnings;

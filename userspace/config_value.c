@@ -1010,19 +1010,16 @@ int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
 	return rc;
 }
 
-/* Read snippet at of out from the file f (at most INJECT_SNIPPET_MAX
- * bytes). */
-static int cfg_snippet_file(struct cfg *x, const config_setting_t *s,
-			    const char *key, const char *f, enum inject_at at,
-			    struct config_inject *out)
+int cfg_file_read(struct cfg *x, const config_setting_t *s, const char *key,
+		  const char *f, size_t max, char **out, size_t *len)
 {
-	char *buf = malloc(INJECT_SNIPPET_MAX + 1);
-	struct errbuf e;
+	char *buf = malloc(max + 1);
 	struct stat st;
 	size_t n = 0;
 	ssize_t k;
 	int fd, rc;
 
+	*out = NULL;
 	if (!buf)
 		return cfg_nomem(x);
 	/* non-blocking: a FIFO named here must not hang a reload */
@@ -1040,8 +1037,7 @@ static int cfg_snippet_file(struct cfg *x, const config_setting_t *s,
 		free(buf);
 		return rc;
 	}
-	while (n <= INJECT_SNIPPET_MAX &&
-	       (k = read(fd, buf + n, INJECT_SNIPPET_MAX + 1 - n)) != 0) {
+	while (n <= max && (k = read(fd, buf + n, max + 1 - n)) != 0) {
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
@@ -1053,18 +1049,76 @@ static int cfg_snippet_file(struct cfg *x, const config_setting_t *s,
 		n += (size_t)k;
 	}
 	close(fd);
-	if (n > INJECT_SNIPPET_MAX) {
+	if (n > max) {
 		free(buf);
-		return cfg_fail(x, s, key,
-				"%s: over %d bytes, the most a "
-				"snippet may have",
-				f, INJECT_SNIPPET_MAX);
+		return cfg_fail(x, s, key, "%s: over %zu bytes", f, max);
 	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* Read snippet at of out from the file f (at most INJECT_SNIPPET_MAX
+ * bytes). */
+static int cfg_snippet_file(struct cfg *x, const config_setting_t *s,
+			    const char *key, const char *f, enum inject_at at,
+			    struct config_inject *out)
+{
+	struct errbuf e;
+	size_t n;
+	char *buf;
+	int rc;
+
+	rc = cfg_file_read(x, s, key, f, INJECT_SNIPPET_MAX, &buf, &n);
+	if (rc < 0)
+		return rc;
 	rc = inject_set(out, at, buf, n, f, &e);
 	free(buf);
 	if (rc == -EINVAL)
 		return cfg_fail(x, s, key, "%s: %s", f, e.msg);
 	return rc < 0 ? cfg_nomem(x) : 0;
+}
+
+int cfg_challenge(struct cfg *x, const config_setting_t *g, const char *path,
+		  struct config_challenge *out)
+{
+	static const char *const keys[] = {"mode", "difficulty", "ttl", NULL};
+	char p[CFG_KEY_MAX];
+	config_setting_t *c = cfg_member(g, path, "challenge", p);
+	struct cfg_at at;
+	const char *v;
+	uint64_t n;
+	int rc;
+
+	out->mode = CHAL_OFF;
+	out->difficulty = CHAL_DIFFICULTY_DEFAULT;
+	out->ttl_s = CHAL_TTL_DEFAULT_S;
+	if (!c)
+		return 0;
+	if (!config_setting_is_group(c))
+		return cfg_fail(x, c, p, "a group { mode = ...; }");
+	rc = cfg_known(x, c, p, keys);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "mode", "off", &v, &at);
+	if (rc == 0 && chal_mode_parse(v, &out->mode))
+		return cfg_fail(x, at.s, at.key,
+				"\"off\", \"new_ip\", \"on_rate_limit\" or "
+				"\"always\", not \"%s\"",
+				v);
+	if (rc == 0)
+		rc = cfg_number(x, c, p, "difficulty", CFG_COUNT,
+				CHAL_DIFFICULTY_DEFAULT, 1, CHAL_DIFFICULTY_MAX,
+				&n);
+	if (rc == 0)
+		out->difficulty = (unsigned)n;
+	if (rc == 0)
+		rc = cfg_number(
+		    x, c, p, "ttl", CFG_MS, CHAL_TTL_DEFAULT_S * 1000ULL,
+		    CHAL_TTL_MIN_S * 1000ULL, CHAL_TTL_MAX_S * 1000ULL, &n);
+	if (rc == 0)
+		out->ttl_s = (uint32_t)(n / 1000);
+	return rc;
 }
 
 /* Whether header rule name n[0..len) is Content-Security-Policy ('_'

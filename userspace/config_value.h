@@ -29,6 +29,7 @@
 #include "config_file.h"
 #include "compress.h"
 #include "hrule.h"
+#include "challenge.h"
 #include "inject.h"
 
 #define CFG_KEY_MAX 256		  /* bytes of a key path, with its NUL */
@@ -191,6 +192,16 @@ int cfg_headers(struct cfg *x, const config_setting_t *g, const char *path,
  * defaults (compress_defaults). */
 int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
 		    struct config_compression *out);
+/* Read the regular file f whole (at most max bytes; a FIFO or a larger
+ * file refused, named at key): *out (malloc'd, NUL-terminated) and *len. */
+int cfg_file_read(struct cfg *x, const config_setting_t *s, const char *key,
+		  const char *f, size_t max, char **out, size_t *len);
+
+/* An environment's challenge group (challenge.h): mode, difficulty, ttl;
+ * absent: off. */
+int cfg_challenge(struct cfg *x, const config_setting_t *g, const char *path,
+		  struct config_challenge *out);
+
 /* An environment's inject group (inject.h): head_end and body_end, each
  * a string or { file = "..."; } read now; absent: none. An inline
  * <script> that a Content-Security-Policy of the environment's header

@@ -118,8 +118,10 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.stats;
 	if (strcmp(cmd, "envs") == 0)
 		return s->h.envs;
-	if (strcmp(cmd, "splice") == 0 || strcmp(cmd, "upstream") == 0)
-		return NULL; /* ctl_client_request calls s->h.splice/upstream */
+	if (strcmp(cmd, "splice") == 0 || strcmp(cmd, "upstream") == 0 ||
+	    strcmp(cmd, "challenge") == 0)
+		return NULL; /* ctl_client_request calls s->h.splice/upstream/
+				challenge */
 	*known = false;
 	return NULL;
 }
@@ -144,7 +146,7 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	if (!known) {
 		snprintf(msg, sizeof(msg),
 			 "unknown command '%.64s' (routes, reload, status, "
-			 "stats, splice, envs, upstream)",
+			 "stats, splice, envs, upstream, challenge)",
 			 cmd);
 		ctl_client_error(c, msg);
 		goto out;
@@ -165,6 +167,10 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	}
 	if (strcmp(cmd, "upstream") == 0 && c->s->h.upstream) {
 		ret = c->s->h.upstream(c->s->ctx, req, &result, &err);
+		goto answer;
+	}
+	if (strcmp(cmd, "challenge") == 0 && c->s->h.challenge) {
+		ret = c->s->h.challenge(c->s->ctx, req, &result, &err);
 		goto answer;
 	}
 	if (!fn) {

@@ -44,6 +44,9 @@ struct ctl_handlers {
 	/* {"cmd":"upstream"} lists the endpoints; with "action" drain,
 	 * disable or enable and "endpoint" it changes one (upstream_ctl.h) */
 	ctl_req_handler_fn upstream;
+	/* {"cmd":"challenge"} lists the environments edgectl put in attack
+	 * mode; with "env" and "on" (a boolean) it puts one in or out */
+	ctl_req_handler_fn challenge;
 };
 
 /*

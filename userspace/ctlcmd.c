@@ -354,6 +354,70 @@ static int ctlcmd_upstream(void *ctx, const json_t *req, json_t **result,
 	return 0;
 }
 
+static void ctlcmd_forced_add(void *arg, const char *env)
+{
+	json_array_append_new(arg, json_string(env));
+}
+
+/* edgectl challenge [ENV on|off]: an environment's attack mode (mode
+ * always whatever its configuration says) on or off, kept across
+ * reloads; without one, the environments in it. */
+static int ctlcmd_challenge(void *ctx, const json_t *req, json_t **result,
+			    struct errbuf *err)
+{
+	struct ctlcmd *c = ctx;
+	struct edged *d = c->d;
+	const json_t *onv = json_object_get(req, "on");
+	const char *env = json_string_value(json_object_get(req, "env"));
+	json_t *list;
+	unsigned src;
+	int rc;
+
+	if (onv) {
+		struct route_table *t = route_table_current(&d->sh.routes);
+		bool known = route_table_holder(t, 'e', env, &src) == 0;
+
+		route_table_put(t);
+		if (!env || !json_is_boolean(onv)) {
+			errbuf_set(err, "challenge: needs an environment id "
+					"and on or off");
+			return -EINVAL;
+		}
+		if (json_is_true(onv) && !known) {
+			errbuf_set(err,
+				   "challenge: no environment '%.64s' "
+				   "(edgectl routes lists them)",
+				   env);
+			return -ENOENT;
+		}
+		rc = chal_force(env, json_is_true(onv));
+		if (rc == -ENOSPC)
+			errbuf_set(err,
+				   "challenge: %d environments are in "
+				   "attack mode already, the most",
+				   CHAL_FORCED_MAX);
+		else if (rc == -EINVAL)
+			errbuf_set(err, "challenge: bad environment id");
+		if (rc)
+			return rc;
+		log_note("challenge: environment %s %s attack mode (by "
+			 "edgectl)",
+			 env, json_is_true(onv) ? "in" : "out of");
+	}
+	list = json_array();
+	*result = json_object();
+	if (!list || !*result) {
+		json_decref(list);
+		json_decref(*result);
+		*result = NULL;
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	chal_forced_each(ctlcmd_forced_add, list);
+	json_object_set_new(*result, "forced", list);
+	return 0;
+}
+
 /* edgectl stats: the counters. */
 static int ctlcmd_stats(void *ctx, json_t **result, struct errbuf *err)
 {
@@ -380,6 +444,7 @@ int ctlcmd_start(struct event_base *base, const char *path, struct edged *d,
 	    .splice = ctlcmd_splice,
 	    .envs = ctlcmd_envs,
 	    .upstream = ctlcmd_upstream,
+	    .challenge = ctlcmd_challenge,
 	};
 	struct ctlcmd *c;
 	int rc;

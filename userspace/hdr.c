@@ -909,6 +909,8 @@ const char *hdr_status_text(int status)
 		return "Moved Permanently";
 	case 302:
 		return "Found";
+	case 303:
+		return "See Other";
 	case 307:
 		return "Temporary Redirect";
 	case 308:
@@ -1009,18 +1011,21 @@ int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 }
 
 int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
-		    const char *extra, size_t body_len, bool close)
+		    const char *ctype, const char *extra, size_t body_len,
+		    bool close)
 {
 	const char *reason = hdr_status_text(status);
+	char own[96];
 
 	/* a redirect may be cached as its status says (a 301 is); an error
 	 * never is */
-	return hdr_build_head(
-	    b, status, reason, strlen(reason), NULL,
-	    status >= 300 && status < 400 ? "Content-Type: application/json\r\n"
-					  : "Content-Type: application/json\r\n"
-					    "Cache-Control: no-store\r\n",
-	    request_id, extra, NULL, (int64_t)body_len, false, close, false);
+	snprintf(own, sizeof(own), "Content-Type: %s\r\n%s",
+		 ctype ? ctype : "application/json",
+		 status >= 300 && status < 400 ? ""
+					       : "Cache-Control: no-store\r\n");
+	return hdr_build_head(b, status, reason, strlen(reason), NULL, own,
+			      request_id, extra, NULL, (int64_t)body_len, false,
+			      close, false);
 }
 
 void hdr_via_init(char *out, size_t len, const char *name)

@@ -253,14 +253,15 @@ int hdr_build_response(struct hdr_buf *b, const struct h1_response *p,
 
 /*
  * Write the head of an error edge answers itself: "HTTP/1.1 status
- * text", Content-Type: application/json, Cache-Control: no-store (not
- * for a redirect, 3xx),
+ * text", Content-Type: ctype (NULL: application/json), Cache-Control:
+ * no-store (not for a redirect, 3xx),
  * X-Request-ID: request_id (omitted when NULL or empty), extra (may be
  * NULL), Content-Length: body_len, and Connection: close if close. The
  * same builder as hdr_build_response. Returns 0 or b->err.
  */
 int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
-		    const char *extra, size_t body_len, bool close);
+		    const char *ctype, const char *extra, size_t body_len,
+		    bool close);
 
 /* The reason phrase edge writes for one of its own statuses ("Service
  * Unavailable"); "Error" for one it never sends. Never NULL. */

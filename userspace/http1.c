@@ -175,7 +175,8 @@ static void http1_error(struct req *r, int status, const char *extra,
 	struct hdr_buf b;
 
 	hdr_buf_init(&b, 0);
-	if (hdr_build_error(&b, status, r->id, extra, blen, close) == 0) {
+	if (hdr_build_error(&b, status, r->id, r->own_ctype, extra, blen,
+			    close) == 0) {
 		http1_write(r, b.p, b.len);
 		if (!(r->head && r->h.method == H1_M_HEAD))
 			http1_write(r, body, blen);

@@ -514,7 +514,8 @@ static void h2_error(struct req *r, int status, const char *extra,
 
 	(void)close;
 	hdr_buf_init(&b, 0);
-	if (hdr_build_error(&b, status, r->id, extra, blen, false) == 0) {
+	if (hdr_build_error(&b, status, r->id, r->own_ctype, extra, blen,
+			    false) == 0) {
 		if (!bodiless) {
 			evbuffer_add(s->out, body, blen);
 			r->bytes_out += blen;

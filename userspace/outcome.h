@@ -9,8 +9,9 @@
  * here and nowhere else.
  *
  * The statuses are errors (4xx, 5xx) but for https_redirect (308, with
- * a Location) and redirect (a Location, and the rule's status: 301 here,
- * 302, 307 or 308 by req's own_status). Status 0 means edge writes no status of
+ * a Location), redirect (a Location, and the rule's status: 301 here,
+ * 302, 307 or 308 by req's own_status) and challenge_passed (303, a
+ * Location and the pass cookie). Status 0 means edge writes no status of
  * its own: the upstream's status is relayed (ok), or no response is written at
  * all (client_closed; tunnel's 101 came from the upstream). outcome_status()
  * says so; only outcomes with outcome_sends_error() true owe the client a JSON
@@ -108,7 +109,12 @@
 	X(REDIRECT, "redirect", 301,                                           \
 	  "this address has moved: follow the Location")                       \
 	X(ROUTE_NOT_FOUND, "route_not_found", 404,                             \
-	  "no route of this site serves this path")
+	  "no route of this site serves this path")                            \
+	X(CHALLENGE_REQUIRED, "challenge_required", 403,                       \
+	  "this site asks for a proof-of-work challenge first: open it in a "  \
+	  "browser, or present a pass")                                        \
+	X(CHALLENGE_PASSED, "challenge_passed", 303,                           \
+	  "the challenge is solved: follow the Location")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

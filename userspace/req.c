@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analytics.h"
+#include "challenge.h"
 #include "clk.h"
 #include "edge_assert.h"
 #include "mailbox.h"
@@ -262,6 +264,13 @@ static void req_send_error(struct req *r, enum outcome o, const char *extra,
 	ssize_t blen;
 	int status = r->own_status ? r->own_status : outcome_status(o);
 
+	if (r->own_body) {
+		r->cl->error(r, status, extra, r->own_body, r->own_body_len,
+			     close);
+		r->status = status;
+		r->resp_started = true;
+		return;
+	}
 	blen = outcome_error_body(o, r->id, body, sizeof(body));
 	if (blen < 0)
 		blen = 0;
@@ -354,6 +363,8 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	r->state = REQ_IDLE;
 	free(r->head);
 	r->head = NULL;
+	free(r->own_body);
+	r->own_body = NULL;
 	r->cl->ended(r, close);
 }
 
@@ -624,6 +635,213 @@ static bool req_redirect(struct req *r)
 	return true;
 }
 
+/* ---- the challenge (challenge.h) ------------------------------------------
+ */
+
+/* Whether r comes from a browser that can solve a page: a GET or HEAD
+ * (or the exchange's POST: verify) that accepts text/html. */
+static bool req_chal_browser(const struct req *r, bool verify)
+{
+	const struct h1_request *h = &r->h;
+	size_t i;
+
+	if (h->method != H1_M_GET && h->method != H1_M_HEAD &&
+	    !(verify && h->method == H1_M_POST))
+		return false;
+	for (i = 0; i < h->h.nheaders; i++) {
+		const struct h1_header *f = &h->h.headers[i];
+
+		if (h1_eq(f->name, f->name_len, "accept") &&
+		    memmem(f->value, f->value_len, "text/html", 9))
+			return true;
+	}
+	return false;
+}
+
+/* Challenge r: a browser gets the page (a token to solve, then back to
+ * ret), any other client 403 challenge_required. */
+static void req_chal_issue(struct req *r, const struct chal_keys *keys,
+			   const struct cidr *pfx, const char *ret,
+			   uint64_t now, bool verify)
+{
+	static const char extra[] =
+	    "X-Robots-Tag: noindex\r\nContent-Security-Policy: ";
+	const struct config_challenge *cc = r->m.challenge;
+	unsigned diff =
+	    cc->difficulty ? cc->difficulty : CHAL_DIFFICULTY_DEFAULT;
+	char token[CHAL_TOKEN_MAX], hdr[512];
+
+	static atomic_bool said;
+
+	if (r->w->set.chal_random && !atomic_exchange(&said, true))
+		log_note("challenge: no challenge.key_file: passes are signed "
+			 "with a key made at start, so they end when edged "
+			 "does, and no other host accepts them");
+	chal_count(CHAL_R_ISSUED);
+	if (!req_chal_browser(r, verify)) {
+		req_end(r, OUTCOME_CHALLENGE_REQUIRED, NULL);
+		return;
+	}
+	if (!chal_token_make(keys, r->m.env_id, pfx, diff, now, token)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	r->own_body = chal_page(token, diff, ret, &r->own_body_len);
+	if (!r->own_body) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	r->own_ctype = "text/html; charset=utf-8";
+	snprintf(hdr, sizeof(hdr), "%s%s\r\n", extra, chal_page_csp);
+	req_end(r, OUTCOME_CHALLENGE_REQUIRED, hdr);
+}
+
+/* The request's own target as a return path: its path and query when
+ * they are a local path chal_return_path would accept, else "/". */
+static void req_chal_here(const struct req *r, char *out, size_t len)
+{
+	const struct h1_request *h = &r->h;
+	size_t n = h->query ? (size_t)(h->query + h->query_len - h->path)
+			    : h->path_len;
+
+	if (!h->path || n == 0 || n >= len || h->path[0] != '/' ||
+	    (n > 1 && (h->path[1] == '/' || h->path[1] == '\\'))) {
+		snprintf(out, len, "/");
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)h->path[i] <= 0x20 ||
+		    (unsigned char)h->path[i] >= 0x7f) {
+			snprintf(out, len, "/");
+			return;
+		}
+	memcpy(out, h->path, n);
+	out[n] = '\0';
+}
+
+/* POST CHAL_PATH?t=TOKEN&n=N&r=RETURN: a solved token becomes a pass
+ * (303 to RETURN with the cookie); anything else is challenged again. */
+static void req_chal_verify(struct req *r, const struct chal_keys *keys,
+			    const struct cidr *pfx, uint64_t now)
+{
+	const struct h1_request *h = &r->h;
+	const struct config_challenge *cc = r->m.challenge;
+	uint32_t ttl = cc->ttl_s ? cc->ttl_s : CHAL_TTL_DEFAULT_S;
+	const char *t = NULL, *n = NULL, *rv = NULL;
+	size_t tl = 0, nl = 0, rl = 0;
+	char ret[1024], pass[CHAL_PASS_MAX], *hdr;
+	enum chal_check c;
+	uint64_t tag = 0, until = 0;
+	struct chal_table *used = chal_used();
+
+	if (h->method != H1_M_POST) {
+		r->own_status = 0;
+		req_end(r, OUTCOME_METHOD_NOT_ALLOWED, "Allow: POST\r\n");
+		return;
+	}
+	if (!h->query ||
+	    !chal_query_param(h->query, h->query_len, "r", &rv, &rl) ||
+	    chal_return_path(rv, rl, ret, sizeof(ret)))
+		snprintf(ret, sizeof(ret), "/");
+	if (!h->query ||
+	    !chal_query_param(h->query, h->query_len, "t", &t, &tl) ||
+	    !chal_query_param(h->query, h->query_len, "n", &n, &nl))
+		c = CHAL_MALFORMED;
+	else
+		c = chal_solution_check(keys, r->m.env_id, pfx, t, tl, n, nl,
+					now, &tag, &until);
+	if (c == CHAL_GOOD && (!used || !chal_table_add(used, tag, until, now)))
+		c = CHAL_REPLAYED;
+	if (c != CHAL_GOOD) {
+		chal_count(CHAL_R_FAILED);
+		chal_fail_count(c);
+		req_chal_issue(r, keys, pfx, ret, now, true);
+		return;
+	}
+	if (!chal_pass_make(keys, r->m.env_id, pfx, now + ttl, pass)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	chal_count(CHAL_R_SOLVED);
+	if (cc->mode == CHAL_NEW_IP && chal_seen())
+		chal_table_add(chal_seen(),
+			       chal_table_key('i', r->m.env_id, pfx), now + ttl,
+			       now);
+	if (asprintf(&hdr,
+		     "Set-Cookie: " CHAL_COOKIE "=%s; Path=/; Max-Age=%u; "
+		     "HttpOnly; SameSite=Lax%s\r\nLocation: %s\r\n",
+		     pass, (unsigned)ttl, r->tls ? "; Secure" : "", ret) < 0) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	req_end(r, OUTCOME_CHALLENGE_PASSED, hdr);
+	free(hdr);
+}
+
+/* The environment's challenge, after the IP rules and the rate limit
+ * (limited: r went over it): whether it answered r (a page, a 403, the
+ * exchange of a solution). A pass held lets r go on (to a 429 if
+ * limited). */
+static bool req_challenge(struct req *r, bool limited)
+{
+	const struct config_challenge *cc = r->m.challenge;
+	enum chal_mode mode = cc ? cc->mode : CHAL_OFF;
+	const struct chal_keys *keys = &r->w->set.chal_keys;
+	struct chal_table *seen = chal_seen();
+	struct cidr any = {.family = AF_INET}, pfx;
+	const struct h1_request *h = &r->h;
+	uint64_t now = (uint64_t)time(NULL), exp = 0, k;
+	enum chal_check pass;
+	char ret[1024];
+	bool need;
+
+	if (r->m.env_id && chal_forced(r->m.env_id))
+		mode = CHAL_ALWAYS;
+	if (mode == CHAL_OFF || !r->m.env_id)
+		return false;
+	chal_prefix(r->peer_cidr ? r->peer_cidr : &any, &pfx);
+	if (h->path && h->path_len == sizeof(CHAL_PATH) - 1 &&
+	    memcmp(h->path, CHAL_PATH, sizeof(CHAL_PATH) - 1) == 0) {
+		req_chal_verify(r, keys, &pfx, now);
+		return true;
+	}
+	pass = chal_pass_find(keys, r->m.env_id, &pfx, &h->h, now, &exp);
+	if (pass == CHAL_GOOD) {
+		chal_count(CHAL_R_PASSED);
+		if (mode == CHAL_NEW_IP && seen)
+			chal_table_add(seen,
+				       chal_table_key('i', r->m.env_id, &pfx),
+				       exp, now);
+		return false;
+	}
+	switch (mode) {
+	case CHAL_NEW_IP:
+		k = chal_table_key('i', r->m.env_id, &pfx);
+		need = !seen || !chal_table_has(seen, k, now);
+		break;
+	case CHAL_ON_RATE_LIMIT:
+		k = chal_table_key('f', r->m.env_id, &pfx);
+		if (limited && seen)
+			chal_table_add(seen, k, now + CHAL_FLAG_S, now);
+		need = limited || (seen && chal_table_has(seen, k, now));
+		break;
+	default:
+		need = true;
+	}
+	if (!need) {
+		if (mode == CHAL_NEW_IP)
+			chal_count(CHAL_R_PASSED);
+		return false;
+	}
+	if (pass != CHAL_ABSENT) {
+		chal_count(CHAL_R_FAILED);
+		chal_fail_count(pass);
+	}
+	req_chal_here(r, ret, sizeof(ret));
+	req_chal_issue(r, keys, &pfx, ret, now, false);
+	return true;
+}
+
 void req_head(struct req *r)
 {
 	struct worker *w = r->w;
@@ -633,6 +851,7 @@ void req_head(struct req *r)
 	const char *id, *path;
 	size_t idn = 0, path_len;
 	unsigned retry = 0;
+	enum outcome o;
 	char extra[64];
 	int rc;
 
@@ -696,10 +915,13 @@ void req_head(struct req *r)
 				     r->m.route_headers, &r->hv, true);
 
 	/* Admit */
-	switch (stream_admit(w, &r->m, r->peer_cidr, &retry)) {
+	switch (o = stream_admit(w, &r->m, r->peer_cidr, &retry)) {
 	case OUTCOME_OK:
-		break;
 	case OUTCOME_RATE_LIMITED:
+		if (req_challenge(r, o == OUTCOME_RATE_LIMITED))
+			return;
+		if (o == OUTCOME_OK)
+			break;
 		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry);
 		req_end(r, OUTCOME_RATE_LIMITED, extra);
 		return;

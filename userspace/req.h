@@ -187,7 +187,13 @@ struct req {
 	const struct hdr_edit *req_ed, *resp_ed;
 	struct hrule_edit req_edit, resp_edit;
 	struct hrule_vars hv;
-	int own_status;	   /* the status of an outcome that has several, 0 */
+	int own_status; /* the status of an outcome that has several, 0 */
+	/* edge's own answer's body and Content-Type in place of the
+	 * outcome's JSON (the challenge page; malloc'd, freed at the end),
+	 * NULL: the JSON */
+	char *own_body;
+	size_t own_body_len;
+	const char *own_ctype;
 	bool routed;	   /* m is valid */
 	bool inflight;	   /* admit_inflight_enter held */
 	bool resp_started; /* a response head went to the client */

@@ -1185,6 +1185,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->compression = &e->src->compression;
 	if (inject_any(&e->src->inject))
 		m->inject = &e->src->inject;
+	m->challenge = &e->src->challenge;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;
@@ -1391,7 +1392,14 @@ static json_t *rt_row_json(const struct route_table *t,
 	     json_object_set_new(o, "compression",
 				 compress_to_json(&e->src->compression)) ||
 	     json_object_set_new(o, "inject",
-				 inject_summary_json(&e->src->inject)))) {
+				 inject_summary_json(&e->src->inject)) ||
+	     json_object_set_new(
+		 o, "challenge",
+		 json_pack("{s:s,s:i,s:i,s:b}", "mode",
+			   chal_mode_name(e->src->challenge.mode), "difficulty",
+			   (int)e->src->challenge.difficulty, "ttl_s",
+			   (int)e->src->challenge.ttl_s, "forced",
+			   chal_forced(e->id))))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -75,6 +75,7 @@ struct route_match {
 	bool unmatched_not_found;
 	const struct config_compression *compression; /* NULL: defaults */
 	const struct config_inject *inject;	      /* NULL: none */
+	const struct config_challenge *challenge;     /* never NULL */
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
 	/* this route's requests by status class (ROUTE_CLASSES: 1xx..5xx),
 	 * counted by req_end with relaxed atomics */

@@ -118,6 +118,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->security = f->security;
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->unmatched_not_found = f->unmatched_not_found;
+	t->challenge = f->challenge;
 	if (hrules_dup(&f->headers, &t->headers) ||
 	    hredirects_dup(&f->redirects, &t->redirects) ||
 	    compress_dup(&f->compression, &t->compression) ||

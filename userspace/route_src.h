@@ -27,6 +27,7 @@
 #include "config_check.h"
 #include "compress.h"
 #include "hrule.h"
+#include "challenge.h"
 #include "inject.h"
 #include "rules.h"
 
@@ -100,6 +101,7 @@ struct route_src_env {
 	bool unmatched_not_found;    /* a path no route matches: 404 */
 	struct config_compression compression; /* of its responses */
 	struct config_inject inject;	       /* snippets (inject.h) */
+	struct config_challenge challenge;     /* its gate (challenge.h) */
 	/* on demand (docs/wake.md): woken by its first request, put to
 	 * sleep after idle_timeout_ms without a request or open tunnel */
 	bool on_demand;

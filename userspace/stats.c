@@ -18,6 +18,7 @@
 #include "sockio.h"
 #include "listener.h"
 #include "encoding.h"
+#include "challenge.h"
 #include "inject.h"
 #include "stats.h"
 #include "tunnel.h"
@@ -735,6 +736,44 @@ static int stats_render_inject(struct evbuffer *out)
 	return rc;
 }
 
+/* The proof-of-work challenge (challenge.h): requests by what became
+ * of them, and the failed checks by why. */
+static int stats_render_challenge(struct evbuffer *out)
+{
+	static const char name[] = "edge_challenge_total";
+	static const char fname[] = "edge_challenge_failures_total";
+	int rc, k;
+
+	rc = metrics_render_help(
+	    out, name,
+	    "Requests of environments with a challenge (challenge.h), by "
+	    "result: issued (a page or a 403 challenge_required), solved (a "
+	    "solution exchanged for a pass), passed (admitted by a pass, or "
+	    "by a prefix that showed one), failed (a bad solution or pass: "
+	    "challenged again).",
+	    "counter");
+	for (k = 0; rc == 0 && k < CHAL_R_MAX; k++)
+		if (evbuffer_add_printf(out, "%s{result=\"%s\"} %llu\n", name,
+					chal_result_name((enum chal_result)k),
+					(unsigned long long)chal_total(
+					    (enum chal_result)k)) < 0)
+			rc = -ENOMEM;
+	if (rc == 0)
+		rc = metrics_render_help(
+		    out, fname,
+		    "Failed challenge checks by reason: malformed, forged "
+		    "(tampered, another client's or environment's, an unknown "
+		    "key), expired, unsolved (a wrong solution), replayed.",
+		    "counter");
+	for (k = CHAL_MALFORMED; rc == 0 && k < CHAL_CHECK_MAX; k++)
+		if (evbuffer_add_printf(out, "%s{reason=\"%s\"} %llu\n", fname,
+					chal_check_name((enum chal_check)k),
+					(unsigned long long)chal_fail_total(
+					    (enum chal_check)k)) < 0)
+			rc = -ENOMEM;
+	return rc;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -755,6 +794,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 		rc = stats_render_compression(out);
 	if (rc == 0)
 		rc = stats_render_inject(out);
+	if (rc == 0)
+		rc = stats_render_challenge(out);
 	if (rc == 0 && stats_xdp_read(s, v))
 		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
 	return rc;

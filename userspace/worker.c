@@ -55,6 +55,9 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 	s->http2 = cfg->http2;
 	s->upstream = cfg->upstream;
 	s->trusted_proxies = cfg->trusted_proxies;
+	s->chal_random = cfg->challenge.keys.n == 0;
+	s->chal_keys =
+	    cfg->challenge.keys.n ? cfg->challenge.keys : *chal_random_keys();
 	h1_limits_default(&s->h1);
 	s->h1.line_max = cfg->limits.max_request_line;
 	s->h1.head_max = cfg->limits.max_header_bytes;

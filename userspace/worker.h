@@ -91,6 +91,9 @@ struct worker_settings {
 	struct config_upstream upstream; /* passive health's thresholds */
 	struct h1_limits h1;		 /* the parser's bounds, from limits */
 	struct trusted trusted_proxies;	 /* trusted_proxies */
+	struct chal_keys chal_keys;	 /* challenge's: the file's, else
+					    chal_random_keys() (chal_random) */
+	bool chal_random;
 };
 
 /* s from cfg's limits, timeouts, ratelimit, http2, upstream and

@@ -295,7 +295,8 @@ START_TEST(test_response_applied)
 	hdr_buf_free(&b);
 	/* edge's own errors are not the upstream's responses: no rules */
 	hdr_buf_init(&b, 0);
-	ck_assert_int_eq(hdr_build_error(&b, 502, "rid1", NULL, 0, false), 0);
+	ck_assert_int_eq(hdr_build_error(&b, 502, "rid1", NULL, NULL, 0, false),
+			 0);
 	ck_assert_ptr_null(strstr(built(&b), "X-Host"));
 	hdr_buf_free(&b);
 	hrules_free(&env);

@@ -33,6 +33,8 @@ bool ctlproto_request_changes(const char *cmd, const json_t *req)
 
 	if (strcmp(cmd, "splice") == 0)
 		return json_object_get(req, "mode") != NULL;
+	if (strcmp(cmd, "challenge") == 0)
+		return json_object_get(req, "on") != NULL;
 	if (strcmp(cmd, "upstream") == 0) {
 		action = json_string_value(json_object_get(req, "action"));
 		return action && strcmp(action, "list") != 0;

@@ -39,8 +39,8 @@
 bool ctlproto_cmd_changes(const char *cmd);
 
 /* Whether the request req (its command cmd) changes the daemon: as
- * ctlproto_cmd_changes, but splice without "mode" and upstream without
- * "action" (or with "list") only read. */
+ * ctlproto_cmd_changes, but splice without "mode", upstream without
+ * "action" (or with "list") and challenge without "on" only read. */
 bool ctlproto_request_changes(const char *cmd, const json_t *req);
 
 /*

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * challenge.h - the proof-of-work challenge: an environment's gate that
+ * admits a client holding a pass (a cookie edge signed) and challenges one
+ * without.
+ *
+ * Stateless across a fleet: a challenge is a token edge signs (HMAC-SHA-256
+ * over environment, client prefix, expiry, difficulty and 16 random bytes);
+ * its solution is a decimal n such that SHA-256("TOKEN.n") has at least
+ * the token's difficulty leading zero bits; a solved token is exchanged
+ * at CHAL_PATH for a pass, the cookie CHAL_COOKIE = "1.EXPIRY.MAC" (MAC
+ * over environment, client prefix and expiry). Any host holding one of
+ * the keys verifies any other's tokens and passes. The client prefix is
+ * the client's /24 (IPv4) or /64 (IPv6).
+ *
+ * Keys: up to two (chal_keys); the first signs, both verify (rotation).
+ * One host's own memory: the solutions already exchanged (a replay is
+ * refused until the token expires) and, per environment, the prefixes
+ * that showed a pass (mode new_ip: admitted without a cookie for the
+ * pass's life) or passed the rate limit (mode on_rate_limit: challenged
+ * for CHAL_FLAG_S). Both tables are bounded (chal_table); a prefix
+ * forgotten early is challenged again, nothing is admitted wrongly.
+ */
+#ifndef EDGE_CHALLENGE_H
+#define EDGE_CHALLENGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cidr.h"
+
+struct h1_head;
+
+enum chal_mode {
+	CHAL_OFF = 0,	    /* no challenge */
+	CHAL_NEW_IP,	    /* a client prefix without a pass */
+	CHAL_ON_RATE_LIMIT, /* a prefix that went over the rate limit */
+	CHAL_ALWAYS,	    /* every request without a pass */
+};
+
+#define CHAL_DIFFICULTY_DEFAULT 18u
+#define CHAL_DIFFICULTY_MAX 28u
+#define CHAL_TTL_DEFAULT_S 86400u
+#define CHAL_TTL_MIN_S 60u
+#define CHAL_TTL_MAX_S (30u * 86400u)
+#define CHAL_TOKEN_TTL_S 600u /* a page's token is good this long */
+#define CHAL_FLAG_S 600u      /* on_rate_limit: challenged this long */
+#define CHAL_KEY_LEN 32
+#define CHAL_TOKEN_MAX 96 /* with its NUL */
+#define CHAL_PASS_MAX 48  /* with its NUL */
+#define CHAL_PATH "/_edge/challenge"
+#define CHAL_COOKIE "edge_pass"
+
+/* An environment's challenge settings (config `challenge`, the database's
+ * environments.challenge_*). */
+struct config_challenge {
+	enum chal_mode mode;
+	unsigned difficulty; /* leading zero bits, 1..CHAL_DIFFICULTY_MAX */
+	uint32_t ttl_s;	     /* a pass's life */
+};
+
+struct chal_keys {
+	unsigned n; /* 0..2; 0: none */
+	uint8_t k[2][CHAL_KEY_LEN];
+};
+
+/* How a token, a solution or a pass checked out. */
+enum chal_check {
+	CHAL_GOOD = 0,
+	CHAL_ABSENT,	/* no pass cookie */
+	CHAL_MALFORMED, /* not a token or pass edge makes */
+	CHAL_FORGED,	/* signed by no key for this environment and client
+			   prefix: tampered, another client's or another
+			   environment's */
+	CHAL_EXPIRED,	/* a token or pass past its time */
+	CHAL_UNSOLVED,	/* the solution's hash is short of zero bits */
+	CHAL_REPLAYED,	/* a solution exchanged before */
+	CHAL_CHECK_MAX
+};
+
+const char *chal_mode_name(enum chal_mode m);
+/* "off", "new_ip", "on_rate_limit", "always": 0, or -EINVAL. */
+int chal_mode_parse(const char *s, enum chal_mode *m);
+/* The metric label of a failed check ("forged", "expired", ...). */
+const char *chal_check_name(enum chal_check c);
+
+/* The prefix a pass is bound to: peer's /24 or /64. */
+void chal_prefix(const struct cidr *peer, struct cidr *out);
+
+/* Parse a key file's text: one or two lines, each 64 hex digits (32
+ * bytes); the first signs. 0, or -EINVAL with err (len bytes) set. */
+int chal_keys_parse(const char *text, size_t len, struct chal_keys *out,
+		    char *err, size_t errlen);
+
+/* A token for env and prefix, expiring at now + CHAL_TOKEN_TTL_S, signed
+ * with keys->k[0] (keys->n >= 1): into out (CHAL_TOKEN_MAX). Returns its
+ * length, or 0 when randomness failed. */
+size_t chal_token_make(const struct chal_keys *keys, const char *env,
+		       const struct cidr *prefix, unsigned difficulty,
+		       uint64_t now, char *out);
+
+/* Check a solution: token (tlen bytes) and the decimal n (nlen). GOOD,
+ * MALFORMED, FORGED, EXPIRED or UNSOLVED; on GOOD *tag identifies the
+ * token for the replay table and *until is its expiry. */
+enum chal_check chal_solution_check(const struct chal_keys *keys,
+				    const char *env, const struct cidr *prefix,
+				    const char *token, size_t tlen,
+				    const char *n, size_t nlen, uint64_t now,
+				    uint64_t *tag, uint64_t *until);
+
+/* A pass for env and prefix expiring at exp: into out (CHAL_PASS_MAX).
+ * Returns its length. */
+size_t chal_pass_make(const struct chal_keys *keys, const char *env,
+		      const struct cidr *prefix, uint64_t exp, char *out);
+
+/* The pass cookies (CHAL_COOKIE) among h's Cookie fields: GOOD when one
+ * is valid for env and prefix at now (*exp its expiry), else the first
+ * failure (FORGED, EXPIRED, MALFORMED), or ABSENT. */
+enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
+			       const struct cidr *prefix,
+			       const struct h1_head *h, uint64_t now,
+			       uint64_t *exp);
+
+/* The value of query parameter name in q (qlen bytes, without the '?'):
+ * *v and *vlen, undecoded. Returns whether it is there. */
+bool chal_query_param(const char *q, size_t qlen, const char *name,
+		      const char **v, size_t *vlen);
+
+/* Percent-decode the return path r (rlen bytes) into out (len bytes,
+ * NUL-terminated). It must decode to a local path: '/' first, not "//"
+ * or "/\\", printable ASCII only. Returns 0, or -EINVAL ("/" written). */
+int chal_return_path(const char *r, size_t rlen, char *out, size_t len);
+
+/* The challenge page (malloc'd, *len bytes and a NUL): the HTML template with
+ * the token, the difficulty and the return path (JSON-escaped) filled in. NULL
+ * when out of memory. */
+char *chal_page(const char *token, unsigned difficulty, const char *ret,
+		size_t *len);
+
+/* The Content-Security-Policy the page is served with. */
+extern const char chal_page_csp[];
+
+/* ---- one host's memory ------------------------------------------------- */
+
+/* A bounded set of 64-bit keys, each with an expiry (seconds); 8-way sets
+ * of slots, a full set forgetting the key nearest its expiry. Thread-safe. */
+struct chal_table;
+
+struct chal_table *chal_table_new(size_t slots);
+void chal_table_free(struct chal_table *t);
+/* Whether key is in t and not expired at now. */
+bool chal_table_has(struct chal_table *t, uint64_t key, uint64_t now);
+/* Put key in until `until`. Returns false when it was there already and
+ * not expired (the expiry then kept). */
+bool chal_table_add(struct chal_table *t, uint64_t key, uint64_t until,
+		    uint64_t now);
+/* Keys there, not expired at now. */
+size_t chal_table_count(struct chal_table *t, uint64_t now);
+
+/* The key of (env, prefix) in a table, tagged by what it records. */
+uint64_t chal_table_key(char what, const char *env, const struct cidr *prefix);
+
+/* ---- this process's own (every worker's) ----------------------------- */
+
+/* What became of challenged requests: the metric
+ * edge_challenge_total{result}. */
+enum chal_result {
+	CHAL_R_ISSUED = 0, /* a page or a 403 challenge_required */
+	CHAL_R_SOLVED,	   /* a solution exchanged for a pass */
+	CHAL_R_PASSED,	   /* a request admitted by its pass (or prefix) */
+	CHAL_R_FAILED,	   /* a bad solution or pass: challenged again */
+	CHAL_R_MAX
+};
+
+const char *chal_result_name(enum chal_result r);
+void chal_count(enum chal_result r);
+uint64_t chal_total(enum chal_result r);
+/* A failed check, by why: edge_challenge_failures_total{reason}. */
+void chal_fail_count(enum chal_check c);
+uint64_t chal_fail_total(enum chal_check c);
+
+/* The key made at the first call, for a host with no key file: passes
+ * end when edged does. */
+const struct chal_keys *chal_random_keys(void);
+
+/* The solutions exchanged, and the client prefixes remembered (each
+ * 65,536 slots); NULL when out of memory. */
+struct chal_table *chal_used(void);
+struct chal_table *chal_seen(void);
+
+/* edgectl challenge ENV on|off: the environment's mode is always while
+ * on, whatever its configuration says; kept across reloads. */
+#define CHAL_FORCED_MAX 4096
+int chal_force(const char *env, bool on); /* 0, -ENOSPC, -EINVAL */
+bool chal_forced(const char *env);
+/* The environments forced on, each into fn. */
+void chal_forced_each(void (*fn)(void *arg, const char *env), void *arg);
+
+#endif /* EDGE_CHALLENGE_H */
