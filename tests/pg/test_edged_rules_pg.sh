@@ -24,6 +24,10 @@
 #     the backend's text/html page; a snippet not a string, an unknown
 #     key (file) and a value not an object each refused beside a new
 #     project, as above;
+#   - environments.challenge_mode, challenge_difficulty, challenge_ttl
+#     (0019): a project challenged, a browser's page with the column's
+#     difficulty; the CHECKs; a difficulty of 40 (the CHECK dropped)
+#     refused by edged, skipping the environment, logged and counted;
 #   - edged restarted with the database stopped: the local snapshot keeps
 #     the rules and the inject group.
 # Runs against build/edged and build/asan/edged. Needs root (the postgres
@@ -257,6 +261,39 @@ run_suite() { # BIN LABEL
 			t_fail "$v: refused inject $i" "skipped $n0 -> $(metric "$SKIP"), g$i $(get "g$i.test" /app/z), r $(get r.test /app/html) $(grep "r-e" "$EDGED_LOG" | tail -2)"
 		fi
 	done
+	# environments.challenge_* (0019), on a project of its own
+	pg_sql "BEGIN; $(project_sql c c.test)
+		UPDATE environments SET challenge_mode = 'always', challenge_difficulty = 8,
+		challenge_ttl = '2 hours' WHERE id = 'c-e'; COMMIT;" >/dev/null
+	pg_wait_applied
+	code=$(get c.test /app/z)
+	if [ "$code" = 403 ] && grep -q '"error":"challenge_required"' "$T_TMP/b" &&
+		curl -s -m 10 -H "Accept: text/html" -H "Host: c.test" "http://127.0.0.1:$P_EDGE/" | grep -qE '"1\.[0-9]+\.8\.'; then
+		t_ok "$v: environments.challenge_mode 'always', difficulty 8: challenged (JSON; a browser's page with a token of 8 bits)"
+	else
+		t_fail "$v: challenge columns" "code $code; $(head -c 200 "$T_TMP/b")"
+	fi
+	if ! pg_sql "UPDATE environments SET challenge_mode = 'sometimes' WHERE id = 'c-e'" >/dev/null 2>&1 &&
+		! pg_sql "UPDATE environments SET challenge_difficulty = 29 WHERE id = 'c-e'" >/dev/null 2>&1 &&
+		! pg_sql "UPDATE environments SET challenge_ttl = '10 seconds' WHERE id = 'c-e'" >/dev/null 2>&1; then
+		t_ok "$v: challenge_mode 'sometimes', difficulty 29, ttl 10 s refused by the columns' CHECKs"
+	else
+		t_fail "$v: challenge CHECKs"
+	fi
+	n0=$(metric "$SKIP")
+	pg_sql "ALTER TABLE environments DROP CONSTRAINT IF EXISTS environments_challenge_difficulty_check;
+		BEGIN; UPDATE environments SET challenge_difficulty = 40 WHERE id = 'c-e';
+		$(project_sql c2 c2.test) COMMIT;" >/dev/null
+	if pg_wait_applied && edged_wait_log "database: environments row c-e: challenge_difficulty 40: not between 1 and 28; skipped" &&
+		wait_metric "$SKIP" $((n0 + 1)) && [ "$(get c2.test /app/z)" = 200 ] && [ "$(get c.test /app/z)" = 503 ]; then
+		t_ok "$v: challenge_difficulty 40 (the CHECK dropped) refused by edged: the environment left out, logged, counted; another project applied"
+	else
+		t_fail "$v: difficulty 40" "skipped $n0 -> $(metric "$SKIP") $(grep "c-e" "$EDGED_LOG" | tail -2)"
+	fi
+	pg_sql "UPDATE environments SET challenge_difficulty = 8 WHERE id = 'c-e';
+		ALTER TABLE environments ADD CONSTRAINT environments_challenge_difficulty_check
+		CHECK (challenge_difficulty BETWEEN 1 AND 28);" >/dev/null
+	pg_wait_applied
 	# kept for the snapshot (4.)
 	pg_sql "UPDATE environments SET inject = '{\"head_end\": \"<script>x()</script>\"}' WHERE id = 'r-e'" >/dev/null
 	pg_wait_applied
@@ -275,7 +312,8 @@ run_suite() { # BIN LABEL
 	# 4. the local snapshot keeps them
 	for ((i = 0; i < 100; i++)); do
 		grep -q '"unmatched_not_found": true' "$snap" 2>/dev/null &&
-			grep -q 'X-Env: db"' "$snap" && grep -q '"head_end"' "$snap" && break
+			grep -q 'X-Env: db"' "$snap" && grep -q '"head_end"' "$snap" &&
+			grep -q '"mode": "always"' "$snap" && break
 		sleep 0.05
 	done
 	edged_stop 10
@@ -285,8 +323,9 @@ run_suite() { # BIN LABEL
 	if edged_start "$bin" "$T_TMP/edge.conf" -v && [ "$(get r.test /app/s)" = 200 ] &&
 		[ "$(sent X-Env)" = db ] && [ "$(get r.test /old)" = 308 ] &&
 		[ "$(field Location)" = /new ] && [ "$(get r.test /elsewhere)" = 404 ] &&
-		[ "$(get r.test /app/html)" = 200 ] && [ "$(cat "$T_TMP/b")" = "$page" ]; then
-		t_ok "$v: restarted with the database stopped: the snapshot's headers, redirects, unmatched and inject apply"
+		[ "$(get r.test /app/html)" = 200 ] && [ "$(cat "$T_TMP/b")" = "$page" ] &&
+		[ "$(get c.test /app/z)" = 403 ] && grep -q challenge_required "$T_TMP/b"; then
+		t_ok "$v: restarted with the database stopped: the snapshot's headers, redirects, unmatched, inject and challenge apply"
 	else
 		t_fail "$v: from the snapshot" "$(get r.test /app/s) $(grep -E "snapshot" "$EDGED_LOG" | tail -2)"
 	fi

@@ -20,7 +20,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 13, 5, 2, 4, 5, 6};
+static const int pgm_cols[PGM_NSETS] = {3, 16, 5, 2, 4, 5, 6};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -169,7 +169,10 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "extract(epoch FROM e.idle_timeout)::text, "
 		    "e.https_redirect, e.hsts, e.headers::text, "
 		    "e.redirects::text, e.unmatched, e.compression::text, "
-		    "e.inject::text FROM environments e "
+		    "e.inject::text, e.challenge_mode, "
+		    "e.challenge_difficulty::text, "
+		    "extract(epoch FROM e.challenge_ttl)::text "
+		    "FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
 		    "d.tls::text, d.send_proxy FROM "
@@ -652,9 +655,49 @@ static int pgm_row_project(struct pgm_job *j, PGresult *r, int i)
 	return 0;
 }
 
+/* An environments row's challenge_mode, challenge_difficulty and
+ * challenge_ttl (columns 13 to 15, as text; seconds) into *c: 0, or
+ * -EINVAL with err. */
+static int pgm_env_challenge(PGresult *res, int i, struct config_challenge *c,
+			     struct errbuf *err)
+{
+	const char *m = PQgetvalue(res, i, 13), *d = PQgetvalue(res, i, 14);
+	const char *t = PQgetvalue(res, i, 15);
+	char *end;
+	double sec;
+	long v;
+
+	if (chal_mode_parse(m, &c->mode)) {
+		errbuf_set(err,
+			   "challenge_mode: \"off\", \"new_ip\", "
+			   "\"on_rate_limit\" or \"always\", not \"%.40s\"",
+			   m);
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtol(d, &end, 10);
+	if (errno || end == d || *end || v < 1 || v > CHAL_DIFFICULTY_MAX) {
+		errbuf_set(err,
+			   "challenge_difficulty %.24s: not between 1 and %u",
+			   d, CHAL_DIFFICULTY_MAX);
+		return -EINVAL;
+	}
+	c->difficulty = (unsigned)v;
+	sec = strtod(t, &end);
+	if (end == t || *end || !(sec >= CHAL_TTL_MIN_S) ||
+	    !(sec <= CHAL_TTL_MAX_S)) {
+		errbuf_set(err,
+			   "challenge_ttl %.32s s: not between %u and %u s", t,
+			   CHAL_TTL_MIN_S, CHAL_TTL_MAX_S);
+		return -EINVAL;
+	}
+	c->ttl_s = (uint32_t)sec;
+	return 0;
+}
+
 /* An environments row's headers, redirects, unmatched, compression and
- * inject (columns 8 to 12, as text) into r's fields: 0, -EINVAL with err
- * (nothing kept), -ENOMEM. */
+ * inject (columns 8 to 12, as text) and its challenge (13 to 15) into
+ * r's fields: 0, -EINVAL with err (nothing kept), -ENOMEM. */
 static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 			 struct errbuf *err)
 {
@@ -717,6 +760,8 @@ static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 			json_decref(o);
 		}
 	}
+	if (rc == 0)
+		rc = pgm_env_challenge(res, i, &r->challenge, err);
 	if (rc) {
 		hrules_free(&r->headers);
 		hredirects_free(&r->redirects);
@@ -771,6 +816,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 	env->unmatched_not_found = rules.unmatched_not_found;
 	env->compression = rules.compression;
 	env->inject = rules.inject;
+	env->challenge = rules.challenge;
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
@@ -1221,6 +1267,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->security.https_redirect = pe->https_redirect;
 	e->security.hsts = pe->hsts;
 	e->unmatched_not_found = pe->unmatched_not_found;
+	e->challenge = pe->challenge;
 	if (compress_dup(&pe->compression, &e->compression) ||
 	    inject_dup(&pe->inject, &e->inject))
 		return -ENOMEM;

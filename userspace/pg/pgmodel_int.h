@@ -56,6 +56,7 @@ struct pgm_env {
 	bool unmatched_not_found;
 	struct config_compression compression; /* (0017), checked */
 	struct config_inject inject;	       /* (0018), checked */
+	struct config_challenge challenge;     /* (0019), checked */
 };
 
 struct pgm_project {

@@ -82,7 +82,8 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 		goto out;
 	o = json_pack(
 	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, "
-	    "s:b, s:O*, s:O*, s:s*, s:s, s:O*, s:O*, s:b, s:O, s:O*}",
+	    "s:b, s:O*, s:O*, s:s*, s:s, s:O*, s:O*, s:b, s:O, s:O*, "
+	    "s:{s:s, s:i, s:I}}",
 	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
 	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
@@ -93,7 +94,10 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    config_send_proxy_name(e->send_proxy ? e->send_proxy
 						 : CONFIG_SEND_PROXY_OFF),
 	    "headers", hdrs, "redirects", reds, "unmatched_not_found",
-	    e->unmatched_not_found, "compression", comp, "inject", inj);
+	    e->unmatched_not_found, "compression", comp, "inject", inj,
+	    "challenge", "mode", chal_mode_name(e->challenge.mode),
+	    "difficulty", (int)e->challenge.difficulty, "ttl_s",
+	    (json_int_t)e->challenge.ttl_s);
 out:
 	json_decref(hdrs);
 	json_decref(reds);
@@ -288,7 +292,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	json_t *tls = NULL, *hdrs = NULL, *reds = NULL, *comp = NULL;
-	json_t *inj = NULL;
+	json_t *inj = NULL, *chal = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
@@ -298,18 +302,18 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
 	 * hsts, health_check, tls: absent from a snapshot an edge before
 	 * them wrote (and health_check, tls when the deployment has none) */
-	if (json_unpack(o,
-			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
-			"s?:b, s?:o, s?:o}",
-			"id", &id, "name", &name, "deployment", &dep,
-			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
-			"on_demand", &od, "state", &st, "idle_timeout_ms",
-			&idle, "https_redirect", &redirect, "hsts", &hsts,
-			"health_check", &hc, "tls", &tls, "tls_refused",
-			&tls_refused, "send_proxy", &sp, "headers", &hdrs,
-			"redirects", &reds, "unmatched_not_found", &nf,
-			"compression", &comp, "inject", &inj) ||
+	if (json_unpack(
+		o,
+		"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
+		"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
+		"s?:b, s?:o, s?:o, s?:o}",
+		"id", &id, "name", &name, "deployment", &dep, "endpoints", &eps,
+		"domains", &doms, "tcp_routes", &tcp, "on_demand", &od, "state",
+		&st, "idle_timeout_ms", &idle, "https_redirect", &redirect,
+		"hsts", &hsts, "health_check", &hc, "tls", &tls, "tls_refused",
+		&tls_refused, "send_proxy", &sp, "headers", &hdrs, "redirects",
+		&reds, "unmatched_not_found", &nf, "compression", &comp,
+		"inject", &inj, "challenge", &chal) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -342,6 +346,24 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		rc = inject_from_json(inj, &e->inject, NULL);
 	if (rc)
 		return rc;
+	/* absent from a snapshot an edge before 0019 wrote: off */
+	e->challenge.mode = CHAL_OFF;
+	e->challenge.difficulty = CHAL_DIFFICULTY_DEFAULT;
+	e->challenge.ttl_s = CHAL_TTL_DEFAULT_S;
+	if (chal) {
+		const char *m = NULL;
+		int d = 0;
+		json_int_t t = 0;
+
+		if (json_unpack(chal, "{s:s, s:i, s:I}", "mode", &m,
+				"difficulty", &d, "ttl_s", &t) ||
+		    chal_mode_parse(m, &e->challenge.mode) || d < 1 ||
+		    d > (int)CHAL_DIFFICULTY_MAX || t < CHAL_TTL_MIN_S ||
+		    t > CHAL_TTL_MAX_S)
+			return -EINVAL;
+		e->challenge.difficulty = (unsigned)d;
+		e->challenge.ttl_s = (uint32_t)t;
+	}
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
 		return -EINVAL;
