@@ -114,9 +114,11 @@ enum chal_check chal_solution_check(const struct chal_keys *keys,
 size_t chal_pass_make(const struct chal_keys *keys, const char *env,
 		      const struct cidr *prefix, uint64_t exp, char *out);
 
-/* The pass cookies (CHAL_COOKIE) among h's Cookie fields: GOOD when one
- * is valid for env and prefix at now (*exp its expiry), else the first
- * failure (FORGED, EXPIRED, MALFORMED), or ABSENT. */
+/* The pass cookies (CHAL_COOKIE) among h's Cookie fields, the first
+ * CHAL_PASSES_TRIED of them: GOOD when one is valid for env and prefix at
+ * now (*exp its expiry), else the first failure (FORGED, EXPIRED,
+ * MALFORMED), or ABSENT. */
+#define CHAL_PASSES_TRIED 4
 enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
 			       const struct cidr *prefix,
 			       const struct h1_head *h, uint64_t now,
@@ -184,10 +186,12 @@ uint64_t chal_fail_total(enum chal_check c);
  * end when edged does. */
 const struct chal_keys *chal_random_keys(void);
 
-/* The solutions exchanged, and the client prefixes remembered (each
- * 65,536 slots); NULL when out of memory. */
+/* The solutions exchanged, the client prefixes that showed a pass
+ * (new_ip) and those flagged by the rate limit (on_rate_limit), each
+ * 65,536 slots; NULL when out of memory. */
 struct chal_table *chal_used(void);
 struct chal_table *chal_seen(void);
+struct chal_table *chal_flags(void);
 
 /* edgectl challenge ENV on|off: the environment's mode is always while
  * on, whatever its configuration says; kept across reloads. */

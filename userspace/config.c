@@ -374,6 +374,7 @@ static int cfg_challenge_keys(struct cfg *x, const config_setting_t *root)
 	static const char *const keys[] = {"key_file", NULL};
 	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], err[160];
 	const config_setting_t *g;
+	struct stat st;
 	size_t n;
 	char *buf;
 	int rc;
@@ -399,6 +400,11 @@ static int cfg_challenge_keys(struct cfg *x, const config_setting_t *root)
 	if (rc < 0)
 		return cfg_fail(x, cfg_member(g, p, "key_file", key), key,
 				"%s: %s", x->c->challenge.key_file, err);
+	if (stat(x->c->challenge.key_file, &st) == 0 && (st.st_mode & S_IROTH))
+		return cfg_warn(x, cfg_member(g, p, "key_file", key), key,
+				"%s is readable by every user: anyone who "
+				"reads it can make passes (chmod o-r)",
+				x->c->challenge.key_file);
 	return 0;
 }
 

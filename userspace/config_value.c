@@ -1118,6 +1118,14 @@ int cfg_challenge(struct cfg *x, const config_setting_t *g, const char *path,
 		    CHAL_TTL_MIN_S * 1000ULL, CHAL_TTL_MAX_S * 1000ULL, &n);
 	if (rc == 0)
 		out->ttl_s = (uint32_t)(n / 1000);
+	if (rc == 0 && out->mode != CHAL_OFF && !x->c->challenge.key_file &&
+	    !x->chal_keyless) {
+		x->chal_keyless = true;
+		rc = cfg_warn(x, c, p,
+			      "no challenge.key_file: passes are signed with "
+			      "a key made at start, so they end when edged "
+			      "does and no other host accepts them");
+	}
 	return rc;
 }
 

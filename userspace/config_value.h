@@ -59,6 +59,7 @@ struct cfg {
 	struct cfg_seen seen;
 	struct config_errs *errs; /* every error (config_load_all) */
 	bool failed;		  /* an error went into errs */
+	bool chal_keyless;	  /* said: a challenge without a key file */
 };
 
 /* After a group (or a project) was checked with result rc: an error

@@ -917,6 +917,8 @@ const char *hdr_status_text(int status)
 		return "Permanent Redirect";
 	case 404:
 		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
 	case 400:
 		return "Bad Request";
 	case 403:

@@ -769,7 +769,8 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 			       now);
 	if (asprintf(&hdr,
 		     "Set-Cookie: " CHAL_COOKIE "=%s; Path=/; Max-Age=%u; "
-		     "HttpOnly; SameSite=Lax%s\r\nLocation: %s\r\n",
+		     "HttpOnly; SameSite=Lax%s\r\nLocation: %s\r\n"
+		     "Cache-Control: no-store\r\n",
 		     pass, (unsigned)ttl, r->tls ? "; Secure" : "", ret) < 0) {
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
@@ -778,16 +779,50 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 	free(hdr);
 }
 
+/* The challenge mode of r's environment: its own, or always while
+ * edgectl put it in attack mode. */
+static enum chal_mode req_chal_mode(const struct req *r)
+{
+	const struct config_challenge *cc = r->m.challenge;
+
+	if (!r->m.env_id)
+		return CHAL_OFF;
+	if (chal_forced(r->m.env_id))
+		return CHAL_ALWAYS;
+	return cc ? cc->mode : CHAL_OFF;
+}
+
+/* Whether r is for the exchange (CHAL_PATH) of a challenged
+ * environment: edge's own, before redirects and unmatched paths. */
+static bool req_chal_exchange(const struct req *r)
+{
+	const struct h1_request *h = &r->h;
+
+	return h->path && h->path_len == sizeof(CHAL_PATH) - 1 &&
+	       memcmp(h->path, CHAL_PATH, sizeof(CHAL_PATH) - 1) == 0 &&
+	       req_chal_mode(r) != CHAL_OFF;
+}
+
+/* Never challenged: an ACME HTTP-01 validation (a CA's servers cannot
+ * solve a page). */
+static bool req_chal_exempt(const struct req *r)
+{
+	static const char acme[] = "/.well-known/acme-challenge/";
+	const struct h1_request *h = &r->h;
+
+	return h->path && h->path_len >= sizeof(acme) - 1 &&
+	       memcmp(h->path, acme, sizeof(acme) - 1) == 0;
+}
+
 /* The environment's challenge, after the IP rules and the rate limit
  * (limited: r went over it): whether it answered r (a page, a 403, the
  * exchange of a solution). A pass held lets r go on (to a 429 if
  * limited). */
 static bool req_challenge(struct req *r, bool limited)
 {
-	const struct config_challenge *cc = r->m.challenge;
-	enum chal_mode mode = cc ? cc->mode : CHAL_OFF;
+	enum chal_mode mode = req_chal_mode(r);
 	const struct chal_keys *keys = &r->w->set.chal_keys;
-	struct chal_table *seen = chal_seen();
+	struct chal_table *seen = chal_seen(), *flags = chal_flags();
 	struct cidr any = {.family = AF_INET}, pfx;
 	const struct h1_request *h = &r->h;
 	uint64_t now = (uint64_t)time(NULL), exp = 0, k;
@@ -795,13 +830,10 @@ static bool req_challenge(struct req *r, bool limited)
 	char ret[1024];
 	bool need;
 
-	if (r->m.env_id && chal_forced(r->m.env_id))
-		mode = CHAL_ALWAYS;
-	if (mode == CHAL_OFF || !r->m.env_id)
+	if (mode == CHAL_OFF || req_chal_exempt(r))
 		return false;
 	chal_prefix(r->peer_cidr ? r->peer_cidr : &any, &pfx);
-	if (h->path && h->path_len == sizeof(CHAL_PATH) - 1 &&
-	    memcmp(h->path, CHAL_PATH, sizeof(CHAL_PATH) - 1) == 0) {
+	if (req_chal_exchange(r)) {
 		req_chal_verify(r, keys, &pfx, now);
 		return true;
 	}
@@ -821,9 +853,9 @@ static bool req_challenge(struct req *r, bool limited)
 		break;
 	case CHAL_ON_RATE_LIMIT:
 		k = chal_table_key('f', r->m.env_id, &pfx);
-		if (limited && seen)
-			chal_table_add(seen, k, now + CHAL_FLAG_S, now);
-		need = limited || (seen && chal_table_has(seen, k, now));
+		if (limited && flags)
+			chal_table_add(flags, k, now + CHAL_FLAG_S, now);
+		need = limited || (flags && chal_table_has(flags, k, now));
 		break;
 	default:
 		need = true;
@@ -897,9 +929,9 @@ void req_head(struct req *r)
 		req_redirect_https(r, path, path_len);
 		return;
 	}
-	if (r->m.redirects && req_redirect(r))
+	if (r->m.redirects && !req_chal_exchange(r) && req_redirect(r))
 		return;
-	if (r->m.unmatched_not_found && !r->m.prefix) {
+	if (r->m.unmatched_not_found && !r->m.prefix && !req_chal_exchange(r)) {
 		req_end(r, OUTCOME_ROUTE_NOT_FOUND, NULL);
 		return;
 	}

@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_edged_challenge.sh - the proof-of-work challenge (issue 34;
-# docs/challenge.md):
+# docs/gates.md):
 #   - tests/tools/challenge_check.py through edged, each check a client of
 #     its own by X-Forwarded-For: the page (a browser's GET) and the 403
 #     challenge_required JSON (anything else); a solution exchanged for
@@ -40,7 +40,7 @@ K1=$(openssl rand -hex 32)
 K2=$(openssl rand -hex 32)
 printf '%s\n%s\n' "$K1" "$K2" >"$T_TMP/challenge.key"
 chmod 0755 "$T_TMP"
-chmod 0644 "$T_TMP/challenge.key"
+chmod 0640 "$T_TMP/challenge.key"
 
 env_conf() { # ID DOMAIN MODE [DIFFICULTY]
 	printf '      { id = "%s"; domains = [ "%s" ];
@@ -67,6 +67,10 @@ $(env_conf e-newip newip.test new_ip)
 $(env_conf e-rl rl.test on_rate_limit)
 $(env_conf e-web web.test always 12)
 $(env_conf e-secure chal.localhost always 12)
+      { id = "e-nf"; domains = [ "nf.test" ]; unmatched = "not_found";
+        routes = ( { prefix = "/app"; } );
+        deployment = { id = "d-nf"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+        challenge = { mode = "always"; difficulty = 8; }; },
       { id = "e-off"; domains = [ "off.test" ];
         deployment = { id = "d-off"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; }${2:-}
     );
@@ -221,9 +225,10 @@ run_build() { # LABEL BIN
 	before=$(/usr/bin/python3 "$CHECK" pass "$K1" e-always 198.51.100.9 $(($(date +%s) + 3600)))
 	b[a]=$(ccurl 198.51.100.9 -o /dev/null -w '%{http_code}' -H "Cookie: edge_pass=$before" -H "Host: always.test" "http://127.0.0.1:$P_EDGE/")
 	b[b]=$(ccurl 198.51.100.9 -o /dev/null -w '%{http_code}' -H "Host: always.test" "http://127.0.0.1:$P_EDGE/")
-	if [ "${b[a]}" = 403 ] && [ "${b[b]}" = 403 ] && edged_wait_log "no challenge.key_file: passes are signed with a key made at start" &&
-		[ "$(grep -c "no challenge.key_file" "$EDGED_LOG")" = 1 ]; then
-		t_ok "$v: no key file: a pass of another key refused; the key made at start said once in the log"
+	if [ "${b[a]}" = 403 ] && [ "${b[b]}" = 403 ] &&
+		grep -Eq "edge.conf:[0-9]+: .*challenge: no challenge.key_file: passes are signed with a key made at start" "$EDGED_LOG" &&
+		[ "$(grep -c "note: challenge: no challenge.key_file" "$EDGED_LOG")" = 1 ]; then
+		t_ok "$v: no key file: a pass of another key refused; the key made at start said at start and once at the first challenge"
 	else
 		t_fail "$v: no key file" "${b[a]} ${b[b]} $(grep challenge "$EDGED_LOG")"
 	fi
@@ -339,4 +344,42 @@ refused "a FIFO for a key file" "fifo.key: not a regular file" \
 	"challenge = { key_file = \"$T_TMP/fifo.key\"; };" ""
 refused "an unknown key in the top-level group" "challenge.*secret" \
 	'challenge = { secret = "x"; };' ""
+printf '%064d\n' 0 >"$T_TMP/zero.key"
+refused "a key of zeros" "zero.key: line 1: a key of zeros is no secret" \
+	"challenge = { key_file = \"$T_TMP/zero.key\"; };" ""
+# warnings: a key file every user reads, a challenge without a key file
+cp "$T_TMP/challenge.key" "$T_TMP/open.key"
+chmod 0644 "$T_TMP/open.key"
+rc=0
+out=$(check "challenge = { key_file = \"$T_TMP/open.key\"; };" "") || rc=$?
+if [ "$rc" -eq 0 ] && grep -Eq "edge.conf:[0-9]+: .*challenge.key_file: .*open.key is readable by every user" <<<"$out"; then
+	t_ok "--check: a key file every user can read: a warning"
+else
+	t_fail "--check open key" "$out"
+fi
+rc=0
+out=$(check "" "") || rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c "no challenge.key_file: passes are signed with a key made at start" <<<"$out")" = 1 ]; then
+	t_ok "--check: environments challenged without a key file: one warning"
+else
+	t_fail "--check keyless" "$out"
+fi
+# a key file only root reads: refused at start (edged reads it as its
+# user on a reload), by --check as by edged
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	chmod 0600 "$T_TMP/challenge.key"
+	write_conf
+	sed -i 's/^user = .*/user = "nobody";/' "$T_TMP/edge.conf"
+	rc=0
+	out=$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1) || rc=$?
+	rc2=0
+	out2=$(timeout 20 "$EDGED" -c "$T_TMP/edge.conf" -f 2>&1) || rc2=$?
+	if [ "$rc" -ne 0 ] && grep -q 'challenge.key: Permission denied \[read as user "nobody"' <<<"$out" &&
+		[ "$rc2" -ne 0 ] && [ "$rc2" -ne 124 ] && grep -q 'challenge.key: Permission denied \[read as user "nobody"' <<<"$out2"; then
+		t_ok "a key file only root reads: refused by --check and at start, naming the user"
+	else
+		t_fail "root-only key file" "check $rc: $out; start $rc2: $(tail -3 <<<"$out2")"
+	fi
+	chmod 0640 "$T_TMP/challenge.key"
+fi
 t_exit

@@ -198,6 +198,19 @@ def main():
     out(is_challenge_json(st, h, b), "a POST (even accepting text/html): 403 challenge_required, JSON", "%s %s" % (st, b[:200]))
     st, h, b = req("GET", "always.test", "/_edge/challenge", c1, accept=HTML)
     out(st == 405 and hget(h, "Allow") == "POST", "GET of the exchange: 405, Allow: POST", "%s %s" % (st, h))
+    st, h, b = req("GET", "off.test", "/_edge/challenge", c1, accept=HTML)
+    j = backend_saw(b)
+    out(st == 200 and j and j.get("path") == "/_edge/challenge",
+        "the exchange's path of an environment without a challenge: the backend's", st)
+
+    # an environment that answers unmatched paths 404: the exchange still edge's
+    st, h, b, t = page_token("nf.test", c1, "/app/x")
+    st, h, b = exchange("nf.test", c1, t, solve(t), "%2Fapp%2Fx") if t else (0, [], b"")
+    p = cookie_of(h)
+    st2, h2, b2 = req("GET", "nf.test", "/app/x", c1, accept=HTML, cookie="edge_pass=%s" % p)
+    st3, h3, b3 = req("GET", "nf.test", "/else", c1, accept=HTML, cookie="edge_pass=%s" % p)
+    out(st == 303 and p and st2 == 200 and st3 == 404,
+        "unmatched = not_found: the exchange answered (303), then /app/x admitted, /else 404", (st, st2, st3))
 
     # a wrong solution, then the right one
     st, h, b = exchange("always.test", c1, tok, unsolved(tok))
@@ -208,8 +221,9 @@ def main():
     good = cookie_of(h)
     out(st == 303 and hget(h, "Location") == "/app?x=1&y=%3Cb%3E" and good and
         "Path=/" in sc and "Max-Age=86400" in sc and "HttpOnly" in sc and "SameSite=Lax" in sc and
-        "Secure" not in sc,
-        "the right solution: 303 back to the page, the pass cookie (Path=/, Max-Age=86400, HttpOnly, SameSite=Lax)",
+        "Secure" not in sc and hget(h, "Cache-Control") == "no-store",
+        "the right solution: 303 back to the page, the pass cookie (Path=/, Max-Age=86400, HttpOnly, SameSite=Lax), "
+        "no-store",
         "%s %s" % (st, h))
     st, h, b = req("GET", "always.test", "/app?x=1", c1, accept=HTML, cookie="edge_pass=" + (good or ""))
     j = backend_saw(b)
@@ -241,6 +255,16 @@ def main():
     st, h, b = req("GET", "always.test", "/", c1, accept="*/*", cookie="a=1",
                    extra={"cookie": "edge_pass=" + good})
     out(st == 200, "the pass in a second Cookie field: admitted", st)
+    bad = "; ".join(["edge_pass=" + tampered] * 3)
+    st, h, b = req("GET", "always.test", "/", c1, accept="*/*", cookie=bad + "; edge_pass=" + good)
+    out(st == 200, "the pass after 3 bad ones: admitted", st)
+    bad = "; ".join(["edge_pass=" + tampered] * 600)
+    st, h, b = req("GET", "always.test", "/", c1, accept="*/*", cookie=bad + "; edge_pass=" + good)
+    out(is_challenge_json(st, h, b), "the pass after 600 forged ones: only the first 4 checked (no HMAC flood), challenged", st)
+    st, h, b = req("GET", "always.test", "/.well-known/acme-challenge/tok1", c1, accept=HTML)
+    j = backend_saw(b)
+    out(st == 200 and j and j.get("path") == "/.well-known/acme-challenge/tok1",
+        "an ACME HTTP-01 validation: never challenged", "%s %s" % (st, b[:100]))
 
     # passes and tokens made with the key elsewhere (another host)
     p = make_pass(KEY, "e-always", c1, now + 3600)

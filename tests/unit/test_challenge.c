@@ -89,6 +89,10 @@ START_TEST(test_keys)
 			 -EINVAL);
 	ck_assert_int_eq(chal_keys_parse("\n\n", 2, &k, err, 160), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "no key"));
+	memset(two, '0', 64);
+	two[64] = '\n';
+	ck_assert_int_eq(chal_keys_parse(two, 65, &k, err, 160), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "zeros"));
 }
 END_TEST
 
@@ -264,6 +268,27 @@ START_TEST(test_pass)
 		head_with(h, f, 1);
 		r = chal_pass_find(&k, "e1", &a, h, now, &exp);
 		ck_assert_msg(r != CHAL_GOOD, "byte %zu changed: good", i);
+	}
+	/* only the first CHAL_PASSES_TRIED are checked */
+	{
+		char many[1024];
+		size_t o = 0;
+
+		for (int j = 0; j < CHAL_PASSES_TRIED; j++)
+			o += (size_t)snprintf(many + o, sizeof(many) - o,
+					      CHAL_COOKIE "=1.5.%s; ",
+					      "AAAAAAAAAAAAAAAAAAAAAA");
+		snprintf(many + o, sizeof(many) - o, CHAL_COOKIE "=%s", p);
+		f[0] = many;
+		head_with(h, f, 1);
+		ck_assert_int_eq(chal_pass_find(&k, "e1", &a, h, now, &exp),
+				 CHAL_FORGED);
+		/* one fewer bad: the good one is the last tried */
+		f[0] =
+		    many + strlen(CHAL_COOKIE "=1.5.AAAAAAAAAAAAAAAAAAAAAA; ");
+		head_with(h, f, 1);
+		ck_assert_int_eq(chal_pass_find(&k, "e1", &a, h, now, &exp),
+				 CHAL_GOOD);
 	}
 	/* a pass beyond any ttl edge gives: refused */
 	pl = chal_pass_make(&k, "e1", &a, now + CHAL_TTL_MAX_S + 7200, p);
