@@ -113,6 +113,9 @@ static void record_event(struct analytics *a, const struct record *rec)
 		analytics_event_set(&ev, ANALYTICS_F_DEPLOYMENT_ID,
 				    rec->deployment_id, SIZE_MAX);
 	}
+	if (rec->challenge)
+		analytics_event_set(&ev, ANALYTICS_F_CHALLENGE, rec->challenge,
+				    SIZE_MAX);
 	if (rec->http)
 		record_http(&ev, rec);
 	analytics_enqueue(a, &ev);

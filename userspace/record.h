@@ -47,6 +47,9 @@ struct record {
 	 * HTTP/1.x */
 	const struct h1_request *http;
 	const char *http_version;
+	/* the challenge's part in it (challenge.h's chal_result names:
+	 * issued, solved, passed, failed), NULL: none */
+	const char *challenge;
 };
 
 /* Tell rec's stream's ending (rec->t0 read against a fresh clock). */

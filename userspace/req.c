@@ -240,6 +240,7 @@ static void req_record(struct req *r, enum outcome o)
 	    .tls_resumed = r->tls_resumed,
 	    .tls_version = r->tls_version,
 	    .tls_cipher = r->tls_cipher,
+	    .challenge = r->chal,
 	};
 
 	if (r->routed) {
@@ -678,6 +679,8 @@ static void req_chal_issue(struct req *r, const struct chal_keys *keys,
 			 "with a key made at start, so they end when edged "
 			 "does, and no other host accepts them");
 	chal_count(CHAL_R_ISSUED);
+	if (!r->chal)
+		r->chal = chal_result_name(CHAL_R_ISSUED);
 	if (!req_chal_browser(r, verify)) {
 		req_end(r, OUTCOME_CHALLENGE_REQUIRED, NULL);
 		return;
@@ -755,6 +758,7 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 	if (c != CHAL_GOOD) {
 		chal_count(CHAL_R_FAILED);
 		chal_fail_count(c);
+		r->chal = chal_result_name(CHAL_R_FAILED);
 		req_chal_issue(r, keys, pfx, ret, now, true);
 		return;
 	}
@@ -763,6 +767,7 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 		return;
 	}
 	chal_count(CHAL_R_SOLVED);
+	r->chal = chal_result_name(CHAL_R_SOLVED);
 	if (cc->mode == CHAL_NEW_IP && chal_seen())
 		chal_table_add(chal_seen(),
 			       chal_table_key('i', r->m.env_id, pfx), now + ttl,
@@ -840,6 +845,7 @@ static bool req_challenge(struct req *r, bool limited)
 	pass = chal_pass_find(keys, r->m.env_id, &pfx, &h->h, now, &exp);
 	if (pass == CHAL_GOOD) {
 		chal_count(CHAL_R_PASSED);
+		r->chal = chal_result_name(CHAL_R_PASSED);
 		if (mode == CHAL_NEW_IP && seen)
 			chal_table_add(seen,
 				       chal_table_key('i', r->m.env_id, &pfx),
@@ -861,13 +867,16 @@ static bool req_challenge(struct req *r, bool limited)
 		need = true;
 	}
 	if (!need) {
-		if (mode == CHAL_NEW_IP)
+		if (mode == CHAL_NEW_IP) {
 			chal_count(CHAL_R_PASSED);
+			r->chal = chal_result_name(CHAL_R_PASSED);
+		}
 		return false;
 	}
 	if (pass != CHAL_ABSENT) {
 		chal_count(CHAL_R_FAILED);
 		chal_fail_count(pass);
+		r->chal = chal_result_name(CHAL_R_FAILED);
 	}
 	req_chal_here(r, ret, sizeof(ret));
 	req_chal_issue(r, keys, &pfx, ret, now, false);

@@ -194,6 +194,8 @@ struct req {
 	char *own_body;
 	size_t own_body_len;
 	const char *own_ctype;
+	/* what the challenge made of it (chal_result_name), NULL: nothing */
+	const char *chal;
 	bool routed;	   /* m is valid */
 	bool inflight;	   /* admit_inflight_enter held */
 	bool resp_started; /* a response head went to the client */

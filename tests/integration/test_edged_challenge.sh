@@ -56,6 +56,7 @@ write_conf() { # [KEYFILE-GROUP] [EXTRA ENVIRONMENT]
 		edged_conf_head "$P_ADMIN" "$SOCK"
 		cat <<CONF
 trusted_proxies = [ "127.0.0.1" ];
+analytics = { file = "$T_TMP/requests.jsonl"; };
 ratelimit = { rate = "2/s"; burst = 10; };
 $kf
 projects = (
@@ -176,6 +177,7 @@ run_build() { # LABEL BIN
 	local v=$1 bin=$2 st name why r before after
 	local -A b
 	write_conf
+	rm -f "$T_TMP/requests.jsonl"
 	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
@@ -203,6 +205,22 @@ run_build() { # LABEL BIN
 			t_fail "$v: $r counted" "$after"
 		fi
 	done
+	# the analytics records: the challenge's part in each
+	sleep 1.5 # the file sink's batch
+	if /usr/bin/python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+seen = {(r["outcome"], r["challenge"]) for r in recs}
+for want in [("challenge_required", "issued"), ("challenge_passed", "solved"), ("ok", "passed"),
+             ("challenge_required", "failed")]:
+    assert want in seen, (want, sorted(seen, key=str))
+off = [r for r in recs if r["host"] == "off.test"]
+assert off and all(r["challenge"] is None for r in off), off[:1]
+' "$T_TMP/requests.jsonl" 2>"$T_TMP/py.err"; then
+		t_ok "$v: analytics: challenge issued, solved, passed and failed beside their outcomes; none for an environment without one"
+	else
+		t_fail "$v: analytics challenge" "$(tail -c 400 "$T_TMP/py.err")"
+	fi
 	http2_exchange "$v"
 	edgectl_checks "$v"
 	if [ "$v" = normal ]; then
