@@ -17,9 +17,10 @@
  * One host's own memory: the solutions already exchanged (a replay is
  * refused until the token expires) and, per environment, the prefixes
  * that showed a pass (mode new_ip: admitted without a cookie for the
- * pass's life) or passed the rate limit (mode on_rate_limit: challenged
- * for CHAL_FLAG_S). Both tables are bounded (chal_table); a prefix
- * forgotten early is challenged again, nothing is admitted wrongly.
+ * pass's life) or went over the rate limit (mode on_rate_limit:
+ * challenged for CHAL_FLAG_S). Each is a bounded table (chal_table): a
+ * new_ip prefix forgotten early is challenged again; a flag forgotten
+ * early (a flood of flagged prefixes) lets its prefix in under the limit.
  */
 #ifndef EDGE_CHALLENGE_H
 #define EDGE_CHALLENGE_H
