@@ -835,7 +835,10 @@ static bool req_challenge(struct req *r, bool limited)
 	char ret[1024];
 	bool need;
 
-	if (mode == CHAL_OFF || req_chal_exempt(r))
+	/* over the limit, but for on_rate_limit: the small 429, not a page
+	 * (a pass does not lift the limit either) */
+	if (mode == CHAL_OFF || req_chal_exempt(r) ||
+	    (limited && mode != CHAL_ON_RATE_LIMIT))
 		return false;
 	chal_prefix(r->peer_cidr ? r->peer_cidr : &any, &pfx);
 	if (req_chal_exchange(r)) {

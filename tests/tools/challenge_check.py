@@ -350,6 +350,11 @@ def main():
     st, h, b = req("GET", "rl.test", "/", "192.0.5.77", accept="*/*")
     out(st == 200, "on_rate_limit: another prefix: admitted", st)
 
+    # mode always over the limit: the 429, not a page
+    codes = [req("GET", "always.test", "/", "192.0.6.1", accept=HTML, same=True)[0] for _ in range(14)]
+    out(codes[:10] == [403] * 10 and 429 in codes[10:],
+        "always, over the limit: 429 (the rate limit first), not another page", codes)
+
 
 if __name__ == "__main__":
     if sys.argv[1] == "solve":
