@@ -359,15 +359,17 @@ static enum chal_check chal_pass_one(const struct chal_keys *keys,
 	return CHAL_GOOD;
 }
 
-enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
-			       const struct cidr *prefix,
-			       const struct h1_head *h, uint64_t now,
-			       uint64_t *exp)
+/* The pass cookies named name (with its '='): as chal_pass_find, *first
+ * the first failure so far. */
+static enum chal_check chal_pass_scan(const struct chal_keys *keys,
+				      const char *env,
+				      const struct cidr *prefix,
+				      const struct h1_head *h, const char *name,
+				      uint64_t now, uint64_t *exp,
+				      enum chal_check *first)
 {
-	static const char name[] = CHAL_COOKIE "=";
-	enum chal_check first = CHAL_ABSENT;
+	size_t nl = strlen(name), i;
 	unsigned tried = 0;
-	size_t i;
 
 	for (i = 0; i < h->nheaders; i++) {
 		const struct h1_header *f = &h->headers[i];
@@ -388,14 +390,13 @@ enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
 			while (z > a && (f->value[z - 1] == ' ' ||
 					 f->value[z - 1] == '\t'))
 				z--;
-			if (z - a < sizeof(name) - 1 ||
-			    memcmp(f->value + a, name, sizeof(name) - 1) != 0)
+			if (z - a < nl || memcmp(f->value + a, name, nl) != 0)
 				continue;
-			a += sizeof(name) - 1;
+			a += nl;
 			/* a client's own few, not an attacker's thousand
 			 * HMACs a request */
 			if (tried++ == CHAL_PASSES_TRIED)
-				return first;
+				return CHAL_ABSENT;
 			if (z - a >= 2 && f->value[a] == '"' &&
 			    f->value[z - 1] == '"') {
 				a++;
@@ -407,10 +408,28 @@ enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
 				: CHAL_FORGED;
 			if (c == CHAL_GOOD)
 				return CHAL_GOOD;
-			if (first == CHAL_ABSENT)
-				first = c;
+			if (*first == CHAL_ABSENT)
+				*first = c;
 		}
 	}
+	return CHAL_ABSENT;
+}
+
+enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
+			       const struct cidr *prefix,
+			       const struct h1_head *h, uint64_t now,
+			       uint64_t *exp)
+{
+	enum chal_check first = CHAL_ABSENT;
+
+	/* each name tried apart: a sibling subdomain cannot set __Host-
+	 * ones, so its junk edge_pass cookies never crowd out the pass of a
+	 * client on HTTPS */
+	if (chal_pass_scan(keys, env, prefix, h, CHAL_COOKIE_TLS "=", now, exp,
+			   &first) == CHAL_GOOD ||
+	    chal_pass_scan(keys, env, prefix, h, CHAL_COOKIE "=", now, exp,
+			   &first) == CHAL_GOOD)
+		return CHAL_GOOD;
 	return first;
 }
 

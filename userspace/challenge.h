@@ -51,7 +51,8 @@ enum chal_mode {
 #define CHAL_TOKEN_MAX 96 /* with its NUL */
 #define CHAL_PASS_MAX 48  /* with its NUL */
 #define CHAL_PATH "/_edge/challenge"
-#define CHAL_COOKIE "edge_pass"
+#define CHAL_COOKIE "edge_pass"		   /* over plain HTTP */
+#define CHAL_COOKIE_TLS "__Host-edge_pass" /* over HTTPS */
 
 /* An environment's challenge settings (config `challenge`, the database's
  * environments.challenge_*). */
@@ -115,10 +116,11 @@ enum chal_check chal_solution_check(const struct chal_keys *keys,
 size_t chal_pass_make(const struct chal_keys *keys, const char *env,
 		      const struct cidr *prefix, uint64_t exp, char *out);
 
-/* The pass cookies (CHAL_COOKIE) among h's Cookie fields, the first
- * CHAL_PASSES_TRIED of them: GOOD when one is valid for env and prefix at
- * now (*exp its expiry), else the first failure (FORGED, EXPIRED,
- * MALFORMED), or ABSENT. */
+/* The pass cookies among h's Cookie fields, CHAL_COOKIE_TLS's (no other
+ * site can set one) and CHAL_COOKIE's, the first CHAL_PASSES_TRIED of
+ * each name: GOOD when one is valid for env and
+ * prefix at now (*exp its expiry), else the first failure (FORGED,
+ * EXPIRED, MALFORMED), or ABSENT. */
 #define CHAL_PASSES_TRIED 4
 enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
 			       const struct cidr *prefix,

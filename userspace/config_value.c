@@ -1084,7 +1084,7 @@ int cfg_challenge(struct cfg *x, const config_setting_t *g, const char *path,
 		  struct config_challenge *out)
 {
 	static const char *const keys[] = {"mode", "difficulty", "ttl", NULL};
-	char p[CFG_KEY_MAX];
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX];
 	config_setting_t *c = cfg_member(g, path, "challenge", p);
 	struct cfg_at at;
 	const char *v;
@@ -1112,12 +1112,21 @@ int cfg_challenge(struct cfg *x, const config_setting_t *g, const char *path,
 				&n);
 	if (rc == 0)
 		out->difficulty = (unsigned)n;
-	if (rc == 0)
-		rc = cfg_number(
-		    x, c, p, "ttl", CFG_MS, CHAL_TTL_DEFAULT_S * 1000ULL,
-		    CHAL_TTL_MIN_S * 1000ULL, CHAL_TTL_MAX_S * 1000ULL, &n);
-	if (rc == 0)
-		out->ttl_s = (uint32_t)(n / 1000);
+	/* up to 30 days: past config_duration_parse's 7 */
+	if (rc == 0 && cfg_member(c, p, "ttl", key)) {
+		struct errbuf e;
+
+		rc = cfg_str(x, c, p, "ttl", NULL, &v, &at);
+		if (rc == 0 &&
+		    duration_parse_ms(v, CHAL_TTL_MAX_S * 1000ULL, &n, &e))
+			return cfg_fail(x, at.s, at.key, "%s (at most 30d)",
+					e.msg);
+		if (rc == 0 && n < CHAL_TTL_MIN_S * 1000ULL)
+			return cfg_fail(x, at.s, at.key, "\"%s\": at least 1m",
+					v);
+		if (rc == 0)
+			out->ttl_s = (uint32_t)(n / 1000);
+	}
 	if (rc == 0 && out->mode != CHAL_OFF && !x->c->challenge.key_file &&
 	    !x->chal_keyless) {
 		x->chal_keyless = true;

@@ -1265,6 +1265,11 @@ static int edged_config(struct edged *d, const char *path,
 		log_warnx("%s: %s", d->conf_path, err.msg);
 		return -1;
 	}
+	/* the database's environments may turn a challenge on any time */
+	if (d->cfg->pg && !d->cfg->challenge.key_file)
+		log_note("challenge: no challenge.key_file: a challenge of the "
+			 "database's environments signs with a key made at "
+			 "start, which no other host accepts");
 	return 0;
 }
 

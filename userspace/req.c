@@ -772,11 +772,13 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 		chal_table_add(chal_seen(),
 			       chal_table_key('i', r->m.env_id, pfx), now + ttl,
 			       now);
+	/* over HTTPS a __Host- cookie: Secure, this host's only */
 	if (asprintf(&hdr,
-		     "Set-Cookie: " CHAL_COOKIE "=%s; Path=/; Max-Age=%u; "
+		     "Set-Cookie: %s=%s; Path=/; Max-Age=%u; "
 		     "HttpOnly; SameSite=Lax%s\r\nLocation: %s\r\n"
 		     "Cache-Control: no-store\r\n",
-		     pass, (unsigned)ttl, r->tls ? "; Secure" : "", ret) < 0) {
+		     r->tls ? CHAL_COOKIE_TLS : CHAL_COOKIE, pass,
+		     (unsigned)ttl, r->tls ? "; Secure" : "", ret) < 0) {
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
@@ -809,14 +811,26 @@ static bool req_chal_exchange(const struct req *r)
 }
 
 /* Never challenged: an ACME HTTP-01 validation (a CA's servers cannot
- * solve a page). */
+ * solve a page): a GET or HEAD of /.well-known/acme-challenge/TOKEN, the
+ * token base64url (RFC 8555, 8.3), no query; nothing else under it
+ * ("../" would lead elsewhere upstream). */
 static bool req_chal_exempt(const struct req *r)
 {
 	static const char acme[] = "/.well-known/acme-challenge/";
 	const struct h1_request *h = &r->h;
+	size_t i, n = sizeof(acme) - 1;
 
-	return h->path && h->path_len >= sizeof(acme) - 1 &&
-	       memcmp(h->path, acme, sizeof(acme) - 1) == 0;
+	if ((h->method != H1_M_GET && h->method != H1_M_HEAD) || !h->path ||
+	    h->query || h->path_len <= n || memcmp(h->path, acme, n) != 0)
+		return false;
+	for (i = n; i < h->path_len; i++) {
+		char c = h->path[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return false;
+	}
+	return true;
 }
 
 /* The environment's challenge, after the IP rules and the rate limit
@@ -846,6 +860,8 @@ static bool req_challenge(struct req *r, bool limited)
 		return true;
 	}
 	pass = chal_pass_find(keys, r->m.env_id, &pfx, &h->h, now, &exp);
+	if (pass == CHAL_GOOD && limited)
+		return false; /* the 429: not admitted */
 	if (pass == CHAL_GOOD) {
 		chal_count(CHAL_R_PASSED);
 		r->chal = chal_result_name(CHAL_R_PASSED);

@@ -344,7 +344,14 @@ refused "an unknown mode" 'challenge.mode.*"off", "new_ip", "on_rate_limit" or "
 refused "difficulty 0" "challenge.difficulty" "$KF" 'challenge = { mode = "always"; difficulty = 0; };'
 refused "difficulty 29" "challenge.difficulty" "$KF" 'challenge = { mode = "always"; difficulty = 29; };'
 refused "a ttl under a minute" "challenge.ttl" "$KF" 'challenge = { mode = "always"; ttl = "30s"; };'
-refused "a ttl over 30 days" "challenge.ttl" "$KF" 'challenge = { mode = "always"; ttl = "31d"; };'
+refused "a ttl over 30 days" "challenge.ttl.*at most 30d" "$KF" 'challenge = { mode = "always"; ttl = "31d"; };'
+rc=0
+out=$(check "$KF" 'challenge = { mode = "always"; ttl = "30d"; };') || rc=$?
+if [ "$rc" -eq 0 ]; then
+	t_ok "--check: a ttl of 30 days"
+else
+	t_fail "--check ttl 30d" "$out"
+fi
 refused "an unknown key" "challenge.*level" "$KF" 'challenge = { mode = "always"; level = 3; };'
 refused "a challenge that is no group" "challenge: a group" "$KF" 'challenge = "always";'
 refused "a missing key file" "challenge.key_file.*no-such.key: No such file" \

@@ -265,6 +265,14 @@ def main():
     j = backend_saw(b)
     out(st == 200 and j and j.get("path") == "/.well-known/acme-challenge/tok1",
         "an ACME HTTP-01 validation: never challenged", "%s %s" % (st, b[:100]))
+    for path, method in [("/.well-known/acme-challenge/../../admin", "GET"),
+                         ("/.well-known/acme-challenge/a/b", "GET"),
+                         ("/.well-known/acme-challenge/tok1?x=1", "GET"),
+                         ("/.well-known/acme-challenge/", "GET"),
+                         ("/.well-known/acme-challenge/%2e%2e", "GET"),
+                         ("/.well-known/acme-challenge/tok1", "POST")]:
+        st, h, b = req(method, "always.test", path, c1, accept="*/*", extra={"Content-Length": "0"})
+        out(is_challenge_json(st, h, b), "%s %s (not a token): challenged" % (method, path), st)
 
     # passes and tokens made with the key elsewhere (another host)
     p = make_pass(KEY, "e-always", c1, now + 3600)

@@ -290,6 +290,32 @@ START_TEST(test_pass)
 		ck_assert_int_eq(chal_pass_find(&k, "e1", &a, h, now, &exp),
 				 CHAL_GOOD);
 	}
+	/* __Host- ones first: a sibling's junk edge_pass cookies do not
+	 * crowd out the client's pass */
+	{
+		char many[1024];
+		size_t o = 0;
+
+		for (int j = 0; j < 6; j++)
+			o += (size_t)snprintf(many + o, sizeof(many) - o,
+					      CHAL_COOKIE "=1.5.%s; ",
+					      "AAAAAAAAAAAAAAAAAAAAAA");
+		snprintf(many + o, sizeof(many) - o, CHAL_COOKIE_TLS "=%s", p);
+		f[0] = many;
+		head_with(h, f, 1);
+		ck_assert_int_eq(chal_pass_find(&k, "e1", &a, h, now, &exp),
+				 CHAL_GOOD);
+		/* and five junk __Host- ones leave the edge_pass tried */
+		o = 0;
+		for (int j = 0; j < 5; j++)
+			o += (size_t)snprintf(many + o, sizeof(many) - o,
+					      CHAL_COOKIE_TLS "=1.5.%s; ",
+					      "AAAAAAAAAAAAAAAAAAAAAA");
+		snprintf(many + o, sizeof(many) - o, CHAL_COOKIE "=%s", p);
+		head_with(h, f, 1);
+		ck_assert_int_eq(chal_pass_find(&k, "e1", &a, h, now, &exp),
+				 CHAL_GOOD);
+	}
 	/* a pass beyond any ttl edge gives: refused */
 	pl = chal_pass_make(&k, "e1", &a, now + CHAL_TTL_MAX_S + 7200, p);
 	snprintf(c1, sizeof(c1), CHAL_COOKIE "=%s", p);

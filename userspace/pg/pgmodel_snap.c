@@ -352,13 +352,12 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	e->challenge.ttl_s = CHAL_TTL_DEFAULT_S;
 	if (chal) {
 		const char *m = NULL;
-		int d = 0;
-		json_int_t t = 0;
+		json_int_t d = 0, t = 0;
 
-		if (json_unpack(chal, "{s:s, s:i, s:I}", "mode", &m,
+		if (json_unpack(chal, "{s:s, s:I, s:I}", "mode", &m,
 				"difficulty", &d, "ttl_s", &t) ||
 		    chal_mode_parse(m, &e->challenge.mode) || d < 1 ||
-		    d > (int)CHAL_DIFFICULTY_MAX || t < CHAL_TTL_MIN_S ||
+		    d > CHAL_DIFFICULTY_MAX || t < CHAL_TTL_MIN_S ||
 		    t > CHAL_TTL_MAX_S)
 			return -EINVAL;
 		e->challenge.difficulty = (unsigned)d;
