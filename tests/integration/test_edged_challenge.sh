@@ -30,10 +30,11 @@
 edged_begin curl python3 openssl
 edged_need_build
 
-BASE=$(edged_ports 3)
+BASE=$(edged_ports 4)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
+P_TLS=$((BASE + 3))
 SOCK="$T_TMP/edged.sock"
 CHECK="$TOOLS/challenge_check.py"
 K1=$(openssl rand -hex 32)
@@ -41,6 +42,10 @@ K2=$(openssl rand -hex 32)
 printf '%s\n%s\n' "$K1" "$K2" >"$T_TMP/challenge.key"
 chmod 0755 "$T_TMP"
 chmod 0640 "$T_TMP/challenge.key"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj /CN=always.test -addext subjectAltName=DNS:always.test \
+	-keyout "$T_TMP/tls.key" -out "$T_TMP/tls.pem" 2>/dev/null
+chmod 0644 "$T_TMP/tls.key" "$T_TMP/tls.pem"
 
 env_conf() { # ID DOMAIN MODE [DIFFICULTY]
 	printf '      { id = "%s"; domains = [ "%s" ];
@@ -56,6 +61,8 @@ write_conf() { # [KEYFILE-GROUP] [EXTRA ENVIRONMENT]
 		edged_conf_head "$P_ADMIN" "$SOCK"
 		cat <<CONF
 trusted_proxies = [ "127.0.0.1" ];
+tls = { listen = [ "127.0.0.1:$P_TLS" ];
+        certificates = ( { cert = "$T_TMP/tls.pem"; key = "$T_TMP/tls.key"; } ); };
 analytics = { file = "$T_TMP/requests.jsonl"; };
 ratelimit = { rate = "2/s"; burst = 10; };
 $kf
@@ -121,6 +128,25 @@ http2_exchange() { # LABEL
 		t_ok "$v: HTTP/2: the page, the exchange (303, the cookie), then the backend's answer"
 	else
 		t_fail "$v: HTTP/2 exchange" "token $tok n $n loc $loc cookie $cookie code $code $(head -3 "$T_TMP/h2.hdr")"
+	fi
+}
+
+tls_exchange() { # LABEL: over HTTPS the pass is a __Host- cookie
+	local v=$1 tok n cookie code
+	local -a c=(--resolve "always.test:$P_TLS:127.0.0.1" --cacert "$T_TMP/tls.pem")
+	ccurl 198.51.100.20 "${c[@]}" -o "$T_TMP/tls.html" -H "Accept: text/html" "https://always.test:$P_TLS/t"
+	tok=$(grep -oE '"1\.[0-9]+\.[0-9]+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}"' "$T_TMP/tls.html" | tr -d '"' | head -1)
+	n=$(/usr/bin/python3 "$CHECK" solve "$tok" 2>/dev/null)
+	ccurl 198.51.100.21 "${c[@]}" -X POST -D "$T_TMP/tls.hdr" -o /dev/null -H "Accept: text/html" \
+		"https://always.test:$P_TLS/_edge/challenge?t=$tok&n=$n&r=%2Ft"
+	cookie=$(tr -d '\r' <"$T_TMP/tls.hdr" | sed -n 's/^set-cookie: __Host-edge_pass=\([^;]*\);.*/\1/Ip')
+	code=$(ccurl 198.51.100.22 "${c[@]}" -o /dev/null -w '%{http_code}' -H "Cookie: __Host-edge_pass=$cookie" \
+		"https://always.test:$P_TLS/t")
+	if [ -n "$tok" ] && [ -n "$cookie" ] && tr -d '\r' <"$T_TMP/tls.hdr" | grep -qi '^set-cookie: __Host-edge_pass=.*; Secure$' &&
+		[ "$code" = 200 ]; then
+		t_ok "$v: over HTTPS: the pass is __Host-edge_pass, Secure; admitted with it"
+	else
+		t_fail "$v: HTTPS exchange" "token $tok n $n cookie $cookie code $code $(tr -d '\r' <"$T_TMP/tls.hdr" | grep -i set-cookie)"
 	fi
 }
 
@@ -222,6 +248,7 @@ assert off and all(r["challenge"] is None for r in off), off[:1]
 		t_fail "$v: analytics challenge" "$(tail -c 400 "$T_TMP/py.err")"
 	fi
 	http2_exchange "$v"
+	tls_exchange "$v"
 	edgectl_checks "$v"
 	if [ "$v" = normal ]; then
 		browser_checks
