@@ -339,11 +339,17 @@ def main():
     # on_rate_limit: over the limit (10/s, burst 10) challenged, not 429;
     # then challenged until it solves, limited as ever after
     c3 = "192.0.2.50"
-    codes = [req("GET", "rl.test", "/", c3, accept="*/*", same=True)[0] for _ in range(10)]
-    out(codes == [200] * 10, "on_rate_limit: under the limit: admitted", codes)
-    codes = [req("GET", "rl.test", "/", c3, accept="*/*", same=True) for _ in range(3)]
-    out(all(is_challenge_json(*x) for x in codes), "on_rate_limit: over the limit: 403 challenge_required, not 429",
-        [x[0] for x in codes])
+    # (until the bucket runs dry: a loaded machine sends slower, and the
+    # bucket refills at 2/s meanwhile)
+    codes = []
+    for _ in range(60):
+        x = req("GET", "rl.test", "/", c3, accept="*/*", same=True)
+        codes.append(x[0])
+        if x[0] != 200:
+            break
+    out(codes[:10] == [200] * 10, "on_rate_limit: under the limit: admitted", codes)
+    out(codes[-1] == 403 and is_challenge_json(*x), "on_rate_limit: over the limit: 403 challenge_required, not 429",
+        codes)
     time.sleep(1.2)  # 2 tokens back
     st, h, b = req("GET", "rl.test", "/", "192.0.2.51", accept="*/*", same=True)
     out(is_challenge_json(st, h, b), "on_rate_limit: under the limit again, but the /24 flagged: challenged", st)
@@ -352,15 +358,23 @@ def main():
     p = cookie_of(h)
     st, h, b = req("GET", "rl.test", "/", "192.0.2.53", accept="*/*", cookie="edge_pass=%s" % p, same=True)
     out(p and st == 200, "on_rate_limit: with a pass: admitted", st)
-    codes = [req("GET", "rl.test", "/", "192.0.2.53", accept="*/*", cookie="edge_pass=%s" % p, same=True)[0]
-             for _ in range(15)]
-    out(429 in codes and 403 not in codes, "on_rate_limit: with a pass over the limit: 429", codes)
+    codes = []
+    for _ in range(60):
+        codes.append(req("GET", "rl.test", "/", "192.0.2.53", accept="*/*", cookie="edge_pass=%s" % p,
+                         same=True)[0])
+        if codes[-1] != 200:
+            break
+    out(codes[-1] == 429 and 403 not in codes, "on_rate_limit: with a pass over the limit: 429", codes)
     st, h, b = req("GET", "rl.test", "/", "192.0.5.77", accept="*/*")
     out(st == 200, "on_rate_limit: another prefix: admitted", st)
 
     # mode always over the limit: the 429, not a page
-    codes = [req("GET", "always.test", "/", "192.0.6.1", accept=HTML, same=True)[0] for _ in range(14)]
-    out(codes[:10] == [403] * 10 and 429 in codes[10:],
+    codes = []
+    for _ in range(60):
+        codes.append(req("GET", "always.test", "/", "192.0.6.1", accept=HTML, same=True)[0])
+        if codes[-1] != 403:
+            break
+    out(len(codes) > 10 and codes[-1] == 429,
         "always, over the limit: 429 (the rate limit first), not another page", codes)
 
 
