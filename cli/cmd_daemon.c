@@ -23,11 +23,9 @@ int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
 	return ctl_daemon_call_with(c, cmd, NULL, NULL, result, err);
 }
 
-int ctl_daemon_call_with(const struct ctl *c, const char *cmd, const char *key,
-			 const char *value, json_t **result, struct errbuf *err)
+int ctl_daemon_send(const struct ctl *c, json_t *req, json_t **result,
+		    struct errbuf *err)
 {
-	json_t *req = key ? json_pack("{s:s,s:s}", "cmd", cmd, key, value)
-			  : json_pack("{s:s}", "cmd", cmd);
 	int ret;
 
 	*result = NULL;
@@ -38,6 +36,16 @@ int ctl_daemon_call_with(const struct ctl *c, const char *cmd, const char *key,
 	ret = ctlproto_call(c->ctl_sock, req, result, CTLPROTO_TIMEOUT_MS, err);
 	json_decref(req);
 	return ret;
+}
+
+int ctl_daemon_call_with(const struct ctl *c, const char *cmd, const char *key,
+			 const char *value, json_t **result, struct errbuf *err)
+{
+	return ctl_daemon_send(
+	    c,
+	    key ? json_pack("{s:s,s:s}", "cmd", cmd, key, value)
+		: json_pack("{s:s}", "cmd", cmd),
+	    result, err);
 }
 
 /*
@@ -873,14 +881,7 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 	req = k ? json_pack("{s:s,s:s,s:s}", "cmd", "upstream", "action",
 			    actions[k], "endpoint", argv[first])
 		: json_pack("{s:s}", "cmd", "upstream");
-	if (!req) {
-		log_warnx("out of memory");
-		return CTL_FAIL;
-	}
-	ret =
-	    ctlproto_call(c->ctl_sock, req, &result, CTLPROTO_TIMEOUT_MS, &err);
-	json_decref(req);
-	if (ret) {
+	if (ctl_daemon_send(c, req, &result, &err)) {
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
 	}
@@ -950,14 +951,7 @@ int cmd_challenge(struct ctl *c, int argc, char **argv)
 				argv[first], "on", on);
 	} else
 		req = json_pack("{s:s}", "cmd", "challenge");
-	if (!req) {
-		log_warnx("out of memory");
-		return CTL_FAIL;
-	}
-	ret =
-	    ctlproto_call(c->ctl_sock, req, &result, CTLPROTO_TIMEOUT_MS, &err);
-	json_decref(req);
-	if (ret) {
+	if (ctl_daemon_send(c, req, &result, &err)) {
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
 	}

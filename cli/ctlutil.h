@@ -128,6 +128,10 @@ void ctl_end(struct ctl *c);
  */
 int ctl_daemon_call(const struct ctl *c, const char *cmd, json_t **result,
 		    struct errbuf *err);
+/* The same with the request req (consumed; NULL: out of memory, said in
+ * err). */
+int ctl_daemon_send(const struct ctl *c, json_t *req, json_t **result,
+		    struct errbuf *err);
 /* The same with one more string member, {"cmd": cmd, key: value} (none
  * when key is NULL). */
 int ctl_daemon_call_with(const struct ctl *c, const char *cmd, const char *key,

@@ -77,17 +77,6 @@ void chal_prefix(const struct cidr *peer, struct cidr *out)
 		out->addr[i] = peer->addr[i];
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int chal_keys_parse(const char *text, size_t len, struct chal_keys *out,
 		    char *err, size_t errlen)
 {
@@ -125,8 +114,8 @@ int chal_keys_parse(const char *text, size_t len, struct chal_keys *out,
 			goto bad;
 		}
 		for (j = 0, bits = 0; j < CHAL_KEY_LEN; j++) {
-			int hi = hexval(text[s + 2 * j]);
-			int lo = hexval(text[s + 2 * j + 1]);
+			int hi = h1_hexval(text[s + 2 * j]);
+			int lo = h1_hexval(text[s + 2 * j + 1]);
 
 			if (hi < 0 || lo < 0) {
 				snprintf(err, errlen,
@@ -359,60 +348,63 @@ static enum chal_check chal_pass_one(const struct chal_keys *keys,
 	return CHAL_GOOD;
 }
 
-/* The pass cookies named name (with its '='): as chal_pass_find, *first
- * the first failure so far. */
-static enum chal_check chal_pass_scan(const struct chal_keys *keys,
-				      const char *env,
-				      const struct cidr *prefix,
-				      const struct h1_head *h, const char *name,
-				      uint64_t now, uint64_t *exp,
-				      enum chal_check *first)
+/* What chal_pass_scan's pairs are checked against, and what they gave. */
+struct chal_scan {
+	const struct chal_keys *keys;
+	const char *env;
+	const struct cidr *prefix;
+	const char *name; /* with its '=' */
+	size_t nl;
+	uint64_t now, *exp;
+	unsigned tried;
+	enum chal_check *first;
+};
+
+/* One Cookie pair: 1 when it is a good pass, -1 when the name's tries
+ * are spent, else 0 (go on). */
+static int chal_scan_pair(const char *v, size_t n, void *arg)
 {
-	size_t nl = strlen(name), i;
-	unsigned tried = 0;
+	struct chal_scan *sc = arg;
+	enum chal_check c;
 
-	for (i = 0; i < h->nheaders; i++) {
-		const struct h1_header *f = &h->headers[i];
-		size_t s, e;
-
-		if (!h1_eq(f->name, f->name_len, "cookie"))
-			continue;
-		/* "a=1; b=2": each pair, without its white space */
-		for (s = 0; s < f->value_len; s = e + 1) {
-			size_t a = s, z;
-			enum chal_check c;
-
-			for (e = s; e < f->value_len && f->value[e] != ';'; e++)
-				;
-			for (z = e; a < z && (f->value[a] == ' ' ||
-					      f->value[a] == '\t');)
-				a++;
-			while (z > a && (f->value[z - 1] == ' ' ||
-					 f->value[z - 1] == '\t'))
-				z--;
-			if (z - a < nl || memcmp(f->value + a, name, nl) != 0)
-				continue;
-			a += nl;
-			/* a client's own few, not an attacker's thousand
-			 * HMACs a request */
-			if (tried++ == CHAL_PASSES_TRIED)
-				return CHAL_ABSENT;
-			if (z - a >= 2 && f->value[a] == '"' &&
-			    f->value[z - 1] == '"') {
-				a++;
-				z--;
-			}
-			c = keys->n
-				? chal_pass_one(keys, env, prefix, f->value + a,
-						z - a, now, exp)
-				: CHAL_FORGED;
-			if (c == CHAL_GOOD)
-				return CHAL_GOOD;
-			if (*first == CHAL_ABSENT)
-				*first = c;
-		}
+	if (n < sc->nl || memcmp(v, sc->name, sc->nl) != 0)
+		return 0;
+	/* a client's own few, not an attacker's thousand HMACs a request */
+	if (sc->tried++ == CHAL_PASSES_TRIED)
+		return -1;
+	v += sc->nl;
+	n -= sc->nl;
+	if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+		v++;
+		n -= 2;
 	}
-	return CHAL_ABSENT;
+	c = sc->keys->n ? chal_pass_one(sc->keys, sc->env, sc->prefix, v, n,
+					sc->now, sc->exp)
+			: CHAL_FORGED;
+	if (c == CHAL_GOOD)
+		return 1;
+	if (*sc->first == CHAL_ABSENT)
+		*sc->first = c;
+	return 0;
+}
+
+/* Whether a pass cookie named name (with its '=') among h's Cookie
+ * fields is good; *first gets the first failure so far. */
+static bool chal_pass_scan(const struct chal_keys *keys, const char *env,
+			   const struct cidr *prefix, const struct h1_head *h,
+			   const char *name, uint64_t now, uint64_t *exp,
+			   enum chal_check *first)
+{
+	struct chal_scan sc = {keys, env, prefix, name, strlen(name),
+			       now,  exp, 0,	  first};
+	int rc = 0;
+
+	for (size_t i = 0; i < h->nheaders && rc == 0; i++)
+		if (h1_eq(h->headers[i].name, h->headers[i].name_len, "cookie"))
+			rc = h1_each(h->headers[i].value,
+				     h->headers[i].value_len, ';',
+				     chal_scan_pair, &sc);
+	return rc == 1;
 }
 
 enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
@@ -426,9 +418,9 @@ enum chal_check chal_pass_find(const struct chal_keys *keys, const char *env,
 	 * ones, so its junk edge_pass cookies never crowd out the pass of a
 	 * client on HTTPS */
 	if (chal_pass_scan(keys, env, prefix, h, CHAL_COOKIE_TLS "=", now, exp,
-			   &first) == CHAL_GOOD ||
+			   &first) ||
 	    chal_pass_scan(keys, env, prefix, h, CHAL_COOKIE "=", now, exp,
-			   &first) == CHAL_GOOD)
+			   &first))
 		return CHAL_GOOD;
 	return first;
 }
@@ -459,8 +451,8 @@ int chal_return_path(const char *r, size_t rlen, char *out, size_t len)
 		int c = (unsigned char)r[i];
 
 		if (c == '%') {
-			int hi = i + 2 < rlen ? hexval(r[i + 1]) : -1;
-			int lo = i + 2 < rlen ? hexval(r[i + 2]) : -1;
+			int hi = i + 2 < rlen ? h1_hexval(r[i + 1]) : -1;
+			int lo = i + 2 < rlen ? h1_hexval(r[i + 2]) : -1;
 
 			if (hi < 0 || lo < 0)
 				goto bad;
@@ -720,41 +712,33 @@ uint64_t chal_fail_total(enum chal_check c)
 		   : 0;
 }
 
-static pthread_once_t chal_once = PTHREAD_ONCE_INIT;
+static pthread_once_t chal_key_once = PTHREAD_ONCE_INIT;
+static pthread_once_t chal_mem_once = PTHREAD_ONCE_INIT;
 static struct chal_keys chal_rnd;
-static struct chal_table *chal_used_t, *chal_seen_t, *chal_flags_t;
+static struct chal_table *chal_mems[CHAL_MEMS];
 
-static void chal_init(void)
+static void chal_key_init(void)
 {
 	if (RAND_bytes(chal_rnd.k[0], CHAL_KEY_LEN) == 1)
 		chal_rnd.n = 1; /* else no key: every pass and token fails */
-	chal_used_t = chal_table_new(65536);
-	chal_seen_t = chal_table_new(65536);
-	chal_flags_t = chal_table_new(65536);
+}
+
+static void chal_mem_init(void)
+{
+	for (unsigned m = 0; m < CHAL_MEMS; m++)
+		chal_mems[m] = chal_table_new(65536);
 }
 
 const struct chal_keys *chal_random_keys(void)
 {
-	pthread_once(&chal_once, chal_init);
+	pthread_once(&chal_key_once, chal_key_init);
 	return &chal_rnd;
 }
 
-struct chal_table *chal_used(void)
+struct chal_table *chal_mem(enum chal_mem m)
 {
-	pthread_once(&chal_once, chal_init);
-	return chal_used_t;
-}
-
-struct chal_table *chal_seen(void)
-{
-	pthread_once(&chal_once, chal_init);
-	return chal_seen_t;
-}
-
-struct chal_table *chal_flags(void)
-{
-	pthread_once(&chal_once, chal_init);
-	return chal_flags_t;
+	pthread_once(&chal_mem_once, chal_mem_init);
+	return (unsigned)m < CHAL_MEMS ? chal_mems[m] : NULL;
 }
 
 #define CHAL_ENV_MAX 64 /* an id's bytes (config_id) */

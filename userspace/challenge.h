@@ -189,12 +189,16 @@ uint64_t chal_fail_total(enum chal_check c);
  * end when edged does. */
 const struct chal_keys *chal_random_keys(void);
 
-/* The solutions exchanged, the client prefixes that showed a pass
- * (new_ip) and those flagged by the rate limit (on_rate_limit), each
- * 65,536 slots; NULL when out of memory. */
-struct chal_table *chal_used(void);
-struct chal_table *chal_seen(void);
-struct chal_table *chal_flags(void);
+/* This process's tables, each of 65,536 slots, made at the first call. */
+enum chal_mem {
+	CHAL_USED,  /* the solutions exchanged (a replay refused) */
+	CHAL_SEEN,  /* the client prefixes that showed a pass (new_ip) */
+	CHAL_FLAGS, /* those flagged by the rate limit (on_rate_limit) */
+	CHAL_MEMS
+};
+
+/* Table m; NULL when out of memory. */
+struct chal_table *chal_mem(enum chal_mem m);
 
 /* edgectl challenge ENV on|off: the environment's mode is always while
  * on, whatever its configuration says; kept across reloads. */

@@ -180,7 +180,7 @@ static bool digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static int hexval(char c)
+int h1_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -226,17 +226,15 @@ static size_t field_value_bad(const char *s, size_t n)
  * element with OWS trimmed. Empty elements are reported as (NULL, 0) when
  * want_empty. Returns the first non-zero fn result, else 0.
  */
-typedef int (*h1_elem_fn)(const char *e, size_t n, void *arg);
-
-static int list_walk(const char *s, size_t n, bool want_empty, h1_elem_fn fn,
-		     void *arg)
+static int list_walk_sep(const char *s, size_t n, char sep, bool want_empty,
+			 h1_elem_fn fn, void *arg)
 {
 	size_t i = 0, b, e;
 	int rc;
 
 	while (i <= n) {
 		b = i;
-		while (i < n && s[i] != ',')
+		while (i < n && s[i] != sep)
 			i++;
 		e = i;
 		while (b < e && ows(s[b]))
@@ -252,6 +250,17 @@ static int list_walk(const char *s, size_t n, bool want_empty, h1_elem_fn fn,
 		i++;
 	}
 	return 0;
+}
+
+static int list_walk(const char *s, size_t n, bool want_empty, h1_elem_fn fn,
+		     void *arg)
+{
+	return list_walk_sep(s, n, ',', want_empty, fn, arg);
+}
+
+int h1_each(const char *s, size_t n, char sep, h1_elem_fn fn, void *arg)
+{
+	return list_walk_sep(s, n, sep, false, fn, arg);
 }
 
 static bool is_token(const char *s, size_t n)
@@ -454,8 +463,8 @@ static size_t check_path(const char *s, size_t n)
 
 	for (i = 0; i < n; i++) {
 		if (s[i] == '%') {
-			if (i + 2 >= n || hexval(s[i + 1]) < 0 ||
-			    hexval(s[i + 2]) < 0)
+			if (i + 2 >= n || h1_hexval(s[i + 1]) < 0 ||
+			    h1_hexval(s[i + 2]) < 0)
 				return i;
 			i += 2;
 		} else if (!target_char((unsigned char)s[i])) {
@@ -476,7 +485,7 @@ static bool valid_authority(const char *s, size_t n, bool allow_empty)
 		return allow_empty;
 	if (s[0] == '[') {
 		for (i = 1; i < n && s[i] != ']'; i++)
-			if (hexval(s[i]) < 0 && s[i] != ':' && s[i] != '.')
+			if (h1_hexval(s[i]) < 0 && s[i] != ':' && s[i] != '.')
 				return false;
 		if (i >= n || i == 1)
 			return false;
@@ -486,8 +495,8 @@ static bool valid_authority(const char *s, size_t n, bool allow_empty)
 			unsigned char c = (unsigned char)s[i];
 
 			if (c == '%') {
-				if (i + 2 >= n || hexval(s[i + 1]) < 0 ||
-				    hexval(s[i + 2]) < 0)
+				if (i + 2 >= n || h1_hexval(s[i + 1]) < 0 ||
+				    h1_hexval(s[i + 2]) < 0)
 					return false;
 				i += 2;
 			} else if (!target_char(c) || c == '/' || c == '?' ||
@@ -1050,7 +1059,7 @@ static enum h1_err ck_byte(struct h1_chunked *st, unsigned char c)
 	switch (st->state) {
 	case CK_SIZE0:
 	case CK_SIZE:
-		x = hexval((char)c);
+		x = h1_hexval((char)c);
 		if (x >= 0) {
 			if (++st->ndigits > H1_CHUNK_DIGITS_MAX)
 				return H1_E_CHUNK_SIZE;

@@ -346,6 +346,18 @@ static inline bool h1_eq(const char *s, size_t n, const char *lit)
 	       h1_eq_n(s, lit, n);
 }
 
+/* The value of hex digit c (either case), or -1. */
+int h1_hexval(char c);
+
+/* An element of a list, without its white space (h1_each's). */
+typedef int (*h1_elem_fn)(const char *e, size_t n, void *arg);
+
+/* Call fn on each element of the list s[0..n) separated by sep (',' for a
+ * field's list, ';' for Cookie's pairs), without its optional white
+ * space, empty ones skipped; stops at fn's first nonzero return, which
+ * it returns (else 0). */
+int h1_each(const char *s, size_t n, char sep, h1_elem_fn fn, void *arg);
+
 /* Whether the comma-separated list s[0..n) holds the token tok
  * (case-insensitive). */
 bool h1_list_has(const char *s, size_t n, const char *tok);

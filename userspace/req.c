@@ -265,17 +265,14 @@ static void req_send_error(struct req *r, enum outcome o, const char *extra,
 	ssize_t blen;
 	int status = r->own_status ? r->own_status : outcome_status(o);
 
-	if (r->own_body) {
+	if (r->own_body)
 		r->cl->error(r, status, extra, r->own_body, r->own_body_len,
 			     close);
-		r->status = status;
-		r->resp_started = true;
-		return;
+	else {
+		blen = outcome_error_body(o, r->id, body, sizeof(body));
+		r->cl->error(r, status, extra, body,
+			     blen < 0 ? 0 : (size_t)blen, close);
 	}
-	blen = outcome_error_body(o, r->id, body, sizeof(body));
-	if (blen < 0)
-		blen = 0;
-	r->cl->error(r, status, extra, body, (size_t)blen, close);
 	r->status = status;
 	r->resp_started = true;
 }
@@ -735,7 +732,7 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 	char ret[1024], pass[CHAL_PASS_MAX], *hdr;
 	enum chal_check c;
 	uint64_t tag = 0, until = 0;
-	struct chal_table *used = chal_used();
+	struct chal_table *used = chal_mem(CHAL_USED);
 
 	if (h->method != H1_M_POST) {
 		r->own_status = 0;
@@ -768,8 +765,8 @@ static void req_chal_verify(struct req *r, const struct chal_keys *keys,
 	}
 	chal_count(CHAL_R_SOLVED);
 	r->chal = chal_result_name(CHAL_R_SOLVED);
-	if (cc->mode == CHAL_NEW_IP && chal_seen())
-		chal_table_add(chal_seen(),
+	if (cc->mode == CHAL_NEW_IP && chal_mem(CHAL_SEEN))
+		chal_table_add(chal_mem(CHAL_SEEN),
 			       chal_table_key('i', r->m.env_id, pfx), now + ttl,
 			       now);
 	/* over HTTPS a __Host- cookie: Secure, this host's only */
@@ -841,7 +838,8 @@ static bool req_challenge(struct req *r, bool limited)
 {
 	enum chal_mode mode = req_chal_mode(r);
 	const struct chal_keys *keys = &r->w->set.chal_keys;
-	struct chal_table *seen = chal_seen(), *flags = chal_flags();
+	struct chal_table *seen = chal_mem(CHAL_SEEN);
+	struct chal_table *flags = chal_mem(CHAL_FLAGS);
 	struct cidr any = {.family = AF_INET}, pfx;
 	const struct h1_request *h = &r->h;
 	uint64_t now = (uint64_t)time(NULL), exp = 0, k;

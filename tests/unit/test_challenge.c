@@ -379,12 +379,11 @@ START_TEST(test_page)
 
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(len, strlen(p));
-	ck_assert_ptr_nonnull(memmem(p, len, "\"1.2.3.abc.def\"", 15));
+	ck_assert_ptr_nonnull(strstr(p, "\"1.2.3.abc.def\", D = 17, ret = "));
+	ck_assert_ptr_nonnull(strstr(p, "A = \"" CHAL_PATH "\""));
 	ck_assert_ptr_nonnull(
 	    strstr(p, "\"/a?x=\\u0027\\\"\\u003c\\u003e\\u0026\\\\\""));
 	ck_assert_ptr_null(memmem(p, len, "<>", 2));
-	ck_assert_ptr_nonnull(memmem(p, len, CHAL_PATH, strlen(CHAL_PATH)));
-	ck_assert_ptr_nonnull(memmem(p, len, "17", 2));
 	ck_assert_ptr_null(memmem(p, len, "{{TOKEN}}", 9));
 	ck_assert_ptr_null(memmem(p, len, "{{DIFFICULTY}}", 14));
 	ck_assert_ptr_null(memmem(p, len, "{{RETURN}}", 10));
