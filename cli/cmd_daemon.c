@@ -562,7 +562,7 @@ static void routes_print_tcp(const json_t *tcp)
 
 /* A route's rules, counted: "  (headers: 7 rules, 3 redirects,
  * unmatched paths 404, compression off, inject head_end+body_end,
- * challenge new_ip)"; nothing when it has none. */
+ * challenge new_ip, api keys (2) or jwt)"; nothing when it has none. */
 static void routes_print_rules(const json_t *r)
 {
 	const json_t *h = json_object_get(r, "headers"), *v;
@@ -579,29 +579,48 @@ static void routes_print_rules(const json_t *r)
 			     ? "always (edgectl)"
 			     : routes_str(ch, "mode", "off");
 	bool chal = strcmp(cm, "off") != 0;
-	const char *k;
+	const json_t *au = json_object_get(r, "auth");
+	const json_t *ak = json_object_get(au, "api_keys");
+	bool keys = json_is_integer(ak);
+	bool jwt = json_is_object(json_object_get(au, "jwt"));
+	const char *k, *sep = "";
 
 	json_object_foreach((json_t *)h, k, v) n += json_array_size(v);
-	if (!n && !red && !nf && !off && !ih && !ib && !chal)
+	if (!n && !red && !nf && !off && !ih && !ib && !chal && !keys && !jwt)
 		return;
 	printf("  (");
-	if (n)
+	if (n) {
 		printf("headers: %zu rule%s", n, n == 1 ? "" : "s");
-	if (red)
-		printf("%s%zu redirect%s", n ? ", " : "", red,
-		       red == 1 ? "" : "s");
-	if (nf)
-		printf("%sunmatched paths 404", n || red ? ", " : "");
-	if (off)
-		printf("%scompression off", n || red || nf ? ", " : "");
-	if (ih || ib)
-		printf("%sinject %s", n || red || nf || off ? ", " : "",
+		sep = ", ";
+	}
+	if (red) {
+		printf("%s%zu redirect%s", sep, red, red == 1 ? "" : "s");
+		sep = ", ";
+	}
+	if (nf) {
+		printf("%sunmatched paths 404", sep);
+		sep = ", ";
+	}
+	if (off) {
+		printf("%scompression off", sep);
+		sep = ", ";
+	}
+	if (ih || ib) {
+		printf("%sinject %s", sep,
 		       ih && ib ? "head_end+body_end"
 		       : ih	? "head_end"
 				: "body_end");
-	if (chal)
-		printf("%schallenge %s",
-		       n || red || nf || off || ih || ib ? ", " : "", cm);
+		sep = ", ";
+	}
+	if (chal) {
+		printf("%schallenge %s", sep, cm);
+		sep = ", ";
+	}
+	if (keys)
+		printf("%sapi keys (%lld)%s", sep,
+		       (long long)json_integer_value(ak), jwt ? " or jwt" : "");
+	else if (jwt)
+		printf("%sjwt", sep);
 	printf(")");
 }
 

@@ -51,7 +51,8 @@ struct passwd;
 	X(UPSTREAM_ADDR, upstream_addr, 128)                                   \
 	X(UPSTREAM_STATUS, upstream_status, 4)                                 \
 	X(HTTP_VERSION, http_version, 12)                                      \
-	X(CHALLENGE, challenge, 8)
+	X(CHALLENGE, challenge, 8)                                             \
+	X(AUTH, auth, 8)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,

@@ -32,7 +32,7 @@
 	"host, method, path, status, bytes_in, bytes_out, duration_us, "       \
 	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome, " \
 	"mover, tls_cipher, tls_resumed, cold_start_ms, upstream_addr, "       \
-	"upstream_status, http_version, challenge"
+	"upstream_status, http_version, challenge, auth"
 
 #define PG_SETUP                                                               \
 	"SET statement_timeout = %d; "                                         \
@@ -44,7 +44,7 @@
 	"user_agent text, referrer text, tls_version text, outcome text, "     \
 	"mover text, tls_cipher text, tls_resumed boolean, "                   \
 	"cold_start_ms integer, upstream_addr text, upstream_status integer, " \
-	"http_version text, challenge text) "                                  \
+	"http_version text, challenge text, auth text) "                       \
 	"ON COMMIT DELETE ROWS"
 
 #define PG_BATCH                                                               \
@@ -205,6 +205,7 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	PG_TEXT(UPSTREAM_STATUS, true); /* digits: an integer, or NULL */
 	PG_TEXT(HTTP_VERSION, true);
 	PG_TEXT(CHALLENGE, true);
+	PG_TEXT(AUTH, true);
 #undef PG_TEXT
 	out[o - 1] = '\n'; /* the last column's tab */
 	return o;

@@ -19,6 +19,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include "b64url.h"
 #include "challenge_page.h" /* challenge_page_html[], scripts/text2c */
 #include "h1.h"
 #include "siphash.h"
@@ -145,34 +146,6 @@ bad:
 	return -EINVAL;
 }
 
-static void b64url(const uint8_t *in, size_t n, char *out)
-{
-	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
-				"uvwxyz0123456789-_";
-	size_t i, o = 0;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 |
-			     in[i + 2];
-
-		out[o++] = a[v >> 18 & 63];
-		out[o++] = a[v >> 12 & 63];
-		out[o++] = a[v >> 6 & 63];
-		out[o++] = a[v & 63];
-	}
-	if (n - i == 1) {
-		out[o++] = a[in[i] >> 2];
-		out[o++] = a[(in[i] & 3) << 4];
-	} else if (n - i == 2) {
-		uint32_t v = (uint32_t)in[i] << 8 | in[i + 1];
-
-		out[o++] = a[v >> 10 & 63];
-		out[o++] = a[v >> 4 & 63];
-		out[o++] = a[(v & 15) << 2];
-	}
-	out[o] = '\0';
-}
-
 /* HMAC-SHA-256 under key of: what, env, the prefix and the signed text,
  * each ended by a NUL (so that no two inputs run together), as
  * CHAL_B64_MAC base64url digits into out. */
@@ -201,7 +174,7 @@ static void chal_mac(const uint8_t *key, char what, const char *env,
 	n += tlen;
 	if (!HMAC(EVP_sha256(), key, CHAL_KEY_LEN, buf, n, md, &mdlen))
 		memset(md, 0, sizeof(md)); /* matches no MAC edge makes */
-	b64url(md, CHAL_MAC_LEN, out);
+	b64url_encode(md, CHAL_MAC_LEN, out);
 }
 
 /* Whether mac (CHAL_B64_MAC digits) is text's under one of keys. */
@@ -245,7 +218,7 @@ size_t chal_token_make(const struct chal_keys *keys, const char *env,
 
 	if (keys->n == 0 || RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return 0;
-	b64url(rnd, sizeof(rnd), r64);
+	b64url_encode(rnd, sizeof(rnd), r64);
 	n = snprintf(out, CHAL_TOKEN_MAX, "1.%llu.%u.%s.",
 		     (unsigned long long)(now + CHAL_TOKEN_TTL_S), difficulty,
 		     r64);

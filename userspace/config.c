@@ -601,8 +601,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		     const struct route_src_env *env, struct route_src_route *r)
 {
 	static const char *const keys[] = {
-	    "prefix",	      "strip_prefix", "upstreams", "balance",
-	    "max_body_bytes", "headers",      NULL};
+	    "prefix",  "strip_prefix", "upstreams", "balance", "max_body_bytes",
+	    "headers", "api_keys",     "jwt",	    NULL};
 	int rc;
 
 	rc = cfg_known(x, g, path, keys);
@@ -624,6 +624,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 				&r->max_body_bytes);
 	if (rc == 0)
 		rc = cfg_headers(x, g, path, &r->headers);
+	if (rc == 0)
+		rc = cfg_auth(x, g, path, &r->auth);
 	return rc;
 }
 
@@ -821,11 +823,24 @@ static int cfg_unmatched(struct cfg *x, const config_setting_t *g,
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
 			   const char *path, struct route_src_env *env)
 {
-	static const char *const keys[] = {
-	    "id",	    "name",	      "domains",	  "routes",
-	    "deployment",   "max_body_bytes", "security_headers", "on_demand",
-	    "idle_timeout", "headers",	      "redirects",	  "unmatched",
-	    "compression",  "inject",	      "challenge",	  NULL};
+	static const char *const keys[] = {"id",
+					   "name",
+					   "domains",
+					   "routes",
+					   "deployment",
+					   "max_body_bytes",
+					   "security_headers",
+					   "on_demand",
+					   "idle_timeout",
+					   "headers",
+					   "redirects",
+					   "unmatched",
+					   "compression",
+					   "inject",
+					   "challenge",
+					   "api_keys",
+					   "jwt",
+					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
 	int rc;
@@ -871,6 +886,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_inject(x, g, path, &env->headers, &env->inject);
 	if (rc == 0)
 		rc = cfg_challenge(x, g, path, &env->challenge);
+	if (rc == 0)
+		rc = cfg_auth(x, g, path, &env->auth);
 	if (rc == 0)
 		rc = cfg_domains(x, g, path, env);
 	if (rc == 0)

@@ -1229,3 +1229,137 @@ int cfg_inject(struct cfg *x, const config_setting_t *g, const char *path,
 	}
 	return rc;
 }
+
+/* api_keys = { file }: the key file's lines into g. */
+static int cfg_api_keys(struct cfg *x, const config_setting_t *c, const char *p,
+			struct auth_gate *g)
+{
+	static const char *const keys[] = {"file", NULL};
+	struct cfg_at at;
+	struct errbuf e;
+	const char *f;
+	char *buf;
+	size_t n;
+	int rc;
+
+	if (!config_setting_is_group(c))
+		return cfg_fail(x, c, p, "a group { file = \"...\"; }");
+	rc = cfg_known(x, c, p, keys);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "file", NULL, &f, &at);
+	if (rc == 0)
+		rc = cfg_file_read(x, at.s, at.key, f, AUTH_KEYS_MAX * 130,
+				   &buf, &n);
+	if (rc < 0)
+		return rc;
+	rc = auth_gate_api_keys(g, buf, n, &e);
+	free(buf);
+	if (rc == -EINVAL)
+		return cfg_fail(x, at.s, at.key, "%s: %s", f, e.msg);
+	return rc < 0 ? cfg_nomem(x) : 0;
+}
+
+/* jwt = { keys; issuer; audience; algorithms; leeway; copy_claims }. */
+static int cfg_jwt(struct cfg *x, const config_setting_t *c, const char *p,
+		   struct auth_gate *g)
+{
+	static const char *const keys[] = {
+	    "keys",   "issuer",	     "audience", "algorithms",
+	    "leeway", "copy_claims", NULL};
+	const char *f, *iss, *aud, *lw;
+	struct cfg_at at, lat;
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *l;
+	unsigned algs = 0;
+	uint64_t leeway = 0;
+	struct errbuf e;
+	char *buf;
+	size_t n;
+	int rc, i;
+
+	if (!config_setting_is_group(c))
+		return cfg_fail(x, c, p, "a group { keys = \"...\"; }");
+	rc = cfg_known(x, c, p, keys);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "keys", NULL, &f, &at);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "issuer", "", &iss, &lat);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "audience", "", &aud, &lat);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "leeway", "0s", &lw, &lat);
+	/* "0s" is none; duration_parse_ms takes only longer ones */
+	if (rc == 0 && strcmp(lw, "0s") != 0 && strcmp(lw, "0") != 0 &&
+	    duration_parse_ms(lw, AUTH_LEEWAY_MAX_S * 1000ULL, &leeway, &e))
+		return cfg_fail(x, lat.s, lat.key, "%s (at most 10m)", e.msg);
+	if (rc == 0)
+		rc = cfg_list(x, c, p, "algorithms", key, &l);
+	for (i = 0; rc == 0 && l && i < config_setting_length(l); i++) {
+		const char *a = config_setting_get_string_elem(l, i);
+		int v = auth_alg_parse(a, strlen(a));
+
+		if (v < 0) {
+			cfg_key_index(ek, key, (size_t)i);
+			return cfg_fail(x, config_setting_get_elem(l, i), ek,
+					"\"%s\": RS256, RS384, RS512, PS256, "
+					"PS384, PS512, ES256, ES384, EdDSA, "
+					"HS256, HS384 or HS512",
+					a);
+		}
+		algs |= 1u << v;
+	}
+	if (rc == 0 && l && !algs)
+		return cfg_fail(x, l, key, "needs at least one algorithm");
+	if (rc == 0 && !algs)
+		algs = AUTH_ALGS_DEFAULT;
+	if (rc == 0)
+		rc = cfg_file_read(x, at.s, at.key, f, 1 << 20, &buf, &n);
+	if (rc < 0)
+		return rc;
+	rc = auth_gate_jwt(g, buf, n, algs, iss[0] ? iss : NULL,
+			   aud[0] ? aud : NULL, (unsigned)(leeway / 1000), &e);
+	free(buf);
+	if (rc == -EINVAL)
+		return cfg_fail(x, at.s, at.key, "%s: %s", f, e.msg);
+	if (rc < 0)
+		return cfg_nomem(x);
+	rc = cfg_list(x, c, p, "copy_claims", key, &l);
+	for (i = 0; rc == 0 && l && i < config_setting_length(l); i++) {
+		rc = auth_gate_copy_claim(
+		    g, config_setting_get_string_elem(l, i), &e);
+		cfg_key_index(ek, key, (size_t)i);
+		if (rc == -EINVAL)
+			return cfg_fail(x, config_setting_get_elem(l, i), ek,
+					"%s", e.msg);
+		if (rc < 0)
+			return cfg_nomem(x);
+	}
+	return rc;
+}
+
+int cfg_auth(struct cfg *x, const config_setting_t *g, const char *path,
+	     struct auth_gate **out)
+{
+	char pk[CFG_KEY_MAX], pj[CFG_KEY_MAX];
+	config_setting_t *k = cfg_member(g, path, "api_keys", pk);
+	config_setting_t *j = cfg_member(g, path, "jwt", pj);
+	struct auth_gate *a;
+	int rc = 0;
+
+	*out = NULL;
+	if (!k && !j)
+		return 0;
+	a = auth_gate_new();
+	if (!a)
+		return cfg_nomem(x);
+	if (k)
+		rc = cfg_api_keys(x, k, pk, a);
+	if (rc == 0 && j)
+		rc = cfg_jwt(x, j, pj, a);
+	if (rc < 0) {
+		auth_gate_put(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}

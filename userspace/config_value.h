@@ -29,6 +29,7 @@
 #include "config_file.h"
 #include "compress.h"
 #include "hrule.h"
+#include "auth.h"
 #include "challenge.h"
 #include "inject.h"
 
@@ -200,6 +201,11 @@ int cfg_file_read(struct cfg *x, const config_setting_t *s, const char *key,
 
 /* An environment's challenge group (challenge.h): mode, difficulty, ttl;
  * absent: off. */
+/* api_keys and jwt of group g (an environment or a route): a new gate
+ * (auth.h) in *out, or NULL when g names neither. */
+int cfg_auth(struct cfg *x, const config_setting_t *g, const char *path,
+	     struct auth_gate **out);
+
 int cfg_challenge(struct cfg *x, const config_setting_t *g, const char *path,
 		  struct config_challenge *out);
 

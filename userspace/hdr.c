@@ -921,6 +921,8 @@ const char *hdr_status_text(int status)
 		return "Method Not Allowed";
 	case 400:
 		return "Bad Request";
+	case 401:
+		return "Unauthorized";
 	case 403:
 		return "Forbidden";
 	case 408:

@@ -114,7 +114,9 @@
 	  "this site asks for a proof-of-work challenge first: open it in a "  \
 	  "browser, or present a pass")                                        \
 	X(CHALLENGE_PASSED, "challenge_passed", 303,                           \
-	  "the challenge is solved: follow the Location")
+	  "the challenge is solved: follow the Location")                      \
+	X(UNAUTHORIZED, "unauthorized", 401,                                   \
+	  "this site needs a valid API key or bearer token")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -116,6 +116,8 @@ static void record_event(struct analytics *a, const struct record *rec)
 	if (rec->challenge)
 		analytics_event_set(&ev, ANALYTICS_F_CHALLENGE, rec->challenge,
 				    SIZE_MAX);
+	if (rec->auth)
+		analytics_event_set(&ev, ANALYTICS_F_AUTH, rec->auth, SIZE_MAX);
 	if (rec->http)
 		record_http(&ev, rec);
 	analytics_enqueue(a, &ev);

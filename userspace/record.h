@@ -50,6 +50,9 @@ struct record {
 	/* the challenge's part in it (challenge.h's chal_result names:
 	 * issued, solved, passed, failed), NULL: none */
 	const char *challenge;
+	/* the credential that let it in or was refused (auth.h's method
+	 * names: api_key, jwt), NULL: none checked or none presented */
+	const char *auth;
 };
 
 /* Tell rec's stream's ending (rec->t0 read against a fresh clock). */

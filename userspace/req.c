@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "analytics.h"
+#include "auth.h"
 #include "challenge.h"
 #include "clk.h"
 #include "edge_assert.h"
@@ -241,6 +242,7 @@ static void req_record(struct req *r, enum outcome o)
 	    .tls_version = r->tls_version,
 	    .tls_cipher = r->tls_cipher,
 	    .challenge = r->chal,
+	    .auth = r->auth_m ? auth_method_name(r->auth_m) : NULL,
 	};
 
 	if (r->routed) {
@@ -363,6 +365,8 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	r->head = NULL;
 	free(r->own_body);
 	r->own_body = NULL;
+	free(r->auth_fields);
+	r->auth_fields = NULL;
 	r->cl->ended(r, close);
 }
 
@@ -900,6 +904,55 @@ static bool req_challenge(struct req *r, bool limited)
 	return true;
 }
 
+/* ---- the credential gate (auth.h) --------------------------------------- */
+
+/* A client's own X-Jwt-Claim-* and X-Api-Key-Name never reach the
+ * upstream of a gated route: only the gate's. */
+static bool req_auth_drop(const struct hdr_edit *e, const char *name, size_t n)
+{
+	(void)e;
+	return auth_field_reserved(name, n);
+}
+
+static void req_auth_add(const struct hdr_edit *e, struct hdr_buf *b)
+{
+	const struct req *r =
+	    (const struct req *)((const char *)e -
+				 offsetof(struct req, auth_edit));
+
+	if (r->auth_fields)
+		hdr_buf_add(b, r->auth_fields, r->auth_fields_len);
+}
+
+/* The API key or JWT r's route asks for, before the rate limit and
+ * admission: whether it answered r (401 unauthorized, with a
+ * WWW-Authenticate). Admitted, the edit that passes what the check
+ * learnt upstream goes first in the request's chain. */
+static bool req_auth(struct req *r)
+{
+	struct auth_out out;
+	enum auth_result res;
+	char extra[96];
+
+	res = auth_check(r->m.auth, &r->h.h, (uint64_t)time(NULL), &out);
+	r->auth_m = out.method;
+	auth_count(out.method, res);
+	if (res != AUTH_R_OK) {
+		free(out.fields);
+		snprintf(extra, sizeof(extra), "WWW-Authenticate: %s\r\n",
+			 auth_challenge_header(res));
+		req_end(r, OUTCOME_UNAUTHORIZED, extra);
+		return true;
+	}
+	r->auth_fields = out.fields;
+	r->auth_fields_len = out.fields_len;
+	r->auth_edit.drop = req_auth_drop;
+	r->auth_edit.add = req_auth_add;
+	r->auth_edit.next = r->req_ed;
+	r->req_ed = &r->auth_edit;
+	return false;
+}
+
 void req_head(struct req *r)
 {
 	struct worker *w = r->w;
@@ -971,6 +1024,8 @@ void req_head(struct req *r)
 				    r->m.route_headers, &r->hv, false);
 	r->resp_ed = hrule_edit_init(&r->resp_edit, r->m.env_headers,
 				     r->m.route_headers, &r->hv, true);
+	if (r->m.auth && req_auth(r))
+		return;
 
 	/* Admit */
 	switch (o = stream_admit(w, &r->m, r->peer_cidr, &retry)) {

@@ -196,6 +196,13 @@ struct req {
 	const char *own_ctype;
 	/* what the challenge made of it (chal_result_name), NULL: nothing */
 	const char *chal;
+	/* the credential gate (auth.h): what was presented, the fields it
+	 * adds upstream (malloc'd, freed at the end) and the edit that adds
+	 * them and drops a client's own */
+	enum auth_method auth_m;
+	char *auth_fields;
+	size_t auth_fields_len;
+	struct hdr_edit auth_edit;
 	bool routed;	   /* m is valid */
 	bool inflight;	   /* admit_inflight_enter held */
 	bool resp_started; /* a response head went to the client */

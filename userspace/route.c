@@ -43,6 +43,7 @@ struct route_r {
 	enum config_balance balance;
 	uint64_t max_body_bytes;      /* ROUTE_SRC_INHERIT: the table's */
 	const struct hrules *headers; /* the route's own, NULL: none */
+	const struct auth_gate *auth; /* its credential gate, NULL: none */
 	uint64_t key;
 	struct admit_gauge inflight;
 	/* requests ended, by status class (1xx..5xx): the route's series */
@@ -231,6 +232,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 		rt_route_init(&e->def, e, ce->deployment.upstreams,
 			      ce->deployment.n_upstreams,
 			      ce->deployment.balance, env_max, def);
+		e->def.auth = ce->auth;
 		if (ce->n_routes &&
 		    !(e->routes = calloc(ce->n_routes, sizeof(*e->routes))))
 			goto fail;
@@ -254,6 +256,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			r->strip = cr->strip_prefix;
 			if (!hrules_empty(&cr->headers))
 				r->headers = &cr->headers;
+			r->auth = cr->auth ? cr->auth : ce->auth;
 		}
 		e->n_routes = ce->n_routes;
 		if (e->n_routes > 1)
@@ -1186,6 +1189,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	if (inject_any(&e->src->inject))
 		m->inject = &e->src->inject;
 	m->challenge = &e->src->challenge;
+	m->auth = r->auth;
 	/* the table is immutable but for its gauges */
 	m->inflight = (struct admit_gauge *)&r->inflight;
 	m->classes = (_Atomic uint64_t *)r->classes;
@@ -1399,7 +1403,8 @@ static json_t *rt_row_json(const struct route_table *t,
 			   chal_mode_name(e->src->challenge.mode), "difficulty",
 			   (int)e->src->challenge.difficulty, "ttl_s",
 			   (int)e->src->challenge.ttl_s, "forced",
-			   chal_forced(e->id))))) {
+			   chal_forced(e->id))) ||
+	     json_object_set_new(o, "auth", auth_gate_json(r->auth)))) {
 		json_decref(o);
 		return NULL;
 	}

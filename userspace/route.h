@@ -76,6 +76,7 @@ struct route_match {
 	const struct config_compression *compression; /* NULL: defaults */
 	const struct config_inject *inject;	      /* NULL: none */
 	const struct config_challenge *challenge;     /* never NULL */
+	const struct auth_gate *auth; /* API keys / JWT (auth.h), NULL: none */
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
 	/* this route's requests by status class (ROUTE_CLASSES: 1xx..5xx),
 	 * counted by req_end with relaxed atomics */

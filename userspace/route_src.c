@@ -43,6 +43,7 @@ void route_src_env_clear(struct route_src_env *env)
 		free(env->routes[i].prefix);
 		free(env->routes[i].upstreams);
 		hrules_free(&env->routes[i].headers);
+		auth_gate_put(env->routes[i].auth);
 	}
 	free(env->routes);
 	free(env->deployment.id);
@@ -55,6 +56,8 @@ void route_src_env_clear(struct route_src_env *env)
 	hredirects_free(&env->redirects);
 	compress_free(&env->compression);
 	inject_free(&env->inject);
+	auth_gate_put(env->auth);
+	env->auth = NULL;
 }
 
 void route_src_project_clear(struct route_src_project *pr)
@@ -119,6 +122,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->unmatched_not_found = f->unmatched_not_found;
 	t->challenge = f->challenge;
+	t->auth = auth_gate_get(f->auth);
 	if (hrules_dup(&f->headers, &t->headers) ||
 	    hredirects_dup(&f->redirects, &t->redirects) ||
 	    compress_dup(&f->compression, &t->compression) ||
@@ -171,6 +175,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 		tr->prefix = NULL;
 		tr->upstreams = NULL;
 		memset(&tr->headers, 0, sizeof(tr->headers));
+		tr->auth = auth_gate_get(fr->auth);
 		if (hrules_dup(&fr->headers, &tr->headers) ||
 		    !rs_str(&tr->prefix, fr->prefix) ||
 		    !rs_mem(&tr->upstreams, fr->upstreams, fr->n_upstreams,

@@ -27,6 +27,7 @@
 #include "config_check.h"
 #include "compress.h"
 #include "hrule.h"
+#include "auth.h"
 #include "challenge.h"
 #include "inject.h"
 #include "rules.h"
@@ -57,7 +58,9 @@ struct route_src_route {
 	/* the environment's unless set (then possibly ROUTE_SRC_INHERIT
 	 * too); 0: unlimited */
 	uint64_t max_body_bytes;
-	struct hrules headers; /* its own; a name it names is its alone */
+	struct hrules headers;	/* its own; a name it names is its alone */
+	struct auth_gate *auth; /* its own credential gate (a reference),
+				   NULL: the environment's */
 };
 
 /* The environment's active deployment. */
@@ -102,6 +105,8 @@ struct route_src_env {
 	struct config_compression compression; /* of its responses */
 	struct config_inject inject;	       /* snippets (inject.h) */
 	struct config_challenge challenge;     /* its gate (challenge.h) */
+	struct auth_gate *auth; /* API keys / JWT (auth.h), a reference;
+				   NULL: none */
 	/* on demand (docs/wake.md): woken by its first request, put to
 	 * sleep after idle_timeout_ms without a request or open tunnel */
 	bool on_demand;

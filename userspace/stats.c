@@ -18,6 +18,7 @@
 #include "sockio.h"
 #include "listener.h"
 #include "encoding.h"
+#include "auth.h"
 #include "challenge.h"
 #include "inject.h"
 #include "stats.h"
@@ -774,6 +775,39 @@ static int stats_render_challenge(struct evbuffer *out)
 	return rc;
 }
 
+/* The credential gates (auth.h): checks by the credential presented
+ * and their result. */
+static int stats_render_auth(struct evbuffer *out)
+{
+	static const char name[] = "edge_auth_total";
+	int rc, m, k;
+
+	rc = metrics_render_help(
+	    out, name,
+	    "Requests checked by an API key or JWT gate (auth.h), by the "
+	    "credential presented (none, api_key, jwt) and the result: ok, "
+	    "or why it was refused 401 unauthorized.",
+	    "counter");
+	for (m = 0; rc == 0 && m < AUTH_M__COUNT; m++)
+		for (k = 0; rc == 0 && k < AUTH_R__COUNT; k++) {
+			uint64_t v = auth_total((enum auth_method)m,
+						(enum auth_result)k);
+
+			/* the pairs that can happen, and any counted */
+			if (!v && (m == AUTH_M_NONE) != (k == AUTH_R_MISSING))
+				continue;
+			if (evbuffer_add_printf(
+				out, "%s{method=\"%s\",result=\"%s\"} %llu\n",
+				name,
+				m ? auth_method_name((enum auth_method)m)
+				  : "none",
+				auth_result_name((enum auth_result)k),
+				(unsigned long long)v) < 0)
+				rc = -ENOMEM;
+		}
+	return rc;
+}
+
 int stats_render(void *ctx, struct evbuffer *out)
 {
 	struct stats *s = ctx;
@@ -796,6 +830,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 		rc = stats_render_inject(out);
 	if (rc == 0)
 		rc = stats_render_challenge(out);
+	if (rc == 0)
+		rc = stats_render_auth(out);
 	if (rc == 0 && stats_xdp_read(s, v))
 		rc = metrics_render_xdp(out, v, EDGE_CTR_MAX);
 	return rc;

@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 27
+#define COLS 28
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -175,6 +175,7 @@ START_TEST(test_row)
 	ck_assert_ptr_null(col[24]); /* upstream_status */
 	ck_assert_ptr_null(col[25]); /* http_version */
 	ck_assert_ptr_null(col[26]); /* challenge: none */
+	ck_assert_ptr_null(col[27]); /* auth: none */
 	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, "[2001:db8::1]:80",
 			    SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, "503", SIZE_MAX);
@@ -189,6 +190,10 @@ START_TEST(test_row)
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);
 	ck_assert_str_eq(col[26], "passed");
+	analytics_event_set(&ev, ANALYTICS_F_AUTH, "jwt", SIZE_MAX);
+	len = analytics_pg_row(&ev, row);
+	ck_assert_uint_eq(split(row, len, store, col), COLS);
+	ck_assert_str_eq(col[27], "jwt");
 	analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, "87", SIZE_MAX);
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);

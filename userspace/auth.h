@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * auth.h - the credential gate: API keys and JSON Web Tokens, checked
+ * before the rate limit and admission (docs/gates.md).
+ *
+ * A gate is built once from an environment's or a route's configuration
+ * (auth_gate_new, then the auth_gate_* setters) and is immutable after
+ * that: workers share it through references (auth_gate_get / _put).
+ *
+ * The credential: "Authorization: Bearer T", else "X-Api-Key: T" (API
+ * keys only). A T of three dot-separated parts is a JWT when the gate
+ * takes JWTs; anything else is an API key when it takes keys.
+ *
+ * API keys are kept as SHA-256 digests with a name (the file's lines
+ * "NAME HEX"); a presented key is hashed and looked up. JWTs are checked
+ * with OpenSSL: the header's alg must be one the gate allows and match
+ * the key's type (an HMAC alg needs a JWKS "oct" key, so a public key is
+ * never taken for an HMAC secret; "none" is never allowed), the
+ * signature, then exp and nbf (with leeway), iss and aud when set.
+ */
+#ifndef EDGE_AUTH_H
+#define EDGE_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "log.h"
+
+struct h1_head;
+
+#define AUTH_KEYS_MAX 100000	  /* API keys in one file */
+#define AUTH_KEY_NAME_MAX 63	  /* an API key's name */
+#define AUTH_KEY_TEXT_MAX 512	  /* a presented key's characters */
+#define AUTH_TOKEN_MAX 8192	  /* a presented JWT's characters */
+#define AUTH_JWKS_MAX 64	  /* keys of one JWKS or PEM file */
+#define AUTH_CLAIMS_MAX 16	  /* jwt.copy_claims */
+#define AUTH_CLAIM_NAME_MAX 48	  /* a copied claim's name */
+#define AUTH_CLAIM_VALUE_MAX 1024 /* a copied claim's value, as sent */
+#define AUTH_LEEWAY_MAX_S 600
+#define AUTH_CLAIM_PREFIX "X-Jwt-Claim-"
+#define AUTH_KEY_NAME_FIELD "X-Api-Key-Name"
+
+/* JWS algorithms (RFC 7518), each a bit of a gate's allowed set. */
+#define AUTH_ALGS(X)                                                           \
+	X(RS256)                                                               \
+	X(RS384)                                                               \
+	X(RS512)                                                               \
+	X(PS256)                                                               \
+	X(PS384)                                                               \
+	X(PS512)                                                               \
+	X(ES256)                                                               \
+	X(ES384)                                                               \
+	X(EdDSA)                                                               \
+	X(HS256)                                                               \
+	X(HS384)                                                               \
+	X(HS512)
+#define AUTH_ALG_ENUM(a) AUTH_ALG_##a,
+enum auth_alg { AUTH_ALGS(AUTH_ALG_ENUM) AUTH_ALG_N };
+#define AUTH_ALGS_DEFAULT                                                      \
+	(1u << AUTH_ALG_RS256 | 1u << AUTH_ALG_ES256 | 1u << AUTH_ALG_EdDSA)
+
+/* An alg's name, and its number by name (-1: not one edge checks). */
+const char *auth_alg_name(enum auth_alg a);
+int auth_alg_parse(const char *s, size_t n);
+
+/* How a request was let in (the analytics "auth" field), or why not. */
+#define AUTH_METHODS(X) X(NONE, "") X(API_KEY, "api_key") X(JWT, "jwt")
+#define AUTH_METHOD_ENUM(id, name) AUTH_M_##id,
+enum auth_method { AUTH_METHODS(AUTH_METHOD_ENUM) AUTH_M__COUNT };
+const char *auth_method_name(enum auth_method m);
+
+/* A check's result: ok, or why a request is refused (a metric label). */
+#define AUTH_RESULTS(X)                                                        \
+	X(OK, "ok")                                                            \
+	X(MISSING, "missing")                                                  \
+	X(MALFORMED, "malformed")                                              \
+	X(UNKNOWN_KEY, "unknown_key")                                          \
+	X(ALG_REFUSED, "alg_refused")                                          \
+	X(BAD_SIGNATURE, "bad_signature")                                      \
+	X(EXPIRED, "expired")                                                  \
+	X(NOT_YET_VALID, "not_yet_valid")                                      \
+	X(WRONG_ISSUER, "wrong_issuer")                                        \
+	X(WRONG_AUDIENCE, "wrong_audience")
+#define AUTH_RESULT_ENUM(id, name) AUTH_R_##id,
+enum auth_result { AUTH_RESULTS(AUTH_RESULT_ENUM) AUTH_R__COUNT };
+const char *auth_result_name(enum auth_result r);
+
+struct auth_gate;
+
+/* An empty gate (it takes nothing: add keys or a JWT check), or NULL. */
+struct auth_gate *auth_gate_new(void);
+struct auth_gate *auth_gate_get(struct auth_gate *g); /* g may be NULL */
+void auth_gate_put(struct auth_gate *g);	      /* g may be NULL */
+
+/* The API keys of file text buf (n bytes): lines "NAME HEX" (HEX the
+ * SHA-256 of the key, 64 hex digits), '#' comments and blank lines.
+ * 0, or -EINVAL with err naming the line, or -ENOMEM. An empty list is
+ * allowed: every key is then refused. */
+int auth_gate_api_keys(struct auth_gate *g, const char *buf, size_t n,
+		       struct errbuf *err);
+
+/* The JWT check: keys from buf (n bytes, a JWKS document or PEM public
+ * keys / certificates), the allowed algs (a mask), issuer and audience
+ * (NULL: not checked), leeway in seconds. 0, or -EINVAL with err, or
+ * -ENOMEM. An alg none of the keys can check is an error. */
+int auth_gate_jwt(struct auth_gate *g, const char *buf, size_t n, unsigned algs,
+		  const char *issuer, const char *audience, unsigned leeway_s,
+		  struct errbuf *err);
+
+/* A claim to copy into X-Jwt-Claim-NAME for the upstream: a name of
+ * letters, digits, '_' and '-' (at most AUTH_CLAIM_NAME_MAX). 0,
+ * -EINVAL (bad name, too many) with err, or -ENOMEM. */
+int auth_gate_copy_claim(struct auth_gate *g, const char *name,
+			 struct errbuf *err);
+
+/* What the gate takes (for edgectl routes and the snapshot). */
+bool auth_gate_has_keys(const struct auth_gate *g);
+bool auth_gate_has_jwt(const struct auth_gate *g);
+size_t auth_gate_nkeys(const struct auth_gate *g);
+size_t auth_gate_njwks(const struct auth_gate *g);
+
+/* What g takes, for edgectl routes: JSON null (g NULL), or
+ * {"api_keys": N | null, "jwt": {"keys", "algorithms", "issuer",
+ * "audience", "leeway_s", "copy_claims"} | null}; NULL out of memory. */
+json_t *auth_gate_json(const struct auth_gate *g);
+
+/* A check's outcome. fields: header lines for the upstream
+ * ("X-Jwt-Claim-sub: u1\r\n", "X-Api-Key-Name: ci\r\n"), malloc'd, or
+ * NULL; the caller frees it with free(). */
+struct auth_out {
+	enum auth_method method; /* what was presented (NONE: nothing) */
+	char *fields;
+	size_t fields_len;
+};
+
+/* Check h's credential against g at unix time now. AUTH_R_OK or why
+ * not, with out filled (out->fields only on OK; -ENOMEM there is
+ * reported as MALFORMED's neighbour: OK with no fields is never
+ * returned for a gate with claims to copy, the request is refused as
+ * MALFORMED). */
+enum auth_result auth_check(const struct auth_gate *g, const struct h1_head *h,
+			    uint64_t now, struct auth_out *out);
+
+/* Whether a request field of that name (n bytes) is one edge sets from
+ * a check (X-Jwt-Claim-*, X-Api-Key-Name): a client's own is dropped. */
+bool auth_field_reserved(const char *name, size_t n);
+
+/* The WWW-Authenticate value for a refusal with r (RFC 6750). */
+const char *auth_challenge_header(enum auth_result r);
+
+/* Requests the gates checked, by method and result (metrics). */
+void auth_count(enum auth_method m, enum auth_result r);
+uint64_t auth_total(enum auth_method m, enum auth_result r);
+
+#endif /* EDGE_AUTH_H */
