@@ -5,6 +5,7 @@
 #include "auth.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,9 @@
 #include <openssl/x509.h>
 
 #include "b64url.h"
+#include "duration.h"
 #include "h1.h"
+#include "siphash.h"
 
 /* ---- names --------------------------------------------------------------- */
 
@@ -99,9 +102,10 @@ struct auth_jwk {
 
 struct auth_gate {
 	_Atomic unsigned refs;
+	uint64_t id; /* never reused (the token cache's key) */
 	bool api_keys;
-	struct auth_key *keys; /* sorted by sha */
-	size_t n_keys;
+	struct auth_key *keys; /* sorted by sha (once sealed) */
+	size_t n_keys, keys_cap;
 	bool jwt;
 	struct auth_jwk *jwks;
 	size_t n_jwks;
@@ -116,8 +120,12 @@ struct auth_gate *auth_gate_new(void)
 {
 	struct auth_gate *g = calloc(1, sizeof(*g));
 
-	if (g)
+	static _Atomic uint64_t ids;
+
+	if (g) {
 		atomic_init(&g->refs, 1);
+		g->id = atomic_fetch_add(&ids, 1) + 1;
+	}
 	return g;
 }
 
@@ -220,6 +228,24 @@ json_t *auth_gate_json(const struct auth_gate *g)
 }
 
 /* ---- API keys ------------------------------------------------------------ */
+
+/* Room for one more key at g->keys[g->n_keys] (not counted yet). */
+static struct auth_key *keys_room(struct auth_gate *g)
+{
+	struct auth_key *nv;
+
+	if (g->n_keys == g->keys_cap) {
+		if (g->n_keys >= AUTH_KEYS_MAX)
+			return NULL;
+		nv = realloc(g->keys,
+			     (g->keys_cap ? g->keys_cap * 2 : 8) * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		g->keys = nv;
+		g->keys_cap = g->keys_cap ? g->keys_cap * 2 : 8;
+	}
+	return &g->keys[g->n_keys];
+}
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -330,9 +356,54 @@ int auth_gate_api_keys(struct auth_gate *g, const char *buf, size_t n,
 		}
 	free(g->keys);
 	g->keys = v;
-	g->n_keys = nv;
+	g->n_keys = g->keys_cap = nv;
 	g->api_keys = true;
 	return 0;
+}
+
+int auth_gate_key_add(struct auth_gate *g, const char *name, const char *hex,
+		      struct errbuf *err)
+{
+	char line[AUTH_KEY_NAME_MAX + 2 * SHA256_DIGEST_LENGTH + 8];
+	struct auth_key *k;
+	const char *why;
+	int n;
+
+	if (g->n_keys >= AUTH_KEYS_MAX) {
+		errbuf_set(err, "more than %d keys", AUTH_KEYS_MAX);
+		return -EINVAL;
+	}
+	n = snprintf(line, sizeof(line), "%s %s", name, hex);
+	if (n < 0 || (size_t)n >= sizeof(line)) {
+		errbuf_set(err, "a name of at most 63 characters and a "
+				"SHA-256 of 64 hex digits");
+		return -EINVAL;
+	}
+	k = keys_room(g);
+	if (!k)
+		return -ENOMEM;
+	if (key_line(line, (size_t)n, k, &why)) {
+		errbuf_set(err, "%s", why);
+		return -EINVAL;
+	}
+	g->n_keys++;
+	g->api_keys = true;
+	return 0;
+}
+
+size_t auth_gate_keys_seal(struct auth_gate *g)
+{
+	size_t i, o = 0;
+
+	if (g->n_keys < 2)
+		return 0;
+	qsort(g->keys, g->n_keys, sizeof(*g->keys), key_cmp);
+	for (i = 0; i < g->n_keys; i++)
+		if (o == 0 || key_cmp(&g->keys[o - 1], &g->keys[i]) != 0)
+			g->keys[o++] = g->keys[i];
+	i = g->n_keys - o;
+	g->n_keys = o;
+	return i;
 }
 
 static const struct auth_key *key_find(const struct auth_gate *g,
@@ -743,6 +814,99 @@ int auth_gate_jwt(struct auth_gate *g, const char *buf, size_t n, unsigned algs,
 	return 0;
 }
 
+int auth_gate_jwt_json(struct auth_gate *g, const json_t *o, struct errbuf *err)
+{
+	static const char *const known[] = {
+	    "keys",   "issuer",	     "audience", "algorithms",
+	    "leeway", "copy_claims", NULL};
+	const json_t *keys = json_object_get(o, "keys");
+	const json_t *iss = json_object_get(o, "issuer");
+	const json_t *aud = json_object_get(o, "audience");
+	const json_t *al = json_object_get(o, "algorithms");
+	const json_t *lw = json_object_get(o, "leeway");
+	const json_t *cc = json_object_get(o, "copy_claims"), *v;
+	const char *k, *const *kn;
+	unsigned algs = 0;
+	uint64_t ms = 0;
+	char *text = NULL;
+	size_t i;
+	int rc, a;
+
+	if (!json_is_object(o)) {
+		errbuf_set(err, "jwt: a JSON object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, k, v)
+	{
+		for (kn = known; *kn && strcmp(*kn, k) != 0; kn++)
+			;
+		if (!*kn) {
+			errbuf_set(err, "jwt: unknown key \"%.40s\"", k);
+			return -EINVAL;
+		}
+	}
+	if ((iss && !json_is_string(iss)) || (aud && !json_is_string(aud)) ||
+	    (lw && !json_is_string(lw)) || (al && !json_is_array(al)) ||
+	    (cc && !json_is_array(cc)) ||
+	    !(json_is_object(keys) || json_is_string(keys))) {
+		errbuf_set(err, "jwt: keys (a JWKS object or PEM text) is "
+				"required; issuer, audience and leeway are "
+				"strings, algorithms and copy_claims lists");
+		return -EINVAL;
+	}
+	json_array_foreach(al, i, v)
+	{
+		a = json_is_string(v) ? auth_alg_parse(json_string_value(v),
+						       json_string_length(v))
+				      : -1;
+		if (a < 0) {
+			errbuf_set(err,
+				   "jwt: algorithms[%zu]: not one of "
+				   "RS256 ... HS512",
+				   i);
+			return -EINVAL;
+		}
+		algs |= 1u << a;
+	}
+	if (al && !algs) {
+		errbuf_set(err, "jwt: algorithms: at least one");
+		return -EINVAL;
+	}
+	if (lw) {
+		const char *s = json_string_value(lw);
+
+		if (strcmp(s, "0s") != 0 && strcmp(s, "0") != 0 &&
+		    duration_parse_ms(s, AUTH_LEEWAY_MAX_S * 1000ULL, &ms,
+				      err)) {
+			return -EINVAL;
+		}
+	}
+	if (json_is_object(keys)) {
+		text = json_dumps(keys, JSON_COMPACT);
+		if (!text)
+			return -ENOMEM;
+	}
+	rc = auth_gate_jwt(
+	    g, text ? text : json_string_value(keys),
+	    text ? strlen(text) : json_string_length(keys),
+	    algs ? algs : AUTH_ALGS_DEFAULT,
+	    iss && json_string_length(iss) ? json_string_value(iss) : NULL,
+	    aud && json_string_length(aud) ? json_string_value(aud) : NULL,
+	    (unsigned)(ms / 1000), err);
+	free(text);
+	json_array_foreach(cc, i, v)
+	{
+		if (rc)
+			break;
+		if (!json_is_string(v)) {
+			errbuf_set(err, "jwt: copy_claims[%zu]: a string", i);
+			return -EINVAL;
+		}
+		rc = auth_gate_copy_claim(g, json_string_value(v), err);
+	}
+	return rc;
+}
+
 int auth_gate_copy_claim(struct auth_gate *g, const char *name,
 			 struct errbuf *err)
 {
@@ -973,9 +1137,145 @@ static int jwt_fields(const struct auth_gate *g, const json_t *claims,
 	return 0;
 }
 
+/* ---- the tokens checked lately ------------------------------------------- */
+
+/*
+ * Each worker thread keeps the tokens it admitted lately (a signature
+ * check costs more than the rest of a request): found by the gate's id
+ * and a SipHash of the token, then compared whole, so only the very
+ * token is taken again, and only until its exp. A gate's id is never
+ * reused, so a token admitted under a gate since replaced is checked
+ * anew.
+ */
+#define JWT_CACHE_SETS 256
+#define JWT_CACHE_WAYS 4
+#define JWT_CACHE_TOKEN_MAX 4096
+
+struct jwt_cached {
+	uint64_t gate; /* 0: empty */
+	uint64_t hash;
+	char *token;
+	size_t len;
+	double exp; /* < 0: none */
+	char *fields;
+	size_t fields_len;
+};
+
+struct jwt_cache {
+	struct jwt_cached e[JWT_CACHE_SETS][JWT_CACHE_WAYS];
+	unsigned next[JWT_CACHE_SETS];
+};
+
+static pthread_key_t jwt_cache_key;
+static pthread_once_t jwt_cache_once = PTHREAD_ONCE_INIT;
+static bool jwt_cache_ok;
+
+static void jwt_cached_clear(struct jwt_cached *c)
+{
+	free(c->token);
+	free(c->fields);
+	memset(c, 0, sizeof(*c));
+}
+
+static void jwt_cache_free(void *p)
+{
+	struct jwt_cache *c = p;
+	size_t s, w;
+
+	for (s = 0; c && s < JWT_CACHE_SETS; s++)
+		for (w = 0; w < JWT_CACHE_WAYS; w++)
+			jwt_cached_clear(&c->e[s][w]);
+	free(c);
+}
+
+static void jwt_cache_init(void)
+{
+	jwt_cache_ok = pthread_key_create(&jwt_cache_key, jwt_cache_free) == 0;
+}
+
+/* This thread's cache, made at its first use; NULL: none (no memory). */
+static struct jwt_cache *jwt_cache(void)
+{
+	struct jwt_cache *c;
+
+	pthread_once(&jwt_cache_once, jwt_cache_init);
+	if (!jwt_cache_ok)
+		return NULL;
+	c = pthread_getspecific(jwt_cache_key);
+	if (!c && (c = calloc(1, sizeof(*c))) &&
+	    pthread_setspecific(jwt_cache_key, c)) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* A token of gate g admitted lately: OK with out's fields copied, or
+ * EXPIRED (then forgotten); -1 when not cached. */
+static int jwt_cache_find(const struct auth_gate *g, const char *t, size_t n,
+			  uint64_t h, uint64_t now, struct auth_out *out)
+{
+	struct jwt_cache *c = jwt_cache();
+	struct jwt_cached *e;
+	size_t w;
+
+	for (w = 0; c && w < JWT_CACHE_WAYS; w++) {
+		e = &c->e[h % JWT_CACHE_SETS][w];
+		if (e->gate != g->id || e->hash != h || e->len != n ||
+		    memcmp(e->token, t, n) != 0)
+			continue;
+		if (e->exp >= 0 && (double)now >= e->exp + g->leeway_s) {
+			jwt_cached_clear(e);
+			return AUTH_R_EXPIRED;
+		}
+		if (e->fields_len) {
+			out->fields = malloc(e->fields_len + 1);
+			if (!out->fields)
+				return -1; /* checked again */
+			memcpy(out->fields, e->fields, e->fields_len + 1);
+			out->fields_len = e->fields_len;
+		}
+		return AUTH_R_OK;
+	}
+	return -1;
+}
+
+static void jwt_cache_add(const struct auth_gate *g, const char *t, size_t n,
+			  uint64_t h, double exp, const struct auth_out *out)
+{
+	struct jwt_cache *c = n <= JWT_CACHE_TOKEN_MAX ? jwt_cache() : NULL;
+	struct jwt_cached *e;
+	unsigned s = (unsigned)(h % JWT_CACHE_SETS);
+
+	if (!c)
+		return;
+	e = &c->e[s][c->next[s]++ % JWT_CACHE_WAYS];
+	jwt_cached_clear(e);
+	e->token = malloc(n);
+	e->fields = out->fields_len ? malloc(out->fields_len + 1) : NULL;
+	if (!e->token || (out->fields_len && !e->fields)) {
+		jwt_cached_clear(e);
+		return;
+	}
+	memcpy(e->token, t, n);
+	if (out->fields_len)
+		memcpy(e->fields, out->fields, out->fields_len + 1);
+	e->len = n;
+	e->fields_len = out->fields_len;
+	e->exp = exp;
+	e->hash = h;
+	e->gate = g->id;
+}
+
 static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 				  size_t n, uint64_t now, struct auth_out *out)
 {
+	uint64_t h = siphash_key(t, n);
+	double exp = -1;
+	int hit = jwt_cache_find(g, t, n, h, now, out);
+
+	if (hit >= 0)
+		return (enum auth_result)hit;
 	const char *d1 = memchr(t, '.', n), *d2;
 	json_t *hdr = NULL, *claims = NULL;
 	enum auth_result r = AUTH_R_MALFORMED;
@@ -1012,8 +1312,9 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 	for (i = 0; i < g->n_jwks && !ok; i++) {
 		const struct auth_jwk *k = &g->jwks[i];
 
+		/* a kid picks its key; a key without one (PEM) is tried */
 		if (!(k->algs & 1u << a) ||
-		    (jk && (!k->kid || strcmp(k->kid, json_string_value(jk)))))
+		    (jk && k->kid && strcmp(k->kid, json_string_value(jk))))
 			continue;
 		tried = true;
 		ok = jwk_verify(k, (enum auth_alg)a, (const uint8_t *)t,
@@ -1028,6 +1329,8 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 		goto out;
 	if ((tr = jwt_time(claims, "exp", &v)) < 0)
 		goto out;
+	if (tr)
+		exp = v < 0 ? 0 : v;
 	if (tr && (double)now >= v + g->leeway_s) {
 		r = AUTH_R_EXPIRED;
 		goto out;
@@ -1053,11 +1356,12 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 		goto out;
 	}
 	r = jwt_fields(g, claims, out) ? AUTH_R_MALFORMED : AUTH_R_OK;
+	if (r == AUTH_R_OK)
+		jwt_cache_add(g, t, n, h, exp, out);
 out:
 	free(sig);
 	json_decref(hdr);
 	json_decref(claims);
-	(void)out;
 	return r;
 }
 

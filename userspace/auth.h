@@ -15,7 +15,8 @@
  * "NAME HEX"); a presented key is hashed and looked up. JWTs are checked
  * with OpenSSL: the header's alg must be one the gate allows and match
  * the key's type (an HMAC alg needs a JWKS "oct" key, so a public key is
- * never taken for an HMAC secret; "none" is never allowed), the
+ * never taken for an HMAC secret; "none" is never allowed; a kid picks
+ * the keys of that kid and those without one), the
  * signature, then exp and nbf (with leeway), iss and aud when set.
  */
 #ifndef EDGE_AUTH_H
@@ -100,6 +101,24 @@ void auth_gate_put(struct auth_gate *g);	      /* g may be NULL */
  * 0, or -EINVAL with err naming the line, or -ENOMEM. An empty list is
  * allowed: every key is then refused. */
 int auth_gate_api_keys(struct auth_gate *g, const char *buf, size_t n,
+		       struct errbuf *err);
+
+/* One API key (the database's rows): name as a file's, hex its SHA-256
+ * in 64 hex digits. The gate takes keys from then on. 0, -EINVAL with
+ * err (a bad name or digest: only this key left out), or -ENOMEM. Keys
+ * added so are looked up once auth_gate_keys_seal has run (before the
+ * gate is shared). */
+int auth_gate_key_add(struct auth_gate *g, const char *name, const char *hex,
+		      struct errbuf *err);
+/* Sort the keys added; a digest given twice keeps its first name.
+ * Returns how many were dropped as duplicates. */
+size_t auth_gate_keys_seal(struct auth_gate *g);
+
+/* The JWT check from a JSON object (the database's environments.jwt):
+ * {"keys": a JWKS object or a string of PEM, "issuer", "audience",
+ * "algorithms": [...], "leeway": "30s", "copy_claims": [...]}, checked
+ * as the file's group. 0, -EINVAL with err, -ENOMEM. */
+int auth_gate_jwt_json(struct auth_gate *g, const json_t *o,
 		       struct errbuf *err);
 
 /* The JWT check: keys from buf (n bytes, a JWKS document or PEM public

@@ -309,6 +309,18 @@ START_TEST(test_jwt)
 	ck_assert_str_eq(out.fields, "X-Jwt-Claim-sub: u1\r\n"
 				     "X-Jwt-Claim-roles: [1,\"a\"]\r\n");
 	free(out.fields);
+	/* again: from this thread's cache, the same fields; past exp (60
+	 * s, leeway 10): expired, whether cached or checked anew */
+	ck_assert_int_eq(check_bearer(g, t, &out), AUTH_R_OK);
+	ck_assert_str_eq(out.fields, "X-Jwt-Claim-sub: u1\r\n"
+				     "X-Jwt-Claim-roles: [1,\"a\"]\r\n");
+	free(out.fields);
+	ck_assert_int_eq(auth_check(g, &head, (uint64_t)now + 71, &out),
+			 AUTH_R_EXPIRED);
+	ck_assert_int_eq(auth_check(g, &head, (uint64_t)now + 71, &out),
+			 AUTH_R_EXPIRED);
+	ck_assert_int_eq(auth_check(g, &head, (uint64_t)now, &out), AUTH_R_OK);
+	free(out.fields);
 	t = jwt_make("{\"alg\":\"ES256\"}", cl(60, ",\"note\":\"a\\r\\nb\""),
 		     ec, "ES256", NULL, 0);
 	ck_assert_int_eq(check_bearer(g, t, &out), AUTH_R_OK);
@@ -359,7 +371,8 @@ START_TEST(test_jwt)
 	ck_assert_int_eq(check_t(g, t), AUTH_R_ALG_REFUSED);
 	t = jwt_make("{\"alg\":\"ES256\",\"kid\":\"k9\"}", cl(60, NULL), ec,
 		     "ES256", NULL, 0);
-	ck_assert_int_eq(check_t(g, t), AUTH_R_UNKNOWN_KEY);
+	ck_assert_int_eq(check_t(g, t),
+			 AUTH_R_OK); /* PEM keys have no kid: tried */
 	t = jwt_make("{\"alg\":\"ES256\",\"crit\":[\"x\"]}", cl(60, NULL), ec,
 		     "ES256", NULL, 0);
 	ck_assert_int_eq(check_t(g, t), AUTH_R_MALFORMED);
@@ -444,6 +457,62 @@ START_TEST(test_jwks)
 }
 END_TEST
 
+/* The database's forms: keys row by row, the jwt column's JSON. */
+START_TEST(test_db_forms)
+{
+	struct auth_gate *g = auth_gate_new();
+	char name[16];
+	struct errbuf e;
+	json_t *o;
+	int i;
+
+	ck_assert_int_eq(auth_gate_api_keys(g, "", 0, &e), 0);
+	ck_assert(auth_gate_has_keys(g));
+	ck_assert_int_eq(check_t(g, "k1"), AUTH_R_UNKNOWN_KEY);
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		ck_assert_int_eq(auth_gate_key_add(g, name, sha_hex(name), &e),
+				 0);
+	}
+	ck_assert_int_eq(auth_gate_key_add(g, "dup", sha_hex("k7"), &e), 0);
+	ck_assert_int_eq(auth_gate_key_add(g, "bad", "xyz", &e), -EINVAL);
+	ck_assert_int_eq(auth_gate_key_add(g, "a b", sha_hex("q"), &e),
+			 -EINVAL);
+	ck_assert_uint_eq(auth_gate_keys_seal(g), 1);
+	ck_assert_uint_eq(auth_gate_nkeys(g), 40);
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		ck_assert_int_eq(check_t(g, name), AUTH_R_OK);
+	}
+	ck_assert_int_eq(check_t(g, "k40"), AUTH_R_UNKNOWN_KEY);
+	auth_gate_put(g);
+
+	g = auth_gate_new();
+	o = json_pack("{s:{s:[{s:s,s:s,s:s}]},s:s,s:[s],s:s,s:[s]}", "keys",
+		      "keys", "kty", "oct", "alg", "HS256", "k",
+		      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY", "audience",
+		      "api", "algorithms", "HS256", "leeway", "30s",
+		      "copy_claims", "sub");
+	ck_assert_int_eq(auth_gate_jwt_json(g, o, &e), 0);
+	ck_assert(auth_gate_has_jwt(g));
+	json_decref(o);
+	o = json_pack("{s:s,s:i}", "keys", "x", "leeway", 5);
+	ck_assert_int_eq(auth_gate_jwt_json(g, o, &e), -EINVAL);
+	json_decref(o);
+	o = json_pack("{s:s,s:s}", "keys", "x", "leeway", "1h");
+	ck_assert_int_eq(auth_gate_jwt_json(g, o, &e), -EINVAL);
+	json_decref(o);
+	o = json_pack("{s:s,s:[s]}", "keys", "x", "algorithms", "none");
+	ck_assert_int_eq(auth_gate_jwt_json(g, o, &e), -EINVAL);
+	json_decref(o);
+	o = json_pack("{s:s,s:s}", "keys", "x", "kid", "y");
+	ck_assert_int_eq(auth_gate_jwt_json(g, o, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "unknown key"), "%s", e.msg);
+	json_decref(o);
+	auth_gate_put(g);
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	ck_assert_int_eq(auth_alg_parse("EdDSA", 5), AUTH_ALG_EdDSA);
@@ -473,6 +542,7 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, test_api_keys);
 	tcase_add_test(tc, test_jwt);
 	tcase_add_test(tc, test_jwks);
+	tcase_add_test(tc, test_db_forms);
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
 	return s;

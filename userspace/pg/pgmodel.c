@@ -20,7 +20,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 16, 5, 2, 4, 5, 6};
+static const int pgm_cols[PGM_NSETS] = {3, 18, 5, 2, 4, 5, 6, 3};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -69,6 +69,11 @@ void pgm_project_free(struct pgm_project *p)
 		hredirects_free(&e->redirects);
 		compress_free(&e->compression);
 		inject_free(&e->inject);
+		auth_gate_put(e->auth);
+		free(e->jwt);
+		for (j = 0; j < e->n_keys; j++)
+			free(e->keys[j].name);
+		free(e->keys);
 		free(e->eps);
 		for (j = 0; j < e->n_doms; j++) {
 			free(e->doms[j].domain);
@@ -171,7 +176,8 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "e.redirects::text, e.unmatched, e.compression::text, "
 		    "e.inject::text, e.challenge_mode, "
 		    "e.challenge_difficulty::text, "
-		    "extract(epoch FROM e.challenge_ttl)::text "
+		    "extract(epoch FROM e.challenge_ttl)::text, "
+		    "e.api_keys, e.jwt::text "
 		    "FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
@@ -202,8 +208,11 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "t.proxy_protocol, t.send_proxy FROM "
 		    "tcp_routes t JOIN environments e ON e.id = "
 		    "t.environment_id WHERE %s ORDER BY t.id;"
+		    "SELECT k.environment_id, k.name, k.key_sha256 FROM "
+		    "api_keys k JOIN environments e ON e.id = "
+		    "k.environment_id WHERE %s;"
 		    "COMMIT",
-		    cp, ce, ce, ce, ce, cr, ce);
+		    cp, ce, ce, ce, ce, cr, ce, ce);
 	free(cp);
 	free(ce);
 	free(cr);
@@ -582,6 +591,7 @@ enum pgm_phase {
 	PGM_P_DOMAINS,
 	PGM_P_TCP,
 	PGM_P_RULES,
+	PGM_P_KEYS,
 	PGM_P_SPLICE,
 	PGM_P_FREE,
 	PGM_P_DONE,
@@ -695,6 +705,39 @@ static int pgm_env_challenge(PGresult *res, int i, struct config_challenge *c,
 	return 0;
 }
 
+/* An environments row's api_keys and jwt (columns 16 and 17) into r's
+ * auth (a gate when either is set; the keys come with the api_keys
+ * rows), api_keys and jwt: 0, -EINVAL with err, -ENOMEM. */
+static int pgm_env_auth(PGresult *res, int i, struct pgm_env *r,
+			struct errbuf *err)
+{
+	json_error_t je;
+	json_t *o;
+	int rc;
+
+	r->api_keys = pgm_bool(PQgetvalue(res, i, 16));
+	if (!r->api_keys && PQgetisnull(res, i, 17))
+		return 0;
+	r->auth = auth_gate_new();
+	if (!r->auth)
+		return -ENOMEM;
+	/* keys on, none yet: every key refused until rows come */
+	if (r->api_keys && auth_gate_api_keys(r->auth, "", 0, err))
+		return -ENOMEM;
+	if (PQgetisnull(res, i, 17))
+		return 0;
+	o = json_loads(PQgetvalue(res, i, 17), JSON_REJECT_DUPLICATES, &je);
+	if (!o) {
+		errbuf_set(err, "jwt: cannot read the JSON: %s", je.text);
+		return -EINVAL;
+	}
+	rc = auth_gate_jwt_json(r->auth, o, err);
+	json_decref(o);
+	if (rc == 0 && !(r->jwt = pgm_dup(PQgetvalue(res, i, 17))))
+		rc = -ENOMEM;
+	return rc;
+}
+
 /* An environments row's headers, redirects, unmatched, compression and
  * inject (columns 8 to 12, as text) and its challenge (13 to 15) into
  * r's fields: 0, -EINVAL with err (nothing kept), -ENOMEM. */
@@ -762,11 +805,15 @@ static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 	}
 	if (rc == 0)
 		rc = pgm_env_challenge(res, i, &r->challenge, err);
+	if (rc == 0)
+		rc = pgm_env_auth(res, i, r, err);
 	if (rc) {
 		hrules_free(&r->headers);
 		hredirects_free(&r->redirects);
 		compress_free(&r->compression);
 		inject_free(&r->inject);
+		auth_gate_put(r->auth);
+		free(r->jwt);
 	}
 	return rc;
 }
@@ -809,6 +856,8 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 		hredirects_free(&rules.redirects);
 		compress_free(&rules.compression);
 		inject_free(&rules.inject);
+		auth_gate_put(rules.auth);
+		free(rules.jwt);
 		return -ENOMEM;
 	}
 	env->headers = rules.headers;
@@ -817,6 +866,9 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 	env->compression = rules.compression;
 	env->inject = rules.inject;
 	env->challenge = rules.challenge;
+	env->auth = rules.auth;
+	env->api_keys = rules.api_keys;
+	env->jwt = rules.jwt;
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
@@ -1002,6 +1054,47 @@ static int pgm_row_tcp(struct pgm_job *j, PGresult *r, int i)
 	return 0;
 }
 
+/* An api_keys row into its environment (one whose api_keys is set):
+ * the gate's, and kept for the snapshot. */
+static int pgm_row_key(struct pgm_job *j, PGresult *r, int i)
+{
+	struct pgm_env *env = pgm_ref_find(j->envs, j->ne, PQgetvalue(r, i, 0));
+	const char *name = PQgetvalue(r, i, 1), *hex = PQgetvalue(r, i, 2);
+	struct pgm_key *k;
+	struct errbuf e;
+	char key[400];
+	int rc;
+
+	if (!env || !env->api_keys)
+		return 0;
+	errbuf_clear(&e);
+	rc = auth_gate_key_add(env->auth, name, hex, &e);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		snprintf(key, sizeof(key), "(environment %.128s, name %.64s)",
+			 PQgetvalue(r, i, 0), name);
+		pgm_bad(&j->m->sk.api_keys, "api_keys", key, e.msg);
+		return 0;
+	}
+	k = pgm_grow((void **)&env->keys, &env->n_keys, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	snprintf(k->hex, sizeof(k->hex), "%s", hex);
+	k->name = pgm_dup(name);
+	return k->name ? 0 : -ENOMEM;
+}
+
+/* Every fetched gate's keys sorted, once all are in. */
+static void pgm_keys_seal(struct pgm_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->ne; i++)
+		if (j->envs[i].env->auth)
+			auth_gate_keys_seal(j->envs[i].env->auth);
+}
+
 /* A rule: a project's into it, a global one apart. */
 static int pgm_row_rule(struct pgm_job *j, PGresult *r, int i)
 {
@@ -1156,12 +1249,12 @@ int pgm_apply_step(struct pgm_job *j, uint64_t deadline_ns)
 	static int (*const row[PGM_P_SPLICE])(struct pgm_job *, PGresult *,
 					      int) = {
 	    pgm_row_project, pgm_row_env, pgm_row_deployment, pgm_row_endpoint,
-	    pgm_row_domain,  pgm_row_tcp, pgm_row_rule,
+	    pgm_row_domain,  pgm_row_tcp, pgm_row_rule,	      pgm_row_key,
 	};
 	/* the set each phase reads */
 	static const enum pgm_set of[PGM_P_SPLICE] = {
 	    PGM_PROJECTS, PGM_ENVS, PGM_DEPLOYMENTS, PGM_ENDPOINTS,
-	    PGM_DOMAINS,  PGM_TCP,  PGM_RULES,
+	    PGM_DOMAINS,  PGM_TCP,  PGM_RULES,	     PGM_KEYS,
 	};
 	unsigned k = 0;
 	int rc;
@@ -1178,6 +1271,8 @@ int pgm_apply_step(struct pgm_job *j, uint64_t deadline_ns)
 			rc = pgm_envs_index(j);
 		if (rc == 0 && j->phase == PGM_P_DEPLOYMENTS)
 			qsort(j->deps, j->nd, sizeof(*j->deps), pgm_cmp_ref);
+		if (rc == 0 && j->phase == PGM_P_KEYS)
+			pgm_keys_seal(j);
 		if (rc)
 			return j->rc = rc;
 		j->phase++;
@@ -1258,6 +1353,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 		e->deployment.tls.refused = true;
 	}
 	e->max_body_bytes = ROUTE_SRC_INHERIT;
+	e->auth = auth_gate_get(pe->auth);
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;
 	e->security.nosniff = true;

@@ -44,6 +44,7 @@ enum pgm_set {
 	PGM_DOMAINS,	  /* domain, path_prefix, strip_prefix, env id */
 	PGM_RULES,	  /* id, cidr, action, project_id, expires (unix s) */
 	PGM_TCP,	  /* id, listen, sni, environment_id (tcp_routes) */
+	PGM_KEYS,	  /* environment_id, name, key_sha256 (api_keys) */
 	PGM_NSETS,
 };
 
@@ -66,8 +67,10 @@ struct pgm_skipped {
 	uint64_t endpoints, domains, ip_rules, ids, tcp_routes;
 	uint64_t health_checks, tls;
 	uint64_t send_proxy; /* deployments whose send_proxy was refused */
-	/* environments whose headers, redirects or unmatched were refused */
+	/* environments whose headers, redirects, unmatched, compression,
+	 * inject, challenge or jwt were refused */
 	uint64_t env_rules;
+	uint64_t api_keys; /* api_keys rows refused (the key left out) */
 };
 
 /* A global IP rule (project_id NULL) as read. */

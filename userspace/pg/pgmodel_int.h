@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "config_check.h"
+#include "auth.h"
 #include "compress.h"
 #include "hrule.h"
 #include "inject.h"
@@ -18,6 +19,12 @@ struct pgm_dom {
 	char *domain; /* lowercased */
 	char *prefix; /* "" or a checked prefix */
 	bool strip;
+};
+
+/* An api_keys row, checked. */
+struct pgm_key {
+	char *name;
+	char hex[65];
 };
 
 struct pgm_env {
@@ -57,6 +64,14 @@ struct pgm_env {
 	struct config_compression compression; /* (0017), checked */
 	struct config_inject inject;	       /* (0018), checked */
 	struct config_challenge challenge;     /* (0019), checked */
+	/* environments.api_keys and jwt (0022): the gate (a reference,
+	 * NULL: none), the jwt column's text and the api_keys rows as
+	 * read (for the local snapshot) */
+	struct auth_gate *auth;
+	bool api_keys;
+	char *jwt;
+	struct pgm_key *keys;
+	size_t n_keys;
 };
 
 struct pgm_project {

@@ -26,6 +26,78 @@ static json_t *pgm_rule_json(const struct pgm_rule *x)
 			 (json_int_t)x->expires_at);
 }
 
+/* An environment's credential gate as the columns had it:
+ * {"api_keys": bool, "jwt": the column's object or null, "keys":
+ * [[name, hex], ...]}; NULL out of memory. */
+static json_t *pgm_auth_json(const struct pgm_env *e)
+{
+	json_t *keys = json_array(), *jwt = NULL;
+	size_t i;
+
+	if (!keys)
+		return NULL;
+	for (i = 0; i < e->n_keys; i++)
+		if (json_array_append_new(
+			keys,
+			json_pack("[s, s]", e->keys[i].name, e->keys[i].hex))) {
+			json_decref(keys);
+			return NULL;
+		}
+	if (e->jwt && !(jwt = json_loads(e->jwt, 0, NULL))) {
+		json_decref(keys);
+		return NULL;
+	}
+	return json_pack("{s:b, s:o*, s:o}", "api_keys", e->api_keys, "jwt",
+			 jwt, "keys", keys);
+}
+
+/* The gate of a snapshot's "auth" (absent from one an edge before 0022
+ * wrote: none), checked as the columns are. */
+static int pgm_auth_unjson(const json_t *a, struct pgm_env *e)
+{
+	const json_t *jwt = NULL, *keys = NULL, *x;
+	int on = 0, rc = 0;
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (json_unpack((json_t *)a, "{s:b, s?:o, s:o}", "api_keys", &on, "jwt",
+			&jwt, "keys", &keys) ||
+	    !json_is_array(keys))
+		return -EINVAL;
+	e->api_keys = on;
+	e->auth = auth_gate_new();
+	if (!e->auth || (on && auth_gate_api_keys(e->auth, "", 0, NULL)))
+		return -ENOMEM;
+	if (jwt && !json_is_null(jwt)) {
+		rc = auth_gate_jwt_json(e->auth, jwt, NULL);
+		if (rc == 0 && !(e->jwt = json_dumps(jwt, JSON_COMPACT)))
+			rc = -ENOMEM;
+	}
+	json_array_foreach(keys, i, x)
+	{
+		const char *name = NULL, *hex = NULL;
+		struct pgm_key *k;
+
+		if (rc || !on)
+			break;
+		if (json_unpack((json_t *)x, "[s, s]", &name, &hex))
+			return -EINVAL;
+		rc = auth_gate_key_add(e->auth, name, hex, NULL);
+		if (rc)
+			break;
+		k = pgm_grow((void **)&e->keys, &e->n_keys, sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		snprintf(k->hex, sizeof(k->hex), "%s", hex);
+		if (!(k->name = pgm_dup(name)))
+			return -ENOMEM;
+	}
+	if (rc == 0)
+		auth_gate_keys_seal(e->auth);
+	return rc;
+}
+
 static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
@@ -98,6 +170,10 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    "challenge", "mode", chal_mode_name(e->challenge.mode),
 	    "difficulty", (int)e->challenge.difficulty, "ttl_s",
 	    (json_int_t)e->challenge.ttl_s);
+	if (o && e->auth && json_object_set_new(o, "auth", pgm_auth_json(e))) {
+		json_decref(o);
+		o = NULL;
+	}
 out:
 	json_decref(hdrs);
 	json_decref(reds);
@@ -292,7 +368,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	json_t *tls = NULL, *hdrs = NULL, *reds = NULL, *comp = NULL;
-	json_t *inj = NULL, *chal = NULL;
+	json_t *inj = NULL, *chal = NULL, *auth = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
@@ -306,14 +382,14 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		o,
 		"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
 		"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
-		"s?:b, s?:o, s?:o, s?:o}",
+		"s?:b, s?:o, s?:o, s?:o, s?:o}",
 		"id", &id, "name", &name, "deployment", &dep, "endpoints", &eps,
 		"domains", &doms, "tcp_routes", &tcp, "on_demand", &od, "state",
 		&st, "idle_timeout_ms", &idle, "https_redirect", &redirect,
 		"hsts", &hsts, "health_check", &hc, "tls", &tls, "tls_refused",
 		&tls_refused, "send_proxy", &sp, "headers", &hdrs, "redirects",
 		&reds, "unmatched_not_found", &nf, "compression", &comp,
-		"inject", &inj, "challenge", &chal) ||
+		"inject", &inj, "challenge", &chal, "auth", &auth) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
 	    (tcp && !json_is_array(tcp)))
 		return -EINVAL;
@@ -363,6 +439,9 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		e->challenge.difficulty = (unsigned)d;
 		e->challenge.ttl_s = (uint32_t)t;
 	}
+	rc = pgm_auth_unjson(auth, e);
+	if (rc)
+		return rc;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
 	if (stv < 0 || idle < 0 || (uint64_t)idle > CONFIG_DURATION_MAX_MS)
 		return -EINVAL;

@@ -75,7 +75,7 @@ struct pgplane {
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[9];
+		struct metrics_counter *errors, *given_way, *skipped[10];
 	} m;
 };
 
@@ -957,6 +957,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[6], st.skipped.tls);
 	PGPLANE_TO(p->m.skipped[7], st.skipped.send_proxy);
 	PGPLANE_TO(p->m.skipped[8], st.skipped.env_rules);
+	PGPLANE_TO(p->m.skipped[9], st.skipped.api_keys);
 #undef PGPLANE_TO
 }
 
@@ -965,12 +966,12 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	/* deployments.health_check: the deployment is served, without
 	 * the check; deployments.tls: its https:// endpoints are not
 	 * tried (pgmodel.h) */
-	static const char *const tables[9] = {
-	    "endpoints",	 "domains",
-	    "ip_rules",		 "ids",
-	    "tcp_routes",	 "deployments.health_check",
-	    "deployments.tls",	 "deployments.send_proxy",
-	    "environments.rules"};
+	static const char *const tables[10] = {
+	    "endpoints",	  "domains",
+	    "ip_rules",		  "ids",
+	    "tcp_routes",	  "deployments.health_check",
+	    "deployments.tls",	  "deployments.send_proxy",
+	    "environments.rules", "api_keys"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -1030,7 +1031,7 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 9; i++) {
+	for (i = 0; i < 10; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
@@ -1039,8 +1040,9 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 		    "their refused health check; deployments.tls: their "
 		    "https:// endpoints not tried; deployments.send_proxy: "
 		    "the deployment skipped; environments.rules: an "
-		    "environment whose headers, redirects or unmatched did "
-		    "not parse, skipped).",
+		    "environment whose headers, redirects, unmatched, "
+		    "compression, inject, challenge or jwt did not parse, "
+		    "skipped; api_keys: that key left out).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
