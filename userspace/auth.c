@@ -429,30 +429,169 @@ static const unsigned kind_algs[] = {
 };
 
 /* The kind of a public key, or -1 (with why). */
+/* Whether OpenSSL's public key check passes (an EC point on its curve
+ * and of the group's order; an RSA modulus odd, e odd and over 1). */
+static bool pkey_public_ok(EVP_PKEY *p)
+{
+	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, p, NULL);
+	bool ok = c && EVP_PKEY_public_check(c) == 1;
+
+	EVP_PKEY_CTX_free(c);
+	ERR_clear_error();
+	return ok;
+}
+
+/* An RSA key edge checks tokens with: 2048 to 8192 bits, e odd, from 3
+ * to 2^32 (e = 1 makes the "signature" the padded hash itself). */
+static bool rsa_ok(EVP_PKEY *p, const char **why)
+{
+	BIGNUM *e = NULL;
+	bool ok;
+
+	if (EVP_PKEY_get_bits(p) < 2048 || EVP_PKEY_get_bits(p) > 8192) {
+		*why = "an RSA key of fewer than 2048 or more than 8192 bits";
+		return false;
+	}
+	ok = EVP_PKEY_get_bn_param(p, OSSL_PKEY_PARAM_RSA_E, &e) == 1 &&
+	     BN_is_odd(e) && BN_num_bits(e) >= 2 && BN_num_bits(e) <= 32 &&
+	     pkey_public_ok(p);
+	BN_free(e);
+	if (!ok)
+		*why = "an RSA key whose exponent is not odd, from 3 to 2^32 "
+		       "(or that fails OpenSSL's check)";
+	return ok;
+}
+
+/* Whether Ed25519 public key a (32 bytes) is no point, not canonical, or
+ * of small order (with such a key anyone makes signatures that verify):
+ * decoded (RFC 8032 5.1.3) and doubled three times, a small-order point
+ * (its order divides the cofactor 8) becomes the neutral (0, 1). */
+static bool ed25519_weak(const uint8_t *a)
+{
+	BN_CTX *bc = BN_CTX_new();
+	BIGNUM *p, *d, *y, *x, *u, *v, *t, *x2, *y2, *xy;
+	uint8_t le[32];
+	bool weak = true;
+	int i;
+
+	if (!bc)
+		return true;
+	BN_CTX_start(bc);
+	p = BN_CTX_get(bc);
+	d = BN_CTX_get(bc);
+	y = BN_CTX_get(bc);
+	x = BN_CTX_get(bc);
+	u = BN_CTX_get(bc);
+	v = BN_CTX_get(bc);
+	t = BN_CTX_get(bc);
+	x2 = BN_CTX_get(bc);
+	y2 = BN_CTX_get(bc);
+	xy = BN_CTX_get(bc);
+	memcpy(le, a, 32);
+	le[31] &= 0x7f; /* the sign of x: negating keeps the order */
+	if (!xy || !BN_set_word(p, 1) || !BN_lshift(p, p, 255) ||
+	    !BN_sub_word(p, 19) || !BN_lebin2bn(le, 32, y) || BN_cmp(y, p) >= 0)
+		goto out;
+	/* d = -121665 / 121666 */
+	if (!BN_set_word(t, 121666) || !BN_mod_inverse(t, t, p, bc) ||
+	    !BN_set_word(d, 121665) || !BN_mod_mul(d, d, t, p, bc) ||
+	    !BN_mod_sub(d, p, d, p, bc))
+		goto out;
+	/* x^2 = (y^2 - 1) / (d y^2 + 1) */
+	if (!BN_mod_sqr(y2, y, p, bc) || !BN_copy(u, y2) ||
+	    !BN_mod_sub(u, u, BN_value_one(), p, bc) ||
+	    !BN_mod_mul(v, d, y2, p, bc) ||
+	    !BN_mod_add(v, v, BN_value_one(), p, bc) ||
+	    !BN_mod_inverse(v, v, p, bc) || !BN_mod_mul(x2, u, v, p, bc))
+		goto out;
+	if (BN_is_zero(x2))
+		BN_zero(x);
+	else if (!BN_mod_sqrt(x, x2, p, bc))
+		goto out; /* not on the curve */
+	for (i = 0; i < 3; i++) {
+		/* (x, y) doubled, a = -1: x' = 2xy / (y^2 - x^2),
+		 * y' = (y^2 + x^2) / (2 - y^2 + x^2); never 0 on the curve */
+		if (!BN_mod_sqr(x2, x, p, bc) || !BN_mod_sqr(y2, y, p, bc) ||
+		    !BN_mod_mul(xy, x, y, p, bc) ||
+		    !BN_mod_add(xy, xy, xy, p, bc) ||
+		    !BN_mod_sub(u, y2, x2, p, bc) ||
+		    !BN_mod_inverse(u, u, p, bc) ||
+		    !BN_mod_mul(x, xy, u, p, bc) ||
+		    !BN_mod_add(t, y2, x2, p, bc) || !BN_set_word(v, 2) ||
+		    !BN_mod_sub(v, v, y2, p, bc) ||
+		    !BN_mod_add(v, v, x2, p, bc) ||
+		    !BN_mod_inverse(v, v, p, bc) || !BN_mod_mul(y, t, v, p, bc))
+			goto out;
+	}
+	weak = BN_is_zero(x) && BN_is_one(y);
+out:
+	ERR_clear_error();
+	BN_CTX_end(bc);
+	BN_CTX_free(bc);
+	return weak;
+}
+
+/* Whether Ed448 public key a (57 bytes) is not canonical or of small
+ * order: the cofactor is 4, its points of small order (0, 1), (0, -1)
+ * and (+-1, 0), so y 0, 1 or p - 1. */
+static bool ed448_weak(const uint8_t *a)
+{
+	BIGNUM *p = BN_new(), *y = NULL, *t = BN_new();
+	bool weak = true;
+
+	if ((a[56] & 0x7f) == 0 && p && t && (y = BN_lebin2bn(a, 56, NULL)) &&
+	    BN_set_word(p, 1) && BN_lshift(p, p, 448) && BN_set_word(t, 1) &&
+	    BN_lshift(t, t, 224) && BN_sub(p, p, t) && BN_sub_word(p, 1) &&
+	    BN_cmp(y, p) < 0 && BN_sub(t, p, BN_value_one()))
+		weak = BN_is_zero(y) || BN_is_one(y) || BN_cmp(y, t) == 0;
+	BN_free(p);
+	BN_free(y);
+	BN_free(t);
+	return weak;
+}
+
+static bool ed_ok(EVP_PKEY *p, const char **why)
+{
+	uint8_t a[57];
+	size_t n = sizeof(a);
+
+	if (EVP_PKEY_get_raw_public_key(p, a, &n) != 1 ||
+	    (n == 32 ? ed25519_weak(a) : n != 57 || ed448_weak(a))) {
+		ERR_clear_error();
+		*why = "an Ed25519 or Ed448 key that is not a valid point of "
+		       "full order (one of small order lets anyone sign)";
+		return false;
+	}
+	return true;
+}
+
+/* The kind of a public key after its checks, or -1 (with why). */
 static int pkey_kind(EVP_PKEY *p, const char **why)
 {
 	char grp[64];
 	size_t gl = 0;
+	int kind = -1;
 
-	if (EVP_PKEY_is_a(p, "RSA")) {
-		if (EVP_PKEY_get_bits(p) < 2048) {
-			*why = "an RSA key of fewer than 2048 bits";
-			return -1;
-		}
-		return JWK_RSA;
-	}
+	if (EVP_PKEY_is_a(p, "RSA"))
+		return rsa_ok(p, why) ? JWK_RSA : -1;
 	if (EVP_PKEY_is_a(p, "ED25519") || EVP_PKEY_is_a(p, "ED448"))
-		return JWK_ED;
+		return ed_ok(p, why) ? JWK_ED : -1;
 	if (EVP_PKEY_is_a(p, "EC") &&
 	    EVP_PKEY_get_utf8_string_param(p, OSSL_PKEY_PARAM_GROUP_NAME, grp,
 					   sizeof(grp), &gl) == 1) {
 		if (strcmp(grp, "prime256v1") == 0 || strcmp(grp, "P-256") == 0)
-			return JWK_P256;
+			kind = JWK_P256;
 		if (strcmp(grp, "secp384r1") == 0 || strcmp(grp, "P-384") == 0)
-			return JWK_P384;
+			kind = JWK_P384;
 	}
-	*why = "a key that is not RSA, EC P-256/P-384, Ed25519 or Ed448";
-	return -1;
+	if (kind >= 0 && !pkey_public_ok(p)) {
+		*why = "an EC key whose point fails OpenSSL's check";
+		return -1;
+	}
+	if (kind < 0)
+		*why = "a key that is not RSA, EC P-256/P-384, Ed25519 or "
+		       "Ed448";
+	return kind;
 }
 
 static int jwks_add(struct auth_jwk **v, size_t *n, struct auth_jwk *k,
@@ -690,10 +829,8 @@ static int jwk_one(const json_t *o, struct auth_jwk *k, const char **why)
 		*why = "a key whose parameters are not a valid key";
 		return -EINVAL;
 	}
-	if (kind == JWK_RSA && EVP_PKEY_get_bits(k->pkey) < 2048) {
-		*why = "an RSA key of fewer than 2048 bits";
+	if (kind != JWK_OCT && pkey_kind(k->pkey, why) != kind)
 		return -EINVAL;
-	}
 	k->kind = (enum jwk_kind)kind;
 	k->algs = kind_algs[kind];
 	if (alg) {
@@ -845,13 +982,16 @@ int auth_gate_jwt_json(struct auth_gate *g, const json_t *o, struct errbuf *err)
 			return -EINVAL;
 		}
 	}
-	if ((iss && !json_is_string(iss)) || (aud && !json_is_string(aud)) ||
+	if ((iss && (!json_is_string(iss) || !json_string_length(iss))) ||
+	    (aud && (!json_is_string(aud) || !json_string_length(aud))) ||
 	    (lw && !json_is_string(lw)) || (al && !json_is_array(al)) ||
 	    (cc && !json_is_array(cc)) ||
 	    !(json_is_object(keys) || json_is_string(keys))) {
-		errbuf_set(err, "jwt: keys (a JWKS object or PEM text) is "
-				"required; issuer, audience and leeway are "
-				"strings, algorithms and copy_claims lists");
+		errbuf_set(err,
+			   "jwt: keys (a JWKS object or PEM text) is "
+			   "required; issuer, audience (not empty) and "
+			   "leeway are strings, algorithms and copy_claims "
+			   "lists");
 		return -EINVAL;
 	}
 	json_array_foreach(al, i, v)
@@ -1286,6 +1426,7 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 	int a, tr;
 	double v;
 	bool tried = false, ok = false;
+	unsigned tries = 0;
 
 	d2 = d1 ? memchr(d1 + 1, '.', (size_t)(t + n - d1 - 1)) : NULL;
 	if (!d2 || d1 == t || d2 == d1 + 1)
@@ -1309,7 +1450,7 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 	sl = b64url_decode(d2 + 1, (size_t)(t + n - d2 - 1), sig);
 	if (sl <= 0)
 		goto out;
-	for (i = 0; i < g->n_jwks && !ok; i++) {
+	for (i = 0; i < g->n_jwks && !ok && tries < AUTH_TRIES_MAX; i++) {
 		const struct auth_jwk *k = &g->jwks[i];
 
 		/* a kid picks its key; a key without one (PEM) is tried */
@@ -1317,6 +1458,7 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 		    (jk && k->kid && strcmp(k->kid, json_string_value(jk))))
 			continue;
 		tried = true;
+		tries++;
 		ok = jwk_verify(k, (enum auth_alg)a, (const uint8_t *)t,
 				(size_t)(d2 - t), sig, (size_t)sl);
 	}
@@ -1454,13 +1596,29 @@ enum auth_result auth_check(const struct auth_gate *g, const struct h1_head *h,
 	return AUTH_R_OK;
 }
 
+/* name's first n bytes are lit's, case aside and '_' read as '-' (CGI
+ * servers make HTTP_X_JWT_CLAIM_SUB of both spellings). */
+static bool field_eq_n(const char *name, const char *lit, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char a = h1_lower((unsigned char)name[i]);
+		unsigned char b = h1_lower((unsigned char)lit[i]);
+
+		if ((a == '_' ? '-' : a) != (b == '_' ? '-' : b))
+			return false;
+	}
+	return true;
+}
+
 bool auth_field_reserved(const char *name, size_t n)
 {
 	static const size_t pl = sizeof(AUTH_CLAIM_PREFIX) - 1;
 
-	return (n >= pl && h1_eq_n(name, AUTH_CLAIM_PREFIX, pl)) ||
+	return (n >= pl && field_eq_n(name, AUTH_CLAIM_PREFIX, pl)) ||
 	       (n == sizeof(AUTH_KEY_NAME_FIELD) - 1 &&
-		h1_eq_n(name, AUTH_KEY_NAME_FIELD, n));
+		field_eq_n(name, AUTH_KEY_NAME_FIELD, n));
 }
 
 const char *auth_challenge_header(enum auth_result r)

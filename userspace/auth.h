@@ -16,7 +16,8 @@
  * with OpenSSL: the header's alg must be one the gate allows and match
  * the key's type (an HMAC alg needs a JWKS "oct" key, so a public key is
  * never taken for an HMAC secret; "none" is never allowed; a kid picks
- * the keys of that kid and those without one), the
+ * the keys of that kid and those without one, AUTH_TRIES_MAX of them at
+ * most), the
  * signature, then exp and nbf (with leeway), iss and aud when set.
  */
 #ifndef EDGE_AUTH_H
@@ -41,6 +42,7 @@ struct h1_head;
 #define AUTH_CLAIM_NAME_MAX 48	  /* a copied claim's name */
 #define AUTH_CLAIM_VALUE_MAX 1024 /* a copied claim's value, as sent */
 #define AUTH_LEEWAY_MAX_S 600
+#define AUTH_TRIES_MAX 4 /* keys a token's signature is checked with */
 #define AUTH_CLAIM_PREFIX "X-Jwt-Claim-"
 #define AUTH_KEY_NAME_FIELD "X-Api-Key-Name"
 
@@ -164,7 +166,8 @@ enum auth_result auth_check(const struct auth_gate *g, const struct h1_head *h,
 			    uint64_t now, struct auth_out *out);
 
 /* Whether a request field of that name (n bytes) is one edge sets from
- * a check (X-Jwt-Claim-*, X-Api-Key-Name): a client's own is dropped. */
+ * a check (X-Jwt-Claim-*, X-Api-Key-Name; case aside, '_' read as '-'):
+ * a client's own is dropped. */
 bool auth_field_reserved(const char *name, size_t n);
 
 /* The WWW-Authenticate value for a refusal with r (RFC 6750). */

@@ -1747,6 +1747,9 @@ void config_free(struct config *c)
 	free(c->wake.sleep_command);
 	free(c->challenge.key_file);
 	OPENSSL_cleanse(&c->challenge.keys, sizeof(c->challenge.keys));
+	for (i = 0; i < c->n_reread; i++)
+		free(c->reread[i]);
+	free(c->reread);
 	free(c);
 }
 

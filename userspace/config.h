@@ -230,6 +230,11 @@ struct config {
 		char *key_file;
 		struct chal_keys keys;
 	} challenge;
+	/* the files the configuration names and reads whole at every load
+	 * (challenge keys, API key and JWT key files, inject snippets),
+	 * each once: read as edged's user on a reload */
+	char **reread;
+	size_t n_reread;
 	/* "FILE:LINE: KEY: ..." notes that are not errors (e.g. a CIDR's
 	 * host bits cleared, in the projects too), for the caller to print */
 	char **warnings;

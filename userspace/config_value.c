@@ -1010,6 +1010,26 @@ int cfg_compression(struct cfg *x, const config_setting_t *g, const char *path,
 	return rc;
 }
 
+/* f among the files the configuration reads at every load (once). */
+static int cfg_reread(struct cfg *x, const char *f)
+{
+	struct config *c = x->c;
+	char **nv;
+	size_t i;
+
+	for (i = 0; i < c->n_reread; i++)
+		if (strcmp(c->reread[i], f) == 0)
+			return 0;
+	nv = realloc(c->reread, (c->n_reread + 1) * sizeof(*nv));
+	if (!nv)
+		return cfg_nomem(x);
+	c->reread = nv;
+	if (!(nv[c->n_reread] = strdup(f)))
+		return cfg_nomem(x);
+	c->n_reread++;
+	return 0;
+}
+
 int cfg_file_read(struct cfg *x, const config_setting_t *s, const char *key,
 		  const char *f, size_t max, char **out, size_t *len)
 {
@@ -1054,6 +1074,11 @@ int cfg_file_read(struct cfg *x, const config_setting_t *s, const char *key,
 		return cfg_fail(x, s, key, "%s: over %zu bytes", f, max);
 	}
 	buf[n] = '\0';
+	rc = cfg_reread(x, f);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
 	*out = buf;
 	*len = n;
 	return 0;
@@ -1284,8 +1309,19 @@ static int cfg_jwt(struct cfg *x, const config_setting_t *c, const char *p,
 		rc = cfg_str(x, c, p, "keys", NULL, &f, &at);
 	if (rc == 0)
 		rc = cfg_str(x, c, p, "issuer", "", &iss, &lat);
+	if (rc == 0 && !iss[0] && cfg_member(c, p, "issuer", key))
+		return cfg_fail(x, lat.s, lat.key,
+				"empty: leave it out not to check the issuer");
 	if (rc == 0)
 		rc = cfg_str(x, c, p, "audience", "", &aud, &lat);
+	if (rc == 0 && !aud[0] && cfg_member(c, p, "audience", key))
+		return cfg_fail(
+		    x, lat.s, lat.key,
+		    "empty: leave it out not to check the audience");
+	if (rc == 0 && !aud[0])
+		rc = cfg_warn(x, c, p,
+			      "no audience: a token the keys signed for any "
+			      "other application is admitted too");
 	if (rc == 0)
 		rc = cfg_str(x, c, p, "leeway", "0s", &lw, &lat);
 	/* "0s" is none; duration_parse_ms takes only longer ones */

@@ -1059,36 +1059,37 @@ static int edged_up_tls_fn(void *arg, struct errbuf *err)
 	return 0;
 }
 
-/* config_host_as_user's function: the challenge key file arg opens. */
-static int edged_key_file_fn(void *arg, struct errbuf *err)
+/* config_host_as_user's function: the file arg opens. */
+static int edged_reread_fn(void *arg, struct errbuf *err)
 {
 	int fd = open(arg, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0) {
 		int e = errno;
 
-		errbuf_set(err, "challenge.key_file: %s: %s", (const char *)arg,
-			   strerror(e));
+		errbuf_set(err, "%s: %s", (const char *)arg, strerror(e));
 		return -e;
 	}
 	close(fd);
 	return 0;
 }
 
-/* The challenge key file as edged reads it on a reload: as its user
- * (config_host_as_user) when started as root. 0, or -errno with err. */
-static int edged_key_file_as_user(const struct config *cfg, struct errbuf *err)
+/* The files the configuration reads at every load (config.h's reread:
+ * challenge keys, API key and JWT key files, inject snippets) as edged
+ * reads them on a reload: as its user (config_host_as_user) when started
+ * as root. 0, or -errno with err naming the first that fails. */
+static int edged_reread_as_user(const struct config *cfg, struct errbuf *err)
 {
 	struct passwd *pw = geteuid() == 0 ? getpwnam(cfg->user) : NULL;
 	char msg[sizeof(err->msg) + 128];
-	int rc;
+	size_t i;
+	int rc = 0;
 
-	if (!cfg->challenge.key_file)
-		return 0;
 	if (pw && pw->pw_uid == 0)
 		pw = NULL;
-	rc = config_host_as_user(pw, edged_key_file_fn, cfg->challenge.key_file,
-				 err);
+	for (i = 0; i < cfg->n_reread && rc == 0; i++)
+		rc = config_host_as_user(pw, edged_reread_fn, cfg->reread[i],
+					 err);
 	if (rc && pw) {
 		snprintf(msg, sizeof(msg),
 			 "%s [read as user \"%s\", as edged reads it on a "
@@ -1132,7 +1133,7 @@ static void edged_check_up_tls(const struct config *cfg,
 
 	if (edged_up_tls_as_user(cfg, src, &err))
 		config_errs_add(errs, "%s", err.msg);
-	if (edged_key_file_as_user(cfg, &err))
+	if (edged_reread_as_user(cfg, &err))
 		config_errs_add(errs, "%s: %s", cfg->path, err.msg);
 }
 
@@ -1261,7 +1262,7 @@ static int edged_config(struct edged *d, const char *path,
 	/* TLS to the file's https:// endpoints: CA, client certificates,
 	 * readable by the user too (a reload reads them as it) */
 	if (edged_up_tls_as_user(d->cfg, *src, &err) ||
-	    edged_key_file_as_user(d->cfg, &err) || tls_up_load(*src, &err)) {
+	    edged_reread_as_user(d->cfg, &err) || tls_up_load(*src, &err)) {
 		log_warnx("%s: %s", d->conf_path, err.msg);
 		return -1;
 	}

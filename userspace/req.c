@@ -1004,6 +1004,12 @@ void req_head(struct req *r)
 		req_end(r, OUTCOME_PROJECT_DISABLED, NULL);
 		return;
 	}
+	/* a host whose paths lead to more than one gate: another spelling
+	 * of a gated path must not reach the upstream by another route */
+	if (r->m.strict_path && !route_path_normal(path, path_len)) {
+		req_end(r, OUTCOME_BAD_REQUEST, NULL);
+		return;
+	}
 	if (r->m.security && r->m.security->https_redirect && !r->tls) {
 		req_redirect_https(r, path, path_len);
 		return;

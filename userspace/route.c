@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "h1.h"
 #include "pmap.h"
 #include "route.h"
 #include "route_tcp.h"
@@ -57,6 +58,7 @@ struct route_env {
 	struct route_r def;
 	struct route_r *routes; /* longest prefix first */
 	size_t n_routes;
+	bool auth_mixed; /* a route's gate is not the environment's */
 };
 
 /* A domain + path prefix routed to an environment of this segment. */
@@ -257,6 +259,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			if (!hrules_empty(&cr->headers))
 				r->headers = &cr->headers;
 			r->auth = cr->auth ? cr->auth : ce->auth;
+			e->auth_mixed |= r->auth != e->def.auth;
 		}
 		e->n_routes = ce->n_routes;
 		if (e->n_routes > 1)
@@ -1142,6 +1145,67 @@ static const struct route_r *rt_find_route(const struct route_dom *d,
 	return best;
 }
 
+/* Whether the paths of d lead to more than one credential gate (its
+ * owner's routes, the claims on it): then a path another spelling of
+ * which (/%61dmin, //admin, /./admin) would pick another route must be
+ * refused, since the upstream may read it as the first. */
+static bool rt_auth_mixed(const struct route_dom *d)
+{
+	const struct auth_gate *g = d->owner	  ? d->owner->def.auth
+				    : d->n_claims ? d->claims[0]->auth
+						  : NULL;
+	size_t i;
+
+	if (d->owner && d->owner->auth_mixed)
+		return true;
+	for (i = 0; i < d->n_claims; i++)
+		if (d->claims[i]->auth != g)
+			return true;
+	return false;
+}
+
+bool route_path_normal(const char *path, size_t n)
+{
+	const char *q = memchr(path, '?', n);
+	size_t i, seg = 1, len;
+
+	if (q)
+		n = (size_t)(q - path);
+	if (n == 0 || path[0] != '/')
+		return true; /* not origin-form: no route is picked by it */
+	for (i = 1; i <= n; i++) {
+		if (i < n && path[i] != '/') {
+			int hi, lo, v;
+
+			if (path[i] == '\\')
+				return false;
+			if (path[i] != '%')
+				continue;
+			hi = i + 2 < n ? h1_hexval(path[i + 1]) : -1;
+			lo = i + 2 < n ? h1_hexval(path[i + 2]) : -1;
+			if (hi < 0 || lo < 0)
+				return false;
+			/* an unreserved character, '/' or '\\' needs no
+			 * escape: escaped, it is another spelling */
+			v = hi << 4 | lo;
+			if ((v >= 'a' && v <= 'z') || (v >= 'A' && v <= 'Z') ||
+			    (v >= '0' && v <= '9') || v == '-' || v == '.' ||
+			    v == '_' || v == '~' || v == '/' || v == '\\')
+				return false;
+			i += 2;
+			continue;
+		}
+		/* the segment [seg, i): empty (but a trailing '/'), "." or
+		 * ".." are other spellings */
+		len = i - seg;
+		if ((len == 0 && i < n) || (len == 1 && path[seg] == '.') ||
+		    (len == 2 && path[seg] == '.' && path[seg + 1] == '.'))
+			return false;
+		seg = i + 1;
+	}
+	return true;
+}
+
 enum route_status route_lookup(const struct route_table *t, const char *host,
 			       size_t host_len, const char *path,
 			       size_t path_len, struct route_match *m)
@@ -1159,6 +1223,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	if (!r)
 		return ROUTE_DOMAIN_NOT_FOUND;
 	e = r->env;
+	m->strict_path = rt_auth_mixed(d);
 	m->project = e->project;
 	m->project_id = e->project->id;
 	m->project_name = e->project->name;

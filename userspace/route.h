@@ -77,6 +77,9 @@ struct route_match {
 	const struct config_inject *inject;	      /* NULL: none */
 	const struct config_challenge *challenge;     /* never NULL */
 	const struct auth_gate *auth; /* API keys / JWT (auth.h), NULL: none */
+	/* the host's paths lead to more than one gate: a path not in
+	 * normal form (route_path_normal) is refused */
+	bool strict_path;
 	struct admit_gauge *inflight; /* this route's in-flight gauge */
 	/* this route's requests by status class (ROUTE_CLASSES: 1xx..5xx),
 	 * counted by req_end with relaxed atomics */
@@ -248,6 +251,12 @@ void route_ids_free(char **ids, size_t n);
  * or -ENOENT. */
 int route_table_holder(const struct route_table *t, char kind, const char *name,
 		       unsigned *src);
+
+/* Whether path (the request target's path, n bytes; a query after '?'
+ * ignored) is in normal form: no empty, "." or ".." segment, no '\\',
+ * no escape of an unreserved character or of '/', no bad escape; one
+ * trailing '/' allowed. */
+bool route_path_normal(const char *path, size_t n);
 
 /* Number of projects. */
 size_t route_table_nprojects(const struct route_table *t);

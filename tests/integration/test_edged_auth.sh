@@ -52,6 +52,7 @@ openssl rand -base64 24 | tr '+/' '-_' >"$K/key_deploy"
 	printf '\n  deploy\t%s  \n' "$(tr -d '\n' <"$K/key_deploy" | sha256sum | cut -d' ' -f1)"
 } >"$K/keys.txt"
 /usr/bin/python3 "$CHECK" jwks "$K/jwks.json" "$K/rsa.pub" "$(cat "$K/oct.hex")"
+/usr/bin/python3 "$CHECK" weak "$K" "$K/rsa.pub"
 chmod 0644 "$K"/*
 
 JWT="jwt = { keys = \"$K/jwt.pub\"; issuer = \"https://idp.test\"; audience = \"edge-api\";
@@ -217,7 +218,7 @@ api_keys = { file = "$K/jwt.pub"; };|jwt.pub: line 1: NAME and the key
 api_keys = "x";|a group
 api_keys = { path = "x"; };|unknown key
 jwt = { keys = "$K/rsa.pem"; };|a private key: give the public key
-jwt = { keys = "$K/small.pub"; };|fewer than 2048 bits
+jwt = { keys = "$K/small.pub"; };|fewer than 2048 or more than 8192 bits
 jwt = { keys = "$K/keys.txt"; };|no PUBLIC KEY or CERTIFICATE
 jwt = { keys = "$K/rsa.pub"; };|algorithm ES256: none of the 1 keys is for it
 jwt = { keys = "$K/rsa.pub"; algorithms = [ "HS256" ]; };|HMAC needs a JWKS "oct" key
@@ -226,11 +227,28 @@ jwt = { keys = "$K/rsa.pub"; algorithms = [ ]; };|at least one algorithm
 jwt = { keys = "$K/rsa.pub"; algorithms = [ "RS256" ]; leeway = "1h"; };|at most 10m
 jwt = { keys = "$K/rsa.pub"; algorithms = [ "RS256" ]; copy_claims = [ "a b" ]; };|claim "a b"
 jwt = { keys = "$K/jwks.json"; algorithms = [ "ES256" ]; };|algorithm ES256
+jwt = { keys = "$K/rsa.pub"; algorithms = [ "RS256" ]; issuer = ""; };|jwt.issuer: empty: leave it out
+jwt = { keys = "$K/rsa.pub"; algorithms = [ "RS256" ]; audience = ""; };|jwt.audience: empty: leave it out
+jwt = { keys = "$K/weak-rsa-e1.json"; algorithms = [ "RS256" ]; };|exponent is not odd, from 3
+jwt = { keys = "$K/weak-rsa-e2.json"; algorithms = [ "RS256" ]; };|exponent is not odd, from 3
+jwt = { keys = "$K/weak-ed-zero.json"; algorithms = [ "EdDSA" ]; };|small order lets anyone sign
+jwt = { keys = "$K/weak-ed-one.json"; algorithms = [ "EdDSA" ]; };|small order lets anyone sign
+jwt = { keys = "$K/weak-ed-minus1.json"; algorithms = [ "EdDSA" ]; };|small order lets anyone sign
+jwt = { keys = "$K/weak-ed-noncanon.json"; algorithms = [ "EdDSA" ]; };|small order lets anyone sign
 EOF
 }
 
 run_build normal "$EDGED"
 check_refusals
+# a jwt group without an audience: a warning (tokens for other apps pass)
+write_conf
+out=$("$EDGED" -c "$T_TMP/edge.conf" --check 2>&1)
+if grep -qE "edge.conf:[0-9]+: projects\[0\]\.environments\[2\]\.jwt: no audience: a token the keys signed for any other application" <<<"$out" &&
+	[ "$(grep -c "no audience" <<<"$out")" = 1 ]; then
+	t_ok "--check warns of a jwt group without an audience (once: the others have one)"
+else
+	t_fail "--check: no audience warning" "$out"
+fi
 if edged_asan; then
 	run_build asan "$EDGED_ASAN"
 fi

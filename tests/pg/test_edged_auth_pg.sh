@@ -14,6 +14,8 @@
 #   - TRUNCATE api_keys: every key refused, the environment still gated;
 #   - environments.jwt with PEM text and with a JWKS object: a token of
 #     the audience admitted, its sub copied; another audience refused;
+#   - an api_keys row of an environment whose api_keys is false: logged
+#     and counted;
 #   - a jwt value edged refuses (an unknown key, no keys) beside a new
 #     project: the environment left out, logged, counted in
 #     table="environments.rules", the other project applied;
@@ -236,6 +238,15 @@ run_suite() { # BIN LABEL
 	fi
 	pg_sql "UPDATE environments SET jwt = '$(jwt_json "$T_TMP/rsa.pub" pem)' WHERE id = 'jpem-e'" >/dev/null
 	pg_wait_applied
+	# a key for an environment that asks for none: said, counted
+	n0=$(metric "$KSKIP")
+	pg_sql "INSERT INTO api_keys (environment_id, name, key_sha256) VALUES ('jpem-e', 'stray', '$(sha stray)')" >/dev/null
+	if pg_wait_applied && edged_wait_log "database: api_keys row .environment jpem-e, name stray.: its environment's api_keys is false" &&
+		wait_metric "$KSKIP" $((n0 + 1)) && [ "$(get jpem.test -H "X-Api-Key: stray")" = 401 ]; then
+		t_ok "$v: an api_keys row of an environment whose api_keys is false: logged, counted, no key asked for (its JWT still)"
+	else
+		t_fail "$v: stray key" "skipped $n0 -> $(metric "$KSKIP")"
+	fi
 
 	# 3. the local snapshot keeps them
 	for ((i = 0; i < 100; i++)); do

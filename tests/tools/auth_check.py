@@ -3,6 +3,8 @@
 
     auth_check.py EDGE_PORT DIR
     auth_check.py jwks OUT RSA_PUB.pem OCT_SECRET_HEX   (writes a JWKS)
+    auth_check.py weak DIR RSA_PUB.pem   (writes weak-*.json: JWKS of keys
+                                          edged must refuse)
 
 DIR holds the keys the test made with openssl: rsa.pem, ec.pem, ed.pem
 (private, the token issuer's), rsa.pub (the public key edged has),
@@ -160,8 +162,10 @@ def jwts():
         admitted("jwt: %s admits" % alg, "jwt.test", bearer(token(alg, key)),
                  {"X-Jwt-Claim-sub": ["user-1"]})
     admitted("jwt: a claim absent is no field; a client's own claim fields dropped", "jwt.test",
-             bearer(token()) + [("X-Jwt-Claim-email", "evil@x"), ("X-JWT-CLAIM-admin", "1")],
-             {"X-Jwt-Claim-email": [], "X-Jwt-Claim-admin": [], "X-Jwt-Claim-sub": ["user-1"]})
+             bearer(token()) + [("X-Jwt-Claim-email", "evil@x"), ("X-JWT-CLAIM-admin", "1"),
+                                ("X_Jwt_Claim_sub", "bob"), ("X_Api_Key_Name", "ci")],
+             {"X-Jwt-Claim-email": [], "X-Jwt-Claim-admin": [], "X-Jwt-Claim-sub": ["user-1"],
+              "X_Jwt_Claim_sub": [], "X_Api_Key_Name": []})
     admitted("jwt: a claim with CR LF in it is left out, not sent", "jwt.test",
              bearer(token(email="a\r\nX-Injected: 1")),
              {"X-Jwt-Claim-email": [], "X-Injected": []})
@@ -222,6 +226,16 @@ def both_and_routes():
     admitted("route: /private with a key", "route.test", [("X-Api-Key", ci)], path="/private/x")
     refused("route: /token asks for a JWT, not a key", "route.test", [("X-Api-Key", ci)], path="/token")
     admitted("route: /token with a JWT", "route.test", bearer(token()), path="/token")
+    # another spelling of a gated route's path must not reach the
+    # ungated default route (the upstream would read it as /private)
+    for p in ("/%70rivate/x", "//private/x", "/./private/x", "/open/../private/x", "/private%2Fx",
+              "/open/%2e%2e/private"):
+        st, _, body = req("route.test", p)
+        out(st == 400 and b'"error":"bad_request"' in body,
+            "route: %s on a host of several gates: 400, not the ungated route" % p, "%s %s" % (st, body[:200]))
+    admitted("route: a path with an escaped reserved character is normal", "route.test", [], path="/open/a%20b?x=//")
+    st, _, _ = req("key.test", "//x/./y")
+    out(st == 401, "a host of one gate: another spelling meets the same gate (401, not 400)", st)
 
 
 def before_rate_limit():
@@ -254,10 +268,33 @@ def make_jwks(dst, rsa_pub, oct_hex):
         json.dump(doc, f)
 
 
+def make_weak(dst, rsa_pub):
+    """Keys anyone could forge tokens for: RSA with e = 1 (the signature is
+    the padded hash), Ed25519 points of small order (all zeros, the
+    neutral element, y = -1)."""
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+    with open(rsa_pub, "rb") as f:
+        n = load_pem_public_key(f.read()).public_numbers().n
+    nb = b64u(n.to_bytes((n.bit_length() + 7) // 8, "big"))
+    p = 2 ** 255 - 19
+    for name, key in (
+            ("rsa-e1", {"kty": "RSA", "n": nb, "e": "AQ"}),
+            ("rsa-e2", {"kty": "RSA", "n": nb, "e": "Ag"}),
+            ("ed-zero", {"kty": "OKP", "crv": "Ed25519", "x": b64u(bytes(32))}),
+            ("ed-one", {"kty": "OKP", "crv": "Ed25519", "x": b64u(b"\x01" + bytes(31))}),
+            ("ed-minus1", {"kty": "OKP", "crv": "Ed25519", "x": b64u((p - 1).to_bytes(32, "little"))}),
+            ("ed-noncanon", {"kty": "OKP", "crv": "Ed25519", "x": b64u((p + 1).to_bytes(32, "little"))})):
+        with open(os.path.join(dst, "weak-%s.json" % name), "w") as f:
+            json.dump({"keys": [key]}, f)
+
+
 def main():
     global PORT, DIR
     if sys.argv[1] == "jwks":
         make_jwks(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if sys.argv[1] == "weak":
+        make_weak(sys.argv[2], sys.argv[3])
         return
     PORT = int(sys.argv[1])
     DIR = sys.argv[2]

@@ -180,6 +180,8 @@ START_TEST(test_api_keys)
 	ck_assert(auth_field_reserved("X-API-KEY-NAME", 14));
 	ck_assert(!auth_field_reserved("X-Api-Key", 9));
 	ck_assert(!auth_field_reserved("X-Jwt-Clai", 10));
+	ck_assert(auth_field_reserved("X_Jwt_Claim_sub", 15));
+	ck_assert(auth_field_reserved("x_api-key_name", 14));
 }
 END_TEST
 
@@ -435,6 +437,45 @@ START_TEST(test_jwks)
 					    1u << AUTH_ALG_HS256, NULL, NULL, 0,
 					    &e) == -EINVAL,
 			      "%s", bad[i]);
+	/* Ed25519 keys of small order or not canonical: anyone could sign */
+	{
+		static const char *const weak[] = {
+		    /* 0 (order 4), 1 (the neutral), p - 1 (order 2), p + 1 */
+		    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		    "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		    "7P_______________________________________38",
+		    "7v_______________________________________38",
+		};
+		EVP_PKEY *ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+		uint8_t raw[32];
+		size_t rl = sizeof(raw);
+
+		for (i = 0; i < sizeof(weak) / sizeof(weak[0]); i++) {
+			snprintf(doc, sizeof(doc),
+				 "{\"keys\":[{\"kty\":\"OKP\",\"crv\":"
+				 "\"Ed25519\",\"x\":\"%s\"}]}",
+				 weak[i]);
+			ck_assert_int_eq(auth_gate_jwt(g, doc, strlen(doc),
+						       1u << AUTH_ALG_EdDSA,
+						       NULL, NULL, 0, &e),
+					 -EINVAL);
+			ck_assert_msg(strstr(e.msg, "small order"), "%s: %s",
+				      weak[i], e.msg);
+		}
+		ck_assert_int_eq(EVP_PKEY_get_raw_public_key(ed, raw, &rl), 1);
+		b64url_encode(raw, rl, k64);
+		snprintf(doc, sizeof(doc),
+			 "{\"keys\":[{\"kty\":\"OKP\",\"crv\":"
+			 "\"Ed25519\",\"x\":\"%s\"}]}",
+			 k64);
+		ck_assert_int_eq(auth_gate_jwt(g, doc, strlen(doc),
+					       1u << AUTH_ALG_EdDSA, NULL, NULL,
+					       0, &e),
+				 0);
+		EVP_PKEY_free(ed);
+		auth_gate_put(g);
+		g = auth_gate_new();
+	}
 	b64url_encode(secret, sizeof(secret), k64);
 	snprintf(doc, sizeof(doc),
 		 " {\"keys\":[{\"kty\":\"oct\",\"kid\":\"h1\",\"alg\":"

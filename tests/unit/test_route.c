@@ -439,6 +439,37 @@ START_TEST(test_empty_table)
 }
 END_TEST
 
+START_TEST(test_path_normal)
+{
+	static const char *const good[] = {
+	    "/",
+	    "/a",
+	    "/a/",
+	    "/a/b.c",
+	    "/a%20b",
+	    "/%3F%3a",
+	    "/a?x=//./..",
+	    "/.well-known/x",
+	    "/a..b/...",
+	    "*",
+	    "",
+	};
+	static const char *const bad[] = {
+	    "//a",	"/a//b",  "/./a",   "/a/.",    "/a/../b", "/..",
+	    "/%61dmin", "/a%2Fb", "/a%2fb", "/%7E",    "/a%5Cb",  "/a\\b",
+	    "/a%",	"/a%4",	  "/a%zz",  "/x/..?q", "/%2e",	  "/%2E%2e/x",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(route_path_normal(good[i], strlen(good[i])), "%s",
+			      good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!route_path_normal(bad[i], strlen(bad[i])), "%s",
+			      bad[i]);
+}
+END_TEST
+
 static Suite *route_suite(void)
 {
 	Suite *s = suite_create("route");
@@ -457,6 +488,7 @@ static Suite *route_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_claims);
 	tcase_add_test(tc, test_empty_table);
+	tcase_add_test(tc, test_path_normal);
 	suite_add_tcase(s, tc);
 	return s;
 }

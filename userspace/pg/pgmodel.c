@@ -1065,15 +1065,22 @@ static int pgm_row_key(struct pgm_job *j, PGresult *r, int i)
 	char key[400];
 	int rc;
 
-	if (!env || !env->api_keys)
+	if (!env)
 		return 0;
+	snprintf(key, sizeof(key), "(environment %.128s, name %.64s)",
+		 PQgetvalue(r, i, 0), name);
+	if (!env->api_keys) {
+		/* the owner may think the environment gated: said */
+		pgm_bad(&j->m->sk.api_keys, "api_keys", key,
+			"its environment's api_keys is false: no key is "
+			"asked for");
+		return 0;
+	}
 	errbuf_clear(&e);
 	rc = auth_gate_key_add(env->auth, name, hex, &e);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc) {
-		snprintf(key, sizeof(key), "(environment %.128s, name %.64s)",
-			 PQgetvalue(r, i, 0), name);
 		pgm_bad(&j->m->sk.api_keys, "api_keys", key, e.msg);
 		return 0;
 	}
