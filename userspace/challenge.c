@@ -15,7 +15,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -146,6 +148,108 @@ bad:
 	return -EINVAL;
 }
 
+/* ---- HMAC-SHA-256 with a context kept per key ---------------------------- */
+
+/*
+ * Each thread keeps an HMAC-SHA-256 context keyed with each of the last
+ * few keys it used, and MACs with a copy of it: OpenSSL 3.0's one-shot
+ * HMAC() fetches the MAC and the digest at every call, which cost more
+ * than the rest of a pass's check. Failing any of that: the one-shot.
+ */
+#define CHAL_HMAC_SLOTS 4
+
+struct chal_hmac_slot {
+	uint8_t key[CHAL_KEY_LEN];
+	EVP_MAC_CTX *ctx; /* NULL: empty */
+};
+
+struct chal_hmacs {
+	struct chal_hmac_slot s[CHAL_HMAC_SLOTS];
+	unsigned next;
+};
+
+static pthread_once_t chal_hmac_once = PTHREAD_ONCE_INIT;
+static pthread_key_t chal_hmac_key;
+static EVP_MAC *chal_hmac_alg; /* NULL: the one-shot only */
+
+static void chal_hmacs_free(void *p)
+{
+	struct chal_hmacs *h = p;
+
+	for (unsigned i = 0; h && i < CHAL_HMAC_SLOTS; i++)
+		EVP_MAC_CTX_free(h->s[i].ctx);
+	if (h)
+		OPENSSL_cleanse(h, sizeof(*h));
+	free(h);
+}
+
+static void chal_hmac_init(void)
+{
+	if (pthread_key_create(&chal_hmac_key, chal_hmacs_free) == 0)
+		chal_hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
+/* This thread's context keyed with key, made at its first use; NULL
+ * when none can be. */
+static const EVP_MAC_CTX *chal_hmac_ctx(const uint8_t *key)
+{
+	struct chal_hmacs *h;
+	struct chal_hmac_slot *s;
+	OSSL_PARAM p[2];
+	unsigned i;
+
+	pthread_once(&chal_hmac_once, chal_hmac_init);
+	if (!chal_hmac_alg)
+		return NULL;
+	h = pthread_getspecific(chal_hmac_key);
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h || pthread_setspecific(chal_hmac_key, h)) {
+			free(h);
+			return NULL;
+		}
+	}
+	for (i = 0; i < CHAL_HMAC_SLOTS; i++)
+		if (h->s[i].ctx &&
+		    CRYPTO_memcmp(h->s[i].key, key, CHAL_KEY_LEN) == 0)
+			return h->s[i].ctx;
+	s = &h->s[h->next++ % CHAL_HMAC_SLOTS];
+	EVP_MAC_CTX_free(s->ctx);
+	s->ctx = EVP_MAC_CTX_new(chal_hmac_alg);
+	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						(char *)"SHA256", 0);
+	p[1] = OSSL_PARAM_construct_end();
+	if (!s->ctx || EVP_MAC_init(s->ctx, key, CHAL_KEY_LEN, p) != 1) {
+		EVP_MAC_CTX_free(s->ctx);
+		s->ctx = NULL;
+		return NULL;
+	}
+	memcpy(s->key, key, CHAL_KEY_LEN);
+	return s->ctx;
+}
+
+/* HMAC-SHA-256 of d (n bytes) under key into md (32 bytes): whether it
+ * was made. */
+static bool chal_hmac(const uint8_t *key, const uint8_t *d, size_t n,
+		      uint8_t *md)
+{
+	const EVP_MAC_CTX *base = chal_hmac_ctx(key);
+	EVP_MAC_CTX *c = base ? EVP_MAC_CTX_dup(base) : NULL;
+	unsigned ml = 0;
+	size_t out = 0;
+	bool ok;
+
+	if (c) {
+		ok = EVP_MAC_update(c, d, n) == 1 &&
+		     EVP_MAC_final(c, md, &out, EVP_MAX_MD_SIZE) == 1 &&
+		     out == 32;
+		EVP_MAC_CTX_free(c);
+		if (ok)
+			return true;
+	}
+	return HMAC(EVP_sha256(), key, CHAL_KEY_LEN, d, n, md, &ml) && ml == 32;
+}
+
 /* HMAC-SHA-256 under key of: what, env, the prefix and the signed text,
  * each ended by a NUL (so that no two inputs run together), as
  * CHAL_B64_MAC base64url digits into out. */
@@ -154,7 +258,6 @@ static void chal_mac(const uint8_t *key, char what, const char *env,
 		     char *out)
 {
 	uint8_t buf[512], md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
 	size_t n = 0, el = strlen(env);
 
 	if (el > 256)
@@ -172,7 +275,7 @@ static void chal_mac(const uint8_t *key, char what, const char *env,
 	n += 16;
 	memcpy(buf + n, text, tlen);
 	n += tlen;
-	if (!HMAC(EVP_sha256(), key, CHAL_KEY_LEN, buf, n, md, &mdlen))
+	if (!chal_hmac(key, buf, n, md))
 		memset(md, 0, sizeof(md)); /* matches no MAC edge makes */
 	b64url_encode(md, CHAL_MAC_LEN, out);
 }
