@@ -1390,6 +1390,42 @@ static int cfg_formats(struct cfg *x, const config_setting_t *root)
 
 /* A proxy_protocol address with trusted_proxies empty closes every
  * connection: said. */
+/* A TCP route to an environment of the file with an API key or JWT gate:
+ * warned of, since its connections reach the endpoints unchecked. */
+static int cfg_tcp_gated(struct cfg *x, const config_setting_t *root)
+{
+	const struct config *c = x->c;
+	const struct route_src *src = x->projects;
+	const config_setting_t *l =
+	    config_setting_get_member(root, "tcp_routes");
+	char key[CFG_KEY_MAX];
+	size_t i, p, e;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && i < c->n_tcp_routes; i++)
+		for (p = 0; src && p < src->n_projects; p++)
+			for (e = 0; e < src->projects[p].n_envs; e++) {
+				const struct route_src_env *v =
+				    &src->projects[p].envs[e];
+
+				/* a route refused part way has none */
+				if (!v->auth || !c->tcp_routes[i].environment ||
+				    strcmp(v->id, c->tcp_routes[i].environment))
+					continue;
+				cfg_key_index(key, "tcp_routes", i);
+				rc = cfg_warn(
+				    x,
+				    l ? config_setting_get_elem(l, (unsigned)i)
+				      : root,
+				    key,
+				    "environment %s has an API key or JWT "
+				    "gate, which a TCP route's connections do "
+				    "not meet",
+				    v->id);
+			}
+	return rc;
+}
+
 static int cfg_pp_untrusted(struct cfg *x, const config_setting_t *root)
 {
 	const struct config *c = x->c;
@@ -1538,6 +1574,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		rc = cfg_projects(x, root); /* each project its own errors */
 	if (rc == 0)
 		rc = cfg_pp_untrusted(x, root);
+	if (rc == 0)
+		rc = cfg_tcp_gated(x, root);
 	if (rc == 0 && x->failed)
 		rc = -EINVAL;
 	return rc;

@@ -12,7 +12,8 @@
 #     gate before the rate limit;
 #   - edge_auth_total, the analytics records' auth field, edgectl routes;
 #   - the same over HTTP/2 (curl);
-#   - --check refusals.
+#   - --check refusals and warnings (no audience, a TCP route to a gated
+#     environment).
 # Runs against build/edged and build/asan/edged. Needs no root.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -25,10 +26,11 @@ if ! /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null; then
 	t_exit
 fi
 
-BASE=$(edged_ports 3)
+BASE=$(edged_ports 4)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
+P_TCP=$((BASE + 3))
 SOCK="$T_TMP/edged.sock"
 CHECK="$TOOLS/auth_check.py"
 K="$T_TMP/keys"
@@ -248,6 +250,30 @@ if grep -qE "edge.conf:[0-9]+: projects\[0\]\.environments\[2\]\.jwt: no audienc
 	t_ok "--check warns of a jwt group without an audience (once: the others have one)"
 else
 	t_fail "--check: no audience warning" "$out"
+fi
+# a TCP route to a gated environment: warned of (its connections are not
+# checked)
+write_conf
+echo "tcp_routes = ( { listen = \"127.0.0.1:$P_TCP\"; environment = \"e-key\"; } );" >>"$T_TMP/edge.conf"
+out=$("$EDGED" -c "$T_TMP/edge.conf" --check 2>&1)
+if grep -qE "edge.conf:[0-9]+: tcp_routes\[0\]: environment e-key has an API key or JWT gate, which a TCP route's connections do not meet" <<<"$out"; then
+	t_ok "--check warns of a TCP route to a gated environment"
+else
+	t_fail "--check: tcp route warning" "$out"
+fi
+# ... and a TCP route refused part way (no environment) beside it: its
+# error, no crash
+write_conf
+echo "tcp_routes = ( { listen = \"127.0.0.1:$P_TCP\"; } );" >>"$T_TMP/edge.conf"
+rc=0
+bin=$EDGED
+[ -x "$EDGED_ASAN" ] && bin=$EDGED_ASAN
+out=$("$bin" -c "$T_TMP/edge.conf" --check 2>&1) || rc=$?
+if [ "$rc" = 1 ] && grep -q "tcp_routes\[0\].environment: missing (required)" <<<"$out" &&
+	! grep -q "runtime error\|Sanitizer" <<<"$out"; then
+	t_ok "--check: a TCP route without an environment beside gated ones: its error, no crash"
+else
+	t_fail "--check: tcp route without environment" "$rc: $out"
 fi
 if edged_asan; then
 	run_build asan "$EDGED_ASAN"
