@@ -86,6 +86,7 @@ struct route_seg {
 struct route_dom {
 	const struct route_env *owner;
 	size_t n_claims;
+	bool auth_mixed;  /* rt_auth_mixed: its paths lead to several gates */
 	const char *name; /* as configured: "a.b" or "*.b" */
 	const struct route_r *claims[];
 };
@@ -662,6 +663,25 @@ static const struct route_env *rt_seg_owner(const struct route_seg *s,
 	return found;
 }
 
+/* Whether the paths of d lead to more than one credential gate (its
+ * owner's routes, the claims on it): then a path another spelling of
+ * which (/%61dmin, //admin, /./admin) would pick another route must be
+ * refused, since the upstream may read it as the first. */
+static bool rt_auth_mixed(const struct route_dom *d)
+{
+	const struct auth_gate *g = d->owner	  ? d->owner->def.auth
+				    : d->n_claims ? d->claims[0]->auth
+						  : NULL;
+	size_t i;
+
+	if (d->owner && d->owner->auth_mixed)
+		return true;
+	for (i = 0; i < d->n_claims; i++)
+		if (d->claims[i]->auth != g)
+			return true;
+	return false;
+}
+
 /*
  * What key k routes to once old (the project's segment now, may be NULL)
  * is replaced by s (may be NULL): k->next, or NULL when nothing. -EEXIST
@@ -741,6 +761,7 @@ static int rt_key_next(const struct route_table *t, struct rt_key *k,
 	d->owner = owner;
 	d->n_claims = n;
 	memcpy(d->claims, cl, n * sizeof(*cl));
+	d->auth_mixed = rt_auth_mixed(d);
 	d->name = (const char *)&d->claims[n];
 	memcpy((char *)&d->claims[n], k->name, strlen(k->name) + 1);
 	k->next = d;
@@ -1145,25 +1166,6 @@ static const struct route_r *rt_find_route(const struct route_dom *d,
 	return best;
 }
 
-/* Whether the paths of d lead to more than one credential gate (its
- * owner's routes, the claims on it): then a path another spelling of
- * which (/%61dmin, //admin, /./admin) would pick another route must be
- * refused, since the upstream may read it as the first. */
-static bool rt_auth_mixed(const struct route_dom *d)
-{
-	const struct auth_gate *g = d->owner	  ? d->owner->def.auth
-				    : d->n_claims ? d->claims[0]->auth
-						  : NULL;
-	size_t i;
-
-	if (d->owner && d->owner->auth_mixed)
-		return true;
-	for (i = 0; i < d->n_claims; i++)
-		if (d->claims[i]->auth != g)
-			return true;
-	return false;
-}
-
 bool route_path_normal(const char *path, size_t n)
 {
 	const char *q = memchr(path, '?', n);
@@ -1223,7 +1225,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	if (!r)
 		return ROUTE_DOMAIN_NOT_FOUND;
 	e = r->env;
-	m->strict_path = rt_auth_mixed(d);
+	m->strict_path = d->auth_mixed;
 	m->project = e->project;
 	m->project_id = e->project->id;
 	m->project_name = e->project->name;
