@@ -127,6 +127,23 @@ edged_backend() {
 	edged_wait_port "$port"
 }
 
+# edged_metric NAME: the value of the series NAME (labels and all, as
+# /metrics writes it) on the admin listener 127.0.0.1:$P_ADMIN; 0 when
+# absent
+edged_metric() {
+	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
+}
+
+# edged_wait_metric NAME WANT: 0 once edged_metric NAME is WANT (5 s)
+edged_wait_metric() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(edged_metric "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # edged_conf_head ADMIN_PORT SOCKET [WORKERS [USER]]: print the settings
 # every test's configuration begins with: listen on 127.0.0.1:$P_EDGE, the
 # admin listener on 127.0.0.1:ADMIN_PORT, the control socket at SOCKET,

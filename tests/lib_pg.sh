@@ -72,6 +72,22 @@ pg_val() {
 	psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$PG_CONNINFO" -c "$1"
 }
 
+# pg_edged_conf FILE SNAPSHOT: write FILE, edged's configuration in
+# database mode (lib_edged.sh's head: $P_ADMIN, $SOCK, one worker, the
+# user nobody; pins under a name of this test's own; the local snapshot
+# at SNAPSHOT), readable by nobody
+pg_edged_conf() {
+	{
+		edged_conf_head "$P_ADMIN" "$SOCK" 1 nobody
+		cat <<CONF
+pin_dir = "/sys/fs/bpf/edge-test-$T_ID-none";
+pg = "$PG_CONNINFO";
+pg_snapshot = "$2";
+CONF
+	} >"$1"
+	chmod 644 "$1"
+}
+
 # pg_wait_applied: 0 once the edged answering on $SOCK (its control
 # socket; $EDGECTL from lib_edged.sh) has applied the database's latest
 # change, 5 s at most

@@ -100,10 +100,6 @@ if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK"
 	t_exit
 fi
 
-metric() { # NAME{LABELS}
-	curl -s "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { print $2 }'
-}
-
 http2_checks() { # LABEL
 	local v=$1 code tok
 	code=$(curl -sS --max-time 10 --http2-prior-knowledge -D "$T_TMP/h2.hdr" -o "$T_TMP/h2.json" \
@@ -175,7 +171,7 @@ assert r["route.test"]["auth"] is None, r["route.test"]
 		'method="jwt",result="alg_refused"' 'method="jwt",result="bad_signature"' \
 		'method="jwt",result="wrong_audience"' 'method="jwt",result="wrong_issuer"' \
 		'method="jwt",result="not_yet_valid"' 'method="jwt",result="unknown_key"' 'method="jwt",result="malformed"'; do
-		n=$(metric "edge_auth_total{$m}")
+		n=$(edged_metric "edge_auth_total{$m}")
 		if [ "${n:-0}" -gt 0 ]; then
 			t_ok "$v: edge_auth_total{$m} counted ($n)"
 		else

@@ -63,32 +63,6 @@ if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK"
 	exit
 fi
 
-write_conf() { # FILE SNAPSHOT
-	{
-		edged_conf_head "$P_ADMIN" "$SOCK" 1 nobody
-		cat <<CONF
-pin_dir = "/sys/fs/bpf/edge-test-$T_ID-none";
-pg = "$PG_CONNINFO";
-pg_snapshot = "$2";
-CONF
-	} >"$1"
-	chmod 644 "$1"
-}
-
-metric() {
-	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
-}
-
-# wait_metric NAME WANT: 0 once the metric NAME is WANT (5 s)
-wait_metric() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		[ "$(metric "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # get HOST [CURL ARG...]: the status of GET /; the body in $T_TMP/b
 get() {
 	local h=$1
@@ -143,7 +117,7 @@ run_suite() { # BIN LABEL
 	fi
 	mkdir -p "$T_TMP/snap-$v"
 	chown nobody "$T_TMP/snap-$v"
-	write_conf "$T_TMP/edge.conf" "$snap"
+	pg_edged_conf "$T_TMP/edge.conf" "$snap"
 	EDGED_LOG="$T_TMP/edged-$v.log"
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
@@ -179,16 +153,16 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: api_keys CHECKs"
 	fi
-	n0=$(metric "$KSKIP")
+	n0=$(edged_metric "$KSKIP")
 	pg_sql "ALTER TABLE api_keys DROP CONSTRAINT IF EXISTS api_keys_key_sha256_check;
 		INSERT INTO api_keys (environment_id, name, key_sha256) VALUES
 		('k-e', 'bad', 'not-a-digest'), ('k-e', 'good', '$(sha secret-good)');" >/dev/null
 	if pg_wait_applied && edged_wait_log "database: api_keys row .environment k-e, name bad.: NAME and the key.s SHA-256.*; skipped" &&
-		wait_metric "$KSKIP" $((n0 + 1)) && [ "$(get k.test -H "X-Api-Key: secret-good")" = 200 ] &&
+		edged_wait_metric "$KSKIP" $((n0 + 1)) && [ "$(get k.test -H "X-Api-Key: secret-good")" = 200 ] &&
 		[ "$(get k.test -H "X-Api-Key: secret-ci")" = 200 ]; then
 		t_ok "$v: a bad api_keys row (the CHECK dropped) beside a good one: the good key admitted, the bad row logged and counted"
 	else
-		t_fail "$v: bad key row" "skipped $n0 -> $(metric "$KSKIP") $(grep "api_keys" "$EDGED_LOG" | tail -2)"
+		t_fail "$v: bad key row" "skipped $n0 -> $(edged_metric "$KSKIP") $(grep "api_keys" "$EDGED_LOG" | tail -2)"
 	fi
 	pg_sql "DELETE FROM api_keys WHERE name = 'bad';
 		ALTER TABLE api_keys ADD CONSTRAINT api_keys_key_sha256_check CHECK (key_sha256 ~ '^[0-9a-f]{64}\$');" >/dev/null
@@ -221,14 +195,14 @@ run_suite() { # BIN LABEL
 		'{"audience": "edge"}|jwt: keys' '{"keys": {"keys": []}, "foo": 1}|jwt: unknown key "foo"' \
 		'{"keys": {"keys": []}}|JWKS: no signing key'; do
 		i=$((i + 1))
-		n0=$(metric "$SKIP")
+		n0=$(edged_metric "$SKIP")
 		pg_sql "BEGIN; UPDATE environments SET jwt = '${bad%%|*}' WHERE id = 'jpem-e';
 			$(project_sql "g$i" "g$i.test") COMMIT;" >/dev/null
 		if pg_wait_applied && edged_wait_log "database: environments row jpem-e: ${bad#*|}.*; skipped" &&
-			wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test")" = 200 ] && [ "$(get jpem.test)" = 503 ]; then
+			edged_wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test")" = 200 ] && [ "$(get jpem.test)" = 503 ]; then
 			t_ok "$v: jwt = '${bad%%|*}' refused: the environment left out, logged, counted; another project applied"
 		else
-			t_fail "$v: refused jwt $i" "skipped $n0 -> $(metric "$SKIP") $(grep "jpem-e" "$EDGED_LOG" | tail -2)"
+			t_fail "$v: refused jwt $i" "skipped $n0 -> $(edged_metric "$SKIP") $(grep "jpem-e" "$EDGED_LOG" | tail -2)"
 		fi
 	done
 	if ! pg_sql "UPDATE environments SET jwt = '[1]' WHERE id = 'jpem-e'" >/dev/null 2>&1; then
@@ -239,13 +213,13 @@ run_suite() { # BIN LABEL
 	pg_sql "UPDATE environments SET jwt = '$(jwt_json "$T_TMP/rsa.pub" pem)' WHERE id = 'jpem-e'" >/dev/null
 	pg_wait_applied
 	# a key for an environment that asks for none: said, counted
-	n0=$(metric "$KSKIP")
+	n0=$(edged_metric "$KSKIP")
 	pg_sql "INSERT INTO api_keys (environment_id, name, key_sha256) VALUES ('jpem-e', 'stray', '$(sha stray)')" >/dev/null
 	if pg_wait_applied && edged_wait_log "database: api_keys row .environment jpem-e, name stray.: its environment's api_keys is false" &&
-		wait_metric "$KSKIP" $((n0 + 1)) && [ "$(get jpem.test -H "X-Api-Key: stray")" = 401 ]; then
+		edged_wait_metric "$KSKIP" $((n0 + 1)) && [ "$(get jpem.test -H "X-Api-Key: stray")" = 401 ]; then
 		t_ok "$v: an api_keys row of an environment whose api_keys is false: logged, counted, no key asked for (its JWT still)"
 	else
-		t_fail "$v: stray key" "skipped $n0 -> $(metric "$KSKIP")"
+		t_fail "$v: stray key" "skipped $n0 -> $(edged_metric "$KSKIP")"
 	fi
 
 	# 3. the local snapshot keeps them

@@ -63,32 +63,6 @@ if ! edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/
 	exit
 fi
 
-write_conf() { # FILE SNAPSHOT
-	{
-		edged_conf_head "$P_ADMIN" "$SOCK" 1 nobody
-		cat <<CONF
-pin_dir = "/sys/fs/bpf/edge-test-$T_ID-none";
-pg = "$PG_CONNINFO";
-pg_snapshot = "$2";
-CONF
-	} >"$1"
-	chmod 644 "$1"
-}
-
-metric() {
-	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
-}
-
-# wait_metric NAME WANT: 0 once the metric NAME is WANT (5 s)
-wait_metric() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		[ "$(metric "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # get HOST PATH: the status; the head in $T_TMP/h, the body in $T_TMP/b
 get() {
 	curl -s -m 10 -D "$T_TMP/h" -o "$T_TMP/b" -w '%{http_code}' -H "Host: $1" "http://127.0.0.1:$P_EDGE$2"
@@ -133,7 +107,7 @@ run_suite() { # BIN LABEL
 	fi
 	mkdir -p "$T_TMP/snap-$v"
 	chown nobody "$T_TMP/snap-$v"
-	write_conf "$T_TMP/edge.conf" "$snap"
+	pg_edged_conf "$T_TMP/edge.conf" "$snap"
 	EDGED_LOG="$T_TMP/edged-$v.log"
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
@@ -181,16 +155,16 @@ run_suite() { # BIN LABEL
 		"redirects = '{\"from\": \"/a\"}'|redirects: a list of objects is needed" \
 		"redirects = '[{\"from\": \"/a\", \"to\": \"javascript:alert(1)\"}]'|redirects\\[0\\]: to: an http:// or https:// URL"; do
 		i=$((i + 1))
-		n0=$(metric "$SKIP")
+		n0=$(edged_metric "$SKIP")
 		pg_sql "BEGIN; UPDATE environments SET ${bad%%|*} WHERE id = 'r-e';
 			$(project_sql "g$i" "g$i.test") COMMIT;" >/dev/null
 		if pg_wait_applied &&
 			edged_wait_log "database: environments row r-e: ${bad#*|}.*; skipped" &&
-			wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test" /app/z)" = 200 ] &&
+			edged_wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test" /app/z)" = 200 ] &&
 			[ "$(get r.test /app/z)" = 503 ]; then
 			t_ok "$v: a refused value ($(echo "${bad%%|*}" | cut -c1-40)...): the environment left out, logged with the reason, counted; another project applied"
 		else
-			t_fail "$v: refused value $i" "skipped $n0 -> $(metric "$SKIP"), g$i $(get "g$i.test" /app/z), r $(get r.test /app/z) $(grep "r-e" "$EDGED_LOG" | tail -2)"
+			t_fail "$v: refused value $i" "skipped $n0 -> $(edged_metric "$SKIP"), g$i $(get "g$i.test" /app/z), r $(get r.test /app/z) $(grep "r-e" "$EDGED_LOG" | tail -2)"
 		fi
 		pg_sql "UPDATE environments SET headers = NULL, redirects = NULL WHERE id = 'r-e'" >/dev/null
 	done
@@ -202,15 +176,15 @@ run_suite() { # BIN LABEL
 		t_fail "$v: fixed" "$(get r.test /app/z)"
 	fi
 	# a JSON null (an ORM's None) is no rules, as SQL's NULL
-	n0=$(metric "$SKIP")
+	n0=$(edged_metric "$SKIP")
 	pg_sql "UPDATE environments SET headers = 'null'::jsonb, redirects = 'null'::jsonb, inject = 'null'::jsonb WHERE id = 'r-e'" >/dev/null
 	pg_wait_applied
 	code=$(get r.test /app/n)
 	if [ "$code" = 200 ] && [ -z "$(sent X-Env)" ] && [ "$(get r.test /old/x)" = 404 ] &&
-		[ "$(metric "$SKIP")" = "$n0" ]; then
+		[ "$(edged_metric "$SKIP")" = "$n0" ]; then
 		t_ok "$v: JSON null in headers, redirects and inject: none, the environment served"
 	else
-		t_fail "$v: JSON null" "code $code; skipped $n0 -> $(metric "$SKIP") $(grep "r-e" "$EDGED_LOG" | tail -1)"
+		t_fail "$v: JSON null" "code $code; skipped $n0 -> $(edged_metric "$SKIP") $(grep "r-e" "$EDGED_LOG" | tail -1)"
 	fi
 	pg_sql "$RULES" >/dev/null
 	pg_wait_applied
@@ -225,13 +199,13 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: compression" "code $code; $(field Content-Encoding)"
 	fi
-	n0=$(metric "$SKIP")
+	n0=$(edged_metric "$SKIP")
 	pg_sql "UPDATE environments SET compression = '{\"level\": {\"gzip\": 99}}' WHERE id = 'r-e'" >/dev/null
 	if pg_wait_applied && edged_wait_log "database: environments row r-e: compression.level.gzip: .*; skipped" &&
-		wait_metric "$SKIP" $((n0 + 1)); then
+		edged_wait_metric "$SKIP" $((n0 + 1)); then
 		t_ok "$v: a compression level out of range: the environment skipped, logged, counted"
 	else
-		t_fail "$v: bad compression" "skipped $n0 -> $(metric "$SKIP")"
+		t_fail "$v: bad compression" "skipped $n0 -> $(edged_metric "$SKIP")"
 	fi
 	pg_sql "UPDATE environments SET compression = NULL WHERE id = 'r-e'" >/dev/null
 	pg_wait_applied
@@ -249,16 +223,16 @@ run_suite() { # BIN LABEL
 		"{\"file\": \"/etc/passwd\"}|inject: \"file\" is not a key" \
 		"\"<script>x()</script>\"|inject: an object is needed"; do
 		i=$((i + 1))
-		n0=$(metric "$SKIP")
+		n0=$(edged_metric "$SKIP")
 		pg_sql "BEGIN; UPDATE environments SET inject = '${bad%%|*}' WHERE id = 'r-e';
 			$(project_sql "g$i" "g$i.test") COMMIT;" >/dev/null
 		if pg_wait_applied &&
 			edged_wait_log "database: environments row r-e: ${bad#*|}.*; skipped" &&
-			wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test" /app/z)" = 200 ] &&
+			edged_wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "g$i.test" /app/z)" = 200 ] &&
 			[ "$(get r.test /app/html)" = 503 ]; then
 			t_ok "$v: inject = '${bad%%|*}' refused: the environment left out, logged with the reason, counted; another project applied"
 		else
-			t_fail "$v: refused inject $i" "skipped $n0 -> $(metric "$SKIP"), g$i $(get "g$i.test" /app/z), r $(get r.test /app/html) $(grep "r-e" "$EDGED_LOG" | tail -2)"
+			t_fail "$v: refused inject $i" "skipped $n0 -> $(edged_metric "$SKIP"), g$i $(get "g$i.test" /app/z), r $(get r.test /app/html) $(grep "r-e" "$EDGED_LOG" | tail -2)"
 		fi
 	done
 	# environments.challenge_* (0019), on a project of its own
@@ -280,15 +254,15 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: challenge CHECKs"
 	fi
-	n0=$(metric "$SKIP")
+	n0=$(edged_metric "$SKIP")
 	pg_sql "ALTER TABLE environments DROP CONSTRAINT IF EXISTS environments_challenge_difficulty_check;
 		BEGIN; UPDATE environments SET challenge_difficulty = 40 WHERE id = 'c-e';
 		$(project_sql c2 c2.test) COMMIT;" >/dev/null
 	if pg_wait_applied && edged_wait_log "database: environments row c-e: challenge_difficulty 40: not between 1 and 28; skipped" &&
-		wait_metric "$SKIP" $((n0 + 1)) && [ "$(get c2.test /app/z)" = 200 ] && [ "$(get c.test /app/z)" = 503 ]; then
+		edged_wait_metric "$SKIP" $((n0 + 1)) && [ "$(get c2.test /app/z)" = 200 ] && [ "$(get c.test /app/z)" = 503 ]; then
 		t_ok "$v: challenge_difficulty 40 (the CHECK dropped) refused by edged: the environment left out, logged, counted; another project applied"
 	else
-		t_fail "$v: difficulty 40" "skipped $n0 -> $(metric "$SKIP") $(grep "c-e" "$EDGED_LOG" | tail -2)"
+		t_fail "$v: difficulty 40" "skipped $n0 -> $(edged_metric "$SKIP") $(grep "c-e" "$EDGED_LOG" | tail -2)"
 	fi
 	pg_sql "UPDATE environments SET challenge_difficulty = 8 WHERE id = 'c-e';
 		ALTER TABLE environments ADD CONSTRAINT environments_challenge_difficulty_check
