@@ -172,26 +172,6 @@ void auth_gate_put(struct auth_gate *g)
 	free(g);
 }
 
-bool auth_gate_has_keys(const struct auth_gate *g)
-{
-	return g && g->api_keys;
-}
-
-bool auth_gate_has_jwt(const struct auth_gate *g)
-{
-	return g && g->jwt;
-}
-
-size_t auth_gate_nkeys(const struct auth_gate *g)
-{
-	return g ? g->n_keys : 0;
-}
-
-size_t auth_gate_njwks(const struct auth_gate *g)
-{
-	return g ? g->n_jwks : 0;
-}
-
 json_t *auth_gate_json(const struct auth_gate *g)
 {
 	json_t *o, *algs, *claims, *jwt = NULL;

@@ -137,12 +137,6 @@ int auth_gate_jwt(struct auth_gate *g, const char *buf, size_t n, unsigned algs,
 int auth_gate_copy_claim(struct auth_gate *g, const char *name,
 			 struct errbuf *err);
 
-/* What the gate takes (for edgectl routes and the snapshot). */
-bool auth_gate_has_keys(const struct auth_gate *g);
-bool auth_gate_has_jwt(const struct auth_gate *g);
-size_t auth_gate_nkeys(const struct auth_gate *g);
-size_t auth_gate_njwks(const struct auth_gate *g);
-
 /* What g takes, for edgectl routes: JSON null (g NULL), or
  * {"api_keys": N | null, "jwt": {"keys", "algorithms", "issuer",
  * "audience", "leeway_s", "copy_claims"} | null}; NULL out of memory. */
