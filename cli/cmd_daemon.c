@@ -583,10 +583,12 @@ static void routes_print_rules(const json_t *r)
 	const json_t *ak = json_object_get(au, "api_keys");
 	bool keys = json_is_integer(ak);
 	bool jwt = json_is_object(json_object_get(au, "jwt"));
+	const json_t *fw = json_object_get(au, "auth_request");
 	const char *k, *sep = "";
 
 	json_object_foreach((json_t *)h, k, v) n += json_array_size(v);
-	if (!n && !red && !nf && !off && !ih && !ib && !chal && !keys && !jwt)
+	if (!n && !red && !nf && !off && !ih && !ib && !chal && !keys && !jwt &&
+	    !json_is_object(fw))
 		return;
 	printf("  (");
 	if (n) {
@@ -621,6 +623,10 @@ static void routes_print_rules(const json_t *r)
 		       (long long)json_integer_value(ak), jwt ? " or jwt" : "");
 	else if (jwt)
 		printf("%sjwt", sep);
+	if (keys || jwt)
+		sep = ", ";
+	if (json_is_object(fw))
+		printf("%sauth_request %s", sep, routes_str(fw, "url", "?"));
 	printf(")");
 }
 

@@ -5,7 +5,6 @@
 #include "auth.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +27,9 @@
 
 #include "b64url.h"
 #include "duration.h"
+#include "fauth.h"
 #include "h1.h"
-#include "siphash.h"
+#include "kcache.h"
 
 /* ---- names --------------------------------------------------------------- */
 
@@ -114,6 +114,7 @@ struct auth_gate {
 	unsigned leeway_s;
 	char *claims[AUTH_CLAIMS_MAX];
 	size_t n_claims;
+	struct fauth_conf *fwd; /* auth_request, NULL: none */
 };
 
 struct auth_gate *auth_gate_new(void)
@@ -169,12 +170,29 @@ void auth_gate_put(struct auth_gate *g)
 	free(g->audience);
 	for (i = 0; i < g->n_claims; i++)
 		free(g->claims[i]);
+	fauth_conf_free(g->fwd);
 	free(g);
+}
+
+void auth_gate_forward(struct auth_gate *g, struct fauth_conf *c)
+{
+	fauth_conf_free(g->fwd);
+	g->fwd = c;
+}
+
+const struct fauth_conf *auth_gate_fwd(const struct auth_gate *g)
+{
+	return g ? g->fwd : NULL;
+}
+
+bool auth_gate_checks(const struct auth_gate *g)
+{
+	return g && (g->api_keys || g->jwt);
 }
 
 json_t *auth_gate_json(const struct auth_gate *g)
 {
-	json_t *o, *algs, *claims, *jwt = NULL;
+	json_t *o, *algs, *claims, *jwt = NULL, *fwd;
 	size_t i;
 	int a;
 
@@ -200,10 +218,11 @@ json_t *auth_gate_json(const struct auth_gate *g)
 		if (!jwt)
 			return NULL;
 	}
-	o = json_pack("{s:o,s:o}", "api_keys",
+	fwd = g->fwd ? fauth_conf_json(g->fwd) : json_null();
+	o = json_pack("{s:o,s:o,s:o*}", "api_keys",
 		      g->api_keys ? json_integer((json_int_t)g->n_keys)
 				  : json_null(),
-		      "jwt", jwt ? jwt : json_null());
+		      "jwt", jwt ? jwt : json_null(), "auth_request", fwd);
 	return o;
 }
 
@@ -1267,132 +1286,29 @@ static int jwt_fields(const struct auth_gate *g, const json_t *claims,
  * reused, so a token admitted under a gate since replaced is checked
  * anew.
  */
-#define JWT_CACHE_SETS 256
-#define JWT_CACHE_WAYS 4
-#define JWT_CACHE_TOKEN_MAX 4096
 
-struct jwt_cached {
-	uint64_t gate; /* 0: empty */
-	uint64_t hash;
-	char *token;
-	size_t len;
-	double exp; /* < 0: none */
-	char *fields;
-	size_t fields_len;
-};
-
-struct jwt_cache {
-	struct jwt_cached e[JWT_CACHE_SETS][JWT_CACHE_WAYS];
-	unsigned next[JWT_CACHE_SETS];
-};
-
-static pthread_key_t jwt_cache_key;
-static pthread_once_t jwt_cache_once = PTHREAD_ONCE_INIT;
-static bool jwt_cache_ok;
-
-static void jwt_cached_clear(struct jwt_cached *c)
-{
-	free(c->token);
-	free(c->fields);
-	memset(c, 0, sizeof(*c));
-}
-
-static void jwt_cache_free(void *p)
-{
-	struct jwt_cache *c = p;
-	size_t s, w;
-
-	for (s = 0; c && s < JWT_CACHE_SETS; s++)
-		for (w = 0; w < JWT_CACHE_WAYS; w++)
-			jwt_cached_clear(&c->e[s][w]);
-	free(c);
-}
-
-static void jwt_cache_init(void)
-{
-	jwt_cache_ok = pthread_key_create(&jwt_cache_key, jwt_cache_free) == 0;
-}
-
-/* This thread's cache, made at its first use; NULL: none (no memory). */
-static struct jwt_cache *jwt_cache(void)
-{
-	struct jwt_cache *c;
-
-	pthread_once(&jwt_cache_once, jwt_cache_init);
-	if (!jwt_cache_ok)
-		return NULL;
-	c = pthread_getspecific(jwt_cache_key);
-	if (!c && (c = calloc(1, sizeof(*c))) &&
-	    pthread_setspecific(jwt_cache_key, c)) {
-		free(c);
-		c = NULL;
-	}
-	return c;
-}
-
-/* A token of gate g admitted lately: OK with out's fields copied, or
- * EXPIRED (then forgotten); -1 when not cached. */
+/* A token of gate g admitted lately (kcache.h, its deadline the exp
+ * plus leeway): OK with out's fields copied, or EXPIRED (then
+ * forgotten); -1 when not cached. */
 static int jwt_cache_find(const struct auth_gate *g, const char *t, size_t n,
-			  uint64_t h, uint64_t now, struct auth_out *out)
+			  uint64_t now, struct auth_out *out)
 {
-	struct jwt_cache *c = jwt_cache();
-	struct jwt_cached *e;
-	size_t w;
-
-	for (w = 0; c && w < JWT_CACHE_WAYS; w++) {
-		e = &c->e[h % JWT_CACHE_SETS][w];
-		if (e->gate != g->id || e->hash != h || e->len != n ||
-		    memcmp(e->token, t, n) != 0)
-			continue;
-		if (e->exp >= 0 && (double)now >= e->exp + g->leeway_s) {
-			jwt_cached_clear(e);
-			return AUTH_R_EXPIRED;
-		}
-		if (e->fields_len) {
-			out->fields = malloc(e->fields_len + 1);
-			if (!out->fields)
-				return -1; /* checked again */
-			memcpy(out->fields, e->fields, e->fields_len + 1);
-			out->fields_len = e->fields_len;
-		}
+	switch (kcache_find(KCACHE_JWT, g->id, t, n, (double)now, &out->fields,
+			    &out->fields_len)) {
+	case KCACHE_HIT:
 		return AUTH_R_OK;
+	case KCACHE_EXPIRED:
+		return AUTH_R_EXPIRED;
+	default:
+		return -1;
 	}
-	return -1;
-}
-
-static void jwt_cache_add(const struct auth_gate *g, const char *t, size_t n,
-			  uint64_t h, double exp, const struct auth_out *out)
-{
-	struct jwt_cache *c = n <= JWT_CACHE_TOKEN_MAX ? jwt_cache() : NULL;
-	struct jwt_cached *e;
-	unsigned s = (unsigned)(h % JWT_CACHE_SETS);
-
-	if (!c)
-		return;
-	e = &c->e[s][c->next[s]++ % JWT_CACHE_WAYS];
-	jwt_cached_clear(e);
-	e->token = malloc(n);
-	e->fields = out->fields_len ? malloc(out->fields_len + 1) : NULL;
-	if (!e->token || (out->fields_len && !e->fields)) {
-		jwt_cached_clear(e);
-		return;
-	}
-	memcpy(e->token, t, n);
-	if (out->fields_len)
-		memcpy(e->fields, out->fields, out->fields_len + 1);
-	e->len = n;
-	e->fields_len = out->fields_len;
-	e->exp = exp;
-	e->hash = h;
-	e->gate = g->id;
 }
 
 static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 				  size_t n, uint64_t now, struct auth_out *out)
 {
-	uint64_t h = siphash_key(t, n);
 	double exp = -1;
-	int hit = jwt_cache_find(g, t, n, h, now, out);
+	int hit = jwt_cache_find(g, t, n, now, out);
 
 	if (hit >= 0)
 		return (enum auth_result)hit;
@@ -1479,7 +1395,9 @@ static enum auth_result jwt_check(const struct auth_gate *g, const char *t,
 	}
 	r = jwt_fields(g, claims, out) ? AUTH_R_MALFORMED : AUTH_R_OK;
 	if (r == AUTH_R_OK)
-		jwt_cache_add(g, t, n, h, exp, out);
+		kcache_add(KCACHE_JWT, g->id, t, n,
+			   exp < 0 ? -1 : exp + g->leeway_s, out->fields,
+			   out->fields_len);
 out:
 	free(sig);
 	json_decref(hdr);

@@ -3,6 +3,9 @@
  * auth.h - the credential gate: API keys and JSON Web Tokens, checked
  * before the rate limit and admission (docs/gates.md).
  *
+ * The same gate may ask an authorization service too, after admission
+ * (auth_request: fauth.h); req.c runs that step.
+ *
  * A gate is built once from an environment's or a route's configuration
  * (auth_gate_new, then the auth_gate_* setters) and is immutable after
  * that: workers share it through references (auth_gate_get / _put).
@@ -31,6 +34,7 @@
 
 #include "log.h"
 
+struct fauth_conf;
 struct h1_head;
 
 #define AUTH_KEYS_MAX 100000	  /* API keys in one file */
@@ -70,7 +74,8 @@ const char *auth_alg_name(enum auth_alg a);
 int auth_alg_parse(const char *s, size_t n);
 
 /* How a request was let in (the analytics "auth" field), or why not. */
-#define AUTH_METHODS(X) X(NONE, "") X(API_KEY, "api_key") X(JWT, "jwt")
+#define AUTH_METHODS(X)                                                        \
+	X(NONE, "") X(API_KEY, "api_key") X(JWT, "jwt") X(FORWARD, "forward")
 #define AUTH_METHOD_ENUM(id, name) AUTH_M_##id,
 enum auth_method { AUTH_METHODS(AUTH_METHOD_ENUM) AUTH_M__COUNT };
 const char *auth_method_name(enum auth_method m);
@@ -86,7 +91,10 @@ const char *auth_method_name(enum auth_method m);
 	X(EXPIRED, "expired")                                                  \
 	X(NOT_YET_VALID, "not_yet_valid")                                      \
 	X(WRONG_ISSUER, "wrong_issuer")                                        \
-	X(WRONG_AUDIENCE, "wrong_audience")
+	X(WRONG_AUDIENCE, "wrong_audience")                                    \
+	X(DENIED, "denied")                                                    \
+	X(REDIRECTED, "redirected")                                            \
+	X(UNAVAILABLE, "unavailable")
 #define AUTH_RESULT_ENUM(id, name) AUTH_R_##id,
 enum auth_result { AUTH_RESULTS(AUTH_RESULT_ENUM) AUTH_R__COUNT };
 const char *auth_result_name(enum auth_result r);
@@ -137,9 +145,18 @@ int auth_gate_jwt(struct auth_gate *g, const char *buf, size_t n, unsigned algs,
 int auth_gate_copy_claim(struct auth_gate *g, const char *name,
 			 struct errbuf *err);
 
+/* Forward auth (fauth.h) for g's requests, after admission: g owns c
+ * from now on (freed with it). */
+void auth_gate_forward(struct auth_gate *g, struct fauth_conf *c);
+/* g's forward auth, NULL: none. */
+const struct fauth_conf *auth_gate_fwd(const struct auth_gate *g);
+/* Whether g checks an API key or a JWT (before the rate limit). */
+bool auth_gate_checks(const struct auth_gate *g);
+
 /* What g takes, for edgectl routes: JSON null (g NULL), or
  * {"api_keys": N | null, "jwt": {"keys", "algorithms", "issuer",
- * "audience", "leeway_s", "copy_claims"} | null}; NULL out of memory. */
+ * "audience", "leeway_s", "copy_claims"} | null, "auth_request":
+ * fauth_conf_json | null}; NULL out of memory. */
 json_t *auth_gate_json(const struct auth_gate *g);
 
 /* A check's outcome. fields: header lines for the upstream

@@ -601,8 +601,10 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		     const struct route_src_env *env, struct route_src_route *r)
 {
 	static const char *const keys[] = {
-	    "prefix",  "strip_prefix", "upstreams", "balance", "max_body_bytes",
-	    "headers", "api_keys",     "jwt",	    NULL};
+	    "prefix",	"strip_prefix",	  "upstreams",
+	    "balance",	"max_body_bytes", "headers",
+	    "api_keys", "auth_request",	  "jwt",
+	    NULL};
 	int rc;
 
 	rc = cfg_known(x, g, path, keys);
@@ -840,6 +842,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "challenge",
 					   "api_keys",
 					   "jwt",
+					   "auth_request",
 					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
@@ -1390,7 +1393,7 @@ static int cfg_formats(struct cfg *x, const config_setting_t *root)
 
 /* A proxy_protocol address with trusted_proxies empty closes every
  * connection: said. */
-/* A TCP route to an environment of the file with an API key or JWT gate:
+/* A TCP route to an environment of the file with a gate:
  * warned of, since its connections reach the endpoints unchecked. */
 static int cfg_tcp_gated(struct cfg *x, const config_setting_t *root)
 {
@@ -1418,9 +1421,9 @@ static int cfg_tcp_gated(struct cfg *x, const config_setting_t *root)
 				    l ? config_setting_get_elem(l, (unsigned)i)
 				      : root,
 				    key,
-				    "environment %s has an API key or JWT "
-				    "gate, which a TCP route's connections do "
-				    "not meet",
+				    "environment %s has a gate (api_keys, jwt "
+				    "or auth_request), which a TCP route's "
+				    "connections do not meet",
 				    v->id);
 			}
 	return rc;

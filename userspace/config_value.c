@@ -24,6 +24,7 @@
 
 #include "config_value.h"
 #include "duration.h"
+#include "fauth.h"
 #include "policy.h"
 
 #define CFG_WARNINGS_MAX 64
@@ -1373,17 +1374,70 @@ static int cfg_jwt(struct cfg *x, const config_setting_t *c, const char *p,
 	return rc;
 }
 
+/* auth_request = { url; timeout; copy_headers; cache_ttl }. */
+static int cfg_fwd(struct cfg *x, const config_setting_t *c, const char *p,
+		   struct auth_gate *g)
+{
+	static const char *const keys[] = {"url", "timeout", "copy_headers",
+					   "cache_ttl", NULL};
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *l;
+	const char *url, *to, *ttl;
+	struct cfg_at at, tat, cat;
+	uint64_t to_ms = 0, ttl_s = 0;
+	struct fauth_conf *f = NULL;
+	struct errbuf e;
+	int rc, i;
+
+	if (!config_setting_is_group(c))
+		return cfg_fail(x, c, p, "a group { url = \"http://...\"; }");
+	rc = cfg_known(x, c, p, keys);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "url", NULL, &url, &at);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "timeout", "1s", &to, &tat);
+	if (rc == 0 && duration_parse_ms(to, FAUTH_TIMEOUT_MAX_MS, &to_ms, &e))
+		return cfg_fail(x, tat.s, tat.key, "%s (at most 1m)", e.msg);
+	if (rc == 0)
+		rc = cfg_str(x, c, p, "cache_ttl", "1m", &ttl, &cat);
+	/* "0s" caches nothing; duration_parse_ms takes only longer ones */
+	if (rc == 0 && strcmp(ttl, "0s") != 0 && strcmp(ttl, "0") != 0 &&
+	    duration_parse_secs(ttl, FAUTH_CACHE_TTL_MAX_S, &ttl_s, &e))
+		return cfg_fail(x, cat.s, cat.key, "%s (at most 1h)", e.msg);
+	if (rc < 0)
+		return rc;
+	rc = fauth_conf_new(url, to_ms, (unsigned)ttl_s, &f, &e);
+	if (rc == -EINVAL)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	if (rc < 0)
+		return cfg_nomem(x);
+	auth_gate_forward(g, f);
+	rc = cfg_list(x, c, p, "copy_headers", key, &l);
+	for (i = 0; rc == 0 && l && i < config_setting_length(l); i++) {
+		rc = fauth_conf_copy(f, config_setting_get_string_elem(l, i),
+				     &e);
+		cfg_key_index(ek, key, (size_t)i);
+		if (rc == -EINVAL)
+			return cfg_fail(x, config_setting_get_elem(l, i), ek,
+					"%s", e.msg);
+		if (rc < 0)
+			return cfg_nomem(x);
+	}
+	return rc;
+}
+
 int cfg_auth(struct cfg *x, const config_setting_t *g, const char *path,
 	     struct auth_gate **out)
 {
-	char pk[CFG_KEY_MAX], pj[CFG_KEY_MAX];
+	char pk[CFG_KEY_MAX], pj[CFG_KEY_MAX], pf[CFG_KEY_MAX];
 	config_setting_t *k = cfg_member(g, path, "api_keys", pk);
 	config_setting_t *j = cfg_member(g, path, "jwt", pj);
+	config_setting_t *f = cfg_member(g, path, "auth_request", pf);
 	struct auth_gate *a;
 	int rc = 0;
 
 	*out = NULL;
-	if (!k && !j)
+	if (!k && !j && !f)
 		return 0;
 	a = auth_gate_new();
 	if (!a)
@@ -1392,6 +1446,8 @@ int cfg_auth(struct cfg *x, const config_setting_t *g, const char *path,
 		rc = cfg_api_keys(x, k, pk, a);
 	if (rc == 0 && j)
 		rc = cfg_jwt(x, j, pj, a);
+	if (rc == 0 && f)
+		rc = cfg_fwd(x, f, pf, a);
 	if (rc < 0) {
 		auth_gate_put(a);
 		return rc;

@@ -1019,7 +1019,7 @@ int hdr_build_error(struct hdr_buf *b, int status, const char *request_id,
 		    bool close)
 {
 	const char *reason = hdr_status_text(status);
-	char own[96];
+	char own[192]; /* a ctype of up to 128 bytes */
 
 	/* a redirect may be cached as its status says (a 301 is); an error
 	 * never is */

@@ -10,12 +10,13 @@
  *
  * The statuses are errors (4xx, 5xx) but for https_redirect (308, with
  * a Location), redirect (a Location, and the rule's status: 301 here,
- * 302, 307 or 308 by req's own_status) and challenge_passed (303, a
- * Location and the pass cookie). Status 0 means edge writes no status of
- * its own: the upstream's status is relayed (ok), or no response is written at
- * all (client_closed; tunnel's 101 came from the upstream). outcome_status()
- * says so; only outcomes with outcome_sends_error() true owe the client a JSON
- * error body.
+ * 302, 307 or 308 by req's own_status), challenge_passed (303, a
+ * Location and the pass cookie) and auth_redirect (the authorization
+ * service's 3xx, relayed). auth_denied relays that service's 401 or 403. Status
+ * 0 means edge writes no status of its own: the upstream's status is relayed
+ * (ok), or no response is written at all (client_closed; tunnel's 101 came from
+ * the upstream). outcome_status() says so; only outcomes with
+ * outcome_sends_error() true owe the client a JSON error body.
  *
  * Names are recorded in analytics and exported as metric labels: append
  * new outcomes, never rename one.
@@ -116,7 +117,13 @@
 	X(CHALLENGE_PASSED, "challenge_passed", 303,                           \
 	  "the challenge is solved: follow the Location")                      \
 	X(UNAUTHORIZED, "unauthorized", 401,                                   \
-	  "this site needs a valid API key or bearer token")
+	  "this site needs a valid API key or bearer token")                   \
+	X(AUTH_DENIED, "auth_denied", 401,                                     \
+	  "the site's authorization service refused this request")             \
+	X(AUTH_REDIRECT, "auth_redirect", 302,                                 \
+	  "sign in first: follow the Location")                                \
+	X(AUTH_UNAVAILABLE, "auth_unavailable", 503,                           \
+	  "the site's authorization service did not answer, retry later")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -20,6 +20,7 @@
 #include "challenge.h"
 #include "clk.h"
 #include "edge_assert.h"
+#include "fauth.h"
 #include "mailbox.h"
 #include "record.h"
 #include "req.h"
@@ -345,6 +346,8 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 			r->status = OUTCOME_CLIENT_CLOSED_STATUS;
 	}
 	r->outcome = o;
+	fauth_cancel(r->fauth);
+	r->fauth = NULL;
 	req_unqueue(r);
 	stream_wake_leave(&r->sw, r->w);
 	EDGE_ASSERT(!r->waiter.queued && !r->handle);
@@ -367,6 +370,8 @@ void req_end(struct req *r, enum outcome o, const char *extra)
 	r->own_body = NULL;
 	free(r->auth_fields);
 	r->auth_fields = NULL;
+	free(r->fwd_fields);
+	r->fwd_fields = NULL;
 	r->cl->ended(r, close);
 }
 
@@ -908,20 +913,29 @@ static bool req_challenge(struct req *r, bool limited)
 
 /* A client's own X-Jwt-Claim-* and X-Api-Key-Name never reach the
  * upstream of a gated route: only the gate's. */
+static const struct req *req_of_auth_edit(const struct hdr_edit *e)
+{
+	return (const struct req *)((const char *)e -
+				    offsetof(struct req, auth_edit));
+}
+
+/* ... nor the fields its forward auth copies from the service */
 static bool req_auth_drop(const struct hdr_edit *e, const char *name, size_t n)
 {
-	(void)e;
-	return auth_field_reserved(name, n);
+	const struct fauth_conf *c = auth_gate_fwd(req_of_auth_edit(e)->m.auth);
+
+	return auth_field_reserved(name, n) ||
+	       (c && fauth_field_copied(c, name, n));
 }
 
 static void req_auth_add(const struct hdr_edit *e, struct hdr_buf *b)
 {
-	const struct req *r =
-	    (const struct req *)((const char *)e -
-				 offsetof(struct req, auth_edit));
+	const struct req *r = req_of_auth_edit(e);
 
 	if (r->auth_fields)
 		hdr_buf_add(b, r->auth_fields, r->auth_fields_len);
+	if (r->fwd_fields)
+		hdr_buf_add(b, r->fwd_fields, r->fwd_fields_len);
 }
 
 /* The API key or JWT r's route asks for, before the rate limit and
@@ -934,23 +948,116 @@ static bool req_auth(struct req *r)
 	enum auth_result res;
 	char extra[96];
 
-	res = auth_check(r->m.auth, &r->h.h, (uint64_t)time(NULL), &out);
-	r->auth_m = out.method;
-	auth_count(out.method, res);
-	if (res != AUTH_R_OK) {
-		free(out.fields);
-		snprintf(extra, sizeof(extra), "WWW-Authenticate: %s\r\n",
-			 auth_challenge_header(res));
-		req_end(r, OUTCOME_UNAUTHORIZED, extra);
-		return true;
+	if (auth_gate_checks(r->m.auth)) {
+		res =
+		    auth_check(r->m.auth, &r->h.h, (uint64_t)time(NULL), &out);
+		r->auth_m = out.method;
+		auth_count(out.method, res);
+		if (res != AUTH_R_OK) {
+			free(out.fields);
+			snprintf(extra, sizeof(extra),
+				 "WWW-Authenticate: %s\r\n",
+				 auth_challenge_header(res));
+			req_end(r, OUTCOME_UNAUTHORIZED, extra);
+			return true;
+		}
+		r->auth_fields = out.fields;
+		r->auth_fields_len = out.fields_len;
 	}
-	r->auth_fields = out.fields;
-	r->auth_fields_len = out.fields_len;
 	r->auth_edit.drop = req_auth_drop;
 	r->auth_edit.add = req_auth_add;
 	r->auth_edit.next = r->req_ed;
 	r->req_ed = &r->auth_edit;
 	return false;
+}
+
+/* ---- forward auth (fauth.h) --------------------------------------------- */
+
+static void req_admitted(struct req *r);
+
+static void req_fauth_unavailable(struct req *r, const char *why)
+{
+	auth_count(AUTH_M_FORWARD, AUTH_R_UNAVAILABLE);
+	log_warnx_ctx_rl(REQ_LOG_CTX(r),
+			 "auth_request %s: %s: 503 auth_unavailable",
+			 auth_gate_fwd(r->m.auth)->url, why);
+	req_end(r, OUTCOME_AUTH_UNAVAILABLE, NULL);
+}
+
+/* The service answered r (its call is gone). */
+static void req_fauth_done(void *arg, struct fauth_result *res)
+{
+	struct req *r = arg;
+
+	r->fauth = NULL;
+	req_timer_stop(r);
+	if (!r->auth_m)
+		r->auth_m = AUTH_M_FORWARD;
+	switch (res->v) {
+	case FAUTH_ALLOW:
+		auth_count(AUTH_M_FORWARD, AUTH_R_OK);
+		r->fwd_fields = res->fields;
+		r->fwd_fields_len = res->fields_len;
+		r->state = REQ_HEAD;
+		req_admitted(r);
+		return;
+	case FAUTH_DENY:
+	case FAUTH_REDIRECT:
+		r->auth_m = AUTH_M_FORWARD;
+		auth_count(AUTH_M_FORWARD, res->v == FAUTH_DENY
+					       ? AUTH_R_DENIED
+					       : AUTH_R_REDIRECTED);
+		/* the service's body as it is, even an empty one */
+		r->own_body = res->body ? res->body : calloc(1, 1);
+		r->own_body_len = res->body_len;
+		_Static_assert(sizeof(r->fwd_ctype) == FAUTH_CTYPE_MAX + 1,
+			       "fwd_ctype");
+		memcpy(r->fwd_ctype, res->ctype, sizeof(r->fwd_ctype));
+		r->own_ctype = r->fwd_ctype[0] ? r->fwd_ctype
+			       : res->body_len ? "application/octet-stream"
+					       : "text/plain";
+		r->own_status = res->status;
+		req_end(r,
+			res->v == FAUTH_DENY ? OUTCOME_AUTH_DENIED
+					     : OUTCOME_AUTH_REDIRECT,
+			res->fields);
+		free(res->fields);
+		return;
+	case FAUTH_UNAVAILABLE:
+		r->auth_m = AUTH_M_FORWARD;
+		req_fauth_unavailable(r, res->why);
+		return;
+	}
+}
+
+/* r's gate asks its authorization service: whether r waits for it (or
+ * was answered). A cached admission goes on at once. */
+static bool req_fauth(struct req *r)
+{
+	const struct fauth_conf *c = auth_gate_fwd(r->m.auth);
+	struct fauth_result res;
+	struct fauth_req q = {.h = &r->h,
+			      .client_ip = r->client_ip,
+			      .request_id = r->id,
+			      .tls = r->tls};
+
+	if (fauth_cached(c, &r->h, &res)) {
+		auth_count(AUTH_M_FORWARD, AUTH_R_OK);
+		if (!r->auth_m)
+			r->auth_m = AUTH_M_FORWARD;
+		r->fwd_fields = res.fields;
+		r->fwd_fields_len = res.fields_len;
+		return false;
+	}
+	r->fauth = fauth_start(r->w->base, c, &q, req_fauth_done, r);
+	if (!r->fauth) {
+		r->auth_m = AUTH_M_FORWARD;
+		req_fauth_unavailable(r, "no socket or memory for it");
+		return true;
+	}
+	r->state = REQ_AUTHING;
+	req_timer(r, c->timeout_ms);
+	return true;
 }
 
 void req_head(struct req *r)
@@ -964,7 +1071,6 @@ void req_head(struct req *r)
 	unsigned retry = 0;
 	enum outcome o;
 	char extra[64];
-	int rc;
 
 	id = hdr_request_id_get(&h->h, &idn);
 	if (id && idn < sizeof(r->id)) {
@@ -1056,7 +1162,16 @@ void req_head(struct req *r)
 	}
 	admit_body_init(&r->limit, r->m.max_body_bytes);
 	r->cl->admitted(r);
-	rc = req_admit_inflight(r);
+	if (auth_gate_fwd(r->m.auth) && req_fauth(r))
+		return;
+	req_admitted(r);
+}
+
+/* r passed Admit but for its in-flight slot. */
+static void req_admitted(struct req *r)
+{
+	int rc = req_admit_inflight(r);
+
 	if (rc < 0) {
 		log_warnx_ctx_rl(REQ_LOG_CTX(r),
 				 "limits.max_inflight or the route's "
@@ -1166,6 +1281,13 @@ void req_timeout(struct req *r)
 		    "admission queue: 503 overloaded",
 		    (unsigned long long)r->w->set.timeouts.queue_ms);
 		req_end(r, OUTCOME_OVERLOADED, retry);
+		return;
+	}
+	if (r->state == REQ_AUTHING) {
+		fauth_cancel(r->fauth);
+		r->fauth = NULL;
+		r->auth_m = AUTH_M_FORWARD;
+		req_fauth_unavailable(r, "no answer within its timeout");
 		return;
 	}
 	if (r->state == REQ_WAKING) {

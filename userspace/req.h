@@ -19,7 +19,10 @@
  * the proxy; after timeouts.queue it is answered 503 overloaded. The wake
  * stage holds requests in the same kind of state (REQ_WAKING): a request
  * for an on-demand environment that is not running joins its one wake
- * (wake.h) and is told through its worker's mailbox how it ended.
+ * (wake.h) and is told through its worker's mailbox how it ended. So
+ * does forward auth (REQ_AUTHING), between Admit's rate limit and its
+ * in-flight slot: its subrequest (fauth.h) runs on the worker's loop, for
+ * at most the gate's timeout.
  */
 #ifndef EDGE_REQ_H
 #define EDGE_REQ_H
@@ -39,6 +42,7 @@
 #include "stream.h"
 
 struct evbuffer;
+struct fauth_call;
 struct h1_response;
 struct req;
 struct sockio;
@@ -50,6 +54,7 @@ enum req_state {
 	REQ_HEAD,     /* bytes of a head arrived: parsing */
 	REQ_QUEUED,   /* admitted but for an in-flight slot: waiting */
 	REQ_WAKING,   /* its environment is waking (wake.h): waiting */
+	REQ_AUTHING,  /* its forward auth (fauth.h) is asked: waiting */
 	REQ_PROXY,    /* with the proxy (proxy.h) */
 	REQ_SENDING,  /* the response is complete (the upstream released),
 			 its client has yet to take it (pending) */
@@ -203,6 +208,13 @@ struct req {
 	char *auth_fields;
 	size_t auth_fields_len;
 	struct hdr_edit auth_edit;
+	/* its forward auth: the call in flight (REQ_AUTHING), the fields
+	 * the service's admission adds upstream (malloc'd), and room for
+	 * the Content-Type of a refusal relayed (own_ctype) */
+	struct fauth_call *fauth;
+	char *fwd_fields;
+	size_t fwd_fields_len;
+	char fwd_ctype[128];
 	bool routed;	   /* m is valid */
 	bool inflight;	   /* admit_inflight_enter held */
 	bool resp_started; /* a response head went to the client */

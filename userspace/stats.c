@@ -19,6 +19,7 @@
 #include "listener.h"
 #include "encoding.h"
 #include "auth.h"
+#include "fauth.h"
 #include "challenge.h"
 #include "inject.h"
 #include "stats.h"
@@ -784,9 +785,10 @@ static int stats_render_auth(struct evbuffer *out)
 
 	rc = metrics_render_help(
 	    out, name,
-	    "Requests checked by an API key or JWT gate (auth.h), by the "
-	    "credential presented (none, api_key, jwt) and the result: ok, "
-	    "or why it was refused 401 unauthorized.",
+	    "Requests checked by a gate (auth.h): by the credential "
+	    "presented (none, api_key, jwt) and the result, ok or why it "
+	    "was refused 401 unauthorized; and by forward auth (method "
+	    "forward): ok, denied, redirected or unavailable.",
 	    "counter");
 	for (m = 0; rc == 0 && m < AUTH_M__COUNT; m++)
 		for (k = 0; rc == 0 && k < AUTH_R__COUNT; k++) {
@@ -805,6 +807,17 @@ static int stats_render_auth(struct evbuffer *out)
 				(unsigned long long)v) < 0)
 				rc = -ENOMEM;
 		}
+	if (rc == 0)
+		rc = metrics_render_help(
+		    out, "edge_auth_forward_cache_hits_total",
+		    "Forward auth admissions taken from a worker's cache "
+		    "(the service's Cache-Control, at most cache_ttl) "
+		    "instead of a subrequest.",
+		    "counter");
+	if (rc == 0 && evbuffer_add_printf(
+			   out, "edge_auth_forward_cache_hits_total %llu\n",
+			   (unsigned long long)fauth_cache_hits()) < 0)
+		rc = -ENOMEM;
 	return rc;
 }
 

@@ -252,7 +252,7 @@ fi
 write_conf
 echo "tcp_routes = ( { listen = \"127.0.0.1:$P_TCP\"; environment = \"e-key\"; } );" >>"$T_TMP/edge.conf"
 out=$("$EDGED" -c "$T_TMP/edge.conf" --check 2>&1)
-if grep -qE "edge.conf:[0-9]+: tcp_routes\[0\]: environment e-key has an API key or JWT gate, which a TCP route's connections do not meet" <<<"$out"; then
+if grep -qE "edge.conf:[0-9]+: tcp_routes\[0\]: environment e-key has a gate \(api_keys, jwt or auth_request\), which a TCP route's connections do not meet" <<<"$out"; then
 	t_ok "--check warns of a TCP route to a gated environment"
 else
 	t_fail "--check: tcp route warning" "$out"

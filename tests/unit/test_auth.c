@@ -7,6 +7,7 @@
  * key used as an HMAC secret, kid), copied claims and what is left out,
  * the reserved request fields. */
 #include <check.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
@@ -21,7 +22,9 @@
 
 #include "auth.h"
 #include "b64url.h"
+#include "fauth.h"
 #include "h1.h"
+#include "kcache.h"
 #include "unit.h"
 
 START_TEST(test_b64url)
@@ -587,6 +590,89 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* forward auth's group (fauth.h): the URL's forms and refusals */
+START_TEST(test_fauth_conf)
+{
+	struct fauth_conf *c;
+	struct errbuf e;
+	json_t *j;
+
+	ck_assert_int_eq(fauth_conf_new("http://127.0.0.1/", 1000, 60, &c, &e),
+			 0);
+	ck_assert_str_eq(c->authority, "127.0.0.1");
+	ck_assert_str_eq(c->path, "/");
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in *)&c->addr)->sin_port),
+			  80);
+	fauth_conf_free(c);
+	ck_assert_int_eq(
+	    fauth_conf_new("http://[::1]:9000/a/check?x=1", 500, 0, &c, &e), 0);
+	ck_assert_str_eq(c->authority, "[::1]:9000");
+	ck_assert_str_eq(c->path, "/a/check?x=1");
+	ck_assert_int_eq(c->addr.ss_family, AF_INET6);
+	ck_assert_int_eq(fauth_conf_copy(c, "X-User", &e), 0);
+	ck_assert(fauth_field_copied(c, "x-user", 6));
+	ck_assert(fauth_field_copied(c, "X-USER", 6));
+	ck_assert(!fauth_field_copied(c, "x-use", 5));
+	ck_assert_int_eq(fauth_conf_copy(c, "Transfer-Encoding", &e), -EINVAL);
+	ck_assert_int_eq(fauth_conf_copy(c, "Host", &e), -EINVAL);
+	ck_assert_int_eq(fauth_conf_copy(c, "a b", &e), -EINVAL);
+	ck_assert_int_eq(fauth_conf_copy(c, "", &e), -EINVAL);
+	j = fauth_conf_json(c);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "url")),
+			 "http://[::1]:9000/a/check?x=1");
+	ck_assert_int_eq(json_array_size(json_object_get(j, "copy_headers")),
+			 1);
+	json_decref(j);
+	fauth_conf_free(c);
+	ck_assert_int_eq(fauth_conf_new("https://127.0.0.1/", 1, 0, &c, &e),
+			 -EINVAL);
+	ck_assert(strstr(e.msg, "https:// is not supported"));
+	ck_assert_int_eq(fauth_conf_new("http://auth.local/", 1, 0, &c, &e),
+			 -EINVAL);
+	ck_assert_int_eq(fauth_conf_new("http:///x", 1, 0, &c, &e), -EINVAL);
+	ck_assert_int_eq(fauth_conf_new("http://127.0.0.1/a#b", 1, 0, &c, &e),
+			 -EINVAL);
+	ck_assert_int_eq(fauth_conf_new("http://127.0.0.1/\x01", 1, 0, &c, &e),
+			 -EINVAL);
+	ck_assert_int_eq(fauth_conf_new("127.0.0.1:80", 1, 0, &c, &e), -EINVAL);
+}
+END_TEST
+
+/* the per-thread decision cache (kcache.h) */
+START_TEST(test_kcache)
+{
+	char *v;
+	size_t n;
+
+	kcache_add(KCACHE_FORWARD, 7, "key", 3, 100.0, "X-U: a\r\n", 8);
+	ck_assert_int_eq(kcache_find(KCACHE_FORWARD, 7, "key", 3, 50.0, &v, &n),
+			 KCACHE_HIT);
+	ck_assert_uint_eq(n, 8);
+	ck_assert_str_eq(v, "X-U: a\r\n");
+	free(v);
+	/* another kind, owner or key: not it */
+	ck_assert_int_eq(kcache_find(KCACHE_JWT, 7, "key", 3, 50.0, &v, &n),
+			 KCACHE_MISS);
+	ck_assert_int_eq(kcache_find(KCACHE_FORWARD, 8, "key", 3, 50.0, &v, &n),
+			 KCACHE_MISS);
+	ck_assert_int_eq(kcache_find(KCACHE_FORWARD, 7, "kez", 3, 50.0, &v, &n),
+			 KCACHE_MISS);
+	/* past its deadline: expired once, then forgotten */
+	ck_assert_int_eq(
+	    kcache_find(KCACHE_FORWARD, 7, "key", 3, 100.0, &v, &n),
+	    KCACHE_EXPIRED);
+	ck_assert_int_eq(kcache_find(KCACHE_FORWARD, 7, "key", 3, 1.0, &v, &n),
+			 KCACHE_MISS);
+	/* no value, no deadline */
+	kcache_add(KCACHE_JWT, 9, "", 0, -1, NULL, 0);
+	ck_assert_int_eq(kcache_find(KCACHE_JWT, 9, "", 0, 1e12, &v, &n),
+			 KCACHE_HIT);
+	ck_assert_ptr_null(v);
+	ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 static Suite *auth_suite(void)
 {
 	Suite *s = suite_create("auth");
@@ -599,6 +685,8 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, test_jwks);
 	tcase_add_test(tc, test_db_forms);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_fauth_conf);
+	tcase_add_test(tc, test_kcache);
 	suite_add_tcase(s, tc);
 	return s;
 }
