@@ -788,6 +788,72 @@ uint64_t chal_fail_total(enum chal_check c)
 		   : 0;
 }
 
+/* Whether row a signs before row b (newer first: signs_from, then id). */
+static bool chal_row_newer(const struct chal_key_row *a,
+			   const struct chal_key_row *b)
+{
+	return a->signs_from > b->signs_from ||
+	       (a->signs_from == b->signs_from && a->id > b->id);
+}
+
+void chal_keys_pick(const struct chal_key_row *v, size_t n, int64_t now,
+		    struct chal_keys *out, int64_t *signer, int64_t *other,
+		    int64_t *next)
+{
+	const struct chal_key_row *sig = NULL, *prev = NULL, *pend = NULL;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	*signer = *other = *next = 0;
+	for (i = 0; i < n; i++) {
+		const struct chal_key_row *r = &v[i];
+
+		if (r->signs_from > now) {
+			if (!pend || r->signs_from < pend->signs_from ||
+			    (r->signs_from == pend->signs_from &&
+			     r->id < pend->id))
+				pend = r;
+			continue;
+		}
+		if (!sig || chal_row_newer(r, sig)) {
+			prev = sig;
+			sig = r;
+		} else if (!prev || chal_row_newer(r, prev))
+			prev = r;
+	}
+	if (pend)
+		*next = pend->signs_from;
+	if (!sig)
+		return;
+	memcpy(out->k[0], sig->k, CHAL_KEY_LEN);
+	out->n = 1;
+	*signer = sig->id;
+	if (pend || prev) {
+		const struct chal_key_row *o = pend ? pend : prev;
+
+		memcpy(out->k[1], o->k, CHAL_KEY_LEN);
+		out->n = 2;
+		*other = o->id;
+	}
+}
+
+static pthread_mutex_t chal_db_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct chal_keys chal_db;
+
+void chal_db_keys_set(const struct chal_keys *keys)
+{
+	pthread_mutex_lock(&chal_db_mu);
+	chal_db = *keys;
+	pthread_mutex_unlock(&chal_db_mu);
+}
+
+void chal_db_keys_get(struct chal_keys *out)
+{
+	pthread_mutex_lock(&chal_db_mu);
+	*out = chal_db;
+	pthread_mutex_unlock(&chal_db_mu);
+}
+
 static pthread_once_t chal_key_once = PTHREAD_ONCE_INIT;
 static pthread_once_t chal_mem_once = PTHREAD_ONCE_INIT;
 static struct chal_keys chal_rnd;

@@ -95,6 +95,30 @@ void chal_prefix(const struct cidr *peer, struct cidr *out);
 int chal_keys_parse(const char *text, size_t len, struct chal_keys *out,
 		    char *err, size_t errlen);
 
+/* One key of the database's challenge_keys (migration 0023). */
+struct chal_key_row {
+	int64_t id;
+	uint8_t k[CHAL_KEY_LEN];
+	int64_t signs_from; /* unix s */
+};
+
+/*
+ * The keys of rows v[0..n) at unix time now: the newest row whose
+ * signs_from has come signs (k[0]); the next to start signing, else the
+ * one that signed before it, verifies too (k[1]). *signer and *other are
+ * their ids (0: none); *next is the next signs_from after now (0: none),
+ * when the choice changes. out->n is 0 when no row signs yet.
+ */
+void chal_keys_pick(const struct chal_key_row *v, size_t n, int64_t now,
+		    struct chal_keys *out, int64_t *signer, int64_t *other,
+		    int64_t *next);
+
+/* The database's keys for the workers (worker_settings_from takes them
+ * when there is no key file): set by the control loop, read under a
+ * lock. keys->n 0: none. */
+void chal_db_keys_set(const struct chal_keys *keys);
+void chal_db_keys_get(struct chal_keys *out);
+
 /* A token for env and prefix, expiring at now + CHAL_TOKEN_TTL_S, signed
  * with keys->k[0] (keys->n >= 1): into out (CHAL_TOKEN_MAX). Returns its
  * length, or 0 when randomness failed. */

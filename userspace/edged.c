@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <event2/event.h>
+#include <openssl/crypto.h>
 #include <event2/thread.h>
 #include <getopt.h>
 #include <grp.h>
@@ -654,6 +655,77 @@ static void edged_tls_rotate_cb(evutil_socket_t fd, short what, void *arg)
  * checked (tls_db_update), and when what is accepted changed, a store of
  * the running store's files and those rows; if the files are broken
  * now, the running store serves on (the file watch says why). */
+/* The database's challenge keys at this second: into the workers'
+ * settings (a key file's win), the change said, the timer set for the
+ * next key to start signing. */
+static void edged_chal_apply(struct edged *d)
+{
+	int64_t now = (int64_t)time(NULL), signer, other, next;
+	struct timeval tv = {0, 0};
+	struct chal_keys keys;
+
+	chal_keys_pick(d->chal_rows, d->n_chal_rows, now, &keys, &signer,
+		       &other, &next);
+	chal_db_keys_set(&keys);
+	OPENSSL_cleanse(&keys, sizeof(keys));
+	pthread_mutex_lock(&d->sh.set_lock);
+	worker_settings_chal(&d->sh.set);
+	atomic_fetch_add(&d->sh.set_gen, 1);
+	pthread_mutex_unlock(&d->sh.set_lock);
+	if (d->cfg->challenge.key_file && d->n_chal_rows) {
+		if (!d->chal_said_file)
+			log_note("challenge: challenge.key_file's keys sign; "
+				 "the database's challenge_keys are not used "
+				 "on this host");
+		d->chal_said_file = true;
+	} else if (signer != d->chal_signer || other != d->chal_other) {
+		if (signer && other)
+			log_note("challenge: challenge_keys id %lld signs, id "
+				 "%lld verifies too",
+				 (long long)signer, (long long)other);
+		else if (signer)
+			log_note("challenge: challenge_keys id %lld signs",
+				 (long long)signer);
+		else
+			log_note(
+			    "challenge: no challenge_keys row signs (yet): "
+			    "a key made at start signs, which no other "
+			    "host accepts");
+	}
+	d->chal_signer = signer;
+	d->chal_other = other;
+	if (next && d->chal_ev) {
+		tv.tv_sec = next - now;
+		evtimer_add(d->chal_ev, &tv);
+	}
+}
+
+static void edged_chal_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	edged_chal_apply(arg);
+}
+
+static void edged_chal_db_cb(void *arg, const struct chal_key_row *v, size_t n)
+{
+	struct edged *d = arg;
+	struct chal_key_row *rows = calloc(n ? n : 1, sizeof(*rows));
+
+	if (!rows) {
+		log_warnx("challenge: challenge_keys: out of memory");
+		return;
+	}
+	memcpy(rows, v, n * sizeof(*rows));
+	if (d->chal_rows)
+		OPENSSL_cleanse(d->chal_rows,
+				d->n_chal_rows * sizeof(*d->chal_rows));
+	free(d->chal_rows);
+	d->chal_rows = rows;
+	d->n_chal_rows = n;
+	edged_chal_apply(d);
+}
+
 static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
 {
 	struct edged *d = arg;
@@ -1268,9 +1340,10 @@ static int edged_config(struct edged *d, const char *path,
 	}
 	/* the database's environments may turn a challenge on any time */
 	if (d->cfg->pg && !d->cfg->challenge.key_file)
-		log_note("challenge: no challenge.key_file: a challenge of the "
-			 "database's environments signs with a key made at "
-			 "start, which no other host accepts");
+		log_note("challenge: no challenge.key_file: challenges sign "
+			 "with the database's challenge_keys, and with a key "
+			 "made at start (which no other host accepts) until "
+			 "there is one");
 	return 0;
 }
 
@@ -1541,6 +1614,12 @@ static int edged_pg_start(struct edged *d)
 	if (d->tls_db)
 		pgplane_set_certs(d->pg, edged_tls_db_cb, d);
 	pgplane_set_hcheck(d->pg, edged_hcheck_cb, d);
+	d->chal_ev = evtimer_new(d->base, edged_chal_timer_cb, d);
+	if (!d->chal_ev) {
+		log_warnx("challenge: out of memory");
+		return -1;
+	}
+	pgplane_set_chal_keys(d->pg, edged_chal_db_cb, d);
 	if (pgplane_start(d->pg, d->base, &d->routes, d->tcp, d->sh.wake,
 			  stats_metrics(d->stats), &err)) {
 		log_warnx("%s", err.msg);
@@ -1618,6 +1697,12 @@ static void edged_free(struct edged *d, struct route_src *src)
 	free(d->w);
 	hcheck_free(d->hc); /* before the registry its entries are in */
 	free(d->hc_file);
+	if (d->chal_ev)
+		event_free(d->chal_ev);
+	if (d->chal_rows)
+		OPENSSL_cleanse(d->chal_rows,
+				d->n_chal_rows * sizeof(*d->chal_rows));
+	free(d->chal_rows);
 	free(d->hc_lost);
 	upreg_free(d->sh.upreg);
 	wake_free(d->sh.wake);

@@ -29,6 +29,7 @@ struct splice;
 struct stats;
 struct tcproute;
 struct tls_db;
+struct chal_key_row;
 
 struct edged {
 	char *conf_path;    /* absolute (edged_abs_path), malloc'd */
@@ -74,6 +75,13 @@ struct edged {
 	size_t n_hc_file;
 	char (*hc_lost)[CONFIG_ADDR_STR_MAX];
 	size_t n_hc_lost;
+	/* the database's challenge_keys that check out, the ids signing
+	 * and verifying now (0: none), the timer for the next signs_from */
+	struct chal_key_row *chal_rows;
+	size_t n_chal_rows;
+	int64_t chal_signer, chal_other;
+	bool chal_said_file;
+	struct event *chal_ev;
 };
 
 #endif /* EDGE_EDGED_H */

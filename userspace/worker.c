@@ -55,13 +55,23 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 	s->http2 = cfg->http2;
 	s->upstream = cfg->upstream;
 	s->trusted_proxies = cfg->trusted_proxies;
-	s->chal_random = cfg->challenge.keys.n == 0;
-	s->chal_keys =
-	    cfg->challenge.keys.n ? cfg->challenge.keys : *chal_random_keys();
+	s->chal_keys = cfg->challenge.keys;
+	s->chal_file = s->chal_keys.n != 0;
+	worker_settings_chal(s);
 	h1_limits_default(&s->h1);
 	s->h1.line_max = cfg->limits.max_request_line;
 	s->h1.head_max = cfg->limits.max_header_bytes;
 	s->h1.headers_max = (unsigned)cfg->limits.max_headers;
+}
+
+void worker_settings_chal(struct worker_settings *s)
+{
+	if (s->chal_file)
+		return;
+	chal_db_keys_get(&s->chal_keys);
+	s->chal_random = s->chal_keys.n == 0;
+	if (s->chal_random)
+		s->chal_keys = *chal_random_keys();
 }
 
 /* Put w's settings to work: the common timeouts for its durations, the

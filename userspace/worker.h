@@ -91,14 +91,19 @@ struct worker_settings {
 	struct config_upstream upstream; /* passive health's thresholds */
 	struct h1_limits h1;		 /* the parser's bounds, from limits */
 	struct trusted trusted_proxies;	 /* trusted_proxies */
-	struct chal_keys chal_keys;	 /* challenge's: the file's, else
-					    chal_random_keys() (chal_random) */
-	bool chal_random;
+	/* the challenge's keys: the key file's (chal_file), else the
+	 * database's (chal_db_keys_get), else chal_random_keys()
+	 * (chal_random) */
+	struct chal_keys chal_keys;
+	bool chal_file, chal_random;
 };
 
 /* s from cfg's limits, timeouts, ratelimit, http2, upstream and
- * trusted_proxies. */
+ * trusted_proxies, and the challenge's keys. */
 void worker_settings_from(struct worker_settings *s, const struct config *cfg);
+/* s's challenge keys again, unless they are a key file's: the
+ * database's now, else the random ones. */
+void worker_settings_chal(struct worker_settings *s);
 
 struct worker_shared {
 	const struct config *cfg; /* the start-up configuration */

@@ -4,6 +4,10 @@
     challenge_check.py EDGE_PORT KEY_HEX [KEY2_HEX]
     challenge_check.py solve TOKEN          (prints the smallest solution)
     challenge_check.py pass KEY_HEX ENV CLIENT EXPIRY   (prints a pass)
+    challenge_check.py issued EDGE_PORT HOST   (solves HOST's page as
+                            127.0.0.1 and prints the pass edge gives)
+    challenge_check.py signer PASS ENV CLIENT KEY_HEX...   (prints which
+                            key signed PASS, 1 for the first; 0: none)
 
 edged listens on 127.0.0.1:EDGE_PORT, trusts 127.0.0.1's X-Forwarded-For
 (each check is its own client address), signs with KEY_HEX (its
@@ -383,6 +387,16 @@ if __name__ == "__main__":
         print(solve(sys.argv[2]))
     elif sys.argv[1] == "pass":
         print(make_pass(bytes.fromhex(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    elif sys.argv[1] == "issued":
+        # issued PORT HOST: a pass edge gives for a solved page (client 127.0.0.1)
+        PORT = int(sys.argv[2])
+        print(get_pass(sys.argv[3], "127.0.0.1")[0] or "")
+    elif sys.argv[1] == "signer":
+        # signer PASS ENV CLIENT KEYHEX...: which key (1, 2, ...) signed PASS, 0: none
+        t, _, m = sys.argv[2].rpartition(".")
+        keys = [bytes.fromhex(k) for k in sys.argv[5:]]
+        print(next((i + 1 for i, k in enumerate(keys)
+                    if mac(k, "p", sys.argv[3], sys.argv[4], t + ".") == m), 0))
     else:
         PORT = int(sys.argv[1])
         KEY = bytes.fromhex(sys.argv[2])

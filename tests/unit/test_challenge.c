@@ -456,6 +456,60 @@ START_TEST(test_force_modes)
 }
 END_TEST
 
+/* which of the database's keys sign and verify when (chal_keys_pick) */
+START_TEST(test_keys_pick)
+{
+	struct chal_key_row v[4];
+	struct chal_keys k;
+	int64_t sig, oth, next;
+	int i;
+
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < 4; i++) {
+		v[i].id = i + 1;
+		memset(v[i].k, 0x10 + i, CHAL_KEY_LEN);
+	}
+	v[0].signs_from = 100; /* A: signs from 100 */
+	chal_keys_pick(v, 1, 50, &k, &sig, &oth, &next);
+	ck_assert_uint_eq(k.n, 0); /* not yet */
+	ck_assert_int_eq(next, 100);
+	chal_keys_pick(v, 1, 100, &k, &sig, &oth, &next);
+	ck_assert_uint_eq(k.n, 1);
+	ck_assert_int_eq(sig, 1);
+	ck_assert_int_eq(k.k[0][0], 0x10);
+	ck_assert_int_eq(next, 0);
+	v[1].signs_from = 200; /* B: pending until 200 */
+	chal_keys_pick(v, 2, 150, &k, &sig, &oth, &next);
+	ck_assert_uint_eq(k.n, 2);
+	ck_assert_int_eq(sig, 1);
+	ck_assert_int_eq(oth, 2);
+	ck_assert_int_eq(k.k[1][0], 0x11);
+	ck_assert_int_eq(next, 200);
+	chal_keys_pick(v, 2, 200, &k, &sig, &oth, &next);
+	ck_assert_int_eq(sig, 2);
+	ck_assert_int_eq(oth, 1); /* the one that signed before */
+	ck_assert_int_eq(k.k[0][0], 0x11);
+	v[2].signs_from = 300; /* C pending, D later still */
+	v[3].signs_from = 400;
+	chal_keys_pick(v, 4, 250, &k, &sig, &oth, &next);
+	ck_assert_int_eq(sig, 2);
+	ck_assert_int_eq(oth, 3); /* the next to sign, not A, not D */
+	ck_assert_int_eq(next, 300);
+	chal_keys_pick(v, 4, 1000, &k, &sig, &oth, &next);
+	ck_assert_int_eq(sig, 4);
+	ck_assert_int_eq(oth, 3);
+	ck_assert_int_eq(next, 0);
+	/* the same signs_from: the higher id is newer */
+	v[0].signs_from = v[1].signs_from = 10;
+	chal_keys_pick(v, 2, 20, &k, &sig, &oth, &next);
+	ck_assert_int_eq(sig, 2);
+	ck_assert_int_eq(oth, 1);
+	chal_keys_pick(v, 0, 20, &k, &sig, &oth, &next);
+	ck_assert_uint_eq(k.n, 0);
+	ck_assert_int_eq(sig, 0);
+}
+END_TEST
+
 static Suite *challenge_suite(void)
 {
 	Suite *s = suite_create("challenge");
@@ -469,6 +523,7 @@ static Suite *challenge_suite(void)
 	tcase_add_test(tc, test_page);
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_force_modes);
+	tcase_add_test(tc, test_keys_pick);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "challenge.h"
 #include "clk.h"
 #include "hcheck.h"
 #include "log.h"
@@ -45,6 +48,11 @@ struct pgplane {
 	struct pgxdp *xdp;
 	pgplane_certs_fn certs;
 	void *certs_arg;
+	pgplane_chal_keys_fn chal;
+	void *chal_arg;
+	uint64_t chal_skipped; /* challenge_keys rows refused */
+	int64_t *chal_bad;     /* the ids refused at the last fetch, */
+	size_t n_chal_bad;     /* each said and counted once */
 	/* the health checks: each project's that has any, sorted by
 	 * project id; who is told of a change */
 	struct pgplane_hc *hc;
@@ -75,7 +83,7 @@ struct pgplane {
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[10];
+		struct metrics_counter *errors, *given_way, *skipped[11];
 	} m;
 };
 
@@ -616,12 +624,78 @@ static void pgplane_certs(void *arg, const struct pgsync_cert *v, size_t n)
 		p->certs(p->certs_arg, v, n);
 }
 
+/* The challenge_keys rows, checked (the table's CHECKs say the same:
+ * a row that passes them and not this is a schema changed by hand). */
+static void pgplane_chal_keys(void *arg, const struct pgsync_chal_key *v,
+			      size_t n)
+{
+	struct pgplane *p = arg;
+	struct chal_key_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	int64_t *bad = calloc(n ? n : 1, sizeof(*bad));
+	struct chal_keys one;
+	size_t i, j, k = 0, nb = 0;
+	char err[128], *end;
+
+	if (!rows || !bad) {
+		free(rows);
+		free(bad);
+		log_warnx("database: challenge_keys: out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const char *why = NULL;
+
+		errno = 0;
+		rows[k].id = strtoll(v[i].id, &end, 10);
+		rows[k].signs_from = strtoll(v[i].signs_from, &end, 10);
+		if (errno || *end)
+			why = "signs_from out of range";
+		else if (strlen(v[i].key_hex) != 2 * CHAL_KEY_LEN ||
+			 chal_keys_parse(v[i].key_hex, 2 * CHAL_KEY_LEN, &one,
+					 err, sizeof(err)))
+			why = strlen(v[i].key_hex) == 2 * CHAL_KEY_LEN
+				  ? err
+				  : "key_hex is not 64 hex digits";
+		if (why) {
+			for (j = 0; j < p->n_chal_bad; j++)
+				if (p->chal_bad[j] == rows[k].id)
+					break;
+			if (j == p->n_chal_bad) {
+				log_warnx("database: challenge_keys row %s: "
+					  "%s: skipped",
+					  v[i].id, why);
+				p->chal_skipped++;
+			}
+			bad[nb++] = rows[k].id;
+			continue;
+		}
+		memcpy(rows[k].k, one.k[0], CHAL_KEY_LEN);
+		k++;
+	}
+	OPENSSL_cleanse(&one, sizeof(one));
+	free(p->chal_bad);
+	p->chal_bad = bad;
+	p->n_chal_bad = nb;
+	if (p->chal)
+		p->chal(p->chal_arg, rows, k);
+	OPENSSL_cleanse(rows, (n ? n : 1) * sizeof(*rows));
+	free(rows);
+}
+
+void pgplane_set_chal_keys(struct pgplane *p, pgplane_chal_keys_fn fn,
+			   void *arg)
+{
+	p->chal = fn;
+	p->chal_arg = arg;
+}
+
 static const struct pgsync_ops pgplane_ops = {
     .routes_begin = pgplane_routes_begin,
     .routes_step = pgplane_routes_step,
     .routes_abort = pgplane_routes_abort,
     .apply_rules = pgplane_rules,
     .apply_certs = pgplane_certs,
+    .apply_chal_keys = pgplane_chal_keys,
     .report = pgplane_report,
 };
 
@@ -958,6 +1032,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[7], st.skipped.send_proxy);
 	PGPLANE_TO(p->m.skipped[8], st.skipped.env_rules);
 	PGPLANE_TO(p->m.skipped[9], st.skipped.api_keys);
+	PGPLANE_TO(p->m.skipped[10], p->chal_skipped);
 #undef PGPLANE_TO
 }
 
@@ -966,12 +1041,13 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	/* deployments.health_check: the deployment is served, without
 	 * the check; deployments.tls: its https:// endpoints are not
 	 * tried (pgmodel.h) */
-	static const char *const tables[10] = {
+	static const char *const tables[11] = {
 	    "endpoints",	  "domains",
 	    "ip_rules",		  "ids",
 	    "tcp_routes",	  "deployments.health_check",
 	    "deployments.tls",	  "deployments.send_proxy",
-	    "environments.rules", "api_keys"};
+	    "environments.rules", "api_keys",
+	    "challenge_keys"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -1031,7 +1107,7 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < 11; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
@@ -1175,6 +1251,7 @@ void pgplane_free(struct pgplane *p)
 		event_free(p->tick);
 	pgm_free(p->initial);
 	pgsync_free(p->sync);
+	free(p->chal_bad);
 	for (i = 0; i < p->n_hc; i++)
 		pgplane_hc_clear(&p->hc[i]);
 	free(p->hc);

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <pwd.h>
 
+#include "challenge.h"
 #include "config.h"
 #include "log.h"
 #include "route_writer.h"
@@ -58,6 +59,13 @@ typedef void (*pgplane_certs_fn)(void *arg, const struct pgsync_cert *v,
 
 /* Who takes the certificates (before pgplane_start; none: not fetched). */
 void pgplane_set_certs(struct pgplane *p, pgplane_certs_fn fn, void *arg);
+
+/* Who is handed the challenge_keys rows that check out (each fetch of
+ * the certificates), the others logged and counted. */
+typedef void (*pgplane_chal_keys_fn)(void *arg, const struct chal_key_row *v,
+				     size_t n);
+void pgplane_set_chal_keys(struct pgplane *p, pgplane_chal_keys_fn fn,
+			   void *arg);
 
 /* The database's health checks (deployments.health_check, hcheck.h)
  * changed: fn(arg) is called on the control loop once the route table

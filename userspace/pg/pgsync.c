@@ -77,6 +77,7 @@ struct pgsync {
 	bool rules_dirty;   /* the global rules, at the next fetch */
 	bool certs_dirty;   /* the certificates table, next */
 	bool certs_failed;  /* its last fetch failed: again at the check */
+	int certs_k;	    /* the fetch's statements answered so far */
 	/* the highest certificate_change version heard; what it was when
 	 * the fetch under way was sent; and when the last one that worked
 	 * was: a change heard before that fetch was sent is in it */
@@ -381,18 +382,53 @@ static void pgsync_check(struct pgsync *s)
 	pgsync_query(s, PQ_CHECK, sql, 0, NULL);
 }
 
-/* Every row of the certificates table (a few, and small: read whole). */
+/* Every row of the certificates table (a few, and small: read whole),
+ * then of challenge_keys. */
 static void pgsync_certs(struct pgsync *s)
 {
+	static const char certs[] =
+	    "SELECT id::text, array_to_string(names, ' '), chain_pem, "
+	    "key_pem, COALESCE(encode(ocsp, 'hex'), '') FROM certificates "
+	    "ORDER BY id";
+	static const char both[] =
+	    "SELECT id::text, array_to_string(names, ' '), chain_pem, "
+	    "key_pem, COALESCE(encode(ocsp, 'hex'), '') FROM certificates "
+	    "ORDER BY id; SELECT id::text, key_hex, "
+	    "floor(extract(epoch FROM signs_from))::bigint::text FROM "
+	    "challenge_keys ORDER BY id LIMIT 64";
+
 	s->certs_dirty = false;
 	s->certs_sent = s->certs_heard;
-	pgsync_query(s, PQ_CERTS,
-		     "SELECT id::text, array_to_string(names, ' '), chain_pem, "
-		     "key_pem, COALESCE(encode(ocsp, 'hex'), '') FROM "
-		     "certificates ORDER BY id",
-		     0, NULL);
+	s->certs_k = 0;
+	pgsync_query(s, PQ_CERTS, s->ops->apply_chal_keys ? both : certs, 0,
+		     NULL);
 	if (s->q != PQ_CERTS)
 		s->certs_dirty = true;
+}
+
+static void pgsync_chal_keys_result(struct pgsync *s, PGresult *res)
+{
+	struct pgsync_chal_key *v;
+	int i, n = PQntuples(res);
+
+	if (PQnfields(res) != 3) {
+		pgsync_error(s, "challenge_keys: %d columns, not 3",
+			     PQnfields(res));
+		return;
+	}
+	v = calloc(n > 0 ? (size_t)n : 1, sizeof(*v));
+	if (!v) {
+		pgsync_error(s, "challenge_keys: out of memory");
+		s->certs_failed = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		v[i].id = PQgetvalue(res, i, 0);
+		v[i].key_hex = PQgetvalue(res, i, 1);
+		v[i].signs_from = PQgetvalue(res, i, 2);
+	}
+	s->ops->apply_chal_keys(s->arg, v, (size_t)n);
+	free(v);
 }
 
 static void pgsync_certs_result(struct pgsync *s, PGresult *res)
@@ -971,8 +1007,10 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 		}
 		break;
 	case PQ_CERTS:
-		if (st == PGRES_TUPLES_OK)
+		if (st == PGRES_TUPLES_OK && s->certs_k++ == 0)
 			pgsync_certs_result(s, res);
+		else if (st == PGRES_TUPLES_OK)
+			pgsync_chal_keys_result(s, res);
 		break;
 	case PQ_CHECK:
 		if (st != PGRES_TUPLES_OK)
@@ -1013,7 +1051,8 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 			/* a certificate change heard before the last good
 			 * fetch was sent is in it (one heard later set
 			 * certs_dirty itself): only the others are news */
-			if (strcmp(kind, "certificate") == 0 &&
+			if ((strcmp(kind, "certificate") == 0 ||
+			     strcmp(kind, "challenge_key") == 0) &&
 			    !(heard && ver <= s->certs_have))
 				s->certs_dirty = true;
 			/* and the rules' fetch (small) takes the applied

@@ -67,6 +67,13 @@ struct pgsync_cert {
 	const char *ocsp_hex;
 };
 
+/* A row of challenge_keys (migration 0023), as text. */
+struct pgsync_chal_key {
+	const char *id;
+	const char *key_hex;
+	const char *signs_from; /* unix seconds */
+};
+
 struct pgsync_ops {
 	/* The database's projects changed at change version: set[0..n_set)
 	 * are what the named projects are now, the projects del[0..n_del)
@@ -97,6 +104,10 @@ struct pgsync_ops {
 	 * the version check finds a certificate change). NULL: not
 	 * fetched. */
 	void (*apply_certs)(void *arg, const struct pgsync_cert *v, size_t n);
+	/* Every row of challenge_keys, read with the certificates (same
+	 * times). NULL: not fetched. */
+	void (*apply_chal_keys)(void *arg, const struct pgsync_chal_key *v,
+				size_t n);
 	/* For this host's edge_hosts row: the route generation, the XDP
 	 * counters (a new reference) and rule hits (a JSON object's text,
 	 * malloc'd), each NULL for none. */
