@@ -12,9 +12,12 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "auth.h"
 #include "config_check.h"
+#include "duration.h"
 #include "fauth.h"
 #include "h1.h"
+#include "hdr.h"
 #include "kcache.h"
 
 static _Atomic uint64_t fauth_hits;
@@ -106,8 +109,32 @@ static bool fauth_hop(const char *n, size_t l)
 	       h1_eq(n, l, "http2-settings");
 }
 
+/* s[0..n) against the lowercase lit[0..n), case aside and '_' read as
+ * '-' (CGI-style servers read X_Auth_User as X-Auth-User). */
+static bool fauth_alias_eq_n(const char *s, const char *lit, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = h1_lower((unsigned char)s[i]);
+
+		if (c != (unsigned char)lit[i] && !(c == '_' && lit[i] == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* Whether s[0..n) is an X-Forwarded-* or X-Original-* field, in any
+ * spelling. */
+static bool fauth_forwarded(const char *s, size_t n)
+{
+	return (n > 12 && fauth_alias_eq_n(s, "x-forwarded-", 12)) ||
+	       (n > 11 && fauth_alias_eq_n(s, "x-original-", 11));
+}
+
 int fauth_conf_copy(struct fauth_conf *c, const char *name, struct errbuf *err)
 {
+	char low[65];
 	size_t n = strlen(name), i;
 
 	for (i = 0; i < n; i++)
@@ -118,11 +145,13 @@ int fauth_conf_copy(struct fauth_conf *c, const char *name, struct errbuf *err)
 			   name);
 		return -EINVAL;
 	}
-	if (fauth_hop(name, n) || h1_eq(name, n, "host") ||
-	    h1_eq(name, n, "content-type") || h1_eq(name, n, "expect")) {
+	/* X-Forwarded-User, Authorization (oauth2-proxy's) may be */
+	if (fauth_hop(name, n) || hdr_is_managed(name, n) ||
+	    auth_field_reserved(name, n) || h1_eq(name, n, "content-type") ||
+	    h1_eq(name, n, "expect") || h1_eq(name, n, "via")) {
 		errbuf_set(err,
 			   "\"%s\": a field of the connection or the "
-			   "message, not copied",
+			   "message, or one edge sets or checks: not copied",
 			   name);
 		return -EINVAL;
 	}
@@ -130,9 +159,19 @@ int fauth_conf_copy(struct fauth_conf *c, const char *name, struct errbuf *err)
 		errbuf_set(err, "more than %d fields", FAUTH_COPY_MAX);
 		return -EINVAL;
 	}
+	if (fauth_field_copied(c, name, n)) {
+		errbuf_set(err, "\"%s\": named twice", name);
+		return -EINVAL;
+	}
+	for (i = 0; i <= n; i++)
+		low[i] = (char)h1_lower((unsigned char)name[i]);
 	c->copy[c->ncopy] = strdup(name);
-	if (!c->copy[c->ncopy])
+	c->low[c->ncopy] = strdup(low);
+	if (!c->copy[c->ncopy] || !c->low[c->ncopy]) {
+		free(c->copy[c->ncopy]);
+		free(c->low[c->ncopy]);
 		return -ENOMEM;
+	}
 	c->ncopy++;
 	return 0;
 }
@@ -143,12 +182,91 @@ void fauth_conf_free(struct fauth_conf *c)
 
 	if (!c)
 		return;
-	for (i = 0; i < c->ncopy; i++)
+	for (i = 0; i < c->ncopy; i++) {
 		free(c->copy[i]);
+		free(c->low[i]);
+	}
 	free(c->url);
 	free(c->authority);
 	free(c->path);
 	free(c);
+}
+
+int fauth_conf_from_json(const json_t *o, struct fauth_conf **out,
+			 struct errbuf *err)
+{
+	static const char *const known[] = {"url", "timeout", "copy_headers",
+					    "cache_ttl", NULL};
+	const json_t *url = json_object_get(o, "url");
+	const json_t *to = json_object_get(o, "timeout");
+	const json_t *cc = json_object_get(o, "copy_headers");
+	const json_t *ttl = json_object_get(o, "cache_ttl"), *v;
+	uint64_t to_ms = FAUTH_TIMEOUT_DEFAULT_MS, ttl_s = 60;
+	const char *k, *const *kn;
+	struct fauth_conf *c;
+	struct errbuf e;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (!json_is_object(o)) {
+		errbuf_set(err, "auth_request: a JSON object");
+		return -EINVAL;
+	}
+	json_object_foreach((json_t *)o, k, v)
+	{
+		for (kn = known; *kn && strcmp(*kn, k) != 0; kn++)
+			;
+		if (!*kn) {
+			errbuf_set(err, "auth_request: unknown key \"%.40s\"",
+				   k);
+			return -EINVAL;
+		}
+	}
+	if (!json_is_string(url) || (to && !json_is_string(to)) ||
+	    (ttl && !json_is_string(ttl)) || (cc && !json_is_array(cc))) {
+		errbuf_set(err, "auth_request: url (a string) is required; "
+				"timeout and cache_ttl are strings, "
+				"copy_headers a list");
+		return -EINVAL;
+	}
+	if (to && duration_parse_ms(json_string_value(to), FAUTH_TIMEOUT_MAX_MS,
+				    &to_ms, &e)) {
+		errbuf_set(err, "auth_request: timeout: %s (at most 1m)",
+			   e.msg);
+		return -EINVAL;
+	}
+	if (ttl && (strcmp(json_string_value(ttl), "0s") == 0 ||
+		    strcmp(json_string_value(ttl), "0") == 0))
+		ttl_s = 0;
+	else if (ttl &&
+		 duration_parse_secs(json_string_value(ttl),
+				     FAUTH_CACHE_TTL_MAX_S, &ttl_s, &e)) {
+		errbuf_set(err, "auth_request: cache_ttl: %s (at most 1h)",
+			   e.msg);
+		return -EINVAL;
+	}
+	rc = fauth_conf_new(json_string_value(url), to_ms, (unsigned)ttl_s, &c,
+			    &e);
+	if (rc == -EINVAL)
+		errbuf_set(err, "auth_request: url: %s", e.msg);
+	if (rc)
+		return rc;
+	json_array_foreach(cc, i, v)
+	{
+		rc = json_is_string(v)
+			 ? fauth_conf_copy(c, json_string_value(v), &e)
+			 : (errbuf_set(&e, "not a string"), -EINVAL);
+		if (rc == -EINVAL)
+			errbuf_set(err, "auth_request: copy_headers[%zu]: %s",
+				   i, e.msg);
+		if (rc) {
+			fauth_conf_free(c);
+			return rc;
+		}
+	}
+	*out = c;
+	return 0;
 }
 
 json_t *fauth_conf_json(const struct fauth_conf *c)
@@ -176,7 +294,8 @@ bool fauth_field_copied(const struct fauth_conf *c, const char *name, size_t n)
 	size_t i;
 
 	for (i = 0; i < c->ncopy; i++)
-		if (strlen(c->copy[i]) == n && h1_eq_n(name, c->copy[i], n))
+		if (strlen(c->low[i]) == n &&
+		    fauth_alias_eq_n(name, c->low[i], n))
 			return true;
 	return false;
 }
@@ -206,7 +325,9 @@ static char *fauth_key(const struct h1_head *h, size_t *len)
 			if (h1_eq(h->headers[i].name, h->headers[i].name_len,
 				  names[k]))
 				n += h->headers[i].value_len + 1;
-	if (n + 2 > KCACHE_KEY_MAX)
+	/* an anonymous request is never taken from the cache: what the
+	 * service lets anyone do may depend on the path */
+	if (!n || n + 2 > KCACHE_KEY_MAX)
 		return NULL;
 	key = malloc(n + 2);
 	if (!key)
@@ -322,6 +443,9 @@ static unsigned fauth_ttl(const struct h1_head *h, unsigned max)
 /* ---- the call ---------------------------------------------------------------
  */
 
+/* Interim (1xx) answers skipped before the final one, at most. */
+#define FAUTH_INTERIM_MAX 8
+
 struct fauth_call {
 	struct bufferevent *bev;
 	const struct fauth_conf *c;
@@ -330,7 +454,8 @@ struct fauth_call {
 	enum h1_method method;
 	char *key; /* the cache's, NULL: not cached */
 	size_t key_len;
-	size_t head_len; /* 0: the head is not read yet */
+	size_t head_len;  /* 0: the head is not read yet */
+	unsigned interim; /* 1xx answers skipped */
 	struct h1_response resp;
 };
 
@@ -433,13 +558,24 @@ static void fauth_refuse(struct fauth_call *k, const char *body, size_t n)
 		}
 		if (fauth_hop(nm, l) || h1_eq(nm, l, "date") ||
 		    h1_eq(nm, l, "server") || h1_eq(nm, l, "x-request-id") ||
-		    (code >= 400 && h1_eq(nm, l, "cache-control")))
+		    h1_eq(nm, l, "cache-control") ||
+		    hdr_named_in_connection(h, nm, l))
 			continue;
 		if (fauth_field_add(&res.fields, &res.fields_len, f)) {
 			free(res.fields);
 			fauth_fail(k, "its refusal's fields are too large");
 			return;
 		}
+	}
+	/* edge's answer to an error says no-store itself; a login
+	 * redirect must not be kept either */
+	if (code < 400 &&
+	    fauth_field_add(&res.fields, &res.fields_len,
+			    &(const struct h1_header){"Cache-Control", 13,
+						      "no-store", 8})) {
+		free(res.fields);
+		fauth_fail(k, "its refusal's fields are too large");
+		return;
 	}
 	if (n) {
 		res.body = malloc(n);
@@ -496,6 +632,7 @@ static void fauth_input(struct fauth_call *k, bool eof)
 		fauth_fail(k, "its answer is too large");
 		return;
 	}
+again:
 	/* parsed again each time: the spans follow the buffer's bytes */
 	p = (const char *)evbuffer_pullup(in, -1);
 	rc = len ? h1_parse_response(p, len, NULL, k->method, false, &k->resp)
@@ -511,6 +648,14 @@ static void fauth_input(struct fauth_call *k, bool eof)
 	}
 	k->head_len = (size_t)rc;
 	code = k->resp.code;
+	/* an interim answer (100, 103): the final one follows */
+	if (code < 200 && k->interim++ < FAUTH_INTERIM_MAX) {
+		evbuffer_drain(in, k->head_len);
+		len -= k->head_len;
+		k->head_len = 0;
+		h1_response_init(&k->resp);
+		goto again;
+	}
 	if (code >= 200 && code <= 299) {
 		fauth_allow(k);
 		return;
@@ -518,7 +663,7 @@ static void fauth_input(struct fauth_call *k, bool eof)
 	if (code != 401 && code != 403 && code != 301 && code != 302 &&
 	    code != 303 && code != 307 && code != 308) {
 		fauth_fail(k, code >= 500  ? "it answered 5xx"
-			      : code < 200 ? "it answered 1xx"
+			      : code < 200 ? "it answered too many 1xx"
 					   : "it answered a status edge does "
 					     "not relay");
 		return;
@@ -585,30 +730,17 @@ static void fauth_event_cb(struct bufferevent *bev, short what, void *arg)
 			  : "it cannot be reached");
 }
 
-/* Whether request field f stays out of the subrequest: the connection's,
- * one the Connection field names, Host, Expect, or one edge sets. */
+/* Whether request field f stays out of the subrequest: one edge
+ * manages (hdr_is_managed), Expect, the client's X-Forwarded-* and
+ * X-Original-*, one the Connection field names. */
 static bool fauth_req_drop(const struct h1_head *h, const struct h1_header *f)
 {
 	const char *n = f->name;
-	size_t l = f->name_len, i;
+	size_t l = f->name_len;
 
-	if (fauth_hop(n, l) || h1_eq(n, l, "host") || h1_eq(n, l, "expect") ||
-	    h1_eq(n, l, "forwarded") || h1_eq(n, l, "x-request-id") ||
-	    (l > 12 && h1_eq_n(n, "x-forwarded-", 12)) ||
-	    (l > 11 && h1_eq_n(n, "x-original-", 11)))
-		return true;
-	for (i = 0; i < h->nheaders; i++) {
-		const struct h1_header *c = &h->headers[i];
-		char name[65];
-
-		if (!h1_eq(c->name, c->name_len, "connection") || l >= 65)
-			continue;
-		memcpy(name, n, l);
-		name[l] = '\0';
-		if (h1_list_has(c->value, c->value_len, name))
-			return true;
-	}
-	return false;
+	return fauth_hop(n, l) || hdr_is_managed(n, l) ||
+	       h1_eq(n, l, "expect") || fauth_forwarded(n, l) ||
+	       hdr_named_in_connection(h, n, l);
 }
 
 /* The subrequest's head into out. */
@@ -623,7 +755,10 @@ static int fauth_request(struct evbuffer *out, const struct fauth_conf *c,
 	int m = (int)h->method_len, rc;
 	size_t i;
 
-	if (!un) {
+	if (h->form == H1_FORM_ASTERISK) {
+		uri = "*";
+		un = 1;
+	} else if (!un) {
 		uri = "/";
 		un = 1;
 	}
@@ -644,14 +779,16 @@ static int fauth_request(struct evbuffer *out, const struct fauth_conf *c,
 		    "X-Forwarded-Method: %.*s\r\nX-Forwarded-Proto: %s\r\n"
 		    "X-Forwarded-Host: %.*s\r\nX-Forwarded-Uri: %.*s\r\n"
 		    "X-Forwarded-For: %s\r\nX-Original-Method: %.*s\r\n"
-		    "X-Original-URI: %.*s\r\nX-Request-Id: %s\r\n%s"
+		    "X-Original-URI: %.*s\r\nX-Request-Id: %s\r\n%s%s%s%s"
 		    "Connection: close\r\n\r\n",
 		    m, h->method_str, q->tls ? "https" : "http",
 		    (int)h->host_len, h->host ? h->host : "", (int)un, uri,
 		    q->client_ip, m, h->method_str, (int)un, uri, q->request_id,
 		    h->method == H1_M_GET || h->method == H1_M_HEAD
 			? ""
-			: "Content-Length: 0\r\n");
+			: "Content-Length: 0\r\n",
+		    q->via ? "Via: 1.1 " : "", q->via ? q->via : "",
+		    q->via ? "\r\n" : "");
 	return rc < 0 ? -1 : 0;
 }
 

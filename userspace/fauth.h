@@ -4,23 +4,27 @@
  * with auth_request goes upstream, edge asks an authorization service
  * with a subrequest and does as it answers.
  *
- * The subrequest: the request's method and header fields (hop-by-hop
- * fields, framing, Host and the client's own X-Forwarded-* and
- * X-Original-* dropped), no body, to the service's URL (http://, a
- * numeric address), Host its authority, with X-Forwarded-Method,
- * -Proto, -Host, -Uri, -For, X-Original-Method, X-Original-URI and
- * X-Request-Id set by edge, Connection: close. The answer:
+ * The subrequest: the request's method and header fields (less those
+ * edge manages, hdr_is_managed, Expect, those Connection names and the
+ * client's own X-Forwarded-* and X-Original-*, in any '_' spelling), no
+ * body, to the service's URL (http://, a numeric address), Host its
+ * authority, with X-Forwarded-Method, -Proto, -Host, -Uri, -For,
+ * X-Original-Method, X-Original-URI, X-Request-Id and edge's Via (a loop
+ * back to edge is refused as any is) set by edge, Connection: close.
+ * Interim (1xx) answers are skipped. The answer:
  *   2xx             admitted: the fields named in copy_headers go
- *                   upstream (a client's own of those names never do);
- *   401, 403        refused: the status, body and fields relayed;
+ *                   upstream (a client's own of those names, in any
+ *                   '_' spelling, never do);
+ *   401, 403        refused: the status, body and fields relayed
+ *                   (Cache-Control: no-store);
  *   301-303, 307, 308   redirected (a login page): the same;
  *   anything else, a malformed answer, a closed connection, a body over
  *   FAUTH_BODY_MAX: unavailable (503 auth_unavailable); so is the
  *   caller's timeout.
- * An admission whose Cache-Control (s-maxage, else max-age; no no-store,
- * no-cache, Vary other than Cookie and Authorization) allows it is
- * remembered by the worker for at most cache_ttl, keyed by the
- * request's Cookie and Authorization.
+ * An admission of a request with a Cookie or Authorization, whose
+ * Cache-Control (s-maxage, else max-age; no no-store, no-cache, Vary
+ * other than Cookie and Authorization) allows it, is remembered by the
+ * worker for at most cache_ttl, keyed by those fields.
  *
  * A call runs on the caller's event loop; its callback runs once, from
  * that loop, never from fauth_start, and the call is gone by then.
@@ -59,8 +63,9 @@ struct fauth_conf {
 	char *authority; /* the Host sent: "127.0.0.1:9000" */
 	char *path;	 /* the URL's path and query, "/" at least */
 	uint64_t timeout_ms;
-	unsigned cache_ttl_s; /* 0: nothing cached */
-	char *copy[FAUTH_COPY_MAX];
+	unsigned cache_ttl_s;	    /* 0: nothing cached */
+	char *copy[FAUTH_COPY_MAX]; /* as written */
+	char *low[FAUTH_COPY_MAX];  /* lowercase */
 	size_t ncopy;
 };
 
@@ -68,14 +73,21 @@ struct fauth_conf {
  * timeout and the cache's bound. 0, -EINVAL with err, -ENOMEM. */
 int fauth_conf_new(const char *url, uint64_t timeout_ms, unsigned cache_ttl_s,
 		   struct fauth_conf **out, struct errbuf *err);
-/* One name of copy_headers (a field name token; Host, framing and
- * hop-by-hop fields refused). 0, -EINVAL with err, -ENOMEM. */
+/* One name of copy_headers (a field name token; fields edge manages or
+ * sets, Content-Type, Expect and Via refused). 0, -EINVAL with err,
+ * -ENOMEM. */
 int fauth_conf_copy(struct fauth_conf *c, const char *name, struct errbuf *err);
 void fauth_conf_free(struct fauth_conf *c);
+/* The same group as a JSON object (the database's
+ * environments.auth_request): {"url", "timeout": "1s", "copy_headers":
+ * [...], "cache_ttl": "1m"}, each checked as the file's. 0 with *out,
+ * -EINVAL with err ("auth_request: ..."), -ENOMEM. */
+int fauth_conf_from_json(const json_t *o, struct fauth_conf **out,
+			 struct errbuf *err);
 /* {"url", "timeout_ms", "cache_ttl_s", "copy_headers"}; NULL: no memory. */
 json_t *fauth_conf_json(const struct fauth_conf *c);
-/* Whether a request field of that name is one of c's copy_headers (a
- * client's own is dropped). */
+/* Whether a request field of that name is one of c's copy_headers,
+ * '_' read as '-' (a client's own is dropped). */
 bool fauth_field_copied(const struct fauth_conf *c, const char *name, size_t n);
 
 enum fauth_verdict {
@@ -106,6 +118,7 @@ struct fauth_req {
 	const struct h1_request *h;
 	const char *client_ip;
 	const char *request_id;
+	const char *via; /* edge's Via member (hdr_via_init), NULL: none */
 	bool tls;
 };
 

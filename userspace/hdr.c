@@ -323,6 +323,11 @@ bool hdr_is_edge_owned(const char *name, size_t n)
 	return hdr_class(name, n) & HDR_C_EDGE;
 }
 
+bool hdr_is_managed(const char *name, size_t n)
+{
+	return hdr_class(name, n) != 0;
+}
+
 /* Whether the list element e[0..n) names name[0..n). */
 static bool elem_names(const char *e, const char *name, size_t n)
 {

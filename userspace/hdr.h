@@ -131,6 +131,12 @@ bool hdr_is_hop_by_hop(const char *name, size_t n);
  * is never forwarded as it is. */
 bool hdr_is_edge_owned(const char *name, size_t n);
 
+/* Whether name[0..n) is a field edge manages itself: hop-by-hop,
+ * Content-Length, Host, edge's own, the address fields (Forwarded,
+ * X-Real-IP, Client-IP, True-Client-IP, X-Cluster-Client-IP), and any
+ * spelling of the last two with '_' for '-'. */
+bool hdr_is_managed(const char *name, size_t n);
+
 /* Whether a Connection field of h names name[0..n). */
 bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 			     size_t n);

@@ -681,9 +681,10 @@ static void req_chal_issue(struct req *r, const struct chal_keys *keys,
 	static atomic_bool said;
 
 	if (r->w->set.chal_random && !atomic_exchange(&said, true))
-		log_note("challenge: no challenge.key_file: passes are signed "
-			 "with a key made at start, so they end when edged "
-			 "does, and no other host accepts them");
+		log_note("challenge: no challenge.key_file or database "
+			 "challenge_keys: passes are signed with a key made at "
+			 "start, so they end when edged does, and no other "
+			 "host accepts them");
 	chal_count(CHAL_R_ISSUED);
 	if (!r->chal)
 		r->chal = chal_result_name(CHAL_R_ISSUED);
@@ -999,7 +1000,7 @@ static void req_fauth_done(void *arg, struct fauth_result *res)
 		r->fwd_fields = res->fields;
 		r->fwd_fields_len = res->fields_len;
 		r->state = REQ_HEAD;
-		req_admitted(r);
+		req_go(r);
 		return;
 	case FAUTH_DENY:
 	case FAUTH_REDIRECT:
@@ -1030,8 +1031,9 @@ static void req_fauth_done(void *arg, struct fauth_result *res)
 	}
 }
 
-/* r's gate asks its authorization service: whether r waits for it (or
- * was answered). A cached admission goes on at once. */
+/* r's gate asks its authorization service, r holding its in-flight slot
+ * (the caps bound the subrequests too): whether r waits for it (or was
+ * answered). A cached admission goes on at once. */
 static bool req_fauth(struct req *r)
 {
 	const struct fauth_conf *c = auth_gate_fwd(r->m.auth);
@@ -1039,6 +1041,7 @@ static bool req_fauth(struct req *r)
 	struct fauth_req q = {.h = &r->h,
 			      .client_ip = r->client_ip,
 			      .request_id = r->id,
+			      .via = r->w->sh->via[0] ? r->w->sh->via : NULL,
 			      .tls = r->tls};
 
 	if (fauth_cached(c, &r->h, &res)) {
@@ -1058,6 +1061,15 @@ static bool req_fauth(struct req *r)
 	r->state = REQ_AUTHING;
 	req_timer(r, c->timeout_ms);
 	return true;
+}
+
+/* r holds its in-flight slot: its forward auth, then the wake and the
+ * proxy. */
+static void req_next(struct req *r)
+{
+	if (auth_gate_fwd(r->m.auth) && req_fauth(r))
+		return;
+	req_go(r);
 }
 
 void req_head(struct req *r)
@@ -1162,8 +1174,6 @@ void req_head(struct req *r)
 	}
 	admit_body_init(&r->limit, r->m.max_body_bytes);
 	r->cl->admitted(r);
-	if (auth_gate_fwd(r->m.auth) && req_fauth(r))
-		return;
 	req_admitted(r);
 }
 
@@ -1183,7 +1193,7 @@ static void req_admitted(struct req *r)
 	if (rc == 0)
 		return; /* queued: req_message goes on */
 	r->inflight = true;
-	req_go(r);
+	req_next(r);
 }
 
 /* ---- the waiting state -------------------------------------------------- */
@@ -1223,7 +1233,7 @@ void req_message(struct worker *w, uint32_t type, uint64_t handle, uint64_t arg)
 	worker_handle_free(w, r->handle);
 	r->handle = 0;
 	req_timer_stop(r);
-	req_go(r);
+	req_next(r);
 }
 
 static bool req_mail(struct worker *w, const struct mailbox_msg *m)

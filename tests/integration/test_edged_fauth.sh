@@ -53,12 +53,16 @@ write_conf() { # [EXTRA ENVIRONMENT]
 		edged_conf_head "$P_ADMIN" "$SOCK" 1
 		cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
+limits = { max_inflight_per_route = 4; };
 projects = (
   { id = "p";
     environments = (
 $(env_conf e-fa fa.test "$FA")
 $(env_conf e-down down.test "auth_request = { url = \"http://127.0.0.1:$P_DOWN/\"; };")
 $(env_conf e-both both.test "api_keys = { file = \"$T_TMP/keys.txt\"; };" "$FA")
+      { id = "e-loop"; domains = [ "loop.test", "127.0.0.1" ];
+        deployment = { id = "d-loop"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+        auth_request = { url = "http://127.0.0.1:$P_EDGE/"; }; },
       { id = "e-route"; domains = [ "route.test" ];
         routes = ( { prefix = "/admin"; $FA } );
         deployment = { id = "d-route"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; }${1:-}
@@ -194,6 +198,10 @@ auth_request = { url = "http://127.0.0.1/"; timeout = "2m"; };|auth_request.time
 auth_request = { url = "http://127.0.0.1/"; cache_ttl = "2h"; };|auth_request.cache_ttl: .*at most 1h
 auth_request = { url = "http://127.0.0.1/"; copy_headers = [ "Host" ]; };|copy_headers\[0\]: "Host": a field of the connection
 auth_request = { url = "http://127.0.0.1/"; copy_headers = [ "a b" ]; };|copy_headers\[0\]: "a b": a field name
+auth_request = { url = "http://127.0.0.1/"; copy_headers = [ "X-Forwarded-For" ]; };|copy_headers\[0\]: "X-Forwarded-For": .*one edge sets
+auth_request = { url = "http://127.0.0.1/"; copy_headers = [ "X_Client_IP" ]; };|copy_headers\[0\]: "X_Client_IP": .*one edge sets
+auth_request = { url = "http://127.0.0.1/"; copy_headers = [ "X-Jwt-Claim-sub" ]; };|copy_headers\[0\]: .*one edge sets
+auth_request = { url = "http://127.0.0.1/"; copy_headers = [ "X-User", "x_user" ]; };|copy_headers\[1\]: "x_user": named twice
 auth_request = { url = "http://127.0.0.1/"; method = "GET"; };|unknown key
 auth_request = "http://127.0.0.1/";|auth_request: a group
 EOF

@@ -19,8 +19,11 @@
 #   - a jwt value edged refuses (an unknown key, no keys) beside a new
 #     project: the environment left out, logged, counted in
 #     table="environments.rules", the other project applied;
+#   - environments.auth_request (0024) to tests/tools/fauth_check.py's
+#     service: admitted with the copied field, a refusal relayed; values
+#     edged refuses each skipping the environment, logged and counted;
 #   - edged restarted with the database stopped: the local snapshot keeps
-#     the keys and the JWT check.
+#     the keys, the JWT check and the forward auth.
 # Runs against build/edged and build/asan/edged. Needs root (the postgres
 # user, edged as nobody).
 # shellcheck source=tests/lib.sh
@@ -43,11 +46,12 @@ if ! /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null; then
 	exit
 fi
 
-BASE=$(edged_ports 4)
+BASE=$(edged_ports 5)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 P_BACK=$((BASE + 2))
 P_PG=$((BASE + 3))
+P_AUTH=$((BASE + 4))
 SOCK="$T_TMP/ctl/edged.sock"
 mkdir -p "$T_TMP/ctl"
 chmod 755 "$T_TMP" "$T_TMP/ctl"
@@ -62,12 +66,22 @@ if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK"
 	t_exit
 	exit
 fi
+if ! edged_backend "$P_AUTH" /usr/bin/python3 "$TOOLS/fauth_check.py" serve "$P_AUTH" "$T_TMP/auth.log"; then
+	t_fail "the authorization service starts"
+	t_exit
+	exit
+fi
 
 # get HOST [CURL ARG...]: the status of GET /; the body in $T_TMP/b
 get() {
 	local h=$1
 	shift
 	curl -s -m 10 -o "$T_TMP/b" -w '%{http_code}' -H "Host: $h" "$@" "http://127.0.0.1:$P_EDGE/"
+}
+
+# fget PATH: the status of GET PATH on f.test; the body in $T_TMP/b
+fget() {
+	curl -s -m 10 -o "$T_TMP/b" -w '%{http_code}' -H "Host: f.test" "http://127.0.0.1:$P_EDGE$1"
 }
 
 # sent NAME: the field NAME the backend received
@@ -222,10 +236,48 @@ run_suite() { # BIN LABEL
 		t_fail "$v: stray key" "skipped $n0 -> $(edged_metric "$KSKIP")"
 	fi
 
-	# 3. the local snapshot keeps them
+	# 3. environments.auth_request (0024): forward auth
+	pg_sql "BEGIN; $(project_sql f f.test)
+		UPDATE environments SET auth_request = '{\"url\": \"http://127.0.0.1:$P_AUTH/check\",
+		\"timeout\": \"2s\", \"copy_headers\": [\"X-Auth-User\"], \"cache_ttl\": \"0s\"}'
+		WHERE id = 'f-e'; COMMIT;" >/dev/null
+	pg_wait_applied
+	if [ "$(get f.test -H "X-Auth-User: forged")" = 200 ] && [ "$(sent X-Auth-User)" = default ] &&
+		[ "$(fget /deny)" = 401 ] && [ "$(cat "$T_TMP/b")" = "please sign in" ]; then
+		t_ok "$v: environments.auth_request: the service's 2xx admits (X-Auth-User copied, the client's dropped), its 401 relayed"
+	else
+		t_fail "$v: auth_request" "$(get f.test) $(head -c 200 "$T_TMP/b") $(grep "f-e" "$EDGED_LOG" | tail -2)"
+	fi
+	i=0
+	for bad in '{"url": "https://127.0.0.1/"}|auth_request: url: https:// is not supported' \
+		'{"url": "http://127.0.0.1/", "timeout": "5m"}|auth_request: timeout' \
+		'{"url": "http://127.0.0.1/", "copy_headers": ["Host"]}|auth_request: copy_headers.0.' \
+		'{"timeout": "1s"}|auth_request: url .a string. is required' \
+		'{"url": "http://127.0.0.1/", "method": "GET"}|auth_request: unknown key "method"'; do
+		i=$((i + 1))
+		n0=$(edged_metric "$SKIP")
+		pg_sql "BEGIN; UPDATE environments SET auth_request = '${bad%%|*}' WHERE id = 'f-e';
+			$(project_sql "h$i" "h$i.test") COMMIT;" >/dev/null
+		if pg_wait_applied && edged_wait_log "database: environments row f-e: ${bad#*|}.*; skipped" &&
+			edged_wait_metric "$SKIP" $((n0 + 1)) && [ "$(get "h$i.test")" = 200 ] && [ "$(get f.test)" = 503 ]; then
+			t_ok "$v: auth_request = '${bad%%|*}' refused: the environment left out, logged, counted; another project applied"
+		else
+			t_fail "$v: refused auth_request $i" "skipped $n0 -> $(edged_metric "$SKIP") $(grep "f-e" "$EDGED_LOG" | tail -2)"
+		fi
+	done
+	if ! pg_sql "UPDATE environments SET auth_request = '\"http://x\"' WHERE id = 'f-e'" >/dev/null 2>&1; then
+		t_ok "$v: an auth_request that is not a JSON object refused by the column's CHECK"
+	else
+		t_fail "$v: auth_request CHECK"
+	fi
+	pg_sql "UPDATE environments SET auth_request = '{\"url\": \"http://127.0.0.1:$P_AUTH/check\",
+		\"copy_headers\": [\"X-Auth-User\"]}' WHERE id = 'f-e'" >/dev/null
+	pg_wait_applied
+
+	# 4. the local snapshot keeps them
 	for ((i = 0; i < 100; i++)); do
 		grep -q '"auth"' "$snap" 2>/dev/null && grep -q "$(sha secret-ci)" "$snap" &&
-			grep -q 'BEGIN PUBLIC KEY' "$snap" && break
+			grep -q 'BEGIN PUBLIC KEY' "$snap" && grep -q "127.0.0.1:$P_AUTH/check" "$snap" && break
 		sleep 0.05
 	done
 	edged_stop 10
@@ -235,8 +287,9 @@ run_suite() { # BIN LABEL
 	if edged_start "$bin" "$T_TMP/edge.conf" -v && [ "$(get k.test -H "X-Api-Key: secret-ci")" = 200 ] &&
 		[ "$(get k.test -H "X-Api-Key: secret-ops")" = 401 ] &&
 		[ "$(get jpem.test -H "Authorization: Bearer $tok")" = 200 ] && [ "$(get jjwks.test)" = 401 ] &&
-		[ "$(get jjwks.test -H "Authorization: Bearer $tok")" = 200 ]; then
-		t_ok "$v: restarted with the database stopped: the snapshot's API keys and JWT checks apply"
+		[ "$(get jjwks.test -H "Authorization: Bearer $tok")" = 200 ] &&
+		[ "$(get f.test)" = 200 ] && [ "$(sent X-Auth-User)" = default ] && [ "$(fget /deny)" = 401 ]; then
+		t_ok "$v: restarted with the database stopped: the snapshot's API keys, JWT and forward auth apply"
 	else
 		t_fail "$v: from the snapshot" "$(get k.test -H "X-Api-Key: secret-ci") $(grep -E "snapshot" "$EDGED_LOG" | tail -2)"
 	fi

@@ -11,7 +11,10 @@ headers) and answers by the original request's path (X-Original-URI):
   /cookie...   200 X-Auth-User: the Cookie's session=NAME when NAME
                starts with "good", Cache-Control max-age=60; else 401
   /deny        401 text/plain "please sign in", WWW-Authenticate: Basic
-  /forbid      403 JSON, Set-Cookie: why=forbidden
+  /forbid      403 JSON, Set-Cookie: why=forbidden (and X-Conn, which
+               its Connection names)
+  /moved       301 with its own Cache-Control
+  /interim     100, 103, then 200 X-Auth-User: early
   /login       302 Location: https://login.test/?rd=..., Set-Cookie
   /chunked     401, its body chunked
   /close       401, its body ended by the close (no Content-Length)
@@ -26,7 +29,10 @@ echo_backend.py (ECHO_LOG):
               X-Auth-Role; timeout 500ms; cache_ttl 30s)
   down.test   auth_request to a port where nothing listens
   both.test   API keys (none presented here) and auth_request
-  route.test  auth_request on route /admin only
+  route.test  auth_request on route /admin only (the service reads
+              /admin/P as P)
+  loop.test   auth_request to edged's own listener (domain 127.0.0.1)
+and limits.max_inflight_per_route 4.
 Prints one line per check: "ok<TAB>name" or "fail<TAB>name<TAB>why".
 """
 import hashlib
@@ -103,8 +109,14 @@ class Service(http.server.BaseHTTPRequestHandler):
                               ("Connection", "keep-alive"), ("Cache-Control", "max-age=99")],
                         b"please sign in")
         elif p == "/forbid":
-            self.answer(403, [("Content-Type", "application/json"), ("Set-Cookie", "why=forbidden; Path=/")],
+            self.answer(403, [("Content-Type", "application/json"), ("Set-Cookie", "why=forbidden; Path=/"),
+                              ("Connection", "X-Conn"), ("X-Conn", "hop")],
                         b'{"error":"forbidden by policy"}')
+        elif p == "/moved":
+            self.answer(301, [("Location", "https://login.test/"), ("Cache-Control", "public, max-age=3600")])
+        elif p == "/interim":
+            self.raw(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+                     b"HTTP/1.1 200 OK\r\nX-Auth-User: early\r\nContent-Length: 0\r\n\r\n")
         elif p == "/login":
             self.answer(302, [("Location", "https://login.test/?rd=" + urllib.parse.quote(uri, safe="")),
                               ("Set-Cookie", "state=xyz; HttpOnly")])
@@ -251,6 +263,30 @@ def checks():
     out(st == 403 and d == b"closed body", "a refusal ended by the close: relayed", (st, d))
     out(len(backend()) == nb, "no refused request reached the upstream", len(backend()) - nb)
 
+    # forged spellings: the client's never reach the upstream nor the service
+    n0 = len(calls())
+    st, h, d = req("fa.test", "/ok/spell", [("X_Auth_User", "admin"), ("x_auth_role", "root"),
+                                           ("X-Real-IP", "10.0.0.1"), ("X_Original_URI", "/forged"),
+                                           ("True-Client-IP", "10.0.0.2"), ("X_Forwarded_Method", "DELETE")])
+    e = echo_of(d)
+    bad = [(k, v) for k, v in e.get("headers", [])
+           if k.lower().replace("_", "-") in ("x-auth-user", "x-auth-role") and v not in ("alice", "admin")
+           or (k.lower().replace("_", "-") == "x-auth-user" and v == "admin")]
+    c = calls()[n0:]
+    sub = [k.lower() for k, v in c[0]["headers"]] if c else []
+    out(st == 200 and not bad and c and not any(k in sub for k in ("x-real-ip", "true-client-ip", "x_original_uri",
+                                                                    "x_forwarded_method")),
+        "a client's X_Auth_User (any '_' spelling) never reaches the upstream; its X-Real-IP, True-Client-IP "
+        "and X_Original_URI never reach the service", (st, bad, sub))
+    st, h, d = req("fa.test", "/interim")
+    users = [v for k, v in echo_of(d).get("headers", []) if k.lower() == "x-auth-user"]
+    out(st == 200 and users == ["early"], "100 and 103 before the answer: skipped", (st, users))
+    st, h, d = req("fa.test", "/moved")
+    out(st == 301 and hget(h, "Cache-Control") == ["no-store"] and hget(h, "Location") == ["https://login.test/"],
+        "a 301 login redirect relayed with Cache-Control: no-store, not the service's", (st, h))
+    st, h, d = req("fa.test", "/forbid")
+    out(st == 403 and not hget(h, "X-Conn"), "a refusal's field named by its Connection is not relayed", h)
+
     # unavailable
     for path, why in (("/big", "a refusal over 64 KiB"), ("/garbage", "a malformed answer"),
                       ("/err", "a 500"), ("/slow", "no answer in the timeout"),
@@ -274,6 +310,11 @@ def checks():
     n2 = len(calls())
     u2 = [v for k, v in echo_of(r2[2]).get("headers", []) if k.lower() == "x-auth-user"]
     u3 = [v for k, v in echo_of(r3[2]).get("headers", []) if k.lower() == "x-auth-user"]
+    n3 = len(calls())
+    a = req("fa.test", "/ok/anon?cc=max-age%3D60")
+    b = req("fa.test", "/ok/anon?cc=max-age%3D60")
+    out(a[0] == b[0] == 200 and len(calls()) - n3 == 2,
+        "a request without Cookie or Authorization is never taken from the cache", len(calls()) - n3)
     out(r1[0] == r2[0] == r3[0] == r4[0] == 200 and n1 - n0 == 1 and n2 - n1 == 2 and
         u2 == ["good-a"] and u3 == ["good-b"],
         "max-age: the same Cookie is admitted from the cache with the fields it got; "
@@ -316,6 +357,31 @@ def checks():
     st, h, d = req("fa.test", "/ok/after")
     out(st == 200 and len(backend()) == nb + 1, "a client gone while the service is asked: nothing sent upstream, "
         "edged serves on", (st, len(backend()) - nb))
+
+    # the in-flight cap bounds the subrequests (limits.max_inflight_per_route 4)
+    n0 = len(calls())
+    res = []
+
+    def one():
+        try:
+            res.append(req("fa.test", "/hang")[0])
+        except OSError as ex:
+            res.append(repr(ex))
+    th = [threading.Thread(target=one) for _ in range(8)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    out(sorted(res) == [503] * 8 and len(calls()) - n0 <= 4,
+        "8 requests at once on a route capped at 4: at most 4 subrequests, the rest 503 overloaded",
+        (res, len(calls()) - n0))
+
+    # a subrequest that comes back to edge: refused as a loop (508), 503 here
+    n0 = len(calls())
+    t = time.monotonic()
+    st, h, d = req("loop.test", "/x")
+    out(st == 503 and b"auth_unavailable" in d and time.monotonic() - t < 2,
+        "auth_request pointing at edged itself: one loop refused, 503 auth_unavailable", (st, d[:100]))
 
     # pipelined: the second request waits for the first's answer
     s = socket.create_connection(("127.0.0.1", PORT))

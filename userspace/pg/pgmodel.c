@@ -15,12 +15,13 @@
 #include "clk.h"
 #include "config_check.h"
 #include "edge_maps.h"
+#include "fauth.h"
 #include "pgmodel.h"
 #include "pgmodel_int.h"
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 18, 5, 2, 4, 5, 6, 3};
+static const int pgm_cols[PGM_NSETS] = {3, 19, 5, 2, 4, 5, 6, 3};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -71,6 +72,7 @@ void pgm_project_free(struct pgm_project *p)
 		inject_free(&e->inject);
 		auth_gate_put(e->auth);
 		free(e->jwt);
+		free(e->auth_request);
 		for (j = 0; j < e->n_keys; j++)
 			free(e->keys[j].name);
 		free(e->keys);
@@ -177,7 +179,7 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "e.inject::text, e.challenge_mode, "
 		    "e.challenge_difficulty::text, "
 		    "extract(epoch FROM e.challenge_ttl)::text, "
-		    "e.api_keys, e.jwt::text "
+		    "e.api_keys, e.jwt::text, e.auth_request::text "
 		    "FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
@@ -705,7 +707,8 @@ static int pgm_env_challenge(PGresult *res, int i, struct config_challenge *c,
 	return 0;
 }
 
-/* An environments row's api_keys and jwt (columns 16 and 17) into r's
+/* An environments row's api_keys, jwt and auth_request (columns 16 to
+ * 18) into r's
  * auth (a gate when either is set; the keys come with the api_keys
  * rows), api_keys and jwt: 0, -EINVAL with err, -ENOMEM. */
 static int pgm_env_auth(PGresult *res, int i, struct pgm_env *r,
@@ -716,7 +719,7 @@ static int pgm_env_auth(PGresult *res, int i, struct pgm_env *r,
 	int rc;
 
 	r->api_keys = pgm_bool(PQgetvalue(res, i, 16));
-	if (!r->api_keys && PQgetisnull(res, i, 17))
+	if (!r->api_keys && PQgetisnull(res, i, 17) && PQgetisnull(res, i, 18))
 		return 0;
 	r->auth = auth_gate_new();
 	if (!r->auth)
@@ -724,18 +727,41 @@ static int pgm_env_auth(PGresult *res, int i, struct pgm_env *r,
 	/* keys on, none yet: every key refused until rows come */
 	if (r->api_keys && auth_gate_api_keys(r->auth, "", 0, err))
 		return -ENOMEM;
-	if (PQgetisnull(res, i, 17))
-		return 0;
-	o = json_loads(PQgetvalue(res, i, 17), JSON_REJECT_DUPLICATES, &je);
-	if (!o) {
-		errbuf_set(err, "jwt: cannot read the JSON: %s", je.text);
-		return -EINVAL;
+	if (!PQgetisnull(res, i, 17)) {
+		o = json_loads(PQgetvalue(res, i, 17), JSON_REJECT_DUPLICATES,
+			       &je);
+		if (!o) {
+			errbuf_set(err, "jwt: cannot read the JSON: %s",
+				   je.text);
+			return -EINVAL;
+		}
+		rc = auth_gate_jwt_json(r->auth, o, err);
+		json_decref(o);
+		if (rc == 0 && !(r->jwt = pgm_dup(PQgetvalue(res, i, 17))))
+			rc = -ENOMEM;
+		if (rc)
+			return rc;
 	}
-	rc = auth_gate_jwt_json(r->auth, o, err);
-	json_decref(o);
-	if (rc == 0 && !(r->jwt = pgm_dup(PQgetvalue(res, i, 17))))
-		rc = -ENOMEM;
-	return rc;
+	if (!PQgetisnull(res, i, 18)) {
+		struct fauth_conf *c;
+
+		o = json_loads(PQgetvalue(res, i, 18), JSON_REJECT_DUPLICATES,
+			       &je);
+		if (!o) {
+			errbuf_set(err,
+				   "auth_request: cannot read the JSON: %s",
+				   je.text);
+			return -EINVAL;
+		}
+		rc = fauth_conf_from_json(o, &c, err);
+		json_decref(o);
+		if (rc)
+			return rc;
+		auth_gate_forward(r->auth, c);
+		if (!(r->auth_request = pgm_dup(PQgetvalue(res, i, 18))))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* An environments row's headers, redirects, unmatched, compression and
@@ -814,6 +840,7 @@ static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 		inject_free(&r->inject);
 		auth_gate_put(r->auth);
 		free(r->jwt);
+		free(r->auth_request);
 	}
 	return rc;
 }
@@ -858,6 +885,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 		inject_free(&rules.inject);
 		auth_gate_put(rules.auth);
 		free(rules.jwt);
+		free(rules.auth_request);
 		return -ENOMEM;
 	}
 	env->headers = rules.headers;
@@ -869,6 +897,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 	env->auth = rules.auth;
 	env->api_keys = rules.api_keys;
 	env->jwt = rules.jwt;
+	env->auth_request = rules.auth_request;
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;

@@ -70,6 +70,7 @@ struct pgm_env {
 	struct auth_gate *auth;
 	bool api_keys;
 	char *jwt;
+	char *auth_request; /* the column's text (0024), NULL: none */
 	struct pgm_key *keys;
 	size_t n_keys;
 };

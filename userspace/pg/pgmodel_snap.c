@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "edge_maps.h"
+#include "fauth.h"
 #include "pgmodel_int.h"
 
 static json_t *pgm_rule_json(const struct pgm_rule *x)
@@ -28,10 +29,11 @@ static json_t *pgm_rule_json(const struct pgm_rule *x)
 
 /* An environment's credential gate as the columns had it:
  * {"api_keys": bool, "jwt": the column's object or null, "keys":
- * [[name, hex], ...]}; NULL out of memory. */
+ * [[name, hex], ...], "auth_request": the column's object (0024, absent:
+ * none)}; NULL out of memory. */
 static json_t *pgm_auth_json(const struct pgm_env *e)
 {
-	json_t *keys = json_array(), *jwt = NULL;
+	json_t *keys = json_array(), *jwt = NULL, *fwd = NULL;
 	size_t i;
 
 	if (!keys)
@@ -47,22 +49,28 @@ static json_t *pgm_auth_json(const struct pgm_env *e)
 		json_decref(keys);
 		return NULL;
 	}
-	return json_pack("{s:b, s:o*, s:o}", "api_keys", e->api_keys, "jwt",
-			 jwt, "keys", keys);
+	if (e->auth_request && !(fwd = json_loads(e->auth_request, 0, NULL))) {
+		json_decref(keys);
+		json_decref(jwt);
+		return NULL;
+	}
+	return json_pack("{s:b, s:o*, s:o, s:o*}", "api_keys", e->api_keys,
+			 "jwt", jwt, "keys", keys, "auth_request", fwd);
 }
 
 /* The gate of a snapshot's "auth" (absent from one an edge before 0022
  * wrote: none), checked as the columns are. */
 static int pgm_auth_unjson(const json_t *a, struct pgm_env *e)
 {
-	const json_t *jwt = NULL, *keys = NULL, *x;
+	const json_t *jwt = NULL, *keys = NULL, *fwd = NULL, *x;
+	struct fauth_conf *c;
 	int on = 0, rc = 0;
 	size_t i;
 
 	if (!a)
 		return 0;
-	if (json_unpack((json_t *)a, "{s:b, s?:o, s:o}", "api_keys", &on, "jwt",
-			&jwt, "keys", &keys) ||
+	if (json_unpack((json_t *)a, "{s:b, s?:o, s:o, s?:o}", "api_keys", &on,
+			"jwt", &jwt, "keys", &keys, "auth_request", &fwd) ||
 	    !json_is_array(keys))
 		return -EINVAL;
 	e->api_keys = on;
@@ -72,6 +80,14 @@ static int pgm_auth_unjson(const json_t *a, struct pgm_env *e)
 	if (jwt && !json_is_null(jwt)) {
 		rc = auth_gate_jwt_json(e->auth, jwt, NULL);
 		if (rc == 0 && !(e->jwt = json_dumps(jwt, JSON_COMPACT)))
+			rc = -ENOMEM;
+	}
+	if (rc == 0 && fwd && !json_is_null(fwd)) {
+		rc = fauth_conf_from_json(fwd, &c, NULL);
+		if (rc == 0)
+			auth_gate_forward(e->auth, c);
+		if (rc == 0 &&
+		    !(e->auth_request = json_dumps(fwd, JSON_COMPACT)))
 			rc = -ENOMEM;
 	}
 	json_array_foreach(keys, i, x)
