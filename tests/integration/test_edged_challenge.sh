@@ -22,7 +22,8 @@
 #     same profile again passes without the page; another profile is
 #     challenged.
 # Runs against build/edged and build/asan/edged (Chromium: build/edged
-# only). Needs no root.
+# only). Needs no root; as root Chromium runs in a network namespace of
+# its own and reaches edged over a veth pair.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -86,7 +87,39 @@ $(env_conf e-secure chal.localhost always 12)
 );
 CONF
 	} >"$T_TMP/edge.conf"
+	# as root, Chromium runs in a namespace of its own (browser_net)
+	if [ -n "$BR_ADDR" ] && [ "$BR_ADDR" != 127.0.0.1 ]; then
+		sed -i "s|^listen = \[ \"127.0.0.1:$P_EDGE\" \];|listen = [ \"127.0.0.1:$P_EDGE\", \"$BR_ADDR:$P_EDGE\" ];|" \
+			"$T_TMP/edge.conf"
+	fi
 }
+
+# browser_net: as root, a namespace for Chromium with a veth pair to this
+# one: edged listens on BR_ADDR (this side), Chromium's requests come from
+# the other side's address; without root, Chromium and edged share
+# 127.0.0.1
+BR_ADDR=127.0.0.1
+BR_CLIENT=127.0.0.1
+BR_IN=()
+browser_net() {
+	local ns="edge-chal-$T_ID" dev="ech$((T_ID % 100000))" net
+	[ "$(id -u)" -eq 0 ] || return 0
+	net="10.233.$((T_ID % 200 + 20))"
+	t_netns "$ns" || return 1
+	ip link add "$dev" type veth peer name br0 netns "$ns" || return 1
+	t_cleanup_add "ip link del '$dev' 2>/dev/null"
+	ip addr add "$net.1/24" dev "$dev" && ip link set "$dev" up &&
+		ip -n "$ns" addr add "$net.2/24" dev br0 && ip -n "$ns" link set br0 up &&
+		ip -n "$ns" link set lo up || return 1
+	BR_ADDR="$net.1"
+	BR_CLIENT="$net.2"
+	BR_IN=(t_in "$ns")
+}
+
+if ! browser_net; then
+	t_fail "Chromium's namespace" "could not be made"
+	t_exit
+fi
 
 if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/echo.log"; then
 	t_fail "the echo backend starts" ""
@@ -289,24 +322,27 @@ browser_checks() {
 		return
 	fi
 	i0=$(metric 'edge_challenge_total{result="issued"}')
-	out=$(/usr/bin/python3 "$TOOLS/browser.py" --url "http://web.test:$P_EDGE/landing?x=1" --profile "$T_TMP/profA" \
-		--host-resolver-rules "MAP web.test 127.0.0.1" --timeout 120 2>&1)
+	out=$("${BR_IN[@]}" /usr/bin/python3 "$TOOLS/browser.py" --url "http://web.test:$P_EDGE/landing?x=1" --profile "$T_TMP/profA" \
+		--host-resolver-rules "MAP web.test $BR_ADDR" --timeout 120 2>&1)
 	if /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
 assert d["status"] == 200 and d["url"].endswith("/landing?x=1"), d
-assert json.loads(d["body"])["path"] == "/landing?x=1", d["body"]
+b = json.loads(d["body"])
+assert b["path"] == "/landing?x=1", d["body"]
+ip = [v for k, v in b["headers"] if k.lower() == "x-client-ip"]
+assert ip == [sys.argv[2]], ip
 c = [x for x in d["cookies"] if x["name"] == "edge_pass"][0]
 assert c["httpOnly"] and c["sameSite"] == "Lax" and c["path"] == "/", c
 assert d["solved"]["method"] == "js", d["solved"]
-' "$out" 2>"$T_TMP/py.err"; then
-		t_ok "Chromium (not a secure context): the page solved by its JavaScript SHA-256, back on /landing?x=1 with the cookie"
+' "$out" "$BR_CLIENT" 2>"$T_TMP/py.err"; then
+		t_ok "Chromium (not a secure context), from $BR_CLIENT: the page solved by its JavaScript SHA-256, back on /landing?x=1 with the cookie"
 	else
 		t_fail "Chromium solves" "$(cat "$T_TMP/py.err") $out"
 	fi
 	i1=$(metric 'edge_challenge_total{result="issued"}')
-	out=$(/usr/bin/python3 "$TOOLS/browser.py" --url "http://web.test:$P_EDGE/second" --profile "$T_TMP/profA" \
-		--host-resolver-rules "MAP web.test 127.0.0.1" --timeout 60 2>&1)
+	out=$("${BR_IN[@]}" /usr/bin/python3 "$TOOLS/browser.py" --url "http://web.test:$P_EDGE/second" --profile "$T_TMP/profA" \
+		--host-resolver-rules "MAP web.test $BR_ADDR" --timeout 60 2>&1)
 	if /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -317,8 +353,8 @@ assert d["solved"] is None, d
 	else
 		t_fail "Chromium second visit" "$(cat "$T_TMP/py.err") $i1 $out"
 	fi
-	out=$(/usr/bin/python3 "$TOOLS/browser.py" --url "http://web.test:$P_EDGE/second" --profile "$T_TMP/profB" \
-		--host-resolver-rules "MAP web.test 127.0.0.1" --timeout 120 2>&1)
+	out=$("${BR_IN[@]}" /usr/bin/python3 "$TOOLS/browser.py" --url "http://web.test:$P_EDGE/second" --profile "$T_TMP/profB" \
+		--host-resolver-rules "MAP web.test $BR_ADDR" --timeout 120 2>&1)
 	if /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -329,8 +365,8 @@ assert d["status"] == 200 and d["solved"] is not None, d
 		t_fail "Chromium other profile" "$(cat "$T_TMP/py.err") $out"
 	fi
 	# *.localhost is a secure context: WebCrypto's SHA-256 in the worker
-	out=$(/usr/bin/python3 "$TOOLS/browser.py" --url "http://chal.localhost:$P_EDGE/s" --profile "$T_TMP/profC" \
-		--host-resolver-rules "MAP chal.localhost 127.0.0.1" --timeout 120 2>&1)
+	out=$("${BR_IN[@]}" /usr/bin/python3 "$TOOLS/browser.py" --url "http://chal.localhost:$P_EDGE/s" --profile "$T_TMP/profC" \
+		--host-resolver-rules "MAP chal.localhost $BR_ADDR" --timeout 120 2>&1)
 	if /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
