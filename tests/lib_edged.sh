@@ -269,3 +269,24 @@ reload_conf() {
 	done
 	return 1
 }
+
+# edged_check_refusals WRITE_CONF: for each line "GROUPS|WANT" on stdin,
+# WRITE_CONF ",ENVIRONMENT" (an extra environment e-bad, bad.test, to
+# 127.0.0.1:$P_BACK, holding GROUPS), then edged --check: ok when it
+# fails naming WANT (an extended regex) after the file and line
+edged_check_refusals() {
+	local gate want out rc
+	while IFS='|' read -r gate want; do
+		"$1" ",
+      { id = \"e-bad\"; domains = [ \"bad.test\" ];
+        deployment = { id = \"d-bad\"; upstreams = [ \"127.0.0.1:$P_BACK\" ]; };
+        $gate }"
+		rc=0
+		out=$("$EDGED" -c "$T_TMP/edge.conf" --check 2>&1) || rc=$?
+		if [ "$rc" -ne 0 ] && grep -qE "edge.conf:[0-9]+: .*$want" <<<"$out"; then
+			t_ok "--check refuses $gate"
+		else
+			t_fail "--check: $gate" "$out"
+		fi
+	done
+}
