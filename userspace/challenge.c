@@ -805,20 +805,32 @@ void chal_keys_pick(const struct chal_key_row *v, size_t n, int64_t now,
 
 	memset(out, 0, sizeof(*out));
 	*signer = *other = *next = 0;
+	/* the signer; the next to sign (the earliest time to come, of
+	 * those the highest id: the one that will sign then) */
 	for (i = 0; i < n; i++) {
 		const struct chal_key_row *r = &v[i];
 
 		if (r->signs_from > now) {
 			if (!pend || r->signs_from < pend->signs_from ||
 			    (r->signs_from == pend->signs_from &&
-			     r->id < pend->id))
+			     r->id > pend->id))
 				pend = r;
-			continue;
-		}
-		if (!sig || chal_row_newer(r, sig)) {
-			prev = sig;
+		} else if (!sig || chal_row_newer(r, sig))
 			sig = r;
-		} else if (!prev || chal_row_newer(r, prev))
+	}
+	/* the one that signed before: the newest of an earlier time (a
+	 * row of the signer's own time never signed), else of the same */
+	for (i = 0; sig && i < n; i++) {
+		const struct chal_key_row *r = &v[i];
+
+		bool re, pe;
+
+		if (r == sig || r->signs_from > now)
+			continue;
+		re = r->signs_from < sig->signs_from;
+		pe = prev && prev->signs_from < sig->signs_from;
+		if (!prev || (re && !pe) ||
+		    (re == pe && chal_row_newer(r, prev)))
 			prev = r;
 	}
 	if (pend)

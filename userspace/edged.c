@@ -664,15 +664,18 @@ static void edged_chal_apply(struct edged *d)
 	struct timeval tv = {0, 0};
 	struct chal_keys keys;
 
+	bool file;
+
 	chal_keys_pick(d->chal_rows, d->n_chal_rows, now, &keys, &signer,
 		       &other, &next);
 	chal_db_keys_set(&keys);
 	OPENSSL_cleanse(&keys, sizeof(keys));
 	pthread_mutex_lock(&d->sh.set_lock);
 	worker_settings_chal(&d->sh.set);
+	file = d->sh.set.chal_file; /* the configuration now (reloads) */
 	atomic_fetch_add(&d->sh.set_gen, 1);
 	pthread_mutex_unlock(&d->sh.set_lock);
-	if (d->cfg->challenge.key_file && d->n_chal_rows) {
+	if (file && d->n_chal_rows) {
 		if (!d->chal_said_file)
 			log_note("challenge: challenge.key_file's keys sign; "
 				 "the database's challenge_keys are not used "

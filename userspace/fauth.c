@@ -163,8 +163,11 @@ int fauth_conf_copy(struct fauth_conf *c, const char *name, struct errbuf *err)
 		errbuf_set(err, "\"%s\": named twice", name);
 		return -EINVAL;
 	}
+	/* kept lowercase with '-' for '_': either spelling matches */
 	for (i = 0; i <= n; i++)
-		low[i] = (char)h1_lower((unsigned char)name[i]);
+		low[i] = name[i] == '_'
+			     ? '-'
+			     : (char)h1_lower((unsigned char)name[i]);
 	c->copy[c->ncopy] = strdup(name);
 	c->low[c->ncopy] = strdup(low);
 	if (!c->copy[c->ncopy] || !c->low[c->ncopy]) {

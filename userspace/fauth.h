@@ -65,7 +65,7 @@ struct fauth_conf {
 	uint64_t timeout_ms;
 	unsigned cache_ttl_s;	    /* 0: nothing cached */
 	char *copy[FAUTH_COPY_MAX]; /* as written */
-	char *low[FAUTH_COPY_MAX];  /* lowercase */
+	char *low[FAUTH_COPY_MAX];  /* lowercase, '-' for '_' */
 	size_t ncopy;
 };
 

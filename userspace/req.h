@@ -20,9 +20,9 @@
  * stage holds requests in the same kind of state (REQ_WAKING): a request
  * for an on-demand environment that is not running joins its one wake
  * (wake.h) and is told through its worker's mailbox how it ended. So
- * does forward auth (REQ_AUTHING), between Admit's rate limit and its
- * in-flight slot: its subrequest (fauth.h) runs on the worker's loop, for
- * at most the gate's timeout.
+ * does forward auth (REQ_AUTHING), once the request holds its in-flight
+ * slot: its subrequest (fauth.h) runs on the worker's loop, for at most
+ * the gate's timeout.
  */
 #ifndef EDGE_REQ_H
 #define EDGE_REQ_H

@@ -119,11 +119,13 @@ browser_net() {
 if ! browser_net; then
 	t_fail "Chromium's namespace" "could not be made"
 	t_exit
+	exit 1
 fi
 
 if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/echo.log"; then
 	t_fail "the echo backend starts" ""
 	t_exit
+	exit 1
 fi
 
 metric() { # NAME{LABELS}

@@ -38,7 +38,7 @@ printf 'ci %s\n' "$(printf 'k' | sha256sum | cut -d' ' -f1)" >"$T_TMP/keys.txt"
 chmod 0644 "$T_TMP/keys.txt"
 
 FA="auth_request = { url = \"http://127.0.0.1:$P_AUTH/check?from=edge\"; timeout = \"500ms\";
-                     copy_headers = [ \"X-Auth-User\", \"x-auth-role\" ]; cache_ttl = \"30s\"; };"
+                     copy_headers = [ \"X-Auth-User\", \"x_auth_role\" ]; cache_ttl = \"30s\"; };"
 
 env_conf() { # ID DOMAIN GATE...
 	local id=$1 dom=$2
@@ -77,10 +77,12 @@ CONF
 if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/echo.log"; then
 	t_fail "the echo backend starts" ""
 	t_exit
+	exit 1
 fi
 if ! edged_backend "$P_AUTH" /usr/bin/python3 "$CHECK" serve "$P_AUTH" "$T_TMP/auth.log"; then
 	t_fail "the authorization service starts" ""
 	t_exit
+	exit 1
 fi
 
 http2_checks() { # LABEL
@@ -135,7 +137,7 @@ import json, sys
 r = {x["domain"] + (x.get("prefix") or ""): x for x in json.load(sys.stdin)["routes"]}
 f = r["fa.test"]["auth"]["auth_request"]
 assert f == {"url": "http://127.0.0.1:%s/check?from=edge" % sys.argv[1], "timeout_ms": 500,
-             "cache_ttl_s": 30, "copy_headers": ["X-Auth-User", "x-auth-role"]}, f
+             "cache_ttl_s": 30, "copy_headers": ["X-Auth-User", "x_auth_role"]}, f
 assert r["route.test"]["auth"] is None and r["route.test/admin"]["auth"]["auth_request"], r
 ' "$P_AUTH"; then
 		t_ok "$v: edgectl routes: auth_request shown (and --json its settings)"

@@ -13,7 +13,8 @@
 #   - every row deleted: back to a key made at start, passes of B refused;
 #   - keys of zeros or not hex refused by the CHECK; with the CHECK
 #     dropped, a bad row beside a good one: the good one signs, the bad
-#     logged and counted in edge_db_rows_skipped_total{table="challenge_keys"}.
+#     logged and counted in edge_db_rows_skipped_total{table="challenge_keys"};
+#     the same for signs_from 'infinity' and '-infinity'.
 # Runs against build/edged and build/asan/edged. Needs root (the postgres
 # user, edged as nobody).
 # shellcheck source=tests/lib.sh
@@ -172,6 +173,24 @@ run_suite() { # BIN LABEL
 	fi
 	pg_sql "DELETE FROM challenge_keys; ALTER TABLE challenge_keys ADD CONSTRAINT challenge_keys_key_hex_check
 		CHECK (key_hex ~ '^[0-9a-f]{64}\$' AND key_hex <> repeat('0', 64));" >/dev/null
+	# a time of 'infinity' (no bigint holds it): that row alone is left out
+	if ! pg_sql "INSERT INTO challenge_keys (key_hex, signs_from) VALUES ('$KB', 'infinity')" >/dev/null 2>&1; then
+		t_ok "$v: signs_from 'infinity' refused by the CHECK"
+	else
+		t_fail "$v: signs_from CHECK"
+	fi
+	n0=$(edged_metric "$SKIP")
+	pg_sql "ALTER TABLE challenge_keys DROP CONSTRAINT IF EXISTS challenge_keys_signs_from_check;
+		BEGIN; INSERT INTO challenge_keys (key_hex, signs_from) VALUES ('$KB', 'infinity'),
+		('$KA', '-infinity'), ('$KC', now() - interval '1 minute'); COMMIT;" >/dev/null
+	if wait_lines "database: challenge_keys row [0-9]*: signs_from is not a finite time: skipped" 2 &&
+		edged_wait_metric "$SKIP" $((n0 + 2)) && [ "$(signer "$KC")" = 1 ] && [ "$(with "$KB")" = 403 ]; then
+		t_ok "$v: rows of 'infinity' and '-infinity' (the CHECK dropped) beside a good one: left out, counted; the good one signs"
+	else
+		t_fail "$v: infinity rows" "skipped $n0 -> $(edged_metric "$SKIP"), signer $(signer "$KC") $(grep challenge_keys "$EDGED_LOG" | tail -3)"
+	fi
+	pg_sql "DELETE FROM challenge_keys; ALTER TABLE challenge_keys ADD CONSTRAINT challenge_keys_signs_from_check
+		CHECK (isfinite(signs_from));" >/dev/null
 
 	edged_stop 10
 	edged_sanitizers_clean "$v: no sanitizer report" && t_ok "$v: no sanitizer report"

@@ -504,6 +504,18 @@ START_TEST(test_keys_pick)
 	chal_keys_pick(v, 2, 20, &k, &sig, &oth, &next);
 	ck_assert_int_eq(sig, 2);
 	ck_assert_int_eq(oth, 1);
+	/* A signs from 0; B (2) and C (3) both from 50: before, C (the one
+	 * that will sign) verifies; after, C signs and A (which signed the
+	 * passes about) verifies, not B, which never signed */
+	v[0].signs_from = 0;
+	v[1].signs_from = v[2].signs_from = 50;
+	chal_keys_pick(v, 3, 40, &k, &sig, &oth, &next);
+	ck_assert_int_eq(sig, 1);
+	ck_assert_int_eq(oth, 3);
+	ck_assert_int_eq(next, 50);
+	chal_keys_pick(v, 3, 60, &k, &sig, &oth, &next);
+	ck_assert_int_eq(sig, 3);
+	ck_assert_int_eq(oth, 1);
 	chal_keys_pick(v, 0, 20, &k, &sig, &oth, &next);
 	ck_assert_uint_eq(k.n, 0);
 	ck_assert_int_eq(sig, 0);

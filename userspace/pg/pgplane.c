@@ -648,8 +648,8 @@ static void pgplane_chal_keys(void *arg, const struct pgsync_chal_key *v,
 		errno = 0;
 		rows[k].id = strtoll(v[i].id, &end, 10);
 		rows[k].signs_from = strtoll(v[i].signs_from, &end, 10);
-		if (errno || *end)
-			why = "signs_from out of range";
+		if (errno || *end || end == v[i].signs_from)
+			why = "signs_from is not a finite time";
 		else if (strlen(v[i].key_hex) != 2 * CHAL_KEY_LEN ||
 			 chal_keys_parse(v[i].key_hex, 2 * CHAL_KEY_LEN, &one,
 					 err, sizeof(err)))
@@ -1231,7 +1231,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 			 st.skipped.ip_rules + st.skipped.ids +
 			 st.skipped.tcp_routes + p->tcp_refused +
 			 st.skipped.health_checks + st.skipped.tls +
-			 st.skipped.send_proxy),
+			 st.skipped.send_proxy + st.skipped.env_rules +
+			 st.skipped.api_keys + p->chal_skipped),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,

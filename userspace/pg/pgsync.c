@@ -393,9 +393,11 @@ static void pgsync_certs(struct pgsync *s)
 	static const char both[] =
 	    "SELECT id::text, array_to_string(names, ' '), chain_pem, "
 	    "key_pem, COALESCE(encode(ocsp, 'hex'), '') FROM certificates "
-	    "ORDER BY id; SELECT id::text, key_hex, "
-	    "floor(extract(epoch FROM signs_from))::bigint::text FROM "
-	    "challenge_keys ORDER BY id LIMIT 64";
+	    "ORDER BY id; SELECT id::text, key_hex, CASE WHEN "
+	    "isfinite(signs_from) AND abs(extract(epoch FROM signs_from)) < "
+	    "1e15 THEN floor(extract(epoch FROM signs_from))::bigint::text "
+	    "ELSE '' END FROM challenge_keys ORDER BY signs_from DESC, id "
+	    "DESC LIMIT 64";
 
 	s->certs_dirty = false;
 	s->certs_sent = s->certs_heard;

@@ -9,7 +9,8 @@
 -- signed before. So a rotation is: insert the new key with signs_from a
 -- few minutes ahead (every host verifies it from the next sync, before
 -- any host signs with it), and delete the oldest once the new one signs.
--- A host's challenge.key_file, when set, wins over this table.
+-- A host's challenge.key_file, when set, wins over this table. edge reads
+-- the 64 rows with the latest signs_from.
 --
 -- Changes are noted as the certificates' are (kind 'challenge_key'; the
 -- certificate_change channel): every host reads the table again.
@@ -17,7 +18,8 @@ CREATE TABLE challenge_keys (
     id bigserial PRIMARY KEY,
     key_hex text NOT NULL CHECK (key_hex ~ '^[0-9a-f]{64}$'
                                  AND key_hex <> repeat('0', 64)),
-    signs_from timestamptz NOT NULL DEFAULT now(),
+    signs_from timestamptz NOT NULL DEFAULT now()
+        CHECK (isfinite(signs_from)),
     created_at timestamptz NOT NULL DEFAULT now(),
     comment text
 );
