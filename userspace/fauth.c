@@ -102,10 +102,7 @@ int fauth_conf_new(const char *url, uint64_t timeout_ms, unsigned cache_ttl_s,
  * passed either way by the subrequest. */
 static bool fauth_hop(const char *n, size_t l)
 {
-	return h1_eq(n, l, "connection") || h1_eq(n, l, "keep-alive") ||
-	       h1_eq(n, l, "proxy-connection") || h1_eq(n, l, "te") ||
-	       h1_eq(n, l, "trailer") || h1_eq(n, l, "transfer-encoding") ||
-	       h1_eq(n, l, "upgrade") || h1_eq(n, l, "content-length") ||
+	return hdr_is_hop_by_hop(n, l) || h1_eq(n, l, "content-length") ||
 	       h1_eq(n, l, "http2-settings");
 }
 
