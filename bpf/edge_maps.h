@@ -230,4 +230,35 @@ struct edge_splice_cnt {
 };
 _Static_assert(sizeof(struct edge_splice_cnt) == 32, "edge_splice_cnt size");
 
+/* ---- QUIC: steering datagrams to the worker of their connection ---- */
+
+/* edge_quic.bpf.c, an sk_reuseport program, one instance per QUIC
+ * listen address, loaded by edged and never pinned. Its socket array
+ * holds worker i's UDP socket at index i. A connection ID edged issues
+ * is EDGE_QUIC_CID_LEN bytes: byte 0 random, bytes 1-2 the issuing
+ * worker's index (big-endian), the rest random (QUIC-LB's plaintext
+ * form: an observer learns the worker, nothing else). A datagram whose
+ * destination CID names a worker with a socket goes to that socket, so
+ * a client that changes address (migration, NAT rebinding) stays with
+ * its connection. Anything else (a client's first Initial or 0-RTT, whose
+ * DCID the client chose, an unknown version, garbage, an index with no
+ * socket) is left to the kernel's 4-tuple hash: edged's worker drops
+ * what it cannot use. The program never drops a datagram. */
+#define EDGE_MAP_QUIC_SOCKS "edge_quic_socks" /* REUSEPORT_SOCKARRAY */
+#define EDGE_MAP_QUIC_CNT "edge_quic_cnt"     /* PERCPU_ARRAY of __u64 */
+#define EDGE_QUIC_PROG_NAME "edge_quic_steer"
+#define EDGE_QUIC_CID_LEN 16
+#define EDGE_QUIC_CID_WORKER_OFF 1
+#define EDGE_QUIC_WORKERS_MAX 256 /* CONFIG_WORKERS_MAX */
+
+/* edge_quic_cnt's slots: what the program did with a datagram (exactly
+ * one each). Append only. */
+enum edge_quic_verdict {
+	EDGE_QUIC_STEERED = 0,	   /* to the worker its DCID names */
+	EDGE_QUIC_HASH_NEW = 1,	   /* Initial/0-RTT with the client's DCID */
+	EDGE_QUIC_HASH_OTHER = 2,  /* not ours: short, unknown version, ... */
+	EDGE_QUIC_HASH_NOSOCK = 3, /* a worker index with no socket */
+	EDGE_QUIC_CNT_SLOTS = 8,
+};
+
 #endif /* EDGE_MAPS_H */
