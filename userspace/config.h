@@ -188,6 +188,9 @@ struct config_tls {
 	struct config_tls_cert *certs; /* 1..CONFIG_TLS_CERTS_MAX with listen */
 	size_t n_certs;
 	uint64_t ticket_rotation_ms; /* session_ticket_rotation */
+	/* not a key: stores keep GnuTLS copies of their certificates
+	 * (tls_gnutls.h), for the QUIC listeners */
+	bool gnutls;
 };
 
 /*

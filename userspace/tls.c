@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "tls.h"
 #include "tls_int.h"
+#include "tls_gnutls.h"
 
 /* Mozilla's "intermediate" configuration (version 5.7): TLS 1.2 suites
  * with forward secrecy and AEAD only (no DHE: it needs parameters and
@@ -336,6 +337,8 @@ struct tls_cert {
 	size_t n_names;
 	const char *label; /* its file, or "certificates row ID" */
 	bool from_db;
+	/* conf.gnutls: GnuTLS credentials of this certificate alone */
+	gnutls_certificate_credentials_t gt;
 };
 
 /* A set of certificates serving a name (at most one per kind), and its
@@ -343,6 +346,9 @@ struct tls_cert {
 struct tls_set {
 	int cert[TLS_KINDS]; /* index in certs, or -1 */
 	SSL_CTX *ctx;
+	/* conf.gnutls: the credentials of the set's certificates (its one
+	 * certificate's own, or gt_own with both) */
+	gnutls_certificate_credentials_t gt, gt_own;
 	struct tls_store *st;
 };
 
@@ -958,6 +964,12 @@ static struct tls_set *tls_store_find(const struct tls_store *st,
 	return set ? set : st->def;
 }
 
+gnutls_certificate_credentials_t tls_store_gnutls(const struct tls_store *s,
+						  const char *sni)
+{
+	return s->conf.gnutls ? tls_store_find(s, sni)->gt : NULL;
+}
+
 /* ---- callbacks ------------------------------------------------------------
  */
 
@@ -1059,6 +1071,34 @@ static int tls_refused(struct errbuf *err, const struct tls_store *st, size_t i,
 			what, e);
 }
 
+/* set's GnuTLS credentials: its one certificate's, or both of its
+ * certificates' in credentials of its own (each was taken alone) */
+static int tls_set_gt(struct tls_store *st, struct tls_set *set,
+		      struct errbuf *err)
+{
+	const char *why = "out of memory";
+
+	if (set->cert[0] < 0 || set->cert[1] < 0) {
+		set->gt = st->certs[set->cert[set->cert[0] < 0]].gt;
+		return 0;
+	}
+	if (tls_gt_cred(&set->gt_own))
+		goto fail;
+	/* ECDSA first: GnuTLS serves the first one the client takes */
+	for (int k = TLS_KINDS - 1; k >= 0; k--) {
+		const struct tls_cert *c = &st->certs[set->cert[k]];
+
+		if (tls_gt_add(set->gt_own, c->leaf, c->chain, c->key, c->ocsp,
+			       c->ocsp_len, &why))
+			goto fail;
+	}
+	set->gt = set->gt_own;
+	return 0;
+fail:
+	errbuf_set(err, "tls: GnuTLS (for QUIC): %s", why);
+	return -ENOMEM;
+}
+
 static int tls_set_ctx(struct tls_store *st, struct tls_set *set,
 		       struct errbuf *err)
 {
@@ -1113,7 +1153,7 @@ static int tls_set_ctx(struct tls_store *st, struct tls_set *set,
 				    err, st, (size_t)set->cert[k],
 				    "a certificate of its chain");
 	}
-	return 0;
+	return st->conf.gnutls ? tls_set_gt(st, set, err) : 0;
 fail : {
 	char e[256];
 
@@ -1230,6 +1270,8 @@ static void tls_cert_clear(struct tls_cert *c)
 	X509_free(c->leaf);
 	sk_X509_pop_free(c->chain, X509_free);
 	EVP_PKEY_free(c->key);
+	if (c->gt)
+		gnutls_certificate_free_credentials(c->gt);
 	free(c->ocsp);
 	for (j = 0; j < c->n_names; j++)
 		free(c->names[j]);
@@ -1243,8 +1285,11 @@ static void tls_store_free(struct tls_store *st)
 
 	if (!st)
 		return;
-	for (i = 0; i < st->n_sets; i++)
+	for (i = 0; i < st->n_sets; i++) {
 		SSL_CTX_free(st->sets[i].ctx);
+		if (st->sets[i].gt_own)
+			gnutls_certificate_free_credentials(st->sets[i].gt_own);
+	}
 	free(st->sets);
 	free(st->names);
 	for (i = 0; i < st->n_certs; i++)
@@ -1261,6 +1306,30 @@ static void tls_store_free(struct tls_store *st)
 	free(st->conf.certs);
 	tls_dbrows_free(st->db, st->n_db);
 	free(st);
+}
+
+/* c's GnuTLS copy, when st keeps them (i: its tls.certificates index,
+ * or TLS_DB_ENTRY): 0 or -errno with err saying what GnuTLS refused */
+static int tls_load_gt(const struct tls_store *st, struct tls_cert *c, size_t i,
+		       struct errbuf *err)
+{
+	const char *why;
+	int rc;
+
+	if (!st->conf.gnutls)
+		return 0;
+	rc = tls_gt_cred(&c->gt);
+	if (rc == 0)
+		rc = tls_gt_add(c->gt, c->leaf, c->chain, c->key, c->ocsp,
+				c->ocsp_len, &why);
+	else
+		why = "out of memory";
+	if (rc)
+		tls_errf(err, c->label, i,
+			 "GnuTLS (for QUIC) refused the certificate, its "
+			 "chain or its key: %s",
+			 why);
+	return rc;
 }
 
 /* A store from c's files and the database's rows db[0..n_db) (copied):
@@ -1291,6 +1360,7 @@ static int tls_store_build(const struct config_tls *c,
 		goto nomem;
 	atomic_init(&st->refs, 1);
 	st->conf.ticket_rotation_ms = c->ticket_rotation_ms;
+	st->conf.gnutls = c->gnutls;
 	st->conf.certs = calloc(c->n_certs + 1, sizeof(*st->conf.certs));
 	st->certs = calloc(c->n_certs + n_db, sizeof(*st->certs));
 	st->files = calloc(c->n_certs * 3 + 1, sizeof(*st->files));
@@ -1316,6 +1386,8 @@ static int tls_store_build(const struct config_tls *c,
 		st->n_certs++;
 		st->certs[i].kind = TLS_KIND_RSA;
 		rc = tls_load_cert(st, i, err);
+		if (rc == 0)
+			rc = tls_load_gt(st, &st->certs[i], i, err);
 		if (rc)
 			goto fail;
 	}
@@ -1323,6 +1395,8 @@ static int tls_store_build(const struct config_tls *c,
 		struct tls_cert *ct = &st->certs[st->n_certs];
 
 		rc = tls_load_db(ct, &st->db[i], err);
+		if (rc == 0)
+			rc = tls_load_gt(st, ct, TLS_DB_ENTRY, err);
 		if (rc == -ENOMEM)
 			goto fail;
 		if (rc) {

@@ -67,4 +67,15 @@ void tls_hs_hello_seen(SSL *ssl);
 void tls_count_handshake(bool resumed);
 void tls_count_failure(enum tls_failure f);
 
+/* GnuTLS credentials (tls_gnutls.c) for stores built with
+ * config_tls.gnutls: new ones (API v2: adding returns an index), 0 or
+ * -ENOMEM; a certificate added from the same objects the SSL_CTX has
+ * (chain, key, OCSP response): 0, or -ENOMEM / -EINVAL with *why what
+ * GnuTLS said. */
+struct gnutls_certificate_credentials_st;
+int tls_gt_cred(struct gnutls_certificate_credentials_st **out);
+int tls_gt_add(struct gnutls_certificate_credentials_st *cred, X509 *leaf,
+	       STACK_OF(X509) * chain, EVP_PKEY *key, const unsigned char *ocsp,
+	       size_t ocsp_len, const char **why);
+
 #endif /* EDGE_TLS_INT_H */
