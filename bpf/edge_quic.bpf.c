@@ -80,8 +80,8 @@ int edge_quic_steer(struct sk_reuseport_md *ctx)
 			return count(EDGE_QUIC_HASH_OTHER);
 		off = LONG_DCID_OFF;
 	} else {
-		if (!(hd[0] & 0x40)) /* the fixed bit: edged never greases */
-			return count(EDGE_QUIC_HASH_OTHER);
+		/* a short header, whatever its fixed bit: a client may clear
+		 * it (RFC 9287) once the server has allowed that */
 		off = SHORT_DCID_OFF;
 	}
 	if (bpf_skb_load_bytes(ctx, off + EDGE_QUIC_CID_WORKER_OFF, w,
