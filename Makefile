@@ -50,7 +50,7 @@ LDFLAGS  ?=
 ELDFLAGS := -pie -Wl,-z,relro,-z,now
 LIBS     := -lxdp -lbpf -lelf -lz -ljansson -lpq
 # the daemon's modules (userspace/*.c) also need these
-DLIBS    := -luring -lconfig -lnghttp2 -lbrotlienc -lbrotlidec -lzstd -levent -levent_pthreads -levent_openssl -lssl -lcrypto -lgnutls -lpthread
+DLIBS    := -luring -lconfig -lnghttp2 -lbrotlienc -lbrotlidec -lzstd -levent -levent_pthreads -levent_openssl -lssl -lcrypto -lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -pthread)
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \

@@ -261,6 +261,32 @@ static void ctl_daemon_http2_print(const json_t *h)
 	    ctl_sum(json_object_get(ga, "sent")) == 1 ? "" : "s");
 }
 
+/* HTTP/3: where, and what its connections met (absent: no
+ * tls.quic_listen). */
+static void ctl_daemon_quic_print(const json_t *q)
+{
+	const json_t *c = json_object_get(q, "counts");
+	const json_t *hs = json_object_get(c, "handshakes");
+
+	if (!json_is_object(q))
+		return;
+	printf("http3:      on %zu address%s, %lld connection%s (%lld open), "
+	       "%lld handshake%s failed, %lld stream%s, %lld retr%s, %lld "
+	       "datagram%s dropped\n",
+	       json_array_size(json_object_get(q, "listen")),
+	       json_array_size(json_object_get(q, "listen")) == 1 ? "" : "es",
+	       (long long)ctl_int(c, "connections"),
+	       ctl_int(c, "connections") == 1 ? "" : "s",
+	       (long long)ctl_int(c, "open"), (long long)ctl_int(hs, "failed"),
+	       ctl_int(hs, "failed") == 1 ? "" : "s",
+	       (long long)ctl_int(c, "streams"),
+	       ctl_int(c, "streams") == 1 ? "" : "s",
+	       (long long)ctl_int(c, "retries"),
+	       ctl_int(c, "retries") == 1 ? "y" : "ies",
+	       (long long)ctl_sum(json_object_get(c, "dropped")),
+	       ctl_sum(json_object_get(c, "dropped")) == 1 ? "" : "s");
+}
+
 static void ctl_daemon_splice_print(const json_t *sp)
 {
 	const json_t *kinds = json_object_get(sp, "kinds");
@@ -418,6 +444,7 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 	ctl_daemon_uring_print(json_object_get(result, "io_uring"),
 			       ctl_int(result, "workers"));
 	ctl_daemon_http2_print(json_object_get(result, "http2"));
+	ctl_daemon_quic_print(json_object_get(result, "quic"));
 }
 
 void ctl_daemon_stats_print(const json_t *result, const json_t *prev, double dt)

@@ -1180,13 +1180,50 @@ static int cfg_tls_listen(struct cfg *x, const config_setting_t *g,
 	return 0;
 }
 
+/* tls.quic_listen: UDP addresses, so they clash only among themselves
+ * (a QUIC address on a TCP listener's port is the usual set-up) */
+static int cfg_quic_listen(struct cfg *x, const config_setting_t *g,
+			   const char *path)
+{
+	struct config_tls *t = &x->c->tls;
+	char key[CFG_KEY_MAX], ek[CFG_KEY_MAX], what[CFG_KEY_MAX];
+	const config_setting_t *s;
+	int rc;
+
+	rc = cfg_listen_addrs(x, g, path, "quic_listen", CONFIG_LISTEN_MAX,
+			      &t->quic_listen, &t->n_quic_listen);
+	if (rc < 0 || !t->quic_listen)
+		return rc;
+	t->gnutls = true;
+	cfg_key(key, path, "quic_listen");
+	s = config_setting_get_member(g, "quic_listen");
+	for (size_t i = 0; i < t->n_quic_listen; i++) {
+		const config_setting_t *el =
+		    config_setting_get_elem(s, (unsigned)i);
+
+		cfg_key_index(ek, key, i);
+		for (size_t j = 0; j < i && rc == 0; j++) {
+			cfg_key_index(what, key, j);
+			if (config_addr_overlaps(&t->quic_listen[i],
+						 &t->quic_listen[j]))
+				rc = cfg_listen_clash(x, el, ek,
+						      &t->quic_listen[i],
+						      &t->quic_listen[j], what);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* tls: HTTPS listen addresses and the certificates served on them; the
  * files themselves are read by tls.c (edged --check builds the store
  * too), so that a reload can refuse a broken one. */
 static int cfg_tls(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {"listen", "certificates",
-					   "session_ticket_rotation", NULL};
+					   "session_ticket_rotation",
+					   "quic_listen", NULL};
 	static const char *const ckeys[] = {"cert", "key", "ocsp", NULL};
 	struct config_tls *t = &x->c->tls;
 	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
@@ -1202,6 +1239,8 @@ static int cfg_tls(struct cfg *x, const config_setting_t *root)
 	if (rc < 0 || !g)
 		return rc;
 	rc = cfg_tls_listen(x, g, p);
+	if (rc == 0)
+		rc = cfg_quic_listen(x, g, p);
 	if (rc == 0)
 		rc = cfg_group_list(x, g, p, "certificates", key, &s, &n);
 	if (rc < 0)
@@ -1776,6 +1815,7 @@ void config_free(struct config *c)
 	}
 	free(c->tls.certs);
 	free(c->tls.listen);
+	free(c->tls.quic_listen);
 	free(c->user);
 	free(c->control_socket);
 	free(c->pin_dir);

@@ -244,13 +244,13 @@ static void host_analytics_file(struct host_chk *h, const char *path)
 }
 
 /* Whether a can be bound now; a problem added when not. */
-static void host_bind(struct host_chk *h, const char *key,
-		      const struct config_addr *a)
+static void host_bind_type(struct host_chk *h, const char *key,
+			   const struct config_addr *a, int type)
 {
 	char msg[256];
 	int fd, one = 1, e = 0;
 
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(a->ss.ss_family, type | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		e = errno;
 	} else {
@@ -277,6 +277,12 @@ static void host_bind(struct host_chk *h, const char *key,
 		snprintf(msg, sizeof(msg), "%s cannot be bound: %s", a->text,
 			 strerror(e));
 	host_fail(h, key, msg, "");
+}
+
+static void host_bind(struct host_chk *h, const char *key,
+		      const struct config_addr *a)
+{
+	host_bind_type(h, key, a, SOCK_STREAM);
 }
 
 size_t config_host_check(const struct config *c, struct config_errs *errs,
@@ -320,6 +326,10 @@ size_t config_host_check(const struct config *c, struct config_errs *errs,
 	for (i = 0; i < c->tls.n_listen; i++) {
 		snprintf(key, sizeof(key), "tls.listen[%zu]", i);
 		host_bind(&h, key, &c->tls.listen[i]);
+	}
+	for (i = 0; i < c->tls.n_quic_listen; i++) {
+		snprintf(key, sizeof(key), "tls.quic_listen[%zu]", i);
+		host_bind_type(&h, key, &c->tls.quic_listen[i], SOCK_DGRAM);
 	}
 	host_bind(&h, "admin_listen", &c->admin_listen);
 	for (i = 0; i < c->n_tcp_routes; i++) {

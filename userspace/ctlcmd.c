@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "ctlcmd.h"
 #include "http2.h"
+#include "quic.h"
 #include "edged.h"
 #include "notify.h"
 #include "pgplane.h"
@@ -268,6 +269,22 @@ static json_t *ctlcmd_http2_json(const struct edged *d)
 	    (json_int_t)h->max_header_list_size, "counts", http2_counts_json());
 }
 
+/* edgectl status's quic object: the addresses and the counts (null
+ * without tls.quic_listen). */
+static json_t *ctlcmd_quic_json(const struct edged *d)
+{
+	const struct config_tls *t = &d->cfg->tls;
+	json_t *a;
+
+	if (t->n_quic_listen == 0)
+		return NULL;
+	a = json_array();
+	for (size_t i = 0; a && i < t->n_quic_listen; i++)
+		json_array_append_new(a, json_string(t->quic_listen[i].text));
+	return json_pack("{s:o*,s:o*}", "listen", a, "counts",
+			 quic_counts_json());
+}
+
 /* edgectl status. */
 static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 {
@@ -282,7 +299,8 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:o*}",
+	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:o*,"
+	    "s:o*}",
 	    "pid", (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)ctlcmd_generation(d), "workers",
@@ -291,7 +309,8 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	    (json_int_t)n_tcp, "tcp_connections", (json_int_t)tcp_open,
 	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
 	    ctlcmd_splice_json(), "tls", ctlcmd_tls_json(d), "io_uring",
-	    ctlcmd_uring_json(d), "http2", ctlcmd_http2_json(d));
+	    ctlcmd_uring_json(d), "http2", ctlcmd_http2_json(d), "quic",
+	    ctlcmd_quic_json(d));
 	return 0;
 }
 

@@ -39,6 +39,7 @@
 #include "route.h"
 #include "route_writer.h"
 #include "http2.h"
+#include "quic.h"
 #include "services.h"
 #include "splice.h"
 #include "hcheck.h"
@@ -148,6 +149,11 @@ static void edged_start_only_changes(const struct edged *d,
 			      cur->tls.listen[i].proxy_protocol !=
 				  next->tls.listen[i].proxy_protocol;
 		EDGED_NOTE(tls, "tls.listen");
+		tls = cur->tls.n_quic_listen != next->tls.n_quic_listen;
+		for (i = 0; !tls && i < cur->tls.n_quic_listen; i++)
+			tls = strcmp(cur->tls.quic_listen[i].text,
+				     next->tls.quic_listen[i].text) != 0;
+		EDGED_NOTE(tls, "tls.quic_listen");
 	}
 #undef EDGED_NOTE
 }
@@ -1536,6 +1542,7 @@ static int edged_stats(struct edged *d)
 	    tcproute_metrics(d->tcp, stats_metrics(d->stats)) ||
 	    tls_metrics(stats_metrics(d->stats)) ||
 	    http2_metrics(stats_metrics(d->stats)) ||
+	    quic_metrics(stats_metrics(d->stats)) ||
 	    wake_metrics(d->sh.wake, stats_metrics(d->stats)))
 		return -1;
 	return 0;

@@ -8,9 +8,11 @@
 #include "conn.h"
 #include "h2up.h"
 #include "http1.h"
+#include "http3.h"
 #include "l4.h"
 #include "listener.h"
 #include "proxy.h"
+#include "quic.h"
 #include "req.h"
 #include "services.h"
 #include "worker.h"
@@ -18,8 +20,8 @@
 /* Drained in this order (the listeners stop accepting first), freed in
  * the reverse one. */
 static const struct worker_service *const services[] = {
-    &listener_service, &h2up_service,  &conn_service, &l4_service,
-    &req_service,      &proxy_service, NULL};
+    &listener_service, &quic_service, &h2up_service,  &conn_service,
+    &l4_service,       &req_service,  &proxy_service, NULL};
 
 static const struct listener_accepts accepts = {
     .http = conn_accept,
@@ -33,4 +35,5 @@ void services_install(struct worker_shared *sh)
 	sh->accepts = &accepts;
 	sh->conn_ops = &http1_ops;
 	sh->up_ops = &proxy_ops;
+	sh->quic_app = &http3_app;
 }

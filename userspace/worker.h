@@ -37,6 +37,8 @@ struct req_upstream_ops;
 struct conn_set;
 struct worker;
 struct l4_set;
+struct quic_app_ops;
+struct quic_set;
 struct listener_accepts;
 struct listener_set;
 struct mailbox;
@@ -116,6 +118,8 @@ struct worker_shared {
 	const struct conn_ops *conn_ops;
 	/* the requests' upstream side (req.h) */
 	const struct req_upstream_ops *up_ops;
+	/* what QUIC connections carry (quic.h: HTTP/3); NULL: no QUIC */
+	const struct quic_app_ops *quic_app;
 	struct route_holder routes;  /* the current route table */
 	struct tls_holder tls;	     /* the certificate store; cur NULL:
 					no HTTPS listener */
@@ -200,6 +204,7 @@ struct worker {
 	struct listener_set *ls; /* its listening sockets (listener.c) */
 	struct conn_set *cs;	 /* its client connections (conn.c) */
 	struct l4_set *l4;	 /* its TCP routes' connections (l4.c) */
+	struct quic_set *quic;	 /* its QUIC sockets and connections */
 	struct mailbox *mbox;	 /* messages from any thread (worker_post) */
 	struct reqid_table *ids; /* requests messages may name */
 	bool draining;

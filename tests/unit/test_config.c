@@ -594,6 +594,18 @@ static const struct bad bad[] = {
      "tls.listen[1]", "takes the port of tls.listen[0]"},
     {"tls = { #!\n certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
      "tls", "listen: missing"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
+     "  quic_listen = [ \"127.0.0.1:8443\",\n \"0.0.0.0:8443\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.quic_listen[1]", "takes the port of tls.quic_listen[0]"},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
+     "  quic_listen = [ \"nope\" ]; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.quic_listen[0]", ""},
+    {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
+     "  quic_early_data = true; #!\n"
+     "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
+     "tls.quic_early_data", "unknown"},
     {"tls = { listen = [ \"127.0.0.1:8443\" ]; }; #!\n", "tls",
      "certificates missing"},
     {"tls = { listen = [ \"127.0.0.1:8443\" ];\n certificates = ( ); #!\n"
@@ -830,6 +842,27 @@ START_TEST(test_tls)
 	ck_assert_str_eq(c->tls.certs[1].ocsp, "/e/b.ocsp");
 	ck_assert_uint_eq(c->tls.ticket_rotation_ms, 12 * 3600 * 1000ULL);
 	ck_assert_uint_eq(c->timeouts.tls_handshake_ms, 3000);
+	ck_assert_uint_eq(c->tls.n_quic_listen, 0);
+	ck_assert(!c->tls.gnutls);
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+
+	/* QUIC on the HTTPS port (UDP beside TCP), v4 and v6: the store
+	 * keeps GnuTLS copies */
+	ck_assert_msg(
+	    config_load(
+		write_conf(
+		    "tls = { listen = [ \"0.0.0.0:443\" ];\n"
+		    "  quic_listen = [ \"0.0.0.0:443\", \"[::]:443\" ];\n"
+		    "  certificates = (\n"
+		    "    { cert = \"/e/a.pem\"; key = \"/e/a.key\"; } ); };\n"),
+		&c, &src, &err) == 0,
+	    "%s", err.msg);
+	ck_assert_uint_eq(c->tls.n_quic_listen, 2);
+	ck_assert_str_eq(c->tls.quic_listen[1].text, "[::]:443");
+	ck_assert(c->tls.gnutls);
 	config_free(c);
 	route_src_free(src);
 	c = NULL;

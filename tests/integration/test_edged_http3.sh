@@ -1,0 +1,228 @@
+#!/bin/bash
+# test_edged_http3.sh - edged serving HTTP/3 on tls.quic_listen, end to
+# end with Debian's ngtcp2 client (gtlsclient) in front of the recording
+# backend (tests/tools/echo_backend.py): a GET and its upstream headers
+# and analytics record, the same request over HTTP/1.1 and HTTP/3 seen
+# alike upstream, a 300 KB POST whose SHA-256 the backend checks, 50
+# streams on one connection, edge's own answers, a client changing its
+# address mid-connection with two workers (the steering program keeps it
+# on its worker), hostile datagrams (garbage, a truncated Initial, an
+# unknown version, a short packet for an unknown connection) dropped with
+# edged still serving, a drain, and `--check` naming a QUIC address in
+# use. Runs against build/edged and build/asan/edged. Needs no root.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3 openssl gtlsclient
+edged_need_build
+EDGECTL=${EDGECTL:-$B/edgectl}
+
+BASE=$(edged_ports 4)
+P_EDGE=$BASE
+P_BACK=$((BASE + 1))
+P_ADMIN=$((BASE + 2))
+P_TLS=$((BASE + 3)) # TCP for HTTPS, UDP for QUIC
+C="$T_TMP/certs"
+mkdir -p "$C"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=shop.test" -addext "subjectAltName=DNS:shop.test,DNS:none.test" \
+	-keyout "$C/shop.key" -out "$C/shop.pem" >/dev/null 2>&1
+
+{
+	edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
+	cat <<CONF
+analytics = { file = "$T_TMP/requests.jsonl"; };
+limits = { max_body_bytes = "20M"; };
+timeouts = { upstream_response = "5s"; drain = "5s"; };
+tls = {
+  listen = [ "127.0.0.1:$P_TLS" ];
+  quic_listen = [ "127.0.0.1:$P_TLS" ];
+  certificates = ( { cert = "$C/shop.pem"; key = "$C/shop.key"; } );
+};
+projects = (
+  { id = "shop";
+    environments = (
+      { id = "shop-prod";
+        domains = [ "shop.test" ];
+        deployment = { id = "shop-1"; upstreams = [ "127.0.0.1:$P_BACK" ]; };
+      }
+    );
+  }
+);
+CONF
+} >"$T_TMP/edge.conf"
+
+eq() { # NAME GOT WANT
+	if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1" "got '$2', want '$3'"; fi
+}
+has() { # NAME TEXT ERE
+	if grep -Eq -- "$3" <<<"$2"; then t_ok "$1"; else t_fail "$1" "'$(head -c 300 <<<"$2")' lacks /$3/"; fi
+}
+
+backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
+
+# h3 NAME PATH [gtlsclient args]: requests over HTTP/3 to shop.test; the
+# client's output in $T_TMP/h3.out, the statuses it got in STATUSES
+h3() {
+	local path=$2
+	shift 2
+	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump \
+		--timeout=10s "$@" 127.0.0.1 "$P_TLS" "https://shop.test:$P_TLS$path" \
+		>"$T_TMP/h3.out" 2>&1
+	STATUSES=$(grep -ao '\[:status: [0-9]*\]' "$T_TMP/h3.out" | grep -o '[0-9]*' | sort | uniq -c | awk '{ print $2 "x" $1 }' | tr '\n' ' ')
+	STATUSES=${STATUSES% }
+}
+
+run_suite() { # LABEL
+	local L=$1 n0 rec code
+	: >"$T_TMP/backend.jsonl"
+
+	h3 "$L: GET" /hello
+	eq "$L: a GET over HTTP/3 is answered 200" "$STATUSES" "200x1"
+	rec=$(tail -1 "$T_TMP/backend.jsonl")
+	has "$L: the backend sees Via 3" "$rec" '"Via", "3 [^"]* \(edge\)"'
+	has "$L: and X-Forwarded-Proto https" "$rec" '"X-Forwarded-Proto", "https"'
+	has "$L: and the client's address" "$rec" '"X-Client-IP", "127.0.0.1"'
+	has "$L: and its path" "$rec" '"path": "/hello"'
+	sleep 0.3
+	has "$L: its analytics record says HTTP/3" \
+		"$(grep '"path":"/hello"' "$T_TMP/requests.jsonl" | tail -1)" '"http_version":"HTTP/3"'
+
+	# the same request over HTTP/1.1 (TLS) and HTTP/3: the same upstream
+	# headers but the user agent, Via's protocol and the request id
+	curl -sk -o /dev/null -H 'user-agent: x' --resolve "shop.test:$P_TLS:127.0.0.1" \
+		"https://shop.test:$P_TLS/same?a=1"
+	h3 "$L: same" "/same?a=1"
+	n0=$(grep -c '"path": "/same?a=1"' "$T_TMP/backend.jsonl")
+	eq "$L: both reached the backend" "$n0" 2
+	eq "$L: with the same fields upstream" \
+		"$(grep '"path": "/same?a=1"' "$T_TMP/backend.jsonl" | /usr/bin/python3 -c '
+import json, sys
+seen = []
+for line in sys.stdin:
+    d = json.loads(line)
+    h = [(k.lower(), v) for k, v in d["headers"]
+         if k.lower() not in ("user-agent", "accept", "x-request-id", "via")]
+    seen.append(sorted(h))
+print("same" if len(seen) == 2 and seen[0] == seen[1] else seen)')" "same"
+
+	head -c 300000 /dev/urandom >"$T_TMP/body.bin"
+	h3 "$L: POST" /upload -m POST -d "$T_TMP/body.bin"
+	eq "$L: a 300 KB POST is answered" "$STATUSES" "200x1"
+	rec=$(grep '"path": "/upload"' "$T_TMP/backend.jsonl" | tail -1)
+	has "$L: the backend got all of it" "$rec" '"body_len": 300000'
+	has "$L: byte for byte" "$rec" "\"body_sha256\": \"$(sha256sum "$T_TMP/body.bin" | cut -d' ' -f1)\""
+
+	# 3 MB down and 300 KB up with 5 % of the datagrams lost each way
+	# (gtlsclient drops them), compared with what HTTPS over TCP gets
+	rm -rf "$T_TMP/dl" && mkdir -p "$T_TMP/dl"
+	h3 "$L: lossy download" /big/3000000 -t 0.05 -r 0.05 --download="$T_TMP/dl"
+	eq "$L: a 3 MB download through 5 % loss each way" "$STATUSES" "200x1"
+	eq "$L: every byte, as over HTTP/1.1" \
+		"$(sha256sum <"$T_TMP/dl/3000000" | cut -c1-64)" \
+		"$(curl -sk --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/big/3000000" | sha256sum | cut -c1-64)"
+	h3 "$L: lossy POST" /upload2 -m POST -d "$T_TMP/body.bin" -t 0.05 -r 0.05
+	has "$L: a 300 KB POST through loss, byte for byte" \
+		"$(grep '"path": "/upload2"' "$T_TMP/backend.jsonl" | tail -1)" \
+		"\"body_sha256\": \"$(sha256sum "$T_TMP/body.bin" | cut -d' ' -f1)\""
+	h3 "$L: trailers" /chunked/200000/trailers
+	has "$L: a chunked upstream body with trailers: HEADERS, DATA, trailers" \
+		"$(grep -a 'x-sum\|grpc-status' "$T_TMP/h3.out" | tr '\n' ' ')" 'x-sum: abc.*grpc-status: 0'
+
+	h3 "$L: streams" /many -n 50
+	eq "$L: 50 streams on one connection, all 200" "$STATUSES" "200x50"
+	eq "$L: 50 requests at the backend" "$(grep -c '"path": "/many"' "$T_TMP/backend.jsonl")" 50
+
+	n0=$(backend_count)
+	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump --timeout=10s \
+		127.0.0.1 "$P_TLS" "https://none.test:$P_TLS/x" >"$T_TMP/h3.out" 2>&1
+	code=$(curl -sk -o /dev/null -w '%{http_code}' --resolve "none.test:$P_TLS:127.0.0.1" \
+		"https://none.test:$P_TLS/x")
+	has "$L: a name no route serves gets edge's own answer, as over HTTP/1.1 ($code)" \
+		"$(grep -ao '\[:status: [0-9]*\]' "$T_TMP/h3.out")" ":status: $code\]"
+	eq "$L: which the backend never sees" "$(backend_count)" "$n0"
+
+	# a client that changes its address mid-connection (NAT rebinding)
+	# stays with its connection: two workers, the steering program
+	h3 "$L: rebinding" /moved --change-local-addr=1s --nat-rebinding --delay-stream=2s
+	eq "$L: a request after the client's address changed is answered" "$STATUSES" "200x1"
+
+	# hostile datagrams: counted nowhere yet, dropped, nothing breaks
+	/usr/bin/python3 - "$P_TLS" <<'PY' >"$T_TMP/garbage.out" 2>&1
+import os, socket, sys
+port = int(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1)
+pkts = [os.urandom(n) for n in (1, 20, 200, 1200)]
+pkts.append(bytes([0xc0, 0, 0, 0, 1, 8]) + os.urandom(8))       # truncated Initial
+pkts.append(bytes([0xc0, 0x1a, 0x2a, 0x3a, 0x4b, 8]) + os.urandom(8) + bytes([8]) + os.urandom(8) + os.urandom(1200))  # unknown version
+pkts.append(bytes([0x40]) + os.urandom(16) + os.urandom(60))     # short, unknown connection
+pkts.append(b"")
+for p in pkts * 20:
+    s.sendto(p, ("127.0.0.1", port))
+vn = 0
+try:
+    while True:
+        d, _ = s.recvfrom(2048)
+        if len(d) > 5 and d[0] & 0x80 and d[1:5] == b"\0\0\0\0":
+            vn += 1
+except socket.timeout:
+    pass
+print("version negotiation", vn)
+PY
+	has "$L: an unknown version gets version negotiation" "$(cat "$T_TMP/garbage.out")" 'version negotiation [1-9]'
+	h3 "$L: after garbage" /after
+	eq "$L: and edged serves on" "$STATUSES" "200x1"
+	if kill -0 "$EPID" 2>/dev/null; then t_ok "$L: edged is alive"; else t_fail "$L: edged is alive"; fi
+
+	# counted: in /metrics and edgectl status
+	has "$L: connections in /metrics" "$(edged_metric edge_quic_connections_total)" '^[1-9][0-9]*$'
+	has "$L: handshakes" "$(edged_metric 'edge_quic_handshakes_total{result="ok"}')" '^[1-9][0-9]*$'
+	has "$L: streams" "$(edged_metric edge_quic_streams_total)" '^[1-9][0-9]+$'
+	has "$L: garbage dropped, counted" "$(edged_metric 'edge_quic_datagrams_dropped_total{reason="undecodable"}')" '^[1-9][0-9]*$'
+	has "$L: version negotiations counted" "$(edged_metric edge_quic_version_negotiations_total)" '^[1-9][0-9]*$'
+	has "$L: stateless resets counted" "$(edged_metric edge_quic_stateless_resets_total)" '^[1-9][0-9]*$'
+	has "$L: packets for no connection counted" "$(edged_metric 'edge_quic_datagrams_dropped_total{reason="unknown_connection"}')" '^[1-9][0-9]*$'
+	has "$L: edgectl status says http3" \
+		"$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)" '^http3: +on 1 address, [1-9][0-9]* connections'
+	"$EDGECTL" --socket "$T_TMP/edged.sock" status --json >"$T_TMP/st.json" 2>&1
+	has "$L: and --json its counts" \
+		"$(/usr/bin/python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["daemon"]["status"]["quic"]; print(q["listen"], q["counts"]["streams"])' "$T_TMP/st.json" 2>&1)" "^\['127.0.0.1:$P_TLS'\] [1-9][0-9]+$"
+}
+
+edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||
+	t_fail "backend" "did not start"
+
+if edged_start "$EDGED" "$T_TMP/edge.conf"; then
+	run_suite "normal"
+	edged_stop 10
+	eq "normal: a drain ends edged cleanly" "$?" 0
+else
+	t_fail "normal: edged starts" "$(tail -5 "$EDGED_LOG")"
+fi
+
+# --check: a QUIC address another socket holds is named
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+time.sleep(30)' "$P_TLS" &
+HOLD=$!
+edged_track "$HOLD"
+sleep 0.3
+out=$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1)
+has "--check names a QUIC address in use" "$out" "tls.quic_listen\[0\].*127.0.0.1:$P_TLS is in use"
+kill "$HOLD" 2>/dev/null
+wait "$HOLD" 2>/dev/null
+
+if edged_asan; then
+	if edged_start "$EDGED_ASAN" "$T_TMP/edge.conf"; then
+		run_suite "asan"
+		edged_stop 10
+		edged_sanitizers_clean "asan: no sanitizer report" && t_ok "asan: no sanitizer report"
+	else
+		t_fail "asan: edged starts" "$(tail -5 "$EDGED_LOG")"
+	fi
+fi
+t_exit
