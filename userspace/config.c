@@ -1221,9 +1221,9 @@ static int cfg_quic_listen(struct cfg *x, const config_setting_t *g,
  * too), so that a reload can refuse a broken one. */
 static int cfg_tls(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"listen", "certificates",
-					   "session_ticket_rotation",
-					   "quic_listen", NULL};
+	static const char *const keys[] = {
+	    "listen",	   "certificates",   "session_ticket_rotation",
+	    "quic_listen", "quic_advertise", NULL};
 	static const char *const ckeys[] = {"cert", "key", "ocsp", NULL};
 	struct config_tls *t = &x->c->tls;
 	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
@@ -1241,6 +1241,9 @@ static int cfg_tls(struct cfg *x, const config_setting_t *root)
 	rc = cfg_tls_listen(x, g, p);
 	if (rc == 0)
 		rc = cfg_quic_listen(x, g, p);
+	if (rc == 0)
+		rc = cfg_bool(x, g, p, "quic_advertise", true,
+			      &t->quic_advertise);
 	if (rc == 0)
 		rc = cfg_group_list(x, g, p, "certificates", key, &s, &n);
 	if (rc < 0)

@@ -188,9 +188,11 @@ struct config_tls {
 	struct config_tls_cert *certs; /* 1..CONFIG_TLS_CERTS_MAX with listen */
 	size_t n_certs;
 	uint64_t ticket_rotation_ms; /* session_ticket_rotation */
-	/* HTTP/3: the UDP addresses (0..CONFIG_LISTEN_MAX) */
+	/* HTTP/3: the UDP addresses (0..CONFIG_LISTEN_MAX), and Alt-Svc on
+	 * the responses over TLS on TCP */
 	struct config_addr *quic_listen;
 	size_t n_quic_listen;
+	bool quic_advertise;
 	/* not a key: stores keep GnuTLS copies of their certificates
 	 * (tls_gnutls.h), for the QUIC listeners: n_quic_listen > 0 */
 	bool gnutls;

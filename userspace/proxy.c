@@ -775,6 +775,27 @@ static void proxy_body_timeout(struct req *r)
 	req_end(r, OUTCOME_BODY_TIMEOUT, NULL);
 }
 
+/* Alt-Svc for a response over TLS on TCP when edged serves HTTP/3
+ * (tls.quic_advertise): the port of the first tls.quic_listen address
+ * of the running sockets (the start-up configuration's), for a day */
+static void proxy_alt_svc(const struct req *r, char *buf, size_t len, size_t *n)
+{
+	const struct config_tls *t = &r->w->sh->cfg->tls;
+	const struct sockaddr_storage *ss;
+	unsigned port;
+	char v[48];
+
+	if (!r->tls || !r->w->set.quic_advertise || t->n_quic_listen == 0 ||
+	    (r->http_version && strcmp(r->http_version, "HTTP/3") == 0))
+		return;
+	ss = &t->quic_listen[0].ss;
+	port = ntohs(ss->ss_family == AF_INET6
+			 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+			 : ((const struct sockaddr_in *)ss)->sin_port);
+	snprintf(v, sizeof(v), "h3=\":%u\"; ma=86400", port);
+	hdr_extra_append(buf, len, n, "Alt-Svc", v);
+}
+
 /* Security headers of the route, and X-Edge-Cold-Start for a request
  * that waited for its environment's wake, as extra response lines. */
 static void proxy_security(const struct req *r, char *buf, size_t len)
@@ -790,6 +811,7 @@ static void proxy_security(const struct req *r, char *buf, size_t len)
 			 (unsigned long long)r->sw.cold_ms);
 		hdr_extra_append(buf, len, &n, "X-Edge-Cold-Start", ms);
 	}
+	proxy_alt_svc(r, buf, len, &n);
 	if (!s)
 		return;
 	if (s->hsts && r->tls) {

@@ -176,6 +176,39 @@ PY
 	eq "$L: and edged serves on" "$STATUSES" "200x1"
 	if kill -0 "$EPID" 2>/dev/null; then t_ok "$L: edged is alive"; else t_fail "$L: edged is alive"; fi
 
+	# Alt-Svc: on responses over TLS on TCP (HTTP/1.1 and HTTP/2), not
+	# over HTTP/3 nor plain HTTP; off after a reload with
+	# quic_advertise = false, back after one without
+	has "$L: HTTPS over HTTP/1.1 advertises HTTP/3" \
+		"$(curl -sk --http1.1 -o /dev/null -D - --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/alt" | tr -d '\r' | tr '[:upper:]' '[:lower:]')" \
+		"^alt-svc: h3=\":$P_TLS\"; ma=86400$"
+	has "$L: and over HTTP/2" \
+		"$(curl -sk --http2 -o /dev/null -D - --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/alt" | tr -d '\r' | tr '[:upper:]' '[:lower:]')" \
+		"^alt-svc: h3=\":$P_TLS\"; ma=86400$"
+	h3 "$L: alt" /alt
+	if grep -aqi 'alt-svc' "$T_TMP/h3.out"; then
+		t_fail "$L: not over HTTP/3" "$(grep -ai alt-svc "$T_TMP/h3.out")"
+	else
+		t_ok "$L: not over HTTP/3"
+	fi
+	if curl -s -o /dev/null -D - -H 'Host: shop.test' "http://127.0.0.1:$P_EDGE/alt" | grep -qi '^alt-svc'; then
+		t_fail "$L: nor over plain HTTP"
+	else
+		t_ok "$L: nor over plain HTTP"
+	fi
+	sed -i 's/^  quic_listen = \(.*\)$/  quic_listen = \1\n  quic_advertise = false;/' "$T_TMP/edge.conf"
+	reload_conf || t_fail "$L: reload" "no reload line"
+	if curl -sk -o /dev/null -D - --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/alt" | grep -qi '^alt-svc'; then
+		t_fail "$L: quic_advertise = false: no Alt-Svc"
+	else
+		t_ok "$L: quic_advertise = false: no Alt-Svc"
+	fi
+	sed -i '/^  quic_advertise = false;$/d' "$T_TMP/edge.conf"
+	reload_conf || t_fail "$L: reload" "no reload line"
+	has "$L: and back after a reload" \
+		"$(curl -sk -o /dev/null -D - --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/alt" | tr -d '\r' | tr '[:upper:]' '[:lower:]')" \
+		"^alt-svc: h3="
+
 	# counted: in /metrics and edgectl status
 	has "$L: connections in /metrics" "$(edged_metric edge_quic_connections_total)" '^[1-9][0-9]*$'
 	has "$L: handshakes" "$(edged_metric 'edge_quic_handshakes_total{result="ok"}')" '^[1-9][0-9]*$'

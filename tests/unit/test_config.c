@@ -863,6 +863,21 @@ START_TEST(test_tls)
 	ck_assert_uint_eq(c->tls.n_quic_listen, 2);
 	ck_assert_str_eq(c->tls.quic_listen[1].text, "[::]:443");
 	ck_assert(c->tls.gnutls);
+	ck_assert(c->tls.quic_advertise); /* the default */
+	config_free(c);
+	route_src_free(src);
+	c = NULL;
+	src = NULL;
+	ck_assert_msg(
+	    config_load(write_conf("tls = { listen = [ \"0.0.0.0:443\" ];\n"
+				   "  quic_listen = [ \"0.0.0.0:443\" ];\n"
+				   "  quic_advertise = false;\n"
+				   "  certificates = (\n"
+				   "    { cert = \"/e/a.pem\"; key = "
+				   "\"/e/a.key\"; } ); };\n"),
+			&c, &src, &err) == 0,
+	    "%s", err.msg);
+	ck_assert(!c->tls.quic_advertise);
 	config_free(c);
 	route_src_free(src);
 	c = NULL;
