@@ -176,6 +176,18 @@ PY
 	eq "$L: and edged serves on" "$STATUSES" "200x1"
 	if kill -0 "$EPID" 2>/dev/null; then t_ok "$L: edged is alive"; else t_fail "$L: edged is alive"; fi
 
+	# resumption: a second connection with the first's ticket resumes
+	# (its record says so; the first's does not)
+	rm -f "$T_TMP/sess" "$T_TMP/tp"
+	h3 "$L: ticket" /res1 --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp" --disable-early-data
+	h3 "$L: resume" /res2 --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp" --disable-early-data
+	eq "$L: a second connection with the first's session ticket is served" "$STATUSES" "200x1"
+	sleep 0.3
+	has "$L: the first connection's request is not resumed" \
+		"$(grep '"path":"/res1"' "$T_TMP/requests.jsonl" | tail -1)" '"tls_resumed":false'
+	has "$L: the second's is" \
+		"$(grep '"path":"/res2"' "$T_TMP/requests.jsonl" | tail -1)" '"tls_resumed":true'
+
 	# Alt-Svc: on responses over TLS on TCP (HTTP/1.1 and HTTP/2), not
 	# over HTTP/3 nor plain HTTP; off after a reload with
 	# quic_advertise = false, back after one without
