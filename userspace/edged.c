@@ -401,6 +401,11 @@ static int edged_reload(struct edged *d, uint64_t *gen, struct errbuf *err)
 	/* the certificates, read again (as edged's user): a broken one
 	 * refuses the whole reload, the running store serving on */
 	if (d->cfg->tls.n_listen && cfg->tls.n_certs) {
+		/* the QUIC sockets are the start-up configuration's, kept
+		 * until a restart: their handshakes need GnuTLS copies even
+		 * when the new file drops tls.quic_listen */
+		if (d->sh.cfg->tls.n_quic_listen)
+			cfg->tls.gnutls = true;
 		rc = tls_store_new_db(&cfg->tls, d->tls_db, &tls, err);
 		if (rc) {
 			tls_count_reload(false);

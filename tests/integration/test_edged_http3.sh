@@ -221,6 +221,18 @@ PY
 		"$(curl -sk -o /dev/null -D - --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/alt" | tr -d '\r' | tr '[:upper:]' '[:lower:]')" \
 		"^alt-svc: h3="
 
+	# a reload whose file drops quic_listen: the sockets stay until a
+	# restart (said in the log), and their handshakes still find the
+	# certificates
+	cp "$T_TMP/edge.conf" "$T_TMP/edge.conf.keep"
+	sed -i '/^  quic_listen = /d' "$T_TMP/edge.conf"
+	reload_conf || t_fail "$L: reload without quic_listen" "no reload line"
+	has "$L: the reload says tls.quic_listen needs a restart" "$(cat "$EDGED_LOG")" 'tls.quic_listen'
+	h3 "$L: after the reload" /still
+	eq "$L: HTTP/3 still served until the restart" "$STATUSES" "200x1"
+	cp "$T_TMP/edge.conf.keep" "$T_TMP/edge.conf"
+	reload_conf || t_fail "$L: reload back" "no reload line"
+
 	# counted: in /metrics and edgectl status
 	has "$L: connections in /metrics" "$(edged_metric edge_quic_connections_total)" '^[1-9][0-9]*$'
 	has "$L: handshakes" "$(edged_metric 'edge_quic_handshakes_total{result="ok"}')" '^[1-9][0-9]*$'
