@@ -259,6 +259,32 @@ else
 	t_fail "normal: edged starts" "$(tail -5 "$EDGED_LOG")"
 fi
 
+# without the steering program (edged not root: the kernel refuses it):
+# a clear line at start, and HTTP/3 served by the kernel's hash
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	NB=$(mktemp -d /tmp/edge-h3nobody.XXXXXX)
+	t_cleanup_add "rm -rf '$NB'"
+	chmod 777 "$NB"
+	cp "$C/shop.pem" "$C/shop.key" "$NB/"
+	chmod 644 "$NB/shop.pem" "$NB/shop.key"
+	sed -e "s#$C/#$NB/#g" -e "s#$T_TMP/edged.sock#$NB/edged.sock#" \
+		-e "s#$T_TMP/requests.jsonl#$NB/requests.jsonl#" \
+		-e "s/^user = .*/user = \"nobody\";/" "$T_TMP/edge.conf" >"$NB/edge.conf"
+	chmod 644 "$NB/edge.conf"
+	printf '#!/bin/sh\nexec setpriv --reuid=nobody --regid=nogroup --clear-groups %s "$@"\n' \
+		"$EDGED" >"$NB/run"
+	chmod 755 "$NB/run"
+	if edged_start "$NB/run" "$NB/edge.conf"; then
+		has "nobody: the kernel refused the steering program: said at start" \
+			"$(cat "$EDGED_LOG")" "tls.quic_listen 127.0.0.1:$P_TLS: no connection-ID steering \(loading edge_quic_steer: Operation not permitted\)"
+		h3 "nobody: GET" /nobody
+		eq "nobody: HTTP/3 served all the same" "$STATUSES" "200x1"
+		edged_stop 10
+	else
+		t_fail "nobody: edged starts" "$(tail -5 "$EDGED_LOG")"
+	fi
+fi
+
 # --check: a QUIC address another socket holds is named
 /usr/bin/python3 -c '
 import socket, sys, time
