@@ -253,8 +253,17 @@ edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_
 
 if edged_start "$EDGED" "$T_TMP/edge.conf"; then
 	run_suite "normal"
-	edged_stop 10
+	# a drain while a stream is in flight (5 events 400 ms apart): the
+	# stream finishes, then edged exits
+	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump --timeout=10s \
+		127.0.0.1 "$P_TLS" "https://shop.test:$P_TLS/sse/5/400" >"$T_TMP/drain.out" 2>&1 &
+	CL=$!
+	sleep 0.8
+	edged_stop 20
 	eq "normal: a drain ends edged cleanly" "$?" 0
+	wait "$CL"
+	eq "normal: the stream in flight at the drain got all its events" \
+		"$(grep -ao 'data: event [0-9]' "$T_TMP/drain.out" | sort -u | wc -l)" 5
 else
 	t_fail "normal: edged starts" "$(tail -5 "$EDGED_LOG")"
 fi
