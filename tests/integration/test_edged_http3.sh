@@ -34,7 +34,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 	cat <<CONF
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { max_body_bytes = "20M"; };
-timeouts = { upstream_response = "5s"; drain = "5s"; };
+timeouts = { upstream_response = "5s"; drain = "10s"; };
 tls = {
   listen = [ "127.0.0.1:$P_TLS" ];
   quic_listen = [ "127.0.0.1:$P_TLS" ];
