@@ -76,7 +76,6 @@ struct quic_sock {
 	struct sockaddr_storage local; /* as bound (the port when wildcard) */
 	socklen_t local_len;
 	bool wildcard; /* 0.0.0.0 or ::: the local address from IP_PKTINFO */
-	const char *text;
 };
 
 /* a connection ID a connection answers to */
@@ -97,7 +96,7 @@ struct quic_set {
 	struct quic_cid **buckets;
 	size_t nbuckets, ncids;
 	struct quic_conn_list conns;
-	size_t nconns, handshaking;
+	size_t handshaking;
 	uint8_t buf[65536];
 };
 
@@ -123,7 +122,6 @@ struct quic_conn {
 	size_t closelen;
 	uint64_t close_rx; /* datagrams received while closing */
 	struct sockaddr_storage peer;
-	socklen_t peer_len;
 	char client_ip[INET6_ADDRSTRLEN];
 	struct cidr peer_cidr;
 	void *app;
@@ -384,7 +382,6 @@ static void quic_conn_free(struct quic_conn *qc)
 		free(c);
 	}
 	TAILQ_REMOVE(&qs->conns, qc, link);
-	qs->nconns--;
 	quic_count(QUIC_EV_CONN_CLOSE);
 	if (qc->handshaking) {
 		qs->handshaking--;
@@ -893,14 +890,12 @@ static struct quic_conn *quic_conn_new(struct quic_sock *s,
 	qc->qs = qs;
 	qc->sock = s;
 	TAILQ_INSERT_TAIL(&qs->conns, qc, link);
-	qs->nconns++;
 	atomic_fetch_add(&w->sh->connections, 1);
 	quic_count(QUIC_EV_CONN_OPEN);
 	qc->handshaking = true;
 	qs->handshaking++;
 	ngtcp2_connection_close_error_default(&qc->err);
 	memcpy(&qc->peer, sa, path->remote.addrlen);
-	qc->peer_len = path->remote.addrlen;
 	if (sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6,
 			  &((const struct sockaddr_in6 *)sa)->sin6_addr,
@@ -1225,7 +1220,6 @@ static int quic_bind(struct quic_sock *s, const struct config_addr *a,
 		goto fail;
 	memcpy(&s->local, &a->ss, a->len);
 	s->local_len = a->len;
-	s->text = a->text;
 	return 0;
 fail:
 	errbuf_set(err, "tls.quic_listen %s: %s", a->text, strerror(errno));
