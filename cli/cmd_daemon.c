@@ -267,6 +267,7 @@ static void ctl_daemon_quic_print(const json_t *q)
 {
 	const json_t *c = json_object_get(q, "counts");
 	const json_t *hs = json_object_get(c, "handshakes");
+	const json_t *ed = json_object_get(c, "early_data");
 
 	if (!json_is_object(q))
 		return;
@@ -285,6 +286,17 @@ static void ctl_daemon_quic_print(const json_t *q)
 	       ctl_int(c, "retries") == 1 ? "y" : "ies",
 	       (long long)ctl_sum(json_object_get(c, "dropped")),
 	       ctl_sum(json_object_get(c, "dropped")) == 1 ? "" : "s");
+	if (json_is_true(json_object_get(q, "early_data")))
+		printf(
+		    "            0-RTT on: %lld handshake%s took early data, "
+		    "%lld request%s served from it, %lld replay%s "
+		    "refused\n",
+		    (long long)ctl_int(ed, "accepted"),
+		    ctl_int(ed, "accepted") == 1 ? "" : "s",
+		    (long long)ctl_int(ed, "requests"),
+		    ctl_int(ed, "requests") == 1 ? "" : "s",
+		    (long long)ctl_int(ed, "replayed"),
+		    ctl_int(ed, "replayed") == 1 ? "" : "s");
 }
 
 static void ctl_daemon_splice_print(const json_t *sp)

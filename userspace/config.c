@@ -1223,7 +1223,8 @@ static int cfg_tls(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
 	    "listen",	   "certificates",   "session_ticket_rotation",
-	    "quic_listen", "quic_advertise", NULL};
+	    "quic_listen", "quic_advertise", "quic_early_data",
+	    NULL};
 	static const char *const ckeys[] = {"cert", "key", "ocsp", NULL};
 	struct config_tls *t = &x->c->tls;
 	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
@@ -1244,6 +1245,15 @@ static int cfg_tls(struct cfg *x, const config_setting_t *root)
 	if (rc == 0)
 		rc = cfg_bool(x, g, p, "quic_advertise", true,
 			      &t->quic_advertise);
+	if (rc == 0)
+		rc = cfg_bool(x, g, p, "quic_early_data", false,
+			      &t->quic_early_data);
+	if (rc == 0 && t->quic_early_data && t->n_quic_listen == 0) {
+		cfg_key(key, p, "quic_early_data");
+		rc =
+		    cfg_fail(x, config_setting_get_member(g, "quic_early_data"),
+			     key, "needs quic_listen (0-RTT is HTTP/3's)");
+	}
 	if (rc == 0)
 		rc = cfg_group_list(x, g, p, "certificates", key, &s, &n);
 	if (rc < 0)

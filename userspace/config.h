@@ -193,6 +193,7 @@ struct config_tls {
 	struct config_addr *quic_listen;
 	size_t n_quic_listen;
 	bool quic_advertise;
+	bool quic_early_data; /* 0-RTT requests of safe methods served */
 	/* not a key: stores keep GnuTLS copies of their certificates
 	 * (tls_gnutls.h), for the QUIC listeners: n_quic_listen > 0 */
 	bool gnutls;

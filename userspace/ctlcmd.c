@@ -269,8 +269,8 @@ static json_t *ctlcmd_http2_json(const struct edged *d)
 	    (json_int_t)h->max_header_list_size, "counts", http2_counts_json());
 }
 
-/* edgectl status's quic object: the addresses and the counts (null
- * without tls.quic_listen). */
+/* edgectl status's quic object: the addresses, whether 0-RTT is on, and
+ * the counts (null without tls.quic_listen). */
 static json_t *ctlcmd_quic_json(const struct edged *d)
 {
 	const struct config_tls *t = &d->cfg->tls;
@@ -281,8 +281,9 @@ static json_t *ctlcmd_quic_json(const struct edged *d)
 	a = json_array();
 	for (size_t i = 0; a && i < t->n_quic_listen; i++)
 		json_array_append_new(a, json_string(t->quic_listen[i].text));
-	return json_pack("{s:o*,s:o*}", "listen", a, "counts",
-			 quic_counts_json());
+	return json_pack("{s:o*,s:b,s:o*}", "listen", a, "early_data",
+			 d->sh.set.quic_early_data, /* the main thread's */
+			 "counts", quic_counts_json());
 }
 
 /* edgectl status. */

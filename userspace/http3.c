@@ -67,7 +67,8 @@ struct h3s {
 	struct event *timer, *btimer;
 	bool chunked, in_eos, fields_done, head_done, closed, resp_sent;
 	bool out_eos, deferred, reset, reading, out_added, own, sending;
-	bool gone; /* the client reset its side or asked edge to stop */
+	bool gone;  /* the client reset its side or asked edge to stop */
+	bool early; /* part of its field section came in 0-RTT */
 	enum outcome why_o;
 	uint64_t close_code; /* the client's, at the close */
 	struct req r;
@@ -82,6 +83,7 @@ struct h3c {
 	unsigned nactive;
 	int depth;
 	bool goaway;
+	bool rx_early;		/* the bytes being read came in 0-RTT */
 	uint64_t last_progress; /* ns: a stream's bytes moved to or from
 				   the client */
 	struct event *stall;	/* while requests are in flight */
@@ -689,6 +691,7 @@ static int h3_begin_headers_cb(nghttp3_conn *conn, int64_t id, void *user,
 					    NGHTTP3_H3_INTERNAL_ERROR);
 		return 0;
 	}
+	s->early = hc->rx_early;
 	nghttp3_conn_set_stream_user_data(conn, id, s);
 	return 0;
 }
@@ -735,6 +738,7 @@ static int h3_end_headers_cb(nghttp3_conn *conn, int64_t id, int fin,
 	if (!s || s->reset || s->fields_done)
 		return 0;
 	s->fields_done = true;
+	s->early |= s->hc->rx_early;
 	s->in_eos = fin != 0;
 	s->chunked = !s->in_eos && !s->q.has_cl;
 	h3_post(s, H3_EV_HEAD);
@@ -929,6 +933,17 @@ static void h3_head(struct h3s *s)
 			NULL);
 		return;
 	}
+	if (s->early) {
+		/* a replay of it could reach the upstream: safe methods only
+		 * (RFC 8470), the others asked again after the handshake */
+		if (r->h.method != H1_M_GET && r->h.method != H1_M_HEAD &&
+		    r->h.method != H1_M_OPTIONS) {
+			req_end(r, OUTCOME_TOO_EARLY, NULL);
+			return;
+		}
+		r->early_data = true;
+		quic_count(QUIC_EV_EARLY_REQUEST);
+	}
 	req_head(r); /* a chunked body's end: h3_end_stream_cb */
 }
 
@@ -1024,13 +1039,15 @@ static int h3_start(struct quic_conn *qc)
 }
 
 static ssize_t h3_recv(struct quic_conn *qc, int64_t id, const uint8_t *data,
-		       size_t len, bool fin)
+		       size_t len, bool fin, bool early)
 {
 	struct h3c *hc = h3c_of(qc);
 	nghttp3_ssize n;
 
 	hc->depth++;
+	hc->rx_early = early;
 	n = nghttp3_conn_read_stream(hc->h3, id, data, len, fin);
+	hc->rx_early = false;
 	hc->depth--;
 	if (n < 0) {
 		quic_conn_app_error(

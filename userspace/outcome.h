@@ -123,7 +123,10 @@
 	X(AUTH_REDIRECT, "auth_redirect", 302,                                 \
 	  "sign in first: follow the Location")                                \
 	X(AUTH_UNAVAILABLE, "auth_unavailable", 503,                           \
-	  "the site's authorization service did not answer, retry later")
+	  "the site's authorization service did not answer, retry later")      \
+	X(TOO_EARLY, "too_early", 425,                                         \
+	  "this request came in TLS early data (0-RTT) and may change "        \
+	  "something: send it again once the handshake is done")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

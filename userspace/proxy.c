@@ -448,6 +448,7 @@ static void proxy_connected(struct req *r)
 	f.tunnel = p->upgrade;
 	f.via = r->w->sh->via[0] ? r->w->sh->via : NULL;
 	f.via_proto = req_via_version(r);
+	f.early_data = r->early_data;
 	f.edit = r->req_ed;
 	hdr_buf_init(&b, 0);
 	if (hdr_build_request(&b, &r->h, &f)) {

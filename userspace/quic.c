@@ -19,9 +19,11 @@
 #include <gnutls/gnutls.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "clk.h"
+#include "log.h"
 #include "quicsteer.h"
 #include "siphash.h"
 #include "tls.h"
@@ -42,6 +44,15 @@
 #define QUIC_REGULAR_TOKEN_NS (3600ULL * NGTCP2_SECONDS)
 /* A connection's idle timeout when timeouts.idle_keepalive says none */
 #define QUIC_IDLE_MS_DEFAULT 60000
+/* 0-RTT's anti-replay window: GnuTLS takes early data on tickets issued
+ * since its window last moved (every QUIC_REPLAY_WINDOW_MS at most), and
+ * remembers ClientHellos that long; the table's slots (all workers: some
+ * 2,000 0-RTT handshakes a second), and how far from its hash a
+ * ClientHello's slot may be (none free that near: its early data is
+ * refused) */
+#define QUIC_REPLAY_WINDOW_MS 60000
+#define QUIC_SEEN_SLOTS (1U << 17)
+#define QUIC_SEEN_PROBES 64
 /* initial flow control: a stream's and the connection's receive window */
 #define QUIC_STREAM_WINDOW (256 * 1024)
 #define QUIC_CONN_WINDOW (1024 * 1024)
@@ -56,11 +67,108 @@ static gnutls_datum_t quic_ticket_key;
 static pthread_once_t quic_once = PTHREAD_ONCE_INIT;
 static int quic_once_rc;
 
+/* 0-RTT: every ClientHello with early data seen within GnuTLS's window
+ * (QUIC_REPLAY_WINDOW_MS), by a fingerprint of its PSK binder, so that a
+ * replayed one has its early data refused (the handshake goes on, its requests
+ * wait for 1-RTT). One table for the process: a replay to another worker is
+ * seen too. GnuTLS's key starts with its window's start time, which moves every
+ * 10 s and per worker (each has its own anti-replay state, GnuTLS writing it
+ * unlocked): a replay just after the move would not match, so the table keys on
+ * the binder alone and keeps it 2 s past GnuTLS's expiry (GnuTLS refuses a
+ * ClientHello older than its window by its ticket age). Tickets are under a key
+ * of this process alone, so another host or a restarted edged cannot take their
+ * early data at all. */
+struct quic_seen {
+	uint8_t fp[16];
+	time_t exp; /* 0: never used; <= now: free again */
+};
+/* GnuTLS's key: the window's start (12 bytes), then the binder */
+#define QUIC_SEEN_KEY_SKIP 12
+static struct quic_seen *quic_seen;
+static pthread_mutex_t quic_seen_lock = PTHREAD_MUTEX_INITIALIZER;
+/* the largest initial_max_streams_bidi any connection was given: a ticket
+ * promises its connection's limits to 0-RTT, so early data is taken only
+ * while the current limit is at least this (a reload that lowers
+ * http2.max_concurrent_streams turns it off until a restart) */
+static _Atomic uint64_t quic_streams_promised;
+static atomic_bool quic_early_lowered;
+
+/* GnuTLS's anti-replay database: 0, or GNUTLS_E_DB_ENTRY_EXISTS for a
+ * ClientHello seen (or no room: refused all the same) */
+static int quic_seen_add(void *ptr, time_t exp, const gnutls_datum_t *key,
+			 const gnutls_datum_t *data)
+{
+	uint8_t md[32];
+	unsigned mdlen = 0, at, i;
+	struct quic_seen *free_slot = NULL;
+	time_t now = time(NULL);
+	int rc = GNUTLS_E_DB_ENTRY_EXISTS;
+
+	(void)ptr;
+	(void)data;
+	if (key->size <= QUIC_SEEN_KEY_SKIP ||
+	    EVP_Digest(key->data + QUIC_SEEN_KEY_SKIP,
+		       key->size - QUIC_SEEN_KEY_SKIP, md, &mdlen, EVP_sha256(),
+		       NULL) != 1)
+		return rc;
+	memcpy(&at, md + 16, sizeof(at));
+	pthread_mutex_lock(&quic_seen_lock);
+	for (i = 0; quic_seen && i < QUIC_SEEN_PROBES; i++) {
+		struct quic_seen *e =
+		    &quic_seen[(at + i) & (QUIC_SEEN_SLOTS - 1)];
+
+		if (e->exp > now && memcmp(e->fp, md, sizeof(e->fp)) == 0) {
+			free_slot = NULL;
+			break;
+		}
+		if (e->exp <= now && !free_slot)
+			free_slot = e;
+	}
+	if (free_slot) {
+		memcpy(free_slot->fp, md, sizeof(free_slot->fp));
+		free_slot->exp = exp + 2;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&quic_seen_lock);
+	if (rc)
+		quic_count(QUIC_EV_EARLY_REPLAYED);
+	return rc;
+}
+
 static void quic_global_init(void)
 {
 	if (RAND_bytes(quic_secret, sizeof(quic_secret)) != 1 ||
-	    gnutls_session_ticket_key_generate(&quic_ticket_key) < 0)
+	    gnutls_session_ticket_key_generate(&quic_ticket_key) < 0) {
 		quic_once_rc = -1;
+		return;
+	}
+	/* 3 MiB, lazily: only what 0-RTT's ClientHellos touch is paged in */
+	quic_seen = calloc(QUIC_SEEN_SLOTS, sizeof(*quic_seen));
+	if (!quic_seen)
+		quic_once_rc = -1;
+}
+
+/* Whether a connection of w may take 0-RTT: tls.quic_early_data, and its
+ * transport parameters at least what any ticket of this process
+ * promised. */
+static bool quic_early_ok(const struct worker *w)
+{
+	uint64_t want = w->set.http2.max_concurrent_streams;
+	uint64_t seen = atomic_load(&quic_streams_promised);
+
+	while (want > seen && !atomic_compare_exchange_weak(
+				  &quic_streams_promised, &seen, want))
+		;
+	if (!w->set.quic_early_data)
+		return false;
+	if (want >= seen)
+		return true;
+	if (!atomic_exchange(&quic_early_lowered, true))
+		log_warnx("tls.quic_early_data: 0-RTT off until a restart: "
+			  "http2.max_concurrent_streams (%llu) is lower "
+			  "than earlier tickets promised (%llu)",
+			  (unsigned long long)want, (unsigned long long)seen);
+	return false;
 }
 
 /* every worker's socket of each quic_listen address, for the steering
@@ -97,6 +205,7 @@ struct quic_set {
 	size_t nbuckets, ncids;
 	struct quic_conn_list conns;
 	size_t handshaking;
+	gnutls_anti_replay_t replay; /* GnuTLS's window, quic_seen_add's */
 	uint8_t buf[65536];
 };
 
@@ -655,6 +764,9 @@ static int quic_handshake_done_cb(ngtcp2_conn *conn, void *user)
 		qc->handshaking = false;
 		qc->qs->handshaking--;
 		quic_count(QUIC_EV_HANDSHAKE_OK);
+		if (gnutls_session_get_flags(qc->tls) &
+		    GNUTLS_SFLAGS_EARLY_DATA)
+			quic_count(QUIC_EV_EARLY_ACCEPTED);
 	}
 	/* a ticket to resume with (GnuTLS sends none by itself here) */
 	gnutls_session_ticket_send(qc->tls, 1, 0);
@@ -679,7 +791,8 @@ static int quic_recv_stream_cb(ngtcp2_conn *conn, uint32_t flags, int64_t id,
 	if (!qc->app)
 		return 0;
 	n = quic_app(qc->qs)->recv(qc, id, data, len,
-				   flags & NGTCP2_STREAM_DATA_FLAG_FIN);
+				   flags & NGTCP2_STREAM_DATA_FLAG_FIN,
+				   flags & NGTCP2_STREAM_DATA_FLAG_EARLY);
 	if (n < 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	ngtcp2_conn_extend_max_stream_offset(conn, id, (uint64_t)n);
@@ -808,10 +921,18 @@ static int quic_hello_cb(gnutls_session_t s)
 static int quic_tls_new(struct quic_conn *qc)
 {
 	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
+	bool early = quic_early_ok(qc->qs->w);
 
 	if (gnutls_init(&qc->tls, GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET |
-				      GNUTLS_NO_END_OF_EARLY_DATA) < 0)
+				      GNUTLS_NO_END_OF_EARLY_DATA |
+				      (early ? GNUTLS_ENABLE_EARLY_DATA : 0)) <
+	    0)
 		return -1;
+	if (early) {
+		/* QUIC's tickets say 0xffffffff (RFC 9001, 4.6.1) */
+		gnutls_record_set_max_early_data_size(qc->tls, 0xffffffffU);
+		gnutls_anti_replay_enable(qc->tls, qc->qs->replay);
+	}
 	if (gnutls_priority_set_direct(qc->tls, QUIC_PRIORITY, NULL) < 0 ||
 	    gnutls_session_ticket_enable_server(qc->tls, &quic_ticket_key) <
 		0 ||
@@ -1248,7 +1369,14 @@ static int quic_init(struct worker *w, struct errbuf *err)
 	qs->nbuckets = 64;
 	qs->buckets = calloc(qs->nbuckets, sizeof(*qs->buckets));
 	qs->socks = calloc(t->n_quic_listen, sizeof(*qs->socks));
-	if (!qs->buckets || !qs->socks)
+	if (gnutls_anti_replay_init(&qs->replay) < 0)
+		qs->replay = NULL;
+	else {
+		gnutls_anti_replay_set_window(qs->replay,
+					      QUIC_REPLAY_WINDOW_MS);
+		gnutls_anti_replay_set_add_function(qs->replay, quic_seen_add);
+	}
+	if (!qs->buckets || !qs->socks || !qs->replay)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n_quic_listen; i++) {
 		struct quic_sock *s = &qs->socks[i];
@@ -1376,6 +1504,8 @@ static void quic_free(struct worker *w)
 	}
 	free(qs->socks);
 	free(qs->buckets);
+	if (qs->replay)
+		gnutls_anti_replay_deinit(qs->replay);
 	free(qs);
 	w->quic = NULL;
 }

@@ -34,8 +34,9 @@ struct quic_conn;
  * A connection's application, called by the transport on the worker's
  * thread (from inside ngtcp2's callbacks unless said otherwise; none may
  * free the connection): start once the 1-RTT keys are in (open its own
- * streams); recv a stream's bytes (returns how many it consumed for flow
- * control, or -1 with the connection's error set by quic_conn_app_error);
+ * streams); recv a stream's bytes, early when they came in 0-RTT packets
+ * (returns how many it consumed for flow control, or -1 with the
+ * connection's error set by quic_conn_app_error);
  * acked bytes of a stream; a stream closed (app_err: the peer's code, or
  * 0); the peer reset its sending side of a stream (RESET_STREAM) or asked
  * edged to stop sending on it (STOP_SENDING: stop_sending); a stream's send
@@ -50,7 +51,7 @@ struct quic_conn;
 struct quic_app_ops {
 	int (*start)(struct quic_conn *qc);
 	ssize_t (*recv)(struct quic_conn *qc, int64_t id, const uint8_t *data,
-			size_t len, bool fin);
+			size_t len, bool fin, bool early);
 	int (*acked)(struct quic_conn *qc, int64_t id, uint64_t len);
 	int (*closed)(struct quic_conn *qc, int64_t id, uint64_t app_err);
 	int (*reset)(struct quic_conn *qc, int64_t id, bool stop_sending);
@@ -95,6 +96,9 @@ enum quic_event {
 	QUIC_EV_RETRY,
 	QUIC_EV_VERSION_NEG,
 	QUIC_EV_RESET,
+	QUIC_EV_EARLY_ACCEPTED, /* a handshake took 0-RTT data */
+	QUIC_EV_EARLY_REPLAYED, /* a ClientHello seen before: refused */
+	QUIC_EV_EARLY_REQUEST,	/* a request served from 0-RTT data */
 };
 void quic_count(enum quic_event e);
 

@@ -12,7 +12,8 @@ static const char *const quic_drop_names[QUIC_DROP_MAX] = {
     "undecodable", "unknown_connection", "refused", "bad_token"};
 
 static struct metrics_counter *q_conns, *q_streams, *q_retries, *q_vn,
-    *q_resets, *q_hs_ok, *q_hs_failed;
+    *q_resets, *q_hs_ok, *q_hs_failed, *q_early_ok, *q_early_replay,
+    *q_early_req;
 static struct metrics_counter *q_drop[QUIC_DROP_MAX];
 static struct metrics_gauge *q_open;
 
@@ -20,6 +21,8 @@ int quic_metrics(struct metrics *m)
 {
 	static const char *const ok[] = {"result", "ok", NULL};
 	static const char *const failed[] = {"result", "failed", NULL};
+	static const char *const accepted[] = {"result", "accepted", NULL};
+	static const char *const replayed[] = {"result", "replayed", NULL};
 
 	q_conns = metrics_counter_new(m, "edge_quic_connections_total",
 				      "QUIC connections accepted (an Initial "
@@ -48,8 +51,24 @@ int quic_metrics(struct metrics *m)
 	    "stateless resets sent (a short packet for a connection this "
 	    "edged does not know)",
 	    NULL);
+	q_early_ok = metrics_counter_new(
+	    m, "edge_quic_early_data_total",
+	    "0-RTT: handshakes that took early data (accepted), ClientHellos "
+	    "seen before whose early data was refused (replayed)",
+	    accepted);
+	q_early_replay = metrics_counter_new(
+	    m, "edge_quic_early_data_total",
+	    "0-RTT: handshakes that took early data (accepted), ClientHellos "
+	    "seen before whose early data was refused (replayed)",
+	    replayed);
+	q_early_req = metrics_counter_new(
+	    m, "edge_quic_early_requests_total",
+	    "requests served from 0-RTT data (GET, HEAD, OPTIONS; the others "
+	    "are 425 too_early)",
+	    NULL);
 	if (!q_conns || !q_open || !q_streams || !q_hs_ok || !q_hs_failed ||
-	    !q_retries || !q_vn || !q_resets)
+	    !q_retries || !q_vn || !q_resets || !q_early_ok ||
+	    !q_early_replay || !q_early_req)
 		return -ENOMEM;
 	for (unsigned i = 0; i < QUIC_DROP_MAX; i++) {
 		const char *lab[] = {"reason", quic_drop_names[i], NULL};
@@ -77,15 +96,19 @@ json_t *quic_counts_json(void)
 		    drop, quic_drop_names[i],
 		    json_integer((json_int_t)metrics_counter_get(q_drop[i])));
 	return json_pack(
-	    "{s:I,s:I,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:o*}", "connections",
-	    (json_int_t)metrics_counter_get(q_conns), "open",
+	    "{s:I,s:I,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:o*,s:{s:I,s:I,s:I}}",
+	    "connections", (json_int_t)metrics_counter_get(q_conns), "open",
 	    (json_int_t)metrics_gauge_get(q_open), "streams",
 	    (json_int_t)metrics_counter_get(q_streams), "handshakes", "ok",
 	    (json_int_t)metrics_counter_get(q_hs_ok), "failed",
 	    (json_int_t)metrics_counter_get(q_hs_failed), "retries",
 	    (json_int_t)metrics_counter_get(q_retries), "version_negotiations",
 	    (json_int_t)metrics_counter_get(q_vn), "stateless_resets",
-	    (json_int_t)metrics_counter_get(q_resets), "dropped", drop);
+	    (json_int_t)metrics_counter_get(q_resets), "dropped", drop,
+	    "early_data", "accepted",
+	    (json_int_t)metrics_counter_get(q_early_ok), "replayed",
+	    (json_int_t)metrics_counter_get(q_early_replay), "requests",
+	    (json_int_t)metrics_counter_get(q_early_req));
 }
 
 void quic_count(enum quic_event e)
@@ -115,6 +138,15 @@ void quic_count(enum quic_event e)
 		break;
 	case QUIC_EV_RESET:
 		metrics_counter_add(q_resets, 1);
+		break;
+	case QUIC_EV_EARLY_ACCEPTED:
+		metrics_counter_add(q_early_ok, 1);
+		break;
+	case QUIC_EV_EARLY_REPLAYED:
+		metrics_counter_add(q_early_replay, 1);
+		break;
+	case QUIC_EV_EARLY_REQUEST:
+		metrics_counter_add(q_early_req, 1);
 		break;
 	}
 }

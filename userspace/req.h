@@ -178,6 +178,8 @@ struct req {
 	struct sockaddr_storage xff_sa;
 	bool tls;	  /* it came over TLS */
 	bool tls_resumed; /* its session was resumed */
+	bool early_data;  /* its head came in TLS early data (QUIC 0-RTT):
+			     sent upstream with Early-Data: 1 */
 	/* what TLS negotiated (OpenSSL's static names), NULL without */
 	const char *tls_version, *tls_cipher;
 	const char *http_version; /* NULL: the head's (HTTP/1.x) */

@@ -56,6 +56,7 @@ void worker_settings_from(struct worker_settings *s, const struct config *cfg)
 	s->upstream = cfg->upstream;
 	s->trusted_proxies = cfg->trusted_proxies;
 	s->quic_advertise = cfg->tls.quic_advertise;
+	s->quic_early_data = cfg->tls.quic_early_data;
 	s->chal_keys = cfg->challenge.keys;
 	s->chal_file = s->chal_keys.n != 0;
 	worker_settings_chal(s);

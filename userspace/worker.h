@@ -93,8 +93,10 @@ struct worker_settings {
 	struct config_upstream upstream; /* passive health's thresholds */
 	struct h1_limits h1;		 /* the parser's bounds, from limits */
 	struct trusted trusted_proxies;	 /* trusted_proxies */
-	bool quic_advertise; /* tls.quic_advertise (QUIC's sockets: the
-				start-up configuration's) */
+	bool quic_advertise;  /* tls.quic_advertise (QUIC's sockets: the
+				 start-up configuration's) */
+	bool quic_early_data; /* tls.quic_early_data, for connections
+				 accepted after */
 	/* the challenge's keys: the key file's (chal_file), else the
 	 * database's (chal_db_keys_get), else chal_random_keys()
 	 * (chal_random) */

@@ -18,11 +18,12 @@ edged_begin curl python3 openssl gtlsclient
 edged_need_build
 EDGECTL=${EDGECTL:-$B/edgectl}
 
-BASE=$(edged_ports 4)
+BASE=$(edged_ports 5)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_ADMIN=$((BASE + 2))
-P_TLS=$((BASE + 3)) # TCP for HTTPS, UDP for QUIC
+P_TLS=$((BASE + 3))   # TCP for HTTPS, UDP for QUIC
+P_RELAY=$((BASE + 4)) # a UDP relay that records a client's first flight
 C="$T_TMP/certs"
 mkdir -p "$C"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
@@ -187,6 +188,63 @@ PY
 		"$(grep '"path":"/res1"' "$T_TMP/requests.jsonl" | tail -1)" '"tls_resumed":false'
 	has "$L: the second's is" \
 		"$(grep '"path":"/res2"' "$T_TMP/requests.jsonl" | tail -1)" '"tls_resumed":true'
+
+	# 0-RTT: off by default (the resumed request waits for the
+	# handshake); on with tls.quic_early_data, a GET from early data goes
+	# upstream with Early-Data: 1, a POST is 425, a replay of the first
+	# flight is refused its early data
+	rm -f "$T_TMP/sess" "$T_TMP/tp"
+	h3 "$L: ticket, 0-RTT off" /e0 --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp"
+	h3 "$L: early, 0-RTT off" /e1 --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp"
+	eq "$L: 0-RTT off: the resumed GET is served" "$STATUSES" "200x1"
+	has "$L: after the handshake (no Early-Data upstream)" \
+		"$(grep '"path": "/e1"' "$T_TMP/backend.jsonl" | tail -1 | grep -ci '"early-data"')" '^0$'
+	sed -i 's/^  quic_listen = \(.*\)$/  quic_listen = \1\n  quic_early_data = true;/' "$T_TMP/edge.conf"
+	reload_conf || t_fail "$L: reload" "no reload line"
+	rm -f "$T_TMP/sess" "$T_TMP/tp"
+	h3 "$L: ticket, 0-RTT on" /e2 --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp"
+	h3 "$L: early GET" /e3 --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp"
+	eq "$L: 0-RTT on: a GET in early data is served" "$STATUSES" "200x1"
+	has "$L: with Early-Data: 1 upstream" \
+		"$(grep '"path": "/e3"' "$T_TMP/backend.jsonl" | tail -1)" '"Early-Data", "1"'
+	has "$L: counted as an early request" "$(edged_metric edge_quic_early_requests_total)" '^[1-9][0-9]*$'
+	has "$L: and a handshake that took early data" \
+		"$(edged_metric 'edge_quic_early_data_total{result="accepted"}')" '^[1-9][0-9]*$'
+	h3 "$L: early POST" /e4 -m POST -d "$T_TMP/body.bin" --session-file="$T_TMP/sess" --tp-file="$T_TMP/tp"
+	eq "$L: a POST in early data is 425" "$STATUSES" "425x1"
+	eq "$L: and never reaches the backend" "$(grep -c '"path": "/e4"' "$T_TMP/backend.jsonl")" 0
+	sleep 0.3
+	has "$L: its record says too_early" \
+		"$(grep '"path":"/e4"' "$T_TMP/requests.jsonl" | tail -1)" '"outcome":"too_early"'
+	h3 "$L: POST after the handshake" /e4b -m POST -d "$T_TMP/body.bin" \
+		--session-file="$T_TMP/sess" --tp-file="$T_TMP/tp" --disable-early-data
+	eq "$L: the same POST resumed without early data is served" "$STATUSES" "200x1"
+	has "$L: a client's own Early-Data never goes upstream" \
+		"$(curl -sk --http1.1 -H 'Early-Data: 1' -H 'Early_Data: 1' --resolve "shop.test:$P_TLS:127.0.0.1" \
+			"https://shop.test:$P_TLS/e6" >/dev/null; grep '"path": "/e6"' "$T_TMP/backend.jsonl" | tail -1 | grep -ci 'early.data')" '^0$'
+	# the replay: a relay records the first flight (Initial and 0-RTT) of
+	# a resumed GET, which is served once; the same datagrams sent again
+	# from another port, once that connection is gone, within GnuTLS's
+	# 10 s window, reach nothing upstream
+	/usr/bin/python3 "$TOOLS/udp_replay.py" relay "$P_RELAY" "$P_TLS" "$T_TMP/flight" 4 >"$T_TMP/relay.out" 2>&1 &
+	local rl=$!
+	sleep 0.3
+	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump --timeout=10s \
+		--session-file="$T_TMP/sess" --tp-file="$T_TMP/tp" \
+		127.0.0.1 "$P_RELAY" "https://shop.test:$P_TLS/e5" >"$T_TMP/h3.out" 2>&1
+	wait "$rl"
+	eq "$L: the relayed early GET is served once" "$(grep -c '"path": "/e5"' "$T_TMP/backend.jsonl")" 1
+	edged_wait_metric edge_quic_connections 0 || t_fail "$L: the relayed connection closes"
+	has "$L: the relay recorded the first flight" "$(cat "$T_TMP/relay.out")" '^recorded [1-9]'
+	/usr/bin/python3 "$TOOLS/udp_replay.py" replay "$P_TLS" "$T_TMP/flight" >"$T_TMP/replay.out" 2>&1
+	has "$L: the replay was answered (a handshake)" "$(cat "$T_TMP/replay.out")" 'answers [1-9]'
+	eq "$L: but its early GET never reaches the backend" "$(grep -c '"path": "/e5"' "$T_TMP/backend.jsonl")" 1
+	has "$L: the replay is counted" \
+		"$(edged_metric 'edge_quic_early_data_total{result="replayed"}')" '^[1-9][0-9]*$'
+	has "$L: edgectl status shows 0-RTT" \
+		"$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)" '0-RTT on: [1-9][0-9]* handshakes? took early data, [1-9][0-9]* requests? served from it, [1-9][0-9]* replays? refused'
+	sed -i '/^  quic_early_data = true;$/d' "$T_TMP/edge.conf"
+	reload_conf || t_fail "$L: reload" "no reload line"
 
 	# Alt-Svc: on responses over TLS on TCP (HTTP/1.1 and HTTP/2), not
 	# over HTTP/3 nor plain HTTP; off after a reload with

@@ -605,7 +605,7 @@ static const struct bad bad[] = {
     {"tls = { listen = [ \"127.0.0.1:8443\" ];\n"
      "  quic_early_data = true; #!\n"
      "  certificates = ( { cert = \"/c\"; key = \"/k\"; } ); };\n",
-     "tls.quic_early_data", "unknown"},
+     "tls.quic_early_data", "needs quic_listen (0-RTT is HTTP/3's)"},
     {"tls = { listen = [ \"127.0.0.1:8443\" ]; }; #!\n", "tls",
      "certificates missing"},
     {"tls = { listen = [ \"127.0.0.1:8443\" ];\n certificates = ( ); #!\n"
@@ -863,7 +863,8 @@ START_TEST(test_tls)
 	ck_assert_uint_eq(c->tls.n_quic_listen, 2);
 	ck_assert_str_eq(c->tls.quic_listen[1].text, "[::]:443");
 	ck_assert(c->tls.gnutls);
-	ck_assert(c->tls.quic_advertise); /* the default */
+	ck_assert(c->tls.quic_advertise);   /* the default */
+	ck_assert(!c->tls.quic_early_data); /* the default */
 	config_free(c);
 	route_src_free(src);
 	c = NULL;
@@ -872,12 +873,14 @@ START_TEST(test_tls)
 	    config_load(write_conf("tls = { listen = [ \"0.0.0.0:443\" ];\n"
 				   "  quic_listen = [ \"0.0.0.0:443\" ];\n"
 				   "  quic_advertise = false;\n"
+				   "  quic_early_data = true;\n"
 				   "  certificates = (\n"
 				   "    { cert = \"/e/a.pem\"; key = "
 				   "\"/e/a.key\"; } ); };\n"),
 			&c, &src, &err) == 0,
 	    "%s", err.msg);
 	ck_assert(!c->tls.quic_advertise);
+	ck_assert(c->tls.quic_early_data);
 	config_free(c);
 	route_src_free(src);
 	c = NULL;
