@@ -86,8 +86,10 @@ struct h3c {
 	bool rx_early;		/* the bytes being read came in 0-RTT */
 	uint64_t last_progress; /* ns: a stream's bytes moved to or from
 				   the client */
-	struct event *stall;	/* while requests are in flight */
+	struct event *stall;	/* the stall and idle check */
 };
+
+static void h3_stall_arm(struct h3c *hc);
 
 static struct h3c *h3c_of(const struct quic_conn *qc)
 {
@@ -495,8 +497,11 @@ static void h3_ended(struct req *r, bool close)
 	struct h3c *hc = s->hc;
 
 	(void)close;
-	if (--hc->nactive == 0)
+	if (--hc->nactive == 0) {
 		ngtcp2_conn_set_keep_alive_timeout(quic_conn_ngtcp2(hc->qc), 0);
+		hc->last_progress = clk_now_ns(); /* idle from now */
+		h3_stall_arm(hc);
+	}
 	evtimer_del(s->timer);
 	evtimer_del(s->btimer);
 	/* body bytes nobody will read: their credit back */
@@ -608,17 +613,25 @@ static void h3_stall_arm(struct h3c *hc)
 /* the keep-alive PINGs keep QUIC's idle timeout away while requests are
  * in flight: a client that stops taking responses (or never finishes a
  * field section) is closed here after timeouts.idle_keepalive without
- * progress */
+ * progress; and a client's own PINGs would keep it away from a
+ * connection without requests: one is closed here after
+ * timeouts.idle_keepalive without a request */
 static void h3_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct h3c *hc = arg;
+	bool idle =
+	    clk_now_ns() - hc->last_progress >= h3_idle_ms(hc) * 1000000ULL;
 
 	(void)fd;
 	(void)what;
-	if (hc->nactive == 0)
+	if (hc->nactive == 0 && idle) {
+		log_debug("http3: %s: no request for %llu ms: closed",
+			  quic_conn_client_ip(hc->qc),
+			  (unsigned long long)h3_idle_ms(hc));
+		quic_conn_close(hc->qc, NGHTTP3_H3_NO_ERROR);
 		return;
-	if (clk_now_ns() - hc->last_progress >= h3_idle_ms(hc) * 1000000ULL &&
-	    h3_waiting_on_client(hc)) {
+	}
+	if (hc->nactive > 0 && idle && h3_waiting_on_client(hc)) {
 		log_debug("http3: %s: no progress for %llu ms: closed",
 			  quic_conn_client_ip(hc->qc),
 			  (unsigned long long)h3_idle_ms(hc));
@@ -1021,6 +1034,8 @@ static int h3_start(struct quic_conn *qc)
 	hc->stall = evtimer_new(w->base, h3_stall_cb, hc);
 	if (!hc->stall)
 		return -1;
+	hc->last_progress = clk_now_ns();
+	h3_stall_arm(hc);
 	nghttp3_settings_default(&st);
 	st.max_field_section_size = w->set.http2.max_header_list_size;
 	st.qpack_max_dtable_capacity = 4096;
