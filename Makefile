@@ -129,6 +129,8 @@ $(B)/tools/ktls_sockmap_probe: tests/tools/ktls_sockmap_probe.c | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lbpf
 $(B)/tools/tlshs: bench/tls/tlshs.c $(BENCH_HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread -lssl -lcrypto
+$(B)/tools/h3load: bench/http3/h3load.c $(BENCH_HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools
