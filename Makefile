@@ -15,6 +15,8 @@
 #                   vs nginx with the same certificates)
 #   make bench-http2 bench/http2 (HTTP/2 over TLS with h2load: edged vs
 #                   nginx vs HAProxy vs h2o, CPU per request, idle memory)
+#   make bench-http3 bench/http3 (HTTP/3 with h3load: edged vs Caddy,
+#                   requests/s, handshakes/s, CPU per request)
 #   make bench-wake bench/wake (an on-demand environment: port open to
 #                   first response, a storm of requests on a sleeping one)
 #   make lint       clang-format check, cppcheck, shellcheck
@@ -129,8 +131,10 @@ $(B)/tools/ktls_sockmap_probe: tests/tools/ktls_sockmap_probe.c | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lbpf
 $(B)/tools/tlshs: bench/tls/tlshs.c $(BENCH_HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread -lssl -lcrypto
-# a QUIC client: ngtcp2 with GnuTLS, nghttp3
+# QUIC clients: ngtcp2 with GnuTLS, nghttp3
 $(B)/tools/h3evil: tests/tools/h3evil.c | $(B)/tools
+	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls
+$(B)/tools/h3load: bench/http3/h3load.c $(BENCH_HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
@@ -167,7 +171,7 @@ $(B):
 	mkdir -p $@
 
 # ---- top-level targets ------------------------------------------------------
-.PHONY: man all asan fuzz fuzz-build check demo deps vmtest vmtest-selftest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-http2 bench-wake profile-http lint format clean install uninstall deb deb-check
+.PHONY: man all asan fuzz fuzz-build check demo deps vmtest vmtest-selftest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-http2 bench-http3 bench-wake profile-http lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
 asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
 
@@ -235,6 +239,11 @@ bench-http2:
 	scripts/install-deps --bench
 	$(MAKE) all
 	bench/http2/run
+
+bench-http3:
+	scripts/install-deps --bench
+	$(MAKE) all
+	bench/http3/run
 
 profile-http:
 	scripts/install-deps --bench
