@@ -273,7 +273,7 @@ static void ctl_daemon_quic_print(const json_t *q)
 		return;
 	printf("http3:      on %zu address%s, %lld connection%s (%lld open), "
 	       "%lld handshake%s failed, %lld stream%s, %lld retr%s, %lld "
-	       "datagram%s dropped\n",
+	       "datagram%s dropped, %lld packet%s lost\n",
 	       json_array_size(json_object_get(q, "listen")),
 	       json_array_size(json_object_get(q, "listen")) == 1 ? "" : "es",
 	       (long long)ctl_int(c, "connections"),
@@ -285,7 +285,9 @@ static void ctl_daemon_quic_print(const json_t *q)
 	       (long long)ctl_int(c, "retries"),
 	       ctl_int(c, "retries") == 1 ? "y" : "ies",
 	       (long long)ctl_sum(json_object_get(c, "dropped")),
-	       ctl_sum(json_object_get(c, "dropped")) == 1 ? "" : "s");
+	       ctl_sum(json_object_get(c, "dropped")) == 1 ? "" : "s",
+	       (long long)ctl_int(c, "packets_lost"),
+	       ctl_int(c, "packets_lost") == 1 ? "" : "s");
 	if (json_is_true(json_object_get(q, "early_data")))
 		printf(
 		    "            0-RTT on: %lld handshake%s took early data, "

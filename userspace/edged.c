@@ -1547,7 +1547,7 @@ static int edged_stats(struct edged *d)
 	    tcproute_metrics(d->tcp, stats_metrics(d->stats)) ||
 	    tls_metrics(stats_metrics(d->stats)) ||
 	    http2_metrics(stats_metrics(d->stats)) ||
-	    quic_metrics(stats_metrics(d->stats)) ||
+	    quic_metrics(stats_metrics(d->stats), d->cfg->workers) ||
 	    wake_metrics(d->sh.wake, stats_metrics(d->stats)))
 		return -1;
 	return 0;

@@ -35,8 +35,9 @@ struct h3blk {
 	uint8_t data[];
 };
 
-/* while requests are in flight, a PING this often keeps the connection
- * from its idle timeout (an upstream may take longer to answer) */
+/* while requests are in flight, a PING this often (or at half the idle
+ * timeout both ends agreed on, when shorter) keeps the connection from
+ * its idle timeout (an upstream may take longer to answer) */
 #define H3_KEEPALIVE_NS (15ULL * NGTCP2_SECONDS)
 
 /* response bytes a stream keeps unacknowledged at most: past it, the
@@ -67,8 +68,9 @@ struct h3s {
 	struct event *timer, *btimer;
 	bool chunked, in_eos, fields_done, head_done, closed, resp_sent;
 	bool out_eos, deferred, reset, reading, out_added, own, sending;
-	bool gone;  /* the client reset its side or asked edge to stop */
-	bool early; /* part of its field section came in 0-RTT */
+	bool gone;   /* the client reset its side or asked edge to stop */
+	bool early;  /* part of its field section came in 0-RTT */
+	size_t lost; /* packets with its data declared lost, as last seen */
 	enum outcome why_o;
 	uint64_t close_code; /* the client's, at the close */
 	struct req r;
@@ -194,6 +196,7 @@ static void h3s_free(struct h3s *s)
 {
 	struct h3c *hc = s->hc;
 
+	quic_count_lost(quic_conn_worker(hc->qc)->id, s->lost);
 	TAILQ_REMOVE(&hc->streams, s, link);
 	if (s->in_work)
 		TAILQ_REMOVE(&hc->work, s, wlink);
@@ -577,6 +580,24 @@ static uint64_t h3_idle_ms(const struct h3c *hc)
 	return ms ? ms : 60000;
 }
 
+/* H3_KEEPALIVE_NS, or half the idle timeout in force (the lower of both
+ * ends' max_idle_timeout) when that is shorter */
+static ngtcp2_duration h3_keepalive_ns(const struct h3c *hc)
+{
+	ngtcp2_conn *c = quic_conn_ngtcp2(hc->qc);
+	const ngtcp2_transport_params *l =
+	    ngtcp2_conn_get_local_transport_params(c);
+	const ngtcp2_transport_params *r =
+	    ngtcp2_conn_get_remote_transport_params(c);
+	ngtcp2_duration idle = H3_KEEPALIVE_NS * 2;
+
+	if (l && l->max_idle_timeout && l->max_idle_timeout < idle)
+		idle = l->max_idle_timeout;
+	if (r && r->max_idle_timeout && r->max_idle_timeout < idle)
+		idle = r->max_idle_timeout;
+	return idle / 2;
+}
+
 /* whether every request in flight waits for the client: its field
  * section unfinished, or its response held by the client's flow control
  * or acknowledgements (none waits for an upstream, whose own timers
@@ -679,11 +700,11 @@ static struct h3s *h3s_new(struct h3c *hc, int64_t id)
 	s->r.tls_resumed = resumed;
 	s->r.http_version = "HTTP/3";
 	req_begin(&s->r);
-	quic_count(QUIC_EV_STREAM);
+	quic_count(w->id, QUIC_EV_STREAM);
 	hc->last_progress = clk_now_ns();
 	if (hc->nactive++ == 0) { /* the idle timeout is for idle ones */
 		ngtcp2_conn_set_keep_alive_timeout(quic_conn_ngtcp2(qc),
-						   H3_KEEPALIVE_NS);
+						   h3_keepalive_ns(hc));
 		h3_stall_arm(hc);
 	}
 	return s;
@@ -829,8 +850,10 @@ static int h3_acked_cb(nghttp3_conn *conn, int64_t id, uint64_t len, void *user,
 	struct h3s *s = suser;
 
 	(void)conn;
-	(void)id;
 	(void)user;
+	if (s) /* ngtcp2 forgets it at the stream's close */
+		s->lost = ngtcp2_conn_get_stream_loss_count(
+		    quic_conn_ngtcp2(s->hc->qc), id);
 	while (s && len > 0 && s->sent) {
 		struct h3blk *k = s->sent;
 		size_t take = k->len - k->acked;
@@ -955,7 +978,7 @@ static void h3_head(struct h3s *s)
 			return;
 		}
 		r->early_data = true;
-		quic_count(QUIC_EV_EARLY_REQUEST);
+		quic_count(r->w->id, QUIC_EV_EARLY_REQUEST);
 	}
 	req_head(r); /* a chunked body's end: h3_end_stream_cb */
 }

@@ -98,13 +98,13 @@ static atomic_bool quic_early_lowered;
 static int quic_seen_add(void *ptr, time_t exp, const gnutls_datum_t *key,
 			 const gnutls_datum_t *data)
 {
+	const unsigned *worker = ptr; /* its worker's id */
 	uint8_t md[32];
 	unsigned mdlen = 0, at, i;
 	struct quic_seen *free_slot = NULL;
 	time_t now = time(NULL);
 	int rc = GNUTLS_E_DB_ENTRY_EXISTS;
 
-	(void)ptr;
 	(void)data;
 	if (key->size <= QUIC_SEEN_KEY_SKIP ||
 	    EVP_Digest(key->data + QUIC_SEEN_KEY_SKIP,
@@ -131,7 +131,7 @@ static int quic_seen_add(void *ptr, time_t exp, const gnutls_datum_t *key,
 	}
 	pthread_mutex_unlock(&quic_seen_lock);
 	if (rc)
-		quic_count(QUIC_EV_EARLY_REPLAYED);
+		quic_count(worker ? *worker : 0, QUIC_EV_EARLY_REPLAYED);
 	return rc;
 }
 
@@ -491,10 +491,10 @@ static void quic_conn_free(struct quic_conn *qc)
 		free(c);
 	}
 	TAILQ_REMOVE(&qs->conns, qc, link);
-	quic_count(QUIC_EV_CONN_CLOSE);
+	quic_count(qs->w->id, QUIC_EV_CONN_CLOSE);
 	if (qc->handshaking) {
 		qs->handshaking--;
-		quic_count(QUIC_EV_HANDSHAKE_FAILED);
+		quic_count(qs->w->id, QUIC_EV_HANDSHAKE_FAILED);
 	}
 	atomic_fetch_sub(&qs->w->sh->connections, 1);
 	if (qc->timer)
@@ -763,10 +763,10 @@ static int quic_handshake_done_cb(ngtcp2_conn *conn, void *user)
 	if (qc->handshaking) {
 		qc->handshaking = false;
 		qc->qs->handshaking--;
-		quic_count(QUIC_EV_HANDSHAKE_OK);
+		quic_count(qc->qs->w->id, QUIC_EV_HANDSHAKE_OK);
 		if (gnutls_session_get_flags(qc->tls) &
 		    GNUTLS_SFLAGS_EARLY_DATA)
-			quic_count(QUIC_EV_EARLY_ACCEPTED);
+			quic_count(qc->qs->w->id, QUIC_EV_EARLY_ACCEPTED);
 	}
 	/* a ticket to resume with (GnuTLS sends none by itself here) */
 	gnutls_session_ticket_send(qc->tls, 1, 0);
@@ -1012,7 +1012,7 @@ static struct quic_conn *quic_conn_new(struct quic_sock *s,
 	qc->sock = s;
 	TAILQ_INSERT_TAIL(&qs->conns, qc, link);
 	atomic_fetch_add(&w->sh->connections, 1);
-	quic_count(QUIC_EV_CONN_OPEN);
+	quic_count(qs->w->id, QUIC_EV_CONN_OPEN);
 	qc->handshaking = true;
 	qs->handshaking++;
 	ngtcp2_connection_close_error_default(&qc->err);
@@ -1096,7 +1096,7 @@ static void quic_retry(struct quic_sock *s, const ngtcp2_path *path,
 				      &hd->dcid, token, (size_t)tl);
 	if (n > 0) {
 		quic_send(s, &path->local, &path->remote, buf, (size_t)n);
-		quic_count(QUIC_EV_RETRY);
+		quic_count(s->qs->w->id, QUIC_EV_RETRY);
 	}
 }
 
@@ -1125,7 +1125,7 @@ static void quic_version_neg(struct quic_sock *s, const ngtcp2_path *path,
 						 vc->dcidlen, sv, 2);
 	if (n > 0) {
 		quic_send(s, &path->local, &path->remote, buf, (size_t)n);
-		quic_count(QUIC_EV_VERSION_NEG);
+		quic_count(s->qs->w->id, QUIC_EV_VERSION_NEG);
 	}
 }
 
@@ -1153,7 +1153,7 @@ static void quic_stateless_reset(struct quic_sock *s, const ngtcp2_path *path,
 	n = ngtcp2_pkt_write_stateless_reset(buf, sizeof(buf), token, rnd, rl);
 	if (n > 0) {
 		quic_send(s, &path->local, &path->remote, buf, (size_t)n);
-		quic_count(QUIC_EV_RESET);
+		quic_count(s->qs->w->id, QUIC_EV_RESET);
 	}
 }
 
@@ -1375,6 +1375,7 @@ static int quic_init(struct worker *w, struct errbuf *err)
 		gnutls_anti_replay_set_window(qs->replay,
 					      QUIC_REPLAY_WINDOW_MS);
 		gnutls_anti_replay_set_add_function(qs->replay, quic_seen_add);
+		gnutls_anti_replay_set_ptr(qs->replay, &w->id);
 	}
 	if (!qs->buckets || !qs->socks || !qs->replay)
 		return -ENOMEM;

@@ -82,8 +82,9 @@ extern const struct worker_service quic_service;
 /* ---- counters (quic_stats.c) ---------------------------------------- */
 
 struct metrics;
-/* Register the edge_quic_* series in m (start-up). */
-int quic_metrics(struct metrics *m);
+/* Register the edge_quic_* series in m (start-up), the per-worker ones
+ * for workers 0..nworkers-1. */
+int quic_metrics(struct metrics *m, unsigned nworkers);
 /* edgectl status's counts (a new reference, NULL out of memory). */
 json_t *quic_counts_json(void);
 
@@ -100,7 +101,11 @@ enum quic_event {
 	QUIC_EV_EARLY_REPLAYED, /* a ClientHello seen before: refused */
 	QUIC_EV_EARLY_REQUEST,	/* a request served from 0-RTT data */
 };
-void quic_count(enum quic_event e);
+/* Count e on worker (a worker past quic_metrics' nworkers: the totals
+ * only). */
+void quic_count(unsigned worker, enum quic_event e);
+/* n packets carrying a stream's data declared lost (at its close). */
+void quic_count_lost(unsigned worker, uint64_t n);
 
 /* Why a datagram was dropped without a connection. Append only. */
 enum quic_drop {

@@ -5,6 +5,9 @@
  */
 #include <errno.h>
 
+#include <stdio.h>
+
+#include "config.h"
 #include "metrics.h"
 #include "quic.h"
 
@@ -16,8 +19,53 @@ static struct metrics_counter *q_conns, *q_streams, *q_retries, *q_vn,
     *q_early_req;
 static struct metrics_counter *q_drop[QUIC_DROP_MAX];
 static struct metrics_gauge *q_open;
+static struct metrics_counter *q_lost;
 
-int quic_metrics(struct metrics *m)
+/* by worker: connections, streams, handshakes, Retry, losses */
+enum { QW_CONNS, QW_STREAMS, QW_HANDSHAKES, QW_RETRIES, QW_LOST, QW_MAX };
+static const char *const qw_names[QW_MAX] = {
+    "connections", "streams", "handshakes", "retries", "packets_lost"};
+static struct metrics_counter *q_w[QW_MAX][CONFIG_WORKERS_MAX];
+static struct metrics_gauge *q_w_open[CONFIG_WORKERS_MAX];
+static unsigned q_nworkers;
+
+static int quic_metrics_workers(struct metrics *m, unsigned nworkers)
+{
+	static const char *const help[QW_MAX] = {
+	    "QUIC connections each worker accepted (the steering program "
+	    "keeps a connection on its worker)",
+	    "HTTP/3 request streams on each worker",
+	    "QUIC handshakes each worker completed",
+	    "Retry packets each worker sent (64 handshakes under way on it)",
+	    "packets carrying a stream's data each worker declared lost "
+	    "(counted at the stream's close)"};
+	char names[QW_MAX][64], id[16];
+	const char *lab[3] = {"worker", id, NULL};
+
+	if (nworkers > CONFIG_WORKERS_MAX)
+		nworkers = CONFIG_WORKERS_MAX;
+	for (unsigned k = 0; k < QW_MAX; k++)
+		snprintf(names[k], sizeof(names[k]),
+			 "edge_quic_worker_%s_total", qw_names[k]);
+	for (unsigned i = 0; i < nworkers; i++) {
+		snprintf(id, sizeof(id), "%u", i);
+		for (unsigned k = 0; k < QW_MAX; k++) {
+			q_w[k][i] =
+			    metrics_counter_new(m, names[k], help[k], lab);
+			if (!q_w[k][i])
+				return -ENOMEM;
+		}
+		q_w_open[i] = metrics_gauge_new(
+		    m, "edge_quic_worker_connections",
+		    "QUIC connections open on each worker", lab);
+		if (!q_w_open[i])
+			return -ENOMEM;
+	}
+	q_nworkers = nworkers;
+	return 0;
+}
+
+int quic_metrics(struct metrics *m, unsigned nworkers)
 {
 	static const char *const ok[] = {"result", "ok", NULL};
 	static const char *const failed[] = {"result", "failed", NULL};
@@ -66,6 +114,13 @@ int quic_metrics(struct metrics *m)
 	    "requests served from 0-RTT data (GET, HEAD, OPTIONS; the others "
 	    "are 425 too_early)",
 	    NULL);
+	q_lost = metrics_counter_new(
+	    m, "edge_quic_packets_lost_total",
+	    "packets carrying a stream's data declared lost (counted at the "
+	    "stream's close; each was sent again)",
+	    NULL);
+	if (!q_lost || quic_metrics_workers(m, nworkers))
+		return -ENOMEM;
 	if (!q_conns || !q_open || !q_streams || !q_hs_ok || !q_hs_failed ||
 	    !q_retries || !q_vn || !q_resets || !q_early_ok ||
 	    !q_early_replay || !q_early_req)
@@ -87,6 +142,28 @@ int quic_metrics(struct metrics *m)
 	return 0;
 }
 
+/* per worker: [{"connections", "open", "streams", "handshakes",
+ * "retries", "packets_lost"}] */
+static json_t *quic_workers_json(void)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; a && i < q_nworkers; i++) {
+		json_t *o = json_object();
+
+		for (unsigned k = 0; o && k < QW_MAX; k++)
+			json_object_set_new(
+			    o, qw_names[k],
+			    json_integer(
+				(json_int_t)metrics_counter_get(q_w[k][i])));
+		json_object_set_new(
+		    o, "open",
+		    json_integer((json_int_t)metrics_gauge_get(q_w_open[i])));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 json_t *quic_counts_json(void)
 {
 	json_t *drop = json_object();
@@ -96,7 +173,8 @@ json_t *quic_counts_json(void)
 		    drop, quic_drop_names[i],
 		    json_integer((json_int_t)metrics_counter_get(q_drop[i])));
 	return json_pack(
-	    "{s:I,s:I,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:o*,s:{s:I,s:I,s:I}}",
+	    "{s:I,s:I,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:o*,s:{s:I,s:I,s:I},s:I,"
+	    "s:o*}",
 	    "connections", (json_int_t)metrics_counter_get(q_conns), "open",
 	    (json_int_t)metrics_gauge_get(q_open), "streams",
 	    (json_int_t)metrics_counter_get(q_streams), "handshakes", "ok",
@@ -108,30 +186,46 @@ json_t *quic_counts_json(void)
 	    "early_data", "accepted",
 	    (json_int_t)metrics_counter_get(q_early_ok), "replayed",
 	    (json_int_t)metrics_counter_get(q_early_replay), "requests",
-	    (json_int_t)metrics_counter_get(q_early_req));
+	    (json_int_t)metrics_counter_get(q_early_req), "packets_lost",
+	    (json_int_t)metrics_counter_get(q_lost), "workers",
+	    quic_workers_json());
 }
 
-void quic_count(enum quic_event e)
+void quic_count(unsigned worker, enum quic_event e)
 {
+	bool w = worker < q_nworkers;
+
 	switch (e) {
 	case QUIC_EV_CONN_OPEN:
 		metrics_counter_add(q_conns, 1);
 		metrics_gauge_add(q_open, 1);
+		if (w) {
+			metrics_counter_add(q_w[QW_CONNS][worker], 1);
+			metrics_gauge_add(q_w_open[worker], 1);
+		}
 		break;
 	case QUIC_EV_CONN_CLOSE:
 		metrics_gauge_add(q_open, -1);
+		if (w)
+			metrics_gauge_add(q_w_open[worker], -1);
 		break;
 	case QUIC_EV_STREAM:
 		metrics_counter_add(q_streams, 1);
+		if (w)
+			metrics_counter_add(q_w[QW_STREAMS][worker], 1);
 		break;
 	case QUIC_EV_HANDSHAKE_OK:
 		metrics_counter_add(q_hs_ok, 1);
+		if (w)
+			metrics_counter_add(q_w[QW_HANDSHAKES][worker], 1);
 		break;
 	case QUIC_EV_HANDSHAKE_FAILED:
 		metrics_counter_add(q_hs_failed, 1);
 		break;
 	case QUIC_EV_RETRY:
 		metrics_counter_add(q_retries, 1);
+		if (w)
+			metrics_counter_add(q_w[QW_RETRIES][worker], 1);
 		break;
 	case QUIC_EV_VERSION_NEG:
 		metrics_counter_add(q_vn, 1);
@@ -149,6 +243,15 @@ void quic_count(enum quic_event e)
 		metrics_counter_add(q_early_req, 1);
 		break;
 	}
+}
+
+void quic_count_lost(unsigned worker, uint64_t n)
+{
+	if (n == 0)
+		return;
+	metrics_counter_add(q_lost, n);
+	if (worker < q_nworkers)
+		metrics_counter_add(q_w[QW_LOST][worker], n);
 }
 
 void quic_count_drop(enum quic_drop d)

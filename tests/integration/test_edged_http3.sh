@@ -123,6 +123,7 @@ print("same" if len(seen) == 2 and seen[0] == seen[1] else seen)')" "same"
 	eq "$L: every byte, as over HTTP/1.1" \
 		"$(sha256sum <"$T_TMP/dl/3000000" | cut -c1-64)" \
 		"$(curl -sk --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/big/3000000" | sha256sum | cut -c1-64)"
+	has "$L: edged counts the packets it lost" "$(edged_metric edge_quic_packets_lost_total)" '^[1-9][0-9]*$'
 	h3 "$L: lossy POST" /upload2 -m POST -d "$T_TMP/body.bin" -t 0.05 -r 0.05
 	has "$L: a 300 KB POST through loss, byte for byte" \
 		"$(grep '"path": "/upload2"' "$T_TMP/backend.jsonl" | tail -1)" \
@@ -300,10 +301,21 @@ PY
 	has "$L: stateless resets counted" "$(edged_metric edge_quic_stateless_resets_total)" '^[1-9][0-9]*$'
 	has "$L: packets for no connection counted" "$(edged_metric 'edge_quic_datagrams_dropped_total{reason="unknown_connection"}')" '^[1-9][0-9]*$'
 	has "$L: edgectl status says http3" \
-		"$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)" '^http3: +on 1 address, [1-9][0-9]* connections'
+		"$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)" '^http3: +on 1 address, [1-9][0-9]* connections.*, [1-9][0-9]* packets? lost$'
 	"$EDGECTL" --socket "$T_TMP/edged.sock" status --json >"$T_TMP/st.json" 2>&1
 	has "$L: and --json its counts" \
 		"$(/usr/bin/python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["daemon"]["status"]["quic"]; print(q["listen"], q["counts"]["streams"])' "$T_TMP/st.json" 2>&1)" "^\['127.0.0.1:$P_TLS'\] [1-9][0-9]+$"
+	# by worker: the two workers' connections and streams add up to the
+	# totals, in /metrics and --json alike
+	eq "$L: connections by worker add up" \
+		"$(($(edged_metric 'edge_quic_worker_connections_total{worker="0"}') + $(edged_metric 'edge_quic_worker_connections_total{worker="1"}')))" \
+		"$(edged_metric edge_quic_connections_total)"
+	eq "$L: streams by worker add up" \
+		"$(($(edged_metric 'edge_quic_worker_streams_total{worker="0"}') + $(edged_metric 'edge_quic_worker_streams_total{worker="1"}')))" \
+		"$(edged_metric edge_quic_streams_total)"
+	has "$L: --json has both workers' counts" \
+		"$(/usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["daemon"]["status"]["quic"]["counts"]; w=c["workers"]; print(len(w), sum(x["connections"] for x in w) == c["connections"], sum(x["packets_lost"] for x in w) == c["packets_lost"], sorted(w[0]))' "$T_TMP/st.json" 2>&1)" \
+		"^2 True True \['connections', 'handshakes', 'open', 'packets_lost', 'retries', 'streams'\]$"
 }
 
 edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.jsonl" ||

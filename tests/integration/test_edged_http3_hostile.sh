@@ -11,7 +11,8 @@
 # client_closed while the connection's other streams are answered 200;
 # a HEADERS frame cut short, a field section blocked on a QPACK entry
 # never sent, and a POST body stopped half way are each ended, not held;
-# after each, edged serves a normal gtlsclient GET. Generous bounds: the
+# after each, edged serves a normal gtlsclient GET; an upstream slower
+# than idle_keepalive still answers a patient client. Generous bounds: the
 # machine may be busy. Runs against build/edged and build/asan/edged.
 # Needs no root.
 # shellcheck source=tests/lib.sh
@@ -171,6 +172,14 @@ run_suite() { # LABEL SIZE
 	has "$L: then the idle connection is closed, PINGs or not" "$(cat "$T_TMP/$L-slow.out")" '^closed_by_peer '
 	within "$L: after the body timeout, idle_keepalive and slack" "$(field "$T_TMP/$L-slow.out" after)" 4 16
 	still_serves "$L: slow body" slow
+
+	# the other side: a patient client and an upstream taking 6 s, three
+	# times idle_keepalive (the idle timeout both ends agreed on): edged's
+	# PINGs, at half of it, keep the connection until the answer
+	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump --timeout=20s \
+		127.0.0.1 "$P_TLS" "https://shop.test:$P_TLS/slow/6000" >"$T_TMP/h3.out" 2>&1
+	has "$L: a slow upstream's answer arrives past idle_keepalive" \
+		"$(grep -ao '\[:status: [0-9]*\]' "$T_TMP/h3.out")" ':status: 200\]'
 
 	if kill -0 "$EPID" 2>/dev/null; then t_ok "$L: edged is alive"; else t_fail "$L: edged is alive"; fi
 }
