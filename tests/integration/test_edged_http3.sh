@@ -61,6 +61,17 @@ has() { # NAME TEXT ERE
 	if grep -Eq -- "$3" <<<"$2"; then t_ok "$1"; else t_fail "$1" "'$(head -c 300 <<<"$2")' lacks /$3/"; fi
 }
 
+# cert_reloaded N: 0 once edged's log has more than N certificate
+# reloads (10 s)
+cert_reloaded() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(grep -c "a certificate file changed: reloaded" "$EDGED_LOG")" -gt "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 backend_count() { [ -f "$T_TMP/backend.jsonl" ] && wc -l <"$T_TMP/backend.jsonl" || echo 0; }
 
 # h3 NAME PATH [gtlsclient args]: requests over HTTP/3 to shop.test; the
@@ -291,6 +302,38 @@ PY
 	eq "$L: HTTP/3 still served until the restart" "$STATUSES" "200x1"
 	cp "$T_TMP/edge.conf.keep" "$T_TMP/edge.conf"
 	reload_conf || t_fail "$L: reload back" "no reload line"
+
+	# a certificate file replaced: edged reloads it (its log says so) and
+	# the next QUIC handshake serves the new one (h3evil prints the
+	# certificate's SHA-256)
+	"$B/tools/h3evil" --port "$P_TLS" --sni shop.test --path /cert1 >"$T_TMP/evil.out" 2>&1
+	eq "$L: QUIC serves the certificate of the file" \
+		"$(sed -n 's/^cert_sha256=//p' "$T_TMP/evil.out")" "$(openssl x509 -in "$C/shop.pem" -outform der | sha256sum | cut -c1-64)"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=shop.test" -addext "subjectAltName=DNS:shop.test,DNS:none.test" \
+		-keyout "$C/new.key" -out "$C/new.pem" >/dev/null 2>&1
+	chmod 644 "$C/new.key"
+	cp "$C/shop.pem" "$C/old.pem" && cp "$C/shop.key" "$C/old.key"
+	n0=$(grep -c "a certificate file changed: reloaded" "$EDGED_LOG")
+	mv "$C/new.key" "$C/shop.key" && mv "$C/new.pem" "$C/shop.pem"
+	cert_reloaded "$n0" || t_fail "$L: the new certificate is read" "no log line"
+	"$B/tools/h3evil" --port "$P_TLS" --sni shop.test --path /cert2 >"$T_TMP/evil.out" 2>&1
+	eq "$L: after the file changed, QUIC serves the new certificate" \
+		"$(sed -n 's/^cert_sha256=//p' "$T_TMP/evil.out")" "$(openssl x509 -in "$C/shop.pem" -outform der | sha256sum | cut -c1-64)"
+	has "$L: and answers" "$(cat "$T_TMP/evil.out")" '^status=200 '
+	n0=$(grep -c "a certificate file changed: reloaded" "$EDGED_LOG")
+	mv "$C/old.key" "$C/shop.key" && mv "$C/old.pem" "$C/shop.pem"
+	cert_reloaded "$n0" || t_fail "$L: the old certificate is read again" "no log line"
+
+	# Retry under handshake load: 200 clients handshaking at once
+	# (bench/http3's h3load, one GET each, then another connection) put
+	# more than 64 handshakes under way on each worker: new clients are
+	# asked to prove their address first, and every one is served
+	n0=$(edged_metric edge_quic_retries_total)
+	"$B/tools/h3load" --handshakes -c 200 -D 1 --authority shop.test "127.0.0.1:$P_TLS" >"$T_TMP/h3load.out" 2>&1
+	has "$L: 200 clients at once: every handshake and request served" \
+		"$(cat "$T_TMP/h3load.out")" '^h3load: requests=[1-9][0-9]* failed=0 non2xx=0 .* conn_errors=0 '
+	has "$L: some after a Retry" "$(($(edged_metric edge_quic_retries_total) - n0))" '^[1-9][0-9]*$'
 
 	# counted: in /metrics and edgectl status
 	has "$L: connections in /metrics" "$(edged_metric edge_quic_connections_total)" '^[1-9][0-9]*$'

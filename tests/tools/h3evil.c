@@ -37,7 +37,8 @@
  * as a client does and sending PINGs every 500 ms. --timeout (30) bounds
  * the whole run. No certificate is checked.
  *
- * Prints one line each: "handshake ok", "status=200 stream=0",
+ * Prints one line each: "handshake ok", "cert_sha256=HEX" (the server's
+ * certificate's, DER), "status=200 stream=0",
  * "done stream=0 body_bytes=N", "reset stream=4" (the client's),
  * "stream_reset stream=0 code=0x10c after=2.1s" (the server's
  * RESET_STREAM), "withholding body_bytes=N", "closed_by_peer after=2.5s
@@ -338,10 +339,27 @@ static int evil_new_cid(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
 	return 0;
 }
 
+/* "cert_sha256=HEX": the SHA-256 of the server's certificate (DER) */
+static void evil_print_cert(void)
+{
+	unsigned n = 0;
+	const gnutls_datum_t *c = gnutls_certificate_get_peers(E.tls, &n);
+	unsigned char md[32];
+
+	if (!c || n == 0 ||
+	    gnutls_hash_fast(GNUTLS_DIG_SHA256, c[0].data, c[0].size, md) < 0)
+		return;
+	printf("cert_sha256=");
+	for (size_t i = 0; i < sizeof(md); i++)
+		printf("%02x", md[i]);
+	printf("\n");
+}
+
 static int evil_handshake_completed(ngtcp2_conn *conn, void *user)
 {
 	(void)user;
 	printf("handshake ok after=%.3fs\n", (double)(evil_now() - E.t0) / 1e9);
+	evil_print_cert();
 	if (evil_holding())
 		ngtcp2_conn_set_keep_alive_timeout(conn, EVIL_KEEPALIVE_NS);
 	return evil_h3_start() ? NGTCP2_ERR_CALLBACK_FAILURE : 0;
