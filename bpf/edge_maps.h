@@ -166,7 +166,10 @@ _Static_assert(sizeof(struct edge_rl_state) == 32, "edge_rl_state size");
 	X(RULE_EXPIRED, "rule_expired",                                        \
 	  "lookups that skipped an expired rule")                              \
 	X(RATELIMIT_SYN, "ratelimit_syn", "SYNs over the SYN rate limit")      \
-	X(RATELIMIT_PKT, "ratelimit_pkt", "packets over the packet rate limit")
+	X(RATELIMIT_PKT, "ratelimit_pkt",                                      \
+	  "packets over the packet rate limit")                                \
+	X(RATELIMIT_QUIC, "ratelimit_quic",                                    \
+	  "QUIC Initials (to a guarded port) over the SYN rate limit")
 
 enum edge_counter {
 #define EDGE_CTR_ENUM(id, name, help) EDGE_CTR_##id,

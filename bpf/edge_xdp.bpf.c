@@ -15,6 +15,8 @@
  *   4. allowlist policy, TCP/UDP to a guarded port, no allow rule
  *                                        -> drop (dropped_policy)
  *   5. over a rate limit                 -> drop (dropped_ratelimit)
+ *      (a new connection's first packet: a TCP SYN to any port, or a
+ *      QUIC v1/v2 Initial to a guarded UDP port, takes a SYN token)
  *   6. otherwise                         -> pass (passed)
  *
  * Only UAPI headers: the object loads on any kernel from 6.1 on.
@@ -120,8 +122,8 @@ struct pkt {
 	__u8 have_ports; /* dport is valid (TCP/UDP, first fragment) */
 	__u8 syn;	 /* TCP SYN without ACK */
 	__u8 l4proto;
-	__u8 pad;
-	__u16 dport; /* host byte order */
+	__u8 quic_initial; /* UDP whose payload starts a QUIC Initial */
+	__u16 dport;	   /* host byte order */
 	__u8 saddr[16];
 };
 
@@ -164,8 +166,21 @@ static __always_inline void parse_l4(struct pkt *p, void *l4, void *ip_end,
 			p->malformed = 1;
 			return;
 		}
+		__u8 *q = (void *)(uh + 1);
+
 		p->dport = bpf_ntohs(uh->dest);
 		p->have_ports = 1;
+		/* a long header, version 1 with type 0 or version 2
+		 * (RFC 9369) with type 1: an Initial */
+		if ((void *)(q + 5) <= data_end && (void *)(q + 5) <= ip_end &&
+		    (q[0] & 0x80)) {
+			__u32 ver = ((__u32)q[1] << 24) | ((__u32)q[2] << 16) |
+				    ((__u32)q[3] << 8) | q[4];
+			__u8 type = (q[0] >> 4) & 3;
+
+			p->quic_initial = (ver == 1 && type == 0) ||
+					  (ver == 0x6b3343cf && type == 1);
+		}
 	}
 }
 
@@ -375,9 +390,11 @@ static __always_inline bool rl_take(__u64 *tokens, __u64 *ts,
 	return true;
 }
 
-/* Returns the counter id of the limit exceeded, or -1 within limits. */
+/* Returns the counter id of the limit exceeded, or -1 within limits.
+ * newconn: the packet opens a connection (a SYN token). */
 static __always_inline int ratelimit(const struct pkt *p,
-				     const struct edge_config *cfg, __u64 now)
+				     const struct edge_config *cfg, __u64 now,
+				     bool newconn)
 {
 	struct edge_rl_key key = {};
 	struct edge_rl_state fresh, *st;
@@ -385,7 +402,7 @@ static __always_inline int ratelimit(const struct pkt *p,
 
 	if (!cfg->syn.rate && !cfg->pkt.rate)
 		return -1;
-	if (!cfg->pkt.rate && !p->syn)
+	if (!cfg->pkt.rate && !newconn)
 		return -1;
 	if (p->family == 4) {
 		key.addr[10] = 0xff;
@@ -405,9 +422,10 @@ static __always_inline int ratelimit(const struct pkt *p,
 	if (cfg->pkt.rate &&
 	    !rl_take(&st->pkt_tokens, &st->pkt_ts, &cfg->pkt, now))
 		over = EDGE_CTR_RATELIMIT_PKT;
-	else if (cfg->syn.rate && p->syn &&
+	else if (cfg->syn.rate && newconn &&
 		 !rl_take(&st->syn_tokens, &st->syn_ts, &cfg->syn, now))
-		over = EDGE_CTR_RATELIMIT_SYN;
+		over =
+		    p->syn ? EDGE_CTR_RATELIMIT_SYN : EDGE_CTR_RATELIMIT_QUIC;
 	if (st == &fresh)
 		bpf_map_update_elem(&edge_ratelimit, &key, &fresh, BPF_ANY);
 	return over;
@@ -481,7 +499,9 @@ int edge_xdp(struct xdp_md *ctx)
 	}
 
 	if (p.have_saddr) {
-		over = ratelimit(&p, cfg, now);
+		over = ratelimit(&p, cfg, now,
+				 p.syn || (p.quic_initial && cfg->syn.rate &&
+					   port_guarded(p.dport)));
 		if (over >= 0) {
 			count(over);
 			return drop(EDGE_CTR_DROPPED_RATELIMIT);

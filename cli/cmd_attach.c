@@ -855,8 +855,11 @@ int cmd_status(struct ctl *c, int argc, char **argv)
 	}
 	printf("policy:     %s (guarded ports: %s%s)\n",
 	       state_policy_name(c->st.policy), ports,
-	       c->st.policy == EDGE_POLICY_ALLOWLIST ? "" : ", unused");
-	printf("ratelimit:  new TCP connections: %s\n", syn);
+	       c->st.policy == EDGE_POLICY_ALLOWLIST
+		   ? ""
+		   : ", for QUIC's new connections only");
+	printf("ratelimit:  new connections (TCP SYN, QUIC Initial): %s\n",
+	       syn);
 	printf("            packets: %s\n", pkt);
 	printf("rules:      %zu (%zu block, %zu allow; %zu IPv4, %zu IPv6; "
 	       "%zu with a TTL)\n",

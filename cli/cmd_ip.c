@@ -294,7 +294,8 @@ static int ip_policy_show(struct ctl *c, bool json)
 	printf("guarded ports: %s%s\n", ports,
 	       c->st.policy == EDGE_POLICY_ALLOWLIST
 		   ? ""
-		   : " (guarded only under allowlist)");
+		   : " (guarded only under allowlist; their QUIC Initials "
+		     "count as new connections for the rate limit)");
 	free(ports);
 	return CTL_OK;
 }

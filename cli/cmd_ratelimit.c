@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cmd_ratelimit.c - edgectl ratelimit set|off: per-source token buckets
- * for new TCP connections (SYN) and for every IP packet.
+ * for new connections (a TCP SYN, a QUIC Initial to a guarded port) and
+ * for every IP packet.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -93,8 +94,8 @@ static int rl_set(struct ctl *c, int argc, char **argv)
 		return ret;
 	policy_rate_format(rl.rate, rate, sizeof(rate));
 	printf("rate limit for %s: %s per source, burst %llu\n",
-	       packets ? "packets" : "new TCP connections (SYN)", rate,
-	       (unsigned long long)rl.burst);
+	       packets ? "packets" : "new connections (TCP SYN, QUIC Initial)",
+	       rate, (unsigned long long)rl.burst);
 	return CTL_OK;
 }
 
@@ -142,8 +143,8 @@ static int rl_off(struct ctl *c, int argc, char **argv)
 	if (ret)
 		return ret;
 	printf("rate limit off for %s\n",
-	       syn && packets ? "new TCP connections and packets"
-	       : syn	      ? "new TCP connections (SYN)"
+	       syn && packets ? "new connections and packets"
+	       : syn	      ? "new connections (TCP SYN, QUIC Initial)"
 			      : "packets");
 	return CTL_OK;
 }

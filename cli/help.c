@@ -93,12 +93,13 @@ static const struct ctl_help ctl_helps[] = {
 	  {"--force", "switch even when it would cut off your SSH client"},
 	  O_JSON)},
     {"ratelimit set", "ratelimit set RATE [--burst N] [--packets]",
-     "limit each source to RATE new TCP connections (SYN), or packets",
+     "limit each source to RATE new connections (TCP SYN, QUIC Initial), "
+     "or packets",
      OPTS({"--burst N", "the bucket's size (default: one second of RATE)"},
 	  {"--packets", "limit every packet, not new connections"})},
     {"ratelimit off", "ratelimit off [--syn | --packets]",
      "turn the rate limits off (both without an option)",
-     OPTS({"--syn", "only the limit of new TCP connections"},
+     OPTS({"--syn", "only the limit of new connections"},
 	  {"--packets", "only the limit of packets"})},
     {"stats", "stats [--json] [--watch [--interval SECONDS] [--count N]]",
      "the XDP program's counters and each rule's hits, and edged's "

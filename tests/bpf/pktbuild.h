@@ -49,12 +49,15 @@ struct frame {
 	int ihl;     /* IPv4 header words; 0: 5 */
 	int version; /* 0: matches family */
 	enum pkt_frag frag;
-	uint8_t ext[12];  /* enum pkt_ext list, EXT_END-terminated */
-	int doff;	  /* TCP data offset; 0: 5 */
-	int ip_len_delta; /* added to IPv4 tot_len / IPv6 payload_len */
-	int truncate;	  /* > 0: cut the frame to this many bytes */
-	int l4_cut;	  /* > 0: L4 header is only this many bytes */
-	int payload;	  /* bytes of payload after L4 */
+	uint8_t ext[12];     /* enum pkt_ext list, EXT_END-terminated */
+	int doff;	     /* TCP data offset; 0: 5 */
+	int ip_len_delta;    /* added to IPv4 tot_len / IPv6 payload_len */
+	int truncate;	     /* > 0: cut the frame to this many bytes */
+	int l4_cut;	     /* > 0: L4 header is only this many bytes */
+	int payload;	     /* bytes of payload after L4 */
+	const uint8_t *head; /* the payload's first head_len bytes (the
+				rest 0x5a) */
+	int head_len;
 };
 
 #define TCPF_SYN 0x02
@@ -235,6 +238,10 @@ static inline int pkt_build_aligned(const struct frame *f, uint8_t *buf)
 		l4_len = (size_t)f->l4_cut;
 	end = l4_off + l4_len + (size_t)f->payload;
 	memset(buf + l4_off + l4_len, 0x5a, (size_t)f->payload);
+	if (f->head)
+		memcpy(buf + l4_off + l4_len, f->head,
+		       (size_t)(f->head_len < f->payload ? f->head_len
+							 : f->payload));
 
 	if (f->family == 4) {
 		struct iphdr *ip = (struct iphdr *)(buf + ip_off);

@@ -80,6 +80,14 @@ static int prog_fd;
 		c, EDGE_ACT_ALLOW, 0                                           \
 	}
 
+/* QUIC packets' first bytes: a v1 Initial, a v2 Initial (type 1), a v1
+ * Handshake (type 2), a short header */
+static const uint8_t quic_v1_initial[] = {0xc3, 0, 0, 0, 1, 8};
+static const uint8_t quic_v2_initial[] = {0xd3, 0x6b, 0x33, 0x43, 0xcf, 8};
+static const uint8_t quic_v1_handshake[] = {0xe3, 0, 0, 0, 1, 8};
+static const uint8_t quic_short[] = {0x43, 1, 2, 3, 4, 5};
+#define QUIC(h) .proto = IPPROTO_UDP, .payload = 1200, .head = h, .head_len = 6
+
 static const struct xdp_case cases[] = {
     /* ---- parsing ---- */
     {"arp passes untouched",
@@ -609,6 +617,61 @@ static const struct xdp_case cases[] = {
      NONE,
      10,
      10},
+    {"quic: an Initial to a guarded port takes a SYN token",
+     {.syn_rate = 1, .syn_burst = 2},
+     V4("198.51.100.1", QUIC(quic_v1_initial)),
+     XDP_DROP,
+     EDGE_CTR_DROPPED_RATELIMIT,
+     EDGE_CTR_RATELIMIT_QUIC,
+     NONE,
+     4,
+     2},
+    {"quic: a version 2 Initial too, over IPv6",
+     {.syn_rate = 1, .syn_burst = 1},
+     V6("2001:db8:5::1", QUIC(quic_v2_initial)),
+     XDP_DROP,
+     EDGE_CTR_DROPPED_RATELIMIT,
+     EDGE_CTR_RATELIMIT_QUIC,
+     NONE,
+     3,
+     1},
+    {"quic: an Initial to an unguarded port is not a connection here",
+     {.syn_rate = 1, .syn_burst = 1},
+     V4("198.51.100.1", QUIC(quic_v1_initial), .dport = 4433),
+     XDP_PASS,
+     EDGE_CTR_PASSED,
+     NONE,
+     NONE,
+     5,
+     5},
+    {"quic: Handshake packets do not count",
+     {.syn_rate = 1, .syn_burst = 1},
+     V4("198.51.100.1", QUIC(quic_v1_handshake)),
+     XDP_PASS,
+     EDGE_CTR_PASSED,
+     NONE,
+     NONE,
+     5,
+     5},
+    {"quic: short-header packets do not count",
+     {.syn_rate = 1, .syn_burst = 1},
+     V4("198.51.100.1", QUIC(quic_short)),
+     XDP_PASS,
+     EDGE_CTR_PASSED,
+     NONE,
+     NONE,
+     5,
+     5},
+    {"quic: a datagram too short for a version passes",
+     {.syn_rate = 1, .syn_burst = 1},
+     V4("198.51.100.1", .proto = IPPROTO_UDP, .payload = 3,
+	.head = quic_v1_initial, .head_len = 3),
+     XDP_PASS,
+     EDGE_CTR_PASSED,
+     NONE,
+     NONE,
+     5,
+     5},
     {"packet rate limit: burst 5 passes, then dropped",
      {.pkt_rate = 1, .pkt_burst = 5},
      V6("2001:db8:3::1", .proto = IPPROTO_UDP, .dport = 53),

@@ -254,13 +254,13 @@ expect "ipv6 ssh client blocked refused" 1 "refusing" "$E" ip block 2001:db8:1::
 unset SSH_CONNECTION
 
 # ---- rate limits ---------------------------------------------------------
-expect "ratelimit set syn" 0 "new TCP connections (SYN): 100/s per source, burst 100" "$E" ratelimit set 100
+expect "ratelimit set syn" 0 "new connections (TCP SYN, QUIC Initial): 100/s per source, burst 100" "$E" ratelimit set 100
 expect "ratelimit set per minute" 0 "10/s per source, burst 50" "$E" ratelimit set 600/m --burst 50
 expect "ratelimit set 1/m" 0 "1/m per source, burst 1" "$E" ratelimit set 1/m
 expect "ratelimit set 90/m" 0 "90/m per source, burst 2" "$E" ratelimit set 90/m
 expect "ratelimit set packets" 0 "packets: 5000/s" "$E" ratelimit set 5000/s --packets
-expect "ratelimit off syn" 0 "off for new TCP connections (SYN)" "$E" ratelimit off --syn
-expect "ratelimit off both" 0 "new TCP connections and packets" "$E" ratelimit off
+expect "ratelimit off syn" 0 "off for new connections (TCP SYN, QUIC Initial)" "$E" ratelimit off --syn
+expect "ratelimit off both" 0 "new connections and packets" "$E" ratelimit off
 expect "status" 0 "policy:     blocklist" "$E" status
 if "$E" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["policy"]=="blocklist" and d["rules"]["total"]==4, d' 2>"$T_TMP/err"; then
 	t_ok "status --json"

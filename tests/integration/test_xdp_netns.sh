@@ -204,6 +204,16 @@ sys.exit(0 if r and r[0]['hits']>0 and r[0]['action']=='block' else 1)"; then
 		t_fail "$mode: dropped_ratelimit counted"
 	fi
 	expect_reach "$mode: another source is not limited" tcp $C4A $S4 9090
+	# QUIC: an Initial to a guarded port (8080, since the allowlist step)
+	# takes a token as a SYN does: the same source's bucket is empty
+	expect_blocked "$mode: a QUIC Initial to a guarded port is a new connection" quic $C4B $S4 8080
+	expect_reach "$mode: other UDP to it is not" udp $C4B $S4 8080
+	expect_reach "$mode: nor an Initial to an unguarded port" quic $C4B $S4 9090
+	if [ "$(counter ratelimit_quic)" -gt 0 ]; then
+		t_ok "$mode: ratelimit_quic counted"
+	else
+		t_fail "$mode: ratelimit_quic counted"
+	fi
 	t_check "$mode: ratelimit off" ctl ratelimit off
 	expect_reach "$mode: limit off: served" tcp $C4B $S4 9090
 

@@ -6,6 +6,8 @@
  *
  *   probe tcp SRC DST PORT          connect from SRC, send, print the answer
  *   probe udp SRC DST PORT          the same over UDP
+ *   probe quic SRC DST PORT         the same with a datagram that starts
+ *                                   a QUIC v1 Initial (1200 bytes)
  *   probe hold SRC DST PORT FLAG    TCP: one exchange, wait for file FLAG,
  *                                   exchange again; prints "first ok" then
  *                                   "second ok" or "second blocked"
@@ -68,11 +70,12 @@ static int wait_fd(int fd, short events)
 	return n == 1 ? 0 : -1;
 }
 
-static int exchange(int fd, const char *msg, char *buf, size_t len)
+static int exchange_n(int fd, const void *msg, size_t mlen, char *buf,
+		      size_t len)
 {
 	ssize_t n;
 
-	if (send(fd, msg, strlen(msg), MSG_NOSIGNAL) < 0)
+	if (send(fd, msg, mlen, MSG_NOSIGNAL) < 0)
 		return -1;
 	if (wait_fd(fd, POLLIN))
 		return -1;
@@ -81,6 +84,11 @@ static int exchange(int fd, const char *msg, char *buf, size_t len)
 		return -1;
 	buf[n] = '\0';
 	return 0;
+}
+
+static int exchange(int fd, const char *msg, char *buf, size_t len)
+{
+	return exchange_n(fd, msg, strlen(msg), buf, len);
 }
 
 static int sock_open(int type, const char *src, const char *dst, int port)
@@ -198,11 +206,18 @@ int main(int argc, char **argv)
 	}
 	if (argc < 5 || (port = atoi(argv[4])) <= 0 || port > 65535)
 		goto usage;
-	if (strcmp(argv[1], "tcp") == 0 || strcmp(argv[1], "udp") == 0) {
+	if (strcmp(argv[1], "tcp") == 0 || strcmp(argv[1], "udp") == 0 ||
+	    strcmp(argv[1], "quic") == 0) {
 		int type = argv[1][0] == 't' ? SOCK_STREAM : SOCK_DGRAM;
+		/* a long header, version 1, type Initial; padded as a
+		 * client's must be */
+		static unsigned char initial[1200] = {0xc3, 0, 0, 0, 1, 8};
 
 		fd = sock_open(type, argv[2], argv[3], port);
-		if (fd < 0 || exchange(fd, "hi\n", buf, sizeof(buf))) {
+		if (fd < 0 || (argv[1][0] == 'q'
+				   ? exchange_n(fd, initial, sizeof(initial),
+						buf, sizeof(buf))
+				   : exchange(fd, "hi\n", buf, sizeof(buf)))) {
 			printf("fail\n");
 			if (fd >= 0)
 				close(fd);
@@ -238,7 +253,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 usage:
-	fprintf(stderr, "usage: probe tcp|udp|hold SRC DST PORT [FLAG]\n"
+	fprintf(stderr, "usage: probe tcp|udp|quic|hold SRC DST PORT [FLAG]\n"
 			"       probe stream tcp|udp SRC DST PORT MS\n");
 	return 2;
 }
