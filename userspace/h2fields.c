@@ -253,18 +253,29 @@ int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
 	return (int)n;
 }
 
+size_t h2f_trailers_nv(struct evbuffer *tr, nghttp2_nv *nv, size_t max)
+{
+	size_t len = evbuffer_get_length(tr), off = 0, n = 0, nl, vl;
+	char *p = len ? (char *)evbuffer_pullup(tr, (ssize_t)len) : NULL;
+	const char *name, *value;
+
+	while (p && n < max &&
+	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
+		char *lc = p + (name - p);
+
+		for (size_t i = 0; i < nl; i++)
+			if (lc[i] >= 'A' && lc[i] <= 'Z')
+				lc[i] = (char)(lc[i] - 'A' + 'a');
+		nv[n++] = NV(lc, nl, value, vl, NGHTTP2_NV_FLAG_NONE);
+	}
+	return n;
+}
+
 int h2f_submit_trailers(nghttp2_session *ng, int32_t id, struct evbuffer *tr)
 {
 	nghttp2_nv nv[H2F_TRAILERS_MAX];
-	size_t len = evbuffer_get_length(tr), off = 0, n = 0, nl, vl;
-	const char *p =
-	    len ? (const char *)evbuffer_pullup(tr, (ssize_t)len) : NULL;
-	const char *name, *value;
+	size_t n = h2f_trailers_nv(tr, nv, H2F_TRAILERS_MAX);
 
-	/* nghttp2 copies the fields and lower-cases their names */
-	while (p && n < H2F_TRAILERS_MAX &&
-	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl))
-		nv[n++] = NV(name, nl, value, vl, NGHTTP2_NV_FLAG_NONE);
 	if (n == 0 || nghttp2_submit_trailer(ng, id, nv, n) != 0)
 		return -1;
 	return 0;

@@ -99,13 +99,19 @@ int h2f_request_nv(char *p, size_t len, bool tls, const char *authority,
 		   nghttp2_nv *nv, size_t max);
 
 /*
- * Submit the trailer lines in tr (edge's "Name: value" CRLF lines: those
- * hdr_trailer_next passes) as stream id's
- * trailers on ng, at most H2F_TRAILERS_MAX fields. 0, or -1 when none
- * passed or nghttp2 refused (the caller then ends the body without
- * them).
+ * The trailer lines in tr (edge's "Name: value" CRLF lines: those
+ * hdr_trailer_next passes) as fields in nv, at most max, their names
+ * lower-cased in place (tr's bytes: nv points into them; HTTP/3 wants
+ * them lower-case). The count.
  */
 #define H2F_TRAILERS_MAX (H1_MAX_HEADERS + 32)
+size_t h2f_trailers_nv(struct evbuffer *tr, nghttp2_nv *nv, size_t max);
+
+/*
+ * Submit tr's trailer lines (h2f_trailers_nv) as stream id's trailers on
+ * ng, at most H2F_TRAILERS_MAX fields. 0, or -1 when none passed or
+ * nghttp2 refused (the caller then ends the body without them).
+ */
 int h2f_submit_trailers(nghttp2_session *ng, int32_t id, struct evbuffer *tr);
 
 #endif /* EDGE_H2FIELDS_H */

@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <nghttp3/nghttp3.h>
+#include <stddef.h>
 
 #include "clk.h"
 #include "h2fields.h"
@@ -21,6 +22,18 @@
 #include "log.h"
 #include "req.h"
 #include "worker.h"
+
+/* h2fields.c's nghttp2 fields serve nghttp3 as they are */
+_Static_assert(sizeof(nghttp2_nv) == sizeof(nghttp3_nv) &&
+		   offsetof(nghttp2_nv, name) == offsetof(nghttp3_nv, name) &&
+		   offsetof(nghttp2_nv, value) == offsetof(nghttp3_nv, value) &&
+		   offsetof(nghttp2_nv, namelen) ==
+		       offsetof(nghttp3_nv, namelen) &&
+		   offsetof(nghttp2_nv, valuelen) ==
+		       offsetof(nghttp3_nv, valuelen) &&
+		   offsetof(nghttp2_nv, flags) == offsetof(nghttp3_nv, flags) &&
+		   NGHTTP2_NV_FLAG_NO_INDEX == NGHTTP3_NV_FLAG_NEVER_INDEX,
+	       "nghttp2_nv and nghttp3_nv differ");
 
 /* what a stream has for its request once nghttp3 and ngtcp2 returned */
 #define H3_EV_HEAD 0x01
@@ -337,27 +350,11 @@ static void h3_trailers(struct req *r, struct evbuffer *tr)
  * stream s, names lowercased in place (nghttp3 copies them): 0 or -1 */
 static int h3_submit_trailers(struct h3s *s)
 {
-	nghttp3_nv nv[H2F_TRAILERS_MAX];
-	size_t len = evbuffer_get_length(s->tr_out), off = 0, n = 0, nl, vl;
-	char *p = len ? (char *)evbuffer_pullup(s->tr_out, (ssize_t)len) : NULL;
-	const char *name, *value;
+	nghttp2_nv nv[H2F_TRAILERS_MAX];
+	size_t n = h2f_trailers_nv(s->tr_out, nv, H2F_TRAILERS_MAX);
 
-	while (p && n < H2F_TRAILERS_MAX &&
-	       hdr_trailer_next(p, len, &off, &name, &nl, &value, &vl)) {
-		char *lc = p + (name - p);
-
-		for (size_t i = 0; i < nl; i++)
-			if (lc[i] >= 'A' && lc[i] <= 'Z')
-				lc[i] = (char)(lc[i] - 'A' + 'a');
-		nv[n].name = (uint8_t *)lc;
-		nv[n].namelen = nl;
-		nv[n].value = (uint8_t *)(p + (value - p));
-		nv[n].valuelen = vl;
-		nv[n].flags = NGHTTP3_NV_FLAG_NONE;
-		n++;
-	}
-	if (n == 0 ||
-	    nghttp3_conn_submit_trailers(s->hc->h3, s->id, nv, n) != 0)
+	if (n == 0 || nghttp3_conn_submit_trailers(
+			  s->hc->h3, s->id, (const nghttp3_nv *)nv, n) != 0)
 		return -1;
 	return 0;
 }
@@ -575,9 +572,7 @@ static const struct req_client_ops h3_client = {
 
 static uint64_t h3_idle_ms(const struct h3c *hc)
 {
-	uint64_t ms = quic_conn_worker(hc->qc)->set.timeouts.idle_keepalive_ms;
-
-	return ms ? ms : 60000;
+	return quic_idle_ms(quic_conn_worker(hc->qc));
 }
 
 /* H3_KEEPALIVE_NS, or half the idle timeout in force (the lower of both

@@ -956,7 +956,7 @@ static int quic_tls_new(struct quic_conn *qc)
 
 /* ---- new connections ------------------------------------------------- */
 
-static uint64_t quic_idle_ms(const struct worker *w)
+uint64_t quic_idle_ms(const struct worker *w)
 {
 	uint64_t ms = w->set.timeouts.idle_keepalive_ms;
 

@@ -125,6 +125,9 @@ ngtcp2_conn *quic_conn_ngtcp2(const struct quic_conn *qc);
 void *quic_conn_app(const struct quic_conn *qc);
 void quic_conn_set_app(struct quic_conn *qc, void *app);
 struct worker *quic_conn_worker(const struct quic_conn *qc);
+/* A connection's idle timeout on w, ms: timeouts.idle_keepalive, else
+ * 60 s. */
+uint64_t quic_idle_ms(const struct worker *w);
 /* The client: address as text, as accepted, as a /32 or /128. Stable for
  * the connection's life (its first path's; a migration keeps them). */
 const char *quic_conn_client_ip(const struct quic_conn *qc);
