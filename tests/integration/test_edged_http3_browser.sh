@@ -13,7 +13,9 @@
 #     `Via: 3 ... (edge)`, Chromium says h3;
 #   - discovered: no QUIC forced to the origin; the first load goes over
 #     TLS on TCP (HTTP/2: record, Via 2, h2) and brings edged's Alt-Svc,
-#     and a reload of the page goes over HTTP/3 (record, Via 3, h3).
+#     and a reload of the page goes over HTTP/3 (record, Via 3, h3);
+#     with tls.quic_advertise = false (no Alt-Svc) the reload stays on
+#     TCP.
 #     Chromium takes QUIC learnt from Alt-Svc only with a certificate of a
 #     known root, unless QUIC is forced to some origin of that host name:
 #     the test forces it to port 9 of shop.test, where nothing listens and
@@ -169,9 +171,8 @@ run_build() { # LABEL BIN
 assert d["status"] == 200, d
 assert json.loads(d["body"])["path"] == path, d["body"][:300]' "/forced?v=$v"
 	check "$v: edged's analytics record of it says HTTP/3, from Chromium's address" '
-assert len(recs) == 1, recs
+assert [r["http_version"] for r in recs] == ["HTTP/3"], [r["http_version"] for r in recs]
 r = recs[0]
-assert r["http_version"] == "HTTP/3", r
 assert (r["status"], r["outcome"], r["tls_version"]) == (200, "ok", "TLSv1.3"), r
 assert r["client_ip"] == args[0] and "HeadlessChrome" in r["user_agent"], r' "/forced?v=$v" "$BR_CLIENT"
 	check "$v: the backend saw Via: 3 and the client's address" '
@@ -197,6 +198,19 @@ assert all(r["status"] == 200 and r["outcome"] == "ok" for r in recs), recs' "/a
 	check "$v: Alt-Svc: the backend saw Via 2, then Via 3" '
 assert [x.split()[0] for x in vias] == ["2", "3"], vias' "/alt?v=$v"
 	check "$v: Alt-Svc: Chromium says h2, then h3" 'assert d["protocols"] == ["h2", "h3"], d["protocols"]' "/alt?v=$v"
+
+	# the same without edged's Alt-Svc (tls.quic_advertise = false): the
+	# reload stays on TCP
+	sed -i 's/^  quic_listen = \(.*\)$/  quic_listen = \1\n  quic_advertise = false;/' "$T_TMP/edge.conf"
+	reload_conf || t_fail "$v: reload with quic_advertise = false" "no reload line"
+	browser "/noalt?v=$v" --quic-origin shop.test:9 --loads 2
+	versions "/noalt?v=$v" 2 >/dev/null
+	check "$v: quic_advertise = false: the reload too over TLS on TCP" '
+assert d["status"] == 200 and json.loads(d["body"])["path"] == path, d
+assert [r["http_version"] for r in recs] == ["HTTP/2", "HTTP/2"], [r["http_version"] for r in recs]
+assert [x.split()[0] for x in vias] == ["2", "2"], vias
+assert d["protocols"] == ["h2", "h2"], d["protocols"]' "/noalt?v=$v"
+	sed -i '/^  quic_advertise = false;$/d' "$T_TMP/edge.conf"
 
 	edged_stop 10
 	edged_sanitizers_clean "$v: no sanitizer report" && t_ok "$v: no sanitizer report"
