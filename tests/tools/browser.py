@@ -5,7 +5,8 @@ and report where it ended up: how the tests see edge's challenge page.
     browser.py --url URL [--profile DIR] [--timeout S] [--screenshot F.png]
                [--shot-early] [--wait-title-not TITLE]
                [--host-resolver-rules "MAP a.test 10.200.1.1"]
-               [--ignore-cert-errors]
+               [--ignore-cert-errors] [--cert-spki B64] [--quic-origin HOST:PORT]
+               [--loads N]
 
 Starts `chromium --headless=new` (no sandbox, no proxy; $CHROMIUM names
 another binary) on the profile DIR, or on a temporary one removed after,
@@ -21,6 +22,16 @@ S seconds (120). Then prints one JSON object on stdout:
    "status": the HTTP status of the last main-frame document response}
 and exits 0; on timeout the same with "timeout": true, exit 1; on
 failure (Chromium did not start, ...) a message on stderr, exit 2.
+"protocols" lists each main-frame document response's protocol as
+Chromium reports it ("http/1.1", "h2", "h3"), "protocol" the last.
+--cert-spki trusts a certificate whose public key's SHA-256 (base64) is
+B64 (--ignore-certificate-errors-spki-list), as QUIC requires: Chromium
+refuses QUIC to a certificate --ignore-cert-errors lets through.
+--quic-origin HOST:PORT forces QUIC to that origin
+(--origin-to-force-quic-on); it also lets QUIC accept a certificate of no
+known root for HOST whatever the port, which QUIC learnt from Alt-Svc
+needs. --loads N: once loaded, reload the page until it has been loaded
+N times (1), each time as above.
 --screenshot saves a PNG of the final page, or with --shot-early of the
 page while its title is still TITLE (300 ms after it loaded). Chromium is
 closed (its cookies saved in DIR; session cookies, which Chromium drops,
@@ -34,7 +45,7 @@ import argparse, asyncio, base64, json, os, shutil, signal, subprocess
 import sys, tempfile, time
 import websockets
 
-JS_STATE = "[document.readyState, document.title, location.href]"
+JS_STATE = "[document.readyState, document.title, location.href, !!window.browser_py_mark]"
 JS_RESULT = """(() => { let s = null;
   try { s = JSON.parse(sessionStorage.getItem("edge_challenge")); } catch (e) {}
   return {url: location.href, title: document.title, solved: s,
@@ -78,13 +89,14 @@ async def drive(a, ws_url):
         tid = (await cdp.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
         sid = (await cdp.call("Target.attachToTarget",
                               {"targetId": tid, "flatten": True}))["sessionId"]
-        status = {"status": None}
+        status = {"status": None, "protocols": []}
 
         def on_event(m):  # the main frame's id is its target's id
             p = m.get("params", {})
             if (m.get("method") == "Network.responseReceived" and m.get("sessionId") == sid
                     and p.get("type") == "Document" and p.get("frameId") == tid):
                 status["status"] = p["response"]["status"]
+                status["protocols"].append(p["response"].get("protocol"))
         cdp.on_event = on_event
         for d in ("Page", "Network", "Runtime"):
             await cdp.call(d + ".enable", session=sid)
@@ -112,16 +124,22 @@ async def drive(a, ws_url):
             nav = {}
         if nav.get("errorText"):
             print("browser.py: navigate: " + nav["errorText"], file=sys.stderr)
-        timed_out, loaded_at, shot_done = True, None, False
+        timed_out, loaded_at, shot_done, loads = True, None, False, 1
         while time.monotonic() < deadline:
-            try:
-                state, title, href = await ev(JS_STATE, 5)
+            try:  # mark: set on the document a reload is to replace
+                state, title, href, mark = await ev(JS_STATE, 5)
             except Exception:  # between documents: no context to evaluate in
-                state = title = href = None
-            if state == "complete" and (href != "about:blank" or a.url == "about:blank"):
+                state = title = href = mark = None
+            if (state == "complete" and (href != "about:blank" or a.url == "about:blank")
+                    and not mark):
                 if title != a.wait_title_not:
-                    timed_out = False
-                    break
+                    if loads >= a.loads:
+                        timed_out = False
+                        break
+                    await ev("window.browser_py_mark = true")
+                    await cdp.call("Page.reload", session=sid)
+                    loads += 1
+                    continue
                 loaded_at = loaded_at or time.monotonic()
                 if (a.screenshot and a.shot_early and not shot_done
                         and time.monotonic() - loaded_at >= 0.3):
@@ -151,6 +169,8 @@ async def drive(a, ws_url):
         keys = ("name", "value", "domain", "path", "httpOnly", "secure", "sameSite", "expires")
         out["cookies"] = [{k: c.get(k) for k in keys} for c in cookies]
         out["status"] = status["status"]
+        out["protocols"] = status["protocols"]
+        out["protocol"] = (status["protocols"] or [None])[-1]
         if timed_out:
             out["timeout"] = True
         if a.screenshot and not shot_done:
@@ -173,6 +193,9 @@ def main():
     ap.add_argument("--wait-title-not", default="solving")
     ap.add_argument("--host-resolver-rules")
     ap.add_argument("--ignore-cert-errors", action="store_true")
+    ap.add_argument("--cert-spki")
+    ap.add_argument("--quic-origin")
+    ap.add_argument("--loads", type=int, default=1)
     a = ap.parse_args()
 
     def die(sig, frame):
@@ -197,6 +220,10 @@ def main():
         cmd.append("--host-resolver-rules=" + a.host_resolver_rules)
     if a.ignore_cert_errors:
         cmd.append("--ignore-certificate-errors")
+    if a.cert_spki:
+        cmd.append("--ignore-certificate-errors-spki-list=" + a.cert_spki)
+    if a.quic_origin:
+        cmd += ["--enable-quic", "--origin-to-force-quic-on=" + a.quic_origin]
     errf = tempfile.TemporaryFile()
     proc, rc = None, 2
     try:
