@@ -16,6 +16,8 @@
 #   - a name served by the file and the database with one key type: the
 #     file's serves, warned
 #   - a row deleted: its name falls back to the default certificate
+#   - the updated row's certificate served over QUIC (tls.quic_listen)
+#     too (build/tools/h3evil prints the certificate's SHA-256)
 #   - a row updated to a chain of more than 10 certificates after the
 #     leaf (tests/tools/mkchain.sh), and a row of 3,000 copies: refused by
 #     id with the reason, counted, the previous version serving on, and a
@@ -119,6 +121,7 @@ pg = "$PG_CONNINFO";
 pg_snapshot = "$T_TMP/snap/db.json";
 tls = {
   listen = [ "127.0.0.1:$P_TLS" ];
+  quic_listen = [ "127.0.0.1:$P_TLS" ];
   certificates = (
     { cert = "$C/default.pem"; key = "$C/default.key"; },
     { cert = "$C/file-ec.pem"; key = "$C/file-ec.key"; }
@@ -210,6 +213,13 @@ run_suite() { # BIN LABEL
 		t_ok "$v: a row updated: the next handshake gets the new certificate (${WAITED} ms: by NOTIFY)"
 	else
 		t_fail "$v: an update applied by NOTIFY" "$(served_cn db.tls.test) after ${WAITED:-?} ms"
+	fi
+	# and over QUIC (tls.quic_listen): the same row's new certificate
+	"$B/tools/h3evil" --port "$P_TLS" --sni db.tls.test --timeout 10 >"$T_TMP/h3.out" 2>&1
+	if [ "$(sed -n 's/^cert_sha256=//p' "$T_TMP/h3.out")" = "$(openssl x509 -in "$C/db-v2.pem" -outform der | sha256sum | cut -c1-64)" ]; then
+		t_ok "$v: HTTP/3's handshake serves the updated row's certificate too"
+	else
+		t_fail "$v: the updated row over QUIC" "$(head -3 "$T_TMP/h3.out")"
 	fi
 	# the change is in: the version checks after it (every 2 s) must not
 	# read the table again (checked after 2b)
