@@ -226,8 +226,8 @@ run_suite() { # LABEL
 	done
 	has "$L: edged counted packets it lost" "$(metric edge_quic_packets_lost_total)" '^[1-9][0-9]*$'
 	if kill -0 "$EPID" 2>/dev/null; then t_ok "$L: edged is alive"; else t_fail "$L: edged is alive"; fi
-	echo "# $L: netem c(to client) $(for f in seen dropped delayed reordered; do printf '%s=%s ' $f "$(netem_stat c $f)"; done)"
-	echo "# $L: netem e(to edged)  $(for f in seen dropped delayed reordered; do printf '%s=%s ' $f "$(netem_stat e $f)"; done)"
+	echo "# $L: netem (counts since the start) c(to client) $(for f in seen dropped delayed reordered; do printf '%s=%s ' $f "$(netem_stat c $f)"; done)"
+	echo "# $L: netem (counts since the start) e(to edged)  $(for f in seen dropped delayed reordered; do printf '%s=%s ' $f "$(netem_stat e $f)"; done)"
 	echo "# $L: edged lost $(metric edge_quic_packets_lost_total)"
 	netem_set c 0 0
 	netem_set e 0 0
