@@ -71,9 +71,8 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 BPFT_SRCS  := $(wildcard tests/bpf/test_*.c)
 # Check suites against a real PostgreSQL (tests/pg/test_*.sh run them)
 PGT_SRCS   := $(wildcard tests/pg/test_*.c)
-TOOL_SRCS  := $(wildcard tests/tools/*.c) \
-              $(filter-out %.bpf.c,$(wildcard bench/*/*.c))
-TOOL_BPF_SRCS := $(wildcard bench/*/*.bpf.c)
+TOOL_SRCS  := $(filter-out %.bpf.c,$(wildcard tests/tools/*.c bench/*/*.c))
+TOOL_BPF_SRCS := $(wildcard tests/tools/*.bpf.c bench/*/*.bpf.c)
 # edged: userspace/*.c, one file per stage; all but edged.c (main) also
 # go into libedged.a so that unit tests can link any stage
 D_SRCS     := $(filter-out userspace/edged.c,$(wildcard userspace/*.c userspace/pg/*.c))
@@ -120,7 +119,8 @@ $(eval $(call variant,$(B),))
 $(eval $(call variant,$(B)/asan,$(SAN_FLAGS)))
 
 # helper programs for tests and benchmarks (normal build only), and the
-# BPF objects benchmarks load with ip(8) or bpftool (no skeleton)
+# BPF objects tests and benchmarks load with ip(8), tc or bpftool (no
+# skeleton)
 TOOLS := $(foreach s,$(TOOL_SRCS),$(B)/tools/$(basename $(notdir $(s)))) \
          $(foreach s,$(TOOL_BPF_SRCS),$(B)/tools/$(notdir $(s:.c=.o)))
 $(B)/tools/pg_listen: tests/tools/pg_listen.c $(HDRS) | $(B)/tools
@@ -141,6 +141,8 @@ $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread -lpq
 $(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
+	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
+$(B)/tools/%.bpf.o: tests/tools/%.bpf.c | $(B)/tools
 	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
 $(B)/tools:
 	mkdir -p $@
