@@ -16,7 +16,8 @@
  *                                        -> drop (dropped_policy)
  *   5. over a rate limit                 -> drop (dropped_ratelimit)
  *      (a new connection's first packet: a TCP SYN to any port, or a
- *      QUIC v1/v2 Initial to a guarded UDP port, takes a SYN token)
+ *      QUIC v1/v2 Initial datagram, or a UDP datagram's first fragment,
+ *      to a guarded port, takes a SYN token)
  *   6. otherwise                         -> pass (passed)
  *
  * Only UAPI headers: the object loads on any kernel from 6.1 on.
@@ -499,9 +500,15 @@ int edge_xdp(struct xdp_md *ctx)
 	}
 
 	if (p.have_saddr) {
-		over = ratelimit(&p, cfg, now,
-				 p.syn || (p.quic_initial && cfg->syn.rate &&
-					   port_guarded(p.dport)));
+		/* QUIC never fragments (RFC 9000, 14): a first fragment of
+		 * UDP to a guarded port may hide an Initial, and counts as
+		 * one */
+		over = ratelimit(
+		    &p, cfg, now,
+		    p.syn || ((p.quic_initial ||
+			       (p.fragment && p.l4proto == IPPROTO_UDP)) &&
+			      p.have_ports && cfg->syn.rate &&
+			      port_guarded(p.dport)));
 		if (over >= 0) {
 			count(over);
 			return drop(EDGE_CTR_DROPPED_RATELIMIT);

@@ -26,7 +26,7 @@ enum hdr_class {
  * (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
  * Transfer-Encoding, Upgrade), edge's own (X-Request-ID, X-Project-ID,
  * X-Environment-ID, X-Deployment-ID, X-Client-IP, X-Forwarded-For,
- * X-Forwarded-Proto, X-Forwarded-Host, Early-Data), the other address fields
+ * X-Forwarded-Proto, X-Forwarded-Host), the other address fields
  * (Forwarded, X-Real-IP, Client-IP, True-Client-IP,
  * X-Cluster-Client-IP), Content-Length and Host; 0 for any other name.
  * Told apart by length first: most names are compared with one literal
@@ -48,8 +48,6 @@ static unsigned hdr_class_exact(const char *s, size_t n)
 			   ? HDR_C_ADDR
 			   : 0;
 	case 10:
-		if (h1_eq(s, n, "early-data"))
-			return HDR_C_EDGE;
 		return h1_eq(s, n, "connection") || h1_eq(s, n, "keep-alive")
 			   ? HDR_C_HOP
 			   : 0;
@@ -882,7 +880,9 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	HDR_EDIT_FIELD(b, ed, "X-Forwarded-Proto", f->proto);
 	if (r->host && !HDR_EDIT_DROPS(ed, "X-Forwarded-Host"))
 		HDR_BUF_FIELD_LIT(b, "X-Forwarded-Host", r->host, r->host_len);
-	if (f->early_data)
+	/* a client's own is kept (an earlier hop's early data: RFC 8470
+	 * forbids removing it) and not said twice */
+	if (f->early_data && !h1_head_field(&r->h, "early-data"))
 		HDR_BUF_LIT(b, "Early-Data: 1\r\n");
 	hdr_edit_add(ed, b);
 	if (f->tunnel)

@@ -76,7 +76,8 @@ struct hdr_fwd {
 	const char *via_proto; /* the client's protocol version, its
 				  received-protocol ("1.0", "1.1", "2");
 				  NULL: "1.1" */
-	bool early_data;       /* Early-Data: 1 (RFC 8470) */
+	bool early_data;       /* Early-Data: 1 (RFC 8470), unless the
+				  client sent one */
 	const char *path;      /* path to send instead of r's (prefix
 				  stripped), or NULL */
 	size_t path_len;

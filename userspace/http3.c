@@ -52,6 +52,7 @@ struct h3blk {
  * timeout both ends agreed on, when shorter) keeps the connection from
  * its idle timeout (an upstream may take longer to answer) */
 #define H3_KEEPALIVE_NS (15ULL * NGTCP2_SECONDS)
+#define H3_KEEPALIVE_MIN_NS (1ULL * NGTCP2_SECONDS)
 
 /* response bytes a stream keeps unacknowledged at most: past it, the
  * stream waits for acknowledgements (a client that holds one early
@@ -576,7 +577,9 @@ static uint64_t h3_idle_ms(const struct h3c *hc)
 }
 
 /* H3_KEEPALIVE_NS, or half the idle timeout in force (the lower of both
- * ends' max_idle_timeout) when that is shorter */
+ * ends' max_idle_timeout) when that is shorter, but not under
+ * H3_KEEPALIVE_MIN_NS: a client's tiny max_idle_timeout would have edged
+ * PING it a thousand times a second (it then goes idle, its choice) */
 static ngtcp2_duration h3_keepalive_ns(const struct h3c *hc)
 {
 	ngtcp2_conn *c = quic_conn_ngtcp2(hc->qc);
@@ -590,7 +593,7 @@ static ngtcp2_duration h3_keepalive_ns(const struct h3c *hc)
 		idle = l->max_idle_timeout;
 	if (r && r->max_idle_timeout && r->max_idle_timeout < idle)
 		idle = r->max_idle_timeout;
-	return idle / 2;
+	return idle / 2 < H3_KEEPALIVE_MIN_NS ? H3_KEEPALIVE_MIN_NS : idle / 2;
 }
 
 /* whether every request in flight waits for the client: its field

@@ -86,11 +86,12 @@ struct quic_seen {
 #define QUIC_SEEN_KEY_SKIP 12
 static struct quic_seen *quic_seen;
 static pthread_mutex_t quic_seen_lock = PTHREAD_MUTEX_INITIALIZER;
-/* the largest initial_max_streams_bidi any connection was given: a ticket
- * promises its connection's limits to 0-RTT, so early data is taken only
- * while the current limit is at least this (a reload that lowers
- * http2.max_concurrent_streams turns it off until a restart) */
-static _Atomic uint64_t quic_streams_promised;
+/* the largest initial_max_streams_bidi and HTTP/3 field section size any
+ * connection with 0-RTT was given: a ticket promises its connection's
+ * limits to 0-RTT, so early data is taken only while the current limits
+ * are at least these (a reload that lowers them turns it off until a
+ * restart) */
+static _Atomic uint64_t quic_streams_promised, quic_fields_promised;
 static atomic_bool quic_early_lowered;
 
 /* GnuTLS's anti-replay database: 0, or GNUTLS_E_DB_ENTRY_EXISTS for a
@@ -131,7 +132,9 @@ static int quic_seen_add(void *ptr, time_t exp, const gnutls_datum_t *key,
 	}
 	pthread_mutex_unlock(&quic_seen_lock);
 	if (rc)
-		quic_count(worker ? *worker : 0, QUIC_EV_EARLY_REPLAYED);
+		quic_count(worker ? *worker : 0, i < QUIC_SEEN_PROBES
+						     ? QUIC_EV_EARLY_REPLAYED
+						     : QUIC_EV_EARLY_FULL);
 	return rc;
 }
 
@@ -148,26 +151,38 @@ static void quic_global_init(void)
 		quic_once_rc = -1;
 }
 
-/* Whether a connection of w may take 0-RTT: tls.quic_early_data, and its
- * transport parameters at least what any ticket of this process
- * promised. */
+/* A limit tickets promise their 0-RTT, raised to want: whether want is
+ * at least every promise made. */
+static bool quic_promise(_Atomic uint64_t *promised, uint64_t want)
+{
+	uint64_t seen = atomic_load(promised);
+
+	while (want > seen &&
+	       !atomic_compare_exchange_weak(promised, &seen, want))
+		;
+	return want >= seen;
+}
+
+/* Whether a connection of w may take 0-RTT (and its ticket allow it):
+ * tls.quic_early_data, and its limits (streams, HTTP/3's field section
+ * size) at least what any early-data ticket of this process promised. */
 static bool quic_early_ok(const struct worker *w)
 {
-	uint64_t want = w->set.http2.max_concurrent_streams;
-	uint64_t seen = atomic_load(&quic_streams_promised);
+	bool streams, fields;
 
-	while (want > seen && !atomic_compare_exchange_weak(
-				  &quic_streams_promised, &seen, want))
-		;
 	if (!w->set.quic_early_data)
 		return false;
-	if (want >= seen)
+	streams = quic_promise(&quic_streams_promised,
+			       w->set.http2.max_concurrent_streams);
+	fields = quic_promise(&quic_fields_promised,
+			      w->set.http2.max_header_list_size);
+	if (streams && fields)
 		return true;
 	if (!atomic_exchange(&quic_early_lowered, true))
 		log_warnx("tls.quic_early_data: 0-RTT off until a restart: "
-			  "http2.max_concurrent_streams (%llu) is lower "
-			  "than earlier tickets promised (%llu)",
-			  (unsigned long long)want, (unsigned long long)seen);
+			  "http2.max_concurrent_streams or "
+			  "http2.max_header_list_size is lower than earlier "
+			  "tickets promised");
 	return false;
 }
 

@@ -99,6 +99,7 @@ enum quic_event {
 	QUIC_EV_RESET,
 	QUIC_EV_EARLY_ACCEPTED, /* a handshake took 0-RTT data */
 	QUIC_EV_EARLY_REPLAYED, /* a ClientHello seen before: refused */
+	QUIC_EV_EARLY_FULL,	/* no room to remember one: refused */
 	QUIC_EV_EARLY_REQUEST,	/* a request served from 0-RTT data */
 };
 /* Count e on worker (a worker past quic_metrics' nworkers: the totals

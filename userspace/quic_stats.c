@@ -16,7 +16,7 @@ static const char *const quic_drop_names[QUIC_DROP_MAX] = {
 
 static struct metrics_counter *q_conns, *q_streams, *q_retries, *q_vn,
     *q_resets, *q_hs_ok, *q_hs_failed, *q_early_ok, *q_early_replay,
-    *q_early_req;
+    *q_early_full, *q_early_req;
 static struct metrics_counter *q_drop[QUIC_DROP_MAX];
 static struct metrics_gauge *q_open;
 static struct metrics_counter *q_lost;
@@ -71,6 +71,7 @@ int quic_metrics(struct metrics *m, unsigned nworkers)
 	static const char *const failed[] = {"result", "failed", NULL};
 	static const char *const accepted[] = {"result", "accepted", NULL};
 	static const char *const replayed[] = {"result", "replayed", NULL};
+	static const char *const full[] = {"result", "table_full", NULL};
 
 	q_conns = metrics_counter_new(m, "edge_quic_connections_total",
 				      "QUIC connections accepted (an Initial "
@@ -102,13 +103,21 @@ int quic_metrics(struct metrics *m, unsigned nworkers)
 	q_early_ok = metrics_counter_new(
 	    m, "edge_quic_early_data_total",
 	    "0-RTT: handshakes that took early data (accepted), ClientHellos "
-	    "seen before whose early data was refused (replayed)",
+	    "seen before whose early data was refused (replayed), and those "
+	    "refused for want of room to remember them (table_full)",
 	    accepted);
 	q_early_replay = metrics_counter_new(
 	    m, "edge_quic_early_data_total",
 	    "0-RTT: handshakes that took early data (accepted), ClientHellos "
-	    "seen before whose early data was refused (replayed)",
+	    "seen before whose early data was refused (replayed), and those "
+	    "refused for want of room to remember them (table_full)",
 	    replayed);
+	q_early_full = metrics_counter_new(
+	    m, "edge_quic_early_data_total",
+	    "0-RTT: handshakes that took early data (accepted), ClientHellos "
+	    "seen before whose early data was refused (replayed), and those "
+	    "refused for want of room to remember them (table_full)",
+	    full);
 	q_early_req = metrics_counter_new(
 	    m, "edge_quic_early_requests_total",
 	    "requests served from 0-RTT data (GET, HEAD, OPTIONS; the others "
@@ -123,7 +132,7 @@ int quic_metrics(struct metrics *m, unsigned nworkers)
 		return -ENOMEM;
 	if (!q_conns || !q_open || !q_streams || !q_hs_ok || !q_hs_failed ||
 	    !q_retries || !q_vn || !q_resets || !q_early_ok ||
-	    !q_early_replay || !q_early_req)
+	    !q_early_replay || !q_early_full || !q_early_req)
 		return -ENOMEM;
 	for (unsigned i = 0; i < QUIC_DROP_MAX; i++) {
 		const char *lab[] = {"reason", quic_drop_names[i], NULL};
@@ -173,7 +182,7 @@ json_t *quic_counts_json(void)
 		    drop, quic_drop_names[i],
 		    json_integer((json_int_t)metrics_counter_get(q_drop[i])));
 	return json_pack(
-	    "{s:I,s:I,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:o*,s:{s:I,s:I,s:I},s:I,"
+	    "{s:I,s:I,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:o*,s:{s:I,s:I,s:I,s:I},s:I,"
 	    "s:o*}",
 	    "connections", (json_int_t)metrics_counter_get(q_conns), "open",
 	    (json_int_t)metrics_gauge_get(q_open), "streams",
@@ -185,7 +194,8 @@ json_t *quic_counts_json(void)
 	    (json_int_t)metrics_counter_get(q_resets), "dropped", drop,
 	    "early_data", "accepted",
 	    (json_int_t)metrics_counter_get(q_early_ok), "replayed",
-	    (json_int_t)metrics_counter_get(q_early_replay), "requests",
+	    (json_int_t)metrics_counter_get(q_early_replay), "table_full",
+	    (json_int_t)metrics_counter_get(q_early_full), "requests",
 	    (json_int_t)metrics_counter_get(q_early_req), "packets_lost",
 	    (json_int_t)metrics_counter_get(q_lost), "workers",
 	    quic_workers_json());
@@ -238,6 +248,9 @@ void quic_count(unsigned worker, enum quic_event e)
 		break;
 	case QUIC_EV_EARLY_REPLAYED:
 		metrics_counter_add(q_early_replay, 1);
+		break;
+	case QUIC_EV_EARLY_FULL:
+		metrics_counter_add(q_early_full, 1);
 		break;
 	case QUIC_EV_EARLY_REQUEST:
 		metrics_counter_add(q_early_req, 1);

@@ -249,6 +249,43 @@ START_TEST(test_build_request_addr_fields)
 }
 END_TEST
 
+/* A request from 0-RTT goes with Early-Data: 1 (RFC 8470), once: an
+ * earlier hop's is kept as it came. */
+START_TEST(test_build_request_early_data)
+{
+	static const char plain[] = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char hop[] = "GET / HTTP/1.1\r\nHost: a\r\n"
+				  "early-data: 1\r\n\r\n";
+	struct h1_request *r = parse(plain, sizeof(plain) - 1);
+	struct hdr_fwd f = {.content_length = -1, .early_data = true};
+	struct hdr_buf b;
+
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET / HTTP/1.1\r\nHost: a\r\n"
+				    "X-Forwarded-Host: a\r\n"
+				    "Early-Data: 1\r\n\r\n");
+	hdr_buf_free(&b);
+	free(r);
+	r = parse(hop, sizeof(hop) - 1);
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET / HTTP/1.1\r\nHost: a\r\n"
+				    "early-data: 1\r\n"
+				    "X-Forwarded-Host: a\r\n\r\n");
+	hdr_buf_free(&b);
+	f.early_data =
+	    false; /* the hop's, from a request after the handshake */
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_str_eq(built(&b), "GET / HTTP/1.1\r\nHost: a\r\n"
+				    "early-data: 1\r\n"
+				    "X-Forwarded-Host: a\r\n\r\n");
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
 /* A response's fields of those names go to the client as they are. */
 START_TEST(test_build_response_addr_fields)
 {
@@ -647,6 +684,7 @@ int main(void)
 	tcase_add_test(tc, test_buf_cap);
 	tcase_add_test(tc, test_build_request);
 	tcase_add_test(tc, test_build_request_addr_fields);
+	tcase_add_test(tc, test_build_request_early_data);
 	tcase_add_test(tc, test_build_response_addr_fields);
 	tcase_add_test(tc, test_build_upgrade);
 	tcase_add_loop_test(tc, test_xff_addr, 0,

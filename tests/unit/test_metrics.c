@@ -249,9 +249,11 @@ START_TEST(test_xdp)
 	    s, "edge_xdp_packets_total{verdict=\"dropped_rule\"} 101\n"));
 	ck_assert_ptr_nonnull(
 	    strstr(s, "edge_xdp_events_total{event=\"malformed\"} 105\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(s, "edge_xdp_events_total{event=\"ratelimit_pkt\"} 110\n"));
 	/* the last counter was not passed in: 0 */
 	ck_assert_ptr_nonnull(
-	    strstr(s, "edge_xdp_events_total{event=\"ratelimit_pkt\"} 0\n"));
+	    strstr(s, "edge_xdp_events_total{event=\"ratelimit_quic\"} 0\n"));
 	ck_assert_ptr_null(strstr(s, "verdict=\"malformed\""));
 	free(s);
 	evbuffer_free(b);
