@@ -84,7 +84,7 @@ struct h3s {
 	bool out_eos, deferred, reset, reading, out_added, own, sending;
 	bool gone;   /* the client reset its side or asked edge to stop */
 	bool early;  /* part of its field section came in 0-RTT */
-	size_t lost; /* packets with its data declared lost, as last seen */
+	size_t lost; /* packets with its data declared lost, counted */
 	enum outcome why_o;
 	uint64_t close_code; /* the client's, at the close */
 	struct req r;
@@ -210,7 +210,6 @@ static void h3s_free(struct h3s *s)
 {
 	struct h3c *hc = s->hc;
 
-	quic_count_lost(quic_conn_worker(hc->qc)->id, s->lost);
 	TAILQ_REMOVE(&hc->streams, s, link);
 	if (s->in_work)
 		TAILQ_REMOVE(&hc->work, s, wlink);
@@ -849,9 +848,16 @@ static int h3_acked_cb(nghttp3_conn *conn, int64_t id, uint64_t len, void *user,
 
 	(void)conn;
 	(void)user;
-	if (s) /* ngtcp2 forgets it at the stream's close */
-		s->lost = ngtcp2_conn_get_stream_loss_count(
+	if (s) { /* counted as learnt: ngtcp2 forgets it at the close */
+		size_t lost = ngtcp2_conn_get_stream_loss_count(
 		    quic_conn_ngtcp2(s->hc->qc), id);
+
+		if (lost > s->lost) {
+			quic_count_lost(quic_conn_worker(s->hc->qc)->id,
+					lost - s->lost);
+			s->lost = lost;
+		}
+	}
 	while (s && len > 0 && s->sent) {
 		struct h3blk *k = s->sent;
 		size_t take = k->len - k->acked;

@@ -29,6 +29,9 @@ mkdir -p "$C"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 	-subj "/CN=shop.test" -addext "subjectAltName=DNS:shop.test,DNS:none.test" \
 	-keyout "$C/shop.key" -out "$C/shop.pem" >/dev/null 2>&1
+# big.test: a leaf and 9 intermediates, more than three Initials' worth
+bash "$TOOLS/mkchain.sh" "$C" big 9 "DNS:big.test" || t_fail "big.test's chain made"
+chmod 644 "$C/big.key"
 
 {
 	edged_conf_head "$P_ADMIN" "$T_TMP/edged.sock"
@@ -39,7 +42,8 @@ timeouts = { upstream_response = "5s"; drain = "10s"; };
 tls = {
   listen = [ "127.0.0.1:$P_TLS" ];
   quic_listen = [ "127.0.0.1:$P_TLS" ];
-  certificates = ( { cert = "$C/shop.pem"; key = "$C/shop.key"; } );
+  certificates = ( { cert = "$C/shop.pem"; key = "$C/shop.key"; },
+                   { cert = "$C/big-9.pem"; key = "$C/big.key"; } );
 };
 projects = (
   { id = "shop";
@@ -59,6 +63,26 @@ eq() { # NAME GOT WANT
 }
 has() { # NAME TEXT ERE
 	if grep -Eq -- "$3" <<<"$2"; then t_ok "$1"; else t_fail "$1" "'$(head -c 300 <<<"$2")' lacks /$3/"; fi
+}
+
+# wait_nonzero NAME: wait (5 s) for NAME above 0
+wait_nonzero() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(edged_metric "$1")" != 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# open_at_most N: 0 once edged has at most N QUIC connections open (5 s)
+open_at_most() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(edged_metric edge_quic_connections)" -le "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # cert_reloaded N: 0 once edged's log has more than N certificate
@@ -134,6 +158,7 @@ print("same" if len(seen) == 2 and seen[0] == seen[1] else seen)')" "same"
 	eq "$L: every byte, as over HTTP/1.1" \
 		"$(sha256sum <"$T_TMP/dl/3000000" | cut -c1-64)" \
 		"$(curl -sk --resolve "shop.test:$P_TLS:127.0.0.1" "https://shop.test:$P_TLS/big/3000000" | sha256sum | cut -c1-64)"
+	wait_nonzero edge_quic_packets_lost_total
 	has "$L: edged counts the packets it lost" "$(edged_metric edge_quic_packets_lost_total)" '^[1-9][0-9]*$'
 	h3 "$L: lossy POST" /upload2 -m POST -d "$T_TMP/body.bin" -t 0.05 -r 0.05
 	has "$L: a 300 KB POST through loss, byte for byte" \
@@ -238,15 +263,17 @@ PY
 	# a resumed GET, which is served once; the same datagrams sent again
 	# from another port, once that connection is gone, within GnuTLS's
 	# 10 s window, reach nothing upstream
+	local o0 rl
+	o0=$(edged_metric edge_quic_connections)
 	/usr/bin/python3 "$TOOLS/udp_replay.py" relay "$P_RELAY" "$P_TLS" "$T_TMP/flight" 4 >"$T_TMP/relay.out" 2>&1 &
-	local rl=$!
+	rl=$!
 	sleep 0.3
 	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump --timeout=10s \
 		--session-file="$T_TMP/sess" --tp-file="$T_TMP/tp" \
 		127.0.0.1 "$P_RELAY" "https://shop.test:$P_TLS/e5" >"$T_TMP/h3.out" 2>&1
 	wait "$rl"
 	eq "$L: the relayed early GET is served once" "$(grep -c '"path": "/e5"' "$T_TMP/backend.jsonl")" 1
-	edged_wait_metric edge_quic_connections 0 || t_fail "$L: the relayed connection closes"
+	open_at_most "$o0" || t_fail "$L: the relayed connection closes"
 	has "$L: the relay recorded the first flight" "$(cat "$T_TMP/relay.out")" '^recorded [1-9]'
 	/usr/bin/python3 "$TOOLS/udp_replay.py" replay "$P_TLS" "$T_TMP/flight" >"$T_TMP/replay.out" 2>&1
 	has "$L: the replay was answered (a handshake)" "$(cat "$T_TMP/replay.out")" 'answers [1-9]'
@@ -257,6 +284,28 @@ PY
 		"$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)" '0-RTT on: [1-9][0-9]* handshakes? took early data, [1-9][0-9]* requests? served from it, [1-9][0-9]* replays? refused'
 	sed -i '/^  quic_early_data = true;$/d' "$T_TMP/edge.conf"
 	reload_conf || t_fail "$L: reload" "no reload line"
+
+	# the anti-amplification limit (RFC 9000, 8.1): a client that never
+	# answers (a first flight recorded, replayed from another port) gets
+	# at most three times the bytes it sent, though big.test's chain
+	# alone is more than that
+	o0=$(edged_metric edge_quic_connections)
+	/usr/bin/python3 "$TOOLS/udp_replay.py" relay "$P_RELAY" "$P_TLS" "$T_TMP/bigflight" 3 >"$T_TMP/relay.out" 2>&1 &
+	rl=$!
+	sleep 0.3
+	timeout 30 gtlsclient --exit-on-all-streams-close --no-quic-dump --timeout=10s --sni=big.test \
+		127.0.0.1 "$P_RELAY" "https://big.test:$P_TLS/amp" >"$T_TMP/h3.out" 2>&1
+	wait "$rl"
+	open_at_most "$o0" || t_fail "$L: the relayed connection closes"
+	local sent chain got
+	sent=$(sed -n 's/^recorded [0-9]* bytes \([0-9]*\)$/\1/p' "$T_TMP/relay.out")
+	chain=$(($(grep -v -- ----- "$C/big-9.pem" | tr -d '\n' | wc -c) * 3 / 4))
+	has "$L: big.test's chain ($chain bytes) is more than 3 times the client's first flight ($sent)" \
+		"$((chain > 3 * ${sent:-100000}))" '^1$'
+	/usr/bin/python3 "$TOOLS/udp_replay.py" replay "$P_TLS" "$T_TMP/bigflight" >"$T_TMP/replay.out" 2>&1
+	got=$(sed -n 's/.* answered_bytes \([0-9]*\)$/\1/p' "$T_TMP/replay.out")
+	has "$L: a client that never answers gets an answer ($got bytes)" "${got:-0}" '^[1-9][0-9]*$'
+	has "$L: of at most 3 times what it sent" "$((${got:-0} <= 3 * ${sent:-0}))" '^1$'
 
 	# Alt-Svc: on responses over TLS on TCP (HTTP/1.1 and HTTP/2), not
 	# over HTTP/3 nor plain HTTP; off after a reload with
@@ -387,8 +436,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	NB=$(mktemp -d /tmp/edge-h3nobody.XXXXXX)
 	t_cleanup_add "rm -rf '$NB'"
 	chmod 777 "$NB"
-	cp "$C/shop.pem" "$C/shop.key" "$NB/"
-	chmod 644 "$NB/shop.pem" "$NB/shop.key"
+	cp "$C/shop.pem" "$C/shop.key" "$C/big-9.pem" "$C/big.key" "$NB/"
+	chmod 644 "$NB/shop.pem" "$NB/shop.key" "$NB/big-9.pem" "$NB/big.key"
 	sed -e "s#$C/#$NB/#g" -e "s#$T_TMP/edged.sock#$NB/edged.sock#" \
 		-e "s#$T_TMP/requests.jsonl#$NB/requests.jsonl#" \
 		-e "s/^user = .*/user = \"nobody\";/" "$T_TMP/edge.conf" >"$NB/edge.conf"

@@ -5,11 +5,12 @@
       Relays datagrams between one client (on 127.0.0.1:LISTEN_PORT) and
       127.0.0.1:TARGET_PORT for SECONDS, writing every datagram the client
       sent before the server's first answer to FILE (hex, one a line):
-      its Initial and any 0-RTT packets. Prints "recorded N".
+      its Initial and any 0-RTT packets. Prints "recorded N bytes B", B
+      the recorded datagrams' bytes.
   udp_replay.py replay TARGET_PORT FILE
       Sends FILE's datagrams, from a new socket, to 127.0.0.1:TARGET_PORT
       as an attacker who saw them on the wire would, then reads answers for
-      2 s. Prints "sent N answers M".
+      2 s. Prints "sent N bytes B answers M answered_bytes A".
 Exit 0, or 2 on a usage error.
 """
 import select
@@ -42,7 +43,7 @@ def relay(listen_port, target_port, path, seconds):
     with open(path, "w") as f:
         for d in first:
             f.write(d.hex() + "\n")
-    print("recorded", len(first))
+    print("recorded", len(first), "bytes", sum(len(d) for d in first))
 
 
 def replay(target_port, path):
@@ -52,17 +53,18 @@ def replay(target_port, path):
         grams = [bytes.fromhex(line.strip()) for line in f if line.strip()]
     for d in grams:
         s.send(d)
-    answers = 0
+    answers = answered = 0
     end = time.monotonic() + 2
     while time.monotonic() < end:
         r, _, _ = select.select([s], [], [], 0.1)
         if r:
             try:
-                s.recv(65535)
+                answered += len(s.recv(65535))
                 answers += 1
             except OSError:
                 pass
-    print("sent", len(grams), "answers", answers)
+    print("sent", len(grams), "bytes", sum(len(d) for d in grams),
+          "answers", answers, "answered_bytes", answered)
 
 
 def main():
