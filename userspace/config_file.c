@@ -315,7 +315,189 @@ static int cf_number(struct cf *x, struct cf_src *s)
 	return rc;
 }
 
-/* A string at s->pos, to its closing quote. */
+/* ---- ${NAME} in strings and @include names --------------------------------
+ */
+
+/* One "${NAME}" or "${NAME:-DEFAULT}", as cf_var_parse read it. */
+struct cf_var {
+	size_t len; /* from the '$' through the '}' */
+	char name[CONFIG_FILE_VAR_NAME_MAX + 1];
+	const char *dflt; /* its DEFAULT; NULL without ":-" */
+	size_t dlen;
+};
+
+static bool cf_var_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* Parse the "${" at p into *v. Returns 0, or -EINVAL with *why saying
+ * what is wrong: a bad name, no '}' on its line and before the string's
+ * end, or a default holding '"', '\\' or "${". */
+static int cf_var_parse(const char *p, struct cf_var *v, const char **why)
+{
+	size_t i = 2, n = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (!cf_var_start(p[i])) {
+		*why = "a name ([A-Za-z_][A-Za-z0-9_]*) must follow \"${\"";
+		return -EINVAL;
+	}
+	while (cf_var_start(p[i]) || cf_digit(p[i])) {
+		if (n == CONFIG_FILE_VAR_NAME_MAX) {
+			*why = "the name is too long";
+			return -EINVAL;
+		}
+		v->name[n++] = p[i++];
+	}
+	if (p[i] == ':' && p[i + 1] == '-') {
+		i += 2;
+		v->dflt = p + i;
+		while (p[i] && !strchr("}\"\\\n", p[i]) &&
+		       !(p[i] == '$' && p[i + 1] == '{'))
+			i++;
+		v->dlen = (size_t)(p + i - v->dflt);
+		if (p[i] == '\\' || p[i] == '$') {
+			*why = "a default may not hold '\\' or \"${\"";
+			return -EINVAL;
+		}
+	}
+	if (p[i] == '}') {
+		v->len = i + 1;
+		return 0;
+	}
+	if (!p[i] || p[i] == '"' || p[i] == '\n')
+		*why = "not closed (a '}' missing before the string's end "
+		       "or the line's)";
+	else if (strchr(":-=?+", p[i]))
+		*why = "only ${NAME} and ${NAME:-DEFAULT} are known";
+	else
+		*why = "a name is [A-Za-z_][A-Za-z0-9_]*";
+	return -EINVAL;
+}
+
+/* Bytes of a "${..." at p to show in a message: through its '}', or to
+ * the string's or the line's end, at most 40. */
+static size_t cf_var_shown(const char *p)
+{
+	size_t n = strcspn(p, "}\"\n");
+
+	n += p[n] == '}';
+	return n < 40 ? n : 40;
+}
+
+/* The value of *v: the environment's, or its default when the variable is
+ * unset (or empty, given a default). Returns 0, or -EINVAL with *why. */
+static int cf_var_value(const struct cf_var *v, const char **val, size_t *len,
+			const char **why)
+{
+	const char *e = getenv(v->name);
+
+	if (v->dflt && (!e || !e[0])) {
+		*val = v->dflt;
+		*len = v->dlen;
+		return 0;
+	}
+	if (!e) {
+		*why = "is not set in the environment";
+		return -EINVAL;
+	}
+	*len = strlen(e);
+	if (*len > CONFIG_FILE_VAR_MAX) {
+		*why = "is longer than 64 KiB";
+		return -EINVAL;
+	}
+	*val = e;
+	return 0;
+}
+
+/* Append val[0..len) to the text as a libconfig string reads it back:
+ * '"' and '\\' escaped, control bytes as \n \r \t \f or \xNN, no raw
+ * newline (so the text's lines stay the files'). */
+static int cf_put_escaped(struct cf *x, const char *val, size_t len)
+{
+	char out[512];
+	size_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)val[i];
+		const char *esc = NULL;
+
+		if (n + 4 > sizeof(out)) {
+			rc = cf_put(x, out, n);
+			if (rc)
+				return rc;
+			n = 0;
+		}
+		switch (c) {
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		case '\r':
+			esc = "\\r";
+			break;
+		case '\t':
+			esc = "\\t";
+			break;
+		case '\f':
+			esc = "\\f";
+			break;
+		default:
+			break;
+		}
+		if (esc) {
+			memcpy(out + n, esc, 2);
+			n += 2;
+		} else if (c < 0x20 || c == 0x7f) {
+			n += (size_t)snprintf(out + n, 5, "\\x%02x", c);
+		} else {
+			out[n++] = (char)c;
+		}
+	}
+	return cf_put(x, out, n);
+}
+
+/* The "$" at s->buf[*i], inside a string: "$${" becomes "${", "${...}"
+ * its value (escaped), anything else stays. *i goes past what it read. */
+static int cf_dollar(struct cf *x, struct cf_src *s, size_t *i)
+{
+	const char *b = s->buf, *val, *why = NULL;
+	struct cf_var v;
+	size_t len;
+	int rc;
+
+	if (b[*i + 1] == '$' && b[*i + 2] == '{') {
+		rc = cf_flush(x, s, *i);
+		s->flushed = *i + 1; /* the first '$' goes */
+		*i += 3;
+		return rc;
+	}
+	if (b[*i + 1] != '{') {
+		(*i)++;
+		return 0;
+	}
+	if (cf_var_parse(b + *i, &v, &why) < 0)
+		return cf_fail(x, s, s->line, "\"%.*s\": %s",
+			       (int)cf_var_shown(b + *i), b + *i, why);
+	if (cf_var_value(&v, &val, &len, &why) < 0)
+		return cf_fail(x, s, s->line, "${%s} %s", v.name, why);
+	rc = cf_flush(x, s, *i);
+	if (rc == 0)
+		rc = v.dflt && val == v.dflt ? cf_put(x, val, len)
+					     : cf_put_escaped(x, val, len);
+	*i += v.len;
+	s->flushed = *i;
+	return rc;
+}
+
+/* A string at s->pos, to its closing quote, its ${NAME}s replaced. */
 static int cf_string(struct cf *x, struct cf_src *s)
 {
 	const char *b = s->buf;
@@ -351,6 +533,13 @@ static int cf_string(struct cf *x, struct cf_src *s)
 				i++; /* a backslash as it is */
 			}
 			break;
+		case '$': {
+			int rc = cf_dollar(x, s, &i);
+
+			if (rc)
+				return rc;
+			break;
+		}
 		default:
 			i++;
 		}
@@ -395,6 +584,49 @@ static size_t cf_include_open(const char *p)
 
 static int cf_file(struct cf *x, const char *path, const char *site);
 
+/* An @include's NAME (its escapes undone) with its ${NAME}s replaced,
+ * into out[0..size): a file name, nothing escaped. */
+static int cf_include_vars(struct cf *x, const struct cf_src *s, unsigned line,
+			   const char *name, char *out, size_t size)
+{
+	const char *val, *why = NULL;
+	struct cf_var v;
+	size_t i = 0, n = 0, len;
+
+	while (name[i]) {
+		if (name[i] == '$' && name[i + 1] == '$' &&
+		    name[i + 2] == '{') {
+			val = "${";
+			len = 2;
+			i += 3;
+		} else if (name[i] == '$' && name[i + 1] == '{') {
+			if (cf_var_parse(name + i, &v, &why) < 0)
+				return cf_fail(
+				    x, s, line, "@include \"%s\": \"%.*s\": %s",
+				    name, (int)cf_var_shown(name + i), name + i,
+				    why);
+			if (cf_var_value(&v, &val, &len, &why) < 0)
+				return cf_fail(x, s, line,
+					       "@include \"%s\": ${%s} %s",
+					       name, v.name, why);
+			i += v.len;
+		} else {
+			val = name + i;
+			len = 1;
+			i++;
+		}
+		if (len >= size - n)
+			return cf_fail(x, s, line,
+				       "@include \"%s\": the file name is "
+				       "longer than %zu bytes",
+				       name, size - 1);
+		memcpy(out + n, val, len);
+		n += len;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
 /* The @include line at s->pos, whose opening quote ends at s->pos + n:
  * the text so far, then the included file's in place of the line. */
 static int cf_include(struct cf *x, struct cf_src *s, size_t n)
@@ -402,7 +634,7 @@ static int cf_include(struct cf *x, struct cf_src *s, size_t n)
 	const char *b = s->buf;
 	size_t i = s->pos + n, len = 0, dl;
 	unsigned line = s->line;
-	char name[PATH_MAX], *path = NULL, *site = NULL;
+	char name[PATH_MAX], full[PATH_MAX], *path = NULL, *site = NULL;
 	int rc;
 
 	for (;; i++) {
@@ -446,11 +678,14 @@ static int cf_include(struct cf *x, struct cf_src *s, size_t n)
 	rc = cf_flush(x, s, s->pos);
 	if (rc)
 		return rc;
+	rc = cf_include_vars(x, s, line, name, full, sizeof(full));
+	if (rc)
+		return rc;
 	dl = x->dir ? strlen(x->dir) : 0;
-	if (name[0] == '/' || !x->dir)
-		path = strdup(name);
+	if (full[0] == '/' || !x->dir)
+		path = strdup(full);
 	else if (asprintf(&path, "%s%s%s", x->dir,
-			  x->dir[dl - 1] == '/' ? "" : "/", name) < 0)
+			  x->dir[dl - 1] == '/' ? "" : "/", full) < 0)
 		path = NULL;
 	if (!path || asprintf(&site, "%s:%u: @include \"%s\": ",
 			      x->f->files[s->file], line, name) < 0) {

@@ -24,6 +24,13 @@
  * an @include on its line, and in an @include's file name only the
  * escapes \\ and \".
  *
+ * In a string and in an @include's file name, "${NAME}" (NAME
+ * [A-Za-z_][A-Za-z0-9_]*) is the environment variable NAME's value, an
+ * error when it is not set; "${NAME:-DEFAULT}" is DEFAULT when NAME is
+ * unset or empty (DEFAULT holds no '}', '"', '\\', newline or "${");
+ * "$${" is "${"; any other '$' stays. A value goes into the text escaped
+ * so that libconfig reads it back exactly, on the line it was on.
+ *
  * Used by config.c only; does no logging and keeps no global state.
  */
 #ifndef EDGE_CONFIG_FILE_H
@@ -41,6 +48,10 @@
 #define CONFIG_FILE_DEPTH_MAX 10
 /* @include lines followed in one read, all files together. */
 #define CONFIG_FILE_INCLUDES_MAX 4096
+/* Bytes of an environment variable's value a ${NAME} takes. */
+#define CONFIG_FILE_VAR_MAX (64u << 10)
+/* Bytes of the NAME of a ${NAME}. */
+#define CONFIG_FILE_VAR_NAME_MAX 255
 /* Bytes of an integer literal's text kept for messages, with its NUL. */
 #define CONFIG_FILE_INT_TEXT 32
 
@@ -85,13 +96,18 @@ struct config_file {
  * together may hold CONFIG_FILE_MAX bytes; no file may be included from
  * inside itself.
  *
+ * Reads the environment (getenv) for ${NAME}; changes nothing.
+ *
  * Returns 0; or with err holding "FILE: message", "FILE:LINE: message"
  * for what is wrong at a line, or "FILE:LINE: @include \"NAME\": PATH:
  * message" for an included file that cannot be read:
  *   -ENOENT, -EACCES, ... the file could not be opened or read (errno);
  *   -EINVAL  not a regular file ("PATH: not a regular file (a FIFO)"), a
  *            NUL byte, "\x00" in a string, a comment or string not
- *            closed, a malformed @include, nesting too deep or a cycle;
+ *            closed, a malformed @include, nesting too deep or a cycle,
+ *            a malformed "${", a variable not set ("FILE:LINE: ${NAME}
+ *            is not set in the environment") or longer than
+ *            CONFIG_FILE_VAR_MAX;
  *   -EFBIG   larger than CONFIG_FILE_MAX;
  *   -ENOMEM.
  * After an error *f holds whatever was read; config_file_free() frees it.

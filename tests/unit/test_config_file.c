@@ -362,6 +362,231 @@ START_TEST(test_include_depth)
 }
 END_TEST
 
+/* ---- ${NAME} from the environment ------------------------------------------
+ */
+
+/* Read tmpdir/edge.conf holding text into *f: its return code, and the
+ * string setting "a" as libconfig reads the text into a (64 bytes), when
+ * it reads. */
+static int read_a(const char *text, struct config_file *f, struct errbuf *err,
+		  char *a, size_t size)
+{
+	char path[128];
+	const char *v = NULL;
+	config_t lc;
+	int rc;
+
+	put("edge.conf", text, path);
+	memset(f, 0, sizeof(*f));
+	a[0] = '\0';
+	rc = config_file_read(path, f, err);
+	if (rc)
+		return rc;
+	config_init(&lc);
+	ck_assert_msg(config_read_string(&lc, f->text) == CONFIG_TRUE, "%s: %s",
+		      config_error_text(&lc), f->text);
+	ck_assert_int_eq(config_lookup_string(&lc, "a", &v), CONFIG_TRUE);
+	snprintf(a, size, "%s", v);
+	config_destroy(&lc);
+	return 0;
+}
+
+struct env_case {
+	const char *text; /* the file */
+	const char *want; /* "a", or the error's end after "edge.conf:" */
+};
+
+/* Values, defaults and what is left as it is; EDGE_T_SET is "v1",
+ * EDGE_T_EMPTY "", EDGE_T_UNSET unset. */
+static const struct env_case env_ok[] = {
+    {"a = \"${EDGE_T_SET}\";\n", "v1"},
+    {"a = \"x-${EDGE_T_SET}-${EDGE_T_SET}y\";\n", "x-v1-v1y"},
+    {"a = \"${EDGE_T_UNSET:-dflt}\";\n", "dflt"},
+    {"a = \"${EDGE_T_SET:-dflt}\";\n", "v1"},
+    {"a = \"${EDGE_T_EMPTY:-d $ x}\";\n", "d $ x"},
+    {"a = \"<${EDGE_T_EMPTY}>\";\n", "<>"},
+    {"a = \"<${EDGE_T_UNSET:-}>\";\n", "<>"},
+    {"a = \"$${EDGE_T_SET}\";\n", "${EDGE_T_SET}"},
+    {"a = \"$$${EDGE_T_SET}\";\n", "$${EDGE_T_SET}"},
+    {"a = \"$path$query $$ $ a$ $EDGE_T_SET {x}\";\n",
+     "$path$query $$ $ a$ $EDGE_T_SET {x}"},
+    {"a = \"\\\\${EDGE_T_SET}\" \"${EDGE_T_SET}\";\n", "\\v1v1"},
+    {"# ${EDGE_T_UNSET}\na = /* ${EDGE_T_UNSET} */ \"ok\"; // ${X\n", "ok"},
+};
+
+START_TEST(test_env_values)
+{
+	const struct env_case *c = &env_ok[_i];
+	struct config_file f;
+	struct errbuf err;
+	char a[64];
+
+	ck_assert_int_eq(setenv("EDGE_T_SET", "v1", 1), 0);
+	ck_assert_int_eq(setenv("EDGE_T_EMPTY", "", 1), 0);
+	ck_assert_int_eq(unsetenv("EDGE_T_UNSET"), 0);
+	ck_assert_msg(read_a(c->text, &f, &err, a, sizeof(a)) == 0, "%s: %s",
+		      c->text, err.msg);
+	ck_assert_str_eq(a, c->want);
+	config_file_free(&f);
+}
+END_TEST
+
+/* What is refused, with its file and line. */
+static const struct env_case env_bad[] = {
+    {"b = 1;\na = \"${EDGE_T_UNSET}\";\n",
+     "2: ${EDGE_T_UNSET} is not set in the environment"},
+    {"a = \"x\ny ${EDGE_T_UNSET}\";\n",
+     "2: ${EDGE_T_UNSET} is not set in the environment"},
+    {"a = \"${1A}\";\n",
+     "1: \"${1A}\": a name ([A-Za-z_][A-Za-z0-9_]*) must follow \"${\""},
+    {"a = \"${}\";\n",
+     "1: \"${}\": a name ([A-Za-z_][A-Za-z0-9_]*) must follow \"${\""},
+    {"a = \"${A.B}\";\n", "1: \"${A.B}\": a name is [A-Za-z_][A-Za-z0-9_]*"},
+    {"a = \"${A-x}\";\n",
+     "1: \"${A-x}\": only ${NAME} and ${NAME:-DEFAULT} are known"},
+    {"a = \"${A:=x}\";\n",
+     "1: \"${A:=x}\": only ${NAME} and ${NAME:-DEFAULT} are known"},
+    {"a = \"${EDGE_T_SET\";\n",
+     "1: \"${EDGE_T_SET\": not closed (a '}' missing before the string's "
+     "end or the line's)"},
+    {"a = \"${EDGE_T_SET:-x\n}\";\n",
+     "1: \"${EDGE_T_SET:-x\": not closed (a '}' missing before the "
+     "string's end or the line's)"},
+    {"a = \"${A:-a\\\\b}\";\n",
+     "1: \"${A:-a\\\\b}\": a default may not hold '\\' or \"${\""},
+    {"a = \"${A:-${B}}\";\n",
+     "1: \"${A:-${B}\": a default may not hold '\\' or \"${\""},
+};
+
+START_TEST(test_env_refused)
+{
+	const struct env_case *c = &env_bad[_i];
+	struct config_file f;
+	struct errbuf err;
+	char a[64], want[256];
+
+	ck_assert_int_eq(setenv("EDGE_T_SET", "v1", 1), 0);
+	ck_assert_int_eq(unsetenv("EDGE_T_UNSET"), 0);
+	ck_assert_int_eq(read_a(c->text, &f, &err, a, sizeof(a)), -EINVAL);
+	snprintf(want, sizeof(want), "%s/edge.conf:%s", tmpdir, c->want);
+	ck_assert_str_eq(err.msg, want);
+	config_file_free(&f);
+}
+END_TEST
+
+/* A value is libconfig's exactly, whatever bytes it holds, and lines stay
+ * the file's; one over CONFIG_FILE_VAR_MAX is refused. */
+START_TEST(test_env_escaped)
+{
+	static const char val[] = "q\"uote\\back\\\\x41\nnl\r\t\f\x01\x7f"
+				  "\xc3\xa9 \\x00 ${NOT} $$";
+	struct config_file f;
+	struct errbuf err;
+	char a[64], *big, *text;
+	const char *file, *p;
+	unsigned line, lines = 0;
+	int i;
+
+	ck_assert_int_eq(setenv("EDGE_T_VAL", val, 1), 0);
+	ck_assert_msg(read_a("a = \"${EDGE_T_VAL}\";\nb = 2;\n", &f, &err, a,
+			     sizeof(a)) == 0,
+		      "%s", err.msg);
+	ck_assert_str_eq(a, val);
+	for (p = f.text; *p; p++)
+		lines += *p == '\n';
+	ck_assert_uint_eq(lines, 2); /* no newline of the value's */
+	config_file_where(&f, 2, &file, &line);
+	ck_assert_uint_eq(line, 2);
+	config_file_free(&f);
+
+	big = malloc(CONFIG_FILE_VAR_MAX + 2);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', CONFIG_FILE_VAR_MAX + 1);
+	big[CONFIG_FILE_VAR_MAX + 1] = '\0';
+	ck_assert_int_eq(setenv("EDGE_T_VAL", big, 1), 0);
+	ck_assert_int_eq(
+	    read_a("a = \"${EDGE_T_VAL}\";\n", &f, &err, a, sizeof(a)),
+	    -EINVAL);
+	ck_assert_msg(strstr(err.msg, "edge.conf:1: ${EDGE_T_VAL} is longer "
+				      "than 64 KiB") != NULL,
+		      "%s", err.msg);
+	config_file_free(&f);
+	big[CONFIG_FILE_VAR_MAX] = '\0'; /* just the most */
+	ck_assert_int_eq(setenv("EDGE_T_VAL", big, 1), 0);
+	ck_assert_int_eq(
+	    read_a("a = \"${EDGE_T_VAL}\";\n", &f, &err, a, sizeof(a)), 0);
+	config_file_free(&f);
+	/* and the whole text stays within CONFIG_FILE_MAX */
+	ck_assert_int_eq(CONFIG_FILE_MAX / CONFIG_FILE_VAR_MAX, 256);
+	text = calloc(300, 20);
+	ck_assert_ptr_nonnull(text);
+	strcpy(text, "a = [\"\"");
+	for (i = 0; i < 300; i++)
+		strcat(text, ",\"${EDGE_T_VAL}\"");
+	strcat(text, "];\n");
+	ck_assert_int_eq(read_a(text, &f, &err, a, sizeof(a)), -EFBIG);
+	ck_assert_msg(strstr(err.msg, "larger than 16 MiB") != NULL, "%s",
+		      err.msg);
+	config_file_free(&f);
+	free(text);
+	free(big);
+	unsetenv("EDGE_T_VAL");
+}
+END_TEST
+
+/* In an included file: its own file and lines; in an @include's name. */
+START_TEST(test_env_in_include)
+{
+	struct config_file f;
+	struct errbuf err;
+	char main_path[128], inc[128], want[256];
+	const char *file;
+	unsigned line;
+
+	ck_assert_int_eq(setenv("EDGE_T_SET", "v1", 1), 0);
+	ck_assert_int_eq(unsetenv("EDGE_T_UNSET"), 0);
+	ck_assert_int_eq(snprintf(want, sizeof(want), "%s/d", tmpdir) > 0, 1);
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	ck_assert_int_eq(setenv("EDGE_T_DIR", "d", 1), 0);
+	put("d/inc.conf", "b = \"${EDGE_T_SET}\n\";\nc = \"${EDGE_T_SET}\";\n",
+	    inc);
+	put("edge.conf",
+	    "a = 1;\n@include \"${EDGE_T_DIR}/inc.conf\"\nd = 2;\n", main_path);
+	memset(&f, 0, sizeof(f));
+	ck_assert_msg(config_file_read(main_path, &f, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_str_eq(f.text,
+			 "a = 1;\nb = \"v1\n\";\nc = \"v1\";\nd = 2;\n");
+	config_file_where(&f, 4, &file, &line);
+	ck_assert_str_eq(file, inc);
+	ck_assert_uint_eq(line, 3);
+	config_file_where(&f, 5, &file, &line);
+	ck_assert_str_eq(file, main_path);
+	ck_assert_uint_eq(line, 3);
+	config_file_free(&f);
+
+	put("d/inc.conf", "b = 1;\n\nc = \"${EDGE_T_UNSET}\";\n", inc);
+	memset(&f, 0, sizeof(f));
+	ck_assert_int_eq(config_file_read(main_path, &f, &err), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:3: ${EDGE_T_UNSET} is not set in the environment", inc);
+	ck_assert_str_eq(err.msg, want);
+	config_file_free(&f);
+
+	put("edge.conf", "a = 1;\n@include \"${EDGE_T_UNSET}/inc.conf\"\n",
+	    main_path);
+	memset(&f, 0, sizeof(f));
+	ck_assert_int_eq(config_file_read(main_path, &f, &err), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:2: @include \"${EDGE_T_UNSET}/inc.conf\": "
+		 "${EDGE_T_UNSET} is not set in the environment",
+		 main_path);
+	ck_assert_str_eq(err.msg, want);
+	config_file_free(&f);
+	unsetenv("EDGE_T_DIR");
+}
+END_TEST
+
 static Suite *config_file_suite(void)
 {
 	Suite *s = suite_create("config_file");
@@ -373,6 +598,12 @@ static Suite *config_file_suite(void)
 	tcase_add_loop_test(tc, test_include_only_at_line_start, 0, 5);
 	tcase_add_test(tc, test_include_text_and_lines);
 	tcase_add_test(tc, test_include_depth);
+	tcase_add_loop_test(tc, test_env_values, 0,
+			    (int)(sizeof(env_ok) / sizeof(env_ok[0])));
+	tcase_add_loop_test(tc, test_env_refused, 0,
+			    (int)(sizeof(env_bad) / sizeof(env_bad[0])));
+	tcase_add_test(tc, test_env_escaped);
+	tcase_add_test(tc, test_env_in_include);
 	suite_add_tcase(s, tc);
 	return s;
 }
