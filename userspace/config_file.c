@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -627,6 +628,66 @@ static int cf_include_vars(struct cf *x, const struct cf_src *s, unsigned line,
 	return 0;
 }
 
+/* s with a '\\' before each byte glob(3) would read as special; NULL
+ * when out of memory. */
+static char *cf_glob_quote(const char *s)
+{
+	char *q = malloc(2 * strlen(s) + 1), *o = q;
+
+	if (!q)
+		return NULL;
+	for (; *s; s++) {
+		if (strchr("*?[\\", *s))
+			*o++ = '\\';
+		*o++ = *s;
+	}
+	*o = '\0';
+	return q;
+}
+
+static int cf_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The files matching pattern (an @include's, at line of s), in strcmp
+ * order, each appended as an @include of it would be; none: nothing. */
+static int cf_glob(struct cf *x, const struct cf_src *s, unsigned line,
+		   const char *pattern, const char *site)
+{
+	glob_t g;
+	size_t i;
+	int rc, e;
+
+	memset(&g, 0, sizeof(g));
+	errno = 0;
+	rc = glob(pattern, GLOB_ERR | GLOB_NOSORT, NULL, &g);
+	/* a folder of the pattern that is not there matches nothing too */
+	if (rc == GLOB_NOMATCH ||
+	    (rc == GLOB_ABORTED && (errno == ENOENT || errno == ENOTDIR))) {
+		rc = 0;
+	} else if (rc == GLOB_NOSPACE) {
+		rc = cf_nomem(x, x->f->files[0]);
+	} else if (rc != 0) {
+		e = errno ? errno : EIO;
+		errbuf_set(x->err, "%s%s: a folder could not be read: %s", site,
+			   pattern, strerror(e));
+		rc = -e;
+	} else {
+		qsort(g.gl_pathv, g.gl_pathc, sizeof(*g.gl_pathv), cf_strcmp);
+		/* the line counted one file already */
+		for (i = 0; rc == 0 && i < g.gl_pathc; i++)
+			if (i && ++x->includes > CONFIG_FILE_INCLUDES_MAX)
+				rc = cf_fail(x, s, line,
+					     "more than %d included files",
+					     CONFIG_FILE_INCLUDES_MAX);
+			else
+				rc = cf_file(x, g.gl_pathv[i], site);
+	}
+	globfree(&g);
+	return rc;
+}
+
 /* The @include line at s->pos, whose opening quote ends at s->pos + n:
  * the text so far, then the included file's in place of the line. */
 static int cf_include(struct cf *x, struct cf_src *s, size_t n)
@@ -635,6 +696,9 @@ static int cf_include(struct cf *x, struct cf_src *s, size_t n)
 	size_t i = s->pos + n, len = 0, dl;
 	unsigned line = s->line;
 	char name[PATH_MAX], full[PATH_MAX], *path = NULL, *site = NULL;
+	char *qdir = NULL;
+	const char *dir;
+	bool pattern;
 	int rc;
 
 	for (;; i++) {
@@ -681,18 +745,28 @@ static int cf_include(struct cf *x, struct cf_src *s, size_t n)
 	rc = cf_include_vars(x, s, line, name, full, sizeof(full));
 	if (rc)
 		return rc;
-	dl = x->dir ? strlen(x->dir) : 0;
+	/* a name with a glob's special bytes is a pattern: the folder it is
+	 * relative to is quoted in it */
+	pattern = strpbrk(full, "*?[") != NULL;
+	dir = x->dir;
+	if (dir && pattern)
+		dir = qdir = cf_glob_quote(x->dir);
+	dl = dir ? strlen(dir) : 0;
 	if (full[0] == '/' || !x->dir)
 		path = strdup(full);
-	else if (asprintf(&path, "%s%s%s", x->dir,
-			  x->dir[dl - 1] == '/' ? "" : "/", full) < 0)
+	else if (dir && asprintf(&path, "%s%s%s", dir,
+				 dir[dl - 1] == '/' ? "" : "/", full) < 0)
 		path = NULL;
+	free(qdir);
 	if (!path || asprintf(&site, "%s:%u: @include \"%s\": ",
 			      x->f->files[s->file], line, name) < 0) {
 		free(path);
 		return cf_nomem(x, x->f->files[0]);
 	}
-	rc = cf_file(x, path, site);
+	if (pattern)
+		rc = cf_glob(x, s, line, path, site);
+	else
+		rc = cf_file(x, path, site);
 	free(site);
 	free(path);
 	if (rc)

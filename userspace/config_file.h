@@ -91,10 +91,12 @@ struct config_file {
  * Read the configuration file at path, and every file it @includes, into
  * *f (which the caller zeroed). An @include "NAME" stands for NAME's text
  * in its place: NAME is relative to the main file's folder (a nested
- * include's too), or absolute. Each file is opened with O_NONBLOCK (so a
- * FIFO cannot block the open) and must be a regular file; all of them
- * together may hold CONFIG_FILE_MAX bytes; no file may be included from
- * inside itself.
+ * include's too), or absolute. A NAME with '*', '?' or '[' is a glob(3)
+ * pattern: every file it matches, in strcmp order, each counted as an
+ * @include; a pattern matching nothing stands for nothing. Each file is
+ * opened with O_NONBLOCK (so a FIFO cannot block the open) and must be a
+ * regular file; all of them together may hold CONFIG_FILE_MAX bytes; no
+ * file may be included from inside itself.
  *
  * Reads the environment (getenv) for ${NAME}; changes nothing.
  *

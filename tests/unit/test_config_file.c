@@ -587,6 +587,77 @@ START_TEST(test_env_in_include)
 }
 END_TEST
 
+/* ---- @include with a glob --------------------------------------------------
+ */
+
+/* Every match, in strcmp order; none: nothing; a plain name that is not
+ * there: an error as ever. */
+START_TEST(test_include_glob)
+{
+	struct config_file f;
+	struct errbuf err;
+	char main_path[128], p[128], want[512];
+
+	ck_assert_int_eq(snprintf(want, sizeof(want), "%s/conf.d", tmpdir) > 0,
+			 1);
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	put("conf.d/b.conf", "b = 2;\n", p);
+	put("conf.d/a.conf", "a = 1;", p); /* no newline at the end */
+	put("conf.d/B.conf", "B = 0;\n", p);
+	put("conf.d/c.conf.off", "c = 3;\n", p);
+	put("conf.d/aa.conf", "aa = 11;\n", p);
+	put("edge.conf",
+	    "x = 0;\n@include \"conf.d/*.conf\"\n@include \"none/*.conf\"\n"
+	    "@include \"conf.d/[z]\"\ny = 9;\n",
+	    main_path);
+	memset(&f, 0, sizeof(f));
+	ck_assert_msg(config_file_read(main_path, &f, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_str_eq(f.text, "x = 0;\nB = 0;\na = 1;\naa = 11;\nb = 2;\n"
+				 "y = 9;\n");
+	ck_assert_uint_eq(f.n_files, 5);
+	snprintf(want, sizeof(want), "%s/conf.d/a.conf", tmpdir);
+	ck_assert_str_eq(f.files[2], want);
+	config_file_free(&f);
+
+	/* each match is checked as an include is: a directory is refused */
+	snprintf(want, sizeof(want), "%s/conf.d/d.conf", tmpdir);
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	memset(&f, 0, sizeof(f));
+	ck_assert_int_eq(config_file_read(main_path, &f, &err), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:2: @include \"conf.d/*.conf\": %s/conf.d/d.conf: not a "
+		 "regular file (a directory)",
+		 main_path, tmpdir);
+	ck_assert_str_eq(err.msg, want);
+	config_file_free(&f);
+
+	/* the main file's folder is no pattern */
+	snprintf(want, sizeof(want), "%s/x[1]*", tmpdir);
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	snprintf(want, sizeof(want), "%s/x[1]*/conf.d", tmpdir);
+	ck_assert_int_eq(mkdir(want, 0755), 0);
+	put("x[1]*/conf.d/a.conf", "a = 1;\n", p);
+	put("x[1]*/edge.conf", "@include \"conf.d/*\"\n", main_path);
+	memset(&f, 0, sizeof(f));
+	ck_assert_msg(config_file_read(main_path, &f, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_str_eq(f.text, "a = 1;\n");
+	config_file_free(&f);
+
+	snprintf(main_path, sizeof(main_path), "%s/edge.conf", tmpdir);
+	put("edge.conf", "x = 0;\n@include \"conf.d/none.conf\"\n", main_path);
+	memset(&f, 0, sizeof(f));
+	ck_assert_int_eq(config_file_read(main_path, &f, &err), -ENOENT);
+	snprintf(want, sizeof(want),
+		 "%s:2: @include \"conf.d/none.conf\": %s/conf.d/none.conf: "
+		 "No such file or directory",
+		 main_path, tmpdir);
+	ck_assert_str_eq(err.msg, want);
+	config_file_free(&f);
+}
+END_TEST
+
 static Suite *config_file_suite(void)
 {
 	Suite *s = suite_create("config_file");
@@ -604,6 +675,7 @@ static Suite *config_file_suite(void)
 			    (int)(sizeof(env_bad) / sizeof(env_bad[0])));
 	tcase_add_test(tc, test_env_escaped);
 	tcase_add_test(tc, test_env_in_include);
+	tcase_add_test(tc, test_include_glob);
 	suite_add_tcase(s, tc);
 	return s;
 }
