@@ -70,7 +70,7 @@ static void usage(FILE *f)
 	    f,
 	    "usage: edged -c FILE [-f] [-v]\n"
 	    "       edged -c FILE --check | --check-file\n"
-	    "       edged --version\n"
+	    "       edged -V | --version\n"
 	    "  -c, --config FILE   configuration file\n"
 	    "      --check         check the configuration and the host "
 	    "(user,\n"
@@ -81,7 +81,8 @@ static void usage(FILE *f)
 	    "  -f, --foreground    do not detach; log to stderr (detached,\n"
 	    "                      edged logs to syslog, facility daemon)\n"
 	    "  -v, --verbose       debug messages\n"
-	    "      --version       the version and the commit built\n"
+	    "  -V, --version       the version, the commit built and the\n"
+	    "                      libraries' versions\n"
 	    "  -h, --help          this text\n"
 	    "signals: HUP reload, TERM/INT drain and exit, USR1 reopen the\n"
 	    "analytics file. See edged(8) and edge.conf(5).\n");
@@ -1296,7 +1297,7 @@ static int edged_args(int argc, char **argv, struct edged_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->check_host = true;
-	while ((ch = getopt_long(argc, argv, "c:fvh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:fvVh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o->conf_path = optarg;
@@ -1317,6 +1318,7 @@ static int edged_args(int argc, char **argv, struct edged_opts *o)
 		case 'V':
 			printf("edged %s (commit %s)\n", EDGE_VERSION,
 			       EDGE_COMMIT);
+			version_print_libs(stdout);
 			return 0;
 		case 'h':
 			usage(stdout);

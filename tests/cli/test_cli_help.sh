@@ -246,10 +246,10 @@ expect "edgectl ip --help: the ip commands" 0 "usage: edgectl ip policy" "$E" ip
 if [ -x "$EDGED" ]; then
 	"$EDGED" --help >"$T_TMP/ehelp" 2>&1
 	rc=$?
-	mapfile -t eopts < <(grep -oE '(^|[ ,])--?[a-z][a-z-]*' "$T_TMP/ehelp" | sed 's/^[ ,]//' | sort -u)
+	mapfile -t eopts < <(grep -oE '(^|[ ,])--?[a-zA-Z][a-z-]*' "$T_TMP/ehelp" | sed 's/^[ ,]//' | sort -u)
 	bad=()
 	[ $rc -eq 0 ] || bad+=("exit $rc")
-	for o in --config --check --check-file --foreground --verbose --version --help -c -f -v -h; do
+	for o in --config --check --check-file --foreground --verbose --version --help -c -f -v -V -h; do
 		printf '%s\n' "${eopts[@]}" | grep -qx -- "$o" || bad+=("--help lacks $o")
 	done
 	# every option edged's getopt table has: an unknown one is a usage error

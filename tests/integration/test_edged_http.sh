@@ -492,9 +492,12 @@ else
 fi
 write_conf "$T_TMP/check.conf" ""
 t_check "edged --check: a good config exits 0" "$EDGED" --check -c "$T_TMP/check.conf"
-# the version and the commit it was built from (git describe, or unknown)
-if out=$("$EDGED" --version 2>&1) && [[ "$out" =~ ^edged\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ [A-Za-z0-9._-]+\)$ ]]; then
-	t_ok "edged --version names the commit: $out"
+# the version and the commit it was built from (git describe, or unknown),
+# then the libraries' versions; -V the same
+if out=$("$EDGED" --version 2>&1) && [[ "${out%%$'\n'*}" =~ ^edged\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ [A-Za-z0-9._-]+\)$ ]] &&
+	grep -Eq '^openssl +[0-9]' <<<"$out" && grep -Eq '^gnutls +[0-9]' <<<"$out" &&
+	grep -Eq '^ngtcp2 +[0-9]' <<<"$out" && [ "$("$EDGED" -V 2>&1)" = "$out" ]; then
+	t_ok "edged --version and -V name the commit and the libraries: ${out%%$'\n'*}"
 else
 	t_fail "edged --version" "$out"
 fi

@@ -111,7 +111,7 @@ run_suite() { # BIN LABEL
 	sv=$(pg_val "SELECT max(version) FROM edge_schema")
 	if [ "$sv" = "$SCHEMA_VERSION" ] && { [ "$v" != edged ] ||
 		{ grep -q "schema migration 0001_control_plane applied" "$EDGED_LOG" &&
-			[ "$(pg_val "SELECT applied_by FROM edge_schema WHERE version = 1")" = "host-one edged $("$bin" --version | awk '{print $2}')" ]; }; } &&
+			[ "$(pg_val "SELECT applied_by FROM edge_schema WHERE version = 1")" = "host-one edged $("$bin" --version | awk 'NR == 1 {print $2}')" ]; }; } &&
 		! grep -q "not migrated" "$EDGED_LOG"; then
 		t_ok "$v: edged migrated the schema at start (version $sv)"
 	else
