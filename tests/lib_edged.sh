@@ -290,3 +290,26 @@ edged_check_refusals() {
 		fi
 	done
 }
+
+# edged_browser_net NS OCTET DEV: as root, a namespace NS-$T_ID for a
+# browser with a veth pair (DEV... on this side) to this one, on
+# 10.OCTET.x.0/24: edged listens on BR_ADDR (this side), the browser's
+# requests come from BR_CLIENT, run in it with "${BR_IN[@]}" CMD. Without
+# root, both are 127.0.0.1 and BR_IN is empty. 1 when it cannot be made.
+BR_ADDR=127.0.0.1
+BR_CLIENT=127.0.0.1
+BR_IN=()
+edged_browser_net() {
+	local ns="$1-$T_ID" dev="$3$((T_ID % 100000))" net
+	[ "$(id -u)" -eq 0 ] || return 0
+	net="10.$2.$((T_ID % 200 + 20))"
+	t_netns "$ns" || return 1
+	ip link add "$dev" type veth peer name br0 netns "$ns" || return 1
+	t_cleanup_add "ip link del '$dev' 2>/dev/null"
+	ip addr add "$net.1/24" dev "$dev" && ip link set "$dev" up &&
+		ip -n "$ns" addr add "$net.2/24" dev br0 && ip -n "$ns" link set br0 up &&
+		ip -n "$ns" link set lo up || return 1
+	BR_ADDR="$net.1"
+	BR_CLIENT="$net.2"
+	BR_IN=(t_in "$ns")
+}

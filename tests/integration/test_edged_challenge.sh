@@ -87,36 +87,14 @@ $(env_conf e-secure chal.localhost always 12)
 );
 CONF
 	} >"$T_TMP/edge.conf"
-	# as root, Chromium runs in a namespace of its own (browser_net)
+	# as root, Chromium runs in a namespace of its own (edged_browser_net)
 	if [ -n "$BR_ADDR" ] && [ "$BR_ADDR" != 127.0.0.1 ]; then
 		sed -i "s|^listen = \[ \"127.0.0.1:$P_EDGE\" \];|listen = [ \"127.0.0.1:$P_EDGE\", \"$BR_ADDR:$P_EDGE\" ];|" \
 			"$T_TMP/edge.conf"
 	fi
 }
 
-# browser_net: as root, a namespace for Chromium with a veth pair to this
-# one: edged listens on BR_ADDR (this side), Chromium's requests come from
-# the other side's address; without root, Chromium and edged share
-# 127.0.0.1
-BR_ADDR=127.0.0.1
-BR_CLIENT=127.0.0.1
-BR_IN=()
-browser_net() {
-	local ns="edge-chal-$T_ID" dev="ech$((T_ID % 100000))" net
-	[ "$(id -u)" -eq 0 ] || return 0
-	net="10.233.$((T_ID % 200 + 20))"
-	t_netns "$ns" || return 1
-	ip link add "$dev" type veth peer name br0 netns "$ns" || return 1
-	t_cleanup_add "ip link del '$dev' 2>/dev/null"
-	ip addr add "$net.1/24" dev "$dev" && ip link set "$dev" up &&
-		ip -n "$ns" addr add "$net.2/24" dev br0 && ip -n "$ns" link set br0 up &&
-		ip -n "$ns" link set lo up || return 1
-	BR_ADDR="$net.1"
-	BR_CLIENT="$net.2"
-	BR_IN=(t_in "$ns")
-}
-
-if ! browser_net; then
+if ! edged_browser_net edge-chal 233 ech; then
 	t_fail "Chromium's namespace" "could not be made"
 	t_exit
 	exit 1

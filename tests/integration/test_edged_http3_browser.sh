@@ -52,29 +52,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 SPKI=$(openssl x509 -in "$T_TMP/shop.pem" -pubkey -noout | openssl pkey -pubin -outform der |
 	openssl dgst -sha256 -binary | base64)
 
-# browser_net: as root, a namespace for Chromium with a veth pair to this
-# one: edged listens on BR_ADDR (this side), Chromium's requests come from
-# the other side's address; without root, Chromium and edged share
-# 127.0.0.1 (as test_edged_challenge.sh does)
-BR_ADDR=127.0.0.1
-BR_CLIENT=127.0.0.1
-BR_IN=()
-browser_net() {
-	local ns="edge-h3br-$T_ID" dev="eh3b$((T_ID % 100000))" net
-	[ "$(id -u)" -eq 0 ] || return 0
-	net="10.235.$((T_ID % 200 + 20))"
-	t_netns "$ns" || return 1
-	ip link add "$dev" type veth peer name br0 netns "$ns" || return 1
-	t_cleanup_add "ip link del '$dev' 2>/dev/null"
-	ip addr add "$net.1/24" dev "$dev" && ip link set "$dev" up &&
-		ip -n "$ns" addr add "$net.2/24" dev br0 && ip -n "$ns" link set br0 up &&
-		ip -n "$ns" link set lo up || return 1
-	BR_ADDR="$net.1"
-	BR_CLIENT="$net.2"
-	BR_IN=(t_in "$ns")
-}
-
-if ! browser_net; then
+if ! edged_browser_net edge-h3br 235 eh3b; then
 	t_fail "Chromium's namespace" "could not be made"
 	t_exit
 	exit 1
