@@ -40,7 +40,7 @@ _Static_assert(_Alignof(struct proxy) <= _Alignof(max_align_t),
 static void proxy_connect(struct req *r);
 static void proxy_relay(struct req *r);
 static void proxy_h2_cb(struct h2up_stream *st, unsigned ev, void *arg);
-static void proxy_h2_retry(struct req *r);
+static void proxy_h2_retry(struct req *r, bool fresh);
 
 /* The upstream side the request has: an HTTP/1.1 connection or an
  * HTTP/2 stream, and the buffers of either (the response's bytes as
@@ -462,7 +462,7 @@ static void proxy_connected(struct req *r)
 		if (h2up_stream_submit(p->h2, b.p, b.len,
 				       p->req_body.in != BODY_NONE)) {
 			hdr_buf_free(&b);
-			proxy_h2_retry(r); /* the session takes no more */
+			proxy_h2_retry(r, false); /* the session takes no more */
 			return;
 		}
 	} else if (evbuffer_add(sockio_output(p->uio), b.p, b.len)) {
@@ -1560,9 +1560,10 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 }
 
 /* A request on an HTTP/2 stream goes again, on a stream of another
- * session or endpoint: when its body can be sent again (none, or read
- * whole), at most UPCONN_TRIES_MAX times; else 502 upstream_closed. */
-static void proxy_h2_retry(struct req *r)
+ * session or endpoint (fresh: of a new connection, its own at first):
+ * when its body can be sent again (none, or read whole), at most
+ * UPCONN_TRIES_MAX times; else 502 upstream_closed. */
+static void proxy_h2_retry(struct req *r, bool fresh)
 {
 	struct proxy *p = PX(r);
 
@@ -1573,6 +1574,7 @@ static void proxy_h2_retry(struct req *r)
 		req_end(r, OUTCOME_UPSTREAM_CLOSED, NULL);
 		return;
 	}
+	p->u.fresh = fresh;
 	upconn_retry(&p->u);
 	proxy_connect(r);
 }
@@ -1605,16 +1607,21 @@ static void proxy_h2_closed(struct req *r, struct h2up_stream *st)
 			return;
 		}
 		if (!err && h2up_stream_refused(st)) {
-			proxy_h2_retry(r);
+			proxy_h2_retry(r, false);
 			return;
 		}
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT, err);
 		return;
 	case PROXY_WAITING:
-		if (h2up_stream_refused(st) ||
-		    (!code && h2up_stream_reused(st) &&
-		     method_idempotent(r->h.method))) {
-			proxy_h2_retry(r);
+		if (h2up_stream_refused(st)) {
+			proxy_h2_retry(r, false);
+			return;
+		}
+		/* the request may be what ended the connection: it goes
+		 * again on a new one, where it cannot end other streams */
+		if (!code && h2up_stream_reused(st) &&
+		    method_idempotent(r->h.method)) {
+			proxy_h2_retry(r, true);
 			return;
 		}
 		if (code)

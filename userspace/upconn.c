@@ -48,8 +48,10 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 	uint64_t now = clk_now_ns();
 	void *pooled = NULL;
 	int fd, e, one = 1;
+	bool fresh = u->fresh;
 
 	*uio = NULL;
+	u->fresh = false;
 again:
 	if (u->ntried >= UPCONN_TRIES_MAX)
 		return UPCONN_NONE;
@@ -114,14 +116,14 @@ again:
 	if (t->h2 && (a->scheme == CONFIG_SCHEME_H2C ||
 		      (a->scheme == CONFIG_SCHEME_HTTPS &&
 		       !h2up_known_h1(w, a, u->tag, now)))) {
-		u->sess = h2up_find(w, a, u->tag);
+		u->sess = fresh ? NULL : h2up_find(w, a, u->tag);
 		if (u->sess) {
 			u->reused = true;
 			return UPCONN_SHARED;
 		}
 		u->h2 = true;
 	}
-	fd = t->pool && (!u->h2 || a->scheme == CONFIG_SCHEME_HTTPS)
+	fd = t->pool && !fresh && (!u->h2 || a->scheme == CONFIG_SCHEME_HTTPS)
 		 ? upstream_pool_take_tag(w->up, ep, now, u->tag, &pooled)
 		 : -1;
 	if (fd >= 0)

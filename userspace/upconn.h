@@ -45,6 +45,9 @@ struct upconn {
 	struct upstream_ep *ep; /* the current attempt's, NULL between */
 	bool counted;		/* upstream_inflight_add(+1) held on ep */
 	bool reused;		/* the attempt's connection was pooled */
+	/* the next attempt makes a new connection, neither pooled nor
+	 * shared (set by the caller before upconn_retry, used once) */
+	bool fresh;
 	struct upstream_ep *tried[UPCONN_TRIES_MAX];
 	size_t ntried;
 	uint64_t t_connect; /* monotonic ns the attempt began */
