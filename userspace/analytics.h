@@ -52,7 +52,9 @@ struct passwd;
 	X(UPSTREAM_STATUS, upstream_status, 4)                                 \
 	X(HTTP_VERSION, http_version, 12)                                      \
 	X(CHALLENGE, challenge, 8)                                             \
-	X(AUTH, auth, 8)
+	X(AUTH, auth, 8)                                                       \
+	X(TRACE_ID, trace_id, 33)                                              \
+	X(SPAN_ID, span_id, 17)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,

@@ -32,7 +32,7 @@
 	"host, method, path, status, bytes_in, bytes_out, duration_us, "       \
 	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome, " \
 	"mover, tls_cipher, tls_resumed, cold_start_ms, upstream_addr, "       \
-	"upstream_status, http_version, challenge, auth"
+	"upstream_status, http_version, challenge, auth, trace_id, span_id"
 
 #define PG_SETUP                                                               \
 	"SET statement_timeout = %d; "                                         \
@@ -44,7 +44,8 @@
 	"user_agent text, referrer text, tls_version text, outcome text, "     \
 	"mover text, tls_cipher text, tls_resumed boolean, "                   \
 	"cold_start_ms integer, upstream_addr text, upstream_status integer, " \
-	"http_version text, challenge text, auth text) "                       \
+	"http_version text, challenge text, auth text, trace_id text, "        \
+	"span_id text) "                                                       \
 	"ON COMMIT DELETE ROWS"
 
 #define PG_BATCH                                                               \
@@ -206,6 +207,8 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	PG_TEXT(HTTP_VERSION, true);
 	PG_TEXT(CHALLENGE, true);
 	PG_TEXT(AUTH, true);
+	PG_TEXT(TRACE_ID, true);
+	PG_TEXT(SPAN_ID, true);
 #undef PG_TEXT
 	out[o - 1] = '\n'; /* the last column's tab */
 	return o;

@@ -730,14 +730,18 @@ static void fauth_event_cb(struct bufferevent *bev, short what, void *arg)
 			  : "it cannot be reached");
 }
 
-/* Whether request field f stays out of the subrequest: one edge
- * manages (hdr_is_managed), Expect, the client's X-Forwarded-* and
- * X-Original-*, one the Connection field names. */
-static bool fauth_req_drop(const struct h1_head *h, const struct h1_header *f)
+/* Whether request field f stays out of the subrequest q: one edge
+ * manages (hdr_is_managed; but a continued trace's tracestate), Expect,
+ * the client's X-Forwarded-* and X-Original-*, one the Connection field
+ * names. */
+static bool fauth_req_drop(const struct fauth_req *q, const struct h1_head *h,
+			   const struct h1_header *f)
 {
 	const char *n = f->name;
 	size_t l = f->name_len;
 
+	if (q->tracestate && h1_eq(n, l, "tracestate"))
+		return hdr_named_in_connection(h, n, l);
 	return fauth_hop(n, l) || hdr_is_managed(n, l) ||
 	       h1_eq(n, l, "expect") || fauth_forwarded(n, l) ||
 	       hdr_named_in_connection(h, n, l);
@@ -767,7 +771,7 @@ static int fauth_request(struct evbuffer *out, const struct fauth_conf *c,
 	for (i = 0; rc >= 0 && i < hd->nheaders; i++) {
 		const struct h1_header *f = &hd->headers[i];
 
-		if (fauth_req_drop(hd, f))
+		if (fauth_req_drop(q, hd, f))
 			continue;
 		rc =
 		    evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)f->name_len,
@@ -780,7 +784,7 @@ static int fauth_request(struct evbuffer *out, const struct fauth_conf *c,
 		    "X-Forwarded-Host: %.*s\r\nX-Forwarded-Uri: %.*s\r\n"
 		    "X-Forwarded-For: %s\r\nX-Original-Method: %.*s\r\n"
 		    "X-Original-URI: %.*s\r\nX-Request-Id: %s\r\n%s%s%s%s"
-		    "Connection: close\r\n\r\n",
+		    "%s%s%sConnection: close\r\n\r\n",
 		    m, h->method_str, q->tls ? "https" : "http",
 		    (int)h->host_len, h->host ? h->host : "", (int)un, uri,
 		    q->client_ip, m, h->method_str, (int)un, uri, q->request_id,
@@ -788,7 +792,9 @@ static int fauth_request(struct evbuffer *out, const struct fauth_conf *c,
 			? ""
 			: "Content-Length: 0\r\n",
 		    q->via ? "Via: 1.1 " : "", q->via ? q->via : "",
-		    q->via ? "\r\n" : "");
+		    q->via ? "\r\n" : "", q->traceparent ? "traceparent: " : "",
+		    q->traceparent ? q->traceparent : "",
+		    q->traceparent ? "\r\n" : "");
 	return rc < 0 ? -1 : 0;
 }
 

@@ -120,6 +120,10 @@ struct fauth_req {
 	const char *request_id;
 	const char *via; /* edge's Via member (hdr_via_init), NULL: none */
 	bool tls;
+	/* edge's traceparent (NULL: none) and whether the client's
+	 * tracestate goes with it (hdr.h's hdr_trace) */
+	const char *traceparent;
+	bool tracestate;
 };
 
 /* The worker's cached admission of h under c: true with *res (ALLOW,

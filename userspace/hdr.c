@@ -20,6 +20,9 @@ enum hdr_class {
 				a request's is kept from a trusted peer only */
 	HDR_C_ALIAS = 0x20,  /* read with '_' as '-', an edge or address
 				field: never kept in a request */
+	HDR_C_TRACE = 0x40,  /* traceparent: a request's is edge's own */
+	HDR_C_TRACESTATE = 0x80, /* tracestate: a request's goes on with
+				    the client's traceparent only */
 };
 
 /* The class of the field name s[0..n) as written: the hop-by-hop fields
@@ -28,7 +31,8 @@ enum hdr_class {
  * X-Environment-ID, X-Deployment-ID, X-Client-IP, X-Forwarded-For,
  * X-Forwarded-Proto, X-Forwarded-Host), the other address fields
  * (Forwarded, X-Real-IP, Client-IP, True-Client-IP,
- * X-Cluster-Client-IP), Content-Length and Host; 0 for any other name.
+ * X-Cluster-Client-IP), the trace context (traceparent, tracestate),
+ * Content-Length and Host; 0 for any other name.
  * Told apart by length first: most names are compared with one literal
  * at most. */
 static unsigned hdr_class_exact(const char *s, size_t n)
@@ -48,10 +52,14 @@ static unsigned hdr_class_exact(const char *s, size_t n)
 			   ? HDR_C_ADDR
 			   : 0;
 	case 10:
+		if (h1_eq(s, n, "tracestate"))
+			return HDR_C_TRACESTATE;
 		return h1_eq(s, n, "connection") || h1_eq(s, n, "keep-alive")
 			   ? HDR_C_HOP
 			   : 0;
 	case 11:
+		if (h1_eq(s, n, "traceparent"))
+			return HDR_C_TRACE;
 		return h1_eq(s, n, "x-client-ip") ? HDR_C_EDGE : 0;
 	case 12:
 		return h1_eq(s, n, "x-request-id") ||
@@ -292,7 +300,7 @@ bool hdr_trailer_next(const char *p, size_t len, size_t *off, const char **name,
 		 * must not take them from the client */
 		if (hdr_class(line, k) &
 		    (HDR_C_HOP | HDR_C_REBUILT | HDR_C_EDGE | HDR_C_ADDR |
-		     HDR_C_ALIAS))
+		     HDR_C_ALIAS | HDR_C_TRACE | HDR_C_TRACESTATE))
 			continue;
 		for (i = 0; i < sizeof(banned) / sizeof(banned[0]); i++)
 			if (h1_eq(line, k, banned[i]))
@@ -397,19 +405,24 @@ bool hdr_named_in_connection(const struct h1_head *h, const char *name,
 }
 
 /* What of class c survives when the classes in keep are kept: the
- * Upgrade of a tunnel, a trusted peer's address fields, a response's
- * fields of those names. */
+ * Upgrade of a tunnel, a trusted peer's address fields, a continued
+ * trace's tracestate, a response's fields of those names. */
 static unsigned hdr_class_dropped(unsigned c, unsigned keep)
 {
 	if (c & keep & HDR_C_UPGRADE)
 		return 0;
-	return c & ~(keep & (HDR_C_ADDR | HDR_C_ALIAS));
+	return c & ~(keep & (HDR_C_ADDR | HDR_C_ALIAS | HDR_C_TRACE |
+			     HDR_C_TRACESTATE));
 }
+
+/* A response keeps these classes of its fields. */
+#define HDR_KEEP_RESPONSE                                                      \
+	(HDR_C_ADDR | HDR_C_ALIAS | HDR_C_TRACE | HDR_C_TRACESTATE)
 
 bool hdr_drop(const struct h1_head *h, const struct h1_header *f, bool tunnel)
 {
 	unsigned c = hdr_class(f->name, f->name_len);
-	unsigned keep = (tunnel ? HDR_C_UPGRADE : 0) | HDR_C_ADDR | HDR_C_ALIAS;
+	unsigned keep = (tunnel ? HDR_C_UPGRADE : 0) | HDR_KEEP_RESPONSE;
 
 	if (hdr_class_dropped(c, keep))
 		return true;
@@ -525,10 +538,11 @@ static _Thread_local unsigned char
     id_pool[HDR_ID_BATCH * HDR_REQUEST_ID_LEN / 2];
 static _Thread_local size_t id_pool_left;
 
-int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1])
+/* n random bytes as 2n lowercase hex characters at out (no NUL), from
+ * the pool. Returns 0 or -EIO. */
+static int hdr_rand_hex(char *out, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	const size_t n = HDR_REQUEST_ID_LEN / 2;
 	const unsigned char *raw;
 	size_t i;
 
@@ -543,7 +557,113 @@ int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1])
 		out[2 * i] = hex[raw[i] >> 4];
 		out[2 * i + 1] = hex[raw[i] & 0xf];
 	}
+	return 0;
+}
+
+int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1])
+{
+	if (hdr_rand_hex(out, HDR_REQUEST_ID_LEN / 2))
+		return -EIO;
 	out[HDR_REQUEST_ID_LEN] = '\0';
+	return 0;
+}
+
+/* ---- W3C Trace Context --------------------------------------------------- */
+
+/* Whether s[0..n) is lowercase hex and, when nonzero, not all '0'. */
+static bool trace_hex(const char *s, size_t n, bool nonzero)
+{
+	bool any = false;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+		any |= s[i] != '0';
+	}
+	return any || !nonzero;
+}
+
+static unsigned trace_hexval(char c)
+{
+	return (unsigned)(c <= '9' ? c - '0' : c - 'a' + 10);
+}
+
+bool hdr_traceparent_parse(const char *s, size_t n,
+			   char trace_id[HDR_TRACE_ID_LEN + 1],
+			   char parent_id[HDR_SPAN_ID_LEN + 1], uint8_t *flags)
+{
+	if (!s || n < HDR_TRACEPARENT_LEN || !trace_hex(s, 2, false) ||
+	    (s[0] == 'f' && s[1] == 'f'))
+		return false;
+	/* version 00 is exactly this long; a later one may go on after
+	 * a '-' (read as 00, what follows ignored) */
+	if (s[0] == '0' && s[1] == '0' ? n != HDR_TRACEPARENT_LEN
+	    : n > HDR_TRACEPARENT_LEN  ? s[HDR_TRACEPARENT_LEN] != '-'
+				       : false)
+		return false;
+	if (s[2] != '-' || s[35] != '-' || s[52] != '-' ||
+	    !trace_hex(s + 3, HDR_TRACE_ID_LEN, true) ||
+	    !trace_hex(s + 36, HDR_SPAN_ID_LEN, true) ||
+	    !trace_hex(s + 53, 2, false))
+		return false;
+	memcpy(trace_id, s + 3, HDR_TRACE_ID_LEN);
+	trace_id[HDR_TRACE_ID_LEN] = '\0';
+	memcpy(parent_id, s + 36, HDR_SPAN_ID_LEN);
+	parent_id[HDR_SPAN_ID_LEN] = '\0';
+	*flags = (uint8_t)(trace_hexval(s[53]) << 4 | trace_hexval(s[54]));
+	return true;
+}
+
+/* t->traceparent from its ids and flags. */
+static void trace_write(struct hdr_trace *t)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *out = t->traceparent;
+
+	memcpy(out, "00-", 3);
+	memcpy(out + 3, t->trace_id, HDR_TRACE_ID_LEN);
+	out[35] = '-';
+	memcpy(out + 36, t->span_id, HDR_SPAN_ID_LEN);
+	out[52] = '-';
+	out[53] = hex[t->flags >> 4];
+	out[54] = hex[t->flags & 0xf];
+	out[HDR_TRACEPARENT_LEN] = '\0';
+}
+
+int hdr_trace_init(const struct h1_head *h, struct hdr_trace *t)
+{
+	const struct h1_header *found = NULL;
+	uint8_t flags = 0;
+	unsigned i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < h->nheaders; i++) {
+		if (!h1_eq(h->headers[i].name, h->headers[i].name_len,
+			   "traceparent"))
+			continue;
+		if (found) { /* more than one: none is taken */
+			found = NULL;
+			break;
+		}
+		found = &h->headers[i];
+	}
+	if (found && hdr_traceparent_parse(found->value, found->value_len,
+					   t->trace_id, t->parent_id, &flags)) {
+		t->continued = true;
+		t->flags = flags & HDR_TRACE_FLAGS_KNOWN;
+	} else {
+		t->parent_id[0] = '\0';
+		if (hdr_rand_hex(t->trace_id, HDR_TRACE_ID_LEN / 2))
+			return -EIO;
+		t->trace_id[HDR_TRACE_ID_LEN] = '\0';
+		t->flags = HDR_TRACE_SAMPLED;
+	}
+	if (hdr_rand_hex(t->span_id, HDR_SPAN_ID_LEN / 2))
+		return -EIO;
+	t->span_id[HDR_SPAN_ID_LEN] = '\0';
+	trace_write(t);
 	return 0;
 }
 
@@ -854,7 +974,8 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 				  r->host_len);
 	kept_fields(b, &r->h,
 		    (f->tunnel ? HDR_C_UPGRADE : 0) |
-			(f->xff_trusted ? HDR_C_ADDR : 0),
+			(f->xff_trusted ? HDR_C_ADDR : 0) |
+			(f->tracestate ? HDR_C_TRACESTATE : 0),
 		    ed);
 	if (f->via) {
 		HDR_BUF_LIT(b, "Via: ");
@@ -864,6 +985,7 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 		HDR_BUF_LIT(b, "\r\n");
 	}
 	HDR_OPT_FIELD(b, "X-Request-ID", f->request_id);
+	HDR_EDIT_FIELD(b, ed, "traceparent", f->traceparent);
 	HDR_EDIT_FIELD(b, ed, "X-Project-ID", f->project_id);
 	HDR_EDIT_FIELD(b, ed, "X-Environment-ID", f->environment_id);
 	HDR_EDIT_FIELD(b, ed, "X-Deployment-ID", f->deployment_id);
@@ -999,8 +1121,7 @@ static int hdr_build_head(struct hdr_buf *b, int code, const char *reason,
 	HDR_BUF_LIT(b, "\r\n");
 	if (h)
 		kept_fields(b, h,
-			    (upgrade ? HDR_C_UPGRADE : 0) | HDR_C_ADDR |
-				HDR_C_ALIAS,
+			    (upgrade ? HDR_C_UPGRADE : 0) | HDR_KEEP_RESPONSE,
 			    ed);
 	hdr_buf_str(b, pre);
 	HDR_OPT_FIELD(b, "X-Request-ID", request_id);

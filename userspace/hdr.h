@@ -67,19 +67,22 @@ struct hdr_fwd {
 	/* the peer's (appended to a trusted peer's X-Forwarded-For; NULL:
 	 * client_ip): the load balancer whose list named the client */
 	const char *peer_ip;
-	const char *proto;     /* "http" or "https" */
-	bool xff_trusted;      /* peer is a trusted proxy: its XFF is kept
-				  (hdr_xff_append), else replaced; its
-				  other address fields kept, else dropped */
-	bool tunnel;	       /* forwarding an upgrade: keep Upgrade */
-	const char *via;       /* edge's Via member (hdr_via_init), or NULL */
-	const char *via_proto; /* the client's protocol version, its
-				  received-protocol ("1.0", "1.1", "2");
-				  NULL: "1.1" */
-	bool early_data;       /* Early-Data: 1 (RFC 8470), unless the
-				  client sent one */
-	const char *path;      /* path to send instead of r's (prefix
-				  stripped), or NULL */
+	const char *proto;	 /* "http" or "https" */
+	bool xff_trusted;	 /* peer is a trusted proxy: its XFF is kept
+				    (hdr_xff_append), else replaced; its
+				    other address fields kept, else dropped */
+	bool tunnel;		 /* forwarding an upgrade: keep Upgrade */
+	const char *via;	 /* edge's Via member (hdr_via_init), or NULL */
+	const char *via_proto;	 /* the client's protocol version, its
+				    received-protocol ("1.0", "1.1", "2");
+				    NULL: "1.1" */
+	bool early_data;	 /* Early-Data: 1 (RFC 8470), unless the
+				    client sent one */
+	const char *traceparent; /* edge's (hdr_traceparent); the client's
+				    is never sent */
+	bool tracestate;	 /* the client's tracestate goes on */
+	const char *path;	 /* path to send instead of r's (prefix
+				    stripped), or NULL */
 	size_t path_len;
 	int64_t content_length; /* body framing edge sends: >= 0 a length, */
 	bool chunked;		/* or edge's own chunking, or no body */
@@ -162,6 +165,43 @@ const char *hdr_request_id_get(const struct h1_head *h, size_t *n);
  * byte used once) and a NUL into out. Returns 0, or -EIO when the RNG
  * fails. */
 int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1]);
+
+/*
+ * W3C Trace Context (Level 1). Edge is a participant: it keeps the
+ * client's trace id and sampled flag, and names a span of its own as the
+ * parent of what it sends upstream. A client without a valid traceparent
+ * (none, two, bad syntax, version ff, an all-zero id) starts a new trace:
+ * a random trace id, sampled, and its tracestate is dropped.
+ */
+#define HDR_TRACE_ID_LEN 32    /* hex characters of a trace id */
+#define HDR_SPAN_ID_LEN 16     /* hex characters of a span (parent) id */
+#define HDR_TRACEPARENT_LEN 55 /* "00-" trace "-" span "-" flags */
+#define HDR_TRACE_SAMPLED 0x01
+/* the flags passed on: sampled, and Level 2's random-trace-id */
+#define HDR_TRACE_FLAGS_KNOWN 0x03
+
+struct hdr_trace {
+	char trace_id[HDR_TRACE_ID_LEN + 1]; /* the client's or a new one */
+	char span_id[HDR_SPAN_ID_LEN + 1];   /* edge's: the parent-id sent */
+	char parent_id[HDR_SPAN_ID_LEN + 1]; /* the client's; "" when new */
+	uint8_t flags;			     /* trace-flags sent */
+	bool continued; /* the client's traceparent was taken: its
+			   tracestate goes on with it */
+	char traceparent[HDR_TRACEPARENT_LEN + 1]; /* the value sent */
+};
+
+/* Read a traceparent value s[0..n): version 00 exactly, or a later one
+ * (not ff) read as 00 with what follows its 55th character (a '-')
+ * ignored; lowercase hex, the ids not all zero. */
+bool hdr_traceparent_parse(const char *s, size_t n,
+			   char trace_id[HDR_TRACE_ID_LEN + 1],
+			   char parent_id[HDR_SPAN_ID_LEN + 1], uint8_t *flags);
+
+/* Fill t for a request with head h: the client's one traceparent
+ * continued, or a new trace; edge's span id drawn anew either way (the
+ * request id's RNG), and the traceparent to send written. Returns 0 or
+ * -EIO. */
+int hdr_trace_init(const struct h1_head *h, struct hdr_trace *t);
 
 /* Read one X-Forwarded-For element s[0..n) (OWS already trimmed): an
  * IPv4 or IPv6 address as cidr_parse_addr takes it, alone or with a port

@@ -53,14 +53,15 @@ enum hrule_var {
 	HV_HOST,
 	HV_PROJECT_ID,
 	HV_ENVIRONMENT_ID,
+	HV_TRACE_ID,
 	HV_PATH,
 	HV_QUERY,
 	HV_N,
 };
 
 static const char *const hv_name[HV_N] = {
-    "request_id",     "client_ip", "host",  "project_id",
-    "environment_id", "path",	   "query",
+    "request_id",     "client_ip", "host", "project_id",
+    "environment_id", "trace_id",  "path", "query",
 };
 
 static bool hv_char(char c)
@@ -292,10 +293,11 @@ static int hrule_conflict(const struct hrules *h, enum hrule_list l,
 }
 
 /* The longest value[0..n) may become, its variables at their longest
- * (a request id's 128 bytes, a host's 255 and a port, an id's 64). */
+ * (a request id's 128 bytes, a host's 255 and a port, an id's 64, a
+ * trace id's 32). */
 static size_t hv_longest(const char *v, size_t n)
 {
-	static const size_t longest[HV_N] = {128, 45, 262, 64, 64, 0, 0};
+	static const size_t longest[HV_N] = {128, 45, 262, 64, 64, 32, 0, 0};
 	size_t i, len, out = 0;
 	int k;
 
@@ -490,8 +492,9 @@ static void hrule_write(const struct hrule_edit *e, const struct hrules *g,
 			struct hdr_buf *b)
 {
 	const struct hrule_vars *v = e->v;
-	const char *vals[HV_N] = {v->request_id, v->client_ip, v->host,
-				  v->project_id, v->environment_id};
+	const char *vals[HV_N] = {v->request_id,     v->client_ip,
+				  v->host,	     v->project_id,
+				  v->environment_id, v->trace_id};
 	size_t lens[HV_N] = {0}, i;
 	int k;
 

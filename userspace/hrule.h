@@ -14,12 +14,12 @@
  *   response_add               "Name: value": added, what is there kept;
  *   request_remove,
  *   response_remove            "Name": every field of that name dropped.
- * A value may hold $request_id, $client_ip, $host, $project_id and
- * $environment_id, and $$ for a dollar. Refused: a name that is no token,
- * a value with a control byte or a byte past ASCII, an unknown variable,
- * a hop-by-hop name, Content-Length, X-Request-ID (edge's own, never
- * removed or replaced), and in requests Via (loop detection) and the
- * removal of Host; a name twice in a group's set lists, or both set and
+ * A value may hold $request_id, $client_ip, $host, $project_id,
+ * $environment_id and $trace_id (the W3C trace id), and $$ for a dollar.
+ * Refused: a name that is no token, a value with a control byte or a byte past
+ * ASCII, an unknown variable, a hop-by-hop name, Content-Length, X-Request-ID
+ * (edge's own, never removed or replaced), and in requests Via (loop detection)
+ * and the removal of Host; a name twice in a group's set lists, or both set and
  * removed.
  *
  * Names compare case-insensitively with '_' read as '-' (a CGI-style
@@ -115,6 +115,7 @@ struct hrule_vars {
 	size_t host_len;
 	const char *project_id;
 	const char *environment_id;
+	const char *trace_id; /* NULL or "": none */
 };
 
 /*

@@ -423,6 +423,8 @@ static void proxy_connected(struct req *r)
 	upconn_connected(&p->u, clk_now_ns());
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
+	f.traceparent = r->trace.traceparent[0] ? r->trace.traceparent : NULL;
+	f.tracestate = r->trace.continued;
 	f.project_id = r->m.project_id;
 	f.environment_id = r->m.env_id;
 	f.deployment_id = r->m.deployment_id;
@@ -462,7 +464,8 @@ static void proxy_connected(struct req *r)
 		if (h2up_stream_submit(p->h2, b.p, b.len,
 				       p->req_body.in != BODY_NONE)) {
 			hdr_buf_free(&b);
-			proxy_h2_retry(r, false); /* the session takes no more */
+			proxy_h2_retry(r,
+				       false); /* the session takes no more */
 			return;
 		}
 	} else if (evbuffer_add(sockio_output(p->uio), b.p, b.len)) {

@@ -118,6 +118,12 @@ static void record_event(struct analytics *a, const struct record *rec)
 				    SIZE_MAX);
 	if (rec->auth)
 		analytics_event_set(&ev, ANALYTICS_F_AUTH, rec->auth, SIZE_MAX);
+	if (rec->trace_id)
+		analytics_event_set(&ev, ANALYTICS_F_TRACE_ID, rec->trace_id,
+				    SIZE_MAX);
+	if (rec->span_id)
+		analytics_event_set(&ev, ANALYTICS_F_SPAN_ID, rec->span_id,
+				    SIZE_MAX);
 	if (rec->http)
 		record_http(&ev, rec);
 	analytics_enqueue(a, &ev);

@@ -53,6 +53,9 @@ struct record {
 	/* the credential that let it in or was refused (auth.h's method
 	 * names: api_key, jwt), NULL: none checked or none presented */
 	const char *auth;
+	/* its W3C trace id and edge's span id (hdr.h's hdr_trace), NULL:
+	 * none (no head, a TCP route) */
+	const char *trace_id, *span_id;
 };
 
 /* Tell rec's stream's ending (rec->t0 read against a fresh clock). */

@@ -244,6 +244,8 @@ static void req_record(struct req *r, enum outcome o)
 	    .tls_cipher = r->tls_cipher,
 	    .challenge = r->chal,
 	    .auth = r->auth_m ? auth_method_name(r->auth_m) : NULL,
+	    .trace_id = r->trace.trace_id[0] ? r->trace.trace_id : NULL,
+	    .span_id = r->trace.span_id[0] ? r->trace.span_id : NULL,
 	};
 
 	if (r->routed) {
@@ -1042,7 +1044,9 @@ static bool req_fauth(struct req *r)
 			      .client_ip = r->client_ip,
 			      .request_id = r->id,
 			      .via = r->w->sh->via[0] ? r->w->sh->via : NULL,
-			      .tls = r->tls};
+			      .tls = r->tls,
+			      .traceparent = r->trace.traceparent,
+			      .tracestate = r->trace.continued};
 
 	if (fauth_cached(c, &r->h, &res)) {
 		auth_count(AUTH_M_FORWARD, AUTH_R_OK);
@@ -1089,6 +1093,10 @@ void req_head(struct req *r)
 		memcpy(r->id, id, idn);
 		r->id[idn] = '\0';
 	} else if (hdr_request_id_new(r->id)) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return;
+	}
+	if (hdr_trace_init(&h->h, &r->trace)) {
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
@@ -1144,6 +1152,7 @@ void req_head(struct req *r)
 	r->hv.host_len = h->host_len;
 	r->hv.project_id = r->m.project_id;
 	r->hv.environment_id = r->m.env_id;
+	r->hv.trace_id = r->trace.trace_id;
 	r->req_ed = hrule_edit_init(&r->req_edit, r->m.env_headers,
 				    r->m.route_headers, &r->hv, false);
 	r->resp_ed = hrule_edit_init(&r->resp_edit, r->m.env_headers,

@@ -163,7 +163,8 @@ struct req {
 	uint64_t t0_real;     /* CLOCK_REALTIME ns at the first byte */
 	uint64_t t_resp;      /* monotonic ns of the response head, 0: none */
 	char id[HDR_REQUEST_ID_MAX + 1];
-	const char *client_ip;	      /* the client's address, as text */
+	struct hdr_trace trace; /* its W3C trace context, once its head came */
+	const char *client_ip;	/* the client's address, as text */
 	const struct sockaddr *peer;  /* and as accepted */
 	const struct cidr *peer_cidr; /* and as a /32 or /128 */
 	int conn_fd;		      /* its connection's socket */

@@ -233,8 +233,10 @@ START_TEST(test_event_fields)
 	ck_assert(json_is_null(json_object_get(j, "http_version")));
 	ck_assert(json_is_null(json_object_get(j, "challenge")));
 	ck_assert(json_is_null(json_object_get(j, "auth")));
+	ck_assert(json_is_null(json_object_get(j, "trace_id")));
+	ck_assert(json_is_null(json_object_get(j, "span_id")));
 	ck_assert_ptr_null(json_object_get(j, "truncated"));
-	ck_assert_uint_eq(json_object_size(j), 28);
+	ck_assert_uint_eq(json_object_size(j), 30);
 	json_decref(j);
 	free(line);
 
@@ -404,7 +406,7 @@ START_TEST(test_event_json_strange)
 	t = json_object_get(j, "truncated");
 	ck_assert_uint_eq(json_array_size(t), ANALYTICS_F_MAX);
 	ck_assert_str_eq(json_string_value(json_array_get(t, 0)), "request_id");
-	ck_assert_uint_eq(json_object_size(j), 29);
+	ck_assert_uint_eq(json_object_size(j), 31);
 	json_decref(j);
 	free(line);
 }

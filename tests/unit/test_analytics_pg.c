@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 28
+#define COLS 30
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -176,6 +176,8 @@ START_TEST(test_row)
 	ck_assert_ptr_null(col[25]); /* http_version */
 	ck_assert_ptr_null(col[26]); /* challenge: none */
 	ck_assert_ptr_null(col[27]); /* auth: none */
+	ck_assert_ptr_null(col[28]); /* trace_id: none */
+	ck_assert_ptr_null(col[29]); /* span_id: none */
 	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, "[2001:db8::1]:80",
 			    SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, "503", SIZE_MAX);
@@ -194,6 +196,14 @@ START_TEST(test_row)
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);
 	ck_assert_str_eq(col[27], "jwt");
+	analytics_event_set(&ev, ANALYTICS_F_TRACE_ID,
+			    "4bf92f3577b34da6a3ce929d0e0e4736", SIZE_MAX);
+	analytics_event_set(&ev, ANALYTICS_F_SPAN_ID, "00f067aa0ba902b7",
+			    SIZE_MAX);
+	len = analytics_pg_row(&ev, row);
+	ck_assert_uint_eq(split(row, len, store, col), COLS);
+	ck_assert_str_eq(col[28], "4bf92f3577b34da6a3ce929d0e0e4736");
+	ck_assert_str_eq(col[29], "00f067aa0ba902b7");
 	analytics_event_set(&ev, ANALYTICS_F_COLD_START_MS, "87", SIZE_MAX);
 	len = analytics_pg_row(&ev, row);
 	ck_assert_uint_eq(split(row, len, store, col), COLS);

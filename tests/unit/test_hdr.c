@@ -94,6 +94,172 @@ START_TEST(test_request_id_get)
 }
 END_TEST
 
+#define TP_OK "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+START_TEST(test_traceparent_parse)
+{
+	char t[HDR_TRACE_ID_LEN + 1], p[HDR_SPAN_ID_LEN + 1];
+	uint8_t fl = 0xee;
+
+	ck_assert(hdr_traceparent_parse(S(TP_OK), t, p, &fl));
+	ck_assert_str_eq(t, "4bf92f3577b34da6a3ce929d0e0e4736");
+	ck_assert_str_eq(p, "00f067aa0ba902b7");
+	ck_assert_uint_eq(fl, 1);
+	ck_assert(hdr_traceparent_parse(
+	    S("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff"), t, p,
+	    &fl));
+	ck_assert_uint_eq(fl, 0xff);
+	/* version 00: exactly 55 characters */
+	ck_assert(!hdr_traceparent_parse(S(TP_OK "-x"), t, p, &fl));
+	ck_assert(!hdr_traceparent_parse(S(TP_OK " "), t, p, &fl));
+	ck_assert(!hdr_traceparent_parse(TP_OK, 54, t, p, &fl));
+	/* a later version: read as 00, more after a '-' ignored */
+	ck_assert(hdr_traceparent_parse(
+	    S("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"),
+	    t, p, &fl));
+	ck_assert_str_eq(t, "4bf92f3577b34da6a3ce929d0e0e4736");
+	ck_assert(hdr_traceparent_parse(
+	    S("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x"), t, p,
+	    &fl));
+	/* version ff, uppercase, zero ids, separators, non-hex */
+	ck_assert(!hdr_traceparent_parse(
+	    S("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("00-00000000000000000000000000000000-00f067aa0ba902b7-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(
+	    S("0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), t, p,
+	    &fl));
+	ck_assert(!hdr_traceparent_parse(NULL, 0, t, p, &fl));
+}
+END_TEST
+
+START_TEST(test_trace_init)
+{
+	struct h1_request *r;
+	struct hdr_trace tr, tr2;
+
+	/* continued: the trace id and sampled kept, a span of edge's */
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\ntraceparent: " TP_OK
+		    "\r\ntracestate: k=v\r\n\r\n"));
+	ck_assert_int_eq(hdr_trace_init(&r->h, &tr), 0);
+	ck_assert(tr.continued);
+	ck_assert_str_eq(tr.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+	ck_assert_str_eq(tr.parent_id, "00f067aa0ba902b7");
+	ck_assert_uint_eq(strlen(tr.span_id), HDR_SPAN_ID_LEN);
+	ck_assert_str_ne(tr.span_id, "00f067aa0ba902b7");
+	ck_assert_uint_eq(strlen(tr.traceparent), HDR_TRACEPARENT_LEN);
+	ck_assert(!strncmp(tr.traceparent,
+			   "00-4bf92f3577b34da6a3ce929d0e0e4736-", 36));
+	ck_assert(!strncmp(tr.traceparent + 36, tr.span_id, 16));
+	ck_assert_str_eq(tr.traceparent + 52, "-01");
+	ck_assert(hdr_traceparent_parse(tr.traceparent, HDR_TRACEPARENT_LEN,
+					tr2.trace_id, tr2.parent_id,
+					&tr2.flags));
+	free(r);
+	/* unknown flags are not passed on; random (0x02) is */
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\ntraceparent: "
+		    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-"
+		    "fe\r\n\r\n"));
+	ck_assert_int_eq(hdr_trace_init(&r->h, &tr), 0);
+	ck_assert_uint_eq(tr.flags, 0x02);
+	ck_assert_str_eq(tr.traceparent + 52, "-02");
+	free(r);
+	/* none: a new trace, sampled; two: none taken; a bad one too */
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+	ck_assert_int_eq(hdr_trace_init(&r->h, &tr), 0);
+	ck_assert_int_eq(hdr_trace_init(&r->h, &tr2), 0);
+	ck_assert(!tr.continued);
+	ck_assert_str_eq(tr.parent_id, "");
+	ck_assert_uint_eq(tr.flags, HDR_TRACE_SAMPLED);
+	ck_assert_str_ne(tr.trace_id, tr2.trace_id);
+	ck_assert_str_ne(tr.span_id, tr2.span_id);
+	ck_assert(hdr_traceparent_parse(tr.traceparent, HDR_TRACEPARENT_LEN,
+					tr2.trace_id, tr2.parent_id,
+					&tr2.flags));
+	ck_assert_str_eq(tr2.trace_id, tr.trace_id);
+	ck_assert_str_eq(tr2.parent_id, tr.span_id);
+	free(r);
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\ntraceparent: " TP_OK
+		    "\r\nTraceParent: " TP_OK "\r\n\r\n"));
+	ck_assert_int_eq(hdr_trace_init(&r->h, &tr), 0);
+	ck_assert(!tr.continued);
+	ck_assert_str_ne(tr.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+	free(r);
+	r = parse(S("GET / HTTP/1.1\r\nHost: a\r\ntraceparent: "
+		    "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+		    "\r\n\r\n"));
+	ck_assert_int_eq(hdr_trace_init(&r->h, &tr), 0);
+	ck_assert(!tr.continued);
+	ck_assert_uint_eq(strlen(tr.trace_id), HDR_TRACE_ID_LEN);
+	free(r);
+}
+END_TEST
+
+START_TEST(test_build_request_trace)
+{
+	static const char in[] = "GET /t HTTP/1.1\r\n"
+				 "Host: a.example\r\n"
+				 "traceparent: " TP_OK "\r\n"
+				 "tracestate: vendor=1\r\n"
+				 "Accept: */*\r\n\r\n";
+	static const char tp[] =
+	    "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01";
+	struct h1_request *r = parse(in, sizeof(in) - 1);
+	struct hdr_fwd f = {.request_id = "id",
+			    .traceparent = tp,
+			    .tracestate = true,
+			    .content_length = -1};
+	struct hdr_buf b;
+	const char *out;
+
+	/* the client's traceparent replaced by edge's; tracestate kept */
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	out = built(&b);
+	ck_assert_ptr_null(strstr(out, TP_OK));
+	ck_assert_ptr_nonnull(strstr(
+	    out,
+	    "\r\ntraceparent: "
+	    "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01\r\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\r\ntracestate: vendor=1\r\n"));
+	ck_assert_ptr_null(
+	    strstr(strstr(out, "traceparent") + 1, "traceparent"));
+	hdr_buf_free(&b);
+	/* a trace started anew: the client's tracestate dropped */
+	f.tracestate = false;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	out = built(&b);
+	ck_assert_ptr_null(strstr(out, "tracestate"));
+	ck_assert_ptr_nonnull(strstr(out, "\r\ntraceparent: "));
+	hdr_buf_free(&b);
+	/* none to send: none at all */
+	f.traceparent = NULL;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	ck_assert_ptr_null(strstr(built(&b), "traceparent"));
+	hdr_buf_free(&b);
+	free(r);
+}
+END_TEST
+
 START_TEST(test_buf_cap)
 {
 	struct hdr_buf b;
@@ -504,6 +670,8 @@ START_TEST(test_build_response)
 				 "X-Hop: 1\r\n"
 				 "Transfer-Encoding: chunked\r\n"
 				 "X-Request-ID: upstream\r\n"
+				 "traceparent: " TP_OK "\r\n"
+				 "tracestate: up=1\r\n"
 				 "Content-Type: text/html\r\n\r\n";
 	struct h1_response *p = malloc(sizeof(*p));
 	struct hdr_buf b;
@@ -519,7 +687,10 @@ START_TEST(test_build_response)
 			       "X-Content-Type-Options: nosniff\r\n", NULL, -1,
 			       true, false),
 	    0);
+	/* a response's trace context is the upstream's to send */
 	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
+				    "traceparent: " TP_OK "\r\n"
+				    "tracestate: up=1\r\n"
 				    "Content-Type: text/html\r\n"
 				    "X-Request-ID: rid\r\n"
 				    "X-Content-Type-Options: nosniff\r\n"
@@ -529,6 +700,8 @@ START_TEST(test_build_response)
 	ck_assert_int_eq(
 	    hdr_build_response(&b, p, NULL, NULL, NULL, -1, false, true), 0);
 	ck_assert_str_eq(built(&b), "HTTP/1.1 200 OK\r\n"
+				    "traceparent: " TP_OK "\r\n"
+				    "tracestate: up=1\r\n"
 				    "Content-Type: text/html\r\n"
 				    "Connection: close\r\n\r\n");
 	hdr_buf_free(&b);
@@ -681,6 +854,9 @@ int main(void)
 	tcase_add_test(tc, test_sets);
 	tcase_add_test(tc, test_request_id);
 	tcase_add_test(tc, test_request_id_get);
+	tcase_add_test(tc, test_traceparent_parse);
+	tcase_add_test(tc, test_trace_init);
+	tcase_add_test(tc, test_build_request_trace);
 	tcase_add_test(tc, test_buf_cap);
 	tcase_add_test(tc, test_build_request);
 	tcase_add_test(tc, test_build_request_addr_fields);

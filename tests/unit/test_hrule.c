@@ -171,6 +171,7 @@ static const struct hrule_vars vars = {
     .host_len = 11,
     .project_id = "p1",
     .environment_id = "e1",
+    .trace_id = "4bf92f3577b34da6a3ce929d0e0e4736",
 };
 
 static const char *built(struct hdr_buf *b)
@@ -198,7 +199,7 @@ START_TEST(test_request_applied)
 	ck_assert_int_eq(add(&env, HRULE_REQUEST_SET, "X-Env: prod", NULL), 0);
 	ck_assert_int_eq(add(&env, HRULE_REQUEST_SET,
 			     "X-Who: $client_ip|$host|$project_id|"
-			     "$environment_id|$request_id|$$",
+			     "$environment_id|$request_id|$trace_id|$$",
 			     NULL),
 			 0);
 	ck_assert_int_eq(add(&env, HRULE_REQUEST_REMOVE, "X-Debug", NULL), 0);
@@ -225,17 +226,17 @@ START_TEST(test_request_applied)
 	ck_assert_ptr_nonnull(f.edit);
 	hdr_buf_init(&b, 0);
 	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
-	ck_assert_str_eq(built(&b),
-			 "GET /x HTTP/1.1\r\n"
-			 "Host: a.test:8080\r\n"
-			 "Accept: */*\r\n"
-			 "X-Request-ID: rid1\r\n"
-			 "X-Environment-ID: e1\r\n"
-			 "X-Client-IP: 192.0.2.7\r\n"
-			 "X-Forwarded-For: 192.0.2.7\r\n"
-			 "X-Forwarded-Host: a.test:8080\r\n"
-			 "X-Who: 192.0.2.7|a.test:8080|p1|e1|rid1|$\r\n"
-			 "x-env: api\r\n\r\n");
+	ck_assert_str_eq(built(&b), "GET /x HTTP/1.1\r\n"
+				    "Host: a.test:8080\r\n"
+				    "Accept: */*\r\n"
+				    "X-Request-ID: rid1\r\n"
+				    "X-Environment-ID: e1\r\n"
+				    "X-Client-IP: 192.0.2.7\r\n"
+				    "X-Forwarded-For: 192.0.2.7\r\n"
+				    "X-Forwarded-Host: a.test:8080\r\n"
+				    "X-Who: 192.0.2.7|a.test:8080|p1|e1|rid1|"
+				    "4bf92f3577b34da6a3ce929d0e0e4736|$\r\n"
+				    "x-env: api\r\n\r\n");
 	hdr_buf_free(&b);
 
 	/* no rule of a direction: no edit at all */
