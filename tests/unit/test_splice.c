@@ -6,7 +6,8 @@
  * also after edged's privilege drop; and a socket taken out from under
  * the verdict and put back under it again and again while its peer
  * streams into it, in two threads at once, loses no byte: every byte sent
- * reaches the spliced destination or the socket's own reader. (Taken out by a
+ * reaches the spliced destination or the socket's own reader (some
+ * delivered twice by the kernel is said, not failed). (Taken out by a
  * plain delete, a verdict running meanwhile on another CPU finds no program and
  * drops what it holds: sk_psock_verdict_recv.)
  */
@@ -273,7 +274,17 @@ START_TEST(test_rearm_under_stream)
 		atomic_store(&ln[i].down.stop, true);
 		pthread_join(ln[i].tr, NULL);
 		got = atomic_load(&ln[i].down.bytes);
-		ck_assert_msg(got + ln[i].own == sent,
+		/* more than was sent: the kernel delivered some bytes twice
+		 * (docs/splice.md, "What was found here", 7): said, not
+		 * this test's failure, which is a loss */
+		if (got + ln[i].own > sent)
+			printf(
+			    "test_splice: lane %d: the kernel delivered %llu "
+			    "bytes twice (%llu spliced, %llu read from the "
+			    "socket, %llu sent)\n",
+			    i, got + ln[i].own - sent, got,
+			    (unsigned long long)ln[i].own, sent);
+		ck_assert_msg(got + ln[i].own >= sent,
 			      "lane %d: %d cycles (%d disarmed under the "
 			      "socket lock): sent %llu, %llu spliced and %llu "
 			      "read from the socket: %lld lost (the socket "
