@@ -173,6 +173,17 @@ def side(o, token, hdrs, body, version, problems):
                 continue
             if k == "via":
                 v = via_member(v, version, problems)
+            if k == "traceparent":
+                # edge's: the record's trace and span, each request its own
+                p = v.split("-")
+                if len(p) != 4 or (recs and (
+                        p[1] != recs[-1].get("trace_id") or
+                        p[2] != recs[-1].get("span_id"))):
+                    problems.append("the backend got traceparent %s, the "
+                                    "record says trace %s span %s" %
+                                    (v, recs and recs[-1].get("trace_id"),
+                                     recs and recs[-1].get("span_id")))
+                v = "%s-TRACE-SPAN-%s" % (p[0], p[-1])
             if k == "x-request-id":
                 if recs and v != recs[-1].get("request_id"):
                     problems.append("the backend got X-Request-ID %s, the "
