@@ -185,6 +185,7 @@ int cmd_routes(struct ctl *c, int argc, char **argv);
 /* edgectl envs [--json]: the on-demand environments (docs/wake.md). */
 int cmd_envs(struct ctl *c, int argc, char **argv);
 int cmd_reload(struct ctl *c, int argc, char **argv);
+int cmd_upgrade(struct ctl *c, int argc, char **argv);
 int cmd_splice(struct ctl *c, int argc, char **argv);
 int cmd_upstream(struct ctl *c, int argc, char **argv);
 int cmd_challenge(struct ctl *c, int argc, char **argv);

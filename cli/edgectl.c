@@ -26,7 +26,7 @@ static const struct ctl_command ctl_commands[] = {
     {"splice", cmd_splice},	  {"db", cmd_db},
     {"hosts", cmd_hosts},	  {"help", cmd_help},
     {"envs", cmd_envs},		  {"upstream", cmd_upstream},
-    {"challenge", cmd_challenge},
+    {"challenge", cmd_challenge}, {"upgrade", cmd_upgrade},
 };
 
 /* Every command has its help (cli/help.c): checked whenever the general

@@ -116,6 +116,13 @@ static const struct ctl_help ctl_helps[] = {
      "ask edged to reload its configuration (as SIGHUP does) and print "
      "its answer",
      NULL},
+    {"upgrade", "upgrade [--binary PATH] [--timeout SECONDS]",
+     "replace the running edged by a new one without dropping a "
+     "connection: the new one takes over its sockets, the old one drains",
+     OPTS({"--binary PATH", "the new edged (default: the running one's "
+			    "path, where a package upgrade puts it)"},
+	  {"--timeout SECONDS", "how long the new one may take to serve "
+				"(default 60; then it is stopped)"})},
     {"splice", "splice [on | off | auto | sockmap] [--json]",
      "show edged's splice mode and counters, or set the mode new tunnels "
      "follow",

@@ -148,8 +148,9 @@ static void admin_accept_error(struct evconnlistener *lev, void *arg)
 }
 
 int admin_start(struct event_base *base, const struct sockaddr *addr,
-		socklen_t len, struct metrics *m, admin_healthy_fn healthy,
-		void *ctx, struct admin **out, struct errbuf *err)
+		socklen_t len, int fd_given, struct metrics *m,
+		admin_healthy_fn healthy, void *ctx, struct admin **out,
+		struct errbuf *err)
 {
 	char where[NI_MAXHOST + NI_MAXSERV + 4];
 	struct admin *a;
@@ -165,6 +166,10 @@ int admin_start(struct event_base *base, const struct sockaddr *addr,
 	a->m = m;
 	a->healthy = healthy;
 	a->ctx = ctx;
+	if (fd_given >= 0) {
+		fd = fd_given;
+		goto bound;
+	}
 	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 		    0);
 	if (fd < 0) {
@@ -180,6 +185,7 @@ int admin_start(struct event_base *base, const struct sockaddr *addr,
 			   strerror(errno));
 		goto fail;
 	}
+bound:
 	a->http = evhttp_new(base);
 	if (!a->http) {
 		ret = -ENOMEM;
@@ -221,10 +227,25 @@ int admin_local_addr(const struct admin *a, struct sockaddr_storage *ss,
 		     socklen_t *len)
 {
 	*len = sizeof(*ss);
+	if (!a->bound)
+		return -ENOTCONN;
 	if (getsockname(evhttp_bound_socket_get_fd(a->bound),
 			(struct sockaddr *)ss, len) != 0)
 		return -errno;
 	return 0;
+}
+
+int admin_fd(const struct admin *a)
+{
+	return a && a->bound ? evhttp_bound_socket_get_fd(a->bound) : -1;
+}
+
+void admin_stop_listening(struct admin *a)
+{
+	if (!a || !a->bound)
+		return;
+	evhttp_del_accept_socket(a->http, a->bound);
+	a->bound = NULL;
 }
 
 void admin_free(struct admin *a)

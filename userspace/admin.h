@@ -34,15 +34,24 @@ struct admin;
 typedef bool (*admin_healthy_fn)(void *ctx);
 
 /*
- * Listen on addr (len bytes; port 0 picks a free one, see admin_local_addr)
- * and serve the paths above on base. m is rendered on every scrape and
+ * Listen on addr (len bytes; port 0 picks a free one, see admin_local_addr),
+ * or serve on fd (>= 0: a listening socket bound to addr, taken), and
+ * serve the paths above on base. m is rendered on every scrape and
  * must outlive the admin listener; healthy (NULL: always healthy) is
  * called with ctx for every /healthz on base's thread. Returns 0 with
  * *out, or -errno with err naming the address and the reason.
  */
 int admin_start(struct event_base *base, const struct sockaddr *addr,
-		socklen_t len, struct metrics *m, admin_healthy_fn healthy,
-		void *ctx, struct admin **out, struct errbuf *err);
+		socklen_t len, int fd, struct metrics *m,
+		admin_healthy_fn healthy, void *ctx, struct admin **out,
+		struct errbuf *err);
+
+/* The listening socket (-1: none). */
+int admin_fd(const struct admin *a);
+
+/* Close the listening socket (a successor serves it); the connections
+ * open go on. NULL ok. */
+void admin_stop_listening(struct admin *a);
 
 /* What renders /metrics: fn(ctx, out) appends the whole text and returns
  * 0 or -ENOMEM, called on base's thread for every scrape (the daemon

@@ -821,19 +821,23 @@ static bool conn_tick_trim(struct worker *w)
 /* The service's drain: close every connection of w that is idle between
  * requests (parked or not), and mark the others to close after their
  * current request; a parked one whose adapter kept state comes back to
- * hear of the drain from its adapter (HTTP/2: GOAWAY). */
+ * hear of the drain from its adapter (HTTP/2: GOAWAY). A connection that
+ * has had no request yet (parked since its accept, or in its TLS
+ * handshake) gets its first one served: its client sent it, or is about
+ * to, to a socket edge accepted (the next edged of an upgrade has the
+ * listener now). */
 static void conn_drain_all(struct worker *w)
 {
 	struct conn *c, *next;
-	struct conn_park *k;
+	struct conn_park *k, *knext;
 
-	while ((k = TAILQ_FIRST(&w->cs->parked))) {
-		if (k->keep)
+	for (k = TAILQ_FIRST(&w->cs->parked); k; k = knext) {
+		knext = TAILQ_NEXT(k, link);
+		if (k->keep || !k->nreq)
 			conn_unpark(k);
 		else
 			conn_park_free(k, NULL);
 	}
-	conn_hs_abort_all(w);
 
 	for (c = TAILQ_FIRST(&w->cs->open); c; c = next) {
 		next = TAILQ_NEXT(c, link);

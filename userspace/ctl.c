@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ struct ctl_server {
 	struct ctl_handlers h;
 	void *ctx;
 	char *path;
+	char *tmp; /* a successor's socket until ctl_server_commit */
 	dev_t dev;
 	ino_t ino;
 	int lock_fd;
@@ -118,12 +120,60 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.stats;
 	if (strcmp(cmd, "envs") == 0)
 		return s->h.envs;
+	if (strcmp(cmd, "retire") == 0)
+		return s->h.retire;
 	if (strcmp(cmd, "splice") == 0 || strcmp(cmd, "upstream") == 0 ||
-	    strcmp(cmd, "challenge") == 0)
+	    strcmp(cmd, "challenge") == 0 || strcmp(cmd, "handover") == 0)
 		return NULL; /* ctl_client_request calls s->h.splice/upstream/
-				challenge */
+				challenge/handover */
 	*known = false;
 	return NULL;
+}
+
+/* Send fds (n) on the client's socket fd, CTLPROTO_FDS_BATCH at a time,
+ * each batch with one byte of whitespace (before the answer, which is
+ * not queued yet): 0, or -errno with err set. Waits at most a second for
+ * room (the control loop stalls meanwhile: an upgrade's moment). */
+static int ctl_send_fds(int fd, const int *fds, size_t n, struct errbuf *err)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(CTLPROTO_FDS_BATCH * sizeof(int))];
+	} cbuf;
+	size_t off = 0, k;
+	int waited = 0;
+
+	while (off < n) {
+		char sp = ' ';
+		struct iovec iov = {&sp, 1};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		struct cmsghdr *cm;
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+		k = n - off < CTLPROTO_FDS_BATCH ? n - off : CTLPROTO_FDS_BATCH;
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.b;
+		mh.msg_controllen = CMSG_SPACE(k * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(k * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds + off, k * sizeof(int));
+		if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
+			off += k;
+			continue;
+		}
+		if ((errno != EAGAIN && errno != EINTR) || waited >= 1000) {
+			errbuf_set(err, "handover: sending %zu sockets: %s", n,
+				   errno == EAGAIN ? "the successor does not "
+						     "read"
+						   : strerror(errno));
+			return -EIO;
+		}
+		if (poll(&p, 1, 100) == 0)
+			waited += 100;
+	}
+	return 0;
 }
 
 /* One complete request: len bytes at buf. */
@@ -171,6 +221,16 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	}
 	if (strcmp(cmd, "challenge") == 0 && c->s->h.challenge) {
 		ret = c->s->h.challenge(c->s->ctx, req, &result, &err);
+		goto answer;
+	}
+	if (strcmp(cmd, "handover") == 0 && c->s->h.handover) {
+		const int *fds = NULL;
+		size_t nfds = 0;
+
+		ret = c->s->h.handover(c->s->ctx, &fds, &nfds, &result, &err);
+		if (ret == 0)
+			ret = ctl_send_fds(bufferevent_getfd(c->bev), fds, nfds,
+					   &err);
 		goto answer;
 	}
 	if (!fn) {
@@ -446,13 +506,56 @@ static int ctl_clear_path(const struct ctl_server *s,
 	return 0;
 }
 
+static int ctl_server_open(struct event_base *base, const char *path,
+			   int lock_fd, const struct ctl_handlers *h, void *ctx,
+			   struct ctl_server **out, struct errbuf *err);
+
 int ctl_server_start(struct event_base *base, const char *path,
 		     const struct ctl_handlers *h, void *ctx,
 		     struct ctl_server **out, struct errbuf *err)
 {
+	return ctl_server_open(base, path, -1, h, ctx, out, err);
+}
+
+int ctl_server_start_successor(struct event_base *base, const char *path,
+			       int lock_fd, const struct ctl_handlers *h,
+			       void *ctx, struct ctl_server **out,
+			       struct errbuf *err)
+{
+	if (lock_fd < 0) {
+		errbuf_set(err, "control socket %s: no lock handed over", path);
+		return -EINVAL;
+	}
+	return ctl_server_open(base, path, lock_fd, h, ctx, out, err);
+}
+
+int ctl_server_commit(struct ctl_server *s, struct errbuf *err)
+{
+	int ret;
+
+	if (!s->tmp)
+		return 0;
+	if (rename(s->tmp, s->path) != 0) {
+		ret = -errno;
+		errbuf_set(err, "control socket: moving %s to %s: %s", s->tmp,
+			   s->path, strerror(errno));
+		return ret;
+	}
+	free(s->tmp);
+	s->tmp = NULL;
+	return 0;
+}
+
+/* The server at path, or (lock_fd >= 0: a successor's, the lock held
+ * already and taken) at PATH.new until ctl_server_commit. */
+static int ctl_server_open(struct event_base *base, const char *path,
+			   int lock_fd, const struct ctl_handlers *h, void *ctx,
+			   struct ctl_server **out, struct errbuf *err)
+{
 	struct ctl_server *s;
 	struct sockaddr_un sa;
 	struct stat st;
+	const char *at;
 	int fd = -1, ret;
 
 	*out = NULL;
@@ -465,25 +568,43 @@ int ctl_server_start(struct event_base *base, const char *path,
 			   path ? path : "", sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (lock_fd >= 0 && strlen(path) + 4 >= sizeof(sa.sun_path)) {
+		errbuf_set(err, "control socket path '%s' too long for %s.new",
+			   path, path);
+		close(lock_fd);
+		return -ENAMETOOLONG;
+	}
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->path = strdup(path))) {
+	if (!s || !(s->path = strdup(path)) ||
+	    (lock_fd >= 0 && asprintf(&s->tmp, "%s.new", path) < 0)) {
+		if (s)
+			free(s->path);
 		free(s);
+		if (lock_fd >= 0)
+			close(lock_fd);
 		errbuf_set(err, "out of memory");
 		return -ENOMEM;
 	}
 	s->base = base;
-	s->lock_fd = -1;
+	s->lock_fd = lock_fd;
 	s->ctx = ctx;
 	s->timeout_ms = CTL_CLIENT_TIMEOUT_MS;
 	if (h)
 		s->h = *h;
+	at = s->tmp ? s->tmp : path;
+	memcpy(sa.sun_path, at, strlen(at) + 1);
 
 	ret = ctl_mkdir_parent(path, err);
-	if (ret == 0)
+	if (ret == 0 && !s->tmp)
 		ret = ctl_lock(s, err);
-	if (ret == 0)
+	if (ret == 0 && !s->tmp)
 		ret = ctl_clear_path(s, &sa, err);
+	/* a successor's: what a failed one left */
+	if (ret == 0 && s->tmp && unlink(s->tmp) != 0 && errno != ENOENT) {
+		ret = -errno;
+		errbuf_set(err, "cannot remove %s: %s", s->tmp,
+			   strerror(errno));
+	}
 	if (ret)
 		goto fail;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -494,23 +615,23 @@ int ctl_server_start(struct event_base *base, const char *path,
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		ret = -errno;
-		errbuf_set(err, "cannot bind control socket %s: %s", path,
+		errbuf_set(err, "cannot bind control socket %s: %s", at,
 			   strerror(errno));
 		goto fail;
 	}
 	/* before listen(): nobody can connect while the mode is wider */
-	if (chmod(path, 0600) != 0 || stat(path, &st) != 0) {
+	if (chmod(at, 0600) != 0 || stat(at, &st) != 0) {
 		ret = -errno;
-		errbuf_set(err, "control socket %s: %s", path, strerror(errno));
-		unlink(path);
+		errbuf_set(err, "control socket %s: %s", at, strerror(errno));
+		unlink(at);
 		goto fail;
 	}
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	if (listen(fd, CTL_BACKLOG) != 0) {
 		ret = -errno;
-		errbuf_set(err, "listen on %s: %s", path, strerror(errno));
-		unlink(path);
+		errbuf_set(err, "listen on %s: %s", at, strerror(errno));
+		unlink(at);
 		goto fail;
 	}
 	s->pause = evtimer_new(base, ctl_accept_resume, s);
@@ -522,7 +643,7 @@ int ctl_server_start(struct event_base *base, const char *path,
 	if (!s->lev) {
 		ret = -ENOMEM;
 		errbuf_set(err, "out of memory");
-		unlink(path);
+		unlink(at);
 		goto fail;
 	}
 	evconnlistener_set_error_cb(s->lev, ctl_accept_error);
@@ -536,8 +657,14 @@ fail:
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	free(s->path);
+	free(s->tmp);
 	free(s);
 	return ret;
+}
+
+int ctl_server_lock_fd(const struct ctl_server *s)
+{
+	return s ? s->lock_fd : -1;
 }
 
 void ctl_server_set_timeout(struct ctl_server *s, unsigned ms)
@@ -559,11 +686,12 @@ void ctl_server_free(struct ctl_server *s)
 	if (s->pause)
 		event_free(s->pause);
 	/* only our own socket: a successor may have replaced it */
-	if (stat(s->path, &st) == 0 && st.st_dev == s->dev &&
+	if (stat(s->tmp ? s->tmp : s->path, &st) == 0 && st.st_dev == s->dev &&
 	    st.st_ino == s->ino)
-		unlink(s->path);
+		unlink(s->tmp ? s->tmp : s->path);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	free(s->path);
+	free(s->tmp);
 	free(s);
 }

@@ -47,6 +47,15 @@ struct ctl_handlers {
 	/* {"cmd":"challenge"} lists the environments edgectl put in attack
 	 * mode; with "env" and "on" (a boolean) it puts one in or out */
 	ctl_req_handler_fn challenge;
+	/* {"cmd":"handover"}: the listening sockets for a successor edged
+	 * (docs/operations.md, "Upgrades"): *fds (nfds of them, still the
+	 * handler's) go with SCM_RIGHTS before the answer, *result says
+	 * what each is, in order */
+	int (*handover)(void *ctx, const int **fds, size_t *nfds,
+			json_t **result, struct errbuf *err);
+	/* {"cmd":"retire"}: the successor serves: drain and exit, leaving
+	 * it the sockets */
+	ctl_handler_fn retire;
 };
 
 /*
@@ -61,6 +70,23 @@ struct ctl_handlers {
 int ctl_server_start(struct event_base *base, const char *path,
 		     const struct ctl_handlers *h, void *ctx,
 		     struct ctl_server **out, struct errbuf *err);
+
+/* A successor's server (docs/operations.md, "Upgrades"): the running
+ * daemon's lock file descriptor (taken: an flock is the open file's, so
+ * the successor holds it once the daemon exits) instead of locking, and
+ * the socket bound at PATH.new until ctl_server_commit. Same returns. */
+int ctl_server_start_successor(struct event_base *base, const char *path,
+			       int lock_fd, const struct ctl_handlers *h,
+			       void *ctx, struct ctl_server **out,
+			       struct errbuf *err);
+
+/* Move a successor's socket over path (rename: a client connects to the
+ * one or the other, never to nothing). 0 (also when already there), or
+ * -errno with err set. */
+int ctl_server_commit(struct ctl_server *s, struct errbuf *err);
+
+/* The lock file's descriptor (still the server's), -1 without. */
+int ctl_server_lock_fd(const struct ctl_server *s);
 
 /* Change the per-client timeout (tests; default CTL_CLIENT_TIMEOUT_MS). */
 void ctl_server_set_timeout(struct ctl_server *s, unsigned ms);

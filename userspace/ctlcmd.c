@@ -27,6 +27,7 @@
 #include "tls.h"
 #include "tunnel.h"
 #include "upstream_ctl.h"
+#include "sockreg.h"
 #include "version.h"
 #include "wake.h"
 #include "worker.h"
@@ -300,9 +301,10 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
-	    "{s:I,s:s,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:o*,"
-	    "s:o*}",
-	    "pid", (json_int_t)getpid(), "version", EDGE_VERSION, "uptime_s",
+	    "{s:I,s:s,s:s?,s:s?,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,"
+	    "s:o*,s:o*,s:o*}",
+	    "pid", (json_int_t)getpid(), "version", EDGE_VERSION, "conf_path",
+	    d->conf_path, "exe", d->exe, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)ctlcmd_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",
@@ -313,6 +315,36 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	    ctlcmd_uring_json(d), "http2", ctlcmd_http2_json(d), "quic",
 	    ctlcmd_quic_json(d));
 	return 0;
+}
+
+/* A successor's {"cmd":"handover"}: this process's sockets (sockreg.h). */
+static int ctlcmd_handover(void *ctx, const int **fds, size_t *nfds,
+			   json_t **result, struct errbuf *err)
+{
+	struct ctlcmd *c = ctx;
+	int rc;
+
+	if (c->d->draining) {
+		errbuf_set(err, "edged is draining: nothing to hand over");
+		return -EALREADY;
+	}
+	rc = sockreg_handover(fds, nfds, result);
+	if (rc)
+		errbuf_set(err, "handover: %s", strerror(-rc));
+	else
+		log_note("upgrade: %zu sockets handed to a successor", *nfds);
+	return rc;
+}
+
+/* The successor serves: {"cmd":"retire"}. */
+static int ctlcmd_retire(void *ctx, json_t **result, struct errbuf *err)
+{
+	struct ctlcmd *c = ctx;
+	int rc = c->ops.retire(c->d, err);
+
+	if (rc == 0)
+		*result = json_pack("{s:I}", "pid", (json_int_t)getpid());
+	return rc;
 }
 
 /* edgectl splice [on|off|auto|sockmap]: on is sockmap. */
@@ -452,9 +484,9 @@ static int ctlcmd_stats(void *ctx, json_t **result, struct errbuf *err)
 	return 0;
 }
 
-int ctlcmd_start(struct event_base *base, const char *path, struct edged *d,
-		 const struct ctlcmd_ops *ops, struct ctlcmd **out,
-		 struct errbuf *err)
+int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
+		 struct edged *d, const struct ctlcmd_ops *ops,
+		 struct ctlcmd **out, struct errbuf *err)
 {
 	static const struct ctl_handlers h = {
 	    .routes = ctlcmd_routes,
@@ -465,6 +497,8 @@ int ctlcmd_start(struct event_base *base, const char *path, struct edged *d,
 	    .envs = ctlcmd_envs,
 	    .upstream = ctlcmd_upstream,
 	    .challenge = ctlcmd_challenge,
+	    .handover = ctlcmd_handover,
+	    .retire = ctlcmd_retire,
 	};
 	struct ctlcmd *c;
 	int rc;
@@ -477,13 +511,25 @@ int ctlcmd_start(struct event_base *base, const char *path, struct edged *d,
 	}
 	c->d = d;
 	c->ops = *ops;
-	rc = ctl_server_start(base, path, &h, c, &c->srv, err);
+	rc = lock_fd >= 0 ? ctl_server_start_successor(base, path, lock_fd, &h,
+						       c, &c->srv, err)
+			  : ctl_server_start(base, path, &h, c, &c->srv, err);
 	if (rc) {
 		free(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
+}
+
+int ctlcmd_commit(struct ctlcmd *c, struct errbuf *err)
+{
+	return ctl_server_commit(c->srv, err);
+}
+
+int ctlcmd_lock_fd(const struct ctlcmd *c)
+{
+	return ctl_server_lock_fd(c->srv);
 }
 
 void ctlcmd_free(struct ctlcmd *c)

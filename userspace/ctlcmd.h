@@ -22,6 +22,9 @@
  *             than off refused while the kernel path is unusable)
  *   upstream  upstream_ctl's answer; a changed admin state logged and
  *             every worker told (WORKER_MSG_UPSTREAM)
+ *   handover  this process's listening sockets and lock for a successor
+ *             (sockreg_handover), sent with SCM_RIGHTS
+ *   retire    the successor serves: ops->retire (drain and exit)
  *
  * The room reads the state and calls no function of edged.c: what changes
  * the daemon (a reload, the splice's mode) is edged.c's, handed in ops.
@@ -47,6 +50,9 @@ struct ctlcmd_ops {
 	/* Set the splice's mode (by: who asked, for the log). */
 	void (*splice_mode)(struct edged *d, enum splice_mode m,
 			    const char *by);
+	/* A successor serves on the sockets handed over: drain and exit.
+	 * 0, or -errno with err (draining already). */
+	int (*retire)(struct edged *d, struct errbuf *err);
 };
 
 /*
@@ -55,9 +61,16 @@ struct ctlcmd_ops {
  * outlive the room (ops is copied). Returns 0 with *out, or -errno with
  * err saying why.
  */
-int ctlcmd_start(struct event_base *base, const char *path, struct edged *d,
-		 const struct ctlcmd_ops *ops, struct ctlcmd **out,
-		 struct errbuf *err);
+int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
+		 struct edged *d, const struct ctlcmd_ops *ops,
+		 struct ctlcmd **out, struct errbuf *err);
+
+/* lock_fd >= 0: a successor's room (ctl_server_start_successor), moved
+ * to path by ctlcmd_commit. */
+int ctlcmd_commit(struct ctlcmd *c, struct errbuf *err);
+
+/* The control socket's lock (for a successor: sockreg.h). */
+int ctlcmd_lock_fd(const struct ctlcmd *c);
 
 /* Close the control socket (ctl_server_free) and free the room. Call on
  * the loop's thread or with the loop stopped. NULL ok. */

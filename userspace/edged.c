@@ -53,11 +53,16 @@
 #include "version.h"
 #include "wake.h"
 #include "worker.h"
+#include "ctlproto.h"
+#include "sockreg.h"
 #include "pgplane.h"
 #include "pgsync.h"
 
 /* How often a draining daemon looks whether its workers have finished. */
 #define EDGED_DRAIN_POLL_MS 50
+/* A successor keeps the predecessor's TCP route sockets no route took
+ * this long (the database's routes come after the start). */
+#define EDGED_INHERIT_TCP_S 30
 /* Clients the per-client rate limit remembers, all workers together
  * (16 bytes each: 4 MiB). */
 #define EDGED_RATELIMIT_CLIENTS (1u << 18)
@@ -68,7 +73,7 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: edged -c FILE [-f] [-v]\n"
+	    "usage: edged -c FILE [-f] [-v] [--upgrade [--ready-fd N]]\n"
 	    "       edged -c FILE --check | --check-file\n"
 	    "       edged -V | --version\n"
 	    "  -c, --config FILE   configuration file\n"
@@ -81,6 +86,11 @@ static void usage(FILE *f)
 	    "  -f, --foreground    do not detach; log to stderr (detached,\n"
 	    "                      edged logs to syslog, facility daemon)\n"
 	    "  -v, --verbose       debug messages\n"
+	    "      --upgrade       take over the running edged's sockets\n"
+	    "                      (its control socket) and retire it once\n"
+	    "                      serving (edgectl upgrade runs this)\n"
+	    "      --ready-fd N    write \"ready\" to descriptor N once "
+	    "serving\n"
 	    "  -V, --version       the version, the commit built and the\n"
 	    "                      libraries' versions\n"
 	    "  -h, --help          this text\n"
@@ -547,15 +557,18 @@ static void edged_drain_poll_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 }
 
-/* SIGTERM/SIGINT: stop accepting, let the requests in flight finish
- * (timeouts.drain at most) while the control socket and the admin
- * listener keep answering (/healthz says 503). A second signal stops at
- * once. */
+/* SIGTERM/SIGINT (sig 0: retired by a successor): stop accepting, let
+ * the requests in flight finish (timeouts.drain at most) while the
+ * control socket and the admin listener keep answering (/healthz says
+ * 503; a retired edged's admin listener is its successor's). A second
+ * signal stops at once. */
 static void edged_drain(struct edged *d, int sig)
 {
 	struct timeval tv = {0, EDGED_DRAIN_POLL_MS * 1000};
 	unsigned i;
 
+	/* nothing more for a successor: this process's sockets close */
+	sockreg_close_all();
 	if (d->draining) {
 		log_note("signal %d again: stopping now", sig);
 		for (i = 0; i < d->nw; i++)
@@ -563,9 +576,17 @@ static void edged_drain(struct edged *d, int sig)
 		d->drain_end_ns = 0;
 		return;
 	}
-	notify_send("STOPPING=1");
-	log_note("signal %d: draining (up to %llu ms)", sig,
-		 (unsigned long long)d->sh.set.timeouts.drain_ms);
+	/* a retired edged is no longer the service's main process: its
+	 * successor is */
+	if (sig) {
+		notify_send("STOPPING=1");
+		log_note("signal %d: draining (up to %llu ms)", sig,
+			 (unsigned long long)d->sh.set.timeouts.drain_ms);
+	} else {
+		log_note("upgrade: a successor serves: draining (up to %llu "
+			 "ms)",
+			 (unsigned long long)d->sh.set.timeouts.drain_ms);
+	}
 	d->draining = true;
 	d->drain_end_ns =
 	    clk_now_ns() + d->sh.set.timeouts.drain_ms * 1000000ull;
@@ -913,17 +934,18 @@ static int edged_ctl_dir(const char *sock, bool *made, struct errbuf *err)
 	return -errno;
 }
 
-/* Hand the control socket (and its lock, and its directory when we made
- * it) to the user edged is about to become; never through a symlink (the
- * directory may be that user's already). */
-static void edged_ctl_chown(const char *sock, bool dir_made,
+/* Hand the control socket (bound at at: sock, or a successor's
+ * sock.new), its lock, and its directory when we made it, to the user
+ * edged is about to become; never through a symlink (the directory may be
+ * that user's already). */
+static void edged_ctl_chown(const char *at, const char *sock, bool dir_made,
 			    const struct passwd *pw)
 {
 	char path[PATH_MAX];
 	char *slash;
 
-	if (lchown(sock, pw->pw_uid, pw->pw_gid))
-		log_warn("chown %s", sock);
+	if (lchown(at, pw->pw_uid, pw->pw_gid))
+		log_warn("chown %s", at);
 	snprintf(path, sizeof(path), "%s.lock", sock);
 	if (lchown(path, pw->pw_uid, pw->pw_gid))
 		log_warn("chown %s", path);
@@ -938,31 +960,66 @@ static void edged_ctl_chown(const char *sock, bool dir_made,
 	}
 }
 
-/* The control socket and the admin listener, on the control loop. */
+/* A successor serves (ctlcmd's retire): its admin listener is ours no
+ * more; drain. */
+static int edged_retire(struct edged *d, struct errbuf *err)
+{
+	if (d->draining) {
+		errbuf_set(err, "edged is draining already");
+		return -EALREADY;
+	}
+	admin_stop_listening(d->admin);
+	edged_drain(d, 0);
+	return 0;
+}
+
+/* The control socket and the admin listener, on the control loop (a
+ * successor's: the predecessor's lock and admin socket, its control
+ * socket at PATH.new until edged_take_over), each noted for a successor
+ * of its own. */
 static int edged_control(struct edged *d, const struct passwd *pw)
 {
 	static const struct ctlcmd_ops ops = {
 	    .reload = edged_reload,
 	    .splice_mode = edged_splice_mode,
+	    .retire = edged_retire,
 	};
 	const struct config_addr *a = &d->cfg->admin_listen;
+	const char *path = d->cfg->control_socket;
 	struct errbuf err;
+	char tmp[PATH_MAX];
 	bool made;
-	int rc;
+	int rc, lock = -1, afd = -1;
 
 	errbuf_clear(&err);
-	rc = edged_ctl_dir(d->cfg->control_socket, &made, &err);
+	if (d->successor) {
+		lock = sockreg_take(SOCKREG_LOCK, path);
+		afd = sockreg_take(SOCKREG_ADMIN, a->text);
+		if (lock < 0) {
+			log_warnx("upgrade: the running edged handed over no "
+				  "lock for %s (another control socket?)",
+				  path);
+			if (afd >= 0)
+				close(afd);
+			return -EINVAL;
+		}
+	}
+	rc = edged_ctl_dir(path, &made, &err);
 	if (rc == 0)
-		rc = ctlcmd_start(d->base, d->cfg->control_socket, d, &ops,
-				  &d->ctl, &err);
+		rc = ctlcmd_start(d->base, path, lock, d, &ops, &d->ctl, &err);
+	else if (lock >= 0)
+		close(lock);
 	if (rc) {
 		log_warnx("control socket: %s", err.msg);
+		if (afd >= 0)
+			close(afd);
 		return rc;
 	}
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
 	if (pw && pw->pw_uid != 0)
-		edged_ctl_chown(d->cfg->control_socket, made, pw);
+		edged_ctl_chown(d->successor ? tmp : path, path, made, pw);
 	errbuf_clear(&err);
-	rc = admin_start(d->base, (const struct sockaddr *)&a->ss, a->len,
+	rc = admin_start(d->base, (const struct sockaddr *)&a->ss, a->len, afd,
 			 stats_metrics(d->stats), edged_healthy, d, &d->admin,
 			 &err);
 	if (rc) {
@@ -970,6 +1027,11 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 		return rc;
 	}
 	admin_set_render(d->admin, stats_render, d->stats);
+	if (sockreg_add(SOCKREG_LOCK, path, 0, ctlcmd_lock_fd(d->ctl)) ||
+	    sockreg_add(SOCKREG_ADMIN, a->text, 0, admin_fd(d->admin)))
+		log_warnx("upgrade: the control socket's lock or the admin "
+			  "listener cannot be noted for a successor: an "
+			  "upgrade would fail");
 	return 0;
 }
 
@@ -1277,6 +1339,8 @@ static int edged_check(const char *path, bool host)
 struct edged_opts {
 	const char *conf_path; /* as written */
 	bool check, check_host, foreground, verbose;
+	bool upgrade; /* take over from the running edged */
+	int ready_fd; /* "ready" written there once serving; -1: none */
 };
 
 /* The options into *o. Returns -1 to go on, else the exit code: 0 after
@@ -1291,12 +1355,17 @@ static int edged_args(int argc, char **argv, struct edged_opts *o)
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"upgrade", no_argument, NULL, 'U'},
+	    {"ready-fd", required_argument, NULL, 'R'},
 	    {NULL, 0, NULL, 0},
 	};
+	char *end;
+	long v;
 	int ch;
 
 	memset(o, 0, sizeof(*o));
 	o->check_host = true;
+	o->ready_fd = -1;
 	while ((ch = getopt_long(argc, argv, "c:fvVh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -1311,6 +1380,22 @@ static int edged_args(int argc, char **argv, struct edged_opts *o)
 			break;
 		case 'f':
 			o->foreground = true;
+			break;
+		case 'U':
+			o->upgrade = true;
+			break;
+		case 'R':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v < 3 || v > INT_MAX ||
+			    fcntl((int)v, F_GETFD) < 0) {
+				fprintf(stderr,
+					"edged: --ready-fd %s: not an open "
+					"descriptor above 2\n",
+					optarg);
+				return 2;
+			}
+			o->ready_fd = (int)v;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -1667,6 +1752,47 @@ static int edged_workers_start(struct edged *d)
 /* "serving on" and READY=1 once every worker has made its io_uring ring
  * or said why not: a status asked after them says how each reads and
  * sends, never "starting". */
+/* The predecessor's TCP route sockets no route of this process took:
+ * the database's routes had their time to come (EDGED_INHERIT_TCP_S). */
+static void edged_inherit_tcp_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sockreg_inherit_done(SOCKREG_TCP);
+}
+
+/* A successor serves: the predecessor retires (drains and exits), the
+ * control socket moves to its path, the sockets nobody took close. */
+static void edged_take_over(struct edged *d)
+{
+	struct timeval tv = {EDGED_INHERIT_TCP_S, 0};
+	json_t *req = json_pack("{s:s}", "cmd", "retire"), *res = NULL;
+	struct errbuf err;
+
+	errbuf_clear(&err);
+	if (!req || ctlproto_call(d->cfg->control_socket, req, &res, 0, &err))
+		log_warnx("upgrade: the running edged did not retire (%s): "
+			  "both serve until it is stopped",
+			  err.msg[0] ? err.msg : "out of memory");
+	else
+		log_note(
+		    "upgrade: took over from edged %lld",
+		    (long long)json_integer_value(json_object_get(res, "pid")));
+	json_decref(req);
+	json_decref(res);
+	errbuf_clear(&err);
+	if (ctlcmd_commit(d->ctl, &err))
+		log_warnx("upgrade: %s", err.msg);
+	sockreg_inherit_done(SOCKREG_HTTP);
+	sockreg_inherit_done(SOCKREG_HTTPS);
+	sockreg_inherit_done(SOCKREG_ADMIN);
+	sockreg_inherit_done(SOCKREG_LOCK);
+	if (event_base_once(d->base, -1, EV_TIMEOUT, edged_inherit_tcp_done_cb,
+			    NULL, &tv))
+		sockreg_inherit_done(SOCKREG_TCP);
+}
+
 static void edged_ready(struct edged *d, bool foreground)
 {
 	size_t nf, ndb, up, down;
@@ -1680,8 +1806,17 @@ static void edged_ready(struct edged *d, bool foreground)
 		 "the file, %zu from the database; %zu address(es) not "
 		 "listening) with %u worker(s)",
 		 d->cfg->n_listen, nf + ndb, nf, ndb, down, d->nw);
+	if (d->successor)
+		edged_take_over(d);
+	if (d->ready_fd >= 0) {
+		ssize_t n = write(d->ready_fd, "ready\n", 6);
+
+		(void)n;
+		close(d->ready_fd);
+		d->ready_fd = -1;
+	}
 	/* listeners bound, privileges dropped, workers running */
-	if (foreground) {
+	if (foreground && !d->successor) {
 		notify_send("READY=1");
 		return;
 	}
@@ -1757,6 +1892,41 @@ static void edged_free(struct edged *d, struct route_src *src)
 	tcproute_free(d->tcp);
 	notify_close();
 	free(d->conf_path);
+	free(d->exe);
+	sockreg_inherit_done(SOCKREG_KINDS);
+	sockreg_close_all();
+	if (d->ready_fd >= 0)
+		close(d->ready_fd);
+}
+
+/* The binary edged runs from, for edgectl upgrade (status "exe"). */
+static void edged_exe(struct edged *d)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	d->exe = strdup(buf);
+}
+
+/* edged --upgrade: the running edged's sockets (sockreg_inherit). */
+static int edged_inherit(struct edged *d)
+{
+	struct errbuf err;
+
+	errbuf_clear(&err);
+	if (sockreg_inherit(d->cfg->control_socket, &err)) {
+		log_warnx("upgrade: cannot take over from the running edged: "
+			  "%s",
+			  err.msg);
+		return -1;
+	}
+	log_note("upgrade: taking over from the running edged (control "
+		 "socket %s)",
+		 d->cfg->control_socket);
+	return 0;
 }
 
 /*
@@ -1782,11 +1952,16 @@ int main(int argc, char **argv)
 		return edged_check(o.conf_path, o.check_host);
 	memset(&d, 0, sizeof(d));
 	rc = 1;
+	d.ready_fd = o.ready_fd;
+	d.successor = o.upgrade;
+	edged_exe(&d);
 	if (edged_config(&d, o.conf_path, &src))
 		goto out;
 	if (edged_log_reachable(o.foreground))
 		goto out;
 	if (edged_process())
+		goto out;
+	if (d.successor && edged_inherit(&d))
 		goto out;
 	if (edged_shared(&d))
 		goto out;

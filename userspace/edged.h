@@ -32,7 +32,12 @@ struct tls_db;
 struct chal_key_row;
 
 struct edged {
-	char *conf_path;    /* absolute (edged_abs_path), malloc'd */
+	char *conf_path; /* absolute (edged_abs_path), malloc'd */
+	char *exe;	 /* the binary it started from, malloc'd; NULL */
+	/* a successor's (edged --upgrade): its predecessor retired once it
+	 * serves; the readiness pipe edgectl upgrade waits on (-1: none) */
+	bool successor;
+	int ready_fd;
 	struct config *cfg; /* the settings edged started with */
 	/* the route table's one writer: every source's routes, merged */
 	struct route_writer routes;

@@ -359,10 +359,10 @@ static void http1_close(struct conn *c)
 }
 
 /* Draining: idle between requests, closed now; else closed after the
- * request under way. */
+ * request under way (or the first, not come yet). */
 static void http1_drain(struct conn *c)
 {
-	if (c->state == CONN_HEAD && !http1_active(c))
+	if (c->state == CONN_HEAD && !http1_active(c) && c->nreq)
 		conn_close(c);
 	else
 		c->close_after = true;

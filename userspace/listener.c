@@ -22,6 +22,7 @@
 #include "listener.h"
 #include "mailbox.h"
 #include "proxyproto.h"
+#include "sockreg.h"
 #include "trusted.h"
 #include "worker.h"
 
@@ -582,9 +583,10 @@ static void listener_drop(struct worker *w, size_t i)
 	ls->n--;
 }
 
-/* The service's init: w's HTTP and HTTPS listeners, bound now (the first
- * worker's socket is the process's first on the address: nothing else may
- * listen there, listener_probe). */
+/* The service's init: w's HTTP and HTTPS listeners, a predecessor's
+ * (sockreg_take) or bound now (the first worker's socket is then the
+ * process's first on the address: nothing else may listen there,
+ * listener_probe); each noted for a successor (sockreg_add). */
 static int listener_init(struct worker *w, struct errbuf *err)
 {
 	const struct config *cfg = w->sh->cfg;
@@ -604,11 +606,20 @@ static int listener_init(struct worker *w, struct errbuf *err)
 		const struct config_addr *a =
 		    tls ? &cfg->tls.listen[i - cfg->n_listen] : &cfg->listen[i];
 
-		if (w->id == 0 && (rc = listener_probe(a, err)) != 0)
+		enum sockreg_kind k = tls ? SOCKREG_HTTPS : SOCKREG_HTTP;
+
+		fd = sockreg_take(k, a->text);
+		if (fd < 0 && w->id == 0 && (rc = listener_probe(a, err)) != 0)
 			return rc;
-		rc = listener_socket(a, &fd, err);
-		if (rc)
+		if (fd < 0 && (rc = listener_socket(a, &fd, err)) != 0)
 			return rc;
+		rc = sockreg_add(k, a->text, 0, fd);
+		if (rc) {
+			close(fd);
+			errbuf_set(err, "listen %s: %s", a->text,
+				   strerror(-rc));
+			return rc;
+		}
 		rc = listener_make(w, fd, a->text, 0, a->proxy_protocol,
 				   tls ? acc->https : acc->http, &l);
 		if (rc == 0)

@@ -12,6 +12,7 @@
 
 #include "listener.h"
 #include "metrics.h"
+#include "sockreg.h"
 #include "tcproute.h"
 #include "worker.h"
 
@@ -512,9 +513,11 @@ static void tr_addr_close(struct tcproute *tr, struct tcproute_addr *x)
 				  "listener on %s: %s",
 				  i, x->a.text, strerror(-rc));
 	}
-	if (x->id)
+	if (x->id) {
+		sockreg_drop(SOCKREG_TCP, x->id);
 		log_note("tcp routes: %s closed (no route has it any more)",
 			 x->a.text);
+	}
 	x->id = 0;
 }
 
@@ -534,15 +537,29 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 		errbuf_set(err, "listen %s: out of memory", x->a.text);
 		goto out;
 	}
-	/* a new address for this process: nothing else may listen there */
-	rc = listener_probe(&x->a, err);
+	/* a predecessor's sockets first (sockreg.h); else a new address
+	 * for this process: nothing else may listen there */
+	for (k = 0; k < tr->nw; k++)
+		if ((fds[k] = sockreg_take(SOCKREG_TCP, x->a.text)) < 0)
+			break;
+	if (k == 0)
+		rc = listener_probe(&x->a, err);
 	if (rc)
 		goto out;
-	for (k = 0; k < tr->nw && rc == 0; k++)
+	for (; k < tr->nw && rc == 0; k++)
 		rc = listener_socket(&x->a, &fds[k], err);
 	if (rc) {
 		k--; /* fds[k] failed */
 		goto out;
+	}
+	for (i = 0; i < tr->nw && rc == 0; i++) {
+		rc = sockreg_add(SOCKREG_TCP, x->a.text, id, fds[i]);
+		if (rc) {
+			sockreg_drop(SOCKREG_TCP, id);
+			errbuf_set(err, "listen %s: %s", x->a.text,
+				   strerror(-rc));
+			goto out;
+		}
 	}
 	for (posted = 0; posted < tr->nw && rc == 0; posted++) {
 		rc = listener_post_open(tr->w[posted], fds[posted], x->a.text,
@@ -553,6 +570,7 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 	}
 	if (rc) {
 		posted--; /* that one was not */
+		sockreg_drop(SOCKREG_TCP, id);
 		for (i = 0; i < posted; i++)
 			listener_post_close(tr->w[i], id);
 		for (i = posted; i < k; i++)

@@ -564,7 +564,8 @@ static void admin_up(struct admin_fixture *f)
 	metrics_counter_add(c, 3);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_msg(admin_start(base, (struct sockaddr *)&sin, sizeof(sin),
-				  f->m, fake_healthy, NULL, &f->a, &err) == 0,
+				  -1, f->m, fake_healthy, NULL, &f->a,
+				  &err) == 0,
 		      "admin_start: %s", err.msg);
 	ck_assert_int_eq(admin_local_addr(f->a, &ss, &len), 0);
 	f->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -670,7 +671,7 @@ START_TEST(test_admin_bind_error)
 	sin.sin_port = htons((uint16_t)f.port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_int_eq(admin_start(base, (struct sockaddr *)&sin, sizeof(sin),
-				     f.m, NULL, NULL, &a, &err),
+				     -1, f.m, NULL, NULL, &a, &err),
 			 -EADDRINUSE);
 	ck_assert_ptr_null(a);
 	ck_assert_ptr_nonnull(strstr(err.msg, "127.0.0.1:"));

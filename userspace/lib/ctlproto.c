@@ -219,12 +219,55 @@ static int ctlproto_send(int fd, const char *buf, size_t len, int64_t deadline)
 }
 
 /* Read until EOF or a newline into *out (NUL-terminated, malloc'd). */
-static int ctlproto_recv(int fd, char **out, size_t *outlen, int64_t deadline)
+/* The descriptors of one message's SCM_RIGHTS into fds (NULL: closed),
+ * at most CTLPROTO_FDS_MAX in all (the rest closed); -ENOMEM when fds
+ * cannot grow (that message's closed). */
+static int ctlproto_take_fds(struct msghdr *mh, struct ctlproto_fds *fds)
+{
+	struct cmsghdr *cm;
+	int ret = 0;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t k, n;
+		int v;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < n; k++) {
+			memcpy(&v, CMSG_DATA(cm) + k * sizeof(int), sizeof(v));
+			if (fds && fds->n == fds->cap &&
+			    fds->cap < CTLPROTO_FDS_MAX) {
+				size_t cap = fds->cap ? fds->cap * 2 : 64;
+				int *t = realloc(fds->v, cap * sizeof(*t));
+
+				if (t) {
+					fds->v = t;
+					fds->cap = cap;
+				} else {
+					ret = -ENOMEM;
+				}
+			}
+			if (fds && fds->n < fds->cap)
+				fds->v[fds->n++] = v;
+			else
+				close(v);
+		}
+	}
+	return ret;
+}
+
+static int ctlproto_recv(int fd, char **out, size_t *outlen, int64_t deadline,
+			 struct ctlproto_fds *fds)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL, *tmp;
 	ssize_t n;
 	int ret = 0;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(CTLPROTO_FDS_BATCH * sizeof(int))];
+	} cbuf;
 
 	for (;;) {
 		if (cap - len < 4096 + 1) {
@@ -236,7 +279,20 @@ static int ctlproto_recv(int fd, char **out, size_t *outlen, int64_t deadline)
 			}
 			buf = tmp;
 		}
-		n = recv(fd, buf + len, cap - len - 1, MSG_DONTWAIT);
+		struct iovec iov = {buf + len, cap - len - 1};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf.b,
+				    .msg_controllen = sizeof(cbuf.b)};
+
+		n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n >= 0 && mh.msg_controllen &&
+		    ctlproto_take_fds(&mh, fds) && !ret)
+			ret = -ENOMEM;
+		if (n >= 0 && (mh.msg_flags & MSG_CTRUNC))
+			ret = -EMSGSIZE;
+		if (ret)
+			break;
 		if (n > 0) {
 			len += (size_t)n;
 			if (len > CTLPROTO_RESPONSE_MAX) {
@@ -306,6 +362,26 @@ static int ctlproto_answer(const char *buf, size_t len, json_t **result,
 int ctlproto_call(const char *path, const json_t *request, json_t **result,
 		  int timeout_ms, struct errbuf *err)
 {
+	return ctlproto_call_fds(path, request, result, NULL, timeout_ms, err);
+}
+
+void ctlproto_fds_close(struct ctlproto_fds *fds)
+{
+	size_t i;
+
+	if (!fds)
+		return;
+	for (i = 0; i < fds->n; i++)
+		if (fds->v[i] >= 0)
+			close(fds->v[i]);
+	free(fds->v);
+	memset(fds, 0, sizeof(*fds));
+}
+
+int ctlproto_call_fds(const char *path, const json_t *request, json_t **result,
+		      struct ctlproto_fds *fds, int timeout_ms,
+		      struct errbuf *err)
+{
 	int64_t deadline;
 	char *line = NULL, *ans = NULL;
 	size_t anslen = 0;
@@ -334,7 +410,7 @@ int ctlproto_call(const char *path, const json_t *request, json_t **result,
 	/* a server that refuses early (busy, too large) has answered and
 	 * closed: read what it said */
 	if (ret == 0 || ret == -EPIPE || ret == -ECONNRESET)
-		ret = ctlproto_recv(fd, &ans, &anslen, deadline);
+		ret = ctlproto_recv(fd, &ans, &anslen, deadline, fds);
 	if (ret == -ETIMEDOUT) {
 		errbuf_set(err, "edged did not answer within %d ms (%s)",
 			   timeout_ms > 0 ? timeout_ms : CTLPROTO_TIMEOUT_MS,

@@ -78,4 +78,23 @@ char *ctlproto_response_error(const char *msg);
 int ctlproto_call(const char *path, const json_t *request, json_t **result,
 		  int timeout_ms, struct errbuf *err);
 
+/* Descriptors the daemon sent with its answer (SCM_RIGHTS, before the
+ * answer's JSON: each with one byte of whitespace), in the order sent. */
+#define CTLPROTO_FDS_MAX 4096  /* more are closed */
+#define CTLPROTO_FDS_BATCH 250 /* at most in one message (SCM_MAX_FD 253) */
+struct ctlproto_fds {
+	int *v;
+	size_t n, cap;
+};
+
+/* ctlproto_call, keeping the descriptors that came with the answer in
+ * *fds (zeroed first by the caller; NULL: they are closed). They are
+ * kept on an error too: ctlproto_fds_close. */
+int ctlproto_call_fds(const char *path, const json_t *request, json_t **result,
+		      struct ctlproto_fds *fds, int timeout_ms,
+		      struct errbuf *err);
+
+/* Close every descriptor of fds and free it (zeroed after); NULL ok. */
+void ctlproto_fds_close(struct ctlproto_fds *fds);
+
 #endif /* EDGE_CTLPROTO_H */

@@ -1,0 +1,210 @@
+#!/bin/bash
+# test_edged_upgrade.sh - edgectl upgrade (issue 36; docs/operations.md,
+# "Upgrades"): while tests/tools/upgrade_load.py keeps HTTP/1.1 keep-alive
+# and new connections, HTTP/2 connections, an open WebSocket and a TCP
+# route's tunnel busy (random bytes echoed, SHA-256 checked), edged is
+# replaced three times: every request answered 200 (a keep-alive
+# connection's request that met its close is sent again, as clients do,
+# and counted), every tunnel whole, each old edged gone once its tunnels
+# end. Then a binary that exits at once, and an edged that takes the
+# sockets and fails its start-up (a listen address another process
+# holds), each leave the running edged serving. Copied tunnels, and as
+# root spliced ones (splice = "sockmap"); build/edged and
+# build/asan/edged. Needs no root (splice: root).
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/lib_edged.sh
+. "$(dirname "$0")/../lib_edged.sh"
+edged_begin curl python3
+edged_need_build
+DPY=/usr/bin/python3
+if ! "$DPY" -c 'import h2' 2>/dev/null; then
+	t_skip "upgrade" "python3-h2 is not installed"
+	t_exit
+	exit
+fi
+
+BASE=$(edged_ports 6)
+P_EDGE=$BASE
+P_BACK=$((BASE + 1))
+P_TCPB=$((BASE + 2))
+P_ADMIN=$((BASE + 3))
+P_TCP=$((BASE + 4))
+P_HELD=$((BASE + 5))
+SOCK="$T_TMP/ctl/edged.sock"
+chmod 755 "$T_TMP"
+
+# write_conf FILE SPLICE [EXTRA_LISTEN]
+write_conf() {
+	{
+		cat <<CONF
+listen = [ "127.0.0.1:$P_EDGE"${3:+, \"$3\"} ];
+workers = 2;
+user = "$(id -un)";
+control_socket = "$SOCK";
+admin_listen = "127.0.0.1:$P_ADMIN";
+splice = "$2";
+timeouts = { drain = "60s"; };
+projects = ( { id = "p"; environments = (
+  { id = "e"; domains = [ "up.test" ];
+    deployment = { id = "d"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; },
+  { id = "t"; domains = [ "t.test" ];
+    deployment = { id = "dt"; upstreams = [ "127.0.0.1:$P_TCPB" ]; }; } ); } );
+tcp_routes = ( { listen = "127.0.0.1:$P_TCP"; environment = "t"; } );
+CONF
+	} >"$1"
+	chmod 644 "$1"
+}
+
+ctl() { "$EDGECTL" --socket "$SOCK" "$@"; }
+serving_pid() {
+	ctl status --json 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["status"]["pid"])' 2>/dev/null
+}
+
+# round LABEL BIN SPLICE
+round() {
+	local v=$1 bin=$2 splice=$3 i pid old pids="" code
+	write_conf "$T_TMP/edge.conf" "$splice"
+	write_conf "$T_TMP/bad.conf" "$splice" "127.0.0.1:$P_HELD"
+	rm -f "$T_TMP/stop" "$T_TMP/out.json"
+	: >"$T_TMP/upgrades.log"
+	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+	pids=$EPID
+	"$DPY" "$TOOLS/upgrade_load.py" "$P_EDGE" up.test "$P_TCP" "$T_TMP/stop" \
+		"$T_TMP/out.json" >"$T_TMP/load.log" 2>&1 &
+	local load=$!
+	edged_track "$load"
+	# both tunnels open, each with the mover the round is about
+	local key=open_copy n
+	[ "$splice" = off ] || key=open_spliced
+	for i in $(seq 60); do
+		n=$(ctl splice --json 2>/dev/null |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$key" 2>/dev/null)
+		[ "$n" = 2 ] && break
+		sleep 0.1
+	done
+	if [ "$n" = 2 ]; then
+		t_ok "$v: the WebSocket and the TCP route's tunnel open ($key 2)"
+	else
+		t_fail "$v: tunnels open" "$key: $n"
+	fi
+	sleep 0.5
+	for i in 1 2 3; do
+		old=$(serving_pid)
+		if ctl upgrade --binary "$bin" >>"$T_TMP/upgrades.log" 2>&1; then
+			pid=$(serving_pid)
+			edged_track "$pid"
+			pids="$pids $pid"
+			if [ -n "$pid" ] && [ "$pid" != "$old" ]; then
+				t_ok "$v: upgrade $i: edged $old replaced by $pid"
+			else
+				t_fail "$v: upgrade $i" "serving pid $old, then $pid"
+			fi
+		else
+			t_fail "$v: upgrade $i" "$(tail -5 "$T_TMP/upgrades.log")"
+		fi
+		sleep 1.5
+	done
+
+	# a binary that exits at once, an edged that takes the sockets and
+	# fails to start: the running one serves on
+	old=$(serving_pid)
+	printf '#!/bin/sh\necho "not edged" >&2\nexit 3\n' >"$T_TMP/broken"
+	chmod 755 "$T_TMP/broken"
+	ctl upgrade --binary "$T_TMP/broken" >"$T_TMP/broken.out" 2>&1
+	code=$?
+	if [ "$code" = 1 ] && grep -q "exited with status 3 before serving.*edged $old serves on" "$T_TMP/broken.out" &&
+		[ "$(serving_pid)" = "$old" ]; then
+		t_ok "$v: a binary that exits 3: edgectl upgrade fails (exit 1) and says so; edged $old serves on"
+	else
+		t_fail "$v: broken binary" "exit $code: $(cat "$T_TMP/broken.out"); serving $(serving_pid)"
+	fi
+	"$DPY" -c 'import socket,sys,time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(60)' "$P_HELD" &
+	local held=$!
+	edged_track "$held"
+	edged_wait_port "$P_HELD"
+	printf '#!/bin/sh\nexec "%s" "$@" -c "%s"\n' "$bin" "$T_TMP/bad.conf" >"$T_TMP/bad-edged"
+	chmod 755 "$T_TMP/bad-edged"
+	ctl upgrade --binary "$T_TMP/bad-edged" >"$T_TMP/bad.out" 2>&1
+	code=$?
+	kill "$held" 2>/dev/null
+	if [ "$code" = 1 ] && grep -q "127.0.0.1:$P_HELD: address already in use" "$T_TMP/bad.out" &&
+		grep -q "upgrade: taking over" "$T_TMP/bad.out" &&
+		[ "$(serving_pid)" = "$old" ] && [ -S "$SOCK" ] &&
+		[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Host: up.test' "http://127.0.0.1:$P_EDGE/")" = 200 ]; then
+		t_ok "$v: an edged that took the sockets and failed its start-up (a listen address in use): edged $old serves on"
+	else
+		t_fail "$v: failing successor" "exit $code: $(tail -3 "$T_TMP/bad.out"); serving $(serving_pid)"
+	fi
+	sleep 1
+
+	touch "$T_TMP/stop"
+	wait "$load"
+	if python3 - "$T_TMP/out.json" >"$T_TMP/verdict" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))
+bad = []
+for k in ("h1-ka", "h1-new", "h2", "ws", "tcp"):
+    x = s.get(k, {})
+    if x.get("failures") or not x.get("requests"):
+        bad.append((k, x))
+for k in ("ws", "tcp"):
+    if not s.get(k, {}).get("whole") or s[k].get("bytes", 0) < 1000000:
+        bad.append((k, "not whole", s.get(k)))
+# each keep-alive connection (3) meets at most one close an upgrade
+if s.get("h1-ka", {}).get("retried", 0) > 3 * 3:
+    bad.append(("h1-ka retried", s["h1-ka"]["retried"]))
+print(" ".join("%s %d (%d again)" % (k, s[k]["requests"], s[k].get("retried", 0))
+               for k in ("h1-ka", "h1-new", "h2")), "| tunnels",
+      s.get("ws", {}).get("bytes"), s.get("tcp", {}).get("bytes"), bad)
+sys.exit(1 if bad else 0)
+PY
+		t_ok "$v: through three upgrades no request failed and the tunnels are whole: $(cat "$T_TMP/verdict")"
+	else
+		t_fail "$v: traffic" "$(cat "$T_TMP/verdict") $(tail -3 "$T_TMP/load.log")"
+	fi
+
+	# the old ones are gone once their tunnels ended
+	for i in $(seq 100); do
+		local alive=""
+		for pid in $pids; do
+			[ "$pid" = "$(serving_pid)" ] && continue
+			kill -0 "$pid" 2>/dev/null && alive="$alive $pid"
+		done
+		[ -z "$alive" ] && break
+		sleep 0.1
+	done
+	if [ -z "$alive" ]; then
+		t_ok "$v: every replaced edged exited once its tunnels ended"
+	else
+		t_fail "$v: replaced edged still running" "$alive"
+	fi
+	pid=$(serving_pid)
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$EPID" 2>/dev/null && kill -TERM "$EPID"
+	wait "$EPID" 2>/dev/null
+	if edged_sanitizers_clean "$v: no sanitizer report" "$EDGED_LOG" &&
+		edged_sanitizers_clean "$v: no sanitizer report (successors)" "$T_TMP/upgrades.log"; then
+		t_ok "$v: no sanitizer report"
+	fi
+}
+
+edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.log"
+edged_backend "$P_TCPB" python3 "$TOOLS/tcp_backend.py" "$P_TCPB" "$T_TMP/tcpb.log"
+round "normal copy" "$EDGED" off
+if [ "$(id -u)" = 0 ]; then
+	round "normal spliced" "$EDGED" sockmap
+fi
+if edged_asan; then
+	round "asan copy" "$EDGED_ASAN" off
+fi
+t_exit
