@@ -5,7 +5,9 @@
  * which hands it its sockets and drains once it serves
  * (docs/operations.md, "Upgrades"). The new one says "ready" on a pipe;
  * anything else (it exits, or takes longer than --timeout) is a failed
- * upgrade that leaves the running edged serving.
+ * upgrade that leaves the running edged serving. --if-changed: only when
+ * the running binary was replaced on disk (its path "(deleted)"), else a
+ * reload (systemd's ExecReload).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,11 +88,32 @@ static int upgrade_wait(int fd, long long deadline)
 	}
 }
 
+/* --if-changed with the running binary still in place: a reload. */
+static int upgrade_reload(struct ctl *c, long long pid)
+{
+	struct errbuf err = {""};
+	json_t *r = NULL;
+	int ret = ctl_daemon_call(c, "reload", &r, &err);
+
+	if (ret) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	printf("edged %lld runs the binary in place: reloaded its "
+	       "configuration (route generation %lld)\n",
+	       pid,
+	       (long long)json_integer_value(
+		   json_object_get(r, "route_generation")));
+	json_decref(r);
+	return CTL_OK;
+}
+
 int cmd_upgrade(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"binary", required_argument, NULL, 'b'},
 	    {"timeout", required_argument, NULL, 't'},
+	    {"if-changed", no_argument, NULL, 'i'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -99,13 +122,17 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 	const char *binary = NULL, *conf;
 	char exe[PATH_MAX], *end;
 	long timeout = UPGRADE_TIMEOUT_S;
+	bool if_changed = false, deleted = false;
 	long long old_pid;
 	int o, ret, p[2], status, rc = CTL_FAIL;
 	pid_t pid;
 
 	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":b:t:h", opts, argv[0])) != -1) {
+	while ((o = ctl_getopt(argc, argv, ":b:t:ih", opts, argv[0])) != -1) {
 		switch (o) {
+		case 'i':
+			if_changed = true;
+			break;
 		case 'b':
 			binary = optarg;
 			break;
@@ -156,9 +183,14 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 		/* replaced by a package upgrade: the path is the new one */
 		snprintf(exe, sizeof(exe), "%s", e);
 		n = strlen(exe);
-		if (n > 10 && strcmp(exe + n - 10, " (deleted)") == 0)
+		deleted = n > 10 && strcmp(exe + n - 10, " (deleted)") == 0;
+		if (deleted)
 			exe[n - 10] = '\0';
 		binary = exe;
+		if (if_changed && !deleted) {
+			rc = upgrade_reload(c, old_pid);
+			goto out;
+		}
 	}
 	if (access(binary, X_OK) != 0) {
 		log_warnx("upgrade: %s: %s", binary, strerror(errno));

@@ -295,8 +295,12 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	unsigned long long tcp_open = 0;
 	struct route_table *t = route_table_current(&d->sh.routes);
 	size_t i, n_tcp = t ? route_table_ntcp(t) : 0;
+	/* now: a binary replaced on disk reads "PATH (deleted)" */
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	(void)err;
+	exe[n > 0 ? n : 0] = '\0';
 	route_table_put(t);
 	for (i = 0; i < ROUTE_TCP_MAX; i++)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
@@ -304,7 +308,7 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	    "{s:I,s:s,s:s?,s:s?,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,"
 	    "s:o*,s:o*,s:o*}",
 	    "pid", (json_int_t)getpid(), "version", EDGE_VERSION, "conf_path",
-	    d->conf_path, "exe", d->exe, "uptime_s",
+	    d->conf_path, "exe", n > 0 ? exe : NULL, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
 	    "route_generation", (json_int_t)ctlcmd_generation(d), "workers",
 	    (json_int_t)d->nw, "draining", d->draining, "connections",

@@ -1892,23 +1892,10 @@ static void edged_free(struct edged *d, struct route_src *src)
 	tcproute_free(d->tcp);
 	notify_close();
 	free(d->conf_path);
-	free(d->exe);
 	sockreg_inherit_done(SOCKREG_KINDS);
 	sockreg_close_all();
 	if (d->ready_fd >= 0)
 		close(d->ready_fd);
-}
-
-/* The binary edged runs from, for edgectl upgrade (status "exe"). */
-static void edged_exe(struct edged *d)
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	d->exe = strdup(buf);
 }
 
 /* edged --upgrade: the running edged's sockets (sockreg_inherit). */
@@ -1954,7 +1941,6 @@ int main(int argc, char **argv)
 	rc = 1;
 	d.ready_fd = o.ready_fd;
 	d.successor = o.upgrade;
-	edged_exe(&d);
 	if (edged_config(&d, o.conf_path, &src))
 		goto out;
 	if (edged_log_reachable(o.foreground))

@@ -33,7 +33,6 @@ struct chal_key_row;
 
 struct edged {
 	char *conf_path; /* absolute (edged_abs_path), malloc'd */
-	char *exe;	 /* the binary it started from, malloc'd; NULL */
 	/* a successor's (edged --upgrade): its predecessor retired once it
 	 * serves; the readiness pipe edgectl upgrade waits on (-1: none) */
 	bool successor;

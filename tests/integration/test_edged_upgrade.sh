@@ -1,9 +1,12 @@
 #!/bin/bash
 # test_edged_upgrade.sh - edgectl upgrade (issue 36; docs/operations.md,
 # "Upgrades"): while tests/tools/upgrade_load.py keeps HTTP/1.1 keep-alive
-# and new connections, HTTP/2 connections, an open WebSocket and a TCP
-# route's tunnel busy (random bytes echoed, SHA-256 checked), edged is
-# replaced three times: every request answered 200 (a keep-alive
+# and new connections (some sending their request 0.3 s after the
+# connect), HTTP/2 connections, an open WebSocket and a TCP route's
+# tunnel busy (random bytes echoed, SHA-256 checked), edged is replaced
+# three times (the first by --if-changed after its binary file was
+# replaced; with the file in place --if-changed only reloads): every
+# request answered 200 (a keep-alive
 # connection's request that met its close is sent again, as clients do,
 # and counted), every tunnel whole, each old edged gone once its tunnels
 # end. Then a binary that exits at once, and an edged that takes the
@@ -69,7 +72,9 @@ round() {
 	write_conf "$T_TMP/bad.conf" "$splice" "127.0.0.1:$P_HELD"
 	rm -f "$T_TMP/stop" "$T_TMP/out.json"
 	: >"$T_TMP/upgrades.log"
-	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
+	# a copy a package upgrade would replace: edgectl upgrade's default
+	cp "$bin" "$T_TMP/edged-bin"
+	if ! edged_start "$T_TMP/edged-bin" "$T_TMP/edge.conf"; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
@@ -93,9 +98,26 @@ round() {
 		t_fail "$v: tunnels open" "$key: $n"
 	fi
 	sleep 0.5
+	# the binary in place: --if-changed only reloads
+	old=$(serving_pid)
+	if ctl upgrade --if-changed >"$T_TMP/same.out" 2>&1 &&
+		grep -q "edged $old runs the binary in place: reloaded its configuration" "$T_TMP/same.out" &&
+		[ "$(serving_pid)" = "$old" ]; then
+		t_ok "$v: upgrade --if-changed with the binary in place: a reload"
+	else
+		t_fail "$v: --if-changed, same binary" "$(cat "$T_TMP/same.out")"
+	fi
 	for i in 1 2 3; do
 		old=$(serving_pid)
-		if ctl upgrade --binary "$bin" >>"$T_TMP/upgrades.log" 2>&1; then
+		# the first replaces the file as a package does (--if-changed
+		# then upgrades), the others take the running one's path again
+		local how=()
+		if [ "$i" = 1 ]; then
+			cp "$bin" "$T_TMP/edged-bin.new"
+			mv "$T_TMP/edged-bin.new" "$T_TMP/edged-bin"
+			how=(--if-changed)
+		fi
+		if ctl upgrade "${how[@]}" >>"$T_TMP/upgrades.log" 2>&1; then
 			pid=$(serving_pid)
 			edged_track "$pid"
 			pids="$pids $pid"
@@ -149,7 +171,7 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.
 import json, sys
 s = json.load(open(sys.argv[1]))
 bad = []
-for k in ("h1-ka", "h1-new", "h2", "ws", "tcp"):
+for k in ("h1-ka", "h1-new", "h1-late", "h2", "ws", "tcp"):
     x = s.get(k, {})
     if x.get("failures") or not x.get("requests"):
         bad.append((k, x))
@@ -160,7 +182,7 @@ for k in ("ws", "tcp"):
 if s.get("h1-ka", {}).get("retried", 0) > 3 * 3:
     bad.append(("h1-ka retried", s["h1-ka"]["retried"]))
 print(" ".join("%s %d (%d again)" % (k, s[k]["requests"], s[k].get("retried", 0))
-               for k in ("h1-ka", "h1-new", "h2")), "| tunnels",
+               for k in ("h1-ka", "h1-new", "h1-late", "h2")), "| tunnels",
       s.get("ws", {}).get("bytes"), s.get("tcp", {}).get("bytes"), bad)
 sys.exit(1 if bad else 0)
 PY

@@ -8,6 +8,7 @@
 Threads, each in a loop:
   h1-ka    HTTP/1.1 GETs on one keep-alive connection at a time
   h1-new   HTTP/1.1 GETs, a new connection each (Connection: close)
+  h1-late  the same, each request sent 0.3 s after its connect
   h2       HTTP/2 GETs (prior knowledge) on one connection at a time
   ws       one Upgrade: websocket tunnel (echo_backend.py's echo), open
            from the start to the end, random bytes each way
@@ -74,6 +75,12 @@ def h1_get(conn, reused):
     return r.getheader("Connection", "").lower() == "close"
 
 
+def h1_late():
+    """A new connection whose request comes 0.3 s after the connect (a
+    slow client, a TLS one): one is under way at every upgrade."""
+    h1_new("h1-late", 0.3)
+
+
 def h1_keepalive():
     conn, used = None, 0
     while not stopped():
@@ -98,19 +105,21 @@ def h1_keepalive():
             time.sleep(0.05)
 
 
-def h1_new():
+def h1_new(kind="h1-new", wait=0):
     while not stopped():
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
         try:
+            conn.connect()
+            time.sleep(wait)
             conn.request("GET", "/ok", headers={"Host": HOST,
                                                 "Connection": "close"})
             r = conn.getresponse()
             body = r.read()
             if r.status != 200 or json.loads(body).get("path") != "/ok":
                 raise RuntimeError("status %d" % r.status)
-            note("h1-new", "requests")
+            note(kind, "requests")
         except Exception as e:  # noqa: BLE001
-            note("h1-new", "failures", why="%s: %s" % (type(e).__name__, e))
+            note(kind, "failures", why="%s: %s" % (type(e).__name__, e))
             time.sleep(0.05)
         finally:
             conn.close()
@@ -281,7 +290,8 @@ def tcp():
 
 
 threads = [threading.Thread(target=f) for f in
-           [h1_keepalive] * 3 + [h1_new] * 2 + [h2_loop] * 2 + [ws, tcp]]
+           [h1_keepalive] * 3 + [h1_new] * 2 + [h1_late] * 2 +
+           [h2_loop] * 2 + [ws, tcp]]
 for t in threads:
     t.start()
 for t in threads:
