@@ -32,6 +32,7 @@ struct ctl_client {
 	struct bufferevent *bev;
 	struct event *timer; /* the whole connection's deadline */
 	uid_t uid;
+	pid_t pid; /* the peer's, 0: unknown */
 	bool peer_known;
 	bool answered;
 	struct ctl_client *prev, *next; /* the server's clients */
@@ -120,12 +121,11 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.stats;
 	if (strcmp(cmd, "envs") == 0)
 		return s->h.envs;
-	if (strcmp(cmd, "retire") == 0)
-		return s->h.retire;
 	if (strcmp(cmd, "splice") == 0 || strcmp(cmd, "upstream") == 0 ||
-	    strcmp(cmd, "challenge") == 0 || strcmp(cmd, "handover") == 0)
+	    strcmp(cmd, "challenge") == 0 || strcmp(cmd, "handover") == 0 ||
+	    strcmp(cmd, "retire") == 0)
 		return NULL; /* ctl_client_request calls s->h.splice/upstream/
-				challenge/handover */
+				challenge/handover/retire */
 	*known = false;
 	return NULL;
 }
@@ -227,10 +227,15 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 		const int *fds = NULL;
 		size_t nfds = 0;
 
-		ret = c->s->h.handover(c->s->ctx, &fds, &nfds, &result, &err);
+		ret = c->s->h.handover(c->s->ctx, c->pid, &fds, &nfds, &result,
+				       &err);
 		if (ret == 0)
 			ret = ctl_send_fds(bufferevent_getfd(c->bev), fds, nfds,
 					   &err);
+		goto answer;
+	}
+	if (strcmp(cmd, "retire") == 0 && c->s->h.retire) {
+		ret = c->s->h.retire(c->s->ctx, c->pid, &result, &err);
 		goto answer;
 	}
 	if (!fn) {
@@ -358,6 +363,7 @@ static void ctl_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0 &&
 	    credlen == sizeof(cred)) {
 		c->uid = cred.uid;
+		c->pid = cred.pid;
 		c->peer_known = true;
 	}
 	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);

@@ -51,11 +51,12 @@ struct ctl_handlers {
 	 * (docs/operations.md, "Upgrades"): *fds (nfds of them, still the
 	 * handler's) go with SCM_RIGHTS before the answer, *result says
 	 * what each is, in order */
-	int (*handover)(void *ctx, const int **fds, size_t *nfds,
+	int (*handover)(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 			json_t **result, struct errbuf *err);
-	/* {"cmd":"retire"}: the successor serves: drain and exit, leaving
-	 * it the sockets */
-	ctl_handler_fn retire;
+	/* {"cmd":"retire"}: the successor (peer) serves: drain and exit,
+	 * leaving it the sockets */
+	int (*retire)(void *ctx, pid_t peer, json_t **result,
+		      struct errbuf *err);
 };
 
 /*

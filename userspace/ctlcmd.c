@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ struct ctlcmd {
 	struct edged *d;
 	struct ctlcmd_ops ops;
 	struct ctl_server *srv;
+	pid_t successor; /* the process handed the sockets last, 0: none */
 };
 
 /* The live route table's generation. */
@@ -321,8 +323,27 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	return 0;
 }
 
+/* Whether process pid runs (a zombie does not). */
+static bool ctlcmd_alive(pid_t pid)
+{
+	char path[64], st[256], *p;
+	FILE *f;
+	bool alive = false;
+
+	if (kill(pid, 0) != 0 && errno != EPERM)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true; /* no /proc: kill said it is there */
+	if (fgets(st, sizeof(st), f) && (p = strrchr(st, ')')) && p[1] == ' ')
+		alive = p[2] != 'Z' && p[2] != 'X';
+	fclose(f);
+	return alive;
+}
+
 /* A successor's {"cmd":"handover"}: this process's sockets (sockreg.h). */
-static int ctlcmd_handover(void *ctx, const int **fds, size_t *nfds,
+static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 			   json_t **result, struct errbuf *err)
 {
 	struct ctlcmd *c = ctx;
@@ -332,19 +353,42 @@ static int ctlcmd_handover(void *ctx, const int **fds, size_t *nfds,
 		errbuf_set(err, "edged is draining: nothing to hand over");
 		return -EALREADY;
 	}
+	/* one upgrade at a time: its successor starting still */
+	if (c->successor && c->successor != peer &&
+	    ctlcmd_alive(c->successor)) {
+		errbuf_set(err,
+			   "another upgrade is under way (edged %ld took the "
+			   "sockets)",
+			   (long)c->successor);
+		return -EBUSY;
+	}
+	if (peer <= 0) {
+		errbuf_set(err, "handover: the successor's process is unknown");
+		return -EPERM;
+	}
 	rc = sockreg_handover(fds, nfds, result);
-	if (rc)
+	if (rc) {
 		errbuf_set(err, "handover: %s", strerror(-rc));
-	else
-		log_note("upgrade: %zu sockets handed to a successor", *nfds);
-	return rc;
+		return rc;
+	}
+	c->successor = peer;
+	log_note("upgrade: %zu sockets handed to edged %ld", *nfds, (long)peer);
+	return 0;
 }
 
-/* The successor serves: {"cmd":"retire"}. */
-static int ctlcmd_retire(void *ctx, json_t **result, struct errbuf *err)
+/* The successor serves: {"cmd":"retire"}, from it alone. */
+static int ctlcmd_retire(void *ctx, pid_t peer, json_t **result,
+			 struct errbuf *err)
 {
 	struct ctlcmd *c = ctx;
-	int rc = c->ops.retire(c->d, err);
+	int rc;
+
+	if (!c->successor || peer != c->successor) {
+		errbuf_set(err, "retire: only the edged that took the sockets "
+				"(handover) may ask");
+		return -EPERM;
+	}
+	rc = c->ops.retire(c->d, err);
 
 	if (rc == 0)
 		*result = json_pack("{s:I}", "pid", (json_int_t)getpid());

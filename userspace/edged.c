@@ -1417,6 +1417,13 @@ static int edged_args(int argc, char **argv, struct edged_opts *o)
 		usage(stderr);
 		return 2;
 	}
+	/* the process that takes the sockets is the one that retires the
+	 * old edged (its pid is checked): no detaching in between */
+	if (o->upgrade && !o->foreground) {
+		fprintf(stderr, "edged: --upgrade needs -f (edgectl upgrade "
+				"runs it so)\n");
+		return 2;
+	}
 	return -1;
 }
 

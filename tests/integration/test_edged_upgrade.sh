@@ -132,6 +132,45 @@ round() {
 		sleep 1.5
 	done
 
+	# retire from anyone but the process handed the sockets: refused; a
+	# second handover while that process runs: refused
+	old=$(serving_pid)
+	python3 - "$SOCK" >"$T_TMP/guard.out" 2>&1 <<'PY'
+import array, json, os, socket, sys, time
+def call(cmd):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(json.dumps({"cmd": cmd}).encode() + b"\n")
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        msg, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(250 * 4))
+        if not msg:
+            break
+        data += msg
+        for lvl, typ, d in anc:
+            fds += array.array("i", d[:len(d) - len(d) % 4]).tolist()
+    s.close()
+    return json.loads(data), fds
+print("retire", call("retire")[0].get("error"))
+if os.fork() == 0:  # a successor that took the sockets and runs on
+    r, fds = call("handover")
+    print("handover", r.get("ok"), len(fds), flush=True)
+    time.sleep(2)
+    os._exit(0)
+time.sleep(1)
+PY
+	ctl upgrade >"$T_TMP/busy.out" 2>&1
+	code=$?
+	sleep 2.5
+	if grep -q "^retire retire: only the edged that took the sockets" "$T_TMP/guard.out" &&
+		grep -q "^handover True [1-9]" "$T_TMP/guard.out" && [ "$code" = 1 ] &&
+		grep -q "another upgrade is under way" "$T_TMP/busy.out" &&
+		[ "$(serving_pid)" = "$old" ]; then
+		t_ok "$v: retire from another process refused; an upgrade while another successor holds the sockets refused; edged $old serves on"
+	else
+		t_fail "$v: guards" "$(cat "$T_TMP/guard.out") / exit $code: $(tail -2 "$T_TMP/busy.out")"
+	fi
+
 	# a binary that exits at once, an edged that takes the sockets and
 	# fails to start: the running one serves on
 	old=$(serving_pid)
