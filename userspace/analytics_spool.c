@@ -36,6 +36,8 @@
 #define SPOOL_SUFFIX ".spool"
 #define SPOOL_TMP_PREFIX ".tmp-"
 #define SPOOL_SEQ_DIGITS 20
+/* Names tried for a batch when another process took the number. */
+#define SPOOL_NAME_TRIES 64
 /* the fixed part of a record, before its fields */
 #define SPOOL_RECORD_FIXED (5 * 8 + 4 + 2 + 1 + 1 + 1)
 
@@ -508,7 +510,7 @@ int analytics_spool_put(struct analytics_spool *s,
 	unsigned char *buf = NULL;
 	const char *step = "create";
 	size_t len;
-	int fd = -1, rc;
+	int fd = -1, rc, tries = 0;
 
 	if (n == 0 || n > ANALYTICS_SPOOL_FILE_EVENTS_MAX) {
 		errbuf_set(err, "%s: a batch of %zu events", s->dir, n);
@@ -549,9 +551,17 @@ int analytics_spool_put(struct analytics_spool *s,
 		rc = -errno;
 	}
 	fd = -1;
-	if (rc == 0 && renameat(s->dfd, tmp, s->dfd, name)) {
-		step = "rename to its name";
-		rc = -errno;
+	/* never over a file of the same name: another edged's (an
+	 * upgrade's two share the directory) takes the next number */
+	while (rc == 0 &&
+	       renameat2(s->dfd, tmp, s->dfd, name, RENAME_NOREPLACE)) {
+		if (errno != EEXIST || ++tries > SPOOL_NAME_TRIES) {
+			step = "rename to its name";
+			rc = -errno;
+			break;
+		}
+		s->next_seq++;
+		spool_name(name, sizeof(name), "", s->next_seq, SPOOL_SUFFIX);
 	}
 	if (rc)
 		goto fail;
