@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,11 +59,12 @@ static void upgrade_child(const char *binary, const char *conf, int ready)
 	_exit(127);
 }
 
-/* Read the pipe until "ready", its end, or the deadline: 1 ready, 0 the
- * new edged went without saying it, -ETIMEDOUT. */
-static int upgrade_wait(int fd, long long deadline)
+/* Read the pipe until "ready\n" or another line (the new edged gives up:
+ * "failed: WHY", into msg), its end, or the deadline: 1 ready, 2 failed,
+ * 0 the new edged went without a word, -ETIMEDOUT. */
+static int upgrade_wait(int fd, long long deadline, char *msg, size_t mlen)
 {
-	char buf[64];
+	char buf[1024], *nl;
 	size_t len = 0;
 	ssize_t n;
 
@@ -81,11 +83,82 @@ static int upgrade_wait(int fd, long long deadline)
 			return 0;
 		len += (size_t)n;
 		buf[len] = '\0';
-		if (strstr(buf, "ready"))
+		nl = strchr(buf, '\n');
+		if (!nl && len < sizeof(buf) - 1)
+			continue;
+		if (nl)
+			*nl = '\0';
+		if (strcmp(buf, "ready") == 0)
 			return 1;
-		if (len == sizeof(buf) - 1)
-			return 0;
+		snprintf(msg, mlen, "%s", buf);
+		return 2;
 	}
+}
+
+/* Whether path, named by the daemon, may be run or read by root: a
+ * regular file root owns that neither its group nor others may write;
+ * else why in why. */
+static bool upgrade_trusted(const char *path, char *why, size_t len)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(sb.st_mode) || sb.st_uid != 0 || (sb.st_mode & 022)) {
+		snprintf(why, len,
+			 "%s, which the running edged names, is not a file "
+			 "only root may change",
+			 path);
+		return false;
+	}
+	return true;
+}
+
+/* The systemd unit of process pid ("" when none), from its cgroup. */
+static void upgrade_unit(long long pid, char *out, size_t len)
+{
+	char path[64], line[512], *u, *end;
+	FILE *f;
+
+	out[0] = '\0';
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%lld/cgroup", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/cgroup");
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		u = strstr(line, ".service");
+		if (!u)
+			continue;
+		end = u + strlen(".service");
+		while (u > line && u[-1] != '/')
+			u--;
+		snprintf(out, len, "%.*s", (int)(end - u), u);
+		break;
+	}
+	fclose(f);
+}
+
+/* An edged a systemd unit runs is upgraded from inside that unit
+ * (systemctl reload: ExecReload), where the new one may become its main
+ * process; from elsewhere it would run outside the unit. */
+static bool upgrade_same_unit(long long pid, char *why, size_t len)
+{
+	char theirs[128], ours[128];
+
+	upgrade_unit(pid, theirs, sizeof(theirs));
+	upgrade_unit(0, ours, sizeof(ours));
+	if (!theirs[0] || strcmp(theirs, ours) == 0)
+		return true;
+	snprintf(why, len,
+		 "edged %lld runs in %s: use systemctl reload %s (its "
+		 "ExecReload upgrades when the binary was replaced)",
+		 pid, theirs, theirs);
+	return false;
 }
 
 /* --if-changed with the running binary still in place: a reload. */
@@ -114,6 +187,7 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 	    {"binary", required_argument, NULL, 'b'},
 	    {"timeout", required_argument, NULL, 't'},
 	    {"if-changed", no_argument, NULL, 'i'},
+	    {"config", required_argument, NULL, 'c'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -122,19 +196,25 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 	const char *binary = NULL, *conf;
 	char exe[PATH_MAX], *end;
 	long timeout = UPGRADE_TIMEOUT_S;
-	bool if_changed = false, deleted = false;
+	bool if_changed = false, deleted = false, binary_given = false;
+	const char *conf_given = NULL;
+	char why[PATH_MAX + 128];
 	long long old_pid;
 	int o, ret, p[2], status, rc = CTL_FAIL;
 	pid_t pid;
 
 	optind = 0;
-	while ((o = ctl_getopt(argc, argv, ":b:t:ih", opts, argv[0])) != -1) {
+	while ((o = ctl_getopt(argc, argv, ":b:t:c:ih", opts, argv[0])) != -1) {
 		switch (o) {
+		case 'c':
+			conf_given = optarg;
+			break;
 		case 'i':
 			if_changed = true;
 			break;
 		case 'b':
 			binary = optarg;
+			binary_given = true;
 			break;
 		case 't':
 			errno = 0;
@@ -163,7 +243,8 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 		return CTL_FAIL;
 	}
 	old_pid = json_integer_value(json_object_get(st, "pid"));
-	conf = json_string_value(json_object_get(st, "conf_path"));
+	conf = conf_given ? conf_given
+			  : json_string_value(json_object_get(st, "conf_path"));
 	if (!conf) {
 		log_warnx("upgrade: the running edged (pid %lld) does not say "
 			  "its configuration file: it is older than edgectl "
@@ -171,22 +252,24 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 			  old_pid);
 		goto out;
 	}
-	if (!binary) {
+	{
 		const char *e = json_string_value(json_object_get(st, "exe"));
 		size_t n;
 
-		if (!e) {
+		if (!e && (!binary || if_changed)) {
 			log_warnx("upgrade: the running edged does not say its "
-				  "binary: give --binary");
+				  "binary: give --binary, without "
+				  "--if-changed");
 			goto out;
 		}
 		/* replaced by a package upgrade: the path is the new one */
-		snprintf(exe, sizeof(exe), "%s", e);
+		snprintf(exe, sizeof(exe), "%s", e ? e : "");
 		n = strlen(exe);
 		deleted = n > 10 && strcmp(exe + n - 10, " (deleted)") == 0;
 		if (deleted)
 			exe[n - 10] = '\0';
-		binary = exe;
+		if (!binary)
+			binary = exe;
 		if (if_changed && !deleted) {
 			rc = upgrade_reload(c, old_pid);
 			goto out;
@@ -194,6 +277,19 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 	}
 	if (access(binary, X_OK) != 0) {
 		log_warnx("upgrade: %s: %s", binary, strerror(errno));
+		goto out;
+	}
+	/* what the daemon said (it runs unprivileged) is run as root only
+	 * if root owns it and no one else may change it */
+	if (geteuid() == 0 &&
+	    ((!binary_given && !upgrade_trusted(binary, why, sizeof(why))) ||
+	     (!conf_given && !upgrade_trusted(conf, why, sizeof(why))))) {
+		log_warnx("upgrade: %s: give --binary and --config to use it",
+			  why);
+		goto out;
+	}
+	if (!upgrade_same_unit(old_pid, why, sizeof(why))) {
+		log_warnx("upgrade: %s", why);
 		goto out;
 	}
 	if (pipe2(p, O_CLOEXEC) != 0) {
@@ -213,8 +309,16 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 		upgrade_child(binary, conf, p[1]);
 	}
 	close(p[1]);
-	ret = upgrade_wait(p[0], upgrade_now_ms() + timeout * 1000);
+	ret = upgrade_wait(p[0], upgrade_now_ms() + timeout * 1000, why,
+			   sizeof(why));
 	close(p[0]);
+	if (ret == 2) {
+		/* it drains what it took and exits by itself */
+		log_warnx("upgrade: the new edged (%s, pid %lld) gave up: %s; "
+			  "edged %lld serves on",
+			  binary, (long long)pid, why, old_pid);
+		goto out;
+	}
 	if (ret == 1) {
 		printf("upgraded: edged %lld serves (%s); edged %lld drains "
 		       "and exits\n",
@@ -223,9 +327,12 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv)
 		goto out;
 	}
 	if (ret == -ETIMEDOUT) {
-		kill(pid, SIGTERM);
+		/* not SIGTERM: one the new edged only reads once it serves
+		 * would come after it retired the old one */
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
 		log_warnx("upgrade: the new edged (%s, pid %lld) did not serve "
-			  "within %ld s: stopped; edged %lld serves on",
+			  "within %ld s: killed; edged %lld serves on",
 			  binary, (long long)pid, timeout, old_pid);
 		goto out;
 	}

@@ -116,13 +116,17 @@ static const struct ctl_help ctl_helps[] = {
      "ask edged to reload its configuration (as SIGHUP does) and print "
      "its answer",
      NULL},
-    {"upgrade", "upgrade [--binary PATH] [--timeout SECONDS] [--if-changed]",
+    {"upgrade",
+     "upgrade [--binary PATH] [--config FILE] [--timeout SECONDS] "
+     "[--if-changed]",
      "replace the running edged by a new one without dropping a "
      "connection: the new one takes over its sockets, the old one drains",
      OPTS({"--binary PATH", "the new edged (default: the running one's "
 			    "path, where a package upgrade puts it)"},
 	  {"--timeout SECONDS", "how long the new one may take to serve "
 				"(default 60; then it is stopped)"},
+	  {"--config FILE", "the new one's configuration (default: the "
+			    "running one's)"},
 	  {"--if-changed", "only if the running binary was replaced on disk; "
 			   "else reload the configuration"})},
     {"splice", "splice [on | off | auto | sockmap] [--json]",

@@ -671,8 +671,10 @@ static void conn_hs_done(int rc, struct transport *t, void *arg)
 
 	TAILQ_REMOVE(&w->cs->hs, ch, link);
 	free(ch);
-	if (rc == 0 && !w->draining) {
-		if (transport_pending(t) == 0 &&
+	if (rc == 0) {
+		/* draining: its first request is served (with
+		 * Connection: close), as a parked one's is */
+		if (!w->draining && transport_pending(t) == 0 &&
 		    conn_park(w, t, &peer, 0, w->set.timeouts.header_ms, NULL,
 			      NULL) == 0)
 			return;
@@ -680,8 +682,6 @@ static void conn_hs_done(int rc, struct transport *t, void *arg)
 		if (conn_open(w, t, &peer, 0, NULL, NULL))
 			return;
 		w->cs->n++;
-	} else if (rc == 0) {
-		transport_close(t);
 	}
 	w->cs->n--;
 	atomic_fetch_sub(&w->sh->connections, 1);

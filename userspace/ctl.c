@@ -227,6 +227,14 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 		const int *fds = NULL;
 		size_t nfds = 0;
 
+		/* a successor asks as root, before its privilege drop: the
+		 * listening sockets are for no one else */
+		if (c->uid != 0) {
+			ctl_client_error(c, "permission denied: handover needs "
+					    "root");
+			goto out;
+		}
+
 		ret = c->s->h.handover(c->s->ctx, c->pid, &fds, &nfds, &result,
 				       &err);
 		if (ret == 0)

@@ -63,6 +63,8 @@
 /* A successor keeps the predecessor's TCP route sockets no route took
  * this long (the database's routes come after the start). */
 #define EDGED_INHERIT_TCP_S 30
+/* Asks of a successor's retirement of the running edged. */
+#define EDGED_RETIRE_TRIES 5
 /* Clients the per-client rate limit remembers, all workers together
  * (16 bytes each: 4 MiB). */
 #define EDGED_RATELIMIT_CLIENTS (1u << 18)
@@ -557,7 +559,8 @@ static void edged_drain_poll_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(d->base, NULL);
 }
 
-/* SIGTERM/SIGINT (sig 0: retired by a successor): stop accepting, let
+/* SIGTERM/SIGINT (sig 0: retired by a successor; -1: a successor whose
+ * predecessor did not retire): stop accepting, let
  * the requests in flight finish (timeouts.drain at most) while the
  * control socket and the admin listener keep answering (/healthz says
  * 503; a retired edged's admin listener is its successor's). A second
@@ -577,14 +580,14 @@ static void edged_drain(struct edged *d, int sig)
 		return;
 	}
 	/* a retired edged is no longer the service's main process: its
-	 * successor is */
-	if (sig) {
+	 * successor is; one stepping back never was */
+	if (sig > 0) {
 		notify_send("STOPPING=1");
 		log_note("signal %d: draining (up to %llu ms)", sig,
 			 (unsigned long long)d->sh.set.timeouts.drain_ms);
 	} else {
-		log_note("upgrade: a successor serves: draining (up to %llu "
-			 "ms)",
+		log_note("upgrade: %s: draining (up to %llu ms)",
+			 sig ? "stepping back" : "a successor serves",
 			 (unsigned long long)d->sh.set.timeouts.drain_ms);
 	}
 	d->draining = true;
@@ -1771,22 +1774,39 @@ static void edged_inherit_tcp_done_cb(evutil_socket_t fd, short what, void *arg)
 
 /* A successor serves: the predecessor retires (drains and exits), the
  * control socket moves to its path, the sockets nobody took close. */
-static void edged_take_over(struct edged *d)
+static bool edged_take_over(struct edged *d)
 {
 	struct timeval tv = {EDGED_INHERIT_TCP_S, 0};
 	json_t *req = json_pack("{s:s}", "cmd", "retire"), *res = NULL;
 	struct errbuf err;
+	int tries, rc = -ENOMEM;
 
-	errbuf_clear(&err);
-	if (!req || ctlproto_call(d->cfg->control_socket, req, &res, 0, &err))
-		log_warnx("upgrade: the running edged did not retire (%s): "
-			  "both serve until it is stopped",
-			  err.msg[0] ? err.msg : "out of memory");
-	else
-		log_note(
-		    "upgrade: took over from edged %lld",
-		    (long long)json_integer_value(json_object_get(res, "pid")));
+	/* a busy control socket answers later: a few tries */
+	for (tries = 0; req && tries < EDGED_RETIRE_TRIES; tries++) {
+		errbuf_clear(&err);
+		rc = ctlproto_call(d->cfg->control_socket, req, &res, 0, &err);
+		if (rc == 0 || rc == -EREMOTEIO)
+			break;
+		usleep(500000);
+	}
 	json_decref(req);
+	if (rc) {
+		/* both would serve, the old one out of reach: step back */
+		log_warnx("upgrade: the running edged did not retire (%s): "
+			  "this one drains and exits",
+			  rc == -ENOMEM ? "out of memory" : err.msg);
+		if (d->ready_fd >= 0)
+			dprintf(d->ready_fd,
+				"failed: the running edged did not retire: "
+				"%s\n",
+				rc == -ENOMEM ? "out of memory" : err.msg);
+		json_decref(res);
+		sockreg_inherit_done(SOCKREG_KINDS);
+		edged_drain(d, -1);
+		return false;
+	}
+	log_note("upgrade: took over from edged %lld",
+		 (long long)json_integer_value(json_object_get(res, "pid")));
 	json_decref(res);
 	errbuf_clear(&err);
 	if (ctlcmd_commit(d->ctl, &err))
@@ -1798,6 +1818,7 @@ static void edged_take_over(struct edged *d)
 	if (event_base_once(d->base, -1, EV_TIMEOUT, edged_inherit_tcp_done_cb,
 			    NULL, &tv))
 		sockreg_inherit_done(SOCKREG_TCP);
+	return true;
 }
 
 static void edged_ready(struct edged *d, bool foreground)
@@ -1813,8 +1834,8 @@ static void edged_ready(struct edged *d, bool foreground)
 		 "the file, %zu from the database; %zu address(es) not "
 		 "listening) with %u worker(s)",
 		 d->cfg->n_listen, nf + ndb, nf, ndb, down, d->nw);
-	if (d->successor)
-		edged_take_over(d);
+	if (d->successor && !edged_take_over(d))
+		return;
 	if (d->ready_fd >= 0) {
 		ssize_t n = write(d->ready_fd, "ready\n", 6);
 
