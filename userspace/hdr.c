@@ -972,10 +972,15 @@ int hdr_build_request(struct hdr_buf *b, const struct h1_request *r,
 	if (!HDR_EDIT_DROPS(ed, "Host")) /* else request_set's */
 		HDR_BUF_FIELD_LIT(b, "Host", r->host ? r->host : "",
 				  r->host_len);
+	/* tracestate goes with edge's traceparent only: not when a rule
+	 * removes that */
 	kept_fields(b, &r->h,
 		    (f->tunnel ? HDR_C_UPGRADE : 0) |
 			(f->xff_trusted ? HDR_C_ADDR : 0) |
-			(f->tracestate ? HDR_C_TRACESTATE : 0),
+			(f->tracestate && f->traceparent &&
+				 !HDR_EDIT_DROPS(ed, "traceparent")
+			     ? HDR_C_TRACESTATE
+			     : 0),
 		    ed);
 	if (f->via) {
 		HDR_BUF_LIT(b, "Via: ");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hdr.h"
 #include "trusted.h"
@@ -212,6 +213,20 @@ START_TEST(test_trace_init)
 }
 END_TEST
 
+static bool drop_tp_fn(const struct hdr_edit *e, const char *name, size_t n)
+{
+	(void)e;
+	return n == 11 && strncasecmp(name, "traceparent", 11) == 0;
+}
+
+static void add_none_fn(const struct hdr_edit *e, struct hdr_buf *b)
+{
+	(void)e;
+	(void)b;
+}
+
+static const struct hdr_edit drop_tp = {.drop = drop_tp_fn, .add = add_none_fn};
+
 START_TEST(test_build_request_trace)
 {
 	static const char in[] = "GET /t HTTP/1.1\r\n"
@@ -250,6 +265,16 @@ START_TEST(test_build_request_trace)
 	ck_assert_ptr_null(strstr(out, "tracestate"));
 	ck_assert_ptr_nonnull(strstr(out, "\r\ntraceparent: "));
 	hdr_buf_free(&b);
+	/* a header rule removes traceparent: tracestate goes with it */
+	f.tracestate = true;
+	f.edit = &drop_tp;
+	hdr_buf_init(&b, 0);
+	ck_assert_int_eq(hdr_build_request(&b, r, &f), 0);
+	out = built(&b);
+	ck_assert_ptr_null(strstr(out, "traceparent"));
+	ck_assert_ptr_null(strstr(out, "tracestate"));
+	hdr_buf_free(&b);
+	f.edit = NULL;
 	/* none to send: none at all */
 	f.traceparent = NULL;
 	hdr_buf_init(&b, 0);
