@@ -635,6 +635,7 @@ static void trace_write(struct hdr_trace *t)
 int hdr_trace_init(const struct h1_head *h, struct hdr_trace *t)
 {
 	const struct h1_header *found = NULL;
+	char parent[HDR_SPAN_ID_LEN + 1];
 	uint8_t flags = 0;
 	unsigned i;
 
@@ -650,11 +651,10 @@ int hdr_trace_init(const struct h1_head *h, struct hdr_trace *t)
 		found = &h->headers[i];
 	}
 	if (found && hdr_traceparent_parse(found->value, found->value_len,
-					   t->trace_id, t->parent_id, &flags)) {
+					   t->trace_id, parent, &flags)) {
 		t->continued = true;
 		t->flags = flags & HDR_TRACE_FLAGS_KNOWN;
 	} else {
-		t->parent_id[0] = '\0';
 		if (hdr_rand_hex(t->trace_id, HDR_TRACE_ID_LEN / 2))
 			return -EIO;
 		t->trace_id[HDR_TRACE_ID_LEN] = '\0';

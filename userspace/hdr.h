@@ -183,7 +183,6 @@ int hdr_request_id_new(char out[HDR_REQUEST_ID_LEN + 1]);
 struct hdr_trace {
 	char trace_id[HDR_TRACE_ID_LEN + 1]; /* the client's or a new one */
 	char span_id[HDR_SPAN_ID_LEN + 1];   /* edge's: the parent-id sent */
-	char parent_id[HDR_SPAN_ID_LEN + 1]; /* the client's; "" when new */
 	uint8_t flags;			     /* trace-flags sent */
 	bool continued; /* the client's traceparent was taken: its
 			   tracestate goes on with it */

@@ -24,7 +24,6 @@ struct sockreg_list {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sockreg_list own, inherited;
-static bool inheriting;
 static int *handed; /* sockreg_handover's array */
 
 static const char *const kind_names[SOCKREG_KINDS] = {
@@ -191,7 +190,6 @@ int sockreg_inherit(const char *ctl_path, struct errbuf *err)
 			rc = -ENOMEM;
 		fds.v[i] = -1;
 	}
-	inheriting = true;
 	pthread_mutex_unlock(&mu);
 	if (rc) {
 		errbuf_set(err, "out of memory");
@@ -201,11 +199,6 @@ out:
 	ctlproto_fds_close(&fds);
 	json_decref(res);
 	return rc;
-}
-
-bool sockreg_inheriting(void)
-{
-	return inheriting;
 }
 
 int sockreg_take(enum sockreg_kind k, const char *addr)

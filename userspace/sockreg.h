@@ -58,9 +58,6 @@ int sockreg_handover(const int **fds, size_t *n, json_t **desc);
  * kept). */
 int sockreg_inherit(const char *ctl_path, struct errbuf *err);
 
-/* Whether sockreg_inherit got a list. */
-bool sockreg_inheriting(void);
-
 /* A predecessor's socket of kind k at addr, now the caller's; -1 when
  * none is left. */
 int sockreg_take(enum sockreg_kind k, const char *addr);
