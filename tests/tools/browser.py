@@ -6,7 +6,7 @@ and report where it ended up: how the tests see edge's challenge page.
                [--shot-early] [--wait-title-not TITLE]
                [--host-resolver-rules "MAP a.test 10.200.1.1"]
                [--ignore-cert-errors] [--cert-spki B64] [--quic-origin HOST:PORT]
-               [--loads N]
+               [--loads N] [--until-protocol P]
 
 Starts `chromium --headless=new` (no sandbox, no proxy; $CHROMIUM names
 another binary) on the profile DIR, or on a temporary one removed after,
@@ -31,7 +31,12 @@ refuses QUIC to a certificate --ignore-cert-errors lets through.
 (--origin-to-force-quic-on); it also lets QUIC accept a certificate of no
 known root for HOST whatever the port, which QUIC learnt from Alt-Svc
 needs. --loads N: once loaded, reload the page until it has been loaded
-N times (1), each time as above.
+N times (1), each time as above. --until-protocol P: stop reloading as
+soon as a load came over P ("h3"), N being the most loads; a reload then
+waits 0.5 s first. (Chromium keeps an existing HTTP/2 connection for the
+requests made while the QUIC connection Alt-Svc told it of is still being
+set up in the background: which reload is the first over HTTP/3 depends
+on timing.)
 --screenshot saves a PNG of the final page, or with --shot-early of the
 page while its title is still TITLE (300 ms after it loaded). Chromium is
 closed (its cookies saved in DIR; session cookies, which Chromium drops,
@@ -133,9 +138,12 @@ async def drive(a, ws_url):
             if (state == "complete" and (href != "about:blank" or a.url == "about:blank")
                     and not mark):
                 if title != a.wait_title_not:
-                    if loads >= a.loads:
+                    if loads >= a.loads or (a.until_protocol and status["protocols"]
+                                            and status["protocols"][-1] == a.until_protocol):
                         timed_out = False
                         break
+                    if a.until_protocol:
+                        await asyncio.sleep(0.5)
                     await ev("window.browser_py_mark = true")
                     await cdp.call("Page.reload", session=sid)
                     loads += 1
@@ -196,6 +204,7 @@ def main():
     ap.add_argument("--cert-spki")
     ap.add_argument("--quic-origin")
     ap.add_argument("--loads", type=int, default=1)
+    ap.add_argument("--until-protocol")
     a = ap.parse_args()
 
     def die(sig, frame):
