@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,9 @@ struct ctl_server {
 	struct ctl_handlers h;
 	void *ctx;
 	char *path;
-	char *tmp; /* a successor's socket until ctl_server_commit */
+	bool accepting; /* false: a successor's before ctl_server_commit, or
+			   handed over */
+	bool own_path;	/* path is ours to remove at the end */
 	dev_t dev;
 	ino_t ino;
 	int lock_fd;
@@ -400,7 +403,8 @@ static void ctl_accept_resume(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	evconnlistener_enable(s->lev);
+	if (s->accepting)
+		evconnlistener_enable(s->lev);
 }
 
 static void ctl_accept_error(struct evconnlistener *lev, void *arg)
@@ -521,56 +525,99 @@ static int ctl_clear_path(const struct ctl_server *s,
 }
 
 static int ctl_server_open(struct event_base *base, const char *path,
-			   int lock_fd, const struct ctl_handlers *h, void *ctx,
+			   int lock_fd, int listen_fd,
+			   const struct ctl_handlers *h, void *ctx,
 			   struct ctl_server **out, struct errbuf *err);
 
 int ctl_server_start(struct event_base *base, const char *path,
 		     const struct ctl_handlers *h, void *ctx,
 		     struct ctl_server **out, struct errbuf *err)
 {
-	return ctl_server_open(base, path, -1, h, ctx, out, err);
+	return ctl_server_open(base, path, -1, -1, h, ctx, out, err);
+}
+
+/* 0 when fd is a socket listening at path. */
+static int ctl_check_inherited(int fd, const char *path, struct errbuf *err)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int on = 0;
+	socklen_t olen = sizeof(on);
+
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    sa.sun_family != AF_UNIX ||
+	    len <= offsetof(struct sockaddr_un, sun_path) ||
+	    strncmp(sa.sun_path, path, sizeof(sa.sun_path)) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) != 0 || !on) {
+		errbuf_set(err,
+			   "control socket %s: the socket handed over is not "
+			   "one listening there",
+			   path);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int ctl_server_start_successor(struct event_base *base, const char *path,
-			       int lock_fd, const struct ctl_handlers *h,
-			       void *ctx, struct ctl_server **out,
-			       struct errbuf *err)
+			       int lock_fd, int listen_fd,
+			       const struct ctl_handlers *h, void *ctx,
+			       struct ctl_server **out, struct errbuf *err)
 {
-	if (lock_fd < 0) {
-		errbuf_set(err, "control socket %s: no lock handed over", path);
+	if (lock_fd < 0 || listen_fd < 0) {
+		errbuf_set(err, "control socket %s: no %s handed over", path,
+			   lock_fd < 0 ? "lock" : "listening socket");
+		if (lock_fd >= 0)
+			close(lock_fd);
+		if (listen_fd >= 0)
+			close(listen_fd);
 		return -EINVAL;
 	}
-	return ctl_server_open(base, path, lock_fd, h, ctx, out, err);
+	return ctl_server_open(base, path, lock_fd, listen_fd, h, ctx, out,
+			       err);
 }
 
 int ctl_server_commit(struct ctl_server *s, struct errbuf *err)
 {
-	int ret;
-
-	if (!s->tmp)
+	if (s->accepting)
 		return 0;
-	if (rename(s->tmp, s->path) != 0) {
-		ret = -errno;
-		errbuf_set(err, "control socket: moving %s to %s: %s", s->tmp,
-			   s->path, strerror(errno));
-		return ret;
+	if (evconnlistener_enable(s->lev) != 0) {
+		errbuf_set(err, "control socket %s: cannot accept", s->path);
+		return -EIO;
 	}
-	free(s->tmp);
-	s->tmp = NULL;
+	s->accepting = true;
+	s->own_path = true;
 	return 0;
 }
 
-/* The server at path, or (lock_fd >= 0: a successor's, the lock held
- * already and taken) at PATH.new until ctl_server_commit. */
+void ctl_server_hand_over(struct ctl_server *s)
+{
+	if (!s)
+		return;
+	s->accepting = false;
+	s->own_path = false;
+	evconnlistener_disable(s->lev);
+	event_del(s->pause);
+}
+
+int ctl_server_listen_fd(const struct ctl_server *s)
+{
+	return s && s->lev ? evconnlistener_get_fd(s->lev) : -1;
+}
+
+/* The server at path; a successor's (lock_fd and listen_fd >= 0, both
+ * taken) on its predecessor's lock and socket, accepting from
+ * ctl_server_commit on. */
 static int ctl_server_open(struct event_base *base, const char *path,
-			   int lock_fd, const struct ctl_handlers *h, void *ctx,
+			   int lock_fd, int listen_fd,
+			   const struct ctl_handlers *h, void *ctx,
 			   struct ctl_server **out, struct errbuf *err)
 {
+	bool successor = listen_fd >= 0;
 	struct ctl_server *s;
 	struct sockaddr_un sa;
 	struct stat st;
-	const char *at;
-	int fd = -1, ret;
+	int fd = listen_fd, ret;
 
 	*out = NULL;
 	memset(&sa, 0, sizeof(sa));
@@ -580,45 +627,47 @@ static int ctl_server_open(struct event_base *base, const char *path,
 			   "bad control socket path '%s' (empty or longer "
 			   "than %zu bytes)",
 			   path ? path : "", sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	if (lock_fd >= 0 && strlen(path) + 4 >= sizeof(sa.sun_path)) {
-		errbuf_set(err, "control socket path '%s' too long for %s.new",
-			   path, path);
-		close(lock_fd);
-		return -ENAMETOOLONG;
+		ret = -ENAMETOOLONG;
+		goto fail_fds;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->path = strdup(path)) ||
-	    (lock_fd >= 0 && asprintf(&s->tmp, "%s.new", path) < 0)) {
-		if (s)
-			free(s->path);
+	if (!s || !(s->path = strdup(path))) {
 		free(s);
-		if (lock_fd >= 0)
-			close(lock_fd);
 		errbuf_set(err, "out of memory");
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto fail_fds;
 	}
 	s->base = base;
 	s->lock_fd = lock_fd;
 	s->ctx = ctx;
 	s->timeout_ms = CTL_CLIENT_TIMEOUT_MS;
+	s->accepting = !successor;
 	if (h)
 		s->h = *h;
-	at = s->tmp ? s->tmp : path;
-	memcpy(sa.sun_path, at, strlen(at) + 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 
-	ret = ctl_mkdir_parent(path, err);
-	if (ret == 0 && !s->tmp)
-		ret = ctl_lock(s, err);
-	if (ret == 0 && !s->tmp)
-		ret = ctl_clear_path(s, &sa, err);
-	/* a successor's: what a failed one left */
-	if (ret == 0 && s->tmp && unlink(s->tmp) != 0 && errno != ENOENT) {
-		ret = -errno;
-		errbuf_set(err, "cannot remove %s: %s", s->tmp,
-			   strerror(errno));
+	if (successor) {
+		ret = ctl_check_inherited(fd, path, err);
+		if (ret == 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 ||
+				 evutil_make_socket_nonblocking(fd) != 0)) {
+			ret = -errno;
+			errbuf_set(err, "control socket %s: %s", path,
+				   strerror(errno));
+		}
+		if (ret)
+			goto fail;
+		/* the same socket file: removed at the end once it is ours */
+		if (stat(path, &st) == 0) {
+			s->dev = st.st_dev;
+			s->ino = st.st_ino;
+		}
+		goto listener;
 	}
+	ret = ctl_mkdir_parent(path, err);
+	if (ret == 0)
+		ret = ctl_lock(s, err);
+	if (ret == 0)
+		ret = ctl_clear_path(s, &sa, err);
 	if (ret)
 		goto fail;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -629,35 +678,39 @@ static int ctl_server_open(struct event_base *base, const char *path,
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		ret = -errno;
-		errbuf_set(err, "cannot bind control socket %s: %s", at,
+		errbuf_set(err, "cannot bind control socket %s: %s", path,
 			   strerror(errno));
 		goto fail;
 	}
 	/* before listen(): nobody can connect while the mode is wider */
-	if (chmod(at, 0600) != 0 || stat(at, &st) != 0) {
+	if (chmod(path, 0600) != 0 || stat(path, &st) != 0) {
 		ret = -errno;
-		errbuf_set(err, "control socket %s: %s", at, strerror(errno));
-		unlink(at);
+		errbuf_set(err, "control socket %s: %s", path, strerror(errno));
+		unlink(path);
 		goto fail;
 	}
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
+	s->own_path = true;
 	if (listen(fd, CTL_BACKLOG) != 0) {
 		ret = -errno;
-		errbuf_set(err, "listen on %s: %s", at, strerror(errno));
-		unlink(at);
+		errbuf_set(err, "listen on %s: %s", path, strerror(errno));
+		unlink(path);
 		goto fail;
 	}
+listener:
 	s->pause = evtimer_new(base, ctl_accept_resume, s);
-	s->lev = s->pause ? evconnlistener_new(base, ctl_accept, s,
-					       LEV_OPT_CLOSE_ON_FREE |
-						   LEV_OPT_CLOSE_ON_EXEC,
-					       -1, fd)
+	s->lev = s->pause ? evconnlistener_new(
+				base, ctl_accept, s,
+				LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+				    (successor ? LEV_OPT_DISABLED : 0),
+				-1, fd)
 			  : NULL;
 	if (!s->lev) {
 		ret = -ENOMEM;
 		errbuf_set(err, "out of memory");
-		unlink(at);
+		if (!successor)
+			unlink(path);
 		goto fail;
 	}
 	evconnlistener_set_error_cb(s->lev, ctl_accept_error);
@@ -671,8 +724,13 @@ fail:
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	free(s->path);
-	free(s->tmp);
 	free(s);
+	return ret;
+fail_fds:
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (listen_fd >= 0)
+		close(listen_fd);
 	return ret;
 }
 
@@ -699,13 +757,13 @@ void ctl_server_free(struct ctl_server *s)
 		evconnlistener_free(s->lev);
 	if (s->pause)
 		event_free(s->pause);
-	/* only our own socket: a successor may have replaced it */
-	if (stat(s->tmp ? s->tmp : s->path, &st) == 0 && st.st_dev == s->dev &&
+	/* only our own socket, never one handed over: a successor serves on
+	 * it, or another daemon may have replaced it */
+	if (s->own_path && stat(s->path, &st) == 0 && st.st_dev == s->dev &&
 	    st.st_ino == s->ino)
-		unlink(s->tmp ? s->tmp : s->path);
+		unlink(s->path);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	free(s->path);
-	free(s->tmp);
 	free(s);
 }

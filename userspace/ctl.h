@@ -73,18 +73,29 @@ int ctl_server_start(struct event_base *base, const char *path,
 		     struct ctl_server **out, struct errbuf *err);
 
 /* A successor's server (docs/operations.md, "Upgrades"): the running
- * daemon's lock file descriptor (taken: an flock is the open file's, so
- * the successor holds it once the daemon exits) instead of locking, and
- * the socket bound at PATH.new until ctl_server_commit. Same returns. */
+ * daemon's lock file descriptor (an flock is the open file's, so the
+ * successor holds it once the daemon exits) and its listening socket,
+ * both taken (closed on failure), instead of locking and binding: nothing
+ * at path changes, so a successor that has dropped its privileges needs
+ * no right on the directory. It accepts nothing until
+ * ctl_server_commit. listen_fd must be a listening socket bound at path
+ * (-EINVAL otherwise). Same returns. */
 int ctl_server_start_successor(struct event_base *base, const char *path,
-			       int lock_fd, const struct ctl_handlers *h,
-			       void *ctx, struct ctl_server **out,
-			       struct errbuf *err);
+			       int lock_fd, int listen_fd,
+			       const struct ctl_handlers *h, void *ctx,
+			       struct ctl_server **out, struct errbuf *err);
 
-/* Move a successor's socket over path (rename: a client connects to the
- * one or the other, never to nothing). 0 (also when already there), or
+/* A successor's server starts accepting (its predecessor has stopped:
+ * ctl_server_hand_over; a client meanwhile waits in the backlog). 0, or
  * -errno with err set. */
 int ctl_server_commit(struct ctl_server *s, struct errbuf *err);
+
+/* The listening socket is a successor's now: accept no more, and never
+ * remove path (ctl_server_free). */
+void ctl_server_hand_over(struct ctl_server *s);
+
+/* The listening socket's descriptor (for a successor), -1 when none. */
+int ctl_server_listen_fd(const struct ctl_server *s);
 
 /* The lock file's descriptor (still the server's), -1 without. */
 int ctl_server_lock_fd(const struct ctl_server *s);

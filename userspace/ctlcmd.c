@@ -389,10 +389,12 @@ static int ctlcmd_retire(void *ctx, pid_t peer, json_t **result,
 		return -EPERM;
 	}
 	rc = c->ops.retire(c->d, err);
-
-	if (rc == 0)
-		*result = json_pack("{s:I}", "pid", (json_int_t)getpid());
-	return rc;
+	if (rc)
+		return rc;
+	/* the successor accepts on it from now on */
+	ctl_server_hand_over(c->srv);
+	*result = json_pack("{s:I}", "pid", (json_int_t)getpid());
+	return 0;
 }
 
 /* edgectl splice [on|off|auto|sockmap]: on is sockmap. */
@@ -533,7 +535,7 @@ static int ctlcmd_stats(void *ctx, json_t **result, struct errbuf *err)
 }
 
 int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
-		 struct edged *d, const struct ctlcmd_ops *ops,
+		 int listen_fd, struct edged *d, const struct ctlcmd_ops *ops,
 		 struct ctlcmd **out, struct errbuf *err)
 {
 	static const struct ctl_handlers h = {
@@ -559,9 +561,10 @@ int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
 	}
 	c->d = d;
 	c->ops = *ops;
-	rc = lock_fd >= 0 ? ctl_server_start_successor(base, path, lock_fd, &h,
-						       c, &c->srv, err)
-			  : ctl_server_start(base, path, &h, c, &c->srv, err);
+	rc = lock_fd >= 0 || listen_fd >= 0
+		 ? ctl_server_start_successor(base, path, lock_fd, listen_fd,
+					      &h, c, &c->srv, err)
+		 : ctl_server_start(base, path, &h, c, &c->srv, err);
 	if (rc) {
 		free(c);
 		return rc;
@@ -578,6 +581,11 @@ int ctlcmd_commit(struct ctlcmd *c, struct errbuf *err)
 int ctlcmd_lock_fd(const struct ctlcmd *c)
 {
 	return ctl_server_lock_fd(c->srv);
+}
+
+int ctlcmd_listen_fd(const struct ctlcmd *c)
+{
+	return ctl_server_listen_fd(c->srv);
 }
 
 void ctlcmd_free(struct ctlcmd *c)

@@ -59,18 +59,22 @@ struct ctlcmd_ops {
  * Serve the commands on the unix socket path (ctl_server_start: mode
  * 0600, one daemon per path), on base, answering from d, which must
  * outlive the room (ops is copied). Returns 0 with *out, or -errno with
- * err saying why.
+ * err saying why. lock_fd or listen_fd >= 0: a successor's room on its
+ * predecessor's lock and socket (ctl_server_start_successor; both
+ * taken), accepting from ctlcmd_commit on. A retire the room answers
+ * hands its socket over (ctl_server_hand_over).
  */
 int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
-		 struct edged *d, const struct ctlcmd_ops *ops,
+		 int listen_fd, struct edged *d, const struct ctlcmd_ops *ops,
 		 struct ctlcmd **out, struct errbuf *err);
 
-/* lock_fd >= 0: a successor's room (ctl_server_start_successor), moved
- * to path by ctlcmd_commit. */
+/* A successor's room starts accepting (ctl_server_commit). */
 int ctlcmd_commit(struct ctlcmd *c, struct errbuf *err);
 
-/* The control socket's lock (for a successor: sockreg.h). */
+/* The control socket's lock and listening socket (for a successor:
+ * sockreg.h). */
 int ctlcmd_lock_fd(const struct ctlcmd *c);
+int ctlcmd_listen_fd(const struct ctlcmd *c);
 
 /* Close the control socket (ctl_server_free) and free the room. Call on
  * the loop's thread or with the loop stopped. NULL ok. */

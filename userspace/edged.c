@@ -563,7 +563,8 @@ static void edged_drain_poll_cb(evutil_socket_t fd, short what, void *arg)
  * predecessor did not retire): stop accepting, let
  * the requests in flight finish (timeouts.drain at most) while the
  * control socket and the admin listener keep answering (/healthz says
- * 503; a retired edged's admin listener is its successor's). A second
+ * 503; a retired edged's control socket and admin listener are its
+ * successor's). A second
  * signal stops at once. */
 static void edged_drain(struct edged *d, int sig)
 {
@@ -937,18 +938,17 @@ static int edged_ctl_dir(const char *sock, bool *made, struct errbuf *err)
 	return -errno;
 }
 
-/* Hand the control socket (bound at at: sock, or a successor's
- * sock.new), its lock, and its directory when we made it, to the user
- * edged is about to become; never through a symlink (the directory may be
- * that user's already). */
-static void edged_ctl_chown(const char *at, const char *sock, bool dir_made,
+/* Hand the control socket, its lock, and its directory when we made it,
+ * to the user edged is about to become; never through a symlink (the
+ * directory may be that user's already). */
+static void edged_ctl_chown(const char *sock, bool dir_made,
 			    const struct passwd *pw)
 {
 	char path[PATH_MAX];
 	char *slash;
 
-	if (lchown(at, pw->pw_uid, pw->pw_gid))
-		log_warn("chown %s", at);
+	if (lchown(sock, pw->pw_uid, pw->pw_gid))
+		log_warn("chown %s", sock);
 	snprintf(path, sizeof(path), "%s.lock", sock);
 	if (lchown(path, pw->pw_uid, pw->pw_gid))
 		log_warn("chown %s", path);
@@ -977,9 +977,9 @@ static int edged_retire(struct edged *d, struct errbuf *err)
 }
 
 /* The control socket and the admin listener, on the control loop (a
- * successor's: the predecessor's lock and admin socket, its control
- * socket at PATH.new until edged_take_over), each noted for a successor
- * of its own. */
+ * successor's: the predecessor's lock, control and admin sockets, the
+ * control socket accepting from edged_take_over on), each noted for a
+ * successor of its own. */
 static int edged_control(struct edged *d, const struct passwd *pw)
 {
 	static const struct ctlcmd_ops ops = {
@@ -990,37 +990,43 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	const struct config_addr *a = &d->cfg->admin_listen;
 	const char *path = d->cfg->control_socket;
 	struct errbuf err;
-	char tmp[PATH_MAX];
-	bool made;
-	int rc, lock = -1, afd = -1;
+	bool made = false;
+	int rc, lock = -1, cfd = -1, afd = -1;
 
 	errbuf_clear(&err);
 	if (d->successor) {
 		lock = sockreg_take(SOCKREG_LOCK, path);
+		cfd = sockreg_take(SOCKREG_CTL, path);
 		afd = sockreg_take(SOCKREG_ADMIN, a->text);
-		if (lock < 0) {
+		if (lock < 0 || cfd < 0) {
 			log_warnx("upgrade: the running edged handed over no "
-				  "lock for %s (another control socket?)",
-				  path);
+				  "%s for %s (another control socket, or an "
+				  "older edged: restart it instead)",
+				  lock < 0 ? "lock" : "control socket", path);
+			if (lock >= 0)
+				close(lock);
+			if (cfd >= 0)
+				close(cfd);
 			if (afd >= 0)
 				close(afd);
 			return -EINVAL;
 		}
+		rc = 0;
+	} else {
+		rc = edged_ctl_dir(path, &made, &err);
 	}
-	rc = edged_ctl_dir(path, &made, &err);
 	if (rc == 0)
-		rc = ctlcmd_start(d->base, path, lock, d, &ops, &d->ctl, &err);
-	else if (lock >= 0)
-		close(lock);
+		rc = ctlcmd_start(d->base, path, lock, cfd, d, &ops, &d->ctl,
+				  &err);
 	if (rc) {
 		log_warnx("control socket: %s", err.msg);
 		if (afd >= 0)
 			close(afd);
 		return rc;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	if (pw && pw->pw_uid != 0)
-		edged_ctl_chown(d->successor ? tmp : path, path, made, pw);
+	/* a successor's are its predecessor's, handed to the user already */
+	if (pw && pw->pw_uid != 0 && !d->successor)
+		edged_ctl_chown(path, made, pw);
 	errbuf_clear(&err);
 	rc = admin_start(d->base, (const struct sockaddr *)&a->ss, a->len, afd,
 			 stats_metrics(d->stats), edged_healthy, d, &d->admin,
@@ -1031,8 +1037,9 @@ static int edged_control(struct edged *d, const struct passwd *pw)
 	}
 	admin_set_render(d->admin, stats_render, d->stats);
 	if (sockreg_add(SOCKREG_LOCK, path, 0, ctlcmd_lock_fd(d->ctl)) ||
+	    sockreg_add(SOCKREG_CTL, path, 0, ctlcmd_listen_fd(d->ctl)) ||
 	    sockreg_add(SOCKREG_ADMIN, a->text, 0, admin_fd(d->admin)))
-		log_warnx("upgrade: the control socket's lock or the admin "
+		log_warnx("upgrade: the control socket, its lock or the admin "
 			  "listener cannot be noted for a successor: an "
 			  "upgrade would fail");
 	return 0;
@@ -1773,7 +1780,7 @@ static void edged_inherit_tcp_done_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* A successor serves: the predecessor retires (drains and exits), the
- * control socket moves to its path, the sockets nobody took close. */
+ * control socket accepts here, the sockets nobody took close. */
 static bool edged_take_over(struct edged *d)
 {
 	struct timeval tv = {EDGED_INHERIT_TCP_S, 0};
@@ -1815,6 +1822,7 @@ static bool edged_take_over(struct edged *d)
 	sockreg_inherit_done(SOCKREG_HTTPS);
 	sockreg_inherit_done(SOCKREG_ADMIN);
 	sockreg_inherit_done(SOCKREG_LOCK);
+	sockreg_inherit_done(SOCKREG_CTL);
 	if (event_base_once(d->base, -1, EV_TIMEOUT, edged_inherit_tcp_done_cb,
 			    NULL, &tv))
 		sockreg_inherit_done(SOCKREG_TCP);

@@ -27,7 +27,7 @@ static struct sockreg_list own, inherited;
 static int *handed; /* sockreg_handover's array */
 
 static const char *const kind_names[SOCKREG_KINDS] = {
-    "http", "https", "tcp", "admin", "lock",
+    "http", "https", "tcp", "admin", "lock", "control",
 };
 
 const char *sockreg_kind_name(enum sockreg_kind k)

@@ -13,8 +13,9 @@
  *                    by kind and address as the listeners are made; what
  *                    is not taken is closed by sockreg_inherit_done
  *
- * The lock of the control socket (its PATH.lock, an flock) goes with the
- * list as kind SOCKREG_LOCK. A mutex guards both lists.
+ * The control socket's listening socket and its lock (PATH.lock, an
+ * flock) go with the list as kinds SOCKREG_CTL and SOCKREG_LOCK. A mutex
+ * guards both lists.
  */
 #ifndef EDGE_SOCKREG_H
 #define EDGE_SOCKREG_H
@@ -32,10 +33,11 @@ enum sockreg_kind {
 	SOCKREG_TCP,	  /* a TCP route's address */
 	SOCKREG_ADMIN,	  /* admin_listen */
 	SOCKREG_LOCK,	  /* the control socket's lock file */
+	SOCKREG_CTL,	  /* the control socket */
 	SOCKREG_KINDS,
 };
 
-/* "http", "https", "tcp", "admin", "lock". */
+/* "http", "https", "tcp", "admin", "lock", "control". */
 const char *sockreg_kind_name(enum sockreg_kind k);
 
 /* Note fd (duplicated; the caller keeps its own) as this process's

@@ -5,23 +5,28 @@
 # /etc/edge/edge.conf (a conffile, user "edge"), the units in
 # /lib/systemd/system, the logrotate file, the man pages, the bash
 # completion, the state and spool directories; its maintainer scripts as
-# debhelper made them: the postinst starts nothing and try-restarts edged
-# on an upgrade only, no preinst stops it, the prerm stops the units on
+# debhelper made them: the postinst starts nothing and reloads a running
+# edged on an upgrade only, no preinst stops it, the prerm stops the units on
 # remove only. Then, as root, the package is installed with dpkg -i into
 # a throwaway copy of this host's root (an overlay whose upper layer is a
 # tmpfs, in a private mount namespace, chrooted, in a network namespace
 # of the test's with veth pairs and a bpffs of its own: the real root and
 # the host's pins are never written). systemd does not run there: a
 # stand-in systemctl logs what the maintainer scripts ask (through
-# deb-systemd-invoke) and runs the installed units' own commands. Checked:
+# deb-systemd-invoke) and runs the installed units' own commands (a
+# reload: ExecReload, edgectl upgrade). Checked:
 # the edge user, /var/spool/edge its, edge.conf root:edge 0640, the
 # installed edged checking and serving the installed configuration as
 # edge, writing its analytics file; edged.service and
 # edge-attach@ede0.service started, a rule blocked; an upgrade (the same
-# package, a higher version) asks only try-restart edged.service: edged
-# runs again as a new process, edge's XDP program on ede0 is the same
-# with its rule in the map; an upgrade with edged stopped leaves it
-# stopped; dpkg -r stops edged and the units, takes edge off ede0 (the
+# package, a higher version) asks only try-reload-or-restart
+# edged.service, under load (tests/tools/upgrade_load.py: HTTP/1.1
+# keep-alive, new and late connections, HTTP/2, a WebSocket): no request
+# fails, the tunnel is whole, a new edged serves and the old one is gone,
+# edge's XDP program on ede0 is the same with its rule in the map; an
+# upgrade to a broken build (its edged exits 3) leaves the old edged
+# serving, says so, and dpkg succeeds; an upgrade with edged stopped
+# leaves it stopped; dpkg -r stops edged and the units, takes edge off ede0 (the
 # unit's ExecStop) and off ede2 (attached by hand: edgectl detach --all),
 # unpins the maps, keeps the rules and edge.conf; reinstalled, with edged
 # and edge on ede0 started by hand, dpkg --purge stops that edged (it
@@ -81,25 +86,27 @@ if grep -qx /etc/edge/edge.conf "$T_TMP/ctl/conffiles" &&
 else
 	t_fail "conffiles" "$(cat "$T_TMP/ctl/conffiles")"
 fi
-# dh_installsystemd --no-enable --no-start --restart-after-upgrade: the
-# postinst enables only where the unit was enabled before (an upgrade)
-# and asks systemd for one thing, on an upgrade ("$2" set): try-restart
-# edged (restarted only when it runs); no preinst stops it; the prerm
-# stops edged and every edge-attach@ instance, then detach --all, on
-# remove only
+# dh_installsystemd --no-enable --no-start --no-restart-after-upgrade
+# --no-stop-on-upgrade: the postinst enables only where the unit was
+# enabled before (an upgrade); edge.postinst asks systemd for one thing,
+# on an upgrade ("$2" set): try-reload-or-restart edged (reloaded only
+# when it runs; its ExecReload hands the sockets to the new binary), a
+# failure said, not fatal; no preinst stops it; the prerm stops edged and
+# every edge-attach@ instance, then detach --all, on remove only
 ctl=$T_TMP/ctl
 # shellcheck disable=SC2016 # the maintainer script's own "$2"
-upgrade_only='if [ -n "$2" ]; then'
+upgrade_only='if [ "$1" = configure ] && [ -n "$2" ]'
 if grep -q 'adduser --system' "$ctl/postinst" &&
 	[ "$(grep -c 'deb-systemd-invoke' "$ctl/postinst")" = 1 ] &&
-	grep -B1 "deb-systemd-invoke try-restart 'edged.service'" "$ctl/postinst" | grep -qF "$upgrade_only" &&
+	grep -A5 -F "$upgrade_only" "$ctl/postinst" | grep -q 'if ! deb-systemd-invoke try-reload-or-restart edged.service; then' &&
+	! grep -q 'try-restart\|deb-systemd-invoke.* restart' "$ctl/postinst" &&
 	[ "$(grep -c 'deb-systemd-helper enable' "$ctl/postinst")" = \
 		"$(grep -c 'deb-systemd-helper --quiet was-enabled' "$ctl/postinst")" ] &&
 	! grep -qs 'deb-systemd-invoke' "$ctl/preinst" &&
 	sh -n "$ctl/postinst" && sh -n "$ctl/postrm" && sh -n "$ctl/prerm"; then
-	t_ok "postinst: makes the user, starts nothing, try-restarts edged on an upgrade only; no preinst stop"
+	t_ok "postinst: makes the user, starts nothing, reloads a running edged on an upgrade only; no preinst stop"
 else
-	t_fail "postinst: makes the user, starts nothing, try-restarts edged on an upgrade only" \
+	t_fail "postinst: makes the user, starts nothing, reloads a running edged on an upgrade only" \
 		"$(grep -n 'systemd' "$ctl/postinst" "$ctl/preinst" 2>/dev/null | head -8)"
 fi
 if [ "$(grep -c 'deb-systemd-invoke' "$ctl/prerm")" = 1 ] &&
@@ -129,6 +136,7 @@ if getent passwd edge >/dev/null || [ -e /etc/edge ]; then
 	exit
 fi
 P=$((20000 + T_ID % 10000))
+cp "$T_ROOT"/tests/tools/{echo_backend.py,echo_backend_gen.py,upgrade_load.py} "$T_TMP/"
 cp "$deb" "$T_TMP/edge.deb"
 # the upgrade: the same package with a higher version
 ver=$(dpkg-deb -f "$deb" Version)
@@ -136,6 +144,10 @@ mkdir -p "$T_TMP/up"
 dpkg-deb -R "$deb" "$T_TMP/up"
 sed -i "s/^Version: .*/Version: $ver+up1/" "$T_TMP/up/DEBIAN/control"
 dpkg-deb -b --root-owner-group "$T_TMP/up" "$T_TMP/edge-up.deb" >/dev/null
+# a broken build: a higher version whose edged fails every start
+sed -i "s/^Version: .*/Version: $ver+up2/" "$T_TMP/up/DEBIAN/control"
+printf '#!/bin/sh\necho "edged: a broken build" >&2\nexit 3\n' >"$T_TMP/up/usr/sbin/edged"
+dpkg-deb -b --root-owner-group "$T_TMP/up" "$T_TMP/edge-broken.deb" >/dev/null
 # the whole overlay runs in a network namespace of the test's, with two
 # veth pairs for edge's XDP program
 NS="edge-deb-$T_ID"
@@ -190,11 +202,27 @@ stop() {
 	fi
 	rm -f "$U/$1"
 }
+# reload_unit UNIT: its ExecReload commands in turn (their output where
+# edged's goes); for edged.service then the main process a reload may
+# have changed (systemd learns it from the new edged's MAINPID=)
+reload_unit() {
+	local c pid
+	while read -r c; do
+		[ -z "$c" ] || $c >>/tmp/edged.unit.log 2>&1 </dev/null || return 1
+	done < <(key "$1" ExecReload)
+	if [ "$1" = edged.service ]; then
+		pid=$(/usr/sbin/edgectl status --json 2>/dev/null | /usr/bin/python3 -c \
+			'import json, sys; print(json.load(sys.stdin)["daemon"]["status"]["pid"])' 2>/dev/null)
+		[ -n "$pid" ] && echo "$pid" >"$U/$1"
+	fi
+	return 0
+}
 units() { local p u; for p in "$@"; do for u in "$U"/$p; do [ -e "$u" ] && basename "$u"; done; done; }
 case ${args[0]:-} in
 start) for u in "${args[@]:1}"; do start "$u" || exit 1; done ;;
 stop) for u in $(units "${args[@]:1}"); do stop "$u"; done ;;
 try-restart) for u in $(units "${args[@]:1}"); do if active "$u"; then stop "$u"; start "$u" || exit 1; fi; done ;;
+try-reload-or-restart) for u in $(units "${args[@]:1}"); do if active "$u"; then reload_unit "$u" || exit 1; fi; done ;;
 is-active) active "${args[1]}" ;;
 esac
 exit 0
@@ -220,6 +248,21 @@ serves() {
 	done
 	curl -s -o /dev/null -w '%{http_code}' -m 5 -H 'Host: nowhere.example' http://127.0.0.1:$P/
 }
+# the load during the upgrade and its backend, stopped however this ends
+bpid="" lpid=""
+trap 'touch /tmp/load.stop; kill \$lpid \$bpid 2>/dev/null; wait \$lpid \$bpid 2>/dev/null' EXIT
+verdict() { # the load's report: "ok (counts)" or what failed
+	/usr/bin/python3 - /tmp/load.json <<'PY' 2>&1
+import json, sys
+s = json.load(open(sys.argv[1]))
+kinds = ("h1-ka", "h1-new", "h1-late", "h2", "ws")
+bad = [(k, s.get(k)) for k in kinds
+       if not s.get(k, {}).get("requests") or s[k].get("failures")]
+if not s.get("ws", {}).get("whole"):
+    bad.append(("ws not whole", s.get("ws")))
+print("ok (%s)" % ", ".join("%s %d" % (k, s[k]["requests"]) for k in kinds[:4]) if not bad else bad)
+PY
+}
 rule_in_map() { # 198.51.100.0/24 in edge_rules_v4
 	bpftool map lookup pinned /sys/fs/bpf/edge/edge_rules_v4 key 24 0 0 0 198 51 100 0 >/dev/null 2>&1 && echo yes || echo no
 }
@@ -235,8 +278,13 @@ echo "conf: \$(stat -c '%U:%G %a' /etc/edge/edge.conf)"
 echo "state: \$(stat -c '%U:%G %a' /var/lib/edge)"
 echo "install calls: \$(calls)"
 /usr/sbin/edged --check -c /etc/edge/edge.conf && echo "check: ok"
-# served with the installed configuration (its port moved to this test's)
+# served with the installed configuration (its port moved to this test's,
+# shop.example.com's upstreams to a backend here, no rate limit for the
+# load below)
 sed -i 's/0.0.0.0:8080/127.0.0.1:$P/; s/"\[::\]:8080"/"[::1]:$P"/; s/127.0.0.1:9090/127.0.0.1:$((P + 1))/' /etc/edge/edge.conf
+sed -i 's/"10.0.0.11:3000", "10.0.0.12:3000"/"127.0.0.1:$((P + 2))"/; s|rate = "100/s";|rate = "off";|' /etc/edge/edge.conf
+/usr/bin/python3 /tmp/echo_backend.py $((P + 2)) /tmp/backend.log >/tmp/backend.out 2>&1 &
+bpid=\$!
 mkdir -p /run/edge
 /usr/sbin/edged -f -c /etc/edge/edge.conf >/tmp/edged.log 2>&1 &
 pid=\$!
@@ -256,13 +304,34 @@ prog1=\$(xdp ede0)
 echo "units: \$(serves) \$(ps -o user= -p \$pid1) xdp \${prog1:-none} rule \$(rule_in_map)"
 : >/tmp/systemctl.log
 
-echo "== upgrade, edged running"
+echo "== upgrade, edged running, under load"
+rm -f /tmp/load.stop
+/usr/bin/python3 /tmp/upgrade_load.py $P shop.example.com 0 /tmp/load.stop /tmp/load.json \
+	h1-ka,h1-new,h1-late,h2,ws >/tmp/load.log 2>&1 &
+lpid=\$!
+sleep 1
 dpkg -i /tmp/edge-up.deb || exit 1
 pid2=\$(cat /run/test-units/edged.service)
 echo "upgrade calls: \$(calls)"
-echo "upgrade edged: \$( [ "\$pid2" != "\$pid1" ] && ! alive \$pid1 && alive \$pid2 && echo restarted) \$(serves)"
+sleep 1
+touch /tmp/load.stop
+wait \$lpid
+lpid=""
+# the old edged drains: gone once the WebSocket tunnel closed
+for i in \$(seq 100); do alive \$pid1 || break; sleep 0.1; done
+echo "upgrade edged: \$( [ "\$pid2" != "\$pid1" ] && ! alive \$pid1 && alive \$pid2 && echo replaced) \$(serves)"
+echo "upgrade traffic: \$(verdict)"
 echo "upgrade xdp: \$( [ "\$(xdp ede0)" = "\$prog1" ] && echo same) rule \$(rule_in_map)"
 echo "upgrade version: \$(dpkg-query -W -f '\${Version}' edge)"
+grep -h 'upgrade' /tmp/edged.unit.log | tail -3 | sed 's/^/unit.log: /'
+
+echo "== upgrade to a broken build, edged running"
+: >/tmp/systemctl.log
+dpkg -i /tmp/edge-broken.deb >/tmp/dpkg.broken 2>&1
+echo "broken dpkg: exit \$?"
+echo "broken calls: \$(calls)"
+echo "broken edged: \$( [ "\$(cat /run/test-units/edged.service)" = "\$pid2" ] && alive \$pid2 && echo the same) \$(serves)"
+echo "broken said: \$(grep -c 'edged.service was not upgraded in place' /tmp/dpkg.broken) \$(grep -c 'edged: a broken build' /tmp/edged.unit.log)"
 
 echo "== upgrade, edged stopped"
 systemctl stop edged.service
@@ -317,7 +386,8 @@ mount -t tmpfs tmpfs "$t/ov/root/tmp"
 # this namespace'"'"'s sysfs, and a bpffs of its own: the pins never touch the host'"'"'s
 mount -t sysfs sysfs "$t/ov/root/sys"
 mount -t bpf bpf "$t/ov/root/sys/fs/bpf"
-cp "$t/edge.deb" "$t/edge-up.deb" "$t/inroot.sh" "$t/systemctl" "$t/ov/root/tmp/"
+cp "$t/edge.deb" "$t/edge-up.deb" "$t/edge-broken.deb" "$t/inroot.sh" "$t/systemctl" \
+	"$t/echo_backend.py" "$t/echo_backend_gen.py" "$t/upgrade_load.py" "$t/ov/root/tmp/"
 chroot "$t/ov/root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive bash /tmp/inroot.sh
 ' _ "$T_TMP" >"$T_TMP/inroot.out" 2>&1
 rc=$?
@@ -346,11 +416,20 @@ if grep -Eqx 'units: 503 edge xdp [0-9]+ rule yes' "$out"; then
 else
 	t_fail "the units run" "$(grep -m1 '^units:' "$out")"
 fi
-expect_line "upgrade: only try-restart edged.service is asked of systemd" "upgrade calls: systemctl try-restart edged.service;"
-expect_line "upgrade: the running edged restarted (a new process) and serves" "upgrade edged: restarted 503"
+expect_line "upgrade: only try-reload-or-restart edged.service is asked of systemd" "upgrade calls: systemctl try-reload-or-restart edged.service;"
+expect_line "upgrade: the running edged handed over to a new process of the new binary, which serves; the old one drained and exited" "upgrade edged: replaced 503"
+if grep -q '^upgrade traffic: ok ' "$out"; then
+	t_ok "upgrade under load (HTTP/1.1 keep-alive, new and late connections, HTTP/2, a WebSocket): no failed request, the tunnel whole: $(grep -m1 '^upgrade traffic:' "$out" | cut -d' ' -f3-)"
+else
+	t_fail "upgrade under load: no failed request" "$(grep -m1 '^upgrade traffic:' "$out" | cut -c1-600)"
+fi
 expect_line "upgrade: edge's XDP program untouched on ede0, its rule in the map" "upgrade xdp: same rule yes"
 expect_line "upgrade: the new version installed" "upgrade version: $ver+up1"
-expect_line "upgrade with edged stopped: the same call" "stopped calls: systemctl try-restart edged.service;"
+expect_line "upgrade to a broken build: dpkg succeeds" "broken dpkg: exit 0"
+expect_line "upgrade to a broken build: only try-reload-or-restart asked" "broken calls: systemctl try-reload-or-restart edged.service;"
+expect_line "upgrade to a broken build: the running edged serves on" "broken edged: the same 503"
+expect_line "upgrade to a broken build: the postinst says so, the unit's log says why" "broken said: 1 1"
+expect_line "upgrade with edged stopped: the same call" "stopped calls: systemctl try-reload-or-restart edged.service;"
 expect_line "upgrade with edged stopped: edged stays stopped" "stopped edged: stays stopped"
 expect_line "before the remove: edged serves, edge on ede0" "remove before: 503 xdp on"
 expect_line "remove: prerm stops edged and every edge-attach@ unit" "remove calls: systemctl stop edged.service edge-attach@*.service;"

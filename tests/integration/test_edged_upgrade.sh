@@ -36,6 +36,11 @@ P_TCP=$((BASE + 4))
 P_HELD=$((BASE + 5))
 SOCK="$T_TMP/ctl/edged.sock"
 chmod 755 "$T_TMP"
+EUSER=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+	EUSER=nobody
+	mkdir -m 755 "$T_TMP/ctl"
+fi
 
 # write_conf FILE SPLICE [EXTRA_LISTEN]
 write_conf() {
@@ -43,7 +48,7 @@ write_conf() {
 		cat <<CONF
 listen = [ "127.0.0.1:$P_EDGE"${3:+, \"$3\"} ];
 workers = 2;
-user = "$(id -un)";
+user = "$EUSER";
 control_socket = "$SOCK";
 admin_listen = "127.0.0.1:$P_ADMIN";
 splice = "$2";

@@ -3,7 +3,7 @@
 (test_edged_upgrade.sh), until the file STOP exists. Run with Debian's
 /usr/bin/python3 (python3-h2).
 
-    upgrade_load.py EDGE_PORT HOST TCP_PORT STOP OUT
+    upgrade_load.py EDGE_PORT HOST TCP_PORT STOP OUT [KINDS]
 
 Threads, each in a loop:
   h1-ka    HTTP/1.1 GETs on one keep-alive connection at a time
@@ -13,6 +13,8 @@ Threads, each in a loop:
   ws       one Upgrade: websocket tunnel (echo_backend.py's echo), open
            from the start to the end, random bytes each way
   tcp      one TCP route tunnel (tcp_backend.py's echo), the same
+KINDS, a comma-separated list of the names above, runs only those (all
+by default; without tcp, TCP_PORT is not used).
 A request that fails on a connection that has served before, before any
 byte of its answer, goes again on a new connection, as every HTTP client
 does (RFC 9112 section 9.3.1; HTTP/2: a stream a GOAWAY did not cover); it
@@ -289,9 +291,12 @@ def tcp():
     echo_tunnel("tcp", s)
 
 
-threads = [threading.Thread(target=f) for f in
-           [h1_keepalive] * 3 + [h1_new] * 2 + [h1_late] * 2 +
-           [h2_loop] * 2 + [ws, tcp]]
+KINDS = {"h1-ka": [h1_keepalive] * 3, "h1-new": [h1_new] * 2,
+         "h1-late": [h1_late] * 2, "h2": [h2_loop] * 2, "ws": [ws], "tcp": [tcp]}
+want = sys.argv[6].split(",") if len(sys.argv) > 6 else list(KINDS)
+if any(k not in KINDS for k in want):
+    sys.exit("upgrade_load.py: KINDS: one of %s" % ",".join(KINDS))
+threads = [threading.Thread(target=f) for k in want for f in KINDS[k]]
 for t in threads:
     t.start()
 for t in threads:

@@ -392,6 +392,78 @@ START_TEST(test_socket_files)
 }
 END_TEST
 
+static int fake_routes_b(void *ctx, json_t **result, struct errbuf *err)
+{
+	(void)ctx;
+	(void)err;
+	*result = json_pack("{s:i}", "generation", 8);
+	return *result ? 0 : -ENOMEM;
+}
+
+static const struct ctl_handlers fake_b = {.routes = fake_routes_b};
+
+/* The generation the server at sockpath answers routes with. */
+static int answering(void)
+{
+	struct errbuf err = {""};
+	json_t *result = NULL;
+	int ret = call("routes", &result, &err), g;
+
+	ck_assert_msg(ret == 0, "routes: %d %s", ret, err.msg);
+	g = (int)json_integer_value(json_object_get(result, "generation"));
+	json_decref(result);
+	return g;
+}
+
+/* A successor on its predecessor's lock and listening socket: silent
+ * until commit, the only one answering after the hand-over, and the path
+ * removed by whichever owns it last. */
+START_TEST(test_successor)
+{
+	struct errbuf err = {""};
+	struct ctl_server *a = server_up(), *b = NULL;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd;
+
+	ck_assert_int_eq(ctl_server_start_successor(
+			     base, sockpath, dup(ctl_server_lock_fd(a)),
+			     dup(ctl_server_listen_fd(a)), &fake_b, NULL, &b,
+			     &err),
+			 0);
+	ck_assert_int_eq(answering(), 7);
+	ck_assert_int_eq(answering(), 7);
+	loop_stop();
+	ctl_server_hand_over(a);
+	ck_assert_int_eq(ctl_server_commit(b, &err), 0);
+	loop_start();
+	ck_assert_int_eq(answering(), 8);
+	loop_stop();
+	ctl_server_free(a); /* handed over: the path stays */
+	ck_assert_int_eq(stat(sockpath, &st), 0);
+	loop_start();
+	ck_assert_int_eq(answering(), 8);
+	server_down(b);
+	ck_assert_int_eq(stat(sockpath, &st), -1);
+
+	/* nothing, or a socket listening elsewhere, is refused */
+	ck_assert_int_eq(ctl_server_start_successor(base, sockpath, -1, -1,
+						    &fake_b, NULL, &b, &err),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "no lock handed over"));
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/other.sock", tmpdir);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	ck_assert_int_eq(ctl_server_start_successor(
+			     base, sockpath, open("/dev/null", O_RDONLY), fd,
+			     &fake_b, NULL, &b, &err),
+			 -EINVAL);
+	ck_assert_ptr_null(b);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not one listening there"));
+}
+END_TEST
+
 START_TEST(test_dir_created_0700)
 {
 	struct ctl_server *s = server_up();
@@ -689,6 +761,7 @@ static Suite *ctl_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_successor);
 	tcase_add_test(tc, test_request_changes);
 	tcase_add_test(tc, test_errors_passed_through);
 	tcase_add_test(tc, test_bad_requests);
