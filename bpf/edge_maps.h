@@ -236,29 +236,45 @@ _Static_assert(sizeof(struct edge_splice_cnt) == 32, "edge_splice_cnt size");
 /* ---- QUIC: steering datagrams to the worker of their connection ---- */
 
 /* edge_quic.bpf.c, an sk_reuseport program, one instance per QUIC
- * listen address, loaded by edged and never pinned. Its socket array
- * holds worker i's UDP socket at index i. A connection ID edged issues
- * is EDGE_QUIC_CID_LEN bytes: byte 0 random, bytes 1-2 the issuing
- * worker's index (big-endian), the rest random (QUIC-LB's plaintext
- * form: an observer learns the worker, nothing else). A datagram whose
- * destination CID names a worker with a socket goes to that socket, so
- * a client that changes address (migration, NAT rebinding) stays with
- * its connection. Anything else (a client's first Initial or 0-RTT, whose
- * DCID the client chose, an unknown version, garbage, an index with no
- * socket) is left to the kernel's 4-tuple hash: edged's worker drops
+ * listen address, loaded by edged and never pinned. A connection ID
+ * edged issues is EDGE_QUIC_CID_LEN bytes: byte 0 random, byte 1 the
+ * issuing edged's generation (0 or 1: an upgrade's new edged takes the
+ * other one than the running edged's), byte 2 the issuing worker's
+ * index, the rest random (QUIC-LB's plaintext form: an observer learns
+ * the worker, nothing else). Bytes 1-2, big-endian, are the CID's slot
+ * in the socket array: worker i's UDP socket of generation g at
+ * g << 8 | i, so during an upgrade both edged's sockets are there. A
+ * datagram whose destination CID names a slot with a socket goes to
+ * that socket, so a client that changes address (migration, NAT
+ * rebinding) stays with its connection, and an old edged's connections
+ * with it. A client's first Initial or 0-RTT (a DCID the client chose)
+ * goes to a worker of the generation edge_quic_cfg names, by the
+ * 4-tuple's hash. Anything else (an unknown version, garbage, a slot with
+ * no socket) is left to the kernel's 4-tuple hash: edged's worker drops
  * what it cannot use. The program never drops a datagram. */
 #define EDGE_MAP_QUIC_SOCKS "edge_quic_socks" /* REUSEPORT_SOCKARRAY */
 #define EDGE_MAP_QUIC_CNT "edge_quic_cnt"     /* PERCPU_ARRAY of __u64 */
+#define EDGE_MAP_QUIC_CFG "edge_quic_cfg"     /* ARRAY of edge_quic_cfg */
 #define EDGE_QUIC_PROG_NAME "edge_quic_steer"
 #define EDGE_QUIC_CID_LEN 16
-#define EDGE_QUIC_CID_WORKER_OFF 1
-#define EDGE_QUIC_WORKERS_MAX 256 /* CONFIG_WORKERS_MAX */
+#define EDGE_QUIC_CID_WORKER_OFF 1 /* the slot: generation, worker */
+#define EDGE_QUIC_WORKERS_MAX 256  /* CONFIG_WORKERS_MAX */
+#define EDGE_QUIC_GENS 2
+#define EDGE_QUIC_SLOTS (EDGE_QUIC_GENS * EDGE_QUIC_WORKERS_MAX)
+
+/* edge_quic_cfg's one entry: where new connections go */
+struct edge_quic_cfg {
+	__u32 gen;     /* the serving edged's generation */
+	__u32 workers; /* its sockets: slots gen << 8 | 0 .. workers - 1 */
+};
+_Static_assert(sizeof(struct edge_quic_cfg) == 8, "edge_quic_cfg size");
 
 /* edge_quic_cnt's slots: what the program did with a datagram (exactly
  * one each). Append only. */
 enum edge_quic_verdict {
 	EDGE_QUIC_STEERED = 0,	   /* to the worker its DCID names */
-	EDGE_QUIC_HASH_NEW = 1,	   /* Initial/0-RTT with the client's DCID */
+	EDGE_QUIC_HASH_NEW = 1,	   /* Initial/0-RTT with the client's DCID
+				      (to the serving generation) */
 	EDGE_QUIC_HASH_OTHER = 2,  /* not ours: short, unknown version, ... */
 	EDGE_QUIC_HASH_NOSOCK = 3, /* a worker index with no socket */
 	EDGE_QUIC_CNT_SLOTS = 8,

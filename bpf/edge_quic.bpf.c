@@ -7,11 +7,13 @@
  * Attached with SO_ATTACH_REUSEPORT_EBPF to the reuseport group of the
  * workers' UDP sockets. ctx->data is the UDP header; the QUIC packet
  * follows it. Only the first bytes are read (bpf_skb_load_bytes: the
- * datagram need not be linear). A datagram is steered only when its
- * destination CID has edged's length and names a worker whose socket is
- * in edge_quic_socks; otherwise the program selects nothing and the
- * kernel picks a socket by the 4-tuple hash, as without the program.
- * SK_PASS always: the program never drops.
+ * datagram need not be linear). A datagram is steered when its
+ * destination CID has edged's length and names a slot (generation,
+ * worker) whose socket is in edge_quic_socks; a client's first Initial
+ * or 0-RTT goes to one of the serving generation's sockets (edge_quic_cfg)
+ * by the 4-tuple's hash; otherwise the program selects nothing and the
+ * kernel picks a socket by that hash, as without the program. SK_PASS
+ * always: the program never drops.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -22,10 +24,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY);
-	__uint(max_entries, EDGE_QUIC_WORKERS_MAX);
+	__uint(max_entries, EDGE_QUIC_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } edge_quic_socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct edge_quic_cfg);
+} edge_quic_cfg SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -49,6 +58,20 @@ static __always_inline int count(__u32 slot)
 	return SK_PASS;
 }
 
+/* a new connection: a socket of the serving generation, by the hash */
+static __always_inline int steer_new(struct sk_reuseport_md *ctx)
+{
+	__u32 zero = 0, slot;
+	struct edge_quic_cfg *cfg = bpf_map_lookup_elem(&edge_quic_cfg, &zero);
+
+	if (cfg && cfg->workers && cfg->workers <= EDGE_QUIC_WORKERS_MAX &&
+	    cfg->gen < EDGE_QUIC_GENS) {
+		slot = cfg->gen << 8 | (ctx->hash % cfg->workers);
+		bpf_sk_select_reuseport(ctx, &edge_quic_socks, &slot, 0);
+	}
+	return count(EDGE_QUIC_HASH_NEW);
+}
+
 SEC("sk_reuseport")
 int edge_quic_steer(struct sk_reuseport_md *ctx)
 {
@@ -68,11 +91,11 @@ int edge_quic_steer(struct sk_reuseport_md *ctx)
 		if (version == 0x00000001) {
 			if (type == 0 || type == 1) /* Initial, 0-RTT */
 				if (hd[5] != EDGE_QUIC_CID_LEN)
-					return count(EDGE_QUIC_HASH_NEW);
+					return steer_new(ctx);
 		} else if (version == 0x6b3343cf) {
 			if (type == 1 || type == 2) /* Initial, 0-RTT */
 				if (hd[5] != EDGE_QUIC_CID_LEN)
-					return count(EDGE_QUIC_HASH_NEW);
+					return steer_new(ctx);
 		} else {
 			return count(EDGE_QUIC_HASH_OTHER);
 		}
@@ -88,7 +111,7 @@ int edge_quic_steer(struct sk_reuseport_md *ctx)
 			       sizeof(w)) < 0)
 		return count(EDGE_QUIC_HASH_OTHER);
 	worker = (__u32)w[0] << 8 | w[1];
-	if (worker >= EDGE_QUIC_WORKERS_MAX)
+	if (worker >= EDGE_QUIC_SLOTS)
 		return count(EDGE_QUIC_HASH_OTHER);
 	if (bpf_sk_select_reuseport(ctx, &edge_quic_socks, &worker, 0) < 0)
 		return count(EDGE_QUIC_HASH_NOSOCK);

@@ -54,6 +54,7 @@
 #include "wake.h"
 #include "worker.h"
 #include "ctlproto.h"
+#include "quicsteer.h"
 #include "sockreg.h"
 #include "pgplane.h"
 #include "pgsync.h"
@@ -1823,6 +1824,8 @@ static bool edged_take_over(struct edged *d)
 	sockreg_inherit_done(SOCKREG_ADMIN);
 	sockreg_inherit_done(SOCKREG_LOCK);
 	sockreg_inherit_done(SOCKREG_CTL);
+	sockreg_inherit_done(SOCKREG_QUIC_SOCKS);
+	sockreg_inherit_done(SOCKREG_QUIC_CFG);
 	if (event_base_once(d->base, -1, EV_TIMEOUT, edged_inherit_tcp_done_cb,
 			    NULL, &tv))
 		sockreg_inherit_done(SOCKREG_TCP);
@@ -1938,6 +1941,7 @@ static void edged_free(struct edged *d, struct route_src *src)
 static int edged_inherit(struct edged *d)
 {
 	struct errbuf err;
+	uint64_t gen;
 
 	errbuf_clear(&err);
 	if (sockreg_inherit(d->cfg->control_socket, &err)) {
@@ -1946,6 +1950,10 @@ static int edged_inherit(struct edged *d)
 			  err.msg);
 		return -1;
 	}
+	/* QUIC connection IDs of the other generation than the running
+	 * edged's: its connections stay its own (quicsteer.h) */
+	if (sockreg_inherited(SOCKREG_QUIC_SOCKS, &gen))
+		quic_steer_set_gen((unsigned)gen ^ 1);
 	log_note("upgrade: taking over from the running edged (control "
 		 "socket %s)",
 		 d->cfg->control_socket);

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "quicsteer.h"
 #include "siphash.h"
+#include "sockreg.h"
 #include "tls.h"
 #include "tls_gnutls.h"
 #include "worker.h"
@@ -424,7 +425,7 @@ static int quic_cid_new(const struct quic_set *qs, ngtcp2_cid *cid)
 {
 	uint8_t b[QUIC_SCID_LEN];
 
-	if (quic_cid_make(b, qs->w->id))
+	if (quic_cid_make(b, quic_steer_gen(), qs->w->id))
 		return -1;
 	ngtcp2_cid_init(cid, b, sizeof(b));
 	return 0;
@@ -1362,6 +1363,61 @@ fail:
 	return -errno;
 }
 
+/* Steer the sockets of quic_listen[i] (every worker's bound): on the
+ * running edged's maps in an upgrade (its connections stay its own), on
+ * new ones otherwise or when those are refused; the maps noted for a
+ * successor. Said when there is no steering. */
+static void quic_steer(const struct worker *w, size_t i)
+{
+	const struct config_addr *a = &w->sh->cfg->tls.quic_listen[i];
+	unsigned gen = quic_steer_gen();
+	struct quic_steer *st;
+	struct errbuf e;
+	uint64_t id = 0;
+	int sm = sockreg_take_id(SOCKREG_QUIC_SOCKS, a->text, &id);
+	int cm = sockreg_take(SOCKREG_QUIC_CFG, a->text), rc = -1;
+
+	errbuf_clear(&e);
+	if (sm >= 0 && cm >= 0) {
+		rc = quic_steer_attach(quic_group[i], w->sh->cfg->workers, gen,
+				       sm, cm, &st, &e);
+		if (rc == 0)
+			log_note("upgrade: tls.quic_listen %s: the running "
+				 "edged's QUIC connections stay its own",
+				 a->text);
+		else
+			log_warnx("upgrade: tls.quic_listen %s: the running "
+				  "edged's steering cannot be shared (%s): its "
+				  "QUIC connections end",
+				  a->text, e.msg);
+	}
+	if (sm >= 0)
+		close(sm);
+	if (cm >= 0)
+		close(cm);
+	if (rc) {
+		errbuf_clear(&e);
+		rc = quic_steer_attach(quic_group[i], w->sh->cfg->workers, gen,
+				       -1, -1, &st, &e);
+	}
+	if (rc) {
+		log_warnx("tls.quic_listen %s: no connection-ID steering (%s): "
+			  "datagrams go to workers by the kernel's address "
+			  "hash, so a client that changes address may lose "
+			  "its connection",
+			  a->text, e.msg);
+		return;
+	}
+	quic_steer_maps(st, &sm, &cm);
+	if (sockreg_add(SOCKREG_QUIC_SOCKS, a->text, gen, sm) ||
+	    sockreg_add(SOCKREG_QUIC_CFG, a->text, 0, cm))
+		log_warnx("upgrade: tls.quic_listen %s: its steering cannot "
+			  "be noted for a successor: its QUIC connections "
+			  "would end at an upgrade",
+			  a->text);
+	quic_steer_free(st);
+}
+
 static int quic_init(struct worker *w, struct errbuf *err)
 {
 	const struct config_tls *t = &w->sh->cfg->tls;
@@ -1411,24 +1467,8 @@ static int quic_init(struct worker *w, struct errbuf *err)
 	}
 	/* the last worker: every socket of each address is bound */
 	if (w->id + 1 == w->sh->cfg->workers)
-		for (size_t i = 0; i < t->n_quic_listen; i++) {
-			struct quic_steer *st;
-			struct errbuf e;
-
-			errbuf_clear(&e);
-			if (quic_steer_attach(quic_group[i],
-					      w->sh->cfg->workers, &st,
-					      &e) == 0) {
-				quic_steer_free(st);
-				continue;
-			}
-			log_warnx("tls.quic_listen %s: no connection-ID "
-				  "steering (%s): datagrams go to workers by "
-				  "the kernel's address hash, so a client "
-				  "that changes address may lose its "
-				  "connection",
-				  t->quic_listen[i].text, e.msg);
-		}
+		for (size_t i = 0; i < t->n_quic_listen; i++)
+			quic_steer(w, i);
 	return 0;
 }
 

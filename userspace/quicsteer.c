@@ -25,12 +25,24 @@ struct quic_steer {
 	struct edge_quic *skel;
 };
 
-int quic_cid_make(uint8_t *cid, unsigned worker)
+static _Atomic unsigned steer_gen;
+
+void quic_steer_set_gen(unsigned gen)
 {
-	if (worker >= EDGE_QUIC_WORKERS_MAX ||
+	steer_gen = gen % EDGE_QUIC_GENS;
+}
+
+unsigned quic_steer_gen(void)
+{
+	return steer_gen;
+}
+
+int quic_cid_make(uint8_t *cid, unsigned gen, unsigned worker)
+{
+	if (worker >= EDGE_QUIC_WORKERS_MAX || gen >= EDGE_QUIC_GENS ||
 	    RAND_bytes(cid, EDGE_QUIC_CID_LEN) != 1)
 		return -1;
-	cid[EDGE_QUIC_CID_WORKER_OFF] = (uint8_t)(worker >> 8);
+	cid[EDGE_QUIC_CID_WORKER_OFF] = (uint8_t)gen;
 	cid[EDGE_QUIC_CID_WORKER_OFF + 1] = (uint8_t)worker;
 	return 0;
 }
@@ -39,20 +51,63 @@ int quic_cid_worker(const uint8_t *cid, size_t len)
 {
 	if (len != EDGE_QUIC_CID_LEN)
 		return -1;
-	return (int)((unsigned)cid[EDGE_QUIC_CID_WORKER_OFF] << 8 |
-		     cid[EDGE_QUIC_CID_WORKER_OFF + 1]);
+	return cid[EDGE_QUIC_CID_WORKER_OFF + 1];
 }
 
-int quic_steer_attach(const int *fds, unsigned n, struct quic_steer **out,
-		      struct errbuf *err)
+int quic_cid_gen(const uint8_t *cid, size_t len)
 {
+	if (len != EDGE_QUIC_CID_LEN)
+		return -1;
+	return cid[EDGE_QUIC_CID_WORKER_OFF];
+}
+
+/* fd into the socket array at slot */
+static int steer_put(int map, uint32_t slot, int fd, struct errbuf *err)
+{
+	uint64_t v = (uint64_t)fd;
+
+	if (bpf_map_update_elem(map, &slot, &v, BPF_ANY)) {
+		errbuf_set(err, "slot %u (generation %u, worker %u) of %s: %s",
+			   slot, slot >> 8, slot & 0xff, EDGE_MAP_QUIC_SOCKS,
+			   strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* The skeleton loaded, on the running edged's maps when socks_map >= 0
+ * (then cfg_map too). 0 or -errno. */
+static int steer_load(struct quic_steer *qs, int socks_map, int cfg_map)
+{
+	int rc;
+
+	qs->skel = edge_quic__open();
+	if (!qs->skel)
+		return errno ? -errno : -EINVAL;
+	if (socks_map >= 0 &&
+	    ((rc = bpf_map__reuse_fd(qs->skel->maps.edge_quic_socks,
+				     socks_map)) ||
+	     (rc = bpf_map__reuse_fd(qs->skel->maps.edge_quic_cfg, cfg_map))))
+		return rc < 0 ? rc : -EINVAL;
+	rc = edge_quic__load(qs->skel);
+	return rc < 0 ? rc : rc ? -EINVAL : 0;
+}
+
+int quic_steer_attach(const int *fds, unsigned n, unsigned gen, int socks_map,
+		      int cfg_map, struct quic_steer **out, struct errbuf *err)
+{
+	struct edge_quic_cfg cfg = {.gen = gen, .workers = n};
 	struct quic_steer *qs;
+	uint32_t zero = 0;
 	int rc, map, prog;
 
 	*out = NULL;
-	if (n == 0 || n > EDGE_QUIC_WORKERS_MAX) {
-		errbuf_set(err, "%u sockets: 1 to %d", n,
-			   EDGE_QUIC_WORKERS_MAX);
+	if (n == 0 || n > EDGE_QUIC_WORKERS_MAX || gen >= EDGE_QUIC_GENS ||
+	    (socks_map >= 0) != (cfg_map >= 0)) {
+		errbuf_set(err,
+			   "%u sockets of generation %u: 1 to %d, 0 to %d "
+			   "(and both maps or none)",
+			   n, gen, EDGE_QUIC_WORKERS_MAX, EDGE_QUIC_GENS - 1);
 		return -EINVAL;
 	}
 	qs = calloc(1, sizeof(*qs));
@@ -60,25 +115,24 @@ int quic_steer_attach(const int *fds, unsigned n, struct quic_steer **out,
 		errbuf_set(err, "out of memory");
 		return -ENOMEM;
 	}
-	qs->skel = edge_quic__open_and_load();
-	if (!qs->skel) {
-		rc = errno ? -errno : -EINVAL;
-		errbuf_set(err, "loading %s: %s", EDGE_QUIC_PROG_NAME,
+	rc = steer_load(qs, socks_map, cfg_map);
+	if (rc) {
+		errbuf_set(err, "loading %s%s: %s", EDGE_QUIC_PROG_NAME,
+			   socks_map >= 0 ? " on the running edged's maps" : "",
 			   strerror(-rc));
 		goto fail;
 	}
 	map = bpf_map__fd(qs->skel->maps.edge_quic_socks);
 	prog = bpf_program__fd(qs->skel->progs.edge_quic_steer);
-	for (unsigned i = 0; i < n; i++) {
-		uint32_t key = i;
-		uint64_t fd = (uint64_t)fds[i];
-
-		if (bpf_map_update_elem(map, &key, &fd, BPF_ANY)) {
-			rc = -errno;
-			errbuf_set(err, "worker %u's socket into %s: %s", i,
-				   EDGE_MAP_QUIC_SOCKS, strerror(errno));
+	for (unsigned i = 0; i < n; i++)
+		if ((rc = steer_put(map, gen << 8 | i, fds[i], err)))
 			goto fail;
-		}
+	/* new connections come here from now on, whichever program runs */
+	if (bpf_map_update_elem(bpf_map__fd(qs->skel->maps.edge_quic_cfg),
+				&zero, &cfg, BPF_ANY)) {
+		rc = -errno;
+		errbuf_set(err, "%s: %s", EDGE_MAP_QUIC_CFG, strerror(errno));
+		goto fail;
 	}
 	if (setsockopt(fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF, &prog,
 		       sizeof(prog))) {
@@ -92,6 +146,12 @@ int quic_steer_attach(const int *fds, unsigned n, struct quic_steer **out,
 fail:
 	quic_steer_free(qs);
 	return rc;
+}
+
+void quic_steer_maps(const struct quic_steer *qs, int *socks_map, int *cfg_map)
+{
+	*socks_map = bpf_map__fd(qs->skel->maps.edge_quic_socks);
+	*cfg_map = bpf_map__fd(qs->skel->maps.edge_quic_cfg);
 }
 
 int quic_steer_counts(const struct quic_steer *qs,

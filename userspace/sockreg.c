@@ -27,7 +27,8 @@ static struct sockreg_list own, inherited;
 static int *handed; /* sockreg_handover's array */
 
 static const char *const kind_names[SOCKREG_KINDS] = {
-    "http", "https", "tcp", "admin", "lock", "control",
+    "http", "https",   "tcp",	     "admin",
+    "lock", "control", "quic-socks", "quic-cfg",
 };
 
 const char *sockreg_kind_name(enum sockreg_kind k)
@@ -130,8 +131,9 @@ int sockreg_handover(const int **fds, size_t *n, json_t **desc)
 		goto out;
 	}
 	for (i = 0; i < own.n; i++) {
-		e = json_pack("{s:s, s:s}", "kind", kind_names[own.v[i].kind],
-			      "addr", own.v[i].addr);
+		e = json_pack("{s:s, s:s, s:I}", "kind",
+			      kind_names[own.v[i].kind], "addr", own.v[i].addr,
+			      "id", (json_int_t)own.v[i].id);
 		if (!e || json_array_append_new(a, e)) {
 			rc = -ENOMEM;
 			goto out;
@@ -178,6 +180,7 @@ int sockreg_inherit(const char *ctl_path, struct errbuf *err)
 		    json_string_value(json_object_get(e, "kind"));
 		const char *addr =
 		    json_string_value(json_object_get(e, "addr"));
+		json_int_t id = json_integer_value(json_object_get(e, "id"));
 
 		k = kind ? kind_of(kind) : -1;
 		if (k < 0 || !addr) {
@@ -185,8 +188,8 @@ int sockreg_inherit(const char *ctl_path, struct errbuf *err)
 			fds.v[i] = -1;
 			continue;
 		}
-		if (list_add(&inherited, (enum sockreg_kind)k, addr, 0,
-			     fds.v[i]))
+		if (list_add(&inherited, (enum sockreg_kind)k, addr,
+			     id > 0 ? (uint64_t)id : 0, fds.v[i]))
 			rc = -ENOMEM;
 		fds.v[i] = -1;
 	}
@@ -203,6 +206,28 @@ out:
 
 int sockreg_take(enum sockreg_kind k, const char *addr)
 {
+	uint64_t id;
+
+	return sockreg_take_id(k, addr, &id);
+}
+
+bool sockreg_inherited(enum sockreg_kind k, uint64_t *id)
+{
+	bool found = false;
+	size_t i;
+
+	pthread_mutex_lock(&mu);
+	for (i = 0; i < inherited.n && !found; i++)
+		if (inherited.v[i].kind == k) {
+			*id = inherited.v[i].id;
+			found = true;
+		}
+	pthread_mutex_unlock(&mu);
+	return found;
+}
+
+int sockreg_take_id(enum sockreg_kind k, const char *addr, uint64_t *id)
+{
 	size_t i;
 	int fd = -1;
 
@@ -211,6 +236,7 @@ int sockreg_take(enum sockreg_kind k, const char *addr)
 		if (inherited.v[i].kind == k &&
 		    strcmp(inherited.v[i].addr, addr) == 0) {
 			fd = inherited.v[i].fd;
+			*id = inherited.v[i].id;
 			inherited.v[i].fd = -1;
 			free(inherited.v[i].addr);
 			inherited.v[i] = inherited.v[--inherited.n];

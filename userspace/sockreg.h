@@ -14,8 +14,9 @@
  *                    is not taken is closed by sockreg_inherit_done
  *
  * The control socket's listening socket and its lock (PATH.lock, an
- * flock) go with the list as kinds SOCKREG_CTL and SOCKREG_LOCK. A mutex
- * guards both lists.
+ * flock) go with the list as kinds SOCKREG_CTL and SOCKREG_LOCK, each
+ * QUIC listen address's steering maps (BPF map descriptors) as
+ * SOCKREG_QUIC_SOCKS and SOCKREG_QUIC_CFG. A mutex guards both lists.
  */
 #ifndef EDGE_SOCKREG_H
 #define EDGE_SOCKREG_H
@@ -28,16 +29,21 @@
 #include "log.h"
 
 enum sockreg_kind {
-	SOCKREG_HTTP = 0, /* listen */
-	SOCKREG_HTTPS,	  /* tls.listen */
-	SOCKREG_TCP,	  /* a TCP route's address */
-	SOCKREG_ADMIN,	  /* admin_listen */
-	SOCKREG_LOCK,	  /* the control socket's lock file */
-	SOCKREG_CTL,	  /* the control socket */
+	SOCKREG_HTTP = 0,   /* listen */
+	SOCKREG_HTTPS,	    /* tls.listen */
+	SOCKREG_TCP,	    /* a TCP route's address */
+	SOCKREG_ADMIN,	    /* admin_listen */
+	SOCKREG_LOCK,	    /* the control socket's lock file */
+	SOCKREG_CTL,	    /* the control socket */
+	SOCKREG_QUIC_SOCKS, /* a tls.quic_listen's steering socket array
+			       (quicsteer.h; a BPF map); id: the
+			       generation */
+	SOCKREG_QUIC_CFG,   /* and its edge_quic_cfg */
 	SOCKREG_KINDS,
 };
 
-/* "http", "https", "tcp", "admin", "lock", "control". */
+/* "http", "https", "tcp", "admin", "lock", "control", "quic-socks",
+ * "quic-cfg". */
 const char *sockreg_kind_name(enum sockreg_kind k);
 
 /* Note fd (duplicated; the caller keeps its own) as this process's
@@ -61,8 +67,13 @@ int sockreg_handover(const int **fds, size_t *n, json_t **desc);
 int sockreg_inherit(const char *ctl_path, struct errbuf *err);
 
 /* A predecessor's socket of kind k at addr, now the caller's; -1 when
- * none is left. */
+ * none is left. sockreg_take_id also gives the id it was noted with. */
 int sockreg_take(enum sockreg_kind k, const char *addr);
+int sockreg_take_id(enum sockreg_kind k, const char *addr, uint64_t *id);
+
+/* Whether the predecessor handed over a socket of kind k; *id: the
+ * first one's id. */
+bool sockreg_inherited(enum sockreg_kind k, uint64_t *id);
 
 /* Close the predecessor's sockets not taken (of kind k, or every kind
  * when k is SOCKREG_KINDS), each logged. */

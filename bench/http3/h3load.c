@@ -6,6 +6,7 @@
  *
  *   h3load [-c CONNS] [-m STREAMS] [-D SECONDS] [-n REQUESTS]
  *          [--authority HOST] [--handshakes] [--priority STRING]
+ *          [--idle SECONDS]
  *          https://ADDR:PORT[/PATH] | ADDR:PORT
  *
  * -c connections (default 1), each keeping -m GET requests in flight
@@ -19,7 +20,9 @@
  * not verified (the bench makes its own); ALPN h3 is required. TLS 1.3
  * only, by default with AES-128-GCM and X25519 alone so that every server
  * negotiates the same (--priority: the GnuTLS priority string after
- * "%DISABLE_TLS13_COMPAT_MODE:" instead).
+ * "%DISABLE_TLS13_COMPAT_MODE:" instead). --idle: the connections'
+ * max_idle_timeout (default 30 s): a connection the server stops
+ * answering is lost after that long.
  *
  * One thread, a ppoll loop over one connected UDP socket per connection
  * and the connections' ngtcp2 timers. Flow control credit goes back as
@@ -80,7 +83,7 @@
 /* conn_errors with no handshake ever completed before h3load gives up */
 #define H3L_GIVE_UP_ERRORS 20
 #define H3L_HANDSHAKE_TIMEOUT (5 * NGTCP2_SECONDS)
-#define H3L_IDLE_TIMEOUT (30 * NGTCP2_SECONDS)
+#define H3L_IDLE_TIMEOUT_S 30
 #define H3L_PRIORITY                                                           \
 	"NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:"              \
 	"-GROUP-ALL:+GROUP-X25519"
@@ -100,6 +103,7 @@ struct h3l_opts {
 	uint64_t streams;
 	uint64_t requests; /* 0: no limit */
 	double duration;
+	double idle; /* seconds */
 	bool handshakes;
 };
 
@@ -651,7 +655,8 @@ static struct h3l_conn *h3l_conn_new(void)
 	params.initial_max_stream_data_uni = 256 * 1024;
 	params.initial_max_data = 1024 * 1024;
 	params.initial_max_streams_uni = 3;
-	params.max_idle_timeout = H3L_IDLE_TIMEOUT;
+	params.max_idle_timeout =
+	    (ngtcp2_duration)(L.o.idle * (double)NGTCP2_SECONDS);
 
 	rv = ngtcp2_conn_client_new(&c->qc, &dcid, &scid, &c->path,
 				    NGTCP2_PROTO_VER_V1, &cb, &settings,
@@ -882,7 +887,7 @@ static void h3l_usage(void)
 	fprintf(stderr, "usage: h3load [-c CONNS] [-m STREAMS] [-D SECONDS] "
 			"[-n REQUESTS]\n"
 			"              [--authority HOST] [--handshakes] "
-			"[--priority STRING]\n"
+			"[--priority STRING] [--idle SECONDS]\n"
 			"              https://ADDR:PORT[/PATH] | ADDR:PORT\n");
 	exit(2);
 }
@@ -947,6 +952,7 @@ static void h3l_options(int argc, char **argv)
 	    {"authority", required_argument, NULL, 'a'},
 	    {"handshakes", no_argument, NULL, 'H'},
 	    {"priority", required_argument, NULL, 'P'},
+	    {"idle", required_argument, NULL, 'I'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -955,6 +961,7 @@ static void h3l_options(int argc, char **argv)
 	L.o.conns = 1;
 	L.o.streams = 1;
 	L.o.duration = 10;
+	L.o.idle = H3L_IDLE_TIMEOUT_S;
 	L.o.priority = H3L_PRIORITY;
 	while ((ch = getopt_long(argc, argv, "c:m:D:n:h", lo, NULL)) != -1) {
 		switch (ch) {
@@ -986,6 +993,11 @@ static void h3l_options(int argc, char **argv)
 			break;
 		case 'P':
 			L.o.priority = optarg;
+			break;
+		case 'I':
+			if (bench_parse_seconds(optarg, 600, &L.o.idle) != 0 ||
+			    L.o.idle < 0.1)
+				h3l_usage();
 			break;
 		default:
 			h3l_usage();

@@ -27,13 +27,21 @@ if ! "$DPY" -c 'import h2' 2>/dev/null; then
 	exit
 fi
 
-BASE=$(edged_ports 6)
+BASE=$(edged_ports 7)
 P_EDGE=$BASE
 P_BACK=$((BASE + 1))
 P_TCPB=$((BASE + 2))
 P_ADMIN=$((BASE + 3))
 P_TCP=$((BASE + 4))
 P_HELD=$((BASE + 5))
+P_TLS=$((BASE + 6)) # HTTPS on TCP, HTTP/3 on UDP
+C="$T_TMP/certs"
+mkdir -p "$C"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=up.test" -addext "subjectAltName=DNS:up.test" \
+	-keyout "$C/up.key" -out "$C/up.pem" >/dev/null 2>&1
+chmod 755 "$C"
+chmod 644 "$C/up.key"
 SOCK="$T_TMP/ctl/edged.sock"
 chmod 755 "$T_TMP"
 EUSER=$(id -un)
@@ -53,6 +61,11 @@ control_socket = "$SOCK";
 admin_listen = "127.0.0.1:$P_ADMIN";
 splice = "$2";
 timeouts = { drain = "60s"; };
+tls = {
+  listen = [ "127.0.0.1:$P_TLS" ];
+  quic_listen = [ "127.0.0.1:$P_TLS" ];
+  certificates = ( { cert = "$C/up.pem"; key = "$C/up.key"; } );
+};
 projects = ( { id = "p"; environments = (
   { id = "e"; domains = [ "up.test" ];
     deployment = { id = "d"; upstreams = [ "127.0.0.1:$P_BACK" ]; }; },
@@ -88,6 +101,13 @@ round() {
 		"$T_TMP/out.json" >"$T_TMP/load.log" 2>&1 &
 	local load=$!
 	edged_track "$load"
+	# HTTP/3: 4 connections, 2 requests of 300 ms each in flight on each
+	# at every upgrade, until SIGTERM; a connection that stops being
+	# answered is lost after 5 s
+	"$B/tools/h3load" -c 4 -m 2 -D 600 --idle 5 --authority up.test \
+		"https://127.0.0.1:$P_TLS/slow/300" >"$T_TMP/h3load.out" 2>&1 &
+	local h3=$!
+	edged_track "$h3"
 	# both tunnels open, each with the mover the round is about
 	local key=open_copy n
 	[ "$splice" = off ] || key=open_spliced
@@ -211,6 +231,13 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.
 
 	touch "$T_TMP/stop"
 	wait "$load"
+	kill -TERM "$h3" 2>/dev/null
+	wait "$h3"
+	if grep -Eq '^h3load: requests=[1-9][0-9]* failed=0 non2xx=0 .*conn_errors=0 ' "$T_TMP/h3load.out"; then
+		t_ok "$v: HTTP/3 through the upgrades: no failed request, no connection lost ($(grep -o 'requests=[0-9]* .*handshakes=[0-9]*' "$T_TMP/h3load.out"))"
+	else
+		t_fail "$v: HTTP/3 through the upgrades" "$(tail -3 "$T_TMP/h3load.out")"
+	fi
 	if python3 - "$T_TMP/out.json" >"$T_TMP/verdict" <<'PY'; then
 import json, sys
 s = json.load(open(sys.argv[1]))

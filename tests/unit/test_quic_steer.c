@@ -26,7 +26,8 @@
 
 struct group {
 	int fam;
-	int w[NW];
+	int nw; /* worker sockets in w: NW, 2 * NW after group_grow */
+	int w[2 * NW];
 	int cli[NCLI];
 	struct sockaddr_storage addr;
 	socklen_t alen;
@@ -62,6 +63,7 @@ static void group_open(struct group *g, int fam, int attach)
 
 	memset(g, 0, sizeof(*g));
 	g->fam = fam;
+	g->nw = NW;
 	loopback(fam, &g->addr, &g->alen, 0);
 	for (int i = 0; i < NW; i++) {
 		g->w[i] = socket(fam, SOCK_DGRAM | SOCK_NONBLOCK, 0);
@@ -86,15 +88,16 @@ static void group_open(struct group *g, int fam, int attach)
 		struct errbuf err;
 
 		errbuf_clear(&err);
-		ck_assert_msg(quic_steer_attach(g->w, NW, &g->qs, &err) == 0,
-			      "quic_steer_attach: %s", err.msg);
+		ck_assert_msg(
+		    quic_steer_attach(g->w, NW, 0, -1, -1, &g->qs, &err) == 0,
+		    "quic_steer_attach: %s", err.msg);
 	}
 }
 
 static void group_close(struct group *g)
 {
 	quic_steer_free(g->qs);
-	for (int i = 0; i < NW; i++)
+	for (int i = 0; i < g->nw; i++)
 		if (g->w[i] >= 0)
 			close(g->w[i]);
 	for (int i = 0; i < NCLI; i++)
@@ -105,19 +108,20 @@ static void group_close(struct group *g)
  * must reach exactly one within a second), its payload checked */
 static int deliver(struct group *g, int c, const uint8_t *pkt, size_t len)
 {
-	struct pollfd p[NW];
+	struct pollfd p[2 * NW];
 	uint8_t buf[2048];
 	int got = -1;
 
 	ck_assert_int_eq(sendto(g->cli[c], pkt, len, 0,
 				(struct sockaddr *)&g->addr, g->alen),
 			 (ssize_t)len);
-	for (int i = 0; i < NW; i++) {
+	for (int i = 0; i < g->nw; i++) {
 		p[i].fd = g->w[i];
 		p[i].events = POLLIN;
 	}
-	ck_assert_msg(poll(p, NW, 1000) > 0, "datagram %zu bytes lost", len);
-	for (int i = 0; i < NW; i++) {
+	ck_assert_msg(poll(p, (nfds_t)g->nw, 1000) > 0,
+		      "datagram %zu bytes lost", len);
+	for (int i = 0; i < g->nw; i++) {
 		ssize_t n;
 
 		if (g->w[i] < 0 || !(p[i].revents & POLLIN))
@@ -168,13 +172,19 @@ START_TEST(test_cid)
 {
 	uint8_t a[EDGE_QUIC_CID_LEN], b[EDGE_QUIC_CID_LEN];
 
-	ck_assert_int_eq(quic_cid_make(a, 0), 0);
+	ck_assert_int_eq(quic_cid_make(a, 0, 0), 0);
 	ck_assert_int_eq(quic_cid_worker(a, sizeof(a)), 0);
-	ck_assert_int_eq(quic_cid_make(a, 255), 0);
+	ck_assert_int_eq(quic_cid_make(a, 0, 255), 0);
 	ck_assert_int_eq(quic_cid_worker(a, sizeof(a)), 255);
-	ck_assert_int_eq(quic_cid_make(b, 255), 0);
+	ck_assert_int_eq(quic_cid_make(b, 0, 255), 0);
 	ck_assert(memcmp(a, b, sizeof(a)) != 0); /* random */
-	ck_assert_int_eq(quic_cid_make(a, EDGE_QUIC_WORKERS_MAX), -1);
+	ck_assert_int_eq(quic_cid_make(a, 0, EDGE_QUIC_WORKERS_MAX), -1);
+	ck_assert_int_eq(quic_cid_make(a, EDGE_QUIC_GENS, 0), -1);
+	ck_assert_int_eq(quic_cid_make(a, 1, 7), 0);
+	ck_assert_int_eq(quic_cid_worker(a, sizeof(a)), 7);
+	ck_assert_int_eq(quic_cid_gen(a, sizeof(a)), 1);
+	ck_assert_int_eq(quic_cid_make(a, 0, 7), 0);
+	ck_assert_int_eq(quic_cid_gen(a, sizeof(a)), 0);
 	ck_assert_int_eq(quic_cid_worker(a, 8), -1);
 	ck_assert_int_eq(quic_cid_worker(a, 20), -1);
 }
@@ -192,7 +202,7 @@ static void steer_family(int fam)
 	group_open(&g, fam, 1);
 	counts(&g, c0);
 	for (int w = 0; w < NW; w++) {
-		ck_assert_int_eq(quic_cid_make(cid, (unsigned)w), 0);
+		ck_assert_int_eq(quic_cid_make(cid, 0, (unsigned)w), 0);
 		for (int c = 0; c < NCLI; c++) {
 			ck_assert_int_eq(
 			    deliver(&g, c, pkt, short_pkt(pkt, cid)), w);
@@ -244,7 +254,7 @@ START_TEST(test_unsteered_scatters)
 	int seen[NW] = {0}, sockets = 0;
 
 	group_open(&g, AF_INET, 0);
-	ck_assert_int_eq(quic_cid_make(cid, 2), 0);
+	ck_assert_int_eq(quic_cid_make(cid, 0, 2), 0);
 	for (int c = 0; c < NCLI; c++)
 		seen[deliver(&g, c, pkt, short_pkt(pkt, cid))]++;
 	for (int i = 0; i < NW; i++)
@@ -281,7 +291,7 @@ START_TEST(test_fallback)
 			  3 * NCLI);
 
 	memcpy(c0, c1, sizeof(c0));
-	ck_assert_int_eq(quic_cid_make(cid, 1), 0);
+	ck_assert_int_eq(quic_cid_make(cid, 0, 1), 0);
 	deliver(&g, 0, pkt, long_pkt(pkt, 0x1a2a3a4a, 0, cid, 16)); /* VN */
 	deliver(&g, 0, pkt, long_pkt(pkt, 1, 2, dcid, 8)); /* short DCID */
 	pkt[0] = 0xc0;
@@ -292,7 +302,7 @@ START_TEST(test_fallback)
 	short_pkt(pkt, cid);
 	pkt[0] = 0x01;
 	ck_assert_int_eq(deliver(&g, 0, pkt, 1 + EDGE_QUIC_CID_LEN + 24), 1);
-	cid[1] = 0xff; /* worker 65280: out of range */
+	cid[1] = 0xff; /* generation 255: out of range */
 	deliver(&g, 0, pkt, short_pkt(pkt, cid));
 	counts(&g, c1);
 	ck_assert_uint_eq(c1[EDGE_QUIC_HASH_OTHER] - c0[EDGE_QUIC_HASH_OTHER],
@@ -304,17 +314,105 @@ START_TEST(test_fallback)
 	memcpy(c0, c1, sizeof(c0));
 	close(g.w[3]);
 	g.w[3] = -1;
-	ck_assert_int_eq(quic_cid_make(cid, 3), 0);
+	ck_assert_int_eq(quic_cid_make(cid, 0, 3), 0);
 	for (int c = 0; c < 4; c++) {
 		int to = deliver(&g, c, pkt, short_pkt(pkt, cid));
 
 		ck_assert(to >= 0 && to < 3);
 	}
-	ck_assert_int_eq(quic_cid_make(cid, 9), 0); /* never had one */
+	ck_assert_int_eq(quic_cid_make(cid, 0, 9), 0); /* never had one */
 	deliver(&g, 0, pkt, short_pkt(pkt, cid));
 	counts(&g, c1);
 	ck_assert_uint_eq(c1[EDGE_QUIC_HASH_NOSOCK] - c0[EDGE_QUIC_HASH_NOSOCK],
 			  5);
+	group_close(&g);
+}
+END_TEST
+
+/* worker sockets NW..2NW-1 of generation gen, bound into g's group (an
+ * upgrade's new edged), the program attached anew on the maps of *old,
+ * the running edged's (w[0..NW), of the other generation) */
+static void group_grow(struct group *g, unsigned gen, struct quic_steer **old)
+{
+	struct errbuf err;
+	int one = 1, sm, cm;
+
+	for (int i = NW; i < 2 * NW; i++) {
+		g->w[i] = socket(g->fam, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		ck_assert_int_ge(g->w[i], 0);
+		ck_assert_int_eq(setsockopt(g->w[i], SOL_SOCKET, SO_REUSEPORT,
+					    &one, sizeof(one)),
+				 0);
+		ck_assert_int_eq(
+		    bind(g->w[i], (struct sockaddr *)&g->addr, g->alen), 0);
+	}
+	g->nw = 2 * NW;
+	*old = g->qs;
+	quic_steer_maps(*old, &sm, &cm);
+	errbuf_clear(&err);
+	ck_assert_msg(
+	    quic_steer_attach(g->w + NW, NW, gen, sm, cm, &g->qs, &err) == 0,
+	    "quic_steer_attach: %s", err.msg);
+}
+
+/* an upgrade: each edged's CIDs reach its own sockets, from any client
+ * port; every new connection goes to the new edged; once the old
+ * edged's sockets close, its CIDs fall to the hash, never dropped */
+START_TEST(test_generations)
+{
+	struct group g;
+	uint8_t cid[EDGE_QUIC_CID_LEN], pkt[256], dcid[8] = "clientid";
+	uint64_t c0[EDGE_QUIC_CNT_SLOTS], c1[EDGE_QUIC_CNT_SLOTS];
+	unsigned gen = (unsigned)_i;
+	struct quic_steer *old;
+	struct errbuf err;
+
+	group_open(&g, AF_INET, 0);
+	/* the running edged, generation gen ^ 1 */
+	errbuf_clear(&err);
+	ck_assert(quic_steer_attach(g.w, NW, gen ^ 1, -1, -1, &g.qs, &err) ==
+		  0);
+	group_grow(&g, gen, &old);
+	/* the loader of the running edged's program is gone (its maps are
+	 * the new program's) */
+	quic_steer_free(old);
+	counts(&g, c0);
+	for (unsigned w = 0; w < NW; w++) {
+		ck_assert_int_eq(quic_cid_make(cid, gen ^ 1, w), 0);
+		for (int c = 0; c < NCLI; c++)
+			ck_assert_int_eq(
+			    deliver(&g, c, pkt, short_pkt(pkt, cid)), (int)w);
+		ck_assert_int_eq(quic_cid_make(cid, gen, w), 0);
+		for (int c = 0; c < NCLI; c++)
+			ck_assert_int_eq(
+			    deliver(&g, c, pkt, short_pkt(pkt, cid)),
+			    NW + (int)w);
+	}
+	for (int c = 0; c < NCLI; c++) {
+		int to = deliver(&g, c, pkt, long_pkt(pkt, 1, 0, dcid, 8));
+
+		ck_assert_msg(to >= NW, "a new connection to the old edged");
+		ck_assert_int_eq(
+		    deliver(&g, c, pkt, long_pkt(pkt, 1, 1, dcid, 8)), to);
+	}
+	counts(&g, c1);
+	ck_assert_uint_eq(c1[EDGE_QUIC_STEERED] - c0[EDGE_QUIC_STEERED],
+			  2 * NW * NCLI);
+	ck_assert_uint_eq(c1[EDGE_QUIC_HASH_NEW] - c0[EDGE_QUIC_HASH_NEW],
+			  2 * NCLI);
+
+	/* the old edged exits: its CIDs reach a new socket by the hash */
+	memcpy(c0, c1, sizeof(c0));
+	for (int i = 0; i < NW; i++) {
+		close(g.w[i]);
+		g.w[i] = -1;
+	}
+	ck_assert_int_eq(quic_cid_make(cid, gen ^ 1, 2), 0);
+	for (int c = 0; c < 4; c++)
+		ck_assert_int_ge(deliver(&g, c, pkt, short_pkt(pkt, cid)), NW);
+	counts(&g, c1);
+	ck_assert_uint_eq(c1[EDGE_QUIC_HASH_NOSOCK] - c0[EDGE_QUIC_HASH_NOSOCK],
+			  4);
 	group_close(&g);
 }
 END_TEST
@@ -327,14 +425,20 @@ START_TEST(test_attach_refusals)
 	int fds[1], u;
 
 	errbuf_clear(&err);
-	ck_assert_int_eq(quic_steer_attach(fds, 0, &qs, &err), -EINVAL);
+	ck_assert_int_eq(quic_steer_attach(fds, 0, 0, -1, -1, &qs, &err),
+			 -EINVAL);
 	ck_assert_ptr_null(qs);
 	ck_assert(strstr(err.msg, "sockets") != NULL);
+	/* one map without the other */
+	errbuf_clear(&err);
+	ck_assert_int_eq(quic_steer_attach(fds, 1, 0, 3, -1, &qs, &err),
+			 -EINVAL);
+	ck_assert(strstr(err.msg, "maps") != NULL);
 	/* a socket that is not in a reuseport group */
 	u = socket(AF_INET, SOCK_DGRAM, 0);
 	fds[0] = u;
 	errbuf_clear(&err);
-	ck_assert_int_lt(quic_steer_attach(fds, 1, &qs, &err), 0);
+	ck_assert_int_lt(quic_steer_attach(fds, 1, 0, -1, -1, &qs, &err), 0);
 	ck_assert_ptr_null(qs);
 	ck_assert(err.msg[0] != '\0');
 	close(u);
@@ -358,6 +462,7 @@ int main(void)
 	tcase_add_test(tc, test_steer_v6);
 	tcase_add_test(tc, test_unsteered_scatters);
 	tcase_add_test(tc, test_fallback);
+	tcase_add_loop_test(tc, test_generations, 0, 2);
 	tcase_add_test(tc, test_attach_refusals);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
