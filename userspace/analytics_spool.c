@@ -20,7 +20,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,8 +317,30 @@ static bool spool_writable_by(const struct stat *st, const struct passwd *pw)
 	return (st->st_mode & (S_IWOTH | S_IXOTH)) == (S_IWOTH | S_IXOTH);
 }
 
+/* A temporary file's writer (.tmp-PID-SEQ.spool): whether that process
+ * lives and is not this one (another edged, an upgrade's, writing it
+ * now); *seq its number. False for one of this name's without a PID. */
+static bool spool_tmp_busy(const char *name, uint64_t *seq)
+{
+	const char *p = name + strlen(SPOOL_TMP_PREFIX), *dash;
+	char *end;
+	long pid;
+
+	dash = strchr(p, '-');
+	if (!dash || dash == p || *p < '1' || *p > '9')
+		return false;
+	errno = 0;
+	pid = strtol(p, &end, 10);
+	if (end != dash || errno || pid <= 0 || pid > INT32_MAX ||
+	    !spool_parse_name(dash + 1, "", SPOOL_SUFFIX, seq))
+		return false;
+	return pid != (long)getpid() &&
+	       (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
 /* A file left by a previous run: listed when its header is good; a torn
- * temporary file or a bad header is removed and counted. */
+ * temporary file or a bad header is removed and counted; a temporary
+ * file another living edged writes is left to it. */
 static int spool_scan_one(struct analytics_spool *s, const char *name,
 			  const struct passwd *pw)
 {
@@ -326,7 +350,15 @@ static int spool_scan_one(struct analytics_spool *s, const char *name,
 	ssize_t r;
 	int fd, rc;
 
-	if (spool_parse_name(name, SPOOL_TMP_PREFIX, SPOOL_SUFFIX, &seq)) {
+	if (strncmp(name, SPOOL_TMP_PREFIX, strlen(SPOOL_TMP_PREFIX)) == 0 &&
+	    spool_tmp_busy(name, &seq)) {
+		if (seq >= s->next_seq)
+			s->next_seq = seq + 1;
+		return 0;
+	}
+	/* .tmp-SEQ.spool (before PIDs) or .tmp-PID-SEQ.spool: cut short */
+	if (strncmp(name, SPOOL_TMP_PREFIX, strlen(SPOOL_TMP_PREFIX)) == 0 &&
+	    spool_parse_name(strrchr(name, '-') + 1, "", SPOOL_SUFFIX, &seq)) {
 		log_warnx("analytics: spool %s: removing %s, a write cut "
 			  "short (crash?)",
 			  s->dir, name);
@@ -506,7 +538,7 @@ int analytics_spool_put(struct analytics_spool *s,
 			const struct analytics_event *ev, size_t n,
 			struct errbuf *err)
 {
-	char tmp[64], name[64];
+	char tmp[96], name[64], pfx[32];
 	unsigned char *buf = NULL;
 	const char *step = "create";
 	size_t len;
@@ -530,8 +562,10 @@ int analytics_spool_put(struct analytics_spool *s,
 		free(buf);
 		return ANALYTICS_SPOOL_FULL;
 	}
-	spool_name(tmp, sizeof(tmp), SPOOL_TMP_PREFIX, s->next_seq,
-		   SPOOL_SUFFIX);
+	/* the writer's PID in the temporary name: another edged sharing the
+	 * directory never takes it, nor removes it while this one lives */
+	snprintf(pfx, sizeof(pfx), "%s%ld-", SPOOL_TMP_PREFIX, (long)getpid());
+	spool_name(tmp, sizeof(tmp), pfx, s->next_seq, SPOOL_SUFFIX);
 	spool_name(name, sizeof(name), "", s->next_seq, SPOOL_SUFFIX);
 	fd = openat(s->dfd, tmp,
 		    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analytics_spool.h"
@@ -271,6 +272,18 @@ END_TEST
  * (torn), a file with a byte changed (checksum) and one whose header is
  * garbage: each skipped, deleted and counted; the good ones replayed in
  * order. */
+/* A PID no process has: a child's, reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
 START_TEST(test_torn_and_corrupt_skipped)
 {
 	struct analytics_spool *s = open_spool(1 << 20);
@@ -295,11 +308,24 @@ START_TEST(test_torn_and_corrupt_skipped)
 	b ^= 1;
 	ck_assert_int_eq(pwrite(fd, &b, 1, 60), 1);
 	close(fd);
-	/* a write cut short, and garbage under a spool file's name */
+	/* writes cut short (the name before PIDs, and a dead writer's), and
+	 * garbage under a spool file's name */
 	snprintf(tmp, sizeof(tmp), "%s/.tmp-%020u.spool", dir, 5u);
 	fd = open(tmp, O_WRONLY | O_CREAT, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "EDGEASPL", 8), 8);
+	close(fd);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%ld-%020u.spool", dir,
+		 (long)dead_pid(), 5u);
+	fd = open(tmp, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* one a living process writes now (an upgrade's other edged): its
+	 * own, left alone, its number not taken */
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%ld-%020u.spool", dir,
+		 (long)getppid(), 8u);
+	fd = open(tmp, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
 	close(fd);
 	fd = open(file_path(6), O_WRONLY | O_CREAT, 0600);
 	ck_assert_int_ge(fd, 0);
@@ -314,9 +340,9 @@ START_TEST(test_torn_and_corrupt_skipped)
 
 	s = open_spool(1 << 20);
 	analytics_spool_stats(s, &st);
-	/* at open: the temporary file, the torn one, the garbage header;
-	 * the changed byte is not seen until the file is read */
-	ck_assert_uint_eq(st.corrupt, 3);
+	/* at open: the two temporary files, the torn one, the garbage
+	 * header; the changed byte is not seen until the file is read */
+	ck_assert_uint_eq(st.corrupt, 4);
 	ck_assert_uint_eq(st.files, 4);
 	ck_assert_int_eq(peek_first(s, &n), 0);
 	ck_assert_int_eq(analytics_spool_pop(s), 0);
@@ -325,14 +351,17 @@ START_TEST(test_torn_and_corrupt_skipped)
 	/* the changed byte is found when the file is read */
 	ck_assert_int_eq(peek_first(s, &n), 12);
 	analytics_spool_stats(s, &st);
-	ck_assert_uint_eq(st.corrupt, 4);
+	ck_assert_uint_eq(st.corrupt, 5);
 	ck_assert_uint_eq(st.files, 1);
 	ck_assert_int_eq(analytics_spool_pop(s), 0);
-	/* new names never reuse an old one, even a removed temporary's */
+	/* new names never reuse an old one, even a temporary's */
 	ck_assert_int_eq(put(s, 20, 1), 0);
-	ck_assert_int_eq(access(file_path(7), F_OK), 0);
+	ck_assert_int_eq(access(file_path(9), F_OK), 0);
 	analytics_spool_close(s);
-	ck_assert_uint_eq(count_files(), 2); /* README and file 7 */
+	ck_assert_uint_eq(count_files(), 2); /* README and file 9 */
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%ld-%020u.spool", dir,
+		 (long)getppid(), 8u);
+	ck_assert_int_eq(access(tmp, F_OK), 0); /* the living writer's */
 }
 END_TEST
 
@@ -386,7 +415,7 @@ START_TEST(test_write_error)
 	struct analytics_spool_stats st;
 	struct errbuf err = {""};
 	struct rlimit rl, small;
-	char want[192];
+	char want[320];
 	unsigned i;
 	int rc, set, reset;
 
@@ -406,9 +435,9 @@ START_TEST(test_write_error)
 	ck_assert_int_eq(reset, 0);
 	ck_assert_int_eq(rc, -EFBIG);
 	snprintf(want, sizeof(want),
-		 "%s/.tmp-00000000000000000000.spool: "
+		 "%s/.tmp-%ld-00000000000000000000.spool: "
 		 "write: File too large",
-		 dir);
+		 dir, (long)getpid());
 	ck_assert_str_eq(err.msg, want);
 	analytics_spool_stats(s, &st);
 	ck_assert_uint_eq(st.put_errors, 1);
