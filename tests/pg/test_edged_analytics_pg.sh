@@ -292,7 +292,7 @@ diskfull() {
 		return
 	fi
 	client 6000 "$T_TMP/ids" 2>"$T_TMP/client.err" || why="client: $(head -3 "$T_TMP/client.err" | tr '\n' ' ')"
-	edged_wait_log "analytics: pg sink: the disk spool cannot be written: $spool/\.tmp-[0-9]{20}\.spool: (create|write|fsync|close|rename to its name): No space left on device; dropping events" ||
+	edged_wait_log "analytics: pg sink: the disk spool cannot be written: $spool/\.tmp-[0-9]+-[0-9]{20}\.spool: (create|write|fsync|close|rename to its name): No space left on device; dropping events" ||
 		why="$why; no 'No space left on device' line naming the file: $(grep 'disk spool' "$EDGED_LOG" | head -3 | tr '\n' ' ')"
 	grep -q 'spool_max' "$EDGED_LOG" && why="$why; the cap blamed: $(grep spool_max "$EDGED_LOG" | head -1)"
 	[ "$(grep -c 'disk spool cannot be written' "$EDGED_LOG")" = 1 ] ||
