@@ -583,15 +583,40 @@ static void listener_drop(struct worker *w, size_t i)
 	ls->n--;
 }
 
+/* fd, listening on a (k), one more of w's listeners, noted for a
+ * successor. 0 or -errno with err set (fd closed). */
+static int listener_adopt(struct worker *w, int fd, enum sockreg_kind k,
+			  const struct config_addr *a, struct errbuf *err)
+{
+	const struct listener_accepts *acc = w->sh->accepts;
+	struct listener *l;
+	int rc = sockreg_add(k, a->text, 0, fd);
+
+	if (rc) {
+		close(fd);
+		errbuf_set(err, "listen %s: %s", a->text, strerror(-rc));
+		return rc;
+	}
+	rc = listener_make(w, fd, a->text, 0, a->proxy_protocol,
+			   k == SOCKREG_HTTPS ? acc->https : acc->http, &l);
+	if (rc == 0)
+		rc = listener_add(w, l);
+	if (rc)
+		errbuf_set(err, "listen %s: %s", a->text, strerror(-rc));
+	return rc;
+}
+
 /* The service's init: w's HTTP and HTTPS listeners, a predecessor's
  * (sockreg_take) or bound now (the first worker's socket is then the
  * process's first on the address: nothing else may listen there,
- * listener_probe); each noted for a successor (sockreg_add). */
+ * listener_probe); each noted for a successor (sockreg_add). The last
+ * worker also takes the predecessor's sockets left on its addresses (it
+ * had more workers): connections waiting in them are accepted, not
+ * reset when the predecessor exits. */
 static int listener_init(struct worker *w, struct errbuf *err)
 {
 	const struct config *cfg = w->sh->cfg;
-	const struct listener_accepts *acc = w->sh->accepts;
-	struct listener *l;
+	bool last = w->id + 1 == cfg->workers;
 	size_t i;
 	int fd, rc;
 
@@ -613,22 +638,11 @@ static int listener_init(struct worker *w, struct errbuf *err)
 			return rc;
 		if (fd < 0 && (rc = listener_socket(a, &fd, err)) != 0)
 			return rc;
-		rc = sockreg_add(k, a->text, 0, fd);
-		if (rc) {
-			close(fd);
-			errbuf_set(err, "listen %s: %s", a->text,
-				   strerror(-rc));
+		rc = listener_adopt(w, fd, k, a, err);
+		while (rc == 0 && last && (fd = sockreg_take(k, a->text)) >= 0)
+			rc = listener_adopt(w, fd, k, a, err);
+		if (rc)
 			return rc;
-		}
-		rc = listener_make(w, fd, a->text, 0, a->proxy_protocol,
-				   tls ? acc->https : acc->http, &l);
-		if (rc == 0)
-			rc = listener_add(w, l);
-		if (rc) {
-			errbuf_set(err, "listen %s: %s", a->text,
-				   strerror(-rc));
-			return rc;
-		}
 	}
 	return 0;
 }

@@ -277,6 +277,28 @@ PY
 	else
 		t_fail "$v: replaced edged still running" "$alive"
 	fi
+
+	# fewer workers: the new edged's last worker takes the sockets the
+	# others did not (each address keeps its two), none left to reset
+	old=$(serving_pid)
+	sed -i 's/^workers = 2;/workers = 1;/' "$T_TMP/edge.conf"
+	if ctl upgrade >>"$T_TMP/upgrades.log" 2>&1; then
+		pid=$(serving_pid)
+		edged_track "$pid"
+		for i in $(seq 100); do
+			kill -0 "$old" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
+	local socks codes
+	socks=$(ss -Htln "sport = :$P_EDGE" | wc -l)
+	codes=$(for i in $(seq 20); do curl -s -m 5 -o /dev/null -w '%{http_code} ' -H 'Host: up.test' "http://127.0.0.1:$P_EDGE/"; done)
+	if [ "$pid" != "$old" ] && ! kill -0 "$old" 2>/dev/null && [ "$socks" = 2 ] &&
+		[ "$codes" = "$(printf '200 %.0s' $(seq 20))" ]; then
+		t_ok "$v: an upgrade to 1 worker from 2: both listening sockets kept by the new edged, 20 requests answered"
+	else
+		t_fail "$v: fewer workers" "edged $old -> $pid, $socks sockets listening, $codes"
+	fi
 	pid=$(serving_pid)
 	kill -TERM "$pid" 2>/dev/null
 	for i in $(seq 100); do
