@@ -44,6 +44,9 @@ chmod 755 "$C"
 chmod 644 "$C/up.key"
 SOCK="$T_TMP/ctl/edged.sock"
 chmod 755 "$T_TMP"
+# every edged this test starts, the successors edgectl upgrade starts
+# included (a failing one may outlive its round): killed at the end
+t_cleanup_add "pkill -KILL -f -- '$T_TMP/(edged-bin|bad-edged)'"
 EUSER=$(id -un)
 if [ "$(id -u)" = 0 ]; then
 	EUSER=nobody
