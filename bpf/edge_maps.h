@@ -238,12 +238,13 @@ _Static_assert(sizeof(struct edge_splice_cnt) == 32, "edge_splice_cnt size");
 /* edge_quic.bpf.c, an sk_reuseport program, one instance per QUIC
  * listen address, loaded by edged and never pinned. A connection ID
  * edged issues is EDGE_QUIC_CID_LEN bytes: byte 0 random, byte 1 the
- * issuing edged's generation (0 or 1: an upgrade's new edged takes the
- * other one than the running edged's), byte 2 the issuing worker's
- * index, the rest random (QUIC-LB's plaintext form: an observer learns
- * the worker, nothing else). Bytes 1-2, big-endian, are the CID's slot
- * in the socket array: worker i's UDP socket of generation g at
- * g << 8 | i, so during an upgrade both edged's sockets are there. A
+ * issuing edged's generation (0 to 255: an upgrade's new edged takes the
+ * one after the running edged's), byte 2 the issuing worker's index,
+ * the rest random (QUIC-LB's plaintext form: an observer learns the
+ * worker and the generation, nothing else). Bytes 1-2, big-endian, are
+ * the CID's slot in the socket array: worker i's UDP socket of
+ * generation g at g << 8 | i, so every edged still draining keeps its
+ * sockets there (until 256 upgrades later). A
  * datagram whose destination CID names a slot with a socket goes to
  * that socket, so a client that changes address (migration, NAT
  * rebinding) stays with its connection, and an old edged's connections
@@ -259,7 +260,7 @@ _Static_assert(sizeof(struct edge_splice_cnt) == 32, "edge_splice_cnt size");
 #define EDGE_QUIC_CID_LEN 16
 #define EDGE_QUIC_CID_WORKER_OFF 1 /* the slot: generation, worker */
 #define EDGE_QUIC_WORKERS_MAX 256  /* CONFIG_WORKERS_MAX */
-#define EDGE_QUIC_GENS 2
+#define EDGE_QUIC_GENS 256
 #define EDGE_QUIC_SLOTS (EDGE_QUIC_GENS * EDGE_QUIC_WORKERS_MAX)
 
 /* edge_quic_cfg's one entry: where new connections go */

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@
 #include "ctlutil.h"
 
 #define UPGRADE_TIMEOUT_S 60
+/* how long the new edged may take to have the running one retire, from
+ * its "retiring" on (it waits EDGED_RETIRE_WAIT_MS for the answer) */
+#define UPGRADE_RETIRE_S 45
 
 static long long upgrade_now_ms(void)
 {
@@ -61,17 +65,39 @@ static void upgrade_child(const char *binary, const char *conf, int ready)
 
 /* Read the pipe until "ready\n" or another line (the new edged gives up:
  * "failed: WHY", into msg), its end, or the deadline: 1 ready, 2 failed,
- * 0 the new edged went without a word, -ETIMEDOUT. */
+ * 0 the new edged went without a word, -ETIMEDOUT. "retiring\n" (it asks
+ * the running edged to retire: killing it now could leave neither
+ * serving) moves the deadline UPGRADE_RETIRE_S further, once. */
 static int upgrade_wait(int fd, long long deadline, char *msg, size_t mlen)
 {
 	char buf[1024], *nl;
 	size_t len = 0;
+	bool retiring = false;
 	ssize_t n;
 
+	buf[0] = '\0';
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		long long left = deadline - upgrade_now_ms();
+		long long left;
 
+		nl = strchr(buf, '\n');
+		if (nl || len == sizeof(buf) - 1) {
+			if (nl)
+				*nl = '\0';
+			if (nl && strcmp(buf, "retiring") == 0 && !retiring) {
+				retiring = true;
+				deadline =
+				    upgrade_now_ms() + UPGRADE_RETIRE_S * 1000;
+				len -= (size_t)(nl + 1 - buf);
+				memmove(buf, nl + 1, len + 1);
+				continue;
+			}
+			if (strcmp(buf, "ready") == 0)
+				return 1;
+			snprintf(msg, mlen, "%s", buf);
+			return 2;
+		}
+		left = deadline - upgrade_now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0)
@@ -83,15 +109,6 @@ static int upgrade_wait(int fd, long long deadline, char *msg, size_t mlen)
 			return 0;
 		len += (size_t)n;
 		buf[len] = '\0';
-		nl = strchr(buf, '\n');
-		if (!nl && len < sizeof(buf) - 1)
-			continue;
-		if (nl)
-			*nl = '\0';
-		if (strcmp(buf, "ready") == 0)
-			return 1;
-		snprintf(msg, mlen, "%s", buf);
-		return 2;
 	}
 }
 

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,9 @@
 #define SPOOL_SUFFIX ".spool"
 #define SPOOL_TMP_PREFIX ".tmp-"
 #define SPOOL_SEQ_DIGITS 20
+/* A living writer's temporary file younger than this is its write under
+ * way. */
+#define SPOOL_TMP_FRESH_S 600
 /* Names tried for a batch when another process took the number. */
 #define SPOOL_NAME_TRIES 64
 /* the fixed part of a record, before its fields */
@@ -319,9 +323,13 @@ static bool spool_writable_by(const struct stat *st, const struct passwd *pw)
 
 /* A temporary file's writer (.tmp-PID-SEQ.spool): whether that process
  * lives and is not this one (another edged, an upgrade's, writing it
- * now); *seq its number. False for one of this name's without a PID. */
-static bool spool_tmp_busy(const char *name, uint64_t *seq)
+ * now) and the file is recent (a write takes milliseconds: an older one
+ * is a dead writer's whose PID was reused); *seq its number. False for
+ * one of this name's without a PID. */
+static bool spool_tmp_busy(const struct analytics_spool *s, const char *name,
+			   uint64_t *seq)
 {
+	struct stat st;
 	const char *p = name + strlen(SPOOL_TMP_PREFIX), *dash;
 	char *end;
 	long pid;
@@ -335,7 +343,9 @@ static bool spool_tmp_busy(const char *name, uint64_t *seq)
 	    !spool_parse_name(dash + 1, "", SPOOL_SUFFIX, seq))
 		return false;
 	return pid != (long)getpid() &&
-	       (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+	       (kill((pid_t)pid, 0) == 0 || errno == EPERM) &&
+	       fstatat(s->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       st.st_mtime + SPOOL_TMP_FRESH_S > time(NULL);
 }
 
 /* A file left by a previous run: listed when its header is good; a torn
@@ -351,7 +361,7 @@ static int spool_scan_one(struct analytics_spool *s, const char *name,
 	int fd, rc;
 
 	if (strncmp(name, SPOOL_TMP_PREFIX, strlen(SPOOL_TMP_PREFIX)) == 0 &&
-	    spool_tmp_busy(name, &seq)) {
+	    spool_tmp_busy(s, name, &seq)) {
 		if (seq >= s->next_seq)
 			s->next_seq = seq + 1;
 		return 0;
@@ -686,13 +696,19 @@ int analytics_spool_peek(struct analytics_spool *s, struct analytics_event **ev,
 		}
 		if (rc == -ENOMEM)
 			return rc;
+		if (rc == -ENOENT) {
+			/* gone: sent by the other edged of an upgrade, which
+			 * shares the directory (the database keeps each
+			 * request once) */
+			spool_list_drop_head(s);
+			continue;
+		}
 		log_warnx("analytics: spool %s: %s: %s, passing it over "
 			  "(%llu events lost)",
 			  s->dir, name,
 			  rc == -EBADMSG ? "torn or corrupt" : strerror(-rc),
 			  (unsigned long long)s->f[s->head].events);
-		if (rc != -ENOENT)
-			unlinkat(s->dfd, name, 0);
+		unlinkat(s->dfd, name, 0);
 		atomic_fetch_add(&s->corrupt, 1);
 		spool_list_drop_head(s);
 	}

@@ -38,6 +38,7 @@ struct ctlcmd {
 	struct ctlcmd_ops ops;
 	struct ctl_server *srv;
 	pid_t successor; /* the process handed the sockets last, 0: none */
+	bool retired;	 /* it asked to retire and this one did */
 };
 
 /* The live route table's generation. */
@@ -388,11 +389,15 @@ static int ctlcmd_retire(void *ctx, pid_t peer, json_t **result,
 				"(handover) may ask");
 		return -EPERM;
 	}
+	if (c->retired) /* asked again: its first answer went astray */
+		goto done;
 	rc = c->ops.retire(c->d, err);
 	if (rc)
 		return rc;
 	/* the successor accepts on it from now on */
 	ctl_server_hand_over(c->srv);
+	c->retired = true;
+done:
 	*result = json_pack("{s:I}", "pid", (json_int_t)getpid());
 	return 0;
 }

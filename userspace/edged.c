@@ -64,8 +64,10 @@
 /* A successor keeps the predecessor's TCP route sockets no route took
  * this long (the database's routes come after the start). */
 #define EDGED_INHERIT_TCP_S 30
-/* Asks of a successor's retirement of the running edged. */
-#define EDGED_RETIRE_TRIES 5
+/* How long a successor waits for the running edged's answer to retire
+ * (one request: once read, a second would find the old one retired and
+ * its control socket no longer accepting; edgectl upgrade waits 45 s). */
+#define EDGED_RETIRE_WAIT_MS 30000
 /* Clients the per-client rate limit remembers, all workers together
  * (16 bytes each: 4 MiB). */
 #define EDGED_RATELIMIT_CLIENTS (1u << 18)
@@ -1787,16 +1789,15 @@ static bool edged_take_over(struct edged *d)
 	struct timeval tv = {EDGED_INHERIT_TCP_S, 0};
 	json_t *req = json_pack("{s:s}", "cmd", "retire"), *res = NULL;
 	struct errbuf err;
-	int tries, rc = -ENOMEM;
+	int rc = -ENOMEM;
 
-	/* a busy control socket answers later: a few tries */
-	for (tries = 0; req && tries < EDGED_RETIRE_TRIES; tries++) {
-		errbuf_clear(&err);
-		rc = ctlproto_call(d->cfg->control_socket, req, &res, 0, &err);
-		if (rc == 0 || rc == -EREMOTEIO)
-			break;
-		usleep(500000);
-	}
+	/* edgectl must not kill this one while it asks */
+	if (d->ready_fd >= 0 && write(d->ready_fd, "retiring\n", 9) != 9)
+		log_warn("upgrade: ready fd");
+	errbuf_clear(&err);
+	if (req)
+		rc = ctlproto_call(d->cfg->control_socket, req, &res,
+				   EDGED_RETIRE_WAIT_MS, &err);
 	json_decref(req);
 	if (rc) {
 		/* both would serve, the old one out of reach: step back */
@@ -1819,6 +1820,7 @@ static bool edged_take_over(struct edged *d)
 	errbuf_clear(&err);
 	if (ctlcmd_commit(d->ctl, &err))
 		log_warnx("upgrade: %s", err.msg);
+	quic_take_over();
 	sockreg_inherit_done(SOCKREG_HTTP);
 	sockreg_inherit_done(SOCKREG_HTTPS);
 	sockreg_inherit_done(SOCKREG_ADMIN);
@@ -1950,10 +1952,11 @@ static int edged_inherit(struct edged *d)
 			  err.msg);
 		return -1;
 	}
-	/* QUIC connection IDs of the other generation than the running
-	 * edged's: its connections stay its own (quicsteer.h) */
+	/* QUIC connection IDs of the generation after the running edged's:
+	 * its connections stay its own (quicsteer.h) */
 	if (sockreg_inherited(SOCKREG_QUIC_SOCKS, &gen))
-		quic_steer_set_gen((unsigned)gen ^ 1);
+		quic_steer_set_gen((unsigned)(gen + 1) % EDGE_QUIC_GENS);
+	quic_upgrading();
 	log_note("upgrade: taking over from the running edged (control "
 		 "socket %s)",
 		 d->cfg->control_socket);

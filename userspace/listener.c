@@ -676,19 +676,19 @@ static void listener_fini(struct worker *w)
 }
 
 /* LISTENER_MSG_OPEN: fd (m->arg) listening on address m->ptr becomes
- * listener m->target of w; one of w's on that address goes first. */
+ * a listener m->target of w (a worker may have several of one target:
+ * an upgrade's extra sockets); w's of another target on that address go
+ * first. */
 static void listener_open_msg(struct worker *w, const struct mailbox_msg *m)
 {
 	struct listener *l;
 	int fd = (int)m->arg, rc;
 	size_t i;
 
-	for (i = 0; i < w->ls->n; i++)
-		if (w->ls->ls[i]->tcp_id &&
-		    strcmp(w->ls->ls[i]->text, m->ptr) == 0) {
+	for (i = w->ls->n; i-- > 0;)
+		if (w->ls->ls[i]->tcp_id && w->ls->ls[i]->tcp_id != m->target &&
+		    strcmp(w->ls->ls[i]->text, m->ptr) == 0)
 			listener_drop(w, i);
-			break;
-		}
 	if (w->draining) {
 		close(fd);
 		return;
@@ -702,16 +702,14 @@ static void listener_open_msg(struct worker *w, const struct mailbox_msg *m)
 			  (const char *)m->ptr, strerror(-rc));
 }
 
-/* LISTENER_MSG_CLOSE: w's listener m->target closes. */
+/* LISTENER_MSG_CLOSE: w's listeners m->target close. */
 static void listener_close_msg(struct worker *w, const struct mailbox_msg *m)
 {
 	size_t i;
 
-	for (i = 0; i < w->ls->n; i++)
-		if (w->ls->ls[i]->tcp_id == m->target) {
+	for (i = w->ls->n; i-- > 0;)
+		if (w->ls->ls[i]->tcp_id == m->target)
 			listener_drop(w, i);
-			return;
-		}
 }
 
 /* LISTENER_MSG_PP: w's listener m->target takes a PROXY header (flags)

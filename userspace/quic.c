@@ -1363,10 +1363,40 @@ fail:
 	return -errno;
 }
 
+/* An upgrade's new edged: its steering, activated once the running
+ * edged has retired (quic_take_over). */
+static bool quic_defer;
+static struct quic_steer *quic_pending[CONFIG_LISTEN_MAX];
+static const char *quic_pending_addr[CONFIG_LISTEN_MAX];
+
+void quic_upgrading(void)
+{
+	quic_defer = true;
+}
+
+void quic_take_over(void)
+{
+	struct errbuf e;
+
+	for (size_t i = 0; i < CONFIG_LISTEN_MAX; i++) {
+		if (!quic_pending[i])
+			continue;
+		errbuf_clear(&e);
+		if (quic_steer_activate(quic_pending[i], &e))
+			log_warnx("upgrade: tls.quic_listen %s: new QUIC "
+				  "connections stay with the running edged's "
+				  "steering (%s)",
+				  quic_pending_addr[i], e.msg);
+		quic_steer_free(quic_pending[i]);
+		quic_pending[i] = NULL;
+	}
+}
+
 /* Steer the sockets of quic_listen[i] (every worker's bound): on the
  * running edged's maps in an upgrade (its connections stay its own), on
  * new ones otherwise or when those are refused; the maps noted for a
- * successor. Said when there is no steering. */
+ * successor. Said when there is no steering. An upgrade's new edged
+ * changes nothing for the running one until quic_take_over. */
 static void quic_steer(const struct worker *w, size_t i)
 {
 	const struct config_addr *a = &w->sh->cfg->tls.quic_listen[i];
@@ -1380,7 +1410,7 @@ static void quic_steer(const struct worker *w, size_t i)
 	errbuf_clear(&e);
 	if (sm >= 0 && cm >= 0) {
 		rc = quic_steer_attach(quic_group[i], w->sh->cfg->workers, gen,
-				       sm, cm, &st, &e);
+				       sm, cm, !quic_defer, &st, &e);
 		if (rc == 0)
 			log_note("upgrade: tls.quic_listen %s: the running "
 				 "edged's QUIC connections stay its own",
@@ -1398,7 +1428,7 @@ static void quic_steer(const struct worker *w, size_t i)
 	if (rc) {
 		errbuf_clear(&e);
 		rc = quic_steer_attach(quic_group[i], w->sh->cfg->workers, gen,
-				       -1, -1, &st, &e);
+				       -1, -1, !quic_defer, &st, &e);
 	}
 	if (rc) {
 		log_warnx("tls.quic_listen %s: no connection-ID steering (%s): "
@@ -1415,6 +1445,11 @@ static void quic_steer(const struct worker *w, size_t i)
 			  "be noted for a successor: its QUIC connections "
 			  "would end at an upgrade",
 			  a->text);
+	if (quic_defer) {
+		quic_pending[i] = st;
+		quic_pending_addr[i] = a->text;
+		return;
+	}
 	quic_steer_free(st);
 }
 

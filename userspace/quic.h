@@ -82,6 +82,11 @@ extern const struct worker_service quic_service;
 /* ---- counters (quic_stats.c) ---------------------------------------- */
 
 struct metrics;
+/* An upgrade's new edged (before its workers): its QUIC steering waits
+ * for quic_take_over, called once the running edged has retired. */
+void quic_upgrading(void);
+void quic_take_over(void);
+
 /* Register the edge_quic_* series in m (start-up), the per-worker ones
  * for workers 0..nworkers-1. */
 int quic_metrics(struct metrics *m, unsigned nworkers);

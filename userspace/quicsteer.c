@@ -23,6 +23,9 @@
 
 struct quic_steer {
 	struct edge_quic *skel;
+	struct edge_quic_cfg cfg; /* what quic_steer_activate writes */
+	int fd;			  /* the socket it attaches the program to */
+	bool active;
 };
 
 static _Atomic unsigned steer_gen;
@@ -93,13 +96,35 @@ static int steer_load(struct quic_steer *qs, int socks_map, int cfg_map)
 	return rc < 0 ? rc : rc ? -EINVAL : 0;
 }
 
-int quic_steer_attach(const int *fds, unsigned n, unsigned gen, int socks_map,
-		      int cfg_map, struct quic_steer **out, struct errbuf *err)
+int quic_steer_activate(struct quic_steer *qs, struct errbuf *err)
 {
-	struct edge_quic_cfg cfg = {.gen = gen, .workers = n};
-	struct quic_steer *qs;
+	int prog = bpf_program__fd(qs->skel->progs.edge_quic_steer);
 	uint32_t zero = 0;
-	int rc, map, prog;
+
+	if (qs->active)
+		return 0;
+	/* new connections come here from now on, whichever program runs */
+	if (bpf_map_update_elem(bpf_map__fd(qs->skel->maps.edge_quic_cfg),
+				&zero, &qs->cfg, BPF_ANY)) {
+		errbuf_set(err, "%s: %s", EDGE_MAP_QUIC_CFG, strerror(errno));
+		return -errno;
+	}
+	if (setsockopt(qs->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF, &prog,
+		       sizeof(prog))) {
+		errbuf_set(err, "SO_ATTACH_REUSEPORT_EBPF: %s",
+			   strerror(errno));
+		return -errno;
+	}
+	qs->active = true;
+	return 0;
+}
+
+int quic_steer_attach(const int *fds, unsigned n, unsigned gen, int socks_map,
+		      int cfg_map, bool activate, struct quic_steer **out,
+		      struct errbuf *err)
+{
+	struct quic_steer *qs;
+	int rc, map;
 
 	*out = NULL;
 	if (n == 0 || n > EDGE_QUIC_WORKERS_MAX || gen >= EDGE_QUIC_GENS ||
@@ -122,25 +147,15 @@ int quic_steer_attach(const int *fds, unsigned n, unsigned gen, int socks_map,
 			   strerror(-rc));
 		goto fail;
 	}
+	qs->cfg.gen = gen;
+	qs->cfg.workers = n;
+	qs->fd = fds[0];
 	map = bpf_map__fd(qs->skel->maps.edge_quic_socks);
-	prog = bpf_program__fd(qs->skel->progs.edge_quic_steer);
 	for (unsigned i = 0; i < n; i++)
 		if ((rc = steer_put(map, gen << 8 | i, fds[i], err)))
 			goto fail;
-	/* new connections come here from now on, whichever program runs */
-	if (bpf_map_update_elem(bpf_map__fd(qs->skel->maps.edge_quic_cfg),
-				&zero, &cfg, BPF_ANY)) {
-		rc = -errno;
-		errbuf_set(err, "%s: %s", EDGE_MAP_QUIC_CFG, strerror(errno));
+	if (activate && (rc = quic_steer_activate(qs, err)))
 		goto fail;
-	}
-	if (setsockopt(fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF, &prog,
-		       sizeof(prog))) {
-		rc = -errno;
-		errbuf_set(err, "SO_ATTACH_REUSEPORT_EBPF: %s",
-			   strerror(errno));
-		goto fail;
-	}
 	*out = qs;
 	return 0;
 fail:

@@ -7,7 +7,7 @@
  * One steering group per QUIC listen address: every worker's UDP socket
  * bound to it with SO_REUSEPORT, worker i's of generation g at slot
  * g << 8 | i (edge_maps.h). An upgrade's new edged joins the running
- * one's group with the other generation and attaches its own program on
+ * one's group with the next generation and attaches its own program on
  * the running one's maps (handed over: a socket is in one socket array
  * at most), its sockets added: each edged's connections stay its own,
  * new ones come to the new edged. Loaded
@@ -18,6 +18,7 @@
 #ifndef EDGE_QUICSTEER_H
 #define EDGE_QUICSTEER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,9 +27,9 @@
 
 struct quic_steer;
 
-/* This process's generation (0 or 1; 0 until set): an upgrade's new
- * edged takes the other one than the running edged's, before its
- * workers make a connection ID. */
+/* This process's generation (< EDGE_QUIC_GENS; 0 until set): an
+ * upgrade's new edged takes the one after the running edged's, before
+ * its workers make a connection ID. */
 void quic_steer_set_gen(unsigned gen);
 unsigned quic_steer_gen(void);
 
@@ -44,16 +45,24 @@ int quic_cid_make(uint8_t *cid, unsigned gen, unsigned worker);
 int quic_cid_worker(const uint8_t *cid, size_t len);
 int quic_cid_gen(const uint8_t *cid, size_t len);
 
-/* Load the program and attach it to the reuseport group of fds[0..n):
- * fds[i] is worker i's UDP socket of generation gen, each bound with
- * SO_REUSEPORT to the same address. socks_map and cfg_map >= 0: the
- * running edged's maps of that group (its sockets stay in it at their
- * slots, reachable by their connections' IDs), else new ones. New
- * connections go to fds. 0 with *out set, or -errno with err saying what
- * the kernel refused (the caller falls back to the kernel's hash, or to
- * new maps, and says so). */
+/* Load the program for the reuseport group of fds[0..n): fds[i] is
+ * worker i's UDP socket of generation gen, each bound with SO_REUSEPORT
+ * to the same address, put in the socket array. socks_map and cfg_map
+ * >= 0: the running edged's maps of that group (its sockets stay in it at
+ * their slots, reachable by their connections' IDs), else new ones. With
+ * activate, quic_steer_activate too. 0 with *out set, or -errno with err
+ * saying what the kernel refused (the caller falls back to the kernel's
+ * hash, or to new maps, and says so). */
 int quic_steer_attach(const int *fds, unsigned n, unsigned gen, int socks_map,
-		      int cfg_map, struct quic_steer **out, struct errbuf *err);
+		      int cfg_map, bool activate, struct quic_steer **out,
+		      struct errbuf *err);
+
+/* New connections go to this process's sockets (edge_quic_cfg) and the
+ * program is attached to the group: at once for an edged that starts,
+ * once the running edged has retired for an upgrade's new one (until
+ * then nothing changes for the running one). 0 (also when done before)
+ * or -errno with err set. */
+int quic_steer_activate(struct quic_steer *qs, struct errbuf *err);
 
 /* The maps' descriptors (valid until quic_steer_free), for a
  * successor. */

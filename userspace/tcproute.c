@@ -581,6 +581,22 @@ static int tr_addr_open(struct tcproute *tr, struct tcproute_addr *x,
 	k = 0; /* the workers' now */
 	x->id = id;
 	x->pp = x->a.proxy_protocol;
+	/* a predecessor with more workers: its extra sockets to the last
+	 * worker, so none closes with connections waiting in it */
+	while ((fds[0] = sockreg_take(SOCKREG_TCP, x->a.text)) >= 0) {
+		int erc = sockreg_add(SOCKREG_TCP, x->a.text, id, fds[0]);
+
+		if (erc == 0)
+			erc = listener_post_open(tr->w[tr->nw - 1], fds[0],
+						 x->a.text, id,
+						 x->a.proxy_protocol);
+		if (erc)
+			close(fds[0]);
+		if (erc)
+			log_warnx("listen %s: the running edged's extra "
+				  "socket: %s",
+				  x->a.text, strerror(-erc));
+	}
 out:
 	for (i = 0; i < k; i++)
 		close(fds[i]);

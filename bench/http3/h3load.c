@@ -38,9 +38,12 @@
  *   h3load: requests=N failed=N non2xx=N bytes=N handshakes=N
  *           conn_errors=N seconds=F rps=F hps=F conns=N streams=N
  *           mode=load|handshakes tls=NAME cipher=NAME group=NAME
+ *           goaway_idle=N
  *
  * (bytes: response body bytes; handshakes: handshakes completed; hps:
- * handshakes per second). Exit 0 when at least one request was done and
+ * handshakes per second; goaway_idle: connections that timed out after
+ * the server's GOAWAY with nothing in flight, no request lost, not in
+ * conn_errors). Exit 0 when at least one request was done and
  * nothing failed, 1 otherwise, 2 on a usage error. H3LOAD_DEBUG set in
  * the environment: ngtcp2's debug log on stderr.
  *
@@ -131,10 +134,11 @@ struct h3l_conn {
 	uint64_t inflight;  /* requests submitted, not yet counted */
 	uint64_t submitted; /* requests submitted on this connection */
 	bool handshake_done;
-	bool goaway;   /* the server sent GOAWAY: no new requests */
-	bool finished; /* closes at the loop's end (and is replaced) */
-	bool failed;   /* finished by an error: counts in conn_errors */
-	bool closed;   /* no CONNECTION_CLOSE of ours to send */
+	bool goaway;	  /* the server sent GOAWAY: no new requests */
+	bool goaway_idle; /* then went silent with nothing in flight */
+	bool finished;	  /* closes at the loop's end (and is replaced) */
+	bool failed;	  /* finished by an error: counts in conn_errors */
+	bool closed;	  /* no CONNECTION_CLOSE of ours to send */
 	const char *why;
 };
 
@@ -147,6 +151,7 @@ static struct {
 	bool running; /* requests are counted and new ones submitted */
 	uint64_t submitted, done, failed, non2xx, bytes, handshakes;
 	uint64_t conn_errors, logged;
+	uint64_t goaway_idle; /* lost after a GOAWAY with nothing in flight */
 	char tls[32], cipher[32], group[32];
 	char authority[256];
 	uint8_t rx[65536], tx[65536];
@@ -843,6 +848,15 @@ static void h3l_conn_expiry(struct h3l_conn *c, ngtcp2_tstamp now)
 	rv = ngtcp2_conn_handle_expiry(c->qc, now);
 	if (rv == 0)
 		return;
+	if (rv == NGTCP2_ERR_IDLE_CLOSE && !c->why)
+		c->why = !c->handshake_done ? "ERR_IDLE_CLOSE"
+			 : !c->goaway	    ? "ERR_IDLE_CLOSE, no GOAWAY"
+			 : c->inflight	    ? "ERR_IDLE_CLOSE after a GOAWAY, "
+					      "requests in flight"
+					    : "ERR_IDLE_CLOSE after a GOAWAY, "
+					      "nothing in flight";
+	c->goaway_idle = rv == NGTCP2_ERR_IDLE_CLOSE && c->handshake_done &&
+			 c->goaway && !c->inflight;
 	h3l_conn_fail(c, rv);
 	if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT)
 		c->closed = true; /* nothing to say to the server */
@@ -870,7 +884,9 @@ static void h3l_conn_end(struct h3l_conn *c)
 			/* the server will time the connection out */
 		}
 	}
-	if (c->failed && L.running) {
+	if (c->failed && L.running && c->goaway_idle) {
+		L.goaway_idle++; /* no request lost: the server said goodbye */
+	} else if (c->failed && L.running) {
 		L.conn_errors++;
 		h3l_log_error(c, c->handshake_done ? "after the handshake"
 						   : "in the handshake");
@@ -1111,13 +1127,13 @@ int main(int argc, char **argv)
 	       " bytes=%" PRIu64 " handshakes=%" PRIu64 " conn_errors=%" PRIu64
 	       " seconds=%.3f rps=%.1f hps=%.1f"
 	       " conns=%" PRIu64 " streams=%" PRIu64
-	       " mode=%s tls=%s cipher=%s group=%s\n",
+	       " mode=%s tls=%s cipher=%s group=%s goaway_idle=%" PRIu64 "\n",
 	       L.done, L.failed, L.non2xx, L.bytes, L.handshakes, L.conn_errors,
 	       secs, secs > 0 ? (double)L.done / secs : 0.0,
 	       secs > 0 ? (double)L.handshakes / secs : 0.0, L.o.conns,
 	       L.o.streams, L.o.handshakes ? "handshakes" : "load",
 	       L.tls[0] ? L.tls : "-", L.cipher[0] ? L.cipher : "-",
-	       L.group[0] ? L.group : "-");
+	       L.group[0] ? L.group : "-", L.goaway_idle);
 	return rv == 0 && L.done > 0 && L.failed == 0 && L.conn_errors == 0 ? 0
 									    : 1;
 }

@@ -259,12 +259,21 @@ START_TEST(test_two_writers)
 	analytics_spool_close(a);
 	analytics_spool_close(b);
 	a = open_spool(1 << 20);
+	b = open_spool(1 << 20);
 	analytics_spool_stats(a, &st);
 	ck_assert_uint_eq(st.files, 3);
 	ck_assert_uint_eq(st.events, 12);
 	ck_assert_int_eq(peek_first(a, &n), 0);
 	ck_assert_uint_eq(n, 3);
+	/* a sends the first file; b, which listed it too, goes on to the
+	 * next without calling the first lost */
+	ck_assert_int_eq(analytics_spool_pop(a), 0);
+	ck_assert_int_eq(peek_first(b, &n), 3);
+	ck_assert_uint_eq(n, 4);
+	analytics_spool_stats(b, &st);
+	ck_assert_uint_eq(st.corrupt, 0);
 	analytics_spool_close(a);
+	analytics_spool_close(b);
 }
 END_TEST
 

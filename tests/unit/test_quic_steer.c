@@ -88,9 +88,9 @@ static void group_open(struct group *g, int fam, int attach)
 		struct errbuf err;
 
 		errbuf_clear(&err);
-		ck_assert_msg(
-		    quic_steer_attach(g->w, NW, 0, -1, -1, &g->qs, &err) == 0,
-		    "quic_steer_attach: %s", err.msg);
+		ck_assert_msg(quic_steer_attach(g->w, NW, 0, -1, -1, true,
+						&g->qs, &err) == 0,
+			      "quic_steer_attach: %s", err.msg);
 	}
 }
 
@@ -302,11 +302,9 @@ START_TEST(test_fallback)
 	short_pkt(pkt, cid);
 	pkt[0] = 0x01;
 	ck_assert_int_eq(deliver(&g, 0, pkt, 1 + EDGE_QUIC_CID_LEN + 24), 1);
-	cid[1] = 0xff; /* generation 255: out of range */
-	deliver(&g, 0, pkt, short_pkt(pkt, cid));
 	counts(&g, c1);
 	ck_assert_uint_eq(c1[EDGE_QUIC_HASH_OTHER] - c0[EDGE_QUIC_HASH_OTHER],
-			  5);
+			  4);
 	ck_assert_uint_eq(c1[EDGE_QUIC_STEERED] - c0[EDGE_QUIC_STEERED], 2);
 
 	/* worker 3's socket closes: its CIDs go to the hash (the kernel
@@ -330,8 +328,8 @@ START_TEST(test_fallback)
 END_TEST
 
 /* worker sockets NW..2NW-1 of generation gen, bound into g's group (an
- * upgrade's new edged), the program attached anew on the maps of *old,
- * the running edged's (w[0..NW), of the other generation) */
+ * upgrade's new edged), the program loaded on the maps of *old, the
+ * running edged's (w[0..NW), of the generation before), not activated */
 static void group_grow(struct group *g, unsigned gen, struct quic_steer **old)
 {
 	struct errbuf err;
@@ -350,9 +348,9 @@ static void group_grow(struct group *g, unsigned gen, struct quic_steer **old)
 	*old = g->qs;
 	quic_steer_maps(*old, &sm, &cm);
 	errbuf_clear(&err);
-	ck_assert_msg(
-	    quic_steer_attach(g->w + NW, NW, gen, sm, cm, &g->qs, &err) == 0,
-	    "quic_steer_attach: %s", err.msg);
+	ck_assert_msg(quic_steer_attach(g->w + NW, NW, gen, sm, cm, false,
+					&g->qs, &err) == 0,
+		      "quic_steer_attach: %s", err.msg);
 }
 
 /* an upgrade: each edged's CIDs reach its own sockets, from any client
@@ -363,22 +361,32 @@ START_TEST(test_generations)
 	struct group g;
 	uint8_t cid[EDGE_QUIC_CID_LEN], pkt[256], dcid[8] = "clientid";
 	uint64_t c0[EDGE_QUIC_CNT_SLOTS], c1[EDGE_QUIC_CNT_SLOTS];
-	unsigned gen = (unsigned)_i;
+	/* the new edged's generation, and the running one's before it */
+	unsigned gen = (unsigned)_i,
+		 prev = (gen + EDGE_QUIC_GENS - 1) % EDGE_QUIC_GENS;
 	struct quic_steer *old;
 	struct errbuf err;
 
 	group_open(&g, AF_INET, 0);
-	/* the running edged, generation gen ^ 1 */
+	/* the running edged, generation prev */
 	errbuf_clear(&err);
-	ck_assert(quic_steer_attach(g.w, NW, gen ^ 1, -1, -1, &g.qs, &err) ==
+	ck_assert(quic_steer_attach(g.w, NW, prev, -1, -1, true, &g.qs, &err) ==
 		  0);
 	group_grow(&g, gen, &old);
+	/* before the new edged activates: new connections still go to the
+	 * running one */
+	for (int c = 0; c < NCLI; c++)
+		ck_assert_msg(
+		    deliver(&g, c, pkt, long_pkt(pkt, 1, 0, dcid, 8)) < NW,
+		    "a new connection to the new edged too early");
+	ck_assert_int_eq(quic_steer_activate(g.qs, &err), 0);
+	ck_assert_int_eq(quic_steer_activate(g.qs, &err), 0); /* once */
 	/* the loader of the running edged's program is gone (its maps are
 	 * the new program's) */
 	quic_steer_free(old);
 	counts(&g, c0);
 	for (unsigned w = 0; w < NW; w++) {
-		ck_assert_int_eq(quic_cid_make(cid, gen ^ 1, w), 0);
+		ck_assert_int_eq(quic_cid_make(cid, prev, w), 0);
 		for (int c = 0; c < NCLI; c++)
 			ck_assert_int_eq(
 			    deliver(&g, c, pkt, short_pkt(pkt, cid)), (int)w);
@@ -407,7 +415,7 @@ START_TEST(test_generations)
 		close(g.w[i]);
 		g.w[i] = -1;
 	}
-	ck_assert_int_eq(quic_cid_make(cid, gen ^ 1, 2), 0);
+	ck_assert_int_eq(quic_cid_make(cid, prev, 2), 0);
 	for (int c = 0; c < 4; c++)
 		ck_assert_int_ge(deliver(&g, c, pkt, short_pkt(pkt, cid)), NW);
 	counts(&g, c1);
@@ -425,20 +433,21 @@ START_TEST(test_attach_refusals)
 	int fds[1], u;
 
 	errbuf_clear(&err);
-	ck_assert_int_eq(quic_steer_attach(fds, 0, 0, -1, -1, &qs, &err),
+	ck_assert_int_eq(quic_steer_attach(fds, 0, 0, -1, -1, true, &qs, &err),
 			 -EINVAL);
 	ck_assert_ptr_null(qs);
 	ck_assert(strstr(err.msg, "sockets") != NULL);
 	/* one map without the other */
 	errbuf_clear(&err);
-	ck_assert_int_eq(quic_steer_attach(fds, 1, 0, 3, -1, &qs, &err),
+	ck_assert_int_eq(quic_steer_attach(fds, 1, 0, 3, -1, true, &qs, &err),
 			 -EINVAL);
 	ck_assert(strstr(err.msg, "maps") != NULL);
 	/* a socket that is not in a reuseport group */
 	u = socket(AF_INET, SOCK_DGRAM, 0);
 	fds[0] = u;
 	errbuf_clear(&err);
-	ck_assert_int_lt(quic_steer_attach(fds, 1, 0, -1, -1, &qs, &err), 0);
+	ck_assert_int_lt(quic_steer_attach(fds, 1, 0, -1, -1, true, &qs, &err),
+			 0);
 	ck_assert_ptr_null(qs);
 	ck_assert(err.msg[0] != '\0');
 	close(u);
