@@ -98,7 +98,7 @@ struct h3c {
 	struct h3s_list streams, work;
 	unsigned nactive;
 	int depth;
-	bool goaway;
+	unsigned char goaway;	/* h3_drain: 1 notice sent, 2 GOAWAY sent */
 	bool rx_early;		/* the bytes being read came in 0-RTT */
 	uint64_t last_progress; /* ns: a stream's bytes moved to or from
 				   the client */
@@ -1201,14 +1201,21 @@ static int h3_written(struct quic_conn *qc, int64_t id, size_t n)
 	return nghttp3_conn_add_write_offset(h3c_of(qc)->h3, id, n) ? -1 : 0;
 }
 
+/* The graceful end in two steps (RFC 9114 section 5.2): a first call
+ * sends the notice (a GOAWAY naming the largest ID: the client opens no
+ * more streams), a later one (the next drain tick) the GOAWAY with the
+ * last stream taken; a request the client sent before it saw the notice
+ * is served, never refused. */
 static void h3_drain(struct quic_conn *qc)
 {
 	struct h3c *hc = h3c_of(qc);
 
-	if (hc->goaway)
+	if (hc->goaway == 2)
 		return;
-	hc->goaway = true;
-	nghttp3_conn_shutdown(hc->h3);
+	if (hc->goaway++ == 0)
+		nghttp3_conn_submit_shutdown_notice(hc->h3);
+	else
+		nghttp3_conn_shutdown(hc->h3);
 }
 
 static bool h3_busy(const struct quic_conn *qc)

@@ -1507,8 +1507,9 @@ static int quic_init(struct worker *w, struct errbuf *err)
 	return 0;
 }
 
-/* a drain: the application's graceful end on every connection (GOAWAY);
- * no new connection is taken */
+/* a drain: the application's graceful end on every connection (its
+ * first step: the GOAWAY notice; quic_tick goes on); no new connection is
+ * taken */
 static void quic_drain(struct worker *w)
 {
 	struct quic_set *qs = w->quic;
@@ -1524,7 +1525,6 @@ static void quic_drain(struct worker *w)
 			app->drain(qc);
 		quic_conn_flush_soon(qc);
 	}
-	quic_idle_close(qs);
 }
 
 /* while draining: a connection without a request in flight closes (its
@@ -1547,11 +1547,22 @@ static void quic_idle_close(struct quic_set *qs)
 	}
 }
 
-/* once a second: a draining worker closes what has gone idle */
+/* once a second: a draining worker ends its connections' shutdown (the
+ * application's second drain step) and closes what has gone idle */
 static bool quic_tick(struct worker *w)
 {
-	if (w->quic && w->draining)
-		quic_idle_close(w->quic);
+	const struct quic_app_ops *app;
+	struct quic_conn *qc;
+
+	if (!w->quic || !w->draining)
+		return false;
+	app = quic_app(w->quic);
+	TAILQ_FOREACH(qc, &w->quic->conns, link)
+	if (!qc->dead && qc->app && app->drain) {
+		app->drain(qc);
+		quic_conn_flush_soon(qc);
+	}
+	quic_idle_close(w->quic);
 	return false;
 }
 
