@@ -136,6 +136,12 @@ $(B)/tools/h3evil: tests/tools/h3evil.c | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls
 $(B)/tools/h3load: bench/http3/h3load.c $(BENCH_HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lngtcp2_crypto_gnutls -lngtcp2 -lnghttp3 -lgnutls
+# the ACME client's driver links edged's modules (acme.c), in both
+# builds (tests/integration/test_acme_client.sh runs both)
+$(B)/tools/acme_get: tests/tools/acme_get.c $(B)/libedged.a $(B)/libedge.a $(HDRS) | $(B)/tools
+	$(CC) $(ECFLAGS) -Iuserspace $(CFLAGS) $(ELDFLAGS) -o $@ $< $(B)/libedged.a $(B)/libedge.a $(LIBS) $(DLIBS)
+$(B)/asan/tools/acme_get: tests/tools/acme_get.c $(B)/asan/libedged.a $(B)/asan/libedge.a $(HDRS) | $(B)/asan/tools
+	$(CC) $(ECFLAGS) -Iuserspace $(CFLAGS) $(SAN_FLAGS) $(ELDFLAGS) -o $@ $< $(B)/asan/libedged.a $(B)/asan/libedge.a $(LIBS) $(DLIBS)
 $(B)/tools/%: tests/tools/%.c $(HDRS) | $(B)/tools
 	$(CC) $(ECFLAGS) $(CFLAGS) $(ELDFLAGS) -o $@ $< -lpthread
 $(B)/tools/%: bench/*/%.c $(HDRS) $(BENCH_HDRS) | $(B)/tools
@@ -144,7 +150,7 @@ $(B)/tools/%.bpf.o: bench/*/%.bpf.c | $(B)/tools
 	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
 $(B)/tools/%.bpf.o: tests/tools/%.bpf.c | $(B)/tools
 	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
-$(B)/tools:
+$(B)/tools $(B)/asan/tools:
 	mkdir -p $@
 
 # the commit edged --version names: rewritten only when it changes, so
@@ -175,7 +181,7 @@ $(B):
 # ---- top-level targets ------------------------------------------------------
 .PHONY: man all asan fuzz fuzz-build check demo deps vmtest vmtest-selftest bench-xdp bench-http bench-propagation bench-splice bench-tls bench-http2 bench-http3 bench-wake profile-http lint format clean install uninstall deb deb-check
 all: $(BPF_OBJS) $(BPF_SKELS) $($(B)_BINS) $(TOOLS)
-asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS)
+asan: $(BPF_OBJS) $(BPF_SKELS) $($(B)/asan_BINS) $(B)/asan/tools/acme_get
 
 # libFuzzer targets: tests/fuzz/fuzz_NAME.c fuzzes userspace/NAME.c.
 # make fuzz runs each for FUZZ_TIME seconds on its corpus
