@@ -246,6 +246,20 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 		goto answer;
 	}
 	if (strcmp(cmd, "retire") == 0 && c->s->h.retire) {
+		char b;
+
+		/* read late (this daemon was stopped or busy): an asker that
+		 * has gone gave up and steps back; retiring now would leave
+		 * nobody serving */
+		if (recv(bufferevent_getfd(c->bev), &b, 1,
+			 MSG_PEEK | MSG_DONTWAIT) == 0) {
+			log_warnx("control socket: a retire whose asker (pid "
+				  "%ld) stopped waiting: ignored",
+				  (long)c->pid);
+			c->answered =
+			    true; /* nobody to answer: its EOF frees */
+			goto out;
+		}
 		ret = c->s->h.retire(c->s->ctx, c->pid, &result, &err);
 		goto answer;
 	}

@@ -1587,6 +1587,12 @@ static void quic_free(struct worker *w)
 	struct quic_set *qs = w->quic;
 	struct quic_conn *qc;
 
+	/* a new edged that stepped back: its steering never activated */
+	if (w->id + 1 == w->sh->cfg->workers)
+		for (size_t i = 0; i < CONFIG_LISTEN_MAX; i++) {
+			quic_steer_free(quic_pending[i]);
+			quic_pending[i] = NULL;
+		}
 	if (!qs)
 		return;
 	/* a CONNECTION_CLOSE to each, so clients need not wait for their

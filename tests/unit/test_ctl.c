@@ -402,6 +402,47 @@ static int fake_routes_b(void *ctx, json_t **result, struct errbuf *err)
 
 static const struct ctl_handlers fake_b = {.routes = fake_routes_b};
 
+static int fake_retire(void *ctx, pid_t peer, json_t **result,
+		       struct errbuf *err)
+{
+	(void)ctx;
+	(void)peer;
+	(void)err;
+	atomic_fetch_add(&handler_calls, 1);
+	*result = json_pack("{s:i}", "pid", 1);
+	return 0;
+}
+
+static const struct ctl_handlers fake_r = {.retire = fake_retire};
+
+/* A retire read after its asker stopped waiting (this daemon was
+ * stopped): ignored; one whose asker waits: handled. */
+START_TEST(test_retire_asker_gone)
+{
+	struct errbuf err = {""};
+	struct ctl_server *s = NULL;
+	json_t *result = NULL;
+	const char req[] = "{\"cmd\":\"retire\"}\n";
+	int fd;
+
+	ck_assert_int_eq(
+	    ctl_server_start(base, sockpath, &fake_r, NULL, &s, &err), 0);
+	/* the loop not running yet: the request waits, its asker goes */
+	fd = raw_connect(sockpath);
+	ck_assert_int_eq(send(fd, req, strlen(req), MSG_NOSIGNAL),
+			 (ssize_t)strlen(req));
+	close(fd);
+	loop_start();
+	for (int i = 0; i < 50; i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&handler_calls), 0);
+	ck_assert_int_eq(call("retire", &result, &err), 0);
+	ck_assert_int_eq(atomic_load(&handler_calls), 1);
+	json_decref(result);
+	server_down(s);
+}
+END_TEST
+
 /* The generation the server at sockpath answers routes with. */
 static int answering(void)
 {
@@ -762,6 +803,7 @@ static Suite *ctl_suite(void)
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_routes);
 	tcase_add_test(tc, test_successor);
+	tcase_add_test(tc, test_retire_asker_gone);
 	tcase_add_test(tc, test_request_changes);
 	tcase_add_test(tc, test_errors_passed_through);
 	tcase_add_test(tc, test_bad_requests);
