@@ -1367,7 +1367,7 @@ fail:
  * edged has retired (quic_take_over). */
 static bool quic_defer;
 static struct quic_steer *quic_pending[CONFIG_LISTEN_MAX];
-static const char *quic_pending_addr[CONFIG_LISTEN_MAX];
+static char quic_pending_addr[CONFIG_LISTEN_MAX][128]; /* for messages */
 
 void quic_upgrading(void)
 {
@@ -1447,7 +1447,8 @@ static void quic_steer(const struct worker *w, size_t i)
 			  a->text);
 	if (quic_defer) {
 		quic_pending[i] = st;
-		quic_pending_addr[i] = a->text;
+		snprintf(quic_pending_addr[i], sizeof(quic_pending_addr[i]),
+			 "%s", a->text);
 		return;
 	}
 	quic_steer_free(st);
