@@ -111,6 +111,9 @@ struct route_src_env {
 	 * sleep after idle_timeout_ms without a request or open tunnel */
 	bool on_demand;
 	uint64_t idle_timeout_ms;
+	/* tls = "auto": its domains' certificates ordered from the ACME CA
+	 * (acme_mgr.h) */
+	bool tls_auto;
 };
 
 struct route_src_project {
