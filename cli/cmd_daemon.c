@@ -1034,3 +1034,84 @@ int cmd_challenge(struct ctl *c, int argc, char **argv)
 	json_decref(result);
 	return 0;
 }
+
+/* A unix time as "2026-12-06 22:40:00Z", "-" for 0. */
+static void certs_time(json_int_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm))
+		snprintf(buf, len, "-");
+	else
+		strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+/* edgectl certs [--json] | certs renew NAME */
+int cmd_certs(struct ctl *c, int argc, char **argv)
+{
+	struct errbuf err = {""};
+	json_t *req, *result = NULL, *acme;
+	const json_t *e;
+	bool json = false;
+	int first, ret;
+	size_t i;
+
+	ret = daemon_opts(argc, argv, &json, 2, &first);
+	if (ret >= 0)
+		return ret;
+	if (argc - first >= 1 && strcmp(argv[first], "renew") != 0)
+		return ctl_usage_error("certs", "certs: '%s': renew NAME",
+				       argv[first]);
+	if (argc - first == 1)
+		return ctl_usage_error("certs", "certs renew: missing NAME");
+	if (argc - first == 2) {
+		if (utf8_check_text(argv[first + 1], strlen(argv[first + 1]),
+				    &err))
+			return ctl_usage_error("certs", "certs: bad name: %s",
+					       err.msg);
+		req = json_pack("{s:s,s:s}", "cmd", "certs", "renew",
+				argv[first + 1]);
+	} else
+		req = json_pack("{s:s}", "cmd", "certs");
+	if (ctl_daemon_send(c, req, &result, &err)) {
+		log_warnx("%s", err.msg);
+		return CTL_FAIL;
+	}
+	if (json)
+		return ctl_json_print(result);
+	acme = json_object_get(result, "acme");
+	if (argc - first == 2)
+		printf("%s: a new certificate is being ordered (edgectl certs "
+		       "shows how it goes)\n",
+		       argv[first + 1]);
+	else if (!json_is_object(acme))
+		printf("no acme group in edged's configuration\n");
+	else {
+		printf("ACME %s, storage %s, %s\n",
+		       routes_str(acme, "directory", "-"),
+		       routes_str(acme, "storage", "-"),
+		       routes_str(acme, "challenge", "-"));
+		printf("%-32s  %-8s  %-20s  %-20s  %-20s  %8s  %s\n", "NAME",
+		       "STATE", "NOT AFTER", "RENEW AT", "NEXT TRY", "FAILURES",
+		       "LAST ERROR");
+		json_array_foreach(json_object_get(acme, "names"), i, e)
+		{
+			const json_t *le = json_object_get(e, "last_error");
+			char na[32], ra[32], nt[32];
+
+			certs_time(ctl_int(e, "not_after"), na, sizeof(na));
+			certs_time(ctl_int(e, "renew_at"), ra, sizeof(ra));
+			certs_time(ctl_int(e, "next_attempt"), nt, sizeof(nt));
+			printf("%-32s  %-8s  %-20s  %-20s  %-20s  %8lld  %s\n",
+			       routes_str(e, "name", "-"),
+			       routes_str(e, "state", "-"), na, ra, nt,
+			       (long long)ctl_int(e, "failures"),
+			       json_is_object(le)
+				   ? routes_str(le, "message", "-")
+				   : "-");
+		}
+	}
+	json_decref(result);
+	return 0;
+}

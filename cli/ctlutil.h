@@ -189,6 +189,7 @@ int cmd_upgrade(struct ctl *c, int argc, char **argv);
 int cmd_splice(struct ctl *c, int argc, char **argv);
 int cmd_upstream(struct ctl *c, int argc, char **argv);
 int cmd_challenge(struct ctl *c, int argc, char **argv);
+int cmd_certs(struct ctl *c, int argc, char **argv);
 int cmd_db(struct ctl *c, int argc, char **argv);
 int cmd_hosts(struct ctl *c, int argc, char **argv);
 /* edgectl help [COMMAND...] (cli/help.c). */

@@ -27,6 +27,7 @@ static const struct ctl_command ctl_commands[] = {
     {"hosts", cmd_hosts},	  {"help", cmd_help},
     {"envs", cmd_envs},		  {"upstream", cmd_upstream},
     {"challenge", cmd_challenge}, {"upgrade", cmd_upgrade},
+    {"certs", cmd_certs},
 };
 
 /* Every command has its help (cli/help.c): checked whenever the general

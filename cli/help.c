@@ -112,6 +112,10 @@ static const struct ctl_help ctl_helps[] = {
      "edged's on-demand environments: state (and back-off), activity, "
      "wakes",
      OPTS(O_JSON)},
+    {"certs", "certs [--json] | certs renew NAME",
+     "edged's ACME certificates: each name's state, expiry, renewal, "
+     "failures and the CA's last problem; renew orders one now",
+     OPTS(O_JSON)},
     {"reload", "reload",
      "ask edged to reload its configuration (as SIGHUP does) and print "
      "its answer",

@@ -56,7 +56,8 @@ struct acme_client {
 	char *contact;
 	char *account_url;
 	unsigned request_ms, order_ms;
-	unsigned orders; /* live */
+	enum acme_chal_type chal; /* the challenge answered */
+	unsigned orders;	  /* live */
 };
 
 /* A response, as much of it as the order reads. */
@@ -84,7 +85,9 @@ struct acme_order {
 	char *order_url, *finalize_url, *cert_url;
 	char **authz;
 	size_t n_authz, i_authz;
-	bool answered; /* authz[i_authz]'s challenge was answered */
+	bool answered;	 /* authz[i_authz]'s challenge was answered */
+	bool publishing; /* publish said it will tell (acme_order_published) */
+	char *chal_url;	 /* the challenge being published */
 	char nonce[ACME_NONCE_MAX + 1]; /* "": none held */
 	char **tokens;			/* published */
 	size_t n_tokens;
@@ -169,6 +172,7 @@ int acme_client_new(struct event_base *base, const struct acme_config *cfg,
 		return -ENOMEM;
 	c->base = base;
 	c->dns = cfg->dns;
+	c->chal = cfg->challenge;
 	c->request_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms
 						: ACME_REQUEST_TIMEOUT_MS;
 	c->order_ms = cfg->order_timeout_ms ? cfg->order_timeout_ms
@@ -278,6 +282,7 @@ static void acme_order_free(struct acme_order *o)
 	free(o->order_url);
 	free(o->finalize_url);
 	free(o->cert_url);
+	free(o->chal_url);
 	free(o->post_url);
 	free(o->post_payload);
 	free(o->post_label);
@@ -1006,8 +1011,9 @@ static void acme_on_challenge(struct acme_order *o)
 	st = acme_str(j, "status");
 	if (st && strcmp(st, "invalid") == 0) {
 		snprintf(o->what, sizeof(o->what),
-			 "the http-01 challenge of %.*s is invalid",
-			 ACME_URL_MAX, o->authz[o->i_authz]);
+			 "the %s challenge of %.*s is invalid",
+			 acme_chal_type_name(o->c->chal), ACME_URL_MAX,
+			 o->authz[o->i_authz]);
 		acme_fail_obj_error(o, json_object_get(j, "error"), o->what);
 		json_decref(j);
 		return;
@@ -1018,18 +1024,32 @@ static void acme_on_challenge(struct acme_order *o)
 		  "waiting for an authorization to be valid");
 }
 
-/* Publish authz's http-01 challenge (chal) and answer it. */
-static void acme_answer(struct acme_order *o, json_t *chal)
+/* The token published: answer its challenge. */
+static void acme_published(struct acme_order *o)
+{
+	char *url = o->chal_url;
+
+	o->chal_url = NULL;
+	o->poll_ms = ACME_POLL_FIRST_MS;
+	acme_post(o, "challenge", url, "{}", acme_on_challenge);
+	free(url);
+}
+
+/* Publish authz's challenge (chal, of the client's type, for name) and
+ * answer it, now or when publish says it is done. */
+static void acme_answer(struct acme_order *o, json_t *chal, const char *name)
 {
 	const char *token = acme_str(chal, "token"),
 		   *url = acme_str(chal, "url");
 	char ka[ACME_TOKEN_MAX + ACME_THUMBPRINT_LEN + 2];
+	struct acme_chal_row row;
 	char **v;
 	int r;
 
 	if (!token || !url || !acme_b64url_chars(token, ACME_TOKEN_MAX))
-		return acme_fail(o, -EPROTO, "%s: the http-01 challenge has %s",
-				 o->what, !url ? "no url" : "no usable token");
+		return acme_fail(o, -EPROTO, "%s: the %s challenge has %s",
+				 o->what, acme_chal_type_name(o->c->chal),
+				 !url ? "no url" : "no usable token");
 	snprintf(ka, sizeof(ka), "%s.%s", token, o->c->thumbprint);
 	v = realloc(o->tokens, (o->n_tokens + 1) * sizeof(*v));
 	if (!v)
@@ -1037,9 +1057,18 @@ static void acme_answer(struct acme_order *o, json_t *chal)
 	o->tokens = v;
 	if (!(v[o->n_tokens] = strdup(token)))
 		return acme_fail(o, -ENOMEM, "out of memory");
+	free(o->chal_url);
+	if (!(o->chal_url = strdup(url))) {
+		free(o->tokens[--o->n_tokens]);
+		return acme_fail(o, -ENOMEM, "out of memory");
+	}
 	o->n_tokens++;
+	row.name = name;
+	row.type = o->c->chal;
+	row.token = token;
+	row.key_authorization = ka;
 	o->in_cb++;
-	r = o->ops->publish ? o->ops->publish(o->arg, token, ka) : -ENOSYS;
+	r = o->ops->publish ? o->ops->publish(o->arg, &row) : -ENOSYS;
 	o->in_cb--;
 	if (r < 0) { /* not published: not unpublished either */
 		free(o->tokens[--o->n_tokens]);
@@ -1052,12 +1081,26 @@ static void acme_answer(struct acme_order *o, json_t *chal)
 		o->cancelled = false;
 		return acme_order_cancel(o);
 	}
-	o->poll_ms = ACME_POLL_FIRST_MS;
-	acme_post(o, "challenge", url, "{}", acme_on_challenge);
+	if (r > 0) { /* acme_order_published will say */
+		o->publishing = true;
+		return;
+	}
+	acme_published(o);
+}
+
+void acme_order_published(struct acme_order *o, int rc)
+{
+	if (!o || !o->publishing || o->ending)
+		return;
+	o->publishing = false;
+	if (rc < 0)
+		return acme_fail(o, rc, "publishing the token for %s: %s",
+				 o->what, strerror(-rc));
+	acme_published(o);
 }
 
 /* An authorization's answer: valid (the next one), pending (answer its
- * http-01 challenge, or poll), else the order fails. */
+ * challenge, or poll), else the order fails. */
 static void acme_on_authz(struct acme_order *o)
 {
 	json_t *j = acme_json(o), *chals, *ch, *found = NULL;
@@ -1078,7 +1121,8 @@ static void acme_on_authz(struct acme_order *o)
 	json_array_foreach(chals, i, ch)
 	{
 		type = acme_str(ch, "type");
-		if (type && strcmp(type, "http-01") == 0) {
+		if (type &&
+		    strcmp(type, acme_chal_type_name(o->c->chal)) == 0) {
 			found = ch;
 			break;
 		}
@@ -1092,10 +1136,21 @@ static void acme_on_authz(struct acme_order *o)
 		if (!found) {
 			json_decref(j);
 			return acme_fail(o, -EREMOTEIO,
-					 "%s: no http-01 challenge offered",
+					 "%s: no %s challenge offered", o->what,
+					 acme_chal_type_name(o->c->chal));
+		}
+		ident = acme_str(json_object_get(j, "identifier"), "value");
+		for (i = 0; ident && i < o->n_names; i++)
+			if (strcmp(ident, o->names[i]) == 0)
+				break;
+		if (!ident || i == o->n_names) {
+			json_decref(j);
+			return acme_fail(o, -EPROTO,
+					 "%s: its identifier is none of the "
+					 "order's names",
 					 o->what);
 		}
-		acme_answer(o, found);
+		acme_answer(o, found, o->names[i]);
 		json_decref(j);
 		return;
 	}

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "acme_chal.h"
 #include "b64url.h"
 #include "log.h"
 
@@ -55,6 +56,8 @@ struct acme_config {
 	 * resolved by getaddrinfo(3), which blocks (a numeric address
 	 * never is) */
 	struct evdns_base *dns;
+	/* the challenge answered: http-01 (0, the default) or tls-alpn-01 */
+	enum acme_chal_type challenge;
 	unsigned request_timeout_ms; /* 0: ACME_REQUEST_TIMEOUT_MS */
 	unsigned order_timeout_ms;   /* 0: ACME_ORDER_TIMEOUT_MS */
 };
@@ -97,10 +100,13 @@ struct acme_result {
 /*
  * The caller's side of an order. Each runs from the client's loop.
  *
- * publish(arg, token, key_authorization): serve key_authorization at
- * http://NAME/.well-known/acme-challenge/TOKEN for every name of the
- * order (token is base64url, at most 256 characters), until unpublish
- * for that token. 0, or a negative errno that ends the order.
+ * publish(arg, row): answer row's challenge (its name, the client's type,
+ * its token, base64url of at most 256 characters, and key authorization)
+ * until unpublish for that token: http-01 serves the key authorization
+ * at http://NAME/.well-known/acme-challenge/TOKEN, tls-alpn-01 serves
+ * acme_tls_alpn_cert for NAME to ALPN "acme-tls/1". 0: answered now;
+ * 1: being made known (to other hosts), acme_order_published will say;
+ * or a negative errno that ends the order.
  *
  * unpublish(arg, token): stop serving it. Called once for each token
  * published, before done (on success and failure alike), or from
@@ -111,8 +117,7 @@ struct acme_result {
  * from an unpublish before it) does nothing.
  */
 struct acme_ops {
-	int (*publish)(void *arg, const char *token,
-		       const char *key_authorization);
+	int (*publish)(void *arg, const struct acme_chal_row *row);
 	void (*unpublish)(void *arg, const char *token);
 	void (*done)(void *arg, const struct acme_result *result);
 };
@@ -148,6 +153,11 @@ const char *acme_client_account_url(const struct acme_client *c);
 int acme_order_start(struct acme_client *c, const char *const *names, size_t n,
 		     const struct acme_ops *ops, void *arg,
 		     struct acme_order **out, struct errbuf *err);
+
+/* The challenge publish returned 1 for is answered (rc 0: the order goes
+ * on) or could not be (rc < 0: the order fails with it). From the loop,
+ * not from inside a callback of o. */
+void acme_order_published(struct acme_order *o, int rc);
 
 /*
  * Stop o: its request dropped, unpublish called now for each token it

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "acme_chal.h"
+#include "config.h"
 #include "log.h"
 
 struct event_base;
@@ -76,24 +77,6 @@ struct acme_store_ops {
 	void (*forget)(void *arg);
 };
 
-/* The acme group of the configuration (config.h keeps one). */
-struct config_acme {
-	bool enabled; /* the group is present */
-	char *directory;
-	char *account_key;
-	char *contact; /* "" none */
-	char *ca;      /* "" OpenSSL's default paths */
-	bool database; /* storage = "database" (else "files") */
-	char *dir;     /* storage = "files": NAME.crt, NAME.key */
-	uint64_t retry_min_ms, retry_max_ms;
-};
-
-/* Whether a and b are the same settings (a reload that changes none of
- * them leaves the manager as it is). */
-bool acme_config_same(const struct config_acme *a,
-		      const struct config_acme *b);
-void acme_config_free(struct config_acme *c);
-
 /*
  * What the TLS store serves for name exactly (not a wildcard's, not the
  * default): the leaf's notBefore and notAfter (unix s) of its latest
@@ -120,8 +103,7 @@ int acme_mgr_new(struct event_base *base, const struct config_acme *cfg,
 /* The names wanted now (copied; duplicates and names an ACME order
  * cannot hold are left out, said once each). Orders for names no longer
  * wanted are cancelled. */
-void acme_mgr_set_names(struct acme_mgr *m, const char *const *names,
-			size_t n);
+void acme_mgr_set_names(struct acme_mgr *m, const char *const *names, size_t n);
 
 /* The served certificates may have changed (a store was swapped in):
  * each name's schedule looked at again. */

@@ -24,6 +24,7 @@
 #include <openssl/crypto.h>
 
 #include "analytics.h"
+#include "acme_chal.h"
 #include "config.h"
 #include "config_file.h"
 #include "config_value.h"
@@ -405,6 +406,90 @@ static int cfg_challenge_keys(struct cfg *x, const config_setting_t *root)
 				"%s is readable by every user: anyone who "
 				"reads it can make passes (chmod o-r)",
 				x->c->challenge.key_file);
+	return 0;
+}
+
+/* acme: the ACME CA and where its certificates go (docs/acme.md); cfg_pg
+ * and cfg_tls have run. */
+static int cfg_acme(struct cfg *x, const config_setting_t *root)
+{
+	static const char *const keys[] = {
+	    "directory", "account_key", "contact",   "ca",	  "storage",
+	    "dir",	 "retry_min",	"retry_max", "challenge", NULL};
+	struct config_acme *a = &x->c->acme;
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	struct cfg_at at;
+	const char *v;
+	int rc;
+
+	rc = cfg_group(x, root, "", "acme", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	a->enabled = true;
+	rc = cfg_str(x, g, p, "directory", NULL, &v, &at);
+	if (rc < 0)
+		return rc;
+	if (strncasecmp(v, "https://", 8) != 0 || !v[8])
+		return cfg_fail(x, at.s, at.key,
+				"an https:// URL (the CA's directory), not "
+				"\"%s\"",
+				v);
+	if (cfg_dup(x, v, &a->directory) < 0)
+		return -ENOMEM;
+	rc = cfg_path(x, g, p, "account_key", CONFIG_ACME_DIR "/account.key",
+		      CFG_PATH_MAX, false, &a->account_key);
+	if (rc == 0)
+		rc = cfg_path(x, g, p, "ca", "", CFG_PATH_MAX, true, &a->ca);
+	if (rc == 0)
+		rc = cfg_path(x, g, p, "dir", CONFIG_ACME_DIR, CFG_PATH_MAX,
+			      false, &a->dir);
+	if (rc == 0)
+		rc = cfg_str(x, g, p, "contact", "", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (v[0] && (strncmp(v, "mailto:", 7) != 0 || !v[7] ||
+		     strpbrk(v, " \t\r\n,\"")))
+		return cfg_fail(x, at.s, at.key,
+				"a mailto: URL (mailto:ops@example.com), not "
+				"\"%s\"",
+				v);
+	if (cfg_dup(x, v, &a->contact) < 0)
+		return -ENOMEM;
+	rc = cfg_str(x, g, p, "storage", x->c->pg ? "database" : "files", &v,
+		     &at);
+	if (rc < 0)
+		return rc;
+	a->database = strcmp(v, "database") == 0;
+	if (!a->database && strcmp(v, "files") != 0)
+		return cfg_fail(x, at.s, at.key,
+				"\"database\" or \"files\", not \"%s\"", v);
+	if (a->database && !x->c->pg)
+		return cfg_fail(x, at.s, at.key,
+				"\"database\" needs pg (the certificates go "
+				"to its certificates table)");
+	rc = cfg_str(x, g, p, "challenge", "http-01", &v, &at);
+	if (rc < 0)
+		return rc;
+	a->challenge = acme_chal_type_parse(v);
+	if (a->challenge < 0)
+		return cfg_fail(x, at.s, at.key,
+				"\"http-01\" or \"tls-alpn-01\", not \"%s\"",
+				v);
+	rc = cfg_number(x, g, p, "retry_min", CFG_MS, 60000, 1000,
+			CONFIG_DURATION_MAX_MS, &a->retry_min_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "retry_max", CFG_MS, 86400000, 1000,
+				CONFIG_DURATION_MAX_MS, &a->retry_max_ms);
+	if (rc < 0)
+		return rc;
+	if (a->retry_max_ms < a->retry_min_ms)
+		return cfg_fail(x, cfg_member(g, p, "retry_max", p), p,
+				"less than retry_min");
+	if (!x->c->tls.n_listen)
+		return cfg_fail(x, g, "acme",
+				"needs tls.listen: the certificates it orders "
+				"are served there");
 	return 0;
 }
 
@@ -822,6 +907,29 @@ static int cfg_unmatched(struct cfg *x, const config_setting_t *g,
 	return 0;
 }
 
+/* tls: "auto" (its domains' certificates from the ACME CA of the acme
+ * group) or absent. */
+static int cfg_env_tls(struct cfg *x, const config_setting_t *g,
+		       const char *path, bool *tls_auto)
+{
+	struct cfg_at at;
+	const char *v;
+	int rc;
+
+	rc = cfg_str(x, g, path, "tls", "", &v, &at);
+	if (rc < 0 || !v[0])
+		return rc;
+	if (strcmp(v, "auto") != 0)
+		return cfg_fail(x, at.s, at.key,
+				"\"auto\" or absent, not \"%s\"", v);
+	if (!x->c->acme.enabled)
+		return cfg_fail(x, at.s, at.key,
+				"\"auto\" needs the acme group (the CA to "
+				"order its certificates from)");
+	*tls_auto = true;
+	return 0;
+}
+
 static int cfg_environment(struct cfg *x, const config_setting_t *g,
 			   const char *path, struct route_src_env *env)
 {
@@ -843,6 +951,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "api_keys",
 					   "jwt",
 					   "auth_request",
+					   "tls",
 					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
@@ -867,6 +976,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 	if (env->on_demand && !x->c->wake.command[0])
 		return cfg_fail(x, cfg_member(g, path, "on_demand", key), key,
 				"an on-demand environment needs wake.command");
+	if (rc == 0)
+		rc = cfg_env_tls(x, g, path, &env->tls_auto);
 	if (rc == 0)
 		rc = cfg_name(x, g, path, env->id, &env->name);
 	if (rc == 0)
@@ -1521,31 +1632,19 @@ static int cfg_pp_untrusted(struct cfg *x, const config_setting_t *root)
 
 static int cfg_root(struct cfg *x, const config_setting_t *root)
 {
-	static const char *const keys[] = {"listen",
-					   "trusted_proxies",
-					   "workers",
-					   "user",
-					   "admin_listen",
-					   "control_socket",
-					   "pin_dir",
-					   "limits",
-					   "timeouts",
-					   "ratelimit",
-					   "upstream",
-					   "analytics",
-					   "projects",
-					   "log_format",
-					   "pg",
-					   "pg_snapshot",
-					   "host_name",
-					   "splice",
-					   "tcp_routes",
-					   "tls",
-					   "wake",
-					   "io_uring",
-					   "http2",
-					   "challenge",
-					   NULL};
+	static const char *const keys[] = {"listen",	   "trusted_proxies",
+					   "workers",	   "user",
+					   "admin_listen", "control_socket",
+					   "pin_dir",	   "limits",
+					   "timeouts",	   "ratelimit",
+					   "upstream",	   "analytics",
+					   "projects",	   "log_format",
+					   "pg",	   "pg_snapshot",
+					   "host_name",	   "splice",
+					   "tcp_routes",   "tls",
+					   "wake",	   "io_uring",
+					   "http2",	   "challenge",
+					   "acme",	   NULL};
 	struct config *c = x->c;
 	uint64_t workers;
 	long ncpu;
@@ -1625,6 +1724,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 		rc = cfg_next(x, cfg_analytics(x, root));
 	if (rc == 0)
 		rc = cfg_next(x, cfg_wake(x, root));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_acme(x, root));
 	if (rc == 0)
 		rc = cfg_projects(x, root); /* each project its own errors */
 	if (rc == 0)
@@ -1841,10 +1942,26 @@ void config_free(struct config *c)
 	free(c->wake.sleep_command);
 	free(c->challenge.key_file);
 	OPENSSL_cleanse(&c->challenge.keys, sizeof(c->challenge.keys));
+	free(c->acme.directory);
+	free(c->acme.account_key);
+	free(c->acme.contact);
+	free(c->acme.ca);
+	free(c->acme.dir);
 	for (i = 0; i < c->n_reread; i++)
 		free(c->reread[i]);
 	free(c->reread);
 	free(c);
+}
+
+bool config_acme_same(const struct config_acme *a, const struct config_acme *b)
+{
+#define S(f) (strcmp(a->f ? a->f : "", b->f ? b->f : "") == 0)
+	return a->enabled == b->enabled && S(directory) && S(account_key) &&
+	       S(contact) && S(ca) && a->database == b->database && S(dir) &&
+	       a->retry_min_ms == b->retry_min_ms &&
+	       a->retry_max_ms == b->retry_max_ms &&
+	       a->challenge == b->challenge;
+#undef S
 }
 
 bool config_analytics_differs(const struct config_analytics *a,

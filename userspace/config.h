@@ -199,6 +199,24 @@ struct config_tls {
 	bool gnutls;
 };
 
+/* ACME (the group acme, docs/acme.md): certificates ordered for the
+ * domains of environments with tls = "auto" (acme_mgr.h). */
+struct config_acme {
+	bool enabled; /* the group is present */
+	char *directory;
+	char *account_key;
+	char *contact; /* "" none */
+	char *ca;      /* "" OpenSSL's default paths */
+	bool database; /* storage = "database" (else "files") */
+	char *dir;     /* storage = "files": NAME.crt, NAME.key */
+	uint64_t retry_min_ms, retry_max_ms;
+	int challenge; /* enum acme_chal_type: http-01 or tls-alpn-01 */
+};
+
+/* Whether a and b are the same settings (a reload that changes none of
+ * them leaves the manager as it is). */
+bool config_acme_same(const struct config_acme *a, const struct config_acme *b);
+
 /*
  * The daemon's settings: everything in the file but its projects, which
  * are a route source of their own (route_src.h), so that a reload is new
@@ -232,6 +250,7 @@ struct config {
 	struct config_analytics analytics;
 	struct config_tls tls;
 	struct config_wake wake;
+	struct config_acme acme;
 	/* challenge: the key file (NULL: none) and its keys (challenge.h),
 	 * read at every load; none from it or the database: a random key
 	 * made at start */
@@ -255,6 +274,7 @@ struct config {
 #define CONFIG_DEFAULT_ADMIN "127.0.0.1:9090"
 #define CONFIG_DEFAULT_CONTROL "/run/edge/edged.sock"
 #define CONFIG_DEFAULT_USER "nobody"
+#define CONFIG_ACME_DIR "/var/lib/edge/acme"
 
 /*
  * Read and validate the configuration file at path: its settings into a

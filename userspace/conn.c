@@ -671,6 +671,11 @@ static void conn_hs_done(int rc, struct transport *t, void *arg)
 
 	TAILQ_REMOVE(&w->cs->hs, ch, link);
 	free(ch);
+	if (rc == 0 && tls_transport_acme(t)) {
+		/* a tls-alpn-01 validation: the handshake was all of it */
+		transport_close(t);
+		rc = -1;
+	}
 	if (rc == 0) {
 		/* draining: its first request is served (with
 		 * Connection: close), as a parked one's is */

@@ -126,7 +126,7 @@ static ctl_handler_fn ctl_handler(const struct ctl_server *s, const char *cmd,
 		return s->h.envs;
 	if (strcmp(cmd, "splice") == 0 || strcmp(cmd, "upstream") == 0 ||
 	    strcmp(cmd, "challenge") == 0 || strcmp(cmd, "handover") == 0 ||
-	    strcmp(cmd, "retire") == 0)
+	    strcmp(cmd, "certs") == 0 || strcmp(cmd, "retire") == 0)
 		return NULL; /* ctl_client_request calls s->h.splice/upstream/
 				challenge/handover/retire */
 	*known = false;
@@ -199,7 +199,7 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	if (!known) {
 		snprintf(msg, sizeof(msg),
 			 "unknown command '%.64s' (routes, reload, status, "
-			 "stats, splice, envs, upstream, challenge)",
+			 "stats, splice, envs, upstream, challenge, certs)",
 			 cmd);
 		ctl_client_error(c, msg);
 		goto out;
@@ -224,6 +224,10 @@ static void ctl_client_request(struct ctl_client *c, const char *buf,
 	}
 	if (strcmp(cmd, "challenge") == 0 && c->s->h.challenge) {
 		ret = c->s->h.challenge(c->s->ctx, req, &result, &err);
+		goto answer;
+	}
+	if (strcmp(cmd, "certs") == 0 && c->s->h.certs) {
+		ret = c->s->h.certs(c->s->ctx, req, &result, &err);
 		goto answer;
 	}
 	if (strcmp(cmd, "handover") == 0 && c->s->h.handover) {

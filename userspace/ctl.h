@@ -47,6 +47,9 @@ struct ctl_handlers {
 	/* {"cmd":"challenge"} lists the environments edgectl put in attack
 	 * mode; with "env" and "on" (a boolean) it puts one in or out */
 	ctl_req_handler_fn challenge;
+	/* {"cmd":"certs"}: ACME's names and their certificates
+	 * (acme_mgr_json); with "renew": NAME, that name ordered now */
+	ctl_req_handler_fn certs;
 	/* {"cmd":"handover"}: the listening sockets for a successor edged
 	 * (docs/operations.md, "Upgrades"): *fds (nfds of them, still the
 	 * handler's) go with SCM_RIGHTS before the answer, *result says

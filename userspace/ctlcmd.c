@@ -15,6 +15,7 @@
 
 #include "clk.h"
 #include "ctl.h"
+#include "acme_mgr.h"
 #include "ctlcmd.h"
 #include "http2.h"
 #include "quic.h"
@@ -49,6 +50,43 @@ static uint64_t ctlcmd_generation(struct edged *d)
 
 	route_table_put(t);
 	return gen;
+}
+
+/* edgectl certs: ACME's names (acme_mgr_json), {"acme": null} without the
+ * acme group; "renew": NAME orders one now. */
+static int ctlcmd_certs(void *ctx, const json_t *req, json_t **result,
+			struct errbuf *err)
+{
+	struct ctlcmd *c = ctx;
+	struct edged *d = c->d;
+	const char *name = json_string_value(json_object_get(req, "renew"));
+
+	if (json_object_get(req, "renew") && !name) {
+		errbuf_set(err, "renew: a name");
+		return -EINVAL;
+	}
+	if (name) {
+		if (!d->acme) {
+			errbuf_set(err, "no acme group in the configuration");
+			return -ENOENT;
+		}
+		if (acme_mgr_renew(d->acme, name) < 0) {
+			errbuf_set(err,
+				   "%.253s is no name of an environment with "
+				   "tls = \"auto\"",
+				   name);
+			return -ENOENT;
+		}
+		log_note("acme: %s: a new certificate ordered by edgectl",
+			 name);
+	}
+	*result = json_pack("{s:o}", "acme",
+			    d->acme ? acme_mgr_json(d->acme) : json_null());
+	if (!*result) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* edgectl envs: the on-demand environments (wake_dump_json). */
@@ -552,6 +590,7 @@ int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
 	    .envs = ctlcmd_envs,
 	    .upstream = ctlcmd_upstream,
 	    .challenge = ctlcmd_challenge,
+	    .certs = ctlcmd_certs,
 	    .handover = ctlcmd_handover,
 	    .retire = ctlcmd_retire,
 	};

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "clk.h"
+#include "acme_mgr.h"
 #include "admin.h"
 #include "analytics.h"
 #include "analytics_setup.h"
@@ -769,13 +770,19 @@ static void edged_chal_db_cb(void *arg, const struct chal_key_row *v, size_t n)
 	edged_chal_apply(d);
 }
 
-static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
+/* The store's rows are now the database's (d->pg_certs) and ACME's files'
+ * (acme_mgr_rows), each checked alone (tls_db_update); when what is
+ * accepted changed, a store of the running store's files and those rows;
+ * if the files are broken now, the running store serves on (the file
+ * watch says why). */
+static void edged_tls_rows(struct edged *d, const char *what)
 {
-	struct edged *d = arg;
+	const struct tls_db_in *acme = NULL;
+	size_t na = acme_mgr_rows(d->acme, &acme), n = d->n_pg_certs + na;
 	struct tls_db_in *in;
 	struct tls_store *cur, *st;
 	struct errbuf err;
-	size_t i, nn, nc, served, refused;
+	size_t nn, nc, served, refused;
 	uint64_t refusals;
 	int rc;
 
@@ -783,21 +790,18 @@ static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
 		return;
 	in = calloc(n + 1, sizeof(*in));
 	if (!in) {
-		log_warnx("tls: database certificates: out of memory");
+		log_warnx("tls: %s: out of memory", what);
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		in[i].id = v[i].id;
-		in[i].names = v[i].names;
-		in[i].chain_pem = v[i].chain_pem;
-		in[i].key_pem = v[i].key_pem;
-		in[i].ocsp_hex = v[i].ocsp_hex;
-	}
+	if (d->n_pg_certs)
+		memcpy(in, d->pg_certs, d->n_pg_certs * sizeof(*in));
+	if (na)
+		memcpy(in + d->n_pg_certs, acme, na * sizeof(*in));
 	rc = tls_db_update(d->tls_db, in, n);
 	free(in);
 	if (rc <= 0) {
 		if (rc < 0)
-			log_warnx("tls: database certificates: out of memory");
+			log_warnx("tls: %s: out of memory", what);
 		return;
 	}
 	cur = tls_holder_get(&d->sh.tls);
@@ -807,19 +811,177 @@ static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
 	tls_store_put(cur);
 	if (rc) {
 		tls_count_reload(false);
-		log_warnx("tls: the database's certificates changed, but the "
-			  "store could not be built, the previous certificates "
-			  "serve on: %s",
-			  err.msg);
+		log_warnx("tls: %s changed, but the store could not be built, "
+			  "the previous certificates serve on: %s",
+			  what, err.msg);
 		return;
 	}
 	tls_store_counts(st, &nn, &nc);
 	tls_holder_set(&d->sh.tls, st);
 	tls_count_reload(true);
 	tls_db_counts(d->tls_db, &served, &refused, &refusals);
-	log_note("tls: the database's certificates applied: %zu served, %zu "
-		 "refused; %zu name(s), %zu context(s)",
-		 served, refused, nn, nc);
+	log_note("tls: %s applied: %zu served, %zu refused; %zu name(s), %zu "
+		 "context(s)",
+		 what, served, refused, nn, nc);
+	acme_mgr_served_changed(d->acme);
+}
+
+static void edged_pg_certs_free(struct edged *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_pg_certs; i++) {
+		struct tls_db_in *r = &d->pg_certs[i];
+
+		free((char *)r->id);
+		free((char *)r->names);
+		free((char *)r->chain_pem);
+		if (r->key_pem)
+			OPENSSL_cleanse((char *)r->key_pem, strlen(r->key_pem));
+		free((char *)r->key_pem);
+		free((char *)r->ocsp_hex);
+	}
+	free(d->pg_certs);
+	d->pg_certs = NULL;
+	d->n_pg_certs = 0;
+}
+
+static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
+{
+	struct edged *d = arg;
+	struct tls_db_in *in;
+	size_t i;
+	bool bad = false;
+
+	if (!d->tls_db)
+		return;
+	in = calloc(n + 1, sizeof(*in));
+	if (!in) {
+		log_warnx("tls: database certificates: out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		in[i].id = strdup(v[i].id);
+		in[i].names = strdup(v[i].names);
+		in[i].chain_pem = strdup(v[i].chain_pem);
+		in[i].key_pem = strdup(v[i].key_pem);
+		in[i].ocsp_hex = strdup(v[i].ocsp_hex);
+		bad = bad || !in[i].id || !in[i].names || !in[i].chain_pem ||
+		      !in[i].key_pem || !in[i].ocsp_hex;
+	}
+	edged_pg_certs_free(d);
+	d->pg_certs = in;
+	d->n_pg_certs = n;
+	if (bad) {
+		edged_pg_certs_free(d);
+		log_warnx("tls: database certificates: out of memory");
+		return;
+	}
+	edged_tls_rows(d, "the database's certificates");
+}
+
+/* ---- ACME ---------------------------------------------------------------
+ */
+
+/* acme_served_fn: what the running store serves for name. */
+static int edged_acme_served(void *arg, const char *name, int64_t *nb,
+			     int64_t *na)
+{
+	struct edged *d = arg;
+	struct tls_store *st = tls_holder_get(&d->sh.tls);
+	int rc = st ? tls_store_name_times(st, name, nb, na, NULL, 0) : -ENOENT;
+
+	tls_store_put(st);
+	return rc;
+}
+
+static void edged_acme_changed(void *arg)
+{
+	edged_tls_rows(arg, "ACME's certificates");
+}
+
+struct edged_names {
+	char **v;
+	size_t n;
+};
+
+static int edged_acme_name(void *arg, const char *domain)
+{
+	struct edged_names *nm = arg;
+	char **v = realloc(nm->v, (nm->n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	nm->v = v;
+	if (!(v[nm->n] = strdup(domain)))
+		return -ENOMEM;
+	nm->n++;
+	return 0;
+}
+
+/* The names of the environments with tls = "auto" to the manager, when
+ * the route table changed since it was last told. */
+static void edged_acme_names(struct edged *d)
+{
+	struct route_table *t = route_table_current(&d->sh.routes);
+	struct edged_names nm = {NULL, 0};
+	size_t i;
+
+	if (!t || route_table_generation(t) == d->acme_gen) {
+		route_table_put(t);
+		return;
+	}
+	if (route_table_each_tls_auto(t, edged_acme_name, &nm) < 0)
+		log_warnx("acme: out of memory reading the names");
+	else {
+		d->acme_gen = route_table_generation(t);
+		acme_mgr_set_names(d->acme, (const char *const *)nm.v, nm.n);
+	}
+	route_table_put(t);
+	for (i = 0; i < nm.n; i++)
+		free(nm.v[i]);
+	free(nm.v);
+}
+
+static void edged_acme_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	edged_acme_names(arg);
+}
+
+/* ACME at start (with the acme group), after the store: the manager (its
+ * account key read or created, as edged's user), its names. */
+static int edged_acme_start(struct edged *d)
+{
+	struct timeval tv = {1, 0};
+	char holder[300];
+	struct errbuf err;
+
+	if (!d->cfg->acme.enabled)
+		return 0;
+	snprintf(holder, sizeof(holder), "%s/%ld",
+		 d->cfg->host_name ? d->cfg->host_name : "edged",
+		 (long)getpid());
+	if (d->cfg->acme.database) {
+		log_warnx("acme: storage = \"database\" is not built yet");
+		return -1;
+	}
+	if (acme_mgr_new(d->base, &d->cfg->acme, holder, NULL, NULL,
+			 edged_acme_served, d, edged_acme_changed, d, &d->acme,
+			 &err) < 0) {
+		log_warnx("%s", err.msg);
+		return -1;
+	}
+	d->acme_ev = event_new(d->base, -1, EV_PERSIST, edged_acme_cb, d);
+	if (!d->acme_ev || event_add(d->acme_ev, &tv) < 0)
+		return -1;
+	edged_acme_names(d);
+	log_note("acme: certificates from %s for the environments with tls = "
+		 "\"auto\", stored in %s",
+		 d->cfg->acme.directory,
+		 d->cfg->acme.database ? "the database" : d->cfg->acme.dir);
+	return 0;
 }
 
 /* TLS at start, as edged's user (so that a reload, which reads the files
@@ -835,7 +997,7 @@ static int edged_tls_start(struct edged *d)
 	tls_set_h2(d->cfg->http2.enabled);
 	if (!d->cfg->tls.n_listen)
 		return 0;
-	if (d->pg && tls_db_new(&d->tls_db))
+	if ((d->pg || d->cfg->acme.enabled) && tls_db_new(&d->tls_db))
 		return -1;
 	d->tls_rotated_ns = clk_now_ns();
 	if (tls_store_new_db(&d->cfg->tls, d->tls_db, &st, &err)) {
@@ -860,7 +1022,7 @@ static int edged_tls_start(struct edged *d)
 
 		evtimer_add(d->tls_rotate, &tv);
 	}
-	return 0;
+	return edged_acme_start(d);
 }
 
 /*
@@ -1910,8 +2072,13 @@ static void edged_free(struct edged *d, struct route_src *src)
 		event_free(d->tls_watch);
 	if (d->tls_rotate)
 		event_free(d->tls_rotate);
+	if (d->acme_ev)
+		event_free(d->acme_ev);
+	acme_mgr_free(d->acme);
+	acme_chal_clear();
 	pgplane_free(d->pg);
 	tls_db_free(d->tls_db);
+	edged_pg_certs_free(d);
 	tls_up_free_all();
 	ctlcmd_free(d->ctl);
 	admin_free(d->admin);

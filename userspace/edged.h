@@ -29,6 +29,8 @@ struct splice;
 struct stats;
 struct tcproute;
 struct tls_db;
+struct tls_db_in;
+struct acme_mgr;
 struct chal_key_row;
 
 struct edged {
@@ -70,6 +72,16 @@ struct edged {
 	 * no HTTPS), the ticket key's last rotation (monotonic ns) */
 	struct tls_db *tls_db;
 	uint64_t tls_rotated_ns;
+	/* the database's certificate rows as last read (copies: the store
+	 * is built of them and ACME's files' rows) */
+	struct tls_db_in *pg_certs;
+	size_t n_pg_certs;
+	/* ACME (acme_mgr.h; NULL without the acme group), its names' look
+	 * at the route table (each second: the generation they were read
+	 * from) */
+	struct acme_mgr *acme;
+	struct event *acme_ev;
+	uint64_t acme_gen;
 	/* the active health checks: the file's deployments' (hc_file, as
 	 * last loaded) and the database's (pgplane_hcheck_targets) merged,
 	 * the file's first; the addresses whose database check gave way to

@@ -8,7 +8,8 @@
  * with, and the operator-facing reason string. The reason strings live
  * here and nowhere else.
  *
- * The statuses are errors (4xx, 5xx) but for https_redirect (308, with
+ * The statuses are errors (4xx, 5xx) but for acme_challenge (200, the key
+ * authorization as text/plain), https_redirect (308, with
  * a Location), redirect (a Location, and the rule's status: 301 here,
  * 302, 307 or 308 by req's own_status), challenge_passed (303, a
  * Location and the pass cookie) and auth_redirect (the authorization
@@ -126,7 +127,9 @@
 	  "the site's authorization service did not answer, retry later")      \
 	X(TOO_EARLY, "too_early", 425,                                         \
 	  "this request came in TLS early data (0-RTT) and may change "        \
-	  "something: send it again once the handshake is done")
+	  "something: send it again once the handshake is done")               \
+	X(ACME_CHALLENGE, "acme_challenge", 200,                               \
+	  "an ACME http-01 challenge answered by edge")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

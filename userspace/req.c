@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "acme_chal.h"
 #include "analytics.h"
 #include "auth.h"
 #include "challenge.h"
@@ -825,7 +826,7 @@ static bool req_chal_exchange(const struct req *r)
  * ("../" would lead elsewhere upstream). */
 static bool req_chal_exempt(const struct req *r)
 {
-	static const char acme[] = "/.well-known/acme-challenge/";
+	static const char acme[] = ACME_CHAL_HTTP_PREFIX;
 	const struct h1_request *h = &r->h;
 	size_t i, n = sizeof(acme) - 1;
 
@@ -1076,6 +1077,41 @@ static void req_next(struct req *r)
 	req_go(r);
 }
 
+/*
+ * An ACME http-01 challenge this edged (or another host of its database)
+ * answers now (acme_chal.h): a GET or HEAD of /.well-known/acme-challenge/
+ * TOKEN (on a plain listener, or a TLS one a validator was redirected
+ * to), for the token's name, answered 200 with the
+ * key authorization, before routing (the name need not be routed yet, and
+ * no gate, redirect or rule of its environment applies). A token not
+ * known goes on as any request (the site may answer its own). Returns
+ * whether it answered.
+ */
+static bool req_acme_http01(struct req *r)
+{
+	static const char pfx[] = ACME_CHAL_HTTP_PREFIX;
+	const struct h1_request *h = &r->h;
+	char ka[ACME_CHAL_KEYAUTH_MAX + 1];
+	ssize_t n;
+
+	if (!h->host || !req_chal_exempt(r))
+		return false;
+	n = acme_chal_http(h->host, h->host_len, h->path + sizeof(pfx) - 1,
+			   h->path_len - (sizeof(pfx) - 1), ka, sizeof(ka));
+	if (n < 0)
+		return false;
+	r->own_body = malloc((size_t)n + 1);
+	if (!r->own_body) {
+		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
+		return true;
+	}
+	memcpy(r->own_body, ka, (size_t)n + 1);
+	r->own_body_len = (size_t)n;
+	r->own_ctype = "text/plain";
+	req_end(r, OUTCOME_ACME_CHALLENGE, "Cache-Control: no-store\r\n");
+	return true;
+}
+
 void req_head(struct req *r)
 {
 	struct worker *w = r->w;
@@ -1110,6 +1146,9 @@ void req_head(struct req *r)
 		req_end(r, OUTCOME_LOOP_DETECTED, NULL);
 		return;
 	}
+
+	if (req_acme_http01(r))
+		return;
 
 	/* Resolve */
 	r->rt = route_table_current(&sh->routes);

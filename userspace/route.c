@@ -1569,6 +1569,34 @@ int route_table_each_route(const struct route_table *t, route_each_fn fn,
 	return rc;
 }
 
+struct rt_auto {
+	route_name_fn fn;
+	void *arg;
+};
+
+static int rt_auto_of(void *arg, const char *key, size_t len, void *val)
+{
+	const struct route_dom *d = val;
+	const struct rt_auto *a = arg;
+	bool want = d->owner && d->owner->src && d->owner->src->tls_auto;
+	size_t i;
+
+	(void)key;
+	(void)len;
+	for (i = 0; !want && i < d->n_claims; i++)
+		want = d->claims[i]->env && d->claims[i]->env->src &&
+		       d->claims[i]->env->src->tls_auto;
+	return want ? a->fn(a->arg, d->name) : 0;
+}
+
+int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,
+			      void *arg)
+{
+	struct rt_auto a = {fn, arg};
+
+	return pmap_foreach(t->exact, rt_auto_of, &a);
+}
+
 json_t *route_dump_json(const struct route_table *t)
 {
 	struct rt_rows rows = {NULL, 0, 0};

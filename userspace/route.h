@@ -341,6 +341,13 @@ typedef int (*route_each_fn)(void *arg, const char *domain, const char *prefix,
 int route_table_each_route(const struct route_table *t, route_each_fn fn,
 			   void *arg);
 
+/* Call fn once per exact domain (no wildcard) of t whose environment, or
+ * an environment a claim on it routes to, has tls = "auto". Stops at fn's
+ * first non-zero return, which it returns. */
+typedef int (*route_name_fn)(void *arg, const char *domain);
+int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,
+			      void *arg);
+
 /* Where the current generation lives; zero-initialise, or route_holder_init. */
 struct route_holder {
 	_Atomic(struct route_table *) cur;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acme_chal.h"
 #include "metrics.h"
 #include "tls.h"
 #include "tls_int.h"
@@ -1040,6 +1041,56 @@ static int tls_ocsp_cb(SSL *ssl, void *arg)
 	return SSL_TLSEXT_ERR_NOACK;
 }
 
+/* The server name of the ClientHello (RFC 6066: a 2-byte list length,
+ * then entries of a type byte and a 2-byte length; the host_name one)
+ * into buf, or false. */
+static bool tls_hello_name(SSL *ssl, char *buf, size_t len)
+{
+	const unsigned char *p;
+	size_t n, i, l;
+
+	if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &n) ||
+	    n < 2 || ((size_t)p[0] << 8 | p[1]) != n - 2)
+		return false;
+	for (i = 2; i + 3 <= n; i += 3 + l) {
+		l = (size_t)p[i + 1] << 8 | p[i + 2];
+		if (i + 3 + l > n)
+			return false;
+		if (p[i] != TLSEXT_NAMETYPE_host_name)
+			continue;
+		if (l == 0 || l >= len || memchr(p + i + 3, 0, l))
+			return false;
+		memcpy(buf, p + i + 3, l);
+		buf[l] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* A ClientHello offering ALPN "acme-tls/1" (RFC 8737) for a name whose
+ * tls-alpn-01 challenge this edged answers now (acme_chal.h): the
+ * handshake goes on with the challenge's context (its certificate, its
+ * ALPN), whose own servername callback keeps it. Any other: as before. */
+static void tls_hello_acme(SSL *ssl)
+{
+	const unsigned char *p;
+	char name[256];
+	SSL_CTX *ctx;
+	size_t n;
+
+	if (!SSL_client_hello_get0_ext(
+		ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
+		&n) ||
+	    !acme_chal_alpn_offered(p, n) ||
+	    !tls_hello_name(ssl, name, sizeof(name)))
+		return;
+	ctx = acme_chal_alpn_ctx(name, strlen(name));
+	if (!ctx)
+		return;
+	SSL_set_SSL_CTX(ssl, ctx);
+	SSL_CTX_free(ctx); /* the SSL holds its own reference */
+}
+
 /* A ClientHello arrived (whatever follows): a failure after it is the
  * protocol's, not garbage. */
 static int tls_hello_cb(SSL *ssl, int *al, void *arg)
@@ -1047,6 +1098,7 @@ static int tls_hello_cb(SSL *ssl, int *al, void *arg)
 	(void)al;
 	(void)arg;
 	tls_hs_hello_seen(ssl);
+	tls_hello_acme(ssl);
 	return SSL_CLIENT_HELLO_SUCCESS;
 }
 
@@ -1519,6 +1571,52 @@ void tls_store_info(const struct tls_store *s, struct tls_store_info *info)
 		snprintf(info->next_expiry_name, sizeof(info->next_expiry_name),
 			 "%s", c->names[0]);
 	}
+}
+
+static int64_t tls_asn1_unix(const ASN1_TIME *t)
+{
+	struct tm tm;
+
+	if (ASN1_TIME_to_tm(t, &tm) != 1)
+		return 0;
+	return (int64_t)timegm(&tm);
+}
+
+int tls_store_name_times(const struct tls_store *s, const char *name,
+			 int64_t *not_before, int64_t *not_after, char *serial,
+			 size_t serial_len)
+{
+	const struct tls_set *set = tls_store_exact(s, name);
+	const struct tls_cert *best = NULL;
+	int64_t na = 0, t;
+	int k;
+
+	for (k = 0; set && k < TLS_KINDS; k++) {
+		const struct tls_cert *c;
+
+		if (set->cert[k] < 0)
+			continue;
+		c = &s->certs[set->cert[k]];
+		t = tls_asn1_unix(X509_get0_notAfter(c->leaf));
+		if (!best || t > na) {
+			best = c;
+			na = t;
+		}
+	}
+	if (!best)
+		return -ENOENT;
+	*not_after = na;
+	*not_before = tls_asn1_unix(X509_get0_notBefore(best->leaf));
+	if (serial && serial_len) {
+		BIGNUM *bn = ASN1_INTEGER_to_BN(
+		    X509_get0_serialNumber(best->leaf), NULL);
+		char *hex = bn ? BN_bn2hex(bn) : NULL;
+
+		snprintf(serial, serial_len, "%s", hex ? hex : "");
+		OPENSSL_free(hex);
+		BN_free(bn);
+	}
+	return 0;
 }
 
 /* ---- a database row, checked alone ---------------------------------------

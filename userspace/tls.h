@@ -141,6 +141,14 @@ struct tls_store_info {
 };
 void tls_store_info(const struct tls_store *s, struct tls_store_info *info);
 
+/* The certificate s serves for name exactly (a lowercase DNS name; not a
+ * wildcard's, not the default): of its certificates (one per key type)
+ * the one ending last, its notBefore and notAfter (unix s) and, when
+ * serial is not NULL, its serial number in hex. 0, or -ENOENT. */
+int tls_store_name_times(const struct tls_store *s, const char *name,
+			 int64_t *not_before, int64_t *not_after, char *serial,
+			 size_t serial_len);
+
 /* ---- the database's certificates -------------------------------------- */
 
 /* A row of the certificates table (docs/tls.md): names its DNS names
@@ -230,6 +238,10 @@ bool tls_transport_info(const struct transport *t, const char **version,
 /* Whether t is a TLS transport whose handshake selected "h2" by ALPN
  * (false for any other transport, another protocol or none). */
 bool tls_transport_h2(const struct transport *t);
+
+/* Whether t is a TLS transport whose handshake selected "acme-tls/1" (an
+ * ACME tls-alpn-01 validation: closed once the handshake is done). */
+bool tls_transport_acme(const struct transport *t);
 
 struct ssl_st;
 

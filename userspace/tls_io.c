@@ -634,6 +634,19 @@ bool tls_transport_h2(const struct transport *t)
 	return n == 2 && memcmp(p, "h2", 2) == 0;
 }
 
+bool tls_transport_acme(const struct transport *t)
+{
+	const unsigned char *p;
+	struct tls_conn *tc;
+	unsigned n;
+
+	if (!tls_ops_is(t))
+		return false;
+	tc = t->ctx;
+	SSL_get0_alpn_selected(tc->ssl, &p, &n);
+	return n == 10 && memcmp(p, "acme-tls/1", 10) == 0;
+}
+
 /* ---- the handshake --------------------------------------------------------
  */
 

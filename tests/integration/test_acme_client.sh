@@ -313,6 +313,7 @@ badnonce|-121|urn:ietf:params:acme:error:badNonce
 nolocation|-71|no https:// Location
 nohttp01|-121|no http-01 challenge offered
 badtoken|-71|the http-01 challenge has no usable token
+otherident|-71|its identifier is none of the order's names
 pending|-110|the order did not end within 2000 ms
 badpem|-71|no PEM certificate
 badb64|-71|no PEM certificate

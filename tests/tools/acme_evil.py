@@ -25,6 +25,7 @@ bodies are read and not checked.
     nolocation  newAccount answers without a Location
     nohttp01    the authorization offers dns-01 only
     badtoken    the http-01 token is not base64url
+    otherident  the authorization is for a name the order did not ask for
     pending     the authorization stays pending (Retry-After: 1)
     badpem      the certificate is not PEM
     badb64      the certificate's PEM holds bad base64
@@ -33,6 +34,7 @@ bodies are read and not checked.
 
 GET /stats/CASE[-TAG] answers {"posts": N, "authz": N} for it.
 """
+import base64
 import json
 import socket
 import ssl
@@ -44,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PORT = int(sys.argv[1])
 CERT, KEY = sys.argv[2], sys.argv[3]
 STATS = {}
+NAMES = {}  # tag: the name its order asked for
 LOCK = threading.Lock()
 
 
@@ -150,8 +153,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", "0"))
-        if n:
-            self.rfile.read(n)
+        body = self.rfile.read(n) if n else b""
         parts = self.path.split("/")
         tag, what = parts[1], parts[2] if len(parts) > 2 else ""
         case = tag.split("-")[0]
@@ -165,6 +167,14 @@ class Handler(BaseHTTPRequestHandler):
             loc = [] if case == "nolocation" else [("Location", b + "/acct/1")]
             return self.js({"status": "valid"}, 201, loc)
         if what == "order":
+            # the order's first name, for its authorization's identifier
+            try:
+                p = json.loads(body)["payload"]
+                p = json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+                with LOCK:
+                    NAMES[tag] = p["identifiers"][0]["value"]
+            except Exception:
+                pass
             return self.js({"status": "pending",
                             "authorizations": [b + "/authz/1"],
                             "finalize": b + "/finalize"}, 201,
@@ -177,11 +187,18 @@ class Handler(BaseHTTPRequestHandler):
                 chal["type"] = "dns-01"
             if case == "badtoken":
                 chal["token"] = "bad token/../x"
+            with LOCK:
+                ident = {"type": "dns", "value": NAMES.get(tag, "")}
+            if case == "otherident":
+                ident["value"] = "evil.example"
             if case == "pending":
-                return self.js({"status": "pending", "challenges": [chal]},
+                return self.js({"status": "pending", "identifier": ident,
+                                "challenges": [chal]},
                                200, [("Retry-After", "1")])
             return self.js({"status": "pending" if case in (
-                "nohttp01", "badtoken") else "valid", "challenges": [chal]})
+                "nohttp01", "badtoken", "otherident") else "valid",
+                "identifier": ident,
+                "challenges": [chal]})
         if what == "chal":
             return self.js({"status": "processing"})
         if what == "finalize":

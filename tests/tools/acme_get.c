@@ -92,8 +92,9 @@ static void serve(struct evhttp_request *req, void *arg)
 	evbuffer_free(b);
 }
 
-static int publish(void *arg, const char *token, const char *ka)
+static int publish(void *arg, const struct acme_chal_row *row)
 {
+	const char *token = row->token, *ka = row->key_authorization;
 	size_t i;
 
 	(void)arg;

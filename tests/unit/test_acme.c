@@ -511,11 +511,10 @@ static int n_done, n_publish;
 static struct acme_result last;
 static char last_msg[1024];
 
-static int t_publish(void *arg, const char *token, const char *ka)
+static int t_publish(void *arg, const struct acme_chal_row *row)
 {
 	(void)arg;
-	(void)token;
-	(void)ka;
+	(void)row;
 	n_publish++;
 	return 0;
 }

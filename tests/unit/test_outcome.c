@@ -43,7 +43,8 @@ START_TEST(test_statuses)
 			  (i == OUTCOME_HTTPS_REDIRECT && s == 308) ||
 			  (i == OUTCOME_REDIRECT && s == 301) ||
 			  (i == OUTCOME_CHALLENGE_PASSED && s == 303) ||
-			  (i == OUTCOME_AUTH_REDIRECT && s == 302));
+			  (i == OUTCOME_AUTH_REDIRECT && s == 302) ||
+			  (i == OUTCOME_ACME_CHALLENGE && s == 200));
 		ck_assert(outcome_sends_error((enum outcome)i) == (s != 0));
 	}
 	ck_assert_int_eq(outcome_status(OUTCOME_OK), 0);
