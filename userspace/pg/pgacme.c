@@ -369,14 +369,10 @@ static void pgacme_forget(void *arg)
 	struct pgacme *a = arg;
 	struct pgacme_op *op;
 
-	TAILQ_FOREACH(op, &a->q, link)
-	{
+	for (op = TAILQ_FIRST(&a->q); op; op = TAILQ_NEXT(op, link))
 		pgacme_forget_op(op);
-	}
-	TAILQ_FOREACH(op, &a->fin, link)
-	{
+	for (op = TAILQ_FIRST(&a->fin); op; op = TAILQ_NEXT(op, link))
 		pgacme_forget_op(op);
-	}
 	if (a->cur)
 		pgacme_forget_op(a->cur);
 }
