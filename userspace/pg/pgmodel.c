@@ -21,7 +21,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 19, 5, 2, 4, 5, 6, 3};
+static const int pgm_cols[PGM_NSETS] = {3, 20, 5, 2, 4, 5, 6, 3};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
