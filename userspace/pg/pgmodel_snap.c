@@ -384,7 +384,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	json_t *tls = NULL, *hdrs = NULL, *reds = NULL, *comp = NULL;
-	json_t *inj = NULL, *chal = NULL, *auth = NULL;
+	json_t *inj = NULL, *chal = NULL, *auth = NULL, *depj = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
@@ -396,10 +396,10 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	 * before them wrote (and health_check, tls when the deployment has
 	 * none) */
 	if (json_unpack(o,
-			"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
+			"{s:s, s:s, s?:o, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
 			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
 			"s?:b, s?:o, s?:o, s?:o, s?:o, s?:b}",
-			"id", &id, "name", &name, "deployment", &dep,
+			"id", &id, "name", &name, "deployment", &depj,
 			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
 			"on_demand", &od, "state", &st, "idle_timeout_ms",
 			&idle, "https_redirect", &redirect, "hsts", &hsts,
@@ -409,8 +409,12 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 			"compression", &comp, "inject", &inj, "challenge",
 			&chal, "auth", &auth, "tls_auto", &tls_auto) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
-	    (tcp && !json_is_array(tcp)))
+	    (tcp && !json_is_array(tcp)) ||
+	    (depj && !json_is_null(depj) && !json_is_string(depj)))
 		return -EINVAL;
+	/* null (written for an environment without an active deployment)
+	 * as absent: json_unpack's "s?:s" refuses a null */
+	dep = json_is_string(depj) ? json_string_value(depj) : NULL;
 	/* the same check as the column's: one the file could not hold is
 	 * not this edge's snapshot */
 	if (hc && !json_is_null(hc) &&
