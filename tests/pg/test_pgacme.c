@@ -254,13 +254,26 @@ static void probe_acme(void *arg, const struct acme_chal_row *v, size_t n)
 			 v[i].token, v[i].key_authorization);
 }
 
+/* What the last routes_begin held: "ENV=0|1 " per environment, sorted
+ * by project; and how many came. */
+static char stub_envs[256];
+static int stub_begins;
+
 static int stub_begin(void *arg, struct route_src_project *set, size_t n_set,
 		      char **del, size_t n_del, bool all,
 		      const struct tcproute_row *tcp, size_t n_tcp,
 		      uint64_t version, void **job, struct errbuf *err)
 {
-	size_t i;
+	size_t i, j, o = 0;
 
+	stub_envs[0] = '\0';
+	for (i = 0; i < n_set; i++)
+		for (j = 0; j < set[i].n_envs && o < sizeof(stub_envs) - 64;
+		     j++)
+			o += (size_t)snprintf(
+			    stub_envs + o, sizeof(stub_envs) - o, "%s=%d ",
+			    set[i].envs[j].id, set[i].envs[j].tls_auto);
+	stub_begins++;
 	(void)arg;
 	(void)all;
 	(void)tcp;
@@ -397,6 +410,96 @@ START_TEST(challenges_published_read_unpublished)
 	}
 	pgsync_free(sync);
 	store_close(&s);
+}
+END_TEST
+
+/* ---- environments.tls -----------------------------------------------------
+ */
+
+/* The text of file path with every `,"tls_auto":…` removed: a snapshot
+ * an edge before 0026 wrote. */
+static void strip_tls_auto(const char *path)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	char *p;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	ck_assert_ptr_nonnull(strstr(buf, "\"tls_auto\":true"));
+	while ((p = strstr(buf, ",\"tls_auto\":"))) {
+		char *v = p + strlen(",\"tls_auto\":");
+		size_t skip = strncmp(v, "true", 4) == 0 ? 4 : 5;
+
+		memmove(p, v + skip, strlen(v + skip) + 1);
+	}
+	ck_assert_ptr_null(strstr(buf, "tls_auto"));
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(buf, f);
+	fclose(f);
+}
+
+/* Sync on base from cfg until a routes_begin holds want. */
+static void sync_until(struct event_base *base, const struct pgsync_cfg *cfg,
+		       const char *want)
+{
+	struct sync_probe p = {0};
+	struct pgsync *sync;
+	struct errbuf err = {""};
+
+	stub_begins = 0;
+	stub_envs[0] = '\0';
+	ck_assert_int_eq(
+	    pgsync_new(base, cfg, &probe_sync_ops, &p, &sync, &err), 0);
+	for (int i = 0; i < 100 && strcmp(stub_envs, want) != 0; i++)
+		run_until(base, &stub_begins, stub_begins + 1, 100);
+	ck_assert_str_eq(stub_envs, want);
+	pgsync_free(sync); /* the local snapshot written */
+}
+
+START_TEST(environments_tls_auto)
+{
+	struct event_base *base = event_base_new();
+	char snap[] = "/tmp/test-pgacme-snap.XXXXXX";
+	int fd = mkstemp(snap);
+	struct pgsync_cfg cfg = {
+	    .conninfo = conninfo(),
+	    .host_name = "test",
+	    .snapshot = snap,
+	};
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unlink(snap);
+	other_exec("INSERT INTO projects (id) VALUES ('tp');"
+		   "INSERT INTO environments (id, project_id, tls) VALUES "
+		   "('t-auto', 'tp', 'auto'), ('t-none', 'tp', NULL)");
+	/* from the database */
+	sync_until(base, &cfg, "t-auto=1 t-none=0 ");
+	/* from the local snapshot (the database unreachable) */
+	cfg.conninfo = "host=127.0.0.1 port=1 connect_timeout=1";
+	sync_until(base, &cfg, "t-auto=1 t-none=0 ");
+	/* a snapshot an edge before 0026 wrote: false */
+	strip_tls_auto(snap);
+	sync_until(base, &cfg, "t-auto=0 t-none=0 ");
+	/* a value but NULL or 'auto' (the CHECK dropped): the environment
+	 * skipped, the others applied */
+	other_exec(
+	    "ALTER TABLE environments DROP CONSTRAINT "
+	    "environments_tls_check;"
+	    "UPDATE environments SET tls = 'manual' WHERE id = 't-auto'");
+	cfg.conninfo = conninfo();
+	sync_until(base, &cfg, "t-none=0 ");
+	other_exec(
+	    "DELETE FROM projects WHERE id = 'tp';"
+	    "ALTER TABLE environments ADD CONSTRAINT "
+	    "environments_tls_check CHECK (tls IS NULL OR tls = 'auto')");
+	unlink(snap);
+	event_base_free(base);
 }
 END_TEST
 
@@ -587,6 +690,7 @@ int main(void)
 	tcase_add_test(tc, lease_one_holder_at_a_time);
 	tcase_add_test(tc, challenges_published_read_unpublished);
 	tcase_add_test(tc, save_upserts_one_row);
+	tcase_add_test(tc, environments_tls_auto);
 	tcase_add_test(tc, forget_drops_every_done);
 	tcase_add_test(tc, queue_bounded);
 	tcase_add_test(tc, database_stopped_and_back);
