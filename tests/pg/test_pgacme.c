@@ -344,10 +344,11 @@ START_TEST(challenges_published_read_unpublished)
 	ck_assert_int_eq(c.publish, 0);
 	ck_assert(run_until(s.base, &c.publish, 1, 10000));
 	ck_assert_int_eq(c.publish_rc, 0);
-	want = p.calls + 1;
-	ck_assert_msg(run_until(s.base, &p.calls, want, 5000),
-		      "no read after the publish's NOTIFY");
-	ck_assert_uint_eq(p.n, 1);
+	/* the read may come before the done (deferred to the next turn):
+	 * wait for what it holds, not for a count */
+	for (int i = 0; i < 5 && p.n != 1; i++)
+		run_until(s.base, &p.calls, p.calls + 1, 1000);
+	ck_assert_msg(p.n == 1, "no read after the publish's NOTIFY");
 	ck_assert_str_eq(p.rows[0],
 			 "c.example.com http-01 tok-one tok-one.thumb");
 	pgacme_ops.publish(s.a, &r2, "host-a", 120, publish_done, &c);
