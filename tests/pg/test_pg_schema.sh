@@ -16,7 +16,11 @@
 #   for a transaction rolled back, TRUNCATE noted like DELETE; tcp_routes
 #   (migration 0005) noted as its environment's project, as domains are;
 #   a deployment's health_check set (migration 0012) noted as its
-#   project's; the same (listen, sni) refused twice.
+#   project's; the same (listen, sni) refused twice; environments.tls
+#   (migration 0026) noted as its project's, a value but NULL or 'auto'
+#   refused; acme_challenges NOTIFYing acme_challenge_change with the
+#   token ('' for a TRUNCATE) and taking no change version; a type but
+#   http-01 or tls-alpn-01 refused; certificates.acme_name unique.
 #
 #   B=build bash tests/pg/test_pg_schema.sh
 #
@@ -119,7 +123,7 @@ else
 fi
 
 # ---- triggers: versions, the log, NOTIFY ------------------------------
-if ! pgt_listen project_route_change ip_rule_change edge_test_mark; then
+if ! pgt_listen project_route_change ip_rule_change acme_challenge_change edge_test_mark; then
 	t_fail "pg_listen ready" "$(cat "$PGT_NOTES" 2>/dev/null)"
 	t_exit
 	exit 1
@@ -187,6 +191,15 @@ tx "insert 1000 domains in one transaction" \
 tx "two projects in one transaction" \
 	"INSERT INTO projects (id) VALUES ('p4'); INSERT INTO environments (id, project_id) VALUES ('e4', 'p4'); INSERT INTO projects (id) VALUES ('p5')" \
 	"project_route_change V p4;project_route_change V p5" "project p4;project p5"
+tx "set an environment's tls (migration 0026)" \
+	"UPDATE environments SET tls = 'auto' WHERE id = 'e4'" \
+	"project_route_change V p4" "project p4"
+if ! pg_sql "UPDATE environments SET tls = 'manual' WHERE id = 'e4'" >/dev/null 2>&1 &&
+	[ "$(pg_val "SELECT tls FROM environments WHERE id = 'e4'")" = auto ]; then
+	t_ok "environments.tls: NULL or 'auto' (a CHECK)"
+else
+	t_fail "environments.tls: NULL or 'auto' (a CHECK)" "'manual' went in"
+fi
 tx "a domain moved to another project" \
 	"UPDATE domains SET environment_id = 'e4' WHERE domain = 'three.example.com'" \
 	"project_route_change V p3;project_route_change V p4" "project p3;project p4"
@@ -247,6 +260,41 @@ if [ "$(pg_val "SELECT count(*) FROM edge_change_log WHERE version > $s0")" = 0 
 	t_ok "a transaction rolled back leaves no log rows"
 else
 	t_fail "a transaction rolled back leaves no log rows"
+fi
+
+# acme_challenges (migration 0026): a plain NOTIFY acme_challenge_change
+# (the token; '' for a TRUNCATE), no change version, nothing logged
+acme() {
+	local name=$1 sql=$2 notes=$3 s0
+	s0=$(seq_now)
+	if ! pg_sql "$sql" >"$T_TMP/tx" 2>&1; then
+		t_fail "$name: runs" "$(tr '\n' ' ' <"$T_TMP/tx")"
+	elif [ "$(seq_now)" != "$s0" ] ||
+		[ "$(pg_val "SELECT count(*) FROM edge_change_log WHERE version > $s0")" != 0 ]; then
+		t_fail "$name: no change version" "the sequence went from $s0 to $(seq_now)"
+	else
+		t_ok "$name: no change version, nothing logged"
+	fi
+	[ -n "$notes" ] && printf '%s\n' "$notes" | tr ';' '\n' >>"$EXPECTED"
+	pg_sql "NOTIFY edge_test_mark, '$name'" >/dev/null
+	echo "edge_test_mark $name" >>"$EXPECTED"
+}
+acme "acme: publish" "INSERT INTO acme_challenges VALUES ('tok-1', 'a.example.com', 'http-01', 'tok-1.t', 'web-1', now() + interval '5 minutes')" \
+	"acme_challenge_change tok-1"
+acme "acme: two more and one renewed" "INSERT INTO acme_challenges VALUES ('tok-2', 'b.example.com', 'tls-alpn-01', 'tok-2.t', 'web-1', now()), ('tok-3', 'c.example.com', 'http-01', 'tok-3.t', 'web-2', now()); UPDATE acme_challenges SET expires_at = now() + interval '1 minute' WHERE token = 'tok-1'" \
+	"acme_challenge_change tok-1;acme_challenge_change tok-2;acme_challenge_change tok-3"
+acme "acme: unpublish" "DELETE FROM acme_challenges WHERE token = 'tok-1'" "acme_challenge_change tok-1"
+acme "acme: truncate" "TRUNCATE acme_challenges" "acme_challenge_change "
+if ! pg_sql "INSERT INTO acme_challenges VALUES ('tok-4', 'a.example.com', 'dns-01', 'tok-4.t', 'web-1', now())" >/dev/null 2>&1; then
+	t_ok "acme_challenges.type: http-01 or tls-alpn-01 (a CHECK)"
+else
+	t_fail "acme_challenges.type: http-01 or tls-alpn-01 (a CHECK)" "dns-01 went in"
+fi
+if pg_sql "INSERT INTO certificates (names, chain_pem, key_pem, acme_name) VALUES ('{}', 'c', 'k', NULL), ('{}', 'c', 'k', NULL), ('{a.example.com}', 'c', 'k', 'a.example.com')" >/dev/null 2>&1 &&
+	! pg_sql "INSERT INTO certificates (names, chain_pem, key_pem, acme_name) VALUES ('{a.example.com}', 'c', 'k', 'a.example.com')" >/dev/null 2>&1; then
+	t_ok "certificates.acme_name: unique, NULL for any number of rows"
+else
+	t_fail "certificates.acme_name: unique, NULL for any number of rows"
 fi
 
 # TRUNCATE is a change like DELETE (migration 0003; tcp_routes: 0005):

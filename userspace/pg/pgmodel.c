@@ -21,7 +21,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 19, 5, 2, 4, 5, 6, 3};
+static const int pgm_cols[PGM_NSETS] = {3, 20, 5, 2, 4, 5, 6, 3};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -179,7 +179,7 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "e.inject::text, e.challenge_mode, "
 		    "e.challenge_difficulty::text, "
 		    "extract(epoch FROM e.challenge_ttl)::text, "
-		    "e.api_keys, e.jwt::text, e.auth_request::text "
+		    "e.api_keys, e.jwt::text, e.auth_request::text, e.tls "
 		    "FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
@@ -765,8 +765,9 @@ static int pgm_env_auth(PGresult *res, int i, struct pgm_env *r,
 }
 
 /* An environments row's headers, redirects, unmatched, compression and
- * inject (columns 8 to 12, as text) and its challenge (13 to 15) into
- * r's fields: 0, -EINVAL with err (nothing kept), -ENOMEM. */
+ * inject (columns 8 to 12, as text), its challenge (13 to 15), auth (16
+ * to 18) and tls (19) into r's fields: 0, -EINVAL with err (nothing kept),
+ * -ENOMEM. */
 static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 			 struct errbuf *err)
 {
@@ -827,6 +828,17 @@ static int pgm_env_rules(PGresult *res, int i, struct pgm_env *r,
 		} else {
 			rc = inject_from_json(o, &r->inject, err);
 			json_decref(o);
+		}
+	}
+	if (rc == 0 && PQnfields(res) > 19 && !PQgetisnull(res, i, 19)) {
+		/* tls (0026): NULL or 'auto' (the column's CHECK) */
+		const char *t = PQgetvalue(res, i, 19);
+
+		r->tls_auto = strcmp(t, "auto") == 0;
+		if (!r->tls_auto) {
+			errbuf_set(err, "tls: NULL or \"auto\", not \"%.40s\"",
+				   t);
+			rc = -EINVAL;
 		}
 	}
 	if (rc == 0)
@@ -898,6 +910,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 	env->api_keys = rules.api_keys;
 	env->jwt = rules.jwt;
 	env->auth_request = rules.auth_request;
+	env->tls_auto = rules.tls_auto;
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
@@ -1392,6 +1405,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->auth = auth_gate_get(pe->auth);
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;
+	e->tls_auto = pe->tls_auto;
 	e->security.nosniff = true;
 	e->security.hsts_max_age_s = 365 * 86400;
 	e->security.frame_options = pgm_dup("");

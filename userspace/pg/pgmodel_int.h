@@ -57,6 +57,7 @@ struct pgm_env {
 	unsigned state; /* enum pgm_env_state */
 	uint64_t idle_ms;
 	bool https_redirect, hsts; /* environments' columns (0007) */
+	bool tls_auto;		   /* environments.tls = 'auto' (0026) */
 	/* environments.headers, redirects and unmatched (0016), checked */
 	struct hrules headers;
 	struct hredirects redirects;

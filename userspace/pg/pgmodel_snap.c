@@ -171,7 +171,7 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	o = json_pack(
 	    "{s:s, s:s, s:s?, s:O, s:O, s:O, s:b, s:s, s:I, s:b, "
 	    "s:b, s:O*, s:O*, s:s*, s:s, s:O*, s:O*, s:b, s:O, s:O*, "
-	    "s:{s:s, s:i, s:I}}",
+	    "s:{s:s, s:i, s:I}, s:b}",
 	    "id", e->id, "name", e->name, "deployment", e->dep, "endpoints",
 	    eps, "domains", doms, "tcp_routes", tcp, "on_demand", e->on_demand,
 	    "state", pgm_env_states[e->state], "idle_timeout_ms",
@@ -185,7 +185,7 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    e->unmatched_not_found, "compression", comp, "inject", inj,
 	    "challenge", "mode", chal_mode_name(e->challenge.mode),
 	    "difficulty", (int)e->challenge.difficulty, "ttl_s",
-	    (json_int_t)e->challenge.ttl_s);
+	    (json_int_t)e->challenge.ttl_s, "tls_auto", e->tls_auto);
 	if (o && e->auth && json_object_set_new(o, "auth", pgm_auth_json(e))) {
 		json_decref(o);
 		o = NULL;
@@ -384,31 +384,37 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 {
 	json_t *eps = NULL, *doms = NULL, *tcp = NULL, *hc = NULL, *x;
 	json_t *tls = NULL, *hdrs = NULL, *reds = NULL, *comp = NULL;
-	json_t *inj = NULL, *chal = NULL, *auth = NULL;
+	json_t *inj = NULL, *chal = NULL, *auth = NULL, *depj = NULL;
 	const char *id = NULL, *name = NULL, *dep = NULL, *st = NULL;
 	const char *tls_refused = NULL, *sp = NULL;
 	json_int_t idle = (json_int_t)CONFIG_IDLE_TIMEOUT_DEFAULT_MS;
-	int od = 0, stv, redirect = 0, hsts = 0, nf = 0, rc;
+	int od = 0, stv, redirect = 0, hsts = 0, nf = 0, tls_auto = 0, rc;
 	size_t i;
 
 	/* tcp_routes, on_demand, state, idle_timeout_ms, https_redirect,
-	 * hsts, health_check, tls: absent from a snapshot an edge before
-	 * them wrote (and health_check, tls when the deployment has none) */
-	if (json_unpack(
-		o,
-		"{s:s, s:s, s?:s, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
-		"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
-		"s?:b, s?:o, s?:o, s?:o, s?:o}",
-		"id", &id, "name", &name, "deployment", &dep, "endpoints", &eps,
-		"domains", &doms, "tcp_routes", &tcp, "on_demand", &od, "state",
-		&st, "idle_timeout_ms", &idle, "https_redirect", &redirect,
-		"hsts", &hsts, "health_check", &hc, "tls", &tls, "tls_refused",
-		&tls_refused, "send_proxy", &sp, "headers", &hdrs, "redirects",
-		&reds, "unmatched_not_found", &nf, "compression", &comp,
-		"inject", &inj, "challenge", &chal, "auth", &auth) ||
+	 * hsts, health_check, tls, tls_auto: absent from a snapshot an edge
+	 * before them wrote (and health_check, tls when the deployment has
+	 * none) */
+	if (json_unpack(o,
+			"{s:s, s:s, s?:o, s:o, s:o, s?:o, s?:b, s?:s, s?:I, "
+			"s?:b, s?:b, s?:o, s?:o, s?:s, s?:s, s?:o, s?:o, "
+			"s?:b, s?:o, s?:o, s?:o, s?:o, s?:b}",
+			"id", &id, "name", &name, "deployment", &depj,
+			"endpoints", &eps, "domains", &doms, "tcp_routes", &tcp,
+			"on_demand", &od, "state", &st, "idle_timeout_ms",
+			&idle, "https_redirect", &redirect, "hsts", &hsts,
+			"health_check", &hc, "tls", &tls, "tls_refused",
+			&tls_refused, "send_proxy", &sp, "headers", &hdrs,
+			"redirects", &reds, "unmatched_not_found", &nf,
+			"compression", &comp, "inject", &inj, "challenge",
+			&chal, "auth", &auth, "tls_auto", &tls_auto) ||
 	    !json_is_array(eps) || !json_is_array(doms) ||
-	    (tcp && !json_is_array(tcp)))
+	    (tcp && !json_is_array(tcp)) ||
+	    (depj && !json_is_null(depj) && !json_is_string(depj)))
 		return -EINVAL;
+	/* null (written for an environment without an active deployment)
+	 * as absent: json_unpack's "s?:s" refuses a null */
+	dep = json_is_string(depj) ? json_string_value(depj) : NULL;
 	/* the same check as the column's: one the file could not hold is
 	 * not this edge's snapshot */
 	if (hc && !json_is_null(hc) &&
@@ -469,6 +475,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	e->dep = dep ? pgm_dup(dep) : NULL;
 	e->https_redirect = redirect;
 	e->hsts = hsts;
+	e->tls_auto = tls_auto; /* absent before 0026: false */
 	if (!e->id || !e->name || (dep && !e->dep))
 		return -ENOMEM;
 	json_array_foreach(eps, i, x)

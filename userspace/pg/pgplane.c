@@ -50,6 +50,8 @@ struct pgplane {
 	void *certs_arg;
 	pgplane_chal_keys_fn chal;
 	void *chal_arg;
+	pgplane_acme_chal_fn acme; /* acme_challenges' rows (NULL: not read) */
+	void *acme_arg;
 	uint64_t chal_skipped; /* challenge_keys rows refused */
 	int64_t *chal_bad;     /* the ids refused at the last fetch, */
 	size_t n_chal_bad;     /* each said and counted once */
@@ -689,6 +691,22 @@ void pgplane_set_chal_keys(struct pgplane *p, pgplane_chal_keys_fn fn,
 	p->chal_arg = arg;
 }
 
+static void pgplane_acme_chals(void *arg, const struct acme_chal_row *v,
+			       size_t n)
+{
+	struct pgplane *p = arg;
+
+	if (p->acme)
+		p->acme(p->acme_arg, v, n);
+}
+
+void pgplane_set_acme_challenges(struct pgplane *p, pgplane_acme_chal_fn fn,
+				 void *arg)
+{
+	p->acme = fn;
+	p->acme_arg = arg;
+}
+
 static const struct pgsync_ops pgplane_ops = {
     .routes_begin = pgplane_routes_begin,
     .routes_step = pgplane_routes_step,
@@ -696,6 +714,7 @@ static const struct pgsync_ops pgplane_ops = {
     .apply_rules = pgplane_rules,
     .apply_certs = pgplane_certs,
     .apply_chal_keys = pgplane_chal_keys,
+    .apply_acme_chals = pgplane_acme_chals,
     .report = pgplane_report,
 };
 
@@ -1144,6 +1163,7 @@ int pgplane_start(struct pgplane *p, struct event_base *base,
 	    .initial = p->initial,
 	    .initial_version = p->initial_version,
 	    .initial_from_snapshot = p->initial_from_snapshot,
+	    .acme_challenges = p->acme != NULL,
 	};
 	struct timeval tv = {1, 0};
 	int rc;
@@ -1216,7 +1236,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	pgxdp_stats(p->xdp, &xs);
 	return json_pack(
 	    "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, "
-	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	    "s:I}",
 	    "state", pgsync_state_name(st.state), "from_local_snapshot",
 	    st.booted_from_snapshot, "applied_version",
 	    (json_int_t)st.applied_version, "database_version",
@@ -1239,7 +1260,10 @@ json_t *pgplane_status_json(const struct pgplane *p)
 	    "xdp_duplicates", (json_int_t)xs.duplicates, "xdp_refused",
 	    (json_int_t)xs.refused, "xdp_over", (json_int_t)xs.over,
 	    "xdp_reopens", (json_int_t)xs.reopens, "certificate_fetches",
-	    (json_int_t)st.cert_fetches);
+	    (json_int_t)st.cert_fetches, "acme_challenge_fetches",
+	    (json_int_t)st.acme_fetches, "acme_challenges",
+	    (json_int_t)st.acme_rows, "acme_challenges_skipped",
+	    (json_int_t)st.acme_skipped);
 }
 
 void pgplane_free(struct pgplane *p)

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <pwd.h>
 
+#include "acme_chal.h"
 #include "challenge.h"
 #include "config.h"
 #include "log.h"
@@ -66,6 +67,17 @@ typedef void (*pgplane_chal_keys_fn)(void *arg, const struct chal_key_row *v,
 				     size_t n);
 void pgplane_set_chal_keys(struct pgplane *p, pgplane_chal_keys_fn fn,
 			   void *arg);
+
+/* Who is handed the acme_challenges rows not expired (migration 0026:
+ * the challenges any host's ACME order published), on the control loop,
+ * at every connect, after every acme_challenge_change notification and
+ * once the earliest expired: the whole set each time (rows valid for the
+ * call only; a type unknown skipped and logged). Before pgplane_start;
+ * none: the table is neither LISTENed to nor read. */
+typedef void (*pgplane_acme_chal_fn)(void *arg, const struct acme_chal_row *v,
+				     size_t n);
+void pgplane_set_acme_challenges(struct pgplane *p, pgplane_acme_chal_fn fn,
+				 void *arg);
 
 /* The database's health checks (deployments.health_check, hcheck.h)
  * changed: fn(arg) is called on the control loop once the route table

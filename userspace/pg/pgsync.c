@@ -61,6 +61,7 @@ enum pgsync_query {
 	PQ_REPORT,
 	PQ_ROLLBACK,
 	PQ_CERTS,
+	PQ_ACME,
 };
 
 struct pgsync {
@@ -82,6 +83,14 @@ struct pgsync {
 	 * the fetch under way was sent; and when the last one that worked
 	 * was: a change heard before that fetch was sent is in it */
 	uint64_t certs_heard, certs_sent, certs_have;
+	/* acme_challenges (cfg->acme_challenges): read next; the last read
+	 * failed (again at the check); the earliest expires_at of the rows
+	 * handed over (unix s, 0: none), read again once it passed; the
+	 * tokens whose type was refused at the last read (each said once) */
+	bool acme, acme_dirty, acme_failed;
+	int64_t acme_next_expiry;
+	char **acme_bad;
+	size_t n_acme_bad;
 	char **dirty; /* projects named since the last fetch began */
 	size_t n_dirty, cap_dirty;
 	uint64_t dirty_since; /* monotonic ns of the oldest of them */
@@ -124,6 +133,7 @@ struct pgsync {
 };
 
 static void pgsync_next(struct pgsync *s);
+static void pgsync_acme(struct pgsync *s);
 
 const char *pgsync_state_name(enum pgsync_state st)
 {
@@ -462,6 +472,108 @@ static void pgsync_certs_result(struct pgsync *s, PGresult *res)
 	free(v);
 }
 
+/* The challenges every host answers now (migration 0026), bounded. */
+static void pgsync_acme(struct pgsync *s)
+{
+	char sql[320];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT name, type, token, key_authorization, "
+		 "ceil(extract(epoch FROM expires_at))::bigint::text FROM "
+		 "acme_challenges WHERE expires_at > now() ORDER BY "
+		 "expires_at, token LIMIT %d",
+		 ACME_CHAL_MAX);
+	s->acme_dirty = false;
+	pgsync_query(s, PQ_ACME, sql, 0, NULL);
+	if (s->q != PQ_ACME)
+		s->acme_dirty = true;
+}
+
+static bool pgsync_acme_was_bad(const struct pgsync *s, const char *token)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_acme_bad; i++)
+		if (strcmp(s->acme_bad[i], token) == 0)
+			return true;
+	return false;
+}
+
+/* The rows read, checked, to the owner: a row whose type this edge does
+ * not know (the column's CHECK says it cannot be) is left out, logged
+ * once per token, and never keeps the others from being answered. */
+static void pgsync_acme_result(struct pgsync *s, PGresult *res)
+{
+	struct acme_chal_row *v;
+	char **bad;
+	int i, n = PQntuples(res), t;
+	size_t k = 0, nb = 0;
+	int64_t next = 0, exp;
+
+	if (PQnfields(res) != 5) {
+		pgsync_error(s, "acme_challenges: %d columns, not 5",
+			     PQnfields(res));
+		s->acme_failed = true;
+		return;
+	}
+	v = calloc(n > 0 ? (size_t)n : 1, sizeof(*v));
+	bad = calloc(n > 0 ? (size_t)n : 1, sizeof(*bad));
+	if (!v || !bad) {
+		free(v);
+		free(bad);
+		pgsync_error(s, "acme_challenges: out of memory");
+		s->acme_failed = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const char *type = PQgetvalue(res, i, 1);
+		const char *token = PQgetvalue(res, i, 2);
+
+		if (strcmp(type, "http-01") == 0)
+			t = ACME_CHAL_HTTP01;
+		else if (strcmp(type, "tls-alpn-01") == 0)
+			t = ACME_CHAL_TLSALPN01;
+		else
+			t = -1;
+		if (t < 0) {
+			if (!pgsync_acme_was_bad(s, token)) {
+				s->st.acme_skipped++;
+				log_warnx_rl("database: acme_challenges row "
+					     "%.80s (%.80s): type \"%.40s\" is "
+					     "neither http-01 nor tls-alpn-01: "
+					     "skipped",
+					     token, PQgetvalue(res, i, 0),
+					     type);
+			}
+			bad[nb] = strdup(token);
+			if (bad[nb])
+				nb++;
+			continue;
+		}
+		v[k].name = PQgetvalue(res, i, 0);
+		v[k].type = (enum acme_chal_type)t;
+		v[k].token = token;
+		v[k].key_authorization = PQgetvalue(res, i, 3);
+		k++;
+		exp = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+		if (exp > 0 && (!next || exp < next))
+			next = exp;
+	}
+	if (n >= ACME_CHAL_MAX)
+		log_warnx_rl("database: acme_challenges: more than %d rows "
+			     "not expired: only the %d expiring first are "
+			     "answered",
+			     ACME_CHAL_MAX, ACME_CHAL_MAX);
+	pgsync_ids_free(s->acme_bad, s->n_acme_bad);
+	s->acme_bad = bad;
+	s->n_acme_bad = nb;
+	s->acme_next_expiry = next;
+	s->st.acme_fetches++;
+	s->st.acme_rows = k;
+	s->ops->apply_acme_chals(s->arg, v, k);
+	free(v);
+}
+
 static void pgsync_report(struct pgsync *s)
 {
 	static const char sql[] =
@@ -508,10 +620,20 @@ static void pgsync_next(struct pgsync *s)
 		return;
 	if (!s->listening) {
 		pgsync_query(s, PQ_LISTEN,
-			     "LISTEN project_route_change;"
-			     "LISTEN ip_rule_change;"
-			     "LISTEN certificate_change",
+			     s->acme ? "LISTEN project_route_change;"
+				       "LISTEN ip_rule_change;"
+				       "LISTEN certificate_change;"
+				       "LISTEN acme_challenge_change"
+				     : "LISTEN project_route_change;"
+				       "LISTEN ip_rule_change;"
+				       "LISTEN certificate_change",
 			     0, NULL);
+		return;
+	}
+	/* first: a CA validates a challenge within seconds, and the read
+	 * is a few rows */
+	if (s->acme_dirty && s->acme) {
+		pgsync_acme(s);
 		return;
 	}
 	/* one apply at a time: the next fetch, and the version check (which
@@ -984,6 +1106,8 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 				s->listening = false;
 			if (q == PQ_CERTS)
 				s->certs_failed = true;
+			if (q == PQ_ACME)
+				s->acme_failed = true;
 		}
 		PQclear(res);
 		return;
@@ -1007,6 +1131,10 @@ static void pgsync_result(struct pgconn *c, PGresult *res, void *arg)
 			s->f_set[s->f_k++] = res;
 			return; /* kept until the fetch is done */
 		}
+		break;
+	case PQ_ACME:
+		if (st == PGRES_TUPLES_OK)
+			pgsync_acme_result(s, res);
 		break;
 	case PQ_CERTS:
 		if (st == PGRES_TUPLES_OK && s->certs_k++ == 0)
@@ -1077,9 +1205,16 @@ static void pgsync_notify(struct pgconn *c, const char *channel,
 {
 	struct pgsync *s = arg;
 	const char *sp = strchr(payload, ' ');
-	uint64_t v = strtoull(payload, NULL, 10);
+	uint64_t v;
 
 	(void)c;
+	/* a wake-up, its payload a token (no change version) */
+	if (strcmp(channel, "acme_challenge_change") == 0) {
+		s->acme_dirty = s->acme;
+		pgsync_next(s);
+		return;
+	}
+	v = strtoull(payload, NULL, 10);
 	if (v > s->st.db_version)
 		s->st.db_version = v;
 	pgsync_known_add(s, v);
@@ -1107,6 +1242,7 @@ static void pgsync_ready(struct pgconn *c, void *arg)
 	s->listening = false;
 	s->q = PQ_NONE;
 	s->certs_dirty = true; /* what changed while away */
+	s->acme_dirty = s->acme;
 	pgsync_set_state(s, PGSYNC_SYNCING);
 	log_note("database: connected; listening and taking a snapshot");
 	pgsync_next(s);
@@ -1157,6 +1293,16 @@ static void pgsync_check_cb(evutil_socket_t fd, short what, void *arg)
 		s->certs_failed = false;
 		s->certs_dirty = true;
 	}
+	/* a read that failed, or a challenge that expired since (its
+	 * holder died before unpublishing it: nobody NOTIFYs) */
+	if (s->acme && (s->acme_failed ||
+			(s->acme_next_expiry &&
+			 s->acme_next_expiry <=
+			     (int64_t)(clk_real_ns() / 1000000000ull)))) {
+		s->acme_failed = false;
+		s->acme_next_expiry = 0;
+		s->acme_dirty = true;
+	}
 	pgsync_saver_poll(s);
 	pgsync_arm(s->check_ev, PGSYNC_CHECK_MS);
 	pgsync_next(s);
@@ -1193,6 +1339,7 @@ int pgsync_new(struct event_base *base, const struct pgsync_cfg *cfg,
 	s->host = strdup(cfg->host_name ? cfg->host_name : "edge");
 	s->version = strdup(cfg->version ? cfg->version : "");
 	s->snapshot = cfg->snapshot ? strdup(cfg->snapshot) : NULL;
+	s->acme = cfg->acme_challenges && ops->apply_acme_chals;
 	s->check_ev = evtimer_new(base, pgsync_check_cb, s);
 	s->report_ev = evtimer_new(base, pgsync_report_cb, s);
 	s->save_ev = evtimer_new(base, pgsync_save_cb, s);
@@ -1289,6 +1436,7 @@ void pgsync_free(struct pgsync *s)
 		PQclear(s->f_set[i]);
 	pgsync_ids_free(s->f_ids, s->f_n);
 	pgsync_ids_free(s->dirty, s->n_dirty);
+	pgsync_ids_free(s->acme_bad, s->n_acme_bad);
 	if (s->check_ev)
 		event_free(s->check_ev);
 	if (s->report_ev)

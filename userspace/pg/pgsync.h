@@ -4,8 +4,9 @@
  * control loop: LISTEN, a snapshot, and every change as it is notified.
  *
  * On every (re)connect: LISTEN project_route_change and ip_rule_change
- * first, then a snapshot of every routing row in one REPEATABLE READ
- * transaction, so that nothing committed in between is missed. Each
+ * (and certificate_change, acme_challenge_change) first, then a
+ * snapshot of every routing row in one REPEATABLE READ transaction, so
+ * that nothing committed in between is missed. Each
  * notification names a project (or rule); the rows of the projects
  * named while a fetch runs are fetched together next, and only those
  * replace what the model held (pgmodel.h). After every fetch the owner
@@ -34,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acme_chal.h"
 #include "log.h"
 #include "pgmodel.h"
 #include "route_src.h"
@@ -108,6 +110,14 @@ struct pgsync_ops {
 	 * times). NULL: not fetched. */
 	void (*apply_chal_keys)(void *arg, const struct pgsync_chal_key *v,
 				size_t n);
+	/* The acme_challenges rows not expired (migration 0026), at most
+	 * ACME_CHAL_MAX, each checked (a type that is neither http-01 nor
+	 * tls-alpn-01 skipped, logged once): read at every connect, after
+	 * every acme_challenge_change notification and once the earliest
+	 * of them expired. Valid for the call only. Only when
+	 * cfg->acme_challenges (else not LISTENed nor read). */
+	void (*apply_acme_chals)(void *arg, const struct acme_chal_row *v,
+				 size_t n);
 	/* For this host's edge_hosts row: the route generation, the XDP
 	 * counters (a new reference) and rule hits (a JSON object's text,
 	 * malloc'd), each NULL for none. */
@@ -127,6 +137,9 @@ struct pgsync_cfg {
 	struct pgm *initial;
 	uint64_t initial_version;
 	bool initial_from_snapshot;
+	/* LISTEN acme_challenge_change and read acme_challenges
+	 * (ops->apply_acme_chals) */
+	bool acme_challenges;
 };
 
 enum pgsync_state {
@@ -153,6 +166,9 @@ struct pgsync_status {
 	struct pgm_skipped skipped;
 	size_t projects;
 	uint64_t cert_fetches; /* fetches of the certificates table */
+	uint64_t acme_fetches; /* reads of acme_challenges */
+	uint64_t acme_skipped; /* its rows skipped (a type unknown) */
+	size_t acme_rows;      /* handed over at the last read */
 	char last_error[256];
 };
 
