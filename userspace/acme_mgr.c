@@ -73,6 +73,7 @@ struct acme_mgr {
 	struct acme_name **v;
 	size_t n;
 	unsigned running;
+	bool ready; /* the store's certificates known: orders may start */
 	/* the files store's certificates, as rows (acme_mgr_rows) */
 	struct tls_db_in *rows;
 	char **row_bufs; /* each row's id, names, chain, key: 4 per row */
@@ -555,7 +556,8 @@ static void mgr_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (i = 0; i < m->n && m->running < ACME_ORDERS_MAX; i++) {
+	for (i = 0; m->ready && i < m->n && m->running < ACME_ORDERS_MAX;
+	     i++) {
 		struct acme_name *a = m->v[i];
 
 		if (a->state == AN_IDLE && an_due(a) <= now)
@@ -591,6 +593,7 @@ int acme_mgr_new(struct event_base *base, const struct config_acme *cfg,
 	m->served_arg = served_arg;
 	m->changed = changed;
 	m->changed_arg = changed_arg;
+	m->ready = !ops || !ops->save;
 	/* the CA's name resolved without blocking the loop */
 	m->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
 	memset(&ac, 0, sizeof(ac));
@@ -689,6 +692,15 @@ void acme_mgr_set_names(struct acme_mgr *m, const char *const *names, size_t n)
 			log_warnx("acme: out of memory reading %s", m->cfg.dir);
 		if (m->changed)
 			m->changed(m->changed_arg);
+	}
+}
+
+void acme_mgr_ready(struct acme_mgr *m)
+{
+	if (m && !m->ready) {
+		m->ready = true;
+		log_note("acme: the database's certificates read: orders may "
+			 "start");
 	}
 }
 

@@ -105,6 +105,12 @@ int acme_mgr_new(struct event_base *base, const struct config_acme *cfg,
  * wanted are cancelled. */
 void acme_mgr_set_names(struct acme_mgr *m, const char *const *names, size_t n);
 
+/* The store's certificates have been read once (the database's table):
+ * orders may start. A manager whose store saves elsewhere (ops->save)
+ * orders nothing before this, lest a restart order again what the
+ * database already holds; with the files store it is ready at once. */
+void acme_mgr_ready(struct acme_mgr *m);
+
 /* The served certificates may have changed (a store was swapped in):
  * each name's schedule looked at again. */
 void acme_mgr_served_changed(struct acme_mgr *m);

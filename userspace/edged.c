@@ -57,6 +57,7 @@
 #include "ctlproto.h"
 #include "quicsteer.h"
 #include "sockreg.h"
+#include "pgacme.h"
 #include "pgplane.h"
 #include "pgsync.h"
 
@@ -878,6 +879,7 @@ static void edged_tls_db_cb(void *arg, const struct pgsync_cert *v, size_t n)
 		return;
 	}
 	edged_tls_rows(d, "the database's certificates");
+	acme_mgr_ready(d->acme);
 }
 
 /* ---- ACME ---------------------------------------------------------------
@@ -950,6 +952,23 @@ static void edged_acme_cb(evutil_socket_t fd, short what, void *arg)
 	edged_acme_names(arg);
 }
 
+/* The database's acme_challenges rows (other hosts' orders, and this
+ * one's): the challenge table's database part. */
+static void edged_acme_chal_cb(void *arg, const struct acme_chal_row *v,
+			       size_t n)
+{
+	size_t skipped = 0;
+
+	(void)arg;
+	if (acme_chal_set_db(v, n, &skipped) < 0)
+		log_warnx("acme: the database's challenges: out of memory");
+	else if (skipped)
+		log_warnx("acme: %zu of the database's %zu challenge(s) "
+			  "refused (a name, token or key authorization that "
+			  "is not one)",
+			  skipped, n);
+}
+
 /* ACME at start (with the acme group), after the store: the manager (its
  * account key read or created, as edged's user), its names. */
 static int edged_acme_start(struct edged *d)
@@ -963,11 +982,13 @@ static int edged_acme_start(struct edged *d)
 	snprintf(holder, sizeof(holder), "%s/%ld",
 		 d->cfg->host_name ? d->cfg->host_name : "edged",
 		 (long)getpid());
-	if (d->cfg->acme.database) {
-		log_warnx("acme: storage = \"database\" is not built yet");
+	if (d->cfg->acme.database &&
+	    pgacme_new(d->base, d->cfg->pg, &d->pgacme, &err) < 0) {
+		log_warnx("acme: %s", err.msg);
 		return -1;
 	}
-	if (acme_mgr_new(d->base, &d->cfg->acme, holder, NULL, NULL,
+	if (acme_mgr_new(d->base, &d->cfg->acme, holder,
+			 d->pgacme ? &pgacme_ops : NULL, d->pgacme,
 			 edged_acme_served, d, edged_acme_changed, d, &d->acme,
 			 &err) < 0) {
 		log_warnx("%s", err.msg);
@@ -1897,6 +1918,9 @@ static int edged_pg_start(struct edged *d)
 	errbuf_clear(&err);
 	if (d->tls_db)
 		pgplane_set_certs(d->pg, edged_tls_db_cb, d);
+	/* every host answers the challenges of the database (another
+	 * host's orders), with or without an acme group of its own */
+	pgplane_set_acme_challenges(d->pg, edged_acme_chal_cb, d);
 	pgplane_set_hcheck(d->pg, edged_hcheck_cb, d);
 	d->chal_ev = evtimer_new(d->base, edged_chal_timer_cb, d);
 	if (!d->chal_ev) {
@@ -2075,6 +2099,7 @@ static void edged_free(struct edged *d, struct route_src *src)
 	if (d->acme_ev)
 		event_free(d->acme_ev);
 	acme_mgr_free(d->acme);
+	pgacme_free(d->pgacme);
 	acme_chal_clear();
 	pgplane_free(d->pg);
 	tls_db_free(d->tls_db);

@@ -31,6 +31,7 @@ struct tcproute;
 struct tls_db;
 struct tls_db_in;
 struct acme_mgr;
+struct pgacme;
 struct chal_key_row;
 
 struct edged {
@@ -80,6 +81,7 @@ struct edged {
 	 * at the route table (each second: the generation they were read
 	 * from) */
 	struct acme_mgr *acme;
+	struct pgacme *pgacme; /* storage = "database": its store */
 	struct event *acme_ev;
 	uint64_t acme_gen;
 	/* the active health checks: the file's deployments' (hc_file, as

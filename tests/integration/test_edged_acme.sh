@@ -24,21 +24,16 @@
 #   - edged --check refusing tls = "auto" without an acme group, an acme
 #     group without tls.listen, a directory that is not https://,
 #     storage = "database" without pg.
-# pebble resolves the names with pebble-challtestsrv's DNS (every name:
-# 127.0.0.1 unless the test says otherwise); edged reaches pebble at
-# https://127.0.0.1 (its certificate for that address, from the test's
-# CA). Ports: 10 free ones in 44000-44999. About 50 s a build.
+# pebble and its DNS: tests/lib_acme.sh. Ports: 10 free ones in
+# 44000-44999. About 60 s a build.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
 . "$(dirname "$0")/../lib_edged.sh"
+# shellcheck source=tests/lib_acme.sh
+. "$(dirname "$0")/../lib_acme.sh"
 edged_begin python3 openssl curl
-for c in pebble pebble-challtestsrv; do
-	if ! command -v "$c" >/dev/null; then
-		t_skip "$(basename "$0")" "needs $c (apt-get install pebble)"
-		exit 77
-	fi
-done
+acme_need
 
 BASE=$(edged_ports 10 44000 45000)
 P_EDGE=$BASE         # edged's plain listener: pebble's http-01 port
@@ -50,45 +45,11 @@ P_DNS=$((BASE + 5))  # pebble-challtestsrv's DNS
 P_CTS=$((BASE + 6))  # pebble-challtestsrv's management
 P_BACK=$((BASE + 7)) # echo_backend.py
 SOCK="$T_TMP/ctl.sock"
-DIR="https://127.0.0.1:$P_ACME/dir"
-VALIDITY=30
 
-if ! bash "$TOOLS/mkchain.sh" "$T_TMP" wfe 0 "IP:127.0.0.1" >"$T_TMP/mk.log" 2>&1 ||
-	! bash "$TOOLS/mkchain.sh" "$T_TMP" dflt 0 "DNS:default.test" >>"$T_TMP/mk.log" 2>&1; then
-	t_fail "the test's certificates are made" "$(cat "$T_TMP/mk.log")"
-	t_exit
-	exit 1
-fi
-cat >"$T_TMP/pebble.json" <<JSON
-{
-  "pebble": {
-    "listenAddress": "127.0.0.1:$P_ACME",
-    "managementListenAddress": "127.0.0.1:$P_MGMT",
-    "certificate": "$T_TMP/wfe-0.pem",
-    "privateKey": "$T_TMP/wfe.key",
-    "httpPort": $P_EDGE,
-    "tlsPort": $P_TLS,
-    "ocspResponderURL": "",
-    "externalAccountBindingRequired": false,
-    "certificateValidityPeriod": $VALIDITY
-  }
-}
-JSON
-pebble-challtestsrv -dns01 "127.0.0.1:$P_DNS" -management "127.0.0.1:$P_CTS" \
-	-http01 "" -https01 "" -tlsalpn01 "" -defaultIPv4 127.0.0.1 -defaultIPv6 "" \
-	>"$T_TMP/challtestsrv.log" 2>&1 &
-edged_track $!
-PEBBLE_VA_NOSLEEP=1 PEBBLE_AUTHZREUSE=0 \
-	pebble -config "$T_TMP/pebble.json" -dnsserver "127.0.0.1:$P_DNS" \
-	>"$T_TMP/pebble.log" 2>&1 &
-edged_track $!
-for ((i = 0; i < 200; i++)); do
-	curl -sf -m 2 --cacert "$T_TMP/wfe-root.crt" -o "$T_TMP/pebble-root.pem" \
-		"https://127.0.0.1:$P_MGMT/roots/0" && break
-	sleep 0.1
-done
-if [ ! -s "$T_TMP/pebble-root.pem" ] || ! edged_wait_port "$P_CTS"; then
-	t_fail "pebble and pebble-challtestsrv start" "$(tail -5 "$T_TMP/pebble.log") $(tail -3 "$T_TMP/challtestsrv.log")"
+if ! bash "$TOOLS/mkchain.sh" "$T_TMP" dflt 0 "DNS:default.test" >"$T_TMP/mk.log" 2>&1 ||
+	! acme_pebble_start "$P_EDGE" "$P_TLS" 30; then
+	t_fail "the test's certificates are made, pebble and pebble-challtestsrv start" \
+		"$(cat "$T_TMP/mk.log") $(tail -5 "$T_TMP/pebble.log") $(tail -3 "$T_TMP/challtestsrv.log")"
 	t_exit
 	exit 1
 fi
@@ -97,13 +58,6 @@ if ! edged_backend "$P_BACK" /usr/bin/python3 "$TOOLS/echo_backend.py" "$P_BACK"
 	t_exit
 	exit 1
 fi
-
-# dns NAME IP: pebble-challtestsrv answers NAME's A query with IP alone
-dns() {
-	curl -sf -m 5 -o /dev/null -d "{\"host\":\"$1\"}" "http://127.0.0.1:$P_CTS/clear-a" &&
-		curl -sf -m 5 -o /dev/null -d "{\"host\":\"$1\",\"addresses\":[\"$2\"]}" \
-			"http://127.0.0.1:$P_CTS/add-a"
-}
 
 # conf V CHALLENGE NAMES...: the configuration of build V, its names in
 # one environment with tls = "auto", "bad-V.acme.test" in another
@@ -116,7 +70,7 @@ conf() {
 	cat <<CONF
 tls = { listen = [ "127.0.0.1:$P_TLS" ];
   certificates = ( { cert = "$T_TMP/dflt-0.pem"; key = "$T_TMP/dflt.key"; } ); };
-acme = { directory = "$DIR"; ca = "$T_TMP/wfe-root.crt";
+acme = { directory = "$ACME_DIR"; ca = "$T_TMP/wfe-root.crt";
   account_key = "$T_TMP/$v/account.key"; dir = "$T_TMP/$v/certs";
   contact = "mailto:ops@acme.test"; challenge = "$chal";
   retry_min = "1s"; retry_max = "3s"; };
@@ -163,17 +117,13 @@ run_suite() {
 	local bin=$1 v=$2 a b rc s1 s2 backoffs
 	local A="a-$v.acme.test" Bn="b-$v.acme.test" BAD="bad-$v.acme.test"
 
-	dns "$BAD" 127.0.0.2 # nothing listens there: its validation fails
+	acme_dns "$BAD" 127.0.0.2 # nothing listens there: its validation fails
 	conf "$v" http-01 "$A" "$Bn" >"$T_TMP/$v.conf"
 	if ! edged_start "$bin" "$T_TMP/$v.conf"; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
 	fi
 	if wait_issued "$A" 1 && wait_issued "$Bn" 1; then
-		# pebble's intermediate: the chain's second certificate
-		curl -sf -m 5 --cacert "$T_TMP/wfe-root.crt" "https://127.0.0.1:$P_MGMT/intermediates/0" \
-			>"$T_TMP/pebble-int.pem"
-		cat "$T_TMP/pebble-root.pem" "$T_TMP/pebble-int.pem" >"$T_TMP/pebble-chain.pem"
 		s1=$(served "$A")
 		a=$(stat -c %a "$T_TMP/$v/certs/$A.key" 2>/dev/null)
 		b=$(stat -c %a "$T_TMP/$v/account.key" 2>/dev/null)
@@ -236,7 +186,7 @@ PY
 	else
 		t_fail "$v: edgectl certs" "$(cat "$T_TMP/certs.txt")"
 	fi
-	dns "$BAD" 127.0.0.1
+	acme_dns "$BAD" 127.0.0.1
 	if wait_issued "$BAD" 1 20 && [ -n "$(served "$BAD")" ] &&
 		[ "$(cj "$BAD" 'n["failures"], n["last_error"]')" = "(0, None)" ]; then
 		t_ok "$v: once the name leads to edged, issued at the next try and served"
