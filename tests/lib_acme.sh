@@ -32,6 +32,7 @@ acme_need() {
 
 acme_pebble_start() {
 	local i
+	# shellcheck disable=SC2034 # the tests read it
 	ACME_DIR="https://127.0.0.1:$P_ACME/dir"
 	bash "$TOOLS/mkchain.sh" "$T_TMP" wfe 0 "IP:127.0.0.1" >"$T_TMP/wfe.log" 2>&1 || return 1
 	cat >"$T_TMP/pebble.json" <<JSON

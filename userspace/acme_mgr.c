@@ -73,7 +73,8 @@ struct acme_mgr {
 	struct acme_name **v;
 	size_t n;
 	unsigned running;
-	bool ready; /* the store's certificates known: orders may start */
+	bool ready;   /* the store's certificates known: orders may start */
+	bool stopped; /* draining: no more orders (acme_mgr_stop) */
 	/* the files store's certificates, as rows (acme_mgr_rows) */
 	struct tls_db_in *rows;
 	char **row_bufs; /* each row's id, names, chain, key: 4 per row */
@@ -488,6 +489,12 @@ static void an_lease_done(void *ctx, int rc, int64_t until)
 			an_free(a);
 		return;
 	}
+	if (rc == 1 && m->stopped) {
+		if (m->ops && m->ops->release)
+			m->ops->release(m->ops_arg, a->name, m->holder);
+		a->state = AN_IDLE;
+		return;
+	}
 	if (rc == 1) {
 		a->leased = true;
 		an_order(a);
@@ -556,7 +563,8 @@ static void mgr_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (i = 0; m->ready && i < m->n && m->running < ACME_ORDERS_MAX;
+	for (i = 0; m->ready && !m->stopped && i < m->n &&
+		    m->running < ACME_ORDERS_MAX;
 	     i++) {
 		struct acme_name *a = m->v[i];
 
@@ -693,6 +701,28 @@ void acme_mgr_set_names(struct acme_mgr *m, const char *const *names, size_t n)
 		if (m->changed)
 			m->changed(m->changed_arg);
 	}
+}
+
+void acme_mgr_stop(struct acme_mgr *m)
+{
+	size_t i;
+
+	if (!m || m->stopped)
+		return;
+	m->stopped = true;
+	for (i = 0; i < m->n; i++) {
+		struct acme_name *a = m->v[i];
+
+		if (a->order) {
+			acme_order_cancel(a->order); /* unpublishes */
+			a->order = NULL;
+			m->running--;
+			a->state = AN_IDLE;
+		}
+		if (a->state == AN_IDLE)
+			an_release(a);
+	}
+	log_note("acme: draining: no more orders from this edged");
 }
 
 void acme_mgr_ready(struct acme_mgr *m)

@@ -105,6 +105,11 @@ int acme_mgr_new(struct event_base *base, const struct config_acme *cfg,
  * wanted are cancelled. */
 void acme_mgr_set_names(struct acme_mgr *m, const char *const *names, size_t n);
 
+/* No more orders (the edged drains): those under way cancelled, their
+ * tokens unpublished and leases given back; its certificates (the files
+ * store's rows) kept. NULL ok. */
+void acme_mgr_stop(struct acme_mgr *m);
+
 /* The store's certificates have been read once (the database's table):
  * orders may start. A manager whose store saves elsewhere (ops->save)
  * orders nothing before this, lest a restart order again what the

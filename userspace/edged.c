@@ -158,6 +158,9 @@ static void edged_start_only_changes(const struct edged *d,
 	EDGED_NOTE(str_differs(cur->pg_snapshot, next->pg_snapshot),
 		   "pg_snapshot");
 	EDGED_NOTE(str_differs(cur->host_name, next->host_name), "host_name");
+	EDGED_NOTE(!config_acme_same(&cur->acme, &next->acme),
+		   "acme (edgectl upgrade applies it without a dropped "
+		   "connection)");
 	{
 		bool tls = cur->tls.n_listen != next->tls.n_listen;
 
@@ -597,6 +600,10 @@ static void edged_drain(struct edged *d, int sig)
 			 (unsigned long long)d->sh.set.timeouts.drain_ms);
 	}
 	d->draining = true;
+	/* a draining edged orders no certificate: its orders cancelled
+	 * (their tokens unpublished), its leases given back for its
+	 * successor or another host */
+	acme_mgr_stop(d->acme);
 	d->drain_end_ns =
 	    clk_now_ns() + d->sh.set.timeouts.drain_ms * 1000000ull;
 	for (i = 0; i < d->nw; i++)
@@ -1076,6 +1083,47 @@ static int edged_user(const struct config *cfg, struct passwd *pw,
 }
 
 /* Switch to pw (NULL: stay) after everything privileged is open. */
+/* As root, before the privileges drop: path's directory (the directory
+ * itself when dir) made for user pw (0700) when it is missing, so that
+ * edged, as its user, can write the ACME account key and certificates
+ * there (its parent must exist: /var/lib/edge is the service's). An
+ * existing directory is left as it is. */
+static int edged_acme_dir(const char *path, bool dir, const struct passwd *pw)
+{
+	char buf[PATH_MAX];
+	char *slash;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	if (!dir) {
+		slash = strrchr(buf, '/');
+		if (!slash || slash == buf)
+			return 0;
+		*slash = '\0';
+	}
+	if (mkdir(buf, 0700) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		log_warn("acme: making %s", buf);
+		return -1;
+	}
+	if (pw && chown(buf, pw->pw_uid, pw->pw_gid) < 0) {
+		log_warn("acme: handing %s to %s", buf, pw->pw_name);
+		return -1;
+	}
+	return 0;
+}
+
+static int edged_acme_dirs(const struct edged *d, const struct passwd *pw)
+{
+	const struct config_acme *a = &d->cfg->acme;
+
+	if (!a->enabled)
+		return 0;
+	if (edged_acme_dir(a->account_key, false, pw))
+		return -1;
+	return a->database ? 0 : edged_acme_dir(a->dir, true, pw);
+}
+
 static int edged_drop_privileges(const struct passwd *pw)
 {
 	if (!pw)
@@ -2214,6 +2262,8 @@ int main(int argc, char **argv)
 	if (edged_control(&d, user))
 		goto out;
 	edged_splice_start(&d);
+	if (edged_acme_dirs(&d, user))
+		goto out;
 	if (edged_drop_privileges(user))
 		goto out;
 	if (edged_tls_start(&d))

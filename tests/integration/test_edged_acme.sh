@@ -251,8 +251,14 @@ PY
 	fi
 	edged_stop 10
 
-	# ---- tls-alpn-01
-	conf "$v" tls-alpn-01 "c-$v.acme.test" >"$T_TMP/$v-alpn.conf"
+	# ---- tls-alpn-01, edged as nobody making its ACME directories
+	mkdir -p "$T_TMP/$v/alpn"
+	chmod 755 "$T_TMP" "$T_TMP/$v" "$T_TMP/$v/alpn"
+	chmod 644 "$T_TMP/dflt.key"
+	conf "$v" tls-alpn-01 "c-$v.acme.test" |
+		sed "s|^user = .*|user = \"nobody\";|; s|$T_TMP/$v/account.key|$T_TMP/$v/alpn/acct/account.key|; s|dir = \"$T_TMP/$v/certs\"|dir = \"$T_TMP/$v/alpn/certs\"|" \
+			>"$T_TMP/$v-alpn.conf"
+	chmod 644 "$T_TMP/$v-alpn.conf"
 	: >"$T_TMP/$v/requests.jsonl"
 	if edged_start "$bin" "$T_TMP/$v-alpn.conf" && wait_issued "c-$v.acme.test" 1 &&
 		[ -n "$(served "c-$v.acme.test")" ] &&
@@ -260,6 +266,12 @@ PY
 		t_ok "$v: tls-alpn-01: the validation answered on the TLS listener (no HTTP request), issued and served"
 	else
 		t_fail "$v: tls-alpn-01" "$(grep acme "$EDGED_LOG" | tail -4)"
+	fi
+	a=$(stat -c '%U %a' "$T_TMP/$v/alpn/acct" "$T_TMP/$v/alpn/certs" "$T_TMP/$v/alpn/acct/account.key" 2>&1 | tr '\n' ' ')
+	if [ "$a" = "nobody 700 nobody 700 nobody 600 " ]; then
+		t_ok "$v: edged as nobody: the account key's and acme.dir's directories made for it (0700) before the privileges drop"
+	else
+		t_fail "$v: acme directories" "$a"
 	fi
 	edged_stop 10
 	edged_sanitizers_clean "$v: no sanitizer report"
