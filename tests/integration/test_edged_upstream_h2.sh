@@ -4,8 +4,9 @@
 # GET and a 1 MiB POST from an HTTP/1.1 client and from an HTTP/2 one
 # (curl), translated both ways (Host as :authority, the body unframed,
 # a response without content-length chunked to the HTTP/1.1 client);
-# 100 concurrent requests over one connection that never carries more
-# than the backend's SETTINGS_MAX_CONCURRENT_STREAMS (10) at once; a
+# 100 concurrent requests over connections that never carry more than
+# the backend's SETTINGS_MAX_CONCURRENT_STREAMS (10) at once, not even
+# a new one before the backend's SETTINGS came (it sends them late); a
 # backend that sends GOAWAY mid-load: every request answered, no POST
 # processed twice; a stream reset before its answer, and a connection
 # that dies under a POST: 502, the POST not repeated; https:// whose ALPN
@@ -33,7 +34,7 @@ fi
 BASE=$(edged_ports 12)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
-P_H2C=$((BASE + 2))  # h2c, max 10 streams
+P_H2C=$((BASE + 2))  # h2c, max 10 streams, its SETTINGS 1 s late
 P_GA=$((BASE + 3))   # h2c, GOAWAY after 20 requests a connection
 P_TLS=$((BASE + 4))  # TLS, ALPN h2
 P_TLS1=$((BASE + 5)) # TLS, ALPN http/1.1 only
@@ -59,7 +60,7 @@ backend() { # PORT NAME ARGS...
 	shift 2
 	edged_backend "$p" "$DPY" "$TOOLS/h2_backend.py" "$p" "$T_TMP/$n.jsonl" "$@"
 }
-if ! backend "$P_H2C" h2c --max-streams 10 ||
+if ! backend "$P_H2C" h2c --max-streams 10 --settings-delay 1000 ||
 	! backend "$P_GA" ga --goaway-after 20 ||
 	! backend "$P_TLS" tls --tls "$C/up-0.pem" "$C/up.key" ||
 	! backend "$P_TLS1" tls1 --tls "$C/up-0.pem" "$C/up.key" --alpn-h1 ||
@@ -214,13 +215,18 @@ run_suite() {
 		t_fail "$v: h2c big" "$c $(stat -c %s "$T_TMP/body") $(cat "$T_TMP/head")"
 	fi
 
-	# ---- 100 concurrent requests: never above the backend's 10 streams
+	# ---- 100 concurrent requests: never above the backend's 10 streams.
+	# Each takes a second, so that the first connection fills and new
+	# ones are made while they come; a new connection's SETTINGS come a
+	# second late, and the streams edged sends before it reads them must
+	# keep to the limit the first one was told (the backend takes up to
+	# 100 until then)
 	: >"$T_TMP/h2c.jsonl"
 	: >"$T_TMP/par.txt"
 	pids=()
 	for ((i = 0; i < 100; i++)); do
 		curl -s -m 30 -o /dev/null -w '%{http_code}\n' -H "Host: h2c.test" \
-			"http://127.0.0.1:$P_EDGE/slow?ms=100&i=$i" >>"$T_TMP/par.txt" &
+			"http://127.0.0.1:$P_EDGE/slow?ms=1000&i=$i" >>"$T_TMP/par.txt" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
