@@ -110,7 +110,11 @@ PY
 edged_track $!
 edged_wait_port "$P_MUTE" || t_fail "the silent backend starts"
 
-# one worker: the sessions are per worker
+# one worker: the sessions are per worker. The endpoints that must stay
+# in (hcok, ngdt) fall after six failed checks a second apart, each given
+# the whole second: on a loaded machine three in a row have timed out
+# (the checks reached the backend 4 s apart), and one that fails every
+# check is still out 6 s after the start, long before they are looked at
 {
 	edged_conf_head "$P_ADMIN" "$SOCK" 1
 	cat <<CONF
@@ -137,7 +141,7 @@ projects = ( { id = "p"; environments = (
   { id = "hcok"; domains = [ "hcok.test" ];
     deployment = { id = "d8"; upstreams = [ "h2c://127.0.0.1:$P_HC" ];
       health_check = { type = "http"; path = "/status/204"; expect_status = 204;
-        interval = "1s"; timeout = "900ms"; rise = 1; fall = 3; }; }; },
+        interval = "1s"; timeout = "1s"; rise = 1; fall = 6; }; }; },
   { id = "hcbad"; domains = [ "hcbad.test" ];
     deployment = { id = "d9"; upstreams = [ "h2c://127.0.0.1:$P_TLS1" ];
       health_check = { type = "http"; path = "/healthz";
@@ -150,7 +154,7 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d12"; upstreams = [ "https://127.0.0.1:$P_NGDT" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; };
       health_check = { type = "http"; path = "/hc"; interval = "1s";
-        timeout = "900ms"; rise = 1; fall = 3; }; }; },
+        timeout = "1s"; rise = 1; fall = 6; }; }; },
   { id = "mute"; domains = [ "mute.test" ];
     deployment = { id = "d7"; upstreams = [ "https://127.0.0.1:$P_MUTE" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; }
@@ -445,7 +449,7 @@ print(len(c), "new" if new else "old", *c)' "$T_TMP/h2c.jsonl")
 		else
 			t_fail "$v: nghttpd" "$c $a $s1 $s2 $want"
 		fi
-		# its http health check (every second since the start, three
+		# its http health check (every second since the start, six
 		# failures take it out) asks over TLS in HTTP/2, ALPN h2
 		# offered first: nghttpd speaks nothing else
 		"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"
