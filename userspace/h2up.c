@@ -107,6 +107,9 @@ struct h2up_sess {
 	bool tls_failed;	 /* tls_why says why its TLS failed */
 	int32_t goaway_last;	 /* a GOAWAY's last stream id */
 	char tls_why[200];
+	/* the streams it takes until its SETTINGS come: H2UP_STREAMS_FIRST,
+	 * or what another session to its address was told when less */
+	uint32_t first_room;
 };
 
 TAILQ_HEAD(h2up_sess_list, h2up_sess);
@@ -772,10 +775,11 @@ const struct worker_service h2up_service = {
     .free = h2up_worker_free,
 };
 
-/* How many streams s takes at once. */
+/* How many streams s takes at once: what the server's SETTINGS said
+ * (H2UP_STREAMS_MAX at most), s->first_room until they come. */
 static unsigned sess_room(const struct h2up_sess *s)
 {
-	uint32_t max = H2UP_STREAMS_FIRST;
+	uint32_t max = s->first_room;
 
 	if (s->up && s->settings) {
 		max = nghttp2_session_get_remote_settings(
@@ -784,6 +788,28 @@ static unsigned sess_room(const struct h2up_sess *s)
 			max = H2UP_STREAMS_MAX;
 	}
 	return max;
+}
+
+/* The streams a new session to a takes before its server's SETTINGS
+ * come: H2UP_STREAMS_FIRST, or fewer when a session of set to the same
+ * address has been told fewer (a server's limit is the same on its next
+ * connection: the requests sent before its SETTINGS are read must not
+ * exceed it). */
+static uint32_t sess_first_room(const struct h2up_set *set,
+				const struct config_addr *a)
+{
+	uint32_t room = H2UP_STREAMS_FIRST, max;
+	const struct h2up_sess *s;
+
+	for (s = TAILQ_FIRST(&set->sessions); s; s = TAILQ_NEXT(s, link)) {
+		if (!s->up || !s->settings || !s->ng || !addr_same(&s->addr, a))
+			continue;
+		max = nghttp2_session_get_remote_settings(
+		    s->ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+		if (max < room)
+			room = max;
+	}
+	return room;
 }
 
 struct h2up_sess *h2up_find(struct worker *w, const struct config_addr *a,
@@ -833,6 +859,7 @@ struct h2up_sess *h2up_sess_new(struct worker *w, const struct config_addr *a,
 	s->tag = tag;
 	s->io = uio;
 	s->tls = tls;
+	s->first_room = sess_first_room(s->set, a);
 	TAILQ_INIT(&s->streams);
 	TAILQ_INIT(&s->work);
 	TAILQ_INSERT_TAIL(&s->set->sessions, s, link);

@@ -4,7 +4,8 @@
  * https:// ones whose ALPN chose h2. A session is nghttp2's client on one
  * connection, shared by its worker's requests to the same endpoint and
  * TLS profile (tag) up to the server's SETTINGS_MAX_CONCURRENT_STREAMS
- * (H2UP_STREAMS_FIRST until its SETTINGS came); beyond that a request
+ * (until its SETTINGS came: H2UP_STREAMS_FIRST, or less when another
+ * session to the same address was told less); beyond that a request
  * opens another connection. Nothing here chooses an endpoint or connects:
  * upconn.h makes the connection, the proxy attaches its request.
  *

@@ -4,8 +4,9 @@
 # GET and a 1 MiB POST from an HTTP/1.1 client and from an HTTP/2 one
 # (curl), translated both ways (Host as :authority, the body unframed,
 # a response without content-length chunked to the HTTP/1.1 client);
-# 100 concurrent requests over one connection that never carries more
-# than the backend's SETTINGS_MAX_CONCURRENT_STREAMS (10) at once; a
+# 100 concurrent requests over connections that never carry more than
+# the backend's SETTINGS_MAX_CONCURRENT_STREAMS (10) at once, not even
+# a new one before the backend's SETTINGS came (it sends them late); a
 # backend that sends GOAWAY mid-load: every request answered, no POST
 # processed twice; a stream reset before its answer, and a connection
 # that dies under a POST: 502, the POST not repeated; https:// whose ALPN
@@ -33,7 +34,7 @@ fi
 BASE=$(edged_ports 12)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
-P_H2C=$((BASE + 2))  # h2c, max 10 streams
+P_H2C=$((BASE + 2))  # h2c, max 10 streams, its SETTINGS 1 s late
 P_GA=$((BASE + 3))   # h2c, GOAWAY after 20 requests a connection
 P_TLS=$((BASE + 4))  # TLS, ALPN h2
 P_TLS1=$((BASE + 5)) # TLS, ALPN http/1.1 only
@@ -59,7 +60,7 @@ backend() { # PORT NAME ARGS...
 	shift 2
 	edged_backend "$p" "$DPY" "$TOOLS/h2_backend.py" "$p" "$T_TMP/$n.jsonl" "$@"
 }
-if ! backend "$P_H2C" h2c --max-streams 10 ||
+if ! backend "$P_H2C" h2c --max-streams 10 --settings-delay 1000 ||
 	! backend "$P_GA" ga --goaway-after 20 ||
 	! backend "$P_TLS" tls --tls "$C/up-0.pem" "$C/up.key" ||
 	! backend "$P_TLS1" tls1 --tls "$C/up-0.pem" "$C/up.key" --alpn-h1 ||
@@ -109,7 +110,11 @@ PY
 edged_track $!
 edged_wait_port "$P_MUTE" || t_fail "the silent backend starts"
 
-# one worker: the sessions are per worker
+# one worker: the sessions are per worker. The endpoints that must stay
+# in (hcok, ngdt) fall after six failed checks a second apart, each given
+# the whole second: on a loaded machine three in a row have timed out
+# (the checks reached the backend 4 s apart), and one that fails every
+# check is still out 6 s after the start, long before they are looked at
 {
 	edged_conf_head "$P_ADMIN" "$SOCK" 1
 	cat <<CONF
@@ -136,7 +141,7 @@ projects = ( { id = "p"; environments = (
   { id = "hcok"; domains = [ "hcok.test" ];
     deployment = { id = "d8"; upstreams = [ "h2c://127.0.0.1:$P_HC" ];
       health_check = { type = "http"; path = "/status/204"; expect_status = 204;
-        interval = "1s"; timeout = "900ms"; rise = 1; fall = 3; }; }; },
+        interval = "1s"; timeout = "1s"; rise = 1; fall = 6; }; }; },
   { id = "hcbad"; domains = [ "hcbad.test" ];
     deployment = { id = "d9"; upstreams = [ "h2c://127.0.0.1:$P_TLS1" ];
       health_check = { type = "http"; path = "/healthz";
@@ -149,7 +154,7 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d12"; upstreams = [ "https://127.0.0.1:$P_NGDT" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; };
       health_check = { type = "http"; path = "/hc"; interval = "1s";
-        timeout = "900ms"; rise = 1; fall = 3; }; }; },
+        timeout = "1s"; rise = 1; fall = 6; }; }; },
   { id = "mute"; domains = [ "mute.test" ];
     deployment = { id = "d7"; upstreams = [ "https://127.0.0.1:$P_MUTE" ];
       tls = { ca = "$C/up-root.crt"; server_name = "up.test"; }; }; }
@@ -214,13 +219,18 @@ run_suite() {
 		t_fail "$v: h2c big" "$c $(stat -c %s "$T_TMP/body") $(cat "$T_TMP/head")"
 	fi
 
-	# ---- 100 concurrent requests: never above the backend's 10 streams
+	# ---- 100 concurrent requests: never above the backend's 10 streams.
+	# Each takes a second, so that the first connection fills and new
+	# ones are made while they come; a new connection's SETTINGS come a
+	# second late, and the streams edged sends before it reads them must
+	# keep to the limit the first one was told (the backend takes up to
+	# 100 until then)
 	: >"$T_TMP/h2c.jsonl"
 	: >"$T_TMP/par.txt"
 	pids=()
 	for ((i = 0; i < 100; i++)); do
 		curl -s -m 30 -o /dev/null -w '%{http_code}\n' -H "Host: h2c.test" \
-			"http://127.0.0.1:$P_EDGE/slow?ms=100&i=$i" >>"$T_TMP/par.txt" &
+			"http://127.0.0.1:$P_EDGE/slow?ms=1000&i=$i" >>"$T_TMP/par.txt" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
@@ -439,7 +449,7 @@ print(len(c), "new" if new else "old", *c)' "$T_TMP/h2c.jsonl")
 		else
 			t_fail "$v: nghttpd" "$c $a $s1 $s2 $want"
 		fi
-		# its http health check (every second since the start, three
+		# its http health check (every second since the start, six
 		# failures take it out) asks over TLS in HTTP/2, ALPN h2
 		# offered first: nghttpd speaks nothing else
 		"$EDGECTL" --socket "$SOCK" upstream list >"$T_TMP/list"

@@ -3,7 +3,7 @@
 edged's HTTP/2 upstream tests. Run with /usr/bin/python3.
 
     h2_backend.py PORT LOG [--tls CERT KEY] [--alpn-h1] [--max-streams N]
-                  [--goaway-after N]
+                  [--goaway-after N] [--settings-delay MS]
 
 Serves 127.0.0.1:PORT: h2c by prior knowledge, or with --tls TLS whose
 ALPN offers h2 (--alpn-h1: http/1.1 only, and then answers HTTP/1.1 GETs
@@ -28,6 +28,12 @@ id (its x-req-id field).
 The request's trailers, when it has some, are the line's "trailers".
 
 --max-streams N announces SETTINGS_MAX_CONCURRENT_STREAMS N.
+--settings-delay MS: each connection's server preface (its SETTINGS) goes
+MS ms after it came, and nothing is read before: what a client sends
+before it has the SETTINGS is all there when they go. Such streams are
+taken up to the library's own default (100), not refused: the
+connection's count of them ("concurrent") shows a client that sent more
+than the limit its earlier connections were told.
 --goaway-after N: once N requests came on a connection, GOAWAY with the
 Nth's stream as the last; later streams are left unanswered (the client
 retries them elsewhere) and the connection closes when the others are
@@ -47,7 +53,7 @@ import h2.events
 import hyperframe.frame
 
 ARGS = {"tls": None, "alpn_h1": False, "max_streams": None,
-        "goaway_after": 0}
+        "goaway_after": 0, "settings_delay": 0}
 LOG = None
 CONNS = [0]
 
@@ -77,6 +83,8 @@ class Conn:
             self.w.write(data)
 
     async def run(self):
+        if ARGS["settings_delay"]:
+            await asyncio.sleep(ARGS["settings_delay"] / 1000)
         settings = {}
         if ARGS["max_streams"] is not None:
             settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = \
@@ -316,6 +324,8 @@ def main():
             ARGS["max_streams"] = int(a.pop(0))
         elif o == "--goaway-after":
             ARGS["goaway_after"] = int(a.pop(0))
+        elif o == "--settings-delay":
+            ARGS["settings_delay"] = int(a.pop(0))
     ctx = None
     if ARGS["tls"]:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
