@@ -1047,31 +1047,62 @@ static void certs_time(json_int_t t, char *buf, size_t len)
 		strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
 }
 
-/* edgectl certs [--json] | certs renew NAME */
+/* RFC 5280's reason codes edgectl certs revoke takes by name */
+static const struct {
+	const char *name;
+	int code;
+} certs_reasons[] = {
+    {"unspecified", 0}, {"keyCompromise", 1},	     {"affiliationChanged", 3},
+    {"superseded", 4},	{"cessationOfOperation", 5},
+};
+
+/* edgectl certs [--json] | certs renew NAME | certs revoke NAME [REASON] */
 int cmd_certs(struct ctl *c, int argc, char **argv)
 {
 	struct errbuf err = {""};
 	json_t *req, *result = NULL, *acme;
 	const json_t *e;
-	bool json = false;
-	int first, ret;
-	size_t i;
+	bool json = false, revoke;
+	int first, ret, reason = 0;
+	size_t i, k;
 
-	ret = daemon_opts(argc, argv, &json, 2, &first);
+	ret = daemon_opts(argc, argv, &json, 3, &first);
 	if (ret >= 0)
 		return ret;
-	if (argc - first >= 1 && strcmp(argv[first], "renew") != 0)
-		return ctl_usage_error("certs", "certs: '%s': renew NAME",
-				       argv[first]);
+	revoke = argc - first >= 1 && strcmp(argv[first], "revoke") == 0;
+	if (argc - first >= 1 && !revoke && strcmp(argv[first], "renew") != 0)
+		return ctl_usage_error(
+		    "certs", "certs: '%s': renew NAME or revoke NAME [REASON]",
+		    argv[first]);
 	if (argc - first == 1)
-		return ctl_usage_error("certs", "certs renew: missing NAME");
-	if (argc - first == 2) {
+		return ctl_usage_error("certs", "certs %s: missing NAME",
+				       argv[first]);
+	if (argc - first == 3 && !revoke)
+		return ctl_usage_error("certs", "certs renew: one NAME");
+	if (argc - first == 3) {
+		for (k = 0; k < sizeof(certs_reasons) / sizeof(*certs_reasons);
+		     k++)
+			if (strcmp(argv[first + 2], certs_reasons[k].name) == 0)
+				break;
+		if (k == sizeof(certs_reasons) / sizeof(*certs_reasons))
+			return ctl_usage_error(
+			    "certs",
+			    "certs revoke: '%s': unspecified, keyCompromise, "
+			    "affiliationChanged, superseded or "
+			    "cessationOfOperation",
+			    argv[first + 2]);
+		reason = certs_reasons[k].code;
+	}
+	if (argc - first >= 2) {
 		if (utf8_check_text(argv[first + 1], strlen(argv[first + 1]),
 				    &err))
 			return ctl_usage_error("certs", "certs: bad name: %s",
 					       err.msg);
-		req = json_pack("{s:s,s:s}", "cmd", "certs", "renew",
-				argv[first + 1]);
+		req = revoke
+			  ? json_pack("{s:s,s:s,s:i}", "cmd", "certs", "revoke",
+				      argv[first + 1], "reason", reason)
+			  : json_pack("{s:s,s:s}", "cmd", "certs", "renew",
+				      argv[first + 1]);
 	} else
 		req = json_pack("{s:s}", "cmd", "certs");
 	if (ctl_daemon_send(c, req, &result, &err)) {
@@ -1081,7 +1112,11 @@ int cmd_certs(struct ctl *c, int argc, char **argv)
 	if (json)
 		return ctl_json_print(result);
 	acme = json_object_get(result, "acme");
-	if (argc - first == 2)
+	if (argc - first >= 2 && revoke)
+		printf("%s: its certificate is being revoked, then a new one "
+		       "ordered (edgectl certs shows how it goes)\n",
+		       argv[first + 1]);
+	else if (argc - first >= 2)
 		printf("%s: a new certificate is being ordered (edgectl certs "
 		       "shows how it goes)\n",
 		       argv[first + 1]);

@@ -112,9 +112,12 @@ static const struct ctl_help ctl_helps[] = {
      "edged's on-demand environments: state (and back-off), activity, "
      "wakes",
      OPTS(O_JSON)},
-    {"certs", "certs [--json] | certs renew NAME",
+    {"certs", "certs [--json] | certs renew NAME | certs revoke NAME [REASON]",
      "edged's ACME certificates: each name's state, expiry, renewal, "
-     "failures and the CA's last problem; renew orders one now",
+     "failures and the CA's last problem; renew orders one now; revoke "
+     "revokes the one served at the CA (REASON: unspecified, "
+     "keyCompromise, affiliationChanged, superseded, "
+     "cessationOfOperation), then orders one",
      OPTS(O_JSON)},
     {"reload", "reload",
      "ask edged to reload its configuration (as SIGHUP does) and print "

@@ -87,7 +87,11 @@ struct acme_order {
 	size_t n_authz, i_authz;
 	bool answered;	 /* authz[i_authz]'s challenge was answered */
 	bool publishing; /* publish said it will tell (acme_order_published) */
-	char *chal_url;	 /* the challenge being published */
+	/* a revocation (acme_revoke_start) instead of an order: the leaf's
+	 * DER in base64url, the reason code, the directory's revokeCert */
+	char *revoke_b64, *revoke_url;
+	int revoke_reason;
+	char *chal_url;			/* the challenge being published */
 	char nonce[ACME_NONCE_MAX + 1]; /* "": none held */
 	char **tokens;			/* published */
 	size_t n_tokens;
@@ -283,6 +287,8 @@ static void acme_order_free(struct acme_order *o)
 	free(o->finalize_url);
 	free(o->cert_url);
 	free(o->chal_url);
+	free(o->revoke_b64);
+	free(o->revoke_url);
 	free(o->post_url);
 	free(o->post_payload);
 	free(o->post_label);
@@ -1245,6 +1251,34 @@ static void acme_new_order(struct acme_order *o)
 	free(payload);
 }
 
+static void acme_on_revoked(struct acme_order *o)
+{
+	acme_succeed(o);
+}
+
+/* POST revokeCert {certificate, reason} under the account's key. */
+static void acme_revoke(struct acme_order *o)
+{
+	json_t *j = json_pack("{s:s, s:i}", "certificate", o->revoke_b64,
+			      "reason", o->revoke_reason);
+	char *payload = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	if (!payload)
+		return acme_fail(o, -ENOMEM, "out of memory");
+	o->post_jwk = false;
+	acme_post(o, "revokeCert", o->revoke_url, payload, acme_on_revoked);
+	free(payload);
+}
+
+/* The account is known: the order, or the revocation. */
+static void acme_account_known(struct acme_order *o)
+{
+	if (o->revoke_b64)
+		return acme_revoke(o);
+	acme_new_order(o);
+}
+
 static void acme_on_account(struct acme_order *o)
 {
 	json_t *j = acme_json(o);
@@ -1269,7 +1303,7 @@ static void acme_on_account(struct acme_order *o)
 	o->c->account_url = strdup(loc);
 	if (!o->c->account_url)
 		return acme_fail(o, -ENOMEM, "out of memory");
-	acme_new_order(o);
+	acme_account_known(o);
 }
 
 static void acme_new_account(struct acme_order *o)
@@ -1318,13 +1352,16 @@ static void acme_on_directory(struct acme_order *o)
 		bad = "newAccount";
 	else if (acme_dir_url(j, "newOrder", &o->new_order) < 0)
 		bad = "newOrder";
+	else if (o->revoke_b64 &&
+		 acme_dir_url(j, "revokeCert", &o->revoke_url) < 0)
+		bad = "revokeCert";
 	json_decref(j);
 	if (bad)
 		return acme_fail(o, -EPROTO,
 				 "%s: the directory has no https:// %s URL",
 				 o->what, bad);
 	if (o->c->account_url)
-		return acme_new_order(o);
+		return acme_account_known(o);
 	acme_new_account(o);
 }
 
@@ -1332,6 +1369,40 @@ static void acme_start(struct acme_order *o)
 {
 	acme_send(o, EVHTTP_REQ_GET, "directory", o->c->dir_url, NULL,
 		  acme_on_directory);
+}
+
+int acme_revoke_start(struct acme_client *c, const char *cert_pem, int reason,
+		      const struct acme_ops *ops, void *arg,
+		      struct acme_order **out, struct errbuf *err)
+{
+	BIO *b = cert_pem ? BIO_new_mem_buf(cert_pem, -1) : NULL;
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	unsigned char *der = NULL;
+	char *b64 = NULL;
+	int len = x ? i2d_X509(x, &der) : -1, rc;
+	const char *name = "revoked.invalid";
+
+	X509_free(x);
+	BIO_free(b);
+	if (len > 0 && (b64 = malloc(B64URL_LEN((size_t)len) + 1)))
+		b64url_encode(der, (size_t)len, b64);
+	OPENSSL_free(der);
+	if (len <= 0 || reason < 0 || reason > 10 || reason == 7) {
+		free(b64);
+		errbuf_set(err, len <= 0 ? "no PEM certificate to revoke"
+					 : "reason: a code of RFC 5280 5.3.1");
+		return -EINVAL;
+	}
+	if (!b64)
+		return -ENOMEM;
+	rc = acme_order_start(c, &name, 1, ops, arg, out, err);
+	if (rc < 0) {
+		free(b64);
+		return rc;
+	}
+	(*out)->revoke_b64 = b64;
+	(*out)->revoke_reason = reason;
+	return 0;
 }
 
 int acme_order_start(struct acme_client *c, const char *const *names, size_t n,

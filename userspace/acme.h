@@ -154,6 +154,19 @@ int acme_order_start(struct acme_client *c, const char *const *names, size_t n,
 		     const struct acme_ops *ops, void *arg,
 		     struct acme_order **out, struct errbuf *err);
 
+/*
+ * Revoke the certificate whose PEM (its first certificate, the leaf) is
+ * cert_pem, with RFC 5280 reason code reason (0 unspecified, 1
+ * keyCompromise, 4 superseded, ...), signed by the account's key: the
+ * directory, a nonce, the account (registered if not known yet), POST
+ * revokeCert. Ends in ops->done as an order does (error 0: revoked;
+ * cert_pem NULL); publish is never called. -EINVAL (no certificate, a
+ * bad reason) or -ENOMEM, no callback then.
+ */
+int acme_revoke_start(struct acme_client *c, const char *cert_pem, int reason,
+		      const struct acme_ops *ops, void *arg,
+		      struct acme_order **out, struct errbuf *err);
+
 /* The challenge publish returned 1 for is answered (rc 0: the order goes
  * on) or could not be (rc < 0: the order fails with it). From the loop,
  * not from inside a callback of o. */

@@ -34,10 +34,11 @@ enum an_state {
 	AN_LEASING,
 	AN_ORDERING,
 	AN_SAVING,
+	AN_REVOKING,
 };
 
 static const char *const an_state_names[] = {"idle", "leasing", "ordering",
-					     "saving"};
+					     "saving", "revoking"};
 
 struct acme_name {
 	struct acme_mgr *m;
@@ -458,6 +459,33 @@ static void an_done(void *arg, const struct acme_result *res)
 
 static const struct acme_ops an_ops = {an_publish, an_unpublish, an_done};
 
+/* The revocation's end: a new certificate ordered now either way (the
+ * one served may be compromised). */
+static void an_revoke_done(void *arg, const struct acme_result *res)
+{
+	struct acme_name *a = arg;
+	struct acme_mgr *m = a->m;
+
+	a->order = NULL;
+	m->running--;
+	a->state = AN_IDLE;
+	a->force = true;
+	a->retry_at = 0;
+	if (res->error) {
+		an_set_error(a, res->message, res->problem_type,
+			     res->problem_detail, res->problem_status);
+		log_warnx("acme: %s: the revocation failed, a new certificate "
+			  "is ordered all the same: %s",
+			  a->name, res->message);
+		return;
+	}
+	log_note("acme: %s: its certificate revoked at the CA; a new one is "
+		 "ordered",
+		 a->name);
+}
+
+static const struct acme_ops an_revoke_ops = {NULL, NULL, an_revoke_done};
+
 static void an_order(struct acme_name *a)
 {
 	struct acme_mgr *m = a->m;
@@ -740,6 +768,39 @@ void acme_mgr_served_changed(struct acme_mgr *m)
 
 	for (i = 0; m && i < m->n; i++)
 		(void)an_due(m->v[i]);
+}
+
+int acme_mgr_revoke(struct acme_mgr *m, const char *name, const char *cert_pem,
+		    int reason, struct errbuf *err)
+{
+	struct acme_name *a = NULL;
+	size_t i;
+	int rc;
+
+	for (i = 0; m && i < m->n; i++)
+		if (strcmp(m->v[i]->name, name) == 0)
+			a = m->v[i];
+	if (!a) {
+		errbuf_set(err,
+			   "%.253s is no name of an environment with tls "
+			   "= \"auto\"",
+			   name);
+		return -ENOENT;
+	}
+	if (a->state != AN_IDLE || m->stopped) {
+		errbuf_set(err, "%s is %s: try again when it is idle", name,
+			   m->stopped ? "draining" : an_state_names[a->state]);
+		return -EBUSY;
+	}
+	rc = acme_revoke_start(m->client, cert_pem, reason, &an_revoke_ops, a,
+			       &a->order, err);
+	if (rc < 0)
+		return rc;
+	a->state = AN_REVOKING;
+	m->running++;
+	log_note("acme: %s: revoking its certificate (reason %d)", name,
+		 reason);
+	return 0;
 }
 
 int acme_mgr_renew(struct acme_mgr *m, const char *name)

@@ -124,6 +124,13 @@ void acme_mgr_served_changed(struct acme_mgr *m);
  * "acme:NAME"); valid until the next call into m. */
 size_t acme_mgr_rows(const struct acme_mgr *m, const struct tls_db_in **rows);
 
+/* Revoke cert_pem (the certificate served for name) at the CA with RFC
+ * 5280 reason code reason, then order a new one (edgectl certs revoke
+ * NAME). 0, or -ENOENT (not a name of m), -EBUSY (an order of it runs),
+ * -EINVAL (no certificate, a bad reason), with err. */
+int acme_mgr_revoke(struct acme_mgr *m, const char *name, const char *cert_pem,
+		    int reason, struct errbuf *err);
+
 /* Order name now (edgectl certs renew NAME). 0, or -ENOENT (not a name
  * of m). */
 int acme_mgr_renew(struct acme_mgr *m, const char *name);

@@ -60,10 +60,40 @@ static int ctlcmd_certs(void *ctx, const json_t *req, json_t **result,
 	struct ctlcmd *c = ctx;
 	struct edged *d = c->d;
 	const char *name = json_string_value(json_object_get(req, "renew"));
+	const char *rname = json_string_value(json_object_get(req, "revoke"));
+	const json_t *reason = json_object_get(req, "reason");
 
-	if (json_object_get(req, "renew") && !name) {
-		errbuf_set(err, "renew: a name");
+	if ((json_object_get(req, "renew") && !name) ||
+	    (json_object_get(req, "revoke") && !rname)) {
+		errbuf_set(err, "renew, revoke: a name");
 		return -EINVAL;
+	}
+	if (reason && !json_is_integer(reason)) {
+		errbuf_set(err, "reason: an RFC 5280 reason code");
+		return -EINVAL;
+	}
+	if (rname) {
+		struct tls_store *st;
+		char *pem;
+		int rc;
+
+		if (!d->acme) {
+			errbuf_set(err, "no acme group in the configuration");
+			return -ENOENT;
+		}
+		st = tls_holder_get(&d->sh.tls);
+		pem = st ? tls_store_name_pem(st, rname) : NULL;
+		tls_store_put(st);
+		if (!pem) {
+			errbuf_set(err, "no certificate serves %.253s", rname);
+			return -ENOENT;
+		}
+		rc = acme_mgr_revoke(
+		    d->acme, rname, pem,
+		    reason ? (int)json_integer_value(reason) : 0, err);
+		free(pem);
+		if (rc < 0)
+			return rc;
 	}
 	if (name) {
 		if (!d->acme) {

@@ -1619,6 +1619,40 @@ int tls_store_name_times(const struct tls_store *s, const char *name,
 	return 0;
 }
 
+char *tls_store_name_pem(const struct tls_store *s, const char *name)
+{
+	const struct tls_set *set = tls_store_exact(s, name);
+	const struct tls_cert *best = NULL;
+	int64_t na = 0, t;
+	BIO *b;
+	char *out = NULL, *p;
+	long n;
+	int k;
+
+	for (k = 0; set && k < TLS_KINDS; k++) {
+		const struct tls_cert *c;
+
+		if (set->cert[k] < 0)
+			continue;
+		c = &s->certs[set->cert[k]];
+		t = tls_asn1_unix(X509_get0_notAfter(c->leaf));
+		if (!best || t > na) {
+			best = c;
+			na = t;
+		}
+	}
+	if (!best || !(b = BIO_new(BIO_s_mem())))
+		return NULL;
+	if (PEM_write_bio_X509(b, best->leaf) == 1 &&
+	    (n = BIO_get_mem_data(b, &p)) > 0 &&
+	    (out = malloc((size_t)n + 1))) {
+		memcpy(out, p, (size_t)n);
+		out[n] = '\0';
+	}
+	BIO_free(b);
+	return out;
+}
+
 /* ---- a database row, checked alone ---------------------------------------
  */
 

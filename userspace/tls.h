@@ -149,6 +149,9 @@ int tls_store_name_times(const struct tls_store *s, const char *name,
 			 int64_t *not_before, int64_t *not_after, char *serial,
 			 size_t serial_len);
 
+/* The PEM of that same certificate's leaf (a new string), or NULL. */
+char *tls_store_name_pem(const struct tls_store *s, const char *name);
+
 /* ---- the database's certificates -------------------------------------- */
 
 /* A row of the certificates table (docs/tls.md): names its DNS names

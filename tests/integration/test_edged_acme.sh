@@ -15,7 +15,8 @@
 #     a new certificate for new connections, while a keep-alive TLS
 #     connection opened on the old one goes on serving requests;
 #   - edgectl certs renew NAME: a new order at once; an unknown name
-#     refused;
+#     refused; edgectl certs revoke NAME keyCompromise: revoked at the CA
+#     (pebble's management interface says so), then replaced;
 #   - a token edged does not hold, or a token for another name, goes to
 #     the upstream as any request;
 #   - tls-alpn-01 (acme.challenge): the validation answered on the TLS
@@ -248,6 +249,32 @@ PY
 		t_ok "$v: edgectl certs renew NAME: ordered at once; an unknown name refused"
 	else
 		t_fail "$v: certs renew" "$rc $b $(cat "$T_TMP/renew.out" "$T_TMP/renew2.out")"
+	fi
+	# ---- edgectl certs revoke: revoked at the CA, replaced
+	c=""
+	s2=""
+	# refused (busy) while its renewal's order runs: asked again
+	for ((i = 0; i < 40; i++)); do
+		s1=$(served "$Bn")
+		a=$(cj "$Bn" 'n["issued"]')
+		"$EDGECTL" --socket "$SOCK" certs revoke "$Bn" keyCompromise >"$T_TMP/revoke.out" 2>&1
+		rc=$?
+		grep -q "try again when it is idle" "$T_TMP/revoke.out" || break
+		sleep 0.5
+	done
+	"$EDGECTL" --socket "$SOCK" certs revoke "$Bn" lostIt >"$T_TMP/revoke2.out" 2>&1
+	b=$?
+	if [ $rc = 0 ] && wait_issued "$Bn" $((a + 1)) 20; then
+		s2=$(served "$Bn")
+		# pebble's serials: lowercase hex without leading zeros
+		c=$(curl -s -m 5 --cacert "$T_TMP/wfe-root.crt" \
+			"https://127.0.0.1:$P_MGMT/cert-status-by-serial/$(echo "$s1" | tr 'A-F' 'a-f' | sed 's/^0*//')")
+	fi
+	if [ $rc = 0 ] && [ -n "$s2" ] && [ "$s1" != "$s2" ] && [[ "$c" == *'"Status": "Revoked"'* ]] &&
+		[ $b = 2 ] && grep -q "acme: $Bn: its certificate revoked at the CA" "$EDGED_LOG"; then
+		t_ok "$v: edgectl certs revoke NAME keyCompromise: revoked at the CA (pebble says so), a new certificate issued and served; an unknown reason a usage error"
+	else
+		t_fail "$v: certs revoke" "rc $rc/$b serials $s1 $s2 pebble '$c' $(cat "$T_TMP/revoke.out") $(grep "acme: $Bn" "$EDGED_LOG" | tail -2)"
 	fi
 	edged_stop 10
 

@@ -36,7 +36,8 @@ bool ctlproto_request_changes(const char *cmd, const json_t *req)
 	if (strcmp(cmd, "challenge") == 0)
 		return json_object_get(req, "on") != NULL;
 	if (strcmp(cmd, "certs") == 0)
-		return json_object_get(req, "renew") != NULL;
+		return json_object_get(req, "renew") != NULL ||
+		       json_object_get(req, "revoke") != NULL;
 	if (strcmp(cmd, "upstream") == 0) {
 		action = json_string_value(json_object_get(req, "action"));
 		return action && strcmp(action, "list") != 0;
