@@ -910,7 +910,10 @@ static void acme_on_cert(struct acme_order *o)
 	else if (X509_check_private_key(leaf, o->cert_key) != 1)
 		why = "the certificate is not for the order's key";
 	for (i = 0; !why && i < o->n_names; i++) {
-		if (X509_check_host(leaf, o->names[i], 0, 0, NULL) != 1) {
+		if (X509_check_host(leaf, o->names[i], 0,
+				    X509_CHECK_FLAG_NO_WILDCARDS |
+					X509_CHECK_FLAG_NEVER_CHECK_SUBJECT,
+				    NULL) != 1) {
 			why = "the certificate does not name ";
 			name = o->names[i];
 		}

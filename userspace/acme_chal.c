@@ -238,6 +238,7 @@ int acme_chal_set_db(const struct acme_chal_row *rows, size_t n,
 	struct acme_chal *made;
 	size_t i, k = 0, bad = 0, local = 0;
 	struct acme_chal *v;
+	bool ok = true;
 
 	if (n > ACME_CHAL_MAX) {
 		bad += n - ACME_CHAL_MAX;
@@ -258,20 +259,20 @@ int acme_chal_set_db(const struct acme_chal_row *rows, size_t n,
 		else
 			i++;
 	local = chal_n;
-	v = chal_v;
 	if (local + k > chal_cap) {
 		v = realloc(chal_v, (local + k) * sizeof(*v));
 		if (v) {
 			chal_v = v;
 			chal_cap = local + k;
-		}
+		} else
+			ok = false;
 	}
-	if (v) {
+	if (ok && k) {
 		memcpy(chal_v + chal_n, made, k * sizeof(*made));
 		chal_n += k;
 	}
 	pthread_rwlock_unlock(&chal_lock);
-	if (!v) {
+	if (!ok) {
 		for (i = 0; i < k; i++)
 			chal_clear_one(&made[i]);
 		free(made);

@@ -48,6 +48,7 @@ struct acme_name {
 	unsigned pending;     /* store calls whose done has not run */
 	int64_t retry_at;     /* unix s; 0: none (after a failure, a lease) */
 	int64_t own_renew_at; /* of the certificate it last issued */
+	int64_t min_next;     /* no order of it before (unix s) */
 	int64_t not_before, not_after; /* served; 0: none */
 	unsigned failures;
 	uint64_t orders, issued;
@@ -226,17 +227,14 @@ size_t acme_mgr_rows(const struct acme_mgr *m, const struct tls_db_in **rows)
 	return m ? m->n_rows : 0;
 }
 
-/* Write s to dir/name.ext by a temporary file renamed into place. */
-static int mgr_write(const struct acme_mgr *m, const char *name,
-		     const char *ext, const char *s, mode_t mode)
+/* Write s to the temporary file tmp (made anew, mode). */
+static int mgr_write_tmp(const char *tmp, const char *s, mode_t mode)
 {
-	char path[4096], tmp[4200];
 	size_t n = strlen(s);
 	int fd, rc = 0;
 
-	snprintf(path, sizeof(path), "%s/%s.%s", m->cfg.dir, name, ext);
-	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	unlink(tmp); /* a leftover keeps no mode of its own */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 		  mode);
 	if (fd < 0)
 		return -errno;
@@ -244,10 +242,33 @@ static int mgr_write(const struct acme_mgr *m, const char *name,
 		rc = errno ? -errno : -EIO;
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
+	return rc;
+}
+
+/* dir/NAME.key and dir/NAME.crt: both written to temporary files, then
+ * renamed into place, the key first (a failure before the renames leaves
+ * the old pair whole). */
+static int mgr_write_pair(const struct acme_mgr *m, const char *name,
+			  const char *key_pem, const char *chain_pem)
+{
+	char key[4096], crt[4096], tk[4200], tc[4200];
+	int rc;
+
+	snprintf(key, sizeof(key), "%s/%s.key", m->cfg.dir, name);
+	snprintf(crt, sizeof(crt), "%s/%s.crt", m->cfg.dir, name);
+	snprintf(tk, sizeof(tk), "%s.tmp-%d", key, (int)getpid());
+	snprintf(tc, sizeof(tc), "%s.tmp-%d", crt, (int)getpid());
+	rc = mgr_write_tmp(tk, key_pem, 0600);
+	if (rc == 0)
+		rc = mgr_write_tmp(tc, chain_pem, 0644);
+	if (rc == 0 && rename(tk, key) < 0)
 		rc = -errno;
-	if (rc < 0)
-		unlink(tmp);
+	if (rc == 0 && rename(tc, crt) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		unlink(tk);
+		unlink(tc);
+	}
 	return rc;
 }
 
@@ -309,8 +330,11 @@ static void an_failed(struct acme_name *a, const char *msg, const char *type,
 	an_release(a);
 }
 
-/* The renewal point of the PEM chain's leaf, or 0. */
-static int64_t mgr_pem_renew_at(const char *pem)
+/* The renewal point of the PEM chain's leaf, or 0; *min_next: the
+ * earliest another order of the name may start (a tenth of the lifetime
+ * from now, at least 10 s: a clock far ahead, which makes every new
+ * certificate look due at once, never orders in a loop). */
+static int64_t mgr_pem_renew_at(const char *pem, int64_t *min_next)
 {
 	BIO *b = BIO_new_mem_buf(pem, -1);
 	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
@@ -323,6 +347,8 @@ static int64_t mgr_pem_renew_at(const char *pem)
 		na = (int64_t)timegm(&tm);
 	X509_free(x);
 	BIO_free(b);
+	*min_next =
+	    mgr_now() + (na > nb && (na - nb) / 10 > 10 ? (na - nb) / 10 : 10);
 	return na > nb ? nb + (na - nb) * 2 / 3 : 0;
 }
 
@@ -339,7 +365,7 @@ static void an_saved(struct acme_name *a, int rc, const char *why)
 		an_failed(a, msg, NULL, NULL, 0);
 		return;
 	}
-	a->own_renew_at = mgr_pem_renew_at(a->chain_pem);
+	a->own_renew_at = mgr_pem_renew_at(a->chain_pem, &a->min_next);
 	a->failures = 0;
 	a->retry_at = 0;
 	a->issued++;
@@ -367,6 +393,8 @@ static void an_save_done(void *ctx, int rc, const char *why)
 		return;
 	}
 	an_saved(a, rc, why);
+	if (rc < 0)
+		return; /* kept: the next try saves it again, no new order */
 	free(a->chain_pem);
 	if (a->key_pem)
 		OPENSSL_cleanse(a->key_pem, strlen(a->key_pem));
@@ -386,9 +414,7 @@ static void an_save(struct acme_name *a)
 			     an_save_done, a);
 		return;
 	}
-	rc = mgr_write(m, a->name, "key", a->key_pem, 0600);
-	if (rc == 0)
-		rc = mgr_write(m, a->name, "crt", a->chain_pem, 0644);
+	rc = mgr_write_pair(m, a->name, a->key_pem, a->chain_pem);
 	a->pending++;
 	an_save_done(a, rc, NULL);
 }
@@ -490,11 +516,10 @@ static void an_order(struct acme_name *a)
 {
 	struct acme_mgr *m = a->m;
 	const char *names[1] = {a->name};
-	struct errbuf err;
+	struct errbuf err = {""};
 
 	a->state = AN_ORDERING;
 	a->orders++;
-	m->running++;
 	log_note("acme: %s: ordering a certificate (%s)", a->name,
 		 m->cfg.directory);
 	if (acme_order_start(m->client, names, 1, &an_ops, a, &a->order, &err) <
@@ -517,8 +542,8 @@ static void an_lease_done(void *ctx, int rc, int64_t until)
 			an_free(a);
 		return;
 	}
-	if (rc == 1 && m->stopped) {
-		if (m->ops && m->ops->release)
+	if (m->stopped) { /* acme_mgr_stop counted it out */
+		if (rc == 1 && m->ops && m->ops->release)
 			m->ops->release(m->ops_arg, a->name, m->holder);
 		a->state = AN_IDLE;
 		return;
@@ -528,6 +553,7 @@ static void an_lease_done(void *ctx, int rc, int64_t until)
 		an_order(a);
 		return;
 	}
+	m->running--;
 	a->state = AN_IDLE;
 	if (rc == 0) {
 		/* another host orders it: look again after its lease (its
@@ -560,7 +586,9 @@ static int64_t an_due(struct acme_name *a)
 		a->not_before = a->not_after = 0;
 	if (a->own_renew_at > due)
 		due = a->own_renew_at;
-	if (a->force)
+	if (a->min_next > due)
+		due = a->min_next;
+	if (a->force || a->chain_pem)
 		due = 0;
 	if (a->retry_at > due)
 		due = a->retry_at;
@@ -572,6 +600,14 @@ static void an_start(struct acme_name *a)
 	struct acme_mgr *m = a->m;
 
 	a->force = false;
+	if (a->chain_pem) { /* issued, not kept yet: saved again alone */
+		log_note("acme: %s: storing the certificate issued earlier "
+			 "again",
+			 a->name);
+		an_save(a);
+		return;
+	}
+	m->running++;
 	if (!m->ops || !m->ops->lease) {
 		a->leased = true;
 		an_order(a);
@@ -639,7 +675,16 @@ int acme_mgr_new(struct event_base *base, const struct config_acme *cfg,
 	ac.contact = m->cfg.contact[0] ? m->cfg.contact : NULL;
 	ac.dns = m->dns;
 	ac.challenge = (enum acme_chal_type)m->cfg.challenge;
-	rc = acme_client_new(base, &ac, &m->client, err);
+	rc = 0;
+	if (!m->cfg.database && access(m->cfg.dir, W_OK | X_OK) < 0) {
+		rc = -errno;
+		errbuf_set(err,
+			   "acme: dir %s: %s: edged's user must be able to "
+			   "write its certificates there",
+			   m->cfg.dir, strerror(errno));
+	}
+	if (rc == 0)
+		rc = acme_client_new(base, &ac, &m->client, err);
 	if (rc == 0) {
 		m->tick = event_new(base, -1, EV_PERSIST, mgr_tick_cb, m);
 		if (!m->tick || event_add(m->tick, &tv) < 0) {
@@ -665,7 +710,8 @@ static void mgr_drop(struct acme_mgr *m, size_t i)
 		acme_order_cancel(a->order); /* unpublishes */
 		a->order = NULL;
 		m->running--;
-	}
+	} else if (a->state == AN_LEASING)
+		m->running--;
 	an_release(a);
 	m->v[i] = m->v[--m->n];
 	if (!a->pending)
@@ -746,7 +792,8 @@ void acme_mgr_stop(struct acme_mgr *m)
 			a->order = NULL;
 			m->running--;
 			a->state = AN_IDLE;
-		}
+		} else if (a->state == AN_LEASING)
+			m->running--; /* its lease's answer releases it */
 		if (a->state == AN_IDLE)
 			an_release(a);
 	}
@@ -809,8 +856,13 @@ int acme_mgr_renew(struct acme_mgr *m, const char *name)
 
 	for (i = 0; m && i < m->n; i++)
 		if (strcmp(m->v[i]->name, name) == 0) {
+			if (m->v[i]->state == AN_LEASING ||
+			    m->v[i]->state == AN_ORDERING ||
+			    m->v[i]->state == AN_SAVING)
+				return 1; /* what it makes is the new one */
 			m->v[i]->force = true;
 			m->v[i]->retry_at = 0;
+			m->v[i]->min_next = 0;
 			return 0;
 		}
 	return -ENOENT;

@@ -131,8 +131,9 @@ size_t acme_mgr_rows(const struct acme_mgr *m, const struct tls_db_in **rows);
 int acme_mgr_revoke(struct acme_mgr *m, const char *name, const char *cert_pem,
 		    int reason, struct errbuf *err);
 
-/* Order name now (edgectl certs renew NAME). 0, or -ENOENT (not a name
- * of m). */
+/* Order name now (edgectl certs renew NAME). 0; 1 when an order of it
+ * runs already (its certificate is the new one); -ENOENT (not a name of
+ * m). */
 int acme_mgr_renew(struct acme_mgr *m, const char *name);
 
 /* {"directory", "storage", "account", "names": [{"name", "state",

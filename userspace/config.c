@@ -476,7 +476,7 @@ static int cfg_acme(struct cfg *x, const config_setting_t *root)
 		return cfg_fail(x, at.s, at.key,
 				"\"http-01\" or \"tls-alpn-01\", not \"%s\"",
 				v);
-	rc = cfg_number(x, g, p, "retry_min", CFG_MS, 60000, 1000,
+	rc = cfg_number(x, g, p, "retry_min", CFG_MS, 600000, 1000,
 			CONFIG_DURATION_MAX_MS, &a->retry_min_ms);
 	if (rc == 0)
 		rc = cfg_number(x, g, p, "retry_max", CFG_MS, 86400000, 1000,

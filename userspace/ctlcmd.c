@@ -100,15 +100,19 @@ static int ctlcmd_certs(void *ctx, const json_t *req, json_t **result,
 			errbuf_set(err, "no acme group in the configuration");
 			return -ENOENT;
 		}
-		if (acme_mgr_renew(d->acme, name) < 0) {
+		int rc = acme_mgr_renew(d->acme, name);
+
+		if (rc < 0) {
 			errbuf_set(err,
 				   "%.253s is no name of an environment with "
 				   "tls = \"auto\"",
 				   name);
 			return -ENOENT;
 		}
-		log_note("acme: %s: a new certificate ordered by edgectl",
-			 name);
+		log_note("acme: %s: %s by edgectl", name,
+			 rc ? "being ordered already: its order's certificate "
+			      "is the new one"
+			    : "a new certificate ordered");
 	}
 	*result = json_pack("{s:o}", "acme",
 			    d->acme ? acme_mgr_json(d->acme) : json_null());

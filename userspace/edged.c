@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <event2/event.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <event2/thread.h>
 #include <getopt.h>
 #include <grp.h>
@@ -982,13 +983,18 @@ static int edged_acme_start(struct edged *d)
 {
 	struct timeval tv = {1, 0};
 	char holder[300];
+	unsigned rnd = 0;
 	struct errbuf err;
 
 	if (!d->cfg->acme.enabled)
 		return 0;
-	snprintf(holder, sizeof(holder), "%s/%ld",
+	/* a random part too: two containers of one host_name are both
+	 * pid 1 */
+	if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
+		rnd = (unsigned)clk_now_ns();
+	snprintf(holder, sizeof(holder), "%s/%ld/%08x",
 		 d->cfg->host_name ? d->cfg->host_name : "edged",
-		 (long)getpid());
+		 (long)getpid(), rnd);
 	if (d->cfg->acme.database &&
 	    pgacme_new(d->base, d->cfg->pg, &d->pgacme, &err) < 0) {
 		log_warnx("acme: %s", err.msg);

@@ -1578,15 +1578,14 @@ static int rt_auto_of(void *arg, const char *key, size_t len, void *val)
 {
 	const struct route_dom *d = val;
 	const struct rt_auto *a = arg;
-	bool want = d->owner && d->owner->src && d->owner->src->tls_auto;
-	size_t i;
 
 	(void)key;
 	(void)len;
-	for (i = 0; !want && i < d->n_claims; i++)
-		want = d->claims[i]->env && d->claims[i]->env->src &&
-		       d->claims[i]->env->src->tls_auto;
-	return want ? a->fn(a->arg, d->name) : 0;
+	/* the environment that owns the domain decides, never one that
+	 * only claims a path of it */
+	return d->owner && d->owner->src && d->owner->src->tls_auto
+		   ? a->fn(a->arg, d->name)
+		   : 0;
 }
 
 int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,

@@ -341,9 +341,9 @@ typedef int (*route_each_fn)(void *arg, const char *domain, const char *prefix,
 int route_table_each_route(const struct route_table *t, route_each_fn fn,
 			   void *arg);
 
-/* Call fn once per exact domain (no wildcard) of t whose environment, or
- * an environment a claim on it routes to, has tls = "auto". Stops at fn's
- * first non-zero return, which it returns. */
+/* Call fn once per exact domain (no wildcard) of t whose environment (the
+ * one that owns it, not one that claims a path of it) has tls = "auto".
+ * Stops at fn's first non-zero return, which it returns. */
 typedef int (*route_name_fn)(void *arg, const char *domain);
 int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,
 			      void *arg);

@@ -300,6 +300,33 @@ PY
 	else
 		t_fail "$v: acme directories" "$a"
 	fi
+	# a certificate issued that cannot be stored (acme.dir read-only for
+	# nobody): kept and stored again after the back-off, never ordered
+	# again
+	C="c-$v.acme.test"
+	a=$(cj "$C" 'n["orders"], n["issued"]')
+	chmod 500 "$T_TMP/$v/alpn/certs"
+	"$EDGECTL" --socket "$SOCK" certs renew "$C" >/dev/null 2>&1
+	for ((i = 0; i < 80; i++)); do
+		[ "$(cj "$C" 'n["failures"]')" -ge 2 ] 2>/dev/null && break
+		sleep 0.25
+	done
+	b=$(cj "$C" 'n["orders"], n["issued"], n["failures"], (n["last_error"] or {}).get("message", "")')
+	chmod 700 "$T_TMP/$v/alpn/certs"
+	for ((i = 0; i < 40; i++)); do
+		[ "$(cj "$C" 'n["failures"]')" = 0 ] && break
+		sleep 0.25
+	done
+	c=$(cj "$C" 'n["orders"], n["issued"], n["failures"]')
+	if python3 -c 'import sys
+a, b, c = (eval(x) for x in sys.argv[1:4])
+sys.exit(0 if b[0] == a[0] + 1 and b[1] == a[1] and b[2] >= 2 and "could not be kept" in b[3]
+         and c == (a[0] + 1, a[1] + 1, 0) else 1)' "$a" "$b" "$c" &&
+		grep -q "acme: $C: storing the certificate issued earlier again" "$EDGED_LOG"; then
+		t_ok "$v: a certificate that cannot be stored is kept and stored again after the back-off: one order, no second one (orders, issued: $a -> $c)"
+	else
+		t_fail "$v: unsaved certificate" "before $a, failing $b, after $c"
+	fi
 	edged_stop 10
 	edged_sanitizers_clean "$v: no sanitizer report"
 }

@@ -111,6 +111,11 @@ START_TEST(test_db_set)
 	char buf[64];
 	size_t skipped = 99, l, d;
 
+	/* an empty table and an empty (or all refused) set: no error */
+	ck_assert_int_eq(acme_chal_set_db(NULL, 0, &skipped), 0);
+	ck_assert_uint_eq(skipped, 0);
+	ck_assert_int_eq(acme_chal_set_db(v + 1, 1, &skipped), 0);
+	ck_assert_uint_eq(skipped, 1);
 	ck_assert_int_eq(acme_chal_add(ACME_CHAL_LOCAL, &local), 0);
 	ck_assert_int_eq(acme_chal_set_db(v, 3, &skipped), 0);
 	ck_assert_uint_eq(skipped, 1); /* the bad one alone */
