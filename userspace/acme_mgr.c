@@ -100,6 +100,12 @@ static int64_t mgr_now(void)
 	return (int64_t)time(NULL);
 }
 
+/* Two thirds of the way from nb to na: when a certificate is renewed. */
+static int64_t mgr_renew_point(int64_t nb, int64_t na)
+{
+	return nb + (na - nb) * 2 / 3;
+}
+
 static char *mgr_dup(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -149,27 +155,29 @@ static void mgr_rows_clear(struct acme_mgr *m)
 	m->n_rows = 0;
 }
 
-/* A whole small file into a new string, or NULL. */
+/* A whole small regular file into a new string, or NULL: opened without
+ * blocking (a FIFO put there never stalls the control loop), at most
+ * TLS_FILE_MAX bytes. */
 static char *mgr_read(const char *path)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 	char *buf = NULL;
-	size_t n = 0;
-	long len;
+	struct stat st;
+	ssize_t n = -1;
 
-	if (!f)
+	if (fd < 0)
 		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
-	    len <= TLS_FILE_MAX && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)len + 1))) {
-		n = fread(buf, 1, (size_t)len, f);
-		buf[n] = '\0';
-		if (n != (size_t)len) {
-			free(buf);
-			buf = NULL;
-		}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    st.st_size <= TLS_FILE_MAX &&
+	    (buf = malloc((size_t)st.st_size + 1)))
+		n = read(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (buf && n != (ssize_t)st.st_size) {
+		free(buf);
+		return NULL;
 	}
-	fclose(f);
+	if (buf)
+		buf[n] = '\0';
 	return buf;
 }
 
@@ -349,7 +357,7 @@ static int64_t mgr_pem_renew_at(const char *pem, int64_t *min_next)
 	BIO_free(b);
 	*min_next =
 	    mgr_now() + (na > nb && (na - nb) / 10 > 10 ? (na - nb) / 10 : 10);
-	return na > nb ? nb + (na - nb) * 2 / 3 : 0;
+	return na > nb ? mgr_renew_point(nb, na) : 0;
 }
 
 static void an_saved(struct acme_name *a, int rc, const char *why)
@@ -581,7 +589,7 @@ static int64_t an_due(struct acme_name *a)
 	    na > nb) {
 		a->not_before = nb;
 		a->not_after = na;
-		due = nb + (na - nb) * 2 / 3;
+		due = mgr_renew_point(nb, na);
 	} else
 		a->not_before = a->not_after = 0;
 	if (a->own_renew_at > due)
@@ -883,8 +891,7 @@ static json_t *an_json(struct acme_name *a)
 	    (json_int_t)a->not_before, "not_after", (json_int_t)a->not_after,
 	    "renew_at",
 	    (json_int_t)(a->not_after
-			     ? a->not_before +
-				   (a->not_after - a->not_before) * 2 / 3
+			     ? mgr_renew_point(a->not_before, a->not_after)
 			     : 0),
 	    "next_attempt", (json_int_t)(a->state == AN_IDLE ? due : 0),
 	    "failures", (int)a->failures, "last_error", err ? err : json_null(),

@@ -899,7 +899,7 @@ static int edged_acme_served(void *arg, const char *name, int64_t *nb,
 {
 	struct edged *d = arg;
 	struct tls_store *st = tls_holder_get(&d->sh.tls);
-	int rc = st ? tls_store_name_times(st, name, nb, na, NULL, 0) : -ENOENT;
+	int rc = st ? tls_store_name_times(st, name, nb, na) : -ENOENT;
 
 	tls_store_put(st);
 	return rc;

@@ -1582,9 +1582,10 @@ static int64_t tls_asn1_unix(const ASN1_TIME *t)
 	return (int64_t)timegm(&tm);
 }
 
-int tls_store_name_times(const struct tls_store *s, const char *name,
-			 int64_t *not_before, int64_t *not_after, char *serial,
-			 size_t serial_len)
+/* Of the certificates serving name exactly (one per key type), the one
+ * ending last, or NULL. */
+static const struct tls_cert *tls_name_best(const struct tls_store *s,
+					    const char *name)
 {
 	const struct tls_set *set = tls_store_exact(s, name);
 	const struct tls_cert *best = NULL;
@@ -1603,44 +1604,28 @@ int tls_store_name_times(const struct tls_store *s, const char *name,
 			na = t;
 		}
 	}
+	return best;
+}
+
+int tls_store_name_times(const struct tls_store *s, const char *name,
+			 int64_t *not_before, int64_t *not_after)
+{
+	const struct tls_cert *best = tls_name_best(s, name);
+
 	if (!best)
 		return -ENOENT;
-	*not_after = na;
+	*not_after = tls_asn1_unix(X509_get0_notAfter(best->leaf));
 	*not_before = tls_asn1_unix(X509_get0_notBefore(best->leaf));
-	if (serial && serial_len) {
-		BIGNUM *bn = ASN1_INTEGER_to_BN(
-		    X509_get0_serialNumber(best->leaf), NULL);
-		char *hex = bn ? BN_bn2hex(bn) : NULL;
-
-		snprintf(serial, serial_len, "%s", hex ? hex : "");
-		OPENSSL_free(hex);
-		BN_free(bn);
-	}
 	return 0;
 }
 
 char *tls_store_name_pem(const struct tls_store *s, const char *name)
 {
-	const struct tls_set *set = tls_store_exact(s, name);
-	const struct tls_cert *best = NULL;
-	int64_t na = 0, t;
-	BIO *b;
+	const struct tls_cert *best = tls_name_best(s, name);
 	char *out = NULL, *p;
+	BIO *b;
 	long n;
-	int k;
 
-	for (k = 0; set && k < TLS_KINDS; k++) {
-		const struct tls_cert *c;
-
-		if (set->cert[k] < 0)
-			continue;
-		c = &s->certs[set->cert[k]];
-		t = tls_asn1_unix(X509_get0_notAfter(c->leaf));
-		if (!best || t > na) {
-			best = c;
-			na = t;
-		}
-	}
 	if (!best || !(b = BIO_new(BIO_s_mem())))
 		return NULL;
 	if (PEM_write_bio_X509(b, best->leaf) == 1 &&

@@ -143,11 +143,10 @@ void tls_store_info(const struct tls_store *s, struct tls_store_info *info);
 
 /* The certificate s serves for name exactly (a lowercase DNS name; not a
  * wildcard's, not the default): of its certificates (one per key type)
- * the one ending last, its notBefore and notAfter (unix s) and, when
- * serial is not NULL, its serial number in hex. 0, or -ENOENT. */
+ * the one ending last, its notBefore and notAfter (unix s). 0, or
+ * -ENOENT. */
 int tls_store_name_times(const struct tls_store *s, const char *name,
-			 int64_t *not_before, int64_t *not_after, char *serial,
-			 size_t serial_len);
+			 int64_t *not_before, int64_t *not_after);
 
 /* The PEM of that same certificate's leaf (a new string), or NULL. */
 char *tls_store_name_pem(const struct tls_store *s, const char *name);
