@@ -9,7 +9,9 @@
 #                              tls-alpn-01 on port TLS of whatever address
 #                              a name resolves to, issuing for VALIDITY
 #                              seconds, never reusing an authorization, no
-#                              random sleeps; challtestsrv answering every
+#                              random sleeps (ACME_PEBBLE_ENV, NAME=VALUE
+#                              words, replaces those settings);
+#                              challtestsrv answering every
 #                              A query with 127.0.0.1; needs P_ACME, P_MGMT,
 #                              P_DNS, P_CTS. Sets ACME_DIR (the directory
 #                              URL, at https://127.0.0.1) and makes
@@ -54,7 +56,8 @@ JSON
 		-http01 "" -https01 "" -tlsalpn01 "" -defaultIPv4 127.0.0.1 -defaultIPv6 "" \
 		>"$T_TMP/challtestsrv.log" 2>&1 &
 	edged_track $!
-	PEBBLE_VA_NOSLEEP=1 PEBBLE_AUTHZREUSE=0 \
+	# shellcheck disable=SC2086 # a list of NAME=VALUE words
+	env ${ACME_PEBBLE_ENV:-PEBBLE_VA_NOSLEEP=1 PEBBLE_AUTHZREUSE=0} \
 		pebble -config "$T_TMP/pebble.json" -dnsserver "127.0.0.1:$P_DNS" \
 		>"$T_TMP/pebble.log" 2>&1 &
 	edged_track $!

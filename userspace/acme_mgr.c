@@ -52,6 +52,7 @@ struct acme_name {
 	int64_t not_before, not_after; /* served; 0: none */
 	unsigned failures;
 	uint64_t orders, issued;
+	uint64_t bad_nonces; /* POSTs sent again after the CA's badNonce */
 	char *err_msg, *err_type, *err_detail;
 	int err_status;
 	char *chain_pem, *key_pem; /* the result being saved */
@@ -477,6 +478,7 @@ static void an_done(void *arg, const struct acme_result *res)
 
 	a->order = NULL;
 	m->running--;
+	a->bad_nonces += res->nonce_retries;
 	if (res->error) {
 		an_failed(a, res->message, res->problem_type,
 			  res->problem_detail, res->problem_status);
@@ -886,7 +888,7 @@ static json_t *an_json(struct acme_name *a)
 				"type", a->err_type, "detail", a->err_detail,
 				"status", a->err_status);
 	return json_pack(
-	    "{s:s, s:s, s:I, s:I, s:I, s:I, s:i, s:o, s:I, s:I}", "name",
+	    "{s:s, s:s, s:I, s:I, s:I, s:I, s:i, s:o, s:I, s:I, s:I}", "name",
 	    a->name, "state", an_state_names[a->state], "not_before",
 	    (json_int_t)a->not_before, "not_after", (json_int_t)a->not_after,
 	    "renew_at",
@@ -895,7 +897,8 @@ static json_t *an_json(struct acme_name *a)
 			     : 0),
 	    "next_attempt", (json_int_t)(a->state == AN_IDLE ? due : 0),
 	    "failures", (int)a->failures, "last_error", err ? err : json_null(),
-	    "orders", (json_int_t)a->orders, "issued", (json_int_t)a->issued);
+	    "orders", (json_int_t)a->orders, "issued", (json_int_t)a->issued,
+	    "bad_nonces", (json_int_t)a->bad_nonces);
 }
 
 json_t *acme_mgr_json(const struct acme_mgr *m)
