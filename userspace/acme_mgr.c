@@ -51,8 +51,8 @@ struct acme_name {
 	int64_t min_next;     /* no order of it before (unix s) */
 	int64_t not_before, not_after; /* served; 0: none */
 	unsigned failures;
-	uint64_t orders, issued;
-	uint64_t bad_nonces; /* POSTs sent again after the CA's badNonce */
+	uint64_t orders, issued; /* orders: also the current order's number */
+	uint64_t bad_nonces;	 /* POSTs sent again after the CA's badNonce */
 	char *err_msg, *err_type, *err_detail;
 	int err_status;
 	char *chain_pem, *key_pem; /* the result being saved */
@@ -419,8 +419,10 @@ static void an_save(struct acme_name *a)
 	a->state = AN_SAVING;
 	if (m->ops && m->ops->save) {
 		a->pending++;
-		m->ops->save(m->ops_arg, a->name, a->chain_pem, a->key_pem,
-			     an_save_done, a);
+		rc = m->ops->save(m->ops_arg, a->name, a->chain_pem, a->key_pem,
+				  an_save_done, a);
+		if (rc < 0)
+			an_save_done(a, rc, NULL);
 		return;
 	}
 	rc = mgr_write_pair(m, a->name, a->key_pem, a->chain_pem);
@@ -430,16 +432,26 @@ static void an_save(struct acme_name *a)
 
 /* acme_ops */
 
+/* A publish in the store: the order that asked (its number), so that a
+ * late answer never reaches a later order of the name. */
+struct an_pub {
+	struct acme_name *a;
+	uint64_t order;
+};
+
 static void an_pub_done(void *ctx, int rc)
 {
-	struct acme_name *a = ctx;
+	struct an_pub *p = ctx;
+	struct acme_name *a = p->a;
+	uint64_t order = p->order;
 
+	free(p);
 	a->pending--;
 	if (!a->wanted && !a->pending) {
 		an_free(a);
 		return;
 	}
-	if (a->order)
+	if (a->order && order == a->orders)
 		acme_order_published(a->order, rc);
 }
 
@@ -447,6 +459,7 @@ static int an_publish(void *arg, const struct acme_chal_row *row)
 {
 	struct acme_name *a = arg;
 	struct acme_mgr *m = a->m;
+	struct an_pub *p;
 	int rc = acme_chal_add(ACME_CHAL_LOCAL, row);
 
 	if (rc < 0)
@@ -454,9 +467,23 @@ static int an_publish(void *arg, const struct acme_chal_row *row)
 	snprintf(a->token, sizeof(a->token), "%s", row->token);
 	if (!m->ops || !m->ops->publish)
 		return 0;
+	if (!(p = malloc(sizeof(*p)))) { /* not published: none of it */
+		acme_chal_remove(ACME_CHAL_LOCAL, row->token);
+		a->token[0] = '\0';
+		return -ENOMEM;
+	}
+	p->a = a;
+	p->order = a->orders;
 	a->pending++;
-	m->ops->publish(m->ops_arg, row, m->holder, ACME_LEASE_S, an_pub_done,
-			a);
+	rc = m->ops->publish(m->ops_arg, row, m->holder, ACME_LEASE_S,
+			     an_pub_done, p);
+	if (rc < 0) {
+		a->pending--;
+		free(p);
+		acme_chal_remove(ACME_CHAL_LOCAL, row->token);
+		a->token[0] = '\0';
+		return rc;
+	}
 	return 1;
 }
 
@@ -608,6 +635,7 @@ static int64_t an_due(struct acme_name *a)
 static void an_start(struct acme_name *a)
 {
 	struct acme_mgr *m = a->m;
+	int rc;
 
 	a->force = false;
 	if (a->chain_pem) { /* issued, not kept yet: saved again alone */
@@ -625,8 +653,10 @@ static void an_start(struct acme_name *a)
 	}
 	a->state = AN_LEASING;
 	a->pending++;
-	m->ops->lease(m->ops_arg, a->name, m->holder, ACME_LEASE_S,
-		      an_lease_done, a);
+	rc = m->ops->lease(m->ops_arg, a->name, m->holder, ACME_LEASE_S,
+			   an_lease_done, a);
+	if (rc < 0)
+		an_lease_done(a, rc, 0);
 }
 
 static void mgr_tick_cb(evutil_socket_t fd, short what, void *arg)

@@ -59,21 +59,24 @@ struct tls_db_in;
  *
  * forget(): no done callback of a pending call may run any more (the
  * manager is being freed).
+ *
+ * lease, publish and save return 0 when their done will run (never
+ * before they return), or -errno when the call could not even be made
+ * (out of memory): done will not run.
  */
 struct acme_store_ops {
-	void (*lease)(void *arg, const char *name, const char *holder,
-		      unsigned ttl_s,
-		      void (*done)(void *ctx, int rc, int64_t until),
-		      void *ctx);
+	int (*lease)(void *arg, const char *name, const char *holder,
+		     unsigned ttl_s,
+		     void (*done)(void *ctx, int rc, int64_t until), void *ctx);
 	void (*release)(void *arg, const char *name, const char *holder);
-	void (*publish)(void *arg, const struct acme_chal_row *r,
-			const char *holder, unsigned ttl_s,
-			void (*done)(void *ctx, int rc), void *ctx);
+	int (*publish)(void *arg, const struct acme_chal_row *r,
+		       const char *holder, unsigned ttl_s,
+		       void (*done)(void *ctx, int rc), void *ctx);
 	void (*unpublish)(void *arg, const char *token);
-	void (*save)(void *arg, const char *name, const char *chain_pem,
-		     const char *key_pem,
-		     void (*done)(void *ctx, int rc, const char *why),
-		     void *ctx);
+	int (*save)(void *arg, const char *name, const char *chain_pem,
+		    const char *key_pem,
+		    void (*done)(void *ctx, int rc, const char *why),
+		    void *ctx);
 	void (*forget)(void *arg);
 };
 

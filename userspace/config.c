@@ -411,6 +411,39 @@ static int cfg_challenge_keys(struct cfg *x, const config_setting_t *root)
 
 /* acme: the ACME CA and where its certificates go (docs/acme.md); cfg_pg
  * and cfg_tls have run. */
+/* The first file of tls.certificates in directory dir (the same
+ * directory by device and inode, or by name when either is missing). */
+static const char *cfg_acme_dir_holds(const struct config *c, const char *dir)
+{
+	struct stat d, f;
+	bool have_d = stat(dir, &d) == 0;
+	size_t i, k, n = strlen(dir);
+	char path[CFG_PATH_MAX + 1];
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	for (i = 0; i < c->tls.n_certs; i++) {
+		const char *files[2] = {c->tls.certs[i].cert,
+					c->tls.certs[i].key};
+
+		for (k = 0; k < 2; k++) {
+			const char *slash =
+			    files[k] ? strrchr(files[k], '/') : NULL;
+			size_t len = slash ? (size_t)(slash - files[k]) : 0;
+
+			if (!slash || len >= sizeof(path))
+				continue;
+			memcpy(path, files[k], len ? len : 1);
+			path[len ? len : 1] = '\0';
+			if (have_d && stat(path, &f) == 0
+				? d.st_dev == f.st_dev && d.st_ino == f.st_ino
+				: len == n && strncmp(path, dir, n) == 0)
+				return files[k];
+		}
+	}
+	return NULL;
+}
+
 static int cfg_acme(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
@@ -490,6 +523,17 @@ static int cfg_acme(struct cfg *x, const config_setting_t *root)
 		return cfg_fail(x, g, "acme",
 				"needs tls.listen: the certificates it orders "
 				"are served there");
+	if (!a->database) {
+		const char *f = cfg_acme_dir_holds(x->c, a->dir);
+
+		if (f)
+			return cfg_fail(
+			    x, cfg_member(g, p, "dir", p), p,
+			    "%s holds %s of tls.certificates: edged "
+			    "writes its certificates there; give it "
+			    "a directory of its own",
+			    a->dir, f);
+	}
 	return 0;
 }
 

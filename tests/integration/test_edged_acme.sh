@@ -24,7 +24,8 @@
 #     closed, the certificate issued;
 #   - edged --check refusing tls = "auto" without an acme group, an acme
 #     group without tls.listen, a directory that is not https://,
-#     storage = "database" without pg.
+#     storage = "database" without pg, another challenge, an acme.dir
+#     holding tls.certificates' files.
 # pebble and its DNS: tests/lib_acme.sh. Ports: 10 free ones in
 # 44000-44999. About 60 s a build.
 # shellcheck source=tests/lib.sh
@@ -361,4 +362,6 @@ conf chk http-01 x.acme.test | sed 's|retry_min = "1s";|retry_min = "1s"; storag
 check 'storage = "database" without pg' '"database" needs pg'
 conf chk dns-01 x.acme.test >"$T_TMP/chk.conf"
 check 'a challenge edged does not answer' '"http-01" or "tls-alpn-01", not "dns-01"'
+conf chk http-01 x.acme.test | sed "s|dir = \"$T_TMP/chk/certs\"|dir = \"$T_TMP/\"|" >"$T_TMP/chk.conf"
+check 'acme.dir where tls.certificates keeps its files' "holds $T_TMP/dflt-0.pem of tls.certificates"
 t_exit

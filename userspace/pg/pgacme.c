@@ -263,10 +263,10 @@ static struct pgacme_op *pgacme_op_new(enum pgacme_kind k)
 	return op;
 }
 
-static void pgacme_lease(void *arg, const char *name, const char *holder,
-			 unsigned ttl_s,
-			 void (*done)(void *ctx, int rc, int64_t until),
-			 void *ctx)
+static int pgacme_lease(void *arg, const char *name, const char *holder,
+			unsigned ttl_s,
+			void (*done)(void *ctx, int rc, int64_t until),
+			void *ctx)
 {
 	struct pgacme *a = arg;
 	struct pgacme_op *op = pgacme_op_new(PGACME_LEASE);
@@ -277,13 +277,14 @@ static void pgacme_lease(void *arg, const char *name, const char *holder,
 		log_warnx("acme: database: out of memory: lease of %s not "
 			  "asked",
 			  name);
-		return;
+		return -ENOMEM;
 	}
 	op->lease_done = done;
 	op->ctx = ctx;
 	op->ttl_s = ttl_s;
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s);
 	pgacme_add(a, op, params, 3);
+	return 0;
 }
 
 static void pgacme_release(void *arg, const char *name, const char *holder)
@@ -297,9 +298,9 @@ static void pgacme_release(void *arg, const char *name, const char *holder)
 	pgacme_add(a, op, params, 2);
 }
 
-static void pgacme_publish(void *arg, const struct acme_chal_row *r,
-			   const char *holder, unsigned ttl_s,
-			   void (*done)(void *ctx, int rc), void *ctx)
+static int pgacme_publish(void *arg, const struct acme_chal_row *r,
+			  const char *holder, unsigned ttl_s,
+			  void (*done)(void *ctx, int rc), void *ctx)
 {
 	struct pgacme *a = arg;
 	struct pgacme_op *op = pgacme_op_new(PGACME_PUBLISH);
@@ -316,13 +317,14 @@ static void pgacme_publish(void *arg, const struct acme_chal_row *r,
 		log_warnx("acme: database: out of memory: challenge for %s "
 			  "not published",
 			  r->name);
-		return;
+		return -ENOMEM;
 	}
 	op->publish_done = done;
 	op->ctx = ctx;
 	op->ttl_s = ttl_s;
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s);
 	pgacme_add(a, op, params, 6);
+	return 0;
 }
 
 static void pgacme_unpublish(void *arg, const char *token)
@@ -336,10 +338,10 @@ static void pgacme_unpublish(void *arg, const char *token)
 	pgacme_add(a, op, params, 1);
 }
 
-static void pgacme_save(void *arg, const char *name, const char *chain_pem,
-			const char *key_pem,
-			void (*done)(void *ctx, int rc, const char *why),
-			void *ctx)
+static int pgacme_save(void *arg, const char *name, const char *chain_pem,
+		       const char *key_pem,
+		       void (*done)(void *ctx, int rc, const char *why),
+		       void *ctx)
 {
 	struct pgacme *a = arg;
 	struct pgacme_op *op = pgacme_op_new(PGACME_SAVE);
@@ -349,11 +351,12 @@ static void pgacme_save(void *arg, const char *name, const char *chain_pem,
 		log_warnx("acme: database: out of memory: certificate of %s "
 			  "not saved",
 			  name);
-		return;
+		return -ENOMEM;
 	}
 	op->save_done = done;
 	op->ctx = ctx;
 	pgacme_add(a, op, params, 3);
+	return 0;
 }
 
 static void pgacme_forget_op(struct pgacme_op *op)
