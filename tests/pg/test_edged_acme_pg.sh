@@ -13,7 +13,8 @@
 #   - B restarted with the acme group too: at the renewal (two thirds of
 #     pebble's 30 s) exactly one of the two orders (the database's lease),
 #     both serve the new certificate, and B's start ordered nothing
-#     while the row was there (it waits for the table's first read).
+#     while the row was there, though the certificates table was locked
+#     for its first 4 s (it waits for the table's first read).
 # Needs root (the postgres user; 127.0.0.2 is loopback's on Linux).
 # About 45 s a build.
 # shellcheck source=tests/lib.sh
@@ -131,7 +132,7 @@ orders() {
 row() { pg_val "SELECT md5(chain_pem) FROM certificates WHERE acme_name = '$NAME'"; }
 
 run_suite() {
-	local bin=$1 v=$2 a b s0 s1 s2 r1 i oa ob
+	local bin=$1 v=$2 a b s0 s1 s2 r1 i oa ob locker
 
 	pg_sql "DELETE FROM certificates; DELETE FROM acme_leases; DELETE FROM acme_challenges" >/dev/null
 	acme_dns "$NAME" 127.0.0.2 # the CA validates at host B
@@ -183,16 +184,28 @@ run_suite() {
 	s0=$s1
 	stop b
 	conf b 127.0.0.2 1 "$v" >"$T_TMP/$v-b1.conf"
+	# a slow database: the certificates table locked for 4 s while B
+	# starts, so B knows the name (from the routes) long before it can
+	# read the certificate the fleet holds for it
+	psql -X -q -d "$PG_CONNINFO" -c "BEGIN; LOCK TABLE certificates IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;" >/dev/null 2>&1 &
+	locker=$!
+	sleep 0.5
 	if ! start b "$bin" "$T_TMP/$v-b1.conf"; then
 		t_fail "$v: B restarts with the acme group" "$(tail -3 "$T_TMP/b.log")"
+		wait "$locker"
 		stop a
 		return
 	fi
+	wait "$locker"
 	oa=$(orders "$v" a)
-	sleep 2
+	for ((i = 0; i < 60; i++)); do
+		grep -q "acme: the database's certificates read" "$T_TMP/b.log" && break
+		sleep 0.25
+	done
+	sleep 1
 	ob=$(orders "$v" b)
 	if [ "$ob" = 0 ] && grep -q "acme: the database's certificates read" "$T_TMP/b.log"; then
-		t_ok "$v: B's start orders nothing: the database already holds the name's certificate"
+		t_ok "$v: B's start orders nothing, the certificates table locked for 4 s at its start: the database already holds the name's certificate"
 	else
 		t_fail "$v: B at start" "orders $ob $(grep acme "$T_TMP/b.log" | tail -3)"
 	fi
