@@ -18,7 +18,8 @@
 # build/edged and build/asan/edged. Needs no root (splice: root).
 # Before the rounds: idle HTTP/3 connections on both workers of an edged
 # that a slow request keeps draining are each closed within seconds of
-# the upgrade (quic_idle). UPGRADE_QUICK=1: that alone.
+# the upgrade (quic_idle), and as root a successor's pid given to another
+# process fools neither guard (pid_reuse). UPGRADE_QUICK=1: those alone.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/lib_edged.sh
@@ -400,9 +401,87 @@ quic_idle() {
 	wait "$old" 2>/dev/null
 }
 
+# pid_reuse LABEL BIN (root: ns_last_pid): a successor takes the
+# sockets and exits, and another process is given its pid: its retire is
+# refused, and a handover while it runs is not taken for another upgrade
+# under way (the guard knows a process by its pid and its start time)
+pid_reuse() {
+	local v=$1 bin=$2 old
+	if [ "$(id -u)" != 0 ] || [ ! -w /proc/sys/kernel/ns_last_pid ]; then
+		t_skip "$v" "a pid given on purpose needs root (ns_last_pid)"
+		return
+	fi
+	write_conf "$T_TMP/edge.conf" off
+	cp "$bin" "$T_TMP/edged-bin"
+	if ! edged_start "$T_TMP/edged-bin" "$T_TMP/edge.conf"; then
+		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
+		return
+	fi
+	old=$EPID
+	python3 - "$SOCK" >"$T_TMP/reuse.out" 2>&1 <<'PY'
+import array, json, os, socket, sys, time
+def call(cmd):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(json.dumps({"cmd": cmd}).encode() + b"\n")
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        msg, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(250 * 4))
+        if not msg:
+            break
+        data += msg
+        for lvl, typ, d in anc:
+            fds += array.array("i", d[:len(d) - len(d) % 4]).tolist()
+    s.close()
+    for fd in fds:
+        os.close(fd)
+    return json.loads(data)
+pid = os.fork()
+if pid == 0:  # a successor that takes the sockets and is gone
+    os._exit(0 if call("handover").get("ok") else 1)
+_, st = os.waitpid(pid, 0)
+print("handover", os.WEXITSTATUS(st) == 0, flush=True)
+for attempt in range(500):  # others fork too: until this one gets it
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(pid - 1))
+    rd, wr = os.pipe()
+    q = os.fork()
+    if q == 0:
+        os.close(rd)
+        if os.getpid() == pid:
+            os.write(wr, (json.dumps(call("retire")) + "\n").encode())
+            time.sleep(30)
+        os._exit(0)
+    os.close(wr)
+    if q != pid:
+        os.close(rd)
+        os.waitpid(q, 0)
+        continue
+    print("retire", json.loads(os.read(rd, 65536)).get("error"), flush=True)
+    r = call("handover")  # while the pid's new owner runs
+    print("handover again", r.get("ok"), r.get("error"), flush=True)
+    os.kill(q, 9)
+    os.waitpid(q, 0)
+    break
+else:
+    print("pid", pid, "not given again")
+PY
+	if grep -q "^handover True" "$T_TMP/reuse.out" &&
+		grep -q "^retire retire: only the edged that took the sockets" "$T_TMP/reuse.out" &&
+		grep -q "^handover again True None" "$T_TMP/reuse.out" &&
+		[ "$(serving_pid)" = "$old" ]; then
+		t_ok "$v: a successor gone and its pid another process's: that one's retire refused, a new handover not refused as an upgrade under way; edged $old serves on"
+	else
+		t_fail "$v: a successor's pid reused" "$(tr '\n' ' ' <"$T_TMP/reuse.out") serving $(serving_pid)"
+	fi
+	kill -TERM "$old" 2>/dev/null
+	wait "$old" 2>/dev/null
+}
+
 edged_backend "$P_BACK" python3 "$TOOLS/echo_backend.py" "$P_BACK" "$T_TMP/backend.log"
 edged_backend "$P_TCPB" python3 "$TOOLS/tcp_backend.py" "$P_TCPB" "$T_TMP/tcpb.log"
 quic_idle "idle HTTP/3" "$EDGED"
+pid_reuse "pid reuse" "$EDGED"
 [ -n "${UPGRADE_QUICK:-}" ] && { t_exit; exit; }
 round "normal copy" "$EDGED" off
 if [ "$(id -u)" = 0 ]; then
