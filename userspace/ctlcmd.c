@@ -39,7 +39,8 @@ struct ctlcmd {
 	struct ctlcmd_ops ops;
 	struct ctl_server *srv;
 	pid_t successor; /* the process handed the sockets last, 0: none */
-	bool retired;	 /* it asked to retire and this one did */
+	unsigned long long successor_start; /* its start (0: unknown) */
+	bool retired; /* it asked to retire and this one did */
 };
 
 /* The live route table's generation. */
@@ -396,23 +397,45 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	return 0;
 }
 
-/* Whether process pid runs (a zombie does not). */
-static bool ctlcmd_alive(pid_t pid)
+/* When process pid started (/proc/PID/stat's field 22, clock ticks after
+ * boot: a later process given the same pid has a later one) into *start,
+ * 0 when /proc cannot say. 0, or -ESRCH: no such process, or a zombie. */
+static int ctlcmd_proc_start(pid_t pid, unsigned long long *start)
 {
-	char path[64], st[256], *p;
+	char path[64], st[1024], *p;
 	FILE *f;
-	bool alive = false;
+	int field, rc = 0;
 
-	if (kill(pid, 0) != 0 && errno != EPERM)
-		return false;
+	*start = 0;
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return true; /* no /proc: kill said it is there */
-	if (fgets(st, sizeof(st), f) && (p = strrchr(st, ')')) && p[1] == ' ')
-		alive = p[2] != 'Z' && p[2] != 'X';
+		return 0; /* no /proc: kill said it is there */
+	if (fgets(st, sizeof(st), f) && (p = strrchr(st, ')')) && p[1] == ' ') {
+		p += 2; /* the state, field 3 */
+		if (*p == 'Z' || *p == 'X')
+			rc = -ESRCH;
+		for (field = 3; field < 22 && p; field++)
+			if ((p = strchr(p, ' ')))
+				p++;
+		if (p)
+			*start = strtoull(p, NULL, 10);
+	}
 	fclose(f);
-	return alive;
+	return rc;
+}
+
+/* Whether the process that had pid and started at start (0: unknown)
+ * still runs: not a zombie, and not a later process given its pid */
+static bool ctlcmd_same_proc(pid_t pid, unsigned long long start)
+{
+	unsigned long long now;
+
+	if (ctlcmd_proc_start(pid, &now))
+		return false;
+	return !start || !now || now == start;
 }
 
 /* A successor's {"cmd":"handover"}: this process's sockets (sockreg.h). */
@@ -428,7 +451,7 @@ static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 	}
 	/* one upgrade at a time: its successor starting still */
 	if (c->successor && c->successor != peer &&
-	    ctlcmd_alive(c->successor)) {
+	    ctlcmd_same_proc(c->successor, c->successor_start)) {
 		errbuf_set(err,
 			   "another upgrade is under way (edged %ld took the "
 			   "sockets)",
@@ -445,6 +468,8 @@ static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 		return rc;
 	}
 	c->successor = peer;
+	/* the peer waits for this answer: its pid is its own still */
+	ctlcmd_proc_start(peer, &c->successor_start);
 	log_note("upgrade: %zu sockets handed to edged %ld", *nfds, (long)peer);
 	return 0;
 }
@@ -456,7 +481,10 @@ static int ctlcmd_retire(void *ctx, pid_t peer, json_t **result,
 	struct ctlcmd *c = ctx;
 	int rc;
 
-	if (!c->successor || peer != c->successor) {
+	/* the pid alone could be another process's now (the successor
+	 * gone, its pid reused): its start time too */
+	if (!c->successor || peer != c->successor ||
+	    !ctlcmd_same_proc(peer, c->successor_start)) {
 		errbuf_set(err, "retire: only the edged that took the sockets "
 				"(handover) may ask");
 		return -EPERM;

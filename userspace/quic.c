@@ -641,7 +641,11 @@ static void quic_soon_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (qc->dead) {
+		struct worker *w = qc->qs->w;
+
 		quic_conn_free(qc);
+		worker_maybe_exit(
+		    w); /* draining: this may have been the last */
 		return;
 	}
 	quic_write(qc);
@@ -1567,18 +1571,20 @@ static bool quic_tick(struct worker *w)
 	return false;
 }
 
+/* every connection not yet freed: a draining worker's loop runs until
+ * each has been closed (quic_tick closes the idle ones) and its closing
+ * period is over, so no client is left without its CONNECTION_CLOSE
+ * while another worker keeps the process draining */
 static size_t quic_busy(const struct worker *w)
 {
 	const struct quic_set *qs = w->quic;
-	const struct quic_app_ops *app;
 	const struct quic_conn *qc;
 	size_t n = 0;
 
 	if (!qs)
 		return 0;
-	app = quic_app(qs);
 	TAILQ_FOREACH(qc, &qs->conns, link)
-	if (qc->app && app->busy && app->busy(qc))
+	if (!qc->dead)
 		n++;
 	return n;
 }
