@@ -184,6 +184,8 @@ static char *mgr_read(const char *path)
 
 /* Read acme.dir's NAME.crt and NAME.key for every wanted name into the
  * rows (their names: the wanted name). */
+static int64_t mgr_pem_renew_at(const char *pem, int64_t *min_next);
+
 static int mgr_rows_load(struct acme_mgr *m)
 {
 	char path[4096];
@@ -199,8 +201,9 @@ static int mgr_rows_load(struct acme_mgr *m)
 		return -ENOMEM;
 	}
 	for (i = 0; i < m->n; i++) {
-		const struct acme_name *a = m->v[i];
+		struct acme_name *a = m->v[i];
 		char **b = &m->row_bufs[m->n_rows * 4];
+		int64_t ignored;
 		struct tls_db_in *r = &m->rows[m->n_rows];
 
 		if (!a->wanted)
@@ -215,6 +218,8 @@ static int mgr_rows_load(struct acme_mgr *m)
 			b[2] = b[3] = NULL;
 			continue;
 		}
+		if (!a->own_renew_at) /* its own, from before a restart */
+			a->own_renew_at = mgr_pem_renew_at(b[2], &ignored);
 		if (asprintf(&b[0], "acme:%s", a->name) < 0)
 			b[0] = NULL;
 		b[1] = strdup(a->name);
