@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,16 @@ struct acme_name {
 	char *chain_pem, *key_pem; /* the result being saved */
 	struct acme_order *order;
 	char token[ACME_CHAL_TOKEN_MAX + 1]; /* the one published, "" */
+	bool gone; /* out of m's list, on m->gone until its last done */
+	LIST_ENTRY(acme_name) gone_link;
+};
+
+/* A publish in the store: the order that asked (its number), so that a
+ * late answer never reaches a later order of the name. */
+struct an_pub {
+	struct acme_name *a;
+	uint64_t order;
+	LIST_ENTRY(an_pub) link; /* on m->pubs until its done */
 };
 
 struct acme_mgr {
@@ -76,6 +87,10 @@ struct acme_mgr {
 	struct acme_name **v;
 	size_t n;
 	unsigned running;
+	/* what the store's pending calls point at: freed with m when the
+	 * store forgets them */
+	LIST_HEAD(acme_gone_list, acme_name) gone;
+	LIST_HEAD(an_pub_list, an_pub) pubs;
 	bool ready;   /* the store's certificates known: orders may start */
 	bool stopped; /* draining: no more orders (acme_mgr_stop) */
 	/* the files store's certificates, as rows (acme_mgr_rows) */
@@ -86,6 +101,8 @@ struct acme_mgr {
 
 static void an_free(struct acme_name *a)
 {
+	if (a->gone)
+		LIST_REMOVE(a, gone_link);
 	free(a->err_msg);
 	free(a->err_type);
 	free(a->err_detail);
@@ -437,19 +454,13 @@ static void an_save(struct acme_name *a)
 
 /* acme_ops */
 
-/* A publish in the store: the order that asked (its number), so that a
- * late answer never reaches a later order of the name. */
-struct an_pub {
-	struct acme_name *a;
-	uint64_t order;
-};
-
 static void an_pub_done(void *ctx, int rc)
 {
 	struct an_pub *p = ctx;
 	struct acme_name *a = p->a;
 	uint64_t order = p->order;
 
+	LIST_REMOVE(p, link);
 	free(p);
 	a->pending--;
 	if (!a->wanted && !a->pending) {
@@ -479,11 +490,13 @@ static int an_publish(void *arg, const struct acme_chal_row *row)
 	}
 	p->a = a;
 	p->order = a->orders;
+	LIST_INSERT_HEAD(&m->pubs, p, link);
 	a->pending++;
 	rc = m->ops->publish(m->ops_arg, row, m->holder, ACME_LEASE_S,
 			     an_pub_done, p);
 	if (rc < 0) {
 		a->pending--;
+		LIST_REMOVE(p, link);
 		free(p);
 		acme_chal_remove(ACME_CHAL_LOCAL, row->token);
 		a->token[0] = '\0';
@@ -761,6 +774,10 @@ static void mgr_drop(struct acme_mgr *m, size_t i)
 	m->v[i] = m->v[--m->n];
 	if (!a->pending)
 		an_free(a);
+	else {
+		a->gone = true;
+		LIST_INSERT_HEAD(&m->gone, a, gone_link);
+	}
 }
 
 void acme_mgr_set_names(struct acme_mgr *m, const char *const *names, size_t n)
@@ -974,6 +991,14 @@ void acme_mgr_free(struct acme_mgr *m)
 		a->order = NULL;
 		an_release(a);
 		an_free(a);
+	}
+	while (!LIST_EMPTY(&m->gone)) /* their store calls forgotten */
+		an_free(LIST_FIRST(&m->gone));
+	while (!LIST_EMPTY(&m->pubs)) {
+		struct an_pub *p = LIST_FIRST(&m->pubs);
+
+		LIST_REMOVE(p, link);
+		free(p);
 	}
 	free(m->v);
 	mgr_rows_clear(m);

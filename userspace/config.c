@@ -409,8 +409,6 @@ static int cfg_challenge_keys(struct cfg *x, const config_setting_t *root)
 	return 0;
 }
 
-/* acme: the ACME CA and where its certificates go (docs/acme.md); cfg_pg
- * and cfg_tls have run. */
 /* The first file of tls.certificates in directory dir (the same
  * directory by device and inode, or by name when either is missing). */
 static const char *cfg_acme_dir_holds(const struct config *c, const char *dir)
@@ -444,6 +442,8 @@ static const char *cfg_acme_dir_holds(const struct config *c, const char *dir)
 	return NULL;
 }
 
+/* acme: the ACME CA and where its certificates go (docs/acme.md); cfg_pg
+ * and cfg_tls have run. */
 static int cfg_acme(struct cfg *x, const config_setting_t *root)
 {
 	static const char *const keys[] = {
