@@ -270,6 +270,8 @@ static const struct cfg_num cfg_timeouts[] = {
      CFG_IN_TIMEOUTS(tls_handshake_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
+    {"tunnel_keepalive", CFG_MS, 60 * CFG_S, 0, 2 * CFG_H,
+     CFG_IN_TIMEOUTS(tunnel_keepalive_ms)},
 };
 
 #define CFG_IN_UPSTREAM(field) offsetof(struct config_upstream, field)
