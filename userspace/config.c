@@ -270,6 +270,8 @@ static const struct cfg_num cfg_timeouts[] = {
      CFG_IN_TIMEOUTS(tls_handshake_ms)},
     {"drain", CFG_MS, 30 * CFG_S, 100, CFG_H, CFG_IN_TIMEOUTS(drain_ms)},
     {"queue", CFG_MS, CFG_S, 1, 10 * CFG_MIN, CFG_IN_TIMEOUTS(queue_ms)},
+    {"tunnel_keepalive", CFG_MS, 60 * CFG_S, 0, 2 * CFG_H,
+     CFG_IN_TIMEOUTS(tunnel_keepalive_ms)},
 };
 
 #define CFG_IN_UPSTREAM(field) offsetof(struct config_upstream, field)
@@ -733,7 +735,10 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 	    "prefix",	"strip_prefix",	  "upstreams",
 	    "balance",	"max_body_bytes", "headers",
 	    "api_keys", "auth_request",	  "jwt",
-	    NULL};
+	    "wake",	"activity",	  NULL};
+	const char *act;
+	struct cfg_at at;
+	bool wake = true;
 	int rc;
 
 	rc = cfg_known(x, g, path, keys);
@@ -757,6 +762,17 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		rc = cfg_headers(x, g, path, &r->headers);
 	if (rc == 0)
 		rc = cfg_auth(x, g, path, &r->auth);
+	if (rc == 0)
+		rc = cfg_bool(x, g, path, "wake", true, &wake);
+	r->no_wake = !wake;
+	if (rc == 0)
+		rc = cfg_str(x, g, path, "activity", "app", &act, &at);
+	if (rc == 0 && strcmp(act, "app") != 0 &&
+	    strcmp(act, "background") != 0)
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\": \"app\" or \"background\"", act);
+	if (rc == 0)
+		r->background = strcmp(act, "background") == 0;
 	return rc;
 }
 
@@ -986,6 +1002,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "security_headers",
 					   "on_demand",
 					   "idle_timeout",
+					   "idle_timeout_background",
 					   "headers",
 					   "redirects",
 					   "unmatched",
@@ -1010,9 +1027,15 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_number(x, g, path, "idle_timeout", CFG_MS,
 				CONFIG_IDLE_TIMEOUT_DEFAULT_MS, CFG_S,
 				CONFIG_DURATION_MAX_MS, &env->idle_timeout_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, path, "idle_timeout_background", CFG_MS,
+				0, CFG_S, CONFIG_DURATION_MAX_MS,
+				&env->idle_timeout_background_ms);
 	if (rc < 0)
 		return rc;
 	it = cfg_member(g, path, "idle_timeout", key);
+	if (!it)
+		it = cfg_member(g, path, "idle_timeout_background", key);
 	if (it && !env->on_demand)
 		return cfg_fail(x, it, key,
 				"only an on-demand environment sleeps: set "

@@ -74,6 +74,8 @@ struct config_timeouts {
 	uint64_t tls_handshake_ms; /* an HTTPS listener's TLS handshake */
 	uint64_t drain_ms;
 	uint64_t queue_ms; /* longest wait in the admission queue */
+	/* a tunnel's sockets' TCP keepalive idle time (tunnel.c), 0: off */
+	uint64_t tunnel_keepalive_ms;
 };
 
 /* The group upstream: passive health (docs/upstream.md). */

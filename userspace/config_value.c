@@ -389,7 +389,8 @@ static int cfg_bytes_of(struct cfg *x, const config_setting_t *s,
 	return 0;
 }
 
-/* CFG_MS: a duration string such as "10s", in ms, within [min, max]. */
+/* CFG_MS: a duration string such as "10s", in ms, within [min, max]
+ * ("0" and "0s" too when min is 0). */
 static int cfg_ms_of(struct cfg *x, const config_setting_t *s, const char *key,
 		     uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -399,6 +400,12 @@ static int cfg_ms_of(struct cfg *x, const config_setting_t *s, const char *key,
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
 		return cfg_expected(x, s, key,
 				    "a duration string such as \"10s\"");
+	/* a key whose range starts at 0 takes "0" (or "0s"): off */
+	if (min == 0 && (strcmp(config_setting_get_string(s), "0") == 0 ||
+			 strcmp(config_setting_get_string(s), "0s") == 0)) {
+		*out = 0;
+		return 0;
+	}
 	if (config_duration_parse(config_setting_get_string(s), &v, &e) < 0)
 		return cfg_fail(x, s, key, "%s", e.msg);
 	if (v < min || v > max)

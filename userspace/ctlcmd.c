@@ -247,6 +247,9 @@ static json_t *ctlcmd_splice_json(void)
 	    "kernel_bytes_up", (json_int_t)n.kernel_up, "kernel_bytes_down",
 	    (json_int_t)n.kernel_down, "sockhash_id",
 	    (json_int_t)splice_sockhash_id(splice_instance()), "ended", ended);
+	if (j)
+		json_object_set_new(j, "timed_out",
+				    json_integer((json_int_t)n.timed_out));
 	return j;
 }
 

@@ -446,6 +446,9 @@ static void l4_wake(struct l4_conn *c)
 	case WAKE_BACKOFF:
 		l4_wake_end(c, OUTCOME_WAKE_FAILED);
 		return;
+	case WAKE_ASLEEP: /* a TCP route's connection is of class app */
+		l4_wake_end(c, OUTCOME_ENVIRONMENT_SLEEPING);
+		return;
 	}
 }
 

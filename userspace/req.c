@@ -422,6 +422,9 @@ static void req_go(struct req *r)
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	}
+	r->sw.cls = r->m.no_wake      ? WAKE_CLS_PASSIVE
+		    : r->m.background ? WAKE_CLS_BACKGROUND
+				      : WAKE_CLS_APP;
 	switch (stream_wake_enter(&r->sw, r->w, r->m.env_id, r->handle,
 				  REQ_MSG_WAKE, false)) {
 	case WAKE_GO:
@@ -438,6 +441,11 @@ static void req_go(struct req *r)
 		return;
 	case WAKE_BACKOFF:
 		req_end_retry(r, OUTCOME_WAKE_FAILED, r->sw.wait.retry_s);
+		return;
+	case WAKE_ASLEEP:
+		worker_handle_free(r->w, r->handle);
+		r->handle = 0;
+		req_end(r, OUTCOME_ENVIRONMENT_SLEEPING, NULL);
 		return;
 	}
 }

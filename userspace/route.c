@@ -45,6 +45,7 @@ struct route_r {
 	uint64_t max_body_bytes;      /* ROUTE_SRC_INHERIT: the table's */
 	const struct hrules *headers; /* the route's own, NULL: none */
 	const struct auth_gate *auth; /* its credential gate, NULL: none */
+	bool no_wake, background;     /* wake = false, activity */
 	uint64_t key;
 	struct admit_gauge inflight;
 	/* requests ended, by status class (1xx..5xx): the route's series */
@@ -260,6 +261,8 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			if (!hrules_empty(&cr->headers))
 				r->headers = &cr->headers;
 			r->auth = cr->auth ? cr->auth : ce->auth;
+			r->no_wake = cr->no_wake;
+			r->background = cr->background;
 			e->auth_mixed |= r->auth != e->def.auth;
 		}
 		e->n_routes = ce->n_routes;
@@ -1243,6 +1246,8 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 				: r->max_body_bytes;
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
+	m->no_wake = r->no_wake;
+	m->background = r->background;
 	m->up_tls = &e->src->deployment.tls;
 	m->send_proxy = config_send_proxy_version(
 	    CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy);
@@ -1452,7 +1457,11 @@ static json_t *rt_row_json(const struct route_table *t,
 	    rt_send_proxy_name(config_send_proxy_version(
 		CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy)));
 	if (o &&
-	    (json_object_set_new(o, "headers",
+	    (json_object_set_new(o, "wake", json_boolean(!r->no_wake)) ||
+	     json_object_set_new(
+		 o, "activity",
+		 json_string(r->background ? "background" : "app")) ||
+	     json_object_set_new(o, "headers",
 				 hrules_json(&e->src->headers, r->headers)) ||
 	     json_object_set_new(o, "redirects",
 				 hredirects_json(&e->src->redirects)) ||

@@ -92,7 +92,9 @@ struct route_match {
 	size_t path_len;
 	bool path_slash;
 	const struct route_project *project; /* for route_ip_allowed */
-	bool on_demand; /* the environment wakes on demand (wake.h) */
+	bool on_demand;	 /* the environment wakes on demand (wake.h) */
+	bool no_wake;	 /* the route's wake = false */
+	bool background; /* the route's activity = "background" */
 	/* the deployment's TLS to its https:// endpoints */
 	const struct config_up_tls *up_tls;
 	/* the PROXY protocol version its new upstream connections begin

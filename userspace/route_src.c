@@ -118,6 +118,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->max_body_bytes = f->max_body_bytes;
 	t->on_demand = f->on_demand;
 	t->idle_timeout_ms = f->idle_timeout_ms;
+	t->idle_timeout_background_ms = f->idle_timeout_background_ms;
 	t->security = f->security;
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->unmatched_not_found = f->unmatched_not_found;

@@ -61,6 +61,8 @@ struct route_src_route {
 	struct hrules headers;	/* its own; a name it names is its alone */
 	struct auth_gate *auth; /* its own credential gate (a reference),
 				   NULL: the environment's */
+	bool no_wake;		/* wake = false: served only while awake */
+	bool background;	/* activity = "background" (wake.h) */
 };
 
 /* The environment's active deployment. */
@@ -111,6 +113,9 @@ struct route_src_env {
 	 * sleep after idle_timeout_ms without a request or open tunnel */
 	bool on_demand;
 	uint64_t idle_timeout_ms;
+	/* background requests hold it awake this long after its last app
+	 * activity at most; 0: idle_timeout_ms */
+	uint64_t idle_timeout_background_ms;
 	/* tls = "auto": its domains' certificates ordered from the ACME CA
 	 * (acme_mgr.h) */
 	bool tls_auto;

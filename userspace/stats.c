@@ -62,6 +62,7 @@ struct stats {
 	struct metrics_counter *pp[LISTENER_PP_N];
 	unsigned nworkers;
 	struct metrics_counter *tun_ended[TUNNEL_ENDED_MAX];
+	struct metrics_counter *tun_timed_out;
 	char pin_dir[PATH_MAX];
 	struct pins pins;
 	bool pins_open;
@@ -393,6 +394,14 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 		if (!s->tun_ended[i])
 			goto nomem;
 	}
+	s->tun_timed_out = metrics_counter_new(
+	    s->m, "edge_tunnels_timed_out_total",
+	    "Tunnels ended because a side stopped answering its TCP keepalive "
+	    "probes or acknowledging data (timeouts.tunnel_keepalive); also "
+	    "counted in edge_tunnels_ended_total as that side's error.",
+	    NULL);
+	if (!s->tun_timed_out)
+		goto nomem;
 	stats_pins_open(s);
 	*out = s;
 	return 0;
@@ -553,6 +562,7 @@ static void stats_refresh(struct stats *s)
 	tunnel_counts(&tun);
 	for (i = 0; i < TUNNEL_ENDED_MAX; i++)
 		stats_counter_to(s->tun_ended[i], tun.ended[i]);
+	stats_counter_to(s->tun_timed_out, tun.timed_out);
 	stats_refresh_cap(s);
 	metrics_gauge_set(s->queued,
 			  (int64_t)admit_queue_length(&s->sh->queue));

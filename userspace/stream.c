@@ -31,6 +31,7 @@ enum wake_enter_rc stream_wake_enter(struct stream_wake *sw, struct worker *w,
 	sw->wait.handle = handle;
 	sw->wait.msg = msg;
 	sw->wait.bounded = bounded;
+	sw->wait.cls = sw->cls;
 	sw->t_enter = clk_now_ns();
 	return wake_enter(w->sh->wake, env_id, &sw->wait, &sw->env);
 }
@@ -64,14 +65,14 @@ void stream_wake_tunnel(struct stream_wake *sw, struct worker *w)
 	if (!sw->env || sw->tunnel)
 		return;
 	sw->tunnel = true;
-	wake_tunnel(w->sh->wake, sw->env, 1);
+	wake_tunnel(w->sh->wake, sw->env, 1, sw->wait.cls);
 }
 
 void stream_wake_leave(struct stream_wake *sw, struct worker *w)
 {
 	if (sw->env) {
 		if (sw->tunnel)
-			wake_tunnel(w->sh->wake, sw->env, -1);
+			wake_tunnel(w->sh->wake, sw->env, -1, sw->wait.cls);
 		wake_leave(w->sh->wake, sw->env, &sw->wait);
 		sw->env = NULL;
 	}

@@ -36,6 +36,7 @@ struct stream_wake {
 	uint64_t cold_ms;	 /* woken: how long it waited */
 	bool woken;		 /* it waited for a wake that succeeded */
 	bool tunnel;		 /* counted as an open tunnel of env */
+	uint8_t cls; /* enum wake_class: set before stream_wake_enter */
 };
 
 /*

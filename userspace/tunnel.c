@@ -50,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -223,6 +225,8 @@ struct tunnel {
 	/* an error's side (enum tunnel_side), or -1: edged's own (the
 	 * watchdog, the kernel path failing) */
 	int err_side;
+	int err; /* that error's errno (ETIMEDOUT: the peer stopped answering)
+		  */
 };
 
 #define SET_BATCH 64
@@ -255,6 +259,7 @@ static struct {
 	atomic_ullong kernel_up, kernel_down;
 	atomic_llong open_spliced, open_copy;
 	atomic_ullong ended[TUNNEL_ENDED_MAX];
+	atomic_ullong timed_out;
 } tc;
 
 static void tunnel_pump(struct tunnel *t, int i);
@@ -390,6 +395,7 @@ void tunnel_counts(struct tunnel_counts *o)
 	o->open_copy = n > 0 ? (unsigned long long)n : 0;
 	for (i = 0; i < TUNNEL_ENDED_MAX; i++)
 		o->ended[i] = atomic_load(&tc.ended[i]);
+	o->timed_out = atomic_load(&tc.timed_out);
 }
 
 const char *tunnel_ended_name(enum tunnel_ended e)
@@ -721,6 +727,15 @@ static void tunnel_end(struct tunnel *t, enum tunnel_end how)
 			  ? TUNNEL_ENDED_UPSTREAM_ERROR
 			  : TUNNEL_ENDED_EDGE],
 	    1);
+	if (how == TUNNEL_END_ERROR && t->err_side >= 0 &&
+	    t->err == ETIMEDOUT) {
+		atomic_fetch_add(&tc.timed_out, 1);
+		log_note_rl("tunnel: the %s stopped answering (TCP keepalive "
+			    "or unacknowledged data past "
+			    "timeouts.tunnel_keepalive): closed",
+			    t->err_side == TUNNEL_CLIENT ? "client"
+							 : "upstream");
+	}
 	if (t->kernel_used && tunnel_look(t) == 0) /* the final counts */
 		log_debug("tunnel: the kernel redirected %llu up, %llu down; "
 			  "the sockets took %llu and %llu",
@@ -848,11 +863,12 @@ static void tunnel_event_cb(struct sockio *io, short what, void *arg)
 			tunnel_end(t, TUNNEL_END_CLOSED);
 		return;
 	}
+	t->err = errno;
 	log_debug("tunnel: %s side: %s%s%s: %s",
 		  i == TUNNEL_CLIENT ? "client" : "upstream",
 		  what & SOCKIO_READING ? "reading" : "writing",
 		  what & SOCKIO_TIMEOUT ? " timed out" : "",
-		  what & SOCKIO_EOF ? " (EOF)" : "", strerror(errno));
+		  what & SOCKIO_EOF ? " (EOF)" : "", strerror(t->err));
 	t->err_side = i;
 	tunnel_end(t, TUNNEL_END_ERROR);
 }
@@ -1138,6 +1154,7 @@ static void tunnel_kernel_event(struct tunnel_half *h, uint32_t ev)
 			  strerror(err));
 		t->err_side =
 		    h == &t->s[TUNNEL_CLIENT] ? TUNNEL_CLIENT : TUNNEL_UPSTREAM;
+		t->err = err;
 		tunnel_end(t, TUNNEL_END_ERROR);
 		return;
 	}
@@ -1610,6 +1627,46 @@ static void tunnel_tmr_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- start and free --------------------------------------------------- */
 
+/*
+ * TCP keepalive on a tunnel's socket fd (timeouts.tunnel_keepalive = ms,
+ * 0: none; a socket that is not TCP, a Unix one, is left alone): after
+ * ms without a segment from the peer (rounded up to whole seconds), a
+ * probe every KEEPALIVE_INTVL (a third of the idle time, 1..10 s), and
+ * after KEEPALIVE_PROBES unanswered the kernel fails the socket with
+ * ETIMEDOUT. Keepalive sends nothing while data waits for the peer's
+ * acknowledgement, so TCP_USER_TIMEOUT bounds that by the same total:
+ * a peer that vanished while bytes were on their way to it is noticed
+ * as soon, not after the retransmissions' quarter of an hour.
+ */
+#define KEEPALIVE_PROBES 3
+#define KEEPALIVE_INTVL_MAX_S 10
+
+static void tunnel_keepalive(int fd, uint64_t ms)
+{
+	int on = 1, proto = 0, idle, intvl, cnt = KEEPALIVE_PROBES;
+	unsigned user;
+	socklen_t len = sizeof(proto);
+
+	if (!ms || fd < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0 ||
+	    proto != IPPROTO_TCP)
+		return;
+	idle = (int)((ms + 999) / 1000);
+	intvl = idle / 3;
+	if (intvl < 1)
+		intvl = 1;
+	if (intvl > KEEPALIVE_INTVL_MAX_S)
+		intvl = KEEPALIVE_INTVL_MAX_S;
+	user = (unsigned)(idle + cnt * intvl) * 1000u;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user,
+		       sizeof(user)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)))
+		log_warn_rl("tunnel: TCP keepalive");
+}
+
 int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 		 enum tunnel_kind k, uint64_t idle_ms, tunnel_done_fn done,
 		 void *arg, struct tunnel **out)
@@ -1669,8 +1726,11 @@ int tunnel_start(struct worker *w, struct sockio *client, struct sockio *up,
 	 * counted them */
 	evbuffer_add_buffer(sockio_output(up), sockio_input(client));
 	evbuffer_add_buffer(sockio_output(client), sockio_input(up));
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
+		tunnel_keepalive(sockio_fd(ios[i]),
+				 w->set.timeouts.tunnel_keepalive_ms);
 		sockio_enable(ios[i], EV_READ | EV_WRITE);
+	}
 	if (idle_ms)
 		idle_arm(t, t->idle_ns);
 	*out = t;

@@ -140,6 +140,9 @@ struct tunnel_counts {
 	unsigned long long kernel_up, kernel_down;  /* bytes the kernel moved */
 	unsigned long long open_spliced, open_copy; /* gauges */
 	unsigned long long ended[TUNNEL_ENDED_MAX]; /* by enum tunnel_ended */
+	/* of the errors, ETIMEDOUT: a side stopped answering its keepalive
+	 * probes or acknowledging data (timeouts.tunnel_keepalive) */
+	unsigned long long timed_out;
 };
 void tunnel_counts(struct tunnel_counts *out);
 

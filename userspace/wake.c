@@ -75,13 +75,17 @@ struct wake_env {
 	bool gone; /* no longer on demand in the file */
 	enum wake_state state;
 	uint64_t idle_ms;
-	uint64_t active;  /* requests entered and not left (tunnels too) */
+	uint64_t idle_bg_ms; /* idle_timeout_background, 0: idle_ms */
+	uint64_t active;  /* app requests entered and not left (tunnels too) */
+	uint64_t other;	  /* background and wake = false ones */
 	uint64_t tunnels; /* of them, open tunnels */
-	uint64_t last_ns, last_real_ns; /* last activity */
-	uint64_t running_ns;		/* monotonic: became running */
-	uint64_t wake_t0;		/* monotonic: this wake began */
-	bool start;			/* a wake for the loop to start */
-	bool slot;			/* holds a wake.max_concurrent slot */
+	uint64_t last_ns, last_real_ns; /* last activity (app, background) */
+	uint64_t last_app_ns, last_app_real_ns; /* last app activity, wake */
+	uint64_t asleep_refused; /* wake = false requests refused asleep */
+	uint64_t running_ns;	 /* monotonic: became running */
+	uint64_t wake_t0;	 /* monotonic: this wake began */
+	bool start;		 /* a wake for the loop to start */
+	bool slot;		 /* holds a wake.max_concurrent slot */
 	/* a wake that ended ready awaits its verdict (wake_answered); read
 	 * without the lock, written under it */
 	atomic_bool verify;
@@ -244,6 +248,27 @@ static bool wake_begin_locked(struct wake *wk, struct wake_env *e)
 	return true;
 }
 
+/* Activity of class cls on e now (WAKE_CLS_PASSIVE: none). Under the
+ * lock. */
+static void wake_touch_locked(struct wake_env *e, unsigned cls)
+{
+	if (cls == WAKE_CLS_PASSIVE)
+		return;
+	e->last_ns = clk_now_ns();
+	e->last_real_ns = clk_real_ns();
+	if (cls == WAKE_CLS_APP) {
+		e->last_app_ns = e->last_ns;
+		e->last_app_real_ns = e->last_real_ns;
+	}
+}
+
+/* How long after its last app activity background requests hold e
+ * awake at most, ms: idle_timeout_background, never below idle_ms. */
+static uint64_t wake_bg_ms(const struct wake_env *e)
+{
+	return e->idle_bg_ms > e->idle_ms ? e->idle_bg_ms : e->idle_ms;
+}
+
 static void wake_kick(struct wake *wk)
 {
 	if (wk->kick)
@@ -262,6 +287,11 @@ enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
 	e = wake_find(wk, env_id);
 	if (!e || e->gone)
 		goto out;
+	if (wt->cls == WAKE_CLS_PASSIVE && e->state != WAKE_RUNNING) {
+		e->asleep_refused++;
+		rc = WAKE_ASLEEP;
+		goto out;
+	}
 	if (e->state == WAKE_FAILED) {
 		uint64_t now = clk_fresh_ns();
 
@@ -296,9 +326,11 @@ enum wake_enter_rc wake_enter(struct wake *wk, const char *env_id,
 			wk->nbounded++;
 		rc = WAKE_WAIT;
 	}
-	e->active++;
-	e->last_ns = clk_now_ns();
-	e->last_real_ns = clk_real_ns();
+	if (wt->cls == WAKE_CLS_APP)
+		e->active++;
+	else
+		e->other++;
+	wake_touch_locked(e, wt->cls);
 	wt->gen = e->fail_gen;
 	*env = e;
 out:
@@ -320,14 +352,15 @@ void wake_leave(struct wake *wk, struct wake_env *e, struct wake_waiter *wt)
 		if (wt->bounded)
 			wk->nbounded--;
 	}
-	if (e->active)
+	if (wt->cls == WAKE_CLS_APP && e->active)
 		e->active--;
-	e->last_ns = clk_now_ns();
-	e->last_real_ns = clk_real_ns();
+	else if (wt->cls != WAKE_CLS_APP && e->other)
+		e->other--;
+	wake_touch_locked(e, wt->cls);
 	pthread_mutex_unlock(&wk->lock);
 }
 
-void wake_tunnel(struct wake *wk, struct wake_env *e, int delta)
+void wake_tunnel(struct wake *wk, struct wake_env *e, int delta, unsigned cls)
 {
 	if (!e)
 		return;
@@ -336,8 +369,7 @@ void wake_tunnel(struct wake *wk, struct wake_env *e, int delta)
 		e->tunnels++;
 	else if (e->tunnels)
 		e->tunnels--;
-	e->last_ns = clk_now_ns();
-	e->last_real_ns = clk_real_ns();
+	wake_touch_locked(e, cls);
 	pthread_mutex_unlock(&wk->lock);
 }
 
@@ -907,8 +939,7 @@ static void wake_end(struct wake_env *e, enum wake_result res, int64_t backoff)
 		e->wakes_failed++;
 	else
 		e->wakes_pending++;
-	e->last_ns = clk_now_ns();
-	e->last_real_ns = clk_real_ns();
+	wake_touch_locked(e, WAKE_CLS_APP);
 	while ((wt = TAILQ_FIRST(&e->waiters))) {
 		TAILQ_REMOVE(&e->waiters, wt, link);
 		wt->queued = false;
@@ -1108,7 +1139,13 @@ static void wake_db_activity(struct wake *wk, uint64_t now)
 	pthread_mutex_lock(&wk->lock);
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
-		uint64_t last = e->active ? real : e->last_real_ns;
+		/* background activity counts until wake_bg_ms past the
+		 * last app activity */
+		uint64_t cap = e->last_app_real_ns + wake_bg_ms(e) * NS_PER_MS;
+		uint64_t last = e->active		 ? real
+				: e->other && real < cap ? real
+				: e->last_real_ns < cap	 ? e->last_real_ns
+							 : cap;
 
 		if (e->gone || !wake_by_db(wk, e) ||
 		    (last == e->db_told_ns && e->tunnels == e->db_told_tunnels))
@@ -1145,7 +1182,7 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 	wake_db_activity(wk, now);
 	for (i = 0; i < wk->nenvs; i++) {
 		struct wake_env *e = wk->envs[i];
-		bool sleep = false;
+		bool sleep = false, bg = false;
 		uint64_t idle = 0;
 
 		pthread_mutex_lock(&wk->lock);
@@ -1157,9 +1194,17 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 			    e->id);
 			continue;
 		}
+		/* idle: no app request or tunnel open, and nothing else
+		 * either for idle_ms, or no app activity for wake_bg_ms
+		 * (background and wake = false requests notwithstanding) */
 		if (!e->gone && e->state == WAKE_RUNNING && e->active == 0 &&
-		    e->idle_ms && now - e->last_ns >= e->idle_ms * NS_PER_MS) {
-			idle = (now - e->last_ns) / NS_PER_MS;
+		    e->idle_ms &&
+		    ((e->other == 0 &&
+		      now - e->last_ns >= e->idle_ms * NS_PER_MS) ||
+		     (bg =
+			  now - e->last_app_ns >= wake_bg_ms(e) * NS_PER_MS))) {
+			idle = (now - (bg ? e->last_app_ns : e->last_ns)) /
+			       NS_PER_MS;
 			wake_set_state(wk, e, WAKE_SLEEPING);
 			e->sleeps++;
 			/* it ran its course: no failed wake in a row */
@@ -1180,8 +1225,11 @@ static void wake_tick_cb(evutil_socket_t fd, short what, void *arg)
 		pthread_mutex_unlock(&wk->lock);
 		if (!sleep)
 			continue;
-		log_note("environment %s: idle for %llu ms: going to sleep",
-			 e->id, (unsigned long long)idle);
+		log_note("environment %s: idle for %llu ms%s: going to sleep",
+			 e->id, (unsigned long long)idle,
+			 bg ? " (no app activity; background requests count "
+			      "no longer)"
+			    : "");
 		if (wake_by_db(wk, e)) {
 			wk->db->sleep(wk->db_arg, e->id, e->idle_ms);
 			continue;
@@ -1502,6 +1550,7 @@ struct wake_def {
 	struct config_addr *ups;
 	size_t nups;
 	uint64_t idle_ms;
+	uint64_t idle_bg_ms;
 };
 
 struct wake_defs {
@@ -1567,6 +1616,7 @@ struct wake_defs *wake_defs_new(unsigned src, const struct route_src_project *v,
 			       se->deployment.n_upstreams * sizeof(*w->ups));
 			w->nups = se->deployment.n_upstreams;
 			w->idle_ms = se->idle_timeout_ms;
+			w->idle_bg_ms = se->idle_timeout_background_ms;
 		}
 	}
 	return d;
@@ -1636,6 +1686,7 @@ int wake_sync_defs(struct wake *wk, const struct wake_defs *d)
 		e->ups = ups;
 		e->nups = se->nups;
 		e->idle_ms = se->idle_ms;
+		e->idle_bg_ms = se->idle_bg_ms;
 		if (wake_env_events(wk, e))
 			goto out;
 	}
@@ -1679,8 +1730,7 @@ int wake_sync_defs(struct wake *wk, const struct wake_defs *d)
 		if (e->state == WAKE_RUNNING)
 			e->running_ns = clk_now_ns() -
 					wk->set.restart_window_ms * NS_PER_MS;
-		e->last_ns = clk_now_ns();
-		e->last_real_ns = clk_real_ns();
+		wake_touch_locked(e, WAKE_CLS_APP);
 		e->gone = false;
 		wk->nstate[e->state]++;
 		metrics_gauge_add(wk->m_state[e->state], 1);
@@ -1782,6 +1832,24 @@ json_t *wake_dump_json(struct wake *wk)
 		    (json_int_t)e->backoff_ms, "retry_in_ms", (json_int_t)left,
 		    "backoff_refused", (json_int_t)e->backoff_refused);
 
+		if (o &&
+		    (json_object_set_new(
+			 o, "idle_timeout_background_ms",
+			 json_integer((json_int_t)wake_bg_ms(e))) ||
+		     json_object_set_new(o, "other_active",
+					 json_integer((json_int_t)e->other)) ||
+		     json_object_set_new(
+			 o, "app_idle_seconds",
+			 json_integer(
+			     (json_int_t)(e->active ? 0
+						    : (now - e->last_app_ns) /
+							  1000000000ULL))) ||
+		     json_object_set_new(
+			 o, "asleep_refused",
+			 json_integer((json_int_t)e->asleep_refused)))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (!o || json_array_append_new(arr, o)) {
 			pthread_mutex_unlock(&wk->lock);
 			goto fail;

@@ -69,6 +69,20 @@ enum wake_enter_rc {
 	WAKE_THROTTLED, /* a wake is needed and no slot is free: 503 */
 	WAKE_BACKOFF,	/* its last wake failed and the back-off runs: 503
 			   wake_failed, Retry-After the waiter's retry_s */
+	/* WAKE_CLS_PASSIVE and the environment is not running: 503
+	 * environment_sleeping, nothing woken or counted */
+	WAKE_ASLEEP,
+};
+
+/* A request's activity class (its route's activity and wake,
+ * docs/wake.md, "Activity classes"). */
+enum wake_class {
+	WAKE_CLS_APP = 0,    /* wakes it; activity */
+	WAKE_CLS_BACKGROUND, /* wakes it; activity only until
+				idle_timeout_background past the last app
+				activity */
+	WAKE_CLS_PASSIVE,    /* wake = false: never wakes it, never
+				activity; served only while it runs */
 };
 
 /* A request's place among a waking environment's waiters (inside struct
@@ -84,6 +98,7 @@ struct wake_waiter {
 	bool queued;	  /* in a waking environment's list */
 	uint32_t retry_s; /* WAKE_BACKOFF: seconds left of the back-off */
 	uint64_t gen;	  /* its environment's failed wakes when it entered */
+	uint8_t cls;	  /* enum wake_class, set before wake_enter */
 };
 
 /* Tell the waiter wt (its owner, msg and handle) how its wake ended (a
@@ -166,7 +181,8 @@ void wake_leave(struct wake *wk, struct wake_env *env, struct wake_waiter *wt);
 
 /* A tunnel of env's opened (+1) or closed (-1): counted for `edgectl
  * envs` (its request keeps the environment awake while it is open). */
-void wake_tunnel(struct wake *wk, struct wake_env *env, int delta);
+void wake_tunnel(struct wake *wk, struct wake_env *env, int delta,
+		 unsigned cls);
 
 /* What a request whose endpoints all refused gets (wake_refused). */
 enum wake_refusal {

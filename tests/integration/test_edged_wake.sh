@@ -19,12 +19,12 @@
 edged_begin curl python3
 edged_need_build
 
-BASE=$(edged_ports 12)
+BASE=$(edged_ports 13)
 P_EDGE=$BASE
 P_ADMIN=$((BASE + 1))
 EDGECTL="$B/edgectl"
 CL="$T_TMP/client.py"
-ENVS="storm t1 t2 never fail idle ws rs loud hang"
+ENVS="storm t1 t2 never fail idle ws rs loud hang lazy"
 
 # the wake command: per environment, T_TMP/ID.conf says "PORT DELAY MODE"
 cat >"$T_TMP/wake.sh" <<SH
@@ -64,10 +64,14 @@ CONF
 			echo "$((BASE + i)) 0.3 serve" >"$T_TMP/$e.conf"
 			# only idle and ws sleep during the test
 			idle=60s
-			case $e in idle | ws | hang) idle=2s ;; esac
+			case $e in idle | ws | hang) idle=2s ;; lazy) idle=5s ;; esac
 			[ $i -gt 2 ] && echo ","
+			routes=""
+			# lazy: a health probe path that never wakes it
+			[ "$e" = lazy ] && routes="routes = ( { prefix = \"/healthz\"; wake = false; ${LAZY_EXTRA:-} } );"
 			cat <<CONF
   { id = "$e"; domains = [ "$e.test" ]; on_demand = true; idle_timeout = "$idle";
+    $routes
     deployment = { id = "$e-1"; upstreams = [ "127.0.0.1:$((BASE + i))" ]; }; }
 CONF
 			i=$((i + 1))
@@ -208,6 +212,40 @@ run_suite() { # BIN LABEL
 		t_ok "$v: an on-demand environment nobody serves starts sleeping"
 	else
 		t_fail "$v: sleeping at start" "state '$st'"
+	fi
+
+	# wake = false (lazy's /healthz): asleep, 503 environment_sleeping
+	# and nothing woken; awake, served; probed every 0.3 s it still goes
+	# to sleep after its idle_timeout (5 s: under load an ASan edged and
+	# python3 take seconds), and is not woken again
+	expect "$v: wake = false, asleep: 503 environment_sleeping" \
+		"$(python3 "$CL" "$P_EDGE" get lazy.test /healthz)" 503 environment_sleeping
+	r=$(wakes lazy)
+	if [ "${r:-0}" = 0 ] && [ "$(env_field lazy state)" = sleeping ] &&
+		[ "$(env_field lazy asleep_refused)" = 1 ]; then
+		t_ok "$v: wake = false woke nothing (asleep_refused 1)"
+	else
+		t_fail "$v: wake = false woke nothing" "$(wakes lazy) wakes, state $(env_field lazy state)"
+	fi
+	expect "$v: lazy env wakes on an app path" "$(python3 "$CL" "$P_EDGE" get lazy.test /)" 200 ""
+	expect "$v: wake = false, awake: served" "$(python3 "$CL" "$P_EDGE" get lazy.test /healthz)" 200 ""
+	for ((i = 0; i < 80; i++)); do
+		grep -q "^sleep lazy$" "$T_TMP/sleeps.log" 2>/dev/null && break
+		python3 "$CL" "$P_EDGE" get lazy.test /healthz >/dev/null
+		sleep 0.3
+	done
+	if grep -q "^sleep lazy$" "$T_TMP/sleeps.log" 2>/dev/null && [ "$(env_field lazy state)" = sleeping ]; then
+		t_ok "$v: probed every 0.3 s by a wake = false path, it slept after idle_timeout ($i probes)"
+	else
+		t_fail "$v: wake = false is no activity" "state $(env_field lazy state), sleeps: $(cat "$T_TMP/sleeps.log" 2>/dev/null)"
+	fi
+	expect "$v: then 503 environment_sleeping again" \
+		"$(python3 "$CL" "$P_EDGE" get lazy.test /healthz)" 503 environment_sleeping
+	eq_wakes=$(wakes lazy)
+	if [ "$eq_wakes" = 1 ]; then
+		t_ok "$v: one wake in all (the app path's)"
+	else
+		t_fail "$v: one wake" "$eq_wakes"
 	fi
 
 	# a storm of first requests: one wake, all served
@@ -376,6 +414,34 @@ print(e["state"], e["tunnels"])')
 	done
 	edged_sanitizers_clean "$v: sanitizers clean"
 }
+
+# --check: a route's activity and wake, idle_timeout_background
+check_bad() { # EXTRA WANT
+	local out rc=0
+	LAZY_EXTRA=$1 write_conf
+	out=$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1) || rc=$?
+	if [ "$rc" -ne 0 ] && grep -qE "edge.conf:[0-9]+: .*$2" <<<"$out"; then
+		t_ok "--check refuses $1"
+	else
+		t_fail "--check refuses $1" "$out"
+	fi
+}
+check_bad 'activity = "bogus";' 'activity.*"app" or "background"'
+check_bad 'activity = [ "app" ];' 'activity'
+check_bad 'activity = 1;' 'activity'
+LAZY_EXTRA='activity = "background";' write_conf
+if "$EDGED" --check -c "$T_TMP/edge.conf" >/dev/null 2>&1; then
+	t_ok "--check takes activity = \"background\""
+else
+	t_fail "--check takes activity = \"background\"" "$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1)"
+fi
+sed -i 's/{ id = "lazy"; domains = \[ "lazy.test" \]; on_demand = true; idle_timeout = "2s";/{ id = "lazy"; domains = [ "lazy.test" ]; idle_timeout_background = "5s";/' "$T_TMP/edge.conf"
+out=$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1)
+if grep -qE 'edge.conf:[0-9]+: .*idle_timeout_background.*on_demand' <<<"$out"; then
+	t_ok "--check refuses idle_timeout_background without on_demand"
+else
+	t_fail "--check refuses idle_timeout_background without on_demand" "$out"
+fi
 
 run_suite "$EDGED" edged
 edged_asan && run_suite "$EDGED_ASAN" asan

@@ -129,6 +129,9 @@ static void fx_free(struct fx *f)
 
 /* Make environments ids[0..n) of the file on demand, each with one
  * endpoint 127.0.0.1:ports[i] and idle_ms (probed at once). */
+/* the environments' idle_timeout_background (fx_envs), 0: none */
+static uint64_t fx_idle_bg_ms;
+
 static void fx_envs(struct fx *f, const char *const *ids, const unsigned *ports,
 		    size_t n, uint64_t idle_ms)
 {
@@ -148,6 +151,7 @@ static void fx_envs(struct fx *f, const char *const *ids, const unsigned *ports,
 		env[i].id = (char *)ids[i];
 		env[i].on_demand = true;
 		env[i].idle_timeout_ms = idle_ms;
+		env[i].idle_timeout_background_ms = fx_idle_bg_ms;
 		env[i].deployment.upstreams = &a[i];
 		env[i].deployment.n_upstreams = 1;
 	}
@@ -473,14 +477,14 @@ START_TEST(idle_sleep)
 	run_for(&f, 700);
 	ck_assert_str_eq(env_state(&f, "a"), "running");
 	/* its tunnel open: still awake */
-	wake_tunnel(f.wk, env[0], 1);
+	wake_tunnel(f.wk, env[0], 1, WAKE_CLS_APP);
 	ck_assert_int_eq(env_int(&f, "a", "tunnels"), 1);
 	run_for(&f, 700);
 	ck_assert_str_eq(env_state(&f, "a"), "running");
 	ck_assert_int_eq(env_int(&f, "a", "sleeps"), 0);
 	ck_assert(!exists(mark));
 	/* closed: asleep once idle_timeout has passed, not before */
-	wake_tunnel(f.wk, env[0], -1);
+	wake_tunnel(f.wk, env[0], -1, WAKE_CLS_APP);
 	wake_leave(f.wk, env[0], &wt[0]);
 	run_for(&f, 150);
 	ck_assert_str_eq(env_state(&f, "a"), "running");
@@ -503,6 +507,120 @@ START_TEST(idle_sleep)
 	unlink(mark);
 	rmdir(f.dir);
 	fx_free(&f);
+}
+END_TEST
+
+/* One request of class cls entered and left (wake_enter's answer). */
+static int one_request(struct fx *f, struct wake_waiter *wt, unsigned cls)
+{
+	struct wake_env *env;
+	int rc;
+
+	memset(wt, 0, sizeof(*wt));
+	wt->cls = (uint8_t)cls;
+	rc = wake_enter(f->wk, "a", wt, &env);
+	if (rc == WAKE_GO)
+		wake_leave(f->wk, env, wt);
+	return rc;
+}
+
+static const char *env_state(struct fx *f, const char *id);
+
+/* Requests of class cls every 50 ms for ms, or until "a" sleeps (the
+ * next one would wake it, but for wake = false). */
+static void requests_for(struct fx *f, unsigned cls, uint64_t ms)
+{
+	struct wake_waiter wt;
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		if (cls != WAKE_CLS_PASSIVE &&
+		    strcmp(env_state(f, "a"), "sleeping") == 0)
+			return;
+		one_request(f, &wt, cls);
+		run_for(f, 50);
+	}
+}
+
+/*
+ * Activity classes (docs/wake.md): wake = false requests are served
+ * while the environment runs and never keep it awake; asleep, they get
+ * WAKE_ASLEEP and wake nothing. Background requests keep it awake past
+ * idle_timeout only until idle_timeout_background after the last app
+ * activity (300 ms and 1 s here), in flight or one after another; with
+ * no idle_timeout_background they count for no longer than idle_timeout.
+ */
+START_TEST(classes)
+{
+	static const char *const ids[] = {"a"};
+	struct wake_waiter wt, hold;
+	struct wake_env *env;
+	json_int_t refused;
+	unsigned port = free_port();
+	struct fx f;
+	int s = listen_on(port);
+
+	fx_idle_bg_ms = 1000;
+	fx_init(&f, "exit 0", "", 8, 2000);
+	fx_envs(&f, ids, &port, 1, 300);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert_int_eq(env_int(&f, "a", "idle_timeout_background_ms"), 1000);
+	/* wake = false, one every 50 ms: served, asleep anyway by 1 s */
+	ck_assert_int_eq(one_request(&f, &wt, WAKE_CLS_PASSIVE), WAKE_GO);
+	requests_for(&f, WAKE_CLS_PASSIVE, 900);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "sleeps"), 1);
+	/* asleep: refused (so were the last ones above), nothing woken */
+	refused = env_int(&f, "a", "asleep_refused");
+	ck_assert_int_gt(refused, 0);
+	ck_assert_int_eq(one_request(&f, &wt, WAKE_CLS_PASSIVE), WAKE_ASLEEP);
+	run_for(&f, 100);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "wakes"), 0);
+	ck_assert_int_eq(env_int(&f, "a", "asleep_refused"), refused + 1);
+	ck_assert_int_eq(env_int(&f, "a", "active"), 0);
+	/* background wakes it (its wake is app activity) */
+	memset(&wt, 0, sizeof(wt));
+	wt.cls = WAKE_CLS_BACKGROUND;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 1, 2000));
+	ck_assert_uint_eq(told[0], WAKE_R_READY);
+	wake_leave(f.wk, env, &wt);
+	/* background every 50 ms: awake past idle_timeout (300 ms) ... */
+	requests_for(&f, WAKE_CLS_BACKGROUND, 700);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	/* ... until 1 s after the wake, however it goes on */
+	requests_for(&f, WAKE_CLS_BACKGROUND, 800);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	ck_assert_int_eq(env_int(&f, "a", "sleeps"), 2);
+	/* woken by an app request; a background one held in flight keeps
+	 * it awake past idle_timeout, not past 1 s */
+	memset(&wt, 0, sizeof(wt));
+	wt.handle = 1;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &wt, &env), WAKE_WAIT);
+	ck_assert(run_until(&f, &ntold, 2, 2000));
+	ck_assert_uint_eq(told[1], WAKE_R_READY);
+	memset(&hold, 0, sizeof(hold));
+	hold.cls = WAKE_CLS_BACKGROUND;
+	ck_assert_int_eq(wake_enter(f.wk, "a", &hold, &env), WAKE_GO);
+	wake_leave(f.wk, env, &wt); /* the app request's end */
+	run_for(&f, 700);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	ck_assert_int_eq(env_int(&f, "a", "other_active"), 1);
+	run_for(&f, 800);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	wake_leave(f.wk, env, &hold);
+	fx_free(&f);
+
+	/* no idle_timeout_background: background counts for idle_timeout */
+	fx_idle_bg_ms = 0;
+	fx_init(&f, "exit 0", "", 8, 2000);
+	fx_envs(&f, ids, &port, 1, 300);
+	ck_assert_str_eq(env_state(&f, "a"), "running");
+	requests_for(&f, WAKE_CLS_BACKGROUND, 800);
+	ck_assert_str_eq(env_state(&f, "a"), "sleeping");
+	fx_free(&f);
+	close(s);
 }
 END_TEST
 
@@ -1079,6 +1197,7 @@ static Suite *wake_suite(void)
 	tcase_add_test(tc, backoff_reload);
 	tcase_add_test(tc, endpoint_failed);
 	tcase_add_test(tc, db_backoff);
+	tcase_add_test(tc, classes);
 	suite_add_tcase(s, tc);
 	return s;
 }
