@@ -778,12 +778,65 @@ static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
+/* A deployment's retry group (absent: none; docs/upstream.md,
+ * "Retries"). */
+static int cfg_retry(struct cfg *x, const config_setting_t *dep,
+		     const char *path, struct config_retry *rt)
+{
+	static const char *const keys[] = {"on", "max", "budget", "backoff",
+					   NULL};
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *g, *on;
+	const char *v;
+	struct cfg_at at;
+	struct errbuf e;
+	uint64_t n;
+	unsigned bit;
+	int rc, i;
+
+	memset(rt, 0, sizeof(*rt));
+	rc = cfg_group(x, dep, path, "retry", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	rt->set = true;
+	rc = cfg_list(x, g, p, "on", key, &on);
+	if (rc < 0)
+		return rc;
+	if (!on) {
+		rt->on = CONFIG_RETRY_ON_CONNECT | CONFIG_RETRY_ON_RESET |
+			 CONFIG_RETRY_ON_502 | CONFIG_RETRY_ON_503 |
+			 CONFIG_RETRY_ON_504;
+	} else {
+		for (i = 0; i < config_setting_length(on); i++) {
+			const config_setting_t *s =
+			    config_setting_get_elem(on, (unsigned)i);
+
+			cfg_key_index(ek, key, (size_t)i);
+			if (config_retry_on_parse(config_setting_get_string(s),
+						  &bit, &e) < 0)
+				return cfg_fail(x, s, ek, "%s", e.msg);
+			rt->on |= bit;
+		}
+	}
+	rc = cfg_number(x, g, p, "max", CFG_COUNT, 2, 0, CONFIG_RETRY_MAX, &n);
+	if (rc < 0)
+		return rc;
+	rt->max = (unsigned)n;
+	rc = cfg_str(x, g, p, "budget", "20%", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (config_percent_parse(v, &rt->budget, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return cfg_number(x, g, p, "backoff", CFG_MS, 25, 1,
+			  CONFIG_RETRY_BACKOFF_MAX_MS, &rt->backoff_ms);
+}
+
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
 	    "id",  "upstreams",	 "balance", "health_check",
-	    "tls", "send_proxy", NULL};
+	    "tls", "send_proxy", "retry",   NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -808,6 +861,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 	if (rc == 0)
 		rc = cfg_send_proxy(x, g, p, CONFIG_SEND_PROXY_OFF,
 				    &d->send_proxy);
+	if (rc == 0)
+		rc = cfg_retry(x, g, p, &d->retry);
 	return rc;
 }
 

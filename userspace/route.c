@@ -1244,6 +1244,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
 	m->up_tls = &e->src->deployment.tls;
+	m->retry = &e->src->deployment.retry;
 	m->send_proxy = config_send_proxy_version(
 	    CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy);
 	if (!hrules_empty(&e->src->headers))
@@ -1294,6 +1295,7 @@ enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
 	m->up_tls = &e->src->deployment.tls;
+	m->retry = &e->src->deployment.retry;
 	m->send_proxy =
 	    config_send_proxy_version(route_tcp_set_at(t->tcp, idx)->send_proxy,
 				      e->src->deployment.send_proxy);

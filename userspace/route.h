@@ -99,6 +99,8 @@ struct route_match {
 	 * with (0: none): the TCP route's send_proxy, else the
 	 * deployment's */
 	unsigned send_proxy;
+	/* the deployment's retry group (retry.set false: none) */
+	const struct config_retry *retry;
 };
 
 /*

@@ -73,6 +73,7 @@ struct route_src_deployment {
 	struct config_up_tls tls;      /* to its https:// endpoints */
 	bool tls_held; /* tls_up_hold taken for tls: released with it */
 	enum config_send_proxy send_proxy; /* a PROXY header to endpoints */
+	struct config_retry retry;	   /* set false: no retry group */
 };
 
 /* A (domain, path prefix) pair that routes to an environment, whichever
