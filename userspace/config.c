@@ -682,14 +682,38 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 	return rc;
 }
 
+/* A deployment's or route's timeouts group: request_total (absent: 0,
+ * none). */
+static int cfg_request_total(struct cfg *x, const config_setting_t *g,
+			     const char *path, uint64_t *ms)
+{
+	static const char *const keys[] = {"request_total", NULL};
+	char p[CFG_KEY_MAX];
+	const config_setting_t *t;
+	int rc;
+
+	*ms = 0;
+	rc = cfg_group(x, g, path, "timeouts", keys, p, &t);
+	if (rc < 0 || !t)
+		return rc;
+	return cfg_number(x, t, p, "request_total", CFG_MS, 0, 1,
+			  CONFIG_REQUEST_TOTAL_MAX_MS, ms);
+}
+
 static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		     const struct route_src_env *env, struct route_src_route *r)
 {
-	static const char *const keys[] = {
-	    "prefix",	"strip_prefix",	  "upstreams",
-	    "balance",	"max_body_bytes", "headers",
-	    "api_keys", "auth_request",	  "jwt",
-	    NULL};
+	static const char *const keys[] = {"prefix",
+					   "strip_prefix",
+					   "upstreams",
+					   "balance",
+					   "max_body_bytes",
+					   "headers",
+					   "api_keys",
+					   "auth_request",
+					   "jwt",
+					   "timeouts",
+					   NULL};
 	int rc;
 
 	rc = cfg_known(x, g, path, keys);
@@ -713,6 +737,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		rc = cfg_headers(x, g, path, &r->headers);
 	if (rc == 0)
 		rc = cfg_auth(x, g, path, &r->auth);
+	if (rc == 0)
+		rc = cfg_request_total(x, g, path, &r->request_total_ms);
 	return rc;
 }
 
@@ -835,8 +861,9 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
-	    "id",  "upstreams",	 "balance", "health_check",
-	    "tls", "send_proxy", "retry",   NULL};
+	    "id",	    "upstreams", "balance",
+	    "health_check", "tls",	 "send_proxy",
+	    "retry",	    "timeouts",	 NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -863,6 +890,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 				    &d->send_proxy);
 	if (rc == 0)
 		rc = cfg_retry(x, g, p, &d->retry);
+	if (rc == 0)
+		rc = cfg_request_total(x, g, p, &d->request_total_ms);
 	return rc;
 }
 

@@ -129,7 +129,9 @@
 	  "this request came in TLS early data (0-RTT) and may change "        \
 	  "something: send it again once the handshake is done")               \
 	X(ACME_CHALLENGE, "acme_challenge", 200,                               \
-	  "an ACME http-01 challenge answered by edge")
+	  "an ACME http-01 challenge answered by edge")                        \
+	X(DEADLINE_EXCEEDED, "deadline_exceeded", 504,                         \
+	  "the upstream did not answer within the request's deadline")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

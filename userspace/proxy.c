@@ -151,6 +151,57 @@ static void px_read(struct req *r, bool on)
 	else
 		sockio_disable(p->uio, EV_READ);
 }
+/* Arm the request's timer for ms (0: none) while edge waits for the
+ * upstream before the response head (connect, backoff, response head),
+ * sooner when the request's deadline (timeouts.request_total) comes
+ * first: proxy_timeout then ends it 504 deadline_exceeded. */
+static void px_timer(struct req *r, uint64_t ms)
+{
+	struct proxy *p = PX(r);
+	uint64_t now, left;
+
+	if (p->deadline) {
+		now = clk_now_ns();
+		left = p->deadline > now
+			   ? (p->deadline - now + 999999) / 1000000
+			   : 0;
+		p->capped = ms == 0 || left <= ms;
+		if (p->capped)
+			ms = left ? left : 1;
+	}
+	req_timer(r, ms);
+}
+
+/*
+ * The request's timer fired before its response head: whether it was
+ * the deadline's. A timer capped by the deadline that fires before it
+ * (libevent counts from the loop's cached time, which may be earlier
+ * than the clock the deadline was read with) is armed again for what
+ * is left, and the phase's own timeout has not come: true too, nothing
+ * else to do. Ends the request 504 deadline_exceeded when it passed.
+ */
+static bool px_deadline(struct req *r)
+{
+	struct proxy *p = PX(r);
+	uint64_t now;
+
+	if (!p->deadline || r->resp_started)
+		return false;
+	now = clk_fresh_ns();
+	if (now >= p->deadline) {
+		/* the whole request's time is up, retries included: not
+		 * the endpoint's failure (its own timeouts say when it
+		 * fails) */
+		p->reusable = false;
+		req_end(r, OUTCOME_DEADLINE_EXCEEDED, NULL);
+		return true;
+	}
+	if (!p->capped)
+		return false;
+	req_timer(r, (p->deadline - now + 999999) / 1000000);
+	return true;
+}
+
 static void proxy_body_clock(struct req *r);
 static void proxy_request_sent(struct req *r);
 static void proxy_send_stalled(struct req *r);
@@ -357,7 +408,7 @@ static void proxy_retry(struct req *r)
 	upconn_done(&p->u);
 	p->u.ep = NULL;
 	p->state = PROXY_BACKOFF;
-	req_timer(r, ms);
+	px_timer(r, ms);
 }
 
 /* The current attempt failed before any response byte (why, errno err
@@ -400,7 +451,7 @@ static void proxy_request_sent(struct req *r)
 
 	p->send_stalled = false;
 	if (p->state == PROXY_WAITING)
-		req_timer(r, r->w->set.timeouts.upstream_response_ms);
+		px_timer(r, r->w->set.timeouts.upstream_response_ms);
 }
 
 static void proxy_send_stalled(struct req *r)
@@ -410,7 +461,7 @@ static void proxy_send_stalled(struct req *r)
 	if (p->state != PROXY_WAITING || p->send_stalled)
 		return;
 	p->send_stalled = true;
-	req_timer(r, r->w->set.timeouts.upstream_response_ms);
+	px_timer(r, r->w->set.timeouts.upstream_response_ms);
 }
 
 /* Move what the client sent of the body towards the upstream. */
@@ -690,12 +741,12 @@ static void proxy_connect(struct req *r)
 		}
 		/* its session connects: the connect timeout runs for it */
 		p->state = PROXY_CONNECTING;
-		req_timer(r, w->set.timeouts.upstream_connect_ms);
+		px_timer(r, w->set.timeouts.upstream_connect_ms);
 		return;
 	}
 	proxy_set_uio(r, uio);
 	p->state = PROXY_CONNECTING;
-	req_timer(r, w->set.timeouts.upstream_connect_ms);
+	px_timer(r, w->set.timeouts.upstream_connect_ms);
 	if (upconn_connect(&p->u, p->uio) < 0)
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT, errno);
 }
@@ -779,6 +830,8 @@ static void proxy_start(struct req *r)
 	else
 		body_init(&p->req_body, BODY_NONE, 0, false);
 	p->grpc = proxy_grpc(r);
+	if (r->m.request_total_ms)
+		p->deadline = clk_now_ns() + r->m.request_total_ms * 1000000;
 	if (proxy_retry_group(r))
 		upstream_retry_request(r->w->up, proxy_retry_key(r),
 				       clk_now_ns());
@@ -1346,7 +1399,7 @@ static bool proxy_first_chunk(struct req *r, const char *s, size_t n)
 	if (rc == 0) {
 		if (!p->head_held) {
 			p->head_held = true;
-			req_timer(r, r->w->set.timeouts.upstream_response_ms);
+			px_timer(r, r->w->set.timeouts.upstream_response_ms);
 		}
 		return false;
 	}
@@ -1833,6 +1886,10 @@ static void proxy_timeout(struct req *r)
 {
 	struct proxy *p = PX(r);
 
+	if ((p->state == PROXY_CONNECTING || p->state == PROXY_BACKOFF ||
+	     p->state == PROXY_WAITING) &&
+	    px_deadline(r))
+		return;
 	switch (p->state) {
 	case PROXY_CONNECTING:
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT_TIMEOUT, 0);

@@ -60,9 +60,12 @@ enum proxy_state {
 /* The upstream side of one request (inside struct req). */
 struct proxy {
 	enum proxy_state state;
-	unsigned h2_retries;	/* HTTP/2 streams retried */
-	unsigned retries;	/* retries under the deployment's retry group */
-	struct sockio *uio;	/* the upstream connection (HTTP/1.1) */
+	unsigned h2_retries; /* HTTP/2 streams retried */
+	unsigned retries;    /* retries under the deployment's retry group */
+	/* monotonic ns: timeouts.request_total's end (0: none) */
+	uint64_t deadline;
+	bool capped;	    /* the request's timer is armed for the deadline */
+	struct sockio *uio; /* the upstream connection (HTTP/1.1) */
 	struct h2up_stream *h2; /* or the request's HTTP/2 stream (h2up.h) */
 	struct upconn u;	/* its attempts (upconn.h) */
 	struct body req_body;	/* client -> upstream */

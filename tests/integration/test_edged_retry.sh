@@ -57,7 +57,7 @@ conf() { # [RETRY]: the configuration; with RETRY, one more deployment
 pin_dir = "$T_TMP/pins";
 analytics = { file = "$T_TMP/requests.jsonl"; };
 limits = { body_buffer = "4K"; };
-timeouts = { upstream_connect = "2s"; upstream_response = "5s"; };
+timeouts = { upstream_connect = "2s"; upstream_response = "3s"; };
 upstream = { eject_after = 1000; };
 projects = ( { id = "p"; environments = (
   { id = "e-retry"; domains = [ "retry.test" ];
@@ -77,6 +77,14 @@ projects = ( { id = "p"; environments = (
     deployment = { id = "d-h2";
       upstreams = [ "h2c://127.0.0.1:$P_H2", "127.0.0.1:$P_B2" ];
       retry = { budget = "100%"; backoff = "1ms"; }; }; },
+  { id = "e-dl"; domains = [ "dl.test" ];
+    deployment = { id = "d-dl";
+      upstreams = [ "127.0.0.1:$P_B1", "127.0.0.1:$P_B2" ];
+      timeouts = { request_total = "1s"; };
+      retry = { budget = "100%"; backoff = "2s"; }; }; },
+  { id = "e-dlr"; domains = [ "dlr.test" ];
+    deployment = { id = "d-dlr"; upstreams = [ "127.0.0.1:$P_B2" ]; };
+    routes = ( { prefix = "/dl"; timeouts = { request_total = "1s"; }; } ); },
   { id = "e-budget"; domains = [ "budget.test" ];
     deployment = { id = "d-budget";
       upstreams = [ "127.0.0.1:$P_F1", "127.0.0.1:$P_F2", "127.0.0.1:$P_F3" ];
@@ -123,6 +131,13 @@ req() {
 	code=$(curl -sS -m 20 -o "$T_TMP/body" -w '%{http_code}' -X "$m" \
 		-H "Host: $host" "$@" "http://127.0.0.1:$P_EDGE$p" 2>/dev/null) || rc=$?
 	[ "$rc" = 0 ] && echo "$code" || echo "$code:$rc"
+}
+
+# jq_err: the error name of the last response's JSON body, "-" if none
+jq_err() {
+	python3 -c 'import json,sys
+try: print(json.load(open(sys.argv[1]))["error"])
+except Exception: print("-")' "$T_TMP/body"
 }
 
 run_suite() {
@@ -248,6 +263,19 @@ run_suite() {
 		t_fail "$v: h2c" "GET $out POST $got received $n; $(tail -2 "$T_TMP/h2.jsonl")"
 	fi
 
+	# ---- deadlines (fail_backend.py's mode=WORD in the path)
+	out="$(req dl.test GET '/h?mode=hang') $(jq_err) "
+	before=$(count True)
+	out+="$(req dl.test GET '/s?mode=503') $(jq_err) "
+	n=$(($(count True) - before))
+	out+="$(req dlr.test GET '/dl/x?mode=hang') $(jq_err) "
+	out+="$(req dlr.test GET '/other?mode=hang') $(jq_err)"
+	if [ "$out" = "504 deadline_exceeded 504 deadline_exceeded 504 deadline_exceeded 504 upstream_timeout" ] && [ "$n" = 1 ]; then
+		t_ok "$v: timeouts.request_total: a hung upstream 504 deadline_exceeded; a retry's backoff past the deadline too (one attempt received); a route's own deadline, and outside it upstream_response's 504 upstream_timeout"
+	else
+		t_fail "$v: deadlines" "$out (received $n)"
+	fi
+
 	# ---- budget: every endpoint fails
 	mode f 503
 	before=$(count "r['name'].startswith('f')")
@@ -324,6 +352,9 @@ retry = { budget = "20"; };|retry.budget: "20": expected a percentage
 retry = { max = 4; };|retry.max
 retry = { backoff = "1h"; };|retry.backoff
 retry = { tries = 2; };|retry.tries: unknown key
+timeouts = { request_total = "0ms"; };|timeouts.request_total
+timeouts = { request_total = "2d"; };|timeouts.request_total
+timeouts = { total = "2s"; };|timeouts.total: unknown key
 CASES
 conf ""
 

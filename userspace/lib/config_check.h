@@ -368,6 +368,8 @@ int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err);
 #define CONFIG_RETRY_ON_504 (1u << 4)	  /* "504" */
 #define CONFIG_RETRY_MAX 3 /* retries: UPCONN_TRIES_MAX attempts in all */
 #define CONFIG_RETRY_BACKOFF_MAX_MS 10000
+/* timeouts.request_total (a deployment's, a route's) at most: a day */
+#define CONFIG_REQUEST_TOTAL_MAX_MS (24ULL * 3600 * 1000)
 
 struct config_retry {
 	bool set;
