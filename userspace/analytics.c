@@ -289,10 +289,10 @@ static size_t json_time(char *out, uint64_t ns)
 	return o;
 }
 
-/* A field's value: null when empty; the digits of cold_start_ms and
- * upstream_status as a number (null when there are none), tls_resumed as
- * a boolean, the rest as strings. Bounded by the field's size even if
- * its NUL is missing (a record read back from a damaged disk spool). */
+/* A field's value: null when empty; the digits of cold_start_ms,
+ * upstream_status and attempts as a number (null when there are none),
+ * tls_resumed as a boolean, the rest as strings. Bounded by the field's size
+ * even if its NUL is missing (a record read back from a damaged disk spool). */
 static size_t json_field(char *out, const struct analytics_event *ev,
 			 unsigned i)
 {
@@ -307,7 +307,7 @@ static size_t json_field(char *out, const struct analytics_event *ev,
 					 ? "true"
 					 : "false");
 	if (i == ANALYTICS_F_COLD_START_MS ||
-	    i == ANALYTICS_F_UPSTREAM_STATUS) {
+	    i == ANALYTICS_F_UPSTREAM_STATUS || i == ANALYTICS_F_ATTEMPTS) {
 		uint64_t x = 0;
 		size_t d;
 

@@ -54,7 +54,8 @@ struct passwd;
 	X(CHALLENGE, challenge, 8)                                             \
 	X(AUTH, auth, 8)                                                       \
 	X(TRACE_ID, trace_id, 33)                                              \
-	X(SPAN_ID, span_id, 17)
+	X(SPAN_ID, span_id, 17)                                                \
+	X(ATTEMPTS, attempts, 4)
 
 enum analytics_field {
 #define ANALYTICS_FIELD_ENUM(id, member, size) ANALYTICS_F_##id,

@@ -32,7 +32,8 @@
 	"host, method, path, status, bytes_in, bytes_out, duration_us, "       \
 	"upstream_us, client_ip, user_agent, referrer, tls_version, outcome, " \
 	"mover, tls_cipher, tls_resumed, cold_start_ms, upstream_addr, "       \
-	"upstream_status, http_version, challenge, auth, trace_id, span_id"
+	"upstream_status, http_version, challenge, auth, trace_id, span_id, "  \
+	"attempts"
 
 #define PG_SETUP                                                               \
 	"SET statement_timeout = %d; "                                         \
@@ -45,7 +46,7 @@
 	"mover text, tls_cipher text, tls_resumed boolean, "                   \
 	"cold_start_ms integer, upstream_addr text, upstream_status integer, " \
 	"http_version text, challenge text, auth text, trace_id text, "        \
-	"span_id text) "                                                       \
+	"span_id text, attempts smallint) "                                    \
 	"ON COMMIT DELETE ROWS"
 
 #define PG_BATCH                                                               \
@@ -123,11 +124,11 @@ size_t analytics_pg_copy_text(const char *s, bool null_if_empty, char *out)
 }
 
 /* Every string field at its largest, each byte 3: what the row needs at
- * most, besides the numbers (7 of at most 20 digits), the time (32), 19
- * tabs and the newline. */
-#define PG_ROW_STRINGS                                                         \
-	(3 * (64 * 4 + 256 + 24 + 1024 + 48 + 256 + 512 + 16 + 16))
-_Static_assert(PG_ROW_STRINGS + 7 * 21 + 32 + 20 + 64 < ANALYTICS_PG_ROW_MAX,
+ * most, besides the numbers (7 of at most 20 digits), the time (32), the
+ * kind and the outcome (64), the tabs and the newline (64). */
+#define PG_FIELD_BYTES(id, member, size) +((size)-1)
+#define PG_ROW_STRINGS (3 * (0 ANALYTICS_STRINGS(PG_FIELD_BYTES)))
+_Static_assert(PG_ROW_STRINGS + 7 * 21 + 32 + 64 + 64 < ANALYTICS_PG_ROW_MAX,
 	       "ANALYTICS_PG_ROW_MAX too small for a row");
 
 /* An unsigned value as a bigint (clamped: a column is signed). */
@@ -209,6 +210,7 @@ size_t analytics_pg_row(const struct analytics_event *ev, char *out)
 	PG_TEXT(AUTH, true);
 	PG_TEXT(TRACE_ID, true);
 	PG_TEXT(SPAN_ID, true);
+	PG_TEXT(ATTEMPTS, true); /* digits: an integer, or NULL */
 #undef PG_TEXT
 	out[o - 1] = '\n'; /* the last column's tab */
 	return o;

@@ -35,7 +35,7 @@
 /* Most bytes one event takes as a line of COPY text: every string field
  * at its largest with each byte escaped or replaced (3 bytes), the
  * numbers, the time, the tabs and the newline. */
-#define ANALYTICS_PG_ROW_MAX 8192
+#define ANALYTICS_PG_ROW_MAX 9216
 
 /* The application_name of the sink's sessions (pg_stat_activity). */
 #define ANALYTICS_PG_APPLICATION "edged analytics"

@@ -728,6 +728,24 @@ static int cfg_security(struct cfg *x, const config_setting_t *env,
 	return rc;
 }
 
+/* A deployment's or route's timeouts group: request_total (absent: 0,
+ * none). */
+static int cfg_request_total(struct cfg *x, const config_setting_t *g,
+			     const char *path, uint64_t *ms)
+{
+	static const char *const keys[] = {"request_total", NULL};
+	char p[CFG_KEY_MAX];
+	const config_setting_t *t;
+	int rc;
+
+	*ms = 0;
+	rc = cfg_group(x, g, path, "timeouts", keys, p, &t);
+	if (rc < 0 || !t)
+		return rc;
+	return cfg_number(x, t, p, "request_total", CFG_MS, 0, 1,
+			  CONFIG_REQUEST_TOTAL_MAX_MS, ms);
+}
+
 static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		     const struct route_src_env *env, struct route_src_route *r)
 {
@@ -735,7 +753,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 	    "prefix",	"strip_prefix",	  "upstreams",
 	    "balance",	"max_body_bytes", "headers",
 	    "api_keys", "auth_request",	  "jwt",
-	    "wake",	"activity",	  NULL};
+	    "wake",	"activity",	  "timeouts",
+	    NULL};
 	const char *act;
 	struct cfg_at at;
 	bool wake = true;
@@ -773,6 +792,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 				"\"%s\": \"app\" or \"background\"", act);
 	if (rc == 0)
 		r->background = strcmp(act, "background") == 0;
+	if (rc == 0)
+		rc = cfg_request_total(x, g, path, &r->request_total_ms);
 	return rc;
 }
 
@@ -838,12 +859,66 @@ static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
+/* A deployment's retry group (absent: none; docs/upstream.md,
+ * "Retries"). */
+static int cfg_retry(struct cfg *x, const config_setting_t *dep,
+		     const char *path, struct config_retry *rt)
+{
+	static const char *const keys[] = {"on", "max", "budget", "backoff",
+					   NULL};
+	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *g, *on;
+	const char *v;
+	struct cfg_at at;
+	struct errbuf e;
+	uint64_t n;
+	unsigned bit;
+	int rc, i;
+
+	memset(rt, 0, sizeof(*rt));
+	rc = cfg_group(x, dep, path, "retry", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	rt->set = true;
+	rc = cfg_list(x, g, p, "on", key, &on);
+	if (rc < 0)
+		return rc;
+	if (!on) {
+		rt->on = CONFIG_RETRY_ON_CONNECT | CONFIG_RETRY_ON_RESET |
+			 CONFIG_RETRY_ON_502 | CONFIG_RETRY_ON_503 |
+			 CONFIG_RETRY_ON_504;
+	} else {
+		for (i = 0; i < config_setting_length(on); i++) {
+			const config_setting_t *s =
+			    config_setting_get_elem(on, (unsigned)i);
+
+			cfg_key_index(ek, key, (size_t)i);
+			if (config_retry_on_parse(config_setting_get_string(s),
+						  &bit, &e) < 0)
+				return cfg_fail(x, s, ek, "%s", e.msg);
+			rt->on |= bit;
+		}
+	}
+	rc = cfg_number(x, g, p, "max", CFG_COUNT, 2, 0, CONFIG_RETRY_MAX, &n);
+	if (rc < 0)
+		return rc;
+	rt->max = (unsigned)n;
+	rc = cfg_str(x, g, p, "budget", "20%", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (config_percent_parse(v, &rt->budget, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	return cfg_number(x, g, p, "backoff", CFG_MS, 25, 1,
+			  CONFIG_RETRY_BACKOFF_MAX_MS, &rt->backoff_ms);
+}
+
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
-	    "id",  "upstreams",	 "balance", "health_check",
-	    "tls", "send_proxy", NULL};
+	    "id",	    "upstreams", "balance",
+	    "health_check", "tls",	 "send_proxy",
+	    "retry",	    "timeouts",	 NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -868,6 +943,10 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 	if (rc == 0)
 		rc = cfg_send_proxy(x, g, p, CONFIG_SEND_PROXY_OFF,
 				    &d->send_proxy);
+	if (rc == 0)
+		rc = cfg_retry(x, g, p, &d->retry);
+	if (rc == 0)
+		rc = cfg_request_total(x, g, p, &d->request_total_ms);
 	return rc;
 }
 

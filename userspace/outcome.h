@@ -131,7 +131,9 @@
 	X(ACME_CHALLENGE, "acme_challenge", 200,                               \
 	  "an ACME http-01 challenge answered by edge")                        \
 	X(ENVIRONMENT_SLEEPING, "environment_sleeping", 503,                   \
-	  "the environment is asleep and this path does not wake it")
+	  "the environment is asleep and this path does not wake it")          \
+	X(DEADLINE_EXCEEDED, "deadline_exceeded", 504,                         \
+	  "the upstream did not answer within the request's deadline")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

@@ -22,6 +22,7 @@
 #include "inject.h"
 #include "req.h"
 #include "proxy.h"
+#include "siphash.h"
 #include "sockio.h"
 #include "tls.h"
 #include "tls_up.h"
@@ -150,6 +151,57 @@ static void px_read(struct req *r, bool on)
 	else
 		sockio_disable(p->uio, EV_READ);
 }
+/* Arm the request's timer for ms (0: none) while edge waits for the
+ * upstream before the response head (connect, backoff, response head),
+ * sooner when the request's deadline (timeouts.request_total) comes
+ * first: proxy_timeout then ends it 504 deadline_exceeded. */
+static void px_timer(struct req *r, uint64_t ms)
+{
+	struct proxy *p = PX(r);
+	uint64_t now, left;
+
+	if (p->deadline) {
+		now = clk_now_ns();
+		left = p->deadline > now
+			   ? (p->deadline - now + 999999) / 1000000
+			   : 0;
+		p->capped = ms == 0 || left <= ms;
+		if (p->capped)
+			ms = left ? left : 1;
+	}
+	req_timer(r, ms);
+}
+
+/*
+ * The request's timer fired before its response head: whether it was
+ * the deadline's. A timer capped by the deadline that fires before it
+ * (libevent counts from the loop's cached time, which may be earlier
+ * than the clock the deadline was read with) is armed again for what
+ * is left, and the phase's own timeout has not come: true too, nothing
+ * else to do. Ends the request 504 deadline_exceeded when it passed.
+ */
+static bool px_deadline(struct req *r)
+{
+	struct proxy *p = PX(r);
+	uint64_t now;
+
+	if (!p->deadline || r->resp_started)
+		return false;
+	now = clk_fresh_ns();
+	if (now >= p->deadline) {
+		/* the whole request's time is up, retries included: not
+		 * the endpoint's failure (its own timeouts say when it
+		 * fails) */
+		p->reusable = false;
+		req_end(r, OUTCOME_DEADLINE_EXCEEDED, NULL);
+		return true;
+	}
+	if (!p->capped)
+		return false;
+	req_timer(r, (p->deadline - now + 999999) / 1000000);
+	return true;
+}
+
 static void proxy_body_clock(struct req *r);
 static void proxy_request_sent(struct req *r);
 static void proxy_send_stalled(struct req *r);
@@ -290,9 +342,80 @@ static void proxy_body_failed(struct req *r, enum upreg_why why, int err)
 		upreg_set_failure(upstream_ep_shared(p->u.ep), why, err);
 }
 
+static bool method_idempotent(enum h1_method m)
+{
+	return m == H1_M_GET || m == H1_M_HEAD || m == H1_M_OPTIONS ||
+	       m == H1_M_PUT || m == H1_M_DELETE || m == H1_M_TRACE;
+}
+
+/* Whether r has a retry group (its deployment's retry). */
+static bool proxy_retry_group(const struct req *r)
+{
+	return r->m.retry && r->m.retry->set;
+}
+
+/* The deployment's key in the worker's retry budgets. */
+static uint64_t proxy_retry_key(const struct req *r)
+{
+	const char *id = r->m.deployment_id ? r->m.deployment_id : "";
+
+	return siphash_key(id, strlen(id));
+}
+
+/*
+ * Whether r goes again after its attempt failed in a way of bit on
+ * (CONFIG_RETRY_ON_), under its deployment's retry group: the failure is
+ * one it lists, no response byte went to the client, fewer than max
+ * retries so far, an endpoint not tried yet is left, and, when the
+ * upstream may have received the request (received), the method is
+ * idempotent and the body none or held whole (p->held, sent again); then
+ * the budget (retry.h) decides, and a retry it allows is counted.
+ */
+static bool proxy_may_retry(struct req *r, unsigned on, bool received)
+{
+	const struct config_retry *rt = r->m.retry;
+	struct proxy *p = PX(r);
+
+	if (!proxy_retry_group(r) || !(rt->on & on) || r->resp_started ||
+	    p->retries >= rt->max || (p->upgrade && received) ||
+	    p->u.ntried >= r->m.n_upstreams || p->u.ntried >= UPCONN_TRIES_MAX)
+		return false;
+	if (received && (!method_idempotent(r->h.method) ||
+			 (p->req_body.in != BODY_NONE && !p->buffered)))
+		return false;
+	if (!upstream_retry_take(r->w->up, proxy_retry_key(r), rt->budget,
+				 clk_now_ns())) {
+		log_debug_ctx(REQ_LOG_CTX(r),
+			      "retry refused by the deployment's budget (%u%%)",
+			      rt->budget);
+		return false;
+	}
+	p->retries++;
+	return true;
+}
+
+/* Send r again after a failed attempt (proxy_may_retry said yes): the
+ * attempt's connection closed (an HTTP/2 stream reset), its in-flight
+ * count dropped, and after the deployment's backoff (doubled for each
+ * retry before) the next endpoint chosen. */
+static void proxy_retry(struct req *r)
+{
+	struct proxy *p = PX(r);
+	uint64_t ms = r->m.retry->backoff_ms << (p->retries - 1);
+
+	p->reusable = false;
+	proxy_drop_uio(r, false);
+	upconn_done(&p->u);
+	p->u.ep = NULL;
+	p->state = PROXY_BACKOFF;
+	px_timer(r, ms);
+}
+
 /* The current attempt failed before any response byte (why, errno err
  * or 0): report it and try another endpoint (nothing of the request was
- * consumed yet). */
+ * consumed yet): at once without a retry group, else when the group
+ * lists "connect" and allows it (proxy_may_retry; otherwise 502
+ * upstream_unavailable). */
 static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
 {
 	struct proxy *p = PX(r);
@@ -301,7 +424,16 @@ static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
 	upconn_failed(&p->u, r->w, REQ_LOG_CTX(r), why, err, NULL,
 		      proxy_where(r, where, sizeof(where)));
 	proxy_drop_uio(r, false);
-	proxy_connect(r);
+	if (!proxy_retry_group(r)) {
+		proxy_connect(r);
+		return;
+	}
+	if (!proxy_may_retry(r, CONFIG_RETRY_ON_CONNECT, false)) {
+		p->reusable = false;
+		req_upstream_unavailable(r);
+		return;
+	}
+	proxy_retry(r);
 }
 
 /*
@@ -319,7 +451,7 @@ static void proxy_request_sent(struct req *r)
 
 	p->send_stalled = false;
 	if (p->state == PROXY_WAITING)
-		req_timer(r, r->w->set.timeouts.upstream_response_ms);
+		px_timer(r, r->w->set.timeouts.upstream_response_ms);
 }
 
 static void proxy_send_stalled(struct req *r)
@@ -329,7 +461,7 @@ static void proxy_send_stalled(struct req *r)
 	if (p->state != PROXY_WAITING || p->send_stalled)
 		return;
 	p->send_stalled = true;
-	req_timer(r, r->w->set.timeouts.upstream_response_ms);
+	px_timer(r, r->w->set.timeouts.upstream_response_ms);
 }
 
 /* Move what the client sent of the body towards the upstream. */
@@ -563,6 +695,7 @@ static void proxy_connect(struct req *r)
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
 	case UPCONN_POOLED:
+		r->attempts++;
 		memcpy(r->up_addr, p->u.addr, sizeof(r->up_addr));
 		r->t_connect = p->u.t_connect;
 		proxy_set_uio(r, uio);
@@ -574,6 +707,7 @@ static void proxy_connect(struct req *r)
 	case UPCONN_NEW:
 		break;
 	}
+	r->attempts++;
 	memcpy(r->up_addr, p->u.addr, sizeof(r->up_addr));
 	r->t_connect = p->u.t_connect;
 	if (!sess && p->u.h2) {
@@ -607,12 +741,12 @@ static void proxy_connect(struct req *r)
 		}
 		/* its session connects: the connect timeout runs for it */
 		p->state = PROXY_CONNECTING;
-		req_timer(r, w->set.timeouts.upstream_connect_ms);
+		px_timer(r, w->set.timeouts.upstream_connect_ms);
 		return;
 	}
 	proxy_set_uio(r, uio);
 	p->state = PROXY_CONNECTING;
-	req_timer(r, w->set.timeouts.upstream_connect_ms);
+	px_timer(r, w->set.timeouts.upstream_connect_ms);
 	if (upconn_connect(&p->u, p->uio) < 0)
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT, errno);
 }
@@ -696,6 +830,11 @@ static void proxy_start(struct req *r)
 	else
 		body_init(&p->req_body, BODY_NONE, 0, false);
 	p->grpc = proxy_grpc(r);
+	if (r->m.request_total_ms)
+		p->deadline = clk_now_ns() + r->m.request_total_ms * 1000000;
+	if (proxy_retry_group(r))
+		upstream_retry_request(r->w->up, proxy_retry_key(r),
+				       clk_now_ns());
 	/* Upgrade is forwarded for requests without a body only, so the
 	 * protocol switch never falls in the middle of edge's re-framing */
 	p->upgrade = r->h.upgrade && p->req_body.in == BODY_NONE;
@@ -1260,7 +1399,7 @@ static bool proxy_first_chunk(struct req *r, const char *s, size_t n)
 	if (rc == 0) {
 		if (!p->head_held) {
 			p->head_held = true;
-			req_timer(r, r->w->set.timeouts.upstream_response_ms);
+			px_timer(r, r->w->set.timeouts.upstream_response_ms);
 		}
 		return false;
 	}
@@ -1336,6 +1475,14 @@ static void proxy_parse(struct req *r)
 	}
 	upreg_count_response(upstream_ep_shared(p->u.ep), p->resp.code,
 			     now > r->t_connect ? now - r->t_connect : 0);
+	/* a 502, 503 or 504 the retry group lists: another endpoint may
+	 * answer better (the response goes if it may not) */
+	if (p->resp.code >= 502 && p->resp.code <= 504 &&
+	    proxy_may_retry(r, CONFIG_RETRY_ON_502 << (p->resp.code - 502),
+			    true)) {
+		proxy_retry(r);
+		return;
+	}
 	/* the head must outlive the input: respond before draining it */
 	proxy_respond(r, (size_t)rc);
 }
@@ -1448,12 +1595,6 @@ static void proxy_up_write_cb(struct sockio *uio, void *arg)
 	proxy_up_writable(arg);
 }
 
-static bool method_idempotent(enum h1_method m)
-{
-	return m == H1_M_GET || m == H1_M_HEAD || m == H1_M_OPTIONS ||
-	       m == H1_M_PUT || m == H1_M_DELETE || m == H1_M_TRACE;
-}
-
 /* An https:// endpoint's TLS failed (its certificate not verified, the
  * handshake refused, an alert): 502 upstream_tls_failed, the reason
  * logged and reported. Whether it did. */
@@ -1537,6 +1678,10 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			 p->head_held ? " and before its first chunk line"
 				      : "");
 		proxy_ep_failed(r, UPREG_WHY_CLOSED, err, detail);
+		if (proxy_may_retry(r, CONFIG_RETRY_ON_RESET, true)) {
+			proxy_retry(r);
+			return;
+		}
 		/* a woken endpoint that resets its first request fails its
 		 * wake */
 		wake_answered(r->w->sh->wake, r->sw.env, false);
@@ -1557,7 +1702,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 		return;
 	case PROXY_IDLE:
 	case PROXY_BUFFERING: /* no upstream yet */
-	case PROXY_TUNNEL:    /* the tunnel has its own descriptors */
+	case PROXY_BACKOFF:
+	case PROXY_TUNNEL: /* the tunnel has its own descriptors */
 		return;
 	}
 }
@@ -1634,6 +1780,10 @@ static void proxy_h2_closed(struct req *r, struct h2up_stream *st)
 			snprintf(why, sizeof(why),
 				 "the connection ended before the response");
 		proxy_ep_failed(r, UPREG_WHY_CLOSED, code ? 0 : err, why);
+		if (proxy_may_retry(r, CONFIG_RETRY_ON_RESET, true)) {
+			proxy_retry(r);
+			return;
+		}
 		wake_answered(r->w->sh->wake, r->sw.env, false);
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_BAD_RESPONSE, NULL);
@@ -1736,9 +1886,17 @@ static void proxy_timeout(struct req *r)
 {
 	struct proxy *p = PX(r);
 
+	if ((p->state == PROXY_CONNECTING || p->state == PROXY_BACKOFF ||
+	     p->state == PROXY_WAITING) &&
+	    px_deadline(r))
+		return;
 	switch (p->state) {
 	case PROXY_CONNECTING:
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT_TIMEOUT, 0);
+		return;
+	case PROXY_BACKOFF:
+		req_timer_stop(r);
+		proxy_connect(r);
 		return;
 	case PROXY_WAITING:
 		proxy_ep_failed(

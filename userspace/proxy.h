@@ -49,6 +49,8 @@ enum proxy_state {
 	PROXY_IDLE = 0,
 	PROXY_BUFFERING,  /* reading a small body whole, no upstream yet */
 	PROXY_CONNECTING, /* waiting for connect() */
+	PROXY_BACKOFF,	  /* between a failed attempt and its retry (the
+			     deployment's retry.backoff), no upstream */
 	PROXY_WAITING,	  /* head sent, waiting for the response head (and
 			     a chunked one's first chunk line) */
 	PROXY_RELAYING,	  /* response head sent to the client */
@@ -58,8 +60,12 @@ enum proxy_state {
 /* The upstream side of one request (inside struct req). */
 struct proxy {
 	enum proxy_state state;
-	unsigned h2_retries;	/* HTTP/2 streams retried */
-	struct sockio *uio;	/* the upstream connection (HTTP/1.1) */
+	unsigned h2_retries; /* HTTP/2 streams retried */
+	unsigned retries;    /* retries under the deployment's retry group */
+	/* monotonic ns: timeouts.request_total's end (0: none) */
+	uint64_t deadline;
+	bool capped;	    /* the request's timer is armed for the deadline */
+	struct sockio *uio; /* the upstream connection (HTTP/1.1) */
 	struct h2up_stream *h2; /* or the request's HTTP/2 stream (h2up.h) */
 	struct upconn u;	/* its attempts (upconn.h) */
 	struct body req_body;	/* client -> upstream */

@@ -86,6 +86,13 @@ static void record_event(struct analytics *a, const struct record *rec)
 		st[3] = '\0';
 		analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, st, 3);
 	}
+	if (rec->attempts) {
+		char n[12];
+
+		snprintf(n, sizeof(n), "%u",
+			 rec->attempts > 999 ? 999 : rec->attempts);
+		analytics_event_set(&ev, ANALYTICS_F_ATTEMPTS, n, SIZE_MAX);
+	}
 	if (rec->woken) {
 		char cold[24];
 

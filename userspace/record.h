@@ -33,6 +33,7 @@ struct record {
 	const char *id, *client_ip, *mover;
 	const char *up_addr; /* the last endpoint tried */
 	int up_status;	     /* the upstream's status, 0: none */
+	unsigned attempts;   /* upstream attempts, 0: none */
 	bool woken;	     /* it waited for a wake that succeeded */
 	uint64_t cold_ms;    /* ... this long */
 	bool tls, tls_resumed;

@@ -237,6 +237,7 @@ static void req_record(struct req *r, enum outcome o)
 	    .mover = r->mover,
 	    .up_addr = r->up_addr,
 	    .up_status = r->up_status,
+	    .attempts = r->attempts,
 	    .woken = r->sw.woken,
 	    .cold_ms = r->sw.cold_ms,
 	    .tls = r->tls,

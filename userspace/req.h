@@ -223,6 +223,7 @@ struct req {
 	bool resp_started; /* a response head went to the client */
 	int status;	   /* status sent */
 	int up_status;	   /* the upstream's final status, 0: none */
+	unsigned attempts; /* upstream attempts (endpoints chosen), 0: none */
 	/* the last endpoint tried ("10.0.0.1:80"), "" when none */
 	char up_addr[CONFIG_ADDR_STR_MAX];
 	uint64_t bytes_in, bytes_out;

@@ -43,6 +43,7 @@ struct route_r {
 	size_t n_upstreams;
 	enum config_balance balance;
 	uint64_t max_body_bytes;      /* ROUTE_SRC_INHERIT: the table's */
+	uint64_t request_total_ms;    /* 0: the deployment's */
 	const struct hrules *headers; /* the route's own, NULL: none */
 	const struct auth_gate *auth; /* its credential gate, NULL: none */
 	bool no_wake, background;     /* wake = false, activity */
@@ -258,6 +259,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			r->prefix = cr->prefix;
 			r->prefix_len = strlen(cr->prefix);
 			r->strip = cr->strip_prefix;
+			r->request_total_ms = cr->request_total_ms;
 			if (!hrules_empty(&cr->headers))
 				r->headers = &cr->headers;
 			r->auth = cr->auth ? cr->auth : ce->auth;
@@ -1249,6 +1251,10 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->no_wake = r->no_wake;
 	m->background = r->background;
 	m->up_tls = &e->src->deployment.tls;
+	m->retry = &e->src->deployment.retry;
+	m->request_total_ms = r->request_total_ms
+				  ? r->request_total_ms
+				  : e->src->deployment.request_total_ms;
 	m->send_proxy = config_send_proxy_version(
 	    CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy);
 	if (!hrules_empty(&e->src->headers))
@@ -1299,6 +1305,7 @@ enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 	m->security = &e->src->security;
 	m->on_demand = e->src->on_demand;
 	m->up_tls = &e->src->deployment.tls;
+	m->retry = &e->src->deployment.retry;
 	m->send_proxy =
 	    config_send_proxy_version(route_tcp_set_at(t->tcp, idx)->send_proxy,
 				      e->src->deployment.send_proxy);

@@ -101,6 +101,11 @@ struct route_match {
 	 * with (0: none): the TCP route's send_proxy, else the
 	 * deployment's */
 	unsigned send_proxy;
+	/* the deployment's retry group (retry.set false: none) */
+	const struct config_retry *retry;
+	/* timeouts.request_total: the route's, else the deployment's; 0:
+	 * none */
+	uint64_t request_total_ms;
 };
 
 /*

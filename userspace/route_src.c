@@ -131,6 +131,8 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 		return -ENOMEM;
 	t->deployment.balance = f->deployment.balance;
 	t->deployment.hc = f->deployment.hc;
+	t->deployment.retry = f->deployment.retry;
+	t->deployment.request_total_ms = f->deployment.request_total_ms;
 	t->deployment.tls = f->deployment.tls;
 	if (f->deployment.tls_held) {
 		struct errbuf err;

@@ -58,11 +58,13 @@ struct route_src_route {
 	/* the environment's unless set (then possibly ROUTE_SRC_INHERIT
 	 * too); 0: unlimited */
 	uint64_t max_body_bytes;
-	struct hrules headers;	/* its own; a name it names is its alone */
-	struct auth_gate *auth; /* its own credential gate (a reference),
-				   NULL: the environment's */
-	bool no_wake;		/* wake = false: served only while awake */
-	bool background;	/* activity = "background" (wake.h) */
+	struct hrules headers;	   /* its own; a name it names is its alone */
+	struct auth_gate *auth;	   /* its own credential gate (a reference),
+				      NULL: the environment's */
+	uint64_t request_total_ms; /* timeouts.request_total, 0: the
+				      deployment's */
+	bool no_wake;		   /* wake = false: served only while awake */
+	bool background;	   /* activity = "background" (wake.h) */
 };
 
 /* The environment's active deployment. */
@@ -75,6 +77,8 @@ struct route_src_deployment {
 	struct config_up_tls tls;      /* to its https:// endpoints */
 	bool tls_held; /* tls_up_hold taken for tls: released with it */
 	enum config_send_proxy send_proxy; /* a PROXY header to endpoints */
+	struct config_retry retry;	   /* set false: no retry group */
+	uint64_t request_total_ms;	   /* timeouts.request_total, 0: none */
 };
 
 /* A (domain, path prefix) pair that routes to an environment, whichever

@@ -53,6 +53,7 @@ struct stats {
 	unsigned n_an;
 	struct metrics_gauge *up_eps, *up_idle;
 	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
+	struct metrics_counter *up_retries, *up_retry_refused;
 	struct metrics_counter *accept_pauses;
 	struct metrics_gauge *conn_cap, *queued;
 	struct metrics_counter *asserts;
@@ -358,6 +359,12 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	s->up_panic = metrics_counter_new(
 	    s->m, "edge_upstream_panics_total",
 	    "Selections that had only ejected endpoints left.", NULL);
+	s->up_retries = metrics_counter_new(
+	    s->m, "edge_upstream_retries_total",
+	    "Requests sent again under a deployment's retry group.", NULL);
+	s->up_retry_refused = metrics_counter_new(
+	    s->m, "edge_upstream_retry_budget_refused_total",
+	    "Retries a deployment's retry budget refused.", NULL);
 	s->accept_pauses = metrics_counter_new(
 	    s->m, "edge_accept_pauses_total",
 	    "Times a listener paused because accept ran out of descriptors "
@@ -378,7 +385,8 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    "Requests waiting in the admission queue for an in-flight slot.",
 	    NULL);
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
-	    !s->accept_pauses || !s->conn_cap || !s->asserts || !s->queued)
+	    !s->up_retries || !s->up_retry_refused || !s->accept_pauses ||
+	    !s->conn_cap || !s->asserts || !s->queued)
 		goto nomem;
 	if (stats_workers_new(s))
 		goto nomem;
@@ -557,6 +565,9 @@ static void stats_refresh(struct stats *s)
 	stats_counter_to(s->up_pool[3], atomic_load(&s->sh->up.pool_closed));
 	stats_counter_to(s->up_eject, atomic_load(&s->sh->up.ejections));
 	stats_counter_to(s->up_panic, atomic_load(&s->sh->up.panics));
+	stats_counter_to(s->up_retries, atomic_load(&s->sh->up.retries));
+	stats_counter_to(s->up_retry_refused,
+			 atomic_load(&s->sh->up.retry_refused));
 	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
 	stats_counter_to(s->asserts, edge_assert_failures());
 	tunnel_counts(&tun);

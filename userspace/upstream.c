@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "retry.h"
 #include "siphash.h"
 #include "upreg.h"
 #include "upstream.h"
@@ -91,6 +92,7 @@ struct upstream_worker {
 	uint64_t eject_base_ns;
 	uint64_t eject_max_ns;
 	struct upstream_stats st;
+	struct retry_budgets budgets; /* the deployments' retry budgets */
 };
 
 /* ---- worker ------------------------------------------------------------- */
@@ -205,6 +207,24 @@ void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st)
 	*st = w->st;
 	st->endpoints = w->n_eps;
 	st->idle_fds = w->n_idle;
+}
+
+void upstream_retry_request(struct upstream_worker *w, uint64_t key,
+			    uint64_t now_ns)
+{
+	retry_budget_request(&w->budgets, key, now_ns);
+}
+
+bool upstream_retry_take(struct upstream_worker *w, uint64_t key, unsigned pct,
+			 uint64_t now_ns)
+{
+	bool ok = retry_budget_take(&w->budgets, key, pct, now_ns);
+
+	if (ok)
+		w->st.retries++;
+	else
+		w->st.retry_refused++;
+	return ok;
 }
 
 /* ---- endpoint table ----------------------------------------------------- */

@@ -189,15 +189,25 @@ void upstream_pool_expire(struct upstream_worker *w, uint64_t now_ns);
 
 /* Stats for metrics. */
 struct upstream_stats {
-	size_t endpoints;     /* known endpoints */
-	size_t idle_fds;      /* pooled fds */
-	uint64_t pool_hits;   /* take returned an fd */
-	uint64_t pool_misses; /* take returned -1 */
-	uint64_t pool_stale;  /* fds closed by take (EOF/data/error/old) */
-	uint64_t pool_closed; /* fds closed by give (bound) or expire */
-	uint64_t ejections;   /* ejections so far */
-	uint64_t panics;      /* selects that returned an ejected endpoint */
+	size_t endpoints;	/* known endpoints */
+	size_t idle_fds;	/* pooled fds */
+	uint64_t pool_hits;	/* take returned an fd */
+	uint64_t pool_misses;	/* take returned -1 */
+	uint64_t pool_stale;	/* fds closed by take (EOF/data/error/old) */
+	uint64_t pool_closed;	/* fds closed by give (bound) or expire */
+	uint64_t ejections;	/* ejections so far */
+	uint64_t panics;	/* selects that returned an ejected endpoint */
+	uint64_t retries;	/* retries a deployment's budget allowed */
+	uint64_t retry_refused; /* ... and refused (retry.h) */
 };
+
+/* A deployment's retry budget (retry.h), per worker: one request of
+ * deployment key; whether it may retry once more under pct percent of
+ * its recent requests (counted in the stats either way). */
+void upstream_retry_request(struct upstream_worker *w, uint64_t key,
+			    uint64_t now_ns);
+bool upstream_retry_take(struct upstream_worker *w, uint64_t key, unsigned pct,
+			 uint64_t now_ns);
 
 /* Fill *st with w's counters. */
 void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st);

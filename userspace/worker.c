@@ -183,6 +183,9 @@ static void worker_publish_upstream(struct worker *w)
 	atomic_fetch_add(&t->pool_closed, st.pool_closed - o->pool_closed);
 	atomic_fetch_add(&t->ejections, st.ejections - o->ejections);
 	atomic_fetch_add(&t->panics, st.panics - o->panics);
+	atomic_fetch_add(&t->retries, st.retries - o->retries);
+	atomic_fetch_add(&t->retry_refused,
+			 st.retry_refused - o->retry_refused);
 	*o = st;
 }
 

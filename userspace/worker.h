@@ -80,6 +80,7 @@ struct worker_upstream_totals {
 	atomic_ullong endpoints, idle_fds;		  /* gauges */
 	atomic_ullong pool_hits, pool_misses, pool_stale; /* counters */
 	atomic_ullong pool_closed, ejections, panics;	  /* counters */
+	atomic_ullong retries, retry_refused; /* counters (retry.h) */
 };
 
 /* What a reload changes in running workers besides the route table:

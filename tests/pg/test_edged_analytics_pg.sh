@@ -199,9 +199,9 @@ outage() {
 			"$(rows "$host") rows; $(cat "$T_TMP/cmp" 2>/dev/null)"
 	fi
 	# the columns of one row, and of all
-	pg_val "SELECT count(*) FROM request_events WHERE edge_host = '$host' AND kind = 'request' AND project_id = 'shop' AND environment_id = 'shop-prod' AND deployment_id = 'shop-1' AND host = 'shop.test' AND method = 'GET' AND path LIKE '/an/%' AND status = 200 AND outcome = 'ok' AND client_ip = '127.0.0.1' AND bytes_in > 0 AND bytes_out > 0 AND duration_us > 0 AND upstream_us >= 0 AND duration_us >= upstream_us AND time > now() - interval '10 minutes' AND time <= now() AND user_agent = E'reqid-client\\t\\\\1' AND tls_version IS NULL AND tls_cipher IS NULL AND tls_resumed IS NULL AND referrer IS NULL AND mover IS NULL AND upstream_addr = '127.0.0.1:$P_BACK' AND upstream_status = 200 AND http_version = 'HTTP/1.1' AND trace_id ~ '^[0-9a-f]{32}$' AND span_id ~ '^[0-9a-f]{16}$'" >"$T_TMP/cols" 2>&1
+	pg_val "SELECT count(*) FROM request_events WHERE edge_host = '$host' AND kind = 'request' AND project_id = 'shop' AND environment_id = 'shop-prod' AND deployment_id = 'shop-1' AND host = 'shop.test' AND method = 'GET' AND path LIKE '/an/%' AND status = 200 AND outcome = 'ok' AND client_ip = '127.0.0.1' AND bytes_in > 0 AND bytes_out > 0 AND duration_us > 0 AND upstream_us >= 0 AND duration_us >= upstream_us AND time > now() - interval '10 minutes' AND time <= now() AND user_agent = E'reqid-client\\t\\\\1' AND tls_version IS NULL AND tls_cipher IS NULL AND tls_resumed IS NULL AND referrer IS NULL AND mover IS NULL AND upstream_addr = '127.0.0.1:$P_BACK' AND upstream_status = 200 AND http_version = 'HTTP/1.1' AND trace_id ~ '^[0-9a-f]{32}$' AND span_id ~ '^[0-9a-f]{16}$' AND attempts = 1" >"$T_TMP/cols" 2>&1
 	if [ "$(cat "$T_TMP/cols")" = 10000 ]; then
-		t_ok "$v: outage: each row's columns (route, request, status, bytes, durations, time, upstream_addr and upstream_status, http_version, trace_id and span_id)"
+		t_ok "$v: outage: each row's columns (route, request, status, bytes, durations, time, upstream_addr and upstream_status, http_version, trace_id and span_id, attempts)"
 	else
 		t_fail "$v: outage: each row's columns" "$(head -c 300 "$T_TMP/cols"); $(pg_val "SELECT * FROM request_events WHERE edge_host = '$host' LIMIT 1")"
 	fi

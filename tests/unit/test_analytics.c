@@ -235,8 +235,9 @@ START_TEST(test_event_fields)
 	ck_assert(json_is_null(json_object_get(j, "auth")));
 	ck_assert(json_is_null(json_object_get(j, "trace_id")));
 	ck_assert(json_is_null(json_object_get(j, "span_id")));
+	ck_assert(json_is_null(json_object_get(j, "attempts")));
 	ck_assert_ptr_null(json_object_get(j, "truncated"));
-	ck_assert_uint_eq(json_object_size(j), 30);
+	ck_assert_uint_eq(json_object_size(j), 31);
 	json_decref(j);
 	free(line);
 
@@ -364,6 +365,7 @@ START_TEST(test_event_json_strange)
 	strcpy(ev.cold_start_ms, "00012345678");
 	strcpy(ev.upstream_status, "abc");
 	strcpy(ev.tls_resumed, "maybe");
+	strcpy(ev.attempts, "3");
 	ev.time_ns = 1700000000ULL * 1000000000ULL + 5; /* .000000005 */
 	ev.duration_ns = UINT64_MAX >> 1;
 	ev.bytes_in = 0;
@@ -383,7 +385,7 @@ START_TEST(test_event_json_strange)
 
 		if (f == ANALYTICS_F_COLD_START_MS ||
 		    f == ANALYTICS_F_UPSTREAM_STATUS ||
-		    f == ANALYTICS_F_TLS_RESUMED)
+		    f == ANALYTICS_F_TLS_RESUMED || f == ANALYTICS_F_ATTEMPTS)
 			continue;
 		ck_assert_msg(jstr(j, name) &&
 				  strcmp(jstr(j, name), want[f]) == 0,
@@ -392,6 +394,7 @@ START_TEST(test_event_json_strange)
 	ck_assert_int_eq(
 	    json_integer_value(json_object_get(j, "cold_start_ms")), 12345678);
 	ck_assert(json_is_null(json_object_get(j, "upstream_status")));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "attempts")), 3);
 	ck_assert(json_is_false(json_object_get(j, "tls_resumed")));
 	ck_assert_str_eq(jstr(j, "time"), "2023-11-14T22:13:20.000000005Z");
 	ck_assert_str_eq(jstr(j, "kind"), "request");
@@ -406,7 +409,7 @@ START_TEST(test_event_json_strange)
 	t = json_object_get(j, "truncated");
 	ck_assert_uint_eq(json_array_size(t), ANALYTICS_F_MAX);
 	ck_assert_str_eq(json_string_value(json_array_get(t, 0)), "request_id");
-	ck_assert_uint_eq(json_object_size(j), 31);
+	ck_assert_uint_eq(json_object_size(j), 32);
 	json_decref(j);
 	free(line);
 }

@@ -49,7 +49,7 @@ static const char *unescape(const char *v, size_t n, char *out)
 
 /* Split a row (one line, newline included) at its tabs: the columns'
  * values, unescaped, in col[] (NULL for \N); returns how many. */
-#define COLS 30
+#define COLS 31
 static size_t split(const char *row, size_t len, char store[COLS][4096],
 		    const char *col[COLS])
 {
@@ -178,6 +178,7 @@ START_TEST(test_row)
 	ck_assert_ptr_null(col[27]); /* auth: none */
 	ck_assert_ptr_null(col[28]); /* trace_id: none */
 	ck_assert_ptr_null(col[29]); /* span_id: none */
+	ck_assert_ptr_null(col[30]); /* attempts: none */
 	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_ADDR, "[2001:db8::1]:80",
 			    SIZE_MAX);
 	analytics_event_set(&ev, ANALYTICS_F_UPSTREAM_STATUS, "503", SIZE_MAX);

@@ -1064,3 +1064,33 @@ json_t *config_up_tls_to_json(const struct config_up_tls *t)
 #ifdef LIBCONFIG_VER_MAJOR
 #error "config_check.c must not depend on libconfig"
 #endif
+
+int config_retry_on_parse(const char *s, unsigned *bit, struct errbuf *err)
+{
+	static const char *const names[] = {"connect", "reset", "502", "503",
+					    "504"};
+	size_t i;
+
+	for (i = 0; i < CONFIG_NELEM(names); i++)
+		if (strcmp(s, names[i]) == 0) {
+			*bit = 1u << i;
+			return 0;
+		}
+	errbuf_set(err, "\"%s\": expected connect, reset, 502, 503 or 504", s);
+	return -EINVAL;
+}
+
+int config_percent_parse(const char *s, unsigned *pct, struct errbuf *err)
+{
+	unsigned v = 0;
+	size_t i;
+
+	for (i = 0; s[i] >= '0' && s[i] <= '9' && i < 4; i++)
+		v = v * 10 + (unsigned)(s[i] - '0');
+	if (i == 0 || strcmp(s + i, "%") != 0 || v > 100) {
+		errbuf_set(err, "\"%s\": expected a percentage 0%%..100%%", s);
+		return -EINVAL;
+	}
+	*pct = v;
+	return 0;
+}

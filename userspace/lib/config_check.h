@@ -355,4 +355,36 @@ int config_referrer_policy_check(const char *s, struct errbuf *err);
  */
 int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err);
 
+/* A deployment's retry group (docs/upstream.md, "Retries"): which
+ * failures go again (a CONFIG_RETRY_ON_ bit each), at most max retries,
+ * while the deployment's retries stay under budget percent of its recent
+ * requests, the n-th after backoff_ms << (n - 1). set false: no group,
+ * edge's behaviour without one (a failed connect tries the next
+ * endpoint, unbudgeted). Plain data. */
+#define CONFIG_RETRY_ON_CONNECT (1u << 0) /* "connect" */
+#define CONFIG_RETRY_ON_RESET (1u << 1)	  /* "reset" */
+#define CONFIG_RETRY_ON_502 (1u << 2)	  /* "502" */
+#define CONFIG_RETRY_ON_503 (1u << 3)	  /* "503" */
+#define CONFIG_RETRY_ON_504 (1u << 4)	  /* "504" */
+#define CONFIG_RETRY_MAX 3 /* retries: UPCONN_TRIES_MAX attempts in all */
+#define CONFIG_RETRY_BACKOFF_MAX_MS 10000
+/* timeouts.request_total (a deployment's, a route's) at most: a day */
+#define CONFIG_REQUEST_TOTAL_MAX_MS (24ULL * 3600 * 1000)
+
+struct config_retry {
+	bool set;
+	unsigned on;	     /* CONFIG_RETRY_ON_ bits */
+	unsigned max;	     /* 0..CONFIG_RETRY_MAX */
+	unsigned budget;     /* percent, 0..100 */
+	uint64_t backoff_ms; /* 1..CONFIG_RETRY_BACKOFF_MAX_MS */
+};
+
+/* The bit of a retry.on entry ("connect", "reset", "502", "503",
+ * "504"). Returns 0 or -EINVAL with err set. */
+int config_retry_on_parse(const char *s, unsigned *bit, struct errbuf *err);
+
+/* A percentage "N%" (N an integer 0..100). Returns 0 or -EINVAL with err
+ * set. */
+int config_percent_parse(const char *s, unsigned *pct, struct errbuf *err);
+
 #endif /* EDGE_CONFIG_CHECK_H */

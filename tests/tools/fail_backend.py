@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""fail_backend.py - an HTTP/1.1 backend that fails on command, for
+edged's retry tests (tests/integration/test_edged_retry.sh).
+
+    fail_backend.py PORT NAME MODEFILE LOG
+
+Serves 127.0.0.1:PORT. Before each request it reads MODEFILE (absent or
+empty: ok), whose first word says what this request gets:
+
+    ok      200, body "NAME METHOD PATH BODYLEN\\n" (keep-alive)
+    502, 503, 504 (any 3-digit status)   that status, a short body
+    reset   the request read whole, then the connection reset (RST)
+    mid     a 200 head for 100000 bytes, 10 of them, then a reset
+    hang    the request read whole, then nothing until the peer closes
+
+A request path holding "mode=WORD" uses WORD instead of MODEFILE's.
+Every request received whole is a JSON line in LOG before it is answered:
+name, method, path, body_len, body_sha256. Runs until killed. Stdlib only.
+"""
+import hashlib
+import json
+import re
+import socket
+import struct
+import sys
+import threading
+
+PORT, NAME, MODEFILE, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+lock = threading.Lock()
+
+
+def mode_for(path):
+    m = re.search(r"mode=(\w+)", path)
+    if m:
+        return m.group(1)
+    try:
+        with open(MODEFILE) as f:
+            w = f.read().split()
+            return w[0] if w else "ok"
+    except OSError:
+        return "ok"
+
+
+def reset(conn):
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+def serve(conn):
+    buf = b""
+    try:
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = conn.recv(65536)
+                if not d:
+                    conn.close()
+                    return
+                buf += d
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin-1").split("\r\n")
+            method, path = lines[0].split(" ")[:2]
+            clen = 0
+            chunked = False
+            for l in lines[1:]:
+                k, _, v = l.partition(":")
+                if k.strip().lower() == "content-length":
+                    clen = int(v.strip())
+                if k.strip().lower() == "transfer-encoding" and "chunked" in v.lower():
+                    chunked = True
+            body = b""
+            if chunked:
+                while True:
+                    while b"\r\n" not in buf:
+                        buf += conn.recv(65536)
+                    size_line, buf = buf.split(b"\r\n", 1)
+                    n = int(size_line.split(b";")[0], 16)
+                    while len(buf) < n + 2:
+                        buf += conn.recv(65536)
+                    body += buf[:n]
+                    buf = buf[n + 2:]
+                    if n == 0:
+                        break
+            else:
+                while len(buf) < clen:
+                    d = conn.recv(65536)
+                    if not d:
+                        conn.close()
+                        return
+                    buf += d
+                body, buf = buf[:clen], buf[clen:]
+            mode = mode_for(path)
+            with lock, open(LOG, "a") as f:
+                f.write(json.dumps({"name": NAME, "method": method, "path": path,
+                                    "body_len": len(body),
+                                    "body_sha256": hashlib.sha256(body).hexdigest(),
+                                    "mode": mode}) + "\n")
+            if mode == "reset":
+                reset(conn)
+                return
+            if mode == "hang":
+                while conn.recv(65536):
+                    pass
+                conn.close()
+                return
+            if mode == "mid":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
+                reset(conn)
+                return
+            if re.fullmatch(r"\d\d\d", mode):
+                out = ("%s %s\n" % (NAME, mode)).encode()
+                conn.sendall(b"HTTP/1.1 %s Failing\r\nContent-Length: %d\r\n\r\n%s"
+                             % (mode.encode(), len(out), out))
+                continue
+            out = ("%s %s %s %d\n" % (NAME, method, path, len(body))).encode()
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(out), out))
+    except OSError:
+        conn.close()
+
+
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", PORT))
+srv.listen(1024)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
