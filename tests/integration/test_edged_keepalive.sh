@@ -139,12 +139,16 @@ client_up() {
 # keepalive_on_both PORT: edged's socket to the client (local port PORT)
 # and its socket to the backend both run the keepalive timer
 keepalive_on_both() {
-	local out
-	out=$(nsx "$NS_E" ss -tnoH state established "( sport = :$1 or dport = :$P_BACK )")
-	if [ "$(grep -c 'timer:(keepalive' <<<"$out")" -ge 2 ] &&
-		grep -q "$A_EDGE:$1 " <<<"$out"; then
-		return 0
-	fi
+	local out i
+	# the client may see the 101 before edged has made the tunnel
+	for ((i = 0; i < 50; i++)); do
+		out=$(nsx "$NS_E" ss -tnoH state established "( sport = :$1 or dport = :$P_BACK )")
+		if [ "$(grep -c 'timer:(keepalive' <<<"$out")" -ge 2 ] &&
+			grep -q "$A_EDGE:$1 " <<<"$out"; then
+			return 0
+		fi
+		sleep 0.1
+	done
 	echo "$out"
 	return 1
 }

@@ -435,7 +435,7 @@ if "$EDGED" --check -c "$T_TMP/edge.conf" >/dev/null 2>&1; then
 else
 	t_fail "--check takes activity = \"background\"" "$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1)"
 fi
-sed -i 's/{ id = "lazy"; domains = \[ "lazy.test" \]; on_demand = true; idle_timeout = "2s";/{ id = "lazy"; domains = [ "lazy.test" ]; idle_timeout_background = "5s";/' "$T_TMP/edge.conf"
+sed -i 's/{ id = "lazy"; domains = \[ "lazy.test" \]; on_demand = true; idle_timeout = "5s";/{ id = "lazy"; domains = [ "lazy.test" ]; idle_timeout_background = "5s";/' "$T_TMP/edge.conf"
 out=$("$EDGED" --check -c "$T_TMP/edge.conf" 2>&1)
 if grep -qE 'edge.conf:[0-9]+: .*idle_timeout_background.*on_demand' <<<"$out"; then
 	t_ok "--check refuses idle_timeout_background without on_demand"
