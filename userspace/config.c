@@ -912,13 +912,56 @@ static int cfg_retry(struct cfg *x, const config_setting_t *dep,
 			  CONFIG_RETRY_BACKOFF_MAX_MS, &rt->backoff_ms);
 }
 
+/* A deployment's circuit group (absent: none; docs/upstream.md,
+ * "Circuit breaking"). */
+static int cfg_circuit(struct cfg *x, const config_setting_t *dep,
+		       const char *path, struct config_circuit *cc)
+{
+	static const char *const keys[] = {"errors", "window", "min_requests",
+					   "open_for", NULL};
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	const char *v;
+	struct cfg_at at;
+	struct errbuf e;
+	int rc;
+
+	memset(cc, 0, sizeof(*cc));
+	rc = cfg_group(x, dep, path, "circuit", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	cc->set = true;
+	rc = cfg_str(x, g, p, "errors", "50%", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (config_percent_parse(v, &cc->errors, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	if (cc->errors == 0)
+		return cfg_fail(x, at.s, at.key,
+				"\"%s\": 0%% would open the circuit on any "
+				"request: expected 1%%..100%%",
+				v);
+	rc = cfg_number(x, g, p, "window", CFG_MS, 10 * CFG_S,
+			CONFIG_CIRCUIT_WINDOW_MIN_MS,
+			CONFIG_CIRCUIT_WINDOW_MAX_MS, &cc->window_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "min_requests", CFG_COUNT, 20, 1,
+				CONFIG_CIRCUIT_MIN_REQUESTS_MAX,
+				&cc->min_requests);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "open_for", CFG_MS, 5 * CFG_S,
+				CONFIG_CIRCUIT_OPEN_FOR_MIN_MS,
+				CONFIG_CIRCUIT_OPEN_FOR_MAX_MS,
+				&cc->open_for_ms);
+	return rc;
+}
+
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
-	    "id",	    "upstreams", "balance",
-	    "health_check", "tls",	 "send_proxy",
-	    "retry",	    "timeouts",	 NULL};
+	    "id",	  "upstreams", "balance",  "health_check", "tls",
+	    "send_proxy", "retry",     "timeouts", "circuit",	   NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -945,6 +988,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 				    &d->send_proxy);
 	if (rc == 0)
 		rc = cfg_retry(x, g, p, &d->retry);
+	if (rc == 0)
+		rc = cfg_circuit(x, g, p, &d->circuit);
 	if (rc == 0)
 		rc = cfg_request_total(x, g, p, &d->request_total_ms);
 	return rc;

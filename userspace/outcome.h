@@ -133,7 +133,10 @@
 	X(ENVIRONMENT_SLEEPING, "environment_sleeping", 503,                   \
 	  "the environment is asleep and this path does not wake it")          \
 	X(DEADLINE_EXCEEDED, "deadline_exceeded", 504,                         \
-	  "the upstream did not answer within the request's deadline")
+	  "the upstream did not answer within the request's deadline")         \
+	X(CIRCUIT_OPEN, "circuit_open", 503,                                   \
+	  "the deployment's upstream is failing and its circuit is open, "     \
+	  "retry later")
 
 enum outcome {
 #define OUTCOME_ENUM(id, name, status, reason) OUTCOME_##id,

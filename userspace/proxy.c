@@ -254,11 +254,48 @@ static void proxy_drop_uio(struct req *r, bool give)
 	sockio_free(uio);
 }
 
+static uint64_t proxy_retry_key(const struct req *r);
+
+/*
+ * What r's end says of its deployment's upstream (docs/upstream.md,
+ * "Circuit breaking"): relayed (ok, or a tunnel), a failure when the
+ * upstream's status was 5xx, else a success; ended by edge, a failure
+ * when the upstream could not be reached, reset or closed the connection,
+ * answered with nothing valid, failed TLS or did not answer in time (its
+ * timeout or the request's deadline); any other end (the client left, a
+ * body too large, edge's own error) says nothing.
+ */
+static enum circuit_result proxy_circuit_result(const struct req *r, bool ok)
+{
+	if (ok || r->outcome == OUTCOME_TUNNEL)
+		return r->up_status >= 500 && r->up_status <= 599
+			   ? CIRCUIT_FAILURE
+			   : CIRCUIT_SUCCESS;
+	switch (r->outcome) {
+	case OUTCOME_UPSTREAM_UNAVAILABLE:
+	case OUTCOME_UPSTREAM_TIMEOUT:
+	case OUTCOME_UPSTREAM_BAD_RESPONSE:
+	case OUTCOME_UPSTREAM_CLOSED:
+	case OUTCOME_UPSTREAM_TLS_FAILED:
+	case OUTCOME_DEADLINE_EXCEEDED:
+		return CIRCUIT_FAILURE;
+	default:
+		return CIRCUIT_NONE;
+	}
+}
+
 static void proxy_release(struct req *r, bool ok)
 {
 	struct proxy *p = PX(r);
 	struct tunnel_stats st;
 	bool give;
+
+	if (p->circuit) {
+		p->circuit = false;
+		upstream_circuit_end(r->w->up, proxy_retry_key(r), r->m.circuit,
+				     clk_now_ns(), p->circuit_trial,
+				     proxy_circuit_result(r, ok));
+	}
 
 	if (p->tun) {
 		tunnel_stats(p->tun, &st);
@@ -812,6 +849,29 @@ static bool proxy_grpc(const struct req *r)
 	return false;
 }
 
+/* Whether r's deployment's circuit lets it through (none: yes); if not,
+ * r ended 503 circuit_open, with a Retry-After of what is left of the
+ * circuit's open_for (at least 1 s). */
+static bool proxy_circuit_admit(struct req *r)
+{
+	struct proxy *p = PX(r);
+	char retry[48];
+	uint64_t wait_ms;
+
+	if (!r->m.circuit || !r->m.circuit->set)
+		return true;
+	if (upstream_circuit_admit(r->w->up, proxy_retry_key(r), clk_now_ns(),
+				   &p->circuit_trial, &wait_ms)) {
+		p->circuit = true;
+		return true;
+	}
+	snprintf(
+	    retry, sizeof(retry), "Retry-After: %llu\r\n",
+	    (unsigned long long)(wait_ms > 1000 ? (wait_ms + 999) / 1000 : 1));
+	req_end(r, OUTCOME_CIRCUIT_OPEN, retry);
+	return false;
+}
+
 static void proxy_start(struct req *r)
 {
 	const struct worker_settings *set = &r->w->set;
@@ -830,6 +890,8 @@ static void proxy_start(struct req *r)
 	else
 		body_init(&p->req_body, BODY_NONE, 0, false);
 	p->grpc = proxy_grpc(r);
+	if (!proxy_circuit_admit(r))
+		return;
 	if (r->m.request_total_ms)
 		p->deadline = clk_now_ns() + r->m.request_total_ms * 1000000;
 	if (proxy_retry_group(r))

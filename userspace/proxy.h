@@ -62,6 +62,9 @@ struct proxy {
 	enum proxy_state state;
 	unsigned h2_retries; /* HTTP/2 streams retried */
 	unsigned retries;    /* retries under the deployment's retry group */
+	bool circuit;	     /* let through by its deployment's circuit: its
+				end reported to it once (circuit.h) */
+	bool circuit_trial;  /* ... as the half-open circuit's trial */
 	/* monotonic ns: timeouts.request_total's end (0: none) */
 	uint64_t deadline;
 	bool capped;	    /* the request's timer is armed for the deadline */

@@ -103,6 +103,8 @@ struct route_match {
 	unsigned send_proxy;
 	/* the deployment's retry group (retry.set false: none) */
 	const struct config_retry *retry;
+	/* the deployment's circuit group (circuit.set false: none) */
+	const struct config_circuit *circuit;
 	/* timeouts.request_total: the route's, else the deployment's; 0:
 	 * none */
 	uint64_t request_total_ms;

@@ -78,6 +78,7 @@ struct route_src_deployment {
 	bool tls_held; /* tls_up_hold taken for tls: released with it */
 	enum config_send_proxy send_proxy; /* a PROXY header to endpoints */
 	struct config_retry retry;	   /* set false: no retry group */
+	struct config_circuit circuit;	   /* set false: no circuit */
 	uint64_t request_total_ms;	   /* timeouts.request_total, 0: none */
 };
 

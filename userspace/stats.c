@@ -54,6 +54,8 @@ struct stats {
 	struct metrics_gauge *up_eps, *up_idle;
 	struct metrics_counter *up_pool[4], *up_eject, *up_panic;
 	struct metrics_counter *up_retries, *up_retry_refused;
+	struct metrics_counter *up_circuit_opens, *up_circuit_refused;
+	struct metrics_gauge *up_circuits_open;
 	struct metrics_counter *accept_pauses;
 	struct metrics_gauge *conn_cap, *queued;
 	struct metrics_counter *asserts;
@@ -365,6 +367,17 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	s->up_retry_refused = metrics_counter_new(
 	    s->m, "edge_upstream_retry_budget_refused_total",
 	    "Retries a deployment's retry budget refused.", NULL);
+	s->up_circuit_opens = metrics_counter_new(
+	    s->m, "edge_upstream_circuit_opens_total",
+	    "Times a deployment's circuit opened (per worker).", NULL);
+	s->up_circuit_refused = metrics_counter_new(
+	    s->m, "edge_upstream_circuit_refused_total",
+	    "Requests refused 503 circuit_open by a deployment's circuit.",
+	    NULL);
+	s->up_circuits_open = metrics_gauge_new(
+	    s->m, "edge_upstream_circuits_open",
+	    "Deployment circuits open or half-open, summed over the workers.",
+	    NULL);
 	s->accept_pauses = metrics_counter_new(
 	    s->m, "edge_accept_pauses_total",
 	    "Times a listener paused because accept ran out of descriptors "
@@ -385,8 +398,9 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    "Requests waiting in the admission queue for an in-flight slot.",
 	    NULL);
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
-	    !s->up_retries || !s->up_retry_refused || !s->accept_pauses ||
-	    !s->conn_cap || !s->asserts || !s->queued)
+	    !s->up_retries || !s->up_retry_refused || !s->up_circuit_opens ||
+	    !s->up_circuit_refused || !s->up_circuits_open ||
+	    !s->accept_pauses || !s->conn_cap || !s->asserts || !s->queued)
 		goto nomem;
 	if (stats_workers_new(s))
 		goto nomem;
@@ -568,6 +582,12 @@ static void stats_refresh(struct stats *s)
 	stats_counter_to(s->up_retries, atomic_load(&s->sh->up.retries));
 	stats_counter_to(s->up_retry_refused,
 			 atomic_load(&s->sh->up.retry_refused));
+	stats_counter_to(s->up_circuit_opens,
+			 atomic_load(&s->sh->up.circuit_opens));
+	stats_counter_to(s->up_circuit_refused,
+			 atomic_load(&s->sh->up.circuit_refused));
+	metrics_gauge_set(s->up_circuits_open,
+			  (int64_t)atomic_load(&s->sh->up.circuits_open));
 	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
 	stats_counter_to(s->asserts, edge_assert_failures());
 	tunnel_counts(&tun);

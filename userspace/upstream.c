@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "circuit.h"
 #include "retry.h"
 #include "siphash.h"
 #include "upreg.h"
@@ -93,6 +94,7 @@ struct upstream_worker {
 	uint64_t eject_max_ns;
 	struct upstream_stats st;
 	struct retry_budgets budgets; /* the deployments' retry budgets */
+	struct circuits circuits;     /* the deployments' circuits */
 };
 
 /* ---- worker ------------------------------------------------------------- */
@@ -207,12 +209,31 @@ void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st)
 	*st = w->st;
 	st->endpoints = w->n_eps;
 	st->idle_fds = w->n_idle;
+	st->circuits_open = circuit_count_open(&w->circuits);
 }
 
 void upstream_retry_request(struct upstream_worker *w, uint64_t key,
 			    uint64_t now_ns)
 {
 	retry_budget_request(&w->budgets, key, now_ns);
+}
+
+bool upstream_circuit_admit(struct upstream_worker *w, uint64_t key,
+			    uint64_t now_ns, bool *trial, uint64_t *wait_ms)
+{
+	bool ok = circuit_admit(&w->circuits, key, now_ns, trial, wait_ms);
+
+	if (!ok)
+		w->st.circuit_refused++;
+	return ok;
+}
+
+void upstream_circuit_end(struct upstream_worker *w, uint64_t key,
+			  const struct config_circuit *cfg, uint64_t now_ns,
+			  bool trial, enum circuit_result res)
+{
+	if (circuit_end(&w->circuits, key, cfg, now_ns, trial, res))
+		w->st.circuit_opens++;
 }
 
 bool upstream_retry_take(struct upstream_worker *w, uint64_t key, unsigned pct,

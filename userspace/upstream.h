@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "circuit.h"
 #include "config.h"
 #include "upreg.h"
 
@@ -199,6 +200,9 @@ struct upstream_stats {
 	uint64_t panics;	/* selects that returned an ejected endpoint */
 	uint64_t retries;	/* retries a deployment's budget allowed */
 	uint64_t retry_refused; /* ... and refused (retry.h) */
+	uint64_t circuit_opens; /* circuits opened (circuit.h) */
+	uint64_t circuit_refused; /* requests an open circuit refused */
+	size_t circuits_open;	  /* circuits open or half-open now */
 };
 
 /* A deployment's retry budget (retry.h), per worker: one request of
@@ -208,6 +212,16 @@ void upstream_retry_request(struct upstream_worker *w, uint64_t key,
 			    uint64_t now_ns);
 bool upstream_retry_take(struct upstream_worker *w, uint64_t key, unsigned pct,
 			 uint64_t now_ns);
+
+/* A deployment's circuit (circuit.h), per worker: whether a request of
+ * deployment key may go to its upstream (*trial, *wait_ms as
+ * circuit_admit; a refusal counted), and its end's verdict (an opening
+ * counted). */
+bool upstream_circuit_admit(struct upstream_worker *w, uint64_t key,
+			    uint64_t now_ns, bool *trial, uint64_t *wait_ms);
+void upstream_circuit_end(struct upstream_worker *w, uint64_t key,
+			  const struct config_circuit *cfg, uint64_t now_ns,
+			  bool trial, enum circuit_result res);
 
 /* Fill *st with w's counters. */
 void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st);

@@ -186,6 +186,13 @@ static void worker_publish_upstream(struct worker *w)
 	atomic_fetch_add(&t->retries, st.retries - o->retries);
 	atomic_fetch_add(&t->retry_refused,
 			 st.retry_refused - o->retry_refused);
+	atomic_fetch_add(&t->circuit_opens,
+			 st.circuit_opens - o->circuit_opens);
+	atomic_fetch_add(&t->circuit_refused,
+			 st.circuit_refused - o->circuit_refused);
+	atomic_fetch_add(
+	    &t->circuits_open,
+	    (unsigned long long)(st.circuits_open - o->circuits_open));
 	*o = st;
 }
 

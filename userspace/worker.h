@@ -80,7 +80,9 @@ struct worker_upstream_totals {
 	atomic_ullong endpoints, idle_fds;		  /* gauges */
 	atomic_ullong pool_hits, pool_misses, pool_stale; /* counters */
 	atomic_ullong pool_closed, ejections, panics;	  /* counters */
-	atomic_ullong retries, retry_refused; /* counters (retry.h) */
+	atomic_ullong retries, retry_refused;	      /* counters (retry.h) */
+	atomic_ullong circuit_opens, circuit_refused; /* counters (circuit.h) */
+	atomic_ullong circuits_open;		      /* gauge */
 };
 
 /* What a reload changes in running workers besides the route table:

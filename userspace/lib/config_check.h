@@ -379,6 +379,25 @@ struct config_retry {
 	uint64_t backoff_ms; /* 1..CONFIG_RETRY_BACKOFF_MAX_MS */
 };
 
+/* A deployment's circuit group (docs/upstream.md, "Circuit breaking";
+ * circuit.h): it opens when, over the last window_ms, at least
+ * min_requests requests ended and errors percent of them or more failed,
+ * and stays open open_for_ms before its half-open trial. set false: no
+ * circuit. Plain data. */
+#define CONFIG_CIRCUIT_WINDOW_MIN_MS 1000
+#define CONFIG_CIRCUIT_WINDOW_MAX_MS (3600 * 1000)
+#define CONFIG_CIRCUIT_OPEN_FOR_MIN_MS 100
+#define CONFIG_CIRCUIT_OPEN_FOR_MAX_MS (3600 * 1000)
+#define CONFIG_CIRCUIT_MIN_REQUESTS_MAX 1000000
+
+struct config_circuit {
+	bool set;
+	unsigned errors;       /* percent, 1..100 */
+	uint64_t window_ms;    /* CONFIG_CIRCUIT_WINDOW_MIN_MS..MAX */
+	uint64_t min_requests; /* 1..CONFIG_CIRCUIT_MIN_REQUESTS_MAX */
+	uint64_t open_for_ms;  /* CONFIG_CIRCUIT_OPEN_FOR_MIN_MS..MAX */
+};
+
 /* The bit of a retry.on entry ("connect", "reset", "502", "503",
  * "504"). Returns 0 or -EINVAL with err set. */
 int config_retry_on_parse(const char *s, unsigned *bit, struct errbuf *err);
