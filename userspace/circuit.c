@@ -10,34 +10,12 @@
 
 #define CIRCUIT_NS_PER_MS 1000000ULL
 
-/* Deployment key's circuit, made (or taken over from the set's least
- * recently used one) when make; NULL otherwise when unknown. */
+/* Deployment key's circuit (keyway.h). */
 static struct circuit *circuit_find(struct circuits *cs, uint64_t key,
 				    uint64_t now_ns, bool make)
 {
-	struct circuit *set, *old;
-	size_t i;
-
-	if (key == 0)
-		key = 1; /* 0 marks an unused way */
-	set = &cs->c[(key % CIRCUIT_SETS) * CIRCUIT_WAYS];
-	old = &set[0];
-	for (i = 0; i < CIRCUIT_WAYS; i++) {
-		if (set[i].key == key) {
-			set[i].seen = now_ns;
-			return &set[i];
-		}
-		if (set[i].key == 0 || set[i].seen < old->seen)
-			old = &set[i];
-		if (set[i].key == 0)
-			break;
-	}
-	if (!make)
-		return NULL;
-	memset(old, 0, sizeof(*old));
-	old->key = key;
-	old->seen = now_ns;
-	return old;
+	return keyway_find(cs->c, sizeof(cs->c[0]), CIRCUIT_SETS, CIRCUIT_WAYS,
+			   key, now_ns, make);
 }
 
 /* Empty c's window, its slots width ns wide from now on. */
@@ -179,7 +157,7 @@ unsigned circuit_count_open(const struct circuits *cs)
 	size_t i;
 
 	for (i = 0; i < CIRCUIT_SETS * CIRCUIT_WAYS; i++)
-		if (cs->c[i].key && cs->c[i].state != CIRCUIT_CLOSED)
+		if (cs->c[i].kw.key && cs->c[i].state != CIRCUIT_CLOSED)
 			n++;
 	return n;
 }

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "keyway.h"
+
 #define CIRCUIT_SLOTS 10
 #define CIRCUIT_SETS 64
 #define CIRCUIT_WAYS 4
@@ -41,8 +43,7 @@ enum circuit_result {
 };
 
 struct circuit {
-	uint64_t key;  /* 0: unused */
-	uint64_t seen; /* ns: last use, the eviction order in its set */
+	struct keyway kw; /* first: its key and last use */
 	enum circuit_state state;
 	bool trial;	/* half-open: a trial request is in flight */
 	uint64_t until; /* open: ns when it turns half-open */

@@ -9,34 +9,12 @@
 
 #define RETRY_NS_PER_S 1000000000ULL
 
-/* Deployment key's window, made (or taken over from the set's least
- * recently used one) when make; NULL otherwise when unknown. */
+/* Deployment key's window (keyway.h). */
 static struct retry_window *retry_find(struct retry_budgets *b, uint64_t key,
 				       uint64_t now_ns, bool make)
 {
-	struct retry_window *set, *old;
-	size_t i;
-
-	if (key == 0)
-		key = 1; /* 0 marks an unused way */
-	set = &b->w[(key % RETRY_SETS) * RETRY_WAYS];
-	old = &set[0];
-	for (i = 0; i < RETRY_WAYS; i++) {
-		if (set[i].key == key) {
-			set[i].seen = now_ns;
-			return &set[i];
-		}
-		if (set[i].key == 0 || set[i].seen < old->seen)
-			old = &set[i];
-		if (set[i].key == 0)
-			break;
-	}
-	if (!make)
-		return NULL;
-	memset(old, 0, sizeof(*old));
-	old->key = key;
-	old->seen = now_ns;
-	return old;
+	return keyway_find(b->w, sizeof(b->w[0]), RETRY_SETS, RETRY_WAYS, key,
+			   now_ns, make);
 }
 
 /* The slot of the current second (emptied when it counted an older

@@ -20,14 +20,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "keyway.h"
+
 #define RETRY_WINDOW_S 10
 #define RETRY_ALLOWANCE 3
 #define RETRY_SETS 64
 #define RETRY_WAYS 4
 
 struct retry_window {
-	uint64_t key;  /* 0: unused */
-	uint64_t seen; /* ns: last use, the eviction order in its set */
+	struct keyway kw;	      /* first: its key and last use */
 	uint64_t sec[RETRY_WINDOW_S]; /* the second each slot counts */
 	uint32_t requests[RETRY_WINDOW_S];
 	uint32_t retries[RETRY_WINDOW_S];
