@@ -960,8 +960,9 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
-	    "id",	  "upstreams", "balance",  "health_check", "tls",
-	    "send_proxy", "retry",     "timeouts", "circuit",	   NULL};
+	    "id",      "upstreams",    "balance", "health_check",
+	    "tls",     "send_proxy",   "retry",	  "timeouts",
+	    "circuit", "max_inflight", NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -992,6 +993,9 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 		rc = cfg_circuit(x, g, p, &d->circuit);
 	if (rc == 0)
 		rc = cfg_request_total(x, g, p, &d->request_total_ms);
+	if (rc == 0)
+		rc = cfg_number(x, g, p, "max_inflight", CFG_COUNT, 0, 0,
+				CONFIG_EP_MAX_INFLIGHT_MAX, &d->max_inflight);
 	return rc;
 }
 

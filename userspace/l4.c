@@ -386,6 +386,7 @@ static void l4_connect(struct l4_conn *c)
 	case UPCONN_TLS:    /* no https:// for a TCP route */
 	case UPCONN_POOLED: /* not asked for */
 	case UPCONN_SHARED:
+	case UPCONN_FULL: /* a TCP route's match has no cap */
 		l4_end(c, OUTCOME_INTERNAL_ERROR);
 		return;
 	case UPCONN_NEW:

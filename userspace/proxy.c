@@ -203,6 +203,8 @@ static bool px_deadline(struct req *r)
 }
 
 static void proxy_body_clock(struct req *r);
+static void proxy_slot_unlink(struct req *r);
+static void proxy_slot_freed(struct worker *w);
 static void proxy_request_sent(struct req *r);
 static void proxy_send_stalled(struct req *r);
 
@@ -317,6 +319,10 @@ static void proxy_release(struct req *r, bool ok)
 		       evbuffer_get_length(sockio_output(p->uio)) == 0;
 		proxy_drop_uio(r, give);
 	}
+	if (p->state == PROXY_QUEUED)
+		proxy_slot_unlink(r);
+	if (p->u.counted)
+		proxy_slot_freed(r->w);
 	upconn_done(&p->u);
 	body_free(&p->req_body);
 	/* a streamed page counted once whole */
@@ -443,6 +449,7 @@ static void proxy_retry(struct req *r)
 	p->reusable = false;
 	proxy_drop_uio(r, false);
 	upconn_done(&p->u);
+	proxy_slot_freed(r->w);
 	p->u.ep = NULL;
 	p->state = PROXY_BACKOFF;
 	px_timer(r, ms);
@@ -694,9 +701,148 @@ static void proxy_set_uio(struct req *r, struct sockio *uio)
 	sockio_set_watermarks(p->uio, high, PROXY_LOW_WATER);
 }
 
+/* ---- waiting for an endpoint's slot (a deployment's max_inflight) ------ */
+
+/* How often a worker with waiters looks again (another worker's request
+ * may have freed a slot: only a slot freed here kicks it at once), how
+ * many waiters one look sends on at most, and how far into the queue it
+ * looks for one whose endpoints have room. */
+#define PROXY_SLOT_POLL_MS 5
+#define PROXY_SLOT_BATCH 32
+#define PROXY_SLOT_SCAN 64
+
+/* A worker's requests in PROXY_QUEUED, oldest first. */
+struct proxy_set {
+	struct worker *w;
+	struct req *head, *tail;
+	size_t n;
+	struct event *kick; /* made active when a slot is freed here */
+	struct event *poll; /* armed while anyone waits */
+};
+
+static void proxy_slot_unlink(struct req *r)
+{
+	struct proxy_set *ps = r->w->px;
+	struct proxy *p = PX(r);
+
+	if (!ps) /* the set went first (the worker's end) */
+		return;
+	if (p->wprev)
+		PX(p->wprev)->wnext = p->wnext;
+	else
+		ps->head = p->wnext;
+	if (p->wnext)
+		PX(p->wnext)->wprev = p->wprev;
+	else
+		ps->tail = p->wprev;
+	p->wnext = p->wprev = NULL;
+	ps->n--;
+}
+
+/* A slot of some endpoint was freed on this worker: the waiters are
+ * looked at once the current event is done. */
+static void proxy_slot_freed(struct worker *w)
+{
+	if (w->px && w->px->n)
+		event_active(w->px->kick, 0, 0);
+}
+
+/* Send on the oldest waiters whose endpoints have room (a waiter
+ * whose have none keeps its place). Each ends or connects; the list may
+ * change under any of them, so every pick starts from the head. */
+static void proxy_slot_look(struct proxy_set *ps)
+{
+	uint64_t now = clk_now_ns();
+	size_t sent, k;
+	struct req *r;
+
+	for (sent = 0; sent < PROXY_SLOT_BATCH && ps->n; sent++) {
+		for (r = ps->head, k = 0; r && k < PROXY_SLOT_SCAN;
+		     r = PX(r)->wnext, k++)
+			if (upstream_has_room(ps->w->up, r->m.upstreams,
+					      r->m.n_upstreams, PX(r)->u.tried,
+					      PX(r)->u.ntried,
+					      r->m.ep_max_inflight, now))
+				break;
+		if (!r || k == PROXY_SLOT_SCAN)
+			break;
+		proxy_slot_unlink(r);
+		PX(r)->state = PROXY_IDLE;
+		req_timer_stop(r);
+		proxy_connect(r);
+	}
+	if (ps->n) {
+		struct timeval tv = {0, PROXY_SLOT_POLL_MS * 1000};
+
+		evtimer_add(ps->poll, &tv);
+	}
+}
+
+static void proxy_slot_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	proxy_slot_look(arg);
+}
+
+/* Every endpoint left for r is at the deployment's max_inflight: r waits
+ * for a slot, at most timeouts.queue (and its deadline), while the
+ * worker has fewer than limits.max_queued waiting; else 503 overloaded
+ * at once. */
+static void proxy_slot_wait(struct req *r)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+	struct proxy_set *ps = r->w->px;
+	struct proxy *p = PX(r);
+
+	if (!ps || ps->n >= r->w->set.limits.max_queued) {
+		upstream_count_ep_full(r->w->up, true);
+		log_warnx_ctx_rl(REQ_LOG_CTX(r),
+				 "every endpoint at the deployment's "
+				 "max_inflight (%u), no room to wait "
+				 "(limits.max_queued): 503 overloaded",
+				 r->m.ep_max_inflight);
+		req_end(r, OUTCOME_OVERLOADED, retry);
+		return;
+	}
+	upstream_count_ep_full(r->w->up, false);
+	p->state = PROXY_QUEUED;
+	p->wnext = NULL;
+	p->wprev = ps->tail;
+	if (ps->tail)
+		PX(ps->tail)->wnext = r;
+	else
+		ps->head = r;
+	ps->tail = r;
+	if (ps->n++ == 0) {
+		struct timeval tv = {0, PROXY_SLOT_POLL_MS * 1000};
+
+		evtimer_add(ps->poll, &tv);
+	}
+	px_timer(r, r->w->set.timeouts.queue_ms);
+}
+
+/* A waiter's timer: timeouts.queue is over. */
+static void proxy_slot_timeout(struct req *r)
+{
+	static const char retry[] = "Retry-After: 1\r\n";
+
+	proxy_slot_unlink(r);
+	PX(r)->state = PROXY_IDLE;
+	upstream_count_ep_full(r->w->up, true);
+	log_warnx_ctx_rl(REQ_LOG_CTX(r),
+			 "waited timeouts.queue (%llu ms) for an endpoint "
+			 "under the deployment's max_inflight (%u): 503 "
+			 "overloaded",
+			 (unsigned long long)r->w->set.timeouts.queue_ms,
+			 r->m.ep_max_inflight);
+	req_end(r, OUTCOME_OVERLOADED, retry);
+}
+
 /* The next attempt (upconn.h): a pooled connection goes on at once, a
  * new one connects within timeouts.upstream_connect; none left is
- * upstream_unavailable; out of descriptors, 503 fd_exhausted with
+ * upstream_unavailable; every endpoint at max_inflight, wait for a slot
+ * (proxy_slot_wait); out of descriptors, 503 fd_exhausted with
  * Retry-After (not the endpoint's fault). */
 static void proxy_connect(struct req *r)
 {
@@ -718,6 +864,9 @@ static void proxy_connect(struct req *r)
 	switch (upconn_open(&p->u, w, &t, REQ_LOG_CTX(r), &uio)) {
 	case UPCONN_NONE:
 		req_upstream_unavailable(r);
+		return;
+	case UPCONN_FULL:
+		proxy_slot_wait(r);
 		return;
 	case UPCONN_NO_FD:
 		p->reusable = false;
@@ -1765,6 +1914,7 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 	case PROXY_IDLE:
 	case PROXY_BUFFERING: /* no upstream yet */
 	case PROXY_BACKOFF:
+	case PROXY_QUEUED:
 	case PROXY_TUNNEL: /* the tunnel has its own descriptors */
 		return;
 	}
@@ -1949,10 +2099,13 @@ static void proxy_timeout(struct req *r)
 	struct proxy *p = PX(r);
 
 	if ((p->state == PROXY_CONNECTING || p->state == PROXY_BACKOFF ||
-	     p->state == PROXY_WAITING) &&
+	     p->state == PROXY_QUEUED || p->state == PROXY_WAITING) &&
 	    px_deadline(r))
 		return;
 	switch (p->state) {
+	case PROXY_QUEUED:
+		proxy_slot_timeout(r);
+		return;
 	case PROXY_CONNECTING:
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT_TIMEOUT, 0);
 		return;
@@ -2015,12 +2168,50 @@ const struct req_upstream_ops proxy_ops = {
  * through the proxy. */
 static int proxy_worker_init(struct worker *w, struct errbuf *err)
 {
-	(void)err;
+	struct proxy_set *ps = calloc(1, sizeof(*ps));
+
+	if (!ps) {
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	ps->w = w;
+	ps->kick = event_new(w->base, -1, 0, proxy_slot_cb, ps);
+	ps->poll = evtimer_new(w->base, proxy_slot_cb, ps);
+	if (!ps->kick || !ps->poll) {
+		if (ps->kick)
+			event_free(ps->kick);
+		if (ps->poll)
+			event_free(ps->poll);
+		free(ps);
+		errbuf_set(err, "out of memory");
+		return -ENOMEM;
+	}
+	w->px = ps;
 	upstream_worker_set_release(w->up, proxy_pool_release);
 	return 0;
+}
+
+/* The service's free (before the connections' own, services being freed
+ * in reverse): the waiters are let go of, their requests end later. */
+static void proxy_worker_free(struct worker *w)
+{
+	struct proxy_set *ps = w->px;
+	struct req *r, *next;
+
+	if (!ps)
+		return;
+	for (r = ps->head; r; r = next) {
+		next = PX(r)->wnext;
+		PX(r)->wnext = PX(r)->wprev = NULL;
+	}
+	event_free(ps->kick);
+	event_free(ps->poll);
+	free(ps);
+	w->px = NULL;
 }
 
 const struct worker_service proxy_service = {
     .name = "proxy",
     .init = proxy_worker_init,
+    .free = proxy_worker_free,
 };

@@ -51,6 +51,8 @@ enum proxy_state {
 	PROXY_CONNECTING, /* waiting for connect() */
 	PROXY_BACKOFF,	  /* between a failed attempt and its retry (the
 			     deployment's retry.backoff), no upstream */
+	PROXY_QUEUED,	  /* every endpoint at the deployment's
+			     max_inflight: waits for a slot, no upstream */
 	PROXY_WAITING,	  /* head sent, waiting for the response head (and
 			     a chunked one's first chunk line) */
 	PROXY_RELAYING,	  /* response head sent to the client */
@@ -96,6 +98,8 @@ struct proxy {
 	 * none; while it is read, state is PROXY_RELAYING with no head
 	 * sent */
 	struct proxy_inject *inj;
+	/* PROXY_QUEUED: its place among the worker's waiters (proxy.c) */
+	struct req *wnext, *wprev;
 };
 
 /* The upstream side of the requests (req.h's struct req_upstream_ops):

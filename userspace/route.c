@@ -1256,6 +1256,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->request_total_ms = r->request_total_ms
 				  ? r->request_total_ms
 				  : e->src->deployment.request_total_ms;
+	m->ep_max_inflight = (unsigned)e->src->deployment.max_inflight;
 	m->send_proxy = config_send_proxy_version(
 	    CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy);
 	if (!hrules_empty(&e->src->headers))

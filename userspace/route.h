@@ -108,6 +108,9 @@ struct route_match {
 	/* timeouts.request_total: the route's, else the deployment's; 0:
 	 * none */
 	uint64_t request_total_ms;
+	/* the deployment's max_inflight: each endpoint's requests in flight
+	 * at most (0: no cap; a TCP route's connections are not capped) */
+	unsigned ep_max_inflight;
 };
 
 /*

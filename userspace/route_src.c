@@ -134,6 +134,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->deployment.retry = f->deployment.retry;
 	t->deployment.circuit = f->deployment.circuit;
 	t->deployment.request_total_ms = f->deployment.request_total_ms;
+	t->deployment.max_inflight = f->deployment.max_inflight;
 	t->deployment.tls = f->deployment.tls;
 	if (f->deployment.tls_held) {
 		struct errbuf err;

@@ -80,6 +80,9 @@ struct route_src_deployment {
 	struct config_retry retry;	   /* set false: no retry group */
 	struct config_circuit circuit;	   /* set false: no circuit */
 	uint64_t request_total_ms;	   /* timeouts.request_total, 0: none */
+	/* each endpoint's requests in flight at most, this process's
+	 * workers together (its routes' own endpoints too); 0: no cap */
+	uint64_t max_inflight;
 };
 
 /* A (domain, path prefix) pair that routes to an environment, whichever

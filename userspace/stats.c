@@ -56,6 +56,7 @@ struct stats {
 	struct metrics_counter *up_retries, *up_retry_refused;
 	struct metrics_counter *up_circuit_opens, *up_circuit_refused;
 	struct metrics_gauge *up_circuits_open;
+	struct metrics_counter *up_full_waits, *up_full_refused;
 	struct metrics_counter *accept_pauses;
 	struct metrics_gauge *conn_cap, *queued;
 	struct metrics_counter *asserts;
@@ -378,6 +379,17 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    s->m, "edge_upstream_circuits_open",
 	    "Deployment circuits open or half-open, summed over the workers.",
 	    NULL);
+	s->up_full_waits = metrics_counter_new(
+	    s->m, "edge_upstream_endpoints_full_waits_total",
+	    "Requests that found every endpoint at its deployment's "
+	    "max_inflight and waited for a slot.",
+	    NULL);
+	s->up_full_refused = metrics_counter_new(
+	    s->m, "edge_upstream_endpoints_full_refused_total",
+	    "Requests refused 503 overloaded with every endpoint at its "
+	    "deployment's max_inflight (no room to wait, or waited "
+	    "timeouts.queue).",
+	    NULL);
 	s->accept_pauses = metrics_counter_new(
 	    s->m, "edge_accept_pauses_total",
 	    "Times a listener paused because accept ran out of descriptors "
@@ -400,7 +412,8 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
 	    !s->up_retries || !s->up_retry_refused || !s->up_circuit_opens ||
 	    !s->up_circuit_refused || !s->up_circuits_open ||
-	    !s->accept_pauses || !s->conn_cap || !s->asserts || !s->queued)
+	    !s->up_full_waits || !s->up_full_refused || !s->accept_pauses ||
+	    !s->conn_cap || !s->asserts || !s->queued)
 		goto nomem;
 	if (stats_workers_new(s))
 		goto nomem;
@@ -588,6 +601,10 @@ static void stats_refresh(struct stats *s)
 			 atomic_load(&s->sh->up.circuit_refused));
 	metrics_gauge_set(s->up_circuits_open,
 			  (int64_t)atomic_load(&s->sh->up.circuits_open));
+	stats_counter_to(s->up_full_waits,
+			 atomic_load(&s->sh->up.ep_full_waits));
+	stats_counter_to(s->up_full_refused,
+			 atomic_load(&s->sh->up.ep_full_refused));
 	stats_counter_to(s->accept_pauses, atomic_load(&s->sh->accept_pauses));
 	stats_counter_to(s->asserts, edge_assert_failures());
 	tunnel_counts(&tun);

@@ -47,7 +47,8 @@ enum upconn_result upconn_open(struct upconn *u, struct worker *w,
 	struct transport tr;
 	uint64_t now = clk_now_ns();
 	void *pooled = NULL;
-	int fd, e, one = 1;
+	int fd, e, rc, one = 1;
+	unsigned races = 0;
 	bool fresh = u->fresh;
 
 	*uio = NULL;
@@ -57,14 +58,24 @@ again:
 		return UPCONN_NONE;
 	/* round robin per route: its key is the same in every generation
 	 * its project is unchanged in */
-	if (upstream_select(w->up, t->m->route_key, t->slot, t->m->upstreams,
-			    t->m->n_upstreams, t->m->balance, t->peer, now,
-			    u->tried, u->ntried, &ep))
+	rc = upstream_select_cap(w->up, t->m->route_key, t->slot,
+				 t->m->upstreams, t->m->n_upstreams,
+				 t->m->balance, t->peer, now, u->tried,
+				 u->ntried, t->m->ep_max_inflight, &ep);
+	if (rc == -EBUSY)
+		return UPCONN_FULL;
+	if (rc)
 		return UPCONN_NONE;
+	/* the cap is every worker's: another may have taken the last slot
+	 * since the select saw it */
+	if (!upstream_inflight_take(ep, t->m->ep_max_inflight)) {
+		if (++races < UPCONN_TRIES_MAX)
+			goto again;
+		return UPCONN_FULL;
+	}
 	u->tried[u->ntried++] = ep;
 	u->ep = ep;
 	memcpy(u->addr, upstream_ep_addr(ep)->text, sizeof(u->addr));
-	upstream_inflight_add(ep, 1);
 	upreg_count_request(upstream_ep_shared(ep));
 	u->counted = true;
 	u->t_connect = now;
@@ -86,8 +97,6 @@ again:
 	}
 	if (a->scheme == CONFIG_SCHEME_HTTPS) {
 		struct errbuf eb;
-
-		int rc;
 
 		/* the pool's tag: the deployment's profile and the name */
 		rc = tls_up_ssl(t->m->up_tls, t->host, t->host_len, a->text,

@@ -94,6 +94,9 @@ enum upconn_result {
 	UPCONN_TLS,    /* an https:// endpoint's TLS cannot be made for
 			  this request (no name to verify; logged) */
 	UPCONN_FAILED, /* anything else (logged, rate-limited) */
+	UPCONN_FULL,   /* every endpoint left is at the deployment's
+			  max_inflight (t->m->ep_max_inflight): nothing
+			  taken; wait for a slot (upstream_has_room) */
 };
 
 /* Begin the next attempt for t on w's loop (the previous one released by

@@ -303,6 +303,23 @@ void upreg_count_inflight(struct upreg_ep *e, int delta)
 		atomic_fetch_sub_explicit(&e->inflight, (unsigned)-delta, RLX);
 }
 
+bool upreg_inflight_take(struct upreg_ep *e, unsigned cap)
+{
+	unsigned n = atomic_load_explicit(&e->inflight, RLX);
+
+	do {
+		if (n >= cap)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&e->inflight, &n, n + 1,
+							RLX, RLX));
+	return true;
+}
+
+unsigned upreg_inflight(const struct upreg_ep *e)
+{
+	return atomic_load_explicit(&e->inflight, RLX);
+}
+
 void upreg_count_connect(struct upreg_ep *e, uint64_t ns)
 {
 	if (e)

@@ -190,6 +190,11 @@ bool upreg_selectable(const struct upreg_ep *e);
 
 void upreg_count_request(struct upreg_ep *e);
 void upreg_count_inflight(struct upreg_ep *e, int delta);
+/* Count one request in flight on e if fewer than cap are (every worker's
+ * together): whether it was counted. */
+bool upreg_inflight_take(struct upreg_ep *e, unsigned cap);
+/* e's requests in flight, every worker's together. */
+unsigned upreg_inflight(const struct upreg_ep *e);
 void upreg_count_connect(struct upreg_ep *e, uint64_t ns);
 void upreg_count_response(struct upreg_ep *e, int status, uint64_t ns);
 void upreg_count_bytes(struct upreg_ep *e, uint64_t sent, uint64_t received);

@@ -218,6 +218,14 @@ void upstream_retry_request(struct upstream_worker *w, uint64_t key,
 	retry_budget_request(&w->budgets, key, now_ns);
 }
 
+void upstream_count_ep_full(struct upstream_worker *w, bool refused)
+{
+	if (refused)
+		w->st.ep_full_refused++;
+	else
+		w->st.ep_full_waits++;
+}
+
 bool upstream_circuit_admit(struct upstream_worker *w, uint64_t key,
 			    uint64_t now_ns, bool *trial, uint64_t *wait_ms)
 {
@@ -483,6 +491,65 @@ static uint64_t upstream_hrw(const uint8_t *ck, size_t n,
 	return siphash_key(b, n + 8);
 }
 
+/* ep's requests in flight: every worker's (the registry's count), else
+ * this worker's. */
+static unsigned upstream_load(const struct upstream_ep *ep)
+{
+	return ep->g ? upreg_inflight(ep->g) : ep->inflight;
+}
+
+/* Whether ep is at cap (0: none). */
+static bool upstream_full(const struct upstream_ep *ep, unsigned cap)
+{
+	return cap && upstream_load(ep) >= cap;
+}
+
+bool upstream_has_room(struct upstream_worker *w, const struct config_addr *eps,
+		       size_t n, struct upstream_ep *const *exclude,
+		       size_t n_exclude, unsigned cap, uint64_t now_ns)
+{
+	bool avail = false, panic = false;
+	size_t i;
+
+	if (!cap)
+		return true;
+	for (i = 0; i < n; i++) {
+		struct upstream_ep *ep = upstream_ep_get(w, &eps[i]);
+
+		if (!ep)
+			return true; /* the select says -ENOMEM */
+		if (upstream_excluded(ep, exclude, n_exclude) ||
+		    upreg_admin_of(ep->g) == UPREG_DISABLED)
+			continue;
+		if (upstream_ep_available(ep, now_ns)) {
+			if (!upstream_full(ep, cap))
+				return true;
+			avail = true;
+		} else if (!upstream_full(ep, cap)) {
+			panic = true;
+		}
+	}
+	/* as the select: an available endpoint at its cap is waited for,
+	 * an ejected one chosen only when none is available */
+	return !avail && panic;
+}
+
+bool upstream_inflight_take(struct upstream_ep *ep, unsigned cap)
+{
+	if (!cap) {
+		upstream_inflight_add(ep, 1);
+		return true;
+	}
+	if (ep->g) {
+		if (!upreg_inflight_take(ep->g, cap))
+			return false;
+	} else if (ep->inflight >= cap) {
+		return false;
+	}
+	ep->inflight++;
+	return true;
+}
+
 int upstream_select(struct upstream_worker *w, uint64_t generation,
 		    unsigned route_index, const struct config_addr *eps,
 		    size_t n, enum config_balance mode,
@@ -490,10 +557,22 @@ int upstream_select(struct upstream_worker *w, uint64_t generation,
 		    struct upstream_ep *const *exclude, size_t n_exclude,
 		    struct upstream_ep **out)
 {
+	return upstream_select_cap(w, generation, route_index, eps, n, mode,
+				   client, now_ns, exclude, n_exclude, 0, out);
+}
+
+int upstream_select_cap(struct upstream_worker *w, uint64_t generation,
+			unsigned route_index, const struct config_addr *eps,
+			size_t n, enum config_balance mode,
+			const struct sockaddr *client, uint64_t now_ns,
+			struct upstream_ep *const *exclude, size_t n_exclude,
+			unsigned cap, struct upstream_ep **out)
+{
 	struct upstream_ep **c, *best = NULL;
 	struct upstream_rr *rr = NULL;
 	uint8_t ck[9];
 	size_t ckn = 0, i, bi = 0;
+	bool full = false; /* an endpoint skipped only for its cap */
 
 	if (n == 0)
 		return -EHOSTUNREACH;
@@ -522,6 +601,10 @@ int upstream_select(struct upstream_worker *w, uint64_t generation,
 			if (!upstream_ep_available(c[i], now_ns) ||
 			    upstream_excluded(c[i], exclude, n_exclude))
 				continue;
+			if (upstream_full(c[i], cap)) {
+				full = true;
+				continue;
+			}
 			s = upstream_hrw(ck, ckn, c[i]);
 			if (!best || s > top) {
 				best = c[i];
@@ -537,6 +620,10 @@ int upstream_select(struct upstream_worker *w, uint64_t generation,
 			if (!upstream_ep_available(c[j], now_ns) ||
 			    upstream_excluded(c[j], exclude, n_exclude))
 				continue;
+			if (upstream_full(c[j], cap)) {
+				full = true;
+				continue;
+			}
 			if (!best || c[j]->inflight < best->inflight) {
 				best = c[j];
 				bi = j;
@@ -556,17 +643,25 @@ int upstream_select(struct upstream_worker *w, uint64_t generation,
 		*out = best;
 		return 0;
 	}
+	/* every available endpoint at its cap: wait for one rather than
+	 * choose an ejected one */
+	if (full)
+		return -EBUSY;
 	/* panic: all ejected, drained or excluded; the soonest back, if
-	 * any (never a disabled one) */
+	 * any (never a disabled one, nor one at its cap) */
 	for (i = 0; i < n; i++) {
 		if (upstream_excluded(c[i], exclude, n_exclude) ||
 		    upreg_admin_of(c[i]->g) == UPREG_DISABLED)
 			continue;
+		if (upstream_full(c[i], cap)) {
+			full = true;
+			continue;
+		}
 		if (!best || c[i]->eject_until < best->eject_until)
 			best = c[i];
 	}
 	if (!best)
-		return -EHOSTUNREACH;
+		return full ? -EBUSY : -EHOSTUNREACH;
 	w->st.panics++;
 	*out = best;
 	return 0;

@@ -98,6 +98,27 @@ int upstream_select(struct upstream_worker *w, uint64_t generation,
 		    struct upstream_ep *const *exclude, size_t n_exclude,
 		    struct upstream_ep **out);
 
+/*
+ * upstream_select with a cap on each endpoint's requests in flight (0:
+ * none; the registry's count, every worker's together, else this
+ * worker's): an endpoint at its cap is skipped, in panic mode too.
+ * Returns -EBUSY when an endpoint would have been chosen but for the cap
+ * (every one left is full), otherwise as upstream_select. The caller then
+ * takes the slot with upstream_inflight_take.
+ */
+int upstream_select_cap(struct upstream_worker *w, uint64_t generation,
+			unsigned route_index, const struct config_addr *eps,
+			size_t n, enum config_balance mode,
+			const struct sockaddr *client, uint64_t now_ns,
+			struct upstream_ep *const *exclude, size_t n_exclude,
+			unsigned cap, struct upstream_ep **out);
+
+/* Whether upstream_select_cap over eps[0..n) at now_ns would not return
+ * -EBUSY: an endpoint it may choose is under cap (always, cap 0). */
+bool upstream_has_room(struct upstream_worker *w, const struct config_addr *eps,
+		       size_t n, struct upstream_ep *const *exclude,
+		       size_t n_exclude, unsigned cap, uint64_t now_ns);
+
 /* The endpoint's address (a copy owned by the endpoint). */
 const struct config_addr *upstream_ep_addr(const struct upstream_ep *ep);
 
@@ -119,6 +140,12 @@ void upstream_report_why(struct upstream_worker *w, struct upstream_ep *ep,
 
 /* Add delta (+1 on start, -1 on end) to ep's in-flight count (floored at 0). */
 void upstream_inflight_add(struct upstream_ep *ep, int delta);
+
+/* Count one request in flight on ep as upstream_inflight_add(ep, 1)
+ * does, if ep has fewer than cap (0: no cap) in flight: whether it did.
+ * With a registry the cap is on every worker's requests together, taken
+ * atomically. */
+bool upstream_inflight_take(struct upstream_ep *ep, unsigned cap);
 
 /* ep's current in-flight count. */
 unsigned upstream_ep_inflight(const struct upstream_ep *ep);
@@ -203,7 +230,14 @@ struct upstream_stats {
 	uint64_t circuit_opens; /* circuits opened (circuit.h) */
 	uint64_t circuit_refused; /* requests an open circuit refused */
 	size_t circuits_open;	  /* circuits open or half-open now */
+	uint64_t ep_full_waits;	  /* requests that found every endpoint
+				     at max_inflight and waited */
+	uint64_t ep_full_refused; /* ... and were refused 503 overloaded */
 };
+
+/* A request found every endpoint at its deployment's max_inflight and
+ * waits for a slot (refused false), or is refused (true): counted. */
+void upstream_count_ep_full(struct upstream_worker *w, bool refused);
 
 /* A deployment's retry budget (retry.h), per worker: one request of
  * deployment key; whether it may retry once more under pct percent of

@@ -193,6 +193,10 @@ static void worker_publish_upstream(struct worker *w)
 	atomic_fetch_add(
 	    &t->circuits_open,
 	    (unsigned long long)(st.circuits_open - o->circuits_open));
+	atomic_fetch_add(&t->ep_full_waits,
+			 st.ep_full_waits - o->ep_full_waits);
+	atomic_fetch_add(&t->ep_full_refused,
+			 st.ep_full_refused - o->ep_full_refused);
 	*o = st;
 }
 

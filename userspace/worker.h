@@ -45,6 +45,7 @@ struct mailbox;
 struct mailbox_msg;
 struct reqid_table;
 struct tunnel_set;
+struct proxy_set;
 struct wake;
 
 /*
@@ -83,6 +84,9 @@ struct worker_upstream_totals {
 	atomic_ullong retries, retry_refused;	      /* counters (retry.h) */
 	atomic_ullong circuit_opens, circuit_refused; /* counters (circuit.h) */
 	atomic_ullong circuits_open;		      /* gauge */
+	/* requests that found every endpoint at max_inflight: waited,
+	 * refused (counters) */
+	atomic_ullong ep_full_waits, ep_full_refused;
 };
 
 /* What a reload changes in running workers besides the route table:
@@ -218,9 +222,10 @@ struct worker {
 	unsigned long nofile;	  /* RLIMIT_NOFILE, read every tick; 0: none */
 	unsigned long fd_reserve; /* worker_fd_reserve() */
 	struct upstream_worker *up;
-	struct h2up_set *h2up;		    /* its HTTP/2 upstream sessions */
-	struct tunnel_set *tunnels;	    /* its tunnels (tunnel.h) */
-	unsigned splice_gen;		    /* splice_gen() it last applied */
+	struct h2up_set *h2up;	    /* its HTTP/2 upstream sessions */
+	struct tunnel_set *tunnels; /* its tunnels (tunnel.h) */
+	struct proxy_set *px;	    /* its requests waiting for an endpoint */
+	unsigned splice_gen;	    /* splice_gen() it last applied */
 	struct upstream_stats up_published; /* added to sh->up so far */
 	struct admit_bucket bucket; /* per-client rate (interval 0: off) */
 	/* libevent common timeouts for the durations used per request: a

@@ -12,10 +12,13 @@ empty: ok), whose first word says what this request gets:
     reset   the request read whole, then the connection reset (RST)
     mid     a 200 head for 100000 bytes, 10 of them, then a reset
     hang    the request read whole, then nothing until the peer closes
+    slowN   as ok, N milliseconds after the request was read whole
 
 A request path holding "mode=WORD" uses WORD instead of MODEFILE's.
 Every request received whole is a JSON line in LOG before it is answered:
-name, method, path, body_len, body_sha256. Runs until killed. Stdlib only.
+name, method, path, body_len, body_sha256, and active: the requests
+this backend is answering at that moment, this one included. Runs until
+killed. Stdlib only.
 """
 import hashlib
 import json
@@ -24,9 +27,11 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 PORT, NAME, MODEFILE, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 lock = threading.Lock()
+active = 0
 
 
 def mode_for(path):
@@ -47,6 +52,7 @@ def reset(conn):
 
 
 def serve(conn):
+    global active
     buf = b""
     try:
         while True:
@@ -90,32 +96,48 @@ def serve(conn):
                 body, buf = buf[:clen], buf[clen:]
             mode = mode_for(path)
             with lock, open(LOG, "a") as f:
+                active += 1
                 f.write(json.dumps({"name": NAME, "method": method, "path": path,
                                     "body_len": len(body),
                                     "body_sha256": hashlib.sha256(body).hexdigest(),
-                                    "mode": mode}) + "\n")
-            if mode == "reset":
-                reset(conn)
+                                    "mode": mode, "active": active}) + "\n")
+            try:
+                answer(conn, mode, method, path, body)
+            finally:
+                with lock:
+                    active -= 1
+            if mode in ("reset", "hang", "mid"):
                 return
-            if mode == "hang":
-                while conn.recv(65536):
-                    pass
-                conn.close()
-                return
-            if mode == "mid":
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
-                reset(conn)
-                return
-            if re.fullmatch(r"\d\d\d", mode):
-                out = ("%s %s\n" % (NAME, mode)).encode()
-                conn.sendall(b"HTTP/1.1 %s Failing\r\nContent-Length: %d\r\n\r\n%s"
-                             % (mode.encode(), len(out), out))
-                continue
-            out = ("%s %s %s %d\n" % (NAME, method, path, len(body))).encode()
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(out), out))
     except OSError:
         conn.close()
+
+
+def answer(conn, mode, method, path, body):
+    """Answer one request as mode says (reset, hang, mid: the connection
+    is gone after)."""
+    if mode == "reset":
+        reset(conn)
+        return
+    if mode == "hang":
+        while conn.recv(65536):
+            pass
+        conn.close()
+        return
+    if mode == "mid":
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
+        reset(conn)
+        return
+    if re.fullmatch(r"\d\d\d", mode):
+        out = ("%s %s\n" % (NAME, mode)).encode()
+        conn.sendall(b"HTTP/1.1 %s Failing\r\nContent-Length: %d\r\n\r\n%s"
+                     % (mode.encode(), len(out), out))
+        return
+    m = re.fullmatch(r"slow(\d+)", mode)
+    if m:
+        time.sleep(int(m.group(1)) / 1000)
+    out = ("%s %s %s %d\n" % (NAME, method, path, len(body))).encode()
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (len(out), out))
 
 
 srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

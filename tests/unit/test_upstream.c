@@ -590,6 +590,77 @@ START_TEST(test_panic)
 }
 END_TEST
 
+/* max_inflight: a full endpoint skipped (round robin and ip_hash), all
+ * full -EBUSY (not a panic choice), an ejected one under its cap chosen
+ * only when none is available; upstream_has_room agrees */
+START_TEST(test_cap)
+{
+	struct upstream_worker *w;
+	struct config_addr eps[5];
+	struct upstream_ep *e[2], *ep;
+	struct sockaddr_in c = v4(0x0a000001);
+	int i;
+
+	five(eps);
+	ck_assert_int_eq(upstream_worker_new(&w), 0);
+	for (i = 0; i < 2; i++)
+		e[i] = ep_of(w, eps, 2, (size_t)i);
+	/* two slots each: four takes, then none */
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(upstream_select_cap(w, 1, 0, eps, 2,
+						     CONFIG_BALANCE_IP_HASH,
+						     (struct sockaddr *)&c, T0,
+						     NULL, 0, 2, &ep),
+				 0);
+		ck_assert(upstream_inflight_take(ep, 2));
+	}
+	ck_assert_uint_eq(upstream_ep_inflight(e[0]), 2);
+	ck_assert_uint_eq(upstream_ep_inflight(e[1]), 2);
+	ck_assert(!upstream_inflight_take(e[0], 2));
+	ck_assert(!upstream_has_room(w, eps, 2, NULL, 0, 2, T0));
+	ck_assert_int_eq(upstream_select_cap(w, 1, 0, eps, 2,
+					     CONFIG_BALANCE_ROUND_ROBIN, NULL,
+					     T0, NULL, 0, 2, &ep),
+			 -EBUSY);
+	/* no cap: as upstream_select */
+	ck_assert(upstream_has_room(w, eps, 2, NULL, 0, 0, T0));
+	ck_assert_int_eq(upstream_select_cap(w, 1, 0, eps, 2,
+					     CONFIG_BALANCE_ROUND_ROBIN, NULL,
+					     T0, NULL, 0, 0, &ep),
+			 0);
+	/* a slot freed: that endpoint, whatever round robin's turn */
+	upstream_inflight_add(e[1], -1);
+	ck_assert(upstream_has_room(w, eps, 2, NULL, 0, 2, T0));
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(upstream_select_cap(w, 1, 0, eps, 2,
+						     CONFIG_BALANCE_ROUND_ROBIN,
+						     NULL, T0, NULL, 0, 2, &ep),
+				 0);
+		ck_assert_ptr_eq(ep, e[1]);
+	}
+	/* ... unless tried */
+	ck_assert(!upstream_has_room(w, eps, 2, &e[1], 1, 2, T0));
+	/* e[1] ejected: e[0] is full and available, so wait (-EBUSY) */
+	for (i = 0; i < 3; i++)
+		upstream_report(w, e[1], false, T0);
+	ck_assert(!upstream_has_room(w, eps, 2, NULL, 0, 2, T0 + 1));
+	ck_assert_int_eq(upstream_select_cap(w, 1, 0, eps, 2,
+					     CONFIG_BALANCE_ROUND_ROBIN, NULL,
+					     T0 + 1, NULL, 0, 2, &ep),
+			 -EBUSY);
+	/* both ejected: panic mode takes the one under its cap */
+	for (i = 0; i < 3; i++)
+		upstream_report(w, e[0], false, T0 + 2);
+	ck_assert(upstream_has_room(w, eps, 2, NULL, 0, 2, T0 + 3));
+	ck_assert_int_eq(upstream_select_cap(w, 1, 0, eps, 2,
+					     CONFIG_BALANCE_ROUND_ROBIN, NULL,
+					     T0 + 3, NULL, 0, 2, &ep),
+			 0);
+	ck_assert_ptr_eq(ep, e[1]);
+	upstream_worker_free(w);
+}
+END_TEST
+
 /* A connected pair: fds[0] pooled side, fds[1] the "backend". */
 static void pair(int fds[2])
 {
@@ -860,6 +931,7 @@ static Suite *upstream_suite(void)
 	tcase_add_test(tc, test_eject);
 	tcase_add_test(tc, test_backoff_cap);
 	tcase_add_test(tc, test_panic);
+	tcase_add_test(tc, test_cap);
 	tcase_add_test(tc, test_pool_lifo_bound);
 	tcase_add_test(tc, test_pool_objects);
 	tcase_add_test(tc, test_pool_stale);

@@ -371,6 +371,9 @@ int config_duration_parse(const char *s, uint64_t *ms, struct errbuf *err);
 /* timeouts.request_total (a deployment's, a route's) at most: a day */
 #define CONFIG_REQUEST_TOTAL_MAX_MS (24ULL * 3600 * 1000)
 
+/* A deployment's max_inflight (each endpoint's cap): at most this. */
+#define CONFIG_EP_MAX_INFLIGHT_MAX 1000000
+
 struct config_retry {
 	bool set;
 	unsigned on;	     /* CONFIG_RETRY_ON_ bits */
