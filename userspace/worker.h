@@ -83,6 +83,7 @@ struct worker_upstream_totals {
 	atomic_ullong retries, retry_refused;	      /* counters (retry.h) */
 	atomic_ullong circuit_opens, circuit_refused; /* counters (circuit.h) */
 	atomic_ullong circuits_open;		      /* gauge */
+	atomic_ullong hedges, hedge_wins;	      /* counters (hedge.h) */
 };
 
 /* What a reload changes in running workers besides the route table:
