@@ -39,6 +39,7 @@ struct tunnel;
 struct upstream_ep;
 struct h2up_stream;
 struct proxy_inject;
+struct proxy_hedges;
 
 /* Bytes buffered towards one side above which the other side's reading
  * stops, and the level at which it resumes. */
@@ -96,6 +97,9 @@ struct proxy {
 	 * none; while it is read, state is PROXY_RELAYING with no head
 	 * sent */
 	struct proxy_inject *inj;
+	/* the request's hedges (docs/upstream.md, "Hedging"), NULL: none
+	 * armed */
+	struct proxy_hedges *hg;
 };
 
 /* The upstream side of the requests (req.h's struct req_upstream_ops):
