@@ -12,14 +12,24 @@ empty: ok), whose first word says what this request gets:
     reset   the request read whole, then the connection reset (RST)
     mid     a 200 head for 100000 bytes, 10 of them, then a reset
     hang    the request read whole, then nothing until the peer closes
+    slow    200 as ok, after 1 s (a slow answer)
+    tailN   as ok, but every Nth request under a tail mode (counted per
+            backend) is slow: a slow tail of 1/N of the requests
+    tailN_K the same, shifted: the request whose count plus K is a
+            multiple of N
+A slow answer watches its connection while it waits: when the peer
+closes it first (a hedge won, docs/upstream.md), it logs a line
+{"name", "conn", "cancelled": true} and answers nothing.
 
 A request path holding "mode=WORD" uses WORD instead of MODEFILE's.
 Every request received whole is a JSON line in LOG before it is answered:
-name, method, path, body_len, body_sha256. Runs until killed. Stdlib only.
+name, conn (the connection's number), method, path, body_len,
+body_sha256, mode, slow. Runs until killed. Stdlib only.
 """
 import hashlib
 import json
 import re
+import select
 import socket
 import struct
 import sys
@@ -27,6 +37,8 @@ import threading
 
 PORT, NAME, MODEFILE, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 lock = threading.Lock()
+TAIL = [0]  # requests under a tail mode so far
+SLOW_S = 1.0
 
 
 def mode_for(path):
@@ -46,7 +58,25 @@ def reset(conn):
     conn.close()
 
 
-def serve(conn):
+def slow_wait(conn, n):
+    """Wait SLOW_S; False when the peer closed the connection meanwhile
+    (logged)."""
+    r, _, _ = select.select([conn], [], [], SLOW_S)
+    if r:
+        try:
+            d = conn.recv(65536, socket.MSG_PEEK)
+        except OSError:
+            d = b""
+        if not d:
+            with lock, open(LOG, "a") as f:
+                f.write(json.dumps({"name": NAME, "conn": n,
+                                    "cancelled": True}) + "\n")
+            conn.close()
+            return False
+    return True
+
+
+def serve(conn, n):
     buf = b""
     try:
         while True:
@@ -89,11 +119,20 @@ def serve(conn):
                     buf += d
                 body, buf = buf[:clen], buf[clen:]
             mode = mode_for(path)
+            slow = mode == "slow"
+            m = re.fullmatch(r"tail(\d+)(?:_(\d+))?", mode)
+            if m:
+                with lock:
+                    TAIL[0] += 1
+                    slow = (TAIL[0] + int(m.group(2) or 0)) % int(m.group(1)) == 0
             with lock, open(LOG, "a") as f:
-                f.write(json.dumps({"name": NAME, "method": method, "path": path,
+                f.write(json.dumps({"name": NAME, "conn": n,
+                                    "method": method, "path": path,
                                     "body_len": len(body),
                                     "body_sha256": hashlib.sha256(body).hexdigest(),
-                                    "mode": mode}) + "\n")
+                                    "mode": mode, "slow": slow}) + "\n")
+            if slow and not slow_wait(conn, n):
+                return
             if mode == "reset":
                 reset(conn)
                 return
@@ -122,6 +161,8 @@ srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", PORT))
 srv.listen(1024)
+nconn = 0
 while True:
     c, _ = srv.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
+    nconn += 1
+    threading.Thread(target=serve, args=(c, nconn), daemon=True).start()
