@@ -16,8 +16,13 @@
 #              saw its connection closed
 #   POST       a slow POST is not hedged (received once); a slow GET is
 #              (received twice, the loser's connection closed)
+#   loser      one endpoint answers after 300 ms, the other after 1 s:
+#              whichever the request went to first, the 1 s one's
+#              connection is closed when the other answers (a hedge
+#              that loses as well as a first attempt that loses)
 #   deadline   timeouts.request_total covers the hedge: 504
-#              deadline_exceeded before either slow answer
+#              deadline_exceeded before either slow answer, both
+#              attempts' connections closed
 #   p95        after = "p95": no hedge before 20 answers (a slow endpoint
 #              answers slowly); after 50 fast ones, a slow endpoint's
 #              requests are hedged and answered fast
@@ -223,15 +228,36 @@ PY
 	fi
 	mode a ok
 
-	# ---- deadline: request_total covers the hedge
-	out=$(req dl.test "/dl?mode=slow")
-	sleep 0.2
-	n=$(recs '/dl\?mode=slow')
-	read -r code t err <<<"$out"
-	if [ "$code" = 504 ] && [ "$err" = deadline_exceeded ] && faster "$t" 0.95 && [ "$n" = 2 ]; then
-		t_ok "$v: timeouts.request_total covers the hedge: 504 deadline_exceeded after ${t}s, both endpoints asked"
+	# ---- loser: the attempt that answers later is closed, whichever
+	# it was
+	mode a wait300
+	mode b slow
+	c0=$(grep -c '"name": "b", "conn": [0-9]*, "cancelled": true' "$LOG")
+	out=$(req hd.test /l1)
+	out="$out, $(req hd.test /l2)"
+	n=$(recs '/l[12]')
+	slow=$(awk -F'[ ,]+' '$2 > 0.8 || $5 > 0.8 { print "slow" }' <<<"$out")
+	sleep 0.5
+	c=$(($(grep -c '"name": "b", "conn": [0-9]*, "cancelled": true' "$LOG") - c0))
+	if [[ "$out" == "200 "*", 200 "* ]] && [ -z "$slow" ] && [ "$n" = 4 ] && [ "$c" = 2 ]; then
+		t_ok "$v: answers after 300 ms and 1 s: both requests hedged and answered by the faster one; the slower one's connection closed each time (a losing hedge or a losing first attempt, whichever it was)"
 	else
-		t_fail "$v: deadline" "$out received $n"
+		t_fail "$v: the loser closed" "$out received $n, the slow one's closed $c; $(tail -4 "$LOG")"
+	fi
+	mode a ok
+	mode b ok
+
+	# ---- deadline: request_total covers the hedge
+	c0=$(cancelled)
+	out=$(req dl.test "/dl?mode=slow")
+	sleep 0.4
+	n=$(recs '/dl\?mode=slow')
+	c=$(($(cancelled) - c0))
+	read -r code t err <<<"$out"
+	if [ "$code" = 504 ] && [ "$err" = deadline_exceeded ] && faster "$t" 0.95 && [ "$n" = 2 ] && [ "$c" = 2 ]; then
+		t_ok "$v: timeouts.request_total covers the hedge: 504 deadline_exceeded after ${t}s, both endpoints asked, both connections closed"
+	else
+		t_fail "$v: deadline" "$out received $n, cancelled $c"
 	fi
 
 	# ---- p95: no hedge before 20 answers, then hedges

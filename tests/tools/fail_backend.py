@@ -13,6 +13,7 @@ empty: ok), whose first word says what this request gets:
     mid     a 200 head for 100000 bytes, 10 of them, then a reset
     hang    the request read whole, then nothing until the peer closes
     slow    200 as ok, after 1 s (a slow answer)
+    waitN   200 as ok, after N ms (a slow answer)
     tailN   as ok, but every Nth request under a tail mode (counted per
             backend) is slow: a slow tail of 1/N of the requests
     tailN_K the same, shifted: the request whose count plus K is a
@@ -58,10 +59,10 @@ def reset(conn):
     conn.close()
 
 
-def slow_wait(conn, n):
-    """Wait SLOW_S; False when the peer closed the connection meanwhile
+def slow_wait(conn, n, secs):
+    """Wait secs; False when the peer closed the connection meanwhile
     (logged)."""
-    r, _, _ = select.select([conn], [], [], SLOW_S)
+    r, _, _ = select.select([conn], [], [], secs)
     if r:
         try:
             d = conn.recv(65536, socket.MSG_PEEK)
@@ -120,6 +121,10 @@ def serve(conn, n):
                 body, buf = buf[:clen], buf[clen:]
             mode = mode_for(path)
             slow = mode == "slow"
+            secs = SLOW_S
+            m = re.fullmatch(r"wait(\d+)", mode)
+            if m:
+                slow, secs = True, int(m.group(1)) / 1000
             m = re.fullmatch(r"tail(\d+)(?:_(\d+))?", mode)
             if m:
                 with lock:
@@ -131,7 +136,7 @@ def serve(conn, n):
                                     "body_len": len(body),
                                     "body_sha256": hashlib.sha256(body).hexdigest(),
                                     "mode": mode, "slow": slow}) + "\n")
-            if slow and not slow_wait(conn, n):
+            if slow and not slow_wait(conn, n, secs):
                 return
             if mode == "reset":
                 reset(conn)
