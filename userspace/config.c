@@ -956,13 +956,42 @@ static int cfg_circuit(struct cfg *x, const config_setting_t *dep,
 	return rc;
 }
 
+/* A deployment's hedge group (absent: none; docs/upstream.md,
+ * "Hedging"). */
+static int cfg_hedge(struct cfg *x, const config_setting_t *dep,
+		     const char *path, struct config_hedge *h)
+{
+	static const char *const keys[] = {"after", "max", NULL};
+	char p[CFG_KEY_MAX];
+	const config_setting_t *g;
+	const char *v;
+	struct cfg_at at;
+	struct errbuf e;
+	uint64_t n;
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	rc = cfg_group(x, dep, path, "hedge", keys, p, &g);
+	if (rc < 0 || !g)
+		return rc;
+	h->set = true;
+	rc = cfg_str(x, g, p, "after", "p95", &v, &at);
+	if (rc < 0)
+		return rc;
+	if (config_hedge_after_parse(v, h, &e) < 0)
+		return cfg_fail(x, at.s, at.key, "%s", e.msg);
+	rc = cfg_number(x, g, p, "max", CFG_COUNT, 1, 1, CONFIG_HEDGE_MAX, &n);
+	h->max = (unsigned)n;
+	return rc;
+}
+
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 			  const char *path, struct route_src_deployment *d)
 {
 	static const char *const keys[] = {
-	    "id",      "upstreams",    "balance", "health_check",
-	    "tls",     "send_proxy",   "retry",	  "timeouts",
-	    "circuit", "max_inflight", NULL};
+	    "id",      "upstreams",  "balance",	     "health_check",
+	    "tls",     "send_proxy", "retry",	     "timeouts",
+	    "circuit", "hedge",	     "max_inflight", NULL};
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	int rc;
@@ -991,6 +1020,8 @@ static int cfg_deployment(struct cfg *x, const config_setting_t *env,
 		rc = cfg_retry(x, g, p, &d->retry);
 	if (rc == 0)
 		rc = cfg_circuit(x, g, p, &d->circuit);
+	if (rc == 0)
+		rc = cfg_hedge(x, g, p, &d->hedge);
 	if (rc == 0)
 		rc = cfg_request_total(x, g, p, &d->request_total_ms);
 	if (rc == 0)

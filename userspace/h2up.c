@@ -932,6 +932,12 @@ static void stream_out_cb(struct evbuffer *b,
 	flush_soon(s);
 }
 
+void h2up_stream_setcb(struct h2up_stream *st, h2up_cb cb, void *arg)
+{
+	st->cb = cb;
+	st->arg = arg;
+}
+
 struct h2up_stream *h2up_stream_new(struct h2up_sess *s, h2up_cb cb, void *arg)
 {
 	struct h2up_stream *st = calloc(1, sizeof(*st));

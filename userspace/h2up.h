@@ -111,6 +111,10 @@ void h2up_sess_abort(struct h2up_sess *s);
  * out of memory. */
 struct h2up_stream *h2up_stream_new(struct h2up_sess *s, h2up_cb cb, void *arg);
 
+/* Give st to another owner (cb with arg): the events from now on go
+ * there, the ones of the current call's rest included. */
+void h2up_stream_setcb(struct h2up_stream *st, h2up_cb cb, void *arg);
+
 /* Whether its session is up (submit now; else H2UP_EV_READY comes). */
 bool h2up_stream_ready(const struct h2up_stream *st);
 

@@ -2,7 +2,8 @@
 /*
  * keyway.h - a worker's small table of entries keyed by a 64-bit hash (a
  * deployment's): set-associative, the least recently used entry of a full
- * set taken over. The retry budgets and the circuits keep one each.
+ * set taken over. The retry budgets, the circuits and the hedges' times
+ * keep one each.
  */
 #ifndef EDGE_KEYWAY_H
 #define EDGE_KEYWAY_H

@@ -19,6 +19,7 @@
 #include "clk.h"
 #include "edge_assert.h"
 #include "h2up.h"
+#include "hedge.h"
 #include "inject.h"
 #include "req.h"
 #include "proxy.h"
@@ -42,6 +43,9 @@ static void proxy_connect(struct req *r);
 static void proxy_relay(struct req *r);
 static void proxy_h2_cb(struct h2up_stream *st, unsigned ev, void *arg);
 static void proxy_h2_retry(struct req *r, bool fresh);
+static void proxy_hedge_arm(struct req *r);
+static void proxy_hedge_free(struct req *r);
+static bool proxy_hedge_takeover(struct req *r);
 
 /* The upstream side the request has: an HTTP/1.1 connection or an
  * HTTP/2 stream, and the buffers of either (the response's bytes as
@@ -292,6 +296,7 @@ static void proxy_release(struct req *r, bool ok)
 	struct tunnel_stats st;
 	bool give;
 
+	proxy_hedge_free(r); /* a hedge still running lost */
 	if (p->circuit) {
 		p->circuit = false;
 		upstream_circuit_end(r->w->up, proxy_retry_key(r), r->m.circuit,
@@ -468,6 +473,8 @@ static void proxy_attempt_failed(struct req *r, enum upreg_why why, int err)
 	upconn_failed(&p->u, r->w, REQ_LOG_CTX(r), why, err, NULL,
 		      proxy_where(r, where, sizeof(where)));
 	proxy_drop_uio(r, false);
+	if (proxy_hedge_takeover(r))
+		return;
 	if (!proxy_retry_group(r)) {
 		proxy_connect(r);
 		return;
@@ -589,14 +596,13 @@ static int proxy_send_held(struct req *r)
 	return 0;
 }
 
-/* Connected (or reusing a pooled connection): send the rebuilt head. */
-static void proxy_connected(struct req *r)
+/* The rebuilt request head into b (hdr_buf_init'ed; the caller frees
+ * it): 0 or -1 (out of memory). */
+static int proxy_build_head(struct req *r, struct hdr_buf *b)
 {
 	struct proxy *p = PX(r);
 	struct hdr_fwd f;
-	struct hdr_buf b;
 
-	upconn_connected(&p->u, clk_now_ns());
 	memset(&f, 0, sizeof(f));
 	f.request_id = r->id;
 	f.traceparent = r->trace.traceparent[0] ? r->trace.traceparent : NULL;
@@ -628,8 +634,18 @@ static void proxy_connected(struct req *r)
 	f.via_proto = req_via_version(r);
 	f.early_data = r->early_data;
 	f.edit = r->req_ed;
+	return hdr_build_request(b, &r->h, &f) ? -1 : 0;
+}
+
+/* Connected (or reusing a pooled connection): send the rebuilt head. */
+static void proxy_connected(struct req *r)
+{
+	struct proxy *p = PX(r);
+	struct hdr_buf b;
+
+	upconn_connected(&p->u, clk_now_ns());
 	hdr_buf_init(&b, 0);
-	if (hdr_build_request(&b, &r->h, &f)) {
+	if (proxy_build_head(r, &b)) {
 		hdr_buf_free(&b);
 		req_end(r, OUTCOME_INTERNAL_ERROR, NULL);
 		return;
@@ -861,6 +877,8 @@ static void proxy_connect(struct req *r)
 	struct h2up_sess *sess = NULL;
 	struct sockio *uio;
 
+	if (r->attempts == 0)
+		proxy_hedge_arm(r);
 	switch (upconn_open(&p->u, w, &t, REQ_LOG_CTX(r), &uio)) {
 	case UPCONN_NONE:
 		req_upstream_unavailable(r);
@@ -935,6 +953,527 @@ static void proxy_connect(struct req *r)
 	px_timer(r, w->set.timeouts.upstream_connect_ms);
 	if (upconn_connect(&p->u, p->uio) < 0)
 		proxy_attempt_failed(r, UPREG_WHY_CONNECT, errno);
+}
+
+/* ---- hedging (docs/upstream.md, "Hedging") ------------------------------ */
+
+/* One hedge: an extra attempt of a request, to an endpoint it has not
+ * tried, until it answers first (then it is the request's attempt, its
+ * connection or stream handed to the proxy), fails (reported to passive
+ * health, the request goes on) or is cancelled (closed, or its HTTP/2
+ * stream reset). */
+struct proxy_try {
+	struct req *r;
+	struct upconn u;
+	struct sockio *uio;	/* HTTP/1.1 */
+	struct h2up_stream *h2; /* or an HTTP/2 stream */
+	struct event *tmo;	/* its connect, then response timeout */
+	bool on;		/* running */
+	bool sent;		/* its request went */
+};
+
+/* A request's hedges: the next one's timer, how many went, and whether
+ * an answer came (no more then). */
+struct proxy_hedges {
+	struct event *ev;
+	uint64_t after_ns; /* the delay from the first attempt */
+	unsigned sent;
+	bool over;
+	struct proxy_try t[CONFIG_HEDGE_MAX];
+};
+
+static void proxy_parse(struct req *r);
+
+/* Whether r's request may be sent twice: idempotent, its body none or
+ * held whole, no Upgrade (the rule of proxy_may_retry for a request the
+ * upstream received). */
+static bool proxy_hedgeable(const struct req *r)
+{
+	const struct proxy *p = PX(r);
+
+	return r->m.hedge && r->m.hedge->set &&
+	       method_idempotent(r->h.method) && !p->upgrade &&
+	       (p->req_body.in == BODY_NONE || p->buffered);
+}
+
+/* End try t: a running stream reset (CANCEL), a connection closed,
+ * never pooled; its in-flight count dropped (no report: the caller's). */
+static void proxy_try_drop(struct proxy_try *t)
+{
+	if (t->tmo) {
+		event_free(t->tmo);
+		t->tmo = NULL;
+	}
+	if (t->h2) {
+		h2up_stream_close(t->h2);
+		t->h2 = NULL;
+	}
+	if (t->uio) {
+		sockio_free(t->uio);
+		t->uio = NULL;
+	}
+	if (t->u.counted)
+		proxy_slot_freed(t->r->w);
+	upconn_done(&t->u);
+	t->on = false;
+}
+
+/* Cancel the request's running hedges and send no more (an answer came,
+ * or the request ends). */
+static void proxy_hedge_over(struct req *r)
+{
+	struct proxy_hedges *hg = PX(r)->hg;
+	unsigned i;
+
+	if (!hg)
+		return;
+	hg->over = true;
+	if (hg->ev)
+		evtimer_del(hg->ev);
+	for (i = 0; i < CONFIG_HEDGE_MAX; i++)
+		if (hg->t[i].on)
+			proxy_try_drop(&hg->t[i]);
+}
+
+static void proxy_hedge_free(struct req *r)
+{
+	struct proxy *p = PX(r);
+
+	if (!p->hg)
+		return;
+	proxy_hedge_over(r);
+	if (p->hg->ev)
+		event_free(p->hg->ev);
+	free(p->hg);
+	p->hg = NULL;
+}
+
+static void proxy_try_arm(struct proxy_try *t, uint64_t ms)
+{
+	struct timeval tv;
+
+	evtimer_add(t->tmo, worker_timeout(t->r->w, ms, &tv));
+}
+
+/* Try t failed (why, errno err or 0, detail or NULL): logged, reported
+ * to passive health and dropped; the request goes on without it. */
+static void proxy_try_failed(struct proxy_try *t, enum upreg_why why, int err,
+			     const char *detail)
+{
+	struct req *r = t->r;
+	char where[PROXY_WHERE_MAX];
+
+	upconn_failed(&t->u, r->w, REQ_LOG_CTX(r), why, err, detail,
+		      proxy_where(r, where, sizeof(where)));
+	proxy_try_drop(t);
+}
+
+static void proxy_try_read_cb(struct sockio *uio, void *arg);
+static void proxy_try_write_cb(struct sockio *uio, void *arg);
+static void proxy_try_event_cb(struct sockio *uio, short what, void *arg);
+static void proxy_try_h2_cb(struct h2up_stream *st, unsigned ev, void *arg);
+
+/* Try t's connection is uio: its callbacks and watermarks set. */
+static void proxy_try_set_uio(struct proxy_try *t, struct sockio *uio)
+{
+	size_t high = proxy_head_room(&t->r->w->set.h1);
+
+	t->uio = uio;
+	if (high < PROXY_HIGH_WATER)
+		high = PROXY_HIGH_WATER;
+	sockio_setcb(uio, proxy_try_read_cb, proxy_try_write_cb,
+		     proxy_try_event_cb, t);
+	sockio_set_watermarks(uio, high, PROXY_LOW_WATER);
+}
+
+/* Try t is connected: send the request (its head, and the body held
+ * whole, by reference), then wait timeouts.upstream_response for an
+ * answer. */
+static void proxy_try_send(struct proxy_try *t)
+{
+	struct req *r = t->r;
+	struct proxy *p = PX(r);
+	struct evbuffer *out;
+	struct hdr_buf b;
+	int rc;
+
+	upconn_connected(&t->u, clk_now_ns());
+	hdr_buf_init(&b, 0);
+	if (proxy_build_head(r, &b)) {
+		hdr_buf_free(&b);
+		proxy_try_drop(t);
+		return;
+	}
+	if (t->h2) {
+		if (h2up_stream_submit(t->h2, b.p, b.len,
+				       p->req_body.in != BODY_NONE)) {
+			/* the session takes no more: not the endpoint's
+			 * fault, and no hedge */
+			hdr_buf_free(&b);
+			proxy_try_drop(t);
+			return;
+		}
+		out = h2up_stream_out(t->h2);
+		rc = 0;
+	} else {
+		out = sockio_output(t->uio);
+		rc = evbuffer_add(out, b.p, b.len);
+	}
+	hdr_buf_free(&b);
+	if (rc == 0 && p->held && evbuffer_get_length(p->held))
+		rc = evbuffer_add_buffer_reference(out, p->held);
+	if (rc) {
+		proxy_try_drop(t);
+		return;
+	}
+	if (t->h2)
+		h2up_stream_body_end(t->h2, p->req_body.trailers);
+	else
+		sockio_enable(t->uio, EV_READ | EV_WRITE);
+	t->sent = true;
+	proxy_try_arm(t, r->w->set.timeouts.upstream_response_ms);
+}
+
+/*
+ * Make try t the request's attempt (its first answer came, or the
+ * request's attempt failed while t runs): the request's own attempt
+ * cancelled (its connection closed, its stream reset; not reported: it
+ * did not fail), t's connection or stream handed over in the state it is
+ * in (connecting, or waiting for the response with
+ * timeouts.upstream_response from now).
+ */
+static void proxy_try_promote(struct proxy_try *t)
+{
+	struct req *r = t->r;
+	struct proxy *p = PX(r);
+	struct sockio *uio = t->uio;
+	struct h2up_stream *h2 = t->h2;
+	bool sent = t->sent;
+
+	proxy_drop_uio(r, false);
+	if (p->u.counted)
+		proxy_slot_freed(r->w);
+	upconn_done(&p->u);
+	p->u = t->u;
+	t->u.counted = false; /* p->u's now */
+	t->uio = NULL;
+	t->h2 = NULL;
+	proxy_try_drop(t);
+	memcpy(r->up_addr, p->u.addr, sizeof(r->up_addr));
+	r->t_connect = p->u.t_connect;
+	h1_response_init(&p->resp);
+	p->head_held = false;
+	p->send_stalled = false;
+	if (h2) {
+		p->h2 = h2;
+		h2up_stream_setcb(h2, proxy_h2_cb, r);
+	} else {
+		proxy_set_uio(r, uio);
+	}
+	if (!sent) {
+		p->state = PROXY_CONNECTING;
+		px_timer(r, r->w->set.timeouts.upstream_connect_ms);
+		return;
+	}
+	p->state = PROXY_WAITING;
+	p->reusable = true;
+	if (p->uio)
+		sockio_enable(p->uio, EV_READ | EV_WRITE);
+	px_timer(r, r->w->set.timeouts.upstream_response_ms);
+}
+
+/* Try t answered first: it wins, its answer is parsed as the request's
+ * (the other attempts cancelled there, proxy_parse). */
+static void proxy_try_won(struct proxy_try *t)
+{
+	struct req *r = t->r;
+
+	upstream_hedge_won(r->w->up);
+	log_debug_ctx(REQ_LOG_CTX(r), "hedge to %s answered first", t->u.addr);
+	proxy_try_promote(t);
+	proxy_parse(r);
+}
+
+/* The request's own attempt failed while a hedge runs: the oldest
+ * running hedge takes its place (the caller reported the failure).
+ * Whether one did. */
+static bool proxy_hedge_takeover(struct req *r)
+{
+	struct proxy_hedges *hg = PX(r)->hg;
+	unsigned i;
+
+	if (!hg)
+		return false;
+	for (i = 0; i < CONFIG_HEDGE_MAX; i++)
+		if (hg->t[i].on) {
+			log_debug_ctx(REQ_LOG_CTX(r),
+				      "the hedge to %s goes on alone",
+				      hg->t[i].u.addr);
+			proxy_try_promote(&hg->t[i]);
+			return true;
+		}
+	return false;
+}
+
+static void proxy_try_read_cb(struct sockio *uio, void *arg)
+{
+	struct proxy_try *t = arg;
+
+	if (t->sent && evbuffer_get_length(sockio_input(uio)))
+		proxy_try_won(t);
+}
+
+static void proxy_try_write_cb(struct sockio *uio, void *arg)
+{
+	(void)uio;
+	(void)arg;
+}
+
+static void proxy_try_event_cb(struct sockio *uio, short what, void *arg)
+{
+	struct proxy_try *t = arg;
+	struct req *r = t->r;
+	int err = what & SOCKIO_ERROR ? errno : 0;
+
+	if (!t->sent) {
+		if (what & SOCKIO_CONNECTED)
+			proxy_try_send(t);
+		else
+			proxy_try_failed(t, UPREG_WHY_CONNECT, err, NULL);
+		return;
+	}
+	if (what & SOCKIO_TIMEOUT)
+		return;
+	if (evbuffer_get_length(sockio_input(uio))) {
+		/* an answer, then its end: the proxy reads both */
+		proxy_try_won(t);
+		if (r->active && PX(r)->uio == uio)
+			proxy_up_event_cb(uio, what, r);
+		return;
+	}
+	proxy_try_failed(t, UPREG_WHY_CLOSED, err, "a hedge's connection");
+}
+
+static void proxy_try_h2_cb(struct h2up_stream *st, unsigned ev, void *arg)
+{
+	struct proxy_try *t = arg;
+	struct sockio *uio;
+
+	switch (ev) {
+	case H2UP_EV_READY:
+		if (!t->sent)
+			proxy_try_send(t);
+		return;
+	case H2UP_EV_HTTP1:
+		uio = h2up_stream_take(st);
+		t->h2 = NULL;
+		proxy_try_set_uio(t, uio);
+		proxy_try_send(t);
+		return;
+	case H2UP_EV_HEAD:
+		proxy_try_won(t);
+		return;
+	case H2UP_EV_CLOSED:
+		if (h2up_stream_refused(st)) {
+			proxy_try_drop(t); /* never processed: no blame */
+			return;
+		}
+		proxy_try_failed(t, UPREG_WHY_CLOSED, h2up_stream_err(st),
+				 "a hedge's stream");
+		return;
+	default:
+		return;
+	}
+}
+
+static void proxy_try_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_try *t = arg;
+
+	(void)fd;
+	(void)what;
+	proxy_try_failed(
+	    t, t->sent ? UPREG_WHY_RESPONSE_TIMEOUT : UPREG_WHY_CONNECT_TIMEOUT,
+	    0, "a hedge");
+}
+
+/* Whether r sends a hedge now: it is hedgeable, waits for its attempt
+ * (connecting or sent, no byte of an answer yet), fewer than max went,
+ * an endpoint none of its attempts tried is left, and the deployment's
+ * retry budget allows one (then counted). */
+static bool proxy_may_hedge(struct req *r)
+{
+	struct proxy *p = PX(r);
+	struct proxy_hedges *hg = p->hg;
+	unsigned i, pct, n = (unsigned)p->u.ntried;
+
+	if (hg->over || r->resp_started || hg->sent >= r->m.hedge->max ||
+	    !proxy_hedgeable(r) || !p->req_body.done || p->head_held ||
+	    (p->state != PROXY_CONNECTING && p->state != PROXY_WAITING))
+		return false;
+	for (i = 0; i < CONFIG_HEDGE_MAX; i++)
+		n += hg->t[i].on;
+	if (n >= r->m.n_upstreams || n >= UPCONN_TRIES_MAX)
+		return false;
+	pct = proxy_retry_group(r) ? r->m.retry->budget
+				   : HEDGE_BUDGET_DEFAULT_PCT;
+	if (!upstream_hedge_take(r->w->up, proxy_retry_key(r), pct,
+				 clk_now_ns())) {
+		log_debug_ctx(REQ_LOG_CTX(r),
+			      "hedge refused by the deployment's budget (%u%%)",
+			      pct);
+		return false;
+	}
+	return true;
+}
+
+/* Send a hedge of r: a try to an endpoint none of its attempts has. */
+static void proxy_hedge_send(struct req *r)
+{
+	struct worker *w = r->w;
+	struct proxy *p = PX(r);
+	struct proxy_hedges *hg = p->hg;
+	const struct upconn_target tt = {.m = &r->m,
+					 .slot = 0,
+					 .peer = r->peer,
+					 .pool = true,
+					 .h2 = true,
+					 .host = r->h.host ? r->h.host : "",
+					 .host_len =
+					     r->h.host ? r->h.host_len : 0,
+					 .client_fd = r->conn_fd};
+	struct proxy_try *t = NULL;
+	struct h2up_sess *sess = NULL;
+	struct sockio *uio;
+	unsigned i;
+
+	for (i = 0; i < CONFIG_HEDGE_MAX && !t; i++)
+		if (!hg->t[i].on)
+			t = &hg->t[i];
+	if (!t)
+		return;
+	memset(t, 0, sizeof(*t));
+	t->r = r;
+	memcpy(t->u.tried, p->u.tried, sizeof(t->u.tried));
+	t->u.ntried = p->u.ntried;
+	for (i = 0; i < CONFIG_HEDGE_MAX; i++)
+		if (hg->t[i].on && hg->t[i].u.ep &&
+		    t->u.ntried < UPCONN_TRIES_MAX)
+			t->u.tried[t->u.ntried++] = hg->t[i].u.ep;
+	t->tmo = evtimer_new(w->base, proxy_try_timeout_cb, t);
+	if (!t->tmo)
+		return;
+	switch (upconn_open(&t->u, w, &tt, REQ_LOG_CTX(r), &uio)) {
+	case UPCONN_POOLED:
+		break;
+	case UPCONN_SHARED:
+		sess = t->u.sess;
+		break;
+	case UPCONN_NEW:
+		if (!t->u.h2)
+			break;
+		sess = h2up_sess_new(
+		    w, upstream_ep_addr(t->u.ep), t->u.tag, uio,
+		    upstream_ep_addr(t->u.ep)->scheme == CONFIG_SCHEME_HTTPS);
+		if (!sess)
+			goto fail;
+		if (upconn_connect(&t->u, h2up_sess_io(sess)) < 0) {
+			int e = errno;
+
+			h2up_sess_abort(sess);
+			t->on = true;
+			proxy_try_failed(t, UPREG_WHY_CONNECT, e, NULL);
+			return;
+		}
+		break;
+	default:
+		goto fail;
+	}
+	t->on = true;
+	hg->sent++;
+	r->attempts++;
+	log_debug_ctx(REQ_LOG_CTX(r), "hedge %u to %s", hg->sent, t->u.addr);
+	if (sess) {
+		t->h2 = h2up_stream_new(sess, proxy_try_h2_cb, t);
+		if (!t->h2) {
+			proxy_try_drop(t);
+			return;
+		}
+		if (h2up_stream_ready(t->h2)) {
+			proxy_try_send(t);
+			return;
+		}
+		proxy_try_arm(t, w->set.timeouts.upstream_connect_ms);
+		return;
+	}
+	proxy_try_set_uio(t, uio);
+	if (t->u.reused) {
+		proxy_try_send(t);
+		return;
+	}
+	proxy_try_arm(t, w->set.timeouts.upstream_connect_ms);
+	if (upconn_connect(&t->u, t->uio) < 0)
+		proxy_try_failed(t, UPREG_WHY_CONNECT, errno, NULL);
+	return;
+fail:
+	t->on = true;
+	proxy_try_drop(t);
+}
+
+static void proxy_hedge_arm_next(struct req *r)
+{
+	struct proxy_hedges *hg = PX(r)->hg;
+	struct timeval tv;
+	uint64_t ms = (hg->after_ns + 999999) / 1000000;
+
+	evtimer_add(hg->ev, worker_timeout(r->w, ms ? ms : 1, &tv));
+}
+
+/* The hedge timer: one more hedge when r may send it, and the timer
+ * again for the next while fewer than max went. */
+static void proxy_hedge_fire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct req *r = arg;
+	struct proxy_hedges *hg = PX(r)->hg;
+
+	(void)fd;
+	(void)what;
+	if (!proxy_may_hedge(r))
+		return;
+	proxy_hedge_send(r);
+	if (!hg->over && hg->sent < r->m.hedge->max)
+		proxy_hedge_arm_next(r);
+}
+
+/* At r's first attempt: when r is hedgeable and its deployment's delay
+ * is known (a duration, or a percentile of enough recent answers), the
+ * hedge timer armed for it. */
+static void proxy_hedge_arm(struct req *r)
+{
+	const struct config_hedge *h = r->m.hedge;
+	struct proxy *p = PX(r);
+	uint64_t ns;
+
+	if (p->hg || !proxy_hedgeable(r))
+		return;
+	if (h->pct) {
+		if (!upstream_hedge_percentile(r->w->up, proxy_retry_key(r),
+					       h->pct, clk_now_ns(), &ns))
+			return; /* too few answers yet */
+	} else {
+		ns = h->after_ms * 1000000;
+	}
+	p->hg = calloc(1, sizeof(*p->hg));
+	if (!p->hg)
+		return;
+	p->hg->after_ns = ns;
+	p->hg->ev = evtimer_new(r->w->base, proxy_hedge_fire_cb, r);
+	if (!p->hg->ev) {
+		free(p->hg);
+		p->hg = NULL;
+		return;
+	}
+	proxy_hedge_arm_next(r);
 }
 
 /* PROXY_BUFFERING: decode what the client sent of the body into p->held,
@@ -1043,7 +1582,8 @@ static void proxy_start(struct req *r)
 		return;
 	if (r->m.request_total_ms)
 		p->deadline = clk_now_ns() + r->m.request_total_ms * 1000000;
-	if (proxy_retry_group(r))
+	/* the budget's requests: retries and hedges take from it */
+	if (proxy_retry_group(r) || (r->m.hedge && r->m.hedge->set))
 		upstream_retry_request(r->w->up, proxy_retry_key(r),
 				       clk_now_ns());
 	/* Upgrade is forwarded for requests without a body only, so the
@@ -1632,6 +2172,9 @@ static void proxy_parse(struct req *r)
 	uint64_t now;
 	int rc;
 
+	/* an answer: the request's other attempts lose */
+	if (p->hg && evbuffer_get_length(in))
+		proxy_hedge_over(r);
 	for (;;) {
 		len = evbuffer_get_length(in);
 		if (len == 0)
@@ -1672,6 +2215,10 @@ static void proxy_parse(struct req *r)
 		return;
 	now = clk_now_ns();
 	upstream_report(r->w->up, p->u.ep, true, now);
+	if (r->m.hedge && r->m.hedge->set)
+		upstream_hedge_sample(
+		    r->w->up, proxy_retry_key(r),
+		    now > p->u.t_connect ? now - p->u.t_connect : 0, now);
 	{
 		struct ssl_st *ssl =
 		    p->h2 ? h2up_stream_ssl(p->h2)
@@ -1878,6 +2425,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			/* most likely the pool's race with the upstream's
 			 * keep-alive timeout, not a failing endpoint; the
 			 * request may have been acted on: not retried */
+			if (proxy_hedge_takeover(r))
+				return;
 			req_end(r, OUTCOME_UPSTREAM_CLOSED, NULL);
 			return;
 		}
@@ -1889,6 +2438,8 @@ static void proxy_up_event_cb(struct sockio *uio, short what, void *arg)
 			 p->head_held ? " and before its first chunk line"
 				      : "");
 		proxy_ep_failed(r, UPREG_WHY_CLOSED, err, detail);
+		if (proxy_hedge_takeover(r))
+			return;
 		if (proxy_may_retry(r, CONFIG_RETRY_ON_RESET, true)) {
 			proxy_retry(r);
 			return;
@@ -1992,6 +2543,8 @@ static void proxy_h2_closed(struct req *r, struct h2up_stream *st)
 			snprintf(why, sizeof(why),
 				 "the connection ended before the response");
 		proxy_ep_failed(r, UPREG_WHY_CLOSED, code ? 0 : err, why);
+		if (proxy_hedge_takeover(r))
+			return;
 		if (proxy_may_retry(r, CONFIG_RETRY_ON_RESET, true)) {
 			proxy_retry(r);
 			return;
@@ -2117,6 +2670,8 @@ static void proxy_timeout(struct req *r)
 		proxy_ep_failed(
 		    r, UPREG_WHY_RESPONSE_TIMEOUT, 0,
 		    p->head_held ? "waiting for its first chunk line" : NULL);
+		if (proxy_hedge_takeover(r))
+			return;
 		p->reusable = false;
 		req_end(r, OUTCOME_UPSTREAM_TIMEOUT, NULL);
 		return;

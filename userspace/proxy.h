@@ -39,6 +39,7 @@ struct tunnel;
 struct upstream_ep;
 struct h2up_stream;
 struct proxy_inject;
+struct proxy_hedges;
 
 /* Bytes buffered towards one side above which the other side's reading
  * stops, and the level at which it resumes. */
@@ -100,6 +101,9 @@ struct proxy {
 	struct proxy_inject *inj;
 	/* PROXY_QUEUED: its place among the worker's waiters (proxy.c) */
 	struct req *wnext, *wprev;
+	/* the request's hedges (docs/upstream.md, "Hedging"), NULL: none
+	 * armed */
+	struct proxy_hedges *hg;
 };
 
 /* The upstream side of the requests (req.h's struct req_upstream_ops):

@@ -148,7 +148,7 @@ struct req_upstream_ops {
 };
 
 /* Bytes of struct req's upstream state (proxy.c checks its struct fits). */
-#define REQ_UPSTREAM_SIZE 4176
+#define REQ_UPSTREAM_SIZE 4192
 
 /* One request, from its first byte to req_end(). */
 struct req {

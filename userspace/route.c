@@ -1253,6 +1253,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->up_tls = &e->src->deployment.tls;
 	m->retry = &e->src->deployment.retry;
 	m->circuit = &e->src->deployment.circuit;
+	m->hedge = &e->src->deployment.hedge;
 	m->request_total_ms = r->request_total_ms
 				  ? r->request_total_ms
 				  : e->src->deployment.request_total_ms;
@@ -1309,6 +1310,7 @@ enum route_status route_tcp_lookup(const struct route_table *t, size_t idx,
 	m->up_tls = &e->src->deployment.tls;
 	m->retry = &e->src->deployment.retry;
 	m->circuit = &e->src->deployment.circuit;
+	m->hedge = &e->src->deployment.hedge;
 	m->send_proxy =
 	    config_send_proxy_version(route_tcp_set_at(t->tcp, idx)->send_proxy,
 				      e->src->deployment.send_proxy);

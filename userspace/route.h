@@ -105,6 +105,8 @@ struct route_match {
 	const struct config_retry *retry;
 	/* the deployment's circuit group (circuit.set false: none) */
 	const struct config_circuit *circuit;
+	/* the deployment's hedge group (hedge.set false: none) */
+	const struct config_hedge *hedge;
 	/* timeouts.request_total: the route's, else the deployment's; 0:
 	 * none */
 	uint64_t request_total_ms;

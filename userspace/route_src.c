@@ -133,6 +133,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->deployment.hc = f->deployment.hc;
 	t->deployment.retry = f->deployment.retry;
 	t->deployment.circuit = f->deployment.circuit;
+	t->deployment.hedge = f->deployment.hedge;
 	t->deployment.request_total_ms = f->deployment.request_total_ms;
 	t->deployment.max_inflight = f->deployment.max_inflight;
 	t->deployment.tls = f->deployment.tls;

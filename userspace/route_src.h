@@ -79,6 +79,7 @@ struct route_src_deployment {
 	enum config_send_proxy send_proxy; /* a PROXY header to endpoints */
 	struct config_retry retry;	   /* set false: no retry group */
 	struct config_circuit circuit;	   /* set false: no circuit */
+	struct config_hedge hedge;	   /* set false: no hedging */
 	uint64_t request_total_ms;	   /* timeouts.request_total, 0: none */
 	/* each endpoint's requests in flight at most, this process's
 	 * workers together (its routes' own endpoints too); 0: no cap */

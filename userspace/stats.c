@@ -57,6 +57,7 @@ struct stats {
 	struct metrics_counter *up_circuit_opens, *up_circuit_refused;
 	struct metrics_gauge *up_circuits_open;
 	struct metrics_counter *up_full_waits, *up_full_refused;
+	struct metrics_counter *up_hedges, *up_hedge_wins;
 	struct metrics_counter *accept_pauses;
 	struct metrics_gauge *conn_cap, *queued;
 	struct metrics_counter *asserts;
@@ -367,7 +368,15 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	    "Requests sent again under a deployment's retry group.", NULL);
 	s->up_retry_refused = metrics_counter_new(
 	    s->m, "edge_upstream_retry_budget_refused_total",
-	    "Retries a deployment's retry budget refused.", NULL);
+	    "Retries and hedges a deployment's retry budget refused.", NULL);
+	s->up_hedges = metrics_counter_new(
+	    s->m, "edge_upstream_hedges_total",
+	    "Hedges sent: a request's extra attempt to another endpoint "
+	    "while the first had not answered (a deployment's hedge group).",
+	    NULL);
+	s->up_hedge_wins = metrics_counter_new(
+	    s->m, "edge_upstream_hedge_wins_total",
+	    "Hedges that answered before the request's other attempts.", NULL);
 	s->up_circuit_opens = metrics_counter_new(
 	    s->m, "edge_upstream_circuit_opens_total",
 	    "Times a deployment's circuit opened (per worker).", NULL);
@@ -412,8 +421,9 @@ int stats_new(struct worker_shared *sh, const char *pin_dir, struct stats **out)
 	if (!s->up_eps || !s->up_idle || !s->up_eject || !s->up_panic ||
 	    !s->up_retries || !s->up_retry_refused || !s->up_circuit_opens ||
 	    !s->up_circuit_refused || !s->up_circuits_open ||
-	    !s->up_full_waits || !s->up_full_refused || !s->accept_pauses ||
-	    !s->conn_cap || !s->asserts || !s->queued)
+	    !s->up_full_waits || !s->up_full_refused || !s->up_hedges ||
+	    !s->up_hedge_wins || !s->accept_pauses || !s->conn_cap ||
+	    !s->asserts || !s->queued)
 		goto nomem;
 	if (stats_workers_new(s))
 		goto nomem;
@@ -599,6 +609,8 @@ static void stats_refresh(struct stats *s)
 			 atomic_load(&s->sh->up.circuit_opens));
 	stats_counter_to(s->up_circuit_refused,
 			 atomic_load(&s->sh->up.circuit_refused));
+	stats_counter_to(s->up_hedges, atomic_load(&s->sh->up.hedges));
+	stats_counter_to(s->up_hedge_wins, atomic_load(&s->sh->up.hedge_wins));
 	metrics_gauge_set(s->up_circuits_open,
 			  (int64_t)atomic_load(&s->sh->up.circuits_open));
 	stats_counter_to(s->up_full_waits,

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "circuit.h"
+#include "hedge.h"
 #include "retry.h"
 #include "siphash.h"
 #include "upreg.h"
@@ -95,6 +96,7 @@ struct upstream_worker {
 	struct upstream_stats st;
 	struct retry_budgets budgets; /* the deployments' retry budgets */
 	struct circuits circuits;     /* the deployments' circuits */
+	struct hedge_table hedges;    /* the deployments' response times */
 };
 
 /* ---- worker ------------------------------------------------------------- */
@@ -254,6 +256,35 @@ bool upstream_retry_take(struct upstream_worker *w, uint64_t key, unsigned pct,
 	else
 		w->st.retry_refused++;
 	return ok;
+}
+
+void upstream_hedge_sample(struct upstream_worker *w, uint64_t key, uint64_t ns,
+			   uint64_t now_ns)
+{
+	hedge_sample(&w->hedges, key, ns, now_ns);
+}
+
+bool upstream_hedge_percentile(struct upstream_worker *w, uint64_t key,
+			       unsigned pct, uint64_t now_ns, uint64_t *ns)
+{
+	return hedge_percentile(&w->hedges, key, pct, now_ns, ns);
+}
+
+bool upstream_hedge_take(struct upstream_worker *w, uint64_t key, unsigned pct,
+			 uint64_t now_ns)
+{
+	bool ok = retry_budget_take(&w->budgets, key, pct, now_ns);
+
+	if (ok)
+		w->st.hedges++;
+	else
+		w->st.retry_refused++;
+	return ok;
+}
+
+void upstream_hedge_won(struct upstream_worker *w)
+{
+	w->st.hedge_wins++;
 }
 
 /* ---- endpoint table ----------------------------------------------------- */

@@ -233,6 +233,8 @@ struct upstream_stats {
 	uint64_t ep_full_waits;	  /* requests that found every endpoint
 				     at max_inflight and waited */
 	uint64_t ep_full_refused; /* ... and were refused 503 overloaded */
+	uint64_t hedges;	  /* hedges sent (hedge.h) */
+	uint64_t hedge_wins;	  /* ... that answered first */
 };
 
 /* A request found every endpoint at its deployment's max_inflight and
@@ -246,6 +248,20 @@ void upstream_retry_request(struct upstream_worker *w, uint64_t key,
 			    uint64_t now_ns);
 bool upstream_retry_take(struct upstream_worker *w, uint64_t key, unsigned pct,
 			 uint64_t now_ns);
+
+/* A deployment's hedging (hedge.h), per worker: a response head ns
+ * after its attempt began; the pct-th percentile of its recent ones
+ * (false: too few yet); whether one more hedge fits the deployment's
+ * retry budget of pct percent (retry.h: hedges and retries share it; a
+ * hedge counted, a refusal counted as a retry's); a hedge answered
+ * first (counted). */
+void upstream_hedge_sample(struct upstream_worker *w, uint64_t key, uint64_t ns,
+			   uint64_t now_ns);
+bool upstream_hedge_percentile(struct upstream_worker *w, uint64_t key,
+			       unsigned pct, uint64_t now_ns, uint64_t *ns);
+bool upstream_hedge_take(struct upstream_worker *w, uint64_t key, unsigned pct,
+			 uint64_t now_ns);
+void upstream_hedge_won(struct upstream_worker *w);
 
 /* A deployment's circuit (circuit.h), per worker: whether a request of
  * deployment key may go to its upstream (*trial, *wait_ms as

@@ -190,6 +190,8 @@ static void worker_publish_upstream(struct worker *w)
 			 st.circuit_opens - o->circuit_opens);
 	atomic_fetch_add(&t->circuit_refused,
 			 st.circuit_refused - o->circuit_refused);
+	atomic_fetch_add(&t->hedges, st.hedges - o->hedges);
+	atomic_fetch_add(&t->hedge_wins, st.hedge_wins - o->hedge_wins);
 	atomic_fetch_add(
 	    &t->circuits_open,
 	    (unsigned long long)(st.circuits_open - o->circuits_open));

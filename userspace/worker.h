@@ -87,6 +87,7 @@ struct worker_upstream_totals {
 	/* requests that found every endpoint at max_inflight: waited,
 	 * refused (counters) */
 	atomic_ullong ep_full_waits, ep_full_refused;
+	atomic_ullong hedges, hedge_wins; /* counters (hedge.h) */
 };
 
 /* What a reload changes in running workers besides the route table:

@@ -146,7 +146,7 @@ run_suite() {
 	fi
 
 	# ---- skip: ip_hash would send all 8 to one endpoint
-	out=$(burst hash.test 8 "/skip?mode=slow600")
+	out=$(burst hash.test 8 "/skip?mode=wait600")
 	n=$(peak /skip)
 	if [ "$out" = "8x200" ] && [ "$n" = "b1=2 b2=2" ]; then
 		t_ok "$v: ip_hash with its endpoint full: the balancer skips it (both used, each at most 2 at once), the requests over both caps wait: 8 200s"
@@ -155,7 +155,7 @@ run_suite() {
 	fi
 
 	# ---- both workers together keep the cap
-	out=$(burst rr.test 16 "/both?mode=slow300")
+	out=$(burst rr.test 16 "/both?mode=wait300")
 	n=$(peak /both)
 	if [ "$out" = "16x200" ] && [ "$n" = "b1=2 b2=2" ]; then
 		t_ok "$v: 16 requests at once over two workers: no endpoint ever answers more than 2 (the cap is every worker's), all 200"

@@ -12,26 +12,36 @@ empty: ok), whose first word says what this request gets:
     reset   the request read whole, then the connection reset (RST)
     mid     a 200 head for 100000 bytes, 10 of them, then a reset
     hang    the request read whole, then nothing until the peer closes
-    slowN   as ok, N milliseconds after the request was read whole
+    slow    200 as ok, after 1 s (a slow answer)
+    waitN   200 as ok, after N ms (a slow answer)
+    tailN   as ok, but every Nth request under a tail mode (counted per
+            backend) is slow: a slow tail of 1/N of the requests
+    tailN_K the same, shifted: the request whose count plus K is a
+            multiple of N
+A slow answer watches its connection while it waits: when the peer
+closes it first (a hedge won, docs/upstream.md), it logs a line
+{"name", "conn", "cancelled": true} and answers nothing.
 
 A request path holding "mode=WORD" uses WORD instead of MODEFILE's.
 Every request received whole is a JSON line in LOG before it is answered:
-name, method, path, body_len, body_sha256, and active: the requests
-this backend is answering at that moment, this one included. Runs until
-killed. Stdlib only.
+name, conn (the connection's number), method, path, body_len,
+body_sha256, mode, slow, and active: the requests this backend was
+answering then, this one included. Runs until killed. Stdlib only.
 """
 import hashlib
 import json
 import re
+import select
 import socket
 import struct
 import sys
 import threading
-import time
 
 PORT, NAME, MODEFILE, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 lock = threading.Lock()
-active = 0
+TAIL = [0]  # requests under a tail mode so far
+ACTIVE = [0]  # requests being answered now
+SLOW_S = 1.0
 
 
 def mode_for(path):
@@ -51,8 +61,25 @@ def reset(conn):
     conn.close()
 
 
-def serve(conn):
-    global active
+def slow_wait(conn, n, secs):
+    """Wait secs; False when the peer closed the connection meanwhile
+    (logged)."""
+    r, _, _ = select.select([conn], [], [], secs)
+    if r:
+        try:
+            d = conn.recv(65536, socket.MSG_PEEK)
+        except OSError:
+            d = b""
+        if not d:
+            with lock, open(LOG, "a") as f:
+                f.write(json.dumps({"name": NAME, "conn": n,
+                                    "cancelled": True}) + "\n")
+            conn.close()
+            return False
+    return True
+
+
+def serve(conn, n):
     buf = b""
     try:
         while True:
@@ -79,12 +106,12 @@ def serve(conn):
                     while b"\r\n" not in buf:
                         buf += conn.recv(65536)
                     size_line, buf = buf.split(b"\r\n", 1)
-                    n = int(size_line.split(b";")[0], 16)
-                    while len(buf) < n + 2:
+                    size = int(size_line.split(b";")[0], 16)
+                    while len(buf) < size + 2:
                         buf += conn.recv(65536)
-                    body += buf[:n]
-                    buf = buf[n + 2:]
-                    if n == 0:
+                    body += buf[:size]
+                    buf = buf[size + 2:]
+                    if size == 0:
                         break
             else:
                 while len(buf) < clen:
@@ -95,55 +122,67 @@ def serve(conn):
                     buf += d
                 body, buf = buf[:clen], buf[clen:]
             mode = mode_for(path)
+            slow = mode == "slow"
+            secs = SLOW_S
+            m = re.fullmatch(r"wait(\d+)", mode)
+            if m:
+                slow, secs = True, int(m.group(1)) / 1000
+            m = re.fullmatch(r"tail(\d+)(?:_(\d+))?", mode)
+            if m:
+                with lock:
+                    TAIL[0] += 1
+                    slow = (TAIL[0] + int(m.group(2) or 0)) % int(m.group(1)) == 0
             with lock, open(LOG, "a") as f:
-                active += 1
-                f.write(json.dumps({"name": NAME, "method": method, "path": path,
+                ACTIVE[0] += 1
+                f.write(json.dumps({"name": NAME, "conn": n,
+                                    "method": method, "path": path,
                                     "body_len": len(body),
                                     "body_sha256": hashlib.sha256(body).hexdigest(),
-                                    "mode": mode, "active": active}) + "\n")
+                                    "mode": mode, "slow": slow,
+                                    "active": ACTIVE[0]}) + "\n")
             try:
-                answer(conn, mode, method, path, body)
+                if not answer(conn, n, mode, slow, secs, method, path, body):
+                    return
             finally:
                 with lock:
-                    active -= 1
-            if mode in ("reset", "hang", "mid"):
-                return
+                    ACTIVE[0] -= 1
     except OSError:
         conn.close()
 
 
-def answer(conn, mode, method, path, body):
-    """Answer one request as mode says (reset, hang, mid: the connection
-    is gone after)."""
+def answer(conn, n, mode, slow, secs, method, path, body):
+    """Answer one request as mode says: whether the connection goes on."""
+    if slow and not slow_wait(conn, n, secs):
+        return False
     if mode == "reset":
         reset(conn)
-        return
+        return False
     if mode == "hang":
         while conn.recv(65536):
             pass
         conn.close()
-        return
+        return False
     if mode == "mid":
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
         reset(conn)
-        return
+        return False
     if re.fullmatch(r"\d\d\d", mode):
         out = ("%s %s\n" % (NAME, mode)).encode()
         conn.sendall(b"HTTP/1.1 %s Failing\r\nContent-Length: %d\r\n\r\n%s"
                      % (mode.encode(), len(out), out))
-        return
-    m = re.fullmatch(r"slow(\d+)", mode)
-    if m:
-        time.sleep(int(m.group(1)) / 1000)
+        return True
     out = ("%s %s %s %d\n" % (NAME, method, path, len(body))).encode()
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                  b"Content-Length: %d\r\n\r\n%s" % (len(out), out))
+    return True
 
 
 srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", PORT))
 srv.listen(1024)
+nconn = 0
 while True:
     c, _ = srv.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
+    nconn += 1
+    threading.Thread(target=serve, args=(c, nconn), daemon=True).start()

@@ -13,7 +13,7 @@ method, path, authority, scheme, te, body_len, body_sha256, concurrent
 (the streams of its connection in progress when it came, itself too),
 id (its x-req-id field).
 
-    /slow?ms=N   answers after N ms
+    /slow?ms=N   answers after N ms (--delay MS: every request after MS)
     /big?n=N     N bytes of body ('x'), no content-length
     /die         closes the connection without answering
     /reset       RST_STREAM INTERNAL_ERROR instead of an answer
@@ -26,6 +26,7 @@ id (its x-req-id field).
     /status/N    answers N, without a body
     anything else: 200 with the JSON line as its body
 The request's trailers, when it has some, are the line's "trailers".
+A stream the client resets is a line {"conn", "stream", "reset": CODE}.
 
 --max-streams N announces SETTINGS_MAX_CONCURRENT_STREAMS N.
 --settings-delay MS: each connection's server preface (its SETTINGS) goes
@@ -151,6 +152,9 @@ class Conn:
         elif isinstance(ev, h2.events.StreamEnded):
             self.request(ev.stream_id)
         elif isinstance(ev, h2.events.StreamReset):
+            if ev.remote_reset:
+                log({"conn": self.n, "stream": ev.stream_id,
+                     "reset": int(ev.error_code)})
             self.busy.discard(ev.stream_id)
             self.streams.pop(ev.stream_id, None)
         elif isinstance(ev, h2.events.WindowUpdated):
@@ -192,6 +196,8 @@ class Conn:
                "content_type": h.get("content-type")}
         if url.path == "/slow":
             await asyncio.sleep(int(q.get("ms", ["100"])[0]) / 1000)
+        elif ARGS.get("delay"):
+            await asyncio.sleep(ARGS["delay"] / 1000)
         if url.path == "/die":
             log(rec)
             self.w.transport.abort()
@@ -326,6 +332,8 @@ def main():
             ARGS["goaway_after"] = int(a.pop(0))
         elif o == "--settings-delay":
             ARGS["settings_delay"] = int(a.pop(0))
+        elif o == "--delay":
+            ARGS["delay"] = int(a.pop(0))
     ctx = None
     if ARGS["tls"]:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

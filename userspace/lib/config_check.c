@@ -1094,3 +1094,39 @@ int config_percent_parse(const char *s, unsigned *pct, struct errbuf *err)
 	*pct = v;
 	return 0;
 }
+
+int config_hedge_after_parse(const char *s, struct config_hedge *h,
+			     struct errbuf *err)
+{
+	unsigned v = 0;
+	uint64_t ms;
+	size_t i;
+
+	if (s[0] == 'p') {
+		for (i = 1; s[i] >= '0' && s[i] <= '9' && i < 4; i++)
+			v = v * 10 + (unsigned)(s[i] - '0');
+		if (i == 1 || s[i] != '\0' || v < CONFIG_HEDGE_PCT_MIN ||
+		    v > CONFIG_HEDGE_PCT_MAX) {
+			errbuf_set(err,
+				   "\"%s\": expected a percentile p%u..p%u or "
+				   "a duration",
+				   s, CONFIG_HEDGE_PCT_MIN,
+				   CONFIG_HEDGE_PCT_MAX);
+			return -EINVAL;
+		}
+		h->pct = v;
+		h->after_ms = 0;
+		return 0;
+	}
+	if (config_duration_parse(s, &ms, err) < 0)
+		return -EINVAL;
+	if (ms < CONFIG_HEDGE_AFTER_MIN_MS || ms > CONFIG_HEDGE_AFTER_MAX_MS) {
+		errbuf_set(err, "\"%s\" is out of range %ums..%ums", s,
+			   CONFIG_HEDGE_AFTER_MIN_MS,
+			   CONFIG_HEDGE_AFTER_MAX_MS);
+		return -EINVAL;
+	}
+	h->pct = 0;
+	h->after_ms = ms;
+	return 0;
+}

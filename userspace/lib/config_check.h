@@ -401,6 +401,30 @@ struct config_circuit {
 	uint64_t open_for_ms;  /* CONFIG_CIRCUIT_OPEN_FOR_MIN_MS..MAX */
 };
 
+/* A deployment's hedge group (docs/upstream.md, "Hedging"; hedge.h): an
+ * idempotent request whose attempt has not answered after after_ms (or,
+ * pct non-zero, the pct-th percentile of the deployment's recent times to
+ * a response head) goes also to another endpoint, at most max times;
+ * the first answer wins. set false: no hedging. Plain data. */
+#define CONFIG_HEDGE_MAX 3
+#define CONFIG_HEDGE_AFTER_MIN_MS 1
+#define CONFIG_HEDGE_AFTER_MAX_MS 60000
+#define CONFIG_HEDGE_PCT_MIN 50
+#define CONFIG_HEDGE_PCT_MAX 99
+
+struct config_hedge {
+	bool set;
+	unsigned pct;	   /* CONFIG_HEDGE_PCT_MIN..MAX, 0: after_ms */
+	uint64_t after_ms; /* CONFIG_HEDGE_AFTER_MIN_MS..MAX (pct 0) */
+	unsigned max;	   /* hedges per request, 1..CONFIG_HEDGE_MAX */
+};
+
+/* hedge.after: "pNN" (a percentile, CONFIG_HEDGE_PCT_MIN..MAX) or a
+ * duration within CONFIG_HEDGE_AFTER_MIN_MS..MAX, into h's pct and
+ * after_ms. Returns 0 or -EINVAL with err set. */
+int config_hedge_after_parse(const char *s, struct config_hedge *h,
+			     struct errbuf *err);
+
 /* The bit of a retry.on entry ("connect", "reset", "502", "503",
  * "504"). Returns 0 or -EINVAL with err set. */
 int config_retry_on_parse(const char *s, unsigned *bit, struct errbuf *err);
