@@ -1,17 +1,18 @@
 #!/bin/bash
 # test_edged_brownout.sh - brownout (docs/configuration.md, limits.
 # brownout_lag and shed). One worker, stalled for real: edged is stopped
-# (SIGSTOP) for 0.6 s while clients connect and send, then continued; the
+# (SIGSTOP) for 0.8 s while clients connect and send, then continued; the
 # requests wait in the kernel and are read in the loop's first turns after
-# the stall, which its lag probe finds 0.6 s late.
+# the stall, which its lag probe finds 0.8 s late.
 #
-#   calm       brownout_lag 100ms, no stall: the shed routes and the
+#   calm       brownout_lag 250ms, no stall: the shed routes and the
 #              others served 200 (a busy machine's own lag may shed one:
 #              a few tries allowed)
 #   stall      during a stall: requests of shed routes (a route's
 #              shed = true; an environment's shed = true outside its
 #              route with shed = false) get 503 overloaded with
-#              Retry-After: 1, HTTP/1.1 and HTTP/2 alike; the others
+#              Retry-After: 1, HTTP/1.1 and HTTP/2 alike, on new and
+#              keep-alive connections; the others
 #              (shed = false) 200; a request of a shed route admitted
 #              before the stall (a slow upstream) finishes 200; the shed
 #              requests never reach the upstream
@@ -35,7 +36,7 @@ P_ADMIN=$((BASE + 1))
 P_B1=$((BASE + 2))
 SOCK="$T_TMP/ctl/edged.sock"
 LOG="$T_TMP/backend.jsonl"
-STALL=0.6
+STALL=0.8
 
 conf() { # LIMITS [EXTRA_ENV]: the configuration, limits = { LIMITS }
 	{
@@ -77,11 +78,11 @@ try: print(json.load(open(sys.argv[1]))["error"])
 except Exception: print("-")' "$f.body")"
 }
 
-# served HOST PATH: "200 -" once it is served (5 tries, 0.5 s apart: a
+# served HOST PATH: "200 -" once it is served (10 tries, 0.5 s apart: a
 # busy machine's own lag may shed one), else the last answer
 served() {
 	local i out
-	for ((i = 0; i < 5; i++)); do
+	for ((i = 0; i < 10; i++)); do
 		out=$(req "$1" "$2")
 		[ "$out" = "200 -" ] && break
 		sleep 0.5
@@ -99,15 +100,35 @@ wait_log() {
 	return 1
 }
 
-# stall NAME HOST:PATH[:h2]...: stop edged, send one request each (in the
-# background, one file $T_TMP/NAME.N each: its answer, then whether
-# Retry-After: 1 came), continue edged after $STALL s, and wait for all
+# stall NAME HOST:PATH[:h2|:ka]...: stop edged, send one request each (in
+# the background, one file $T_TMP/NAME.N each: its answer, then whether
+# Retry-After: 1 came), continue edged after $STALL s, and wait for all.
+# h2: over HTTP/2; ka: on a keep-alive connection that had a request
+# served before the stall (the new one is in its socket when the loop
+# comes back, read before the lag probe runs)
 stall() {
-	local name=$1 i=0 x h p pids=()
+	local name=$1 i=0 x h p v2 pids=()
 	shift
-	kill -STOP "$EPID"
+	rm -f "$T_TMP/go" "$T_TMP"/ready.*
 	for x in "$@"; do
 		IFS=: read -r h p v2 <<<"$x"
+		if [ "$v2" = ka ]; then
+			python3 "$T_TMP/ka.py" "$P_EDGE" "$h" "$p" "$T_TMP/ready.$i" \
+				"$T_TMP/go" >"$T_TMP/$name.$i" &
+			pids+=($!)
+			while [ ! -e "$T_TMP/ready.$i" ]; do sleep 0.05; done
+		fi
+		i=$((i + 1))
+	done
+	kill -STOP "$EPID"
+	touch "$T_TMP/go"
+	i=0
+	for x in "$@"; do
+		IFS=: read -r h p v2 <<<"$x"
+		if [ "$v2" = ka ]; then
+			i=$((i + 1))
+			continue
+		fi
 		(
 			RF="$T_TMP/r.$BASHPID"
 			if [ "$v2" = h2 ]; then
@@ -140,7 +161,9 @@ run_suite() {
 	local bin=$1 v=$2 out n before want lag shed spid i
 	: >"$LOG"
 	rm -f "$T_TMP/requests.jsonl"
-	conf 'brownout_lag = "100ms";'
+	# 250ms: a stall of 0.8 s is well over it, a busy machine's own lag
+	# rarely is
+	conf 'brownout_lag = "250ms";'
 	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
@@ -172,14 +195,17 @@ run_suite() {
 	before=$(count)
 	shed=$(edged_metric edge_requests_shed_total)
 	stall s1 app.test:/bulk/1 app.test:/keep/1 bg.test:/x1 bg.test:/api/1 \
-		bg.test:/more/1 app.test:/bulk/2:h2 app.test:/keep/2:h2 app.test:/3
+		bg.test:/more/1 app.test:/bulk/2:h2 app.test:/keep/2:h2 app.test:/3 \
+		app.test:/bulk/4:ka app.test:/keep/4:ka
 	wait "$spid"
-	out=$(answers s1 8)
+	out=$(answers s1 10)
 	want="503 overloaded retry, 200 - -, 503 overloaded retry, 200 - -, "
 	want+="503 overloaded retry, 503 overloaded retry, 200 - -, 200 - -, "
+	want+="503 overloaded retry, 200 - -, "
 	n=$(($(count) - before))
-	if [ "$out" = "$want" ] && [ "$n" = 4 ]; then
-		t_ok "$v: a 0.6 s stall: the shed routes' requests sent during it get 503 overloaded with Retry-After: 1 (HTTP/1.1 and HTTP/2; a shed route, an environment's shed outside its route with shed = false), never reaching the upstream; the others 200"
+	# received: the 5 others, and the 2 keep-alive connections' first
+	if [ "$out" = "$want" ] && [ "$n" = 7 ]; then
+		t_ok "$v: a 0.8 s stall: the shed routes' requests sent during it get 503 overloaded with Retry-After: 1 (HTTP/1.1 and HTTP/2, new and keep-alive connections; a shed route, an environment's shed outside its route with shed = false), never reaching the upstream; the others 200"
 	else
 		t_fail "$v: shedding during a stall" "got $out; want $want; the backend received $n"
 	fi
@@ -193,8 +219,8 @@ run_suite() {
 	lag=$(edged_metric 'edge_worker_loop_lag_seconds{worker="0"}')
 	n=$(edged_metric edge_requests_shed_total)
 	if python3 -c 'import sys; sys.exit(not float(sys.argv[1]) >= 0.4)' "$lag" &&
-		[ "$n" = $((shed + 4)) ]; then
-		t_ok "$v: metrics: the worker's loop lag showed the stall (${lag}s); edge_requests_shed_total counted the 4"
+		[ "$n" = $((shed + 5)) ]; then
+		t_ok "$v: metrics: the worker's loop lag showed the stall (${lag}s); edge_requests_shed_total counted the 5"
 	else
 		t_fail "$v: metrics" "lag $lag shed $n (was $shed)"
 	fi
@@ -211,9 +237,11 @@ run_suite() {
 	# ---- off: brownout_lag = "0" never sheds
 	conf 'brownout_lag = "0";'
 	if reload_conf; then
-		stall s2 app.test:/bulk/off bg.test:/off app.test:/keep/off
-		out=$(answers s2 3)
-		if [ "$out" = "200 - -, 200 - -, 200 - -, " ]; then
+		shed=$(edged_metric edge_requests_shed_total)
+		stall s2 app.test:/bulk/off bg.test:/off app.test:/keep/off \
+			app.test:/bulk/off2:ka
+		out=$(answers s2 4)
+		if [ "$out" = "200 - -, 200 - -, 200 - -, 200 - -, " ]; then
 			t_ok "$v: reloaded to brownout_lag = \"0\": a stall sheds nothing"
 		else
 			t_fail "$v: brownout off" "$out"
@@ -222,7 +250,7 @@ run_suite() {
 		t_fail "$v: reload to brownout_lag 0" "$(tail -3 "$EDGED_LOG")"
 	fi
 	n=$(edged_metric edge_requests_shed_total)
-	[ "$n" = $((shed + 4)) ] || t_fail "$v: nothing more shed" "$n"
+	[ "$n" = "$shed" ] || t_fail "$v: brownout off: nothing shed" "$shed then $n"
 	shed=$n
 
 	edged_stop 10
@@ -235,7 +263,7 @@ run_suite() {
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 o = [r for r in recs if r.get("outcome") == "overloaded"]
-ok = len(o) == int(sys.argv[2]) >= 4 and all(r["status"] == 503 for r in o)
+ok = len(o) == int(sys.argv[2]) >= 5 and all(r["status"] == 503 for r in o)
 print("ok" if ok else "bad %d: %s" % (len(o), [(r["time"], r["path"]) for r in o]))
 PY
 	)
@@ -275,6 +303,50 @@ class H(BaseHTTPRequestHandler):
 
 ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer(("127.0.0.1", PORT), H).serve_forever()
+PY
+# ka.py PORT HOST PATH READY GO: GET PATH (served: "200") on a keep-alive
+# connection, create READY, wait for GO, GET PATH again on it; prints the
+# second answer as req and stall do ("503 overloaded retry")
+cat >"$T_TMP/ka.py" <<'PY'
+import json, os, socket, sys, time
+
+port, host, path, ready, go = sys.argv[1:6]
+
+
+def get(p):
+    s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (p, host)).encode())
+    status = int(f.readline().split()[1])
+    n, retry = 0, "-"
+    while True:
+        line = f.readline().strip()
+        if not line:
+            break
+        k, _, v = line.decode().partition(":")
+        if k.lower() == "content-length":
+            n = int(v)
+        if k.lower() == "retry-after" and v.strip() == "1":
+            retry = "retry"
+    body = f.read(n)
+    try:
+        err = json.loads(body)["error"]
+    except Exception:
+        err = "-"
+    return "%d %s %s" % (status, err, retry)
+
+
+# (a busy machine's own lag may shed the first: a few tries)
+for i in range(5):
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
+    f = s.makefile("rb")
+    first = get(path + "-first")
+    if first.startswith("200 "):
+        break
+    s.close()
+    time.sleep(0.5)
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+print(get(path) if first.startswith("200 ") else "first: " + first)
 PY
 if ! edged_backend "$P_B1" python3 "$T_TMP/backend.py" "$P_B1" "$LOG"; then
 	t_fail "backend starts"
