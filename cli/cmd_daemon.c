@@ -217,6 +217,33 @@ static void ctl_daemon_uring_print(const json_t *u, json_int_t workers)
 	       why ? why : "?");
 }
 
+/* Brownout: its limit, the most lagging worker's loop lag, the requests
+ * shed. */
+static void ctl_daemon_brownout_print(const json_t *b)
+{
+	const json_t *lag = json_object_get(b, "lag_ms");
+	json_int_t lim = ctl_int(b, "lag_limit_ms"), most = 0, v;
+	size_t i, at = 0;
+
+	if (!json_is_object(b))
+		return;
+	for (i = 0; i < json_array_size(lag); i++) {
+		v = json_integer_value(json_array_get(lag, i));
+		if (v > most) {
+			most = v;
+			at = i;
+		}
+	}
+	if (lim > 0)
+		printf("brownout:   sheds past %lldms of loop lag; ",
+		       (long long)lim);
+	else
+		printf("brownout:   off (limits.brownout_lag = \"0\"); ");
+	printf("loop lag %lldms at most (worker %zu); %lld request%s shed\n",
+	       (long long)most, at, (long long)ctl_int(b, "shed"),
+	       ctl_int(b, "shed") == 1 ? "" : "s");
+}
+
 /* The sum of an object's integer members ({"protocol_error": 3, ...}). */
 static json_int_t ctl_sum(const json_t *o)
 {
@@ -459,6 +486,7 @@ void ctl_daemon_status_print(const struct ctl *c, int ret, const json_t *result,
 			       ctl_int(result, "workers"));
 	ctl_daemon_http2_print(json_object_get(result, "http2"));
 	ctl_daemon_quic_print(json_object_get(result, "quic"));
+	ctl_daemon_brownout_print(json_object_get(result, "brownout"));
 }
 
 void ctl_daemon_stats_print(const json_t *result, const json_t *prev, double dt)

@@ -673,3 +673,68 @@ bool admit_rate_expired(const struct admit_rate *r, uint64_t now_ns)
 {
 	return now_ns >= admit_rate_deadline(r);
 }
+
+/* ---- the loop's lag ------------------------------------------------ */
+
+void admit_lag_init(struct admit_lag *l, uint64_t now_ns)
+{
+	memset(l, 0, sizeof(*l));
+	l->due = now_ns + ADMIT_LAG_PROBE_NS;
+	l->window = now_ns / ADMIT_LAG_WINDOW_NS;
+}
+
+/* Move l's windows on to now's. */
+static void admit_lag_roll(struct admit_lag *l, uint64_t now_ns)
+{
+	uint64_t win = now_ns / ADMIT_LAG_WINDOW_NS;
+
+	if (win == l->window)
+		return;
+	l->peak[1] = win == l->window + 1 ? l->peak[0] : 0;
+	l->peak[0] = 0;
+	l->window = win;
+}
+
+uint64_t admit_lag_overdue(const struct admit_lag *l, uint64_t now_ns)
+{
+	return now_ns > l->due ? now_ns - l->due : 0;
+}
+
+uint64_t admit_lag_probe(struct admit_lag *l, uint64_t now_ns,
+			 uint64_t limit_ns)
+{
+	uint64_t lag = admit_lag_overdue(l, now_ns);
+
+	admit_lag_roll(l, now_ns);
+	if (lag > l->peak[0])
+		l->peak[0] = lag;
+	if (limit_ns && lag > limit_ns) {
+		l->over = true;
+		l->over_at = now_ns;
+	}
+	l->due = now_ns + ADMIT_LAG_PROBE_NS;
+	return lag;
+}
+
+bool admit_lag_shed(const struct admit_lag *l, uint64_t now_ns,
+		    uint64_t limit_ns)
+{
+	if (!limit_ns)
+		return false;
+	if (l->over && now_ns >= l->over_at &&
+	    now_ns - l->over_at < ADMIT_LAG_HOLD_NS)
+		return true;
+	return admit_lag_overdue(l, now_ns) > limit_ns;
+}
+
+uint64_t admit_lag_recent(const struct admit_lag *l, uint64_t now_ns)
+{
+	uint64_t win = now_ns / ADMIT_LAG_WINDOW_NS, v = 0, o;
+
+	if (win == l->window)
+		v = l->peak[0] > l->peak[1] ? l->peak[0] : l->peak[1];
+	else if (win == l->window + 1)
+		v = l->peak[0];
+	o = admit_lag_overdue(l, now_ns);
+	return o > v ? o : v;
+}

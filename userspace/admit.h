@@ -190,6 +190,52 @@ void admit_queue_kick(struct admit_queue *q);
 size_t admit_queue_length(struct admit_queue *q);
 
 /*
+ * A worker loop's lag, for brownout (limits.brownout_lag): the loop runs
+ * a probe every ADMIT_LAG_PROBE_NS; a probe's lag is how late it ran
+ * (now - when it was due), so a turn of long work, a worker starved of
+ * CPU and a stopped process all show, to within one probe period. The
+ * worker sheds (admit_lag_shed) while a probe of the last
+ * ADMIT_LAG_HOLD_NS ran later than the limit, or while the next probe is
+ * overdue by more than the limit now (a loop still stalled, or the turn
+ * right after a stall, whose reads come before the probe runs). Owned by
+ * one thread; pure: callers pass monotonic ns.
+ */
+#define ADMIT_LAG_PROBE_NS (20 * 1000000ULL)
+#define ADMIT_LAG_HOLD_NS 1000000000ULL
+/* the recent lag (admit_lag_recent) spans one to two of these */
+#define ADMIT_LAG_WINDOW_NS (5 * 1000000000ULL)
+
+struct admit_lag {
+	uint64_t due;	  /* when the next probe is due */
+	uint64_t over_at; /* the last probe later than its limit */
+	bool over;	  /* over_at is set */
+	uint64_t peak[2]; /* longest lag of this window, of the last */
+	uint64_t window;  /* peak[0]'s window: now / ADMIT_LAG_WINDOW_NS */
+};
+
+/* No lag seen; the first probe due at now + ADMIT_LAG_PROBE_NS. */
+void admit_lag_init(struct admit_lag *l, uint64_t now_ns);
+
+/* The probe ran at now_ns: records its lag (returned) against limit_ns
+ * (0: brownout off) and makes the next one due ADMIT_LAG_PROBE_NS
+ * later. */
+uint64_t admit_lag_probe(struct admit_lag *l, uint64_t now_ns,
+			 uint64_t limit_ns);
+
+/* How long the next probe is overdue at now_ns (0: not yet due). */
+uint64_t admit_lag_overdue(const struct admit_lag *l, uint64_t now_ns);
+
+/* Whether the loop lags at now_ns: limit_ns set, and a probe of the last
+ * ADMIT_LAG_HOLD_NS ran over its limit or the next is overdue by more
+ * than limit_ns. */
+bool admit_lag_shed(const struct admit_lag *l, uint64_t now_ns,
+		    uint64_t limit_ns);
+
+/* The longest lag of the last one to two ADMIT_LAG_WINDOW_NS, the
+ * overdue probe's included. */
+uint64_t admit_lag_recent(const struct admit_lag *l, uint64_t now_ns);
+
+/*
  * A request body's clock: timeouts.body (the grace) and
  * timeouts.body_min_rate, in the manner of Apache's mod_reqtimeout. The
  * clock runs only while edge is reading the body; paused time (edge not

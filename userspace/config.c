@@ -242,6 +242,7 @@ static const struct cfg_num cfg_limits[] = {
     {"max_queued", CFG_COUNT, 0, 0, 1000000, CFG_IN_LIMITS(max_queued)},
     {"max_inject_bytes", CFG_BYTES, INJECT_MAX_BYTES_DEFAULT, 1024,
      INJECT_MAX_BYTES_MAX, CFG_IN_LIMITS(max_inject_bytes)},
+    {"brownout_lag", CFG_MS, 100, 0, 10000, CFG_IN_LIMITS(brownout_lag_ms)},
 };
 
 #define CFG_S 1000ULL
@@ -750,11 +751,21 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		     const struct route_src_env *env, struct route_src_route *r)
 {
 	static const char *const keys[] = {
-	    "prefix",	"strip_prefix",	  "upstreams",
-	    "balance",	"max_body_bytes", "headers",
-	    "api_keys", "auth_request",	  "jwt",
-	    "wake",	"activity",	  "timeouts",
-	    NULL};
+	    "prefix",
+	    "strip_prefix",
+	    "upstreams",
+	    "balance",
+	    "max_body_bytes",
+	    "headers",
+	    "api_keys",
+	    "auth_request",
+	    "jwt",
+	    "wake",
+	    "activity",
+	    "timeouts",
+	    "shed",
+	    NULL,
+	};
 	const char *act;
 	struct cfg_at at;
 	bool wake = true;
@@ -794,6 +805,8 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 		r->background = strcmp(act, "background") == 0;
 	if (rc == 0)
 		rc = cfg_request_total(x, g, path, &r->request_total_ms);
+	if (rc == 0)
+		rc = cfg_bool(x, g, path, "shed", env->shed, &r->shed);
 	return rc;
 }
 
@@ -1172,6 +1185,7 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 					   "jwt",
 					   "auth_request",
 					   "tls",
+					   "shed",
 					   NULL};
 	char key[CFG_KEY_MAX];
 	config_setting_t *it;
@@ -1228,6 +1242,8 @@ static int cfg_environment(struct cfg *x, const config_setting_t *g,
 		rc = cfg_challenge(x, g, path, &env->challenge);
 	if (rc == 0)
 		rc = cfg_auth(x, g, path, &env->auth);
+	if (rc == 0)
+		rc = cfg_bool(x, g, path, "shed", false, &env->shed);
 	if (rc == 0)
 		rc = cfg_domains(x, g, path, env);
 	if (rc == 0)
@@ -1818,6 +1834,22 @@ static int cfg_tcp_gated(struct cfg *x, const config_setting_t *root)
 	return rc;
 }
 
+/* limits.brownout_lag: 0 (off) or CONFIG_BROWNOUT_LAG_MIN_MS or more (a
+ * probe's lateness below that is timer noise, not a lagging loop). */
+static int cfg_brownout(struct cfg *x, const config_setting_t *root)
+{
+	uint64_t v = x->c->limits.brownout_lag_ms;
+	char key[CFG_KEY_MAX];
+	const config_setting_t *g = cfg_member(root, "", "limits", key);
+
+	if (v == 0 || v >= CONFIG_BROWNOUT_LAG_MIN_MS)
+		return 0;
+	return cfg_fail(x, cfg_member(g, "limits", "brownout_lag", key), key,
+			"%llums: \"0\" (off) or at least %ums",
+			(unsigned long long)v,
+			(unsigned)CONFIG_BROWNOUT_LAG_MIN_MS);
+}
+
 static int cfg_pp_untrusted(struct cfg *x, const config_setting_t *root)
 {
 	const struct config *c = x->c;
@@ -1934,6 +1966,8 @@ static int cfg_root(struct cfg *x, const config_setting_t *root)
 	if (rc == 0)
 		rc = cfg_next(x, cfg_nums(x, root, "limits", cfg_limits,
 					  CFG_NELEM(cfg_limits), &c->limits));
+	if (rc == 0)
+		rc = cfg_next(x, cfg_brownout(x, root));
 	if (rc == 0)
 		rc = cfg_next(x,
 			      cfg_nums(x, root, "timeouts", cfg_timeouts,

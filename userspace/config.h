@@ -58,7 +58,14 @@ struct config_limits {
 	/* a text/html response read for injection (inject.h): decoded
 	 * bytes, at most */
 	uint64_t max_inject_bytes;
+	/* brownout: while a worker's loop lags more than this, new requests
+	 * of routes with shed = true get 503 overloaded (admit.h's
+	 * admit_lag); 0: off, else CONFIG_BROWNOUT_LAG_MIN_MS or more */
+	uint64_t brownout_lag_ms;
 };
+
+/* limits.brownout_lag: the least value besides 0 (off), ms */
+#define CONFIG_BROWNOUT_LAG_MIN_MS 10
 
 /* All in milliseconds, except body_min_rate (bytes per second, 0: off). */
 struct config_timeouts {

@@ -366,6 +366,25 @@ static json_t *ctlcmd_quic_json(const struct edged *d)
 			 "counts", quic_counts_json());
 }
 
+/* edgectl status's brownout object: limits.brownout_lag (0: off), each
+ * worker's recent loop lag (worker_lag_ns), ms, and the requests shed. */
+static json_t *ctlcmd_brownout_json(const struct edged *d)
+{
+	uint64_t now = clk_fresh_ns();
+	json_t *lag = json_array();
+	size_t i;
+
+	for (i = 0; lag && i < d->nw; i++)
+		json_array_append_new(
+		    lag,
+		    json_integer(
+			(json_int_t)(worker_lag_ns(&d->sh, (unsigned)i, now) /
+				     1000000)));
+	return json_pack("{s:I,s:o*,s:I}", "lag_limit_ms",
+			 (json_int_t)d->sh.set.limits.brownout_lag_ms, "lag_ms",
+			 lag, "shed", (json_int_t)atomic_load(&d->sh.shed));
+}
+
 /* edgectl status. */
 static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 {
@@ -385,7 +404,7 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 		tcp_open += atomic_load(&d->sh.tcp_open[i]);
 	*result = json_pack(
 	    "{s:I,s:s,s:s?,s:s?,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:o*,s:o*,s:o*,"
-	    "s:o*,s:o*,s:o*}",
+	    "s:o*,s:o*,s:o*,s:o*}",
 	    "pid", (json_int_t)getpid(), "version", EDGE_VERSION, "conf_path",
 	    d->conf_path, "exe", n > 0 ? exe : NULL, "uptime_s",
 	    (json_int_t)((clk_now_ns() - d->start_ns) / 1000000000ull),
@@ -396,7 +415,7 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	    "database", d->pg ? pgplane_status_json(d->pg) : NULL, "splice",
 	    ctlcmd_splice_json(), "tls", ctlcmd_tls_json(d), "io_uring",
 	    ctlcmd_uring_json(d), "http2", ctlcmd_http2_json(d), "quic",
-	    ctlcmd_quic_json(d));
+	    ctlcmd_quic_json(d), "brownout", ctlcmd_brownout_json(d));
 	return 0;
 }
 

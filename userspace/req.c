@@ -1194,6 +1194,16 @@ void req_head(struct req *r)
 		req_end(r, OUTCOME_ROUTE_NOT_FOUND, NULL);
 		return;
 	}
+	/* brownout: refused before the gate, the body, the wake and the
+	 * upstream cost anything, so that the requests admitted finish */
+	if (stream_shed(w, &r->m)) {
+		log_warnx_ctx_rl(REQ_LOG_CTX(r),
+				 "the worker's loop lags over "
+				 "limits.brownout_lag and the route sheds: "
+				 "503 overloaded");
+		req_end(r, OUTCOME_OVERLOADED, "Retry-After: 1\r\n");
+		return;
+	}
 	r->hv.request_id = r->id;
 	r->hv.client_ip = r->client_ip;
 	r->hv.host = h->host;

@@ -47,6 +47,7 @@ struct route_r {
 	const struct hrules *headers; /* the route's own, NULL: none */
 	const struct auth_gate *auth; /* its credential gate, NULL: none */
 	bool no_wake, background;     /* wake = false, activity */
+	bool shed;		      /* shed = true (brownout) */
 	uint64_t key;
 	struct admit_gauge inflight;
 	/* requests ended, by status class (1xx..5xx): the route's series */
@@ -238,6 +239,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			      ce->deployment.n_upstreams,
 			      ce->deployment.balance, env_max, def);
 		e->def.auth = ce->auth;
+		e->def.shed = ce->shed;
 		if (ce->n_routes &&
 		    !(e->routes = calloc(ce->n_routes, sizeof(*e->routes))))
 			goto fail;
@@ -265,6 +267,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			r->auth = cr->auth ? cr->auth : ce->auth;
 			r->no_wake = cr->no_wake;
 			r->background = cr->background;
+			r->shed = cr->shed;
 			e->auth_mixed |= r->auth != e->def.auth;
 		}
 		e->n_routes = ce->n_routes;
@@ -1250,6 +1253,7 @@ enum route_status route_lookup(const struct route_table *t, const char *host,
 	m->on_demand = e->src->on_demand;
 	m->no_wake = r->no_wake;
 	m->background = r->background;
+	m->shed = r->shed;
 	m->up_tls = &e->src->deployment.tls;
 	m->retry = &e->src->deployment.retry;
 	m->circuit = &e->src->deployment.circuit;
@@ -1470,6 +1474,7 @@ static json_t *rt_row_json(const struct route_table *t,
 		CONFIG_SEND_PROXY_INHERIT, e->src->deployment.send_proxy)));
 	if (o &&
 	    (json_object_set_new(o, "wake", json_boolean(!r->no_wake)) ||
+	     json_object_set_new(o, "shed", json_boolean(r->shed)) ||
 	     json_object_set_new(
 		 o, "activity",
 		 json_string(r->background ? "background" : "app")) ||

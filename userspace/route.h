@@ -95,6 +95,7 @@ struct route_match {
 	bool on_demand;	 /* the environment wakes on demand (wake.h) */
 	bool no_wake;	 /* the route's wake = false */
 	bool background; /* the route's activity = "background" */
+	bool shed;	 /* the route's shed = true (brownout) */
 	/* the deployment's TLS to its https:// endpoints */
 	const struct config_up_tls *up_tls;
 	/* the PROXY protocol version its new upstream connections begin

@@ -122,6 +122,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 	t->security = f->security;
 	t->security.frame_options = t->security.referrer_policy = NULL;
 	t->unmatched_not_found = f->unmatched_not_found;
+	t->shed = f->shed;
 	t->challenge = f->challenge;
 	t->auth = auth_gate_get(f->auth);
 	if (hrules_dup(&f->headers, &t->headers) ||

@@ -65,6 +65,8 @@ struct route_src_route {
 				      deployment's */
 	bool no_wake;		   /* wake = false: served only while awake */
 	bool background;	   /* activity = "background" (wake.h) */
+	bool shed; /* shed = true: refused while the worker lags (brownout);
+		      the environment's unless set */
 };
 
 /* The environment's active deployment. */
@@ -128,6 +130,9 @@ struct route_src_env {
 	/* tls = "auto": its domains' certificates ordered from the ACME CA
 	 * (acme_mgr.h) */
 	bool tls_auto;
+	/* shed = true: its requests not under a route of its own are
+	 * refused while the worker lags (brownout) */
+	bool shed;
 };
 
 struct route_src_project {

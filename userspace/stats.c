@@ -64,6 +64,7 @@ struct stats {
 	struct metrics_gauge *rl_clients, *rl_max;
 	struct metrics_counter *rl_evicted, *rl_untracked;
 	struct metrics_counter *accepted[CONFIG_WORKERS_MAX];
+	struct metrics_counter *shed;
 	struct metrics_counter *pp[LISTENER_PP_N];
 	unsigned nworkers;
 	struct metrics_counter *tun_ended[TUNNEL_ENDED_MAX];
@@ -244,7 +245,14 @@ static int stats_workers_new(struct stats *s)
 	    "Requests the per-client rate limit let through without a "
 	    "bucket (threads racing for one set of its table).",
 	    NULL);
-	if (!s->rl_clients || !s->rl_max || !s->rl_evicted || !s->rl_untracked)
+	s->shed = metrics_counter_new(
+	    s->m, "edge_requests_shed_total",
+	    "Requests of routes with shed = true refused 503 overloaded "
+	    "because their worker's loop lagged over limits.brownout_lag "
+	    "(also counted in edge_requests_total{outcome=\"overloaded\"}).",
+	    NULL);
+	if (!s->rl_clients || !s->rl_max || !s->rl_evicted ||
+	    !s->rl_untracked || !s->shed)
 		return -ENOMEM;
 	s->nworkers = s->sh->cfg ? s->sh->cfg->workers : 0;
 	if (s->nworkers > CONFIG_WORKERS_MAX)
@@ -573,6 +581,8 @@ static void stats_refresh_workers(struct stats *s)
 		stats_counter_to(s->accepted[i],
 				 atomic_load_explicit(&s->sh->accepted[i].n,
 						      memory_order_relaxed));
+	stats_counter_to(
+	    s->shed, atomic_load_explicit(&s->sh->shed, memory_order_relaxed));
 	for (i = 0; i < LISTENER_PP_N; i++)
 		stats_counter_to(
 		    s->pp[i],
@@ -761,6 +771,31 @@ static int stats_render_uring(struct evbuffer *out)
 	return rc;
 }
 
+/* Each worker's loop lag (worker_lag_ns), seconds. */
+static int stats_render_lag(struct stats *s, struct evbuffer *out)
+{
+	static const char name[] = "edge_worker_loop_lag_seconds";
+	uint64_t now = clk_fresh_ns();
+	char v[32];
+	unsigned i;
+	int rc;
+
+	rc = metrics_render_help(
+	    out, name,
+	    "The longest each worker's event loop ran late over the last 5 "
+	    "to 10 s (a probe every 20 ms; a stall under way included): "
+	    "brownout sheds while it passes limits.brownout_lag.",
+	    "gauge");
+	for (i = 0; rc == 0 && i < s->nworkers; i++) {
+		metrics_fmt_scaled(v, sizeof(v), worker_lag_ns(s->sh, i, now),
+				   1000000000);
+		if (evbuffer_add_printf(out, "%s{worker=\"%u\"} %s\n", name, i,
+					v) < 0)
+			rc = -ENOMEM;
+	}
+	return rc;
+}
+
 /* Response bytes before and after compression, by coding. */
 static int stats_render_compression(struct evbuffer *out)
 {
@@ -907,6 +942,8 @@ int stats_render(void *ctx, struct evbuffer *out)
 		rc = metrics_render_process(out);
 	if (rc == 0)
 		rc = stats_render_uring(out);
+	if (rc == 0)
+		rc = stats_render_lag(s, out);
 	if (rc == 0)
 		rc = stats_render_compression(out);
 	if (rc == 0)

@@ -23,6 +23,14 @@ enum outcome stream_admit(struct worker *w, const struct route_match *m,
 	return OUTCOME_OK;
 }
 
+bool stream_shed(struct worker *w, const struct route_match *m)
+{
+	if (!m->shed || !worker_lagging(w))
+		return false;
+	atomic_fetch_add_explicit(&w->sh->shed, 1, memory_order_relaxed);
+	return true;
+}
+
 enum wake_enter_rc stream_wake_enter(struct stream_wake *sw, struct worker *w,
 				     const char *env_id, uint64_t handle,
 				     uint32_t msg, bool bounded)

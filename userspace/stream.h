@@ -28,6 +28,14 @@ struct worker;
 enum outcome stream_admit(struct worker *w, const struct route_match *m,
 			  const struct cidr *peer, unsigned *retry_s);
 
+/*
+ * Brownout: whether a new request of route m is to be refused 503
+ * overloaded before any work, because m is marked shed and w's loop
+ * lags over limits.brownout_lag (worker_lagging). Counts what it sheds
+ * (sh->shed). On w's thread.
+ */
+bool stream_shed(struct worker *w, const struct route_match *m);
+
 /* A stream's part in its on-demand environment's wake (zeroed: none). */
 struct stream_wake {
 	struct wake_env *env;	 /* entered, NULL: not entered */

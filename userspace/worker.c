@@ -281,6 +281,54 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	worker_maybe_exit(w);
 }
 
+/* Arm the lag probe for its next run (w->lag.due). */
+static void worker_probe_arm(struct worker *w)
+{
+	struct timeval tv = {0, (suseconds_t)(ADMIT_LAG_PROBE_NS / 1000)};
+
+	if (event_add(w->probe, &tv))
+		log_warnx("worker %u: the lag probe could not be armed: "
+			  "brownout is blind",
+			  w->id);
+}
+
+/* The lag probe: how late it ran is the loop's lag (admit.h). */
+static void worker_probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	uint64_t now = clk_fresh_ns();
+
+	(void)fd;
+	(void)what;
+	admit_lag_probe(&w->lag, now, w->set.limits.brownout_lag_ms * 1000000);
+	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
+			      admit_lag_recent(&w->lag, now),
+			      memory_order_relaxed);
+	atomic_store_explicit(&w->sh->lag[w->id].due_ns, w->lag.due,
+			      memory_order_relaxed);
+	worker_probe_arm(w);
+}
+
+uint64_t worker_lag_ns(const struct worker_shared *sh, unsigned id,
+		       uint64_t now_ns)
+{
+	uint64_t v, due;
+
+	if (id >= CONFIG_WORKERS_MAX)
+		return 0;
+	v = atomic_load_explicit(&sh->lag[id].recent_ns, memory_order_relaxed);
+	due = atomic_load_explicit(&sh->lag[id].due_ns, memory_order_relaxed);
+	if (due && now_ns > due && now_ns - due > v)
+		v = now_ns - due;
+	return v;
+}
+
+bool worker_lagging(struct worker *w)
+{
+	return admit_lag_shed(&w->lag, clk_now_ns(),
+			      w->set.limits.brownout_lag_ms * 1000000);
+}
+
 /* A message from another thread (or this one): the worker's own, or a
  * service's. */
 static bool worker_mail_cb(void *arg, const struct mailbox_msg *m)
@@ -394,7 +442,8 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 	w->notify = event_new(w->base, w->notify_fd, EV_READ | EV_PERSIST,
 			      worker_notify_cb, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
-	if (!w->notify || !w->tick || event_add(w->notify, NULL) ||
+	w->probe = event_new(w->base, -1, 0, worker_probe_cb, w);
+	if (!w->notify || !w->tick || !w->probe || event_add(w->notify, NULL) ||
 	    event_add(w->tick, &tv) || reqid_table_new(0, 0, &w->ids))
 		goto nomem;
 	/* a listener's message holds its socket: dropped, it is closed */
@@ -453,6 +502,11 @@ static void *worker_main(void *arg)
 			  w->id, strerror(-rc));
 	atomic_store(&w->uring, w->uring_want && rc == 0 ? 1 : rc);
 	sem_post(&w->set_up);
+	/* the probe's clock starts with the loop: the time before (set-up,
+	 * the other workers') is no lag */
+	admit_lag_init(&w->lag, clk_fresh_ns());
+	atomic_store(&w->sh->lag[w->id].due_ns, w->lag.due);
+	worker_probe_arm(w);
 	if (w->uring_want && rc == 0) {
 		/* one loop turn, then its sends in one batch; a turn that
 		 * ran long while the batch waited ends by a loopbreak of
@@ -477,6 +531,8 @@ static void *worker_main(void *arg)
 	} else {
 		event_base_dispatch(w->base);
 	}
+	/* a loop that no longer runs has no probe to be late */
+	atomic_store(&w->sh->lag[w->id].due_ns, 0);
 	tls_up_thread_end(); /* the TLS sessions it saved for upstreams */
 	clk_detach();
 	return NULL;
@@ -569,6 +625,8 @@ void worker_free(struct worker *w)
 		event_free(w->notify);
 	if (w->tick)
 		event_free(w->tick);
+	if (w->probe)
+		event_free(w->probe);
 	mailbox_free(w->mbox);
 	reqid_table_free(w->ids);
 	if (w->base)

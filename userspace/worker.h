@@ -180,6 +180,15 @@ struct worker_shared {
 	struct {
 		_Alignas(64) atomic_ullong n;
 	} accepted[CONFIG_WORKERS_MAX];
+	/* each worker's loop lag (admit.h's struct admit_lag), published at
+	 * every probe: its recent lag and when its next probe is due
+	 * (monotonic ns), so a reader adds a stall under way */
+	struct {
+		_Alignas(64) atomic_ullong recent_ns;
+		atomic_ullong due_ns;
+	} lag[CONFIG_WORKERS_MAX];
+	/* requests refused 503 overloaded by brownout, every worker */
+	atomic_ullong shed;
 	/* connections on proxy_protocol listeners, by how their header
 	 * ended (enum listener_pp_result, listener.h) */
 	atomic_ullong pp[8];
@@ -212,6 +221,8 @@ struct worker {
 	int notify_fd;	      /* eventfd the main thread writes to */
 	struct event *notify; /* reads notify_fd: w->cmd changed */
 	struct event *tick;   /* periodic pool expiry */
+	struct event *probe;  /* the loop's lag probe (admit_lag) */
+	struct admit_lag lag; /* its loop's lag, brownout's measure */
 	/* the services' state (each service's own; NULL until its init) */
 	struct listener_set *ls; /* its listening sockets (listener.c) */
 	struct conn_set *cs;	 /* its client connections (conn.c) */
@@ -309,6 +320,16 @@ unsigned long worker_fd_conn_cap(const struct worker_shared *sh,
  * outside) into w->nofile and w->fd_reserve, and publish the busy cap in
  * sh->fd_conn_cap. Every tick, and when accept runs out. */
 void worker_read_nofile(struct worker *w);
+
+/* On w's thread: whether its loop lags over limits.brownout_lag now
+ * (admit_lag_shed; false when brownout is off). */
+bool worker_lagging(struct worker *w);
+
+/* Any thread: worker id's recent loop lag at monotonic now_ns, ns (the
+ * longest of its last 5 to 10 s, a probe overdue now included:
+ * admit_lag_recent as it last published it). */
+uint64_t worker_lag_ns(const struct worker_shared *sh, unsigned id,
+		       uint64_t now_ns);
 
 /* Post a message (a REQ_MSG_*) for the request named target to w's
  * mailbox, from any thread: w's loop hands it to req_message(). 0, or

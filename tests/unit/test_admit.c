@@ -599,6 +599,56 @@ START_TEST(test_rate_pause)
 END_TEST
 
 /* Extreme values saturate instead of wrapping. */
+/* The loop's lag: a probe on time is no lag; a late one is its lateness,
+ * sheds for ADMIT_LAG_HOLD_NS when over the limit, and an overdue probe
+ * sheds before it runs. */
+START_TEST(test_lag)
+{
+	struct admit_lag l;
+	uint64_t t = 1000 * MS, t0, lim = 100 * MS;
+
+	admit_lag_init(&l, t);
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	t += ADMIT_LAG_PROBE_NS;
+	ck_assert_uint_eq(admit_lag_probe(&l, t, lim), 0);
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	/* a 50 ms lag: under the limit */
+	t += ADMIT_LAG_PROBE_NS + 50 * MS;
+	ck_assert_uint_eq(admit_lag_overdue(&l, t), 50 * MS);
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	ck_assert_uint_eq(admit_lag_probe(&l, t, lim), 50 * MS);
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	ck_assert_uint_eq(admit_lag_recent(&l, t), 50 * MS);
+	/* a stall of 400 ms: overdue sheds before the probe runs */
+	t += ADMIT_LAG_PROBE_NS + 400 * MS;
+	ck_assert(admit_lag_shed(&l, t, lim));
+	ck_assert(!admit_lag_shed(&l, t, 0)); /* off */
+	ck_assert(!admit_lag_shed(&l, t, 500 * MS));
+	ck_assert_uint_eq(admit_lag_recent(&l, t), 400 * MS);
+	ck_assert_uint_eq(admit_lag_probe(&l, t, lim), 400 * MS);
+	/* the probe ran: held for ADMIT_LAG_HOLD_NS though on time again */
+	t0 = t;
+	while (t + ADMIT_LAG_PROBE_NS < t0 + ADMIT_LAG_HOLD_NS) {
+		t += ADMIT_LAG_PROBE_NS;
+		ck_assert_uint_eq(admit_lag_probe(&l, t, lim), 0);
+		ck_assert(admit_lag_shed(&l, t, lim));
+	}
+	ck_assert(admit_lag_shed(&l, t0 + ADMIT_LAG_HOLD_NS - 1, lim));
+	t = t0 + ADMIT_LAG_HOLD_NS;
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	/* the recent lag stays one to two windows, then goes */
+	ck_assert_uint_eq(admit_lag_recent(&l, t), 400 * MS);
+	for (t0 = t; t < t0 + 2 * ADMIT_LAG_WINDOW_NS;) {
+		t += ADMIT_LAG_PROBE_NS;
+		admit_lag_probe(&l, t, lim);
+	}
+	ck_assert_uint_eq(admit_lag_recent(&l, t), 0);
+	/* a probe never earlier than due counts no lag */
+	admit_lag_init(&l, t);
+	ck_assert_uint_eq(admit_lag_probe(&l, t + 1, lim), 0);
+}
+END_TEST
+
 START_TEST(test_rate_extremes)
 {
 	struct admit_rate r;
@@ -756,6 +806,7 @@ static Suite *admit_suite(void)
 	tcase_add_test(tc, test_rate_min);
 	tcase_add_test(tc, test_rate_pause);
 	tcase_add_test(tc, test_rate_extremes);
+	tcase_add_test(tc, test_lag);
 	suite_add_tcase(s, tc);
 	/* rounds of threads meeting at a barrier: slow on a busy machine */
 	tc = tcase_create("threads");
