@@ -104,6 +104,20 @@ print(", ".join(v for k, v in h if k.lower() == "x-forwarded-for"))' >"$T_TMP/xf
 	return 1
 }
 
+# hup_wait PATTERN: SIGHUP edged, then wait (10 s at most) until its log
+# has one more line matching the extended regular expression PATTERN
+# than before (a fixed sleep lost the race on a busy machine)
+hup_wait() {
+	local n i
+	n=$(grep -Ec -- "$1" "$EDGED_LOG")
+	kill -HUP "$EPID"
+	for ((i = 0; i < 200; i++)); do
+		[ "$(grep -Ec -- "$1" "$EDGED_LOG")" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 run_suite() { # BIN LABEL
 	local bin=$1 v=$2 n0 n1 id sha rc
 	: >"$T_TMP/requests.jsonl"
@@ -378,8 +392,7 @@ PY
 	# SIGHUP: a new domain becomes routable; a bad config is refused
 	get "$v: before reload" 503 new.test / >/dev/null
 	write_conf "$T_TMP/edge.conf" ', "new.test"'
-	kill -HUP "$EPID"
-	sleep 0.5
+	hup_wait 'reloaded .*generation'
 	get "$v: SIGHUP reload" 200 new.test /n && t_ok "$v: SIGHUP routes the new domain"
 	if grep -q 'changed' "$EDGED_LOG"; then
 		t_fail "$v: a routes-only reload names no start-only setting" "$(grep changed "$EDGED_LOG")"
@@ -392,8 +405,7 @@ PY
 	get "$v: 3 KB head before reload" 200 new.test /n -H "X-Big: $(head -c 3000 /dev/zero | tr '\0' a)"
 	write_conf "$T_TMP/edge.conf" ', "new.test"'
 	sed -i 's/header = "2s";/header = "1s";/; s/max_body_bytes = "20M";/max_body_bytes = "20M"; max_header_bytes = "2K";/' "$T_TMP/edge.conf"
-	kill -HUP "$EPID"
-	sleep 0.5
+	hup_wait 'reloaded .*generation'
 	if get "$v: 3 KB head after reload" 431 new.test /n -H "X-Big: $(head -c 3000 /dev/zero | tr '\0' a)" &&
 		get "$v: small head after reload" 200 new.test /n; then
 		t_ok "$v: SIGHUP applies a new limits.max_header_bytes"
@@ -429,8 +441,7 @@ PY
 		t_fail "$v: start-only change on SIGHUP" "$(tail -3 "$EDGED_LOG")"
 	fi
 	echo 'projects = ( { id = 1; } );' >"$T_TMP/edge.conf"
-	kill -HUP "$EPID"
-	sleep 0.5
+	hup_wait 'reload refused'
 	if get "$v: bad reload" 200 new.test /n && kill -0 "$EPID" &&
 		grep -q 'reload refused' "$EDGED_LOG"; then
 		t_ok "$v: a bad config on SIGHUP is refused, the old one keeps serving"
