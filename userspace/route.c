@@ -282,6 +282,9 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			c->r.prefix = ce->claims[j].prefix;
 			c->r.prefix_len = strlen(c->r.prefix);
 			c->r.strip = ce->claims[j].strip_prefix;
+			c->r.request_total_ms = ce->claims[j].request_total_ms;
+			c->r.no_wake = ce->claims[j].no_wake;
+			c->r.background = ce->claims[j].background;
 		}
 		s->n_routes += 1 + e->n_routes + ce->n_claims;
 	}
