@@ -1617,6 +1617,38 @@ int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,
 	return pmap_foreach(t->exact, rt_auto_of, &a);
 }
 
+struct rt_circ {
+	route_circuit_fn fn;
+	void *arg;
+};
+
+static int rt_circ_of(void *arg, const char *key, size_t len, void *val)
+{
+	const struct route_seg *s = val;
+	const struct rt_circ *c = arg;
+	size_t i;
+	int rc = 0;
+
+	(void)key;
+	(void)len;
+	for (i = 0; rc == 0 && i < s->n_envs; i++) {
+		const struct route_src_deployment *d =
+		    &s->envs[i].src->deployment;
+
+		if (d->id && d->circuit.set)
+			rc = c->fn(c->arg, d->id, &d->circuit);
+	}
+	return rc;
+}
+
+int route_table_each_circuit(const struct route_table *t, route_circuit_fn fn,
+			     void *arg)
+{
+	struct rt_circ c = {fn, arg};
+
+	return pmap_foreach(t->projects, rt_circ_of, &c);
+}
+
 json_t *route_dump_json(const struct route_table *t)
 {
 	struct rt_rows rows = {NULL, 0, 0};
