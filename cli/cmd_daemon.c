@@ -930,11 +930,41 @@ static void upstream_print_row(const json_t *e, int w)
 	putchar('\n');
 }
 
-/* edgectl upstream list [--json] | drain|disable|enable ENDPOINT [--json] */
+/* edgectl upstream circuits: one line per deployment and worker. */
+static void upstream_print_circuits(const json_t *result)
+{
+	const json_t *d, *w;
+	size_t i, j;
+
+	printf("%-24s %6s %-9s %8s %8s %s\n", "DEPLOYMENT", "WORKER", "STATE",
+	       "REQUESTS", "FAILED", "HALF-OPEN IN");
+	json_array_foreach(json_object_get(result, "deployments"), i, d)
+	{
+		json_array_foreach(json_object_get(d, "workers"), j, w)
+		{
+			const json_t *s = json_object_get(w, "half_open_in_s");
+			char in[32] = "-";
+
+			if (s)
+				snprintf(in, sizeof(in), "%llds",
+					 (long long)json_integer_value(s));
+			printf(
+			    "%-24s %6lld %-9s %8lld %8lld %s\n",
+			    json_string_value(json_object_get(d, "deployment")),
+			    (long long)ctl_int(w, "worker"),
+			    json_string_value(json_object_get(w, "state")),
+			    (long long)ctl_int(w, "requests"),
+			    (long long)ctl_int(w, "failures"), in);
+		}
+	}
+}
+
+/* edgectl upstream list|circuits [--json] | drain|disable|enable ENDPOINT
+ * [--json] */
 int cmd_upstream(struct ctl *c, int argc, char **argv)
 {
 	static const char *const actions[] = {"list", "drain", "disable",
-					      "enable"};
+					      "enable", "circuits"};
 	struct errbuf err = {""};
 	json_t *req, *result = NULL;
 	const json_t *e;
@@ -946,18 +976,18 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 	if (argc < 2)
 		return ctl_usage_error("upstream",
 				       "upstream: missing subcommand (list, "
-				       "drain, disable, enable)");
+				       "circuits, drain, disable, enable)");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return ctl_usage_print("upstream");
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < 5; k++)
 		if (strcmp(argv[1], actions[k]) == 0)
 			break;
-	if (k == 4)
+	if (k == 5)
 		return ctl_usage_error(
 		    "upstream", "upstream: unknown subcommand '%s'", argv[1]);
 	snprintf(name, sizeof(name), "upstream %s", actions[k]);
 	argv[1] = name; /* for the usage lines */
-	want = k ? 1 : 0;
+	want = k && k < 4 ? 1 : 0;
 	ret = daemon_opts(argc - 1, argv + 1, &json, want, &first);
 	if (ret >= 0)
 		return ret;
@@ -967,21 +997,25 @@ int cmd_upstream(struct ctl *c, int argc, char **argv)
 				       name);
 	/* json_pack refuses a string that is not UTF-8: say so, not "out
 	 * of memory" */
-	if (k && utf8_check_text(argv[first], strlen(argv[first]), &err))
+	if (want && utf8_check_text(argv[first], strlen(argv[first]), &err))
 		return ctl_usage_error(name,
 				       "%s: bad endpoint: %s (expected "
 				       "ADDR:PORT)",
 				       name, err.msg);
-	req = k ? json_pack("{s:s,s:s,s:s}", "cmd", "upstream", "action",
-			    actions[k], "endpoint", argv[first])
-		: json_pack("{s:s}", "cmd", "upstream");
+	req = want ? json_pack("{s:s,s:s,s:s}", "cmd", "upstream", "action",
+			       actions[k], "endpoint", argv[first])
+	      : k  ? json_pack("{s:s,s:s}", "cmd", "upstream", "action",
+			       actions[k])
+		   : json_pack("{s:s}", "cmd", "upstream");
 	if (ctl_daemon_send(c, req, &result, &err)) {
 		log_warnx("%s", err.msg);
 		return CTL_FAIL;
 	}
 	if (json)
 		return ctl_json_print(result);
-	if (k) {
+	if (k == 4) {
+		upstream_print_circuits(result);
+	} else if (k) {
 		e = json_object_get(result, "endpoint");
 		printf("%s: %s (was %s)\n",
 		       json_string_value(json_object_get(e, "address")),

@@ -145,6 +145,12 @@ static const struct ctl_help ctl_helps[] = {
      "requests, failures, the last failure's reason and age, the routes "
      "using each",
      OPTS(O_JSON)},
+    {"upstream circuits", "upstream circuits [--json]",
+     "each deployment's circuit (circuit = { ... }) in each worker: "
+     "closed, open or half_open, the window's requests and failures, the "
+     "seconds until an open one turns half-open; as of each worker's last "
+     "tick (at most a second old)",
+     OPTS(O_JSON)},
     {"upstream drain", "upstream drain ENDPOINT [--json]",
      "no new requests to ENDPOINT (in-flight ones finish; its idle pooled "
      "connections are closed); still picked when every endpoint of a route "

@@ -151,6 +151,34 @@ enum circuit_state circuit_state(struct circuits *cs, uint64_t key,
 	return c->state;
 }
 
+size_t circuit_view(const struct circuits *cs, uint64_t now_ns,
+		    struct circuit_view *out, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < CIRCUIT_SETS * CIRCUIT_WAYS && n < max; i++) {
+		const struct circuit *c = &cs->c[i];
+		struct circuit_view *v = &out[n];
+		uint64_t req = 0, fail = 0;
+
+		if (!c->kw.key)
+			continue;
+		n++;
+		v->key = c->kw.key;
+		v->state = c->state;
+		v->until = c->state == CIRCUIT_OPEN ? c->until : 0;
+		if (c->state == CIRCUIT_OPEN && now_ns >= c->until) {
+			v->state = CIRCUIT_HALF_OPEN;
+			v->until = 0;
+		}
+		if (c->width)
+			circuit_sum(c, now_ns, &req, &fail);
+		v->requests = (uint32_t)(req < UINT32_MAX ? req : UINT32_MAX);
+		v->failures = (uint32_t)(fail < UINT32_MAX ? fail : UINT32_MAX);
+	}
+	return n;
+}
+
 unsigned circuit_count_open(const struct circuits *cs)
 {
 	unsigned n = 0;

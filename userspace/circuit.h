@@ -75,6 +75,21 @@ enum circuit_state circuit_state(struct circuits *cs, uint64_t key,
 				 uint64_t now_ns, uint64_t *requests,
 				 uint64_t *failures);
 
+/* A circuit as the operator sees it (edgectl upstream circuits): the
+ * state the next request meets (open past its open_for: half-open), the
+ * window's counts, and, open, the ns (CLOCK_MONOTONIC) it turns
+ * half-open at. */
+struct circuit_view {
+	uint64_t key;
+	enum circuit_state state;
+	uint32_t requests, failures;
+	uint64_t until;
+};
+
+/* The table's circuits in use at now_ns into out[0..max): how many. */
+size_t circuit_view(const struct circuits *cs, uint64_t now_ns,
+		    struct circuit_view *out, size_t max);
+
 /* How many of the table's circuits are open or half-open. */
 unsigned circuit_count_open(const struct circuits *cs);
 

@@ -873,100 +873,65 @@ static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 }
 
 /* A deployment's retry group (absent: none; docs/upstream.md,
- * "Retries"). */
+ * "Retries"), its values checked by config_retry_of: the one check the
+ * database's deployments.retry goes through too. */
 static int cfg_retry(struct cfg *x, const config_setting_t *dep,
 		     const char *path, struct config_retry *rt)
 {
-	static const char *const keys[] = {"on", "max", "budget", "backoff",
-					   NULL};
-	char p[CFG_KEY_MAX], key[CFG_KEY_MAX], ek[CFG_KEY_MAX];
-	const config_setting_t *g, *on;
-	const char *v;
-	struct cfg_at at;
+	struct config_value v[CONFIG_RETRY_NKEYS];
+	struct cfg_at at[CONFIG_RETRY_NKEYS];
+	char p[CFG_KEY_MAX], ek[CFG_KEY_MAX];
+	const config_setting_t *g;
 	struct errbuf e;
-	uint64_t n;
-	unsigned bit;
-	int rc, i;
+	int rc, i, key, item;
 
 	memset(rt, 0, sizeof(*rt));
-	rc = cfg_group(x, dep, path, "retry", keys, p, &g);
+	rc = cfg_group(x, dep, path, "retry", config_retry_keys, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	rt->set = true;
-	rc = cfg_list(x, g, p, "on", key, &on);
-	if (rc < 0)
-		return rc;
-	if (!on) {
-		rt->on = CONFIG_RETRY_ON_CONNECT | CONFIG_RETRY_ON_RESET |
-			 CONFIG_RETRY_ON_502 | CONFIG_RETRY_ON_503 |
-			 CONFIG_RETRY_ON_504;
-	} else {
-		for (i = 0; i < config_setting_length(on); i++) {
-			const config_setting_t *s =
-			    config_setting_get_elem(on, (unsigned)i);
-
-			cfg_key_index(ek, key, (size_t)i);
-			if (config_retry_on_parse(config_setting_get_string(s),
-						  &bit, &e) < 0)
-				return cfg_fail(x, s, ek, "%s", e.msg);
-			rt->on |= bit;
-		}
+	for (i = 0; i < CONFIG_RETRY_NKEYS; i++) {
+		rc = cfg_value(x, g, p, config_retry_keys[i], &v[i], &at[i]);
+		if (rc < 0)
+			return rc;
 	}
-	rc = cfg_number(x, g, p, "max", CFG_COUNT, 2, 0, CONFIG_RETRY_MAX, &n);
-	if (rc < 0)
-		return rc;
-	rt->max = (unsigned)n;
-	rc = cfg_str(x, g, p, "budget", "20%", &v, &at);
-	if (rc < 0)
-		return rc;
-	if (config_percent_parse(v, &rt->budget, &e) < 0)
-		return cfg_fail(x, at.s, at.key, "%s", e.msg);
-	return cfg_number(x, g, p, "backoff", CFG_MS, 25, 1,
-			  CONFIG_RETRY_BACKOFF_MAX_MS, &rt->backoff_ms);
+	errbuf_clear(&e);
+	if (config_retry_of(v, rt, &key, &item, &e) == 0)
+		return 0;
+	if (item >= 0) {
+		cfg_key_index(ek, at[key].key, (size_t)item);
+		return cfg_fail(
+		    x, config_setting_get_elem(at[key].s, (unsigned)item), ek,
+		    "%s", e.msg);
+	}
+	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
 /* A deployment's circuit group (absent: none; docs/upstream.md,
- * "Circuit breaking"). */
+ * "Circuit breaking"), its values checked by config_circuit_of: the one
+ * check the database's deployments.circuit goes through too. */
 static int cfg_circuit(struct cfg *x, const config_setting_t *dep,
 		       const char *path, struct config_circuit *cc)
 {
-	static const char *const keys[] = {"errors", "window", "min_requests",
-					   "open_for", NULL};
+	struct config_value v[CONFIG_CIRCUIT_NKEYS];
+	struct cfg_at at[CONFIG_CIRCUIT_NKEYS];
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
-	const char *v;
-	struct cfg_at at;
 	struct errbuf e;
-	int rc;
+	int rc, i, key;
 
 	memset(cc, 0, sizeof(*cc));
-	rc = cfg_group(x, dep, path, "circuit", keys, p, &g);
+	rc = cfg_group(x, dep, path, "circuit", config_circuit_keys, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	cc->set = true;
-	rc = cfg_str(x, g, p, "errors", "50%", &v, &at);
-	if (rc < 0)
-		return rc;
-	if (config_percent_parse(v, &cc->errors, &e) < 0)
-		return cfg_fail(x, at.s, at.key, "%s", e.msg);
-	if (cc->errors == 0)
-		return cfg_fail(x, at.s, at.key,
-				"\"%s\": 0%% would open the circuit on any "
-				"request: expected 1%%..100%%",
-				v);
-	rc = cfg_number(x, g, p, "window", CFG_MS, 10 * CFG_S,
-			CONFIG_CIRCUIT_WINDOW_MIN_MS,
-			CONFIG_CIRCUIT_WINDOW_MAX_MS, &cc->window_ms);
-	if (rc == 0)
-		rc = cfg_number(x, g, p, "min_requests", CFG_COUNT, 20, 1,
-				CONFIG_CIRCUIT_MIN_REQUESTS_MAX,
-				&cc->min_requests);
-	if (rc == 0)
-		rc = cfg_number(x, g, p, "open_for", CFG_MS, 5 * CFG_S,
-				CONFIG_CIRCUIT_OPEN_FOR_MIN_MS,
-				CONFIG_CIRCUIT_OPEN_FOR_MAX_MS,
-				&cc->open_for_ms);
-	return rc;
+	for (i = 0; i < CONFIG_CIRCUIT_NKEYS; i++) {
+		rc = cfg_value(x, g, p, config_circuit_keys[i], &v[i], &at[i]);
+		if (rc < 0)
+			return rc;
+	}
+	errbuf_clear(&e);
+	if (config_circuit_of(v, cc, &key, &e) == 0)
+		return 0;
+	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
 /* A deployment's hedge group (absent: none; docs/upstream.md,

@@ -286,8 +286,18 @@ int cfg_value(struct cfg *x, const config_setting_t *g, const char *path,
 		return 0;
 	}
 	if (!cfg_is_int(s)) {
+		int i, n = config_setting_length(s);
+
 		out->kind = CONFIG_VALUE_OTHER;
 		out->text = cfg_type_name(s);
+		out->list = config_setting_type(s) == CONFIG_TYPE_ARRAY ||
+			    config_setting_type(s) == CONFIG_TYPE_LIST;
+		out->more_items = out->list && n > CONFIG_VALUE_ITEMS_MAX;
+		for (i = 0; out->list && i < n && i < CONFIG_VALUE_ITEMS_MAX;
+		     i++)
+			/* NULL for an item that is not a string */
+			out->items[out->n_items++] = config_setting_get_string(
+			    config_setting_get_elem(s, (unsigned)i));
 		return 0;
 	}
 	v = cfg_int_of(x, s, at->key);

@@ -554,6 +554,35 @@ static int ctlcmd_splice(void *ctx, const json_t *req, json_t **result,
 	return *result ? 0 : -ENOMEM;
 }
 
+/* edgectl upstream circuits: each worker's circuits as its last tick
+ * published them (worker_circuits: a copy, never its live table). */
+static int ctlcmd_circuits(struct edged *d, const struct route_table *t,
+			   json_t **result)
+{
+	const size_t max = CIRCUIT_SETS * CIRCUIT_WAYS;
+	struct circuit_view **v = calloc(d->nw + 1, sizeof(*v));
+	size_t *n = calloc(d->nw + 1, sizeof(*n));
+	unsigned i;
+	int rc = -ENOMEM;
+
+	if (!v || !n)
+		goto out;
+	for (i = 0; i < d->nw; i++) {
+		if (!(v[i] = calloc(max, sizeof(*v[i]))))
+			goto out;
+		if (d->w[i])
+			n[i] = worker_circuits(d->w[i], v[i], max);
+	}
+	rc = upstream_ctl_circuits(t, (const struct circuit_view *const *)v, n,
+				   d->nw, clk_now_ns(), result);
+out:
+	for (i = 0; v && i < d->nw; i++)
+		free(v[i]);
+	free(v);
+	free(n);
+	return rc;
+}
+
 /* edgectl upstream [list | drain|disable|enable ENDPOINT]: the workers
  * read the admin state at their next selection; each is also told to
  * close the endpoint's idle pooled connections now. */
@@ -563,11 +592,19 @@ static int ctlcmd_upstream(void *ctx, const json_t *req, json_t **result,
 	struct ctlcmd *c = ctx;
 	struct edged *d = c->d;
 	struct route_table *t = route_table_current(&d->sh.routes);
+	const char *action = json_string_value(json_object_get(req, "action"));
 	const json_t *ep;
 	bool changed;
 	unsigned i;
 	int rc;
 
+	if (action && strcmp(action, "circuits") == 0) {
+		rc = ctlcmd_circuits(d, t, result);
+		route_table_put(t);
+		if (rc)
+			errbuf_set(err, "out of memory");
+		return rc;
+	}
 	rc = upstream_ctl(d->sh.upreg, t, req, result, &changed, err);
 	route_table_put(t);
 	if (rc || !changed)

@@ -285,6 +285,9 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			c->r.prefix = ce->claims[j].prefix;
 			c->r.prefix_len = strlen(c->r.prefix);
 			c->r.strip = ce->claims[j].strip_prefix;
+			c->r.request_total_ms = ce->claims[j].request_total_ms;
+			c->r.no_wake = ce->claims[j].no_wake;
+			c->r.background = ce->claims[j].background;
 		}
 		s->n_routes += 1 + e->n_routes + ce->n_claims;
 	}
@@ -1620,6 +1623,38 @@ int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,
 	struct rt_auto a = {fn, arg};
 
 	return pmap_foreach(t->exact, rt_auto_of, &a);
+}
+
+struct rt_circ {
+	route_circuit_fn fn;
+	void *arg;
+};
+
+static int rt_circ_of(void *arg, const char *key, size_t len, void *val)
+{
+	const struct route_seg *s = val;
+	const struct rt_circ *c = arg;
+	size_t i;
+	int rc = 0;
+
+	(void)key;
+	(void)len;
+	for (i = 0; rc == 0 && i < s->n_envs; i++) {
+		const struct route_src_deployment *d =
+		    &s->envs[i].src->deployment;
+
+		if (d->id && d->circuit.set)
+			rc = c->fn(c->arg, d->id, &d->circuit);
+	}
+	return rc;
+}
+
+int route_table_each_circuit(const struct route_table *t, route_circuit_fn fn,
+			     void *arg)
+{
+	struct rt_circ c = {fn, arg};
+
+	return pmap_foreach(t->projects, rt_circ_of, &c);
 }
 
 json_t *route_dump_json(const struct route_table *t)

@@ -363,6 +363,13 @@ typedef int (*route_name_fn)(void *arg, const char *domain);
 int route_table_each_tls_auto(const struct route_table *t, route_name_fn fn,
 			      void *arg);
 
+/* Call fn once per deployment of t with a circuit group: its id and the
+ * group. Stops at fn's first non-zero return, which it returns. */
+typedef int (*route_circuit_fn)(void *arg, const char *deployment_id,
+				const struct config_circuit *cc);
+int route_table_each_circuit(const struct route_table *t, route_circuit_fn fn,
+			     void *arg);
+
 /* Where the current generation lives; zero-initialise, or route_holder_init. */
 struct route_holder {
 	_Atomic(struct route_table *) cur;

@@ -167,6 +167,9 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 		return -ENOMEM;
 	for (i = 0; i < f->n_claims; i++, t->n_claims++) {
 		t->claims[i].strip_prefix = f->claims[i].strip_prefix;
+		t->claims[i].request_total_ms = f->claims[i].request_total_ms;
+		t->claims[i].no_wake = f->claims[i].no_wake;
+		t->claims[i].background = f->claims[i].background;
 		if (!rs_str(&t->claims[i].domain, f->claims[i].domain) ||
 		    !rs_str(&t->claims[i].prefix, f->claims[i].prefix))
 			return -ENOMEM;

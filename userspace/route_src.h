@@ -98,6 +98,8 @@ struct route_src_claim {
 	char *domain; /* as in domains[] */
 	char *prefix; /* as route_src_route.prefix */
 	bool strip_prefix;
+	uint64_t request_total_ms; /* as route_src_route's */
+	bool no_wake, background;
 };
 
 struct route_src_env {

@@ -214,6 +214,12 @@ void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st)
 	st->circuits_open = circuit_count_open(&w->circuits);
 }
 
+size_t upstream_circuit_view(const struct upstream_worker *w, uint64_t now_ns,
+			     struct circuit_view *out, size_t max)
+{
+	return circuit_view(&w->circuits, now_ns, out, max);
+}
+
 void upstream_retry_request(struct upstream_worker *w, uint64_t key,
 			    uint64_t now_ns)
 {

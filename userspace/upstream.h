@@ -273,6 +273,10 @@ void upstream_circuit_end(struct upstream_worker *w, uint64_t key,
 			  const struct config_circuit *cfg, uint64_t now_ns,
 			  bool trial, enum circuit_result res);
 
+/* w's circuits in use at now_ns (circuit_view). */
+size_t upstream_circuit_view(const struct upstream_worker *w, uint64_t now_ns,
+			     struct circuit_view *out, size_t max);
+
 /* Fill *st with w's counters. */
 void upstream_stats(const struct upstream_worker *w, struct upstream_stats *st);
 

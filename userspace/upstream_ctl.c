@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "siphash.h"
 #include "upstream_ctl.h"
 
 /* The endpoint object for address text in all (created with zeroes for
@@ -210,4 +211,88 @@ int upstream_ctl(struct upreg *g, const struct route_table *t,
 nomem:
 	errbuf_set(err, "out of memory");
 	return -ENOMEM;
+}
+
+struct upctl_circ {
+	const struct circuit_view *const *v;
+	const size_t *n;
+	unsigned nw;
+	uint64_t now_ns;
+	json_t *all; /* id -> the deployment's object */
+};
+
+static const char *const upctl_states[] = {"closed", "open", "half_open"};
+
+/* One worker's view of deployment key (closed and empty when it has
+ * none). */
+static json_t *upctl_circ_worker(const struct upctl_circ *x, unsigned i,
+				 uint64_t key)
+{
+	const struct circuit_view *c = NULL;
+	enum circuit_state st = CIRCUIT_CLOSED;
+	json_t *o;
+	size_t j;
+
+	for (j = 0; j < x->n[i] && !c; j++)
+		if (x->v[i][j].key == key)
+			c = &x->v[i][j];
+	if (c)
+		st = c->state;
+	/* the copy is up to a tick old: open past its end is half-open */
+	if (st == CIRCUIT_OPEN && c->until <= x->now_ns)
+		st = CIRCUIT_HALF_OPEN;
+	o = json_pack("{s:i, s:s, s:I, s:I}", "worker", (int)i, "state",
+		      upctl_states[st], "requests",
+		      (json_int_t)(c ? c->requests : 0), "failures",
+		      (json_int_t)(c ? c->failures : 0));
+	if (o && st == CIRCUIT_OPEN &&
+	    json_object_set_new(
+		o, "half_open_in_s",
+		json_integer(
+		    (json_int_t)(c->until > x->now_ns
+				     ? (c->until - x->now_ns + 999999999ULL) /
+					   1000000000ULL
+				     : 0)))) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
+}
+
+static int upctl_circ_of(void *arg, const char *id,
+			 const struct config_circuit *cc)
+{
+	struct upctl_circ *x = arg;
+	uint64_t key = siphash_key(id, strlen(id));
+	json_t *ws = json_array(), *o;
+	unsigned i;
+
+	if (!ws)
+		return -ENOMEM;
+	for (i = 0; i < x->nw; i++)
+		if (json_array_append_new(ws, upctl_circ_worker(x, i, key))) {
+			json_decref(ws);
+			return -ENOMEM;
+		}
+	o = json_pack("{s:s, s:o, s:o}", "deployment", id, "circuit",
+		      config_circuit_to_json(cc), "workers", ws);
+	return o && json_object_set_new(x->all, id, o) == 0 ? 0 : -ENOMEM;
+}
+
+int upstream_ctl_circuits(const struct route_table *t,
+			  const struct circuit_view *const *v, const size_t *n,
+			  unsigned nw, uint64_t now_ns, json_t **result)
+{
+	struct upctl_circ x = {v, n, nw, now_ns, json_object()};
+	int rc;
+
+	*result = NULL;
+	if (!x.all)
+		return -ENOMEM;
+	rc = t ? route_table_each_circuit(t, upctl_circ_of, &x) : 0;
+	if (rc == 0)
+		*result =
+		    json_pack("{s:o}", "deployments", upctl_sorted(x.all));
+	json_decref(x.all);
+	return *result ? 0 : -ENOMEM;
 }

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "circuit.h"
 #include "log.h"
 #include "route.h"
 #include "upreg.h"
@@ -28,5 +29,20 @@
 int upstream_ctl(struct upreg *g, const struct route_table *t,
 		 const json_t *req, json_t **result, bool *changed,
 		 struct errbuf *err);
+
+/*
+ * {"cmd":"upstream", "action":"circuits"}: the circuit of each deployment
+ * of t with a circuit group, per worker, from v[i][0..n[i]) (worker i's
+ * circuits as its last tick published them, worker_circuits; nw
+ * workers) at now_ns. *result: {"deployments": [{"deployment": ID,
+ * "circuit": its group (config_circuit_to_json), "workers": [{"worker":
+ * i, "state": "closed" | "open" | "half_open", "requests": N,
+ * "failures": N, "half_open_in_s": S (open only, rounded up)}]}]},
+ * sorted by id; a worker that has no circuit for it yet shows closed,
+ * 0, 0. Returns 0 or -ENOMEM.
+ */
+int upstream_ctl_circuits(const struct route_table *t,
+			  const struct circuit_view *const *v, const size_t *n,
+			  unsigned nw, uint64_t now_ns, json_t **result);
 
 #endif /* EDGE_UPSTREAM_CTL_H */

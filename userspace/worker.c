@@ -202,6 +202,26 @@ static void worker_publish_upstream(struct worker *w)
 	*o = st;
 }
 
+/* w's circuits (upstream.h) copied where the control loop reads them. */
+static void worker_publish_circuits(struct worker *w)
+{
+	pthread_mutex_lock(&w->circ_lock);
+	w->n_circ = upstream_circuit_view(w->up, clk_now_ns(), w->circ,
+					  CIRCUIT_SETS * CIRCUIT_WAYS);
+	pthread_mutex_unlock(&w->circ_lock);
+}
+
+size_t worker_circuits(struct worker *w, struct circuit_view *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&w->circ_lock);
+	n = w->n_circ < max ? w->n_circ : max;
+	memcpy(out, w->circ, n * sizeof(*out));
+	pthread_mutex_unlock(&w->circ_lock);
+	return n;
+}
+
 const struct timeval *worker_timeout(const struct worker *w, uint64_t ms,
 				     struct timeval *tv)
 {
@@ -271,6 +291,7 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	upstream_pool_expire(w->up, clk_now_ns());
 	worker_publish_upstream(w);
+	worker_publish_circuits(w);
 	worker_read_nofile(w);
 	worker_sync_splice(w);
 	for (; s && *s; s++)
@@ -404,6 +425,7 @@ int worker_new(unsigned id, struct worker_shared *sh, struct worker **out,
 		goto nomem;
 	w->id = id;
 	w->sh = sh;
+	pthread_mutex_init(&w->circ_lock, NULL);
 	w->uring_want = cfg->io_uring;
 	sem_init(&w->set_up, 0, 0);
 	pthread_mutex_lock(&sh->set_lock);
@@ -634,5 +656,6 @@ void worker_free(struct worker *w)
 	if (w->notify_fd >= 0)
 		close(w->notify_fd);
 	sem_destroy(&w->set_up);
+	pthread_mutex_destroy(&w->circ_lock);
 	free(w);
 }

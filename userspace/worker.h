@@ -239,6 +239,11 @@ struct worker {
 	struct proxy_set *px;	    /* its requests waiting for an endpoint */
 	unsigned splice_gen;	    /* splice_gen() it last applied */
 	struct upstream_stats up_published; /* added to sh->up so far */
+	/* its circuits as of its last tick (worker_circuits), under
+	 * circ_lock: the control loop's copy, never the live table */
+	pthread_mutex_t circ_lock;
+	struct circuit_view circ[CIRCUIT_SETS * CIRCUIT_WAYS];
+	size_t n_circ;
 	struct admit_bucket bucket; /* per-client rate (interval 0: off) */
 	/* libevent common timeouts for the durations used per request: a
 	 * timer of one of these goes into an O(1) queue, not the heap */
@@ -248,6 +253,10 @@ struct worker {
 	} common[WORKER_COMMON_TIMEOUTS];
 	size_t ncommon;
 };
+
+/* w's circuits as its last tick published them (at most a second old)
+ * into out[0..max): how many. Any thread. */
+size_t worker_circuits(struct worker *w, struct circuit_view *out, size_t max);
 
 /*
  * Create worker id over sh: its event_base, its upstream state, and its

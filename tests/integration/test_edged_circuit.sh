@@ -17,6 +17,8 @@
 #              received
 #   metrics    opens, refusals, the open gauge; analytics records
 #              circuit_open; --check refusals
+#   view       edgectl upstream circuits: open (requests, failures,
+#              seconds to half-open), then closed
 #
 # Runs against build/edged and build/asan/edged.
 # shellcheck source=tests/lib.sh
@@ -115,6 +117,28 @@ metric_until() {
 	echo "$n"
 }
 
+# circ DEPLOYMENT: "STATE REQUESTS FAILURES [HALF_OPEN_IN_S]" of worker 0
+# in edgectl upstream circuits --json ("absent": not listed)
+circ() {
+	"$EDGECTL" --socket "$SOCK" upstream circuits --json 2>/dev/null | python3 -c 'import json, sys
+d = [x for x in json.load(sys.stdin)["deployments"] if x["deployment"] == sys.argv[1]]
+w = d[0]["workers"][0] if d else None
+print(" ".join(str(w[k]) for k in ("state", "requests", "failures", "half_open_in_s") if k in w)
+      if w else "absent")' "$1"
+}
+
+# circ_until DEPLOYMENT PATTERN: circ's answer once it matches the ERE
+# PATTERN (workers publish every second; 5 s at most), else what it was
+circ_until() {
+	local i out=""
+	for ((i = 0; i < 50; i++)); do
+		out=$(circ "$1")
+		[[ "$out" =~ ^$2$ ]] && break
+		sleep 0.1
+	done
+	echo "$out"
+}
+
 run_suite() {
 	local bin=$1 v=$2 out i n before tpid
 	: >"$LOG"
@@ -146,6 +170,17 @@ run_suite() {
 		t_ok "$v: metrics: one circuit open, opened once, 5 refusals"
 	else
 		t_fail "$v: metrics while open" "open $n $(curl -s "http://127.0.0.1:$P_ADMIN/metrics" | grep circuit)"
+	fi
+
+	# (open_for, 4 s, may run out before a worker's tick publishes it on a
+	# busy machine: half_open then)
+	out=$(circ_until d-circ "(open 6 3 [1-4]|half_open 6 3)")
+	if [[ "$out" =~ ^(open\ 6\ 3\ [1-4]|half_open\ 6\ 3)$ ]] && [ "$(circ d-plain)" = absent ] &&
+		"$EDGECTL" --socket "$SOCK" upstream circuits >"$T_TMP/circ.txt" 2>&1 &&
+		grep -Eq '^d-circ +0 (open +6 +3 [1-4]s|half_open +6 +3 -)$' "$T_TMP/circ.txt"; then
+		t_ok "$v: edgectl upstream circuits: d-circ open in worker 0 (6 requests, 3 failed, half-open within 4 s); d-plain (no circuit) not listed"
+	else
+		t_fail "$v: the circuit view while open" "$out; $(circ d-plain); $(cat "$T_TMP/circ.txt")"
 	fi
 
 	# ---- half-open: one trial, hanging; others refused meanwhile
@@ -190,6 +225,12 @@ run_suite() {
 		t_ok "$v: a trial that succeeds closes the circuit: 200s again, the gauge back to 0"
 	else
 		t_fail "$v: a successful trial closes" "$out received $n"
+	fi
+	out=$(circ_until d-circ "closed 3 0")
+	if [ "$out" = "closed 3 0" ]; then
+		t_ok "$v: edgectl upstream circuits: d-circ closed again, its window holding the 3 requests since"
+	else
+		t_fail "$v: the circuit view once closed" "$out"
 	fi
 
 	# ---- failures: a refused connect, a reset

@@ -20,7 +20,10 @@
 #   (migration 0026) noted as its project's, a value but NULL or 'auto'
 #   refused; acme_challenges NOTIFYing acme_challenge_change with the
 #   token ('' for a TRUNCATE) and taking no change version; a type but
-#   http-01 or tls-alpn-01 refused; certificates.acme_name unique.
+#   http-01 or tls-alpn-01 refused; certificates.acme_name unique;
+#   migration 0028's columns (deployments.retry, circuit, request_total,
+#   domains.wake, activity, request_total, environments.
+#   idle_timeout_background) noted as their project's, domains' CHECKs.
 #
 #   B=build bash tests/pg/test_pg_schema.sh
 #
@@ -199,6 +202,23 @@ if ! pg_sql "UPDATE environments SET tls = 'manual' WHERE id = 'e4'" >/dev/null 
 	t_ok "environments.tls: NULL or 'auto' (a CHECK)"
 else
 	t_fail "environments.tls: NULL or 'auto' (a CHECK)" "'manual' went in"
+fi
+tx "set a deployment's retry, circuit and request_total (migration 0028)" \
+	"UPDATE deployments SET retry = '{\"max\": 1}', circuit = '{}', request_total = '5 seconds' WHERE id = 'd6'" \
+	"project_route_change V p3" "project p3"
+tx "a path-prefix domain's wake, activity and request_total (migration 0028)" \
+	"INSERT INTO domains (domain, path_prefix, environment_id, wake, activity, request_total) VALUES ('three.example.com', '/up', 'e3', false, 'background', '1 second')" \
+	"project_route_change V p3" "project p3"
+tx "an environment's idle_timeout_background (migration 0028)" \
+	"UPDATE environments SET idle_timeout_background = '1 hour' WHERE id = 'e4'" \
+	"project_route_change V p4" "project p4"
+if ! pg_sql "UPDATE domains SET activity = 'batch' WHERE path_prefix = '/up'" >/dev/null 2>&1 &&
+	! pg_sql "INSERT INTO domains (domain, environment_id, wake) VALUES ('nowake.example.com', 'e3', false)" >/dev/null 2>&1 &&
+	! pg_sql "INSERT INTO domains (domain, environment_id, request_total) VALUES ('nowake.example.com', 'e3', '1 second')" >/dev/null 2>&1 &&
+	[ "$(pg_val "SELECT activity FROM domains WHERE path_prefix = '/up'")" = background ]; then
+	t_ok "domains: activity 'app' or 'background'; wake and request_total only with a path_prefix (CHECKs)"
+else
+	t_fail "domains: activity 'app' or 'background'; wake and request_total only with a path_prefix (CHECKs)" "a row went in"
 fi
 tx "a domain moved to another project" \
 	"UPDATE domains SET environment_id = 'e4' WHERE domain = 'three.example.com'" \

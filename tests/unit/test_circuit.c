@@ -106,6 +106,43 @@ START_TEST(test_circuit_share_window)
 }
 END_TEST
 
+/* The operator's view: what a next request meets, the window's counts,
+ * open's end. */
+START_TEST(test_circuit_view)
+{
+	struct circuits *cs = calloc(1, sizeof(*cs));
+	struct circuit_view v[4];
+	uint64_t now = 100 * S;
+
+	ck_assert_ptr_nonnull(cs);
+	ck_assert_uint_eq(circuit_view(cs, now, v, 4), 0);
+	ck_assert(!ends(cs, 7, 12, CIRCUIT_SUCCESS, now));
+	ck_assert(ends(cs, 7, 12, CIRCUIT_FAILURE, now));
+	ck_assert(!ends(cs, 9, 3, CIRCUIT_FAILURE, now));
+	ck_assert_uint_eq(circuit_view(cs, now + S, v, 4), 2);
+	if (v[0].key != 7) {
+		struct circuit_view x = v[0];
+
+		v[0] = v[1];
+		v[1] = x;
+	}
+	ck_assert_uint_eq(v[0].key, 7);
+	ck_assert_int_eq(v[0].state, CIRCUIT_OPEN);
+	ck_assert_uint_eq(v[0].requests, 24);
+	ck_assert_uint_eq(v[0].failures, 12);
+	ck_assert_uint_eq(v[0].until, now + 5 * S);
+	ck_assert_int_eq(v[1].state, CIRCUIT_CLOSED);
+	ck_assert_uint_eq(v[1].requests, 3);
+	ck_assert_uint_eq(v[1].failures, 3);
+	/* past open_for: half-open for the next request; max holds */
+	ck_assert_uint_eq(circuit_view(cs, now + 5 * S, v, 1), 1);
+	ck_assert_int_eq(v[0].key == 7 ? v[0].state : CIRCUIT_HALF_OPEN,
+			 CIRCUIT_HALF_OPEN);
+	ck_assert_uint_eq(v[0].until, 0);
+	free(cs);
+}
+END_TEST
+
 static Suite *circuit_suite(void)
 {
 	Suite *s = suite_create("circuit");
@@ -113,6 +150,7 @@ static Suite *circuit_suite(void)
 
 	tcase_add_test(tc, test_circuit_opens);
 	tcase_add_test(tc, test_circuit_share_window);
+	tcase_add_test(tc, test_circuit_view);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -682,6 +682,122 @@ START_TEST(test_up_tls_json_good)
 }
 END_TEST
 
+/* Refused retry and circuit groups: their messages, nothing set. */
+static const struct rc_bad {
+	bool circuit;
+	const char *json, *msg;
+} rc_bads[] = {
+    {false, "[]", "expected a JSON object, found an array"},
+    {false, "{\"tries\": 2}", "tries: unknown key"},
+    {false, "{\"on\": \"502\"}", "on: expected a list [ ... ], found a string"},
+    {false, "{\"on\": [\"502\", \"500\"]}",
+     "on[1]: \"500\": expected connect, reset, 502, 503 or 504"},
+    {false, "{\"on\": [\"502\", 503]}", "on[1]: expected a string"},
+    {false,
+     "{\"on\": [\"502\", \"502\", \"502\", \"502\", \"502\", \"502\", "
+     "\"502\", \"502\", \"502\", \"502\", \"502\", \"502\", \"502\", "
+     "\"502\", \"502\", \"502\", \"502\"]}",
+     "on: more than 16 items"},
+    {false, "{\"max\": 4}", "max: 4 is out of range 0..3"},
+    {false, "{\"max\": -1}", "max: -1 is out of range 0..3"},
+    {false, "{\"max\": \"2\"}", "max: expected an integer, found a string"},
+    {false, "{\"budget\": \"120%\"}",
+     "budget: \"120%\": expected a percentage 0%..100%"},
+    {false, "{\"budget\": 20}", "budget: expected a string, found an integer"},
+    {false, "{\"backoff\": \"11s\"}",
+     "backoff: \"11s\" is out of range 1ms..10000ms"},
+    {true, "1", "expected a JSON object, found an integer"},
+    {true, "{\"threshold\": \"50%\"}", "threshold: unknown key"},
+    {true, "{\"errors\": \"0%\"}",
+     "errors: \"0%\": 0% would open the circuit on any request: expected "
+     "1%..100%"},
+    {true, "{\"errors\": 50}", "errors: expected a string, found an integer"},
+    {true, "{\"window\": \"100ms\"}",
+     "window: \"100ms\" is out of range 1000ms..3600000ms"},
+    {true, "{\"min_requests\": 0}",
+     "min_requests: 0 is out of range 1..1000000"},
+    {true, "{\"open_for\": \"2h\"}",
+     "open_for: \"2h\" is out of range 100ms..3600000ms"},
+};
+
+START_TEST(test_rc_json_bad)
+{
+	const struct rc_bad *c = &rc_bads[_i];
+	struct config_retry rt, rz;
+	struct config_circuit cc, cz;
+	struct errbuf err = {""};
+	json_t *o = json_loads(c->json, JSON_DECODE_ANY, NULL);
+
+	ck_assert_msg(o != NULL, "%s", c->json);
+	memset(&rz, 0, sizeof(rz));
+	memset(&cz, 0, sizeof(cz));
+	memset(&rt, 0xa5, sizeof(rt));
+	memset(&cc, 0xa5, sizeof(cc));
+	if (c->circuit) {
+		ck_assert_int_eq(config_circuit_json(o, &cc, &err), -EINVAL);
+		ck_assert_mem_eq(&cc, &cz, sizeof(cc));
+		ck_assert_int_eq(config_circuit_json(o, &cc, NULL), -EINVAL);
+	} else {
+		ck_assert_int_eq(config_retry_json(o, &rt, &err), -EINVAL);
+		ck_assert_mem_eq(&rt, &rz, sizeof(rt));
+		ck_assert_int_eq(config_retry_json(o, &rt, NULL), -EINVAL);
+	}
+	ck_assert_str_eq(err.msg, c->msg);
+	json_decref(o);
+}
+END_TEST
+
+/* Good groups, the defaults, and each written back reads the same. */
+START_TEST(test_rc_json_good)
+{
+	struct config_retry rt, rback;
+	struct config_circuit cc, cback;
+	struct errbuf err = {""};
+	json_t *o, *w;
+
+	o = json_object();
+	ck_assert_int_eq(config_retry_json(o, &rt, &err), 0);
+	ck_assert(rt.set);
+	ck_assert_uint_eq(rt.on, 0x1f);
+	ck_assert_uint_eq(rt.max, 2);
+	ck_assert_uint_eq(rt.budget, 20);
+	ck_assert_uint_eq(rt.backoff_ms, 25);
+	ck_assert_int_eq(config_circuit_json(o, &cc, &err), 0);
+	ck_assert(cc.set);
+	ck_assert_uint_eq(cc.errors, 50);
+	ck_assert_uint_eq(cc.window_ms, 10000);
+	ck_assert_uint_eq(cc.min_requests, 20);
+	ck_assert_uint_eq(cc.open_for_ms, 5000);
+	json_decref(o);
+	o = json_loads("{\"on\": [\"connect\", \"503\"], \"max\": 0, "
+		       "\"budget\": \"0%\", \"backoff\": \"1s500ms\"}",
+		       0, NULL);
+	ck_assert_int_eq(config_retry_json(o, &rt, &err), 0);
+	ck_assert_uint_eq(rt.on, CONFIG_RETRY_ON_CONNECT | CONFIG_RETRY_ON_503);
+	ck_assert_uint_eq(rt.max, 0);
+	ck_assert_uint_eq(rt.budget, 0);
+	ck_assert_uint_eq(rt.backoff_ms, 1500);
+	w = config_retry_to_json(&rt);
+	ck_assert_int_eq(config_retry_json(w, &rback, &err), 0);
+	ck_assert_mem_eq(&rt, &rback, sizeof(rt));
+	json_decref(w);
+	json_decref(o);
+	o = json_loads("{\"errors\": \"100%\", \"window\": \"1h\", "
+		       "\"min_requests\": 1000000, \"open_for\": \"100ms\"}",
+		       0, NULL);
+	ck_assert_int_eq(config_circuit_json(o, &cc, &err), 0);
+	ck_assert_uint_eq(cc.errors, 100);
+	ck_assert_uint_eq(cc.window_ms, 3600000);
+	ck_assert_uint_eq(cc.min_requests, 1000000);
+	ck_assert_uint_eq(cc.open_for_ms, 100);
+	w = config_circuit_to_json(&cc);
+	ck_assert_int_eq(config_circuit_json(w, &cback, &err), 0);
+	ck_assert_mem_eq(&cc, &cback, sizeof(cc));
+	json_decref(w);
+	json_decref(o);
+}
+END_TEST
+
 static Suite *config_check_suite(void)
 {
 	Suite *s = suite_create("config_check");
@@ -703,6 +819,8 @@ static Suite *config_check_suite(void)
 	tcase_add_test(tc, test_hc_json_good);
 	tcase_add_loop_test(tc, test_up_tls_json_bad, 0, CK_NELEM(tls_bads));
 	tcase_add_test(tc, test_up_tls_json_good);
+	tcase_add_loop_test(tc, test_rc_json_bad, 0, CK_NELEM(rc_bads));
+	tcase_add_test(tc, test_rc_json_good);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -845,6 +845,26 @@ static const char *config_json_type_name(const json_t *j)
 	return "something else";
 }
 
+/* A JSON array's items into v's (a list). */
+static void config_json_items(const json_t *a, struct config_value *v)
+{
+	size_t i;
+
+	v->list = true;
+	v->more_items = json_array_size(a) > CONFIG_VALUE_ITEMS_MAX;
+	for (i = 0; i < json_array_size(a) && i < CONFIG_VALUE_ITEMS_MAX; i++) {
+		const json_t *x = json_array_get(a, i);
+
+		/* a NUL inside a string: not the string it seems */
+		v->items[i] =
+		    json_is_string(x) && strlen(json_string_value(x)) ==
+					     json_string_length(x)
+			? json_string_value(x)
+			: NULL;
+	}
+	v->n_items = i;
+}
+
 /* The members of JSON object o named keys[0..n) into v[0..n) (num: room
  * for an integer's text each): 0, or -EINVAL with err for a value that
  * is not an object, an unknown key or a NUL inside a string. */
@@ -901,6 +921,8 @@ static int config_json_values(const json_t *o, const char *const *keys, int n,
 		} else {
 			v[i].kind = CONFIG_VALUE_OTHER;
 			v[i].text = config_json_type_name(m);
+			if (json_is_array(m))
+				config_json_items(m, &v[i]);
 		}
 	}
 	return 0;
@@ -1129,4 +1151,199 @@ int config_hedge_after_parse(const char *s, struct config_hedge *h,
 	h->pct = 0;
 	h->after_ms = ms;
 	return 0;
+}
+
+/* ---- retry and circuit -----------------------------------------------------
+ */
+
+const char *const config_retry_keys[CONFIG_RETRY_NKEYS + 1] = {
+    "on", "max", "budget", "backoff", NULL};
+const char *const config_circuit_keys[CONFIG_CIRCUIT_NKEYS + 1] = {
+    "errors", "window", "min_requests", "open_for", NULL};
+
+/* A percentage value (config_percent_parse) within [min, 100], def when
+ * absent. */
+static int config_pct(const struct config_value *v, const char *def,
+		      unsigned min, unsigned *out, struct errbuf *err)
+{
+	const char *s;
+
+	if (config_hc_str(v, def, &s, err))
+		return -EINVAL;
+	if (config_percent_parse(s, out, err))
+		return -EINVAL;
+	if (*out < min) {
+		errbuf_set(err,
+			   "\"%s\": %u%% would open the circuit on any "
+			   "request: expected %u%%..100%%",
+			   s, *out, min);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_retry_of(const struct config_value v[CONFIG_RETRY_NKEYS],
+		    struct config_retry *rt, int *key, int *item,
+		    struct errbuf *err)
+{
+	const struct config_value *on = &v[CONFIG_RETRY_KEY_ON];
+	uint64_t n;
+	unsigned bit;
+	size_t i;
+
+	memset(rt, 0, sizeof(*rt));
+	*item = -1;
+	*key = CONFIG_RETRY_KEY_ON;
+	if (on->kind == CONFIG_VALUE_ABSENT) {
+		rt->on = CONFIG_RETRY_ON_CONNECT | CONFIG_RETRY_ON_RESET |
+			 CONFIG_RETRY_ON_502 | CONFIG_RETRY_ON_503 |
+			 CONFIG_RETRY_ON_504;
+	} else if (on->kind != CONFIG_VALUE_OTHER || !on->list) {
+		errbuf_set(err, "expected a list [ ... ], found %s",
+			   on->kind == CONFIG_VALUE_STRING ? "a string"
+			   : on->kind == CONFIG_VALUE_INT  ? "an integer"
+							   : on->text);
+		goto bad;
+	} else if (on->more_items) {
+		errbuf_set(err, "more than %d items", CONFIG_VALUE_ITEMS_MAX);
+		goto bad;
+	} else {
+		for (i = 0; i < on->n_items; i++) {
+			*item = (int)i;
+			if (!on->items[i]) {
+				errbuf_set(err, "expected a string");
+				goto bad;
+			}
+			if (config_retry_on_parse(on->items[i], &bit, err))
+				goto bad;
+			rt->on |= bit;
+		}
+		*item = -1;
+	}
+	*key = CONFIG_RETRY_KEY_MAX;
+	if (config_hc_count(&v[*key], 2, 0, CONFIG_RETRY_MAX, &n, err))
+		goto bad;
+	rt->max = (unsigned)n;
+	*key = CONFIG_RETRY_KEY_BUDGET;
+	if (config_pct(&v[*key], "20%", 0, &rt->budget, err))
+		goto bad;
+	*key = CONFIG_RETRY_KEY_BACKOFF;
+	if (config_hc_ms(&v[*key], 25, 1, CONFIG_RETRY_BACKOFF_MAX_MS,
+			 &rt->backoff_ms, err))
+		goto bad;
+	rt->set = true;
+	return 0;
+bad:
+	memset(rt, 0, sizeof(*rt));
+	return -EINVAL;
+}
+
+int config_circuit_of(const struct config_value v[CONFIG_CIRCUIT_NKEYS],
+		      struct config_circuit *cc, int *key, struct errbuf *err)
+{
+	memset(cc, 0, sizeof(*cc));
+	*key = CONFIG_CIRCUIT_KEY_ERRORS;
+	if (config_pct(&v[*key], "50%", 1, &cc->errors, err))
+		goto bad;
+	*key = CONFIG_CIRCUIT_KEY_WINDOW;
+	if (config_hc_ms(&v[*key], 10000, CONFIG_CIRCUIT_WINDOW_MIN_MS,
+			 CONFIG_CIRCUIT_WINDOW_MAX_MS, &cc->window_ms, err))
+		goto bad;
+	*key = CONFIG_CIRCUIT_KEY_MIN_REQUESTS;
+	if (config_hc_count(&v[*key], 20, 1, CONFIG_CIRCUIT_MIN_REQUESTS_MAX,
+			    &cc->min_requests, err))
+		goto bad;
+	*key = CONFIG_CIRCUIT_KEY_OPEN_FOR;
+	if (config_hc_ms(&v[*key], 5000, CONFIG_CIRCUIT_OPEN_FOR_MIN_MS,
+			 CONFIG_CIRCUIT_OPEN_FOR_MAX_MS, &cc->open_for_ms, err))
+		goto bad;
+	cc->set = true;
+	return 0;
+bad:
+	memset(cc, 0, sizeof(*cc));
+	return -EINVAL;
+}
+
+int config_retry_json(const json_t *o, struct config_retry *rt,
+		      struct errbuf *err)
+{
+	struct config_value v[CONFIG_RETRY_NKEYS];
+	char num[CONFIG_RETRY_NKEYS][24];
+	int key = -1, item = -1;
+
+	memset(rt, 0, sizeof(*rt));
+	if (config_json_values(o, config_retry_keys, CONFIG_RETRY_NKEYS, v, num,
+			       err))
+		return -EINVAL;
+	if (config_retry_of(v, rt, &key, &item, err) == 0)
+		return 0;
+	if (err) { /* NULL: a snapshot's value, no words */
+		struct errbuf e = *err;
+
+		if (item >= 0)
+			errbuf_set(err, "%s[%d]: %s", config_retry_keys[key],
+				   item, e.msg);
+		else
+			errbuf_set(err, "%s: %s", config_retry_keys[key],
+				   e.msg);
+	}
+	return -EINVAL;
+}
+
+int config_circuit_json(const json_t *o, struct config_circuit *cc,
+			struct errbuf *err)
+{
+	struct config_value v[CONFIG_CIRCUIT_NKEYS];
+	char num[CONFIG_CIRCUIT_NKEYS][24];
+	int key = -1;
+
+	memset(cc, 0, sizeof(*cc));
+	if (config_json_values(o, config_circuit_keys, CONFIG_CIRCUIT_NKEYS, v,
+			       num, err))
+		return -EINVAL;
+	if (config_circuit_of(v, cc, &key, err) == 0)
+		return 0;
+	if (err) {
+		struct errbuf e = *err;
+
+		errbuf_set(err, "%s: %s", config_circuit_keys[key], e.msg);
+	}
+	return -EINVAL;
+}
+
+json_t *config_retry_to_json(const struct config_retry *rt)
+{
+	static const char *const names[] = {"connect", "reset", "502", "503",
+					    "504"};
+	json_t *on = json_array();
+	char budget[8], backoff[32];
+	size_t i;
+
+	if (!on)
+		return NULL;
+	for (i = 0; i < CONFIG_NELEM(names); i++)
+		if ((rt->on & (1u << i)) &&
+		    json_array_append_new(on, json_string(names[i]))) {
+			json_decref(on);
+			return NULL;
+		}
+	snprintf(budget, sizeof(budget), "%u%%", rt->budget);
+	snprintf(backoff, sizeof(backoff), "%llums",
+		 (unsigned long long)rt->backoff_ms);
+	return json_pack("{s:o, s:i, s:s, s:s}", "on", on, "max", (int)rt->max,
+			 "budget", budget, "backoff", backoff);
+}
+
+json_t *config_circuit_to_json(const struct config_circuit *cc)
+{
+	char errors[8], window[32], open_for[32];
+
+	snprintf(errors, sizeof(errors), "%u%%", cc->errors);
+	snprintf(window, sizeof(window), "%llums",
+		 (unsigned long long)cc->window_ms);
+	snprintf(open_for, sizeof(open_for), "%llums",
+		 (unsigned long long)cc->open_for_ms);
+	return json_pack("{s:s, s:s, s:I, s:s}", "errors", errors, "window",
+			 window, "min_requests", (json_int_t)cc->min_requests,
+			 "open_for", open_for);
 }

@@ -132,6 +132,8 @@ enum config_value_kind {
 	CONFIG_VALUE_OTHER, /* any other type: text says which */
 };
 
+#define CONFIG_VALUE_ITEMS_MAX 16
+
 struct config_value {
 	enum config_value_kind kind;
 	const char *str; /* CONFIG_VALUE_STRING */
@@ -143,6 +145,12 @@ struct config_value {
 	/* CONFIG_VALUE_INT: the integer as written; CONFIG_VALUE_OTHER and
 	 * CONFIG_VALUE_BOOL: what it is ("a float", "a list") */
 	const char *text;
+	/* CONFIG_VALUE_OTHER that is a list: its first n_items items (a
+	 * string each, NULL for any other type), more_items when it has
+	 * more than CONFIG_VALUE_ITEMS_MAX */
+	bool list, more_items;
+	const char *items[CONFIG_VALUE_ITEMS_MAX];
+	size_t n_items;
 };
 
 /*
@@ -424,6 +432,63 @@ struct config_hedge {
  * after_ms. Returns 0 or -EINVAL with err set. */
 int config_hedge_after_parse(const char *s, struct config_hedge *h,
 			     struct errbuf *err);
+
+/* retry's and circuit's keys, in the order they are checked. */
+enum config_retry_key {
+	CONFIG_RETRY_KEY_ON = 0,
+	CONFIG_RETRY_KEY_MAX,
+	CONFIG_RETRY_KEY_BUDGET,
+	CONFIG_RETRY_KEY_BACKOFF,
+	CONFIG_RETRY_NKEYS,
+};
+enum config_circuit_key {
+	CONFIG_CIRCUIT_KEY_ERRORS = 0,
+	CONFIG_CIRCUIT_KEY_WINDOW,
+	CONFIG_CIRCUIT_KEY_MIN_REQUESTS,
+	CONFIG_CIRCUIT_KEY_OPEN_FOR,
+	CONFIG_CIRCUIT_NKEYS,
+};
+/* Their names ("on", "max", ...; "errors", "window", ...),
+ * NULL-terminated. */
+extern const char *const config_retry_keys[CONFIG_RETRY_NKEYS + 1];
+extern const char *const config_circuit_keys[CONFIG_CIRCUIT_NKEYS + 1];
+
+/*
+ * A retry group from the values of its keys (v[CONFIG_RETRY_KEY_*]): the
+ * one check of the file's group and the database's deployments.retry.
+ * on a list of "connect", "reset", "502", "503", "504" (default all);
+ * max an integer 0..CONFIG_RETRY_MAX (default 2); budget "N%" (default
+ * "20%"); backoff a duration 1ms..10s (default "25ms"). Returns 0 with
+ * *rt (set), or -EINVAL with err (the message without the key), *key the
+ * index of the key at fault and *item the index of on's item at fault
+ * (-1: the key's value as a whole).
+ */
+int config_retry_of(const struct config_value v[CONFIG_RETRY_NKEYS],
+		    struct config_retry *rt, int *key, int *item,
+		    struct errbuf *err);
+
+/* A circuit group from the values of its keys (v[CONFIG_CIRCUIT_KEY_*]),
+ * the one check of the file's and the database's: errors "N%" 1%..100%
+ * (default "50%"); window a duration 1s..1h (default "10s");
+ * min_requests an integer 1..CONFIG_CIRCUIT_MIN_REQUESTS_MAX (default
+ * 20); open_for a duration 100ms..1h (default "5s"). 0 with *cc (set),
+ * or -EINVAL with err and *key. */
+int config_circuit_of(const struct config_value v[CONFIG_CIRCUIT_NKEYS],
+		      struct config_circuit *cc, int *key, struct errbuf *err);
+
+/* The same groups as JSON objects (the database's deployments.retry and
+ * circuit, the local snapshot's copies): not an object, or an unknown
+ * key, is refused too. 0 with the group set, or -EINVAL with err
+ * ("max: ...", "on[1]: ...") and the group zeroed (none). */
+int config_retry_json(const json_t *o, struct config_retry *rt,
+		      struct errbuf *err);
+int config_circuit_json(const json_t *o, struct config_circuit *cc,
+			struct errbuf *err);
+
+/* A set group as the JSON object the function above reads back to the
+ * same group: a new reference, NULL when out of memory. */
+json_t *config_retry_to_json(const struct config_retry *rt);
+json_t *config_circuit_to_json(const struct config_circuit *cc);
 
 /* The bit of a retry.on entry ("connect", "reset", "502", "503",
  * "504"). Returns 0 or -EINVAL with err set. */

@@ -21,7 +21,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 20, 5, 2, 4, 5, 6, 3};
+static const int pgm_cols[PGM_NSETS] = {3, 21, 8, 2, 7, 5, 6, 3};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -66,6 +66,7 @@ void pgm_project_free(struct pgm_project *p)
 			tls_up_release(&e->tls);
 		free(e->tls_err);
 		free(e->sp_err);
+		free(e->up_err);
 		hrules_free(&e->headers);
 		hredirects_free(&e->redirects);
 		compress_free(&e->compression);
@@ -179,11 +180,14 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "e.inject::text, e.challenge_mode, "
 		    "e.challenge_difficulty::text, "
 		    "extract(epoch FROM e.challenge_ttl)::text, "
-		    "e.api_keys, e.jwt::text, e.auth_request::text, e.tls "
+		    "e.api_keys, e.jwt::text, e.auth_request::text, e.tls, "
+		    "extract(epoch FROM e.idle_timeout_background)::text "
 		    "FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
-		    "d.tls::text, d.send_proxy FROM "
+		    "d.tls::text, d.send_proxy, d.retry::text, "
+		    "d.circuit::text, "
+		    "extract(epoch FROM d.request_total)::text FROM "
 		    "deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -192,7 +196,9 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "e ON e.id = d.environment_id WHERE d.active AND %s "
 		    "ORDER BY n.deployment_id, n.address;"
 		    "SELECT m.domain, m.path_prefix, m.strip_prefix, "
-		    "m.environment_id FROM domains m JOIN environments e ON "
+		    "m.environment_id, m.wake, m.activity, "
+		    "extract(epoch FROM m.request_total)::text "
+		    "FROM domains m JOIN environments e ON "
 		    "e.id = m.environment_id WHERE %s;"
 		    /* expires_at in whole seconds, rounded up: NULL and
 		     * 'infinity' never (0; extract gives Infinity, which
@@ -374,6 +380,28 @@ int pgm_tcp_row(struct tcproute_row *x, int64_t id, const char *listen,
 			return -EINVAL;
 	}
 	snprintf(x->env_id, sizeof(x->env_id), "%s", env);
+	return 0;
+}
+
+/* An interval column's value in seconds (text) as milliseconds within
+ * [min_ms, max_ms]: 0, or -EINVAL with err ("NAME 5.5 s: not between
+ * ..."). */
+static int pgm_interval_ms(const char *name, const char *text, uint64_t min_ms,
+			   uint64_t max_ms, uint64_t *ms, struct errbuf *err)
+{
+	char *end = NULL;
+	double sec;
+
+	errno = 0;
+	sec = strtod(text, &end);
+	if (errno || end == text || *end || !(sec * 1000.0 >= (double)min_ms) ||
+	    sec * 1000.0 > (double)max_ms) {
+		errbuf_set(err, "%s %.32s s: not between %g and %g s", name,
+			   text, (double)min_ms / 1000.0,
+			   (double)max_ms / 1000.0);
+		return -EINVAL;
+	}
+	*ms = (uint64_t)(sec * 1000.0 + 0.5);
 	return 0;
 }
 
@@ -565,6 +593,14 @@ static void pgm_hc_said(struct pgm *m, struct pgm_project *const *v, size_t n)
 				log_warnx_rl("database: deployments row %s; "
 					     "skipped",
 					     e->sp_err);
+			}
+			if (e->up_err &&
+			    !(oe && oe->dep && oe->up_err &&
+			      strcmp(oe->dep, e->dep) == 0 &&
+			      strcmp(oe->up_err, e->up_err) == 0)) {
+				m->sk.upstream++;
+				log_warnx_rl("database: deployment '%s': %s",
+					     e->dep, e->up_err);
 			}
 			if (!e->hc_err)
 				continue;
@@ -861,7 +897,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 {
 	struct pgm_env *env, rules;
 	struct errbuf e;
-	uint64_t idle;
+	uint64_t idle, idle_bg = 0;
 	bool found;
 	size_t at;
 	int st, rc;
@@ -875,7 +911,10 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 			e.msg);
 		return 0;
 	}
-	if (pgm_env_wake(r, i, &st, &idle, &e)) {
+	if (pgm_env_wake(r, i, &st, &idle, &e) ||
+	    (!PQgetisnull(r, i, 20) &&
+	     pgm_interval_ms("idle_timeout_background", PQgetvalue(r, i, 20),
+			     1000, CONFIG_DURATION_MAX_MS, &idle_bg, &e))) {
 		pgm_bad(&j->m->sk.ids, "environments", PQgetvalue(r, i, 0),
 			e.msg);
 		return 0;
@@ -914,6 +953,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 	env->on_demand = pgm_bool(PQgetvalue(r, i, 3));
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
+	env->idle_bg_ms = idle_bg;
 	env->id = pgm_dup(PQgetvalue(r, i, 0));
 	env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
 						 : PQgetvalue(r, i, 2));
@@ -948,6 +988,72 @@ static int pgm_envs_index(struct pgm_job *j)
 		}
 	qsort(j->envs, j->ne, sizeof(*j->envs), pgm_cmp_ref);
 	return 0;
+}
+
+/* A jsonb column's text as a JSON object (NULL with err when it is not
+ * JSON). */
+static json_t *pgm_json(const char *text, struct errbuf *err)
+{
+	json_error_t je;
+	json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+
+	if (!o)
+		errbuf_set(err, "cannot read the JSON: %s", je.text);
+	return o;
+}
+
+/* Row i of a deployments set's retry, circuit and request_total into
+ * env's: each refused one left unset, with env->up_err saying why (the
+ * first). 0, -EINVAL (one was refused) or -ENOMEM. */
+static int pgm_dep_upstream(PGresult *r, int i, struct pgm_env *env)
+{
+	struct errbuf e, why;
+	json_t *o;
+	int bad = 0;
+
+	free(env->up_err);
+	env->up_err = NULL;
+	memset(&env->retry, 0, sizeof(env->retry));
+	memset(&env->circuit, 0, sizeof(env->circuit));
+	env->request_total_ms = 0;
+	errbuf_clear(&e);
+	errbuf_clear(&why);
+	if (!PQgetisnull(r, i, 5)) {
+		o = pgm_json(PQgetvalue(r, i, 5), &e);
+		if (!o || config_retry_json(o, &env->retry, &e)) {
+			if (!bad++)
+				errbuf_set(&why,
+					   "retry: %s; served without "
+					   "a retry group",
+					   e.msg);
+		}
+		json_decref(o);
+	}
+	if (!PQgetisnull(r, i, 6)) {
+		o = pgm_json(PQgetvalue(r, i, 6), &e);
+		if (!o || config_circuit_json(o, &env->circuit, &e)) {
+			if (!bad++)
+				errbuf_set(&why,
+					   "circuit: %s; served without "
+					   "a circuit",
+					   e.msg);
+		}
+		json_decref(o);
+	}
+	if (!PQgetisnull(r, i, 7) &&
+	    pgm_interval_ms("request_total", PQgetvalue(r, i, 7), 1,
+			    CONFIG_REQUEST_TOTAL_MAX_MS, &env->request_total_ms,
+			    &e)) {
+		env->request_total_ms = 0;
+		if (!bad++)
+			errbuf_set(&why,
+				   "timeouts: %s; served without a "
+				   "deadline",
+				   e.msg);
+	}
+	if (!bad)
+		return 0;
+	return (env->up_err = pgm_dup(why.msg)) ? -EINVAL : -ENOMEM;
 }
 
 static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
@@ -1001,6 +1107,8 @@ static int pgm_row_deployment(struct pgm_job *j, PGresult *r, int i)
 	} else if (pgm_tls_hold(env)) {
 		return -ENOMEM;
 	}
+	if (pgm_dep_upstream(r, i, env) == -ENOMEM)
+		return -ENOMEM;
 	j->deps[j->nd].key = env->dep;
 	j->deps[j->nd++].env = env;
 	return 0;
@@ -1035,6 +1143,24 @@ static int pgm_row_endpoint(struct pgm_job *j, PGresult *r, int i)
 	return 0;
 }
 
+/* A domains row's wake (t or f) and activity ("app" or "background"):
+ * 0 with *bg, or -EINVAL with err. */
+static int pgm_dom_class(const char *wake, const char *act, bool *bg,
+			 struct errbuf *err)
+{
+	if (strcmp(wake, "t") != 0 && strcmp(wake, "f") != 0) {
+		errbuf_set(err, "wake \"%.16s\": not a boolean", wake);
+		return -EINVAL;
+	}
+	if (strcmp(act, "app") != 0 && strcmp(act, "background") != 0) {
+		errbuf_set(err, "activity \"%.32s\": \"app\" or \"background\"",
+			   act);
+		return -EINVAL;
+	}
+	*bg = strcmp(act, "background") == 0;
+	return 0;
+}
+
 static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 {
 	struct pgm_env *env = pgm_ref_find(j->envs, j->ne, PQgetvalue(r, i, 3));
@@ -1042,6 +1168,8 @@ static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 	struct pgm_dom *d;
 	struct errbuf e;
 	char key[400], *dom;
+	uint64_t total = 0;
+	bool bg = false;
 
 	if (!env)
 		return 0;
@@ -1052,9 +1180,22 @@ static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 		return -ENOMEM;
 	errbuf_clear(&e);
 	if (config_domain_check(dom, true, &e) ||
-	    (pre[0] && config_prefix_check(pre, &e))) {
+	    (pre[0] && config_prefix_check(pre, &e)) ||
+	    (!PQgetisnull(r, i, 6) &&
+	     pgm_interval_ms("request_total", PQgetvalue(r, i, 6), 1,
+			     CONFIG_REQUEST_TOTAL_MAX_MS, &total, &e)) ||
+	    pgm_dom_class(PQgetvalue(r, i, 4), PQgetvalue(r, i, 5), &bg, &e)) {
 		free(dom);
 		pgm_bad(&j->m->sk.domains, "domains", key, e.msg);
+		return 0;
+	}
+	/* 0028's constraint: a prefix-less row's paths are its
+	 * environment's own */
+	if (!pre[0] && (total || bg || !pgm_bool(PQgetvalue(r, i, 4)))) {
+		free(dom);
+		pgm_bad(&j->m->sk.domains, "domains", key,
+			"wake, activity and request_total are a path_prefix "
+			"row's");
 		return 0;
 	}
 	d = pgm_grow((void **)&env->doms, &env->n_doms, sizeof(*d));
@@ -1065,6 +1206,9 @@ static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 	d->domain = dom;
 	d->prefix = pgm_dup(pre);
 	d->strip = pgm_bool(PQgetvalue(r, i, 2));
+	d->no_wake = !pgm_bool(PQgetvalue(r, i, 4));
+	d->background = bg;
+	d->request_total_ms = total;
 	return d->prefix ? 0 : -ENOMEM;
 }
 
@@ -1387,6 +1531,9 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->deployment.hc = pe->hc;
 	e->deployment.tls = pe->tls;
 	e->deployment.send_proxy = pe->send_proxy;
+	e->deployment.retry = pe->retry;
+	e->deployment.circuit = pe->circuit;
+	e->deployment.request_total_ms = pe->request_total_ms;
 	/* the route holds its own profile, as long as a table serves it;
 	 * files that failed are tried again at every publish (a reload) */
 	if (!pe->tls.refused && pgm_tls_ready) {
@@ -1405,6 +1552,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->auth = auth_gate_get(pe->auth);
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;
+	e->idle_timeout_background_ms = pe->idle_bg_ms;
 	e->tls_auto = pe->tls_auto;
 	e->security.nosniff = true;
 	e->security.hsts_max_age_s = 365 * 86400;
@@ -1447,6 +1595,9 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 			continue;
 		}
 		e->claims[e->n_claims].strip_prefix = d->strip;
+		e->claims[e->n_claims].no_wake = d->no_wake;
+		e->claims[e->n_claims].background = d->background;
+		e->claims[e->n_claims].request_total_ms = d->request_total_ms;
 		e->claims[e->n_claims].domain = pgm_dup(d->domain);
 		e->claims[e->n_claims++].prefix = pgm_dup(d->prefix);
 		if (!e->claims[e->n_claims - 1].domain ||

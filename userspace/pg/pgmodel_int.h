@@ -19,6 +19,10 @@ struct pgm_dom {
 	char *domain; /* lowercased */
 	char *prefix; /* "" or a checked prefix */
 	bool strip;
+	/* a prefix row's wake = false, activity = 'background' and
+	 * request_total (0: the deployment's), checked (0028) */
+	bool no_wake, background;
+	uint64_t request_total_ms;
 };
 
 /* An api_keys row, checked. */
@@ -42,6 +46,13 @@ struct pgm_env {
 	bool tls_held, tls_files_failed;
 	char *tls_err;
 	enum config_send_proxy send_proxy; /* deployments.send_proxy */
+	/* deployments.retry, circuit and request_total (0028), checked:
+	 * not set (0) when NULL or refused; up_err says why one was
+	 * refused ("retry: max: ..."), NULL: none was */
+	struct config_retry retry;
+	struct config_circuit circuit;
+	uint64_t request_total_ms;
+	char *up_err;
 	/* "ID: why" when the active deployment's send_proxy was refused
 	 * (the deployment left out), NULL: it was not */
 	char *sp_err;
@@ -56,6 +67,7 @@ struct pgm_env {
 	bool on_demand;
 	unsigned state; /* enum pgm_env_state */
 	uint64_t idle_ms;
+	uint64_t idle_bg_ms;	   /* idle_timeout_background, 0: idle_ms */
 	bool https_redirect, hsts; /* environments' columns (0007) */
 	bool tls_auto;		   /* environments.tls = 'auto' (0026) */
 	/* environments.headers, redirects and unmatched (0016), checked */

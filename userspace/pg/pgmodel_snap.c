@@ -114,6 +114,68 @@ static int pgm_auth_unjson(const json_t *a, struct pgm_env *e)
 	return rc;
 }
 
+/* A domain as [domain, prefix, strip], with a fourth item, an object of
+ * its route keys (0028), when one is not the default. */
+static json_t *pgm_dom_json(const struct pgm_dom *d)
+{
+	if (!d->no_wake && !d->background && !d->request_total_ms)
+		return json_pack("[s, s, b]", d->domain, d->prefix, d->strip);
+	return json_pack("[s, s, b, {s:b, s:s, s:I}]", d->domain, d->prefix,
+			 d->strip, "wake", !d->no_wake, "activity",
+			 d->background ? "background" : "app",
+			 "request_total_ms", (json_int_t)d->request_total_ms);
+}
+
+/* The deployment's retry, circuit and request_total and the
+ * environment's idle_timeout_background (0028) into o, each when set
+ * (a refused value is saved as none: it is served without). 0 or
+ * -ENOMEM. */
+static int pgm_env_json_0028(const struct pgm_env *e, json_t *o)
+{
+	if (e->retry.set &&
+	    json_object_set_new(o, "retry", config_retry_to_json(&e->retry)))
+		return -ENOMEM;
+	if (e->circuit.set &&
+	    json_object_set_new(o, "circuit",
+				config_circuit_to_json(&e->circuit)))
+		return -ENOMEM;
+	if (e->request_total_ms &&
+	    json_object_set_new(o, "request_total_ms",
+				json_integer((json_int_t)e->request_total_ms)))
+		return -ENOMEM;
+	if (e->idle_bg_ms &&
+	    json_object_set_new(o, "idle_timeout_background_ms",
+				json_integer((json_int_t)e->idle_bg_ms)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* pgm_env_json_0028's keys from o into e: absent from a snapshot an edge
+ * before 0028 wrote (none). 0 or -EINVAL. */
+static int pgm_env_unjson_0028(json_t *o, struct pgm_env *e)
+{
+	json_t *rt = json_object_get(o, "retry");
+	json_t *cc = json_object_get(o, "circuit");
+	json_t *tot = json_object_get(o, "request_total_ms");
+	json_t *bg = json_object_get(o, "idle_timeout_background_ms");
+
+	/* the same checks as the columns' */
+	if (rt && config_retry_json(rt, &e->retry, NULL))
+		return -EINVAL;
+	if (cc && config_circuit_json(cc, &e->circuit, NULL))
+		return -EINVAL;
+	if (tot &&
+	    (!json_is_integer(tot) || json_integer_value(tot) < 1 ||
+	     (uint64_t)json_integer_value(tot) > CONFIG_REQUEST_TOTAL_MAX_MS))
+		return -EINVAL;
+	if (bg && (!json_is_integer(bg) || json_integer_value(bg) < 1000 ||
+		   (uint64_t)json_integer_value(bg) > CONFIG_DURATION_MAX_MS))
+		return -EINVAL;
+	e->request_total_ms = tot ? (uint64_t)json_integer_value(tot) : 0;
+	e->idle_bg_ms = bg ? (uint64_t)json_integer_value(bg) : 0;
+	return 0;
+}
+
 static json_t *pgm_env_json(const struct pgm_env *e)
 {
 	json_t *eps = json_array(), *doms = json_array(), *o = NULL;
@@ -127,9 +189,7 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 		if (json_array_append_new(eps, json_string(e->eps[i].text)))
 			goto out;
 	for (i = 0; i < e->n_doms; i++)
-		if (json_array_append_new(
-			doms, json_pack("[s, s, b]", e->doms[i].domain,
-					e->doms[i].prefix, e->doms[i].strip)))
+		if (json_array_append_new(doms, pgm_dom_json(&e->doms[i])))
 			goto out;
 	for (i = 0; i < e->n_tcp; i++)
 		if (json_array_append_new(
@@ -186,7 +246,9 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    "challenge", "mode", chal_mode_name(e->challenge.mode),
 	    "difficulty", (int)e->challenge.difficulty, "ttl_s",
 	    (json_int_t)e->challenge.ttl_s, "tls_auto", e->tls_auto);
-	if (o && e->auth && json_object_set_new(o, "auth", pgm_auth_json(e))) {
+	if (o &&
+	    ((e->auth && json_object_set_new(o, "auth", pgm_auth_json(e))) ||
+	     pgm_env_json_0028(e, o))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -462,6 +524,8 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		e->challenge.ttl_s = (uint32_t)t;
 	}
 	rc = pgm_auth_unjson(auth, e);
+	if (rc == 0)
+		rc = pgm_env_unjson_0028(o, e);
 	if (rc)
 		return rc;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
@@ -497,7 +561,23 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		int strip = 0;
 		struct pgm_dom *dm;
 
+		json_t *keys;
+		const char *act = "app";
+		int wake = 1;
+		json_int_t tot = 0;
+
 		if (json_unpack(x, "[s, s, b]", &d, &p, &strip))
+			return -EINVAL;
+		/* its route keys (0028): absent before them, and for a row
+		 * with the defaults */
+		keys = json_array_get(x, 3);
+		if (keys &&
+		    (json_unpack(keys, "{s:b, s:s, s:I}", "wake", &wake,
+				 "activity", &act, "request_total_ms", &tot) ||
+		     (strcmp(act, "app") != 0 &&
+		      strcmp(act, "background") != 0) ||
+		     tot < 0 || (uint64_t)tot > CONFIG_REQUEST_TOTAL_MAX_MS ||
+		     (!p[0] && (!wake || tot || strcmp(act, "app") != 0))))
 			return -EINVAL;
 		dm = pgm_grow((void **)&e->doms, &e->n_doms, sizeof(*dm));
 		if (!dm)
@@ -505,6 +585,9 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		dm->domain = pgm_dup(d);
 		dm->prefix = pgm_dup(p);
 		dm->strip = strip;
+		dm->no_wake = !wake;
+		dm->background = strcmp(act, "background") == 0;
+		dm->request_total_ms = (uint64_t)tot;
 		if (!dm->domain || !dm->prefix)
 			return -ENOMEM;
 		if (config_domain_check(dm->domain, true, NULL) ||

@@ -85,7 +85,7 @@ struct pgplane {
 		struct metrics_gauge *rules, *duplicates, *xdp_refused, *lag_ms;
 		struct metrics_gauge *xdp_over;
 		struct metrics_counter *changes, *snapshots, *reconnects;
-		struct metrics_counter *errors, *given_way, *skipped[11];
+		struct metrics_counter *errors, *given_way, *skipped[12];
 	} m;
 };
 
@@ -1052,6 +1052,7 @@ static void pgplane_tick_cb(evutil_socket_t fd, short what, void *arg)
 	PGPLANE_TO(p->m.skipped[8], st.skipped.env_rules);
 	PGPLANE_TO(p->m.skipped[9], st.skipped.api_keys);
 	PGPLANE_TO(p->m.skipped[10], p->chal_skipped);
+	PGPLANE_TO(p->m.skipped[11], st.skipped.upstream);
 #undef PGPLANE_TO
 }
 
@@ -1060,13 +1061,13 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	/* deployments.health_check: the deployment is served, without
 	 * the check; deployments.tls: its https:// endpoints are not
 	 * tried (pgmodel.h) */
-	static const char *const tables[11] = {
+	static const char *const tables[12] = {
 	    "endpoints",	  "domains",
 	    "ip_rules",		  "ids",
 	    "tcp_routes",	  "deployments.health_check",
 	    "deployments.tls",	  "deployments.send_proxy",
 	    "environments.rules", "api_keys",
-	    "challenge_keys"};
+	    "challenge_keys",	  "deployments.upstream"};
 	const char *lab[3] = {"table", NULL, NULL};
 	int i;
 
@@ -1126,7 +1127,7 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 	    "Names from the database left out because the configuration "
 	    "file claims them.",
 	    NULL);
-	for (i = 0; i < 11; i++) {
+	for (i = 0; i < 12; i++) {
 		lab[1] = tables[i];
 		p->m.skipped[i] = metrics_counter_new(
 		    m, "edge_db_rows_skipped_total",
@@ -1137,7 +1138,9 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 		    "the deployment skipped; environments.rules: an "
 		    "environment whose headers, redirects, unmatched, "
 		    "compression, inject, challenge or jwt did not parse, "
-		    "skipped; api_keys: that key left out).",
+		    "skipped; api_keys: that key left out; "
+		    "deployments.upstream: deployments served without their "
+		    "refused retry, circuit or request_total).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
@@ -1253,7 +1256,8 @@ json_t *pgplane_status_json(const struct pgplane *p)
 			 st.skipped.tcp_routes + p->tcp_refused +
 			 st.skipped.health_checks + st.skipped.tls +
 			 st.skipped.send_proxy + st.skipped.env_rules +
-			 st.skipped.api_keys + p->chal_skipped),
+			 st.skipped.api_keys + p->chal_skipped +
+			 st.skipped.upstream),
 	    "conflicts", (json_int_t)p->given_way, "xdp_attached", xs.attached,
 	    "xdp_rules", (json_int_t)xs.rules, "xdp_shadowed",
 	    (json_int_t)xs.shadowed, "late_changes", (json_int_t)st.late,
