@@ -1150,6 +1150,8 @@ static void proxy_try_promote(struct proxy_try *t)
 	struct h2up_stream *h2 = t->h2;
 	bool sent = t->sent;
 
+	if (p->state == PROXY_QUEUED) /* not while a hedge runs, but safe */
+		proxy_slot_unlink(r);
 	proxy_drop_uio(r, false);
 	if (p->u.counted)
 		proxy_slot_freed(r->w);
