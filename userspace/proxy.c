@@ -785,6 +785,8 @@ static void proxy_slot_look(struct proxy_set *ps)
 		proxy_slot_unlink(r);
 		PX(r)->state = PROXY_IDLE;
 		req_timer_stop(r);
+		if (!PX(r)->wread)
+			req_client_read(r, false);
 		proxy_connect(r);
 	}
 	if (ps->n) {
@@ -822,6 +824,10 @@ static void proxy_slot_wait(struct req *r)
 		return;
 	}
 	upstream_count_ep_full(r->w->up, false);
+	/* a client that leaves meanwhile is seen (proxy_client_gone) */
+	p->wread = req_client_reading(r);
+	if (!p->wread)
+		req_client_read(r, true);
 	p->state = PROXY_QUEUED;
 	p->wnext = NULL;
 	p->wprev = ps->tail;
@@ -2640,6 +2646,13 @@ static void proxy_client_gone(struct req *r, bool eof)
 
 	if (p->state == PROXY_TUNNEL)
 		return; /* the tunnel has the socket and ends itself */
+	if (p->state == PROXY_QUEUED) {
+		/* waiting for an endpoint's slot: a client that closes (or
+		 * half-closes: the two look the same until edge writes) has
+		 * given up, as in the admission queue; never sent */
+		req_end(r, OUTCOME_CLIENT_CLOSED, NULL);
+		return;
+	}
 	if (eof && p->req_body.done) {
 		/* a half-close after a complete request: answer, then close */
 		req_close_after(r, true);

@@ -99,8 +99,11 @@ struct proxy {
 	 * none; while it is read, state is PROXY_RELAYING with no head
 	 * sent */
 	struct proxy_inject *inj;
-	/* PROXY_QUEUED: its place among the worker's waiters (proxy.c) */
+	/* PROXY_QUEUED: its place among the worker's waiters (proxy.c),
+	 * and whether the client was read before (it is while waiting, so
+	 * that a client who leaves is seen) */
 	struct req *wnext, *wprev;
+	bool wread;
 	/* the request's hedges (docs/upstream.md, "Hedging"), NULL: none
 	 * armed */
 	struct proxy_hedges *hg;

@@ -15,7 +15,7 @@
 #            request: the next waits timeouts.queue, then 503 overloaded
 #            with Retry-After; one whose deadline (request_total) comes
 #            first gets 504 deadline_exceeded; a client that gives up while
-#            waiting leaves nothing behind
+#            waiting takes its request away (never sent)
 #   no room  limits.max_queued = 0 (a reload): over the cap is 503 at once
 #   metrics  waits and refusals counted; analytics records overloaded
 #
@@ -181,12 +181,7 @@ run_suite() {
 		else
 			t_fail "$v: the deadline while waiting" "$out"
 		fi
-		out=$(req one.test "/gone" -m 0.3)
-		if [[ "$out" == *":28 "* ]] && kill -0 "$EPID"; then
-			t_ok "$v: a client that gives up while waiting: gone, edged fine"
-		else
-			t_fail "$v: a waiter's client goes" "$out"
-		fi
+
 	else
 		t_fail "$v: the hanging request" "never reached the backend"
 	fi
@@ -203,6 +198,27 @@ run_suite() {
 		t_ok "$v: the slot freed: served again"
 	else
 		t_fail "$v: served after the hold" "$out"
+	fi
+
+	# ---- a waiter whose client leaves: the slot frees 0.8 s into the
+	# hold, while the waiter would still wait (timeouts.queue 1 s), but
+	# its client left at 0.3 s: never sent
+	before=$(count)
+	req one.test "/hold3?mode=wait800" >"$T_TMP/hold" &
+	hpid=$!
+	if wait_log $((before + 1)); then
+		out=$(req one.test "/gone" -m 0.3)
+		wait "$hpid"
+		sleep 1
+		if [[ "$out" == *":28 "* ]] && [ "$(cat "$T_TMP/hold")" = "200 -" ] &&
+			! grep -q '"/gone"' "$LOG" && kill -0 "$EPID"; then
+			t_ok "$v: a client that leaves while its request waits for a slot takes it away: never sent"
+		else
+			t_fail "$v: a waiter's client leaves" "$out; hold $(cat "$T_TMP/hold"); $(grep -c '"/gone"' "$LOG") /gone received"
+		fi
+	else
+		wait "$hpid"
+		t_fail "$v: the third hold" "never reached the backend"
 	fi
 
 	n=$(metric_at_least edge_upstream_endpoints_full_waits_total 4)
