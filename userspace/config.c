@@ -935,32 +935,31 @@ static int cfg_circuit(struct cfg *x, const config_setting_t *dep,
 }
 
 /* A deployment's hedge group (absent: none; docs/upstream.md,
- * "Hedging"). */
+ * "Hedging"), its values checked by config_hedge_of: the one check the
+ * database's deployments.hedge goes through too. */
 static int cfg_hedge(struct cfg *x, const config_setting_t *dep,
 		     const char *path, struct config_hedge *h)
 {
-	static const char *const keys[] = {"after", "max", NULL};
+	struct config_value v[CONFIG_HEDGE_NKEYS];
+	struct cfg_at at[CONFIG_HEDGE_NKEYS];
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
-	const char *v;
-	struct cfg_at at;
 	struct errbuf e;
-	uint64_t n;
-	int rc;
+	int rc, i, key;
 
 	memset(h, 0, sizeof(*h));
-	rc = cfg_group(x, dep, path, "hedge", keys, p, &g);
+	rc = cfg_group(x, dep, path, "hedge", config_hedge_keys, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	h->set = true;
-	rc = cfg_str(x, g, p, "after", "p95", &v, &at);
-	if (rc < 0)
-		return rc;
-	if (config_hedge_after_parse(v, h, &e) < 0)
-		return cfg_fail(x, at.s, at.key, "%s", e.msg);
-	rc = cfg_number(x, g, p, "max", CFG_COUNT, 1, 1, CONFIG_HEDGE_MAX, &n);
-	h->max = (unsigned)n;
-	return rc;
+	for (i = 0; i < CONFIG_HEDGE_NKEYS; i++) {
+		rc = cfg_value(x, g, p, config_hedge_keys[i], &v[i], &at[i]);
+		if (rc < 0)
+			return rc;
+	}
+	errbuf_clear(&e);
+	if (config_hedge_of(v, h, &key, &e) == 0)
+		return 0;
+	return cfg_fail(x, at[key].s, at[key].key, "%s", e.msg);
 }
 
 static int cfg_deployment(struct cfg *x, const config_setting_t *env,

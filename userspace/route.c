@@ -288,6 +288,7 @@ static struct route_seg *rt_seg_new(struct route_src_project *p, unsigned src,
 			c->r.request_total_ms = ce->claims[j].request_total_ms;
 			c->r.no_wake = ce->claims[j].no_wake;
 			c->r.background = ce->claims[j].background;
+			c->r.shed = ce->claims[j].shed;
 		}
 		s->n_routes += 1 + e->n_routes + ce->n_claims;
 	}

@@ -170,6 +170,7 @@ static int rs_env_dup(const struct route_src_env *f, struct route_src_env *t)
 		t->claims[i].request_total_ms = f->claims[i].request_total_ms;
 		t->claims[i].no_wake = f->claims[i].no_wake;
 		t->claims[i].background = f->claims[i].background;
+		t->claims[i].shed = f->claims[i].shed;
 		if (!rs_str(&t->claims[i].domain, f->claims[i].domain) ||
 		    !rs_str(&t->claims[i].prefix, f->claims[i].prefix))
 			return -ENOMEM;

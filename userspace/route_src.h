@@ -100,6 +100,7 @@ struct route_src_claim {
 	bool strip_prefix;
 	uint64_t request_total_ms; /* as route_src_route's */
 	bool no_wake, background;
+	bool shed; /* as route_src_route's: the environment's unless set */
 };
 
 struct route_src_env {

@@ -23,7 +23,10 @@
 #   http-01 or tls-alpn-01 refused; certificates.acme_name unique;
 #   migration 0028's columns (deployments.retry, circuit, request_total,
 #   domains.wake, activity, request_total, environments.
-#   idle_timeout_background) noted as their project's, domains' CHECKs.
+#   idle_timeout_background) noted as their project's, domains' CHECKs;
+#   migration 0029's (deployments.hedge, max_inflight, environments.shed,
+#   domains.shed) noted as their project's, max_inflight's range and
+#   domains.shed only on a path-prefix row (CHECKs).
 #
 #   B=build bash tests/pg/test_pg_schema.sh
 #
@@ -219,6 +222,24 @@ if ! pg_sql "UPDATE domains SET activity = 'batch' WHERE path_prefix = '/up'" >/
 	t_ok "domains: activity 'app' or 'background'; wake and request_total only with a path_prefix (CHECKs)"
 else
 	t_fail "domains: activity 'app' or 'background'; wake and request_total only with a path_prefix (CHECKs)" "a row went in"
+fi
+tx "set a deployment's hedge and max_inflight (migration 0029)" \
+	"UPDATE deployments SET hedge = '{\"after\": \"50ms\"}', max_inflight = 8 WHERE id = 'd6'" \
+	"project_route_change V p3" "project p3"
+tx "a path-prefix domain's shed (migration 0029)" \
+	"UPDATE domains SET shed = false WHERE path_prefix = '/up'" \
+	"project_route_change V p3" "project p3"
+tx "an environment's shed (migration 0029)" \
+	"UPDATE environments SET shed = true WHERE id = 'e4'" \
+	"project_route_change V p4" "project p4"
+if ! pg_sql "UPDATE deployments SET max_inflight = 1000001 WHERE id = 'd6'" >/dev/null 2>&1 &&
+	! pg_sql "UPDATE deployments SET max_inflight = -1 WHERE id = 'd6'" >/dev/null 2>&1 &&
+	! pg_sql "INSERT INTO domains (domain, environment_id, shed) VALUES ('noshed.example.com', 'e3', true)" >/dev/null 2>&1 &&
+	[ "$(pg_val "SELECT shed FROM environments WHERE id = 'e3'")" = f ] &&
+	[ "$(pg_val "SELECT max_inflight FROM deployments WHERE id = 'd6'")" = 8 ]; then
+	t_ok "deployments.max_inflight 0..1000000; domains.shed only with a path_prefix (CHECKs); environments.shed false by default"
+else
+	t_fail "deployments.max_inflight 0..1000000; domains.shed only with a path_prefix (CHECKs); environments.shed false by default" "a row went in"
 fi
 tx "a domain moved to another project" \
 	"UPDATE domains SET environment_id = 'e4' WHERE domain = 'three.example.com'" \

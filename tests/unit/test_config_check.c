@@ -798,6 +798,75 @@ START_TEST(test_rc_json_good)
 }
 END_TEST
 
+/* deployments.hedge (config_hedge_json): the file's checks, refusals
+ * named by key, the group zeroed; the defaults; each written back reads
+ * the same. */
+static const struct {
+	const char *json, *msg;
+} hedge_bads[] = {
+    {"[]", "expected a JSON object, found an array"},
+    {"{\"delay\": \"50ms\"}", "delay: unknown key"},
+    {"{\"after\": \"p10\"}",
+     "after: \"p10\": expected a percentile p50..p99 or a duration"},
+    {"{\"after\": \"2m\"}", "after: \"2m\" is out of range 1ms..60000ms"},
+    {"{\"after\": 50}", "after: expected a string, found an integer"},
+    {"{\"max\": 0}", "max: 0 is out of range 1..3"},
+    {"{\"max\": 4}", "max: 4 is out of range 1..3"},
+    {"{\"max\": \"1\"}", "max: expected an integer, found a string"},
+};
+
+START_TEST(test_hedge_json_bad)
+{
+	struct config_hedge h, hz;
+	struct errbuf err = {""};
+	json_t *o = json_loads(hedge_bads[_i].json, JSON_DECODE_ANY, NULL);
+
+	ck_assert_msg(o != NULL, "%s", hedge_bads[_i].json);
+	memset(&hz, 0, sizeof(hz));
+	memset(&h, 0xa5, sizeof(h));
+	ck_assert_int_eq(config_hedge_json(o, &h, &err), -EINVAL);
+	ck_assert_mem_eq(&h, &hz, sizeof(h));
+	ck_assert_int_eq(config_hedge_json(o, &h, NULL), -EINVAL);
+	ck_assert_str_eq(err.msg, hedge_bads[_i].msg);
+	json_decref(o);
+}
+END_TEST
+
+START_TEST(test_hedge_json_good)
+{
+	static const char *const goods[] = {"{}", "{\"after\": \"50ms\"}",
+					    "{\"after\": \"p99\", \"max\": 3}",
+					    "{\"after\": \"1m\", \"max\": 1}"};
+	struct config_hedge h, back;
+	struct errbuf err = {""};
+	json_t *o, *w;
+	size_t i;
+
+	o = json_object();
+	ck_assert_int_eq(config_hedge_json(o, &h, &err), 0);
+	ck_assert(h.set);
+	ck_assert_uint_eq(h.pct, 95);
+	ck_assert_uint_eq(h.max, 1);
+	json_decref(o);
+	for (i = 0; i < CK_NELEM(goods); i++) {
+		o = json_loads(goods[i], 0, NULL);
+		ck_assert_int_eq(config_hedge_json(o, &h, &err), 0);
+		w = config_hedge_to_json(&h);
+		ck_assert_ptr_nonnull(w);
+		ck_assert_int_eq(config_hedge_json(w, &back, &err), 0);
+		ck_assert_mem_eq(&h, &back, sizeof(h));
+		json_decref(w);
+		json_decref(o);
+	}
+	o = json_loads("{\"after\": \"50ms\", \"max\": 2}", 0, NULL);
+	ck_assert_int_eq(config_hedge_json(o, &h, &err), 0);
+	ck_assert_uint_eq(h.pct, 0);
+	ck_assert_uint_eq(h.after_ms, 50);
+	ck_assert_uint_eq(h.max, 2);
+	json_decref(o);
+}
+END_TEST
+
 static Suite *config_check_suite(void)
 {
 	Suite *s = suite_create("config_check");
@@ -821,6 +890,8 @@ static Suite *config_check_suite(void)
 	tcase_add_test(tc, test_up_tls_json_good);
 	tcase_add_loop_test(tc, test_rc_json_bad, 0, CK_NELEM(rc_bads));
 	tcase_add_test(tc, test_rc_json_good);
+	tcase_add_loop_test(tc, test_hedge_json_bad, 0, CK_NELEM(hedge_bads));
+	tcase_add_test(tc, test_hedge_json_good);
 	suite_add_tcase(s, tc);
 	return s;
 }

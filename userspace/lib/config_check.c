@@ -1160,6 +1160,8 @@ const char *const config_retry_keys[CONFIG_RETRY_NKEYS + 1] = {
     "on", "max", "budget", "backoff", NULL};
 const char *const config_circuit_keys[CONFIG_CIRCUIT_NKEYS + 1] = {
     "errors", "window", "min_requests", "open_for", NULL};
+const char *const config_hedge_keys[CONFIG_HEDGE_NKEYS + 1] = {"after", "max",
+							       NULL};
 
 /* A percentage value (config_percent_parse) within [min, 100], def when
  * absent. */
@@ -1264,6 +1266,28 @@ bad:
 	return -EINVAL;
 }
 
+int config_hedge_of(const struct config_value v[CONFIG_HEDGE_NKEYS],
+		    struct config_hedge *h, int *key, struct errbuf *err)
+{
+	const char *after;
+	uint64_t n;
+
+	memset(h, 0, sizeof(*h));
+	*key = CONFIG_HEDGE_KEY_AFTER;
+	if (config_hc_str(&v[*key], "p95", &after, err) ||
+	    config_hedge_after_parse(after, h, err))
+		goto bad;
+	*key = CONFIG_HEDGE_KEY_MAX;
+	if (config_hc_count(&v[*key], 1, 1, CONFIG_HEDGE_MAX, &n, err))
+		goto bad;
+	h->max = (unsigned)n;
+	h->set = true;
+	return 0;
+bad:
+	memset(h, 0, sizeof(*h));
+	return -EINVAL;
+}
+
 int config_retry_json(const json_t *o, struct config_retry *rt,
 		      struct errbuf *err)
 {
@@ -1311,6 +1335,27 @@ int config_circuit_json(const json_t *o, struct config_circuit *cc,
 	return -EINVAL;
 }
 
+int config_hedge_json(const json_t *o, struct config_hedge *h,
+		      struct errbuf *err)
+{
+	struct config_value v[CONFIG_HEDGE_NKEYS];
+	char num[CONFIG_HEDGE_NKEYS][24];
+	int key = -1;
+
+	memset(h, 0, sizeof(*h));
+	if (config_json_values(o, config_hedge_keys, CONFIG_HEDGE_NKEYS, v, num,
+			       err))
+		return -EINVAL;
+	if (config_hedge_of(v, h, &key, err) == 0)
+		return 0;
+	if (err) {
+		struct errbuf e = *err;
+
+		errbuf_set(err, "%s: %s", config_hedge_keys[key], e.msg);
+	}
+	return -EINVAL;
+}
+
 json_t *config_retry_to_json(const struct config_retry *rt)
 {
 	static const char *const names[] = {"connect", "reset", "502", "503",
@@ -1346,4 +1391,16 @@ json_t *config_circuit_to_json(const struct config_circuit *cc)
 	return json_pack("{s:s, s:s, s:I, s:s}", "errors", errors, "window",
 			 window, "min_requests", (json_int_t)cc->min_requests,
 			 "open_for", open_for);
+}
+
+json_t *config_hedge_to_json(const struct config_hedge *h)
+{
+	char after[32];
+
+	if (h->pct)
+		snprintf(after, sizeof(after), "p%u", h->pct);
+	else
+		snprintf(after, sizeof(after), "%llums",
+			 (unsigned long long)h->after_ms);
+	return json_pack("{s:s, s:i}", "after", after, "max", (int)h->max);
 }

@@ -448,10 +448,16 @@ enum config_circuit_key {
 	CONFIG_CIRCUIT_KEY_OPEN_FOR,
 	CONFIG_CIRCUIT_NKEYS,
 };
-/* Their names ("on", "max", ...; "errors", "window", ...),
- * NULL-terminated. */
+enum config_hedge_key {
+	CONFIG_HEDGE_KEY_AFTER = 0,
+	CONFIG_HEDGE_KEY_MAX,
+	CONFIG_HEDGE_NKEYS,
+};
+/* Their names ("on", "max", ...; "errors", "window", ...; "after",
+ * "max"), NULL-terminated. */
 extern const char *const config_retry_keys[CONFIG_RETRY_NKEYS + 1];
 extern const char *const config_circuit_keys[CONFIG_CIRCUIT_NKEYS + 1];
+extern const char *const config_hedge_keys[CONFIG_HEDGE_NKEYS + 1];
 
 /*
  * A retry group from the values of its keys (v[CONFIG_RETRY_KEY_*]): the
@@ -476,19 +482,30 @@ int config_retry_of(const struct config_value v[CONFIG_RETRY_NKEYS],
 int config_circuit_of(const struct config_value v[CONFIG_CIRCUIT_NKEYS],
 		      struct config_circuit *cc, int *key, struct errbuf *err);
 
-/* The same groups as JSON objects (the database's deployments.retry and
- * circuit, the local snapshot's copies): not an object, or an unknown
- * key, is refused too. 0 with the group set, or -EINVAL with err
+/* A hedge group from the values of its keys (v[CONFIG_HEDGE_KEY_*]),
+ * the one check of the file's and the database's: after "pNN" or a
+ * duration (config_hedge_after_parse; default "p95"); max an integer
+ * 1..CONFIG_HEDGE_MAX (default 1). 0 with *h (set), or -EINVAL with err
+ * and *key. */
+int config_hedge_of(const struct config_value v[CONFIG_HEDGE_NKEYS],
+		    struct config_hedge *h, int *key, struct errbuf *err);
+
+/* The same groups as JSON objects (the database's deployments.retry,
+ * circuit and hedge, the local snapshot's copies): not an object, or an
+ * unknown key, is refused too. 0 with the group set, or -EINVAL with err
  * ("max: ...", "on[1]: ...") and the group zeroed (none). */
 int config_retry_json(const json_t *o, struct config_retry *rt,
 		      struct errbuf *err);
 int config_circuit_json(const json_t *o, struct config_circuit *cc,
 			struct errbuf *err);
+int config_hedge_json(const json_t *o, struct config_hedge *h,
+		      struct errbuf *err);
 
 /* A set group as the JSON object the function above reads back to the
  * same group: a new reference, NULL when out of memory. */
 json_t *config_retry_to_json(const struct config_retry *rt);
 json_t *config_circuit_to_json(const struct config_circuit *cc);
+json_t *config_hedge_to_json(const struct config_hedge *h);
 
 /* The bit of a retry.on entry ("connect", "reset", "502", "503",
  * "504"). Returns 0 or -EINVAL with err set. */

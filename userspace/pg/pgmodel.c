@@ -21,7 +21,7 @@
 #include "tls_up.h"
 
 /* Columns of each set (enum pgm_set). */
-static const int pgm_cols[PGM_NSETS] = {3, 21, 8, 2, 7, 5, 6, 3};
+static const int pgm_cols[PGM_NSETS] = {3, 22, 10, 2, 8, 5, 6, 3};
 
 const char *const pgm_env_states[PGM_ENV_NSTATES] = {"running", "sleeping",
 						     "waking"};
@@ -181,13 +181,14 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "e.challenge_difficulty::text, "
 		    "extract(epoch FROM e.challenge_ttl)::text, "
 		    "e.api_keys, e.jwt::text, e.auth_request::text, e.tls, "
-		    "extract(epoch FROM e.idle_timeout_background)::text "
-		    "FROM environments e "
+		    "extract(epoch FROM e.idle_timeout_background)::text, "
+		    "e.shed FROM environments e "
 		    "WHERE %s;"
 		    "SELECT d.id, d.environment_id, d.health_check::text, "
 		    "d.tls::text, d.send_proxy, d.retry::text, "
 		    "d.circuit::text, "
-		    "extract(epoch FROM d.request_total)::text FROM "
+		    "extract(epoch FROM d.request_total)::text, "
+		    "d.hedge::text, d.max_inflight::text FROM "
 		    "deployments d JOIN "
 		    "environments e ON e.id = d.environment_id WHERE d.active "
 		    "AND %s;"
@@ -197,7 +198,7 @@ char *pgm_fetch_sql(PGconn *conn, const char *const *ids, size_t n, bool rules)
 		    "ORDER BY n.deployment_id, n.address;"
 		    "SELECT m.domain, m.path_prefix, m.strip_prefix, "
 		    "m.environment_id, m.wake, m.activity, "
-		    "extract(epoch FROM m.request_total)::text "
+		    "extract(epoch FROM m.request_total)::text, m.shed "
 		    "FROM domains m JOIN environments e ON "
 		    "e.id = m.environment_id WHERE %s;"
 		    /* expires_at in whole seconds, rounded up: NULL and
@@ -954,6 +955,7 @@ static int pgm_row_env(struct pgm_job *j, PGresult *r, int i)
 	env->state = (unsigned)st;
 	env->idle_ms = idle;
 	env->idle_bg_ms = idle_bg;
+	env->shed = pgm_bool(PQgetvalue(r, i, 21));
 	env->id = pgm_dup(PQgetvalue(r, i, 0));
 	env->name = pgm_dup(PQgetisnull(r, i, 2) ? PQgetvalue(r, i, 0)
 						 : PQgetvalue(r, i, 2));
@@ -1002,9 +1004,28 @@ static json_t *pgm_json(const char *text, struct errbuf *err)
 	return o;
 }
 
-/* Row i of a deployments set's retry, circuit and request_total into
- * env's: each refused one left unset, with env->up_err saying why (the
- * first). 0, -EINVAL (one was refused) or -ENOMEM. */
+/* A deployments row's max_inflight (integer text) within
+ * 0..CONFIG_EP_MAX_INFLIGHT_MAX: 0 with *n, or -EINVAL with err. */
+static int pgm_max_inflight(const char *text, uint64_t *n, struct errbuf *err)
+{
+	char *end = NULL;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno || end == text || *end || v < 0 ||
+	    v > CONFIG_EP_MAX_INFLIGHT_MAX) {
+		errbuf_set(err, "%.32s is out of range 0..%d", text,
+			   CONFIG_EP_MAX_INFLIGHT_MAX);
+		return -EINVAL;
+	}
+	*n = (uint64_t)v;
+	return 0;
+}
+
+/* Row i of a deployments set's retry, circuit, request_total, hedge and
+ * max_inflight into env's: each refused one left unset, with env->up_err
+ * saying why (the first). 0, -EINVAL (one was refused) or -ENOMEM. */
 static int pgm_dep_upstream(PGresult *r, int i, struct pgm_env *env)
 {
 	struct errbuf e, why;
@@ -1016,6 +1037,8 @@ static int pgm_dep_upstream(PGresult *r, int i, struct pgm_env *env)
 	memset(&env->retry, 0, sizeof(env->retry));
 	memset(&env->circuit, 0, sizeof(env->circuit));
 	env->request_total_ms = 0;
+	memset(&env->hedge, 0, sizeof(env->hedge));
+	env->max_inflight = 0;
 	errbuf_clear(&e);
 	errbuf_clear(&why);
 	if (!PQgetisnull(r, i, 5)) {
@@ -1049,6 +1072,26 @@ static int pgm_dep_upstream(PGresult *r, int i, struct pgm_env *env)
 			errbuf_set(&why,
 				   "timeouts: %s; served without a "
 				   "deadline",
+				   e.msg);
+	}
+	if (!PQgetisnull(r, i, 8)) {
+		o = pgm_json(PQgetvalue(r, i, 8), &e);
+		if (!o || config_hedge_json(o, &env->hedge, &e)) {
+			if (!bad++)
+				errbuf_set(&why,
+					   "hedge: %s; served without "
+					   "hedging",
+					   e.msg);
+		}
+		json_decref(o);
+	}
+	if (!PQgetisnull(r, i, 9) &&
+	    pgm_max_inflight(PQgetvalue(r, i, 9), &env->max_inflight, &e)) {
+		env->max_inflight = 0;
+		if (!bad++)
+			errbuf_set(&why,
+				   "max_inflight: %s; served without a "
+				   "cap",
 				   e.msg);
 	}
 	if (!bad)
@@ -1169,7 +1212,7 @@ static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 	struct errbuf e;
 	char key[400], *dom;
 	uint64_t total = 0;
-	bool bg = false;
+	bool bg = false, shed_set = !PQgetisnull(r, i, 7);
 
 	if (!env)
 		return 0;
@@ -1198,6 +1241,13 @@ static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 			"row's");
 		return 0;
 	}
+	/* 0029's: so is shed */
+	if (!pre[0] && shed_set) {
+		free(dom);
+		pgm_bad(&j->m->sk.domains, "domains", key,
+			"shed is a path_prefix row's");
+		return 0;
+	}
 	d = pgm_grow((void **)&env->doms, &env->n_doms, sizeof(*d));
 	if (!d) {
 		free(dom);
@@ -1209,6 +1259,8 @@ static int pgm_row_domain(struct pgm_job *j, PGresult *r, int i)
 	d->no_wake = !pgm_bool(PQgetvalue(r, i, 4));
 	d->background = bg;
 	d->request_total_ms = total;
+	d->shed_set = shed_set;
+	d->shed = shed_set && pgm_bool(PQgetvalue(r, i, 7));
 	return d->prefix ? 0 : -ENOMEM;
 }
 
@@ -1534,6 +1586,8 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->deployment.retry = pe->retry;
 	e->deployment.circuit = pe->circuit;
 	e->deployment.request_total_ms = pe->request_total_ms;
+	e->deployment.hedge = pe->hedge;
+	e->deployment.max_inflight = pe->max_inflight;
 	/* the route holds its own profile, as long as a table serves it;
 	 * files that failed are tried again at every publish (a reload) */
 	if (!pe->tls.refused && pgm_tls_ready) {
@@ -1553,6 +1607,7 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 	e->on_demand = pe->on_demand;
 	e->idle_timeout_ms = pe->idle_ms;
 	e->idle_timeout_background_ms = pe->idle_bg_ms;
+	e->shed = pe->shed;
 	e->tls_auto = pe->tls_auto;
 	e->security.nosniff = true;
 	e->security.hsts_max_age_s = 365 * 86400;
@@ -1598,6 +1653,8 @@ static int pgm_src_env(const struct pgm_env *pe, struct route_src_env *e)
 		e->claims[e->n_claims].no_wake = d->no_wake;
 		e->claims[e->n_claims].background = d->background;
 		e->claims[e->n_claims].request_total_ms = d->request_total_ms;
+		/* as the file's routes: NULL takes the environment's */
+		e->claims[e->n_claims].shed = d->shed_set ? d->shed : pe->shed;
 		e->claims[e->n_claims].domain = pgm_dup(d->domain);
 		e->claims[e->n_claims++].prefix = pgm_dup(d->prefix);
 		if (!e->claims[e->n_claims - 1].domain ||

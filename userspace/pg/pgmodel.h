@@ -13,8 +13,9 @@
  * tcproute.h), checking every value with config_check.h: a
  * row that does not parse (a domain, prefix, address or CIDR) is logged
  * with its table and key, counted and skipped, and the rest apply; a
- * deployment's health_check, retry, circuit or request_total that does
- * not (config_health_check_json, config_retry_json, ...) is logged with
+ * deployment's health_check, retry, circuit, request_total, hedge or
+ * max_inflight that does not (config_health_check_json,
+ * config_retry_json, config_hedge_json, ...) is logged with
  * the deployment's id and counted, once per reason, and the deployment
  * kept without it. It
  * saves itself to a JSON file and loads from one (the local snapshot a
@@ -43,7 +44,8 @@ enum pgm_set {
 			   * text; active ones), ... */
 	PGM_ENDPOINTS,	  /* deployment_id, address (active ones') */
 	PGM_DOMAINS,	  /* domain, path_prefix, strip_prefix, env id,
-			   * wake, activity, request_total (s, text) */
+			   * wake, activity, request_total (s, text),
+			   * shed (NULL: the environment's) */
 	PGM_RULES,	  /* id, cidr, action, project_id, expires (unix s) */
 	PGM_TCP,	  /* id, listen, sni, environment_id (tcp_routes) */
 	PGM_KEYS,	  /* environment_id, name, key_sha256 (api_keys) */
@@ -73,8 +75,9 @@ struct pgm_skipped {
 	 * inject, challenge or jwt were refused */
 	uint64_t env_rules;
 	uint64_t api_keys; /* api_keys rows refused (the key left out) */
-	/* deployments whose retry, circuit or request_total was refused
-	 * (served without it; counted once per deployment and reason) */
+	/* deployments whose retry, circuit, request_total, hedge or
+	 * max_inflight was refused (served without it; counted once per
+	 * deployment and reason) */
 	uint64_t upstream;
 };
 

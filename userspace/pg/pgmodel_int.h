@@ -23,6 +23,9 @@ struct pgm_dom {
 	 * request_total (0: the deployment's), checked (0028) */
 	bool no_wake, background;
 	uint64_t request_total_ms;
+	/* a prefix row's shed (0029): shed_set false (NULL), the
+	 * environment's */
+	bool shed_set, shed;
 };
 
 /* An api_keys row, checked. */
@@ -52,6 +55,9 @@ struct pgm_env {
 	struct config_retry retry;
 	struct config_circuit circuit;
 	uint64_t request_total_ms;
+	/* deployments.hedge and max_inflight (0029), the same way */
+	struct config_hedge hedge;
+	uint64_t max_inflight;
 	char *up_err;
 	/* "ID: why" when the active deployment's send_proxy was refused
 	 * (the deployment left out), NULL: it was not */
@@ -68,6 +74,7 @@ struct pgm_env {
 	unsigned state; /* enum pgm_env_state */
 	uint64_t idle_ms;
 	uint64_t idle_bg_ms;	   /* idle_timeout_background, 0: idle_ms */
+	bool shed;		   /* environments.shed (0029) */
 	bool https_redirect, hsts; /* environments' columns (0007) */
 	bool tls_auto;		   /* environments.tls = 'auto' (0026) */
 	/* environments.headers, redirects and unmatched (0016), checked */

@@ -115,15 +115,26 @@ static int pgm_auth_unjson(const json_t *a, struct pgm_env *e)
 }
 
 /* A domain as [domain, prefix, strip], with a fourth item, an object of
- * its route keys (0028), when one is not the default. */
+ * its route keys (0028; shed, 0029, only when set), when one is not the
+ * default. */
 static json_t *pgm_dom_json(const struct pgm_dom *d)
 {
-	if (!d->no_wake && !d->background && !d->request_total_ms)
+	json_t *o;
+
+	if (!d->no_wake && !d->background && !d->request_total_ms &&
+	    !d->shed_set)
 		return json_pack("[s, s, b]", d->domain, d->prefix, d->strip);
-	return json_pack("[s, s, b, {s:b, s:s, s:I}]", d->domain, d->prefix,
-			 d->strip, "wake", !d->no_wake, "activity",
-			 d->background ? "background" : "app",
-			 "request_total_ms", (json_int_t)d->request_total_ms);
+	o = json_pack("[s, s, b, {s:b, s:s, s:I}]", d->domain, d->prefix,
+		      d->strip, "wake", !d->no_wake, "activity",
+		      d->background ? "background" : "app", "request_total_ms",
+		      (json_int_t)d->request_total_ms);
+	if (o && d->shed_set &&
+	    json_object_set_new(json_array_get(o, 3), "shed",
+				json_boolean(d->shed))) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 /* The deployment's retry, circuit and request_total and the
@@ -147,6 +158,43 @@ static int pgm_env_json_0028(const struct pgm_env *e, json_t *o)
 	    json_object_set_new(o, "idle_timeout_background_ms",
 				json_integer((json_int_t)e->idle_bg_ms)))
 		return -ENOMEM;
+	return 0;
+}
+
+/* The deployment's hedge and max_inflight and the environment's shed
+ * (0029) into o, each when set. 0 or -ENOMEM. */
+static int pgm_env_json_0029(const struct pgm_env *e, json_t *o)
+{
+	if (e->hedge.set &&
+	    json_object_set_new(o, "hedge", config_hedge_to_json(&e->hedge)))
+		return -ENOMEM;
+	if (e->max_inflight &&
+	    json_object_set_new(o, "max_inflight",
+				json_integer((json_int_t)e->max_inflight)))
+		return -ENOMEM;
+	if (e->shed && json_object_set_new(o, "shed", json_true()))
+		return -ENOMEM;
+	return 0;
+}
+
+/* pgm_env_json_0029's keys from o into e: absent from a snapshot an edge
+ * before 0029 wrote (none). 0 or -EINVAL. */
+static int pgm_env_unjson_0029(json_t *o, struct pgm_env *e)
+{
+	json_t *hd = json_object_get(o, "hedge");
+	json_t *mi = json_object_get(o, "max_inflight");
+	json_t *sh = json_object_get(o, "shed");
+
+	/* the same checks as the columns' */
+	if (hd && config_hedge_json(hd, &e->hedge, NULL))
+		return -EINVAL;
+	if (mi && (!json_is_integer(mi) || json_integer_value(mi) < 0 ||
+		   json_integer_value(mi) > CONFIG_EP_MAX_INFLIGHT_MAX))
+		return -EINVAL;
+	if (sh && !json_is_boolean(sh))
+		return -EINVAL;
+	e->max_inflight = mi ? (uint64_t)json_integer_value(mi) : 0;
+	e->shed = sh && json_is_true(sh);
 	return 0;
 }
 
@@ -248,7 +296,7 @@ static json_t *pgm_env_json(const struct pgm_env *e)
 	    (json_int_t)e->challenge.ttl_s, "tls_auto", e->tls_auto);
 	if (o &&
 	    ((e->auth && json_object_set_new(o, "auth", pgm_auth_json(e))) ||
-	     pgm_env_json_0028(e, o))) {
+	     pgm_env_json_0028(e, o) || pgm_env_json_0029(e, o))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -526,6 +574,8 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 	rc = pgm_auth_unjson(auth, e);
 	if (rc == 0)
 		rc = pgm_env_unjson_0028(o, e);
+	if (rc == 0)
+		rc = pgm_env_unjson_0029(o, e);
 	if (rc)
 		return rc;
 	stv = st ? pgm_env_state_parse(st) : PGM_ENV_RUNNING;
@@ -561,7 +611,7 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		int strip = 0;
 		struct pgm_dom *dm;
 
-		json_t *keys;
+		json_t *keys, *shed;
 		const char *act = "app";
 		int wake = 1;
 		json_int_t tot = 0;
@@ -579,6 +629,10 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		     tot < 0 || (uint64_t)tot > CONFIG_REQUEST_TOTAL_MAX_MS ||
 		     (!p[0] && (!wake || tot || strcmp(act, "app") != 0))))
 			return -EINVAL;
+		/* its shed (0029): absent, the environment's */
+		shed = keys ? json_object_get(keys, "shed") : NULL;
+		if (shed && (!json_is_boolean(shed) || !p[0]))
+			return -EINVAL;
 		dm = pgm_grow((void **)&e->doms, &e->n_doms, sizeof(*dm));
 		if (!dm)
 			return -ENOMEM;
@@ -588,6 +642,8 @@ static int pgm_env_unjson(json_t *o, struct pgm_env *e)
 		dm->no_wake = !wake;
 		dm->background = strcmp(act, "background") == 0;
 		dm->request_total_ms = (uint64_t)tot;
+		dm->shed_set = shed != NULL;
+		dm->shed = shed && json_is_true(shed);
 		if (!dm->domain || !dm->prefix)
 			return -ENOMEM;
 		if (config_domain_check(dm->domain, true, NULL) ||

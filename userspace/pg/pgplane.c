@@ -1140,7 +1140,8 @@ static int pgplane_metrics(struct pgplane *p, struct metrics *m)
 		    "compression, inject, challenge or jwt did not parse, "
 		    "skipped; api_keys: that key left out; "
 		    "deployments.upstream: deployments served without their "
-		    "refused retry, circuit or request_total).",
+		    "refused retry, circuit, request_total, hedge or "
+		    "max_inflight).",
 		    lab);
 		if (!p->m.skipped[i])
 			return -ENOMEM;
