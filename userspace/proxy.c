@@ -721,11 +721,15 @@ static void proxy_set_uio(struct req *r, struct sockio *uio)
 
 /* How often a worker with waiters looks again (another worker's request
  * may have freed a slot: only a slot freed here kicks it at once), how
- * many waiters one look sends on at most, and how far into the queue it
- * looks for one whose endpoints have room. */
+ * many waiters one look sends on at most, how far into the queue it
+ * looks for one whose endpoints have room, and how many routes found
+ * full it remembers during a look (their other waiters are passed over
+ * without asking again: a full deployment's waiters do not hold up
+ * another's behind them). */
 #define PROXY_SLOT_POLL_MS 5
 #define PROXY_SLOT_BATCH 32
-#define PROXY_SLOT_SCAN 64
+#define PROXY_SLOT_SCAN 4096
+#define PROXY_SLOT_FULL 8
 
 /* A worker's requests in PROXY_QUEUED, oldest first. */
 struct proxy_set {
@@ -768,18 +772,30 @@ static void proxy_slot_freed(struct worker *w)
  * change under any of them, so every pick starts from the head. */
 static void proxy_slot_look(struct proxy_set *ps)
 {
-	uint64_t now = clk_now_ns();
-	size_t sent, k;
+	uint64_t now = clk_now_ns(), full[PROXY_SLOT_FULL];
+	size_t sent, k, i, nfull = 0;
 	struct req *r;
 
 	for (sent = 0; sent < PROXY_SLOT_BATCH && ps->n; sent++) {
 		for (r = ps->head, k = 0; r && k < PROXY_SLOT_SCAN;
-		     r = PX(r)->wnext, k++)
+		     r = PX(r)->wnext, k++) {
+			/* a retry's waiter (endpoints tried) is asked
+			 * itself: its route's room may not be its */
+			bool known_full = false;
+
+			for (i = 0; i < nfull && PX(r)->u.ntried == 0; i++)
+				if (full[i] == r->m.route_key)
+					known_full = true;
+			if (known_full)
+				continue;
 			if (upstream_has_room(ps->w->up, r->m.upstreams,
 					      r->m.n_upstreams, PX(r)->u.tried,
 					      PX(r)->u.ntried,
 					      r->m.ep_max_inflight, now))
 				break;
+			if (PX(r)->u.ntried == 0 && nfull < PROXY_SLOT_FULL)
+				full[nfull++] = r->m.route_key;
+		}
 		if (!r || k == PROXY_SLOT_SCAN)
 			break;
 		proxy_slot_unlink(r);
