@@ -810,6 +810,28 @@ static int cfg_route(struct cfg *x, const config_setting_t *g, const char *path,
 	return rc;
 }
 
+/* A deployment's group NAME read for its checker (config_*_of): *g the
+ * group (NULL: absent, nothing read), v[i] and at[i] the values and
+ * places of keys[0..n). 0, or -errno (an error already reported). */
+static int cfg_group_values(struct cfg *x, const config_setting_t *dep,
+			    const char *path, const char *name,
+			    const char *const *keys, int n,
+			    struct config_value *v, struct cfg_at *at, char *p,
+			    const config_setting_t **g)
+{
+	int rc, i;
+
+	rc = cfg_group(x, dep, path, name, keys, p, g);
+	if (rc < 0 || !*g)
+		return rc;
+	for (i = 0; i < n; i++) {
+		rc = cfg_value(x, *g, p, keys[i], &v[i], &at[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* A deployment's health_check group (absent: none), its values checked
  * by config_health_check_of: the one check the database's
  * deployments.health_check goes through too. */
@@ -821,17 +843,13 @@ static int cfg_health_check(struct cfg *x, const config_setting_t *dep,
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	struct errbuf e;
-	int rc, i, key;
+	int rc, key;
 
 	memset(hc, 0, sizeof(*hc));
-	rc = cfg_group(x, dep, path, "health_check", config_hc_keys, p, &g);
+	rc = cfg_group_values(x, dep, path, "health_check", config_hc_keys,
+			      CONFIG_HC_NKEYS, v, at, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	for (i = 0; i < CONFIG_HC_NKEYS; i++) {
-		rc = cfg_value(x, g, p, config_hc_keys[i], &v[i], &at[i]);
-		if (rc < 0)
-			return rc;
-	}
 	errbuf_clear(&e);
 	if (config_health_check_of(v, hc, &key, &e) == 0)
 		return 0;
@@ -853,17 +871,13 @@ static int cfg_up_tls(struct cfg *x, const config_setting_t *dep,
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	struct errbuf e;
-	int rc, i, key;
+	int rc, key;
 
 	memset(t, 0, sizeof(*t));
-	rc = cfg_group(x, dep, path, "tls", config_up_tls_keys, p, &g);
+	rc = cfg_group_values(x, dep, path, "tls", config_up_tls_keys,
+			      CONFIG_UP_TLS_NKEYS, v, at, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	for (i = 0; i < CONFIG_UP_TLS_NKEYS; i++) {
-		rc = cfg_value(x, g, p, config_up_tls_keys[i], &v[i], &at[i]);
-		if (rc < 0)
-			return rc;
-	}
 	errbuf_clear(&e);
 	if (config_up_tls_of(v, t, &key, &e) == 0)
 		return 0;
@@ -883,17 +897,13 @@ static int cfg_retry(struct cfg *x, const config_setting_t *dep,
 	char p[CFG_KEY_MAX], ek[CFG_KEY_MAX];
 	const config_setting_t *g;
 	struct errbuf e;
-	int rc, i, key, item;
+	int rc, key, item;
 
 	memset(rt, 0, sizeof(*rt));
-	rc = cfg_group(x, dep, path, "retry", config_retry_keys, p, &g);
+	rc = cfg_group_values(x, dep, path, "retry", config_retry_keys,
+			      CONFIG_RETRY_NKEYS, v, at, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	for (i = 0; i < CONFIG_RETRY_NKEYS; i++) {
-		rc = cfg_value(x, g, p, config_retry_keys[i], &v[i], &at[i]);
-		if (rc < 0)
-			return rc;
-	}
 	errbuf_clear(&e);
 	if (config_retry_of(v, rt, &key, &item, &e) == 0)
 		return 0;
@@ -917,17 +927,13 @@ static int cfg_circuit(struct cfg *x, const config_setting_t *dep,
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	struct errbuf e;
-	int rc, i, key;
+	int rc, key;
 
 	memset(cc, 0, sizeof(*cc));
-	rc = cfg_group(x, dep, path, "circuit", config_circuit_keys, p, &g);
+	rc = cfg_group_values(x, dep, path, "circuit", config_circuit_keys,
+			      CONFIG_CIRCUIT_NKEYS, v, at, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	for (i = 0; i < CONFIG_CIRCUIT_NKEYS; i++) {
-		rc = cfg_value(x, g, p, config_circuit_keys[i], &v[i], &at[i]);
-		if (rc < 0)
-			return rc;
-	}
 	errbuf_clear(&e);
 	if (config_circuit_of(v, cc, &key, &e) == 0)
 		return 0;
@@ -945,17 +951,13 @@ static int cfg_hedge(struct cfg *x, const config_setting_t *dep,
 	char p[CFG_KEY_MAX];
 	const config_setting_t *g;
 	struct errbuf e;
-	int rc, i, key;
+	int rc, key;
 
 	memset(h, 0, sizeof(*h));
-	rc = cfg_group(x, dep, path, "hedge", config_hedge_keys, p, &g);
+	rc = cfg_group_values(x, dep, path, "hedge", config_hedge_keys,
+			      CONFIG_HEDGE_NKEYS, v, at, p, &g);
 	if (rc < 0 || !g)
 		return rc;
-	for (i = 0; i < CONFIG_HEDGE_NKEYS; i++) {
-		rc = cfg_value(x, g, p, config_hedge_keys[i], &v[i], &at[i]);
-		if (rc < 0)
-			return rc;
-	}
 	errbuf_clear(&e);
 	if (config_hedge_of(v, h, &key, &e) == 0)
 		return 0;
