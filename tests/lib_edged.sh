@@ -313,3 +313,24 @@ edged_browser_net() {
 	BR_CLIENT="$net.2"
 	BR_IN=(t_in "$ns")
 }
+
+# h2_release_ok FILE TAG: h2raw.py's release case (in FILE, played with
+# TAG) went as on a session never released: every stream 200, x-park as
+# sent each time, the POST and the download whole, the session released
+# in each pause, the client's HPACK table emptied (0) and given back
+# (4096), the frames of closed streams ignored (stream 1 answered once),
+# no reset, no GOAWAY
+h2_release_ok() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["echo"]
+val = "%s-release-%s" % (sys.argv[2], "v" * 40)
+t = d.get("table_sizes", [])
+ok = (all(d["streams"].get(s) == 200 for s in ("1", "3", "5", "7", "9", "11")) and
+      all(e[s]["x-park"] == val for s in ("1", "3", "5", "7", "9")) and
+      e["9"]["body_len"] == 300000 and d["downloaded"] == 200000 and
+      len(d["released"]) == 4 and None not in d["released"] and
+      0 in t and 4096 in t[t.index(0):] and d["responses"]["1"] == 1 and
+      not d["resets"] and d["goaway"] is None and "client_error" not in d)
+sys.exit(0 if ok else 1)' "$1" "$2" 2>/dev/null
+}

@@ -39,7 +39,25 @@
  * count): the fields repeated from response to response (server,
  * content-type, ...) fit; what it holds stays with an idle connection. */
 #define H2_DEFLATE_TABLE 1024
+/* An idle connection's session is released (h2_release) once parked;
+ * one whose client's HPACK table holds fields is first asked to empty it
+ * (SETTINGS_HEADER_TABLE_SIZE 0) after this long without a stream's
+ * progress, and gets the table back with its next request. */
+#define H2_SHRINK_MS 1000
+#define H2_HD_TABLE 4096 /* RFC 7541's default, the one edge offers */
 struct h2c;
+
+/* What a released session is made again from (h2_renew): the settings
+ * both ways, the connection windows, the highest stream id the client
+ * used. */
+#define H2_LOCAL_SETTINGS 6
+#define H2_REMOTE_SETTINGS 7
+struct h2saved {
+	uint32_t local[H2_LOCAL_SETTINGS];   /* h2_local_ids' values */
+	uint32_t remote[H2_REMOTE_SETTINGS]; /* h2_remote_ids' */
+	int32_t local_window;		     /* the client may send */
+	int32_t remote_window;		     /* edge may send */
+};
 
 /* What a stream has for its request once nghttp2 has returned. */
 #define H2_EV_HEAD 0x01	   /* its head is complete */
@@ -86,8 +104,8 @@ struct h2s {
 TAILQ_HEAD(h2s_list, h2s);
 
 struct h2c {
-	struct conn *c; /* NULL while parked */
-	nghttp2_session *s;
+	struct conn *c;	    /* NULL while parked */
+	nghttp2_session *s; /* NULL while parked and released */
 	struct h2s_list streams;
 	struct h2s_list work;
 	unsigned nactive;	 /* streams whose request is active */
@@ -101,7 +119,13 @@ struct h2c {
 	bool why_counted;	 /* its end is counted by edge's reason */
 	bool finishing;		 /* conn_next(c, true) was called */
 	bool park_armed;	 /* c->btimer runs to park the connection */
-	struct h2mem mem;	 /* nghttp2's allocator, its output paged */
+	bool client_settings;	 /* the client's first SETTINGS came */
+	bool shrunk;		 /* HEADER_TABLE_SIZE 0 went out */
+	bool renewing;		 /* h2_renew feeds the new session */
+	unsigned settings_unacked; /* edge's SETTINGS not acknowledged */
+	int32_t max_id;		   /* the highest HEADERS stream id seen */
+	struct h2saved saved;	   /* while s is NULL (released) */
+	struct h2mem mem;	   /* nghttp2's allocator, its output paged */
 };
 
 static void h2_flush(struct h2c *hc);
@@ -609,9 +633,20 @@ static int h2_on_begin_headers(nghttp2_session *session,
 	struct h2c *hc = user;
 	struct h2s *s;
 
+	if (hc->renewing) /* h2_renew's stream: no request */
+		return 0;
 	if (frame->hd.type != NGHTTP2_HEADERS ||
 	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	if (hc->shrunk) {
+		/* the client's HPACK table back for what follows */
+		nghttp2_settings_entry t = {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE,
+					    H2_HD_TABLE};
+
+		if (nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, &t,
+					    1) == 0)
+			hc->shrunk = false;
+	}
 	s = h2s_new(hc, frame->hd.stream_id);
 	if (!s) {
 		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE,
@@ -758,13 +793,36 @@ static void h2_in_end(struct h2s *s)
 		h2_post(s, H2_EV_DATA);
 }
 
+/* Every frame's header: the highest stream id a HEADERS frame named
+ * (nghttp2's own, last_recv_stream_id, is not to be read), for a
+ * released session to be made again with it. */
+static int h2_on_begin_frame(nghttp2_session *session,
+			     const nghttp2_frame_hd *hd, void *user)
+{
+	struct h2c *hc = user;
+
+	(void)session;
+	if (hd->type == NGHTTP2_HEADERS && hd->stream_id > hc->max_id &&
+	    !hc->renewing)
+		hc->max_id = hd->stream_id;
+	return 0;
+}
+
 static int h2_on_frame_recv(nghttp2_session *session,
 			    const nghttp2_frame *frame, void *user)
 {
 	struct h2c *hc = user;
 	struct h2s *s;
 
+	if (hc->renewing)
+		return 0;
 	switch (frame->hd.type) {
+	case NGHTTP2_SETTINGS:
+		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK))
+			hc->client_settings = true;
+		else if (hc->settings_unacked > 0)
+			hc->settings_unacked--;
+		return 0;
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(false, true, frame->goaway.error_code);
 		return 0;
@@ -819,12 +877,19 @@ static void h2_count_goaway_why(struct h2c *hc, uint32_t code)
 static int h2_on_frame_send(nghttp2_session *session,
 			    const nghttp2_frame *frame, void *user)
 {
+	struct h2c *hc = user;
 	struct h2s *s;
 
+	if (hc->renewing)
+		return 0;
 	switch (frame->hd.type) {
+	case NGHTTP2_SETTINGS:
+		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK))
+			hc->settings_unacked++;
+		return 0;
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(true, true, frame->goaway.error_code);
-		h2_count_goaway_why(user, frame->goaway.error_code);
+		h2_count_goaway_why(hc, frame->goaway.error_code);
 		return 0;
 	case NGHTTP2_RST_STREAM:
 		http2_count_frame(true, false, frame->rst_stream.error_code);
@@ -1213,18 +1278,269 @@ static bool h2_quiet(const struct h2c *hc)
 	       !nghttp2_session_want_write(hc->s);
 }
 
+/* The settings a released session keeps, each way (struct h2saved). */
+static const int32_t h2_local_ids[H2_LOCAL_SETTINGS] = {
+    NGHTTP2_SETTINGS_HEADER_TABLE_SIZE,
+    NGHTTP2_SETTINGS_ENABLE_PUSH,
+    NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+    NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+    NGHTTP2_SETTINGS_MAX_FRAME_SIZE,
+    NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+};
+static const int32_t h2_remote_ids[H2_REMOTE_SETTINGS] = {
+    NGHTTP2_SETTINGS_HEADER_TABLE_SIZE,
+    NGHTTP2_SETTINGS_ENABLE_PUSH,
+    NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+    NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+    NGHTTP2_SETTINGS_MAX_FRAME_SIZE,
+    NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+    NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES,
+};
+
+/* Whether hc's quiet session could be released but for its client's
+ * HPACK table (how many bytes it holds, *table): the client's SETTINGS
+ * came and edge's are acknowledged. */
+static bool h2_could_release(struct h2c *hc, size_t *table)
+{
+	uint32_t pri = nghttp2_session_get_remote_settings(
+	    hc->s, NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES);
+	int32_t win = nghttp2_session_get_remote_window_size(hc->s);
+
+	*table = nghttp2_session_get_hd_inflate_dynamic_table_size(hc->s);
+	/* a window below the initial one is taken down to it by a stream's
+	 * body (h2_renew): there must have been one */
+	return hc->client_settings && hc->settings_unacked == 0 && pri <= 1 &&
+	       win >= 0 &&
+	       (win >= NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE ||
+		hc->max_id > 0);
+}
+
+/* Release hc's session (parked, quiet, h2_could_release with an empty
+ * table): what h2_renew needs is kept in hc->saved. */
+static void h2_release(struct h2c *hc)
+{
+	struct h2saved *v = &hc->saved;
+	unsigned i;
+
+	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
+		v->local[i] =
+		    nghttp2_session_get_local_settings(hc->s, h2_local_ids[i]);
+	for (i = 0; i < H2_REMOTE_SETTINGS; i++)
+		v->remote[i] = nghttp2_session_get_remote_settings(
+		    hc->s, h2_remote_ids[i]);
+	v->local_window =
+	    nghttp2_session_get_effective_local_window_size(hc->s);
+	v->remote_window = nghttp2_session_get_remote_window_size(hc->s);
+	nghttp2_session_del(hc->s);
+	hc->s = NULL;
+	http2_count_released(1);
+}
+
+static int h2_session_new(struct h2c *hc);
+
+/* A frame header at p: 9 bytes. */
+static size_t h2_frame_hd(uint8_t *p, uint32_t len, uint8_t type, uint8_t flags,
+			  int32_t id)
+{
+	p[0] = (uint8_t)(len >> 16);
+	p[1] = (uint8_t)(len >> 8);
+	p[2] = (uint8_t)len;
+	p[3] = type;
+	p[4] = flags;
+	p[5] = (uint8_t)((uint32_t)id >> 24) & 0x7f;
+	p[6] = (uint8_t)((uint32_t)id >> 16);
+	p[7] = (uint8_t)((uint32_t)id >> 8);
+	p[8] = (uint8_t)id;
+	return 9;
+}
+
+static size_t h2_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+	return 4;
+}
+
+/* Feed n bytes at p to hc's session, and drop what it answers. */
+static int h2_feed(struct h2c *hc, const uint8_t *p, size_t n)
+{
+	const uint8_t *data;
+	ssize_t k;
+
+	if (n && nghttp2_session_mem_recv(hc->s, p, n) != (ssize_t)n)
+		return -1;
+	while ((k = nghttp2_session_mem_send(hc->s, &data)) > 0)
+		;
+	return k < 0 ? -1 : 0;
+}
+
+/* h2_renew's response body: *source.ptr zero bytes. */
+static ssize_t h2_renew_read(nghttp2_session *session, int32_t id, uint8_t *buf,
+			     size_t len, uint32_t *flags,
+			     nghttp2_data_source *source, void *user)
+{
+	uint32_t *left = source->ptr;
+	size_t n = len < *left ? len : *left;
+
+	(void)session;
+	(void)id;
+	(void)user;
+	memset(buf, 0, n);
+	*left -= (uint32_t)n;
+	if (*left == 0)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
+/* A session for a released hc, in the state the released one was in as
+ * far as either side can tell: edge's settings acknowledged, the
+ * client's as they were, both connection windows, and the client's
+ * highest stream id (later frames of older streams are those of closed
+ * streams, not idle ones). It is made by feeding a new session the
+ * frames that lead there and dropping what it sends: the preface, the
+ * client's SETTINGS, a WINDOW_UPDATE for a window above the initial
+ * one, the ACK of edge's SETTINGS, then a request with that stream id
+ * (only fields that leave both HPACK tables as they are, led by the
+ * client's table size update if edge's table size is 0: the client owes
+ * that update, and the released session's decoder held no entry) whose
+ * response's body takes the connection window down to what it was.
+ * 0, or -1: no memory, or a state not as it was (logged). */
+static int h2_renew(struct h2c *hc)
+{
+	static const uint8_t req[] = {
+	    0x82,	     /* :method GET */
+	    0x84,	     /* :path / */
+	    0x87,	     /* :scheme https */
+	    0x01, 0x01, 'a', /* :authority a, not indexed */
+	};
+	const struct h2saved *v = &hc->saved;
+	nghttp2_settings_entry iv[H2_LOCAL_SETTINGS];
+	nghttp2_nv st = {(uint8_t *)":status", (uint8_t *)"200", 7, 3,
+			 NGHTTP2_NV_FLAG_NONE};
+	nghttp2_data_provider prd = {.read_callback = h2_renew_read};
+	uint8_t b[128], *p = b;
+	uint32_t need = 0;
+	int32_t up;
+	unsigned i;
+	int rc = -1;
+
+	if (h2_session_new(hc))
+		return -1;
+	http2_count_released(-1);
+	hc->renewing = true;
+	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
+		iv[i] = (nghttp2_settings_entry){h2_local_ids[i], v->local[i]};
+	if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, iv,
+				    H2_LOCAL_SETTINGS) ||
+	    (v->local_window != NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE &&
+	     nghttp2_session_set_local_window_size(hc->s, NGHTTP2_FLAG_NONE, 0,
+						   v->local_window)))
+		goto out;
+	memcpy(p, NGHTTP2_CLIENT_MAGIC, NGHTTP2_CLIENT_MAGIC_LEN);
+	p += NGHTTP2_CLIENT_MAGIC_LEN;
+	p += h2_frame_hd(p, 6 * H2_REMOTE_SETTINGS, NGHTTP2_SETTINGS, 0, 0);
+	for (i = 0; i < H2_REMOTE_SETTINGS; i++) {
+		*p++ = (uint8_t)(h2_remote_ids[i] >> 8);
+		*p++ = (uint8_t)h2_remote_ids[i];
+		p += h2_put32(p, v->remote[i]);
+	}
+	up = v->remote_window - NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE;
+	if (up > 0) {
+		p += h2_frame_hd(p, 4, NGHTTP2_WINDOW_UPDATE, 0, 0);
+		p += h2_put32(p, (uint32_t)up);
+	}
+	if (h2_feed(hc, b, (size_t)(p - b)))
+		goto out;
+	p = b;
+	p += h2_frame_hd(p, 0, NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
+	if (hc->max_id > 0) {
+		bool upd = v->local[0] == 0; /* HEADER_TABLE_SIZE */
+
+		p += h2_frame_hd(
+		    p, (uint32_t)(sizeof(req) + upd), NGHTTP2_HEADERS,
+		    NGHTTP2_FLAG_END_STREAM | NGHTTP2_FLAG_END_HEADERS,
+		    hc->max_id);
+		if (upd)
+			*p++ = 0x20; /* dynamic table size update: 0 */
+		memcpy(p, req, sizeof(req));
+		p += sizeof(req);
+		if (v->remote_window < NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE)
+			need =
+			    (uint32_t)(NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE -
+				       v->remote_window);
+		if (need > v->remote[3]) { /* INITIAL_WINDOW_SIZE */
+			p += h2_frame_hd(p, 4, NGHTTP2_WINDOW_UPDATE, 0,
+					 hc->max_id);
+			p += h2_put32(p, need - v->remote[3]);
+		}
+	}
+	if (h2_feed(hc, b, (size_t)(p - b)))
+		goto out;
+	if (hc->max_id > 0) {
+		prd.source.ptr = &need;
+		if (nghttp2_submit_response(hc->s, hc->max_id, &st, 1,
+					    need ? &prd : NULL) < 0 ||
+		    h2_feed(hc, NULL, 0) || need)
+			goto wrong;
+	}
+	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
+		if (nghttp2_session_get_local_settings(
+			hc->s, h2_local_ids[i]) != v->local[i])
+			goto wrong;
+	for (i = 0; i < H2_REMOTE_SETTINGS; i++)
+		if (nghttp2_session_get_remote_settings(
+			hc->s, h2_remote_ids[i]) != v->remote[i])
+			goto wrong;
+	if (nghttp2_session_get_effective_local_window_size(hc->s) !=
+		v->local_window ||
+	    nghttp2_session_get_remote_window_size(hc->s) != v->remote_window ||
+	    nghttp2_session_get_last_proc_stream_id(hc->s) != hc->max_id ||
+	    nghttp2_session_want_write(hc->s) ||
+	    !nghttp2_session_want_read(hc->s))
+		goto wrong;
+	rc = 0;
+	goto out;
+wrong:
+	log_warn("http2: a released session made again is not as it was: "
+		 "the connection closes");
+out:
+	hc->renewing = false;
+	return rc;
+}
+
+/* Ask the client to empty its HPACK table (HEADER_TABLE_SIZE 0): once it
+ * acknowledges, the session can be released. */
+static void h2_shrink(struct h2c *hc)
+{
+	nghttp2_settings_entry t = {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0};
+
+	if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, &t, 1))
+		return;
+	hc->shrunk = true;
+	hc->park_armed = true;
+	conn_btimer(hc->c, CONN_PARK_MS);
+	h2_flush(hc);
+}
+
 /* The park timer (c->btimer, armed when the last stream went): a
  * connection without a stream and without bytes either way for
  * CONN_PARK_MS is parked, keeping only its session (and its transport):
  * its struct conn, sockio, buffers and events are freed, and the pages
  * of nghttp2's output buffer given back, until its next byte or its
- * idle deadline (h2_unpark). */
+ * idle deadline (h2_unpark). The session itself is released too when
+ * nothing of it need be kept but a few values (h2_release); a client's
+ * HPACK table that holds fields is emptied first, once the connection
+ * has been idle for H2_SHRINK_MS (the park ends then to ask). */
 static void h2_btimeout(struct conn *c)
 {
 	struct h2c *hc = h2c_of(c);
 	uint64_t now = clk_now_ns(), ms = c->w->set.timeouts.idle_keepalive_ms;
 	uint64_t quiet = (now - hc->last_io) / 1000000;
-	uint64_t waited = (now - hc->last_progress) / 1000000;
+	uint64_t waited = (now - hc->last_progress) / 1000000, park;
+	size_t table = 0;
+	bool could, release;
 
 	hc->park_armed = false;
 	if (!TAILQ_EMPTY(&hc->streams) || hc->goaway || hc->finishing ||
@@ -1239,9 +1555,20 @@ static void h2_btimeout(struct conn *c)
 	}
 	if (waited >= ms)
 		return; /* the progress timer ends it now */
+	could = h2_could_release(hc, &table);
+	release = could && table == 0;
+	park = ms - waited;
+	if (could && table > 0 && !hc->shrunk) {
+		if (waited >= H2_SHRINK_MS) {
+			h2_shrink(hc);
+			return;
+		}
+		if (H2_SHRINK_MS - waited < park)
+			park = H2_SHRINK_MS - waited; /* back then to ask */
+	}
 	*(struct h2c **)conn_proto(c) = NULL;
 	hc->c = NULL;
-	if (conn_park_keep(c, hc, ms - waited)) {
+	if (conn_park_keep(c, hc, park)) {
 		/* no memory for the entry: it waits on as it is */
 		hc->c = c;
 		*(struct h2c **)conn_proto(c) = hc;
@@ -1250,7 +1577,10 @@ static void h2_btimeout(struct conn *c)
 	sockio_soon_cancel(&hc->soon);
 	event_free(hc->flush);
 	hc->flush = NULL;
-	h2mem_release(&hc->mem);
+	if (release)
+		h2_release(hc);
+	else
+		h2mem_release(&hc->mem);
 }
 
 /* Draining: GOAWAY with the last stream taken; the open ones finish. */
@@ -1326,7 +1656,10 @@ static void h2c_free(void *keep)
 	sockio_soon_cancel(&hc->soon);
 	if (hc->flush)
 		event_free(hc->flush);
-	nghttp2_session_del(hc->s);
+	if (hc->s)
+		nghttp2_session_del(hc->s);
+	else
+		http2_count_released(-1);
 	http2_count_conn(-1);
 	free(hc);
 }
@@ -1352,7 +1685,7 @@ static void h2_unpark(struct conn *c, void *keep)
 	hc->c = c;
 	*(struct h2c **)conn_proto(c) = hc;
 	hc->flush = event_new(c->w->base, -1, 0, h2_flush_cb, hc);
-	if (!hc->flush) {
+	if (!hc->flush || (!hc->s && h2_renew(hc))) {
 		conn_close(c);
 		return;
 	}
@@ -1391,15 +1724,12 @@ const struct conn_ops http2_ops = {
     .keep_free = h2c_free,
 };
 
-/* nghttp2's session for hc, with w's settings. 0 or -1. */
-static int h2_session(struct h2c *hc)
+/* A new nghttp2 session for hc (hc->s), no settings submitted. 0 or -1. */
+static int h2_session_new(struct h2c *hc)
 {
-	const struct config_http2 *set = &hc->c->w->set.http2;
 	nghttp2_session_callbacks *cb;
 	nghttp2_option *opt;
-	nghttp2_settings_entry iv[4];
 	nghttp2_mem mem;
-	uint32_t win = set->initial_window_size, cwin;
 	int rc;
 
 	if (nghttp2_session_callbacks_new(&cb))
@@ -1408,6 +1738,8 @@ static int h2_session(struct h2c *hc)
 		nghttp2_session_callbacks_del(cb);
 		return -1;
 	}
+	nghttp2_session_callbacks_set_on_begin_frame_callback(
+	    cb, h2_on_begin_frame);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(
 	    cb, h2_on_begin_headers);
 	nghttp2_session_callbacks_set_on_header_callback(cb, h2_on_header);
@@ -1431,7 +1763,21 @@ static int h2_session(struct h2c *hc)
 	rc = nghttp2_session_server_new3(&hc->s, cb, hc, opt, &mem);
 	nghttp2_option_del(opt);
 	nghttp2_session_callbacks_del(cb);
-	if (rc)
+	if (rc) {
+		hc->s = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* nghttp2's session for hc, with w's settings. 0 or -1. */
+static int h2_session(struct h2c *hc)
+{
+	const struct config_http2 *set = &hc->c->w->set.http2;
+	nghttp2_settings_entry iv[4];
+	uint32_t win = set->initial_window_size, cwin;
+
+	if (h2_session_new(hc))
 		return -1;
 	iv[0] =
 	    (nghttp2_settings_entry){NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,

@@ -82,6 +82,7 @@ struct metrics;
 
 /* Register the HTTP/2 series in m (before the workers start): connections
  * (edge_http2_connections_total, edge_http2_connections open now),
+ * idle ones whose session is released (edge_http2_connections_released),
  * streams (edge_http2_streams_total), RST_STREAM and GOAWAY frames by
  * direction and error code (edge_http2_resets_total,
  * edge_http2_goaways_total), and edge's own reasons
@@ -99,5 +100,8 @@ void http2_count_frame(bool sent, bool goaway, uint32_t code);
 void http2_count_why(enum http2_why w);
 void http2_count_conn(int delta);
 void http2_count_stream(void);
+/* An idle connection's session released (+1), or made again or ended
+ * released (-1). */
+void http2_count_released(int delta);
 
 #endif /* EDGE_HTTP2_H */

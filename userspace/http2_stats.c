@@ -39,7 +39,7 @@ static struct metrics_counter *h2_m_rst[2][HTTP2_CODES];
 static struct metrics_counter *h2_m_goaway[2][HTTP2_CODES];
 static struct metrics_counter *h2_m_why[HTTP2_WHY_MAX];
 static struct metrics_counter *h2_m_conns, *h2_m_streams;
-static struct metrics_gauge *h2_m_open;
+static struct metrics_gauge *h2_m_open, *h2_m_released;
 
 int http2_metrics(struct metrics *m)
 {
@@ -54,10 +54,15 @@ int http2_metrics(struct metrics *m)
 	h2_m_open =
 	    metrics_gauge_new(m, "edge_http2_connections",
 			      "HTTP/2 client connections open now", NULL);
+	h2_m_released = metrics_gauge_new(
+	    m, "edge_http2_connections_released",
+	    "idle HTTP/2 client connections holding no nghttp2 session now "
+	    "(released once parked, made again at their next byte)",
+	    NULL);
 	h2_m_streams = metrics_counter_new(
 	    m, "edge_http2_streams_total",
 	    "HTTP/2 streams a client opened (each a request)", NULL);
-	if (!h2_m_conns || !h2_m_open || !h2_m_streams)
+	if (!h2_m_conns || !h2_m_open || !h2_m_released || !h2_m_streams)
 		return -ENOMEM;
 	for (d = 0; d < 2; d++)
 		for (i = 0; i < HTTP2_CODES; i++) {
@@ -126,9 +131,10 @@ json_t *http2_counts_json(void)
 		    why, h2_why_names[i],
 		    json_integer((json_int_t)metrics_counter_get(h2_m_why[i])));
 	return json_pack(
-	    "{s:I, s:I, s:I, s:{s:o*, s:o*}, s:{s:o*, s:o*}, s:o*}",
+	    "{s:I, s:I, s:I, s:I, s:{s:o*, s:o*}, s:{s:o*, s:o*}, s:o*}",
 	    "connections", (json_int_t)metrics_counter_get(h2_m_conns), "open",
-	    (json_int_t)metrics_gauge_get(h2_m_open), "streams",
+	    (json_int_t)metrics_gauge_get(h2_m_open), "released",
+	    (json_int_t)metrics_gauge_get(h2_m_released), "streams",
 	    (json_int_t)metrics_counter_get(h2_m_streams), "resets", "sent",
 	    h2_codes_json(h2_m_rst[0]), "received", h2_codes_json(h2_m_rst[1]),
 	    "goaways", "sent", h2_codes_json(h2_m_goaway[0]), "received",
@@ -153,6 +159,11 @@ void http2_count_conn(int delta)
 	if (delta > 0)
 		metrics_counter_add(h2_m_conns, 1);
 	metrics_gauge_add(h2_m_open, delta);
+}
+
+void http2_count_released(int delta)
+{
+	metrics_gauge_add(h2_m_released, delta);
 }
 
 void http2_count_stream(void)

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """bench/http2/idleh2.py PORT COUNT HOST STEPS MODE - open COUNT HTTP/2
 connections over TLS to 127.0.0.1:PORT (SNI HOST, ALPN h2 alone), keep
-them all open and idle, print "ready OPEN FAILED" on stdout, then sleep
-until killed.
+them all open and idle, print "ready OPEN FAILED" on stdout, then wait
+until killed, answering what the servers send on them as a client's event
+loop does (SETTINGS acknowledged, PINGs answered; a connection the server
+closes is dropped).
 
 Each connection completes the TLS handshake (checking that ALPN chose h2)
 and the SETTINGS exchange both ways (the server's SETTINGS received and
@@ -18,10 +20,10 @@ at each step. The first failure's reason goes to stderr.
 
 Debian's python3-h2: run with /usr/bin/python3."""
 import resource
+import select
 import socket
 import ssl
 import sys
-import time
 
 import h2.config
 import h2.connection
@@ -75,10 +77,57 @@ def open_one(ctx, port, host, mode):
             out = c.data_to_send()
             if out:
                 s.sendall(out)
+        s.setblocking(False)
         return (s, c)
     except BaseException:
         s.close()
         raise
+
+
+SEL = select.epoll()
+CONNS = {}
+
+
+def keep(kept, conn):
+    """Add conn (a socket and its H2Connection) to kept, watched."""
+    kept.append(conn)
+    CONNS[conn[0].fileno()] = conn
+    SEL.register(conn[0].fileno(), select.EPOLLIN)
+
+
+def service(kept, timeout, stdin=False):
+    """Answer what the servers sent on the kept connections, waiting up to
+    timeout seconds for the first; with stdin, until a line comes there
+    (returned True)."""
+    if stdin and sys.stdin.fileno() not in CONNS:
+        CONNS[sys.stdin.fileno()] = None
+        SEL.register(sys.stdin.fileno(), select.EPOLLIN)
+    got = False
+    for fd, _ in SEL.poll(timeout):
+        if CONNS.get(fd) is None:
+            sys.stdin.readline()
+            got = True
+            continue
+        s, c = CONNS[fd]
+        try:
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    raise OSError("closed")
+                c.receive_data(data)
+                out = c.data_to_send()
+                if out:
+                    s.setblocking(True)
+                    s.sendall(out)
+                    s.setblocking(False)
+        except (ssl.SSLWantReadError, BlockingIOError):
+            pass
+        except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+            SEL.unregister(fd)
+            del CONNS[fd]
+            kept.remove((s, c))
+            s.close()
+    return got
 
 
 def main():
@@ -99,18 +148,20 @@ def main():
     for k, mark in enumerate(marks):
         while len(kept) + failed < mark:
             try:
-                kept.append(open_one(ctx, port, host, mode))
+                keep(kept, open_one(ctx, port, host, mode))
             except (OSError, ssl.SSLError, h2.exceptions.ProtocolError) as e:
                 failed += 1
                 if not said:
                     print("idleh2: %s" % e, file=sys.stderr, flush=True)
                     said = True
+            service(kept, 0)
         if k < len(marks) - 1:
             print("step %d %d" % (len(kept), failed), flush=True)
-            sys.stdin.readline()
+            while not service(kept, 1, stdin=True):
+                pass
     print("ready %d %d" % (len(kept), failed), flush=True)
     while True:
-        time.sleep(3600)
+        service(kept, 1)
 
 
 if __name__ == "__main__":

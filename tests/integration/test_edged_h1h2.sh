@@ -348,6 +348,17 @@ run_suite() { # BIN LABEL
 		t_fail "$v: parked connection" "client $(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err"); /metrics idle $w0 -> $w1"
 	fi
 
+	# ---- an idle connection whose session is released, then GOAWAY ----
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_goaway shop.test "$v" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	if [ "$(rawf streams.1)" = 200 ] && [ "$(rawf streams.3)" = 200 ] &&
+		[ "$(rawf released_seen)" = 1 ] && [ "$(rawf goaway)" = 0 ] &&
+		[ "$(rawf goaway_last)" = 3 ] && [ "$(rawf closed)" = True ]; then
+		t_ok "$v: an idle connection's session released (edge_http2_connections_released 1), then its idle GOAWAY NO_ERROR names stream 3, the last the client opened"
+	else
+		t_fail "$v: released session's GOAWAY" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
+
 	# ---- a drain with a stream in flight, and a parked connection ------
 	"${H2RAW[@]}" idle shop.test "$v" >"$T_TMP/idle.json" 2>"$T_TMP/idle.err" &
 	ipid=$!

@@ -144,7 +144,7 @@ refused() {
 }
 
 run_suite() { # BIN LABEL
-	local bin=$1 v=$2 n0 rc i c code name g0 g1 p0 p1 f0 f1 bcl bch
+	local bin=$1 v=$2 n0 rc i c code name g0 g1 p0 p1 f0 f1 bcl bch tr port
 	: >"$T_TMP/requests.jsonl"
 	write_conf ""
 	if ! edged_start "$bin" "$T_TMP/edge.conf" -v; then
@@ -262,6 +262,22 @@ run_suite() { # BIN LABEL
 	else
 		t_fail "$v: parked TLS connection" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
 	fi
+
+	# an idle connection's nghttp2 session released and made again
+	# between its requests (the client asked to empty its HPACK table
+	# first), over TLS and in cleartext: h2raw.py's release case
+	for tr in tls clear; do
+		port=$P_EDGE
+		[ "$tr" = tls ] && port=$P_TLS
+		H2RAW_TLS=$([ "$tr" = tls ] && echo 1) H2RAW_ADMIN=$P_ADMIN \
+			/usr/bin/python3 "$TOOLS/h2raw.py" "$port" release shop.test "$v-rel$tr" \
+			>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+		if h2_release_ok "$T_TMP/raw.json" "$v-rel$tr"; then
+			t_ok "$v: $tr: a connection whose session is released in each pause (after $(rawf released) s): x-park indexed, literal, indexed again (the client's HPACK table sizes $(rawf table_sizes)), a 300000-byte POST and a 200000-byte download through the windows, frames of closed streams ignored"
+		else
+			t_fail "$v: $tr: released session" "$(head -c 900 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+		fi
+	done
 
 	# ---- analytics ----------------------------------------------------
 	if grep -q '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" &&

@@ -11,7 +11,7 @@ got a response, the streams reset (with their error codes), the GOAWAY's
 error code if one came, and whether the connection closed. CASE is one of
 the names in CASES below. TAG, when given, is added to the paths of the
 cases that use it (drain, zero_window, zero_window_small, body_frames,
-overcredit, error_inflight, park) as a last segment "/TAG-...", so that a
+overcredit, error_inflight, park, release) as a last segment "/TAG-...", so that a
 test finds their requests in the backend's log and in the analytics (a
 segment, not a query: echo_backend.py reads /slow/MS and /big/N up to the
 next "/").
@@ -124,6 +124,8 @@ class Client:
         if isinstance(ev, h2.events.ResponseReceived):
             hd = dict(ev.headers)
             o["streams"][ev.stream_id] = int(hd.get(":status", "0"))
+            n = o.setdefault("responses", {})
+            n[ev.stream_id] = n.get(ev.stream_id, 0) + 1
             if "content-length" in hd:
                 o.setdefault("lengths", {})[str(ev.stream_id)] = int(
                     hd["content-length"])
@@ -137,6 +139,12 @@ class Client:
             o["resets"][ev.stream_id] = int(ev.error_code)
         elif isinstance(ev, h2.events.ConnectionTerminated):
             o["goaway"] = int(ev.error_code)
+            o["goaway_last"] = ev.last_stream_id
+        elif isinstance(ev, h2.events.RemoteSettingsChanged):
+            t = ev.changed_settings.get(
+                h2.settings.SettingCodes.HEADER_TABLE_SIZE)
+            if t is not None:
+                o.setdefault("table_sizes", []).append(t.new_value)
         elif isinstance(ev, h2.events.StreamEnded):
             o.setdefault("ended", []).append(ev.stream_id)
 
@@ -452,6 +460,12 @@ def zero_window(size, name):
 def parked():
     """edge_connections_parked from edged's /metrics (H2RAW_ADMIN), or
     None."""
+    return metric("edge_connections_parked")
+
+
+def metric(name):
+    """The series name (no labels) from edged's /metrics (H2RAW_ADMIN), or
+    None."""
     port = os.environ.get("H2RAW_ADMIN")
     if not port:
         return None
@@ -459,7 +473,7 @@ def parked():
         with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port,
                                     timeout=5) as r:
             for ln in r.read().decode().splitlines():
-                if ln.startswith("edge_connections_parked "):
+                if ln.startswith(name + " "):
                     return int(float(ln.split()[1]))
     except OSError:
         return None
@@ -531,6 +545,115 @@ def case_park():
         k.pump(lambda: k.out["goaway"] is not None, wait)
         k.out["goaway_after"] = round(time.time() - t0, 2)
         k.pump(lambda: False, 3)  # until edged closes it
+    return k.out
+
+
+def case_release():
+    # Requests on one connection with pauses after which edged has
+    # released the idle connection's nghttp2 session (it asks the client
+    # to empty its HPACK table, SETTINGS_HEADER_TABLE_SIZE 0, after 1 s
+    # without a stream, and releases the session once that is
+    # acknowledged): each pause pumps the connection until
+    # edge_http2_connections_released is 1 (at most 8 s), "released" the
+    # seconds each took (None: never). Each request must come through as
+    # on a session never released: x-park indexed, then sent literally
+    # (the table emptied), then indexed and referred to again once edged
+    # gives the table back (SETTINGS_HEADER_TABLE_SIZE 4096 with its
+    # next response, "table_sizes" the values seen); a 300000-byte POST
+    # and a 200000-byte download (the windows both ways); frames of
+    # closed streams (a WINDOW_UPDATE, a RST_STREAM, a HEADERS reusing a
+    # closed stream's id) ignored as on the first session ("responses":
+    # how many each stream got). Then (H2RAW_WAIT_GOAWAY) edged's idle
+    # GOAWAY: "goaway_last", its last stream id.
+    k = Client()
+    val = "%s-release-%s" % (TAG, "v" * 40)
+    k.out["released"] = []
+    k.out["echo"] = {}
+
+    def pause():
+        t0 = time.time()
+        while time.time() - t0 < 8 and not k.out["closed"]:
+            k.pump(lambda: False, 0.2)
+            if metric("edge_http2_connections_released") == 1:
+                k.out["released"].append(round(time.time() - t0, 2))
+                return
+        k.out["released"].append(None)
+
+    def echo(sid):
+        try:
+            e = json.loads(k.out["bodies"].get(sid, ""))
+        except ValueError:
+            return
+        h = {n.lower(): v for n, v in e["headers"]}
+        k.out["echo"][sid] = {"x-park": h.get("x-park"),
+                              "body_len": e["body_len"]}
+
+    def get(sid, n):
+        k.headers(sid, base("/h2/%s-release-%d" % (TAG, n)) +
+                  [("x-park", val)])
+        k.pump(k.done(sid))
+        echo(sid)
+
+    get(1, 1)
+    pause()
+    get(3, 2)  # literal: the client's table is empty now
+    get(5, 3)  # indexed again: edged's table is back
+    get(7, 4)  # an index into it
+    pause()
+    f = WindowUpdateFrame(1)
+    f.window_increment = 1000
+    k.raw(f.serialize())
+    f = RstStreamFrame(3)
+    f.error_code = 8
+    k.raw(f.serialize())
+    raw_headers(k, 1, b"\x82\x84\x86", ["END_STREAM", "END_HEADERS"])
+    k.pump(lambda: False, 0.5)
+    k.headers(9, base("/h2/%s-release-5" % TAG, "POST") + [
+        ("content-length", "300000"), ("x-park", val)], end=False)
+    left = 300000
+    end = time.time() + 10
+    while left and time.time() < end and not k.out["closed"]:
+        n = min(left, k.c.local_flow_control_window(9),
+                k.c.max_outbound_frame_size)
+        if n <= 0:
+            k.pump(lambda: k.c.local_flow_control_window(9) > 0, 2)
+            continue
+        left -= n
+        k.c.send_data(9, b"p" * n, end_stream=left == 0)
+        k.flush()
+    k.pump(k.done(9), 10)
+    echo(9)
+    pause()
+    k.headers(11, base("/big/200000/%s-release-6" % TAG))
+    k.pump(k.done(11), 10)
+    k.out["downloaded"] = len(k.out["bodies"].get(11, ""))
+    k.out["bodies"].pop(11, None)
+    pause()
+    wait = float(os.environ.get("H2RAW_WAIT_GOAWAY", "0"))
+    if wait > 0:
+        k.pump(lambda: k.out["goaway"] is not None, wait)
+        k.pump(lambda: False, 3)  # until edged closes it
+    return k.out
+
+
+def case_release_goaway():
+    # Two requests, then the connection idles until edged's GOAWAY (at
+    # most 8 s) while it is pumped (the client acknowledges edged's
+    # SETTINGS_HEADER_TABLE_SIZE 0): "released_seen", the highest
+    # edge_http2_connections_released read meanwhile; "goaway_last", the
+    # GOAWAY's last stream id, made by a session released and made again.
+    k = Client()
+    for sid in (1, 3):
+        k.headers(sid, base("/h2/%s-relgo-%d" % (TAG, sid)))
+        k.pump(k.done(sid))
+    seen = 0
+    t0 = time.time()
+    while (time.time() - t0 < 8 and k.out["goaway"] is None and
+           not k.out["closed"]):
+        k.pump(lambda: k.out["goaway"] is not None, 0.2)
+        seen = max(seen, metric("edge_http2_connections_released") or 0)
+    k.out["released_seen"] = seen
+    k.pump(lambda: False, 3)  # until edged closes it
     return k.out
 
 
