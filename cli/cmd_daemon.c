@@ -272,20 +272,21 @@ static void ctl_daemon_http2_print(const json_t *h)
 		printf("http2:      off (http2.enabled = false)\n");
 		return;
 	}
-	printf(
-	    "http2:      on%s, %lld connection%s (%lld open), %lld stream%s, "
-	    "%lld reset%s sent, %lld GOAWAY%s sent\n",
-	    json_is_true(json_object_get(h, "cleartext"))
-		? " (TLS and cleartext)"
-		: " (TLS)",
-	    (long long)ctl_int(c, "connections"),
-	    ctl_int(c, "connections") == 1 ? "" : "s",
-	    (long long)ctl_int(c, "open"), (long long)ctl_int(c, "streams"),
-	    ctl_int(c, "streams") == 1 ? "" : "s",
-	    (long long)ctl_sum(json_object_get(rs, "sent")),
-	    ctl_sum(json_object_get(rs, "sent")) == 1 ? "" : "s",
-	    (long long)ctl_sum(json_object_get(ga, "sent")),
-	    ctl_sum(json_object_get(ga, "sent")) == 1 ? "" : "s");
+	printf("http2:      on%s, %lld connection%s (%lld open, %lld idle "
+	       "released), %lld stream%s, %lld reset%s sent, %lld GOAWAY%s "
+	       "sent\n",
+	       json_is_true(json_object_get(h, "cleartext"))
+		   ? " (TLS and cleartext)"
+		   : " (TLS)",
+	       (long long)ctl_int(c, "connections"),
+	       ctl_int(c, "connections") == 1 ? "" : "s",
+	       (long long)ctl_int(c, "open"), (long long)ctl_int(c, "released"),
+	       (long long)ctl_int(c, "streams"),
+	       ctl_int(c, "streams") == 1 ? "" : "s",
+	       (long long)ctl_sum(json_object_get(rs, "sent")),
+	       ctl_sum(json_object_get(rs, "sent")) == 1 ? "" : "s",
+	       (long long)ctl_sum(json_object_get(ga, "sent")),
+	       ctl_sum(json_object_get(ga, "sent")) == 1 ? "" : "s");
 }
 
 /* HTTP/3: where, and what its connections met (absent: no

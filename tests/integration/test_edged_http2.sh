@@ -474,10 +474,11 @@ sys.exit(0 if ok >= 128 and refused >= 1 and ok + refused == 200 else 1)' "$T_TM
 	local st
 	st=$("$EDGECTL" --socket "$T_TMP/edged.sock" status 2>&1)
 	"$EDGECTL" --socket "$T_TMP/edged.sock" status --json >"$T_TMP/st.json" 2>&1
-	if grep -Eq '^http2: +on \(TLS and cleartext\), [1-9][0-9]* connections \([0-9]+ open\), [1-9][0-9]* streams, [1-9][0-9]* resets sent' <<<"$st" &&
+	if grep -Eq '^http2: +on \(TLS and cleartext\), [1-9][0-9]* connections \([0-9]+ open, [0-9]+ idle released\), [1-9][0-9]* streams, [1-9][0-9]* resets sent' <<<"$st" &&
 		python3 -c 'import json, sys
 h = json.load(open(sys.argv[1]))["daemon"]["status"]["http2"]
 assert h["enabled"] and h["max_concurrent_streams"] == 128, h
+assert h["counts"]["released"] >= 0, h
 assert h["counts"]["resets"]["sent"]["refused_stream"] >= 1, h
 assert h["counts"]["refusals"]["header_list_too_large"] >= 1, h' "$T_TMP/st.json"; then
 		t_ok "$v: edgectl status: $(grep '^http2' <<<"$st" | tr -s ' '); --json too"
