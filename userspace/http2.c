@@ -53,8 +53,8 @@ struct h2c;
 #define H2_LOCAL_SETTINGS 6
 #define H2_REMOTE_SETTINGS 7
 struct h2saved {
-	uint32_t local[H2_LOCAL_SETTINGS];   /* h2_local_ids' values */
-	uint32_t remote[H2_REMOTE_SETTINGS]; /* h2_remote_ids' */
+	uint32_t local[H2_LOCAL_SETTINGS];   /* h2_saved_ids' values */
+	uint32_t remote[H2_REMOTE_SETTINGS]; /* the client's */
 	int32_t local_window;		     /* the client may send */
 	int32_t remote_window;		     /* edge may send */
 };
@@ -1278,16 +1278,9 @@ static bool h2_quiet(const struct h2c *hc)
 	       !nghttp2_session_want_write(hc->s);
 }
 
-/* The settings a released session keeps, each way (struct h2saved). */
-static const int32_t h2_local_ids[H2_LOCAL_SETTINGS] = {
-    NGHTTP2_SETTINGS_HEADER_TABLE_SIZE,
-    NGHTTP2_SETTINGS_ENABLE_PUSH,
-    NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
-    NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
-    NGHTTP2_SETTINGS_MAX_FRAME_SIZE,
-    NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-};
-static const int32_t h2_remote_ids[H2_REMOTE_SETTINGS] = {
+/* The settings a released session keeps (struct h2saved): the client's
+ * all of them, edge's the first H2_LOCAL_SETTINGS. */
+static const int32_t h2_saved_ids[H2_REMOTE_SETTINGS] = {
     NGHTTP2_SETTINGS_HEADER_TABLE_SIZE,
     NGHTTP2_SETTINGS_ENABLE_PUSH,
     NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
@@ -1324,10 +1317,10 @@ static void h2_release(struct h2c *hc)
 
 	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
 		v->local[i] =
-		    nghttp2_session_get_local_settings(hc->s, h2_local_ids[i]);
+		    nghttp2_session_get_local_settings(hc->s, h2_saved_ids[i]);
 	for (i = 0; i < H2_REMOTE_SETTINGS; i++)
-		v->remote[i] = nghttp2_session_get_remote_settings(
-		    hc->s, h2_remote_ids[i]);
+		v->remote[i] =
+		    nghttp2_session_get_remote_settings(hc->s, h2_saved_ids[i]);
 	v->local_window =
 	    nghttp2_session_get_effective_local_window_size(hc->s);
 	v->remote_window = nghttp2_session_get_remote_window_size(hc->s);
@@ -1405,7 +1398,9 @@ static ssize_t h2_renew_read(nghttp2_session *session, int32_t id, uint8_t *buf,
  * (only fields that leave both HPACK tables as they are, led by the
  * client's table size update if edge's table size is 0: the client owes
  * that update, and the released session's decoder held no entry) whose
- * response's body takes the connection window down to what it was.
+ * response's body takes the connection window down to what it was, and
+ * the client's table size once more, so that edge's next header block
+ * starts with a table size update as the released session's might.
  * 0, or -1: no memory, or a state not as it was (logged). */
 static int h2_renew(struct h2c *hc)
 {
@@ -1431,7 +1426,7 @@ static int h2_renew(struct h2c *hc)
 	http2_count_released(-1);
 	hc->renewing = true;
 	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
-		iv[i] = (nghttp2_settings_entry){h2_local_ids[i], v->local[i]};
+		iv[i] = (nghttp2_settings_entry){h2_saved_ids[i], v->local[i]};
 	if (nghttp2_submit_settings(hc->s, NGHTTP2_FLAG_NONE, iv,
 				    H2_LOCAL_SETTINGS) ||
 	    (v->local_window != NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE &&
@@ -1442,8 +1437,8 @@ static int h2_renew(struct h2c *hc)
 	p += NGHTTP2_CLIENT_MAGIC_LEN;
 	p += h2_frame_hd(p, 6 * H2_REMOTE_SETTINGS, NGHTTP2_SETTINGS, 0, 0);
 	for (i = 0; i < H2_REMOTE_SETTINGS; i++) {
-		*p++ = (uint8_t)(h2_remote_ids[i] >> 8);
-		*p++ = (uint8_t)h2_remote_ids[i];
+		*p++ = (uint8_t)(h2_saved_ids[i] >> 8);
+		*p++ = (uint8_t)h2_saved_ids[i];
 		p += h2_put32(p, v->remote[i]);
 	}
 	up = v->remote_window - NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE;
@@ -1485,13 +1480,23 @@ static int h2_renew(struct h2c *hc)
 		    h2_feed(hc, NULL, 0) || need)
 			goto wrong;
 	}
+	/* the client's table size again: the response above took the table
+	 * size update the new encoder owed, which the next real header
+	 * block must carry (it may be one the client is still owed) */
+	p = b;
+	p += h2_frame_hd(p, 6, NGHTTP2_SETTINGS, 0, 0);
+	*p++ = 0;
+	*p++ = NGHTTP2_SETTINGS_HEADER_TABLE_SIZE;
+	p += h2_put32(p, v->remote[0]);
+	if (h2_feed(hc, b, (size_t)(p - b)))
+		goto out;
 	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
 		if (nghttp2_session_get_local_settings(
-			hc->s, h2_local_ids[i]) != v->local[i])
+			hc->s, h2_saved_ids[i]) != v->local[i])
 			goto wrong;
 	for (i = 0; i < H2_REMOTE_SETTINGS; i++)
 		if (nghttp2_session_get_remote_settings(
-			hc->s, h2_remote_ids[i]) != v->remote[i])
+			hc->s, h2_saved_ids[i]) != v->remote[i])
 			goto wrong;
 	if (nghttp2_session_get_effective_local_window_size(hc->s) !=
 		v->local_window ||
