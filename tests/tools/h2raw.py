@@ -27,7 +27,6 @@ import json
 import os
 import socket
 import ssl
-import struct
 import sys
 import time
 import urllib.request
@@ -480,6 +479,34 @@ def metric(name):
     return None
 
 
+def echo_of(k, sid):
+    """What the echo backend saw of stream sid's request (its JSON body):
+    x-park and the body's length, into k.out["echo"]."""
+    try:
+        e = json.loads(k.out["bodies"].get(sid, ""))
+    except ValueError:
+        return
+    h = {n.lower(): v for n, v in e["headers"]}
+    k.out["echo"][sid] = {"x-park": h.get("x-park"),
+                          "body_len": e["body_len"]}
+
+
+def upload(k, sid, size):
+    """Send size bytes of body on stream sid as its window allows (at most
+    10 s), the last with END_STREAM."""
+    left = size
+    end = time.time() + 10
+    while left and time.time() < end and not k.out["closed"]:
+        n = min(left, k.c.local_flow_control_window(sid),
+                k.c.max_outbound_frame_size)
+        if n <= 0:
+            k.pump(lambda: k.c.local_flow_control_window(sid) > 0, 2)
+            continue
+        left -= n
+        k.c.send_data(sid, b"p" * n, end_stream=left == 0)
+        k.flush()
+
+
 def case_park():
     # Requests on one connection with pauses of 0.5 s between them, past
     # the 100 ms after which an idle HTTP/2 connection is parked (its
@@ -503,13 +530,7 @@ def case_park():
         k.out["parked"].append(parked())
 
     def echo(sid):
-        try:
-            e = json.loads(k.out["bodies"].get(sid, ""))
-        except ValueError:
-            return
-        h = {n.lower(): v for n, v in e["headers"]}
-        k.out["echo"][sid] = {"x-park": h.get("x-park"),
-                              "body_len": e["body_len"]}
+        echo_of(k, sid)
 
     k.headers(1, base("/h2/%s-park-1" % TAG) + [("x-park", val)])
     k.pump(k.done(1))
@@ -521,17 +542,7 @@ def case_park():
     pause()
     k.headers(5, base("/h2/%s-park-3" % TAG, "POST") + [
         ("content-length", "300000")], end=False)
-    left = 300000
-    end = time.time() + 10
-    while left and time.time() < end and not k.out["closed"]:
-        n = min(left, k.c.local_flow_control_window(5),
-                k.c.max_outbound_frame_size)
-        if n <= 0:
-            k.pump(lambda: k.c.local_flow_control_window(5) > 0, 2)
-            continue
-        left -= n
-        k.c.send_data(5, b"p" * n, end_stream=left == 0)
-        k.flush()
+    upload(k, 5, 300000)
     k.pump(k.done(5), 10)
     echo(5)
     pause()
@@ -563,8 +574,7 @@ def case_release():
     # and a 200000-byte download (the windows both ways); frames of
     # closed streams (a WINDOW_UPDATE, a RST_STREAM, a HEADERS reusing a
     # closed stream's id) ignored as on the first session ("responses":
-    # how many each stream got). Then (H2RAW_WAIT_GOAWAY) edged's idle
-    # GOAWAY: "goaway_last", its last stream id.
+    # how many each stream got).
     k = Client()
     val = "%s-release-%s" % (TAG, "v" * 40)
     k.out["released"] = []
@@ -580,13 +590,7 @@ def case_release():
         k.out["released"].append(None)
 
     def echo(sid):
-        try:
-            e = json.loads(k.out["bodies"].get(sid, ""))
-        except ValueError:
-            return
-        h = {n.lower(): v for n, v in e["headers"]}
-        k.out["echo"][sid] = {"x-park": h.get("x-park"),
-                              "body_len": e["body_len"]}
+        echo_of(k, sid)
 
     def get(sid, n):
         k.headers(sid, base("/h2/%s-release-%d" % (TAG, n)) +
@@ -610,17 +614,7 @@ def case_release():
     k.pump(lambda: False, 0.5)
     k.headers(9, base("/h2/%s-release-5" % TAG, "POST") + [
         ("content-length", "300000"), ("x-park", val)], end=False)
-    left = 300000
-    end = time.time() + 10
-    while left and time.time() < end and not k.out["closed"]:
-        n = min(left, k.c.local_flow_control_window(9),
-                k.c.max_outbound_frame_size)
-        if n <= 0:
-            k.pump(lambda: k.c.local_flow_control_window(9) > 0, 2)
-            continue
-        left -= n
-        k.c.send_data(9, b"p" * n, end_stream=left == 0)
-        k.flush()
+    upload(k, 9, 300000)
     k.pump(k.done(9), 10)
     echo(9)
     pause()
@@ -629,10 +623,6 @@ def case_release():
     k.out["downloaded"] = len(k.out["bodies"].get(11, ""))
     k.out["bodies"].pop(11, None)
     pause()
-    wait = float(os.environ.get("H2RAW_WAIT_GOAWAY", "0"))
-    if wait > 0:
-        k.pump(lambda: k.out["goaway"] is not None, wait)
-        k.pump(lambda: False, 3)  # until edged closes it
     return k.out
 
 
