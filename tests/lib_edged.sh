@@ -134,6 +134,44 @@ edged_metric() {
 	curl -s -m 5 "http://127.0.0.1:$P_ADMIN/metrics" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
 }
 
+# edged_req HOST PATH [CURL_ARGS...]: one request to edged on
+# 127.0.0.1:$P_EDGE for HOST and PATH (30 s at most); prints "CODE ERROR":
+# the status (CODE:RC when curl failed with RC) and the JSON body's
+# "error" (- when none). Its head and body stay in $RF.head and $RF.body
+# (RF: default $T_TMP/r.$BASHPID, one per subshell).
+edged_req() {
+	local code rc=0 h=$1 p=$2 f=${RF:-$T_TMP/r.$BASHPID}
+	shift 2
+	code=$(curl -sS -m 30 -D "$f.head" -o "$f.body" -w '%{http_code}' "$@" \
+		-H "Host: $h" "http://127.0.0.1:$P_EDGE$p" 2>/dev/null) || rc=$?
+	[ "$rc" = 0 ] || code="$code:$rc"
+	echo "$code $(python3 -c 'import json,sys
+try: print(json.load(open(sys.argv[1]))["error"])
+except Exception: print("-")' "$f.body")"
+}
+
+# edged_burst HOST N PATH: N GETs of PATH&i=K (K from 0) to edged on
+# $P_EDGE for HOST at once, each on its own connection; prints the
+# statuses counted, "NxCODE ..." (an exception's name for a failure)
+edged_burst() {
+	python3 - "$P_EDGE" "$1" "$2" "$3" <<'PY'
+import http.client, sys, threading, collections
+port, host, n, path = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+got = []
+def one(i):
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("GET", "%s&i=%d" % (path, i), headers={"Host": host})
+        r = c.getresponse(); r.read(); got.append(str(r.status)); c.close()
+    except Exception as e:
+        got.append(type(e).__name__)
+t = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for x in t: x.start()
+for x in t: x.join()
+print(" ".join("%dx%s" % (v, k) for k, v in sorted(collections.Counter(got).items())))
+PY
+}
+
 # edged_wait_metric NAME WANT: 0 once edged_metric NAME is WANT (5 s)
 edged_wait_metric() {
 	local i

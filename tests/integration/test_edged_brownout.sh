@@ -64,19 +64,7 @@ count() { # requests the backend received
 	wc -l <"$LOG" | tr -d ' '
 }
 
-# req HOST PATH [CURL_ARG...]: "STATUS ERROR" ("200 -", "503 overloaded"),
-# curl's exit code after a colon when it failed; the head in
-# $T_TMP/head.$$.$BASHPID
-req() {
-	local code rc=0 h=$1 p=$2 f=${RF:-$T_TMP/r.$BASHPID}
-	shift 2
-	code=$(curl -sS -m 30 -D "$f.head" -o "$f.body" -w '%{http_code}' "$@" \
-		-H "Host: $h" "http://127.0.0.1:$P_EDGE$p" 2>/dev/null) || rc=$?
-	[ "$rc" = 0 ] || code="$code:$rc"
-	echo "$code $(python3 -c 'import json,sys
-try: print(json.load(open(sys.argv[1]))["error"])
-except Exception: print("-")' "$f.body")"
-}
+req() { edged_req "$@"; }
 
 # served HOST PATH: "200 -" once it is served (10 tries, 0.5 s apart: a
 # busy machine's own lag may shed one), else the last answer

@@ -70,18 +70,7 @@ count() { # requests the backend received
 	wc -l <"$LOG" | tr -d ' '
 }
 
-# req HOST PATH: the status and the error name of its JSON body ("-" for
-# none), "200 -", "503 circuit_open"; curl's exit code after a colon when
-# it failed
-req() {
-	local code rc=0
-	code=$(curl -sS -m 20 -D "$T_TMP/head" -o "$T_TMP/body" -w '%{http_code}' \
-		-H "Host: $1" "http://127.0.0.1:$P_EDGE$2" 2>/dev/null) || rc=$?
-	[ "$rc" = 0 ] || code="$code:$rc"
-	echo "$code $(python3 -c 'import json,sys
-try: print(json.load(open(sys.argv[1]))["error"])
-except Exception: print("-")' "$T_TMP/body")"
-}
+req() { RF=$T_TMP/r edged_req "$@"; }
 
 # until_not_open HOST PATH: send until the answer is not circuit_open
 # (every 0.2 s, 60 s at most); prints the last answer
@@ -159,10 +148,10 @@ run_suite() {
 	n=$(count)
 	want="200 -, 200 -, 200 -, 503 -, 503 -, 503 -, $(printf '503 circuit_open, %.0s' 1 2 3 4 5)"
 	if [ "$out" = "$want" ] && [ "$n" = 6 ] &&
-		grep -qi '^Retry-After: [1-4]' "$T_TMP/head"; then
+		grep -qi '^Retry-After: [1-4]' "$T_TMP/r.head"; then
 		t_ok "$v: 3 of 6 requests failed (5xx): the circuit opens; then 503 circuit_open at once, with a Retry-After, the upstream not reached (6 received)"
 	else
-		t_fail "$v: the circuit opens" "$out received $n; $(cat "$T_TMP/head")"
+		t_fail "$v: the circuit opens" "$out received $n; $(cat "$T_TMP/r.head")"
 	fi
 	n=$(metric_until edge_upstream_circuits_open 1)
 	if [ "$n" = 1 ] && [ "$(metric_until edge_upstream_circuit_opens_total 1)" = 1 ] &&

@@ -67,39 +67,9 @@ count() { # requests the backends received
 	wc -l <"$LOG" | tr -d ' '
 }
 
-# req HOST PATH [CURL ARGS]: the status and the error name of its JSON
-# body ("-" for none); curl's exit code after a colon when it failed
-req() {
-	local host=$1 path=$2 code rc=0
-	shift 2
-	code=$(curl -sS -m 20 -D "$T_TMP/head" -o "$T_TMP/body" -w '%{http_code}' \
-		-H "Host: $host" "$@" "http://127.0.0.1:$P_EDGE$path" 2>/dev/null) || rc=$?
-	[ "$rc" = 0 ] || code="$code:$rc"
-	echo "$code $(python3 -c 'import json,sys
-try: print(json.load(open(sys.argv[1]))["error"])
-except Exception: print("-")' "$T_TMP/body")"
-}
+req() { RF=$T_TMP/r edged_req "$@"; }
 
-# burst HOST N PATH: N requests at once, each on its own connection;
-# prints their statuses sorted and counted ("8x200")
-burst() {
-	python3 - "$P_EDGE" "$1" "$2" "$3" <<'PY'
-import http.client, sys, threading, collections
-port, host, n, path = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-got = []
-def one(i):
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        c.request("GET", "%s&i=%d" % (path, i), headers={"Host": host})
-        r = c.getresponse(); r.read(); got.append(str(r.status)); c.close()
-    except Exception as e:
-        got.append(type(e).__name__)
-t = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-for x in t: x.start()
-for x in t: x.join()
-print(" ".join("%dx%s" % (v, k) for k, v in sorted(collections.Counter(got).items())))
-PY
-}
+burst() { edged_burst "$@"; }
 
 # peak PATHPART: per backend, the most requests it answered at once among
 # the logged requests whose path holds PATHPART ("b1=2 b2=2")
@@ -169,11 +139,11 @@ run_suite() {
 	hpid=$!
 	if wait_log $((before + 1)); then
 		out=$(req one.test "/queued")
-		if [ "$out" = "503 overloaded" ] && grep -qi '^Retry-After: 1' "$T_TMP/head" &&
+		if [ "$out" = "503 overloaded" ] && grep -qi '^Retry-After: 1' "$T_TMP/r.head" &&
 			[ "$(count)" = $((before + 1)) ]; then
 			t_ok "$v: the only endpoint at its cap: the next request waits timeouts.queue, then 503 overloaded with Retry-After (never sent)"
 		else
-			t_fail "$v: a full endpoint's waiter times out" "$out; received $(($(count) - before)); $(cat "$T_TMP/head")"
+			t_fail "$v: a full endpoint's waiter times out" "$out; received $(($(count) - before)); $(cat "$T_TMP/r.head")"
 		fi
 		out=$(req one.test "/dl/x")
 		if [ "$out" = "504 deadline_exceeded" ]; then

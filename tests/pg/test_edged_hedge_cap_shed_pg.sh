@@ -94,16 +94,7 @@ wait_metric() { # NAME WANT
 	return 1
 }
 
-# req HOST PATH: "STATUS ERROR" (ERROR the JSON body's error, "-" for
-# none); RF names the files (default per subshell)
-req() {
-	local code f=${RF:-$T_TMP/r.$BASHPID}
-	code=$(curl -s -m 30 -o "$f.body" -w '%{http_code}' \
-		-H "Host: $1" "http://127.0.0.1:$P_EDGE$2" 2>/dev/null)
-	echo "$code $(python3 -c 'import json,sys
-try: print(json.load(open(sys.argv[1]))["error"])
-except Exception: print("-")' "$f.body")"
-}
+req() { edged_req "$@"; }
 
 count() { grep -cF -- "$1" "$EDGED_LOG"; }
 
@@ -125,26 +116,7 @@ timings() {
 	echo "$(sort -u <<<"$codes" | grep . | paste -sd, -) $slow $max"
 }
 
-# burst HOST N PATH: N requests at once, each on its own connection; their
-# statuses counted ("6x200")
-burst() {
-	python3 - "$P_EDGE" "$1" "$2" "$3" <<'PY'
-import http.client, sys, threading, collections
-port, host, n, path = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-got = []
-def one(i):
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        c.request("GET", "%s&i=%d" % (path, i), headers={"Host": host})
-        r = c.getresponse(); r.read(); got.append(str(r.status)); c.close()
-    except Exception as e:
-        got.append(type(e).__name__)
-t = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-for x in t: x.start()
-for x in t: x.join()
-print(" ".join("%dx%s" % (v, k) for k, v in sorted(collections.Counter(got).items())))
-PY
-}
+burst() { edged_burst "$@"; }
 
 # peak PATHPART: the most requests f2 answered at once among the logged
 # requests whose path holds PATHPART
