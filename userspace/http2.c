@@ -122,6 +122,9 @@ struct h2c {
 	bool client_settings;	 /* the client's first SETTINGS came */
 	bool shrunk;		 /* HEADER_TABLE_SIZE 0 went out */
 	bool renewing;		 /* h2_renew feeds the new session */
+	bool hd_update; /* edge's next header block starts with a table size
+			   update (nghttp2's, owed since the client's last
+			   SETTINGS_HEADER_TABLE_SIZE) */
 	unsigned settings_unacked; /* edge's SETTINGS not acknowledged */
 	int32_t max_id;		   /* the highest HEADERS stream id seen */
 	struct h2saved saved;	   /* while s is NULL (released) */
@@ -818,10 +821,16 @@ static int h2_on_frame_recv(nghttp2_session *session,
 		return 0;
 	switch (frame->hd.type) {
 	case NGHTTP2_SETTINGS:
-		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK))
-			hc->client_settings = true;
-		else if (hc->settings_unacked > 0)
-			hc->settings_unacked--;
+		if (frame->hd.flags & NGHTTP2_FLAG_ACK) {
+			if (hc->settings_unacked > 0)
+				hc->settings_unacked--;
+			return 0;
+		}
+		hc->client_settings = true;
+		for (size_t i = 0; i < frame->settings.niv; i++)
+			if (frame->settings.iv[i].settings_id ==
+			    NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
+				hc->hd_update = true;
 		return 0;
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(false, true, frame->goaway.error_code);
@@ -900,8 +909,10 @@ static int h2_on_frame_send(nghttp2_session *session,
 			s->rst_code = frame->rst_stream.error_code;
 		}
 		return 0;
-	case NGHTTP2_DATA:
 	case NGHTTP2_HEADERS:
+		hc->hd_update = false; /* nghttp2 sent it with this block */
+		break;
+	case NGHTTP2_DATA:
 		break;
 	default:
 		return 0;
@@ -1485,6 +1496,18 @@ static int h2_renew(struct h2c *hc)
 		    h2_feed(hc, NULL, 0) || need)
 			goto wrong;
 	}
+	if (hc->hd_update) {
+		/* the table size update the response above took is owed to
+		 * the client (its decoder may insist): the client's
+		 * HEADER_TABLE_SIZE again has nghttp2 send it */
+		p = b;
+		p += h2_frame_hd(p, 6, NGHTTP2_SETTINGS, 0, 0);
+		*p++ = 0;
+		*p++ = NGHTTP2_SETTINGS_HEADER_TABLE_SIZE;
+		p += h2_put32(p, v->remote[0]);
+		if (h2_feed(hc, b, (size_t)(p - b)))
+			goto out;
+	}
 	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
 		if (nghttp2_session_get_local_settings(
 			hc->s, h2_local_ids[i]) != v->local[i])
@@ -1540,6 +1563,7 @@ static void h2_btimeout(struct conn *c)
 	uint64_t quiet = (now - hc->last_io) / 1000000;
 	uint64_t waited = (now - hc->last_progress) / 1000000, park;
 	size_t table = 0;
+	int32_t recv;
 	bool could, release;
 
 	hc->park_armed = false;
@@ -1557,6 +1581,20 @@ static void h2_btimeout(struct conn *c)
 		return; /* the progress timer ends it now */
 	could = h2_could_release(hc, &table);
 	release = could && table == 0;
+	recv = nghttp2_session_get_effective_recv_data_length(hc->s);
+	if (release && recv > 0) {
+		/* the connection window the client's DATA took and edge has
+		 * not given back yet (below half the window): a new session
+		 * would forget it, the client never: given back first */
+		if (nghttp2_submit_window_update(hc->s, NGHTTP2_FLAG_NONE, 0,
+						 recv) == 0) {
+			hc->park_armed = true;
+			conn_btimer(c, CONN_PARK_MS);
+			h2_flush(hc);
+			return;
+		}
+		release = false;
+	}
 	park = ms - waited;
 	if (could && table > 0 && !hc->shrunk) {
 		if (waited >= H2_SHRINK_MS) {
@@ -1811,6 +1849,9 @@ void http2_start(struct conn *c)
 	TAILQ_INIT(&hc->streams);
 	TAILQ_INIT(&hc->work);
 	hc->last_progress = clk_now_ns();
+	/* nghttp2's first header block announces its table (H2_DEFLATE_TABLE,
+	 * below the client's 4096) */
+	hc->hd_update = true;
 	hc->flush = event_new(c->w->base, -1, 0, h2_flush_cb, hc);
 	if (!hc->flush || h2_session(hc)) {
 		if (hc->flush)

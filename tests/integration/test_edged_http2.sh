@@ -279,6 +279,22 @@ run_suite() { # BIN LABEL
 		fi
 	done
 
+	# what a released session made again still owes the client: the
+	# table size update after its lowered SETTINGS_HEADER_TABLE_SIZE, and
+	# the connection window its POSTs took (h2raw.py's release_state)
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_state shop.test "$v-relstate" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["streams"] == {"3": 200, "5": 200, "7": 200} and
+         len(d["released"]) == 3 and None not in d["released"] and
+         "client_error" not in d and d["goaway"] is None and not d["resets"]
+         else 1)' "$T_TMP/raw.json" 2>/dev/null; then
+		t_ok "$v: released sessions made again: the HPACK table size update owed after a lowered HEADER_TABLE_SIZE sent, three 120000-byte POSTs through the connection window (released after $(rawf released) s)"
+	else
+		t_fail "$v: released session's debts" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
+
 	# ---- analytics ----------------------------------------------------
 	if grep -q '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" &&
 		grep '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" | grep -q '"http_version":"HTTP/2"'; then
