@@ -1412,11 +1412,12 @@ static ssize_t h2_renew_read(nghttp2_session *session, int32_t id, uint8_t *buf,
  * streams, not idle ones). It is made by feeding a new session the
  * frames that lead there and dropping what it sends: the preface, the
  * client's SETTINGS, a WINDOW_UPDATE for a window above the initial
- * one, the ACK of edge's SETTINGS, then a request with that stream id
- * (only fields that leave both HPACK tables as they are, led by the
- * client's table size update if edge's table size is 0: the client owes
- * that update, and the released session's decoder held no entry) whose
- * response's body takes the connection window down to what it was.
+ * one, a request with that stream id (only fields that leave both HPACK
+ * tables as they are), the ACK of edge's SETTINGS (after the request: a
+ * HEADER_TABLE_SIZE 0 of edge's leaves the decoder waiting for the
+ * client's table size update, which the client still owes, as the
+ * released session's did), then the request's response, whose body
+ * takes the connection window down to what it was.
  * 0, or -1: no memory, or a state not as it was (logged). */
 static int h2_renew(struct h2c *hc)
 {
@@ -1465,16 +1466,14 @@ static int h2_renew(struct h2c *hc)
 	if (h2_feed(hc, b, (size_t)(p - b)))
 		goto out;
 	p = b;
-	p += h2_frame_hd(p, 0, NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
 	if (hc->max_id > 0) {
-		bool upd = v->local[0] == 0; /* HEADER_TABLE_SIZE */
-
-		p += h2_frame_hd(
-		    p, (uint32_t)(sizeof(req) + upd), NGHTTP2_HEADERS,
-		    NGHTTP2_FLAG_END_STREAM | NGHTTP2_FLAG_END_HEADERS,
-		    hc->max_id);
-		if (upd)
-			*p++ = 0x20; /* dynamic table size update: 0 */
+		/* before the ACK: a HEADER_TABLE_SIZE 0 of edge's then leaves
+		 * the decoder waiting for the client's table size update, as
+		 * the old one did */
+		p += h2_frame_hd(p, (uint32_t)sizeof(req), NGHTTP2_HEADERS,
+				 NGHTTP2_FLAG_END_STREAM |
+				     NGHTTP2_FLAG_END_HEADERS,
+				 hc->max_id);
 		memcpy(p, req, sizeof(req));
 		p += sizeof(req);
 		if (v->remote_window < NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE)
@@ -1487,6 +1486,7 @@ static int h2_renew(struct h2c *hc)
 			p += h2_put32(p, need - v->remote[3]);
 		}
 	}
+	p += h2_frame_hd(p, 0, NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
 	if (h2_feed(hc, b, (size_t)(p - b)))
 		goto out;
 	if (hc->max_id > 0) {

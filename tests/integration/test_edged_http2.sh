@@ -294,6 +294,15 @@ sys.exit(0 if d["streams"] == {"3": 200, "5": 200, "7": 200} and
 	else
 		t_fail "$v: released session's debts" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
 	fi
+	# a header block without the table size update the client owes after
+	# acknowledging HEADER_TABLE_SIZE 0, sent to the released session
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_no_update shop.test "$v" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	if [ "$(rawf goaway)" = 9 ] && [ "$(rawf released)" != None ]; then
+		t_ok "$v: a released session's client without the table size update it owes: COMPRESSION_ERROR, as before the release"
+	else
+		t_fail "$v: released session, no table size update" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
 
 	# ---- analytics ----------------------------------------------------
 	if grep -q '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" &&

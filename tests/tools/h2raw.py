@@ -606,7 +606,9 @@ def case_release():
     f = RstStreamFrame(3)
     f.error_code = 8
     k.raw(f.serialize())
-    raw_headers(k, 1, b"\x82\x84\x86", ["END_STREAM", "END_HEADERS"])
+    # led by the table size update the client owes once it acknowledged
+    # SETTINGS_HEADER_TABLE_SIZE 0 (h2's encoder sends it again next)
+    raw_headers(k, 1, b"\x20\x82\x84\x86", ["END_STREAM", "END_HEADERS"])
     k.pump(lambda: False, 0.5)
     k.headers(9, base("/h2/%s-release-5" % TAG, "POST") + [
         ("content-length", "300000"), ("x-park", val)], end=False)
@@ -710,6 +712,29 @@ def case_release_state():
         k.pump(k.done(sid), 3)
         if sid != 7:
             pause()
+    return k.out
+
+
+def case_release_no_update():
+    # A client that acknowledges edged's SETTINGS_HEADER_TABLE_SIZE 0
+    # (h2 does) and, once the session is released, sends a header block
+    # without the table size update it owes (RFC 7541 section 4.2): a
+    # COMPRESSION_ERROR GOAWAY, as from the session before the release.
+    # "released": the seconds until it was (None: never).
+    k = Client()
+    k.headers(1, base("/h2/%s-relnoupd" % TAG))
+    k.pump(k.done(1))
+    k.out["released"] = None
+    t0 = time.time()
+    while time.time() - t0 < 4 and not k.out["closed"]:
+        k.pump(lambda: False, 0.1)
+        if (0 in k.out.get("table_sizes", []) and
+                metric("edge_http2_connections_released") == 1):
+            k.out["released"] = round(time.time() - t0, 2)
+            break
+    raw_headers(k, 3, b"\x82\x84\x86\x01\x09" + HOST.encode(),
+                ["END_STREAM", "END_HEADERS"])
+    k.pump(lambda: k.out["goaway"] is not None, 3)
     return k.out
 
 
