@@ -122,9 +122,6 @@ struct h2c {
 	bool client_settings;	 /* the client's first SETTINGS came */
 	bool shrunk;		 /* HEADER_TABLE_SIZE 0 went out */
 	bool renewing;		 /* h2_renew feeds the new session */
-	bool hd_update; /* edge's next header block starts with a table size
-			   update (nghttp2's, owed since the client's last
-			   SETTINGS_HEADER_TABLE_SIZE) */
 	unsigned settings_unacked; /* edge's SETTINGS not acknowledged */
 	int32_t max_id;		   /* the highest HEADERS stream id seen */
 	struct h2saved saved;	   /* while s is NULL (released) */
@@ -827,10 +824,6 @@ static int h2_on_frame_recv(nghttp2_session *session,
 			return 0;
 		}
 		hc->client_settings = true;
-		for (size_t i = 0; i < frame->settings.niv; i++)
-			if (frame->settings.iv[i].settings_id ==
-			    NGHTTP2_SETTINGS_HEADER_TABLE_SIZE)
-				hc->hd_update = true;
 		return 0;
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(false, true, frame->goaway.error_code);
@@ -909,10 +902,8 @@ static int h2_on_frame_send(nghttp2_session *session,
 			s->rst_code = frame->rst_stream.error_code;
 		}
 		return 0;
-	case NGHTTP2_HEADERS:
-		hc->hd_update = false; /* nghttp2 sent it with this block */
-		break;
 	case NGHTTP2_DATA:
+	case NGHTTP2_HEADERS:
 		break;
 	default:
 		return 0;
@@ -1496,18 +1487,19 @@ static int h2_renew(struct h2c *hc)
 		    h2_feed(hc, NULL, 0) || need)
 			goto wrong;
 	}
-	if (hc->hd_update) {
-		/* the table size update the response above took is owed to
-		 * the client (its decoder may insist): the client's
-		 * HEADER_TABLE_SIZE again has nghttp2 send it */
-		p = b;
-		p += h2_frame_hd(p, 6, NGHTTP2_SETTINGS, 0, 0);
-		*p++ = 0;
-		*p++ = NGHTTP2_SETTINGS_HEADER_TABLE_SIZE;
-		p += h2_put32(p, v->remote[0]);
-		if (h2_feed(hc, b, (size_t)(p - b)))
-			goto out;
-	}
+	/* the table size update the response above took may be owed to the
+	 * client (its HEADER_TABLE_SIZE came after edge's last header block,
+	 * or none was sent) and its decoder may insist: the client's
+	 * HEADER_TABLE_SIZE again has nghttp2 start its next header block
+	 * with it (if not owed, an update to the size the client's table
+	 * already has: nothing changes) */
+	p = b;
+	p += h2_frame_hd(p, 6, NGHTTP2_SETTINGS, 0, 0);
+	*p++ = 0;
+	*p++ = NGHTTP2_SETTINGS_HEADER_TABLE_SIZE;
+	p += h2_put32(p, v->remote[0]);
+	if (h2_feed(hc, b, (size_t)(p - b)))
+		goto out;
 	for (i = 0; i < H2_LOCAL_SETTINGS; i++)
 		if (nghttp2_session_get_local_settings(
 			hc->s, h2_local_ids[i]) != v->local[i])
@@ -1849,9 +1841,6 @@ void http2_start(struct conn *c)
 	TAILQ_INIT(&hc->streams);
 	TAILQ_INIT(&hc->work);
 	hc->last_progress = clk_now_ns();
-	/* nghttp2's first header block announces its table (H2_DEFLATE_TABLE,
-	 * below the client's 4096) */
-	hc->hd_update = true;
 	hc->flush = event_new(c->w->base, -1, 0, h2_flush_cb, hc);
 	if (!hc->flush || h2_session(hc)) {
 		if (hc->flush)
