@@ -45,6 +45,11 @@
  * progress, and gets the table back with its next request. */
 #define H2_SHRINK_MS 1000
 #define H2_HD_TABLE 4096 /* RFC 7541's default, the one edge offers */
+/* A session made again within this long of its release and given no
+ * request (a client that pings or sends other frames often) is kept
+ * until the client has sent nothing for this long: at most one new
+ * session per connection in this time without a request. */
+#define H2_RELEASE_AGAIN_MS 10000
 struct h2c;
 
 /* What a released session is made again from (h2_renew): the settings
@@ -122,6 +127,11 @@ struct h2c {
 	bool client_settings;	 /* the client's first SETTINGS came */
 	bool shrunk;		 /* HEADER_TABLE_SIZE 0 went out */
 	bool renewing;		 /* h2_renew feeds the new session */
+	bool update_owed;	 /* edge's HEADER_TABLE_SIZE 0 acknowledged, no
+				    header block from the client since */
+	bool hold; /* made again soon, no request since: H2_RELEASE_AGAIN_MS */
+	uint64_t last_read;	   /* ns: the client's last bytes */
+	uint64_t released_at;	   /* ns: the session's last release */
 	unsigned settings_unacked; /* edge's SETTINGS not acknowledged */
 	int32_t max_id;		   /* the highest HEADERS stream id seen */
 	struct h2saved saved;	   /* while s is NULL (released) */
@@ -638,6 +648,7 @@ static int h2_on_begin_headers(nghttp2_session *session,
 	if (frame->hd.type != NGHTTP2_HEADERS ||
 	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	hc->hold = false; /* a request: not a client that only wakes it */
 	if (hc->shrunk) {
 		/* the client's HPACK table back for what follows */
 		nghttp2_settings_entry t = {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE,
@@ -802,8 +813,10 @@ static int h2_on_begin_frame(nghttp2_session *session,
 	struct h2c *hc = user;
 
 	(void)session;
-	if (hd->type == NGHTTP2_HEADERS && hd->stream_id > hc->max_id &&
-	    !hc->renewing)
+	if (hd->type != NGHTTP2_HEADERS || hc->renewing)
+		return 0;
+	hc->update_owed = false; /* a block: it starts with the update */
+	if (hd->stream_id > hc->max_id)
 		hc->max_id = hd->stream_id;
 	return 0;
 }
@@ -818,10 +831,17 @@ static int h2_on_frame_recv(nghttp2_session *session,
 		return 0;
 	switch (frame->hd.type) {
 	case NGHTTP2_SETTINGS:
-		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK))
-			hc->client_settings = true;
-		else if (hc->settings_unacked > 0)
-			hc->settings_unacked--;
+		if (frame->hd.flags & NGHTTP2_FLAG_ACK) {
+			if (hc->settings_unacked > 0)
+				hc->settings_unacked--;
+			/* edge's settings are in force when it is called */
+			if (nghttp2_session_get_local_settings(
+				session, NGHTTP2_SETTINGS_HEADER_TABLE_SIZE) ==
+			    0)
+				hc->update_owed = true;
+			return 0;
+		}
+		hc->client_settings = true;
 		return 0;
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(false, true, frame->goaway.error_code);
@@ -1181,7 +1201,7 @@ static void h2_readable(struct conn *c)
 	ssize_t n;
 	int k, i;
 
-	hc->last_io = clk_now_ns();
+	hc->last_io = hc->last_read = clk_now_ns();
 	while (!hc->dead && evbuffer_get_length(in) > 0) {
 		k = evbuffer_peek(in, -1, NULL, v, 8);
 		if (k > 8)
@@ -1326,6 +1346,7 @@ static void h2_release(struct h2c *hc)
 	v->remote_window = nghttp2_session_get_remote_window_size(hc->s);
 	nghttp2_session_del(hc->s);
 	hc->s = NULL;
+	hc->released_at = clk_now_ns();
 	http2_count_released(1);
 }
 
@@ -1394,13 +1415,14 @@ static ssize_t h2_renew_read(nghttp2_session *session, int32_t id, uint8_t *buf,
  * streams, not idle ones). It is made by feeding a new session the
  * frames that lead there and dropping what it sends: the preface, the
  * client's SETTINGS, a WINDOW_UPDATE for a window above the initial
- * one, the ACK of edge's SETTINGS, then a request with that stream id
- * (only fields that leave both HPACK tables as they are, led by the
- * client's table size update if edge's table size is 0: the client owes
- * that update, and the released session's decoder held no entry) whose
- * response's body takes the connection window down to what it was, and
- * the client's table size once more, so that edge's next header block
- * starts with a table size update as the released session's might.
+ * one, a request with that stream id (only fields that leave both HPACK
+ * tables as they are) and the ACK of edge's SETTINGS — the ACK after the
+ * request while the client owes the table size update for edge's
+ * HEADER_TABLE_SIZE 0 (the decoder then waits for it, as the released
+ * session's did), before it otherwise (the request then led by that
+ * update, so that the decoder waits for nothing) — then the request's
+ * response, whose body takes the connection window down to what it
+ * was, and the client's HEADER_TABLE_SIZE once more.
  * 0, or -1: no memory, or a state not as it was (logged). */
 static int h2_renew(struct h2c *hc)
 {
@@ -1420,6 +1442,7 @@ static int h2_renew(struct h2c *hc)
 	int32_t up;
 	unsigned i;
 	int rc = -1;
+	bool owed;
 
 	if (h2_session_new(hc))
 		return -1;
@@ -1449,9 +1472,11 @@ static int h2_renew(struct h2c *hc)
 	if (h2_feed(hc, b, (size_t)(p - b)))
 		goto out;
 	p = b;
-	p += h2_frame_hd(p, 0, NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
+	owed = v->local[0] == 0 && hc->update_owed; /* HEADER_TABLE_SIZE */
+	if (!owed)
+		p += h2_frame_hd(p, 0, NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
 	if (hc->max_id > 0) {
-		bool upd = v->local[0] == 0; /* HEADER_TABLE_SIZE */
+		bool upd = !owed && v->local[0] == 0;
 
 		p += h2_frame_hd(
 		    p, (uint32_t)(sizeof(req) + upd), NGHTTP2_HEADERS,
@@ -1471,6 +1496,8 @@ static int h2_renew(struct h2c *hc)
 			p += h2_put32(p, need - v->remote[3]);
 		}
 	}
+	if (owed)
+		p += h2_frame_hd(p, 0, NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0);
 	if (h2_feed(hc, b, (size_t)(p - b)))
 		goto out;
 	if (hc->max_id > 0) {
@@ -1480,9 +1507,12 @@ static int h2_renew(struct h2c *hc)
 		    h2_feed(hc, NULL, 0) || need)
 			goto wrong;
 	}
-	/* the client's table size again: the response above took the table
-	 * size update the new encoder owed, which the next real header
-	 * block must carry (it may be one the client is still owed) */
+	/* the table size update the response above took may be owed to the
+	 * client (its HEADER_TABLE_SIZE came after edge's last header block,
+	 * or none was sent) and its decoder may insist: the client's
+	 * HEADER_TABLE_SIZE again has nghttp2 start its next header block
+	 * with it (if not owed, an update to the size the client's table
+	 * already has: nothing changes) */
 	p = b;
 	p += h2_frame_hd(p, 6, NGHTTP2_SETTINGS, 0, 0);
 	*p++ = 0;
@@ -1506,6 +1536,9 @@ static int h2_renew(struct h2c *hc)
 	    !nghttp2_session_want_read(hc->s))
 		goto wrong;
 	rc = 0;
+	hc->hold =
+	    clk_now_ns() - hc->released_at < H2_RELEASE_AGAIN_MS * 1000000ULL;
+	http2_count_renewed();
 	goto out;
 wrong:
 	log_warn("http2: a released session made again is not as it was: "
@@ -1537,15 +1570,20 @@ static void h2_shrink(struct h2c *hc)
  * idle deadline (h2_unpark). The session itself is released too when
  * nothing of it need be kept but a few values (h2_release); a client's
  * HPACK table that holds fields is emptied first, once the connection
- * has been idle for H2_SHRINK_MS (the park ends then to ask). */
+ * has been idle for H2_SHRINK_MS (the park ends then to ask); a session
+ * made again soon after its release and given no request since waits
+ * for H2_RELEASE_AGAIN_MS without a byte from the client (the park ends
+ * then). */
 static void h2_btimeout(struct conn *c)
 {
 	struct h2c *hc = h2c_of(c);
 	uint64_t now = clk_now_ns(), ms = c->w->set.timeouts.idle_keepalive_ms;
 	uint64_t quiet = (now - hc->last_io) / 1000000;
 	uint64_t waited = (now - hc->last_progress) / 1000000, park;
+	uint64_t heard = (now - hc->last_read) / 1000000;
 	size_t table = 0;
-	bool could, release;
+	int32_t recv;
+	bool could, release, held;
 
 	hc->park_armed = false;
 	if (!TAILQ_EMPTY(&hc->streams) || hc->goaway || hc->finishing ||
@@ -1561,9 +1599,26 @@ static void h2_btimeout(struct conn *c)
 	if (waited >= ms)
 		return; /* the progress timer ends it now */
 	could = h2_could_release(hc, &table);
-	release = could && table == 0;
+	held = hc->hold && heard < H2_RELEASE_AGAIN_MS;
+	release = could && table == 0 && !held;
+	recv = nghttp2_session_get_effective_recv_data_length(hc->s);
+	if (release && recv > 0) {
+		/* the connection window the client's DATA took and edge has
+		 * not given back yet (below half the window): a new session
+		 * would forget it, the client never: given back first */
+		if (nghttp2_submit_window_update(hc->s, NGHTTP2_FLAG_NONE, 0,
+						 recv) == 0) {
+			hc->park_armed = true;
+			conn_btimer(c, CONN_PARK_MS);
+			h2_flush(hc);
+			return;
+		}
+		release = false;
+	}
 	park = ms - waited;
-	if (could && table > 0 && !hc->shrunk) {
+	if (could && held && H2_RELEASE_AGAIN_MS - heard < park)
+		park = H2_RELEASE_AGAIN_MS - heard; /* back then to release */
+	if (could && table > 0 && !hc->shrunk && !held) {
 		if (waited >= H2_SHRINK_MS) {
 			h2_shrink(hc);
 			return;

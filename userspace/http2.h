@@ -82,7 +82,8 @@ struct metrics;
 
 /* Register the HTTP/2 series in m (before the workers start): connections
  * (edge_http2_connections_total, edge_http2_connections open now),
- * idle ones whose session is released (edge_http2_connections_released),
+ * idle ones whose session is released (edge_http2_connections_released)
+ * and sessions made again (edge_http2_sessions_renewed_total),
  * streams (edge_http2_streams_total), RST_STREAM and GOAWAY frames by
  * direction and error code (edge_http2_resets_total,
  * edge_http2_goaways_total), and edge's own reasons
@@ -103,5 +104,7 @@ void http2_count_stream(void);
 /* An idle connection's session released (+1), or made again or ended
  * released (-1). */
 void http2_count_released(int delta);
+/* A released session made again. */
+void http2_count_renewed(void);
 
 #endif /* EDGE_HTTP2_H */

@@ -38,7 +38,7 @@ static const char *const h2_why_names[HTTP2_WHY_MAX] = {
 static struct metrics_counter *h2_m_rst[2][HTTP2_CODES];
 static struct metrics_counter *h2_m_goaway[2][HTTP2_CODES];
 static struct metrics_counter *h2_m_why[HTTP2_WHY_MAX];
-static struct metrics_counter *h2_m_conns, *h2_m_streams;
+static struct metrics_counter *h2_m_conns, *h2_m_streams, *h2_m_renewed;
 static struct metrics_gauge *h2_m_open, *h2_m_released;
 
 int http2_metrics(struct metrics *m)
@@ -59,10 +59,16 @@ int http2_metrics(struct metrics *m)
 	    "idle HTTP/2 client connections holding no nghttp2 session now "
 	    "(released once parked, made again at their next byte)",
 	    NULL);
+	h2_m_renewed = metrics_counter_new(
+	    m, "edge_http2_sessions_renewed_total",
+	    "released HTTP/2 sessions made again (the connection's next byte, "
+	    "its idle deadline or a drain)",
+	    NULL);
 	h2_m_streams = metrics_counter_new(
 	    m, "edge_http2_streams_total",
 	    "HTTP/2 streams a client opened (each a request)", NULL);
-	if (!h2_m_conns || !h2_m_open || !h2_m_released || !h2_m_streams)
+	if (!h2_m_conns || !h2_m_open || !h2_m_released || !h2_m_renewed ||
+	    !h2_m_streams)
 		return -ENOMEM;
 	for (d = 0; d < 2; d++)
 		for (i = 0; i < HTTP2_CODES; i++) {
@@ -164,6 +170,11 @@ void http2_count_conn(int delta)
 void http2_count_released(int delta)
 {
 	metrics_gauge_add(h2_m_released, delta);
+}
+
+void http2_count_renewed(void)
+{
+	metrics_counter_add(h2_m_renewed, 1);
 }
 
 void http2_count_stream(void)

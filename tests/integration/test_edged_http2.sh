@@ -279,6 +279,57 @@ run_suite() { # BIN LABEL
 		fi
 	done
 
+	# what a released session made again still owes the client: the
+	# table size update after its lowered SETTINGS_HEADER_TABLE_SIZE, and
+	# the connection window its POSTs took (h2raw.py's release_state)
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_state shop.test "$v-relstate" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["streams"] == {"3": 200, "5": 200, "7": 200} and
+         len(d["released"]) == 3 and None not in d["released"] and
+         "client_error" not in d and d["goaway"] is None and not d["resets"]
+         else 1)' "$T_TMP/raw.json" 2>/dev/null; then
+		t_ok "$v: released sessions made again: the HPACK table size update owed after a lowered HEADER_TABLE_SIZE sent, three 120000-byte POSTs through the connection window (released after $(rawf released) s)"
+	else
+		t_fail "$v: released session's debts" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
+	# a header block without the table size update the client owes after
+	# acknowledging HEADER_TABLE_SIZE 0, sent to the released session
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_no_update shop.test "$v" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	if [ "$(rawf goaway)" = 9 ] && [ "$(rawf released)" != None ]; then
+		t_ok "$v: a released session's client without the table size update it owes: COMPRESSION_ERROR, as before the release"
+	else
+		t_fail "$v: released session, no table size update" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
+
+	# the same client having paid that update in a header block on a
+	# closed stream before the release: its request without one served
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_update_paid shop.test "$v" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	for ((i = 0; i < 40; i++)); do
+		grep -q "/$v-relpaid-3" "$T_TMP/backend.jsonl" && break
+		sleep 0.05
+	done
+	if [ "$(rawf goaway)" = None ] && [ "$(rawf released)" != None ] &&
+		grep -q "/$v-relpaid-3" "$T_TMP/backend.jsonl"; then
+		t_ok "$v: a released session's client that paid its table size update before the release: its next request, without one, served"
+	else
+		t_fail "$v: released session, update paid" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
+
+	# a client that pings every 150 ms after its session's release: made
+	# again once, then kept (not made again at every PING)
+	H2RAW_ADMIN=$P_ADMIN "${H2RAW[@]}" release_churn shop.test "$v" \
+		>"$T_TMP/raw.json" 2>"$T_TMP/raw.err"
+	if [ "$(rawf released)" = "[1, 0]" ] && [ "$(rawf renewed)" = 1 ] &&
+		[ "$(rawf goaway)" = None ]; then
+		t_ok "$v: a client that pings every 150 ms after its session's release: the session made again once and kept"
+	else
+		t_fail "$v: released session, PING churn" "$(head -c 600 "$T_TMP/raw.json") $(head -c 300 "$T_TMP/raw.err")"
+	fi
+
 	# ---- analytics ----------------------------------------------------
 	if grep -q '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" &&
 		grep '"path":"/h2tls?x=1"' "$T_TMP/requests.jsonl" | grep -q '"http_version":"HTTP/2"'; then
