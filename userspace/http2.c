@@ -124,7 +124,6 @@ struct h2c {
 	bool why_counted;	 /* its end is counted by edge's reason */
 	bool finishing;		 /* conn_next(c, true) was called */
 	bool park_armed;	 /* c->btimer runs to park the connection */
-	bool client_settings;	 /* the client's first SETTINGS came */
 	bool shrunk;		 /* HEADER_TABLE_SIZE 0 went out */
 	bool renewing;		 /* h2_renew feeds the new session */
 	bool update_owed;	 /* edge's HEADER_TABLE_SIZE 0 acknowledged, no
@@ -841,7 +840,6 @@ static int h2_on_frame_recv(nghttp2_session *session,
 				hc->update_owed = true;
 			return 0;
 		}
-		hc->client_settings = true;
 		return 0;
 	case NGHTTP2_GOAWAY:
 		http2_count_frame(false, true, frame->goaway.error_code);
@@ -1312,7 +1310,8 @@ static const int32_t h2_saved_ids[H2_REMOTE_SETTINGS] = {
 
 /* Whether hc's quiet session could be released but for its client's
  * HPACK table (how many bytes it holds, *table): the client's SETTINGS
- * came and edge's are acknowledged. */
+ * came (NO_RFC7540_PRIORITIES is 0 or 1 only after them) and edge's are
+ * acknowledged. */
 static bool h2_could_release(struct h2c *hc, size_t *table)
 {
 	uint32_t pri = nghttp2_session_get_remote_settings(
@@ -1322,8 +1321,7 @@ static bool h2_could_release(struct h2c *hc, size_t *table)
 	*table = nghttp2_session_get_hd_inflate_dynamic_table_size(hc->s);
 	/* a window below the initial one is taken down to it by a stream's
 	 * body (h2_renew): there must have been one */
-	return hc->client_settings && hc->settings_unacked == 0 && pri <= 1 &&
-	       win >= 0 &&
+	return hc->settings_unacked == 0 && pri <= 1 && win >= 0 &&
 	       (win >= NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE ||
 		hc->max_id > 0);
 }
