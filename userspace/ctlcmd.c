@@ -5,11 +5,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +41,11 @@ struct ctlcmd {
 	struct ctlcmd_ops ops;
 	struct ctl_server *srv;
 	pid_t successor; /* the process handed the sockets last, 0: none */
-	unsigned long long successor_start; /* its start (0: unknown) */
+	/* that process itself: a pidfd (readable once it has exited, so a
+	 * later process given its pid is never taken for it), -1 where the
+	 * kernel gave none; then its start (0: unknown), to a clock tick */
+	int successor_pidfd;
+	unsigned long long successor_start;
 	bool retired; /* it asked to retire and this one did */
 };
 
@@ -420,7 +426,8 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 }
 
 /* When process pid started (/proc/PID/stat's field 22, clock ticks after
- * boot: a later process given the same pid has a later one) into *start,
+ * boot: a later process given the same pid has the same or a later one)
+ * into *start,
  * 0 when /proc cannot say. 0, or -ESRCH: no such process, or a zombie. */
 static int ctlcmd_proc_start(pid_t pid, unsigned long long *start)
 {
@@ -449,15 +456,21 @@ static int ctlcmd_proc_start(pid_t pid, unsigned long long *start)
 	return rc;
 }
 
-/* Whether the process that had pid and started at start (0: unknown)
- * still runs: not a zombie, and not a later process given its pid */
-static bool ctlcmd_same_proc(pid_t pid, unsigned long long start)
+/* Whether c's successor still runs: its pidfd not readable (it has not
+ * exited); without one, not a zombie and not a later process given its
+ * pid (a start time differs, to a clock tick). */
+static bool ctlcmd_successor_runs(const struct ctlcmd *c)
 {
 	unsigned long long now;
 
-	if (ctlcmd_proc_start(pid, &now))
+	if (c->successor_pidfd >= 0) {
+		struct pollfd p = {.fd = c->successor_pidfd, .events = POLLIN};
+
+		return poll(&p, 1, 0) == 0;
+	}
+	if (ctlcmd_proc_start(c->successor, &now))
 		return false;
-	return !start || !now || now == start;
+	return !c->successor_start || !now || now == c->successor_start;
 }
 
 /* A successor's {"cmd":"handover"}: this process's sockets (sockreg.h). */
@@ -472,8 +485,7 @@ static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 		return -EALREADY;
 	}
 	/* one upgrade at a time: its successor starting still */
-	if (c->successor && c->successor != peer &&
-	    ctlcmd_same_proc(c->successor, c->successor_start)) {
+	if (c->successor && c->successor != peer && ctlcmd_successor_runs(c)) {
 		errbuf_set(err,
 			   "another upgrade is under way (edged %ld took the "
 			   "sockets)",
@@ -491,6 +503,9 @@ static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 	}
 	c->successor = peer;
 	/* the peer waits for this answer: its pid is its own still */
+	if (c->successor_pidfd >= 0)
+		close(c->successor_pidfd);
+	c->successor_pidfd = (int)syscall(SYS_pidfd_open, peer, 0);
 	ctlcmd_proc_start(peer, &c->successor_start);
 	log_note("upgrade: %zu sockets handed to edged %ld", *nfds, (long)peer);
 	return 0;
@@ -504,9 +519,9 @@ static int ctlcmd_retire(void *ctx, pid_t peer, json_t **result,
 	int rc;
 
 	/* the pid alone could be another process's now (the successor
-	 * gone, its pid reused): its start time too */
+	 * gone, its pid reused): the successor itself must run */
 	if (!c->successor || peer != c->successor ||
-	    !ctlcmd_same_proc(peer, c->successor_start)) {
+	    !ctlcmd_successor_runs(c)) {
 		errbuf_set(err, "retire: only the edged that took the sockets "
 				"(handover) may ask");
 		return -EPERM;
@@ -726,6 +741,7 @@ int ctlcmd_start(struct event_base *base, const char *path, int lock_fd,
 	}
 	c->d = d;
 	c->ops = *ops;
+	c->successor_pidfd = -1;
 	rc = lock_fd >= 0 || listen_fd >= 0
 		 ? ctl_server_start_successor(base, path, lock_fd, listen_fd,
 					      &h, c, &c->srv, err)
@@ -758,5 +774,7 @@ void ctlcmd_free(struct ctlcmd *c)
 	if (!c)
 		return;
 	ctl_server_free(c->srv);
+	if (c->successor_pidfd >= 0)
+		close(c->successor_pidfd);
 	free(c);
 }
