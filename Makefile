@@ -207,7 +207,7 @@ check:
 	scripts/install-deps --lint
 	$(MAKE) lint
 	$(MAKE) all asan fuzz-build
-	tests/run
+	tests/run --jobs 2
 
 demo:
 	scripts/install-deps
