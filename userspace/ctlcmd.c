@@ -465,8 +465,12 @@ static bool ctlcmd_successor_runs(const struct ctlcmd *c)
 
 	if (c->successor_pidfd >= 0) {
 		struct pollfd p = {.fd = c->successor_pidfd, .events = POLLIN};
+		int n;
 
-		return poll(&p, 1, 0) == 0;
+		do
+			n = poll(&p, 1, 0);
+		while (n < 0 && errno == EINTR);
+		return n == 0; /* an error: taken as gone (no retire) */
 	}
 	if (ctlcmd_proc_start(c->successor, &now))
 		return false;
