@@ -106,7 +106,7 @@ metric_at_least() { # NAME MIN: the value once >= MIN (10 s), else what it was
 }
 
 run_suite() {
-	local bin=$1 v=$2 out n i before hpid
+	local bin=$1 v=$2 out n i before hpid cc gone
 	: >"$LOG"
 	rm -f "$T_TMP/requests.jsonl"
 	conf 100
@@ -171,9 +171,12 @@ run_suite() {
 	fi
 
 	# ---- a waiter whose client leaves (at 0.3 s; timeouts.queue is 1 s)
-	# while the slot is held; then the holder resets its connection and
-	# the slot frees: the waiter, gone, is never sent
+	# while the slot is held: ended client_closed at once; then the
+	# holder resets its connection and the slot frees: the waiter, gone,
+	# is never sent
 	before=$(count)
+	cc='edge_requests_total{outcome="client_closed"}'
+	n=$(edged_metric "$cc")
 	rm -f "$T_TMP/release"
 	python3 - "$P_EDGE" "$T_TMP/release" <<'PY' &
 import socket, struct, sys, os, time
@@ -189,14 +192,15 @@ PY
 	hpid=$!
 	if wait_log $((before + 1)); then
 		out=$(req one.test "/gone" -m 0.3)
-		sleep 0.2 # edged reads the waiter's close first
+		edged_wait_metric "$cc" $((n + 1)) && gone=ended || gone="not ended"
 		touch "$T_TMP/release"
 		wait "$hpid"
 		sleep 1
-		if [[ "$out" == *":28 "* ]] && ! grep -q '"/gone"' "$LOG" && kill -0 "$EPID"; then
+		if [[ "$out" == *":28 "* ]] && [ "$gone" = ended ] &&
+			! grep -q '"/gone"' "$LOG" && kill -0 "$EPID"; then
 			t_ok "$v: a client that leaves while its request waits for a slot takes it away: never sent once the slot frees"
 		else
-			t_fail "$v: a waiter's client leaves" "$out; $(grep -c '"/gone"' "$LOG") /gone received"
+			t_fail "$v: a waiter's client leaves" "$out; $gone client_closed; $(grep -c '"/gone"' "$LOG") /gone received"
 		fi
 	else
 		touch "$T_TMP/release"
