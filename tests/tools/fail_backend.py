@@ -26,7 +26,8 @@ A request path holding "mode=WORD" uses WORD instead of MODEFILE's.
 Every request received whole is a JSON line in LOG before it is answered:
 name, conn (the connection's number), method, path, body_len,
 body_sha256, mode, slow, and active: the requests this backend was
-answering then, this one included. Runs until killed. Stdlib only.
+answering then, this one included (a request stops counting before its
+answer's last bytes are sent). Runs until killed. Stdlib only.
 """
 import hashlib
 import json
@@ -140,21 +141,32 @@ def serve(conn, n):
                                     "body_sha256": hashlib.sha256(body).hexdigest(),
                                     "mode": mode, "slow": slow,
                                     "active": ACTIVE[0]}) + "\n")
+            ended = [False]
+
+            def done():
+                # no longer answering: before the answer's last bytes go
+                # out (once the peer has them it may send the next request,
+                # which must not count this one)
+                with lock:
+                    if not ended[0]:
+                        ended[0] = True
+                        ACTIVE[0] -= 1
             try:
-                if not answer(conn, n, mode, slow, secs, method, path, body):
+                if not answer(conn, n, mode, slow, secs, method, path, body, done):
                     return
             finally:
-                with lock:
-                    ACTIVE[0] -= 1
+                done()
     except OSError:
         conn.close()
 
 
-def answer(conn, n, mode, slow, secs, method, path, body):
-    """Answer one request as mode says: whether the connection goes on."""
+def answer(conn, n, mode, slow, secs, method, path, body, done):
+    """Answer one request as mode says: whether the connection goes on.
+    done() is called before the answer's last bytes (or the reset) go out."""
     if slow and not slow_wait(conn, n, secs):
         return False
     if mode == "reset":
+        done()
         reset(conn)
         return False
     if mode == "hang":
@@ -168,10 +180,12 @@ def answer(conn, n, mode, slow, secs, method, path, body):
         return False
     if re.fullmatch(r"\d\d\d", mode):
         out = ("%s %s\n" % (NAME, mode)).encode()
+        done()
         conn.sendall(b"HTTP/1.1 %s Failing\r\nContent-Length: %d\r\n\r\n%s"
                      % (mode.encode(), len(out), out))
         return True
     out = ("%s %s %s %d\n" % (NAME, method, path, len(body))).encode()
+    done()
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                  b"Content-Length: %d\r\n\r\n%s" % (len(out), out))
     return True
