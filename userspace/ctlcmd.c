@@ -40,13 +40,9 @@ struct ctlcmd {
 	struct edged *d;
 	struct ctlcmd_ops ops;
 	struct ctl_server *srv;
-	pid_t successor; /* the process handed the sockets last, 0: none */
-	/* that process itself: a pidfd (readable once it has exited, so a
-	 * later process given its pid is never taken for it), -1 where the
-	 * kernel gave none; then its start (0: unknown), to a clock tick */
-	int successor_pidfd;
-	unsigned long long successor_start;
-	bool retired; /* it asked to retire and this one did */
+	pid_t successor;     /* the process handed the sockets last, 0: none */
+	int successor_pidfd; /* that process (pidfd_open), -1: none */
+	bool retired;	     /* it asked to retire and this one did */
 };
 
 /* The live route table's generation. */
@@ -425,56 +421,19 @@ static int ctlcmd_status(void *ctx, json_t **result, struct errbuf *err)
 	return 0;
 }
 
-/* When process pid started (/proc/PID/stat's field 22, clock ticks after
- * boot: a later process given the same pid has the same or a later one)
- * into *start,
- * 0 when /proc cannot say. 0, or -ESRCH: no such process, or a zombie. */
-static int ctlcmd_proc_start(pid_t pid, unsigned long long *start)
-{
-	char path[64], st[1024], *p;
-	FILE *f;
-	int field, rc = 0;
-
-	*start = 0;
-	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
-		return -ESRCH;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0; /* no /proc: kill said it is there */
-	if (fgets(st, sizeof(st), f) && (p = strrchr(st, ')')) && p[1] == ' ') {
-		p += 2; /* the state, field 3 */
-		if (*p == 'Z' || *p == 'X')
-			rc = -ESRCH;
-		for (field = 3; field < 22 && p; field++)
-			if ((p = strchr(p, ' ')))
-				p++;
-		if (p)
-			*start = strtoull(p, NULL, 10);
-	}
-	fclose(f);
-	return rc;
-}
-
-/* Whether c's successor still runs: its pidfd not readable (it has not
- * exited); without one, not a zombie and not a later process given its
- * pid (a start time differs, to a clock tick). */
+/* Whether c's successor still runs: its pidfd is not readable (it has
+ * not exited, so a later process given its pid is never taken for it). */
 static bool ctlcmd_successor_runs(const struct ctlcmd *c)
 {
-	unsigned long long now;
+	struct pollfd p = {.fd = c->successor_pidfd, .events = POLLIN};
+	int n;
 
-	if (c->successor_pidfd >= 0) {
-		struct pollfd p = {.fd = c->successor_pidfd, .events = POLLIN};
-		int n;
-
-		do
-			n = poll(&p, 1, 0);
-		while (n < 0 && errno == EINTR);
-		return n == 0; /* an error: taken as gone (no retire) */
-	}
-	if (ctlcmd_proc_start(c->successor, &now))
+	if (c->successor_pidfd < 0)
 		return false;
-	return !c->successor_start || !now || now == c->successor_start;
+	do
+		n = poll(&p, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == 0; /* an error: taken as gone (no retire) */
 }
 
 /* A successor's {"cmd":"handover"}: this process's sockets (sockreg.h). */
@@ -482,7 +441,7 @@ static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 			   json_t **result, struct errbuf *err)
 {
 	struct ctlcmd *c = ctx;
-	int rc;
+	int rc, pidfd;
 
 	if (c->d->draining) {
 		errbuf_set(err, "edged is draining: nothing to hand over");
@@ -500,17 +459,26 @@ static int ctlcmd_handover(void *ctx, pid_t peer, const int **fds, size_t *nfds,
 		errbuf_set(err, "handover: the successor's process is unknown");
 		return -EPERM;
 	}
+	/* the peer waits for this answer: its pid is its own still */
+	pidfd = (int)syscall(SYS_pidfd_open, peer, 0);
+	if (pidfd < 0) {
+		rc = -errno;
+		errbuf_set(err,
+			   "handover: the successor cannot be watched "
+			   "(pidfd_open: %s)",
+			   strerror(-rc));
+		return rc;
+	}
 	rc = sockreg_handover(fds, nfds, result);
 	if (rc) {
+		close(pidfd);
 		errbuf_set(err, "handover: %s", strerror(-rc));
 		return rc;
 	}
 	c->successor = peer;
-	/* the peer waits for this answer: its pid is its own still */
 	if (c->successor_pidfd >= 0)
 		close(c->successor_pidfd);
-	c->successor_pidfd = (int)syscall(SYS_pidfd_open, peer, 0);
-	ctlcmd_proc_start(peer, &c->successor_start);
+	c->successor_pidfd = pidfd;
 	log_note("upgrade: %zu sockets handed to edged %ld", *nfds, (long)peer);
 	return 0;
 }

@@ -404,9 +404,8 @@ quic_idle() {
 # pid_reuse LABEL BIN (root: ns_last_pid): a successor takes the
 # sockets and exits, and another process is given its pid: its retire is
 # refused, and a handover while it runs is not taken for another upgrade
-# under way (the guard knows the process by a pidfd, not by its pid and
-# start time: those a process given the pid within the same clock tick
-# shares; 33 of 40 fooled that guard)
+# under way (the guard knows the process by a pidfd: a process given the
+# pid within the same clock tick even has the same start time)
 pid_reuse() {
 	local v=$1 bin=$2 old
 	if [ "$(id -u)" != 0 ] || [ ! -w /proc/sys/kernel/ns_last_pid ]; then
