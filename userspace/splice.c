@@ -191,8 +191,28 @@ static int splice_unarm_pass(struct splice *s)
 	return rc;
 }
 
-int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n,
-		       bool *locked)
+/* Whether fd's socket is closed (TCP_CLOSE: both FINs exchanged, or
+ * reset), which takes it out of the TCP hash the pass walks, its last
+ * segment's verdict over and none to come: TCP_INFO reads the state and
+ * then takes the socket's lock, which the segment that closed it holds
+ * from before the state change until after its verdict (tcp_fin comes
+ * before tcp_data_ready), and nothing arrives on a closed socket. */
+static bool splice_sock_closed(int fd)
+{
+	enum {
+		TCP_STATE_CLOSE = 7
+	}; /* the kernel's TCP_CLOSE (tcp_states.h) */
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	return fd >= 0 &&
+	       getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	       ti.tcpi_state == TCP_STATE_CLOSE;
+}
+
+int splice_sock_disarm(struct splice *s, const uint64_t *cookies,
+		       const int *fds, int n, bool *locked)
 {
 	/* a minute between warnings (a descriptor limit reached would say
 	 * it at every hand-back) */
@@ -217,11 +237,18 @@ int splice_sock_disarm(struct splice *s, const uint64_t *cookies, int n,
 		v = 0;
 		if (pass &&
 		    bpf_map_lookup_elem(s->disarm_fd, &cookies[i], &v) == 0 &&
-		    v == 1)
+		    v == 1) {
 			nlocked++;
-		else /* no iterator, or the socket is not in the TCP hash
-			any more (closed: nothing arrives) */
+		} else {
+			/* not in the TCP hash any more (closed), or no
+			 * iterator: a closed socket's delete races no
+			 * verdict once its lock was taken after the close */
+			if (fds && splice_sock_closed(fds[i])) {
+				v = 1;
+				nlocked++;
+			}
 			bpf_map_delete_elem(s->sk_fd, &cookies[i]);
+		}
 		if (locked)
 			locked[i] = v == 1;
 		if (pass)
@@ -585,9 +612,9 @@ static int splice_selftest(struct splice *s, struct errbuf *err)
 
 		/* a pass can miss a socket (the iterator's batches): a
 		 * second look before doing without it */
-		if (splice_sock_disarm(s, ck, 2, NULL) != 2 &&
+		if (splice_sock_disarm(s, ck, NULL, 2, NULL) != 2 &&
 		    s->iter_fd >= 0 &&
-		    splice_sock_disarm(s, ck, 2, NULL) != 2) {
+		    splice_sock_disarm(s, ck, NULL, 2, NULL) != 2) {
 			snprintf(s->unarm_why, sizeof(s->unarm_why),
 				 "the TCP socket iterator did not find the "
 				 "self-test's sockets");

@@ -250,6 +250,7 @@ struct tunnel_set {
 	struct event *pass_ev;
 	uint64_t pass_end_ns, pass_ns;
 	uint64_t ck[2 * SET_DISARM];
+	int fd[2 * SET_DISARM];
 	bool locked[2 * SET_DISARM];
 };
 
@@ -1411,12 +1412,14 @@ static void tunnel_set_pass_cb(evutil_socket_t fd, short what, void *arg)
 	{
 		if (k == 2 * SET_DISARM)
 			break;
+		ts->fd[k] = t->s[0].fd;
 		ts->ck[k++] = t->s[0].cookie;
+		ts->fd[k] = t->s[1].fd;
 		ts->ck[k++] = t->s[1].cookie;
 	}
 	if (!k)
 		return;
-	splice_sock_disarm(splice_instance(), ts->ck, k, ts->locked);
+	splice_sock_disarm(splice_instance(), ts->ck, ts->fd, k, ts->locked);
 	atomic_fetch_add(&tc.disarm_passes, 1);
 	for (i = 0; i < k; i += 2)
 		tunnel_disarmed(LIST_FIRST(&ts->waiting),

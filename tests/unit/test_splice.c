@@ -14,6 +14,7 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <linux/sock_diag.h>
 #include <poll.h>
 #include <pthread.h>
@@ -167,7 +168,7 @@ START_TEST(test_unarm_under_lock)
 	if (pid == 0) {
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		_exit(splice_sock_disarm(sp, ck, 2, NULL) == 2 ? 0 : 1);
+		_exit(splice_sock_disarm(sp, ck, NULL, 2, NULL) == 2 ? 0 : 1);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -184,6 +185,68 @@ START_TEST(test_unarm_under_lock)
 	splice_sock_del(sp, ck[1]);
 	close(a);
 	close(b);
+	close(c);
+	close(d);
+	close(l);
+}
+END_TEST
+
+/* The state of fd's TCP socket (TCP_INFO). */
+static int tcp_state(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+	return ti.tcpi_state;
+}
+
+/* A spliced socket closed under the verdict (it sent its FIN, then its
+ * peer's last bytes came with a FIN: TIME_WAIT took it out of the TCP
+ * hash, TCP_CLOSE) is one the pass cannot find: with its descriptor it is
+ * disarmed safely all the same (its lock taken after the close), without
+ * it by a plain delete; its last bytes reached the other side. */
+START_TEST(test_unarm_closed)
+{
+	int l = listener(), a[2], b[2], c, d, i;
+	uint64_t kb[2], kc, deadline, got = 0;
+	bool locked;
+
+	pair(l, &d, &c);
+	kc = splice_cookie(c);
+	for (i = 0; i < 2; i++) {
+		pair(l, &a[i], &b[i]);
+		kb[i] = splice_cookie(b[i]);
+		ck_assert_int_eq(splice_sock_add(sp, b[i], kb[i], kc), 0);
+		ck_assert_int_eq(splice_sock_arm(sp, b[i], kb[i]), 0);
+	}
+	ck_assert_int_eq(splice_sock_add(sp, c, kc, kb[0]), 0);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(shutdown(b[i], SHUT_WR), 0);
+		ck_assert_int_eq(send(a[i], "last", 4, 0), 4);
+		ck_assert_int_eq(shutdown(a[i], SHUT_WR), 0);
+		deadline = now_ms() + 5000;
+		while (tcp_state(b[i]) != TCP_CLOSE && now_ms() < deadline)
+			usleep(1000);
+		ck_assert_int_eq(tcp_state(b[i]), TCP_CLOSE);
+	}
+	/* the last bytes of both, redirected to c, at d */
+	deadline = now_ms() + 5000;
+	while ((got += drain(d)) < 8 && now_ms() < deadline)
+		usleep(1000);
+	ck_assert_uint_eq(got, 8);
+	splice_sock_disarm(sp, &kb[0], NULL, 1, &locked);
+	ck_assert_msg(!locked, "the pass found a closed socket");
+	splice_sock_disarm(sp, &kb[1], &b[1], 1, &locked);
+	ck_assert_msg(locked, "a closed socket with its descriptor was not "
+			      "disarmed safely");
+	for (i = 0; i < 2; i++) {
+		splice_sock_del(sp, kb[i]);
+		close(a[i]);
+		close(b[i]);
+	}
+	splice_sock_del(sp, kc);
 	close(c);
 	close(d);
 	close(l);
@@ -216,7 +279,7 @@ static void *cycler(void *arg)
 			break;
 		}
 		usleep((useconds_t)(rand_r(&ln->seed) % 500));
-		splice_sock_disarm(sp, &ln->kb, 1, &locked);
+		splice_sock_disarm(sp, &ln->kb, &ln->b, 1, &locked);
 		ln->locked += locked;
 		ln->own += drain(ln->b);
 	}
@@ -328,6 +391,7 @@ int main(void)
 	tc = tcase_create("unarm");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_unarm_under_lock);
+	tcase_add_test(tc, test_unarm_closed);
 	tcase_add_test(tc, test_rearm_under_stream);
 	suite_add_tcase(s, tc);
 	return unit_run(s);
