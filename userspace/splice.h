@@ -106,15 +106,14 @@ void splice_sock_forget(struct splice *s, uint64_t cookie);
  * splice_sock_unlink's comment) under its socket lock (edge_splice_unarm,
  * one pass over the TCP sockets of edged's network namespace), so that no
  * verdict runs meanwhile, which would find no program and drop the bytes
- * it holds (the kernel's sk_psock_verdict_recv). A socket the pass did not
- * find is closed (out of the TCP hash): its delete follows a look at its
- * state that takes its lock, which the segment that closed it held until
- * its verdict was over, and counts as locked when that state is TCP_CLOSE
- * (the pass runs first: one closed after its look is then closed here).
- * Every socket when the kernel has no TCP iterator (splice_unarm_why), and
- * one the pass missed without fds, by a plain delete. locked (n, or NULL)
- * says which went safely; returns how many. A pass costs about 0.5 us per
- * TCP socket: callers batch. */
+ * it holds (the kernel's sk_psock_verdict_recv). A socket the pass does
+ * not find is closed (out of the TCP hash); with fds, its state is read
+ * first, which takes its lock, held by the segment that closed it until
+ * its verdict was over: TCP_CLOSE there makes its delete as safe. Any
+ * other by a plain delete (also every open one when the kernel has no TCP
+ * iterator: splice_unarm_why). locked (n, or NULL) says which went
+ * safely; returns how many. A pass costs about 0.5 us per TCP socket:
+ * callers batch. */
 int splice_sock_disarm(struct splice *s, const uint64_t *cookies,
 		       const int *fds, int n, bool *locked);
 
