@@ -498,6 +498,9 @@ struct analytics_lane {
 	/* under a->mu */
 	uint64_t head;
 	bool waiting, reopen_req;
+	/* waiting with nothing to write or retry: no deadline until the
+	 * next event comes (an idle lane sleeps), then flush_ms */
+	bool idle;
 
 	/* the lane's thread only */
 	struct analytics_event *spool;
@@ -824,6 +827,9 @@ int analytics_enqueue(struct analytics *a, const struct analytics_event *ev)
 			if (l->waiting &&
 			    a->tail - l->head >= a->conf.batch_max) {
 				l->waiting = false;
+				wake |= 1u << i;
+			} else if (l->waiting && l->idle) {
+				l->idle = false; /* its flush_ms starts */
 				wake |= 1u << i;
 			}
 		}
@@ -1200,6 +1206,19 @@ static void *analytics_lane_main(void *arg)
 			l->waiting = true;
 			while (!a->stopping && !l->reopen_req &&
 			       a->tail - l->head < a->conf.batch_max) {
+				/* nothing to write or retry: no deadline
+				 * until an event comes (an idle lane
+				 * sleeps), then flush_ms from it */
+				if (!l->failing && !l->nspool &&
+				    a->tail == l->head) {
+					l->idle = true;
+					pthread_cond_wait(&l->cond, &a->mu);
+					l->idle = false;
+					ts = ns_to_ts(mono_ns() +
+						      a->conf.flush_ms *
+							  1000000ULL);
+					continue;
+				}
 				if (pthread_cond_timedwait(&l->cond, &a->mu,
 							   &ts) == ETIMEDOUT)
 					break;
