@@ -695,6 +695,23 @@ static void admit_lag_roll(struct admit_lag *l, uint64_t now_ns)
 	l->window = win;
 }
 
+void admit_lag_pause(struct admit_lag *l)
+{
+	l->due = UINT64_MAX;
+}
+
+void admit_lag_resume(struct admit_lag *l, uint64_t now_ns, uint64_t waited_ns,
+		      uint64_t limit_ns)
+{
+	l->due = now_ns > waited_ns ? now_ns - waited_ns : 0;
+	admit_lag_probe(l, now_ns, limit_ns);
+}
+
+bool admit_lag_paused(const struct admit_lag *l)
+{
+	return l->due == UINT64_MAX;
+}
+
 uint64_t admit_lag_overdue(const struct admit_lag *l, uint64_t now_ns)
 {
 	return now_ns > l->due ? now_ns - l->due : 0;

@@ -206,7 +206,7 @@ size_t admit_queue_length(struct admit_queue *q);
 #define ADMIT_LAG_WINDOW_NS (5 * 1000000000ULL)
 
 struct admit_lag {
-	uint64_t due;	  /* when the next probe is due */
+	uint64_t due;	  /* when the next probe is due; UINT64_MAX: paused */
 	uint64_t over_at; /* the last probe later than its limit */
 	bool over;	  /* over_at is set */
 	uint64_t peak[2]; /* longest lag of this window, of the last */
@@ -221,6 +221,16 @@ void admit_lag_init(struct admit_lag *l, uint64_t now_ns);
  * later. */
 uint64_t admit_lag_probe(struct admit_lag *l, uint64_t now_ns,
 			 uint64_t limit_ns);
+
+/* No probe while the loop has nothing to shed for (no connection): none
+ * is due (nothing overdue) until admit_lag_resume, which records
+ * waited_ns (how long what woke the loop waited for it) as a probe's lag
+ * against limit_ns and makes the next probe due ADMIT_LAG_PROBE_NS after
+ * now_ns; a lag already recorded stays. */
+void admit_lag_pause(struct admit_lag *l);
+void admit_lag_resume(struct admit_lag *l, uint64_t now_ns, uint64_t waited_ns,
+		      uint64_t limit_ns);
+bool admit_lag_paused(const struct admit_lag *l);
 
 /* How long the next probe is overdue at now_ns (0: not yet due). */
 uint64_t admit_lag_overdue(const struct admit_lag *l, uint64_t now_ns);

@@ -337,6 +337,7 @@ static struct conn *conn_open(struct worker *w, struct transport *t,
 	sockio_setcb(c->io, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	TAILQ_INSERT_TAIL(&w->cs->open, c, link);
 	w->cs->n++;
+	worker_lag_wake(w, t->fd);
 	if (keep)
 		ops->unpark(c, keep);
 	else

@@ -758,6 +758,7 @@ void l4_accept(struct worker *w, int fd, const struct sockaddr *sa,
 		snprintf(c->id, sizeof(c->id), "-");
 	TAILQ_INSERT_TAIL(&w->l4->open, c, link);
 	w->l4->n++;
+	worker_lag_wake(w, fd);
 	/* the same cap as HTTP connections: both count in connections */
 	n = atomic_fetch_add(&sh->connections, 1) + 1;
 	if (w->draining) {

@@ -1031,6 +1031,7 @@ static struct quic_conn *quic_conn_new(struct quic_sock *s,
 	qc->qs = qs;
 	qc->sock = s;
 	TAILQ_INSERT_TAIL(&qs->conns, qc, link);
+	worker_lag_wake(qs->w, -1);
 	atomic_fetch_add(&w->sh->connections, 1);
 	quic_count(qs->w->id, QUIC_EV_CONN_OPEN);
 	qc->handshaking = true;

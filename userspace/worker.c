@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <stdlib.h>
@@ -202,6 +204,17 @@ static void worker_publish_upstream(struct worker *w)
 	*o = st;
 }
 
+/* Whether any of w's services has a connection. */
+static bool worker_busy(const struct worker *w)
+{
+	const struct worker_service *const *s = w->sh->services;
+
+	for (; s && *s; s++)
+		if ((*s)->busy && (*s)->busy(w))
+			return true;
+	return false;
+}
+
 /* w's circuits (upstream.h) copied where the control loop reads them. */
 static void worker_publish_circuits(struct worker *w)
 {
@@ -294,6 +307,9 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	worker_publish_circuits(w);
 	worker_read_nofile(w);
 	worker_sync_splice(w);
+	/* a connection no hook woke the probe for: within a tick */
+	if (admit_lag_paused(&w->lag) && worker_busy(w))
+		worker_lag_wake(w, -1);
 	for (; s && *s; s++)
 		if ((*s)->tick && (*s)->tick(w))
 			trim = true;
@@ -313,15 +329,58 @@ static void worker_probe_arm(struct worker *w)
 			  w->id);
 }
 
-/* The lag probe: how late it ran is the loop's lag (admit.h). */
+/* The lag probe: how late it ran is the loop's lag (admit.h). A loop
+ * without a connection has nothing to shed for: the probe pauses there
+ * (an idle worker sleeps) until worker_lag_wake. */
 static void worker_probe_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	uint64_t now = clk_fresh_ns();
+	bool idle;
 
 	(void)fd;
 	(void)what;
 	admit_lag_probe(&w->lag, now, w->set.limits.brownout_lag_ms * 1000000);
+	idle = !worker_busy(w);
+	if (idle)
+		admit_lag_pause(&w->lag);
+	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
+			      admit_lag_recent(&w->lag, now),
+			      memory_order_relaxed);
+	atomic_store_explicit(&w->sh->lag[w->id].due_ns, idle ? 0 : w->lag.due,
+			      memory_order_relaxed);
+	if (!idle)
+		worker_probe_arm(w);
+}
+
+/* How long the data (or the handshake) of fd's TCP connection has waited
+ * for the loop, ns (TCP_INFO's last receipts, in ms); 0 when not known. */
+static uint64_t worker_sock_waited_ns(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	uint32_t ms;
+
+	if (fd < 0)
+		return 0;
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return 0;
+	ms = ti.tcpi_last_data_recv > ti.tcpi_last_ack_recv
+		 ? ti.tcpi_last_data_recv
+		 : ti.tcpi_last_ack_recv;
+	return (uint64_t)ms * 1000000;
+}
+
+void worker_lag_wake(struct worker *w, int fd)
+{
+	uint64_t now;
+
+	if (!admit_lag_paused(&w->lag))
+		return;
+	now = clk_fresh_ns();
+	admit_lag_resume(&w->lag, now, worker_sock_waited_ns(fd),
+			 w->set.limits.brownout_lag_ms * 1000000);
 	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
 			      admit_lag_recent(&w->lag, now),
 			      memory_order_relaxed);

@@ -334,6 +334,13 @@ void worker_read_nofile(struct worker *w);
  * (admit_lag_shed; false when brownout is off). */
 bool worker_lagging(struct worker *w);
 
+/* On w's thread: a connection (TCP socket fd, or -1) came or has a
+ * request: the lag probe, paused while w had none (an idle worker
+ * sleeps), runs again; how long fd's bytes waited for the loop counts as
+ * that probe's lag (a loop stalled while idle is late for them). Cheap
+ * when the probe runs. */
+void worker_lag_wake(struct worker *w, int fd);
+
 /* Any thread: worker id's recent loop lag at monotonic now_ns, ns (the
  * longest of its last 5 to 10 s, a probe overdue now included:
  * admit_lag_recent as it last published it). */

@@ -5,6 +5,7 @@
 # requests wait in the kernel and are read in the loop's first turns after
 # the stall, which its lag probe finds 0.8 s late.
 #
+#   idle       no connection: the lag probe pauses, the worker sleeps
 #   calm       brownout_lag 250ms, no stall: the shed routes and the
 #              others served 200 (a busy machine's own lag may shed one:
 #              a few tries allowed)
@@ -145,6 +146,17 @@ answers() {
 	echo "$out"
 }
 
+# thread_wakeups: how often edged's threads but the main one have slept
+# so far (voluntary context switches)
+thread_wakeups() {
+	local t n=0
+	for t in /proc/"$EPID"/task/*; do
+		[ "${t##*/}" = "$EPID" ] && continue
+		n=$((n + $(awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status" 2>/dev/null || echo 0)))
+	done
+	echo "$n"
+}
+
 run_suite() {
 	local bin=$1 v=$2 out n before want lag shed spid i
 	: >"$LOG"
@@ -155,6 +167,18 @@ run_suite() {
 	if ! edged_start "$bin" "$T_TMP/edge.conf"; then
 		t_fail "$v: edged starts" "$(tail -5 "$EDGED_LOG")"
 		return
+	fi
+
+	# ---- idle: no connection, no lag probe: edged's threads but the
+	# main one sleep (a probe every 20 ms woke the worker 50 times a
+	# second; the worker's tick wakes it once)
+	n=$(thread_wakeups)
+	sleep 2
+	n=$(($(thread_wakeups) - n))
+	if [ "$n" -le 10 ]; then
+		t_ok "$v: idle: the worker sleeps ($n wake-ups of its threads in 2 s)"
+	else
+		t_fail "$v: an idle worker sleeps" "$n wake-ups of its threads in 2 s"
 	fi
 
 	# ---- calm: everything served

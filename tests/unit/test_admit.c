@@ -646,6 +646,37 @@ START_TEST(test_lag)
 	/* a probe never earlier than due counts no lag */
 	admit_lag_init(&l, t);
 	ck_assert_uint_eq(admit_lag_probe(&l, t + 1, lim), 0);
+	/* paused (an idle loop): nothing overdue however long, until
+	 * resumed; then due a period on, and late from there */
+	t += 1;
+	admit_lag_pause(&l);
+	ck_assert(admit_lag_paused(&l));
+	t += 10 * ADMIT_LAG_HOLD_NS;
+	ck_assert_uint_eq(admit_lag_overdue(&l, t), 0);
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	ck_assert_uint_eq(admit_lag_recent(&l, t), 0);
+	admit_lag_resume(&l, t, 0, lim);
+	ck_assert(!admit_lag_paused(&l));
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	ck_assert_uint_eq(admit_lag_overdue(&l, t + ADMIT_LAG_PROBE_NS), 0);
+	t += ADMIT_LAG_PROBE_NS + 300 * MS;
+	ck_assert(admit_lag_shed(&l, t, lim));
+	ck_assert_uint_eq(admit_lag_probe(&l, t, lim), 300 * MS);
+	/* a lag recorded before a pause still holds */
+	admit_lag_pause(&l);
+	ck_assert(admit_lag_shed(&l, t + 1, lim));
+	/* woken by bytes that waited 400 ms (a loop stalled while idle):
+	 * that lag, shed for ADMIT_LAG_HOLD_NS; 50 ms: none */
+	t += 2 * ADMIT_LAG_HOLD_NS;
+	ck_assert(!admit_lag_shed(&l, t, lim));
+	admit_lag_resume(&l, t, 400 * MS, lim);
+	ck_assert(admit_lag_shed(&l, t, lim));
+	ck_assert(admit_lag_shed(&l, t + ADMIT_LAG_HOLD_NS - 1, lim));
+	ck_assert_uint_eq(admit_lag_overdue(&l, t + ADMIT_LAG_PROBE_NS), 0);
+	admit_lag_pause(&l);
+	t += 2 * ADMIT_LAG_HOLD_NS;
+	admit_lag_resume(&l, t, 50 * MS, lim);
+	ck_assert(!admit_lag_shed(&l, t, lim));
 }
 END_TEST
 
