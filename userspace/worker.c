@@ -294,6 +294,8 @@ unsigned long worker_fd_conn_cap(const struct worker_shared *sh,
 	return nofile > reserve + 2 ? (nofile - reserve) / 2 : 1;
 }
 
+static void worker_lag_idle(struct worker *w);
+
 static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -307,9 +309,7 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 	worker_publish_circuits(w);
 	worker_read_nofile(w);
 	worker_sync_splice(w);
-	/* a connection no hook woke the probe for: within a tick */
-	if (admit_lag_paused(&w->lag) && worker_busy(w))
-		worker_lag_wake(w, -1);
+	worker_lag_idle(w);
 	for (; s && *s; s++)
 		if ((*s)->tick && (*s)->tick(w))
 			trim = true;
@@ -329,28 +329,46 @@ static void worker_probe_arm(struct worker *w)
 			  w->id);
 }
 
-/* The lag probe: how late it ran is the loop's lag (admit.h). A loop
- * without a connection has nothing to shed for: the probe pauses there
- * (an idle worker sleeps) until worker_lag_wake. */
+/* The lag probe: how late it ran is the loop's lag (admit.h). */
 static void worker_probe_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	uint64_t now = clk_fresh_ns();
-	bool idle;
 
 	(void)fd;
 	(void)what;
 	admit_lag_probe(&w->lag, now, w->set.limits.brownout_lag_ms * 1000000);
-	idle = !worker_busy(w);
-	if (idle)
-		admit_lag_pause(&w->lag);
 	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
 			      admit_lag_recent(&w->lag, now),
 			      memory_order_relaxed);
-	atomic_store_explicit(&w->sh->lag[w->id].due_ns, idle ? 0 : w->lag.due,
+	atomic_store_explicit(&w->sh->lag[w->id].due_ns, w->lag.due,
 			      memory_order_relaxed);
-	if (!idle)
-		worker_probe_arm(w);
+	worker_probe_arm(w);
+}
+
+/* At each tick: a loop without a connection has nothing to shed for, so
+ * the probe pauses (an idle worker sleeps) until worker_lag_wake (its
+ * lag until now recorded first); a connection no hook woke it for is
+ * seen here. Once a tick: the services' counts may cost a walk. */
+static void worker_lag_idle(struct worker *w)
+{
+	bool busy = worker_busy(w);
+	uint64_t now;
+
+	if (busy && admit_lag_paused(&w->lag)) {
+		worker_lag_wake(w, -1);
+	} else if (!busy && !admit_lag_paused(&w->lag)) {
+		now = clk_fresh_ns();
+		event_del(w->probe);
+		admit_lag_probe(&w->lag, now,
+				w->set.limits.brownout_lag_ms * 1000000);
+		admit_lag_pause(&w->lag);
+		atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
+				      admit_lag_recent(&w->lag, now),
+				      memory_order_relaxed);
+		atomic_store_explicit(&w->sh->lag[w->id].due_ns, 0,
+				      memory_order_relaxed);
+	}
 }
 
 /* How long the data (or the handshake) of fd's TCP connection has waited

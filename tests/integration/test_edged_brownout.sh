@@ -169,9 +169,10 @@ run_suite() {
 		return
 	fi
 
-	# ---- idle: no connection, no lag probe: edged's threads but the
-	# main one sleep (a probe every 20 ms woke the worker 50 times a
-	# second; the worker's tick wakes it once)
+	# ---- idle: no connection, no lag probe (paused at the worker's
+	# first tick): edged's threads but the main one sleep (a probe every
+	# 20 ms woke the worker 50 times a second; its tick wakes it once)
+	sleep 1.5
 	n=$(thread_wakeups)
 	sleep 2
 	n=$(($(thread_wakeups) - n))
