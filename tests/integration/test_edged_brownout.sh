@@ -171,12 +171,13 @@ run_suite() {
 
 	# ---- idle: no connection, no lag probe (paused at the worker's
 	# first tick): edged's threads but the main one sleep (a probe every
-	# 20 ms woke the worker 50 times a second; its tick wakes it once)
+	# 20 ms woke the worker 50 times a second, 100 in the 2 s; its tick
+	# wakes it once a second; 6 were seen beside CI's other suites)
 	sleep 1.5
 	n=$(thread_wakeups)
 	sleep 2
 	n=$(($(thread_wakeups) - n))
-	if [ "$n" -le 10 ]; then
+	if [ "$n" -le 20 ]; then
 		t_ok "$v: idle: the worker sleeps ($n wake-ups of its threads in 2 s)"
 	else
 		t_fail "$v: an idle worker sleeps" "$n wake-ups of its threads in 2 s"
