@@ -191,6 +191,10 @@ static int splice_unarm_pass(struct splice *s)
 	return rc;
 }
 
+/* the kernel's TCP_CLOSE (include/net/tcp_states.h; linux/tcp.h has no
+ * states) */
+#define SPLICE_TCP_CLOSE 7
+
 /* Whether fd's socket is closed (TCP_CLOSE: both FINs exchanged, or
  * reset), which takes it out of the TCP hash the pass walks, its last
  * segment's verdict over and none to come: TCP_INFO reads the state and
@@ -199,16 +203,13 @@ static int splice_unarm_pass(struct splice *s)
  * before tcp_data_ready), and nothing arrives on a closed socket. */
 static bool splice_sock_closed(int fd)
 {
-	enum {
-		TCP_STATE_CLOSE = 7
-	}; /* the kernel's TCP_CLOSE (tcp_states.h) */
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 
 	memset(&ti, 0, sizeof(ti));
 	return fd >= 0 &&
 	       getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-	       ti.tcpi_state == TCP_STATE_CLOSE;
+	       ti.tcpi_state == SPLICE_TCP_CLOSE;
 }
 
 int splice_sock_disarm(struct splice *s, const uint64_t *cookies,

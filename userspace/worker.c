@@ -329,6 +329,18 @@ static void worker_probe_arm(struct worker *w)
 			  w->id);
 }
 
+/* w's lag where other threads read it (worker_lag_ns): the recent lag at
+ * now and when the next probe is due (0: none, paused). */
+static void worker_lag_publish(struct worker *w, uint64_t now)
+{
+	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
+			      admit_lag_recent(&w->lag, now),
+			      memory_order_relaxed);
+	atomic_store_explicit(&w->sh->lag[w->id].due_ns,
+			      admit_lag_paused(&w->lag) ? 0 : w->lag.due,
+			      memory_order_relaxed);
+}
+
 /* The lag probe: how late it ran is the loop's lag (admit.h). */
 static void worker_probe_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -338,11 +350,7 @@ static void worker_probe_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	admit_lag_probe(&w->lag, now, w->set.limits.brownout_lag_ms * 1000000);
-	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
-			      admit_lag_recent(&w->lag, now),
-			      memory_order_relaxed);
-	atomic_store_explicit(&w->sh->lag[w->id].due_ns, w->lag.due,
-			      memory_order_relaxed);
+	worker_lag_publish(w, now);
 	worker_probe_arm(w);
 }
 
@@ -363,11 +371,7 @@ static void worker_lag_idle(struct worker *w)
 		admit_lag_probe(&w->lag, now,
 				w->set.limits.brownout_lag_ms * 1000000);
 		admit_lag_pause(&w->lag);
-		atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
-				      admit_lag_recent(&w->lag, now),
-				      memory_order_relaxed);
-		atomic_store_explicit(&w->sh->lag[w->id].due_ns, 0,
-				      memory_order_relaxed);
+		worker_lag_publish(w, now);
 	}
 }
 
@@ -399,11 +403,7 @@ void worker_lag_wake(struct worker *w, int fd)
 	now = clk_fresh_ns();
 	admit_lag_resume(&w->lag, now, worker_sock_waited_ns(fd),
 			 w->set.limits.brownout_lag_ms * 1000000);
-	atomic_store_explicit(&w->sh->lag[w->id].recent_ns,
-			      admit_lag_recent(&w->lag, now),
-			      memory_order_relaxed);
-	atomic_store_explicit(&w->sh->lag[w->id].due_ns, w->lag.due,
-			      memory_order_relaxed);
+	worker_lag_publish(w, now);
 	worker_probe_arm(w);
 }
 
